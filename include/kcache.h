@@ -1,0 +1,299 @@
+/*
+ * kcache.h -- the public interface of kcache, and its specification.
+ *
+ * kcache JIT-compiles kernels written as source text, caches the compiled
+ * code by "world" (a counter that moves every time the table of function
+ * definitions changes), and launches cached code with a handful of
+ * instructions over the raw backend call. When a function that a kernel
+ * calls is redefined, exactly the kernels that depend on it are compiled
+ * again; threads that pinned an older world keep seeing that world.
+ *
+ * Conventions (they hold for every function below unless it says otherwise):
+ *  - Every function that can fail returns a kc_status; KC_OK is 0. Results
+ *    come back through output parameters, which are always last.
+ *  - After a failure, kc_errmsg(rt) returns a message for the calling thread
+ *    (with the compiler's log when a compile failed). Messages are per thread,
+ *    so concurrent failures never overwrite each other's text.
+ *  - Destroy functions accept NULL and do nothing with it.
+ *  - Strings passed in are copied; kcache never keeps the caller's pointer.
+ *  - Strings returned as `const char *` are owned by kcache and stay valid as
+ *    long as the object they came from, unless documented otherwise.
+ *  - Thread safety: all functions are safe to call from any thread at the
+ *    same time, except where a function says "not thread-safe with ..." .
+ */
+#ifndef KCACHE_H
+#define KCACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KC_VERSION_MAJOR 0
+#define KC_VERSION_MINOR 1
+#define KC_VERSION_PATCH 0
+#define KC_VERSION_STRING "0.1.0"
+#define KC_VERSION_NUMBER (KC_VERSION_MAJOR * 10000 + KC_VERSION_MINOR * 100 + KC_VERSION_PATCH)
+
+/* Run-time twins of the version macros: what the linked library is. */
+const char *kc_version(void);
+int kc_version_number(void);
+
+/* ------------------------------------------------------------------ status */
+
+/* One table generates the enum, the names and the messages. */
+#define KC_STATUS_MAP(X)                                                        \
+  X(OK, "success")                                                              \
+  X(EINVAL, "invalid argument")                                                 \
+  X(ENOMEM, "out of memory")                                                    \
+  X(ENOTFOUND, "name is not defined")                                           \
+  X(ERECURSION, "recursion in the call graph is not supported")                 \
+  X(ECOMPILE, "compilation failed")                                             \
+  X(ELINK, "loading compiled code into the context failed")                     \
+  X(ELAUNCH, "kernel launch failed")                                            \
+  X(EARGS, "wrong kernel arguments")                                            \
+  X(EUNAVAILABLE, "backend is not available on this machine")                   \
+  X(EDESTROYED, "the context has been destroyed")                               \
+  X(EBUSY, "operation not allowed in the current state")                        \
+  X(EIO, "input/output error")                                                  \
+  X(EBACKEND, "backend error")
+
+typedef enum kc_status {
+#define KC__STATUS_ENUM(name, msg) KC_##name,
+  KC_STATUS_MAP(KC__STATUS_ENUM)
+#undef KC__STATUS_ENUM
+  KC__STATUS_COUNT
+} kc_status;
+
+/* "KC_EINVAL" etc.; "KC_UNKNOWN" for values outside the table. Static strings. */
+const char *kc_status_name(kc_status s);
+/* A short generic description of the status. Static string. */
+const char *kc_status_string(kc_status s);
+
+/* ----------------------------------------------------------------- handles */
+
+typedef struct kc_runtime kc_runtime;  /* one function table, one backend */
+typedef struct kc_context kc_context;  /* a device session */
+typedef struct kc_kernel kc_kernel;    /* a kernel name + specialization */
+typedef struct kc_buffer kc_buffer;    /* device memory in one context */
+
+/* A world: every change to the function table makes a new one. World 0 is
+ * never a valid world; the first world of a runtime is 1. */
+typedef uint64_t kc_world;
+#define KC_WORLD_FOREVER UINT64_MAX
+
+/* ------------------------------------------------------------- the runtime */
+
+typedef enum kc_backend_kind {
+  KC_BACKEND_AUTO = 0, /* $KC_BACKEND if set, else the best available */
+  KC_BACKEND_HOST,     /* the host CPU through the system C compiler */
+  KC_BACKEND_OPENCL,   /* any OpenCL platform through the ICD loader */
+  KC_BACKEND_CUDA      /* NVRTC + the CUDA driver */
+} kc_backend_kind;
+
+/* Allocator hook (Lua style, per runtime). realloc semantics: new_size 0
+ * frees ptr and returns NULL; ptr NULL allocates. Returning NULL for a
+ * nonzero size is an allocation failure, which kcache reports as KC_ENOMEM
+ * and survives. Must be thread-safe. kcache uses it for all of its own
+ * memory; backends' libraries allocate on their own. */
+typedef void *(*kc_alloc_fn)(void *ud, void *ptr, size_t new_size);
+
+typedef struct kc_options {
+  kc_backend_kind backend;
+  /* Compiler options appended to the backend's defaults (NULL: none). For the
+   * host backend these are extra `cc` arguments separated by spaces. */
+  const char *compile_options;
+  /* Host backend: the compiler to run (NULL: $KC_HOST_CC, else "cc"). */
+  const char *host_cc;
+  /* Kill a compiler that runs longer than this (0: 120000 ms). */
+  uint32_t compile_timeout_ms;
+  /* Directory for the persistent artifact store (NULL: none yet). */
+  const char *cache_dir;
+  /* OpenCL: platform and device to use; -1 / NULL: the first with a device. */
+  int platform_index;
+  const char *device_name;
+  kc_alloc_fn alloc; /* NULL: malloc/realloc/free */
+  void *alloc_ud;
+} kc_options;
+
+/* Fills *opt with the defaults. */
+void kc_options_init(kc_options *opt);
+
+/* Creates a runtime. opt may be NULL for the defaults. On failure *out is
+ * NULL and, if the failure concerns the backend, kc_errmsg(NULL) says why.
+ * Thread-safe. */
+kc_status kc_runtime_create(const kc_options *opt, kc_runtime **out);
+/* Destroys the runtime and everything created from it (contexts, kernels,
+ * buffers). Not thread-safe with any other call on the same runtime. */
+void kc_runtime_destroy(kc_runtime *rt);
+
+/* The backend actually in use: "host", "opencl" or "cuda". */
+const char *kc_runtime_backend(const kc_runtime *rt);
+
+/* The calling thread's message for its last failed call on rt (rt may be
+ * NULL for failures that had no runtime). "" if there was none. Valid until
+ * the same thread's next failing call. */
+const char *kc_errmsg(const kc_runtime *rt);
+
+/* Whether a backend can be used on this machine; if not, and why is non-NULL,
+ * *why points at a static or thread-local explanation. Thread-safe. */
+int kc_backend_available(kc_backend_kind kind, const char **why);
+
+/* ------------------------------------------------------ devices, contexts */
+
+/* Number of devices the runtime's backend sees. */
+int kc_device_count(const kc_runtime *rt);
+/* A device's name, or NULL for an index out of range. */
+const char *kc_device_name(const kc_runtime *rt, int index);
+
+/* Creates a context on a device. Contexts have 64-bit ids that are never
+ * reused; the memory of a destroyed context may be reused by a later one. */
+kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out);
+/* Destroys a context: frees its linked objects and buffers. A kc_context
+ * pointer used after destroy gives KC_EDESTROYED (until the memory is
+ * reused for a new context, which then has a new id). Not thread-safe with
+ * launches on the same context. */
+void kc_context_destroy(kc_context *ctx);
+/* Resets a context like a device reset: drops every linked object (modules,
+ * kernel objects, loaded shared objects). Compiled code is kept, so the next
+ * launch relinks without compiling. Buffers stay valid. Not thread-safe with
+ * launches on the same context. */
+kc_status kc_context_reset(kc_context *ctx);
+uint64_t kc_context_id(const kc_context *ctx);
+
+/* ----------------------------------------------------- the function table */
+
+/* Defines (or redefines) the function `name` with the full source text of
+ * its definition, in the kernel dialect (see README): e.g.
+ *   "KC_DEVICE float h(float x) { return 2.0f * x; }"
+ *   "KC_KERNEL void k(KC_GLOBAL float *y) { y[kc_global_id(0)] = h(1); }"
+ * The new definition is visible from the new world on; *new_world (may be
+ * NULL) gets the world in which it is visible. Every code instance that
+ * looked up `name` stops being valid in that world. Text identical to the
+ * visible definition changes nothing and returns the current world.
+ * Names are C identifiers; names starting with "kc_" or "KC_" are reserved.
+ * The source must mention `name`. */
+kc_status kc_define(kc_runtime *rt, const char *name, const char *source, kc_world *new_world);
+/* Ends the visibility of `name`'s definition in a new world. KC_ENOTFOUND if
+ * it has no visible definition. */
+kc_status kc_undefine(kc_runtime *rt, const char *name, kc_world *new_world);
+
+/* The latest world (one acquire load). */
+kc_world kc_world_latest(const kc_runtime *rt);
+/* The world that launches of the calling thread resolve against: its pinned
+ * world if it pinned one, else the latest. */
+kc_world kc_world_current(const kc_runtime *rt);
+
+/* Pins the calling thread to the latest world: until kc_unpin, its launches
+ * and compiles resolve definitions as of that world, whatever other threads
+ * define meanwhile. Pins nest: pinning again while pinned keeps the world of
+ * the outer pin. A thread can pin one runtime at a time (KC_EBUSY). */
+kc_status kc_pin(kc_runtime *rt, kc_world *pinned);
+/* Undoes one kc_pin of the calling thread. KC_EBUSY if it holds no pin. */
+kc_status kc_unpin(kc_runtime *rt);
+
+/* --------------------------------------------------------------- kernels */
+
+/* A handle on a kernel entry plus specialization parameters, e.g. "T=float,N=4"
+ * (NULL or "" for none). Parameters are "KEY=VALUE" pairs separated by commas;
+ * their order does not matter; each becomes `#define KEY VALUE` in the
+ * compiled source. Handles are cheap; two handles with the same name and
+ * parameters share compiled code. The name need not be defined yet. */
+kc_status kc_kernel_create(kc_runtime *rt, const char *name, const char *params, kc_kernel **out);
+/* Not thread-safe with launches through the same handle. */
+void kc_kernel_destroy(kc_kernel *k);
+
+/* Makes sure compiled code exists for the caller's current world (compiling
+ * if needed) without launching. */
+kc_status kc_kernel_compile(kc_kernel *k);
+
+typedef struct kc_dim3 {
+  uint32_t x, y, z;
+} kc_dim3;
+
+typedef enum kc_arg_kind { KC_ARG_SCALAR = 1, KC_ARG_BUFFER = 2 } kc_arg_kind;
+
+/* One kernel argument: a buffer, or a by-value scalar of `size` bytes. */
+typedef struct kc_arg {
+  const void *ptr; /* kc_buffer* for KC_ARG_BUFFER, else the scalar's bytes */
+  uint32_t size;   /* the scalar's size in bytes; 0 for buffers */
+  uint32_t kind;   /* kc_arg_kind */
+} kc_arg;
+
+#define KC_ARG_BUF(b) ((kc_arg){(const void *)(b), 0u, KC_ARG_BUFFER})
+#define KC_ARG_VAL(lvalue) ((kc_arg){(const void *)&(lvalue), (uint32_t)sizeof(lvalue), KC_ARG_SCALAR})
+
+#define KC_MAX_ARGS 32
+
+/* Launches k on ctx with `grid` groups of `block` work items each (CUDA's
+ * grid and block; OpenCL's global size is grid*block). The number, kinds and
+ * scalar sizes of args must match the kernel's parameters (KC_EARGS).
+ *
+ * The cached path (same context, same world, same generation as the handle's
+ * previous launch there) takes no lock, allocates nothing and hashes nothing.
+ * Launches are asynchronous on OpenCL and CUDA: kc_context_finish waits.
+ * On the host backend the launch runs the kernel to completion. */
+kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
+                    const kc_arg *args, uint32_t nargs);
+
+/* Waits for every launch and copy queued on ctx. */
+kc_status kc_context_finish(kc_context *ctx);
+
+/* ---------------------------------------------------------------- buffers */
+
+kc_status kc_buffer_create(kc_context *ctx, size_t size, kc_buffer **out);
+void kc_buffer_destroy(kc_buffer *buf);
+size_t kc_buffer_size(const kc_buffer *buf);
+/* Blocking copies; offset+size must lie within the buffer (KC_EINVAL). */
+kc_status kc_buffer_write(kc_buffer *buf, size_t offset, const void *src, size_t size);
+kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
+
+/* ------------------------------------------------------------- statistics */
+
+typedef struct kc_stats {
+  uint64_t compiles;        /* backend compiles that succeeded */
+  uint64_t compile_failures;
+  uint64_t links;           /* code instances loaded into a context */
+  uint64_t fast_hits;       /* launches served by a handle's cache */
+  uint64_t slow_lookups;    /* launches that took the slow path */
+  uint64_t invalidations;   /* code instances whose range was clipped */
+  uint64_t defines;         /* kc_define/kc_undefine calls that made a world */
+  uint64_t code_instances;  /* code instances alive */
+  kc_world world;           /* latest world */
+  uint64_t compile_ns;      /* total time spent in backend compiles */
+} kc_stats;
+
+/* A snapshot of the runtime's counters (fast_hits: exact when each handle is
+ * launched from one thread at a time, otherwise a lower bound). */
+void kc_stats_get(kc_runtime *rt, kc_stats *out);
+
+/* ---------------------------------------------------------- introspection */
+
+/* The translation unit that compiled (or would compile) k at the caller's
+ * current world: prelude, parameters, closure in dependency order. The
+ * returned string is allocated with the runtime's allocator; free it with
+ * kc_free(rt, s). */
+kc_status kc_kernel_source(kc_kernel *k, char **out);
+
+typedef struct kc_code_info {
+  kc_world min_world, max_world; /* KC_WORLD_FOREVER: still valid */
+  uint64_t id;                   /* code instance id, never reused */
+  const void *artifact;          /* shared object / program binary / cubin */
+  size_t artifact_size;
+  uint64_t compile_ns;
+} kc_code_info;
+
+/* Information about the code instance valid at the caller's current world,
+ * compiling it if needed. The artifact pointer stays valid as long as the
+ * runtime. */
+kc_status kc_kernel_code(kc_kernel *k, kc_code_info *out);
+
+/* Frees memory returned by kc_kernel_source. */
+void kc_free(kc_runtime *rt, void *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KCACHE_H */

@@ -1,0 +1,475 @@
+/*
+ * host.c -- the host CPU backend. Kernel source is C; the closure is
+ * compiled by the system C compiler into a shared object and loaded with
+ * dlopen. A launch runs the kernel once per work item of the grid, one after
+ * another, in the calling thread.
+ *
+ * It owns a private directory under $TMPDIR for sources, objects and logs.
+ * Every file name there is unique in the process (dlopen of a path already
+ * open returns the old handle), and files are removed as soon as they have
+ * been read or mapped.
+ */
+
+#include "../kc_internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+typedef void (*host_run_fn)(void *const *argv, const kc_dim3 *grid, const kc_dim3 *block);
+
+typedef struct host_state {
+  kc_runtime *rt;
+  char dir[256];
+  char *cc_argv[64]; /* the compiler command, split on spaces (owned) */
+  int cc_argc;
+  uint32_t timeout_ms;
+  _Atomic uint64_t seq; /* unique file names */
+  mtx_t ident_lock;
+  char *identity;
+  char device[256];
+} host_state;
+
+static const char host_prelude[] =
+    "/* kcache host prelude: kernels are C11 run one work item at a time */\n"
+    "#include <stddef.h>\n"
+    "#include <stdint.h>\n"
+    "#include <stdbool.h>\n"
+    "#include <math.h>\n"
+    "#define KC_BACKEND_HOST 1\n"
+    "#define KC_KERNEL static\n"
+    "#define KC_DEVICE static\n"
+    "#define KC_GLOBAL\n"
+    "#define KC_LOCAL static\n"
+    "typedef unsigned int uint;\n"
+    "typedef unsigned char uchar;\n"
+    "typedef unsigned short ushort;\n"
+    "typedef unsigned long ulong;\n"
+    "struct kc__item { unsigned lid[3], grp[3], lsz[3], ngrp[3]; };\n"
+    "static _Thread_local struct kc__item kc__it;\n"
+    "#define kc_local_id(d) ((size_t)kc__it.lid[(d)])\n"
+    "#define kc_group_id(d) ((size_t)kc__it.grp[(d)])\n"
+    "#define kc_local_size(d) ((size_t)kc__it.lsz[(d)])\n"
+    "#define kc_num_groups(d) ((size_t)kc__it.ngrp[(d)])\n"
+    "#define kc_global_id(d) (kc_group_id(d) * kc_local_size(d) + kc_local_id(d))\n"
+    "#define kc_global_size(d) (kc_num_groups(d) * kc_local_size(d))\n"
+    "#define kc_barrier() _Static_assert(0, \"kc_barrier() is not supported by the host backend: "
+    "its work items run one after another\")\n";
+
+/* -------------------------------------------------------- availability */
+
+static bool find_in_path(const char *prog, char *out, size_t outlen) {
+  if (strchr(prog, '/')) {
+    snprintf(out, outlen, "%s", prog);
+    return access(prog, X_OK) == 0;
+  }
+  const char *path = getenv("PATH");
+  if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+  for (const char *p = path; *p;) {
+    const char *e = strchr(p, ':');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    snprintf(out, outlen, "%.*s/%s", (int)n, p, prog);
+    if (n && access(out, X_OK) == 0) return true;
+    p += n + (e ? 1 : 0);
+  }
+  return false;
+}
+
+static const char *host_unavailable(void) {
+  static _Thread_local char why[512];
+  const char *cc = getenv("KC_HOST_CC");
+  if (!cc || !*cc) cc = "cc";
+  char first[256], path[512];
+  snprintf(first, sizeof first, "%.*s", (int)strcspn(cc, " "), cc);
+  if (find_in_path(first, path, sizeof path)) return NULL;
+  snprintf(why, sizeof why,
+           "no C compiler: \"%s\" not found in PATH (install gcc, or set KC_HOST_CC)", first);
+  return why;
+}
+
+/* --------------------------------------------------------------- state */
+
+static void host_close(void *state) {
+  host_state *s = state;
+  if (!s) return;
+  kc_runtime *rt = s->rt;
+  if (s->dir[0]) rmdir(s->dir);
+  for (int i = 0; i < s->cc_argc; i++) kc__free(rt, s->cc_argv[i]);
+  kc__free(rt, s->identity);
+  mtx_destroy(&s->ident_lock);
+  kc__free(rt, s);
+}
+
+static kc_status split_words(host_state *s, const char *words, const char *what) {
+  for (const char *p = words; p && *p;) {
+    while (*p == ' ' || *p == '\t') p++;
+    if (!*p) break;
+    size_t n = strcspn(p, " \t");
+    if (s->cc_argc >= 56)
+      return kc__err(s->rt, KC_EINVAL, "%s: too many words (at most 56)", what);
+    if (!(s->cc_argv[s->cc_argc++] = kc__strndup(s->rt, p, n)))
+      return kc__err(s->rt, KC_ENOMEM, "out of memory");
+    p += n;
+  }
+  return KC_OK;
+}
+
+static kc_status host_open(kc_runtime *rt, const kc_options *opt, void **state) {
+  host_state *s = kc__calloc(rt, sizeof *s);
+  if (!s) return kc__err(rt, KC_ENOMEM, "out of memory");
+  s->rt = rt;
+  if (mtx_init(&s->ident_lock, mtx_plain) != thrd_success) {
+    kc__free(rt, s);
+    return kc__err(rt, KC_ENOMEM, "out of memory");
+  }
+  s->timeout_ms = opt->compile_timeout_ms ? opt->compile_timeout_ms : 120000;
+  kc_status st = split_words(s, opt->host_cc, "host compiler");
+  if (!st && s->cc_argc == 0) st = kc__err(rt, KC_EINVAL, "host compiler: empty command");
+  char path[512];
+  if (!st && !find_in_path(s->cc_argv[0], path, sizeof path))
+    st = kc__err(rt, KC_EUNAVAILABLE, "host compiler \"%s\" not found in PATH", s->cc_argv[0]);
+  if (!st) {
+    snprintf(s->device, sizeof s->device, "host CPU (compiler: %s)", opt->host_cc);
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp) tmp = "/tmp";
+    snprintf(s->dir, sizeof s->dir, "%s/kcache-host-XXXXXX", tmp);
+    if (!mkdtemp(s->dir)) {
+      st = kc__err(rt, KC_EIO, "cannot create a work directory in %s: %s", tmp, strerror(errno));
+      s->dir[0] = 0;
+    }
+  }
+  if (st) {
+    host_close(s);
+    return st;
+  }
+  *state = s;
+  return KC_OK;
+}
+
+static int host_device_count(void *state) {
+  (void)state;
+  return 1;
+}
+
+static const char *host_device_name(void *state, int index) {
+  (void)index;
+  return ((host_state *)state)->device;
+}
+
+/* --------------------------------------------------- running a compiler */
+
+/* Runs argv with stdout and stderr into log_path; bounded by timeout_ms. */
+static kc_status run_tool(host_state *s, char *const argv[], const char *log_path, int *exit_code,
+                          int *signal_no) {
+  kc_runtime *rt = s->rt;
+  *exit_code = -1;
+  *signal_no = 0;
+  posix_spawn_file_actions_t fa;
+  if (posix_spawn_file_actions_init(&fa)) return kc__err(rt, KC_ENOMEM, "posix_spawn: out of memory");
+  posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  pid_t pid;
+  int err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (err) return kc__err(rt, KC_EBACKEND, "cannot run the host compiler \"%s\": %s", argv[0], strerror(err));
+  uint64_t deadline = kc__now_ns() + (uint64_t)s->timeout_ms * 1000000u;
+  long nap = 100000; /* 0.1 ms, doubling to 5 ms */
+  int status;
+  for (;;) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) return kc__err(rt, KC_EBACKEND, "waitpid: %s", strerror(errno));
+    if (kc__now_ns() > deadline) {
+      kill(pid, SIGKILL);
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      return kc__err(rt, KC_EBACKEND, "the host compiler \"%s\" ran longer than %u ms and was killed",
+                     argv[0], s->timeout_ms);
+    }
+    struct timespec ts = {0, nap};
+    nanosleep(&ts, NULL);
+    if (nap < 5000000) nap *= 2;
+  }
+  if (WIFEXITED(status)) *exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) *signal_no = WTERMSIG(status);
+  return KC_OK;
+}
+
+static kc_status read_file(kc_runtime *rt, const char *path, void **out, size_t *size) {
+  *out = NULL;
+  *size = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return kc__err(rt, KC_EIO, "cannot open %s: %s", path, strerror(errno));
+  kc__sb sb;
+  kc__sb_init(&sb, rt);
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) kc__sb_append(&sb, buf, n);
+  bool bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    kc__sb_free(&sb);
+    return kc__err(rt, KC_EIO, "cannot read %s", path);
+  }
+  *size = sb.len;
+  *out = kc__sb_take(&sb);
+  return *out ? KC_OK : kc__err(rt, KC_ENOMEM, "out of memory reading %s", path);
+}
+
+static kc_status write_file(kc_runtime *rt, const char *path, const void *data, size_t n) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return kc__err(rt, KC_EIO, "cannot create %s: %s", path, strerror(errno));
+  const char *p = data;
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      int e = errno;
+      close(fd);
+      unlink(path);
+      return kc__err(rt, KC_EIO, "cannot write %s: %s", path, strerror(e));
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  if (close(fd)) {
+    int e = errno;
+    unlink(path);
+    return kc__err(rt, KC_EIO, "cannot write %s: %s", path, strerror(e));
+  }
+  return KC_OK;
+}
+
+/* ------------------------------------------------------------- compile */
+
+/* The trampoline: runs the entry for every work item, and tells the loader
+ * the size of each parameter type as the compiler sees it. */
+static kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
+  (void)state;
+  kc__sb_puts(out,
+              "__attribute__((visibility(\"default\"))) void kc__run(void *const *kc__a, const "
+              "unsigned *kc__g, const unsigned *kc__b) {\n"
+              "  struct kc__item *kc__i = &kc__it;\n"
+              "  for (int d = 0; d < 3; d++) { kc__i->lsz[d] = kc__b[d]; kc__i->ngrp[d] = kc__g[d]; }\n"
+              "  (void)kc__a;\n"
+              "  for (unsigned gz = 0; gz < kc__g[2]; gz++) for (unsigned gy = 0; gy < kc__g[1]; gy++)\n"
+              "  for (unsigned gx = 0; gx < kc__g[0]; gx++) for (unsigned lz = 0; lz < kc__b[2]; lz++)\n"
+              "  for (unsigned ly = 0; ly < kc__b[1]; ly++) for (unsigned lx = 0; lx < kc__b[0]; lx++) {\n"
+              "    kc__i->grp[0] = gx; kc__i->grp[1] = gy; kc__i->grp[2] = gz;\n"
+              "    kc__i->lid[0] = lx; kc__i->lid[1] = ly; kc__i->lid[2] = lz;\n    ");
+  kc__sb_printf(out, "%s(", tu->entry);
+  for (uint32_t i = 0; i < tu->nparams; i++)
+    kc__sb_printf(out, "%s*(%s*)kc__a[%u]", i ? ", " : "", tu->params[i].type, i);
+  kc__sb_puts(out, ");\n  }\n}\n");
+  kc__sb_printf(out,
+                "__attribute__((visibility(\"default\"))) const unsigned kc__nargs = %u;\n"
+                "__attribute__((visibility(\"default\"))) const unsigned kc__argsz[] = {",
+                tu->nparams);
+  for (uint32_t i = 0; i < tu->nparams; i++) kc__sb_printf(out, "sizeof(%s), ", tu->params[i].type);
+  kc__sb_puts(out, "0};\n");
+  return out->failed ? KC_ENOMEM : KC_OK;
+}
+
+static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, size_t *size, uint64_t *sig,
+                              kc__sb *log) {
+  host_state *s = state;
+  kc_runtime *rt = s->rt;
+  uint64_t n = kc__fetch_add_relaxed(&s->seq, 1);
+  char src[320], so[320], lg[320];
+  snprintf(src, sizeof src, "%s/c%llu.c", s->dir, (unsigned long long)n);
+  snprintf(so, sizeof so, "%s/c%llu.so", s->dir, (unsigned long long)n);
+  snprintf(lg, sizeof lg, "%s/c%llu.log", s->dir, (unsigned long long)n);
+  kc_status st = write_file(rt, src, tu->text, tu->len);
+  if (st) return st;
+
+  char *argv[80];
+  int argc = 0;
+  for (int i = 0; i < s->cc_argc; i++) argv[argc++] = s->cc_argv[i];
+  static char *const fixed[] = {"-O2", "-shared", "-fPIC", "-std=gnu11", "-fvisibility=hidden",
+                                "-Werror=implicit-function-declaration", "-o"};
+  for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) argv[argc++] = fixed[i];
+  argv[argc++] = so;
+  argv[argc++] = src;
+  /* user options come last so that they win */
+  host_state opts = {.rt = rt};
+  st = split_words(&opts, rt->compile_options, "compile options");
+  for (int i = 0; !st && i < opts.cc_argc; i++) argv[argc++] = opts.cc_argv[i];
+  argv[argc++] = "-lm";
+  argv[argc] = NULL;
+  int code = -1, sig_no = 0;
+  if (!st) st = run_tool(s, argv, lg, &code, &sig_no);
+  for (int i = 0; i < opts.cc_argc; i++) kc__free(rt, opts.cc_argv[i]);
+  void *text = NULL;
+  size_t tn = 0;
+  if (read_file(rt, lg, &text, &tn) == KC_OK) {
+    kc__sb_append(log, text, tn);
+    kc__free(rt, text);
+  }
+  unlink(lg);
+  unlink(src);
+  if (!st && sig_no)
+    st = kc__err(rt, KC_EBACKEND, "the host compiler \"%s\" crashed (signal %d, %s)", argv[0], sig_no,
+                 strsignal(sig_no));
+  else if (!st && code != 0)
+    st = kc__err(rt, KC_ECOMPILE, "the host compiler \"%s\" failed (exit code %d)", argv[0], code);
+  if (!st) st = read_file(rt, so, artifact, size);
+  if (!st) {
+    /* Ask the object for its parameter sizes: the compiler knows them best. */
+    void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      st = kc__err(rt, KC_ECOMPILE, "loading the compiled object failed: %s", dlerror());
+    } else {
+      const unsigned *nargs = dlsym(h, "kc__nargs");
+      const unsigned *argsz = dlsym(h, "kc__argsz");
+      if (!nargs || !argsz || !dlsym(h, "kc__run") || *nargs != tu->nparams) {
+        st = kc__err(rt, KC_ECOMPILE, "the compiled object for '%s' lacks its entry trampoline",
+                     tu->entry);
+      } else {
+        for (uint32_t i = 0; i < tu->nparams; i++)
+          if (!tu->params[i].is_buffer) sig[i] = KC__SIG(KC_ARG_SCALAR, argsz[i]);
+      }
+      dlclose(h);
+    }
+    if (st) {
+      kc__free(rt, *artifact);
+      *artifact = NULL;
+    }
+  }
+  unlink(so);
+  return st;
+}
+
+/* ------------------------------------------------------------ contexts */
+
+static kc_status host_ctx_create(void *state, int device, void **bctx) {
+  (void)device;
+  *bctx = state;
+  return KC_OK;
+}
+
+static void host_ctx_destroy(void *bctx) { (void)bctx; }
+static kc_status host_ctx_reset(void *bctx) {
+  (void)bctx;
+  return KC_OK;
+}
+static kc_status host_ctx_finish(void *bctx) {
+  (void)bctx;
+  return KC_OK;
+}
+
+static kc_status host_launch(kc__linked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
+  ((host_run_fn)l->fn)(argv, grid, block);
+  return KC_OK;
+}
+
+static kc_status host_link(void *bctx, const kc__ci *ci, kc__linked *l) {
+  host_state *s = bctx;
+  kc_runtime *rt = s->rt;
+  char so[320];
+  snprintf(so, sizeof so, "%s/l%llu.so", s->dir,
+           (unsigned long long)kc__fetch_add_relaxed(&s->seq, 1));
+  kc_status st = write_file(rt, so, ci->artifact, ci->artifact_size);
+  if (st) return st;
+  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  unlink(so); /* the mapping outlives the name */
+  if (!h) return kc__err(rt, KC_ELINK, "loading '%s' failed: %s", ci->spec->name, dlerror());
+  void *fn = dlsym(h, "kc__run");
+  if (!fn) {
+    dlclose(h);
+    return kc__err(rt, KC_ELINK, "loading '%s' failed: no kc__run in the object", ci->spec->name);
+  }
+  l->module = h;
+  l->fn = fn;
+  l->launch = host_launch;
+  return KC_OK;
+}
+
+static void host_unlink(kc__linked *l) {
+  if (l->module) dlclose(l->module);
+}
+
+/* ------------------------------------------------------------- buffers */
+
+static kc_status host_buf_create(void *bctx, size_t size, kc__bufh *h) {
+  host_state *s = bctx;
+  h->ptr = kc__calloc(s->rt, size);
+  return h->ptr ? KC_OK : kc__err(s->rt, KC_ENOMEM, "kc_buffer_create: cannot allocate %zu bytes", size);
+}
+
+static void host_buf_destroy(void *bctx, kc__bufh *h) { kc__free(((host_state *)bctx)->rt, h->ptr); }
+
+static kc_status host_buf_write(void *bctx, kc__bufh *h, size_t off, const void *src, size_t n) {
+  (void)bctx;
+  memcpy((char *)h->ptr + off, src, n);
+  return KC_OK;
+}
+
+static kc_status host_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, size_t n) {
+  (void)bctx;
+  memcpy(dst, (const char *)h->ptr + off, n);
+  return KC_OK;
+}
+
+/* ------------------------------------------------------------ identity */
+
+static const char *host_identity(void *state) {
+  host_state *s = state;
+  mtx_lock(&s->ident_lock);
+  if (!s->identity) {
+    char lg[320], path[512];
+    snprintf(lg, sizeof lg, "%s/version.log", s->dir);
+    char *argv[] = {s->cc_argv[0], "--version", NULL};
+    int code, sig;
+    kc__sb sb;
+    kc__sb_init(&sb, s->rt);
+    find_in_path(s->cc_argv[0], path, sizeof path);
+    kc__sb_printf(&sb, "host|%s|", path);
+    for (int i = 1; i < s->cc_argc; i++) kc__sb_printf(&sb, "%s ", s->cc_argv[i]);
+    void *text = NULL;
+    size_t n = 0;
+    if (run_tool(s, argv, lg, &code, &sig) == KC_OK && read_file(s->rt, lg, &text, &n) == KC_OK) {
+      size_t first = strcspn(text, "\n");
+      kc__sb_append(&sb, text, first);
+      kc__free(s->rt, text);
+    }
+    unlink(lg);
+    s->identity = kc__sb_take(&sb);
+  }
+  mtx_unlock(&s->ident_lock);
+  return s->identity ? s->identity : "host";
+}
+
+const kc__backend kc__backend_host = {
+    .name = "host",
+    .unavailable = host_unavailable,
+    .open = host_open,
+    .close = host_close,
+    .device_count = host_device_count,
+    .device_name = host_device_name,
+    .identity = host_identity,
+    .prelude = host_prelude,
+    .epilogue = host_epilogue,
+    .compile = host_compile,
+    .ctx_create = host_ctx_create,
+    .ctx_destroy = host_ctx_destroy,
+    .ctx_reset = host_ctx_reset,
+    .ctx_finish = host_ctx_finish,
+    .link = host_link,
+    .unlink = host_unlink,
+    .buf_create = host_buf_create,
+    .buf_destroy = host_buf_destroy,
+    .buf_write = host_buf_write,
+    .buf_read = host_buf_read,
+};

@@ -1,0 +1,964 @@
+/*
+ * engine.c -- the runtime, specializations and their code instances,
+ * contexts and their linked objects, kernel handles, pins, and the launch
+ * path: the lock-free fast path and the slow path that compiles and links.
+ */
+
+#include "kc_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KC__KEY_DEAD UINT64_MAX
+
+/* ------------------------------------------------------------- options */
+
+void kc_options_init(kc_options *opt) {
+  if (!opt) return;
+  memset(opt, 0, sizeof *opt);
+  opt->backend = KC_BACKEND_AUTO;
+  opt->platform_index = -1;
+}
+
+static void *kc__default_alloc(void *ud, void *ptr, size_t size) {
+  (void)ud;
+  if (size == 0) {
+    free(ptr);
+    return NULL;
+  }
+  return realloc(ptr, size);
+}
+
+/* A backend whose source file is not part of this build. */
+#define KC__ABSENT_BACKEND(var, nm)                                                      \
+  static const char *var##_absent(void) { return "kcache was built without the " nm " backend"; } \
+  const kc__backend var = {.name = nm, .unavailable = var##_absent};
+#ifdef KC_WITHOUT_OPENCL
+KC__ABSENT_BACKEND(kc__backend_opencl, "opencl")
+#endif
+#ifdef KC_WITHOUT_CUDA
+KC__ABSENT_BACKEND(kc__backend_cuda, "cuda")
+#endif
+
+static const kc__backend *backend_of(kc_backend_kind kind) {
+  switch (kind) {
+  case KC_BACKEND_HOST:
+    return &kc__backend_host;
+  case KC_BACKEND_OPENCL:
+    return &kc__backend_opencl;
+  case KC_BACKEND_CUDA:
+    return &kc__backend_cuda;
+  default:
+    return NULL;
+  }
+}
+
+int kc_backend_available(kc_backend_kind kind, const char **why) {
+  const kc__backend *be = backend_of(kind);
+  const char *reason = be ? be->unavailable() : "unknown backend";
+  if (why) *why = reason;
+  return reason == NULL;
+}
+
+/* $KC_BACKEND, else CUDA, OpenCL, host: the first that can run here. */
+static kc_status pick_backend(kc_backend_kind want, const kc__backend **out) {
+  const char *env = getenv("KC_BACKEND");
+  if (want == KC_BACKEND_AUTO && env && *env && strcmp(env, "auto") != 0) {
+    if (!strcmp(env, "host")) want = KC_BACKEND_HOST;
+    else if (!strcmp(env, "opencl")) want = KC_BACKEND_OPENCL;
+    else if (!strcmp(env, "cuda")) want = KC_BACKEND_CUDA;
+    else
+      return kc__err(NULL, KC_EINVAL, "KC_BACKEND=\"%s\": expected host, opencl, cuda or auto", env);
+  }
+  if (want != KC_BACKEND_AUTO) {
+    const kc__backend *be = backend_of(want);
+    if (!be) return kc__err(NULL, KC_EINVAL, "unknown backend kind %d", (int)want);
+    const char *why = be->unavailable();
+    if (why) return kc__err(NULL, KC_EUNAVAILABLE, "backend %s is not available: %s", be->name, why);
+    *out = be;
+    return KC_OK;
+  }
+  static const kc_backend_kind order[] = {KC_BACKEND_CUDA, KC_BACKEND_OPENCL, KC_BACKEND_HOST};
+  for (size_t i = 0; i < 3; i++) {
+    const kc__backend *be = backend_of(order[i]);
+    if (!be->unavailable()) {
+      *out = be;
+      return KC_OK;
+    }
+  }
+  return kc__err(NULL, KC_EUNAVAILABLE, "no backend is available: %s",
+                 kc__backend_host.unavailable());
+}
+
+/* -------------------------------------------------------------- runtime */
+
+kc_status kc_runtime_create(const kc_options *user_opt, kc_runtime **out) {
+  if (!out) return kc__err(NULL, KC_EINVAL, "kc_runtime_create: out is NULL");
+  *out = NULL;
+  kc_options opt;
+  if (user_opt) opt = *user_opt;
+  else kc_options_init(&opt);
+  const kc__backend *be = NULL;
+  kc_status st = pick_backend(opt.backend, &be);
+  if (st) return st;
+  kc_alloc_fn alloc = opt.alloc ? opt.alloc : kc__default_alloc;
+  kc_runtime *rt = alloc(opt.alloc_ud, NULL, sizeof *rt);
+  if (!rt) return kc__err(NULL, KC_ENOMEM, "kc_runtime_create: out of memory");
+  memset(rt, 0, sizeof *rt);
+  rt->alloc = alloc;
+  rt->alloc_ud = opt.alloc_ud;
+  rt->id = kc__next_id();
+  rt->be = be;
+  atomic_init(&rt->world, 1);
+  rt->opt = opt;
+  const char *cc = opt.host_cc ? opt.host_cc : getenv("KC_HOST_CC");
+  bool ok = true;
+#define KC__DUP(field, value)                  \
+  if (ok && (value)) {                         \
+    rt->field = kc__strdup(rt, (value));       \
+    ok = rt->field != NULL;                    \
+  }
+  KC__DUP(compile_options, opt.compile_options)
+  KC__DUP(host_cc, cc && *cc ? cc : "cc")
+  KC__DUP(cache_dir, opt.cache_dir)
+  KC__DUP(device_name, opt.device_name)
+#undef KC__DUP
+  rt->opt.compile_options = rt->compile_options;
+  rt->opt.host_cc = rt->host_cc;
+  rt->opt.cache_dir = rt->cache_dir;
+  rt->opt.device_name = rt->device_name;
+  int nm = 0;
+  if (ok) ok = (nm++, mtx_init(&rt->world_lock, mtx_plain) == thrd_success);
+  if (ok) ok = (nm++, mtx_init(&rt->spec_lock, mtx_plain) == thrd_success);
+  if (ok) ok = (nm++, mtx_init(&rt->ctx_lock, mtx_plain) == thrd_success);
+  if (ok) ok = (nm++, mtx_init(&rt->kernels_lock, mtx_plain) == thrd_success);
+  if (!ok) {
+    st = kc__err(NULL, KC_ENOMEM, "kc_runtime_create: out of memory");
+  } else {
+    st = be->open(rt, &rt->opt, &rt->bstate);
+    if (st) st = kc__err(NULL, st, "%s", kc_errmsg(rt)); /* no runtime to ask afterwards */
+  }
+  if (st) {
+    mtx_t *locks[] = {&rt->world_lock, &rt->spec_lock, &rt->ctx_lock, &rt->kernels_lock};
+    for (int i = 0; i < nm - (ok ? 0 : 1); i++) mtx_destroy(locks[i]);
+    kc__free(rt, rt->compile_options);
+    kc__free(rt, rt->host_cc);
+    kc__free(rt, rt->cache_dir);
+    kc__free(rt, rt->device_name);
+    alloc(opt.alloc_ud, rt, 0);
+    return st;
+  }
+  *out = rt;
+  return KC_OK;
+}
+
+static void free_ci(kc_runtime *rt, kc__ci *ci) {
+  kc__free(rt, ci->artifact);
+  kc__free(rt, ci->source);
+  kc__free(rt, ci->error);
+  kc__free_params(rt, ci->params, ci->nparams);
+  kc__free(rt, ci->sig);
+  kc__free(rt, ci->edges);
+  kc__free(rt, ci);
+}
+
+static void context_teardown(kc_context *ctx);
+
+void kc_runtime_destroy(kc_runtime *rt) {
+  if (!rt) return;
+  for (kc_context *c = rt->contexts, *next; c; c = next) {
+    next = c->next;
+    if (kc__load_relaxed(&c->alive)) context_teardown(c);
+    mtx_destroy(&c->lock);
+    kc__free(rt, c->linked);
+    kc__free(rt, c);
+  }
+  for (kc_kernel *k = rt->kernels, *next; k; k = next) {
+    next = k->next;
+    kc__free(rt, k);
+  }
+  for (size_t i = 0; i < rt->capspecs; i++)
+    for (kc__spec *s = rt->specs[i], *next; s; s = next) {
+      next = s->next_in_bucket;
+      for (kc__ci *ci = kc__load_relaxed(&s->head), *older; ci; ci = older) {
+        older = ci->next;
+        free_ci(rt, ci);
+      }
+      mtx_destroy(&s->lock);
+      kc__free(rt, s->name);
+      kc__free(rt, s->params);
+      kc__free(rt, s);
+    }
+  kc__free(rt, rt->specs);
+  kc__table_free(rt);
+  rt->be->close(rt->bstate);
+  mtx_destroy(&rt->world_lock);
+  mtx_destroy(&rt->spec_lock);
+  mtx_destroy(&rt->ctx_lock);
+  mtx_destroy(&rt->kernels_lock);
+  kc__free(rt, rt->compile_options);
+  kc__free(rt, rt->host_cc);
+  kc__free(rt, rt->cache_dir);
+  kc__free(rt, rt->device_name);
+  kc_alloc_fn alloc = rt->alloc;
+  void *ud = rt->alloc_ud;
+  alloc(ud, rt, 0);
+}
+
+const char *kc_runtime_backend(const kc_runtime *rt) { return rt ? rt->be->name : NULL; }
+
+int kc_device_count(const kc_runtime *rt) { return rt ? rt->be->device_count(rt->bstate) : 0; }
+
+const char *kc_device_name(const kc_runtime *rt, int index) {
+  if (!rt || index < 0 || index >= kc_device_count(rt)) return NULL;
+  return rt->be->device_name(rt->bstate, index);
+}
+
+/* ------------------------------------------------------------ worlds, pins */
+
+/* The calling thread's pin. Read on every launch: in the shared library it
+ * is built with the initial-exec TLS model, so this is one %fs load. */
+static _Thread_local struct {
+  uint64_t rt_id;
+  kc_world world;
+  uint32_t depth;
+} kc__pin;
+
+static inline kc_world caller_world(const kc_runtime *rt) {
+  if (KC__UNLIKELY(kc__pin.rt_id == rt->id)) return kc__pin.world;
+  return kc__load_acquire(&rt->world);
+}
+
+kc_world kc_world_latest(const kc_runtime *rt) { return rt ? kc__load_acquire(&rt->world) : 0; }
+
+kc_world kc_world_current(const kc_runtime *rt) { return rt ? caller_world(rt) : 0; }
+
+kc_status kc_pin(kc_runtime *rt, kc_world *pinned) {
+  if (!rt) return kc__err(NULL, KC_EINVAL, "kc_pin: runtime is NULL");
+  if (kc__pin.depth && kc__pin.rt_id != rt->id)
+    return kc__err(rt, KC_EBUSY, "kc_pin: this thread already pinned another runtime");
+  if (kc__pin.depth == UINT32_MAX) return kc__err(rt, KC_EBUSY, "kc_pin: nested too deeply");
+  if (!kc__pin.depth) {
+    kc__pin.world = kc__load_acquire(&rt->world);
+    kc__pin.rt_id = rt->id;
+  }
+  kc__pin.depth++;
+  if (pinned) *pinned = kc__pin.world;
+  return KC_OK;
+}
+
+kc_status kc_unpin(kc_runtime *rt) {
+  if (!rt) return kc__err(NULL, KC_EINVAL, "kc_unpin: runtime is NULL");
+  if (!kc__pin.depth || kc__pin.rt_id != rt->id)
+    return kc__err(rt, KC_EBUSY, "kc_unpin: this thread holds no pin on this runtime");
+  if (--kc__pin.depth == 0) kc__pin.rt_id = 0;
+  return KC_OK;
+}
+
+/* ------------------------------------------------------ specializations */
+
+static kc_status spec_intern(kc_runtime *rt, const char *name, const char *canon, kc__spec **out) {
+  size_t nl = strlen(name), pl = strlen(canon);
+  uint64_t h = kc__hash(name, nl) ^ (kc__hash(canon, pl) * 0x9E3779B97F4A7C15ull);
+  mtx_lock(&rt->spec_lock);
+  if (rt->capspecs)
+    for (kc__spec *s = rt->specs[h & (rt->capspecs - 1)]; s; s = s->next_in_bucket)
+      if (s->hash == h && !strcmp(s->name, name) && !strcmp(s->params, canon)) {
+        mtx_unlock(&rt->spec_lock);
+        *out = s;
+        return KC_OK;
+      }
+  if (rt->nspecs + 1 > rt->capspecs) {
+    size_t cap = rt->capspecs ? rt->capspecs * 2 : 64;
+    kc__spec **ns = kc__calloc(rt, cap * sizeof *ns);
+    if (!ns) goto oom;
+    for (size_t i = 0; i < rt->capspecs; i++)
+      for (kc__spec *s = rt->specs[i], *next; s; s = next) {
+        next = s->next_in_bucket;
+        s->next_in_bucket = ns[s->hash & (cap - 1)];
+        ns[s->hash & (cap - 1)] = s;
+      }
+    kc__free(rt, rt->specs);
+    rt->specs = ns;
+    rt->capspecs = cap;
+  }
+  kc__spec *s = kc__calloc(rt, sizeof *s);
+  if (!s) goto oom;
+  s->name = kc__strdup(rt, name);
+  s->params = kc__strdup(rt, canon);
+  if (!s->name || !s->params || mtx_init(&s->lock, mtx_plain) != thrd_success) {
+    kc__free(rt, s->name);
+    kc__free(rt, s->params);
+    kc__free(rt, s);
+    goto oom;
+  }
+  s->hash = h;
+  atomic_init(&s->head, NULL);
+  s->next_in_bucket = rt->specs[h & (rt->capspecs - 1)];
+  rt->specs[h & (rt->capspecs - 1)] = s;
+  rt->nspecs++;
+  mtx_unlock(&rt->spec_lock);
+  *out = s;
+  return KC_OK;
+oom:
+  mtx_unlock(&rt->spec_lock);
+  return kc__err(rt, KC_ENOMEM, "kc_kernel_create: out of memory");
+}
+
+/* The code instance valid at world w, without locks. */
+static kc__ci *ci_find(kc__spec *spec, kc_world w) {
+  for (kc__ci *ci = kc__load_acquire(&spec->head); ci; ci = ci->next) {
+    kc_world max = kc__load_acquire(&ci->max_world);
+    if (kc__load_relaxed(&ci->min_world) <= w && w <= max) return ci;
+  }
+  return NULL;
+}
+
+/* -------------------------------------------------- translation units */
+
+static void emit_params(kc__sb *sb, const char *params) {
+  for (const char *q = params; *q;) {
+    const char *eq = strchr(q, '=');
+    const char *end = strchr(q, ',');
+    if (!end) end = q + strlen(q);
+    kc__sb_printf(sb, "#define %.*s %.*s\n", (int)(eq - q), q, (int)(end - eq - 1), eq + 1);
+    q = *end ? end + 1 : end;
+  }
+}
+
+static kc_status build_tu(kc_runtime *rt, const kc__spec *spec, const kc__closure *c,
+                          const kc__param *params, uint32_t nparams, char **out, size_t *len) {
+  kc__sb sb;
+  kc__sb_init(&sb, rt);
+  kc__sb_puts(&sb, rt->be->prelude);
+  kc__sb_puts(&sb, "\n/* specialization parameters */\n");
+  emit_params(&sb, spec->params);
+  /* Helpers get private symbol names, so a definition may shadow a builtin
+   * or library function (sqrtf, sqrt) on every backend without clashing with
+   * the prelude's declarations of it. */
+  for (uint32_t i = 0; i + 1 < c->ndefs; i++)
+    kc__sb_printf(&sb, "#define %s kc__u_%s\n", c->defs[i]->binding->name,
+                  c->defs[i]->binding->name);
+  for (uint32_t i = 0; i < c->ndefs; i++) {
+    kc__sb_printf(&sb, "#line 1 \"%s\"\n", c->defs[i]->binding->name);
+    kc__sb_append(&sb, c->defs[i]->source, c->defs[i]->len);
+    kc__sb_puts(&sb, "\n");
+  }
+  if (rt->be->epilogue) {
+    kc__sb_puts(&sb, "#line 1 \"<kcache>\"\n");
+    kc__tu tu = {spec->name, sb.buf, sb.len, params, nparams, spec};
+    kc_status st = rt->be->epilogue(rt->bstate, &tu, &sb);
+    if (st) {
+      kc__sb_free(&sb);
+      return st;
+    }
+  }
+  *len = sb.len;
+  *out = kc__sb_take(&sb);
+  return *out ? KC_OK : kc__err(rt, KC_ENOMEM, "out of memory building the source of '%s'", spec->name);
+}
+
+/* Resolves the closure of spec at world w, and builds its translation unit. */
+static kc_status prepare(kc_runtime *rt, kc__spec *spec, kc_world w, kc__closure *c, kc__param **params,
+                         uint32_t *nparams, char **text, size_t *len) {
+  kc_status st = kc__resolve(rt, spec, w, c);
+  if (st) return st;
+  kc__def *entry = c->defs[c->ndefs - 1];
+  st = kc__parse_params(rt, spec->name, entry->source, params, nparams);
+  if (!st) st = build_tu(rt, spec, c, *params, *nparams, text, len);
+  if (st) {
+    kc__free_params(rt, *params, *nparams);
+    *params = NULL;
+    kc__closure_free(rt, c);
+  }
+  return st;
+}
+
+/* Whether a compiler failure is worth remembering for the worlds in which
+ * the same sources are visible (a syntax error is; a timeout is not). */
+static bool failure_is_deterministic(kc_status st) { return st == KC_ECOMPILE || st == KC_ENOTFOUND; }
+
+/* Names an undefined function that the compiler complained about. */
+static kc_status explain_failure(kc_runtime *rt, const kc__spec *spec, const kc__closure *c,
+                                 kc_status st, const char *log) {
+  const char *missing = NULL;
+  for (uint32_t i = 0; i < c->nedges && log; i++)
+    if (!c->edges[i].def && strstr(log, c->edges[i].binding->name)) {
+      missing = c->edges[i].binding->name;
+      break;
+    }
+  if (missing && st == KC_ECOMPILE)
+    return kc__err(rt, KC_ENOTFOUND,
+                   "kernel '%s' calls '%s', which is neither defined in kcache nor provided by "
+                   "the %s backend:\n%s",
+                   spec->name, missing, rt->be->name, log);
+  return kc__err(rt, st, "compiling kernel '%s' (%s backend) failed:\n%s", spec->name, rt->be->name,
+                 log && *log ? log : kc_errmsg(rt));
+}
+
+/* Finds or makes the code instance of spec valid at world w. One compile
+ * per miss however many threads ask: the spec's lock, re-checked. */
+static KC__NOINLINE kc_status ci_get(kc_runtime *rt, kc__spec *spec, kc_world w, kc__ci **out) {
+  kc__ci *ci = ci_find(spec, w);
+  if (!ci) {
+    mtx_lock(&spec->lock);
+    ci = ci_find(spec, w);
+    if (!ci) {
+      kc__closure c;
+      kc__param *params = NULL;
+      uint32_t nparams = 0;
+      char *text = NULL;
+      size_t len = 0;
+      kc_status st = prepare(rt, spec, w, &c, &params, &nparams, &text, &len);
+      if (st) {
+        mtx_unlock(&spec->lock);
+        return st;
+      }
+      ci = kc__calloc(rt, sizeof *ci);
+      uint64_t *sig = kc__alloc(rt, (nparams ? nparams : 1) * sizeof *sig);
+      if (!ci || !sig) {
+        kc__free(rt, ci);
+        kc__free(rt, sig);
+        kc__free(rt, text);
+        kc__free_params(rt, params, nparams);
+        kc__closure_free(rt, &c);
+        mtx_unlock(&spec->lock);
+        return kc__err(rt, KC_ENOMEM, "out of memory compiling '%s'", spec->name);
+      }
+      for (uint32_t i = 0; i < nparams; i++) {
+        uint32_t size = kc__scalar_size(params[i].type, spec);
+        sig[i] = params[i].is_buffer ? KC__SIG(KC_ARG_BUFFER, 0)
+                                     : KC__SIG(KC_ARG_SCALAR, size ? size : UINT32_MAX);
+      }
+      atomic_init(&ci->min_world, 1); /* the empty range until complete */
+      atomic_init(&ci->max_world, 0);
+      ci->id = kc__next_id();
+      ci->spec = spec;
+      ci->compiled_at = w;
+      ci->source = text;
+      ci->params = params;
+      ci->nparams = nparams;
+      ci->sig = sig;
+      ci->edges = c.edges;
+      ci->nedges = c.nedges;
+
+      kc__sb log;
+      kc__sb_init(&log, rt);
+      kc__tu tu = {spec->name, text, len, params, nparams, spec};
+      uint64_t t0 = kc__now_ns();
+      st = rt->be->compile(rt->bstate, &tu, &ci->artifact, &ci->artifact_size, sig, &log);
+      ci->compile_ns = kc__now_ns() - t0;
+      kc__fetch_add_relaxed(&rt->compile_ns, ci->compile_ns);
+      if (st) {
+        kc__fetch_add_relaxed(&rt->n_compile_failures, 1);
+        st = explain_failure(rt, spec, &c, st, log.buf);
+        kc__sb_free(&log);
+        if (!failure_is_deterministic(st) || !(ci->error = kc__strdup(rt, kc_errmsg(rt)))) {
+          c.edges = NULL;
+          kc__closure_free(rt, &c);
+          free_ci(rt, ci);
+          mtx_unlock(&spec->lock);
+          return st;
+        }
+        ci->status = st; /* remembered: the same sources fail the same way */
+      } else {
+        kc__fetch_add_relaxed(&rt->n_compiles, 1);
+        kc__sb_free(&log);
+      }
+      c.edges = NULL; /* now owned by ci */
+      kc__closure_free(rt, &c);
+      kc__publish_range(rt, ci, w);
+      ci->next = kc__load_relaxed(&spec->head);
+      kc__store_release(&spec->head, ci);
+      kc__fetch_add_relaxed(&rt->n_cis, 1);
+    }
+    mtx_unlock(&spec->lock);
+  }
+  if (ci->status) return kc__err(rt, ci->status, "%s", ci->error);
+  *out = ci;
+  return KC_OK;
+}
+
+/* -------------------------------------------------------------- contexts */
+
+static size_t linked_slot(const kc_context *ctx, uint64_t id) {
+  return (size_t)(id * 0x9E3779B97F4A7C15ull >> 20) & (ctx->caplinked - 1);
+}
+
+static void unlink_all(kc_context *ctx) {
+  for (size_t i = 0; i < ctx->caplinked; i++) {
+    for (kc__linked *l = ctx->linked[i], *next; l; l = next) {
+      next = l->next_in_bucket;
+      ctx->rt->be->unlink(l);
+      kc__free(ctx->rt, l);
+    }
+    ctx->linked[i] = NULL;
+  }
+  ctx->nlinked = 0;
+}
+
+kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out) {
+  if (!out) return kc__err(rt, KC_EINVAL, "kc_context_create: out is NULL");
+  *out = NULL;
+  if (!rt) return kc__err(NULL, KC_EINVAL, "kc_context_create: runtime is NULL");
+  int n = rt->be->device_count(rt->bstate);
+  if (device < 0 || device >= n)
+    return kc__err(rt, KC_EINVAL, "kc_context_create: device %d out of range (the %s backend has %d)",
+                   device, rt->be->name, n);
+  mtx_lock(&rt->ctx_lock);
+  kc_context *ctx = rt->contexts;
+  while (ctx && kc__load_relaxed(&ctx->alive)) ctx = ctx->next;
+  bool fresh = !ctx;
+  if (fresh) {
+    ctx = kc__calloc(rt, sizeof *ctx);
+    if (!ctx || mtx_init(&ctx->lock, mtx_plain) != thrd_success) {
+      kc__free(rt, ctx);
+      mtx_unlock(&rt->ctx_lock);
+      return kc__err(rt, KC_ENOMEM, "kc_context_create: out of memory");
+    }
+    ctx->rt = rt;
+    atomic_init(&ctx->link_key, KC__KEY_DEAD);
+  }
+  void *bctx = NULL;
+  kc_status st = rt->be->ctx_create(rt->bstate, device, &bctx);
+  if (st) {
+    if (fresh) {
+      mtx_destroy(&ctx->lock);
+      kc__free(rt, ctx);
+    }
+    mtx_unlock(&rt->ctx_lock);
+    return st;
+  }
+  ctx->bctx = bctx;
+  ctx->device = device;
+  ctx->buffers = NULL;
+  ctx->nlinked = 0;
+  kc__store_relaxed(&ctx->id, kc__next_id());
+  kc__store_relaxed(&ctx->link_key, kc__next_id());
+  kc__store_relaxed(&ctx->alive, 1);
+  if (fresh) {
+    ctx->next = rt->contexts;
+    rt->contexts = ctx;
+  }
+  mtx_unlock(&rt->ctx_lock);
+  *out = ctx;
+  return KC_OK;
+}
+
+/* Frees what a live context holds; the struct stays for reuse. */
+static void context_teardown(kc_context *ctx) {
+  kc_runtime *rt = ctx->rt;
+  mtx_lock(&ctx->lock);
+  kc__store_relaxed(&ctx->link_key, KC__KEY_DEAD);
+  kc__store_relaxed(&ctx->alive, 0);
+  unlink_all(ctx);
+  for (kc_buffer *b = ctx->buffers, *next; b; b = next) {
+    next = b->next;
+    rt->be->buf_destroy(ctx->bctx, &b->h);
+    kc__free(rt, b);
+  }
+  ctx->buffers = NULL;
+  rt->be->ctx_destroy(ctx->bctx);
+  ctx->bctx = NULL;
+  mtx_unlock(&ctx->lock);
+}
+
+void kc_context_destroy(kc_context *ctx) {
+  if (!ctx || !kc__load_relaxed(&ctx->alive)) return;
+  kc_runtime *rt = ctx->rt;
+  mtx_lock(&rt->ctx_lock); /* creation may be looking for a free struct */
+  context_teardown(ctx);
+  mtx_unlock(&rt->ctx_lock);
+}
+
+kc_status kc_context_reset(kc_context *ctx) {
+  if (!ctx) return kc__err(NULL, KC_EINVAL, "kc_context_reset: context is NULL");
+  mtx_lock(&ctx->lock);
+  if (!kc__load_relaxed(&ctx->alive)) {
+    mtx_unlock(&ctx->lock);
+    return kc__err(ctx->rt, KC_EDESTROYED, "kc_context_reset: the context has been destroyed");
+  }
+  unlink_all(ctx);
+  kc_status st = ctx->rt->be->ctx_reset(ctx->bctx);
+  /* every handle's cached entry for this context is now stale */
+  kc__store_relaxed(&ctx->link_key, kc__next_id());
+  mtx_unlock(&ctx->lock);
+  return st;
+}
+
+uint64_t kc_context_id(const kc_context *ctx) {
+  return ctx && kc__load_relaxed(&ctx->alive) ? kc__load_relaxed(&ctx->id) : 0;
+}
+
+kc_status kc_context_finish(kc_context *ctx) {
+  if (!ctx) return kc__err(NULL, KC_EINVAL, "kc_context_finish: context is NULL");
+  if (!kc__load_relaxed(&ctx->alive))
+    return kc__err(ctx->rt, KC_EDESTROYED, "kc_context_finish: the context has been destroyed");
+  return ctx->rt->be->ctx_finish(ctx->bctx);
+}
+
+/* The linked object of ci in ctx, linking it on first use. */
+static kc_status ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
+  kc_runtime *rt = ctx->rt;
+  mtx_lock(&ctx->lock);
+  if (!kc__load_relaxed(&ctx->alive)) {
+    mtx_unlock(&ctx->lock);
+    return kc__err(rt, KC_EDESTROYED, "launch of '%s': the context has been destroyed", ci->spec->name);
+  }
+  if (ctx->caplinked)
+    for (kc__linked *l = ctx->linked[linked_slot(ctx, ci->id)]; l; l = l->next_in_bucket)
+      if (l->ci == ci) {
+        mtx_unlock(&ctx->lock);
+        *out = l;
+        return KC_OK;
+      }
+  if (ctx->nlinked + 1 > ctx->caplinked) {
+    size_t cap = ctx->caplinked ? ctx->caplinked * 2 : 16;
+    kc__linked **nt = kc__calloc(rt, cap * sizeof *nt);
+    if (!nt) {
+      mtx_unlock(&ctx->lock);
+      return kc__err(rt, KC_ENOMEM, "out of memory linking '%s'", ci->spec->name);
+    }
+    size_t oldcap = ctx->caplinked;
+    kc__linked **old = ctx->linked;
+    ctx->linked = nt;
+    ctx->caplinked = cap;
+    for (size_t i = 0; i < oldcap; i++)
+      for (kc__linked *l = old[i], *next; l; l = next) {
+        next = l->next_in_bucket;
+        size_t s = linked_slot(ctx, l->ci->id);
+        l->next_in_bucket = nt[s];
+        nt[s] = l;
+      }
+    kc__free(rt, old);
+  }
+  kc__linked *l = kc__calloc(rt, sizeof *l);
+  if (!l) {
+    mtx_unlock(&ctx->lock);
+    return kc__err(rt, KC_ENOMEM, "out of memory linking '%s'", ci->spec->name);
+  }
+  l->ci = ci;
+  l->bctx = ctx->bctx;
+  l->nargs = ci->nparams;
+  l->sig = ci->sig;
+  kc_status st = rt->be->link(ctx->bctx, ci, l);
+  if (st) {
+    kc__free(rt, l);
+    mtx_unlock(&ctx->lock);
+    return st;
+  }
+  size_t s = linked_slot(ctx, ci->id);
+  l->next_in_bucket = ctx->linked[s];
+  ctx->linked[s] = l;
+  ctx->nlinked++;
+  kc__fetch_add_relaxed(&rt->n_links, 1);
+  mtx_unlock(&ctx->lock);
+  *out = l;
+  return KC_OK;
+}
+
+/* --------------------------------------------------------------- kernels */
+
+kc_status kc_kernel_create(kc_runtime *rt, const char *name, const char *params, kc_kernel **out) {
+  if (!out) return kc__err(rt, KC_EINVAL, "kc_kernel_create: out is NULL");
+  *out = NULL;
+  if (!rt) return kc__err(NULL, KC_EINVAL, "kc_kernel_create: runtime is NULL");
+  if (!name || !kc__is_identifier(name))
+    return kc__err(rt, KC_EINVAL, "kc_kernel_create: \"%s\" is not a valid kernel name",
+                   name ? name : "(null)");
+  char *canon;
+  kc_status st = kc__canon_params(rt, params, &canon);
+  if (st) return st;
+  kc__spec *spec = NULL;
+  st = spec_intern(rt, name, canon, &spec);
+  kc__free(rt, canon);
+  if (st) return st;
+  kc_kernel *k = kc__calloc(rt, sizeof *k);
+  if (!k) return kc__err(rt, KC_ENOMEM, "kc_kernel_create: out of memory");
+  k->rt = rt;
+  k->spec = spec;
+  mtx_lock(&rt->kernels_lock);
+  k->next = rt->kernels;
+  if (rt->kernels) rt->kernels->prev = k;
+  rt->kernels = k;
+  mtx_unlock(&rt->kernels_lock);
+  *out = k;
+  return KC_OK;
+}
+
+void kc_kernel_destroy(kc_kernel *k) {
+  if (!k) return;
+  kc_runtime *rt = k->rt;
+  mtx_lock(&rt->kernels_lock);
+  rt->dead_kernel_hits += kc__load_relaxed(&k->fast_hits);
+  if (k->prev) k->prev->next = k->next;
+  else rt->kernels = k->next;
+  if (k->next) k->next->prev = k->prev;
+  mtx_unlock(&rt->kernels_lock);
+  kc__free(rt, k);
+}
+
+kc_status kc_kernel_compile(kc_kernel *k) {
+  if (!k) return kc__err(NULL, KC_EINVAL, "kc_kernel_compile: kernel is NULL");
+  kc__ci *ci;
+  return ci_get(k->rt, k->spec, caller_world(k->rt), &ci);
+}
+
+kc_status kc_kernel_code(kc_kernel *k, kc_code_info *out) {
+  if (!k || !out) return kc__err(k ? k->rt : NULL, KC_EINVAL, "kc_kernel_code: NULL argument");
+  kc__ci *ci;
+  kc_status st = ci_get(k->rt, k->spec, caller_world(k->rt), &ci);
+  if (st) return st;
+  out->max_world = kc__load_acquire(&ci->max_world);
+  out->min_world = kc__load_relaxed(&ci->min_world);
+  out->id = ci->id;
+  out->artifact = ci->artifact;
+  out->artifact_size = ci->artifact_size;
+  out->compile_ns = ci->compile_ns;
+  return KC_OK;
+}
+
+kc_status kc_kernel_source(kc_kernel *k, char **out) {
+  if (!k || !out) return kc__err(k ? k->rt : NULL, KC_EINVAL, "kc_kernel_source: NULL argument");
+  *out = NULL;
+  kc_runtime *rt = k->rt;
+  kc_world w = caller_world(rt);
+  kc__ci *ci = ci_find(k->spec, w);
+  if (ci) {
+    *out = kc__strdup(rt, ci->source);
+    return *out ? KC_OK : kc__err(rt, KC_ENOMEM, "out of memory");
+  }
+  kc__closure c;
+  kc__param *params;
+  uint32_t n;
+  size_t len;
+  kc_status st = prepare(rt, k->spec, w, &c, &params, &n, out, &len);
+  if (st) return st;
+  kc__free_params(rt, params, n);
+  kc__closure_free(rt, &c);
+  return KC_OK;
+}
+
+/* ---------------------------------------------------------------- launch */
+
+static KC__COLD kc_status bad_args(kc__linked *l, kc_context *ctx, const kc_arg *args, uint32_t nargs) {
+  kc_runtime *rt = ctx->rt;
+  const kc__ci *ci = l->ci;
+  const char *name = ci->spec->name;
+  if (nargs != l->nargs)
+    return kc__err(rt, KC_EARGS, "kernel '%s' takes %u argument%s, %u given", name, l->nargs,
+                   l->nargs == 1 ? "" : "s", nargs);
+  if (!args) return kc__err(rt, KC_EINVAL, "kernel '%s': args is NULL", name);
+  for (uint32_t i = 0; i < nargs; i++) {
+    const kc_arg *a = &args[i];
+    bool want_buf = (l->sig[i] >> 32) == KC_ARG_BUFFER;
+    uint32_t want = (uint32_t)l->sig[i];
+    const char *pname = ci->params[i].name;
+    if (a->kind != KC_ARG_BUFFER && a->kind != KC_ARG_SCALAR)
+      return kc__err(rt, KC_EARGS, "kernel '%s' argument %u (%s): unknown kind %u", name, i, pname,
+                     a->kind);
+    if (want_buf && a->kind != KC_ARG_BUFFER)
+      return kc__err(rt, KC_EARGS, "kernel '%s' argument %u (%s %s) is a buffer; a scalar was given",
+                     name, i, ci->params[i].type, pname);
+    if (!want_buf && a->kind == KC_ARG_BUFFER)
+      return kc__err(rt, KC_EARGS, "kernel '%s' argument %u (%s %s) is a scalar; a buffer was given",
+                     name, i, ci->params[i].type, pname);
+    if (a->kind == KC_ARG_BUFFER) {
+      const kc_buffer *b = a->ptr;
+      if (!b) return kc__err(rt, KC_EARGS, "kernel '%s' argument %u (%s): buffer is NULL", name, i, pname);
+      if (b->ctx != ctx)
+        return kc__err(rt, KC_EARGS, "kernel '%s' argument %u (%s): the buffer belongs to another context",
+                       name, i, pname);
+    } else {
+      if (!a->ptr) return kc__err(rt, KC_EARGS, "kernel '%s' argument %u (%s): value pointer is NULL",
+                                  name, i, pname);
+      if (want != UINT32_MAX && a->size != want)
+        return kc__err(rt, KC_EARGS, "kernel '%s' argument %u (%s %s) has %u bytes; %u were given",
+                       name, i, ci->params[i].type, pname, want, a->size);
+      if (want == UINT32_MAX)
+        return kc__err(rt, KC_EARGS,
+                       "kernel '%s' argument %u (%s %s): kcache does not know the size of this "
+                       "type; use a scalar type of the dialect",
+                       name, i, ci->params[i].type, pname);
+    }
+  }
+  return kc__err(rt, KC_EARGS, "kernel '%s': invalid arguments", name);
+}
+
+/* Checks the arguments against the kernel's parameters while packing them
+ * for the backend, then launches. Shared by the fast and the slow path; on
+ * the fast path it must not lock, allocate or format anything. */
+static inline kc_status pack_and_launch(kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
+                                        const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
+  void *argv[KC_MAX_ARGS];
+  if (KC__UNLIKELY(nargs != l->nargs || (nargs && !args))) return bad_args(l, ctx, args, nargs);
+  for (uint32_t i = 0; i < nargs; i++) {
+    const kc_arg *a = &args[i];
+    if (KC__UNLIKELY(KC__SIG(a->kind, a->size) != l->sig[i] || !a->ptr)) return bad_args(l, ctx, args, nargs);
+    if (a->kind == KC_ARG_BUFFER) {
+      kc_buffer *b = (kc_buffer *)a->ptr;
+      if (KC__UNLIKELY(b->ctx != ctx)) return bad_args(l, ctx, args, nargs);
+      argv[i] = &b->h;
+    } else {
+      argv[i] = (void *)a->ptr;
+    }
+  }
+  return l->launch(l, argv, grid, block);
+}
+
+static void slot_store(kc_kernel *k, uint64_t key, kc_world w, kc__linked *l) {
+  kc__hslot *s = &k->slots[key & (KC__HSLOTS - 1)];
+  uint64_t seq = kc__load_relaxed(&s->seq);
+  if (seq & 1) return; /* another thread is writing it: leave it to them */
+  if (!atomic_compare_exchange_strong_explicit(&s->seq, &seq, seq + 1, memory_order_acquire,
+                                               memory_order_relaxed))
+    return;
+  atomic_thread_fence(memory_order_release);
+  kc__store_relaxed(&s->link_key, key);
+  kc__store_relaxed(&s->world, w);
+  kc__store_relaxed(&s->linked, l);
+  kc__store_release(&s->seq, seq + 2);
+}
+
+static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, kc_world w,
+                                          const kc_dim3 *grid, const kc_dim3 *block,
+                                          const kc_arg *args, uint32_t nargs) {
+  if (!k) return kc__err(NULL, KC_EINVAL, "kc_launch: kernel is NULL");
+  kc_runtime *rt = k->rt;
+  if (!ctx) return kc__err(rt, KC_EINVAL, "kc_launch: context is NULL");
+  if (!grid || !block) return kc__err(rt, KC_EINVAL, "kc_launch: grid or block is NULL");
+  if (ctx->rt != rt) return kc__err(rt, KC_EINVAL, "kc_launch: the context belongs to another runtime");
+  uint64_t key = kc__load_relaxed(&ctx->link_key);
+  if (key == KC__KEY_DEAD || !kc__load_relaxed(&ctx->alive))
+    return kc__err(rt, KC_EDESTROYED, "kc_launch of '%s': the context has been destroyed", k->spec->name);
+  if (!grid->x || !grid->y || !grid->z || !block->x || !block->y || !block->z)
+    return kc__err(rt, KC_EINVAL, "kc_launch of '%s': grid and block dimensions must be at least 1",
+                   k->spec->name);
+  kc__fetch_add_relaxed(&rt->n_slow, 1);
+  kc__ci *ci;
+  kc_status st = ci_get(rt, k->spec, w, &ci);
+  if (st) return st;
+  kc__linked *l = NULL;
+  st = ctx_link(ctx, ci, &l);
+  if (st) return st;
+  slot_store(k, key, w, l);
+  return pack_and_launch(l, ctx, grid, block, args, nargs);
+}
+
+/* THE FAST PATH. It must never lock, allocate, hash a string or call into
+ * the function table: one thread-local load, one acquire load of the world,
+ * a sequence-locked read of the handle's cache entry, the argument packing,
+ * and the backend's launch. Everything else goes to launch_slow. */
+kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
+                    const kc_arg *args, uint32_t nargs) {
+  if (KC__LIKELY(k && ctx && grid && block)) {
+    kc_world w = caller_world(k->rt);
+    uint64_t key = kc__load_relaxed(&ctx->link_key);
+    kc__hslot *s = &k->slots[key & (KC__HSLOTS - 1)];
+    uint64_t seq = kc__load_acquire(&s->seq);
+    uint64_t skey = kc__load_relaxed(&s->link_key);
+    kc_world sw = kc__load_relaxed(&s->world);
+    kc__linked *l = kc__load_relaxed(&s->linked);
+    atomic_thread_fence(memory_order_acquire);
+    if (KC__LIKELY(skey == key && sw == w && kc__load_relaxed(&s->seq) == seq && !(seq & 1))) {
+      /* statistics: one relaxed increment, exact for a single launching thread */
+      kc__store_relaxed(&k->fast_hits, kc__load_relaxed(&k->fast_hits) + 1);
+      return pack_and_launch(l, ctx, grid, block, args, nargs);
+    }
+    return launch_slow(k, ctx, w, grid, block, args, nargs);
+  }
+  return launch_slow(k, ctx, 0, grid, block, args, nargs);
+}
+
+/* ---------------------------------------------------------------- buffers */
+
+kc_status kc_buffer_create(kc_context *ctx, size_t size, kc_buffer **out) {
+  if (!out) return kc__err(ctx ? ctx->rt : NULL, KC_EINVAL, "kc_buffer_create: out is NULL");
+  *out = NULL;
+  if (!ctx) return kc__err(NULL, KC_EINVAL, "kc_buffer_create: context is NULL");
+  kc_runtime *rt = ctx->rt;
+  if (size == 0) return kc__err(rt, KC_EINVAL, "kc_buffer_create: size is 0");
+  kc_buffer *b = kc__calloc(rt, sizeof *b);
+  if (!b) return kc__err(rt, KC_ENOMEM, "kc_buffer_create: out of memory");
+  mtx_lock(&ctx->lock);
+  if (!kc__load_relaxed(&ctx->alive)) {
+    mtx_unlock(&ctx->lock);
+    kc__free(rt, b);
+    return kc__err(rt, KC_EDESTROYED, "kc_buffer_create: the context has been destroyed");
+  }
+  kc_status st = rt->be->buf_create(ctx->bctx, size, &b->h);
+  if (st) {
+    mtx_unlock(&ctx->lock);
+    kc__free(rt, b);
+    return st;
+  }
+  b->ctx = ctx;
+  b->size = size;
+  b->next = ctx->buffers;
+  if (ctx->buffers) ctx->buffers->prev = b;
+  ctx->buffers = b;
+  mtx_unlock(&ctx->lock);
+  *out = b;
+  return KC_OK;
+}
+
+void kc_buffer_destroy(kc_buffer *b) {
+  if (!b) return;
+  kc_context *ctx = b->ctx;
+  kc_runtime *rt = ctx->rt;
+  mtx_lock(&ctx->lock);
+  if (b->prev) b->prev->next = b->next;
+  else ctx->buffers = b->next;
+  if (b->next) b->next->prev = b->prev;
+  rt->be->buf_destroy(ctx->bctx, &b->h);
+  mtx_unlock(&ctx->lock);
+  kc__free(rt, b);
+}
+
+size_t kc_buffer_size(const kc_buffer *b) { return b ? b->size : 0; }
+
+static kc_status buf_check(kc_buffer *b, size_t off, const void *p, size_t n, const char *what) {
+  if (!b) return kc__err(NULL, KC_EINVAL, "%s: buffer is NULL", what);
+  kc_runtime *rt = b->ctx->rt;
+  if (!p && n) return kc__err(rt, KC_EINVAL, "%s: data pointer is NULL", what);
+  if (off > b->size || n > b->size - off)
+    return kc__err(rt, KC_EINVAL, "%s: range [%zu, %zu) is outside the buffer of %zu bytes", what, off,
+                   off + n, b->size);
+  if (!kc__load_relaxed(&b->ctx->alive))
+    return kc__err(rt, KC_EDESTROYED, "%s: the context has been destroyed", what);
+  return KC_OK;
+}
+
+kc_status kc_buffer_write(kc_buffer *b, size_t off, const void *src, size_t n) {
+  kc_status st = buf_check(b, off, src, n, "kc_buffer_write");
+  if (st || !n) return st;
+  return b->ctx->rt->be->buf_write(b->ctx->bctx, &b->h, off, src, n);
+}
+
+kc_status kc_buffer_read(kc_buffer *b, size_t off, void *dst, size_t n) {
+  kc_status st = buf_check(b, off, dst, n, "kc_buffer_read");
+  if (st || !n) return st;
+  return b->ctx->rt->be->buf_read(b->ctx->bctx, &b->h, off, dst, n);
+}
+
+/* ------------------------------------------------------------ statistics */
+
+void kc_stats_get(kc_runtime *rt, kc_stats *out) {
+  if (!out) return;
+  memset(out, 0, sizeof *out);
+  if (!rt) return;
+  out->compiles = kc__load_relaxed(&rt->n_compiles);
+  out->compile_failures = kc__load_relaxed(&rt->n_compile_failures);
+  out->links = kc__load_relaxed(&rt->n_links);
+  out->slow_lookups = kc__load_relaxed(&rt->n_slow);
+  out->invalidations = kc__load_relaxed(&rt->n_invalidations);
+  out->defines = kc__load_relaxed(&rt->n_defines);
+  out->code_instances = kc__load_relaxed(&rt->n_cis);
+  out->compile_ns = kc__load_relaxed(&rt->compile_ns);
+  out->world = kc__load_acquire(&rt->world);
+  mtx_lock(&rt->kernels_lock);
+  out->fast_hits = rt->dead_kernel_hits;
+  for (kc_kernel *k = rt->kernels; k; k = k->next) out->fast_hits += kc__load_relaxed(&k->fast_hits);
+  mtx_unlock(&rt->kernels_lock);
+}

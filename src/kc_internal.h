@@ -1,0 +1,352 @@
+/*
+ * kc_internal.h -- what the subsystems of kcache share: the data model of
+ * the world-age cache, the backend table, and small utilities.
+ *
+ * Lock hierarchy (a lock may be taken while holding the ones above it, never
+ * the other way round):
+ *
+ *   1. kc__spec.lock        single flight: held while one specialization
+ *                           resolves, compiles and publishes a code instance.
+ *   2. kc_context.lock      a context's table of linked objects, its buffers
+ *                           and its backend session; held while linking.
+ *   3. kc_runtime.world_lock  the function table (bindings, definitions,
+ *                           backedges) and the world counter's writers.
+ *                           Held only for table work: never while compiling.
+ *   4. kc_runtime.spec_lock   the table of interned specializations.
+ *      kc_runtime.ctx_lock    the list of contexts and the free list.
+ *      kc_runtime.kernels_lock  the list of live kernel handles (stats).
+ *                           (leaves: nothing is taken while holding them)
+ *
+ * Readers of the world counter, of code-instance lists and of world ranges
+ * never lock: they use the acquire/release wrappers below.
+ */
+#ifndef KC_INTERNAL_H
+#define KC_INTERNAL_H
+
+#include "kcache.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <threads.h>
+
+#define KC__LIKELY(x) __builtin_expect(!!(x), 1)
+#define KC__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define KC__NOINLINE __attribute__((noinline))
+#define KC__COLD __attribute__((cold, noinline))
+#define KC__PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* Atomics are accessed only through wrappers that name the memory order. */
+#define kc__load_relaxed(p) atomic_load_explicit((p), memory_order_relaxed)
+#define kc__load_acquire(p) atomic_load_explicit((p), memory_order_acquire)
+#define kc__store_relaxed(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
+#define kc__store_release(p, v) atomic_store_explicit((p), (v), memory_order_release)
+#define kc__fetch_add_relaxed(p, v) atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
+
+typedef struct kc__spec kc__spec;
+typedef struct kc__ci kc__ci;
+typedef struct kc__binding kc__binding;
+
+/* ------------------------------------------------------------- utilities */
+
+void *kc__alloc(kc_runtime *rt, size_t size);  /* NULL on failure */
+void *kc__calloc(kc_runtime *rt, size_t size); /* zeroed */
+void *kc__realloc(kc_runtime *rt, void *p, size_t size);
+void kc__free(kc_runtime *rt, void *p);
+char *kc__strdup(kc_runtime *rt, const char *s);
+char *kc__strndup(kc_runtime *rt, const char *s, size_t n);
+
+/* Sets the calling thread's error message for rt and returns st. */
+kc_status kc__err(const kc_runtime *rt, kc_status st, const char *fmt, ...) KC__PRINTF(3, 4);
+kc_status kc__verr(const kc_runtime *rt, kc_status st, const char *fmt, va_list ap);
+
+/* Growable string; on allocation failure `failed` is set and appends stop. */
+typedef struct kc__sb {
+  kc_runtime *rt;
+  char *buf;
+  size_t len, cap;
+  bool failed;
+} kc__sb;
+
+void kc__sb_init(kc__sb *sb, kc_runtime *rt);
+void kc__sb_append(kc__sb *sb, const char *s, size_t n);
+void kc__sb_puts(kc__sb *sb, const char *s);
+void kc__sb_printf(kc__sb *sb, const char *fmt, ...) KC__PRINTF(2, 3);
+/* Takes the buffer (NUL-terminated, never NULL unless failed). */
+char *kc__sb_take(kc__sb *sb);
+void kc__sb_free(kc__sb *sb);
+
+uint64_t kc__hash(const void *data, size_t len);
+uint64_t kc__now_ns(void);
+
+/* ---------------------------------------------------------------- scanner */
+
+/* One identifier found in source text. */
+typedef struct kc__ident {
+  const char *start;
+  uint32_t len;
+  bool call; /* followed by '(' : in call position */
+} kc__ident;
+
+typedef bool (*kc__ident_fn)(void *ud, const kc__ident *id);
+
+/* Calls fn for every identifier of C-family source outside comments,
+ * string and character literals and preprocessor lines; stops early if fn
+ * returns false. Never reads past text+len. */
+void kc__scan_idents(const char *text, size_t len, kc__ident_fn fn, void *ud);
+
+bool kc__is_keyword(const char *s, size_t n);
+bool kc__is_identifier(const char *s);
+
+/* A kernel parameter, parsed from the entry's definition. */
+typedef struct kc__param {
+  char *type; /* the declaration without its name, e.g. "KC_GLOBAL float *" */
+  char *name;
+  bool is_buffer; /* a pointer: passed as a kc_buffer */
+} kc__param;
+
+/* Parses the parameter list of function `name` in `source`. */
+kc_status kc__parse_params(kc_runtime *rt, const char *name, const char *source, kc__param **out,
+                           uint32_t *count);
+void kc__free_params(kc_runtime *rt, kc__param *p, uint32_t count);
+
+/* Size in bytes of a scalar type named by text in the kernel dialect
+ * ("float", "unsigned int", "int64_t"...), after substituting the
+ * specialization parameters; 0 if unknown. */
+uint32_t kc__scalar_size(const char *type, const kc__spec *spec);
+
+/* Canonical form of "K=V,K2=V2": sorted by key, trimmed. */
+kc_status kc__canon_params(kc_runtime *rt, const char *params, char **canon);
+
+/* ------------------------------------------------------------- data model */
+
+/* One version of a named function's source, visible in [min_world, max_world]. */
+typedef struct kc__def {
+  struct kc__def *older; /* guarded by world_lock */
+  kc__binding *binding;
+  char *source;
+  size_t len;
+  uint64_t hash;
+  kc_world min_world;
+  _Atomic kc_world max_world;
+} kc__def;
+
+/* A name in the function table, defined or not. */
+struct kc__binding {
+  char *name;
+  uint64_t hash;
+  kc__binding *next_in_bucket;
+  kc__def *defs; /* newest first */
+  /* code instances that looked this name up and may still be valid forever */
+  kc__ci **backedges;
+  size_t nbackedges, capbackedges;
+};
+
+/* A lookup made while compiling: name -> definition found (or NULL). */
+typedef struct kc__edge {
+  kc__binding *binding;
+  kc__def *def;
+} kc__edge;
+
+/* Packed expected argument: kind in the high half, scalar size in the low
+ * half (size UINT32_MAX: the backend could not tell; any size accepted). */
+#define KC__SIG(kind, size) (((uint64_t)(kind) << 32) | (uint32_t)(size))
+
+/* The compiled artifact of one specialization, valid in [min_world, max_world]. */
+struct kc__ci {
+  _Atomic kc_world min_world;
+  _Atomic kc_world max_world;
+  uint64_t id; /* never reused */
+  kc__ci *next; /* older code instance of the same spec; immutable once published */
+  kc__spec *spec;
+  kc_world compiled_at;
+  void *artifact;
+  size_t artifact_size;
+  char *source; /* the translation unit */
+  kc__param *params;
+  uint32_t nparams;
+  uint64_t *sig; /* nparams expected arguments (KC__SIG), filled at compile */
+  kc__edge *edges;
+  uint32_t nedges;
+  uint64_t compile_ns;
+  /* A compile that failed for good (syntax error): remembered for the same
+   * worlds so a launch loop does not recompile; artifact is NULL. */
+  kc_status status;
+  char *error;
+};
+
+struct kc__spec {
+  char *name;
+  char *params; /* canonical */
+  uint64_t hash;
+  kc__spec *next_in_bucket;
+  mtx_t lock;               /* single flight */
+  _Atomic(kc__ci *) head; /* newest first */
+};
+
+/* A code instance loaded into one context. */
+typedef struct kc__linked kc__linked;
+typedef kc_status (*kc__launch_fn)(kc__linked *l, void **argv, const kc_dim3 *grid,
+                                   const kc_dim3 *block);
+struct kc__linked {
+  kc__launch_fn launch; /* the backend's launch, called by the fast path */
+  void *bctx;           /* the backend's context */
+  void *fn;             /* backend function handle */
+  void *module;         /* backend module handle */
+  void *extra;          /* backend-owned */
+  kc__ci *ci;
+  uint32_t nargs;
+  const uint64_t *sig;
+  kc__linked *next_in_bucket;
+};
+
+/* A buffer's backend handle; a launch passes a pointer to it. */
+typedef union kc__bufh {
+  void *ptr;    /* host memory, cl_mem */
+  uint64_t u64; /* CUdeviceptr */
+} kc__bufh;
+
+struct kc_buffer {
+  kc__bufh h; /* first: the fast path takes its address */
+  kc_context *ctx;
+  size_t size;
+  kc_buffer *prev, *next; /* the context's list, guarded by its lock */
+};
+
+struct kc_context {
+  /* Changes at create, reset and destroy; never repeats (global counter). A
+   * handle's cache entry is valid only for the key it was made with. */
+  _Atomic uint64_t link_key;
+  kc_runtime *rt;
+  _Atomic uint64_t id;
+  _Atomic int alive;
+  int device;
+  void *bctx;
+  mtx_t lock;
+  kc__linked **linked; /* hash table keyed by ci->id */
+  size_t nlinked, caplinked;
+  kc__linked *retired; /* dropped by reset, freed at destroy */
+  kc_buffer *buffers;
+  kc_context *next; /* runtime's list of all contexts (live or free) */
+};
+
+/* One entry of a kernel handle's launch cache, read with a sequence lock. */
+typedef struct kc__hslot {
+  _Atomic uint64_t seq; /* odd while being written */
+  _Atomic uint64_t link_key;
+  _Atomic kc_world world;
+  _Atomic(kc__linked *) linked;
+} kc__hslot;
+
+#define KC__HSLOTS 4
+
+struct kc_kernel {
+  kc_runtime *rt;
+  kc__spec *spec;
+  _Atomic uint64_t fast_hits;
+  kc__hslot slots[KC__HSLOTS];
+  kc_kernel *prev, *next; /* runtime's list, guarded by kernels_lock */
+};
+
+/* ------------------------------------------------------------ backends */
+
+/* A translation unit ready for the backend. */
+typedef struct kc__tu {
+  const char *entry;
+  const char *text;
+  size_t len;
+  const kc__param *params;
+  uint32_t nparams;
+  const kc__spec *spec;
+} kc__tu;
+
+typedef struct kc__backend {
+  const char *name;
+  /* Why the backend cannot run here (static or thread-local string), or NULL. */
+  const char *(*unavailable)(void);
+  kc_status (*open)(kc_runtime *rt, const kc_options *opt, void **state);
+  void (*close)(void *state);
+  int (*device_count)(void *state);
+  const char *(*device_name)(void *state, int index);
+  /* Compiler and device identity (part of the disk-cache key). */
+  const char *(*identity)(void *state);
+  /* Dialect prelude: pasted before the specialization parameters. */
+  const char *prelude;
+  /* Optional: code appended after the closure (host: the grid trampoline). */
+  kc_status (*epilogue)(void *state, const kc__tu *tu, kc__sb *out);
+  /* Compiles tu; on success *artifact is allocated with kc__alloc. Fills
+   * sig[i] (KC__SIG) for every parameter. The log gets the compiler's
+   * output (also on success). */
+  kc_status (*compile)(void *state, const kc__tu *tu, void **artifact, size_t *size,
+                       uint64_t *sig, kc__sb *log);
+  kc_status (*ctx_create)(void *state, int device, void **bctx);
+  void (*ctx_destroy)(void *bctx);
+  kc_status (*ctx_reset)(void *bctx);
+  kc_status (*ctx_finish)(void *bctx);
+  /* Loads ci into the context: fills l->launch, l->fn, l->module, l->extra. */
+  kc_status (*link)(void *bctx, const kc__ci *ci, kc__linked *l);
+  void (*unlink)(kc__linked *l);
+  kc_status (*buf_create)(void *bctx, size_t size, kc__bufh *h);
+  void (*buf_destroy)(void *bctx, kc__bufh *h);
+  kc_status (*buf_write)(void *bctx, kc__bufh *h, size_t off, const void *src, size_t n);
+  kc_status (*buf_read)(void *bctx, kc__bufh *h, size_t off, void *dst, size_t n);
+} kc__backend;
+
+extern const kc__backend kc__backend_host;
+extern const kc__backend kc__backend_opencl;
+extern const kc__backend kc__backend_cuda;
+
+/* ---------------------------------------------------------------- runtime */
+
+struct kc_runtime {
+  _Atomic kc_world world; /* latest world; written under world_lock */
+  uint64_t id;            /* never reused; tags thread-local pins */
+  const kc__backend *be;
+  void *bstate;
+  kc_alloc_fn alloc;
+  void *alloc_ud;
+  kc_options opt;
+  char *compile_options;
+  char *host_cc;
+  char *cache_dir;
+  char *device_name;
+
+  mtx_t world_lock;
+  kc__binding **bindings;
+  size_t nbindings, capbindings;
+
+  mtx_t spec_lock;
+  kc__spec **specs;
+  size_t nspecs, capspecs;
+
+  mtx_t ctx_lock;
+  kc_context *contexts;
+
+  mtx_t kernels_lock;
+  kc_kernel *kernels;
+  uint64_t dead_kernel_hits;
+
+  _Atomic uint64_t n_compiles, n_compile_failures, n_links, n_slow, n_invalidations, n_defines,
+      n_cis, compile_ns;
+};
+
+/* Allocates a process-wide unique id (contexts, code instances, runtimes). */
+uint64_t kc__next_id(void);
+
+/* Function table (table.c). */
+typedef struct kc__closure {
+  kc__def **defs; /* dependency order: callees first, the entry last */
+  uint32_t ndefs;
+  kc__edge *edges;
+  uint32_t nedges;
+} kc__closure;
+
+kc_status kc__resolve(kc_runtime *rt, const kc__spec *spec, kc_world world, kc__closure *out);
+void kc__closure_free(kc_runtime *rt, kc__closure *c);
+/* Under world_lock: computes the world range of a code instance compiled at
+ * `world` from its edges, and registers backedges if it is still valid in
+ * the latest world. Publishes the range (release). */
+void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world);
+void kc__table_free(kc_runtime *rt);
+
+#endif /* KC_INTERNAL_H */

@@ -1,0 +1,357 @@
+/*
+ * scan.c -- the parsers of text that kcache does not control: the C-family
+ * identifier scanner that finds a definition's dependencies, the kernel
+ * parameter-list parser, and the specialization parameter parser. All of
+ * them take (pointer, length), never read past it, and never fail on
+ * malformed input: they just find fewer things.
+ */
+#include "kc_internal.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_id_start(unsigned char c) { return c == '_' || isalpha(c); }
+static bool is_id_char(unsigned char c) { return c == '_' || isalnum(c); }
+
+bool kc__is_identifier(const char *s) {
+  if (!s || !is_id_start((unsigned char)s[0])) return false;
+  for (const char *p = s + 1; *p; p++)
+    if (!is_id_char((unsigned char)*p)) return false;
+  return true;
+}
+
+/* Words that look like calls but are not (`if (`, `sizeof (`), plus the
+ * type and qualifier keywords of C, OpenCL C and CUDA that never name a
+ * user function. */
+static const char *const kc__keywords[] = {
+    "if", "else", "for", "while", "do", "switch", "case", "default", "return", "break",
+    "continue", "goto", "sizeof", "_Alignof", "alignof", "_Static_assert", "static_assert",
+    "typedef", "struct", "union", "enum", "const", "volatile", "restrict", "__restrict",
+    "__restrict__", "static", "extern", "inline", "__inline", "__inline__", "register", "auto",
+    "void", "char", "short", "int", "long", "float", "double", "signed", "unsigned", "_Bool",
+    "bool", "__attribute__", "__typeof__", "typeof", "__asm__", "asm", "__global", "__local",
+    "__constant", "__private", "__kernel", "global", "local", "constant", "private", "kernel",
+    "__device__", "__global__", "__host__", "__shared__", "__forceinline__", "defined",
+    "true", "false", "half", "size_t", "uint", "uchar", "ushort", "ulong",
+};
+
+bool kc__is_keyword(const char *s, size_t n) {
+  for (size_t i = 0; i < sizeof kc__keywords / sizeof *kc__keywords; i++)
+    if (strlen(kc__keywords[i]) == n && memcmp(kc__keywords[i], s, n) == 0) return true;
+  return false;
+}
+
+void kc__scan_idents(const char *text, size_t len, kc__ident_fn fn, void *ud) {
+  size_t i = 0;
+  bool line_start = true; /* only whitespace so far on this line */
+  while (i < len) {
+    unsigned char c = (unsigned char)text[i];
+    if (c == '\n') {
+      line_start = true;
+      i++;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+      i++;
+      continue;
+    }
+    if (c == '/' && i + 1 < len && text[i + 1] == '/') {
+      while (i < len && text[i] != '\n') i++;
+      continue;
+    }
+    if (c == '/' && i + 1 < len && text[i + 1] == '*') {
+      i += 2;
+      while (i + 1 < len && !(text[i] == '*' && text[i + 1] == '/')) i++;
+      i = i + 2 <= len ? i + 2 : len;
+      continue;
+    }
+    if (c == '#' && line_start) {
+      /* a preprocessor line, with backslash continuations */
+      while (i < len && text[i] != '\n') {
+        if (text[i] == '\\' && i + 1 < len && text[i + 1] == '\n') i++;
+        i++;
+      }
+      continue;
+    }
+    line_start = false;
+    if (c == '"' || c == '\'') {
+      i++;
+      while (i < len && text[i] != (char)c && text[i] != '\n') {
+        if (text[i] == '\\' && i + 1 < len) i++;
+        i++;
+      }
+      i++;
+      continue;
+    }
+    if (isdigit(c) || (c == '.' && i + 1 < len && isdigit((unsigned char)text[i + 1]))) {
+      /* a number, including suffixes and exponents like 1.0e+5f or 0x1p-3 */
+      while (i < len && (is_id_char((unsigned char)text[i]) || text[i] == '.' ||
+                         ((text[i] == '+' || text[i] == '-') &&
+                          strchr("eEpP", text[i - 1]) != NULL)))
+        i++;
+      continue;
+    }
+    if (is_id_start(c)) {
+      size_t s = i;
+      while (i < len && is_id_char((unsigned char)text[i])) i++;
+      size_t j = i;
+      while (j < len && (text[j] == ' ' || text[j] == '\t' || text[j] == '\n' || text[j] == '\r'))
+        j++;
+      kc__ident id = {text + s, (uint32_t)(i - s), j < len && text[j] == '('};
+      if (!fn(ud, &id)) return;
+      continue;
+    }
+    i++;
+  }
+}
+
+/* ------------------------------------------------------ parameter lists */
+
+typedef struct {
+  const char *name;
+  size_t nlen;
+  const char *found; /* the '(' after the first `name (` */
+} find_ud;
+
+static bool find_call(void *ud, const kc__ident *id) {
+  find_ud *f = ud;
+  if (id->call && id->len == f->nlen && memcmp(id->start, f->name, f->nlen) == 0) {
+    f->found = strchr(id->start + id->len, '(');
+    return false;
+  }
+  return true;
+}
+
+static char *trim_dup(kc_runtime *rt, const char *s, const char *e) {
+  while (s < e && isspace((unsigned char)*s)) s++;
+  while (e > s && isspace((unsigned char)e[-1])) e--;
+  return kc__strndup(rt, s, (size_t)(e - s));
+}
+
+void kc__free_params(kc_runtime *rt, kc__param *p, uint32_t count) {
+  if (!p) return;
+  for (uint32_t i = 0; i < count; i++) {
+    kc__free(rt, p[i].type);
+    kc__free(rt, p[i].name);
+  }
+  kc__free(rt, p);
+}
+
+kc_status kc__parse_params(kc_runtime *rt, const char *name, const char *source, kc__param **out,
+                           uint32_t *count) {
+  *out = NULL;
+  *count = 0;
+  find_ud f = {name, strlen(name), NULL};
+  size_t len = strlen(source);
+  kc__scan_idents(source, len, find_call, &f);
+  if (!f.found)
+    return kc__err(rt, KC_EINVAL, "cannot find the parameter list of kernel '%s' in its definition",
+                   name);
+  const char *p = f.found + 1, *end = source + len;
+  kc__param *params = NULL;
+  uint32_t n = 0;
+  const char *start = p;
+  int depth = 0;
+  for (; p < end; p++) {
+    if (*p == '(' || *p == '[') depth++;
+    else if ((*p == ')' || *p == ']') && depth > 0) depth--;
+    else if ((*p == ',' || *p == ')') && depth == 0) {
+      const char *ps = start, *pe = p;
+      while (ps < pe && isspace((unsigned char)*ps)) ps++;
+      while (pe > ps && isspace((unsigned char)pe[-1])) pe--;
+      bool empty = ps == pe || (pe - ps == 4 && memcmp(ps, "void", 4) == 0);
+      if (empty && *p == ')' && n == 0) break; /* "()" or "(void)" */
+      if (empty || n == KC_MAX_ARGS) {
+        kc__free_params(rt, params, n);
+        return kc__err(rt, empty ? KC_EINVAL : KC_EARGS,
+                       empty ? "kernel '%s': empty parameter in its parameter list"
+                             : "kernel '%s' has more than %d parameters",
+                       name, KC_MAX_ARGS);
+      }
+      /* the name is the last identifier of the declaration */
+      const char *ne = pe;
+      const char *ns = ne;
+      while (ns > ps && is_id_char((unsigned char)ns[-1])) ns--;
+      if (ns == ne || !is_id_start((unsigned char)*ns) || ns == ps) {
+        kc__free_params(rt, params, n);
+        return kc__err(rt, KC_EINVAL, "kernel '%s': parameter %u has no name or no type", name,
+                       n + 1);
+      }
+      kc__param *np = kc__realloc(rt, params, sizeof *params * (n + 1));
+      if (!np) {
+        kc__free_params(rt, params, n);
+        return kc__err(rt, KC_ENOMEM, "out of memory");
+      }
+      params = np;
+      params[n].type = trim_dup(rt, ps, ns);
+      params[n].name = kc__strndup(rt, ns, (size_t)(ne - ns));
+      n++;
+      if (!params[n - 1].type || !params[n - 1].name) {
+        kc__free_params(rt, params, n);
+        return kc__err(rt, KC_ENOMEM, "out of memory");
+      }
+      params[n - 1].is_buffer = memchr(ps, '*', (size_t)(ns - ps)) != NULL;
+      if (*p == ')') break;
+      start = p + 1;
+    }
+  }
+  if (p >= end) {
+    kc__free_params(rt, params, n);
+    return kc__err(rt, KC_EINVAL, "kernel '%s': unterminated parameter list", name);
+  }
+  *out = params;
+  *count = n;
+  return KC_OK;
+}
+
+/* ---------------------------------------------------------- scalar sizes */
+
+static const struct {
+  const char *name;
+  uint32_t size;
+} kc__scalar_types[] = {
+    {"char", 1},      {"signed char", 1},   {"unsigned char", 1}, {"uchar", 1},
+    {"bool", 1},      {"_Bool", 1},         {"int8_t", 1},        {"uint8_t", 1},
+    {"short", 2},     {"unsigned short", 2}, {"ushort", 2},       {"half", 2},
+    {"int16_t", 2},   {"uint16_t", 2},      {"int", 4},           {"unsigned", 4},
+    {"unsigned int", 4}, {"signed int", 4}, {"uint", 4},          {"float", 4},
+    {"int32_t", 4},   {"uint32_t", 4},      {"long", 8},          {"unsigned long", 8},
+    {"ulong", 8},     {"long long", 8},     {"unsigned long long", 8}, {"double", 8},
+    {"int64_t", 8},   {"uint64_t", 8},      {"size_t", 8},        {"ptrdiff_t", 8},
+};
+
+uint32_t kc__scalar_size(const char *type, const kc__spec *spec) {
+  /* Normalize: drop qualifiers, collapse spaces, substitute parameters. */
+  char norm[128];
+  size_t n = 0;
+  const char *p = type;
+  while (*p) {
+    while (*p && isspace((unsigned char)*p)) p++;
+    if (!*p) break;
+    const char *s = p;
+    if (is_id_start((unsigned char)*p))
+      while (*p && is_id_char((unsigned char)*p)) p++;
+    else
+      p++;
+    size_t wl = (size_t)(p - s);
+    if ((wl == 5 && memcmp(s, "const", 5) == 0) || (wl == 8 && memcmp(s, "volatile", 8) == 0))
+      continue;
+    const char *w = s;
+    /* a specialization parameter used as a type: "T" with T=float */
+    if (spec && spec->params && is_id_start((unsigned char)*s)) {
+      const char *q = spec->params;
+      while (*q) {
+        const char *eq = strchr(q, '=');
+        if (!eq) break;
+        const char *ve = strchr(eq, ',');
+        if (!ve) ve = eq + strlen(eq);
+        if ((size_t)(eq - q) == wl && memcmp(q, s, wl) == 0) {
+          w = eq + 1;
+          wl = (size_t)(ve - w);
+          break;
+        }
+        q = *ve ? ve + 1 : ve;
+      }
+    }
+    if (n + wl + 2 >= sizeof norm) return 0;
+    if (n) norm[n++] = ' ';
+    memcpy(norm + n, w, wl);
+    n += wl;
+  }
+  norm[n] = 0;
+  for (size_t i = 0; i < sizeof kc__scalar_types / sizeof *kc__scalar_types; i++)
+    if (strcmp(norm, kc__scalar_types[i].name) == 0) return kc__scalar_types[i].size;
+  /* OpenCL vector types: float4, int2, uchar16 ... */
+  size_t bl = strcspn(norm, "0123456789");
+  if (bl > 0 && bl < n && norm[bl - 1] != ' ') {
+    int lanes = atoi(norm + bl);
+    if (lanes == 2 || lanes == 3 || lanes == 4 || lanes == 8 || lanes == 16) {
+      char base[64];
+      if (bl >= sizeof base) return 0;
+      memcpy(base, norm, bl);
+      base[bl] = 0;
+      for (size_t i = 0; i < sizeof kc__scalar_types / sizeof *kc__scalar_types; i++)
+        if (strcmp(base, kc__scalar_types[i].name) == 0)
+          return kc__scalar_types[i].size * (uint32_t)(lanes == 3 ? 4 : lanes);
+    }
+  }
+  return 0;
+}
+
+/* --------------------------------------------- specialization parameters */
+
+typedef struct {
+  const char *k, *v;
+  size_t kl, vl;
+} kv;
+
+static int kv_cmp(const void *a, const void *b) {
+  const kv *x = a, *y = b;
+  size_t m = x->kl < y->kl ? x->kl : y->kl;
+  int c = memcmp(x->k, y->k, m);
+  return c ? c : (x->kl > y->kl) - (x->kl < y->kl);
+}
+
+kc_status kc__canon_params(kc_runtime *rt, const char *params, char **canon) {
+  *canon = NULL;
+  if (!params) params = "";
+  kv items[64];
+  size_t n = 0;
+  const char *p = params;
+  while (*p) {
+    const char *e = strchr(p, ',');
+    if (!e) e = p + strlen(p);
+    const char *s = p;
+    while (s < e && isspace((unsigned char)*s)) s++;
+    const char *t = e;
+    while (t > s && isspace((unsigned char)t[-1])) t--;
+    if (s == t) {
+      if (*e == 0 && n == 0 && e == params + strlen(params)) break; /* all blank */
+      return kc__err(rt, KC_EINVAL, "specialization parameters \"%s\": empty entry", params);
+    }
+    const char *eq = memchr(s, '=', (size_t)(t - s));
+    if (!eq)
+      return kc__err(rt, KC_EINVAL, "specialization parameters \"%s\": \"%.*s\" is not KEY=VALUE",
+                     params, (int)(t - s), s);
+    const char *ke = eq;
+    while (ke > s && isspace((unsigned char)ke[-1])) ke--;
+    const char *vs = eq + 1;
+    while (vs < t && isspace((unsigned char)*vs)) vs++;
+    bool key_ok = ke > s && is_id_start((unsigned char)*s);
+    for (const char *q = s; q < ke && key_ok; q++) key_ok = is_id_char((unsigned char)*q);
+    if (!key_ok)
+      return kc__err(rt, KC_EINVAL, "specialization parameters \"%s\": key \"%.*s\" is not an identifier",
+                     params, (int)(ke - s), s);
+    if (vs == t)
+      return kc__err(rt, KC_EINVAL, "specialization parameters \"%s\": key \"%.*s\" has no value",
+                     params, (int)(ke - s), s);
+    for (const char *q = vs; q < t; q++)
+      if (*q == '\n' || *q == '\r' || *q == '\\' || *q == '=')
+        return kc__err(rt, KC_EINVAL,
+                       "specialization parameters \"%s\": value of \"%.*s\" contains a newline, "
+                       "backslash or '='",
+                       params, (int)(ke - s), s);
+    if (n == sizeof items / sizeof *items)
+      return kc__err(rt, KC_EINVAL, "specialization parameters: more than 64 entries");
+    items[n++] = (kv){s, vs, (size_t)(ke - s), (size_t)(t - vs)};
+    p = *e ? e + 1 : e;
+    if (*e == ',' && !*p)
+      return kc__err(rt, KC_EINVAL, "specialization parameters \"%s\": trailing comma", params);
+  }
+  qsort(items, n, sizeof *items, kv_cmp);
+  kc__sb sb;
+  kc__sb_init(&sb, rt);
+  for (size_t i = 0; i < n; i++) {
+    if (i && kv_cmp(&items[i - 1], &items[i]) == 0)
+      return kc__sb_free(&sb),
+             kc__err(rt, KC_EINVAL, "specialization parameters \"%s\": key \"%.*s\" given twice",
+                     params, (int)items[i].kl, items[i].k);
+    if (i) kc__sb_append(&sb, ",", 1);
+    kc__sb_append(&sb, items[i].k, items[i].kl);
+    kc__sb_append(&sb, "=", 1);
+    kc__sb_append(&sb, items[i].v, items[i].vl);
+  }
+  *canon = kc__sb_take(&sb);
+  return *canon ? KC_OK : kc__err(rt, KC_ENOMEM, "out of memory");
+}

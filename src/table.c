@@ -1,0 +1,421 @@
+/*
+ * table.c -- the function table: names (bindings), their definitions with
+ * world ranges, backedges from names to the code instances that looked
+ * them up, invalidation, and resolution of a kernel's closure as of a world.
+ *
+ * Everything here runs under rt->world_lock, and nothing here compiles.
+ * The world counter moves only at the end of kc_define/kc_undefine, after
+ * every dependent code instance has had its range clipped (release stores),
+ * so a reader that sees the new world also sees every clipped range.
+ */
+#include "kc_internal.h"
+
+#include <string.h>
+
+/* -------------------------------------------------------------- bindings */
+
+static kc__binding *binding_find(kc_runtime *rt, const char *name, size_t len, uint64_t h) {
+  if (!rt->capbindings) return NULL;
+  for (kc__binding *b = rt->bindings[h & (rt->capbindings - 1)]; b; b = b->next_in_bucket)
+    if (b->hash == h && strlen(b->name) == len && memcmp(b->name, name, len) == 0) return b;
+  return NULL;
+}
+
+static kc__binding *binding_get(kc_runtime *rt, const char *name, size_t len) {
+  uint64_t h = kc__hash(name, len);
+  kc__binding *b = binding_find(rt, name, len, h);
+  if (b) return b;
+  if (rt->nbindings + 1 > rt->capbindings) { /* grow: keep load factor <= 1 */
+    size_t cap = rt->capbindings ? rt->capbindings * 2 : 64;
+    kc__binding **nb = kc__calloc(rt, cap * sizeof *nb);
+    if (!nb) return NULL;
+    for (size_t i = 0; i < rt->capbindings; i++)
+      for (kc__binding *x = rt->bindings[i], *next; x; x = next) {
+        next = x->next_in_bucket;
+        x->next_in_bucket = nb[x->hash & (cap - 1)];
+        nb[x->hash & (cap - 1)] = x;
+      }
+    kc__free(rt, rt->bindings);
+    rt->bindings = nb;
+    rt->capbindings = cap;
+  }
+  b = kc__calloc(rt, sizeof *b);
+  if (!b) return NULL;
+  b->name = kc__strndup(rt, name, len);
+  if (!b->name) {
+    kc__free(rt, b);
+    return NULL;
+  }
+  b->hash = h;
+  b->next_in_bucket = rt->bindings[h & (rt->capbindings - 1)];
+  rt->bindings[h & (rt->capbindings - 1)] = b;
+  rt->nbindings++;
+  return b;
+}
+
+static kc__def *visible_def(const kc__binding *b, kc_world w) {
+  for (kc__def *d = b->defs; d; d = d->older)
+    if (d->min_world <= w && w <= kc__load_relaxed(&d->max_world)) return d;
+  return NULL;
+}
+
+void kc__table_free(kc_runtime *rt) {
+  for (size_t i = 0; i < rt->capbindings; i++)
+    for (kc__binding *b = rt->bindings[i], *next; b; b = next) {
+      next = b->next_in_bucket;
+      for (kc__def *d = b->defs, *older; d; d = older) {
+        older = d->older;
+        kc__free(rt, d->source);
+        kc__free(rt, d);
+      }
+      kc__free(rt, b->backedges);
+      kc__free(rt, b->name);
+      kc__free(rt, b);
+    }
+  kc__free(rt, rt->bindings);
+  rt->bindings = NULL;
+  rt->capbindings = rt->nbindings = 0;
+}
+
+/* ------------------------------------------------------------ validation */
+
+static bool mentions_name(void *ud, const kc__ident *id) {
+  const char *name = ((const char **)ud)[0];
+  if (strlen(name) == id->len && memcmp(name, id->start, id->len) == 0) {
+    ((const char **)ud)[1] = name;
+    return false;
+  }
+  return true;
+}
+
+static kc_status check_name(const kc_runtime *rt, const char *what, const char *name) {
+  if (!name) return kc__err(rt, KC_EINVAL, "%s: name is NULL", what);
+  if (!kc__is_identifier(name))
+    return kc__err(rt, KC_EINVAL, "%s: \"%s\" is not a valid identifier", what, name);
+  if (!strncmp(name, "kc_", 3) || !strncmp(name, "KC_", 3))
+    return kc__err(rt, KC_EINVAL, "%s: names starting with kc_ or KC_ are reserved (\"%s\")", what,
+                   name);
+  if (kc__is_keyword(name, strlen(name)))
+    return kc__err(rt, KC_EINVAL, "%s: \"%s\" is a keyword or a dialect type", what, name);
+  return KC_OK;
+}
+
+/* ------------------------------------------------------ define, undefine */
+
+/* Clips every code instance that looked up b and is still valid forever,
+ * so that it ends at world w. Cost: the number of dependents of b. */
+static void invalidate(kc_runtime *rt, kc__binding *b, kc_world w) {
+  for (size_t i = 0; i < b->nbackedges; i++) {
+    kc__ci *ci = b->backedges[i];
+    if (kc__load_relaxed(&ci->max_world) == KC_WORLD_FOREVER) {
+      kc__store_release(&ci->max_world, w);
+      kc__fetch_add_relaxed(&rt->n_invalidations, 1);
+    }
+  }
+  b->nbackedges = 0;
+}
+
+static kc_status change(kc_runtime *rt, const char *name, const char *source, kc_world *new_world) {
+  const char *what = source ? "kc_define" : "kc_undefine";
+  kc_status st = check_name(rt, what, name);
+  if (st) return st;
+  size_t len = 0;
+  uint64_t h = 0;
+  if (source) {
+    len = strlen(source);
+    const char *ud[2] = {name, NULL};
+    kc__scan_idents(source, len, mentions_name, ud);
+    if (!ud[1])
+      return kc__err(rt, KC_EINVAL, "kc_define: the source given for '%s' never mentions '%s'", name,
+                     name);
+    h = kc__hash(source, len);
+  }
+
+  mtx_lock(&rt->world_lock);
+  kc_world w = kc__load_relaxed(&rt->world);
+  kc__binding *b = binding_get(rt, name, strlen(name));
+  if (!b) {
+    mtx_unlock(&rt->world_lock);
+    return kc__err(rt, KC_ENOMEM, "%s('%s'): out of memory", what, name);
+  }
+  kc__def *cur = visible_def(b, w);
+  if (source && cur && cur->hash == h && cur->len == len && memcmp(cur->source, source, len) == 0) {
+    /* identical text: no new world, nothing invalidated */
+    mtx_unlock(&rt->world_lock);
+    if (new_world) *new_world = w;
+    return KC_OK;
+  }
+  if (!source && !cur) {
+    mtx_unlock(&rt->world_lock);
+    return kc__err(rt, KC_ENOTFOUND, "kc_undefine: '%s' has no visible definition", name);
+  }
+  kc__def *d = NULL;
+  if (source) { /* allocate before changing anything: a failure loses nothing */
+    d = kc__calloc(rt, sizeof *d);
+    char *text = d ? kc__strndup(rt, source, len) : NULL;
+    if (!text) {
+      kc__free(rt, d);
+      mtx_unlock(&rt->world_lock);
+      return kc__err(rt, KC_ENOMEM, "kc_define('%s'): out of memory", name);
+    }
+    d->source = text;
+    d->len = len;
+    d->hash = h;
+    d->binding = b;
+    d->min_world = w + 1;
+    atomic_init(&d->max_world, KC_WORLD_FOREVER);
+  }
+  invalidate(rt, b, w);
+  if (cur) kc__store_release(&cur->max_world, w);
+  if (d) {
+    d->older = b->defs;
+    b->defs = d;
+  }
+  kc__fetch_add_relaxed(&rt->n_defines, 1);
+  kc__store_release(&rt->world, w + 1); /* publish only after every clip */
+  mtx_unlock(&rt->world_lock);
+  if (new_world) *new_world = w + 1;
+  return KC_OK;
+}
+
+kc_status kc_define(kc_runtime *rt, const char *name, const char *source, kc_world *new_world) {
+  if (!rt) return kc__err(NULL, KC_EINVAL, "kc_define: runtime is NULL");
+  if (!source) return kc__err(rt, KC_EINVAL, "kc_define: source is NULL");
+  return change(rt, name, source, new_world);
+}
+
+kc_status kc_undefine(kc_runtime *rt, const char *name, kc_world *new_world) {
+  if (!rt) return kc__err(NULL, KC_EINVAL, "kc_undefine: runtime is NULL");
+  return change(rt, name, NULL, new_world);
+}
+
+/* ------------------------------------------------------------ resolution */
+
+/* Depth-first walk of the call graph as of one world. */
+typedef struct {
+  kc_runtime *rt;
+  kc_world world;
+  const kc__spec *spec;
+  kc__closure *out;
+  uint32_t capdefs, capedges;
+  kc__def **stack; /* the current path, for cycle detection and messages */
+  uint32_t depth, capstack;
+  kc__def *current;
+  bool seen_self;
+  kc_status st;
+} walk;
+
+static bool add_edge(walk *wk, kc__binding *b, kc__def *d) {
+  kc__closure *c = wk->out;
+  for (uint32_t i = 0; i < c->nedges; i++)
+    if (c->edges[i].binding == b) return true;
+  if (c->nedges == wk->capedges) {
+    uint32_t cap = wk->capedges ? wk->capedges * 2 : 16;
+    kc__edge *ne = kc__realloc(wk->rt, c->edges, cap * sizeof *ne);
+    if (!ne) return false;
+    c->edges = ne;
+    wk->capedges = cap;
+  }
+  c->edges[c->nedges++] = (kc__edge){b, d};
+  return true;
+}
+
+static bool in_closure(const kc__closure *c, const kc__def *d) {
+  for (uint32_t i = 0; i < c->ndefs; i++)
+    if (c->defs[i] == d) return true;
+  return false;
+}
+
+static bool is_spec_key(const kc__spec *spec, const char *s, size_t n) {
+  if (!spec || !spec->params) return false;
+  for (const char *q = spec->params; *q;) {
+    const char *eq = strchr(q, '=');
+    if (!eq) break;
+    if ((size_t)(eq - q) == n && memcmp(q, s, n) == 0) return true;
+    const char *next = strchr(eq, ',');
+    if (!next) break;
+    q = next + 1;
+  }
+  return false;
+}
+
+static kc_status visit(walk *wk, kc__def *d);
+
+static bool visit_ident(void *ud, const kc__ident *id) {
+  walk *wk = ud;
+  kc__def *self = wk->current;
+  const char *s = id->start;
+  size_t n = id->len;
+  if (n == strlen(self->binding->name) && memcmp(s, self->binding->name, n) == 0) {
+    if (!wk->seen_self) { /* the definition's own declarator */
+      wk->seen_self = true;
+      return true;
+    }
+    wk->st = kc__err(wk->rt, KC_ERECURSION,
+                     "'%s' calls itself; recursion is not supported by GPU backends", self->binding->name);
+    return false;
+  }
+  if (kc__is_keyword(s, n) || (n > 3 && (!memcmp(s, "kc_", 3) || !memcmp(s, "KC_", 3))) ||
+      is_spec_key(wk->spec, s, n))
+    return true;
+  kc__binding *b;
+  if (id->call) {
+    /* every called name gets an edge, defined or not: defining it later
+     * (even shadowing a builtin) changes what this code means */
+    b = binding_get(wk->rt, s, n);
+    if (!b) {
+      wk->st = kc__err(wk->rt, KC_ENOMEM, "out of memory");
+      return false;
+    }
+  } else {
+    b = binding_find(wk->rt, s, n, kc__hash(s, n));
+    if (!b) return true;
+  }
+  kc__def *callee = visible_def(b, wk->world);
+  if (!id->call && !callee) return true;
+  if (!add_edge(wk, b, callee)) {
+    wk->st = kc__err(wk->rt, KC_ENOMEM, "out of memory");
+    return false;
+  }
+  if (callee) {
+    kc_status st = visit(wk, callee);
+    if (st) {
+      wk->st = st;
+      return false;
+    }
+  }
+  return true;
+}
+
+static kc_status visit(walk *wk, kc__def *d) {
+  for (uint32_t i = 0; i < wk->depth; i++)
+    if (wk->stack[i] == d) {
+      kc__sb path;
+      kc__sb_init(&path, wk->rt);
+      for (uint32_t j = i; j < wk->depth; j++) {
+        kc__sb_puts(&path, wk->stack[j]->binding->name);
+        kc__sb_puts(&path, " -> ");
+      }
+      kc__sb_puts(&path, d->binding->name);
+      kc_status st = kc__err(wk->rt, KC_ERECURSION,
+                             "recursion in the call graph: %s; recursion is not supported by GPU "
+                             "backends",
+                             path.buf ? path.buf : d->binding->name);
+      kc__sb_free(&path);
+      return st;
+    }
+  if (in_closure(wk->out, d)) return KC_OK;
+  if (wk->depth == wk->capstack) {
+    uint32_t cap = wk->capstack ? wk->capstack * 2 : 16;
+    kc__def **ns = kc__realloc(wk->rt, wk->stack, cap * sizeof *ns);
+    if (!ns) return kc__err(wk->rt, KC_ENOMEM, "out of memory");
+    wk->stack = ns;
+    wk->capstack = cap;
+  }
+  wk->stack[wk->depth++] = d;
+  kc__def *saved = wk->current;
+  bool saved_self = wk->seen_self;
+  wk->current = d;
+  wk->seen_self = false;
+  kc__scan_idents(d->source, d->len, visit_ident, wk);
+  wk->current = saved;
+  wk->seen_self = saved_self;
+  wk->depth--;
+  if (wk->st) return wk->st;
+  /* post-order: callees are emitted before their callers */
+  kc__closure *c = wk->out;
+  if (c->ndefs == wk->capdefs) {
+    uint32_t cap = wk->capdefs ? wk->capdefs * 2 : 8;
+    kc__def **nd = kc__realloc(wk->rt, c->defs, cap * sizeof *nd);
+    if (!nd) return kc__err(wk->rt, KC_ENOMEM, "out of memory");
+    c->defs = nd;
+    wk->capdefs = cap;
+  }
+  c->defs[c->ndefs++] = d;
+  return KC_OK;
+}
+
+void kc__closure_free(kc_runtime *rt, kc__closure *c) {
+  kc__free(rt, c->defs);
+  kc__free(rt, c->edges);
+  memset(c, 0, sizeof *c);
+}
+
+kc_status kc__resolve(kc_runtime *rt, const kc__spec *spec, kc_world world, kc__closure *out) {
+  memset(out, 0, sizeof *out);
+  walk wk = {.rt = rt, .world = world, .spec = spec, .out = out};
+  mtx_lock(&rt->world_lock);
+  kc__binding *b = binding_get(rt, spec->name, strlen(spec->name));
+  kc_status st;
+  if (!b) {
+    st = kc__err(rt, KC_ENOMEM, "out of memory");
+  } else {
+    kc__def *d = visible_def(b, world);
+    if (!add_edge(&wk, b, d)) /* the entry's own lookup is an edge too */
+      st = kc__err(rt, KC_ENOMEM, "out of memory");
+    else if (!d)
+      st = kc__err(rt, KC_ENOTFOUND, "kernel '%s' is not defined in world %llu", spec->name,
+                   (unsigned long long)world);
+    else
+      st = visit(&wk, d);
+  }
+  mtx_unlock(&rt->world_lock);
+  kc__free(rt, wk.stack);
+  if (st) kc__closure_free(rt, out);
+  return st;
+}
+
+/* --------------------------------------------------------------- publish */
+
+/* The worlds in which lookup (b -> d) made at `world` gives the same answer. */
+static void edge_range(const kc__edge *e, kc_world world, kc_world *min, kc_world *max) {
+  if (e->def) {
+    *min = e->def->min_world;
+    *max = kc__load_relaxed(&e->def->max_world);
+    return;
+  }
+  *min = 1;
+  *max = KC_WORLD_FOREVER;
+  for (const kc__def *d = e->binding->defs; d; d = d->older) {
+    kc_world dmax = kc__load_relaxed(&d->max_world);
+    if (d->min_world > world) {
+      if (d->min_world - 1 < *max) *max = d->min_world - 1;
+    } else if (dmax < world) {
+      if (dmax + 1 > *min) *min = dmax + 1;
+    }
+  }
+}
+
+static bool add_backedge(kc_runtime *rt, kc__binding *b, kc__ci *ci) {
+  if (b->nbackedges == b->capbackedges) {
+    size_t cap = b->capbackedges ? b->capbackedges * 2 : 4;
+    kc__ci **nb = kc__realloc(rt, b->backedges, cap * sizeof *nb);
+    if (!nb) return false;
+    b->backedges = nb;
+    b->capbackedges = cap;
+  }
+  b->backedges[b->nbackedges++] = ci;
+  return true;
+}
+
+void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world) {
+  mtx_lock(&rt->world_lock);
+  kc_world min = 1, max = KC_WORLD_FOREVER;
+  for (uint32_t i = 0; i < ci->nedges; i++) {
+    kc_world lo, hi;
+    edge_range(&ci->edges[i], world, &lo, &hi);
+    if (lo > min) min = lo;
+    if (hi < max) max = hi;
+  }
+  if (max == KC_WORLD_FOREVER) {
+    for (uint32_t i = 0; i < ci->nedges; i++)
+      if (!add_backedge(rt, ci->edges[i].binding, ci)) {
+        /* cannot be invalidated later: only trust it up to now */
+        max = kc__load_relaxed(&rt->world);
+        break;
+      }
+  }
+  kc__store_relaxed(&ci->min_world, min);
+  kc__store_release(&ci->max_world, max); /* the range becomes non-empty last */
+  mtx_unlock(&rt->world_lock);
+}
