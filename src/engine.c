@@ -39,6 +39,12 @@ KC__ABSENT_BACKEND(kc__backend_opencl, "opencl")
 #endif
 #ifdef KC_WITHOUT_CUDA
 KC__ABSENT_BACKEND(kc__backend_cuda, "cuda")
+const char *kc__cuda_nvrtc_unavailable(void) { return "kcache was built without the cuda backend"; }
+kc_status kc__cuda_compile_only(kc_runtime *rt, const char *source_tu, size_t len, const char *entry,
+                                int sm, bool ptx, void **out, size_t *out_size, kc__sb *log) {
+  (void)source_tu, (void)len, (void)entry, (void)sm, (void)ptx, (void)out, (void)out_size, (void)log;
+  return kc__err(rt, KC_EUNAVAILABLE, "kcache was built without the cuda backend");
+}
 #endif
 
 static const kc__backend *backend_of(kc_backend_kind kind) {
@@ -185,7 +191,12 @@ void kc_runtime_destroy(kc_runtime *rt) {
         older = ci->next;
         free_ci(rt, ci);
       }
+      for (kc__linked *l = s->free_linked, *next; l; l = next) {
+        next = l->next_in_bucket;
+        kc__free(rt, l);
+      }
       mtx_destroy(&s->lock);
+      mtx_destroy(&s->free_lock);
       kc__free(rt, s->name);
       kc__free(rt, s->params);
       kc__free(rt, s);
@@ -220,13 +231,13 @@ const char *kc_device_name(const kc_runtime *rt, int index) {
 /* The calling thread's pin. Read on every launch: in the shared library it
  * is built with the initial-exec TLS model, so this is one %fs load. */
 static _Thread_local struct {
-  uint64_t rt_id;
+  const kc_runtime *rt; /* the runtime pinned, NULL if none */
   kc_world world;
   uint32_t depth;
 } kc__pin;
 
 static inline kc_world caller_world(const kc_runtime *rt) {
-  if (KC__UNLIKELY(kc__pin.rt_id == rt->id)) return kc__pin.world;
+  if (KC__UNLIKELY(kc__pin.rt == rt)) return kc__pin.world;
   return kc__load_acquire(&rt->world);
 }
 
@@ -236,12 +247,12 @@ kc_world kc_world_current(const kc_runtime *rt) { return rt ? caller_world(rt) :
 
 kc_status kc_pin(kc_runtime *rt, kc_world *pinned) {
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_pin: runtime is NULL");
-  if (kc__pin.depth && kc__pin.rt_id != rt->id)
+  if (kc__pin.depth && kc__pin.rt != rt)
     return kc__err(rt, KC_EBUSY, "kc_pin: this thread already pinned another runtime");
   if (kc__pin.depth == UINT32_MAX) return kc__err(rt, KC_EBUSY, "kc_pin: nested too deeply");
   if (!kc__pin.depth) {
     kc__pin.world = kc__load_acquire(&rt->world);
-    kc__pin.rt_id = rt->id;
+    kc__pin.rt = rt;
   }
   kc__pin.depth++;
   if (pinned) *pinned = kc__pin.world;
@@ -250,9 +261,9 @@ kc_status kc_pin(kc_runtime *rt, kc_world *pinned) {
 
 kc_status kc_unpin(kc_runtime *rt) {
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_unpin: runtime is NULL");
-  if (!kc__pin.depth || kc__pin.rt_id != rt->id)
+  if (!kc__pin.depth || kc__pin.rt != rt)
     return kc__err(rt, KC_EBUSY, "kc_unpin: this thread holds no pin on this runtime");
-  if (--kc__pin.depth == 0) kc__pin.rt_id = 0;
+  if (--kc__pin.depth == 0) kc__pin.rt = NULL;
   return KC_OK;
 }
 
@@ -287,7 +298,12 @@ static kc_status spec_intern(kc_runtime *rt, const char *name, const char *canon
   if (!s) goto oom;
   s->name = kc__strdup(rt, name);
   s->params = kc__strdup(rt, canon);
-  if (!s->name || !s->params || mtx_init(&s->lock, mtx_plain) != thrd_success) {
+  bool locked = s->name && s->params && mtx_init(&s->lock, mtx_plain) == thrd_success;
+  if (locked && mtx_init(&s->free_lock, mtx_plain) != thrd_success) {
+    mtx_destroy(&s->lock);
+    locked = false;
+  }
+  if (!locked) {
     kc__free(rt, s->name);
     kc__free(rt, s->params);
     kc__free(rt, s);
@@ -491,7 +507,13 @@ static void unlink_all(kc_context *ctx) {
     for (kc__linked *l = ctx->linked[i], *next; l; l = next) {
       next = l->next_in_bucket;
       ctx->rt->be->unlink(l);
-      kc__free(ctx->rt, l);
+      /* recycled within its spec: handles may still point at it */
+      kc__store_release(&l->link_key, 0);
+      kc__spec *spec = l->ci->spec;
+      mtx_lock(&spec->free_lock);
+      l->next_in_bucket = spec->free_linked;
+      spec->free_linked = l;
+      mtx_unlock(&spec->free_lock);
     }
     ctx->linked[i] = NULL;
   }
@@ -633,21 +655,34 @@ static kc_status ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
       }
     kc__free(rt, old);
   }
-  kc__linked *l = kc__calloc(rt, sizeof *l);
+  kc__spec *spec = ci->spec;
+  mtx_lock(&spec->free_lock);
+  kc__linked *l = spec->free_linked;
+  if (l) spec->free_linked = l->next_in_bucket;
+  mtx_unlock(&spec->free_lock);
   if (!l) {
-    mtx_unlock(&ctx->lock);
-    return kc__err(rt, KC_ENOMEM, "out of memory linking '%s'", ci->spec->name);
+    l = kc__calloc(rt, sizeof *l);
+    if (!l) {
+      mtx_unlock(&ctx->lock);
+      return kc__err(rt, KC_ENOMEM, "out of memory linking '%s'", ci->spec->name);
+    }
+    atomic_init(&l->link_key, 0);
   }
   l->ci = ci;
   l->bctx = ctx->bctx;
   l->nargs = ci->nparams;
   l->sig = ci->sig;
+  l->fn = l->module = l->extra = NULL;
   kc_status st = rt->be->link(ctx->bctx, ci, l);
   if (st) {
-    kc__free(rt, l);
+    mtx_lock(&spec->free_lock);
+    l->next_in_bucket = spec->free_linked;
+    spec->free_linked = l;
+    mtx_unlock(&spec->free_lock);
     mtx_unlock(&ctx->lock);
     return st;
   }
+  kc__store_release(&l->link_key, kc__load_relaxed(&ctx->link_key));
   size_t s = linked_slot(ctx, ci->id);
   l->next_in_bucket = ctx->linked[s];
   ctx->linked[s] = l;
@@ -678,6 +713,7 @@ kc_status kc_kernel_create(kc_runtime *rt, const char *name, const char *params,
   if (!k) return kc__err(rt, KC_ENOMEM, "kc_kernel_create: out of memory");
   k->rt = rt;
   k->spec = spec;
+  for (int i = 0; i < KC__HSLOTS; i++) atomic_init(&k->slots[i], &kc__no_linked);
   mtx_lock(&rt->kernels_lock);
   k->next = rt->kernels;
   if (rt->kernels) rt->kernels->prev = k;
@@ -786,13 +822,16 @@ static KC__COLD kc_status bad_args(kc__linked *l, kc_context *ctx, const kc_arg 
   return kc__err(rt, KC_EARGS, "kernel '%s': invalid arguments", name);
 }
 
+kc__linked kc__no_linked;
+
 /* Checks the arguments against the kernel's parameters while packing them
- * for the backend, then launches. Shared by the fast and the slow path; on
- * the fast path it must not lock, allocate or format anything. */
-static inline kc_status pack_and_launch(kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
-                                        const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
+ * for the backend, then launches. Hot, but out of line so that launches
+ * without arguments need no stack frame at all. */
+static KC__NOINLINE kc_status pack_and_launch(kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
+                                              const kc_dim3 *block, const kc_arg *args,
+                                              uint32_t nargs) {
   void *argv[KC_MAX_ARGS];
-  if (KC__UNLIKELY(nargs != l->nargs || (nargs && !args))) return bad_args(l, ctx, args, nargs);
+  if (KC__UNLIKELY(nargs != l->nargs || !args)) return bad_args(l, ctx, args, nargs);
   for (uint32_t i = 0; i < nargs; i++) {
     const kc_arg *a = &args[i];
     if (KC__UNLIKELY(KC__SIG(a->kind, a->size) != l->sig[i] || !a->ptr)) return bad_args(l, ctx, args, nargs);
@@ -807,23 +846,14 @@ static inline kc_status pack_and_launch(kc__linked *l, kc_context *ctx, const kc
   return l->launch(l, argv, grid, block);
 }
 
-static void slot_store(kc_kernel *k, uint64_t key, kc_world w, kc__linked *l) {
-  kc__hslot *s = &k->slots[key & (KC__HSLOTS - 1)];
-  uint64_t seq = kc__load_relaxed(&s->seq);
-  if (seq & 1) return; /* another thread is writing it: leave it to them */
-  if (!atomic_compare_exchange_strong_explicit(&s->seq, &seq, seq + 1, memory_order_acquire,
-                                               memory_order_relaxed))
-    return;
-  atomic_thread_fence(memory_order_release);
-  kc__store_relaxed(&s->link_key, key);
-  kc__store_relaxed(&s->world, w);
-  kc__store_relaxed(&s->linked, l);
-  kc__store_release(&s->seq, seq + 2);
+static inline kc_status launch_linked(kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
+                                      const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
+  if (nargs == 0 && l->nargs == 0) return l->launch(l, NULL, grid, block);
+  return pack_and_launch(l, ctx, grid, block, args, nargs);
 }
 
-static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, kc_world w,
-                                          const kc_dim3 *grid, const kc_dim3 *block,
-                                          const kc_arg *args, uint32_t nargs) {
+static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid,
+                                          const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
   if (!k) return kc__err(NULL, KC_EINVAL, "kc_launch: kernel is NULL");
   kc_runtime *rt = k->rt;
   if (!ctx) return kc__err(rt, KC_EINVAL, "kc_launch: context is NULL");
@@ -837,38 +867,55 @@ static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, kc_worl
                    k->spec->name);
   kc__fetch_add_relaxed(&rt->n_slow, 1);
   kc__ci *ci;
-  kc_status st = ci_get(rt, k->spec, w, &ci);
+  kc_status st = ci_get(rt, k->spec, caller_world(rt), &ci);
   if (st) return st;
   kc__linked *l = NULL;
   st = ctx_link(ctx, ci, &l);
   if (st) return st;
-  slot_store(k, key, w, l);
+  kc__store_release(&k->slots[key & (KC__HSLOTS - 1)], l);
+  return launch_linked(l, ctx, grid, block, args, nargs);
+}
+
+/* THE FAST PATH. It must never lock, allocate, hash a string or touch the
+ * function table. It reads the caller's world (a thread-local compare and
+ * one acquire load), the handle's entry for this context, and checks that
+ * the entry was linked in this generation of the context and that its code
+ * instance is valid in that world. Then the backend's launch. A zero grid
+ * dimension is left to the backend (the slow path rejects it). */
+static inline kc_status launch_hit(kc_kernel *k, kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
+                                   const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
+  /* statistics: exact while one thread at a time launches this handle */
+  kc__store_relaxed(&k->fast_hits, kc__load_relaxed(&k->fast_hits) + 1);
+  if ((nargs | l->nargs) == 0) return l->launch(l, NULL, grid, block);
   return pack_and_launch(l, ctx, grid, block, args, nargs);
 }
 
-/* THE FAST PATH. It must never lock, allocate, hash a string or call into
- * the function table: one thread-local load, one acquire load of the world,
- * a sequence-locked read of the handle's cache entry, the argument packing,
- * and the backend's launch. Everything else goes to launch_slow. */
+/* The fast path of a thread that pinned a world: the whole range matters. */
+static KC__NOINLINE kc_status launch_pinned(kc_kernel *k, kc__linked *l, kc_context *ctx,
+                                            const kc_dim3 *grid, const kc_dim3 *block,
+                                            const kc_arg *args, uint32_t nargs) {
+  kc_world w = kc__pin.world;
+  const kc__ci *ci = l->ci;
+  if (KC__LIKELY(kc__load_relaxed(&ci->min_world) <= w && w <= kc__load_relaxed(&ci->max_world)))
+    return launch_hit(k, l, ctx, grid, block, args, nargs);
+  return launch_slow(k, ctx, grid, block, args, nargs);
+}
+
 kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
                     const kc_arg *args, uint32_t nargs) {
   if (KC__LIKELY(k && ctx && grid && block)) {
-    kc_world w = caller_world(k->rt);
     uint64_t key = kc__load_relaxed(&ctx->link_key);
-    kc__hslot *s = &k->slots[key & (KC__HSLOTS - 1)];
-    uint64_t seq = kc__load_acquire(&s->seq);
-    uint64_t skey = kc__load_relaxed(&s->link_key);
-    kc_world sw = kc__load_relaxed(&s->world);
-    kc__linked *l = kc__load_relaxed(&s->linked);
-    atomic_thread_fence(memory_order_acquire);
-    if (KC__LIKELY(skey == key && sw == w && kc__load_relaxed(&s->seq) == seq && !(seq & 1))) {
-      /* statistics: one relaxed increment, exact for a single launching thread */
-      kc__store_relaxed(&k->fast_hits, kc__load_relaxed(&k->fast_hits) + 1);
-      return pack_and_launch(l, ctx, grid, block, args, nargs);
+    kc__linked *l = kc__load_relaxed(&k->slots[key & (KC__HSLOTS - 1)]);
+    if (KC__LIKELY(kc__load_acquire(&l->link_key) == key)) {
+      const kc_runtime *rt = k->rt;
+      if (KC__UNLIKELY(kc__pin.rt == rt)) return launch_pinned(k, l, ctx, grid, block, args, nargs);
+      /* Unpinned, the caller's world is the latest, and no code instance
+       * starts after the latest world: only the end of the range matters. */
+      if (KC__LIKELY(kc__load_acquire(&rt->world) <= kc__load_relaxed(&l->ci->max_world)))
+        return launch_hit(k, l, ctx, grid, block, args, nargs);
     }
-    return launch_slow(k, ctx, w, grid, block, args, nargs);
   }
-  return launch_slow(k, ctx, 0, grid, block, args, nargs);
+  return launch_slow(k, ctx, grid, block, args, nargs);
 }
 
 /* ---------------------------------------------------------------- buffers */

@@ -13,6 +13,7 @@
  *                           backedges) and the world counter's writers.
  *                           Held only for table work: never while compiling.
  *   4. kc_runtime.spec_lock   the table of interned specializations.
+ *      kc__spec.free_lock     a spec's free list of linked objects.
  *      kc_runtime.ctx_lock    the list of contexts and the free list.
  *      kc_runtime.kernels_lock  the list of live kernel handles (stats).
  *                           (leaves: nothing is taken while holding them)
@@ -45,6 +46,7 @@
 
 typedef struct kc__spec kc__spec;
 typedef struct kc__ci kc__ci;
+typedef struct kc__linked kc__linked;
 typedef struct kc__binding kc__binding;
 
 /* ------------------------------------------------------------- utilities */
@@ -182,13 +184,17 @@ struct kc__spec {
   kc__spec *next_in_bucket;
   mtx_t lock;               /* single flight */
   _Atomic(kc__ci *) head; /* newest first */
+  mtx_t free_lock;          /* leaf: guards free_linked */
+  kc__linked *free_linked;  /* unlinked objects of this spec, for reuse */
 };
 
 /* A code instance loaded into one context. */
-typedef struct kc__linked kc__linked;
 typedef kc_status (*kc__launch_fn)(kc__linked *l, void **argv, const kc_dim3 *grid,
                                    const kc_dim3 *block);
 struct kc__linked {
+  /* The link key of the context generation this object belongs to; 0 while
+   * free. Stored with release after every other field is set. */
+  _Atomic uint64_t link_key;
   kc__launch_fn launch; /* the backend's launch, called by the fast path */
   void *bctx;           /* the backend's context */
   void *fn;             /* backend function handle */
@@ -197,8 +203,11 @@ struct kc__linked {
   kc__ci *ci;
   uint32_t nargs;
   const uint64_t *sig;
-  kc__linked *next_in_bucket;
+  kc__linked *next_in_bucket; /* context's table, or the spec's free list */
 };
+
+/* The slots of a new handle point here: link key 0 never matches. */
+extern kc__linked kc__no_linked;
 
 /* A buffer's backend handle; a launch passes a pointer to it. */
 typedef union kc__bufh {
@@ -230,21 +239,22 @@ struct kc_context {
   kc_context *next; /* runtime's list of all contexts (live or free) */
 };
 
-/* One entry of a kernel handle's launch cache, read with a sequence lock. */
-typedef struct kc__hslot {
-  _Atomic uint64_t seq; /* odd while being written */
-  _Atomic uint64_t link_key;
-  _Atomic kc_world world;
-  _Atomic(kc__linked *) linked;
-} kc__hslot;
-
+/* A kernel handle. Its launch cache is one pointer per slot (slot chosen
+ * by the context's link key): the linked object used last in that context.
+ * The fast path trusts it only if the object was linked in the current
+ * generation of the context (link_key) and its code instance's world range
+ * covers the caller's world. So an unrelated redefinition costs nothing at
+ * all, and a pinned thread and an unpinned one share the entry as long as
+ * the same code serves both. Linked objects are type-stable per
+ * specialization (recycled, never freed while the runtime lives), so a stale
+ * pointer in a slot is always safe to read and never matches wrongly. */
 #define KC__HSLOTS 4
 
 struct kc_kernel {
+  _Atomic(kc__linked *) slots[KC__HSLOTS]; /* first: indexed without an offset */
   kc_runtime *rt;
-  kc__spec *spec;
   _Atomic uint64_t fast_hits;
-  kc__hslot slots[KC__HSLOTS];
+  kc__spec *spec;
   kc_kernel *prev, *next; /* runtime's list, guarded by kernels_lock */
 };
 
@@ -296,10 +306,18 @@ extern const kc__backend kc__backend_host;
 extern const kc__backend kc__backend_opencl;
 extern const kc__backend kc__backend_cuda;
 
+/* CUDA without a driver (tests on machines without a GPU): compiles a whole
+ * translation unit with NVRTC to a cubin for sm_XX, or to PTX. rt supplies
+ * the allocator and the error message; free *out with kc__free. */
+kc_status kc__cuda_compile_only(kc_runtime *rt, const char *source_tu, size_t len, const char *entry,
+                                int sm, bool ptx, void **out, size_t *out_size, kc__sb *log);
+/* NULL when NVRTC can be loaded, else why not. */
+const char *kc__cuda_nvrtc_unavailable(void);
+
 /* ---------------------------------------------------------------- runtime */
 
 struct kc_runtime {
-  _Atomic kc_world world; /* latest world; written under world_lock */
+  _Atomic kc_world world; /* latest world; written under world_lock; first: read on every launch */
   uint64_t id;            /* never reused; tags thread-local pins */
   const kc__backend *be;
   void *bstate;

@@ -97,27 +97,23 @@ static void kc__err_key_init(void) { kc__err_key_ok = tss_create(&kc__err_key, f
 kc_status kc__verr(const kc_runtime *rt, kc_status st, const char *fmt, va_list ap) {
   call_once(&kc__err_once, kc__err_key_init);
   if (!kc__err_key_ok) return st;
+  /* Format into a new block: the arguments may point into the old message
+   * (re-raising kc_errmsg(rt) with more context is common). */
   va_list ap2;
   va_copy(ap2, ap);
   int n = vsnprintf(NULL, 0, fmt, ap2);
   va_end(ap2);
   size_t need = (size_t)(n < 0 ? 0 : n) + 1;
-  kc__errbuf *e = tss_get(kc__err_key);
-  if (!e || e->cap < need) {
-    kc__errbuf *ne = realloc(e, sizeof *ne + need);
-    if (!ne) { /* out of memory: keep what fits in the old buffer */
-      if (e) {
-        vsnprintf(e->msg, e->cap, fmt, ap);
-        e->rt_id = rt ? rt->id : 0;
-      }
-      return st;
-    }
-    ne->cap = need;
-    e = ne;
-    tss_set(kc__err_key, e);
+  kc__errbuf *old = tss_get(kc__err_key);
+  kc__errbuf *e = malloc(sizeof *e + need);
+  if (!e) { /* out of memory: keep the old message, better than none */
+    return st;
   }
+  e->cap = need;
   vsnprintf(e->msg, e->cap, fmt, ap);
   e->rt_id = rt ? rt->id : 0;
+  tss_set(kc__err_key, e);
+  free(old);
   return st;
 }
 

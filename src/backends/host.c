@@ -27,7 +27,9 @@
 
 extern char **environ;
 
-typedef void (*host_run_fn)(void *const *argv, const kc_dim3 *grid, const kc_dim3 *block);
+/* The generated trampoline has the signature of a kc__launch_fn, so the
+ * fast path calls straight into the compiled object. */
+typedef kc_status (*host_run_fn)(kc__linked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block);
 
 typedef struct host_state {
   kc_runtime *rt;
@@ -57,7 +59,13 @@ static const char host_prelude[] =
     "typedef unsigned short ushort;\n"
     "typedef unsigned long ulong;\n"
     "struct kc__item { unsigned lid[3], grp[3], lsz[3], ngrp[3]; };\n"
+    "#ifdef __TINYC__\n"
+    "/* tcc has no thread-local storage: kcache serializes launches of this object */\n"
+    "static struct kc__item kc__it;\n"
+    "__attribute__((visibility(\"default\"))) const int kc__serial = 1;\n"
+    "#else\n"
     "static _Thread_local struct kc__item kc__it;\n"
+    "#endif\n"
     "#define kc_local_id(d) ((size_t)kc__it.lid[(d)])\n"
     "#define kc_group_id(d) ((size_t)kc__it.grp[(d)])\n"
     "#define kc_local_size(d) ((size_t)kc__it.lsz[(d)])\n"
@@ -259,8 +267,9 @@ static kc_status write_file(kc_runtime *rt, const char *path, const void *data, 
 static kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
   (void)state;
   kc__sb_puts(out,
-              "__attribute__((visibility(\"default\"))) void kc__run(void *const *kc__a, const "
-              "unsigned *kc__g, const unsigned *kc__b) {\n"
+              "__attribute__((visibility(\"default\"))) int kc__run(void *kc__l, void *const *kc__a, "
+              "const unsigned *kc__g, const unsigned *kc__b) {\n"
+              "  (void)kc__l;\n"
               "  struct kc__item *kc__i = &kc__it;\n"
               "  for (int d = 0; d < 3; d++) { kc__i->lsz[d] = kc__b[d]; kc__i->ngrp[d] = kc__g[d]; }\n"
               "  (void)kc__a;\n"
@@ -272,7 +281,7 @@ static kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
   kc__sb_printf(out, "%s(", tu->entry);
   for (uint32_t i = 0; i < tu->nparams; i++)
     kc__sb_printf(out, "%s*(%s*)kc__a[%u]", i ? ", " : "", tu->params[i].type, i);
-  kc__sb_puts(out, ");\n  }\n}\n");
+  kc__sb_puts(out, ");\n  }\n  return 0;\n}\n");
   kc__sb_printf(out,
                 "__attribute__((visibility(\"default\"))) const unsigned kc__nargs = %u;\n"
                 "__attribute__((visibility(\"default\"))) const unsigned kc__argsz[] = {",
@@ -369,9 +378,12 @@ static kc_status host_ctx_finish(void *bctx) {
   return KC_OK;
 }
 
-static kc_status host_launch(kc__linked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
-  ((host_run_fn)l->fn)(argv, grid, block);
-  return KC_OK;
+/* For objects built without thread-local work-item state (tcc). */
+static kc_status host_launch_serial(kc__linked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
+  mtx_lock(l->extra);
+  kc_status st = ((host_run_fn)l->fn)(l, argv, grid, block);
+  mtx_unlock(l->extra);
+  return st;
 }
 
 static kc_status host_link(void *bctx, const kc__ci *ci, kc__linked *l) {
@@ -392,11 +404,25 @@ static kc_status host_link(void *bctx, const kc__ci *ci, kc__linked *l) {
   }
   l->module = h;
   l->fn = fn;
-  l->launch = host_launch;
+  l->launch = (kc__launch_fn)fn; /* kc_status is an int-sized enum */
+  if (dlsym(h, "kc__serial")) {
+    mtx_t *m = kc__alloc(rt, sizeof *m);
+    if (!m || mtx_init(m, mtx_plain) != thrd_success) {
+      kc__free(rt, m);
+      dlclose(h);
+      return kc__err(rt, KC_ENOMEM, "out of memory linking '%s'", ci->spec->name);
+    }
+    l->extra = m;
+    l->launch = host_launch_serial;
+  }
   return KC_OK;
 }
 
 static void host_unlink(kc__linked *l) {
+  if (l->extra) {
+    mtx_destroy(l->extra);
+    kc__free(((host_state *)l->bctx)->rt, l->extra);
+  }
   if (l->module) dlclose(l->module);
 }
 

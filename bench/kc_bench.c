@@ -1,0 +1,448 @@
+/*
+ * kc_bench -- what kcache costs, measured against the raw thing in the same
+ * run. Host backend (the reference backend; see kc_bench_opencl and
+ * kc_bench_cuda for the others).
+ *
+ *   launch      cached kc_launch against a direct call of the same compiled
+ *               function (the trampoline dlsym'd from the same artifact),
+ *               median ns per launch and ratio, with 0, 1 and 4 arguments
+ *   instr       instructions per cached launch over the direct call, from
+ *               valgrind --tool=callgrind (skipped if valgrind is missing)
+ *   allocs      heap allocations per cached launch (counting allocator)
+ *   revalidate  first launch after an unrelated definition (slow path that
+ *               finds the same code: no compile, no link)
+ *   redefine    kc_define of a function with one dependent, with 10 and with
+ *               N unrelated cached kernels (N = 10000, --quick: 1000)
+ *   dependents  cost of a redefinition per dependent code instance
+ *   compile     first compile of a small kernel with cc -O2 (and tcc)
+ *
+ * Usage: kc_bench [--json] [--quick] [--no-callgrind]
+ */
+#include <kcache.h>
+
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <threads.h>
+#include <time.h>
+#include <unistd.h>
+
+static kc_runtime *rt;
+static kc_context *ctx;
+static long n_allocs;
+
+static void die(const char *what, kc_status st) {
+  fprintf(stderr, "kc_bench: %s: %s\n%s\n", what, kc_status_name(st), kc_errmsg(rt));
+  exit(1);
+}
+#define CHECK(call)             \
+  do {                          \
+    kc_status st_ = (call);     \
+    if (st_) die(#call, st_);   \
+  } while (0)
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_d);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void *counting_alloc(void *ud, void *p, size_t n) {
+  (void)ud;
+  if (n == 0) {
+    free(p);
+    return NULL;
+  }
+  __atomic_fetch_add(&n_allocs, 1, __ATOMIC_RELAXED);
+  return realloc(p, n);
+}
+
+/* ------------------------------------------------------------ kernels */
+
+typedef int (*run_fn)(void *l, void *const *argv, const kc_dim3 *grid, const kc_dim3 *block);
+
+typedef struct {
+  const char *name, *src;
+  int nargs;
+  kc_kernel *k;
+  run_fn direct;
+  void *dl;
+  kc_arg args[4];
+  void *argv[4];
+} bench_kernel;
+
+static kc_buffer *buf;
+static float fa = 1.5f, fc = 2.5f;
+static int ib = 3;
+
+static bench_kernel kernels[] = {
+    {"k0", "KC_KERNEL void k0(void) { }", 0},
+    {"k1", "KC_KERNEL void k1(KC_GLOBAL float *y) { y[kc_global_id(0)] += 1.0f; }", 1},
+    {"k4",
+     "KC_KERNEL void k4(KC_GLOBAL float *y, float a, int b, float c) { y[kc_global_id(0)] = a * "
+     "(float)b + c; }",
+     4},
+};
+#define NK (int)(sizeof kernels / sizeof *kernels)
+
+/* Loads the artifact of k's code a second time, by hand, for the direct
+ * call: the very same compiled function, without kcache in between. */
+static void setup_direct(bench_kernel *b) {
+  kc_code_info ci;
+  CHECK(kc_kernel_code(b->k, &ci));
+  char path[256];
+  snprintf(path, sizeof path, "/tmp/kc_bench_%d_%s.so", (int)getpid(), b->name);
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(ci.artifact, 1, ci.artifact_size, f) != ci.artifact_size) die("write artifact", KC_EIO);
+  fclose(f);
+  b->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  unlink(path);
+  if (!b->dl) die(dlerror(), KC_ELINK);
+  b->direct = (run_fn)(uintptr_t)dlsym(b->dl, "kc__run");
+  if (!b->direct) die("dlsym kc__run", KC_ELINK);
+}
+
+static const kc_dim3 one = {1, 1, 1};
+
+__attribute__((noinline)) void kcb_loop_kc(bench_kernel *b, int n) {
+  for (int i = 0; i < n; i++)
+    if (kc_launch(b->k, ctx, &one, &one, b->args, (uint32_t)b->nargs)) die("kc_launch", KC_ELAUNCH);
+}
+
+__attribute__((noinline)) void kcb_loop_direct(bench_kernel *b, int n) {
+  for (int i = 0; i < n; i++)
+    if (b->direct(NULL, b->argv, &one, &one)) die("direct call", KC_ELAUNCH);
+}
+
+/* The two loops that callgrind measures, run only once warm; noinline and
+ * exported so that --toggle-collect can name them. */
+__attribute__((noinline)) void kcb_measure_kc(bench_kernel *b, int n) { kcb_loop_kc(b, n); }
+__attribute__((noinline)) void kcb_measure_direct(bench_kernel *b, int n) { kcb_loop_direct(b, n); }
+
+static void setup(void) {
+  kc_options o;
+  kc_options_init(&o);
+  o.backend = KC_BACKEND_HOST;
+  o.alloc = counting_alloc;
+  CHECK(kc_runtime_create(&o, &rt));
+  CHECK(kc_context_create(rt, 0, &ctx));
+  CHECK(kc_buffer_create(ctx, 1024, &buf));
+  for (int i = 0; i < NK; i++) {
+    bench_kernel *b = &kernels[i];
+    CHECK(kc_define(rt, b->name, b->src, NULL));
+    CHECK(kc_kernel_create(rt, b->name, NULL, &b->k));
+    kc_arg all[4] = {KC_ARG_BUF(buf), KC_ARG_VAL(fa), KC_ARG_VAL(ib), KC_ARG_VAL(fc)};
+    memcpy(b->args, all, sizeof all);
+    /* what a direct caller passes: pointers to the values */
+    b->argv[0] = buf; /* kc_buffer's first member is the backend handle */
+    b->argv[1] = &fa;
+    b->argv[2] = &ib;
+    b->argv[3] = &fc;
+    kcb_loop_kc(b, 1); /* compile and link */
+    setup_direct(b);
+  }
+}
+
+/* ------------------------------------------------------------ callgrind */
+
+static long callgrind_total(const char *self, const char *fn, const char *which) {
+  char out[256], cmd[1024];
+  snprintf(out, sizeof out, "/tmp/kc_bench_cg_%d_%s.out", (int)getpid(), which);
+  snprintf(cmd, sizeof cmd,
+           "valgrind --tool=callgrind --callgrind-out-file=%s --toggle-collect=%s %s --child %s "
+           ">/dev/null 2>&1",
+           out, fn, self, which);
+  if (system(cmd) != 0) return -1;
+  FILE *f = fopen(out, "r");
+  if (!f) return -1;
+  char line[512];
+  long total = -1;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "summary:", 8) || !strncmp(line, "totals:", 7)) total = atol(strchr(line, ':') + 1);
+  fclose(f);
+  unlink(out);
+  return total;
+}
+
+enum { CG_ITERS = 10000 };
+
+/* Under callgrind: one loop of CG_ITERS launches of one kernel, either way. */
+static int child(const char *which) {
+  setup();
+  bench_kernel *b = &kernels[which[strlen(which) - 1] - '0' == 4 ? 2 : which[strlen(which) - 1] - '0'];
+  kcb_loop_kc(b, 3);
+  kcb_loop_direct(b, 3);
+  if (!strncmp(which, "kc", 2)) kcb_measure_kc(b, CG_ITERS);
+  else kcb_measure_direct(b, CG_ITERS);
+  return 0;
+}
+
+/* ----------------------------------------------------------------- main */
+
+typedef struct {
+  double kc_ns[NK], direct_ns[NK];
+  double instr[NK];
+  double allocs_per_launch;
+  double revalidate_ns;
+  long revalidate_compiles, revalidate_links;
+  double redefine_small_ns, redefine_large_ns;
+  int small_n, large_n;
+  double per_dependent_ns;
+  int dependents;
+  double compile_cc_ms, compile_tcc_ms;
+} results;
+
+static void bench_launch(results *r) {
+  enum { BATCH = 1000, ROUNDS = 201 };
+  static double tk[ROUNDS], td[ROUNDS];
+  for (int i = 0; i < NK; i++) {
+    bench_kernel *b = &kernels[i];
+    for (int w = 0; w < 20; w++) {
+      kcb_loop_kc(b, BATCH);
+      kcb_loop_direct(b, BATCH);
+    }
+    for (int j = 0; j < ROUNDS; j++) { /* interleaved: drift hits both alike */
+      double t0 = now_ns();
+      kcb_loop_kc(b, BATCH);
+      double t1 = now_ns();
+      kcb_loop_direct(b, BATCH);
+      double t2 = now_ns();
+      tk[j] = (t1 - t0) / BATCH;
+      td[j] = (t2 - t1) / BATCH;
+    }
+    r->kc_ns[i] = median(tk, ROUNDS);
+    r->direct_ns[i] = median(td, ROUNDS);
+  }
+  long a0 = n_allocs;
+  kcb_loop_kc(&kernels[2], 100000);
+  r->allocs_per_launch = (double)(n_allocs - a0) / 100000;
+}
+
+static void bench_revalidate(results *r) {
+  enum { REPS = 301 };
+  static double t[REPS];
+  kc_stats s0, s1;
+  kc_stats_get(rt, &s0);
+  bench_kernel *b = &kernels[0];
+  char src[128];
+  for (int i = 0; i < REPS; i++) {
+    snprintf(src, sizeof src, "KC_DEVICE int unrelated(void) { return %d; }", i);
+    CHECK(kc_define(rt, "unrelated", src, NULL));
+    double t0 = now_ns();
+    kcb_loop_kc(b, 1); /* slow path: same code instance, same linked object */
+    double t1 = now_ns();
+    kcb_loop_kc(b, 1); /* fast path again */
+    double t2 = now_ns();
+    t[i] = (t1 - t0) - (t2 - t1); /* the extra cost of revalidating */
+  }
+  kc_stats_get(rt, &s1);
+  r->revalidate_ns = median(t, REPS);
+  r->revalidate_compiles = (long)(s1.compiles - s0.compiles);
+  r->revalidate_links = (long)(s1.links - s0.links);
+}
+
+/* Compiles n unrelated kernels on two threads (they compile in parallel). */
+typedef struct {
+  kc_runtime *rt;
+  int from, to;
+} fill_job;
+
+static int fill_thread(void *arg) {
+  fill_job *j = arg;
+  char name[64], src[256];
+  for (int i = j->from; i < j->to; i++) {
+    snprintf(name, sizeof name, "u%d", i);
+    snprintf(src, sizeof src, "KC_KERNEL void u%d(KC_GLOBAL int *y) { y[kc_global_id(0)] = %d; }", i, i);
+    kc_kernel *k;
+    if (kc_define(j->rt, name, src, NULL) || kc_kernel_create(j->rt, name, NULL, &k) ||
+        kc_kernel_compile(k)) {
+      fprintf(stderr, "kc_bench: filling the cache: %s\n", kc_errmsg(j->rt));
+      return 1;
+    }
+    kc_kernel_destroy(k);
+  }
+  return 0;
+}
+
+/* Median cost of redefining h (one dependent, recompiled each time) in a
+ * runtime that holds `unrelated` other cached kernels. */
+static double redefine_cost(int unrelated) {
+  kc_options o;
+  kc_options_init(&o);
+  o.backend = KC_BACKEND_HOST;
+  o.host_cc = access("/usr/bin/tcc", X_OK) == 0 ? "tcc" : NULL; /* fast compiles to fill the cache */
+  kc_runtime *r;
+  CHECK(kc_runtime_create(&o, &r));
+  fill_job jobs[2] = {{r, 0, unrelated / 2}, {r, unrelated / 2, unrelated}};
+  thrd_t th[2];
+  for (int i = 0; i < 2; i++) thrd_create(&th[i], fill_thread, &jobs[i]);
+  for (int i = 0; i < 2; i++) {
+    int rc;
+    thrd_join(th[i], &rc);
+    if (rc) exit(1);
+  }
+  kc_kernel *k;
+  CHECK(kc_define(r, "h", "KC_DEVICE int h(int x) { return x; }", NULL));
+  CHECK(kc_define(r, "kh", "KC_KERNEL void kh(KC_GLOBAL int *y) { y[0] = h(1); }", NULL));
+  CHECK(kc_kernel_create(r, "kh", NULL, &k));
+  enum { REPS = 31 };
+  double t[REPS];
+  char src[128];
+  for (int i = 0; i < REPS; i++) {
+    CHECK(kc_kernel_compile(k)); /* one live dependent to clip */
+    snprintf(src, sizeof src, "KC_DEVICE int h(int x) { return x + %d; }", i + 1);
+    double t0 = now_ns();
+    CHECK(kc_define(r, "h", src, NULL));
+    t[i] = now_ns() - t0;
+  }
+  kc_kernel_destroy(k);
+  kc_runtime_destroy(r);
+  return median(t, REPS);
+}
+
+static double per_dependent(int n) {
+  kc_options o;
+  kc_options_init(&o);
+  o.backend = KC_BACKEND_HOST;
+  o.host_cc = access("/usr/bin/tcc", X_OK) == 0 ? "tcc" : NULL;
+  kc_runtime *r;
+  CHECK(kc_runtime_create(&o, &r));
+  CHECK(kc_define(r, "h", "KC_DEVICE int h(int x) { return x; }", NULL));
+  char name[64], src[256];
+  for (int i = 0; i < n; i++) {
+    snprintf(name, sizeof name, "d%d", i);
+    snprintf(src, sizeof src, "KC_KERNEL void d%d(KC_GLOBAL int *y) { y[0] = h(%d); }", i, i);
+    kc_kernel *k;
+    CHECK(kc_define(r, name, src, NULL));
+    CHECK(kc_kernel_create(r, name, NULL, &k));
+    CHECK(kc_kernel_compile(k));
+    kc_kernel_destroy(k);
+  }
+  kc_stats s0, s1;
+  kc_stats_get(r, &s0);
+  double t0 = now_ns();
+  CHECK(kc_define(r, "h", "KC_DEVICE int h(int x) { return -x; }", NULL));
+  double t = now_ns() - t0;
+  kc_stats_get(r, &s1);
+  if ((int)(s1.invalidations - s0.invalidations) != n) {
+    fprintf(stderr, "kc_bench: expected %d invalidations, got %llu\n", n,
+            (unsigned long long)(s1.invalidations - s0.invalidations));
+    exit(1);
+  }
+  kc_runtime_destroy(r);
+  return t / n;
+}
+
+static double compile_ms(const char *cc) {
+  kc_options o;
+  kc_options_init(&o);
+  o.backend = KC_BACKEND_HOST;
+  o.host_cc = cc;
+  kc_runtime *r;
+  if (kc_runtime_create(&o, &r)) return -1;
+  enum { REPS = 9 };
+  double t[REPS];
+  char src[256];
+  for (int i = 0; i < REPS; i++) {
+    snprintf(src, sizeof src,
+             "KC_KERNEL void saxpy(KC_GLOBAL float *y, KC_GLOBAL const float *x, float a) { size_t i "
+             "= kc_global_id(0); y[i] = a * x[i] + y[i] + %d; }",
+             i);
+    CHECK(kc_define(r, "saxpy", src, NULL));
+    kc_kernel *k;
+    CHECK(kc_kernel_create(r, "saxpy", NULL, &k));
+    kc_code_info ci;
+    CHECK(kc_kernel_code(k, &ci));
+    t[i] = ci.compile_ns / 1e6;
+    kc_kernel_destroy(k);
+  }
+  kc_runtime_destroy(r);
+  return median(t, REPS);
+}
+
+int main(int argc, char **argv) {
+  bool json = false, quick = false, cg = true;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--json")) json = true;
+    else if (!strcmp(argv[i], "--quick")) quick = true;
+    else if (!strcmp(argv[i], "--no-callgrind")) cg = false;
+    else if (!strcmp(argv[i], "--child") && i + 1 < argc) return child(argv[i + 1]);
+    else {
+      fprintf(stderr, "usage: %s [--json] [--quick] [--no-callgrind]\n", argv[0]);
+      return 2;
+    }
+  }
+  results r = {0};
+  setup();
+  bench_launch(&r);
+  bench_revalidate(&r);
+  if (cg && system("valgrind --version >/dev/null 2>&1") == 0) {
+    static const char *names[] = {"0", "1", "4"};
+    for (int i = 0; i < NK; i++) {
+      char a[16], b[16];
+      snprintf(a, sizeof a, "kc%s", names[i]);
+      snprintf(b, sizeof b, "direct%s", names[i]);
+      long ik = callgrind_total(argv[0], "kcb_measure_kc", a);
+      long id = callgrind_total(argv[0], "kcb_measure_direct", b);
+      r.instr[i] = ik > 0 && id > 0 ? (double)(ik - id) / CG_ITERS : -1;
+    }
+  } else {
+    for (int i = 0; i < NK; i++) r.instr[i] = -1;
+  }
+  r.small_n = 10;
+  r.large_n = quick ? 1000 : 10000;
+  r.redefine_small_ns = redefine_cost(r.small_n);
+  r.redefine_large_ns = redefine_cost(r.large_n);
+  r.dependents = quick ? 200 : 1000;
+  r.per_dependent_ns = per_dependent(r.dependents);
+  r.compile_cc_ms = compile_ms("cc");
+  r.compile_tcc_ms = access("/usr/bin/tcc", X_OK) == 0 ? compile_ms("tcc") : -1;
+
+  if (json) {
+    printf("{\"backend\":\"host\",\"launch\":[");
+    for (int i = 0; i < NK; i++)
+      printf("%s{\"args\":%d,\"kc_ns\":%.2f,\"direct_ns\":%.2f,\"ratio\":%.3f,\"extra_ns\":%.2f,"
+             "\"extra_instructions\":%.1f}",
+             i ? "," : "", kernels[i].nargs, r.kc_ns[i], r.direct_ns[i], r.kc_ns[i] / r.direct_ns[i],
+             r.kc_ns[i] - r.direct_ns[i], r.instr[i]);
+    printf("],\"allocs_per_launch\":%.4f,\"revalidate_ns\":%.1f,\"revalidate_compiles\":%ld,"
+           "\"revalidate_links\":%ld,\"redefine_ns\":{\"%d\":%.1f,\"%d\":%.1f},"
+           "\"per_dependent_ns\":%.1f,\"dependents\":%d,\"compile_ms\":{\"cc\":%.2f,\"tcc\":%.2f}}\n",
+           r.allocs_per_launch, r.revalidate_ns, r.revalidate_compiles, r.revalidate_links, r.small_n,
+           r.redefine_small_ns, r.large_n, r.redefine_large_ns, r.per_dependent_ns, r.dependents,
+           r.compile_cc_ms, r.compile_tcc_ms);
+    return 0;
+  }
+  printf("kcache %s benchmark, host backend (medians; ratios from the same run)\n\n", kc_version());
+  printf("%-34s %10s %10s %8s %10s %12s\n", "cached launch, grid 1x1", "kc ns", "direct ns", "ratio",
+         "extra ns", "extra instr");
+  for (int i = 0; i < NK; i++)
+    printf("%-34s %10.2f %10.2f %8.3f %10.2f %12.1f\n",
+           i == 0 ? "  0 arguments" : i == 1 ? "  1 argument (buffer)" : "  4 arguments",
+           r.kc_ns[i], r.direct_ns[i], r.kc_ns[i] / r.direct_ns[i], r.kc_ns[i] - r.direct_ns[i],
+           r.instr[i]);
+  printf("%-34s %10.4f\n", "heap allocations per cached launch", r.allocs_per_launch);
+  printf("%-34s %10.1f ns  (compiles %ld, links %ld)\n", "revalidation after unrelated define",
+         r.revalidate_ns, r.revalidate_compiles, r.revalidate_links);
+  printf("%-34s %10.1f ns with %d cached kernels\n", "redefinition, one dependent", r.redefine_small_ns,
+         r.small_n);
+  printf("%-34s %10.1f ns with %d cached kernels (ratio %.2f)\n", "", r.redefine_large_ns, r.large_n,
+         r.redefine_large_ns / r.redefine_small_ns);
+  printf("%-34s %10.1f ns (%d dependents)\n", "redefinition cost per dependent", r.per_dependent_ns,
+         r.dependents);
+  printf("%-34s %10.2f ms (cc -O2)", "compile of a small kernel", r.compile_cc_ms);
+  if (r.compile_tcc_ms >= 0) printf(", %.2f ms (tcc)", r.compile_tcc_ms);
+  printf("\n");
+  return 0;
+}
