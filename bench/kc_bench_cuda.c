@@ -1,0 +1,215 @@
+/*
+ * kc_bench_cuda -- a cached kc_launch against a raw cuLaunchKernel of the
+ * same function (the same cubin, loaded by hand into the same primary
+ * context) with the same arguments, 0, 1 and 8 of them, in the same run:
+ * median host time per launch, without synchronizing each launch (batches of
+ * launches, synchronized between batches outside the timing), and with a
+ * synchronization after every launch. Then the first compile against the
+ * relink after a context reset (which must not call NVRTC).
+ *
+ * Usage: kc_bench_cuda [--json]      exit 77 when CUDA is unavailable
+ */
+#include <kcache.h>
+
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef int CUresult;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+
+static CUresult (*p_cuModuleLoadData)(CUmodule *, const void *);
+static CUresult (*p_cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+static CUresult (*p_cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                    unsigned, unsigned, CUstream, void **, void **);
+static CUresult (*p_cuCtxSynchronize)(void);
+
+static kc_runtime *rt;
+static kc_context *ctx;
+
+static void die(const char *what, int st) {
+  fprintf(stderr, "kc_bench_cuda: %s failed (%d): %s\n", what, st, rt ? kc_errmsg(rt) : "");
+  exit(1);
+}
+#define CHECK(call)            \
+  do {                         \
+    int st_ = (int)(call);     \
+    if (st_) die(#call, st_);  \
+  } while (0)
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_d);
+  return v[n / 2];
+}
+
+typedef struct {
+  const char *name, *src;
+  int nargs;
+  kc_kernel *k;
+  CUfunction raw;
+  kc_arg args[8];
+  void *params[8];
+  double kc_ns, raw_ns, kc_sync_ns, raw_sync_ns;
+} bk;
+
+static bk kernels[] = {
+    {"e0", "KC_KERNEL void e0(void) { }", 0},
+    {"e1", "KC_KERNEL void e1(KC_GLOBAL float *y) { if (kc_global_id(0) == 0) y[0] += 1.0f; }", 1},
+    {"e8",
+     "KC_KERNEL void e8(KC_GLOBAL float *y, float a, float b, int c, int d, float e, float f, int "
+     "g) { if (kc_global_id(0) == 0) y[0] = a + b + c + d + e + f + g; }",
+     8},
+};
+#define NK 3
+
+static const kc_dim3 one = {1, 1, 1};
+
+static void launch_kc(bk *b) {
+  if (kc_launch(b->k, ctx, &one, &one, b->args, (uint32_t)b->nargs)) die("kc_launch", 1);
+}
+static void launch_raw(bk *b) {
+  CUresult r = p_cuLaunchKernel(b->raw, 1, 1, 1, 1, 1, 1, 0, NULL, b->params, NULL);
+  if (r) die("cuLaunchKernel", r);
+}
+
+int main(int argc, char **argv) {
+  bool json = argc > 1 && !strcmp(argv[1], "--json");
+  const char *why;
+  if (!kc_backend_available(KC_BACKEND_CUDA, &why)) {
+    printf("kc_bench_cuda: skipped: %s\n", why);
+    return 77;
+  }
+  void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!cu) die("dlopen libcuda.so.1", 1);
+  *(void **)&p_cuModuleLoadData = dlsym(cu, "cuModuleLoadData");
+  *(void **)&p_cuModuleGetFunction = dlsym(cu, "cuModuleGetFunction");
+  *(void **)&p_cuLaunchKernel = dlsym(cu, "cuLaunchKernel");
+  *(void **)&p_cuCtxSynchronize = dlsym(cu, "cuCtxSynchronize");
+  if (!p_cuModuleLoadData || !p_cuModuleGetFunction || !p_cuLaunchKernel || !p_cuCtxSynchronize)
+    die("dlsym", 1);
+
+  kc_options o;
+  kc_options_init(&o);
+  o.backend = KC_BACKEND_CUDA;
+  CHECK(kc_runtime_create(&o, &rt));
+  CHECK(kc_context_create(rt, 0, &ctx));
+  kc_buffer *buf;
+  CHECK(kc_buffer_create(ctx, 256, &buf));
+  static float fa = 1, fb = 2, fe = 3, ff = 4;
+  static int ic = 5, id = 6, ig = 7;
+  kc_arg all[8] = {KC_ARG_BUF(buf), KC_ARG_VAL(fa), KC_ARG_VAL(fb), KC_ARG_VAL(ic),
+                   KC_ARG_VAL(id),  KC_ARG_VAL(fe), KC_ARG_VAL(ff), KC_ARG_VAL(ig)};
+  /* a kc_buffer starts with its CUdeviceptr: what cuLaunchKernel wants */
+  void *raw_params[8] = {buf, &fa, &fb, &ic, &id, &fe, &ff, &ig};
+
+  double first_compile_ms = 0, relink_ms = 0;
+  unsigned long long compiles_before_relink = 0, compiles_after_relink = 0;
+  for (int i = 0; i < NK; i++) {
+    bk *b = &kernels[i];
+    CHECK(kc_define(rt, b->name, b->src, NULL));
+    CHECK(kc_kernel_create(rt, b->name, NULL, &b->k));
+    memcpy(b->args, all, sizeof all);
+    memcpy(b->params, raw_params, sizeof raw_params);
+    double t0 = now_ns();
+    launch_kc(b); /* compile + link + launch; binds the primary context */
+    CHECK(p_cuCtxSynchronize());
+    if (i == 0) first_compile_ms = (now_ns() - t0) / 1e6;
+    kc_code_info ci;
+    CHECK(kc_kernel_code(b->k, &ci));
+    CUmodule m;
+    CHECK(p_cuModuleLoadData(&m, ci.artifact));
+    CHECK(p_cuModuleGetFunction(&b->raw, m, b->name));
+  }
+
+  enum { BATCH = 256, ROUNDS = 101, SYNC_REPS = 2001 };
+  static double tk[ROUNDS], tr[ROUNDS], sk[SYNC_REPS], sr[SYNC_REPS];
+  for (int i = 0; i < NK; i++) {
+    bk *b = &kernels[i];
+    for (int w = 0; w < 10; w++) {
+      for (int j = 0; j < BATCH; j++) launch_kc(b), launch_raw(b);
+      CHECK(p_cuCtxSynchronize());
+    }
+    for (int r = 0; r < ROUNDS; r++) { /* interleaved rounds: drift hits both */
+      double t0 = now_ns();
+      for (int j = 0; j < BATCH; j++) launch_kc(b);
+      double t1 = now_ns();
+      CHECK(p_cuCtxSynchronize());
+      double t2 = now_ns();
+      for (int j = 0; j < BATCH; j++) launch_raw(b);
+      double t3 = now_ns();
+      CHECK(p_cuCtxSynchronize());
+      tk[r] = (t1 - t0) / BATCH;
+      tr[r] = (t3 - t2) / BATCH;
+    }
+    b->kc_ns = median(tk, ROUNDS);
+    b->raw_ns = median(tr, ROUNDS);
+    for (int r = 0; r < SYNC_REPS; r++) {
+      double t0 = now_ns();
+      launch_kc(b);
+      CHECK(p_cuCtxSynchronize());
+      double t1 = now_ns();
+      launch_raw(b);
+      CHECK(p_cuCtxSynchronize());
+      double t2 = now_ns();
+      sk[r] = t1 - t0;
+      sr[r] = t2 - t1;
+    }
+    b->kc_sync_ns = median(sk, SYNC_REPS);
+    b->raw_sync_ns = median(sr, SYNC_REPS);
+  }
+
+  /* relink after a reset: no NVRTC call, the stored cubin is loaded again */
+  kc_stats s;
+  kc_stats_get(rt, &s);
+  compiles_before_relink = s.compiles;
+  CHECK(kc_context_reset(ctx));
+  double t0 = now_ns();
+  launch_kc(&kernels[0]);
+  CHECK(p_cuCtxSynchronize());
+  relink_ms = (now_ns() - t0) / 1e6;
+  kc_stats_get(rt, &s);
+  compiles_after_relink = s.compiles;
+
+  if (json) {
+    printf("{\"backend\":\"cuda\",\"device\":\"%s\",\"launch\":[", kc_device_name(rt, 0));
+    for (int i = 0; i < NK; i++)
+      printf("%s{\"args\":%d,\"kc_ns\":%.1f,\"raw_ns\":%.1f,\"ratio\":%.3f,\"kc_sync_ns\":%.1f,"
+             "\"raw_sync_ns\":%.1f,\"sync_ratio\":%.3f}",
+             i ? "," : "", kernels[i].nargs, kernels[i].kc_ns, kernels[i].raw_ns,
+             kernels[i].kc_ns / kernels[i].raw_ns, kernels[i].kc_sync_ns, kernels[i].raw_sync_ns,
+             kernels[i].kc_sync_ns / kernels[i].raw_sync_ns);
+    printf("],\"first_compile_ms\":%.2f,\"relink_ms\":%.3f,\"relink_speedup\":%.1f,"
+           "\"compiles_during_relink\":%llu}\n",
+           first_compile_ms, relink_ms, first_compile_ms / relink_ms,
+           compiles_after_relink - compiles_before_relink);
+  } else {
+    printf("kcache %s CUDA benchmark on %s (medians of the same run)\n\n", kc_version(),
+           kc_device_name(rt, 0));
+    printf("%-26s %10s %10s %7s | %12s %12s %7s\n", "cached launch", "kc ns", "raw ns", "ratio",
+           "kc+sync ns", "raw+sync ns", "ratio");
+    for (int i = 0; i < NK; i++)
+      printf("  %d argument%-14s %10.1f %10.1f %7.3f | %12.1f %12.1f %7.3f\n", kernels[i].nargs,
+             kernels[i].nargs == 1 ? "" : "s", kernels[i].kc_ns, kernels[i].raw_ns,
+             kernels[i].kc_ns / kernels[i].raw_ns, kernels[i].kc_sync_ns, kernels[i].raw_sync_ns,
+             kernels[i].kc_sync_ns / kernels[i].raw_sync_ns);
+    printf("\nfirst compile + link + launch  %9.2f ms\n", first_compile_ms);
+    printf("relink after context reset     %9.3f ms  (%.0fx faster; NVRTC calls: %llu)\n", relink_ms,
+           first_compile_ms / relink_ms, compiles_after_relink - compiles_before_relink);
+  }
+  kc_runtime_destroy(rt);
+  return 0;
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# scripts/test.sh -- builds kcache and runs every test suite:
+#   default   gcc, RelWithDebInfo: all tests on every backend (a backend
+#             missing here is reported as skipped, with the reason)
+#   asan      gcc, AddressSanitizer + UndefinedBehaviorSanitizer
+#   tsan      gcc, ThreadSanitizer
+#   clang     clang -Werror build of everything (the tests run too)
+# Each prints CTest's summary; the last line adds them up.
+#
+#   scripts/test.sh [suite...]      (default: all four)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+scripts/deps.sh test
+
+jobs=$(nproc)
+suites=("$@")
+((${#suites[@]})) || suites=(default asan tsan clang)
+total_pass=0 total_fail=0 total_skip=0 failed_suites=()
+
+run_suite() {
+  local name=$1 dir=build-$1
+  shift
+  echo "=== suite: $name"
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$dir.configure.log" 2>&1 ||
+    { cat "$dir.configure.log"; failed_suites+=("$name(configure)"); return 0; }
+  cmake --build "$dir" -j"$jobs" >"$dir.build.log" 2>&1 ||
+    { tail -50 "$dir.build.log"; failed_suites+=("$name(build)"); return 0; }
+  local log=$dir/ctest.log rc=0
+  ctest --test-dir "$dir" -j"$jobs" --output-on-failure --timeout 600 2>&1 | tee "$log" || rc=$?
+  local line pass total skip
+  line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1 || true)
+  if [[ -z $line ]]; then failed_suites+=("$name(no summary)"); return 0; fi
+  total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$line")
+  local fail
+  fail=$(sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/' <<<"$line")
+  skip=$(grep -cE '\(Skipped\)$|\*\*\*Skipped' "$log" || true)
+  pass=$((total - fail - skip))
+  total_pass=$((total_pass + pass)) total_fail=$((total_fail + fail)) total_skip=$((total_skip + skip))
+  ((fail == 0 && rc == 0)) || failed_suites+=("$name")
+}
+
+for s in "${suites[@]}"; do
+  case $s in
+  default) run_suite default ;;
+  asan) run_suite asan -DKC_SANITIZE=address ;;
+  tsan) run_suite tsan -DKC_SANITIZE=thread ;;
+  clang) CC=clang run_suite clang ;;
+  *) echo "unknown suite $s" >&2; exit 2 ;;
+  esac
+done
+
+echo
+if ((${#failed_suites[@]})); then
+  echo "FAILED suites: ${failed_suites[*]}"
+fi
+echo "kcache tests: $total_pass passed, $total_fail failed, $total_skip skipped"
+((${#failed_suites[@]} == 0))
