@@ -1,0 +1,900 @@
+/*
+ * backends/opencl.c -- the OpenCL backend: any platform behind the ICD
+ * loader (PoCL on the CPU is what CI runs).
+ *
+ * Owns: loading libOpenCL with dlopen (never linked, so kcache builds and
+ * runs where OpenCL is absent), platform and device selection, the OpenCL C
+ * prelude of the kernel dialect, compiling a translation unit into a program
+ * binary, linking a binary into a context (rebuilding from source when the
+ * platform rejects its own binary), launching, and buffers.
+ *
+ * Threads: every OpenCL call is thread-safe except that a cl_kernel holds its
+ * arguments between clSetKernelArg and the enqueue; each linked object has a
+ * tiny lock around that window (see ocl_launch).
+ */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+#include "kc_internal.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ the loader */
+
+/* Every entry point we use, resolved once with dlsym. The types come from
+ * <CL/cl.h>, so a wrong signature is a compile error, not a crash. */
+#define OCL_FUNCS(X)                                                                               \
+  X(clGetPlatformIDs)                                                                              \
+  X(clGetPlatformInfo)                                                                             \
+  X(clGetDeviceIDs)                                                                                \
+  X(clGetDeviceInfo)                                                                               \
+  X(clCreateContext)                                                                               \
+  X(clReleaseContext)                                                                              \
+  X(clCreateCommandQueue)                                                                          \
+  X(clReleaseCommandQueue)                                                                         \
+  X(clCreateProgramWithSource)                                                                     \
+  X(clCreateProgramWithBinary)                                                                     \
+  X(clBuildProgram)                                                                                \
+  X(clGetProgramBuildInfo)                                                                         \
+  X(clGetProgramInfo)                                                                              \
+  X(clReleaseProgram)                                                                              \
+  X(clCreateKernel)                                                                                \
+  X(clGetKernelInfo)                                                                               \
+  X(clGetKernelArgInfo)                                                                            \
+  X(clReleaseKernel)                                                                               \
+  X(clSetKernelArg)                                                                                \
+  X(clEnqueueNDRangeKernel)                                                                        \
+  X(clFinish)                                                                                      \
+  X(clCreateBuffer)                                                                                \
+  X(clReleaseMemObject)                                                                            \
+  X(clEnqueueWriteBuffer)                                                                          \
+  X(clEnqueueReadBuffer)
+
+static struct {
+#define OCL_FIELD(f) __typeof__(f) *f;
+  OCL_FUNCS(OCL_FIELD)
+#undef OCL_FIELD
+} ocl;
+
+static once_flag ocl_once = ONCE_FLAG_INIT;
+static const char *ocl_why; /* written once inside call_once; NULL: usable */
+static char ocl_why_buf[160];
+
+static void ocl_load(void) {
+  /* RTLD_LOCAL: the ICD pulls in the platform's LLVM; making its symbols
+   * global could clash with another LLVM in the process (PoCL crashes). */
+  void *lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) lib = dlopen("libOpenCL.so", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    ocl_why = "libOpenCL.so.1 not found (install ocl-icd-libopencl1 and an ICD such as "
+              "pocl-opencl-icd)";
+    return;
+  }
+  void *sym;
+#define OCL_SYM(f)                                                                                 \
+  sym = dlsym(lib, #f);                                                                             \
+  memcpy(&ocl.f, &sym, sizeof sym); /* object to function pointer, as POSIX allows */            \
+  if (!sym) {                                                                                      \
+    snprintf(ocl_why_buf, sizeof ocl_why_buf, "libOpenCL.so.1 lacks %s (OpenCL 1.2 needed)", #f);  \
+    ocl_why = ocl_why_buf;                                                                         \
+    return;                                                                                        \
+  }
+  OCL_FUNCS(OCL_SYM)
+#undef OCL_SYM
+  /* The library stays loaded for the life of the process: drivers do not
+   * survive being unloaded while their worker threads run. */
+
+  cl_uint nplat = 0;
+  if (ocl.clGetPlatformIDs(0, NULL, &nplat) != CL_SUCCESS || nplat == 0) {
+    ocl_why = "no OpenCL platform";
+    return;
+  }
+  cl_platform_id plats[16];
+  if (nplat > 16) nplat = 16;
+  if (ocl.clGetPlatformIDs(nplat, plats, NULL) != CL_SUCCESS) {
+    ocl_why = "no OpenCL platform";
+    return;
+  }
+  for (cl_uint i = 0; i < nplat; i++) {
+    cl_uint ndev = 0;
+    if (ocl.clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 0, NULL, &ndev) == CL_SUCCESS && ndev)
+      return; /* usable */
+  }
+  ocl_why = "no OpenCL device";
+}
+
+static const char *ocl_unavailable(void) {
+  call_once(&ocl_once, ocl_load);
+  return ocl_why;
+}
+
+/* ---------------------------------------------------------------- errors */
+
+static const char *ocl_errname(cl_int e) {
+  switch (e) {
+#define E(name, value)                                                                             \
+  case value:                                                                                      \
+    return #name;
+    E(CL_SUCCESS, 0)
+    E(CL_DEVICE_NOT_FOUND, -1)
+    E(CL_DEVICE_NOT_AVAILABLE, -2)
+    E(CL_COMPILER_NOT_AVAILABLE, -3)
+    E(CL_MEM_OBJECT_ALLOCATION_FAILURE, -4)
+    E(CL_OUT_OF_RESOURCES, -5)
+    E(CL_OUT_OF_HOST_MEMORY, -6)
+    E(CL_PROFILING_INFO_NOT_AVAILABLE, -7)
+    E(CL_MEM_COPY_OVERLAP, -8)
+    E(CL_IMAGE_FORMAT_MISMATCH, -9)
+    E(CL_IMAGE_FORMAT_NOT_SUPPORTED, -10)
+    E(CL_BUILD_PROGRAM_FAILURE, -11)
+    E(CL_MAP_FAILURE, -12)
+    E(CL_MISALIGNED_SUB_BUFFER_OFFSET, -13)
+    E(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, -14)
+    E(CL_COMPILE_PROGRAM_FAILURE, -15)
+    E(CL_LINKER_NOT_AVAILABLE, -16)
+    E(CL_LINK_PROGRAM_FAILURE, -17)
+    E(CL_DEVICE_PARTITION_FAILED, -18)
+    E(CL_KERNEL_ARG_INFO_NOT_AVAILABLE, -19)
+    E(CL_INVALID_VALUE, -30)
+    E(CL_INVALID_DEVICE_TYPE, -31)
+    E(CL_INVALID_PLATFORM, -32)
+    E(CL_INVALID_DEVICE, -33)
+    E(CL_INVALID_CONTEXT, -34)
+    E(CL_INVALID_QUEUE_PROPERTIES, -35)
+    E(CL_INVALID_COMMAND_QUEUE, -36)
+    E(CL_INVALID_HOST_PTR, -37)
+    E(CL_INVALID_MEM_OBJECT, -38)
+    E(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR, -39)
+    E(CL_INVALID_IMAGE_SIZE, -40)
+    E(CL_INVALID_SAMPLER, -41)
+    E(CL_INVALID_BINARY, -42)
+    E(CL_INVALID_BUILD_OPTIONS, -43)
+    E(CL_INVALID_PROGRAM, -44)
+    E(CL_INVALID_PROGRAM_EXECUTABLE, -45)
+    E(CL_INVALID_KERNEL_NAME, -46)
+    E(CL_INVALID_KERNEL_DEFINITION, -47)
+    E(CL_INVALID_KERNEL, -48)
+    E(CL_INVALID_ARG_INDEX, -49)
+    E(CL_INVALID_ARG_VALUE, -50)
+    E(CL_INVALID_ARG_SIZE, -51)
+    E(CL_INVALID_KERNEL_ARGS, -52)
+    E(CL_INVALID_WORK_DIMENSION, -53)
+    E(CL_INVALID_WORK_GROUP_SIZE, -54)
+    E(CL_INVALID_WORK_ITEM_SIZE, -55)
+    E(CL_INVALID_GLOBAL_OFFSET, -56)
+    E(CL_INVALID_EVENT_WAIT_LIST, -57)
+    E(CL_INVALID_EVENT, -58)
+    E(CL_INVALID_OPERATION, -59)
+    E(CL_INVALID_GL_OBJECT, -60)
+    E(CL_INVALID_BUFFER_SIZE, -61)
+    E(CL_INVALID_MIP_LEVEL, -62)
+    E(CL_INVALID_GLOBAL_WORK_SIZE, -63)
+    E(CL_INVALID_PROPERTY, -64)
+    E(CL_INVALID_IMAGE_DESCRIPTOR, -65)
+    E(CL_INVALID_COMPILER_OPTIONS, -66)
+    E(CL_INVALID_LINKER_OPTIONS, -67)
+    E(CL_INVALID_DEVICE_PARTITION_COUNT, -68)
+    E(CL_INVALID_PIPE_SIZE, -69)
+    E(CL_INVALID_DEVICE_QUEUE, -70)
+    E(CL_INVALID_SPEC_ID, -71)
+    E(CL_MAX_SIZE_RESTRICTION_EXCEEDED, -72)
+    E(CL_PLATFORM_NOT_FOUND_KHR, -1001)
+#undef E
+  default:
+    return "CL_UNKNOWN_ERROR";
+  }
+}
+
+/* "what: CL_NAME (code)", with a status chosen by the caller. */
+static KC__COLD kc_status ocl_fail(const kc_runtime *rt, kc_status st, const char *what, cl_int e) {
+  if (e == CL_OUT_OF_HOST_MEMORY) st = KC_ENOMEM;
+  return kc__err(rt, st, "%s: %s (%d)", what, ocl_errname(e), (int)e);
+}
+
+/* ----------------------------------------------------------------- state */
+
+typedef struct ocl_state {
+  kc_runtime *rt;
+  cl_platform_id platform;
+  /* Every device of the platform, the chosen one first: device 0 is the one
+   * the options asked for, and the one compile() builds for. */
+  cl_device_id *devices;
+  char **names;
+  int ndevices;
+  char *identity;
+  char *build_options;
+  cl_context compile_ctx;
+  /* Links that had to rebuild from source because the platform rejected
+   * the stored binary (PoCL does when it sees another CPU). */
+  _Atomic uint64_t rebuilds;
+} ocl_state;
+
+typedef struct ocl_ctx {
+  kc_runtime *rt;
+  ocl_state *st;
+  cl_device_id device;
+  cl_context ctx;
+  cl_command_queue queue;
+} ocl_ctx;
+
+/* l->extra: what a launch touches, together. */
+typedef struct ocl_linked {
+  _Atomic int busy; /* guards the set-args..enqueue window of `kernel` */
+  cl_command_queue queue;
+  kc_runtime *rt;
+  const char *entry;
+  uint32_t nargs;
+  size_t argsize[]; /* bytes per argument; 0: unknown (cannot launch) */
+} ocl_linked;
+
+/* Copies a string info query into memory from the runtime's allocator. */
+static char *ocl_platform_str(kc_runtime *rt, cl_platform_id p, cl_platform_info what) {
+  size_t n = 0;
+  if (ocl.clGetPlatformInfo(p, what, 0, NULL, &n) != CL_SUCCESS) n = 0;
+  char *s = kc__alloc(rt, n + 1);
+  if (!s) return NULL;
+  if (n && ocl.clGetPlatformInfo(p, what, n, s, NULL) != CL_SUCCESS) n = 0;
+  s[n] = '\0';
+  return s;
+}
+
+static char *ocl_device_str(kc_runtime *rt, cl_device_id d, cl_device_info what) {
+  size_t n = 0;
+  if (ocl.clGetDeviceInfo(d, what, 0, NULL, &n) != CL_SUCCESS) n = 0;
+  char *s = kc__alloc(rt, n + 1);
+  if (!s) return NULL;
+  if (n && ocl.clGetDeviceInfo(d, what, n, s, NULL) != CL_SUCCESS) n = 0;
+  s[n] = '\0';
+  return s;
+}
+
+static void ocl_close(void *state) {
+  ocl_state *st = state;
+  if (!st) return;
+  kc_runtime *rt = st->rt;
+  if (st->compile_ctx) ocl.clReleaseContext(st->compile_ctx);
+  if (st->names)
+    for (int i = 0; i < st->ndevices; i++) kc__free(rt, st->names[i]);
+  kc__free(rt, st->names);
+  kc__free(rt, st->devices);
+  kc__free(rt, st->identity);
+  kc__free(rt, st->build_options);
+  kc__free(rt, st);
+}
+
+/* Lists the devices of platform p into a fresh array (NULL: none / no memory). */
+static cl_device_id *ocl_list_devices(kc_runtime *rt, cl_platform_id p, cl_uint *count) {
+  cl_uint n = 0;
+  *count = 0;
+  if (ocl.clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, NULL, &n) != CL_SUCCESS || n == 0) return NULL;
+  cl_device_id *d = kc__alloc(rt, n * sizeof *d);
+  if (!d) return NULL;
+  if (ocl.clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, n, d, NULL) != CL_SUCCESS) {
+    kc__free(rt, d);
+    return NULL;
+  }
+  *count = n;
+  return d;
+}
+
+/* Does device d's name contain `want`? */
+static bool ocl_device_matches(kc_runtime *rt, cl_device_id d, const char *want, bool *nomem) {
+  char *name = ocl_device_str(rt, d, CL_DEVICE_NAME);
+  if (!name) {
+    *nomem = true;
+    return false;
+  }
+  bool hit = strstr(name, want) != NULL;
+  kc__free(rt, name);
+  return hit;
+}
+
+static kc_status ocl_open(kc_runtime *rt, const kc_options *opt, void **state) {
+  *state = NULL;
+  const char *why = ocl_unavailable();
+  if (why) return kc__err(rt, KC_EUNAVAILABLE, "OpenCL backend: %s", why);
+
+  cl_uint nplat = 0;
+  cl_int e = ocl.clGetPlatformIDs(0, NULL, &nplat);
+  if (e != CL_SUCCESS || nplat == 0) return kc__err(rt, KC_EUNAVAILABLE, "no OpenCL platform");
+  cl_platform_id *plats = kc__alloc(rt, nplat * sizeof *plats);
+  if (!plats) return kc__err(rt, KC_ENOMEM, "out of memory");
+  e = ocl.clGetPlatformIDs(nplat, plats, NULL);
+  if (e != CL_SUCCESS) {
+    kc__free(rt, plats);
+    return ocl_fail(rt, KC_EUNAVAILABLE, "clGetPlatformIDs", e);
+  }
+
+  int pidx = opt ? opt->platform_index : -1;
+  const char *want = opt && opt->device_name && opt->device_name[0] ? opt->device_name : NULL;
+  if (pidx >= (int)nplat) {
+    kc__free(rt, plats);
+    return kc__err(rt, KC_EINVAL, "OpenCL platform_index %d is out of range (%u platform%s)", pidx,
+                   nplat, nplat == 1 ? "" : "s");
+  }
+
+  /* Pick (platform, device): the requested platform or each in order; the
+   * device whose name contains `want`, or the platform's first device. */
+  cl_platform_id plat = NULL;
+  cl_device_id *devs = NULL;
+  cl_uint ndev = 0, chosen = 0;
+  bool nomem = false;
+  for (cl_uint p = pidx >= 0 ? (cl_uint)pidx : 0; p < nplat && !plat && !nomem; p++) {
+    cl_device_id *d = ocl_list_devices(rt, plats[p], &ndev);
+    for (cl_uint i = 0; d && i < ndev && !plat && !nomem; i++) {
+      if (!want || ocl_device_matches(rt, d[i], want, &nomem)) {
+        plat = plats[p];
+        devs = d;
+        chosen = i;
+      }
+    }
+    if (!plat) kc__free(rt, d);
+    if (pidx >= 0) break;
+  }
+  kc__free(rt, plats);
+  if (nomem) {
+    kc__free(rt, devs);
+    return kc__err(rt, KC_ENOMEM, "out of memory");
+  }
+  if (!plat) {
+    if (want)
+      return kc__err(rt, KC_EUNAVAILABLE, "no OpenCL device whose name contains \"%s\"%s", want,
+                     pidx >= 0 ? " on the requested platform" : "");
+    return kc__err(rt, KC_EUNAVAILABLE, "no OpenCL device%s",
+                   pidx >= 0 ? " on the requested platform" : "");
+  }
+  /* The chosen device first: device 0 is what the options asked for. */
+  cl_device_id first = devs[chosen];
+  memmove(devs + 1, devs, chosen * sizeof *devs);
+  devs[0] = first;
+
+  ocl_state *st = kc__calloc(rt, sizeof *st);
+  if (!st) {
+    kc__free(rt, devs);
+    return kc__err(rt, KC_ENOMEM, "out of memory");
+  }
+  st->rt = rt;
+  st->platform = plat;
+  st->devices = devs;
+  st->ndevices = (int)ndev;
+  st->names = kc__calloc(rt, ndev * sizeof *st->names);
+  if (!st->names) goto nomem;
+  for (cl_uint i = 0; i < ndev; i++)
+    if (!(st->names[i] = ocl_device_str(rt, devs[i], CL_DEVICE_NAME))) goto nomem;
+
+  {
+    char *pname = ocl_platform_str(rt, plat, CL_PLATFORM_NAME);
+    char *pver = ocl_platform_str(rt, plat, CL_PLATFORM_VERSION);
+    char *drv = ocl_device_str(rt, devs[0], CL_DRIVER_VERSION);
+    char *dver = ocl_device_str(rt, devs[0], CL_DEVICE_VERSION);
+    kc__sb sb;
+    kc__sb_init(&sb, rt);
+    if (pname && pver && drv && dver)
+      kc__sb_printf(&sb, "opencl|%s|%s|%s|%s|%s", pname, pver, st->names[0], drv, dver);
+    else
+      sb.failed = true;
+    kc__free(rt, pname);
+    kc__free(rt, pver);
+    kc__free(rt, drv);
+    kc__free(rt, dver);
+    if (sb.failed)
+      kc__sb_free(&sb);
+    else
+      st->identity = kc__sb_take(&sb);
+    if (!st->identity) goto nomem;
+  }
+
+  {
+    /* -cl-kernel-arg-info lets compile() read parameter types back, to size
+     * scalars the engine could not; it only adds metadata. */
+    kc__sb sb;
+    kc__sb_init(&sb, rt);
+    kc__sb_puts(&sb, "-cl-std=CL1.2 -cl-kernel-arg-info");
+    if (opt && opt->compile_options && opt->compile_options[0]) {
+      kc__sb_puts(&sb, " ");
+      kc__sb_puts(&sb, opt->compile_options);
+    }
+    if (sb.failed)
+      kc__sb_free(&sb);
+    else
+      st->build_options = kc__sb_take(&sb);
+    if (!st->build_options) goto nomem;
+  }
+
+  st->compile_ctx = ocl.clCreateContext(NULL, 1, &st->devices[0], NULL, NULL, &e);
+  if (!st->compile_ctx) {
+    ocl_close(st);
+    return ocl_fail(rt, KC_EBACKEND, "clCreateContext", e);
+  }
+  *state = st;
+  return KC_OK;
+
+nomem:
+  ocl_close(st);
+  return kc__err(rt, KC_ENOMEM, "out of memory");
+}
+
+static int ocl_device_count(void *state) { return ((ocl_state *)state)->ndevices; }
+
+static const char *ocl_device_name(void *state, int index) {
+  ocl_state *st = state;
+  return index >= 0 && index < st->ndevices ? st->names[index] : NULL;
+}
+
+static const char *ocl_identity(void *state) { return ((ocl_state *)state)->identity; }
+
+/* --------------------------------------------------------------- dialect */
+
+/* The kernel dialect in OpenCL C 1.2. The macro set is the same on every
+ * backend; OpenCL has uint/uchar/ushort/ulong natively, and gets the
+ * <stdint.h> names so that sources written for the host compile here too. */
+static const char ocl_prelude[] =
+    "#define KC_BACKEND_OPENCL 1\n"
+    "#ifdef cl_khr_fp64\n"
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    "#endif\n"
+    "#define KC_KERNEL __kernel\n"
+    "#define KC_DEVICE\n"
+    "#define KC_GLOBAL __global\n"
+    "#define KC_LOCAL __local\n"
+    "#define kc_global_id(d) get_global_id(d)\n"
+    "#define kc_local_id(d) get_local_id(d)\n"
+    "#define kc_group_id(d) get_group_id(d)\n"
+    "#define kc_global_size(d) get_global_size(d)\n"
+    "#define kc_local_size(d) get_local_size(d)\n"
+    "#define kc_num_groups(d) get_num_groups(d)\n"
+    "#define kc_barrier() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)\n"
+    "typedef char int8_t;\n"
+    "typedef uchar uint8_t;\n"
+    "typedef short int16_t;\n"
+    "typedef ushort uint16_t;\n"
+    "typedef int int32_t;\n"
+    "typedef uint uint32_t;\n"
+    "typedef long int64_t;\n"
+    "typedef ulong uint64_t;\n";
+
+/* ------------------------------------------------------------- compiling */
+
+/* Appends the build log of prog for dev to log (if log) and returns it as a
+ * fresh string (or NULL when there is none or no memory). */
+static char *ocl_build_log(kc_runtime *rt, cl_program prog, cl_device_id dev, kc__sb *log) {
+  size_t n = 0;
+  if (ocl.clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS ||
+      n == 0)
+    return NULL;
+  char *s = kc__alloc(rt, n + 1);
+  if (!s) return NULL;
+  if (ocl.clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, s, NULL) != CL_SUCCESS) n = 0;
+  s[n] = '\0';
+  n = strlen(s);
+  while (n && (s[n - 1] == '\n' || s[n - 1] == ' ')) s[--n] = '\0';
+  if (log && n) {
+    kc__sb_append(log, s, n);
+    kc__sb_puts(log, "\n");
+  }
+  return s;
+}
+
+/* Bytes of an OpenCL C scalar or vector type as clGetKernelArgInfo names it;
+ * 0 if it is none we know. */
+static uint32_t ocl_type_size(const char *t) {
+  static const struct {
+    const char *name;
+    uint32_t size;
+  } base[] = {
+      {"unsigned char", 1}, {"unsigned short", 2}, {"unsigned int", 4}, {"unsigned long", 8},
+      {"uchar", 1},         {"ushort", 2},         {"uint", 4},         {"ulong", 8},
+      {"char", 1},          {"short", 2},          {"int", 4},          {"long", 8},
+      {"float", 4},         {"double", 8},         {"half", 2},
+      /* the prelude's typedefs, which the platform may report by name */
+      {"int8_t", 1},        {"uint8_t", 1},        {"int16_t", 2},      {"uint16_t", 2},
+      {"int32_t", 4},       {"uint32_t", 4},       {"int64_t", 8},      {"uint64_t", 8},
+  };
+  for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
+    size_t n = strlen(base[i].name);
+    if (strncmp(t, base[i].name, n) != 0) continue;
+    const char *v = t + n;
+    if (*v == '\0') return base[i].size;
+    /* vectors: n = 2, 3 (stored as 4), 4, 8, 16 */
+    if (!strcmp(v, "2")) return 2 * base[i].size;
+    if (!strcmp(v, "3") || !strcmp(v, "4")) return 4 * base[i].size;
+    if (!strcmp(v, "8")) return 8 * base[i].size;
+    if (!strcmp(v, "16")) return 16 * base[i].size;
+  }
+  return 0;
+}
+
+/* Sizes scalar parameters from the compiler's own view of the kernel where
+ * it can: fills sizes the engine could not tell, and corrects ones it got
+ * wrong (a wrong size would pass garbage; a right one makes a mismatched
+ * argument KC_EARGS). Silent when the platform keeps no argument info. */
+static void ocl_refine_sig(cl_kernel k, uint32_t nparams, uint64_t *sig) {
+  for (uint32_t i = 0; i < nparams; i++) {
+    if ((uint32_t)(sig[i] >> 32) != KC_ARG_SCALAR) continue;
+    cl_kernel_arg_address_qualifier aq = 0;
+    char type[64];
+    if (ocl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq, NULL) !=
+            CL_SUCCESS ||
+        aq != CL_KERNEL_ARG_ADDRESS_PRIVATE)
+      continue;
+    if (ocl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_TYPE_NAME, sizeof type, type, NULL) !=
+        CL_SUCCESS)
+      continue;
+    type[sizeof type - 1] = '\0';
+    uint32_t size = ocl_type_size(type);
+    if (size) sig[i] = KC__SIG(KC_ARG_SCALAR, size);
+  }
+}
+
+/* Creates entry's kernel in prog and checks its parameter count. */
+static kc_status ocl_check_entry(kc_runtime *rt, cl_program prog, const char *entry,
+                                 uint32_t nparams, cl_kernel *out) {
+  cl_int e;
+  cl_kernel k = ocl.clCreateKernel(prog, entry, &e);
+  if (!k) {
+    if (e == CL_INVALID_KERNEL_NAME)
+      return kc__err(rt, KC_ECOMPILE,
+                     "OpenCL program has no kernel named '%s' (declare it with KC_KERNEL void)",
+                     entry);
+    return ocl_fail(rt, KC_ECOMPILE, "clCreateKernel", e);
+  }
+  cl_uint n = 0;
+  e = ocl.clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof n, &n, NULL);
+  if (e == CL_SUCCESS && n != nparams) {
+    ocl.clReleaseKernel(k);
+    return kc__err(rt, KC_ECOMPILE, "OpenCL kernel '%s' has %u parameters but kcache parsed %u",
+                   entry, (unsigned)n, (unsigned)nparams);
+  }
+  *out = k;
+  return KC_OK;
+}
+
+static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, size_t *size,
+                             uint64_t *sig, kc__sb *log) {
+  ocl_state *st = state;
+  kc_runtime *rt = st->rt;
+  cl_device_id dev = st->devices[0];
+  *artifact = NULL;
+  *size = 0;
+
+  cl_int e;
+  const char *text = tu->text;
+  size_t len = tu->len;
+  cl_program prog = ocl.clCreateProgramWithSource(st->compile_ctx, 1, &text, &len, &e);
+  if (!prog) return ocl_fail(rt, KC_ECOMPILE, "clCreateProgramWithSource", e);
+
+  e = ocl.clBuildProgram(prog, 1, &dev, st->build_options, NULL, NULL);
+  char *blog = ocl_build_log(rt, prog, dev, log);
+  kc_status s = KC_OK;
+  if (e != CL_SUCCESS) {
+    if (e == CL_BUILD_PROGRAM_FAILURE || e == CL_COMPILE_PROGRAM_FAILURE)
+      s = kc__err(rt, KC_ECOMPILE, "OpenCL build of kernel '%s' failed:\n%s", tu->entry,
+                  blog ? blog : "(no build log)");
+    else
+      s = kc__err(rt, KC_ECOMPILE, "OpenCL build of kernel '%s' failed: %s (%d)%s%s", tu->entry,
+                  ocl_errname(e), (int)e, blog ? "\n" : "", blog ? blog : "");
+    goto done;
+  }
+
+  cl_kernel k = NULL;
+  if ((s = ocl_check_entry(rt, prog, tu->entry, tu->nparams, &k)) != KC_OK) goto done;
+  ocl_refine_sig(k, tu->nparams, sig);
+  ocl.clReleaseKernel(k);
+
+  /* The program was built for one device, so there is one binary. */
+  size_t bsize = 0;
+  e = ocl.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof bsize, &bsize, NULL);
+  if (e != CL_SUCCESS || bsize == 0) {
+    s = e != CL_SUCCESS ? ocl_fail(rt, KC_ECOMPILE, "clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)", e)
+                        : kc__err(rt, KC_ECOMPILE, "the OpenCL platform returned no program "
+                                                   "binary for kernel '%s'",
+                                  tu->entry);
+    goto done;
+  }
+  unsigned char *bin = kc__alloc(rt, bsize);
+  if (!bin) {
+    s = kc__err(rt, KC_ENOMEM, "out of memory for a %zu-byte program binary", bsize);
+    goto done;
+  }
+  e = ocl.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL);
+  if (e != CL_SUCCESS) {
+    kc__free(rt, bin);
+    s = ocl_fail(rt, KC_ECOMPILE, "clGetProgramInfo(CL_PROGRAM_BINARIES)", e);
+    goto done;
+  }
+  *artifact = bin;
+  *size = bsize;
+
+done:
+  kc__free(rt, blog);
+  ocl.clReleaseProgram(prog);
+  return s;
+}
+
+/* -------------------------------------------------------------- contexts */
+
+static void ocl_ctx_destroy(void *bctx) {
+  ocl_ctx *c = bctx;
+  if (!c) return;
+  if (c->queue) {
+    ocl.clFinish(c->queue);
+    ocl.clReleaseCommandQueue(c->queue);
+  }
+  if (c->ctx) ocl.clReleaseContext(c->ctx);
+  kc__free(c->rt, c);
+}
+
+static kc_status ocl_ctx_create(void *state, int device, void **bctx) {
+  ocl_state *st = state;
+  kc_runtime *rt = st->rt;
+  *bctx = NULL;
+  if (device < 0 || device >= st->ndevices)
+    return kc__err(rt, KC_EINVAL, "OpenCL device %d is out of range (%d device%s)", device,
+                   st->ndevices, st->ndevices == 1 ? "" : "s");
+  ocl_ctx *c = kc__calloc(rt, sizeof *c);
+  if (!c) return kc__err(rt, KC_ENOMEM, "out of memory");
+  c->rt = rt;
+  c->st = st;
+  c->device = st->devices[device];
+  cl_int e;
+  c->ctx = ocl.clCreateContext(NULL, 1, &c->device, NULL, NULL, &e);
+  if (!c->ctx) {
+    ocl_ctx_destroy(c);
+    return ocl_fail(rt, KC_EBACKEND, "clCreateContext", e);
+  }
+  /* In order: a launch followed by a read sees the launch's writes. */
+  c->queue = ocl.clCreateCommandQueue(c->ctx, c->device, 0, &e);
+  if (!c->queue) {
+    ocl_ctx_destroy(c);
+    return ocl_fail(rt, KC_EBACKEND, "clCreateCommandQueue", e);
+  }
+  *bctx = c;
+  return KC_OK;
+}
+
+/* The engine unlinks every linked object before it resets; the context and
+ * its queue carry nothing else that a reset should drop. */
+static kc_status ocl_ctx_reset(void *bctx) {
+  (void)bctx;
+  return KC_OK;
+}
+
+static kc_status ocl_ctx_finish(void *bctx) {
+  ocl_ctx *c = bctx;
+  cl_int e = ocl.clFinish(c->queue);
+  return e == CL_SUCCESS ? KC_OK : ocl_fail(c->rt, KC_EBACKEND, "clFinish", e);
+}
+
+/* -------------------------------------------------------------- linking */
+
+/* Builds a program for c's device from a binary; NULL if the platform
+ * rejects it (not an error: the caller rebuilds from source). */
+static cl_program ocl_from_binary(ocl_ctx *c, const kc__ci *ci) {
+  const unsigned char *bin = ci->artifact;
+  size_t size = ci->artifact_size;
+  cl_int binst = CL_SUCCESS, e;
+  if (!bin || !size) return NULL;
+  cl_program p = ocl.clCreateProgramWithBinary(c->ctx, 1, &c->device, &size, &bin, &binst, &e);
+  if (!p) return NULL;
+  if (binst != CL_SUCCESS ||
+      ocl.clBuildProgram(p, 1, &c->device, c->st->build_options, NULL, NULL) != CL_SUCCESS) {
+    ocl.clReleaseProgram(p);
+    return NULL;
+  }
+  return p;
+}
+
+static kc_status ocl_launch(kc__linked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block);
+
+static kc_status ocl_link(void *bctx, const kc__ci *ci, kc__linked *l) {
+  ocl_ctx *c = bctx;
+  kc_runtime *rt = c->rt;
+  const char *entry = ci->spec->name;
+  cl_int e;
+
+  cl_kernel k = NULL;
+  cl_program p = ocl_from_binary(c, ci);
+  if (p && !(k = ocl.clCreateKernel(p, entry, &e))) {
+    ocl.clReleaseProgram(p);
+    p = NULL;
+  }
+  if (!p) {
+    /* The platform refused the binary it produced (PoCL does when the CPU
+     * it sees differs, e.g. under valgrind, or for another device of the
+     * platform): the source gives the same kernel, only slower to get. */
+    const char *text = ci->source;
+    size_t len = text ? strlen(text) : 0;
+    if (!len)
+      return kc__err(rt, KC_ELINK, "OpenCL rejected the binary of kernel '%s' and no source is kept",
+                     entry);
+    p = ocl.clCreateProgramWithSource(c->ctx, 1, &text, &len, &e);
+    if (!p) return ocl_fail(rt, KC_ELINK, "clCreateProgramWithSource", e);
+    e = ocl.clBuildProgram(p, 1, &c->device, c->st->build_options, NULL, NULL);
+    if (e != CL_SUCCESS) {
+      char *blog = ocl_build_log(rt, p, c->device, NULL);
+      kc_status s = kc__err(rt, KC_ELINK,
+                            "OpenCL rejected the binary of kernel '%s', and rebuilding it from "
+                            "source failed: %s (%d)%s%s",
+                            entry, ocl_errname(e), (int)e, blog ? "\n" : "", blog ? blog : "");
+      kc__free(rt, blog);
+      ocl.clReleaseProgram(p);
+      return s;
+    }
+    k = ocl.clCreateKernel(p, entry, &e);
+    if (!k) {
+      ocl.clReleaseProgram(p);
+      return ocl_fail(rt, KC_ELINK, "clCreateKernel", e);
+    }
+    kc__fetch_add_relaxed(&c->st->rebuilds, 1);
+  }
+
+  ocl_linked *x = kc__calloc(rt, sizeof *x + ci->nparams * sizeof x->argsize[0]);
+  if (!x) {
+    ocl.clReleaseKernel(k);
+    ocl.clReleaseProgram(p);
+    return kc__err(rt, KC_ENOMEM, "out of memory");
+  }
+  kc__store_relaxed(&x->busy, 0);
+  x->queue = c->queue;
+  x->rt = rt;
+  x->entry = entry;
+  x->nargs = ci->nparams;
+  for (uint32_t i = 0; i < ci->nparams; i++) {
+    uint64_t s = ci->sig ? ci->sig[i] : 0;
+    uint32_t kind = (uint32_t)(s >> 32), bytes = (uint32_t)s;
+    x->argsize[i] = kind == KC_ARG_BUFFER                         ? sizeof(cl_mem)
+                    : kind == KC_ARG_SCALAR && bytes != UINT32_MAX ? bytes
+                                                                   : 0;
+  }
+  l->launch = ocl_launch;
+  l->bctx = c;
+  l->fn = k;
+  l->module = p;
+  l->extra = x;
+  return KC_OK;
+}
+
+static void ocl_unlink(kc__linked *l) {
+  ocl_linked *x = l->extra;
+  if (l->fn) ocl.clReleaseKernel((cl_kernel)l->fn);
+  if (l->module) ocl.clReleaseProgram((cl_program)l->module);
+  if (x) kc__free(x->rt, x);
+  l->fn = l->module = l->extra = NULL;
+}
+
+/* ------------------------------------------------------------- launching */
+
+static inline void ocl_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* Another thread is between set-args and enqueue on the same kernel: the
+ * window is a few microseconds, so spin briefly, then give the CPU away. */
+static KC__COLD void ocl_lock_wait(_Atomic int *busy) {
+  for (unsigned spins = 0;; spins++) {
+    if (!kc__load_relaxed(busy) &&
+        !atomic_exchange_explicit(busy, 1, memory_order_acquire))
+      return;
+    if (spins < 64)
+      ocl_cpu_relax();
+    else
+      thrd_yield();
+  }
+}
+
+static KC__COLD kc_status ocl_launch_fail(ocl_linked *x, cl_int e, uint32_t arg) {
+  if (arg != UINT32_MAX) {
+    if (x->argsize[arg] == 0)
+      return kc__err(x->rt, KC_EARGS,
+                     "kernel '%s': the size of scalar argument %u is unknown to the OpenCL "
+                     "backend (engine signature)",
+                     x->entry, (unsigned)arg);
+    return kc__err(x->rt, KC_EARGS, "kernel '%s': clSetKernelArg(%u): %s (%d)", x->entry,
+                   (unsigned)arg, ocl_errname(e), (int)e);
+  }
+  kc_status st = e == CL_OUT_OF_RESOURCES || e == CL_MEM_OBJECT_ALLOCATION_FAILURE ? KC_ENOMEM
+                 : e == CL_INVALID_KERNEL_ARGS || e == CL_INVALID_MEM_OBJECT       ? KC_EARGS
+                                                                                   : KC_ELAUNCH;
+  if (e == CL_OUT_OF_HOST_MEMORY) st = KC_ENOMEM;
+  return kc__err(x->rt, st, "kernel '%s': clEnqueueNDRangeKernel: %s (%d)", x->entry,
+                 ocl_errname(e), (int)e);
+}
+
+/* The backend half of the launch fast path: never allocates, formats or
+ * blocks, except that it waits for another thread launching the same linked
+ * object to finish its set-args..enqueue window. */
+static kc_status ocl_launch(kc__linked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
+  ocl_linked *x = l->extra;
+  cl_kernel k = l->fn;
+  size_t local[3] = {block->x, block->y, block->z};
+  size_t global[3] = {(size_t)grid->x * block->x, (size_t)grid->y * block->y,
+                      (size_t)grid->z * block->z};
+  cl_uint dims = grid->z * block->z > 1 ? 3 : grid->y * block->y > 1 ? 2 : 1;
+  cl_int e = CL_SUCCESS;
+  uint32_t i = 0;
+
+  if (KC__UNLIKELY(atomic_exchange_explicit(&x->busy, 1, memory_order_acquire)))
+    ocl_lock_wait(&x->busy);
+  for (; i < x->nargs; i++) {
+    /* A buffer's argv entry points at its kc__bufh, whose first member is
+     * the cl_mem: exactly what clSetKernelArg wants for a cl_mem. */
+    if (KC__UNLIKELY(!x->argsize[i])) break;
+    e = ocl.clSetKernelArg(k, i, x->argsize[i], argv[i]);
+    if (KC__UNLIKELY(e != CL_SUCCESS)) break;
+  }
+  if (KC__LIKELY(i == x->nargs)) {
+    e = ocl.clEnqueueNDRangeKernel(x->queue, k, dims, NULL, global, local, 0, NULL, NULL);
+    i = UINT32_MAX;
+  }
+  kc__store_release(&x->busy, 0);
+  return KC__LIKELY(e == CL_SUCCESS && i == UINT32_MAX) ? KC_OK : ocl_launch_fail(x, e, i);
+}
+
+/* --------------------------------------------------------------- buffers */
+
+static kc_status ocl_buf_create(void *bctx, size_t size, kc__bufh *h) {
+  ocl_ctx *c = bctx;
+  cl_int e;
+  /* OpenCL refuses empty buffers; kcache allows them. */
+  cl_mem m = ocl.clCreateBuffer(c->ctx, CL_MEM_READ_WRITE, size ? size : 1, NULL, &e);
+  if (!m) {
+    kc_status st = e == CL_MEM_OBJECT_ALLOCATION_FAILURE || e == CL_OUT_OF_RESOURCES ||
+                           e == CL_INVALID_BUFFER_SIZE
+                       ? KC_ENOMEM
+                       : KC_EBACKEND;
+    return ocl_fail(c->rt, st, "clCreateBuffer", e);
+  }
+  h->ptr = m;
+  return KC_OK;
+}
+
+static void ocl_buf_destroy(void *bctx, kc__bufh *h) {
+  (void)bctx;
+  if (h->ptr) ocl.clReleaseMemObject((cl_mem)h->ptr);
+  h->ptr = NULL;
+}
+
+static kc_status ocl_buf_write(void *bctx, kc__bufh *h, size_t off, const void *src, size_t n) {
+  ocl_ctx *c = bctx;
+  if (!n) return KC_OK; /* OpenCL rejects empty copies */
+  cl_int e = ocl.clEnqueueWriteBuffer(c->queue, (cl_mem)h->ptr, CL_TRUE, off, n, src, 0, NULL, NULL);
+  return e == CL_SUCCESS ? KC_OK : ocl_fail(c->rt, KC_EBACKEND, "clEnqueueWriteBuffer", e);
+}
+
+static kc_status ocl_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, size_t n) {
+  ocl_ctx *c = bctx;
+  if (!n) return KC_OK;
+  cl_int e = ocl.clEnqueueReadBuffer(c->queue, (cl_mem)h->ptr, CL_TRUE, off, n, dst, 0, NULL, NULL);
+  return e == CL_SUCCESS ? KC_OK : ocl_fail(c->rt, KC_EBACKEND, "clEnqueueReadBuffer", e);
+}
+
+/* ----------------------------------------------------------------- table */
+
+const kc__backend kc__backend_opencl = {
+    .name = "opencl",
+    .unavailable = ocl_unavailable,
+    .open = ocl_open,
+    .close = ocl_close,
+    .device_count = ocl_device_count,
+    .device_name = ocl_device_name,
+    .identity = ocl_identity,
+    .prelude = ocl_prelude,
+    .epilogue = NULL,
+    .compile = ocl_compile,
+    .ctx_create = ocl_ctx_create,
+    .ctx_destroy = ocl_ctx_destroy,
+    .ctx_reset = ocl_ctx_reset,
+    .ctx_finish = ocl_ctx_finish,
+    .link = ocl_link,
+    .unlink = ocl_unlink,
+    .buf_create = ocl_buf_create,
+    .buf_destroy = ocl_buf_destroy,
+    .buf_write = ocl_buf_write,
+    .buf_read = ocl_buf_read,
+};
