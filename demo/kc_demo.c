@@ -164,7 +164,7 @@ int main(void) {
   CHECK(kc_context_finish(ctx));
   qsort(t, REPS, sizeof *t, cmp_double);
   s = snap();
-  printf("    %d launches, median %.2f us each (the kernel itself runs in that time on host)\n", REPS,
+  printf("    %d launches, median %.2f us each (host time to submit; on the host backend it includes running the kernel)\n", REPS,
          t[REPS / 2]);
   print_counters(&s);
   expect(s.compiles == before.compiles && s.links == before.links, "no compile, no link");

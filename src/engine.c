@@ -135,10 +135,10 @@ kc_status kc_runtime_create(const kc_options *user_opt, kc_runtime **out) {
   rt->opt.cache_dir = rt->cache_dir;
   rt->opt.device_name = rt->device_name;
   int nm = 0;
-  if (ok) ok = (nm++, mtx_init(&rt->world_lock, mtx_plain) == thrd_success);
-  if (ok) ok = (nm++, mtx_init(&rt->spec_lock, mtx_plain) == thrd_success);
-  if (ok) ok = (nm++, mtx_init(&rt->ctx_lock, mtx_plain) == thrd_success);
-  if (ok) ok = (nm++, mtx_init(&rt->kernels_lock, mtx_plain) == thrd_success);
+  if (ok) ok = (nm++, kc__mutex_init(&rt->world_lock));
+  if (ok) ok = (nm++, kc__mutex_init(&rt->spec_lock));
+  if (ok) ok = (nm++, kc__mutex_init(&rt->ctx_lock));
+  if (ok) ok = (nm++, kc__mutex_init(&rt->kernels_lock));
   if (!ok) {
     st = kc__err(NULL, KC_ENOMEM, "kc_runtime_create: out of memory");
   } else {
@@ -146,8 +146,8 @@ kc_status kc_runtime_create(const kc_options *user_opt, kc_runtime **out) {
     if (st) st = kc__err(NULL, st, "%s", kc_errmsg(rt)); /* no runtime to ask afterwards */
   }
   if (st) {
-    mtx_t *locks[] = {&rt->world_lock, &rt->spec_lock, &rt->ctx_lock, &rt->kernels_lock};
-    for (int i = 0; i < nm - (ok ? 0 : 1); i++) mtx_destroy(locks[i]);
+    kc__mutex *locks[] = {&rt->world_lock, &rt->spec_lock, &rt->ctx_lock, &rt->kernels_lock};
+    for (int i = 0; i < nm - (ok ? 0 : 1); i++) kc__mutex_destroy(locks[i]);
     kc__free(rt, rt->compile_options);
     kc__free(rt, rt->host_cc);
     kc__free(rt, rt->cache_dir);
@@ -176,7 +176,7 @@ void kc_runtime_destroy(kc_runtime *rt) {
   for (kc_context *c = rt->contexts, *next; c; c = next) {
     next = c->next;
     if (kc__load_relaxed(&c->alive)) context_teardown(c);
-    mtx_destroy(&c->lock);
+    kc__mutex_destroy(&c->lock);
     kc__free(rt, c->linked);
     kc__free(rt, c);
   }
@@ -195,8 +195,8 @@ void kc_runtime_destroy(kc_runtime *rt) {
         next = l->next_in_bucket;
         kc__free(rt, l);
       }
-      mtx_destroy(&s->lock);
-      mtx_destroy(&s->free_lock);
+      kc__mutex_destroy(&s->lock);
+      kc__mutex_destroy(&s->free_lock);
       kc__free(rt, s->name);
       kc__free(rt, s->params);
       kc__free(rt, s);
@@ -204,10 +204,10 @@ void kc_runtime_destroy(kc_runtime *rt) {
   kc__free(rt, rt->specs);
   kc__table_free(rt);
   rt->be->close(rt->bstate);
-  mtx_destroy(&rt->world_lock);
-  mtx_destroy(&rt->spec_lock);
-  mtx_destroy(&rt->ctx_lock);
-  mtx_destroy(&rt->kernels_lock);
+  kc__mutex_destroy(&rt->world_lock);
+  kc__mutex_destroy(&rt->spec_lock);
+  kc__mutex_destroy(&rt->ctx_lock);
+  kc__mutex_destroy(&rt->kernels_lock);
   kc__free(rt, rt->compile_options);
   kc__free(rt, rt->host_cc);
   kc__free(rt, rt->cache_dir);
@@ -272,11 +272,11 @@ kc_status kc_unpin(kc_runtime *rt) {
 static kc_status spec_intern(kc_runtime *rt, const char *name, const char *canon, kc__spec **out) {
   size_t nl = strlen(name), pl = strlen(canon);
   uint64_t h = kc__hash(name, nl) ^ (kc__hash(canon, pl) * 0x9E3779B97F4A7C15ull);
-  mtx_lock(&rt->spec_lock);
+  kc__lock(&rt->spec_lock);
   if (rt->capspecs)
     for (kc__spec *s = rt->specs[h & (rt->capspecs - 1)]; s; s = s->next_in_bucket)
       if (s->hash == h && !strcmp(s->name, name) && !strcmp(s->params, canon)) {
-        mtx_unlock(&rt->spec_lock);
+        kc__unlock(&rt->spec_lock);
         *out = s;
         return KC_OK;
       }
@@ -298,9 +298,9 @@ static kc_status spec_intern(kc_runtime *rt, const char *name, const char *canon
   if (!s) goto oom;
   s->name = kc__strdup(rt, name);
   s->params = kc__strdup(rt, canon);
-  bool locked = s->name && s->params && mtx_init(&s->lock, mtx_plain) == thrd_success;
-  if (locked && mtx_init(&s->free_lock, mtx_plain) != thrd_success) {
-    mtx_destroy(&s->lock);
+  bool locked = s->name && s->params && kc__mutex_init(&s->lock);
+  if (locked && !kc__mutex_init(&s->free_lock)) {
+    kc__mutex_destroy(&s->lock);
     locked = false;
   }
   if (!locked) {
@@ -314,11 +314,11 @@ static kc_status spec_intern(kc_runtime *rt, const char *name, const char *canon
   s->next_in_bucket = rt->specs[h & (rt->capspecs - 1)];
   rt->specs[h & (rt->capspecs - 1)] = s;
   rt->nspecs++;
-  mtx_unlock(&rt->spec_lock);
+  kc__unlock(&rt->spec_lock);
   *out = s;
   return KC_OK;
 oom:
-  mtx_unlock(&rt->spec_lock);
+  kc__unlock(&rt->spec_lock);
   return kc__err(rt, KC_ENOMEM, "kc_kernel_create: out of memory");
 }
 
@@ -418,7 +418,7 @@ static kc_status explain_failure(kc_runtime *rt, const kc__spec *spec, const kc_
 static KC__NOINLINE kc_status ci_get(kc_runtime *rt, kc__spec *spec, kc_world w, kc__ci **out) {
   kc__ci *ci = ci_find(spec, w);
   if (!ci) {
-    mtx_lock(&spec->lock);
+    kc__lock(&spec->lock);
     ci = ci_find(spec, w);
     if (!ci) {
       kc__closure c;
@@ -428,7 +428,7 @@ static KC__NOINLINE kc_status ci_get(kc_runtime *rt, kc__spec *spec, kc_world w,
       size_t len = 0;
       kc_status st = prepare(rt, spec, w, &c, &params, &nparams, &text, &len);
       if (st) {
-        mtx_unlock(&spec->lock);
+        kc__unlock(&spec->lock);
         return st;
       }
       ci = kc__calloc(rt, sizeof *ci);
@@ -439,7 +439,7 @@ static KC__NOINLINE kc_status ci_get(kc_runtime *rt, kc__spec *spec, kc_world w,
         kc__free(rt, text);
         kc__free_params(rt, params, nparams);
         kc__closure_free(rt, &c);
-        mtx_unlock(&spec->lock);
+        kc__unlock(&spec->lock);
         return kc__err(rt, KC_ENOMEM, "out of memory compiling '%s'", spec->name);
       }
       for (uint32_t i = 0; i < nparams; i++) {
@@ -474,7 +474,7 @@ static KC__NOINLINE kc_status ci_get(kc_runtime *rt, kc__spec *spec, kc_world w,
           c.edges = NULL;
           kc__closure_free(rt, &c);
           free_ci(rt, ci);
-          mtx_unlock(&spec->lock);
+          kc__unlock(&spec->lock);
           return st;
         }
         ci->status = st; /* remembered: the same sources fail the same way */
@@ -489,7 +489,7 @@ static KC__NOINLINE kc_status ci_get(kc_runtime *rt, kc__spec *spec, kc_world w,
       kc__store_release(&spec->head, ci);
       kc__fetch_add_relaxed(&rt->n_cis, 1);
     }
-    mtx_unlock(&spec->lock);
+    kc__unlock(&spec->lock);
   }
   if (ci->status) return kc__err(rt, ci->status, "%s", ci->error);
   *out = ci;
@@ -510,10 +510,10 @@ static void unlink_all(kc_context *ctx) {
       /* recycled within its spec: handles may still point at it */
       kc__store_release(&l->link_key, 0);
       kc__spec *spec = l->ci->spec;
-      mtx_lock(&spec->free_lock);
+      kc__lock(&spec->free_lock);
       l->next_in_bucket = spec->free_linked;
       spec->free_linked = l;
-      mtx_unlock(&spec->free_lock);
+      kc__unlock(&spec->free_lock);
     }
     ctx->linked[i] = NULL;
   }
@@ -528,15 +528,15 @@ kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out) {
   if (device < 0 || device >= n)
     return kc__err(rt, KC_EINVAL, "kc_context_create: device %d out of range (the %s backend has %d)",
                    device, rt->be->name, n);
-  mtx_lock(&rt->ctx_lock);
+  kc__lock(&rt->ctx_lock);
   kc_context *ctx = rt->contexts;
   while (ctx && kc__load_relaxed(&ctx->alive)) ctx = ctx->next;
   bool fresh = !ctx;
   if (fresh) {
     ctx = kc__calloc(rt, sizeof *ctx);
-    if (!ctx || mtx_init(&ctx->lock, mtx_plain) != thrd_success) {
+    if (!ctx || !kc__mutex_init(&ctx->lock)) {
       kc__free(rt, ctx);
-      mtx_unlock(&rt->ctx_lock);
+      kc__unlock(&rt->ctx_lock);
       return kc__err(rt, KC_ENOMEM, "kc_context_create: out of memory");
     }
     ctx->rt = rt;
@@ -546,10 +546,10 @@ kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out) {
   kc_status st = rt->be->ctx_create(rt->bstate, device, &bctx);
   if (st) {
     if (fresh) {
-      mtx_destroy(&ctx->lock);
+      kc__mutex_destroy(&ctx->lock);
       kc__free(rt, ctx);
     }
-    mtx_unlock(&rt->ctx_lock);
+    kc__unlock(&rt->ctx_lock);
     return st;
   }
   ctx->bctx = bctx;
@@ -563,7 +563,7 @@ kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out) {
     ctx->next = rt->contexts;
     rt->contexts = ctx;
   }
-  mtx_unlock(&rt->ctx_lock);
+  kc__unlock(&rt->ctx_lock);
   *out = ctx;
   return KC_OK;
 }
@@ -571,7 +571,7 @@ kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out) {
 /* Frees what a live context holds; the struct stays for reuse. */
 static void context_teardown(kc_context *ctx) {
   kc_runtime *rt = ctx->rt;
-  mtx_lock(&ctx->lock);
+  kc__lock(&ctx->lock);
   kc__store_relaxed(&ctx->link_key, KC__KEY_DEAD);
   kc__store_relaxed(&ctx->alive, 0);
   unlink_all(ctx);
@@ -583,29 +583,29 @@ static void context_teardown(kc_context *ctx) {
   ctx->buffers = NULL;
   rt->be->ctx_destroy(ctx->bctx);
   ctx->bctx = NULL;
-  mtx_unlock(&ctx->lock);
+  kc__unlock(&ctx->lock);
 }
 
 void kc_context_destroy(kc_context *ctx) {
   if (!ctx || !kc__load_relaxed(&ctx->alive)) return;
   kc_runtime *rt = ctx->rt;
-  mtx_lock(&rt->ctx_lock); /* creation may be looking for a free struct */
+  kc__lock(&rt->ctx_lock); /* creation may be looking for a free struct */
   context_teardown(ctx);
-  mtx_unlock(&rt->ctx_lock);
+  kc__unlock(&rt->ctx_lock);
 }
 
 kc_status kc_context_reset(kc_context *ctx) {
   if (!ctx) return kc__err(NULL, KC_EINVAL, "kc_context_reset: context is NULL");
-  mtx_lock(&ctx->lock);
+  kc__lock(&ctx->lock);
   if (!kc__load_relaxed(&ctx->alive)) {
-    mtx_unlock(&ctx->lock);
+    kc__unlock(&ctx->lock);
     return kc__err(ctx->rt, KC_EDESTROYED, "kc_context_reset: the context has been destroyed");
   }
   unlink_all(ctx);
   kc_status st = ctx->rt->be->ctx_reset(ctx->bctx);
   /* every handle's cached entry for this context is now stale */
   kc__store_relaxed(&ctx->link_key, kc__next_id());
-  mtx_unlock(&ctx->lock);
+  kc__unlock(&ctx->lock);
   return st;
 }
 
@@ -623,15 +623,15 @@ kc_status kc_context_finish(kc_context *ctx) {
 /* The linked object of ci in ctx, linking it on first use. */
 static kc_status ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
   kc_runtime *rt = ctx->rt;
-  mtx_lock(&ctx->lock);
+  kc__lock(&ctx->lock);
   if (!kc__load_relaxed(&ctx->alive)) {
-    mtx_unlock(&ctx->lock);
+    kc__unlock(&ctx->lock);
     return kc__err(rt, KC_EDESTROYED, "launch of '%s': the context has been destroyed", ci->spec->name);
   }
   if (ctx->caplinked)
     for (kc__linked *l = ctx->linked[linked_slot(ctx, ci->id)]; l; l = l->next_in_bucket)
       if (l->ci == ci) {
-        mtx_unlock(&ctx->lock);
+        kc__unlock(&ctx->lock);
         *out = l;
         return KC_OK;
       }
@@ -639,7 +639,7 @@ static kc_status ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
     size_t cap = ctx->caplinked ? ctx->caplinked * 2 : 16;
     kc__linked **nt = kc__calloc(rt, cap * sizeof *nt);
     if (!nt) {
-      mtx_unlock(&ctx->lock);
+      kc__unlock(&ctx->lock);
       return kc__err(rt, KC_ENOMEM, "out of memory linking '%s'", ci->spec->name);
     }
     size_t oldcap = ctx->caplinked;
@@ -656,14 +656,14 @@ static kc_status ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
     kc__free(rt, old);
   }
   kc__spec *spec = ci->spec;
-  mtx_lock(&spec->free_lock);
+  kc__lock(&spec->free_lock);
   kc__linked *l = spec->free_linked;
   if (l) spec->free_linked = l->next_in_bucket;
-  mtx_unlock(&spec->free_lock);
+  kc__unlock(&spec->free_lock);
   if (!l) {
     l = kc__calloc(rt, sizeof *l);
     if (!l) {
-      mtx_unlock(&ctx->lock);
+      kc__unlock(&ctx->lock);
       return kc__err(rt, KC_ENOMEM, "out of memory linking '%s'", ci->spec->name);
     }
     atomic_init(&l->link_key, 0);
@@ -675,11 +675,11 @@ static kc_status ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
   l->fn = l->module = l->extra = NULL;
   kc_status st = rt->be->link(ctx->bctx, ci, l);
   if (st) {
-    mtx_lock(&spec->free_lock);
+    kc__lock(&spec->free_lock);
     l->next_in_bucket = spec->free_linked;
     spec->free_linked = l;
-    mtx_unlock(&spec->free_lock);
-    mtx_unlock(&ctx->lock);
+    kc__unlock(&spec->free_lock);
+    kc__unlock(&ctx->lock);
     return st;
   }
   kc__store_release(&l->link_key, kc__load_relaxed(&ctx->link_key));
@@ -688,7 +688,7 @@ static kc_status ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
   ctx->linked[s] = l;
   ctx->nlinked++;
   kc__fetch_add_relaxed(&rt->n_links, 1);
-  mtx_unlock(&ctx->lock);
+  kc__unlock(&ctx->lock);
   *out = l;
   return KC_OK;
 }
@@ -714,11 +714,11 @@ kc_status kc_kernel_create(kc_runtime *rt, const char *name, const char *params,
   k->rt = rt;
   k->spec = spec;
   for (int i = 0; i < KC__HSLOTS; i++) atomic_init(&k->slots[i], &kc__no_linked);
-  mtx_lock(&rt->kernels_lock);
+  kc__lock(&rt->kernels_lock);
   k->next = rt->kernels;
   if (rt->kernels) rt->kernels->prev = k;
   rt->kernels = k;
-  mtx_unlock(&rt->kernels_lock);
+  kc__unlock(&rt->kernels_lock);
   *out = k;
   return KC_OK;
 }
@@ -726,12 +726,12 @@ kc_status kc_kernel_create(kc_runtime *rt, const char *name, const char *params,
 void kc_kernel_destroy(kc_kernel *k) {
   if (!k) return;
   kc_runtime *rt = k->rt;
-  mtx_lock(&rt->kernels_lock);
+  kc__lock(&rt->kernels_lock);
   rt->dead_kernel_hits += kc__load_relaxed(&k->fast_hits);
   if (k->prev) k->prev->next = k->next;
   else rt->kernels = k->next;
   if (k->next) k->next->prev = k->prev;
-  mtx_unlock(&rt->kernels_lock);
+  kc__unlock(&rt->kernels_lock);
   kc__free(rt, k);
 }
 
@@ -928,15 +928,15 @@ kc_status kc_buffer_create(kc_context *ctx, size_t size, kc_buffer **out) {
   if (size == 0) return kc__err(rt, KC_EINVAL, "kc_buffer_create: size is 0");
   kc_buffer *b = kc__calloc(rt, sizeof *b);
   if (!b) return kc__err(rt, KC_ENOMEM, "kc_buffer_create: out of memory");
-  mtx_lock(&ctx->lock);
+  kc__lock(&ctx->lock);
   if (!kc__load_relaxed(&ctx->alive)) {
-    mtx_unlock(&ctx->lock);
+    kc__unlock(&ctx->lock);
     kc__free(rt, b);
     return kc__err(rt, KC_EDESTROYED, "kc_buffer_create: the context has been destroyed");
   }
   kc_status st = rt->be->buf_create(ctx->bctx, size, &b->h);
   if (st) {
-    mtx_unlock(&ctx->lock);
+    kc__unlock(&ctx->lock);
     kc__free(rt, b);
     return st;
   }
@@ -945,7 +945,7 @@ kc_status kc_buffer_create(kc_context *ctx, size_t size, kc_buffer **out) {
   b->next = ctx->buffers;
   if (ctx->buffers) ctx->buffers->prev = b;
   ctx->buffers = b;
-  mtx_unlock(&ctx->lock);
+  kc__unlock(&ctx->lock);
   *out = b;
   return KC_OK;
 }
@@ -954,12 +954,12 @@ void kc_buffer_destroy(kc_buffer *b) {
   if (!b) return;
   kc_context *ctx = b->ctx;
   kc_runtime *rt = ctx->rt;
-  mtx_lock(&ctx->lock);
+  kc__lock(&ctx->lock);
   if (b->prev) b->prev->next = b->next;
   else ctx->buffers = b->next;
   if (b->next) b->next->prev = b->prev;
   rt->be->buf_destroy(ctx->bctx, &b->h);
-  mtx_unlock(&ctx->lock);
+  kc__unlock(&ctx->lock);
   kc__free(rt, b);
 }
 
@@ -1004,8 +1004,8 @@ void kc_stats_get(kc_runtime *rt, kc_stats *out) {
   out->code_instances = kc__load_relaxed(&rt->n_cis);
   out->compile_ns = kc__load_relaxed(&rt->compile_ns);
   out->world = kc__load_acquire(&rt->world);
-  mtx_lock(&rt->kernels_lock);
+  kc__lock(&rt->kernels_lock);
   out->fast_hits = rt->dead_kernel_hits;
   for (kc_kernel *k = rt->kernels; k; k = k->next) out->fast_hits += kc__load_relaxed(&k->fast_hits);
-  mtx_unlock(&rt->kernels_lock);
+  kc__unlock(&rt->kernels_lock);
 }

@@ -29,7 +29,8 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <threads.h>
+#include <pthread.h>
+#include <sched.h>
 
 #define KC__LIKELY(x) __builtin_expect(!!(x), 1)
 #define KC__UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -48,6 +49,18 @@ typedef struct kc__spec kc__spec;
 typedef struct kc__ci kc__ci;
 typedef struct kc__linked kc__linked;
 typedef struct kc__binding kc__binding;
+
+/* Locks are POSIX mutexes, not C11 mtx_t: ThreadSanitizer intercepts the
+ * pthread functions but not glibc's C11 wrappers, and would report every
+ * hand-over through a C11 mutex as a race. */
+typedef pthread_mutex_t kc__mutex;
+#define kc__mutex_init(m) (pthread_mutex_init((m), NULL) == 0)
+#define kc__mutex_destroy(m) pthread_mutex_destroy(m)
+#define kc__lock(m) pthread_mutex_lock(m)
+#define kc__unlock(m) pthread_mutex_unlock(m)
+typedef pthread_once_t kc__once;
+#define KC__ONCE_INIT PTHREAD_ONCE_INIT
+#define kc__call_once(o, fn) pthread_once((o), (fn))
 
 /* ------------------------------------------------------------- utilities */
 
@@ -182,9 +195,9 @@ struct kc__spec {
   char *params; /* canonical */
   uint64_t hash;
   kc__spec *next_in_bucket;
-  mtx_t lock;               /* single flight */
+  kc__mutex lock;               /* single flight */
   _Atomic(kc__ci *) head; /* newest first */
-  mtx_t free_lock;          /* leaf: guards free_linked */
+  kc__mutex free_lock;          /* leaf: guards free_linked */
   kc__linked *free_linked;  /* unlinked objects of this spec, for reuse */
 };
 
@@ -231,7 +244,7 @@ struct kc_context {
   _Atomic int alive;
   int device;
   void *bctx;
-  mtx_t lock;
+  kc__mutex lock;
   kc__linked **linked; /* hash table keyed by ci->id */
   size_t nlinked, caplinked;
   kc__linked *retired; /* dropped by reset, freed at destroy */
@@ -329,18 +342,18 @@ struct kc_runtime {
   char *cache_dir;
   char *device_name;
 
-  mtx_t world_lock;
+  kc__mutex world_lock;
   kc__binding **bindings;
   size_t nbindings, capbindings;
 
-  mtx_t spec_lock;
+  kc__mutex spec_lock;
   kc__spec **specs;
   size_t nspecs, capspecs;
 
-  mtx_t ctx_lock;
+  kc__mutex ctx_lock;
   kc_context *contexts;
 
-  mtx_t kernels_lock;
+  kc__mutex kernels_lock;
   kc_kernel *kernels;
   uint64_t dead_kernel_hits;
 

@@ -131,22 +131,22 @@ static kc_status change(kc_runtime *rt, const char *name, const char *source, kc
     h = kc__hash(source, len);
   }
 
-  mtx_lock(&rt->world_lock);
+  kc__lock(&rt->world_lock);
   kc_world w = kc__load_relaxed(&rt->world);
   kc__binding *b = binding_get(rt, name, strlen(name));
   if (!b) {
-    mtx_unlock(&rt->world_lock);
+    kc__unlock(&rt->world_lock);
     return kc__err(rt, KC_ENOMEM, "%s('%s'): out of memory", what, name);
   }
   kc__def *cur = visible_def(b, w);
   if (source && cur && cur->hash == h && cur->len == len && memcmp(cur->source, source, len) == 0) {
     /* identical text: no new world, nothing invalidated */
-    mtx_unlock(&rt->world_lock);
+    kc__unlock(&rt->world_lock);
     if (new_world) *new_world = w;
     return KC_OK;
   }
   if (!source && !cur) {
-    mtx_unlock(&rt->world_lock);
+    kc__unlock(&rt->world_lock);
     return kc__err(rt, KC_ENOTFOUND, "kc_undefine: '%s' has no visible definition", name);
   }
   kc__def *d = NULL;
@@ -155,7 +155,7 @@ static kc_status change(kc_runtime *rt, const char *name, const char *source, kc
     char *text = d ? kc__strndup(rt, source, len) : NULL;
     if (!text) {
       kc__free(rt, d);
-      mtx_unlock(&rt->world_lock);
+      kc__unlock(&rt->world_lock);
       return kc__err(rt, KC_ENOMEM, "kc_define('%s'): out of memory", name);
     }
     d->source = text;
@@ -173,7 +173,7 @@ static kc_status change(kc_runtime *rt, const char *name, const char *source, kc
   }
   kc__fetch_add_relaxed(&rt->n_defines, 1);
   kc__store_release(&rt->world, w + 1); /* publish only after every clip */
-  mtx_unlock(&rt->world_lock);
+  kc__unlock(&rt->world_lock);
   if (new_world) *new_world = w + 1;
   return KC_OK;
 }
@@ -344,7 +344,7 @@ void kc__closure_free(kc_runtime *rt, kc__closure *c) {
 kc_status kc__resolve(kc_runtime *rt, const kc__spec *spec, kc_world world, kc__closure *out) {
   memset(out, 0, sizeof *out);
   walk wk = {.rt = rt, .world = world, .spec = spec, .out = out};
-  mtx_lock(&rt->world_lock);
+  kc__lock(&rt->world_lock);
   kc__binding *b = binding_get(rt, spec->name, strlen(spec->name));
   kc_status st;
   if (!b) {
@@ -359,7 +359,7 @@ kc_status kc__resolve(kc_runtime *rt, const kc__spec *spec, kc_world world, kc__
     else
       st = visit(&wk, d);
   }
-  mtx_unlock(&rt->world_lock);
+  kc__unlock(&rt->world_lock);
   kc__free(rt, wk.stack);
   if (st) kc__closure_free(rt, out);
   return st;
@@ -399,7 +399,7 @@ static bool add_backedge(kc_runtime *rt, kc__binding *b, kc__ci *ci) {
 }
 
 void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world) {
-  mtx_lock(&rt->world_lock);
+  kc__lock(&rt->world_lock);
   kc_world min = 1, max = KC_WORLD_FOREVER;
   for (uint32_t i = 0; i < ci->nedges; i++) {
     kc_world lo, hi;
@@ -417,5 +417,5 @@ void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world) {
   }
   kc__store_relaxed(&ci->min_world, min);
   kc__store_release(&ci->max_world, max); /* the range becomes non-empty last */
-  mtx_unlock(&rt->world_lock);
+  kc__unlock(&rt->world_lock);
 }

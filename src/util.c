@@ -88,14 +88,14 @@ typedef struct kc__errbuf {
   char msg[];
 } kc__errbuf;
 
-static tss_t kc__err_key;
-static once_flag kc__err_once = ONCE_FLAG_INIT;
+static pthread_key_t kc__err_key;
+static kc__once kc__err_once = KC__ONCE_INIT;
 static bool kc__err_key_ok;
 
-static void kc__err_key_init(void) { kc__err_key_ok = tss_create(&kc__err_key, free) == thrd_success; }
+static void kc__err_key_init(void) { kc__err_key_ok = pthread_key_create(&kc__err_key, free) == 0; }
 
 kc_status kc__verr(const kc_runtime *rt, kc_status st, const char *fmt, va_list ap) {
-  call_once(&kc__err_once, kc__err_key_init);
+  kc__call_once(&kc__err_once, kc__err_key_init);
   if (!kc__err_key_ok) return st;
   /* Format into a new block: the arguments may point into the old message
    * (re-raising kc_errmsg(rt) with more context is common). */
@@ -104,7 +104,7 @@ kc_status kc__verr(const kc_runtime *rt, kc_status st, const char *fmt, va_list 
   int n = vsnprintf(NULL, 0, fmt, ap2);
   va_end(ap2);
   size_t need = (size_t)(n < 0 ? 0 : n) + 1;
-  kc__errbuf *old = tss_get(kc__err_key);
+  kc__errbuf *old = pthread_getspecific(kc__err_key);
   kc__errbuf *e = malloc(sizeof *e + need);
   if (!e) { /* out of memory: keep the old message, better than none */
     return st;
@@ -112,7 +112,7 @@ kc_status kc__verr(const kc_runtime *rt, kc_status st, const char *fmt, va_list 
   e->cap = need;
   vsnprintf(e->msg, e->cap, fmt, ap);
   e->rt_id = rt ? rt->id : 0;
-  tss_set(kc__err_key, e);
+  pthread_setspecific(kc__err_key, e);
   free(old);
   return st;
 }
@@ -126,9 +126,9 @@ kc_status kc__err(const kc_runtime *rt, kc_status st, const char *fmt, ...) {
 }
 
 const char *kc_errmsg(const kc_runtime *rt) {
-  call_once(&kc__err_once, kc__err_key_init);
+  kc__call_once(&kc__err_once, kc__err_key_init);
   if (!kc__err_key_ok) return "";
-  const kc__errbuf *e = tss_get(kc__err_key);
+  const kc__errbuf *e = pthread_getspecific(kc__err_key);
   /* a message about another runtime (or none) is not this runtime's error */
   if (!e || e->rt_id != (rt ? rt->id : 0)) return "";
   return e->msg;

@@ -124,23 +124,23 @@ enum {
 #define KC__NVFIELD(name, args) nvrtcResult (*name) args;
 
 static struct {
-  once_flag once;
+  kc__once once;
   const char *why; /* NULL once the driver works and sees a device */
   char why_buf[256];
   int version;
   KC__CU_DRIVER_FNS(KC__FIELD)
-} kc__cu = {.once = ONCE_FLAG_INIT};
+} kc__cu = {.once = KC__ONCE_INIT};
 
 static struct {
-  once_flag once;
+  kc__once once;
   const char *why; /* NULL once NVRTC is loaded */
   int major, minor;
   bool serialize; /* NVRTC before 11 is not documented thread-safe */
-  mtx_t lock;
+  kc__mutex lock;
   const char *(*nvrtcGetErrorString)(nvrtcResult r); /* the one that returns no status */
   KC__NVRTC_FNS(KC__NVFIELD)
   KC__NVRTC_OPTIONAL_FNS(KC__NVFIELD)
-} kc__nv = {.once = ONCE_FLAG_INIT};
+} kc__nv = {.once = KC__ONCE_INIT};
 
 #undef KC__FIELD
 #undef KC__NVFIELD
@@ -253,7 +253,7 @@ static void kc__nvrtc_load(void) {
   }
   kc__nvrtc_preload_builtins();
   kc__nv.serialize = kc__nv.major < 11;
-  if (kc__nv.serialize && mtx_init(&kc__nv.lock, mtx_plain) != thrd_success) {
+  if (kc__nv.serialize && !kc__mutex_init(&kc__nv.lock)) {
     kc__nv.why = "NVRTC: cannot create its lock";
     return;
   }
@@ -261,7 +261,7 @@ static void kc__nvrtc_load(void) {
 }
 
 const char *kc__cuda_nvrtc_unavailable(void) {
-  call_once(&kc__nv.once, kc__nvrtc_load);
+  kc__call_once(&kc__nv.once, kc__nvrtc_load);
   return kc__nv.why;
 }
 
@@ -318,7 +318,7 @@ static void kc__cu_load(void) {
 }
 
 static const char *kc__cu_unavailable(void) {
-  call_once(&kc__cu.once, kc__cu_load);
+  kc__call_once(&kc__cu.once, kc__cu_load);
   if (kc__cu.why)
     return kc__cu.why;
   return kc__cuda_nvrtc_unavailable();
@@ -590,10 +590,10 @@ static kc_status kc__cu_compile_tu(kc_runtime *rt, const char *text, size_t len,
     goto done;
   }
   if (kc__nv.serialize)
-    mtx_lock(&kc__nv.lock);
+    kc__lock(&kc__nv.lock);
   r = kc__nv.nvrtcCompileProgram(prog, nopts, opts);
   if (kc__nv.serialize)
-    mtx_unlock(&kc__nv.lock);
+    kc__unlock(&kc__nv.lock);
 
   size_t loglen = 0;
   if (kc__nv.nvrtcGetProgramLogSize(prog, &loglen) == KC__NVRTC_SUCCESS && loglen > 0 &&

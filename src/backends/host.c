@@ -38,7 +38,7 @@ typedef struct host_state {
   int cc_argc;
   uint32_t timeout_ms;
   _Atomic uint64_t seq; /* unique file names */
-  mtx_t ident_lock;
+  kc__mutex ident_lock;
   char *identity;
   char device[256];
 } host_state;
@@ -115,7 +115,7 @@ static void host_close(void *state) {
   if (s->dir[0]) rmdir(s->dir);
   for (int i = 0; i < s->cc_argc; i++) kc__free(rt, s->cc_argv[i]);
   kc__free(rt, s->identity);
-  mtx_destroy(&s->ident_lock);
+  kc__mutex_destroy(&s->ident_lock);
   kc__free(rt, s);
 }
 
@@ -137,7 +137,7 @@ static kc_status host_open(kc_runtime *rt, const kc_options *opt, void **state) 
   host_state *s = kc__calloc(rt, sizeof *s);
   if (!s) return kc__err(rt, KC_ENOMEM, "out of memory");
   s->rt = rt;
-  if (mtx_init(&s->ident_lock, mtx_plain) != thrd_success) {
+  if (!kc__mutex_init(&s->ident_lock)) {
     kc__free(rt, s);
     return kc__err(rt, KC_ENOMEM, "out of memory");
   }
@@ -380,9 +380,9 @@ static kc_status host_ctx_finish(void *bctx) {
 
 /* For objects built without thread-local work-item state (tcc). */
 static kc_status host_launch_serial(kc__linked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
-  mtx_lock(l->extra);
+  kc__lock(l->extra);
   kc_status st = ((host_run_fn)l->fn)(l, argv, grid, block);
-  mtx_unlock(l->extra);
+  kc__unlock(l->extra);
   return st;
 }
 
@@ -406,8 +406,8 @@ static kc_status host_link(void *bctx, const kc__ci *ci, kc__linked *l) {
   l->fn = fn;
   l->launch = (kc__launch_fn)fn; /* kc_status is an int-sized enum */
   if (dlsym(h, "kc__serial")) {
-    mtx_t *m = kc__alloc(rt, sizeof *m);
-    if (!m || mtx_init(m, mtx_plain) != thrd_success) {
+    kc__mutex *m = kc__alloc(rt, sizeof *m);
+    if (!m || !kc__mutex_init(m)) {
       kc__free(rt, m);
       dlclose(h);
       return kc__err(rt, KC_ENOMEM, "out of memory linking '%s'", ci->spec->name);
@@ -420,7 +420,7 @@ static kc_status host_link(void *bctx, const kc__ci *ci, kc__linked *l) {
 
 static void host_unlink(kc__linked *l) {
   if (l->extra) {
-    mtx_destroy(l->extra);
+    kc__mutex_destroy(l->extra);
     kc__free(((host_state *)l->bctx)->rt, l->extra);
   }
   if (l->module) dlclose(l->module);
@@ -452,7 +452,7 @@ static kc_status host_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, s
 
 static const char *host_identity(void *state) {
   host_state *s = state;
-  mtx_lock(&s->ident_lock);
+  kc__lock(&s->ident_lock);
   if (!s->identity) {
     char lg[320], path[512];
     snprintf(lg, sizeof lg, "%s/version.log", s->dir);
@@ -473,7 +473,7 @@ static const char *host_identity(void *state) {
     unlink(lg);
     s->identity = kc__sb_take(&sb);
   }
-  mtx_unlock(&s->ident_lock);
+  kc__unlock(&s->ident_lock);
   return s->identity ? s->identity : "host";
 }
 

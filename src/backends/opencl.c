@@ -58,7 +58,7 @@ static struct {
 #undef OCL_FIELD
 } ocl;
 
-static once_flag ocl_once = ONCE_FLAG_INIT;
+static kc__once ocl_once = KC__ONCE_INIT;
 static const char *ocl_why; /* written once inside call_once; NULL: usable */
 static char ocl_why_buf[160];
 
@@ -106,7 +106,7 @@ static void ocl_load(void) {
 }
 
 static const char *ocl_unavailable(void) {
-  call_once(&ocl_once, ocl_load);
+  kc__call_once(&ocl_once, ocl_load);
   return ocl_why;
 }
 
@@ -784,7 +784,7 @@ static KC__COLD void ocl_lock_wait(_Atomic int *busy) {
     if (spins < 64)
       ocl_cpu_relax();
     else
-      thrd_yield();
+      sched_yield();
   }
 }
 
