@@ -1,0 +1,244 @@
+/*
+ * kc_bench_opencl -- a cached kc_launch against the raw OpenCL calls for the
+ * same kernel and arguments (clSetKernelArg for each argument, then
+ * clEnqueueNDRangeKernel, no wait), with 0, 1 and 4 arguments, in the same
+ * run; and building a program from the stored binary (a relink after a
+ * context reset) against building it from source (the first compile).
+ *
+ * The raw side uses its own context and in-order queue on the same device,
+ * with a kernel made from the very same program binary kcache compiled.
+ * Launches are timed in batches; each batch is drained (clFinish) outside
+ * the timing, so both sides enqueue into an empty queue.
+ *
+ * Usage: kc_bench_opencl [--json]    exit 77 when OpenCL is unavailable
+ */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <kcache.h>
+
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CL_FNS(X)                                                                             \
+  X(clGetPlatformIDs, cl_int, (cl_uint, cl_platform_id *, cl_uint *))                         \
+  X(clGetDeviceIDs, cl_int, (cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *)) \
+  X(clCreateContext, cl_context,                                                              \
+    (const cl_context_properties *, cl_uint, const cl_device_id *,                             \
+     void(CL_CALLBACK *)(const char *, const void *, size_t, void *), void *, cl_int *))       \
+  X(clCreateCommandQueue, cl_command_queue,                                                   \
+    (cl_context, cl_device_id, cl_command_queue_properties, cl_int *))                        \
+  X(clCreateProgramWithBinary, cl_program,                                                    \
+    (cl_context, cl_uint, const cl_device_id *, const size_t *, const unsigned char **,        \
+     cl_int *, cl_int *))                                                                     \
+  X(clBuildProgram, cl_int,                                                                   \
+    (cl_program, cl_uint, const cl_device_id *, const char *,                                  \
+     void(CL_CALLBACK *)(cl_program, void *), void *))                                        \
+  X(clCreateKernel, cl_kernel, (cl_program, const char *, cl_int *))                          \
+  X(clCreateBuffer, cl_mem, (cl_context, cl_mem_flags, size_t, void *, cl_int *))             \
+  X(clSetKernelArg, cl_int, (cl_kernel, cl_uint, size_t, const void *))                       \
+  X(clEnqueueNDRangeKernel, cl_int,                                                           \
+    (cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *, const size_t *,     \
+     cl_uint, const cl_event *, cl_event *))                                                  \
+  X(clFinish, cl_int, (cl_command_queue))
+
+#define DECL(name, ret, args) static ret(CL_API_CALL *p_##name) args;
+CL_FNS(DECL)
+#undef DECL
+
+static kc_runtime *rt;
+static kc_context *ctx;
+
+static void die(const char *what, int st) {
+  fprintf(stderr, "kc_bench_opencl: %s failed (%d): %s\n", what, st, rt ? kc_errmsg(rt) : "");
+  exit(1);
+}
+#define CHECK(call)           \
+  do {                        \
+    int st_ = (int)(call);    \
+    if (st_) die(#call, st_); \
+  } while (0)
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_d);
+  return v[n / 2];
+}
+
+typedef struct {
+  const char *name, *src;
+  int nargs;
+  kc_kernel *k;
+  cl_kernel raw;
+  double kc_ns, raw_ns;
+} bk;
+
+static bk kernels[] = {
+    {"o0", "KC_KERNEL void o0(void) { }", 0},
+    {"o1", "KC_KERNEL void o1(KC_GLOBAL float *y) { if (kc_global_id(0) == 0) y[0] += 1.0f; }", 1},
+    {"o4",
+     "KC_KERNEL void o4(KC_GLOBAL float *y, float a, int b, float c) { if (kc_global_id(0) == 0) "
+     "y[0] = a * (float)b + c; }",
+     4},
+};
+#define NK 3
+
+static float fa = 1.5f, fc = 2.5f;
+static int ib = 3;
+static kc_arg kargs[4];
+static cl_mem raw_buf;
+static cl_command_queue raw_q;
+static const kc_dim3 one = {1, 1, 1};
+static const size_t gsz[1] = {1}, lsz[1] = {1};
+
+static void launch_kc(bk *b) {
+  kc_status st = kc_launch(b->k, ctx, &one, &one, kargs, (uint32_t)b->nargs);
+  if (st) die("kc_launch", st);
+}
+
+/* What an application does without kcache: set every argument, enqueue. */
+static void launch_raw(bk *b) {
+  cl_int e = 0;
+  if (b->nargs > 0) e |= p_clSetKernelArg(b->raw, 0, sizeof raw_buf, &raw_buf);
+  if (b->nargs > 1) {
+    e |= p_clSetKernelArg(b->raw, 1, sizeof fa, &fa);
+    e |= p_clSetKernelArg(b->raw, 2, sizeof ib, &ib);
+    e |= p_clSetKernelArg(b->raw, 3, sizeof fc, &fc);
+  }
+  e |= p_clEnqueueNDRangeKernel(raw_q, b->raw, 1, NULL, gsz, lsz, 0, NULL, NULL);
+  if (e) die("raw launch", e);
+}
+
+int main(int argc, char **argv) {
+  bool json = argc > 1 && !strcmp(argv[1], "--json");
+  const char *why;
+  if (!kc_backend_available(KC_BACKEND_OPENCL, &why)) {
+    printf("kc_bench_opencl: skipped: %s\n", why);
+    return 77;
+  }
+  void *lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) die("dlopen libOpenCL.so.1", 1);
+#define LOAD(name, ret, args)                                  \
+  if (!(*(void **)&p_##name = dlsym(lib, #name))) die("dlsym " #name, 1);
+  CL_FNS(LOAD)
+#undef LOAD
+
+  kc_options o;
+  kc_options_init(&o);
+  o.backend = KC_BACKEND_OPENCL;
+  CHECK(kc_runtime_create(&o, &rt));
+  CHECK(kc_context_create(rt, 0, &ctx));
+  kc_buffer *buf;
+  CHECK(kc_buffer_create(ctx, 256, &buf));
+  kc_arg all[4] = {KC_ARG_BUF(buf), KC_ARG_VAL(fa), KC_ARG_VAL(ib), KC_ARG_VAL(fc)};
+  memcpy(kargs, all, sizeof all);
+
+  /* the raw side: first platform with a device, like kcache's default */
+  cl_platform_id plats[8];
+  cl_uint np = 0;
+  CHECK(p_clGetPlatformIDs(8, plats, &np));
+  cl_device_id dev = NULL;
+  for (cl_uint i = 0; i < np && !dev; i++)
+    if (p_clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 1, &dev, NULL) != CL_SUCCESS) dev = NULL;
+  if (!dev) die("no OpenCL device", 1);
+  cl_int err;
+  cl_context rctx = p_clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+  CHECK(err);
+  raw_q = p_clCreateCommandQueue(rctx, dev, 0, &err);
+  CHECK(err);
+  raw_buf = p_clCreateBuffer(rctx, CL_MEM_READ_WRITE, 256, NULL, &err);
+  CHECK(err);
+
+  double first_build_ms = 0;
+  for (int i = 0; i < NK; i++) {
+    bk *b = &kernels[i];
+    CHECK(kc_define(rt, b->name, b->src, NULL));
+    CHECK(kc_kernel_create(rt, b->name, NULL, &b->k));
+    CHECK(kc_kernel_compile(b->k));
+    kc_code_info ci;
+    CHECK(kc_kernel_code(b->k, &ci));
+    if (i == 0) first_build_ms = ci.compile_ns / 1e6;
+    const unsigned char *bin = ci.artifact;
+    size_t n = ci.artifact_size;
+    cl_int bst;
+    cl_program p = p_clCreateProgramWithBinary(rctx, 1, &dev, &n, &bin, &bst, &err);
+    CHECK(err);
+    CHECK(p_clBuildProgram(p, 1, &dev, "", NULL, NULL));
+    b->raw = p_clCreateKernel(p, b->name, &err);
+    CHECK(err);
+  }
+
+  enum { BATCH = 200, ROUNDS = 101 };
+  static double tk[ROUNDS], tr[ROUNDS];
+  for (int i = 0; i < NK; i++) {
+    bk *b = &kernels[i];
+    for (int w = 0; w < 5; w++) { /* warm: PoCL makes machine code at first launch */
+      for (int j = 0; j < BATCH; j++) launch_kc(b), launch_raw(b);
+      CHECK(kc_context_finish(ctx));
+      CHECK(p_clFinish(raw_q));
+    }
+    for (int r = 0; r < ROUNDS; r++) {
+      double t0 = now_ns();
+      for (int j = 0; j < BATCH; j++) launch_kc(b);
+      double t1 = now_ns();
+      CHECK(kc_context_finish(ctx));
+      double t2 = now_ns();
+      for (int j = 0; j < BATCH; j++) launch_raw(b);
+      double t3 = now_ns();
+      CHECK(p_clFinish(raw_q));
+      tk[r] = (t1 - t0) / BATCH;
+      tr[r] = (t3 - t2) / BATCH;
+    }
+    b->kc_ns = median(tk, ROUNDS);
+    b->raw_ns = median(tr, ROUNDS);
+  }
+
+  /* relink from the stored binary after a reset, against the first build */
+  enum { RELINKS = 21 };
+  double rl[RELINKS];
+  kc_stats s0, s1;
+  kc_stats_get(rt, &s0);
+  for (int r = 0; r < RELINKS; r++) {
+    CHECK(kc_context_reset(ctx));
+    double t0 = now_ns();
+    launch_kc(&kernels[0]);
+    rl[r] = (now_ns() - t0) / 1e6;
+    CHECK(kc_context_finish(ctx));
+  }
+  kc_stats_get(rt, &s1);
+  double relink_ms = median(rl, RELINKS);
+
+  if (json) {
+    printf("{\"backend\":\"opencl\",\"device\":\"%s\",\"launch\":[", kc_device_name(rt, 0));
+    for (int i = 0; i < NK; i++)
+      printf("%s{\"args\":%d,\"kc_ns\":%.1f,\"raw_ns\":%.1f,\"ratio\":%.3f}", i ? "," : "",
+             kernels[i].nargs, kernels[i].kc_ns, kernels[i].raw_ns, kernels[i].kc_ns / kernels[i].raw_ns);
+    printf("],\"first_build_ms\":%.2f,\"relink_ms\":%.3f,\"relink_speedup\":%.1f,"
+           "\"compiles_during_relinks\":%llu}\n",
+           first_build_ms, relink_ms, first_build_ms / relink_ms,
+           (unsigned long long)(s1.compiles - s0.compiles));
+  } else {
+    printf("kcache %s OpenCL benchmark on %s (medians of the same run)\n\n", kc_version(),
+           kc_device_name(rt, 0));
+    printf("%-30s %10s %10s %8s\n", "cached launch (enqueue, no wait)", "kc ns", "raw ns", "ratio");
+    for (int i = 0; i < NK; i++)
+      printf("  %d argument%-19s %10.1f %10.1f %8.3f\n", kernels[i].nargs, kernels[i].nargs == 1 ? "" : "s",
+             kernels[i].kc_ns, kernels[i].raw_ns, kernels[i].kc_ns / kernels[i].raw_ns);
+    printf("\nfirst build from source        %10.2f ms\n", first_build_ms);
+    printf("relink from the stored binary  %10.3f ms  (%.0fx faster; compiles: %llu)\n", relink_ms,
+           first_build_ms / relink_ms, (unsigned long long)(s1.compiles - s0.compiles));
+  }
+  kc_runtime_destroy(rt);
+  return 0;
+}
