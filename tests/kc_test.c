@@ -1,0 +1,195 @@
+/* kc_test.c -- the helpers declared in kc_test.h. */
+#include "kc_test.h"
+
+#include <stdlib.h>
+
+kc_backend_kind kct_backend = KC_BACKEND_HOST;
+const char *kct_backend_name = "host";
+
+static const struct {
+  const char *name;
+  kc_backend_kind kind;
+} kct_backends[] = {
+    {"host", KC_BACKEND_HOST},
+    {"opencl", KC_BACKEND_OPENCL},
+    {"cuda", KC_BACKEND_CUDA},
+};
+
+int kct_main_init(int argc, char **argv) {
+  const char *want = getenv("KC_TEST_BACKEND");
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--backend") && i + 1 < argc) want = argv[++i];
+    else if (!strncmp(argv[i], "--backend=", 10)) want = argv[i] + 10;
+    else {
+      fprintf(stderr, "usage: %s [--backend host|opencl|cuda]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (!want || !*want) want = "host";
+  /* The counters these tests check (compiles, links) are about one process;
+   * a persistent artifact store shared between runs would turn compiles into
+   * disk hits. Tests of the store set their own directory. */
+  setenv("KC_CACHE_DISABLE", "1", 1);
+  size_t i = 0, n = sizeof kct_backends / sizeof *kct_backends;
+  while (i < n && strcmp(kct_backends[i].name, want)) i++;
+  if (i == n) {
+    fprintf(stderr, "%s: unknown backend \"%s\" (host, opencl or cuda)\n", argv[0], want);
+    return 2;
+  }
+  kct_backend = kct_backends[i].kind;
+  kct_backend_name = kct_backends[i].name;
+  const char *why = NULL;
+  if (!kc_backend_available(kct_backend, &why)) {
+    printf("SKIPPED: backend %s unavailable: %s\n", kct_backend_name, why ? why : "(no reason given)");
+    fflush(stdout);
+    return 77;
+  }
+  return -1;
+}
+
+const char *kct_group_name(const char *what) {
+  static char name[128];
+  snprintf(name, sizeof name, "%s [%s]", what, kct_backend_name);
+  return name;
+}
+
+/* What a test made and has not destroyed yet (tests run one at a time). */
+#define KCT_TRACKED 64
+static kc_runtime *kct_live_rt[KCT_TRACKED];
+static void *kct_live_mem[KCT_TRACKED];
+
+static void track(void **table, void *p) {
+  for (int i = 0; i < KCT_TRACKED; i++)
+    if (!table[i]) {
+      table[i] = p;
+      return;
+    }
+  fail_msg("kc_test: more than %d live objects in one test", KCT_TRACKED);
+}
+
+static bool untrack(void **table, void *p) {
+  for (int i = 0; i < KCT_TRACKED; i++)
+    if (table[i] == p) {
+      table[i] = NULL;
+      return true;
+    }
+  return false;
+}
+
+void kct_destroy(kc_runtime *rt) {
+  if (!rt) return;
+  if (!untrack((void **)kct_live_rt, rt)) fail_msg("kct_destroy: runtime %p is not live", (void *)rt);
+  kc_runtime_destroy(rt);
+}
+
+void *kct_calloc(size_t size) {
+  void *p = calloc(1, size);
+  assert_non_null(p);
+  track(kct_live_mem, p);
+  return p;
+}
+
+void kct_free(void *p) {
+  if (p && !untrack(kct_live_mem, p)) fail_msg("kct_free: %p was not allocated by kct_calloc", p);
+  free(p);
+}
+
+int kct_teardown(void **state) {
+  (void)state;
+  for (int i = 0; i < KCT_TRACKED; i++) {
+    kc_runtime_destroy(kct_live_rt[i]);
+    kct_live_rt[i] = NULL;
+    free(kct_live_mem[i]);
+    kct_live_mem[i] = NULL;
+  }
+  return 0;
+}
+
+kc_runtime *kct_runtime(kc_options *opt) {
+  kc_options o;
+  if (opt) o = *opt;
+  else kc_options_init(&o);
+  o.backend = kct_backend;
+  kc_runtime *rt = NULL;
+  kc_status st = kc_runtime_create(&o, &rt);
+  if (st != KC_OK || !rt)
+    fail_msg("kc_runtime_create(%s) returned %s: %s", kct_backend_name, kc_status_name(st),
+             kc_errmsg(NULL));
+  track((void **)kct_live_rt, rt);
+  assert_string_equal(kc_runtime_backend(rt), kct_backend_name);
+  return rt;
+}
+
+kc_context *kct_context(kc_runtime *rt) {
+  kc_context *ctx = NULL;
+  KCT_OK(rt, kc_context_create(rt, 0, &ctx));
+  assert_non_null(ctx);
+  assert_int_not_equal(kc_context_id(ctx), 0);
+  return ctx;
+}
+
+kc_buffer *kct_buffer(kc_runtime *rt, kc_context *ctx, uint32_t n) {
+  kc_buffer *b = NULL;
+  KCT_OK(rt, kc_buffer_create(ctx, n * sizeof(float), &b));
+  assert_non_null(b);
+  assert_int_equal(kc_buffer_size(b), n * sizeof(float));
+  float *zero = calloc(n, sizeof *zero);
+  assert_non_null(zero);
+  KCT_OK(rt, kc_buffer_write(b, 0, zero, n * sizeof(float)));
+  free(zero);
+  return b;
+}
+
+kc_kernel *kct_kernel(kc_runtime *rt, const char *name, const char *params) {
+  kc_kernel *k = NULL;
+  KCT_OK(rt, kc_kernel_create(rt, name, params, &k));
+  assert_non_null(k);
+  return k;
+}
+
+kc_world kct_define(kc_runtime *rt, const char *name, const char *source) {
+  kc_world w = 0;
+  KCT_OK(rt, kc_define(rt, name, source, &w));
+  assert_true(w >= 1);
+  return w;
+}
+
+kc_stats kct_stats(kc_runtime *rt) {
+  kc_stats s;
+  kc_stats_get(rt, &s);
+  return s;
+}
+
+kc_status kct_run(kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, float *out) {
+  kc_dim3 grid = {n, 1, 1}, block = {1, 1, 1};
+  kc_arg args[] = {KC_ARG_BUF(b)};
+  kc_status st = kc_launch(k, ctx, &grid, &block, args, 1);
+  if (st) return st;
+  st = kc_context_finish(ctx);
+  if (st || !out) return st;
+  return kc_buffer_read(b, 0, out, n * sizeof *out);
+}
+
+float kct_run_ok(kc_runtime *rt, kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, float *out) {
+  float one;
+  if (!out) {
+    assert_int_equal(n, 1);
+    out = &one;
+  }
+  KCT_OK(rt, kct_run(k, ctx, b, n, out));
+  return out[0];
+}
+
+void kct_all_equal(const float *out, uint32_t n, float want) {
+  for (uint32_t i = 0; i < n; i++)
+    if (out[i] != want) fail_msg("element %u is %g, expected %g", i, (double)out[i], (double)want);
+}
+
+kc_code_info kct_code(kc_runtime *rt, kc_kernel *k) {
+  kc_code_info ci;
+  memset(&ci, 0, sizeof ci);
+  KCT_OK(rt, kc_kernel_code(k, &ci));
+  assert_int_not_equal(ci.id, 0);
+  assert_true(ci.min_world <= ci.max_world);
+  return ci;
+}

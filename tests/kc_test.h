@@ -1,0 +1,106 @@
+/*
+ * kc_test.h -- what the kcache test executables share: choosing the backend
+ * (from `--backend KIND` or $KC_TEST_BACKEND), skipping when it cannot run
+ * here, creating runtimes and contexts on it, checking statuses with the
+ * library's message, statistics deltas, and launching the one-buffer
+ * kernels most tests use.
+ *
+ * cmocka's assertions longjmp into the test: call them from the test's own
+ * thread only. Worker threads record what they saw and the test checks it
+ * after joining them.
+ */
+#ifndef KC_TEST_H
+#define KC_TEST_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+/* cmocka.h needs the four headers above first */
+#include <cmocka.h>
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kcache.h"
+
+#define KCT_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* The backend the executable tests, set by kct_main_init. */
+extern kc_backend_kind kct_backend;
+extern const char *kct_backend_name;
+
+/* Parses `--backend host|opencl|cuda` (or $KC_TEST_BACKEND; default host).
+ * Returns -1 to go on, or the exit code main must return at once: 77 when the
+ * backend is not available here (after printing "SKIPPED: ..." with the
+ * reason), 2 on a usage error. */
+int kct_main_init(int argc, char **argv);
+
+/* Runs a cmocka group under a name that says the backend. */
+#define KCT_RUN(tests) cmocka_run_group_tests_name(kct_group_name(#tests), tests, NULL, NULL)
+const char *kct_group_name(const char *what);
+
+/* Fails the test unless expr returns KC_OK, printing the library's message. */
+#define KCT_OK(rt, expr)                                                                   \
+  do {                                                                                     \
+    kc_status kct_st_ = (expr);                                                            \
+    if (kct_st_ != KC_OK)                                                                  \
+      fail_msg("%s returned %s: %s", #expr, kc_status_name(kct_st_), kc_errmsg(rt));       \
+  } while (0)
+
+/* Fails the test unless expr returns `want`. */
+#define KCT_STATUS(rt, want, expr)                                                         \
+  do {                                                                                     \
+    kc_status kct_st_ = (expr);                                                            \
+    if (kct_st_ != (want))                                                                 \
+      fail_msg("%s returned %s, expected %s (message: %s)", #expr, kc_status_name(kct_st_), \
+               kc_status_name(want), kc_errmsg(rt));                                       \
+  } while (0)
+
+/* Fails the test unless haystack contains needle. */
+#define KCT_CONTAINS(haystack, needle)                                                     \
+  do {                                                                                     \
+    const char *kct_h_ = (haystack), *kct_n_ = (needle);                                   \
+    if (!kct_h_ || !strstr(kct_h_, kct_n_))                                                \
+      fail_msg("expected \"%s\" in: %s", kct_n_, kct_h_ ? kct_h_ : "(null)");              \
+  } while (0)
+
+/* A runtime on the tested backend (opt may be NULL; its backend is
+ * overridden). Fails the test if it cannot be created. Runtimes are tracked:
+ * kct_teardown destroys the ones a failed test left behind, so a failure
+ * does not show up as leaks under ASan too. */
+kc_runtime *kct_runtime(kc_options *opt);
+/* Destroys a runtime made by kct_runtime. */
+void kct_destroy(kc_runtime *rt);
+/* calloc that kct_teardown frees if the test did not (kct_free). */
+void *kct_calloc(size_t size);
+void kct_free(void *p);
+/* Every test runs with this teardown: see KCT_TEST. */
+int kct_teardown(void **state);
+#define KCT_TEST(f) cmocka_unit_test_teardown(f, kct_teardown)
+/* A context on device 0. */
+kc_context *kct_context(kc_runtime *rt);
+/* A buffer of n floats, zeroed. */
+kc_buffer *kct_buffer(kc_runtime *rt, kc_context *ctx, uint32_t n);
+kc_kernel *kct_kernel(kc_runtime *rt, const char *name, const char *params);
+/* kc_define that must succeed; returns the new world. */
+kc_world kct_define(kc_runtime *rt, const char *name, const char *source);
+
+kc_stats kct_stats(kc_runtime *rt);
+
+/* Launches k with the single buffer argument b on n work items (grid n,
+ * block 1), waits, and reads n floats back into out (if out). Returns the
+ * first failing status; never fails the test itself, so it can be used from
+ * worker threads. */
+kc_status kct_run(kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, float *out);
+/* kct_run that must succeed; returns out[0]. */
+float kct_run_ok(kc_runtime *rt, kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, float *out);
+
+/* Fails the test unless every one of out[0..n) equals want. */
+void kct_all_equal(const float *out, uint32_t n, float want);
+
+/* Information about the code instance k resolves to in the caller's world. */
+kc_code_info kct_code(kc_runtime *rt, kc_kernel *k);
+
+#endif /* KC_TEST_H */

@@ -1,0 +1,697 @@
+/*
+ * test_errors.c -- names that are not defined (scenario 6), shadowed
+ * builtins, and bad input of every kind (scenario 10): compiler errors with
+ * the function's name and line, cached compile failures, invalid names,
+ * NULL pointers, wrong arguments, recursion, destroyed contexts, undefine,
+ * buffer ranges. Every error is a status and a message, never a crash.
+ */
+#include "kc_test.h"
+
+#include <stdlib.h>
+
+#define N 16
+
+static const char SRC_H1[] = "KC_DEVICE float h(float x) { return x + 1.0f; }";
+static const char SRC_H2[] = "KC_DEVICE float h(float x) { return x + 2.0f; }";
+static const char SRC_K[] =
+    "KC_KERNEL void k(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = h((float)i); }";
+
+static bool is_host(void) { return kct_backend == KC_BACKEND_HOST; }
+
+static void expect_linear(const float *out, uint32_t n, float scale, float add) {
+  for (uint32_t i = 0; i < n; i++)
+    if (out[i] != (float)i * scale + add)
+      fail_msg("element %u is %g, expected %g", i, (double)out[i], (double)((float)i * scale + add));
+}
+
+/* Fails unless st is one of the two statuses. */
+static void expect_either(kc_runtime *rt, kc_status st, kc_status a, kc_status b, const char *what) {
+  if (st != a && st != b)
+    fail_msg("%s returned %s, expected %s or %s (message: %s)", what, kc_status_name(st), kc_status_name(a),
+             kc_status_name(b), kc_errmsg(rt));
+}
+
+typedef struct fixture {
+  kc_runtime *rt;
+  kc_context *ctx;
+  kc_buffer *buf;
+  float out[N];
+} fixture;
+
+static void fx_open(fixture *f) {
+  memset(f, 0, sizeof *f);
+  f->rt = kct_runtime(NULL);
+  f->ctx = kct_context(f->rt);
+  f->buf = kct_buffer(f->rt, f->ctx, N);
+}
+
+static void fx_close(fixture *f) { kct_destroy(f->rt); }
+
+static kc_status run(fixture *f, kc_kernel *k) {
+  memset(f->out, 0, sizeof f->out);
+  return kct_run(k, f->ctx, f->buf, N, f->out);
+}
+
+/* ---------------------------------------------------------- scenario 6 */
+
+static void test_undefined_callee_is_named_then_defined(void **state) {
+  (void)state;
+  fixture f;
+  fx_open(&f);
+  kct_define(f.rt, "ku",
+             "KC_KERNEL void ku(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = missing_fn((float)i); }");
+  kc_kernel *k = kct_kernel(f.rt, "ku", NULL);
+  kc_status st = run(&f, k);
+  expect_either(f.rt, st, KC_ENOTFOUND, KC_ECOMPILE, "launch of a kernel calling an undefined function");
+  KCT_CONTAINS(kc_errmsg(f.rt), "missing_fn");
+  kc_stats s0 = kct_stats(f.rt);
+  assert_int_equal(s0.compiles, 0);
+  assert_int_equal(s0.compile_failures, 1);
+
+  /* the failure is remembered for this world: no second compiler run */
+  kc_status st2 = run(&f, k);
+  assert_int_equal(st2, st);
+  KCT_CONTAINS(kc_errmsg(f.rt), "missing_fn");
+  kc_status st3 = kc_kernel_compile(k);
+  assert_int_equal(st3, st);
+  assert_int_equal(kct_stats(f.rt).compile_failures, s0.compile_failures);
+
+  kct_define(f.rt, "missing_fn", "KC_DEVICE float missing_fn(float x) { return 3.0f * x; }");
+  KCT_OK(f.rt, run(&f, k));
+  expect_linear(f.out, N, 3, 0);
+  kc_stats s1 = kct_stats(f.rt);
+  assert_int_equal(s1.compiles, 1);
+  assert_int_equal(s1.compile_failures, s0.compile_failures);
+  assert_int_equal(s1.invalidations, s0.invalidations + 1); /* the remembered failure */
+  fx_close(&f);
+}
+
+/* A kernel that calls the builtin sqrt (spelled `call`, e.g. "sqrt(") is
+ * invalidated when sqrt is defined, and again when that definition goes. */
+static void shadow_builtin(const char *call) {
+  fixture f;
+  fx_open(&f);
+  char src[512];
+  snprintf(src, sizeof src,
+           "KC_KERNEL void kb(KC_GLOBAL float *y) {\n"
+           "  size_t i = kc_global_id(0);\n"
+           "  y[i] = (float)%s(double)(i * i));\n"
+           "}\n",
+           call);
+  kct_define(f.rt, "kb", src);
+  kc_kernel *k = kct_kernel(f.rt, "kb", NULL);
+  KCT_OK(f.rt, run(&f, k));
+  expect_linear(f.out, N, 1, 0);
+  kc_code_info c0 = kct_code(f.rt, k);
+  kc_stats s0 = kct_stats(f.rt);
+  assert_int_equal(s0.compiles, 1);
+
+  kct_define(f.rt, "sqrt", "KC_DEVICE double sqrt(double x) { (void)x; return 42.0; }");
+  kc_stats s1 = kct_stats(f.rt);
+  assert_int_equal(s1.invalidations, s0.invalidations + 1);
+  KCT_OK(f.rt, run(&f, k));
+  expect_linear(f.out, N, 0, 42);
+  assert_int_equal(kct_stats(f.rt).compiles, s0.compiles + 1);
+  assert_int_not_equal(kct_code(f.rt, k).id, c0.id);
+
+  kc_world w = 0;
+  KCT_OK(f.rt, kc_undefine(f.rt, "sqrt", &w));
+  assert_int_equal(w, s1.world + 1);
+  kc_stats s2 = kct_stats(f.rt);
+  assert_int_equal(s2.invalidations, s1.invalidations + 1);
+  KCT_OK(f.rt, run(&f, k));
+  expect_linear(f.out, N, 1, 0); /* the builtin again */
+  fx_close(&f);
+}
+
+static void test_shadowing_a_builtin_invalidates(void **state) {
+  (void)state;
+  shadow_builtin("sqrt(");
+}
+
+/* The same call with a comment before its parenthesis: still a call. */
+static void test_shadowing_a_builtin_called_through_a_comment(void **state) {
+  (void)state;
+  shadow_builtin("sqrt /* the builtin */ (");
+}
+
+/* --------------------------------------------------------- scenario 10 */
+
+static const char SRC_H_BROKEN[] =
+    "KC_DEVICE float h(float x) {\n"
+    "  return x +;\n"
+    "}\n";
+
+static void test_syntax_error_names_function_and_line(void **state) {
+  (void)state;
+  fixture f;
+  fx_open(&f);
+  kct_define(f.rt, "h", SRC_H1);
+  kct_define(f.rt, "k", SRC_K);
+  kc_kernel *k = kct_kernel(f.rt, "k", NULL);
+  KCT_OK(f.rt, run(&f, k));
+  expect_linear(f.out, N, 1, 1);
+
+  kc_world pinned;
+  KCT_OK(f.rt, kc_pin(f.rt, &pinned));
+  kc_world wb = kct_define(f.rt, "h", SRC_H_BROKEN); /* defining does not compile */
+  assert_int_equal(wb, pinned + 1);
+  KCT_OK(f.rt, run(&f, k)); /* the pinned world still has the good h */
+  expect_linear(f.out, N, 1, 1);
+  KCT_OK(f.rt, kc_unpin(f.rt));
+
+  kc_stats s0 = kct_stats(f.rt);
+  KCT_STATUS(f.rt, KC_ECOMPILE, run(&f, k));
+  const char *msg = kc_errmsg(f.rt);
+  KCT_CONTAINS(msg, "h");
+  if (is_host()) KCT_CONTAINS(msg, "h:2:"); /* gcc's file:line: from #line 1 "h" */
+  else if (!strstr(msg, "h:2:") && !strstr(msg, "h(2)") && !strstr(msg, "\"h\", line 2"))
+    print_message("note: the %s compiler's message has no line for h:\n%s\n", kct_backend_name, msg);
+  kc_stats s1 = kct_stats(f.rt);
+  assert_int_equal(s1.compile_failures, s0.compile_failures + 1);
+  assert_int_equal(s1.compiles, s0.compiles);
+
+  /* cached: the same world does not run the compiler again */
+  KCT_STATUS(f.rt, KC_ECOMPILE, run(&f, k));
+  KCT_CONTAINS(kc_errmsg(f.rt), "h");
+  KCT_STATUS(f.rt, KC_ECOMPILE, kc_kernel_compile(k));
+  kc_code_info info;
+  KCT_STATUS(f.rt, KC_ECOMPILE, kc_kernel_code(k, &info));
+  assert_int_equal(kct_stats(f.rt).compile_failures, s1.compile_failures);
+
+  /* pinning again now pins the broken world */
+  KCT_OK(f.rt, kc_pin(f.rt, NULL));
+  KCT_STATUS(f.rt, KC_ECOMPILE, run(&f, k));
+  KCT_OK(f.rt, kc_unpin(f.rt));
+
+  /* fixing the definition works */
+  kct_define(f.rt, "h", SRC_H2);
+  KCT_OK(f.rt, run(&f, k));
+  expect_linear(f.out, N, 1, 2);
+  kc_stats s2 = kct_stats(f.rt);
+  assert_int_equal(s2.compiles, s1.compiles + 1);
+  assert_int_equal(s2.compile_failures, s1.compile_failures);
+  fx_close(&f);
+}
+
+/* A syntax error in the kernel itself, remembered and then fixed. */
+static void test_compile_failure_is_cached(void **state) {
+  (void)state;
+  fixture f;
+  fx_open(&f);
+  kct_define(f.rt, "kbad",
+             "KC_KERNEL void kbad(KC_GLOBAL float *y) {\n"
+             "  y[kc_global_id(0)] = ;\n"
+             "}\n");
+  kc_kernel *k = kct_kernel(f.rt, "kbad", NULL);
+  KCT_STATUS(f.rt, KC_ECOMPILE, run(&f, k));
+  KCT_CONTAINS(kc_errmsg(f.rt), "kbad");
+  if (is_host()) KCT_CONTAINS(kc_errmsg(f.rt), "kbad:2:");
+  kc_stats s0 = kct_stats(f.rt);
+  assert_int_equal(s0.compile_failures, 1);
+  for (int i = 0; i < 5; i++) {
+    KCT_STATUS(f.rt, KC_ECOMPILE, run(&f, k));
+    KCT_CONTAINS(kc_errmsg(f.rt), "kbad");
+  }
+  /* an unrelated definition does not make it compile again either */
+  kct_define(f.rt, "unrelated", "KC_DEVICE float unrelated(float x) { return x; }");
+  KCT_STATUS(f.rt, KC_ECOMPILE, run(&f, k));
+  kc_stats s1 = kct_stats(f.rt);
+  assert_int_equal(s1.compile_failures, s0.compile_failures);
+  assert_int_equal(s1.compiles, 0);
+
+  kct_define(f.rt, "kbad", "KC_KERNEL void kbad(KC_GLOBAL float *y) { y[kc_global_id(0)] = 5.0f; }");
+  KCT_OK(f.rt, run(&f, k));
+  expect_linear(f.out, N, 0, 5);
+  assert_int_equal(kct_stats(f.rt).compiles, 1);
+  fx_close(&f);
+}
+
+static void test_invalid_names(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  kc_world w0 = kc_world_latest(rt);
+  static const struct {
+    const char *name, *source;
+  } bad[] = {
+      {"", "KC_DEVICE float f(float x) { return x; }"},
+      {"1abc", "KC_DEVICE float 1abc(float x) { return x; }"},
+      {"kc_foo", "KC_DEVICE float kc_foo(float x) { return x; }"},
+      {"KC_FOO", "KC_DEVICE float KC_FOO(float x) { return x; }"},
+      {"a b", "KC_DEVICE float a b(float x) { return x; }"},
+      {"int", "int"},
+      {"f", "KC_DEVICE float g(float x) { return x; }"},              /* never mentions f */
+      {"f", "/* f */ KC_DEVICE float g(float x) { return x; }"},      /* only in a comment */
+      {"f", "KC_DEVICE const char *g(void) { return \"f\"; }"},       /* only in a string */
+      {NULL, "KC_DEVICE float f(float x) { return x; }"},
+      {"f", NULL},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    kc_world w = 12345;
+    kc_status st = kc_define(rt, bad[i].name, bad[i].source, &w);
+    if (st != KC_EINVAL)
+      fail_msg("kc_define(\"%s\", \"%s\") returned %s, expected KC_EINVAL", bad[i].name ? bad[i].name : "NULL",
+               bad[i].source ? bad[i].source : "NULL", kc_status_name(st));
+    assert_true(strlen(kc_errmsg(rt)) > 0);
+  }
+  assert_int_equal(kc_world_latest(rt), w0);
+  assert_int_equal(kct_stats(rt).defines, 0);
+
+  static const char *const bad_kernels[] = {"", "1abc", "a-b", "a b"};
+  for (size_t i = 0; i < sizeof bad_kernels / sizeof *bad_kernels; i++) {
+    kc_kernel *k = (kc_kernel *)&k;
+    KCT_STATUS(rt, KC_EINVAL, kc_kernel_create(rt, bad_kernels[i], NULL, &k));
+    assert_null(k);
+  }
+  kc_kernel *k = (kc_kernel *)&k;
+  KCT_STATUS(rt, KC_EINVAL, kc_kernel_create(rt, NULL, NULL, &k));
+  assert_null(k);
+  kct_destroy(rt);
+}
+
+static void test_null_pointers_are_errors(void **state) {
+  (void)state;
+  fixture f;
+  fx_open(&f);
+  kc_runtime *rt = f.rt;
+  kct_define(rt, "h", SRC_H1);
+  kct_define(rt, "k", SRC_K);
+  kc_kernel *k = kct_kernel(rt, "k", NULL);
+  kc_dim3 g = {N, 1, 1}, b = {1, 1, 1}, zero = {0, 1, 1};
+  kc_arg args[] = {KC_ARG_BUF(f.buf)};
+
+  /* runtime, context, kernel creation */
+  KCT_STATUS(NULL, KC_EINVAL, kc_runtime_create(NULL, NULL));
+  kc_options bad_opt;
+  kc_options_init(&bad_opt);
+  bad_opt.backend = (kc_backend_kind)99;
+  kc_runtime *rt2 = (kc_runtime *)&rt2;
+  KCT_STATUS(NULL, KC_EINVAL, kc_runtime_create(&bad_opt, &rt2));
+  assert_null(rt2);
+  kc_context *c = (kc_context *)&c;
+  KCT_STATUS(NULL, KC_EINVAL, kc_context_create(NULL, 0, &c));
+  assert_null(c);
+  KCT_STATUS(rt, KC_EINVAL, kc_context_create(rt, 0, NULL));
+  KCT_STATUS(rt, KC_EINVAL, kc_context_create(rt, -1, &c));
+  KCT_STATUS(rt, KC_EINVAL, kc_context_create(rt, kc_device_count(rt), &c));
+  kc_kernel *k2 = (kc_kernel *)&k2;
+  KCT_STATUS(NULL, KC_EINVAL, kc_kernel_create(NULL, "k", NULL, &k2));
+  assert_null(k2);
+  KCT_STATUS(rt, KC_EINVAL, kc_kernel_create(rt, "k", NULL, NULL));
+
+  /* the function table */
+  KCT_STATUS(NULL, KC_EINVAL, kc_define(NULL, "h", SRC_H1, NULL));
+  KCT_STATUS(NULL, KC_EINVAL, kc_undefine(NULL, "h", NULL));
+  KCT_STATUS(rt, KC_EINVAL, kc_undefine(rt, NULL, NULL));
+  KCT_STATUS(NULL, KC_EINVAL, kc_pin(NULL, NULL));
+  KCT_STATUS(NULL, KC_EINVAL, kc_unpin(NULL));
+  assert_int_equal(kc_world_latest(NULL), 0);
+  assert_int_equal(kc_world_current(NULL), 0);
+
+  /* launches */
+  KCT_STATUS(NULL, KC_EINVAL, kc_launch(NULL, f.ctx, &g, &b, args, 1));
+  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, NULL, &g, &b, args, 1));
+  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, f.ctx, NULL, &b, args, 1));
+  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, f.ctx, &g, NULL, args, 1));
+  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, f.ctx, &zero, &b, args, 1));
+  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, f.ctx, &g, &zero, args, 1));
+  expect_either(rt, kc_launch(k, f.ctx, &g, &b, NULL, 1), KC_EINVAL, KC_EARGS, "kc_launch(args NULL)");
+  kc_arg null_buf[] = {KC_ARG_BUF(NULL)};
+  KCT_STATUS(rt, KC_EARGS, kc_launch(k, f.ctx, &g, &b, null_buf, 1));
+  /* the same through the fast path, once the handle has cached code */
+  KCT_OK(rt, run(&f, k));
+  KCT_STATUS(rt, KC_EARGS, kc_launch(k, f.ctx, &g, &b, null_buf, 1));
+  expect_either(rt, kc_launch(k, f.ctx, &g, &b, NULL, 1), KC_EINVAL, KC_EARGS, "kc_launch(args NULL)");
+  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, f.ctx, &g, NULL, args, 1));
+  /* kernels */
+  KCT_STATUS(NULL, KC_EINVAL, kc_kernel_compile(NULL));
+  kc_code_info info;
+  KCT_STATUS(NULL, KC_EINVAL, kc_kernel_code(NULL, &info));
+  KCT_STATUS(rt, KC_EINVAL, kc_kernel_code(k, NULL));
+  char *src = NULL;
+  KCT_STATUS(NULL, KC_EINVAL, kc_kernel_source(NULL, &src));
+  KCT_STATUS(rt, KC_EINVAL, kc_kernel_source(k, NULL));
+
+  /* contexts and buffers */
+  KCT_STATUS(NULL, KC_EINVAL, kc_context_reset(NULL));
+  KCT_STATUS(NULL, KC_EINVAL, kc_context_finish(NULL));
+  kc_buffer *nb = (kc_buffer *)&nb;
+  KCT_STATUS(NULL, KC_EINVAL, kc_buffer_create(NULL, 16, &nb));
+  assert_null(nb);
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_create(f.ctx, 16, NULL));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_create(f.ctx, 0, &nb));
+  float tmp[4] = {0};
+  KCT_STATUS(NULL, KC_EINVAL, kc_buffer_write(NULL, 0, tmp, sizeof tmp));
+  KCT_STATUS(NULL, KC_EINVAL, kc_buffer_read(NULL, 0, tmp, sizeof tmp));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_write(f.buf, 0, NULL, sizeof tmp));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_read(f.buf, 0, NULL, sizeof tmp));
+
+  /* queries and destroys that take NULL */
+  kc_stats s;
+  memset(&s, 0xab, sizeof s);
+  kc_stats_get(NULL, &s);
+  assert_int_equal(s.compiles, 0);
+  assert_int_equal(s.world, 0);
+  kc_stats_get(rt, NULL);
+  assert_non_null(kc_errmsg(NULL));
+  assert_int_equal(kc_context_id(NULL), 0);
+  assert_int_equal(kc_buffer_size(NULL), 0);
+  assert_null(kc_runtime_backend(NULL));
+  assert_int_equal(kc_device_count(NULL), 0);
+  assert_null(kc_device_name(NULL, 0));
+  assert_null(kc_device_name(rt, -1));
+  assert_null(kc_device_name(rt, kc_device_count(rt)));
+  assert_true(kc_device_count(rt) >= 1);
+  assert_non_null(kc_device_name(rt, 0));
+  kc_options_init(NULL);
+  kc_free(NULL, NULL);
+  kc_free(rt, NULL);
+  kc_runtime_destroy(NULL);
+  kc_context_destroy(NULL);
+  kc_kernel_destroy(NULL);
+  kc_buffer_destroy(NULL);
+
+  /* everything still works */
+  KCT_OK(rt, run(&f, k));
+  expect_linear(f.out, N, 1, 1);
+  fx_close(&f);
+}
+
+/* A launch with an empty grid or block: EINVAL on the slow path; on the
+ * fast path the backend may refuse it or do nothing, but no work item may
+ * run (OpenCL must not drop an empty y or z dimension and run the rest). */
+static void test_empty_grid_runs_nothing(void **state) {
+  (void)state;
+  fixture f;
+  fx_open(&f);
+  kc_runtime *rt = f.rt;
+  kct_define(rt, "h", SRC_H1);
+  kct_define(rt, "k", SRC_K);
+  kc_kernel *k = kct_kernel(rt, "k", NULL);
+  kc_dim3 g = {N, 1, 1}, b = {1, 1, 1};
+  kc_arg args[] = {KC_ARG_BUF(f.buf)};
+  kc_dim3 zeros[] = {{0, 1, 1}, {1, 0, 1}, {1, 1, 0}};
+  float marker[N];
+  for (int i = 0; i < N; i++) marker[i] = -1.0f;
+  for (int pass = 0; pass < 2; pass++) { /* 0: nothing cached (slow path), 1: fast path */
+    if (pass == 1) KCT_OK(rt, run(&f, k));
+    KCT_OK(rt, kc_buffer_write(f.buf, 0, marker, sizeof marker));
+    for (int z = 0; z < 3; z++)
+      for (int which = 0; which < 2; which++) {
+        kc_status st = which ? kc_launch(k, f.ctx, &g, &zeros[z], args, 1)
+                             : kc_launch(k, f.ctx, &zeros[z], &b, args, 1);
+        if (pass == 0 && st != KC_EINVAL)
+          fail_msg("empty %s %d, slow path: %s, expected KC_EINVAL", which ? "block" : "grid", z,
+                   kc_status_name(st));
+        if (st != KC_OK && st != KC_EINVAL && st != KC_ELAUNCH)
+          fail_msg("empty %s %d: %s: %s", which ? "block" : "grid", z, kc_status_name(st), kc_errmsg(rt));
+        KCT_OK(rt, kc_context_finish(f.ctx));
+        KCT_OK(rt, kc_buffer_read(f.buf, 0, f.out, sizeof f.out));
+        for (int i = 0; i < N; i++)
+          if (f.out[i] != -1.0f)
+            fail_msg("empty %s {%u,%u,%u} (%s path) returned %s and ran work item %d (wrote %g)",
+                     which ? "block" : "grid", zeros[z].x, zeros[z].y, zeros[z].z, pass ? "fast" : "slow",
+                     kc_status_name(st), i, (double)f.out[i]);
+      }
+  }
+  fx_close(&f);
+}
+
+static void test_status_table(void **state) {
+  (void)state;
+  assert_string_equal(kc_status_name(KC_OK), "KC_OK");
+  assert_string_equal(kc_status_name(KC_EINVAL), "KC_EINVAL");
+  assert_string_equal(kc_status_name(KC_EBACKEND), "KC_EBACKEND");
+  assert_string_equal(kc_status_name((kc_status)999), "KC_UNKNOWN");
+  assert_string_equal(kc_status_name((kc_status)-1), "KC_UNKNOWN");
+  for (int s = 0; s < KC__STATUS_COUNT; s++) {
+    assert_non_null(kc_status_string((kc_status)s));
+    assert_true(strlen(kc_status_string((kc_status)s)) > 0);
+  }
+  assert_non_null(kc_status_string((kc_status)999));
+  assert_string_equal(kc_version(), KC_VERSION_STRING);
+  assert_int_equal(kc_version_number(), KC_VERSION_NUMBER);
+  const char *why = NULL;
+  assert_int_equal(kc_backend_available((kc_backend_kind)99, &why), 0);
+  assert_non_null(why);
+  assert_int_equal(kc_backend_available(kct_backend, NULL), 1);
+}
+
+/* A kernel with a buffer, a float and an int. */
+static const char SRC_KA[] =
+    "KC_KERNEL void ka(KC_GLOBAL float *y, float a, int n) {\n"
+    "  size_t i = kc_global_id(0);\n"
+    "  if ((int)i < n) y[i] = a;\n"
+    "}\n";
+
+static void test_wrong_arguments(void **state) {
+  (void)state;
+  fixture f;
+  fx_open(&f);
+  kc_runtime *rt = f.rt;
+  kct_define(rt, "ka", SRC_KA);
+  kc_kernel *k = kct_kernel(rt, "ka", NULL);
+  kc_context *other = kct_context(rt);
+  kc_buffer *foreign = kct_buffer(rt, other, N);
+  kc_dim3 g = {N, 1, 1}, b = {1, 1, 1};
+  float a = 2.5f;
+  double ad = 2.5;
+  int n = N;
+  int64_t n64 = N;
+
+  /* pass 0: every bad call takes the slow path (a reset empties the handle's
+   * cache); pass 1: the fast path, after a good launch cached the code */
+  for (int pass = 0; pass < 2; pass++) {
+#define BAD(args, nargs)                                                  \
+  do {                                                                    \
+    if (pass == 0) KCT_OK(rt, kc_context_reset(f.ctx));                   \
+    KCT_STATUS(rt, KC_EARGS, kc_launch(k, f.ctx, &g, &b, (args), (nargs))); \
+  } while (0)
+    if (pass == 1) {
+      kc_arg ok[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(a), KC_ARG_VAL(n)};
+      KCT_OK(rt, kc_launch(k, f.ctx, &g, &b, ok, 3));
+    }
+    kc_arg one[] = {KC_ARG_BUF(f.buf)};
+    BAD(one, 1);
+    KCT_CONTAINS(kc_errmsg(rt), "takes 3 arguments");
+    KCT_CONTAINS(kc_errmsg(rt), "1 given");
+    kc_arg four[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(a), KC_ARG_VAL(n), KC_ARG_VAL(n)};
+    BAD(four, 4);
+    KCT_CONTAINS(kc_errmsg(rt), "4 given");
+    BAD(NULL, 0);
+    KCT_CONTAINS(kc_errmsg(rt), "0 given");
+    kc_arg dbl[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(ad), KC_ARG_VAL(n)};
+    BAD(dbl, 3);
+    KCT_CONTAINS(kc_errmsg(rt), "8");
+    kc_arg wide[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(a), KC_ARG_VAL(n64)};
+    BAD(wide, 3);
+    kc_arg buf_for_scalar[] = {KC_ARG_BUF(f.buf), KC_ARG_BUF(f.buf), KC_ARG_VAL(n)};
+    BAD(buf_for_scalar, 3);
+    KCT_CONTAINS(kc_errmsg(rt), "scalar");
+    kc_arg scalar_for_buf[] = {KC_ARG_VAL(a), KC_ARG_VAL(a), KC_ARG_VAL(n)};
+    BAD(scalar_for_buf, 3);
+    KCT_CONTAINS(kc_errmsg(rt), "buffer");
+    kc_arg bad_kind[] = {KC_ARG_BUF(f.buf), {&a, sizeof a, 7u}, KC_ARG_VAL(n)};
+    BAD(bad_kind, 3);
+    kc_arg null_val[] = {KC_ARG_BUF(f.buf), {NULL, sizeof a, KC_ARG_SCALAR}, KC_ARG_VAL(n)};
+    BAD(null_val, 3);
+    kc_arg wrong_ctx[] = {KC_ARG_BUF(foreign), KC_ARG_VAL(a), KC_ARG_VAL(n)};
+    BAD(wrong_ctx, 3);
+    kc_arg too_many[KC_MAX_ARGS + 1];
+    for (int i = 0; i <= KC_MAX_ARGS; i++) too_many[i] = KC_ARG_VAL(n);
+    BAD(too_many, KC_MAX_ARGS + 1);
+#undef BAD
+  }
+
+  /* nothing was launched by the bad calls, and good ones still work */
+  kc_stats s0 = kct_stats(rt);
+  kc_arg ok[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(a), KC_ARG_VAL(n)};
+  KCT_OK(rt, kc_launch(k, f.ctx, &g, &b, ok, 3));
+  KCT_OK(rt, kc_context_finish(f.ctx));
+  KCT_OK(rt, kc_buffer_read(f.buf, 0, f.out, sizeof f.out));
+  expect_linear(f.out, N, 0, 2.5f);
+  kc_stats s1 = kct_stats(rt);
+  assert_int_equal(s1.fast_hits, s0.fast_hits + 1);
+  assert_int_equal(s1.compiles, 1);
+  fx_close(&f);
+}
+
+static void test_recursion_is_rejected(void **state) {
+  (void)state;
+  fixture f;
+  fx_open(&f);
+  kc_runtime *rt = f.rt;
+  /* mutual: kernel -> ping_fn -> pong_fn -> ping_fn */
+  kct_define(rt, "ping_fn", "KC_DEVICE float ping_fn(float x) { return x <= 0.0f ? 0.0f : pong_fn(x - 1.0f); }");
+  kct_define(rt, "pong_fn", "KC_DEVICE float pong_fn(float x) { return ping_fn(x) + 1.0f; }");
+  kct_define(rt, "km", "KC_KERNEL void km(KC_GLOBAL float *y) { y[kc_global_id(0)] = ping_fn(3.0f); }");
+  kc_kernel *km = kct_kernel(rt, "km", NULL);
+  KCT_STATUS(rt, KC_ERECURSION, run(&f, km));
+  KCT_CONTAINS(kc_errmsg(rt), "ping_fn");
+  KCT_CONTAINS(kc_errmsg(rt), "pong_fn");
+  KCT_STATUS(rt, KC_ERECURSION, kc_kernel_compile(km));
+  char *src = NULL;
+  KCT_STATUS(rt, KC_ERECURSION, kc_kernel_source(km, &src));
+  assert_null(src);
+
+  /* self */
+  kct_define(rt, "self_fn", "KC_DEVICE float self_fn(float x) { return x <= 0.0f ? 0.0f : self_fn(x - 1.0f); }");
+  kct_define(rt, "ks", "KC_KERNEL void ks(KC_GLOBAL float *y) { y[kc_global_id(0)] = self_fn(3.0f); }");
+  kc_kernel *ks = kct_kernel(rt, "ks", NULL);
+  KCT_STATUS(rt, KC_ERECURSION, run(&f, ks));
+  KCT_CONTAINS(kc_errmsg(rt), "self_fn");
+
+  /* a kernel that calls itself */
+  kct_define(rt, "kself", "KC_KERNEL void kself(KC_GLOBAL float *y) { if (y[0] > 1.0f) kself(y); }");
+  kc_kernel *kself = kct_kernel(rt, "kself", NULL);
+  KCT_STATUS(rt, KC_ERECURSION, run(&f, kself));
+  KCT_CONTAINS(kc_errmsg(rt), "kself");
+  assert_int_equal(kct_stats(rt).compiles, 0);
+
+  /* breaking the cycle makes it work */
+  kct_define(rt, "pong_fn", "KC_DEVICE float pong_fn(float x) { return x + 10.0f; }");
+  KCT_OK(rt, run(&f, km));
+  expect_linear(f.out, N, 0, 12.0f); /* ping_fn(3) = pong_fn(2) = 12 */
+  fx_close(&f);
+}
+
+static void test_undefine(void **state) {
+  (void)state;
+  fixture f;
+  fx_open(&f);
+  kc_runtime *rt = f.rt;
+  kc_world w0 = kc_world_latest(rt);
+  KCT_STATUS(rt, KC_ENOTFOUND, kc_undefine(rt, "never_defined", NULL));
+  KCT_CONTAINS(kc_errmsg(rt), "never_defined");
+  assert_int_equal(kc_world_latest(rt), w0);
+
+  kct_define(rt, "h", SRC_H1);
+  kct_define(rt, "k", SRC_K);
+  kc_kernel *k = kct_kernel(rt, "k", NULL);
+  KCT_OK(rt, run(&f, k));
+  expect_linear(f.out, N, 1, 1);
+  kc_stats s0 = kct_stats(rt);
+  kc_world w = 0;
+  KCT_OK(rt, kc_undefine(rt, "h", &w));
+  assert_int_equal(w, s0.world + 1);
+  assert_int_equal(kct_stats(rt).invalidations, s0.invalidations + 1);
+  kc_status st = run(&f, k);
+  expect_either(rt, st, KC_ENOTFOUND, KC_ECOMPILE, "launch after undefining its callee");
+  KCT_CONTAINS(kc_errmsg(rt), "h");
+  KCT_STATUS(rt, KC_ENOTFOUND, kc_undefine(rt, "h", NULL)); /* twice */
+  assert_int_equal(kc_world_latest(rt), w);
+
+  kct_define(rt, "h", SRC_H2);
+  KCT_OK(rt, run(&f, k));
+  expect_linear(f.out, N, 1, 2);
+
+  /* undefining the kernel itself */
+  KCT_OK(rt, kc_undefine(rt, "k", NULL));
+  KCT_STATUS(rt, KC_ENOTFOUND, run(&f, k));
+  KCT_CONTAINS(kc_errmsg(rt), "k");
+  fx_close(&f);
+}
+
+static void test_buffer_ranges(void **state) {
+  (void)state;
+  fixture f;
+  fx_open(&f);
+  kc_runtime *rt = f.rt;
+  const size_t size = N * sizeof(float);
+  char tmp[2 * N * sizeof(float)];
+  memset(tmp, 1, sizeof tmp);
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_write(f.buf, size - 4, tmp, 8));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_write(f.buf, 0, tmp, size + 1));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_write(f.buf, size + 1, tmp, 0));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_write(f.buf, 8, tmp, SIZE_MAX));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_read(f.buf, SIZE_MAX, tmp, 2));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_read(f.buf, 1, tmp, size));
+  KCT_CONTAINS(kc_errmsg(rt), "outside");
+  /* exactly the buffer, and empty copies at its end, are fine */
+  float pattern[N];
+  for (int i = 0; i < N; i++) pattern[i] = (float)i * 0.25f;
+  KCT_OK(rt, kc_buffer_write(f.buf, 0, pattern, size));
+  KCT_OK(rt, kc_buffer_write(f.buf, size, tmp, 0));
+  KCT_OK(rt, kc_buffer_read(f.buf, size, tmp, 0));
+  float back[N];
+  KCT_OK(rt, kc_buffer_read(f.buf, 0, back, size));
+  assert_memory_equal(back, pattern, size);
+  KCT_OK(rt, kc_buffer_read(f.buf, size - sizeof(float), back, sizeof(float)));
+  assert_true(back[0] == pattern[N - 1]);
+  fx_close(&f);
+}
+
+static void test_undefined_kernel(void **state) {
+  (void)state;
+  fixture f;
+  fx_open(&f);
+  kc_runtime *rt = f.rt;
+  kc_kernel *k = kct_kernel(rt, "nosuch", NULL); /* handles may precede definitions */
+  KCT_STATUS(rt, KC_ENOTFOUND, run(&f, k));
+  KCT_CONTAINS(kc_errmsg(rt), "nosuch");
+  KCT_STATUS(rt, KC_ENOTFOUND, kc_kernel_compile(k));
+  kc_code_info info;
+  KCT_STATUS(rt, KC_ENOTFOUND, kc_kernel_code(k, &info));
+  char *src = NULL;
+  KCT_STATUS(rt, KC_ENOTFOUND, kc_kernel_source(k, &src));
+  assert_int_equal(kct_stats(rt).compile_failures, 0);
+
+  kct_define(rt, "nosuch", "KC_KERNEL void nosuch(KC_GLOBAL float *y) { y[kc_global_id(0)] = 9.0f; }");
+  KCT_OK(rt, run(&f, k));
+  expect_linear(f.out, N, 0, 9);
+  fx_close(&f);
+}
+
+static void test_launch_on_destroyed_context(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  kct_define(rt, "h", SRC_H1);
+  kct_define(rt, "k", SRC_K);
+  kc_kernel *k = kct_kernel(rt, "k", NULL);
+  kc_context *ctx = kct_context(rt);
+  kc_dim3 one = {1, 1, 1};
+  kc_context_destroy(ctx); /* before any launch: nothing cached */
+  KCT_STATUS(rt, KC_EDESTROYED, kc_launch(k, ctx, &one, &one, NULL, 0));
+  KCT_CONTAINS(kc_errmsg(rt), "destroyed");
+  assert_int_equal(kct_stats(rt).compiles, 0);
+  kct_destroy(rt);
+}
+
+/* A context of another runtime is not a context of this one. */
+static void test_context_of_another_runtime(void **state) {
+  (void)state;
+  fixture f;
+  fx_open(&f);
+  kc_runtime *rt2 = kct_runtime(NULL);
+  kct_define(rt2, "h", SRC_H1);
+  kct_define(rt2, "k", SRC_K);
+  kc_kernel *k2 = kct_kernel(rt2, "k", NULL);
+  kc_status st = run(&f, k2);
+  if (st == KC_OK) fail_msg("a kernel of one runtime launched on a context of another");
+  kct_destroy(rt2);
+  fx_close(&f);
+}
+
+int main(int argc, char **argv) {
+  int rc = kct_main_init(argc, argv);
+  if (rc >= 0) return rc;
+  const struct CMUnitTest tests[] = {
+      KCT_TEST(test_undefined_callee_is_named_then_defined),
+      KCT_TEST(test_shadowing_a_builtin_invalidates),
+      KCT_TEST(test_shadowing_a_builtin_called_through_a_comment),
+      KCT_TEST(test_syntax_error_names_function_and_line),
+      KCT_TEST(test_compile_failure_is_cached),
+      KCT_TEST(test_invalid_names),
+      KCT_TEST(test_null_pointers_are_errors),
+      KCT_TEST(test_empty_grid_runs_nothing),
+      KCT_TEST(test_status_table),
+      KCT_TEST(test_wrong_arguments),
+      KCT_TEST(test_recursion_is_rejected),
+      KCT_TEST(test_undefine),
+      KCT_TEST(test_buffer_ranges),
+      KCT_TEST(test_undefined_kernel),
+      KCT_TEST(test_launch_on_destroyed_context),
+      KCT_TEST(test_context_of_another_runtime),
+  };
+  return KCT_RUN(tests);
+}
