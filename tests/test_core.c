@@ -236,7 +236,40 @@ static void test_kernel_redefinition_recompiles_it(void **state) {
   kc_code_info c1 = kct_code(f.rt, k);
   assert_int_not_equal(c1.id, c0.id);
   assert_int_equal(c1.min_world, s1.world);
+
+  /* a new signature: the cached launch with the old arguments is refused,
+   * the new ones work */
+  kct_define(f.rt, "k",
+             "KC_KERNEL void k(KC_GLOBAL float *y, float a) {\n"
+             "  size_t i = kc_global_id(0);\n"
+             "  y[i] = a * h((float)i);\n"
+             "}\n");
+  kc_dim3 grid = {N, 1, 1}, block = {1, 1, 1};
+  kc_arg old_args[] = {KC_ARG_BUF(f.buf)};
+  KCT_STATUS(f.rt, KC_EARGS, kc_launch(k, f.ctx, &grid, &block, old_args, 1));
+  float a = 3.0f;
+  kc_arg new_args[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(a)};
+  KCT_OK(f.rt, kc_launch(k, f.ctx, &grid, &block, new_args, 2));
+  KCT_OK(f.rt, kc_context_finish(f.ctx));
+  KCT_OK(f.rt, kc_buffer_read(f.buf, 0, f.out, sizeof f.out));
+  expect_linear(f.out, N, 3, 3);
+  assert_int_equal(kct_stats(f.rt).compiles, s1.compiles + 1);
   fx_close(&f);
+}
+
+/* Compile options reach the compiler: -D works on every backend. */
+static void test_compile_options(void **state) {
+  (void)state;
+  kc_options opt;
+  kc_options_init(&opt);
+  opt.compile_options = "-DEXTRA_VALUE=5";
+  kc_runtime *rt = kct_runtime(&opt);
+  kc_context *ctx = kct_context(rt);
+  kc_buffer *buf = kct_buffer(rt, ctx, 1);
+  kct_define(rt, "ke", "KC_KERNEL void ke(KC_GLOBAL float *y) { y[kc_global_id(0)] = (float)EXTRA_VALUE; }");
+  kc_kernel *k = kct_kernel(rt, "ke", NULL);
+  assert_true(kct_run_ok(rt, k, ctx, buf, 1, NULL) == 5.0f);
+  kct_destroy(rt);
 }
 
 /* ---------------------------------------------------------- scenario 5 */
@@ -272,7 +305,15 @@ static void test_pinned_world_keeps_old_code(void **state) {
   run_expect(&f, kt, 10, 10); /* never compiled before: from h1, as of the pin */
   assert_int_equal(kct_stats(f.rt).compiles, s0.compiles + 1);
   assert_int_equal(kct_code(f.rt, kt).max_world, pinned);
+  char *src = NULL; /* the source as of the pinned world */
+  KCT_OK(f.rt, kc_kernel_source(k, &src));
+  KCT_CONTAINS(src, SRC_H1);
+  if (strstr(src, SRC_H2)) fail_msg("the pinned world's source has the new h:\n%s", src);
+  kc_free(f.rt, src);
   KCT_OK(f.rt, kc_unpin(f.rt));
+  KCT_OK(f.rt, kc_kernel_source(k, &src));
+  KCT_CONTAINS(src, SRC_H2);
+  kc_free(f.rt, src);
 
   assert_int_equal(kc_world_current(f.rt), w);
   run_expect(&f, k, 1, 2);
@@ -659,6 +700,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_unrelated_definition_revalidates),
       KCT_TEST(test_callee_redefinition_recompiles_dependents_only),
       KCT_TEST(test_kernel_redefinition_recompiles_it),
+      KCT_TEST(test_compile_options),
       KCT_TEST(test_pinned_world_keeps_old_code),
       KCT_TEST(test_pins_nest),
       KCT_TEST(test_specializations),
