@@ -228,8 +228,9 @@ typedef struct kc_arg {
 #define KC_MAX_ARGS 32
 
 /* Launches k on ctx with `grid` groups of `block` work items each (CUDA's
- * grid and block; OpenCL's global size is grid*block). The number, kinds and
- * scalar sizes of args must match the kernel's parameters (KC_EARGS).
+ * grid and block; OpenCL's global size is grid*block). Every dimension
+ * must be at least 1 (KC_EINVAL). The number, kinds and scalar sizes of args must match the kernel's
+ * parameters (KC_EARGS).
  *
  * The cached path (same context, same world, same generation as the handle's
  * previous launch there) takes no lock, allocates nothing and hashes nothing.

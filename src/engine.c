@@ -170,9 +170,11 @@ static void free_ci(kc_runtime *rt, kc__ci *ci) {
 }
 
 static void context_teardown(kc_context *ctx);
+static void drop_own_pin(const kc_runtime *rt);
 
 void kc_runtime_destroy(kc_runtime *rt) {
   if (!rt) return;
+  drop_own_pin(rt); /* the caller's own pin dies with it */
   for (kc_context *c = rt->contexts, *next; c; c = next) {
     next = c->next;
     if (kc__load_relaxed(&c->alive)) context_teardown(c);
@@ -232,12 +234,32 @@ const char *kc_device_name(const kc_runtime *rt, int index) {
  * is built with the initial-exec TLS model, so this is one %fs load. */
 static _Thread_local struct {
   const kc_runtime *rt; /* the runtime pinned, NULL if none */
+  uint64_t rt_id;       /* its id: memory can be reused by a new runtime */
   kc_world world;
   uint32_t depth;
 } kc__pin;
 
+/* Whether this thread's pin is on rt. The fast path compares the pointer
+ * only; a match (rare: pinned threads) is confirmed here against the id, so
+ * a pin left on a destroyed runtime never applies to a new one at the same
+ * address. */
+static KC__NOINLINE bool pinned_on(const kc_runtime *rt) {
+  if (kc__pin.rt != rt) return false;
+  if (kc__pin.rt_id == rt->id) return true;
+  kc__pin.rt = NULL; /* stale: the runtime it pinned is gone */
+  kc__pin.depth = 0;
+  return false;
+}
+
+static void drop_own_pin(const kc_runtime *rt) {
+  if (kc__pin.rt == rt) {
+    kc__pin.rt = NULL;
+    kc__pin.depth = 0;
+  }
+}
+
 static inline kc_world caller_world(const kc_runtime *rt) {
-  if (KC__UNLIKELY(kc__pin.rt == rt)) return kc__pin.world;
+  if (KC__UNLIKELY(kc__pin.rt == rt) && pinned_on(rt)) return kc__pin.world;
   return kc__load_acquire(&rt->world);
 }
 
@@ -247,12 +269,13 @@ kc_world kc_world_current(const kc_runtime *rt) { return rt ? caller_world(rt) :
 
 kc_status kc_pin(kc_runtime *rt, kc_world *pinned) {
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_pin: runtime is NULL");
-  if (kc__pin.depth && kc__pin.rt != rt)
+  if (kc__pin.depth && !pinned_on(rt) && kc__pin.depth)
     return kc__err(rt, KC_EBUSY, "kc_pin: this thread already pinned another runtime");
   if (kc__pin.depth == UINT32_MAX) return kc__err(rt, KC_EBUSY, "kc_pin: nested too deeply");
   if (!kc__pin.depth) {
     kc__pin.world = kc__load_acquire(&rt->world);
     kc__pin.rt = rt;
+    kc__pin.rt_id = rt->id;
   }
   kc__pin.depth++;
   if (pinned) *pinned = kc__pin.world;
@@ -261,7 +284,7 @@ kc_status kc_pin(kc_runtime *rt, kc_world *pinned) {
 
 kc_status kc_unpin(kc_runtime *rt) {
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_unpin: runtime is NULL");
-  if (!kc__pin.depth || kc__pin.rt != rt)
+  if (!kc__pin.depth || !pinned_on(rt))
     return kc__err(rt, KC_EBUSY, "kc_unpin: this thread holds no pin on this runtime");
   if (--kc__pin.depth == 0) kc__pin.rt = NULL;
   return KC_OK;
@@ -669,6 +692,7 @@ static kc_status ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
     atomic_init(&l->link_key, 0);
   }
   l->ci = ci;
+  l->rt = rt;
   l->bctx = ctx->bctx;
   l->nargs = ci->nparams;
   l->sig = ci->sig;
@@ -824,6 +848,11 @@ static KC__COLD kc_status bad_args(kc__linked *l, kc_context *ctx, const kc_arg 
 
 kc__linked kc__no_linked;
 
+kc_status kc__launch_empty(const kc__linked *l) {
+  return kc__err(l->rt, KC_EINVAL, "kc_launch of '%s': grid and block dimensions must be at least 1",
+                 l->ci->spec->name);
+}
+
 /* Checks the arguments against the kernel's parameters while packing them
  * for the backend, then launches. Hot, but out of line so that launches
  * without arguments need no stack frame at all. */
@@ -908,7 +937,8 @@ kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc
     kc__linked *l = kc__load_relaxed(&k->slots[key & (KC__HSLOTS - 1)]);
     if (KC__LIKELY(kc__load_acquire(&l->link_key) == key)) {
       const kc_runtime *rt = k->rt;
-      if (KC__UNLIKELY(kc__pin.rt == rt)) return launch_pinned(k, l, ctx, grid, block, args, nargs);
+      if (KC__UNLIKELY(kc__pin.rt == rt) && pinned_on(rt))
+        return launch_pinned(k, l, ctx, grid, block, args, nargs);
       /* Unpinned, the caller's world is the latest, and no code instance
        * starts after the latest world: only the end of the range matters. */
       if (KC__LIKELY(kc__load_acquire(&rt->world) <= kc__load_relaxed(&l->ci->max_world)))

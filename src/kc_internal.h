@@ -214,10 +214,15 @@ struct kc__linked {
   void *module;         /* backend module handle */
   void *extra;          /* backend-owned */
   kc__ci *ci;
+  kc_runtime *rt;
   uint32_t nargs;
   const uint64_t *sig;
   kc__linked *next_in_bucket; /* context's table, or the spec's free list */
 };
+
+/* For backends: a launch with a zero grid or block dimension (KC_EINVAL
+ * with the message every path gives). Cold. */
+kc_status kc__launch_empty(const kc__linked *l) KC__COLD;
 
 /* The slots of a new handle point here: link key 0 never matches. */
 extern kc__linked kc__no_linked;

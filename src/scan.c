@@ -95,9 +95,22 @@ void kc__scan_idents(const char *text, size_t len, kc__ident_fn fn, void *ud) {
     if (is_id_start(c)) {
       size_t s = i;
       while (i < len && is_id_char((unsigned char)text[i])) i++;
+      /* call position: the next token is '(', with whitespace and comments
+       * allowed in between, as C allows */
       size_t j = i;
-      while (j < len && (text[j] == ' ' || text[j] == '\t' || text[j] == '\n' || text[j] == '\r'))
-        j++;
+      for (;;) {
+        while (j < len && (text[j] == ' ' || text[j] == '\t' || text[j] == '\n' || text[j] == '\r'))
+          j++;
+        if (j + 1 < len && text[j] == '/' && text[j + 1] == '*') {
+          j += 2;
+          while (j + 1 < len && !(text[j] == '*' && text[j + 1] == '/')) j++;
+          j = j + 2 <= len ? j + 2 : len;
+        } else if (j + 1 < len && text[j] == '/' && text[j + 1] == '/') {
+          while (j < len && text[j] != '\n') j++;
+        } else {
+          break;
+        }
+      }
       kc__ident id = {text + s, (uint32_t)(i - s), j < len && text[j] == '('};
       if (!fn(ud, &id)) return;
       continue;

@@ -776,6 +776,8 @@ static kc_status kc__cu_launch(kc__linked *l, void **argv, const kc_dim3 *grid,
                                        block->y, block->z, 0, c->stream, argv, NULL);
     if (KC__LIKELY(r == KC__CUDA_SUCCESS))
       return KC_OK;
+    if (!grid->x || !grid->y || !grid->z || !block->x || !block->y || !block->z)
+      return kc__launch_empty(l);
     return kc__cu_launch_slow(l, argv, grid, block, true, r);
   }
   return kc__cu_launch_slow(l, argv, grid, block, false, KC__CUDA_SUCCESS);

@@ -50,6 +50,8 @@ static const char host_prelude[] =
     "#include <stdbool.h>\n"
     "#include <math.h>\n"
     "#define KC_BACKEND_HOST 1\n"
+    "/* set by kcache when it loads the object: reports an empty grid */\n"
+    "__attribute__((visibility(\"default\"))) int (*kc__on_empty)(void *);\n"
     "#define KC_KERNEL static\n"
     "#define KC_DEVICE static\n"
     "#define KC_GLOBAL\n"
@@ -269,7 +271,8 @@ static kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
   kc__sb_puts(out,
               "__attribute__((visibility(\"default\"))) int kc__run(void *kc__l, void *const *kc__a, "
               "const unsigned *kc__g, const unsigned *kc__b) {\n"
-              "  (void)kc__l;\n"
+              "  if (!(kc__g[0] && kc__g[1] && kc__g[2] && kc__b[0] && kc__b[1] && kc__b[2]))\n"
+              "    return kc__on_empty ? kc__on_empty(kc__l) : 1;\n"
               "  struct kc__item *kc__i = &kc__it;\n"
               "  for (int d = 0; d < 3; d++) { kc__i->lsz[d] = kc__b[d]; kc__i->ngrp[d] = kc__g[d]; }\n"
               "  (void)kc__a;\n"
@@ -402,6 +405,8 @@ static kc_status host_link(void *bctx, const kc__ci *ci, kc__linked *l) {
     dlclose(h);
     return kc__err(rt, KC_ELINK, "loading '%s' failed: no kc__run in the object", ci->spec->name);
   }
+  int (**on_empty)(const kc__linked *) = dlsym(h, "kc__on_empty");
+  if (on_empty) *on_empty = (int (*)(const kc__linked *))kc__launch_empty;
   l->module = h;
   l->fn = fn;
   l->launch = (kc__launch_fn)fn; /* kc_status is an int-sized enum */
