@@ -26,10 +26,6 @@ int kct_main_init(int argc, char **argv) {
     }
   }
   if (!want || !*want) want = "host";
-  /* The counters these tests check (compiles, links) are about one process;
-   * a persistent artifact store shared between runs would turn compiles into
-   * disk hits. Tests of the store set their own directory. */
-  setenv("KC_CACHE_DISABLE", "1", 1);
   size_t i = 0, n = sizeof kct_backends / sizeof *kct_backends;
   while (i < n && strcmp(kct_backends[i].name, want)) i++;
   if (i == n) {
@@ -46,6 +42,8 @@ int kct_main_init(int argc, char **argv) {
   }
   return -1;
 }
+
+void kct_memory_only(void) { setenv("KC_CACHE_DISABLE", "1", 1); }
 
 const char *kct_group_name(const char *what) {
   static char name[128];
@@ -178,11 +176,6 @@ float kct_run_ok(kc_runtime *rt, kc_kernel *k, kc_context *ctx, kc_buffer *b, ui
   }
   KCT_OK(rt, kct_run(k, ctx, b, n, out));
   return out[0];
-}
-
-void kct_all_equal(const float *out, uint32_t n, float want) {
-  for (uint32_t i = 0; i < n; i++)
-    if (out[i] != want) fail_msg("element %u is %g, expected %g", i, (double)out[i], (double)want);
 }
 
 kc_code_info kct_code(kc_runtime *rt, kc_kernel *k) {

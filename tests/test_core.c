@@ -694,6 +694,7 @@ static void test_cached_launch_allocates_nothing(void **state) {
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
+  kct_memory_only();
   const struct CMUnitTest tests[] = {
       KCT_TEST(test_first_launch_compiles_once),
       KCT_TEST(test_second_handle_shares_code),

@@ -124,6 +124,7 @@ static void test_errors_name_the_function(void **state) {
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv); /* the host backend: for the runtime only */
   if (rc >= 0) return rc;
+  kct_memory_only();
   const char *why = kc__cuda_nvrtc_unavailable();
   if (why) {
     printf("SKIPPED: NVRTC unavailable: %s\n", why);

@@ -312,6 +312,7 @@ static void test_scalar_sizes(void **state) {
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
+  kct_memory_only();
   kc_options opt;
   kc_options_init(&opt);
   opt.backend = kct_backend;

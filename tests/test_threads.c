@@ -496,96 +496,132 @@ static void test_error_messages_are_per_thread(void **state) {
  * a pin when its runtime is destroyed must not find itself pinned to a new
  * runtime that happens to get the same memory (runtime ids are never
  * reused; addresses are). The allocator below hands the first runtime's
- * block to the second one. Runs in its own thread, whose pin dies with it. */
+ * block to the second one. The pin is held by the destroying thread itself,
+ * or by another thread; each case runs in threads of its own, whose pins die
+ * with them. */
 
 typedef struct reuse_alloc {
+  pthread_mutex_t lock;
   size_t first_size; /* the first allocation: the kc_runtime struct */
   void *first, *stash;
 } reuse_alloc;
 
 static void *reuse_alloc_fn(void *ud, void *p, size_t n) {
   reuse_alloc *ra = ud;
+  void *q = NULL;
+  pthread_mutex_lock(&ra->lock);
   if (n == 0) {
-    if (p && p == ra->first && !ra->stash) {
-      ra->stash = p; /* keep it for the next runtime */
-      return NULL;
+    if (p && p == ra->first && !ra->stash) ra->stash = p; /* kept for the next runtime */
+    else free(p);
+  } else if (!p && ra->stash && n == ra->first_size) {
+    q = ra->stash;
+    ra->stash = ra->first = NULL;
+  } else {
+    q = realloc(p, n);
+    if (!p && !ra->first_size) {
+      ra->first_size = n;
+      ra->first = q;
     }
-    free(p);
-    return NULL;
   }
-  if (!p && ra->stash && n == ra->first_size) {
-    void *q = ra->stash;
-    ra->stash = NULL;
-    ra->first = NULL;
-    return q;
-  }
-  void *q = realloc(p, n);
-  if (!p && !ra->first_size) {
-    ra->first_size = n;
-    ra->first = q;
-  }
+  pthread_mutex_unlock(&ra->lock);
   return q;
 }
 
 typedef struct reuse_ctx {
+  bool other_thread; /* the pin is held by the second thread, not the destroying one */
+  reuse_alloc ra;
+  kc_runtime *rt1, *rt2;
+  pthread_barrier_t bar;
   report r;
-  bool same_address;
   kc_world pinned_old, latest_new, current_new, pinned_new;
 } reuse_ctx;
 
-static void *reuse_thread(void *arg) {
+/* The pinning thread: pins rt1, and after rt1 was destroyed and rt2 made
+ * (by itself or by the other thread), looks at rt2. */
+static void *reuse_pinner(void *arg) {
   reuse_ctx *c = arg;
-  reuse_alloc ra = {0};
+  if (kc_pin(c->rt1, &c->pinned_old)) report_fail(&c->r, "kc_pin: %s", kc_errmsg(c->rt1));
+  if (c->other_thread) {
+    pthread_barrier_wait(&c->bar); /* 1: pinned */
+    pthread_barrier_wait(&c->bar); /* 2: rt1 destroyed, rt2 made */
+  } else {
+    kc_runtime_destroy(c->rt1); /* still pinned */
+    kc_options opt;
+    kc_options_init(&opt);
+    opt.backend = kct_backend;
+    opt.alloc = reuse_alloc_fn;
+    opt.alloc_ud = &c->ra;
+    if (kc_runtime_create(&opt, &c->rt2)) {
+      report_fail(&c->r, "kc_runtime_create: %s", kc_errmsg(NULL));
+      return NULL;
+    }
+  }
+  c->latest_new = kc_world_latest(c->rt2);
+  c->current_new = kc_world_current(c->rt2);
+  kc_status st = kc_pin(c->rt2, &c->pinned_new);
+  if (st) report_fail(&c->r, "kc_pin(new runtime): %s: %s", kc_status_name(st), kc_errmsg(c->rt2));
+  else if ((st = kc_unpin(c->rt2)))
+    report_fail(&c->r, "kc_unpin(new runtime): %s: %s", kc_status_name(st), kc_errmsg(c->rt2));
+  if (kc_unpin(c->rt2) != KC_EBUSY) report_fail(&c->r, "a second kc_unpin did not fail");
+  return NULL;
+}
+
+static void pin_over_reused_memory(bool other_thread) {
+  reuse_ctx *c = kct_calloc(sizeof *c);
+  c->other_thread = other_thread;
+  pthread_mutex_init(&c->ra.lock, NULL);
+  pthread_barrier_init(&c->bar, NULL, 2);
   kc_options opt;
   kc_options_init(&opt);
   opt.backend = kct_backend;
   opt.alloc = reuse_alloc_fn;
-  opt.alloc_ud = &ra;
-  kc_runtime *rt1 = NULL, *rt2 = NULL;
-  if (kc_runtime_create(&opt, &rt1)) {
-    report_fail(&c->r, "kc_runtime_create: %s", kc_errmsg(NULL));
-    return NULL;
-  }
+  opt.alloc_ud = &c->ra;
+  if (kc_runtime_create(&opt, &c->rt1)) fail_msg("kc_runtime_create: %s", kc_errmsg(NULL));
+  kc_runtime *rt1 = c->rt1;
   for (int i = 0; i < 5; i++) { /* move rt1 to world 6 */
     char src[128];
     snprintf(src, sizeof src, "KC_DEVICE float u(float x) { return x + %d.0f; }", i);
-    if (kc_define(rt1, "u", src, NULL)) report_fail(&c->r, "kc_define: %s", kc_errmsg(rt1));
+    KCT_OK(rt1, kc_define(rt1, "u", src, NULL));
   }
-  if (kc_pin(rt1, &c->pinned_old)) report_fail(&c->r, "kc_pin: %s", kc_errmsg(rt1));
-  kc_runtime_destroy(rt1); /* still pinned */
-  if (kc_runtime_create(&opt, &rt2)) {
-    report_fail(&c->r, "kc_runtime_create: %s", kc_errmsg(NULL));
-    free(ra.stash);
-    return NULL;
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, reuse_pinner, c), 0);
+  if (other_thread) {
+    pthread_barrier_wait(&c->bar); /* 1 */
+    kc_runtime_destroy(c->rt1);
+    kc_runtime *rt2 = NULL;
+    kc_status st = kc_runtime_create(&opt, &rt2);
+    c->rt2 = rt2;
+    pthread_barrier_wait(&c->bar); /* 2 */
+    if (st) fail_msg("kc_runtime_create: %s", kc_errmsg(NULL));
   }
-  c->same_address = rt2 == rt1;
-  c->latest_new = kc_world_latest(rt2);
-  c->current_new = kc_world_current(rt2);
-  kc_status st = kc_pin(rt2, &c->pinned_new);
-  if (st) report_fail(&c->r, "kc_pin(new runtime): %s: %s", kc_status_name(st), kc_errmsg(rt2));
-  else kc_unpin(rt2);
-  kc_runtime_destroy(rt2);
-  free(ra.stash);
-  return NULL;
+  join_all(&t, 1);
+  pthread_barrier_destroy(&c->bar);
+  kc_runtime_destroy(c->rt2);
+  free(c->ra.stash);
+  pthread_mutex_destroy(&c->ra.lock);
+  check_report("pinning thread", &c->r);
+  assert_int_equal(c->pinned_old, 6);
+  if (c->rt2 != rt1) print_message("the second runtime did not reuse the first one's memory\n");
+  assert_int_equal(c->latest_new, 1);
+  assert_int_equal(c->current_new, c->latest_new); /* not the destroyed runtime's pinned world */
+  assert_int_equal(c->pinned_new, c->latest_new);
+  kct_free(c);
 }
 
 static void test_pin_does_not_carry_over_to_a_new_runtime(void **state) {
   (void)state;
-  reuse_ctx c = {0};
-  pthread_t t;
-  assert_int_equal(pthread_create(&t, NULL, reuse_thread, &c), 0);
-  join_all(&t, 1);
-  check_report("thread", &c.r);
-  assert_int_equal(c.pinned_old, 6);
-  if (!c.same_address) print_message("the second runtime did not reuse the first one's memory\n");
-  assert_int_equal(c.latest_new, 1);
-  assert_int_equal(c.current_new, c.latest_new); /* not the destroyed runtime's pinned world */
-  assert_int_equal(c.pinned_new, c.latest_new);
+  pin_over_reused_memory(false);
+}
+
+static void test_pin_of_another_thread_does_not_carry_over(void **state) {
+  (void)state;
+  pin_over_reused_memory(true);
 }
 
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
+  kct_memory_only();
   const struct CMUnitTest tests[] = {
       KCT_TEST(test_pinned_thread_keeps_old_world),
       KCT_TEST(test_single_flight_shared_handle),
@@ -594,6 +630,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_concurrent_launches_with_different_arguments),
       KCT_TEST(test_error_messages_are_per_thread),
       KCT_TEST(test_pin_does_not_carry_over_to_a_new_runtime),
+      KCT_TEST(test_pin_of_another_thread_does_not_carry_over),
   };
   return KCT_RUN(tests);
 }
