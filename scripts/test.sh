@@ -33,7 +33,7 @@ run_suite() {
   total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$line")
   local fail
   fail=$(sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/' <<<"$line")
-  skip=$(grep -cE '\(Skipped\)$|\*\*\*Skipped' "$log" || true)
+  skip=$(grep -cE '^[[:space:]]+[0-9]+ - .* \(Skipped\)$' "$log" || true)
   pass=$((total - fail - skip))
   total_pass=$((total_pass + pass)) total_fail=$((total_fail + fail)) total_skip=$((total_skip + skip))
   ((fail == 0 && rc == 0)) || failed_suites+=("$name")
