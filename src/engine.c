@@ -418,9 +418,22 @@ static kc_status prepare(kc_runtime *rt, kc__spec *spec, kc_world w, kc__closure
  * the same sources are visible (a syntax error is; a timeout is not). */
 static bool failure_is_deterministic(kc_status st) { return st == KC_ECOMPILE || st == KC_ENOTFOUND; }
 
+/* Drops the private prefix that helpers get in the translation unit
+ * ("kc__u_h" -> "h"), so that compiler messages name the user's functions. */
+static void unmangle(char *log) {
+  static const char prefix[] = "kc__u_";
+  char *out = log;
+  for (const char *in = log; *in;) {
+    if (!strncmp(in, prefix, sizeof prefix - 1)) in += sizeof prefix - 1;
+    else *out++ = *in++;
+  }
+  *out = 0;
+}
+
 /* Names an undefined function that the compiler complained about. */
 static kc_status explain_failure(kc_runtime *rt, const kc__spec *spec, const kc__closure *c,
-                                 kc_status st, const char *log) {
+                                 kc_status st, char *log) {
+  if (log) unmangle(log);
   const char *missing = NULL;
   for (uint32_t i = 0; i < c->nedges && log; i++)
     if (!c->edges[i].def && strstr(log, c->edges[i].binding->name)) {
@@ -941,7 +954,8 @@ kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc
         return launch_pinned(k, l, ctx, grid, block, args, nargs);
       /* Unpinned, the caller's world is the latest, and no code instance
        * starts after the latest world: only the end of the range matters. */
-      if (KC__LIKELY(kc__load_acquire(&rt->world) <= kc__load_relaxed(&l->ci->max_world)))
+      kc_world w = kc__load_acquire(&rt->world); /* before max_world: see table.c */
+      if (KC__LIKELY(w <= kc__load_relaxed(&l->ci->max_world)))
         return launch_hit(k, l, ctx, grid, block, args, nargs);
     }
   }
