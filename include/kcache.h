@@ -116,6 +116,10 @@ typedef struct kc_options {
   const char *device_name;
   kc_alloc_fn alloc; /* NULL: malloc/realloc/free */
   void *alloc_ud;
+  /* The disk cache (see "disk cache" below). */
+  uint64_t cache_max_size;        /* bytes; 0: $KC_CACHE_MAXSIZE, else 1 GiB */
+  uint32_t cache_lock_timeout_ms; /* 0: $KC_CACHE_LOCK_TIMEOUT (seconds), else 60 s */
+  int cache_disable;              /* nonzero: no disk cache, whatever the environment says */
 } kc_options;
 
 /* Fills *opt with the defaults. */
@@ -264,6 +268,15 @@ typedef struct kc_stats {
   uint64_t code_instances;  /* code instances alive */
   kc_world world;           /* latest world */
   uint64_t compile_ns;      /* total time spent in backend compiles */
+  /* The disk cache (all 0 when it is off). It is asked only when no code
+   * instance in memory serves the world, so a disk hit is a compile saved. */
+  uint64_t disk_hits;           /* code instances loaded from disk instead of compiled */
+  uint64_t disk_misses;         /* lookups that found no usable entry (a compile followed) */
+  uint64_t disk_writes;         /* entries written */
+  uint64_t disk_evictions;      /* entries this runtime evicted to keep the size bound */
+  uint64_t disk_repairs;        /* damaged or unloadable entries found (removed, recompiled) */
+  uint64_t disk_write_failures; /* failed writes; the first makes the cache read-only for rt */
+  uint64_t disk_lock_timeouts;  /* waits for another process's compile that gave up */
 } kc_stats;
 
 /* A snapshot of the runtime's counters (fast_hits: exact when each handle is
@@ -293,6 +306,59 @@ kc_status kc_kernel_code(kc_kernel *k, kc_code_info *out);
 
 /* Frees memory returned by kc_kernel_source. */
 void kc_free(kc_runtime *rt, void *p);
+
+/* ------------------------------------------------------------- disk cache */
+
+/*
+ * Compiled code also goes to a persistent store on disk, shared by every
+ * thread and process that uses the same directory, so that a new process
+ * does not compile again what was compiled before.
+ *
+ * Where: kc_options.cache_dir, else $KC_CACHE_DIR, else $XDG_CACHE_HOME/kcache,
+ * else $HOME/.cache/kcache. Off: KC_CACHE_DISABLE=1 (any value but "" and
+ * "0") or kc_options.cache_disable; the environment variable wins over
+ * cache_dir.
+ *
+ * What: an entry is found by a 128-bit hash (XXH3-128) of everything that
+ * changes the compiled output: the text of every definition in the kernel's
+ * closure (by name, in name order), the specialization parameters, the
+ * entry name, the backend and its compiler and device identity (compiler
+ * path and version, OpenCL platform, device and driver, NVRTC version and
+ * architecture), the compile options, the generated translation unit, and
+ * the store's format and kcache's version. World numbers never enter it.
+ *
+ * When: only when no code instance in memory serves the caller's world.
+ * A hit creates the code instance without running the compiler; a stored
+ * artifact is used only after the backend has loaded it once. A miss
+ * compiles and writes the entry (temp file, fsync, rename).
+ *
+ * Many processes: while one process compiles a kernel, the others that need
+ * the same kernel wait (a lock per entry, released by the operating system
+ * if the holder dies) and then read what it wrote; a waiter gives up after
+ * kc_options.cache_lock_timeout_ms, else $KC_CACHE_LOCK_TIMEOUT seconds,
+ * else 60 s, and compiles itself.
+ *
+ * Size: kc_options.cache_max_size, else $KC_CACHE_MAXSIZE ("500M", "2G", or
+ * bytes), else 1 GiB. The thread whose write takes the store past the bound
+ * evicts the least recently used entries (down to 90%); a cached launch
+ * never does.
+ *
+ * Failures are never the caller's: a damaged entry (truncated, corrupted,
+ * another format, another key) or one the backend refuses to load is a
+ * miss: it is removed, compiled again and written again (disk_repairs). A
+ * directory that cannot be created or written (read-only, full, no
+ * permission) leaves the runtime with memory only and one warning on
+ * stderr; entries that can be read are still used.
+ *
+ * The `kcache` command lists, shows, verifies, explains and trims a store.
+ */
+
+/* The directory of rt's disk cache, or NULL when it has none (off, or the
+ * directory could not be used). Valid as long as rt. */
+const char *kc_cache_dir(const kc_runtime *rt);
+/* 1 if rt still writes to its disk cache; 0 if it has none or only reads
+ * it (after a failed write). */
+int kc_cache_writable(const kc_runtime *rt);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
  */
 
 #include "kc_internal.h"
+#include "store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,6 +156,7 @@ kc_status kc_runtime_create(const kc_options *user_opt, kc_runtime **out) {
     alloc(opt.alloc_ud, rt, 0);
     return st;
   }
+  kc__store_open(rt); /* never fails: without a disk cache, code stays in memory */
   *out = rt;
   return KC_OK;
 }
@@ -205,6 +207,7 @@ void kc_runtime_destroy(kc_runtime *rt) {
     }
   kc__free(rt, rt->specs);
   kc__table_free(rt);
+  kc__store_close(rt);
   rt->be->close(rt->bstate);
   kc__mutex_destroy(&rt->world_lock);
   kc__mutex_destroy(&rt->spec_lock);
@@ -498,10 +501,17 @@ static KC__NOINLINE kc_status ci_get(kc_runtime *rt, kc__spec *spec, kc_world w,
       kc__sb log;
       kc__sb_init(&log, rt);
       kc__tu tu = {spec->name, text, len, params, nparams, spec};
-      uint64_t t0 = kc__now_ns();
-      st = rt->be->compile(rt->bstate, &tu, &ci->artifact, &ci->artifact_size, sig, &log);
-      ci->compile_ns = kc__now_ns() - t0;
-      kc__fetch_add_relaxed(&rt->compile_ns, ci->compile_ns);
+      /* The disk cache: a hit fills the artifact and sig without compiling;
+       * a miss may hold the entry's cross-process lock until finish. */
+      kc__store_txn txn;
+      bool from_disk = kc__store_fetch(rt, ci, &c, &txn);
+      if (!from_disk) {
+        uint64_t t0 = kc__now_ns();
+        st = rt->be->compile(rt->bstate, &tu, &ci->artifact, &ci->artifact_size, sig, &log);
+        ci->compile_ns = kc__now_ns() - t0;
+        kc__fetch_add_relaxed(&rt->compile_ns, ci->compile_ns);
+        kc__store_finish(rt, &txn, st, ci, &log);
+      }
       if (st) {
         kc__fetch_add_relaxed(&rt->n_compile_failures, 1);
         st = explain_failure(rt, spec, &c, st, log.buf);
@@ -515,7 +525,7 @@ static KC__NOINLINE kc_status ci_get(kc_runtime *rt, kc__spec *spec, kc_world w,
         }
         ci->status = st; /* remembered: the same sources fail the same way */
       } else {
-        kc__fetch_add_relaxed(&rt->n_compiles, 1);
+        if (!from_disk) kc__fetch_add_relaxed(&rt->n_compiles, 1);
         kc__sb_free(&log);
       }
       c.edges = NULL; /* now owned by ci */
@@ -1048,6 +1058,7 @@ void kc_stats_get(kc_runtime *rt, kc_stats *out) {
   out->code_instances = kc__load_relaxed(&rt->n_cis);
   out->compile_ns = kc__load_relaxed(&rt->compile_ns);
   out->world = kc__load_acquire(&rt->world);
+  kc__store_stats(rt, out);
   kc__lock(&rt->kernels_lock);
   out->fast_hits = rt->dead_kernel_hits;
   for (kc_kernel *k = rt->kernels; k; k = k->next) out->fast_hits += kc__load_relaxed(&k->fast_hits);

@@ -364,6 +364,7 @@ struct kc_runtime {
 
   _Atomic uint64_t n_compiles, n_compile_failures, n_links, n_slow, n_invalidations, n_defines,
       n_cis, compile_ns;
+  struct kc__store *store; /* the disk cache (store.c); NULL when there is none */
 };
 
 /* Allocates a process-wide unique id (contexts, code instances, runtimes). */

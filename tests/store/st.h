@@ -1,0 +1,75 @@
+/*
+ * st.h -- what the disk cache's tests share: a private cache directory per
+ * test, runtimes on it, a kernel to run without cmocka (so that forked
+ * children and threads can use it), corrupting entry files, and a compiler
+ * wrapper that can pause and count compiles.
+ */
+#ifndef KC_ST_H
+#define KC_ST_H
+
+#include "kc_test.h"
+#include "store.h"
+
+#include <sys/types.h>
+
+/* The test kernel: y[i] = 3 i + 1 (+ V when the spec has a parameter V). */
+extern const char st_h_src[];
+extern const char st_k_src[];
+extern const char st_kv_src[]; /* "kv", uses the parameter V */
+
+/* The host compiler for tests: tcc when there is one (fast), else cc. */
+const char *st_cc(void);
+
+/* A fresh directory under $TMPDIR (the test fails if it cannot be made). */
+void st_mkdtemp(char *out, size_t len, const char *tag);
+/* rm -rf */
+void st_rmrf(const char *path);
+
+/* A host runtime on cache_dir (NULL: no disk cache). opt may be NULL; its
+ * backend, host_cc (if unset) and cache_dir are set here. NULL on failure
+ * (never fails the test: usable in children). */
+kc_runtime *st_runtime_nofail(const char *cache_dir, const kc_options *opt);
+/* The same, failing the test if it cannot be made. */
+kc_runtime *st_runtime(const char *cache_dir, const kc_options *opt);
+
+/* Defines h and k (and kv); returns the status. */
+kc_status st_define(kc_runtime *rt);
+/* Launches `name` (with params) over n items on a new context and checks
+ * y[i] == 3 i + 1 + add. Returns KC_OK, the failing status, or KC_EBACKEND
+ * for a wrong result. No cmocka calls. */
+kc_status st_run(kc_runtime *rt, const char *name, const char *params, uint32_t n, float add);
+/* st_run that must succeed. */
+void st_run_ok(kc_runtime *rt, const char *name, const char *params, float add);
+
+/* The store's entry files under root (vdir derived), or the only one. */
+size_t st_entries(const char *root, uint64_t *total_bytes);
+/* The path of the only entry under root (fails the test otherwise). */
+void st_only_entry(const char *root, char *path, size_t len);
+
+void *st_read_file(const char *path, size_t *size);
+void st_write_file(const char *path, const void *data, size_t size);
+
+/* Captures stderr into a file until st_capture_end, which returns what was
+ * written (malloc'd). */
+void st_capture_begin(void);
+char *st_capture_end(void);
+size_t st_count(const char *haystack, const char *needle);
+
+/* Writes dir/cc-wrapper, a compiler that runs st_cc() and, per environment:
+ * KC_TEST_COUNT=file appends a line per compile; KC_TEST_MARK=file creates
+ * the file when a compile starts; KC_TEST_SLEEP=secs pauses before it.
+ * (--version runs straight through: the identity does not change.) */
+void st_wrapper(const char *dir, char *path, size_t len);
+
+/* Whether root holds a sound entry for kernel `entry` with `params`. */
+bool st_has(const char *root, const char *entry, const char *params);
+/* The path of the entry of `entry` with `params` (fails the test if none). */
+void st_entry_of(const char *root, const char *entry, const char *params, char *path, size_t len);
+/* Files under root's store whose names start with prefix or end with suffix. */
+size_t st_files_like(const char *root, const char *prefix, const char *suffix);
+
+/* Lines in a file (0 if it does not exist). */
+size_t st_lines(const char *path);
+double st_now(void);
+
+#endif

@@ -1,0 +1,888 @@
+/*
+ * test_store -- the disk cache on the host backend: a second runtime loads
+ * instead of compiling; memory comes first; every kind of damage is a miss
+ * that is removed, recompiled and written again; an artifact the backend
+ * refuses is repaired the same way; the size bound with LRU eviction; the
+ * switches and directories of the environment; a directory that cannot be
+ * written (not a directory, injected failures, a read-only mount, a full
+ * tmpfs) leaves the program working with one warning; two runtimes in one
+ * process compile a kernel once.
+ */
+#include "st.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+typedef struct fx {
+  char root[512];
+} fx;
+
+static int setup(void **state) {
+  fx *f = calloc(1, sizeof *f);
+  st_mkdtemp(f->root, sizeof f->root, "t");
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fx *f = *state;
+  kc__store_test_fail_writes(0, 0, 0);
+  st_rmrf(f->root);
+  free(f);
+  return 0;
+}
+
+static void sub(const fx *f, const char *name, char *out, size_t len) {
+  snprintf(out, len, "%s/%s", f->root, name);
+}
+
+/* ------------------------------------------------------------ basics */
+
+static void test_second_runtime_loads_instead_of_compiling(void **state) {
+  fx *f = *state;
+  kc_runtime *rt = st_runtime(f->root, NULL);
+  assert_string_equal(kc_cache_dir(rt), f->root);
+  assert_true(kc_cache_writable(rt));
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "k", NULL, 0);
+  kc_stats s = kct_stats(rt);
+  assert_int_equal(s.compiles, 1);
+  assert_int_equal(s.disk_misses, 1);
+  assert_int_equal(s.disk_writes, 1);
+  assert_int_equal(s.disk_hits, 0);
+  kc_kernel *k = kct_kernel(rt, "k", NULL);
+  kc_code_info a = kct_code(rt, k);
+  void *art = malloc(a.artifact_size);
+  memcpy(art, a.artifact, a.artifact_size);
+  kc_kernel_destroy(k);
+  kc_runtime_destroy(rt);
+  assert_int_equal(st_entries(f->root, NULL), 1);
+  assert_int_equal(st_files_like(f->root, ".tmp-", ".lock"), 0); /* nothing left behind */
+
+  /* another "process": other worlds, definitions in another order */
+  rt = st_runtime(f->root, NULL);
+  kct_define(rt, "unrelated", "KC_DEVICE int unrelated(int x) { return x; }");
+  kct_define(rt, "k", st_k_src);
+  kct_define(rt, "h", st_h_src);
+  st_run_ok(rt, "k", NULL, 0);
+  s = kct_stats(rt);
+  assert_int_equal(s.compiles, 0);
+  assert_int_equal(s.disk_hits, 1);
+  assert_int_equal(s.disk_misses, 0);
+  assert_int_equal(s.disk_writes, 0);
+  k = kct_kernel(rt, "k", NULL);
+  kc_code_info b = kct_code(rt, k);
+  assert_int_equal(b.artifact_size, a.artifact_size);
+  assert_memory_equal(b.artifact, art, a.artifact_size);
+  free(art);
+  /* memory first: the disk is not asked again */
+  st_run_ok(rt, "k", NULL, 0);
+  kct_define(rt, "unrelated2", "KC_DEVICE int unrelated2(int x) { return x; }");
+  st_run_ok(rt, "k", NULL, 0);
+  s = kct_stats(rt);
+  assert_int_equal(s.disk_hits + s.disk_misses, 1);
+  kc_kernel_destroy(k);
+  kc_runtime_destroy(rt);
+}
+
+static void test_every_version_of_a_kernel_is_kept(void **state) {
+  fx *f = *state;
+  const char *h2 = "KC_DEVICE float h(float x) { return 3.0f * x + 2.0f; }";
+  kc_runtime *rt = st_runtime(f->root, NULL);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "k", NULL, 0);
+  kct_define(rt, "h", h2);
+  st_run_ok(rt, "k", NULL, 1);
+  st_run_ok(rt, "kv", "V=1", 2);
+  st_run_ok(rt, "kv", "V=2", 3);
+  kc_stats s = kct_stats(rt);
+  assert_int_equal(s.compiles, 4);
+  assert_int_equal(s.disk_writes, 4);
+  kc_runtime_destroy(rt);
+  assert_int_equal(st_entries(f->root, NULL), 4);
+
+  rt = st_runtime(f->root, NULL);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "k", NULL, 0);
+  kct_define(rt, "h", h2);
+  st_run_ok(rt, "k", NULL, 1);
+  st_run_ok(rt, "kv", "V=1", 2);
+  st_run_ok(rt, "kv", "V=2", 3);
+  s = kct_stats(rt);
+  assert_int_equal(s.compiles, 0);
+  assert_int_equal(s.disk_hits, 4);
+  kc_runtime_destroy(rt);
+
+  /* other compile options make other code: a miss */
+  kc_options o;
+  kc_options_init(&o);
+  o.compile_options = "-DKC_TEST_UNUSED=1";
+  rt = st_runtime(f->root, &o);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "k", NULL, 0);
+  s = kct_stats(rt);
+  assert_int_equal(s.compiles, 1);
+  assert_int_equal(s.disk_hits, 0);
+  kc_runtime_destroy(rt);
+  assert_int_equal(st_entries(f->root, NULL), 5);
+}
+
+/* A failed compile is not stored, and the next process fails the same way. */
+static void test_compile_errors_are_not_stored(void **state) {
+  fx *f = *state;
+  kc_runtime *rt = st_runtime(f->root, NULL);
+  kct_define(rt, "bad", "KC_KERNEL void bad(KC_GLOBAL float *y) { y[0] = ; }");
+  kc_kernel *k = kct_kernel(rt, "bad", NULL);
+  KCT_STATUS(rt, KC_ECOMPILE, kc_kernel_compile(k));
+  assert_int_equal(kct_stats(rt).disk_writes, 0);
+  kc_kernel_destroy(k);
+  kc_runtime_destroy(rt);
+  assert_int_equal(st_entries(f->root, NULL), 0);
+  assert_int_equal(st_files_like(f->root, ".tmp-", ".lock"), 0);
+}
+
+/* ------------------------------------------------------------ damage */
+
+enum { CUT, FLIP, GARBAGE, VERSION, WRONG_KEY, APPEND };
+
+static const struct {
+  const char *what;
+  int kind;
+  long at; /* -1: the last byte, -2: the middle */
+} damages[] = {
+    {"zero-length file", CUT, 0},
+    {"truncated inside the header (1 byte)", CUT, 1},
+    {"truncated inside the header (63 bytes)", CUT, 63},
+    {"truncated after the header", CUT, 64},
+    {"truncated inside the first section header", CUT, 72},
+    {"truncated in the middle of the payload", CUT, -2},
+    {"truncated by its last byte", CUT, -1},
+    {"flipped byte in the magic", FLIP, 0},
+    {"flipped byte in the format version", FLIP, 8},
+    {"flipped byte in the header size", FLIP, 12},
+    {"flipped byte in the key", FLIP, 20},
+    {"flipped byte in the payload length", FLIP, 33},
+    {"flipped byte in the payload checksum", FLIP, 41},
+    {"flipped byte in the reserved field", FLIP, 50},
+    {"flipped byte in the header checksum", FLIP, 60},
+    {"flipped first payload byte", FLIP, 64},
+    {"flipped byte in the middle of the payload", FLIP, -2},
+    {"flipped last byte (the artifact)", FLIP, -1},
+    {"garbage of the same size", GARBAGE, 0},
+    {"short garbage", GARBAGE, 100},
+    {"another format version (valid checksums)", VERSION, 0},
+    {"another kernel's entry under this key's name", WRONG_KEY, 0},
+    {"bytes appended", APPEND, 0},
+};
+
+static void damage(const char *path, const char *other, int kind, long at) {
+  size_t n;
+  uint8_t *b = st_read_file(path, &n);
+  size_t pos = at == -1 ? n - 1 : at == -2 ? n / 2 : (size_t)at;
+  switch (kind) {
+  case CUT:
+    st_write_file(path, b, pos);
+    break;
+  case FLIP:
+    b[pos] ^= 0x5a;
+    st_write_file(path, b, n);
+    break;
+  case GARBAGE:
+    srand(11);
+    if (at) n = (size_t)at;
+    for (size_t i = 0; i < n; i++) b[i] = (uint8_t)rand();
+    st_write_file(path, b, n);
+    break;
+  case VERSION: {
+    b[8] = KC__STORE_FORMAT + 1;
+    uint64_t h = XXH3_64bits(b, 56);
+    for (int i = 0; i < 8; i++) b[56 + i] = (uint8_t)(h >> (8 * i));
+    st_write_file(path, b, n);
+    break;
+  }
+  case WRONG_KEY: {
+    size_t on;
+    void *o = st_read_file(other, &on);
+    st_write_file(path, o, on);
+    free(o);
+    break;
+  }
+  case APPEND: {
+    uint8_t *c = realloc(b, n + 7);
+    assert_non_null(c);
+    b = c;
+    memcpy(b + n, "trailer", 7);
+    st_write_file(path, b, n + 7);
+    break;
+  }
+  }
+  free(b);
+}
+
+static void test_damaged_entries_are_repaired(void **state) {
+  fx *f = *state;
+  for (size_t i = 0; i < sizeof damages / sizeof *damages; i++) {
+    char dir[600], path[4096], other[4096];
+    snprintf(dir, sizeof dir, "%s/case%zu", f->root, i);
+    kc_runtime *rt = st_runtime(dir, NULL);
+    KCT_OK(rt, st_define(rt));
+    st_run_ok(rt, "k", NULL, 0);
+    st_run_ok(rt, "kv", "V=7", 7);
+    kc_runtime_destroy(rt);
+    st_entry_of(dir, "k", NULL, path, sizeof path);
+    st_entry_of(dir, "kv", "V=7", other, sizeof other);
+    damage(path, other, damages[i].kind, damages[i].at);
+
+    rt = st_runtime(dir, NULL);
+    KCT_OK(rt, st_define(rt));
+    kc_status st = st_run(rt, "k", NULL, 16, 0);
+    kc_stats s = kct_stats(rt);
+    if (st || s.compiles != 1 || s.disk_repairs != 1 || s.disk_writes != 1 || s.disk_hits != 0)
+      fail_msg("%s: run %s, compiles %llu, repairs %llu, writes %llu, hits %llu (want OK, 1, 1, 1, 0)",
+               damages[i].what, kc_status_name(st), (unsigned long long)s.compiles,
+               (unsigned long long)s.disk_repairs, (unsigned long long)s.disk_writes,
+               (unsigned long long)s.disk_hits);
+    kc_runtime_destroy(rt);
+
+    /* written again: the next process loads it */
+    rt = st_runtime(dir, NULL);
+    KCT_OK(rt, st_define(rt));
+    st_run_ok(rt, "k", NULL, 0);
+    s = kct_stats(rt);
+    if (s.compiles != 0 || s.disk_hits != 1 || s.disk_repairs != 0)
+      fail_msg("%s: after the repair: compiles %llu, hits %llu, repairs %llu", damages[i].what,
+               (unsigned long long)s.compiles, (unsigned long long)s.disk_hits,
+               (unsigned long long)s.disk_repairs);
+    kc_runtime_destroy(rt);
+    assert_int_equal(st_entries(dir, NULL), 2);
+    print_message("repaired: %s\n", damages[i].what);
+  }
+}
+
+/* Rewrites the entry of k with a change that keeps its checksums valid. */
+static void rewrite_entry(const char *path, void (*change)(kc__entry *e)) {
+  size_t n;
+  void *b = st_read_file(path, &n);
+  kc__entry e;
+  char why[128];
+  if (kc__entry_decode(NULL, b, n, &e, why, sizeof why)) fail_msg("decode %s: %s", path, why);
+  change(&e);
+  void *img;
+  size_t size;
+  assert_int_equal(kc__entry_encode(NULL, &e, &img, &size), KC_OK);
+  st_write_file(path, img, size);
+  free(img);
+  kc__entry_free(NULL, &e);
+}
+
+static void garbage_artifact(kc__entry *e) {
+  static char junk[4096];
+  memset(junk, 'x', sizeof junk);
+  e->artifact = junk;
+  e->artifact_size = sizeof junk;
+}
+static void no_signature(kc__entry *e) { e->nsig = 0; }
+static void other_entry_name(kc__entry *e) { e->entry = "someone_else"; }
+
+static void test_unloadable_or_inconsistent_entries_are_repaired(void **state) {
+  fx *f = *state;
+  static const struct {
+    const char *what;
+    void (*change)(kc__entry *);
+  } cases[] = {{"an artifact the backend cannot load", garbage_artifact},
+               {"a signature of the wrong length", no_signature},
+               {"another kernel's name", other_entry_name}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char dir[600], path[4096];
+    snprintf(dir, sizeof dir, "%s/case%zu", f->root, i);
+    kc_runtime *rt = st_runtime(dir, NULL);
+    KCT_OK(rt, st_define(rt));
+    st_run_ok(rt, "k", NULL, 0);
+    kc_runtime_destroy(rt);
+    st_only_entry(dir, path, sizeof path);
+    rewrite_entry(path, cases[i].change);
+
+    rt = st_runtime(dir, NULL);
+    KCT_OK(rt, st_define(rt));
+    st_run_ok(rt, "k", NULL, 0);
+    kc_stats s = kct_stats(rt);
+    if (s.compiles != 1 || s.disk_repairs != 1 || s.disk_writes != 1)
+      fail_msg("%s: compiles %llu, repairs %llu, writes %llu", cases[i].what, (unsigned long long)s.compiles,
+               (unsigned long long)s.disk_repairs, (unsigned long long)s.disk_writes);
+    kc_runtime_destroy(rt);
+    rt = st_runtime(dir, NULL);
+    KCT_OK(rt, st_define(rt));
+    st_run_ok(rt, "k", NULL, 0);
+    assert_int_equal(kct_stats(rt).disk_hits, 1);
+    kc_runtime_destroy(rt);
+    print_message("repaired: %s\n", cases[i].what);
+  }
+}
+
+/* ------------------------------------------------------------ size bound */
+
+static uint64_t entry_size(const fx *f) {
+  char dir[600];
+  sub(f, "probe", dir, sizeof dir);
+  kc_runtime *rt = st_runtime(dir, NULL);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "kv", "V=0", 0);
+  kc_runtime_destroy(rt);
+  uint64_t total;
+  assert_int_equal(st_entries(dir, &total), 1);
+  return total;
+}
+
+static void pause_ms(int ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static void test_eviction_keeps_the_bound(void **state) {
+  fx *f = *state;
+  uint64_t one = entry_size(f);
+  char dir[600];
+  sub(f, "bounded", dir, sizeof dir);
+  kc_options o;
+  kc_options_init(&o);
+  o.cache_max_size = one * 3 + one / 2;
+  kc_runtime *rt = st_runtime(dir, &o);
+  KCT_OK(rt, st_define(rt));
+  for (int v = 0; v < 10; v++) {
+    char p[16];
+    snprintf(p, sizeof p, "V=%d", v);
+    st_run_ok(rt, "kv", p, (float)v);
+    uint64_t total;
+    size_t n = st_entries(dir, &total);
+    if (total > o.cache_max_size)
+      fail_msg("after %d writes the store holds %llu bytes in %zu entries, over its bound of %llu", v + 1,
+               (unsigned long long)total, n, (unsigned long long)o.cache_max_size);
+    pause_ms(15);
+  }
+  kc_stats s = kct_stats(rt);
+  assert_true(s.disk_evictions >= 6);
+  assert_true(st_has(dir, "kv", "V=9"));
+  assert_false(st_has(dir, "kv", "V=0"));
+  kc_runtime_destroy(rt);
+  /* the shared counters agree with the directory */
+  char vdir[700];
+  kc__store_vdir(dir, vdir, sizeof vdir);
+  kc__store_counters c;
+  kc__store_counters_read(vdir, &c);
+  uint64_t total;
+  size_t n = st_entries(dir, &total);
+  assert_true(c.valid && c.sized);
+  assert_int_equal(c.bytes, total);
+  assert_int_equal(c.entries, n);
+}
+
+static void test_eviction_is_least_recently_used(void **state) {
+  fx *f = *state;
+  uint64_t one = entry_size(f);
+  char dir[600];
+  sub(f, "lru", dir, sizeof dir);
+  kc_options o;
+  kc_options_init(&o);
+  o.cache_max_size = one * 3 + one / 2;
+  kc_runtime *rt = st_runtime(dir, &o);
+  KCT_OK(rt, st_define(rt));
+  for (int v = 0; v < 3; v++) {
+    char p[16];
+    snprintf(p, sizeof p, "V=%d", v);
+    st_run_ok(rt, "kv", p, (float)v);
+    pause_ms(30);
+  }
+  kc_runtime_destroy(rt);
+  /* a later process uses V=0 (a disk hit marks it used), then adds V=3 */
+  rt = st_runtime(dir, &o);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "kv", "V=0", 0);
+  assert_int_equal(kct_stats(rt).disk_hits, 1);
+  pause_ms(30);
+  st_run_ok(rt, "kv", "V=3", 3);
+  kc_stats s = kct_stats(rt);
+  assert_int_equal(s.disk_evictions, 1);
+  kc_runtime_destroy(rt);
+  assert_true(st_has(dir, "kv", "V=0"));
+  assert_false(st_has(dir, "kv", "V=1")); /* the least recently used */
+  assert_true(st_has(dir, "kv", "V=2"));
+  assert_true(st_has(dir, "kv", "V=3"));
+}
+
+/* ------------------------------------------------------------ environment */
+
+typedef struct saved_env {
+  const char *name;
+  char *value;
+} saved_env;
+
+static saved_env envs[] = {{"KC_CACHE_DIR", NULL},     {"XDG_CACHE_HOME", NULL}, {"HOME", NULL},
+                           {"KC_CACHE_DISABLE", NULL}, {"KC_CACHE_MAXSIZE", NULL}};
+
+static void env_save(void) {
+  for (size_t i = 0; i < sizeof envs / sizeof *envs; i++) {
+    const char *v = getenv(envs[i].name);
+    envs[i].value = v ? strdup(v) : NULL;
+  }
+}
+
+static void env_restore(void) {
+  for (size_t i = 0; i < sizeof envs / sizeof *envs; i++) {
+    if (envs[i].value) setenv(envs[i].name, envs[i].value, 1);
+    else unsetenv(envs[i].name);
+    free(envs[i].value);
+    envs[i].value = NULL;
+  }
+}
+
+/* A runtime with no cache_dir: the environment decides. */
+static kc_runtime *env_runtime(void) {
+  kc_options o;
+  kc_options_init(&o);
+  o.backend = KC_BACKEND_HOST;
+  o.host_cc = st_cc();
+  kc_runtime *rt = NULL;
+  KCT_OK(NULL, kc_runtime_create(&o, &rt));
+  return rt;
+}
+
+static void expect_dir(const char *want) {
+  kc_runtime *rt = env_runtime();
+  const char *got = kc_cache_dir(rt);
+  if (!want ? got != NULL : !got || strcmp(got, want))
+    fail_msg("cache directory %s, expected %s", got ? got : "(none)", want ? want : "(none)");
+  kc_runtime_destroy(rt);
+}
+
+static void test_environment_chooses_the_directory(void **state) {
+  fx *f = *state;
+  char a[600], b[600], want[700];
+  env_save();
+  unsetenv("KC_CACHE_DISABLE");
+  sub(f, "env", a, sizeof a);
+  setenv("KC_CACHE_DIR", a, 1);
+  expect_dir(a);
+  /* cache_dir in the options wins over the environment */
+  sub(f, "opt", b, sizeof b);
+  kc_runtime *rt = st_runtime(b, NULL);
+  assert_string_equal(kc_cache_dir(rt), b);
+  kc_runtime_destroy(rt);
+  unsetenv("KC_CACHE_DIR");
+  sub(f, "xdg", a, sizeof a);
+  setenv("XDG_CACHE_HOME", a, 1);
+  snprintf(want, sizeof want, "%s/kcache", a);
+  expect_dir(want);
+  setenv("XDG_CACHE_HOME", "relative/ignored", 1);
+  sub(f, "home", a, sizeof a);
+  setenv("HOME", a, 1);
+  snprintf(want, sizeof want, "%s/.cache/kcache", a);
+  expect_dir(want);
+  struct stat st;
+  snprintf(want, sizeof want, "%s/.cache/kcache/v%u", a, KC__STORE_FORMAT);
+  assert_int_equal(stat(want, &st), 0); /* made on open */
+  /* off */
+  setenv("KC_CACHE_DISABLE", "1", 1);
+  expect_dir(NULL);
+  rt = st_runtime(b, NULL); /* even when the options name a directory */
+  assert_null(kc_cache_dir(rt));
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "k", NULL, 0);
+  assert_int_equal(kct_stats(rt).disk_writes, 0);
+  kc_runtime_destroy(rt);
+  setenv("KC_CACHE_DISABLE", "0", 1); /* "0" means on */
+  snprintf(want, sizeof want, "%s/.cache/kcache", a);
+  expect_dir(want);
+  env_restore();
+}
+
+static void test_disabled_by_option(void **state) {
+  fx *f = *state;
+  kc_options o;
+  kc_options_init(&o);
+  o.cache_disable = 1;
+  kc_runtime *rt = st_runtime(f->root, &o);
+  assert_null(kc_cache_dir(rt));
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "k", NULL, 0);
+  kc_stats s = kct_stats(rt);
+  assert_int_equal(s.compiles, 1);
+  assert_int_equal(s.disk_misses + s.disk_hits + s.disk_writes, 0);
+  kc_runtime_destroy(rt);
+  assert_int_equal(st_entries(f->root, NULL), 0);
+}
+
+static void test_bad_size_in_the_environment_warns(void **state) {
+  fx *f = *state;
+  env_save();
+  setenv("KC_CACHE_MAXSIZE", "lots", 1);
+  st_capture_begin();
+  kc_runtime *rt = st_runtime(f->root, NULL);
+  char *err = st_capture_end();
+  KCT_CONTAINS(err, "KC_CACHE_MAXSIZE");
+  free(err);
+  assert_non_null(kc_cache_dir(rt));
+  kc_runtime_destroy(rt);
+  env_restore();
+}
+
+/* ----------------------------------------------- directories that fail */
+
+static void test_a_file_in_place_of_the_directory(void **state) {
+  fx *f = *state;
+  char file[600], below[700];
+  sub(f, "file", file, sizeof file);
+  st_write_file(file, "x", 1);
+  snprintf(below, sizeof below, "%s/cache", file);
+  const char *dirs[] = {file, below};
+  for (int i = 0; i < 2; i++) {
+    st_capture_begin();
+    kc_runtime *rt = st_runtime(dirs[i], NULL);
+    KCT_OK(rt, st_define(rt));
+    st_run_ok(rt, "k", NULL, 0);
+    st_run_ok(rt, "kv", "V=1", 1);
+    kc_stats s = kct_stats(rt);
+    assert_null(kc_cache_dir(rt));
+    assert_int_equal(s.compiles, 2);
+    kc_runtime_destroy(rt);
+    char *err = st_capture_end();
+    assert_int_equal(st_count(err, "kcache: warning:"), 1);
+    KCT_CONTAINS(err, "memory only");
+    free(err);
+  }
+}
+
+static void test_failed_writes_degrade_with_one_warning(void **state) {
+  fx *f = *state;
+  /* an entry that will stay readable */
+  kc_runtime *rt = st_runtime(f->root, NULL);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "k", NULL, 0);
+  kc_runtime_destroy(rt);
+
+  kc__store_test_fail_writes(0, 1000, ENOSPC);
+  st_capture_begin();
+  rt = st_runtime(f->root, NULL);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "k", NULL, 0);        /* reads still work */
+  st_run_ok(rt, "kv", "V=1", 1);      /* a miss: cannot write */
+  st_run_ok(rt, "kv", "V=2", 2);      /* and no second warning */
+  kc_stats s = kct_stats(rt);
+  assert_int_equal(s.disk_hits, 1);
+  assert_int_equal(s.compiles, 2);
+  assert_int_equal(s.disk_writes, 0);
+  assert_int_equal(s.disk_write_failures, 1);
+  assert_false(kc_cache_writable(rt));
+  assert_non_null(kc_cache_dir(rt));
+  kc_runtime_destroy(rt);
+  char *err = st_capture_end();
+  kc__store_test_fail_writes(0, 0, 0);
+  assert_int_equal(st_count(err, "kcache: warning:"), 1);
+  KCT_CONTAINS(err, strerror(ENOSPC));
+  KCT_CONTAINS(err, f->root);
+  free(err);
+  assert_int_equal(st_entries(f->root, NULL), 1);
+}
+
+/* The failure at each write of a miss: bucket, lock, bucket again, temp
+ * file, data. Nothing is left behind, the kernel runs. */
+static void test_a_failure_at_each_write_leaves_nothing_behind(void **state) {
+  fx *f = *state;
+  for (int skip = 0; skip < 5; skip++) {
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/skip%d", f->root, skip);
+    kc__store_test_fail_writes(skip, 1, EIO);
+    st_capture_begin();
+    kc_runtime *rt = st_runtime(dir, NULL);
+    KCT_OK(rt, st_define(rt));
+    st_run_ok(rt, "k", NULL, 0);
+    kc_stats s = kct_stats(rt);
+    kc_runtime_destroy(rt);
+    char *err = st_capture_end();
+    kc__store_test_fail_writes(0, 0, 0);
+    if (s.disk_write_failures != 1 || s.disk_writes != 0 || st_count(err, "kcache: warning:") != 1)
+      fail_msg("failing write %d: failures %llu, writes %llu, warnings %zu", skip + 1,
+               (unsigned long long)s.disk_write_failures, (unsigned long long)s.disk_writes,
+               st_count(err, "kcache: warning:"));
+    free(err);
+    assert_int_equal(st_entries(dir, NULL), 0);
+    assert_int_equal(st_files_like(dir, ".tmp-", ".lock"), 0);
+    /* the next process writes it */
+    rt = st_runtime(dir, NULL);
+    KCT_OK(rt, st_define(rt));
+    st_run_ok(rt, "k", NULL, 0);
+    assert_int_equal(kct_stats(rt).disk_writes, 1);
+    kc_runtime_destroy(rt);
+  }
+}
+
+/* Runs fn in a child process in its own mount namespace; 77 from the child
+ * skips the test with the message it wrote. */
+static void in_child(const fx *f, int (*fn)(const fx *f, char *msg, size_t len)) {
+  int pfd[2];
+  assert_int_equal(pipe(pfd), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(pfd[0]);
+    char msg[1024] = "";
+    int rc = fn(f, msg, sizeof msg);
+    if (write(pfd[1], msg, strlen(msg))) {
+    }
+    _exit(rc);
+  }
+  close(pfd[1]);
+  char msg[1024];
+  ssize_t n = read(pfd[0], msg, sizeof msg - 1);
+  msg[n > 0 ? n : 0] = 0;
+  close(pfd[0]);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) {
+    print_message("SKIPPED: %s\n", msg);
+    skip();
+  }
+  if (WEXITSTATUS(status) != 0) fail_msg("child: %s", msg);
+  print_message("%s\n", msg);
+}
+
+static bool private_mounts(char *msg, size_t len) {
+  if (unshare(CLONE_NEWNS) != 0) {
+    snprintf(msg, len, "unshare(CLONE_NEWNS): %s", strerror(errno));
+    return false;
+  }
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+    snprintf(msg, len, "making mounts private: %s", strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+/* In the child: a run that must hit the stored k and miss kv twice. */
+static int degraded_run(const char *root, const char *expect, char *msg, size_t len) {
+  char errf[700];
+  snprintf(errf, sizeof errf, "%s.stderr", root);
+  int fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) { /* root itself is read-only: next to it may be too */
+    snprintf(errf, sizeof errf, "/tmp/kc-store-degraded-%d.stderr", (int)getpid());
+    fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  }
+  int saved = dup(2);
+  dup2(fd, 2);
+  close(fd);
+  kc_runtime *rt = st_runtime_nofail(root, NULL);
+  kc_status st = rt ? st_define(rt) : KC_EBACKEND;
+  if (!st) st = st_run(rt, "k", NULL, 16, 0);
+  if (!st) st = st_run(rt, "kv", "V=1", 16, 1);
+  if (!st) st = st_run(rt, "kv", "V=2", 16, 2);
+  kc_stats s;
+  kc_stats_get(rt, &s);
+  int writable = kc_cache_writable(rt);
+  kc_runtime_destroy(rt);
+  fflush(stderr);
+  dup2(saved, 2);
+  size_t n = 0;
+  FILE *ef = fopen(errf, "r");
+  char err[4096] = "";
+  if (ef) {
+    n = fread(err, 1, sizeof err - 1, ef);
+    err[n] = 0;
+    fclose(ef);
+  }
+  unlink(errf);
+  size_t warnings = st_count(err, "kcache: warning:");
+  snprintf(msg, len, "%s: run %s, compiles %llu, disk hits %llu, write failures %llu, writable %d, %zu warning(s): %s",
+           expect, kc_status_name(st), (unsigned long long)s.compiles, (unsigned long long)s.disk_hits,
+           (unsigned long long)s.disk_write_failures, writable, warnings, err);
+  return st == KC_OK && s.compiles == 2 && s.disk_hits == 1 && s.disk_write_failures == 1 && !writable &&
+                 warnings == 1
+             ? 0
+             : 1;
+}
+
+static int readonly_child(const fx *f, char *msg, size_t len) {
+  char why[256] = "";
+  const char *how;
+  if (private_mounts(why, sizeof why) && mount(f->root, f->root, NULL, MS_BIND, NULL) == 0 &&
+      mount(NULL, f->root, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) == 0) {
+    how = "read-only bind mount";
+  } else if (geteuid() != 0) {
+    /* not root: permissions are enough */
+    char vdir[700];
+    kc__store_vdir(f->root, vdir, sizeof vdir);
+    for (int b = 0; b < 256; b++) {
+      char d[800];
+      snprintf(d, sizeof d, "%s/%02x", vdir, b);
+      chmod(d, 0555);
+    }
+    chmod(vdir, 0555);
+    how = "chmod 0555";
+  } else {
+    snprintf(msg, len,
+             "read-only directory: running as root (chmod does not stop root) and no mount namespace "
+             "to make a read-only bind mount (%s)",
+             why);
+    return 77;
+  }
+  char probe[700];
+  snprintf(probe, sizeof probe, "%s/probe", f->root);
+  if (open(probe, O_WRONLY | O_CREAT, 0644) >= 0) {
+    snprintf(msg, len, "%s did not make %s read-only", how, f->root);
+    return 1;
+  }
+  return degraded_run(f->root, how, msg, len);
+}
+
+static void test_read_only_directory(void **state) {
+  fx *f = *state;
+  kc_runtime *rt = st_runtime(f->root, NULL);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "k", NULL, 0);
+  kc_runtime_destroy(rt);
+  in_child(f, readonly_child);
+  assert_int_equal(st_entries(f->root, NULL), 1);
+}
+
+static int full_disk_child(const fx *f, char *msg, size_t len) {
+  char why[256] = "", mnt[700];
+  snprintf(mnt, sizeof mnt, "%s/small", f->root);
+  mkdir(mnt, 0755);
+  if (!private_mounts(why, sizeof why) || mount("kc-store-test", mnt, "tmpfs", 0, "size=256k") != 0) {
+    snprintf(msg, len, "full disk: cannot mount a small tmpfs (%s%s); injected write failures cover it",
+             why, *why ? "" : strerror(errno));
+    return 77;
+  }
+  /* the store's directories first (they take no blocks on tmpfs), and
+   * the entry that must stay readable */
+  kc_runtime *rt = st_runtime_nofail(mnt, NULL);
+  if (!rt || st_define(rt) || st_run(rt, "k", NULL, 16, 0)) {
+    snprintf(msg, len, "populating the tmpfs failed");
+    return 1;
+  }
+  kc_runtime_destroy(rt);
+  char vdir[800], filler[900];
+  kc__store_vdir(mnt, vdir, sizeof vdir);
+  for (int b = 0; b < 256; b++) {
+    char d[900];
+    snprintf(d, sizeof d, "%s/%02x", vdir, b);
+    mkdir(d, 0755);
+  }
+  snprintf(filler, sizeof filler, "%s/filler", mnt);
+  int fd = open(filler, O_WRONLY | O_CREAT, 0644);
+  static char block[4096];
+  while (write(fd, block, sizeof block) > 0) {
+  }
+  while (write(fd, block, 1) > 0) {
+  }
+  close(fd);
+  int rc = degraded_run(mnt, "tmpfs of 256 KiB, full", msg, len);
+  if (rc == 0 && st_files_like(mnt, ".tmp-", NULL) != 0) {
+    snprintf(msg, len, "a temp file was left on the full disk");
+    rc = 1;
+  }
+  return rc;
+}
+
+static void test_full_disk(void **state) { in_child(*state, full_disk_child); }
+
+/* --------------------------------------------- one process, two runtimes */
+
+typedef struct worker {
+  kc_runtime *rt;
+  pthread_barrier_t *go;
+  kc_context *ctx;
+  kc_buffer *buf;
+  kc_kernel *k;
+  kc_status st;
+} worker;
+
+/* Contexts outlive the threads: a dlclose in one thread followed by a
+ * dlopen in another that reuses the address is a race to ThreadSanitizer
+ * (ld.so unmaps behind its back), though not to the loader. */
+static void *work(void *p) {
+  worker *w = p;
+  pthread_barrier_wait(w->go);
+  float out[16];
+  w->st = kct_run(w->k, w->ctx, w->buf, 16, out);
+  for (int i = 0; !w->st && i < 16; i++)
+    if (out[i] != 3.0f * (float)i + 1.0f) w->st = KC_EBACKEND;
+  return NULL;
+}
+
+static void test_two_runtimes_in_one_process_compile_once(void **state) {
+  fx *f = *state;
+  char wrapper[700], count[700];
+  st_wrapper(f->root, wrapper, sizeof wrapper);
+  snprintf(count, sizeof count, "%s/compiles", f->root);
+  setenv("KC_TEST_COUNT", count, 1);
+  setenv("KC_TEST_SLEEP", "0.3", 1);
+  char dir[600];
+  sub(f, "shared", dir, sizeof dir);
+  kc_options o;
+  kc_options_init(&o);
+  o.host_cc = wrapper;
+  kc_runtime *rts[2] = {st_runtime(dir, &o), st_runtime(dir, &o)};
+  for (int i = 0; i < 2; i++) KCT_OK(rts[i], st_define(rts[i]));
+  enum { N = 8 };
+  pthread_barrier_t go;
+  pthread_barrier_init(&go, NULL, N);
+  worker w[N];
+  pthread_t t[N];
+  for (int i = 0; i < N; i++) {
+    kc_runtime *rt = rts[i % 2];
+    w[i] = (worker){rt, &go, kct_context(rt), NULL, kct_kernel(rt, "k", NULL), KC_OK};
+    w[i].buf = kct_buffer(rt, w[i].ctx, 16);
+  }
+  for (int i = 0; i < N; i++) pthread_create(&t[i], NULL, work, &w[i]);
+  for (int i = 0; i < N; i++) pthread_join(t[i], NULL);
+  pthread_barrier_destroy(&go);
+  unsetenv("KC_TEST_SLEEP");
+  unsetenv("KC_TEST_COUNT");
+  for (int i = 0; i < N; i++)
+    if (w[i].st) fail_msg("thread %d: %s: %s", i, kc_status_name(w[i].st), kc_errmsg(w[i].rt));
+  kc_stats a = kct_stats(rts[0]), b = kct_stats(rts[1]);
+  assert_int_equal(a.compiles + b.compiles, 1);
+  assert_int_equal(a.disk_hits + b.disk_hits, 1);
+  assert_int_equal(st_lines(count), 1);
+  for (int i = 0; i < N; i++) kc_kernel_destroy(w[i].k);
+  kc_runtime_destroy(rts[0]);
+  kc_runtime_destroy(rts[1]);
+  assert_int_equal(st_files_like(dir, ".tmp-", ".lock"), 0);
+}
+
+int main(int argc, char **argv) {
+  int rc = kct_main_init(argc, argv);
+  if (rc >= 0) return rc;
+  unsetenv("KC_CACHE_DISABLE"); /* the tests name their directories */
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+  const struct CMUnitTest tests[] = {
+      T(test_second_runtime_loads_instead_of_compiling),
+      T(test_every_version_of_a_kernel_is_kept),
+      T(test_compile_errors_are_not_stored),
+      T(test_damaged_entries_are_repaired),
+      T(test_unloadable_or_inconsistent_entries_are_repaired),
+      T(test_eviction_keeps_the_bound),
+      T(test_eviction_is_least_recently_used),
+      T(test_environment_chooses_the_directory),
+      T(test_disabled_by_option),
+      T(test_bad_size_in_the_environment_warns),
+      T(test_a_file_in_place_of_the_directory),
+      T(test_failed_writes_degrade_with_one_warning),
+      T(test_a_failure_at_each_write_leaves_nothing_behind),
+      T(test_read_only_directory),
+      T(test_full_disk),
+      T(test_two_runtimes_in_one_process_compile_once),
+  };
+#undef T
+  return KCT_RUN(tests);
+}
