@@ -133,6 +133,7 @@ __attribute__((noinline)) void kcb_measure_direct(bench_kernel *b, int n) { kcb_
 static void setup(void) {
   kc_options o;
   kc_options_init(&o);
+  o.cache_disable = 1; /* measure compiles, not the disk cache */
   o.backend = KC_BACKEND_HOST;
   o.alloc = counting_alloc;
   CHECK(kc_runtime_create(&o, &rt));
@@ -280,6 +281,7 @@ static int fill_thread(void *arg) {
 static double redefine_cost(int unrelated) {
   kc_options o;
   kc_options_init(&o);
+  o.cache_disable = 1; /* measure compiles, not the disk cache */
   o.backend = KC_BACKEND_HOST;
   o.host_cc = access("/usr/bin/tcc", X_OK) == 0 ? "tcc" : NULL; /* fast compiles to fill the cache */
   kc_runtime *r;
@@ -314,6 +316,7 @@ static double redefine_cost(int unrelated) {
 static double per_dependent(int n) {
   kc_options o;
   kc_options_init(&o);
+  o.cache_disable = 1; /* measure compiles, not the disk cache */
   o.backend = KC_BACKEND_HOST;
   o.host_cc = access("/usr/bin/tcc", X_OK) == 0 ? "tcc" : NULL;
   kc_runtime *r;
@@ -347,6 +350,7 @@ static double per_dependent(int n) {
 static double compile_ms(const char *cc) {
   kc_options o;
   kc_options_init(&o);
+  o.cache_disable = 1; /* measure compiles, not the disk cache */
   o.backend = KC_BACKEND_HOST;
   o.host_cc = cc;
   kc_runtime *r;

@@ -104,6 +104,7 @@ int main(int argc, char **argv) {
 
   kc_options o;
   kc_options_init(&o);
+  o.cache_disable = 1; /* measure compiles, not the disk cache */
   o.backend = KC_BACKEND_CUDA;
   CHECK(kc_runtime_create(&o, &rt));
   CHECK(kc_context_create(rt, 0, &ctx));

@@ -6,12 +6,18 @@
  *   define -> first launch (compile) -> cached launch -> unrelated definition
  *   (no recompile) -> callee redefinition (only dependents recompile) ->
  *   a pinned thread still gets the old result -> context reset (relink, no
- *   recompile)
+ *   recompile) -> a second runtime (as a new process would) loads the
+ *   kernels from the disk cache without compiling
+ *
+ * The demo uses a private, empty cache directory so its first compiles are
+ * real on every run; it is removed at the end.
  */
 #include <kcache.h>
 
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <threads.h>
 #include <time.h>
@@ -108,14 +114,27 @@ static int pinned_thread(void *arg) {
   return 0;
 }
 
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  return remove(path);
+}
+
 int main(void) {
-  kc_status st = kc_runtime_create(NULL, &rt);
+  char cache_dir[] = "/tmp/kc_demo_cache_XXXXXX";
+  if (!mkdtemp(cache_dir)) {
+    perror("kc_demo: mkdtemp");
+    return 1;
+  }
+  kc_options opt;
+  kc_options_init(&opt);
+  opt.cache_dir = cache_dir;
+  kc_status st = kc_runtime_create(&opt, &rt);
   if (st) {
     fprintf(stderr, "kc_demo: no runtime: %s: %s\n", kc_status_name(st), kc_errmsg(NULL));
     return 1;
   }
-  printf("kcache %s demo on the %s backend, device: %s\n\n", kc_version(), kc_runtime_backend(rt),
-         kc_device_name(rt, 0));
+  printf("kcache %s demo on the %s backend, device: %s\ndisk cache: %s\n\n", kc_version(),
+         kc_runtime_backend(rt), kc_device_name(rt, 0), kc_cache_dir(rt) ? kc_cache_dir(rt) : "off");
   CHECK(kc_context_create(rt, 0, &ctx));
   kc_buffer *buf, *buf2, *buf3;
   CHECK(kc_buffer_create(ctx, N * sizeof(float), &buf));
@@ -228,6 +247,34 @@ int main(void) {
   expect(r == 20.0f, "same result");
   expect(s.links - before.links == 1 && s.compiles == before.compiles, "relinked, not recompiled");
 
+  printf("7. a second runtime on the same disk cache (what a new process sees)\n");
+  kc_runtime *first = rt;
+  CHECK(kc_runtime_create(&opt, &rt));
+  kc_context *first_ctx = ctx;
+  CHECK(kc_context_create(rt, 0, &ctx));
+  kc_buffer *buf4;
+  CHECK(kc_buffer_create(ctx, N * sizeof(float), &buf4));
+  CHECK(kc_define(rt, "h", "KC_DEVICE float h(float x) { return 20.0f * x; }", NULL));
+  CHECK(kc_define(rt, "k",
+                  "KC_KERNEL void k(KC_GLOBAL float *out, float x) {\n"
+                  "  size_t i = kc_global_id(0);\n"
+                  "  out[i] = h(x) + (float)i;\n"
+                  "}",
+                  NULL));
+  kc_kernel *kk;
+  CHECK(kc_kernel_create(rt, "k", NULL, &kk));
+  r = run(kk, buf4, &us);
+  s = snap();
+  printf("    k -> %g, first launch %.0f us; disk: hits=%llu writes=%llu; compiles=%llu\n", r, us,
+         (unsigned long long)s.disk_hits, (unsigned long long)s.disk_writes,
+         (unsigned long long)s.compiles);
+  expect(r == 20.0f, "same result");
+  expect(s.compiles == 0 && s.disk_hits == 1, "loaded from disk, not compiled");
+  kc_kernel_destroy(kk);
+  kc_runtime_destroy(rt);
+  rt = first;
+  ctx = first_ctx;
+
   kc_code_info ci;
   CHECK(kc_kernel_code(k, &ci));
   printf("\nk's code instance %llu is valid from world %llu to %s; artifact %zu bytes, compiled in "
@@ -240,6 +287,7 @@ int main(void) {
   kc_kernel_destroy(k);
   kc_kernel_destroy(k2);
   kc_runtime_destroy(rt);
+  nftw(cache_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
   printf("%s\n", failures ? "\nkc_demo: SOME CHECKS FAILED" : "\nkc_demo: all checks passed");
   return failures ? 1 : 0;
 }
