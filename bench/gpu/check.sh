@@ -185,6 +185,19 @@ else
   row "benchmark (cuda)" "NOT RUN" "" "build failed"
 fi
 
+# ------------------------------------------- disk cache: warm vs cold start
+SBENCH="$BUILD/bench/kc_bench_store"
+if ((BUILT)) && [[ -x "$SBENCH" ]] && (($(left) > 40)); then
+  t=$(now)
+  echo "== $SBENCH --backend cuda --quick"
+  if timeout "$(limit 90)" "$SBENCH" --backend cuda --quick 2>&1 | tee "$LOGS/bench-store.txt"; then
+    row "disk cache bench (cuda)" ok "$(secs "$t" "$(now)")"
+  else
+    row "disk cache bench (cuda)" FAILED "$(secs "$t" "$(now)")" "see $LOGS/bench-store.txt"
+    OVERALL=1
+  fi
+fi
+
 # ------------------------------------------------------------------ summary
 echo
 echo "================================ kcache GPU check ================================"
@@ -206,6 +219,11 @@ if [[ -s "$LOGS/bench.txt" ]]; then
   echo
   echo "benchmark (last lines; full output in $LOGS/bench.txt):"
   tail -n 25 "$LOGS/bench.txt" | sed 's/^/  /'
+fi
+if [[ -s "$LOGS/bench-store.txt" ]]; then
+  echo
+  echo "disk cache benchmark (last lines):"
+  tail -n 12 "$LOGS/bench-store.txt" | sed 's/^/  /'
 fi
 echo
 echo "total: $(($(date +%s) - T0)) s; overall: $([[ $OVERALL == 0 ]] && echo PASS || echo FAIL)"
