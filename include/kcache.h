@@ -198,6 +198,28 @@ kc_status kc_pin(kc_runtime *rt, kc_world *pinned);
 /* Undoes one kc_pin of the calling thread. KC_EBUSY if it holds no pin. */
 kc_status kc_unpin(kc_runtime *rt);
 
+/* What kc_collect freed. */
+typedef struct kc_collect_info {
+  uint64_t code_instances; /* compiled code no live world can use */
+  uint64_t linked;         /* their linked objects, in every context */
+  uint64_t definitions;    /* definitions visible in no live world */
+} kc_collect_info;
+
+/* Reclaims old worlds. The live worlds are the latest and every world some
+ * thread has pinned; any other world can never be asked for again (a pin
+ * captures the latest world). kc_collect frees every code instance whose
+ * range holds no live world, its linked objects in every context (modules
+ * unloaded, kernel objects released), and every definition visible in no
+ * live world. A long hot-reload session that calls it now and then (after a
+ * batch of redefinitions, at a frame boundary, between REPL inputs) stays
+ * bounded in memory. out may be NULL.
+ *
+ * Launches read code without locks, so kc_collect needs a quiescent point:
+ * no other thread may be inside a kcache call on rt while it runs. Other
+ * threads may hold pins across it (their worlds stay live). Artifact
+ * pointers from kc_kernel_code of freed code instances become invalid. */
+kc_status kc_collect(kc_runtime *rt, kc_collect_info *out);
+
 /* --------------------------------------------------------------- kernels */
 
 /* A handle on a kernel entry plus specialization parameters, e.g. "T=float,N=4"
@@ -268,6 +290,8 @@ typedef struct kc_stats {
   uint64_t code_instances;  /* code instances alive */
   kc_world world;           /* latest world */
   uint64_t compile_ns;      /* total time spent in backend compiles */
+  uint64_t definitions;     /* definitions kept (visible in some world not yet collected) */
+  uint64_t collected;       /* code instances freed by kc_collect */
   /* The disk cache (all 0 when it is off). It is asked only when no code
    * instance in memory serves the world, so a disk hit is a compile saved. */
   uint64_t disk_hits;           /* code instances loaded from disk instead of compiled */

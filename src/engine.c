@@ -140,6 +140,7 @@ kc_status kc_runtime_create(const kc_options *user_opt, kc_runtime **out) {
   if (ok) ok = (nm++, kc__mutex_init(&rt->spec_lock));
   if (ok) ok = (nm++, kc__mutex_init(&rt->ctx_lock));
   if (ok) ok = (nm++, kc__mutex_init(&rt->kernels_lock));
+  if (ok) ok = (nm++, kc__mutex_init(&rt->pin_lock));
   if (!ok) {
     st = kc__err(NULL, KC_ENOMEM, "kc_runtime_create: out of memory");
   } else {
@@ -147,7 +148,8 @@ kc_status kc_runtime_create(const kc_options *user_opt, kc_runtime **out) {
     if (st) st = kc__err(NULL, st, "%s", kc_errmsg(rt)); /* no runtime to ask afterwards */
   }
   if (st) {
-    kc__mutex *locks[] = {&rt->world_lock, &rt->spec_lock, &rt->ctx_lock, &rt->kernels_lock};
+    kc__mutex *locks[] = {&rt->world_lock, &rt->spec_lock, &rt->ctx_lock, &rt->kernels_lock,
+                          &rt->pin_lock};
     for (int i = 0; i < nm - (ok ? 0 : 1); i++) kc__mutex_destroy(locks[i]);
     kc__free(rt, rt->compile_options);
     kc__free(rt, rt->host_cc);
@@ -213,6 +215,8 @@ void kc_runtime_destroy(kc_runtime *rt) {
   kc__mutex_destroy(&rt->spec_lock);
   kc__mutex_destroy(&rt->ctx_lock);
   kc__mutex_destroy(&rt->kernels_lock);
+  kc__mutex_destroy(&rt->pin_lock);
+  kc__free(rt, rt->pins);
   kc__free(rt, rt->compile_options);
   kc__free(rt, rt->host_cc);
   kc__free(rt, rt->cache_dir);
@@ -270,13 +274,51 @@ kc_world kc_world_latest(const kc_runtime *rt) { return rt ? kc__load_acquire(&r
 
 kc_world kc_world_current(const kc_runtime *rt) { return rt ? caller_world(rt) : 0; }
 
+/* The multiset of pinned worlds, for kc_collect. The latest world is read
+ * under pin_lock, so a collect that snapshots the pins never misses a world
+ * that is being pinned. */
+static kc_status pins_add(kc_runtime *rt, kc_world *world) {
+  kc__lock(&rt->pin_lock);
+  kc_world w = kc__load_acquire(&rt->world);
+  size_t i = 0;
+  while (i < rt->npins && rt->pins[i].world != w) i++;
+  if (i == rt->npins) {
+    if (rt->npins == rt->cappins) {
+      size_t cap = rt->cappins ? rt->cappins * 2 : 8;
+      struct kc__pinned *np = kc__realloc(rt, rt->pins, cap * sizeof *np);
+      if (!np) {
+        kc__unlock(&rt->pin_lock);
+        return kc__err(rt, KC_ENOMEM, "kc_pin: out of memory");
+      }
+      rt->pins = np;
+      rt->cappins = cap;
+    }
+    rt->pins[rt->npins++] = (struct kc__pinned){w, 0};
+  }
+  rt->pins[i].count++;
+  kc__unlock(&rt->pin_lock);
+  *world = w;
+  return KC_OK;
+}
+
+static void pins_remove(kc_runtime *rt, kc_world w) {
+  kc__lock(&rt->pin_lock);
+  for (size_t i = 0; i < rt->npins; i++)
+    if (rt->pins[i].world == w) {
+      if (--rt->pins[i].count == 0) rt->pins[i] = rt->pins[--rt->npins];
+      break;
+    }
+  kc__unlock(&rt->pin_lock);
+}
+
 kc_status kc_pin(kc_runtime *rt, kc_world *pinned) {
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_pin: runtime is NULL");
   if (kc__pin.depth && !pinned_on(rt) && kc__pin.depth)
     return kc__err(rt, KC_EBUSY, "kc_pin: this thread already pinned another runtime");
   if (kc__pin.depth == UINT32_MAX) return kc__err(rt, KC_EBUSY, "kc_pin: nested too deeply");
   if (!kc__pin.depth) {
-    kc__pin.world = kc__load_acquire(&rt->world);
+    kc_status st = pins_add(rt, &kc__pin.world);
+    if (st) return st;
     kc__pin.rt = rt;
     kc__pin.rt_id = rt->id;
   }
@@ -289,7 +331,10 @@ kc_status kc_unpin(kc_runtime *rt) {
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_unpin: runtime is NULL");
   if (!kc__pin.depth || !pinned_on(rt))
     return kc__err(rt, KC_EBUSY, "kc_unpin: this thread holds no pin on this runtime");
-  if (--kc__pin.depth == 0) kc__pin.rt = NULL;
+  if (--kc__pin.depth == 0) {
+    kc__pin.rt = NULL;
+    pins_remove(rt, kc__pin.world);
+  }
   return KC_OK;
 }
 
@@ -548,18 +593,23 @@ static size_t linked_slot(const kc_context *ctx, uint64_t id) {
   return (size_t)(id * 0x9E3779B97F4A7C15ull >> 20) & (ctx->caplinked - 1);
 }
 
+/* Unloads a linked object and keeps its memory for its specialization:
+ * handles may still point at it, and link key 0 never matches. */
+static void recycle_linked(kc_runtime *rt, kc__linked *l) {
+  rt->be->unlink(l);
+  kc__store_release(&l->link_key, 0);
+  kc__spec *spec = l->ci->spec;
+  kc__lock(&spec->free_lock);
+  l->next_in_bucket = spec->free_linked;
+  spec->free_linked = l;
+  kc__unlock(&spec->free_lock);
+}
+
 static void unlink_all(kc_context *ctx) {
   for (size_t i = 0; i < ctx->caplinked; i++) {
     for (kc__linked *l = ctx->linked[i], *next; l; l = next) {
       next = l->next_in_bucket;
-      ctx->rt->be->unlink(l);
-      /* recycled within its spec: handles may still point at it */
-      kc__store_release(&l->link_key, 0);
-      kc__spec *spec = l->ci->spec;
-      kc__lock(&spec->free_lock);
-      l->next_in_bucket = spec->free_linked;
-      spec->free_linked = l;
-      kc__unlock(&spec->free_lock);
+      recycle_linked(ctx->rt, l);
     }
     ctx->linked[i] = NULL;
   }
@@ -1058,9 +1108,105 @@ void kc_stats_get(kc_runtime *rt, kc_stats *out) {
   out->code_instances = kc__load_relaxed(&rt->n_cis);
   out->compile_ns = kc__load_relaxed(&rt->compile_ns);
   out->world = kc__load_acquire(&rt->world);
+  out->definitions = kc__load_relaxed(&rt->n_defs);
+  out->collected = kc__load_relaxed(&rt->n_collected);
   kc__store_stats(rt, out);
   kc__lock(&rt->kernels_lock);
   out->fast_hits = rt->dead_kernel_hits;
   for (kc_kernel *k = rt->kernels; k; k = k->next) out->fast_hits += kc__load_relaxed(&k->fast_hits);
   kc__unlock(&rt->kernels_lock);
+}
+
+/* ---------------------------------------------------------------- collect */
+
+typedef struct {
+  kc_world latest;
+  struct kc__pinned *pins;
+  size_t npins;
+} live_worlds;
+
+static bool world_live(void *ud, kc_world min, kc_world max) {
+  const live_worlds *lw = ud;
+  if (min <= lw->latest && lw->latest <= max) return true;
+  for (size_t i = 0; i < lw->npins; i++)
+    if (min <= lw->pins[i].world && lw->pins[i].world <= max) return true;
+  return false;
+}
+
+kc_status kc_collect(kc_runtime *rt, kc_collect_info *out) {
+  if (out) memset(out, 0, sizeof *out);
+  if (!rt) return kc__err(NULL, KC_EINVAL, "kc_collect: runtime is NULL");
+  live_worlds lw = {0};
+  kc__lock(&rt->pin_lock);
+  if (rt->npins) {
+    lw.pins = kc__alloc(rt, rt->npins * sizeof *lw.pins);
+    if (!lw.pins) {
+      kc__unlock(&rt->pin_lock);
+      return kc__err(rt, KC_ENOMEM, "kc_collect: out of memory");
+    }
+    memcpy(lw.pins, rt->pins, rt->npins * sizeof *lw.pins);
+    lw.npins = rt->npins;
+  }
+  lw.latest = kc__load_acquire(&rt->world);
+  kc__unlock(&rt->pin_lock);
+
+  /* 1. Take dead code instances out of their specializations' lists. */
+  kc__ci *dead = NULL;
+  uint64_t ndead = 0;
+  kc__lock(&rt->spec_lock);
+  for (size_t i = 0; i < rt->capspecs; i++)
+    for (kc__spec *s = rt->specs[i]; s; s = s->next_in_bucket) {
+      kc__ci *keep = NULL, **tail = &keep;
+      for (kc__ci *ci = kc__load_relaxed(&s->head), *next; ci; ci = next) {
+        next = ci->next;
+        if (world_live(&lw, kc__load_relaxed(&ci->min_world), kc__load_relaxed(&ci->max_world))) {
+          *tail = ci;
+          tail = &ci->next;
+        } else {
+          ci->dead = true;
+          ci->next = dead;
+          dead = ci;
+          ndead++;
+        }
+      }
+      *tail = NULL;
+      kc__store_release(&s->head, keep);
+    }
+  kc__unlock(&rt->spec_lock);
+
+  /* 2. Their linked objects, in every context. */
+  uint64_t nlinked = 0;
+  kc__lock(&rt->ctx_lock);
+  for (kc_context *ctx = rt->contexts; ctx && ndead; ctx = ctx->next) {
+    kc__lock(&ctx->lock);
+    if (kc__load_relaxed(&ctx->alive))
+      for (size_t i = 0; i < ctx->caplinked; i++)
+        for (kc__linked **pl = &ctx->linked[i]; *pl;) {
+          kc__linked *l = *pl;
+          if (!l->ci->dead) {
+            pl = &l->next_in_bucket;
+            continue;
+          }
+          *pl = l->next_in_bucket;
+          ctx->nlinked--;
+          nlinked++;
+          recycle_linked(rt, l);
+        }
+    kc__unlock(&ctx->lock);
+  }
+  kc__unlock(&rt->ctx_lock);
+
+  /* 3. The function table: backedges to them, and dead definitions. */
+  uint64_t ndefs = kc__table_collect(rt, world_live, &lw);
+
+  /* 4. Free them. */
+  for (kc__ci *ci = dead, *next; ci; ci = next) {
+    next = ci->next;
+    free_ci(rt, ci);
+  }
+  atomic_fetch_sub_explicit(&rt->n_cis, ndead, memory_order_relaxed);
+  kc__fetch_add_relaxed(&rt->n_collected, ndead);
+  kc__free(rt, lw.pins);
+  if (out) *out = (kc_collect_info){ndead, nlinked, ndefs};
+  return KC_OK;
 }

@@ -6,15 +6,19 @@
  * the other way round):
  *
  *   1. kc__spec.lock        single flight: held while one specialization
- *                           resolves, compiles and publishes a code instance.
- *   2. kc_context.lock      a context's table of linked objects, its buffers
+ *                           resolves, compiles and publishes a code instance
+ *                           (the disk store's per-key file lock nests here).
+ *   2. kc_runtime.ctx_lock  the list of contexts (live and reusable); held
+ *                           by create, by destroy while it tears a context
+ *                           down, and by kc_collect while it walks them.
+ *   3. kc_context.lock      a context's table of linked objects, its buffers
  *                           and its backend session; held while linking.
- *   3. kc_runtime.world_lock  the function table (bindings, definitions,
+ *   4. kc_runtime.world_lock  the function table (bindings, definitions,
  *                           backedges) and the world counter's writers.
  *                           Held only for table work: never while compiling.
- *   4. kc_runtime.spec_lock   the table of interned specializations.
+ *   5. kc_runtime.spec_lock   the table of interned specializations.
  *      kc__spec.free_lock     a spec's free list of linked objects.
- *      kc_runtime.ctx_lock    the list of contexts and the free list.
+ *      kc_runtime.pin_lock    the multiset of pinned worlds.
  *      kc_runtime.kernels_lock  the list of live kernel handles (stats).
  *                           (leaves: nothing is taken while holding them)
  *
@@ -188,6 +192,7 @@ struct kc__ci {
    * worlds so a launch loop does not recompile; artifact is NULL. */
   kc_status status;
   char *error;
+  bool dead; /* set by kc_collect just before it frees the code instance */
 };
 
 struct kc__spec {
@@ -363,7 +368,15 @@ struct kc_runtime {
   uint64_t dead_kernel_hits;
 
   _Atomic uint64_t n_compiles, n_compile_failures, n_links, n_slow, n_invalidations, n_defines,
-      n_cis, compile_ns;
+      n_cis, compile_ns, n_defs, n_collected;
+
+  /* Worlds pinned by threads (a multiset), for kc_collect. */
+  kc__mutex pin_lock;
+  struct kc__pinned {
+    kc_world world;
+    uint32_t count;
+  } *pins;
+  size_t npins, cappins;
   struct kc__store *store; /* the disk cache (store.c); NULL when there is none */
 };
 
@@ -385,5 +398,9 @@ void kc__closure_free(kc_runtime *rt, kc__closure *c);
  * the latest world. Publishes the range (release). */
 void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world);
 void kc__table_free(kc_runtime *rt);
+/* kc_collect's part in the table: drops dead code instances (marked by
+ * ci->dead) from backedge lists and frees definitions visible in no live
+ * world. Returns the number of definitions freed. */
+uint64_t kc__table_collect(kc_runtime *rt, bool (*live)(void *ud, kc_world min, kc_world max), void *ud);
 
 #endif /* KC_INTERNAL_H */

@@ -172,6 +172,7 @@ static kc_status change(kc_runtime *rt, const char *name, const char *source, kc
     b->defs = d;
   }
   kc__fetch_add_relaxed(&rt->n_defines, 1);
+  if (d) kc__fetch_add_relaxed(&rt->n_defs, 1);
   kc__store_release(&rt->world, w + 1); /* publish only after every clip */
   kc__unlock(&rt->world_lock);
   if (new_world) *new_world = w + 1;
@@ -418,4 +419,35 @@ void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world) {
   kc__store_relaxed(&ci->min_world, min);
   kc__store_release(&ci->max_world, max); /* the range becomes non-empty last */
   kc__unlock(&rt->world_lock);
+}
+
+/* --------------------------------------------------------------- collect */
+
+uint64_t kc__table_collect(kc_runtime *rt, bool (*live)(void *ud, kc_world min, kc_world max), void *ud) {
+  uint64_t freed = 0;
+  kc__lock(&rt->world_lock);
+  for (size_t i = 0; i < rt->capbindings; i++)
+    for (kc__binding *b = rt->bindings[i]; b; b = b->next_in_bucket) {
+      size_t n = 0;
+      for (size_t j = 0; j < b->nbackedges; j++)
+        if (!b->backedges[j]->dead) b->backedges[n++] = b->backedges[j];
+      b->nbackedges = n;
+      /* A definition no live world sees can serve no lookup again; a live
+       * code instance's edges only point at definitions that hold one of
+       * its (live) worlds, so none of them goes. */
+      for (kc__def **pd = &b->defs; *pd;) {
+        kc__def *d = *pd;
+        if (live(ud, d->min_world, kc__load_relaxed(&d->max_world))) {
+          pd = &d->older;
+          continue;
+        }
+        *pd = d->older;
+        kc__free(rt, d->source);
+        kc__free(rt, d);
+        freed++;
+      }
+    }
+  kc__unlock(&rt->world_lock);
+  atomic_fetch_sub_explicit(&rt->n_defs, freed, memory_order_relaxed);
+  return freed;
 }
