@@ -134,6 +134,9 @@ int main(int argc, char **argv) {
   CL_FNS(LOAD)
 #undef LOAD
 
+  /* The first build must really build: PoCL's own kernel cache would turn a
+   * build of a source it saw in an earlier run into a cache hit. */
+  setenv("POCL_KERNEL_CACHE", "0", 1);
   kc_options o;
   kc_options_init(&o);
   o.cache_disable = 1; /* measure compiles, not the disk cache */
