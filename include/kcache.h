@@ -147,7 +147,20 @@ int kc_backend_available(kc_backend_kind kind, const char **why);
 
 /* ------------------------------------------------------ devices, contexts */
 
-/* Number of devices the runtime's backend sees. */
+/* Writes a listing of what a backend can use on this machine into buf
+ * (snprintf semantics: always NUL-terminated when size > 0), one line per
+ * platform and an indented line per device:
+ *   "platform 0: Portable Computing Language (OpenCL 3.0 PoCL ...)\n"
+ *   "  device 0: cpu-haswell-Intel(R) Xeon(R) ...\n"
+ * Platform indices are those of kc_options.platform_index; devices are in
+ * the platform's order (a runtime's device 0 is the one it selected).
+ * Returns the length of the whole listing, or -1 if the backend is not
+ * available (kc_backend_available says why). Thread-safe. */
+int kc_list_devices(kc_backend_kind kind, char *buf, size_t size);
+
+/* Number of devices the runtime's backend sees; device 0 is the one the
+ * options selected (kc_options.platform_index, device_name), which is the
+ * device the runtime compiles for. */
 int kc_device_count(const kc_runtime *rt);
 /* A device's name, or NULL for an index out of range. */
 const char *kc_device_name(const kc_runtime *rt, int index);

@@ -61,6 +61,34 @@ static const kc__backend *backend_of(kc_backend_kind kind) {
   }
 }
 
+/* Appends to buf like snprintf at buf+len, keeping the full length. */
+static size_t list_append(char *buf, size_t size, size_t len, const char *fmt, const char *a, int i,
+                          const char *b) {
+  char line[600];
+  int n = snprintf(line, sizeof line, fmt, i, a, b);
+  if (n < 0) return len;
+  if (len < size) snprintf(buf + len, size - len, "%s", line);
+  return len + (size_t)n;
+}
+
+int kc_list_devices(kc_backend_kind kind, char *buf, size_t size) {
+  if (size) buf[0] = 0;
+  const kc__backend *be = backend_of(kind);
+  if (!be || be->unavailable()) return -1;
+  if (be->list) return be->list(buf, size);
+  kc_options o;
+  kc_options_init(&o);
+  o.backend = kind;
+  o.cache_disable = 1;
+  kc_runtime *rt;
+  if (kc_runtime_create(&o, &rt)) return -1;
+  size_t len = list_append(buf, size, 0, "platform %d: %s%s\n", be->name, 0, "");
+  for (int i = 0; i < kc_device_count(rt); i++)
+    len = list_append(buf, size, len, "  device %d: %s%s\n", kc_device_name(rt, i), i, "");
+  kc_runtime_destroy(rt);
+  return (int)len;
+}
+
 int kc_backend_available(kc_backend_kind kind, const char **why) {
   const kc__backend *be = backend_of(kind);
   const char *reason = be ? be->unavailable() : "unknown backend";

@@ -301,6 +301,10 @@ typedef struct kc__backend {
   void (*close)(void *state);
   int (*device_count)(void *state);
   const char *(*device_name)(void *state, int index);
+  /* Optional: lists platforms and devices without a runtime (snprintf
+   * semantics; returns the full length). NULL: one platform, listed from a
+   * temporary runtime's devices. */
+  int (*list)(char *buf, size_t size);
   /* Compiler and device identity (part of the disk-cache key). */
   const char *(*identity)(void *state);
   /* Dialect prelude: pasted before the specialization parameters. */

@@ -691,12 +691,33 @@ static void test_cached_launch_allocates_nothing(void **state) {
   assert_int_equal(atomic_load(&cnt.frees), atomic_load(&cnt.allocs));
 }
 
+/* The listing names the device the runtime uses, and truncates safely. */
+static void test_list_devices(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  char buf[8192];
+  int n = kc_list_devices(kct_backend, buf, sizeof buf);
+  assert_true(n > 0 && (size_t)n < sizeof buf);
+  assert_int_equal(strlen(buf), (size_t)n);
+  KCT_CONTAINS(buf, "platform 0: ");
+  KCT_CONTAINS(buf, "  device 0: ");
+  KCT_CONTAINS(buf, kc_device_name(rt, 0));
+  char small[12];
+  assert_int_equal(kc_list_devices(kct_backend, small, sizeof small), n);
+  assert_int_equal(strlen(small), sizeof small - 1);
+  assert_int_equal(memcmp(small, buf, sizeof small - 1), 0);
+  assert_int_equal(kc_list_devices(kct_backend, NULL, 0), n);
+  assert_int_equal(kc_list_devices((kc_backend_kind)42, buf, sizeof buf), -1);
+  kct_destroy(rt);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
   kct_memory_only();
   const struct CMUnitTest tests[] = {
       KCT_TEST(test_first_launch_compiles_once),
+      KCT_TEST(test_list_devices),
       KCT_TEST(test_second_handle_shares_code),
       KCT_TEST(test_unrelated_definition_revalidates),
       KCT_TEST(test_callee_redefinition_recompiles_dependents_only),

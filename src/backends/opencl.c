@@ -291,6 +291,33 @@ static bool ocl_device_matches(kc_runtime *rt, cl_device_id d, const char *want,
   return hit;
 }
 
+/* Every platform and its devices, for kc_list_devices (snprintf semantics). */
+static int ocl_list(char *buf, size_t size) {
+  if (ocl_unavailable()) return -1;
+  cl_platform_id plats[32];
+  cl_uint np = 0;
+  if (ocl.clGetPlatformIDs(32, plats, &np) != CL_SUCCESS) return -1;
+  size_t len = 0;
+  for (cl_uint p = 0; p < np && p < 32; p++) {
+    char name[256] = "", version[256] = "";
+    ocl.clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof name - 1, name, NULL);
+    ocl.clGetPlatformInfo(plats[p], CL_PLATFORM_VERSION, sizeof version - 1, version, NULL);
+    int n = snprintf(len < size ? buf + len : NULL, len < size ? size - len : 0, "platform %u: %s (%s)\n", p,
+                     name, version);
+    len += n > 0 ? (size_t)n : 0;
+    cl_device_id devs[64];
+    cl_uint nd = 0;
+    if (ocl.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 64, devs, &nd) != CL_SUCCESS) nd = 0;
+    for (cl_uint d = 0; d < nd && d < 64; d++) {
+      char dname[256] = "";
+      ocl.clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof dname - 1, dname, NULL);
+      n = snprintf(len < size ? buf + len : NULL, len < size ? size - len : 0, "  device %u: %s\n", d, dname);
+      len += n > 0 ? (size_t)n : 0;
+    }
+  }
+  return (int)len;
+}
+
 static kc_status ocl_open(kc_runtime *rt, const kc_options *opt, void **state) {
   *state = NULL;
   const char *why = ocl_unavailable();
@@ -878,6 +905,7 @@ static kc_status ocl_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, si
 /* ----------------------------------------------------------------- table */
 
 const kc__backend kc__backend_opencl = {
+    .list = ocl_list,
     .name = "opencl",
     .unavailable = ocl_unavailable,
     .open = ocl_open,
