@@ -42,6 +42,35 @@ bool kc__is_keyword(const char *s, size_t n) {
   return false;
 }
 
+/* The end of the string or character literal that opens at q (its closing
+ * quote, or the newline or end that cuts it short), by the scanner's rules. */
+static const char *literal_end(const char *q, const char *end) {
+  const char *r = q + 1;
+  while (r < end && *r != *q && *r != '\n') {
+    if (*r == '\\' && r + 1 < end) r++;
+    r++;
+  }
+  return r;
+}
+
+/* The offset of the next token at or after j: blanks (newlines included)
+ * and comments skipped, as between a function's name and its '('. */
+static size_t next_token(const char *text, size_t len, size_t j) {
+  for (;;) {
+    while (j < len && (text[j] == ' ' || text[j] == '\t' || text[j] == '\n' || text[j] == '\r'))
+      j++;
+    if (j + 1 < len && text[j] == '/' && text[j + 1] == '*') {
+      j += 2;
+      while (j + 1 < len && !(text[j] == '*' && text[j + 1] == '/')) j++;
+      j = j + 2 <= len ? j + 2 : len;
+    } else if (j + 1 < len && text[j] == '/' && text[j + 1] == '/') {
+      while (j < len && text[j] != '\n') j++;
+    } else {
+      return j;
+    }
+  }
+}
+
 void kc__scan_idents(const char *text, size_t len, kc__ident_fn fn, void *ud) {
   size_t i = 0;
   bool line_start = true; /* only whitespace so far on this line */
@@ -76,12 +105,10 @@ void kc__scan_idents(const char *text, size_t len, kc__ident_fn fn, void *ud) {
     }
     line_start = false;
     if (c == '"' || c == '\'') {
-      i++;
-      while (i < len && text[i] != (char)c && text[i] != '\n') {
-        if (text[i] == '\\' && i + 1 < len) i++;
-        i++;
-      }
-      i++;
+      /* past the closing quote; a literal left open at the end of its line
+       * stops before the newline, which starts the next line */
+      i = (size_t)(literal_end(text + i, text + len) - text);
+      if (i < len && text[i] == (char)c) i++;
       continue;
     }
     if (isdigit(c) || (c == '.' && i + 1 < len && isdigit((unsigned char)text[i + 1]))) {
@@ -97,20 +124,7 @@ void kc__scan_idents(const char *text, size_t len, kc__ident_fn fn, void *ud) {
       while (i < len && is_id_char((unsigned char)text[i])) i++;
       /* call position: the next token is '(', with whitespace and comments
        * allowed in between, as C allows */
-      size_t j = i;
-      for (;;) {
-        while (j < len && (text[j] == ' ' || text[j] == '\t' || text[j] == '\n' || text[j] == '\r'))
-          j++;
-        if (j + 1 < len && text[j] == '/' && text[j + 1] == '*') {
-          j += 2;
-          while (j + 1 < len && !(text[j] == '*' && text[j + 1] == '/')) j++;
-          j = j + 2 <= len ? j + 2 : len;
-        } else if (j + 1 < len && text[j] == '/' && text[j + 1] == '/') {
-          while (j < len && text[j] != '\n') j++;
-        } else {
-          break;
-        }
-      }
+      size_t j = next_token(text, len, i);
       kc__ident id = {text + s, (uint32_t)(i - s), j < len && text[j] == '('};
       if (!fn(ud, &id)) return;
       continue;
@@ -124,13 +138,16 @@ void kc__scan_idents(const char *text, size_t len, kc__ident_fn fn, void *ud) {
 typedef struct {
   const char *name;
   size_t nlen;
+  const char *text;
+  size_t len;
   const char *found; /* the '(' after the first `name (` */
 } find_ud;
 
 static bool find_call(void *ud, const kc__ident *id) {
   find_ud *f = ud;
   if (id->call && id->len == f->nlen && memcmp(id->start, f->name, f->nlen) == 0) {
-    f->found = strchr(id->start + id->len, '(');
+    /* the '(' the scanner saw, not one in a comment in between */
+    f->found = f->text + next_token(f->text, f->len, (size_t)(id->start + id->len - f->text));
     return false;
   }
   return true;
@@ -151,22 +168,76 @@ void kc__free_params(kc_runtime *rt, kc__param *p, uint32_t count) {
   kc__free(rt, p);
 }
 
+/* The text from s to end with each comment replaced by a space (literals
+ * kept as they are), so that a comment in a parameter list (after
+ * "float *y", say "output, n floats") neither hides nor fakes a ',' or ')'
+ * and never becomes part of a type or a name. */
+static char *strip_comments(kc_runtime *rt, const char *s, const char *end) {
+  char *out = kc__alloc(rt, (size_t)(end - s) + 1), *w = out;
+  if (!out) return NULL;
+  while (s < end) {
+    if (s + 1 < end && s[0] == '/' && s[1] == '*') {
+      const char *c = s + 2;
+      while (c + 1 < end && !(c[0] == '*' && c[1] == '/')) c++;
+      s = c + 1 < end ? c + 2 : end;
+      *w++ = ' ';
+    } else if (s + 1 < end && s[0] == '/' && s[1] == '/') {
+      while (s < end && *s != '\n') s++;
+      *w++ = ' ';
+    } else if (*s == '"' || *s == '\'') {
+      const char *e = literal_end(s, end);
+      if (e < end && *e == *s) e++;
+      memcpy(w, s, (size_t)(e - s));
+      w += e - s;
+      s = e;
+    } else {
+      *w++ = *s++;
+    }
+  }
+  *w = 0;
+  return out;
+}
+
 kc_status kc__parse_params(kc_runtime *rt, const char *name, const char *source, kc__param **out,
                            uint32_t *count) {
   *out = NULL;
   *count = 0;
-  find_ud f = {name, strlen(name), NULL};
   size_t len = strlen(source);
+  find_ud f = {name, strlen(name), source, len, NULL};
   kc__scan_idents(source, len, find_call, &f);
   if (!f.found)
     return kc__err(rt, KC_EINVAL, "cannot find the parameter list of kernel '%s' in its definition",
                    name);
-  const char *p = f.found + 1, *end = source + len;
+  char *list = strip_comments(rt, f.found + 1, source + len);
+  if (!list) return kc__err(rt, KC_ENOMEM, "out of memory");
+  const char *p = list, *end = list + strlen(list);
   kc__param *params = NULL;
   uint32_t n = 0;
+  kc_status st = KC_OK;
   const char *start = p;
   int depth = 0;
+  bool line_start = false; /* only blanks so far on this line of the list */
   for (; p < end; p++) {
+    if (*p == '\n') {
+      line_start = true;
+      continue;
+    }
+    if (*p == '#' && line_start) {
+      /* which parameters exist would depend on the preprocessor */
+      st = kc__err(rt, KC_EINVAL,
+                   "kernel '%s': a preprocessor line in its parameter list is not supported", name);
+      break;
+    }
+    if (!isspace((unsigned char)*p)) line_start = false;
+    if (*p == '"' || *p == '\'') { /* its brackets and commas are not the list's */
+      const char *e = literal_end(p, end);
+      if (e == end || *e != *p) {
+        st = kc__err(rt, KC_EINVAL, "kernel '%s': unterminated literal in its parameter list", name);
+        break;
+      }
+      p = e;
+      continue;
+    }
     if (*p == '(' || *p == '[') depth++;
     else if ((*p == ')' || *p == ']') && depth > 0) depth--;
     else if ((*p == ',' || *p == ')') && depth == 0) {
@@ -176,42 +247,45 @@ kc_status kc__parse_params(kc_runtime *rt, const char *name, const char *source,
       bool empty = ps == pe || (pe - ps == 4 && memcmp(ps, "void", 4) == 0);
       if (empty && *p == ')' && n == 0) break; /* "()" or "(void)" */
       if (empty || n == KC_MAX_ARGS) {
-        kc__free_params(rt, params, n);
-        return kc__err(rt, empty ? KC_EINVAL : KC_EARGS,
-                       empty ? "kernel '%s': empty parameter in its parameter list"
-                             : "kernel '%s' has more than %d parameters",
-                       name, KC_MAX_ARGS);
+        st = kc__err(rt, empty ? KC_EINVAL : KC_EARGS,
+                     empty ? "kernel '%s': empty parameter in its parameter list"
+                           : "kernel '%s' has more than %d parameters",
+                     name, KC_MAX_ARGS);
+        break;
       }
-      /* the name is the last identifier of the declaration */
+      /* the name is the last identifier of the declaration, a whole token
+       * (not the tail of a number like 1.e or 1e+x) */
       const char *ne = pe;
       const char *ns = ne;
       while (ns > ps && is_id_char((unsigned char)ns[-1])) ns--;
-      if (ns == ne || !is_id_start((unsigned char)*ns) || ns == ps) {
-        kc__free_params(rt, params, n);
-        return kc__err(rt, KC_EINVAL, "kernel '%s': parameter %u has no name or no type", name,
-                       n + 1);
+      if (ns == ne || !is_id_start((unsigned char)*ns) || ns == ps || strchr(".+-", ns[-1])) {
+        st = kc__err(rt, KC_EINVAL, "kernel '%s': parameter %u has no name or no type", name, n + 1);
+        break;
       }
       kc__param *np = kc__realloc(rt, params, sizeof *params * (n + 1));
       if (!np) {
-        kc__free_params(rt, params, n);
-        return kc__err(rt, KC_ENOMEM, "out of memory");
+        st = kc__err(rt, KC_ENOMEM, "out of memory");
+        break;
       }
       params = np;
       params[n].type = trim_dup(rt, ps, ns);
       params[n].name = kc__strndup(rt, ns, (size_t)(ne - ns));
       n++;
       if (!params[n - 1].type || !params[n - 1].name) {
-        kc__free_params(rt, params, n);
-        return kc__err(rt, KC_ENOMEM, "out of memory");
+        st = kc__err(rt, KC_ENOMEM, "out of memory");
+        break;
       }
       params[n - 1].is_buffer = memchr(ps, '*', (size_t)(ns - ps)) != NULL;
       if (*p == ')') break;
       start = p + 1;
     }
   }
-  if (p >= end) {
+  if (!st && p >= end)
+    st = kc__err(rt, KC_EINVAL, "kernel '%s': unterminated parameter list", name);
+  kc__free(rt, list);
+  if (st) {
     kc__free_params(rt, params, n);
-    return kc__err(rt, KC_EINVAL, "kernel '%s': unterminated parameter list", name);
+    return st;
   }
   *out = params;
   *count = n;

@@ -1,0 +1,1 @@
+KC_KERNEL void k( ) {}

@@ -1,0 +1,1 @@
+KC_KERNEL void k /* (int x) */ (KC_GLOBAL float *y) { y[0] = 1; }

@@ -1,0 +1,5 @@
+KC_DEVICE float h(float x)
+{
+  return g
+(x);
+}

@@ -1,0 +1,1 @@
+KC_DEVICE int g(int a) { return a + 1; }

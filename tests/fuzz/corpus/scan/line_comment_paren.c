@@ -1,0 +1,2 @@
+KC_KERNEL void k // (int x)
+(int a) { }

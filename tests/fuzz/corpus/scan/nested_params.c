@@ -1,0 +1,1 @@
+KC_KERNEL void k(KC_GLOBAL float (*m)[4], int a[N], void (*cb)(int, float)) {}

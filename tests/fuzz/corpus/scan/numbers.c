@@ -1,0 +1,1 @@
+KC_DEVICE double f(void) { return 1.0e+5f + 0x1p-3 + .5e-2 + 0xABCull + 1e10L + 07 + 1.f + x1e5(2); }

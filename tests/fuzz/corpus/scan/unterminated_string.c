@@ -1,0 +1,3 @@
+KC_DEVICE float f(float x) { return "x;
+#define A b(
+k(int a) }

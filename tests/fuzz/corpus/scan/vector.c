@@ -1,0 +1,1 @@
+KC_KERNEL void k(KC_GLOBAL float4 *v, uchar16 m, int2 p, half h) { v[0].x = p.y; }
