@@ -137,6 +137,9 @@ kc_status kc_runtime_create(const kc_options *user_opt, kc_runtime **out) {
   const kc__backend *be = NULL;
   kc_status st = pick_backend(opt.backend, &be);
   if (st) return st;
+#ifdef KC_FAULT_INJECTION
+  be = kc__fault_wrap_backend(be); /* tests: counts and fails backend calls (fault.c) */
+#endif
   kc_alloc_fn alloc = opt.alloc ? opt.alloc : kc__default_alloc;
   kc_runtime *rt = alloc(opt.alloc_ud, NULL, sizeof *rt);
   if (!rt) return kc__err(NULL, KC_ENOMEM, "kc_runtime_create: out of memory");

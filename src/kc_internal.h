@@ -407,4 +407,38 @@ void kc__table_free(kc_runtime *rt);
  * world. Returns the number of definitions freed. */
 uint64_t kc__table_collect(kc_runtime *rt, bool (*live)(void *ud, kc_world min, kc_world max), void *ud);
 
+/* -------------------------------------------------------- fault injection */
+
+/* Test builds only (-DKC_FAULT_INJECTION=ON; src/fault.c). Of the
+ * operations of one kind counted after a test arms it, the Nth fails; a test
+ * sweeps N = 1, 2, 3... until a run hits no fault. */
+typedef enum kc__fault_kind {
+  KC__FAULT_ALLOC,   /* kc__alloc, kc__calloc, kc__realloc */
+  KC__FAULT_FILE,    /* the disk cache's open, read, write, fsync, rename */
+  KC__FAULT_BACKEND, /* backend calls that can fail: open, compile, link, launch, ... */
+  KC__FAULT_KINDS
+} kc__fault_kind;
+
+/* Arms kind: counting starts again at 0, and operation n fails (n = 0:
+ * none). Sticky: operation n and every one after it fail. */
+void kc__fault_set(kc__fault_kind kind, uint64_t n);
+void kc__fault_set_sticky(kc__fault_kind kind, uint64_t n);
+/* Disarms every kind and zeroes every counter. */
+void kc__fault_reset(void);
+/* Faults injected since the last reset (all kinds, or one). */
+uint64_t kc__fault_hits(void);
+uint64_t kc__fault_hits_of(kc__fault_kind kind);
+/* Operations of kind counted since it was last armed or reset. */
+uint64_t kc__fault_ops(kc__fault_kind kind);
+const char *kc__fault_name(kc__fault_kind kind);
+/* The hooks: counts one operation; true if it must fail. */
+bool kc__fault_hit(kc__fault_kind kind);
+/* A table that counts the backend calls of `real` and fails the armed one
+ * with the status the real backend would give (kc_runtime_create routes
+ * its backend through it). */
+const kc__backend *kc__fault_wrap_backend(const kc__backend *real);
+/* kc_runtime_create on a backend table of the caller's (tests: a backend
+ * without a compiler). Some real backend must be available to be replaced. */
+kc_status kc__runtime_create_with(const kc_options *opt, const kc__backend *be, kc_runtime **out);
+
 #endif /* KC_INTERNAL_H */

@@ -117,6 +117,31 @@ static int injected_failure(void) {
   return 0;
 }
 
+/* Every open, read, write, fsync and rename of the store goes through these,
+ * so that a test build can fail the Nth one (src/fault.c) as a failing disk
+ * would: with EIO. */
+#ifdef KC_FAULT_INJECTION
+static bool fo_fault(void) {
+  if (KC__LIKELY(!kc__fault_hit(KC__FAULT_FILE))) return false;
+  errno = EIO;
+  return true;
+}
+#else
+static inline bool fo_fault(void) { return false; }
+#endif
+static int fo_open(const char *path, int flags, mode_t mode) {
+  return fo_fault() ? -1 : open(path, flags, mode);
+}
+static ssize_t fo_pread(int fd, void *buf, size_t n, off_t off) {
+  return fo_fault() ? -1 : pread(fd, buf, n, off);
+}
+static ssize_t fo_pwrite(int fd, const void *buf, size_t n, off_t off) {
+  return fo_fault() ? -1 : pwrite(fd, buf, n, off);
+}
+static ssize_t fo_write(int fd, const void *buf, size_t n) { return fo_fault() ? -1 : write(fd, buf, n); }
+static int fo_fsync(int fd) { return fo_fault() ? -1 : fsync(fd); }
+static int fo_rename(const char *from, const char *to) { return fo_fault() ? -1 : rename(from, to); }
+
 /* A growable byte buffer (with rt's allocator, or malloc). */
 typedef struct obuf {
   kc_runtime *rt;
@@ -364,11 +389,11 @@ void kc__store_counters_read(const char *vdir, kc__store_counters *out) {
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/stats", vdir);
   memset(out, 0, sizeof *out);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = fo_open(path, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) return;
   uint8_t b[KC__COUNTERS_SIZE];
   flock(fd, LOCK_SH);
-  ssize_t n = pread(fd, b, sizeof b, 0);
+  ssize_t n = fo_pread(fd, b, sizeof b, 0);
   flock(fd, LOCK_UN);
   close(fd);
   counters_parse(b, n, out);
@@ -386,14 +411,14 @@ bool kc__store_counters_add(const char *vdir, int64_t bytes, int64_t entries, ui
   snprintf(path, sizeof path, "%s/stats", vdir);
   kc__store_counters c;
   memset(&c, 0, sizeof c);
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int fd = fo_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
     if (now) *now = c;
     return false;
   }
   uint8_t b[KC__COUNTERS_SIZE];
   flock(fd, LOCK_EX);
-  counters_parse(b, pread(fd, b, sizeof b, 0), &c);
+  counters_parse(b, fo_pread(fd, b, sizeof b, 0), &c);
   if (set) {
     c.bytes = (uint64_t)bytes;
     c.entries = (uint64_t)entries;
@@ -412,7 +437,7 @@ bool kc__store_counters_add(const char *vdir, int64_t bytes, int64_t entries, ui
   /* bytes and entries are known only if they were (or a scan sets them) */
   c.sized = c.sized || set;
   le64(b + 64, c.sized ? 1 : 0);
-  bool ok = pwrite(fd, b, sizeof b, 0) == (ssize_t)sizeof b;
+  bool ok = fo_pwrite(fd, b, sizeof b, 0) == (ssize_t)sizeof b;
   flock(fd, LOCK_UN);
   close(fd);
   c.valid = ok;
@@ -545,7 +570,8 @@ static bool meta_parse(kc__entry *e, const uint8_t *p, size_t n, char *why, size
   return true;
 }
 
-static bool defs_parse(kc_runtime *rt, kc__entry *e, const uint8_t *p, size_t n, char *why, size_t wl) {
+static bool defs_parse(kc_runtime *rt, kc__entry *e, const uint8_t *p, size_t n, char *why, size_t wl,
+                       bool *oom) {
   if (n < 4) goto bad;
   uint32_t cnt = rd32(p);
   size_t off = 4;
@@ -553,6 +579,7 @@ static bool defs_parse(kc_runtime *rt, kc__entry *e, const uint8_t *p, size_t n,
   e->defs = xalloc(rt, (cnt ? cnt : 1) * sizeof *e->defs);
   if (!e->defs) {
     snprintf(why, wl, "out of memory");
+    *oom = true;
     return false;
   }
   for (uint32_t i = 0; i < cnt; i++) {
@@ -586,6 +613,7 @@ kc_status kc__entry_decode(kc_runtime *rt, void *buf, size_t size, kc__entry *e,
   e->buf = buf;
   e->size = size;
   const uint8_t *b = buf;
+  bool oom = false; /* the entry may be sound: not damage */
 #define KC__BAD(...)                    \
   do {                                  \
     snprintf(why, wl, __VA_ARGS__);     \
@@ -624,7 +652,7 @@ kc_status kc__entry_decode(kc_runtime *rt, void *buf, size_t size, kc__entry *e,
       if (!meta_parse(e, p, len, why, wl)) goto bad;
       break;
     case KC__SEC_DEFS:
-      if (!defs_parse(rt, e, p, len, why, wl)) goto bad;
+      if (!defs_parse(rt, e, p, len, why, wl, &oom)) goto bad;
       break;
     case KC__SEC_LOG:
       if (len == 0 || p[len - 1] != 0) KC__BAD("malformed build log");
@@ -635,7 +663,8 @@ kc_status kc__entry_decode(kc_runtime *rt, void *buf, size_t size, kc__entry *e,
       if (len < 4 || (len - 4) % 8 || (len - 4) / 8 != rd32(p)) KC__BAD("malformed signature");
       e->nsig = rd32(p);
       e->sig = xalloc(rt, (e->nsig ? e->nsig : 1) * sizeof *e->sig);
-      if (!e->sig) KC__BAD("out of memory");
+      oom = !e->sig;
+      if (oom) KC__BAD("out of memory");
       for (uint32_t i = 0; i < e->nsig; i++) e->sig[i] = rd64(p + 4 + 8 * i);
       break;
     }
@@ -654,7 +683,7 @@ kc_status kc__entry_decode(kc_runtime *rt, void *buf, size_t size, kc__entry *e,
   return KC_OK;
 bad:
   kc__entry_free(rt, e);
-  return KC_EIO;
+  return oom ? KC_ENOMEM : KC_EIO;
 }
 
 void kc__entry_free(kc_runtime *rt, kc__entry *e) {
@@ -672,7 +701,7 @@ void kc__entry_free(kc_runtime *rt, kc__entry *e) {
 static kc_status entry_load(kc_runtime *rt, const char *path, const uint8_t *want_key, kc__entry *e,
                             char *why, size_t wl, struct stat *st, int *fd_out) {
   memset(e, 0, sizeof *e);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = fo_open(path, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) {
     snprintf(why, wl, "cannot open: %s", strerror(errno));
     return errno == ENOENT ? KC_ENOTFOUND : KC_EUNAVAILABLE;
@@ -696,7 +725,7 @@ static kc_status entry_load(kc_runtime *rt, const char *path, const uint8_t *wan
   }
   size_t got = 0;
   while (got < size) {
-    ssize_t r = pread(fd, buf + got, size - got, (off_t)got);
+    ssize_t r = fo_pread(fd, buf + got, size - got, (off_t)got);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
       snprintf(why, wl, "read error: %s", strerror(errno));
@@ -708,6 +737,7 @@ static kc_status entry_load(kc_runtime *rt, const char *path, const uint8_t *wan
     got += (size_t)r;
   }
   kc_status s = kc__entry_decode(rt, buf, got, e, why, wl);
+  if (s == KC_ENOMEM) s = KC_EUNAVAILABLE; /* not the file's fault: left alone */
   if (!s && want_key && memcmp(e->key, want_key, 16)) {
     char hex[33];
     kc__store_hex(e->key, hex);
@@ -738,7 +768,7 @@ kc_status kc__entry_peek(const char *path, kc__entry *e, char *why, size_t wl) {
     wl = sizeof local;
   }
   memset(e, 0, sizeof *e);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = fo_open(path, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) {
     snprintf(why, wl, "cannot open: %s", strerror(errno));
     return errno == ENOENT ? KC_ENOTFOUND : KC_EUNAVAILABLE;
@@ -746,7 +776,7 @@ kc_status kc__entry_peek(const char *path, kc__entry *e, char *why, size_t wl) {
   struct stat st;
   uint8_t h[KC__STORE_HEADER + 16];
   kc_status s = KC_EIO;
-  ssize_t n = fstat(fd, &st) == 0 ? pread(fd, h, sizeof h, 0) : -1;
+  ssize_t n = fstat(fd, &st) == 0 ? fo_pread(fd, h, sizeof h, 0) : -1;
   if (n < 0) {
     snprintf(why, wl, "cannot read: %s", strerror(errno));
     s = KC_EUNAVAILABLE;
@@ -772,7 +802,7 @@ kc_status kc__entry_peek(const char *path, kc__entry *e, char *why, size_t wl) {
     if (!m) {
       snprintf(why, wl, "out of memory");
       s = KC_EUNAVAILABLE;
-    } else if (pread(fd, m, len, sizeof h) != (ssize_t)len) {
+    } else if (fo_pread(fd, m, len, sizeof h) != (ssize_t)len) {
       snprintf(why, wl, "truncated metadata");
       free(m);
     } else if (!meta_parse(e, m, len, why, wl)) {
@@ -870,7 +900,7 @@ static void sweep_aux(const char *vdir, kc__gc_result *r) {
       if (now - mtime_ns(&st) <= (int64_t)KC__STALE_LOCK_NS) continue;
       /* Unlinked while held, like a finishing holder does: a waiter that
        * gets this inode sees that it is gone and locks a new file. */
-      int fd = open(path, O_RDWR | O_CLOEXEC);
+      int fd = fo_open(path, O_RDWR | O_CLOEXEC, 0);
       if (fd < 0) continue;
       if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
         if (remove_if_same(path, &st)) r->locks_removed++;
@@ -894,7 +924,7 @@ kc_status kc__store_gc(kc_runtime *rt, const char *vdir, uint64_t target, bool w
   memset(&r, 0, sizeof r);
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/gc.lock", vdir);
-  int lfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int lfd = fo_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lfd < 0) return kc__err(rt, KC_EIO, "cannot open %s: %s", path, strerror(errno));
   while (flock(lfd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
@@ -1037,13 +1067,15 @@ static bool ensure_bucket(kc__store *s, const uint8_t key[16]) {
  * links after ci_get, too late to fall back to a compile. The source is
  * hidden meanwhile (ci is not published yet): a backend that rebuilds
  * from source when it rejects a binary (OpenCL) must say that it rejected
- * it, or a bad entry would cost every process a compile, forever. */
-static bool probe_link(kc_runtime *rt, kc__store *s, kc__ci *ci) {
+ * it, or a bad entry would cost every process a compile, forever. KC_OK:
+ * accepted (or no probe is possible); KC_ENOMEM: the backend ran out of
+ * memory and could not tell; anything else: refused. */
+static kc_status probe_link(kc_runtime *rt, kc__store *s, kc__ci *ci) {
   const kc__backend *be = rt->be;
-  if (!be->ctx_create || !be->link || !be->unlink) return true;
+  if (!be->ctx_create || !be->link || !be->unlink) return KC_OK;
   kc__lock(&s->probe_lock);
   if (s->probe_state == 0) s->probe_state = be->ctx_create(rt->bstate, 0, &s->probe_bctx) ? -1 : 1;
-  bool ok = true;
+  kc_status ok = KC_OK;
   if (s->probe_state == 1) {
     char *source = ci->source;
     ci->source = NULL;
@@ -1054,8 +1086,8 @@ static bool probe_link(kc_runtime *rt, kc__store *s, kc__ci *ci) {
     l.bctx = s->probe_bctx;
     l.nargs = ci->nparams;
     l.sig = ci->sig;
-    ok = be->link(s->probe_bctx, ci, &l) == KC_OK;
-    if (ok) be->unlink(&l);
+    ok = be->link(s->probe_bctx, ci, &l);
+    if (ok == KC_OK) be->unlink(&l);
     ci->source = source;
   }
   kc__unlock(&s->probe_lock);
@@ -1089,7 +1121,8 @@ static bool lookup(kc_runtime *rt, kc__store *s, kc__ci *ci, const uint8_t key[1
       ci->artifact = art;
       ci->artifact_size = e.artifact_size;
       ci->sig = e.sig;
-      good = probe_link(rt, s, ci);
+      kc_status probe = probe_link(rt, s, ci);
+      good = probe == KC_OK;
       ci->sig = mine;
       if (good) {
         memcpy(ci->sig, e.sig, e.nsig * sizeof *e.sig);
@@ -1098,6 +1131,11 @@ static bool lookup(kc_runtime *rt, kc__store *s, kc__ci *ci, const uint8_t key[1
         kc__free(rt, art);
         ci->artifact = NULL;
         ci->artifact_size = 0;
+      }
+      if (probe == KC_ENOMEM) { /* the backend ran out of memory: not the entry's fault */
+        kc__entry_free(rt, &e);
+        close(fd);
+        return false;
       }
     }
     kc__entry_free(rt, &e);
@@ -1118,7 +1156,7 @@ static void key_lock(kc__store *s, kc__store_txn *txn) {
   uint64_t deadline = kc__now_ns() + (uint64_t)s->lock_ms * 1000000u;
   for (;;) {
     int err = injected_failure();
-    int fd = err ? -1 : open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int fd = err ? -1 : fo_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
       write_failed(s, "creating", path, err ? err : errno);
       return;
@@ -1235,7 +1273,7 @@ static bool write_entry(kc__store *s, const uint8_t key[16], const uint8_t *img,
     return false;
   }
   int err = injected_failure();
-  int fd = err ? -1 : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = err ? -1 : fo_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
     write_failed(s, "creating", tmp, err ? err : errno);
     return false;
@@ -1243,7 +1281,7 @@ static bool write_entry(kc__store *s, const uint8_t key[16], const uint8_t *img,
   const char *what = "writing";
   for (size_t done = 0; done < size;) {
     err = injected_failure();
-    ssize_t w = err ? -1 : write(fd, img + done, size - done);
+    ssize_t w = err ? -1 : fo_write(fd, img + done, size - done);
     if (w < 0 && !err && errno == EINTR) continue;
     if (w <= 0) {
       err = err ? err : w < 0 ? errno : ENOSPC;
@@ -1252,7 +1290,7 @@ static bool write_entry(kc__store *s, const uint8_t key[16], const uint8_t *img,
     done += (size_t)w;
   }
   what = "flushing";
-  if (fsync(fd) != 0) {
+  if (fo_fsync(fd) != 0) {
     err = errno;
     goto fail;
   }
@@ -1265,13 +1303,13 @@ static bool write_entry(kc__store *s, const uint8_t key[16], const uint8_t *img,
   struct stat old;
   bool replaced = stat(final, &old) == 0;
   what = "renaming";
-  if (rename(tmp, final) != 0) {
+  if (fo_rename(tmp, final) != 0) {
     err = errno;
     goto fail;
   }
-  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int dfd = fo_open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
   if (dfd >= 0) {
-    fsync(dfd);
+    fo_fsync(dfd);
     close(dfd);
   }
   kc__fetch_add_relaxed(&s->writes, 1);

@@ -139,7 +139,8 @@ typedef struct kc__entry {
 /* Memory comes from rt's allocator, or malloc when rt is NULL (the CLI). */
 
 /* Decodes an entry file held in buf (taken over, freed on failure too). On
- * failure returns KC_EIO with why (a short reason) filled. */
+ * failure returns KC_EIO with why (a short reason) filled, or KC_ENOMEM
+ * when memory ran out (the entry may be sound). */
 kc_status kc__entry_decode(kc_runtime *rt, void *buf, size_t size, kc__entry *out, char *why,
                            size_t whylen);
 /* Reads and decodes path. want_key (may be NULL) must equal the header's

@@ -42,7 +42,16 @@ const char *kc_status_string(kc_status s) {
 
 /* ------------------------------------------------------------ allocation */
 
+/* Test builds count every allocation here (src/fault.c) and fail the one
+ * a test armed; kc__calloc goes through kc__alloc. */
+#ifdef KC_FAULT_INJECTION
+#define KC__ALLOC_FAULT() KC__UNLIKELY(kc__fault_hit(KC__FAULT_ALLOC))
+#else
+#define KC__ALLOC_FAULT() false
+#endif
+
 void *kc__alloc(kc_runtime *rt, size_t size) {
+  if (KC__ALLOC_FAULT()) return NULL;
   if (size == 0) size = 1;
   return rt->alloc(rt->alloc_ud, NULL, size);
 }
@@ -54,6 +63,7 @@ void *kc__calloc(kc_runtime *rt, size_t size) {
 }
 
 void *kc__realloc(kc_runtime *rt, void *p, size_t size) {
+  if (KC__ALLOC_FAULT()) return NULL;
   if (size == 0) size = 1;
   return rt->alloc(rt->alloc_ud, p, size);
 }
