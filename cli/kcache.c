@@ -7,6 +7,7 @@
  * no backend, no compiler and no device. Tables for people by default,
  * --json for scripts; --help everywhere.
  */
+#include "remote.h"
 #include "store.h"
 
 #include <errno.h>
@@ -166,7 +167,42 @@ static const char *const help_stats =
     "\n"
     "What the store holds (entries, size and bound, backends, oldest and newest\n"
     "use) and the counters that every process using it keeps: hits, misses,\n"
-    "writes, evictions, repairs.\n";
+    "writes, evictions, repairs; and, when a remote tier was used (or $KC_REMOTE\n"
+    "names one), its lookups, hits, misses, rejected values, errors, skips,\n"
+    "uploads, waits for another machine's compile, and time per lookup.\n";
+
+/* The remote tier's part of `kcache stats`: the counters that processes
+ * using this store keep (vdir/remote-stats), and the tier $KC_REMOTE names. */
+static void stats_remote(cli *c) {
+  kc__remote_counters r;
+  kc__remote_counters_read(c->vdir, &r);
+  kc__remote_config cfg;
+  char why[1024];
+  kc_status st = kc__remote_config_load(NULL, &cfg, why, sizeof why);
+  if (!r.valid && st == KC_ENOTFOUND) {
+    if (c->json) printf(", \"remote\": null");
+    return;
+  }
+  double per = r.lookups ? (double)r.lookup_ns / (double)r.lookups / 1e6 : 0;
+  if (c->json) {
+    printf(",\n \"remote\": {\"url\": ");
+    if (st == KC_OK) json_str(cfg.url);
+    else printf("null");
+    printf(", \"lookups\": %llu, \"hits\": %llu, \"misses\": %llu, \"rejects\": %llu, \"errors\": %llu, "
+           "\"skips\": %llu, \"uploads\": %llu, \"lock_waits\": %llu, \"lookup_ns\": %llu, \"ms_per_lookup\": %.3f}",
+           (unsigned long long)r.lookups, (unsigned long long)r.hits, (unsigned long long)r.misses,
+           (unsigned long long)r.rejects, (unsigned long long)r.errors, (unsigned long long)r.skips,
+           (unsigned long long)r.uploads, (unsigned long long)r.lock_waits, (unsigned long long)r.lookup_ns, per);
+    return;
+  }
+  if (st == KC_OK) printf("remote      %s, prefix %s%s (KC_REMOTE)\n", cfg.url, cfg.prefix, cfg.ns);
+  else if (st != KC_ENOTFOUND) printf("remote      KC_REMOTE is set but unusable: %s\n", why);
+  printf("remote use  %llu lookups: %llu hits, %llu misses (%llu values rejected), %llu errors; %llu skipped "
+         "(breaker open); %llu uploads; %llu waits for another machine; %.2f ms per lookup\n",
+         (unsigned long long)r.lookups, (unsigned long long)r.hits, (unsigned long long)r.misses,
+         (unsigned long long)r.rejects, (unsigned long long)r.errors, (unsigned long long)r.skips,
+         (unsigned long long)r.uploads, (unsigned long long)r.lock_waits, per);
+}
 
 static int cmd_stats(cli *c) {
   size_t n;
@@ -223,9 +259,11 @@ static int cmd_stats(cli *c) {
     }
     printf("},\n \"oldest_use_ns\": %lld, \"newest_use_ns\": %lld,\n", (long long)oldest, (long long)newest);
     printf(" \"counters\": {\"hits\": %llu, \"misses\": %llu, \"writes\": %llu, \"evictions\": %llu, "
-           "\"repairs\": %llu}}\n",
+           "\"repairs\": %llu}",
            (unsigned long long)k.hits, (unsigned long long)k.misses, (unsigned long long)k.writes,
            (unsigned long long)k.evictions, (unsigned long long)k.repairs);
+    stats_remote(c);
+    printf("}\n");
     return 0;
   }
   char a[32], b[32], t[32];
@@ -245,6 +283,7 @@ static int cmd_stats(cli *c) {
   if (lookups) printf(" (%.0f%% hits)", 100.0 * (double)k.hits / (double)lookups);
   printf(", %llu writes, %llu evictions, %llu repairs\n", (unsigned long long)k.writes,
          (unsigned long long)k.evictions, (unsigned long long)k.repairs);
+  stats_remote(c);
   return 0;
 }
 
@@ -779,6 +818,343 @@ static int cmd_explain(cli *c) {
   return 0;
 }
 
+/* ----------------------------------------------------------------- remote */
+
+static const char *const help_remote =
+    "usage: kcache remote ping|ls|clear [--url URL] [--prefix P] [--timeout MS] [--json]\n"
+    "\n"
+    "Looks at the remote tier: the Redis server that machines share behind\n"
+    "their disk caches (see \"remote tier\" in kcache.h).\n"
+    "\n"
+    "  ping    connects, measures the round trip, and shows the server's version,\n"
+    "          memory policy, and the entries and locks under the prefix\n"
+    "  ls      every entry under the prefix (any secret's namespace): key,\n"
+    "          namespace, backend, entry, params, size, age, and whether its\n"
+    "          MAC verifies with $KC_REMOTE_KEY; then the locks held now\n"
+    "  clear   removes every entry and lock under the prefix\n"
+    "\n"
+    "options:\n"
+    "  --url URL     redis://[[user]:password@]host[:port][/db] (default $KC_REMOTE)\n"
+    "  --prefix P    the key prefix (default $KC_REMOTE_PREFIX, else \"kcache:\")\n"
+    "  --timeout MS  for each command (default 2000)\n";
+
+typedef struct rcli {
+  kc__remote_config cfg;
+  kc__rconn *conn;
+  char why[1024];
+} rcli;
+
+static void rcli_die(rcli *r, const char *what) {
+  fprintf(stderr, "kcache: remote %s: %s: %s\n", what, r->cfg.url[0] ? r->cfg.url : "(no URL)", r->why);
+  exit(1);
+}
+
+/* One command that must work; the reply is the caller's to free. */
+static kc__rreply rcli_cmd(rcli *r, const char *what, int argc, const char *const *argv) {
+  size_t lens[16];
+  for (int i = 0; i < argc; i++) lens[i] = strlen(argv[i]);
+  kc__rreply rep;
+  if (kc__rconn_cmd(r->conn, argc, argv, lens, &rep, r->why, sizeof r->why)) rcli_die(r, what);
+  if (rep.type == KC__R_ERROR) {
+    snprintf(r->why, sizeof r->why, "%s: %s", argv[0], rep.str);
+    rcli_die(r, what);
+  }
+  return rep;
+}
+
+/* The prefix as a SCAN pattern that matches it literally. */
+static void scan_pattern(const char *prefix, char *out, size_t len) {
+  size_t o = 0;
+  for (const char *p = prefix; *p && o + 3 < len; p++) {
+    if (strchr("*?[]\\", *p)) out[o++] = '\\';
+    out[o++] = *p;
+  }
+  out[o++] = '*';
+  out[o] = 0;
+}
+
+/* Every key under the prefix (malloc). */
+static char **rcli_keys(rcli *r, size_t *n) {
+  char pattern[300], cursor[32] = "0";
+  scan_pattern(r->cfg.prefix, pattern, sizeof pattern);
+  char **keys = NULL;
+  size_t cap = 0;
+  *n = 0;
+  do {
+    const char *argv[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
+    kc__rreply rep = rcli_cmd(r, "ls", 6, argv);
+    if (rep.type != KC__R_ARRAY || rep.n != 2 || rep.elem[1].type != KC__R_ARRAY) {
+      snprintf(r->why, sizeof r->why, "unexpected reply to SCAN");
+      rcli_die(r, "ls");
+    }
+    snprintf(cursor, sizeof cursor, "%s", rep.elem[0].str ? rep.elem[0].str : "0");
+    for (size_t i = 0; i < rep.elem[1].n; i++) {
+      if (*n == cap) {
+        cap = cap ? cap * 2 : 256;
+        keys = realloc(keys, cap * sizeof *keys);
+        if (!keys) {
+          fprintf(stderr, "kcache: out of memory\n");
+          exit(1);
+        }
+      }
+      keys[(*n)++] = strdup(rep.elem[1].elem[i].str ? rep.elem[1].elem[i].str : "");
+    }
+    kc__rreply_free(NULL, &rep);
+  } while (strcmp(cursor, "0") != 0);
+  return keys;
+}
+
+static void keys_free(char **keys, size_t n) {
+  for (size_t i = 0; i < n; i++) free(keys[i]);
+  free(keys);
+}
+
+/* A key's parts after the prefix: namespace ("" or "hmac-xxxxxxxx"), the
+ * 32 hex digits, and whether it is a lock. False for anything else. */
+static bool key_parts(const rcli *r, const char *name, char ns[24], uint8_t key[16], bool *lock) {
+  const char *p = name + strlen(r->cfg.prefix);
+  ns[0] = 0;
+  if (!strncmp(p, "hmac-", 5) && strlen(p) > 14 && p[13] == ':') {
+    snprintf(ns, 24, "%.13s", p);
+    p += 14;
+  }
+  char h[33];
+  snprintf(h, sizeof h, "%.32s", p);
+  if (!kc__store_unhex(h, key)) return false;
+  *lock = !strcmp(p + 32, ":lock");
+  return *lock || p[32] == 0;
+}
+
+static int remote_ping(cli *c, rcli *r) {
+  double t0 = (double)kc__now_ns();
+  if (kc__rconn_open(NULL, &r->cfg, &r->conn, r->why, sizeof r->why)) rcli_die(r, "ping");
+  double connect_ms = ((double)kc__now_ns() - t0) / 1e6, best = 1e30, sum = 0;
+  enum { PINGS = 10 };
+  for (int i = 0; i < PINGS; i++) {
+    const char *argv[] = {"PING"};
+    double p0 = (double)kc__now_ns();
+    kc__rreply rep = rcli_cmd(r, "ping", 1, argv);
+    double dt = ((double)kc__now_ns() - p0) / 1e6;
+    kc__rreply_free(NULL, &rep);
+    sum += dt;
+    if (dt < best) best = dt;
+  }
+  const char *info_argv[] = {"INFO"};
+  kc__rreply info = rcli_cmd(r, "ping", 1, info_argv);
+  char version[64] = "?", policy[64] = "?", used[64] = "?";
+  unsigned long long maxmem = 0;
+  for (const char *l = info.str; l && *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != 0)) {
+    if (!strncmp(l, "redis_version:", 14)) sscanf(l + 14, "%63[^\r\n]", version);
+    else if (!strncmp(l, "maxmemory_policy:", 17)) sscanf(l + 17, "%63[^\r\n]", policy);
+    else if (!strncmp(l, "used_memory_human:", 18)) sscanf(l + 18, "%63[^\r\n]", used);
+    else if (!strncmp(l, "maxmemory:", 10)) maxmem = strtoull(l + 10, NULL, 10);
+  }
+  kc__rreply_free(NULL, &info);
+  size_t n, entries = 0, locks = 0, mine = 0;
+  char **keys = rcli_keys(r, &n);
+  for (size_t i = 0; i < n; i++) {
+    char ns[24];
+    uint8_t key[16];
+    bool lock;
+    if (!key_parts(r, keys[i], ns, key, &lock)) continue;
+    if (lock) locks++;
+    else {
+      entries++;
+      char want[24];
+      snprintf(want, sizeof want, "%.*s", r->cfg.ns[0] ? (int)strlen(r->cfg.ns) - 1 : 0, r->cfg.ns);
+      mine += !strcmp(ns, want);
+    }
+  }
+  keys_free(keys, n);
+  if (c->json) {
+    printf("{\"url\": ");
+    json_str(r->cfg.url);
+    printf(", \"redis_version\": ");
+    json_str(version);
+    printf(", \"hiredis\": ");
+    json_str(kc__hiredis_name());
+    printf(", \"connect_ms\": %.3f, \"rtt_min_ms\": %.3f, \"rtt_avg_ms\": %.3f, \"prefix\": ", connect_ms, best,
+           sum / PINGS);
+    json_str(r->cfg.prefix);
+    printf(", \"namespace\": ");
+    json_str(r->cfg.ns);
+    printf(", \"entries\": %zu, \"entries_in_namespace\": %zu, \"locks\": %zu, \"maxmemory\": %llu, "
+           "\"maxmemory_policy\": ",
+           entries, mine, locks, maxmem);
+    json_str(policy);
+    printf("}\n");
+  } else {
+    printf("server      %s: PONG (redis %s)\n", r->cfg.url, version);
+    printf("client      %s; no TLS\n", kc__hiredis_name());
+    printf("connect     %.2f ms\n", connect_ms);
+    printf("round trip  %.3f ms (min of %d), %.3f ms on average\n", best, PINGS, sum / PINGS);
+    printf("namespace   %s%s (%s)\n", r->cfg.prefix, r->cfg.ns,
+           r->cfg.has_secret ? "KC_REMOTE_KEY set: entries are authenticated"
+                             : "no KC_REMOTE_KEY: entries are not authenticated");
+    printf("entries     %zu under %s (%zu in this namespace), %zu lock%s held\n", entries, r->cfg.prefix, mine,
+           locks, locks == 1 ? "" : "s");
+    printf("memory      %s used, maxmemory %llu, policy %s\n", used, maxmem, policy);
+    if (!maxmem || strncmp(policy, "allkeys-", 8))
+      printf("            (as a cache, Redis wants a maxmemory and the allkeys-lru policy: kcache sets no expiry)\n");
+  }
+  return 0;
+}
+
+static int remote_ls(cli *c, rcli *r) {
+  if (kc__rconn_open(NULL, &r->cfg, &r->conn, r->why, sizeof r->why)) rcli_die(r, "ls");
+  size_t n, shown = 0;
+  char **keys = rcli_keys(r, &n);
+  qsort(keys, n, sizeof *keys, (int (*)(const void *, const void *))strcmp);
+  if (c->json) printf("[");
+  else if (n) printf("%-12s  %-13s  %-7s  %-20s  %-14s  %10s  %7s  %s\n", "KEY", "NAMESPACE", "BACKEND", "ENTRY", "PARAMS",
+                     "SIZE", "AGE", "MAC");
+  char maxs[32];
+  snprintf(maxs, sizeof maxs, "%llu", (unsigned long long)r->cfg.max_entry);
+  for (int pass = 0; pass < 2; pass++) /* entries, then locks */
+    for (size_t i = 0; i < n; i++) {
+      char ns[24], hexk[33], sz[32], age[32];
+      uint8_t key[16];
+      bool lock;
+      if (!key_parts(r, keys[i], ns, key, &lock) || lock != (pass == 1)) continue;
+      kc__store_hex(key, hexk);
+      if (lock) {
+        const char *argv[] = {"GET", keys[i]}, *pargv[] = {"PTTL", keys[i]};
+        kc__rreply v = rcli_cmd(r, "ls", 2, argv), t = rcli_cmd(r, "ls", 2, pargv);
+        if (c->json) {
+          printf("%s\n {\"key\": \"%s\", \"namespace\": ", shown++ ? "," : "", hexk);
+          json_str(ns);
+          printf(", \"lock\": true, \"holder\": ");
+          json_str(v.str);
+          printf(", \"ttl_ms\": %lld}", t.integer);
+        } else {
+          printf("%.12s  %-13s  lock held by %s (%lld ms left)\n", hexk, ns[0] ? ns : "-", v.str ? v.str : "?",
+                 t.integer);
+        }
+        kc__rreply_free(NULL, &v);
+        kc__rreply_free(NULL, &t);
+        continue;
+      }
+      /* the head for the metadata; the whole value only to check a MAC */
+      bool check = r->cfg.has_secret && ns[0] && !strncmp(r->cfg.ns, ns, strlen(ns));
+      const char *argv[] = {"GETRANGE", keys[i], "0", check ? maxs : "65535"}, *sargv[] = {"STRLEN", keys[i]};
+      kc__rreply v = rcli_cmd(r, "ls", 4, argv), len = rcli_cmd(r, "ls", 2, sargv);
+      size_t total = (size_t)len.integer, img = 0;
+      kc__entry e;
+      char why[256] = "", auth[40];
+      bool ok = v.type == KC__R_STRING && kc__entry_peek_mem(v.str, v.len, total, &e, why, sizeof why) == KC_OK;
+      /* a MAC follows the entry file exactly when 40 bytes are left over */
+      uint64_t plen = 0;
+      for (int b = 7; ok && b >= 0; b--) plen = plen << 8 | (uint8_t)v.str[32 + b];
+      bool has_mac = ok && total == KC__STORE_HEADER + plen + KC__REMOTE_TRAILER;
+      if (!ns[0]) snprintf(auth, sizeof auth, "%s", has_mac ? "present" : "none");
+      else if (!check) snprintf(auth, sizeof auth, "another secret");
+      else if (total > r->cfg.max_entry) snprintf(auth, sizeof auth, "too large to check");
+      else
+        snprintf(auth, sizeof auth, "%s",
+                 kc__remote_unwrap(&r->cfg, v.str, v.len, &img, why, sizeof why) == KC_OK ? "ok" : "BAD");
+      if (c->json) {
+        printf("%s\n {\"key\": \"%s\", \"name\": ", shown++ ? "," : "", hexk);
+        json_str(keys[i]);
+        printf(", \"namespace\": ");
+        json_str(ns);
+        printf(", \"size\": %zu, \"mac\": ", total);
+        json_str(auth);
+        if (ok) {
+          printf(", \"backend\": ");
+          json_str(e.backend);
+          printf(", \"entry\": ");
+          json_str(e.entry);
+          printf(", \"params\": ");
+          json_str(e.params);
+          printf(", \"created_ns\": %llu}", (unsigned long long)e.created_ns);
+        } else {
+          printf(", \"damaged\": ");
+          json_str(why);
+          printf("}");
+        }
+      } else if (ok) {
+        printf("%.12s  %-13s  %-7s  %-20s  %-14s  %10s  %7s  %s\n", hexk, ns[0] ? ns : "-", e.backend, e.entry,
+               *e.params ? e.params : "-", human_size(total, sz, sizeof sz), ago((int64_t)e.created_ns, age, sizeof age),
+               auth);
+        shown++;
+      } else {
+        printf("%.12s  %-13s  (damaged: %s)  %s\n", hexk, ns[0] ? ns : "-", why, human_size(total, sz, sizeof sz));
+        shown++;
+      }
+      if (ok) kc__entry_free(NULL, &e);
+      kc__rreply_free(NULL, &v);
+      kc__rreply_free(NULL, &len);
+    }
+  if (c->json) printf("%s]\n", shown ? "\n" : "");
+  else if (!shown) printf("(no entries under %s on %s)\n", r->cfg.prefix, r->cfg.url);
+  keys_free(keys, n);
+  return 0;
+}
+
+static int remote_clear(cli *c, rcli *r) {
+  if (kc__rconn_open(NULL, &r->cfg, &r->conn, r->why, sizeof r->why)) rcli_die(r, "clear");
+  size_t n, entries = 0, locks = 0;
+  char **keys = rcli_keys(r, &n);
+  for (size_t i = 0; i < n; i++) {
+    char ns[24];
+    uint8_t key[16];
+    bool lock;
+    if (!key_parts(r, keys[i], ns, key, &lock)) continue; /* not kcache's, though under the prefix */
+    const char *argv[] = {"DEL", keys[i]};
+    kc__rreply rep = rcli_cmd(r, "clear", 2, argv);
+    if (rep.integer == 1) {
+      if (lock) locks++;
+      else entries++;
+    }
+    kc__rreply_free(NULL, &rep);
+  }
+  keys_free(keys, n);
+  if (c->json) printf("{\"entries_removed\": %zu, \"locks_removed\": %zu}\n", entries, locks);
+  else printf("removed %zu entries and %zu locks under %s on %s\n", entries, locks, r->cfg.prefix, r->cfg.url);
+  return 0;
+}
+
+static int cmd_remote(cli *c) {
+  const char *sub = NULL, *url = NULL, *prefix = NULL;
+  unsigned long timeout = 2000;
+  for (int i = 0; i < c->argc; i++) {
+    const char *a = c->argv[i];
+    if (!strcmp(a, "--url") && i + 1 < c->argc) url = c->argv[++i];
+    else if (!strncmp(a, "--url=", 6)) url = a + 6;
+    else if (!strcmp(a, "--prefix") && i + 1 < c->argc) prefix = c->argv[++i];
+    else if (!strncmp(a, "--prefix=", 9)) prefix = a + 9;
+    else if ((!strcmp(a, "--timeout") && i + 1 < c->argc) || !strncmp(a, "--timeout=", 10)) {
+      const char *v = a[9] == '=' ? a + 10 : c->argv[++i];
+      char *end;
+      timeout = strtoul(v, &end, 10);
+      if (*end || !timeout || timeout > 600000) die_usage("remote: --timeout takes milliseconds (1 to 600000)");
+    } else if (!sub && a[0] != '-') sub = a;
+    else die_usage("remote: unexpected argument '%s'", a);
+  }
+  if (!sub) die_usage("remote needs ping, ls or clear");
+  int (*run)(cli *, rcli *) = !strcmp(sub, "ping")  ? remote_ping
+                              : !strcmp(sub, "ls")  ? remote_ls
+                              : !strcmp(sub, "clear") ? remote_clear
+                                                      : NULL;
+  if (!run) die_usage("remote: no subcommand '%s' (ping, ls, clear)", sub);
+  rcli r;
+  memset(&r, 0, sizeof r);
+  kc_options o;
+  kc_options_init(&o);
+  o.remote_url = url;
+  o.remote_prefix = prefix;
+  o.remote_timeout_ms = (uint32_t)timeout;
+  kc_status st = kc__remote_config_load(&o, &r.cfg, r.why, sizeof r.why);
+  if (st == KC_ENOTFOUND) {
+    fprintf(stderr, "kcache: remote: no server: give --url redis://host:port, or set KC_REMOTE\n");
+    return 2;
+  }
+  if (st) rcli_die(&r, sub);
+  int rc = run(c, &r);
+  kc__rconn_close(r.conn);
+  return rc;
+}
+
 /* ------------------------------------------------------------------ main */
 
 static const char *const help_main =
@@ -794,6 +1170,7 @@ static const char *const help_main =
     "  gc [--max-size SIZE] evicts least recently used entries down to SIZE\n"
     "  clear                removes every entry\n"
     "  explain KEY|ENTRY    why a kernel missed: what differs from the nearest entry\n"
+    "  remote ping|ls|clear the shared Redis tier: reachable? what it holds; empty it\n"
     "  help [COMMAND]       this, or a command's help (also: COMMAND --help)\n"
     "\n"
     "options:\n"
@@ -809,7 +1186,7 @@ static const struct {
 } commands[] = {
     {"stats", cmd_stats, &help_stats},       {"ls", cmd_ls, &help_ls},          {"show", cmd_show, &help_show},
     {"verify", cmd_verify, &help_verify},    {"gc", cmd_gc, &help_gc},          {"clear", cmd_clear, &help_clear},
-    {"explain", cmd_explain, &help_explain},
+    {"explain", cmd_explain, &help_explain},  {"remote", cmd_remote, &help_remote},
 };
 
 int main(int argc, char **argv) {

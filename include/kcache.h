@@ -120,6 +120,15 @@ typedef struct kc_options {
   uint64_t cache_max_size;        /* bytes; 0: $KC_CACHE_MAXSIZE, else 1 GiB */
   uint32_t cache_lock_timeout_ms; /* 0: $KC_CACHE_LOCK_TIMEOUT (seconds), else 60 s */
   int cache_disable;              /* nonzero: no disk cache, whatever the environment says */
+  /* The remote tier (see "remote tier" at the end): each NULL or 0 takes
+   * the environment variable, else the default. */
+  const char *remote_url;          /* redis://...; NULL: $KC_REMOTE; "" or "off": none */
+  const char *remote_prefix;       /* key namespace; NULL: $KC_REMOTE_PREFIX, else "kcache:" */
+  const char *remote_key;          /* shared secret; NULL: $KC_REMOTE_KEY, else none */
+  uint32_t remote_timeout_ms;      /* 0: $KC_REMOTE_TIMEOUT_MS, else 5 ms */
+  uint32_t remote_lock_timeout_ms; /* 0: $KC_REMOTE_LOCK_TIMEOUT (seconds), else 30 s */
+  uint32_t remote_retry_ms;        /* 0: $KC_REMOTE_RETRY_MS, else 10000 ms */
+  uint64_t remote_max_entry;       /* bytes; 0: $KC_REMOTE_MAX_ENTRY, else 64 MiB */
 } kc_options;
 
 /* Fills *opt with the defaults. */
@@ -314,6 +323,17 @@ typedef struct kc_stats {
   uint64_t disk_repairs;        /* damaged or unloadable entries found (removed, recompiled) */
   uint64_t disk_write_failures; /* failed writes; the first makes the cache read-only for rt */
   uint64_t disk_lock_timeouts;  /* waits for another process's compile that gave up */
+  /* The remote tier (all 0 when it is off). It is asked only after a disk
+   * miss, so a remote hit is a compile saved (and a disk miss). */
+  uint64_t remote_lookups;    /* lookups that went to the server */
+  uint64_t remote_hits;       /* code instances loaded from it (then written to disk) */
+  uint64_t remote_misses;     /* lookups that found no usable entry (a compile followed) */
+  uint64_t remote_rejects;    /* values found but not trusted: damaged, foreign, bad MAC */
+  uint64_t remote_uploads;    /* entries uploaded */
+  uint64_t remote_errors;     /* failed or timed-out connects and commands */
+  uint64_t remote_skips;      /* lookups and uploads not tried: breaker open, queue full */
+  uint64_t remote_lock_waits; /* lookups that waited for another machine's compile */
+  uint64_t remote_lookup_ns;  /* total time of the lookups (such waits included) */
 } kc_stats;
 
 /* A snapshot of the runtime's counters (fast_hits: exact when each handle is
@@ -396,6 +416,79 @@ const char *kc_cache_dir(const kc_runtime *rt);
 /* 1 if rt still writes to its disk cache; 0 if it has none or only reads
  * it (after a failed write). */
 int kc_cache_writable(const kc_runtime *rt);
+
+/* ------------------------------------------------------------ remote tier */
+
+/*
+ * Behind the disk cache, a Redis server can be shared by many machines, so
+ * that a fleet that starts at once compiles each kernel once in total, not
+ * once per machine.
+ *
+ * Where: kc_options.remote_url, else $KC_REMOTE, as
+ * redis://[[user]:password@]host[:port][/db] (port 6379, database 0 by
+ * default; user and password %-encoded; a user needs Redis 6 ACLs). The
+ * tier sits behind the disk cache: without one (KC_CACHE_DISABLE, no usable
+ * directory) it is off too. TLS (rediss://) is refused with a message:
+ * Debian 12's hiredis (0.14) has none; use a TLS tunnel to a redis:// address.
+ * Entries are named PREFIX + the disk cache's key (kc_options.remote_prefix,
+ * else $KC_REMOTE_PREFIX, else "kcache:"), and hold the same bytes as the
+ * entry files on disk. Redis should be run as a cache (maxmemory with an
+ * allkeys-lru policy): kcache sets no expiry on entries.
+ *
+ * Needs libhiredis at run time (0.14 or 1.x, opened with dlopen; kcache
+ * builds and runs without it). When the tier is configured but cannot be
+ * used (no hiredis, a bad URL or setting, rediss://), one warning on stderr
+ * says why and the runtime works without it.
+ *
+ * Order: a launch whose world no code instance serves asks the disk cache,
+ * then the remote tier, then compiles. A remote hit is verified exactly like
+ * an entry file (checksums, key, format, kernel, backend, signature, and a
+ * load by the backend) before it is used, and then written to the disk
+ * cache. Uploads after a compile, and those disk writes, are done by a
+ * per-runtime uploader thread (started on first use, joined by
+ * kc_runtime_destroy, which finishes them): launches do not wait for them.
+ *
+ * Single flight: a machine that misses takes a lock in Redis (SET NX with
+ * an expiry of kc_options.remote_lock_timeout_ms, else
+ * $KC_REMOTE_LOCK_TIMEOUT seconds, else 30 s) and compiles; the others
+ * poll for its upload (every 2 to 50 ms) for at most that long, then compile
+ * themselves. A holder that dies blocks nobody past the expiry. A compile
+ * that outlasts it may be done twice: never wrongly.
+ *
+ * Failures: a lookup (connect if needed, read, take the lock) has one
+ * deadline, kc_options.remote_timeout_ms, else $KC_REMOTE_TIMEOUT_MS, else
+ * 5 ms (a transfer that keeps moving earns 20 ns per byte); so does each
+ * poll while another machine compiles, and each upload. A lookup stops at
+ * its first failure and the launch goes on locally. After 3 failures in a
+ * row the tier is not asked at all for kc_options.remote_retry_ms (else
+ * $KC_REMOTE_RETRY_MS, else 10 s); then one lookup tries it again. Host
+ * names are resolved by the system (not bounded by the timeout): an IP
+ * address avoids that. Values larger than kc_options.remote_max_entry (else
+ * $KC_REMOTE_MAX_ENTRY, else 64 MiB) are neither uploaded nor read past the
+ * limit. A value that is damaged, truncated, of another format or key, or
+ * not authenticated, is a miss that is compiled again and replaced. The
+ * default timeout suits a server on the same network; machines whose CPUs
+ * are saturated at start (or a distant server) want a larger one, or a
+ * timeout turns a remote hit into a compile.
+ *
+ * Authentication: kcache runs what the tier returns. With a shared secret
+ * (kc_options.remote_key, else $KC_REMOTE_KEY), every upload carries an
+ * HMAC-SHA256 of the entry (libcrypto, from libssl3, opened with dlopen),
+ * and only entries whose MAC verifies are used: a client without the secret
+ * cannot poison the cache. Entries with a secret live in their own
+ * namespace (PREFIX + "hmac-" + an id derived from the secret + ":"), so
+ * clients with another secret or none neither see nor overwrite them, and
+ * they share nothing with clients without one. Without a secret kcache
+ * trusts the server: anyone who can write to it can make clients run code.
+ *
+ * Counters: kc_stats' remote_* fields; `kcache stats` shows the ones of all
+ * processes using the same disk cache, and `kcache remote ping|ls|clear`
+ * looks at the server.
+ */
+
+/* The remote tier rt uses ("redis://host:port/db", password masked), or
+ * NULL when it has none. Valid as long as rt. */
+const char *kc_remote_url(const kc_runtime *rt);
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,9 @@ if [[ $what == test ]]; then
     [libclang-rt-dev]="clang's sanitizer runtimes"
     [valgrind]="instruction counts in the benchmark"
     [tcc]="fast kernel compiles in benchmarks and tests"
+    [redis-server]="a real Redis for the remote tier's tests and benchmark (started on a free port)"
+    [libhiredis-dev]="the remote tier's Redis client (hiredis, opened with dlopen; kcache builds without it)"
+    [libssl-dev]="HMAC-SHA256 for KC_REMOTE_KEY (libcrypto, opened with dlopen)"
   )
 fi
 

@@ -13,6 +13,7 @@
  */
 
 #include "store.h"
+#include "remote.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -50,6 +51,7 @@ struct kc__store {
   kc__mutex probe_lock; /* leaf */
   int probe_state;      /* 0: not made yet, 1: ready, -1: the backend cannot make one */
   void *probe_bctx;
+  kc__remote *remote; /* the remote tier behind this store (remote.c), or NULL */
 };
 
 /* ---------------------------------------------------------- utilities */
@@ -1029,12 +1031,14 @@ void kc__store_open(kc_runtime *rt) {
   s->max_size = max;
   s->lock_ms = lock_ms;
   atomic_init(&s->writable, 1);
+  s->remote = kc__remote_open(rt, s->vdir); /* NULL: none, or unusable (warned) */
   rt->store = s;
 }
 
 void kc__store_close(kc_runtime *rt) {
   kc__store *s = rt->store;
   if (!s) return;
+  kc__remote_close(s->remote); /* finishes its uploads first */
   if (s->probe_state == 1) rt->be->ctx_destroy(s->probe_bctx);
   kc__mutex_destroy(&s->probe_lock);
   kc__free(rt, s->root);
@@ -1094,6 +1098,38 @@ static kc_status probe_link(kc_runtime *rt, kc__store *s, kc__ci *ci) {
   return ok;
 }
 
+/* Whether the decoded entry e is one that ci can use: the same kernel,
+ * backend and signature, and an artifact the backend loads. Then ci gets
+ * the artifact (a copy) and the signature. *oom: it could not tell. Shared
+ * by the disk and the remote tier, so that both trust entries alike. */
+static bool entry_use(kc_runtime *rt, kc__store *s, kc__ci *ci, const kc__entry *e, bool *oom) {
+  if (e->nsig != ci->nparams || strcmp(e->entry, ci->spec->name) || strcmp(e->backend, rt->be->name) ||
+      !e->artifact_size)
+    return false;
+  void *art = kc__alloc(rt, e->artifact_size);
+  if (!art) {
+    *oom = true;
+    return false;
+  }
+  memcpy(art, e->artifact, e->artifact_size);
+  uint64_t *mine = ci->sig;
+  ci->artifact = art;
+  ci->artifact_size = e->artifact_size;
+  ci->sig = e->sig;
+  kc_status probe = probe_link(rt, s, ci);
+  bool good = probe == KC_OK;
+  *oom = probe == KC_ENOMEM; /* the backend ran out of memory: not the entry's fault */
+  ci->sig = mine;
+  if (good) {
+    memcpy(ci->sig, e->sig, e->nsig * sizeof *e->sig);
+  } else {
+    kc__free(rt, art);
+    ci->artifact = NULL;
+    ci->artifact_size = 0;
+  }
+  return good;
+}
+
 /* One look at the entry of key. True (and ci filled) on a good entry; a
  * damaged one is removed and counted as a repair. */
 static bool lookup(kc_runtime *rt, kc__store *s, kc__ci *ci, const uint8_t key[16]) {
@@ -1106,38 +1142,14 @@ static bool lookup(kc_runtime *rt, kc__store *s, kc__ci *ci, const uint8_t key[1
   if (r == KC_ENOTFOUND || r == KC_EUNAVAILABLE) return false;
   bool good = r == KC_OK;
   if (good) {
-    if (e.nsig != ci->nparams || strcmp(e.entry, ci->spec->name) || strcmp(e.backend, rt->be->name) ||
-        !e.artifact_size) {
-      good = false;
-    } else {
-      void *art = kc__alloc(rt, e.artifact_size);
-      if (!art) {
-        kc__entry_free(rt, &e);
-        close(fd);
-        return false; /* not the entry's fault */
-      }
-      memcpy(art, e.artifact, e.artifact_size);
-      uint64_t *mine = ci->sig;
-      ci->artifact = art;
-      ci->artifact_size = e.artifact_size;
-      ci->sig = e.sig;
-      kc_status probe = probe_link(rt, s, ci);
-      good = probe == KC_OK;
-      ci->sig = mine;
-      if (good) {
-        memcpy(ci->sig, e.sig, e.nsig * sizeof *e.sig);
-        futimens(fd, NULL); /* last use, for eviction; fails harmlessly when read-only */
-      } else {
-        kc__free(rt, art);
-        ci->artifact = NULL;
-        ci->artifact_size = 0;
-      }
-      if (probe == KC_ENOMEM) { /* the backend ran out of memory: not the entry's fault */
-        kc__entry_free(rt, &e);
-        close(fd);
-        return false;
-      }
+    bool oom = false;
+    good = entry_use(rt, s, ci, &e, &oom);
+    if (oom) {
+      kc__entry_free(rt, &e);
+      close(fd);
+      return false; /* not the entry's fault */
     }
+    if (good) futimens(fd, NULL); /* last use, for eviction; fails harmlessly when read-only */
     kc__entry_free(rt, &e);
     close(fd);
   }
@@ -1201,6 +1213,9 @@ static void txn_clear(kc_runtime *rt, kc__store_txn *txn) {
   txn->active = false;
 }
 
+static bool remote_lookup(kc_runtime *rt, kc__store *s, kc__ci *ci, kc__store_txn *txn);
+static void remote_after_compile(kc_runtime *rt, kc__store *s, kc__store_txn *txn, void *img, size_t size);
+
 bool kc__store_fetch(kc_runtime *rt, kc__ci *ci, const kc__closure *c, kc__store_txn *txn) {
   memset(txn, 0, sizeof *txn);
   txn->lock_fd = -1;
@@ -1238,7 +1253,11 @@ bool kc__store_fetch(kc_runtime *rt, kc__ci *ci, const kc__closure *c, kc__store
     kc__fetch_add_relaxed(&s->misses, 1);
     kc__store_counters_add(s->vdir, 0, 0, 0, 1, 0, 0, 0, false, NULL);
   }
-  if (!hit && kc__load_relaxed(&s->writable)) {
+  /* Then the remote tier, still holding the key's lock: the other processes
+   * here wait for what it brings (written to disk) instead of asking too. */
+  bool remote_hit = !hit && s->remote && remote_lookup(rt, s, ci, txn);
+  if (remote_hit) key_unlock(s, txn);
+  if (!hit && !remote_hit && (kc__load_relaxed(&s->writable) || s->remote)) {
     /* The closure's text goes into the entry; copied now, while the
      * definitions are certainly alive. */
     obuf b = {.rt = rt};
@@ -1252,7 +1271,7 @@ bool kc__store_fetch(kc_runtime *rt, kc__ci *ci, const kc__closure *c, kc__store
     }
   }
   if (defs != few) kc__free(rt, defs);
-  return hit;
+  return hit || remote_hit;
 }
 
 /* Writes image as the entry of key: temp file, fsync, rename, fsync of
@@ -1333,7 +1352,9 @@ void kc__store_finish(kc_runtime *rt, kc__store_txn *txn, kc_status st, const kc
   if (!s) return;
   bool evict = false;
   uint64_t target = 0;
-  if (txn->active && st == KC_OK && ci->artifact && kc__load_relaxed(&s->writable)) {
+  void *img = NULL;
+  size_t size = 0;
+  if (txn->active && st == KC_OK && ci->artifact && (kc__load_relaxed(&s->writable) || s->remote)) {
     kc__entry e;
     memset(&e, 0, sizeof e);
     memcpy(e.key, txn->key, 16);
@@ -1352,14 +1373,11 @@ void kc__store_finish(kc_runtime *rt, kc__store_txn *txn, kc_status st, const kc
     e.artifact_size = ci->artifact_size;
     e.log = log ? log->buf : NULL;
     e.log_len = log && log->buf ? log->len : 0;
-    void *img;
-    size_t size;
-    if (encode(rt, &e, txn->defs, txn->defs_len, &img, &size) == KC_OK) {
-      evict = write_entry(s, txn->key, img, size, &target);
-      kc__free(rt, img);
-    }
+    if (encode(rt, &e, txn->defs, txn->defs_len, &img, &size) != KC_OK) img = NULL;
+    else if (kc__load_relaxed(&s->writable)) evict = write_entry(s, txn->key, img, size, &target);
   }
   key_unlock(s, txn); /* first: waiters read the entry while we evict */
+  remote_after_compile(rt, s, txn, img, size); /* takes img */
   txn_clear(rt, txn);
   kc__gc_result r;
   /* KC_EBUSY: another thread or process is evicting; it does the work */
@@ -1377,6 +1395,7 @@ void kc__store_stats(const kc_runtime *rt, kc_stats *out) {
   out->disk_repairs = kc__load_relaxed(&s->repairs);
   out->disk_write_failures = kc__load_relaxed(&s->write_failures);
   out->disk_lock_timeouts = kc__load_relaxed(&s->lock_timeouts);
+  kc__remote_stats(s->remote, out);
 }
 
 /* ----------------------------------------------------------- public API */
@@ -1385,4 +1404,122 @@ const char *kc_cache_dir(const kc_runtime *rt) { return rt && rt->store ? rt->st
 
 int kc_cache_writable(const kc_runtime *rt) {
   return rt && rt->store && kc__load_relaxed(&rt->store->writable);
+}
+
+/* ------------------------------------------------------- the remote tier */
+
+/* The glue to remote.c: what comes from Redis is verified here exactly like
+ * a file of the store, then written to disk; what was compiled goes to the
+ * uploader with the lock this lookup took. */
+
+typedef struct remote_ctx {
+  kc_runtime *rt;
+  kc__store *s;
+  kc__ci *ci;
+  const uint8_t *key;
+} remote_ctx;
+
+static void remote_write(kc_runtime *rt, void *ud, const uint8_t key[16], const void *image, size_t size) {
+  kc__store *s = ud;
+  uint64_t target = 0;
+  kc__gc_result r;
+  /* KC_EBUSY: another thread or process is evicting; it does the work */
+  if (kc__load_relaxed(&s->writable) && write_entry(s, key, image, size, &target) &&
+      kc__store_gc(rt, s->vdir, target, false, NULL, NULL, &r) == KC_OK)
+    kc__fetch_add_relaxed(&s->evictions, r.evicted);
+}
+
+static bool remote_accept(void *ud, void *image, size_t size, char *why, size_t wl) {
+  remote_ctx *x = ud;
+  kc__entry e;
+  if (kc__entry_decode(x->rt, image, size, &e, why, wl) != KC_OK) return false;
+  if (memcmp(e.key, x->key, 16)) {
+    snprintf(why, wl, "it holds the entry of another key");
+    kc__entry_free(x->rt, &e);
+    return false;
+  }
+  bool oom = false;
+  bool good = entry_use(x->rt, x->s, x->ci, &e, &oom);
+  if (!good)
+    snprintf(why, wl, "%s", oom ? "out of memory" : "another kernel, backend or signature, or the backend refused its code");
+  if (good && kc__load_relaxed(&x->s->writable)) {
+    /* written to disk on the uploader thread: the launch that Redis served
+     * waits neither for the fsyncs nor for an eviction */
+    void *img = e.buf;
+    size_t n = e.size;
+    e.buf = NULL; /* ci has its own copies of the artifact and signature */
+    if (!kc__remote_defer(x->s->remote, remote_write, x->s, x->key, img, n)) {
+      remote_write(x->rt, x->s, x->key, img, n);
+      kc__free(x->rt, img);
+    }
+  }
+  kc__entry_free(x->rt, &e);
+  return good;
+}
+
+static bool remote_lookup(kc_runtime *rt, kc__store *s, kc__ci *ci, kc__store_txn *txn) {
+  remote_ctx x = {rt, s, ci, txn->key};
+  return kc__remote_fetch(s->remote, txn->key, remote_accept, &x, &txn->remote_lock);
+}
+
+static void remote_after_compile(kc_runtime *rt, kc__store *s, kc__store_txn *txn, void *img, size_t size) {
+  if (s->remote) kc__remote_upload(s->remote, txn->key, img, size, txn->remote_lock);
+  else kc__free(rt, img);
+  txn->remote_lock = 0;
+}
+
+kc_status kc__entry_peek_mem(const void *buf, size_t n, size_t total, kc__entry *e, char *why, size_t wl) {
+  char local[128];
+  if (!why || !wl) {
+    why = local;
+    wl = sizeof local;
+  }
+  memset(e, 0, sizeof *e);
+  const uint8_t *h = buf;
+  if (n < KC__STORE_HEADER + 16 || total < n) {
+    snprintf(why, wl, "truncated (%zu bytes)", total);
+    return KC_EIO;
+  }
+  if (memcmp(h, KC__STORE_MAGIC, 8)) {
+    snprintf(why, wl, "not a kcache entry (bad magic)");
+    return KC_EIO;
+  }
+  if (rd64(h + 56) != XXH3_64bits(h, 56)) {
+    snprintf(why, wl, "header checksum mismatch");
+    return KC_EIO;
+  }
+  if (rd32(h + 8) != KC__STORE_FORMAT) {
+    snprintf(why, wl, "format version %u, expected %u", rd32(h + 8), KC__STORE_FORMAT);
+    return KC_EIO;
+  }
+  if (rd64(h + 32) > total - KC__STORE_HEADER) {
+    snprintf(why, wl, "payload length %llu, but only %zu bytes", (unsigned long long)rd64(h + 32),
+             total - KC__STORE_HEADER);
+    return KC_EIO;
+  }
+  uint64_t len = rd64(h + KC__STORE_HEADER + 8);
+  if (rd32(h + KC__STORE_HEADER) != KC__SEC_META || len > n - KC__STORE_HEADER - 16) {
+    snprintf(why, wl, "malformed metadata (or more than the %zu bytes read)", n);
+    return KC_EIO;
+  }
+  uint8_t *m = malloc(len ? (size_t)len : 1);
+  if (!m) {
+    snprintf(why, wl, "out of memory");
+    return KC_EUNAVAILABLE;
+  }
+  memcpy(m, h + KC__STORE_HEADER + 16, (size_t)len);
+  if (!meta_parse(e, m, (size_t)len, why, wl)) {
+    free(m);
+    memset(e, 0, sizeof *e);
+    return KC_EIO;
+  }
+  e->buf = m;
+  e->size = total;
+  e->format = KC__STORE_FORMAT;
+  memcpy(e->key, h + 16, 16);
+  return KC_OK;
+}
+
+const char *kc_remote_url(const kc_runtime *rt) {
+  return rt && rt->store ? kc__remote_url_of(rt->store->remote) : NULL;
 }

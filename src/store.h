@@ -36,7 +36,8 @@
  * while holding kc__spec.lock and held across the compile; kc__store.probe_lock
  * is taken while holding kc__spec.lock (never a context's lock) and is a
  * leaf; the flocks on stats and gc.lock are held for a few system calls and
- * nothing is taken while holding them.
+ * nothing is taken while holding them. After a local miss the remote tier
+ * (remote.h) is asked while the per-key flock is held; its locks are leaves.
  */
 #ifndef KC_STORE_H
 #define KC_STORE_H
@@ -68,6 +69,7 @@ typedef struct kc__store_txn {
   int lock_fd;   /* the per-key lock, or -1 */
   void *defs;    /* the closure, encoded (a DEFS section) for the entry */
   size_t defs_len;
+  uint64_t remote_lock; /* nonzero: this lookup holds the key's lock in the remote tier */
 } kc__store_txn;
 
 /* Called by ci_get with the code instance prepared (spec, source, params,
@@ -152,6 +154,9 @@ kc_status kc__entry_read(kc_runtime *rt, const char *path, const uint8_t *want_k
  * artifact stay empty. Same statuses as kc__entry_read. */
 kc_status kc__entry_peek(const char *path, kc__entry *out, char *why, size_t whylen);
 void kc__entry_free(kc_runtime *rt, kc__entry *e);
+/* kc__entry_peek on the first n bytes of an entry image of `total` bytes
+ * held in memory (the remote tier reads a value's head with GETRANGE). */
+kc_status kc__entry_peek_mem(const void *buf, size_t n, size_t total, kc__entry *out, char *why, size_t wl);
 /* Encodes e (buf, size, format ignored; key, strings, defs, sig, artifact,
  * log used) into a new file image. */
 kc_status kc__entry_encode(kc_runtime *rt, const kc__entry *e, void **out, size_t *size);

@@ -1,0 +1,750 @@
+/*
+ * kc_bench_remote -- what the remote tier (a Redis server shared by many
+ * machines) costs and saves, per backend that runs here.
+ *
+ *   first launch   a new node (a new process with an empty disk cache) runs
+ *                  a typical kernel once: the time of its first kc_launch
+ *                  (+ finish) when it compiles without the tier, when it
+ *                  compiles after a remote miss, when the tier has the entry
+ *                  (a remote hit), and, for comparison, when its own disk
+ *                  cache has it (a disk hit). Target: a remote hit on
+ *                  loopback costs < 3 ms more than a disk hit.
+ *   miss           the remote lookup of a miss with Redis up (GET, SET NX),
+ *                  on a warm connection and in a new process
+ *   down           the remote lookup of each of 20 new kernels when Redis
+ *                  refuses connections and when it is stopped (SIGSTOP):
+ *                  none may wait longer than the timeout, and once the
+ *                  breaker is open, none asks at all
+ *   fleet          8 nodes (processes, each with its own disk cache) cold-
+ *                  start the same 3 kernels at once: compiles in total
+ *                  (target 3, not 24) and the time until every node has its
+ *                  results, with the tier and without
+ *
+ * Starts its own redis-server on a free loopback port (no persistence) and
+ * kills it at the end, unless --url names a server (its keys are put under a
+ * prefix of their own and removed). Medians over --runs runs (default 5;
+ * --quick 3).
+ *
+ * The fleet shares this machine's CPUs (eight nodes, eight compilers, the
+ * server): it runs with --fleet-timeout (default 250 ms), and once more with
+ * the default timeout to show what scheduling delays do to it.
+ *
+ * Usage: kc_bench_remote [--json] [--quick] [--runs N] [--timeout MS] [--fleet-timeout MS]
+ *                        [--backend host|tcc|opencl|cuda] [--url redis://...]
+ */
+#include <kcache.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A typical kernel: an entry and four helpers, a loop, branches (the one of
+ * kc_bench_store). VARIANT makes specializations: three kernels. */
+static const struct {
+  const char *name, *src;
+} defs[] = {
+    {"lerp3", "KC_DEVICE float lerp3(float a, float b, float t) { return a + (b - a) * t; }"},
+    {"smooth", "KC_DEVICE float smooth(float x) {\n"
+               "  x = x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x);\n"
+               "  return x * x * (3.0f - 2.0f * x);\n"
+               "}"},
+    {"poly", "KC_DEVICE float poly(float x) {\n"
+             "  float r = 0.0f;\n"
+             "  for (int i = 0; i < 8; i++) r = r * x + (float)(i + 1) * 0.125f;\n"
+             "  return r;\n"
+             "}"},
+    {"shade", "KC_DEVICE float shade(float x, float y) {\n"
+              "  return lerp3(smooth(x), poly(y), 0.25f) + smooth(y) * poly(x);\n"
+              "}"},
+    {"typical", "KC_KERNEL void typical(KC_GLOBAL float *out, KC_GLOBAL const float *in, float scale, int n) {\n"
+                "  size_t i = kc_global_id(0);\n"
+                "  if ((int)i < n) {\n"
+                "    float x = in[i] * scale;\n"
+                "    out[i] = shade(x, 1.0f - x) + (float)VARIANT;\n"
+                "  }\n"
+                "}"},
+};
+enum { NDEFS = sizeof defs / sizeof *defs, N = 1024 };
+
+static float smooth_ref(float x) {
+  x = x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x);
+  return x * x * (3.0f - 2.0f * x);
+}
+static float poly_ref(float x) {
+  float r = 0.0f;
+  for (int i = 0; i < 8; i++) r = r * x + (float)(i + 1) * 0.125f;
+  return r;
+}
+static float shade_ref(float x, float y) {
+  float a = smooth_ref(x), b = poly_ref(y);
+  return a + (b - a) * 0.25f + smooth_ref(y) * poly_ref(x);
+}
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+typedef struct bconf {
+  const char *label;
+  kc_backend_kind kind;
+  const char *cc; /* host backend: the compiler */
+  const char *compiler;
+} bconf;
+
+static const bconf confs[] = {
+    {"host", KC_BACKEND_HOST, "cc", "cc -O2"},
+    {"tcc", KC_BACKEND_HOST, "tcc", "tcc"},
+    {"opencl", KC_BACKEND_OPENCL, NULL, "OpenCL"},
+    {"cuda", KC_BACKEND_CUDA, NULL, "NVRTC"},
+};
+
+static const bconf *conf_named(const char *label) {
+  for (size_t i = 0; i < sizeof confs / sizeof *confs; i++)
+    if (!strcmp(confs[i].label, label)) return &confs[i];
+  return NULL;
+}
+
+static uint32_t timeout_ms = 0;         /* 0: the library's default */
+static uint32_t fleet_timeout_ms = 250; /* see fleet() */
+
+/* A node: a runtime on dir with the tier at url ("-": none) under prefix. */
+static kc_runtime *node(const bconf *c, const char *dir, const char *url, const char *prefix) {
+  kc_options o;
+  kc_options_init(&o);
+  o.backend = c->kind;
+  o.host_cc = c->cc;
+  o.cache_dir = dir;
+  o.remote_url = strcmp(url, "-") ? url : "";
+  o.remote_prefix = prefix;
+  o.remote_timeout_ms = timeout_ms;
+  kc_runtime *rt = NULL;
+  kc_status st = kc_runtime_create(&o, &rt);
+  if (st) fprintf(stderr, "kc_bench_remote: %s runtime: %s: %s\n", c->label, kc_status_name(st), kc_errmsg(NULL));
+  return rt;
+}
+
+typedef struct session {
+  kc_runtime *rt;
+  kc_context *ctx;
+  kc_buffer *in, *out;
+} session;
+
+static bool session_open(session *s, kc_runtime *rt) {
+  memset(s, 0, sizeof *s);
+  s->rt = rt;
+  float in[N];
+  for (int i = 0; i < N; i++) in[i] = (float)i / N;
+  kc_status st = kc_context_create(rt, 0, &s->ctx);
+  if (!st) st = kc_buffer_create(s->ctx, sizeof in, &s->in);
+  if (!st) st = kc_buffer_create(s->ctx, sizeof in, &s->out);
+  if (!st) st = kc_buffer_write(s->in, 0, in, sizeof in);
+  for (int i = 0; !st && i < NDEFS; i++) st = kc_define(rt, defs[i].name, defs[i].src, NULL);
+  if (st) fprintf(stderr, "kc_bench_remote: setting up: %s: %s\n", kc_status_name(st), kc_errmsg(rt));
+  return st == KC_OK;
+}
+
+/* Launches the kernel with VARIANT=variant and checks the result. */
+static kc_status session_run(session *s, int variant) {
+  char params[32];
+  snprintf(params, sizeof params, "VARIANT=%d", variant);
+  kc_kernel *k = NULL;
+  kc_status st = kc_kernel_create(s->rt, "typical", params, &k);
+  float scale = 1.5f, out[N];
+  int n = N;
+  kc_arg args[] = {KC_ARG_BUF(s->out), KC_ARG_BUF(s->in), KC_ARG_VAL(scale), KC_ARG_VAL(n)};
+  kc_dim3 grid = {N / 64, 1, 1}, block = {64, 1, 1};
+  if (!st) st = kc_launch(k, s->ctx, &grid, &block, args, 4);
+  if (!st) st = kc_context_finish(s->ctx);
+  kc_kernel_destroy(k);
+  if (!st) st = kc_buffer_read(s->out, 0, out, sizeof out);
+  for (int i = 0; !st && i < N; i++) {
+    float x = (float)i / N * 1.5f, want = shade_ref(x, 1.0f - x) + (float)variant;
+    if (fabsf(out[i] - want) > 1e-3f * (1.0f + fabsf(want))) {
+      fprintf(stderr, "kc_bench_remote: wrong result at %d: %g, expected %g\n", i, out[i], want);
+      st = KC_EBACKEND;
+    }
+  }
+  return st;
+}
+
+/* --child LABEL DIR URL PREFIX NKERNELS: a new node; prints
+ * "first_ns compiles disk_hits remote_hits remote_lookups remote_lookup_ns total_ns". */
+static int child(const char *label, const char *dir, const char *url, const char *prefix, int nk) {
+  const bconf *c = conf_named(label);
+  double t0 = now_ns();
+  kc_runtime *rt = c ? node(c, dir, url, prefix) : NULL;
+  session s;
+  if (!rt || !session_open(&s, rt)) return 1;
+  double t1 = now_ns(), first = 0;
+  for (int v = 1; v <= nk; v++) {
+    kc_status st = session_run(&s, v);
+    if (v == 1) first = now_ns() - t1;
+    if (st) {
+      fprintf(stderr, "kc_bench_remote: launch: %s: %s\n", kc_status_name(st), kc_errmsg(rt));
+      return 1;
+    }
+  }
+  double total = now_ns() - t0;
+  kc_stats k;
+  kc_stats_get(rt, &k);
+  printf("%.0f %llu %llu %llu %llu %llu %.0f\n", first, (unsigned long long)k.compiles,
+         (unsigned long long)k.disk_hits, (unsigned long long)k.remote_hits, (unsigned long long)k.remote_lookups,
+         (unsigned long long)k.remote_lookup_ns, total);
+  fflush(stdout);
+  kc_runtime_destroy(rt); /* uploads finish here */
+  return 0;
+}
+
+typedef struct cres {
+  double first, lookup_ns, total;
+  unsigned long long compiles, disk_hits, remote_hits, lookups;
+} cres;
+
+static const char *self_path;
+
+/* Starts a child node; its output comes through *fd. go: a pipe to wait on
+ * (NULL: start at once). */
+static pid_t child_start(const char *label, const char *dir, const char *url, const char *prefix, int nk,
+                         const int *go, int *fd) {
+  int p[2];
+  if (pipe(p)) return -1;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    dup2(p[1], 1);
+    close(p[0]);
+    close(p[1]);
+    if (go) {
+      char ch;
+      close(go[1]);
+      while (read(go[0], &ch, 1) < 0 && errno == EINTR) {
+      }
+    }
+    setenv("POCL_KERNEL_CACHE", "0", 1); /* cold must be cold */
+    setenv("CUDA_CACHE_DISABLE", "1", 1);
+    unsetenv("KC_CACHE_DISABLE");
+    char nks[16];
+    snprintf(nks, sizeof nks, "%d", nk);
+    execl(self_path, self_path, "--child", label, dir, url, prefix, nks, (char *)NULL);
+    _exit(127);
+  }
+  close(p[1]);
+  *fd = p[0];
+  return pid;
+}
+
+static bool child_end(pid_t pid, int fd, cres *r) {
+  char buf[512];
+  size_t n = 0;
+  for (ssize_t k; n < sizeof buf - 1 && (k = read(fd, buf + n, sizeof buf - 1 - n)) != 0;) {
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) break;
+    n += (size_t)k;
+  }
+  close(fd);
+  int status;
+  waitpid(pid, &status, 0);
+  buf[n] = 0;
+  memset(r, 0, sizeof *r);
+  return WIFEXITED(status) && !WEXITSTATUS(status) &&
+         sscanf(buf, "%lf %llu %llu %llu %llu %lf %lf", &r->first, &r->compiles, &r->disk_hits, &r->remote_hits,
+                &r->lookups, &r->lookup_ns, &r->total) == 7;
+}
+
+static bool run_child(const char *label, const char *dir, const char *url, const char *prefix, cres *r) {
+  int fd;
+  pid_t pid = child_start(label, dir, url, prefix, 1, NULL, &fd);
+  return pid > 0 && child_end(pid, fd, r);
+}
+
+static void rmrf(const char *dir) {
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd)) {
+  }
+}
+
+static bool mktemp_dir(char *dir, size_t len, const char *tag) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(dir, len, "%s/kc-bench-remote-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", tag);
+  return mkdtemp(dir) != NULL;
+}
+
+/* -------------------------------------------------------------- the server */
+
+typedef struct server {
+  pid_t pid;
+  int port;
+  char dir[4096];
+  char url[256];
+} server;
+
+static bool in_path(const char *prog) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", prog);
+  return system(cmd) == 0;
+}
+
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = -1;
+  if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0) close(fd);
+  return port;
+}
+
+static bool port_open(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+  if (fd >= 0) close(fd);
+  return ok;
+}
+
+static bool server_start(server *s) {
+  memset(s, 0, sizeof *s);
+  if (!mktemp_dir(s->dir, sizeof s->dir, "redis")) return false;
+  for (int attempt = 0; attempt < 5; attempt++) {
+    s->port = free_port();
+    if (s->port <= 0) break;
+    char port[16];
+    snprintf(port, sizeof port, "%d", s->port);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) break;
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      int null = open("/dev/null", O_RDWR);
+      dup2(null, 0);
+      dup2(null, 1);
+      dup2(null, 2);
+      execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly",
+             "no", "--dir", s->dir, "--daemonize", "no", (char *)NULL);
+      _exit(127);
+    }
+    s->pid = pid;
+    for (int i = 0; i < 200; i++) {
+      if (port_open(s->port)) {
+        snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", s->port);
+        usleep(20000);
+        return true;
+      }
+      if (waitpid(pid, NULL, WNOHANG) == pid) break;
+      usleep(25000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+  }
+  s->pid = 0;
+  rmrf(s->dir);
+  return false;
+}
+
+static void server_stop(server *s) {
+  if (s->pid > 0) {
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, NULL, 0);
+  }
+  s->pid = 0;
+  if (s->dir[0]) rmrf(s->dir);
+  s->dir[0] = 0;
+}
+
+/* ------------------------------------------------------------ measurements */
+
+typedef struct result {
+  const bconf *c;
+  bool ran;
+  char why[256];
+  double compile, miss, remote_hit, disk_hit; /* first launch, ms */
+  double miss_lookup;                          /* the lookup of a miss in a new process, ms */
+  unsigned long long hit_compiles, hit_remote_hits;
+} result;
+
+static void measure(const bconf *c, const char *url, int runs, result *r) {
+  memset(r, 0, sizeof *r);
+  r->c = c;
+  const char *why = NULL;
+  if (!kc_backend_available(c->kind, &why)) {
+    snprintf(r->why, sizeof r->why, "%s", why ? why : "unavailable");
+    return;
+  }
+  if (c->cc && !in_path(c->cc)) {
+    snprintf(r->why, sizeof r->why, "%s is not installed", c->cc);
+    return;
+  }
+  double comp[32], miss[32], rhit[32], dhit[32], ml[32];
+  for (int i = 0; i < runs; i++) {
+    char root[4096], a[4200], b[4200], z[4200], prefix[64];
+    if (!mktemp_dir(root, sizeof root, c->label)) {
+      snprintf(r->why, sizeof r->why, "mkdtemp: %s", strerror(errno));
+      return;
+    }
+    snprintf(a, sizeof a, "%s/a", root);
+    snprintf(b, sizeof b, "%s/b", root);
+    snprintf(z, sizeof z, "%s/z", root);
+    snprintf(prefix, sizeof prefix, "kcbench:%d:%s:%d:", (int)getpid(), c->label, i); /* an empty tier */
+    cres x, y, h, d;
+    bool ok = run_child(c->label, z, "-", prefix, &x) && /* compile, no tier */
+              run_child(c->label, a, url, prefix, &y) && /* compile after a remote miss; uploads */
+              run_child(c->label, b, url, prefix, &h) && /* a new node: remote hit */
+              run_child(c->label, b, url, prefix, &d);   /* the same node again: disk hit */
+    rmrf(root);
+    if (!ok) {
+      snprintf(r->why, sizeof r->why, "a child process failed");
+      return;
+    }
+    if (x.compiles != 1 || y.compiles != 1 || h.compiles != 0 || h.remote_hits != 1 || d.disk_hits != 1) {
+      snprintf(r->why, sizeof r->why, "unexpected counters: compiles %llu/%llu/%llu, remote hits %llu, disk hits %llu",
+               x.compiles, y.compiles, h.compiles, h.remote_hits, d.disk_hits);
+      return;
+    }
+    comp[i] = x.first / 1e6;
+    miss[i] = y.first / 1e6;
+    rhit[i] = h.first / 1e6;
+    dhit[i] = d.first / 1e6;
+    ml[i] = y.lookups ? y.lookup_ns / 1e6 / (double)y.lookups : 0;
+  }
+  r->compile = median(comp, runs);
+  r->miss = median(miss, runs);
+  r->remote_hit = median(rhit, runs);
+  r->disk_hit = median(dhit, runs);
+  r->miss_lookup = median(ml, runs);
+  r->ran = true;
+}
+
+/* Remote lookups of `n` new kernels in one node: per launch, what the
+ * lookup took (0 when the breaker skipped it). */
+typedef struct downres {
+  bool ran;
+  char why[256];
+  double worst_ms, mean_asked_ms;
+  int asked, skipped, n;
+} downres;
+
+static void lookups(const bconf *c, const char *url, int n, int first_variant, session *s, downres *d) {
+  d->n = n;
+  double sum = 0;
+  for (int v = first_variant; v < first_variant + n; v++) {
+    kc_stats a, b;
+    kc_stats_get(s->rt, &a);
+    kc_status st = session_run(s, v);
+    kc_stats_get(s->rt, &b);
+    if (st) {
+      snprintf(d->why, sizeof d->why, "launch failed: %s", kc_status_name(st));
+      return;
+    }
+    double ms = (double)(b.remote_lookup_ns - a.remote_lookup_ns) / 1e6;
+    if (b.remote_lookups > a.remote_lookups) {
+      d->asked++;
+      sum += ms;
+    }
+    d->skipped += b.remote_lookups == a.remote_lookups; /* the breaker said no: nothing asked */
+    if (ms > d->worst_ms) d->worst_ms = ms;
+  }
+  (void)c;
+  (void)url;
+  d->mean_asked_ms = d->asked ? sum / d->asked : 0;
+  d->ran = true;
+}
+
+/* The miss on a warm connection; then a server that refuses, then one that
+ * is stopped. */
+static void measure_failures(const bconf *c, const char *url, downres *warm, downres *refused, downres *stopped) {
+  memset(warm, 0, sizeof *warm);
+  memset(refused, 0, sizeof *refused);
+  memset(stopped, 0, sizeof *stopped);
+  char root[4096], dir[4200], prefix[64];
+  if (!mktemp_dir(root, sizeof root, "down")) return;
+  snprintf(prefix, sizeof prefix, "kcbench:%d:down:", (int)getpid());
+  /* Redis up, a warm connection: every launch is a miss (a new variant) */
+  snprintf(dir, sizeof dir, "%s/warm", root);
+  kc_runtime *rt = node(c, dir, url, prefix);
+  session s;
+  if (rt && session_open(&s, rt) && !session_run(&s, 1000)) lookups(c, url, 20, 1001, &s, warm);
+  kc_runtime_destroy(rt);
+
+  /* nobody listens */
+  int port = free_port();
+  char dead[128];
+  snprintf(dead, sizeof dead, "redis://127.0.0.1:%d", port);
+  snprintf(dir, sizeof dir, "%s/refused", root);
+  rt = node(c, dir, dead, prefix);
+  if (rt && session_open(&s, rt)) lookups(c, dead, 20, 2001, &s, refused);
+  kc_runtime_destroy(rt);
+
+  /* a server that stops answering after the node connected */
+  server st;
+  if (server_start(&st)) {
+    snprintf(dir, sizeof dir, "%s/stopped", root);
+    rt = node(c, dir, st.url, prefix);
+    if (rt && session_open(&s, rt) && !session_run(&s, 3000)) {
+      usleep(100000); /* its upload is done: the pooled connection is idle */
+      kill(st.pid, SIGSTOP);
+      lookups(c, st.url, 20, 3001, &s, stopped);
+    }
+    kc_runtime_destroy(rt);
+    server_stop(&st);
+  } else {
+    snprintf(stopped->why, sizeof stopped->why, "a second redis-server did not start");
+  }
+  rmrf(root);
+}
+
+/* 8 nodes at once, 3 kernels each. */
+typedef struct fleetres {
+  bool ran;
+  char why[256];
+  unsigned long long compiles, remote_hits;
+  double seconds;
+} fleetres;
+
+static void fleet(const bconf *c, const char *url, const char *prefix, fleetres *f) {
+  memset(f, 0, sizeof *f);
+  enum { NODES = 8 };
+  char root[4096];
+  if (!mktemp_dir(root, sizeof root, "fleet")) return;
+  int go[2];
+  if (pipe(go)) return;
+  pid_t pid[NODES];
+  int fd[NODES];
+  for (int i = 0; i < NODES; i++) {
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/node%d", root, i);
+    pid[i] = child_start(c->label, dir, url, prefix, 3, go, &fd[i]);
+  }
+  double t0 = now_ns();
+  close(go[0]);
+  close(go[1]);
+  bool ok = true;
+  for (int i = 0; i < NODES; i++) {
+    cres r;
+    if (pid[i] <= 0 || !child_end(pid[i], fd[i], &r)) {
+      ok = false;
+      continue;
+    }
+    f->compiles += r.compiles;
+    f->remote_hits += r.remote_hits;
+  }
+  f->seconds = (now_ns() - t0) / 1e9;
+  rmrf(root);
+  if (!ok) snprintf(f->why, sizeof f->why, "a node failed");
+  f->ran = ok;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 7 && !strcmp(argv[1], "--child"))
+    return child(argv[2], argv[3], argv[4], argv[5], atoi(argv[6]));
+  bool json = false;
+  int runs = 5;
+  const char *only = NULL, *url = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--json")) json = true;
+    else if (!strcmp(argv[i], "--quick")) runs = 3;
+    else if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--backend") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--url") && i + 1 < argc) url = argv[++i];
+    else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) timeout_ms = (uint32_t)atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--fleet-timeout") && i + 1 < argc) fleet_timeout_ms = (uint32_t)atoi(argv[++i]);
+    else {
+      fprintf(stderr,
+              "usage: %s [--json] [--quick] [--runs N] [--timeout MS] [--fleet-timeout MS] "
+              "[--backend host|tcc|opencl|cuda] [--url redis://...]\n",
+              argv[0]);
+      return 2;
+    }
+  }
+  if (runs < 1 || runs > 32) runs = 5;
+  if (timeout_ms) {
+    char t[16];
+    snprintf(t, sizeof t, "%u", timeout_ms);
+    setenv("KC_REMOTE_TIMEOUT_MS", t, 1); /* the children too */
+  }
+  static char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) {
+    fprintf(stderr, "kc_bench_remote: cannot find its own executable\n");
+    return 1;
+  }
+  self[n] = 0;
+  self_path = self;
+  unsetenv("KC_REMOTE");
+  unsetenv("KC_REMOTE_KEY");
+  server srv;
+  memset(&srv, 0, sizeof srv);
+  if (!url) {
+    if (!in_path("redis-server")) {
+      printf("kc_bench_remote: skipped: redis-server is not installed (Debian: apt-get install redis-server)\n");
+      return 0;
+    }
+    if (!server_start(&srv)) {
+      fprintf(stderr, "kc_bench_remote: redis-server did not start\n");
+      return 1;
+    }
+    url = srv.url;
+  }
+  /* is the tier usable here (hiredis)? a runtime says so on stderr */
+  {
+    char probe[4096];
+    if (!mktemp_dir(probe, sizeof probe, "probe")) return 1;
+    kc_options o;
+    kc_options_init(&o);
+    o.backend = KC_BACKEND_HOST;
+    o.cache_dir = probe;
+    o.remote_url = url;
+    kc_runtime *rt = NULL;
+    bool usable = kc_runtime_create(&o, &rt) == KC_OK && kc_remote_url(rt);
+    kc_runtime_destroy(rt);
+    rmrf(probe);
+    if (!usable) {
+      printf("kc_bench_remote: skipped: the remote tier cannot be used here (see the warning above)\n");
+      server_stop(&srv);
+      return 0;
+    }
+  }
+
+  enum { NCONF = sizeof confs / sizeof *confs };
+  result res[NCONF];
+  int nres = 0;
+  for (int i = 0; i < NCONF; i++) {
+    if (only && strcmp(only, confs[i].label)) continue;
+    if (!json) fprintf(stderr, "measuring %s...\n", confs[i].label);
+    measure(&confs[i], url, runs, &res[nres++]);
+  }
+  /* failures and the fleet: on the first backend that ran (they are about
+   * the tier, not the backend) */
+  const bconf *fc = NULL;
+  for (int i = 0; i < nres && !fc; i++)
+    if (res[i].ran) fc = res[i].c;
+  downres warm, refused, stopped;
+  fleetres with, without, with_default;
+  memset(&warm, 0, sizeof warm);
+  memset(&refused, 0, sizeof refused);
+  memset(&stopped, 0, sizeof stopped);
+  memset(&with, 0, sizeof with);
+  memset(&without, 0, sizeof without);
+  memset(&with_default, 0, sizeof with_default);
+  if (fc) {
+    if (!json) fprintf(stderr, "measuring failures and the fleet on %s...\n", fc->label);
+    measure_failures(fc, url, &warm, &refused, &stopped);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "kcbench:%d:fleet:", (int)getpid());
+    fleet(fc, "-", prefix, &without);
+    /* Eight nodes (and the server) share this machine's CPUs with eight
+     * compilers: scheduling delays that separate machines do not have.
+     * Measured with fleet_timeout_ms, and again with the default. */
+    char t[16];
+    snprintf(t, sizeof t, "%u", fleet_timeout_ms);
+    setenv("KC_REMOTE_TIMEOUT_MS", t, 1);
+    fleet(fc, url, prefix, &with);
+    snprintf(prefix, sizeof prefix, "kcbench:%d:fleet2:", (int)getpid());
+    if (timeout_ms) snprintf(t, sizeof t, "%u", timeout_ms);
+    if (timeout_ms) setenv("KC_REMOTE_TIMEOUT_MS", t, 1);
+    else unsetenv("KC_REMOTE_TIMEOUT_MS");
+    fleet(fc, url, prefix, &with_default);
+  }
+  server_stop(&srv);
+
+  double limit = timeout_ms ? timeout_ms : 5;
+  int missed = 0;
+  if (json) {
+    printf("{\"runs\": %d, \"timeout_ms\": %.0f, \"backends\": [", runs, limit);
+    for (int i = 0; i < nres; i++) {
+      result *r = &res[i];
+      printf("%s\n {\"backend\": \"%s\", \"compiler\": \"%s\"", i ? "," : "", r->c->label, r->c->compiler);
+      if (!r->ran) {
+        printf(", \"skipped\": \"%s\"}", r->why);
+        continue;
+      }
+      printf(", \"compile_first_launch_ms\": %.3f, \"remote_miss_first_launch_ms\": %.3f, "
+             "\"remote_hit_first_launch_ms\": %.3f, \"disk_hit_first_launch_ms\": %.3f, "
+             "\"remote_minus_disk_ms\": %.3f, \"miss_lookup_new_process_ms\": %.3f}",
+             r->compile, r->miss, r->remote_hit, r->disk_hit, r->remote_hit - r->disk_hit, r->miss_lookup);
+    }
+    printf("\n], \"miss_lookup_warm_ms\": %.3f, \"refused\": {\"worst_ms\": %.3f, \"asked\": %d, \"skipped\": %d}, "
+           "\"stopped\": {\"worst_ms\": %.3f, \"asked\": %d, \"skipped\": %d}, "
+           "\"fleet\": {\"nodes\": 8, \"kernels\": 3, \"timeout_ms\": %u, \"compiles\": %llu, \"seconds\": %.3f, "
+           "\"compiles_without_tier\": %llu, \"seconds_without_tier\": %.3f, "
+           "\"compiles_default_timeout\": %llu}}\n",
+           warm.mean_asked_ms, refused.worst_ms, refused.asked, refused.skipped, stopped.worst_ms, stopped.asked,
+           stopped.skipped, fleet_timeout_ms, with.compiles, with.seconds, without.compiles, without.seconds,
+           with_default.compiles);
+    return 0;
+  }
+  printf("kcache remote tier: Redis on loopback, first launch on a new node (median of %d)\n\n", runs);
+  printf("%-7s %-8s %11s %13s %11s %10s %13s %8s\n", "backend", "compiler", "compile", "remote miss",
+         "remote hit", "disk hit", "hit - disk", "saves");
+  for (int i = 0; i < nres; i++) {
+    result *r = &res[i];
+    if (!r->ran) {
+      printf("%-7s %-8s skipped: %s\n", r->c->label, r->c->compiler, r->why);
+      continue;
+    }
+    bool ok = r->remote_hit - r->disk_hit < 3.0;
+    missed += !ok;
+    printf("%-7s %-8s %8.2f ms %10.2f ms %8.2f ms %7.2f ms %+10.2f ms%s %6.1fx\n", r->c->label, r->c->compiler,
+           r->compile, r->miss, r->remote_hit, r->disk_hit, r->remote_hit - r->disk_hit, ok ? " " : "!",
+           r->compile / r->remote_hit);
+  }
+  printf("\ncompile: without the tier; remote miss: with an empty tier (lookup, compile, upload queued);\n"
+         "remote hit: a new node loads from Redis (verify, test-load, write to disk); disk hit: its own disk.\n"
+         "target: hit - disk < 3 ms (! marks a miss).\n");
+  if (!fc) return 1;
+  bool ok;
+  printf("\nthe lookup of a miss, Redis up (GET + SET NX): %.3f ms on a warm connection", warm.mean_asked_ms);
+  for (int i = 0; i < nres; i++)
+    if (res[i].ran && res[i].c == fc) printf(", %.3f ms in a new process (connect included)", res[i].miss_lookup);
+  printf("\n");
+  ok = refused.ran && refused.worst_ms <= limit && refused.asked <= 3;
+  missed += !ok;
+  printf("Redis refusing connections, timeout %.0f ms: worst lookup %.3f ms; %d of %d launches asked, %d skipped "
+         "(breaker open)%s\n",
+         limit, refused.worst_ms, refused.asked, refused.n, refused.skipped, ok ? "" : "  !");
+  ok = stopped.ran && stopped.worst_ms <= limit + 0.5 && stopped.asked <= 3; /* 0.5 ms: waking up */
+  missed += !ok;
+  printf("Redis stopped (SIGSTOP), timeout %.0f ms:       worst lookup %.3f ms; %d of %d launches asked, %d skipped "
+         "(breaker open)%s\n",
+         limit, stopped.worst_ms, stopped.asked, stopped.n, stopped.skipped, ok ? "" : "  !");
+  printf("target: no lookup waits longer than the timeout; after the breaker opens, no launch asks\n");
+  ok = with.ran && with.compiles == 3;
+  missed += !ok;
+  printf("\nfleet (%s, timeout %u ms): 8 nodes cold-start 3 kernels at once: %llu compiles in total (%llu without "
+         "the tier), %llu remote hits; all results after %.2f s (%.2f s without)%s\n",
+         fc->compiler, fleet_timeout_ms, with.compiles, without.compiles, with.remote_hits, with.seconds,
+         without.seconds, ok ? "" : "  !");
+  printf("  the same with the %.0f ms timeout, the 8 nodes sharing %ld CPUs: %llu compiles, %llu remote hits, "
+         "%.2f s\n",
+         limit, sysconf(_SC_NPROCESSORS_ONLN), with_default.compiles, with_default.remote_hits, with_default.seconds);
+  printf("target: 3 compiles in total, not 24\n");
+  if (missed) printf("\n%d target(s) missed\n", missed);
+  return missed ? 1 : 0;
+}

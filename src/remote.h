@@ -1,0 +1,184 @@
+/*
+ * remote.h -- the remote tier (remote.c): a Redis server that many machines
+ * share behind their local disk caches, so that a fleet compiles each kernel
+ * once in total. The store (store.c) asks it after a local miss and hands it
+ * what it compiled; the `kcache remote` command and the tests use the
+ * client underneath (configuration, one connection, one command).
+ *
+ * In Redis (PREFIX is $KC_REMOTE_PREFIX, default "kcache:"; KEY is the
+ * store's 32 hex digit key, the same as the local file's name):
+ *
+ *   PREFIX KEY                  an entry without a shared secret: exactly the
+ *                               bytes of the local entry file (store.h)
+ *   PREFIX hmac-ID: KEY         an entry with a secret: the entry file, then
+ *                               "KCMAC256" and HMAC-SHA256(mac key, entry).
+ *                               ID (8 hex digits) names the secret, so that
+ *                               clients with different secrets, or none, never
+ *                               overwrite each other's entries
+ *   <entry name>:lock           single flight across machines: SET NX PX while
+ *                               one machine compiles; the value says who
+ *                               ("host:pid:random"), for a compare-and-delete
+ *
+ * From the secret S two keys are derived, so that S itself never enters a
+ * MAC: mac key = HMAC-SHA256(S, "kcache remote entry mac v1") and ID = the
+ * first 4 bytes of HMAC-SHA256(S, "kcache remote key id v1").
+ *
+ * Libraries that a machine may not have are opened with dlopen: hiredis
+ * (0.14 as in Debian 12, or 1.x; the ABI is checked on a socket pair and a
+ * parsed reply before it is used) and, only with a secret, libcrypto (for
+ * HMAC-SHA256; checked against RFC 4231 before it is used).
+ *
+ * Locks: kc__remote.pool_lock (idle connections) and kc__remote.queue_lock
+ * (the upload queue) are leaves; they may be taken while holding a
+ * kc__spec.lock and the store's per-key flock, and nothing is taken while
+ * holding them. No lock is held while waiting for the network.
+ */
+#ifndef KC_REMOTE_H
+#define KC_REMOTE_H
+
+#include "kc_internal.h"
+
+#define KC__REMOTE_DEFAULT_PREFIX "kcache:"
+#define KC__REMOTE_DEFAULT_TIMEOUT_MS 5u
+#define KC__REMOTE_DEFAULT_LOCK_MS 30000u
+#define KC__REMOTE_DEFAULT_RETRY_MS 10000u
+#define KC__REMOTE_DEFAULT_MAX_ENTRY (64ull << 20)
+/* Consecutive failures that open the circuit breaker. */
+#define KC__REMOTE_BREAKER_FAILURES 3u
+#define KC__REMOTE_MAC_MAGIC "KCMAC256"
+#define KC__REMOTE_TRAILER 40u /* magic + HMAC-SHA256 */
+
+/* ------------------------------------------------------ optional libraries */
+
+/* NULL when hiredis could be loaded and its ABI is one kcache knows, else
+ * why not (static string). Thread-safe; loads once. */
+const char *kc__hiredis_unavailable(void);
+/* The library loaded ("libhiredis.so.0.14") and its ABI ("0.14", "1.x"). */
+const char *kc__hiredis_name(void);
+/* NULL when libcrypto's HMAC-SHA256 can be used, else why not. */
+const char *kc__hmac_unavailable(void);
+/* HMAC-SHA256; false if libcrypto is unavailable. */
+bool kc__hmac_sha256(const void *key, size_t klen, const void *data, size_t n, uint8_t out[32]);
+
+/* ----------------------------------------------------------- configuration */
+
+typedef struct kc__remote_config {
+  char host[256];
+  int port;
+  int db;
+  char user[128];
+  char password[256];
+  bool has_password;
+  char url[640]; /* the URL with the password masked: for messages */
+  char prefix[128];
+  char ns[24];   /* "" or "hmac-ID:" */
+  bool has_secret;
+  uint8_t mac_key[32];
+  uint32_t timeout_ms, lock_ms, retry_ms;
+  uint64_t max_entry;
+} kc__remote_config;
+
+/* Parses redis://[[user]:password@]host[:port][/db] into cfg's host, port,
+ * db, user, password and url. KC_EINVAL with why for anything else
+ * (rediss:// included: no TLS, see kcache.h). */
+kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *why, size_t wl);
+/* The whole configuration from opt (may be NULL: the CLI) and the
+ * environment. KC_ENOTFOUND: no remote tier is configured. KC_EINVAL or
+ * KC_EUNAVAILABLE (a secret without libcrypto) with why: one is, but it
+ * cannot be used. Whether hiredis is there is kc__hiredis_unavailable's. */
+kc_status kc__remote_config_load(const kc_options *opt, kc__remote_config *cfg, char *why, size_t wl);
+/* The Redis name of an entry (lock: with ":lock"). */
+void kc__remote_name(const kc__remote_config *cfg, const uint8_t key[16], bool lock, char *out, size_t len);
+
+/* ------------------------------------------------------------ one connection */
+
+typedef struct kc__rconn kc__rconn;
+
+enum { KC__R_STRING = 1, KC__R_ARRAY = 2, KC__R_INTEGER = 3, KC__R_NIL = 4, KC__R_STATUS = 5, KC__R_ERROR = 6 };
+
+/* A reply, copied out of hiredis (rt's allocator, or malloc when rt is NULL). */
+typedef struct kc__rreply {
+  int type;
+  long long integer;
+  char *str; /* NUL-terminated; STRING, STATUS, ERROR */
+  size_t len;
+  struct kc__rreply *elem; /* ARRAY */
+  size_t n;
+} kc__rreply;
+
+/* Connects (and authenticates, and selects the database) within
+ * cfg->timeout_ms. KC_EIO / KC_EUNAVAILABLE / KC_ENOMEM with why. */
+kc_status kc__rconn_open(kc_runtime *rt, const kc__remote_config *cfg, kc__rconn **out, char *why, size_t wl);
+void kc__rconn_close(kc__rconn *c);
+/* One command, binary safe. KC_OK with *out filled (a server's error reply
+ * is KC_OK with type KC__R_ERROR); KC_EIO with why when the connection failed
+ * or the server did not answer in time: the connection is then unusable.
+ * The time bound is cfg->timeout_ms without progress, and timeout_ms plus
+ * 20 ns per byte moved in all (a slow trickle cannot hold a launch). */
+kc_status kc__rconn_cmd(kc__rconn *c, int argc, const char *const *argv, const size_t *lens, kc__rreply *out,
+                        char *why, size_t wl);
+/* kc__rconn_cmd for text arguments (NULL-terminated list). */
+kc_status kc__rconn_cmdv(kc__rconn *c, kc__rreply *out, char *why, size_t wl, ...);
+void kc__rreply_free(kc_runtime *rt, kc__rreply *r);
+
+/* ----------------------------------------------------------------- values */
+
+/* Where the entry file lies in a value: KC_OK with *image_len set, or
+ * KC_EIO with why: truncated, foreign, or (with a secret) unsigned or with a
+ * MAC that does not verify. Without a secret a trailer is ignored. */
+kc_status kc__remote_unwrap(const kc__remote_config *cfg, const void *value, size_t n, size_t *image_len,
+                            char *why, size_t wl);
+/* The trailer for an entry file (cfg must have a secret). */
+bool kc__remote_trailer(const kc__remote_config *cfg, const void *image, size_t n,
+                        uint8_t out[KC__REMOTE_TRAILER]);
+
+/* --------------------------------------------------------------- the tier */
+
+typedef struct kc__remote kc__remote;
+
+/* Opens rt's remote tier from rt->opt and the environment (vdir: the local
+ * store's, for the shared counters). NULL when none is configured, or when
+ * it cannot be used: then one warning on stderr says why. */
+kc__remote *kc__remote_open(kc_runtime *rt, const char *vdir);
+/* Finishes queued uploads (each bounded by the timeout; none while the
+ * breaker is open), stops the uploader thread, frees everything. NULL: no-op. */
+void kc__remote_close(kc__remote *r);
+
+/* Verifies an entry file (taken over: free it with rt's allocator) and, if
+ * it is good, fills the code instance. why gets the reason of a refusal. */
+typedef bool (*kc__remote_accept_fn)(void *ud, void *image, size_t size, char *why, size_t wl);
+
+/* The lookup after a local miss. True when an entry came and `accept` took
+ * it. False otherwise; then *lock is nonzero if this caller now holds the
+ * entry's lock in Redis and must pass it to kc__remote_upload after its
+ * compile (others wait for that upload). Waits for another machine's
+ * compile at most cfg.lock_ms, and never longer once the server fails. */
+bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn accept, void *ud,
+                      uint64_t *lock);
+/* After a compile: queues the upload of image (taken over, rt's allocator;
+ * NULL for none) and the release of lock (0: none) for the uploader thread.
+ * Never blocks on the network. */
+void kc__remote_upload(kc__remote *r, const uint8_t key[16], void *image, size_t size, uint64_t lock);
+/* Runs fn(rt, ud, key, image, size) on the uploader thread after the jobs
+ * queued before it (kc__remote_close waits for it), then frees image (rt's
+ * allocator): work that a launch served by the tier need not wait for.
+ * False if it was not queued (out of memory, a full queue, no thread):
+ * then image is still the caller's. */
+typedef void (*kc__remote_defer_fn)(kc_runtime *rt, void *ud, const uint8_t key[16], const void *image,
+                                    size_t size);
+bool kc__remote_defer(kc__remote *r, kc__remote_defer_fn fn, void *ud, const uint8_t key[16], void *image,
+                      size_t size);
+/* Adds the tier's counters to *out. */
+void kc__remote_stats(const kc__remote *r, kc_stats *out);
+/* The URL in use (password masked). */
+const char *kc__remote_url_of(const kc__remote *r);
+
+/* Counters shared by every process using one local store (vdir/remote-stats),
+ * for `kcache stats`. */
+typedef struct kc__remote_counters {
+  uint64_t lookups, hits, misses, rejects, errors, skips, uploads, lock_waits, lookup_ns;
+  bool valid;
+} kc__remote_counters;
+void kc__remote_counters_read(const char *vdir, kc__remote_counters *out);
+
+#endif /* KC_REMOTE_H */

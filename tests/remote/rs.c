@@ -1,0 +1,315 @@
+/* rs.c -- the helpers declared in rs.h. */
+#include "rs.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static bool in_path(const char *prog) {
+  const char *path = getenv("PATH");
+  char buf[1024];
+  for (const char *p = path ? path : ""; *p;) {
+    size_t n = strcspn(p, ":");
+    snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, prog);
+    if (n && access(buf, X_OK) == 0) return true;
+    p += n + (p[n] == ':');
+  }
+  return false;
+}
+
+void rs_require_server(void) {
+  const char *why = NULL;
+  if (!in_path("redis-server")) why = "redis-server is not installed (Debian: apt-get install redis-server)";
+  else why = kc__hiredis_unavailable();
+  if (why) {
+    printf("SKIPPED: remote tier tests need a Redis server and hiredis: %s\n", why);
+    fflush(stdout);
+    exit(77);
+  }
+}
+
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+    fail_msg("no free loopback port: %s", strerror(errno));
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+static bool answers(const char *url) {
+  kc__remote_config cfg;
+  char why[512];
+  memset(&cfg, 0, sizeof cfg);
+  if (kc__remote_parse_url(url, &cfg, why, sizeof why)) return false;
+  cfg.timeout_ms = 500;
+  kc__rconn *c;
+  if (kc__rconn_open(NULL, &cfg, &c, why, sizeof why)) return false;
+  kc__rreply r;
+  bool ok = kc__rconn_cmdv(c, &r, why, sizeof why, "PING", (char *)NULL) == KC_OK && r.type == KC__R_STATUS;
+  kc__rreply_free(NULL, &r);
+  kc__rconn_close(c);
+  return ok;
+}
+
+void rs_start(rs_server *s, const char *password, const char *extra) {
+  memset(s, 0, sizeof *s);
+  st_mkdtemp(s->dir, sizeof s->dir, "redis");
+  for (int attempt = 0; attempt < 5; attempt++) { /* the port may be taken between the probe and the bind */
+    s->port = free_port();
+    if (password) snprintf(s->url, sizeof s->url, "redis://:%s@127.0.0.1:%d", password, s->port);
+    else snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", s->port);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "exec redis-server --port %d --bind 127.0.0.1 --save '' --appendonly no --dir '%s' "
+             "--logfile '%s/redis.log' --daemonize no %s%s %s",
+             s->port, s->dir, s->dir, password ? "--requirepass " : "", password ? password : "", extra ? extra : "");
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) fail_msg("fork: %s", strerror(errno));
+    if (pid == 0) {
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGKILL); /* a test that dies takes its server along */
+      int null = open("/dev/null", O_RDWR);
+      dup2(null, 0);
+      dup2(null, 1);
+      execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+      _exit(127);
+    }
+    s->pid = pid;
+    for (int i = 0; i < 200; i++) {
+      if (answers(s->url)) return;
+      int st;
+      if (waitpid(pid, &st, WNOHANG) == pid) break; /* it exited: try another port */
+      usleep(50000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    s->pid = 0;
+  }
+  fail_msg("redis-server did not start (see %s/redis.log)", s->dir);
+}
+
+void rs_stop(rs_server *s) {
+  if (s->pid > 0) {
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, NULL, 0);
+    s->pid = 0;
+  }
+  if (s->dir[0]) st_rmrf(s->dir);
+  s->dir[0] = 0;
+}
+
+kc__rreply rs_cmdb(const char *url, int argc, const char *const *argv, const size_t *lens) {
+  kc__remote_config cfg;
+  char why[512];
+  memset(&cfg, 0, sizeof cfg);
+  if (kc__remote_parse_url(url, &cfg, why, sizeof why)) fail_msg("%s", why);
+  cfg.timeout_ms = 5000;
+  kc__rconn *c;
+  if (kc__rconn_open(NULL, &cfg, &c, why, sizeof why)) fail_msg("connecting to %s: %s", url, why);
+  kc__rreply r;
+  if (kc__rconn_cmd(c, argc, argv, lens, &r, why, sizeof why)) fail_msg("%s on %s: %s", argv[0], url, why);
+  kc__rconn_close(c);
+  return r;
+}
+
+kc__rreply rs_cmd(const char *url, ...) {
+  const char *argv[16];
+  size_t lens[16];
+  int argc = 0;
+  va_list ap;
+  va_start(ap, url);
+  for (const char *a; argc < 16 && (a = va_arg(ap, const char *));) {
+    argv[argc] = a;
+    lens[argc++] = strlen(a);
+  }
+  va_end(ap);
+  return rs_cmdb(url, argc, argv, lens);
+}
+
+void rs_free(kc__rreply *r) { kc__rreply_free(NULL, r); }
+
+size_t rs_keys(const char *url, const char *prefix, char ***out) {
+  char pattern[300];
+  snprintf(pattern, sizeof pattern, "%s*", prefix);
+  kc__rreply r = rs_cmd(url, "KEYS", pattern, (char *)NULL);
+  assert_int_equal(r.type, KC__R_ARRAY);
+  char **keys = calloc(r.n ? r.n : 1, sizeof *keys);
+  for (size_t i = 0; i < r.n; i++) keys[i] = strdup(r.elem[i].str);
+  size_t n = r.n;
+  rs_free(&r);
+  *out = keys;
+  return n;
+}
+
+void rs_keys_free(char **keys, size_t n) {
+  for (size_t i = 0; i < n; i++) free(keys[i]);
+  free(keys);
+}
+
+const char *const rs_kernels[3] = {
+    "KC_KERNEL void k1(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = scale(1.0f, (float)i) + V; }",
+    "KC_KERNEL void k2(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = scale(2.0f, (float)i) + V; }",
+    "KC_KERNEL void k3(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = scale(3.0f, (float)i) + V; }",
+};
+static const char *const names[3] = {"k1", "k2", "k3"};
+
+kc_status rs_define(kc_runtime *rt) {
+  kc_status st = kc_define(rt, "scale", "KC_DEVICE float scale(float n, float i) { return n * (i + 1.0f); }", NULL);
+  for (int i = 0; i < 3 && !st; i++) st = kc_define(rt, names[i], rs_kernels[i], NULL);
+  return st;
+}
+
+kc_status rs_run(kc_runtime *rt, int n) { return rs_run_v(rt, n, 0); }
+
+kc_status rs_run_v(kc_runtime *rt, int n, int v) {
+  kc_context *ctx = NULL;
+  kc_buffer *b = NULL;
+  kc_kernel *k = NULL;
+  enum { N = 32 };
+  float out[N];
+  kc_status st = kc_context_create(rt, 0, &ctx);
+  if (!st) st = kc_buffer_create(ctx, sizeof out, &b);
+  char params[32];
+  snprintf(params, sizeof params, "V=%d", v);
+  if (!st) st = kc_kernel_create(rt, names[n], params, &k);
+  if (!st) {
+    kc_dim3 grid = {N, 1, 1}, block = {1, 1, 1};
+    kc_arg args[] = {KC_ARG_BUF(b)};
+    st = kc_launch(k, ctx, &grid, &block, args, 1);
+  }
+  if (!st) st = kc_context_finish(ctx);
+  if (!st) st = kc_buffer_read(b, 0, out, sizeof out);
+  for (int i = 0; !st && i < N; i++)
+    if (out[i] != (float)(n + 1) * (float)(i + 1) + (float)v) st = KC_EBACKEND;
+  kc_kernel_destroy(k);
+  kc_buffer_destroy(b);
+  kc_context_destroy(ctx);
+  return st;
+}
+
+kc_runtime *rs_node(const char *cache_dir, const rs_node_opts *o) {
+  kc_options opt;
+  kc_options_init(&opt);
+  opt.backend = kct_backend;
+  opt.host_cc = o->cc ? o->cc : st_cc();
+  opt.cache_dir = cache_dir;
+  opt.remote_url = o->url ? o->url : "";
+  opt.remote_key = o->secret ? o->secret : "";
+  opt.remote_prefix = "kctest:";
+  opt.remote_timeout_ms = o->timeout_ms ? o->timeout_ms : 2000;
+  opt.remote_lock_timeout_ms = o->lock_ms;
+  opt.remote_retry_ms = o->retry_ms;
+  opt.remote_max_entry = o->max_entry;
+  kc_runtime *rt = NULL;
+  return kc_runtime_create(&opt, &rt) == KC_OK ? rt : NULL;
+}
+
+rs_report rs_node_run(const char *cache_dir, const rs_node_opts *o, unsigned kernels) {
+  rs_report r;
+  memset(&r, 0, sizeof r);
+  double t0 = st_now();
+  kc_runtime *rt = rs_node(cache_dir, o);
+  if (!rt) {
+    r.status = KC_EUNAVAILABLE;
+    return r;
+  }
+  r.status = rs_define(rt);
+  for (int i = 0; i < 3 && !r.status; i++) {
+    if (!(kernels & (1u << i))) continue;
+    double l0 = st_now();
+    kc_status st = rs_run(rt, i);
+    double dt = st_now() - l0;
+    if (dt > r.max_launch) r.max_launch = dt;
+    if (st == KC_EBACKEND) r.wrong++;
+    else if (st) r.status = st;
+  }
+  r.seconds = st_now() - t0;
+  kc_stats_get(rt, &r.stats);
+  double d0 = st_now();
+  kc_runtime_destroy(rt);
+  r.destroy_seconds = st_now() - d0;
+  return r;
+}
+
+pid_t rs_spawn(const char *cache_dir, const rs_node_opts *o, unsigned kernels, const int go[2], int *report_fd) {
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid) {
+    close(p[1]);
+    *report_fd = p[0];
+    return pid;
+  }
+  close(p[0]);
+  char c;
+  if (go) {
+    close(go[1]); /* the parent's: closing it is the start signal */
+    while (read(go[0], &c, 1) < 0 && errno == EINTR) {
+    }
+  }
+  rs_report r = rs_node_run(cache_dir, o, kernels);
+  if (write(p[1], &r, sizeof r) != (ssize_t)sizeof r) _exit(3);
+  _exit(0);
+}
+
+rs_report rs_collect(pid_t pid, int fd) {
+  rs_report r;
+  memset(&r, 0, sizeof r);
+  ssize_t n = read(fd, &r, sizeof r);
+  close(fd);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (n != (ssize_t)sizeof r) fail_msg("node %d sent no report (wait status %d)", (int)pid, st);
+  return r;
+}
+
+bool rs_name_of(const char *url, const char *prefix, const char *entry, char *out, size_t len) {
+  char **keys;
+  size_t n = rs_keys(url, prefix, &keys);
+  bool found = false;
+  for (size_t i = 0; i < n && !found; i++) {
+    size_t kl = strlen(keys[i]);
+    if (kl > 5 && !strcmp(keys[i] + kl - 5, ":lock")) continue;
+    kc__rreply v = rs_cmd(url, "GET", keys[i], (char *)NULL);
+    kc__entry e;
+    if (v.type == KC__R_STRING && kc__entry_peek_mem(v.str, v.len, v.len, &e, NULL, 0) == KC_OK) {
+      if (!strcmp(e.entry, entry)) {
+        snprintf(out, len, "%s", keys[i]);
+        found = true;
+      }
+      kc__entry_free(NULL, &e);
+    }
+    rs_free(&v);
+  }
+  rs_keys_free(keys, n);
+  return found;
+}
+
+/* LeakSanitizer, in the ASan build: PoCL (and the LLVM inside it) keep
+ * allocations of a kernel build until the process exits. Third-party code
+ * only: nothing of kcache's is suppressed. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) { return "leak:libpocl.so\nleak:libLLVM\n"; }
+
+/* ThreadSanitizer: host_link writes the empty-grid hook into a global of
+ * the shared object it has just dlopen()ed; when an earlier object was
+ * dlclose()d (the store's probe context unlinks what it test-loaded), the
+ * new one is often mapped at the same address, and the unmapping happens
+ * inside ld.so, which TSan does not see: the write looks like a race with
+ * one into the old, gone mapping. Only that top frame is suppressed (as in
+ * tests/reliability); the remote tier's threads and locks stay checked. */
+const char *__tsan_default_suppressions(void);
+const char *__tsan_default_suppressions(void) { return "race_top:host_link\n"; }

@@ -1,0 +1,629 @@
+/*
+ * test_remote -- the remote tier against a real redis-server on loopback
+ * (started here, killed at the end; skipped when redis-server or hiredis is
+ * missing): a second node loads what the first compiled; eight processes
+ * with their own local stores cold-start three kernels and compile three
+ * times in total; a server that is stopped and then killed delays no launch
+ * past the timeout, and not at all once the breaker is open; values damaged
+ * in Redis are detected, compiled again and replaced; a wrong password;
+ * secrets (none, right, wrong, forged entries); a lock whose holder died;
+ * the size limit; threads sharing one runtime.
+ *
+ * Nodes use the host backend with tcc when installed, the key prefix
+ * "kctest:", and generous timeouts unless a test is about timeouts: the
+ * machine running the tests may be loaded.
+ */
+#include "rs.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static rs_server server; /* the group's; tests that kill a server start their own */
+
+typedef struct fx {
+  char root[512];
+  char count[600];
+  char wrapper[600];
+  int n; /* caches made */
+} fx;
+
+static int group_setup(void **state) {
+  (void)state;
+  rs_start(&server, NULL, NULL);
+  return 0;
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  rs_stop(&server);
+  return 0;
+}
+
+static int setup(void **state) {
+  fx *f = calloc(1, sizeof *f);
+  st_mkdtemp(f->root, sizeof f->root, "remote");
+  snprintf(f->count, sizeof f->count, "%s/compiles", f->root);
+  st_wrapper(f->root, f->wrapper, sizeof f->wrapper);
+  kc__rreply r = rs_cmd(server.url, "FLUSHALL", (char *)NULL);
+  rs_free(&r);
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fx *f = *state;
+  st_rmrf(f->root);
+  free(f);
+  unsetenv("KC_TEST_COUNT");
+  unsetenv("KC_TEST_SLEEP");
+  return kct_teardown(state);
+}
+
+/* A new, empty local store: a new node. */
+static const char *cache(fx *f) {
+  static char path[8][700];
+  char *p = path[f->n++ % 8];
+  snprintf(p, 700, "%s/node%d", f->root, f->n);
+  return p;
+}
+
+static rs_node_opts opts(const char *url) {
+  rs_node_opts o;
+  memset(&o, 0, sizeof o);
+  o.url = url;
+  return o;
+}
+
+static void check(const rs_report *r, const char *what) {
+  if (r->status) fail_msg("%s: %s", what, kc_status_name((kc_status)r->status));
+  if (r->wrong) fail_msg("%s: %d kernel(s) computed a wrong result", what, r->wrong);
+}
+
+static size_t entries_in(const char *url, const char *prefix) {
+  char **keys;
+  size_t n = rs_keys(url, prefix, &keys), e = 0;
+  for (size_t i = 0; i < n; i++) e += !strstr(keys[i], ":lock");
+  rs_keys_free(keys, n);
+  return e;
+}
+
+/* The value in Redis verifies as an entry (framing, MAC with cfg's secret,
+ * checksums, key) and holds kernel `entry`. */
+static void assert_sound(const char *name, const char *secret, const char *entry) {
+  kc__rreply v = rs_cmd(server.url, "GET", name, (char *)NULL);
+  if (v.type != KC__R_STRING) fail_msg("%s: no value", name);
+  kc__remote_config cfg;
+  char why[512];
+  kc_options o;
+  kc_options_init(&o);
+  o.remote_url = server.url;
+  o.remote_key = secret ? secret : "";
+  assert_int_equal(kc__remote_config_load(&o, &cfg, why, sizeof why), KC_OK);
+  size_t img;
+  if (kc__remote_unwrap(&cfg, v.str, v.len, &img, why, sizeof why)) fail_msg("%s: %s", name, why);
+  void *copy = malloc(img);
+  memcpy(copy, v.str, img);
+  kc__entry e;
+  if (kc__entry_decode(NULL, copy, img, &e, why, sizeof why)) fail_msg("%s: %s", name, why);
+  char hex[33];
+  kc__store_hex(e.key, hex);
+  KCT_CONTAINS(name, hex);
+  assert_string_equal(e.entry, entry);
+  kc__entry_free(NULL, &e);
+  rs_free(&v);
+}
+
+/* ------------------------------------------------------------------ tests */
+
+static void test_second_node_loads_the_first_nodes_compile(void **state) {
+  fx *f = *state;
+  rs_node_opts o = opts(server.url);
+  const char *a = cache(f);
+  rs_report r = rs_node_run(a, &o, 7);
+  check(&r, "node A");
+  assert_int_equal(r.stats.compiles, 3);
+  assert_int_equal(r.stats.remote_misses, 3);
+  assert_int_equal(r.stats.remote_hits, 0);
+  assert_int_equal(r.stats.remote_errors, 0);
+  /* uploads finish at kc_runtime_destroy at the latest */
+  assert_int_equal(entries_in(server.url, "kctest:"), 3);
+
+  /* the same bytes as the local entry file, under the same key */
+  char name[300], path[4096];
+  assert_true(rs_name_of(server.url, "kctest:", "k1", name, sizeof name));
+  st_entry_of(a, "k1", "V=0", path, sizeof path);
+  size_t fsize;
+  void *file = st_read_file(path, &fsize);
+  kc__rreply v = rs_cmd(server.url, "GET", name, (char *)NULL);
+  assert_int_equal(v.len, fsize);
+  assert_memory_equal(v.str, file, fsize);
+  const char *base = strrchr(path, '/') + 1;
+  assert_memory_equal(name + strlen("kctest:"), base, 32);
+  rs_free(&v);
+  free(file);
+
+  const char *b = cache(f);
+  r = rs_node_run(b, &o, 7);
+  check(&r, "node B");
+  assert_int_equal(r.stats.compiles, 0);
+  assert_int_equal(r.stats.remote_hits, 3);
+  assert_int_equal(r.stats.disk_misses, 3);
+  assert_int_equal(r.stats.remote_uploads, 0);
+  assert_int_equal(st_entries(b, NULL), 3); /* written to B's disk */
+
+  r = rs_node_run(b, &o, 7); /* B again: its disk, not the network */
+  check(&r, "node B again");
+  assert_int_equal(r.stats.disk_hits, 3);
+  assert_int_equal(r.stats.remote_lookups, 0);
+}
+
+static void test_eight_nodes_cold_start_compile_three_times(void **state) {
+  fx *f = *state;
+  enum { N = 8 };
+  rs_node_opts o = opts(server.url);
+  o.cc = f->wrapper;
+  setenv("KC_TEST_COUNT", f->count, 1);
+  setenv("KC_TEST_SLEEP", "0.3", 1); /* slow compiles: every node asks while the first compiles */
+  int go[2];
+  assert_int_equal(pipe(go), 0);
+  pid_t pid[N];
+  int fd[N];
+  for (int i = 0; i < N; i++) pid[i] = rs_spawn(cache(f), &o, 7, go, &fd[i]);
+  close(go[0]);
+  close(go[1]);
+  uint64_t compiles = 0, hits = 0, waits = 0, uploads = 0;
+  double slowest = 0;
+  for (int i = 0; i < N; i++) {
+    rs_report r = rs_collect(pid[i], fd[i]);
+    check(&r, "a node");
+    compiles += r.stats.compiles;
+    hits += r.stats.remote_hits;
+    waits += r.stats.remote_lock_waits;
+    uploads += r.stats.remote_uploads;
+    if (r.seconds > slowest) slowest = r.seconds;
+  }
+  print_message("8 nodes x 3 kernels: %llu compiles (the compiler ran %zu times), %llu remote hits, %llu lock waits, "
+                "slowest node %.2f s\n",
+                (unsigned long long)compiles, st_lines(f->count), (unsigned long long)hits,
+                (unsigned long long)waits, slowest);
+  assert_int_equal(compiles, 3);
+  assert_int_equal(st_lines(f->count), 3);
+  assert_int_equal(hits, 3 * N - 3);
+  assert_int_equal(entries_in(server.url, "kctest:"), 3);
+  (void)uploads;
+}
+
+/* A remote lookup that timed out or was skipped never costs more than the
+ * timeout (plus scheduling slack on a loaded machine). */
+static void test_stopped_then_killed_server_delays_no_launch(void **state) {
+  fx *f = *state;
+  rs_server s;
+  rs_start(&s, NULL, NULL);
+  rs_node_opts o = opts(s.url);
+  o.timeout_ms = 100;
+  o.retry_ms = 400;
+  kc_runtime *rt = rs_node(cache(f), &o);
+  assert_non_null(rt);
+  KCT_OK(rt, rs_define(rt));
+  KCT_OK(rt, rs_run_v(rt, 0, 0)); /* warm: a pooled connection, an upload */
+  usleep(300000);
+  kc_stats s0 = kct_stats(rt);
+  assert_int_equal(s0.remote_errors, 0);
+
+  kill(s.pid, SIGSTOP);
+  double slack = 0.06, worst_lookup = 0, worst_launch = 0;
+  int networked = 0;
+  for (int v = 1; v <= 8; v++) {
+    kc_stats a = kct_stats(rt);
+    double t0 = st_now();
+    KCT_OK(rt, rs_run_v(rt, 0, v));
+    double dt = st_now() - t0;
+    kc_stats b = kct_stats(rt);
+    double lookup = (double)(b.remote_lookup_ns - a.remote_lookup_ns) / 1e9;
+    networked += b.remote_lookups > a.remote_lookups;
+    if (lookup > worst_lookup) worst_lookup = lookup;
+    if (dt > worst_launch) worst_launch = dt;
+  }
+  kc_stats s1 = kct_stats(rt);
+  print_message("server stopped: 8 launches, %d asked the server (worst lookup %.0f ms, timeout 100 ms), "
+                "%llu skipped by the breaker; worst launch %.0f ms\n",
+                networked, worst_lookup * 1e3, (unsigned long long)(s1.remote_skips - s0.remote_skips),
+                worst_launch * 1e3);
+  assert_true(worst_lookup <= 0.1 + slack);
+  assert_true(networked <= 3);
+  assert_true(s1.remote_skips - s0.remote_skips >= 5);
+
+  kill(s.pid, SIGKILL); /* also ends a stopped process */
+  waitpid(s.pid, NULL, 0);
+  s.pid = 0;
+  usleep(450000); /* past retry_ms: one lookup tries again, is refused at once */
+  worst_lookup = 0;
+  for (int v = 9; v <= 12; v++) {
+    kc_stats a = kct_stats(rt);
+    KCT_OK(rt, rs_run_v(rt, 1, v));
+    kc_stats b = kct_stats(rt);
+    double lookup = (double)(b.remote_lookup_ns - a.remote_lookup_ns) / 1e9;
+    if (lookup > worst_lookup) worst_lookup = lookup;
+  }
+  print_message("server killed: worst lookup %.1f ms\n", worst_lookup * 1e3);
+  assert_true(worst_lookup <= 0.1 + slack);
+  double t0 = st_now();
+  kc_runtime_destroy(rt); /* queued uploads are skipped or time out, bounded */
+  double dt = st_now() - t0;
+  print_message("kc_runtime_destroy with the server gone: %.0f ms\n", dt * 1e3);
+  assert_true(dt < 1.0);
+  rs_stop(&s);
+}
+
+static void test_no_server_at_all(void **state) {
+  fx *f = *state;
+  rs_server s;
+  rs_start(&s, NULL, NULL);
+  char url[600];
+  snprintf(url, sizeof url, "%s", s.url);
+  rs_stop(&s); /* nobody listens on the port now */
+  rs_node_opts o = opts(url);
+  o.timeout_ms = 50;
+  kc_runtime *rt = rs_node(cache(f), &o);
+  assert_non_null(rt);
+  KCT_OK(rt, rs_define(rt));
+  st_capture_begin();
+  for (int v = 0; v < 6; v++) KCT_OK(rt, rs_run_v(rt, 2, v));
+  char *err = st_capture_end();
+  kc_stats st = kct_stats(rt);
+  assert_int_equal(st.compiles, 6);
+  assert_true(st.remote_errors >= 1 && st.remote_errors <= 4); /* failures in flight at once may pass 3 */
+  assert_true(st.remote_skips >= 3);
+  assert_true(st.remote_lookup_ns < 6 * 50000000ull);
+  assert_int_equal(st_count(err, "kcache: warning: remote tier"), 1); /* one warning, not one per launch */
+  KCT_CONTAINS(err, "connecting to 127.0.0.1");
+  free(err);
+  kc_runtime_destroy(rt);
+}
+
+typedef enum damage { FLIP, TRUNCATE, FOREIGN, OTHER_KEY, WRONG_TYPE, EMPTY_TRAILER } damage;
+static const char *const damage_names[] = {"a flipped byte", "truncated", "foreign bytes", "another key's entry",
+                                           "a list, not a string", "unknown trailing bytes"};
+
+static void damage_value(const char *name, const char *other, damage d) {
+  kc__rreply v = rs_cmd(server.url, "GET", name, (char *)NULL);
+  assert_int_equal(v.type, KC__R_STRING);
+  kc__rreply r;
+  switch (d) {
+  case FLIP: {
+    char off[32], byte[2] = {(char)(v.str[v.len / 2] ^ 0x5a), 0};
+    snprintf(off, sizeof off, "%zu", v.len / 2);
+    const char *argv[] = {"SETRANGE", name, off, byte};
+    size_t lens[] = {8, strlen(name), strlen(off), 1};
+    r = rs_cmdb(server.url, 4, argv, lens);
+    break;
+  }
+  case TRUNCATE: {
+    const char *argv[] = {"SET", name, v.str};
+    size_t lens[] = {3, strlen(name), v.len / 2};
+    r = rs_cmdb(server.url, 3, argv, lens);
+    break;
+  }
+  case FOREIGN:
+    r = rs_cmd(server.url, "SET", name, "this is not a kcache entry, but it is long enough to look like one at first"
+               " glance: a header needs sixty-four bytes",
+               (char *)NULL);
+    break;
+  case OTHER_KEY: {
+    kc__rreply o = rs_cmd(server.url, "GET", other, (char *)NULL);
+    const char *argv[] = {"SET", name, o.str};
+    size_t lens[] = {3, strlen(name), o.len};
+    r = rs_cmdb(server.url, 3, argv, lens);
+    rs_free(&o);
+    break;
+  }
+  case WRONG_TYPE:
+    r = rs_cmd(server.url, "DEL", name, (char *)NULL);
+    rs_free(&r);
+    r = rs_cmd(server.url, "RPUSH", name, "x", (char *)NULL);
+    break;
+  case EMPTY_TRAILER:
+    r = rs_cmd(server.url, "APPEND", name, "garbage", (char *)NULL);
+    break;
+  }
+  rs_free(&r);
+  rs_free(&v);
+}
+
+static void test_damaged_values_are_detected_and_replaced(void **state) {
+  fx *f = *state;
+  rs_node_opts o = opts(server.url);
+  rs_report r = rs_node_run(cache(f), &o, 3); /* k1, k2 */
+  check(&r, "uploader");
+  char k1[300], k2[300];
+  assert_true(rs_name_of(server.url, "kctest:", "k1", k1, sizeof k1));
+  assert_true(rs_name_of(server.url, "kctest:", "k2", k2, sizeof k2));
+  for (damage d = FLIP; d <= EMPTY_TRAILER; d++) {
+    damage_value(k1, k2, d);
+    st_capture_begin();
+    r = rs_node_run(cache(f), &o, 1);
+    char *err = st_capture_end();
+    check(&r, damage_names[d]);
+    print_message("%s: rejected (%llu), compiled (%llu), replaced\n", damage_names[d],
+                  (unsigned long long)r.stats.remote_rejects, (unsigned long long)r.stats.compiles);
+    assert_int_equal(r.stats.remote_rejects, 1);
+    assert_int_equal(r.stats.remote_hits, 0);
+    assert_int_equal(r.stats.compiles, 1);
+    KCT_CONTAINS(err, "is not trusted");
+    free(err);
+    assert_sound(k1, NULL, "k1"); /* the upload replaced it */
+    r = rs_node_run(cache(f), &o, 1);
+    check(&r, "after the repair");
+    assert_int_equal(r.stats.remote_hits, 1);
+    assert_int_equal(r.stats.compiles, 0);
+  }
+}
+
+static void test_wrong_password(void **state) {
+  fx *f = *state;
+  rs_server s;
+  rs_start(&s, "s3cret", NULL);
+  char bad[600];
+  snprintf(bad, sizeof bad, "redis://:wrong@127.0.0.1:%d", s.port);
+  rs_node_opts o = opts(bad);
+  st_capture_begin();
+  rs_report r = rs_node_run(cache(f), &o, 7);
+  char *err = st_capture_end();
+  check(&r, "wrong password");
+  assert_int_equal(r.stats.compiles, 3);
+  assert_int_equal(r.stats.remote_hits, 0);
+  assert_true(r.stats.remote_errors >= 1);
+  KCT_CONTAINS(err, "authentication failed");
+  free(err);
+
+  o = opts(s.url); /* the right one */
+  r = rs_node_run(cache(f), &o, 7);
+  check(&r, "right password");
+  assert_int_equal(r.stats.remote_errors, 0);
+  r = rs_node_run(cache(f), &o, 7);
+  assert_int_equal(r.stats.remote_hits, 3);
+
+  /* an ACL user (Redis 6+): redis://user:password@ */
+  kc__rreply a = rs_cmd(s.url, "ACL", "SETUSER", "kc", "on", ">kc pw", "~kctest:*", "+@all", (char *)NULL);
+  assert_int_equal(a.type, KC__R_STATUS);
+  rs_free(&a);
+  char user[600];
+  snprintf(user, sizeof user, "redis://kc:kc%%20pw@127.0.0.1:%d/0", s.port);
+  o = opts(user);
+  r = rs_node_run(cache(f), &o, 7);
+  check(&r, "ACL user");
+  assert_int_equal(r.stats.remote_hits, 3);
+  assert_int_equal(r.stats.remote_errors, 0);
+  rs_stop(&s);
+}
+
+/* Re-encodes the entry of a value with another log text: every checksum is
+ * right again (they are not secret), only a MAC can tell. */
+static void forge(const char *name) {
+  kc__rreply v = rs_cmd(server.url, "GET", name, (char *)NULL);
+  assert_int_equal(v.type, KC__R_STRING);
+  kc__remote_config plain;
+  memset(&plain, 0, sizeof plain);
+  char why[512];
+  size_t img;
+  assert_int_equal(kc__remote_unwrap(&plain, v.str, v.len, &img, why, sizeof why), KC_OK);
+  void *copy = malloc(img);
+  memcpy(copy, v.str, img);
+  kc__entry e;
+  assert_int_equal(kc__entry_decode(NULL, copy, img, &e, why, sizeof why), KC_OK);
+  e.log = "an attacker was here";
+  e.log_len = strlen(e.log);
+  void *out;
+  size_t size;
+  assert_int_equal(kc__entry_encode(NULL, &e, &out, &size), KC_OK);
+  char *value = malloc(size + (v.len - img));
+  memcpy(value, out, size);
+  memcpy(value + size, v.str + img, v.len - img); /* the old MAC, if any */
+  const char *argv[] = {"SET", name, value};
+  size_t lens[] = {3, strlen(name), size + (v.len - img)};
+  kc__rreply r = rs_cmdb(server.url, 3, argv, lens);
+  rs_free(&r);
+  free(value);
+  free(out);
+  kc__entry_free(NULL, &e);
+  rs_free(&v);
+}
+
+static void copy_value(const char *from, const char *to) {
+  kc__rreply v = rs_cmd(server.url, "GET", from, (char *)NULL);
+  assert_int_equal(v.type, KC__R_STRING);
+  const char *argv[] = {"SET", to, v.str};
+  size_t lens[] = {3, strlen(to), v.len};
+  kc__rreply r = rs_cmdb(server.url, 3, argv, lens);
+  rs_free(&r);
+  rs_free(&v);
+}
+
+static void test_secrets(void **state) {
+  fx *f = *state;
+  if (kc__hmac_unavailable()) skip();
+  rs_node_opts alpha = opts(server.url), beta = opts(server.url), none = opts(server.url);
+  alpha.secret = "alpha";
+  beta.secret = "beta";
+
+  rs_report r = rs_node_run(cache(f), &alpha, 1);
+  check(&r, "alpha uploads");
+  assert_int_equal(r.stats.compiles, 1);
+  char a1[300];
+  assert_true(rs_name_of(server.url, "kctest:hmac-", "k1", a1, sizeof a1));
+  assert_sound(a1, "alpha", "k1");
+  r = rs_node_run(cache(f), &alpha, 1);
+  assert_int_equal(r.stats.remote_hits, 1); /* alpha shares with alpha */
+
+  /* no secret, and a wrong secret: other namespaces, nothing shared */
+  r = rs_node_run(cache(f), &none, 1);
+  check(&r, "no secret");
+  assert_int_equal(r.stats.remote_hits, 0);
+  assert_int_equal(r.stats.compiles, 1);
+  r = rs_node_run(cache(f), &beta, 1);
+  check(&r, "wrong secret");
+  assert_int_equal(r.stats.remote_hits, 0);
+  assert_int_equal(r.stats.compiles, 1);
+  assert_int_equal(entries_in(server.url, "kctest:"), 3); /* alpha's, none's, beta's */
+  char plain[300], b1[300], hex[33];
+  snprintf(hex, sizeof hex, "%s", a1 + strlen(a1) - 32);
+  snprintf(plain, sizeof plain, "kctest:%s", hex);
+  assert_sound(plain, NULL, "k1");
+
+  /* poisoning alpha's entry: with an unsigned entry (a client without the
+   * secret), with beta's MAC, with a forged one whose checksums are right */
+  char **keys;
+  size_t n = rs_keys(server.url, "kctest:hmac-", &keys);
+  b1[0] = 0;
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(keys[i], a1) && !strstr(keys[i], ":lock")) snprintf(b1, sizeof b1, "%s", keys[i]);
+  rs_keys_free(keys, n);
+  assert_true(b1[0]);
+  struct {
+    const char *what, *from, *why;
+  } poison[] = {{"unsigned", plain, "not authenticated"},
+                {"beta's MAC", b1, "does not verify"},
+                {"forged", NULL, "does not verify"}};
+  for (size_t i = 0; i < 3; i++) {
+    if (poison[i].from) copy_value(poison[i].from, a1);
+    else forge(a1);
+    st_capture_begin();
+    r = rs_node_run(cache(f), &alpha, 1);
+    char *err = st_capture_end();
+    check(&r, poison[i].what);
+    print_message("alpha's entry replaced by %s: rejected (%llu), compiled (%llu)\n", poison[i].what,
+                  (unsigned long long)r.stats.remote_rejects, (unsigned long long)r.stats.compiles);
+    assert_int_equal(r.stats.remote_rejects, 1);
+    assert_int_equal(r.stats.compiles, 1);
+    KCT_CONTAINS(err, poison[i].why);
+    free(err);
+    assert_sound(a1, "alpha", "k1"); /* repaired by the upload */
+  }
+}
+
+static void test_lock_of_a_dead_holder_expires(void **state) {
+  fx *f = *state;
+  rs_node_opts o = opts(server.url);
+  rs_report r = rs_node_run(cache(f), &o, 1);
+  check(&r, "first");
+  char name[300], lock[320];
+  assert_true(rs_name_of(server.url, "kctest:", "k1", name, sizeof name));
+  snprintf(lock, sizeof lock, "%s:lock", name);
+  kc__rreply x = rs_cmd(server.url, "DEL", name, (char *)NULL);
+  rs_free(&x);
+
+  /* a holder that died 1 s before its lock expires */
+  x = rs_cmd(server.url, "SET", lock, "dead-host:1:0", "PX", "1000", (char *)NULL);
+  rs_free(&x);
+  o.lock_ms = 10000;
+  r = rs_node_run(cache(f), &o, 1);
+  check(&r, "waiter");
+  print_message("waited %.2f s for a lock that expired after 1 s\n", r.seconds);
+  assert_int_equal(r.stats.remote_lock_waits, 1);
+  assert_int_equal(r.stats.compiles, 1);
+  assert_true(r.seconds > 0.8 && r.seconds < 3.0);
+  assert_sound(name, NULL, "k1");
+
+  /* a lock that outlives the waiter's patience: it compiles without it */
+  x = rs_cmd(server.url, "DEL", name, (char *)NULL);
+  rs_free(&x);
+  x = rs_cmd(server.url, "SET", lock, "stuck-host:1:0", "PX", "600000", (char *)NULL);
+  rs_free(&x);
+  o.lock_ms = 500;
+  r = rs_node_run(cache(f), &o, 1);
+  check(&r, "impatient waiter");
+  print_message("gave up on a stuck lock after %.2f s (bound 0.5 s)\n", r.seconds);
+  assert_int_equal(r.stats.compiles, 1);
+  assert_true(r.seconds > 0.4 && r.seconds < 2.0);
+  /* the stuck lock is not ours: it stays */
+  x = rs_cmd(server.url, "GET", lock, (char *)NULL);
+  assert_string_equal(x.str, "stuck-host:1:0");
+  rs_free(&x);
+}
+
+static void test_size_limit(void **state) {
+  fx *f = *state;
+  rs_node_opts o = opts(server.url);
+  o.max_entry = 1024; /* smaller than any entry */
+  rs_report r = rs_node_run(cache(f), &o, 1);
+  check(&r, "too large to upload");
+  assert_int_equal(entries_in(server.url, "kctest:"), 0);
+
+  o.max_entry = 0;
+  r = rs_node_run(cache(f), &o, 1);
+  char name[300];
+  assert_true(rs_name_of(server.url, "kctest:", "k1", name, sizeof name));
+  kc__rreply len = rs_cmd(server.url, "STRLEN", name, (char *)NULL);
+  o.max_entry = (uint64_t)len.integer - 1; /* the stored entry is now one byte too large */
+  rs_free(&len);
+  st_capture_begin();
+  r = rs_node_run(cache(f), &o, 1);
+  char *err = st_capture_end();
+  check(&r, "too large to read");
+  assert_int_equal(r.stats.remote_rejects, 1);
+  assert_int_equal(r.stats.compiles, 1);
+  KCT_CONTAINS(err, "larger than KC_REMOTE_MAX_ENTRY");
+  free(err);
+}
+
+typedef struct worker {
+  kc_runtime *rt;
+  int n;
+  kc_status st;
+} worker;
+
+static void *work(void *arg) {
+  worker *w = arg;
+  for (int v = 0; v < 4 && !w->st; v++) w->st = rs_run_v(w->rt, w->n % 3, 100 + w->n * 10 + v);
+  return NULL;
+}
+
+static void test_threads_share_a_node(void **state) {
+  fx *f = *state;
+  rs_node_opts o = opts(server.url);
+  for (int round = 0; round < 2; round++) { /* cold, then warm from Redis */
+    kc_runtime *rt = rs_node(cache(f), &o);
+    assert_non_null(rt);
+    KCT_OK(rt, rs_define(rt));
+    enum { T = 6 };
+    pthread_t t[T];
+    worker w[T];
+    for (int i = 0; i < T; i++) {
+      w[i] = (worker){rt, i, KC_OK};
+      assert_int_equal(pthread_create(&t[i], NULL, work, &w[i]), 0);
+    }
+    for (int i = 0; i < T; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < T; i++)
+      if (w[i].st) fail_msg("thread %d: %s", i, kc_status_name(w[i].st));
+    kc_stats s = kct_stats(rt);
+    print_message("round %d: %llu compiles, %llu remote hits\n", round, (unsigned long long)s.compiles,
+                  (unsigned long long)s.remote_hits);
+    if (round == 0) assert_int_equal(s.compiles, 4 * T);
+    else assert_int_equal(s.remote_hits, 4 * T);
+    kc_runtime_destroy(rt);
+  }
+}
+
+int main(int argc, char **argv) {
+  int rc = kct_main_init(argc, argv);
+  if (rc >= 0) return rc;
+  rs_require_server();
+  unsetenv("KC_REMOTE"); /* the nodes say everything through their options */
+  unsetenv("KC_CACHE_DISABLE");
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_second_node_loads_the_first_nodes_compile, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_eight_nodes_cold_start_compile_three_times, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stopped_then_killed_server_delays_no_launch, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_no_server_at_all, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_damaged_values_are_detected_and_replaced, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_wrong_password, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_secrets, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_lock_of_a_dead_holder_expires, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_size_limit, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_threads_share_a_node, setup, teardown),
+  };
+  return cmocka_run_group_tests_name(kct_group_name("remote tier"), tests, group_setup, group_teardown);
+}
