@@ -1221,6 +1221,10 @@ bool kc__store_fetch(kc_runtime *rt, kc__ci *ci, const kc__closure *c, kc__store
   txn->lock_fd = -1;
   kc__store *s = rt->store;
   if (!s) return false;
+  /* Without the compiler's identity (the backend ran out of memory making
+   * it) no key would be right: no disk cache for this lookup. */
+  const char *identity = rt->be->identity(rt->bstate);
+  if (!identity) return false;
   kc__key_def few[16], *defs = c->ndefs <= 16 ? few : kc__alloc(rt, c->ndefs * sizeof *defs);
   if (!defs) return false;
   for (uint32_t i = 0; i < c->ndefs; i++)
@@ -1229,7 +1233,7 @@ bool kc__store_fetch(kc_runtime *rt, kc__ci *ci, const kc__closure *c, kc__store
       .format = KC__STORE_FORMAT,
       .library = KC_VERSION_STRING,
       .backend = rt->be->name,
-      .identity = rt->be->identity(rt->bstate),
+      .identity = identity,
       .options = rt->compile_options,
       .params = ci->spec->params,
       .entry = ci->spec->name,
@@ -1354,12 +1358,14 @@ void kc__store_finish(kc_runtime *rt, kc__store_txn *txn, kc_status st, const kc
   uint64_t target = 0;
   void *img = NULL;
   size_t size = 0;
-  if (txn->active && st == KC_OK && ci->artifact && (kc__load_relaxed(&s->writable) || s->remote)) {
+  const char *identity = NULL;
+  if (txn->active && st == KC_OK && ci->artifact && (kc__load_relaxed(&s->writable) || s->remote) &&
+      (identity = rt->be->identity(rt->bstate))) {
     kc__entry e;
     memset(&e, 0, sizeof e);
     memcpy(e.key, txn->key, 16);
     e.backend = rt->be->name;
-    e.identity = rt->be->identity(rt->bstate);
+    e.identity = identity;
     e.options = rt->compile_options;
     e.params = ci->spec->params;
     e.entry = ci->spec->name;
