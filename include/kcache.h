@@ -215,7 +215,8 @@ kc_world kc_world_current(const kc_runtime *rt);
 /* Pins the calling thread to the latest world: until kc_unpin, its launches
  * and compiles resolve definitions as of that world, whatever other threads
  * define meanwhile. Pins nest: pinning again while pinned keeps the world of
- * the outer pin. A thread can pin one runtime at a time (KC_EBUSY). */
+ * the outer pin. A thread can pin one runtime at a time (KC_EBUSY). The
+ * outermost pin records its world for kc_collect (KC_ENOMEM if it cannot). */
 kc_status kc_pin(kc_runtime *rt, kc_world *pinned);
 /* Undoes one kc_pin of the calling thread. KC_EBUSY if it holds no pin. */
 kc_status kc_unpin(kc_runtime *rt);

@@ -5,16 +5,22 @@
 #   asan      gcc, AddressSanitizer + UndefinedBehaviorSanitizer
 #   tsan      gcc, ThreadSanitizer
 #   clang     clang -Werror build of everything (the tests run too)
+#   reliability  fault injection, compiler faults, model test, stress
+#             (scripts/reliability.sh: ASan + fault-injection build)
+#   fuzz      every fuzz target for a bounded time (scripts/fuzz.sh), after
+#             the corpus and regression inputs were replayed by the others
 # Each prints CTest's summary; the last line adds them up.
 #
-#   scripts/test.sh [suite...]      (default: all four)
+#   scripts/test.sh [suite...]      (default: all of them)
+#   KC_FUZZ_SECONDS=N               seconds per fuzz target (default 40)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/deps.sh test
 
 jobs=$(nproc)
 suites=("$@")
-((${#suites[@]})) || suites=(default asan tsan clang)
+((${#suites[@]})) || suites=(default asan tsan clang reliability fuzz)
+supp=$PWD/tests/sanitizers
 total_pass=0 total_fail=0 total_skip=0 failed_suites=()
 
 run_suite() {
@@ -27,6 +33,12 @@ run_suite() {
     { tail -50 "$dir.build.log"; failed_suites+=("$name(build)"); return 0; }
   local log=$dir/ctest.log rc=0
   ctest --test-dir "$dir" -j"$jobs" --output-on-failure --timeout 600 2>&1 | tee "$log" || rc=$?
+  count_log "$name" "$log" "$rc"
+}
+
+# Adds a CTest log's summary to the totals.
+count_log() {
+  local name=$1 log=$2 rc=$3
   local line pass total skip
   line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1 || true)
   if [[ -z $line ]]; then failed_suites+=("$name(no summary)"); return 0; fi
@@ -42,8 +54,18 @@ run_suite() {
 for s in "${suites[@]}"; do
   case $s in
   default) run_suite default ;;
-  asan) run_suite asan -DKC_SANITIZE=address ;;
-  tsan) run_suite tsan -DKC_SANITIZE=thread ;;
+  asan) LSAN_OPTIONS=suppressions=$supp/lsan.supp run_suite asan -DKC_SANITIZE=address ;;
+  tsan) TSAN_OPTIONS=suppressions=$supp/tsan.supp run_suite tsan -DKC_SANITIZE=thread ;;
+  reliability)
+    echo "=== suite: reliability"
+    rc=0
+    scripts/reliability.sh || rc=$?
+    count_log reliability build-fault/reliability.log "$rc"
+    ;;
+  fuzz)
+    echo "=== suite: fuzz"
+    scripts/fuzz.sh "${KC_FUZZ_SECONDS:-40}" || failed_suites+=(fuzz)
+    ;;
   clang) CC=clang run_suite clang ;;
   *) echo "unknown suite $s" >&2; exit 2 ;;
   esac

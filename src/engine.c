@@ -524,8 +524,11 @@ static kc_status explain_failure(kc_runtime *rt, const kc__spec *spec, const kc_
                    "kernel '%s' calls '%s', which is neither defined in kcache nor provided by "
                    "the %s backend:\n%s",
                    spec->name, missing, rt->be->name, log);
-  return kc__err(rt, st, "compiling kernel '%s' (%s backend) failed:\n%s", spec->name, rt->be->name,
-                 log && *log ? log : kc_errmsg(rt));
+  if (!log || !*log)
+    return kc__err(rt, st, "compiling kernel '%s' (%s backend) failed: %s", spec->name, rt->be->name,
+                   kc_errmsg(rt));
+  return kc__err(rt, st, "compiling kernel '%s' (%s backend) failed: %s\n%s", spec->name, rt->be->name,
+                 kc_errmsg(rt), log);
 }
 
 /* Finds or makes the code instance of spec valid at world w. One compile

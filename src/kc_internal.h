@@ -305,7 +305,8 @@ typedef struct kc__backend {
    * semantics; returns the full length). NULL: one platform, listed from a
    * temporary runtime's devices. */
   int (*list)(char *buf, size_t size);
-  /* Compiler and device identity (part of the disk-cache key). */
+  /* Compiler and device identity (part of the disk-cache key); NULL when it
+   * cannot be told now (out of memory): then nothing is keyed with it. */
   const char *(*identity)(void *state);
   /* Dialect prelude: pasted before the specialization parameters. */
   const char *prelude;

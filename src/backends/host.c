@@ -13,6 +13,7 @@
 #include "../kc_internal.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -190,8 +191,18 @@ static kc_status run_tool(host_state *s, char *const argv[], const char *log_pat
   posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  /* Its own process group, so that a timeout kills the whole tree (a hung
+   * cc1 or ld, not only the driver). */
+  posix_spawnattr_t attr;
+  if (posix_spawnattr_init(&attr)) {
+    posix_spawn_file_actions_destroy(&fa);
+    return kc__err(rt, KC_ENOMEM, "posix_spawn: out of memory");
+  }
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid;
-  int err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  int err = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   if (err) return kc__err(rt, KC_EBACKEND, "cannot run the host compiler \"%s\": %s", argv[0], strerror(err));
   uint64_t deadline = kc__now_ns() + (uint64_t)s->timeout_ms * 1000000u;
@@ -202,7 +213,7 @@ static kc_status run_tool(host_state *s, char *const argv[], const char *log_pat
     if (r == pid) break;
     if (r < 0 && errno != EINTR) return kc__err(rt, KC_EBACKEND, "waitpid: %s", strerror(errno));
     if (kc__now_ns() > deadline) {
-      kill(pid, SIGKILL);
+      kill(-pid, SIGKILL);
       while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
       return kc__err(rt, KC_EBACKEND, "the host compiler \"%s\" ran longer than %u ms and was killed",
@@ -262,6 +273,27 @@ static kc_status write_file(kc_runtime *rt, const char *path, const void *data, 
   return KC_OK;
 }
 
+/* Whether bytes are a complete ELF64 object: header, program headers, every
+ * segment and the section headers inside the file. glibc's dlopen trusts the
+ * file and crashes the process on a truncated one. */
+static bool elf_complete(const void *data, size_t n, const char **why) {
+  const Elf64_Ehdr *e = data;
+  *why = "not an ELF64 shared object";
+  if (n < sizeof *e || memcmp(e->e_ident, ELFMAG, SELFMAG) != 0 || e->e_ident[EI_CLASS] != ELFCLASS64)
+    return false;
+  *why = "truncated";
+  if (e->e_phentsize != sizeof(Elf64_Phdr) || e->e_phoff > n ||
+      (uint64_t)e->e_phnum * sizeof(Elf64_Phdr) > n - e->e_phoff)
+    return false;
+  if (e->e_shnum && (e->e_shoff > n || e->e_shentsize != sizeof(Elf64_Shdr) ||
+                     (uint64_t)e->e_shnum * sizeof(Elf64_Shdr) > n - e->e_shoff))
+    return false;
+  const Elf64_Phdr *ph = (const Elf64_Phdr *)((const char *)data + e->e_phoff);
+  for (unsigned i = 0; i < e->e_phnum; i++)
+    if (ph[i].p_offset > n || ph[i].p_filesz > n - ph[i].p_offset) return false;
+  return true;
+}
+
 /* ------------------------------------------------------------- compile */
 
 /* The trampoline: runs the entry for every work item, and tells the loader
@@ -291,7 +323,9 @@ static kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
                 tu->nparams);
   for (uint32_t i = 0; i < tu->nparams; i++) kc__sb_printf(out, "sizeof(%s), ", tu->params[i].type);
   kc__sb_puts(out, "0};\n");
-  return out->failed ? KC_ENOMEM : KC_OK;
+  return out->failed ? kc__err(((host_state *)state)->rt, KC_ENOMEM,
+                               "out of memory building the source of '%s'", tu->entry)
+                     : KC_OK;
 }
 
 static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, size_t *size, uint64_t *sig,
@@ -337,6 +371,12 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   else if (!st && code != 0)
     st = kc__err(rt, KC_ECOMPILE, "the host compiler \"%s\" failed (exit code %d)", argv[0], code);
   if (!st) st = read_file(rt, so, artifact, size);
+  const char *why;
+  if (!st && !elf_complete(*artifact, *size, &why)) {
+    st = kc__err(rt, KC_ECOMPILE, "the host compiler \"%s\" produced an unusable object (%s)", argv[0], why);
+    kc__free(rt, *artifact);
+    *artifact = NULL;
+  }
   if (!st) {
     /* Ask the object for its parameter sizes: the compiler knows them best. */
     void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
@@ -392,6 +432,9 @@ static kc_status host_launch_serial(kc__linked *l, void **argv, const kc_dim3 *g
 static kc_status host_link(void *bctx, const kc__ci *ci, kc__linked *l) {
   host_state *s = bctx;
   kc_runtime *rt = s->rt;
+  const char *why;
+  if (!elf_complete(ci->artifact, ci->artifact_size, &why))
+    return kc__err(rt, KC_ELINK, "loading '%s' failed: the stored object is %s", ci->spec->name, why);
   char so[320];
   snprintf(so, sizeof so, "%s/l%llu.so", s->dir,
            (unsigned long long)kc__fetch_add_relaxed(&s->seq, 1));
@@ -476,10 +519,10 @@ static const char *host_identity(void *state) {
       kc__free(s->rt, text);
     }
     unlink(lg);
-    s->identity = kc__sb_take(&sb);
+    s->identity = kc__sb_take(&sb); /* NULL if out of memory: asked again next time */
   }
   kc__unlock(&s->ident_lock);
-  return s->identity ? s->identity : "host";
+  return s->identity;
 }
 
 const kc__backend kc__backend_host = {

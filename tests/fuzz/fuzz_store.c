@@ -136,8 +136,9 @@ static kc_status decode(const uint8_t *file, size_t size, kc__entry *e) {
   char why[128] = "";
   kc_status st = kc__entry_decode(NULL, kcf_dup(file, size), size, e, why, sizeof why);
   if (st == KC_OK) check_entry(e);
-  else KCF_CHECK(st == KC_EIO && why[0] && e->buf == NULL, "rejected with %s, why \"%s\"",
-                 kc_status_name(st), why);
+  else /* rejected as damaged, or out of memory while decoding */
+    KCF_CHECK(((st == KC_EIO && why[0]) || st == KC_ENOMEM) && e->buf == NULL,
+              "rejected with %s, why \"%s\"", kc_status_name(st), why);
   return st;
 }
 
