@@ -1000,11 +1000,13 @@ static int remote_ping(cli *c, rcli *r) {
   return 0;
 }
 
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
 static int remote_ls(cli *c, rcli *r) {
   if (kc__rconn_open(NULL, &r->cfg, &r->conn, r->why, sizeof r->why)) rcli_die(r, "ls");
   size_t n, shown = 0;
   char **keys = rcli_keys(r, &n);
-  qsort(keys, n, sizeof *keys, (int (*)(const void *, const void *))strcmp);
+  if (n) qsort(keys, n, sizeof *keys, by_name);
   if (c->json) printf("[");
   else if (n) printf("%-12s  %-13s  %-7s  %-20s  %-14s  %10s  %7s  %s\n", "KEY", "NAMESPACE", "BACKEND", "ENTRY", "PARAMS",
                      "SIZE", "AGE", "MAC");

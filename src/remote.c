@@ -1316,6 +1316,7 @@ void kc__remote_upload(kc__remote *r, const uint8_t key[16], void *image, size_t
   kc__unlock(&r->queue_lock);
   if (image && full) {
     count(r, RC_SKIPS, 1); /* a backlog: the server is slower than the compilers */
+    count_shared(r, RC_SKIPS, 1, -1, 0);
     kc__free(r->rt, image);
     image = NULL;
     size = 0;
