@@ -386,6 +386,7 @@ typedef struct result {
   bool ran;
   char why[256];
   double compile, miss, remote_hit, disk_hit; /* first launch, ms */
+  double extra;                                /* median over runs of (remote hit - disk hit), ms */
   double miss_lookup;                          /* the lookup of a miss in a new process, ms */
   unsigned long long hit_compiles, hit_remote_hits;
 } result;
@@ -402,7 +403,7 @@ static void measure(const bconf *c, const char *url, int runs, result *r) {
     snprintf(r->why, sizeof r->why, "%s is not installed", c->cc);
     return;
   }
-  double comp[32], miss[32], rhit[32], dhit[32], ml[32];
+  double comp[32], miss[32], rhit[32], dhit[32], ml[32], extra[32];
   for (int i = 0; i < runs; i++) {
     char root[4096], a[4200], b[4200], z[4200], prefix[64];
     if (!mktemp_dir(root, sizeof root, c->label)) {
@@ -432,6 +433,7 @@ static void measure(const bconf *c, const char *url, int runs, result *r) {
     miss[i] = y.first / 1e6;
     rhit[i] = h.first / 1e6;
     dhit[i] = d.first / 1e6;
+    extra[i] = rhit[i] - dhit[i]; /* paired: the same entry, one run */
     ml[i] = y.lookups ? y.lookup_ns / 1e6 / (double)y.lookups : 0;
   }
   r->compile = median(comp, runs);
@@ -439,6 +441,7 @@ static void measure(const bconf *c, const char *url, int runs, result *r) {
   r->remote_hit = median(rhit, runs);
   r->disk_hit = median(dhit, runs);
   r->miss_lookup = median(ml, runs);
+  r->extra = median(extra, runs);
   r->ran = true;
 }
 
@@ -688,7 +691,7 @@ int main(int argc, char **argv) {
       printf(", \"compile_first_launch_ms\": %.3f, \"remote_miss_first_launch_ms\": %.3f, "
              "\"remote_hit_first_launch_ms\": %.3f, \"disk_hit_first_launch_ms\": %.3f, "
              "\"remote_minus_disk_ms\": %.3f, \"miss_lookup_new_process_ms\": %.3f}",
-             r->compile, r->miss, r->remote_hit, r->disk_hit, r->remote_hit - r->disk_hit, r->miss_lookup);
+             r->compile, r->miss, r->remote_hit, r->disk_hit, r->extra, r->miss_lookup);
     }
     printf("\n], \"miss_lookup_warm_ms\": %.3f, \"refused\": {\"worst_ms\": %.3f, \"asked\": %d, \"skipped\": %d}, "
            "\"stopped\": {\"worst_ms\": %.3f, \"asked\": %d, \"skipped\": %d}, "
@@ -709,15 +712,14 @@ int main(int argc, char **argv) {
       printf("%-7s %-8s skipped: %s\n", r->c->label, r->c->compiler, r->why);
       continue;
     }
-    bool ok = r->remote_hit - r->disk_hit < 3.0;
+    bool ok = r->extra < 3.0;
     missed += !ok;
     printf("%-7s %-8s %8.2f ms %10.2f ms %8.2f ms %7.2f ms %+10.2f ms%s %6.1fx\n", r->c->label, r->c->compiler,
-           r->compile, r->miss, r->remote_hit, r->disk_hit, r->remote_hit - r->disk_hit, ok ? " " : "!",
-           r->compile / r->remote_hit);
+           r->compile, r->miss, r->remote_hit, r->disk_hit, r->extra, ok ? " " : "!", r->compile / r->remote_hit);
   }
   printf("\ncompile: without the tier; remote miss: with an empty tier (lookup, compile, upload queued);\n"
-         "remote hit: a new node loads from Redis (verify, test-load, write to disk); disk hit: its own disk.\n"
-         "target: hit - disk < 3 ms (! marks a miss).\n");
+         "remote hit: a new node loads from Redis (verify, test-load, write to disk); disk hit: its own disk;\n"
+         "hit - disk: the median of each run's difference. target: hit - disk < 3 ms (! marks a miss).\n");
   if (!fc) return 1;
   bool ok;
   printf("\nthe lookup of a miss, Redis up (GET + SET NX): %.3f ms on a warm connection", warm.mean_asked_ms);
