@@ -1027,11 +1027,15 @@ static inline kc_status launch_hit(kc_kernel *k, kc__linked *l, kc_context *ctx,
 }
 
 /* The fast path of a thread that pinned a world: the whole range matters. */
-static KC__NOINLINE kc_status launch_pinned(kc_kernel *k, kc__linked *l, kc_context *ctx,
-                                            const kc_dim3 *grid, const kc_dim3 *block,
-                                            const kc_arg *args, uint32_t nargs) {
-  kc_world w = kc__pin.world;
+/* Six arguments, so that the fast path reaches it with a tail call and no
+ * stack frame; the entry's link key was checked already. */
+static KC__NOINLINE kc_status launch_pinned(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid,
+                                            const kc_dim3 *block, const kc_arg *args,
+                                            uint32_t nargs) {
+  kc__linked *l = kc__load_relaxed(&k->slots[kc__load_relaxed(&ctx->link_key) & (KC__HSLOTS - 1)]);
   const kc__ci *ci = l->ci;
+  /* a pin left on a destroyed runtime at this address is no pin */
+  kc_world w = pinned_on(k->rt) ? kc__pin.world : kc__load_acquire(&k->rt->world);
   if (KC__LIKELY(kc__load_relaxed(&ci->min_world) <= w && w <= kc__load_relaxed(&ci->max_world)))
     return launch_hit(k, l, ctx, grid, block, args, nargs);
   return launch_slow(k, ctx, grid, block, args, nargs);
@@ -1044,8 +1048,7 @@ kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc
     kc__linked *l = kc__load_relaxed(&k->slots[key & (KC__HSLOTS - 1)]);
     if (KC__LIKELY(kc__load_acquire(&l->link_key) == key)) {
       const kc_runtime *rt = k->rt;
-      if (KC__UNLIKELY(kc__pin.rt == rt) && pinned_on(rt))
-        return launch_pinned(k, l, ctx, grid, block, args, nargs);
+      if (KC__UNLIKELY(kc__pin.rt == rt)) return launch_pinned(k, ctx, grid, block, args, nargs);
       /* Unpinned, the caller's world is the latest, and no code instance
        * starts after the latest world: only the end of the range matters. */
       kc_world w = kc__load_acquire(&rt->world); /* before max_world: see table.c */
