@@ -20,6 +20,8 @@
  *      kc__spec.free_lock     a spec's free list of linked objects.
  *      kc_runtime.pin_lock    the multiset of pinned worlds.
  *      kc_runtime.kernels_lock  the list of live kernel handles (stats).
+ *      kc__store.probe_lock, kc__remote.pool_lock, kc__remote.queue_lock
+ *                           (store.h, remote.h: taken under kc__spec.lock)
  *                           (leaves: nothing is taken while holding them)
  *
  * Readers of the world counter, of code-instance lists and of world ranges
