@@ -20,6 +20,8 @@
  */
 #include <kcache.h>
 
+#include "kc_bench_util.h"
+
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -42,21 +44,6 @@ static void die(const char *what, kc_status st) {
     kc_status st_ = (call);     \
     if (st_) die(#call, st_);   \
   } while (0)
-
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_d);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void *counting_alloc(void *ud, void *p, size_t n) {
   (void)ud;

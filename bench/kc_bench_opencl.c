@@ -16,6 +16,8 @@
 #include <CL/cl.h>
 #include <kcache.h>
 
+#include "kc_bench_util.h"
+
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -61,20 +63,6 @@ static void die(const char *what, int st) {
     int st_ = (int)(call);    \
     if (st_) die(#call, st_); \
   } while (0)
-
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_d);
-  return v[n / 2];
-}
 
 typedef struct {
   const char *name, *src;
@@ -122,6 +110,10 @@ static void launch_raw(bk *b) {
 
 int main(int argc, char **argv) {
   bool json = argc > 1 && !strcmp(argv[1], "--json");
+  /* The first build must really build: PoCL's own kernel cache would turn a
+   * build of a source it saw in an earlier run into a cache hit. Set before
+   * anything initializes the platform, which reads it once. */
+  setenv("POCL_KERNEL_CACHE", "0", 1);
   const char *why;
   if (!kc_backend_available(KC_BACKEND_OPENCL, &why)) {
     printf("kc_bench_opencl: skipped: %s\n", why);
@@ -134,9 +126,6 @@ int main(int argc, char **argv) {
   CL_FNS(LOAD)
 #undef LOAD
 
-  /* The first build must really build: PoCL's own kernel cache would turn a
-   * build of a source it saw in an earlier run into a cache hit. */
-  setenv("POCL_KERNEL_CACHE", "0", 1);
   kc_options o;
   kc_options_init(&o);
   o.cache_disable = 1; /* measure compiles, not the disk cache */
@@ -183,7 +172,7 @@ int main(int argc, char **argv) {
     CHECK(err);
   }
 
-  enum { BATCH = 200, ROUNDS = 101 };
+  enum { BATCH = 200, ROUNDS = 301 };
   static double tk[ROUNDS], tr[ROUNDS];
   for (int i = 0; i < NK; i++) {
     bk *b = &kernels[i];
@@ -193,16 +182,16 @@ int main(int argc, char **argv) {
       CHECK(p_clFinish(raw_q));
     }
     for (int r = 0; r < ROUNDS; r++) {
-      double t0 = now_ns();
-      for (int j = 0; j < BATCH; j++) launch_kc(b);
-      double t1 = now_ns();
-      CHECK(kc_context_finish(ctx));
-      double t2 = now_ns();
-      for (int j = 0; j < BATCH; j++) launch_raw(b);
-      double t3 = now_ns();
-      CHECK(p_clFinish(raw_q));
-      tk[r] = (t1 - t0) / BATCH;
-      tr[r] = (t3 - t2) / BATCH;
+      /* alternate which side goes first, so that an order effect (PoCL's
+       * workers still winding down, caches) falls on both alike */
+      for (int side = 0; side < 2; side++) {
+        bool kc_side = (side == 0) == (r % 2 == 0);
+        double t0 = now_ns();
+        for (int j = 0; j < BATCH; j++) kc_side ? launch_kc(b) : launch_raw(b);
+        double t1 = now_ns();
+        CHECK(kc_side ? kc_context_finish(ctx) : (kc_status)p_clFinish(raw_q));
+        (kc_side ? tk : tr)[r] = (t1 - t0) / BATCH;
+      }
     }
     b->kc_ns = median(tk, ROUNDS);
     b->raw_ns = median(tr, ROUNDS);

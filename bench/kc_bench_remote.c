@@ -34,6 +34,8 @@
  */
 #include <kcache.h>
 
+#include "kc_bench_util.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -90,21 +92,6 @@ static float poly_ref(float x) {
 static float shade_ref(float x, float y) {
   float a = smooth_ref(x), b = poly_ref(y);
   return a + (b - a) * 0.25f + smooth_ref(y) * poly_ref(x);
-}
-
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 typedef struct bconf {

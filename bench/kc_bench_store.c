@@ -23,6 +23,8 @@
  */
 #include <kcache.h>
 
+#include "kc_bench_util.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -72,21 +74,6 @@ static float poly_ref(float x) {
   return r;
 }
 static float shade_ref(float x, float y) { return lerp3_ref(smooth_ref(x), poly_ref(y), 0.25f) + smooth_ref(y) * poly_ref(x); }
-
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_d);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* The backends measured: a name, the kind, and the host compiler. */
 typedef struct bconf {
