@@ -1017,7 +1017,8 @@ static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, const k
  * one acquire load), the handle's entry for this context, and checks that
  * the entry was linked in this generation of the context and that its code
  * instance is valid in that world. Then the backend's launch. A zero grid
- * dimension is left to the backend (the slow path rejects it). */
+ * dimension is left to the backend, which reports it with kc__launch_empty
+ * (the same KC_EINVAL the slow path gives). */
 static inline kc_status launch_hit(kc_kernel *k, kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
                                    const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
   /* statistics: exact while one thread at a time launches this handle */
@@ -1026,9 +1027,9 @@ static inline kc_status launch_hit(kc_kernel *k, kc__linked *l, kc_context *ctx,
   return pack_and_launch(l, ctx, grid, block, args, nargs);
 }
 
-/* The fast path of a thread that pinned a world: the whole range matters. */
-/* Six arguments, so that the fast path reaches it with a tail call and no
- * stack frame; the entry's link key was checked already. */
+/* The fast path of a thread that pinned a world: the whole range matters.
+ * Six arguments, so that kc_launch reaches it with a tail call and no stack
+ * frame; the entry's link key was checked already. */
 static KC__NOINLINE kc_status launch_pinned(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid,
                                             const kc_dim3 *block, const kc_arg *args,
                                             uint32_t nargs) {
