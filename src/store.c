@@ -786,6 +786,8 @@ kc_status kc__entry_peek(const char *path, kc__entry *e, char *why, size_t wl) {
     snprintf(why, wl, "empty file");
   } else if (n < (ssize_t)sizeof h) {
     snprintf(why, wl, "truncated (%zd bytes)", n);
+  } else if ((uint64_t)st.st_size > KC__STORE_MAX_ENTRY) {
+    snprintf(why, wl, "larger than any entry (%llu bytes)", (unsigned long long)st.st_size);
   } else if (memcmp(h, KC__STORE_MAGIC, 8)) {
     snprintf(why, wl, "not a kcache entry (bad magic)");
   } else if (rd64(h + 56) != XXH3_64bits(h, 56)) {
