@@ -61,14 +61,12 @@ static const kc__backend *backend_of(kc_backend_kind kind) {
   }
 }
 
-/* Appends to buf like snprintf at buf+len, keeping the full length. */
-static size_t list_append(char *buf, size_t size, size_t len, const char *fmt, const char *a, int i,
-                          const char *b) {
-  char line[600];
-  int n = snprintf(line, sizeof line, fmt, i, a, b);
-  if (n < 0) return len;
-  if (len < size) snprintf(buf + len, size - len, "%s", line);
-  return len + (size_t)n;
+/* Appends "  device I: NAME\n" (or the platform line) at buf+len with
+ * snprintf semantics; returns the full length so far. */
+static size_t list_append(char *buf, size_t size, size_t len, const char *what, int i, const char *name) {
+  int n = snprintf(len < size ? buf + len : NULL, len < size ? size - len : 0, "%s %d: %s\n", what, i,
+                   name);
+  return n < 0 ? len : len + (size_t)n;
 }
 
 int kc_list_devices(kc_backend_kind kind, char *buf, size_t size) {
@@ -82,9 +80,9 @@ int kc_list_devices(kc_backend_kind kind, char *buf, size_t size) {
   o.cache_disable = 1;
   kc_runtime *rt;
   if (kc_runtime_create(&o, &rt)) return -1;
-  size_t len = list_append(buf, size, 0, "platform %d: %s%s\n", be->name, 0, "");
+  size_t len = list_append(buf, size, 0, "platform", 0, be->name);
   for (int i = 0; i < kc_device_count(rt); i++)
-    len = list_append(buf, size, len, "  device %d: %s%s\n", kc_device_name(rt, i), i, "");
+    len = list_append(buf, size, len, "  device", i, kc_device_name(rt, i));
   kc_runtime_destroy(rt);
   return (int)len;
 }
@@ -940,14 +938,14 @@ static KC__COLD kc_status bad_args(kc__linked *l, kc_context *ctx, const kc_arg 
     } else {
       if (!a->ptr) return kc__err(rt, KC_EARGS, "kernel '%s' argument %u (%s): value pointer is NULL",
                                   name, i, pname);
-      if (want != UINT32_MAX && a->size != want)
-        return kc__err(rt, KC_EARGS, "kernel '%s' argument %u (%s %s) has %u bytes; %u were given",
-                       name, i, ci->params[i].type, pname, want, a->size);
       if (want == UINT32_MAX)
         return kc__err(rt, KC_EARGS,
                        "kernel '%s' argument %u (%s %s): kcache does not know the size of this "
                        "type; use a scalar type of the dialect",
                        name, i, ci->params[i].type, pname);
+      if (a->size != want)
+        return kc__err(rt, KC_EARGS, "kernel '%s' argument %u (%s %s) has %u bytes; %u were given",
+                       name, i, ci->params[i].type, pname, want, a->size);
     }
   }
   return kc__err(rt, KC_EARGS, "kernel '%s': invalid arguments", name);
@@ -984,7 +982,7 @@ static KC__NOINLINE kc_status pack_and_launch(kc__linked *l, kc_context *ctx, co
 
 static inline kc_status launch_linked(kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
                                       const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
-  if (nargs == 0 && l->nargs == 0) return l->launch(l, NULL, grid, block);
+  if ((nargs | l->nargs) == 0) return l->launch(l, NULL, grid, block);
   return pack_and_launch(l, ctx, grid, block, args, nargs);
 }
 
@@ -1023,8 +1021,7 @@ static inline kc_status launch_hit(kc_kernel *k, kc__linked *l, kc_context *ctx,
                                    const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
   /* statistics: exact while one thread at a time launches this handle */
   kc__store_relaxed(&k->fast_hits, kc__load_relaxed(&k->fast_hits) + 1);
-  if ((nargs | l->nargs) == 0) return l->launch(l, NULL, grid, block);
-  return pack_and_launch(l, ctx, grid, block, args, nargs);
+  return launch_linked(l, ctx, grid, block, args, nargs);
 }
 
 /* The fast path of a thread that pinned a world: the whole range matters.

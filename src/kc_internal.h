@@ -170,7 +170,8 @@ typedef struct kc__edge {
 } kc__edge;
 
 /* Packed expected argument: kind in the high half, scalar size in the low
- * half (size UINT32_MAX: the backend could not tell; any size accepted). */
+ * half (size UINT32_MAX: neither kcache nor the backend can tell the type's
+ * size; a launch then fails with KC_EARGS saying so). */
 #define KC__SIG(kind, size) (((uint64_t)(kind) << 32) | (uint32_t)(size))
 
 /* The compiled artifact of one specialization, valid in [min_world, max_world]. */
