@@ -513,13 +513,19 @@ static const char *host_identity(void *state) {
     for (int i = 1; i < s->cc_argc; i++) kc__sb_printf(&sb, "%s ", s->cc_argv[i]);
     void *text = NULL;
     size_t n = 0;
-    if (run_tool(s, argv, lg, &code, &sig) == KC_OK && read_file(s->rt, lg, &text, &n) == KC_OK) {
+    kc_status st = run_tool(s, argv, lg, &code, &sig);
+    if (st == KC_OK) st = read_file(s->rt, lg, &text, &n);
+    if (st == KC_OK) {
       size_t first = strcspn(text, "\n");
       kc__sb_append(&sb, text, first);
       kc__free(s->rt, text);
     }
     unlink(lg);
-    s->identity = kc__sb_take(&sb); /* NULL if out of memory: asked again next time */
+    /* Out of memory on the way, the identity would lack the compiler's
+     * version: nothing is kept, and the next compile asks again. A compiler
+     * that has no --version is identified by its path alone. */
+    if (st == KC_ENOMEM) kc__sb_free(&sb);
+    else s->identity = kc__sb_take(&sb);
   }
   kc__unlock(&s->ident_lock);
   return s->identity;

@@ -843,7 +843,7 @@ static kc_status ocl_launch(kc__linked *l, void **argv, const kc_dim3 *grid, con
   size_t global[3] = {(size_t)grid->x * block->x, (size_t)grid->y * block->y,
                       (size_t)grid->z * block->z};
   if (KC__UNLIKELY(!global[0] || !global[1] || !global[2])) return kc__launch_empty(l);
-  cl_uint dims = grid->z * block->z > 1 ? 3 : grid->y * block->y > 1 ? 2 : 1;
+  cl_uint dims = global[2] > 1 ? 3 : global[1] > 1 ? 2 : 1; /* size_t: no wrap-around */
   cl_int e = CL_SUCCESS;
   uint32_t i = 0;
 

@@ -180,8 +180,7 @@ out:
 /* LeakSanitizer's check, when it is linked in: nonzero if something leaked. */
 int __lsan_do_recoverable_leak_check(void) __attribute__((weak));
 
-/* Library bugs that these cases found, reported (RELIABILITY.md, "Known
- * library bugs") and not fixed yet: such a case prints KNOWN and passes,
+/* Library bugs that these cases found and that are not fixed yet: such a case prints KNOWN and passes,
  * unless KC_TEST_STRICT=1. Delete the line with the fix. */
 static const struct {
   const char *marker, *text, *bug;

@@ -393,7 +393,8 @@ static void test_stress(void **state) {
               (unsigned long long)d.r.defines, (unsigned long long)d.r.undefines,
               (unsigned long long)model.latest, (unsigned long long)s.compiles, (unsigned long long)s.links,
               (unsigned long long)resets, (unsigned long long)s.fast_hits, (unsigned long long)seed);
-  assert_true(launches > 0);
+  /* launches whose result was compared with the model, not only expected errors */
+  assert_true(launches > expected_errors);
   assert_true(model.latest > 1);
   kct_destroy(rt);
   free(model.worlds);
