@@ -238,9 +238,9 @@ static int cmd_stats(cli *c) {
     if (ok) kc__entry_free(NULL, &e);
   }
   kc__store_list_free(NULL, files);
-  uint64_t max = KC__STORE_DEFAULT_MAX;
+  uint64_t max;
   const char *env = getenv("KC_CACHE_MAXSIZE");
-  bool from_env = env && *env && kc__store_parse_size(env, &max);
+  bool from_env = kc__store_env_max_size(&max) && env && *env;
   kc__store_counters k;
   kc__store_counters_read(c->vdir, &k);
   uint64_t lookups = k.hits + k.misses;
@@ -588,9 +588,9 @@ static int run_gc(cli *c, uint64_t target, const char *what) {
 }
 
 static int cmd_gc(cli *c) {
-  uint64_t target = KC__STORE_DEFAULT_MAX;
-  const char *env = getenv("KC_CACHE_MAXSIZE");
-  if (env && *env && !kc__store_parse_size(env, &target)) die_usage("KC_CACHE_MAXSIZE=\"%s\" is not a size", env);
+  uint64_t target;
+  if (!kc__store_env_max_size(&target))
+    die_usage("KC_CACHE_MAXSIZE=\"%s\" is not a size", getenv("KC_CACHE_MAXSIZE"));
   for (int i = 0; i < c->argc; i++) {
     const char *v = NULL;
     if (!strcmp(c->argv[i], "--max-size") && i + 1 < c->argc) v = c->argv[++i];

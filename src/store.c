@@ -341,6 +341,14 @@ bool kc__store_parse_size(const char *s, uint64_t *out) {
   return true;
 }
 
+bool kc__store_env_max_size(uint64_t *out) {
+  const char *env = getenv("KC_CACHE_MAXSIZE");
+  uint64_t v = 0;
+  bool ok = !env || !*env || kc__store_parse_size(env, &v);
+  *out = ok && v ? v : KC__STORE_DEFAULT_MAX;
+  return ok;
+}
+
 /* mkdir -p; true if path is a directory afterwards. */
 static bool make_dirs(const char *path, int *err) {
   char tmp[PATH_MAX];
@@ -995,14 +1003,11 @@ void kc__store_open(kc_runtime *rt) {
     return;
   }
   uint64_t max = rt->opt.cache_max_size;
-  const char *env = getenv("KC_CACHE_MAXSIZE");
-  if (!max && env && *env && !kc__store_parse_size(env, &max)) {
-    warn_once(NULL, "KC_CACHE_MAXSIZE=\"%s\" is not a size (e.g. 500M, 2G); using 1G", env);
-    max = 0;
-  }
-  if (!max) max = KC__STORE_DEFAULT_MAX;
+  if (!max && !kc__store_env_max_size(&max))
+    warn_once(NULL, "KC_CACHE_MAXSIZE=\"%s\" is not a size (e.g. 500M, 2G); using 1G",
+              getenv("KC_CACHE_MAXSIZE"));
   uint32_t lock_ms = rt->opt.cache_lock_timeout_ms;
-  env = getenv("KC_CACHE_LOCK_TIMEOUT");
+  const char *env = getenv("KC_CACHE_LOCK_TIMEOUT");
   if (!lock_ms) {
     lock_ms = KC__STORE_DEFAULT_LOCK_MS;
     if (env && *env) {

@@ -173,6 +173,11 @@ void kc__store_path(const char *vdir, const uint8_t key[16], const char *suffix,
                     size_t outlen);
 /* "1G", "512M", "100k", "12345", "1.5G" (powers of 1024). */
 bool kc__store_parse_size(const char *s, uint64_t *out);
+/* The size bound that $KC_CACHE_MAXSIZE asks for: unset, empty or 0 is the
+ * default (1 GiB), as everywhere in kcache. False (and the default in *out)
+ * if it is not a size. The library and the command read it through this one
+ * function, so "0" can never mean "evict everything" in one of them. */
+bool kc__store_env_max_size(uint64_t *out);
 
 /* One file of the store, from a walk. */
 typedef struct kc__store_file {

@@ -186,6 +186,14 @@ static void test_gc_and_clear(void **state) {
   assert_int_equal(cli(f, &out, "gc --json"), 0); /* under the default bound: nothing to do */
   KCT_CONTAINS(out, "\"evicted\": 0");
   free(out);
+  /* KC_CACHE_MAXSIZE=0 means the default bound, as in the library: not
+   * "evict everything" */
+  setenv("KC_CACHE_MAXSIZE", "0", 1);
+  assert_int_equal(cli(f, &out, "gc --json"), 0);
+  unsetenv("KC_CACHE_MAXSIZE");
+  KCT_CONTAINS(out, "\"evicted\": 0");
+  free(out);
+  assert_int_equal(st_entries(f->root, NULL), 3);
   assert_int_equal(cli(f, &out, "gc --max-size %llu", (unsigned long long)(total / 2)), 0);
   KCT_CONTAINS(out, "removed 2 of 3 entries");
   free(out);
