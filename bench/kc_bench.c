@@ -7,7 +7,13 @@
  *               function (the trampoline dlsym'd from the same artifact),
  *               median ns per launch and ratio, with 0, 1 and 4 arguments
  *   instr       instructions per cached launch over the direct call, from
- *               valgrind --tool=callgrind (skipped if valgrind is missing)
+ *               valgrind --tool=callgrind (skipped if valgrind is missing);
+ *               also each side's own count (a call of the benchmark's loop,
+ *               the launch and the kernel's grid loop for one work item). The
+ *               direct side calls the object's kc__run with packed argv, the
+ *               way the engine's generic entry does; kcache's side calls
+ *               kc_launch, which ends in the object's kc__launch: both run the
+ *               same kc__grid, which checks grid and block.
  *   allocs      heap allocations per cached launch (counting allocator)
  *   revalidate  first launch after an unrelated definition (slow path that
  *               finds the same code: no compile, no link)
@@ -180,7 +186,7 @@ static int child(const char *which) {
 
 typedef struct {
   double kc_ns[NK], direct_ns[NK];
-  double instr[NK];
+  double instr[NK], kc_instr[NK], direct_instr[NK];
   double allocs_per_launch;
   double revalidate_ns;
   long revalidate_compiles, revalidate_links;
@@ -386,10 +392,13 @@ int main(int argc, char **argv) {
       snprintf(b, sizeof b, "direct%s", names[i]);
       long ik = callgrind_total(argv[0], "kcb_measure_kc", a);
       long id = callgrind_total(argv[0], "kcb_measure_direct", b);
-      r.instr[i] = ik > 0 && id > 0 ? (double)(ik - id) / CG_ITERS : -1;
+      bool ok = ik > 0 && id > 0;
+      r.instr[i] = ok ? (double)(ik - id) / CG_ITERS : -1;
+      r.kc_instr[i] = ok ? (double)ik / CG_ITERS : -1;
+      r.direct_instr[i] = ok ? (double)id / CG_ITERS : -1;
     }
   } else {
-    for (int i = 0; i < NK; i++) r.instr[i] = -1;
+    for (int i = 0; i < NK; i++) r.instr[i] = r.kc_instr[i] = r.direct_instr[i] = -1;
   }
   r.small_n = 10;
   r.large_n = quick ? 1000 : 10000;
@@ -404,9 +413,9 @@ int main(int argc, char **argv) {
     printf("{\"backend\":\"host\",\"launch\":[");
     for (int i = 0; i < NK; i++)
       printf("%s{\"args\":%d,\"kc_ns\":%.2f,\"direct_ns\":%.2f,\"ratio\":%.3f,\"extra_ns\":%.2f,"
-             "\"extra_instructions\":%.1f}",
+             "\"extra_instructions\":%.1f,\"kc_instructions\":%.1f,\"direct_instructions\":%.1f}",
              i ? "," : "", kernels[i].nargs, r.kc_ns[i], r.direct_ns[i], r.kc_ns[i] / r.direct_ns[i],
-             r.kc_ns[i] - r.direct_ns[i], r.instr[i]);
+             r.kc_ns[i] - r.direct_ns[i], r.instr[i], r.kc_instr[i], r.direct_instr[i]);
     printf("],\"allocs_per_launch\":%.4f,\"revalidate_ns\":%.1f,\"revalidate_compiles\":%ld,"
            "\"revalidate_links\":%ld,\"redefine_ns\":{\"%d\":%.1f,\"%d\":%.1f},"
            "\"per_dependent_ns\":%.1f,\"dependents\":%d,\"compile_ms\":{\"cc\":%.2f,\"tcc\":%.2f}}\n",
@@ -416,13 +425,13 @@ int main(int argc, char **argv) {
     return 0;
   }
   printf("kcache %s benchmark, host backend (medians; ratios from the same run)\n\n", kc_version());
-  printf("%-34s %10s %10s %8s %10s %12s\n", "cached launch, grid 1x1", "kc ns", "direct ns", "ratio",
-         "extra ns", "extra instr");
+  printf("%-26s %8s %10s %7s %9s %12s %9s %13s\n", "cached launch, grid 1x1", "kc ns", "direct ns",
+         "ratio", "extra ns", "extra instr", "kc instr", "direct instr");
   for (int i = 0; i < NK; i++)
-    printf("%-34s %10.2f %10.2f %8.3f %10.2f %12.1f\n",
-           i == 0 ? "  0 arguments" : i == 1 ? "  1 argument (buffer)" : "  4 arguments",
-           r.kc_ns[i], r.direct_ns[i], r.kc_ns[i] / r.direct_ns[i], r.kc_ns[i] - r.direct_ns[i],
-           r.instr[i]);
+    printf("%-26s %8.2f %10.2f %7.3f %9.2f %12.1f %9.1f %13.1f\n",
+           i == 0 ? "  0 arguments" : i == 1 ? "  1 argument (buffer)" : "  4 arguments", r.kc_ns[i],
+           r.direct_ns[i], r.kc_ns[i] / r.direct_ns[i], r.kc_ns[i] - r.direct_ns[i], r.instr[i],
+           r.kc_instr[i], r.direct_instr[i]);
   printf("%-34s %10.4f\n", "heap allocations per cached launch", r.allocs_per_launch);
   printf("%-34s %10.1f ns  (compiles %ld, links %ld)\n", "revalidation after unrelated define",
          r.revalidate_ns, r.revalidate_compiles, r.revalidate_links);

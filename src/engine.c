@@ -147,6 +147,7 @@ kc_status kc_runtime_create(const kc_options *user_opt, kc_runtime **out) {
   rt->id = kc__next_id();
   rt->be = be;
   atomic_init(&rt->world, 1);
+  atomic_init(&rt->fast_world, 1);
   rt->opt = opt;
   const char *cc = opt.host_cc ? opt.host_cc : getenv("KC_HOST_CC");
   bool ok = true;
@@ -305,8 +306,11 @@ kc_world kc_world_current(const kc_runtime *rt) { return rt ? caller_world(rt) :
 
 /* The multiset of pinned worlds, for kc_collect. The latest world is read
  * under pin_lock, so a collect that snapshots the pins never misses a world
- * that is being pinned. */
+ * that is being pinned. world_lock is held too: the first pin turns the
+ * launch fast path's world check off (fast_world) before this thread can
+ * launch pinned, and no definition publishes a new world in between. */
 static kc_status pins_add(kc_runtime *rt, kc_world *world) {
+  kc__lock(&rt->world_lock);
   kc__lock(&rt->pin_lock);
   kc_world w = kc__load_acquire(&rt->world);
   size_t i = 0;
@@ -317,6 +321,7 @@ static kc_status pins_add(kc_runtime *rt, kc_world *world) {
       struct kc__pinned *np = kc__realloc(rt, rt->pins, cap * sizeof *np);
       if (!np) {
         kc__unlock(&rt->pin_lock);
+        kc__unlock(&rt->world_lock);
         return kc__err(rt, KC_ENOMEM, "kc_pin: out of memory");
       }
       rt->pins = np;
@@ -325,19 +330,25 @@ static kc_status pins_add(kc_runtime *rt, kc_world *world) {
     rt->pins[rt->npins++] = (struct kc__pinned){w, 0};
   }
   rt->pins[i].count++;
+  kc__store_relaxed(&rt->fast_world, KC__WORLD_PINNED);
   kc__unlock(&rt->pin_lock);
+  kc__unlock(&rt->world_lock);
   *world = w;
   return KC_OK;
 }
 
 static void pins_remove(kc_runtime *rt, kc_world w) {
+  kc__lock(&rt->world_lock);
   kc__lock(&rt->pin_lock);
   for (size_t i = 0; i < rt->npins; i++)
     if (rt->pins[i].world == w) {
       if (--rt->pins[i].count == 0) rt->pins[i] = rt->pins[--rt->npins];
       break;
     }
+  /* the last pin gone: launches may check the latest world alone again */
+  if (!rt->npins) kc__store_release(&rt->fast_world, kc__load_relaxed(&rt->world));
   kc__unlock(&rt->pin_lock);
+  kc__unlock(&rt->world_lock);
 }
 
 kc_status kc_pin(kc_runtime *rt, kc_world *pinned) {
@@ -648,6 +659,12 @@ static void unlink_all(kc_context *ctx) {
   ctx->nlinked = 0;
 }
 
+/* A context's link key and the offset of its slot in a handle. */
+static void set_link_key(kc_context *ctx, uint64_t key) {
+  kc__store_relaxed(&ctx->slot_off, KC__SLOT_OFF(key));
+  kc__store_relaxed(&ctx->link_key, key);
+}
+
 kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out) {
   if (!out) return kc__err(rt, KC_EINVAL, "kc_context_create: out is NULL");
   *out = NULL;
@@ -669,6 +686,7 @@ kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out) {
     }
     ctx->rt = rt;
     atomic_init(&ctx->link_key, KC__KEY_DEAD);
+    atomic_init(&ctx->slot_off, 0);
   }
   void *bctx = NULL;
   kc_status st = rt->be->ctx_create(rt->bstate, device, &bctx);
@@ -685,7 +703,7 @@ kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out) {
   ctx->buffers = NULL;
   ctx->nlinked = 0;
   kc__store_relaxed(&ctx->id, kc__next_id());
-  kc__store_relaxed(&ctx->link_key, kc__next_id());
+  set_link_key(ctx, kc__next_id());
   kc__store_relaxed(&ctx->alive, 1);
   if (fresh) {
     ctx->next = rt->contexts;
@@ -700,7 +718,7 @@ kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out) {
 static void context_teardown(kc_context *ctx) {
   kc_runtime *rt = ctx->rt;
   kc__lock(&ctx->lock);
-  kc__store_relaxed(&ctx->link_key, KC__KEY_DEAD);
+  set_link_key(ctx, KC__KEY_DEAD);
   kc__store_relaxed(&ctx->alive, 0);
   unlink_all(ctx);
   for (kc_buffer *b = ctx->buffers, *next; b; b = next) {
@@ -732,7 +750,7 @@ kc_status kc_context_reset(kc_context *ctx) {
   unlink_all(ctx);
   kc_status st = ctx->rt->be->ctx_reset(ctx->bctx);
   /* every handle's cached entry for this context is now stale */
-  kc__store_relaxed(&ctx->link_key, kc__next_id());
+  set_link_key(ctx, kc__next_id());
   kc__unlock(&ctx->lock);
   return st;
 }
@@ -749,6 +767,9 @@ kc_status kc_context_finish(kc_context *ctx) {
 }
 
 /* The linked object of ci in ctx, linking it on first use. */
+static kc_status entry_packed(kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
+                              const kc_dim3 *block, const kc_arg *args, uint32_t nargs);
+
 static kc_status ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
   kc_runtime *rt = ctx->rt;
   kc__lock(&ctx->lock);
@@ -802,6 +823,7 @@ static kc_status ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
   l->nargs = ci->nparams;
   l->sig = ci->sig;
   l->fn = l->module = l->extra = NULL;
+  l->entry = NULL;
   kc_status st = rt->be->link(ctx->bctx, ci, l);
   if (st) {
     kc__lock(&spec->free_lock);
@@ -811,6 +833,7 @@ static kc_status ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
     kc__unlock(&ctx->lock);
     return st;
   }
+  if (!l->entry) l->entry = entry_packed;
   kc__store_release(&l->link_key, kc__load_relaxed(&ctx->link_key));
   size_t s = linked_slot(ctx, ci->id);
   l->next_in_bucket = ctx->linked[s];
@@ -907,8 +930,9 @@ kc_status kc_kernel_source(kc_kernel *k, char **out) {
 
 /* ---------------------------------------------------------------- launch */
 
-static KC__COLD kc_status bad_args(kc__linked *l, kc_context *ctx, const kc_arg *args, uint32_t nargs) {
-  kc_runtime *rt = ctx->rt;
+kc_status kc__launch_bad_args(const kc__linked *l, const kc_context *ctx, const kc_arg *args,
+                              uint32_t nargs) {
+  kc_runtime *rt = l->rt;
   const kc__ci *ci = l->ci;
   const char *name = ci->spec->name;
   if (nargs != l->nargs)
@@ -953,7 +977,9 @@ static KC__COLD kc_status bad_args(kc__linked *l, kc_context *ctx, const kc_arg 
 
 kc__linked kc__no_linked;
 
-kc_status kc__launch_empty(const kc__linked *l) {
+kc_status kc__launch_bad_dims(const kc__linked *l, const kc_dim3 *grid, const kc_dim3 *block) {
+  if (!grid || !block)
+    return kc__err(l->rt, KC_EINVAL, "kc_launch of '%s': grid or block is NULL", l->ci->spec->name);
   return kc__err(l->rt, KC_EINVAL, "kc_launch of '%s': grid and block dimensions must be at least 1",
                  l->ci->spec->name);
 }
@@ -965,23 +991,27 @@ static KC__NOINLINE kc_status pack_and_launch(kc__linked *l, kc_context *ctx, co
                                               const kc_dim3 *block, const kc_arg *args,
                                               uint32_t nargs) {
   void *argv[KC_MAX_ARGS];
-  if (KC__UNLIKELY(nargs != l->nargs || !args)) return bad_args(l, ctx, args, nargs);
+  if (KC__UNLIKELY(nargs != l->nargs || !args)) return kc__launch_bad_args(l, ctx, args, nargs);
+  const uint64_t *sig = l->sig;
   for (uint32_t i = 0; i < nargs; i++) {
     const kc_arg *a = &args[i];
-    if (KC__UNLIKELY(KC__SIG(a->kind, a->size) != l->sig[i] || !a->ptr)) return bad_args(l, ctx, args, nargs);
-    if (a->kind == KC_ARG_BUFFER) {
-      kc_buffer *b = (kc_buffer *)a->ptr;
-      if (KC__UNLIKELY(b->ctx != ctx)) return bad_args(l, ctx, args, nargs);
-      argv[i] = &b->h;
-    } else {
-      argv[i] = (void *)a->ptr;
+    const void *p = a->ptr;
+    uint64_t want = sig[i];
+    /* kind and size in one compare, the way KC__SIG packs them */
+    if (KC__UNLIKELY(KC__SIG(a->kind, a->size) != want || !p)) return kc__launch_bad_args(l, ctx, args, nargs);
+    if (want == KC__SIG(KC_ARG_BUFFER, 0)) {
+      const kc_buffer *b = p;
+      if (KC__UNLIKELY(b->ctx != ctx)) return kc__launch_bad_args(l, ctx, args, nargs);
+      p = &b->h;
     }
+    argv[i] = (void *)p;
   }
   return l->launch(l, argv, grid, block);
 }
 
-static inline kc_status launch_linked(kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
-                                      const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
+/* The entry of backends without their own (kc__linked.entry). */
+static kc_status entry_packed(kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
+                              const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
   if ((nargs | l->nargs) == 0) return l->launch(l, NULL, grid, block);
   return pack_and_launch(l, ctx, grid, block, args, nargs);
 }
@@ -1007,30 +1037,39 @@ static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, const k
   st = ctx_link(ctx, ci, &l);
   if (st) return st;
   kc__store_release(&k->slots[key & (KC__HSLOTS - 1)], l);
-  return launch_linked(l, ctx, grid, block, args, nargs);
+  return l->entry(l, ctx, grid, block, args, nargs);
 }
 
 /* THE FAST PATH. It must never lock, allocate, hash a string or touch the
- * function table. It reads the caller's world (a thread-local compare and
- * one acquire load), the handle's entry for this context, and checks that
- * the entry was linked in this generation of the context and that its code
- * instance is valid in that world. Then the backend's launch. A zero grid
- * dimension is left to the backend, which reports it with kc__launch_empty
- * (the same KC_EINVAL the slow path gives). */
+ * function table. It reads the handle's entry for this context and checks
+ * that the entry was linked in this generation of the context; then that
+ * its code instance is valid in the caller's world: with no pin on the
+ * runtime one acquire load of the latest world (fast_world), else the
+ * thread's pin (launch_pinned). Then the backend's launch. NULL grid or
+ * block and zero dimensions are left to the backend, which reads them and
+ * reports them with kc__launch_bad_dims (the same KC_EINVAL the slow path
+ * gives). */
 static inline kc_status launch_hit(kc_kernel *k, kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
                                    const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
   /* statistics: exact while one thread at a time launches this handle */
-  kc__store_relaxed(&k->fast_hits, kc__load_relaxed(&k->fast_hits) + 1);
-  return launch_linked(l, ctx, grid, block, args, nargs);
+  kc__count_relaxed(&k->fast_hits);
+  return l->entry(l, ctx, grid, block, args, nargs);
 }
 
-/* The fast path of a thread that pinned a world: the whole range matters.
- * Six arguments, so that kc_launch reaches it with a tail call and no stack
- * frame; the entry's link key was checked already. */
+/* The fast path while some thread holds a pin on the runtime (fast_world
+ * says so): this thread's world may be an old one, so the whole range
+ * matters. Also where the latest world is past the entry's code. Six
+ * arguments, so that kc_launch reaches it with a tail call and no stack
+ * frame. */
 static KC__NOINLINE kc_status launch_pinned(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid,
                                             const kc_dim3 *block, const kc_arg *args,
                                             uint32_t nargs) {
-  kc__linked *l = kc__load_relaxed(&k->slots[kc__load_relaxed(&ctx->link_key) & (KC__HSLOTS - 1)]);
+  /* the slot again: another thread may have replaced it since kc_launch
+   * checked it, so its link key is checked again (acquire: then its fields
+   * are complete) */
+  uint64_t key = kc__load_relaxed(&ctx->link_key);
+  kc__linked *l = kc__load_relaxed(&k->slots[key & (KC__HSLOTS - 1)]);
+  if (KC__UNLIKELY(kc__load_acquire(&l->link_key) != key)) return launch_slow(k, ctx, grid, block, args, nargs);
   const kc__ci *ci = l->ci;
   /* a pin left on a destroyed runtime at this address is no pin */
   kc_world w = pinned_on(k->rt) ? kc__pin.world : kc__load_acquire(&k->rt->world);
@@ -1041,17 +1080,22 @@ static KC__NOINLINE kc_status launch_pinned(kc_kernel *k, kc_context *ctx, const
 
 kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
                     const kc_arg *args, uint32_t nargs) {
-  if (KC__LIKELY(k && ctx && grid && block)) {
+  /* grid and block are checked by the backend's launch, which reads them */
+  if (KC__LIKELY(k && ctx)) {
     uint64_t key = kc__load_relaxed(&ctx->link_key);
-    kc__linked *l = kc__load_relaxed(&k->slots[key & (KC__HSLOTS - 1)]);
+    size_t off = kc__load_relaxed(&ctx->slot_off); /* KC__SLOT_OFF(key) */
+    kc__linked *l = kc__load_relaxed((_Atomic(kc__linked *) *)((char *)k->slots + off));
     if (KC__LIKELY(kc__load_acquire(&l->link_key) == key)) {
-      const kc_runtime *rt = k->rt;
-      if (KC__UNLIKELY(kc__pin.rt == rt)) return launch_pinned(k, ctx, grid, block, args, nargs);
-      /* Unpinned, the caller's world is the latest, and no code instance
-       * starts after the latest world: only the end of the range matters. */
-      kc_world w = kc__load_acquire(&rt->world); /* before max_world: see table.c */
-      if (KC__LIKELY(w <= kc__load_relaxed(&l->ci->max_world)))
+      /* No pin on the runtime: the caller's world is the latest, and no
+       * code instance starts after the latest world, so only the end of the
+       * range matters. While a pin is held fast_world is KC__WORLD_PINNED,
+       * above every world, and the check fails into launch_pinned. The
+       * compare is strict: at w == max_world, a world that is being
+       * replaced, the pinned path decides. */
+      kc_world w = kc__load_acquire(&k->rt->fast_world); /* before max_world: see table.c */
+      if (KC__LIKELY(w < kc__load_relaxed(&l->ci->max_world)))
         return launch_hit(k, l, ctx, grid, block, args, nargs);
+      return launch_pinned(k, ctx, grid, block, args, nargs);
     }
   }
   return launch_slow(k, ctx, grid, block, args, nargs);

@@ -317,6 +317,7 @@ static kc_status px_link(void *bctx, const kc__ci *ci, kc__linked *l) {
     return kc__err(o.rt, KC_ENOMEM, "fault injection: out of memory");
   }
   l->launch = px_launch;
+  l->entry = NULL; /* the engine's entry, which launches through px_launch */
   return KC_OK;
 }
 

@@ -51,6 +51,26 @@
 #define kc__store_release(p, v) atomic_store_explicit((p), (v), memory_order_release)
 #define kc__fetch_add_relaxed(p, v) atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
 
+/* A statistics counter that one thread at a time is expected to bump: a
+ * relaxed load and a relaxed store, not an atomic read-modify-write (no bus
+ * lock on the launch path; concurrent bumps may lose counts). On x86-64 it
+ * is one `incq` on memory, which is exactly that load and store: compilers
+ * do not fuse atomic loads and stores into one instruction themselves.
+ * ThreadSanitizer builds keep the C11 form, which it can see. */
+#if defined(__clang__) && defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KC__TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define KC__TSAN 1
+#endif
+#if defined(__x86_64__) && !defined(KC__TSAN)
+#define kc__count_relaxed(p) __asm__("incq %0" : "+m"(*(uint64_t *)(p)))
+#else
+#define kc__count_relaxed(p) kc__store_relaxed((p), kc__load_relaxed(p) + 1)
+#endif
+
 typedef struct kc__spec kc__spec;
 typedef struct kc__ci kc__ci;
 typedef struct kc__linked kc__linked;
@@ -212,11 +232,18 @@ struct kc__spec {
 /* A code instance loaded into one context. */
 typedef kc_status (*kc__launch_fn)(kc__linked *l, void **argv, const kc_dim3 *grid,
                                    const kc_dim3 *block);
+typedef kc_status (*kc__entry_fn)(kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
+                                  const kc_dim3 *block, const kc_arg *args, uint32_t nargs);
 struct kc__linked {
   /* The link key of the context generation this object belongs to; 0 while
    * free. Stored with release after every other field is set. */
   _Atomic uint64_t link_key;
-  kc__launch_fn launch; /* the backend's launch, called by the fast path */
+  /* What kc_launch calls, with its own arguments: a backend's entry that
+   * checks the kc_args itself (the host backend compiles one per kernel),
+   * or the engine's, which checks and packs them for `launch`. Second: the
+   * fast path jumps through it. Set by link (or NULL there: the engine's). */
+  kc__entry_fn entry;
+  kc__launch_fn launch; /* the backend's launch, with argv packed and checked */
   void *bctx;           /* the backend's context */
   void *fn;             /* backend function handle */
   void *module;         /* backend module handle */
@@ -228,9 +255,15 @@ struct kc__linked {
   kc__linked *next_in_bucket; /* context's table, or the spec's free list */
 };
 
-/* For backends: a launch with a zero grid or block dimension (KC_EINVAL
- * with the message every path gives). Cold. */
-kc_status kc__launch_empty(const kc__linked *l) KC__COLD;
+/* For backends: a launch with a NULL grid or block, or a zero dimension
+ * (KC_EINVAL with the message every path gives). Cold. The backends' launch
+ * functions check grid and block themselves: kc_launch's fast path passes
+ * them through unread. */
+kc_status kc__launch_bad_dims(const kc__linked *l, const kc_dim3 *grid, const kc_dim3 *block) KC__COLD;
+/* For backends' entries: args do not match the kernel's parameters (or
+ * their buffers belong to another context). Explains which. Cold. */
+kc_status kc__launch_bad_args(const kc__linked *l, const kc_context *ctx, const kc_arg *args,
+                              uint32_t nargs) KC__COLD;
 
 /* The slots of a new handle point here: link key 0 never matches. */
 extern kc__linked kc__no_linked;
@@ -252,6 +285,10 @@ struct kc_context {
   /* Changes at create, reset and destroy; never repeats (global counter). A
    * handle's cache entry is valid only for the key it was made with. */
   _Atomic uint64_t link_key;
+  /* Byte offset of this key's slot in a kc_kernel (KC__SLOT_OFF), stored
+   * with every new key. A launch that reads a new key with an old offset
+   * only misses: an entry with a given key is only ever stored in its slot. */
+  _Atomic size_t slot_off;
   kc_runtime *rt;
   _Atomic uint64_t id;
   _Atomic int alive;
@@ -275,6 +312,7 @@ struct kc_context {
  * specialization (recycled, never freed while the runtime lives), so a stale
  * pointer in a slot is always safe to read and never matches wrongly. */
 #define KC__HSLOTS 4
+#define KC__SLOT_OFF(key) ((size_t)((key) & (KC__HSLOTS - 1)) * sizeof(kc__linked *))
 
 struct kc_kernel {
   _Atomic(kc__linked *) slots[KC__HSLOTS]; /* first: indexed without an offset */
@@ -324,7 +362,8 @@ typedef struct kc__backend {
   void (*ctx_destroy)(void *bctx);
   kc_status (*ctx_reset)(void *bctx);
   kc_status (*ctx_finish)(void *bctx);
-  /* Loads ci into the context: fills l->launch, l->fn, l->module, l->extra. */
+  /* Loads ci into the context: fills l->launch, l->fn, l->module, l->extra,
+   * and l->entry if the backend has its own (else leaves it NULL). */
   kc_status (*link)(void *bctx, const kc__ci *ci, kc__linked *l);
   void (*unlink)(kc__linked *l);
   kc_status (*buf_create)(void *bctx, size_t size, kc__bufh *h);
@@ -347,8 +386,18 @@ const char *kc__cuda_nvrtc_unavailable(void);
 
 /* ---------------------------------------------------------------- runtime */
 
+/* rt->fast_world while a thread holds a pin: makes every fast-path world
+ * check fail, so launches take the path that reads the thread's pin. */
+#define KC__WORLD_PINNED UINT64_MAX
+
 struct kc_runtime {
-  _Atomic kc_world world; /* latest world; written under world_lock; first: read on every launch */
+  /* What the launch fast path reads: the latest world while no thread holds
+   * a pin, KC__WORLD_PINNED while one does. Written under world_lock (by a
+   * definition after it publishes `world`, and by the first pin and the
+   * last unpin), so a pinned thread never takes the unpinned fast path.
+   * First: read on every launch. */
+  _Atomic kc_world fast_world;
+  _Atomic kc_world world; /* latest world; written under world_lock */
   uint64_t id;            /* never reused; tags thread-local pins */
   const kc__backend *be;
   void *bstate;
@@ -378,7 +427,9 @@ struct kc_runtime {
   _Atomic uint64_t n_compiles, n_compile_failures, n_links, n_slow, n_invalidations, n_defines,
       n_cis, compile_ns, n_defs, n_collected;
 
-  /* Worlds pinned by threads (a multiset), for kc_collect. */
+  /* Worlds pinned by threads (a multiset), for kc_collect. Changed while
+   * holding world_lock and then pin_lock (npins decides fast_world); read
+   * under either. */
   kc__mutex pin_lock;
   struct kc__pinned {
     kc_world world;

@@ -174,6 +174,8 @@ static kc_status change(kc_runtime *rt, const char *name, const char *source, kc
   kc__fetch_add_relaxed(&rt->n_defines, 1);
   if (d) kc__fetch_add_relaxed(&rt->n_defs, 1);
   kc__store_release(&rt->world, w + 1); /* publish only after every clip */
+  /* and for the launch fast path, unless a pin has switched its check off */
+  if (!rt->npins) kc__store_release(&rt->fast_world, w + 1);
   kc__unlock(&rt->world_lock);
   if (new_world) *new_world = w + 1;
   return KC_OK;

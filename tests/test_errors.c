@@ -474,6 +474,66 @@ static void test_empty_grid_runs_nothing(void **state) {
   fx_close(&f);
 }
 
+/* The launch fast path leaves grid, block and the arguments to the entry of
+ * the linked code (on the host backend, code compiled for the kernel): the
+ * same errors as the slow path, for kernels with and without parameters. */
+static void test_fast_path_checks_like_the_slow_path(void **state) {
+  (void)state;
+  fixture f;
+  fx_open(&f);
+  kc_runtime *rt = f.rt;
+  kct_define(rt, "h", SRC_H1);
+  kct_define(rt, "k", SRC_K);
+  kct_define(rt, "kz", "KC_KERNEL void kz(void) { }");
+  kc_kernel *k = kct_kernel(rt, "k", NULL);
+  kc_kernel *kz = kct_kernel(rt, "kz", NULL);
+  kc_dim3 g = {N, 1, 1}, b = {1, 1, 1}, zero = {1, 0, 1};
+  kc_arg args[] = {KC_ARG_BUF(f.buf)};
+  for (int pass = 0; pass < 2; pass++) { /* 0: slow path (nothing cached), 1: fast path */
+    const char *path = pass ? "fast" : "slow";
+    if (pass == 1) {
+      KCT_OK(rt, run(&f, k));
+      KCT_OK(rt, kc_launch(kz, f.ctx, &g, &b, NULL, 0));
+    } else {
+      KCT_OK(rt, kc_context_reset(f.ctx));
+    }
+    kc_stats s0 = kct_stats(rt);
+    struct {
+      kc_kernel *k;
+      const kc_dim3 *g, *b;
+      const kc_arg *a;
+      uint32_t n;
+      kc_status want;
+      const char *msg;
+    } cases[] = {
+        {k, NULL, &b, args, 1, KC_EINVAL, "NULL"},
+        {k, &g, NULL, args, 1, KC_EINVAL, "NULL"},
+        {kz, NULL, &b, NULL, 0, KC_EINVAL, "NULL"},
+        {kz, &g, NULL, NULL, 0, KC_EINVAL, "NULL"},
+        {kz, &zero, &b, NULL, 0, KC_EINVAL, "at least 1"},
+        {kz, &g, &zero, NULL, 0, KC_EINVAL, "at least 1"},
+        {kz, &g, &b, args, 1, KC_EARGS, "takes 0 arguments, 1 given"},
+        {k, &g, &b, args, 0, KC_EARGS, "takes 1 argument, 0 given"},
+        {k, &g, &b, NULL, 0, KC_EARGS, "takes 1 argument, 0 given"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+      if (pass == 0) KCT_OK(rt, kc_context_reset(f.ctx));
+      kc_status st = kc_launch(cases[i].k, f.ctx, cases[i].g, cases[i].b, cases[i].a, cases[i].n);
+      if (st != cases[i].want)
+        fail_msg("case %zu (%s path): %s, expected %s", i, path, kc_status_name(st),
+                 kc_status_name(cases[i].want));
+      KCT_CONTAINS(kc_errmsg(rt), cases[i].msg);
+    }
+    /* a kernel without parameters ignores args when nargs is 0 */
+    KCT_OK(rt, kc_launch(kz, f.ctx, &g, &b, args, 0));
+    KCT_OK(rt, kc_context_finish(f.ctx));
+    kc_stats s1 = kct_stats(rt);
+    if (pass == 1) assert_int_equal(s1.slow_lookups, s0.slow_lookups); /* all of it on the fast path */
+    assert_int_equal(s1.compiles, 2);
+  }
+  fx_close(&f);
+}
+
 static void test_status_table(void **state) {
   (void)state;
   assert_string_equal(kc_status_name(KC_OK), "KC_OK");
@@ -743,6 +803,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_invalid_names),
       KCT_TEST(test_null_pointers_are_errors),
       KCT_TEST(test_empty_grid_runs_nothing),
+      KCT_TEST(test_fast_path_checks_like_the_slow_path),
       KCT_TEST(test_status_table),
       KCT_TEST(test_wrong_arguments),
       KCT_TEST(test_recursion_is_rejected),

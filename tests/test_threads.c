@@ -162,6 +162,14 @@ static void test_pinned_thread_keeps_old_world(void **state) {
   kc_stats s = kct_stats(rt);
   assert_int_equal(s.compiles, 4);
   assert_int_equal(s.compile_failures, 0);
+  /* with the pin gone, launches are fast-path hits again */
+  run_or_report(&r, "main launch of k after the unpin", rt, p.k, ctx, mine, N, out, 1, 2);
+  kc_stats s0 = kct_stats(rt);
+  for (int i = 0; i < 3; i++) run_or_report(&r, "main launch of k", rt, p.k, ctx, mine, N, out, 1, 2);
+  check_report("main", &r);
+  kc_stats s1 = kct_stats(rt);
+  assert_int_equal(s1.slow_lookups, s0.slow_lookups);
+  assert_int_equal(s1.fast_hits, s0.fast_hits + 3);
   kct_destroy(rt);
 }
 

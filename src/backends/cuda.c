@@ -771,13 +771,14 @@ static KC__COLD kc_status kc__cu_launch_slow(kc__linked *l, void **argv, const k
 static kc_status kc__cu_launch(kc__linked *l, void **argv, const kc_dim3 *grid,
                                const kc_dim3 *block) {
   const kc__cuctx *c = l->bctx;
+  if (KC__UNLIKELY(!grid || !block)) return kc__launch_bad_dims(l, grid, block);
   if (KC__LIKELY(kc__cu_bound == c->id)) {
     CUresult r = kc__cu.cuLaunchKernel((CUfunction)l->fn, grid->x, grid->y, grid->z, block->x,
                                        block->y, block->z, 0, c->stream, argv, NULL);
     if (KC__LIKELY(r == KC__CUDA_SUCCESS))
       return KC_OK;
     if (!grid->x || !grid->y || !grid->z || !block->x || !block->y || !block->z)
-      return kc__launch_empty(l);
+      return kc__launch_bad_dims(l, grid, block);
     return kc__cu_launch_slow(l, argv, grid, block, true, r);
   }
   return kc__cu_launch_slow(l, argv, grid, block, false, KC__CUDA_SUCCESS);

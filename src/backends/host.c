@@ -51,8 +51,14 @@ static const char host_prelude[] =
     "#include <stdbool.h>\n"
     "#include <math.h>\n"
     "#define KC_BACKEND_HOST 1\n"
-    "/* set by kcache when it loads the object: reports an empty grid */\n"
-    "__attribute__((visibility(\"default\"))) int (*kc__on_empty)(void *);\n"
+    "/* set by kcache when it loads the object: they report a NULL or empty\n"
+    "   grid, and arguments that do not match the parameters */\n"
+    "__attribute__((visibility(\"default\"))) int (*kc__on_bad_dims)(void *, const void *, const void *);\n"
+    "struct kc__arg { const void *kc__p; unsigned long long kc__sig; }; /* kc_arg: ptr, then size | kind << 32 */\n"
+    "struct kc__buf { void *kc__h; const void *kc__ctx; };       /* kc_buffer's first two members */\n"
+    "#define KC__SIG_BUFFER (2ull << 32)\n"
+    "#define KC__SIG_SCALAR(size) ((1ull << 32) | (unsigned long long)(size))\n"
+    "__attribute__((visibility(\"default\"))) int (*kc__on_bad_args)(void *, const void *, const void *, unsigned);\n"
     "#define KC_KERNEL static\n"
     "#define KC_DEVICE static\n"
     "#define KC_GLOBAL\n"
@@ -296,27 +302,100 @@ static bool elf_complete(const void *data, size_t n, const char **why) {
 
 /* ------------------------------------------------------------- compile */
 
-/* The trampoline: runs the entry for every work item, and tells the loader
- * the size of each parameter type as the compiler sees it. */
+/* kc__launch in the object reads kc_args and buffers through these layouts */
+_Static_assert(offsetof(kc_arg, ptr) == 0 && offsetof(kc_arg, size) == 8 &&
+                   offsetof(kc_arg, kind) == 12 && sizeof(kc_arg) == 16,
+               "the host prelude's struct kc__arg mirrors kc_arg");
+_Static_assert(KC__SIG(KC_ARG_BUFFER, 0) == 2ull << 32 && KC__SIG(KC_ARG_SCALAR, 4) == (1ull << 32 | 4),
+               "the host prelude's KC__SIG_BUFFER and KC__SIG_SCALAR mirror KC__SIG");
+_Static_assert(offsetof(kc_buffer, h) == 0 && offsetof(kc_buffer, ctx) == sizeof(void *),
+               "the host prelude's struct kc__buf mirrors kc_buffer");
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the host backend's kc__arg.sig reads kc_arg's size and kind as one little-endian word"
+#endif
+
+/* Two ways into the kernel, sharing one grid loop (kc__grid: not inlined,
+ * so that both run the very same loop and differ only in how they get the
+ * argument values):
+ *   kc__run(l, argv, grid, block)  argv holds a pointer to each argument's
+ *     bytes, as the engine packs them (and as a direct caller would);
+ *   kc__launch(l, ctx, grid, block, args, nargs)  kc_launch's own arguments:
+ *     checks each kc_arg against the parameter's kind and size (compiled in
+ *     as constants), each buffer against the context, and reads the values
+ *     straight from the kc_args, so the engine packs nothing. A mismatch
+ *     goes to kc__on_bad_args, which the engine sets when it loads the
+ *     object and which explains the mismatch.
+ * The object also tells the loader each parameter type's size as the
+ * compiler sees it. */
 static kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
   (void)state;
+  uint32_t n = tu->nparams;
+  /* kc__u: unused, so that both callers pass l, grid and block on in the
+   * registers they arrived in */
+  /* KC__NOIPA keeps the parameters as written: gcc would otherwise clone
+   * these functions without the unused ones, in other registers */
+  kc__sb_puts(out, "#if defined(__GNUC__) && !defined(__clang__) && !defined(__TINYC__)\n"
+                   "#define KC__NOIPA __attribute__((noipa))\n"
+                   "#else\n"
+                   "#define KC__NOIPA __attribute__((noinline))\n"
+                   "#endif\n"
+                   "KC__NOIPA static int kc__grid(void *kc__l, const void *kc__u, "
+                   "const unsigned *kc__g, const unsigned *kc__b");
+  for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", %s kc__v%u", tu->params[i].type, i);
   kc__sb_puts(out,
-              "__attribute__((visibility(\"default\"))) int kc__run(void *kc__l, void *const *kc__a, "
-              "const unsigned *kc__g, const unsigned *kc__b) {\n"
-              "  if (!(kc__g[0] && kc__g[1] && kc__g[2] && kc__b[0] && kc__b[1] && kc__b[2]))\n"
-              "    return kc__on_empty ? kc__on_empty(kc__l) : 1;\n"
+              ") {\n"
+              "  (void)kc__u;\n"
+              "  if (!(kc__g && kc__b && kc__g[0] && kc__g[1] && kc__g[2] && kc__b[0] && kc__b[1] && kc__b[2]))\n"
+              "    return kc__on_bad_dims ? kc__on_bad_dims(kc__l, kc__g, kc__b) : 1;\n"
               "  struct kc__item *kc__i = &kc__it;\n"
               "  for (int d = 0; d < 3; d++) { kc__i->lsz[d] = kc__b[d]; kc__i->ngrp[d] = kc__g[d]; }\n"
-              "  (void)kc__a;\n"
               "  for (unsigned gz = 0; gz < kc__g[2]; gz++) for (unsigned gy = 0; gy < kc__g[1]; gy++)\n"
               "  for (unsigned gx = 0; gx < kc__g[0]; gx++) for (unsigned lz = 0; lz < kc__b[2]; lz++)\n"
               "  for (unsigned ly = 0; ly < kc__b[1]; ly++) for (unsigned lx = 0; lx < kc__b[0]; lx++) {\n"
               "    kc__i->grp[0] = gx; kc__i->grp[1] = gy; kc__i->grp[2] = gz;\n"
               "    kc__i->lid[0] = lx; kc__i->lid[1] = ly; kc__i->lid[2] = lz;\n    ");
   kc__sb_printf(out, "%s(", tu->entry);
-  for (uint32_t i = 0; i < tu->nparams; i++)
-    kc__sb_printf(out, "%s*(%s*)kc__a[%u]", i ? ", " : "", tu->params[i].type, i);
+  for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, "%skc__v%u", i ? ", " : "", i);
   kc__sb_puts(out, ");\n  }\n  return 0;\n}\n");
+
+  kc__sb_puts(out, "__attribute__((visibility(\"default\"))) int kc__run(void *kc__l, void *const *kc__a, "
+                   "const unsigned *kc__g, const unsigned *kc__b) {\n"
+                   "  return kc__grid(kc__l, kc__a, kc__g, kc__b");
+  for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", *(%s*)kc__a[%u]", tu->params[i].type, i);
+  kc__sb_puts(out, ");\n}\n");
+
+  /* the mismatch report takes kc__launch's own parameters: a plain jump */
+  kc__sb_puts(out, "KC__NOIPA __attribute__((cold)) static int kc__bad(void *kc__l, const void *kc__c, "
+                   "const unsigned *kc__g, const unsigned *kc__b, const struct kc__arg *kc__x, unsigned kc__n) {\n"
+                   "  (void)kc__g; (void)kc__b;\n"
+                   "  return kc__on_bad_args ? kc__on_bad_args(kc__l, kc__c, kc__x, kc__n) : 1;\n}\n");
+  kc__sb_puts(out, "__attribute__((visibility(\"default\"))) int kc__launch(void *kc__l, const void *kc__c, "
+                   "const unsigned *kc__g, const unsigned *kc__b, const struct kc__arg *kc__x, unsigned kc__n) {\n");
+  if (!n) {
+    kc__sb_puts(out, "  (void)kc__c; (void)kc__x;\n  if (kc__n) goto kc__bad;\n");
+  } else {
+    kc__sb_printf(out, "  if (kc__n != %uu || !kc__x) goto kc__bad;\n", n);
+    for (uint32_t i = 0; i < n; i++) {
+      const char *t = tu->params[i].type;
+      kc__sb_printf(out, "  const void *kc__p%u = kc__x[%u].kc__p;\n", i, i);
+      if (tu->params[i].is_buffer)
+        kc__sb_printf(out,
+                      "  if (kc__x[%u].kc__sig != KC__SIG_BUFFER || !kc__p%u ||\n"
+                      "      ((const struct kc__buf *)kc__p%u)->kc__ctx != kc__c) goto kc__bad;\n"
+                      "  %s kc__v%u = *(%s const *)&((const struct kc__buf *)kc__p%u)->kc__h;\n",
+                      i, i, i, t, i, t, i);
+      else
+        kc__sb_printf(out,
+                      "  if (kc__x[%u].kc__sig != KC__SIG_SCALAR(sizeof(%s)) || !kc__p%u) goto kc__bad;\n"
+                      "  %s kc__v%u = *(%s const *)kc__p%u;\n",
+                      i, t, i, t, i, t, i);
+    }
+  }
+  kc__sb_puts(out, "  return kc__grid(kc__l, kc__c, kc__g, kc__b");
+  for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", kc__v%u", i);
+  kc__sb_puts(out, ");\nkc__bad:\n"
+                   "  return kc__bad(kc__l, kc__c, kc__g, kc__b, kc__x, kc__n);\n}\n");
+
   kc__sb_printf(out,
                 "__attribute__((visibility(\"default\"))) const unsigned kc__nargs = %u;\n"
                 "__attribute__((visibility(\"default\"))) const unsigned kc__argsz[] = {",
@@ -448,11 +527,26 @@ static kc_status host_link(void *bctx, const kc__ci *ci, kc__linked *l) {
     dlclose(h);
     return kc__err(rt, KC_ELINK, "loading '%s' failed: no kc__run in the object", ci->spec->name);
   }
-  int (**on_empty)(const kc__linked *) = dlsym(h, "kc__on_empty");
-  if (on_empty) *on_empty = (int (*)(const kc__linked *))kc__launch_empty;
+  typedef kc_status (*bad_dims_fn)(const kc__linked *, const kc_dim3 *, const kc_dim3 *);
+  bad_dims_fn *on_bad_dims = dlsym(h, "kc__on_bad_dims");
+  if (!on_bad_dims) {
+    dlclose(h);
+    return kc__err(rt, KC_ELINK, "loading '%s' failed: no kc__on_bad_dims in the object",
+                   ci->spec->name);
+  }
+  *on_bad_dims = kc__launch_bad_dims;
+  typedef kc_status (*bad_args_fn)(const kc__linked *, const kc_context *, const kc_arg *, uint32_t);
+  bad_args_fn *on_bad_args = dlsym(h, "kc__on_bad_args");
+  void *entry = dlsym(h, "kc__launch");
+  if (!on_bad_args || !entry) {
+    dlclose(h);
+    return kc__err(rt, KC_ELINK, "loading '%s' failed: no kc__launch in the object", ci->spec->name);
+  }
+  *on_bad_args = kc__launch_bad_args;
   l->module = h;
   l->fn = fn;
-  l->launch = (kc__launch_fn)fn; /* kc_status is an int-sized enum */
+  l->launch = (kc__launch_fn)fn;  /* kc_status is an int-sized enum */
+  l->entry = (kc__entry_fn)entry; /* the same, reading kc_args itself */
   if (dlsym(h, "kc__serial")) {
     kc__mutex *m = kc__alloc(rt, sizeof *m);
     if (!m || !kc__mutex_init(m)) {
@@ -462,6 +556,7 @@ static kc_status host_link(void *bctx, const kc__ci *ci, kc__linked *l) {
     }
     l->extra = m;
     l->launch = host_launch_serial;
+    l->entry = NULL; /* through the engine's packing, to the serial launch */
   }
   return KC_OK;
 }

@@ -221,7 +221,8 @@ static kc_status hb_ctx_nothing(void *bctx) {
 }
 
 static kc_status hb_launch(kc__linked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
-  if (!(grid->x && grid->y && grid->z && block->x && block->y && block->z)) return kc__launch_empty(l);
+  if (!(grid && block && grid->x && grid->y && grid->z && block->x && block->y && block->z))
+    return kc__launch_bad_dims(l, grid, block);
   if (l->nargs < 1 || !argv) return kc__err(l->rt, KC_EARGS, "hash backend: the kernel takes no buffer");
   kc__bufh *h = argv[0];
   memcpy(h->ptr, l->fn, sizeof(uint64_t));
