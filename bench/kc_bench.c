@@ -69,6 +69,7 @@ typedef struct {
   const char *name, *src;
   int nargs;
   kc_kernel *k;
+  kc_args *bound; /* the same arguments, bound once */
   run_fn direct;
   void *dl;
   kc_arg args[4];
@@ -113,15 +114,29 @@ __attribute__((noinline)) void kcb_loop_kc(bench_kernel *b, int n) {
     if (kc_launch(b->k, ctx, &one, &one, b->args, (uint32_t)b->nargs)) die("kc_launch", KC_ELAUNCH);
 }
 
+__attribute__((noinline)) void kcb_loop_bound(bench_kernel *b, int n) {
+  for (int i = 0; i < n; i++)
+    if (kc_launch_args(b->bound, &one, &one)) die("kc_launch_args", KC_ELAUNCH);
+}
+
 __attribute__((noinline)) void kcb_loop_direct(bench_kernel *b, int n) {
   for (int i = 0; i < n; i++)
     if (b->direct(NULL, b->argv, &one, &one)) die("direct call", KC_ELAUNCH);
 }
 
-/* The two loops that callgrind measures, run only once warm; noinline and
+/* The loops that callgrind measures, run only once warm; noinline and
  * exported so that --toggle-collect can name them. */
 __attribute__((noinline)) void kcb_measure_kc(bench_kernel *b, int n) { kcb_loop_kc(b, n); }
+__attribute__((noinline)) void kcb_measure_bound(bench_kernel *b, int n) { kcb_loop_bound(b, n); }
 __attribute__((noinline)) void kcb_measure_direct(bench_kernel *b, int n) { kcb_loop_direct(b, n); }
+
+enum { MODE_KC, MODE_BOUND, MODE_DIRECT, NMODES };
+static void (*const mode_loop[NMODES])(bench_kernel *, int) = {kcb_loop_kc, kcb_loop_bound,
+                                                                kcb_loop_direct};
+static void (*const mode_measure[NMODES])(bench_kernel *, int) = {kcb_measure_kc, kcb_measure_bound,
+                                                                   kcb_measure_direct};
+static const char *const mode_fn[NMODES] = {"kcb_measure_kc", "kcb_measure_bound",
+                                            "kcb_measure_direct"};
 
 static void setup(void) {
   kc_options o;
@@ -144,6 +159,8 @@ static void setup(void) {
     b->argv[2] = &ib;
     b->argv[3] = &fc;
     kcb_loop_kc(b, 1); /* compile and link */
+    CHECK(kc_args_create(b->k, ctx, b->args, (uint32_t)b->nargs, &b->bound));
+    kcb_loop_bound(b, 1);
     setup_direct(b);
   }
 }
@@ -171,22 +188,26 @@ static long callgrind_total(const char *self, const char *fn, const char *which)
 
 enum { CG_ITERS = 10000 };
 
-/* Under callgrind: one loop of CG_ITERS launches of one kernel, either way. */
+/* Under callgrind: one loop of CG_ITERS launches of kernel i in mode m
+ * (argument "m:i"). */
 static int child(const char *which) {
+  int m = -1, i = -1;
+  if (sscanf(which, "%d:%d", &m, &i) != 2 || m < 0 || m >= NMODES || i < 0 || i >= NK) {
+    fprintf(stderr, "kc_bench --child: bad argument '%s'\n", which);
+    return 2;
+  }
   setup();
-  bench_kernel *b = &kernels[which[strlen(which) - 1] - '0' == 4 ? 2 : which[strlen(which) - 1] - '0'];
-  kcb_loop_kc(b, 3);
-  kcb_loop_direct(b, 3);
-  if (!strncmp(which, "kc", 2)) kcb_measure_kc(b, CG_ITERS);
-  else kcb_measure_direct(b, CG_ITERS);
+  bench_kernel *b = &kernels[i];
+  for (int j = 0; j < NMODES; j++) mode_loop[j](b, 3);
+  mode_measure[m](b, CG_ITERS);
   return 0;
 }
 
 /* ----------------------------------------------------------------- main */
 
 typedef struct {
-  double kc_ns[NK], direct_ns[NK];
-  double instr[NK], kc_instr[NK], direct_instr[NK];
+  double ns[NMODES][NK];
+  double instr[NMODES][NK]; /* per launch, callgrind; -1 when not measured */
   double allocs_per_launch;
   double revalidate_ns;
   long revalidate_compiles, revalidate_links;
@@ -197,30 +218,31 @@ typedef struct {
   double compile_cc_ms, compile_tcc_ms;
 } results;
 
+/* Instructions per launch in mode m over the direct call; -1 if unknown. */
+static double extra_instr(const results *r, int m, int i) {
+  return r->instr[m][i] >= 0 && r->instr[MODE_DIRECT][i] >= 0 ? r->instr[m][i] - r->instr[MODE_DIRECT][i]
+                                                                : -1;
+}
+
 static void bench_launch(results *r) {
   enum { BATCH = 1000, ROUNDS = 201 };
-  static double tk[ROUNDS], td[ROUNDS];
+  static double t[NMODES][ROUNDS];
   for (int i = 0; i < NK; i++) {
     bench_kernel *b = &kernels[i];
-    for (int w = 0; w < 20; w++) {
-      kcb_loop_kc(b, BATCH);
-      kcb_loop_direct(b, BATCH);
-    }
-    for (int j = 0; j < ROUNDS; j++) { /* interleaved: drift hits both alike */
-      double t0 = now_ns();
-      kcb_loop_kc(b, BATCH);
-      double t1 = now_ns();
-      kcb_loop_direct(b, BATCH);
-      double t2 = now_ns();
-      tk[j] = (t1 - t0) / BATCH;
-      td[j] = (t2 - t1) / BATCH;
-    }
-    r->kc_ns[i] = median(tk, ROUNDS);
-    r->direct_ns[i] = median(td, ROUNDS);
+    for (int w = 0; w < 20; w++)
+      for (int m = 0; m < NMODES; m++) mode_loop[m](b, BATCH);
+    for (int j = 0; j < ROUNDS; j++) /* interleaved: drift hits every mode alike */
+      for (int m = 0; m < NMODES; m++) {
+        double t0 = now_ns();
+        mode_loop[m](b, BATCH);
+        t[m][j] = (now_ns() - t0) / BATCH;
+      }
+    for (int m = 0; m < NMODES; m++) r->ns[m][i] = median(t[m], ROUNDS);
   }
   long a0 = n_allocs;
   kcb_loop_kc(&kernels[2], 100000);
-  r->allocs_per_launch = (double)(n_allocs - a0) / 100000;
+  kcb_loop_bound(&kernels[2], 100000);
+  r->allocs_per_launch = (double)(n_allocs - a0) / 200000;
 }
 
 static void bench_revalidate(results *r) {
@@ -385,20 +407,16 @@ int main(int argc, char **argv) {
   bench_launch(&r);
   bench_revalidate(&r);
   if (cg && system("valgrind --version >/dev/null 2>&1") == 0) {
-    static const char *names[] = {"0", "1", "4"};
-    for (int i = 0; i < NK; i++) {
-      char a[16], b[16];
-      snprintf(a, sizeof a, "kc%s", names[i]);
-      snprintf(b, sizeof b, "direct%s", names[i]);
-      long ik = callgrind_total(argv[0], "kcb_measure_kc", a);
-      long id = callgrind_total(argv[0], "kcb_measure_direct", b);
-      bool ok = ik > 0 && id > 0;
-      r.instr[i] = ok ? (double)(ik - id) / CG_ITERS : -1;
-      r.kc_instr[i] = ok ? (double)ik / CG_ITERS : -1;
-      r.direct_instr[i] = ok ? (double)id / CG_ITERS : -1;
-    }
+    for (int m = 0; m < NMODES; m++)
+      for (int i = 0; i < NK; i++) {
+        char a[16];
+        snprintf(a, sizeof a, "%d:%d", m, i);
+        long n = callgrind_total(argv[0], mode_fn[m], a);
+        r.instr[m][i] = n > 0 ? (double)n / CG_ITERS : -1;
+      }
   } else {
-    for (int i = 0; i < NK; i++) r.instr[i] = r.kc_instr[i] = r.direct_instr[i] = -1;
+    for (int m = 0; m < NMODES; m++)
+      for (int i = 0; i < NK; i++) r.instr[m][i] = -1;
   }
   r.small_n = 10;
   r.large_n = quick ? 1000 : 10000;
@@ -411,11 +429,16 @@ int main(int argc, char **argv) {
 
   if (json) {
     printf("{\"backend\":\"host\",\"launch\":[");
-    for (int i = 0; i < NK; i++)
-      printf("%s{\"args\":%d,\"kc_ns\":%.2f,\"direct_ns\":%.2f,\"ratio\":%.3f,\"extra_ns\":%.2f,"
-             "\"extra_instructions\":%.1f,\"kc_instructions\":%.1f,\"direct_instructions\":%.1f}",
-             i ? "," : "", kernels[i].nargs, r.kc_ns[i], r.direct_ns[i], r.kc_ns[i] / r.direct_ns[i],
-             r.kc_ns[i] - r.direct_ns[i], r.instr[i], r.kc_instr[i], r.direct_instr[i]);
+    for (int i = 0; i < NK; i++) {
+      printf("%s{\"args\":%d,\"direct_ns\":%.2f,\"direct_instructions\":%.1f", i ? "," : "",
+             kernels[i].nargs, r.ns[MODE_DIRECT][i], r.instr[MODE_DIRECT][i]);
+      for (int m = 0; m < MODE_DIRECT; m++)
+        printf(",\"%s\":{\"ns\":%.2f,\"ratio\":%.3f,\"extra_ns\":%.2f,\"instructions\":%.1f,"
+               "\"extra_instructions\":%.1f}",
+               m == MODE_KC ? "kc_launch" : "kc_launch_args", r.ns[m][i], r.ns[m][i] / r.ns[MODE_DIRECT][i],
+               r.ns[m][i] - r.ns[MODE_DIRECT][i], r.instr[m][i], extra_instr(&r, m, i));
+      printf("}");
+    }
     printf("],\"allocs_per_launch\":%.4f,\"revalidate_ns\":%.1f,\"revalidate_compiles\":%ld,"
            "\"revalidate_links\":%ld,\"redefine_ns\":{\"%d\":%.1f,\"%d\":%.1f},"
            "\"per_dependent_ns\":%.1f,\"dependents\":%d,\"compile_ms\":{\"cc\":%.2f,\"tcc\":%.2f}}\n",
@@ -425,13 +448,22 @@ int main(int argc, char **argv) {
     return 0;
   }
   printf("kcache %s benchmark, host backend (medians; ratios from the same run)\n\n", kc_version());
-  printf("%-26s %8s %10s %7s %9s %12s %9s %13s\n", "cached launch, grid 1x1", "kc ns", "direct ns",
-         "ratio", "extra ns", "extra instr", "kc instr", "direct instr");
+  static const char *const rows[NK] = {"  0 arguments", "  1 argument (buffer)", "  4 arguments"};
+  printf("cached launch, grid 1x1: kc_launch (arguments checked at each launch) and\n"
+         "kc_launch_args (arguments bound once) against a direct call of kc__run\n");
+  printf("%-22s %9s %9s %7s %8s %9s %7s %8s\n", "median ns", "direct", "kc_launch", "ratio", "extra",
+         "..._args", "ratio", "extra");
   for (int i = 0; i < NK; i++)
-    printf("%-26s %8.2f %10.2f %7.3f %9.2f %12.1f %9.1f %13.1f\n",
-           i == 0 ? "  0 arguments" : i == 1 ? "  1 argument (buffer)" : "  4 arguments", r.kc_ns[i],
-           r.direct_ns[i], r.kc_ns[i] / r.direct_ns[i], r.kc_ns[i] - r.direct_ns[i], r.instr[i],
-           r.kc_instr[i], r.direct_instr[i]);
+    printf("%-22s %9.2f %9.2f %7.3f %8.2f %9.2f %7.3f %8.2f\n", rows[i], r.ns[MODE_DIRECT][i],
+           r.ns[MODE_KC][i], r.ns[MODE_KC][i] / r.ns[MODE_DIRECT][i], r.ns[MODE_KC][i] - r.ns[MODE_DIRECT][i],
+           r.ns[MODE_BOUND][i], r.ns[MODE_BOUND][i] / r.ns[MODE_DIRECT][i],
+           r.ns[MODE_BOUND][i] - r.ns[MODE_DIRECT][i]);
+  printf("%-22s %9s %9s %7s %8s %9s %7s %8s\n", "instructions", "direct", "kc_launch", "", "extra",
+         "..._args", "", "extra");
+  for (int i = 0; i < NK; i++)
+    printf("%-22s %9.1f %9.1f %7s %8.1f %9.1f %7s %8.1f\n", rows[i], r.instr[MODE_DIRECT][i],
+           r.instr[MODE_KC][i], "", extra_instr(&r, MODE_KC, i), r.instr[MODE_BOUND][i], "",
+           extra_instr(&r, MODE_BOUND, i));
   printf("%-34s %10.4f\n", "heap allocations per cached launch", r.allocs_per_launch);
   printf("%-34s %10.1f ns  (compiles %ld, links %ld)\n", "revalidation after unrelated define",
          r.revalidate_ns, r.revalidate_compiles, r.revalidate_links);

@@ -291,6 +291,30 @@ typedef struct kc_arg {
 kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
                     const kc_arg *args, uint32_t nargs);
 
+/* Arguments bound once, for launching one kernel on one context again and
+ * again (OpenCL's set-args-once model). kc_args_create checks args against
+ * the kernel's parameters in the caller's current world (compiling the
+ * kernel if needed) and copies the scalars' values; buffers are held by
+ * pointer and must outlive the bound arguments. kc_launch_args then checks
+ * nothing per argument: its cached path checks that the code it reaches
+ * has the parameters the arguments were checked against (a redefinition
+ * that keeps them keeps the arguments valid; one that changes them makes
+ * the launch fail with KC_EARGS, saying which argument no longer fits).
+ * Launches resolve the caller's world exactly like kc_launch.
+ *
+ * Thread safety: kc_launch_args may run on any number of threads at once
+ * with the same kc_args; kc_args_set and kc_args_destroy must not run
+ * concurrently with any other use of the same kc_args. Destroying the
+ * kernel handle destroys its bound arguments. After the context is
+ * destroyed, launches return KC_EDESTROYED. */
+typedef struct kc_args kc_args;
+kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint32_t nargs,
+                         kc_args **out);
+/* Replaces argument `index`, checked like kc_args_create checks it. */
+kc_status kc_args_set(kc_args *a, uint32_t index, kc_arg arg);
+void kc_args_destroy(kc_args *a);
+kc_status kc_launch_args(const kc_args *a, const kc_dim3 *grid, const kc_dim3 *block);
+
 /* Waits for every launch and copy queued on ctx. */
 kc_status kc_context_finish(kc_context *ctx);
 
@@ -309,7 +333,7 @@ typedef struct kc_stats {
   uint64_t compiles;        /* backend compiles that succeeded */
   uint64_t compile_failures;
   uint64_t links;           /* code instances loaded into a context */
-  uint64_t fast_hits;       /* launches served by a handle's cache */
+  uint64_t fast_hits;       /* launches served by a handle's (or bound arguments') cache */
   uint64_t slow_lookups;    /* launches that took the slow path */
   uint64_t invalidations;   /* code instances whose range was clipped */
   uint64_t defines;         /* kc_define/kc_undefine calls that made a world */

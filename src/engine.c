@@ -218,6 +218,10 @@ void kc_runtime_destroy(kc_runtime *rt) {
   }
   for (kc_kernel *k = rt->kernels, *next; k; k = next) {
     next = k->next;
+    for (kc_args *a = k->bound, *an; a; a = an) {
+      an = a->next;
+      kc__free(rt, a);
+    }
     kc__free(rt, k);
   }
   for (size_t i = 0; i < rt->capspecs; i++)
@@ -875,10 +879,13 @@ kc_status kc_kernel_create(kc_runtime *rt, const char *name, const char *params,
   return KC_OK;
 }
 
+static void args_free_locked(kc_runtime *rt, kc_args *a);
+
 void kc_kernel_destroy(kc_kernel *k) {
   if (!k) return;
   kc_runtime *rt = k->rt;
   kc__lock(&rt->kernels_lock);
+  while (k->bound) args_free_locked(rt, k->bound);
   rt->dead_kernel_hits += kc__load_relaxed(&k->fast_hits);
   if (k->prev) k->prev->next = k->next;
   else rt->kernels = k->next;
@@ -930,19 +937,19 @@ kc_status kc_kernel_source(kc_kernel *k, char **out) {
 
 /* ---------------------------------------------------------------- launch */
 
-kc_status kc__launch_bad_args(const kc__linked *l, const kc_context *ctx, const kc_arg *args,
-                              uint32_t nargs) {
-  kc_runtime *rt = l->rt;
-  const kc__ci *ci = l->ci;
+/* Says why args do not fit the parameters of ci (KC_EARGS, or KC_EINVAL for
+ * a NULL array). Cold: only after a check failed. */
+static KC__COLD kc_status explain_args(kc_runtime *rt, const kc__ci *ci, const kc_context *ctx,
+                                       const kc_arg *args, uint32_t nargs) {
   const char *name = ci->spec->name;
-  if (nargs != l->nargs)
-    return kc__err(rt, KC_EARGS, "kernel '%s' takes %u argument%s, %u given", name, l->nargs,
-                   l->nargs == 1 ? "" : "s", nargs);
+  if (nargs != ci->nparams)
+    return kc__err(rt, KC_EARGS, "kernel '%s' takes %u argument%s, %u given", name, ci->nparams,
+                   ci->nparams == 1 ? "" : "s", nargs);
   if (!args) return kc__err(rt, KC_EINVAL, "kernel '%s': args is NULL", name);
   for (uint32_t i = 0; i < nargs; i++) {
     const kc_arg *a = &args[i];
-    bool want_buf = (l->sig[i] >> 32) == KC_ARG_BUFFER;
-    uint32_t want = (uint32_t)l->sig[i];
+    bool want_buf = (ci->sig[i] >> 32) == KC_ARG_BUFFER;
+    uint32_t want = (uint32_t)ci->sig[i];
     const char *pname = ci->params[i].name;
     if (a->kind != KC_ARG_BUFFER && a->kind != KC_ARG_SCALAR)
       return kc__err(rt, KC_EARGS, "kernel '%s' argument %u (%s): unknown kind %u", name, i, pname,
@@ -973,6 +980,17 @@ kc_status kc__launch_bad_args(const kc__linked *l, const kc_context *ctx, const 
     }
   }
   return kc__err(rt, KC_EARGS, "kernel '%s': invalid arguments", name);
+}
+
+kc_status kc__launch_bad_args(const kc__linked *l, const kc_context *ctx, const kc_arg *args,
+                              uint32_t nargs) {
+  return explain_args(l->rt, l->ci, ctx, args, nargs);
+}
+
+/* Whether arg fits a parameter whose KC__SIG is want, in ctx. */
+static inline bool arg_fits(const kc_arg *a, uint64_t want, const kc_context *ctx) {
+  if (KC__SIG(a->kind, a->size) != want || !a->ptr) return false;
+  return want != KC__SIG(KC_ARG_BUFFER, 0) || ((const kc_buffer *)a->ptr)->ctx == ctx;
 }
 
 kc__linked kc__no_linked;
@@ -1101,6 +1119,200 @@ kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc
   return launch_slow(k, ctx, grid, block, args, nargs);
 }
 
+/* --------------------------------------------------------- bound arguments */
+
+
+/* Copies arg into slot i of a (it fits). Scalars get 16-byte-aligned room
+ * of their own size (want's), laid out at create. */
+static void args_store(kc_args *a, uint32_t i, const kc_arg *arg, size_t value_off) {
+  if (arg->kind == KC_ARG_BUFFER) {
+    kc_buffer *b = (kc_buffer *)arg->ptr;
+    a->args[i] = *arg;
+    a->argv[i] = &b->h;
+  } else {
+    unsigned char *v = a->values + value_off;
+    memcpy(v, arg->ptr, arg->size);
+    a->args[i] = (kc_arg){v, arg->size, KC_ARG_SCALAR};
+    a->argv[i] = v;
+  }
+}
+
+static size_t value_room(uint64_t sig) {
+  return sig == KC__SIG(KC_ARG_BUFFER, 0) ? 0 : ((size_t)(uint32_t)sig + 15) & ~(size_t)15;
+}
+
+static size_t value_offset(const kc_args *a, uint32_t i) {
+  size_t off = 0;
+  for (uint32_t j = 0; j < i; j++) off += value_room(a->want[j]);
+  return off;
+}
+
+kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint32_t nargs,
+                         kc_args **out) {
+  if (!out) return kc__err(k ? k->rt : NULL, KC_EINVAL, "kc_args_create: out is NULL");
+  *out = NULL;
+  if (!k) return kc__err(NULL, KC_EINVAL, "kc_args_create: kernel is NULL");
+  kc_runtime *rt = k->rt;
+  if (!ctx) return kc__err(rt, KC_EINVAL, "kc_args_create: context is NULL");
+  if (ctx->rt != rt) return kc__err(rt, KC_EINVAL, "kc_args_create: the context belongs to another runtime");
+  if (!kc__load_relaxed(&ctx->alive))
+    return kc__err(rt, KC_EDESTROYED, "kc_args_create of '%s': the context has been destroyed",
+                   k->spec->name);
+  kc__ci *ci;
+  kc_status st = ci_get(rt, k->spec, caller_world(rt), &ci);
+  if (st) return st;
+  uint32_t n = ci->nparams;
+  if (nargs != n || (n && !args)) return explain_args(rt, ci, ctx, args, nargs);
+  size_t values = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!arg_fits(&args[i], ci->sig[i], ctx)) return explain_args(rt, ci, ctx, args, nargs);
+    values += value_room(ci->sig[i]);
+  }
+  size_t head = sizeof(kc_args) + n * sizeof(void *);
+  head = (head + 15) & ~(size_t)15;
+  size_t size = head + values + n * (sizeof(kc_arg) + sizeof(uint64_t));
+  kc_args *a = kc__calloc(rt, size);
+  if (!a) return kc__err(rt, KC_ENOMEM, "kc_args_create: out of memory");
+  a->values = (unsigned char *)a + head;
+  a->args = (kc_arg *)(void *)(a->values + values);
+  a->want = (uint64_t *)(void *)(a->args + n);
+  memcpy(a->want, ci->sig, n * sizeof *a->want);
+  for (uint32_t i = 0, off = 0; i < n; off += (uint32_t)value_room(a->want[i]), i++)
+    args_store(a, i, &args[i], off);
+  atomic_init(&a->l, &kc__no_linked);
+  atomic_init(&a->ci_id, ci->id);
+  atomic_init(&a->hits, 0);
+  a->ctx = ctx;
+  a->rt = rt;
+  a->k = k;
+  a->ctx_id = kc__load_relaxed(&ctx->id);
+  a->n = n;
+  kc__lock(&rt->kernels_lock);
+  a->next = k->bound;
+  if (k->bound) k->bound->prev = a;
+  k->bound = a;
+  kc__unlock(&rt->kernels_lock);
+  *out = a;
+  return KC_OK;
+}
+
+kc_status kc_args_set(kc_args *a, uint32_t index, kc_arg arg) {
+  if (!a) return kc__err(NULL, KC_EINVAL, "kc_args_set: args is NULL");
+  kc_runtime *rt = a->rt;
+  const char *name = a->k->spec->name;
+  if (index >= a->n)
+    return kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u does not exist (it takes %u)", name,
+                   index, a->n);
+  if (!kc__load_relaxed(&a->ctx->alive) || kc__load_relaxed(&a->ctx->id) != a->ctx_id)
+    return kc__err(rt, KC_EDESTROYED, "kc_args_set of '%s': the context has been destroyed", name);
+  uint64_t want = a->want[index];
+  if (!arg_fits(&arg, want, a->ctx)) {
+    if (want == KC__SIG(KC_ARG_BUFFER, 0)) {
+      if (arg.kind != KC_ARG_BUFFER || arg.size)
+        return kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u is a buffer", name, index);
+      if (!arg.ptr) return kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u: buffer is NULL", name, index);
+      return kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u: the buffer belongs to another context",
+                     name, index);
+    }
+    if (arg.kind != KC_ARG_SCALAR)
+      return kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u is a scalar", name, index);
+    if (!arg.ptr)
+      return kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u: value pointer is NULL", name, index);
+    return kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u has %u bytes; %u were given", name,
+                   index, (uint32_t)want, arg.size);
+  }
+  args_store(a, index, &arg, value_offset(a, index));
+  return KC_OK;
+}
+
+/* Unlinks a from its kernel's list; kernels_lock held. */
+static void args_free_locked(kc_runtime *rt, kc_args *a) {
+  rt->dead_kernel_hits += kc__load_relaxed(&a->hits);
+  if (a->prev) a->prev->next = a->next;
+  else a->k->bound = a->next;
+  if (a->next) a->next->prev = a->prev;
+  kc__free(rt, a);
+}
+
+void kc_args_destroy(kc_args *a) {
+  if (!a) return;
+  kc_runtime *rt = a->rt;
+  kc__lock(&rt->kernels_lock);
+  args_free_locked(rt, a);
+  kc__unlock(&rt->kernels_lock);
+}
+
+/* Everything but the fast path: checks, the code for the caller's world,
+ * its parameters against the ones the arguments were checked against, the
+ * link into the context; then remembers the linked object. */
+static KC__NOINLINE kc_status args_slow(const kc_args *ca, const kc_dim3 *grid, const kc_dim3 *block) {
+  if (!ca) return kc__err(NULL, KC_EINVAL, "kc_launch_args: args is NULL");
+  kc_args *a = (kc_args *)ca; /* its caches are atomics */
+  kc_runtime *rt = a->rt;
+  kc_context *ctx = a->ctx;
+  const char *name = a->k->spec->name;
+  if (!grid || !block) return kc__err(rt, KC_EINVAL, "kc_launch_args of '%s': grid or block is NULL", name);
+  uint64_t key = kc__load_relaxed(&ctx->link_key);
+  if (key == KC__KEY_DEAD || !kc__load_relaxed(&ctx->alive) || kc__load_relaxed(&ctx->id) != a->ctx_id)
+    return kc__err(rt, KC_EDESTROYED, "kc_launch_args of '%s': the context has been destroyed", name);
+  if (!grid->x || !grid->y || !grid->z || !block->x || !block->y || !block->z)
+    return kc__err(rt, KC_EINVAL, "kc_launch_args of '%s': grid and block dimensions must be at least 1",
+                   name);
+  kc__fetch_add_relaxed(&rt->n_slow, 1);
+  kc__ci *ci;
+  kc_status st = ci_get(rt, a->k->spec, caller_world(rt), &ci);
+  if (st) return st;
+  if (ci->nparams != a->n || memcmp(ci->sig, a->want, a->n * sizeof *a->want) != 0) {
+    explain_args(rt, ci, ctx, a->args, a->n);
+    char why[512];
+    snprintf(why, sizeof why, "%s", kc_errmsg(rt));
+    return kc__err(rt, KC_EARGS,
+                   "kc_launch_args of '%s': the kernel's parameters changed since the arguments were "
+                   "bound: %s",
+                   name, why);
+  }
+  kc__linked *l = NULL;
+  st = ctx_link(ctx, ci, &l);
+  if (st) return st;
+  kc__store_relaxed(&a->ci_id, ci->id);
+  kc__store_relaxed(&a->l, l);
+  return l->launch(l, a->argv, grid, block);
+}
+
+/* The cached path while some thread holds a pin (see launch_pinned). */
+static KC__NOINLINE kc_status args_pinned(const kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) {
+  kc__linked *l = kc__load_relaxed(&a->l);
+  if (KC__UNLIKELY(kc__load_acquire(&l->link_key) != kc__load_relaxed(&a->ctx->link_key)))
+    return args_slow(a, grid, block);
+  const kc__ci *ci = l->ci;
+  kc_world w = caller_world(a->rt);
+  if (KC__LIKELY(kc__load_relaxed(&ci->min_world) <= w && w <= kc__load_relaxed(&ci->max_world) &&
+                 ci->id == kc__load_relaxed(&a->ci_id))) {
+    kc__count_relaxed(&((kc_args *)a)->hits);
+    return l->launch(l, (void **)a->argv, grid, block);
+  }
+  return args_slow(a, grid, block);
+}
+
+/* The fast path of bound arguments: kc_launch's checks, less the
+ * arguments' (checked when bound) plus the code's identity (ci_id), then
+ * the backend's launch with the bound argv. */
+kc_status kc_launch_args(const kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) {
+  if (KC__LIKELY(a != NULL)) {
+    kc__linked *l = kc__load_relaxed(&a->l);
+    if (KC__LIKELY(kc__load_acquire(&l->link_key) == kc__load_relaxed(&a->ctx->link_key))) {
+      const kc__ci *ci = l->ci;
+      kc_world w = kc__load_acquire(&a->rt->fast_world); /* as in kc_launch */
+      if (KC__LIKELY(w < kc__load_relaxed(&ci->max_world) && ci->id == kc__load_relaxed(&a->ci_id))) {
+        kc__count_relaxed(&((kc_args *)a)->hits);
+        return l->launch(l, (void **)a->argv, grid, block);
+      }
+      return args_pinned(a, grid, block);
+    }
+  }
+  return args_slow(a, grid, block);
+}
+
 /* ---------------------------------------------------------------- buffers */
 
 kc_status kc_buffer_create(kc_context *ctx, size_t size, kc_buffer **out) {
@@ -1192,7 +1404,10 @@ void kc_stats_get(kc_runtime *rt, kc_stats *out) {
   kc__store_stats(rt, out);
   kc__lock(&rt->kernels_lock);
   out->fast_hits = rt->dead_kernel_hits;
-  for (kc_kernel *k = rt->kernels; k; k = k->next) out->fast_hits += kc__load_relaxed(&k->fast_hits);
+  for (kc_kernel *k = rt->kernels; k; k = k->next) {
+    out->fast_hits += kc__load_relaxed(&k->fast_hits);
+    for (const kc_args *a = k->bound; a; a = a->next) out->fast_hits += kc__load_relaxed(&a->hits);
+  }
   kc__unlock(&rt->kernels_lock);
 }
 

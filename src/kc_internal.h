@@ -320,6 +320,32 @@ struct kc_kernel {
   _Atomic uint64_t fast_hits;
   kc__spec *spec;
   kc_kernel *prev, *next; /* runtime's list, guarded by kernels_lock */
+  kc_args *bound;         /* its bound arguments, guarded by kernels_lock */
+};
+
+/* Bound arguments (kc_args_create). */
+struct kc_args {
+  /* What the launch fast path reads, first. l: the linked object a launch
+   * used last (kc__no_linked at first); it serves the next launch if it is
+   * still linked in this generation of the context, its code is valid in
+   * the caller's world, and that code is one whose parameters were checked
+   * against `want`: ci_id is such a code instance's id (ids are never
+   * reused). Written by any launching thread, one word at a time: a reader
+   * that sees l of one write and ci_id of another finds them disagree and
+   * takes the slow path. */
+  _Atomic(kc__linked *) l;
+  kc_context *ctx;
+  kc_runtime *rt;
+  _Atomic uint64_t ci_id;
+  _Atomic uint64_t hits; /* fast-path launches (statistics, like kc_kernel's) */
+  kc_kernel *k;
+  uint64_t ctx_id; /* the context bound: its struct may be reused by another */
+  uint32_t n;
+  uint64_t *want;  /* n: the KC__SIG each argument was checked against */
+  kc_arg *args;    /* n: scalars point into values */
+  unsigned char *values;
+  kc_args *prev, *next; /* k->bound, guarded by rt->kernels_lock */
+  void *argv[];         /* n: what a backend's launch takes */
 };
 
 /* ------------------------------------------------------------ backends */

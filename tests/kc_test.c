@@ -168,6 +168,15 @@ kc_status kct_run(kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, float
   return kc_buffer_read(b, 0, out, n * sizeof *out);
 }
 
+kc_status kct_run_args(const kc_args *a, kc_context *ctx, kc_buffer *b, uint32_t n, float *out) {
+  kc_dim3 grid = {n, 1, 1}, block = {1, 1, 1};
+  kc_status st = kc_launch_args(a, &grid, &block);
+  if (st) return st;
+  st = kc_context_finish(ctx);
+  if (st || !out) return st;
+  return kc_buffer_read(b, 0, out, n * sizeof *out);
+}
+
 float kct_run_ok(kc_runtime *rt, kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, float *out) {
   float one;
   if (!out) {

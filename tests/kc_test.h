@@ -100,6 +100,8 @@ kc_stats kct_stats(kc_runtime *rt);
  * first failing status; never fails the test itself, so it can be used from
  * worker threads. */
 kc_status kct_run(kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, float *out);
+/* The same with bound arguments (kc_launch_args), whose buffer is b. */
+kc_status kct_run_args(const kc_args *a, kc_context *ctx, kc_buffer *b, uint32_t n, float *out);
 /* kct_run that must succeed; returns out[0]. */
 float kct_run_ok(kc_runtime *rt, kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, float *out);
 

@@ -356,6 +356,131 @@ static void test_pins_nest(void **state) {
   kct_destroy(rt);
 }
 
+/* ------------------------------------------------------- bound arguments */
+
+/* kb(y, a, n): y[i] = a * h(i) + n */
+static const char SRC_KB[] =
+    "KC_KERNEL void kb(KC_GLOBAL float *y, float a, int n) {\n"
+    "  size_t i = kc_global_id(0);\n"
+    "  y[i] = a * h((float)i) + (float)n;\n"
+    "}\n";
+/* the same name and parameters, another body */
+static const char SRC_KB2[] =
+    "KC_KERNEL void kb(KC_GLOBAL float *y, float a, int n) {\n"
+    "  size_t i = kc_global_id(0);\n"
+    "  y[i] = a * h((float)i) - (float)n;\n"
+    "}\n";
+/* one parameter more */
+static const char SRC_KB3[] =
+    "KC_KERNEL void kb(KC_GLOBAL float *y, float a, int n, int m) {\n"
+    "  size_t i = kc_global_id(0);\n"
+    "  y[i] = a * h((float)i) + (float)(n * m);\n"
+    "}\n";
+
+static void expect_run_args(fixture *f, const kc_args *a, float scale, float add) {
+  memset(f->out, 0, sizeof f->out);
+  KCT_OK(f->rt, kct_run_args(a, f->ctx, f->buf, N, f->out));
+  expect_linear(f->out, N, scale, add);
+}
+
+static void test_bound_arguments(void **state) {
+  (void)state;
+  fixture f;
+  fx_open(&f);
+  kct_define(f.rt, "h", SRC_H1);
+  kct_define(f.rt, "kb", SRC_KB);
+  kc_kernel *k = kct_kernel(f.rt, "kb", NULL);
+  float a = 2.0f;
+  int n = 5;
+  kc_arg args[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(a), KC_ARG_VAL(n)};
+  kc_args *bound = NULL;
+  KCT_OK(f.rt, kc_args_create(k, f.ctx, args, 3, &bound));
+  assert_non_null(bound);
+  assert_int_equal(kct_stats(f.rt).compiles, 1); /* binding compiled it, to check the arguments */
+  a = 100.0f, n = 100; /* scalars were copied when bound */
+  expect_run_args(&f, bound, 2, 2 + 5); /* 2 * (i + 1) + 5 */
+
+  /* the cached path: no lookups, no compiles, no links */
+  kc_stats s0 = kct_stats(f.rt);
+  for (int i = 0; i < 3; i++) expect_run_args(&f, bound, 2, 7);
+  kc_stats s1 = kct_stats(f.rt);
+  assert_int_equal(s1.fast_hits, s0.fast_hits + 3);
+  assert_int_equal(s1.slow_lookups, s0.slow_lookups);
+  assert_int_equal(s1.compiles, s0.compiles);
+  assert_int_equal(s1.links, s0.links);
+
+  /* kc_launch of the same handle shares the code and the link */
+  float one = 1.0f;
+  int zero = 0;
+  kc_arg args1[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(one), KC_ARG_VAL(zero)};
+  kc_dim3 g = {N, 1, 1}, b = {1, 1, 1};
+  KCT_OK(f.rt, kc_launch(k, f.ctx, &g, &b, args1, 3));
+  KCT_OK(f.rt, kc_context_finish(f.ctx));
+  KCT_OK(f.rt, kc_buffer_read(f.buf, 0, f.out, sizeof f.out));
+  expect_linear(f.out, N, 1, 1);
+  assert_int_equal(kct_stats(f.rt).links, s0.links);
+
+  /* kc_args_set replaces one argument */
+  float a2 = 3.0f;
+  KCT_OK(f.rt, kc_args_set(bound, 1, KC_ARG_VAL(a2)));
+  expect_run_args(&f, bound, 3, 3 + 5);
+  kc_buffer *other = kct_buffer(f.rt, f.ctx, N);
+  KCT_OK(f.rt, kc_args_set(bound, 0, KC_ARG_BUF(other)));
+  KCT_OK(f.rt, kc_launch_args(bound, &g, &b));
+  KCT_OK(f.rt, kc_context_finish(f.ctx));
+  float out2[N];
+  KCT_OK(f.rt, kc_buffer_read(other, 0, out2, sizeof out2));
+  expect_linear(out2, N, 3, 8);
+  KCT_OK(f.rt, kc_args_set(bound, 0, KC_ARG_BUF(f.buf)));
+
+  /* a callee redefined: the new code has the same parameters, the bound
+   * arguments serve it */
+  kct_define(f.rt, "h", SRC_H2);
+  expect_run_args(&f, bound, 3, 6 + 5); /* 3 * (i + 2) + 5 */
+  /* the kernel redefined with the same parameters: likewise */
+  kct_define(f.rt, "kb", SRC_KB2);
+  expect_run_args(&f, bound, 3, 6 - 5);
+  assert_int_equal(kct_stats(f.rt).compiles, 3);
+
+  /* pinned: the old world's code, with the same bound arguments */
+  kc_world pinned;
+  KCT_OK(f.rt, kc_pin(f.rt, &pinned));
+  kct_define(f.rt, "h", SRC_H1);
+  expect_run_args(&f, bound, 3, 1); /* still h2 and kb2 */
+  KCT_OK(f.rt, kc_unpin(f.rt));
+  expect_run_args(&f, bound, 3, 3 - 5);
+
+  /* parameters changed: the launch fails and says which argument is missing */
+  kct_define(f.rt, "kb", SRC_KB3);
+  KCT_STATUS(f.rt, KC_EARGS, kc_launch_args(bound, &g, &b));
+  KCT_CONTAINS(kc_errmsg(f.rt), "changed since the arguments were bound");
+  KCT_CONTAINS(kc_errmsg(f.rt), "takes 4 arguments, 3 given");
+  /* and back: the same parameters as bound */
+  kct_define(f.rt, "kb", SRC_KB);
+  expect_run_args(&f, bound, 3, 3 + 5);
+
+  /* a reset context relinks without compiling */
+  kc_stats s2 = kct_stats(f.rt);
+  KCT_OK(f.rt, kc_context_reset(f.ctx));
+  expect_run_args(&f, bound, 3, 8);
+  kc_stats s3 = kct_stats(f.rt);
+  assert_int_equal(s3.compiles, s2.compiles);
+  assert_int_equal(s3.links, s2.links + 1);
+
+  /* two bindings of one kernel; destroying the kernel destroys its
+   * bindings (the leak check of the ASan build sees the rest) */
+  kc_args *second = NULL;
+  kc_arg args2[] = {KC_ARG_BUF(other), KC_ARG_VAL(one), KC_ARG_VAL(zero)};
+  KCT_OK(f.rt, kc_args_create(k, f.ctx, args2, 3, &second));
+  KCT_OK(f.rt, kct_run_args(second, f.ctx, other, N, out2));
+  expect_linear(out2, N, 1, 1);
+  expect_run_args(&f, bound, 3, 8);
+  kc_args_destroy(second);
+  kc_args_destroy(NULL);
+  kc_kernel_destroy(k);
+  fx_close(&f);
+}
+
 /* ---------------------------------------------------------- scenario 7 */
 
 static const char SRC_KS[] =
@@ -686,6 +811,22 @@ static void test_cached_launch_allocates_nothing(void **state) {
   assert_int_equal(s1.fast_hits, s0.fast_hits + 1000);
   assert_int_equal(s1.slow_lookups, s0.slow_lookups);
 
+  /* the same with bound arguments */
+  kc_args *bound = NULL;
+  KCT_OK(rt, kc_args_create(k, ctx, args, 1, &bound));
+  KCT_OK(rt, kct_run_args(bound, ctx, buf, N, out));
+  a0 = atomic_load(&cnt.allocs), r0 = atomic_load(&cnt.reallocs), f0 = atomic_load(&cnt.frees);
+  for (int i = 0; i < 1000; i++) {
+    kc_status st = kc_launch_args(bound, &grid, &block);
+    if (st) fail_msg("bound launch %d: %s: %s", i, kc_status_name(st), kc_errmsg(rt));
+  }
+  assert_int_equal(atomic_load(&cnt.allocs), a0);
+  assert_int_equal(atomic_load(&cnt.reallocs), r0);
+  assert_int_equal(atomic_load(&cnt.frees), f0);
+  kc_stats s2 = kct_stats(rt);
+  assert_int_equal(s2.fast_hits, s1.fast_hits + 1000);
+  assert_int_equal(s2.slow_lookups, s1.slow_lookups + 1); /* its first launch */
+
   /* everything kcache took from the hook goes back at destroy */
   kct_destroy(rt);
   assert_int_equal(atomic_load(&cnt.frees), atomic_load(&cnt.allocs));
@@ -733,6 +874,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_identical_redefinition_is_a_no_op),
       KCT_TEST(test_kernel_source_in_dependency_order),
       KCT_TEST(test_cached_launch_allocates_nothing),
+      KCT_TEST(test_bound_arguments),
   };
   return KCT_RUN(tests);
 }

@@ -774,6 +774,94 @@ static void test_launch_on_destroyed_context(void **state) {
   kct_destroy(rt);
 }
 
+/* Bound arguments: every check kc_launch makes, made when binding (and
+ * when replacing one), and the launch's own checks on both its paths. */
+static void test_bound_argument_errors(void **state) {
+  (void)state;
+  fixture f;
+  fx_open(&f);
+  kc_runtime *rt = f.rt;
+  kct_define(rt, "ka", SRC_KA);
+  kc_kernel *k = kct_kernel(rt, "ka", NULL);
+  kc_context *other = kct_context(rt);
+  kc_buffer *foreign = kct_buffer(rt, other, N);
+  kc_dim3 g = {N, 1, 1}, b = {1, 1, 1}, zero = {1, 0, 1};
+  float a = 2.5f;
+  double ad = 2.5;
+  int n = N;
+  kc_arg ok[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(a), KC_ARG_VAL(n)};
+  kc_args *bound = (kc_args *)&bound;
+
+  /* binding */
+  KCT_STATUS(rt, KC_EINVAL, kc_args_create(k, f.ctx, ok, 3, NULL));
+  KCT_STATUS(NULL, KC_EINVAL, kc_args_create(NULL, f.ctx, ok, 3, &bound));
+  assert_null(bound);
+  KCT_STATUS(rt, KC_EINVAL, kc_args_create(k, NULL, ok, 3, &bound));
+  kc_arg one[] = {KC_ARG_BUF(f.buf)};
+  KCT_STATUS(rt, KC_EARGS, kc_args_create(k, f.ctx, one, 1, &bound));
+  KCT_CONTAINS(kc_errmsg(rt), "takes 3 arguments, 1 given");
+  KCT_STATUS(rt, KC_EINVAL, kc_args_create(k, f.ctx, NULL, 3, &bound));
+  kc_arg dbl[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(ad), KC_ARG_VAL(n)};
+  KCT_STATUS(rt, KC_EARGS, kc_args_create(k, f.ctx, dbl, 3, &bound));
+  KCT_CONTAINS(kc_errmsg(rt), "8");
+  kc_arg null_val[] = {KC_ARG_BUF(f.buf), {NULL, sizeof a, KC_ARG_SCALAR}, KC_ARG_VAL(n)};
+  KCT_STATUS(rt, KC_EARGS, kc_args_create(k, f.ctx, null_val, 3, &bound));
+  kc_arg wrong_ctx[] = {KC_ARG_BUF(foreign), KC_ARG_VAL(a), KC_ARG_VAL(n)};
+  KCT_STATUS(rt, KC_EARGS, kc_args_create(k, f.ctx, wrong_ctx, 3, &bound));
+  KCT_CONTAINS(kc_errmsg(rt), "another context");
+  assert_null(bound);
+  kc_runtime *rt2 = kct_runtime(NULL);
+  kc_context *ctx2 = kct_context(rt2);
+  KCT_STATUS(rt, KC_EINVAL, kc_args_create(k, ctx2, ok, 3, &bound));
+  kct_destroy(rt2);
+  kc_kernel *undefined = kct_kernel(rt, "nowhere", NULL);
+  KCT_STATUS(rt, KC_ENOTFOUND, kc_args_create(undefined, f.ctx, NULL, 0, &bound));
+  KCT_CONTAINS(kc_errmsg(rt), "nowhere");
+
+  KCT_OK(rt, kc_args_create(k, f.ctx, ok, 3, &bound));
+  for (int pass = 0; pass < 2; pass++) { /* 0: slow path (nothing cached), 1: fast path */
+    if (pass == 0) KCT_OK(rt, kc_context_reset(f.ctx));
+    else KCT_OK(rt, kc_launch_args(bound, &g, &b));
+    KCT_STATUS(rt, KC_EINVAL, kc_launch_args(bound, NULL, &b));
+    KCT_CONTAINS(kc_errmsg(rt), "NULL");
+    if (pass == 0) KCT_OK(rt, kc_context_reset(f.ctx));
+    KCT_STATUS(rt, KC_EINVAL, kc_launch_args(bound, &g, NULL));
+    if (pass == 0) KCT_OK(rt, kc_context_reset(f.ctx));
+    KCT_STATUS(rt, KC_EINVAL, kc_launch_args(bound, &zero, &b));
+    KCT_CONTAINS(kc_errmsg(rt), "at least 1");
+    if (pass == 0) KCT_OK(rt, kc_context_reset(f.ctx));
+    KCT_STATUS(rt, KC_EINVAL, kc_launch_args(bound, &g, &zero));
+  }
+  KCT_STATUS(NULL, KC_EINVAL, kc_launch_args(NULL, &g, &b));
+
+  /* replacing one argument: checked, and a failure changes nothing */
+  KCT_STATUS(NULL, KC_EINVAL, kc_args_set(NULL, 0, KC_ARG_BUF(f.buf)));
+  KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 3, KC_ARG_VAL(n)));
+  KCT_CONTAINS(kc_errmsg(rt), "does not exist");
+  KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 0, KC_ARG_VAL(a)));
+  KCT_CONTAINS(kc_errmsg(rt), "buffer");
+  KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 0, KC_ARG_BUF(NULL)));
+  KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 0, KC_ARG_BUF(foreign)));
+  KCT_CONTAINS(kc_errmsg(rt), "another context");
+  KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 1, KC_ARG_BUF(f.buf)));
+  KCT_CONTAINS(kc_errmsg(rt), "scalar");
+  KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 1, KC_ARG_VAL(ad)));
+  KCT_CONTAINS(kc_errmsg(rt), "8");
+  KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 2, ((kc_arg){NULL, sizeof n, KC_ARG_SCALAR})));
+  KCT_OK(rt, kct_run_args(bound, f.ctx, f.buf, N, f.out));
+  expect_linear(f.out, N, 0, 2.5f); /* the arguments as bound */
+
+  /* the context destroyed, and another one created in its place */
+  kc_context_destroy(f.ctx);
+  KCT_STATUS(rt, KC_EDESTROYED, kc_launch_args(bound, &g, &b));
+  KCT_CONTAINS(kc_errmsg(rt), "destroyed");
+  kc_context *again = kct_context(rt); /* may reuse the destroyed one's memory */
+  KCT_STATUS(rt, KC_EDESTROYED, kc_launch_args(bound, &g, &b)); /* not the new context */
+  kc_buffer *fresh = kct_buffer(rt, again, N);
+  KCT_STATUS(rt, KC_EDESTROYED, kc_args_set(bound, 0, KC_ARG_BUF(fresh)));
+  kct_destroy(rt); /* frees the bound arguments with their kernel */
+}
+
 /* A context of another runtime is not a context of this one. */
 static void test_context_of_another_runtime(void **state) {
   (void)state;
@@ -812,6 +900,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_undefined_kernel),
       KCT_TEST(test_launch_on_destroyed_context),
       KCT_TEST(test_context_of_another_runtime),
+      KCT_TEST(test_bound_argument_errors),
   };
   return KCT_RUN(tests);
 }

@@ -241,7 +241,8 @@ static void test_single_flight_own_handles_and_contexts(void **state) {
  *   ha(x) = x + 1000*j, then hb(x) = x + 1000*j + 500
  * so the worlds are (ha, hb) = (0,0), (1,0), (1,1), (2,1), ... Every launch
  * must show one of them in all its elements, and a thread's launches never
- * go back in time. */
+ * go back in time. Half the launching threads use kc_launch, the other half
+ * bound arguments (kc_launch_args). */
 
 #define RACE_LAUNCHERS 4
 #define RACE_ROUNDS 10
@@ -315,12 +316,18 @@ static void *race_launcher(void *arg) {
   float y[RACE_N];
   int last_ha = 0, last_hb = 0;
   struct timespec nap = {0, 50000}; /* leave the CPUs to the compiler now and then */
+  /* odd threads launch with bound arguments, even ones with kc_launch */
+  kc_args *bound = NULL;
+  kc_arg barg = KC_ARG_BUF(rc->buf[me]);
+  if (me % 2 && kc_args_create(rc->k, rc->ctx, &barg, 1, &bound))
+    report_fail(r, "kc_args_create: %s", kc_errmsg(rc->rt));
   pthread_barrier_wait(&rc->bar);
   double t0 = now_s();
-  for (int n = 0;; n++) {
+  for (int n = 0; !r->failed; n++) {
     int finished = atomic_load(&rc->done); /* then this launch sees the last world */
     memset(y, 0xff, sizeof y);            /* NaN: a launch that wrote nothing shows */
-    kc_status st = kct_run(rc->k, rc->ctx, rc->buf[me], RACE_N, y);
+    kc_status st = bound ? kct_run_args(bound, rc->ctx, rc->buf[me], RACE_N, y)
+                         : kct_run(rc->k, rc->ctx, rc->buf[me], RACE_N, y);
     rc->launches[me]++;
     if (st) {
       report_fail(r, "launch %d: %s: %s", n, kc_status_name(st), kc_errmsg(rc->rt));
@@ -350,6 +357,7 @@ static void *race_launcher(void *arg) {
     }
     nanosleep(&nap, NULL);
   }
+  kc_args_destroy(bound);
   return NULL;
 }
 

@@ -115,6 +115,7 @@ typedef struct env {
   kc_context *ctx;
   kc_buffer *buf;
   kc_kernel *k;
+  kc_args *bound; /* e->buf bound for e->k */
   bool pinned;
   /* the first failure */
   kc_status st;
@@ -193,6 +194,19 @@ static kc_status launch_check(env *e, int a, int b, const char *what) {
   return KC_OK;
 }
 
+/* The same with bound arguments (kc_launch_args). */
+static kc_status launch_check_bound(env *e, int a, int b, const char *what) {
+  int32_t out[N];
+  kc_dim3 grid = {N, 1, 1}, block = {1, 1, 1};
+  STEP(e, kc_launch_args(e->bound, &grid, &block));
+  STEP(e, kc_context_finish(e->ctx));
+  STEP(e, kc_buffer_read(e->buf, 0, out, sizeof out));
+  for (int i = 0; i < N; i++)
+    if (out[i] != a * i + b)
+      return wrong(e, "%s: element %d is %d, expected %d", what, i, out[i], a * i + b);
+  return KC_OK;
+}
+
 static kc_status sc_define(env *e) {
   STEP(e, ensure_runtime(e));
   kc_runtime *rt = e->rt;
@@ -260,6 +274,38 @@ static kc_status sc_launch(env *e) {
   return KC_OK;
 }
 
+/* Bound arguments: binding (which compiles), launches, a redefinition with
+ * the same parameters, a pinned world, a context reset. */
+static kc_status sc_bound(env *e) {
+  STEP(e, ensure_runtime(e));
+  kc_runtime *rt = e->rt;
+  kc_status st = ensure_context(e);
+  if (st) return st;
+  CHANGE(e, kc_define(rt, "h", SRC_H1, NULL));
+  CHANGE(e, kc_define(rt, "k", SRC_K, NULL));
+  if (!e->k) STEP(e, kc_kernel_create(rt, "k", NULL, &e->k));
+  if (!e->bound) {
+    kc_arg arg = KC_ARG_BUF(e->buf);
+    kc_args *bound = (kc_args *)&bound;
+    st = kc_args_create(e->k, e->ctx, &arg, 1, &bound);
+    if (st && bound) return wrong(e, "kc_args_create failed (%s) but set *out", kc_status_name(st));
+    if (st) return failed(e, st, "kc_args_create(e->k, e->ctx, &arg, 1, &bound)");
+    e->bound = bound;
+  }
+  if ((st = launch_check_bound(e, 3, 1, "first bound launch"))) return st;
+  if ((st = launch_check_bound(e, 3, 1, "cached bound launch"))) return st;
+  STEP(e, kc_pin(rt, NULL));
+  e->pinned = true;
+  CHANGE(e, kc_define(rt, "h", SRC_H2, NULL));
+  if ((st = launch_check_bound(e, 3, 1, "pinned bound launch after a redefinition"))) return st;
+  STEP(e, kc_unpin(rt));
+  e->pinned = false;
+  if ((st = launch_check_bound(e, 5, 2, "bound launch in the new world"))) return st;
+  STEP(e, kc_context_reset(e->ctx));
+  if ((st = launch_check_bound(e, 5, 2, "bound launch after a context reset"))) return st;
+  return KC_OK;
+}
+
 /* Disk write: a miss compiles and writes the entry. */
 static kc_status sc_disk(env *e) {
   STEP(e, ensure_runtime(e));
@@ -299,6 +345,7 @@ static const scenario scenarios[] = {
     {"define", sc_define, false, NULL},
     {"compile", sc_compile, false, NULL},
     {"link+launch", sc_launch, false, NULL},
+    {"bound arguments", sc_bound, false, NULL},
     {"disk write", sc_disk, true, NULL},
     {"disk read", sc_disk, true, fill_store},
 };
