@@ -4,7 +4,8 @@
  * context) with the same arguments, 0, 1 and 8 of them, in the same run:
  * median host time per launch, without synchronizing each launch (batches of
  * launches, synchronized between batches outside the timing), and with a
- * synchronization after every launch. Then the first compile against the
+ * synchronization after every launch; also kc_launch_args with the same
+ * arguments bound once. Then the first compile against the
  * relink after a context reset (which must not call NVRTC).
  *
  * Usage: kc_bench_cuda [--json]      exit 77 when CUDA is unavailable
@@ -48,10 +49,11 @@ typedef struct {
   const char *name, *src;
   int nargs;
   kc_kernel *k;
+  kc_args *bound; /* the same arguments, bound once (kc_launch_args) */
   CUfunction raw;
   kc_arg args[8];
   void *params[8];
-  double kc_ns, raw_ns, kc_sync_ns, raw_sync_ns;
+  double kc_ns, raw_ns, bound_ns, kc_sync_ns, raw_sync_ns;
 } bk;
 
 static bk kernels[] = {
@@ -68,6 +70,9 @@ static const kc_dim3 one = {1, 1, 1};
 
 static void launch_kc(bk *b) {
   if (kc_launch(b->k, ctx, &one, &one, b->args, (uint32_t)b->nargs)) die("kc_launch", 1);
+}
+static void launch_bound(bk *b) {
+  if (kc_launch_args(b->bound, &one, &one)) die("kc_launch_args", 1);
 }
 static void launch_raw(bk *b) {
   CUresult r = p_cuLaunchKernel(b->raw, 1, 1, 1, 1, 1, 1, 0, NULL, b->params, NULL);
@@ -122,14 +127,17 @@ int main(int argc, char **argv) {
     CUmodule m;
     CHECK(p_cuModuleLoadData(&m, ci.artifact));
     CHECK(p_cuModuleGetFunction(&b->raw, m, b->name));
+    CHECK(kc_args_create(b->k, ctx, b->args, (uint32_t)b->nargs, &b->bound));
+    launch_bound(b);
+    CHECK(p_cuCtxSynchronize());
   }
 
   enum { BATCH = 256, ROUNDS = 101, SYNC_REPS = 2001 };
-  static double tk[ROUNDS], tr[ROUNDS], sk[SYNC_REPS], sr[SYNC_REPS];
+  static double tk[ROUNDS], tb[ROUNDS], tr[ROUNDS], sk[SYNC_REPS], sr[SYNC_REPS];
   for (int i = 0; i < NK; i++) {
     bk *b = &kernels[i];
     for (int w = 0; w < 10; w++) {
-      for (int j = 0; j < BATCH; j++) launch_kc(b), launch_raw(b);
+      for (int j = 0; j < BATCH; j++) launch_kc(b), launch_bound(b), launch_raw(b);
       CHECK(p_cuCtxSynchronize());
     }
     for (int r = 0; r < ROUNDS; r++) { /* interleaved rounds: drift hits both */
@@ -141,11 +149,17 @@ int main(int argc, char **argv) {
       for (int j = 0; j < BATCH; j++) launch_raw(b);
       double t3 = now_ns();
       CHECK(p_cuCtxSynchronize());
+      double t4 = now_ns();
+      for (int j = 0; j < BATCH; j++) launch_bound(b);
+      double t5 = now_ns();
+      CHECK(p_cuCtxSynchronize());
       tk[r] = (t1 - t0) / BATCH;
       tr[r] = (t3 - t2) / BATCH;
+      tb[r] = (t5 - t4) / BATCH;
     }
     b->kc_ns = median(tk, ROUNDS);
     b->raw_ns = median(tr, ROUNDS);
+    b->bound_ns = median(tb, ROUNDS);
     for (int r = 0; r < SYNC_REPS; r++) {
       double t0 = now_ns();
       launch_kc(b);
@@ -176,10 +190,11 @@ int main(int argc, char **argv) {
   if (json) {
     printf("{\"backend\":\"cuda\",\"device\":\"%s\",\"launch\":[", kc_device_name(rt, 0));
     for (int i = 0; i < NK; i++)
-      printf("%s{\"args\":%d,\"kc_ns\":%.1f,\"raw_ns\":%.1f,\"ratio\":%.3f,\"kc_sync_ns\":%.1f,"
-             "\"raw_sync_ns\":%.1f,\"sync_ratio\":%.3f}",
+      printf("%s{\"args\":%d,\"kc_ns\":%.1f,\"raw_ns\":%.1f,\"ratio\":%.3f,\"bound_ns\":%.1f,"
+             "\"bound_ratio\":%.3f,\"kc_sync_ns\":%.1f,\"raw_sync_ns\":%.1f,\"sync_ratio\":%.3f}",
              i ? "," : "", kernels[i].nargs, kernels[i].kc_ns, kernels[i].raw_ns,
-             kernels[i].kc_ns / kernels[i].raw_ns, kernels[i].kc_sync_ns, kernels[i].raw_sync_ns,
+             kernels[i].kc_ns / kernels[i].raw_ns, kernels[i].bound_ns,
+             kernels[i].bound_ns / kernels[i].raw_ns, kernels[i].kc_sync_ns, kernels[i].raw_sync_ns,
              kernels[i].kc_sync_ns / kernels[i].raw_sync_ns);
     printf("],\"first_compile_ms\":%.2f,\"relink_ms\":%.3f,\"relink_speedup\":%.1f,"
            "\"compiles_during_relink\":%llu}\n",
@@ -188,13 +203,15 @@ int main(int argc, char **argv) {
   } else {
     printf("kcache %s CUDA benchmark on %s (medians of the same run)\n\n", kc_version(),
            kc_device_name(rt, 0));
-    printf("%-26s %10s %10s %7s | %12s %12s %7s\n", "cached launch", "kc ns", "raw ns", "ratio",
-           "kc+sync ns", "raw+sync ns", "ratio");
+    printf("%-26s %10s %10s %7s %10s %7s | %12s %12s %7s\n", "cached launch", "kc ns", "raw ns",
+           "ratio", "bound ns", "ratio", "kc+sync ns", "raw+sync ns", "ratio");
     for (int i = 0; i < NK; i++)
-      printf("  %d argument%-14s %10.1f %10.1f %7.3f | %12.1f %12.1f %7.3f\n", kernels[i].nargs,
-             kernels[i].nargs == 1 ? "" : "s", kernels[i].kc_ns, kernels[i].raw_ns,
-             kernels[i].kc_ns / kernels[i].raw_ns, kernels[i].kc_sync_ns, kernels[i].raw_sync_ns,
+      printf("  %d argument%-14s %10.1f %10.1f %7.3f %10.1f %7.3f | %12.1f %12.1f %7.3f\n",
+             kernels[i].nargs, kernels[i].nargs == 1 ? "" : "s", kernels[i].kc_ns, kernels[i].raw_ns,
+             kernels[i].kc_ns / kernels[i].raw_ns, kernels[i].bound_ns,
+             kernels[i].bound_ns / kernels[i].raw_ns, kernels[i].kc_sync_ns, kernels[i].raw_sync_ns,
              kernels[i].kc_sync_ns / kernels[i].raw_sync_ns);
+    printf("(kc: kc_launch, arguments checked at each launch; bound: kc_launch_args)\n");
     printf("\nfirst compile + link + launch  %9.2f ms\n", first_compile_ms);
     printf("relink after context reset     %9.3f ms  (%.0fx faster; NVRTC calls: %llu)\n", relink_ms,
            first_compile_ms / relink_ms, compiles_after_relink - compiles_before_relink);
