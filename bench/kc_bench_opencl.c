@@ -68,8 +68,9 @@ typedef struct {
   const char *name, *src;
   int nargs;
   kc_kernel *k;
+  kc_args *bound; /* the same arguments bound once (kc_launch_args) */
   cl_kernel raw;
-  double kc_ns, raw_ns;
+  double kc_ns, raw_ns, bound_ns;
 } bk;
 
 static bk kernels[] = {
@@ -93,6 +94,11 @@ static const size_t gsz[1] = {1}, lsz[1] = {1};
 static void launch_kc(bk *b) {
   kc_status st = kc_launch(b->k, ctx, &one, &one, kargs, (uint32_t)b->nargs);
   if (st) die("kc_launch", st);
+}
+
+static void launch_bound(bk *b) {
+  kc_status st = kc_launch_args(b->bound, &one, &one);
+  if (st) die("kc_launch_args", st);
 }
 
 /* What an application does without kcache: set every argument, enqueue. */
@@ -170,31 +176,34 @@ int main(int argc, char **argv) {
     CHECK(p_clBuildProgram(p, 1, &dev, "", NULL, NULL));
     b->raw = p_clCreateKernel(p, b->name, &err);
     CHECK(err);
+    CHECK(kc_args_create(b->k, ctx, kargs, (uint32_t)b->nargs, &b->bound));
   }
 
   enum { BATCH = 200, ROUNDS = 301 };
-  static double tk[ROUNDS], tr[ROUNDS];
+  static double t[3][ROUNDS]; /* kc_launch, raw, kc_launch_args */
+  void (*const side_fn[3])(bk *) = {launch_kc, launch_raw, launch_bound};
   for (int i = 0; i < NK; i++) {
     bk *b = &kernels[i];
     for (int w = 0; w < 5; w++) { /* warm: PoCL makes machine code at first launch */
-      for (int j = 0; j < BATCH; j++) launch_kc(b), launch_raw(b);
+      for (int j = 0; j < BATCH; j++) launch_kc(b), launch_raw(b), launch_bound(b);
       CHECK(kc_context_finish(ctx));
       CHECK(p_clFinish(raw_q));
     }
     for (int r = 0; r < ROUNDS; r++) {
-      /* alternate which side goes first, so that an order effect (PoCL's
-       * workers still winding down, caches) falls on both alike */
-      for (int side = 0; side < 2; side++) {
-        bool kc_side = (side == 0) == (r % 2 == 0);
+      /* rotate which side goes first, so that an order effect (PoCL's
+       * workers still winding down, caches) falls on all alike */
+      for (int k = 0; k < 3; k++) {
+        int side = (r + k) % 3;
         double t0 = now_ns();
-        for (int j = 0; j < BATCH; j++) kc_side ? launch_kc(b) : launch_raw(b);
+        for (int j = 0; j < BATCH; j++) side_fn[side](b);
         double t1 = now_ns();
-        CHECK(kc_side ? kc_context_finish(ctx) : (kc_status)p_clFinish(raw_q));
-        (kc_side ? tk : tr)[r] = (t1 - t0) / BATCH;
+        CHECK(side == 1 ? (kc_status)p_clFinish(raw_q) : kc_context_finish(ctx));
+        t[side][r] = (t1 - t0) / BATCH;
       }
     }
-    b->kc_ns = median(tk, ROUNDS);
-    b->raw_ns = median(tr, ROUNDS);
+    b->kc_ns = median(t[0], ROUNDS);
+    b->raw_ns = median(t[1], ROUNDS);
+    b->bound_ns = median(t[2], ROUNDS);
   }
 
   /* relink from the stored binary after a reset, against the first build */
@@ -215,8 +224,10 @@ int main(int argc, char **argv) {
   if (json) {
     printf("{\"backend\":\"opencl\",\"device\":\"%s\",\"launch\":[", kc_device_name(rt, 0));
     for (int i = 0; i < NK; i++)
-      printf("%s{\"args\":%d,\"kc_ns\":%.1f,\"raw_ns\":%.1f,\"ratio\":%.3f}", i ? "," : "",
-             kernels[i].nargs, kernels[i].kc_ns, kernels[i].raw_ns, kernels[i].kc_ns / kernels[i].raw_ns);
+      printf("%s{\"args\":%d,\"kc_ns\":%.1f,\"raw_ns\":%.1f,\"ratio\":%.3f,\"bound_ns\":%.1f,"
+             "\"bound_ratio\":%.3f}",
+             i ? "," : "", kernels[i].nargs, kernels[i].kc_ns, kernels[i].raw_ns,
+             kernels[i].kc_ns / kernels[i].raw_ns, kernels[i].bound_ns, kernels[i].bound_ns / kernels[i].raw_ns);
     printf("],\"first_build_ms\":%.2f,\"relink_ms\":%.3f,\"relink_speedup\":%.1f,"
            "\"compiles_during_relinks\":%llu}\n",
            first_build_ms, relink_ms, first_build_ms / relink_ms,
@@ -224,10 +235,13 @@ int main(int argc, char **argv) {
   } else {
     printf("kcache %s OpenCL benchmark on %s (medians of the same run)\n\n", kc_version(),
            kc_device_name(rt, 0));
-    printf("%-30s %10s %10s %8s\n", "cached launch (enqueue, no wait)", "kc ns", "raw ns", "ratio");
+    printf("%-30s %10s %10s %8s %10s %8s\n", "cached launch (enqueue, no wait)", "kc ns", "raw ns", "ratio",
+           "bound ns", "ratio");
     for (int i = 0; i < NK; i++)
-      printf("  %d argument%-19s %10.1f %10.1f %8.3f\n", kernels[i].nargs, kernels[i].nargs == 1 ? "" : "s",
-             kernels[i].kc_ns, kernels[i].raw_ns, kernels[i].kc_ns / kernels[i].raw_ns);
+      printf("  %d argument%-19s %10.1f %10.1f %8.3f %10.1f %8.3f\n", kernels[i].nargs,
+             kernels[i].nargs == 1 ? "" : "s", kernels[i].kc_ns, kernels[i].raw_ns,
+             kernels[i].kc_ns / kernels[i].raw_ns, kernels[i].bound_ns, kernels[i].bound_ns / kernels[i].raw_ns);
+    printf("(kc: kc_launch, arguments checked at each launch; bound: kc_launch_args)\n");
     printf("\nfirst build from source        %10.2f ms\n", first_build_ms);
     printf("relink from the stored binary  %10.3f ms  (%.0fx faster; compiles: %llu)\n", relink_ms,
            first_build_ms / relink_ms, (unsigned long long)(s1.compiles - s0.compiles));
