@@ -6,7 +6,8 @@
  * The definer thread changes the helpers a and b and the kernel k (each
  * version with its own values) and records, under the model's lock and in
  * the same critical section as the change, what every new world holds.
- * Launcher threads launch k through shared handles, each on a context of
+ * Launcher threads launch k through shared handles (half the time with
+ * arguments bound once per thread, handle and context), each on a context of
  * its own (kc_context_reset is not thread-safe with launches on the same
  * context) and on one shared context whose resets are guarded by a rwlock:
  *  - pinned: the result must be exactly what the model says of the pinned
@@ -58,7 +59,7 @@ static double deadline;
 typedef struct report {
   int failed;
   char what[1024];
-  uint64_t launches, pinned, unpinned, errors_expected, resets, defines, undefines, identical;
+  uint64_t launches, pinned, unpinned, bound, errors_expected, resets, defines, undefines, identical;
 } report;
 
 static void report_fail(report *r, const char *fmt, ...) KCT_PRINTF(2, 3);
@@ -216,11 +217,30 @@ typedef struct launcher_arg {
   uint64_t seed;
   kc_context *ctx;
   kc_buffer *own_buf, *shared_buf;
+  kc_args *bound[HANDLES][2]; /* bound arguments of each handle: own context, shared */
 } launcher_arg;
 
-static kc_status launch(kc_kernel *k, kc_context *ctx, kc_buffer *b, int32_t *out) {
+/* Launches handle h (on the shared context or the thread's own), half the
+ * time with bound arguments, bound on first use (when binding fails, as in
+ * a world where the kernel does not compile, kc_launch this time). */
+static kc_status launch(launcher_arg *a, uint64_t *rng, int h, bool shared, int32_t *out) {
+  kc_context *ctx = shared ? shared_ctx : a->ctx;
+  kc_buffer *b = shared ? a->shared_buf : a->own_buf;
   for (int i = 0; i < N; i++) out[i] = -7;
-  return rel_run(k, ctx, b, N, out);
+  kc_args **bound = &a->bound[h][shared];
+  if (rel_below(rng, 2) == 0) {
+    kc_arg arg = KC_ARG_BUF(b);
+    if (!*bound && kc_args_create(handles[h], ctx, &arg, 1, bound) != KC_OK) *bound = NULL;
+    if (*bound) {
+      a->r.bound++;
+      kc_dim3 grid = {N, 1, 1}, block = {1, 1, 1};
+      kc_status st = kc_launch_args(*bound, &grid, &block);
+      if (!st) st = kc_context_finish(ctx);
+      if (!st) st = kc_buffer_read(b, 0, out, sizeof(int32_t) * N);
+      return st;
+    }
+  }
+  return rel_run(handles[h], ctx, b, N, out);
 }
 
 static void check_pinned(report *r, kc_world w, kc_status st, const int32_t *out, const char *where) {
@@ -259,10 +279,8 @@ static void *launcher(void *arg) {
   int32_t out[N];
   while (!atomic_load(&stop) && rel_now() < deadline) {
     uint32_t op = rel_below(&rng, 100);
-    kc_kernel *k = handles[rel_below(&rng, HANDLES)];
+    int h = (int)rel_below(&rng, HANDLES);
     bool shared = rel_below(&rng, 3) == 0;
-    kc_context *ctx = shared ? shared_ctx : a->ctx;
-    kc_buffer *b = shared ? a->shared_buf : a->own_buf;
     const char *where = shared ? "the shared" : "its own";
     if (op < 45) {
       kc_world w = 0, inner = 0;
@@ -288,7 +306,7 @@ static void *launcher(void *arg) {
           nanosleep(&ts, NULL);
         }
         if (shared) pthread_rwlock_rdlock(&shared_guard);
-        st = launch(k, ctx, b, out);
+        st = launch(a, &rng, h, shared, out);
         if (shared) pthread_rwlock_unlock(&shared_guard);
         r->launches++;
         r->pinned++;
@@ -299,7 +317,7 @@ static void *launcher(void *arg) {
     } else if (op < 90) {
       kc_world lo = kc_world_latest(rt);
       if (shared) pthread_rwlock_rdlock(&shared_guard);
-      kc_status st = launch(k, ctx, b, out);
+      kc_status st = launch(a, &rng, h, shared, out);
       if (shared) pthread_rwlock_unlock(&shared_guard);
       kc_world hi = kc_world_latest(rt);
       r->launches++;
@@ -375,26 +393,30 @@ static void test_stress(void **state) {
   for (int i = 0; i < LAUNCHERS; i++) assert_int_equal(pthread_join(tl[i], NULL), 0);
 
   if (d.r.failed) fail_msg("definer: %d failure(s), the first: %s", d.r.failed, d.r.what);
-  uint64_t launches = 0, pinned = 0, unpinned = 0, expected_errors = 0, resets = 0;
+  uint64_t launches = 0, pinned = 0, unpinned = 0, bound = 0, expected_errors = 0, resets = 0;
   for (int i = 0; i < LAUNCHERS; i++) {
     if (l[i].r.failed) fail_msg("launcher %d: %d failure(s), the first: %s", i, l[i].r.failed, l[i].r.what);
     launches += l[i].r.launches;
     pinned += l[i].r.pinned;
     unpinned += l[i].r.unpinned;
+    bound += l[i].r.bound;
     expected_errors += l[i].r.errors_expected;
     resets += l[i].r.resets;
   }
   kc_stats s = kct_stats(rt);
-  rel_summary("stress [%s]: %llu launches (%llu pinned, %llu unpinned, %llu expected failures) in %.0f s, "
+  rel_summary("stress [%s]: %llu launches (%llu pinned, %llu unpinned, %llu with bound arguments, %llu "
+              "expected failures) in %.0f s, "
               "%llu defines, %llu undefines, %llu worlds, %llu compiles, %llu links, %llu resets, "
               "%llu fast hits, seed %llu, 0 mismatches",
               kct_backend_name, (unsigned long long)launches, (unsigned long long)pinned,
-              (unsigned long long)unpinned, (unsigned long long)expected_errors, seconds,
+              (unsigned long long)unpinned, (unsigned long long)bound, (unsigned long long)expected_errors,
+              seconds,
               (unsigned long long)d.r.defines, (unsigned long long)d.r.undefines,
               (unsigned long long)model.latest, (unsigned long long)s.compiles, (unsigned long long)s.links,
               (unsigned long long)resets, (unsigned long long)s.fast_hits, (unsigned long long)seed);
   /* launches whose result was compared with the model, not only expected errors */
   assert_true(launches > expected_errors);
+  assert_true(bound > 0);
   assert_true(model.latest > 1);
   kct_destroy(rt);
   free(model.worlds);
