@@ -987,9 +987,10 @@ kc_status kc__launch_bad_args(const kc__linked *l, const kc_context *ctx, const 
   return explain_args(l->rt, l->ci, ctx, args, nargs);
 }
 
-/* Whether arg fits a parameter whose KC__SIG is want, in ctx. */
+/* Whether arg fits a parameter whose KC__SIG is want, in ctx. A scalar
+ * parameter of a size kcache does not know (UINT32_MAX) fits nothing. */
 static inline bool arg_fits(const kc_arg *a, uint64_t want, const kc_context *ctx) {
-  if (KC__SIG(a->kind, a->size) != want || !a->ptr) return false;
+  if (KC__SIG(a->kind, a->size) != want || !a->ptr || a->size == UINT32_MAX) return false;
   return want != KC__SIG(KC_ARG_BUFFER, 0) || ((const kc_buffer *)a->ptr)->ctx == ctx;
 }
 
@@ -1120,7 +1121,6 @@ kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc
 }
 
 /* --------------------------------------------------------- bound arguments */
-
 
 /* Copies arg into slot i of a (it fits). Scalars get 16-byte-aligned room
  * of their own size (want's), laid out at create. */
