@@ -184,27 +184,27 @@ static kc_status ensure_context(env *e) {
   return KC_OK;
 }
 
-/* Launches e->k and checks y[i] == a*i + b. */
-static kc_status launch_check(env *e, int a, int b, const char *what) {
-  int32_t out[N];
-  STEP(e, rel_run(e->k, e->ctx, e->buf, N, out));
+/* Checks y[i] == a*i + b. */
+static kc_status check_out(env *e, const int32_t *out, int a, int b, const char *what) {
   for (int i = 0; i < N; i++)
     if (out[i] != a * i + b)
       return wrong(e, "%s: element %d is %d, expected %d", what, i, out[i], a * i + b);
   return KC_OK;
 }
 
-/* The same with bound arguments (kc_launch_args). */
-static kc_status launch_check_bound(env *e, int a, int b, const char *what) {
+/* Launches e->k (with its bound arguments once the scenario bound them)
+ * and checks the result. */
+static kc_status launch_check(env *e, int a, int b, const char *what) {
   int32_t out[N];
-  kc_dim3 grid = {N, 1, 1}, block = {1, 1, 1};
-  STEP(e, kc_launch_args(e->bound, &grid, &block));
-  STEP(e, kc_context_finish(e->ctx));
-  STEP(e, kc_buffer_read(e->buf, 0, out, sizeof out));
-  for (int i = 0; i < N; i++)
-    if (out[i] != a * i + b)
-      return wrong(e, "%s: element %d is %d, expected %d", what, i, out[i], a * i + b);
-  return KC_OK;
+  if (e->bound) {
+    kc_dim3 grid = {N, 1, 1}, block = {1, 1, 1};
+    STEP(e, kc_launch_args(e->bound, &grid, &block));
+    STEP(e, kc_context_finish(e->ctx));
+    STEP(e, kc_buffer_read(e->buf, 0, out, sizeof out));
+  } else {
+    STEP(e, rel_run(e->k, e->ctx, e->buf, N, out));
+  }
+  return check_out(e, out, a, b, what);
 }
 
 static kc_status sc_define(env *e) {
@@ -251,39 +251,44 @@ static kc_status sc_compile(env *e) {
   return KC_OK;
 }
 
-/* Link and launch: a redefinition, a pinned world, a context reset. */
-static kc_status sc_launch(env *e) {
+/* The runtime, a context with its buffer, h and k defined, a handle on k. */
+static kc_status kernel_ready(env *e) {
   STEP(e, ensure_runtime(e));
-  kc_runtime *rt = e->rt;
   kc_status st = ensure_context(e);
   if (st) return st;
-  CHANGE(e, kc_define(rt, "h", SRC_H1, NULL));
-  CHANGE(e, kc_define(rt, "k", SRC_K, NULL));
-  if (!e->k) STEP(e, kc_kernel_create(rt, "k", NULL, &e->k));
-  if ((st = launch_check(e, 3, 1, "first launch"))) return st;
-  if ((st = launch_check(e, 3, 1, "cached launch"))) return st;
-  STEP(e, kc_pin(rt, NULL));
-  e->pinned = true;
-  CHANGE(e, kc_define(rt, "h", SRC_H2, NULL));
-  if ((st = launch_check(e, 3, 1, "pinned launch after a redefinition"))) return st;
-  STEP(e, kc_unpin(rt));
-  e->pinned = false;
-  if ((st = launch_check(e, 5, 2, "launch in the new world"))) return st;
-  STEP(e, kc_context_reset(e->ctx));
-  if ((st = launch_check(e, 5, 2, "launch after a context reset"))) return st;
+  CHANGE(e, kc_define(e->rt, "h", SRC_H1, NULL));
+  CHANGE(e, kc_define(e->rt, "k", SRC_K, NULL));
+  if (!e->k) STEP(e, kc_kernel_create(e->rt, "k", NULL, &e->k));
   return KC_OK;
 }
 
-/* Bound arguments: binding (which compiles), launches, a redefinition with
- * the same parameters, a pinned world, a context reset. */
+/* Launches: a first and a cached one, a pinned one across a redefinition,
+ * one in the new world, one after a context reset. */
+static kc_status launches(env *e) {
+  kc_status st;
+  if ((st = launch_check(e, 3, 1, "first launch"))) return st;
+  if ((st = launch_check(e, 3, 1, "cached launch"))) return st;
+  STEP(e, kc_pin(e->rt, NULL));
+  e->pinned = true;
+  CHANGE(e, kc_define(e->rt, "h", SRC_H2, NULL));
+  if ((st = launch_check(e, 3, 1, "pinned launch after a redefinition"))) return st;
+  STEP(e, kc_unpin(e->rt));
+  e->pinned = false;
+  if ((st = launch_check(e, 5, 2, "launch in the new world"))) return st;
+  STEP(e, kc_context_reset(e->ctx));
+  return launch_check(e, 5, 2, "launch after a context reset");
+}
+
+/* Link and launch with kc_launch. */
+static kc_status sc_launch(env *e) {
+  kc_status st = kernel_ready(e);
+  return st ? st : launches(e);
+}
+
+/* The same with bound arguments; binding compiles. */
 static kc_status sc_bound(env *e) {
-  STEP(e, ensure_runtime(e));
-  kc_runtime *rt = e->rt;
-  kc_status st = ensure_context(e);
+  kc_status st = kernel_ready(e);
   if (st) return st;
-  CHANGE(e, kc_define(rt, "h", SRC_H1, NULL));
-  CHANGE(e, kc_define(rt, "k", SRC_K, NULL));
-  if (!e->k) STEP(e, kc_kernel_create(rt, "k", NULL, &e->k));
   if (!e->bound) {
     kc_arg arg = KC_ARG_BUF(e->buf);
     kc_args *bound = (kc_args *)&bound;
@@ -292,29 +297,13 @@ static kc_status sc_bound(env *e) {
     if (st) return failed(e, st, "kc_args_create(e->k, e->ctx, &arg, 1, &bound)");
     e->bound = bound;
   }
-  if ((st = launch_check_bound(e, 3, 1, "first bound launch"))) return st;
-  if ((st = launch_check_bound(e, 3, 1, "cached bound launch"))) return st;
-  STEP(e, kc_pin(rt, NULL));
-  e->pinned = true;
-  CHANGE(e, kc_define(rt, "h", SRC_H2, NULL));
-  if ((st = launch_check_bound(e, 3, 1, "pinned bound launch after a redefinition"))) return st;
-  STEP(e, kc_unpin(rt));
-  e->pinned = false;
-  if ((st = launch_check_bound(e, 5, 2, "bound launch in the new world"))) return st;
-  STEP(e, kc_context_reset(e->ctx));
-  if ((st = launch_check_bound(e, 5, 2, "bound launch after a context reset"))) return st;
-  return KC_OK;
+  return launches(e);
 }
 
 /* Disk write: a miss compiles and writes the entry. */
 static kc_status sc_disk(env *e) {
-  STEP(e, ensure_runtime(e));
-  kc_status st = ensure_context(e);
-  if (st) return st;
-  CHANGE(e, kc_define(e->rt, "h", SRC_H1, NULL));
-  CHANGE(e, kc_define(e->rt, "k", SRC_K, NULL));
-  if (!e->k) STEP(e, kc_kernel_create(e->rt, "k", NULL, &e->k));
-  return launch_check(e, 3, 1, "launch with a disk cache");
+  kc_status st = kernel_ready(e);
+  return st ? st : launch_check(e, 3, 1, "launch with a disk cache");
 }
 
 /* Disk read: the entry is there (written before faults were armed). */
