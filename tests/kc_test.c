@@ -1,7 +1,13 @@
 /* kc_test.c -- the helpers declared in kc_test.h. */
 #include "kc_test.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 kc_backend_kind kct_backend = KC_BACKEND_HOST;
 const char *kct_backend_name = "host";
@@ -158,23 +164,30 @@ kc_stats kct_stats(kc_runtime *rt) {
   return s;
 }
 
-kc_status kct_run(kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, float *out) {
+/* Waits for ctx and reads out_bytes of b into out (if out). */
+static kc_status finish_read(kc_context *ctx, kc_buffer *b, void *out, size_t out_bytes) {
+  kc_status st = kc_context_finish(ctx);
+  if (st || !out) return st;
+  return kc_buffer_read(b, 0, out, out_bytes);
+}
+
+kc_status kct_run_bytes(kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, void *out, size_t out_bytes) {
   kc_dim3 grid = {n, 1, 1}, block = {1, 1, 1};
   kc_arg args[] = {KC_ARG_BUF(b)};
   kc_status st = kc_launch(k, ctx, &grid, &block, args, 1);
   if (st) return st;
-  st = kc_context_finish(ctx);
-  if (st || !out) return st;
-  return kc_buffer_read(b, 0, out, n * sizeof *out);
+  return finish_read(ctx, b, out, out_bytes);
+}
+
+kc_status kct_run(kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, float *out) {
+  return kct_run_bytes(k, ctx, b, n, out, n * sizeof *out);
 }
 
 kc_status kct_run_args(const kc_args *a, kc_context *ctx, kc_buffer *b, uint32_t n, float *out) {
   kc_dim3 grid = {n, 1, 1}, block = {1, 1, 1};
   kc_status st = kc_launch_args(a, &grid, &block);
   if (st) return st;
-  st = kc_context_finish(ctx);
-  if (st || !out) return st;
-  return kc_buffer_read(b, 0, out, n * sizeof *out);
+  return finish_read(ctx, b, out, n * sizeof *out);
 }
 
 float kct_run_ok(kc_runtime *rt, kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, float *out) {
@@ -194,4 +207,78 @@ kc_code_info kct_code(kc_runtime *rt, kc_kernel *k) {
   assert_int_not_equal(ci.id, 0);
   assert_true(ci.min_world <= ci.max_world);
   return ci;
+}
+
+void kct_fx_open(kct_fixture *f) {
+  memset(f, 0, sizeof *f);
+  f->rt = kct_runtime(NULL);
+  f->ctx = kct_context(f->rt);
+  f->buf = kct_buffer(f->rt, f->ctx, KCT_FX_N);
+}
+
+void kct_fx_close(kct_fixture *f) { kct_destroy(f->rt); }
+
+void kct_expect_linear(const float *out, uint32_t n, float scale, float add) {
+  for (uint32_t i = 0; i < n; i++) {
+    float want = (float)i * scale + add;
+    if (out[i] != want) fail_msg("element %u is %g, expected %g", i, (double)out[i], (double)want);
+  }
+}
+
+bool kct_in_path(const char *prog) {
+  const char *path = getenv("PATH");
+  if (!path) return false;
+  char buf[1024];
+  for (const char *p = path; *p;) {
+    size_t n = strcspn(p, ":");
+    snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, prog);
+    if (n && access(buf, X_OK) == 0) return true;
+    p += n + (p[n] == ':');
+  }
+  return false;
+}
+
+static const char *host_cc;
+static void choose_host_cc(void) {
+  const char *env = getenv("KC_HOST_CC");
+  host_cc = env && *env ? env : kct_in_path("tcc") ? "tcc" : "cc";
+}
+
+const char *kct_host_cc(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, choose_host_cc);
+  return host_cc;
+}
+
+void kct_mkdtemp(char *out, size_t len, const char *tag) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(out, len, "%s/kc-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", tag);
+  if (!mkdtemp(out)) fail_msg("mkdtemp %s: %s", out, strerror(errno));
+}
+
+void kct_rmrf(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) != 0) return;
+  if (S_ISDIR(st.st_mode)) {
+    chmod(path, 0755); /* tests make directories read-only */
+    DIR *d = opendir(path);
+    if (d) {
+      for (struct dirent *de; (de = readdir(d));) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        char sub[4096];
+        snprintf(sub, sizeof sub, "%s/%s", path, de->d_name);
+        kct_rmrf(sub);
+      }
+      closedir(d);
+    }
+    rmdir(path);
+  } else {
+    unlink(path);
+  }
+}
+
+double kct_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }

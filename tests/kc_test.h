@@ -96,9 +96,12 @@ kc_world kct_define(kc_runtime *rt, const char *name, const char *source);
 kc_stats kct_stats(kc_runtime *rt);
 
 /* Launches k with the single buffer argument b on n work items (grid n,
- * block 1), waits, and reads n floats back into out (if out). Returns the
- * first failing status; never fails the test itself, so it can be used from
- * worker threads. */
+ * block 1), waits, and reads out_bytes from the start of b into out (if
+ * out). Returns the first failing status; never calls cmocka (worker
+ * threads and forked children use it). */
+kc_status kct_run_bytes(kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, void *out, size_t out_bytes);
+/* kct_run_bytes reading n floats back into out (if out); never fails the
+ * test itself, so it can be used from worker threads. */
 kc_status kct_run(kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, float *out);
 /* The same with bound arguments (kc_launch_args), whose buffer is b. */
 kc_status kct_run_args(const kc_args *a, kc_context *ctx, kc_buffer *b, uint32_t n, float *out);
@@ -107,5 +110,37 @@ float kct_run_ok(kc_runtime *rt, kc_kernel *k, kc_context *ctx, kc_buffer *b, ui
 
 /* Information about the code instance k resolves to in the caller's world. */
 kc_code_info kct_code(kc_runtime *rt, kc_kernel *k);
+
+/* The scenario suites' fixture: a runtime on the tested backend, a context
+ * and a zeroed buffer of KCT_FX_N floats, with room to read them back. */
+#define KCT_FX_N 16
+typedef struct kct_fixture {
+  kc_runtime *rt;
+  kc_context *ctx;
+  kc_buffer *buf;
+  float out[KCT_FX_N];
+} kct_fixture;
+/* Zeroes f and makes its runtime, context and buffer (fails the test if not). */
+void kct_fx_open(kct_fixture *f);
+/* Destroys f's runtime (and with it the context and the buffer). */
+void kct_fx_close(kct_fixture *f);
+/* Fails the test unless out[i] == i * scale + add for every i < n. */
+void kct_expect_linear(const float *out, uint32_t n, float scale, float add);
+
+/* Process helpers for the store, remote and reliability suites. None of
+ * them calls cmocka except kct_mkdtemp. */
+
+/* Whether prog is an executable file in one of $PATH's directories. */
+bool kct_in_path(const char *prog);
+/* The host compiler for tests: $KC_HOST_CC if set, else tcc when in $PATH
+ * (fast compiles), else cc; chosen once per process (thread-safe). */
+const char *kct_host_cc(void);
+/* Makes a fresh directory $TMPDIR/kc-<tag>-XXXXXX (/tmp without $TMPDIR)
+ * into out; fails the test (fail_msg) if it cannot: test thread only. */
+void kct_mkdtemp(char *out, size_t len, const char *tag);
+/* rm -rf path, making directories writable first; errors are ignored. */
+void kct_rmrf(const char *path);
+/* Seconds on the monotonic clock. */
+double kct_now(void);
 
 #endif /* KC_TEST_H */

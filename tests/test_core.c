@@ -12,7 +12,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#define N 16
+#define N KCT_FX_N /* floats in the fixture's buffer */
 
 /* k calls h; element i of the output is h(i). */
 static const char SRC_H1[] = "KC_DEVICE float h(float x) { return x + 1.0f; }";
@@ -30,43 +30,19 @@ static const char SRC_KT[] =
     "KC_KERNEL void kt(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = g((float)i); }";
 static const char SRC_U[] = "KC_DEVICE float u(float x) { return 3.0f * x; }";
 
-/* Fails unless out[i] == i * scale + add for every i. */
-static void expect_linear(const float *out, uint32_t n, float scale, float add) {
-  for (uint32_t i = 0; i < n; i++) {
-    float want = (float)i * scale + add;
-    if (out[i] != want) fail_msg("element %u is %g, expected %g", i, (double)out[i], (double)want);
-  }
-}
-
-typedef struct fixture {
-  kc_runtime *rt;
-  kc_context *ctx;
-  kc_buffer *buf;
-  float out[N];
-} fixture;
-
-static void fx_open(fixture *f) {
-  memset(f, 0, sizeof *f);
-  f->rt = kct_runtime(NULL);
-  f->ctx = kct_context(f->rt);
-  f->buf = kct_buffer(f->rt, f->ctx, N);
-}
-
-static void fx_close(fixture *f) { kct_destroy(f->rt); }
-
 /* Launches k on the fixture's buffer and fails unless out[i] == i*scale+add. */
-static void run_expect(fixture *f, kc_kernel *k, float scale, float add) {
+static void run_expect(kct_fixture *f, kc_kernel *k, float scale, float add) {
   memset(f->out, 0, sizeof f->out);
   kct_run_ok(f->rt, k, f->ctx, f->buf, N, f->out);
-  expect_linear(f->out, N, scale, add);
+  kct_expect_linear(f->out, N, scale, add);
 }
 
 /* ---------------------------------------------------------- scenario 1 */
 
 static void test_first_launch_compiles_once(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kct_define(f.rt, "h", SRC_H1);
   kct_define(f.rt, "k", SRC_K);
   kc_kernel *k = kct_kernel(f.rt, "k", NULL);
@@ -92,14 +68,14 @@ static void test_first_launch_compiles_once(void **state) {
   assert_int_equal(s2.fast_hits, s1.fast_hits + 1);
   assert_int_equal(s2.slow_lookups, s1.slow_lookups);
   assert_int_equal(s2.world, s1.world);
-  fx_close(&f);
+  kct_fx_close(&f);
 }
 
 /* A second handle on the same specialization shares the compiled code. */
 static void test_second_handle_shares_code(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kct_define(f.rt, "h", SRC_H1);
   kct_define(f.rt, "k", SRC_K);
   kc_kernel *a = kct_kernel(f.rt, "k", NULL);
@@ -114,15 +90,15 @@ static void test_second_handle_shares_code(void **state) {
   run_expect(&f, b, 1, 1);
   kc_kernel_destroy(b);
   assert_int_equal(kct_stats(f.rt).fast_hits, s.fast_hits + 1);
-  fx_close(&f);
+  kct_fx_close(&f);
 }
 
 /* ---------------------------------------------------------- scenario 2 */
 
 static void test_unrelated_definition_revalidates(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kct_define(f.rt, "h", SRC_H1);
   kct_define(f.rt, "k", SRC_K);
   kc_kernel *k = kct_kernel(f.rt, "k", NULL);
@@ -161,15 +137,15 @@ static void test_unrelated_definition_revalidates(void **state) {
   assert_int_equal(c1.min_world, c0.min_world);
   assert_true(c1.max_world == KC_WORLD_FOREVER);
   assert_true(c1.min_world <= w);
-  fx_close(&f);
+  kct_fx_close(&f);
 }
 
 /* ---------------------------------------------------------- scenario 3 */
 
 static void test_callee_redefinition_recompiles_dependents_only(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kct_define(f.rt, "h", SRC_H1);
   kct_define(f.rt, "g", SRC_G);
   kct_define(f.rt, "k", SRC_K);
@@ -207,15 +183,15 @@ static void test_callee_redefinition_recompiles_dependents_only(void **state) {
   /* k2 went through the slow path once and then hits the fast path */
   run_expect(&f, k2, 0, 7);
   assert_int_equal(kct_stats(f.rt).fast_hits, s2.fast_hits + 1);
-  fx_close(&f);
+  kct_fx_close(&f);
 }
 
 /* ---------------------------------------------------------- scenario 4 */
 
 static void test_kernel_redefinition_recompiles_it(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kct_define(f.rt, "h", SRC_H1);
   kct_define(f.rt, "k", SRC_K);
   kc_kernel *k = kct_kernel(f.rt, "k", NULL);
@@ -252,9 +228,9 @@ static void test_kernel_redefinition_recompiles_it(void **state) {
   KCT_OK(f.rt, kc_launch(k, f.ctx, &grid, &block, new_args, 2));
   KCT_OK(f.rt, kc_context_finish(f.ctx));
   KCT_OK(f.rt, kc_buffer_read(f.buf, 0, f.out, sizeof f.out));
-  expect_linear(f.out, N, 3, 3);
+  kct_expect_linear(f.out, N, 3, 3);
   assert_int_equal(kct_stats(f.rt).compiles, s1.compiles + 1);
-  fx_close(&f);
+  kct_fx_close(&f);
 }
 
 /* Compile options reach the compiler: -D works on every backend. */
@@ -278,8 +254,8 @@ static void test_compile_options(void **state) {
  * definitions (the multi-threaded version is in test_threads.c). */
 static void test_pinned_world_keeps_old_code(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kct_define(f.rt, "h", SRC_H1);
   kct_define(f.rt, "k", SRC_K);
   kct_define(f.rt, "g", SRC_G);
@@ -319,7 +295,7 @@ static void test_pinned_world_keeps_old_code(void **state) {
   run_expect(&f, k, 1, 2);
   run_expect(&f, kt, 10, 20);
   assert_true(kct_code(f.rt, k).max_world == KC_WORLD_FOREVER);
-  fx_close(&f);
+  kct_fx_close(&f);
 }
 
 static void test_pins_nest(void **state) {
@@ -377,16 +353,16 @@ static const char SRC_KB3[] =
     "  y[i] = a * h((float)i) + (float)(n * m);\n"
     "}\n";
 
-static void expect_run_args(fixture *f, const kc_args *a, float scale, float add) {
+static void expect_run_args(kct_fixture *f, const kc_args *a, float scale, float add) {
   memset(f->out, 0, sizeof f->out);
   KCT_OK(f->rt, kct_run_args(a, f->ctx, f->buf, N, f->out));
-  expect_linear(f->out, N, scale, add);
+  kct_expect_linear(f->out, N, scale, add);
 }
 
 static void test_bound_arguments(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kct_define(f.rt, "h", SRC_H1);
   kct_define(f.rt, "kb", SRC_KB);
   kc_kernel *k = kct_kernel(f.rt, "kb", NULL);
@@ -417,7 +393,7 @@ static void test_bound_arguments(void **state) {
   KCT_OK(f.rt, kc_launch(k, f.ctx, &g, &b, args1, 3));
   KCT_OK(f.rt, kc_context_finish(f.ctx));
   KCT_OK(f.rt, kc_buffer_read(f.buf, 0, f.out, sizeof f.out));
-  expect_linear(f.out, N, 1, 1);
+  kct_expect_linear(f.out, N, 1, 1);
   assert_int_equal(kct_stats(f.rt).links, s0.links);
 
   /* kc_args_set replaces one argument */
@@ -430,7 +406,7 @@ static void test_bound_arguments(void **state) {
   KCT_OK(f.rt, kc_context_finish(f.ctx));
   float out2[N];
   KCT_OK(f.rt, kc_buffer_read(other, 0, out2, sizeof out2));
-  expect_linear(out2, N, 3, 8);
+  kct_expect_linear(out2, N, 3, 8);
   KCT_OK(f.rt, kc_args_set(bound, 0, KC_ARG_BUF(f.buf)));
 
   /* a callee redefined: the new code has the same parameters, the bound
@@ -473,12 +449,12 @@ static void test_bound_arguments(void **state) {
   kc_arg args2[] = {KC_ARG_BUF(other), KC_ARG_VAL(one), KC_ARG_VAL(zero)};
   KCT_OK(f.rt, kc_args_create(k, f.ctx, args2, 3, &second));
   KCT_OK(f.rt, kct_run_args(second, f.ctx, other, N, out2));
-  expect_linear(out2, N, 1, 1);
+  kct_expect_linear(out2, N, 1, 1);
   expect_run_args(&f, bound, 3, 8);
   kc_args_destroy(second);
   kc_args_destroy(NULL);
   kc_kernel_destroy(k);
-  fx_close(&f);
+  kct_fx_close(&f);
 }
 
 /* ---------------------------------------------------------- scenario 7 */
@@ -494,8 +470,8 @@ static const char SRC_KN[] =
 
 static void test_specializations(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kct_define(f.rt, "ks", SRC_KS);
   kct_define(f.rt, "kn", SRC_KN);
   kc_kernel *kf = kct_kernel(f.rt, "ks", "T=float");
@@ -530,7 +506,7 @@ static void test_specializations(void **state) {
   assert_true(kct_run_ok(f.rt, d, f.ctx, f.buf, 1, NULL) == 16.0f);
   assert_int_equal(kct_stats(f.rt).compiles, s1.compiles + 1);
   assert_int_not_equal(kct_code(f.rt, d).id, id);
-  fx_close(&f);
+  kct_fx_close(&f);
 }
 
 static void test_bad_params_strings(void **state) {
@@ -553,8 +529,8 @@ static void test_bad_params_strings(void **state) {
 
 static void test_context_reset_relinks_without_compiling(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kct_define(f.rt, "h", SRC_H1);
   kct_define(f.rt, "k", SRC_K);
   kc_kernel *k = kct_kernel(f.rt, "k", NULL);
@@ -580,7 +556,7 @@ static void test_context_reset_relinks_without_compiling(void **state) {
   assert_int_equal(s1.fast_hits, s0.fast_hits);
   run_expect(&f, k, 1, 1);
   assert_int_equal(kct_stats(f.rt).fast_hits, s1.fast_hits + 1);
-  fx_close(&f);
+  kct_fx_close(&f);
 }
 
 static void test_context_destroy_never_reuses_linked_objects(void **state) {
@@ -593,7 +569,7 @@ static void test_context_destroy_never_reuses_linked_objects(void **state) {
   kc_buffer *b1 = kct_buffer(rt, c1, N);
   float out[N];
   kct_run_ok(rt, k, c1, b1, N, out);
-  expect_linear(out, N, 1, 1);
+  kct_expect_linear(out, N, 1, 1);
   kct_run_ok(rt, k, c1, b1, N, out); /* the handle caches (c1, world) now */
   uint64_t id1 = kc_context_id(c1);
   kc_stats s0 = kct_stats(rt);
@@ -615,7 +591,7 @@ static void test_context_destroy_never_reuses_linked_objects(void **state) {
   assert_int_not_equal(kc_context_id(c2), id1);
   kc_buffer *b2 = kct_buffer(rt, c2, N);
   kct_run_ok(rt, k, c2, b2, N, out);
-  expect_linear(out, N, 1, 1);
+  kct_expect_linear(out, N, 1, 1);
   kc_stats s1 = kct_stats(rt);
   assert_int_equal(s1.links, s0.links + 1);
   assert_int_equal(s1.compiles, s0.compiles);
@@ -626,7 +602,7 @@ static void test_context_destroy_never_reuses_linked_objects(void **state) {
   kc_context *c3 = kct_context(rt);
   kc_buffer *b3 = kct_buffer(rt, c3, N);
   kct_run_ok(rt, k, c3, b3, N, out);
-  expect_linear(out, N, 1, 1);
+  kct_expect_linear(out, N, 1, 1);
   assert_int_equal(kct_stats(rt).links, s1.links + 1);
   kct_destroy(rt);
 }
@@ -645,9 +621,9 @@ static void test_two_contexts_share_compiled_code(void **state) {
   float out[N];
   for (int round = 0; round < 2; round++) {
     kct_run_ok(rt, k, c1, b1, N, out);
-    expect_linear(out, N, 1, 1);
+    kct_expect_linear(out, N, 1, 1);
     kct_run_ok(rt, k, c2, b2, N, out);
-    expect_linear(out, N, 1, 1);
+    kct_expect_linear(out, N, 1, 1);
   }
   kc_stats s = kct_stats(rt);
   assert_int_equal(s.compiles, 1);
@@ -665,8 +641,8 @@ static void test_two_contexts_share_compiled_code(void **state) {
 
 static void test_identical_redefinition_is_a_no_op(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kc_world wh = kct_define(f.rt, "h", SRC_H1);
   kc_world wk = kct_define(f.rt, "k", SRC_K);
   assert_int_equal(wk, wh + 1);
@@ -702,7 +678,7 @@ static void test_identical_redefinition_is_a_no_op(void **state) {
   kc_world w2 = kct_define(f.rt, "h", "KC_DEVICE float h(float x) { return x + 1.0f; } ");
   assert_int_equal(w2, s0.world + 1);
   assert_int_equal(kct_stats(f.rt).invalidations, s0.invalidations + 1);
-  fx_close(&f);
+  kct_fx_close(&f);
 }
 
 /* ---------------------------------------------------- introspection */
@@ -806,7 +782,7 @@ static void test_cached_launch_allocates_nothing(void **state) {
   assert_int_equal(atomic_load(&cnt.frees), f0);
   KCT_OK(rt, kc_context_finish(ctx));
   KCT_OK(rt, kc_buffer_read(buf, 0, out, sizeof out));
-  expect_linear(out, N, 1, 1);
+  kct_expect_linear(out, N, 1, 1);
   kc_stats s1 = kct_stats(rt);
   assert_int_equal(s1.fast_hits, s0.fast_hits + 1000);
   assert_int_equal(s1.slow_lookups, s0.slow_lookups);

@@ -11,18 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define N 16
+#define N KCT_FX_N /* floats in the fixture's buffer */
 
 static const char SRC_H1[] = "KC_DEVICE float h(float x) { return x + 1.0f; }";
 static const char SRC_H2[] = "KC_DEVICE float h(float x) { return x + 2.0f; }";
 static const char SRC_K[] =
     "KC_KERNEL void k(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = h((float)i); }";
-
-static void expect_linear(const float *out, uint32_t n, float scale, float add) {
-  for (uint32_t i = 0; i < n; i++)
-    if (out[i] != (float)i * scale + add)
-      fail_msg("element %u is %g, expected %g", i, (double)out[i], (double)((float)i * scale + add));
-}
 
 /* Fails unless st is one of the two statuses. */
 static void expect_either(kc_runtime *rt, kc_status st, kc_status a, kc_status b, const char *what) {
@@ -31,23 +25,7 @@ static void expect_either(kc_runtime *rt, kc_status st, kc_status a, kc_status b
              kc_status_name(b), kc_errmsg(rt));
 }
 
-typedef struct fixture {
-  kc_runtime *rt;
-  kc_context *ctx;
-  kc_buffer *buf;
-  float out[N];
-} fixture;
-
-static void fx_open(fixture *f) {
-  memset(f, 0, sizeof *f);
-  f->rt = kct_runtime(NULL);
-  f->ctx = kct_context(f->rt);
-  f->buf = kct_buffer(f->rt, f->ctx, N);
-}
-
-static void fx_close(fixture *f) { kct_destroy(f->rt); }
-
-static kc_status run(fixture *f, kc_kernel *k) {
+static kc_status run(kct_fixture *f, kc_kernel *k) {
   memset(f->out, 0, sizeof f->out);
   return kct_run(k, f->ctx, f->buf, N, f->out);
 }
@@ -56,8 +34,8 @@ static kc_status run(fixture *f, kc_kernel *k) {
 
 static void test_undefined_callee_is_named_then_defined(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kct_define(f.rt, "ku",
              "KC_KERNEL void ku(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = missing_fn((float)i); }");
   kc_kernel *k = kct_kernel(f.rt, "ku", NULL);
@@ -78,19 +56,19 @@ static void test_undefined_callee_is_named_then_defined(void **state) {
 
   kct_define(f.rt, "missing_fn", "KC_DEVICE float missing_fn(float x) { return 3.0f * x; }");
   KCT_OK(f.rt, run(&f, k));
-  expect_linear(f.out, N, 3, 0);
+  kct_expect_linear(f.out, N, 3, 0);
   kc_stats s1 = kct_stats(f.rt);
   assert_int_equal(s1.compiles, 1);
   assert_int_equal(s1.compile_failures, s0.compile_failures);
   assert_int_equal(s1.invalidations, s0.invalidations + 1); /* the remembered failure */
-  fx_close(&f);
+  kct_fx_close(&f);
 }
 
 /* A kernel that calls the builtin sqrt (spelled `call`, e.g. "sqrt(") is
  * invalidated when sqrt is defined, and again when that definition goes. */
 static void shadow_builtin(const char *call) {
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   char src[512];
   snprintf(src, sizeof src,
            "KC_KERNEL void kb(KC_GLOBAL float *y) {\n"
@@ -101,7 +79,7 @@ static void shadow_builtin(const char *call) {
   kct_define(f.rt, "kb", src);
   kc_kernel *k = kct_kernel(f.rt, "kb", NULL);
   KCT_OK(f.rt, run(&f, k));
-  expect_linear(f.out, N, 1, 0);
+  kct_expect_linear(f.out, N, 1, 0);
   kc_code_info c0 = kct_code(f.rt, k);
   kc_stats s0 = kct_stats(f.rt);
   assert_int_equal(s0.compiles, 1);
@@ -110,7 +88,7 @@ static void shadow_builtin(const char *call) {
   kc_stats s1 = kct_stats(f.rt);
   assert_int_equal(s1.invalidations, s0.invalidations + 1);
   KCT_OK(f.rt, run(&f, k));
-  expect_linear(f.out, N, 0, 42);
+  kct_expect_linear(f.out, N, 0, 42);
   assert_int_equal(kct_stats(f.rt).compiles, s0.compiles + 1);
   assert_int_not_equal(kct_code(f.rt, k).id, c0.id);
 
@@ -120,8 +98,8 @@ static void shadow_builtin(const char *call) {
   kc_stats s2 = kct_stats(f.rt);
   assert_int_equal(s2.invalidations, s1.invalidations + 1);
   KCT_OK(f.rt, run(&f, k));
-  expect_linear(f.out, N, 1, 0); /* the builtin again */
-  fx_close(&f);
+  kct_expect_linear(f.out, N, 1, 0); /* the builtin again */
+  kct_fx_close(&f);
 }
 
 static void test_shadowing_a_builtin_invalidates(void **state) {
@@ -144,20 +122,20 @@ static const char SRC_H_BROKEN[] =
 
 static void test_syntax_error_names_function_and_line(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kct_define(f.rt, "h", SRC_H1);
   kct_define(f.rt, "k", SRC_K);
   kc_kernel *k = kct_kernel(f.rt, "k", NULL);
   KCT_OK(f.rt, run(&f, k));
-  expect_linear(f.out, N, 1, 1);
+  kct_expect_linear(f.out, N, 1, 1);
 
   kc_world pinned;
   KCT_OK(f.rt, kc_pin(f.rt, &pinned));
   kc_world wb = kct_define(f.rt, "h", SRC_H_BROKEN); /* defining does not compile */
   assert_int_equal(wb, pinned + 1);
   KCT_OK(f.rt, run(&f, k)); /* the pinned world still has the good h */
-  expect_linear(f.out, N, 1, 1);
+  kct_expect_linear(f.out, N, 1, 1);
   KCT_OK(f.rt, kc_unpin(f.rt));
 
   kc_stats s0 = kct_stats(f.rt);
@@ -187,18 +165,18 @@ static void test_syntax_error_names_function_and_line(void **state) {
   /* fixing the definition works */
   kct_define(f.rt, "h", SRC_H2);
   KCT_OK(f.rt, run(&f, k));
-  expect_linear(f.out, N, 1, 2);
+  kct_expect_linear(f.out, N, 1, 2);
   kc_stats s2 = kct_stats(f.rt);
   assert_int_equal(s2.compiles, s1.compiles + 1);
   assert_int_equal(s2.compile_failures, s1.compile_failures);
-  fx_close(&f);
+  kct_fx_close(&f);
 }
 
 /* A syntax error in the kernel itself, remembered and then fixed. */
 static void test_compile_failure_is_cached(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kct_define(f.rt, "kbad",
              "KC_KERNEL void kbad(KC_GLOBAL float *y) {\n"
              "  y[kc_global_id(0)] = ;\n"
@@ -222,9 +200,9 @@ static void test_compile_failure_is_cached(void **state) {
 
   kct_define(f.rt, "kbad", "KC_KERNEL void kbad(KC_GLOBAL float *y) { y[kc_global_id(0)] = 5.0f; }");
   KCT_OK(f.rt, run(&f, k));
-  expect_linear(f.out, N, 0, 5);
+  kct_expect_linear(f.out, N, 0, 5);
   assert_int_equal(kct_stats(f.rt).compiles, 1);
-  fx_close(&f);
+  kct_fx_close(&f);
 }
 
 /* Host backend: what a broken compiler gives. A compiler that fails is
@@ -248,7 +226,7 @@ static void broken_compiler(const char *cc, kc_status want, const char *in_msg, 
   kc_options_init(&opt);
   opt.host_cc = cc;
   opt.compile_timeout_ms = 300;
-  fixture f;
+  kct_fixture f;
   memset(&f, 0, sizeof f);
   f.rt = kct_runtime(&opt);
   f.ctx = kct_context(f.rt);
@@ -329,8 +307,8 @@ static void test_invalid_names(void **state) {
 
 static void test_null_pointers_are_errors(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kc_runtime *rt = f.rt;
   kct_define(rt, "h", SRC_H1);
   kct_define(rt, "k", SRC_K);
@@ -431,8 +409,8 @@ static void test_null_pointers_are_errors(void **state) {
 
   /* everything still works */
   KCT_OK(rt, run(&f, k));
-  expect_linear(f.out, N, 1, 1);
-  fx_close(&f);
+  kct_expect_linear(f.out, N, 1, 1);
+  kct_fx_close(&f);
 }
 
 /* A launch with an empty grid or block is KC_EINVAL, on the slow path and
@@ -440,8 +418,8 @@ static void test_null_pointers_are_errors(void **state) {
  * empty y or z dimension and run the rest). */
 static void test_empty_grid_runs_nothing(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kc_runtime *rt = f.rt;
   kct_define(rt, "h", SRC_H1);
   kct_define(rt, "k", SRC_K);
@@ -471,7 +449,7 @@ static void test_empty_grid_runs_nothing(void **state) {
                      kc_status_name(st), i, (double)f.out[i]);
       }
   }
-  fx_close(&f);
+  kct_fx_close(&f);
 }
 
 /* The launch fast path leaves grid, block and the arguments to the entry of
@@ -479,8 +457,8 @@ static void test_empty_grid_runs_nothing(void **state) {
  * same errors as the slow path, for kernels with and without parameters. */
 static void test_fast_path_checks_like_the_slow_path(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kc_runtime *rt = f.rt;
   kct_define(rt, "h", SRC_H1);
   kct_define(rt, "k", SRC_K);
@@ -531,7 +509,7 @@ static void test_fast_path_checks_like_the_slow_path(void **state) {
     if (pass == 1) assert_int_equal(s1.slow_lookups, s0.slow_lookups); /* all of it on the fast path */
     assert_int_equal(s1.compiles, 2);
   }
-  fx_close(&f);
+  kct_fx_close(&f);
 }
 
 static void test_status_table(void **state) {
@@ -563,8 +541,8 @@ static const char SRC_KA[] =
 
 static void test_wrong_arguments(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kc_runtime *rt = f.rt;
   kct_define(rt, "ka", SRC_KA);
   kc_kernel *k = kct_kernel(rt, "ka", NULL);
@@ -626,17 +604,17 @@ static void test_wrong_arguments(void **state) {
   KCT_OK(rt, kc_launch(k, f.ctx, &g, &b, ok, 3));
   KCT_OK(rt, kc_context_finish(f.ctx));
   KCT_OK(rt, kc_buffer_read(f.buf, 0, f.out, sizeof f.out));
-  expect_linear(f.out, N, 0, 2.5f);
+  kct_expect_linear(f.out, N, 0, 2.5f);
   kc_stats s1 = kct_stats(rt);
   assert_int_equal(s1.fast_hits, s0.fast_hits + 1);
   assert_int_equal(s1.compiles, 1);
-  fx_close(&f);
+  kct_fx_close(&f);
 }
 
 static void test_recursion_is_rejected(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kc_runtime *rt = f.rt;
   /* mutual: kernel -> ping_fn -> pong_fn -> ping_fn */
   kct_define(rt, "ping_fn", "KC_DEVICE float ping_fn(float x) { return x <= 0.0f ? 0.0f : pong_fn(x - 1.0f); }");
@@ -668,14 +646,14 @@ static void test_recursion_is_rejected(void **state) {
   /* breaking the cycle makes it work */
   kct_define(rt, "pong_fn", "KC_DEVICE float pong_fn(float x) { return x + 10.0f; }");
   KCT_OK(rt, run(&f, km));
-  expect_linear(f.out, N, 0, 12.0f); /* ping_fn(3) = pong_fn(2) = 12 */
-  fx_close(&f);
+  kct_expect_linear(f.out, N, 0, 12.0f); /* ping_fn(3) = pong_fn(2) = 12 */
+  kct_fx_close(&f);
 }
 
 static void test_undefine(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kc_runtime *rt = f.rt;
   kc_world w0 = kc_world_latest(rt);
   KCT_STATUS(rt, KC_ENOTFOUND, kc_undefine(rt, "never_defined", NULL));
@@ -686,7 +664,7 @@ static void test_undefine(void **state) {
   kct_define(rt, "k", SRC_K);
   kc_kernel *k = kct_kernel(rt, "k", NULL);
   KCT_OK(rt, run(&f, k));
-  expect_linear(f.out, N, 1, 1);
+  kct_expect_linear(f.out, N, 1, 1);
   kc_stats s0 = kct_stats(rt);
   kc_world w = 0;
   KCT_OK(rt, kc_undefine(rt, "h", &w));
@@ -700,19 +678,19 @@ static void test_undefine(void **state) {
 
   kct_define(rt, "h", SRC_H2);
   KCT_OK(rt, run(&f, k));
-  expect_linear(f.out, N, 1, 2);
+  kct_expect_linear(f.out, N, 1, 2);
 
   /* undefining the kernel itself */
   KCT_OK(rt, kc_undefine(rt, "k", NULL));
   KCT_STATUS(rt, KC_ENOTFOUND, run(&f, k));
   KCT_CONTAINS(kc_errmsg(rt), "k");
-  fx_close(&f);
+  kct_fx_close(&f);
 }
 
 static void test_buffer_ranges(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kc_runtime *rt = f.rt;
   const size_t size = N * sizeof(float);
   char tmp[2 * N * sizeof(float)];
@@ -735,13 +713,13 @@ static void test_buffer_ranges(void **state) {
   assert_memory_equal(back, pattern, size);
   KCT_OK(rt, kc_buffer_read(f.buf, size - sizeof(float), back, sizeof(float)));
   assert_true(back[0] == pattern[N - 1]);
-  fx_close(&f);
+  kct_fx_close(&f);
 }
 
 static void test_undefined_kernel(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kc_runtime *rt = f.rt;
   kc_kernel *k = kct_kernel(rt, "nosuch", NULL); /* handles may precede definitions */
   KCT_STATUS(rt, KC_ENOTFOUND, run(&f, k));
@@ -755,8 +733,8 @@ static void test_undefined_kernel(void **state) {
 
   kct_define(rt, "nosuch", "KC_KERNEL void nosuch(KC_GLOBAL float *y) { y[kc_global_id(0)] = 9.0f; }");
   KCT_OK(rt, run(&f, k));
-  expect_linear(f.out, N, 0, 9);
-  fx_close(&f);
+  kct_expect_linear(f.out, N, 0, 9);
+  kct_fx_close(&f);
 }
 
 static void test_launch_on_destroyed_context(void **state) {
@@ -778,8 +756,8 @@ static void test_launch_on_destroyed_context(void **state) {
  * when replacing one), and the launch's own checks on both its paths. */
 static void test_bound_argument_errors(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kc_runtime *rt = f.rt;
   kct_define(rt, "ka", SRC_KA);
   kc_kernel *k = kct_kernel(rt, "ka", NULL);
@@ -849,7 +827,7 @@ static void test_bound_argument_errors(void **state) {
   KCT_CONTAINS(kc_errmsg(rt), "8");
   KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 2, ((kc_arg){NULL, sizeof n, KC_ARG_SCALAR})));
   KCT_OK(rt, kct_run_args(bound, f.ctx, f.buf, N, f.out));
-  expect_linear(f.out, N, 0, 2.5f); /* the arguments as bound */
+  kct_expect_linear(f.out, N, 0, 2.5f); /* the arguments as bound */
 
   /* the context destroyed, and another one created in its place */
   kc_context_destroy(f.ctx);
@@ -865,8 +843,8 @@ static void test_bound_argument_errors(void **state) {
 /* A context of another runtime is not a context of this one. */
 static void test_context_of_another_runtime(void **state) {
   (void)state;
-  fixture f;
-  fx_open(&f);
+  kct_fixture f;
+  kct_fx_open(&f);
   kc_runtime *rt2 = kct_runtime(NULL);
   kct_define(rt2, "h", SRC_H1);
   kct_define(rt2, "k", SRC_K);
@@ -874,7 +852,7 @@ static void test_context_of_another_runtime(void **state) {
   kc_status st = run(&f, k2);
   if (st == KC_OK) fail_msg("a kernel of one runtime launched on a context of another");
   kct_destroy(rt2);
-  fx_close(&f);
+  kct_fx_close(&f);
 }
 
 int main(int argc, char **argv) {

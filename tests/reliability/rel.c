@@ -4,59 +4,7 @@
 #include "store.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <stdlib.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
-
-bool rel_in_path(const char *prog) {
-  const char *path = getenv("PATH");
-  if (!path) return false;
-  char buf[1024];
-  for (const char *p = path; *p;) {
-    size_t n = strcspn(p, ":");
-    snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, prog);
-    if (n && access(buf, X_OK) == 0) return true;
-    p += n + (p[n] == ':');
-  }
-  return false;
-}
-
-const char *rel_cc(void) {
-  static const char *cc;
-  if (!cc) {
-    const char *env = getenv("KC_HOST_CC");
-    cc = env && *env ? env : rel_in_path("tcc") ? "tcc" : "cc";
-  }
-  return cc;
-}
-
-void rel_mkdtemp(char *out, size_t len, const char *tag) {
-  const char *tmp = getenv("TMPDIR");
-  snprintf(out, len, "%s/kc-rel-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", tag);
-  if (!mkdtemp(out)) fail_msg("mkdtemp %s: %s", out, strerror(errno));
-}
-
-void rel_rmrf(const char *path) {
-  struct stat st;
-  if (lstat(path, &st) != 0) return;
-  if (S_ISDIR(st.st_mode)) {
-    DIR *d = opendir(path);
-    if (d) {
-      for (struct dirent *de; (de = readdir(d));) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-        char sub[4096];
-        snprintf(sub, sizeof sub, "%s/%s", path, de->d_name);
-        rel_rmrf(sub);
-      }
-      closedir(d);
-    }
-    rmdir(path);
-  } else {
-    unlink(path);
-  }
-}
 
 static void problem(rel_store_check *c, const char *fmt, ...) KCT_PRINTF(2, 3);
 static void problem(rel_store_check *c, const char *fmt, ...) {
@@ -111,22 +59,6 @@ void rel_store_check_dir(const char *root, rel_store_check *c) {
     }
     closedir(d);
   }
-}
-
-kc_status rel_run(kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, int32_t *out) {
-  kc_dim3 grid = {n, 1, 1}, block = {1, 1, 1};
-  kc_arg args[] = {KC_ARG_BUF(b)};
-  kc_status st = kc_launch(k, ctx, &grid, &block, args, 1);
-  if (st) return st;
-  st = kc_context_finish(ctx);
-  if (st || !out) return st;
-  return kc_buffer_read(b, 0, out, n * sizeof *out);
-}
-
-double rel_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 uint64_t rel_env_u64(const char *name, uint64_t def) {

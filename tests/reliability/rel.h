@@ -11,16 +11,20 @@
 
 #include <stdint.h>
 
-/* The host compiler for these tests: $KC_HOST_CC, else tcc when there is
- * one (fast compiles), else cc. */
-const char *rel_cc(void);
-/* Whether prog is an executable in $PATH. */
-bool rel_in_path(const char *prog);
+/* The old names of kc_test.h's helpers, kept for the reliability tests. */
+/* The host compiler for these tests: kct_host_cc ($KC_HOST_CC, else tcc
+ * when there is one (fast compiles), else cc). */
+static inline const char *rel_cc(void) { return kct_host_cc(); }
 
-/* A fresh directory under $TMPDIR; fails the test if it cannot be made. */
-void rel_mkdtemp(char *out, size_t len, const char *tag);
-/* rm -rf */
-void rel_rmrf(const char *path);
+/* A fresh directory $TMPDIR/kc-rel-<tag>-XXXXXX (kct_mkdtemp: fails the
+ * test if it cannot be made). */
+static inline void rel_mkdtemp(char *out, size_t len, const char *tag) {
+  char t[256];
+  snprintf(t, sizeof t, "rel-%s", tag);
+  kct_mkdtemp(out, len, t);
+}
+/* rm -rf (kct_rmrf) */
+static inline void rel_rmrf(const char *path) { kct_rmrf(path); }
 
 /* What is in a store directory (root as given to kc_options.cache_dir). */
 typedef struct rel_store_check {
@@ -36,12 +40,14 @@ typedef struct rel_store_check {
 void rel_store_check_dir(const char *root, rel_store_check *out);
 
 /* Launches k on ctx with one int buffer of n items (grid n, block 1), waits
- * and reads the n ints back into out. The first failing status; never
- * calls cmocka. */
-kc_status rel_run(kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, int32_t *out);
+ * and reads the n ints back into out (if out). The first failing status;
+ * never calls cmocka (kct_run_bytes). */
+static inline kc_status rel_run(kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, int32_t *out) {
+  return kct_run_bytes(k, ctx, b, n, out, n * sizeof *out);
+}
 
-/* Seconds on the monotonic clock. */
-double rel_now(void);
+/* Seconds on the monotonic clock (kct_now). */
+static inline double rel_now(void) { return kct_now(); }
 /* An unsigned integer from the environment, or def. */
 uint64_t rel_env_u64(const char *name, uint64_t def);
 

@@ -12,21 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static bool in_path(const char *prog) {
-  const char *path = getenv("PATH");
-  char buf[1024];
-  for (const char *p = path ? path : ""; *p;) {
-    size_t n = strcspn(p, ":");
-    snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, prog);
-    if (n && access(buf, X_OK) == 0) return true;
-    p += n + (p[n] == ':');
-  }
-  return false;
-}
-
 void rs_require_server(void) {
   const char *why = NULL;
-  if (!in_path("redis-server")) why = "redis-server is not installed (Debian: apt-get install redis-server)";
+  if (!kct_in_path("redis-server")) why = "redis-server is not installed (Debian: apt-get install redis-server)";
   else why = kc__hiredis_unavailable();
   if (why) {
     printf("SKIPPED: remote tier tests need a Redis server and hiredis: %s\n", why);
@@ -105,7 +93,7 @@ void rs_stop(rs_server *s) {
     waitpid(s->pid, NULL, 0);
     s->pid = 0;
   }
-  if (s->dir[0]) st_rmrf(s->dir);
+  if (s->dir[0]) kct_rmrf(s->dir);
   s->dir[0] = 0;
 }
 
@@ -183,13 +171,7 @@ kc_status rs_run_v(kc_runtime *rt, int n, int v) {
   char params[32];
   snprintf(params, sizeof params, "V=%d", v);
   if (!st) st = kc_kernel_create(rt, names[n], params, &k);
-  if (!st) {
-    kc_dim3 grid = {N, 1, 1}, block = {1, 1, 1};
-    kc_arg args[] = {KC_ARG_BUF(b)};
-    st = kc_launch(k, ctx, &grid, &block, args, 1);
-  }
-  if (!st) st = kc_context_finish(ctx);
-  if (!st) st = kc_buffer_read(b, 0, out, sizeof out);
+  if (!st) st = kct_run(k, ctx, b, N, out);
   for (int i = 0; !st && i < N; i++)
     if (out[i] != (float)(n + 1) * (float)(i + 1) + (float)v) st = KC_EBACKEND;
   kc_kernel_destroy(k);
@@ -202,7 +184,7 @@ kc_runtime *rs_node(const char *cache_dir, const rs_node_opts *o) {
   kc_options opt;
   kc_options_init(&opt);
   opt.backend = kct_backend;
-  opt.host_cc = o->cc ? o->cc : st_cc();
+  opt.host_cc = o->cc ? o->cc : kct_host_cc();
   opt.cache_dir = cache_dir;
   opt.remote_url = o->url ? o->url : "";
   opt.remote_key = o->secret ? o->secret : "";
@@ -218,7 +200,7 @@ kc_runtime *rs_node(const char *cache_dir, const rs_node_opts *o) {
 rs_report rs_node_run(const char *cache_dir, const rs_node_opts *o, unsigned kernels) {
   rs_report r;
   memset(&r, 0, sizeof r);
-  double t0 = st_now();
+  double t0 = kct_now();
   kc_runtime *rt = rs_node(cache_dir, o);
   if (!rt) {
     r.status = KC_EUNAVAILABLE;
@@ -227,18 +209,18 @@ rs_report rs_node_run(const char *cache_dir, const rs_node_opts *o, unsigned ker
   r.status = rs_define(rt);
   for (int i = 0; i < 3 && !r.status; i++) {
     if (!(kernels & (1u << i))) continue;
-    double l0 = st_now();
+    double l0 = kct_now();
     kc_status st = rs_run(rt, i);
-    double dt = st_now() - l0;
+    double dt = kct_now() - l0;
     if (dt > r.max_launch) r.max_launch = dt;
     if (st == KC_EBACKEND) r.wrong++;
     else if (st) r.status = st;
   }
-  r.seconds = st_now() - t0;
+  r.seconds = kct_now() - t0;
   kc_stats_get(rt, &r.stats);
-  double d0 = st_now();
+  double d0 = kct_now();
   kc_runtime_destroy(rt);
-  r.destroy_seconds = st_now() - d0;
+  r.destroy_seconds = kct_now() - d0;
   return r;
 }
 

@@ -59,7 +59,7 @@ typedef struct rs_node_opts {
   const char *secret;
   uint32_t timeout_ms, lock_ms, retry_ms;
   uint64_t max_entry;
-  const char *cc; /* NULL: st_cc() */
+  const char *cc; /* NULL: kct_host_cc() */
 } rs_node_opts;
 kc_runtime *rs_node(const char *cache_dir, const rs_node_opts *o);
 

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 const char st_h_src[] = "KC_DEVICE float h(float x) { return 3.0f * x + 1.0f; }";
@@ -15,58 +14,12 @@ const char st_k_src[] =
 const char st_kv_src[] =
     "KC_KERNEL void kv(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = h((float)i) + V; }";
 
-static bool in_path(const char *prog) {
-  const char *path = getenv("PATH");
-  if (!path) return false;
-  char buf[1024];
-  for (const char *p = path; *p;) {
-    size_t n = strcspn(p, ":");
-    snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, prog);
-    if (n && access(buf, X_OK) == 0) return true;
-    p += n + (p[n] == ':');
-  }
-  return false;
-}
-
-const char *st_cc(void) {
-  static const char *cc;
-  if (!cc) cc = in_path("tcc") ? "tcc" : "cc";
-  return cc;
-}
-
-void st_mkdtemp(char *out, size_t len, const char *tag) {
-  const char *tmp = getenv("TMPDIR");
-  snprintf(out, len, "%s/kc-store-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", tag);
-  if (!mkdtemp(out)) fail_msg("mkdtemp %s: %s", out, strerror(errno));
-}
-
-void st_rmrf(const char *path) {
-  struct stat st;
-  if (lstat(path, &st) != 0) return;
-  if (S_ISDIR(st.st_mode)) {
-    chmod(path, 0755);
-    DIR *d = opendir(path);
-    if (d) {
-      for (struct dirent *de; (de = readdir(d));) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-        char sub[4096];
-        snprintf(sub, sizeof sub, "%s/%s", path, de->d_name);
-        st_rmrf(sub);
-      }
-      closedir(d);
-    }
-    rmdir(path);
-  } else {
-    unlink(path);
-  }
-}
-
 kc_runtime *st_runtime_nofail(const char *cache_dir, const kc_options *opt) {
   kc_options o;
   if (opt) o = *opt;
   else kc_options_init(&o);
   o.backend = kct_backend;
-  if (!o.host_cc) o.host_cc = st_cc();
+  if (!o.host_cc) o.host_cc = kct_host_cc();
   o.cache_dir = cache_dir;
   if (!cache_dir) o.cache_disable = 1;
   kc_runtime *rt = NULL;
@@ -95,13 +48,7 @@ kc_status st_run(kc_runtime *rt, const char *name, const char *params, uint32_t 
   kc_status st = kc_context_create(rt, 0, &ctx);
   if (!st) st = kc_buffer_create(ctx, n * sizeof(float), &b);
   if (!st) st = kc_kernel_create(rt, name, params, &k);
-  if (!st) {
-    kc_dim3 grid = {n, 1, 1}, block = {1, 1, 1};
-    kc_arg args[] = {KC_ARG_BUF(b)};
-    st = kc_launch(k, ctx, &grid, &block, args, 1);
-  }
-  if (!st) st = kc_context_finish(ctx);
-  if (!st) st = kc_buffer_read(b, 0, out, n * sizeof(float));
+  if (!st) st = kct_run(k, ctx, b, n, out);
   for (uint32_t i = 0; !st && i < n; i++)
     if (out[i] != 3.0f * (float)i + 1.0f + add) st = KC_EBACKEND;
   kc_kernel_destroy(k);
@@ -211,7 +158,7 @@ void st_wrapper(const char *dir, char *path, size_t len) {
            "[ -n \"$KC_TEST_MARK\" ] && : > \"$KC_TEST_MARK\"\n"
            "[ -n \"$KC_TEST_SLEEP\" ] && sleep \"$KC_TEST_SLEEP\"\n"
            "exec %s \"$@\"\n",
-           st_cc(), st_cc(), st_cc());
+           kct_host_cc(), kct_host_cc(), kct_host_cc());
   st_write_file(path, script, strlen(script));
   chmod(path, 0755);
 }
@@ -223,12 +170,6 @@ size_t st_lines(const char *path) {
   for (int c; (c = fgetc(f)) != EOF;) n += c == '\n';
   fclose(f);
   return n;
-}
-
-double st_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static bool find_entry(const char *root, const char *entry, const char *params, char *path, size_t len) {

@@ -17,13 +17,20 @@ extern const char st_h_src[];
 extern const char st_k_src[];
 extern const char st_kv_src[]; /* "kv", uses the parameter V */
 
-/* The host compiler for tests: tcc when there is one (fast), else cc. */
-const char *st_cc(void);
-
-/* A fresh directory under $TMPDIR (the test fails if it cannot be made). */
-void st_mkdtemp(char *out, size_t len, const char *tag);
-/* rm -rf */
-void st_rmrf(const char *path);
+/* The old names of kc_test.h's helpers, kept for the store and remote tests. */
+/* The host compiler for tests: kct_host_cc ($KC_HOST_CC, else tcc, else cc). */
+static inline const char *st_cc(void) { return kct_host_cc(); }
+/* A fresh directory $TMPDIR/kc-store-<tag>-XXXXXX (kct_mkdtemp: the test
+ * fails if it cannot be made). */
+static inline void st_mkdtemp(char *out, size_t len, const char *tag) {
+  char t[256];
+  snprintf(t, sizeof t, "store-%s", tag);
+  kct_mkdtemp(out, len, t);
+}
+/* rm -rf (kct_rmrf) */
+static inline void st_rmrf(const char *path) { kct_rmrf(path); }
+/* Seconds on the monotonic clock (kct_now). */
+static inline double st_now(void) { return kct_now(); }
 
 /* A host runtime on cache_dir (NULL: no disk cache). opt may be NULL; its
  * backend, host_cc (if unset) and cache_dir are set here. NULL on failure
@@ -55,7 +62,7 @@ void st_capture_begin(void);
 char *st_capture_end(void);
 size_t st_count(const char *haystack, const char *needle);
 
-/* Writes dir/cc-wrapper, a compiler that runs st_cc() and, per environment:
+/* Writes dir/cc-wrapper, a compiler that runs kct_host_cc() and, per environment:
  * KC_TEST_COUNT=file appends a line per compile; KC_TEST_MARK=file creates
  * the file when a compile starts; KC_TEST_SLEEP=secs pauses before it.
  * (--version runs straight through: the identity does not change.) */
@@ -70,6 +77,5 @@ size_t st_files_like(const char *root, const char *prefix, const char *suffix);
 
 /* Lines in a file (0 if it does not exist). */
 size_t st_lines(const char *path);
-double st_now(void);
 
 #endif
