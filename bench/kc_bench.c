@@ -26,6 +26,7 @@
  */
 #include <kcache.h>
 
+#define KCB_PROG "kc_bench"
 #include "kc_bench_util.h"
 
 #include <dlfcn.h>
@@ -40,16 +41,6 @@
 static kc_runtime *rt;
 static kc_context *ctx;
 static long n_allocs;
-
-static void die(const char *what, kc_status st) {
-  fprintf(stderr, "kc_bench: %s: %s\n%s\n", what, kc_status_name(st), kc_errmsg(rt));
-  exit(1);
-}
-#define CHECK(call)             \
-  do {                          \
-    kc_status st_ = (call);     \
-    if (st_) die(#call, st_);   \
-  } while (0)
 
 static void *counting_alloc(void *ud, void *p, size_t n) {
   (void)ud;
@@ -94,34 +85,34 @@ static bench_kernel kernels[] = {
  * call: the very same compiled function, without kcache in between. */
 static void setup_direct(bench_kernel *b) {
   kc_code_info ci;
-  CHECK(kc_kernel_code(b->k, &ci));
+  KCB_CHECK(kc_kernel_code(b->k, &ci));
   char path[256];
   snprintf(path, sizeof path, "/tmp/kc_bench_%d_%s.so", (int)getpid(), b->name);
   FILE *f = fopen(path, "wb");
-  if (!f || fwrite(ci.artifact, 1, ci.artifact_size, f) != ci.artifact_size) die("write artifact", KC_EIO);
+  if (!f || fwrite(ci.artifact, 1, ci.artifact_size, f) != ci.artifact_size) kcb_die("write artifact", KC_EIO);
   fclose(f);
   b->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   unlink(path);
-  if (!b->dl) die(dlerror(), KC_ELINK);
+  if (!b->dl) kcb_die(dlerror(), KC_ELINK);
   b->direct = (run_fn)(uintptr_t)dlsym(b->dl, "kc__run");
-  if (!b->direct) die("dlsym kc__run", KC_ELINK);
+  if (!b->direct) kcb_die("dlsym kc__run", KC_ELINK);
 }
 
 static const kc_dim3 one = {1, 1, 1};
 
 __attribute__((noinline)) void kcb_loop_kc(bench_kernel *b, int n) {
   for (int i = 0; i < n; i++)
-    if (kc_launch(b->k, ctx, &one, &one, b->args, (uint32_t)b->nargs)) die("kc_launch", KC_ELAUNCH);
+    if (kc_launch(b->k, ctx, &one, &one, b->args, (uint32_t)b->nargs)) kcb_die("kc_launch", KC_ELAUNCH);
 }
 
 __attribute__((noinline)) void kcb_loop_bound(bench_kernel *b, int n) {
   for (int i = 0; i < n; i++)
-    if (kc_launch_args(b->bound, &one, &one)) die("kc_launch_args", KC_ELAUNCH);
+    if (kc_launch_args(b->bound, &one, &one)) kcb_die("kc_launch_args", KC_ELAUNCH);
 }
 
 __attribute__((noinline)) void kcb_loop_direct(bench_kernel *b, int n) {
   for (int i = 0; i < n; i++)
-    if (b->direct(NULL, b->argv, &one, &one)) die("direct call", KC_ELAUNCH);
+    if (b->direct(NULL, b->argv, &one, &one)) kcb_die("direct call", KC_ELAUNCH);
 }
 
 /* The loops that callgrind measures, run only once warm; noinline and
@@ -140,17 +131,14 @@ static const char *const mode_fn[NMODES] = {"kcb_measure_kc", "kcb_measure_bound
 
 static void setup(void) {
   kc_options o;
-  kc_options_init(&o);
-  o.cache_disable = 1; /* measure compiles, not the disk cache */
-  o.backend = KC_BACKEND_HOST;
+  kcb_options_uncached(&o, KC_BACKEND_HOST);
   o.alloc = counting_alloc;
-  CHECK(kc_runtime_create(&o, &rt));
-  CHECK(kc_context_create(rt, 0, &ctx));
-  CHECK(kc_buffer_create(ctx, 1024, &buf));
+  rt = kcb_main_runtime(&o, &ctx);
+  KCB_CHECK(kc_buffer_create(ctx, 1024, &buf));
   for (int i = 0; i < NK; i++) {
     bench_kernel *b = &kernels[i];
-    CHECK(kc_define(rt, b->name, b->src, NULL));
-    CHECK(kc_kernel_create(rt, b->name, NULL, &b->k));
+    KCB_CHECK(kc_define(rt, b->name, b->src, NULL));
+    KCB_CHECK(kc_kernel_create(rt, b->name, NULL, &b->k));
     kc_arg all[4] = {KC_ARG_BUF(buf), KC_ARG_VAL(fa), KC_ARG_VAL(ib), KC_ARG_VAL(fc)};
     memcpy(b->args, all, sizeof all);
     /* what a direct caller passes: pointers to the values */
@@ -159,7 +147,7 @@ static void setup(void) {
     b->argv[2] = &ib;
     b->argv[3] = &fc;
     kcb_loop_kc(b, 1); /* compile and link */
-    CHECK(kc_args_create(b->k, ctx, b->args, (uint32_t)b->nargs, &b->bound));
+    KCB_CHECK(kc_args_create(b->k, ctx, b->args, (uint32_t)b->nargs, &b->bound));
     kcb_loop_bound(b, 1);
     setup_direct(b);
   }
@@ -254,7 +242,7 @@ static void bench_revalidate(results *r) {
   char src[128];
   for (int i = 0; i < REPS; i++) {
     snprintf(src, sizeof src, "KC_DEVICE int unrelated(void) { return %d; }", i);
-    CHECK(kc_define(rt, "unrelated", src, NULL));
+    KCB_CHECK(kc_define(rt, "unrelated", src, NULL));
     double t0 = now_ns();
     kcb_loop_kc(b, 1); /* slow path: same code instance, same linked object */
     double t1 = now_ns();
@@ -295,12 +283,10 @@ static int fill_thread(void *arg) {
  * runtime that holds `unrelated` other cached kernels. */
 static double redefine_cost(int unrelated) {
   kc_options o;
-  kc_options_init(&o);
-  o.cache_disable = 1; /* measure compiles, not the disk cache */
-  o.backend = KC_BACKEND_HOST;
+  kcb_options_uncached(&o, KC_BACKEND_HOST);
   o.host_cc = access("/usr/bin/tcc", X_OK) == 0 ? "tcc" : NULL; /* fast compiles to fill the cache */
   kc_runtime *r;
-  CHECK(kc_runtime_create(&o, &r));
+  KCB_CHECK(kc_runtime_create(&o, &r));
   fill_job jobs[2] = {{r, 0, unrelated / 2}, {r, unrelated / 2, unrelated}};
   thrd_t th[2];
   for (int i = 0; i < 2; i++) thrd_create(&th[i], fill_thread, &jobs[i]);
@@ -310,17 +296,17 @@ static double redefine_cost(int unrelated) {
     if (rc) exit(1);
   }
   kc_kernel *k;
-  CHECK(kc_define(r, "h", "KC_DEVICE int h(int x) { return x; }", NULL));
-  CHECK(kc_define(r, "kh", "KC_KERNEL void kh(KC_GLOBAL int *y) { y[0] = h(1); }", NULL));
-  CHECK(kc_kernel_create(r, "kh", NULL, &k));
+  KCB_CHECK(kc_define(r, "h", "KC_DEVICE int h(int x) { return x; }", NULL));
+  KCB_CHECK(kc_define(r, "kh", "KC_KERNEL void kh(KC_GLOBAL int *y) { y[0] = h(1); }", NULL));
+  KCB_CHECK(kc_kernel_create(r, "kh", NULL, &k));
   enum { REPS = 31 };
   double t[REPS];
   char src[128];
   for (int i = 0; i < REPS; i++) {
-    CHECK(kc_kernel_compile(k)); /* one live dependent to clip */
+    KCB_CHECK(kc_kernel_compile(k)); /* one live dependent to clip */
     snprintf(src, sizeof src, "KC_DEVICE int h(int x) { return x + %d; }", i + 1);
     double t0 = now_ns();
-    CHECK(kc_define(r, "h", src, NULL));
+    KCB_CHECK(kc_define(r, "h", src, NULL));
     t[i] = now_ns() - t0;
   }
   kc_kernel_destroy(k);
@@ -330,27 +316,25 @@ static double redefine_cost(int unrelated) {
 
 static double per_dependent(int n) {
   kc_options o;
-  kc_options_init(&o);
-  o.cache_disable = 1; /* measure compiles, not the disk cache */
-  o.backend = KC_BACKEND_HOST;
+  kcb_options_uncached(&o, KC_BACKEND_HOST);
   o.host_cc = access("/usr/bin/tcc", X_OK) == 0 ? "tcc" : NULL;
   kc_runtime *r;
-  CHECK(kc_runtime_create(&o, &r));
-  CHECK(kc_define(r, "h", "KC_DEVICE int h(int x) { return x; }", NULL));
+  KCB_CHECK(kc_runtime_create(&o, &r));
+  KCB_CHECK(kc_define(r, "h", "KC_DEVICE int h(int x) { return x; }", NULL));
   char name[64], src[256];
   for (int i = 0; i < n; i++) {
     snprintf(name, sizeof name, "d%d", i);
     snprintf(src, sizeof src, "KC_KERNEL void d%d(KC_GLOBAL int *y) { y[0] = h(%d); }", i, i);
     kc_kernel *k;
-    CHECK(kc_define(r, name, src, NULL));
-    CHECK(kc_kernel_create(r, name, NULL, &k));
-    CHECK(kc_kernel_compile(k));
+    KCB_CHECK(kc_define(r, name, src, NULL));
+    KCB_CHECK(kc_kernel_create(r, name, NULL, &k));
+    KCB_CHECK(kc_kernel_compile(k));
     kc_kernel_destroy(k);
   }
   kc_stats s0, s1;
   kc_stats_get(r, &s0);
   double t0 = now_ns();
-  CHECK(kc_define(r, "h", "KC_DEVICE int h(int x) { return -x; }", NULL));
+  KCB_CHECK(kc_define(r, "h", "KC_DEVICE int h(int x) { return -x; }", NULL));
   double t = now_ns() - t0;
   kc_stats_get(r, &s1);
   if ((int)(s1.invalidations - s0.invalidations) != n) {
@@ -364,9 +348,7 @@ static double per_dependent(int n) {
 
 static double compile_ms(const char *cc) {
   kc_options o;
-  kc_options_init(&o);
-  o.cache_disable = 1; /* measure compiles, not the disk cache */
-  o.backend = KC_BACKEND_HOST;
+  kcb_options_uncached(&o, KC_BACKEND_HOST);
   o.host_cc = cc;
   kc_runtime *r;
   if (kc_runtime_create(&o, &r)) return -1;
@@ -378,11 +360,11 @@ static double compile_ms(const char *cc) {
              "KC_KERNEL void saxpy(KC_GLOBAL float *y, KC_GLOBAL const float *x, float a) { size_t i "
              "= kc_global_id(0); y[i] = a * x[i] + y[i] + %d; }",
              i);
-    CHECK(kc_define(r, "saxpy", src, NULL));
+    KCB_CHECK(kc_define(r, "saxpy", src, NULL));
     kc_kernel *k;
-    CHECK(kc_kernel_create(r, "saxpy", NULL, &k));
+    KCB_CHECK(kc_kernel_create(r, "saxpy", NULL, &k));
     kc_code_info ci;
-    CHECK(kc_kernel_code(k, &ci));
+    KCB_CHECK(kc_kernel_code(k, &ci));
     t[i] = ci.compile_ns / 1e6;
     kc_kernel_destroy(k);
   }

@@ -12,6 +12,7 @@
  */
 #include <kcache.h>
 
+#define KCB_PROG "kc_bench_cuda"
 #include "kc_bench_util.h"
 
 #include <dlfcn.h>
@@ -34,16 +35,6 @@ static CUresult (*p_cuCtxSynchronize)(void);
 
 static kc_runtime *rt;
 static kc_context *ctx;
-
-static void die(const char *what, int st) {
-  fprintf(stderr, "kc_bench_cuda: %s failed (%d): %s\n", what, st, rt ? kc_errmsg(rt) : "");
-  exit(1);
-}
-#define CHECK(call)            \
-  do {                         \
-    int st_ = (int)(call);     \
-    if (st_) die(#call, st_);  \
-  } while (0)
 
 typedef struct {
   const char *name, *src;
@@ -69,40 +60,33 @@ static bk kernels[] = {
 static const kc_dim3 one = {1, 1, 1};
 
 static void launch_kc(bk *b) {
-  if (kc_launch(b->k, ctx, &one, &one, b->args, (uint32_t)b->nargs)) die("kc_launch", 1);
+  if (kc_launch(b->k, ctx, &one, &one, b->args, (uint32_t)b->nargs)) kcb_die("kc_launch", 1);
 }
 static void launch_bound(bk *b) {
-  if (kc_launch_args(b->bound, &one, &one)) die("kc_launch_args", 1);
+  if (kc_launch_args(b->bound, &one, &one)) kcb_die("kc_launch_args", 1);
 }
 static void launch_raw(bk *b) {
   CUresult r = p_cuLaunchKernel(b->raw, 1, 1, 1, 1, 1, 1, 0, NULL, b->params, NULL);
-  if (r) die("cuLaunchKernel", r);
+  if (r) kcb_die("cuLaunchKernel", r);
 }
 
 int main(int argc, char **argv) {
   bool json = argc > 1 && !strcmp(argv[1], "--json");
-  const char *why;
-  if (!kc_backend_available(KC_BACKEND_CUDA, &why)) {
-    printf("kc_bench_cuda: skipped: %s\n", why);
-    return 77;
-  }
+  kcb_require_backend(KC_BACKEND_CUDA);
   void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!cu) die("dlopen libcuda.so.1", 1);
+  if (!cu) kcb_die("dlopen libcuda.so.1", 1);
   *(void **)&p_cuModuleLoadData = dlsym(cu, "cuModuleLoadData");
   *(void **)&p_cuModuleGetFunction = dlsym(cu, "cuModuleGetFunction");
   *(void **)&p_cuLaunchKernel = dlsym(cu, "cuLaunchKernel");
   *(void **)&p_cuCtxSynchronize = dlsym(cu, "cuCtxSynchronize");
   if (!p_cuModuleLoadData || !p_cuModuleGetFunction || !p_cuLaunchKernel || !p_cuCtxSynchronize)
-    die("dlsym", 1);
+    kcb_die("dlsym", 1);
 
   kc_options o;
-  kc_options_init(&o);
-  o.cache_disable = 1; /* measure compiles, not the disk cache */
-  o.backend = KC_BACKEND_CUDA;
-  CHECK(kc_runtime_create(&o, &rt));
-  CHECK(kc_context_create(rt, 0, &ctx));
+  kcb_options_uncached(&o, KC_BACKEND_CUDA);
+  rt = kcb_main_runtime(&o, &ctx);
   kc_buffer *buf;
-  CHECK(kc_buffer_create(ctx, 256, &buf));
+  KCB_CHECK(kc_buffer_create(ctx, 256, &buf));
   static float fa = 1, fb = 2, fe = 3, ff = 4;
   static int ic = 5, id = 6, ig = 7;
   kc_arg all[8] = {KC_ARG_BUF(buf), KC_ARG_VAL(fa), KC_ARG_VAL(fb), KC_ARG_VAL(ic),
@@ -114,22 +98,22 @@ int main(int argc, char **argv) {
   unsigned long long compiles_before_relink = 0, compiles_after_relink = 0;
   for (int i = 0; i < NK; i++) {
     bk *b = &kernels[i];
-    CHECK(kc_define(rt, b->name, b->src, NULL));
-    CHECK(kc_kernel_create(rt, b->name, NULL, &b->k));
+    KCB_CHECK(kc_define(rt, b->name, b->src, NULL));
+    KCB_CHECK(kc_kernel_create(rt, b->name, NULL, &b->k));
     memcpy(b->args, all, sizeof all);
     memcpy(b->params, raw_params, sizeof raw_params);
     double t0 = now_ns();
     launch_kc(b); /* compile + link + launch; binds the primary context */
-    CHECK(p_cuCtxSynchronize());
+    KCB_CHECK(p_cuCtxSynchronize());
     if (i == 0) first_compile_ms = (now_ns() - t0) / 1e6;
     kc_code_info ci;
-    CHECK(kc_kernel_code(b->k, &ci));
+    KCB_CHECK(kc_kernel_code(b->k, &ci));
     CUmodule m;
-    CHECK(p_cuModuleLoadData(&m, ci.artifact));
-    CHECK(p_cuModuleGetFunction(&b->raw, m, b->name));
-    CHECK(kc_args_create(b->k, ctx, b->args, (uint32_t)b->nargs, &b->bound));
+    KCB_CHECK(p_cuModuleLoadData(&m, ci.artifact));
+    KCB_CHECK(p_cuModuleGetFunction(&b->raw, m, b->name));
+    KCB_CHECK(kc_args_create(b->k, ctx, b->args, (uint32_t)b->nargs, &b->bound));
     launch_bound(b);
-    CHECK(p_cuCtxSynchronize());
+    KCB_CHECK(p_cuCtxSynchronize());
   }
 
   enum { BATCH = 256, ROUNDS = 101, SYNC_REPS = 2001 };
@@ -138,21 +122,21 @@ int main(int argc, char **argv) {
     bk *b = &kernels[i];
     for (int w = 0; w < 10; w++) {
       for (int j = 0; j < BATCH; j++) launch_kc(b), launch_bound(b), launch_raw(b);
-      CHECK(p_cuCtxSynchronize());
+      KCB_CHECK(p_cuCtxSynchronize());
     }
     for (int r = 0; r < ROUNDS; r++) { /* interleaved rounds: drift hits both */
       double t0 = now_ns();
       for (int j = 0; j < BATCH; j++) launch_kc(b);
       double t1 = now_ns();
-      CHECK(p_cuCtxSynchronize());
+      KCB_CHECK(p_cuCtxSynchronize());
       double t2 = now_ns();
       for (int j = 0; j < BATCH; j++) launch_raw(b);
       double t3 = now_ns();
-      CHECK(p_cuCtxSynchronize());
+      KCB_CHECK(p_cuCtxSynchronize());
       double t4 = now_ns();
       for (int j = 0; j < BATCH; j++) launch_bound(b);
       double t5 = now_ns();
-      CHECK(p_cuCtxSynchronize());
+      KCB_CHECK(p_cuCtxSynchronize());
       tk[r] = (t1 - t0) / BATCH;
       tr[r] = (t3 - t2) / BATCH;
       tb[r] = (t5 - t4) / BATCH;
@@ -163,10 +147,10 @@ int main(int argc, char **argv) {
     for (int r = 0; r < SYNC_REPS; r++) {
       double t0 = now_ns();
       launch_kc(b);
-      CHECK(p_cuCtxSynchronize());
+      KCB_CHECK(p_cuCtxSynchronize());
       double t1 = now_ns();
       launch_raw(b);
-      CHECK(p_cuCtxSynchronize());
+      KCB_CHECK(p_cuCtxSynchronize());
       double t2 = now_ns();
       sk[r] = t1 - t0;
       sr[r] = t2 - t1;
@@ -179,10 +163,10 @@ int main(int argc, char **argv) {
   kc_stats s;
   kc_stats_get(rt, &s);
   compiles_before_relink = s.compiles;
-  CHECK(kc_context_reset(ctx));
+  KCB_CHECK(kc_context_reset(ctx));
   double t0 = now_ns();
   launch_kc(&kernels[0]);
-  CHECK(p_cuCtxSynchronize());
+  KCB_CHECK(p_cuCtxSynchronize());
   relink_ms = (now_ns() - t0) / 1e6;
   kc_stats_get(rt, &s);
   compiles_after_relink = s.compiles;

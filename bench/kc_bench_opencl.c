@@ -16,6 +16,7 @@
 #include <CL/cl.h>
 #include <kcache.h>
 
+#define KCB_PROG "kc_bench_opencl"
 #include "kc_bench_util.h"
 
 #include <dlfcn.h>
@@ -54,16 +55,6 @@ CL_FNS(DECL)
 static kc_runtime *rt;
 static kc_context *ctx;
 
-static void die(const char *what, int st) {
-  fprintf(stderr, "kc_bench_opencl: %s failed (%d): %s\n", what, st, rt ? kc_errmsg(rt) : "");
-  exit(1);
-}
-#define CHECK(call)           \
-  do {                        \
-    int st_ = (int)(call);    \
-    if (st_) die(#call, st_); \
-  } while (0)
-
 typedef struct {
   const char *name, *src;
   int nargs;
@@ -93,12 +84,12 @@ static const size_t gsz[1] = {1}, lsz[1] = {1};
 
 static void launch_kc(bk *b) {
   kc_status st = kc_launch(b->k, ctx, &one, &one, kargs, (uint32_t)b->nargs);
-  if (st) die("kc_launch", st);
+  if (st) kcb_die("kc_launch", st);
 }
 
 static void launch_bound(bk *b) {
   kc_status st = kc_launch_args(b->bound, &one, &one);
-  if (st) die("kc_launch_args", st);
+  if (st) kcb_die("kc_launch_args", st);
 }
 
 /* What an application does without kcache: set every argument, enqueue. */
@@ -111,7 +102,7 @@ static void launch_raw(bk *b) {
     e |= p_clSetKernelArg(b->raw, 3, sizeof fc, &fc);
   }
   e |= p_clEnqueueNDRangeKernel(raw_q, b->raw, 1, NULL, gsz, lsz, 0, NULL, NULL);
-  if (e) die("raw launch", e);
+  if (e) kcb_die("raw launch", e);
 }
 
 int main(int argc, char **argv) {
@@ -120,63 +111,56 @@ int main(int argc, char **argv) {
    * build of a source it saw in an earlier run into a cache hit. Set before
    * anything initializes the platform, which reads it once. */
   setenv("POCL_KERNEL_CACHE", "0", 1);
-  const char *why;
-  if (!kc_backend_available(KC_BACKEND_OPENCL, &why)) {
-    printf("kc_bench_opencl: skipped: %s\n", why);
-    return 77;
-  }
+  kcb_require_backend(KC_BACKEND_OPENCL);
   void *lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) die("dlopen libOpenCL.so.1", 1);
+  if (!lib) kcb_die("dlopen libOpenCL.so.1", 1);
 #define LOAD(name, ret, args)                                  \
-  if (!(*(void **)&p_##name = dlsym(lib, #name))) die("dlsym " #name, 1);
+  if (!(*(void **)&p_##name = dlsym(lib, #name))) kcb_die("dlsym " #name, 1);
   CL_FNS(LOAD)
 #undef LOAD
 
   kc_options o;
-  kc_options_init(&o);
-  o.cache_disable = 1; /* measure compiles, not the disk cache */
-  o.backend = KC_BACKEND_OPENCL;
-  CHECK(kc_runtime_create(&o, &rt));
-  CHECK(kc_context_create(rt, 0, &ctx));
+  kcb_options_uncached(&o, KC_BACKEND_OPENCL);
+  rt = kcb_main_runtime(&o, &ctx);
   kc_buffer *buf;
-  CHECK(kc_buffer_create(ctx, 256, &buf));
+  KCB_CHECK(kc_buffer_create(ctx, 256, &buf));
   kc_arg all[4] = {KC_ARG_BUF(buf), KC_ARG_VAL(fa), KC_ARG_VAL(ib), KC_ARG_VAL(fc)};
   memcpy(kargs, all, sizeof all);
 
   /* the raw side: first platform with a device, like kcache's default */
   cl_platform_id plats[8];
   cl_uint np = 0;
-  CHECK(p_clGetPlatformIDs(8, plats, &np));
+  KCB_CHECK(p_clGetPlatformIDs(8, plats, &np));
   cl_device_id dev = NULL;
   for (cl_uint i = 0; i < np && !dev; i++)
     if (p_clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 1, &dev, NULL) != CL_SUCCESS) dev = NULL;
-  if (!dev) die("no OpenCL device", 1);
+  if (!dev) kcb_die("no OpenCL device", 1);
   cl_int err;
   cl_context rctx = p_clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-  CHECK(err);
+  KCB_CHECK(err);
   raw_q = p_clCreateCommandQueue(rctx, dev, 0, &err);
-  CHECK(err);
+  KCB_CHECK(err);
   raw_buf = p_clCreateBuffer(rctx, CL_MEM_READ_WRITE, 256, NULL, &err);
-  CHECK(err);
+  KCB_CHECK(err);
 
   double first_build_ms = 0;
   for (int i = 0; i < NK; i++) {
     bk *b = &kernels[i];
-    CHECK(kc_define(rt, b->name, b->src, NULL));
-    CHECK(kc_kernel_create(rt, b->name, NULL, &b->k));
-    CHECK(kc_kernel_compile(b->k));
+    KCB_CHECK(kc_define(rt, b->name, b->src, NULL));
+    KCB_CHECK(kc_kernel_create(rt, b->name, NULL, &b->k));
+    KCB_CHECK(kc_kernel_compile(b->k));
     kc_code_info ci;
-    CHECK(kc_kernel_code(b->k, &ci));
+    KCB_CHECK(kc_kernel_code(b->k, &ci));
     if (i == 0) first_build_ms = ci.compile_ns / 1e6;
     const unsigned char *bin = ci.artifact;
     size_t n = ci.artifact_size;
     cl_int bst;
     cl_program p = p_clCreateProgramWithBinary(rctx, 1, &dev, &n, &bin, &bst, &err);
-    CHECK(err);
-    CHECK(p_clBuildProgram(p, 1, &dev, "", NULL, NULL));
+    KCB_CHECK(err);
+    KCB_CHECK(p_clBuildProgram(p, 1, &dev, "", NULL, NULL));
     b->raw = p_clCreateKernel(p, b->name, &err);
-    CHECK(err);
-    CHECK(kc_args_create(b->k, ctx, kargs, (uint32_t)b->nargs, &b->bound));
+    KCB_CHECK(err);
+    KCB_CHECK(kc_args_create(b->k, ctx, kargs, (uint32_t)b->nargs, &b->bound));
   }
 
   enum { BATCH = 200, ROUNDS = 301 };
@@ -186,8 +170,8 @@ int main(int argc, char **argv) {
     bk *b = &kernels[i];
     for (int w = 0; w < 5; w++) { /* warm: PoCL makes machine code at first launch */
       for (int j = 0; j < BATCH; j++) launch_kc(b), launch_raw(b), launch_bound(b);
-      CHECK(kc_context_finish(ctx));
-      CHECK(p_clFinish(raw_q));
+      KCB_CHECK(kc_context_finish(ctx));
+      KCB_CHECK(p_clFinish(raw_q));
     }
     for (int r = 0; r < ROUNDS; r++) {
       /* rotate which side goes first, so that an order effect (PoCL's
@@ -197,7 +181,7 @@ int main(int argc, char **argv) {
         double t0 = now_ns();
         for (int j = 0; j < BATCH; j++) side_fn[side](b);
         double t1 = now_ns();
-        CHECK(side == 1 ? (kc_status)p_clFinish(raw_q) : kc_context_finish(ctx));
+        KCB_CHECK(side == 1 ? (kc_status)p_clFinish(raw_q) : kc_context_finish(ctx));
         t[side][r] = (t1 - t0) / BATCH;
       }
     }
@@ -212,11 +196,11 @@ int main(int argc, char **argv) {
   kc_stats s0, s1;
   kc_stats_get(rt, &s0);
   for (int r = 0; r < RELINKS; r++) {
-    CHECK(kc_context_reset(ctx));
+    KCB_CHECK(kc_context_reset(ctx));
     double t0 = now_ns();
     launch_kc(&kernels[0]);
     rl[r] = (now_ns() - t0) / 1e6;
-    CHECK(kc_context_finish(ctx));
+    KCB_CHECK(kc_context_finish(ctx));
   }
   kc_stats_get(rt, &s1);
   double relink_ms = median(rl, RELINKS);

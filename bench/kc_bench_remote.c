@@ -34,12 +34,12 @@
  */
 #include <kcache.h>
 
+#define KCB_PROG "kc_bench_remote"
 #include "kc_bench_util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -49,50 +49,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-/* A typical kernel: an entry and four helpers, a loop, branches (the one of
- * kc_bench_store). VARIANT makes specializations: three kernels. */
-static const struct {
-  const char *name, *src;
-} defs[] = {
-    {"lerp3", "KC_DEVICE float lerp3(float a, float b, float t) { return a + (b - a) * t; }"},
-    {"smooth", "KC_DEVICE float smooth(float x) {\n"
-               "  x = x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x);\n"
-               "  return x * x * (3.0f - 2.0f * x);\n"
-               "}"},
-    {"poly", "KC_DEVICE float poly(float x) {\n"
-             "  float r = 0.0f;\n"
-             "  for (int i = 0; i < 8; i++) r = r * x + (float)(i + 1) * 0.125f;\n"
-             "  return r;\n"
-             "}"},
-    {"shade", "KC_DEVICE float shade(float x, float y) {\n"
-              "  return lerp3(smooth(x), poly(y), 0.25f) + smooth(y) * poly(x);\n"
-              "}"},
-    {"typical", "KC_KERNEL void typical(KC_GLOBAL float *out, KC_GLOBAL const float *in, float scale, int n) {\n"
-                "  size_t i = kc_global_id(0);\n"
-                "  if ((int)i < n) {\n"
-                "    float x = in[i] * scale;\n"
-                "    out[i] = shade(x, 1.0f - x) + (float)VARIANT;\n"
-                "  }\n"
-                "}"},
-};
-enum { NDEFS = sizeof defs / sizeof *defs, N = 1024 };
-
-static float smooth_ref(float x) {
-  x = x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x);
-  return x * x * (3.0f - 2.0f * x);
-}
-static float poly_ref(float x) {
-  float r = 0.0f;
-  for (int i = 0; i < 8; i++) r = r * x + (float)(i + 1) * 0.125f;
-  return r;
-}
-static float shade_ref(float x, float y) {
-  float a = smooth_ref(x), b = poly_ref(y);
-  return a + (b - a) * 0.25f + smooth_ref(y) * poly_ref(x);
-}
 
 typedef struct bconf {
   const char *label;
@@ -120,61 +77,22 @@ static uint32_t fleet_timeout_ms = 250; /* see fleet() */
 /* A node: a runtime on dir with the tier at url ("-": none) under prefix. */
 static kc_runtime *node(const bconf *c, const char *dir, const char *url, const char *prefix) {
   kc_options o;
-  kc_options_init(&o);
-  o.backend = c->kind;
-  o.host_cc = c->cc;
-  o.cache_dir = dir;
+  kcb_options_store(&o, c->kind, c->cc, dir);
   o.remote_url = strcmp(url, "-") ? url : "";
   o.remote_prefix = prefix;
   o.remote_timeout_ms = timeout_ms;
-  kc_runtime *rt = NULL;
-  kc_status st = kc_runtime_create(&o, &rt);
-  if (st) fprintf(stderr, "kc_bench_remote: %s runtime: %s: %s\n", c->label, kc_status_name(st), kc_errmsg(NULL));
-  return rt;
-}
-
-typedef struct session {
-  kc_runtime *rt;
-  kc_context *ctx;
-  kc_buffer *in, *out;
-} session;
-
-static bool session_open(session *s, kc_runtime *rt) {
-  memset(s, 0, sizeof *s);
-  s->rt = rt;
-  float in[N];
-  for (int i = 0; i < N; i++) in[i] = (float)i / N;
-  kc_status st = kc_context_create(rt, 0, &s->ctx);
-  if (!st) st = kc_buffer_create(s->ctx, sizeof in, &s->in);
-  if (!st) st = kc_buffer_create(s->ctx, sizeof in, &s->out);
-  if (!st) st = kc_buffer_write(s->in, 0, in, sizeof in);
-  for (int i = 0; !st && i < NDEFS; i++) st = kc_define(rt, defs[i].name, defs[i].src, NULL);
-  if (st) fprintf(stderr, "kc_bench_remote: setting up: %s: %s\n", kc_status_name(st), kc_errmsg(rt));
-  return st == KC_OK;
+  return kcb_runtime(&o, c->label);
 }
 
 /* Launches the kernel with VARIANT=variant and checks the result. */
-static kc_status session_run(session *s, int variant) {
+static kc_status session_run(kcb_session *s, int variant) {
   char params[32];
   snprintf(params, sizeof params, "VARIANT=%d", variant);
   kc_kernel *k = NULL;
   kc_status st = kc_kernel_create(s->rt, "typical", params, &k);
-  float scale = 1.5f, out[N];
-  int n = N;
-  kc_arg args[] = {KC_ARG_BUF(s->out), KC_ARG_BUF(s->in), KC_ARG_VAL(scale), KC_ARG_VAL(n)};
-  kc_dim3 grid = {N / 64, 1, 1}, block = {64, 1, 1};
-  if (!st) st = kc_launch(k, s->ctx, &grid, &block, args, 4);
-  if (!st) st = kc_context_finish(s->ctx);
+  if (!st) st = kcb_session_launch(s, k);
   kc_kernel_destroy(k);
-  if (!st) st = kc_buffer_read(s->out, 0, out, sizeof out);
-  for (int i = 0; !st && i < N; i++) {
-    float x = (float)i / N * 1.5f, want = shade_ref(x, 1.0f - x) + (float)variant;
-    if (fabsf(out[i] - want) > 1e-3f * (1.0f + fabsf(want))) {
-      fprintf(stderr, "kc_bench_remote: wrong result at %d: %g, expected %g\n", i, out[i], want);
-      st = KC_EBACKEND;
-    }
-  }
-  return st;
+  return st ? st : kcb_session_check(s, (float)variant);
 }
 
 /* --child LABEL DIR URL PREFIX NKERNELS: a new node; prints
@@ -183,8 +101,8 @@ static int child(const char *label, const char *dir, const char *url, const char
   const bconf *c = conf_named(label);
   double t0 = now_ns();
   kc_runtime *rt = c ? node(c, dir, url, prefix) : NULL;
-  session s;
-  if (!rt || !session_open(&s, rt)) return 1;
+  kcb_session s;
+  if (!kcb_session_open(&s, rt, true)) return 1;
   double t1 = now_ns(), first = 0;
   for (int v = 1; v <= nk; v++) {
     kc_status st = session_run(&s, v);
@@ -216,69 +134,35 @@ static const char *self_path;
  * (NULL: start at once). */
 static pid_t child_start(const char *label, const char *dir, const char *url, const char *prefix, int nk,
                          const int *go, int *fd) {
-  int p[2];
-  if (pipe(p)) return -1;
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid < 0) return -1;
+  pid_t pid = kcb_fork_piped(fd, NULL);
   if (pid == 0) {
-    dup2(p[1], 1);
-    close(p[0]);
-    close(p[1]);
     if (go) {
       char ch;
       close(go[1]);
       while (read(go[0], &ch, 1) < 0 && errno == EINTR) {
       }
     }
-    setenv("POCL_KERNEL_CACHE", "0", 1); /* cold must be cold */
-    setenv("CUDA_CACHE_DISABLE", "1", 1);
-    unsetenv("KC_CACHE_DISABLE");
+    kcb_child_env(NULL);
     char nks[16];
     snprintf(nks, sizeof nks, "%d", nk);
     execl(self_path, self_path, "--child", label, dir, url, prefix, nks, (char *)NULL);
     _exit(127);
   }
-  close(p[1]);
-  *fd = p[0];
   return pid;
 }
 
 static bool child_end(pid_t pid, int fd, cres *r) {
   char buf[512];
-  size_t n = 0;
-  for (ssize_t k; n < sizeof buf - 1 && (k = read(fd, buf + n, sizeof buf - 1 - n)) != 0;) {
-    if (k < 0 && errno == EINTR) continue;
-    if (k < 0) break;
-    n += (size_t)k;
-  }
-  close(fd);
-  int status;
-  waitpid(pid, &status, 0);
-  buf[n] = 0;
+  bool ok = kcb_child_reap(pid, fd, buf, sizeof buf);
   memset(r, 0, sizeof *r);
-  return WIFEXITED(status) && !WEXITSTATUS(status) &&
-         sscanf(buf, "%lf %llu %llu %llu %llu %lf %lf", &r->first, &r->compiles, &r->disk_hits, &r->remote_hits,
-                &r->lookups, &r->lookup_ns, &r->total) == 7;
+  return ok && sscanf(buf, "%lf %llu %llu %llu %llu %lf %lf", &r->first, &r->compiles, &r->disk_hits,
+                      &r->remote_hits, &r->lookups, &r->lookup_ns, &r->total) == 7;
 }
 
 static bool run_child(const char *label, const char *dir, const char *url, const char *prefix, cres *r) {
   int fd;
   pid_t pid = child_start(label, dir, url, prefix, 1, NULL, &fd);
   return pid > 0 && child_end(pid, fd, r);
-}
-
-static void rmrf(const char *dir) {
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd)) {
-  }
-}
-
-static bool mktemp_dir(char *dir, size_t len, const char *tag) {
-  const char *tmp = getenv("TMPDIR");
-  snprintf(dir, len, "%s/kc-bench-remote-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", tag);
-  return mkdtemp(dir) != NULL;
 }
 
 /* -------------------------------------------------------------- the server */
@@ -289,12 +173,6 @@ typedef struct server {
   char dir[4096];
   char url[256];
 } server;
-
-static bool in_path(const char *prog) {
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", prog);
-  return system(cmd) == 0;
-}
 
 static int free_port(void) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -319,7 +197,7 @@ static bool port_open(int port) {
 
 static bool server_start(server *s) {
   memset(s, 0, sizeof *s);
-  if (!mktemp_dir(s->dir, sizeof s->dir, "redis")) return false;
+  if (!kcb_mkdtemp(s->dir, sizeof s->dir, "kc-bench-remote", "redis")) return false;
   for (int attempt = 0; attempt < 5; attempt++) {
     s->port = free_port();
     if (s->port <= 0) break;
@@ -352,7 +230,7 @@ static bool server_start(server *s) {
     waitpid(pid, NULL, 0);
   }
   s->pid = 0;
-  rmrf(s->dir);
+  kcb_rmrf(s->dir);
   return false;
 }
 
@@ -362,7 +240,7 @@ static void server_stop(server *s) {
     waitpid(s->pid, NULL, 0);
   }
   s->pid = 0;
-  if (s->dir[0]) rmrf(s->dir);
+  if (s->dir[0]) kcb_rmrf(s->dir);
   s->dir[0] = 0;
 }
 
@@ -381,19 +259,11 @@ typedef struct result {
 static void measure(const bconf *c, const char *url, int runs, result *r) {
   memset(r, 0, sizeof *r);
   r->c = c;
-  const char *why = NULL;
-  if (!kc_backend_available(c->kind, &why)) {
-    snprintf(r->why, sizeof r->why, "%s", why ? why : "unavailable");
-    return;
-  }
-  if (c->cc && !in_path(c->cc)) {
-    snprintf(r->why, sizeof r->why, "%s is not installed", c->cc);
-    return;
-  }
+  if (kcb_backend_missing(c->kind, c->cc, r->why, sizeof r->why)) return;
   double comp[32], miss[32], rhit[32], dhit[32], ml[32], extra[32];
   for (int i = 0; i < runs; i++) {
     char root[4096], a[4200], b[4200], z[4200], prefix[64];
-    if (!mktemp_dir(root, sizeof root, c->label)) {
+    if (!kcb_mkdtemp(root, sizeof root, "kc-bench-remote", c->label)) {
       snprintf(r->why, sizeof r->why, "mkdtemp: %s", strerror(errno));
       return;
     }
@@ -406,7 +276,7 @@ static void measure(const bconf *c, const char *url, int runs, result *r) {
               run_child(c->label, a, url, prefix, &y) && /* compile after a remote miss; uploads */
               run_child(c->label, b, url, prefix, &h) && /* a new node: remote hit */
               run_child(c->label, b, url, prefix, &d);   /* the same node again: disk hit */
-    rmrf(root);
+    kcb_rmrf(root);
     if (!ok) {
       snprintf(r->why, sizeof r->why, "a child process failed");
       return;
@@ -441,7 +311,7 @@ typedef struct downres {
   int asked, skipped, n;
 } downres;
 
-static void lookups(const bconf *c, const char *url, int n, int first_variant, session *s, downres *d) {
+static void lookups(const bconf *c, const char *url, int n, int first_variant, kcb_session *s, downres *d) {
   d->n = n;
   double sum = 0;
   for (int v = first_variant; v < first_variant + n; v++) {
@@ -474,13 +344,13 @@ static void measure_failures(const bconf *c, const char *url, downres *warm, dow
   memset(refused, 0, sizeof *refused);
   memset(stopped, 0, sizeof *stopped);
   char root[4096], dir[4200], prefix[64];
-  if (!mktemp_dir(root, sizeof root, "down")) return;
+  if (!kcb_mkdtemp(root, sizeof root, "kc-bench-remote", "down")) return;
   snprintf(prefix, sizeof prefix, "kcbench:%d:down:", (int)getpid());
   /* Redis up, a warm connection: every launch is a miss (a new variant) */
   snprintf(dir, sizeof dir, "%s/warm", root);
   kc_runtime *rt = node(c, dir, url, prefix);
-  session s;
-  if (rt && session_open(&s, rt) && !session_run(&s, 1000)) lookups(c, url, 20, 1001, &s, warm);
+  kcb_session s;
+  if (kcb_session_open(&s, rt, true) && !session_run(&s, 1000)) lookups(c, url, 20, 1001, &s, warm);
   kc_runtime_destroy(rt);
 
   /* nobody listens */
@@ -489,7 +359,7 @@ static void measure_failures(const bconf *c, const char *url, downres *warm, dow
   snprintf(dead, sizeof dead, "redis://127.0.0.1:%d", port);
   snprintf(dir, sizeof dir, "%s/refused", root);
   rt = node(c, dir, dead, prefix);
-  if (rt && session_open(&s, rt)) lookups(c, dead, 20, 2001, &s, refused);
+  if (kcb_session_open(&s, rt, true)) lookups(c, dead, 20, 2001, &s, refused);
   kc_runtime_destroy(rt);
 
   /* a server that stops answering after the node connected */
@@ -497,7 +367,7 @@ static void measure_failures(const bconf *c, const char *url, downres *warm, dow
   if (server_start(&st)) {
     snprintf(dir, sizeof dir, "%s/stopped", root);
     rt = node(c, dir, st.url, prefix);
-    if (rt && session_open(&s, rt) && !session_run(&s, 3000)) {
+    if (kcb_session_open(&s, rt, true) && !session_run(&s, 3000)) {
       usleep(100000); /* its upload is done: the pooled connection is idle */
       kill(st.pid, SIGSTOP);
       lookups(c, st.url, 20, 3001, &s, stopped);
@@ -507,7 +377,7 @@ static void measure_failures(const bconf *c, const char *url, downres *warm, dow
   } else {
     snprintf(stopped->why, sizeof stopped->why, "a second redis-server did not start");
   }
-  rmrf(root);
+  kcb_rmrf(root);
 }
 
 /* 8 nodes at once, 3 kernels each. */
@@ -522,7 +392,7 @@ static void fleet(const bconf *c, const char *url, const char *prefix, fleetres 
   memset(f, 0, sizeof *f);
   enum { NODES = 8 };
   char root[4096];
-  if (!mktemp_dir(root, sizeof root, "fleet")) return;
+  if (!kcb_mkdtemp(root, sizeof root, "kc-bench-remote", "fleet")) return;
   int go[2];
   if (pipe(go)) return;
   pid_t pid[NODES];
@@ -546,7 +416,7 @@ static void fleet(const bconf *c, const char *url, const char *prefix, fleetres 
     f->remote_hits += r.remote_hits;
   }
   f->seconds = (now_ns() - t0) / 1e9;
-  rmrf(root);
+  kcb_rmrf(root);
   if (!ok) snprintf(f->why, sizeof f->why, "a node failed");
   f->ran = ok;
 }
@@ -580,19 +450,14 @@ int main(int argc, char **argv) {
     setenv("KC_REMOTE_TIMEOUT_MS", t, 1); /* the children too */
   }
   static char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) {
-    fprintf(stderr, "kc_bench_remote: cannot find its own executable\n");
-    return 1;
-  }
-  self[n] = 0;
+  if (!kcb_self_path(self, sizeof self)) return 1;
   self_path = self;
   unsetenv("KC_REMOTE");
   unsetenv("KC_REMOTE_KEY");
   server srv;
   memset(&srv, 0, sizeof srv);
   if (!url) {
-    if (!in_path("redis-server")) {
+    if (!kcb_in_path("redis-server")) {
       printf("kc_bench_remote: skipped: redis-server is not installed (Debian: apt-get install redis-server)\n");
       return 0;
     }
@@ -605,16 +470,14 @@ int main(int argc, char **argv) {
   /* is the tier usable here (hiredis)? a runtime says so on stderr */
   {
     char probe[4096];
-    if (!mktemp_dir(probe, sizeof probe, "probe")) return 1;
+    if (!kcb_mkdtemp(probe, sizeof probe, "kc-bench-remote", "probe")) return 1;
     kc_options o;
-    kc_options_init(&o);
-    o.backend = KC_BACKEND_HOST;
-    o.cache_dir = probe;
+    kcb_options_store(&o, KC_BACKEND_HOST, NULL, probe);
     o.remote_url = url;
     kc_runtime *rt = NULL;
     bool usable = kc_runtime_create(&o, &rt) == KC_OK && kc_remote_url(rt);
     kc_runtime_destroy(rt);
-    rmrf(probe);
+    kcb_rmrf(probe);
     if (!usable) {
       printf("kc_bench_remote: skipped: the remote tier cannot be used here (see the warning above)\n");
       server_stop(&srv);
@@ -670,11 +533,7 @@ int main(int argc, char **argv) {
     printf("{\"runs\": %d, \"timeout_ms\": %.0f, \"backends\": [", runs, limit);
     for (int i = 0; i < nres; i++) {
       result *r = &res[i];
-      printf("%s\n {\"backend\": \"%s\", \"compiler\": \"%s\"", i ? "," : "", r->c->label, r->c->compiler);
-      if (!r->ran) {
-        printf(", \"skipped\": \"%s\"}", r->why);
-        continue;
-      }
+      if (!kcb_json_backend(i, r->c->label, r->c->compiler, r->ran, r->why)) continue;
       printf(", \"compile_first_launch_ms\": %.3f, \"remote_miss_first_launch_ms\": %.3f, "
              "\"remote_hit_first_launch_ms\": %.3f, \"disk_hit_first_launch_ms\": %.3f, "
              "\"remote_minus_disk_ms\": %.3f, \"miss_lookup_new_process_ms\": %.3f}",
