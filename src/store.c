@@ -771,6 +771,45 @@ kc_status kc__entry_read(kc_runtime *rt, const char *path, const uint8_t *want_k
   return entry_load(rt, path, want_key, out, why, whylen, &st, NULL);
 }
 
+/* The header of an entry image of `total` bytes and the header of its META
+ * section (h: the first KC__STORE_HEADER + 16 bytes). exact: the payload
+ * must fill the image (a file), else fit in it (a prefix read from Redis).
+ * Returns the metadata's length, or -1 with why. */
+static int64_t image_header(const uint8_t *h, uint64_t total, bool exact, char *why, size_t wl) {
+  uint64_t room = total - KC__STORE_HEADER; /* total >= KC__STORE_HEADER + 16: checked by callers */
+  if (memcmp(h, KC__STORE_MAGIC, 8)) {
+    snprintf(why, wl, "not a kcache entry (bad magic)");
+  } else if (rd64(h + 56) != XXH3_64bits(h, 56)) {
+    snprintf(why, wl, "header checksum mismatch");
+  } else if (rd32(h + 8) != KC__STORE_FORMAT) {
+    snprintf(why, wl, "format version %u, expected %u", rd32(h + 8), KC__STORE_FORMAT);
+  } else if (exact ? rd64(h + 32) != room : rd64(h + 32) > room) {
+    snprintf(why, wl, "payload length %llu, but the image holds %llu", (unsigned long long)rd64(h + 32),
+             (unsigned long long)room);
+  } else if (rd32(h + KC__STORE_HEADER) != KC__SEC_META || rd64(h + KC__STORE_HEADER + 8) > room - 16) {
+    snprintf(why, wl, "malformed metadata");
+  } else {
+    return (int64_t)rd64(h + KC__STORE_HEADER + 8);
+  }
+  return -1;
+}
+
+/* Parses the metadata m (len bytes, malloc'd; e owns it on success) of the
+ * entry image whose header is h and size total. */
+static kc_status image_meta(const uint8_t *h, uint8_t *m, size_t len, size_t total, kc__entry *e, char *why,
+                            size_t wl) {
+  if (!meta_parse(e, m, len, why, wl)) {
+    free(m);
+    memset(e, 0, sizeof *e);
+    return KC_EIO;
+  }
+  e->buf = m;
+  e->size = total;
+  e->format = KC__STORE_FORMAT;
+  memcpy(e->key, h + 16, 16);
+  return KC_OK;
+}
+
 kc_status kc__entry_peek(const char *path, kc__entry *e, char *why, size_t wl) {
   char local[128];
   if (!why || !wl) {
@@ -786,6 +825,7 @@ kc_status kc__entry_peek(const char *path, kc__entry *e, char *why, size_t wl) {
   struct stat st;
   uint8_t h[KC__STORE_HEADER + 16];
   kc_status s = KC_EIO;
+  int64_t len = -1;
   ssize_t n = fstat(fd, &st) == 0 ? fo_pread(fd, h, sizeof h, 0) : -1;
   if (n < 0) {
     snprintf(why, wl, "cannot read: %s", strerror(errno));
@@ -796,36 +836,16 @@ kc_status kc__entry_peek(const char *path, kc__entry *e, char *why, size_t wl) {
     snprintf(why, wl, "truncated (%zd bytes)", n);
   } else if ((uint64_t)st.st_size > KC__STORE_MAX_ENTRY) {
     snprintf(why, wl, "larger than any entry (%llu bytes)", (unsigned long long)st.st_size);
-  } else if (memcmp(h, KC__STORE_MAGIC, 8)) {
-    snprintf(why, wl, "not a kcache entry (bad magic)");
-  } else if (rd64(h + 56) != XXH3_64bits(h, 56)) {
-    snprintf(why, wl, "header checksum mismatch");
-  } else if (rd32(h + 8) != KC__STORE_FORMAT) {
-    snprintf(why, wl, "format version %u, expected %u", rd32(h + 8), KC__STORE_FORMAT);
-  } else if (rd64(h + 32) != (uint64_t)st.st_size - KC__STORE_HEADER) {
-    snprintf(why, wl, "payload length %llu, but the file holds %llu",
-             (unsigned long long)rd64(h + 32), (unsigned long long)st.st_size - KC__STORE_HEADER);
-  } else if (rd32(h + KC__STORE_HEADER) != KC__SEC_META ||
-             rd64(h + KC__STORE_HEADER + 8) > (uint64_t)st.st_size - sizeof h) {
-    snprintf(why, wl, "malformed metadata");
-  } else {
-    size_t len = (size_t)rd64(h + KC__STORE_HEADER + 8);
-    uint8_t *m = malloc(len ? len : 1);
+  } else if ((len = image_header(h, (uint64_t)st.st_size, true, why, wl)) >= 0) {
+    uint8_t *m = malloc(len ? (size_t)len : 1);
     if (!m) {
       snprintf(why, wl, "out of memory");
       s = KC_EUNAVAILABLE;
-    } else if (fo_pread(fd, m, len, sizeof h) != (ssize_t)len) {
+    } else if (fo_pread(fd, m, (size_t)len, sizeof h) != (ssize_t)len) {
       snprintf(why, wl, "truncated metadata");
       free(m);
-    } else if (!meta_parse(e, m, len, why, wl)) {
-      free(m);
-      memset(e, 0, sizeof *e);
     } else {
-      e->buf = m;
-      e->size = (size_t)st.st_size;
-      e->format = KC__STORE_FORMAT;
-      memcpy(e->key, h + 16, 16);
-      s = KC_OK;
+      s = image_meta(h, m, (size_t)len, (size_t)st.st_size, e, why, wl);
     }
   }
   close(fd);
@@ -1493,26 +1513,10 @@ kc_status kc__entry_peek_mem(const void *buf, size_t n, size_t total, kc__entry 
     snprintf(why, wl, "truncated (%zu bytes)", total);
     return KC_EIO;
   }
-  if (memcmp(h, KC__STORE_MAGIC, 8)) {
-    snprintf(why, wl, "not a kcache entry (bad magic)");
-    return KC_EIO;
-  }
-  if (rd64(h + 56) != XXH3_64bits(h, 56)) {
-    snprintf(why, wl, "header checksum mismatch");
-    return KC_EIO;
-  }
-  if (rd32(h + 8) != KC__STORE_FORMAT) {
-    snprintf(why, wl, "format version %u, expected %u", rd32(h + 8), KC__STORE_FORMAT);
-    return KC_EIO;
-  }
-  if (rd64(h + 32) > total - KC__STORE_HEADER) {
-    snprintf(why, wl, "payload length %llu, but only %zu bytes", (unsigned long long)rd64(h + 32),
-             total - KC__STORE_HEADER);
-    return KC_EIO;
-  }
-  uint64_t len = rd64(h + KC__STORE_HEADER + 8);
-  if (rd32(h + KC__STORE_HEADER) != KC__SEC_META || len > n - KC__STORE_HEADER - 16) {
-    snprintf(why, wl, "malformed metadata (or more than the %zu bytes read)", n);
+  int64_t len = image_header(h, total, false, why, wl);
+  if (len < 0) return KC_EIO;
+  if ((uint64_t)len > n - KC__STORE_HEADER - 16) {
+    snprintf(why, wl, "metadata of %llu bytes: more than the %zu bytes read", (unsigned long long)len, n);
     return KC_EIO;
   }
   uint8_t *m = malloc(len ? (size_t)len : 1);
@@ -1521,16 +1525,7 @@ kc_status kc__entry_peek_mem(const void *buf, size_t n, size_t total, kc__entry 
     return KC_EUNAVAILABLE;
   }
   memcpy(m, h + KC__STORE_HEADER + 16, (size_t)len);
-  if (!meta_parse(e, m, (size_t)len, why, wl)) {
-    free(m);
-    memset(e, 0, sizeof *e);
-    return KC_EIO;
-  }
-  e->buf = m;
-  e->size = total;
-  e->format = KC__STORE_FORMAT;
-  memcpy(e->key, h + 16, 16);
-  return KC_OK;
+  return image_meta(h, m, (size_t)len, total, e, why, wl);
 }
 
 const char *kc_remote_url(const kc_runtime *rt) {
