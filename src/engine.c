@@ -170,7 +170,6 @@ kc_status kc_runtime_create(const kc_options *user_opt, kc_runtime **out) {
   if (ok) ok = (nm++, kc__mutex_init(&rt->spec_lock));
   if (ok) ok = (nm++, kc__mutex_init(&rt->ctx_lock));
   if (ok) ok = (nm++, kc__mutex_init(&rt->kernels_lock));
-  if (ok) ok = (nm++, kc__mutex_init(&rt->pin_lock));
   if (!ok) {
     st = kc__err(NULL, KC_ENOMEM, "kc_runtime_create: out of memory");
   } else {
@@ -178,8 +177,7 @@ kc_status kc_runtime_create(const kc_options *user_opt, kc_runtime **out) {
     if (st) st = kc__err(NULL, st, "%s", kc_errmsg(rt)); /* no runtime to ask afterwards */
   }
   if (st) {
-    kc__mutex *locks[] = {&rt->world_lock, &rt->spec_lock, &rt->ctx_lock, &rt->kernels_lock,
-                          &rt->pin_lock};
+    kc__mutex *locks[] = {&rt->world_lock, &rt->spec_lock, &rt->ctx_lock, &rt->kernels_lock};
     for (int i = 0; i < nm - (ok ? 0 : 1); i++) kc__mutex_destroy(locks[i]);
     kc__free(rt, rt->compile_options);
     kc__free(rt, rt->host_cc);
@@ -249,7 +247,6 @@ void kc_runtime_destroy(kc_runtime *rt) {
   kc__mutex_destroy(&rt->spec_lock);
   kc__mutex_destroy(&rt->ctx_lock);
   kc__mutex_destroy(&rt->kernels_lock);
-  kc__mutex_destroy(&rt->pin_lock);
   kc__free(rt, rt->pins);
   kc__free(rt, rt->compile_options);
   kc__free(rt, rt->host_cc);
@@ -308,14 +305,13 @@ kc_world kc_world_latest(const kc_runtime *rt) { return rt ? kc__load_acquire(&r
 
 kc_world kc_world_current(const kc_runtime *rt) { return rt ? caller_world(rt) : 0; }
 
-/* The multiset of pinned worlds, for kc_collect. The latest world is read
- * under pin_lock, so a collect that snapshots the pins never misses a world
- * that is being pinned. world_lock is held too: the first pin turns the
- * launch fast path's world check off (fast_world) before this thread can
- * launch pinned, and no definition publishes a new world in between. */
+/* The multiset of pinned worlds, for kc_collect, under world_lock: a
+ * collect that snapshots the pins never misses a world that is being
+ * pinned, and the first pin turns the launch fast path's world check off
+ * (fast_world) before this thread can launch pinned, with no definition
+ * publishing a new world in between. */
 static kc_status pins_add(kc_runtime *rt, kc_world *world) {
   kc__lock(&rt->world_lock);
-  kc__lock(&rt->pin_lock);
   kc_world w = kc__load_acquire(&rt->world);
   size_t i = 0;
   while (i < rt->npins && rt->pins[i].world != w) i++;
@@ -324,7 +320,6 @@ static kc_status pins_add(kc_runtime *rt, kc_world *world) {
       size_t cap = rt->cappins ? rt->cappins * 2 : 8;
       struct kc__pinned *np = kc__realloc(rt, rt->pins, cap * sizeof *np);
       if (!np) {
-        kc__unlock(&rt->pin_lock);
         kc__unlock(&rt->world_lock);
         return kc__err(rt, KC_ENOMEM, "kc_pin: out of memory");
       }
@@ -335,7 +330,6 @@ static kc_status pins_add(kc_runtime *rt, kc_world *world) {
   }
   rt->pins[i].count++;
   kc__store_relaxed(&rt->fast_world, KC__WORLD_PINNED);
-  kc__unlock(&rt->pin_lock);
   kc__unlock(&rt->world_lock);
   *world = w;
   return KC_OK;
@@ -343,7 +337,6 @@ static kc_status pins_add(kc_runtime *rt, kc_world *world) {
 
 static void pins_remove(kc_runtime *rt, kc_world w) {
   kc__lock(&rt->world_lock);
-  kc__lock(&rt->pin_lock);
   for (size_t i = 0; i < rt->npins; i++)
     if (rt->pins[i].world == w) {
       if (--rt->pins[i].count == 0) rt->pins[i] = rt->pins[--rt->npins];
@@ -351,7 +344,6 @@ static void pins_remove(kc_runtime *rt, kc_world w) {
     }
   /* the last pin gone: launches may check the latest world alone again */
   if (!rt->npins) kc__store_release(&rt->fast_world, kc__load_relaxed(&rt->world));
-  kc__unlock(&rt->pin_lock);
   kc__unlock(&rt->world_lock);
 }
 
@@ -437,12 +429,15 @@ oom:
   return kc__err(rt, KC_ENOMEM, "kc_kernel_create: out of memory");
 }
 
+/* Whether ci's world range holds w (lock-free). */
+static inline bool ci_valid_at(const kc__ci *ci, kc_world w) {
+  return kc__load_relaxed(&ci->min_world) <= w && w <= kc__load_acquire(&ci->max_world);
+}
+
 /* The code instance valid at world w, without locks. */
 static kc__ci *ci_find(kc__spec *spec, kc_world w) {
-  for (kc__ci *ci = kc__load_acquire(&spec->head); ci; ci = ci->next) {
-    kc_world max = kc__load_acquire(&ci->max_world);
-    if (kc__load_relaxed(&ci->min_world) <= w && w <= max) return ci;
-  }
+  for (kc__ci *ci = kc__load_acquire(&spec->head); ci; ci = ci->next)
+    if (ci_valid_at(ci, w)) return ci;
   return NULL;
 }
 
@@ -996,11 +991,30 @@ static inline bool arg_fits(const kc_arg *a, uint64_t want, const kc_context *ct
 
 kc__linked kc__no_linked;
 
+/* KC_OK if grid and block are there and every dimension is at least 1,
+ * else KC_EINVAL saying which (fn: the call, for the message). */
+static kc_status check_dims(kc_runtime *rt, const char *fn, const char *name, const kc_dim3 *grid,
+                            const kc_dim3 *block) {
+  if (!grid || !block) return kc__err(rt, KC_EINVAL, "%s of '%s': grid or block is NULL", fn, name);
+  if (!grid->x || !grid->y || !grid->z || !block->x || !block->y || !block->z)
+    return kc__err(rt, KC_EINVAL, "%s of '%s': grid and block dimensions must be at least 1", fn, name);
+  return KC_OK;
+}
+
 kc_status kc__launch_bad_dims(const kc__linked *l, const kc_dim3 *grid, const kc_dim3 *block) {
-  if (!grid || !block)
-    return kc__err(l->rt, KC_EINVAL, "kc_launch of '%s': grid or block is NULL", l->ci->spec->name);
-  return kc__err(l->rt, KC_EINVAL, "kc_launch of '%s': grid and block dimensions must be at least 1",
-                 l->ci->spec->name);
+  return check_dims(l->rt, "launch", l->ci->spec->name, grid, block);
+}
+
+/* What the slow paths of kc_launch and kc_launch_args check before they
+ * resolve anything: grid and block, and that ctx is alive (and, if ctx_id
+ * is not 0, still the context of that id: its struct may have been reused). */
+static kc_status slow_checks(kc_runtime *rt, const char *fn, const char *name, const kc_context *ctx,
+                             uint64_t ctx_id, const kc_dim3 *grid, const kc_dim3 *block) {
+  if (!grid || !block) return check_dims(rt, fn, name, grid, block);
+  if (kc__load_relaxed(&ctx->link_key) == KC__KEY_DEAD || !kc__load_relaxed(&ctx->alive) ||
+      (ctx_id && kc__load_relaxed(&ctx->id) != ctx_id))
+    return kc__err(rt, KC_EDESTROYED, "%s of '%s': the context has been destroyed", fn, name);
+  return check_dims(rt, fn, name, grid, block);
 }
 
 /* Checks the arguments against the kernel's parameters while packing them
@@ -1011,19 +1025,10 @@ static KC__NOINLINE kc_status pack_and_launch(kc__linked *l, kc_context *ctx, co
                                               uint32_t nargs) {
   void *argv[KC_MAX_ARGS];
   if (KC__UNLIKELY(nargs != l->nargs || !args)) return kc__launch_bad_args(l, ctx, args, nargs);
-  const uint64_t *sig = l->sig;
   for (uint32_t i = 0; i < nargs; i++) {
     const kc_arg *a = &args[i];
-    const void *p = a->ptr;
-    uint64_t want = sig[i];
-    /* kind and size in one compare, the way KC__SIG packs them */
-    if (KC__UNLIKELY(KC__SIG(a->kind, a->size) != want || !p)) return kc__launch_bad_args(l, ctx, args, nargs);
-    if (want == KC__SIG(KC_ARG_BUFFER, 0)) {
-      const kc_buffer *b = p;
-      if (KC__UNLIKELY(b->ctx != ctx)) return kc__launch_bad_args(l, ctx, args, nargs);
-      p = &b->h;
-    }
-    argv[i] = (void *)p;
+    if (KC__UNLIKELY(!arg_fits(a, l->sig[i], ctx))) return kc__launch_bad_args(l, ctx, args, nargs);
+    argv[i] = a->kind == KC_ARG_BUFFER ? &((kc_buffer *)a->ptr)->h : (void *)a->ptr;
   }
   return l->launch(l, argv, grid, block);
 }
@@ -1040,17 +1045,13 @@ static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, const k
   if (!k) return kc__err(NULL, KC_EINVAL, "kc_launch: kernel is NULL");
   kc_runtime *rt = k->rt;
   if (!ctx) return kc__err(rt, KC_EINVAL, "kc_launch: context is NULL");
-  if (!grid || !block) return kc__err(rt, KC_EINVAL, "kc_launch: grid or block is NULL");
   if (ctx->rt != rt) return kc__err(rt, KC_EINVAL, "kc_launch: the context belongs to another runtime");
   uint64_t key = kc__load_relaxed(&ctx->link_key);
-  if (key == KC__KEY_DEAD || !kc__load_relaxed(&ctx->alive))
-    return kc__err(rt, KC_EDESTROYED, "kc_launch of '%s': the context has been destroyed", k->spec->name);
-  if (!grid->x || !grid->y || !grid->z || !block->x || !block->y || !block->z)
-    return kc__err(rt, KC_EINVAL, "kc_launch of '%s': grid and block dimensions must be at least 1",
-                   k->spec->name);
+  kc_status st = slow_checks(rt, "kc_launch", k->spec->name, ctx, 0, grid, block);
+  if (st) return st;
   kc__fetch_add_relaxed(&rt->n_slow, 1);
   kc__ci *ci;
-  kc_status st = ci_get(rt, k->spec, caller_world(rt), &ci);
+  st = ci_get(rt, k->spec, caller_world(rt), &ci);
   if (st) return st;
   kc__linked *l = NULL;
   st = ctx_link(ctx, ci, &l);
@@ -1089,10 +1090,7 @@ static KC__NOINLINE kc_status launch_pinned(kc_kernel *k, kc_context *ctx, const
   uint64_t key = kc__load_relaxed(&ctx->link_key);
   kc__linked *l = kc__load_relaxed(&k->slots[key & (KC__HSLOTS - 1)]);
   if (KC__UNLIKELY(kc__load_acquire(&l->link_key) != key)) return launch_slow(k, ctx, grid, block, args, nargs);
-  const kc__ci *ci = l->ci;
-  /* a pin left on a destroyed runtime at this address is no pin */
-  kc_world w = pinned_on(k->rt) ? kc__pin.world : kc__load_acquire(&k->rt->world);
-  if (KC__LIKELY(kc__load_relaxed(&ci->min_world) <= w && w <= kc__load_relaxed(&ci->max_world)))
+  if (KC__LIKELY(ci_valid_at(l->ci, caller_world(k->rt))))
     return launch_hit(k, l, ctx, grid, block, args, nargs);
   return launch_slow(k, ctx, grid, block, args, nargs);
 }
@@ -1122,15 +1120,14 @@ kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc
 
 /* --------------------------------------------------------- bound arguments */
 
-/* Copies arg into slot i of a (it fits). Scalars get 16-byte-aligned room
- * of their own size (want's), laid out at create. */
-static void args_store(kc_args *a, uint32_t i, const kc_arg *arg, size_t value_off) {
+/* Stores arg (it fits) as argument i of a; a scalar's bytes are copied to
+ * v, its own 16-byte-aligned room in a->values (laid out at create). */
+static void args_store(kc_args *a, uint32_t i, const kc_arg *arg, unsigned char *v) {
   if (arg->kind == KC_ARG_BUFFER) {
     kc_buffer *b = (kc_buffer *)arg->ptr;
     a->args[i] = *arg;
     a->argv[i] = &b->h;
   } else {
-    unsigned char *v = a->values + value_off;
     memcpy(v, arg->ptr, arg->size);
     a->args[i] = (kc_arg){v, arg->size, KC_ARG_SCALAR};
     a->argv[i] = v;
@@ -1139,12 +1136,6 @@ static void args_store(kc_args *a, uint32_t i, const kc_arg *arg, size_t value_o
 
 static size_t value_room(uint64_t sig) {
   return sig == KC__SIG(KC_ARG_BUFFER, 0) ? 0 : ((size_t)(uint32_t)sig + 15) & ~(size_t)15;
-}
-
-static size_t value_offset(const kc_args *a, uint32_t i) {
-  size_t off = 0;
-  for (uint32_t j = 0; j < i; j++) off += value_room(a->want[j]);
-  return off;
 }
 
 kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint32_t nargs,
@@ -1178,7 +1169,7 @@ kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint
   a->want = (uint64_t *)(void *)(a->args + n);
   memcpy(a->want, ci->sig, n * sizeof *a->want);
   for (uint32_t i = 0, off = 0; i < n; off += (uint32_t)value_room(a->want[i]), i++)
-    args_store(a, i, &args[i], off);
+    args_store(a, i, &args[i], a->values + off);
   atomic_init(&a->l, &kc__no_linked);
   atomic_init(&a->ci_id, ci->id);
   atomic_init(&a->hits, 0);
@@ -1221,7 +1212,8 @@ kc_status kc_args_set(kc_args *a, uint32_t index, kc_arg arg) {
     return kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u has %u bytes; %u were given", name,
                    index, (uint32_t)want, arg.size);
   }
-  args_store(a, index, &arg, value_offset(a, index));
+  /* a scalar keeps its room: where args[index] points since create */
+  args_store(a, index, &arg, (unsigned char *)(uintptr_t)a->args[index].ptr);
   return KC_OK;
 }
 
@@ -1251,16 +1243,11 @@ static KC__NOINLINE kc_status args_slow(const kc_args *ca, const kc_dim3 *grid, 
   kc_runtime *rt = a->rt;
   kc_context *ctx = a->ctx;
   const char *name = a->k->spec->name;
-  if (!grid || !block) return kc__err(rt, KC_EINVAL, "kc_launch_args of '%s': grid or block is NULL", name);
-  uint64_t key = kc__load_relaxed(&ctx->link_key);
-  if (key == KC__KEY_DEAD || !kc__load_relaxed(&ctx->alive) || kc__load_relaxed(&ctx->id) != a->ctx_id)
-    return kc__err(rt, KC_EDESTROYED, "kc_launch_args of '%s': the context has been destroyed", name);
-  if (!grid->x || !grid->y || !grid->z || !block->x || !block->y || !block->z)
-    return kc__err(rt, KC_EINVAL, "kc_launch_args of '%s': grid and block dimensions must be at least 1",
-                   name);
+  kc_status st = slow_checks(rt, "kc_launch_args", name, ctx, a->ctx_id, grid, block);
+  if (st) return st;
   kc__fetch_add_relaxed(&rt->n_slow, 1);
   kc__ci *ci;
-  kc_status st = ci_get(rt, a->k->spec, caller_world(rt), &ci);
+  st = ci_get(rt, a->k->spec, caller_world(rt), &ci);
   if (st) return st;
   if (ci->nparams != a->n || memcmp(ci->sig, a->want, a->n * sizeof *a->want) != 0) {
     explain_args(rt, ci, ctx, a->args, a->n);
@@ -1285,9 +1272,7 @@ static KC__NOINLINE kc_status args_pinned(const kc_args *a, const kc_dim3 *grid,
   if (KC__UNLIKELY(kc__load_acquire(&l->link_key) != kc__load_relaxed(&a->ctx->link_key)))
     return args_slow(a, grid, block);
   const kc__ci *ci = l->ci;
-  kc_world w = caller_world(a->rt);
-  if (KC__LIKELY(kc__load_relaxed(&ci->min_world) <= w && w <= kc__load_relaxed(&ci->max_world) &&
-                 ci->id == kc__load_relaxed(&a->ci_id))) {
+  if (KC__LIKELY(ci_valid_at(ci, caller_world(a->rt)) && ci->id == kc__load_relaxed(&a->ci_id))) {
     kc__count_relaxed(&((kc_args *)a)->hits);
     return l->launch(l, (void **)a->argv, grid, block);
   }
@@ -1431,18 +1416,18 @@ kc_status kc_collect(kc_runtime *rt, kc_collect_info *out) {
   if (out) memset(out, 0, sizeof *out);
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_collect: runtime is NULL");
   live_worlds lw = {0};
-  kc__lock(&rt->pin_lock);
+  kc__lock(&rt->world_lock);
   if (rt->npins) {
     lw.pins = kc__alloc(rt, rt->npins * sizeof *lw.pins);
     if (!lw.pins) {
-      kc__unlock(&rt->pin_lock);
+      kc__unlock(&rt->world_lock);
       return kc__err(rt, KC_ENOMEM, "kc_collect: out of memory");
     }
     memcpy(lw.pins, rt->pins, rt->npins * sizeof *lw.pins);
     lw.npins = rt->npins;
   }
   lw.latest = kc__load_acquire(&rt->world);
-  kc__unlock(&rt->pin_lock);
+  kc__unlock(&rt->world_lock);
 
   /* 1. Take dead code instances out of their specializations' lists. */
   kc__ci *dead = NULL;

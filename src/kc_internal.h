@@ -14,11 +14,11 @@
  *   3. kc_context.lock      a context's table of linked objects, its buffers
  *                           and its backend session; held while linking.
  *   4. kc_runtime.world_lock  the function table (bindings, definitions,
- *                           backedges) and the world counter's writers.
+ *                           backedges), the world counter's writers and the
+ *                           multiset of pinned worlds (and so fast_world).
  *                           Held only for table work: never while compiling.
  *   5. kc_runtime.spec_lock   the table of interned specializations.
  *      kc__spec.free_lock     a spec's free list of linked objects.
- *      kc_runtime.pin_lock    the multiset of pinned worlds.
  *      kc_runtime.kernels_lock  the list of live kernel handles (stats).
  *      kc__store.probe_lock, kc__remote.pool_lock, kc__remote.queue_lock
  *                           (store.h, remote.h: taken under kc__spec.lock)
@@ -453,10 +453,8 @@ struct kc_runtime {
   _Atomic uint64_t n_compiles, n_compile_failures, n_links, n_slow, n_invalidations, n_defines,
       n_cis, compile_ns, n_defs, n_collected;
 
-  /* Worlds pinned by threads (a multiset), for kc_collect. Changed while
-   * holding world_lock and then pin_lock (npins decides fast_world); read
-   * under either. */
-  kc__mutex pin_lock;
+  /* Worlds pinned by threads (a multiset), for kc_collect; under world_lock
+   * (npins decides fast_world). */
   struct kc__pinned {
     kc_world world;
     uint32_t count;
