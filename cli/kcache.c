@@ -408,7 +408,11 @@ static int cmd_show(cli *c) {
     return 1;
   }
   kc__entry e;
-  if (kc__entry_read(NULL, path, key, &e, why, sizeof why) != KC_OK) {
+  kc_status st = kc__entry_read(NULL, path, key, &e, why, sizeof why);
+  if (st == KC_EUNAVAILABLE) {
+    fprintf(stderr, "kcache: cannot read %s here: %s\n", path, why);
+    return 1;
+  } else if (st != KC_OK) {
     fprintf(stderr, "kcache: %s is damaged: %s (kcache verify --repair removes it)\n", path, why);
     return 1;
   }
@@ -499,7 +503,7 @@ static int cmd_verify(cli *c) {
   size_t n;
   kc__store_file *files = list_or_die(c, &n);
   bar b = {"verify", -1, c->progress};
-  size_t bad = 0, removed = 0;
+  size_t bad = 0, removed = 0, unreadable = 0;
   if (c->json) printf("{\"checked\": %zu, \"damaged\": [", n);
   for (size_t i = 0; i < n; i++) {
     bar_draw(&b, i + 1, n);
@@ -512,8 +516,14 @@ static int cmd_verify(cli *c) {
       snprintf(why, sizeof why, "in the wrong directory");
     } else if (st == KC_ENOTFOUND) {
       continue; /* evicted meanwhile */
+    } else if (st == KC_EUNAVAILABLE) {
+      /* not the entry's fault (out of memory, a read error): not damage */
+      char tmp[200];
+      snprintf(tmp, sizeof tmp, "%s", why);
+      snprintf(why, sizeof why, "unreadable here: %s (left alone)", tmp);
+      unreadable++;
     }
-    bool rm = repair && unlink(files[i].path) == 0;
+    bool rm = repair && st != KC_EUNAVAILABLE && unlink(files[i].path) == 0;
     removed += rm;
     char hex[33];
     kc__store_hex(files[i].key, hex);
@@ -531,10 +541,11 @@ static int cmd_verify(cli *c) {
   }
   kc__store_list_free(NULL, files);
   if (removed) kc__store_gc(NULL, c->vdir, UINT64_MAX, true, NULL, NULL, NULL); /* recount */
-  if (c->json) printf("%s], \"removed\": %zu}\n", bad ? "\n" : "", removed);
+  if (c->json) printf("%s], \"removed\": %zu, \"unreadable\": %zu}\n", bad ? "\n" : "", removed, unreadable);
   else if (bad)
-    printf("%zu of %zu entries damaged%s\n", bad, n,
-           removed == bad ? ", removed" : repair ? "; some could not be removed" : " (--repair removes them)");
+    printf("%zu of %zu entries damaged or unreadable (%zu unreadable, left alone)%s\n", bad, n, unreadable,
+           removed == bad - unreadable ? (removed ? ", the damaged removed" : "")
+           : repair ? "; some could not be removed" : " (--repair removes the damaged)");
   else printf("%zu entries checked, all sound\n", n);
   return bad > removed ? 1 : 0;
 }
