@@ -1105,7 +1105,14 @@ static kc_status probe_link(kc_runtime *rt, kc__store *s, kc__ci *ci) {
   const kc__backend *be = rt->be;
   if (!be->ctx_create || !be->link || !be->unlink) return KC_OK;
   kc__lock(&s->probe_lock);
-  if (s->probe_state == 0) s->probe_state = be->ctx_create(rt->bstate, 0, &s->probe_bctx) ? -1 : 1;
+  if (s->probe_state == 0) {
+    kc_status st = be->ctx_create(rt->bstate, 0, &s->probe_bctx);
+    if (st == KC_ENOMEM) { /* passing: could not tell now, ask again next time */
+      kc__unlock(&s->probe_lock);
+      return KC_ENOMEM;
+    }
+    s->probe_state = st ? -1 : 1;
+  }
   kc_status ok = KC_OK;
   if (s->probe_state == 1) {
     char *source = ci->source;
