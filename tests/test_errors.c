@@ -263,6 +263,45 @@ static void test_host_compiler_failures(void **state) {
   rmdir(dir);
 }
 
+/* The compiler command and the compile options may each have the most
+ * words the host backend takes (56), together; one more is an error that
+ * says so (the compiler never ran: no log replaces the message). */
+static void test_compiler_word_limits(void **state) {
+  (void)state;
+  if (kct_backend != KC_BACKEND_HOST) {
+    print_message("host backend only\n");
+    skip();
+  }
+  char cc[2048] = "cc", opts[2048] = "";
+  for (int i = 1; i < 56; i++) snprintf(cc + strlen(cc), sizeof cc - strlen(cc), " -DKC_CC%d", i);
+  for (int i = 0; i < 56; i++) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), "-DKC_OPT%d ", i);
+  kc_options o;
+  kc_options_init(&o);
+  o.host_cc = cc;
+  o.compile_options = opts;
+  kc_runtime *rt = kct_runtime(&o);
+  kc_context *ctx = kct_context(rt);
+  kc_buffer *buf = kct_buffer(rt, ctx, N);
+  kct_define(rt, "h", SRC_H1);
+  kct_define(rt, "k", SRC_K);
+  kc_kernel *k = kct_kernel(rt, "k", NULL);
+  float out[N];
+  KCT_OK(rt, kct_run(k, ctx, buf, N, out)); /* 56 + 56 words reach the compiler */
+  kct_expect_linear(out, N, 1, 1);
+  kct_destroy(rt);
+
+  snprintf(opts + strlen(opts), sizeof opts - strlen(opts), "-DKC_OPT56");
+  rt = kct_runtime(&o);
+  ctx = kct_context(rt);
+  buf = kct_buffer(rt, ctx, N);
+  kct_define(rt, "h", SRC_H1);
+  kct_define(rt, "k", SRC_K);
+  k = kct_kernel(rt, "k", NULL);
+  KCT_STATUS(rt, KC_EINVAL, kct_run(k, ctx, buf, N, out));
+  KCT_CONTAINS(kc_errmsg(rt), "compile options: too many words (at most 56)");
+  kct_destroy(rt);
+}
+
 static void test_invalid_names(void **state) {
   (void)state;
   kc_runtime *rt = kct_runtime(NULL);
@@ -866,6 +905,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_syntax_error_names_function_and_line),
       KCT_TEST(test_compile_failure_is_cached),
       KCT_TEST(test_host_compiler_failures),
+      KCT_TEST(test_compiler_word_limits),
       KCT_TEST(test_invalid_names),
       KCT_TEST(test_null_pointers_are_errors),
       KCT_TEST(test_empty_grid_runs_nothing),

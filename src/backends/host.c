@@ -35,7 +35,8 @@ typedef kc_status (*host_run_fn)(kc__linked *l, void **argv, const kc_dim3 *grid
 typedef struct host_state {
   kc_runtime *rt;
   char dir[256];
-  char *cc_argv[64]; /* the compiler command, split on spaces (owned) */
+#define KC__HOST_MAX_WORDS 56 /* in the compiler command, and in the compile options */
+  char *cc_argv[KC__HOST_MAX_WORDS]; /* the compiler command, split on spaces (owned) */
   int cc_argc;
   uint32_t timeout_ms;
   _Atomic uint64_t seq; /* unique file names */
@@ -133,8 +134,8 @@ static kc_status split_words(host_state *s, const char *words, const char *what)
     while (*p == ' ' || *p == '\t') p++;
     if (!*p) break;
     size_t n = strcspn(p, " \t");
-    if (s->cc_argc >= 56)
-      return kc__err(s->rt, KC_EINVAL, "%s: too many words (at most 56)", what);
+    if (s->cc_argc >= KC__HOST_MAX_WORDS)
+      return kc__err(s->rt, KC_EINVAL, "%s: too many words (at most %d)", what, KC__HOST_MAX_WORDS);
     if (!(s->cc_argv[s->cc_argc++] = kc__strndup(s->rt, p, n)))
       return kc__err(s->rt, KC_ENOMEM, "out of memory");
     p += n;
@@ -419,7 +420,9 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   kc_status st = write_file(rt, src, tu->text, tu->len);
   if (st) return st;
 
-  char *argv[80];
+  /* the command's words, 7 flags, the output and the source, the options'
+   * words, -lm and the terminating NULL */
+  char *argv[2 * KC__HOST_MAX_WORDS + 7 + 2 + 1 + 1];
   int argc = 0;
   for (int i = 0; i < s->cc_argc; i++) argv[argc++] = s->cc_argv[i];
   static char *const fixed[] = {"-O2", "-shared", "-fPIC", "-std=gnu11", "-fvisibility=hidden",
@@ -434,11 +437,13 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   argv[argc++] = "-lm";
   argv[argc] = NULL;
   int code = -1, sig_no = 0;
-  if (!st) st = run_tool(s, argv, lg, &code, &sig_no);
+  bool ran = !st;
+  if (ran) st = run_tool(s, argv, lg, &code, &sig_no);
   for (int i = 0; i < opts.cc_argc; i++) kc__free(rt, opts.cc_argv[i]);
   void *text = NULL;
   size_t tn = 0;
-  if (read_file(rt, lg, &text, &tn) == KC_OK) {
+  /* the compiler's log, if it ran and wrote one (else the error stands) */
+  if (ran && access(lg, R_OK) == 0 && read_file(rt, lg, &text, &tn) == KC_OK) {
     kc__sb_append(log, text, tn);
     kc__free(rt, text);
   }
