@@ -932,6 +932,36 @@ kc_status kc_kernel_source(kc_kernel *k, char **out) {
 
 /* ---------------------------------------------------------------- launch */
 
+/* Why argument i (a) does not fit a parameter whose KC__SIG is want in ctx,
+ * or KC_OK if it fits. label names the parameter (" (float a)") or is "".
+ * Cold: only after a check failed. */
+static KC__COLD kc_status explain_arg(kc_runtime *rt, const char *name, uint32_t i, const char *label,
+                                      uint64_t want, const kc_arg *a, const kc_context *ctx) {
+  bool want_buf = want == KC__SIG(KC_ARG_BUFFER, 0);
+  uint32_t size = (uint32_t)want;
+#define KC__ARG_ERR(...) kc__err(rt, KC_EARGS, "kernel '%s' argument %u%s " __VA_ARGS__)
+  if (a->kind != KC_ARG_BUFFER && a->kind != KC_ARG_SCALAR)
+    return KC__ARG_ERR("has an unknown kind %u", name, i, label, a->kind);
+  if (want_buf && a->kind != KC_ARG_BUFFER)
+    return KC__ARG_ERR("is a buffer; a scalar was given", name, i, label);
+  if (!want_buf && a->kind == KC_ARG_BUFFER)
+    return KC__ARG_ERR("is a scalar; a buffer was given", name, i, label);
+  if (want_buf) {
+    if (a->size) return KC__ARG_ERR("is a buffer, whose size is 0 (KC_ARG_BUF); %u was given", name, i, label, a->size);
+    if (!a->ptr) return KC__ARG_ERR("is a buffer; NULL was given", name, i, label);
+    if (((const kc_buffer *)a->ptr)->ctx != ctx)
+      return KC__ARG_ERR("is a buffer of another context", name, i, label);
+    return KC_OK;
+  }
+  if (!a->ptr) return KC__ARG_ERR("has a NULL value pointer", name, i, label);
+  if (size == UINT32_MAX)
+    return KC__ARG_ERR("has a type whose size kcache does not know; use a scalar type of the dialect", name,
+                       i, label);
+  if (a->size != size) return KC__ARG_ERR("has %u bytes; %u were given", name, i, label, size, a->size);
+#undef KC__ARG_ERR
+  return KC_OK;
+}
+
 /* Says why args do not fit the parameters of ci (KC_EARGS, or KC_EINVAL for
  * a NULL array). Cold: only after a check failed. */
 static KC__COLD kc_status explain_args(kc_runtime *rt, const kc__ci *ci, const kc_context *ctx,
@@ -942,37 +972,10 @@ static KC__COLD kc_status explain_args(kc_runtime *rt, const kc__ci *ci, const k
                    ci->nparams == 1 ? "" : "s", nargs);
   if (!args) return kc__err(rt, KC_EINVAL, "kernel '%s': args is NULL", name);
   for (uint32_t i = 0; i < nargs; i++) {
-    const kc_arg *a = &args[i];
-    bool want_buf = (ci->sig[i] >> 32) == KC_ARG_BUFFER;
-    uint32_t want = (uint32_t)ci->sig[i];
-    const char *pname = ci->params[i].name;
-    if (a->kind != KC_ARG_BUFFER && a->kind != KC_ARG_SCALAR)
-      return kc__err(rt, KC_EARGS, "kernel '%s' argument %u (%s): unknown kind %u", name, i, pname,
-                     a->kind);
-    if (want_buf && a->kind != KC_ARG_BUFFER)
-      return kc__err(rt, KC_EARGS, "kernel '%s' argument %u (%s %s) is a buffer; a scalar was given",
-                     name, i, ci->params[i].type, pname);
-    if (!want_buf && a->kind == KC_ARG_BUFFER)
-      return kc__err(rt, KC_EARGS, "kernel '%s' argument %u (%s %s) is a scalar; a buffer was given",
-                     name, i, ci->params[i].type, pname);
-    if (a->kind == KC_ARG_BUFFER) {
-      const kc_buffer *b = a->ptr;
-      if (!b) return kc__err(rt, KC_EARGS, "kernel '%s' argument %u (%s): buffer is NULL", name, i, pname);
-      if (b->ctx != ctx)
-        return kc__err(rt, KC_EARGS, "kernel '%s' argument %u (%s): the buffer belongs to another context",
-                       name, i, pname);
-    } else {
-      if (!a->ptr) return kc__err(rt, KC_EARGS, "kernel '%s' argument %u (%s): value pointer is NULL",
-                                  name, i, pname);
-      if (want == UINT32_MAX)
-        return kc__err(rt, KC_EARGS,
-                       "kernel '%s' argument %u (%s %s): kcache does not know the size of this "
-                       "type; use a scalar type of the dialect",
-                       name, i, ci->params[i].type, pname);
-      if (a->size != want)
-        return kc__err(rt, KC_EARGS, "kernel '%s' argument %u (%s %s) has %u bytes; %u were given",
-                       name, i, ci->params[i].type, pname, want, a->size);
-    }
+    char label[160];
+    snprintf(label, sizeof label, " (%s %s)", ci->params[i].type, ci->params[i].name);
+    kc_status st = explain_arg(rt, name, i, label, ci->sig[i], &args[i], ctx);
+    if (st) return st;
   }
   return kc__err(rt, KC_EARGS, "kernel '%s': invalid arguments", name);
 }
@@ -1196,21 +1199,9 @@ kc_status kc_args_set(kc_args *a, uint32_t index, kc_arg arg) {
                    index, a->n);
   if (!kc__load_relaxed(&a->ctx->alive) || kc__load_relaxed(&a->ctx->id) != a->ctx_id)
     return kc__err(rt, KC_EDESTROYED, "kc_args_set of '%s': the context has been destroyed", name);
-  uint64_t want = a->want[index];
-  if (!arg_fits(&arg, want, a->ctx)) {
-    if (want == KC__SIG(KC_ARG_BUFFER, 0)) {
-      if (arg.kind != KC_ARG_BUFFER || arg.size)
-        return kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u is a buffer", name, index);
-      if (!arg.ptr) return kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u: buffer is NULL", name, index);
-      return kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u: the buffer belongs to another context",
-                     name, index);
-    }
-    if (arg.kind != KC_ARG_SCALAR)
-      return kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u is a scalar", name, index);
-    if (!arg.ptr)
-      return kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u: value pointer is NULL", name, index);
-    return kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u has %u bytes; %u were given", name,
-                   index, (uint32_t)want, arg.size);
+  if (!arg_fits(&arg, a->want[index], a->ctx)) {
+    kc_status st = explain_arg(rt, name, index, "", a->want[index], &arg, a->ctx);
+    return st ? st : kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u does not fit", name, index);
   }
   /* a scalar keeps its room: where args[index] points since create */
   args_store(a, index, &arg, (unsigned char *)(uintptr_t)a->args[index].ptr);

@@ -625,6 +625,9 @@ static void test_wrong_arguments(void **state) {
     kc_arg scalar_for_buf[] = {KC_ARG_VAL(a), KC_ARG_VAL(a), KC_ARG_VAL(n)};
     BAD(scalar_for_buf, 3);
     KCT_CONTAINS(kc_errmsg(rt), "buffer");
+    kc_arg sized_buf[] = {{f.buf, 4, KC_ARG_BUFFER}, KC_ARG_VAL(a), KC_ARG_VAL(n)};
+    BAD(sized_buf, 3);
+    KCT_CONTAINS(kc_errmsg(rt), "whose size is 0");
     kc_arg bad_kind[] = {KC_ARG_BUF(f.buf), {&a, sizeof a, 7u}, KC_ARG_VAL(n)};
     BAD(bad_kind, 3);
     kc_arg null_val[] = {KC_ARG_BUF(f.buf), {NULL, sizeof a, KC_ARG_SCALAR}, KC_ARG_VAL(n)};
@@ -858,6 +861,8 @@ static void test_bound_argument_errors(void **state) {
   KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 0, KC_ARG_VAL(a)));
   KCT_CONTAINS(kc_errmsg(rt), "buffer");
   KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 0, KC_ARG_BUF(NULL)));
+  KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 0, ((kc_arg){f.buf, 4, KC_ARG_BUFFER})));
+  KCT_CONTAINS(kc_errmsg(rt), "whose size is 0");
   KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 0, KC_ARG_BUF(foreign)));
   KCT_CONTAINS(kc_errmsg(rt), "another context");
   KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 1, KC_ARG_BUF(f.buf)));
