@@ -893,8 +893,8 @@ static void test_context_of_another_runtime(void **state) {
   kct_define(rt2, "h", SRC_H1);
   kct_define(rt2, "k", SRC_K);
   kc_kernel *k2 = kct_kernel(rt2, "k", NULL);
-  kc_status st = run(&f, k2);
-  if (st == KC_OK) fail_msg("a kernel of one runtime launched on a context of another");
+  KCT_STATUS(rt2, KC_EINVAL, run(&f, k2));
+  KCT_CONTAINS(kc_errmsg(rt2), "another runtime");
   kct_destroy(rt2);
   kct_fx_close(&f);
 }

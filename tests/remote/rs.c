@@ -197,6 +197,11 @@ kc_runtime *rs_node(const char *cache_dir, const rs_node_opts *o) {
   return kc_runtime_create(&opt, &rt) == KC_OK ? rt : NULL;
 }
 
+void rs_check(const rs_report *r, const char *what) {
+  if (r->status) fail_msg("%s: %s", what, kc_status_name((kc_status)r->status));
+  if (r->wrong) fail_msg("%s: %d kernel(s) computed a wrong result", what, r->wrong);
+}
+
 rs_report rs_node_run(const char *cache_dir, const rs_node_opts *o, unsigned kernels) {
   rs_report r;
   memset(&r, 0, sizeof r);

@@ -73,6 +73,10 @@ typedef struct rs_report {
   double max_launch;      /* the slowest first launch */
 } rs_report;
 
+/* Fails the test unless the node's kernels all ran and computed the right
+ * results (what: for the message). */
+void rs_check(const rs_report *r, const char *what);
+
 /* Runs kernels (bit mask of 0..2) on a new node and destroys it. */
 rs_report rs_node_run(const char *cache_dir, const rs_node_opts *o, unsigned kernels);
 

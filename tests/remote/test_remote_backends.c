@@ -20,12 +20,10 @@ static void test_second_node(void **state) {
   memset(&o, 0, sizeof o);
   o.url = s.url;
   rs_report r = rs_node_run(a, &o, 7);
-  if (r.status) fail_msg("node A: %s", kc_status_name((kc_status)r.status));
-  assert_int_equal(r.wrong, 0);
+  rs_check(&r, "node A");
   assert_int_equal(r.stats.compiles, 3);
   r = rs_node_run(b, &o, 7);
-  if (r.status) fail_msg("node B: %s", kc_status_name((kc_status)r.status));
-  assert_int_equal(r.wrong, 0);
+  rs_check(&r, "node B");
   assert_int_equal(r.stats.compiles, 0);
   assert_int_equal(r.stats.remote_hits, 3);
   print_message("%s: node B loaded 3 kernels from Redis in %.1f ms (slowest first launch %.1f ms)\n",

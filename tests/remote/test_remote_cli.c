@@ -64,7 +64,7 @@ static void test_ping_ls_stats_clear(void **state) {
   memset(&o, 0, sizeof o);
   o.url = server.url;
   rs_report r = rs_node_run(cache, &o, 7);
-  assert_int_equal(r.status, KC_OK);
+  rs_check(&r, "node");
   char name[300];
   assert_true(rs_name_of(server.url, "kctest:", "k2", name, sizeof name));
   char lock[320];
@@ -131,7 +131,7 @@ static void test_secrets_in_ls(void **state) {
   o.url = server.url;
   o.secret = "alpha";
   rs_report r = rs_node_run(cache, &o, 1);
-  assert_int_equal(r.status, KC_OK);
+  rs_check(&r, "node");
   char *out;
   snprintf(env, sizeof env, "KC_REMOTE=%s KC_REMOTE_KEY=alpha", server.url);
   assert_int_equal(cli(&out, env, "remote ls"), 0);
