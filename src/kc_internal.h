@@ -314,13 +314,20 @@ struct kc_context {
 #define KC__HSLOTS 4
 #define KC__SLOT_OFF(key) ((size_t)((key) & (KC__HSLOTS - 1)) * sizeof(kc__linked *))
 
+/* Padding that keeps a counter written by every launch off the cache lines
+ * of what launches read, so that threads launching the same handle do not
+ * take the line from each other (the structs are not line-aligned: 64 bytes
+ * on each side). */
+#define KC__COUNTER_GAP char kc__gap[64]
+
 struct kc_kernel {
   _Atomic(kc__linked *) slots[KC__HSLOTS]; /* first: indexed without an offset */
   kc_runtime *rt;
-  _Atomic uint64_t fast_hits;
   kc__spec *spec;
   kc_kernel *prev, *next; /* runtime's list, guarded by kernels_lock */
   kc_args *bound;         /* its bound arguments, guarded by kernels_lock */
+  KC__COUNTER_GAP;
+  _Atomic uint64_t fast_hits;
 };
 
 /* Bound arguments (kc_args_create). */
@@ -337,7 +344,6 @@ struct kc_args {
   kc_context *ctx;
   kc_runtime *rt;
   _Atomic uint64_t ci_id;
-  _Atomic uint64_t hits; /* fast-path launches (statistics, like kc_kernel's) */
   kc_kernel *k;
   uint64_t ctx_id; /* the context bound: its struct may be reused by another */
   uint32_t n;
@@ -345,7 +351,10 @@ struct kc_args {
   kc_arg *args;    /* n: scalars point into values */
   unsigned char *values;
   kc_args *prev, *next; /* k->bound, guarded by rt->kernels_lock */
-  void *argv[];         /* n: what a backend's launch takes */
+  KC__COUNTER_GAP;
+  _Atomic uint64_t hits; /* fast-path launches (statistics, like kc_kernel's) */
+  char kc__gap_after[64];
+  void *argv[]; /* n: what a backend's launch takes */
 };
 
 /* ------------------------------------------------------------ backends */
