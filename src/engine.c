@@ -1031,7 +1031,7 @@ static KC__NOINLINE kc_status pack_and_launch(kc__linked *l, kc_context *ctx, co
   for (uint32_t i = 0; i < nargs; i++) {
     const kc_arg *a = &args[i];
     if (KC__UNLIKELY(!arg_fits(a, l->sig[i], ctx))) return kc__launch_bad_args(l, ctx, args, nargs);
-    argv[i] = a->kind == KC_ARG_BUFFER ? &((kc_buffer *)a->ptr)->h : (void *)a->ptr;
+    argv[i] = (void *)a->ptr; /* a buffer's handle is its first member */
   }
   return l->launch(l, argv, grid, block);
 }
@@ -1127,9 +1127,8 @@ kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc
  * v, its own 16-byte-aligned room in a->values (laid out at create). */
 static void args_store(kc_args *a, uint32_t i, const kc_arg *arg, unsigned char *v) {
   if (arg->kind == KC_ARG_BUFFER) {
-    kc_buffer *b = (kc_buffer *)arg->ptr;
     a->args[i] = *arg;
-    a->argv[i] = &b->h;
+    a->argv[i] = (void *)arg->ptr; /* a buffer's handle is its first member */
   } else {
     memcpy(v, arg->ptr, arg->size);
     a->args[i] = (kc_arg){v, arg->size, KC_ARG_SCALAR};

@@ -275,11 +275,12 @@ typedef union kc__bufh {
 } kc__bufh;
 
 struct kc_buffer {
-  kc__bufh h; /* first: the fast path takes its address */
+  kc__bufh h; /* first: a kc_buffer * is a pointer to its handle (argv entries) */
   kc_context *ctx;
   size_t size;
   kc_buffer *prev, *next; /* the context's list, guarded by its lock */
 };
+_Static_assert(offsetof(struct kc_buffer, h) == 0, "argv takes a kc_buffer * as a pointer to its handle");
 
 struct kc_context {
   /* Changes at create, reset and destroy; never repeats (global counter). A

@@ -777,8 +777,6 @@ static kc_status kc__cu_launch(kc__linked *l, void **argv, const kc_dim3 *grid,
                                        block->y, block->z, 0, c->stream, argv, NULL);
     if (KC__LIKELY(r == KC__CUDA_SUCCESS))
       return KC_OK;
-    if (!grid->x || !grid->y || !grid->z || !block->x || !block->y || !block->z)
-      return kc__launch_bad_dims(l, grid, block);
     return kc__cu_launch_slow(l, argv, grid, block, true, r);
   }
   return kc__cu_launch_slow(l, argv, grid, block, false, KC__CUDA_SUCCESS);
@@ -794,6 +792,10 @@ static bool kc__cu_is_context_error(CUresult r) {
 static KC__COLD kc_status kc__cu_launch_slow(kc__linked *l, void **argv, const kc_dim3 *grid,
                                              const kc_dim3 *block, bool tried, CUresult r) {
   const kc__cuctx *c = l->bctx;
+  /* a zero dimension is KC_EINVAL whether or not this thread had bound the
+   * context (the fast path lets the driver find it) */
+  if (!grid->x || !grid->y || !grid->z || !block->x || !block->y || !block->z)
+    return kc__launch_bad_dims(l, grid, block);
   if (!tried || kc__cu_is_context_error(r)) {
     kc_status s = kc__cu_bind(c);
     if (s != KC_OK)
