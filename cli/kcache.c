@@ -1056,8 +1056,7 @@ static int remote_ls(cli *c, rcli *r) {
       char why[256] = "", auth[40];
       bool ok = v.type == KC__R_STRING && kc__entry_peek_mem(v.str, v.len, total, &e, why, sizeof why) == KC_OK;
       /* a MAC follows the entry file exactly when 40 bytes are left over */
-      uint64_t plen = 0;
-      for (int b = 7; ok && b >= 0; b--) plen = plen << 8 | (uint8_t)v.str[32 + b];
+      uint64_t plen = ok ? kc__rd64((const uint8_t *)v.str + 32) : 0; /* the header's payload length */
       bool has_mac = ok && total == KC__STORE_HEADER + plen + KC__REMOTE_TRAILER;
       if (!ns[0]) snprintf(auth, sizeof auth, "%s", has_mac ? "present" : "none");
       else if (!check) snprintf(auth, sizeof auth, "another secret");

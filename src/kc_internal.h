@@ -71,6 +71,24 @@
 #define kc__count_relaxed(p) kc__store_relaxed((p), kc__load_relaxed(p) + 1)
 #endif
 
+/* Little-endian integers, as the disk and remote formats store them. */
+static inline void kc__le32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void kc__le64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint32_t kc__rd32(const uint8_t *p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
+static inline uint64_t kc__rd64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
+
 typedef struct kc__spec kc__spec;
 typedef struct kc__ci kc__ci;
 typedef struct kc__linked kc__linked;
@@ -529,5 +547,17 @@ const kc__backend *kc__fault_wrap_backend(const kc__backend *real);
 /* kc_runtime_create on a backend table of the caller's (tests: a backend
  * without a compiler). Some real backend must be available to be replaced. */
 kc_status kc__runtime_create_with(const kc_options *opt, const kc__backend *be, kc_runtime **out);
+
+/* n bytes as 2n lowercase hex digits and a NUL (util.c); one hex digit's
+ * value, or -1. */
+void kc__hex(const uint8_t *b, size_t n, char *out);
+int kc__hexval(int c);
+
+/* kcache's allocator when there is a runtime, else malloc's family: the
+ * kcache command walks stores without a runtime (util.c). */
+void *kc__xalloc(kc_runtime *rt, size_t n);
+void *kc__xcalloc(kc_runtime *rt, size_t n);
+void *kc__xrealloc(kc_runtime *rt, void *p, size_t n);
+void kc__xfree(kc_runtime *rt, void *p);
 
 #endif /* KC_INTERNAL_H */

@@ -51,28 +51,6 @@
 
 /* ---------------------------------------------------------- utilities */
 
-static void *xalloc(kc_runtime *rt, size_t n) { return rt ? kc__alloc(rt, n) : malloc(n ? n : 1); }
-static void *xcalloc(kc_runtime *rt, size_t n) { return rt ? kc__calloc(rt, n) : calloc(1, n ? n : 1); }
-static void xfree(kc_runtime *rt, void *p) {
-  if (rt) kc__free(rt, p);
-  else free(p);
-}
-
-static uint64_t rd64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-  return v;
-}
-
-static void hex(const uint8_t *b, size_t n, char *out) {
-  static const char d[] = "0123456789abcdef";
-  for (size_t i = 0; i < n; i++) {
-    out[2 * i] = d[b[i] >> 4];
-    out[2 * i + 1] = d[b[i] & 15];
-  }
-  out[2 * n] = 0;
-}
-
 static void wipe(void *p, size_t n) {
   volatile uint8_t *v = p;
   while (n--) *v++ = 0;
@@ -361,13 +339,6 @@ bool kc__hmac_sha256(const void *key, size_t klen, const void *data, size_t n, u
 
 /* --------------------------------------------------------- configuration */
 
-static int hexval(int c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 /* Percent-decodes s[0..n) into out; false if it does not fit or is malformed. */
 static bool pct_decode(const char *s, size_t n, char *out, size_t outlen) {
   size_t o = 0;
@@ -375,7 +346,7 @@ static bool pct_decode(const char *s, size_t n, char *out, size_t outlen) {
     int c = (unsigned char)s[i];
     if (c == '%') {
       if (n - i < 3) return false;
-      int hi = hexval((unsigned char)s[i + 1]), lo = hexval((unsigned char)s[i + 2]);
+      int hi = kc__hexval((unsigned char)s[i + 1]), lo = kc__hexval((unsigned char)s[i + 2]);
       if (hi < 0 || lo < 0) return false;
       c = hi << 4 | lo;
       i += 2;
@@ -563,7 +534,7 @@ kc_status kc__remote_config_load(const kc_options *opt, kc__remote_config *cfg, 
       return KC_EUNAVAILABLE;
     }
     char idhex[9];
-    hex(id, 4, idhex);
+    kc__hex(id, 4, idhex);
     snprintf(cfg->ns, sizeof cfg->ns, "hmac-%s:", idhex);
     cfg->has_secret = true;
     wipe(id, sizeof id);
@@ -573,7 +544,7 @@ kc_status kc__remote_config_load(const kc_options *opt, kc__remote_config *cfg, 
 
 void kc__remote_name(const kc__remote_config *cfg, const uint8_t key[16], bool lock, char *out, size_t len) {
   char h[33];
-  hex(key, 16, h);
+  kc__hex(key, 16, h);
   snprintf(out, len, "%s%s%s%s", cfg->prefix, cfg->ns, h, lock ? ":lock" : "");
 }
 
@@ -648,21 +619,21 @@ static bool copy_reply(kc_runtime *rt, const void *p, kc__rreply *out, int depth
   out->type = v.type;
   out->integer = v.integer;
   if (v.type == KC__R_STRING || v.type == KC__R_STATUS || v.type == KC__R_ERROR) {
-    out->str = xalloc(rt, v.len + 1);
+    out->str = kc__xalloc(rt, v.len + 1);
     if (!out->str) return false;
     if (v.len) memcpy(out->str, v.str, v.len);
     out->str[v.len] = 0;
     out->len = v.len;
   } else if (v.type == KC__R_ARRAY) {
     if (depth > 4) return false;
-    out->elem = xcalloc(rt, (v.elements ? v.elements : 1) * sizeof *out->elem);
+    out->elem = kc__xcalloc(rt, (v.elements ? v.elements : 1) * sizeof *out->elem);
     if (!out->elem) return false;
     out->n = v.elements;
     for (size_t i = 0; i < v.elements; i++)
       if (!copy_reply(rt, v.element[i], &out->elem[i], depth + 1)) return false;
   } else if (v.type != KC__R_INTEGER && v.type != KC__R_NIL) {
     out->type = KC__R_ERROR; /* a RESP3 type nobody asked for */
-    out->str = xalloc(rt, 32);
+    out->str = kc__xalloc(rt, 32);
     if (!out->str) return false;
     out->len = (size_t)snprintf(out->str, 32, "unexpected reply type %d", v.type);
   }
@@ -672,8 +643,8 @@ static bool copy_reply(kc_runtime *rt, const void *p, kc__rreply *out, int depth
 void kc__rreply_free(kc_runtime *rt, kc__rreply *r) {
   if (!r) return;
   for (size_t i = 0; i < r->n; i++) kc__rreply_free(rt, &r->elem[i]);
-  xfree(rt, r->elem);
-  xfree(rt, r->str);
+  kc__xfree(rt, r->elem);
+  kc__xfree(rt, r->str);
   memset(r, 0, sizeof *r);
 }
 
@@ -764,7 +735,7 @@ kc_status kc__rconn_cmdv(kc__rconn *c, kc__rreply *out, char *why, size_t wl, ..
 void kc__rconn_close(kc__rconn *c) {
   if (!c) return;
   if (c->ctx) hr.free_ctx(c->ctx);
-  xfree(c->rt, c);
+  kc__xfree(c->rt, c);
 }
 
 kc_status kc__rconn_open(kc_runtime *rt, const kc__remote_config *cfg, kc__rconn **out, char *why, size_t wl) {
@@ -774,7 +745,7 @@ kc_status kc__rconn_open(kc_runtime *rt, const kc__remote_config *cfg, kc__rconn
     snprintf(why, wl, "%s", no);
     return KC_EUNAVAILABLE;
   }
-  kc__rconn *c = xcalloc(rt, sizeof *c);
+  kc__rconn *c = kc__xcalloc(rt, sizeof *c);
   if (!c) {
     snprintf(why, wl, "out of memory");
     return KC_ENOMEM;
@@ -786,7 +757,7 @@ kc_status kc__rconn_open(kc_runtime *rt, const kc__remote_config *cfg, kc__rconn
   uint64_t deadline = kc__now_ns() + c->timeout_ns;
   c->ctx = hr.connect_nb(cfg->host, cfg->port);
   if (!c->ctx) {
-    xfree(rt, c);
+    kc__xfree(rt, c);
     snprintf(why, wl, "out of memory connecting");
     return KC_ENOMEM;
   }
@@ -850,7 +821,7 @@ kc_status kc__remote_unwrap(const kc__remote_config *cfg, const void *value, siz
     snprintf(why, wl, "not a kcache entry (bad magic)");
     return KC_EIO;
   }
-  uint64_t plen = rd64(v + 32);
+  uint64_t plen = kc__rd64(v + 32);
   if (plen > n - KC__STORE_HEADER) {
     snprintf(why, wl, "truncated (%zu of %llu bytes)", n, (unsigned long long)plen + KC__STORE_HEADER);
     return KC_EIO;
@@ -897,7 +868,7 @@ static void rcounters_get(const uint8_t *b, ssize_t n, uint64_t v[KC__NRC], bool
   memset(v, 0, KC__NRC * sizeof *v);
   *valid = n == 8 + 8 * KC__NRC && !memcmp(b, KC__RCOUNTERS_MAGIC, 8);
   if (*valid)
-    for (int i = 0; i < KC__NRC; i++) v[i] = rd64(b + 8 + 8 * i);
+    for (int i = 0; i < KC__NRC; i++) v[i] = kc__rd64(b + 8 + 8 * i);
 }
 
 void kc__remote_counters_read(const char *vdir, kc__remote_counters *out) {
@@ -932,8 +903,7 @@ static void rcounters_add(const char *vdir, const uint64_t d[KC__NRC]) {
   rcounters_get(b, pread(fd, b, sizeof b, 0), v, &valid);
   memcpy(b, KC__RCOUNTERS_MAGIC, 8);
   for (int i = 0; i < KC__NRC; i++) {
-    uint64_t x = v[i] + d[i];
-    for (int k = 0; k < 8; k++) b[8 + 8 * i + k] = (uint8_t)(x >> (8 * k));
+    kc__le64(b + 8 + 8 * i, v[i] + d[i]);
   }
   if (pwrite(fd, b, sizeof b, 0) != (ssize_t)sizeof b) {
     /* a hint only */
@@ -1040,7 +1010,7 @@ static kc__rconn *pool_get(kc__remote *r, char *why, size_t wl, kc_status *st) {
     r->nidle--;
     if (c->pid != me) { /* inherited across fork: the parent's socket */
       if (c->ctx) hr.free_ctx(c->ctx);
-      xfree(r->rt, c);
+      kc__xfree(r->rt, c);
       c = NULL;
     }
   }

@@ -56,33 +56,6 @@ struct kc__store {
 
 /* ---------------------------------------------------------- utilities */
 
-/* The CLI walks stores without a runtime: malloc then. */
-static void *xalloc(kc_runtime *rt, size_t n) { return rt ? kc__alloc(rt, n) : malloc(n ? n : 1); }
-static void *xrealloc(kc_runtime *rt, void *p, size_t n) {
-  return rt ? kc__realloc(rt, p, n) : realloc(p, n ? n : 1);
-}
-static void xfree(kc_runtime *rt, void *p) {
-  if (rt) kc__free(rt, p);
-  else free(p);
-}
-
-static void le32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void le64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t rd32(const uint8_t *p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; i--) v = v << 8 | p[i];
-  return v;
-}
-static uint64_t rd64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-  return v;
-}
-
 static uint64_t realtime_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -163,7 +136,7 @@ static void ob_put(obuf *b, const void *d, size_t n) {
       }
       cap *= 2;
     }
-    uint8_t *np = xrealloc(b->rt, b->p, cap);
+    uint8_t *np = kc__xrealloc(b->rt, b->p, cap);
     if (!np) {
       b->failed = true;
       return;
@@ -176,12 +149,12 @@ static void ob_put(obuf *b, const void *d, size_t n) {
 }
 static void ob_u32(obuf *b, uint32_t v) {
   uint8_t x[4];
-  le32(x, v);
+  kc__le32(x, v);
   ob_put(b, x, 4);
 }
 static void ob_u64(obuf *b, uint64_t v) {
   uint8_t x[8];
-  le64(x, v);
+  kc__le64(x, v);
   ob_put(b, x, 8);
 }
 static size_t ob_section(obuf *b, uint32_t tag) {
@@ -192,7 +165,7 @@ static size_t ob_section(obuf *b, uint32_t tag) {
   return at;
 }
 static void ob_section_end(obuf *b, size_t at) {
-  if (!b->failed) le64(b->p + at, b->len - at - 8);
+  if (!b->failed) kc__le64(b->p + at, b->len - at - 8);
 }
 
 /* ---------------------------------------------------------------- keys */
@@ -200,7 +173,7 @@ static void ob_section_end(obuf *b, size_t at) {
 static void key_field(XXH3_state_t *s, uint8_t tag, const void *data, size_t len) {
   uint8_t h[9];
   h[0] = tag;
-  le64(h + 1, len);
+  kc__le64(h + 1, len);
   XXH3_128bits_update(s, h, sizeof h);
   if (len) XXH3_128bits_update(s, data, len);
 }
@@ -221,7 +194,7 @@ void kc__store_key(const kc__key_parts *p, uint8_t key[16]) {
   XXH3_INITSTATE(&s);
   XXH3_128bits_reset(&s);
   uint8_t f[4];
-  le32(f, p->format);
+  kc__le32(f, p->format);
   key_field(&s, 'F', f, sizeof f);
   key_str(&s, 'L', p->library);
   key_str(&s, 'B', p->backend);
@@ -231,7 +204,7 @@ void kc__store_key(const kc__key_parts *p, uint8_t key[16]) {
   key_str(&s, 'E', p->entry);
   if (p->tu) key_field(&s, 'T', p->tu, p->tu_len);
   uint8_t n[4];
-  le32(n, p->ndefs);
+  kc__le32(n, p->ndefs);
   key_field(&s, 'N', n, sizeof n);
   uint32_t prev = UINT32_MAX;
   for (uint32_t k = 0; k < p->ndefs; k++) {
@@ -255,25 +228,11 @@ void kc__store_text_hash(const char *text, size_t len, uint8_t out[16]) {
   memcpy(out, c.digest, 16);
 }
 
-void kc__store_hex(const uint8_t key[16], char hex[33]) {
-  static const char digits[] = "0123456789abcdef";
-  for (int i = 0; i < 16; i++) {
-    hex[2 * i] = digits[key[i] >> 4];
-    hex[2 * i + 1] = digits[key[i] & 15];
-  }
-  hex[32] = 0;
-}
-
-static int hexval(int c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
+void kc__store_hex(const uint8_t key[16], char hex[33]) { kc__hex(key, 16, hex); }
 
 static bool unhex_n(const char *s, uint8_t key[16]) {
   for (int i = 0; i < 16; i++) {
-    int hi = hexval((unsigned char)s[2 * i]), lo = hi < 0 ? -1 : hexval((unsigned char)s[2 * i + 1]);
+    int hi = kc__hexval((unsigned char)s[2 * i]), lo = hi < 0 ? -1 : kc__hexval((unsigned char)s[2 * i + 1]);
     if (hi < 0 || lo < 0) return false;
     key[i] = (uint8_t)(hi << 4 | lo);
   }
@@ -390,9 +349,9 @@ static void counters_parse(const uint8_t *b, ssize_t n, kc__store_counters *c) {
   memset(c, 0, sizeof *c);
   if (n != KC__COUNTERS_SIZE || memcmp(b, KC__COUNTERS_MAGIC, 8)) return;
   uint64_t *f[] = {&c->bytes, &c->entries, &c->hits, &c->misses, &c->writes, &c->evictions, &c->repairs};
-  for (int i = 0; i < 7; i++) *f[i] = rd64(b + 8 + 8 * i);
+  for (int i = 0; i < 7; i++) *f[i] = kc__rd64(b + 8 + 8 * i);
   c->valid = true;
-  c->sized = rd64(b + 64) & 1;
+  c->sized = kc__rd64(b + 64) & 1;
 }
 
 void kc__store_counters_read(const char *vdir, kc__store_counters *out) {
@@ -443,10 +402,10 @@ bool kc__store_counters_add(const char *vdir, int64_t bytes, int64_t entries, ui
   c.repairs += repairs;
   memcpy(b, KC__COUNTERS_MAGIC, 8);
   uint64_t f[] = {c.bytes, c.entries, c.hits, c.misses, c.writes, c.evictions, c.repairs};
-  for (int i = 0; i < 7; i++) le64(b + 8 + 8 * i, f[i]);
+  for (int i = 0; i < 7; i++) kc__le64(b + 8 + 8 * i, f[i]);
   /* bytes and entries are known only if they were (or a scan sets them) */
   c.sized = c.sized || set;
-  le64(b + 64, c.sized ? 1 : 0);
+  kc__le64(b + 64, c.sized ? 1 : 0);
   bool ok = fo_pwrite(fd, b, sizeof b, 0) == (ssize_t)sizeof b;
   flock(fd, LOCK_UN);
   close(fd);
@@ -525,18 +484,18 @@ static kc_status encode(kc_runtime *rt, const kc__entry *e, const void *defs_blo
   ob_section_end(&b, at);
 
   if (b.failed) {
-    xfree(rt, b.p);
+    kc__xfree(rt, b.p);
     return kc__err(rt, KC_ENOMEM, "out of memory encoding a disk cache entry");
   }
   uint8_t *h = b.p;
   memcpy(h, KC__STORE_MAGIC, 8);
-  le32(h + 8, KC__STORE_FORMAT);
-  le32(h + 12, KC__STORE_HEADER);
+  kc__le32(h + 8, KC__STORE_FORMAT);
+  kc__le32(h + 12, KC__STORE_HEADER);
   memcpy(h + 16, e->key, 16);
-  le64(h + 32, b.len - KC__STORE_HEADER);
-  le64(h + 40, XXH3_64bits(h + KC__STORE_HEADER, b.len - KC__STORE_HEADER));
-  le64(h + 48, 0);
-  le64(h + 56, XXH3_64bits(h, 56));
+  kc__le64(h + 32, b.len - KC__STORE_HEADER);
+  kc__le64(h + 40, XXH3_64bits(h + KC__STORE_HEADER, b.len - KC__STORE_HEADER));
+  kc__le64(h + 48, 0);
+  kc__le64(h + 56, XXH3_64bits(h, 56));
   *out = b.p;
   *size = b.len;
   return KC_OK;
@@ -553,7 +512,7 @@ static bool meta_parse(kc__entry *e, const uint8_t *p, size_t n, char *why, size
       snprintf(why, wl, "truncated metadata");
       return false;
     }
-    uint32_t kl = rd32(p + off), vl = rd32(p + off + 4);
+    uint32_t kl = kc__rd32(p + off), vl = kc__rd32(p + off + 4);
     off += 8;
     if (kl > n - off || vl > n - off - kl || vl == 0 || p[off + kl + vl - 1] != 0) {
       snprintf(why, wl, "malformed metadata");
@@ -583,10 +542,10 @@ static bool meta_parse(kc__entry *e, const uint8_t *p, size_t n, char *why, size
 static bool defs_parse(kc_runtime *rt, kc__entry *e, const uint8_t *p, size_t n, char *why, size_t wl,
                        bool *oom) {
   if (n < 4) goto bad;
-  uint32_t cnt = rd32(p);
+  uint32_t cnt = kc__rd32(p);
   size_t off = 4;
   if (cnt > (n - 4) / 14) goto bad; /* each takes at least 14 bytes */
-  e->defs = xalloc(rt, (cnt ? cnt : 1) * sizeof *e->defs);
+  e->defs = kc__xalloc(rt, (cnt ? cnt : 1) * sizeof *e->defs);
   if (!e->defs) {
     snprintf(why, wl, "out of memory");
     *oom = true;
@@ -594,13 +553,13 @@ static bool defs_parse(kc_runtime *rt, kc__entry *e, const uint8_t *p, size_t n,
   }
   for (uint32_t i = 0; i < cnt; i++) {
     if (n - off < 4) goto bad;
-    uint32_t nl = rd32(p + off);
+    uint32_t nl = kc__rd32(p + off);
     off += 4;
     if (nl == 0 || nl > n - off || p[off + nl - 1] != 0) goto bad;
     const char *name = (const char *)p + off;
     off += nl;
     if (n - off < 8) goto bad;
-    uint64_t tl = rd64(p + off);
+    uint64_t tl = kc__rd64(p + off);
     off += 8;
     if (tl == 0 || tl > n - off || p[off + tl - 1] != 0) goto bad;
     e->defs[i] = (kc__key_def){name, (const char *)p + off, (size_t)tl - 1};
@@ -632,23 +591,23 @@ kc_status kc__entry_decode(kc_runtime *rt, void *buf, size_t size, kc__entry *e,
   if (size == 0) KC__BAD("empty file");
   if (size < KC__STORE_HEADER) KC__BAD("truncated header (%zu bytes)", size);
   if (memcmp(b, KC__STORE_MAGIC, 8)) KC__BAD("not a kcache entry (bad magic)");
-  if (rd64(b + 56) != XXH3_64bits(b, 56)) KC__BAD("header checksum mismatch");
-  e->format = rd32(b + 8);
+  if (kc__rd64(b + 56) != XXH3_64bits(b, 56)) KC__BAD("header checksum mismatch");
+  e->format = kc__rd32(b + 8);
   if (e->format != KC__STORE_FORMAT) KC__BAD("format version %u, expected %u", e->format, KC__STORE_FORMAT);
-  if (rd32(b + 12) != KC__STORE_HEADER) KC__BAD("unexpected header size %u", rd32(b + 12));
+  if (kc__rd32(b + 12) != KC__STORE_HEADER) KC__BAD("unexpected header size %u", kc__rd32(b + 12));
   memcpy(e->key, b + 16, 16);
-  uint64_t plen = rd64(b + 32);
+  uint64_t plen = kc__rd64(b + 32);
   if (plen > size - KC__STORE_HEADER)
     KC__BAD("truncated payload (%zu of %llu bytes)", size - KC__STORE_HEADER, (unsigned long long)plen);
   if (plen < size - KC__STORE_HEADER)
     KC__BAD("%llu bytes after the payload", (unsigned long long)(size - KC__STORE_HEADER - plen));
-  if (XXH3_64bits(b + KC__STORE_HEADER, plen) != rd64(b + 40)) KC__BAD("payload checksum mismatch");
+  if (XXH3_64bits(b + KC__STORE_HEADER, plen) != kc__rd64(b + 40)) KC__BAD("payload checksum mismatch");
 
   unsigned seen = 0;
   for (size_t off = KC__STORE_HEADER; off < size;) {
     if (size - off < 16) KC__BAD("truncated section header");
-    uint32_t tag = rd32(b + off);
-    uint64_t len = rd64(b + off + 8);
+    uint32_t tag = kc__rd32(b + off);
+    uint64_t len = kc__rd64(b + off + 8);
     off += 16;
     if (len > size - off) KC__BAD("section %u overruns the file", tag);
     const uint8_t *p = b + off;
@@ -670,12 +629,12 @@ kc_status kc__entry_decode(kc_runtime *rt, void *buf, size_t size, kc__entry *e,
       e->log_len = len - 1;
       break;
     case KC__SEC_SIG: {
-      if (len < 4 || (len - 4) % 8 || (len - 4) / 8 != rd32(p)) KC__BAD("malformed signature");
-      e->nsig = rd32(p);
-      e->sig = xalloc(rt, (e->nsig ? e->nsig : 1) * sizeof *e->sig);
+      if (len < 4 || (len - 4) % 8 || (len - 4) / 8 != kc__rd32(p)) KC__BAD("malformed signature");
+      e->nsig = kc__rd32(p);
+      e->sig = kc__xalloc(rt, (e->nsig ? e->nsig : 1) * sizeof *e->sig);
       oom = !e->sig;
       if (oom) KC__BAD("out of memory");
-      for (uint32_t i = 0; i < e->nsig; i++) e->sig[i] = rd64(p + 4 + 8 * i);
+      for (uint32_t i = 0; i < e->nsig; i++) e->sig[i] = kc__rd64(p + 4 + 8 * i);
       break;
     }
     case KC__SEC_ARTIFACT:
@@ -698,9 +657,9 @@ bad:
 
 void kc__entry_free(kc_runtime *rt, kc__entry *e) {
   if (!e) return;
-  xfree(rt, e->defs);
-  xfree(rt, e->sig);
-  xfree(rt, e->buf);
+  kc__xfree(rt, e->defs);
+  kc__xfree(rt, e->sig);
+  kc__xfree(rt, e->buf);
   memset(e, 0, sizeof *e);
 }
 
@@ -727,7 +686,7 @@ static kc_status entry_load(kc_runtime *rt, const char *path, const uint8_t *wan
     return KC_EIO;
   }
   size_t size = (size_t)st->st_size;
-  uint8_t *buf = xalloc(rt, size ? size : 1);
+  uint8_t *buf = kc__xalloc(rt, size ? size : 1);
   if (!buf) {
     snprintf(why, wl, "out of memory");
     close(fd);
@@ -739,7 +698,7 @@ static kc_status entry_load(kc_runtime *rt, const char *path, const uint8_t *wan
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
       snprintf(why, wl, "read error: %s", strerror(errno));
-      xfree(rt, buf);
+      kc__xfree(rt, buf);
       close(fd);
       return KC_EUNAVAILABLE;
     }
@@ -779,17 +738,17 @@ static int64_t image_header(const uint8_t *h, uint64_t total, bool exact, char *
   uint64_t room = total - KC__STORE_HEADER; /* total >= KC__STORE_HEADER + 16: checked by callers */
   if (memcmp(h, KC__STORE_MAGIC, 8)) {
     snprintf(why, wl, "not a kcache entry (bad magic)");
-  } else if (rd64(h + 56) != XXH3_64bits(h, 56)) {
+  } else if (kc__rd64(h + 56) != XXH3_64bits(h, 56)) {
     snprintf(why, wl, "header checksum mismatch");
-  } else if (rd32(h + 8) != KC__STORE_FORMAT) {
-    snprintf(why, wl, "format version %u, expected %u", rd32(h + 8), KC__STORE_FORMAT);
-  } else if (exact ? rd64(h + 32) != room : rd64(h + 32) > room) {
-    snprintf(why, wl, "payload length %llu, but the image holds %llu", (unsigned long long)rd64(h + 32),
+  } else if (kc__rd32(h + 8) != KC__STORE_FORMAT) {
+    snprintf(why, wl, "format version %u, expected %u", kc__rd32(h + 8), KC__STORE_FORMAT);
+  } else if (exact ? kc__rd64(h + 32) != room : kc__rd64(h + 32) > room) {
+    snprintf(why, wl, "payload length %llu, but the image holds %llu", (unsigned long long)kc__rd64(h + 32),
              (unsigned long long)room);
-  } else if (rd32(h + KC__STORE_HEADER) != KC__SEC_META || rd64(h + KC__STORE_HEADER + 8) > room - 16) {
+  } else if (kc__rd32(h + KC__STORE_HEADER) != KC__SEC_META || kc__rd64(h + KC__STORE_HEADER + 8) > room - 16) {
     snprintf(why, wl, "malformed metadata");
   } else {
-    return (int64_t)rd64(h + KC__STORE_HEADER + 8);
+    return (int64_t)kc__rd64(h + KC__STORE_HEADER + 8);
   }
   return -1;
 }
@@ -889,10 +848,10 @@ kc_status kc__store_list(kc_runtime *rt, const char *vdir, kc__store_file **out,
       f.misplaced = key[0] != bucket;
       if (*n == cap) {
         cap = cap ? cap * 2 : 256;
-        kc__store_file *nf = xrealloc(rt, *out, cap * sizeof *nf);
+        kc__store_file *nf = kc__xrealloc(rt, *out, cap * sizeof *nf);
         if (!nf) {
           closedir(d);
-          xfree(rt, *out);
+          kc__xfree(rt, *out);
           *out = NULL;
           *n = 0;
           return kc__err(rt, KC_ENOMEM, "out of memory listing %s", vdir);
@@ -906,7 +865,7 @@ kc_status kc__store_list(kc_runtime *rt, const char *vdir, kc__store_file **out,
   return KC_OK;
 }
 
-void kc__store_list_free(kc_runtime *rt, kc__store_file *files) { xfree(rt, files); }
+void kc__store_list_free(kc_runtime *rt, kc__store_file *files) { kc__xfree(rt, files); }
 
 /* Removes temp files of dead writers and lock files of dead compiles. */
 static void sweep_aux(const char *vdir, kc__gc_result *r) {
@@ -1305,7 +1264,7 @@ bool kc__store_fetch(kc_runtime *rt, kc__ci *ci, const kc__closure *c, kc__store
       txn->defs_len = b.len;
       txn->active = true;
     } else {
-      xfree(rt, b.p);
+      kc__xfree(rt, b.p);
     }
   }
   if (defs != few) kc__free(rt, defs);

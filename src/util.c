@@ -230,3 +230,31 @@ uint64_t kc__next_id(void) {
   static _Atomic uint64_t next = 1;
   return kc__fetch_add_relaxed(&next, 1);
 }
+
+/* ------------------------------------------------- hex, runtime-less memory */
+
+void kc__hex(const uint8_t *b, size_t n, char *out) {
+  static const char d[] = "0123456789abcdef";
+  for (size_t i = 0; i < n; i++) {
+    out[2 * i] = d[b[i] >> 4];
+    out[2 * i + 1] = d[b[i] & 15];
+  }
+  out[2 * n] = 0;
+}
+
+int kc__hexval(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+void *kc__xalloc(kc_runtime *rt, size_t n) { return rt ? kc__alloc(rt, n) : malloc(n ? n : 1); }
+void *kc__xcalloc(kc_runtime *rt, size_t n) { return rt ? kc__calloc(rt, n) : calloc(1, n ? n : 1); }
+void *kc__xrealloc(kc_runtime *rt, void *p, size_t n) {
+  return rt ? kc__realloc(rt, p, n) : realloc(p, n ? n : 1);
+}
+void kc__xfree(kc_runtime *rt, void *p) {
+  if (rt) kc__free(rt, p);
+  else free(p);
+}
