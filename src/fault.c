@@ -72,10 +72,6 @@ uint64_t kc__fault_hits(void) {
   return n;
 }
 
-uint64_t kc__fault_hits_of(kc__fault_kind kind) {
-  return (unsigned)kind < KC__FAULT_KINDS ? kc__load_relaxed(&kc__faults[kind].hits) : 0;
-}
-
 uint64_t kc__fault_ops(kc__fault_kind kind) {
   return (unsigned)kind < KC__FAULT_KINDS ? kc__load_relaxed(&kc__faults[kind].ops) : 0;
 }

@@ -532,9 +532,8 @@ void kc__fault_set(kc__fault_kind kind, uint64_t n);
 void kc__fault_set_sticky(kc__fault_kind kind, uint64_t n);
 /* Disarms every kind and zeroes every counter. */
 void kc__fault_reset(void);
-/* Faults injected since the last reset (all kinds, or one). */
+/* Faults injected since the last reset (all kinds). */
 uint64_t kc__fault_hits(void);
-uint64_t kc__fault_hits_of(kc__fault_kind kind);
 /* Operations of kind counted since it was last armed or reset. */
 uint64_t kc__fault_ops(kc__fault_kind kind);
 const char *kc__fault_name(kc__fault_kind kind);

@@ -655,15 +655,8 @@ done:
 }
 
 /*
- * Compile-only entry point, usable without a driver or a GPU (tests). To be
- * declared in kc_internal.h:
- *
- *   kc_status kc__cuda_compile_only(kc_runtime *rt, const char *source_tu, size_t len,
- *                                   const char *entry, int sm, bool ptx, void **out,
- *                                   size_t *out_size, kc__sb *log);
- *   const char *kc__cuda_nvrtc_unavailable(void);
- *
- * Compiles a whole translation unit (kc__backend_cuda.prelude first) for
+ * Compile-only entry point (declared in kc_internal.h), usable without a
+ * driver or a GPU (tests). Compiles a whole translation unit (kc__backend_cuda.prelude first) for
  * sm_<sm> (a cubin, an ELF) or, with ptx, for compute_<sm> (NUL-terminated
  * PTX text, size counting the NUL). rt is any live runtime (e.g. host): it
  * provides the allocator (free *out with kc__free(rt, *out)) and the error

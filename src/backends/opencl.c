@@ -197,7 +197,6 @@ static KC__COLD kc_status ocl_fail(const kc_runtime *rt, kc_status st, const cha
 
 typedef struct ocl_state {
   kc_runtime *rt;
-  cl_platform_id platform;
   /* Every device of the platform, the chosen one first: device 0 is the one
    * the options asked for, and the one compile() builds for. */
   cl_device_id *devices;
@@ -206,9 +205,6 @@ typedef struct ocl_state {
   char *identity;
   char *build_options;
   cl_context compile_ctx;
-  /* Links that had to rebuild from source because the platform rejected
-   * the stored binary (PoCL does when it sees another CPU). */
-  _Atomic uint64_t rebuilds;
 } ocl_state;
 
 typedef struct ocl_ctx {
@@ -383,7 +379,6 @@ static kc_status ocl_open(kc_runtime *rt, const kc_options *opt, void **state) {
     return kc__err(rt, KC_ENOMEM, "out of memory");
   }
   st->rt = rt;
-  st->platform = plat;
   st->devices = devs;
   st->ndevices = (int)ndev;
   st->names = kc__calloc(rt, ndev * sizeof *st->names);
@@ -754,7 +749,6 @@ static kc_status ocl_link(void *bctx, const kc__ci *ci, kc__linked *l) {
       ocl.clReleaseProgram(p);
       return ocl_fail(rt, KC_ELINK, "clCreateKernel", e);
     }
-    kc__fetch_add_relaxed(&c->st->rebuilds, 1);
   }
 
   ocl_linked *x = kc__calloc(rt, sizeof *x + ci->nparams * sizeof x->argsize[0]);
