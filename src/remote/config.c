@@ -35,6 +35,38 @@ static bool pct_decode(const char *s, size_t n, char *out, size_t outlen) {
   return true;
 }
 
+/* The host (a name, an address or an [IPv6 address]) of p[0..end) into
+ * cfg->host, and where its port starts (*port, NULL: none). */
+static kc_status url_host(const char *p, const char *end, kc__remote_config *cfg, const char **port, char *why,
+                          size_t wl) {
+  const char *hend;
+  *port = NULL;
+  if (*p == '[') {
+    const char *rb = memchr(p, ']', (size_t)(end - p));
+    if (!rb) {
+      snprintf(why, wl, "unterminated [IPv6 address] in the URL");
+      return KC_EINVAL;
+    }
+    snprintf(cfg->host, sizeof cfg->host, "%.*s", (int)(rb - p - 1), p + 1);
+    hend = rb + 1;
+    if (hend < end && *hend != ':') {
+      snprintf(why, wl, "unexpected text after the [IPv6 address] in the URL");
+      return KC_EINVAL;
+    }
+    if (hend < end) *port = hend + 1;
+  } else {
+    const char *colon = memchr(p, ':', (size_t)(end - p));
+    hend = colon ? colon : end;
+    if ((size_t)(hend - p) >= sizeof cfg->host) {
+      snprintf(why, wl, "the host name in the URL is too long");
+      return KC_EINVAL;
+    }
+    snprintf(cfg->host, sizeof cfg->host, "%.*s", (int)(hend - p), p);
+    if (colon) *port = colon + 1;
+  }
+  return KC_OK;
+}
+
 kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *why, size_t wl) {
   cfg->host[0] = cfg->user[0] = cfg->password[0] = 0;
   cfg->has_password = false;
@@ -73,30 +105,9 @@ kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *wh
     cfg->has_password = true;
     p = at + 1;
   }
-  const char *hend, *port = NULL;
-  if (*p == '[') {
-    const char *rb = memchr(p, ']', (size_t)(end - p));
-    if (!rb) {
-      snprintf(why, wl, "unterminated [IPv6 address] in the URL");
-      return KC_EINVAL;
-    }
-    snprintf(cfg->host, sizeof cfg->host, "%.*s", (int)(rb - p - 1), p + 1);
-    hend = rb + 1;
-    if (hend < end && *hend != ':') {
-      snprintf(why, wl, "unexpected text after the [IPv6 address] in the URL");
-      return KC_EINVAL;
-    }
-    if (hend < end) port = hend + 1;
-  } else {
-    const char *colon = memchr(p, ':', (size_t)(end - p));
-    hend = colon ? colon : end;
-    if ((size_t)(hend - p) >= sizeof cfg->host) {
-      snprintf(why, wl, "the host name in the URL is too long");
-      return KC_EINVAL;
-    }
-    snprintf(cfg->host, sizeof cfg->host, "%.*s", (int)(hend - p), p);
-    if (colon) port = colon + 1;
-  }
+  const char *port;
+  kc_status hs = url_host(p, end, cfg, &port, why, wl);
+  if (hs) return hs;
   if (!cfg->host[0]) {
     snprintf(why, wl, "the URL \"%s\" names no host", url);
     return KC_EINVAL;
