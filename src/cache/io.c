@@ -21,11 +21,11 @@ static int file_fault(kc__cache_op op) {
   return EIO;
 }
 #define KC__DEFAULT_FAULT file_fault
+static _Atomic(kc__cache_fault_fn) kc__fault_hook = file_fault;
 #else
-#define KC__DEFAULT_FAULT NULL
+#define KC__DEFAULT_FAULT ((kc__cache_fault_fn)0)
+static _Atomic(kc__cache_fault_fn) kc__fault_hook; /* none */
 #endif
-
-static _Atomic(kc__cache_fault_fn) kc__fault_hook = KC__DEFAULT_FAULT;
 
 void kc__cache_set_fault(kc__cache_fault_fn fn) { atomic_store(&kc__fault_hook, fn ? fn : KC__DEFAULT_FAULT); }
 
