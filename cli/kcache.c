@@ -7,8 +7,8 @@
  * no backend, no compiler and no device. Tables for people by default,
  * --json for scripts; --help everywhere.
  */
-#include "remote.h"
-#include "store.h"
+#include "cache/cache.h"
+#include "remote/remote.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -1056,8 +1056,8 @@ static int remote_ls(cli *c, rcli *r) {
       char why[256] = "", auth[40];
       bool ok = v.type == KC__R_STRING && kc__entry_peek_mem(v.str, v.len, total, &e, why, sizeof why) == KC_OK;
       /* a MAC follows the entry file exactly when 40 bytes are left over */
-      uint64_t plen = ok ? kc__rd64((const uint8_t *)v.str + 32) : 0; /* the header's payload length */
-      bool has_mac = ok && total == KC__STORE_HEADER + plen + KC__REMOTE_TRAILER;
+      uint64_t image = ok ? kc__entry_image_size(v.str) : 0; /* what the header says the entry holds */
+      bool has_mac = ok && total == image + KC__REMOTE_TRAILER;
       if (!ns[0]) snprintf(auth, sizeof auth, "%s", has_mac ? "present" : "none");
       else if (!check) snprintf(auth, sizeof auth, "another secret");
       else if (total > r->cfg.max_entry) snprintf(auth, sizeof auth, "too large to check");

@@ -24,7 +24,7 @@
  *   3  the rest is a counters file (vdir/stats) and a key name.
  */
 #include "fuzz.h"
-#include "store.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <string.h>

@@ -9,7 +9,7 @@
 #ifndef KC_RS_H
 #define KC_RS_H
 
-#include "remote.h"
+#include "remote/remote.h"
 #include "st.h"
 
 #include <sys/types.h>

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -218,4 +219,27 @@ size_t st_files_like(const char *root, const char *prefix, const char *suffix) {
     closedir(d);
   }
   return count;
+}
+
+/* ------------------------------------------------------ failing writes */
+
+static _Atomic int st_fail_skip, st_fail_n, st_fail_errno;
+
+static int st_fail_hook(kc__cache_op op) {
+  if (op != KC__IO_MKDIR && op != KC__IO_CREATE && op != KC__IO_WRITE) return 0;
+  if (atomic_load(&st_fail_n) <= 0) return 0;
+  int s = atomic_load(&st_fail_skip);
+  while (s > 0)
+    if (atomic_compare_exchange_weak(&st_fail_skip, &s, s - 1)) return 0;
+  int n = atomic_load(&st_fail_n);
+  while (n > 0)
+    if (atomic_compare_exchange_weak(&st_fail_n, &n, n - 1)) return atomic_load(&st_fail_errno);
+  return 0;
+}
+
+void st_fail_writes(int skip, int n, int err) {
+  atomic_store(&st_fail_errno, err);
+  atomic_store(&st_fail_skip, skip);
+  atomic_store(&st_fail_n, n);
+  kc__cache_set_fault(n > 0 ? st_fail_hook : NULL);
 }

@@ -8,7 +8,7 @@
 #define KC_ST_H
 
 #include "kc_test.h"
-#include "store.h"
+#include "cache/cache.h"
 
 #include <sys/types.h>
 
@@ -47,6 +47,12 @@ kc_status st_define(kc_runtime *rt);
 kc_status st_run(kc_runtime *rt, const char *name, const char *params, uint32_t n, float add);
 /* st_run that must succeed. */
 void st_run_ok(kc_runtime *rt, const char *name, const char *params, float add);
+
+/* Of the next writes to any store (creating a bucket directory, a lock
+ * file or a temp file, writing an entry's data), `skip` succeed and then n
+ * fail with errno err, as a full or read-only disk would. (0, 0, 0) turns
+ * it off. Through the cache's one fault hook (cache/io.h). */
+void st_fail_writes(int skip, int n, int err);
 
 /* The store's entry files under root (vdir derived), or the only one. */
 size_t st_entries(const char *root, uint64_t *total_bytes);

@@ -35,7 +35,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   fx *f = *state;
-  kc__store_test_fail_writes(0, 0, 0);
+  st_fail_writes(0, 0, 0);
   st_rmrf(f->root);
   free(f);
   return 0;
@@ -568,7 +568,7 @@ static void test_failed_writes_degrade_with_one_warning(void **state) {
   st_run_ok(rt, "k", NULL, 0);
   kc_runtime_destroy(rt);
 
-  kc__store_test_fail_writes(0, 1000, ENOSPC);
+  st_fail_writes(0, 1000, ENOSPC);
   st_capture_begin();
   rt = st_runtime(f->root, NULL);
   KCT_OK(rt, st_define(rt));
@@ -584,7 +584,7 @@ static void test_failed_writes_degrade_with_one_warning(void **state) {
   assert_non_null(kc_cache_dir(rt));
   kc_runtime_destroy(rt);
   char *err = st_capture_end();
-  kc__store_test_fail_writes(0, 0, 0);
+  st_fail_writes(0, 0, 0);
   assert_int_equal(st_count(err, "kcache: warning:"), 1);
   KCT_CONTAINS(err, strerror(ENOSPC));
   KCT_CONTAINS(err, f->root);
@@ -599,7 +599,7 @@ static void test_a_failure_at_each_write_leaves_nothing_behind(void **state) {
   for (int skip = 0; skip < 5; skip++) {
     char dir[600];
     snprintf(dir, sizeof dir, "%s/skip%d", f->root, skip);
-    kc__store_test_fail_writes(skip, 1, EIO);
+    st_fail_writes(skip, 1, EIO);
     st_capture_begin();
     kc_runtime *rt = st_runtime(dir, NULL);
     KCT_OK(rt, st_define(rt));
@@ -607,7 +607,7 @@ static void test_a_failure_at_each_write_leaves_nothing_behind(void **state) {
     kc_stats s = kct_stats(rt);
     kc_runtime_destroy(rt);
     char *err = st_capture_end();
-    kc__store_test_fail_writes(0, 0, 0);
+    st_fail_writes(0, 0, 0);
     if (s.disk_write_failures != 1 || s.disk_writes != 0 || st_count(err, "kcache: warning:") != 1)
       fail_msg("failing write %d: failures %llu, writes %llu, warnings %zu", skip + 1,
                (unsigned long long)s.disk_write_failures, (unsigned long long)s.disk_writes,

@@ -241,6 +241,36 @@ static void test_entry_detects_every_flip_and_cut(void **state) {
 }
 
 /* Random bytes never decode and never crash (a small fuzz). */
+/* The framing that the remote tier and the kcache command ask the codec
+ * about: an image's length from its header, whatever follows it. */
+static void test_entry_frame(void **state) {
+  (void)state;
+  kc__entry e;
+  uint64_t sig[2];
+  size_t size;
+  uint8_t *img = sample(&size, &e, sig);
+  char why[128];
+  size_t len = 0;
+  assert_int_equal(kc__entry_image_size(img), size);
+  assert_int_equal(kc__entry_frame(img, size, &len, why, sizeof why), KC_OK);
+  assert_int_equal(len, size);
+  uint8_t *longer = malloc(size + 40);
+  memcpy(longer, img, size);
+  memset(longer + size, 'x', 40);
+  len = 0;
+  assert_int_equal(kc__entry_frame(longer, size + 40, &len, why, sizeof why), KC_OK);
+  assert_int_equal(len, size); /* a trailer is the caller's business */
+  assert_int_equal(kc__entry_frame(img, size - 1, &len, why, sizeof why), KC_EIO);
+  KCT_CONTAINS(why, "truncated");
+  assert_int_equal(kc__entry_frame(img, 10, &len, why, sizeof why), KC_EIO);
+  KCT_CONTAINS(why, "truncated (10 bytes)");
+  longer[0] ^= 1;
+  assert_int_equal(kc__entry_frame(longer, size + 40, &len, why, sizeof why), KC_EIO);
+  KCT_CONTAINS(why, "bad magic");
+  free(longer);
+  free(img);
+}
+
 static void test_entry_garbage(void **state) {
   (void)state;
   srand(7);
@@ -295,6 +325,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_entry_round_trip),
       cmocka_unit_test(test_entry_detects_every_flip_and_cut),
       cmocka_unit_test(test_entry_garbage),
+      cmocka_unit_test(test_entry_frame),
   };
   return KCT_RUN(tests);
 }

@@ -1,15 +1,25 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * remote.h -- the remote tier (remote.c): a Redis server that many machines
- * share behind their local disk caches, so that a fleet compiles each kernel
- * once in total. The store (store.c) asks it after a local miss and hands it
- * what it compiled; the `kcache remote` command and the tests use the
- * client underneath (configuration, one connection, one command).
+ * remote/remote.h -- the remote tier (src/remote/): a Redis server that many
+ * machines share behind their local disk caches, so that a fleet compiles
+ * each kernel once in total. It moves opaque values: the disk cache drives
+ * it through its tier interface (cache/cache.h, wired in core/cache_glue.c)
+ * after a local miss and hands it what was compiled; whether a value holds
+ * a well-formed entry is the entry codec's question (cache/codec.h). The
+ * `kcache remote` command and the tests use the client underneath
+ * (configuration, one connection, one command).
+ *
+ * Files: config.c (URL and configuration, the one reader of the
+ * environment), hiredis.c (hiredis through dlopen), conn.c (one connection
+ * and one command), hmac.c (libcrypto through dlopen, the MAC trailer of a
+ * value), tier.c (the breaker, the connection pool, the get/put/lock
+ * protocol, counters), queue.c (the upload queue and its thread).
  *
  * In Redis (PREFIX is $KC_REMOTE_PREFIX, default "kcache:"; KEY is the
  * store's 32 hex digit key, the same as the local file's name):
  *
  *   PREFIX KEY                  an entry without a shared secret: exactly the
- *                               bytes of the local entry file (store.h)
+ *                               bytes of the local entry file (cache/format.h)
  *   PREFIX hmac-ID: KEY         an entry with a secret: the entry file, then
  *                               "KCMAC256" and HMAC-SHA256(mac key, entry).
  *                               ID (8 hex digits) names the secret, so that
@@ -32,11 +42,27 @@
  * (the upload queue) are leaves; they may be taken while holding a
  * kc__spec.lock and the store's per-key flock, and nothing is taken while
  * holding them. No lock is held while waiting for the network.
+ *
+ * Memory: `mem` arguments are allocator handles only (kc__xalloc: mem's
+ * allocator, or malloc when NULL, as the CLI passes).
  */
-#ifndef KC_REMOTE_H
-#define KC_REMOTE_H
+#ifndef KC_REMOTE_REMOTE_H
+#define KC_REMOTE_REMOTE_H
 
 #include "kc_internal.h"
+
+/* The tier's counters, in the order of the shared file vdir/remote-stats:
+ * kc_stats.remote_NAME and kc__remote_counters.NAME. */
+#define KC__REMOTE_COUNTERS(X) \
+  X(LOOKUPS, lookups)          \
+  X(HITS, hits)                \
+  X(MISSES, misses)            \
+  X(REJECTS, rejects)          \
+  X(ERRORS, errors)            \
+  X(SKIPS, skips)              \
+  X(UPLOADS, uploads)          \
+  X(LOCK_WAITS, lock_waits)    \
+  X(LOOKUP_NS, lookup_ns)
 
 #define KC__REMOTE_DEFAULT_PREFIX "kcache:"
 #define KC__REMOTE_DEFAULT_TIMEOUT_MS 5u
@@ -49,6 +75,13 @@
 #define KC__REMOTE_TRAILER 40u /* magic + HMAC-SHA256 */
 
 /* ------------------------------------------------------ optional libraries */
+
+/* Every environment variable that the tier reads is read here (the
+ * coordinator moves them to the settings table): KC_REMOTE,
+ * KC_REMOTE_PREFIX, KC_REMOTE_TIMEOUT_MS, KC_REMOTE_RETRY_MS,
+ * KC_REMOTE_LOCK_TIMEOUT, KC_REMOTE_MAX_ENTRY, KC_REMOTE_KEY,
+ * KC_HIREDIS_LIB. NULL when unset. */
+const char *kc__remote_setting(const char *name);
 
 /* NULL when hiredis could be loaded and its ABI is one kcache knows, else
  * why not (static string). Thread-safe; loads once. */
@@ -96,7 +129,7 @@ typedef struct kc__rconn kc__rconn;
 
 enum { KC__R_STRING = 1, KC__R_ARRAY = 2, KC__R_INTEGER = 3, KC__R_NIL = 4, KC__R_STATUS = 5, KC__R_ERROR = 6 };
 
-/* A reply, copied out of hiredis (rt's allocator, or malloc when rt is NULL). */
+/* A reply, copied out of hiredis (mem's allocator, or malloc when mem is NULL). */
 typedef struct kc__rreply {
   int type;
   long long integer;
@@ -108,7 +141,7 @@ typedef struct kc__rreply {
 
 /* Connects (and authenticates, and selects the database) within
  * cfg->timeout_ms. KC_EIO / KC_EUNAVAILABLE / KC_ENOMEM with why. */
-kc_status kc__rconn_open(kc_runtime *rt, const kc__remote_config *cfg, kc__rconn **out, char *why, size_t wl);
+kc_status kc__rconn_open(kc_runtime *mem, const kc__remote_config *cfg, kc__rconn **out, char *why, size_t wl);
 void kc__rconn_close(kc__rconn *c);
 /* One command, binary safe. KC_OK with *out filled (a server's error reply
  * is KC_OK with type KC__R_ERROR); KC_EIO with why when the connection failed
@@ -119,13 +152,14 @@ kc_status kc__rconn_cmd(kc__rconn *c, int argc, const char *const *argv, const s
                         char *why, size_t wl);
 /* kc__rconn_cmd for text arguments (NULL-terminated list). */
 kc_status kc__rconn_cmdv(kc__rconn *c, kc__rreply *out, char *why, size_t wl, ...);
-void kc__rreply_free(kc_runtime *rt, kc__rreply *r);
+void kc__rreply_free(kc_runtime *mem, kc__rreply *r);
 
 /* ----------------------------------------------------------------- values */
 
-/* Where the entry file lies in a value: KC_OK with *image_len set, or
- * KC_EIO with why: truncated, foreign, or (with a secret) unsigned or with a
- * MAC that does not verify. Without a secret a trailer is ignored. */
+/* Where the entry image lies in a value (its framing is the codec's,
+ * kc__entry_frame): KC_OK with *image_len set, or KC_EIO with why:
+ * truncated, foreign, or (with a secret) unsigned or with a MAC that does
+ * not verify. Without a secret a trailer is ignored. */
 kc_status kc__remote_unwrap(const kc__remote_config *cfg, const void *value, size_t n, size_t *image_len,
                             char *why, size_t wl);
 /* The trailer for an entry file (cfg must have a secret). */
@@ -136,16 +170,17 @@ bool kc__remote_trailer(const kc__remote_config *cfg, const void *image, size_t 
 
 typedef struct kc__remote kc__remote;
 
-/* Opens rt's remote tier from rt->opt and the environment (vdir: the local
- * store's, for the shared counters). NULL when none is configured, or when
- * it cannot be used: then one warning on stderr says why. */
-kc__remote *kc__remote_open(kc_runtime *rt, const char *vdir);
+/* Opens a remote tier from opt and the environment (vdir: the local
+ * store's, for the shared counters). NULL when none is
+ * configured, or when it cannot be used: then one warning on stderr says
+ * why. The caller's strings in opt are not kept. */
+kc__remote *kc__remote_open(kc_runtime *mem, const kc_options *opt, const char *vdir);
 /* Finishes queued uploads (each bounded by the timeout; none while the
  * breaker is open), stops the uploader thread, frees everything. NULL: no-op. */
 void kc__remote_close(kc__remote *r);
 
-/* Verifies an entry file (taken over: free it with rt's allocator) and, if
- * it is good, fills the code instance. why gets the reason of a refusal. */
+/* Verifies a value's entry image (taken over: free it with mem's
+ * allocator). why gets the reason of a refusal. */
 typedef bool (*kc__remote_accept_fn)(void *ud, void *image, size_t size, char *why, size_t wl);
 
 /* The lookup after a local miss. True when an entry came and `accept` took
@@ -155,17 +190,16 @@ typedef bool (*kc__remote_accept_fn)(void *ud, void *image, size_t size, char *w
  * compile at most cfg.lock_ms, and never longer once the server fails. */
 bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn accept, void *ud,
                       uint64_t *lock);
-/* After a compile: queues the upload of image (taken over, rt's allocator;
+/* After a compile: queues the upload of image (taken over, mem's allocator;
  * NULL for none) and the release of lock (0: none) for the uploader thread.
  * Never blocks on the network. */
 void kc__remote_upload(kc__remote *r, const uint8_t key[16], void *image, size_t size, uint64_t lock);
-/* Runs fn(rt, ud, key, image, size) on the uploader thread after the jobs
- * queued before it (kc__remote_close waits for it), then frees image (rt's
+/* Runs fn(ud, key, image, size) on the uploader thread after the jobs
+ * queued before it (kc__remote_close waits for it), then frees image (mem's
  * allocator): work that a launch served by the tier need not wait for.
  * False if it was not queued (out of memory, a full queue, no thread):
  * then image is still the caller's. */
-typedef void (*kc__remote_defer_fn)(kc_runtime *rt, void *ud, const uint8_t key[16], const void *image,
-                                    size_t size);
+typedef void (*kc__remote_defer_fn)(void *ud, const uint8_t key[16], const void *image, size_t size);
 bool kc__remote_defer(kc__remote *r, kc__remote_defer_fn fn, void *ud, const uint8_t key[16], void *image,
                       size_t size);
 /* Adds the tier's counters to *out. */
@@ -176,9 +210,11 @@ const char *kc__remote_url_of(const kc__remote *r);
 /* Counters shared by every process using one local store (vdir/remote-stats),
  * for `kcache stats`. */
 typedef struct kc__remote_counters {
-  uint64_t lookups, hits, misses, rejects, errors, skips, uploads, lock_waits, lookup_ns;
+#define KC__X(ID, name) uint64_t name;
+  KC__REMOTE_COUNTERS(KC__X)
+#undef KC__X
   bool valid;
 } kc__remote_counters;
 void kc__remote_counters_read(const char *vdir, kc__remote_counters *out);
 
-#endif /* KC_REMOTE_H */
+#endif /* KC_REMOTE_REMOTE_H */

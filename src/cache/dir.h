@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cache/dir.h -- the store's directory (dir.c): where it is, the names of
+ * its files, making it, listing it, and garbage collection (LRU eviction,
+ * stale temp and lock files); reading entry files (entry_file.c); and the
+ * one function through which the cache reads its environment variables.
+ */
+#ifndef KC_CACHE_DIR_H
+#define KC_CACHE_DIR_H
+
+#include "cache/codec.h"
+#include "cache/counters.h"
+#include "cache/size.h"
+
+#include <sys/stat.h>
+
+/* Every environment variable that the cache reads is read here (the
+ * coordinator moves them to the settings table): KC_CACHE_DIR,
+ * XDG_CACHE_HOME, HOME, KC_CACHE_MAXSIZE, KC_CACHE_DISABLE,
+ * KC_CACHE_LOCK_TIMEOUT. NULL when unset. */
+const char *kc__cache_setting(const char *name);
+
+/* The root that a runtime without cache_dir uses ($KC_CACHE_DIR, else
+ * $XDG_CACHE_HOME/kcache, else $HOME/.cache/kcache). False if none. */
+bool kc__store_default_root(char *out, size_t outlen);
+/* ROOT/v1 */
+void kc__store_vdir(const char *root, char *out, size_t outlen);
+/* vdir/ab/<hex><suffix> */
+void kc__store_path(const char *vdir, const uint8_t key[16], const char *suffix, char *out, size_t outlen);
+/* The size bound that $KC_CACHE_MAXSIZE asks for: unset, empty or 0 is the
+ * default (1 GiB), as everywhere in kcache. False (and the default in *out)
+ * if it is not a size. The library and the command read it through this one
+ * function, so "0" can never mean "evict everything" in one of them. */
+bool kc__store_env_max_size(uint64_t *out);
+/* mkdir -p; true if path is a directory afterwards (else *err). */
+bool kc__store_make_dirs(const char *path, int *err);
+/* Removes path if it is still the file `seen` describes (a writer may have
+ * renamed a good entry over it meanwhile). */
+bool kc__store_remove_if_same(const char *path, const struct stat *seen);
+
+/* One file of the store, from a walk. */
+typedef struct kc__store_file {
+  char path[512];
+  uint8_t key[16]; /* from the name */
+  uint64_t size;
+  int64_t mtime_ns; /* last use */
+  bool misplaced;   /* the bucket directory does not match the name */
+} kc__store_file;
+
+/* Lists every entry file (*.kce) under vdir (mem's allocator, or malloc
+ * when mem is NULL). Free *out with kc__store_list_free. */
+kc_status kc__store_list(kc_runtime *mem, const char *vdir, kc__store_file **out, size_t *n);
+void kc__store_list_free(kc_runtime *mem, kc__store_file *files);
+
+typedef void (*kc__progress_fn)(void *ud, size_t done, size_t total);
+
+typedef struct kc__gc_result {
+  uint64_t entries_before, bytes_before, entries_after, bytes_after;
+  uint64_t evicted, evicted_bytes, temps_removed, locks_removed;
+} kc__gc_result;
+
+/* Removes least recently used entries until the store holds at most
+ * `target` bytes, stale temp files (older than an hour) and abandoned lock
+ * files, and rewrites the shared counters with exact values. wait: block
+ * on another evictor, else return KC_EBUSY at once. */
+kc_status kc__store_gc(kc_runtime *mem, const char *vdir, uint64_t target, bool wait, kc__progress_fn progress,
+                       void *ud, kc__gc_result *out);
+
+/* ------------------------------------------------ entry files (entry_file.c) */
+
+/* Opens and decodes path. On success *fd (if fd_out) stays open for the
+ * caller; *st describes the file whenever it could be opened.
+ * KC_ENOTFOUND: no file. KC_EUNAVAILABLE: it could not be read (left
+ * alone). KC_EIO: it is damaged (why says how). */
+kc_status kc__entry_load(kc_runtime *mem, const char *path, const uint8_t *want_key, kc__entry *e, char *why,
+                         size_t wl, struct stat *st, int *fd_out);
+/* Reads and decodes path. want_key (may be NULL) must equal the header's
+ * key. KC_ENOTFOUND if there is no file; KC_EIO with why if it is bad. */
+kc_status kc__entry_read(kc_runtime *mem, const char *path, const uint8_t *want_key, kc__entry *out, char *why,
+                         size_t whylen);
+/* Reads only the header and the metadata section of path (malloc): enough
+ * to list a store quickly. The payload is not verified: defs, sig, log and
+ * artifact stay empty. Same statuses as kc__entry_read. */
+kc_status kc__entry_peek(const char *path, kc__entry *out, char *why, size_t whylen);
+
+#endif /* KC_CACHE_DIR_H */

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cache/format.h -- the constants of the disk cache's formats: the entry
+ * file, the directory layout, and the ONE list of identity fields from
+ * which both the key (key.c) and an entry's metadata (codec.c) are made.
+ *
+ * On disk (ROOT is kc_options.cache_dir, $KC_CACHE_DIR, $XDG_CACHE_HOME/kcache
+ * or ~/.cache/kcache):
+ *
+ *   ROOT/v1/                     one directory per store format version
+ *   ROOT/v1/stats                shared counters (bytes, entries, hits...),
+ *                                read-modify-written under flock; a hint
+ *                                that a scan of the directory corrects
+ *   ROOT/v1/gc.lock              one evictor at a time (flock)
+ *   ROOT/v1/ab/<32 hex>.kce      the entry of key ab...: header + payload
+ *   ROOT/v1/ab/<32 hex>.lock     exists while a process compiles that key
+ *   ROOT/v1/ab/.tmp-<key>-<pid>-<tid>-<n>   an entry being written
+ *
+ * Entry file, little-endian:
+ *
+ *    0  magic "KCACHE\x1a\n"       8
+ *    8  format version (1)         u32
+ *   12  header size (64)           u32
+ *   16  key                        16 bytes (XXH3-128, high half first)
+ *   32  payload length             u64 (the file is exactly 64 + this)
+ *   40  payload checksum           u64 (XXH3-64 of the payload)
+ *   48  reserved (0)               u64
+ *   56  header checksum            u64 (XXH3-64 of bytes 0..55)
+ *   64  payload: sections, each u32 tag, u32 0, u64 length, bytes:
+ *         META      (u32 klen, u32 vlen, key, value with its NUL)...
+ *         DEFS      u32 n, then n x (u32 len, name+NUL, u64 len, text+NUL)
+ *         LOG       the compiler's output
+ *         SIG       u32 n, n x u64 (KC__SIG of each parameter)
+ *         ARTIFACT  what the backend compiled
+ *
+ * Only the codec (codec.c) reads or writes these bytes; everyone else (the
+ * store, the remote tier, the kcache command) asks it.
+ */
+#ifndef KC_CACHE_FORMAT_H
+#define KC_CACHE_FORMAT_H
+
+#define KC__STORE_FORMAT 1u
+#define KC__STORE_HEADER 64u
+#define KC__STORE_MAGIC "KCACHE\x1a\n"
+#define KC__STORE_DEFAULT_MAX (1ull << 30)
+#define KC__STORE_DEFAULT_LOCK_MS 60000u
+/* An entry larger than this is damage, not a kernel. */
+#define KC__STORE_MAX_ENTRY (1ull << 30)
+
+enum { KC__SEC_META = 1, KC__SEC_DEFS = 2, KC__SEC_LOG = 3, KC__SEC_SIG = 4, KC__SEC_ARTIFACT = 5 };
+
+/* The identity of a compile: the text fields that enter the key and that an
+ * entry's metadata records, in the metadata's order. X(name, key tag,
+ * hashed first): the library's version is hashed before the others (the
+ * order of every key made so far), but written after them. */
+#define KC__IDENTITY_FIELDS(X) \
+  X(backend, 'B', 0)           \
+  X(identity, 'I', 0)          \
+  X(options, 'O', 0)           \
+  X(params, 'P', 0)            \
+  X(entry, 'E', 0)             \
+  X(library, 'L', 1)
+
+#endif /* KC_CACHE_FORMAT_H */

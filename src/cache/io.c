@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cache/io.c -- owns the disk cache's file-operation wrappers and the one
+ * hook through which tests fail them (see io.h).
+ */
+#include "cache/io.h"
+#include "kc_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifdef KC_FAULT_INJECTION
+/* The Nth file operation fails with EIO, as a failing disk would (not the
+ * creation of bucket directories: those were never counted). */
+static int file_fault(kc__cache_op op) {
+  if (op == KC__IO_MKDIR || KC__LIKELY(!kc__fault_hit(KC__FAULT_FILE))) return 0;
+  return EIO;
+}
+#define KC__DEFAULT_FAULT file_fault
+static _Atomic(kc__cache_fault_fn) kc__fault_hook = file_fault;
+#else
+#define KC__DEFAULT_FAULT ((kc__cache_fault_fn)0)
+static _Atomic(kc__cache_fault_fn) kc__fault_hook; /* none */
+#endif
+
+void kc__cache_set_fault(kc__cache_fault_fn fn) { atomic_store(&kc__fault_hook, fn ? fn : KC__DEFAULT_FAULT); }
+
+/* True (errno set) when op must fail. */
+static bool faulted(kc__cache_op op) {
+  kc__cache_fault_fn fn = kc__load_relaxed(&kc__fault_hook);
+  if (KC__LIKELY(!fn)) return false;
+  int err = fn(op);
+  if (!err) return false;
+  errno = err;
+  return true;
+}
+
+int kc__fo_open(kc__cache_op op, const char *path, int flags, mode_t mode) {
+  return faulted(op) ? -1 : open(path, flags, mode);
+}
+int kc__fo_mkdir(const char *path, mode_t mode) { return faulted(KC__IO_MKDIR) ? -1 : mkdir(path, mode); }
+ssize_t kc__fo_pread(int fd, void *buf, size_t n, off_t off) {
+  return faulted(KC__IO_READ) ? -1 : pread(fd, buf, n, off);
+}
+ssize_t kc__fo_pwrite(int fd, const void *buf, size_t n, off_t off) {
+  return faulted(KC__IO_PWRITE) ? -1 : pwrite(fd, buf, n, off);
+}
+ssize_t kc__fo_write(int fd, const void *buf, size_t n) { return faulted(KC__IO_WRITE) ? -1 : write(fd, buf, n); }
+int kc__fo_fsync(int fd) { return faulted(KC__IO_FSYNC) ? -1 : fsync(fd); }
+int kc__fo_rename(const char *from, const char *to) { return faulted(KC__IO_RENAME) ? -1 : rename(from, to); }

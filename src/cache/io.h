@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cache/io.h -- the disk cache's file operations (io.c), and its ONE fault
+ * mechanism: every open, read, write, fsync, rename and bucket mkdir of the
+ * cache goes through these wrappers, which ask a single hook whether to
+ * fail. Test builds (KC_FAULT_INJECTION) install a hook that fails the Nth
+ * file operation (src/fault.c, KC__FAULT_FILE); a test may install its own
+ * (tests/store: a full or read-only disk). Without a hook nothing is asked
+ * but one relaxed load.
+ */
+#ifndef KC_CACHE_IO_H
+#define KC_CACHE_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef enum kc__cache_op {
+  KC__IO_OPEN,   /* opening a file to read, or the counters, gc.lock, a directory */
+  KC__IO_CREATE, /* creating store content: a per-key lock file or an entry's temp file */
+  KC__IO_MKDIR,  /* creating a bucket directory */
+  KC__IO_READ,
+  KC__IO_WRITE, /* writing an entry's bytes */
+  KC__IO_PWRITE, /* rewriting the counters */
+  KC__IO_FSYNC,
+  KC__IO_RENAME,
+} kc__cache_op;
+
+/* 0: let op run; else the errno that op fails with. */
+typedef int (*kc__cache_fault_fn)(kc__cache_op op);
+/* Installs fn (NULL: the build's default: none, or KC__FAULT_FILE's in a
+ * fault-injection build). For tests. */
+void kc__cache_set_fault(kc__cache_fault_fn fn);
+
+int kc__fo_open(kc__cache_op op, const char *path, int flags, mode_t mode);
+int kc__fo_mkdir(const char *path, mode_t mode);
+ssize_t kc__fo_pread(int fd, void *buf, size_t n, off_t off);
+ssize_t kc__fo_pwrite(int fd, const void *buf, size_t n, off_t off);
+ssize_t kc__fo_write(int fd, const void *buf, size_t n);
+int kc__fo_fsync(int fd);
+int kc__fo_rename(const char *from, const char *to);
+
+#endif /* KC_CACHE_IO_H */

@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cache/store.c -- owns a cache's life and its lookups (see cache.h):
+ * opening from a config and the environment, the per-key flocks (single
+ * flight across processes), reads that heal the store when an entry is
+ * damaged, writes (temp file, fsync, rename), the eviction trigger, the fall
+ * back to memory only when the directory cannot be written, and driving
+ * the tier behind it. Nothing here fails the caller: a store that does not
+ * work is a store that misses.
+ */
+#include "cache/cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+struct kc__cache {
+  kc_runtime *mem;
+  char *root; /* the directory the user named */
+  char *vdir; /* root/v1 */
+  uint64_t max_size;
+  uint32_t lock_ms;
+  void (*warn)(void *ud, const char *msg);
+  void *warn_ud;
+  _Atomic int writable; /* 0 after the first write that failed */
+  _Atomic int warned;   /* one warning per cache */
+  kc__disk_counters n;
+  kc__cache_tier tier; /* self NULL: none */
+};
+
+static void nap_us(long us) {
+  struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+  nanosleep(&ts, NULL);
+}
+
+static uint64_t realtime_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* c NULL (while opening): always; else once per cache. */
+static void KC__PRINTF(4, 5) warn_once(kc__cache *c, void (*fn)(void *, const char *), void *ud, const char *fmt,
+                                       ...) {
+  if (c && atomic_exchange(&c->warned, 1)) return;
+  va_list ap;
+  va_start(ap, fmt);
+  char msg[1024];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (fn) fn(ud, msg);
+  else fprintf(stderr, "kcache: warning: %s\n", msg);
+}
+
+/* ---------------------------------------------------------------- open */
+
+/* The bound and the lock timeout from cfg, else the environment. */
+static void open_limits(const kc__cache_config *cfg, uint64_t *max, uint32_t *lock_ms) {
+  *max = cfg->max_size;
+  if (!*max && !kc__store_env_max_size(max))
+    warn_once(NULL, cfg->warn, cfg->warn_ud, "KC_CACHE_MAXSIZE=\"%s\" is not a size (e.g. 500M, 2G); using 1G",
+              kc__cache_setting("KC_CACHE_MAXSIZE"));
+  *lock_ms = cfg->lock_ms;
+  const char *env = kc__cache_setting("KC_CACHE_LOCK_TIMEOUT");
+  if (*lock_ms) return;
+  *lock_ms = KC__STORE_DEFAULT_LOCK_MS;
+  if (!env || !*env) return;
+  char *end;
+  double secs = strtod(env, &end);
+  if (end != env && !*end && secs >= 0 && secs < 4e6) *lock_ms = (uint32_t)(secs * 1000);
+  else warn_once(NULL, cfg->warn, cfg->warn_ud, "KC_CACHE_LOCK_TIMEOUT=\"%s\" is not a number of seconds; using 60", env);
+}
+
+kc__cache *kc__cache_open(const kc__cache_config *cfg) {
+  const char *off = kc__cache_setting("KC_CACHE_DISABLE");
+  if (cfg->disable || (off && *off && strcmp(off, "0") != 0)) return NULL;
+  char root[PATH_MAX], vdir[PATH_MAX];
+  if (cfg->root && *cfg->root) {
+    snprintf(root, sizeof root, "%s", cfg->root);
+  } else if (!kc__store_default_root(root, sizeof root)) {
+    warn_once(NULL, cfg->warn, cfg->warn_ud,
+              "no directory for the disk cache (set KC_CACHE_DIR, XDG_CACHE_HOME or HOME); "
+              "compiled kernels are kept in memory only");
+    return NULL;
+  }
+  uint64_t max;
+  uint32_t lock_ms;
+  open_limits(cfg, &max, &lock_ms);
+  kc__store_vdir(root, vdir, sizeof vdir);
+  int err = 0;
+  if (!kc__store_make_dirs(vdir, &err)) {
+    warn_once(NULL, cfg->warn, cfg->warn_ud,
+              "cannot use %s as the disk cache (%s); compiled kernels are kept in memory only", root,
+              strerror(err));
+    return NULL;
+  }
+  kc_runtime *mem = cfg->mem;
+  kc__cache *c = kc__xcalloc(mem, sizeof *c);
+  if (!c || !(c->root = kc__xalloc(mem, strlen(root) + 1)) || !(c->vdir = kc__xalloc(mem, strlen(vdir) + 1))) {
+    if (c) {
+      kc__xfree(mem, c->root);
+      kc__xfree(mem, c);
+    }
+    warn_once(NULL, cfg->warn, cfg->warn_ud,
+              "out of memory opening the disk cache; compiled kernels are kept in memory only");
+    return NULL;
+  }
+  strcpy(c->root, root);
+  strcpy(c->vdir, vdir);
+  c->mem = mem;
+  c->max_size = max;
+  c->lock_ms = lock_ms;
+  c->warn = cfg->warn;
+  c->warn_ud = cfg->warn_ud;
+  atomic_init(&c->writable, 1);
+  return c;
+}
+
+void kc__cache_close(kc__cache *c) {
+  if (!c) return;
+  kc_runtime *mem = c->mem;
+  kc__xfree(mem, c->root);
+  kc__xfree(mem, c->vdir);
+  kc__xfree(mem, c);
+}
+
+void kc__cache_set_tier(kc__cache *c, const kc__cache_tier *tier) {
+  if (c) c->tier = tier ? *tier : (kc__cache_tier){0};
+}
+
+const char *kc__cache_root(const kc__cache *c) { return c ? c->root : NULL; }
+const char *kc__cache_vdir(const kc__cache *c) { return c ? c->vdir : NULL; }
+bool kc__cache_writable(const kc__cache *c) { return c && kc__load_relaxed(&c->writable); }
+
+void kc__cache_stats(const kc__cache *c, kc_stats *out) {
+  if (c) kc__disk_counters_copy(&c->n, out);
+}
+
+/* -------------------------------------------------------------- writes */
+
+/* A write failed: say so once, and stop writing (reads go on). */
+static void write_failed(kc__cache *c, const char *what, const char *path, int err) {
+  kc__fetch_add_relaxed(&c->n.write_failures, 1);
+  kc__store_relaxed(&c->writable, 0);
+  warn_once(c, c->warn, c->warn_ud,
+            "cannot write to the disk cache in %s (%s %s: %s); compiled kernels are kept in memory "
+            "only from now on (entries already there are still used)",
+            c->root, what, path, strerror(err));
+}
+
+static bool ensure_bucket(kc__cache *c, const uint8_t key[16]) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/%02x", c->vdir, key[0]);
+  if (kc__fo_mkdir(dir, 0755) == 0 || errno == EEXIST) return true;
+  write_failed(c, "creating", dir, errno);
+  return false;
+}
+
+/* Writes all of img to fd; 0 or the errno. */
+static int write_all(int fd, const uint8_t *img, size_t size) {
+  for (size_t done = 0; done < size;) {
+    ssize_t w = kc__fo_write(fd, img + done, size - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return w < 0 ? errno : ENOSPC;
+    done += (size_t)w;
+  }
+  return 0;
+}
+
+/* After a rename into place: the directory's fsync and the counters. True
+ * if the store is now past its bound (or its size is unknown): then
+ * *target is what eviction should bring it down to. */
+static bool after_write(kc__cache *c, const char *dir, size_t size, bool replaced, const struct stat *old,
+                        uint64_t *target) {
+  int dfd = kc__fo_open(KC__IO_OPEN, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  if (dfd >= 0) {
+    kc__fo_fsync(dfd);
+    close(dfd);
+  }
+  kc__fetch_add_relaxed(&c->n.writes, 1);
+  kc__store_counters now;
+  kc__store_counters_add(c->vdir, (int64_t)size - (replaced ? (int64_t)old->st_size : 0), replaced ? 0 : 1, 0, 0,
+                         1, 0, 0, false, &now);
+  /* Over the bound: evict down to 90%, so that the next writes do not
+   * evict again at once. Size unknown: a scan finds it out. */
+  *target = now.sized ? c->max_size / 10 * 9 : c->max_size;
+  return !now.sized || now.bytes > c->max_size;
+}
+
+/* Writes image as the entry of key: temp file, fsync, rename, fsync of the
+ * directory. True if eviction is due (see after_write). */
+static bool write_entry(kc__cache *c, const uint8_t key[16], const uint8_t *img, size_t size, uint64_t *target) {
+  if (!ensure_bucket(c, key)) return false;
+  static _Atomic uint64_t seq;
+  char hex[33], dir[PATH_MAX], tmp[PATH_MAX], final[PATH_MAX];
+  kc__store_hex(key, hex);
+  snprintf(dir, sizeof dir, "%s/%.2s", c->vdir, hex);
+  /* unique per process, thread and call, also in a child after fork */
+  if (snprintf(tmp, sizeof tmp, "%s/.tmp-%s-%ld-%ld-%llu", dir, hex, (long)getpid(), (long)syscall(SYS_gettid),
+               (unsigned long long)kc__fetch_add_relaxed(&seq, 1)) >= (int)sizeof tmp ||
+      snprintf(final, sizeof final, "%s/%s.kce", dir, hex) >= (int)sizeof final) {
+    write_failed(c, "naming", dir, ENAMETOOLONG);
+    return false;
+  }
+  int fd = kc__fo_open(KC__IO_CREATE, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    write_failed(c, "creating", tmp, errno);
+    return false;
+  }
+  const char *what = "writing";
+  int err = write_all(fd, img, size);
+  if (err) goto fail;
+  what = "flushing";
+  if (kc__fo_fsync(fd) != 0) {
+    err = errno;
+    goto fail;
+  }
+  int cfd = fd;
+  fd = -1;
+  if (close(cfd) != 0) {
+    err = errno;
+    goto fail;
+  }
+  struct stat old;
+  bool replaced = stat(final, &old) == 0;
+  what = "renaming";
+  if (kc__fo_rename(tmp, final) != 0) {
+    err = errno;
+    goto fail;
+  }
+  return after_write(c, dir, size, replaced, &old, target);
+fail:
+  if (fd >= 0) close(fd);
+  unlink(tmp);
+  write_failed(c, what, tmp, err);
+  return false;
+}
+
+/* write_entry, then the eviction it calls for. */
+static void write_and_evict(kc__cache *c, const uint8_t key[16], const void *img, size_t size) {
+  uint64_t target = 0;
+  kc__gc_result r;
+  /* KC_EBUSY: another thread or process is evicting; it does the work */
+  if (kc__load_relaxed(&c->writable) && write_entry(c, key, img, size, &target) &&
+      kc__store_gc(c->mem, c->vdir, target, false, NULL, NULL, &r) == KC_OK)
+    kc__fetch_add_relaxed(&c->n.evictions, r.evicted);
+}
+
+/* ----------------------------------------------------------- key locks */
+
+/* Opens and flocks the key's lock file; the fd, or -1 (none, a failure, a
+ * timeout). */
+static int key_lock_fd(kc__cache *c, const char *path) {
+  uint64_t deadline = kc__now_ns() + (uint64_t)c->lock_ms * 1000000u;
+  for (;;) {
+    int fd = kc__fo_open(KC__IO_CREATE, path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      write_failed(c, "creating", path, errno);
+      return -1;
+    }
+    long nap = 200;
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK && errno != EINTR) { /* no flock here (some network file systems) */
+        close(fd);
+        return -1;
+      }
+      if (kc__now_ns() >= deadline) { /* the holder is stuck: compile without it */
+        kc__fetch_add_relaxed(&c->n.lock_timeouts, 1);
+        close(fd);
+        return -1;
+      }
+      nap_us(nap);
+      if (nap < 20000) nap *= 2;
+    }
+    struct stat held, named;
+    if (fstat(fd, &held) == 0 && stat(path, &named) == 0 && held.st_ino == named.st_ino &&
+        held.st_dev == named.st_dev)
+      return fd;
+    close(fd); /* the holder removed it as it finished: lock the new one */
+  }
+}
+
+static void key_lock(kc__cache *c, kc__cache_txn *txn) {
+  char path[PATH_MAX];
+  kc__store_path(c->vdir, txn->key, ".lock", path, sizeof path);
+  if (ensure_bucket(c, txn->key)) txn->lock_fd = key_lock_fd(c, path);
+}
+
+static void key_unlock(kc__cache *c, kc__cache_txn *txn) {
+  if (txn->lock_fd < 0) return;
+  char path[PATH_MAX];
+  kc__store_path(c->vdir, txn->key, ".lock", path, sizeof path);
+  unlink(path); /* while held: see key_lock_fd */
+  flock(txn->lock_fd, LOCK_UN);
+  close(txn->lock_fd);
+  txn->lock_fd = -1;
+}
+
+/* ------------------------------------------------------------- lookups */
+
+/* One look at the entry of key. True when verify took it; a damaged entry
+ * (or one verify calls BAD) is removed and counted as a repair. */
+static bool lookup(kc__cache *c, const uint8_t key[16], kc__cache_verify_fn verify, void *ud) {
+  char path[PATH_MAX], why[256];
+  kc__store_path(c->vdir, key, ".kce", path, sizeof path);
+  kc__entry e;
+  struct stat st;
+  int fd = -1;
+  kc_status r = kc__entry_load(c->mem, path, key, &e, why, sizeof why, &st, &fd);
+  if (r == KC_ENOTFOUND || r == KC_EUNAVAILABLE) return false;
+  bool good = r == KC_OK;
+  if (good) {
+    kc__verdict v = verify(ud, &e);
+    kc__entry_free(c->mem, &e);
+    if (v == KC__ENTRY_GOOD) futimens(fd, NULL); /* last use, for eviction; fails harmlessly when read-only */
+    close(fd);
+    if (v == KC__ENTRY_UNSURE) return false; /* not the entry's fault */
+    good = v == KC__ENTRY_GOOD;
+  }
+  if (good) return true;
+  kc__fetch_add_relaxed(&c->n.repairs, 1);
+  bool removed = kc__load_relaxed(&c->writable) && kc__store_remove_if_same(path, &st);
+  kc__store_counters_add(c->vdir, removed ? -(int64_t)st.st_size : 0, removed ? -1 : 0, 0, 0, 0, 0, 1, false,
+                         NULL);
+  return false;
+}
+
+/* What the tier's accept sees: the lookup it serves. */
+typedef struct tier_ctx {
+  kc__cache *c;
+  const uint8_t *key;
+  kc__cache_verify_fn verify;
+  void *ud;
+} tier_ctx;
+
+static void tier_write(void *ud, const uint8_t key[16], const void *image, size_t size) {
+  write_and_evict(ud, key, image, size);
+}
+
+/* What comes from the tier is verified exactly like a file of the store,
+ * then written to disk (on the tier's thread when it can). */
+static bool tier_accept(void *ud, void *image, size_t size, char *why, size_t wl) {
+  tier_ctx *x = ud;
+  kc__cache *c = x->c;
+  kc__entry e;
+  if (kc__entry_decode(c->mem, image, size, &e, why, wl) != KC_OK) return false;
+  if (memcmp(e.key, x->key, 16)) {
+    snprintf(why, wl, "it holds the entry of another key");
+    kc__entry_free(c->mem, &e);
+    return false;
+  }
+  kc__verdict v = x->verify(x->ud, &e);
+  bool good = v == KC__ENTRY_GOOD;
+  if (!good)
+    snprintf(why, wl, "%s",
+             v == KC__ENTRY_UNSURE ? "out of memory"
+                                   : "another kernel, backend or signature, or the backend refused its code");
+  if (good && kc__load_relaxed(&c->writable)) {
+    /* written to disk on the tier's thread: the launch that the tier served
+     * waits neither for the fsyncs nor for an eviction */
+    void *img = e.buf;
+    size_t n = e.size;
+    e.buf = NULL; /* the caller has its own copies of the artifact and signature */
+    if (!c->tier.defer(c->tier.self, tier_write, c, x->key, img, n)) {
+      tier_write(c, x->key, img, n);
+      kc__xfree(c->mem, img);
+    }
+  }
+  kc__entry_free(c->mem, &e);
+  return good;
+}
+
+/* The closure's text for the entry, copied now (while the caller's
+ * definitions are certainly alive). */
+static void txn_keep_defs(kc__cache *c, const kc__key_parts *p, kc__cache_txn *txn) {
+  if (kc__entry_defs_encode(c->mem, p->defs, p->ndefs, &txn->defs, &txn->defs_len)) txn->active = true;
+}
+
+bool kc__cache_fetch(kc__cache *c, const kc__key_parts *p, kc__cache_verify_fn verify, void *ud,
+                     kc__cache_txn *txn) {
+  memset(txn, 0, sizeof *txn);
+  txn->lock_fd = -1;
+  if (!c) return false;
+  kc__store_key(p, txn->key);
+  bool hit = lookup(c, txn->key, verify, ud);
+  if (!hit && kc__load_relaxed(&c->writable)) {
+    key_lock(c, txn);
+    /* whoever held the lock may have written it meanwhile */
+    hit = lookup(c, txn->key, verify, ud);
+  }
+  if (hit) {
+    key_unlock(c, txn);
+    kc__fetch_add_relaxed(&c->n.hits, 1);
+    kc__store_counters_add(c->vdir, 0, 0, 1, 0, 0, 0, 0, false, NULL);
+  } else {
+    kc__fetch_add_relaxed(&c->n.misses, 1);
+    kc__store_counters_add(c->vdir, 0, 0, 0, 1, 0, 0, 0, false, NULL);
+  }
+  /* Then the tier, still holding the key's lock: the other processes here
+   * wait for what it brings (written to disk) instead of asking too. */
+  bool tier_hit = false;
+  if (!hit && c->tier.self) {
+    tier_ctx x = {c, txn->key, verify, ud};
+    tier_hit = c->tier.fetch(c->tier.self, txn->key, tier_accept, &x, &txn->remote_lock);
+  }
+  if (tier_hit) key_unlock(c, txn);
+  if (!hit && !tier_hit && (kc__load_relaxed(&c->writable) || c->tier.self)) txn_keep_defs(c, p, txn);
+  return hit || tier_hit;
+}
+
+/* The image of the entry of p and res; NULL when out of memory. */
+static void *finish_encode(kc__cache *c, const kc__cache_txn *txn, const kc__key_parts *p,
+                           const kc__cache_result *res, size_t *size) {
+  kc__entry e;
+  memset(&e, 0, sizeof e);
+  memcpy(e.key, txn->key, 16);
+#define KC__X(name, tag, first) e.name = p->name;
+  KC__IDENTITY_FIELDS(KC__X)
+#undef KC__X
+  e.created_ns = realtime_ns();
+  e.compile_ns = res->compile_ns;
+  kc__store_text_hash(res->tu, res->tu_len, e.tu_hash);
+  e.nsig = res->nsig;
+  e.sig = (uint64_t *)res->sig; /* only read */
+  e.artifact = res->artifact;
+  e.artifact_size = res->artifact_size;
+  e.log = res->log;
+  e.log_len = res->log_len;
+  void *img = NULL;
+  if (kc__entry_encode_defs(c->mem, &e, txn->defs, txn->defs_len, &img, size) != KC_OK) return NULL;
+  return img;
+}
+
+void kc__cache_finish(kc__cache *c, kc__cache_txn *txn, const kc__key_parts *p, const kc__cache_result *res) {
+  if (!c) return;
+  bool evict = false;
+  uint64_t target = 0;
+  void *img = NULL;
+  size_t size = 0;
+  if (txn->active && p && (kc__load_relaxed(&c->writable) || c->tier.self)) {
+    img = finish_encode(c, txn, p, res, &size);
+    if (img && kc__load_relaxed(&c->writable)) evict = write_entry(c, txn->key, img, size, &target);
+  }
+  key_unlock(c, txn); /* first: waiters read the entry while we evict */
+  if (c->tier.self) c->tier.upload(c->tier.self, txn->key, img, size, txn->remote_lock); /* takes img */
+  else kc__xfree(c->mem, img);
+  txn->remote_lock = 0;
+  kc__xfree(c->mem, txn->defs);
+  txn->defs = NULL;
+  txn->active = false;
+  kc__gc_result r;
+  /* KC_EBUSY: another thread or process is evicting; it does the work */
+  if (evict && kc__store_gc(c->mem, c->vdir, target, false, NULL, NULL, &r) == KC_OK)
+    kc__fetch_add_relaxed(&c->n.evictions, r.evicted);
+}

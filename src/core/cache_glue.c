@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/cache_glue.c -- the one place that sees both a code instance and the
+ * cache: the engine's hooks (store.h) on top of the disk cache
+ * (cache/cache.h) and the remote tier (remote/remote.h). It makes a
+ * lookup's key parts from the runtime, the specialization and the closure,
+ * decides whether an entry's bytes are usable by a trial load in a scratch
+ * context of the backend (the cache's verify callback), fills the code
+ * instance from a good entry, hands a compile's result back, and wires the
+ * remote tier behind the disk cache.
+ *
+ * The engine calls it only on a miss of the world-age cache (ci_get), with
+ * the specialization's lock held; launches never reach it.
+ */
+#include "store.h"
+#include "remote/remote.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct kc__store {
+  kc__cache *cache;
+  kc__remote *remote; /* the tier behind the cache, or NULL */
+  /* A context of the runtime's backend, made on the first hit, in which
+   * stored artifacts are test-loaded before they are trusted. */
+  kc__mutex probe_lock; /* leaf */
+  int probe_state;      /* 0: not made yet, 1: ready, -1: the backend cannot make one */
+  void *probe_bctx;
+};
+
+/* ----------------------------------------------------------- the tier */
+
+static bool tier_fetch(void *self, const uint8_t key[16], kc__tier_accept_fn accept, void *ud, uint64_t *lock) {
+  return kc__remote_fetch(self, key, accept, ud, lock);
+}
+static void tier_upload(void *self, const uint8_t key[16], void *image, size_t size, uint64_t lock) {
+  kc__remote_upload(self, key, image, size, lock);
+}
+static bool tier_defer(void *self, kc__tier_defer_fn fn, void *ud, const uint8_t key[16], void *image,
+                       size_t size) {
+  return kc__remote_defer(self, fn, ud, key, image, size);
+}
+
+/* --------------------------------------------------------------- open */
+
+void kc__store_open(kc_runtime *rt) {
+  rt->store = NULL;
+  kc__cache_config cfg = {
+      .mem = rt,
+      .root = rt->cache_dir,
+      .disable = rt->opt.cache_disable,
+      .max_size = rt->opt.cache_max_size,
+      .lock_ms = rt->opt.cache_lock_timeout_ms,
+  };
+  kc__cache *cache = kc__cache_open(&cfg);
+  if (!cache) return;
+  struct kc__store *s = kc__calloc(rt, sizeof *s);
+  if (!s || !kc__mutex_init(&s->probe_lock)) {
+    kc__free(rt, s);
+    kc__cache_close(cache);
+    fprintf(stderr, "kcache: warning: out of memory opening the disk cache; compiled kernels are kept in "
+                    "memory only\n");
+    return;
+  }
+  s->cache = cache;
+  s->remote = kc__remote_open(rt, &rt->opt, kc__cache_vdir(cache)); /* NULL: none, or unusable (warned) */
+  /* the caller's strings are not kept (kcache.h), and the secret is in the tier */
+  rt->opt.remote_url = rt->opt.remote_prefix = rt->opt.remote_key = NULL;
+  if (s->remote)
+    kc__cache_set_tier(cache, &(kc__cache_tier){s->remote, tier_fetch, tier_upload, tier_defer});
+  rt->store = s;
+}
+
+void kc__store_close(kc_runtime *rt) {
+  struct kc__store *s = rt->store;
+  if (!s) return;
+  kc__remote_close(s->remote); /* finishes its uploads (which may write to the cache) first */
+  kc__cache_close(s->cache);
+  if (s->probe_state == 1) rt->be->ctx_destroy(s->probe_bctx);
+  kc__mutex_destroy(&s->probe_lock);
+  kc__free(rt, s);
+  rt->store = NULL;
+}
+
+/* --------------------------------------------------------- trial loads */
+
+/* Loads ci's artifact into a scratch context of the backend: a stored
+ * artifact is trusted only once the backend has accepted it. The engine
+ * links after ci_get, too late to fall back to a compile. The source is
+ * hidden meanwhile (ci is not published yet): a backend that rebuilds
+ * from source when it rejects a binary (OpenCL) must say that it rejected
+ * it, or a bad entry would cost every process a compile, forever. KC_OK:
+ * accepted (or no probe is possible); KC_ENOMEM: the backend ran out of
+ * memory and could not tell; anything else: refused. */
+static kc_status probe_link(kc_runtime *rt, struct kc__store *s, kc__ci *ci) {
+  const kc__backend *be = rt->be;
+  if (!be->ctx_create || !be->link || !be->unlink) return KC_OK;
+  kc__lock(&s->probe_lock);
+  if (s->probe_state == 0) {
+    kc_status st = be->ctx_create(rt->bstate, 0, &s->probe_bctx);
+    if (st == KC_ENOMEM) { /* passing: could not tell now, ask again next time */
+      kc__unlock(&s->probe_lock);
+      return KC_ENOMEM;
+    }
+    s->probe_state = st ? -1 : 1;
+  }
+  kc_status ok = KC_OK;
+  if (s->probe_state == 1) {
+    char *source = ci->source;
+    ci->source = NULL;
+    kc__linked l;
+    memset(&l, 0, sizeof l);
+    atomic_init(&l.link_key, 0);
+    l.ci = ci;
+    l.bctx = s->probe_bctx;
+    l.nargs = ci->nparams;
+    l.sig = ci->sig;
+    ok = be->link(s->probe_bctx, ci, &l);
+    if (ok == KC_OK) be->unlink(&l);
+    ci->source = source;
+  }
+  kc__unlock(&s->probe_lock);
+  return ok;
+}
+
+typedef struct use_ctx {
+  kc_runtime *rt;
+  kc__ci *ci;
+} use_ctx;
+
+/* The cache's verify callback: whether the decoded entry e is one that ci
+ * can use: the same kernel, backend and signature, and an artifact the
+ * backend loads. Then ci gets the artifact (a copy) and the signature.
+ * The disk and the remote tier ask it alike, so both trust entries alike. */
+static kc__verdict entry_use(void *ud, const kc__entry *e) {
+  use_ctx *x = ud;
+  kc_runtime *rt = x->rt;
+  kc__ci *ci = x->ci;
+  if (e->nsig != ci->nparams || strcmp(e->entry, ci->spec->name) || strcmp(e->backend, rt->be->name) ||
+      !e->artifact_size)
+    return KC__ENTRY_BAD;
+  void *art = kc__alloc(rt, e->artifact_size);
+  if (!art) return KC__ENTRY_UNSURE;
+  memcpy(art, e->artifact, e->artifact_size);
+  uint64_t *mine = ci->sig;
+  ci->artifact = art;
+  ci->artifact_size = e->artifact_size;
+  ci->sig = e->sig;
+  kc_status probe = probe_link(rt, rt->store, ci);
+  ci->sig = mine;
+  if (probe == KC_OK) {
+    memcpy(ci->sig, e->sig, e->nsig * sizeof *e->sig);
+    return KC__ENTRY_GOOD;
+  }
+  kc__free(rt, art);
+  ci->artifact = NULL;
+  ci->artifact_size = 0;
+  /* the backend ran out of memory: not the entry's fault */
+  return probe == KC_ENOMEM ? KC__ENTRY_UNSURE : KC__ENTRY_BAD;
+}
+
+/* ------------------------------------------------------------ lookups */
+
+/* The identity fields of ci's compile; false without the compiler's
+ * identity (the backend ran out of memory making it): no key would be right. */
+static bool identity_parts(kc_runtime *rt, const kc__ci *ci, kc__key_parts *p) {
+  const char *identity = rt->be->identity(rt->bstate);
+  if (!identity) return false;
+  *p = (kc__key_parts){
+      .format = KC__STORE_FORMAT,
+      .library = KC_VERSION_STRING,
+      .backend = rt->be->name,
+      .identity = identity,
+      .options = rt->compile_options,
+      .params = ci->spec->params,
+      .entry = ci->spec->name,
+  };
+  return true;
+}
+
+bool kc__store_fetch(kc_runtime *rt, kc__ci *ci, const kc__closure *c, kc__store_txn *txn) {
+  memset(txn, 0, sizeof *txn);
+  txn->lock_fd = -1;
+  struct kc__store *s = rt->store;
+  kc__key_parts p;
+  if (!s || !identity_parts(rt, ci, &p)) return false;
+  kc__key_def few[16], *defs = c->ndefs <= 16 ? few : kc__alloc(rt, c->ndefs * sizeof *defs);
+  if (!defs) return false;
+  for (uint32_t i = 0; i < c->ndefs; i++)
+    defs[i] = (kc__key_def){c->defs[i]->binding->name, c->defs[i]->source, c->defs[i]->len};
+  p.tu = ci->source;
+  p.tu_len = strlen(ci->source);
+  p.defs = defs;
+  p.ndefs = c->ndefs;
+  use_ctx x = {rt, ci};
+  bool hit = kc__cache_fetch(s->cache, &p, entry_use, &x, txn);
+  if (defs != few) kc__free(rt, defs);
+  return hit;
+}
+
+void kc__store_finish(kc_runtime *rt, kc__store_txn *txn, kc_status st, const kc__ci *ci, const kc__sb *log) {
+  struct kc__store *s = rt->store;
+  if (!s) return;
+  kc__key_parts p;
+  bool made = txn->active && st == KC_OK && ci->artifact && identity_parts(rt, ci, &p);
+  kc__cache_result res = {
+      .compile_ns = ci->compile_ns,
+      .tu = ci->source,
+      .tu_len = ci->source ? strlen(ci->source) : 0,
+      .nsig = ci->nparams,
+      .sig = ci->sig,
+      .artifact = ci->artifact,
+      .artifact_size = ci->artifact_size,
+      .log = log ? log->buf : NULL,
+      .log_len = log && log->buf ? log->len : 0,
+  };
+  kc__cache_finish(s->cache, txn, made ? &p : NULL, &res);
+}
+
+void kc__store_stats(const kc_runtime *rt, kc_stats *out) {
+  const struct kc__store *s = rt->store;
+  if (!s) return;
+  kc__cache_stats(s->cache, out);
+  kc__remote_stats(s->remote, out);
+}
+
+/* ----------------------------------------------------------- public API */
+
+const char *kc_cache_dir(const kc_runtime *rt) { return rt && rt->store ? kc__cache_root(rt->store->cache) : NULL; }
+
+int kc_cache_writable(const kc_runtime *rt) { return rt && rt->store && kc__cache_writable(rt->store->cache); }
+
+const char *kc_remote_url(const kc_runtime *rt) {
+  return rt && rt->store ? kc__remote_url_of(rt->store->remote) : NULL;
+}

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remote/config.c -- owns the tier's configuration: the redis:// URL, the
+ * options and environment variables (read through kc__remote_setting, the
+ * tier's one reader of the environment), the derived MAC key and key
+ * namespace, and the Redis names of entries and their locks.
+ */
+#include "remote/internal.h"
+#include "cache/size.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *kc__remote_setting(const char *name) { return getenv(name); }
+
+/* --------------------------------------------------------- configuration */
+
+/* Percent-decodes s[0..n) into out; false if it does not fit or is malformed. */
+static bool pct_decode(const char *s, size_t n, char *out, size_t outlen) {
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    int c = (unsigned char)s[i];
+    if (c == '%') {
+      if (n - i < 3) return false;
+      int hi = kc__hexval((unsigned char)s[i + 1]), lo = kc__hexval((unsigned char)s[i + 2]);
+      if (hi < 0 || lo < 0) return false;
+      c = hi << 4 | lo;
+      i += 2;
+    }
+    if (c == 0 || o + 1 >= outlen) return false;
+    out[o++] = (char)c;
+  }
+  out[o] = 0;
+  return true;
+}
+
+/* The host (a name, an address or an [IPv6 address]) of p[0..end) into
+ * cfg->host, and where its port starts (*port, NULL: none). */
+static kc_status url_host(const char *p, const char *end, kc__remote_config *cfg, const char **port, char *why,
+                          size_t wl) {
+  const char *hend;
+  *port = NULL;
+  if (*p == '[') {
+    const char *rb = memchr(p, ']', (size_t)(end - p));
+    if (!rb) {
+      snprintf(why, wl, "unterminated [IPv6 address] in the URL");
+      return KC_EINVAL;
+    }
+    snprintf(cfg->host, sizeof cfg->host, "%.*s", (int)(rb - p - 1), p + 1);
+    hend = rb + 1;
+    if (hend < end && *hend != ':') {
+      snprintf(why, wl, "unexpected text after the [IPv6 address] in the URL");
+      return KC_EINVAL;
+    }
+    if (hend < end) *port = hend + 1;
+  } else {
+    const char *colon = memchr(p, ':', (size_t)(end - p));
+    hend = colon ? colon : end;
+    if ((size_t)(hend - p) >= sizeof cfg->host) {
+      snprintf(why, wl, "the host name in the URL is too long");
+      return KC_EINVAL;
+    }
+    snprintf(cfg->host, sizeof cfg->host, "%.*s", (int)(hend - p), p);
+    if (colon) *port = colon + 1;
+  }
+  return KC_OK;
+}
+
+kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *why, size_t wl) {
+  cfg->host[0] = cfg->user[0] = cfg->password[0] = 0;
+  cfg->has_password = false;
+  cfg->port = 6379;
+  cfg->db = 0;
+  if (!url) url = "";
+  if (!strncmp(url, "rediss://", 9)) {
+    snprintf(why, wl,
+             "\"%.*s...\": rediss:// (TLS) is not supported: the hiredis that kcache loads (Debian 12's "
+             "libhiredis0.14) has no TLS, and kcache does not drive hiredis_ssl; reach the server through a TLS "
+             "tunnel (stunnel, spiped, a service mesh) at a redis:// address",
+             9, url);
+    return KC_EINVAL;
+  }
+  if (strncmp(url, "redis://", 8) != 0) {
+    snprintf(why, wl, "\"%s\" is not a redis://[[user]:password@]host[:port][/db] URL", url);
+    return KC_EINVAL;
+  }
+  const char *p = url + 8, *slash = strchr(p, '/');
+  const char *end = slash ? slash : p + strlen(p);
+  const char *at = NULL;
+  for (const char *q = p; q < end; q++)
+    if (*q == '@') at = q;
+  if (at) {
+    const char *colon = memchr(p, ':', (size_t)(at - p));
+    if (!colon) {
+      snprintf(why, wl, "the URL names a user but no password: write redis://USER:PASSWORD@host or "
+                        "redis://:PASSWORD@host");
+      return KC_EINVAL;
+    }
+    if (!pct_decode(p, (size_t)(colon - p), cfg->user, sizeof cfg->user) ||
+        !pct_decode(colon + 1, (size_t)(at - colon - 1), cfg->password, sizeof cfg->password)) {
+      snprintf(why, wl, "the user or password in the URL is too long or badly %%-encoded");
+      return KC_EINVAL;
+    }
+    cfg->has_password = true;
+    p = at + 1;
+  }
+  const char *port;
+  kc_status hs = url_host(p, end, cfg, &port, why, wl);
+  if (hs) return hs;
+  if (!cfg->host[0]) {
+    snprintf(why, wl, "the URL \"%s\" names no host", url);
+    return KC_EINVAL;
+  }
+  if (port) {
+    char *e;
+    long v = strtol(port, &e, 10);
+    if (e != end || port == end || v < 1 || v > 65535) {
+      snprintf(why, wl, "bad port \"%.*s\" in the URL", (int)(end - port), port);
+      return KC_EINVAL;
+    }
+    cfg->port = (int)v;
+  }
+  if (slash && slash[1]) {
+    char *e;
+    long v = strtol(slash + 1, &e, 10);
+    if (*e || v < 0 || v > 1000000 || !(slash[1] >= '0' && slash[1] <= '9')) {
+      snprintf(why, wl, "bad database number \"%s\" in the URL (redis://host:port/DB)", slash + 1);
+      return KC_EINVAL;
+    }
+    cfg->db = (int)v;
+  }
+  bool v6 = strchr(cfg->host, ':') != NULL;
+  snprintf(cfg->url, sizeof cfg->url, "redis://%s%s%s%s%s%s:%d/%d", cfg->user, cfg->has_password ? ":***" : "",
+           cfg->has_password ? "@" : "", v6 ? "[" : "", cfg->host, v6 ? "]" : "", cfg->port, cfg->db);
+  return KC_OK;
+}
+
+static bool env_u64(const char *name, uint64_t *out, uint64_t lo, uint64_t hi, char *why, size_t wl) {
+  const char *v = kc__remote_setting(name);
+  if (!v || !*v) return true;
+  char *e;
+  errno = 0;
+  unsigned long long x = strtoull(v, &e, 10);
+  if (errno || *e || x < lo || x > hi || *v == '-') {
+    snprintf(why, wl, "%s=\"%s\" is not a number from %llu to %llu", name, v, (unsigned long long)lo,
+             (unsigned long long)hi);
+    return false;
+  }
+  *out = x;
+  return true;
+}
+
+kc_status kc__remote_config_load(const kc_options *opt, kc__remote_config *cfg, char *why, size_t wl) {
+  memset(cfg, 0, sizeof *cfg);
+  const char *url = opt && opt->remote_url ? opt->remote_url : kc__remote_setting("KC_REMOTE");
+  if (!url || !*url || !strcmp(url, "off") || !strcmp(url, "none")) return KC_ENOTFOUND;
+  kc_status st = kc__remote_parse_url(url, cfg, why, wl);
+  if (st) return st;
+
+  const char *prefix = opt && opt->remote_prefix ? opt->remote_prefix : kc__remote_setting("KC_REMOTE_PREFIX");
+  if (!prefix) prefix = KC__REMOTE_DEFAULT_PREFIX;
+  if (strlen(prefix) >= sizeof cfg->prefix - 1) {
+    snprintf(why, wl, "the key prefix \"%s\" is longer than %zu bytes", prefix, sizeof cfg->prefix - 2);
+    return KC_EINVAL;
+  }
+  for (const char *c = prefix; *c; c++)
+    if ((unsigned char)*c <= ' ' || *c == 0x7f) {
+      snprintf(why, wl, "the key prefix \"%s\" holds a space or a control character", prefix);
+      return KC_EINVAL;
+    }
+  snprintf(cfg->prefix, sizeof cfg->prefix, "%s", prefix);
+
+  uint64_t timeout = KC__REMOTE_DEFAULT_TIMEOUT_MS, retry = KC__REMOTE_DEFAULT_RETRY_MS;
+  uint64_t max = KC__REMOTE_DEFAULT_MAX_ENTRY;
+  if (opt && opt->remote_timeout_ms) timeout = opt->remote_timeout_ms;
+  else if (!env_u64("KC_REMOTE_TIMEOUT_MS", &timeout, 1, 600000, why, wl)) return KC_EINVAL;
+  if (opt && opt->remote_retry_ms) retry = opt->remote_retry_ms;
+  else if (!env_u64("KC_REMOTE_RETRY_MS", &retry, 1, 86400000, why, wl)) return KC_EINVAL;
+  cfg->lock_ms = KC__REMOTE_DEFAULT_LOCK_MS;
+  if (opt && opt->remote_lock_timeout_ms) {
+    cfg->lock_ms = opt->remote_lock_timeout_ms;
+  } else {
+    const char *v = kc__remote_setting("KC_REMOTE_LOCK_TIMEOUT");
+    if (v && *v) {
+      char *e;
+      double secs = strtod(v, &e);
+      if (e == v || *e || !(secs > 0) || secs > 86400) {
+        snprintf(why, wl, "KC_REMOTE_LOCK_TIMEOUT=\"%s\" is not a number of seconds (0 < s <= 86400)", v);
+        return KC_EINVAL;
+      }
+      cfg->lock_ms = (uint32_t)(secs * 1000 + 0.5);
+      if (!cfg->lock_ms) cfg->lock_ms = 1;
+    }
+  }
+  if (opt && opt->remote_max_entry) {
+    max = opt->remote_max_entry;
+  } else {
+    const char *v = kc__remote_setting("KC_REMOTE_MAX_ENTRY");
+    if (v && *v && (!kc__parse_size(v, &max) || max < 1024)) {
+      snprintf(why, wl, "KC_REMOTE_MAX_ENTRY=\"%s\" is not a size of at least 1K (e.g. 64M)", v);
+      return KC_EINVAL;
+    }
+  }
+  if (max > (1ull << 31)) max = 1ull << 31; /* Redis strings hold at most 512 MiB by default anyway */
+  cfg->timeout_ms = (uint32_t)timeout;
+  cfg->retry_ms = (uint32_t)retry;
+  cfg->max_entry = max;
+
+  const char *secret = opt && opt->remote_key ? opt->remote_key : kc__remote_setting("KC_REMOTE_KEY");
+  if (secret && *secret) {
+    const char *no = kc__hmac_unavailable();
+    if (no) {
+      snprintf(why, wl, "KC_REMOTE_KEY is set but entries cannot be authenticated: %s", no);
+      return KC_EUNAVAILABLE;
+    }
+    static const char mac_label[] = "kcache remote entry mac v1", id_label[] = "kcache remote key id v1";
+    uint8_t id[32];
+    if (!kc__hmac_sha256(secret, strlen(secret), mac_label, sizeof mac_label - 1, cfg->mac_key) ||
+        !kc__hmac_sha256(secret, strlen(secret), id_label, sizeof id_label - 1, id)) {
+      snprintf(why, wl, "KC_REMOTE_KEY is set but HMAC-SHA256 failed");
+      return KC_EUNAVAILABLE;
+    }
+    char idhex[9];
+    kc__hex(id, 4, idhex);
+    snprintf(cfg->ns, sizeof cfg->ns, "hmac-%s:", idhex);
+    cfg->has_secret = true;
+    kc__wipe(id, sizeof id);
+  }
+  return KC_OK;
+}
+
+void kc__remote_name(const kc__remote_config *cfg, const uint8_t key[16], bool lock, char *out, size_t len) {
+  char h[33];
+  kc__hex(key, 16, h);
+  snprintf(out, len, "%s%s%s%s", cfg->prefix, cfg->ns, h, lock ? ":lock" : "");
+}

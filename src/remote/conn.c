@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remote/conn.c -- owns one connection to the server: connecting,
+ * authenticating and selecting the database within the timeout, and one
+ * binary-safe command driven without blocking (every wait has a deadline,
+ * SIGPIPE is contained), its reply copied out of hiredis.
+ */
+#include "remote/internal.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+/* ------------------------------------------------------------ connection */
+
+
+/* Writing to a socket the server closed raises SIGPIPE, whose default
+ * action ends the process; hiredis writes with write(2). Blocked around the
+ * write, and a SIGPIPE that the write raised is consumed. */
+typedef struct pipe_guard {
+  sigset_t old;
+  bool was_pending;
+} pipe_guard;
+
+static void pipe_block(pipe_guard *g) {
+  sigset_t set, pending;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  sigpending(&pending);
+  g->was_pending = sigismember(&pending, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &set, &g->old);
+}
+
+static void pipe_restore(pipe_guard *g) {
+  sigset_t set, pending;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  sigpending(&pending);
+  if (!g->was_pending && sigismember(&pending, SIGPIPE)) {
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&set, NULL, &zero) < 0 && errno == EINTR) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+/* 1: fd is ready; 0: the deadline passed; -1: poll failed. Past the
+ * deadline it still looks once: a thread that was not scheduled in time
+ * must not call an answer that did arrive a timeout. */
+static int wait_fd(int fd, short events, uint64_t deadline) {
+  for (;;) {
+    uint64_t now = kc__now_ns();
+    uint64_t left = now < deadline ? deadline - now : 0;
+    struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+    struct pollfd p = {fd, events, 0};
+    int r = ppoll(&p, 1, &ts, NULL);
+    if (r > 0) return 1;
+    if (r == 0 && kc__now_ns() >= deadline) return 0;
+    if (r < 0 && errno != EINTR) return -1;
+  }
+}
+
+static const char *ctx_why(void *ctx, const char *what, char *why, size_t wl) {
+  const char *s = ctx ? HR_CTX(ctx, errstr) : "";
+  snprintf(why, wl, "%s: %s", what, s && *s ? s : "connection error");
+  return why;
+}
+
+static bool copy_reply(kc_runtime *rt, const void *p, kc__rreply *out, int depth) {
+  memset(out, 0, sizeof *out);
+  hr_view v = hr_reply(p);
+  out->type = v.type;
+  out->integer = v.integer;
+  if (v.type == KC__R_STRING || v.type == KC__R_STATUS || v.type == KC__R_ERROR) {
+    out->str = kc__xalloc(rt, v.len + 1);
+    if (!out->str) return false;
+    if (v.len) memcpy(out->str, v.str, v.len);
+    out->str[v.len] = 0;
+    out->len = v.len;
+  } else if (v.type == KC__R_ARRAY) {
+    if (depth > 4) return false;
+    out->elem = kc__xcalloc(rt, (v.elements ? v.elements : 1) * sizeof *out->elem);
+    if (!out->elem) return false;
+    out->n = v.elements;
+    for (size_t i = 0; i < v.elements; i++)
+      if (!copy_reply(rt, v.element[i], &out->elem[i], depth + 1)) return false;
+  } else if (v.type != KC__R_INTEGER && v.type != KC__R_NIL) {
+    out->type = KC__R_ERROR; /* a RESP3 type nobody asked for */
+    out->str = kc__xalloc(rt, 32);
+    if (!out->str) return false;
+    out->len = (size_t)snprintf(out->str, 32, "unexpected reply type %d", v.type);
+  }
+  return true;
+}
+
+void kc__rreply_free(kc_runtime *rt, kc__rreply *r) {
+  if (!r) return;
+  for (size_t i = 0; i < r->n; i++) kc__rreply_free(rt, &r->elem[i]);
+  kc__xfree(rt, r->elem);
+  kc__xfree(rt, r->str);
+  memset(r, 0, sizeof *r);
+}
+
+kc_status kc__rconn_cmd(kc__rconn *c, int argc, const char *const *argv, const size_t *lens, kc__rreply *out,
+                        char *why, size_t wl) {
+  memset(out, 0, sizeof *out);
+  if (c->broken) {
+    snprintf(why, wl, "connection already failed");
+    return KC_EIO;
+  }
+  uint64_t bytes = 0;
+  for (int i = 0; i < argc; i++) bytes += lens[i] + 16;
+  if (kc__hr.append_argv(c->ctx, argc, (const char **)argv, lens) != 0) {
+    c->broken = true;
+    ctx_why(c->ctx, "formatting a command", why, wl);
+    return KC_EIO;
+  }
+  uint64_t now = kc__now_ns(), last = now;
+  uint64_t base = now + c->timeout_ns;
+  if (c->cap && c->cap < base) base = c->cap;
+  uint64_t budget = base + bytes * KC__NS_PER_BYTE;
+  const char *what = "sending";
+  for (int done = 0; !done;) {
+    pipe_guard g;
+    pipe_block(&g);
+    int r = kc__hr.buffer_write(c->ctx, &done);
+    pipe_restore(&g);
+    if (r != 0) goto io;
+    if (done) break;
+    last = kc__now_ns();
+    uint64_t dl = last + c->timeout_ns < budget ? last + c->timeout_ns : budget;
+    int w = wait_fd(c->fd, POLLOUT, dl);
+    if (w <= 0) goto timeout;
+  }
+  what = "receiving";
+  last = kc__now_ns();
+  for (;;) {
+    void *reply = NULL;
+    if (kc__hr.get_reply(c->ctx, &reply) != 0) goto io;
+    if (reply) {
+      bool ok = copy_reply(c->rt, reply, out, 0);
+      kc__hr.free_reply(reply);
+      if (!ok) {
+        kc__rreply_free(c->rt, out);
+        c->broken = true; /* the reply is lost: the next one would answer this command */
+        snprintf(why, wl, "out of memory copying a reply");
+        return KC_ENOMEM;
+      }
+      return KC_OK;
+    }
+    int avail = 0;
+    if (ioctl(c->fd, FIONREAD, &avail) != 0 || avail <= 0) {
+      uint64_t dl = last + c->timeout_ns < budget ? last + c->timeout_ns : budget;
+      int w = wait_fd(c->fd, POLLIN, dl);
+      if (w <= 0) goto timeout;
+      if (ioctl(c->fd, FIONREAD, &avail) != 0) avail = 0;
+    }
+    if (avail > 0) {
+      budget += (uint64_t)avail * KC__NS_PER_BYTE;
+      last = kc__now_ns();
+    }
+    if (kc__hr.buffer_read(c->ctx) != 0) goto io;
+  }
+io:
+  c->broken = true;
+  ctx_why(c->ctx, what, why, wl);
+  return KC_EIO;
+timeout:
+  c->broken = true;
+  snprintf(why, wl, "no answer within %g ms while %s (timeout)", (double)c->timeout_ns / 1e6, what);
+  return KC_EIO;
+}
+
+kc_status kc__rconn_cmdv(kc__rconn *c, kc__rreply *out, char *why, size_t wl, ...) {
+  const char *argv[16];
+  size_t lens[16];
+  int argc = 0;
+  va_list ap;
+  va_start(ap, wl);
+  for (const char *a; argc < 16 && (a = va_arg(ap, const char *));) {
+    argv[argc] = a;
+    lens[argc++] = strlen(a);
+  }
+  va_end(ap);
+  return kc__rconn_cmd(c, argc, argv, lens, out, why, wl);
+}
+
+void kc__rconn_close(kc__rconn *c) {
+  if (!c) return;
+  if (c->ctx) kc__hr.free_ctx(c->ctx);
+  kc__xfree(c->rt, c);
+}
+
+kc_status kc__rconn_open(kc_runtime *rt, const kc__remote_config *cfg, kc__rconn **out, char *why, size_t wl) {
+  *out = NULL;
+  const char *no = kc__hiredis_unavailable();
+  if (no) {
+    snprintf(why, wl, "%s", no);
+    return KC_EUNAVAILABLE;
+  }
+  kc__rconn *c = kc__xcalloc(rt, sizeof *c);
+  if (!c) {
+    snprintf(why, wl, "out of memory");
+    return KC_ENOMEM;
+  }
+  c->rt = rt;
+  c->pid = getpid();
+  c->timeout_ns = (uint64_t)cfg->timeout_ms * 1000000u;
+  c->fd = -1;
+  uint64_t deadline = kc__now_ns() + c->timeout_ns;
+  c->ctx = kc__hr.connect_nb(cfg->host, cfg->port);
+  if (!c->ctx) {
+    kc__xfree(rt, c);
+    snprintf(why, wl, "out of memory connecting");
+    return KC_ENOMEM;
+  }
+  char what[400];
+  snprintf(what, sizeof what, "connecting to %s:%d", cfg->host, cfg->port);
+  if (HR_CTX(c->ctx, err)) {
+    ctx_why(c->ctx, what, why, wl);
+    kc__rconn_close(c);
+    return KC_EIO;
+  }
+  c->fd = HR_CTX(c->ctx, fd);
+  int w = wait_fd(c->fd, POLLOUT, deadline), err = 0;
+  socklen_t el = sizeof err;
+  if (w <= 0 || getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err) {
+    if (w == 0) snprintf(why, wl, "%s: no answer within %u ms (timeout)", what, cfg->timeout_ms);
+    else snprintf(why, wl, "%s: %s", what, strerror(err ? err : errno));
+    kc__rconn_close(c);
+    return KC_EIO;
+  }
+  kc__rreply r;
+  kc_status st = KC_OK;
+  c->cap = deadline; /* connect, AUTH and SELECT: one timeout in all */
+  if (cfg->has_password) {
+    st = cfg->user[0] ? kc__rconn_cmdv(c, &r, why, wl, "AUTH", cfg->user, cfg->password, (char *)NULL)
+                      : kc__rconn_cmdv(c, &r, why, wl, "AUTH", cfg->password, (char *)NULL);
+    if (!st && r.type == KC__R_ERROR) {
+      snprintf(why, wl, "authentication failed (check the user and password in the URL): %s", r.str);
+      st = KC_EINVAL;
+    }
+    if (st != KC_EIO) kc__rreply_free(rt, &r);
+  }
+  if (!st && cfg->db) {
+    char db[16];
+    snprintf(db, sizeof db, "%d", cfg->db);
+    st = kc__rconn_cmdv(c, &r, why, wl, "SELECT", db, (char *)NULL);
+    if (!st && r.type == KC__R_ERROR) {
+      snprintf(why, wl, "SELECT %d failed: %s", cfg->db, r.str);
+      st = KC_EINVAL;
+    }
+    if (st != KC_EIO) kc__rreply_free(rt, &r);
+  }
+  if (st) {
+    kc__rconn_close(c);
+    return st;
+  }
+  c->cap = 0;
+  *out = c;
+  return KC_OK;
+}

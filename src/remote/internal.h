@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remote/internal.h -- what the files of src/remote/ share and nothing else
+ * sees: the hiredis function table and its two ABIs' structures
+ * (hiredis.c), a connection's layout (conn.c), the tier's state (tier.c)
+ * and its upload queue (queue.c).
+ */
+#ifndef KC_REMOTE_INTERNAL_H
+#define KC_REMOTE_INTERNAL_H
+
+#include "remote/remote.h"
+
+#include <errno.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Uploads queue at most this much. */
+#define KC__QUEUE_JOBS 64u
+#define KC__QUEUE_BYTES (256ull << 20)
+/* Idle connections kept per runtime. */
+#define KC__POOL_IDLE 4
+/* Polls while another machine compiles: from 2 ms, doubling, up to 50 ms. */
+#define KC__POLL_FIRST_NS 2000000ull
+#define KC__POLL_MAX_NS 50000000ull
+/* Time earned per byte moved: 20 ns, i.e. at least 50 MB/s. */
+#define KC__NS_PER_BYTE 20ull
+
+/* ---------------------------------------------------------- utilities */
+
+static inline void kc__wipe(void *p, size_t n) {
+  volatile uint8_t *v = p;
+  while (n--) *v++ = 0;
+}
+
+static inline void kc__nap_ns(uint64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static inline uint64_t kc__random64(void) {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v)
+    v = kc__now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&v;
+  return v ? v : 1;
+}
+
+/* ------------------------------------------------------------- hiredis */
+
+/* The parts of hiredis' structures that kcache reads, for the two ABIs it
+ * knows. 0.14 (Debian 12): the context starts with err; 1.x: with a
+ * function table. 1.x replies carry dval and vtype. Only these prefixes are
+ * declared; the library allocates the objects. */
+typedef struct hr_ctx0 {
+  int err;
+  char errstr[128];
+  int fd;
+  int flags;
+} hr_ctx0;
+typedef struct hr_ctx1 {
+  const void *funcs;
+  int err;
+  char errstr[128];
+  int fd;
+  int flags;
+} hr_ctx1;
+typedef struct hr_reply0 {
+  int type;
+  long long integer;
+  size_t len;
+  char *str;
+  size_t elements;
+  struct hr_reply0 **element;
+} hr_reply0;
+typedef struct hr_reply1 {
+  int type;
+  long long integer;
+  double dval;
+  size_t len;
+  char *str;
+  char vtype[4];
+  size_t elements;
+  struct hr_reply1 **element;
+} hr_reply1;
+
+/* The library's functions, loaded once (kc__hiredis_unavailable). */
+typedef struct kc__hr_table {
+  void *(*connect_nb)(const char *ip, int port);
+  void *(*connect_fd)(int fd);
+  void (*free_ctx)(void *c);
+  int (*append_argv)(void *c, int argc, const char **argv, const size_t *lens);
+  int (*buffer_write)(void *c, int *done);
+  int (*buffer_read)(void *c);
+  int (*get_reply)(void *c, void **reply);
+  void (*free_reply)(void *r);
+  void *(*reader_create)(void);
+  int (*reader_feed)(void *r, const char *buf, size_t len);
+  int (*reader_get_reply)(void *r, void **reply);
+  void (*reader_free)(void *r);
+  int abi; /* 0: 0.14, 1: 1.x */
+  char name[300];
+  const char *why;
+  char whybuf[600];
+} kc__hr_table;
+extern kc__hr_table kc__hr;
+
+#define HR_CTX(c, f) (kc__hr.abi ? ((hr_ctx1 *)(c))->f : ((hr_ctx0 *)(c))->f)
+
+typedef struct hr_view {
+  int type;
+  long long integer;
+  size_t len;
+  const char *str;
+  size_t elements;
+  void **element;
+} hr_view;
+
+static inline hr_view hr_reply(const void *p) {
+  hr_view v;
+  if (kc__hr.abi) {
+    const hr_reply1 *r = p;
+    v = (hr_view){r->type, r->integer, r->len, r->str, r->elements, (void **)r->element};
+  } else {
+    const hr_reply0 *r = p;
+    v = (hr_view){r->type, r->integer, r->len, r->str, r->elements, (void **)r->element};
+  }
+  return v;
+}
+
+/* ---------------------------------------------------------- connection */
+
+struct kc__rconn {
+  kc_runtime *rt;
+  void *ctx;
+  int fd;
+  pid_t pid; /* a connection made before a fork is not the child's to use */
+  uint64_t timeout_ns;
+  uint64_t cap; /* nonzero: no command waits past this (one deadline for several commands) */
+  bool broken;
+  kc__rconn *next; /* the idle list */
+};
+
+/* ---------------------------------------------------------------- tier */
+
+enum {
+#define KC__X(ID, name) RC_##ID,
+  KC__REMOTE_COUNTERS(KC__X)
+#undef KC__X
+  KC__NRC
+};
+
+typedef struct upjob {
+  struct upjob *next;
+  uint8_t key[16];
+  void *image; /* NULL: only the lock */
+  size_t size;
+  uint64_t lock;
+  kc__remote_defer_fn fn; /* instead: work for the cache (kc__remote_defer) */
+  void *ud;
+} upjob;
+
+struct kc__remote {
+  kc_runtime *rt;
+  kc__remote_config cfg;
+  char *vdir;
+  char ident[128]; /* "host:pid": who holds a lock */
+  pid_t pid;
+  /* the circuit breaker */
+  _Atomic uint32_t fails;      /* consecutive failures */
+  _Atomic uint64_t open_until; /* monotonic ns; 0: closed */
+  _Atomic int trial;           /* a half-open trial is under way */
+  _Atomic int warned_error, warned_reject;
+  _Atomic uint64_t c[KC__NRC]; /* this runtime's counters (RC_*) */
+  /* idle connections */
+  kc__mutex pool_lock; /* leaf */
+  kc__rconn *idle;
+  int nidle;
+  /* the uploader */
+  kc__mutex queue_lock; /* leaf */
+  pthread_cond_t queue_cond;
+  upjob *head, *tail;
+  size_t qlen;
+  uint64_t qbytes;
+  bool stop, started;
+  pthread_t thread;
+};
+
+/* tier.c: one upload job (the SET and the release of the lock), and the
+ * counters that queue.c keeps too. */
+void kc__remote_run_job(kc__remote *r, upjob *j);
+void kc__remote_count(kc__remote *r, int which, uint64_t n);
+void kc__remote_count_shared(kc__remote *r, int which, uint64_t n);
+/* queue.c: stops the uploader and frees what is left queued. */
+void kc__remote_queue_stop(kc__remote *r);
+
+#endif /* KC_REMOTE_INTERNAL_H */

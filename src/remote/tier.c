@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remote/tier.c -- owns the tier's state and protocol: opening and closing
+ * it, the circuit breaker, the pool of idle connections, the lookup (GET
+ * within max_entry, single flight with SET NX PX, polling for another
+ * machine's upload), one upload job (SET, then a compare-and-delete of the
+ * lock), and the counters (this runtime's and the shared vdir/remote-stats).
+ */
+#include "remote/internal.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+
+/* ----------------------------------------------------------- counters */
+
+#define KC__RCOUNTERS_MAGIC "KCRSTAT1"
+
+static void rcounters_get(const uint8_t *b, ssize_t n, uint64_t v[KC__NRC], bool *valid) {
+  memset(v, 0, KC__NRC * sizeof *v);
+  *valid = n == 8 + 8 * KC__NRC && !memcmp(b, KC__RCOUNTERS_MAGIC, 8);
+  if (*valid)
+    for (int i = 0; i < KC__NRC; i++) v[i] = kc__rd64(b + 8 + 8 * i);
+}
+
+void kc__remote_counters_read(const char *vdir, kc__remote_counters *out) {
+  memset(out, 0, sizeof *out);
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/remote-stats", vdir);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  uint8_t b[8 + 8 * KC__NRC];
+  flock(fd, LOCK_SH);
+  ssize_t n = pread(fd, b, sizeof b, 0);
+  flock(fd, LOCK_UN);
+  close(fd);
+  uint64_t v[KC__NRC];
+  rcounters_get(b, n, v, &out->valid);
+#define KC__X(ID, name) out->name = v[RC_##ID];
+  KC__REMOTE_COUNTERS(KC__X)
+#undef KC__X
+}
+
+/* Adds d[] (the order of kc__remote_counters) under the file's lock. */
+static void rcounters_add(const char *vdir, const uint64_t d[KC__NRC]) {
+  if (!vdir) return;
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/remote-stats", vdir);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return; /* a read-only store: the counters are a hint */
+  uint8_t b[8 + 8 * KC__NRC];
+  flock(fd, LOCK_EX);
+  uint64_t v[KC__NRC];
+  bool valid;
+  rcounters_get(b, pread(fd, b, sizeof b, 0), v, &valid);
+  memcpy(b, KC__RCOUNTERS_MAGIC, 8);
+  for (int i = 0; i < KC__NRC; i++) {
+    kc__le64(b + 8 + 8 * i, v[i] + d[i]);
+  }
+  if (pwrite(fd, b, sizeof b, 0) != (ssize_t)sizeof b) {
+    /* a hint only */
+  }
+  flock(fd, LOCK_UN);
+  close(fd);
+}
+
+
+
+void kc__remote_count(kc__remote *r, int which, uint64_t n) { kc__fetch_add_relaxed(&r->c[which], n); }
+
+void kc__remote_count_shared(kc__remote *r, int which, uint64_t n) {
+  uint64_t d[KC__NRC] = {0};
+  d[which] += n;
+  rcounters_add(r->vdir, d);
+}
+
+static void KC__PRINTF(3, 4) warn(kc__remote *r, _Atomic int *once, const char *fmt, ...) {
+  if (atomic_exchange(once, 1)) return;
+  char msg[1400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "kcache: warning: remote tier %s: %s\n", r->cfg.url, msg);
+}
+
+/* 0: skip the tier; 1: go on; 2: go on as the trial of a half-open breaker. */
+static int breaker_allow(kc__remote *r) {
+  uint64_t until = kc__load_acquire(&r->open_until);
+  if (KC__LIKELY(until == 0)) return 1;
+  if (kc__now_ns() < until) return 0;
+  int expect = 0;
+  return atomic_compare_exchange_strong(&r->trial, &expect, 1) ? 2 : 0;
+}
+
+static void breaker_ok(kc__remote *r, int how) {
+  kc__store_relaxed(&r->fails, 0);
+  if (how == 2 || kc__load_relaxed(&r->open_until)) {
+    kc__store_release(&r->open_until, 0);
+    kc__store_release(&r->trial, 0);
+  }
+}
+
+static void breaker_fail(kc__remote *r, int how, const char *why) {
+  kc__remote_count(r, RC_ERRORS, 1);
+  kc__remote_count_shared(r, RC_ERRORS, 1);
+  uint32_t f = kc__fetch_add_relaxed(&r->fails, 1) + 1;
+  warn(r, &r->warned_error, "%s; launches go on without it (after %u failures in a row it is skipped for %u ms)",
+       why, KC__REMOTE_BREAKER_FAILURES, r->cfg.retry_ms);
+  if (how == 2 || f >= KC__REMOTE_BREAKER_FAILURES) {
+    kc__store_release(&r->open_until, kc__now_ns() + (uint64_t)r->cfg.retry_ms * 1000000u);
+    kc__store_release(&r->trial, 0);
+  }
+}
+
+static kc__rconn *pool_get(kc__remote *r, char *why, size_t wl, kc_status *st) {
+  pid_t me = getpid();
+  kc__rconn *c = NULL;
+  kc__lock(&r->pool_lock);
+  while (r->idle && !c) {
+    c = r->idle;
+    r->idle = c->next;
+    r->nidle--;
+    if (c->pid != me) { /* inherited across fork: the parent's socket */
+      if (c->ctx) kc__hr.free_ctx(c->ctx);
+      kc__xfree(r->rt, c);
+      c = NULL;
+    }
+  }
+  kc__unlock(&r->pool_lock);
+  if (c) return c;
+  *st = kc__rconn_open(r->rt, &r->cfg, &c, why, wl);
+  return c;
+}
+
+static void pool_put(kc__remote *r, kc__rconn *c) {
+  if (!c) return;
+  if (!c->broken) {
+    kc__lock(&r->pool_lock);
+    if (r->nidle < KC__POOL_IDLE) {
+      c->next = r->idle;
+      r->idle = c;
+      r->nidle++;
+      c = NULL;
+    }
+    kc__unlock(&r->pool_lock);
+  }
+  kc__rconn_close(c);
+}
+
+static void lock_value(const kc__remote *r, uint64_t token, char *out, size_t len) {
+  snprintf(out, len, "%s:%016llx", r->ident, (unsigned long long)token);
+}
+
+typedef enum { GOT_NONE, GOT_HIT, GOT_FAIL } got;
+
+/* Reads the value of name and offers it to accept. A value that is there but
+ * not trusted is a miss (counted and warned about once per lookup). */
+static got get_value(kc__remote *r, kc__rconn *c, const char *name, kc__remote_accept_fn accept, void *ud,
+                     bool *rejected, char *why, size_t wl) {
+  char maxs[32];
+  snprintf(maxs, sizeof maxs, "%llu", (unsigned long long)r->cfg.max_entry);
+  kc__rreply v;
+  if (kc__rconn_cmdv(c, &v, why, wl, "GETRANGE", name, "0", maxs, (char *)NULL)) return GOT_FAIL;
+  if (v.type == KC__R_ERROR && strncmp(v.str, "WRONGTYPE", 9) != 0) {
+    snprintf(why, wl, "GETRANGE %s: %s", name, v.str);
+    kc__rreply_free(r->rt, &v);
+    return GOT_FAIL;
+  }
+  if (v.type != KC__R_ERROR && (v.type != KC__R_STRING || v.len == 0)) { /* GETRANGE of no key: "" */
+    kc__rreply_free(r->rt, &v);
+    return GOT_NONE;
+  }
+  char rwhy[300];
+  size_t img = 0;
+  bool good = false;
+  if (v.type == KC__R_ERROR) {
+    snprintf(rwhy, sizeof rwhy, "not a string value");
+  } else if (v.len > r->cfg.max_entry) {
+    snprintf(rwhy, sizeof rwhy, "larger than KC_REMOTE_MAX_ENTRY (%llu bytes)", (unsigned long long)r->cfg.max_entry);
+  } else if (kc__remote_unwrap(&r->cfg, v.str, v.len, &img, rwhy, sizeof rwhy) == KC_OK) {
+    /* the store verifies the entry file as it verifies its own */
+    void *image = v.str;
+    v.str = NULL;
+    if (img != v.len) {
+      void *shrunk = kc__realloc(r->rt, image, img);
+      if (shrunk) image = shrunk;
+    }
+    good = accept(ud, image, img, rwhy, sizeof rwhy);
+  }
+  kc__rreply_free(r->rt, &v);
+  if (good) return GOT_HIT;
+  if (!*rejected) {
+    *rejected = true;
+    kc__remote_count(r, RC_REJECTS, 1);
+    warn(r, &r->warned_reject, "the entry %s is not trusted (%s): compiled again, and the upload replaces it", name,
+         rwhy);
+  }
+  return GOT_NONE;
+}
+
+bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn accept, void *ud, uint64_t *lock) {
+  *lock = 0;
+  if (!r) return false;
+  int how = breaker_allow(r);
+  if (!how) {
+    kc__remote_count(r, RC_SKIPS, 1);
+    kc__remote_count_shared(r, RC_SKIPS, 1);
+    return false;
+  }
+  uint64_t t0 = kc__now_ns();
+  char why[512], name[256], lname[300];
+  kc__remote_name(&r->cfg, key, false, name, sizeof name);
+  kc__remote_name(&r->cfg, key, true, lname, sizeof lname);
+  kc_status st = KC_OK;
+  kc__rconn *c = pool_get(r, why, sizeof why, &st);
+  got outcome = GOT_NONE;
+  bool rejected = false, waited = false;
+  uint64_t wait_until = t0 + (uint64_t)r->cfg.lock_ms * 1000000u, nap = KC__POLL_FIRST_NS;
+  uint64_t timeout_ns = (uint64_t)r->cfg.timeout_ms * 1000000u;
+  if (c) c->cap = t0 + timeout_ns; /* the lookup, not each command, waits at most the timeout */
+  while (c) {
+    outcome = get_value(r, c, name, accept, ud, &rejected, why, sizeof why);
+    if (outcome != GOT_NONE) break;
+    /* nothing usable: compile, unless another machine already does */
+    uint64_t token = kc__random64();
+    char tok[200], px[24];
+    lock_value(r, token, tok, sizeof tok);
+    snprintf(px, sizeof px, "%u", r->cfg.lock_ms);
+    kc__rreply v;
+    if (kc__rconn_cmdv(c, &v, why, sizeof why, "SET", lname, tok, "NX", "PX", px, (char *)NULL)) {
+      outcome = GOT_FAIL;
+      break;
+    }
+    int type = v.type;
+    if (type == KC__R_ERROR) snprintf(why, sizeof why, "SET %s NX: %s", lname, v.str);
+    kc__rreply_free(r->rt, &v);
+    if (type == KC__R_ERROR) {
+      outcome = GOT_FAIL;
+      break;
+    }
+    if (type == KC__R_STATUS) {
+      /* Ours. But the last holder may have uploaded and released between
+       * our GET and our SET (it uploads first): look once more. */
+      outcome = get_value(r, c, name, accept, ud, &rejected, why, sizeof why);
+      if (outcome == GOT_HIT) kc__remote_upload(r, key, NULL, 0, token); /* releases it */
+      else *lock = token;
+      break;
+    }
+    /* another machine holds the lock: poll for its upload, within bounds */
+    uint64_t now = kc__now_ns();
+    if (!waited) {
+      waited = true;
+      kc__remote_count(r, RC_LOCK_WAITS, 1);
+    }
+    if (now >= wait_until) break; /* it takes too long: compile without the lock */
+    kc__nap_ns(nap < wait_until - now ? nap : wait_until - now);
+    if (nap < KC__POLL_MAX_NS) nap *= 2;
+    c->cap = kc__now_ns() + timeout_ns;
+  }
+  if (c) c->cap = 0;
+  uint64_t dt = kc__now_ns() - t0;
+  if (!c || outcome == GOT_FAIL) breaker_fail(r, how, why);
+  else breaker_ok(r, how);
+  pool_put(r, c);
+  uint64_t d[KC__NRC] = {0};
+  d[RC_LOOKUPS] = 1;
+  d[RC_LOOKUP_NS] = dt;
+  if (outcome == GOT_HIT) d[RC_HITS] = 1;
+  else if (c && outcome == GOT_NONE) d[RC_MISSES] = 1;
+  d[RC_REJECTS] = rejected;
+  d[RC_LOCK_WAITS] = waited;
+  for (int i = 0; i < KC__NRC; i++)
+    if (i != RC_REJECTS && i != RC_LOCK_WAITS) kc__remote_count(r, i, d[i]);
+  rcounters_add(r->vdir, d);
+  return outcome == GOT_HIT;
+}
+
+void kc__remote_run_job(kc__remote *r, upjob *j) {
+  if (j->fn) {
+    j->fn(j->ud, j->key, j->image, j->size);
+    return;
+  }
+  int how = breaker_allow(r);
+  if (!how) {
+    if (j->image) {
+      kc__remote_count(r, RC_SKIPS, 1);
+      kc__remote_count_shared(r, RC_SKIPS, 1);
+    }
+    return; /* a lock we held expires by itself */
+  }
+  char why[512], name[256];
+  kc_status st = KC_OK;
+  kc__rconn *c = pool_get(r, why, sizeof why, &st);
+  bool failed = !c;
+  if (c && j->image) {
+    size_t size = j->size;
+    if (r->cfg.has_secret) {
+      uint8_t *img = kc__realloc(r->rt, j->image, size + KC__REMOTE_TRAILER);
+      if (img) {
+        j->image = img;
+        if (kc__remote_trailer(&r->cfg, img, size, img + size)) size += KC__REMOTE_TRAILER;
+        else size = 0;
+      } else {
+        size = 0;
+      }
+    }
+    if (size == 0 || size > r->cfg.max_entry) {
+      kc__remote_count(r, RC_SKIPS, 1); /* too large to share, or no MAC (out of memory) */
+      kc__remote_count_shared(r, RC_SKIPS, 1);
+    } else {
+      kc__remote_name(&r->cfg, j->key, false, name, sizeof name);
+      const char *argv[] = {"SET", name, j->image};
+      size_t lens[] = {3, strlen(name), size};
+      kc__rreply v;
+      st = kc__rconn_cmd(c, 3, argv, lens, &v, why, sizeof why);
+      if (!st && v.type == KC__R_STATUS) {
+        kc__remote_count(r, RC_UPLOADS, 1);
+        kc__remote_count_shared(r, RC_UPLOADS, 1);
+      } else {
+        if (!st) snprintf(why, sizeof why, "SET %s: %s", name, v.str ? v.str : "unexpected reply");
+        failed = true;
+      }
+      kc__rreply_free(r->rt, &v);
+    }
+  }
+  if (c && !c->broken && j->lock) {
+    /* compare-and-delete: a lock that expired and was taken by another
+     * machine is not ours to release */
+    static const char script[] =
+        "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+    char tok[200];
+    lock_value(r, j->lock, tok, sizeof tok);
+    kc__remote_name(&r->cfg, j->key, true, name, sizeof name);
+    kc__rreply v;
+    char why2[512];
+    if (kc__rconn_cmdv(c, &v, why2, sizeof why2, "EVAL", script, "1", name, tok, (char *)NULL) == KC_OK)
+      kc__rreply_free(r->rt, &v); /* scripting off: the lock expires by itself */
+  }
+  if (failed) breaker_fail(r, how, why);
+  else breaker_ok(r, how);
+  pool_put(r, c);
+}
+
+
+kc__remote *kc__remote_open(kc_runtime *rt, const kc_options *opt, const char *vdir) {
+  kc__remote_config cfg;
+  char why[1024];
+  kc_status st = kc__remote_config_load(opt, &cfg, why, sizeof why);
+  if (st == KC_ENOTFOUND) return NULL;
+  const char *no = st ? NULL : kc__hiredis_unavailable();
+  if (no) {
+    snprintf(why, sizeof why, "%s", no);
+    st = KC_EUNAVAILABLE;
+  }
+  if (st) {
+    fprintf(stderr, "kcache: warning: the remote tier is off: %s\n", why);
+    kc__wipe(&cfg, sizeof cfg);
+    return NULL;
+  }
+  kc__remote *r = kc__calloc(rt, sizeof *r);
+  if (!r || !(r->vdir = kc__strdup(rt, vdir))) {
+    kc__free(rt, r);
+    kc__wipe(&cfg, sizeof cfg);
+    fprintf(stderr, "kcache: warning: the remote tier is off: out of memory\n");
+    return NULL;
+  }
+  bool m1 = kc__mutex_init(&r->pool_lock), m2 = kc__mutex_init(&r->queue_lock);
+  bool cv = pthread_cond_init(&r->queue_cond, NULL) == 0;
+  if (!m1 || !m2 || !cv) {
+    if (m1) kc__mutex_destroy(&r->pool_lock);
+    if (m2) kc__mutex_destroy(&r->queue_lock);
+    if (cv) pthread_cond_destroy(&r->queue_cond);
+    kc__free(rt, r->vdir);
+    kc__free(rt, r);
+    kc__wipe(&cfg, sizeof cfg);
+    fprintf(stderr, "kcache: warning: the remote tier is off: cannot make its locks\n");
+    return NULL;
+  }
+  r->rt = rt;
+  r->cfg = cfg;
+  kc__wipe(&cfg, sizeof cfg);
+  r->pid = getpid();
+  char host[64] = "?";
+  gethostname(host, sizeof host - 1);
+  host[sizeof host - 1] = 0;
+  snprintf(r->ident, sizeof r->ident, "%s:%ld", host, (long)r->pid);
+  return r;
+}
+
+void kc__remote_close(kc__remote *r) {
+  if (!r) return;
+  kc__remote_queue_stop(r);
+  for (kc__rconn *c = r->idle, *next; c; c = next) {
+    next = c->next;
+    kc__rconn_close(c);
+  }
+  kc__mutex_destroy(&r->pool_lock);
+  kc__mutex_destroy(&r->queue_lock);
+  pthread_cond_destroy(&r->queue_cond);
+  kc_runtime *rt = r->rt;
+  kc__free(rt, r->vdir);
+  kc__wipe(&r->cfg, sizeof r->cfg);
+  kc__free(rt, r);
+}
+
+void kc__remote_stats(const kc__remote *r, kc_stats *out) {
+  if (!r) return;
+#define KC__X(ID, name) out->remote_##name = kc__load_relaxed(&r->c[RC_##ID]);
+  KC__REMOTE_COUNTERS(KC__X)
+#undef KC__X
+}
+
+const char *kc__remote_url_of(const kc__remote *r) { return r ? r->cfg.url : NULL; }
