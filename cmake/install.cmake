@@ -7,6 +7,7 @@
 #   lib/cmake/kcache/kcacheConfig.cmake, kcacheConfigVersion.cmake,
 #                    kcacheTargets*.cmake (imported target kcache::kcache)
 #   share/man/man1/kcache.1
+#   share/doc/kcache/LICENSE
 # Included from the top-level CMakeLists.txt.
 
 include(CMakePackageConfigHelpers)
@@ -21,9 +22,12 @@ install(TARGETS kcache EXPORT kcacheTargets
 install(FILES ${PROJECT_SOURCE_DIR}/include/kcache.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 install(TARGETS kcache_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 install(FILES ${PROJECT_SOURCE_DIR}/doc/man/kcache.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT runtime)
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
 
 # pkg-config: a static libkcache.a needs -ldl -lpthread at the link
-# (`pkg-config --static`); the shared library carries them itself.
+# (`pkg-config --static`); the shared library carries them itself. The
+# prefix is the one of the install (`cmake --install --prefix P` included),
+# so the file is written at install time from a copy configured now.
 if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
   set(KC_PC_LIBDIR "${CMAKE_INSTALL_LIBDIR}")
 else()
@@ -34,7 +38,11 @@ if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
 else()
   set(KC_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
 endif()
-configure_file(${PROJECT_SOURCE_DIR}/cmake/kcache.pc.in ${PROJECT_BINARY_DIR}/kcache.pc @ONLY)
+set(KC_PC_PREFIX "@KC_INSTALL_PREFIX@") # filled in at install time
+configure_file(${PROJECT_SOURCE_DIR}/cmake/kcache.pc.in ${PROJECT_BINARY_DIR}/kcache.pc.at-install @ONLY)
+install(CODE "set(KC_INSTALL_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  configure_file(\"${PROJECT_BINARY_DIR}/kcache.pc.at-install\" \"${PROJECT_BINARY_DIR}/kcache.pc\" @ONLY)"
+        COMPONENT dev)
 install(FILES ${PROJECT_BINARY_DIR}/kcache.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
 
 # The CMake package: find_package(kcache 0.1) then link kcache::kcache.
