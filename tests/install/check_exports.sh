@@ -5,8 +5,9 @@
 #    (include/kcache.h) declares, each in version node KCACHE_0, and nothing
 #    else but the version node itself;
 #  - no call inside LIB goes through its own PLT to a kc_ function.
-# The header's declarations are the `kc_name (` of its text once comments
-# and preprocessor lines are gone (CC -fpreprocessed strips the comments).
+# The header's declarations are the `kc_name (` of its text once it went
+# through the preprocessor (CC -E: no comments, no macro definitions; the
+# system headers it includes name no kc_).
 # Exits 77 (skipped) for a static library or without nm/objdump.
 set -euo pipefail
 lib=$1 header=$2 cc=${3:-cc}
@@ -20,7 +21,7 @@ fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-"$cc" -fpreprocessed -dD -E -P "$header" | grep -v '^[[:space:]]*#' |
+"$cc" -E -P "$header" | grep -v '^[[:space:]]*#' |
   grep -oE '\bkc_[A-Za-z0-9_]+[[:space:]]*\(' | sed 's/[[:space:](]//g' | sort -u >"$tmp/declared"
 [[ -s $tmp/declared ]] || { echo "FAIL: no kc_ function declarations found in $header"; exit 1; }
 

@@ -21,7 +21,7 @@
 # CFLAGS go to every compile of a program (the sanitizer flags of a
 # sanitizer build). Exits 77 (skipped) only when pkg-config or cmake is
 # missing.
-set -euo pipefail
+set -euo pipefail # so no pipe here ends in "grep -q" or "head" (SIGPIPE fails it)
 mode=$1 build=$2 src=$3 cmake=$4 cc=$5 cflags=${6:-}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 command -v pkg-config >/dev/null || { echo "SKIPPED: pkg-config not found"; exit 77; }
@@ -55,7 +55,7 @@ runpath() { readelf -d "$1" | sed -nE 's/.*\((RUNPATH|RPATH)\).*\[(.*)\]/\2/p'; 
 # Builds app.c with pkg-config from prefix $1 (extra pkg-config flags: $2).
 build_pkg_config() {
   local prefix=$1 pcflags=$2 out=$3 pcdir
-  pcdir=$(dirname "$(find "$prefix" -name kcache.pc | head -1)")
+  pcdir=$(dirname "$(find "$prefix" -name kcache.pc -print -quit)")
   [[ -f $pcdir/kcache.pc ]] || fail "no kcache.pc under $prefix"
   local version
   version=$(PKG_CONFIG_PATH=$pcdir pkg-config --modversion kcache)
@@ -85,14 +85,14 @@ if [[ $mode == shared ]]; then
   prefix=$tmp/prefix
   step "cmake --install $build --prefix $prefix"
   run_logged "$cmake" --install "$build" --prefix "$prefix"
-  so=$(find "$prefix" -name "libkcache.so.$want_version" | head -1)
+  so=$(find "$prefix" -name "libkcache.so.$want_version" -print -quit)
   [[ -n $so ]] || { find "$prefix"; fail "no libkcache.so.$want_version installed (a static build? test 'install_static' covers it)"; }
   libdir=$(dirname "$so") major=${want_version%%.*}
   [[ -f $so && ! -L $so ]] || fail "$so is not a file"
   [[ $(readlink "$libdir/libkcache.so.$major") == "libkcache.so.$want_version" ]] ||
     fail "libkcache.so.$major does not point at libkcache.so.$want_version"
   [[ $(readlink "$libdir/libkcache.so") == "libkcache.so.$major" ]] || fail "libkcache.so does not point at libkcache.so.$major"
-  readelf -d "$so" | grep -q "(SONAME).*\[libkcache.so.$major\]" || fail "SONAME of $so is not libkcache.so.$major"
+  readelf -d "$so" | grep "(SONAME).*\[libkcache.so.$major\]" >/dev/null || fail "SONAME of $so is not libkcache.so.$major"
   [[ -z $(runpath "$so") ]] || fail "the installed library has a RUNPATH: $(runpath "$so")"
   cmp -s "$prefix/include/kcache.h" "$src/include/kcache.h" || fail "include/kcache.h not installed as is"
   for f in "$libdir/pkgconfig/kcache.pc" "$libdir/cmake/kcache/kcacheConfig.cmake" \
@@ -117,12 +117,12 @@ if [[ $mode == shared ]]; then
   step "pkg-config"
   build_pkg_config "$prefix" "" "$tmp/app_pc"
   [[ $(needed "$tmp/app_pc") == *libkcache.so.$major* ]] || fail "app_pc does not need libkcache.so.$major"
-  ldd "$tmp/app_pc" | grep -q "libkcache.so.$major => $libdir/" || { ldd "$tmp/app_pc"; fail "app_pc does not load the installed library"; }
+  ldd "$tmp/app_pc" | grep "libkcache.so.$major => $libdir/" >/dev/null || { ldd "$tmp/app_pc"; fail "app_pc does not load the installed library"; }
   run_app "$tmp/app_pc"
 
   step "find_package(kcache) in a separate CMake project"
   build_cmake_consumer "$prefix" "$tmp/consumer"
-  ldd "$tmp/consumer/app" | grep -q "libkcache.so.$major => $libdir/" || { ldd "$tmp/consumer/app"; fail "the consumer does not load the installed library"; }
+  ldd "$tmp/consumer/app" | grep "libkcache.so.$major => $libdir/" >/dev/null || { ldd "$tmp/consumer/app"; fail "the consumer does not load the installed library"; }
   run_app "$tmp/consumer/app"
   if "$cmake" -S "$here/consumer" -B "$tmp/consumer-v1" -DCMAKE_PREFIX_PATH="$prefix" -DKC_WANT_VERSION=$((major + 1)).0 \
     -DKC_APP_SOURCE="$tmp/app.c" >"$log" 2>&1; then
@@ -150,7 +150,7 @@ elif [[ $mode == static ]]; then
   run_logged "$cmake" --build "$tmp/build" -j2
   prefix=$tmp/prefix
   run_logged "$cmake" --install "$tmp/build" --prefix "$prefix"
-  a=$(find "$prefix" -name libkcache.a | head -1)
+  a=$(find "$prefix" -name libkcache.a -print -quit)
   [[ -n $a ]] || fail "no libkcache.a installed"
   [[ -z $(find "$prefix" -name 'libkcache.so*') ]] || fail "a static build installed a libkcache.so"
   [[ -x $prefix/bin/kcache && -f $prefix/include/kcache.h ]] || fail "the static install lacks bin/kcache or the header"
