@@ -10,7 +10,7 @@
  *   kernels from the disk cache without compiling
  *
  * The demo uses a private, empty cache directory so its first compiles are
- * real on every run; it is removed at the end.
+ * real on every run; it is removed at the end, unless `kc_demo --keep`.
  */
 #include <kcache.h>
 
@@ -119,7 +119,13 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
   return remove(path);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  /* --keep: leave the disk cache in place for `kcache ls` (scripts/demo.sh) */
+  int keep = argc == 2 && !strcmp(argv[1], "--keep");
+  if (argc > 2 || (argc == 2 && !keep)) {
+    fprintf(stderr, "usage: kc_demo [--keep]\n");
+    return 2;
+  }
   char cache_dir[] = "/tmp/kc_demo_cache_XXXXXX";
   if (!mkdtemp(cache_dir)) {
     perror("kc_demo: mkdtemp");
@@ -307,7 +313,8 @@ int main(void) {
   kc_kernel_destroy(k);
   kc_kernel_destroy(k2);
   kc_runtime_destroy(rt);
-  nftw(cache_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+  if (keep) printf("\ndisk cache kept in %s\n", cache_dir);
+  else nftw(cache_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
   printf("%s\n", failures ? "\nkc_demo: SOME CHECKS FAILED" : "\nkc_demo: all checks passed");
   return failures ? 1 : 0;
 }

@@ -27,6 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The library is built with hidden visibility; what this header declares is its API. */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -521,4 +524,5 @@ const char *kc_remote_url(const kc_runtime *rt);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
 #endif /* KCACHE_H */

@@ -51,7 +51,10 @@ bool kc__store_default_root(char *out, size_t outlen) {
 }
 
 void kc__store_vdir(const char *root, char *out, size_t outlen) {
-  snprintf(out, outlen, "%s/v%u", root, KC__STORE_FORMAT);
+  /* A root too long for out gives an empty path, which no directory
+   * function accepts, rather than a cut-short one. */
+  int n = snprintf(out, outlen, "%s/v%u", root, KC__STORE_FORMAT);
+  if (n < 0 || (size_t)n >= outlen) out[0] = 0;
 }
 
 void kc__store_path(const char *vdir, const uint8_t key[16], const char *suffix, char *out, size_t outlen) {
