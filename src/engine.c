@@ -212,6 +212,10 @@ void kc_runtime_destroy(kc_runtime *rt) {
     if (kc__load_relaxed(&c->alive)) context_teardown(c);
     kc__mutex_destroy(&c->lock);
     kc__free(rt, c->linked);
+    for (kc_buffer *b = c->free_buffers, *next; b; b = next) {
+      next = b->next;
+      kc__free(rt, b);
+    }
     kc__free(rt, c);
   }
   for (kc_kernel *k = rt->kernels, *next; k; k = next) {
@@ -713,6 +717,18 @@ kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out) {
   return KC_OK;
 }
 
+/* Releases a buffer's backend memory and keeps its struct on the owner's
+ * free list, marked destroyed (ctx NULL); owner->lock held. */
+static void buffer_retire(kc_context *owner, kc_buffer *b) {
+  owner->rt->be->buf_destroy(owner->bctx, &b->h);
+  b->h.u64 = 0;
+  b->ctx = NULL;
+  b->size = 0;
+  b->prev = NULL;
+  b->next = owner->free_buffers;
+  owner->free_buffers = b;
+}
+
 /* Frees what a live context holds; the struct stays for reuse. */
 static void context_teardown(kc_context *ctx) {
   kc_runtime *rt = ctx->rt;
@@ -722,8 +738,7 @@ static void context_teardown(kc_context *ctx) {
   unlink_all(ctx);
   for (kc_buffer *b = ctx->buffers, *next; b; b = next) {
     next = b->next;
-    rt->be->buf_destroy(ctx->bctx, &b->h);
-    kc__free(rt, b);
+    buffer_retire(ctx, b);
   }
   ctx->buffers = NULL;
   rt->be->ctx_destroy(ctx->bctx);
@@ -949,8 +964,9 @@ static KC__COLD kc_status explain_arg(kc_runtime *rt, const char *name, uint32_t
   if (want_buf) {
     if (a->size) return KC__ARG_ERR("is a buffer, whose size is 0 (KC_ARG_BUF); %u was given", name, i, label, a->size);
     if (!a->ptr) return KC__ARG_ERR("is a buffer; NULL was given", name, i, label);
-    if (((const kc_buffer *)a->ptr)->ctx != ctx)
-      return KC__ARG_ERR("is a buffer of another context", name, i, label);
+    const kc_buffer *b = a->ptr;
+    if (!b->ctx) return KC__ARG_ERR("is a buffer that has been destroyed", name, i, label);
+    if (b->ctx != ctx) return KC__ARG_ERR("is a buffer of another context", name, i, label);
     return KC_OK;
   }
   if (!a->ptr) return KC__ARG_ERR("has a NULL value pointer", name, i, label);
@@ -1227,9 +1243,8 @@ void kc_args_destroy(kc_args *a) {
 /* Everything but the fast path: checks, the code for the caller's world,
  * its parameters against the ones the arguments were checked against, the
  * link into the context; then remembers the linked object. */
-static KC__NOINLINE kc_status args_slow(const kc_args *ca, const kc_dim3 *grid, const kc_dim3 *block) {
-  if (!ca) return kc__err(NULL, KC_EINVAL, "kc_launch_args: args is NULL");
-  kc_args *a = (kc_args *)ca; /* its caches are atomics */
+static KC__NOINLINE kc_status args_slow(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) {
+  if (!a) return kc__err(NULL, KC_EINVAL, "kc_launch_args: args is NULL");
   kc_runtime *rt = a->rt;
   kc_context *ctx = a->ctx;
   const char *name = a->k->spec->name;
@@ -1257,14 +1272,14 @@ static KC__NOINLINE kc_status args_slow(const kc_args *ca, const kc_dim3 *grid, 
 }
 
 /* The cached path while some thread holds a pin (see launch_pinned). */
-static KC__NOINLINE kc_status args_pinned(const kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) {
+static KC__NOINLINE kc_status args_pinned(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) {
   kc__linked *l = kc__load_relaxed(&a->l);
   if (KC__UNLIKELY(kc__load_acquire(&l->link_key) != kc__load_relaxed(&a->ctx->link_key)))
     return args_slow(a, grid, block);
   const kc__ci *ci = l->ci;
   if (KC__LIKELY(ci_valid_at(ci, caller_world(a->rt)) && ci->id == kc__load_relaxed(&a->ci_id))) {
-    kc__count_relaxed(&((kc_args *)a)->hits);
-    return l->launch(l, (void **)a->argv, grid, block);
+    kc__count_relaxed(&a->hits);
+    return l->launch(l, a->argv, grid, block);
   }
   return args_slow(a, grid, block);
 }
@@ -1272,15 +1287,15 @@ static KC__NOINLINE kc_status args_pinned(const kc_args *a, const kc_dim3 *grid,
 /* The fast path of bound arguments: kc_launch's checks, less the
  * arguments' (checked when bound) plus the code's identity (ci_id), then
  * the backend's launch with the bound argv. */
-kc_status kc_launch_args(const kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) {
+kc_status kc_launch_args(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) {
   if (KC__LIKELY(a != NULL)) {
     kc__linked *l = kc__load_relaxed(&a->l);
     if (KC__LIKELY(kc__load_acquire(&l->link_key) == kc__load_relaxed(&a->ctx->link_key))) {
       const kc__ci *ci = l->ci;
       kc_world w = kc__load_acquire(&a->rt->fast_world); /* as in kc_launch */
       if (KC__LIKELY(w < kc__load_relaxed(&ci->max_world) && ci->id == kc__load_relaxed(&a->ci_id))) {
-        kc__count_relaxed(&((kc_args *)a)->hits);
-        return l->launch(l, (void **)a->argv, grid, block);
+        kc__count_relaxed(&a->hits);
+        return l->launch(l, a->argv, grid, block);
       }
       return args_pinned(a, grid, block);
     }
@@ -1296,22 +1311,32 @@ kc_status kc_buffer_create(kc_context *ctx, size_t size, kc_buffer **out) {
   if (!ctx) return kc__err(NULL, KC_EINVAL, "kc_buffer_create: context is NULL");
   kc_runtime *rt = ctx->rt;
   if (size == 0) return kc__err(rt, KC_EINVAL, "kc_buffer_create: size is 0");
-  kc_buffer *b = kc__calloc(rt, sizeof *b);
-  if (!b) return kc__err(rt, KC_ENOMEM, "kc_buffer_create: out of memory");
   kc__lock(&ctx->lock);
   if (!kc__load_relaxed(&ctx->alive)) {
     kc__unlock(&ctx->lock);
-    kc__free(rt, b);
     return kc__err(rt, KC_EDESTROYED, "kc_buffer_create: the context has been destroyed");
+  }
+  kc_buffer *b = ctx->free_buffers;
+  if (b) {
+    ctx->free_buffers = b->next;
+  } else {
+    b = kc__calloc(rt, sizeof *b);
+    if (!b) {
+      kc__unlock(&ctx->lock);
+      return kc__err(rt, KC_ENOMEM, "kc_buffer_create: out of memory");
+    }
+    b->owner = ctx;
   }
   kc_status st = rt->be->buf_create(ctx->bctx, size, &b->h);
   if (st) {
+    b->next = ctx->free_buffers;
+    ctx->free_buffers = b;
     kc__unlock(&ctx->lock);
-    kc__free(rt, b);
     return st;
   }
   b->ctx = ctx;
   b->size = size;
+  b->prev = NULL;
   b->next = ctx->buffers;
   if (ctx->buffers) ctx->buffers->prev = b;
   ctx->buffers = b;
@@ -1320,24 +1345,33 @@ kc_status kc_buffer_create(kc_context *ctx, size_t size, kc_buffer **out) {
   return KC_OK;
 }
 
+/* A buffer destroyed twice, or after its context: its struct is still
+ * there (type-stable), so this is an error message, not a double free. */
 void kc_buffer_destroy(kc_buffer *b) {
   if (!b) return;
-  kc_context *ctx = b->ctx;
-  kc_runtime *rt = ctx->rt;
+  kc_context *ctx = b->owner;
   kc__lock(&ctx->lock);
+  if (!b->ctx) {
+    kc__unlock(&ctx->lock);
+    kc__err(ctx->rt, KC_EDESTROYED, "kc_buffer_destroy: the buffer has been destroyed (by "
+                                    "kc_buffer_destroy or with its context)");
+    return;
+  }
   if (b->prev) b->prev->next = b->next;
   else ctx->buffers = b->next;
   if (b->next) b->next->prev = b->prev;
-  rt->be->buf_destroy(ctx->bctx, &b->h);
+  buffer_retire(ctx, b);
   kc__unlock(&ctx->lock);
-  kc__free(rt, b);
 }
 
-size_t kc_buffer_size(const kc_buffer *b) { return b ? b->size : 0; }
+size_t kc_buffer_size(const kc_buffer *b) { return b && b->ctx ? b->size : 0; }
 
 static kc_status buf_check(kc_buffer *b, size_t off, const void *p, size_t n, const char *what) {
   if (!b) return kc__err(NULL, KC_EINVAL, "%s: buffer is NULL", what);
-  kc_runtime *rt = b->ctx->rt;
+  kc_runtime *rt = b->owner->rt;
+  if (!b->ctx)
+    return kc__err(rt, KC_EDESTROYED,
+                   "%s: the buffer has been destroyed (by kc_buffer_destroy or with its context)", what);
   if (!p && n) return kc__err(rt, KC_EINVAL, "%s: data pointer is NULL", what);
   if (off > b->size || n > b->size - off)
     return kc__err(rt, KC_EINVAL, "%s: range [%zu, %zu) is outside the buffer of %zu bytes", what, off,
@@ -1350,13 +1384,13 @@ static kc_status buf_check(kc_buffer *b, size_t off, const void *p, size_t n, co
 kc_status kc_buffer_write(kc_buffer *b, size_t off, const void *src, size_t n) {
   kc_status st = buf_check(b, off, src, n, "kc_buffer_write");
   if (st || !n) return st;
-  return b->ctx->rt->be->buf_write(b->ctx->bctx, &b->h, off, src, n);
+  return b->owner->rt->be->buf_write(b->owner->bctx, &b->h, off, src, n);
 }
 
 kc_status kc_buffer_read(kc_buffer *b, size_t off, void *dst, size_t n) {
   kc_status st = buf_check(b, off, dst, n, "kc_buffer_read");
   if (st || !n) return st;
-  return b->ctx->rt->be->buf_read(b->ctx->bctx, &b->h, off, dst, n);
+  return b->owner->rt->be->buf_read(b->owner->bctx, &b->h, off, dst, n);
 }
 
 /* ------------------------------------------------------------ statistics */

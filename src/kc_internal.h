@@ -292,11 +292,20 @@ typedef union kc__bufh {
   uint64_t u64; /* CUdeviceptr */
 } kc__bufh;
 
+/* Buffers are type-stable like contexts: their structs are recycled within
+ * the context struct they were made in (owner's free list), never freed
+ * while the runtime lives, so a kc_buffer_* call on a buffer that was
+ * destroyed (by kc_buffer_destroy or with its context) reads valid memory
+ * and says KC_EDESTROYED. */
 struct kc_buffer {
   kc__bufh h; /* first: a kc_buffer * is a pointer to its handle (argv entries) */
+  /* Second (the host prelude's struct kc__buf reads it): the live context,
+   * NULL once the buffer is destroyed, so an argument check against any
+   * context fails. Written under owner->lock. */
   kc_context *ctx;
+  kc_context *owner; /* the context struct it lives in; never changes */
   size_t size;
-  kc_buffer *prev, *next; /* the context's list, guarded by its lock */
+  kc_buffer *prev, *next; /* owner's live list or free list, under owner->lock */
 };
 _Static_assert(offsetof(struct kc_buffer, h) == 0, "argv takes a kc_buffer * as a pointer to its handle");
 
@@ -317,7 +326,8 @@ struct kc_context {
   kc__linked **linked; /* hash table keyed by ci->id */
   size_t nlinked, caplinked;
   kc__linked *retired; /* dropped by reset, freed at destroy */
-  kc_buffer *buffers;
+  kc_buffer *buffers;      /* live */
+  kc_buffer *free_buffers; /* destroyed, for reuse (singly linked by next) */
   kc_context *next; /* runtime's list of all contexts (live or free) */
 };
 
