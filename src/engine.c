@@ -22,15 +22,6 @@ void kc_options_init(kc_options *opt) {
   opt->platform_index = -1;
 }
 
-static void *kc__default_alloc(void *ud, void *ptr, size_t size) {
-  (void)ud;
-  if (size == 0) {
-    free(ptr);
-    return NULL;
-  }
-  return realloc(ptr, size);
-}
-
 /* A backend whose source file is not part of this build. */
 #define KC__ABSENT_BACKEND(var, nm)                                                      \
   static const char *var##_absent(void) { return "kcache was built without the " nm " backend"; } \
@@ -96,8 +87,8 @@ int kc_backend_available(kc_backend_kind kind, const char **why) {
 
 /* $KC_BACKEND, else CUDA, OpenCL, host: the first that can run here. */
 static kc_status pick_backend(kc_backend_kind want, const kc__backend **out) {
-  const char *env = getenv("KC_BACKEND");
-  if (want == KC_BACKEND_AUTO && env && *env && strcmp(env, "auto") != 0) {
+  const char *env = kc__setting_str(KC__SET_BACKEND); /* "auto" when unset */
+  if (want == KC_BACKEND_AUTO && strcmp(env, "auto") != 0) {
     if (!strcmp(env, "host")) want = KC_BACKEND_HOST;
     else if (!strcmp(env, "opencl")) want = KC_BACKEND_OPENCL;
     else if (!strcmp(env, "cuda")) want = KC_BACKEND_CUDA;
@@ -129,66 +120,92 @@ static kc_status pick_backend(kc_backend_kind want, const kc__backend **out) {
 kc_status kc_runtime_create(const kc_options *user_opt, kc_runtime **out) {
   if (!out) return kc__err(NULL, KC_EINVAL, "kc_runtime_create: out is NULL");
   *out = NULL;
+  const kc__backend *be = NULL;
+  kc_status st = pick_backend(user_opt ? user_opt->backend : KC_BACKEND_AUTO, &be);
+  if (st) return st;
+#ifdef KC_FAULT_INJECTION
+  be = kc__fault_wrap_backend(be); /* tests: counts and fails backend calls (src/testing) */
+#endif
+  return kc__runtime_open(user_opt, be, out);
+}
+
+/* The runtime's copies of the option strings (the caller's may go away). */
+static bool dup_options(kc_runtime *rt, const kc_options *opt) {
+  const char *cc = opt->host_cc ? opt->host_cc : kc__setting_str(KC__SET_HOST_CC); /* "cc" when unset */
+  struct {
+    char **field;
+    const char *value;
+  } dups[] = {{&rt->compile_options, opt->compile_options},
+              {&rt->host_cc, cc && *cc ? cc : "cc"},
+              {&rt->cache_dir, opt->cache_dir},
+              {&rt->device_name, opt->device_name}};
+  for (size_t i = 0; i < sizeof dups / sizeof *dups; i++)
+    if (dups[i].value && !(*dups[i].field = kc__strdup(rt, dups[i].value))) return false;
+  rt->opt.compile_options = rt->compile_options;
+  rt->opt.host_cc = rt->host_cc;
+  rt->opt.cache_dir = rt->cache_dir;
+  rt->opt.device_name = rt->device_name;
+  return true;
+}
+
+static void free_options(kc_runtime *rt) {
+  kc__free(rt, rt->compile_options);
+  kc__free(rt, rt->host_cc);
+  kc__free(rt, rt->cache_dir);
+  kc__free(rt, rt->device_name);
+}
+
+/* Each step that can fail jumps to the label that undoes the steps before
+ * it, in reverse order (libuv's fail_ ladder). */
+kc_status kc__runtime_open(const kc_options *user_opt, const kc__backend *be, kc_runtime **out) {
+  if (!out) return kc__err(NULL, KC_EINVAL, "kc__runtime_open: out is NULL");
+  *out = NULL;
+  if (!be || !be->open || !be->close)
+    return kc__err(NULL, KC_EINVAL, "kc__runtime_open: not a backend table");
   kc_options opt;
   if (user_opt) opt = *user_opt;
   else kc_options_init(&opt);
-  const kc__backend *be = NULL;
-  kc_status st = pick_backend(opt.backend, &be);
-  if (st) return st;
-#ifdef KC_FAULT_INJECTION
-  be = kc__fault_wrap_backend(be); /* tests: counts and fails backend calls (fault.c) */
-#endif
-  kc_alloc_fn alloc = opt.alloc ? opt.alloc : kc__default_alloc;
-  kc_runtime *rt = alloc(opt.alloc_ud, NULL, sizeof *rt);
+  kc__heap heap = {opt.alloc ? opt.alloc : kc__libc_alloc, opt.alloc_ud};
+  kc_runtime *rt = heap.fn(heap.ud, NULL, sizeof *rt);
   if (!rt) return kc__err(NULL, KC_ENOMEM, "kc_runtime_create: out of memory");
   memset(rt, 0, sizeof *rt);
-  rt->alloc = alloc;
-  rt->alloc_ud = opt.alloc_ud;
+  rt->heap = heap;
   rt->id = kc__next_id();
   rt->be = be;
   atomic_init(&rt->world, 1);
   atomic_init(&rt->fast_world, 1);
   rt->opt = opt;
-  const char *cc = opt.host_cc ? opt.host_cc : getenv("KC_HOST_CC");
-  bool ok = true;
-#define KC__DUP(field, value)                  \
-  if (ok && (value)) {                         \
-    rt->field = kc__strdup(rt, (value));       \
-    ok = rt->field != NULL;                    \
-  }
-  KC__DUP(compile_options, opt.compile_options)
-  KC__DUP(host_cc, cc && *cc ? cc : "cc")
-  KC__DUP(cache_dir, opt.cache_dir)
-  KC__DUP(device_name, opt.device_name)
-#undef KC__DUP
-  rt->opt.compile_options = rt->compile_options;
-  rt->opt.host_cc = rt->host_cc;
-  rt->opt.cache_dir = rt->cache_dir;
-  rt->opt.device_name = rt->device_name;
-  int nm = 0;
-  if (ok) ok = (nm++, kc__mutex_init(&rt->world_lock));
-  if (ok) ok = (nm++, kc__mutex_init(&rt->spec_lock));
-  if (ok) ok = (nm++, kc__mutex_init(&rt->ctx_lock));
-  if (ok) ok = (nm++, kc__mutex_init(&rt->kernels_lock));
-  if (!ok) {
-    st = kc__err(NULL, KC_ENOMEM, "kc_runtime_create: out of memory");
-  } else {
-    st = be->open(rt, &rt->opt, &rt->bstate);
-    if (st) st = kc__err(NULL, st, "%s", kc_errmsg(rt)); /* no runtime to ask afterwards */
-  }
-  if (st) {
-    kc__mutex *locks[] = {&rt->world_lock, &rt->spec_lock, &rt->ctx_lock, &rt->kernels_lock};
-    for (int i = 0; i < nm - (ok ? 0 : 1); i++) kc__mutex_destroy(locks[i]);
-    kc__free(rt, rt->compile_options);
-    kc__free(rt, rt->host_cc);
-    kc__free(rt, rt->cache_dir);
-    kc__free(rt, rt->device_name);
-    alloc(opt.alloc_ud, rt, 0);
-    return st;
-  }
+  kc_status st;
+#define KC__OOM(label)                                                         \
+  do {                                                                         \
+    st = kc__err(NULL, KC_ENOMEM, "kc_runtime_create: out of memory");        \
+    goto label;                                                                \
+  } while (0)
+  if (!dup_options(rt, &opt)) KC__OOM(fail_options);
+  if (!kc__mutex_init(&rt->world_lock)) KC__OOM(fail_options);
+  if (!kc__mutex_init(&rt->spec_lock)) KC__OOM(fail_spec_lock);
+  if (!kc__mutex_init(&rt->ctx_lock)) KC__OOM(fail_ctx_lock);
+  if (!kc__mutex_init(&rt->kernels_lock)) KC__OOM(fail_kernels_lock);
+#undef KC__OOM
+  st = be->open(rt, &rt->opt, &rt->bstate);
+  if (st) goto fail_open;
   kc__store_open(rt); /* never fails: without a disk cache, code stays in memory */
   *out = rt;
   return KC_OK;
+
+fail_open:
+  kc__err(NULL, st, "%s", kc_errmsg(rt)); /* no runtime to ask afterwards */
+  kc__mutex_destroy(&rt->kernels_lock);
+fail_kernels_lock:
+  kc__mutex_destroy(&rt->ctx_lock);
+fail_ctx_lock:
+  kc__mutex_destroy(&rt->spec_lock);
+fail_spec_lock:
+  kc__mutex_destroy(&rt->world_lock);
+fail_options:
+  free_options(rt);
+  heap.fn(heap.ud, rt, 0);
+  return st;
 }
 
 static void free_ci(kc_runtime *rt, kc__ci *ci) {
@@ -252,13 +269,9 @@ void kc_runtime_destroy(kc_runtime *rt) {
   kc__mutex_destroy(&rt->ctx_lock);
   kc__mutex_destroy(&rt->kernels_lock);
   kc__free(rt, rt->pins);
-  kc__free(rt, rt->compile_options);
-  kc__free(rt, rt->host_cc);
-  kc__free(rt, rt->cache_dir);
-  kc__free(rt, rt->device_name);
-  kc_alloc_fn alloc = rt->alloc;
-  void *ud = rt->alloc_ud;
-  alloc(ud, rt, 0);
+  free_options(rt);
+  kc__heap heap = rt->heap;
+  heap.fn(heap.ud, rt, 0);
 }
 
 const char *kc_runtime_backend(const kc_runtime *rt) { return rt ? rt->be->name : NULL; }
@@ -460,7 +473,7 @@ static void emit_params(kc__sb *sb, const char *params) {
 static kc_status build_tu(kc_runtime *rt, const kc__spec *spec, const kc__closure *c,
                           const kc__param *params, uint32_t nparams, char **out, size_t *len) {
   kc__sb sb;
-  kc__sb_init(&sb, rt);
+  kc__sb_init(&sb, kc__rt_heap(rt));
   kc__sb_puts(&sb, rt->be->prelude);
   kc__sb_puts(&sb, "\n/* specialization parameters */\n");
   emit_params(&sb, spec->params);
@@ -590,7 +603,7 @@ static KC__NOINLINE kc_status ci_get(kc_runtime *rt, kc__spec *spec, kc_world w,
       ci->nedges = c.nedges;
 
       kc__sb log;
-      kc__sb_init(&log, rt);
+      kc__sb_init(&log, kc__rt_heap(rt));
       kc__tu tu = {spec->name, text, len, params, nparams, spec};
       /* The disk cache: a hit fills the artifact and sig without compiling;
        * a miss may hold the entry's cross-process lock until finish. */

@@ -31,6 +31,7 @@
 #define KC_INTERNAL_H
 
 #include "kcache.h"
+#include "base/base.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -38,105 +39,27 @@
 #include <pthread.h>
 #include <sched.h>
 
-#define KC__LIKELY(x) __builtin_expect(!!(x), 1)
-#define KC__UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define KC__NOINLINE __attribute__((noinline))
-#define KC__COLD __attribute__((cold, noinline))
-#define KC__PRINTF(a, b) __attribute__((format(printf, a, b)))
-
-/* Atomics are accessed only through wrappers that name the memory order. */
-#define kc__load_relaxed(p) atomic_load_explicit((p), memory_order_relaxed)
-#define kc__load_acquire(p) atomic_load_explicit((p), memory_order_acquire)
-#define kc__store_relaxed(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
-#define kc__store_release(p, v) atomic_store_explicit((p), (v), memory_order_release)
-#define kc__fetch_add_relaxed(p, v) atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
-
-/* A statistics counter that one thread at a time is expected to bump: a
- * relaxed load and a relaxed store, not an atomic read-modify-write (no bus
- * lock on the launch path; concurrent bumps may lose counts). On x86-64 it
- * is one `incq` on memory, which is exactly that load and store: compilers
- * do not fuse atomic loads and stores into one instruction themselves.
- * ThreadSanitizer builds keep the C11 form, which it can see. */
-#if defined(__clang__) && defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define KC__TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define KC__TSAN 1
-#endif
-#if defined(__x86_64__) && !defined(KC__TSAN)
-#define kc__count_relaxed(p) __asm__("incq %0" : "+m"(*(uint64_t *)(p)))
-#else
-#define kc__count_relaxed(p) kc__store_relaxed((p), kc__load_relaxed(p) + 1)
-#endif
-
-/* Little-endian integers, as the disk and remote formats store them. */
-static inline void kc__le32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static inline void kc__le64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static inline uint32_t kc__rd32(const uint8_t *p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; i--) v = v << 8 | p[i];
-  return v;
-}
-static inline uint64_t kc__rd64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-  return v;
-}
-
 typedef struct kc__spec kc__spec;
 typedef struct kc__ci kc__ci;
 typedef struct kc__linked kc__linked;
 typedef struct kc__binding kc__binding;
 
-/* Locks are POSIX mutexes, not C11 mtx_t: ThreadSanitizer intercepts the
- * pthread functions but not glibc's C11 wrappers, and would report every
- * hand-over through a C11 mutex as a race. */
-typedef pthread_mutex_t kc__mutex;
-#define kc__mutex_init(m) (pthread_mutex_init((m), NULL) == 0)
-#define kc__mutex_destroy(m) pthread_mutex_destroy(m)
-#define kc__lock(m) pthread_mutex_lock(m)
-#define kc__unlock(m) pthread_mutex_unlock(m)
-typedef pthread_once_t kc__once;
-#define KC__ONCE_INIT PTHREAD_ONCE_INIT
-#define kc__call_once(o, fn) pthread_once((o), (fn))
-
 /* ------------------------------------------------------------- utilities */
 
+/* The runtime's allocator (kc_options.alloc), through base/mem.h. */
 void *kc__alloc(kc_runtime *rt, size_t size);  /* NULL on failure */
 void *kc__calloc(kc_runtime *rt, size_t size); /* zeroed */
 void *kc__realloc(kc_runtime *rt, void *p, size_t size);
 void kc__free(kc_runtime *rt, void *p);
 char *kc__strdup(kc_runtime *rt, const char *s);
 char *kc__strndup(kc_runtime *rt, const char *s, size_t n);
+/* rt's heap, or NULL (libc) for no runtime. */
+const kc__heap *kc__rt_heap(const kc_runtime *rt);
 
-/* Sets the calling thread's error message for rt and returns st. */
+/* Sets the calling thread's error message for rt and returns st
+ * (base/err.h, keyed by the runtime's id). */
 kc_status kc__err(const kc_runtime *rt, kc_status st, const char *fmt, ...) KC__PRINTF(3, 4);
 kc_status kc__verr(const kc_runtime *rt, kc_status st, const char *fmt, va_list ap);
-
-/* Growable string; on allocation failure `failed` is set and appends stop. */
-typedef struct kc__sb {
-  kc_runtime *rt;
-  char *buf;
-  size_t len, cap;
-  bool failed;
-} kc__sb;
-
-void kc__sb_init(kc__sb *sb, kc_runtime *rt);
-void kc__sb_append(kc__sb *sb, const char *s, size_t n);
-void kc__sb_puts(kc__sb *sb, const char *s);
-void kc__sb_printf(kc__sb *sb, const char *fmt, ...) KC__PRINTF(2, 3);
-/* Takes the buffer (NUL-terminated, never NULL unless failed). */
-char *kc__sb_take(kc__sb *sb);
-void kc__sb_free(kc__sb *sb);
-
-uint64_t kc__hash(const void *data, size_t len);
-uint64_t kc__now_ns(void);
 
 /* ---------------------------------------------------------------- scanner */
 
@@ -465,8 +388,7 @@ struct kc_runtime {
   uint64_t id;            /* never reused; tags thread-local pins */
   const kc__backend *be;
   void *bstate;
-  kc_alloc_fn alloc;
-  void *alloc_ud;
+  kc__heap heap; /* kc_options.alloc and alloc_ud */
   kc_options opt;
   char *compile_options;
   char *host_cc;
@@ -501,9 +423,6 @@ struct kc_runtime {
   struct kc__store *store; /* the disk cache (store.c); NULL when there is none */
 };
 
-/* Allocates a process-wide unique id (contexts, code instances, runtimes). */
-uint64_t kc__next_id(void);
-
 /* Function table (table.c). */
 typedef struct kc__closure {
   kc__def **defs; /* dependency order: callees first, the entry last */
@@ -524,46 +443,18 @@ void kc__table_free(kc_runtime *rt);
  * world. Returns the number of definitions freed. */
 uint64_t kc__table_collect(kc_runtime *rt, bool (*live)(void *ud, kc_world min, kc_world max), void *ud);
 
-/* -------------------------------------------------------- fault injection */
+/* Test-only fault injection (src/testing/fault.h; built with
+ * -DKC_FAULT_INJECTION=ON). Declared for every build: store.c calls its
+ * hooks under #ifdef. */
+#include "testing/fault.h"
 
-/* Test builds only (-DKC_FAULT_INJECTION=ON; src/fault.c). Of the
- * operations of one kind counted after a test arms it, the Nth fails; a test
- * sweeps N = 1, 2, 3... until a run hits no fault. */
-typedef enum kc__fault_kind {
-  KC__FAULT_ALLOC,   /* kc__alloc, kc__calloc, kc__realloc */
-  KC__FAULT_FILE,    /* the disk cache's open, read, write, fsync, rename */
-  KC__FAULT_BACKEND, /* backend calls that can fail: open, compile, link, launch, ... */
-  KC__FAULT_KINDS
-} kc__fault_kind;
-
-/* Arms kind: counting starts again at 0, and operation n fails (n = 0:
- * none). Sticky: operation n and every one after it fail. */
-void kc__fault_set(kc__fault_kind kind, uint64_t n);
-void kc__fault_set_sticky(kc__fault_kind kind, uint64_t n);
-/* Disarms every kind and zeroes every counter. */
-void kc__fault_reset(void);
-/* Faults injected since the last reset (all kinds). */
-uint64_t kc__fault_hits(void);
-/* Operations of kind counted since it was last armed or reset. */
-uint64_t kc__fault_ops(kc__fault_kind kind);
-const char *kc__fault_name(kc__fault_kind kind);
-/* The hooks: counts one operation; true if it must fail. */
-bool kc__fault_hit(kc__fault_kind kind);
-/* A table that counts the backend calls of `real` and fails the armed one
- * with the status the real backend would give (kc_runtime_create routes
- * its backend through it). */
-const kc__backend *kc__fault_wrap_backend(const kc__backend *real);
-/* kc_runtime_create on a backend table of the caller's (tests: a backend
- * without a compiler). Some real backend must be available to be replaced. */
-kc_status kc__runtime_create_with(const kc_options *opt, const kc__backend *be, kc_runtime **out);
-
-/* n bytes as 2n lowercase hex digits and a NUL (util.c); one hex digit's
- * value, or -1. */
-void kc__hex(const uint8_t *b, size_t n, char *out);
-int kc__hexval(int c);
+/* kc_runtime_create on a backend table the caller chose (tests: a backend
+ * without a compiler, or one wrapped by kc__fault_wrap_backend): what
+ * kc_runtime_create does once it has picked its backend. */
+kc_status kc__runtime_open(const kc_options *opt, const kc__backend *be, kc_runtime **out);
 
 /* kcache's allocator when there is a runtime, else malloc's family: the
- * kcache command walks stores without a runtime (util.c). */
+ * kcache command walks stores without a runtime. */
 void *kc__xalloc(kc_runtime *rt, size_t n);
 void *kc__xcalloc(kc_runtime *rt, size_t n);
 void *kc__xrealloc(kc_runtime *rt, void *p, size_t n);

@@ -428,7 +428,7 @@ kc_status kc__canon_params(kc_runtime *rt, const char *params, char **canon) {
   }
   qsort(items, n, sizeof *items, kv_cmp);
   kc__sb sb;
-  kc__sb_init(&sb, rt);
+  kc__sb_init(&sb, kc__rt_heap(rt));
   for (size_t i = 0; i < n; i++) {
     if (i && kv_cmp(&items[i - 1], &items[i]) == 0)
       return kc__sb_free(&sb),

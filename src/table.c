@@ -294,7 +294,7 @@ static kc_status visit(walk *wk, kc__def *d) {
   for (uint32_t i = 0; i < wk->depth; i++)
     if (wk->stack[i] == d) {
       kc__sb path;
-      kc__sb_init(&path, wk->rt);
+      kc__sb_init(&path, kc__rt_heap(wk->rt));
       for (uint32_t j = i; j < wk->depth; j++) {
         kc__sb_puts(&path, wk->stack[j]->binding->name);
         kc__sb_puts(&path, " -> ");

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+
+
+
 
 const char *kc_version(void) { return KC_VERSION_STRING; }
 int kc_version_number(void) { return KC_VERSION_NUMBER; }
@@ -42,18 +42,11 @@ const char *kc_status_string(kc_status s) {
 
 /* ------------------------------------------------------------ allocation */
 
-/* Test builds count every allocation here (src/fault.c) and fail the one
- * a test armed; kc__calloc goes through kc__alloc. */
-#ifdef KC_FAULT_INJECTION
-#define KC__ALLOC_FAULT() KC__UNLIKELY(kc__fault_hit(KC__FAULT_ALLOC))
-#else
-#define KC__ALLOC_FAULT() false
-#endif
-
+/* Through rt->heap (kc_options.alloc). Test builds fail allocations in
+ * the allocator hook a test installs (kc__fault_alloc), not here. */
 void *kc__alloc(kc_runtime *rt, size_t size) {
-  if (KC__ALLOC_FAULT()) return NULL;
   if (size == 0) size = 1;
-  return rt->alloc(rt->alloc_ud, NULL, size);
+  return rt->heap.fn(rt->heap.ud, NULL, size);
 }
 
 void *kc__calloc(kc_runtime *rt, size_t size) {
@@ -63,13 +56,12 @@ void *kc__calloc(kc_runtime *rt, size_t size) {
 }
 
 void *kc__realloc(kc_runtime *rt, void *p, size_t size) {
-  if (KC__ALLOC_FAULT()) return NULL;
   if (size == 0) size = 1;
-  return rt->alloc(rt->alloc_ud, p, size);
+  return rt->heap.fn(rt->heap.ud, p, size);
 }
 
 void kc__free(kc_runtime *rt, void *p) {
-  if (p) rt->alloc(rt->alloc_ud, p, 0);
+  if (p) rt->heap.fn(rt->heap.ud, p, 0);
 }
 
 void kc_free(kc_runtime *rt, void *p) {
@@ -86,45 +78,12 @@ char *kc__strndup(kc_runtime *rt, const char *s, size_t n) {
 
 char *kc__strdup(kc_runtime *rt, const char *s) { return kc__strndup(rt, s, strlen(s)); }
 
+const kc__heap *kc__rt_heap(const kc_runtime *rt) { return rt ? &rt->heap : NULL; }
+
 /* ----------------------------------------------------------------- errors */
 
-/* One message per thread: concurrent failures never clobber each other.
- * Compiler logs can be long, so the message lives in a malloc'd block (not
- * the runtime's allocator: it may outlive the runtime) that a thread-exit
- * destructor frees. */
-typedef struct kc__errbuf {
-  uint64_t rt_id;
-  size_t cap;
-  char msg[];
-} kc__errbuf;
-
-static pthread_key_t kc__err_key;
-static kc__once kc__err_once = KC__ONCE_INIT;
-static bool kc__err_key_ok;
-
-static void kc__err_key_init(void) { kc__err_key_ok = pthread_key_create(&kc__err_key, free) == 0; }
-
 kc_status kc__verr(const kc_runtime *rt, kc_status st, const char *fmt, va_list ap) {
-  kc__call_once(&kc__err_once, kc__err_key_init);
-  if (!kc__err_key_ok) return st;
-  /* Format into a new block: the arguments may point into the old message
-   * (re-raising kc_errmsg(rt) with more context is common). */
-  va_list ap2;
-  va_copy(ap2, ap);
-  int n = vsnprintf(NULL, 0, fmt, ap2);
-  va_end(ap2);
-  size_t need = (size_t)(n < 0 ? 0 : n) + 1;
-  kc__errbuf *old = pthread_getspecific(kc__err_key);
-  kc__errbuf *e = malloc(sizeof *e + need);
-  if (!e) { /* out of memory: keep the old message, better than none */
-    return st;
-  }
-  e->cap = need;
-  vsnprintf(e->msg, e->cap, fmt, ap);
-  e->rt_id = rt ? rt->id : 0;
-  pthread_setspecific(kc__err_key, e);
-  free(old);
-  return st;
+  return kc__verr_owner(rt ? rt->id : 0, st, fmt, ap);
 }
 
 kc_status kc__err(const kc_runtime *rt, kc_status st, const char *fmt, ...) {
@@ -135,119 +94,11 @@ kc_status kc__err(const kc_runtime *rt, kc_status st, const char *fmt, ...) {
   return st;
 }
 
-const char *kc_errmsg(const kc_runtime *rt) {
-  kc__call_once(&kc__err_once, kc__err_key_init);
-  if (!kc__err_key_ok) return "";
-  const kc__errbuf *e = pthread_getspecific(kc__err_key);
-  /* a message about another runtime (or none) is not this runtime's error */
-  if (!e || e->rt_id != (rt ? rt->id : 0)) return "";
-  return e->msg;
-}
+/* A message about another runtime (or none) is not this runtime's error. */
+const char *kc_errmsg(const kc_runtime *rt) { return kc__errmsg_owner(rt ? rt->id : 0); }
 
-/* ------------------------------------------------------------- strings */
+/* ---------------------------------------------------- runtime-less memory */
 
-void kc__sb_init(kc__sb *sb, kc_runtime *rt) {
-  memset(sb, 0, sizeof *sb);
-  sb->rt = rt;
-}
-
-void kc__sb_append(kc__sb *sb, const char *s, size_t n) {
-  if (sb->failed) return;
-  if (sb->len + n + 1 > sb->cap) {
-    size_t cap = sb->cap ? sb->cap : 256;
-    while (cap < sb->len + n + 1) cap *= 2;
-    char *b = kc__realloc(sb->rt, sb->buf, cap);
-    if (!b) {
-      sb->failed = true;
-      return;
-    }
-    sb->buf = b;
-    sb->cap = cap;
-  }
-  memcpy(sb->buf + sb->len, s, n);
-  sb->len += n;
-  sb->buf[sb->len] = 0;
-}
-
-void kc__sb_puts(kc__sb *sb, const char *s) { kc__sb_append(sb, s, strlen(s)); }
-
-void kc__sb_printf(kc__sb *sb, const char *fmt, ...) {
-  char small[256];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(small, sizeof small, fmt, ap);
-  va_end(ap);
-  if (n < 0) {
-    sb->failed = true;
-    return;
-  }
-  if ((size_t)n < sizeof small) {
-    kc__sb_append(sb, small, (size_t)n);
-    return;
-  }
-  char *big = kc__alloc(sb->rt, (size_t)n + 1);
-  if (!big) {
-    sb->failed = true;
-    return;
-  }
-  va_start(ap, fmt);
-  vsnprintf(big, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  kc__sb_append(sb, big, (size_t)n);
-  kc__free(sb->rt, big);
-}
-
-char *kc__sb_take(kc__sb *sb) {
-  if (sb->failed) {
-    kc__sb_free(sb);
-    return NULL;
-  }
-  if (!sb->buf) kc__sb_append(sb, "", 0);
-  if (sb->failed) return NULL;
-  char *b = sb->buf;
-  sb->buf = NULL;
-  sb->len = sb->cap = 0;
-  return b;
-}
-
-void kc__sb_free(kc__sb *sb) {
-  kc__free(sb->rt, sb->buf);
-  sb->buf = NULL;
-  sb->len = sb->cap = 0;
-}
-
-/* ------------------------------------------------------------ hashing */
-
-uint64_t kc__hash(const void *data, size_t len) { return XXH3_64bits(data, len); }
-
-uint64_t kc__now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t kc__next_id(void) {
-  static _Atomic uint64_t next = 1;
-  return kc__fetch_add_relaxed(&next, 1);
-}
-
-/* ------------------------------------------------- hex, runtime-less memory */
-
-void kc__hex(const uint8_t *b, size_t n, char *out) {
-  static const char d[] = "0123456789abcdef";
-  for (size_t i = 0; i < n; i++) {
-    out[2 * i] = d[b[i] >> 4];
-    out[2 * i + 1] = d[b[i] & 15];
-  }
-  out[2 * n] = 0;
-}
-
-int kc__hexval(int c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 void *kc__xalloc(kc_runtime *rt, size_t n) { return rt ? kc__alloc(rt, n) : malloc(n ? n : 1); }
 void *kc__xcalloc(kc_runtime *rt, size_t n) { return rt ? kc__calloc(rt, n) : calloc(1, n ? n : 1); }

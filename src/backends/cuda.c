@@ -403,8 +403,9 @@ static kc_status kc__cu_pick_arch(kc__cuda *st) {
     if (st->devs[i].cc < lo)
       lo = st->devs[i].cc;
   }
-  const char *force = getenv("KC_CUDA_FORCE_PTX");
-  bool want_ptx = mixed || !kc__nv.nvrtcGetCUBIN || (force && *force && strcmp(force, "0") != 0);
+  bool force = false;
+  kc__setting_bool(KC__SET_CUDA_FORCE_PTX, &force); /* set, not empty and not "0" */
+  bool want_ptx = mixed || !kc__nv.nvrtcGetCUBIN || force;
   if (!kc__nv.nvrtcGetSupportedArchs) { /* NVRTC < 11.2: trust it with the device's arch */
     st->arch = lo;
     st->ptx = want_ptx;

@@ -106,8 +106,7 @@ static bool find_in_path(const char *prog, char *out, size_t outlen) {
 
 static const char *host_unavailable(void) {
   static _Thread_local char why[512];
-  const char *cc = getenv("KC_HOST_CC");
-  if (!cc || !*cc) cc = "cc";
+  const char *cc = kc__setting_str(KC__SET_HOST_CC); /* "cc" when unset or empty */
   char first[256], path[512];
   snprintf(first, sizeof first, "%.*s", (int)strcspn(cc, " "), cc);
   if (find_in_path(first, path, sizeof path)) return NULL;
@@ -241,7 +240,7 @@ static kc_status read_file(kc_runtime *rt, const char *path, void **out, size_t 
   FILE *f = fopen(path, "rb");
   if (!f) return kc__err(rt, KC_EIO, "cannot open %s: %s", path, strerror(errno));
   kc__sb sb;
-  kc__sb_init(&sb, rt);
+  kc__sb_init(&sb, kc__rt_heap(rt));
   char buf[65536];
   size_t n;
   while ((n = fread(buf, 1, sizeof buf, f)) > 0) kc__sb_append(&sb, buf, n);
@@ -607,7 +606,7 @@ static const char *host_identity(void *state) {
     char *argv[] = {s->cc_argv[0], "--version", NULL};
     int code, sig;
     kc__sb sb;
-    kc__sb_init(&sb, s->rt);
+    kc__sb_init(&sb, kc__rt_heap(s->rt));
     find_in_path(s->cc_argv[0], path, sizeof path);
     kc__sb_printf(&sb, "host|%s|", path);
     for (int i = 1; i < s->cc_argc; i++) kc__sb_printf(&sb, "%s ", s->cc_argv[i]);

@@ -392,7 +392,7 @@ static kc_status ocl_open(kc_runtime *rt, const kc_options *opt, void **state) {
     char *drv = ocl_device_str(rt, devs[0], CL_DRIVER_VERSION);
     char *dver = ocl_device_str(rt, devs[0], CL_DEVICE_VERSION);
     kc__sb sb;
-    kc__sb_init(&sb, rt);
+    kc__sb_init(&sb, kc__rt_heap(rt));
     if (pname && pver && drv && dver)
       kc__sb_printf(&sb, "opencl|%s|%s|%s|%s|%s", pname, pver, st->names[0], drv, dver);
     else
@@ -412,7 +412,7 @@ static kc_status ocl_open(kc_runtime *rt, const kc_options *opt, void **state) {
     /* -cl-kernel-arg-info lets compile() read parameter types back, to size
      * scalars the engine could not; it only adds metadata. */
     kc__sb sb;
-    kc__sb_init(&sb, rt);
+    kc__sb_init(&sb, kc__rt_heap(rt));
     kc__sb_puts(&sb, "-cl-std=CL1.2 -cl-kernel-arg-info");
     if (opt && opt->compile_options && opt->compile_options[0]) {
       kc__sb_puts(&sb, " ");

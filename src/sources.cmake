@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: MIT
+# sources.cmake -- the library's source list (KC_SOURCES) and its private
+# compile definitions (KC_DEFS), included by the top-level CMakeLists.txt.
+# A new backend is one file under src/backends/ plus one row in
+# src/backends/registry.c and one entry in KC_OPTIONAL_BACKENDS here if it
+# can be left out of a build.
+
+set(KC_SOURCES
+    src/base/err.c
+    src/base/mem.c
+    src/base/misc.c
+    src/base/sb.c
+    src/base/settings.c
+    src/util.c
+    src/scan.c
+    src/table.c
+    src/engine.c
+    src/store.c
+    src/remote.c
+    src/backends/host.c)
+set(KC_DEFS)
+
+option(KC_WITH_OPENCL "Build the OpenCL backend (opened with dlopen at run time)" ON)
+option(KC_WITH_CUDA "Build the CUDA backend (opened with dlopen at run time)" ON)
+foreach(be opencl cuda)
+  string(TOUPPER ${be} BE)
+  if(KC_WITH_${BE} AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/src/backends/${be}.c)
+    list(APPEND KC_SOURCES src/backends/${be}.c)
+  else()
+    list(APPEND KC_DEFS KC_WITHOUT_${BE})
+  endif()
+endforeach()
+
+# A test build whose Nth allocation, file operation of the disk cache or
+# backend call can be made to fail (src/testing/; tests/reliability).
+option(KC_FAULT_INJECTION "Build the fault-injection hooks (tests only, never for release)" OFF)
+if(KC_FAULT_INJECTION)
+  list(APPEND KC_SOURCES src/testing/fault.c)
+  list(APPEND KC_DEFS KC_FAULT_INJECTION)
+endif()
