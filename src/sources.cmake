@@ -11,13 +11,18 @@ set(KC_SOURCES
     src/base/misc.c
     src/base/sb.c
     src/base/settings.c
-    src/util.c
-    src/scan.c
-    src/table.c
-    src/engine.c
+    src/core/code.c
+    src/core/context.c
+    src/core/launch.c
+    src/core/runtime.c
+    src/core/scan.c
+    src/core/table.c
+    src/core/util.c
+    src/core/world.c
     src/store.c
     src/remote.c
-    src/backends/host.c)
+    src/backends/host.c
+    src/backends/registry.c)
 set(KC_DEFS)
 
 option(KC_WITH_OPENCL "Build the OpenCL backend (opened with dlopen at run time)" ON)
