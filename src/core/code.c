@@ -184,6 +184,114 @@ static kc_status explain_failure(kc_runtime *rt, const kc__spec *spec, const kc_
                  kc_errmsg(rt), log);
 }
 
+/* Creating: a code instance of spec for world w, owning what prepare
+ * made (text, params, the closure's edges), with its parameter signature
+ * and the empty world range until it is published. On failure frees all
+ * of those. */
+static kc_status ci_create(kc_runtime *rt, kc__spec *spec, kc_world w, kc__closure *c, kc__param *params,
+                           uint32_t nparams, char *text, kc__ci **out) {
+  kc__ci *ci = kc__calloc(rt, sizeof *ci);
+  uint64_t *sig = kc__alloc(rt, (nparams ? nparams : 1) * sizeof *sig);
+  if (!ci || !sig) {
+    kc__free(rt, ci);
+    kc__free(rt, sig);
+    kc__free(rt, text);
+    kc__free_params(rt, params, nparams);
+    kc__closure_free(rt, c);
+    return kc__err(rt, KC_ENOMEM, "out of memory compiling '%s'", spec->name);
+  }
+  for (uint32_t i = 0; i < nparams; i++) {
+    uint32_t size = kc__scalar_size(params[i].type, spec);
+    sig[i] = params[i].is_buffer ? KC__SIG(KC_ARG_BUFFER, 0) : KC__SIG(KC_ARG_SCALAR, size ? size : UINT32_MAX);
+  }
+  atomic_init(&ci->min_world, 1); /* the empty range until complete */
+  atomic_init(&ci->max_world, 0);
+  ci->id = kc__next_id();
+  ci->spec = spec;
+  ci->compiled_at = w;
+  ci->source = text;
+  ci->params = params;
+  ci->nparams = nparams;
+  ci->sig = sig;
+  ci->edges = c->edges; /* owned by ci once the caller drops them from c */
+  ci->nedges = c->nedges;
+  *out = ci;
+  return KC_OK;
+}
+
+/* Compiling: the artifact from the disk cache, else from the backend's
+ * compiler (the log gets its output). A miss may hold the entry's
+ * cross-process lock until kc__store_finish. */
+static kc_status ci_compile(kc_runtime *rt, kc__ci *ci, kc__closure *c, size_t len, kc__sb *log) {
+  kc__tu tu = {ci->spec->name, ci->source, len, ci->params, ci->nparams, ci->spec};
+  kc__store_txn txn;
+  if (kc__store_fetch(rt, ci, c, &txn)) return KC_OK; /* fills the artifact and sig */
+  uint64_t t0 = kc__now_ns();
+  kc_status st = rt->be->compile(rt->bstate, &tu, &ci->artifact, &ci->artifact_size, ci->sig, log);
+  ci->compile_ns = kc__now_ns() - t0;
+  kc__fetch_add_relaxed(&rt->compile_ns, ci->compile_ns);
+  kc__store_finish(rt, &txn, st, ci, log);
+  if (!st) kc__fetch_add_relaxed(&rt->n_compiles, 1);
+  return st;
+}
+
+/* Remembering a failure: explains it (the message), and keeps ci as the
+ * failure for the same worlds if it is deterministic (a syntax error, not
+ * a timeout), so a launch loop does not recompile. Returns the status;
+ * *keep says whether ci stays (else the caller frees it). */
+static kc_status ci_remember_failure(kc_runtime *rt, kc__ci *ci, const kc__closure *c, kc_status st,
+                                     kc__sb *log, bool *keep) {
+  kc__fetch_add_relaxed(&rt->n_compile_failures, 1);
+  st = explain_failure(rt, ci->spec, c, st, log->buf);
+  *keep = failure_is_deterministic(st) && (ci->error = kc__strdup(rt, kc_errmsg(rt))) != NULL;
+  if (*keep) ci->status = st; /* the same sources fail the same way */
+  return st;
+}
+
+/* Publishing: the world range from the edges, then the head of the
+ * spec's list (release: readers see a complete code instance). */
+static void ci_publish(kc_runtime *rt, kc__spec *spec, kc__ci *ci, kc_world w) {
+  kc__publish_range(rt, ci, w);
+  ci->next = kc__load_relaxed(&spec->head);
+  kc__store_release(&spec->head, ci);
+  kc__fetch_add_relaxed(&rt->n_cis, 1);
+}
+
+/* The miss of kc__ci_get, under spec->lock: creates, compiles, remembers
+ * a failure or publishes. */
+static kc_status ci_make(kc_runtime *rt, kc__spec *spec, kc_world w, kc__ci **out) {
+  kc__closure c;
+  kc__param *params = NULL;
+  uint32_t nparams = 0;
+  char *text = NULL;
+  size_t len = 0;
+  kc_status st = prepare(rt, spec, w, &c, &params, &nparams, &text, &len);
+  if (st) return st;
+  kc__ci *ci = NULL;
+  st = ci_create(rt, spec, w, &c, params, nparams, text, &ci);
+  if (st) return st;
+  kc__sb log;
+  kc__sb_init(&log, kc__rt_heap(rt));
+  st = ci_compile(rt, ci, &c, len, &log);
+  if (st) {
+    bool keep;
+    st = ci_remember_failure(rt, ci, &c, st, &log, &keep);
+    if (!keep) {
+      kc__sb_free(&log);
+      c.edges = NULL; /* ci's */
+      kc__closure_free(rt, &c);
+      kc__ci_free(rt, ci);
+      return st;
+    }
+  }
+  kc__sb_free(&log);
+  c.edges = NULL; /* now owned by ci */
+  kc__closure_free(rt, &c);
+  ci_publish(rt, spec, ci, w);
+  *out = ci;
+  return KC_OK;
+}
+
 /* Finds or makes the code instance of spec valid at world w. One compile
  * per miss however many threads ask: the spec's lock, re-checked. */
 KC__NOINLINE kc_status kc__ci_get(kc_runtime *rt, kc__spec *spec, kc_world w, kc__ci **out) {
@@ -191,83 +299,9 @@ KC__NOINLINE kc_status kc__ci_get(kc_runtime *rt, kc__spec *spec, kc_world w, kc
   if (!ci) {
     kc__lock(&spec->lock);
     ci = kc__ci_find(spec, w);
-    if (!ci) {
-      kc__closure c;
-      kc__param *params = NULL;
-      uint32_t nparams = 0;
-      char *text = NULL;
-      size_t len = 0;
-      kc_status st = prepare(rt, spec, w, &c, &params, &nparams, &text, &len);
-      if (st) {
-        kc__unlock(&spec->lock);
-        return st;
-      }
-      ci = kc__calloc(rt, sizeof *ci);
-      uint64_t *sig = kc__alloc(rt, (nparams ? nparams : 1) * sizeof *sig);
-      if (!ci || !sig) {
-        kc__free(rt, ci);
-        kc__free(rt, sig);
-        kc__free(rt, text);
-        kc__free_params(rt, params, nparams);
-        kc__closure_free(rt, &c);
-        kc__unlock(&spec->lock);
-        return kc__err(rt, KC_ENOMEM, "out of memory compiling '%s'", spec->name);
-      }
-      for (uint32_t i = 0; i < nparams; i++) {
-        uint32_t size = kc__scalar_size(params[i].type, spec);
-        sig[i] = params[i].is_buffer ? KC__SIG(KC_ARG_BUFFER, 0)
-                                     : KC__SIG(KC_ARG_SCALAR, size ? size : UINT32_MAX);
-      }
-      atomic_init(&ci->min_world, 1); /* the empty range until complete */
-      atomic_init(&ci->max_world, 0);
-      ci->id = kc__next_id();
-      ci->spec = spec;
-      ci->compiled_at = w;
-      ci->source = text;
-      ci->params = params;
-      ci->nparams = nparams;
-      ci->sig = sig;
-      ci->edges = c.edges;
-      ci->nedges = c.nedges;
-
-      kc__sb log;
-      kc__sb_init(&log, kc__rt_heap(rt));
-      kc__tu tu = {spec->name, text, len, params, nparams, spec};
-      /* The disk cache: a hit fills the artifact and sig without compiling;
-       * a miss may hold the entry's cross-process lock until finish. */
-      kc__store_txn txn;
-      bool from_disk = kc__store_fetch(rt, ci, &c, &txn);
-      if (!from_disk) {
-        uint64_t t0 = kc__now_ns();
-        st = rt->be->compile(rt->bstate, &tu, &ci->artifact, &ci->artifact_size, sig, &log);
-        ci->compile_ns = kc__now_ns() - t0;
-        kc__fetch_add_relaxed(&rt->compile_ns, ci->compile_ns);
-        kc__store_finish(rt, &txn, st, ci, &log);
-      }
-      if (st) {
-        kc__fetch_add_relaxed(&rt->n_compile_failures, 1);
-        st = explain_failure(rt, spec, &c, st, log.buf);
-        kc__sb_free(&log);
-        if (!failure_is_deterministic(st) || !(ci->error = kc__strdup(rt, kc_errmsg(rt)))) {
-          c.edges = NULL;
-          kc__closure_free(rt, &c);
-          kc__ci_free(rt, ci);
-          kc__unlock(&spec->lock);
-          return st;
-        }
-        ci->status = st; /* remembered: the same sources fail the same way */
-      } else {
-        if (!from_disk) kc__fetch_add_relaxed(&rt->n_compiles, 1);
-        kc__sb_free(&log);
-      }
-      c.edges = NULL; /* now owned by ci */
-      kc__closure_free(rt, &c);
-      kc__publish_range(rt, ci, w);
-      ci->next = kc__load_relaxed(&spec->head);
-      kc__store_release(&spec->head, ci);
-      kc__fetch_add_relaxed(&rt->n_cis, 1);
-    }
+    kc_status st = ci ? KC_OK : ci_make(rt, spec, w, &ci);
     kc__unlock(&spec->lock);
+    if (st) return st;
   }
   if (ci->status) return kc__err(rt, ci->status, "%s", ci->error);
   *out = ci;
