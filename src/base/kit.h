@@ -10,6 +10,7 @@
  *               kc__htab_reserve(heap, &t, T, link, hashof, first, &ok)
  *               KC__HTAB_PUT(&t, x, h, link)              after reserve
  *               KC__HTAB_EACH(&t, T, x, link)  every node, x may be freed
+ *               KC__HTAB_DROP_IF(&t, T, x, link, cond, stmt)  unlinks some
  *   list        KC__LIST_PUSH(head, x) / KC__LIST_REMOVE(head, x): a
  *               doubly linked list through x->prev and x->next
  *               KC__STACK_PUSH(head, x, link) / KC__STACK_POP(head, x, link)
@@ -81,6 +82,19 @@ static inline size_t kc__htab_bucket(uint64_t h, size_t cap) {
     (t)->slots[kc__s_] = (x);                               \
     (t)->count++;                                           \
   } while (0)
+
+/* Unlinks every node x for which cond holds, then runs `dropped` (which
+ * may free x). */
+#define KC__HTAB_DROP_IF(t, T, x, link, cond, dropped)                         \
+  for (size_t kc__i_ = 0; kc__i_ < (t)->cap; kc__i_++)                         \
+    for (T **kc__pl_ = &(t)->slots[kc__i_], *x; (x = *kc__pl_) != NULL;)      \
+      if (!(cond)) {                                                           \
+        kc__pl_ = &x->link;                                                    \
+      } else {                                                                 \
+        *kc__pl_ = x->link;                                                    \
+        (t)->count--;                                                          \
+        dropped;                                                               \
+      }
 
 /* Frees the bucket array (not the nodes). */
 #define KC__HTAB_FREE(heap, t)          \

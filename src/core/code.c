@@ -16,31 +16,21 @@
 
 /* ------------------------------------------------------ specializations */
 
+#define spec_hash(s) ((s)->hash)
+
 kc_status kc__spec_intern(kc_runtime *rt, const char *name, const char *canon, kc__spec **out) {
   size_t nl = strlen(name), pl = strlen(canon);
   uint64_t h = kc__hash(name, nl) ^ (kc__hash(canon, pl) * 0x9E3779B97F4A7C15ull);
   kc__lock(&rt->spec_lock);
-  if (rt->capspecs)
-    for (kc__spec *s = rt->specs[h & (rt->capspecs - 1)]; s; s = s->next_in_bucket)
+  KC__HTAB_FOR(&rt->specs, h, kc__spec, s, next_in_bucket)
       if (s->hash == h && !strcmp(s->name, name) && !strcmp(s->params, canon)) {
         kc__unlock(&rt->spec_lock);
         *out = s;
         return KC_OK;
       }
-  if (rt->nspecs + 1 > rt->capspecs) {
-    size_t cap = rt->capspecs ? rt->capspecs * 2 : 64;
-    kc__spec **ns = kc__calloc(rt, cap * sizeof *ns);
-    if (!ns) goto oom;
-    for (size_t i = 0; i < rt->capspecs; i++)
-      for (kc__spec *s = rt->specs[i], *next; s; s = next) {
-        next = s->next_in_bucket;
-        s->next_in_bucket = ns[s->hash & (cap - 1)];
-        ns[s->hash & (cap - 1)] = s;
-      }
-    kc__free(rt, rt->specs);
-    rt->specs = ns;
-    rt->capspecs = cap;
-  }
+  bool ok;
+  kc__htab_reserve(&rt->heap, &rt->specs, kc__spec, next_in_bucket, spec_hash, 64, &ok);
+  if (!ok) goto oom;
   kc__spec *s = kc__calloc(rt, sizeof *s);
   if (!s) goto oom;
   s->name = kc__strdup(rt, name);
@@ -58,9 +48,7 @@ kc_status kc__spec_intern(kc_runtime *rt, const char *name, const char *canon, k
   }
   s->hash = h;
   atomic_init(&s->head, NULL);
-  s->next_in_bucket = rt->specs[h & (rt->capspecs - 1)];
-  rt->specs[h & (rt->capspecs - 1)] = s;
-  rt->nspecs++;
+  KC__HTAB_PUT(&rt->specs, s, h, next_in_bucket);
   kc__unlock(&rt->spec_lock);
   *out = s;
   return KC_OK;

@@ -15,9 +15,7 @@
 
 /* -------------------------------------------------------------- contexts */
 
-static size_t linked_slot(const kc_context *ctx, uint64_t id) {
-  return (size_t)(id * 0x9E3779B97F4A7C15ull >> 20) & (ctx->caplinked - 1);
-}
+#define linked_hash(l) ((l)->ci->id)
 
 /* Unloads a linked object and keeps its memory for its specialization:
  * handles may still point at it, and link key 0 never matches. */
@@ -26,20 +24,12 @@ void kc__linked_recycle(kc_runtime *rt, kc__linked *l) {
   kc__store_release(&l->link_key, 0);
   kc__spec *spec = l->ci->spec;
   kc__lock(&spec->free_lock);
-  l->next_in_bucket = spec->free_linked;
-  spec->free_linked = l;
+  KC__STACK_PUSH(spec->free_linked, l, next_in_bucket);
   kc__unlock(&spec->free_lock);
 }
 
 static void unlink_all(kc_context *ctx) {
-  for (size_t i = 0; i < ctx->caplinked; i++) {
-    for (kc__linked *l = ctx->linked[i], *next; l; l = next) {
-      next = l->next_in_bucket;
-      kc__linked_recycle(ctx->rt, l);
-    }
-    ctx->linked[i] = NULL;
-  }
-  ctx->nlinked = 0;
+  KC__HTAB_DROP_IF(&ctx->linked, kc__linked, l, next_in_bucket, true, kc__linked_recycle(ctx->rt, l));
 }
 
 /* A context's link key and the offset of its slot in a handle. */
@@ -84,7 +74,7 @@ kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out) {
   ctx->bctx = bctx;
   ctx->device = device;
   ctx->buffers = NULL;
-  ctx->nlinked = 0;
+  ctx->linked.count = 0;
   kc__store_relaxed(&ctx->id, kc__next_id());
   set_link_key(ctx, kc__next_id());
   kc__store_relaxed(&ctx->alive, 1);
@@ -105,8 +95,7 @@ static void buffer_retire(kc_context *owner, kc_buffer *b) {
   b->ctx = NULL;
   b->size = 0;
   b->prev = NULL;
-  b->next = owner->free_buffers;
-  owner->free_buffers = b;
+  KC__STACK_PUSH(owner->free_buffers, b, next);
 }
 
 /* Frees what a live context holds; the struct stays for reuse. */
@@ -168,37 +157,22 @@ kc_status kc__ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
     kc__unlock(&ctx->lock);
     return kc__err(rt, KC_EDESTROYED, "launch of '%s': the context has been destroyed", ci->spec->name);
   }
-  if (ctx->caplinked)
-    for (kc__linked *l = ctx->linked[linked_slot(ctx, ci->id)]; l; l = l->next_in_bucket)
-      if (l->ci == ci) {
-        kc__unlock(&ctx->lock);
-        *out = l;
-        return KC_OK;
-      }
-  if (ctx->nlinked + 1 > ctx->caplinked) {
-    size_t cap = ctx->caplinked ? ctx->caplinked * 2 : 16;
-    kc__linked **nt = kc__calloc(rt, cap * sizeof *nt);
-    if (!nt) {
+  KC__HTAB_FOR(&ctx->linked, ci->id, kc__linked, l, next_in_bucket)
+    if (l->ci == ci) {
       kc__unlock(&ctx->lock);
-      return kc__err(rt, KC_ENOMEM, "out of memory linking '%s'", ci->spec->name);
+      *out = l;
+      return KC_OK;
     }
-    size_t oldcap = ctx->caplinked;
-    kc__linked **old = ctx->linked;
-    ctx->linked = nt;
-    ctx->caplinked = cap;
-    for (size_t i = 0; i < oldcap; i++)
-      for (kc__linked *l = old[i], *next; l; l = next) {
-        next = l->next_in_bucket;
-        size_t s = linked_slot(ctx, l->ci->id);
-        l->next_in_bucket = nt[s];
-        nt[s] = l;
-      }
-    kc__free(rt, old);
+  bool ok;
+  kc__htab_reserve(&rt->heap, &ctx->linked, kc__linked, next_in_bucket, linked_hash, 16, &ok);
+  if (!ok) {
+    kc__unlock(&ctx->lock);
+    return kc__err(rt, KC_ENOMEM, "out of memory linking '%s'", ci->spec->name);
   }
   kc__spec *spec = ci->spec;
   kc__lock(&spec->free_lock);
-  kc__linked *l = spec->free_linked;
-  if (l) spec->free_linked = l->next_in_bucket;
+  kc__linked *l;
+  KC__STACK_POP(spec->free_linked, l, next_in_bucket);
   kc__unlock(&spec->free_lock);
   if (!l) {
     l = kc__calloc(rt, sizeof *l);
@@ -218,18 +192,14 @@ kc_status kc__ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
   kc_status st = rt->be->link(ctx->bctx, ci, l);
   if (st) {
     kc__lock(&spec->free_lock);
-    l->next_in_bucket = spec->free_linked;
-    spec->free_linked = l;
+    KC__STACK_PUSH(spec->free_linked, l, next_in_bucket);
     kc__unlock(&spec->free_lock);
     kc__unlock(&ctx->lock);
     return st;
   }
   if (!l->entry) l->entry = kc__entry_packed;
   kc__store_release(&l->link_key, kc__load_relaxed(&ctx->link_key));
-  size_t s = linked_slot(ctx, ci->id);
-  l->next_in_bucket = ctx->linked[s];
-  ctx->linked[s] = l;
-  ctx->nlinked++;
+  KC__HTAB_PUT(&ctx->linked, l, ci->id, next_in_bucket);
   kc__fetch_add_relaxed(&rt->n_links, 1);
   kc__unlock(&ctx->lock);
   *out = l;
@@ -249,10 +219,9 @@ kc_status kc_buffer_create(kc_context *ctx, size_t size, kc_buffer **out) {
     kc__unlock(&ctx->lock);
     return kc__err(rt, KC_EDESTROYED, "kc_buffer_create: the context has been destroyed");
   }
-  kc_buffer *b = ctx->free_buffers;
-  if (b) {
-    ctx->free_buffers = b->next;
-  } else {
+  kc_buffer *b;
+  KC__STACK_POP(ctx->free_buffers, b, next);
+  if (!b) {
     b = kc__calloc(rt, sizeof *b);
     if (!b) {
       kc__unlock(&ctx->lock);
@@ -262,17 +231,13 @@ kc_status kc_buffer_create(kc_context *ctx, size_t size, kc_buffer **out) {
   }
   kc_status st = rt->be->buf_create(ctx->bctx, size, &b->h);
   if (st) {
-    b->next = ctx->free_buffers;
-    ctx->free_buffers = b;
+    KC__STACK_PUSH(ctx->free_buffers, b, next);
     kc__unlock(&ctx->lock);
     return st;
   }
   b->ctx = ctx;
   b->size = size;
-  b->prev = NULL;
-  b->next = ctx->buffers;
-  if (ctx->buffers) ctx->buffers->prev = b;
-  ctx->buffers = b;
+  KC__LIST_PUSH(ctx->buffers, b);
   kc__unlock(&ctx->lock);
   *out = b;
   return KC_OK;
@@ -290,9 +255,7 @@ void kc_buffer_destroy(kc_buffer *b) {
                                     "kc_buffer_destroy or with its context)");
     return;
   }
-  if (b->prev) b->prev->next = b->next;
-  else ctx->buffers = b->next;
-  if (b->next) b->next->prev = b->prev;
+  KC__LIST_REMOVE(ctx->buffers, b);
   buffer_retire(ctx, b);
   kc__unlock(&ctx->lock);
 }

@@ -165,8 +165,7 @@ struct kc_context {
   int device;
   void *bctx;
   kc__mutex lock;
-  kc__linked **linked; /* hash table keyed by ci->id */
-  size_t nlinked, caplinked;
+  KC__HTAB(kc__linked) linked; /* keyed by ci->id (base/kit.h) */
   kc__linked *retired; /* dropped by reset, freed at destroy */
   kc_buffer *buffers;      /* live */
   kc_buffer *free_buffers; /* destroyed, for reuse (singly linked by next) */
@@ -253,12 +252,10 @@ struct kc_runtime {
   char *device_name;
 
   kc__mutex world_lock;
-  kc__binding **bindings;
-  size_t nbindings, capbindings;
+  KC__HTAB(kc__binding) bindings; /* keyed by the name's hash */
 
   kc__mutex spec_lock;
-  kc__spec **specs;
-  size_t nspecs, capspecs;
+  KC__HTAB(kc__spec) specs; /* keyed by hash of (name, canonical params) */
 
   kc__mutex ctx_lock;
   kc_context *contexts;

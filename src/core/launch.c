@@ -45,9 +45,7 @@ kc_status kc_kernel_create(kc_runtime *rt, const char *name, const char *params,
   k->spec = spec;
   for (int i = 0; i < KC__HSLOTS; i++) atomic_init(&k->slots[i], &kc__no_linked);
   kc__lock(&rt->kernels_lock);
-  k->next = rt->kernels;
-  if (rt->kernels) rt->kernels->prev = k;
-  rt->kernels = k;
+  KC__LIST_PUSH(rt->kernels, k);
   kc__unlock(&rt->kernels_lock);
   *out = k;
   return KC_OK;
@@ -61,9 +59,7 @@ void kc_kernel_destroy(kc_kernel *k) {
   kc__lock(&rt->kernels_lock);
   while (k->bound) args_free_locked(rt, k->bound);
   rt->dead_kernel_hits += kc__load_relaxed(&k->fast_hits);
-  if (k->prev) k->prev->next = k->next;
-  else rt->kernels = k->next;
-  if (k->next) k->next->prev = k->prev;
+  KC__LIST_REMOVE(rt->kernels, k);
   kc__unlock(&rt->kernels_lock);
   kc__free(rt, k);
 }
@@ -320,9 +316,7 @@ kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint
   a->ctx_id = kc__load_relaxed(&ctx->id);
   a->n = n;
   kc__lock(&rt->kernels_lock);
-  a->next = k->bound;
-  if (k->bound) k->bound->prev = a;
-  k->bound = a;
+  KC__LIST_PUSH(k->bound, a);
   kc__unlock(&rt->kernels_lock);
   *out = a;
   return KC_OK;
@@ -349,9 +343,7 @@ kc_status kc_args_set(kc_args *a, uint32_t index, kc_arg arg) {
 /* Unlinks a from its kernel's list; kernels_lock held. */
 static void args_free_locked(kc_runtime *rt, kc_args *a) {
   rt->dead_kernel_hits += kc__load_relaxed(&a->hits);
-  if (a->prev) a->prev->next = a->next;
-  else a->k->bound = a->next;
-  if (a->next) a->next->prev = a->prev;
+  KC__LIST_REMOVE(a->k->bound, a);
   kc__free(rt, a);
 }
 

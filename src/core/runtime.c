@@ -121,7 +121,7 @@ void kc_runtime_destroy(kc_runtime *rt) {
     next = c->next;
     if (kc__load_relaxed(&c->alive)) kc__context_teardown(c);
     kc__mutex_destroy(&c->lock);
-    kc__free(rt, c->linked);
+    KC__HTAB_FREE(&rt->heap, &c->linked);
     for (kc_buffer *b = c->free_buffers, *next; b; b = next) {
       next = b->next;
       kc__free(rt, b);
@@ -136,9 +136,7 @@ void kc_runtime_destroy(kc_runtime *rt) {
     }
     kc__free(rt, k);
   }
-  for (size_t i = 0; i < rt->capspecs; i++)
-    for (kc__spec *s = rt->specs[i], *next; s; s = next) {
-      next = s->next_in_bucket;
+  KC__HTAB_EACH(&rt->specs, kc__spec, s, next_in_bucket) {
       for (kc__ci *ci = kc__load_relaxed(&s->head), *older; ci; ci = older) {
         older = ci->next;
         kc__ci_free(rt, ci);
@@ -153,7 +151,7 @@ void kc_runtime_destroy(kc_runtime *rt) {
       kc__free(rt, s->params);
       kc__free(rt, s);
     }
-  kc__free(rt, rt->specs);
+  KC__HTAB_FREE(&rt->heap, &rt->specs);
   kc__table_free(rt);
   kc__store_close(rt);
   rt->be->close(rt->bstate);

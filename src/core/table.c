@@ -15,30 +15,20 @@
 /* -------------------------------------------------------------- bindings */
 
 static kc__binding *binding_find(kc_runtime *rt, const char *name, size_t len, uint64_t h) {
-  if (!rt->capbindings) return NULL;
-  for (kc__binding *b = rt->bindings[h & (rt->capbindings - 1)]; b; b = b->next_in_bucket)
+  KC__HTAB_FOR(&rt->bindings, h, kc__binding, b, next_in_bucket)
     if (b->hash == h && strlen(b->name) == len && memcmp(b->name, name, len) == 0) return b;
   return NULL;
 }
+
+#define binding_hash(b) ((b)->hash)
 
 static kc__binding *binding_get(kc_runtime *rt, const char *name, size_t len) {
   uint64_t h = kc__hash(name, len);
   kc__binding *b = binding_find(rt, name, len, h);
   if (b) return b;
-  if (rt->nbindings + 1 > rt->capbindings) { /* grow: keep load factor <= 1 */
-    size_t cap = rt->capbindings ? rt->capbindings * 2 : 64;
-    kc__binding **nb = kc__calloc(rt, cap * sizeof *nb);
-    if (!nb) return NULL;
-    for (size_t i = 0; i < rt->capbindings; i++)
-      for (kc__binding *x = rt->bindings[i], *next; x; x = next) {
-        next = x->next_in_bucket;
-        x->next_in_bucket = nb[x->hash & (cap - 1)];
-        nb[x->hash & (cap - 1)] = x;
-      }
-    kc__free(rt, rt->bindings);
-    rt->bindings = nb;
-    rt->capbindings = cap;
-  }
+  bool ok;
+  kc__htab_reserve(&rt->heap, &rt->bindings, kc__binding, next_in_bucket, binding_hash, 64, &ok);
+  if (!ok) return NULL;
   b = kc__calloc(rt, sizeof *b);
   if (!b) return NULL;
   b->name = kc__strndup(rt, name, len);
@@ -47,9 +37,7 @@ static kc__binding *binding_get(kc_runtime *rt, const char *name, size_t len) {
     return NULL;
   }
   b->hash = h;
-  b->next_in_bucket = rt->bindings[h & (rt->capbindings - 1)];
-  rt->bindings[h & (rt->capbindings - 1)] = b;
-  rt->nbindings++;
+  KC__HTAB_PUT(&rt->bindings, b, h, next_in_bucket);
   return b;
 }
 
@@ -60,9 +48,7 @@ static kc__def *visible_def(const kc__binding *b, kc_world w) {
 }
 
 void kc__table_free(kc_runtime *rt) {
-  for (size_t i = 0; i < rt->capbindings; i++)
-    for (kc__binding *b = rt->bindings[i], *next; b; b = next) {
-      next = b->next_in_bucket;
+  KC__HTAB_EACH(&rt->bindings, kc__binding, b, next_in_bucket) {
       for (kc__def *d = b->defs, *older; d; d = older) {
         older = d->older;
         kc__free(rt, d->source);
@@ -72,9 +58,7 @@ void kc__table_free(kc_runtime *rt) {
       kc__free(rt, b->name);
       kc__free(rt, b);
     }
-  kc__free(rt, rt->bindings);
-  rt->bindings = NULL;
-  rt->capbindings = rt->nbindings = 0;
+  KC__HTAB_FREE(&rt->heap, &rt->bindings);
 }
 
 /* ------------------------------------------------------------ validation */
@@ -428,8 +412,7 @@ void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world) {
 uint64_t kc__table_collect(kc_runtime *rt, bool (*live)(void *ud, kc_world min, kc_world max), void *ud) {
   uint64_t freed = 0;
   kc__lock(&rt->world_lock);
-  for (size_t i = 0; i < rt->capbindings; i++)
-    for (kc__binding *b = rt->bindings[i]; b; b = b->next_in_bucket) {
+  KC__HTAB_EACH(&rt->bindings, kc__binding, b, next_in_bucket) {
       size_t n = 0;
       for (size_t j = 0; j < b->nbackedges; j++)
         if (!b->backedges[j]->dead) b->backedges[n++] = b->backedges[j];

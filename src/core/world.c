@@ -146,8 +146,7 @@ kc_status kc_collect(kc_runtime *rt, kc_collect_info *out) {
   kc__ci *dead = NULL;
   uint64_t ndead = 0;
   kc__lock(&rt->spec_lock);
-  for (size_t i = 0; i < rt->capspecs; i++)
-    for (kc__spec *s = rt->specs[i]; s; s = s->next_in_bucket) {
+  KC__HTAB_EACH(&rt->specs, kc__spec, s, next_in_bucket) {
       kc__ci *keep = NULL, **tail = &keep;
       for (kc__ci *ci = kc__load_relaxed(&s->head), *next; ci; ci = next) {
         next = ci->next;
@@ -171,19 +170,12 @@ kc_status kc_collect(kc_runtime *rt, kc_collect_info *out) {
   kc__lock(&rt->ctx_lock);
   for (kc_context *ctx = rt->contexts; ctx && ndead; ctx = ctx->next) {
     kc__lock(&ctx->lock);
-    if (kc__load_relaxed(&ctx->alive))
-      for (size_t i = 0; i < ctx->caplinked; i++)
-        for (kc__linked **pl = &ctx->linked[i]; *pl;) {
-          kc__linked *l = *pl;
-          if (!l->ci->dead) {
-            pl = &l->next_in_bucket;
-            continue;
-          }
-          *pl = l->next_in_bucket;
-          ctx->nlinked--;
-          nlinked++;
-          kc__linked_recycle(rt, l);
-        }
+    if (kc__load_relaxed(&ctx->alive)) {
+      KC__HTAB_DROP_IF(&ctx->linked, kc__linked, l, next_in_bucket, l->ci->dead, {
+        nlinked++;
+        kc__linked_recycle(rt, l);
+      })
+    }
     kc__unlock(&ctx->lock);
   }
   kc__unlock(&rt->ctx_lock);
