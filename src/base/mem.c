@@ -51,7 +51,7 @@ char *kc__heap_strdup(const kc__heap *h, const char *s) { return kc__heap_strndu
 
 void *kc__grow_array(const kc__heap *heap, void *arr, size_t *cap, size_t need, size_t elem,
                      size_t first) {
-  if (need <= *cap) return arr ? arr : kc__heap_alloc(heap, elem);
+  if (need <= *cap && arr) return arr;
   size_t nc = *cap ? *cap : (first ? first : 1);
   while (nc < need) {
     if (nc > SIZE_MAX / 2 / elem) return NULL;

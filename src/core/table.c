@@ -184,9 +184,10 @@ typedef struct {
   kc_world world;
   const kc__spec *spec;
   kc__closure *out;
-  uint32_t capdefs, capedges;
+  size_t capdefs, capedges;
   kc__def **stack; /* the current path, for cycle detection and messages */
-  uint32_t depth, capstack;
+  uint32_t depth;
+  size_t capstack;
   kc__def *current;
   bool seen_self;
   kc_status st;
@@ -196,13 +197,9 @@ static bool add_edge(walk *wk, kc__binding *b, kc__def *d) {
   kc__closure *c = wk->out;
   for (uint32_t i = 0; i < c->nedges; i++)
     if (c->edges[i].binding == b) return true;
-  if (c->nedges == wk->capedges) {
-    uint32_t cap = wk->capedges ? wk->capedges * 2 : 16;
-    kc__edge *ne = kc__realloc(wk->rt, c->edges, cap * sizeof *ne);
-    if (!ne) return false;
-    c->edges = ne;
-    wk->capedges = cap;
-  }
+  bool ok;
+  KC__GROW(&wk->rt->heap, c->edges, wk->capedges, (size_t)c->nedges + 1, 16, &ok);
+  if (!ok) return false;
   c->edges[c->nedges++] = (kc__edge){b, d};
   return true;
 }
@@ -292,13 +289,9 @@ static kc_status visit(walk *wk, kc__def *d) {
       return st;
     }
   if (in_closure(wk->out, d)) return KC_OK;
-  if (wk->depth == wk->capstack) {
-    uint32_t cap = wk->capstack ? wk->capstack * 2 : 16;
-    kc__def **ns = kc__realloc(wk->rt, wk->stack, cap * sizeof *ns);
-    if (!ns) return kc__err(wk->rt, KC_ENOMEM, "out of memory");
-    wk->stack = ns;
-    wk->capstack = cap;
-  }
+  bool ok;
+  KC__GROW(&wk->rt->heap, wk->stack, wk->capstack, (size_t)wk->depth + 1, 16, &ok);
+  if (!ok) return kc__err(wk->rt, KC_ENOMEM, "out of memory");
   wk->stack[wk->depth++] = d;
   kc__def *saved = wk->current;
   bool saved_self = wk->seen_self;
@@ -311,13 +304,8 @@ static kc_status visit(walk *wk, kc__def *d) {
   if (wk->st) return wk->st;
   /* post-order: callees are emitted before their callers */
   kc__closure *c = wk->out;
-  if (c->ndefs == wk->capdefs) {
-    uint32_t cap = wk->capdefs ? wk->capdefs * 2 : 8;
-    kc__def **nd = kc__realloc(wk->rt, c->defs, cap * sizeof *nd);
-    if (!nd) return kc__err(wk->rt, KC_ENOMEM, "out of memory");
-    c->defs = nd;
-    wk->capdefs = cap;
-  }
+  KC__GROW(&wk->rt->heap, c->defs, wk->capdefs, (size_t)c->ndefs + 1, 8, &ok);
+  if (!ok) return kc__err(wk->rt, KC_ENOMEM, "out of memory");
   c->defs[c->ndefs++] = d;
   return KC_OK;
 }
@@ -374,13 +362,9 @@ static void edge_range(const kc__edge *e, kc_world world, kc_world *min, kc_worl
 }
 
 static bool add_backedge(kc_runtime *rt, kc__binding *b, kc__ci *ci) {
-  if (b->nbackedges == b->capbackedges) {
-    size_t cap = b->capbackedges ? b->capbackedges * 2 : 4;
-    kc__ci **nb = kc__realloc(rt, b->backedges, cap * sizeof *nb);
-    if (!nb) return false;
-    b->backedges = nb;
-    b->capbackedges = cap;
-  }
+  bool ok;
+  KC__GROW(&rt->heap, b->backedges, b->capbackedges, b->nbackedges + 1, 4, &ok);
+  if (!ok) return false;
   b->backedges[b->nbackedges++] = ci;
   return true;
 }

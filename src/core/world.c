@@ -51,15 +51,11 @@ static kc_status pins_add(kc_runtime *rt, kc_world *world) {
   size_t i = 0;
   while (i < rt->npins && rt->pins[i].world != w) i++;
   if (i == rt->npins) {
-    if (rt->npins == rt->cappins) {
-      size_t cap = rt->cappins ? rt->cappins * 2 : 8;
-      struct kc__pinned *np = kc__realloc(rt, rt->pins, cap * sizeof *np);
-      if (!np) {
-        kc__unlock(&rt->world_lock);
-        return kc__err(rt, KC_ENOMEM, "kc_pin: out of memory");
-      }
-      rt->pins = np;
-      rt->cappins = cap;
+    bool ok;
+    KC__GROW(&rt->heap, rt->pins, rt->cappins, rt->npins + 1, 8, &ok);
+    if (!ok) {
+      kc__unlock(&rt->world_lock);
+      return kc__err(rt, KC_ENOMEM, "kc_pin: out of memory");
     }
     rt->pins[rt->npins++] = (struct kc__pinned){w, 0};
   }
