@@ -101,6 +101,40 @@ typedef union kc__bufh {
   uint64_t u64; /* CUdeviceptr */
 } kc__bufh;
 
+/* Buffers are type-stable like contexts: their structs are recycled within
+ * the context struct they were made in (owner's free list), never freed
+ * while the runtime lives, so a kc_buffer_* call on a buffer that was
+ * destroyed (by kc_buffer_destroy or with its context) reads valid memory
+ * and says KC_EDESTROYED. */
+struct kc_buffer {
+  kc__bufh h; /* first: a kc_buffer * is a pointer to its handle (argv entries) */
+  /* Second (the host prelude's struct kc__buf reads it): the live context,
+   * NULL once the buffer is destroyed, so an argument check against any
+   * context fails. Written under owner->lock. */
+  kc_context *ctx;
+  kc_context *owner; /* the context struct it lives in; never changes */
+  size_t size;
+  kc_buffer *prev, *next; /* owner's live list or free list, under owner->lock */
+};
+_Static_assert(offsetof(struct kc_buffer, h) == 0, "argv takes a kc_buffer * as a pointer to its handle");
+
+/* What a backend loads: the compiled bytes and what they were compiled
+ * from. A backend sees a code instance only through this view (link still
+ * receives the kc__ci pointer because the disk store trial-loads artifacts
+ * through the backend table; kc__ci is an incomplete type here). */
+typedef struct kc__artifact {
+  const void *bytes;
+  size_t size;
+  const char *entry; /* the kernel's name */
+  const kc__param *params;
+  uint32_t nparams;
+  const uint64_t *sig; /* nparams KC__SIG */
+  const char *source;  /* the translation unit, or NULL */
+} kc__artifact;
+kc__artifact kc__artifact_of(const kc__ci *ci);
+/* The kernel's name of a linked object (for messages). */
+const char *kc__linked_name(const kc__linked *l);
+
 /* --------------------------------------------------------- the table */
 
 /* A translation unit ready for the backend. */

@@ -34,7 +34,7 @@
  *  - KC_CUDA_FORCE_PTX=1 compiles to PTX even for an architecture NVRTC
  *    knows, to exercise the driver-JIT path on any GPU.
  */
-#include "kc_internal.h"
+#include "backend.h"
 
 #include <ctype.h>
 #include <dlfcn.h>
@@ -340,7 +340,8 @@ typedef struct kc__cudev {
 } kc__cudev;
 
 typedef struct kc__cuda {
-  kc_runtime *rt;
+  kc_runtime *rt;              /* for the services: allocation, errors */
+  const char *compile_options; /* kc_options.compile_options (the runtime's copy) */
   kc__cudev *devs;
   int ndevs;
   int arch; /* what NVRTC compiles for */
@@ -452,6 +453,7 @@ static kc_status kc__cu_open(kc_runtime *rt, const kc_options *opt, void **state
     return kc__err(rt, KC_ENOMEM, "out of memory opening the CUDA backend");
   }
   st->rt = rt;
+  st->compile_options = opt ? opt->compile_options : NULL;
   const char *filter = opt && opt->device_name && *opt->device_name ? opt->device_name : NULL;
   kc_status s = KC_OK;
   for (int i = 0; i < n && s == KC_OK; i++) {
@@ -682,7 +684,7 @@ static kc_status kc__cu_compile(void *state, const kc__tu *tu, void **artifact, 
   (void)sig; /* prefilled by the engine from the parameter types */
   kc__cuda *st = state;
   return kc__cu_compile_tu(st->rt, tu->text, tu->len, tu->entry, st->arch, st->ptx,
-                           st->rt->compile_options, artifact, size, log);
+                           st->compile_options, artifact, size, log);
 }
 
 /* ------------------------------------------------------------- contexts */
@@ -801,7 +803,7 @@ static KC__COLD kc_status kc__cu_launch_slow(kc__linked *l, void **argv, const k
   }
   char detail[384];
   snprintf(detail, sizeof detail, " (kernel '%s', grid %ux%ux%u, block %ux%ux%u)",
-           l->ci && l->ci->spec ? l->ci->spec->name : "?", (unsigned)grid->x, (unsigned)grid->y,
+           kc__linked_name(l), (unsigned)grid->x, (unsigned)grid->y,
            (unsigned)grid->z, (unsigned)block->x, (unsigned)block->y, (unsigned)block->z);
   return kc__cu_fail(c->st->rt, KC_ELAUNCH, "cuLaunchKernel", r, detail);
 }
@@ -817,18 +819,19 @@ static bool kc__cu_is_binary(const unsigned char *p, size_t n) {
 static kc_status kc__cu_link(void *bctx, const kc__ci *ci, kc__linked *l) {
   kc__cuctx *c = bctx;
   kc_runtime *rt = c->st->rt;
-  const char *name = ci->spec->name;
-  if (!ci->artifact || ci->artifact_size == 0)
+  const kc__artifact a = kc__artifact_of(ci);
+  const char *name = a.entry;
+  if (!a.bytes || a.size == 0)
     return kc__err(rt, KC_ELINK, "kernel '%s' has an empty CUDA artifact", name);
   kc_status s = kc__cu_bind(c);
   if (s != KC_OK)
     return s;
   /* PTX must reach the driver NUL-terminated; one that came back from a
    * store without its NUL gets one here. */
-  const unsigned char *image = ci->artifact;
+  const unsigned char *image = a.bytes;
   char *copy = NULL;
-  if (!kc__cu_is_binary(image, ci->artifact_size) && image[ci->artifact_size - 1] != '\0') {
-    if (!(copy = kc__strndup(rt, ci->artifact, ci->artifact_size)))
+  if (!kc__cu_is_binary(image, a.size) && image[a.size - 1] != '\0') {
+    if (!(copy = kc__strndup(rt, a.bytes, a.size)))
       return kc__err(rt, KC_ENOMEM, "out of memory linking kernel '%s'", name);
     image = (const unsigned char *)copy;
   }

@@ -10,7 +10,7 @@
  * been read or mapped.
  */
 
-#include "../kc_internal.h"
+#include "backend.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -33,7 +33,8 @@ extern char **environ;
 typedef kc_status (*host_run_fn)(kc__linked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block);
 
 typedef struct host_state {
-  kc_runtime *rt;
+  kc_runtime *rt;              /* for the services: allocation, errors */
+  const char *compile_options; /* kc_options.compile_options (the runtime's copy) */
   char dir[256];
 #define KC__HOST_MAX_WORDS 56 /* in the compiler command, and in the compile options */
   char *cc_argv[KC__HOST_MAX_WORDS]; /* the compiler command, split on spaces (owned) */
@@ -146,6 +147,7 @@ static kc_status host_open(kc_runtime *rt, const kc_options *opt, void **state) 
   host_state *s = kc__calloc(rt, sizeof *s);
   if (!s) return kc__err(rt, KC_ENOMEM, "out of memory");
   s->rt = rt;
+  s->compile_options = opt->compile_options;
   if (!kc__mutex_init(&s->ident_lock)) {
     kc__free(rt, s);
     return kc__err(rt, KC_ENOMEM, "out of memory");
@@ -431,7 +433,7 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   argv[argc++] = src;
   /* user options come last so that they win */
   host_state opts = {.rt = rt};
-  st = split_words(&opts, rt->compile_options, "compile options");
+  st = split_words(&opts, s->compile_options, "compile options");
   for (int i = 0; !st && i < opts.cc_argc; i++) argv[argc++] = opts.cc_argv[i];
   argv[argc++] = "-lm";
   argv[argc] = NULL;
@@ -515,28 +517,29 @@ static kc_status host_launch_serial(kc__linked *l, void **argv, const kc_dim3 *g
 static kc_status host_link(void *bctx, const kc__ci *ci, kc__linked *l) {
   host_state *s = bctx;
   kc_runtime *rt = s->rt;
+  const kc__artifact a = kc__artifact_of(ci);
   const char *why;
-  if (!elf_complete(ci->artifact, ci->artifact_size, &why))
-    return kc__err(rt, KC_ELINK, "loading '%s' failed: the stored object is %s", ci->spec->name, why);
+  if (!elf_complete(a.bytes, a.size, &why))
+    return kc__err(rt, KC_ELINK, "loading '%s' failed: the stored object is %s", a.entry, why);
   char so[320];
   snprintf(so, sizeof so, "%s/l%llu.so", s->dir,
            (unsigned long long)kc__fetch_add_relaxed(&s->seq, 1));
-  kc_status st = write_file(rt, so, ci->artifact, ci->artifact_size);
+  kc_status st = write_file(rt, so, a.bytes, a.size);
   if (st) return st;
   void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   unlink(so); /* the mapping outlives the name */
-  if (!h) return kc__err(rt, KC_ELINK, "loading '%s' failed: %s", ci->spec->name, dlerror());
+  if (!h) return kc__err(rt, KC_ELINK, "loading '%s' failed: %s", a.entry, dlerror());
   void *fn = dlsym(h, "kc__run");
   if (!fn) {
     dlclose(h);
-    return kc__err(rt, KC_ELINK, "loading '%s' failed: no kc__run in the object", ci->spec->name);
+    return kc__err(rt, KC_ELINK, "loading '%s' failed: no kc__run in the object", a.entry);
   }
   typedef kc_status (*bad_dims_fn)(const kc__linked *, const kc_dim3 *, const kc_dim3 *);
   bad_dims_fn *on_bad_dims = dlsym(h, "kc__on_bad_dims");
   if (!on_bad_dims) {
     dlclose(h);
     return kc__err(rt, KC_ELINK, "loading '%s' failed: no kc__on_bad_dims in the object",
-                   ci->spec->name);
+                   a.entry);
   }
   *on_bad_dims = kc__launch_bad_dims;
   typedef kc_status (*bad_args_fn)(const kc__linked *, const kc_context *, const kc_arg *, uint32_t);
@@ -544,7 +547,7 @@ static kc_status host_link(void *bctx, const kc__ci *ci, kc__linked *l) {
   void *entry = dlsym(h, "kc__launch");
   if (!on_bad_args || !entry) {
     dlclose(h);
-    return kc__err(rt, KC_ELINK, "loading '%s' failed: no kc__launch in the object", ci->spec->name);
+    return kc__err(rt, KC_ELINK, "loading '%s' failed: no kc__launch in the object", a.entry);
   }
   *on_bad_args = kc__launch_bad_args;
   l->module = h;
@@ -556,7 +559,7 @@ static kc_status host_link(void *bctx, const kc__ci *ci, kc__linked *l) {
     if (!m || !kc__mutex_init(m)) {
       kc__free(rt, m);
       dlclose(h);
-      return kc__err(rt, KC_ENOMEM, "out of memory linking '%s'", ci->spec->name);
+      return kc__err(rt, KC_ENOMEM, "out of memory linking '%s'", a.entry);
     }
     l->extra = m;
     l->launch = host_launch_serial;

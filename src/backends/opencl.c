@@ -15,7 +15,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
-#include "kc_internal.h"
+#include "backend.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -693,9 +693,9 @@ static kc_status ocl_ctx_finish(void *bctx) {
 
 /* Builds a program for c's device from a binary; NULL if the platform
  * rejects it (not an error: the caller rebuilds from source). */
-static cl_program ocl_from_binary(ocl_ctx *c, const kc__ci *ci) {
-  const unsigned char *bin = ci->artifact;
-  size_t size = ci->artifact_size;
+static cl_program ocl_from_binary(ocl_ctx *c, const kc__artifact *a) {
+  const unsigned char *bin = a->bytes;
+  size_t size = a->size;
   cl_int binst = CL_SUCCESS, e;
   if (!bin || !size) return NULL;
   cl_program p = ocl.clCreateProgramWithBinary(c->ctx, 1, &c->device, &size, &bin, &binst, &e);
@@ -713,11 +713,12 @@ static kc_status ocl_launch(kc__linked *l, void **argv, const kc_dim3 *grid, con
 static kc_status ocl_link(void *bctx, const kc__ci *ci, kc__linked *l) {
   ocl_ctx *c = bctx;
   kc_runtime *rt = c->rt;
-  const char *entry = ci->spec->name;
+  const kc__artifact a = kc__artifact_of(ci);
+  const char *entry = a.entry;
   cl_int e;
 
   cl_kernel k = NULL;
-  cl_program p = ocl_from_binary(c, ci);
+  cl_program p = ocl_from_binary(c, &a);
   if (p && !(k = ocl.clCreateKernel(p, entry, &e))) {
     ocl.clReleaseProgram(p);
     p = NULL;
@@ -726,7 +727,7 @@ static kc_status ocl_link(void *bctx, const kc__ci *ci, kc__linked *l) {
     /* The platform refused the binary it produced (PoCL does when the CPU
      * it sees differs, e.g. under valgrind, or for another device of the
      * platform): the source gives the same kernel, only slower to get. */
-    const char *text = ci->source;
+    const char *text = a.source;
     size_t len = text ? strlen(text) : 0;
     if (!len)
       return kc__err(rt, KC_ELINK, "OpenCL rejected the binary of kernel '%s' and no source is kept",
@@ -751,7 +752,7 @@ static kc_status ocl_link(void *bctx, const kc__ci *ci, kc__linked *l) {
     }
   }
 
-  ocl_linked *x = kc__calloc(rt, sizeof *x + ci->nparams * sizeof x->argsize[0]);
+  ocl_linked *x = kc__calloc(rt, sizeof *x + a.nparams * sizeof x->argsize[0]);
   if (!x) {
     ocl.clReleaseKernel(k);
     ocl.clReleaseProgram(p);
@@ -761,9 +762,9 @@ static kc_status ocl_link(void *bctx, const kc__ci *ci, kc__linked *l) {
   x->queue = c->queue;
   x->rt = rt;
   x->entry = entry;
-  x->nargs = ci->nparams;
-  for (uint32_t i = 0; i < ci->nparams; i++) {
-    uint64_t s = ci->sig ? ci->sig[i] : 0;
+  x->nargs = a.nparams;
+  for (uint32_t i = 0; i < a.nparams; i++) {
+    uint64_t s = a.sig ? a.sig[i] : 0;
     uint32_t kind = (uint32_t)(s >> 32), bytes = (uint32_t)s;
     x->argsize[i] = kind == KC_ARG_BUFFER                         ? sizeof(cl_mem)
                     : kind == KC_ARG_SCALAR && bytes != UINT32_MAX ? bytes

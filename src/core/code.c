@@ -64,6 +64,15 @@ kc__ci *kc__ci_find(kc__spec *spec, kc_world w) {
   return NULL;
 }
 
+kc__artifact kc__artifact_of(const kc__ci *ci) {
+  return (kc__artifact){ci->artifact, ci->artifact_size, ci->spec->name, ci->params,
+                        ci->nparams,  ci->sig,           ci->source};
+}
+
+const char *kc__linked_name(const kc__linked *l) {
+  return l->ci && l->ci->spec ? l->ci->spec->name : "?";
+}
+
 void kc__ci_free(kc_runtime *rt, kc__ci *ci) {
   kc__free(rt, ci->artifact);
   kc__free(rt, ci->source);

@@ -134,23 +134,6 @@ struct kc__spec {
   kc__linked *free_linked;  /* unlinked objects of this spec, for reuse */
 };
 
-/* Buffers are type-stable like contexts: their structs are recycled within
- * the context struct they were made in (owner's free list), never freed
- * while the runtime lives, so a kc_buffer_* call on a buffer that was
- * destroyed (by kc_buffer_destroy or with its context) reads valid memory
- * and says KC_EDESTROYED. */
-struct kc_buffer {
-  kc__bufh h; /* first: a kc_buffer * is a pointer to its handle (argv entries) */
-  /* Second (the host prelude's struct kc__buf reads it): the live context,
-   * NULL once the buffer is destroyed, so an argument check against any
-   * context fails. Written under owner->lock. */
-  kc_context *ctx;
-  kc_context *owner; /* the context struct it lives in; never changes */
-  size_t size;
-  kc_buffer *prev, *next; /* owner's live list or free list, under owner->lock */
-};
-_Static_assert(offsetof(struct kc_buffer, h) == 0, "argv takes a kc_buffer * as a pointer to its handle");
-
 struct kc_context {
   /* Changes at create, reset and destroy; never repeats (global counter). A
    * handle's cache entry is valid only for the key it was made with. */
