@@ -129,7 +129,7 @@ static struct {
   char why_buf[256];
   int version;
   KC__CU_DRIVER_FNS(KC__FIELD)
-} kc__cu = {.once = KC__ONCE_INIT};
+} cu_drv = {.once = KC__ONCE_INIT};
 
 static struct {
   kc__once once;
@@ -140,7 +140,7 @@ static struct {
   const char *(*nvrtcGetErrorString)(nvrtcResult r); /* the one that returns no status */
   KC__NVRTC_FNS(KC__NVFIELD)
   KC__NVRTC_OPTIONAL_FNS(KC__NVFIELD)
-} kc__nv = {.once = KC__ONCE_INIT};
+} cu_nvrtc = {.once = KC__ONCE_INIT};
 
 #undef KC__FIELD
 #undef KC__NVFIELD
@@ -148,7 +148,7 @@ static struct {
 _Static_assert(sizeof(void *) == sizeof(void (*)(void)), "dlsym needs data and code pointers alike");
 
 /* dlsym into a function pointer without the undefined cast. */
-static bool kc__cu_sym(void *lib, const char *name, void *fnptr) {
+static bool cu_sym(void *lib, const char *name, void *fnptr) {
   void *p = dlsym(lib, name);
   memcpy(fnptr, &p, sizeof p);
   return p != NULL;
@@ -157,41 +157,41 @@ static bool kc__cu_sym(void *lib, const char *name, void *fnptr) {
 /* ------------------------------------------------------ loading NVRTC */
 
 /* Sonames NVRTC has shipped under, newest first. */
-static const char *const kc__nvrtc_names[] = {
+static const char *const cu_nvrtc_names[] = {
     "libnvrtc.so",      "libnvrtc.so.13",   "libnvrtc.so.12",   "libnvrtc.so.11.2",
     "libnvrtc.so.11.1", "libnvrtc.so.11.0", "libnvrtc.so.10.2", "libnvrtc.so.10.1",
 };
 
 /* Takes lib if it has every required entry point; else closes it. */
-static bool kc__nvrtc_adopt(void *lib) {
+static bool cu_nvrtc_adopt(void *lib) {
   if (!lib)
     return false;
   bool ok = true;
-#define KC__RESOLVE(name, args) ok = ok && kc__cu_sym(lib, #name, &kc__nv.name);
+#define KC__RESOLVE(name, args) ok = ok && cu_sym(lib, #name, &cu_nvrtc.name);
   KC__NVRTC_FNS(KC__RESOLVE)
 #undef KC__RESOLVE
-  ok = ok && kc__cu_sym(lib, "nvrtcGetErrorString", &kc__nv.nvrtcGetErrorString);
+  ok = ok && cu_sym(lib, "nvrtcGetErrorString", &cu_nvrtc.nvrtcGetErrorString);
   if (!ok) {
     dlclose(lib);
     return false;
   }
-#define KC__RESOLVE(name, args) kc__cu_sym(lib, #name, &kc__nv.name);
+#define KC__RESOLVE(name, args) cu_sym(lib, #name, &cu_nvrtc.name);
   KC__NVRTC_OPTIONAL_FNS(KC__RESOLVE)
 #undef KC__RESOLVE
-  if (!kc__nv.nvrtcGetCUBIN || !kc__nv.nvrtcGetCUBINSize)
-    kc__nv.nvrtcGetCUBIN = NULL, kc__nv.nvrtcGetCUBINSize = NULL;
-  if (!kc__nv.nvrtcGetSupportedArchs || !kc__nv.nvrtcGetNumSupportedArchs)
-    kc__nv.nvrtcGetSupportedArchs = NULL, kc__nv.nvrtcGetNumSupportedArchs = NULL;
+  if (!cu_nvrtc.nvrtcGetCUBIN || !cu_nvrtc.nvrtcGetCUBINSize)
+    cu_nvrtc.nvrtcGetCUBIN = NULL, cu_nvrtc.nvrtcGetCUBINSize = NULL;
+  if (!cu_nvrtc.nvrtcGetSupportedArchs || !cu_nvrtc.nvrtcGetNumSupportedArchs)
+    cu_nvrtc.nvrtcGetSupportedArchs = NULL, cu_nvrtc.nvrtcGetNumSupportedArchs = NULL;
   return true; /* never dlclose'd: NVRTC stays loaded for the process */
 }
 
-static bool kc__nvrtc_try_dir(const char *root, const char *sub) {
+static bool cu_nvrtc_try_dir(const char *root, const char *sub) {
   if (!root || !*root)
     return false;
   char path[4096];
-  for (size_t i = 0; i < sizeof kc__nvrtc_names / sizeof *kc__nvrtc_names; i++) {
-    snprintf(path, sizeof path, "%s/%s/%s", root, sub, kc__nvrtc_names[i]);
-    if (kc__nvrtc_adopt(dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+  for (size_t i = 0; i < sizeof cu_nvrtc_names / sizeof *cu_nvrtc_names; i++) {
+    snprintf(path, sizeof path, "%s/%s/%s", root, sub, cu_nvrtc_names[i]);
+    if (cu_nvrtc_adopt(dlopen(path, RTLD_NOW | RTLD_LOCAL)))
       return true;
   }
   /* Any other version the toolkit ships, newest name last in glob order. */
@@ -200,7 +200,7 @@ static bool kc__nvrtc_try_dir(const char *root, const char *sub) {
   bool found = false;
   if (glob(path, 0, NULL, &g) == 0) {
     for (size_t i = g.gl_pathc; i-- > 0 && !found;)
-      found = kc__nvrtc_adopt(dlopen(g.gl_pathv[i], RTLD_NOW | RTLD_LOCAL));
+      found = cu_nvrtc_adopt(dlopen(g.gl_pathv[i], RTLD_NOW | RTLD_LOCAL));
     globfree(&g);
   }
   return found;
@@ -210,19 +210,19 @@ static bool kc__nvrtc_try_dir(const char *root, const char *sub) {
  * compile, so one found through CUDA_HOME outside the loader's path fails
  * then. Loading the builtins from NVRTC's own directory first makes that
  * dlopen find them already loaded (by soname). */
-static void kc__nvrtc_preload_builtins(void) {
+static void cu_nvrtc_preload_builtins(void) {
   void *addr;
-  memcpy(&addr, &kc__nv.nvrtcVersion, sizeof addr);
+  memcpy(&addr, &cu_nvrtc.nvrtcVersion, sizeof addr);
   Dl_info info;
   if (!dladdr(addr, &info) || !info.dli_fname || !strchr(info.dli_fname, '/'))
     return;
   char dir[4096], path[4096 + 64];
   snprintf(dir, sizeof dir, "%s", info.dli_fname);
   *strrchr(dir, '/') = '\0';
-  snprintf(path, sizeof path, "%s/libnvrtc-builtins.so.%d.%d", dir, kc__nv.major, kc__nv.minor);
+  snprintf(path, sizeof path, "%s/libnvrtc-builtins.so.%d.%d", dir, cu_nvrtc.major, cu_nvrtc.minor);
   if (dlopen(path, RTLD_NOW | RTLD_LOCAL))
     return;
-  snprintf(path, sizeof path, "%s/libnvrtc-builtins.so.%d*", dir, kc__nv.major);
+  snprintf(path, sizeof path, "%s/libnvrtc-builtins.so.%d*", dir, cu_nvrtc.major);
   glob_t g;
   if (glob(path, 0, NULL, &g) == 0) {
     for (size_t i = g.gl_pathc; i-- > 0;)
@@ -232,156 +232,156 @@ static void kc__nvrtc_preload_builtins(void) {
   }
 }
 
-static void kc__nvrtc_load(void) {
+static void cu_nvrtc_load(void) {
   static const char *const roots[] = {"CUDA_HOME", "CUDA_PATH"};
   bool found = false;
   for (size_t i = 0; i < 2 && !found; i++) {
     const char *root = getenv(roots[i]);
-    found = kc__nvrtc_try_dir(root, "lib64") || kc__nvrtc_try_dir(root, "lib");
+    found = cu_nvrtc_try_dir(root, "lib64") || cu_nvrtc_try_dir(root, "lib");
   }
   if (!found)
-    found = kc__nvrtc_try_dir("/usr/local/cuda", "lib64");
-  for (size_t i = 0; !found && i < sizeof kc__nvrtc_names / sizeof *kc__nvrtc_names; i++)
-    found = kc__nvrtc_adopt(dlopen(kc__nvrtc_names[i], RTLD_NOW | RTLD_LOCAL));
+    found = cu_nvrtc_try_dir("/usr/local/cuda", "lib64");
+  for (size_t i = 0; !found && i < sizeof cu_nvrtc_names / sizeof *cu_nvrtc_names; i++)
+    found = cu_nvrtc_adopt(dlopen(cu_nvrtc_names[i], RTLD_NOW | RTLD_LOCAL));
   if (!found) {
-    kc__nv.why = "NVRTC not found (set CUDA_HOME)";
+    cu_nvrtc.why = "NVRTC not found (set CUDA_HOME)";
     return;
   }
-  if (kc__nv.nvrtcVersion(&kc__nv.major, &kc__nv.minor) != KC__NVRTC_SUCCESS) {
-    kc__nv.why = "NVRTC found but nvrtcVersion failed";
+  if (cu_nvrtc.nvrtcVersion(&cu_nvrtc.major, &cu_nvrtc.minor) != KC__NVRTC_SUCCESS) {
+    cu_nvrtc.why = "NVRTC found but nvrtcVersion failed";
     return;
   }
-  kc__nvrtc_preload_builtins();
-  kc__nv.serialize = kc__nv.major < 11;
-  if (kc__nv.serialize && !kc__mutex_init(&kc__nv.lock)) {
-    kc__nv.why = "NVRTC: cannot create its lock";
+  cu_nvrtc_preload_builtins();
+  cu_nvrtc.serialize = cu_nvrtc.major < 11;
+  if (cu_nvrtc.serialize && !kc__mutex_init(&cu_nvrtc.lock)) {
+    cu_nvrtc.why = "NVRTC: cannot create its lock";
     return;
   }
-  kc__nv.why = NULL;
+  cu_nvrtc.why = NULL;
 }
 
 const char *kc__cuda_nvrtc_unavailable(void) {
-  kc__call_once(&kc__nv.once, kc__nvrtc_load);
-  return kc__nv.why;
+  kc__call_once(&cu_nvrtc.once, cu_nvrtc_load);
+  return cu_nvrtc.why;
 }
 
 /* ---------------------------------------------------- loading the driver */
 
-static const char *kc__cu_errname(CUresult r) {
+static const char *cu_errname(CUresult r) {
   const char *s = NULL;
-  if (kc__cu.cuGetErrorName && kc__cu.cuGetErrorName(r, &s) == KC__CUDA_SUCCESS && s)
+  if (cu_drv.cuGetErrorName && cu_drv.cuGetErrorName(r, &s) == KC__CUDA_SUCCESS && s)
     return s;
   return "CUDA_ERROR_UNKNOWN_CODE";
 }
 
-static const char *kc__cu_errstr(CUresult r) {
+static const char *cu_errstr(CUresult r) {
   const char *s = NULL;
-  if (kc__cu.cuGetErrorString && kc__cu.cuGetErrorString(r, &s) == KC__CUDA_SUCCESS && s)
+  if (cu_drv.cuGetErrorString && cu_drv.cuGetErrorString(r, &s) == KC__CUDA_SUCCESS && s)
     return s;
   return "unrecognized error code";
 }
 
-static void kc__cu_load(void) {
+static void cu_load(void) {
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
-    kc__cu.why = "no CUDA driver (libcuda.so.1 not found)";
+    cu_drv.why = "no CUDA driver (libcuda.so.1 not found)";
     return;
   }
 #define KC__RESOLVE(name, args)                                                                   \
-  if (!kc__cu_sym(lib, #name, &kc__cu.name)) {                                                    \
-    snprintf(kc__cu.why_buf, sizeof kc__cu.why_buf,                                               \
+  if (!cu_sym(lib, #name, &cu_drv.name)) {                                                    \
+    snprintf(cu_drv.why_buf, sizeof cu_drv.why_buf,                                               \
              "CUDA driver too old: libcuda.so.1 has no %s", #name);                               \
-    kc__cu.why = kc__cu.why_buf;                                                                  \
+    cu_drv.why = cu_drv.why_buf;                                                                  \
     return;                                                                                       \
   }
   KC__CU_DRIVER_FNS(KC__RESOLVE)
 #undef KC__RESOLVE
-  CUresult r = kc__cu.cuInit(0);
+  CUresult r = cu_drv.cuInit(0);
   if (r == KC__CUDA_ERROR_NO_DEVICE) {
-    kc__cu.why = "no CUDA device";
+    cu_drv.why = "no CUDA device";
     return;
   }
   if (r != KC__CUDA_SUCCESS) {
-    snprintf(kc__cu.why_buf, sizeof kc__cu.why_buf, "CUDA driver unusable: cuInit: %s (%d): %s",
-             kc__cu_errname(r), r, kc__cu_errstr(r));
-    kc__cu.why = kc__cu.why_buf;
+    snprintf(cu_drv.why_buf, sizeof cu_drv.why_buf, "CUDA driver unusable: cuInit: %s (%d): %s",
+             cu_errname(r), r, cu_errstr(r));
+    cu_drv.why = cu_drv.why_buf;
     return;
   }
   int n = 0;
-  if (kc__cu.cuDeviceGetCount(&n) != KC__CUDA_SUCCESS || n < 1) {
-    kc__cu.why = "no CUDA device";
+  if (cu_drv.cuDeviceGetCount(&n) != KC__CUDA_SUCCESS || n < 1) {
+    cu_drv.why = "no CUDA device";
     return;
   }
-  if (kc__cu.cuDriverGetVersion(&kc__cu.version) != KC__CUDA_SUCCESS)
-    kc__cu.version = 0;
-  kc__cu.why = NULL;
+  if (cu_drv.cuDriverGetVersion(&cu_drv.version) != KC__CUDA_SUCCESS)
+    cu_drv.version = 0;
+  cu_drv.why = NULL;
 }
 
-static const char *kc__cu_unavailable(void) {
-  kc__call_once(&kc__cu.once, kc__cu_load);
-  if (kc__cu.why)
-    return kc__cu.why;
+static const char *cu_unavailable(void) {
+  kc__call_once(&cu_drv.once, cu_load);
+  if (cu_drv.why)
+    return cu_drv.why;
   return kc__cuda_nvrtc_unavailable();
 }
 
 /* "<call>: CUDA_ERROR_X (n): <driver's text><detail>" */
-static KC__COLD kc_status kc__cu_fail(const kc_runtime *rt, kc_status st, const char *call,
+static KC__COLD kc_status cu_fail(const kc_runtime *rt, kc_status st, const char *call,
                                       CUresult r, const char *detail) {
-  return kc__err(rt, st, "%s: %s (%d): %s%s", call, kc__cu_errname(r), r, kc__cu_errstr(r),
+  return kc__err(rt, st, "%s: %s (%d): %s%s", call, cu_errname(r), r, cu_errstr(r),
                  detail ? detail : "");
 }
 
 /* ------------------------------------------------------------ the state */
 
-typedef struct kc__cudev {
+typedef struct cu_dev {
   CUdevice dev;
   int cc; /* compute capability as major*10+minor: 90 for 9.0, 120 for 12.0 */
   char name[256];
-} kc__cudev;
+} cu_dev;
 
-typedef struct kc__cuda {
+typedef struct cu_state {
   kc_runtime *rt;              /* for the services: allocation, errors */
   const char *compile_options; /* kc_options.compile_options (the runtime's copy) */
-  kc__cudev *devs;
+  cu_dev *devs;
   int ndevs;
   int arch; /* what NVRTC compiles for */
   bool ptx; /* artifacts are PTX for compute_<arch>, JIT-compiled by the driver */
   char identity[512];
-} kc__cuda;
+} cu_state;
 
-typedef struct kc__cuctx {
-  kc__cuda *st;
+typedef struct cu_ctx {
+  cu_state *st;
   uint64_t id; /* never reused: the thread's binding cache compares it */
   CUdevice dev;
   CUcontext ctx; /* the device's primary context, retained */
   CUstream stream; /* NULL: the legacy default stream (see the top) */
-} kc__cuctx;
+} cu_ctx;
 
 /* The id of the kc context whose CUDA context this thread made current last.
  * Ids are never reused, so a destroyed context's id never matches again. */
 #if defined(__GNUC__)
-static _Thread_local uint64_t kc__cu_bound __attribute__((tls_model("initial-exec")));
+static _Thread_local uint64_t cu_bound __attribute__((tls_model("initial-exec")));
 #else
-static _Thread_local uint64_t kc__cu_bound;
+static _Thread_local uint64_t cu_bound;
 #endif
 
 /* Makes c's context current on this thread (a slow path: it asks the
  * driver), and records it for the launch fast path. */
-static KC__NOINLINE kc_status kc__cu_bind(const kc__cuctx *c) {
+static KC__NOINLINE kc_status cu_bind(const cu_ctx *c) {
   CUcontext cur = NULL;
-  CUresult r = kc__cu.cuCtxGetCurrent(&cur);
+  CUresult r = cu_drv.cuCtxGetCurrent(&cur);
   if (r != KC__CUDA_SUCCESS || cur != c->ctx) {
-    r = kc__cu.cuCtxSetCurrent(c->ctx);
+    r = cu_drv.cuCtxSetCurrent(c->ctx);
     if (r != KC__CUDA_SUCCESS) {
-      kc__cu_bound = 0;
-      return kc__cu_fail(c->st->rt, KC_EBACKEND, "cuCtxSetCurrent", r, "");
+      cu_bound = 0;
+      return cu_fail(c->st->rt, KC_EBACKEND, "cuCtxSetCurrent", r, "");
     }
   }
-  kc__cu_bound = c->id;
+  cu_bound = c->id;
   return KC_OK;
 }
 
-static bool kc__contains_nocase(const char *hay, const char *needle) {
+static bool cu_contains_nocase(const char *hay, const char *needle) {
   size_t n = strlen(needle);
   for (; *hay; hay++) {
     size_t i = 0;
@@ -396,7 +396,7 @@ static bool kc__contains_nocase(const char *hay, const char *needle) {
 /* Picks the architecture NVRTC compiles for: the devices' exact one as a
  * cubin when NVRTC knows it, else PTX for the newest one it knows below
  * it. Devices of different architectures share PTX for the oldest. */
-static kc_status kc__cu_pick_arch(kc__cuda *st) {
+static kc_status cu_pick_arch(cu_state *st) {
   int lo = st->devs[0].cc;
   bool mixed = false;
   for (int i = 1; i < st->ndevs; i++) {
@@ -406,18 +406,18 @@ static kc_status kc__cu_pick_arch(kc__cuda *st) {
   }
   bool force = false;
   kc__setting_bool(KC__SET_CUDA_FORCE_PTX, &force); /* set, not empty and not "0" */
-  bool want_ptx = mixed || !kc__nv.nvrtcGetCUBIN || force;
-  if (!kc__nv.nvrtcGetSupportedArchs) { /* NVRTC < 11.2: trust it with the device's arch */
+  bool want_ptx = mixed || !cu_nvrtc.nvrtcGetCUBIN || force;
+  if (!cu_nvrtc.nvrtcGetSupportedArchs) { /* NVRTC < 11.2: trust it with the device's arch */
     st->arch = lo;
     st->ptx = want_ptx;
     return KC_OK;
   }
   int n = 0;
-  if (kc__nv.nvrtcGetNumSupportedArchs(&n) != KC__NVRTC_SUCCESS || n <= 0 || n > 512)
+  if (cu_nvrtc.nvrtcGetNumSupportedArchs(&n) != KC__NVRTC_SUCCESS || n <= 0 || n > 512)
     return kc__err(st->rt, KC_EUNAVAILABLE, "NVRTC %d.%d lists no supported architecture",
-                   kc__nv.major, kc__nv.minor);
+                   cu_nvrtc.major, cu_nvrtc.minor);
   int archs[512];
-  if (kc__nv.nvrtcGetSupportedArchs(archs) != KC__NVRTC_SUCCESS)
+  if (cu_nvrtc.nvrtcGetSupportedArchs(archs) != KC__NVRTC_SUCCESS)
     return kc__err(st->rt, KC_EUNAVAILABLE, "nvrtcGetSupportedArchs failed");
   int best = 0, lowest = archs[0];
   bool exact = false;
@@ -432,22 +432,22 @@ static kc_status kc__cu_pick_arch(kc__cuda *st) {
     return kc__err(st->rt, KC_EUNAVAILABLE,
                    "CUDA device '%s' (sm_%d) is older than every architecture NVRTC %d.%d "
                    "supports (lowest: sm_%d)",
-                   st->devs[0].name, lo, kc__nv.major, kc__nv.minor, lowest);
+                   st->devs[0].name, lo, cu_nvrtc.major, cu_nvrtc.minor, lowest);
   st->arch = exact ? lo : best;
   st->ptx = want_ptx || !exact;
   return KC_OK;
 }
 
-static kc_status kc__cu_open(kc_runtime *rt, const kc_options *opt, void **state) {
+static kc_status cu_open(kc_runtime *rt, const kc_options *opt, void **state) {
   *state = NULL;
-  const char *why = kc__cu_unavailable();
+  const char *why = cu_unavailable();
   if (why)
     return kc__err(rt, KC_EUNAVAILABLE, "CUDA backend unavailable: %s", why);
   int n = 0;
-  CUresult r = kc__cu.cuDeviceGetCount(&n);
+  CUresult r = cu_drv.cuDeviceGetCount(&n);
   if (r != KC__CUDA_SUCCESS)
-    return kc__cu_fail(rt, KC_EUNAVAILABLE, "cuDeviceGetCount", r, "");
-  kc__cuda *st = kc__calloc(rt, sizeof *st);
+    return cu_fail(rt, KC_EUNAVAILABLE, "cuDeviceGetCount", r, "");
+  cu_state *st = kc__calloc(rt, sizeof *st);
   if (!st || !(st->devs = kc__calloc(rt, sizeof *st->devs * (size_t)(n > 0 ? n : 1)))) {
     kc__free(rt, st);
     return kc__err(rt, KC_ENOMEM, "out of memory opening the CUDA backend");
@@ -457,18 +457,18 @@ static kc_status kc__cu_open(kc_runtime *rt, const kc_options *opt, void **state
   const char *filter = opt && opt->device_name && *opt->device_name ? opt->device_name : NULL;
   kc_status s = KC_OK;
   for (int i = 0; i < n && s == KC_OK; i++) {
-    kc__cudev d = {0};
+    cu_dev d = {0};
     int major = 0, minor = 0;
-    if ((r = kc__cu.cuDeviceGet(&d.dev, i)) != KC__CUDA_SUCCESS)
-      s = kc__cu_fail(rt, KC_EUNAVAILABLE, "cuDeviceGet", r, "");
-    else if ((r = kc__cu.cuDeviceGetName(d.name, (int)sizeof d.name, d.dev)) != KC__CUDA_SUCCESS)
-      s = kc__cu_fail(rt, KC_EUNAVAILABLE, "cuDeviceGetName", r, "");
-    else if ((r = kc__cu.cuDeviceGetAttribute(
+    if ((r = cu_drv.cuDeviceGet(&d.dev, i)) != KC__CUDA_SUCCESS)
+      s = cu_fail(rt, KC_EUNAVAILABLE, "cuDeviceGet", r, "");
+    else if ((r = cu_drv.cuDeviceGetName(d.name, (int)sizeof d.name, d.dev)) != KC__CUDA_SUCCESS)
+      s = cu_fail(rt, KC_EUNAVAILABLE, "cuDeviceGetName", r, "");
+    else if ((r = cu_drv.cuDeviceGetAttribute(
                   &major, KC__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d.dev)) ||
-             (r = kc__cu.cuDeviceGetAttribute(
+             (r = cu_drv.cuDeviceGetAttribute(
                   &minor, KC__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d.dev)))
-      s = kc__cu_fail(rt, KC_EUNAVAILABLE, "cuDeviceGetAttribute", r, " (compute capability)");
-    else if (!filter || kc__contains_nocase(d.name, filter)) {
+      s = cu_fail(rt, KC_EUNAVAILABLE, "cuDeviceGetAttribute", r, " (compute capability)");
+    else if (!filter || cu_contains_nocase(d.name, filter)) {
       d.name[sizeof d.name - 1] = '\0';
       d.cc = major * 10 + minor;
       st->devs[st->ndevs++] = d;
@@ -477,45 +477,45 @@ static kc_status kc__cu_open(kc_runtime *rt, const kc_options *opt, void **state
   if (s == KC_OK && st->ndevs == 0)
     s = kc__err(rt, KC_EUNAVAILABLE, "no CUDA device matches '%s'", filter);
   if (s == KC_OK)
-    s = kc__cu_pick_arch(st);
+    s = cu_pick_arch(st);
   if (s != KC_OK) {
     kc__free(rt, st->devs);
     kc__free(rt, st);
     return s;
   }
   snprintf(st->identity, sizeof st->identity, "cuda|nvrtc %d.%d|driver %d.%d|%s_%d|%s",
-           kc__nv.major, kc__nv.minor, kc__cu.version / 1000, kc__cu.version % 1000 / 10,
+           cu_nvrtc.major, cu_nvrtc.minor, cu_drv.version / 1000, cu_drv.version % 1000 / 10,
            st->ptx ? "compute" : "sm", st->arch, st->devs[0].name);
   *state = st;
   return KC_OK;
 }
 
-static void kc__cu_close(void *state) {
-  kc__cuda *st = state;
+static void cu_close(void *state) {
+  cu_state *st = state;
   if (!st)
     return;
   kc__free(st->rt, st->devs);
   kc__free(st->rt, st);
 }
 
-static int kc__cu_device_count(void *state) {
-  return ((kc__cuda *)state)->ndevs;
+static int cu_device_count(void *state) {
+  return ((cu_state *)state)->ndevs;
 }
 
-static const char *kc__cu_device_name(void *state, int index) {
-  kc__cuda *st = state;
+static const char *cu_device_name(void *state, int index) {
+  cu_state *st = state;
   return index >= 0 && index < st->ndevs ? st->devs[index].name : NULL;
 }
 
-static const char *kc__cu_identity(void *state) {
-  return ((kc__cuda *)state)->identity;
+static const char *cu_identity(void *state) {
+  return ((cu_state *)state)->identity;
 }
 
 /* ------------------------------------------------------------ compiling */
 
 /* The kernel dialect in CUDA C++. NVRTC has no standard headers, so the
  * fixed-width types are spelled out (size_t and ptrdiff_t are built in). */
-static const char kc__cu_prelude[] =
+static const char cu_prelude[] =
     "/* kcache prelude: CUDA (NVRTC) */\n"
     "#define KC_BACKEND_CUDA 1\n"
     "#define KC_KERNEL extern \"C\" __global__\n"
@@ -555,7 +555,7 @@ static const char kc__cu_prelude[] =
 /* Compiles one translation unit for compute capability `arch` (cubin for
  * sm_<arch>, or PTX for compute_<arch>). user_opts: extra NVRTC options
  * separated by white space. The log gets NVRTC's output, also on success. */
-static kc_status kc__cu_compile_tu(kc_runtime *rt, const char *text, size_t len, const char *entry,
+static kc_status cu_compile_tu(kc_runtime *rt, const char *text, size_t len, const char *entry,
                                    int arch, bool ptx, const char *user_opts, void **out,
                                    size_t *out_size, kc__sb *log) {
   *out = NULL;
@@ -585,23 +585,23 @@ static kc_status kc__cu_compile_tu(kc_runtime *rt, const char *text, size_t len,
       p++;
   }
 
-  nvrtcResult r = kc__nv.nvrtcCreateProgram(&prog, src, progname, 0, NULL, NULL);
+  nvrtcResult r = cu_nvrtc.nvrtcCreateProgram(&prog, src, progname, 0, NULL, NULL);
   if (r != KC__NVRTC_SUCCESS) {
     prog = NULL;
     s = kc__err(rt, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\nnvrtcCreateProgram: %s",
-                entry, kc__nv.nvrtcGetErrorString(r));
+                entry, cu_nvrtc.nvrtcGetErrorString(r));
     goto done;
   }
-  if (kc__nv.serialize)
-    kc__lock(&kc__nv.lock);
-  r = kc__nv.nvrtcCompileProgram(prog, nopts, opts);
-  if (kc__nv.serialize)
-    kc__unlock(&kc__nv.lock);
+  if (cu_nvrtc.serialize)
+    kc__lock(&cu_nvrtc.lock);
+  r = cu_nvrtc.nvrtcCompileProgram(prog, nopts, opts);
+  if (cu_nvrtc.serialize)
+    kc__unlock(&cu_nvrtc.lock);
 
   size_t loglen = 0;
-  if (kc__nv.nvrtcGetProgramLogSize(prog, &loglen) == KC__NVRTC_SUCCESS && loglen > 0 &&
+  if (cu_nvrtc.nvrtcGetProgramLogSize(prog, &loglen) == KC__NVRTC_SUCCESS && loglen > 0 &&
       (logtext = kc__alloc(rt, loglen + 1))) {
-    if (kc__nv.nvrtcGetProgramLog(prog, logtext) != KC__NVRTC_SUCCESS)
+    if (cu_nvrtc.nvrtcGetProgramLog(prog, logtext) != KC__NVRTC_SUCCESS)
       loglen = 0;
     logtext[loglen] = '\0';
     loglen = strlen(logtext);
@@ -614,20 +614,20 @@ static kc_status kc__cu_compile_tu(kc_runtime *rt, const char *text, size_t len,
                   logtext ? logtext : "");
     else
       s = kc__err(rt, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s (options: %s %s)\n%s",
-                  entry, kc__nv.nvrtcGetErrorString(r), archopt, user_opts ? user_opts : "",
+                  entry, cu_nvrtc.nvrtcGetErrorString(r), archopt, user_opts ? user_opts : "",
                   logtext ? logtext : "");
     goto done;
   }
 
   size_t n = 0;
   if (ptx)
-    r = kc__nv.nvrtcGetPTXSize(prog, &n); /* counts the NUL */
+    r = cu_nvrtc.nvrtcGetPTXSize(prog, &n); /* counts the NUL */
   else
-    r = kc__nv.nvrtcGetCUBINSize(prog, &n);
+    r = cu_nvrtc.nvrtcGetCUBINSize(prog, &n);
   if (r != KC__NVRTC_SUCCESS || n == 0) {
     s = kc__err(rt, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s: %s", entry,
                 ptx ? "nvrtcGetPTXSize" : "nvrtcGetCUBINSize",
-                r ? kc__nv.nvrtcGetErrorString(r) : "empty output");
+                r ? cu_nvrtc.nvrtcGetErrorString(r) : "empty output");
     goto done;
   }
   char *art = kc__alloc(rt, n);
@@ -635,11 +635,11 @@ static kc_status kc__cu_compile_tu(kc_runtime *rt, const char *text, size_t len,
     s = kc__err(rt, KC_ENOMEM, "out of memory for the %zu-byte artifact of kernel '%s'", n, entry);
     goto done;
   }
-  r = ptx ? kc__nv.nvrtcGetPTX(prog, art) : kc__nv.nvrtcGetCUBIN(prog, art);
+  r = ptx ? cu_nvrtc.nvrtcGetPTX(prog, art) : cu_nvrtc.nvrtcGetCUBIN(prog, art);
   if (r != KC__NVRTC_SUCCESS) {
     kc__free(rt, art);
     s = kc__err(rt, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s: %s", entry,
-                ptx ? "nvrtcGetPTX" : "nvrtcGetCUBIN", kc__nv.nvrtcGetErrorString(r));
+                ptx ? "nvrtcGetPTX" : "nvrtcGetCUBIN", cu_nvrtc.nvrtcGetErrorString(r));
     goto done;
   }
   if (ptx)
@@ -649,7 +649,7 @@ static kc_status kc__cu_compile_tu(kc_runtime *rt, const char *text, size_t len,
 
 done:
   if (prog)
-    kc__nv.nvrtcDestroyProgram(&prog);
+    cu_nvrtc.nvrtcDestroyProgram(&prog);
   kc__free(rt, logtext);
   kc__free(rt, opts);
   kc__free(rt, optbuf);
@@ -676,39 +676,39 @@ kc_status kc__cuda_compile_only(kc_runtime *rt, const char *source_tu, size_t le
   const char *why = kc__cuda_nvrtc_unavailable();
   if (why)
     return kc__err(rt, KC_EUNAVAILABLE, "%s", why);
-  return kc__cu_compile_tu(rt, source_tu, len, entry, sm, ptx, NULL, out, out_size, log);
+  return cu_compile_tu(rt, source_tu, len, entry, sm, ptx, NULL, out, out_size, log);
 }
 
-static kc_status kc__cu_compile(void *state, const kc__tu *tu, void **artifact, size_t *size,
+static kc_status cu_compile(void *state, const kc__tu *tu, void **artifact, size_t *size,
                                 uint64_t *sig, kc__sb *log) {
   (void)sig; /* prefilled by the engine from the parameter types */
-  kc__cuda *st = state;
-  return kc__cu_compile_tu(st->rt, tu->text, tu->len, tu->entry, st->arch, st->ptx,
+  cu_state *st = state;
+  return cu_compile_tu(st->rt, tu->text, tu->len, tu->entry, st->arch, st->ptx,
                            st->compile_options, artifact, size, log);
 }
 
 /* ------------------------------------------------------------- contexts */
 
-static kc_status kc__cu_ctx_create(void *state, int device, void **bctx) {
-  kc__cuda *st = state;
+static kc_status cu_ctx_create(void *state, int device, void **bctx) {
+  cu_state *st = state;
   *bctx = NULL;
   if (device < 0 || device >= st->ndevs)
     return kc__err(st->rt, KC_EINVAL, "CUDA device %d does not exist (%d device%s)", device,
                    st->ndevs, st->ndevs == 1 ? "" : "s");
-  kc__cuctx *c = kc__calloc(st->rt, sizeof *c);
+  cu_ctx *c = kc__calloc(st->rt, sizeof *c);
   if (!c)
     return kc__err(st->rt, KC_ENOMEM, "out of memory creating a CUDA context");
   c->st = st;
   c->id = kc__next_id();
   c->dev = st->devs[device].dev;
-  CUresult r = kc__cu.cuDevicePrimaryCtxRetain(&c->ctx, c->dev);
+  CUresult r = cu_drv.cuDevicePrimaryCtxRetain(&c->ctx, c->dev);
   if (r != KC__CUDA_SUCCESS) {
     kc__free(st->rt, c);
-    return kc__cu_fail(st->rt, KC_EBACKEND, "cuDevicePrimaryCtxRetain", r, "");
+    return cu_fail(st->rt, KC_EBACKEND, "cuDevicePrimaryCtxRetain", r, "");
   }
-  kc_status s = kc__cu_bind(c);
+  kc_status s = cu_bind(c);
   if (s != KC_OK) {
-    kc__cu.cuDevicePrimaryCtxRelease_v2(c->dev);
+    cu_drv.cuDevicePrimaryCtxRelease_v2(c->dev);
     kc__free(st->rt, c);
     return s;
   }
@@ -717,86 +717,86 @@ static kc_status kc__cu_ctx_create(void *state, int device, void **bctx) {
 }
 
 /* The engine has unlinked every module and freed every buffer first. */
-static void kc__cu_ctx_destroy(void *bctx) {
-  kc__cuctx *c = bctx;
+static void cu_ctx_destroy(void *bctx) {
+  cu_ctx *c = bctx;
   if (!c)
     return;
-  if (kc__cu_bind(c) == KC_OK)
-    kc__cu.cuCtxSynchronize(); /* let queued work end before the release may tear it down */
-  kc__cu_bound = 0;
-  kc__cu.cuDevicePrimaryCtxRelease_v2(c->dev);
+  if (cu_bind(c) == KC_OK)
+    cu_drv.cuCtxSynchronize(); /* let queued work end before the release may tear it down */
+  cu_bound = 0;
+  cu_drv.cuDevicePrimaryCtxRelease_v2(c->dev);
   kc__free(c->st->rt, c);
 }
 
 /* The engine has already unloaded every module of this context; buffers
  * stay (see the top). What is left is to drain the queue, so that the
  * reset is a point after which nothing of the old modules runs. */
-static kc_status kc__cu_ctx_reset(void *bctx) {
-  kc__cuctx *c = bctx;
-  kc_status s = kc__cu_bind(c);
+static kc_status cu_ctx_reset(void *bctx) {
+  cu_ctx *c = bctx;
+  kc_status s = cu_bind(c);
   if (s != KC_OK)
     return s;
-  CUresult r = kc__cu.cuCtxSynchronize();
+  CUresult r = cu_drv.cuCtxSynchronize();
   if (r != KC__CUDA_SUCCESS)
-    return kc__cu_fail(c->st->rt, KC_EBACKEND, "cuCtxSynchronize", r,
+    return cu_fail(c->st->rt, KC_EBACKEND, "cuCtxSynchronize", r,
                        " (during a context reset; a sticky error leaves the CUDA context "
                        "unusable: destroy every kcache context on the device)");
   return KC_OK;
 }
 
-static kc_status kc__cu_ctx_finish(void *bctx) {
-  kc__cuctx *c = bctx;
-  kc_status s = kc__cu_bind(c);
+static kc_status cu_ctx_finish(void *bctx) {
+  cu_ctx *c = bctx;
+  kc_status s = cu_bind(c);
   if (s != KC_OK)
     return s;
-  CUresult r = kc__cu.cuCtxSynchronize();
+  CUresult r = cu_drv.cuCtxSynchronize();
   if (r != KC__CUDA_SUCCESS)
-    return kc__cu_fail(c->st->rt, KC_ELAUNCH, "cuCtxSynchronize", r, "");
+    return cu_fail(c->st->rt, KC_ELAUNCH, "cuCtxSynchronize", r, "");
   return KC_OK;
 }
 
 /* ------------------------------------------------------------- launching */
 
-static KC__COLD kc_status kc__cu_launch_slow(kc__linked *l, void **argv, const kc_dim3 *grid,
+static KC__COLD kc_status cu_launch_slow(kc__linked *l, void **argv, const kc_dim3 *grid,
                                              const kc_dim3 *block, bool tried, CUresult r);
 
 /* The fast path: one TLS compare and the driver's launch. It must never
  * lock, allocate, query the driver or touch a string. argv is exactly the
  * kernelParams array: a pointer to each argument's bytes (a buffer's is its
  * kc__bufh, whose u64 is the CUdeviceptr). */
-static kc_status kc__cu_launch(kc__linked *l, void **argv, const kc_dim3 *grid,
+static kc_status cu_launch(kc__linked *l, void **argv, const kc_dim3 *grid,
                                const kc_dim3 *block) {
-  const kc__cuctx *c = l->bctx;
+  const cu_ctx *c = l->bctx;
   if (KC__UNLIKELY(!grid || !block)) return kc__launch_bad_dims(l, grid, block);
-  if (KC__LIKELY(kc__cu_bound == c->id)) {
-    CUresult r = kc__cu.cuLaunchKernel((CUfunction)l->fn, grid->x, grid->y, grid->z, block->x,
+  if (KC__LIKELY(cu_bound == c->id)) {
+    CUresult r = cu_drv.cuLaunchKernel((CUfunction)l->fn, grid->x, grid->y, grid->z, block->x,
                                        block->y, block->z, 0, c->stream, argv, NULL);
     if (KC__LIKELY(r == KC__CUDA_SUCCESS))
       return KC_OK;
-    return kc__cu_launch_slow(l, argv, grid, block, true, r);
+    return cu_launch_slow(l, argv, grid, block, true, r);
   }
-  return kc__cu_launch_slow(l, argv, grid, block, false, KC__CUDA_SUCCESS);
+  return cu_launch_slow(l, argv, grid, block, false, KC__CUDA_SUCCESS);
 }
 
-static bool kc__cu_is_context_error(CUresult r) {
+static bool cu_is_context_error(CUresult r) {
   return r == KC__CUDA_ERROR_INVALID_CONTEXT || r == KC__CUDA_ERROR_CONTEXT_IS_DESTROYED ||
          r == KC__CUDA_ERROR_INVALID_HANDLE;
 }
 
 /* This thread has not bound the context yet, or the launch failed. A failed
  * launch enqueued nothing, so retrying once after binding is safe. */
-static KC__COLD kc_status kc__cu_launch_slow(kc__linked *l, void **argv, const kc_dim3 *grid,
+static KC__COLD kc_status cu_launch_slow(kc__linked *l, void **argv, const kc_dim3 *grid,
                                              const kc_dim3 *block, bool tried, CUresult r) {
-  const kc__cuctx *c = l->bctx;
+  const cu_ctx *c = l->bctx;
   /* a zero dimension is KC_EINVAL whether or not this thread had bound the
    * context (the fast path lets the driver find it) */
   if (!grid->x || !grid->y || !grid->z || !block->x || !block->y || !block->z)
     return kc__launch_bad_dims(l, grid, block);
-  if (!tried || kc__cu_is_context_error(r)) {
-    kc_status s = kc__cu_bind(c);
+  if (!tried || cu_is_context_error(r)) {
+    kc_status s = cu_bind(c);
     if (s != KC_OK)
       return s;
-    r = kc__cu.cuLaunchKernel((CUfunction)l->fn, grid->x, grid->y, grid->z, block->x, block->y,
+    r = cu_drv.cuLaunchKernel((CUfunction)l->fn, grid->x, grid->y, grid->z, block->x, block->y,
                               block->z, 0, c->stream, argv, NULL);
     if (r == KC__CUDA_SUCCESS)
       return KC_OK;
@@ -805,32 +805,32 @@ static KC__COLD kc_status kc__cu_launch_slow(kc__linked *l, void **argv, const k
   snprintf(detail, sizeof detail, " (kernel '%s', grid %ux%ux%u, block %ux%ux%u)",
            kc__linked_name(l), (unsigned)grid->x, (unsigned)grid->y,
            (unsigned)grid->z, (unsigned)block->x, (unsigned)block->y, (unsigned)block->z);
-  return kc__cu_fail(c->st->rt, KC_ELAUNCH, "cuLaunchKernel", r, detail);
+  return cu_fail(c->st->rt, KC_ELAUNCH, "cuLaunchKernel", r, detail);
 }
 
 /* ---------------------------------------------------------------- linking */
 
-static bool kc__cu_is_binary(const unsigned char *p, size_t n) {
+static bool cu_is_binary(const unsigned char *p, size_t n) {
   static const unsigned char elf[4] = {0x7f, 'E', 'L', 'F'};
   static const unsigned char fatbin[4] = {0x50, 0xed, 0x55, 0xba};
   return n >= 4 && (memcmp(p, elf, 4) == 0 || memcmp(p, fatbin, 4) == 0);
 }
 
-static kc_status kc__cu_link(void *bctx, const kc__ci *ci, kc__linked *l) {
-  kc__cuctx *c = bctx;
+static kc_status cu_link(void *bctx, const kc__ci *ci, kc__linked *l) {
+  cu_ctx *c = bctx;
   kc_runtime *rt = c->st->rt;
   const kc__artifact a = kc__artifact_of(ci);
   const char *name = a.entry;
   if (!a.bytes || a.size == 0)
     return kc__err(rt, KC_ELINK, "kernel '%s' has an empty CUDA artifact", name);
-  kc_status s = kc__cu_bind(c);
+  kc_status s = cu_bind(c);
   if (s != KC_OK)
     return s;
   /* PTX must reach the driver NUL-terminated; one that came back from a
    * store without its NUL gets one here. */
   const unsigned char *image = a.bytes;
   char *copy = NULL;
-  if (!kc__cu_is_binary(image, a.size) && image[a.size - 1] != '\0') {
+  if (!cu_is_binary(image, a.size) && image[a.size - 1] != '\0') {
     if (!(copy = kc__strndup(rt, a.bytes, a.size)))
       return kc__err(rt, KC_ENOMEM, "out of memory linking kernel '%s'", name);
     image = (const unsigned char *)copy;
@@ -840,7 +840,7 @@ static kc_status kc__cu_link(void *bctx, const kc__ci *ci, kc__linked *l) {
   CUjit_option keys[2] = {KC__CU_JIT_ERROR_LOG_BUFFER, KC__CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void *vals[2] = {jitlog, (void *)(uintptr_t)sizeof jitlog};
   CUmodule mod = NULL;
-  CUresult r = kc__cu.cuModuleLoadDataEx(&mod, image, 2, keys, vals);
+  CUresult r = cu_drv.cuModuleLoadDataEx(&mod, image, 2, keys, vals);
   kc__free(rt, copy);
   if (r != KC__CUDA_SUCCESS) {
     char detail[4096 + 512];
@@ -850,17 +850,17 @@ static kc_status kc__cu_link(void *bctx, const kc__ci *ci, kc__linked *l) {
     snprintf(detail, sizeof detail, " (kernel '%s', %s for %s_%d%s)%s%s", name,
              c->st->ptx ? "PTX" : "cubin", c->st->ptx ? "compute" : "sm", c->st->arch,
              version ? "; NVRTC may be newer than the driver" : "", jitlog[0] ? "\n" : "", jitlog);
-    return kc__cu_fail(rt, KC_ELINK, "cuModuleLoadDataEx", r, detail);
+    return cu_fail(rt, KC_ELINK, "cuModuleLoadDataEx", r, detail);
   }
   CUfunction fn = NULL;
-  r = kc__cu.cuModuleGetFunction(&fn, mod, name);
+  r = cu_drv.cuModuleGetFunction(&fn, mod, name);
   if (r != KC__CUDA_SUCCESS) {
-    kc__cu.cuModuleUnload(mod);
+    cu_drv.cuModuleUnload(mod);
     char detail[300];
     snprintf(detail, sizeof detail, " (entry '%s'; is it a KC_KERNEL?)", name);
-    return kc__cu_fail(rt, KC_ELINK, "cuModuleGetFunction", r, detail);
+    return cu_fail(rt, KC_ELINK, "cuModuleGetFunction", r, detail);
   }
-  l->launch = kc__cu_launch;
+  l->launch = cu_launch;
   l->bctx = c;
   l->fn = fn;
   l->module = mod;
@@ -868,13 +868,13 @@ static kc_status kc__cu_link(void *bctx, const kc__ci *ci, kc__linked *l) {
   return KC_OK;
 }
 
-static void kc__cu_unlink(kc__linked *l) {
-  kc__cuctx *c = l->bctx;
-  if (!l->module || !c || kc__cu_bind(c) != KC_OK)
+static void cu_unlink(kc__linked *l) {
+  cu_ctx *c = l->bctx;
+  if (!l->module || !c || cu_bind(c) != KC_OK)
     return;
   /* Nothing queued may still run code of the module being unloaded. */
-  kc__cu.cuCtxSynchronize();
-  kc__cu.cuModuleUnload((CUmodule)l->module);
+  cu_drv.cuCtxSynchronize();
+  cu_drv.cuModuleUnload((CUmodule)l->module);
   l->module = NULL;
   l->fn = NULL;
 }
@@ -882,74 +882,74 @@ static void kc__cu_unlink(kc__linked *l) {
 /* ---------------------------------------------------------------- buffers */
 
 /* A zero-size buffer has the null device pointer and no allocation. */
-static kc_status kc__cu_buf_create(void *bctx, size_t size, kc__bufh *h) {
-  kc__cuctx *c = bctx;
+static kc_status cu_buf_create(void *bctx, size_t size, kc__bufh *h) {
+  cu_ctx *c = bctx;
   h->u64 = 0;
   if (size == 0)
     return KC_OK;
-  kc_status s = kc__cu_bind(c);
+  kc_status s = cu_bind(c);
   if (s != KC_OK)
     return s;
   CUdeviceptr p = 0;
-  CUresult r = kc__cu.cuMemAlloc_v2(&p, size);
+  CUresult r = cu_drv.cuMemAlloc_v2(&p, size);
   if (r != KC__CUDA_SUCCESS) {
     char detail[64];
     snprintf(detail, sizeof detail, " (%zu bytes)", size);
-    return kc__cu_fail(c->st->rt, r == KC__CUDA_ERROR_OUT_OF_MEMORY ? KC_ENOMEM : KC_EBACKEND,
+    return cu_fail(c->st->rt, r == KC__CUDA_ERROR_OUT_OF_MEMORY ? KC_ENOMEM : KC_EBACKEND,
                        "cuMemAlloc", r, detail);
   }
   h->u64 = p;
   return KC_OK;
 }
 
-static void kc__cu_buf_destroy(void *bctx, kc__bufh *h) {
-  if (!h->u64 || kc__cu_bind(bctx) != KC_OK)
+static void cu_buf_destroy(void *bctx, kc__bufh *h) {
+  if (!h->u64 || cu_bind(bctx) != KC_OK)
     return;
-  kc__cu.cuMemFree_v2((CUdeviceptr)h->u64);
+  cu_drv.cuMemFree_v2((CUdeviceptr)h->u64);
   h->u64 = 0;
 }
 
-static kc_status kc__cu_buf_write(void *bctx, kc__bufh *h, size_t off, const void *src, size_t n) {
-  kc__cuctx *c = bctx;
+static kc_status cu_buf_write(void *bctx, kc__bufh *h, size_t off, const void *src, size_t n) {
+  cu_ctx *c = bctx;
   if (n == 0)
     return KC_OK;
-  kc_status s = kc__cu_bind(c);
+  kc_status s = cu_bind(c);
   if (s != KC_OK)
     return s;
-  CUresult r = kc__cu.cuMemcpyHtoD_v2((CUdeviceptr)(h->u64 + off), src, n);
-  return r == KC__CUDA_SUCCESS ? KC_OK : kc__cu_fail(c->st->rt, KC_EBACKEND, "cuMemcpyHtoD", r, "");
+  CUresult r = cu_drv.cuMemcpyHtoD_v2((CUdeviceptr)(h->u64 + off), src, n);
+  return r == KC__CUDA_SUCCESS ? KC_OK : cu_fail(c->st->rt, KC_EBACKEND, "cuMemcpyHtoD", r, "");
 }
 
-static kc_status kc__cu_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, size_t n) {
-  kc__cuctx *c = bctx;
+static kc_status cu_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, size_t n) {
+  cu_ctx *c = bctx;
   if (n == 0)
     return KC_OK;
-  kc_status s = kc__cu_bind(c);
+  kc_status s = cu_bind(c);
   if (s != KC_OK)
     return s;
-  CUresult r = kc__cu.cuMemcpyDtoH_v2(dst, (CUdeviceptr)(h->u64 + off), n);
-  return r == KC__CUDA_SUCCESS ? KC_OK : kc__cu_fail(c->st->rt, KC_EBACKEND, "cuMemcpyDtoH", r, "");
+  CUresult r = cu_drv.cuMemcpyDtoH_v2(dst, (CUdeviceptr)(h->u64 + off), n);
+  return r == KC__CUDA_SUCCESS ? KC_OK : cu_fail(c->st->rt, KC_EBACKEND, "cuMemcpyDtoH", r, "");
 }
 
 const kc__backend kc__backend_cuda = {
     .name = "cuda",
-    .unavailable = kc__cu_unavailable,
-    .open = kc__cu_open,
-    .close = kc__cu_close,
-    .device_count = kc__cu_device_count,
-    .device_name = kc__cu_device_name,
-    .identity = kc__cu_identity,
-    .prelude = kc__cu_prelude,
+    .unavailable = cu_unavailable,
+    .open = cu_open,
+    .close = cu_close,
+    .device_count = cu_device_count,
+    .device_name = cu_device_name,
+    .identity = cu_identity,
+    .prelude = cu_prelude,
     .epilogue = NULL,
-    .compile = kc__cu_compile,
-    .ctx_create = kc__cu_ctx_create,
-    .ctx_destroy = kc__cu_ctx_destroy,
-    .ctx_reset = kc__cu_ctx_reset,
-    .ctx_finish = kc__cu_ctx_finish,
-    .link = kc__cu_link,
-    .unlink = kc__cu_unlink,
-    .buf_create = kc__cu_buf_create,
-    .buf_destroy = kc__cu_buf_destroy,
-    .buf_write = kc__cu_buf_write,
-    .buf_read = kc__cu_buf_read,
+    .compile = cu_compile,
+    .ctx_create = cu_ctx_create,
+    .ctx_destroy = cu_ctx_destroy,
+    .ctx_reset = cu_ctx_reset,
+    .ctx_finish = cu_ctx_finish,
+    .link = cu_link,
+    .unlink = cu_unlink,
+    .buf_create = cu_buf_create,
+    .buf_destroy = cu_buf_destroy,
+    .buf_write = cu_buf_write,
+    .buf_read = cu_buf_read,
 };

@@ -88,7 +88,7 @@ static const char host_prelude[] =
 
 /* -------------------------------------------------------- availability */
 
-static bool find_in_path(const char *prog, char *out, size_t outlen) {
+static bool host_find_in_path(const char *prog, char *out, size_t outlen) {
   if (strchr(prog, '/')) {
     snprintf(out, outlen, "%s", prog);
     return access(prog, X_OK) == 0;
@@ -110,7 +110,7 @@ static const char *host_unavailable(void) {
   const char *cc = kc__setting_str(KC__SET_HOST_CC); /* "cc" when unset or empty */
   char first[256], path[512];
   snprintf(first, sizeof first, "%.*s", (int)strcspn(cc, " "), cc);
-  if (find_in_path(first, path, sizeof path)) return NULL;
+  if (host_find_in_path(first, path, sizeof path)) return NULL;
   snprintf(why, sizeof why,
            "no C compiler: \"%s\" not found in PATH (install gcc, or set KC_HOST_CC)", first);
   return why;
@@ -129,7 +129,7 @@ static void host_close(void *state) {
   kc__free(rt, s);
 }
 
-static kc_status split_words(host_state *s, const char *words, const char *what) {
+static kc_status host_split_words(host_state *s, const char *words, const char *what) {
   for (const char *p = words; p && *p;) {
     while (*p == ' ' || *p == '\t') p++;
     if (!*p) break;
@@ -153,10 +153,10 @@ static kc_status host_open(kc_runtime *rt, const kc_options *opt, void **state) 
     return kc__err(rt, KC_ENOMEM, "out of memory");
   }
   s->timeout_ms = opt->compile_timeout_ms ? opt->compile_timeout_ms : 120000;
-  kc_status st = split_words(s, opt->host_cc, "host compiler");
+  kc_status st = host_split_words(s, opt->host_cc, "host compiler");
   if (!st && s->cc_argc == 0) st = kc__err(rt, KC_EINVAL, "host compiler: empty command");
   char path[512];
-  if (!st && !find_in_path(s->cc_argv[0], path, sizeof path))
+  if (!st && !host_find_in_path(s->cc_argv[0], path, sizeof path))
     st = kc__err(rt, KC_EUNAVAILABLE, "host compiler \"%s\" not found in PATH", s->cc_argv[0]);
   if (!st) {
     snprintf(s->device, sizeof s->device, "host CPU (compiler: %s)", opt->host_cc);
@@ -189,7 +189,7 @@ static const char *host_device_name(void *state, int index) {
 /* --------------------------------------------------- running a compiler */
 
 /* Runs argv with stdout and stderr into log_path; bounded by timeout_ms. */
-static kc_status run_tool(host_state *s, char *const argv[], const char *log_path, int *exit_code,
+static kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path, int *exit_code,
                           int *signal_no) {
   kc_runtime *rt = s->rt;
   *exit_code = -1;
@@ -236,7 +236,7 @@ static kc_status run_tool(host_state *s, char *const argv[], const char *log_pat
   return KC_OK;
 }
 
-static kc_status read_file(kc_runtime *rt, const char *path, void **out, size_t *size) {
+static kc_status host_read_file(kc_runtime *rt, const char *path, void **out, size_t *size) {
   *out = NULL;
   *size = 0;
   FILE *f = fopen(path, "rb");
@@ -257,7 +257,7 @@ static kc_status read_file(kc_runtime *rt, const char *path, void **out, size_t 
   return *out ? KC_OK : kc__err(rt, KC_ENOMEM, "out of memory reading %s", path);
 }
 
-static kc_status write_file(kc_runtime *rt, const char *path, const void *data, size_t n) {
+static kc_status host_write_file(kc_runtime *rt, const char *path, const void *data, size_t n) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return kc__err(rt, KC_EIO, "cannot create %s: %s", path, strerror(errno));
   const char *p = data;
@@ -284,7 +284,7 @@ static kc_status write_file(kc_runtime *rt, const char *path, const void *data, 
 /* Whether bytes are a complete ELF64 object: header, program headers, every
  * segment and the section headers inside the file. glibc's dlopen trusts the
  * file and crashes the process on a truncated one. */
-static bool elf_complete(const void *data, size_t n, const char **why) {
+static bool host_elf_complete(const void *data, size_t n, const char **why) {
   const Elf64_Ehdr *e = data;
   *why = "not an ELF64 shared object";
   if (n < sizeof *e || memcmp(e->e_ident, ELFMAG, SELFMAG) != 0 || e->e_ident[EI_CLASS] != ELFCLASS64)
@@ -418,7 +418,7 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   snprintf(src, sizeof src, "%s/c%llu.c", s->dir, (unsigned long long)n);
   snprintf(so, sizeof so, "%s/c%llu.so", s->dir, (unsigned long long)n);
   snprintf(lg, sizeof lg, "%s/c%llu.log", s->dir, (unsigned long long)n);
-  kc_status st = write_file(rt, src, tu->text, tu->len);
+  kc_status st = host_write_file(rt, src, tu->text, tu->len);
   if (st) return st;
 
   /* the command's words, 7 flags, the output and the source, the options'
@@ -433,18 +433,18 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   argv[argc++] = src;
   /* user options come last so that they win */
   host_state opts = {.rt = rt};
-  st = split_words(&opts, s->compile_options, "compile options");
+  st = host_split_words(&opts, s->compile_options, "compile options");
   for (int i = 0; !st && i < opts.cc_argc; i++) argv[argc++] = opts.cc_argv[i];
   argv[argc++] = "-lm";
   argv[argc] = NULL;
   int code = -1, sig_no = 0;
   bool ran = !st;
-  if (ran) st = run_tool(s, argv, lg, &code, &sig_no);
+  if (ran) st = host_run_tool(s, argv, lg, &code, &sig_no);
   for (int i = 0; i < opts.cc_argc; i++) kc__free(rt, opts.cc_argv[i]);
   void *text = NULL;
   size_t tn = 0;
   /* the compiler's log, if it ran and wrote one (else the error stands) */
-  if (ran && access(lg, R_OK) == 0 && read_file(rt, lg, &text, &tn) == KC_OK) {
+  if (ran && access(lg, R_OK) == 0 && host_read_file(rt, lg, &text, &tn) == KC_OK) {
     kc__sb_append(log, text, tn);
     kc__free(rt, text);
   }
@@ -455,9 +455,9 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
                  strsignal(sig_no));
   else if (!st && code != 0)
     st = kc__err(rt, KC_ECOMPILE, "the host compiler \"%s\" failed (exit code %d)", argv[0], code);
-  if (!st) st = read_file(rt, so, artifact, size);
+  if (!st) st = host_read_file(rt, so, artifact, size);
   const char *why;
-  if (!st && !elf_complete(*artifact, *size, &why)) {
+  if (!st && !host_elf_complete(*artifact, *size, &why)) {
     st = kc__err(rt, KC_ECOMPILE, "the host compiler \"%s\" produced an unusable object (%s)", argv[0], why);
     kc__free(rt, *artifact);
     *artifact = NULL;
@@ -519,12 +519,12 @@ static kc_status host_link(void *bctx, const kc__ci *ci, kc__linked *l) {
   kc_runtime *rt = s->rt;
   const kc__artifact a = kc__artifact_of(ci);
   const char *why;
-  if (!elf_complete(a.bytes, a.size, &why))
+  if (!host_elf_complete(a.bytes, a.size, &why))
     return kc__err(rt, KC_ELINK, "loading '%s' failed: the stored object is %s", a.entry, why);
   char so[320];
   snprintf(so, sizeof so, "%s/l%llu.so", s->dir,
            (unsigned long long)kc__fetch_add_relaxed(&s->seq, 1));
-  kc_status st = write_file(rt, so, a.bytes, a.size);
+  kc_status st = host_write_file(rt, so, a.bytes, a.size);
   if (st) return st;
   void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   unlink(so); /* the mapping outlives the name */
@@ -610,13 +610,13 @@ static const char *host_identity(void *state) {
     int code, sig;
     kc__sb sb;
     kc__sb_init(&sb, kc__rt_heap(s->rt));
-    find_in_path(s->cc_argv[0], path, sizeof path);
+    host_find_in_path(s->cc_argv[0], path, sizeof path);
     kc__sb_printf(&sb, "host|%s|", path);
     for (int i = 1; i < s->cc_argc; i++) kc__sb_printf(&sb, "%s ", s->cc_argv[i]);
     void *text = NULL;
     size_t n = 0;
-    kc_status st = run_tool(s, argv, lg, &code, &sig);
-    if (st == KC_OK) st = read_file(s->rt, lg, &text, &n);
+    kc_status st = host_run_tool(s, argv, lg, &code, &sig);
+    if (st == KC_OK) st = host_read_file(s->rt, lg, &text, &n);
     if (st == KC_OK) {
       size_t first = strcspn(text, "\n");
       kc__sb_append(&sb, text, first);
