@@ -29,8 +29,11 @@ option(KC_WITH_OPENCL "Build the OpenCL backend (opened with dlopen at run time)
 option(KC_WITH_CUDA "Build the CUDA backend (opened with dlopen at run time)" ON)
 foreach(be opencl cuda)
   string(TOUPPER ${be} BE)
-  if(KC_WITH_${BE} AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/src/backends/${be}.c)
-    list(APPEND KC_SOURCES src/backends/${be}.c)
+  # a backend is one file, src/backends/<be>.c, or a folder of them
+  file(GLOB be_files ${CMAKE_CURRENT_SOURCE_DIR}/src/backends/${be}.c
+       ${CMAKE_CURRENT_SOURCE_DIR}/src/backends/${be}/*.c)
+  if(KC_WITH_${BE} AND be_files)
+    list(APPEND KC_SOURCES ${be_files})
   else()
     list(APPEND KC_DEFS KC_WITHOUT_${BE})
   endif()
