@@ -198,6 +198,9 @@ static char *strip_comments(kc_runtime *rt, const char *s, const char *end) {
   return out;
 }
 
+/* Longer than 80 lines on purpose: one pass over the parameter list (find
+ * the definition, split at top-level commas, name and type each piece)
+ * whose allocations share one cleanup path. */
 kc_status kc__parse_params(kc_runtime *rt, const char *name, const char *source, kc__param **out,
                            uint32_t *count) {
   *out = NULL;

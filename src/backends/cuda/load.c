@@ -250,7 +250,10 @@ const char cu_prelude[] =
 
 /* Compiles one translation unit for compute capability `arch` (cubin for
  * sm_<arch>, or PTX for compute_<arch>). user_opts: extra NVRTC options
- * separated by white space. The log gets NVRTC's output, also on success. */
+ * separated by white space. The log gets NVRTC's output, also on success.
+ * Longer than 80 lines on purpose: one NVRTC program's whole life (create,
+ * options, compile under the NVRTC lock, log, output, destroy) with its
+ * single cleanup path; split, the program handle would cross functions. */
 kc_status cu_compile_tu(kc_runtime *rt, const char *text, size_t len, const char *entry,
                                    int arch, bool ptx, const char *user_opts, void **out,
                                    size_t *out_size, kc__sb *log) {

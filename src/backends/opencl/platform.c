@@ -238,11 +238,12 @@ int ocl_list(char *buf, size_t size) {
   return (int)len;
 }
 
-kc_status ocl_open(kc_runtime *rt, const kc_options *opt, void **state) {
-  *state = NULL;
-  const char *why = ocl_unavailable();
-  if (why) return kc__err(rt, KC_EUNAVAILABLE, "OpenCL backend: %s", why);
-
+/* Picks (platform, device): the requested platform or each in order; the
+ * device whose name contains the requested name, or the platform's first
+ * device. *devs (every device of the platform, the chosen one first) is
+ * the caller's. */
+static kc_status ocl_pick(kc_runtime *rt, const kc_options *opt, cl_platform_id *out_plat,
+                          cl_device_id **out_devs, cl_uint *out_ndev) {
   cl_uint nplat = 0;
   cl_int e = ocl.clGetPlatformIDs(0, NULL, &nplat);
   if (e != CL_SUCCESS || nplat == 0) return kc__err(rt, KC_EUNAVAILABLE, "no OpenCL platform");
@@ -262,8 +263,6 @@ kc_status ocl_open(kc_runtime *rt, const kc_options *opt, void **state) {
                    nplat, nplat == 1 ? "" : "s");
   }
 
-  /* Pick (platform, device): the requested platform or each in order; the
-   * device whose name contains `want`, or the platform's first device. */
   cl_platform_id plat = NULL;
   cl_device_id *devs = NULL;
   cl_uint ndev = 0, chosen = 0;
@@ -296,6 +295,59 @@ kc_status ocl_open(kc_runtime *rt, const kc_options *opt, void **state) {
   cl_device_id first = devs[chosen];
   memmove(devs + 1, devs, chosen * sizeof *devs);
   devs[0] = first;
+  *out_plat = plat;
+  *out_devs = devs;
+  *out_ndev = ndev;
+  return KC_OK;
+}
+
+/* st->identity (part of the disk-cache key) and st->build_options; false
+ * when out of memory. */
+static bool ocl_describe(kc_runtime *rt, ocl_state *st, cl_platform_id plat, const kc_options *opt) {
+  char *pname = ocl_platform_str(rt, plat, CL_PLATFORM_NAME);
+  char *pver = ocl_platform_str(rt, plat, CL_PLATFORM_VERSION);
+  char *drv = ocl_device_str(rt, st->devices[0], CL_DRIVER_VERSION);
+  char *dver = ocl_device_str(rt, st->devices[0], CL_DEVICE_VERSION);
+  kc__sb sb;
+  kc__sb_init(&sb, kc__rt_heap(rt));
+  if (pname && pver && drv && dver)
+    kc__sb_printf(&sb, "opencl|%s|%s|%s|%s|%s", pname, pver, st->names[0], drv, dver);
+  else
+    sb.failed = true;
+  kc__free(rt, pname);
+  kc__free(rt, pver);
+  kc__free(rt, drv);
+  kc__free(rt, dver);
+  if (sb.failed)
+    kc__sb_free(&sb);
+  else
+    st->identity = kc__sb_take(&sb);
+  if (!st->identity) return false;
+
+  /* -cl-kernel-arg-info lets compile() read parameter types back, to size
+   * scalars the engine could not; it only adds metadata. */
+  kc__sb_init(&sb, kc__rt_heap(rt));
+  kc__sb_puts(&sb, "-cl-std=CL1.2 -cl-kernel-arg-info");
+  if (opt && opt->compile_options && opt->compile_options[0]) {
+    kc__sb_puts(&sb, " ");
+    kc__sb_puts(&sb, opt->compile_options);
+  }
+  if (sb.failed)
+    kc__sb_free(&sb);
+  else
+    st->build_options = kc__sb_take(&sb);
+  return st->build_options != NULL;
+}
+
+kc_status ocl_open(kc_runtime *rt, const kc_options *opt, void **state) {
+  *state = NULL;
+  const char *why = ocl_unavailable();
+  if (why) return kc__err(rt, KC_EUNAVAILABLE, "OpenCL backend: %s", why);
+  cl_platform_id plat = NULL;
+  cl_device_id *devs = NULL;
+  cl_uint ndev = 0;
+  kc_status s = ocl_pick(rt, opt, &plat, &devs, &ndev);
+  if (s) return s;
 
   ocl_state *st = kc__calloc(rt, sizeof *st);
   if (!st) {
@@ -309,46 +361,9 @@ kc_status ocl_open(kc_runtime *rt, const kc_options *opt, void **state) {
   if (!st->names) goto nomem;
   for (cl_uint i = 0; i < ndev; i++)
     if (!(st->names[i] = ocl_device_str(rt, devs[i], CL_DEVICE_NAME))) goto nomem;
+  if (!ocl_describe(rt, st, plat, opt)) goto nomem;
 
-  {
-    char *pname = ocl_platform_str(rt, plat, CL_PLATFORM_NAME);
-    char *pver = ocl_platform_str(rt, plat, CL_PLATFORM_VERSION);
-    char *drv = ocl_device_str(rt, devs[0], CL_DRIVER_VERSION);
-    char *dver = ocl_device_str(rt, devs[0], CL_DEVICE_VERSION);
-    kc__sb sb;
-    kc__sb_init(&sb, kc__rt_heap(rt));
-    if (pname && pver && drv && dver)
-      kc__sb_printf(&sb, "opencl|%s|%s|%s|%s|%s", pname, pver, st->names[0], drv, dver);
-    else
-      sb.failed = true;
-    kc__free(rt, pname);
-    kc__free(rt, pver);
-    kc__free(rt, drv);
-    kc__free(rt, dver);
-    if (sb.failed)
-      kc__sb_free(&sb);
-    else
-      st->identity = kc__sb_take(&sb);
-    if (!st->identity) goto nomem;
-  }
-
-  {
-    /* -cl-kernel-arg-info lets compile() read parameter types back, to size
-     * scalars the engine could not; it only adds metadata. */
-    kc__sb sb;
-    kc__sb_init(&sb, kc__rt_heap(rt));
-    kc__sb_puts(&sb, "-cl-std=CL1.2 -cl-kernel-arg-info");
-    if (opt && opt->compile_options && opt->compile_options[0]) {
-      kc__sb_puts(&sb, " ");
-      kc__sb_puts(&sb, opt->compile_options);
-    }
-    if (sb.failed)
-      kc__sb_free(&sb);
-    else
-      st->build_options = kc__sb_take(&sb);
-    if (!st->build_options) goto nomem;
-  }
-
+  cl_int e;
   st->compile_ctx = ocl.clCreateContext(NULL, 1, &st->devices[0], NULL, NULL, &e);
   if (!st->compile_ctx) {
     ocl_close(st);
