@@ -21,7 +21,8 @@ set(KC_SOURCES
     src/core/world.c
     src/store.c
     src/remote.c
-    src/backends/host.c
+    src/backends/host/host.c
+    src/backends/host/tools.c
     src/backends/registry.c)
 set(KC_DEFS)
 

@@ -132,17 +132,8 @@ static size_t kc__nowners, kc__capowners;
 
 static bool owner_add(const void *key, kc_runtime *rt, const proxy *px) {
   kc__lock(&kc__proxy_lock);
-  bool ok = true;
-  if (kc__nowners == kc__capowners) {
-    size_t cap = kc__capowners ? kc__capowners * 2 : 16;
-    owner *n = realloc(kc__owners, cap * sizeof *n);
-    if (n) {
-      kc__owners = n;
-      kc__capowners = cap;
-    } else {
-      ok = false;
-    }
-  }
+  bool ok;
+  KC__GROW(NULL, kc__owners, kc__capowners, kc__nowners + 1, 16, &ok); /* libc (NULL heap) */
   if (ok) kc__owners[kc__nowners++] = (owner){key, rt, px};
   kc__unlock(&kc__proxy_lock);
   return ok;
