@@ -15,7 +15,9 @@
  *                           by create, by destroy while it tears a context
  *                           down, and by kc_collect while it walks them.
  *   3. kc_context.lock      a context's table of linked objects, its buffers
- *                           and its backend session; held while linking.
+ *                           (live and free: every kc_buffer_* but read and
+ *                           write takes it) and its backend session; held
+ *                           while linking.
  *   4. kc_runtime.world_lock  the function table (bindings, definitions,
  *                           backedges), the world counter's writers and the
  *                           multiset of pinned worlds (and so fast_world).

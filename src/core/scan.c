@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * scan.c -- the parsers of text that kcache does not control: the C-family
  * identifier scanner that finds a definition's dependencies, the kernel

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * table.c -- the function table: names (bindings), their definitions with
  * world ranges, backedges from names to the code instances that looked

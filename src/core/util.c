@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util.c -- status table, per-thread error messages, the per-runtime
  * allocator, growable strings, hashing and clocks. Nothing here knows about
