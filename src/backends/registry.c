@@ -6,7 +6,7 @@
  * src/backends/ and one row of KC__BACKENDS below (plus an absent stub if
  * the build may leave it out, src/sources.cmake).
  */
-#include "kc_internal.h"
+#include "core/core.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  * them take (pointer, length), never read past it, and never fail on
  * malformed input: they just find fewer things.
  */
-#include "kc_internal.h"
+#include "core/core.h"
 
 #include <ctype.h>
 #include <stdlib.h>

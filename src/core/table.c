@@ -9,7 +9,7 @@
  * every dependent code instance has had its range clipped (release stores),
  * so a reader that sees the new world also sees every clipped range.
  */
-#include "kc_internal.h"
+#include "core/core.h"
 
 #include <string.h>
 

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * util.c -- status table, per-thread error messages, the per-runtime
- * allocator, growable strings, hashing and clocks. Nothing here knows about
- * worlds or backends.
+ * util.c -- owns the status table (kc_status_name/string), kc_version,
+ * kc_errmsg and kc_free, and the runtime's thin wrappers over src/base:
+ * kc__alloc and friends through rt->heap (kc_options.alloc), kc__err
+ * keyed by rt->id, and kc__xalloc (libc when there is no runtime).
  */
 
-#include "kc_internal.h"
+#include "kc_internal.h" /* core/core.h, and the declarations of kc__xalloc */
 
 #include <stdio.h>
 #include <stdlib.h>
