@@ -61,6 +61,12 @@ typedef kc_status (*kc__launch_fn)(kc__linked *l, void **argv, const kc_dim3 *gr
                                    const kc_dim3 *block);
 typedef kc_status (*kc__entry_fn)(kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
                                   const kc_dim3 *block, const kc_arg *args, uint32_t nargs);
+/* The backend's half is entry, launch, bctx, fn, module and extra: link
+ * fills them, unlink releases them, launches read them. The rest is the
+ * core's (link_key, ci, rt, nargs, sig, next_in_bucket): a backend reads
+ * nargs and sig at most and never writes them. One struct, not two, so
+ * that the fast path reads link_key and entry from one cache line at fixed
+ * offsets (the disk store also fills one on its stack to trial-load). */
 struct kc__linked {
   /* The link key of the context generation this object belongs to; 0 while
    * free. Stored with release after every other field is set. */
