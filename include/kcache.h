@@ -58,7 +58,7 @@ int kc_version_number(void);
   X(ELAUNCH, "kernel launch failed")                                            \
   X(EARGS, "wrong kernel arguments")                                            \
   X(EUNAVAILABLE, "backend is not available on this machine")                   \
-  X(EDESTROYED, "the context has been destroyed")                               \
+  X(EDESTROYED, "the context or buffer has been destroyed")                     \
   X(EBUSY, "operation not allowed in the current state")                        \
   X(EIO, "input/output error")                                                  \
   X(EBACKEND, "backend error")
@@ -180,7 +180,8 @@ const char *kc_device_name(const kc_runtime *rt, int index);
 /* Creates a context on a device. Contexts have 64-bit ids that are never
  * reused; the memory of a destroyed context may be reused by a later one. */
 kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out);
-/* Destroys a context: frees its linked objects and buffers. A kc_context
+/* Destroys a context: frees its linked objects and its buffers' memory
+ * (their handles then give KC_EDESTROYED, see below). A kc_context
  * pointer used after destroy gives KC_EDESTROYED (until the memory is
  * reused for a new context, which then has a new id). Not thread-safe with
  * launches on the same context. */
@@ -316,13 +317,21 @@ kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint
 /* Replaces argument `index`, checked like kc_args_create checks it. */
 kc_status kc_args_set(kc_args *a, uint32_t index, kc_arg arg);
 void kc_args_destroy(kc_args *a);
-kc_status kc_launch_args(const kc_args *a, const kc_dim3 *grid, const kc_dim3 *block);
+/* a is not const: a launch records in it the code it reached (its cache)
+ * and counts fast-path hits. */
+kc_status kc_launch_args(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block);
 
 /* Waits for every launch and copy queued on ctx. */
 kc_status kc_context_finish(kc_context *ctx);
 
 /* ---------------------------------------------------------------- buffers */
 
+/* A buffer destroyed by kc_buffer_destroy or with its context keeps its
+ * handle's memory (like a context's): kc_buffer_read/write on it return
+ * KC_EDESTROYED, kc_buffer_destroy does nothing more (KC_EDESTROYED in
+ * kc_errmsg), kc_buffer_size gives 0 and a launch with it fails with
+ * KC_EARGS, until the memory is reused by a later kc_buffer_create on the
+ * same context memory. */
 kc_status kc_buffer_create(kc_context *ctx, size_t size, kc_buffer **out);
 void kc_buffer_destroy(kc_buffer *buf);
 size_t kc_buffer_size(const kc_buffer *buf);

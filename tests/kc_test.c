@@ -183,7 +183,7 @@ kc_status kct_run(kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, float
   return kct_run_bytes(k, ctx, b, n, out, n * sizeof *out);
 }
 
-kc_status kct_run_args(const kc_args *a, kc_context *ctx, kc_buffer *b, uint32_t n, float *out) {
+kc_status kct_run_args(kc_args *a, kc_context *ctx, kc_buffer *b, uint32_t n, float *out) {
   kc_dim3 grid = {n, 1, 1}, block = {1, 1, 1};
   kc_status st = kc_launch_args(a, &grid, &block);
   if (st) return st;

@@ -104,7 +104,7 @@ kc_status kct_run_bytes(kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n,
  * test itself, so it can be used from worker threads. */
 kc_status kct_run(kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, float *out);
 /* The same with bound arguments (kc_launch_args), whose buffer is b. */
-kc_status kct_run_args(const kc_args *a, kc_context *ctx, kc_buffer *b, uint32_t n, float *out);
+kc_status kct_run_args(kc_args *a, kc_context *ctx, kc_buffer *b, uint32_t n, float *out);
 /* kct_run that must succeed; returns out[0]. */
 float kct_run_ok(kc_runtime *rt, kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, float *out);
 

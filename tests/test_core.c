@@ -352,7 +352,7 @@ static const char SRC_KB3[] =
     "  y[i] = a * h((float)i) + (float)(n * m);\n"
     "}\n";
 
-static void expect_run_args(kct_fixture *f, const kc_args *a, float scale, float add) {
+static void expect_run_args(kct_fixture *f, kc_args *a, float scale, float add) {
   memset(f->out, 0, sizeof f->out);
   KCT_OK(f->rt, kct_run_args(a, f->ctx, f->buf, N, f->out));
   kct_expect_linear(f->out, N, scale, add);

@@ -29,7 +29,7 @@
 #include "cache/dir.h"
 #include "cache/io.h"
 #include "cache/key.h"
-#include "cache/size.h"
+#include "base/settings.h"
 
 /* The old name of the size parser, for the kcache command and the tests. */
 #define kc__store_parse_size kc__parse_size

@@ -10,7 +10,7 @@
 
 #include "cache/codec.h"
 #include "cache/counters.h"
-#include "cache/size.h"
+#include "base/settings.h"
 
 #include <sys/stat.h>
 

@@ -6,7 +6,7 @@
  * namespace, and the Redis names of entries and their locks.
  */
 #include "remote/internal.h"
-#include "cache/size.h"
+#include "base/settings.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -32,8 +32,8 @@ static void *kcf_alloc(void *ud, void *p, size_t n) {
 
 kc_runtime *kcf_runtime(void) {
   static kc_runtime rt;
-  if (!rt.alloc) {
-    rt.alloc = kcf_alloc;
+  if (!rt.heap.fn) {
+    rt.heap.fn = kcf_alloc;
     rt.id = kc__next_id();
   }
   return &rt;

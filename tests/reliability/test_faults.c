@@ -6,8 +6,9 @@
  *
  *   hook      the Nth call of the runtime's allocator hook (kc_options.alloc)
  *             that allocates: every build, also the runtime's own struct
- *   alloc     the Nth kc__alloc/kc__calloc/kc__realloc   } -DKC_FAULT_INJECTION=ON
- *   file      the Nth open/read/write/fsync/rename of     } (src/fault.c); skipped
+ *   alloc     the Nth allocation of kc__fault_alloc, the  } -DKC_FAULT_INJECTION=ON
+ *             allocator hook of src/testing (ltests.c)   }
+ *   file      the Nth open/read/write/fsync/rename of     } (src/testing/); skipped
  *             the disk cache                             } in other builds
  *   backend   the Nth backend call that can fail         }
  *
@@ -404,6 +405,9 @@ static void env_open(env *e, const scenario *sc, int kind, const char *dir) {
   e->opt.backend = KC_BACKEND_HOST;
   e->opt.host_cc = rel_cc();
   if (kind == KIND_HOOK) e->opt.alloc = failing_alloc;
+#ifdef KC_FAULT_INJECTION
+  if (kind == KIND_ALLOC) e->opt.alloc = kc__fault_alloc; /* counts KC__FAULT_ALLOC; libc behind it */
+#endif
   if (sc->disk) {
     if (dir) snprintf(e->dir, sizeof e->dir, "%s", dir);
     else rel_mkdtemp(e->dir, sizeof e->dir, "faults");

@@ -544,8 +544,8 @@ static void model_open(model *m, uint64_t seq, uint64_t seed) {
   kc_options opt;
   kc_options_init(&opt);
   opt.cache_disable = 1;
-  kc_status st = kc__runtime_create_with(&opt, &kc__backend_hash, &m->rt);
-  if (st) fail_msg("kc__runtime_create_with: %s: %s", kc_status_name(st), kc_errmsg(NULL));
+  kc_status st = kc__runtime_open(&opt, &kc__backend_hash, &m->rt);
+  if (st) fail_msg("kc__runtime_open: %s: %s", kc_status_name(st), kc_errmsg(NULL));
   assert_string_equal(kc_runtime_backend(m->rt), "hash");
   for (int c = 0; c < NCTX; c++) {
     KCT_OK(m->rt, kc_context_create(m->rt, 0, &m->ctx[c]));
@@ -610,7 +610,7 @@ static void test_hash_backend_parser(void **state) {
   kc_options_init(&opt);
   opt.cache_disable = 1;
   kc_runtime *rt = NULL;
-  KCT_OK(NULL, kc__runtime_create_with(&opt, &kc__backend_hash, &rt));
+  KCT_OK(NULL, kc__runtime_open(&opt, &kc__backend_hash, &rt));
   KCT_OK(rt, kc_define(rt, "f1", "KC_DEVICE int f1(int x) { return x; }", NULL));
   KCT_OK(rt, kc_define(rt, "f0", "KC_DEVICE int f0(int x) { return f1(x) + 1; }", NULL));
   KCT_OK(rt, kc_define(rt, "k0", "KC_KERNEL void k0(KC_GLOBAL int *y) { y[0] = f0(1); }", NULL));

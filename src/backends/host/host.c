@@ -1,5 +1,6 @@
 /*
- * host.c -- the host CPU backend. Kernel source is C; the closure is
+ * host.c -- the host CPU backend (this folder; tools.c finds and runs the
+ * compiler). Kernel source is C; the closure is
  * compiled by the system C compiler into a shared object and loaded with
  * dlopen. A launch runs the kernel once per work item of the grid, one after
  * another, in the calling thread.
@@ -9,8 +10,8 @@
  * open returns the old handle), and files are removed as soon as they have
  * been read or mapped.
  */
+#include "backends/host/host.h"
 
-#include "../kc_internal.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -28,22 +29,6 @@
 
 extern char **environ;
 
-/* The generated trampoline has the signature of a kc__launch_fn, so the
- * fast path calls straight into the compiled object. */
-typedef kc_status (*host_run_fn)(kc__linked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block);
-
-typedef struct host_state {
-  kc_runtime *rt;
-  char dir[256];
-#define KC__HOST_MAX_WORDS 56 /* in the compiler command, and in the compile options */
-  char *cc_argv[KC__HOST_MAX_WORDS]; /* the compiler command, split on spaces (owned) */
-  int cc_argc;
-  uint32_t timeout_ms;
-  _Atomic uint64_t seq; /* unique file names */
-  kc__mutex ident_lock;
-  char *identity;
-  char device[256];
-} host_state;
 
 static const char host_prelude[] =
     "/* kcache host prelude: kernels are C11 run one work item at a time */\n"
@@ -85,37 +70,6 @@ static const char host_prelude[] =
     "#define kc_barrier() _Static_assert(0, \"kc_barrier() is not supported by the host backend: "
     "its work items run one after another\")\n";
 
-/* -------------------------------------------------------- availability */
-
-static bool find_in_path(const char *prog, char *out, size_t outlen) {
-  if (strchr(prog, '/')) {
-    snprintf(out, outlen, "%s", prog);
-    return access(prog, X_OK) == 0;
-  }
-  const char *path = getenv("PATH");
-  if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
-  for (const char *p = path; *p;) {
-    const char *e = strchr(p, ':');
-    size_t n = e ? (size_t)(e - p) : strlen(p);
-    snprintf(out, outlen, "%.*s/%s", (int)n, p, prog);
-    if (n && access(out, X_OK) == 0) return true;
-    p += n + (e ? 1 : 0);
-  }
-  return false;
-}
-
-static const char *host_unavailable(void) {
-  static _Thread_local char why[512];
-  const char *cc = getenv("KC_HOST_CC");
-  if (!cc || !*cc) cc = "cc";
-  char first[256], path[512];
-  snprintf(first, sizeof first, "%.*s", (int)strcspn(cc, " "), cc);
-  if (find_in_path(first, path, sizeof path)) return NULL;
-  snprintf(why, sizeof why,
-           "no C compiler: \"%s\" not found in PATH (install gcc, or set KC_HOST_CC)", first);
-  return why;
-}
-
 /* --------------------------------------------------------------- state */
 
 static void host_close(void *state) {
@@ -129,7 +83,7 @@ static void host_close(void *state) {
   kc__free(rt, s);
 }
 
-static kc_status split_words(host_state *s, const char *words, const char *what) {
+static kc_status host_split_words(host_state *s, const char *words, const char *what) {
   for (const char *p = words; p && *p;) {
     while (*p == ' ' || *p == '\t') p++;
     if (!*p) break;
@@ -147,15 +101,16 @@ static kc_status host_open(kc_runtime *rt, const kc_options *opt, void **state) 
   host_state *s = kc__calloc(rt, sizeof *s);
   if (!s) return kc__err(rt, KC_ENOMEM, "out of memory");
   s->rt = rt;
+  s->compile_options = opt->compile_options;
   if (!kc__mutex_init(&s->ident_lock)) {
     kc__free(rt, s);
     return kc__err(rt, KC_ENOMEM, "out of memory");
   }
   s->timeout_ms = opt->compile_timeout_ms ? opt->compile_timeout_ms : 120000;
-  kc_status st = split_words(s, opt->host_cc, "host compiler");
+  kc_status st = host_split_words(s, opt->host_cc, "host compiler");
   if (!st && s->cc_argc == 0) st = kc__err(rt, KC_EINVAL, "host compiler: empty command");
   char path[512];
-  if (!st && !find_in_path(s->cc_argv[0], path, sizeof path))
+  if (!st && !host_find_in_path(s->cc_argv[0], path, sizeof path))
     st = kc__err(rt, KC_EUNAVAILABLE, "host compiler \"%s\" not found in PATH", s->cc_argv[0]);
   if (!st) {
     snprintf(s->device, sizeof s->device, "host CPU (compiler: %s)", opt->host_cc);
@@ -183,122 +138,6 @@ static int host_device_count(void *state) {
 static const char *host_device_name(void *state, int index) {
   (void)index;
   return ((host_state *)state)->device;
-}
-
-/* --------------------------------------------------- running a compiler */
-
-/* Runs argv with stdout and stderr into log_path; bounded by timeout_ms. */
-static kc_status run_tool(host_state *s, char *const argv[], const char *log_path, int *exit_code,
-                          int *signal_no) {
-  kc_runtime *rt = s->rt;
-  *exit_code = -1;
-  *signal_no = 0;
-  posix_spawn_file_actions_t fa;
-  if (posix_spawn_file_actions_init(&fa)) return kc__err(rt, KC_ENOMEM, "posix_spawn: out of memory");
-  posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  /* Its own process group, so that a timeout kills the whole tree (a hung
-   * cc1 or ld, not only the driver). */
-  posix_spawnattr_t attr;
-  if (posix_spawnattr_init(&attr)) {
-    posix_spawn_file_actions_destroy(&fa);
-    return kc__err(rt, KC_ENOMEM, "posix_spawn: out of memory");
-  }
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  pid_t pid;
-  int err = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&fa);
-  if (err) return kc__err(rt, KC_EBACKEND, "cannot run the host compiler \"%s\": %s", argv[0], strerror(err));
-  uint64_t deadline = kc__now_ns() + (uint64_t)s->timeout_ms * 1000000u;
-  long nap = 100000; /* 0.1 ms, doubling to 5 ms */
-  int status;
-  for (;;) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    if (r < 0 && errno != EINTR) return kc__err(rt, KC_EBACKEND, "waitpid: %s", strerror(errno));
-    if (kc__now_ns() > deadline) {
-      kill(-pid, SIGKILL);
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      return kc__err(rt, KC_EBACKEND, "the host compiler \"%s\" ran longer than %u ms and was killed",
-                     argv[0], s->timeout_ms);
-    }
-    struct timespec ts = {0, nap};
-    nanosleep(&ts, NULL);
-    if (nap < 5000000) nap *= 2;
-  }
-  if (WIFEXITED(status)) *exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) *signal_no = WTERMSIG(status);
-  return KC_OK;
-}
-
-static kc_status read_file(kc_runtime *rt, const char *path, void **out, size_t *size) {
-  *out = NULL;
-  *size = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return kc__err(rt, KC_EIO, "cannot open %s: %s", path, strerror(errno));
-  kc__sb sb;
-  kc__sb_init(&sb, rt);
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) kc__sb_append(&sb, buf, n);
-  bool bad = ferror(f);
-  fclose(f);
-  if (bad) {
-    kc__sb_free(&sb);
-    return kc__err(rt, KC_EIO, "cannot read %s", path);
-  }
-  *size = sb.len;
-  *out = kc__sb_take(&sb);
-  return *out ? KC_OK : kc__err(rt, KC_ENOMEM, "out of memory reading %s", path);
-}
-
-static kc_status write_file(kc_runtime *rt, const char *path, const void *data, size_t n) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return kc__err(rt, KC_EIO, "cannot create %s: %s", path, strerror(errno));
-  const char *p = data;
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      int e = errno;
-      close(fd);
-      unlink(path);
-      return kc__err(rt, KC_EIO, "cannot write %s: %s", path, strerror(e));
-    }
-    p += w;
-    n -= (size_t)w;
-  }
-  if (close(fd)) {
-    int e = errno;
-    unlink(path);
-    return kc__err(rt, KC_EIO, "cannot write %s: %s", path, strerror(e));
-  }
-  return KC_OK;
-}
-
-/* Whether bytes are a complete ELF64 object: header, program headers, every
- * segment and the section headers inside the file. glibc's dlopen trusts the
- * file and crashes the process on a truncated one. */
-static bool elf_complete(const void *data, size_t n, const char **why) {
-  const Elf64_Ehdr *e = data;
-  *why = "not an ELF64 shared object";
-  if (n < sizeof *e || memcmp(e->e_ident, ELFMAG, SELFMAG) != 0 || e->e_ident[EI_CLASS] != ELFCLASS64)
-    return false;
-  *why = "truncated";
-  if (e->e_phentsize != sizeof(Elf64_Phdr) || e->e_phoff > n ||
-      (uint64_t)e->e_phnum * sizeof(Elf64_Phdr) > n - e->e_phoff)
-    return false;
-  if (e->e_shnum && (e->e_shoff > n || e->e_shentsize != sizeof(Elf64_Shdr) ||
-                     (uint64_t)e->e_shnum * sizeof(Elf64_Shdr) > n - e->e_shoff))
-    return false;
-  const Elf64_Phdr *ph = (const Elf64_Phdr *)((const char *)data + e->e_phoff);
-  for (unsigned i = 0; i < e->e_phnum; i++)
-    if (ph[i].p_offset > n || ph[i].p_filesz > n - ph[i].p_offset) return false;
-  return true;
 }
 
 /* ------------------------------------------------------------- compile */
@@ -417,7 +256,7 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   snprintf(src, sizeof src, "%s/c%llu.c", s->dir, (unsigned long long)n);
   snprintf(so, sizeof so, "%s/c%llu.so", s->dir, (unsigned long long)n);
   snprintf(lg, sizeof lg, "%s/c%llu.log", s->dir, (unsigned long long)n);
-  kc_status st = write_file(rt, src, tu->text, tu->len);
+  kc_status st = host_write_file(rt, src, tu->text, tu->len);
   if (st) return st;
 
   /* the command's words, 7 flags, the output and the source, the options'
@@ -432,18 +271,18 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   argv[argc++] = src;
   /* user options come last so that they win */
   host_state opts = {.rt = rt};
-  st = split_words(&opts, rt->compile_options, "compile options");
+  st = host_split_words(&opts, s->compile_options, "compile options");
   for (int i = 0; !st && i < opts.cc_argc; i++) argv[argc++] = opts.cc_argv[i];
   argv[argc++] = "-lm";
   argv[argc] = NULL;
   int code = -1, sig_no = 0;
   bool ran = !st;
-  if (ran) st = run_tool(s, argv, lg, &code, &sig_no);
+  if (ran) st = host_run_tool(s, argv, lg, &code, &sig_no);
   for (int i = 0; i < opts.cc_argc; i++) kc__free(rt, opts.cc_argv[i]);
   void *text = NULL;
   size_t tn = 0;
   /* the compiler's log, if it ran and wrote one (else the error stands) */
-  if (ran && access(lg, R_OK) == 0 && read_file(rt, lg, &text, &tn) == KC_OK) {
+  if (ran && access(lg, R_OK) == 0 && host_read_file(rt, lg, &text, &tn) == KC_OK) {
     kc__sb_append(log, text, tn);
     kc__free(rt, text);
   }
@@ -454,9 +293,9 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
                  strsignal(sig_no));
   else if (!st && code != 0)
     st = kc__err(rt, KC_ECOMPILE, "the host compiler \"%s\" failed (exit code %d)", argv[0], code);
-  if (!st) st = read_file(rt, so, artifact, size);
+  if (!st) st = host_read_file(rt, so, artifact, size);
   const char *why;
-  if (!st && !elf_complete(*artifact, *size, &why)) {
+  if (!st && !host_elf_complete(*artifact, *size, &why)) {
     st = kc__err(rt, KC_ECOMPILE, "the host compiler \"%s\" produced an unusable object (%s)", argv[0], why);
     kc__free(rt, *artifact);
     *artifact = NULL;
@@ -516,28 +355,29 @@ static kc_status host_launch_serial(kc__linked *l, void **argv, const kc_dim3 *g
 static kc_status host_link(void *bctx, const kc__ci *ci, kc__linked *l) {
   host_state *s = bctx;
   kc_runtime *rt = s->rt;
+  const kc__artifact a = kc__artifact_of(ci);
   const char *why;
-  if (!elf_complete(ci->artifact, ci->artifact_size, &why))
-    return kc__err(rt, KC_ELINK, "loading '%s' failed: the stored object is %s", ci->spec->name, why);
+  if (!host_elf_complete(a.bytes, a.size, &why))
+    return kc__err(rt, KC_ELINK, "loading '%s' failed: the stored object is %s", a.entry, why);
   char so[320];
   snprintf(so, sizeof so, "%s/l%llu.so", s->dir,
            (unsigned long long)kc__fetch_add_relaxed(&s->seq, 1));
-  kc_status st = write_file(rt, so, ci->artifact, ci->artifact_size);
+  kc_status st = host_write_file(rt, so, a.bytes, a.size);
   if (st) return st;
   void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   unlink(so); /* the mapping outlives the name */
-  if (!h) return kc__err(rt, KC_ELINK, "loading '%s' failed: %s", ci->spec->name, dlerror());
+  if (!h) return kc__err(rt, KC_ELINK, "loading '%s' failed: %s", a.entry, dlerror());
   void *fn = dlsym(h, "kc__run");
   if (!fn) {
     dlclose(h);
-    return kc__err(rt, KC_ELINK, "loading '%s' failed: no kc__run in the object", ci->spec->name);
+    return kc__err(rt, KC_ELINK, "loading '%s' failed: no kc__run in the object", a.entry);
   }
   typedef kc_status (*bad_dims_fn)(const kc__linked *, const kc_dim3 *, const kc_dim3 *);
   bad_dims_fn *on_bad_dims = dlsym(h, "kc__on_bad_dims");
   if (!on_bad_dims) {
     dlclose(h);
     return kc__err(rt, KC_ELINK, "loading '%s' failed: no kc__on_bad_dims in the object",
-                   ci->spec->name);
+                   a.entry);
   }
   *on_bad_dims = kc__launch_bad_dims;
   typedef kc_status (*bad_args_fn)(const kc__linked *, const kc_context *, const kc_arg *, uint32_t);
@@ -545,7 +385,7 @@ static kc_status host_link(void *bctx, const kc__ci *ci, kc__linked *l) {
   void *entry = dlsym(h, "kc__launch");
   if (!on_bad_args || !entry) {
     dlclose(h);
-    return kc__err(rt, KC_ELINK, "loading '%s' failed: no kc__launch in the object", ci->spec->name);
+    return kc__err(rt, KC_ELINK, "loading '%s' failed: no kc__launch in the object", a.entry);
   }
   *on_bad_args = kc__launch_bad_args;
   l->module = h;
@@ -557,7 +397,7 @@ static kc_status host_link(void *bctx, const kc__ci *ci, kc__linked *l) {
     if (!m || !kc__mutex_init(m)) {
       kc__free(rt, m);
       dlclose(h);
-      return kc__err(rt, KC_ENOMEM, "out of memory linking '%s'", ci->spec->name);
+      return kc__err(rt, KC_ENOMEM, "out of memory linking '%s'", a.entry);
     }
     l->extra = m;
     l->launch = host_launch_serial;
@@ -607,14 +447,14 @@ static const char *host_identity(void *state) {
     char *argv[] = {s->cc_argv[0], "--version", NULL};
     int code, sig;
     kc__sb sb;
-    kc__sb_init(&sb, s->rt);
-    find_in_path(s->cc_argv[0], path, sizeof path);
+    kc__sb_init(&sb, kc__rt_heap(s->rt));
+    host_find_in_path(s->cc_argv[0], path, sizeof path);
     kc__sb_printf(&sb, "host|%s|", path);
     for (int i = 1; i < s->cc_argc; i++) kc__sb_printf(&sb, "%s ", s->cc_argv[i]);
     void *text = NULL;
     size_t n = 0;
-    kc_status st = run_tool(s, argv, lg, &code, &sig);
-    if (st == KC_OK) st = read_file(s->rt, lg, &text, &n);
+    kc_status st = host_run_tool(s, argv, lg, &code, &sig);
+    if (st == KC_OK) st = host_read_file(s->rt, lg, &text, &n);
     if (st == KC_OK) {
       size_t first = strcspn(text, "\n");
       kc__sb_append(&sb, text, first);
@@ -653,3 +493,4 @@ const kc__backend kc__backend_host = {
     .buf_write = host_buf_write,
     .buf_read = host_buf_read,
 };
+

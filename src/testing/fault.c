@@ -1,12 +1,15 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fault.c -- fault injection, for tests only (built with
- * -DKC_FAULT_INJECTION=ON, which also compiles the hooks that call it).
+ * -DKC_FAULT_INJECTION=ON, which also compiles the hooks that call it;
+ * the interface is fault.h).
  *
  * Owns three counters, SQLite style: of the operations of one kind counted
  * from the moment a test arms it, the Nth fails (or, sticky, every one from
  * the Nth on). A test sweeps N = 1, 2, 3... until a run hits no fault.
  *
- *   KC__FAULT_ALLOC    kc__alloc, kc__calloc, kc__realloc (util.c)
+ *   KC__FAULT_ALLOC    kc__fault_alloc: the allocator hook a test installs
+ *                      (kc_options.alloc), as Lua's ltests.c does
  *   KC__FAULT_FILE     the disk cache's open, read, write, fsync, rename (store.c)
  *   KC__FAULT_BACKEND  every backend call that can fail, through a proxy table
  *
@@ -17,8 +20,7 @@
  * it from the runtime (open), from a registry of backend states and
  * contexts (everything else), or from a side table of linked objects
  * (launch, unlink), since launches go straight through kc__linked.launch.
- * The same hook lets a test create a runtime on a backend of its own
- * (kc__runtime_create_with).
+ * A test that wants a backend of its own calls kc__runtime_open with it.
  *
  * The registry and the side table use malloc, never the runtime's
  * allocator: they must not shift the allocation counter.
@@ -81,8 +83,9 @@ void __sanitizer_print_stack_trace(void) __attribute__((weak));
 
 /* $KC_FAULT_BACKTRACE set: where each injected fault hit, on stderr. */
 static KC__COLD void trace(kc__fault_kind kind, uint64_t n) {
-  const char *env = getenv("KC_FAULT_BACKTRACE");
-  if (!env || !*env) return;
+  bool on = false;
+  kc__setting_bool(KC__SET_FAULT_BACKTRACE, &on);
+  if (!on) return;
   fprintf(stderr, "kcache: injected %s fault %llu here:\n", kc__fault_name(kind), (unsigned long long)n);
   if (__sanitizer_print_stack_trace) {
     __sanitizer_print_stack_trace();
@@ -129,17 +132,8 @@ static size_t kc__nowners, kc__capowners;
 
 static bool owner_add(const void *key, kc_runtime *rt, const proxy *px) {
   kc__lock(&kc__proxy_lock);
-  bool ok = true;
-  if (kc__nowners == kc__capowners) {
-    size_t cap = kc__capowners ? kc__capowners * 2 : 16;
-    owner *n = realloc(kc__owners, cap * sizeof *n);
-    if (n) {
-      kc__owners = n;
-      kc__capowners = cap;
-    } else {
-      ok = false;
-    }
-  }
+  bool ok;
+  KC__GROW(NULL, kc__owners, kc__capowners, kc__nowners + 1, 16, &ok); /* libc (NULL heap) */
   if (ok) kc__owners[kc__nowners++] = (owner){key, rt, px};
   kc__unlock(&kc__proxy_lock);
   return ok;
@@ -343,12 +337,7 @@ static kc_status px_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, siz
   return o.px->real->buf_read(bctx, h, off, dst, n);
 }
 
-/* A backend that a test asked kc__runtime_create_with to use instead of the
- * one kc_runtime_create picked. */
-static _Thread_local const kc__backend *kc__next_backend;
-
 const kc__backend *kc__fault_wrap_backend(const kc__backend *real) {
-  if (kc__next_backend) real = kc__next_backend;
   if (!real) return NULL;
   kc__lock(&kc__proxy_lock);
   proxy *px = NULL;
@@ -384,25 +373,14 @@ const kc__backend *kc__fault_wrap_backend(const kc__backend *real) {
   return px ? &px->table : real; /* out of proxies: uncounted, but it works */
 }
 
-kc_status kc__runtime_create_with(const kc_options *opt, const kc__backend *be, kc_runtime **out) {
-  if (!out) return kc__err(NULL, KC_EINVAL, "kc__runtime_create_with: out is NULL");
-  *out = NULL;
-  if (!be || !be->open || !be->close)
-    return kc__err(NULL, KC_EINVAL, "kc__runtime_create_with: not a backend table");
-  kc_options o;
-  if (opt) o = *opt;
-  else kc_options_init(&o);
-  /* kc_runtime_create insists on picking a real backend first; whichever it
-   * picks is replaced by `be` in kc__fault_wrap_backend. */
-  static const kc_backend_kind kinds[] = {KC_BACKEND_HOST, KC_BACKEND_OPENCL, KC_BACKEND_CUDA};
-  o.backend = KC_BACKEND_AUTO;
-  for (size_t i = 0; i < sizeof kinds / sizeof *kinds && o.backend == KC_BACKEND_AUTO; i++)
-    if (kc_backend_available(kinds[i], NULL)) o.backend = kinds[i];
-  if (o.backend == KC_BACKEND_AUTO)
-    return kc__err(NULL, KC_EUNAVAILABLE,
-                   "kc__runtime_create_with: kc_runtime_create needs one real backend to pick");
-  kc__next_backend = be;
-  kc_status st = kc_runtime_create(&o, out);
-  kc__next_backend = NULL;
-  return st;
+/* ------------------------------------------------------------ allocator */
+
+void *kc__fault_alloc(void *ud, void *ptr, size_t size) {
+  const kc__heap *heap = ud;
+  if (size == 0) {
+    kc__heap_free(heap, ptr);
+    return NULL;
+  }
+  if (KC__UNLIKELY(kc__fault_hit(KC__FAULT_ALLOC))) return NULL;
+  return kc__heap_realloc(heap, ptr, size);
 }

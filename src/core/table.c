@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * table.c -- the function table: names (bindings), their definitions with
  * world ranges, backedges from names to the code instances that looked
@@ -8,37 +9,27 @@
  * every dependent code instance has had its range clipped (release stores),
  * so a reader that sees the new world also sees every clipped range.
  */
-#include "kc_internal.h"
+#include "core/core.h"
 
 #include <string.h>
 
 /* -------------------------------------------------------------- bindings */
 
 static kc__binding *binding_find(kc_runtime *rt, const char *name, size_t len, uint64_t h) {
-  if (!rt->capbindings) return NULL;
-  for (kc__binding *b = rt->bindings[h & (rt->capbindings - 1)]; b; b = b->next_in_bucket)
+  KC__HTAB_FOR(&rt->bindings, h, kc__binding, b, next_in_bucket)
     if (b->hash == h && strlen(b->name) == len && memcmp(b->name, name, len) == 0) return b;
   return NULL;
 }
+
+#define binding_hash(b) ((b)->hash)
 
 static kc__binding *binding_get(kc_runtime *rt, const char *name, size_t len) {
   uint64_t h = kc__hash(name, len);
   kc__binding *b = binding_find(rt, name, len, h);
   if (b) return b;
-  if (rt->nbindings + 1 > rt->capbindings) { /* grow: keep load factor <= 1 */
-    size_t cap = rt->capbindings ? rt->capbindings * 2 : 64;
-    kc__binding **nb = kc__calloc(rt, cap * sizeof *nb);
-    if (!nb) return NULL;
-    for (size_t i = 0; i < rt->capbindings; i++)
-      for (kc__binding *x = rt->bindings[i], *next; x; x = next) {
-        next = x->next_in_bucket;
-        x->next_in_bucket = nb[x->hash & (cap - 1)];
-        nb[x->hash & (cap - 1)] = x;
-      }
-    kc__free(rt, rt->bindings);
-    rt->bindings = nb;
-    rt->capbindings = cap;
-  }
+  bool ok;
+  kc__htab_reserve(&rt->heap, &rt->bindings, kc__binding, next_in_bucket, binding_hash, 64, &ok);
+  if (!ok) return NULL;
   b = kc__calloc(rt, sizeof *b);
   if (!b) return NULL;
   b->name = kc__strndup(rt, name, len);
@@ -47,9 +38,7 @@ static kc__binding *binding_get(kc_runtime *rt, const char *name, size_t len) {
     return NULL;
   }
   b->hash = h;
-  b->next_in_bucket = rt->bindings[h & (rt->capbindings - 1)];
-  rt->bindings[h & (rt->capbindings - 1)] = b;
-  rt->nbindings++;
+  KC__HTAB_PUT(&rt->bindings, b, h, next_in_bucket);
   return b;
 }
 
@@ -60,9 +49,7 @@ static kc__def *visible_def(const kc__binding *b, kc_world w) {
 }
 
 void kc__table_free(kc_runtime *rt) {
-  for (size_t i = 0; i < rt->capbindings; i++)
-    for (kc__binding *b = rt->bindings[i], *next; b; b = next) {
-      next = b->next_in_bucket;
+  KC__HTAB_EACH(&rt->bindings, kc__binding, b, next_in_bucket) {
       for (kc__def *d = b->defs, *older; d; d = older) {
         older = d->older;
         kc__free(rt, d->source);
@@ -72,9 +59,7 @@ void kc__table_free(kc_runtime *rt) {
       kc__free(rt, b->name);
       kc__free(rt, b);
     }
-  kc__free(rt, rt->bindings);
-  rt->bindings = NULL;
-  rt->capbindings = rt->nbindings = 0;
+  KC__HTAB_FREE(&rt->heap, &rt->bindings);
 }
 
 /* ------------------------------------------------------------ validation */
@@ -200,9 +185,10 @@ typedef struct {
   kc_world world;
   const kc__spec *spec;
   kc__closure *out;
-  uint32_t capdefs, capedges;
+  size_t capdefs, capedges;
   kc__def **stack; /* the current path, for cycle detection and messages */
-  uint32_t depth, capstack;
+  uint32_t depth;
+  size_t capstack;
   kc__def *current;
   bool seen_self;
   kc_status st;
@@ -212,13 +198,9 @@ static bool add_edge(walk *wk, kc__binding *b, kc__def *d) {
   kc__closure *c = wk->out;
   for (uint32_t i = 0; i < c->nedges; i++)
     if (c->edges[i].binding == b) return true;
-  if (c->nedges == wk->capedges) {
-    uint32_t cap = wk->capedges ? wk->capedges * 2 : 16;
-    kc__edge *ne = kc__realloc(wk->rt, c->edges, cap * sizeof *ne);
-    if (!ne) return false;
-    c->edges = ne;
-    wk->capedges = cap;
-  }
+  bool ok;
+  KC__GROW(&wk->rt->heap, c->edges, wk->capedges, (size_t)c->nedges + 1, 16, &ok);
+  if (!ok) return false;
   c->edges[c->nedges++] = (kc__edge){b, d};
   return true;
 }
@@ -294,7 +276,7 @@ static kc_status visit(walk *wk, kc__def *d) {
   for (uint32_t i = 0; i < wk->depth; i++)
     if (wk->stack[i] == d) {
       kc__sb path;
-      kc__sb_init(&path, wk->rt);
+      kc__sb_init(&path, kc__rt_heap(wk->rt));
       for (uint32_t j = i; j < wk->depth; j++) {
         kc__sb_puts(&path, wk->stack[j]->binding->name);
         kc__sb_puts(&path, " -> ");
@@ -308,13 +290,9 @@ static kc_status visit(walk *wk, kc__def *d) {
       return st;
     }
   if (in_closure(wk->out, d)) return KC_OK;
-  if (wk->depth == wk->capstack) {
-    uint32_t cap = wk->capstack ? wk->capstack * 2 : 16;
-    kc__def **ns = kc__realloc(wk->rt, wk->stack, cap * sizeof *ns);
-    if (!ns) return kc__err(wk->rt, KC_ENOMEM, "out of memory");
-    wk->stack = ns;
-    wk->capstack = cap;
-  }
+  bool ok;
+  KC__GROW(&wk->rt->heap, wk->stack, wk->capstack, (size_t)wk->depth + 1, 16, &ok);
+  if (!ok) return kc__err(wk->rt, KC_ENOMEM, "out of memory");
   wk->stack[wk->depth++] = d;
   kc__def *saved = wk->current;
   bool saved_self = wk->seen_self;
@@ -327,13 +305,8 @@ static kc_status visit(walk *wk, kc__def *d) {
   if (wk->st) return wk->st;
   /* post-order: callees are emitted before their callers */
   kc__closure *c = wk->out;
-  if (c->ndefs == wk->capdefs) {
-    uint32_t cap = wk->capdefs ? wk->capdefs * 2 : 8;
-    kc__def **nd = kc__realloc(wk->rt, c->defs, cap * sizeof *nd);
-    if (!nd) return kc__err(wk->rt, KC_ENOMEM, "out of memory");
-    c->defs = nd;
-    wk->capdefs = cap;
-  }
+  KC__GROW(&wk->rt->heap, c->defs, wk->capdefs, (size_t)c->ndefs + 1, 8, &ok);
+  if (!ok) return kc__err(wk->rt, KC_ENOMEM, "out of memory");
   c->defs[c->ndefs++] = d;
   return KC_OK;
 }
@@ -390,13 +363,9 @@ static void edge_range(const kc__edge *e, kc_world world, kc_world *min, kc_worl
 }
 
 static bool add_backedge(kc_runtime *rt, kc__binding *b, kc__ci *ci) {
-  if (b->nbackedges == b->capbackedges) {
-    size_t cap = b->capbackedges ? b->capbackedges * 2 : 4;
-    kc__ci **nb = kc__realloc(rt, b->backedges, cap * sizeof *nb);
-    if (!nb) return false;
-    b->backedges = nb;
-    b->capbackedges = cap;
-  }
+  bool ok;
+  KC__GROW(&rt->heap, b->backedges, b->capbackedges, b->nbackedges + 1, 4, &ok);
+  if (!ok) return false;
   b->backedges[b->nbackedges++] = ci;
   return true;
 }
@@ -428,8 +397,7 @@ void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world) {
 uint64_t kc__table_collect(kc_runtime *rt, bool (*live)(void *ud, kc_world min, kc_world max), void *ud) {
   uint64_t freed = 0;
   kc__lock(&rt->world_lock);
-  for (size_t i = 0; i < rt->capbindings; i++)
-    for (kc__binding *b = rt->bindings[i]; b; b = b->next_in_bucket) {
+  KC__HTAB_EACH(&rt->bindings, kc__binding, b, next_in_bucket) {
       size_t n = 0;
       for (size_t j = 0; j < b->nbackedges; j++)
         if (!b->backedges[j]->dead) b->backedges[n++] = b->backedges[j];

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * scan.c -- the parsers of text that kcache does not control: the C-family
  * identifier scanner that finds a definition's dependencies, the kernel
@@ -5,7 +6,7 @@
  * them take (pointer, length), never read past it, and never fail on
  * malformed input: they just find fewer things.
  */
-#include "kc_internal.h"
+#include "core/core.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -198,6 +199,9 @@ static char *strip_comments(kc_runtime *rt, const char *s, const char *end) {
   return out;
 }
 
+/* Longer than 80 lines on purpose: one pass over the parameter list (find
+ * the definition, split at top-level commas, name and type each piece)
+ * whose allocations share one cleanup path. */
 kc_status kc__parse_params(kc_runtime *rt, const char *name, const char *source, kc__param **out,
                            uint32_t *count) {
   *out = NULL;
@@ -428,7 +432,7 @@ kc_status kc__canon_params(kc_runtime *rt, const char *params, char **canon) {
   }
   qsort(items, n, sizeof *items, kv_cmp);
   kc__sb sb;
-  kc__sb_init(&sb, rt);
+  kc__sb_init(&sb, kc__rt_heap(rt));
   for (size_t i = 0; i < n; i++) {
     if (i && kv_cmp(&items[i - 1], &items[i]) == 0)
       return kc__sb_free(&sb),

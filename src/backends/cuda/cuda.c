@@ -1,0 +1,476 @@
+/*
+ * cuda.c -- the CUDA backend (this folder; load.c loads the libraries and
+ * compiles): NVRTC compiles the assembled closure (CUDA C++)
+ * straight to a cubin for the device's exact architecture, or to PTX for the
+ * newest architecture NVRTC knows when it does not know the device's, which
+ * the driver then JIT-compiles at link. The driver API loads and launches it.
+ *
+ * It owns: loading NVRTC and the driver with dlopen (never linked, so kcache
+ * builds and runs where neither exists, and says why the backend is
+ * unavailable), the CUDA dialect prelude, device selection, the per-context
+ * session (a retained primary context) and the launch.
+ *
+ * Choices, and why:
+ *  - Contexts. A kc_context on device d retains d's primary context: the one
+ *    the CUDA runtime and most libraries use, so kcache buffers and theirs
+ *    are interchangeable. kc contexts on the same device share it (and its
+ *    default stream); each keeps its own modules. kcache leaves that context
+ *    current on the threads that used it, as the CUDA runtime does.
+ *  - Stream. Launches go to the legacy default stream (0): it orders them
+ *    with the blocking cuMemcpyHtoD/DtoH of kc_buffer_write/read, so a read
+ *    after a launch sees its result without an explicit finish, like an
+ *    in-order OpenCL queue. kc_context_finish is cuCtxSynchronize.
+ *  - Reset. kc_context_reset must keep buffers valid, so it never resets the
+ *    primary context (cuDevicePrimaryCtxReset would free every allocation of
+ *    every kc context on the device). The engine unlinks every linked object
+ *    (unlink synchronizes, then cuModuleUnload) and ctx_reset drains the
+ *    queue; the next launch reloads the stored cubin without calling NVRTC.
+ *  - Current context on the fast path. Making a context current is a driver
+ *    call, so the launch compares the context's never-reused id with a
+ *    thread-local copy of the last one this thread bound (one TLS load and a
+ *    compare). If the application made another context current behind
+ *    kcache's back, the driver either launches in the function's own
+ *    context or fails with a context error; then the cold path binds ours
+ *    and retries once (a failed launch enqueued nothing).
+ *  - KC_CUDA_FORCE_PTX=1 compiles to PTX even for an architecture NVRTC
+ *    knows, to exercise the driver-JIT path on any GPU.
+ */
+#include "backends/cuda/cuda.h"
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+/* The id of the kc context whose CUDA context this thread made current last.
+ * Ids are never reused, so a destroyed context's id never matches again. */
+#if defined(__GNUC__)
+static _Thread_local uint64_t cu_bound __attribute__((tls_model("initial-exec")));
+#else
+static _Thread_local uint64_t cu_bound;
+#endif
+
+/* Makes c's context current on this thread (a slow path: it asks the
+ * driver), and records it for the launch fast path. */
+static KC__NOINLINE kc_status cu_bind(const cu_ctx *c) {
+  CUcontext cur = NULL;
+  CUresult r = cu_drv.cuCtxGetCurrent(&cur);
+  if (r != KC__CUDA_SUCCESS || cur != c->ctx) {
+    r = cu_drv.cuCtxSetCurrent(c->ctx);
+    if (r != KC__CUDA_SUCCESS) {
+      cu_bound = 0;
+      return cu_fail(c->st->rt, KC_EBACKEND, "cuCtxSetCurrent", r, "");
+    }
+  }
+  cu_bound = c->id;
+  return KC_OK;
+}
+
+static bool cu_contains_nocase(const char *hay, const char *needle) {
+  size_t n = strlen(needle);
+  for (; *hay; hay++) {
+    size_t i = 0;
+    while (i < n && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+      i++;
+    if (i == n)
+      return true;
+  }
+  return n == 0;
+}
+
+/* Picks the architecture NVRTC compiles for: the devices' exact one as a
+ * cubin when NVRTC knows it, else PTX for the newest one it knows below
+ * it. Devices of different architectures share PTX for the oldest. */
+static kc_status cu_pick_arch(cu_state *st) {
+  int lo = st->devs[0].cc;
+  bool mixed = false;
+  for (int i = 1; i < st->ndevs; i++) {
+    mixed |= st->devs[i].cc != lo;
+    if (st->devs[i].cc < lo)
+      lo = st->devs[i].cc;
+  }
+  bool force = false;
+  kc__setting_bool(KC__SET_CUDA_FORCE_PTX, &force); /* set, not empty and not "0" */
+  bool want_ptx = mixed || !cu_nvrtc.nvrtcGetCUBIN || force;
+  if (!cu_nvrtc.nvrtcGetSupportedArchs) { /* NVRTC < 11.2: trust it with the device's arch */
+    st->arch = lo;
+    st->ptx = want_ptx;
+    return KC_OK;
+  }
+  int n = 0;
+  if (cu_nvrtc.nvrtcGetNumSupportedArchs(&n) != KC__NVRTC_SUCCESS || n <= 0 || n > 512)
+    return kc__err(st->rt, KC_EUNAVAILABLE, "NVRTC %d.%d lists no supported architecture",
+                   cu_nvrtc.major, cu_nvrtc.minor);
+  int archs[512];
+  if (cu_nvrtc.nvrtcGetSupportedArchs(archs) != KC__NVRTC_SUCCESS)
+    return kc__err(st->rt, KC_EUNAVAILABLE, "nvrtcGetSupportedArchs failed");
+  int best = 0, lowest = archs[0];
+  bool exact = false;
+  for (int i = 0; i < n; i++) {
+    exact |= archs[i] == lo;
+    if (archs[i] <= lo && archs[i] > best)
+      best = archs[i];
+    if (archs[i] < lowest)
+      lowest = archs[i];
+  }
+  if (!best)
+    return kc__err(st->rt, KC_EUNAVAILABLE,
+                   "CUDA device '%s' (sm_%d) is older than every architecture NVRTC %d.%d "
+                   "supports (lowest: sm_%d)",
+                   st->devs[0].name, lo, cu_nvrtc.major, cu_nvrtc.minor, lowest);
+  st->arch = exact ? lo : best;
+  st->ptx = want_ptx || !exact;
+  return KC_OK;
+}
+
+static kc_status cu_open(kc_runtime *rt, const kc_options *opt, void **state) {
+  *state = NULL;
+  const char *why = cu_unavailable();
+  if (why)
+    return kc__err(rt, KC_EUNAVAILABLE, "CUDA backend unavailable: %s", why);
+  int n = 0;
+  CUresult r = cu_drv.cuDeviceGetCount(&n);
+  if (r != KC__CUDA_SUCCESS)
+    return cu_fail(rt, KC_EUNAVAILABLE, "cuDeviceGetCount", r, "");
+  cu_state *st = kc__calloc(rt, sizeof *st);
+  if (!st || !(st->devs = kc__calloc(rt, sizeof *st->devs * (size_t)(n > 0 ? n : 1)))) {
+    kc__free(rt, st);
+    return kc__err(rt, KC_ENOMEM, "out of memory opening the CUDA backend");
+  }
+  st->rt = rt;
+  st->compile_options = opt ? opt->compile_options : NULL;
+  const char *filter = opt && opt->device_name && *opt->device_name ? opt->device_name : NULL;
+  kc_status s = KC_OK;
+  for (int i = 0; i < n && s == KC_OK; i++) {
+    cu_dev d = {0};
+    int major = 0, minor = 0;
+    if ((r = cu_drv.cuDeviceGet(&d.dev, i)) != KC__CUDA_SUCCESS)
+      s = cu_fail(rt, KC_EUNAVAILABLE, "cuDeviceGet", r, "");
+    else if ((r = cu_drv.cuDeviceGetName(d.name, (int)sizeof d.name, d.dev)) != KC__CUDA_SUCCESS)
+      s = cu_fail(rt, KC_EUNAVAILABLE, "cuDeviceGetName", r, "");
+    else if ((r = cu_drv.cuDeviceGetAttribute(
+                  &major, KC__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d.dev)) ||
+             (r = cu_drv.cuDeviceGetAttribute(
+                  &minor, KC__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d.dev)))
+      s = cu_fail(rt, KC_EUNAVAILABLE, "cuDeviceGetAttribute", r, " (compute capability)");
+    else if (!filter || cu_contains_nocase(d.name, filter)) {
+      d.name[sizeof d.name - 1] = '\0';
+      d.cc = major * 10 + minor;
+      st->devs[st->ndevs++] = d;
+    }
+  }
+  if (s == KC_OK && st->ndevs == 0)
+    s = kc__err(rt, KC_EUNAVAILABLE, "no CUDA device matches '%s'", filter);
+  if (s == KC_OK)
+    s = cu_pick_arch(st);
+  if (s != KC_OK) {
+    kc__free(rt, st->devs);
+    kc__free(rt, st);
+    return s;
+  }
+  snprintf(st->identity, sizeof st->identity, "cuda|nvrtc %d.%d|driver %d.%d|%s_%d|%s",
+           cu_nvrtc.major, cu_nvrtc.minor, cu_drv.version / 1000, cu_drv.version % 1000 / 10,
+           st->ptx ? "compute" : "sm", st->arch, st->devs[0].name);
+  *state = st;
+  return KC_OK;
+}
+
+static void cu_close(void *state) {
+  cu_state *st = state;
+  if (!st)
+    return;
+  kc__free(st->rt, st->devs);
+  kc__free(st->rt, st);
+}
+
+static int cu_device_count(void *state) {
+  return ((cu_state *)state)->ndevs;
+}
+
+static const char *cu_device_name(void *state, int index) {
+  cu_state *st = state;
+  return index >= 0 && index < st->ndevs ? st->devs[index].name : NULL;
+}
+
+static const char *cu_identity(void *state) {
+  return ((cu_state *)state)->identity;
+}
+
+static kc_status cu_compile(void *state, const kc__tu *tu, void **artifact, size_t *size,
+                                uint64_t *sig, kc__sb *log) {
+  (void)sig; /* prefilled by the engine from the parameter types */
+  cu_state *st = state;
+  return cu_compile_tu(st->rt, tu->text, tu->len, tu->entry, st->arch, st->ptx,
+                           st->compile_options, artifact, size, log);
+}
+
+/* ------------------------------------------------------------- contexts */
+
+static kc_status cu_ctx_create(void *state, int device, void **bctx) {
+  cu_state *st = state;
+  *bctx = NULL;
+  if (device < 0 || device >= st->ndevs)
+    return kc__err(st->rt, KC_EINVAL, "CUDA device %d does not exist (%d device%s)", device,
+                   st->ndevs, st->ndevs == 1 ? "" : "s");
+  cu_ctx *c = kc__calloc(st->rt, sizeof *c);
+  if (!c)
+    return kc__err(st->rt, KC_ENOMEM, "out of memory creating a CUDA context");
+  c->st = st;
+  c->id = kc__next_id();
+  c->dev = st->devs[device].dev;
+  CUresult r = cu_drv.cuDevicePrimaryCtxRetain(&c->ctx, c->dev);
+  if (r != KC__CUDA_SUCCESS) {
+    kc__free(st->rt, c);
+    return cu_fail(st->rt, KC_EBACKEND, "cuDevicePrimaryCtxRetain", r, "");
+  }
+  kc_status s = cu_bind(c);
+  if (s != KC_OK) {
+    cu_drv.cuDevicePrimaryCtxRelease_v2(c->dev);
+    kc__free(st->rt, c);
+    return s;
+  }
+  *bctx = c;
+  return KC_OK;
+}
+
+/* The engine has unlinked every module and freed every buffer first. */
+static void cu_ctx_destroy(void *bctx) {
+  cu_ctx *c = bctx;
+  if (!c)
+    return;
+  if (cu_bind(c) == KC_OK)
+    cu_drv.cuCtxSynchronize(); /* let queued work end before the release may tear it down */
+  cu_bound = 0;
+  cu_drv.cuDevicePrimaryCtxRelease_v2(c->dev);
+  kc__free(c->st->rt, c);
+}
+
+/* The engine has already unloaded every module of this context; buffers
+ * stay (see the top). What is left is to drain the queue, so that the
+ * reset is a point after which nothing of the old modules runs. */
+static kc_status cu_ctx_reset(void *bctx) {
+  cu_ctx *c = bctx;
+  kc_status s = cu_bind(c);
+  if (s != KC_OK)
+    return s;
+  CUresult r = cu_drv.cuCtxSynchronize();
+  if (r != KC__CUDA_SUCCESS)
+    return cu_fail(c->st->rt, KC_EBACKEND, "cuCtxSynchronize", r,
+                       " (during a context reset; a sticky error leaves the CUDA context "
+                       "unusable: destroy every kcache context on the device)");
+  return KC_OK;
+}
+
+static kc_status cu_ctx_finish(void *bctx) {
+  cu_ctx *c = bctx;
+  kc_status s = cu_bind(c);
+  if (s != KC_OK)
+    return s;
+  CUresult r = cu_drv.cuCtxSynchronize();
+  if (r != KC__CUDA_SUCCESS)
+    return cu_fail(c->st->rt, KC_ELAUNCH, "cuCtxSynchronize", r, "");
+  return KC_OK;
+}
+
+/* ------------------------------------------------------------- launching */
+
+static KC__COLD kc_status cu_launch_slow(kc__linked *l, void **argv, const kc_dim3 *grid,
+                                             const kc_dim3 *block, bool tried, CUresult r);
+
+/* The fast path: one TLS compare and the driver's launch. It must never
+ * lock, allocate, query the driver or touch a string. argv is exactly the
+ * kernelParams array: a pointer to each argument's bytes (a buffer's is its
+ * kc__bufh, whose u64 is the CUdeviceptr). */
+static kc_status cu_launch(kc__linked *l, void **argv, const kc_dim3 *grid,
+                               const kc_dim3 *block) {
+  const cu_ctx *c = l->bctx;
+  if (KC__UNLIKELY(!grid || !block)) return kc__launch_bad_dims(l, grid, block);
+  if (KC__LIKELY(cu_bound == c->id)) {
+    CUresult r = cu_drv.cuLaunchKernel((CUfunction)l->fn, grid->x, grid->y, grid->z, block->x,
+                                       block->y, block->z, 0, c->stream, argv, NULL);
+    if (KC__LIKELY(r == KC__CUDA_SUCCESS))
+      return KC_OK;
+    return cu_launch_slow(l, argv, grid, block, true, r);
+  }
+  return cu_launch_slow(l, argv, grid, block, false, KC__CUDA_SUCCESS);
+}
+
+static bool cu_is_context_error(CUresult r) {
+  return r == KC__CUDA_ERROR_INVALID_CONTEXT || r == KC__CUDA_ERROR_CONTEXT_IS_DESTROYED ||
+         r == KC__CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* This thread has not bound the context yet, or the launch failed. A failed
+ * launch enqueued nothing, so retrying once after binding is safe. */
+static KC__COLD kc_status cu_launch_slow(kc__linked *l, void **argv, const kc_dim3 *grid,
+                                             const kc_dim3 *block, bool tried, CUresult r) {
+  const cu_ctx *c = l->bctx;
+  /* a zero dimension is KC_EINVAL whether or not this thread had bound the
+   * context (the fast path lets the driver find it) */
+  if (!grid->x || !grid->y || !grid->z || !block->x || !block->y || !block->z)
+    return kc__launch_bad_dims(l, grid, block);
+  if (!tried || cu_is_context_error(r)) {
+    kc_status s = cu_bind(c);
+    if (s != KC_OK)
+      return s;
+    r = cu_drv.cuLaunchKernel((CUfunction)l->fn, grid->x, grid->y, grid->z, block->x, block->y,
+                              block->z, 0, c->stream, argv, NULL);
+    if (r == KC__CUDA_SUCCESS)
+      return KC_OK;
+  }
+  char detail[384];
+  snprintf(detail, sizeof detail, " (kernel '%s', grid %ux%ux%u, block %ux%ux%u)",
+           kc__linked_name(l), (unsigned)grid->x, (unsigned)grid->y,
+           (unsigned)grid->z, (unsigned)block->x, (unsigned)block->y, (unsigned)block->z);
+  return cu_fail(c->st->rt, KC_ELAUNCH, "cuLaunchKernel", r, detail);
+}
+
+/* ---------------------------------------------------------------- linking */
+
+static bool cu_is_binary(const unsigned char *p, size_t n) {
+  static const unsigned char elf[4] = {0x7f, 'E', 'L', 'F'};
+  static const unsigned char fatbin[4] = {0x50, 0xed, 0x55, 0xba};
+  return n >= 4 && (memcmp(p, elf, 4) == 0 || memcmp(p, fatbin, 4) == 0);
+}
+
+static kc_status cu_link(void *bctx, const kc__ci *ci, kc__linked *l) {
+  cu_ctx *c = bctx;
+  kc_runtime *rt = c->st->rt;
+  const kc__artifact a = kc__artifact_of(ci);
+  const char *name = a.entry;
+  if (!a.bytes || a.size == 0)
+    return kc__err(rt, KC_ELINK, "kernel '%s' has an empty CUDA artifact", name);
+  kc_status s = cu_bind(c);
+  if (s != KC_OK)
+    return s;
+  /* PTX must reach the driver NUL-terminated; one that came back from a
+   * store without its NUL gets one here. */
+  const unsigned char *image = a.bytes;
+  char *copy = NULL;
+  if (!cu_is_binary(image, a.size) && image[a.size - 1] != '\0') {
+    if (!(copy = kc__strndup(rt, a.bytes, a.size)))
+      return kc__err(rt, KC_ENOMEM, "out of memory linking kernel '%s'", name);
+    image = (const unsigned char *)copy;
+  }
+  char jitlog[4096];
+  jitlog[0] = '\0';
+  CUjit_option keys[2] = {KC__CU_JIT_ERROR_LOG_BUFFER, KC__CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *vals[2] = {jitlog, (void *)(uintptr_t)sizeof jitlog};
+  CUmodule mod = NULL;
+  CUresult r = cu_drv.cuModuleLoadDataEx(&mod, image, 2, keys, vals);
+  kc__free(rt, copy);
+  if (r != KC__CUDA_SUCCESS) {
+    char detail[4096 + 512];
+    jitlog[sizeof jitlog - 1] = '\0';
+    bool version = r == KC__CUDA_ERROR_UNSUPPORTED_PTX_VERSION ||
+                   r == KC__CUDA_ERROR_NO_BINARY_FOR_GPU;
+    snprintf(detail, sizeof detail, " (kernel '%s', %s for %s_%d%s)%s%s", name,
+             c->st->ptx ? "PTX" : "cubin", c->st->ptx ? "compute" : "sm", c->st->arch,
+             version ? "; NVRTC may be newer than the driver" : "", jitlog[0] ? "\n" : "", jitlog);
+    return cu_fail(rt, KC_ELINK, "cuModuleLoadDataEx", r, detail);
+  }
+  CUfunction fn = NULL;
+  r = cu_drv.cuModuleGetFunction(&fn, mod, name);
+  if (r != KC__CUDA_SUCCESS) {
+    cu_drv.cuModuleUnload(mod);
+    char detail[300];
+    snprintf(detail, sizeof detail, " (entry '%s'; is it a KC_KERNEL?)", name);
+    return cu_fail(rt, KC_ELINK, "cuModuleGetFunction", r, detail);
+  }
+  l->launch = cu_launch;
+  l->bctx = c;
+  l->fn = fn;
+  l->module = mod;
+  l->extra = NULL;
+  return KC_OK;
+}
+
+static void cu_unlink(kc__linked *l) {
+  cu_ctx *c = l->bctx;
+  if (!l->module || !c || cu_bind(c) != KC_OK)
+    return;
+  /* Nothing queued may still run code of the module being unloaded. */
+  cu_drv.cuCtxSynchronize();
+  cu_drv.cuModuleUnload((CUmodule)l->module);
+  l->module = NULL;
+  l->fn = NULL;
+}
+
+/* ---------------------------------------------------------------- buffers */
+
+/* A zero-size buffer has the null device pointer and no allocation. */
+static kc_status cu_buf_create(void *bctx, size_t size, kc__bufh *h) {
+  cu_ctx *c = bctx;
+  h->u64 = 0;
+  if (size == 0)
+    return KC_OK;
+  kc_status s = cu_bind(c);
+  if (s != KC_OK)
+    return s;
+  CUdeviceptr p = 0;
+  CUresult r = cu_drv.cuMemAlloc_v2(&p, size);
+  if (r != KC__CUDA_SUCCESS) {
+    char detail[64];
+    snprintf(detail, sizeof detail, " (%zu bytes)", size);
+    return cu_fail(c->st->rt, r == KC__CUDA_ERROR_OUT_OF_MEMORY ? KC_ENOMEM : KC_EBACKEND,
+                       "cuMemAlloc", r, detail);
+  }
+  h->u64 = p;
+  return KC_OK;
+}
+
+static void cu_buf_destroy(void *bctx, kc__bufh *h) {
+  if (!h->u64 || cu_bind(bctx) != KC_OK)
+    return;
+  cu_drv.cuMemFree_v2((CUdeviceptr)h->u64);
+  h->u64 = 0;
+}
+
+static kc_status cu_buf_write(void *bctx, kc__bufh *h, size_t off, const void *src, size_t n) {
+  cu_ctx *c = bctx;
+  if (n == 0)
+    return KC_OK;
+  kc_status s = cu_bind(c);
+  if (s != KC_OK)
+    return s;
+  CUresult r = cu_drv.cuMemcpyHtoD_v2((CUdeviceptr)(h->u64 + off), src, n);
+  return r == KC__CUDA_SUCCESS ? KC_OK : cu_fail(c->st->rt, KC_EBACKEND, "cuMemcpyHtoD", r, "");
+}
+
+static kc_status cu_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, size_t n) {
+  cu_ctx *c = bctx;
+  if (n == 0)
+    return KC_OK;
+  kc_status s = cu_bind(c);
+  if (s != KC_OK)
+    return s;
+  CUresult r = cu_drv.cuMemcpyDtoH_v2(dst, (CUdeviceptr)(h->u64 + off), n);
+  return r == KC__CUDA_SUCCESS ? KC_OK : cu_fail(c->st->rt, KC_EBACKEND, "cuMemcpyDtoH", r, "");
+}
+
+const kc__backend kc__backend_cuda = {
+    .name = "cuda",
+    .unavailable = cu_unavailable,
+    .open = cu_open,
+    .close = cu_close,
+    .device_count = cu_device_count,
+    .device_name = cu_device_name,
+    .identity = cu_identity,
+    .prelude = cu_prelude,
+    .epilogue = NULL,
+    .compile = cu_compile,
+    .ctx_create = cu_ctx_create,
+    .ctx_destroy = cu_ctx_destroy,
+    .ctx_reset = cu_ctx_reset,
+    .ctx_finish = cu_ctx_finish,
+    .link = cu_link,
+    .unlink = cu_unlink,
+    .buf_create = cu_buf_create,
+    .buf_destroy = cu_buf_destroy,
+    .buf_write = cu_buf_write,
+    .buf_read = cu_buf_read,
+};
+

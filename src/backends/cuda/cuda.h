@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cuda.h -- what the files of the CUDA backend share (src/backends/cuda/):
+ * the few CUDA and NVRTC declarations kcache needs (it never includes the
+ * toolkit's headers), the tables of driver and NVRTC functions loaded with
+ * dlopen (load.c), and the backend's state types (cuda.c).
+ */
+#ifndef KC_BACKENDS_CUDA_H
+#define KC_BACKENDS_CUDA_H
+
+#include "backend.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------- the few CUDA declarations */
+
+/* Our own copies of the driver and NVRTC types we use: cuda.h and nvrtc.h
+ * are not needed to build kcache. Values are from the public headers and
+ * are part of NVIDIA's stable ABI. */
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef unsigned long long CUdeviceptr;
+typedef int CUjit_option;
+typedef struct _nvrtcProgram *nvrtcProgram;
+typedef int nvrtcResult;
+
+enum {
+  KC__CUDA_SUCCESS = 0,
+  KC__CUDA_ERROR_OUT_OF_MEMORY = 2,
+  KC__CUDA_ERROR_NO_DEVICE = 100,
+  KC__CUDA_ERROR_INVALID_CONTEXT = 201,
+  KC__CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+  KC__CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
+  KC__CUDA_ERROR_INVALID_HANDLE = 400,
+  KC__CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
+  KC__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+  KC__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  KC__CU_JIT_ERROR_LOG_BUFFER = 5,
+  KC__CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+  KC__NVRTC_SUCCESS = 0,
+  KC__NVRTC_ERROR_COMPILATION = 6,
+};
+
+/* The driver entry points, versioned where the driver has several. */
+#define KC__CU_DRIVER_FNS(X)                                                                      \
+  X(cuInit, (unsigned int flags))                                                                 \
+  X(cuDriverGetVersion, (int *version))                                                           \
+  X(cuGetErrorName, (CUresult error, const char **str))                                           \
+  X(cuGetErrorString, (CUresult error, const char **str))                                         \
+  X(cuDeviceGetCount, (int *count))                                                               \
+  X(cuDeviceGet, (CUdevice * dev, int ordinal))                                                   \
+  X(cuDeviceGetName, (char *name, int len, CUdevice dev))                                         \
+  X(cuDeviceGetAttribute, (int *value, int attrib, CUdevice dev))                                 \
+  X(cuDevicePrimaryCtxRetain, (CUcontext * ctx, CUdevice dev))                                    \
+  X(cuDevicePrimaryCtxRelease_v2, (CUdevice dev))                                                 \
+  X(cuCtxGetCurrent, (CUcontext * ctx))                                                           \
+  X(cuCtxSetCurrent, (CUcontext ctx))                                                             \
+  X(cuCtxSynchronize, (void))                                                                     \
+  X(cuModuleLoadDataEx, (CUmodule * mod, const void *image, unsigned int nopts,                   \
+                         CUjit_option *opts, void **vals))                                        \
+  X(cuModuleGetFunction, (CUfunction * fn, CUmodule mod, const char *name))                       \
+  X(cuModuleUnload, (CUmodule mod))                                                               \
+  X(cuLaunchKernel, (CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,            \
+                     unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,       \
+                     CUstream stream, void **params, void **extra))                               \
+  X(cuMemAlloc_v2, (CUdeviceptr * ptr, size_t size))                                              \
+  X(cuMemFree_v2, (CUdeviceptr ptr))                                                              \
+  X(cuMemcpyHtoD_v2, (CUdeviceptr dst, const void *src, size_t n))                                \
+  X(cuMemcpyDtoH_v2, (void *dst, CUdeviceptr src, size_t n))
+
+/* NVRTC: required, then optional (cubin output is 11.1+, arch lists 11.2+). */
+#define KC__NVRTC_FNS(X)                                                                          \
+  X(nvrtcVersion, (int *major, int *minor))                                                       \
+  X(nvrtcCreateProgram, (nvrtcProgram * prog, const char *src, const char *name, int nheaders,    \
+                         const char *const *headers, const char *const *include_names))           \
+  X(nvrtcDestroyProgram, (nvrtcProgram * prog))                                                   \
+  X(nvrtcCompileProgram, (nvrtcProgram prog, int nopts, const char *const *opts))                 \
+  X(nvrtcGetProgramLogSize, (nvrtcProgram prog, size_t *size))                                    \
+  X(nvrtcGetProgramLog, (nvrtcProgram prog, char *log))                                           \
+  X(nvrtcGetPTXSize, (nvrtcProgram prog, size_t *size))                                           \
+  X(nvrtcGetPTX, (nvrtcProgram prog, char *ptx))
+#define KC__NVRTC_OPTIONAL_FNS(X)                                                                 \
+  X(nvrtcGetCUBINSize, (nvrtcProgram prog, size_t *size))                                         \
+  X(nvrtcGetCUBIN, (nvrtcProgram prog, char *cubin))                                              \
+  X(nvrtcGetNumSupportedArchs, (int *n))                                                          \
+  X(nvrtcGetSupportedArchs, (int *archs))
+
+#define KC__FIELD(name, args) CUresult (*name) args;
+#define KC__NVFIELD(name, args) nvrtcResult (*name) args;
+
+typedef struct cu_driver {
+  kc__once once;
+  const char *why; /* NULL once the driver works and sees a device */
+  char why_buf[256];
+  int version;
+  KC__CU_DRIVER_FNS(KC__FIELD)
+} cu_driver;
+extern cu_driver cu_drv; /* load.c */
+
+typedef struct cu_nvrtc_lib {
+  kc__once once;
+  const char *why; /* NULL once NVRTC is loaded */
+  int major, minor;
+  bool serialize; /* NVRTC before 11 is not documented thread-safe */
+  kc__mutex lock;
+  const char *(*nvrtcGetErrorString)(nvrtcResult r); /* the one that returns no status */
+  KC__NVRTC_FNS(KC__NVFIELD)
+  KC__NVRTC_OPTIONAL_FNS(KC__NVFIELD)
+} cu_nvrtc_lib;
+extern cu_nvrtc_lib cu_nvrtc; /* load.c */
+
+#undef KC__FIELD
+#undef KC__NVFIELD
+
+/* load.c: loading the driver and NVRTC, errors, compiling */
+bool cu_sym(void *lib, const char *name, void *fnptr);
+const char *cu_errname(CUresult r);
+const char *cu_errstr(CUresult r);
+/* Why the driver cannot be used here, or NULL. */
+const char *cu_unavailable(void);
+/* "<call>: CUDA_ERROR_X (n): <driver's text><detail>" */
+kc_status cu_fail(const kc_runtime *rt, kc_status st, const char *call, CUresult r, const char *detail)
+    KC__COLD;
+extern const char cu_prelude[];
+kc_status cu_compile_tu(kc_runtime *rt, const char *text, size_t len, const char *entry, int arch,
+                        bool ptx, const char *options, void **out, size_t *out_size, kc__sb *log);
+
+typedef struct cu_dev {
+  CUdevice dev;
+  int cc; /* compute capability as major*10+minor: 90 for 9.0, 120 for 12.0 */
+  char name[256];
+} cu_dev;
+
+typedef struct cu_state {
+  kc_runtime *rt;              /* for the services: allocation, errors */
+  const char *compile_options; /* kc_options.compile_options (the runtime's copy) */
+  cu_dev *devs;
+  int ndevs;
+  int arch; /* what NVRTC compiles for */
+  bool ptx; /* artifacts are PTX for compute_<arch>, JIT-compiled by the driver */
+  char identity[512];
+} cu_state;
+
+typedef struct cu_ctx {
+  cu_state *st;
+  uint64_t id; /* never reused: the thread's binding cache compares it */
+  CUdevice dev;
+  CUcontext ctx; /* the device's primary context, retained */
+  CUstream stream; /* NULL: the legacy default stream (see the top) */
+} cu_ctx;
+
+#endif /* KC_BACKENDS_CUDA_H */

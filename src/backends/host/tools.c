@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tools.c -- the host backend's dealings with the system C compiler:
+ * whether one is there (KC_HOST_CC through the settings table, in $PATH),
+ * running it with a time bound and its output into a log, and reading
+ * and writing the files it reads and makes.
+ */
+#include "backends/host/host.h"
+
+
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+
+/* -------------------------------------------------------- availability */
+
+bool host_find_in_path(const char *prog, char *out, size_t outlen) {
+  if (strchr(prog, '/')) {
+    snprintf(out, outlen, "%s", prog);
+    return access(prog, X_OK) == 0;
+  }
+  const char *path = getenv("PATH");
+  if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+  for (const char *p = path; *p;) {
+    const char *e = strchr(p, ':');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    snprintf(out, outlen, "%.*s/%s", (int)n, p, prog);
+    if (n && access(out, X_OK) == 0) return true;
+    p += n + (e ? 1 : 0);
+  }
+  return false;
+}
+
+const char *host_unavailable(void) {
+  static _Thread_local char why[512];
+  const char *cc = kc__setting_str(KC__SET_HOST_CC); /* "cc" when unset or empty */
+  char first[256], path[512];
+  snprintf(first, sizeof first, "%.*s", (int)strcspn(cc, " "), cc);
+  if (host_find_in_path(first, path, sizeof path)) return NULL;
+  snprintf(why, sizeof why,
+           "no C compiler: \"%s\" not found in PATH (install gcc, or set KC_HOST_CC)", first);
+  return why;
+}
+
+/* --------------------------------------------------- running a compiler */
+
+/* Runs argv with stdout and stderr into log_path; bounded by timeout_ms. */
+kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path, int *exit_code,
+                          int *signal_no) {
+  kc_runtime *rt = s->rt;
+  *exit_code = -1;
+  *signal_no = 0;
+  posix_spawn_file_actions_t fa;
+  if (posix_spawn_file_actions_init(&fa)) return kc__err(rt, KC_ENOMEM, "posix_spawn: out of memory");
+  posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  /* Its own process group, so that a timeout kills the whole tree (a hung
+   * cc1 or ld, not only the driver). */
+  posix_spawnattr_t attr;
+  if (posix_spawnattr_init(&attr)) {
+    posix_spawn_file_actions_destroy(&fa);
+    return kc__err(rt, KC_ENOMEM, "posix_spawn: out of memory");
+  }
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  pid_t pid;
+  int err = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&fa);
+  if (err) return kc__err(rt, KC_EBACKEND, "cannot run the host compiler \"%s\": %s", argv[0], strerror(err));
+  uint64_t deadline = kc__now_ns() + (uint64_t)s->timeout_ms * 1000000u;
+  long nap = 100000; /* 0.1 ms, doubling to 5 ms */
+  int status;
+  for (;;) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) return kc__err(rt, KC_EBACKEND, "waitpid: %s", strerror(errno));
+    if (kc__now_ns() > deadline) {
+      kill(-pid, SIGKILL);
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      return kc__err(rt, KC_EBACKEND, "the host compiler \"%s\" ran longer than %u ms and was killed",
+                     argv[0], s->timeout_ms);
+    }
+    struct timespec ts = {0, nap};
+    nanosleep(&ts, NULL);
+    if (nap < 5000000) nap *= 2;
+  }
+  if (WIFEXITED(status)) *exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) *signal_no = WTERMSIG(status);
+  return KC_OK;
+}
+
+kc_status host_read_file(kc_runtime *rt, const char *path, void **out, size_t *size) {
+  *out = NULL;
+  *size = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return kc__err(rt, KC_EIO, "cannot open %s: %s", path, strerror(errno));
+  kc__sb sb;
+  kc__sb_init(&sb, kc__rt_heap(rt));
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) kc__sb_append(&sb, buf, n);
+  bool bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    kc__sb_free(&sb);
+    return kc__err(rt, KC_EIO, "cannot read %s", path);
+  }
+  *size = sb.len;
+  *out = kc__sb_take(&sb);
+  return *out ? KC_OK : kc__err(rt, KC_ENOMEM, "out of memory reading %s", path);
+}
+
+kc_status host_write_file(kc_runtime *rt, const char *path, const void *data, size_t n) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return kc__err(rt, KC_EIO, "cannot create %s: %s", path, strerror(errno));
+  const char *p = data;
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      int e = errno;
+      close(fd);
+      unlink(path);
+      return kc__err(rt, KC_EIO, "cannot write %s: %s", path, strerror(e));
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  if (close(fd)) {
+    int e = errno;
+    unlink(path);
+    return kc__err(rt, KC_EIO, "cannot write %s: %s", path, strerror(e));
+  }
+  return KC_OK;
+}
+
+/* Whether bytes are a complete ELF64 object: header, program headers, every
+ * segment and the section headers inside the file. glibc's dlopen trusts the
+ * file and crashes the process on a truncated one. */
+bool host_elf_complete(const void *data, size_t n, const char **why) {
+  const Elf64_Ehdr *e = data;
+  *why = "not an ELF64 shared object";
+  if (n < sizeof *e || memcmp(e->e_ident, ELFMAG, SELFMAG) != 0 || e->e_ident[EI_CLASS] != ELFCLASS64)
+    return false;
+  *why = "truncated";
+  if (e->e_phentsize != sizeof(Elf64_Phdr) || e->e_phoff > n ||
+      (uint64_t)e->e_phnum * sizeof(Elf64_Phdr) > n - e->e_phoff)
+    return false;
+  if (e->e_shnum && (e->e_shoff > n || e->e_shentsize != sizeof(Elf64_Shdr) ||
+                     (uint64_t)e->e_shnum * sizeof(Elf64_Shdr) > n - e->e_shoff))
+    return false;
+  const Elf64_Phdr *ph = (const Elf64_Phdr *)((const char *)data + e->e_phoff);
+  for (unsigned i = 0; i < e->e_phnum; i++)
+    if (ph[i].p_offset > n || ph[i].p_filesz > n - ph[i].p_offset) return false;
+  return true;
+}
+

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * opencl.h -- what the files of the OpenCL backend share
+ * (src/backends/opencl/): the table of OpenCL functions loaded with dlopen
+ * and the backend's state types. platform.c loads the library and picks the
+ * platform and devices; opencl.c compiles, links, launches and owns buffers.
+ */
+#ifndef KC_BACKENDS_OPENCL_H
+#define KC_BACKENDS_OPENCL_H
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+#include "backend.h"
+
+
+
+/* ------------------------------------------------------------ the loader */
+
+/* Every entry point we use, resolved once with dlsym. The types come from
+ * <CL/cl.h>, so a wrong signature is a compile error, not a crash. */
+#define OCL_FUNCS(X)                                                                               \
+  X(clGetPlatformIDs)                                                                              \
+  X(clGetPlatformInfo)                                                                             \
+  X(clGetDeviceIDs)                                                                                \
+  X(clGetDeviceInfo)                                                                               \
+  X(clCreateContext)                                                                               \
+  X(clReleaseContext)                                                                              \
+  X(clCreateCommandQueue)                                                                          \
+  X(clReleaseCommandQueue)                                                                         \
+  X(clCreateProgramWithSource)                                                                     \
+  X(clCreateProgramWithBinary)                                                                     \
+  X(clBuildProgram)                                                                                \
+  X(clGetProgramBuildInfo)                                                                         \
+  X(clGetProgramInfo)                                                                              \
+  X(clReleaseProgram)                                                                              \
+  X(clCreateKernel)                                                                                \
+  X(clGetKernelInfo)                                                                               \
+  X(clGetKernelArgInfo)                                                                            \
+  X(clReleaseKernel)                                                                               \
+  X(clSetKernelArg)                                                                                \
+  X(clEnqueueNDRangeKernel)                                                                        \
+  X(clFinish)                                                                                      \
+  X(clCreateBuffer)                                                                                \
+  X(clReleaseMemObject)                                                                            \
+  X(clEnqueueWriteBuffer)                                                                          \
+  X(clEnqueueReadBuffer)
+
+typedef struct ocl_lib {
+#define OCL_FIELD(f) __typeof__(f) *f;
+  OCL_FUNCS(OCL_FIELD)
+#undef OCL_FIELD
+} ocl_lib;
+extern ocl_lib ocl; /* platform.c: loaded by ocl_unavailable */
+
+/* ----------------------------------------------------------------- state */
+
+typedef struct ocl_state {
+  kc_runtime *rt;
+  /* Every device of the platform, the chosen one first: device 0 is the one
+   * the options asked for, and the one compile() builds for. */
+  cl_device_id *devices;
+  char **names;
+  int ndevices;
+  char *identity;
+  char *build_options;
+  cl_context compile_ctx;
+} ocl_state;
+
+typedef struct ocl_ctx {
+  kc_runtime *rt;
+  ocl_state *st;
+  cl_device_id device;
+  cl_context ctx;
+  cl_command_queue queue;
+} ocl_ctx;
+
+/* l->extra: what a launch touches, together. */
+typedef struct ocl_linked {
+  _Atomic int busy; /* guards the set-args..enqueue window of `kernel` */
+  cl_command_queue queue;
+  kc_runtime *rt;
+  const char *entry;
+  uint32_t nargs;
+  size_t argsize[]; /* bytes per argument; 0: unknown (cannot launch) */
+} ocl_linked;
+
+
+/* platform.c */
+const char *ocl_unavailable(void);
+const char *ocl_errname(cl_int e);
+kc_status ocl_fail(const kc_runtime *rt, kc_status st, const char *what, cl_int e) KC__COLD;
+kc_status ocl_open(kc_runtime *rt, const kc_options *opt, void **state);
+void ocl_close(void *state);
+int ocl_list(char *buf, size_t size);
+int ocl_device_count(void *state);
+const char *ocl_device_name(void *state, int index);
+const char *ocl_identity(void *state);
+
+#endif /* KC_BACKENDS_OPENCL_H */

@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * platform.c -- the OpenCL backend's library and devices: loading
+ * libOpenCL with dlopen (never linked, so kcache builds and runs where
+ * OpenCL is absent), error names, platform and device selection, and the
+ * backend state's open and close.
+ */
+#include "backends/opencl/opencl.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+ocl_lib ocl;
+
+
+static kc__once ocl_once = KC__ONCE_INIT;
+static const char *ocl_why; /* written once inside call_once; NULL: usable */
+static char ocl_why_buf[160];
+
+static void ocl_load(void) {
+  /* RTLD_LOCAL: the ICD pulls in the platform's LLVM; making its symbols
+   * global could clash with another LLVM in the process (PoCL crashes). */
+  void *lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) lib = dlopen("libOpenCL.so", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    ocl_why = "libOpenCL.so.1 not found (install ocl-icd-libopencl1 and an ICD such as "
+              "pocl-opencl-icd)";
+    return;
+  }
+  void *sym;
+#define OCL_SYM(f)                                                                                 \
+  sym = dlsym(lib, #f);                                                                             \
+  memcpy(&ocl.f, &sym, sizeof sym); /* object to function pointer, as POSIX allows */            \
+  if (!sym) {                                                                                      \
+    snprintf(ocl_why_buf, sizeof ocl_why_buf, "libOpenCL.so.1 lacks %s (OpenCL 1.2 needed)", #f);  \
+    ocl_why = ocl_why_buf;                                                                         \
+    return;                                                                                        \
+  }
+  OCL_FUNCS(OCL_SYM)
+#undef OCL_SYM
+  /* The library stays loaded for the life of the process: drivers do not
+   * survive being unloaded while their worker threads run. */
+
+  cl_uint nplat = 0;
+  if (ocl.clGetPlatformIDs(0, NULL, &nplat) != CL_SUCCESS || nplat == 0) {
+    ocl_why = "no OpenCL platform";
+    return;
+  }
+  cl_platform_id plats[16];
+  if (nplat > 16) nplat = 16;
+  if (ocl.clGetPlatformIDs(nplat, plats, NULL) != CL_SUCCESS) {
+    ocl_why = "no OpenCL platform";
+    return;
+  }
+  for (cl_uint i = 0; i < nplat; i++) {
+    cl_uint ndev = 0;
+    if (ocl.clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 0, NULL, &ndev) == CL_SUCCESS && ndev)
+      return; /* usable */
+  }
+  ocl_why = "no OpenCL device";
+}
+
+const char *ocl_unavailable(void) {
+  kc__call_once(&ocl_once, ocl_load);
+  return ocl_why;
+}
+
+/* ---------------------------------------------------------------- errors */
+
+const char *ocl_errname(cl_int e) {
+  switch (e) {
+#define E(name, value)                                                                             \
+  case value:                                                                                      \
+    return #name;
+    E(CL_SUCCESS, 0)
+    E(CL_DEVICE_NOT_FOUND, -1)
+    E(CL_DEVICE_NOT_AVAILABLE, -2)
+    E(CL_COMPILER_NOT_AVAILABLE, -3)
+    E(CL_MEM_OBJECT_ALLOCATION_FAILURE, -4)
+    E(CL_OUT_OF_RESOURCES, -5)
+    E(CL_OUT_OF_HOST_MEMORY, -6)
+    E(CL_PROFILING_INFO_NOT_AVAILABLE, -7)
+    E(CL_MEM_COPY_OVERLAP, -8)
+    E(CL_IMAGE_FORMAT_MISMATCH, -9)
+    E(CL_IMAGE_FORMAT_NOT_SUPPORTED, -10)
+    E(CL_BUILD_PROGRAM_FAILURE, -11)
+    E(CL_MAP_FAILURE, -12)
+    E(CL_MISALIGNED_SUB_BUFFER_OFFSET, -13)
+    E(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, -14)
+    E(CL_COMPILE_PROGRAM_FAILURE, -15)
+    E(CL_LINKER_NOT_AVAILABLE, -16)
+    E(CL_LINK_PROGRAM_FAILURE, -17)
+    E(CL_DEVICE_PARTITION_FAILED, -18)
+    E(CL_KERNEL_ARG_INFO_NOT_AVAILABLE, -19)
+    E(CL_INVALID_VALUE, -30)
+    E(CL_INVALID_DEVICE_TYPE, -31)
+    E(CL_INVALID_PLATFORM, -32)
+    E(CL_INVALID_DEVICE, -33)
+    E(CL_INVALID_CONTEXT, -34)
+    E(CL_INVALID_QUEUE_PROPERTIES, -35)
+    E(CL_INVALID_COMMAND_QUEUE, -36)
+    E(CL_INVALID_HOST_PTR, -37)
+    E(CL_INVALID_MEM_OBJECT, -38)
+    E(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR, -39)
+    E(CL_INVALID_IMAGE_SIZE, -40)
+    E(CL_INVALID_SAMPLER, -41)
+    E(CL_INVALID_BINARY, -42)
+    E(CL_INVALID_BUILD_OPTIONS, -43)
+    E(CL_INVALID_PROGRAM, -44)
+    E(CL_INVALID_PROGRAM_EXECUTABLE, -45)
+    E(CL_INVALID_KERNEL_NAME, -46)
+    E(CL_INVALID_KERNEL_DEFINITION, -47)
+    E(CL_INVALID_KERNEL, -48)
+    E(CL_INVALID_ARG_INDEX, -49)
+    E(CL_INVALID_ARG_VALUE, -50)
+    E(CL_INVALID_ARG_SIZE, -51)
+    E(CL_INVALID_KERNEL_ARGS, -52)
+    E(CL_INVALID_WORK_DIMENSION, -53)
+    E(CL_INVALID_WORK_GROUP_SIZE, -54)
+    E(CL_INVALID_WORK_ITEM_SIZE, -55)
+    E(CL_INVALID_GLOBAL_OFFSET, -56)
+    E(CL_INVALID_EVENT_WAIT_LIST, -57)
+    E(CL_INVALID_EVENT, -58)
+    E(CL_INVALID_OPERATION, -59)
+    E(CL_INVALID_GL_OBJECT, -60)
+    E(CL_INVALID_BUFFER_SIZE, -61)
+    E(CL_INVALID_MIP_LEVEL, -62)
+    E(CL_INVALID_GLOBAL_WORK_SIZE, -63)
+    E(CL_INVALID_PROPERTY, -64)
+    E(CL_INVALID_IMAGE_DESCRIPTOR, -65)
+    E(CL_INVALID_COMPILER_OPTIONS, -66)
+    E(CL_INVALID_LINKER_OPTIONS, -67)
+    E(CL_INVALID_DEVICE_PARTITION_COUNT, -68)
+    E(CL_INVALID_PIPE_SIZE, -69)
+    E(CL_INVALID_DEVICE_QUEUE, -70)
+    E(CL_INVALID_SPEC_ID, -71)
+    E(CL_MAX_SIZE_RESTRICTION_EXCEEDED, -72)
+    E(CL_PLATFORM_NOT_FOUND_KHR, -1001)
+#undef E
+  default:
+    return "CL_UNKNOWN_ERROR";
+  }
+}
+
+/* "what: CL_NAME (code)", with a status chosen by the caller. */
+KC__COLD kc_status ocl_fail(const kc_runtime *rt, kc_status st, const char *what, cl_int e) {
+  if (e == CL_OUT_OF_HOST_MEMORY) st = KC_ENOMEM;
+  return kc__err(rt, st, "%s: %s (%d)", what, ocl_errname(e), (int)e);
+}
+
+/* Copies a string info query into memory from the runtime's allocator. */
+static char *ocl_platform_str(kc_runtime *rt, cl_platform_id p, cl_platform_info what) {
+  size_t n = 0;
+  if (ocl.clGetPlatformInfo(p, what, 0, NULL, &n) != CL_SUCCESS) n = 0;
+  char *s = kc__alloc(rt, n + 1);
+  if (!s) return NULL;
+  if (n && ocl.clGetPlatformInfo(p, what, n, s, NULL) != CL_SUCCESS) n = 0;
+  s[n] = '\0';
+  return s;
+}
+
+static char *ocl_device_str(kc_runtime *rt, cl_device_id d, cl_device_info what) {
+  size_t n = 0;
+  if (ocl.clGetDeviceInfo(d, what, 0, NULL, &n) != CL_SUCCESS) n = 0;
+  char *s = kc__alloc(rt, n + 1);
+  if (!s) return NULL;
+  if (n && ocl.clGetDeviceInfo(d, what, n, s, NULL) != CL_SUCCESS) n = 0;
+  s[n] = '\0';
+  return s;
+}
+
+void ocl_close(void *state) {
+  ocl_state *st = state;
+  if (!st) return;
+  kc_runtime *rt = st->rt;
+  if (st->compile_ctx) ocl.clReleaseContext(st->compile_ctx);
+  if (st->names)
+    for (int i = 0; i < st->ndevices; i++) kc__free(rt, st->names[i]);
+  kc__free(rt, st->names);
+  kc__free(rt, st->devices);
+  kc__free(rt, st->identity);
+  kc__free(rt, st->build_options);
+  kc__free(rt, st);
+}
+
+/* Lists the devices of platform p into a fresh array (NULL: none / no memory). */
+static cl_device_id *ocl_list_devices(kc_runtime *rt, cl_platform_id p, cl_uint *count) {
+  cl_uint n = 0;
+  *count = 0;
+  if (ocl.clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, NULL, &n) != CL_SUCCESS || n == 0) return NULL;
+  cl_device_id *d = kc__alloc(rt, n * sizeof *d);
+  if (!d) return NULL;
+  if (ocl.clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, n, d, NULL) != CL_SUCCESS) {
+    kc__free(rt, d);
+    return NULL;
+  }
+  *count = n;
+  return d;
+}
+
+/* Does device d's name contain `want`? */
+static bool ocl_device_matches(kc_runtime *rt, cl_device_id d, const char *want, bool *nomem) {
+  char *name = ocl_device_str(rt, d, CL_DEVICE_NAME);
+  if (!name) {
+    *nomem = true;
+    return false;
+  }
+  bool hit = strstr(name, want) != NULL;
+  kc__free(rt, name);
+  return hit;
+}
+
+/* Every platform and its devices, for kc_list_devices (snprintf semantics). */
+int ocl_list(char *buf, size_t size) {
+  if (ocl_unavailable()) return -1;
+  cl_platform_id plats[32];
+  cl_uint np = 0;
+  if (ocl.clGetPlatformIDs(32, plats, &np) != CL_SUCCESS) return -1;
+  size_t len = 0;
+  for (cl_uint p = 0; p < np && p < 32; p++) {
+    char name[256] = "", version[256] = "";
+    ocl.clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof name - 1, name, NULL);
+    ocl.clGetPlatformInfo(plats[p], CL_PLATFORM_VERSION, sizeof version - 1, version, NULL);
+    int n = snprintf(len < size ? buf + len : NULL, len < size ? size - len : 0, "platform %u: %s (%s)\n", p,
+                     name, version);
+    len += n > 0 ? (size_t)n : 0;
+    cl_device_id devs[64];
+    cl_uint nd = 0;
+    if (ocl.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 64, devs, &nd) != CL_SUCCESS) nd = 0;
+    for (cl_uint d = 0; d < nd && d < 64; d++) {
+      char dname[256] = "";
+      ocl.clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof dname - 1, dname, NULL);
+      n = snprintf(len < size ? buf + len : NULL, len < size ? size - len : 0, "  device %u: %s\n", d, dname);
+      len += n > 0 ? (size_t)n : 0;
+    }
+  }
+  return (int)len;
+}
+
+/* Picks (platform, device): the requested platform or each in order; the
+ * device whose name contains the requested name, or the platform's first
+ * device. *devs (every device of the platform, the chosen one first) is
+ * the caller's. */
+static kc_status ocl_pick(kc_runtime *rt, const kc_options *opt, cl_platform_id *out_plat,
+                          cl_device_id **out_devs, cl_uint *out_ndev) {
+  cl_uint nplat = 0;
+  cl_int e = ocl.clGetPlatformIDs(0, NULL, &nplat);
+  if (e != CL_SUCCESS || nplat == 0) return kc__err(rt, KC_EUNAVAILABLE, "no OpenCL platform");
+  cl_platform_id *plats = kc__alloc(rt, nplat * sizeof *plats);
+  if (!plats) return kc__err(rt, KC_ENOMEM, "out of memory");
+  e = ocl.clGetPlatformIDs(nplat, plats, NULL);
+  if (e != CL_SUCCESS) {
+    kc__free(rt, plats);
+    return ocl_fail(rt, KC_EUNAVAILABLE, "clGetPlatformIDs", e);
+  }
+
+  int pidx = opt ? opt->platform_index : -1;
+  const char *want = opt && opt->device_name && opt->device_name[0] ? opt->device_name : NULL;
+  if (pidx >= (int)nplat) {
+    kc__free(rt, plats);
+    return kc__err(rt, KC_EINVAL, "OpenCL platform_index %d is out of range (%u platform%s)", pidx,
+                   nplat, nplat == 1 ? "" : "s");
+  }
+
+  cl_platform_id plat = NULL;
+  cl_device_id *devs = NULL;
+  cl_uint ndev = 0, chosen = 0;
+  bool nomem = false;
+  for (cl_uint p = pidx >= 0 ? (cl_uint)pidx : 0; p < nplat && !plat && !nomem; p++) {
+    cl_device_id *d = ocl_list_devices(rt, plats[p], &ndev);
+    for (cl_uint i = 0; d && i < ndev && !plat && !nomem; i++) {
+      if (!want || ocl_device_matches(rt, d[i], want, &nomem)) {
+        plat = plats[p];
+        devs = d;
+        chosen = i;
+      }
+    }
+    if (!plat) kc__free(rt, d);
+    if (pidx >= 0) break;
+  }
+  kc__free(rt, plats);
+  if (nomem) {
+    kc__free(rt, devs);
+    return kc__err(rt, KC_ENOMEM, "out of memory");
+  }
+  if (!plat) {
+    if (want)
+      return kc__err(rt, KC_EUNAVAILABLE, "no OpenCL device whose name contains \"%s\"%s", want,
+                     pidx >= 0 ? " on the requested platform" : "");
+    return kc__err(rt, KC_EUNAVAILABLE, "no OpenCL device%s",
+                   pidx >= 0 ? " on the requested platform" : "");
+  }
+  /* The chosen device first: device 0 is what the options asked for. */
+  cl_device_id first = devs[chosen];
+  memmove(devs + 1, devs, chosen * sizeof *devs);
+  devs[0] = first;
+  *out_plat = plat;
+  *out_devs = devs;
+  *out_ndev = ndev;
+  return KC_OK;
+}
+
+/* st->identity (part of the disk-cache key) and st->build_options; false
+ * when out of memory. */
+static bool ocl_describe(kc_runtime *rt, ocl_state *st, cl_platform_id plat, const kc_options *opt) {
+  char *pname = ocl_platform_str(rt, plat, CL_PLATFORM_NAME);
+  char *pver = ocl_platform_str(rt, plat, CL_PLATFORM_VERSION);
+  char *drv = ocl_device_str(rt, st->devices[0], CL_DRIVER_VERSION);
+  char *dver = ocl_device_str(rt, st->devices[0], CL_DEVICE_VERSION);
+  kc__sb sb;
+  kc__sb_init(&sb, kc__rt_heap(rt));
+  if (pname && pver && drv && dver)
+    kc__sb_printf(&sb, "opencl|%s|%s|%s|%s|%s", pname, pver, st->names[0], drv, dver);
+  else
+    sb.failed = true;
+  kc__free(rt, pname);
+  kc__free(rt, pver);
+  kc__free(rt, drv);
+  kc__free(rt, dver);
+  if (sb.failed)
+    kc__sb_free(&sb);
+  else
+    st->identity = kc__sb_take(&sb);
+  if (!st->identity) return false;
+
+  /* -cl-kernel-arg-info lets compile() read parameter types back, to size
+   * scalars the engine could not; it only adds metadata. */
+  kc__sb_init(&sb, kc__rt_heap(rt));
+  kc__sb_puts(&sb, "-cl-std=CL1.2 -cl-kernel-arg-info");
+  if (opt && opt->compile_options && opt->compile_options[0]) {
+    kc__sb_puts(&sb, " ");
+    kc__sb_puts(&sb, opt->compile_options);
+  }
+  if (sb.failed)
+    kc__sb_free(&sb);
+  else
+    st->build_options = kc__sb_take(&sb);
+  return st->build_options != NULL;
+}
+
+kc_status ocl_open(kc_runtime *rt, const kc_options *opt, void **state) {
+  *state = NULL;
+  const char *why = ocl_unavailable();
+  if (why) return kc__err(rt, KC_EUNAVAILABLE, "OpenCL backend: %s", why);
+  cl_platform_id plat = NULL;
+  cl_device_id *devs = NULL;
+  cl_uint ndev = 0;
+  kc_status s = ocl_pick(rt, opt, &plat, &devs, &ndev);
+  if (s) return s;
+
+  ocl_state *st = kc__calloc(rt, sizeof *st);
+  if (!st) {
+    kc__free(rt, devs);
+    return kc__err(rt, KC_ENOMEM, "out of memory");
+  }
+  st->rt = rt;
+  st->devices = devs;
+  st->ndevices = (int)ndev;
+  st->names = kc__calloc(rt, ndev * sizeof *st->names);
+  if (!st->names) goto nomem;
+  for (cl_uint i = 0; i < ndev; i++)
+    if (!(st->names[i] = ocl_device_str(rt, devs[i], CL_DEVICE_NAME))) goto nomem;
+  if (!ocl_describe(rt, st, plat, opt)) goto nomem;
+
+  cl_int e;
+  st->compile_ctx = ocl.clCreateContext(NULL, 1, &st->devices[0], NULL, NULL, &e);
+  if (!st->compile_ctx) {
+    ocl_close(st);
+    return ocl_fail(rt, KC_EBACKEND, "clCreateContext", e);
+  }
+  *state = st;
+  return KC_OK;
+
+nomem:
+  ocl_close(st);
+  return kc__err(rt, KC_ENOMEM, "out of memory");
+}
+
+int ocl_device_count(void *state) { return ((ocl_state *)state)->ndevices; }
+
+const char *ocl_device_name(void *state, int index) {
+  ocl_state *st = state;
+  return index >= 0 && index < st->ndevices ? st->names[index] : NULL;
+}
+
+const char *ocl_identity(void *state) { return ((ocl_state *)state)->identity; }
+

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * registry.c -- the one table of backends: their kinds (kcache.h), their
+ * tables, the stubs of backends left out of this build, and the order in
+ * which KC_BACKEND_AUTO tries them. Adding a backend is its file under
+ * src/backends/ and one row of KC__BACKENDS below (plus an absent stub if
+ * the build may leave it out, src/sources.cmake).
+ */
+#include "core/core.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* (kind, table): in pick order, the first that can run here wins. */
+#define KC__BACKENDS(X)                  \
+  X(KC_BACKEND_CUDA, kc__backend_cuda)     \
+  X(KC_BACKEND_OPENCL, kc__backend_opencl) \
+  X(KC_BACKEND_HOST, kc__backend_host)
+
+/* A backend whose source file is not part of this build. */
+#define KC__ABSENT_BACKEND(var, nm)                                                               \
+  static const char *var##_absent(void) { return "kcache was built without the " nm " backend"; } \
+  const kc__backend var = {.name = nm, .unavailable = var##_absent};
+#ifdef KC_WITHOUT_OPENCL
+KC__ABSENT_BACKEND(kc__backend_opencl, "opencl")
+#endif
+#ifdef KC_WITHOUT_CUDA
+KC__ABSENT_BACKEND(kc__backend_cuda, "cuda")
+const char *kc__cuda_nvrtc_unavailable(void) { return "kcache was built without the cuda backend"; }
+kc_status kc__cuda_compile_only(kc_runtime *rt, const char *source_tu, size_t len, const char *entry,
+                                int sm, bool ptx, void **out, size_t *out_size, kc__sb *log) {
+  (void)source_tu, (void)len, (void)entry, (void)sm, (void)ptx, (void)out, (void)out_size, (void)log;
+  return kc__err(rt, KC_EUNAVAILABLE, "kcache was built without the cuda backend");
+}
+#endif
+
+static const struct registry_row {
+  kc_backend_kind kind;
+  const kc__backend *be;
+} registry_rows[] = {
+#define KC__BACKEND_ROW(kind, table) {kind, &table},
+    KC__BACKENDS(KC__BACKEND_ROW)
+#undef KC__BACKEND_ROW
+};
+#define KC__NBACKENDS (sizeof registry_rows / sizeof *registry_rows)
+
+const kc__backend *kc__backend_of(kc_backend_kind kind) {
+  for (size_t i = 0; i < KC__NBACKENDS; i++)
+    if (registry_rows[i].kind == kind) return registry_rows[i].be;
+  return NULL;
+}
+
+/* Appends "  device I: NAME\n" (or the platform line) at buf+len with
+ * snprintf semantics; returns the full length so far. */
+static size_t list_append(char *buf, size_t size, size_t len, const char *what, int i, const char *name) {
+  int n = snprintf(len < size ? buf + len : NULL, len < size ? size - len : 0, "%s %d: %s\n", what, i,
+                   name);
+  return n < 0 ? len : len + (size_t)n;
+}
+
+int kc_list_devices(kc_backend_kind kind, char *buf, size_t size) {
+  if (size) buf[0] = 0;
+  const kc__backend *be = kc__backend_of(kind);
+  if (!be || be->unavailable()) return -1;
+  if (be->list) return be->list(buf, size);
+  kc_options o;
+  kc_options_init(&o);
+  o.backend = kind;
+  o.cache_disable = 1;
+  kc_runtime *rt;
+  if (kc_runtime_create(&o, &rt)) return -1;
+  size_t len = list_append(buf, size, 0, "platform", 0, be->name);
+  for (int i = 0; i < kc_device_count(rt); i++)
+    len = list_append(buf, size, len, "  device", i, kc_device_name(rt, i));
+  kc_runtime_destroy(rt);
+  return (int)len;
+}
+
+int kc_backend_available(kc_backend_kind kind, const char **why) {
+  const kc__backend *be = kc__backend_of(kind);
+  const char *reason = be ? be->unavailable() : "unknown backend";
+  if (why) *why = reason;
+  return reason == NULL;
+}
+
+/* $KC_BACKEND (a backend's name or "auto"), else the rows in order: the
+ * first that can run here. */
+kc_status kc__backend_pick(kc_backend_kind want, const kc__backend **out) {
+  const char *env = kc__setting_str(KC__SET_BACKEND); /* "auto" when unset */
+  if (want == KC_BACKEND_AUTO && strcmp(env, "auto") != 0) {
+    for (size_t i = 0; i < KC__NBACKENDS && want == KC_BACKEND_AUTO; i++)
+      if (!strcmp(env, registry_rows[i].be->name)) want = registry_rows[i].kind;
+    if (want == KC_BACKEND_AUTO)
+      return kc__err(NULL, KC_EINVAL, "KC_BACKEND=\"%s\": expected host, opencl, cuda or auto", env);
+  }
+  if (want != KC_BACKEND_AUTO) {
+    const kc__backend *be = kc__backend_of(want);
+    if (!be) return kc__err(NULL, KC_EINVAL, "unknown backend kind %d", (int)want);
+    const char *why = be->unavailable();
+    if (why) return kc__err(NULL, KC_EUNAVAILABLE, "backend %s is not available: %s", be->name, why);
+    *out = be;
+    return KC_OK;
+  }
+  for (size_t i = 0; i < KC__NBACKENDS; i++)
+    if (!registry_rows[i].be->unavailable()) {
+      *out = registry_rows[i].be;
+      return KC_OK;
+    }
+  return kc__err(NULL, KC_EUNAVAILABLE, "no backend is available: %s",
+                 kc__backend_of(KC_BACKEND_HOST)->unavailable());
+}

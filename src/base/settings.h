@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* settings.h -- the one table of the KC_* environment variables (the model
+ * is mimalloc's options.c). Every KC_* variable kcache reads is a row of
+ * KC__SETTINGS: (id, name, kind, default, doc). Values are read from the
+ * environment on each call (tests set variables at run time); each kind has
+ * one parser. A malformed value is reported by the getter (KC__SETTING_BAD,
+ * *out = the default); the caller either fails with its own message or
+ * warns with kc__setting_warn and goes on with the default.
+ *
+ * Kinds:  STR      any text; empty counts as unset
+ *         BOOL     unset or empty: the default; "0": false; anything else: true
+ *         U64      a decimal integer in the caller's range
+ *         SIZE     bytes with an optional K/M/G/T suffix (binary: 1K = 1024),
+ *                  "KiB"/"KB"/"B" accepted ("512M", "1G", "100k", "1.5G")
+ *         SECONDS  a non-negative decimal number of seconds ("30", "0.5")
+ */
+#ifndef KC_BASE_SETTINGS_H
+#define KC_BASE_SETTINGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* clang-format off */
+#define KC__SETTINGS(X)                                                                           \
+  X(BACKEND,            "KC_BACKEND",             STR,     "auto", "backend: host, opencl, cuda or auto (first that runs: cuda, opencl, host)") \
+  X(HOST_CC,            "KC_HOST_CC",             STR,     "cc",   "the host backend's C compiler command (kc_options.host_cc wins)") \
+  X(CUDA_FORCE_PTX,     "KC_CUDA_FORCE_PTX",      BOOL,    "0",    "CUDA: compile to PTX even where a cubin could be made") \
+  X(FAULT_BACKTRACE,    "KC_FAULT_BACKTRACE",     BOOL,    "0",    "fault-injection builds: print a backtrace where each fault hits") \
+  X(CACHE_DIR,          "KC_CACHE_DIR",           STR,     NULL,   "disk cache directory (default $XDG_CACHE_HOME/kcache or ~/.cache/kcache)") \
+  X(CACHE_DISABLE,      "KC_CACHE_DISABLE",       BOOL,    "0",    "turn the disk cache off") \
+  X(CACHE_MAXSIZE,      "KC_CACHE_MAXSIZE",       SIZE,    "1G",   "disk cache size limit (e.g. 500M, 2G)") \
+  X(CACHE_LOCK_TIMEOUT, "KC_CACHE_LOCK_TIMEOUT",  SECONDS, "60",   "seconds to wait for another process compiling the same entry") \
+  X(REMOTE,             "KC_REMOTE",              STR,     NULL,   "remote cache URL (redis://[user:password@]host[:port][/db]; off, none: no remote)") \
+  X(REMOTE_PREFIX,      "KC_REMOTE_PREFIX",       STR,     "kcache:", "key prefix of remote entries") \
+  X(REMOTE_TIMEOUT_MS,  "KC_REMOTE_TIMEOUT_MS",   U64,     "5",    "remote connect/command timeout in milliseconds (1..600000)") \
+  X(REMOTE_RETRY_MS,    "KC_REMOTE_RETRY_MS",     U64,     "10000", "milliseconds before retrying a remote that failed (1..86400000)") \
+  X(REMOTE_LOCK_TIMEOUT, "KC_REMOTE_LOCK_TIMEOUT", SECONDS, "30",  "seconds to wait for another machine compiling the same entry (0 < s <= 86400)") \
+  X(REMOTE_MAX_ENTRY,   "KC_REMOTE_MAX_ENTRY",    SIZE,    "64M",  "largest entry sent to the remote (at least 1K)") \
+  X(REMOTE_KEY,         "KC_REMOTE_KEY",          STR,     NULL,   "secret that authenticates remote entries (HMAC)") \
+  X(HIREDIS_LIB,        "KC_HIREDIS_LIB",         STR,     NULL,   "path of the libhiredis to load instead of the system's")
+/* clang-format on */
+
+typedef enum kc__setting {
+#define KC__SETTING_ENUM(id, name, kind, def, doc) KC__SET_##id,
+  KC__SETTINGS(KC__SETTING_ENUM)
+#undef KC__SETTING_ENUM
+  KC__SETTING_COUNT
+} kc__setting;
+
+typedef enum kc__setting_state {
+  KC__SETTING_UNSET, /* not in the environment (or empty): *out is the default */
+  KC__SETTING_SET,   /* well-formed: *out is its value */
+  KC__SETTING_BAD    /* malformed or out of range: *out is the default */
+} kc__setting_state;
+
+const char *kc__setting_name(kc__setting id); /* "KC_..." */
+const char *kc__setting_doc(kc__setting id);
+const char *kc__setting_default(kc__setting id); /* as text; NULL: none */
+/* The environment's text, NULL when unset (empty text is returned as is). */
+const char *kc__setting_raw(kc__setting id);
+
+/* STR: the value if set and not empty, else the default (may be NULL). */
+const char *kc__setting_str(kc__setting id);
+kc__setting_state kc__setting_bool(kc__setting id, bool *out);
+kc__setting_state kc__setting_u64(kc__setting id, uint64_t *out, uint64_t lo, uint64_t hi);
+kc__setting_state kc__setting_size(kc__setting id, uint64_t *out);
+kc__setting_state kc__setting_seconds(kc__setting id, double *out);
+
+/* Prints "kcache: warning: NAME="value" is not <what the kind takes>;
+ * using <fallback>" on stderr. */
+void kc__setting_warn(kc__setting id, const char *fallback);
+
+/* The parsers, for values that come from elsewhere (options, the CLI). */
+bool kc__parse_size(const char *s, uint64_t *out);
+bool kc__parse_seconds(const char *s, double *out);
+bool kc__parse_u64(const char *s, uint64_t *out, uint64_t lo, uint64_t hi);
+
+#endif /* KC_BASE_SETTINGS_H */

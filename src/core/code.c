@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * code.c -- owns specializations and their code instances: interning a
+ * (name, parameters) pair, finding the code instance valid in a world, and
+ * making one on a miss (kc__ci_get: creating it, compiling it or fetching
+ * it from the disk cache, remembering a deterministic failure, publishing
+ * it), plus the translation unit it is compiled from and the kc_kernel_*
+ * queries about it.
+ */
+#include "core/core.h"
+#include "store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------ specializations */
+
+#define spec_hash(s) ((s)->hash)
+
+kc_status kc__spec_intern(kc_runtime *rt, const char *name, const char *canon, kc__spec **out) {
+  size_t nl = strlen(name), pl = strlen(canon);
+  uint64_t h = kc__hash(name, nl) ^ (kc__hash(canon, pl) * 0x9E3779B97F4A7C15ull);
+  kc__lock(&rt->spec_lock);
+  KC__HTAB_FOR(&rt->specs, h, kc__spec, s, next_in_bucket)
+      if (s->hash == h && !strcmp(s->name, name) && !strcmp(s->params, canon)) {
+        kc__unlock(&rt->spec_lock);
+        *out = s;
+        return KC_OK;
+      }
+  bool ok;
+  kc__htab_reserve(&rt->heap, &rt->specs, kc__spec, next_in_bucket, spec_hash, 64, &ok);
+  if (!ok) goto oom;
+  kc__spec *s = kc__calloc(rt, sizeof *s);
+  if (!s) goto oom;
+  s->name = kc__strdup(rt, name);
+  s->params = kc__strdup(rt, canon);
+  bool locked = s->name && s->params && kc__mutex_init(&s->lock);
+  if (locked && !kc__mutex_init(&s->free_lock)) {
+    kc__mutex_destroy(&s->lock);
+    locked = false;
+  }
+  if (!locked) {
+    kc__free(rt, s->name);
+    kc__free(rt, s->params);
+    kc__free(rt, s);
+    goto oom;
+  }
+  s->hash = h;
+  atomic_init(&s->head, NULL);
+  KC__HTAB_PUT(&rt->specs, s, h, next_in_bucket);
+  kc__unlock(&rt->spec_lock);
+  *out = s;
+  return KC_OK;
+oom:
+  kc__unlock(&rt->spec_lock);
+  return kc__err(rt, KC_ENOMEM, "kc_kernel_create: out of memory");
+}
+
+/* The code instance valid at world w, without locks. */
+kc__ci *kc__ci_find(kc__spec *spec, kc_world w) {
+  for (kc__ci *ci = kc__load_acquire(&spec->head); ci; ci = ci->next)
+    if (kc__ci_valid_at(ci, w)) return ci;
+  return NULL;
+}
+
+kc__artifact kc__artifact_of(const kc__ci *ci) {
+  return (kc__artifact){ci->artifact, ci->artifact_size, ci->spec->name, ci->params,
+                        ci->nparams,  ci->sig,           ci->source};
+}
+
+const char *kc__linked_name(const kc__linked *l) {
+  return l->ci && l->ci->spec ? l->ci->spec->name : "?";
+}
+
+void kc__ci_free(kc_runtime *rt, kc__ci *ci) {
+  kc__free(rt, ci->artifact);
+  kc__free(rt, ci->source);
+  kc__free(rt, ci->error);
+  kc__free_params(rt, ci->params, ci->nparams);
+  kc__free(rt, ci->sig);
+  kc__free(rt, ci->edges);
+  kc__free(rt, ci);
+}
+
+/* -------------------------------------------------- translation units */
+
+static void emit_params(kc__sb *sb, const char *params) {
+  for (const char *q = params; *q;) {
+    const char *eq = strchr(q, '=');
+    const char *end = strchr(q, ',');
+    if (!end) end = q + strlen(q);
+    kc__sb_printf(sb, "#define %.*s %.*s\n", (int)(eq - q), q, (int)(end - eq - 1), eq + 1);
+    q = *end ? end + 1 : end;
+  }
+}
+
+static kc_status build_tu(kc_runtime *rt, const kc__spec *spec, const kc__closure *c,
+                          const kc__param *params, uint32_t nparams, char **out, size_t *len) {
+  kc__sb sb;
+  kc__sb_init(&sb, kc__rt_heap(rt));
+  kc__sb_puts(&sb, rt->be->prelude);
+  kc__sb_puts(&sb, "\n/* specialization parameters */\n");
+  emit_params(&sb, spec->params);
+  /* Helpers get private symbol names, so a definition may shadow a builtin
+   * or library function (sqrtf, sqrt) on every backend without clashing with
+   * the prelude's declarations of it. */
+  for (uint32_t i = 0; i + 1 < c->ndefs; i++)
+    kc__sb_printf(&sb, "#define %s kc__u_%s\n", c->defs[i]->binding->name,
+                  c->defs[i]->binding->name);
+  for (uint32_t i = 0; i < c->ndefs; i++) {
+    kc__sb_printf(&sb, "#line 1 \"%s\"\n", c->defs[i]->binding->name);
+    kc__sb_append(&sb, c->defs[i]->source, c->defs[i]->len);
+    kc__sb_puts(&sb, "\n");
+  }
+  if (rt->be->epilogue) {
+    kc__sb_puts(&sb, "#line 1 \"<kcache>\"\n");
+    kc__tu tu = {spec->name, sb.buf, sb.len, params, nparams, spec};
+    kc_status st = rt->be->epilogue(rt->bstate, &tu, &sb);
+    if (st) {
+      kc__sb_free(&sb);
+      return st;
+    }
+  }
+  *len = sb.len;
+  *out = kc__sb_take(&sb);
+  return *out ? KC_OK : kc__err(rt, KC_ENOMEM, "out of memory building the source of '%s'", spec->name);
+}
+
+/* Resolves the closure of spec at world w, and builds its translation unit. */
+static kc_status prepare(kc_runtime *rt, kc__spec *spec, kc_world w, kc__closure *c, kc__param **params,
+                         uint32_t *nparams, char **text, size_t *len) {
+  kc_status st = kc__resolve(rt, spec, w, c);
+  if (st) return st;
+  kc__def *entry = c->defs[c->ndefs - 1];
+  st = kc__parse_params(rt, spec->name, entry->source, params, nparams);
+  if (!st) st = build_tu(rt, spec, c, *params, *nparams, text, len);
+  if (st) {
+    kc__free_params(rt, *params, *nparams);
+    *params = NULL;
+    kc__closure_free(rt, c);
+  }
+  return st;
+}
+
+/* Whether a compiler failure is worth remembering for the worlds in which
+ * the same sources are visible (a syntax error is; a timeout is not). */
+static bool failure_is_deterministic(kc_status st) { return st == KC_ECOMPILE || st == KC_ENOTFOUND; }
+
+/* Drops the private prefix that helpers get in the translation unit
+ * ("kc__u_h" -> "h"), so that compiler messages name the user's functions. */
+static void unmangle(char *log) {
+  static const char prefix[] = "kc__u_";
+  char *out = log;
+  for (const char *in = log; *in;) {
+    if (!strncmp(in, prefix, sizeof prefix - 1)) in += sizeof prefix - 1;
+    else *out++ = *in++;
+  }
+  *out = 0;
+}
+
+/* Names an undefined function that the compiler complained about. */
+static kc_status explain_failure(kc_runtime *rt, const kc__spec *spec, const kc__closure *c,
+                                 kc_status st, char *log) {
+  if (log) unmangle(log);
+  const char *missing = NULL;
+  for (uint32_t i = 0; i < c->nedges && log; i++)
+    if (!c->edges[i].def && strstr(log, c->edges[i].binding->name)) {
+      missing = c->edges[i].binding->name;
+      break;
+    }
+  if (missing && st == KC_ECOMPILE)
+    return kc__err(rt, KC_ENOTFOUND,
+                   "kernel '%s' calls '%s', which is neither defined in kcache nor provided by "
+                   "the %s backend:\n%s",
+                   spec->name, missing, rt->be->name, log);
+  if (!log || !*log)
+    return kc__err(rt, st, "compiling kernel '%s' (%s backend) failed: %s", spec->name, rt->be->name,
+                   kc_errmsg(rt));
+  return kc__err(rt, st, "compiling kernel '%s' (%s backend) failed: %s\n%s", spec->name, rt->be->name,
+                 kc_errmsg(rt), log);
+}
+
+/* Creating: a code instance of spec for world w, owning what prepare
+ * made (text, params, the closure's edges), with its parameter signature
+ * and the empty world range until it is published. On failure frees all
+ * of those. */
+static kc_status ci_create(kc_runtime *rt, kc__spec *spec, kc_world w, kc__closure *c, kc__param *params,
+                           uint32_t nparams, char *text, kc__ci **out) {
+  kc__ci *ci = kc__calloc(rt, sizeof *ci);
+  uint64_t *sig = kc__alloc(rt, (nparams ? nparams : 1) * sizeof *sig);
+  if (!ci || !sig) {
+    kc__free(rt, ci);
+    kc__free(rt, sig);
+    kc__free(rt, text);
+    kc__free_params(rt, params, nparams);
+    kc__closure_free(rt, c);
+    return kc__err(rt, KC_ENOMEM, "out of memory compiling '%s'", spec->name);
+  }
+  for (uint32_t i = 0; i < nparams; i++) {
+    uint32_t size = kc__scalar_size(params[i].type, spec);
+    sig[i] = params[i].is_buffer ? KC__SIG(KC_ARG_BUFFER, 0) : KC__SIG(KC_ARG_SCALAR, size ? size : UINT32_MAX);
+  }
+  atomic_init(&ci->min_world, 1); /* the empty range until complete */
+  atomic_init(&ci->max_world, 0);
+  ci->id = kc__next_id();
+  ci->spec = spec;
+  ci->compiled_at = w;
+  ci->source = text;
+  ci->params = params;
+  ci->nparams = nparams;
+  ci->sig = sig;
+  ci->edges = c->edges; /* owned by ci once the caller drops them from c */
+  ci->nedges = c->nedges;
+  *out = ci;
+  return KC_OK;
+}
+
+/* Compiling: the artifact from the disk cache, else from the backend's
+ * compiler (the log gets its output). A miss may hold the entry's
+ * cross-process lock until kc__store_finish. */
+static kc_status ci_compile(kc_runtime *rt, kc__ci *ci, kc__closure *c, size_t len, kc__sb *log) {
+  kc__tu tu = {ci->spec->name, ci->source, len, ci->params, ci->nparams, ci->spec};
+  kc__store_txn txn;
+  if (kc__store_fetch(rt, ci, c, &txn)) return KC_OK; /* fills the artifact and sig */
+  uint64_t t0 = kc__now_ns();
+  kc_status st = rt->be->compile(rt->bstate, &tu, &ci->artifact, &ci->artifact_size, ci->sig, log);
+  ci->compile_ns = kc__now_ns() - t0;
+  kc__fetch_add_relaxed(&rt->compile_ns, ci->compile_ns);
+  kc__store_finish(rt, &txn, st, ci, log);
+  if (!st) kc__fetch_add_relaxed(&rt->n_compiles, 1);
+  return st;
+}
+
+/* Remembering a failure: explains it (the message), and keeps ci as the
+ * failure for the same worlds if it is deterministic (a syntax error, not
+ * a timeout), so a launch loop does not recompile. Returns the status;
+ * *keep says whether ci stays (else the caller frees it). */
+static kc_status ci_remember_failure(kc_runtime *rt, kc__ci *ci, const kc__closure *c, kc_status st,
+                                     kc__sb *log, bool *keep) {
+  kc__fetch_add_relaxed(&rt->n_compile_failures, 1);
+  st = explain_failure(rt, ci->spec, c, st, log->buf);
+  *keep = failure_is_deterministic(st) && (ci->error = kc__strdup(rt, kc_errmsg(rt))) != NULL;
+  if (*keep) ci->status = st; /* the same sources fail the same way */
+  return st;
+}
+
+/* Publishing: the world range from the edges, then the head of the
+ * spec's list (release: readers see a complete code instance). */
+static void ci_publish(kc_runtime *rt, kc__spec *spec, kc__ci *ci, kc_world w) {
+  kc__publish_range(rt, ci, w);
+  ci->next = kc__load_relaxed(&spec->head);
+  kc__store_release(&spec->head, ci);
+  kc__fetch_add_relaxed(&rt->n_cis, 1);
+}
+
+/* The miss of kc__ci_get, under spec->lock: creates, compiles, remembers
+ * a failure or publishes. */
+static kc_status ci_make(kc_runtime *rt, kc__spec *spec, kc_world w, kc__ci **out) {
+  kc__closure c;
+  kc__param *params = NULL;
+  uint32_t nparams = 0;
+  char *text = NULL;
+  size_t len = 0;
+  kc_status st = prepare(rt, spec, w, &c, &params, &nparams, &text, &len);
+  if (st) return st;
+  kc__ci *ci = NULL;
+  st = ci_create(rt, spec, w, &c, params, nparams, text, &ci);
+  if (st) return st;
+  kc__sb log;
+  kc__sb_init(&log, kc__rt_heap(rt));
+  st = ci_compile(rt, ci, &c, len, &log);
+  if (st) {
+    bool keep;
+    st = ci_remember_failure(rt, ci, &c, st, &log, &keep);
+    if (!keep) {
+      kc__sb_free(&log);
+      c.edges = NULL; /* ci's */
+      kc__closure_free(rt, &c);
+      kc__ci_free(rt, ci);
+      return st;
+    }
+  }
+  kc__sb_free(&log);
+  c.edges = NULL; /* now owned by ci */
+  kc__closure_free(rt, &c);
+  ci_publish(rt, spec, ci, w);
+  *out = ci;
+  return KC_OK;
+}
+
+/* Finds or makes the code instance of spec valid at world w. One compile
+ * per miss however many threads ask: the spec's lock, re-checked. */
+KC__NOINLINE kc_status kc__ci_get(kc_runtime *rt, kc__spec *spec, kc_world w, kc__ci **out) {
+  kc__ci *ci = kc__ci_find(spec, w);
+  if (!ci) {
+    kc__lock(&spec->lock);
+    ci = kc__ci_find(spec, w);
+    kc_status st = ci ? KC_OK : ci_make(rt, spec, w, &ci);
+    kc__unlock(&spec->lock);
+    if (st) return st;
+  }
+  if (ci->status) return kc__err(rt, ci->status, "%s", ci->error);
+  *out = ci;
+  return KC_OK;
+}
+
+kc_status kc_kernel_compile(kc_kernel *k) {
+  if (!k) return kc__err(NULL, KC_EINVAL, "kc_kernel_compile: kernel is NULL");
+  kc__ci *ci;
+  return kc__ci_get(k->rt, k->spec, kc__caller_world(k->rt), &ci);
+}
+
+kc_status kc_kernel_code(kc_kernel *k, kc_code_info *out) {
+  if (!k || !out) return kc__err(k ? k->rt : NULL, KC_EINVAL, "kc_kernel_code: NULL argument");
+  kc__ci *ci;
+  kc_status st = kc__ci_get(k->rt, k->spec, kc__caller_world(k->rt), &ci);
+  if (st) return st;
+  out->max_world = kc__load_acquire(&ci->max_world);
+  out->min_world = kc__load_relaxed(&ci->min_world);
+  out->id = ci->id;
+  out->artifact = ci->artifact;
+  out->artifact_size = ci->artifact_size;
+  out->compile_ns = ci->compile_ns;
+  return KC_OK;
+}
+
+kc_status kc_kernel_source(kc_kernel *k, char **out) {
+  if (!k || !out) return kc__err(k ? k->rt : NULL, KC_EINVAL, "kc_kernel_source: NULL argument");
+  *out = NULL;
+  kc_runtime *rt = k->rt;
+  kc_world w = kc__caller_world(rt);
+  kc__ci *ci = kc__ci_find(k->spec, w);
+  if (ci) {
+    *out = kc__strdup(rt, ci->source);
+    return *out ? KC_OK : kc__err(rt, KC_ENOMEM, "out of memory");
+  }
+  kc__closure c;
+  kc__param *params;
+  uint32_t n;
+  size_t len;
+  kc_status st = prepare(rt, k->spec, w, &c, &params, &n, out, &len);
+  if (st) return st;
+  kc__free_params(rt, params, n);
+  kc__closure_free(rt, &c);
+  return KC_OK;
+}
+

@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core.h -- the data model of the world-age cache, shared by the files of
+ * src/core: definitions and bindings (the function table), code instances
+ * and specializations, contexts and buffers, kernel handles and bound
+ * arguments, the runtime; and what those files call of each other.
+ *
+ * Lock hierarchy (a lock may be taken while holding the ones above it, never
+ * the other way round):
+ *
+ *   1. kc__spec.lock        single flight: held while one specialization
+ *                           resolves, compiles and publishes a code instance
+ *                           (the disk store's per-key file lock nests here).
+ *   2. kc_runtime.ctx_lock  the list of contexts (live and reusable); held
+ *                           by create, by destroy while it tears a context
+ *                           down, and by kc_collect while it walks them.
+ *   3. kc_context.lock      a context's table of linked objects, its buffers
+ *                           (live and free: every kc_buffer_* but read and
+ *                           write takes it) and its backend session; held
+ *                           while linking.
+ *   4. kc_runtime.world_lock  the function table (bindings, definitions,
+ *                           backedges), the world counter's writers and the
+ *                           multiset of pinned worlds (and so fast_world).
+ *                           Held only for table work: never while compiling.
+ *   5. kc_runtime.spec_lock   the table of interned specializations.
+ *      kc__spec.free_lock     a spec's free list of linked objects.
+ *      kc_runtime.kernels_lock  the list of live kernel handles (stats).
+ *      kc__store.probe_lock, kc__remote.pool_lock, kc__remote.queue_lock
+ *                           (store.h, remote.h: taken under kc__spec.lock)
+ *                           (leaves: nothing is taken while holding them)
+ *
+ * Readers of the world counter, of code-instance lists and of world ranges
+ * never lock: they use the acquire/release wrappers below.
+ */
+#ifndef KC_CORE_H
+#define KC_CORE_H
+
+#include "backend.h"
+#include "base/base.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+typedef struct kc__binding kc__binding;
+
+/* ---------------------------------------------------------------- scanner */
+
+/* One identifier found in source text. */
+typedef struct kc__ident {
+  const char *start;
+  uint32_t len;
+  bool call; /* followed by '(' : in call position */
+} kc__ident;
+
+typedef bool (*kc__ident_fn)(void *ud, const kc__ident *id);
+
+/* Calls fn for every identifier of C-family source outside comments,
+ * string and character literals and preprocessor lines; stops early if fn
+ * returns false. Never reads past text+len. */
+void kc__scan_idents(const char *text, size_t len, kc__ident_fn fn, void *ud);
+
+bool kc__is_keyword(const char *s, size_t n);
+bool kc__is_identifier(const char *s);
+
+/* Parses the parameter list of function `name` in `source`. */
+kc_status kc__parse_params(kc_runtime *rt, const char *name, const char *source, kc__param **out,
+                           uint32_t *count);
+void kc__free_params(kc_runtime *rt, kc__param *p, uint32_t count);
+
+/* Canonical form of "K=V,K2=V2": sorted by key, trimmed. */
+kc_status kc__canon_params(kc_runtime *rt, const char *params, char **canon);
+
+/* ------------------------------------------------------------- data model */
+
+/* One version of a named function's source, visible in [min_world, max_world]. */
+typedef struct kc__def {
+  struct kc__def *older; /* guarded by world_lock */
+  kc__binding *binding;
+  char *source;
+  size_t len;
+  uint64_t hash;
+  kc_world min_world;
+  _Atomic kc_world max_world;
+} kc__def;
+
+/* A name in the function table, defined or not. */
+struct kc__binding {
+  char *name;
+  uint64_t hash;
+  kc__binding *next_in_bucket;
+  kc__def *defs; /* newest first */
+  /* code instances that looked this name up and may still be valid forever */
+  kc__ci **backedges;
+  size_t nbackedges, capbackedges;
+};
+
+/* A lookup made while compiling: name -> definition found (or NULL). */
+typedef struct kc__edge {
+  kc__binding *binding;
+  kc__def *def;
+} kc__edge;
+
+/* The compiled artifact of one specialization, valid in [min_world, max_world]. */
+struct kc__ci {
+  _Atomic kc_world min_world;
+  _Atomic kc_world max_world;
+  uint64_t id; /* never reused */
+  kc__ci *next; /* older code instance of the same spec; immutable once published */
+  kc__spec *spec;
+  kc_world compiled_at;
+  void *artifact;
+  size_t artifact_size;
+  char *source; /* the translation unit */
+  kc__param *params;
+  uint32_t nparams;
+  uint64_t *sig; /* nparams expected arguments (KC__SIG), filled at compile */
+  kc__edge *edges;
+  uint32_t nedges;
+  uint64_t compile_ns;
+  /* A compile that failed for good (syntax error): remembered for the same
+   * worlds so a launch loop does not recompile; artifact is NULL. */
+  kc_status status;
+  char *error;
+  bool dead; /* set by kc_collect just before it frees the code instance */
+};
+
+struct kc__spec {
+  char *name;
+  char *params; /* canonical */
+  uint64_t hash;
+  kc__spec *next_in_bucket;
+  kc__mutex lock;               /* single flight */
+  _Atomic(kc__ci *) head; /* newest first */
+  kc__mutex free_lock;          /* leaf: guards free_linked */
+  kc__linked *free_linked;  /* unlinked objects of this spec, for reuse */
+};
+
+struct kc_context {
+  /* Changes at create, reset and destroy; never repeats (global counter). A
+   * handle's cache entry is valid only for the key it was made with. */
+  _Atomic uint64_t link_key;
+  /* Byte offset of this key's slot in a kc_kernel (KC__SLOT_OFF), stored
+   * with every new key. A launch that reads a new key with an old offset
+   * only misses: an entry with a given key is only ever stored in its slot. */
+  _Atomic size_t slot_off;
+  kc_runtime *rt;
+  _Atomic uint64_t id;
+  _Atomic int alive;
+  int device;
+  void *bctx;
+  kc__mutex lock;
+  KC__HTAB(kc__linked) linked; /* keyed by ci->id (base/kit.h) */
+  kc__linked *retired; /* dropped by reset, freed at destroy */
+  kc_buffer *buffers;      /* live */
+  kc_buffer *free_buffers; /* destroyed, for reuse (singly linked by next) */
+  kc_context *next; /* runtime's list of all contexts (live or free) */
+};
+
+/* A kernel handle. Its launch cache is one pointer per slot (slot chosen
+ * by the context's link key): the linked object used last in that context.
+ * The fast path trusts it only if the object was linked in the current
+ * generation of the context (link_key) and its code instance's world range
+ * covers the caller's world. So an unrelated redefinition costs nothing at
+ * all, and a pinned thread and an unpinned one share the entry as long as
+ * the same code serves both. Linked objects are type-stable per
+ * specialization (recycled, never freed while the runtime lives), so a stale
+ * pointer in a slot is always safe to read and never matches wrongly. */
+#define KC__HSLOTS 4
+#define KC__SLOT_OFF(key) ((size_t)((key) & (KC__HSLOTS - 1)) * sizeof(kc__linked *))
+
+/* Padding that keeps a counter written by every launch off the cache lines
+ * of what launches read, so that threads launching the same handle do not
+ * take the line from each other (the structs are not line-aligned: 64 bytes
+ * on each side). */
+#define KC__COUNTER_GAP char kc__gap[64]
+
+struct kc_kernel {
+  _Atomic(kc__linked *) slots[KC__HSLOTS]; /* first: indexed without an offset */
+  kc_runtime *rt;
+  kc__spec *spec;
+  kc_kernel *prev, *next; /* runtime's list, guarded by kernels_lock */
+  kc_args *bound;         /* its bound arguments, guarded by kernels_lock */
+  KC__COUNTER_GAP;
+  _Atomic uint64_t fast_hits;
+};
+
+/* Bound arguments (kc_args_create). */
+struct kc_args {
+  /* What the launch fast path reads, first. l: the linked object a launch
+   * used last (kc__no_linked at first); it serves the next launch if it is
+   * still linked in this generation of the context, its code is valid in
+   * the caller's world, and that code is one whose parameters were checked
+   * against `want`: ci_id is such a code instance's id (ids are never
+   * reused). Written by any launching thread, one word at a time: a reader
+   * that sees l of one write and ci_id of another finds them disagree and
+   * takes the slow path. */
+  _Atomic(kc__linked *) l;
+  kc_context *ctx;
+  kc_runtime *rt;
+  _Atomic uint64_t ci_id;
+  kc_kernel *k;
+  uint64_t ctx_id; /* the context bound: its struct may be reused by another */
+  uint32_t n;
+  uint64_t *want;  /* n: the KC__SIG each argument was checked against */
+  kc_arg *args;    /* n: scalars point into values */
+  unsigned char *values;
+  kc_args *prev, *next; /* k->bound, guarded by rt->kernels_lock */
+  KC__COUNTER_GAP;
+  _Atomic uint64_t hits; /* fast-path launches (statistics, like kc_kernel's) */
+  char kc__gap_after[64];
+  void *argv[]; /* n: what a backend's launch takes */
+};
+
+/* ---------------------------------------------------------------- runtime */
+
+/* rt->fast_world while a thread holds a pin: makes every fast-path world
+ * check fail, so launches take the path that reads the thread's pin. */
+#define KC__WORLD_PINNED UINT64_MAX
+
+struct kc_runtime {
+  /* What the launch fast path reads: the latest world while no thread holds
+   * a pin, KC__WORLD_PINNED while one does. Written under world_lock (by a
+   * definition after it publishes `world`, and by the first pin and the
+   * last unpin), so a pinned thread never takes the unpinned fast path.
+   * First: read on every launch. */
+  _Atomic kc_world fast_world;
+  _Atomic kc_world world; /* latest world; written under world_lock */
+  uint64_t id;            /* never reused; tags thread-local pins */
+  const kc__backend *be;
+  void *bstate;
+  kc__heap heap; /* kc_options.alloc and alloc_ud */
+  kc_options opt;
+  char *compile_options;
+  char *host_cc;
+  char *cache_dir;
+  char *device_name;
+
+  kc__mutex world_lock;
+  KC__HTAB(kc__binding) bindings; /* keyed by the name's hash */
+
+  kc__mutex spec_lock;
+  KC__HTAB(kc__spec) specs; /* keyed by hash of (name, canonical params) */
+
+  kc__mutex ctx_lock;
+  kc_context *contexts;
+
+  kc__mutex kernels_lock;
+  kc_kernel *kernels;
+  uint64_t dead_kernel_hits;
+
+  _Atomic uint64_t n_compiles, n_compile_failures, n_links, n_slow, n_invalidations, n_defines,
+      n_cis, compile_ns, n_defs, n_collected;
+
+  /* Worlds pinned by threads (a multiset), for kc_collect; under world_lock
+   * (npins decides fast_world). */
+  struct kc__pinned {
+    kc_world world;
+    uint32_t count;
+  } *pins;
+  size_t npins, cappins;
+  struct kc__store *store; /* the disk cache (store.c); NULL when there is none */
+};
+
+/* Function table (table.c). */
+typedef struct kc__closure {
+  kc__def **defs; /* dependency order: callees first, the entry last */
+  uint32_t ndefs;
+  kc__edge *edges;
+  uint32_t nedges;
+} kc__closure;
+
+kc_status kc__resolve(kc_runtime *rt, const kc__spec *spec, kc_world world, kc__closure *out);
+void kc__closure_free(kc_runtime *rt, kc__closure *c);
+/* Under world_lock: computes the world range of a code instance compiled at
+ * `world` from its edges, and registers backedges if it is still valid in
+ * the latest world. Publishes the range (release). */
+void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world);
+void kc__table_free(kc_runtime *rt);
+/* kc_collect's part in the table: drops dead code instances (marked by
+ * ci->dead) from backedge lists and frees definitions visible in no live
+ * world. Returns the number of definitions freed. */
+uint64_t kc__table_collect(kc_runtime *rt, bool (*live)(void *ud, kc_world min, kc_world max), void *ud);
+
+/* ------------------------------------------------- between src/core files */
+
+/* A context's link key once it is destroyed: matches no linked object. */
+#define KC__KEY_DEAD UINT64_MAX
+#define KC__HIDDEN __attribute__((visibility("hidden")))
+
+/* The calling thread's pin (world.c). Read on pinned launches: in the
+ * shared library it is built with the initial-exec TLS model, so this is
+ * one %fs load. */
+typedef struct kc__pin_state {
+  const kc_runtime *rt; /* the runtime pinned, NULL if none */
+  uint64_t rt_id;       /* its id: memory can be reused by a new runtime */
+  kc_world world;
+  uint32_t depth;
+} kc__pin_state;
+extern KC__HIDDEN _Thread_local kc__pin_state kc__pin;
+
+/* Whether this thread's pin is on rt. The fast path compares the pointer
+ * only; a match (rare: pinned threads) is confirmed here against the id, so
+ * a pin left on a destroyed runtime never applies to a new one at the same
+ * address. */
+bool kc__pinned_on(const kc_runtime *rt) KC__NOINLINE;
+void kc__drop_own_pin(const kc_runtime *rt);
+
+/* The world the calling thread sees: its pin's, else the latest. */
+static inline kc_world kc__caller_world(const kc_runtime *rt) {
+  if (KC__UNLIKELY(kc__pin.rt == rt) && kc__pinned_on(rt)) return kc__pin.world;
+  return kc__load_acquire(&rt->world);
+}
+
+/* Whether ci's world range holds w (lock-free). */
+static inline bool kc__ci_valid_at(const kc__ci *ci, kc_world w) {
+  return kc__load_relaxed(&ci->min_world) <= w && w <= kc__load_acquire(&ci->max_world);
+}
+
+/* code.c: the interned specialization of (name, canonical parameters). */
+kc_status kc__spec_intern(kc_runtime *rt, const char *name, const char *canon, kc__spec **out);
+/* The code instance of spec valid at world w, without locks; NULL if none. */
+kc__ci *kc__ci_find(kc__spec *spec, kc_world w);
+/* Finds or makes the code instance of spec valid at world w (may compile:
+ * single flight under spec->lock). */
+kc_status kc__ci_get(kc_runtime *rt, kc__spec *spec, kc_world w, kc__ci **out) KC__NOINLINE;
+void kc__ci_free(kc_runtime *rt, kc__ci *ci);
+
+/* context.c */
+void kc__context_teardown(kc_context *ctx); /* frees what a live context holds */
+void kc__linked_recycle(kc_runtime *rt, kc__linked *l);
+/* The linked object of ci in ctx, linking it on first use. */
+kc_status kc__ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out);
+
+/* launch.c: the entry of backends without their own (kc__linked.entry). */
+kc_status kc__entry_packed(kc__linked *l, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
+                           const kc_arg *args, uint32_t nargs);
+
+/* src/backends/registry.c */
+const kc__backend *kc__backend_of(kc_backend_kind kind);
+kc_status kc__backend_pick(kc_backend_kind want, const kc__backend **out);
+
+#endif /* KC_CORE_H */

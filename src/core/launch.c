@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * launch.c -- owns kernel handles, launches and bound arguments.
+ *
+ * THE FAST PATH'S CONTRACT. kc_launch and kc_launch_args, up to the call
+ * of the backend's entry or launch, must never lock, allocate, hash a
+ * string, touch the function table, read the thread's pin when no thread
+ * holds one, or write anything but a relaxed statistics counter. They read
+ * a handle's slot (or the bound arguments' cached linked object), the
+ * context's link key (acquire on the linked object's key), and the latest
+ * world (fast_world, acquire) against the code instance's max_world; a
+ * kc_launch with no arguments costs +25 instructions over a direct call
+ * (bench/kc_bench). Everything else is out of line: launch_pinned (some
+ * thread holds a pin), launch_slow/args_slow (compile, link; they may lock
+ * and wait). The backend's half (kc__linked.entry/launch) checks grid and
+ * block itself (kc__launch_bad_dims) and may wait on the device or its own
+ * per-kernel lock (the host's per-object serial mutex, OpenCL's per-kernel
+ * spin lock), never on a kcache lock.
+ */
+#include "core/core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --------------------------------------------------------------- kernels */
+
+kc_status kc_kernel_create(kc_runtime *rt, const char *name, const char *params, kc_kernel **out) {
+  if (!out) return kc__err(rt, KC_EINVAL, "kc_kernel_create: out is NULL");
+  *out = NULL;
+  if (!rt) return kc__err(NULL, KC_EINVAL, "kc_kernel_create: runtime is NULL");
+  if (!name || !kc__is_identifier(name))
+    return kc__err(rt, KC_EINVAL, "kc_kernel_create: \"%s\" is not a valid kernel name",
+                   name ? name : "(null)");
+  char *canon;
+  kc_status st = kc__canon_params(rt, params, &canon);
+  if (st) return st;
+  kc__spec *spec = NULL;
+  st = kc__spec_intern(rt, name, canon, &spec);
+  kc__free(rt, canon);
+  if (st) return st;
+  kc_kernel *k = kc__calloc(rt, sizeof *k);
+  if (!k) return kc__err(rt, KC_ENOMEM, "kc_kernel_create: out of memory");
+  k->rt = rt;
+  k->spec = spec;
+  for (int i = 0; i < KC__HSLOTS; i++) atomic_init(&k->slots[i], &kc__no_linked);
+  kc__lock(&rt->kernels_lock);
+  KC__LIST_PUSH(rt->kernels, k);
+  kc__unlock(&rt->kernels_lock);
+  *out = k;
+  return KC_OK;
+}
+
+static void args_free_locked(kc_runtime *rt, kc_args *a);
+
+void kc_kernel_destroy(kc_kernel *k) {
+  if (!k) return;
+  kc_runtime *rt = k->rt;
+  kc__lock(&rt->kernels_lock);
+  while (k->bound) args_free_locked(rt, k->bound);
+  rt->dead_kernel_hits += kc__load_relaxed(&k->fast_hits);
+  KC__LIST_REMOVE(rt->kernels, k);
+  kc__unlock(&rt->kernels_lock);
+  kc__free(rt, k);
+}
+
+/* ---------------------------------------------------------------- launch */
+
+/* Why argument i (a) does not fit a parameter whose KC__SIG is want in ctx,
+ * or KC_OK if it fits. label names the parameter (" (float a)") or is "".
+ * Cold: only after a check failed. */
+static KC__COLD kc_status explain_arg(kc_runtime *rt, const char *name, uint32_t i, const char *label,
+                                      uint64_t want, const kc_arg *a, const kc_context *ctx) {
+  bool want_buf = want == KC__SIG(KC_ARG_BUFFER, 0);
+  uint32_t size = (uint32_t)want;
+#define KC__ARG_ERR(...) kc__err(rt, KC_EARGS, "kernel '%s' argument %u%s " __VA_ARGS__)
+  if (a->kind != KC_ARG_BUFFER && a->kind != KC_ARG_SCALAR)
+    return KC__ARG_ERR("has an unknown kind %u", name, i, label, a->kind);
+  if (want_buf && a->kind != KC_ARG_BUFFER)
+    return KC__ARG_ERR("is a buffer; a scalar was given", name, i, label);
+  if (!want_buf && a->kind == KC_ARG_BUFFER)
+    return KC__ARG_ERR("is a scalar; a buffer was given", name, i, label);
+  if (want_buf) {
+    if (a->size) return KC__ARG_ERR("is a buffer, whose size is 0 (KC_ARG_BUF); %u was given", name, i, label, a->size);
+    if (!a->ptr) return KC__ARG_ERR("is a buffer; NULL was given", name, i, label);
+    const kc_buffer *b = a->ptr;
+    if (!b->ctx) return KC__ARG_ERR("is a buffer that has been destroyed", name, i, label);
+    if (b->ctx != ctx) return KC__ARG_ERR("is a buffer of another context", name, i, label);
+    return KC_OK;
+  }
+  if (!a->ptr) return KC__ARG_ERR("has a NULL value pointer", name, i, label);
+  if (size == UINT32_MAX)
+    return KC__ARG_ERR("has a type whose size kcache does not know; use a scalar type of the dialect", name,
+                       i, label);
+  if (a->size != size) return KC__ARG_ERR("has %u bytes; %u were given", name, i, label, size, a->size);
+#undef KC__ARG_ERR
+  return KC_OK;
+}
+
+/* Says why args do not fit the parameters of ci (KC_EARGS, or KC_EINVAL for
+ * a NULL array). Cold: only after a check failed. */
+static KC__COLD kc_status explain_args(kc_runtime *rt, const kc__ci *ci, const kc_context *ctx,
+                                       const kc_arg *args, uint32_t nargs) {
+  const char *name = ci->spec->name;
+  if (nargs != ci->nparams)
+    return kc__err(rt, KC_EARGS, "kernel '%s' takes %u argument%s, %u given", name, ci->nparams,
+                   ci->nparams == 1 ? "" : "s", nargs);
+  if (!args) return kc__err(rt, KC_EINVAL, "kernel '%s': args is NULL", name);
+  for (uint32_t i = 0; i < nargs; i++) {
+    char label[160];
+    snprintf(label, sizeof label, " (%s %s)", ci->params[i].type, ci->params[i].name);
+    kc_status st = explain_arg(rt, name, i, label, ci->sig[i], &args[i], ctx);
+    if (st) return st;
+  }
+  return kc__err(rt, KC_EARGS, "kernel '%s': invalid arguments", name);
+}
+
+kc_status kc__launch_bad_args(const kc__linked *l, const kc_context *ctx, const kc_arg *args,
+                              uint32_t nargs) {
+  return explain_args(l->rt, l->ci, ctx, args, nargs);
+}
+
+/* Whether arg fits a parameter whose KC__SIG is want, in ctx. A scalar
+ * parameter of a size kcache does not know (UINT32_MAX) fits nothing. */
+static inline bool arg_fits(const kc_arg *a, uint64_t want, const kc_context *ctx) {
+  if (KC__SIG(a->kind, a->size) != want || !a->ptr || a->size == UINT32_MAX) return false;
+  return want != KC__SIG(KC_ARG_BUFFER, 0) || ((const kc_buffer *)a->ptr)->ctx == ctx;
+}
+
+kc__linked kc__no_linked;
+
+/* KC_OK if grid and block are there and every dimension is at least 1,
+ * else KC_EINVAL saying which (fn: the call, for the message). */
+static kc_status check_dims(kc_runtime *rt, const char *fn, const char *name, const kc_dim3 *grid,
+                            const kc_dim3 *block) {
+  if (!grid || !block) return kc__err(rt, KC_EINVAL, "%s of '%s': grid or block is NULL", fn, name);
+  if (!grid->x || !grid->y || !grid->z || !block->x || !block->y || !block->z)
+    return kc__err(rt, KC_EINVAL, "%s of '%s': grid and block dimensions must be at least 1", fn, name);
+  return KC_OK;
+}
+
+kc_status kc__launch_bad_dims(const kc__linked *l, const kc_dim3 *grid, const kc_dim3 *block) {
+  return check_dims(l->rt, "launch", l->ci->spec->name, grid, block);
+}
+
+/* What the slow paths of kc_launch and kc_launch_args check before they
+ * resolve anything: grid and block, and that ctx is alive (and, if ctx_id
+ * is not 0, still the context of that id: its struct may have been reused). */
+static kc_status slow_checks(kc_runtime *rt, const char *fn, const char *name, const kc_context *ctx,
+                             uint64_t ctx_id, const kc_dim3 *grid, const kc_dim3 *block) {
+  if (!grid || !block) return check_dims(rt, fn, name, grid, block);
+  if (kc__load_relaxed(&ctx->link_key) == KC__KEY_DEAD || !kc__load_relaxed(&ctx->alive) ||
+      (ctx_id && kc__load_relaxed(&ctx->id) != ctx_id))
+    return kc__err(rt, KC_EDESTROYED, "%s of '%s': the context has been destroyed", fn, name);
+  return check_dims(rt, fn, name, grid, block);
+}
+
+/* Checks the arguments against the kernel's parameters while packing them
+ * for the backend, then launches. Hot, but out of line so that launches
+ * without arguments need no stack frame at all. */
+static KC__NOINLINE kc_status pack_and_launch(kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
+                                              const kc_dim3 *block, const kc_arg *args,
+                                              uint32_t nargs) {
+  void *argv[KC_MAX_ARGS];
+  if (KC__UNLIKELY(nargs != l->nargs || !args)) return kc__launch_bad_args(l, ctx, args, nargs);
+  for (uint32_t i = 0; i < nargs; i++) {
+    const kc_arg *a = &args[i];
+    if (KC__UNLIKELY(!arg_fits(a, l->sig[i], ctx))) return kc__launch_bad_args(l, ctx, args, nargs);
+    argv[i] = (void *)a->ptr; /* a buffer's handle is its first member */
+  }
+  return l->launch(l, argv, grid, block);
+}
+
+/* The entry of backends without their own (kc__linked.entry). */
+kc_status kc__entry_packed(kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
+                              const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
+  if ((nargs | l->nargs) == 0) return l->launch(l, NULL, grid, block);
+  return pack_and_launch(l, ctx, grid, block, args, nargs);
+}
+
+static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid,
+                                          const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
+  if (!k) return kc__err(NULL, KC_EINVAL, "kc_launch: kernel is NULL");
+  kc_runtime *rt = k->rt;
+  if (!ctx) return kc__err(rt, KC_EINVAL, "kc_launch: context is NULL");
+  if (ctx->rt != rt) return kc__err(rt, KC_EINVAL, "kc_launch: the context belongs to another runtime");
+  uint64_t key = kc__load_relaxed(&ctx->link_key);
+  kc_status st = slow_checks(rt, "kc_launch", k->spec->name, ctx, 0, grid, block);
+  if (st) return st;
+  kc__fetch_add_relaxed(&rt->n_slow, 1);
+  kc__ci *ci;
+  st = kc__ci_get(rt, k->spec, kc__caller_world(rt), &ci);
+  if (st) return st;
+  kc__linked *l = NULL;
+  st = kc__ctx_link(ctx, ci, &l);
+  if (st) return st;
+  kc__store_release(&k->slots[key & (KC__HSLOTS - 1)], l);
+  return l->entry(l, ctx, grid, block, args, nargs);
+}
+
+/* THE FAST PATH. It must never lock, allocate, hash a string or touch the
+ * function table. It reads the handle's entry for this context and checks
+ * that the entry was linked in this generation of the context; then that
+ * its code instance is valid in the caller's world: with no pin on the
+ * runtime one acquire load of the latest world (fast_world), else the
+ * thread's pin (launch_pinned). Then the backend's launch. NULL grid or
+ * block and zero dimensions are left to the backend, which reads them and
+ * reports them with kc__launch_bad_dims (the same KC_EINVAL the slow path
+ * gives). */
+static inline kc_status launch_hit(kc_kernel *k, kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
+                                   const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
+  /* statistics: exact while one thread at a time launches this handle */
+  kc__count_relaxed(&k->fast_hits);
+  return l->entry(l, ctx, grid, block, args, nargs);
+}
+
+/* The fast path while some thread holds a pin on the runtime (fast_world
+ * says so): this thread's world may be an old one, so the whole range
+ * matters. Also where the latest world is past the entry's code. Six
+ * arguments, so that kc_launch reaches it with a tail call and no stack
+ * frame. */
+static KC__NOINLINE kc_status launch_pinned(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid,
+                                            const kc_dim3 *block, const kc_arg *args,
+                                            uint32_t nargs) {
+  /* the slot again: another thread may have replaced it since kc_launch
+   * checked it, so its link key is checked again (acquire: then its fields
+   * are complete) */
+  uint64_t key = kc__load_relaxed(&ctx->link_key);
+  kc__linked *l = kc__load_relaxed(&k->slots[key & (KC__HSLOTS - 1)]);
+  if (KC__UNLIKELY(kc__load_acquire(&l->link_key) != key)) return launch_slow(k, ctx, grid, block, args, nargs);
+  if (KC__LIKELY(kc__ci_valid_at(l->ci, kc__caller_world(k->rt))))
+    return launch_hit(k, l, ctx, grid, block, args, nargs);
+  return launch_slow(k, ctx, grid, block, args, nargs);
+}
+
+kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
+                    const kc_arg *args, uint32_t nargs) {
+  /* grid and block are checked by the backend's launch, which reads them */
+  if (KC__LIKELY(k && ctx)) {
+    uint64_t key = kc__load_relaxed(&ctx->link_key);
+    size_t off = kc__load_relaxed(&ctx->slot_off); /* KC__SLOT_OFF(key) */
+    kc__linked *l = kc__load_relaxed((_Atomic(kc__linked *) *)((char *)k->slots + off));
+    if (KC__LIKELY(kc__load_acquire(&l->link_key) == key)) {
+      /* No pin on the runtime: the caller's world is the latest, and no
+       * code instance starts after the latest world, so only the end of the
+       * range matters. While a pin is held fast_world is KC__WORLD_PINNED,
+       * above every world, and the check fails into launch_pinned. The
+       * compare is strict: at w == max_world, a world that is being
+       * replaced, the pinned path decides. */
+      kc_world w = kc__load_acquire(&k->rt->fast_world); /* before max_world: see table.c */
+      if (KC__LIKELY(w < kc__load_relaxed(&l->ci->max_world)))
+        return launch_hit(k, l, ctx, grid, block, args, nargs);
+      return launch_pinned(k, ctx, grid, block, args, nargs);
+    }
+  }
+  return launch_slow(k, ctx, grid, block, args, nargs);
+}
+
+/* --------------------------------------------------------- bound arguments */
+
+/* Stores arg (it fits) as argument i of a; a scalar's bytes are copied to
+ * v, its own 16-byte-aligned room in a->values (laid out at create). */
+static void args_store(kc_args *a, uint32_t i, const kc_arg *arg, unsigned char *v) {
+  if (arg->kind == KC_ARG_BUFFER) {
+    a->args[i] = *arg;
+    a->argv[i] = (void *)arg->ptr; /* a buffer's handle is its first member */
+  } else {
+    memcpy(v, arg->ptr, arg->size);
+    a->args[i] = (kc_arg){v, arg->size, KC_ARG_SCALAR};
+    a->argv[i] = v;
+  }
+}
+
+static size_t value_room(uint64_t sig) {
+  return sig == KC__SIG(KC_ARG_BUFFER, 0) ? 0 : ((size_t)(uint32_t)sig + 15) & ~(size_t)15;
+}
+
+kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint32_t nargs,
+                         kc_args **out) {
+  if (!out) return kc__err(k ? k->rt : NULL, KC_EINVAL, "kc_args_create: out is NULL");
+  *out = NULL;
+  if (!k) return kc__err(NULL, KC_EINVAL, "kc_args_create: kernel is NULL");
+  kc_runtime *rt = k->rt;
+  if (!ctx) return kc__err(rt, KC_EINVAL, "kc_args_create: context is NULL");
+  if (ctx->rt != rt) return kc__err(rt, KC_EINVAL, "kc_args_create: the context belongs to another runtime");
+  if (!kc__load_relaxed(&ctx->alive))
+    return kc__err(rt, KC_EDESTROYED, "kc_args_create of '%s': the context has been destroyed",
+                   k->spec->name);
+  kc__ci *ci;
+  kc_status st = kc__ci_get(rt, k->spec, kc__caller_world(rt), &ci);
+  if (st) return st;
+  uint32_t n = ci->nparams;
+  if (nargs != n || (n && !args)) return explain_args(rt, ci, ctx, args, nargs);
+  size_t values = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!arg_fits(&args[i], ci->sig[i], ctx)) return explain_args(rt, ci, ctx, args, nargs);
+    values += value_room(ci->sig[i]);
+  }
+  size_t head = sizeof(kc_args) + n * sizeof(void *);
+  head = (head + 15) & ~(size_t)15;
+  size_t size = head + values + n * (sizeof(kc_arg) + sizeof(uint64_t));
+  kc_args *a = kc__calloc(rt, size);
+  if (!a) return kc__err(rt, KC_ENOMEM, "kc_args_create: out of memory");
+  a->values = (unsigned char *)a + head;
+  a->args = (kc_arg *)(void *)(a->values + values);
+  a->want = (uint64_t *)(void *)(a->args + n);
+  memcpy(a->want, ci->sig, n * sizeof *a->want);
+  for (uint32_t i = 0, off = 0; i < n; off += (uint32_t)value_room(a->want[i]), i++)
+    args_store(a, i, &args[i], a->values + off);
+  atomic_init(&a->l, &kc__no_linked);
+  atomic_init(&a->ci_id, ci->id);
+  atomic_init(&a->hits, 0);
+  a->ctx = ctx;
+  a->rt = rt;
+  a->k = k;
+  a->ctx_id = kc__load_relaxed(&ctx->id);
+  a->n = n;
+  kc__lock(&rt->kernels_lock);
+  KC__LIST_PUSH(k->bound, a);
+  kc__unlock(&rt->kernels_lock);
+  *out = a;
+  return KC_OK;
+}
+
+kc_status kc_args_set(kc_args *a, uint32_t index, kc_arg arg) {
+  if (!a) return kc__err(NULL, KC_EINVAL, "kc_args_set: args is NULL");
+  kc_runtime *rt = a->rt;
+  const char *name = a->k->spec->name;
+  if (index >= a->n)
+    return kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u does not exist (it takes %u)", name,
+                   index, a->n);
+  if (!kc__load_relaxed(&a->ctx->alive) || kc__load_relaxed(&a->ctx->id) != a->ctx_id)
+    return kc__err(rt, KC_EDESTROYED, "kc_args_set of '%s': the context has been destroyed", name);
+  if (!arg_fits(&arg, a->want[index], a->ctx)) {
+    kc_status st = explain_arg(rt, name, index, "", a->want[index], &arg, a->ctx);
+    return st ? st : kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u does not fit", name, index);
+  }
+  /* a scalar keeps its room: where args[index] points since create */
+  args_store(a, index, &arg, (unsigned char *)(uintptr_t)a->args[index].ptr);
+  return KC_OK;
+}
+
+/* Unlinks a from its kernel's list; kernels_lock held. */
+static void args_free_locked(kc_runtime *rt, kc_args *a) {
+  rt->dead_kernel_hits += kc__load_relaxed(&a->hits);
+  KC__LIST_REMOVE(a->k->bound, a);
+  kc__free(rt, a);
+}
+
+void kc_args_destroy(kc_args *a) {
+  if (!a) return;
+  kc_runtime *rt = a->rt;
+  kc__lock(&rt->kernels_lock);
+  args_free_locked(rt, a);
+  kc__unlock(&rt->kernels_lock);
+}
+
+/* Everything but the fast path: checks, the code for the caller's world,
+ * its parameters against the ones the arguments were checked against, the
+ * link into the context; then remembers the linked object. */
+static KC__NOINLINE kc_status args_slow(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) {
+  if (!a) return kc__err(NULL, KC_EINVAL, "kc_launch_args: args is NULL");
+  kc_runtime *rt = a->rt;
+  kc_context *ctx = a->ctx;
+  const char *name = a->k->spec->name;
+  kc_status st = slow_checks(rt, "kc_launch_args", name, ctx, a->ctx_id, grid, block);
+  if (st) return st;
+  kc__fetch_add_relaxed(&rt->n_slow, 1);
+  kc__ci *ci;
+  st = kc__ci_get(rt, a->k->spec, kc__caller_world(rt), &ci);
+  if (st) return st;
+  if (ci->nparams != a->n || memcmp(ci->sig, a->want, a->n * sizeof *a->want) != 0) {
+    explain_args(rt, ci, ctx, a->args, a->n);
+    char why[512];
+    snprintf(why, sizeof why, "%s", kc_errmsg(rt));
+    return kc__err(rt, KC_EARGS,
+                   "kc_launch_args of '%s': the kernel's parameters changed since the arguments were "
+                   "bound: %s",
+                   name, why);
+  }
+  kc__linked *l = NULL;
+  st = kc__ctx_link(ctx, ci, &l);
+  if (st) return st;
+  kc__store_relaxed(&a->ci_id, ci->id);
+  kc__store_relaxed(&a->l, l);
+  return l->launch(l, a->argv, grid, block);
+}
+
+/* The cached path while some thread holds a pin (see launch_pinned). */
+static KC__NOINLINE kc_status args_pinned(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) {
+  kc__linked *l = kc__load_relaxed(&a->l);
+  if (KC__UNLIKELY(kc__load_acquire(&l->link_key) != kc__load_relaxed(&a->ctx->link_key)))
+    return args_slow(a, grid, block);
+  const kc__ci *ci = l->ci;
+  if (KC__LIKELY(kc__ci_valid_at(ci, kc__caller_world(a->rt)) && ci->id == kc__load_relaxed(&a->ci_id))) {
+    kc__count_relaxed(&a->hits);
+    return l->launch(l, a->argv, grid, block);
+  }
+  return args_slow(a, grid, block);
+}
+
+/* The fast path of bound arguments: kc_launch's checks, less the
+ * arguments' (checked when bound) plus the code's identity (ci_id), then
+ * the backend's launch with the bound argv. */
+kc_status kc_launch_args(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) {
+  if (KC__LIKELY(a != NULL)) {
+    kc__linked *l = kc__load_relaxed(&a->l);
+    if (KC__LIKELY(kc__load_acquire(&l->link_key) == kc__load_relaxed(&a->ctx->link_key))) {
+      const kc__ci *ci = l->ci;
+      kc_world w = kc__load_acquire(&a->rt->fast_world); /* as in kc_launch */
+      if (KC__LIKELY(w < kc__load_relaxed(&ci->max_world) && ci->id == kc__load_relaxed(&a->ci_id))) {
+        kc__count_relaxed(&a->hits);
+        return l->launch(l, a->argv, grid, block);
+      }
+      return args_pinned(a, grid, block);
+    }
+  }
+  return args_slow(a, grid, block);
+}
+

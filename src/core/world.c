@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * world.c -- owns worlds and pins: the caller's world (a thread's pin or
+ * the latest world), kc_pin/kc_unpin and the multiset of pinned worlds
+ * that decides fast_world, and kc_collect, which frees the code, linked
+ * objects and definitions that no live world can reach.
+ */
+#include "core/core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ worlds, pins */
+
+/* The calling thread's pin. Read on every launch: in the shared library it
+ * is built with the initial-exec TLS model, so this is one %fs load. */
+KC__HIDDEN _Thread_local kc__pin_state kc__pin;
+
+/* Whether this thread's pin is on rt. The fast path compares the pointer
+ * only; a match (rare: pinned threads) is confirmed here against the id, so
+ * a pin left on a destroyed runtime never applies to a new one at the same
+ * address. */
+KC__NOINLINE bool kc__pinned_on(const kc_runtime *rt) {
+  if (kc__pin.rt != rt) return false;
+  if (kc__pin.rt_id == rt->id) return true;
+  kc__pin.rt = NULL; /* stale: the runtime it pinned is gone */
+  kc__pin.depth = 0;
+  return false;
+}
+
+void kc__drop_own_pin(const kc_runtime *rt) {
+  if (kc__pin.rt == rt) {
+    kc__pin.rt = NULL;
+    kc__pin.depth = 0;
+  }
+}
+
+kc_world kc_world_latest(const kc_runtime *rt) { return rt ? kc__load_acquire(&rt->world) : 0; }
+
+kc_world kc_world_current(const kc_runtime *rt) { return rt ? kc__caller_world(rt) : 0; }
+
+/* The multiset of pinned worlds, for kc_collect, under world_lock: a
+ * collect that snapshots the pins never misses a world that is being
+ * pinned, and the first pin turns the launch fast path's world check off
+ * (fast_world) before this thread can launch pinned, with no definition
+ * publishing a new world in between. */
+static kc_status pins_add(kc_runtime *rt, kc_world *world) {
+  kc__lock(&rt->world_lock);
+  kc_world w = kc__load_acquire(&rt->world);
+  size_t i = 0;
+  while (i < rt->npins && rt->pins[i].world != w) i++;
+  if (i == rt->npins) {
+    bool ok;
+    KC__GROW(&rt->heap, rt->pins, rt->cappins, rt->npins + 1, 8, &ok);
+    if (!ok) {
+      kc__unlock(&rt->world_lock);
+      return kc__err(rt, KC_ENOMEM, "kc_pin: out of memory");
+    }
+    rt->pins[rt->npins++] = (struct kc__pinned){w, 0};
+  }
+  rt->pins[i].count++;
+  kc__store_relaxed(&rt->fast_world, KC__WORLD_PINNED);
+  kc__unlock(&rt->world_lock);
+  *world = w;
+  return KC_OK;
+}
+
+static void pins_remove(kc_runtime *rt, kc_world w) {
+  kc__lock(&rt->world_lock);
+  for (size_t i = 0; i < rt->npins; i++)
+    if (rt->pins[i].world == w) {
+      if (--rt->pins[i].count == 0) rt->pins[i] = rt->pins[--rt->npins];
+      break;
+    }
+  /* the last pin gone: launches may check the latest world alone again */
+  if (!rt->npins) kc__store_release(&rt->fast_world, kc__load_relaxed(&rt->world));
+  kc__unlock(&rt->world_lock);
+}
+
+kc_status kc_pin(kc_runtime *rt, kc_world *pinned) {
+  if (!rt) return kc__err(NULL, KC_EINVAL, "kc_pin: runtime is NULL");
+  if (kc__pin.depth && !kc__pinned_on(rt) && kc__pin.depth)
+    return kc__err(rt, KC_EBUSY, "kc_pin: this thread already pinned another runtime");
+  if (kc__pin.depth == UINT32_MAX) return kc__err(rt, KC_EBUSY, "kc_pin: nested too deeply");
+  if (!kc__pin.depth) {
+    kc_status st = pins_add(rt, &kc__pin.world);
+    if (st) return st;
+    kc__pin.rt = rt;
+    kc__pin.rt_id = rt->id;
+  }
+  kc__pin.depth++;
+  if (pinned) *pinned = kc__pin.world;
+  return KC_OK;
+}
+
+kc_status kc_unpin(kc_runtime *rt) {
+  if (!rt) return kc__err(NULL, KC_EINVAL, "kc_unpin: runtime is NULL");
+  if (!kc__pin.depth || !kc__pinned_on(rt))
+    return kc__err(rt, KC_EBUSY, "kc_unpin: this thread holds no pin on this runtime");
+  if (--kc__pin.depth == 0) {
+    kc__pin.rt = NULL;
+    pins_remove(rt, kc__pin.world);
+  }
+  return KC_OK;
+}
+
+/* ---------------------------------------------------------------- collect */
+
+typedef struct {
+  kc_world latest;
+  struct kc__pinned *pins;
+  size_t npins;
+} live_worlds;
+
+static bool world_live(void *ud, kc_world min, kc_world max) {
+  const live_worlds *lw = ud;
+  if (min <= lw->latest && lw->latest <= max) return true;
+  for (size_t i = 0; i < lw->npins; i++)
+    if (min <= lw->pins[i].world && lw->pins[i].world <= max) return true;
+  return false;
+}
+
+kc_status kc_collect(kc_runtime *rt, kc_collect_info *out) {
+  if (out) memset(out, 0, sizeof *out);
+  if (!rt) return kc__err(NULL, KC_EINVAL, "kc_collect: runtime is NULL");
+  live_worlds lw = {0};
+  kc__lock(&rt->world_lock);
+  if (rt->npins) {
+    lw.pins = kc__alloc(rt, rt->npins * sizeof *lw.pins);
+    if (!lw.pins) {
+      kc__unlock(&rt->world_lock);
+      return kc__err(rt, KC_ENOMEM, "kc_collect: out of memory");
+    }
+    memcpy(lw.pins, rt->pins, rt->npins * sizeof *lw.pins);
+    lw.npins = rt->npins;
+  }
+  lw.latest = kc__load_acquire(&rt->world);
+  kc__unlock(&rt->world_lock);
+
+  /* 1. Take dead code instances out of their specializations' lists. */
+  kc__ci *dead = NULL;
+  uint64_t ndead = 0;
+  kc__lock(&rt->spec_lock);
+  KC__HTAB_EACH(&rt->specs, kc__spec, s, next_in_bucket) {
+      kc__ci *keep = NULL, **tail = &keep;
+      for (kc__ci *ci = kc__load_relaxed(&s->head), *next; ci; ci = next) {
+        next = ci->next;
+        if (world_live(&lw, kc__load_relaxed(&ci->min_world), kc__load_relaxed(&ci->max_world))) {
+          *tail = ci;
+          tail = &ci->next;
+        } else {
+          ci->dead = true;
+          ci->next = dead;
+          dead = ci;
+          ndead++;
+        }
+      }
+      *tail = NULL;
+      kc__store_release(&s->head, keep);
+    }
+  kc__unlock(&rt->spec_lock);
+
+  /* 2. Their linked objects, in every context. */
+  uint64_t nlinked = 0;
+  kc__lock(&rt->ctx_lock);
+  for (kc_context *ctx = rt->contexts; ctx && ndead; ctx = ctx->next) {
+    kc__lock(&ctx->lock);
+    if (kc__load_relaxed(&ctx->alive)) {
+      KC__HTAB_DROP_IF(&ctx->linked, kc__linked, l, next_in_bucket, l->ci->dead, {
+        nlinked++;
+        kc__linked_recycle(rt, l);
+      })
+    }
+    kc__unlock(&ctx->lock);
+  }
+  kc__unlock(&rt->ctx_lock);
+
+  /* 3. The function table: backedges to them, and dead definitions. */
+  uint64_t ndefs = kc__table_collect(rt, world_live, &lw);
+
+  /* 4. Free them. */
+  for (kc__ci *ci = dead, *next; ci; ci = next) {
+    next = ci->next;
+    kc__ci_free(rt, ci);
+  }
+  atomic_fetch_sub_explicit(&rt->n_cis, ndead, memory_order_relaxed);
+  kc__fetch_add_relaxed(&rt->n_collected, ndead);
+  kc__free(rt, lw.pins);
+  if (out) *out = (kc_collect_info){ndead, nlinked, ndefs};
+  return KC_OK;
+}

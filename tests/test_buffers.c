@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_buffers.c -- buffers after they or their context are destroyed.
+ * kc_context_destroy releases its buffers' memory; the handles stay safe to
+ * pass back (buffers are type-stable like contexts): every kc_buffer_* call
+ * on them says KC_EDESTROYED, a second kc_buffer_destroy is no double free,
+ * a launch with one fails with KC_EARGS, and their structs are recycled, so
+ * a create/destroy loop does not grow. Run under ASan (scripts/test.sh asan)
+ * this is where a use after free would show.
+ */
+#include "kc_test.h"
+
+#include <stdlib.h>
+
+enum { N = 8 };
+
+static const char SRC_K[] =
+    "KC_KERNEL void k(KC_GLOBAL float *y) {\n"
+    "  size_t i = kc_global_id(0);\n"
+    "  y[i] = (float)i + 1.0f;\n"
+    "}\n";
+
+/* Every call on a destroyed buffer b: KC_EDESTROYED, saying so. */
+static void expect_destroyed(kc_runtime *rt, kc_buffer *b) {
+  float v[N] = {0};
+  KCT_STATUS(rt, KC_EDESTROYED, kc_buffer_write(b, 0, v, sizeof v));
+  KCT_CONTAINS(kc_errmsg(rt), "buffer has been destroyed");
+  KCT_STATUS(rt, KC_EDESTROYED, kc_buffer_read(b, 0, v, sizeof v));
+  KCT_CONTAINS(kc_errmsg(rt), "kc_buffer_read");
+  KCT_STATUS(rt, KC_EDESTROYED, kc_buffer_read(b, 0, v, 0));
+  assert_int_equal(kc_buffer_size(b), 0);
+  kc_buffer_destroy(b); /* no double free */
+  KCT_CONTAINS(kc_errmsg(rt), "kc_buffer_destroy: the buffer has been destroyed");
+}
+
+static void test_buffer_after_context_destroy(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  kc_context *ctx = kct_context(rt);
+  kc_buffer *b1 = kct_buffer(rt, ctx, N), *b2 = kct_buffer(rt, ctx, N);
+  kc_context_destroy(ctx);
+  expect_destroyed(rt, b1);
+  expect_destroyed(rt, b2);
+  expect_destroyed(rt, b1); /* and again */
+  kct_destroy(rt);
+}
+
+static void test_buffer_destroyed_twice(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  kc_context *ctx = kct_context(rt);
+  kc_buffer *keep = kct_buffer(rt, ctx, N), *b = kct_buffer(rt, ctx, N);
+  float pattern[N], back[N];
+  for (int i = 0; i < N; i++) pattern[i] = (float)(3 * i);
+  KCT_OK(rt, kc_buffer_write(keep, 0, pattern, sizeof pattern));
+  kc_buffer_destroy(b);
+  expect_destroyed(rt, b);
+  /* the other buffer of the context is untouched */
+  assert_int_equal(kc_buffer_size(keep), sizeof pattern);
+  KCT_OK(rt, kc_buffer_read(keep, 0, back, sizeof back));
+  assert_memory_equal(back, pattern, sizeof back);
+  kc_context_destroy(ctx);
+  expect_destroyed(rt, keep);
+  kct_destroy(rt);
+}
+
+/* A destroyed buffer as a launch argument: KC_EARGS that says so, on the
+ * checked path (kc_launch) and when binding (kc_args_create). */
+static void test_launch_with_destroyed_buffer(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  kct_define(rt, "k", SRC_K);
+  kc_kernel *k = kct_kernel(rt, "k", NULL);
+  kc_context *ctx = kct_context(rt);
+  kc_buffer *b = kct_buffer(rt, ctx, N);
+  float out[N];
+  kct_run_ok(rt, k, ctx, b, N, out);
+  kct_expect_linear(out, N, 1, 1);
+  kc_buffer_destroy(b);
+  kc_dim3 grid = {N, 1, 1}, block = {1, 1, 1};
+  kc_arg arg = KC_ARG_BUF(b);
+  KCT_STATUS(rt, KC_EARGS, kc_launch(k, ctx, &grid, &block, &arg, 1));
+  KCT_CONTAINS(kc_errmsg(rt), "is a buffer that has been destroyed");
+  kc_args *bound = (kc_args *)&bound;
+  KCT_STATUS(rt, KC_EARGS, kc_args_create(k, ctx, &arg, 1, &bound));
+  KCT_CONTAINS(kc_errmsg(rt), "is a buffer that has been destroyed");
+  assert_null(bound);
+  /* a new buffer in the same context works (it may reuse b's memory) */
+  kc_buffer *nb = kct_buffer(rt, ctx, N);
+  if (nb == b) print_message("the new buffer reuses the destroyed one's memory\n");
+  kct_run_ok(rt, k, ctx, nb, N, out);
+  kct_expect_linear(out, N, 1, 1);
+  kc_kernel_destroy(k);
+  kct_destroy(rt);
+}
+
+/* Outstanding blocks of the runtime's allocator. */
+typedef struct {
+  long live;
+} counting;
+
+static void *counting_alloc(void *ud, void *ptr, size_t size) {
+  counting *c = ud;
+  if (size == 0) {
+    if (ptr) c->live--;
+    free(ptr);
+    return NULL;
+  }
+  void *p = realloc(ptr, size);
+  if (p && !ptr) c->live++;
+  return p;
+}
+
+/* Contexts and buffers made and dropped again and again (buffers left to
+ * their context's destroy, or destroyed first): their structs are reused,
+ * so the allocator's outstanding blocks stop growing after the first
+ * round; destroying the runtime returns every one of them. */
+static void test_buffers_are_recycled(void **state) {
+  (void)state;
+  counting c = {0};
+  kc_options o;
+  kc_options_init(&o);
+  o.alloc = counting_alloc;
+  o.alloc_ud = &c;
+  kc_runtime *rt = kct_runtime(&o);
+  long after_first = 0;
+  for (int round = 0; round < 12; round++) {
+    kc_context *ctx = kct_context(rt);
+    kc_buffer *b[4];
+    for (int i = 0; i < 4; i++) b[i] = kct_buffer(rt, ctx, N);
+    if (round % 2) kc_buffer_destroy(b[round % 4]);
+    kc_context_destroy(ctx);
+    for (int i = 0; i < 4; i++) assert_int_equal(kc_buffer_size(b[i]), 0);
+    if (round == 0) after_first = c.live;
+    else assert_int_equal(c.live, after_first);
+  }
+  kct_destroy(rt);
+  assert_int_equal(c.live, 0);
+}
+
+int main(int argc, char **argv) {
+  int rc = kct_main_init(argc, argv);
+  if (rc >= 0) return rc;
+  kct_memory_only();
+  const struct CMUnitTest tests[] = {
+      KCT_TEST(test_buffer_after_context_destroy),
+      KCT_TEST(test_buffer_destroyed_twice),
+      KCT_TEST(test_launch_with_destroyed_buffer),
+      KCT_TEST(test_buffers_are_recycled),
+  };
+  return KCT_RUN(tests);
+}
