@@ -6,7 +6,7 @@
 set(KC_SOURCES
   src/util.c src/scan.c src/table.c src/engine.c src/core/cache_glue.c
   src/cache/codec.c src/cache/counters.c src/cache/dir.c src/cache/entry_file.c src/cache/io.c
-  src/cache/key.c src/cache/size.c src/cache/store.c
+  src/cache/key.c src/cache/size.c src/cache/store.c src/cache/trust.c
   src/remote/config.c src/remote/conn.c src/remote/hiredis.c src/remote/hmac.c src/remote/queue.c
   src/remote/tier.c
   src/backends/host.c)
