@@ -132,6 +132,9 @@ typedef struct kc_options {
   uint32_t remote_lock_timeout_ms; /* 0: $KC_REMOTE_LOCK_TIMEOUT (seconds), else 30 s */
   uint32_t remote_retry_ms;        /* 0: $KC_REMOTE_RETRY_MS, else 10000 ms */
   uint64_t remote_max_entry;       /* bytes; 0: $KC_REMOTE_MAX_ENTRY, else 64 MiB */
+  /* Nonzero: the disk cache is a store its group shares ($KC_CACHE_SHARED=1
+   * too); see "Security" under "disk cache". */
+  int cache_shared;
 } kc_options;
 
 /* Fills *opt with the defaults. */
@@ -448,6 +451,50 @@ void kc_free(kc_runtime *rt, void *p);
  * stderr; entries that can be read are still used.
  *
  * The `kcache` command lists, shows, verifies, explains and trims a store.
+ */
+
+/*
+ * Security: kcache runs what its store holds (a host entry is a shared
+ * object loaded into the process; an OpenCL or CUDA entry is device code),
+ * and checksums catch damage, not an attacker. Whoever can write to the
+ * store can make the process run their code, so kcache lets only these
+ * people write to it:
+ *
+ *  - Private store (the default): the user and root. The store's
+ *    directories are created 0700 and its files 0600, whatever the umask.
+ *    Before a store is read, its root directory and the version directory
+ *    in it must be owned by the user (or root) and writable by nobody else;
+ *    a root with the sticky bit (like /tmp) may be writable by others,
+ *    because they cannot rename or remove the version directory. Otherwise
+ *    the store is not used: memory only, and one warning that says why and
+ *    how to fix it (chmod 700 DIR, chown). Each entry file and its bucket
+ *    directory are checked the same way when the entry is read: one owned
+ *    by another user or writable by group or others is never read; it is
+ *    damage (disk_repairs), removed, and the kernel is compiled instead.
+ *
+ *  - Shared store (kc_options.cache_shared, or $KC_CACHE_SHARED=1): also
+ *    the members of the root directory's group. Directories are created
+ *    2770 (with the group of the directory they are made in) and files
+ *    0660; nothing may be writable by others, a group-writable directory
+ *    must be of a group the user is in, and the root must be owned by the
+ *    user, root or a member of its group. Without a key, the runtime warns
+ *    once that every member of the group is trusted.
+ *
+ *  - With $KC_CACHE_KEY (either mode): only the holders of the secret.
+ *    Every entry file ends with an HMAC-SHA256 tag (the remote tier's
+ *    framing: "KCMAC256" and the MAC, under a key derived from the secret
+ *    for the disk store alone); an entry without one (written without the
+ *    key) or whose tag does not verify (another key, or altered) is
+ *    rejected like a damaged one. Needs libcrypto (opened with dlopen); a
+ *    key that cannot be used leaves the runtime with memory only and one
+ *    warning.
+ *
+ * The directories above the store's root are not checked: they should be
+ * ones that only the user (or root) can change. A process run as root does
+ * not use a store owned by another user. `kcache verify` reports entries
+ * whose owner, mode or tag is wrong. For the remote tier see
+ * "Authentication" below: without KC_REMOTE_KEY, whoever can write to the
+ * server can make clients run code.
  */
 
 /* The directory of rt's disk cache, or NULL when it has none (off, or the

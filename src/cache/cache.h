@@ -30,6 +30,7 @@
 #include "cache/io.h"
 #include "cache/key.h"
 #include "base/settings.h"
+#include "cache/trust.h"
 
 /* The old name of the size parser, for the kcache command and the tests. */
 #define kc__store_parse_size kc__parse_size
@@ -40,6 +41,7 @@ typedef struct kc__cache_config {
   kc_runtime *mem;  /* the allocator (and owner of error messages) only; never dereferenced here */
   const char *root; /* NULL or "": kc__store_default_root */
   bool disable;     /* no cache (kc_options.cache_disable; $KC_CACHE_DISABLE also turns it off) */
+  bool shared;      /* a store its group shares (kc_options.cache_shared; $KC_CACHE_SHARED=1 too): trust.h */
   uint64_t max_size; /* 0: $KC_CACHE_MAXSIZE, else 1 GiB */
   uint32_t lock_ms;  /* 0: $KC_CACHE_LOCK_TIMEOUT, else 60 s */
   /* Where warnings go (NULL: stderr, "kcache: warning: MSG"). */
@@ -47,8 +49,10 @@ typedef struct kc__cache_config {
   void *warn_ud;
 } kc__cache_config;
 
-/* Opens a cache. NULL when there is none (disabled, no usable directory:
- * then one warning says so); never fails otherwise. */
+/* Opens a cache. NULL when there is none (disabled, no usable directory,
+ * a directory that is not trusted (trust.h), a key that cannot be used:
+ * then one warning says so); never fails otherwise. A shared store without
+ * KC_CACHE_KEY is opened with one warning that its group is trusted. */
 kc__cache *kc__cache_open(const kc__cache_config *cfg);
 /* Frees c. A tier set on it must be closed first (it may write into c). */
 void kc__cache_close(kc__cache *c);

@@ -7,6 +7,7 @@
  */
 #include "cache/counters.h"
 #include "cache/io.h"
+#include "cache/trust.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -74,7 +75,7 @@ bool kc__store_counters_add(const char *vdir, int64_t bytes, int64_t entries, ui
   snprintf(path, sizeof path, "%s/stats", vdir);
   kc__store_counters c;
   memset(&c, 0, sizeof c);
-  int fd = kc__fo_open(KC__IO_OPEN, path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int fd = kc__store_open_create(KC__IO_OPEN, path, O_RDWR | O_CLOEXEC);
   if (fd < 0) {
     if (now) *now = c;
     return false;

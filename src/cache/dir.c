@@ -71,7 +71,7 @@ bool kc__store_env_max_size(uint64_t *out) {
   return ok;
 }
 
-bool kc__store_make_dirs(const char *path, int *err) {
+bool kc__store_make_dirs(const char *path, mode_t mode, int *err) {
   char tmp[PATH_MAX];
   if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) {
     *err = ENAMETOOLONG;
@@ -80,10 +80,12 @@ bool kc__store_make_dirs(const char *path, int *err) {
   for (char *p = tmp + 1; *p; p++) {
     if (*p != '/') continue;
     *p = 0;
-    mkdir(tmp, 0755);
+    if (mkdir(tmp, mode) == 0) kc__store_made_dir(tmp, mode);
     *p = '/';
   }
-  if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+  if (mkdir(tmp, mode) == 0) {
+    kc__store_made_dir(tmp, mode);
+  } else if (errno != EEXIST) {
     *err = errno;
     struct stat st;
     return stat(tmp, &st) == 0 && S_ISDIR(st.st_mode);
@@ -240,7 +242,7 @@ kc_status kc__store_gc(kc_runtime *mem, const char *vdir, uint64_t target, bool 
   memset(&r, 0, sizeof r);
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/gc.lock", vdir);
-  int lfd = kc__fo_open(KC__IO_OPEN, path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int lfd = kc__store_open_create(KC__IO_OPEN, path, O_RDWR | O_CLOEXEC);
   if (lfd < 0) return kc__err(mem, KC_EIO, "cannot open %s: %s", path, strerror(errno));
   while (flock(lfd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) != 0) {
     if (errno == EINTR) continue;

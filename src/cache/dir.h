@@ -11,13 +11,14 @@
 #include "cache/codec.h"
 #include "cache/counters.h"
 #include "base/settings.h"
+#include "cache/trust.h"
 
 #include <sys/stat.h>
 
 /* Every environment variable that the cache reads is read here (the
  * coordinator moves them to the settings table): KC_CACHE_DIR,
  * XDG_CACHE_HOME, HOME, KC_CACHE_MAXSIZE, KC_CACHE_DISABLE,
- * KC_CACHE_LOCK_TIMEOUT. NULL when unset. */
+ * KC_CACHE_LOCK_TIMEOUT, KC_CACHE_SHARED, KC_CACHE_KEY. NULL when unset. */
 const char *kc__cache_setting(const char *name);
 
 /* The root that a runtime without cache_dir uses ($KC_CACHE_DIR, else
@@ -32,8 +33,9 @@ void kc__store_path(const char *vdir, const uint8_t key[16], const char *suffix,
  * if it is not a size. The library and the command read it through this one
  * function, so "0" can never mean "evict everything" in one of them. */
 bool kc__store_env_max_size(uint64_t *out);
-/* mkdir -p; true if path is a directory afterwards (else *err). */
-bool kc__store_make_dirs(const char *path, int *err);
+/* mkdir -p, each directory it makes given exactly mode (kc__store_made_dir);
+ * true if path is a directory afterwards (else *err). */
+bool kc__store_make_dirs(const char *path, mode_t mode, int *err);
 /* Removes path if it is still the file `seen` describes (a writer may have
  * renamed a good entry over it meanwhile). */
 bool kc__store_remove_if_same(const char *path, const struct stat *seen);
@@ -71,15 +73,18 @@ kc_status kc__store_gc(kc_runtime *mem, const char *vdir, uint64_t target, bool 
 /* Opens and decodes path. On success *fd (if fd_out) stays open for the
  * caller; *st describes the file whenever it could be opened.
  * KC_ENOTFOUND: no file. KC_EUNAVAILABLE: it could not be read (left
- * alone). KC_EIO: it is damaged (why says how). */
+ * alone). KC_EIO: it is damaged, or (trust given) not trusted: its owner,
+ * mode, bucket directory or MAC (kc__store_trust_entry, kc__store_unseal);
+ * why says how. trust NULL: no such checks, a MAC trailer is ignored. */
 kc_status kc__entry_load(kc_runtime *mem, const char *path, const uint8_t *want_key, kc__entry *e, char *why,
-                         size_t wl, struct stat *st, int *fd_out);
+                         size_t wl, struct stat *st, int *fd_out, const kc__store_trust *trust);
 /* Reads and decodes path. want_key (may be NULL) must equal the header's
- * key. KC_ENOTFOUND if there is no file; KC_EIO with why if it is bad. */
+ * key. KC_ENOTFOUND if there is no file; KC_EIO with why if it is bad. A
+ * MAC trailer is taken off unverified (kc__store_check_file verifies it). */
 kc_status kc__entry_read(kc_runtime *mem, const char *path, const uint8_t *want_key, kc__entry *out, char *why,
                          size_t whylen);
 /* Reads only the header and the metadata section of path (malloc): enough
- * to list a store quickly. The payload is not verified: defs, sig, log and
+ * to list a store quickly (a MAC trailer is allowed, not verified). The payload is not verified: defs, sig, log and
  * artifact stay empty. Same statuses as kc__entry_read. */
 kc_status kc__entry_peek(const char *path, kc__entry *out, char *why, size_t whylen);
 

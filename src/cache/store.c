@@ -4,9 +4,9 @@
  * opening from a config and the environment, the per-key flocks (single
  * flight across processes), reads that heal the store when an entry is
  * damaged, writes (temp file, fsync, rename), the eviction trigger, the fall
- * back to memory only when the directory cannot be written, and driving
- * the tier behind it. Nothing here fails the caller: a store that does not
- * work is a store that misses.
+ * back to memory only when the directory cannot be written or is not
+ * trusted (trust.c), and driving the tier behind it. Nothing here fails
+ * the caller: a store that does not work is a store that misses.
  */
 #include "cache/cache.h"
 
@@ -34,7 +34,8 @@ struct kc__cache {
   _Atomic int writable; /* 0 after the first write that failed */
   _Atomic int warned;   /* one warning per cache */
   kc__disk_counters n;
-  kc__cache_tier tier; /* self NULL: none */
+  kc__cache_tier tier;   /* self NULL: none */
+  kc__store_trust trust; /* whom its files must come from; its MAC key */
 };
 
 static void nap_us(long us) {
@@ -80,6 +81,38 @@ static void open_limits(const kc__cache_config *cfg, uint64_t *max, uint32_t *lo
   else warn_once(NULL, cfg->warn, cfg->warn_ud, "KC_CACHE_LOCK_TIMEOUT=\"%s\" is not a number of seconds; using 60", env);
 }
 
+/* Makes the store's directories and checks that they may be trusted
+ * (trust.c), after the root and before what it holds; fills *t. False
+ * (warned) when the store must not be used. */
+static bool open_dirs(const kc__cache_config *cfg, const char *root, const char *vdir, kc__store_trust *t) {
+  char why[1024];
+  int err = 0;
+  if (!kc__store_trust_init(t, cfg->shared, why, sizeof why)) {
+    warn_once(NULL, cfg->warn, cfg->warn_ud, "not using the disk cache in %s: %s; compiled kernels are kept in "
+                                             "memory only", root, why);
+    return false;
+  }
+  mode_t mode = kc__store_dir_mode(t);
+  bool made = kc__store_make_dirs(root, mode, &err);
+  /* the root before anything is made in it, then vdir as it is now */
+  bool trusted = !made || kc__store_trust_root(t, root, vdir, why, sizeof why);
+  made = made && trusted && kc__store_make_dirs(vdir, mode, &err);
+  trusted = trusted && (!made || kc__store_trust_root(t, root, vdir, why, sizeof why));
+  if (!trusted)
+    warn_once(NULL, cfg->warn, cfg->warn_ud, "refusing to use %s as the disk cache: %s; compiled kernels are "
+                                             "kept in memory only", root, why);
+  else if (!made)
+    warn_once(NULL, cfg->warn, cfg->warn_ud,
+              "cannot use %s as the disk cache (%s); compiled kernels are kept in memory only", root,
+              strerror(err));
+  if (!made || !trusted) {
+    kc__store_trust_wipe(t);
+    return false;
+  }
+  if (kc__store_trust_note(t, root, why, sizeof why)) warn_once(NULL, cfg->warn, cfg->warn_ud, "%s", why);
+  return true;
+}
+
 kc__cache *kc__cache_open(const kc__cache_config *cfg) {
   const char *off = kc__cache_setting("KC_CACHE_DISABLE");
   if (cfg->disable || (off && *off && strcmp(off, "0") != 0)) return NULL;
@@ -96,13 +129,8 @@ kc__cache *kc__cache_open(const kc__cache_config *cfg) {
   uint32_t lock_ms;
   open_limits(cfg, &max, &lock_ms);
   kc__store_vdir(root, vdir, sizeof vdir);
-  int err = 0;
-  if (!kc__store_make_dirs(vdir, &err)) {
-    warn_once(NULL, cfg->warn, cfg->warn_ud,
-              "cannot use %s as the disk cache (%s); compiled kernels are kept in memory only", root,
-              strerror(err));
-    return NULL;
-  }
+  kc__store_trust trust;
+  if (!open_dirs(cfg, root, vdir, &trust)) return NULL;
   kc_runtime *mem = cfg->mem;
   kc__cache *c = kc__xcalloc(mem, sizeof *c);
   if (!c || !(c->root = kc__xalloc(mem, strlen(root) + 1)) || !(c->vdir = kc__xalloc(mem, strlen(vdir) + 1))) {
@@ -110,10 +138,13 @@ kc__cache *kc__cache_open(const kc__cache_config *cfg) {
       kc__xfree(mem, c->root);
       kc__xfree(mem, c);
     }
+    kc__store_trust_wipe(&trust);
     warn_once(NULL, cfg->warn, cfg->warn_ud,
               "out of memory opening the disk cache; compiled kernels are kept in memory only");
     return NULL;
   }
+  c->trust = trust;
+  kc__store_trust_wipe(&trust);
   strcpy(c->root, root);
   strcpy(c->vdir, vdir);
   c->mem = mem;
@@ -128,6 +159,7 @@ kc__cache *kc__cache_open(const kc__cache_config *cfg) {
 void kc__cache_close(kc__cache *c) {
   if (!c) return;
   kc_runtime *mem = c->mem;
+  kc__store_trust_wipe(&c->trust);
   kc__xfree(mem, c->root);
   kc__xfree(mem, c->vdir);
   kc__xfree(mem, c);
@@ -160,7 +192,12 @@ static void write_failed(kc__cache *c, const char *what, const char *path, int e
 static bool ensure_bucket(kc__cache *c, const uint8_t key[16]) {
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/%02x", c->vdir, key[0]);
-  if (kc__fo_mkdir(dir, 0755) == 0 || errno == EEXIST) return true;
+  mode_t mode = kc__store_dir_mode(&c->trust);
+  if (kc__fo_mkdir(dir, mode) == 0) {
+    kc__store_made_dir(dir, mode);
+    return true;
+  }
+  if (errno == EEXIST) return true;
   write_failed(c, "creating", dir, errno);
   return false;
 }
@@ -211,14 +248,20 @@ static bool write_entry(kc__cache *c, const uint8_t key[16], const uint8_t *img,
     write_failed(c, "naming", dir, ENAMETOOLONG);
     return false;
   }
-  int fd = kc__fo_open(KC__IO_CREATE, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  mode_t mode = kc__store_file_mode(&c->trust);
+  int fd = kc__fo_open(KC__IO_CREATE, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) {
     write_failed(c, "creating", tmp, errno);
     return false;
   }
+  fchmod(fd, mode); /* the umask ignored; a failure leaves it stricter, never looser */
   const char *what = "writing";
+  uint8_t mac[KC__MAC_TRAILER];
+  bool sealed = kc__store_seal(&c->trust, img, size, mac);
   int err = write_all(fd, img, size);
+  if (!err && sealed) err = write_all(fd, mac, sizeof mac);
   if (err) goto fail;
+  if (sealed) size += sizeof mac;
   what = "flushing";
   if (kc__fo_fsync(fd) != 0) {
     err = errno;
@@ -262,7 +305,7 @@ static void write_and_evict(kc__cache *c, const uint8_t key[16], const void *img
 static int key_lock_fd(kc__cache *c, const char *path) {
   uint64_t deadline = kc__now_ns() + (uint64_t)c->lock_ms * 1000000u;
   for (;;) {
-    int fd = kc__fo_open(KC__IO_CREATE, path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int fd = kc__store_open_create(KC__IO_CREATE, path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
       write_failed(c, "creating", path, errno);
       return -1;
@@ -315,7 +358,7 @@ static bool lookup(kc__cache *c, const uint8_t key[16], kc__cache_verify_fn veri
   kc__entry e;
   struct stat st;
   int fd = -1;
-  kc_status r = kc__entry_load(c->mem, path, key, &e, why, sizeof why, &st, &fd);
+  kc_status r = kc__entry_load(c->mem, path, key, &e, why, sizeof why, &st, &fd, &c->trust);
   if (r == KC_ENOTFOUND || r == KC_EUNAVAILABLE) return false;
   bool good = r == KC_OK;
   if (good) {

@@ -49,6 +49,7 @@ void kc__store_open(kc_runtime *rt) {
       .mem = rt,
       .root = rt->cache_dir,
       .disable = rt->opt.cache_disable,
+      .shared = rt->opt.cache_shared != 0,
       .max_size = rt->opt.cache_max_size,
       .lock_ms = rt->opt.cache_lock_timeout_ms,
   };

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * remote/hmac.c -- owns authentication of values: HMAC-SHA256 from
- * libcrypto opened with dlopen (checked against RFC 4231 before use), and
- * the value's framing: an entry image (its length is the codec's answer,
- * kc__entry_frame), then with a secret "KCMAC256" and the MAC.
+ * libcrypto opened with dlopen (checked against RFC 4231 before use; the
+ * neutral part, remote/hmac.h, is what the disk cache uses too), and the
+ * remote value's framing: an entry image (its length is the codec's
+ * answer, kc__entry_frame), then with a secret "KCMAC256" and the MAC.
  */
+#include "remote/hmac.h"
 #include "remote/internal.h"
 #include "cache/codec.h"
 
@@ -32,7 +34,7 @@ static kc__once cr_once = KC__ONCE_INIT;
 
 static void cr_load(void) {
   static const char *const names[] = {"libcrypto.so.3", "libcrypto.so.1.1", "libcrypto.so"};
-  cr.why = "libcrypto (OpenSSL) is not installed; it is needed for KC_REMOTE_KEY (Debian: apt-get install libssl3)";
+  cr.why = "libcrypto (OpenSSL) is not installed; it is needed for KC_REMOTE_KEY and KC_CACHE_KEY (Debian: apt-get install libssl3)";
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     void *dl = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (!dl) continue;
@@ -75,6 +77,16 @@ bool kc__hmac_sha256(const void *key, size_t klen, const void *data, size_t n, u
   return true;
 }
 
+bool kc__hmac_derive(const char *secret, const char *label, uint8_t out[32]) {
+  return kc__hmac_sha256(secret, strlen(secret), label, strlen(label), out);
+}
+
+bool kc__hmac_equal(const uint8_t a[32], const uint8_t b[32]) {
+  uint8_t diff = 0;
+  for (int i = 0; i < 32; i++) diff |= (uint8_t)(a[i] ^ b[i]);
+  return diff == 0;
+}
+
 /* ----------------------------------------------------------------- values */
 
 kc_status kc__remote_unwrap(const kc__remote_config *cfg, const void *value, size_t n, size_t *image_len,
@@ -98,9 +110,7 @@ kc_status kc__remote_unwrap(const kc__remote_config *cfg, const void *value, siz
       snprintf(why, wl, "HMAC-SHA256 failed");
       return KC_EIO;
     }
-    uint8_t diff = 0; /* constant time: the comparison tells a forger nothing */
-    for (int i = 0; i < 32; i++) diff |= (uint8_t)(mac[i] ^ v[img + 8 + i]);
-    if (diff) {
+    if (!kc__hmac_equal(mac, v + img + 8)) {
       snprintf(why, wl, "its MAC does not verify (another KC_REMOTE_KEY, or forged)");
       return KC_EIO;
     }

@@ -50,6 +50,7 @@
 #define KC_REMOTE_REMOTE_H
 
 #include "kc_internal.h"
+#include "remote/hmac.h"
 
 /* The tier's counters, in the order of the shared file vdir/remote-stats:
  * kc_stats.remote_NAME and kc__remote_counters.NAME. */
@@ -71,8 +72,8 @@
 #define KC__REMOTE_DEFAULT_MAX_ENTRY (64ull << 20)
 /* Consecutive failures that open the circuit breaker. */
 #define KC__REMOTE_BREAKER_FAILURES 3u
-#define KC__REMOTE_MAC_MAGIC "KCMAC256"
-#define KC__REMOTE_TRAILER 40u /* magic + HMAC-SHA256 */
+#define KC__REMOTE_MAC_MAGIC KC__MAC_MAGIC
+#define KC__REMOTE_TRAILER KC__MAC_TRAILER /* magic + HMAC-SHA256 */
 
 /* ------------------------------------------------------ optional libraries */
 
@@ -88,10 +89,7 @@ const char *kc__remote_setting(const char *name);
 const char *kc__hiredis_unavailable(void);
 /* The library loaded ("libhiredis.so.0.14") and its ABI ("0.14", "1.x"). */
 const char *kc__hiredis_name(void);
-/* NULL when libcrypto's HMAC-SHA256 can be used, else why not. */
-const char *kc__hmac_unavailable(void);
-/* HMAC-SHA256; false if libcrypto is unavailable. */
-bool kc__hmac_sha256(const void *key, size_t klen, const void *data, size_t n, uint8_t out[32]);
+/* HMAC-SHA256 (kc__hmac_unavailable, kc__hmac_sha256): remote/hmac.h. */
 
 /* ----------------------------------------------------------- configuration */
 
