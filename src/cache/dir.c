@@ -4,7 +4,7 @@
  * creation, the walk that lists entry files, and garbage collection (LRU by
  * last use, stale temp files, abandoned lock files) with the rewrite of the
  * shared counters that a scan makes exact. Also the cache's one reader of
- * environment variables (kc__cache_setting).
+ * environment variables (through the settings table, base/settings.h).
  */
 #include "cache/dir.h"
 #include "cache/io.h"
@@ -25,8 +25,6 @@
 /* Lock files untouched this long belong to compiles that died. */
 #define KC__STALE_LOCK_NS (600ull * 1000000000ull)
 
-const char *kc__cache_setting(const char *name) { return getenv(name); }
-
 static uint64_t realtime_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -38,12 +36,12 @@ static int64_t mtime_ns(const struct stat *st) {
 }
 
 bool kc__store_default_root(char *out, size_t outlen) {
-  const char *dir = kc__cache_setting("KC_CACHE_DIR");
+  const char *dir = kc__setting_str(KC__SET_CACHE_DIR);
   int n = -1;
   if (dir && *dir) {
     n = snprintf(out, outlen, "%s", dir);
   } else {
-    const char *xdg = kc__cache_setting("XDG_CACHE_HOME"), *home = kc__cache_setting("HOME");
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (xdg && *xdg == '/') n = snprintf(out, outlen, "%s/kcache", xdg); /* relative: ignored (XDG) */
     else if (home && *home) n = snprintf(out, outlen, "%s/.cache/kcache", home);
   }
@@ -64,9 +62,8 @@ void kc__store_path(const char *vdir, const uint8_t key[16], const char *suffix,
 }
 
 bool kc__store_env_max_size(uint64_t *out) {
-  const char *env = kc__cache_setting("KC_CACHE_MAXSIZE");
   uint64_t v = 0;
-  bool ok = !env || !*env || kc__parse_size(env, &v);
+  bool ok = kc__setting_size(KC__SET_CACHE_MAXSIZE, &v) != KC__SETTING_BAD;
   *out = ok && v ? v : KC__STORE_DEFAULT_MAX;
   return ok;
 }

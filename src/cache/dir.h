@@ -19,7 +19,6 @@
  * coordinator moves them to the settings table): KC_CACHE_DIR,
  * XDG_CACHE_HOME, HOME, KC_CACHE_MAXSIZE, KC_CACHE_DISABLE,
  * KC_CACHE_LOCK_TIMEOUT, KC_CACHE_SHARED, KC_CACHE_KEY. NULL when unset. */
-const char *kc__cache_setting(const char *name);
 
 /* The root that a runtime without cache_dir uses ($KC_CACHE_DIR, else
  * $XDG_CACHE_HOME/kcache, else $HOME/.cache/kcache). False if none. */

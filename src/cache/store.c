@@ -69,16 +69,16 @@ static void open_limits(const kc__cache_config *cfg, uint64_t *max, uint32_t *lo
   *max = cfg->max_size;
   if (!*max && !kc__store_env_max_size(max))
     warn_once(NULL, cfg->warn, cfg->warn_ud, "KC_CACHE_MAXSIZE=\"%s\" is not a size (e.g. 500M, 2G); using 1G",
-              kc__cache_setting("KC_CACHE_MAXSIZE"));
+              kc__setting_raw(KC__SET_CACHE_MAXSIZE));
   *lock_ms = cfg->lock_ms;
-  const char *env = kc__cache_setting("KC_CACHE_LOCK_TIMEOUT");
   if (*lock_ms) return;
   *lock_ms = KC__STORE_DEFAULT_LOCK_MS;
-  if (!env || !*env) return;
-  char *end;
-  double secs = strtod(env, &end);
-  if (end != env && !*end && secs >= 0 && secs < 4e6) *lock_ms = (uint32_t)(secs * 1000);
-  else warn_once(NULL, cfg->warn, cfg->warn_ud, "KC_CACHE_LOCK_TIMEOUT=\"%s\" is not a number of seconds; using 60", env);
+  double secs;
+  kc__setting_state st = kc__setting_seconds(KC__SET_CACHE_LOCK_TIMEOUT, &secs);
+  if (st == KC__SETTING_SET && secs < 4e6) *lock_ms = (uint32_t)(secs * 1000);
+  else if (st != KC__SETTING_UNSET)
+    warn_once(NULL, cfg->warn, cfg->warn_ud, "KC_CACHE_LOCK_TIMEOUT=\"%s\" is not a number of seconds; using 60",
+              kc__setting_raw(KC__SET_CACHE_LOCK_TIMEOUT));
 }
 
 /* Makes the store's directories and checks that they may be trusted
@@ -114,8 +114,9 @@ static bool open_dirs(const kc__cache_config *cfg, const char *root, const char 
 }
 
 kc__cache *kc__cache_open(const kc__cache_config *cfg) {
-  const char *off = kc__cache_setting("KC_CACHE_DISABLE");
-  if (cfg->disable || (off && *off && strcmp(off, "0") != 0)) return NULL;
+  bool off = false;
+  kc__setting_bool(KC__SET_CACHE_DISABLE, &off);
+  if (cfg->disable || off) return NULL;
   char root[PATH_MAX], vdir[PATH_MAX];
   if (cfg->root && *cfg->root) {
     snprintf(root, sizeof root, "%s", cfg->root);

@@ -22,17 +22,14 @@
 
 static const char mac_label[] = "kcache store entry mac v1";
 
-bool kc__store_env_on(const char *name) {
-  const char *v = kc__cache_setting(name);
-  return v && *v && strcmp(v, "0") != 0;
-}
-
 bool kc__store_trust_init(kc__store_trust *t, bool shared, char *why, size_t wl) {
   memset(t, 0, sizeof *t);
-  t->shared = shared || kc__store_env_on("KC_CACHE_SHARED");
+  bool env_shared = false;
+  kc__setting_bool(KC__SET_CACHE_SHARED, &env_shared);
+  t->shared = shared || env_shared;
   t->uid = geteuid();
   t->group = getegid();
-  const char *secret = kc__cache_setting("KC_CACHE_KEY");
+  const char *secret = kc__setting_str(KC__SET_CACHE_KEY);
   if (!secret || !*secret) return true;
   const char *no = kc__hmac_unavailable();
   if (no || !kc__hmac_derive(secret, mac_label, t->mac_key)) {

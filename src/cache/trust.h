@@ -37,10 +37,6 @@ typedef struct kc__store_trust {
   uint8_t mac_key[32]; /* keyed: HMAC-SHA256(KC_CACHE_KEY, "kcache store entry mac v1") */
 } kc__store_trust;
 
-/* Whether the environment variable name turns a switch on (set, and
- * neither "" nor "0"). */
-bool kc__store_env_on(const char *name);
-
 /* Fills t: shared from the option or $KC_CACHE_SHARED, the key from
  * $KC_CACHE_KEY. False with why when a key is set but entries cannot be
  * authenticated (no libcrypto): such a store must not be used. */
