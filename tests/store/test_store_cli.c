@@ -536,6 +536,77 @@ static void test_show_json_invalid_utf8(void **state) {
   free(out);
 }
 
+/* Runs `kcache --dir ROOT ARGS` on a terminal (script(1) gives it one);
+ * returns its exit status, what the terminal showed in *out. */
+static int cli_tty(const fx *f, char **out, const char *args) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "script -qec \"'%s' --dir '%s' %s\" /dev/null 2>&1 </dev/null", KC_CLI, f->root, args);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap);
+  for (size_t r; (r = fread(buf + n, 1, cap - n - 1, p)) > 0;) {
+    n += r;
+    if (cap - n < 2) buf = realloc(buf, cap *= 2);
+  }
+  buf[n] = 0;
+  int st = pclose(p);
+  *out = buf;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* verify, gc and clear draw a progress bar on a terminal, and never when
+ * stderr is not one. */
+static void test_progress_on_a_terminal(void **state) {
+  fx *f = *state;
+  if (system("script -qec true /dev/null >/dev/null 2>&1 </dev/null") != 0) {
+    print_message("no script(1) here: no terminal to test with\n");
+    skip();
+  }
+  populate(f);
+  /* 30 more sound entries: one entry under other keys, through the codec */
+  char path[4096], why[256], vdir[1024];
+  kc__store_vdir(f->root, vdir, sizeof vdir);
+  st_entry_of(f->root, "kv", "V=1", path, sizeof path);
+  for (int i = 0; i < 30; i++) {
+    kc__entry e;
+    assert_int_equal(kc__entry_read(NULL, path, NULL, &e, why, sizeof why), KC_OK);
+    e.key[0] ^= (uint8_t)(i + 1);
+    e.key[15] = (uint8_t)i;
+    void *img;
+    size_t size;
+    assert_int_equal(kc__entry_encode(NULL, &e, &img, &size), KC_OK);
+    char p[4096], dir[4096];
+    kc__store_path(vdir, e.key, ".kce", p, sizeof p);
+    snprintf(dir, sizeof dir, "%s", p);
+    *strrchr(dir, '/') = 0;
+    (void)mkdir(dir, 0755);
+    st_write_file(p, img, size);
+    free(img);
+    kc__entry_free(NULL, &e);
+  }
+  assert_int_equal(st_entries(f->root, NULL), 33);
+  char *out;
+  assert_int_equal(cli_tty(f, &out, "verify"), 0);
+  KCT_CONTAINS(out, "verify  [##############################] 33/33");
+  KCT_CONTAINS(out, "33 entries checked, all sound");
+  free(out);
+  assert_int_equal(cli(f, &out, "verify"), 0); /* stderr is a pipe here */
+  if (strstr(out, "[#")) fail_msg("a progress bar where stderr is not a terminal:\n%s", out);
+  free(out);
+  assert_int_equal(cli_tty(f, &out, "--json verify"), 0); /* nor with --json */
+  if (strstr(out, "[#")) fail_msg("a progress bar with --json:\n%s", out);
+  free(out);
+  assert_int_equal(cli_tty(f, &out, "gc --max-size 1G"), 0);
+  KCT_CONTAINS(out, "gc      [##############################] 33/33");
+  free(out);
+  assert_int_equal(cli_tty(f, &out, "clear"), 0);
+  KCT_CONTAINS(out, "clear   [##############################] 33/33");
+  KCT_CONTAINS(out, "removed 33 of 33 entries");
+  free(out);
+  assert_int_equal(st_entries(f->root, NULL), 0);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
@@ -546,7 +617,7 @@ int main(int argc, char **argv) {
       T(test_ls_show_stats), T(test_verify_and_repair), T(test_verify_keeps_unreadable_entries), T(test_explain), T(test_gc_and_clear),
       T(test_help_and_usage), T(test_version), T(test_stats_zero), T(test_usage_errors),
       T(test_stats_invalid_max_size), T(test_show_by_entry_name), T(test_ls_tells_apart),
-      T(test_show_json_invalid_utf8),
+      T(test_show_json_invalid_utf8), T(test_progress_on_a_terminal),
   };
 #undef T
   return KCT_RUN(tests);
