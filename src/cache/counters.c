@@ -9,6 +9,7 @@
 #include "cache/io.h"
 #include "cache/trust.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -103,5 +104,29 @@ bool kc__store_counters_add(const char *vdir, int64_t bytes, int64_t entries, ui
   close(fd);
   c.valid = ok;
   if (now) *now = c;
+  return ok;
+}
+
+bool kc__store_counters_zero(const char *vdir) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/stats", vdir);
+  int fd = kc__fo_open(KC__IO_OPEN, path, O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) return errno == ENOENT; /* nothing counted yet */
+  uint8_t b[KC__COUNTERS_SIZE];
+  kc__store_counters c;
+  flock(fd, LOCK_EX);
+  counters_parse(b, kc__fo_pread(fd, b, sizeof b, 0), &c);
+  uint64_t bytes = c.bytes, entries = c.entries;
+#define KC__X(name) c.name = 0;
+  KC__STORE_FILE_COUNTERS(KC__X)
+#undef KC__X
+  c.bytes = bytes; /* what the store holds is not a counter of use */
+  c.entries = entries;
+  counters_format(&c, b);
+  bool ok = kc__fo_pwrite(fd, b, sizeof b, 0) == (ssize_t)sizeof b;
+  int err = errno;
+  flock(fd, LOCK_UN);
+  close(fd);
+  errno = err;
   return ok;
 }

@@ -56,5 +56,9 @@ void kc__store_counters_read(const char *vdir, kc__store_counters *out);
 bool kc__store_counters_add(const char *vdir, int64_t bytes, int64_t entries, uint64_t hits, uint64_t misses,
                             uint64_t writes, uint64_t evictions, uint64_t repairs, bool set,
                             kc__store_counters *now);
+/* Zeroes the counters of use (every file counter but bytes and entries)
+ * under the file's lock: `kcache stats --zero`. True if there was nothing
+ * to zero (no file); false with errno if the file could not be written. */
+bool kc__store_counters_zero(const char *vdir);
 
 #endif /* KC_CACHE_COUNTERS_H */

@@ -7,6 +7,7 @@
 #include "rs.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #ifndef KC_CLI
@@ -109,6 +110,11 @@ static void test_ping_ls_stats_clear(void **state) {
   free(out);
   char other[700];
   snprintf(other, sizeof other, "%s/never-used", root);
+  /* --dir must name a directory (a typo is not an empty store) */
+  assert_int_equal(cli(&out, NULL, "--json --dir '%s' stats", other), 2);
+  KCT_CONTAINS(out, "No such file or directory");
+  free(out);
+  assert_int_equal(mkdir(other, 0755), 0);
   assert_int_equal(cli(&out, NULL, "--json --dir '%s' stats", other), 0);
   KCT_CONTAINS(out, "\"remote\": null");
   free(out);

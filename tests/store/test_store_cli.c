@@ -2,11 +2,17 @@
  * test_store_cli -- the `kcache` command against a store that the library
  * populated: ls (table and --json), show, stats, verify (sound, damaged,
  * --repair), explain (a changed definition, parameters, a first compile),
- * gc to a size, clear, and --help for every command.
+ * gc to a size, clear, and --help for every command; and the conventions of
+ * ccache/sccache: --version/-V, stats --zero/-z, an option missing its
+ * value, extra arguments, --dir naming no directory, an invalid
+ * KC_CACHE_MAXSIZE in stats, show by entry name, ls telling apart entries
+ * that differ only by a callee or the compiler, and show --json on bytes
+ * that are not UTF-8.
  */
 #include "st.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #ifndef KC_CLI
@@ -264,6 +270,343 @@ static void test_help_and_usage(void **state) {
   free(out);
 }
 
+/* ------------------------------------------- the conventions of ccache/sccache */
+
+static void test_version(void **state) {
+  fx *f = *state;
+  char want[64], *out;
+  snprintf(want, sizeof want, "kcache %s\n", kc_version());
+  assert_string_equal(want, "kcache " KC_VERSION_STRING "\n");
+  assert_int_equal(cli(f, &out, "--version"), 0);
+  assert_string_equal(out, want);
+  free(out);
+  assert_int_equal(cli(f, &out, "-V"), 0);
+  assert_string_equal(out, want);
+  free(out);
+  assert_int_equal(cli(f, &out, "--help"), 0);
+  KCT_CONTAINS(out, "-V, --version");
+  free(out);
+}
+
+static void test_stats_zero(void **state) {
+  fx *f = *state;
+  populate(f);
+  char vdir[1024], *out;
+  kc__store_vdir(f->root, vdir, sizeof vdir);
+  kc__store_counters before, after;
+  kc__store_counters_read(vdir, &before);
+  assert_true(before.valid);
+  assert_int_equal(before.writes, 3);
+  assert_true(before.misses >= 3);
+  assert_int_equal(cli(f, &out, "stats --zero --json"), 0);
+  KCT_CONTAINS(out, "\"zeroed\": true");
+  KCT_CONTAINS(out, "\"hits\": 0, \"misses\": 0, \"writes\": 0, \"evictions\": 0, \"repairs\": 0");
+  KCT_CONTAINS(out, "\"entries\": 3");
+  free(out);
+  kc__store_counters_read(vdir, &after);
+  assert_true(after.valid);
+  /* what the store holds is kept; the counters of use are zero */
+  assert_int_equal(after.bytes, before.bytes);
+  assert_int_equal(after.entries, before.entries);
+  assert_int_equal(after.sized, before.sized);
+  assert_int_equal(after.hits + after.misses + after.writes + after.evictions + after.repairs, 0);
+  /* and count again from there: a hit from the disk */
+  kc_runtime *rt = st_runtime(f->root, NULL);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "k", NULL, 0);
+  kc_runtime_destroy(rt);
+  kc__store_counters_read(vdir, &after);
+  assert_int_equal(after.hits, 1);
+  assert_int_equal(after.misses, 0);
+  assert_int_equal(cli(f, &out, "stats -z"), 0);
+  KCT_CONTAINS(out, "counters    0 hits, 0 misses, 0 writes, 0 evictions, 0 repairs (just zeroed)");
+  KCT_CONTAINS(out, "entries     3");
+  free(out);
+  assert_int_equal(cli(f, &out, "stats --json"), 0);
+  KCT_CONTAINS(out, "\"zeroed\": false");
+  free(out);
+  /* a store that was never used has nothing to zero */
+  char empty[1024];
+  snprintf(empty, sizeof empty, "%s/empty", f->root);
+  assert_int_equal(mkdir(empty, 0755), 0);
+  assert_int_equal(cli(f, &out, "--dir '%s' stats -z", empty), 0);
+  KCT_CONTAINS(out, "entries     0");
+  free(out);
+}
+
+/* Runs `kcache ARGS` and expects a usage error (exit 2) that says `want`. */
+static void usage_error(const fx *f, const char *args, const char *want) {
+  char *out;
+  int rc = cli(f, &out, "%s", args);
+  if (rc != 2 || !strstr(out, want))
+    fail_msg("kcache %s: exit %d, wanted 2 and \"%s\":\n%s", args, rc, want, out);
+  free(out);
+}
+
+static void test_usage_errors(void **state) {
+  fx *f = *state;
+  populate(f);
+  /* an option without its value */
+  usage_error(f, "gc --max-size", "gc: option --max-size needs a value");
+  usage_error(f, "ls --sort", "ls: option --sort needs a value");
+  usage_error(f, "explain k --params", "explain: option --params needs a value");
+  usage_error(f, "show k --params", "show: option --params needs a value");
+  usage_error(f, "remote ping --url", "remote: option --url needs a value");
+  usage_error(f, "ls --dir", "option --dir needs a value");
+  /* arguments a command does not take */
+  usage_error(f, "stats extra", "stats: unexpected argument 'extra'");
+  usage_error(f, "stats --bogus", "stats: unknown option '--bogus'");
+  usage_error(f, "ls extra", "ls: unexpected argument 'extra'");
+  usage_error(f, "verify extra", "verify: unexpected argument 'extra'");
+  usage_error(f, "gc 100M", "gc: unexpected argument '100M'");
+  usage_error(f, "clear extra", "clear takes no arguments");
+  usage_error(f, "show k kv", "show: unexpected argument 'kv'");
+  usage_error(f, "explain k kv", "explain: unexpected argument 'kv'");
+  usage_error(f, "help stats extra", "help: unexpected argument 'extra'");
+  /* --dir must name a directory: a typo is not an empty store */
+  usage_error(f, "--dir /nonexistent/kc-typo stats", "--dir /nonexistent/kc-typo: No such file or directory");
+  usage_error(f, "--dir /nonexistent/kc-typo ls", "No such file or directory");
+  char file[1024];
+  snprintf(file, sizeof file, "%s/a-file", f->root);
+  st_write_file(file, "x", 1);
+  char args[1200];
+  snprintf(args, sizeof args, "--dir '%s' stats", file);
+  usage_error(f, args, "not a directory");
+  /* nothing was removed by any of that */
+  assert_int_equal(st_entries(f->root, NULL), 3);
+}
+
+static void test_stats_invalid_max_size(void **state) {
+  fx *f = *state;
+  populate(f);
+  const char *msg = "KC_CACHE_MAXSIZE=\"lots\" is not a size (e.g. 500M, 2G); using 1G";
+  setenv("KC_CACHE_MAXSIZE", "lots", 1);
+  /* the library warns and uses the default */
+  st_capture_begin();
+  kc_runtime *rt = st_runtime(f->root, NULL);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "k", NULL, 0);
+  kc_runtime_destroy(rt);
+  char *lib = st_capture_end(), *out;
+  KCT_CONTAINS(lib, msg);
+  free(lib);
+  /* stats says the same, and shows the default it then uses */
+  assert_int_equal(cli(f, &out, "stats"), 0);
+  KCT_CONTAINS(out, "kcache: warning: ");
+  KCT_CONTAINS(out, msg);
+  KCT_CONTAINS(out, "of at most 1.0 GiB (default: KC_CACHE_MAXSIZE is not a size)");
+  free(out);
+  assert_int_equal(cli(f, &out, "stats --json"), 0);
+  KCT_CONTAINS(out, "\"max_bytes\": 1073741824");
+  KCT_CONTAINS(out, "\"max_size_error\": \"KC_CACHE_MAXSIZE=\\\"lots\\\" is not a size");
+  free(out);
+  /* gc, which would act on it, refuses */
+  assert_int_equal(cli(f, &out, "gc"), 2);
+  KCT_CONTAINS(out, "KC_CACHE_MAXSIZE=\"lots\" is not a size");
+  free(out);
+  setenv("KC_CACHE_MAXSIZE", "2G", 1);
+  assert_int_equal(cli(f, &out, "stats"), 0);
+  KCT_CONTAINS(out, "of at most 2.0 GiB (KC_CACHE_MAXSIZE)");
+  if (strstr(out, "warning")) fail_msg("a warning for a valid KC_CACHE_MAXSIZE:\n%s", out);
+  free(out);
+  unsetenv("KC_CACHE_MAXSIZE");
+}
+
+static void test_show_by_entry_name(void **state) {
+  fx *f = *state;
+  populate(f);
+  char *out;
+  /* k was compiled twice: the newest is the one with h changed */
+  assert_int_equal(cli(f, &out, "show k"), 0);
+  KCT_CONTAINS(out, "entry        k\n");
+  KCT_CONTAINS(out, "return 3.0f * x + 2.0f;");
+  free(out);
+  assert_int_equal(cli(f, &out, "show --json kv --params V=1"), 0);
+  KCT_CONTAINS(out, "\"entry\": \"kv\"");
+  KCT_CONTAINS(out, "\"params\": \"V=1\"");
+  free(out);
+  assert_int_equal(cli(f, &out, "show kv --params V=9"), 1);
+  KCT_CONTAINS(out, "no entry with key or kernel name kv and params V=9");
+  free(out);
+  assert_int_equal(cli(f, &out, "show nosuchkernel"), 1);
+  KCT_CONTAINS(out, "no entry with key or kernel name nosuchkernel");
+  free(out);
+  /* the same as explain takes: explain and show agree on the entry */
+  assert_int_equal(cli(f, &out, "explain --json k"), 0);
+  const char *kp = strstr(out, "\"key\": \"");
+  assert_non_null(kp);
+  char key[33];
+  snprintf(key, sizeof key, "%.32s", kp + 8);
+  free(out);
+  assert_int_equal(cli(f, &out, "show --json k"), 0);
+  KCT_CONTAINS(out, key);
+  free(out);
+}
+
+static bool have_python(void) { return system("python3 -c 'import json' >/dev/null 2>&1") == 0; }
+
+static void test_ls_tells_apart(void **state) {
+  fx *f = *state;
+  if (!have_python()) {
+    print_message("python3 is needed to read the JSON\n");
+    skip();
+  }
+  populate(f);
+  /* k with the first h again, through another compiler (a wrapper: another
+   * identity) */
+  char wrapper[1024], *out;
+  st_wrapper(f->root, wrapper, sizeof wrapper);
+  kc_options o;
+  kc_options_init(&o);
+  o.host_cc = wrapper;
+  kc_runtime *rt = st_runtime(f->root, &o);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "k", NULL, 0);
+  kc_runtime_destroy(rt);
+  assert_int_equal(st_entries(f->root, NULL), 4);
+  /* of k's three entries: two differ only by a callee (same build, other
+   * source), two only by the compiler (same source, other build) */
+  const char *py = "import json,sys\n"
+                   "r=[e for e in json.load(sys.stdin) if e[\"entry\"]==\"k\"]\n"
+                   "same=lambda a,b,x:a[x]==b[x]\n"
+                   "pairs=[(a,b) for a in r for b in r if a[\"key\"]<b[\"key\"]]\n"
+                   "callee=sum(1 for a,b in pairs if same(a,b,\"build\") and not same(a,b,\"source\"))\n"
+                   "cc=sum(1 for a,b in pairs if same(a,b,\"source\") and not same(a,b,\"build\"))\n"
+                   "print(len(r), callee, cc, len(r[0][\"source\"]), len(r[0][\"build\"]))\n";
+  assert_int_equal(cli(f, &out, "ls --json | python3 -c '%s'", py), 0);
+  assert_string_equal(out, "3 1 1 8 8\n");
+  free(out);
+  /* the table shows both columns, and no two of its rows are the same */
+  assert_int_equal(cli(f, &out, "ls | cut -c15- | sort | uniq -d | wc -l"), 0);
+  assert_string_equal(out, "0\n");
+  free(out);
+  assert_int_equal(cli(f, &out, "ls"), 0);
+  KCT_CONTAINS(out, "SOURCE");
+  KCT_CONTAINS(out, "BUILD");
+  free(out);
+  assert_int_equal(cli(f, &out, "ls --help"), 0);
+  KCT_CONTAINS(out, "differ only by a\ncallee");
+  free(out);
+}
+
+/* show --json on an entry whose log and source hold bytes that are not
+ * UTF-8 (the codec rewrites a real entry): valid JSON, each such byte as
+ * \u00XX, valid UTF-8 kept. */
+static void test_show_json_invalid_utf8(void **state) {
+  fx *f = *state;
+  populate(f);
+  char path[4096], why[256], hex[33], *out;
+  st_entry_of(f->root, "kv", "V=1", path, sizeof path);
+  kc__entry e;
+  assert_int_equal(kc__entry_read(NULL, path, NULL, &e, why, sizeof why), KC_OK);
+  static const char log[] = "bad \xff\xfe ok \xc3( \xed\xa0\x80 \xe2\x82\xac end\x01";
+  static const char text[] = "// \x80\xbf lone \xf4\x90\x80\x80 \xc0\xaf\n";
+  e.log = log;
+  e.log_len = sizeof log - 1;
+  assert_true(e.ndefs >= 1);
+  e.defs[0].text = text;
+  e.defs[0].len = sizeof text - 1;
+  void *img;
+  size_t size;
+  assert_int_equal(kc__entry_encode(NULL, &e, &img, &size), KC_OK);
+  st_write_file(path, img, size);
+  free(img);
+  kc__store_hex(e.key, hex);
+  kc__entry_free(NULL, &e);
+
+  assert_int_equal(cli(f, &out, "show --json %s", hex), 0);
+  if (strchr(out, '\xff') || strchr(out, '\x80') || strchr(out, '\x01'))
+    fail_msg("show --json wrote raw bytes that are not UTF-8:\n%s", out);
+  KCT_CONTAINS(out, "bad \\u00ff\\u00fe ok \\u00c3( \\u00ed\\u00a0\\u0080 \xe2\x82\xac end\\u0001");
+  free(out);
+  assert_int_equal(cli(f, &out, "show %s", hex), 0); /* the text form shows the bytes */
+  KCT_CONTAINS(out, "bad \xff\xfe");
+  free(out);
+  if (!have_python()) {
+    print_message("python3 is needed to read the JSON\n");
+    skip();
+  }
+  const char *py = "import json,sys\n"
+                   "d=json.load(sys.stdin)\n"
+                   "print(ascii(d[\"log\"]))\n"
+                   "print(ascii(d[\"closure\"][0][\"source\"]))\n";
+  assert_int_equal(cli(f, &out, "show --json %s | python3 -c '%s'", hex, py), 0);
+  assert_string_equal(out, "'bad \\xff\\xfe ok \\xc3( \\xed\\xa0\\x80 \\u20ac end\\x01'\n"
+                           "'// \\x80\\xbf lone \\xf4\\x90\\x80\\x80 \\xc0\\xaf\\n'\n");
+  free(out);
+}
+
+/* Runs `kcache --dir ROOT ARGS` on a terminal (script(1) gives it one);
+ * returns its exit status, what the terminal showed in *out. */
+static int cli_tty(const fx *f, char **out, const char *args) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "script -qec \"'%s' --dir '%s' %s\" /dev/null 2>&1 </dev/null", KC_CLI, f->root, args);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap);
+  for (size_t r; (r = fread(buf + n, 1, cap - n - 1, p)) > 0;) {
+    n += r;
+    if (cap - n < 2) buf = realloc(buf, cap *= 2);
+  }
+  buf[n] = 0;
+  int st = pclose(p);
+  *out = buf;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* verify, gc and clear draw a progress bar on a terminal, and never when
+ * stderr is not one. */
+static void test_progress_on_a_terminal(void **state) {
+  fx *f = *state;
+  if (system("script -qec true /dev/null >/dev/null 2>&1 </dev/null") != 0) {
+    print_message("no script(1) here: no terminal to test with\n");
+    skip();
+  }
+  populate(f);
+  /* 30 more sound entries: one entry under other keys, through the codec */
+  char path[4096], why[256], vdir[1024];
+  kc__store_vdir(f->root, vdir, sizeof vdir);
+  st_entry_of(f->root, "kv", "V=1", path, sizeof path);
+  for (int i = 0; i < 30; i++) {
+    kc__entry e;
+    assert_int_equal(kc__entry_read(NULL, path, NULL, &e, why, sizeof why), KC_OK);
+    e.key[0] ^= (uint8_t)(i + 1);
+    e.key[15] = (uint8_t)i;
+    void *img;
+    size_t size;
+    assert_int_equal(kc__entry_encode(NULL, &e, &img, &size), KC_OK);
+    char p[4096], dir[4096];
+    kc__store_path(vdir, e.key, ".kce", p, sizeof p);
+    snprintf(dir, sizeof dir, "%s", p);
+    *strrchr(dir, '/') = 0;
+    (void)mkdir(dir, 0755);
+    st_write_file(p, img, size);
+    free(img);
+    kc__entry_free(NULL, &e);
+  }
+  assert_int_equal(st_entries(f->root, NULL), 33);
+  char *out;
+  assert_int_equal(cli_tty(f, &out, "verify"), 0);
+  KCT_CONTAINS(out, "verify  [##############################] 33/33");
+  KCT_CONTAINS(out, "33 entries checked, all sound");
+  free(out);
+  assert_int_equal(cli(f, &out, "verify"), 0); /* stderr is a pipe here */
+  if (strstr(out, "[#")) fail_msg("a progress bar where stderr is not a terminal:\n%s", out);
+  free(out);
+  assert_int_equal(cli_tty(f, &out, "--json verify"), 0); /* nor with --json */
+  if (strstr(out, "[#")) fail_msg("a progress bar with --json:\n%s", out);
+  free(out);
+  assert_int_equal(cli_tty(f, &out, "gc --max-size 1G"), 0);
+  KCT_CONTAINS(out, "gc      [##############################] 33/33");
+  free(out);
+  assert_int_equal(cli_tty(f, &out, "clear"), 0);
+  KCT_CONTAINS(out, "clear   [##############################] 33/33");
+  KCT_CONTAINS(out, "removed 33 of 33 entries");
+  free(out);
+  assert_int_equal(st_entries(f->root, NULL), 0);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
@@ -272,7 +615,9 @@ int main(int argc, char **argv) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
   const struct CMUnitTest tests[] = {
       T(test_ls_show_stats), T(test_verify_and_repair), T(test_verify_keeps_unreadable_entries), T(test_explain), T(test_gc_and_clear),
-      T(test_help_and_usage),
+      T(test_help_and_usage), T(test_version), T(test_stats_zero), T(test_usage_errors),
+      T(test_stats_invalid_max_size), T(test_show_by_entry_name), T(test_ls_tells_apart),
+      T(test_show_json_invalid_utf8), T(test_progress_on_a_terminal),
   };
 #undef T
   return KCT_RUN(tests);

@@ -1,0 +1,543 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cli/store_cmds.c -- owns the `kcache` commands on the local store: stats
+ * (and --zero), ls, show, verify, gc and clear, with their help texts.
+ * Entries are decoded through the codec (kc__entry_peek for listings,
+ * kc__entry_read for the whole entry); eviction is the store's kc__store_gc.
+ */
+#include "cli.h"
+#include "out.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- stats */
+
+const char cli_help_stats[] =
+    "usage: kcache stats [--zero] [--dir DIR] [--json]\n"
+    "\n"
+    "What the store holds (entries, size and bound, backends, oldest and newest\n"
+    "use) and the counters that every process using it keeps: hits, misses,\n"
+    "writes, evictions, repairs; and, when a remote tier was used (or $KC_REMOTE\n"
+    "names one), its lookups, hits, misses, rejected values, errors, skips,\n"
+    "uploads, waits for another machine's compile, and time per lookup.\n"
+    "\n"
+    "  -z, --zero  first zeroes the store's hits, misses, writes, evictions and\n"
+    "              repairs (for every process using it; what it holds is kept,\n"
+    "              and so are the remote tier's counters)\n"
+    "\n"
+    "An invalid $KC_CACHE_MAXSIZE is reported (a warning, as the library gives)\n"
+    "and the default bound shown, which is what the library then uses.\n";
+
+typedef struct be_tally {
+  char name[32];
+  uint64_t count, bytes;
+} be_tally;
+
+typedef struct summary {
+  size_t n;
+  uint64_t total, damaged, max;
+  int64_t oldest, newest;
+  be_tally be[8];
+  int nbe;
+  bool max_from_env;
+  char max_error[256]; /* "" or why $KC_CACHE_MAXSIZE is not used */
+  kc__store_counters k;
+} summary;
+
+static void tally(summary *s, const char *name, uint64_t bytes) {
+  int j = 0;
+  while (j < s->nbe && strcmp(s->be[j].name, name)) j++;
+  if (j == s->nbe && s->nbe < 8) {
+    snprintf(s->be[j].name, sizeof s->be[j].name, "%s", name);
+    s->be[j].count = s->be[j].bytes = 0;
+    s->nbe++;
+  }
+  if (j < s->nbe) {
+    s->be[j].count++;
+    s->be[j].bytes += bytes;
+  }
+}
+
+static void summarize(const cli *c, summary *s) {
+  memset(s, 0, sizeof *s);
+  kc__store_file *files = cli_list(c, &s->n);
+  for (size_t i = 0; i < s->n; i++) {
+    s->total += files[i].size;
+    if (!s->oldest || files[i].mtime_ns < s->oldest) s->oldest = files[i].mtime_ns;
+    if (files[i].mtime_ns > s->newest) s->newest = files[i].mtime_ns;
+    kc__entry e;
+    bool ok = kc__entry_peek(files[i].path, &e, NULL, 0) == KC_OK;
+    s->damaged += !ok;
+    tally(s, ok ? e.backend : "(damaged)", files[i].size);
+    if (ok) kc__entry_free(NULL, &e);
+  }
+  kc__store_list_free(NULL, files);
+  const char *env = kc__cache_setting("KC_CACHE_MAXSIZE");
+  if (!kc__store_env_max_size(&s->max))
+    snprintf(s->max_error, sizeof s->max_error, "KC_CACHE_MAXSIZE=\"%s\" is not a size (e.g. 500M, 2G); using 1G",
+             env ? env : "");
+  s->max_from_env = !s->max_error[0] && env && *env;
+  kc__store_counters_read(c->vdir, &s->k);
+}
+
+static void stats_json(const cli *c, const summary *s, bool zeroed) {
+  const kc__store_counters *k = &s->k;
+  printf("{\"directory\": ");
+  json_str(c->root);
+  printf(", \"format\": %u, \"entries\": %zu, \"bytes\": %llu, \"max_bytes\": %llu, \"damaged\": %llu,\n",
+         KC__STORE_FORMAT, s->n, (unsigned long long)s->total, (unsigned long long)s->max,
+         (unsigned long long)s->damaged);
+  printf(" \"max_bytes_from\": \"%s\", \"max_size_error\": ", s->max_from_env ? "KC_CACHE_MAXSIZE" : "default");
+  if (s->max_error[0]) json_str(s->max_error);
+  else printf("null");
+  printf(",\n \"backends\": {");
+  for (int j = 0; j < s->nbe; j++) {
+    printf("%s", j ? ", " : "");
+    json_str(s->be[j].name);
+    printf(": {\"entries\": %llu, \"bytes\": %llu}", (unsigned long long)s->be[j].count,
+           (unsigned long long)s->be[j].bytes);
+  }
+  printf("},\n \"oldest_use_ns\": %lld, \"newest_use_ns\": %lld,\n", (long long)s->oldest, (long long)s->newest);
+  printf(" \"zeroed\": %s, \"counters\": {\"hits\": %llu, \"misses\": %llu, \"writes\": %llu, \"evictions\": %llu, "
+         "\"repairs\": %llu}",
+         zeroed ? "true" : "false", (unsigned long long)k->hits, (unsigned long long)k->misses,
+         (unsigned long long)k->writes, (unsigned long long)k->evictions, (unsigned long long)k->repairs);
+  cli_stats_remote(c);
+  printf("}\n");
+}
+
+static void stats_text(const cli *c, const summary *s, bool zeroed) {
+  const kc__store_counters *k = &s->k;
+  char a[32], b[32], t[32];
+  printf("directory   %s (format v%u)\n", c->root, KC__STORE_FORMAT);
+  printf("entries     %zu\n", s->n);
+  if (s->damaged) printf("damaged     %llu (kcache verify --repair removes them)\n", (unsigned long long)s->damaged);
+  printf("size        %s of at most %s (%s)\n", human_size(s->total, a, sizeof a), human_size(s->max, b, sizeof b),
+         s->max_from_env ? "KC_CACHE_MAXSIZE" : s->max_error[0] ? "default: KC_CACHE_MAXSIZE is not a size" : "default");
+  for (int j = 0; j < s->nbe; j++)
+    printf("%-11s %s: %llu entries, %s\n", j ? "" : "backends", s->be[j].name, (unsigned long long)s->be[j].count,
+           human_size(s->be[j].bytes, t, sizeof t));
+  if (s->n) {
+    printf("oldest use  %s ago\n", ago(s->oldest, a, sizeof a));
+    printf("newest use  %s ago\n", ago(s->newest, a, sizeof a));
+  }
+  uint64_t lookups = k->hits + k->misses;
+  printf("counters    %llu hits, %llu misses", (unsigned long long)k->hits, (unsigned long long)k->misses);
+  if (lookups) printf(" (%.0f%% hits)", 100.0 * (double)k->hits / (double)lookups);
+  printf(", %llu writes, %llu evictions, %llu repairs%s\n", (unsigned long long)k->writes,
+         (unsigned long long)k->evictions, (unsigned long long)k->repairs, zeroed ? " (just zeroed)" : "");
+  cli_stats_remote(c);
+}
+
+int cmd_stats(cli *c) {
+  bool zero = false;
+  for (int i = 0; i < c->argc; i++) {
+    if (cli_flag(c->argv[i], "--zero", "-z")) zero = true;
+    else cli_unexpected(c, c->argv[i]);
+  }
+  if (zero && !kc__store_counters_zero(c->vdir))
+    cli_fail("stats --zero: cannot write %s/stats: %s", c->vdir, strerror(errno));
+  summary s;
+  summarize(c, &s);
+  if (s.max_error[0]) fprintf(stderr, "kcache: warning: %s\n", s.max_error);
+  if (c->json) stats_json(c, &s, zero);
+  else stats_text(c, &s, zero);
+  return 0;
+}
+
+/* ------------------------------------------------------------------- ls */
+
+const char cli_help_ls[] =
+    "usage: kcache ls [--sort use|age|size|entry] [--dir DIR] [--json]\n"
+    "\n"
+    "Every entry: its key (the table shows the first 12 digits; any unique\n"
+    "prefix of 4 or more names an entry), backend, kernel entry name,\n"
+    "specialization parameters, SOURCE and BUILD, size, age (since it was\n"
+    "compiled) and last use. Sorted by last use, most recent first, unless\n"
+    "--sort says otherwise.\n"
+    "\n"
+    "SOURCE is a short hash of the source that was compiled (the kernel, every\n"
+    "definition it calls, kcache's prelude): entries that differ only by a\n"
+    "callee differ there. BUILD is a short hash of the compiler and device\n"
+    "identity, the compile options and kcache's version: entries that differ\n"
+    "only by the compiler differ there. `kcache explain KEY` says what differs.\n";
+
+typedef struct row {
+  kc__store_file f;
+  kc__entry e;
+  bool ok;
+  char why[128];
+  char source[9], build[9];
+} row;
+
+static const char *sort_key = "use";
+
+static int row_cmp(const void *a, const void *b) {
+  const row *x = a, *y = b;
+  if (!strcmp(sort_key, "size")) return (x->f.size < y->f.size) - (x->f.size > y->f.size);
+  if (!strcmp(sort_key, "age") && x->ok && y->ok)
+    return (x->e.created_ns > y->e.created_ns) - (x->e.created_ns < y->e.created_ns);
+  if (!strcmp(sort_key, "entry") && x->ok && y->ok) {
+    int r = strcmp(x->e.entry, y->e.entry);
+    if (r) return r;
+  }
+  return (x->f.mtime_ns < y->f.mtime_ns) - (x->f.mtime_ns > y->f.mtime_ns); /* last use, newest first */
+}
+
+/* The hash of how an entry was built: what the key holds besides the
+ * source, the backend, the entry and the parameters (shown themselves). */
+static void build_hash(const kc__entry *e, char out[9]) {
+  size_t n = strlen(e->identity) + strlen(e->options) + strlen(e->library) + 3;
+  char *s = malloc(n);
+  if (!s) cli_fail("out of memory");
+  snprintf(s, n, "%s\n%s\n%s", e->identity, e->options, e->library);
+  short_text_hash(s, out);
+  free(s);
+}
+
+static void ls_json_row(const row *r, bool first) {
+  char hex[33], tu[33];
+  kc__store_hex(r->f.key, hex);
+  printf("%s\n {\"key\": \"%s\", \"path\": ", first ? "" : ",", hex);
+  json_str(r->f.path);
+  printf(", \"size\": %llu, \"last_use_ns\": %lld", (unsigned long long)r->f.size, (long long)r->f.mtime_ns);
+  if (!r->ok) {
+    printf(", \"damaged\": ");
+    json_str(r->why);
+    printf("}");
+    return;
+  }
+  kc__store_hex(r->e.tu_hash, tu);
+  printf(", \"backend\": ");
+  json_str(r->e.backend);
+  printf(", \"entry\": ");
+  json_str(r->e.entry);
+  printf(", \"params\": ");
+  json_str(r->e.params);
+  printf(", \"options\": ");
+  json_str(r->e.options);
+  printf(", \"identity\": ");
+  json_str(r->e.identity);
+  printf(", \"library\": ");
+  json_str(r->e.library);
+  printf(", \"tu_hash\": \"%s\", \"source\": \"%s\", \"build\": \"%s\"", tu, r->source, r->build);
+  printf(", \"created_ns\": %llu, \"compile_ns\": %llu}", (unsigned long long)r->e.created_ns,
+         (unsigned long long)r->e.compile_ns);
+}
+
+static void ls_text_row(const row *r) {
+  char hex[33], sz[32], age[32], use[32];
+  kc__store_hex(r->f.key, hex);
+  if (!r->ok) {
+    printf("%.12s  (damaged: %s)  %s\n", hex, r->why, human_size(r->f.size, sz, sizeof sz));
+    return;
+  }
+  printf("%.12s  %-7s  %-24s  %-20s  %-8s  %-8s  %10s  %7s  %8s\n", hex, r->e.backend, r->e.entry,
+         *r->e.params ? r->e.params : "-", r->source, r->build, human_size(r->f.size, sz, sizeof sz),
+         ago((int64_t)r->e.created_ns, age, sizeof age), ago(r->f.mtime_ns, use, sizeof use));
+}
+
+int cmd_ls(cli *c) {
+  for (int i = 0; i < c->argc; i++)
+    if (!cli_opt(c, &i, "--sort", &sort_key)) cli_unexpected(c, c->argv[i]);
+  if (strcmp(sort_key, "use") && strcmp(sort_key, "age") && strcmp(sort_key, "size") && strcmp(sort_key, "entry"))
+    cli_usage("ls: --sort takes use, age, size or entry");
+  size_t n;
+  kc__store_file *files = cli_list(c, &n);
+  row *rows = calloc(n ? n : 1, sizeof *rows);
+  if (!rows) cli_fail("out of memory");
+  for (size_t i = 0; i < n; i++) {
+    row *r = &rows[i];
+    r->f = files[i];
+    r->ok = kc__entry_peek(files[i].path, &r->e, r->why, sizeof r->why) == KC_OK;
+    if (!r->ok) continue;
+    short_hex(r->e.tu_hash, r->source);
+    build_hash(&r->e, r->build);
+  }
+  kc__store_list_free(NULL, files);
+  qsort(rows, n, sizeof *rows, row_cmp);
+  if (c->json) printf("[");
+  else if (n)
+    printf("%-12s  %-7s  %-24s  %-20s  %-8s  %-8s  %10s  %7s  %8s\n", "KEY", "BACKEND", "ENTRY", "PARAMS", "SOURCE",
+           "BUILD", "SIZE", "AGE", "LAST USE");
+  else printf("(no entries in %s)\n", c->root);
+  for (size_t i = 0; i < n; i++) {
+    if (c->json) ls_json_row(&rows[i], i == 0);
+    else ls_text_row(&rows[i]);
+    if (rows[i].ok) kc__entry_free(NULL, &rows[i].e);
+  }
+  if (c->json) printf("%s]\n", n ? "\n" : "");
+  free(rows);
+  return 0;
+}
+
+/* ----------------------------------------------------------------- show */
+
+const char cli_help_show[] =
+    "usage: kcache show KEY|ENTRY [--params P] [--dir DIR] [--json]\n"
+    "\n"
+    "One entry in full: its metadata (backend, compiler and device identity,\n"
+    "entry, parameters, options, when it was compiled and how long it took),\n"
+    "the source closure it was compiled from, and the compiler's log.\n"
+    "\n"
+    "KEY is the full key or a unique prefix of at least 4 hex digits. ENTRY is\n"
+    "a kernel name: its most recently compiled entry is shown, optionally only\n"
+    "among entries with parameters P (as `kcache explain` takes them). In\n"
+    "--json, bytes that are not UTF-8 (in a log or a source) are written as\n"
+    "\\u00XX, the byte's value.\n";
+
+static void sig_text(const kc__entry *e, char *buf, size_t len) {
+  size_t o = 0;
+  buf[0] = 0;
+  for (uint32_t i = 0; i < e->nsig && o < len; i++) {
+    uint32_t kind = (uint32_t)(e->sig[i] >> 32), size = (uint32_t)e->sig[i];
+    if (kind == KC_ARG_BUFFER) o += (size_t)snprintf(buf + o, len - o, "%sbuffer", i ? ", " : "");
+    else if (size == UINT32_MAX) o += (size_t)snprintf(buf + o, len - o, "%sscalar", i ? ", " : "");
+    else o += (size_t)snprintf(buf + o, len - o, "%sscalar %u bytes", i ? ", " : "", size);
+  }
+  if (!e->nsig) snprintf(buf, len, "(no parameters)");
+}
+
+static void def_hash(const kc__key_def *d, char hex[33]) {
+  uint8_t h[16];
+  kc__store_text_hash(d->text, d->len, h);
+  kc__store_hex(h, hex);
+}
+
+static void show_json(const kc__entry *e, const char *path) {
+  char hex[33], tu[33];
+  kc__store_hex(e->key, hex);
+  kc__store_hex(e->tu_hash, tu);
+  printf("{\"key\": \"%s\", \"path\": ", hex);
+  json_str(path);
+  printf(", \"size\": %zu, \"artifact_size\": %zu, \"format\": %u,\n \"backend\": ", e->size, e->artifact_size,
+         e->format);
+  json_str(e->backend);
+  printf(", \"identity\": ");
+  json_str(e->identity);
+  printf(", \"entry\": ");
+  json_str(e->entry);
+  printf(", \"params\": ");
+  json_str(e->params);
+  printf(", \"options\": ");
+  json_str(e->options);
+  printf(", \"library\": ");
+  json_str(e->library);
+  printf(",\n \"created_ns\": %llu, \"compile_ns\": %llu, \"tu_hash\": \"%s\", \"signature\": [",
+         (unsigned long long)e->created_ns, (unsigned long long)e->compile_ns, tu);
+  for (uint32_t i = 0; i < e->nsig; i++) printf("%s%llu", i ? ", " : "", (unsigned long long)e->sig[i]);
+  printf("],\n \"closure\": [");
+  for (uint32_t i = 0; i < e->ndefs; i++) {
+    char hh[33];
+    def_hash(&e->defs[i], hh);
+    printf("%s\n  {\"name\": ", i ? "," : "");
+    json_str(e->defs[i].name);
+    printf(", \"hash\": \"%s\", \"source\": ", hh);
+    json_strn(e->defs[i].text, e->defs[i].len);
+    printf("}");
+  }
+  printf("],\n \"log\": ");
+  json_strn(e->log, e->log_len);
+  printf("}\n");
+}
+
+static void show_text(const kc__entry *e, const char *path) {
+  char hex[33], sigs[1024], a[64], b[64];
+  kc__store_hex(e->key, hex);
+  sig_text(e, sigs, sizeof sigs);
+  printf("key          %s\n", hex);
+  printf("file         %s\n", path);
+  printf("size         %s (artifact %s)\n", human_size(e->size, a, sizeof a), human_size(e->artifact_size, b, sizeof b));
+  printf("backend      %s\n", e->backend);
+  printf("identity     %s\n", e->identity);
+  printf("entry        %s\n", e->entry);
+  printf("params       %s\n", *e->params ? e->params : "(none)");
+  printf("options      %s\n", *e->options ? e->options : "(none)");
+  printf("signature    %s\n", sigs);
+  printf("kcache       %s, store format %u\n", e->library, e->format);
+  printf("created      %s (%s ago)\n", date_str((int64_t)e->created_ns, a, sizeof a),
+         ago((int64_t)e->created_ns, b, sizeof b));
+  printf("compile      %.1f ms\n", (double)e->compile_ns / 1e6);
+  printf("closure      %u definition%s\n", e->ndefs, e->ndefs == 1 ? "" : "s");
+  for (uint32_t i = 0; i < e->ndefs; i++) {
+    char hh[33];
+    def_hash(&e->defs[i], hh);
+    printf("\n--- %s (%.12s)\n%s%s", e->defs[i].name, hh, e->defs[i].text,
+           e->defs[i].len && e->defs[i].text[e->defs[i].len - 1] == '\n' ? "" : "\n");
+  }
+  printf("\n--- build log\n%s%s", e->log_len ? e->log : "(empty)\n",
+         e->log_len && e->log[e->log_len - 1] != '\n' ? "\n" : "");
+}
+
+int cmd_show(cli *c) {
+  const char *what = NULL, *params = NULL;
+  for (int i = 0; i < c->argc; i++) {
+    if (cli_opt(c, &i, "--params", &params)) continue;
+    if (what || c->argv[i][0] == '-') cli_unexpected(c, c->argv[i]);
+    what = c->argv[i];
+  }
+  if (!what) cli_usage("show takes one KEY or ENTRY name");
+  char path[PATH_MAX];
+  kc__entry e;
+  if (!cli_resolve(c, what, params, &e, path, sizeof path)) return 1;
+  if (c->json) show_json(&e, path);
+  else show_text(&e, path);
+  kc__entry_free(NULL, &e);
+  return 0;
+}
+
+/* --------------------------------------------------------------- verify */
+
+const char cli_help_verify[] =
+    "usage: kcache verify [--repair] [--dir DIR] [--json]\n"
+    "\n"
+    "Reads every entry and checks its header, checksums, format version, that\n"
+    "it holds the key its name says and that it sits in the right directory.\n"
+    "Damaged entries are listed; --repair removes them (a program that needs\n"
+    "one compiles it again). An entry that cannot be read here (out of memory,\n"
+    "a read error) is reported and left alone. Exit status 1 if damage was\n"
+    "found and not removed. A terminal shows progress.\n";
+
+typedef struct verify_tally {
+  size_t bad, removed, unreadable;
+} verify_tally;
+
+/* Checks one file; reports it (and removes it with repair) if it is not sound. */
+static void verify_one(const cli *c, const kc__store_file *f, bool repair, bar *b, verify_tally *t) {
+  char why[256] = "";
+  kc__entry e;
+  kc_status st = kc__entry_read(NULL, f->path, f->key, &e, why, sizeof why);
+  if (st == KC_OK) {
+    kc__entry_free(NULL, &e);
+    if (!f->misplaced) return;
+    snprintf(why, sizeof why, "in the wrong directory");
+  } else if (st == KC_ENOTFOUND) {
+    return; /* evicted meanwhile */
+  } else if (st == KC_EUNAVAILABLE) {
+    /* not the entry's fault (out of memory, a read error): not damage */
+    char tmp[sizeof why];
+    memcpy(tmp, why, sizeof tmp);
+    snprintf(why, sizeof why, "unreadable here: %.200s (left alone)", tmp);
+    t->unreadable++;
+  }
+  bool rm = repair && st != KC_EUNAVAILABLE && unlink(f->path) == 0;
+  t->removed += rm;
+  char hex[33];
+  kc__store_hex(f->key, hex);
+  if (c->json) {
+    printf("%s\n  {\"key\": \"%s\", \"path\": ", t->bad ? "," : "", hex);
+    json_str(f->path);
+    printf(", \"reason\": ");
+    json_str(why);
+    printf(", \"removed\": %s}", rm ? "true" : "false");
+  } else {
+    bar_break(b);
+    printf("%s  %s%s\n", hex, why, rm ? " (removed)" : "");
+  }
+  t->bad++;
+}
+
+int cmd_verify(cli *c) {
+  bool repair = false;
+  for (int i = 0; i < c->argc; i++) {
+    if (cli_flag(c->argv[i], "--repair", NULL)) repair = true;
+    else cli_unexpected(c, c->argv[i]);
+  }
+  size_t n;
+  kc__store_file *files = cli_list(c, &n);
+  bar b;
+  bar_init(&b, "verify", c->progress);
+  verify_tally t = {0, 0, 0};
+  if (c->json) printf("{\"checked\": %zu, \"damaged\": [", n);
+  for (size_t i = 0; i < n; i++) {
+    bar_draw(&b, i + 1, n);
+    verify_one(c, &files[i], repair, &b, &t);
+  }
+  kc__store_list_free(NULL, files);
+  if (t.removed) kc__store_gc(NULL, c->vdir, UINT64_MAX, true, NULL, NULL, NULL); /* recount */
+  if (c->json) printf("%s], \"removed\": %zu, \"unreadable\": %zu}\n", t.bad ? "\n" : "", t.removed, t.unreadable);
+  else if (t.bad)
+    printf("%zu of %zu entries damaged or unreadable (%zu unreadable, left alone)%s\n", t.bad, n, t.unreadable,
+           t.removed == t.bad - t.unreadable ? (t.removed ? ", the damaged removed" : "")
+           : repair                          ? "; some could not be removed"
+                                             : " (--repair removes the damaged)");
+  else printf("%zu entries checked, all sound\n", n);
+  return t.bad > t.removed ? 1 : 0;
+}
+
+/* ----------------------------------------------------------- gc, clear */
+
+const char cli_help_gc[] =
+    "usage: kcache gc [--max-size SIZE] [--dir DIR] [--json]\n"
+    "\n"
+    "Evicts least recently used entries until the store holds at most SIZE\n"
+    "(\"500M\", \"2G\", bytes; default $KC_CACHE_MAXSIZE, else 1G), removes temp\n"
+    "files left by writers that died and lock files of compiles that died, and\n"
+    "recounts the store's size. A terminal shows progress.\n";
+
+const char cli_help_clear[] =
+    "usage: kcache clear [--dir DIR] [--json]\n"
+    "\n"
+    "Removes every entry (programs running now keep what they loaded, and\n"
+    "compile again what they need next). A terminal shows progress.\n";
+
+static void gc_report(const cli *c, uint64_t target, const kc__gc_result *r) {
+  char a[32], bb[32], t[32];
+  if (c->json) {
+    printf("{\"target_bytes\": %llu, \"entries_before\": %llu, \"bytes_before\": %llu, \"evicted\": %llu, "
+           "\"evicted_bytes\": %llu, \"entries_after\": %llu, \"bytes_after\": %llu, \"temps_removed\": %llu, "
+           "\"locks_removed\": %llu}\n",
+           (unsigned long long)target, (unsigned long long)r->entries_before, (unsigned long long)r->bytes_before,
+           (unsigned long long)r->evicted, (unsigned long long)r->evicted_bytes, (unsigned long long)r->entries_after,
+           (unsigned long long)r->bytes_after, (unsigned long long)r->temps_removed,
+           (unsigned long long)r->locks_removed);
+    return;
+  }
+  printf("removed %llu of %llu entries (%s); %llu entries (%s) left", (unsigned long long)r->evicted,
+         (unsigned long long)r->entries_before, human_size(r->evicted_bytes, a, sizeof a),
+         (unsigned long long)r->entries_after, human_size(r->bytes_after, bb, sizeof bb));
+  if (target != UINT64_MAX && target) printf(", at most %s", human_size(target, t, sizeof t));
+  printf("\n");
+  if (r->temps_removed || r->locks_removed)
+    printf("removed %llu stale temp files and %llu abandoned lock files\n", (unsigned long long)r->temps_removed,
+           (unsigned long long)r->locks_removed);
+}
+
+static int run_gc(const cli *c, uint64_t target, const char *what) {
+  if (access(c->vdir, F_OK) != 0) {
+    if (c->json) printf("{\"entries_before\": 0, \"evicted\": 0, \"entries_after\": 0}\n");
+    else printf("no store in %s: nothing to do\n", c->root);
+    return 0;
+  }
+  bar b;
+  bar_init(&b, what, c->progress);
+  kc__gc_result r;
+  if (kc__store_gc(NULL, c->vdir, target, true, bar_draw, &b, &r) != KC_OK) {
+    bar_break(&b);
+    fprintf(stderr, "kcache: %s: %s\n", what, kc_errmsg(NULL));
+    return 1;
+  }
+  gc_report(c, target, &r);
+  return 0;
+}
+
+int cmd_gc(cli *c) {
+  uint64_t target;
+  if (!kc__store_env_max_size(&target))
+    cli_usage("KC_CACHE_MAXSIZE=\"%s\" is not a size", kc__cache_setting("KC_CACHE_MAXSIZE"));
+  for (int i = 0; i < c->argc; i++) {
+    const char *v;
+    if (!cli_opt(c, &i, "--max-size", &v)) cli_unexpected(c, c->argv[i]);
+    if (!kc__store_parse_size(v, &target)) cli_usage("gc: --max-size \"%s\" is not a size (e.g. 500M, 2G)", v);
+  }
+  return run_gc(c, target, "gc");
+}
+
+int cmd_clear(cli *c) {
+  if (c->argc) cli_usage("clear takes no arguments (unexpected '%s')", c->argv[0]);
+  return run_gc(c, 0, "clear");
+}
