@@ -76,7 +76,7 @@ static void summarize(const cli *c, summary *s) {
     if (ok) kc__entry_free(NULL, &e);
   }
   kc__store_list_free(NULL, files);
-  const char *env = kc__cache_setting("KC_CACHE_MAXSIZE");
+  const char *env = kc__setting_raw(KC__SET_CACHE_MAXSIZE);
   if (!kc__store_env_max_size(&s->max))
     snprintf(s->max_error, sizeof s->max_error, "KC_CACHE_MAXSIZE=\"%s\" is not a size (e.g. 500M, 2G); using 1G",
              env ? env : "");
@@ -528,7 +528,7 @@ static int run_gc(const cli *c, uint64_t target, const char *what) {
 int cmd_gc(cli *c) {
   uint64_t target;
   if (!kc__store_env_max_size(&target))
-    cli_usage("KC_CACHE_MAXSIZE=\"%s\" is not a size", kc__cache_setting("KC_CACHE_MAXSIZE"));
+    cli_usage("KC_CACHE_MAXSIZE=\"%s\" is not a size", kc__setting_raw(KC__SET_CACHE_MAXSIZE));
   for (int i = 0; i < c->argc; i++) {
     const char *v;
     if (!cli_opt(c, &i, "--max-size", &v)) cli_unexpected(c, c->argv[i]);

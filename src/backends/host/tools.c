@@ -29,8 +29,12 @@ extern char **environ;
 /* -------------------------------------------------------- availability */
 
 bool host_find_in_path(const char *prog, char *out, size_t outlen) {
+  size_t plen = strlen(prog);
+  if (!outlen) return false;
+  out[0] = 0;
   if (strchr(prog, '/')) {
-    snprintf(out, outlen, "%s", prog);
+    if (plen >= outlen) return false;
+    memcpy(out, prog, plen + 1);
     return access(prog, X_OK) == 0;
   }
   const char *path = getenv("PATH");
@@ -38,10 +42,16 @@ bool host_find_in_path(const char *prog, char *out, size_t outlen) {
   for (const char *p = path; *p;) {
     const char *e = strchr(p, ':');
     size_t n = e ? (size_t)(e - p) : strlen(p);
-    snprintf(out, outlen, "%.*s/%s", (int)n, p, prog);
-    if (n && access(out, X_OK) == 0) return true;
+    /* DIR/PROG, when it fits (a longer one cannot be run by this path) */
+    if (n && n + 1 + plen < outlen) {
+      memcpy(out, p, n);
+      out[n] = '/';
+      memcpy(out + n + 1, prog, plen + 1);
+      if (access(out, X_OK) == 0) return true;
+    }
     p += n + (e ? 1 : 0);
   }
+  out[0] = 0;
   return false;
 }
 
