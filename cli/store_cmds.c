@@ -399,38 +399,26 @@ const char cli_help_verify[] =
     "it holds the key its name says and that it sits in the right directory.\n"
     "Damaged entries are listed; --repair removes them (a program that needs\n"
     "one compiles it again). An entry that cannot be read here (out of memory,\n"
-    "a read error) is reported and left alone. Exit status 1 if damage was\n"
-    "found and not removed. A terminal shows progress.\n";
+    "a read error) is reported and left alone. It also checks who may have\n"
+    "written the store: an entry owned by another user or writable by group or\n"
+    "others (in a private store), or without a valid MAC when $KC_CACHE_KEY is\n"
+    "set, is listed as not trusted (--repair removes it), and a store that\n"
+    "kcache would refuse to use (directories writable by others) is reported.\n"
+    "Exit status 1 if damage was found and not removed, or the store is refused.\n"
+    "A terminal shows progress.\n";
 
 typedef struct verify_tally {
   size_t bad, removed, unreadable;
 } verify_tally;
 
-/* Checks one file; reports it (and removes it with repair) if it is not sound. */
-static void verify_one(const cli *c, const kc__store_file *f, bool repair, bar *b, verify_tally *t) {
-  char why[256] = "";
-  kc__entry e;
-  kc_status st = kc__entry_read(NULL, f->path, f->key, &e, why, sizeof why);
-  if (st == KC_OK) {
-    kc__entry_free(NULL, &e);
-    if (!f->misplaced) return;
-    snprintf(why, sizeof why, "in the wrong directory");
-  } else if (st == KC_ENOTFOUND) {
-    return; /* evicted meanwhile */
-  } else if (st == KC_EUNAVAILABLE) {
-    /* not the entry's fault (out of memory, a read error): not damage */
-    char tmp[sizeof why];
-    memcpy(tmp, why, sizeof tmp);
-    snprintf(why, sizeof why, "unreadable here: %.200s (left alone)", tmp);
-    t->unreadable++;
-  }
-  bool rm = repair && st != KC_EUNAVAILABLE && unlink(f->path) == 0;
-  t->removed += rm;
+/* Prints one finding (and whether repair removed the file). */
+static void verify_report(const cli *c, const uint8_t key[16], const char *path, const char *why, bool rm,
+                          bar *b, verify_tally *t) {
   char hex[33];
-  kc__store_hex(f->key, hex);
+  kc__store_hex(key, hex);
   if (c->json) {
     printf("%s\n  {\"key\": \"%s\", \"path\": ", t->bad ? "," : "", hex);
-    json_str(f->path);
+    json_str(path);
     printf(", \"reason\": ");
     json_str(why);
     printf(", \"removed\": %s}", rm ? "true" : "false");
@@ -441,22 +429,67 @@ static void verify_one(const cli *c, const kc__store_file *f, bool repair, bar *
   t->bad++;
 }
 
+/* Checks one file: who may have written it (cache/trust.h: its owner and
+ * mode, and its MAC under $KC_CACHE_KEY), then its content; reports it (and
+ * removes it with repair) if it is not sound. */
+static void verify_one(const cli *c, const kc__store_trust *trust, const kc__store_file *f, bool repair,
+                       bar *b, verify_tally *t) {
+  char why[1024] = "", tmp[1024];
+  if (!kc__store_check_file(trust, f->path, tmp, sizeof tmp)) {
+    snprintf(why, sizeof why, "not trusted: %.900s", tmp);
+    bool rm = repair && unlink(f->path) == 0;
+    t->removed += rm;
+    verify_report(c, f->key, f->path, why, rm, b, t);
+    return;
+  }
+  kc__entry e;
+  kc_status st = kc__entry_read(NULL, f->path, f->key, &e, why, sizeof why);
+  if (st == KC_OK) {
+    kc__entry_free(NULL, &e);
+    if (!f->misplaced) return;
+    snprintf(why, sizeof why, "in the wrong directory");
+  } else if (st == KC_ENOTFOUND) {
+    return; /* evicted meanwhile */
+  } else if (st == KC_EUNAVAILABLE) {
+    /* not the entry's fault (out of memory, a read error): not damage */
+    memcpy(tmp, why, sizeof tmp);
+    snprintf(why, sizeof why, "unreadable here: %.900s (left alone)", tmp);
+    t->unreadable++;
+  }
+  bool rm = repair && st != KC_EUNAVAILABLE && unlink(f->path) == 0;
+  t->removed += rm;
+  verify_report(c, f->key, f->path, why, rm, b, t);
+}
+
 int cmd_verify(cli *c) {
   bool repair = false;
   for (int i = 0; i < c->argc; i++) {
     if (cli_flag(c->argv[i], "--repair", NULL)) repair = true;
     else cli_unexpected(c, c->argv[i]);
   }
+  /* Would this user's kcache use the store at all? (owner and mode of its
+   * directories, the key) */
+  kc__store_trust trust;
+  char refused[1024] = "";
+  bool usable = kc__store_trust_load(&trust, c->root, refused, sizeof refused);
   size_t n;
   kc__store_file *files = cli_list(c, &n);
   bar b;
   bar_init(&b, "verify", c->progress);
   verify_tally t = {0, 0, 0};
-  if (c->json) printf("{\"checked\": %zu, \"damaged\": [", n);
+  if (c->json) {
+    printf("{\"checked\": %zu, \"store_refused\": ", n);
+    if (usable) printf("null");
+    else json_str(refused);
+    printf(", \"damaged\": [");
+  } else if (!usable) {
+    printf("store: %s\n", refused);
+  }
   for (size_t i = 0; i < n; i++) {
     bar_draw(&b, i + 1, n);
-    verify_one(c, &files[i], repair, &b, &t);
+    verify_one(c, &trust, &files[i], repair, &b, &t);
   }
+  kc__store_trust_wipe(&trust);
   kc__store_list_free(NULL, files);
   if (t.removed) kc__store_gc(NULL, c->vdir, UINT64_MAX, true, NULL, NULL, NULL); /* recount */
   if (c->json) printf("%s], \"removed\": %zu, \"unreadable\": %zu}\n", t.bad ? "\n" : "", t.removed, t.unreadable);
@@ -465,8 +498,9 @@ int cmd_verify(cli *c) {
            t.removed == t.bad - t.unreadable ? (t.removed ? ", the damaged removed" : "")
            : repair                          ? "; some could not be removed"
                                              : " (--repair removes the damaged)");
-  else printf("%zu entries checked, all sound\n", n);
-  return t.bad > t.removed ? 1 : 0;
+  else if (usable) printf("%zu entries checked, all sound\n", n);
+  else printf("%zu entries checked, all sound, but kcache refuses the store itself (above)\n", n);
+  return t.bad > t.removed || !usable ? 1 : 0;
 }
 
 /* ----------------------------------------------------------- gc, clear */

@@ -156,6 +156,42 @@ static void test_verify_and_repair(void **state) {
   free(out);
 }
 
+/* verify checks who may have written the store (cache/trust.h): an entry
+ * that others may write is listed as not trusted and removed with --repair;
+ * a store whose directory others may write is reported as refused. */
+static void test_verify_trust(void **state) {
+  fx *f = *state;
+  populate(f);
+  char *out, path[4096], vdir[1024];
+  st_entry_of(f->root, "kv", "V=1", path, sizeof path);
+  assert_int_equal(chmod(path, 0666), 0);
+  assert_int_equal(cli(f, &out, "verify"), 1);
+  KCT_CONTAINS(out, "not trusted");
+  KCT_CONTAINS(out, "1 of 3 entries damaged");
+  free(out);
+  assert_int_equal(cli(f, &out, "verify --json"), 1);
+  KCT_CONTAINS(out, "\"store_refused\": null");
+  KCT_CONTAINS(out, "not trusted");
+  free(out);
+  assert_int_equal(cli(f, &out, "verify --repair"), 0);
+  KCT_CONTAINS(out, "(removed)");
+  free(out);
+  assert_int_equal(st_entries(f->root, NULL), 2);
+  snprintf(vdir, sizeof vdir, "%s/v1", f->root);
+  assert_int_equal(chmod(vdir, 0777), 0);
+  assert_int_equal(cli(f, &out, "verify"), 1);
+  KCT_CONTAINS(out, "store: ");
+  KCT_CONTAINS(out, "kcache refuses the store itself");
+  free(out);
+  assert_int_equal(cli(f, &out, "verify --json"), 1);
+  if (strstr(out, "\"store_refused\": null")) fail_msg("a refused store reported as usable: %s", out);
+  free(out);
+  assert_int_equal(chmod(vdir, 0700), 0);
+  assert_int_equal(cli(f, &out, "verify"), 0);
+  KCT_CONTAINS(out, "2 entries checked, all sound");
+  free(out);
+}
+
 /* An entry that cannot be read here (out of memory: a 512 MiB file, sparse,
  * under a 256 MiB address-space limit) is not damage: reported, never
  * removed, and verify does not pass. */
@@ -614,7 +650,7 @@ int main(int argc, char **argv) {
   unsetenv("KC_CACHE_MAXSIZE");
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
   const struct CMUnitTest tests[] = {
-      T(test_ls_show_stats), T(test_verify_and_repair), T(test_verify_keeps_unreadable_entries), T(test_explain), T(test_gc_and_clear),
+      T(test_ls_show_stats), T(test_verify_and_repair), T(test_verify_trust), T(test_verify_keeps_unreadable_entries), T(test_explain), T(test_gc_and_clear),
       T(test_help_and_usage), T(test_version), T(test_stats_zero), T(test_usage_errors),
       T(test_stats_invalid_max_size), T(test_show_by_entry_name), T(test_ls_tells_apart),
       T(test_show_json_invalid_utf8), T(test_progress_on_a_terminal),
