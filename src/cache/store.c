@@ -80,7 +80,15 @@ static void open_limits(const kc__cache_config *cfg, uint64_t *max, uint32_t *lo
   else warn_once(NULL, cfg->warn, cfg->warn_ud, "KC_CACHE_LOCK_TIMEOUT=\"%s\" is not a number of seconds; using 60", env);
 }
 
-kc__cache *kc__cache_open(const kc__cache_config *cfg) {
+kc__cache *kc__cache_open(const kc__cache_config *user_cfg) {
+  /* Warnings of a runtime's cache go to its log (kcache.h, "log") unless
+   * the caller routes them; without a runtime (the CLI), to stderr. */
+  kc__cache_config routed = *user_cfg;
+  if (!routed.warn && routed.mem) {
+    routed.warn = kc__log_warn_cb;
+    routed.warn_ud = routed.mem;
+  }
+  const kc__cache_config *cfg = &routed;
   const char *off = kc__cache_setting("KC_CACHE_DISABLE");
   if (cfg->disable || (off && *off && strcmp(off, "0") != 0)) return NULL;
   char root[PATH_MAX], vdir[PATH_MAX];
