@@ -497,8 +497,9 @@ void kc_free(kc_runtime *rt, void *p);
  * another format, another key) or one the backend refuses to load is a
  * miss: it is removed, compiled again and written again (disk_repairs). A
  * directory that cannot be created or written (read-only, full, no
- * permission) leaves the runtime with memory only and one warning on
- * stderr; entries that can be read are still used.
+ * permission) leaves the runtime with memory only and one warning in its
+ * log (stderr unless kc_options.log; see "log"); entries that can be read
+ * are still used.
  *
  * The `kcache` command lists, shows, verifies, explains and trims a store.
  */
@@ -586,11 +587,11 @@ const char *kc_remote_url(const kc_runtime *rt);
 /* -------------------------------------------------------------------- log */
 
 /*
- * kcache never prints on its own but through a runtime's log: every
- * warning (an unusable cache directory, a remote tier that is off, a bad
- * KC_* value), and, at higher levels, a trace of its slow paths like
- * CCACHE_DEBUG or SCCACHE_LOG:
- *   info   "compiled kernel 'k' [T=float] (host) in 12 ms", disk and remote hits
+ * A runtime's messages go through its log: its warnings (an unusable or
+ * unwritable cache directory, a bad KC_CACHE_* or KC_LOG value; the remote
+ * tier's, above, still print on stderr directly), and, at higher levels, a
+ * trace of its slow paths like CCACHE_DEBUG or SCCACHE_LOG:
+ *   info   "compiled kernel 'k' [T=float] (host) in 12.3 ms", disk and remote hits
  *   debug  for each launch that missed its handle's cache, why (the first
  *          launch in a context, a context reset, the code's worlds ended),
  *          and for each code instance made, why none served the world (the

@@ -65,8 +65,8 @@ void kc__trace_launch_miss(kc_runtime *rt, const char *fn, const kc__spec *spec,
   uint64_t key = kc__load_relaxed(&ctx->link_key);
   uint64_t ctx_id = kc__load_relaxed(&ctx->id);
   if ((!last || last == &kc__no_linked) && !linked_before_reset(k, ctx, key)) {
-    kc__log(rt, KC_LOG_DEBUG, "%s of %s: miss: first launch of this handle in context %llu (world %llu)", fn,
-            name, (unsigned long long)ctx_id, (unsigned long long)w);
+    kc__log(rt, KC_LOG_DEBUG, "%s of %s: miss: first launch of %s in context %llu (world %llu)", fn, name,
+            k ? "this handle" : "these bound arguments", (unsigned long long)ctx_id, (unsigned long long)w);
     return;
   }
   /* Linked objects are never freed while rt lives: reading a stale one is
