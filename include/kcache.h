@@ -103,7 +103,48 @@ typedef enum kc_backend_kind {
  * memory; backends' libraries allocate on their own. */
 typedef void *(*kc_alloc_fn)(void *ud, void *ptr, size_t new_size);
 
+/* Log levels (see "log" below). A message of level L reaches the sink when
+ * L <= the runtime's level. */
+typedef enum kc_log_level {
+  KC_LOG_DEFAULT = 0, /* kc_options.log_level: $KC_LOG, else KC_LOG_WARN */
+  KC_LOG_ERROR = 1,
+  KC_LOG_WARN = 2,  /* what kcache printed on stderr before it had a log */
+  KC_LOG_INFO = 3,  /* each compile and how long it took; cache tier hits */
+  KC_LOG_DEBUG = 4  /* why each miss missed, and each step of the slow path */
+} kc_log_level;
+
+/* Log sink (per runtime): msg is one line without its newline or a
+ * "kcache:" prefix, valid during the call only. Called from any thread
+ * that uses the runtime (and its uploader thread), so it must be
+ * thread-safe; it must not call kcache on the same runtime. */
+typedef void (*kc_log_fn)(void *ud, kc_log_level level, const char *msg);
+
+/*
+ * Struct sizes (the ABI rule). kc_options and kc_stats grow at their end
+ * in later versions; each starts with `size_t size`, the size of the struct
+ * as the caller was compiled, and kcache reads or writes only that many
+ * bytes of it:
+ *  - kc_options_init(&o) and kc_stats_get(rt, &s) are macros that pass
+ *    sizeof the struct of the header the caller was built with (to
+ *    kc_options_init_size and kc_stats_get_size). So a program built
+ *    against an older kcache.h keeps working with a newer library: the
+ *    fields its struct lacks take their defaults (kc_options) or are not
+ *    written (kc_stats).
+ *  - A size larger than the library knows (a program built against a newer
+ *    kcache.h) is accepted if every byte past what the library knows is 0
+ *    (fields left at their default), and refused with KC_EINVAL otherwise:
+ *    "kc_options of N bytes, this library knows M ...".
+ *  - A size of 0, or one below the oldest layout (kc_options: the fields up
+ *    to alloc_ud; kc_stats: up to collected, the layouts before the disk
+ *    cache and the remote tier grew them), is refused with KC_EINVAL.
+ * kc_runtime_create reads opt->size, so a kc_options must be initialized
+ * with kc_options_init (or have .size = sizeof(kc_options) and the rest
+ * zero but platform_index = -1). kc_dim3, kc_arg, kc_collect_info and
+ * kc_code_info are fixed: they will never change (new information comes
+ * through new functions).
+ */
 typedef struct kc_options {
+  size_t size; /* sizeof(kc_options) of the caller; kc_options_init sets it */
   kc_backend_kind backend;
   /* Compiler options appended to the backend's defaults (NULL: none). For the
    * host backend these are extra `cc` arguments separated by spaces. */
@@ -135,10 +176,17 @@ typedef struct kc_options {
   /* Nonzero: the disk cache is a store its group shares ($KC_CACHE_SHARED=1
    * too); see "Security" under "disk cache". */
   int cache_shared;
+  /* The log (see "log" below). */
+  kc_log_fn log;          /* NULL: stderr, "kcache: warning: MSG" */
+  void *log_ud;           /* passed to log */
+  kc_log_level log_level; /* KC_LOG_DEFAULT: $KC_LOG, else KC_LOG_WARN */
 } kc_options;
 
-/* Fills *opt with the defaults. */
-void kc_options_init(kc_options *opt);
+/* Fills the first `size` bytes of *opt with the defaults and sets
+ * opt->size. KC_EINVAL for a NULL opt or a size the library refuses (see
+ * "Struct sizes" above). Call it through kc_options_init. */
+kc_status kc_options_init_size(kc_options *opt, size_t size);
+#define kc_options_init(opt) kc_options_init_size((opt), sizeof(kc_options))
 
 /* Creates a runtime. opt may be NULL for the defaults. On failure *out is
  * NULL and, if the failure concerns the backend, kc_errmsg(NULL) says why.
@@ -345,6 +393,7 @@ kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
 /* ------------------------------------------------------------- statistics */
 
 typedef struct kc_stats {
+  size_t size;              /* set by kc_stats_get: the bytes it filled */
   uint64_t compiles;        /* backend compiles that succeeded */
   uint64_t compile_failures;
   uint64_t links;           /* code instances loaded into a context */
@@ -380,8 +429,12 @@ typedef struct kc_stats {
 } kc_stats;
 
 /* A snapshot of the runtime's counters (fast_hits: exact when each handle is
- * launched from one thread at a time, otherwise a lower bound). */
-void kc_stats_get(kc_runtime *rt, kc_stats *out);
+ * launched from one thread at a time, otherwise a lower bound), written
+ * into the first `size` bytes of *out (see "Struct sizes" above); out->size
+ * gets the number of bytes filled. A NULL rt fills zeros and returns
+ * KC_EINVAL. Call it through kc_stats_get. */
+kc_status kc_stats_get_size(kc_runtime *rt, kc_stats *out, size_t size);
+#define kc_stats_get(rt, out) kc_stats_get_size((rt), (out), sizeof(kc_stats))
 
 /* ---------------------------------------------------------- introspection */
 
@@ -447,8 +500,9 @@ void kc_free(kc_runtime *rt, void *p);
  * another format, another key) or one the backend refuses to load is a
  * miss: it is removed, compiled again and written again (disk_repairs). A
  * directory that cannot be created or written (read-only, full, no
- * permission) leaves the runtime with memory only and one warning on
- * stderr; entries that can be read are still used.
+ * permission) leaves the runtime with memory only and one warning in its
+ * log (stderr unless kc_options.log; see "log"); entries that can be read
+ * are still used.
  *
  * The `kcache` command lists, shows, verifies, explains and trims a store.
  */
@@ -576,6 +630,26 @@ int kc_cache_writable(const kc_runtime *rt);
 /* The remote tier rt uses ("redis://host:port/db", password masked), or
  * NULL when it has none. Valid as long as rt. */
 const char *kc_remote_url(const kc_runtime *rt);
+
+/* -------------------------------------------------------------------- log */
+
+/*
+ * A runtime's messages go through its log: its warnings (an unusable or
+ * unwritable cache directory, a bad KC_CACHE_* or KC_LOG value; the remote
+ * tier's, above, still print on stderr directly), and, at higher levels, a
+ * trace of its slow paths like CCACHE_DEBUG or SCCACHE_LOG:
+ *   info   "compiled kernel 'k' [T=float] (host) in 12.3 ms", disk and remote hits
+ *   debug  for each launch that missed its handle's cache, why (the first
+ *          launch in a context, a context reset, the code's worlds ended),
+ *          and for each code instance made, why none served the world (the
+ *          first compile; callee 'h' redefined at world 5), what the disk
+ *          cache and the remote tier answered, and how long the compile took.
+ * Where: kc_options.log (with log_ud), else stderr as "kcache: warning: MSG"
+ * ("kcache: debug: MSG", ...). Level: kc_options.log_level, else $KC_LOG
+ * (error, warn, info, debug; anything else warns and means warn), else
+ * warn. A cached launch never logs: the trace costs nothing on the fast
+ * path. Messages about no runtime (the kcache command) go to stderr.
+ */
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,7 @@ set(KC_SOURCES
     src/core/code.c
     src/core/context.c
     src/core/launch.c
+    src/core/log.c
     src/core/runtime.c
     src/core/scan.c
     src/core/table.c

@@ -2,6 +2,7 @@
 /* settings.c -- the KC_* environment table (settings.h): one parser per
  * kind, getters that read the environment on each call, the warning. */
 #include "base/settings.h"
+#include "base/err.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -142,6 +143,6 @@ void kc__setting_warn(kc__setting id, const char *fallback) {
       [KIND_SECONDS] = "a number of seconds",
   };
   const char *v = kc__setting_raw(id);
-  fprintf(stderr, "kcache: warning: %s=\"%s\" is not %s; using %s\n", r->name, v ? v : "",
-          takes[r->kind], fallback ? fallback : (r->def ? r->def : "the default"));
+  kc__log_to(NULL, KC_LOG_WARN, "%s=\"%s\" is not %s; using %s", r->name, v ? v : "", takes[r->kind],
+             fallback ? fallback : (r->def ? r->def : "the default"));
 }

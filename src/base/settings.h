@@ -39,7 +39,8 @@
   X(REMOTE_LOCK_TIMEOUT, "KC_REMOTE_LOCK_TIMEOUT", SECONDS, "30",  "seconds to wait for another machine compiling the same entry (0 < s <= 86400)") \
   X(REMOTE_MAX_ENTRY,   "KC_REMOTE_MAX_ENTRY",    SIZE,    "64M",  "largest entry sent to the remote (at least 1K)") \
   X(REMOTE_KEY,         "KC_REMOTE_KEY",          STR,     NULL,   "secret that authenticates remote entries (HMAC)") \
-  X(HIREDIS_LIB,        "KC_HIREDIS_LIB",         STR,     NULL,   "path of the libhiredis to load instead of the system's")
+  X(HIREDIS_LIB,        "KC_HIREDIS_LIB",         STR,     NULL,   "path of the libhiredis to load instead of the system's") \
+  X(LOG,                "KC_LOG",                 STR,     NULL,   "log level: error, warn (the default), info (compiles, cache hits) or debug (why each miss missed); kc_options.log_level wins")
 /* clang-format on */
 
 typedef enum kc__setting {
@@ -68,8 +69,8 @@ kc__setting_state kc__setting_u64(kc__setting id, uint64_t *out, uint64_t lo, ui
 kc__setting_state kc__setting_size(kc__setting id, uint64_t *out);
 kc__setting_state kc__setting_seconds(kc__setting id, double *out);
 
-/* Prints "kcache: warning: NAME="value" is not <what the kind takes>;
- * using <fallback>" on stderr. */
+/* Logs the warning NAME="value" is not <what the kind takes>; using
+ * <fallback>, to stderr (the log of no runtime: err.h). */
 void kc__setting_warn(kc__setting id, const char *fallback);
 
 /* The parsers, for values that come from elsewhere (options, the CLI). */

@@ -52,6 +52,9 @@ void kc__store_open(kc_runtime *rt) {
       .shared = rt->opt.cache_shared != 0,
       .max_size = rt->opt.cache_max_size,
       .lock_ms = rt->opt.cache_lock_timeout_ms,
+      /* the cache's warnings go to the runtime's log (kcache.h, "log") */
+      .warn = kc__log_warn_cb,
+      .warn_ud = rt,
   };
   kc__cache *cache = kc__cache_open(&cfg);
   if (!cache) return;
@@ -59,8 +62,7 @@ void kc__store_open(kc_runtime *rt) {
   if (!s || !kc__mutex_init(&s->probe_lock)) {
     kc__free(rt, s);
     kc__cache_close(cache);
-    fprintf(stderr, "kcache: warning: out of memory opening the disk cache; compiled kernels are kept in "
-                    "memory only\n");
+    kc__log(rt, KC_LOG_WARN, "out of memory opening the disk cache; compiled kernels are kept in memory only");
     return;
   }
   s->cache = cache;

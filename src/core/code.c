@@ -222,11 +222,17 @@ static kc_status ci_create(kc_runtime *rt, kc__spec *spec, kc_world w, kc__closu
 static kc_status ci_compile(kc_runtime *rt, kc__ci *ci, kc__closure *c, size_t len, kc__sb *log) {
   kc__tu tu = {ci->spec->name, ci->source, len, ci->params, ci->nparams, ci->spec};
   kc__store_txn txn;
-  if (kc__store_fetch(rt, ci, c, &txn)) return KC_OK; /* fills the artifact and sig */
+  kc_stats before; /* the tiers' counters, for the trace (KC_LOG=info and up) */
+  bool trace = kc__log_on(rt, KC_LOG_INFO);
+  if (trace) kc__trace_store_before(rt, &before);
+  bool hit = kc__store_fetch(rt, ci, c, &txn); /* a hit fills the artifact and sig */
+  if (trace) kc__trace_store_after(rt, ci->spec, hit, &before);
+  if (hit) return KC_OK;
   uint64_t t0 = kc__now_ns();
   kc_status st = rt->be->compile(rt->bstate, &tu, &ci->artifact, &ci->artifact_size, ci->sig, log);
   ci->compile_ns = kc__now_ns() - t0;
   kc__fetch_add_relaxed(&rt->compile_ns, ci->compile_ns);
+  if (trace) kc__trace_compiled(rt, ci->spec, st, ci->compile_ns);
   kc__store_finish(rt, &txn, st, ci, log);
   if (!st) kc__fetch_add_relaxed(&rt->n_compiles, 1);
   return st;
@@ -264,6 +270,7 @@ static kc_status ci_make(kc_runtime *rt, kc__spec *spec, kc_world w, kc__ci **ou
   size_t len = 0;
   kc_status st = prepare(rt, spec, w, &c, &params, &nparams, &text, &len);
   if (st) return st;
+  kc__trace_ci_miss(rt, spec, &c, w); /* at KC_LOG=debug: why no code served w */
   kc__ci *ci = NULL;
   st = ci_create(rt, spec, w, &c, params, nparams, text, &ci);
   if (st) return st;

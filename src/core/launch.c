@@ -188,8 +188,12 @@ static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, const k
   kc_status st = slow_checks(rt, "kc_launch", k->spec->name, ctx, 0, grid, block);
   if (st) return st;
   kc__fetch_add_relaxed(&rt->n_slow, 1);
+  kc_world w = kc__caller_world(rt);
+  if (KC__UNLIKELY(kc__log_on(rt, KC_LOG_DEBUG)))
+    kc__trace_launch_miss(rt, "kc_launch", k->spec, ctx, kc__load_relaxed(&k->slots[key & (KC__HSLOTS - 1)]), k,
+                          w);
   kc__ci *ci;
-  st = kc__ci_get(rt, k->spec, kc__caller_world(rt), &ci);
+  st = kc__ci_get(rt, k->spec, w, &ci);
   if (st) return st;
   kc__linked *l = NULL;
   st = kc__ctx_link(ctx, ci, &l);
@@ -366,8 +370,11 @@ static KC__NOINLINE kc_status args_slow(kc_args *a, const kc_dim3 *grid, const k
   kc_status st = slow_checks(rt, "kc_launch_args", name, ctx, a->ctx_id, grid, block);
   if (st) return st;
   kc__fetch_add_relaxed(&rt->n_slow, 1);
+  kc_world w = kc__caller_world(rt);
+  if (KC__UNLIKELY(kc__log_on(rt, KC_LOG_DEBUG)))
+    kc__trace_launch_miss(rt, "kc_launch_args", a->k->spec, ctx, kc__load_relaxed(&a->l), NULL, w);
   kc__ci *ci;
-  st = kc__ci_get(rt, a->k->spec, kc__caller_world(rt), &ci);
+  st = kc__ci_get(rt, a->k->spec, w, &ci);
   if (st) return st;
   if (ci->nparams != a->n || memcmp(ci->sig, a->want, a->n * sizeof *a->want) != 0) {
     explain_args(rt, ci, ctx, a->args, a->n);

@@ -3,22 +3,73 @@
  * runtime.c -- owns the runtime's life: options, kc_runtime_create (the
  * backend picked in src/backends/registry.c) and kc__runtime_open, whose
  * steps unwind through a libuv-style fail_ ladder, kc_runtime_destroy,
- * device queries and kc_stats_get.
+ * device queries and kc_stats_get; the size rule of kc_options and kc_stats
+ * (kcache.h, "Struct sizes").
  */
 #include "core/core.h"
 #include "store.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------- options */
 
-void kc_options_init(kc_options *opt) {
-  if (!opt) return;
-  memset(opt, 0, sizeof *opt);
-  opt->backend = KC_BACKEND_AUTO;
-  opt->platform_index = -1;
+/* The oldest layouts accepted (kcache.h, "Struct sizes"): the fields
+ * before the disk cache and the remote tier grew the structs. */
+#define KC__END_OF(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+#define KC__OPTIONS_MIN_SIZE KC__END_OF(kc_options, alloc_ud)
+#define KC__STATS_MIN_SIZE KC__END_OF(kc_stats, collected)
+
+/* Whether a caller's struct of `size` bytes (at p, which may be NULL for
+ * a size-only check) is one this library can read or write: at least the
+ * oldest layout, and past the `known` bytes of this library's struct only
+ * zeros (fields a newer header has, left at their defaults). */
+static kc_status abi_check(const kc_runtime *rt, const char *what, const void *p, size_t size, size_t min, size_t known) {
+  if (size == 0)
+    return kc__err(rt, KC_EINVAL,
+                   "%s has size 0: initialize it with %s (its size field is the caller's sizeof(%s))", what,
+                   strcmp(what, "kc_options") ? "kc_stats_get" : "kc_options_init", what);
+  if (size < min)
+    return kc__err(rt, KC_EINVAL, "%s of %zu bytes is smaller than the oldest layout this library reads (%zu bytes)",
+                   what, size, min);
+  if (size > known && p) {
+    const unsigned char *b = p;
+    for (size_t i = known; i < size; i++)
+      if (b[i])
+        return kc__err(rt, KC_EINVAL,
+                       "%s of %zu bytes, this library knows %zu: byte %zu is set, so the program was built "
+                       "against a newer kcache.h than this library (%s)",
+                       what, size, known, i, KC_VERSION_STRING);
+  }
+  return KC_OK;
+}
+
+kc_status kc_options_init_size(kc_options *opt, size_t size) {
+  if (!opt) return kc__err(NULL, KC_EINVAL, "kc_options_init: opt is NULL");
+  kc_status st = abi_check(NULL, "kc_options", NULL, size, KC__OPTIONS_MIN_SIZE, sizeof *opt);
+  if (st) return st;
+  kc_options d;
+  memset(&d, 0, sizeof d);
+  d.size = size;
+  d.backend = KC_BACKEND_AUTO;
+  d.platform_index = -1;
+  memset(opt, 0, size); /* a newer caller's fields: 0, their default */
+  memcpy(opt, &d, size < sizeof d ? size : sizeof d);
+  return KC_OK;
+}
+
+/* The caller's options as this library's struct: its first opt->size
+ * bytes over the defaults (NULL: the defaults). */
+static kc_status options_read(const kc_options *user, kc_options *out) {
+  kc_options_init(out);
+  if (!user) return KC_OK;
+  kc_status st = abi_check(NULL, "kc_options", user, user->size, KC__OPTIONS_MIN_SIZE, sizeof *out);
+  if (st) return st;
+  memcpy(out, user, user->size < sizeof *out ? user->size : sizeof *out);
+  out->size = sizeof *out;
+  return KC_OK;
 }
 
 /* -------------------------------------------------------------- runtime */
@@ -26,13 +77,16 @@ void kc_options_init(kc_options *opt) {
 kc_status kc_runtime_create(const kc_options *user_opt, kc_runtime **out) {
   if (!out) return kc__err(NULL, KC_EINVAL, "kc_runtime_create: out is NULL");
   *out = NULL;
+  kc_options opt;
+  kc_status st = options_read(user_opt, &opt);
+  if (st) return st;
   const kc__backend *be = NULL;
-  kc_status st = kc__backend_pick(user_opt ? user_opt->backend : KC_BACKEND_AUTO, &be);
+  st = kc__backend_pick(opt.backend, &be);
   if (st) return st;
 #ifdef KC_FAULT_INJECTION
   be = kc__fault_wrap_backend(be); /* tests: counts and fails backend calls (src/testing) */
 #endif
-  return kc__runtime_open(user_opt, be, out);
+  return kc__runtime_open(&opt, be, out);
 }
 
 /* The runtime's copies of the option strings (the caller's may go away). */
@@ -69,8 +123,8 @@ kc_status kc__runtime_open(const kc_options *user_opt, const kc__backend *be, kc
   if (!be || !be->open || !be->close)
     return kc__err(NULL, KC_EINVAL, "kc__runtime_open: not a backend table");
   kc_options opt;
-  if (user_opt) opt = *user_opt;
-  else kc_options_init(&opt);
+  kc_status st = options_read(user_opt, &opt);
+  if (st) return st;
   kc__heap heap = {opt.alloc ? opt.alloc : kc__libc_alloc, opt.alloc_ud};
   kc_runtime *rt = heap.fn(heap.ud, NULL, sizeof *rt);
   if (!rt) return kc__err(NULL, KC_ENOMEM, "kc_runtime_create: out of memory");
@@ -81,7 +135,7 @@ kc_status kc__runtime_open(const kc_options *user_opt, const kc__backend *be, kc
   atomic_init(&rt->world, 1);
   atomic_init(&rt->fast_world, 1);
   rt->opt = opt;
-  kc_status st;
+  kc__log_setup(rt);
 #define KC__OOM(label)                                                         \
   do {                                                                         \
     st = kc__err(NULL, KC_ENOMEM, "kc_runtime_create: out of memory");        \
@@ -176,10 +230,8 @@ const char *kc_device_name(const kc_runtime *rt, int index) {
 
 /* ------------------------------------------------------------ statistics */
 
-void kc_stats_get(kc_runtime *rt, kc_stats *out) {
-  if (!out) return;
-  memset(out, 0, sizeof *out);
-  if (!rt) return;
+/* Every counter of rt into *out (this library's struct, zeroed). */
+static void stats_fill(kc_runtime *rt, kc_stats *out) {
   out->compiles = kc__load_relaxed(&rt->n_compiles);
   out->compile_failures = kc__load_relaxed(&rt->n_compile_failures);
   out->links = kc__load_relaxed(&rt->n_links);
@@ -199,5 +251,17 @@ void kc_stats_get(kc_runtime *rt, kc_stats *out) {
     for (const kc_args *a = k->bound; a; a = a->next) out->fast_hits += kc__load_relaxed(&a->hits);
   }
   kc__unlock(&rt->kernels_lock);
+}
+
+kc_status kc_stats_get_size(kc_runtime *rt, kc_stats *out, size_t size) {
+  if (!out) return kc__err(rt, KC_EINVAL, "kc_stats_get: out is NULL");
+  kc_status st = abi_check(rt, "kc_stats", out, size, KC__STATS_MIN_SIZE, sizeof(kc_stats));
+  if (st) return st;
+  kc_stats s;
+  memset(&s, 0, sizeof s);
+  if (rt) stats_fill(rt, &s);
+  s.size = size < sizeof s ? size : sizeof s;
+  memcpy(out, &s, s.size); /* a newer caller's fields past it stay 0 */
+  return rt ? KC_OK : kc__err(NULL, KC_EINVAL, "kc_stats_get: rt is NULL");
 }
 
