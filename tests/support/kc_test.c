@@ -1,4 +1,7 @@
-/* kc_test.c -- the helpers declared in kc_test.h. */
+/* SPDX-License-Identifier: MIT */
+/* kc_test.c -- the helpers declared in kc_test.h but for processes and
+ * directories (proc.c): the backend, runtimes and what a test made, the
+ * scenario fixture, launches, temporary directories. */
 #include "kc_test.h"
 
 #include <dirent.h>

@@ -1,9 +1,12 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * kc_test.h -- what the kcache test executables share: choosing the backend
- * (from `--backend KIND` or $KC_TEST_BACKEND), skipping when it cannot run
- * here, creating runtimes and contexts on it, checking statuses with the
- * library's message, statistics deltas, and launching the one-buffer
- * kernels most tests use.
+ * kc_test.h -- the tests' support library (tests/support/), what the kcache
+ * test executables share: choosing the backend (from `--backend KIND` or
+ * $KC_TEST_BACKEND), skipping when it cannot run here, creating runtimes and
+ * contexts on it, checking statuses with the library's message, statistics
+ * deltas, launching the one-buffer kernels most tests use, the scenario
+ * fixture (kc_test.c); and capturing a command's output, forked children,
+ * a test's private directory (proc.c).
  *
  * cmocka's assertions longjmp into the test: call them from the test's own
  * thread only. Worker threads record what they saw and the test checks it
@@ -22,6 +25,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "kcache.h"
 
@@ -142,5 +146,42 @@ void kct_mkdtemp(char *out, size_t len, const char *tag);
 void kct_rmrf(const char *path);
 /* Seconds on the monotonic clock. */
 double kct_now(void);
+
+/* A test's private directory as a cmocka setup/teardown pair: the fixture
+ * (fixture_size bytes, zeroed, in *state) starts with
+ * `char root[KCT_DIR_LEN]`, made as kct_mkdtemp(tag) does; the teardown
+ * removes it (kct_rmrf) and frees the fixture. */
+#define KCT_DIR_LEN 512
+int kct_dir_setup(void **state, size_t fixture_size, const char *tag);
+int kct_dir_teardown(void **state);
+
+/* Runs cmd with /bin/sh (popen) and returns its exit status, -1 when it did
+ * not exit; if out, *out gets everything it wrote to the pipe (malloc'd,
+ * NUL-terminated: the caller frees it). Fails the test if the command
+ * cannot be started: test thread only. */
+int kct_capture(const char *cmd, char **out);
+
+/* A forked child with a pipe back to its parent: in the parent, pid and the
+ * pipe's read end; in the child, pid 0 and the write end. After
+ * kct_child_wait: the wait status, and whether the time ran out. */
+typedef struct kct_child {
+  pid_t pid;
+  int fd;
+  int status;     /* waitpid's status (-1: there was no child to wait for) */
+  bool timed_out; /* the child was killed (SIGKILL) when the time ran out */
+} kct_child;
+/* Flushes stdio, makes the pipe (O_CLOEXEC if cloexec: programs the child
+ * runs do not hold it open) and forks. Returns true in the child, which
+ * reports with kct_child_send and ends with _exit; false in the parent.
+ * Fails the test if the pipe or the fork cannot be made. */
+bool kct_fork(kct_child *c, bool cloexec);
+/* In the child: writes len bytes to the parent; false if it could not. */
+bool kct_child_send(const kct_child *c, const void *data, size_t len);
+/* In the parent: reads what the child sends (up to len bytes into buf; the
+ * rest is discarded) until it closes its end, closes ours, and waits for it
+ * to exit. With timeout_s > 0, a child that has not finished by then is
+ * killed (SIGKILL; c->timed_out). Returns the bytes read; c->status gets
+ * the wait status. Never calls cmocka. */
+size_t kct_child_wait(kct_child *c, void *buf, size_t len, double timeout_s);
 
 #endif /* KC_TEST_H */
