@@ -10,21 +10,13 @@
 #include <stdlib.h>
 
 typedef struct fx {
-  char root[512];
+  char root[KCT_DIR_LEN]; /* first: kct_dir_setup makes it */
 } fx;
 
 static int setup(void **state) {
-  fx *f = calloc(1, sizeof *f);
-  st_mkdtemp(f->root, sizeof f->root, kct_backend_name);
-  *state = f;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fx *f = *state;
-  st_rmrf(f->root);
-  free(f);
-  return 0;
+  char tag[64];
+  snprintf(tag, sizeof tag, "store-%s", kct_backend_name);
+  return kct_dir_setup(state, sizeof(fx), tag);
 }
 
 static void fill(kc_runtime *rt) { KCT_OK(rt, st_define(rt)); }
@@ -119,7 +111,7 @@ int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
   unsetenv("KC_CACHE_DISABLE");
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, kct_dir_teardown)
   const struct CMUnitTest tests[] = {
       T(test_round_trip),
       T(test_damage_is_repaired),
