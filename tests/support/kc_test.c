@@ -221,6 +221,20 @@ void kct_fx_open(kct_fixture *f) {
 
 void kct_fx_close(kct_fixture *f) { kct_destroy(f->rt); }
 
+int kct_fx_setup(void **state) {
+  kct_fixture *f = kct_calloc(sizeof *f); /* kct_teardown frees it */
+  *state = f;
+  kct_fx_open(f);
+  return 0;
+}
+
+kc_kernel *kct_define_kernel(kc_runtime *rt, const char *callee, const char *callee_src, const char *kernel,
+                             const char *kernel_src) {
+  kct_define(rt, callee, callee_src);
+  kct_define(rt, kernel, kernel_src);
+  return kct_kernel(rt, kernel, NULL);
+}
+
 void kct_expect_linear(const float *out, uint32_t n, float scale, float add) {
   for (uint32_t i = 0; i < n; i++) {
     float want = (float)i * scale + add;

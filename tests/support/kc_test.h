@@ -128,6 +128,16 @@ typedef struct kct_fixture {
 void kct_fx_open(kct_fixture *f);
 /* Destroys f's runtime (and with it the context and the buffer). */
 void kct_fx_close(kct_fixture *f);
+/* A test that starts from the fixture: KCT_FX_TEST(fn) opens one (in
+ * *state; the test begins `kct_fixture *f = *state;`) and kct_teardown
+ * destroys it with whatever else the test left, unless the test destroyed
+ * the runtime itself. */
+int kct_fx_setup(void **state);
+#define KCT_FX_TEST(f) cmocka_unit_test_setup_teardown(f, kct_fx_setup, kct_teardown)
+/* Defines callee and then kernel (kct_define) and returns a handle on
+ * kernel without parameters: the program most scenarios start from. */
+kc_kernel *kct_define_kernel(kc_runtime *rt, const char *callee, const char *callee_src, const char *kernel,
+                             const char *kernel_src);
 /* Fails the test unless out[i] == i * scale + add for every i < n. */
 void kct_expect_linear(const float *out, uint32_t n, float scale, float add);
 
