@@ -127,6 +127,18 @@ kc_runtime *kct_runtime(kc_options *opt) {
   return rt;
 }
 
+kc_runtime *kct_main_runtime(void) {
+  kc_options opt;
+  kc_options_init(&opt);
+  opt.backend = kct_backend;
+  kc_runtime *rt = NULL;
+  if (kc_runtime_create(&opt, &rt) != KC_OK) {
+    fprintf(stderr, "kc_runtime_create: %s\n", kc_errmsg(NULL));
+    return NULL;
+  }
+  return rt;
+}
+
 kc_context *kct_context(kc_runtime *rt) {
   kc_context *ctx = NULL;
   KCT_OK(rt, kc_context_create(rt, 0, &ctx));
@@ -240,6 +252,24 @@ void kct_expect_linear(const float *out, uint32_t n, float scale, float add) {
     float want = (float)i * scale + add;
     if (out[i] != want) fail_msg("element %u is %g, expected %g", i, (double)out[i], (double)want);
   }
+}
+
+bool kct_report_vfail(kct_report *r, const char *fmt, va_list ap) {
+  if (r->failed++) return false;
+  vsnprintf(r->what, sizeof r->what, fmt, ap);
+  return true;
+}
+
+bool kct_report_fail(kct_report *r, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  bool first = kct_report_vfail(r, fmt, ap);
+  va_end(ap);
+  return first;
+}
+
+void kct_report_check(const char *who, const kct_report *r) {
+  if (r->failed) fail_msg("%s: %d failure(s), the first: %s", who, r->failed, r->what);
 }
 
 bool kct_in_path(const char *prog) {

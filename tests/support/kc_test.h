@@ -81,6 +81,10 @@ const char *kct_group_name(const char *what);
  * kct_teardown destroys the ones a failed test left behind, so a failure
  * does not show up as leaks under ASan too. */
 kc_runtime *kct_runtime(kc_options *opt);
+/* A runtime on the tested backend for main() to share among its tests,
+ * made before cmocka runs: NULL, with the library's message on stderr, if
+ * it cannot be made. Not tracked: main destroys it. */
+kc_runtime *kct_main_runtime(void);
 /* Destroys a runtime made by kct_runtime. */
 void kct_destroy(kc_runtime *rt);
 /* calloc that kct_teardown frees if the test did not (kct_free). */
@@ -140,6 +144,19 @@ kc_kernel *kct_define_kernel(kc_runtime *rt, const char *callee, const char *cal
                              const char *kernel_src);
 /* Fails the test unless out[i] == i * scale + add for every i < n. */
 void kct_expect_linear(const float *out, uint32_t n, float scale, float add);
+
+/* What a worker thread saw (workers never call cmocka): how many failures,
+ * and the first one's message. Zero-initialize it. */
+typedef struct kct_report {
+  int failed;
+  char what[1024];
+} kct_report;
+/* Counts a failure; the first one's message is kept. Returns whether this
+ * was the first. Never calls cmocka. */
+bool kct_report_fail(kct_report *r, const char *fmt, ...) KCT_PRINTF(2, 3);
+bool kct_report_vfail(kct_report *r, const char *fmt, va_list ap) KCT_PRINTF(2, 0);
+/* Fails the test if r holds a failure: "<who>: N failure(s), the first: ...". */
+void kct_report_check(const char *who, const kct_report *r);
 
 /* Process helpers for the store, remote and reliability suites. None of
  * them calls cmocka except kct_mkdtemp. */
