@@ -1,6 +1,6 @@
 /*
  * test_compiler_faults.c -- compilers that misbehave, beyond what
- * tests/test_errors.c covers (a compiler that fails, a silent one that
+ * tests/scenario/test_errors.c covers (a compiler that fails, a silent one that
  * crashes, one that hangs). Here the host compiler is a wrapper around the
  * real one that misbehaves only when the translation unit carries a marker,
  * so every case ends with the user fixing the definition (dropping the

@@ -21,6 +21,16 @@ static int setup(void **state) {
 
 static void fill(kc_runtime *rt) { KCT_OK(rt, st_define(rt)); }
 
+/* Compiles k into f's store on a runtime of its own, then destroys it; path
+ * gets the store's only entry. */
+static void store_k(const fx *f, char *path, size_t len) {
+  kc_runtime *rt = st_runtime(f->root, NULL);
+  fill(rt);
+  st_run_ok(rt, "k", NULL, 0);
+  kc_runtime_destroy(rt);
+  st_only_entry(f->root, path, len);
+}
+
 static void test_round_trip(void **state) {
   fx *f = *state;
   kc_runtime *rt = st_runtime(f->root, NULL);
@@ -45,18 +55,14 @@ static void test_round_trip(void **state) {
 
 static void test_damage_is_repaired(void **state) {
   fx *f = *state;
-  kc_runtime *rt = st_runtime(f->root, NULL);
-  fill(rt);
-  st_run_ok(rt, "k", NULL, 0);
-  kc_runtime_destroy(rt);
   char path[4096];
-  st_only_entry(f->root, path, sizeof path);
+  store_k(f, path, sizeof path);
   size_t n;
   char *b = st_read_file(path, &n);
   b[n - 3] ^= 0x10; /* inside the artifact */
   st_write_file(path, b, n);
   free(b);
-  rt = st_runtime(f->root, NULL);
+  kc_runtime *rt = st_runtime(f->root, NULL);
   fill(rt);
   st_run_ok(rt, "k", NULL, 0);
   kc_stats s = kct_stats(rt);
@@ -77,12 +83,8 @@ static void junk_artifact(kc__entry *e) {
  * repaired. */
 static void test_unloadable_artifact_never_runs(void **state) {
   fx *f = *state;
-  kc_runtime *rt = st_runtime(f->root, NULL);
-  fill(rt);
-  st_run_ok(rt, "k", NULL, 0);
-  kc_runtime_destroy(rt);
   char path[4096];
-  st_only_entry(f->root, path, sizeof path);
+  store_k(f, path, sizeof path);
   size_t n;
   void *b = st_read_file(path, &n);
   kc__entry e;
@@ -95,7 +97,7 @@ static void test_unloadable_artifact_never_runs(void **state) {
   st_write_file(path, img, size);
   free(img);
 
-  rt = st_runtime(f->root, NULL);
+  kc_runtime *rt = st_runtime(f->root, NULL);
   fill(rt);
   st_run_ok(rt, "k", NULL, 0);
   kc_stats s = kct_stats(rt);
