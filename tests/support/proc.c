@@ -85,14 +85,15 @@ static int ms_left(double deadline) {
   return left <= 0 ? 0 : (int)(left * 1000) + 1;
 }
 
-/* Reads from c->fd until the end, len bytes, or the deadline. */
+/* Reads from c->fd until the end or the deadline: the first len bytes into
+ * buf, the rest discarded. */
 static size_t read_report(kct_child *c, char *buf, size_t len, double deadline) {
   size_t got = 0;
   for (;;) {
     struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
-    int ready = poll(&pfd, 1, ms_left(deadline));
+    int ready = ms_left(deadline) == 0 ? 0 : poll(&pfd, 1, ms_left(deadline));
     if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) {
+    if (ready == 0) { /* the time ran out (also for a child that writes without end) */
       c->timed_out = true;
       return got;
     }
