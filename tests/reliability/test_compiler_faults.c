@@ -1,6 +1,6 @@
 /*
  * test_compiler_faults.c -- compilers that misbehave, beyond what
- * tests/test_errors.c covers (a compiler that fails, a silent one that
+ * tests/scenario/test_errors.c covers (a compiler that fails, a silent one that
  * crashes, one that hangs). Here the host compiler is a wrapper around the
  * real one that misbehaves only when the translation unit carries a marker,
  * so every case ends with the user fixing the definition (dropping the
@@ -208,34 +208,23 @@ static void known_or_fail(const fault_case *c, const char *what) {
 static void run_case(const fault_case *c) {
   char store[512];
   rel_mkdtemp(store, sizeof store, "ccstore");
-  int pfd[2];
-  assert_int_equal(pipe2(pfd, O_CLOEXEC), 0); /* not inherited by the compilers */
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
+  kct_child child;
+  if (kct_fork(&child, true)) { /* cloexec: the pipe is not inherited by the compilers */
     /* cmocka catches these to go on with the next test: here they must kill */
     static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
     for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) signal(sigs[i], SIG_DFL);
-    close(pfd[0]);
     char why[1024] = "";
     int code = case_body(c, store, why, sizeof why) ? 0 : 1;
     if (!code && __lsan_do_recoverable_leak_check && __lsan_do_recoverable_leak_check()) {
       snprintf(why, sizeof why, "memory leaked (LeakSanitizer's report is above)");
       code = 1;
     }
-    if (write(pfd[1], why, strlen(why)) < 0) code = 2;
+    if (!kct_child_send(&child, why, strlen(why))) code = 2;
     _exit(code);
   }
-  close(pfd[1]);
   char why[1024] = "";
-  size_t got = 0;
-  for (ssize_t r; got + 1 < sizeof why && (r = read(pfd[0], why + got, sizeof why - 1 - got)) > 0;) got += (size_t)r;
-  why[got] = 0;
-  close(pfd[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  why[kct_child_wait(&child, why, sizeof why - 1, 0)] = 0;
+  int status = child.status;
   rel_rmrf(store);
   char what[1200];
   if (WIFSIGNALED(status)) {

@@ -57,17 +57,15 @@ static _Atomic int stop;
 static double deadline;
 
 typedef struct report {
-  int failed;
-  char what[1024];
+  kct_report k; /* the first failure */
   uint64_t launches, pinned, unpinned, bound, errors_expected, resets, defines, undefines, identical;
 } report;
 
 static void report_fail(report *r, const char *fmt, ...) KCT_PRINTF(2, 3);
 static void report_fail(report *r, const char *fmt, ...) {
-  if (r->failed++) return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(r->what, sizeof r->what, fmt, ap);
+  kct_report_vfail(&r->k, fmt, ap);
   va_end(ap);
   atomic_store(&stop, 1);
 }
@@ -392,10 +390,12 @@ static void test_stress(void **state) {
   assert_int_equal(pthread_join(td, NULL), 0);
   for (int i = 0; i < LAUNCHERS; i++) assert_int_equal(pthread_join(tl[i], NULL), 0);
 
-  if (d.r.failed) fail_msg("definer: %d failure(s), the first: %s", d.r.failed, d.r.what);
+  kct_report_check("definer", &d.r.k);
   uint64_t launches = 0, pinned = 0, unpinned = 0, bound = 0, expected_errors = 0, resets = 0;
   for (int i = 0; i < LAUNCHERS; i++) {
-    if (l[i].r.failed) fail_msg("launcher %d: %d failure(s), the first: %s", i, l[i].r.failed, l[i].r.what);
+    char who[32];
+    snprintf(who, sizeof who, "launcher %d", i);
+    kct_report_check(who, &l[i].r.k);
     launches += l[i].r.launches;
     pinned += l[i].r.pinned;
     unpinned += l[i].r.unpinned;

@@ -23,22 +23,14 @@
 #include <xxhash.h>
 
 typedef struct fx {
-  char root[512];
+  char root[KCT_DIR_LEN]; /* first: kct_dir_setup makes it */
 } fx;
 
-static int setup(void **state) {
-  fx *f = calloc(1, sizeof *f);
-  st_mkdtemp(f->root, sizeof f->root, "t");
-  *state = f;
-  return 0;
-}
+static int setup(void **state) { return kct_dir_setup(state, sizeof(fx), "store-t"); }
 
 static int teardown(void **state) {
-  fx *f = *state;
   st_fail_writes(0, 0, 0);
-  st_rmrf(f->root);
-  free(f);
-  return 0;
+  return kct_dir_teardown(state);
 }
 
 static void sub(const fx *f, const char *name, char *out, size_t len) {
@@ -627,26 +619,17 @@ static void test_a_failure_at_each_write_leaves_nothing_behind(void **state) {
 /* Runs fn in a child process in its own mount namespace; 77 from the child
  * skips the test with the message it wrote. */
 static void in_child(const fx *f, int (*fn)(const fx *f, char *msg, size_t len)) {
-  int pfd[2];
-  assert_int_equal(pipe(pfd), 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    close(pfd[0]);
+  kct_child c;
+  if (kct_fork(&c, false)) {
     char msg[1024] = "";
     int rc = fn(f, msg, sizeof msg);
-    if (write(pfd[1], msg, strlen(msg))) {
-    }
+    kct_child_send(&c, msg, strlen(msg));
     _exit(rc);
   }
-  close(pfd[1]);
   char msg[1024];
-  ssize_t n = read(pfd[0], msg, sizeof msg - 1);
-  msg[n > 0 ? n : 0] = 0;
-  close(pfd[0]);
-  int status;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
+  msg[kct_child_wait(&c, msg, sizeof msg - 1, 0)] = 0;
+  int status = c.status;
+  assert_int_not_equal(status, -1); /* waitpid found the child */
   assert_true(WIFEXITED(status));
   if (WEXITSTATUS(status) == 77) {
     print_message("SKIPPED: %s\n", msg);

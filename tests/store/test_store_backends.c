@@ -10,24 +10,26 @@
 #include <stdlib.h>
 
 typedef struct fx {
-  char root[512];
+  char root[KCT_DIR_LEN]; /* first: kct_dir_setup makes it */
 } fx;
 
 static int setup(void **state) {
-  fx *f = calloc(1, sizeof *f);
-  st_mkdtemp(f->root, sizeof f->root, kct_backend_name);
-  *state = f;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fx *f = *state;
-  st_rmrf(f->root);
-  free(f);
-  return 0;
+  char tag[64];
+  snprintf(tag, sizeof tag, "store-%s", kct_backend_name);
+  return kct_dir_setup(state, sizeof(fx), tag);
 }
 
 static void fill(kc_runtime *rt) { KCT_OK(rt, st_define(rt)); }
+
+/* Compiles k into f's store on a runtime of its own, then destroys it; path
+ * gets the store's only entry. */
+static void store_k(const fx *f, char *path, size_t len) {
+  kc_runtime *rt = st_runtime(f->root, NULL);
+  fill(rt);
+  st_run_ok(rt, "k", NULL, 0);
+  kc_runtime_destroy(rt);
+  st_only_entry(f->root, path, len);
+}
 
 static void test_round_trip(void **state) {
   fx *f = *state;
@@ -53,18 +55,14 @@ static void test_round_trip(void **state) {
 
 static void test_damage_is_repaired(void **state) {
   fx *f = *state;
-  kc_runtime *rt = st_runtime(f->root, NULL);
-  fill(rt);
-  st_run_ok(rt, "k", NULL, 0);
-  kc_runtime_destroy(rt);
   char path[4096];
-  st_only_entry(f->root, path, sizeof path);
+  store_k(f, path, sizeof path);
   size_t n;
   char *b = st_read_file(path, &n);
   b[n - 3] ^= 0x10; /* inside the artifact */
   st_write_file(path, b, n);
   free(b);
-  rt = st_runtime(f->root, NULL);
+  kc_runtime *rt = st_runtime(f->root, NULL);
   fill(rt);
   st_run_ok(rt, "k", NULL, 0);
   kc_stats s = kct_stats(rt);
@@ -85,12 +83,8 @@ static void junk_artifact(kc__entry *e) {
  * repaired. */
 static void test_unloadable_artifact_never_runs(void **state) {
   fx *f = *state;
-  kc_runtime *rt = st_runtime(f->root, NULL);
-  fill(rt);
-  st_run_ok(rt, "k", NULL, 0);
-  kc_runtime_destroy(rt);
   char path[4096];
-  st_only_entry(f->root, path, sizeof path);
+  store_k(f, path, sizeof path);
   size_t n;
   void *b = st_read_file(path, &n);
   kc__entry e;
@@ -103,7 +97,7 @@ static void test_unloadable_artifact_never_runs(void **state) {
   st_write_file(path, img, size);
   free(img);
 
-  rt = st_runtime(f->root, NULL);
+  kc_runtime *rt = st_runtime(f->root, NULL);
   fill(rt);
   st_run_ok(rt, "k", NULL, 0);
   kc_stats s = kct_stats(rt);
@@ -119,7 +113,7 @@ int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
   unsetenv("KC_CACHE_DISABLE");
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, kct_dir_teardown)
   const struct CMUnitTest tests[] = {
       T(test_round_trip),
       T(test_damage_is_repaired),

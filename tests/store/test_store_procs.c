@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 typedef struct fx {
-  char root[512];
+  char root[KCT_DIR_LEN]; /* first: kct_dir_setup makes it */
   char cache[600];
   char wrapper[600];
   char count[600];
@@ -26,20 +26,12 @@ typedef struct fx {
 } fx;
 
 static int setup(void **state) {
-  fx *f = calloc(1, sizeof *f);
-  st_mkdtemp(f->root, sizeof f->root, "p");
+  kct_dir_setup(state, sizeof(fx), "store-p");
+  fx *f = *state;
   snprintf(f->cache, sizeof f->cache, "%s/cache", f->root);
   snprintf(f->count, sizeof f->count, "%s/compiles", f->root);
   snprintf(f->mark, sizeof f->mark, "%s/started", f->root);
   st_wrapper(f->root, f->wrapper, sizeof f->wrapper);
-  *state = f;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fx *f = *state;
-  st_rmrf(f->root);
-  free(f);
   return 0;
 }
 
@@ -50,21 +42,16 @@ typedef struct report {
   double seconds; /* from the start signal to the result */
 } report;
 
+/* How long the parent waits for a child's report before it kills the child
+ * and fails the test (the slowest, a waiter bound by 60 s, ends sooner). */
+#define COLLECT_SECONDS 120
+
 /* A child: waits for the pipe `go` to close (go[0] -1: starts at once),
  * runs k on the shared store with the wrapper compiler, writes its report,
  * exits. lock_ms 0: the default. */
-static pid_t spawn(const fx *f, const int go[2], uint32_t lock_ms, const char *sleep_secs, int *rfd) {
-  int p[2];
-  assert_int_equal(pipe(p), 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid) {
-    close(p[1]);
-    *rfd = p[0];
-    return pid;
-  }
-  close(p[0]);
+static kct_child spawn(const fx *f, const int go[2], uint32_t lock_ms, const char *sleep_secs) {
+  kct_child c;
+  if (!kct_fork(&c, false)) return c;
   if (go[1] >= 0) close(go[1]);
   setpgid(0, 0); /* its compiler (and the wrapper's sleep) in its group */
   if (sleep_secs) {
@@ -73,9 +60,9 @@ static pid_t spawn(const fx *f, const int go[2], uint32_t lock_ms, const char *s
   }
   setenv("KC_TEST_COUNT", f->count, 1);
   setenv("TMPDIR", f->root, 1); /* a killed child's work directory goes with the test's */
-  char c;
+  char byte;
   if (go[0] >= 0) {
-    while (read(go[0], &c, 1) < 0 && errno == EINTR) {
+    while (read(go[0], &byte, 1) < 0 && errno == EINTR) {
     }
   }
   double t0 = st_now();
@@ -96,19 +83,19 @@ static pid_t spawn(const fx *f, const int go[2], uint32_t lock_ms, const char *s
     kc_runtime_destroy(rt);
   }
   r.seconds = st_now() - t0;
-  if (write(p[1], &r, sizeof r) != sizeof r) _exit(3);
+  if (!kct_child_send(&c, &r, sizeof r)) _exit(3);
   _exit(0);
 }
 
-static report collect(pid_t pid, int rfd) {
+/* The child's report; fails the test if it sends none within the bound. */
+static report collect(kct_child *c) {
   report r;
   memset(&r, 0, sizeof r);
   r.status = -1;
-  ssize_t n = read(rfd, &r, sizeof r);
-  close(rfd);
-  int st;
-  waitpid(pid, &st, 0);
-  if (n != sizeof r) fail_msg("child %d sent no report (exit status %d)", (int)pid, st);
+  pid_t pid = c->pid;
+  size_t n = kct_child_wait(c, &r, sizeof r, COLLECT_SECONDS);
+  if (c->timed_out) fail_msg("child %d sent no report within %d s (killed)", (int)pid, COLLECT_SECONDS);
+  if (n != sizeof r) fail_msg("child %d sent no report (exit status %d)", (int)pid, c->status);
   return r;
 }
 
@@ -126,17 +113,16 @@ static void test_eight_processes_compile_once(void **state) {
   enum { N = 8 };
   int go[2];
   assert_int_equal(pipe(go), 0);
-  pid_t pid[N];
-  int rfd[N];
+  kct_child child[N];
   /* a slow compile, so that all eight are waiting while the first compiles */
   setenv("KC_TEST_SLEEP", "0.5", 1);
-  for (int i = 0; i < N; i++) pid[i] = spawn(f, go, 0, NULL, &rfd[i]);
+  for (int i = 0; i < N; i++) child[i] = spawn(f, go, 0, NULL);
   unsetenv("KC_TEST_SLEEP");
   close(go[0]);
   close(go[1]); /* all start together */
   uint64_t compiles = 0, hits = 0;
   for (int i = 0; i < N; i++) {
-    report r = collect(pid[i], rfd[i]);
+    report r = collect(&child[i]);
     if (r.status) fail_msg("process %d: %s", i, kc_status_name((kc_status)r.status));
     compiles += r.compiles;
     hits += r.disk_hits;
@@ -152,22 +138,21 @@ static void test_eight_processes_compile_once(void **state) {
 
 static void test_killed_holder_releases_its_waiters(void **state) {
   fx *f = *state;
-  int ra, rb;
   static const int now[2] = {-1, -1};
-  pid_t a = spawn(f, now, 0, "60", &ra); /* holds the lock, compiling for a minute */
+  kct_child a = spawn(f, now, 0, "60"); /* holds the lock, compiling for a minute */
   if (!wait_for(f->mark, 20)) {
-    kill(-a, SIGKILL);
+    kill(-a.pid, SIGKILL);
     fail_msg("the holder never started compiling");
   }
-  pid_t b = spawn(f, now, 60000, NULL, &rb); /* would wait up to a minute */
+  kct_child b = spawn(f, now, 60000, NULL); /* would wait up to a minute */
   usleep(300000);
   double killed = st_now();
-  kill(a, SIGKILL); /* the holder only: its compiler must not keep the lock */
-  report r = collect(b, rb);
+  kill(a.pid, SIGKILL); /* the holder only: its compiler must not keep the lock */
+  report r = collect(&b);
   double after = st_now() - killed;
-  kill(-a, SIGKILL); /* now the orphaned wrapper too */
-  close(ra);
-  waitpid(a, NULL, 0);
+  kill(-a.pid, SIGKILL); /* now the orphaned wrapper too */
+  close(a.fd);
+  waitpid(a.pid, NULL, 0);
   print_message("waiter finished %.2f s after the holder was killed (bound 60 s): %llu compile(s)\n", after,
                 (unsigned long long)r.compiles);
   assert_int_equal(r.status, KC_OK);
@@ -179,18 +164,17 @@ static void test_killed_holder_releases_its_waiters(void **state) {
 
 static void test_stuck_holder_delays_waiters_only_up_to_the_bound(void **state) {
   fx *f = *state;
-  int ra, rb;
   static const int now[2] = {-1, -1};
-  pid_t a = spawn(f, now, 0, "60", &ra);
+  kct_child a = spawn(f, now, 0, "60");
   if (!wait_for(f->mark, 20)) {
-    kill(-a, SIGKILL);
+    kill(-a.pid, SIGKILL);
     fail_msg("the holder never started compiling");
   }
-  pid_t b = spawn(f, now, 1000, NULL, &rb); /* gives up after 1 s */
-  report r = collect(b, rb);
-  kill(-a, SIGKILL);
-  close(ra);
-  waitpid(a, NULL, 0);
+  kct_child b = spawn(f, now, 1000, NULL); /* gives up after 1 s */
+  report r = collect(&b);
+  kill(-a.pid, SIGKILL);
+  close(a.fd);
+  waitpid(a.pid, NULL, 0);
   print_message("waiter with a 1 s bound finished in %.2f s: %llu compile(s), %llu lock timeout(s)\n", r.seconds,
                 (unsigned long long)r.compiles, (unsigned long long)r.lock_timeouts);
   assert_int_equal(r.status, KC_OK);
@@ -204,7 +188,7 @@ int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
   unsetenv("KC_CACHE_DISABLE");
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, kct_dir_teardown)
   const struct CMUnitTest tests[] = {
       T(test_eight_processes_compile_once),
       T(test_killed_holder_releases_its_waiters),

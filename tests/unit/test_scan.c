@@ -313,13 +313,7 @@ int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
   kct_memory_only();
-  kc_options opt;
-  kc_options_init(&opt);
-  opt.backend = kct_backend;
-  if (kc_runtime_create(&opt, &rt)) {
-    fprintf(stderr, "kc_runtime_create: %s\n", kc_errmsg(NULL));
-    return 1;
-  }
+  if (!(rt = kct_main_runtime())) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_scan_identifiers_and_calls),
       cmocka_unit_test(test_scan_skips_comments),

@@ -33,35 +33,32 @@ static kc_status run(kct_fixture *f, kc_kernel *k) {
 /* ---------------------------------------------------------- scenario 6 */
 
 static void test_undefined_callee_is_named_then_defined(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kct_define(f.rt, "ku",
+  kct_fixture *f = *state;
+  kct_define(f->rt, "ku",
              "KC_KERNEL void ku(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = missing_fn((float)i); }");
-  kc_kernel *k = kct_kernel(f.rt, "ku", NULL);
-  kc_status st = run(&f, k);
-  expect_either(f.rt, st, KC_ENOTFOUND, KC_ECOMPILE, "launch of a kernel calling an undefined function");
-  KCT_CONTAINS(kc_errmsg(f.rt), "missing_fn");
-  kc_stats s0 = kct_stats(f.rt);
+  kc_kernel *k = kct_kernel(f->rt, "ku", NULL);
+  kc_status st = run(f, k);
+  expect_either(f->rt, st, KC_ENOTFOUND, KC_ECOMPILE, "launch of a kernel calling an undefined function");
+  KCT_CONTAINS(kc_errmsg(f->rt), "missing_fn");
+  kc_stats s0 = kct_stats(f->rt);
   assert_int_equal(s0.compiles, 0);
   assert_int_equal(s0.compile_failures, 1);
 
   /* the failure is remembered for this world: no second compiler run */
-  kc_status st2 = run(&f, k);
+  kc_status st2 = run(f, k);
   assert_int_equal(st2, st);
-  KCT_CONTAINS(kc_errmsg(f.rt), "missing_fn");
+  KCT_CONTAINS(kc_errmsg(f->rt), "missing_fn");
   kc_status st3 = kc_kernel_compile(k);
   assert_int_equal(st3, st);
-  assert_int_equal(kct_stats(f.rt).compile_failures, s0.compile_failures);
+  assert_int_equal(kct_stats(f->rt).compile_failures, s0.compile_failures);
 
-  kct_define(f.rt, "missing_fn", "KC_DEVICE float missing_fn(float x) { return 3.0f * x; }");
-  KCT_OK(f.rt, run(&f, k));
-  kct_expect_linear(f.out, N, 3, 0);
-  kc_stats s1 = kct_stats(f.rt);
+  kct_define(f->rt, "missing_fn", "KC_DEVICE float missing_fn(float x) { return 3.0f * x; }");
+  KCT_OK(f->rt, run(f, k));
+  kct_expect_linear(f->out, N, 3, 0);
+  kc_stats s1 = kct_stats(f->rt);
   assert_int_equal(s1.compiles, 1);
   assert_int_equal(s1.compile_failures, s0.compile_failures);
   assert_int_equal(s1.invalidations, s0.invalidations + 1); /* the remembered failure */
-  kct_fx_close(&f);
 }
 
 /* A kernel that calls the builtin sqrt (spelled `call`, e.g. "sqrt(") is
@@ -121,88 +118,80 @@ static const char SRC_H_BROKEN[] =
     "}\n";
 
 static void test_syntax_error_names_function_and_line(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kct_define(f.rt, "h", SRC_H1);
-  kct_define(f.rt, "k", SRC_K);
-  kc_kernel *k = kct_kernel(f.rt, "k", NULL);
-  KCT_OK(f.rt, run(&f, k));
-  kct_expect_linear(f.out, N, 1, 1);
+  kct_fixture *f = *state;
+  kc_kernel *k = kct_define_kernel(f->rt, "h", SRC_H1, "k", SRC_K);
+  KCT_OK(f->rt, run(f, k));
+  kct_expect_linear(f->out, N, 1, 1);
 
   kc_world pinned;
-  KCT_OK(f.rt, kc_pin(f.rt, &pinned));
-  kc_world wb = kct_define(f.rt, "h", SRC_H_BROKEN); /* defining does not compile */
+  KCT_OK(f->rt, kc_pin(f->rt, &pinned));
+  kc_world wb = kct_define(f->rt, "h", SRC_H_BROKEN); /* defining does not compile */
   assert_int_equal(wb, pinned + 1);
-  KCT_OK(f.rt, run(&f, k)); /* the pinned world still has the good h */
-  kct_expect_linear(f.out, N, 1, 1);
-  KCT_OK(f.rt, kc_unpin(f.rt));
+  KCT_OK(f->rt, run(f, k)); /* the pinned world still has the good h */
+  kct_expect_linear(f->out, N, 1, 1);
+  KCT_OK(f->rt, kc_unpin(f->rt));
 
-  kc_stats s0 = kct_stats(f.rt);
-  KCT_STATUS(f.rt, KC_ECOMPILE, run(&f, k));
-  const char *msg = kc_errmsg(f.rt);
+  kc_stats s0 = kct_stats(f->rt);
+  KCT_STATUS(f->rt, KC_ECOMPILE, run(f, k));
+  const char *msg = kc_errmsg(f->rt);
   KCT_CONTAINS(msg, "h");
   /* the compiler's file and line, from #line 1 "h": gcc and clang (PoCL)
    * write h:2:13, NVRTC h(2) */
   KCT_CONTAINS(msg, kct_backend == KC_BACKEND_CUDA ? "h(2)" : "h:2:");
-  kc_stats s1 = kct_stats(f.rt);
+  kc_stats s1 = kct_stats(f->rt);
   assert_int_equal(s1.compile_failures, s0.compile_failures + 1);
   assert_int_equal(s1.compiles, s0.compiles);
 
   /* cached: the same world does not run the compiler again */
-  KCT_STATUS(f.rt, KC_ECOMPILE, run(&f, k));
-  KCT_CONTAINS(kc_errmsg(f.rt), "h");
-  KCT_STATUS(f.rt, KC_ECOMPILE, kc_kernel_compile(k));
+  KCT_STATUS(f->rt, KC_ECOMPILE, run(f, k));
+  KCT_CONTAINS(kc_errmsg(f->rt), "h");
+  KCT_STATUS(f->rt, KC_ECOMPILE, kc_kernel_compile(k));
   kc_code_info info;
-  KCT_STATUS(f.rt, KC_ECOMPILE, kc_kernel_code(k, &info));
-  assert_int_equal(kct_stats(f.rt).compile_failures, s1.compile_failures);
+  KCT_STATUS(f->rt, KC_ECOMPILE, kc_kernel_code(k, &info));
+  assert_int_equal(kct_stats(f->rt).compile_failures, s1.compile_failures);
 
   /* pinning again now pins the broken world */
-  KCT_OK(f.rt, kc_pin(f.rt, NULL));
-  KCT_STATUS(f.rt, KC_ECOMPILE, run(&f, k));
-  KCT_OK(f.rt, kc_unpin(f.rt));
+  KCT_OK(f->rt, kc_pin(f->rt, NULL));
+  KCT_STATUS(f->rt, KC_ECOMPILE, run(f, k));
+  KCT_OK(f->rt, kc_unpin(f->rt));
 
   /* fixing the definition works */
-  kct_define(f.rt, "h", SRC_H2);
-  KCT_OK(f.rt, run(&f, k));
-  kct_expect_linear(f.out, N, 1, 2);
-  kc_stats s2 = kct_stats(f.rt);
+  kct_define(f->rt, "h", SRC_H2);
+  KCT_OK(f->rt, run(f, k));
+  kct_expect_linear(f->out, N, 1, 2);
+  kc_stats s2 = kct_stats(f->rt);
   assert_int_equal(s2.compiles, s1.compiles + 1);
   assert_int_equal(s2.compile_failures, s1.compile_failures);
-  kct_fx_close(&f);
 }
 
 /* A syntax error in the kernel itself, remembered and then fixed. */
 static void test_compile_failure_is_cached(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kct_define(f.rt, "kbad",
+  kct_fixture *f = *state;
+  kct_define(f->rt, "kbad",
              "KC_KERNEL void kbad(KC_GLOBAL float *y) {\n"
              "  y[kc_global_id(0)] = ;\n"
              "}\n");
-  kc_kernel *k = kct_kernel(f.rt, "kbad", NULL);
-  KCT_STATUS(f.rt, KC_ECOMPILE, run(&f, k));
-  KCT_CONTAINS(kc_errmsg(f.rt), "kbad");
-  KCT_CONTAINS(kc_errmsg(f.rt), kct_backend == KC_BACKEND_CUDA ? "kbad(2)" : "kbad:2:");
-  kc_stats s0 = kct_stats(f.rt);
+  kc_kernel *k = kct_kernel(f->rt, "kbad", NULL);
+  KCT_STATUS(f->rt, KC_ECOMPILE, run(f, k));
+  KCT_CONTAINS(kc_errmsg(f->rt), "kbad");
+  KCT_CONTAINS(kc_errmsg(f->rt), kct_backend == KC_BACKEND_CUDA ? "kbad(2)" : "kbad:2:");
+  kc_stats s0 = kct_stats(f->rt);
   assert_int_equal(s0.compile_failures, 1);
   for (int i = 0; i < 5; i++) {
-    KCT_STATUS(f.rt, KC_ECOMPILE, run(&f, k));
-    KCT_CONTAINS(kc_errmsg(f.rt), "kbad");
+    KCT_STATUS(f->rt, KC_ECOMPILE, run(f, k));
+    KCT_CONTAINS(kc_errmsg(f->rt), "kbad");
   }
   /* an unrelated definition does not make it compile again either */
-  kct_define(f.rt, "unrelated", "KC_DEVICE float unrelated(float x) { return x; }");
-  KCT_STATUS(f.rt, KC_ECOMPILE, run(&f, k));
-  kc_stats s1 = kct_stats(f.rt);
+  kct_define(f->rt, "unrelated", "KC_DEVICE float unrelated(float x) { return x; }");
+  KCT_STATUS(f->rt, KC_ECOMPILE, run(f, k));
+  kc_stats s1 = kct_stats(f->rt);
   assert_int_equal(s1.compile_failures, s0.compile_failures);
   assert_int_equal(s1.compiles, 0);
 
-  kct_define(f.rt, "kbad", "KC_KERNEL void kbad(KC_GLOBAL float *y) { y[kc_global_id(0)] = 5.0f; }");
-  KCT_OK(f.rt, run(&f, k));
-  kct_expect_linear(f.out, N, 0, 5);
-  assert_int_equal(kct_stats(f.rt).compiles, 1);
-  kct_fx_close(&f);
+  kct_define(f->rt, "kbad", "KC_KERNEL void kbad(KC_GLOBAL float *y) { y[kc_global_id(0)] = 5.0f; }");
+  KCT_OK(f->rt, run(f, k));
+  kct_expect_linear(f->out, N, 0, 5);
+  assert_int_equal(kct_stats(f->rt).compiles, 1);
 }
 
 /* Host backend: what a broken compiler gives. A compiler that fails is
@@ -282,9 +271,7 @@ static void test_compiler_word_limits(void **state) {
   kc_runtime *rt = kct_runtime(&o);
   kc_context *ctx = kct_context(rt);
   kc_buffer *buf = kct_buffer(rt, ctx, N);
-  kct_define(rt, "h", SRC_H1);
-  kct_define(rt, "k", SRC_K);
-  kc_kernel *k = kct_kernel(rt, "k", NULL);
+  kc_kernel *k = kct_define_kernel(rt, "h", SRC_H1, "k", SRC_K);
   float out[N];
   KCT_OK(rt, kct_run(k, ctx, buf, N, out)); /* 56 + 56 words reach the compiler */
   kct_expect_linear(out, N, 1, 1);
@@ -345,15 +332,11 @@ static void test_invalid_names(void **state) {
 }
 
 static void test_null_pointers_are_errors(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kc_runtime *rt = f.rt;
-  kct_define(rt, "h", SRC_H1);
-  kct_define(rt, "k", SRC_K);
-  kc_kernel *k = kct_kernel(rt, "k", NULL);
+  kct_fixture *f = *state;
+  kc_runtime *rt = f->rt;
+  kc_kernel *k = kct_define_kernel(rt, "h", SRC_H1, "k", SRC_K);
   kc_dim3 g = {N, 1, 1}, b = {1, 1, 1}, zero = {0, 1, 1};
-  kc_arg args[] = {KC_ARG_BUF(f.buf)};
+  kc_arg args[] = {KC_ARG_BUF(f->buf)};
 
   /* runtime, context, kernel creation */
   KCT_STATUS(NULL, KC_EINVAL, kc_runtime_create(NULL, NULL));
@@ -384,20 +367,20 @@ static void test_null_pointers_are_errors(void **state) {
   assert_int_equal(kc_world_current(NULL), 0);
 
   /* launches */
-  KCT_STATUS(NULL, KC_EINVAL, kc_launch(NULL, f.ctx, &g, &b, args, 1));
+  KCT_STATUS(NULL, KC_EINVAL, kc_launch(NULL, f->ctx, &g, &b, args, 1));
   KCT_STATUS(rt, KC_EINVAL, kc_launch(k, NULL, &g, &b, args, 1));
-  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, f.ctx, NULL, &b, args, 1));
-  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, f.ctx, &g, NULL, args, 1));
-  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, f.ctx, &zero, &b, args, 1));
-  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, f.ctx, &g, &zero, args, 1));
-  expect_either(rt, kc_launch(k, f.ctx, &g, &b, NULL, 1), KC_EINVAL, KC_EARGS, "kc_launch(args NULL)");
+  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, f->ctx, NULL, &b, args, 1));
+  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, f->ctx, &g, NULL, args, 1));
+  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, f->ctx, &zero, &b, args, 1));
+  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, f->ctx, &g, &zero, args, 1));
+  expect_either(rt, kc_launch(k, f->ctx, &g, &b, NULL, 1), KC_EINVAL, KC_EARGS, "kc_launch(args NULL)");
   kc_arg null_buf[] = {KC_ARG_BUF(NULL)};
-  KCT_STATUS(rt, KC_EARGS, kc_launch(k, f.ctx, &g, &b, null_buf, 1));
+  KCT_STATUS(rt, KC_EARGS, kc_launch(k, f->ctx, &g, &b, null_buf, 1));
   /* the same through the fast path, once the handle has cached code */
-  KCT_OK(rt, run(&f, k));
-  KCT_STATUS(rt, KC_EARGS, kc_launch(k, f.ctx, &g, &b, null_buf, 1));
-  expect_either(rt, kc_launch(k, f.ctx, &g, &b, NULL, 1), KC_EINVAL, KC_EARGS, "kc_launch(args NULL)");
-  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, f.ctx, &g, NULL, args, 1));
+  KCT_OK(rt, run(f, k));
+  KCT_STATUS(rt, KC_EARGS, kc_launch(k, f->ctx, &g, &b, null_buf, 1));
+  expect_either(rt, kc_launch(k, f->ctx, &g, &b, NULL, 1), KC_EINVAL, KC_EARGS, "kc_launch(args NULL)");
+  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, f->ctx, &g, NULL, args, 1));
   /* kernels */
   KCT_STATUS(NULL, KC_EINVAL, kc_kernel_compile(NULL));
   kc_code_info info;
@@ -413,13 +396,13 @@ static void test_null_pointers_are_errors(void **state) {
   kc_buffer *nb = (kc_buffer *)&nb;
   KCT_STATUS(NULL, KC_EINVAL, kc_buffer_create(NULL, 16, &nb));
   assert_null(nb);
-  KCT_STATUS(rt, KC_EINVAL, kc_buffer_create(f.ctx, 16, NULL));
-  KCT_STATUS(rt, KC_EINVAL, kc_buffer_create(f.ctx, 0, &nb));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_create(f->ctx, 16, NULL));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_create(f->ctx, 0, &nb));
   float tmp[4] = {0};
   KCT_STATUS(NULL, KC_EINVAL, kc_buffer_write(NULL, 0, tmp, sizeof tmp));
   KCT_STATUS(NULL, KC_EINVAL, kc_buffer_read(NULL, 0, tmp, sizeof tmp));
-  KCT_STATUS(rt, KC_EINVAL, kc_buffer_write(f.buf, 0, NULL, sizeof tmp));
-  KCT_STATUS(rt, KC_EINVAL, kc_buffer_read(f.buf, 0, NULL, sizeof tmp));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_write(f->buf, 0, NULL, sizeof tmp));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_read(f->buf, 0, NULL, sizeof tmp));
 
   /* queries and destroys that take NULL */
   kc_stats s;
@@ -447,72 +430,64 @@ static void test_null_pointers_are_errors(void **state) {
   kc_buffer_destroy(NULL);
 
   /* everything still works */
-  KCT_OK(rt, run(&f, k));
-  kct_expect_linear(f.out, N, 1, 1);
-  kct_fx_close(&f);
+  KCT_OK(rt, run(f, k));
+  kct_expect_linear(f->out, N, 1, 1);
 }
 
 /* A launch with an empty grid or block is KC_EINVAL, on the slow path and
  * on the fast path alike, and runs no work item (OpenCL must not drop an
  * empty y or z dimension and run the rest). */
 static void test_empty_grid_runs_nothing(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kc_runtime *rt = f.rt;
-  kct_define(rt, "h", SRC_H1);
-  kct_define(rt, "k", SRC_K);
-  kc_kernel *k = kct_kernel(rt, "k", NULL);
+  kct_fixture *f = *state;
+  kc_runtime *rt = f->rt;
+  kc_kernel *k = kct_define_kernel(rt, "h", SRC_H1, "k", SRC_K);
   kc_dim3 g = {N, 1, 1}, b = {1, 1, 1};
-  kc_arg args[] = {KC_ARG_BUF(f.buf)};
+  kc_arg args[] = {KC_ARG_BUF(f->buf)};
   kc_dim3 zeros[] = {{0, 1, 1}, {1, 0, 1}, {1, 1, 0}};
   float marker[N];
   for (int i = 0; i < N; i++) marker[i] = -1.0f;
   for (int pass = 0; pass < 2; pass++) { /* 0: nothing cached (slow path), 1: fast path */
-    if (pass == 1) KCT_OK(rt, run(&f, k));
-    KCT_OK(rt, kc_buffer_write(f.buf, 0, marker, sizeof marker));
+    if (pass == 1) KCT_OK(rt, run(f, k));
+    KCT_OK(rt, kc_buffer_write(f->buf, 0, marker, sizeof marker));
     for (int z = 0; z < 3; z++)
       for (int which = 0; which < 2; which++) {
-        kc_status st = which ? kc_launch(k, f.ctx, &g, &zeros[z], args, 1)
-                             : kc_launch(k, f.ctx, &zeros[z], &b, args, 1);
+        kc_status st = which ? kc_launch(k, f->ctx, &g, &zeros[z], args, 1)
+                             : kc_launch(k, f->ctx, &zeros[z], &b, args, 1);
         if (st != KC_EINVAL)
           fail_msg("empty %s {%u,%u,%u} (%s path): %s, expected KC_EINVAL", which ? "block" : "grid",
                    zeros[z].x, zeros[z].y, zeros[z].z, pass ? "fast" : "slow", kc_status_name(st));
         KCT_CONTAINS(kc_errmsg(rt), "at least 1");
-        KCT_OK(rt, kc_context_finish(f.ctx));
-        KCT_OK(rt, kc_buffer_read(f.buf, 0, f.out, sizeof f.out));
+        KCT_OK(rt, kc_context_finish(f->ctx));
+        KCT_OK(rt, kc_buffer_read(f->buf, 0, f->out, sizeof f->out));
         for (int i = 0; i < N; i++)
-          if (f.out[i] != -1.0f)
+          if (f->out[i] != -1.0f)
             fail_msg("empty %s {%u,%u,%u} (%s path) returned %s and ran work item %d (wrote %g)",
                      which ? "block" : "grid", zeros[z].x, zeros[z].y, zeros[z].z, pass ? "fast" : "slow",
-                     kc_status_name(st), i, (double)f.out[i]);
+                     kc_status_name(st), i, (double)f->out[i]);
       }
   }
-  kct_fx_close(&f);
 }
 
 /* The launch fast path leaves grid, block and the arguments to the entry of
  * the linked code (on the host backend, code compiled for the kernel): the
  * same errors as the slow path, for kernels with and without parameters. */
 static void test_fast_path_checks_like_the_slow_path(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kc_runtime *rt = f.rt;
+  kct_fixture *f = *state;
+  kc_runtime *rt = f->rt;
   kct_define(rt, "h", SRC_H1);
   kct_define(rt, "k", SRC_K);
   kct_define(rt, "kz", "KC_KERNEL void kz(void) { }");
   kc_kernel *k = kct_kernel(rt, "k", NULL);
   kc_kernel *kz = kct_kernel(rt, "kz", NULL);
   kc_dim3 g = {N, 1, 1}, b = {1, 1, 1}, zero = {1, 0, 1};
-  kc_arg args[] = {KC_ARG_BUF(f.buf)};
+  kc_arg args[] = {KC_ARG_BUF(f->buf)};
   for (int pass = 0; pass < 2; pass++) { /* 0: slow path (nothing cached), 1: fast path */
     const char *path = pass ? "fast" : "slow";
     if (pass == 1) {
-      KCT_OK(rt, run(&f, k));
-      KCT_OK(rt, kc_launch(kz, f.ctx, &g, &b, NULL, 0));
+      KCT_OK(rt, run(f, k));
+      KCT_OK(rt, kc_launch(kz, f->ctx, &g, &b, NULL, 0));
     } else {
-      KCT_OK(rt, kc_context_reset(f.ctx));
+      KCT_OK(rt, kc_context_reset(f->ctx));
     }
     kc_stats s0 = kct_stats(rt);
     struct {
@@ -534,21 +509,20 @@ static void test_fast_path_checks_like_the_slow_path(void **state) {
         {k, &g, &b, NULL, 0, KC_EARGS, "takes 1 argument, 0 given"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-      if (pass == 0) KCT_OK(rt, kc_context_reset(f.ctx));
-      kc_status st = kc_launch(cases[i].k, f.ctx, cases[i].g, cases[i].b, cases[i].a, cases[i].n);
+      if (pass == 0) KCT_OK(rt, kc_context_reset(f->ctx));
+      kc_status st = kc_launch(cases[i].k, f->ctx, cases[i].g, cases[i].b, cases[i].a, cases[i].n);
       if (st != cases[i].want)
         fail_msg("case %zu (%s path): %s, expected %s", i, path, kc_status_name(st),
                  kc_status_name(cases[i].want));
       KCT_CONTAINS(kc_errmsg(rt), cases[i].msg);
     }
     /* a kernel without parameters ignores args when nargs is 0 */
-    KCT_OK(rt, kc_launch(kz, f.ctx, &g, &b, args, 0));
-    KCT_OK(rt, kc_context_finish(f.ctx));
+    KCT_OK(rt, kc_launch(kz, f->ctx, &g, &b, args, 0));
+    KCT_OK(rt, kc_context_finish(f->ctx));
     kc_stats s1 = kct_stats(rt);
     if (pass == 1) assert_int_equal(s1.slow_lookups, s0.slow_lookups); /* all of it on the fast path */
     assert_int_equal(s1.compiles, 2);
   }
-  kct_fx_close(&f);
 }
 
 static void test_status_table(void **state) {
@@ -579,10 +553,8 @@ static const char SRC_KA[] =
     "}\n";
 
 static void test_wrong_arguments(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kc_runtime *rt = f.rt;
+  kct_fixture *f = *state;
+  kc_runtime *rt = f->rt;
   kct_define(rt, "ka", SRC_KA);
   kc_kernel *k = kct_kernel(rt, "ka", NULL);
   kc_context *other = kct_context(rt);
@@ -598,39 +570,39 @@ static void test_wrong_arguments(void **state) {
   for (int pass = 0; pass < 2; pass++) {
 #define BAD(args, nargs)                                                  \
   do {                                                                    \
-    if (pass == 0) KCT_OK(rt, kc_context_reset(f.ctx));                   \
-    KCT_STATUS(rt, KC_EARGS, kc_launch(k, f.ctx, &g, &b, (args), (nargs))); \
+    if (pass == 0) KCT_OK(rt, kc_context_reset(f->ctx));                   \
+    KCT_STATUS(rt, KC_EARGS, kc_launch(k, f->ctx, &g, &b, (args), (nargs))); \
   } while (0)
     if (pass == 1) {
-      kc_arg ok[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(a), KC_ARG_VAL(n)};
-      KCT_OK(rt, kc_launch(k, f.ctx, &g, &b, ok, 3));
+      kc_arg ok[] = {KC_ARG_BUF(f->buf), KC_ARG_VAL(a), KC_ARG_VAL(n)};
+      KCT_OK(rt, kc_launch(k, f->ctx, &g, &b, ok, 3));
     }
-    kc_arg one[] = {KC_ARG_BUF(f.buf)};
+    kc_arg one[] = {KC_ARG_BUF(f->buf)};
     BAD(one, 1);
     KCT_CONTAINS(kc_errmsg(rt), "takes 3 arguments");
     KCT_CONTAINS(kc_errmsg(rt), "1 given");
-    kc_arg four[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(a), KC_ARG_VAL(n), KC_ARG_VAL(n)};
+    kc_arg four[] = {KC_ARG_BUF(f->buf), KC_ARG_VAL(a), KC_ARG_VAL(n), KC_ARG_VAL(n)};
     BAD(four, 4);
     KCT_CONTAINS(kc_errmsg(rt), "4 given");
     BAD(NULL, 0);
     KCT_CONTAINS(kc_errmsg(rt), "0 given");
-    kc_arg dbl[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(ad), KC_ARG_VAL(n)};
+    kc_arg dbl[] = {KC_ARG_BUF(f->buf), KC_ARG_VAL(ad), KC_ARG_VAL(n)};
     BAD(dbl, 3);
     KCT_CONTAINS(kc_errmsg(rt), "8");
-    kc_arg wide[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(a), KC_ARG_VAL(n64)};
+    kc_arg wide[] = {KC_ARG_BUF(f->buf), KC_ARG_VAL(a), KC_ARG_VAL(n64)};
     BAD(wide, 3);
-    kc_arg buf_for_scalar[] = {KC_ARG_BUF(f.buf), KC_ARG_BUF(f.buf), KC_ARG_VAL(n)};
+    kc_arg buf_for_scalar[] = {KC_ARG_BUF(f->buf), KC_ARG_BUF(f->buf), KC_ARG_VAL(n)};
     BAD(buf_for_scalar, 3);
     KCT_CONTAINS(kc_errmsg(rt), "scalar");
     kc_arg scalar_for_buf[] = {KC_ARG_VAL(a), KC_ARG_VAL(a), KC_ARG_VAL(n)};
     BAD(scalar_for_buf, 3);
     KCT_CONTAINS(kc_errmsg(rt), "buffer");
-    kc_arg sized_buf[] = {{f.buf, 4, KC_ARG_BUFFER}, KC_ARG_VAL(a), KC_ARG_VAL(n)};
+    kc_arg sized_buf[] = {{f->buf, 4, KC_ARG_BUFFER}, KC_ARG_VAL(a), KC_ARG_VAL(n)};
     BAD(sized_buf, 3);
     KCT_CONTAINS(kc_errmsg(rt), "whose size is 0");
-    kc_arg bad_kind[] = {KC_ARG_BUF(f.buf), {&a, sizeof a, 7u}, KC_ARG_VAL(n)};
+    kc_arg bad_kind[] = {KC_ARG_BUF(f->buf), {&a, sizeof a, 7u}, KC_ARG_VAL(n)};
     BAD(bad_kind, 3);
-    kc_arg null_val[] = {KC_ARG_BUF(f.buf), {NULL, sizeof a, KC_ARG_SCALAR}, KC_ARG_VAL(n)};
+    kc_arg null_val[] = {KC_ARG_BUF(f->buf), {NULL, sizeof a, KC_ARG_SCALAR}, KC_ARG_VAL(n)};
     BAD(null_val, 3);
     kc_arg wrong_ctx[] = {KC_ARG_BUF(foreign), KC_ARG_VAL(a), KC_ARG_VAL(n)};
     BAD(wrong_ctx, 3);
@@ -642,28 +614,25 @@ static void test_wrong_arguments(void **state) {
 
   /* nothing was launched by the bad calls, and good ones still work */
   kc_stats s0 = kct_stats(rt);
-  kc_arg ok[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(a), KC_ARG_VAL(n)};
-  KCT_OK(rt, kc_launch(k, f.ctx, &g, &b, ok, 3));
-  KCT_OK(rt, kc_context_finish(f.ctx));
-  KCT_OK(rt, kc_buffer_read(f.buf, 0, f.out, sizeof f.out));
-  kct_expect_linear(f.out, N, 0, 2.5f);
+  kc_arg ok[] = {KC_ARG_BUF(f->buf), KC_ARG_VAL(a), KC_ARG_VAL(n)};
+  KCT_OK(rt, kc_launch(k, f->ctx, &g, &b, ok, 3));
+  KCT_OK(rt, kc_context_finish(f->ctx));
+  KCT_OK(rt, kc_buffer_read(f->buf, 0, f->out, sizeof f->out));
+  kct_expect_linear(f->out, N, 0, 2.5f);
   kc_stats s1 = kct_stats(rt);
   assert_int_equal(s1.fast_hits, s0.fast_hits + 1);
   assert_int_equal(s1.compiles, 1);
-  kct_fx_close(&f);
 }
 
 static void test_recursion_is_rejected(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kc_runtime *rt = f.rt;
+  kct_fixture *f = *state;
+  kc_runtime *rt = f->rt;
   /* mutual: kernel -> ping_fn -> pong_fn -> ping_fn */
   kct_define(rt, "ping_fn", "KC_DEVICE float ping_fn(float x) { return x <= 0.0f ? 0.0f : pong_fn(x - 1.0f); }");
   kct_define(rt, "pong_fn", "KC_DEVICE float pong_fn(float x) { return ping_fn(x) + 1.0f; }");
   kct_define(rt, "km", "KC_KERNEL void km(KC_GLOBAL float *y) { y[kc_global_id(0)] = ping_fn(3.0f); }");
   kc_kernel *km = kct_kernel(rt, "km", NULL);
-  KCT_STATUS(rt, KC_ERECURSION, run(&f, km));
+  KCT_STATUS(rt, KC_ERECURSION, run(f, km));
   KCT_CONTAINS(kc_errmsg(rt), "ping_fn");
   KCT_CONTAINS(kc_errmsg(rt), "pong_fn");
   KCT_STATUS(rt, KC_ERECURSION, kc_kernel_compile(km));
@@ -675,96 +644,85 @@ static void test_recursion_is_rejected(void **state) {
   kct_define(rt, "self_fn", "KC_DEVICE float self_fn(float x) { return x <= 0.0f ? 0.0f : self_fn(x - 1.0f); }");
   kct_define(rt, "ks", "KC_KERNEL void ks(KC_GLOBAL float *y) { y[kc_global_id(0)] = self_fn(3.0f); }");
   kc_kernel *ks = kct_kernel(rt, "ks", NULL);
-  KCT_STATUS(rt, KC_ERECURSION, run(&f, ks));
+  KCT_STATUS(rt, KC_ERECURSION, run(f, ks));
   KCT_CONTAINS(kc_errmsg(rt), "self_fn");
 
   /* a kernel that calls itself */
   kct_define(rt, "kself", "KC_KERNEL void kself(KC_GLOBAL float *y) { if (y[0] > 1.0f) kself(y); }");
   kc_kernel *kself = kct_kernel(rt, "kself", NULL);
-  KCT_STATUS(rt, KC_ERECURSION, run(&f, kself));
+  KCT_STATUS(rt, KC_ERECURSION, run(f, kself));
   KCT_CONTAINS(kc_errmsg(rt), "kself");
   assert_int_equal(kct_stats(rt).compiles, 0);
 
   /* breaking the cycle makes it work */
   kct_define(rt, "pong_fn", "KC_DEVICE float pong_fn(float x) { return x + 10.0f; }");
-  KCT_OK(rt, run(&f, km));
-  kct_expect_linear(f.out, N, 0, 12.0f); /* ping_fn(3) = pong_fn(2) = 12 */
-  kct_fx_close(&f);
+  KCT_OK(rt, run(f, km));
+  kct_expect_linear(f->out, N, 0, 12.0f); /* ping_fn(3) = pong_fn(2) = 12 */
 }
 
 static void test_undefine(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kc_runtime *rt = f.rt;
+  kct_fixture *f = *state;
+  kc_runtime *rt = f->rt;
   kc_world w0 = kc_world_latest(rt);
   KCT_STATUS(rt, KC_ENOTFOUND, kc_undefine(rt, "never_defined", NULL));
   KCT_CONTAINS(kc_errmsg(rt), "never_defined");
   assert_int_equal(kc_world_latest(rt), w0);
 
-  kct_define(rt, "h", SRC_H1);
-  kct_define(rt, "k", SRC_K);
-  kc_kernel *k = kct_kernel(rt, "k", NULL);
-  KCT_OK(rt, run(&f, k));
-  kct_expect_linear(f.out, N, 1, 1);
+  kc_kernel *k = kct_define_kernel(rt, "h", SRC_H1, "k", SRC_K);
+  KCT_OK(rt, run(f, k));
+  kct_expect_linear(f->out, N, 1, 1);
   kc_stats s0 = kct_stats(rt);
   kc_world w = 0;
   KCT_OK(rt, kc_undefine(rt, "h", &w));
   assert_int_equal(w, s0.world + 1);
   assert_int_equal(kct_stats(rt).invalidations, s0.invalidations + 1);
-  kc_status st = run(&f, k);
+  kc_status st = run(f, k);
   expect_either(rt, st, KC_ENOTFOUND, KC_ECOMPILE, "launch after undefining its callee");
   KCT_CONTAINS(kc_errmsg(rt), "h");
   KCT_STATUS(rt, KC_ENOTFOUND, kc_undefine(rt, "h", NULL)); /* twice */
   assert_int_equal(kc_world_latest(rt), w);
 
   kct_define(rt, "h", SRC_H2);
-  KCT_OK(rt, run(&f, k));
-  kct_expect_linear(f.out, N, 1, 2);
+  KCT_OK(rt, run(f, k));
+  kct_expect_linear(f->out, N, 1, 2);
 
   /* undefining the kernel itself */
   KCT_OK(rt, kc_undefine(rt, "k", NULL));
-  KCT_STATUS(rt, KC_ENOTFOUND, run(&f, k));
+  KCT_STATUS(rt, KC_ENOTFOUND, run(f, k));
   KCT_CONTAINS(kc_errmsg(rt), "k");
-  kct_fx_close(&f);
 }
 
 static void test_buffer_ranges(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kc_runtime *rt = f.rt;
+  kct_fixture *f = *state;
+  kc_runtime *rt = f->rt;
   const size_t size = N * sizeof(float);
   char tmp[2 * N * sizeof(float)];
   memset(tmp, 1, sizeof tmp);
-  KCT_STATUS(rt, KC_EINVAL, kc_buffer_write(f.buf, size - 4, tmp, 8));
-  KCT_STATUS(rt, KC_EINVAL, kc_buffer_write(f.buf, 0, tmp, size + 1));
-  KCT_STATUS(rt, KC_EINVAL, kc_buffer_write(f.buf, size + 1, tmp, 0));
-  KCT_STATUS(rt, KC_EINVAL, kc_buffer_write(f.buf, 8, tmp, SIZE_MAX));
-  KCT_STATUS(rt, KC_EINVAL, kc_buffer_read(f.buf, SIZE_MAX, tmp, 2));
-  KCT_STATUS(rt, KC_EINVAL, kc_buffer_read(f.buf, 1, tmp, size));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_write(f->buf, size - 4, tmp, 8));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_write(f->buf, 0, tmp, size + 1));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_write(f->buf, size + 1, tmp, 0));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_write(f->buf, 8, tmp, SIZE_MAX));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_read(f->buf, SIZE_MAX, tmp, 2));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_read(f->buf, 1, tmp, size));
   KCT_CONTAINS(kc_errmsg(rt), "outside");
   /* exactly the buffer, and empty copies at its end, are fine */
   float pattern[N];
   for (int i = 0; i < N; i++) pattern[i] = (float)i * 0.25f;
-  KCT_OK(rt, kc_buffer_write(f.buf, 0, pattern, size));
-  KCT_OK(rt, kc_buffer_write(f.buf, size, tmp, 0));
-  KCT_OK(rt, kc_buffer_read(f.buf, size, tmp, 0));
+  KCT_OK(rt, kc_buffer_write(f->buf, 0, pattern, size));
+  KCT_OK(rt, kc_buffer_write(f->buf, size, tmp, 0));
+  KCT_OK(rt, kc_buffer_read(f->buf, size, tmp, 0));
   float back[N];
-  KCT_OK(rt, kc_buffer_read(f.buf, 0, back, size));
+  KCT_OK(rt, kc_buffer_read(f->buf, 0, back, size));
   assert_memory_equal(back, pattern, size);
-  KCT_OK(rt, kc_buffer_read(f.buf, size - sizeof(float), back, sizeof(float)));
+  KCT_OK(rt, kc_buffer_read(f->buf, size - sizeof(float), back, sizeof(float)));
   assert_true(back[0] == pattern[N - 1]);
-  kct_fx_close(&f);
 }
 
 static void test_undefined_kernel(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kc_runtime *rt = f.rt;
+  kct_fixture *f = *state;
+  kc_runtime *rt = f->rt;
   kc_kernel *k = kct_kernel(rt, "nosuch", NULL); /* handles may precede definitions */
-  KCT_STATUS(rt, KC_ENOTFOUND, run(&f, k));
+  KCT_STATUS(rt, KC_ENOTFOUND, run(f, k));
   KCT_CONTAINS(kc_errmsg(rt), "nosuch");
   KCT_STATUS(rt, KC_ENOTFOUND, kc_kernel_compile(k));
   kc_code_info info;
@@ -774,17 +732,14 @@ static void test_undefined_kernel(void **state) {
   assert_int_equal(kct_stats(rt).compile_failures, 0);
 
   kct_define(rt, "nosuch", "KC_KERNEL void nosuch(KC_GLOBAL float *y) { y[kc_global_id(0)] = 9.0f; }");
-  KCT_OK(rt, run(&f, k));
-  kct_expect_linear(f.out, N, 0, 9);
-  kct_fx_close(&f);
+  KCT_OK(rt, run(f, k));
+  kct_expect_linear(f->out, N, 0, 9);
 }
 
 static void test_launch_on_destroyed_context(void **state) {
   (void)state;
   kc_runtime *rt = kct_runtime(NULL);
-  kct_define(rt, "h", SRC_H1);
-  kct_define(rt, "k", SRC_K);
-  kc_kernel *k = kct_kernel(rt, "k", NULL);
+  kc_kernel *k = kct_define_kernel(rt, "h", SRC_H1, "k", SRC_K);
   kc_context *ctx = kct_context(rt);
   kc_dim3 one = {1, 1, 1};
   kc_context_destroy(ctx); /* before any launch: nothing cached */
@@ -797,10 +752,8 @@ static void test_launch_on_destroyed_context(void **state) {
 /* Bound arguments: every check kc_launch makes, made when binding (and
  * when replacing one), and the launch's own checks on both its paths. */
 static void test_bound_argument_errors(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kc_runtime *rt = f.rt;
+  kct_fixture *f = *state;
+  kc_runtime *rt = f->rt;
   kct_define(rt, "ka", SRC_KA);
   kc_kernel *k = kct_kernel(rt, "ka", NULL);
   kc_context *other = kct_context(rt);
@@ -809,25 +762,25 @@ static void test_bound_argument_errors(void **state) {
   float a = 2.5f;
   double ad = 2.5;
   int n = N;
-  kc_arg ok[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(a), KC_ARG_VAL(n)};
+  kc_arg ok[] = {KC_ARG_BUF(f->buf), KC_ARG_VAL(a), KC_ARG_VAL(n)};
   kc_args *bound = (kc_args *)&bound;
 
   /* binding */
-  KCT_STATUS(rt, KC_EINVAL, kc_args_create(k, f.ctx, ok, 3, NULL));
-  KCT_STATUS(NULL, KC_EINVAL, kc_args_create(NULL, f.ctx, ok, 3, &bound));
+  KCT_STATUS(rt, KC_EINVAL, kc_args_create(k, f->ctx, ok, 3, NULL));
+  KCT_STATUS(NULL, KC_EINVAL, kc_args_create(NULL, f->ctx, ok, 3, &bound));
   assert_null(bound);
   KCT_STATUS(rt, KC_EINVAL, kc_args_create(k, NULL, ok, 3, &bound));
-  kc_arg one[] = {KC_ARG_BUF(f.buf)};
-  KCT_STATUS(rt, KC_EARGS, kc_args_create(k, f.ctx, one, 1, &bound));
+  kc_arg one[] = {KC_ARG_BUF(f->buf)};
+  KCT_STATUS(rt, KC_EARGS, kc_args_create(k, f->ctx, one, 1, &bound));
   KCT_CONTAINS(kc_errmsg(rt), "takes 3 arguments, 1 given");
-  KCT_STATUS(rt, KC_EINVAL, kc_args_create(k, f.ctx, NULL, 3, &bound));
-  kc_arg dbl[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(ad), KC_ARG_VAL(n)};
-  KCT_STATUS(rt, KC_EARGS, kc_args_create(k, f.ctx, dbl, 3, &bound));
+  KCT_STATUS(rt, KC_EINVAL, kc_args_create(k, f->ctx, NULL, 3, &bound));
+  kc_arg dbl[] = {KC_ARG_BUF(f->buf), KC_ARG_VAL(ad), KC_ARG_VAL(n)};
+  KCT_STATUS(rt, KC_EARGS, kc_args_create(k, f->ctx, dbl, 3, &bound));
   KCT_CONTAINS(kc_errmsg(rt), "8");
-  kc_arg null_val[] = {KC_ARG_BUF(f.buf), {NULL, sizeof a, KC_ARG_SCALAR}, KC_ARG_VAL(n)};
-  KCT_STATUS(rt, KC_EARGS, kc_args_create(k, f.ctx, null_val, 3, &bound));
+  kc_arg null_val[] = {KC_ARG_BUF(f->buf), {NULL, sizeof a, KC_ARG_SCALAR}, KC_ARG_VAL(n)};
+  KCT_STATUS(rt, KC_EARGS, kc_args_create(k, f->ctx, null_val, 3, &bound));
   kc_arg wrong_ctx[] = {KC_ARG_BUF(foreign), KC_ARG_VAL(a), KC_ARG_VAL(n)};
-  KCT_STATUS(rt, KC_EARGS, kc_args_create(k, f.ctx, wrong_ctx, 3, &bound));
+  KCT_STATUS(rt, KC_EARGS, kc_args_create(k, f->ctx, wrong_ctx, 3, &bound));
   KCT_CONTAINS(kc_errmsg(rt), "another context");
   assert_null(bound);
   kc_runtime *rt2 = kct_runtime(NULL);
@@ -835,46 +788,46 @@ static void test_bound_argument_errors(void **state) {
   KCT_STATUS(rt, KC_EINVAL, kc_args_create(k, ctx2, ok, 3, &bound));
   kct_destroy(rt2);
   kc_kernel *undefined = kct_kernel(rt, "nowhere", NULL);
-  KCT_STATUS(rt, KC_ENOTFOUND, kc_args_create(undefined, f.ctx, NULL, 0, &bound));
+  KCT_STATUS(rt, KC_ENOTFOUND, kc_args_create(undefined, f->ctx, NULL, 0, &bound));
   KCT_CONTAINS(kc_errmsg(rt), "nowhere");
 
-  KCT_OK(rt, kc_args_create(k, f.ctx, ok, 3, &bound));
+  KCT_OK(rt, kc_args_create(k, f->ctx, ok, 3, &bound));
   for (int pass = 0; pass < 2; pass++) { /* 0: slow path (nothing cached), 1: fast path */
-    if (pass == 0) KCT_OK(rt, kc_context_reset(f.ctx));
+    if (pass == 0) KCT_OK(rt, kc_context_reset(f->ctx));
     else KCT_OK(rt, kc_launch_args(bound, &g, &b));
     KCT_STATUS(rt, KC_EINVAL, kc_launch_args(bound, NULL, &b));
     KCT_CONTAINS(kc_errmsg(rt), "NULL");
-    if (pass == 0) KCT_OK(rt, kc_context_reset(f.ctx));
+    if (pass == 0) KCT_OK(rt, kc_context_reset(f->ctx));
     KCT_STATUS(rt, KC_EINVAL, kc_launch_args(bound, &g, NULL));
-    if (pass == 0) KCT_OK(rt, kc_context_reset(f.ctx));
+    if (pass == 0) KCT_OK(rt, kc_context_reset(f->ctx));
     KCT_STATUS(rt, KC_EINVAL, kc_launch_args(bound, &zero, &b));
     KCT_CONTAINS(kc_errmsg(rt), "at least 1");
-    if (pass == 0) KCT_OK(rt, kc_context_reset(f.ctx));
+    if (pass == 0) KCT_OK(rt, kc_context_reset(f->ctx));
     KCT_STATUS(rt, KC_EINVAL, kc_launch_args(bound, &g, &zero));
   }
   KCT_STATUS(NULL, KC_EINVAL, kc_launch_args(NULL, &g, &b));
 
   /* replacing one argument: checked, and a failure changes nothing */
-  KCT_STATUS(NULL, KC_EINVAL, kc_args_set(NULL, 0, KC_ARG_BUF(f.buf)));
+  KCT_STATUS(NULL, KC_EINVAL, kc_args_set(NULL, 0, KC_ARG_BUF(f->buf)));
   KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 3, KC_ARG_VAL(n)));
   KCT_CONTAINS(kc_errmsg(rt), "does not exist");
   KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 0, KC_ARG_VAL(a)));
   KCT_CONTAINS(kc_errmsg(rt), "buffer");
   KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 0, KC_ARG_BUF(NULL)));
-  KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 0, ((kc_arg){f.buf, 4, KC_ARG_BUFFER})));
+  KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 0, ((kc_arg){f->buf, 4, KC_ARG_BUFFER})));
   KCT_CONTAINS(kc_errmsg(rt), "whose size is 0");
   KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 0, KC_ARG_BUF(foreign)));
   KCT_CONTAINS(kc_errmsg(rt), "another context");
-  KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 1, KC_ARG_BUF(f.buf)));
+  KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 1, KC_ARG_BUF(f->buf)));
   KCT_CONTAINS(kc_errmsg(rt), "scalar");
   KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 1, KC_ARG_VAL(ad)));
   KCT_CONTAINS(kc_errmsg(rt), "8");
   KCT_STATUS(rt, KC_EARGS, kc_args_set(bound, 2, ((kc_arg){NULL, sizeof n, KC_ARG_SCALAR})));
-  KCT_OK(rt, kct_run_args(bound, f.ctx, f.buf, N, f.out));
-  kct_expect_linear(f.out, N, 0, 2.5f); /* the arguments as bound */
+  KCT_OK(rt, kct_run_args(bound, f->ctx, f->buf, N, f->out));
+  kct_expect_linear(f->out, N, 0, 2.5f); /* the arguments as bound */
 
   /* the context destroyed, and another one created in its place */
-  kc_context_destroy(f.ctx);
+  kc_context_destroy(f->ctx);
   KCT_STATUS(rt, KC_EDESTROYED, kc_launch_args(bound, &g, &b));
   KCT_CONTAINS(kc_errmsg(rt), "destroyed");
   kc_context *again = kct_context(rt); /* may reuse the destroyed one's memory */
@@ -886,17 +839,12 @@ static void test_bound_argument_errors(void **state) {
 
 /* A context of another runtime is not a context of this one. */
 static void test_context_of_another_runtime(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
+  kct_fixture *f = *state;
   kc_runtime *rt2 = kct_runtime(NULL);
-  kct_define(rt2, "h", SRC_H1);
-  kct_define(rt2, "k", SRC_K);
-  kc_kernel *k2 = kct_kernel(rt2, "k", NULL);
-  KCT_STATUS(rt2, KC_EINVAL, run(&f, k2));
+  kc_kernel *k2 = kct_define_kernel(rt2, "h", SRC_H1, "k", SRC_K);
+  KCT_STATUS(rt2, KC_EINVAL, run(f, k2));
   KCT_CONTAINS(kc_errmsg(rt2), "another runtime");
   kct_destroy(rt2);
-  kct_fx_close(&f);
 }
 
 int main(int argc, char **argv) {
@@ -904,26 +852,26 @@ int main(int argc, char **argv) {
   if (rc >= 0) return rc;
   kct_memory_only();
   const struct CMUnitTest tests[] = {
-      KCT_TEST(test_undefined_callee_is_named_then_defined),
+      KCT_FX_TEST(test_undefined_callee_is_named_then_defined),
       KCT_TEST(test_shadowing_a_builtin_invalidates),
       KCT_TEST(test_shadowing_a_builtin_called_through_a_comment),
-      KCT_TEST(test_syntax_error_names_function_and_line),
-      KCT_TEST(test_compile_failure_is_cached),
+      KCT_FX_TEST(test_syntax_error_names_function_and_line),
+      KCT_FX_TEST(test_compile_failure_is_cached),
       KCT_TEST(test_host_compiler_failures),
       KCT_TEST(test_compiler_word_limits),
       KCT_TEST(test_invalid_names),
-      KCT_TEST(test_null_pointers_are_errors),
-      KCT_TEST(test_empty_grid_runs_nothing),
-      KCT_TEST(test_fast_path_checks_like_the_slow_path),
+      KCT_FX_TEST(test_null_pointers_are_errors),
+      KCT_FX_TEST(test_empty_grid_runs_nothing),
+      KCT_FX_TEST(test_fast_path_checks_like_the_slow_path),
       KCT_TEST(test_status_table),
-      KCT_TEST(test_wrong_arguments),
-      KCT_TEST(test_recursion_is_rejected),
-      KCT_TEST(test_undefine),
-      KCT_TEST(test_buffer_ranges),
-      KCT_TEST(test_undefined_kernel),
+      KCT_FX_TEST(test_wrong_arguments),
+      KCT_FX_TEST(test_recursion_is_rejected),
+      KCT_FX_TEST(test_undefine),
+      KCT_FX_TEST(test_buffer_ranges),
+      KCT_FX_TEST(test_undefined_kernel),
       KCT_TEST(test_launch_on_destroyed_context),
-      KCT_TEST(test_context_of_another_runtime),
-      KCT_TEST(test_bound_argument_errors),
+      KCT_FX_TEST(test_context_of_another_runtime),
+      KCT_FX_TEST(test_bound_argument_errors),
   };
   return KCT_RUN(tests);
 }

@@ -24,42 +24,22 @@ static const char SRC_K[] =
 static const char SRC_K3[] =
     "KC_KERNEL void k3(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = 100.0f * h((float)i); }";
 
-/* What a worker saw; the first failure is kept with its message. */
-typedef struct report {
-  int failed;
-  char what[1024];
-} report;
-
-static void report_fail(report *r, const char *fmt, ...) KCT_PRINTF(2, 3);
-
-static void report_fail(report *r, const char *fmt, ...) {
-  if (r->failed++) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(r->what, sizeof r->what, fmt, ap);
-  va_end(ap);
-}
-
-static void check_report(const char *who, const report *r) {
-  if (r->failed) fail_msg("%s: %d failure(s), the first: %s", who, r->failed, r->what);
-}
-
 /* Whether out[i] == i*scale + add for all i; reports the first mismatch. */
-static bool linear_ok(report *r, const char *what, const float *out, uint32_t n, float scale, float add) {
+static bool linear_ok(kct_report *r, const char *what, const float *out, uint32_t n, float scale, float add) {
   for (uint32_t i = 0; i < n; i++)
     if (out[i] != (float)i * scale + add) {
-      report_fail(r, "%s: element %u is %g, expected %g", what, i, (double)out[i],
+      kct_report_fail(r, "%s: element %u is %g, expected %g", what, i, (double)out[i],
                   (double)((float)i * scale + add));
       return false;
     }
   return true;
 }
 
-static void run_or_report(report *r, const char *what, kc_runtime *rt, kc_kernel *k, kc_context *ctx,
+static void run_or_report(kct_report *r, const char *what, kc_runtime *rt, kc_kernel *k, kc_context *ctx,
                           kc_buffer *b, uint32_t n, float *out, float scale, float add) {
   memset(out, 0, n * sizeof *out);
   kc_status st = kct_run(k, ctx, b, n, out);
-  if (st) report_fail(r, "%s: %s: %s", what, kc_status_name(st), kc_errmsg(rt));
+  if (st) kct_report_fail(r, "%s: %s: %s", what, kc_status_name(st), kc_errmsg(rt));
   else linear_ok(r, what, out, n, scale, add);
 }
 
@@ -75,7 +55,7 @@ typedef struct pinned_ctx {
   kc_kernel *k, *k3;
   kc_buffer *buf;
   pthread_barrier_t *bar;
-  report r;
+  kct_report r;
   kc_world pinned, current_after_redefine;
   kc_code_info old_k, old_k3;
 } pinned_ctx;
@@ -84,17 +64,17 @@ static void *pinned_thread(void *arg) {
   pinned_ctx *p = arg;
   float out[N];
   kc_status st = kc_pin(p->rt, &p->pinned);
-  if (st) report_fail(&p->r, "kc_pin: %s", kc_errmsg(p->rt));
+  if (st) kct_report_fail(&p->r, "kc_pin: %s", kc_errmsg(p->rt));
   pthread_barrier_wait(p->bar); /* 1: pinned */
   pthread_barrier_wait(p->bar); /* 2: the main thread redefined h */
   p->current_after_redefine = kc_world_current(p->rt);
   run_or_report(&p->r, "pinned launch of k", p->rt, p->k, p->ctx, p->buf, N, out, 1, 1);
   if ((st = kc_kernel_code(p->k, &p->old_k)))
-    report_fail(&p->r, "kc_kernel_code(k): %s", kc_errmsg(p->rt));
+    kct_report_fail(&p->r, "kc_kernel_code(k): %s", kc_errmsg(p->rt));
   /* never compiled at the pinned world: compiled now from h1 */
   run_or_report(&p->r, "pinned launch of k3", p->rt, p->k3, p->ctx, p->buf, N, out, 100, 100);
   if ((st = kc_kernel_code(p->k3, &p->old_k3)))
-    report_fail(&p->r, "kc_kernel_code(k3): %s", kc_errmsg(p->rt));
+    kct_report_fail(&p->r, "kc_kernel_code(k3): %s", kc_errmsg(p->rt));
   for (int i = 0; i < 20; i++) /* racing with the main thread's launches of k */
     run_or_report(&p->r, "pinned relaunch of k", p->rt, p->k, p->ctx, p->buf, N, out, 1, 1);
   pthread_barrier_wait(p->bar); /* 3: both launched */
@@ -103,7 +83,7 @@ static void *pinned_thread(void *arg) {
   for (int i = 0; i < 5; i++)
     run_or_report(&p->r, "pinned launch of k after the main thread's", p->rt, p->k, p->ctx, p->buf, N,
                   out, 1, 1);
-  if ((st = kc_unpin(p->rt))) report_fail(&p->r, "kc_unpin: %s", kc_errmsg(p->rt));
+  if ((st = kc_unpin(p->rt))) kct_report_fail(&p->r, "kc_unpin: %s", kc_errmsg(p->rt));
   run_or_report(&p->r, "unpinned launch of k", p->rt, p->k, p->ctx, p->buf, N, out, 1, 2);
   run_or_report(&p->r, "unpinned launch of k3", p->rt, p->k3, p->ctx, p->buf, N, out, 100, 200);
   return NULL;
@@ -124,9 +104,9 @@ static void test_pinned_thread_keeps_old_world(void **state) {
   p.buf = kct_buffer(rt, ctx, N);
   kc_buffer *mine = kct_buffer(rt, ctx, N);
   float out[N];
-  report r = {0};
+  kct_report r = {0};
   run_or_report(&r, "first launch of k", rt, p.k, ctx, mine, N, out, 1, 1);
-  check_report("main", &r);
+  kct_report_check("main", &r);
   kc_code_info before = kct_code(rt, p.k);
   kc_world w_before = kc_world_latest(rt);
 
@@ -141,8 +121,8 @@ static void test_pinned_thread_keeps_old_world(void **state) {
   pthread_barrier_wait(&bar); /* 4 */
   join_all(&t, 1);
   pthread_barrier_destroy(&bar);
-  check_report("main", &r);
-  check_report("pinned thread", &p.r);
+  kct_report_check("main", &r);
+  kct_report_check("pinned thread", &p.r);
 
   assert_int_equal(p.pinned, w_before);
   assert_int_equal(w, w_before + 1);
@@ -166,7 +146,7 @@ static void test_pinned_thread_keeps_old_world(void **state) {
   run_or_report(&r, "main launch of k after the unpin", rt, p.k, ctx, mine, N, out, 1, 2);
   kc_stats s0 = kct_stats(rt);
   for (int i = 0; i < 3; i++) run_or_report(&r, "main launch of k", rt, p.k, ctx, mine, N, out, 1, 2);
-  check_report("main", &r);
+  kct_report_check("main", &r);
   kc_stats s1 = kct_stats(rt);
   assert_int_equal(s1.slow_lookups, s0.slow_lookups);
   assert_int_equal(s1.fast_hits, s0.fast_hits + 3);
@@ -183,7 +163,7 @@ typedef struct flight {
   kc_kernel *k[NTHREADS];
   kc_buffer *buf[NTHREADS];
   pthread_barrier_t bar;
-  report r[NTHREADS];
+  kct_report r[NTHREADS];
   _Atomic int next;
 } flight;
 
@@ -214,7 +194,7 @@ static void single_flight(bool shared_handle, bool own_contexts) {
   for (int i = 0; i < NTHREADS; i++) assert_int_equal(pthread_create(&t[i], NULL, flight_thread, f), 0);
   join_all(t, NTHREADS);
   pthread_barrier_destroy(&f->bar);
-  for (int i = 0; i < NTHREADS; i++) check_report("launching thread", &f->r[i]);
+  for (int i = 0; i < NTHREADS; i++) kct_report_check("launching thread", &f->r[i]);
   kc_stats s = kct_stats(f->rt);
   assert_int_equal(s.compiles, 1);
   assert_int_equal(s.compile_failures, 0);
@@ -262,7 +242,7 @@ typedef struct race {
   kc_context *ctx;
   kc_kernel *k;
   kc_buffer *buf[RACE_LAUNCHERS];
-  report r[RACE_LAUNCHERS];
+  kct_report r[RACE_LAUNCHERS];
   int launches[RACE_LAUNCHERS];
   uint64_t seen[RACE_LAUNCHERS]; /* bit 2*ha + (hb == ha): the world states seen */
   _Atomic int next;
@@ -271,33 +251,33 @@ typedef struct race {
   pthread_barrier_t bar;
 } race;
 
-static void define_round(kc_runtime *rt, const char *name, int j, int add, report *r) {
+static void define_round(kc_runtime *rt, const char *name, int j, int add, kct_report *r) {
   char src[256];
   snprintf(src, sizeof src, "KC_DEVICE float %s(float x) { return x + %d.0f; }", name, 1000 * j + add);
-  if (kc_define(rt, name, src, NULL)) report_fail(r, "kc_define(%s): %s", name, kc_errmsg(rt));
+  if (kc_define(rt, name, src, NULL)) kct_report_fail(r, "kc_define(%s): %s", name, kc_errmsg(rt));
 }
 
 /* Decodes one launch's output; returns false (and reports) on a mix. */
-static bool decode_world(report *r, const float *y, int *ha, int *hb) {
+static bool decode_world(kct_report *r, const float *y, int *ha, int *hb) {
   *ha = *hb = -1;
   for (int i = 0; i < RACE_N; i++) {
     int m = i / 2, add = i % 2 ? 500 : 0;
     float v = y[i] - (float)m - (float)add;
     int j = v >= 0.0f && v <= 1000.0f * RACE_ROUNDS ? (int)(v / 1000.0f) : -1;
     if (j < 0 || v != 1000.0f * (float)j) {
-      report_fail(r, "element %d is %g: not h%c of any world", i, (double)y[i], i % 2 ? 'b' : 'a');
+      kct_report_fail(r, "element %d is %g: not h%c of any world", i, (double)y[i], i % 2 ? 'b' : 'a');
       return false;
     }
     int *slot = i % 2 ? hb : ha;
     if (*slot < 0) *slot = j;
     else if (*slot != j) {
-      report_fail(r, "element %d is %g: version %d, but earlier elements had version %d (a mix)", i,
+      kct_report_fail(r, "element %d is %g: version %d, but earlier elements had version %d (a mix)", i,
                   (double)y[i], j, *slot);
       return false;
     }
   }
   if (*hb != *ha && *hb != *ha - 1) {
-    report_fail(r, "ha version %d with hb version %d: no world had both", *ha, *hb);
+    kct_report_fail(r, "ha version %d with hb version %d: no world had both", *ha, *hb);
     return false;
   }
   return true;
@@ -312,7 +292,7 @@ static double now_s(void) {
 static void *race_launcher(void *arg) {
   race *rc = arg;
   int me = atomic_fetch_add(&rc->next, 1);
-  report *r = &rc->r[me];
+  kct_report *r = &rc->r[me];
   float y[RACE_N];
   int last_ha = 0, last_hb = 0;
   struct timespec nap = {0, 50000}; /* leave the CPUs to the compiler now and then */
@@ -320,7 +300,7 @@ static void *race_launcher(void *arg) {
   kc_args *bound = NULL;
   kc_arg barg = KC_ARG_BUF(rc->buf[me]);
   if (me % 2 && kc_args_create(rc->k, rc->ctx, &barg, 1, &bound))
-    report_fail(r, "kc_args_create: %s", kc_errmsg(rc->rt));
+    kct_report_fail(r, "kc_args_create: %s", kc_errmsg(rc->rt));
   pthread_barrier_wait(&rc->bar);
   double t0 = now_s();
   for (int n = 0; !r->failed; n++) {
@@ -330,13 +310,13 @@ static void *race_launcher(void *arg) {
                          : kct_run(rc->k, rc->ctx, rc->buf[me], RACE_N, y);
     rc->launches[me]++;
     if (st) {
-      report_fail(r, "launch %d: %s: %s", n, kc_status_name(st), kc_errmsg(rc->rt));
+      kct_report_fail(r, "launch %d: %s: %s", n, kc_status_name(st), kc_errmsg(rc->rt));
       break;
     }
     int ha, hb;
     if (!decode_world(r, y, &ha, &hb)) break;
     if (ha < last_ha || (ha == last_ha && hb < last_hb)) {
-      report_fail(r, "launch %d saw world (%d,%d) after (%d,%d)", n, ha, hb, last_ha, last_hb);
+      kct_report_fail(r, "launch %d saw world (%d,%d) after (%d,%d)", n, ha, hb, last_ha, last_hb);
       break;
     }
     last_ha = ha;
@@ -348,11 +328,11 @@ static void *race_launcher(void *arg) {
     }
     if (finished) {
       if (ha != RACE_ROUNDS || hb != RACE_ROUNDS)
-        report_fail(r, "after the last definition, launch %d saw world (%d,%d)", n, ha, hb);
+        kct_report_fail(r, "after the last definition, launch %d saw world (%d,%d)", n, ha, hb);
       if (n + 1 >= RACE_MIN_LAUNCHES) break;
     }
     if (now_s() - t0 > RACE_MAX_SECONDS) {
-      report_fail(r, "still launching after %d s (%d launches)", RACE_MAX_SECONDS, n + 1);
+      kct_report_fail(r, "still launching after %d s (%d launches)", RACE_MAX_SECONDS, n + 1);
       break;
     }
     nanosleep(&nap, NULL);
@@ -366,7 +346,7 @@ static void test_launches_racing_redefinitions_see_whole_worlds(void **state) {
   race *rc = kct_calloc(sizeof *rc);
   rc->rt = kct_runtime(NULL);
   rc->ctx = kct_context(rc->rt);
-  report dr = {0};
+  kct_report dr = {0};
   define_round(rc->rt, "ha", 0, 0, &dr);
   define_round(rc->rt, "hb", 0, 500, &dr);
   kct_define(rc->rt, "kr", SRC_KR);
@@ -388,11 +368,11 @@ static void test_launches_racing_redefinitions_see_whole_worlds(void **state) {
   atomic_store(&rc->done, 1);
   join_all(t, RACE_LAUNCHERS);
   pthread_barrier_destroy(&rc->bar);
-  check_report("redefining thread", &dr);
+  kct_report_check("redefining thread", &dr);
   uint64_t seen = 0;
   int launches = 0;
   for (int i = 0; i < RACE_LAUNCHERS; i++) {
-    check_report("launching thread", &rc->r[i]);
+    kct_report_check("launching thread", &rc->r[i]);
     seen |= rc->seen[i];
     launches += rc->launches[i];
   }
@@ -423,7 +403,7 @@ typedef struct argrace {
   kc_context *ctx;
   kc_kernel *k;
   kc_buffer *buf[ARG_THREADS];
-  report r[ARG_THREADS];
+  kct_report r[ARG_THREADS];
   _Atomic int next;
   pthread_barrier_t bar;
 } argrace;
@@ -441,7 +421,7 @@ static void *argrace_thread(void *arg) {
     kc_status st = kc_launch(a->k, a->ctx, &grid, &block, args, 3);
     if (!st) st = kc_context_finish(a->ctx);
     if (!st) st = kc_buffer_read(a->buf[me], 0, y, sizeof y);
-    if (st) report_fail(&a->r[me], "launch %d: %s: %s", n, kc_status_name(st), kc_errmsg(a->rt));
+    if (st) kct_report_fail(&a->r[me], "launch %d: %s: %s", n, kc_status_name(st), kc_errmsg(a->rt));
     else linear_ok(&a->r[me], "result", y, N, 0.5f, base);
   }
   return NULL;
@@ -465,7 +445,7 @@ static void test_concurrent_launches_with_different_arguments(void **state) {
   for (int i = 0; i < ARG_THREADS; i++) assert_int_equal(pthread_create(&t[i], NULL, argrace_thread, a), 0);
   join_all(t, ARG_THREADS);
   pthread_barrier_destroy(&a->bar);
-  for (int i = 0; i < ARG_THREADS; i++) check_report("launching thread", &a->r[i]);
+  for (int i = 0; i < ARG_THREADS; i++) kct_report_check("launching thread", &a->r[i]);
   assert_int_equal(kct_stats(a->rt).compiles, 1);
   kct_destroy(a->rt);
   kct_free(a);
@@ -477,16 +457,16 @@ static void test_concurrent_launches_with_different_arguments(void **state) {
 typedef struct errmsg_ctx {
   kc_runtime *rt;
   pthread_barrier_t bar;
-  report r;
+  kct_report r;
 } errmsg_ctx;
 
 static void *errmsg_thread(void *arg) {
   errmsg_ctx *e = arg;
   pthread_barrier_wait(&e->bar); /* 1: main has its message */
   if (kc_undefine(e->rt, "other_thread_name", NULL) != KC_ENOTFOUND)
-    report_fail(&e->r, "kc_undefine of an undefined name did not fail with KC_ENOTFOUND");
+    kct_report_fail(&e->r, "kc_undefine of an undefined name did not fail with KC_ENOTFOUND");
   if (!strstr(kc_errmsg(e->rt), "other_thread_name"))
-    report_fail(&e->r, "this thread's message: %s", kc_errmsg(e->rt));
+    kct_report_fail(&e->r, "this thread's message: %s", kc_errmsg(e->rt));
   pthread_barrier_wait(&e->bar); /* 2: this thread has its own */
   return NULL;
 }
@@ -503,7 +483,7 @@ static void test_error_messages_are_per_thread(void **state) {
   pthread_barrier_wait(&e.bar);
   join_all(&t, 1);
   pthread_barrier_destroy(&e.bar);
-  check_report("other thread", &e.r);
+  kct_report_check("other thread", &e.r);
   KCT_CONTAINS(kc_errmsg(e.rt), "main_thread_name");
   kct_destroy(e.rt);
 }
@@ -548,7 +528,7 @@ typedef struct reuse_ctx {
   reuse_alloc ra;
   kc_runtime *rt1, *rt2;
   pthread_barrier_t bar;
-  report r;
+  kct_report r;
   kc_world pinned_old, latest_new, current_new, pinned_new;
 } reuse_ctx;
 
@@ -556,7 +536,7 @@ typedef struct reuse_ctx {
  * (by itself or by the other thread), looks at rt2. */
 static void *reuse_pinner(void *arg) {
   reuse_ctx *c = arg;
-  if (kc_pin(c->rt1, &c->pinned_old)) report_fail(&c->r, "kc_pin: %s", kc_errmsg(c->rt1));
+  if (kc_pin(c->rt1, &c->pinned_old)) kct_report_fail(&c->r, "kc_pin: %s", kc_errmsg(c->rt1));
   if (c->other_thread) {
     pthread_barrier_wait(&c->bar); /* 1: pinned */
     pthread_barrier_wait(&c->bar); /* 2: rt1 destroyed, rt2 made */
@@ -568,17 +548,17 @@ static void *reuse_pinner(void *arg) {
     opt.alloc = reuse_alloc_fn;
     opt.alloc_ud = &c->ra;
     if (kc_runtime_create(&opt, &c->rt2)) {
-      report_fail(&c->r, "kc_runtime_create: %s", kc_errmsg(NULL));
+      kct_report_fail(&c->r, "kc_runtime_create: %s", kc_errmsg(NULL));
       return NULL;
     }
   }
   c->latest_new = kc_world_latest(c->rt2);
   c->current_new = kc_world_current(c->rt2);
   kc_status st = kc_pin(c->rt2, &c->pinned_new);
-  if (st) report_fail(&c->r, "kc_pin(new runtime): %s: %s", kc_status_name(st), kc_errmsg(c->rt2));
+  if (st) kct_report_fail(&c->r, "kc_pin(new runtime): %s: %s", kc_status_name(st), kc_errmsg(c->rt2));
   else if ((st = kc_unpin(c->rt2)))
-    report_fail(&c->r, "kc_unpin(new runtime): %s: %s", kc_status_name(st), kc_errmsg(c->rt2));
-  if (kc_unpin(c->rt2) != KC_EBUSY) report_fail(&c->r, "a second kc_unpin did not fail");
+    kct_report_fail(&c->r, "kc_unpin(new runtime): %s: %s", kc_status_name(st), kc_errmsg(c->rt2));
+  if (kc_unpin(c->rt2) != KC_EBUSY) kct_report_fail(&c->r, "a second kc_unpin did not fail");
   return NULL;
 }
 
@@ -615,7 +595,7 @@ static void pin_over_reused_memory(bool other_thread) {
   kc_runtime_destroy(c->rt2);
   free(c->ra.stash);
   pthread_mutex_destroy(&c->ra.lock);
-  check_report("pinning thread", &c->r);
+  kct_report_check("pinning thread", &c->r);
   assert_int_equal(c->pinned_old, 6);
   /* the allocator hands the freed block back: the case this test is about */
   assert_ptr_equal(c->rt2, rt1);

@@ -8,7 +8,6 @@
 #include "rs.h"
 
 #include <stdlib.h>
-#include <sys/wait.h>
 
 #ifndef KC_REMOTE_NODE
 #error "KC_REMOTE_NODE must name the kc_remote_node executable"
@@ -283,12 +282,8 @@ static char *node(const char *env) {
   char dir[512], cmd[2048];
   st_mkdtemp(dir, sizeof dir, "node");
   snprintf(cmd, sizeof cmd, "env %s KC_HOST_CC=%s '%s' '%s' 2>&1", env, st_cc(), KC_REMOTE_NODE, dir);
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  char *out = calloc(1, 65536);
-  size_t n = fread(out, 1, 65535, p);
-  out[n] = 0;
-  pclose(p);
+  char *out = NULL;
+  kct_capture(cmd, &out);
   st_rmrf(dir);
   return out;
 }

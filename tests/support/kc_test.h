@@ -1,9 +1,12 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * kc_test.h -- what the kcache test executables share: choosing the backend
- * (from `--backend KIND` or $KC_TEST_BACKEND), skipping when it cannot run
- * here, creating runtimes and contexts on it, checking statuses with the
- * library's message, statistics deltas, and launching the one-buffer
- * kernels most tests use.
+ * kc_test.h -- the tests' support library (tests/support/), what the kcache
+ * test executables share: choosing the backend (from `--backend KIND` or
+ * $KC_TEST_BACKEND), skipping when it cannot run here, creating runtimes and
+ * contexts on it, checking statuses with the library's message, statistics
+ * deltas, launching the one-buffer kernels most tests use, the scenario
+ * fixture (kc_test.c); and capturing a command's output, forked children,
+ * a test's private directory (proc.c).
  *
  * cmocka's assertions longjmp into the test: call them from the test's own
  * thread only. Worker threads record what they saw and the test checks it
@@ -22,6 +25,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "kcache.h"
 
@@ -77,6 +81,10 @@ const char *kct_group_name(const char *what);
  * kct_teardown destroys the ones a failed test left behind, so a failure
  * does not show up as leaks under ASan too. */
 kc_runtime *kct_runtime(kc_options *opt);
+/* A runtime on the tested backend for main() to share among its tests,
+ * made before cmocka runs: NULL, with the library's message on stderr, if
+ * it cannot be made. Not tracked: main destroys it. */
+kc_runtime *kct_main_runtime(void);
 /* Destroys a runtime made by kct_runtime. */
 void kct_destroy(kc_runtime *rt);
 /* calloc that kct_teardown frees if the test did not (kct_free). */
@@ -124,8 +132,31 @@ typedef struct kct_fixture {
 void kct_fx_open(kct_fixture *f);
 /* Destroys f's runtime (and with it the context and the buffer). */
 void kct_fx_close(kct_fixture *f);
+/* A test that starts from the fixture: KCT_FX_TEST(fn) opens one (in
+ * *state; the test begins `kct_fixture *f = *state;`) and kct_teardown
+ * destroys it with whatever else the test left, unless the test destroyed
+ * the runtime itself. */
+int kct_fx_setup(void **state);
+#define KCT_FX_TEST(f) cmocka_unit_test_setup_teardown(f, kct_fx_setup, kct_teardown)
+/* Defines callee and then kernel (kct_define) and returns a handle on
+ * kernel without parameters: the program most scenarios start from. */
+kc_kernel *kct_define_kernel(kc_runtime *rt, const char *callee, const char *callee_src, const char *kernel,
+                             const char *kernel_src);
 /* Fails the test unless out[i] == i * scale + add for every i < n. */
 void kct_expect_linear(const float *out, uint32_t n, float scale, float add);
+
+/* What a worker thread saw (workers never call cmocka): how many failures,
+ * and the first one's message. Zero-initialize it. */
+typedef struct kct_report {
+  int failed;
+  char what[1024];
+} kct_report;
+/* Counts a failure; the first one's message is kept. Returns whether this
+ * was the first. Never calls cmocka. */
+bool kct_report_fail(kct_report *r, const char *fmt, ...) KCT_PRINTF(2, 3);
+bool kct_report_vfail(kct_report *r, const char *fmt, va_list ap) KCT_PRINTF(2, 0);
+/* Fails the test if r holds a failure: "<who>: N failure(s), the first: ...". */
+void kct_report_check(const char *who, const kct_report *r);
 
 /* Process helpers for the store, remote and reliability suites. None of
  * them calls cmocka except kct_mkdtemp. */
@@ -142,5 +173,42 @@ void kct_mkdtemp(char *out, size_t len, const char *tag);
 void kct_rmrf(const char *path);
 /* Seconds on the monotonic clock. */
 double kct_now(void);
+
+/* A test's private directory as a cmocka setup/teardown pair: the fixture
+ * (fixture_size bytes, zeroed, in *state) starts with
+ * `char root[KCT_DIR_LEN]`, made as kct_mkdtemp(tag) does; the teardown
+ * removes it (kct_rmrf) and frees the fixture. */
+#define KCT_DIR_LEN 512
+int kct_dir_setup(void **state, size_t fixture_size, const char *tag);
+int kct_dir_teardown(void **state);
+
+/* Runs cmd with /bin/sh (popen) and returns its exit status, -1 when it did
+ * not exit; if out, *out gets everything it wrote to the pipe (malloc'd,
+ * NUL-terminated: the caller frees it). Fails the test if the command
+ * cannot be started: test thread only. */
+int kct_capture(const char *cmd, char **out);
+
+/* A forked child with a pipe back to its parent: in the parent, pid and the
+ * pipe's read end; in the child, pid 0 and the write end. After
+ * kct_child_wait: the wait status, and whether the time ran out. */
+typedef struct kct_child {
+  pid_t pid;
+  int fd;
+  int status;     /* waitpid's status (-1: there was no child to wait for) */
+  bool timed_out; /* the child was killed (SIGKILL) when the time ran out */
+} kct_child;
+/* Flushes stdio, makes the pipe (O_CLOEXEC if cloexec: programs the child
+ * runs do not hold it open) and forks. Returns true in the child, which
+ * reports with kct_child_send and ends with _exit; false in the parent.
+ * Fails the test if the pipe or the fork cannot be made. */
+bool kct_fork(kct_child *c, bool cloexec);
+/* In the child: writes len bytes to the parent; false if it could not. */
+bool kct_child_send(const kct_child *c, const void *data, size_t len);
+/* In the parent: reads what the child sends (up to len bytes into buf; the
+ * rest is discarded) until it closes its end, closes ours, and waits for it
+ * to exit. With timeout_s > 0, a child that has not finished by then is
+ * killed (SIGKILL; c->timed_out). Returns the bytes read; c->status gets
+ * the wait status. Never calls cmocka. */
+size_t kct_child_wait(kct_child *c, void *buf, size_t len, double timeout_s);
 
 #endif /* KC_TEST_H */

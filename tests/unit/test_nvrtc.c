@@ -130,13 +130,7 @@ int main(int argc, char **argv) {
     printf("SKIPPED: NVRTC unavailable: %s\n", why);
     return 77;
   }
-  kc_options opt;
-  kc_options_init(&opt);
-  opt.backend = kct_backend;
-  if (kc_runtime_create(&opt, &rt)) {
-    fprintf(stderr, "kc_runtime_create: %s\n", kc_errmsg(NULL));
-    return 1;
-  }
+  if (!(rt = kct_main_runtime())) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_core_kernels_compile),
       cmocka_unit_test(test_shadowed_builtin_compiles),

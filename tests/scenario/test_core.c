@@ -40,20 +40,16 @@ static void run_expect(kct_fixture *f, kc_kernel *k, float scale, float add) {
 /* ---------------------------------------------------------- scenario 1 */
 
 static void test_first_launch_compiles_once(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kct_define(f.rt, "h", SRC_H1);
-  kct_define(f.rt, "k", SRC_K);
-  kc_kernel *k = kct_kernel(f.rt, "k", NULL);
-  kc_stats s0 = kct_stats(f.rt);
+  kct_fixture *f = *state;
+  kc_kernel *k = kct_define_kernel(f->rt, "h", SRC_H1, "k", SRC_K);
+  kc_stats s0 = kct_stats(f->rt);
   assert_int_equal(s0.compiles, 0);
   assert_int_equal(s0.links, 0);
   assert_int_equal(s0.code_instances, 0);
-  assert_int_equal(s0.world, kc_world_latest(f.rt));
+  assert_int_equal(s0.world, kc_world_latest(f->rt));
 
-  run_expect(&f, k, 1, 1);
-  kc_stats s1 = kct_stats(f.rt);
+  run_expect(f, k, 1, 1);
+  kc_stats s1 = kct_stats(f->rt);
   assert_int_equal(s1.compiles, 1);
   assert_int_equal(s1.compile_failures, 0);
   assert_int_equal(s1.links, 1);
@@ -61,61 +57,51 @@ static void test_first_launch_compiles_once(void **state) {
   assert_int_equal(s1.fast_hits, s0.fast_hits);
   assert_int_equal(s1.code_instances, 1);
 
-  run_expect(&f, k, 1, 1);
-  kc_stats s2 = kct_stats(f.rt);
+  run_expect(f, k, 1, 1);
+  kc_stats s2 = kct_stats(f->rt);
   assert_int_equal(s2.compiles, 1);
   assert_int_equal(s2.links, 1);
   assert_int_equal(s2.fast_hits, s1.fast_hits + 1);
   assert_int_equal(s2.slow_lookups, s1.slow_lookups);
   assert_int_equal(s2.world, s1.world);
-  kct_fx_close(&f);
 }
 
 /* A second handle on the same specialization shares the compiled code. */
 static void test_second_handle_shares_code(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kct_define(f.rt, "h", SRC_H1);
-  kct_define(f.rt, "k", SRC_K);
-  kc_kernel *a = kct_kernel(f.rt, "k", NULL);
-  kc_kernel *b = kct_kernel(f.rt, "k", "");
-  run_expect(&f, a, 1, 1);
-  run_expect(&f, b, 1, 1);
-  kc_stats s = kct_stats(f.rt);
+  kct_fixture *f = *state;
+  kc_kernel *a = kct_define_kernel(f->rt, "h", SRC_H1, "k", SRC_K);
+  kc_kernel *b = kct_kernel(f->rt, "k", "");
+  run_expect(f, a, 1, 1);
+  run_expect(f, b, 1, 1);
+  kc_stats s = kct_stats(f->rt);
   assert_int_equal(s.compiles, 1);
   assert_int_equal(s.links, 1); /* linked objects are per context and code instance */
-  assert_int_equal(kct_code(f.rt, a).id, kct_code(f.rt, b).id);
+  assert_int_equal(kct_code(f->rt, a).id, kct_code(f->rt, b).id);
   /* fast-path hits of destroyed handles still count */
-  run_expect(&f, b, 1, 1);
+  run_expect(f, b, 1, 1);
   kc_kernel_destroy(b);
-  assert_int_equal(kct_stats(f.rt).fast_hits, s.fast_hits + 1);
-  kct_fx_close(&f);
+  assert_int_equal(kct_stats(f->rt).fast_hits, s.fast_hits + 1);
 }
 
 /* ---------------------------------------------------------- scenario 2 */
 
 static void test_unrelated_definition_revalidates(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kct_define(f.rt, "h", SRC_H1);
-  kct_define(f.rt, "k", SRC_K);
-  kc_kernel *k = kct_kernel(f.rt, "k", NULL);
-  run_expect(&f, k, 1, 1);
-  run_expect(&f, k, 1, 1);
-  kc_code_info c0 = kct_code(f.rt, k);
-  kc_stats s0 = kct_stats(f.rt);
+  kct_fixture *f = *state;
+  kc_kernel *k = kct_define_kernel(f->rt, "h", SRC_H1, "k", SRC_K);
+  run_expect(f, k, 1, 1);
+  run_expect(f, k, 1, 1);
+  kc_code_info c0 = kct_code(f->rt, k);
+  kc_stats s0 = kct_stats(f->rt);
 
-  kc_world w = kct_define(f.rt, "u", SRC_U);
+  kc_world w = kct_define(f->rt, "u", SRC_U);
   assert_int_equal(w, s0.world + 1);
-  assert_int_equal(kc_world_latest(f.rt), w);
-  assert_int_equal(kc_world_current(f.rt), w);
+  assert_int_equal(kc_world_latest(f->rt), w);
+  assert_int_equal(kc_world_current(f->rt), w);
 
   /* No slow path at all: the fast path checks the code instance's range,
    * which an unrelated definition leaves open. No compile, no link. */
-  run_expect(&f, k, 1, 1);
-  kc_stats s1 = kct_stats(f.rt);
+  run_expect(f, k, 1, 1);
+  kc_stats s1 = kct_stats(f->rt);
   assert_int_equal(s1.world, w);
   assert_int_equal(s1.defines, s0.defines + 1);
   assert_int_equal(s1.compiles, s0.compiles);
@@ -124,112 +110,103 @@ static void test_unrelated_definition_revalidates(void **state) {
   assert_int_equal(s1.slow_lookups, s0.slow_lookups);
   assert_int_equal(s1.fast_hits, s0.fast_hits + 1);
 
-  for (int i = 0; i < 3; i++) run_expect(&f, k, 1, 1); /* the fast path again */
-  kc_stats s2 = kct_stats(f.rt);
+  for (int i = 0; i < 3; i++) run_expect(f, k, 1, 1); /* the fast path again */
+  kc_stats s2 = kct_stats(f->rt);
   assert_int_equal(s2.fast_hits, s1.fast_hits + 3);
   assert_int_equal(s2.slow_lookups, s1.slow_lookups);
   assert_int_equal(s2.compiles, s0.compiles);
   assert_int_equal(s2.links, s0.links);
 
-  kc_code_info c1 = kct_code(f.rt, k);
+  kc_code_info c1 = kct_code(f->rt, k);
   assert_int_equal(c1.id, c0.id);
   assert_int_equal(c1.min_world, c0.min_world);
   assert_true(c1.max_world == KC_WORLD_FOREVER);
   assert_true(c1.min_world <= w);
-  kct_fx_close(&f);
 }
 
 /* ---------------------------------------------------------- scenario 3 */
 
 static void test_callee_redefinition_recompiles_dependents_only(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kct_define(f.rt, "h", SRC_H1);
-  kct_define(f.rt, "g", SRC_G);
-  kct_define(f.rt, "k", SRC_K);
-  kct_define(f.rt, "k2", SRC_K2);
-  kct_define(f.rt, "kt", SRC_KT);
-  kc_kernel *k = kct_kernel(f.rt, "k", NULL);
-  kc_kernel *k2 = kct_kernel(f.rt, "k2", NULL);
-  kc_kernel *kt = kct_kernel(f.rt, "kt", NULL);
-  run_expect(&f, k, 1, 1);
-  run_expect(&f, k2, 0, 7);
-  run_expect(&f, kt, 10, 10);
-  kc_code_info ck = kct_code(f.rt, k), ck2 = kct_code(f.rt, k2), ckt = kct_code(f.rt, kt);
-  kc_stats s0 = kct_stats(f.rt);
+  kct_fixture *f = *state;
+  kct_define(f->rt, "h", SRC_H1);
+  kct_define(f->rt, "g", SRC_G);
+  kct_define(f->rt, "k", SRC_K);
+  kct_define(f->rt, "k2", SRC_K2);
+  kct_define(f->rt, "kt", SRC_KT);
+  kc_kernel *k = kct_kernel(f->rt, "k", NULL);
+  kc_kernel *k2 = kct_kernel(f->rt, "k2", NULL);
+  kc_kernel *kt = kct_kernel(f->rt, "kt", NULL);
+  run_expect(f, k, 1, 1);
+  run_expect(f, k2, 0, 7);
+  run_expect(f, kt, 10, 10);
+  kc_code_info ck = kct_code(f->rt, k), ck2 = kct_code(f->rt, k2), ckt = kct_code(f->rt, kt);
+  kc_stats s0 = kct_stats(f->rt);
   assert_int_equal(s0.compiles, 3);
 
-  kc_world w = kct_define(f.rt, "h", SRC_H2);
+  kc_world w = kct_define(f->rt, "h", SRC_H2);
   assert_int_equal(w, s0.world + 1);
-  kc_stats s1 = kct_stats(f.rt);
+  kc_stats s1 = kct_stats(f->rt);
   /* k (direct) and kt (through g) were clipped; k2 was not */
   assert_int_equal(s1.invalidations, s0.invalidations + 2);
   assert_int_equal(s1.compiles, s0.compiles); /* lazily: nothing compiled yet */
 
-  run_expect(&f, k, 1, 2);
-  run_expect(&f, kt, 10, 20);
-  run_expect(&f, k2, 0, 7);
-  kc_stats s2 = kct_stats(f.rt);
+  run_expect(f, k, 1, 2);
+  run_expect(f, kt, 10, 20);
+  run_expect(f, k2, 0, 7);
+  kc_stats s2 = kct_stats(f->rt);
   assert_int_equal(s2.compiles, s0.compiles + 2);
   assert_int_equal(s2.links, s0.links + 2);
-  assert_int_equal(kct_code(f.rt, k2).id, ck2.id);
-  assert_int_not_equal(kct_code(f.rt, k).id, ck.id);
-  assert_int_not_equal(kct_code(f.rt, kt).id, ckt.id);
-  assert_int_equal(kct_code(f.rt, k).min_world, w);
-  assert_true(kct_code(f.rt, k2).max_world == KC_WORLD_FOREVER);
+  assert_int_equal(kct_code(f->rt, k2).id, ck2.id);
+  assert_int_not_equal(kct_code(f->rt, k).id, ck.id);
+  assert_int_not_equal(kct_code(f->rt, kt).id, ckt.id);
+  assert_int_equal(kct_code(f->rt, k).min_world, w);
+  assert_true(kct_code(f->rt, k2).max_world == KC_WORLD_FOREVER);
 
   /* k2 went through the slow path once and then hits the fast path */
-  run_expect(&f, k2, 0, 7);
-  assert_int_equal(kct_stats(f.rt).fast_hits, s2.fast_hits + 1);
-  kct_fx_close(&f);
+  run_expect(f, k2, 0, 7);
+  assert_int_equal(kct_stats(f->rt).fast_hits, s2.fast_hits + 1);
 }
 
 /* ---------------------------------------------------------- scenario 4 */
 
 static void test_kernel_redefinition_recompiles_it(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kct_define(f.rt, "h", SRC_H1);
-  kct_define(f.rt, "k", SRC_K);
-  kc_kernel *k = kct_kernel(f.rt, "k", NULL);
-  run_expect(&f, k, 1, 1);
-  kc_code_info c0 = kct_code(f.rt, k);
-  kc_stats s0 = kct_stats(f.rt);
+  kct_fixture *f = *state;
+  kc_kernel *k = kct_define_kernel(f->rt, "h", SRC_H1, "k", SRC_K);
+  run_expect(f, k, 1, 1);
+  kc_code_info c0 = kct_code(f->rt, k);
+  kc_stats s0 = kct_stats(f->rt);
 
-  kct_define(f.rt, "k",
+  kct_define(f->rt, "k",
              "KC_KERNEL void k(KC_GLOBAL float *y) {\n"
              "  size_t i = kc_global_id(0);\n"
              "  y[i] = 10.0f * h((float)i);\n"
              "}\n");
-  run_expect(&f, k, 10, 10);
-  kc_stats s1 = kct_stats(f.rt);
+  run_expect(f, k, 10, 10);
+  kc_stats s1 = kct_stats(f->rt);
   assert_int_equal(s1.compiles, s0.compiles + 1);
   assert_int_equal(s1.invalidations, s0.invalidations + 1);
   assert_int_equal(s1.links, s0.links + 1);
-  kc_code_info c1 = kct_code(f.rt, k);
+  kc_code_info c1 = kct_code(f->rt, k);
   assert_int_not_equal(c1.id, c0.id);
   assert_int_equal(c1.min_world, s1.world);
 
   /* a new signature: the cached launch with the old arguments is refused,
    * the new ones work */
-  kct_define(f.rt, "k",
+  kct_define(f->rt, "k",
              "KC_KERNEL void k(KC_GLOBAL float *y, float a) {\n"
              "  size_t i = kc_global_id(0);\n"
              "  y[i] = a * h((float)i);\n"
              "}\n");
   kc_dim3 grid = {N, 1, 1}, block = {1, 1, 1};
-  kc_arg old_args[] = {KC_ARG_BUF(f.buf)};
-  KCT_STATUS(f.rt, KC_EARGS, kc_launch(k, f.ctx, &grid, &block, old_args, 1));
+  kc_arg old_args[] = {KC_ARG_BUF(f->buf)};
+  KCT_STATUS(f->rt, KC_EARGS, kc_launch(k, f->ctx, &grid, &block, old_args, 1));
   float a = 3.0f;
-  kc_arg new_args[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(a)};
-  KCT_OK(f.rt, kc_launch(k, f.ctx, &grid, &block, new_args, 2));
-  KCT_OK(f.rt, kc_context_finish(f.ctx));
-  KCT_OK(f.rt, kc_buffer_read(f.buf, 0, f.out, sizeof f.out));
-  kct_expect_linear(f.out, N, 3, 3);
-  assert_int_equal(kct_stats(f.rt).compiles, s1.compiles + 1);
-  kct_fx_close(&f);
+  kc_arg new_args[] = {KC_ARG_BUF(f->buf), KC_ARG_VAL(a)};
+  KCT_OK(f->rt, kc_launch(k, f->ctx, &grid, &block, new_args, 2));
+  KCT_OK(f->rt, kc_context_finish(f->ctx));
+  KCT_OK(f->rt, kc_buffer_read(f->buf, 0, f->out, sizeof f->out));
+  kct_expect_linear(f->out, N, 3, 3);
+  assert_int_equal(kct_stats(f->rt).compiles, s1.compiles + 1);
 }
 
 /* Compile options reach the compiler: -D works on every backend. */
@@ -252,49 +229,46 @@ static void test_compile_options(void **state) {
 /* Pinned in the same thread: the old world keeps its code and its
  * definitions (the multi-threaded version is in test_threads.c). */
 static void test_pinned_world_keeps_old_code(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kct_define(f.rt, "h", SRC_H1);
-  kct_define(f.rt, "k", SRC_K);
-  kct_define(f.rt, "g", SRC_G);
-  kct_define(f.rt, "kt", SRC_KT);
-  kc_kernel *k = kct_kernel(f.rt, "k", NULL);
-  kc_kernel *kt = kct_kernel(f.rt, "kt", NULL);
-  run_expect(&f, k, 1, 1);
-  kc_code_info old = kct_code(f.rt, k);
+  kct_fixture *f = *state;
+  kct_define(f->rt, "h", SRC_H1);
+  kct_define(f->rt, "k", SRC_K);
+  kct_define(f->rt, "g", SRC_G);
+  kct_define(f->rt, "kt", SRC_KT);
+  kc_kernel *k = kct_kernel(f->rt, "k", NULL);
+  kc_kernel *kt = kct_kernel(f->rt, "kt", NULL);
+  run_expect(f, k, 1, 1);
+  kc_code_info old = kct_code(f->rt, k);
 
   kc_world pinned = 0;
-  KCT_OK(f.rt, kc_pin(f.rt, &pinned));
-  assert_int_equal(pinned, kc_world_latest(f.rt));
-  kc_world w = kct_define(f.rt, "h", SRC_H2);
+  KCT_OK(f->rt, kc_pin(f->rt, &pinned));
+  assert_int_equal(pinned, kc_world_latest(f->rt));
+  kc_world w = kct_define(f->rt, "h", SRC_H2);
   assert_int_equal(w, pinned + 1);
-  assert_int_equal(kc_world_current(f.rt), pinned);
+  assert_int_equal(kc_world_current(f->rt), pinned);
 
-  run_expect(&f, k, 1, 1); /* still h1 */
-  kc_code_info ci = kct_code(f.rt, k);
+  run_expect(f, k, 1, 1); /* still h1 */
+  kc_code_info ci = kct_code(f->rt, k);
   assert_int_equal(ci.id, old.id);
   assert_int_equal(ci.max_world, pinned);
   assert_true(ci.min_world <= pinned);
-  kc_stats s0 = kct_stats(f.rt);
-  run_expect(&f, kt, 10, 10); /* never compiled before: from h1, as of the pin */
-  assert_int_equal(kct_stats(f.rt).compiles, s0.compiles + 1);
-  assert_int_equal(kct_code(f.rt, kt).max_world, pinned);
+  kc_stats s0 = kct_stats(f->rt);
+  run_expect(f, kt, 10, 10); /* never compiled before: from h1, as of the pin */
+  assert_int_equal(kct_stats(f->rt).compiles, s0.compiles + 1);
+  assert_int_equal(kct_code(f->rt, kt).max_world, pinned);
   char *src = NULL; /* the source as of the pinned world */
-  KCT_OK(f.rt, kc_kernel_source(k, &src));
+  KCT_OK(f->rt, kc_kernel_source(k, &src));
   KCT_CONTAINS(src, SRC_H1);
   if (strstr(src, SRC_H2)) fail_msg("the pinned world's source has the new h:\n%s", src);
-  kc_free(f.rt, src);
-  KCT_OK(f.rt, kc_unpin(f.rt));
-  KCT_OK(f.rt, kc_kernel_source(k, &src));
+  kc_free(f->rt, src);
+  KCT_OK(f->rt, kc_unpin(f->rt));
+  KCT_OK(f->rt, kc_kernel_source(k, &src));
   KCT_CONTAINS(src, SRC_H2);
-  kc_free(f.rt, src);
+  kc_free(f->rt, src);
 
-  assert_int_equal(kc_world_current(f.rt), w);
-  run_expect(&f, k, 1, 2);
-  run_expect(&f, kt, 10, 20);
-  assert_true(kct_code(f.rt, k).max_world == KC_WORLD_FOREVER);
-  kct_fx_close(&f);
+  assert_int_equal(kc_world_current(f->rt), w);
+  run_expect(f, k, 1, 2);
+  run_expect(f, kt, 10, 20);
+  assert_true(kct_code(f->rt, k).max_world == KC_WORLD_FOREVER);
 }
 
 static void test_pins_nest(void **state) {
@@ -359,26 +333,22 @@ static void expect_run_args(kct_fixture *f, kc_args *a, float scale, float add) 
 }
 
 static void test_bound_arguments(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kct_define(f.rt, "h", SRC_H1);
-  kct_define(f.rt, "kb", SRC_KB);
-  kc_kernel *k = kct_kernel(f.rt, "kb", NULL);
+  kct_fixture *f = *state;
+  kc_kernel *k = kct_define_kernel(f->rt, "h", SRC_H1, "kb", SRC_KB);
   float a = 2.0f;
   int n = 5;
-  kc_arg args[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(a), KC_ARG_VAL(n)};
+  kc_arg args[] = {KC_ARG_BUF(f->buf), KC_ARG_VAL(a), KC_ARG_VAL(n)};
   kc_args *bound = NULL;
-  KCT_OK(f.rt, kc_args_create(k, f.ctx, args, 3, &bound));
+  KCT_OK(f->rt, kc_args_create(k, f->ctx, args, 3, &bound));
   assert_non_null(bound);
-  assert_int_equal(kct_stats(f.rt).compiles, 1); /* binding compiled it, to check the arguments */
+  assert_int_equal(kct_stats(f->rt).compiles, 1); /* binding compiled it, to check the arguments */
   a = 100.0f, n = 100; /* scalars were copied when bound */
-  expect_run_args(&f, bound, 2, 2 + 5); /* 2 * (i + 1) + 5 */
+  expect_run_args(f, bound, 2, 2 + 5); /* 2 * (i + 1) + 5 */
 
   /* the cached path: no lookups, no compiles, no links */
-  kc_stats s0 = kct_stats(f.rt);
-  for (int i = 0; i < 3; i++) expect_run_args(&f, bound, 2, 7);
-  kc_stats s1 = kct_stats(f.rt);
+  kc_stats s0 = kct_stats(f->rt);
+  for (int i = 0; i < 3; i++) expect_run_args(f, bound, 2, 7);
+  kc_stats s1 = kct_stats(f->rt);
   assert_int_equal(s1.fast_hits, s0.fast_hits + 3);
   assert_int_equal(s1.slow_lookups, s0.slow_lookups);
   assert_int_equal(s1.compiles, s0.compiles);
@@ -387,58 +357,58 @@ static void test_bound_arguments(void **state) {
   /* kc_launch of the same handle shares the code and the link */
   float one = 1.0f;
   int zero = 0;
-  kc_arg args1[] = {KC_ARG_BUF(f.buf), KC_ARG_VAL(one), KC_ARG_VAL(zero)};
+  kc_arg args1[] = {KC_ARG_BUF(f->buf), KC_ARG_VAL(one), KC_ARG_VAL(zero)};
   kc_dim3 g = {N, 1, 1}, b = {1, 1, 1};
-  KCT_OK(f.rt, kc_launch(k, f.ctx, &g, &b, args1, 3));
-  KCT_OK(f.rt, kc_context_finish(f.ctx));
-  KCT_OK(f.rt, kc_buffer_read(f.buf, 0, f.out, sizeof f.out));
-  kct_expect_linear(f.out, N, 1, 1);
-  assert_int_equal(kct_stats(f.rt).links, s0.links);
+  KCT_OK(f->rt, kc_launch(k, f->ctx, &g, &b, args1, 3));
+  KCT_OK(f->rt, kc_context_finish(f->ctx));
+  KCT_OK(f->rt, kc_buffer_read(f->buf, 0, f->out, sizeof f->out));
+  kct_expect_linear(f->out, N, 1, 1);
+  assert_int_equal(kct_stats(f->rt).links, s0.links);
 
   /* kc_args_set replaces one argument */
   float a2 = 3.0f;
-  KCT_OK(f.rt, kc_args_set(bound, 1, KC_ARG_VAL(a2)));
-  expect_run_args(&f, bound, 3, 3 + 5);
-  kc_buffer *other = kct_buffer(f.rt, f.ctx, N);
-  KCT_OK(f.rt, kc_args_set(bound, 0, KC_ARG_BUF(other)));
-  KCT_OK(f.rt, kc_launch_args(bound, &g, &b));
-  KCT_OK(f.rt, kc_context_finish(f.ctx));
+  KCT_OK(f->rt, kc_args_set(bound, 1, KC_ARG_VAL(a2)));
+  expect_run_args(f, bound, 3, 3 + 5);
+  kc_buffer *other = kct_buffer(f->rt, f->ctx, N);
+  KCT_OK(f->rt, kc_args_set(bound, 0, KC_ARG_BUF(other)));
+  KCT_OK(f->rt, kc_launch_args(bound, &g, &b));
+  KCT_OK(f->rt, kc_context_finish(f->ctx));
   float out2[N];
-  KCT_OK(f.rt, kc_buffer_read(other, 0, out2, sizeof out2));
+  KCT_OK(f->rt, kc_buffer_read(other, 0, out2, sizeof out2));
   kct_expect_linear(out2, N, 3, 8);
-  KCT_OK(f.rt, kc_args_set(bound, 0, KC_ARG_BUF(f.buf)));
+  KCT_OK(f->rt, kc_args_set(bound, 0, KC_ARG_BUF(f->buf)));
 
   /* a callee redefined: the new code has the same parameters, the bound
    * arguments serve it */
-  kct_define(f.rt, "h", SRC_H2);
-  expect_run_args(&f, bound, 3, 6 + 5); /* 3 * (i + 2) + 5 */
+  kct_define(f->rt, "h", SRC_H2);
+  expect_run_args(f, bound, 3, 6 + 5); /* 3 * (i + 2) + 5 */
   /* the kernel redefined with the same parameters: likewise */
-  kct_define(f.rt, "kb", SRC_KB2);
-  expect_run_args(&f, bound, 3, 6 - 5);
-  assert_int_equal(kct_stats(f.rt).compiles, 3);
+  kct_define(f->rt, "kb", SRC_KB2);
+  expect_run_args(f, bound, 3, 6 - 5);
+  assert_int_equal(kct_stats(f->rt).compiles, 3);
 
   /* pinned: the old world's code, with the same bound arguments */
   kc_world pinned;
-  KCT_OK(f.rt, kc_pin(f.rt, &pinned));
-  kct_define(f.rt, "h", SRC_H1);
-  expect_run_args(&f, bound, 3, 1); /* still h2 and kb2 */
-  KCT_OK(f.rt, kc_unpin(f.rt));
-  expect_run_args(&f, bound, 3, 3 - 5);
+  KCT_OK(f->rt, kc_pin(f->rt, &pinned));
+  kct_define(f->rt, "h", SRC_H1);
+  expect_run_args(f, bound, 3, 1); /* still h2 and kb2 */
+  KCT_OK(f->rt, kc_unpin(f->rt));
+  expect_run_args(f, bound, 3, 3 - 5);
 
   /* parameters changed: the launch fails and says which argument is missing */
-  kct_define(f.rt, "kb", SRC_KB3);
-  KCT_STATUS(f.rt, KC_EARGS, kc_launch_args(bound, &g, &b));
-  KCT_CONTAINS(kc_errmsg(f.rt), "changed since the arguments were bound");
-  KCT_CONTAINS(kc_errmsg(f.rt), "takes 4 arguments, 3 given");
+  kct_define(f->rt, "kb", SRC_KB3);
+  KCT_STATUS(f->rt, KC_EARGS, kc_launch_args(bound, &g, &b));
+  KCT_CONTAINS(kc_errmsg(f->rt), "changed since the arguments were bound");
+  KCT_CONTAINS(kc_errmsg(f->rt), "takes 4 arguments, 3 given");
   /* and back: the same parameters as bound */
-  kct_define(f.rt, "kb", SRC_KB);
-  expect_run_args(&f, bound, 3, 3 + 5);
+  kct_define(f->rt, "kb", SRC_KB);
+  expect_run_args(f, bound, 3, 3 + 5);
 
   /* a reset context relinks without compiling */
-  kc_stats s2 = kct_stats(f.rt);
-  KCT_OK(f.rt, kc_context_reset(f.ctx));
-  expect_run_args(&f, bound, 3, 8);
-  kc_stats s3 = kct_stats(f.rt);
+  kc_stats s2 = kct_stats(f->rt);
+  KCT_OK(f->rt, kc_context_reset(f->ctx));
+  expect_run_args(f, bound, 3, 8);
+  kc_stats s3 = kct_stats(f->rt);
   assert_int_equal(s3.compiles, s2.compiles);
   assert_int_equal(s3.links, s2.links + 1);
 
@@ -446,14 +416,13 @@ static void test_bound_arguments(void **state) {
    * bindings (the leak check of the ASan build sees the rest) */
   kc_args *second = NULL;
   kc_arg args2[] = {KC_ARG_BUF(other), KC_ARG_VAL(one), KC_ARG_VAL(zero)};
-  KCT_OK(f.rt, kc_args_create(k, f.ctx, args2, 3, &second));
-  KCT_OK(f.rt, kct_run_args(second, f.ctx, other, N, out2));
+  KCT_OK(f->rt, kc_args_create(k, f->ctx, args2, 3, &second));
+  KCT_OK(f->rt, kct_run_args(second, f->ctx, other, N, out2));
   kct_expect_linear(out2, N, 1, 1);
-  expect_run_args(&f, bound, 3, 8);
+  expect_run_args(f, bound, 3, 8);
   kc_args_destroy(second);
   kc_args_destroy(NULL);
   kc_kernel_destroy(k);
-  kct_fx_close(&f);
 }
 
 /* ---------------------------------------------------------- scenario 7 */
@@ -468,44 +437,41 @@ static const char SRC_KN[] =
     "KC_KERNEL void kn(KC_GLOBAL float *y) { y[kc_global_id(0)] = (float)(N * sizeof(T)); }";
 
 static void test_specializations(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kct_define(f.rt, "ks", SRC_KS);
-  kct_define(f.rt, "kn", SRC_KN);
-  kc_kernel *kf = kct_kernel(f.rt, "ks", "T=float");
-  kc_kernel *kd = kct_kernel(f.rt, "ks", "T=double");
-  kct_run_ok(f.rt, kf, f.ctx, f.buf, 2, f.out);
-  assert_true(f.out[0] == 4.0f); /* sizeof(float) */
-  assert_true(f.out[1] == 0.0f); /* 1 + 1e-10 rounds to 1 in float */
-  kct_run_ok(f.rt, kd, f.ctx, f.buf, 2, f.out);
-  assert_true(f.out[0] == 8.0f);
-  assert_true(f.out[1] == 1.0f);
-  kc_stats s = kct_stats(f.rt);
+  kct_fixture *f = *state;
+  kct_define(f->rt, "ks", SRC_KS);
+  kct_define(f->rt, "kn", SRC_KN);
+  kc_kernel *kf = kct_kernel(f->rt, "ks", "T=float");
+  kc_kernel *kd = kct_kernel(f->rt, "ks", "T=double");
+  kct_run_ok(f->rt, kf, f->ctx, f->buf, 2, f->out);
+  assert_true(f->out[0] == 4.0f); /* sizeof(float) */
+  assert_true(f->out[1] == 0.0f); /* 1 + 1e-10 rounds to 1 in float */
+  kct_run_ok(f->rt, kd, f->ctx, f->buf, 2, f->out);
+  assert_true(f->out[0] == 8.0f);
+  assert_true(f->out[1] == 1.0f);
+  kc_stats s = kct_stats(f->rt);
   assert_int_equal(s.compiles, 2);
-  assert_int_not_equal(kct_code(f.rt, kf).id, kct_code(f.rt, kd).id);
+  assert_int_not_equal(kct_code(f->rt, kf).id, kct_code(f->rt, kd).id);
 
   /* order and blanks do not matter */
-  kc_kernel *a = kct_kernel(f.rt, "kn", "T=float,N=4");
-  kc_kernel *b = kct_kernel(f.rt, "kn", "N=4,T=float");
-  kc_kernel *c = kct_kernel(f.rt, "kn", " N = 4 , T=float ");
-  assert_true(kct_run_ok(f.rt, a, f.ctx, f.buf, 1, NULL) == 16.0f);
-  assert_int_equal(kct_stats(f.rt).compiles, s.compiles + 1);
-  assert_true(kct_run_ok(f.rt, b, f.ctx, f.buf, 1, NULL) == 16.0f);
-  assert_true(kct_run_ok(f.rt, c, f.ctx, f.buf, 1, NULL) == 16.0f);
-  kc_stats s1 = kct_stats(f.rt);
+  kc_kernel *a = kct_kernel(f->rt, "kn", "T=float,N=4");
+  kc_kernel *b = kct_kernel(f->rt, "kn", "N=4,T=float");
+  kc_kernel *c = kct_kernel(f->rt, "kn", " N = 4 , T=float ");
+  assert_true(kct_run_ok(f->rt, a, f->ctx, f->buf, 1, NULL) == 16.0f);
+  assert_int_equal(kct_stats(f->rt).compiles, s.compiles + 1);
+  assert_true(kct_run_ok(f->rt, b, f->ctx, f->buf, 1, NULL) == 16.0f);
+  assert_true(kct_run_ok(f->rt, c, f->ctx, f->buf, 1, NULL) == 16.0f);
+  kc_stats s1 = kct_stats(f->rt);
   assert_int_equal(s1.compiles, s.compiles + 1);
   assert_int_equal(s1.links, s.links + 1);
-  uint64_t id = kct_code(f.rt, a).id;
-  assert_int_equal(kct_code(f.rt, b).id, id);
-  assert_int_equal(kct_code(f.rt, c).id, id);
+  uint64_t id = kct_code(f->rt, a).id;
+  assert_int_equal(kct_code(f->rt, b).id, id);
+  assert_int_equal(kct_code(f->rt, c).id, id);
 
   /* a different value is a different specialization */
-  kc_kernel *d = kct_kernel(f.rt, "kn", "N=2,T=double");
-  assert_true(kct_run_ok(f.rt, d, f.ctx, f.buf, 1, NULL) == 16.0f);
-  assert_int_equal(kct_stats(f.rt).compiles, s1.compiles + 1);
-  assert_int_not_equal(kct_code(f.rt, d).id, id);
-  kct_fx_close(&f);
+  kc_kernel *d = kct_kernel(f->rt, "kn", "N=2,T=double");
+  assert_true(kct_run_ok(f->rt, d, f->ctx, f->buf, 1, NULL) == 16.0f);
+  assert_int_equal(kct_stats(f->rt).compiles, s1.compiles + 1);
+  assert_int_not_equal(kct_code(f->rt, d).id, id);
 }
 
 static void test_bad_params_strings(void **state) {
@@ -527,43 +493,36 @@ static void test_bad_params_strings(void **state) {
 /* ---------------------------------------------------------- scenario 8 */
 
 static void test_context_reset_relinks_without_compiling(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kct_define(f.rt, "h", SRC_H1);
-  kct_define(f.rt, "k", SRC_K);
-  kc_kernel *k = kct_kernel(f.rt, "k", NULL);
-  run_expect(&f, k, 1, 1);
-  run_expect(&f, k, 1, 1);
-  kc_buffer *keep = kct_buffer(f.rt, f.ctx, 4);
+  kct_fixture *f = *state;
+  kc_kernel *k = kct_define_kernel(f->rt, "h", SRC_H1, "k", SRC_K);
+  run_expect(f, k, 1, 1);
+  run_expect(f, k, 1, 1);
+  kc_buffer *keep = kct_buffer(f->rt, f->ctx, 4);
   const float pattern[4] = {1.5f, -2.0f, 3.25f, 4.0f};
-  KCT_OK(f.rt, kc_buffer_write(keep, 0, pattern, sizeof pattern));
-  uint64_t id = kc_context_id(f.ctx);
-  kc_stats s0 = kct_stats(f.rt);
+  KCT_OK(f->rt, kc_buffer_write(keep, 0, pattern, sizeof pattern));
+  uint64_t id = kc_context_id(f->ctx);
+  kc_stats s0 = kct_stats(f->rt);
 
-  KCT_OK(f.rt, kc_context_reset(f.ctx));
-  assert_int_equal(kc_context_id(f.ctx), id); /* same context, new generation */
+  KCT_OK(f->rt, kc_context_reset(f->ctx));
+  assert_int_equal(kc_context_id(f->ctx), id); /* same context, new generation */
   float back[4] = {0};
-  KCT_OK(f.rt, kc_buffer_read(keep, 0, back, sizeof back)); /* buffers survive a reset */
+  KCT_OK(f->rt, kc_buffer_read(keep, 0, back, sizeof back)); /* buffers survive a reset */
   assert_memory_equal(back, pattern, sizeof pattern);
 
-  run_expect(&f, k, 1, 1);
-  kc_stats s1 = kct_stats(f.rt);
+  run_expect(f, k, 1, 1);
+  kc_stats s1 = kct_stats(f->rt);
   assert_int_equal(s1.links, s0.links + 1);
   assert_int_equal(s1.compiles, s0.compiles);
   assert_int_equal(s1.slow_lookups, s0.slow_lookups + 1);
   assert_int_equal(s1.fast_hits, s0.fast_hits);
-  run_expect(&f, k, 1, 1);
-  assert_int_equal(kct_stats(f.rt).fast_hits, s1.fast_hits + 1);
-  kct_fx_close(&f);
+  run_expect(f, k, 1, 1);
+  assert_int_equal(kct_stats(f->rt).fast_hits, s1.fast_hits + 1);
 }
 
 static void test_context_destroy_never_reuses_linked_objects(void **state) {
   (void)state;
   kc_runtime *rt = kct_runtime(NULL);
-  kct_define(rt, "h", SRC_H1);
-  kct_define(rt, "k", SRC_K);
-  kc_kernel *k = kct_kernel(rt, "k", NULL);
+  kc_kernel *k = kct_define_kernel(rt, "h", SRC_H1, "k", SRC_K);
   kc_context *c1 = kct_context(rt);
   kc_buffer *b1 = kct_buffer(rt, c1, N);
   float out[N];
@@ -610,9 +569,7 @@ static void test_context_destroy_never_reuses_linked_objects(void **state) {
 static void test_two_contexts_share_compiled_code(void **state) {
   (void)state;
   kc_runtime *rt = kct_runtime(NULL);
-  kct_define(rt, "h", SRC_H1);
-  kct_define(rt, "k", SRC_K);
-  kc_kernel *k = kct_kernel(rt, "k", NULL);
+  kc_kernel *k = kct_define_kernel(rt, "h", SRC_H1, "k", SRC_K);
   kc_context *c1 = kct_context(rt), *c2 = kct_context(rt);
   assert_ptr_not_equal(c1, c2);
   assert_int_not_equal(kc_context_id(c1), kc_context_id(c2));
@@ -639,45 +596,42 @@ static void test_two_contexts_share_compiled_code(void **state) {
 /* --------------------------------------------------------- scenario 11 */
 
 static void test_identical_redefinition_is_a_no_op(void **state) {
-  (void)state;
-  kct_fixture f;
-  kct_fx_open(&f);
-  kc_world wh = kct_define(f.rt, "h", SRC_H1);
-  kc_world wk = kct_define(f.rt, "k", SRC_K);
+  kct_fixture *f = *state;
+  kc_world wh = kct_define(f->rt, "h", SRC_H1);
+  kc_world wk = kct_define(f->rt, "k", SRC_K);
   assert_int_equal(wk, wh + 1);
-  kc_kernel *k = kct_kernel(f.rt, "k", NULL);
-  run_expect(&f, k, 1, 1);
-  run_expect(&f, k, 1, 1);
-  kc_code_info c0 = kct_code(f.rt, k);
-  kc_stats s0 = kct_stats(f.rt);
+  kc_kernel *k = kct_kernel(f->rt, "k", NULL);
+  run_expect(f, k, 1, 1);
+  run_expect(f, k, 1, 1);
+  kc_code_info c0 = kct_code(f->rt, k);
+  kc_stats s0 = kct_stats(f->rt);
 
   kc_world w = 0;
-  KCT_OK(f.rt, kc_define(f.rt, "h", SRC_H1, &w));
+  KCT_OK(f->rt, kc_define(f->rt, "h", SRC_H1, &w));
   assert_int_equal(w, s0.world); /* the current world comes back */
-  KCT_OK(f.rt, kc_define(f.rt, "k", SRC_K, &w));
+  KCT_OK(f->rt, kc_define(f->rt, "k", SRC_K, &w));
   assert_int_equal(w, s0.world);
   /* a copy of the text, not the same pointer */
   char *copy = strdup(SRC_H1);
   assert_non_null(copy);
-  KCT_OK(f.rt, kc_define(f.rt, "h", copy, NULL));
+  KCT_OK(f->rt, kc_define(f->rt, "h", copy, NULL));
   free(copy);
-  assert_int_equal(kc_world_latest(f.rt), s0.world);
+  assert_int_equal(kc_world_latest(f->rt), s0.world);
 
-  run_expect(&f, k, 1, 1);
-  kc_stats s1 = kct_stats(f.rt);
+  run_expect(f, k, 1, 1);
+  kc_stats s1 = kct_stats(f->rt);
   assert_int_equal(s1.world, s0.world);
   assert_int_equal(s1.defines, s0.defines);
   assert_int_equal(s1.invalidations, s0.invalidations);
   assert_int_equal(s1.compiles, s0.compiles);
   assert_int_equal(s1.slow_lookups, s0.slow_lookups); /* not even the slow path */
   assert_int_equal(s1.fast_hits, s0.fast_hits + 1);
-  assert_int_equal(kct_code(f.rt, k).id, c0.id);
+  assert_int_equal(kct_code(f->rt, k).id, c0.id);
 
   /* one character more is a change */
-  kc_world w2 = kct_define(f.rt, "h", "KC_DEVICE float h(float x) { return x + 1.0f; } ");
+  kc_world w2 = kct_define(f->rt, "h", "KC_DEVICE float h(float x) { return x + 1.0f; } ");
   assert_int_equal(w2, s0.world + 1);
-  assert_int_equal(kct_stats(f.rt).invalidations, s0.invalidations + 1);
-  kct_fx_close(&f);
+  assert_int_equal(kct_stats(f->rt).invalidations, s0.invalidations + 1);
 }
 
 /* ---------------------------------------------------- introspection */
@@ -705,9 +659,7 @@ static void test_kernel_source_in_dependency_order(void **state) {
   kc_free(rt, src);
 
   /* three levels: h, then g, then kt */
-  kct_define(rt, "g", SRC_G);
-  kct_define(rt, "kt", SRC_KT);
-  kc_kernel *kt = kct_kernel(rt, "kt", NULL);
+  kc_kernel *kt = kct_define_kernel(rt, "g", SRC_G, "kt", SRC_KT);
   KCT_OK(rt, kc_kernel_source(kt, &src));
   const char *a = strstr(src, "#line 1 \"h\""), *b = strstr(src, "#line 1 \"g\""),
              *c = strstr(src, "#line 1 \"kt\"");
@@ -761,9 +713,7 @@ static void test_cached_launch_allocates_nothing(void **state) {
   assert_true(atomic_load(&cnt.allocs) > 0); /* the runtime itself comes from the hook */
   kc_context *ctx = kct_context(rt);
   kc_buffer *buf = kct_buffer(rt, ctx, N);
-  kct_define(rt, "h", SRC_H1);
-  kct_define(rt, "k", SRC_K);
-  kc_kernel *k = kct_kernel(rt, "k", NULL);
+  kc_kernel *k = kct_define_kernel(rt, "h", SRC_H1, "k", SRC_K);
   float out[N];
   kct_run_ok(rt, k, ctx, buf, N, out);
   kct_run_ok(rt, k, ctx, buf, N, out);
@@ -832,24 +782,24 @@ int main(int argc, char **argv) {
   if (rc >= 0) return rc;
   kct_memory_only();
   const struct CMUnitTest tests[] = {
-      KCT_TEST(test_first_launch_compiles_once),
+      KCT_FX_TEST(test_first_launch_compiles_once),
       KCT_TEST(test_list_devices),
-      KCT_TEST(test_second_handle_shares_code),
-      KCT_TEST(test_unrelated_definition_revalidates),
-      KCT_TEST(test_callee_redefinition_recompiles_dependents_only),
-      KCT_TEST(test_kernel_redefinition_recompiles_it),
+      KCT_FX_TEST(test_second_handle_shares_code),
+      KCT_FX_TEST(test_unrelated_definition_revalidates),
+      KCT_FX_TEST(test_callee_redefinition_recompiles_dependents_only),
+      KCT_FX_TEST(test_kernel_redefinition_recompiles_it),
       KCT_TEST(test_compile_options),
-      KCT_TEST(test_pinned_world_keeps_old_code),
+      KCT_FX_TEST(test_pinned_world_keeps_old_code),
       KCT_TEST(test_pins_nest),
-      KCT_TEST(test_specializations),
+      KCT_FX_TEST(test_specializations),
       KCT_TEST(test_bad_params_strings),
-      KCT_TEST(test_context_reset_relinks_without_compiling),
+      KCT_FX_TEST(test_context_reset_relinks_without_compiling),
       KCT_TEST(test_context_destroy_never_reuses_linked_objects),
       KCT_TEST(test_two_contexts_share_compiled_code),
-      KCT_TEST(test_identical_redefinition_is_a_no_op),
+      KCT_FX_TEST(test_identical_redefinition_is_a_no_op),
       KCT_TEST(test_kernel_source_in_dependency_order),
       KCT_TEST(test_cached_launch_allocates_nothing),
-      KCT_TEST(test_bound_arguments),
+      KCT_FX_TEST(test_bound_arguments),
   };
   return KCT_RUN(tests);
 }

@@ -1,4 +1,7 @@
-/* kc_test.c -- the helpers declared in kc_test.h. */
+/* SPDX-License-Identifier: MIT */
+/* kc_test.c -- the helpers declared in kc_test.h but for processes and
+ * directories (proc.c): the backend, runtimes and what a test made, the
+ * scenario fixture, launches, temporary directories. */
 #include "kc_test.h"
 
 #include <dirent.h>
@@ -124,6 +127,18 @@ kc_runtime *kct_runtime(kc_options *opt) {
   return rt;
 }
 
+kc_runtime *kct_main_runtime(void) {
+  kc_options opt;
+  kc_options_init(&opt);
+  opt.backend = kct_backend;
+  kc_runtime *rt = NULL;
+  if (kc_runtime_create(&opt, &rt) != KC_OK) {
+    fprintf(stderr, "kc_runtime_create: %s\n", kc_errmsg(NULL));
+    return NULL;
+  }
+  return rt;
+}
+
 kc_context *kct_context(kc_runtime *rt) {
   kc_context *ctx = NULL;
   KCT_OK(rt, kc_context_create(rt, 0, &ctx));
@@ -218,11 +233,43 @@ void kct_fx_open(kct_fixture *f) {
 
 void kct_fx_close(kct_fixture *f) { kct_destroy(f->rt); }
 
+int kct_fx_setup(void **state) {
+  kct_fixture *f = kct_calloc(sizeof *f); /* kct_teardown frees it */
+  *state = f;
+  kct_fx_open(f);
+  return 0;
+}
+
+kc_kernel *kct_define_kernel(kc_runtime *rt, const char *callee, const char *callee_src, const char *kernel,
+                             const char *kernel_src) {
+  kct_define(rt, callee, callee_src);
+  kct_define(rt, kernel, kernel_src);
+  return kct_kernel(rt, kernel, NULL);
+}
+
 void kct_expect_linear(const float *out, uint32_t n, float scale, float add) {
   for (uint32_t i = 0; i < n; i++) {
     float want = (float)i * scale + add;
     if (out[i] != want) fail_msg("element %u is %g, expected %g", i, (double)out[i], (double)want);
   }
+}
+
+bool kct_report_vfail(kct_report *r, const char *fmt, va_list ap) {
+  if (r->failed++) return false;
+  vsnprintf(r->what, sizeof r->what, fmt, ap);
+  return true;
+}
+
+bool kct_report_fail(kct_report *r, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  bool first = kct_report_vfail(r, fmt, ap);
+  va_end(ap);
+  return first;
+}
+
+void kct_report_check(const char *who, const kct_report *r) {
+  if (r->failed) fail_msg("%s: %d failure(s), the first: %s", who, r->failed, r->what);
 }
 
 bool kct_in_path(const char *prog) {
