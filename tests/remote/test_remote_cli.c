@@ -41,20 +41,12 @@ static int cli(char **out, const char *env, const char *fmt, ...) {
   va_end(ap);
   snprintf(cmd, sizeof cmd, "env -u KC_REMOTE -u KC_REMOTE_KEY KC_REMOTE_PREFIX=kctest: %s '%s' %s 2>&1",
            env ? env : "", KC_CLI, args);
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  for (size_t r; (r = fread(buf + n, 1, cap - n - 1, p)) > 0;) {
-    n += r;
-    if (cap - n < 2) buf = realloc(buf, cap *= 2);
-  }
-  buf[n] = 0;
-  int st = pclose(p);
+  char *buf;
+  int rc = kct_capture(cmd, &buf);
   print_message("$ kcache %s\n%s", args, buf);
   if (out) *out = buf;
   else free(buf);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return rc;
 }
 
 static void test_ping_ls_stats_clear(void **state) {

@@ -42,19 +42,11 @@ static int teardown(void **state) {
 static int cli_after(const fx *f, const char *pre, char **out, const char *args) {
   char cmd[2048];
   snprintf(cmd, sizeof cmd, "%s '%s' --dir '%s' %s 2>&1", pre, KC_CLI, f->root, args);
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  for (size_t r; (r = fread(buf + n, 1, cap - n - 1, p)) > 0;) {
-    n += r;
-    if (cap - n < 2) buf = realloc(buf, cap *= 2);
-  }
-  buf[n] = 0;
-  int st = pclose(p);
+  char *buf;
+  int rc = kct_capture(cmd, &buf);
   if (out) *out = buf;
   else free(buf);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return rc;
 }
 
 static int cli(const fx *f, char **out, const char *fmt, ...) KCT_PRINTF(3, 4);
@@ -577,18 +569,10 @@ static void test_show_json_invalid_utf8(void **state) {
 static int cli_tty(const fx *f, char **out, const char *args) {
   char cmd[2048];
   snprintf(cmd, sizeof cmd, "script -qec \"'%s' --dir '%s' %s\" /dev/null 2>&1 </dev/null", KC_CLI, f->root, args);
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  for (size_t r; (r = fread(buf + n, 1, cap - n - 1, p)) > 0;) {
-    n += r;
-    if (cap - n < 2) buf = realloc(buf, cap *= 2);
-  }
-  buf[n] = 0;
-  int st = pclose(p);
+  char *buf;
+  int rc = kct_capture(cmd, &buf);
   *out = buf;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return rc;
 }
 
 /* verify, gc and clear draw a progress bar on a terminal, and never when
