@@ -63,7 +63,7 @@ void kc__store_open(kc_runtime *rt) {
     return;
   }
   s->cache = cache;
-  s->remote = kc__remote_open(rt, &rt->opt, kc__cache_vdir(cache)); /* NULL: none, or unusable (warned) */
+  s->remote = kc__remote_open(&rt->heap, &rt->opt, kc__cache_vdir(cache)); /* NULL: none, or unusable (warned) */
   /* the caller's strings are not kept (kcache.h), and the secret is in the tier */
   rt->opt.remote_url = rt->opt.remote_prefix = rt->opt.remote_key = NULL;
   if (s->remote)
