@@ -103,7 +103,7 @@ static kc_status cu_pick_arch(cu_state *st) {
   int n = 0;
   if (cu_nvrtc.nvrtcGetNumSupportedArchs(&n) != KC__NVRTC_SUCCESS || n <= 0 || n > 512)
     return kc__bs_err(st->sv, KC_EUNAVAILABLE, "NVRTC %d.%d lists no supported architecture",
-                   cu_nvrtc.major, cu_nvrtc.minor);
+                      cu_nvrtc.major, cu_nvrtc.minor);
   int archs[512];
   if (cu_nvrtc.nvrtcGetSupportedArchs(archs) != KC__NVRTC_SUCCESS)
     return kc__bs_err(st->sv, KC_EUNAVAILABLE, "nvrtcGetSupportedArchs failed");
@@ -118,9 +118,9 @@ static kc_status cu_pick_arch(cu_state *st) {
   }
   if (!best)
     return kc__bs_err(st->sv, KC_EUNAVAILABLE,
-                   "CUDA device '%s' (sm_%d) is older than every architecture NVRTC %d.%d "
-                   "supports (lowest: sm_%d)",
-                   st->devs[0].name, lo, cu_nvrtc.major, cu_nvrtc.minor, lowest);
+                      "CUDA device '%s' (sm_%d) is older than every architecture NVRTC %d.%d "
+                      "supports (lowest: sm_%d)",
+                      st->devs[0].name, lo, cu_nvrtc.major, cu_nvrtc.minor, lowest);
   st->arch = exact ? lo : best;
   st->ptx = want_ptx || !exact;
   return KC_OK;
@@ -215,7 +215,7 @@ static kc_status cu_ctx_create(void *state, int device, void **bctx) {
   *bctx = NULL;
   if (device < 0 || device >= st->ndevs)
     return kc__bs_err(st->sv, KC_EINVAL, "CUDA device %d does not exist (%d device%s)", device,
-                   st->ndevs, st->ndevs == 1 ? "" : "s");
+                      st->ndevs, st->ndevs == 1 ? "" : "s");
   cu_ctx *c = kc__bs_calloc(st->sv, sizeof *c);
   if (!c)
     return kc__bs_err(st->sv, KC_ENOMEM, "out of memory creating a CUDA context");

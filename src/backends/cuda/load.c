@@ -204,7 +204,7 @@ const char *cu_unavailable(void) {
 KC__COLD kc_status cu_fail(const kc__bsvc *sv, kc_status st, const char *call,
                                       CUresult r, const char *detail) {
   return kc__bs_err(sv, st, "%s: %s (%d): %s%s", call, cu_errname(r), r, cu_errstr(r),
-                 detail ? detail : "");
+                    detail ? detail : "");
 }
 
 /* ------------------------------------------------------------ compiling */
@@ -288,7 +288,7 @@ kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const 
   if (r != KC__NVRTC_SUCCESS) {
     prog = NULL;
     s = kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\nnvrtcCreateProgram: %s",
-                entry, cu_nvrtc.nvrtcGetErrorString(r));
+                   entry, cu_nvrtc.nvrtcGetErrorString(r));
     goto done;
   }
   if (cu_nvrtc.serialize)
@@ -310,11 +310,11 @@ kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const 
   if (r != KC__NVRTC_SUCCESS) {
     if (r == KC__NVRTC_ERROR_COMPILATION)
       s = kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s", entry,
-                  logtext ? logtext : "");
+                     logtext ? logtext : "");
     else
       s = kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s (options: %s %s)\n%s",
-                  entry, cu_nvrtc.nvrtcGetErrorString(r), archopt, user_opts ? user_opts : "",
-                  logtext ? logtext : "");
+                     entry, cu_nvrtc.nvrtcGetErrorString(r), archopt, user_opts ? user_opts : "",
+                     logtext ? logtext : "");
     goto done;
   }
 
@@ -325,8 +325,8 @@ kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const 
     r = cu_nvrtc.nvrtcGetCUBINSize(prog, &n);
   if (r != KC__NVRTC_SUCCESS || n == 0) {
     s = kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s: %s", entry,
-                ptx ? "nvrtcGetPTXSize" : "nvrtcGetCUBINSize",
-                r ? cu_nvrtc.nvrtcGetErrorString(r) : "empty output");
+                   ptx ? "nvrtcGetPTXSize" : "nvrtcGetCUBINSize",
+                   r ? cu_nvrtc.nvrtcGetErrorString(r) : "empty output");
     goto done;
   }
   char *art = kc__bs_alloc(sv, n);
@@ -338,7 +338,7 @@ kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const 
   if (r != KC__NVRTC_SUCCESS) {
     kc__bs_free(sv, art);
     s = kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s: %s", entry,
-                ptx ? "nvrtcGetPTX" : "nvrtcGetCUBIN", cu_nvrtc.nvrtcGetErrorString(r));
+                   ptx ? "nvrtcGetPTX" : "nvrtcGetCUBIN", cu_nvrtc.nvrtcGetErrorString(r));
     goto done;
   }
   if (ptx)

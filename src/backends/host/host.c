@@ -244,7 +244,7 @@ static kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
   for (uint32_t i = 0; i < tu->nparams; i++) kc__sb_printf(out, "sizeof(%s), ", tu->params[i].type);
   kc__sb_puts(out, "0};\n");
   return out->failed ? kc__bs_err(((host_state *)state)->sv, KC_ENOMEM,
-                               "out of memory building the source of '%s'", tu->entry)
+                                  "out of memory building the source of '%s'", tu->entry)
                      : KC_OK;
 }
 
@@ -291,7 +291,7 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   unlink(src);
   if (!st && sig_no)
     st = kc__bs_err(sv, KC_EBACKEND, "the host compiler \"%s\" crashed (signal %d, %s)", argv[0], sig_no,
-                 strsignal(sig_no));
+                    strsignal(sig_no));
   else if (!st && code != 0)
     st = kc__bs_err(sv, KC_ECOMPILE, "the host compiler \"%s\" failed (exit code %d)", argv[0], code);
   if (!st) st = host_read_file(sv, so, artifact, size);
@@ -311,7 +311,7 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
       const unsigned *argsz = dlsym(h, "kc__argsz");
       if (!nargs || !argsz || !dlsym(h, "kc__run") || *nargs != tu->nparams) {
         st = kc__bs_err(sv, KC_ECOMPILE, "the compiled object for '%s' lacks its entry trampoline",
-                     tu->entry);
+                        tu->entry);
       } else {
         for (uint32_t i = 0; i < tu->nparams; i++)
           if (!tu->params[i].is_buffer) sig[i] = KC__SIG(KC_ARG_SCALAR, argsz[i]);
@@ -378,7 +378,7 @@ static kc_status host_link(void *bctx, const kc__artifact *art, kc__blinked *l) 
   if (!on_bad_dims) {
     dlclose(h);
     return kc__bs_err(sv, KC_ELINK, "loading '%s' failed: no kc__on_bad_dims in the object",
-                   a.entry);
+                      a.entry);
   }
   *on_bad_dims = kc__launch_bad_dims;
   typedef kc_status (*bad_args_fn)(const kc__blinked *, const kc_context *, const kc_arg *, uint32_t);

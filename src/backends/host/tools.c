@@ -95,7 +95,7 @@ kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path,
       while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
       return kc__bs_err(sv, KC_EBACKEND, "the host compiler \"%s\" ran longer than %u ms and was killed",
-                     argv[0], s->timeout_ms);
+                        argv[0], s->timeout_ms);
     }
     struct timespec ts = {0, nap};
     nanosleep(&ts, NULL);

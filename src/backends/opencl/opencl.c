@@ -129,8 +129,8 @@ static kc_status ocl_check_entry(const kc__bsvc *sv, cl_program prog, const char
   if (!k) {
     if (e == CL_INVALID_KERNEL_NAME)
       return kc__bs_err(sv, KC_ECOMPILE,
-                     "OpenCL program has no kernel named '%s' (declare it with KC_KERNEL void)",
-                     entry);
+                        "OpenCL program has no kernel named '%s' (declare it with KC_KERNEL void)",
+                        entry);
     return ocl_fail(sv, KC_ECOMPILE, "clCreateKernel", e);
   }
   cl_uint n = 0;
@@ -138,7 +138,7 @@ static kc_status ocl_check_entry(const kc__bsvc *sv, cl_program prog, const char
   if (e == CL_SUCCESS && n != nparams) {
     ocl.clReleaseKernel(k);
     return kc__bs_err(sv, KC_ECOMPILE, "OpenCL kernel '%s' has %u parameters but kcache parsed %u",
-                   entry, (unsigned)n, (unsigned)nparams);
+                      entry, (unsigned)n, (unsigned)nparams);
   }
   *out = k;
   return KC_OK;
@@ -164,10 +164,10 @@ static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, siz
   if (e != CL_SUCCESS) {
     if (e == CL_BUILD_PROGRAM_FAILURE || e == CL_COMPILE_PROGRAM_FAILURE)
       s = kc__bs_err(sv, KC_ECOMPILE, "OpenCL build of kernel '%s' failed:\n%s", tu->entry,
-                  blog ? blog : "(no build log)");
+                     blog ? blog : "(no build log)");
     else
       s = kc__bs_err(sv, KC_ECOMPILE, "OpenCL build of kernel '%s' failed: %s (%d)%s%s", tu->entry,
-                  ocl_errname(e), (int)e, blog ? "\n" : "", blog ? blog : "");
+                     ocl_errname(e), (int)e, blog ? "\n" : "", blog ? blog : "");
     goto done;
   }
 
@@ -225,7 +225,7 @@ static kc_status ocl_ctx_create(void *state, int device, void **bctx) {
   *bctx = NULL;
   if (device < 0 || device >= st->ndevices)
     return kc__bs_err(sv, KC_EINVAL, "OpenCL device %d is out of range (%d device%s)", device,
-                   st->ndevices, st->ndevices == 1 ? "" : "s");
+                      st->ndevices, st->ndevices == 1 ? "" : "s");
   ocl_ctx *c = kc__bs_calloc(sv, sizeof *c);
   if (!c) return kc__bs_err(sv, KC_ENOMEM, "out of memory");
   c->sv = sv;
@@ -302,16 +302,16 @@ static kc_status ocl_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
     size_t len = text ? strlen(text) : 0;
     if (!len)
       return kc__bs_err(sv, KC_ELINK, "OpenCL rejected the binary of kernel '%s' and no source is kept",
-                     entry);
+                        entry);
     p = ocl.clCreateProgramWithSource(c->ctx, 1, &text, &len, &e);
     if (!p) return ocl_fail(sv, KC_ELINK, "clCreateProgramWithSource", e);
     e = ocl.clBuildProgram(p, 1, &c->device, c->st->build_options, NULL, NULL);
     if (e != CL_SUCCESS) {
       char *blog = ocl_build_log(sv, p, c->device, NULL);
       kc_status s = kc__bs_err(sv, KC_ELINK,
-                            "OpenCL rejected the binary of kernel '%s', and rebuilding it from "
-                            "source failed: %s (%d)%s%s",
-                            entry, ocl_errname(e), (int)e, blog ? "\n" : "", blog ? blog : "");
+                               "OpenCL rejected the binary of kernel '%s', and rebuilding it from "
+                               "source failed: %s (%d)%s%s",
+                               entry, ocl_errname(e), (int)e, blog ? "\n" : "", blog ? blog : "");
       kc__bs_free(sv, blog);
       ocl.clReleaseProgram(p);
       return s;
@@ -385,18 +385,18 @@ static KC__COLD kc_status ocl_launch_fail(ocl_linked *x, cl_int e, uint32_t arg)
   if (arg != UINT32_MAX) {
     if (x->argsize[arg] == 0)
       return kc__bs_err(x->sv, KC_EARGS,
-                     "kernel '%s': the size of scalar argument %u is unknown to the OpenCL "
-                     "backend (engine signature)",
-                     x->entry, (unsigned)arg);
+                        "kernel '%s': the size of scalar argument %u is unknown to the OpenCL "
+                        "backend (engine signature)",
+                        x->entry, (unsigned)arg);
     return kc__bs_err(x->sv, KC_EARGS, "kernel '%s': clSetKernelArg(%u): %s (%d)", x->entry,
-                   (unsigned)arg, ocl_errname(e), (int)e);
+                      (unsigned)arg, ocl_errname(e), (int)e);
   }
   kc_status st = e == CL_OUT_OF_RESOURCES || e == CL_MEM_OBJECT_ALLOCATION_FAILURE ? KC_ENOMEM
                  : e == CL_INVALID_KERNEL_ARGS || e == CL_INVALID_MEM_OBJECT       ? KC_EARGS
                                                                                    : KC_ELAUNCH;
   if (e == CL_OUT_OF_HOST_MEMORY) st = KC_ENOMEM;
   return kc__bs_err(x->sv, st, "kernel '%s': clEnqueueNDRangeKernel: %s (%d)", x->entry,
-                 ocl_errname(e), (int)e);
+                    ocl_errname(e), (int)e);
 }
 
 /* The backend half of the launch fast path: never allocates, formats or

@@ -260,7 +260,7 @@ static kc_status ocl_pick(const kc__bsvc *sv, const kc_options *opt, cl_platform
   if (pidx >= (int)nplat) {
     kc__bs_free(sv, plats);
     return kc__bs_err(sv, KC_EINVAL, "OpenCL platform_index %d is out of range (%u platform%s)", pidx,
-                   nplat, nplat == 1 ? "" : "s");
+                      nplat, nplat == 1 ? "" : "s");
   }
 
   cl_platform_id plat = NULL;
@@ -287,9 +287,9 @@ static kc_status ocl_pick(const kc__bsvc *sv, const kc_options *opt, cl_platform
   if (!plat) {
     if (want)
       return kc__bs_err(sv, KC_EUNAVAILABLE, "no OpenCL device whose name contains \"%s\"%s", want,
-                     pidx >= 0 ? " on the requested platform" : "");
+                        pidx >= 0 ? " on the requested platform" : "");
     return kc__bs_err(sv, KC_EUNAVAILABLE, "no OpenCL device%s",
-                   pidx >= 0 ? " on the requested platform" : "");
+                      pidx >= 0 ? " on the requested platform" : "");
   }
   /* The chosen device first: device 0 is what the options asked for. */
   cl_device_id first = devs[chosen];
