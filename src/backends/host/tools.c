@@ -29,6 +29,9 @@ extern char **environ;
 /* -------------------------------------------------------- availability */
 
 bool host_find_in_path(const char *prog, char *out, size_t outlen) {
+  /* also tells GCC (-O2 with ASan, static builds) that out is not NULL:
+   * it warns of a null destination for the snprintf below otherwise */
+  if (!out || !outlen) return false;
   if (strchr(prog, '/')) {
     snprintf(out, outlen, "%s", prog);
     return access(prog, X_OK) == 0;
