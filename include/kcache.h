@@ -578,8 +578,8 @@ int kc_cache_writable(const kc_runtime *rt);
  *
  * Needs libhiredis at run time (0.14 or 1.x, opened with dlopen; kcache
  * builds and runs without it). When the tier is configured but cannot be
- * used (no hiredis, a bad URL or setting, rediss://), one warning on stderr
- * says why and the runtime works without it.
+ * used (no hiredis, a bad URL or setting, rediss://), one warning in the
+ * runtime's log (see "log") says why and the runtime works without it.
  *
  * Order: a launch whose world no code instance serves asks the disk cache,
  * then the remote tier, then compiles. A remote hit is verified exactly like
@@ -635,8 +635,8 @@ const char *kc_remote_url(const kc_runtime *rt);
 
 /*
  * A runtime's messages go through its log: its warnings (an unusable or
- * unwritable cache directory, a bad KC_CACHE_* or KC_LOG value; the remote
- * tier's, above, still print on stderr directly), and, at higher levels, a
+ * unwritable cache directory, a bad KC_CACHE_* or KC_LOG value, an
+ * unusable or failing remote tier), and, at higher levels, a
  * trace of its slow paths like CCACHE_DEBUG or SCCACHE_LOG:
  *   info   "compiled kernel 'k' [T=float] (host) in 12.3 ms", disk and remote hits
  *   debug  for each launch that missed its handle's cache, why (the first

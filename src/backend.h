@@ -2,11 +2,13 @@
 /*
  * backend.h -- what a backend sees of kcache: the backend table it fills
  * in, the translation unit it compiles, the parameters and their packed
- * signatures (KC__SIG), the backend's half of a linked object, buffer
- * handles, and the services it may call (allocation and errors through
- * the runtime it was opened with, kc__sb, the bad-dims/bad-args
- * explanations). Backends (src/backends/) include this header and system
- * headers; they register in src/backends/registry.c.
+ * signatures (KC__SIG), the artifact it links, the backend's half of a
+ * linked object (kc__blinked), buffer handles, and the services it may
+ * call (allocation and errors through the kc__bsvc it was opened with,
+ * kc__sb, the bad-dims/bad-args explanations). A backend reaches neither
+ * the runtime nor a code instance. Backends (src/backends/) include this
+ * header, their own folder's header and system headers; they register in
+ * src/backends/registry.c.
  */
 #ifndef KC_BACKEND_H
 #define KC_BACKEND_H
@@ -19,25 +21,32 @@
 #include <stdint.h>
 
 typedef struct kc__spec kc__spec;
-typedef struct kc__ci kc__ci;
-typedef struct kc__linked kc__linked;
+typedef struct kc__blinked kc__blinked;
 
 /* ------------------------------------------------------------- services */
 
-/* The runtime's allocator (kc_options.alloc), through base/mem.h. */
-void *kc__alloc(kc_runtime *rt, size_t size);  /* NULL on failure */
-void *kc__calloc(kc_runtime *rt, size_t size); /* zeroed */
-void *kc__realloc(kc_runtime *rt, void *p, size_t size);
-void kc__free(kc_runtime *rt, void *p);
-char *kc__strdup(kc_runtime *rt, const char *s);
-char *kc__strndup(kc_runtime *rt, const char *s, size_t n);
-/* rt's heap, or NULL (libc) for no runtime. */
-const kc__heap *kc__rt_heap(const kc_runtime *rt);
+/* What a backend is handed at open (and keeps a copy of): the heap its
+ * allocations go through (kc_options.alloc, base/mem.h) and the owner id
+ * its error messages are filed under (base/err.h: the runtime's id, so
+ * kc_errmsg of that runtime reads them). be: the table open was called
+ * through, so that a backend that wraps another (the fault proxy) finds
+ * its own row. */
+typedef struct kc__bsvc {
+  kc__heap heap;
+  uint64_t owner;
+  const struct kc__backend *be;
+} kc__bsvc;
 
-/* Sets the calling thread's error message for rt and returns st
- * (base/err.h, keyed by the runtime's id). */
-kc_status kc__err(const kc_runtime *rt, kc_status st, const char *fmt, ...) KC__PRINTF(3, 4);
-kc_status kc__verr(const kc_runtime *rt, kc_status st, const char *fmt, va_list ap);
+static inline void *kc__bs_alloc(const kc__bsvc *s, size_t n) { return kc__heap_alloc(&s->heap, n); }
+static inline void *kc__bs_calloc(const kc__bsvc *s, size_t n) { return kc__heap_calloc(&s->heap, n); }
+static inline void kc__bs_free(const kc__bsvc *s, void *p) { kc__heap_free(&s->heap, p); }
+static inline char *kc__bs_strdup(const kc__bsvc *s, const char *c) { return kc__heap_strdup(&s->heap, c); }
+static inline char *kc__bs_strndup(const kc__bsvc *s, const char *c, size_t n) {
+  return kc__heap_strndup(&s->heap, c, n);
+}
+/* Sets the calling thread's error message for the backend's owner and
+ * evaluates to the status (kc_status kc__bs_err(s, st, fmt, ...)). */
+#define kc__bs_err(s, st, ...) kc__err_owner((s)->owner, (st), __VA_ARGS__)
 
 /* A kernel parameter, parsed from the entry's definition. */
 typedef struct kc__param {
@@ -46,60 +55,43 @@ typedef struct kc__param {
   bool is_buffer; /* a pointer: passed as a kc_buffer */
 } kc__param;
 
-/* Size in bytes of a scalar type named by text in the kernel dialect
- * ("float", "unsigned int", "int64_t"...), after substituting the
- * specialization parameters; 0 if unknown. */
-uint32_t kc__scalar_size(const char *type, const kc__spec *spec);
-
 /* Packed expected argument: kind in the high half, scalar size in the low
  * half (size UINT32_MAX: neither kcache nor the backend can tell the type's
  * size; a launch then fails with KC_EARGS saying so). */
 #define KC__SIG(kind, size) (((uint64_t)(kind) << 32) | (uint32_t)(size))
 
-/* A code instance loaded into one context. */
-typedef kc_status (*kc__launch_fn)(kc__linked *l, void **argv, const kc_dim3 *grid,
+/* The backend's half of a linked object (a code instance loaded into one
+ * context). link fills it, unlink releases it, launches read it; the core
+ * embeds it first in its own linked object (core.h: kc__linked.b) and
+ * hands backends only this half. */
+typedef kc_status (*kc__launch_fn)(kc__blinked *b, void **argv, const kc_dim3 *grid,
                                    const kc_dim3 *block);
-typedef kc_status (*kc__entry_fn)(kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
+typedef kc_status (*kc__entry_fn)(kc__blinked *b, kc_context *ctx, const kc_dim3 *grid,
                                   const kc_dim3 *block, const kc_arg *args, uint32_t nargs);
-/* The backend's half is entry, launch, bctx, fn, module and extra: link
- * fills them, unlink releases them, launches read them. The rest is the
- * core's (link_key, ci, rt, nargs, sig, next_in_bucket): a backend reads
- * nargs and sig at most and never writes them. One struct, not two, so
- * that the fast path reads link_key and entry from one cache line at fixed
- * offsets (the disk store also fills one on its stack to trial-load). */
-struct kc__linked {
-  /* The link key of the context generation this object belongs to; 0 while
-   * free. Stored with release after every other field is set. */
-  _Atomic uint64_t link_key;
+struct kc__blinked {
   /* What kc_launch calls, with its own arguments: a backend's entry that
    * checks the kc_args itself (the host backend compiles one per kernel),
-   * or the engine's, which checks and packs them for `launch`. Second: the
+   * or the engine's, which checks and packs them for `launch`. First: the
    * fast path jumps through it. Set by link (or NULL there: the engine's). */
   kc__entry_fn entry;
   kc__launch_fn launch; /* the backend's launch, with argv packed and checked */
-  void *bctx;           /* the backend's context */
+  void *bctx;           /* the backend's context (set before link) */
   void *fn;             /* backend function handle */
   void *module;         /* backend module handle */
   void *extra;          /* backend-owned */
-  kc__ci *ci;
-  kc_runtime *rt;
-  uint32_t nargs;
-  const uint64_t *sig;
-  kc__linked *next_in_bucket; /* context's table, or the spec's free list */
 };
 
 /* For backends: a launch with a NULL grid or block, or a zero dimension
  * (KC_EINVAL with the message every path gives). Cold. The backends' launch
  * functions check grid and block themselves: kc_launch's fast path passes
- * them through unread. */
-kc_status kc__launch_bad_dims(const kc__linked *l, const kc_dim3 *grid, const kc_dim3 *block) KC__COLD;
+ * them through unread. b must be a half the core linked. */
+kc_status kc__launch_bad_dims(const kc__blinked *b, const kc_dim3 *grid, const kc_dim3 *block) KC__COLD;
 /* For backends' entries: args do not match the kernel's parameters (or
  * their buffers belong to another context). Explains which. Cold. */
-kc_status kc__launch_bad_args(const kc__linked *l, const kc_context *ctx, const kc_arg *args,
+kc_status kc__launch_bad_args(const kc__blinked *b, const kc_context *ctx, const kc_arg *args,
                               uint32_t nargs) KC__COLD;
-
-/* The slots of a new handle point here: link key 0 never matches. */
-extern kc__linked kc__no_linked;
+/* The kernel's name of a half the core linked (for messages). */
+const char *kc__blinked_name(const kc__blinked *b);
 
 /* A buffer's backend handle; a launch passes a pointer to it. */
 typedef union kc__bufh {
@@ -125,9 +117,9 @@ struct kc_buffer {
 _Static_assert(offsetof(struct kc_buffer, h) == 0, "argv takes a kc_buffer * as a pointer to its handle");
 
 /* What a backend loads: the compiled bytes and what they were compiled
- * from. A backend sees a code instance only through this view (link still
- * receives the kc__ci pointer because the disk store trial-loads artifacts
- * through the backend table; kc__ci is an incomplete type here). */
+ * from, lent for the call of link (when the core links, the bytes stay
+ * valid while the linked object lives; the cache glue's trial load unlinks
+ * at once). A backend never sees a code instance. */
 typedef struct kc__artifact {
   const void *bytes;
   size_t size;
@@ -135,11 +127,10 @@ typedef struct kc__artifact {
   const kc__param *params;
   uint32_t nparams;
   const uint64_t *sig; /* nparams KC__SIG */
-  const char *source;  /* the translation unit, or NULL */
+  /* The translation unit, or NULL: a backend that rebuilds from source
+   * when it rejects a binary (OpenCL) must then say that it rejected it. */
+  const char *source;
 } kc__artifact;
-kc__artifact kc__artifact_of(const kc__ci *ci);
-/* The kernel's name of a linked object (for messages). */
-const char *kc__linked_name(const kc__linked *l);
 
 /* --------------------------------------------------------- the table */
 
@@ -157,7 +148,8 @@ typedef struct kc__backend {
   const char *name;
   /* Why the backend cannot run here (static or thread-local string), or NULL. */
   const char *(*unavailable)(void);
-  kc_status (*open)(kc_runtime *rt, const kc_options *opt, void **state);
+  /* Opens the backend; keeps a copy of *svc for its services. */
+  kc_status (*open)(const kc__bsvc *svc, const kc_options *opt, void **state);
   void (*close)(void *state);
   int (*device_count)(void *state);
   const char *(*device_name)(void *state, int index);
@@ -172,7 +164,7 @@ typedef struct kc__backend {
   const char *prelude;
   /* Optional: code appended after the closure (host: the grid trampoline). */
   kc_status (*epilogue)(void *state, const kc__tu *tu, kc__sb *out);
-  /* Compiles tu; on success *artifact is allocated with kc__alloc. Fills
+  /* Compiles tu; on success *artifact is allocated from the svc heap. Fills
    * sig[i] (KC__SIG) for every parameter. The log gets the compiler's
    * output (also on success). */
   kc_status (*compile)(void *state, const kc__tu *tu, void **artifact, size_t *size,
@@ -181,10 +173,11 @@ typedef struct kc__backend {
   void (*ctx_destroy)(void *bctx);
   kc_status (*ctx_reset)(void *bctx);
   kc_status (*ctx_finish)(void *bctx);
-  /* Loads ci into the context: fills l->launch, l->fn, l->module, l->extra,
-   * and l->entry if the backend has its own (else leaves it NULL). */
-  kc_status (*link)(void *bctx, const kc__ci *ci, kc__linked *l);
-  void (*unlink)(kc__linked *l);
+  /* Loads the artifact into the context: fills b->launch, b->fn, b->module,
+   * b->extra, and b->entry if the backend has its own (else leaves it
+   * NULL). b->bctx is set, the rest NULL. */
+  kc_status (*link)(void *bctx, const kc__artifact *a, kc__blinked *b);
+  void (*unlink)(kc__blinked *b);
   kc_status (*buf_create)(void *bctx, size_t size, kc__bufh *h);
   void (*buf_destroy)(void *bctx, kc__bufh *h);
   kc_status (*buf_write)(void *bctx, kc__bufh *h, size_t off, const void *src, size_t n);
@@ -196,9 +189,9 @@ extern const kc__backend kc__backend_opencl;
 extern const kc__backend kc__backend_cuda;
 
 /* CUDA without a driver (tests on machines without a GPU): compiles a whole
- * translation unit with NVRTC to a cubin for sm_XX, or to PTX. rt supplies
- * the allocator and the error message; free *out with kc__free. */
-kc_status kc__cuda_compile_only(kc_runtime *rt, const char *source_tu, size_t len, const char *entry,
+ * translation unit with NVRTC to a cubin for sm_XX, or to PTX. svc supplies
+ * the allocator and the error owner; free *out with kc__bs_free(svc, ...). */
+kc_status kc__cuda_compile_only(const kc__bsvc *svc, const char *source_tu, size_t len, const char *entry,
                                 int sm, bool ptx, void **out, size_t *out_size, kc__sb *log);
 /* NULL when NVRTC can be loaded, else why not. */
 const char *kc__cuda_nvrtc_unavailable(void);

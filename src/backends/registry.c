@@ -27,10 +27,10 @@ KC__ABSENT_BACKEND(kc__backend_opencl, "opencl")
 #ifdef KC_WITHOUT_CUDA
 KC__ABSENT_BACKEND(kc__backend_cuda, "cuda")
 const char *kc__cuda_nvrtc_unavailable(void) { return "kcache was built without the cuda backend"; }
-kc_status kc__cuda_compile_only(kc_runtime *rt, const char *source_tu, size_t len, const char *entry,
+kc_status kc__cuda_compile_only(const kc__bsvc *svc, const char *source_tu, size_t len, const char *entry,
                                 int sm, bool ptx, void **out, size_t *out_size, kc__sb *log) {
   (void)source_tu, (void)len, (void)entry, (void)sm, (void)ptx, (void)out, (void)out_size, (void)log;
-  return kc__err(rt, KC_EUNAVAILABLE, "kcache was built without the cuda backend");
+  return kc__bs_err(svc, KC_EUNAVAILABLE, "kcache was built without the cuda backend");
 }
 #endif
 

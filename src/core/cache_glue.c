@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * core/cache_glue.c -- the one place that sees both a code instance and the
- * cache: the engine's hooks (store.h) on top of the disk cache
+ * cache: the engine's hooks (core/cache_glue.h) on top of the disk cache
  * (cache/cache.h) and the remote tier (remote/remote.h). It makes a
  * lookup's key parts from the runtime, the specialization and the closure,
  * decides whether an entry's bytes are usable by a trial load in a scratch
@@ -12,7 +12,7 @@
  * The engine calls it only on a miss of the world-age cache (ci_get), with
  * the specialization's lock held; launches never reach it.
  */
-#include "store.h"
+#include "core/cache_glue.h"
 #include "remote/remote.h"
 
 #include <stdio.h>
@@ -66,7 +66,7 @@ void kc__store_open(kc_runtime *rt) {
     return;
   }
   s->cache = cache;
-  s->remote = kc__remote_open(rt, &rt->opt, kc__cache_vdir(cache)); /* NULL: none, or unusable (warned) */
+  s->remote = kc__remote_open(&rt->heap, &rt->log, &rt->opt, kc__cache_vdir(cache)); /* NULL: none, or unusable (warned) */
   /* the caller's strings are not kept (kcache.h), and the secret is in the tier */
   rt->opt.remote_url = rt->opt.remote_prefix = rt->opt.remote_key = NULL;
   if (s->remote)
@@ -87,15 +87,15 @@ void kc__store_close(kc_runtime *rt) {
 
 /* --------------------------------------------------------- trial loads */
 
-/* Loads ci's artifact into a scratch context of the backend: a stored
+/* Loads a stored artifact into a scratch context of the backend: a stored
  * artifact is trusted only once the backend has accepted it. The engine
- * links after ci_get, too late to fall back to a compile. The source is
- * hidden meanwhile (ci is not published yet): a backend that rebuilds
- * from source when it rejects a binary (OpenCL) must say that it rejected
- * it, or a bad entry would cost every process a compile, forever. KC_OK:
- * accepted (or no probe is possible); KC_ENOMEM: the backend ran out of
- * memory and could not tell; anything else: refused. */
-static kc_status probe_link(kc_runtime *rt, struct kc__store *s, kc__ci *ci) {
+ * links after ci_get, too late to fall back to a compile. No source is
+ * lent: a backend that rebuilds from source when it rejects a binary
+ * (OpenCL) must say that it rejected it, or a bad entry would cost every
+ * process a compile, forever. KC_OK: accepted (or no probe is possible);
+ * KC_ENOMEM: the backend ran out of memory and could not tell; anything
+ * else: refused. */
+static kc_status probe_link(kc_runtime *rt, struct kc__store *s, const kc__artifact *a) {
   const kc__backend *be = rt->be;
   if (!be->ctx_create || !be->link || !be->unlink) return KC_OK;
   kc__lock(&s->probe_lock);
@@ -109,18 +109,9 @@ static kc_status probe_link(kc_runtime *rt, struct kc__store *s, kc__ci *ci) {
   }
   kc_status ok = KC_OK;
   if (s->probe_state == 1) {
-    char *source = ci->source;
-    ci->source = NULL;
-    kc__linked l;
-    memset(&l, 0, sizeof l);
-    atomic_init(&l.link_key, 0);
-    l.ci = ci;
-    l.bctx = s->probe_bctx;
-    l.nargs = ci->nparams;
-    l.sig = ci->sig;
-    ok = be->link(s->probe_bctx, ci, &l);
-    if (ok == KC_OK) be->unlink(&l);
-    ci->source = source;
+    kc__blinked b = {.bctx = s->probe_bctx};
+    ok = be->link(s->probe_bctx, a, &b);
+    if (ok == KC_OK) be->unlink(&b);
   }
   kc__unlock(&s->probe_lock);
   return ok;
@@ -145,19 +136,19 @@ static kc__verdict entry_use(void *ud, const kc__entry *e) {
   void *art = kc__alloc(rt, e->artifact_size);
   if (!art) return KC__ENTRY_UNSURE;
   memcpy(art, e->artifact, e->artifact_size);
-  uint64_t *mine = ci->sig;
-  ci->artifact = art;
-  ci->artifact_size = e->artifact_size;
-  ci->sig = e->sig;
-  kc_status probe = probe_link(rt, rt->store, ci);
-  ci->sig = mine;
+  kc__artifact a = kc__artifact_of(ci);
+  a.bytes = art;
+  a.size = e->artifact_size;
+  a.sig = e->sig;
+  a.source = NULL;
+  kc_status probe = probe_link(rt, rt->store, &a);
   if (probe == KC_OK) {
+    ci->artifact = art;
+    ci->artifact_size = e->artifact_size;
     memcpy(ci->sig, e->sig, e->nsig * sizeof *e->sig);
     return KC__ENTRY_GOOD;
   }
   kc__free(rt, art);
-  ci->artifact = NULL;
-  ci->artifact_size = 0;
   /* the backend ran out of memory: not the entry's fault */
   return probe == KC_ENOMEM ? KC__ENTRY_UNSURE : KC__ENTRY_BAD;
 }

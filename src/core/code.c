@@ -8,7 +8,7 @@
  * queries about it.
  */
 #include "core/core.h"
-#include "store.h"
+#include "core/cache_glue.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -20,7 +20,7 @@
 /* Unloads a linked object and keeps its memory for its specialization:
  * handles may still point at it, and link key 0 never matches. */
 void kc__linked_recycle(kc_runtime *rt, kc__linked *l) {
-  rt->be->unlink(l);
+  rt->be->unlink(&l->b);
   kc__store_release(&l->link_key, 0);
   kc__spec *spec = l->ci->spec;
   kc__lock(&spec->free_lock);
@@ -184,12 +184,11 @@ kc_status kc__ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
   }
   l->ci = ci;
   l->rt = rt;
-  l->bctx = ctx->bctx;
   l->nargs = ci->nparams;
   l->sig = ci->sig;
-  l->fn = l->module = l->extra = NULL;
-  l->entry = NULL;
-  kc_status st = rt->be->link(ctx->bctx, ci, l);
+  l->b = (kc__blinked){.bctx = ctx->bctx};
+  const kc__artifact a = kc__artifact_of(ci);
+  kc_status st = rt->be->link(ctx->bctx, &a, &l->b);
   if (st) {
     kc__lock(&spec->free_lock);
     KC__STACK_PUSH(spec->free_linked, l, next_in_bucket);
@@ -197,7 +196,7 @@ kc_status kc__ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
     kc__unlock(&ctx->lock);
     return st;
   }
-  if (!l->entry) l->entry = kc__entry_packed;
+  if (!l->b.entry) l->b.entry = kc__entry_packed;
   kc__store_release(&l->link_key, kc__load_relaxed(&ctx->link_key));
   KC__HTAB_PUT(&ctx->linked, l, ci->id, next_in_bucket);
   kc__fetch_add_relaxed(&rt->n_links, 1);
@@ -289,3 +288,11 @@ kc_status kc_buffer_read(kc_buffer *b, size_t off, void *dst, size_t n) {
   return b->owner->rt->be->buf_read(b->owner->bctx, &b->h, off, dst, n);
 }
 
+/* ------------------------------------------------------- backend services */
+
+kc__bsvc kc__bsvc_of(const kc_runtime *rt) {
+  if (!rt) return (kc__bsvc){{kc__libc_alloc, NULL}, 0, NULL};
+  return (kc__bsvc){rt->heap, rt->id, rt->be};
+}
+
+const char *kc__blinked_name(const kc__blinked *b) { return kc__linked_name(kc__linked_of(b)); }

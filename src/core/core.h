@@ -26,7 +26,7 @@
  *      kc__spec.free_lock     a spec's free list of linked objects.
  *      kc_runtime.kernels_lock  the list of live kernel handles (stats).
  *      kc__store.probe_lock, kc__remote.pool_lock, kc__remote.queue_lock
- *                           (store.h, remote.h: taken under kc__spec.lock)
+ *                           (core/cache_glue.h, remote/remote.h: taken under kc__spec.lock)
  *                           (leaves: nothing is taken while holding them)
  *
  * Readers of the world counter, of code-instance lists and of world ranges
@@ -43,6 +43,30 @@
 #include <stdbool.h>
 
 typedef struct kc__binding kc__binding;
+typedef struct kc__ci kc__ci;
+typedef struct kc__linked kc__linked;
+
+/* ------------------------------------------------------------- services */
+
+/* The runtime's allocator (kc_options.alloc), through base/mem.h. */
+void *kc__alloc(kc_runtime *rt, size_t size);  /* NULL on failure */
+void *kc__calloc(kc_runtime *rt, size_t size); /* zeroed */
+void *kc__realloc(kc_runtime *rt, void *p, size_t size);
+void kc__free(kc_runtime *rt, void *p);
+char *kc__strdup(kc_runtime *rt, const char *s);
+char *kc__strndup(kc_runtime *rt, const char *s, size_t n);
+/* rt's heap, or NULL (libc) for no runtime. */
+const kc__heap *kc__rt_heap(const kc_runtime *rt);
+
+/* Sets the calling thread's error message for rt and returns st
+ * (base/err.h, keyed by the runtime's id). */
+kc_status kc__err(const kc_runtime *rt, kc_status st, const char *fmt, ...) KC__PRINTF(3, 4);
+kc_status kc__verr(const kc_runtime *rt, kc_status st, const char *fmt, va_list ap);
+
+/* Size in bytes of a scalar type named by text in the kernel dialect
+ * ("float", "unsigned int", "int64_t"...), after substituting the
+ * specialization parameters; 0 if unknown. */
+uint32_t kc__scalar_size(const char *type, const kc__spec *spec);
 
 /* ---------------------------------------------------------------- scanner */
 
@@ -283,6 +307,44 @@ void kc__table_free(kc_runtime *rt);
  * world. Returns the number of definitions freed. */
 uint64_t kc__table_collect(kc_runtime *rt, bool (*live)(void *ud, kc_world min, kc_world max), void *ud);
 
+/* ---------------------------------------------------------- linked objects */
+
+/* A code instance loaded into one context: the backend's half
+ * (backend.h: kc__blinked, which link fills and launches read) and the
+ * core's after it. Backends are handed &l->b, the same address, and never
+ * see the rest; kc__linked_of gets back from it for free. The fast path
+ * reads b.entry (offset 0), link_key and ci (48 and 56): the first 64
+ * bytes, as before the split, and passes the same pointer to the entry,
+ * so its instruction count is unchanged (bench/kc_bench). */
+struct kc__linked {
+  kc__blinked b; /* first: &l->b == l */
+  /* The link key of the context generation this object belongs to; 0 while
+   * free. Stored with release after every other field is set. */
+  _Atomic uint64_t link_key;
+  kc__ci *ci;
+  kc_runtime *rt;
+  uint32_t nargs;
+  const uint64_t *sig;
+  kc__linked *next_in_bucket; /* context's table, or the spec's free list */
+};
+_Static_assert(offsetof(kc__linked, b) == 0, "a backend's half is the linked object's address");
+_Static_assert(offsetof(kc__linked, ci) + sizeof(kc__ci *) <= 64,
+               "the fast path reads b.entry, link_key and ci from the first 64 bytes");
+
+static inline kc__linked *kc__linked_of(const kc__blinked *b) {
+  return (kc__linked *)(uintptr_t)b; /* b is the first member */
+}
+
+/* The slots of a new handle point here: link key 0 never matches. */
+extern kc__linked kc__no_linked;
+
+/* What a backend links of ci (backend.h). */
+kc__artifact kc__artifact_of(const kc__ci *ci);
+/* The kernel's name of a linked object (for messages). */
+const char *kc__linked_name(const kc__linked *l);
+/* The services a backend of rt is opened with: rt's heap and error owner. */
+kc__bsvc kc__bsvc_of(const kc_runtime *rt);
+
 /* ------------------------------------------------- between src/core files */
 
 /* A context's link key once it is destroyed: matches no linked object. */
@@ -333,8 +395,8 @@ void kc__linked_recycle(kc_runtime *rt, kc__linked *l);
 /* The linked object of ci in ctx, linking it on first use. */
 kc_status kc__ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out);
 
-/* launch.c: the entry of backends without their own (kc__linked.entry). */
-kc_status kc__entry_packed(kc__linked *l, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
+/* launch.c: the entry of backends without their own (kc__linked.b.entry). */
+kc_status kc__entry_packed(kc__blinked *b, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
                            const kc_arg *args, uint32_t nargs);
 
 /* log.c: the runtime's log (kcache.h, "log"). kc__log_setup resolves the

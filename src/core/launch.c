@@ -12,7 +12,7 @@
  * kc_launch with no arguments costs +25 instructions over a direct call
  * (bench/kc_bench). Everything else is out of line: launch_pinned (some
  * thread holds a pin), launch_slow/args_slow (compile, link; they may lock
- * and wait). The backend's half (kc__linked.entry/launch) checks grid and
+ * and wait). The backend's half (kc__linked.b: entry, launch) checks grid and
  * block itself (kc__launch_bad_dims) and may wait on the device or its own
  * per-kernel lock (the host's per-object serial mutex, OpenCL's per-kernel
  * spin lock), never on a kcache lock.
@@ -115,8 +115,9 @@ static KC__COLD kc_status explain_args(kc_runtime *rt, const kc__ci *ci, const k
   return kc__err(rt, KC_EARGS, "kernel '%s': invalid arguments", name);
 }
 
-kc_status kc__launch_bad_args(const kc__linked *l, const kc_context *ctx, const kc_arg *args,
+kc_status kc__launch_bad_args(const kc__blinked *b, const kc_context *ctx, const kc_arg *args,
                               uint32_t nargs) {
+  const kc__linked *l = kc__linked_of(b);
   return explain_args(l->rt, l->ci, ctx, args, nargs);
 }
 
@@ -139,7 +140,8 @@ static kc_status check_dims(kc_runtime *rt, const char *fn, const char *name, co
   return KC_OK;
 }
 
-kc_status kc__launch_bad_dims(const kc__linked *l, const kc_dim3 *grid, const kc_dim3 *block) {
+kc_status kc__launch_bad_dims(const kc__blinked *b, const kc_dim3 *grid, const kc_dim3 *block) {
+  const kc__linked *l = kc__linked_of(b);
   return check_dims(l->rt, "launch", l->ci->spec->name, grid, block);
 }
 
@@ -162,19 +164,20 @@ static KC__NOINLINE kc_status pack_and_launch(kc__linked *l, kc_context *ctx, co
                                               const kc_dim3 *block, const kc_arg *args,
                                               uint32_t nargs) {
   void *argv[KC_MAX_ARGS];
-  if (KC__UNLIKELY(nargs != l->nargs || !args)) return kc__launch_bad_args(l, ctx, args, nargs);
+  if (KC__UNLIKELY(nargs != l->nargs || !args)) return kc__launch_bad_args(&l->b, ctx, args, nargs);
   for (uint32_t i = 0; i < nargs; i++) {
     const kc_arg *a = &args[i];
-    if (KC__UNLIKELY(!arg_fits(a, l->sig[i], ctx))) return kc__launch_bad_args(l, ctx, args, nargs);
+    if (KC__UNLIKELY(!arg_fits(a, l->sig[i], ctx))) return kc__launch_bad_args(&l->b, ctx, args, nargs);
     argv[i] = (void *)a->ptr; /* a buffer's handle is its first member */
   }
-  return l->launch(l, argv, grid, block);
+  return l->b.launch(&l->b, argv, grid, block);
 }
 
-/* The entry of backends without their own (kc__linked.entry). */
-kc_status kc__entry_packed(kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
+/* The entry of backends without their own (kc__linked.b.entry). */
+kc_status kc__entry_packed(kc__blinked *b, kc_context *ctx, const kc_dim3 *grid,
                               const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
-  if ((nargs | l->nargs) == 0) return l->launch(l, NULL, grid, block);
+  kc__linked *l = kc__linked_of(b);
+  if ((nargs | l->nargs) == 0) return b->launch(b, NULL, grid, block);
   return pack_and_launch(l, ctx, grid, block, args, nargs);
 }
 
@@ -199,7 +202,7 @@ static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, const k
   st = kc__ctx_link(ctx, ci, &l);
   if (st) return st;
   kc__store_release(&k->slots[key & (KC__HSLOTS - 1)], l);
-  return l->entry(l, ctx, grid, block, args, nargs);
+  return l->b.entry(&l->b, ctx, grid, block, args, nargs);
 }
 
 /* THE FAST PATH. It must never lock, allocate, hash a string or touch the
@@ -215,7 +218,7 @@ static inline kc_status launch_hit(kc_kernel *k, kc__linked *l, kc_context *ctx,
                                    const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
   /* statistics: exact while one thread at a time launches this handle */
   kc__count_relaxed(&k->fast_hits);
-  return l->entry(l, ctx, grid, block, args, nargs);
+  return l->b.entry(&l->b, ctx, grid, block, args, nargs);
 }
 
 /* The fast path while some thread holds a pin on the runtime (fast_world
@@ -390,7 +393,7 @@ static KC__NOINLINE kc_status args_slow(kc_args *a, const kc_dim3 *grid, const k
   if (st) return st;
   kc__store_relaxed(&a->ci_id, ci->id);
   kc__store_relaxed(&a->l, l);
-  return l->launch(l, a->argv, grid, block);
+  return l->b.launch(&l->b, a->argv, grid, block);
 }
 
 /* The cached path while some thread holds a pin (see launch_pinned). */
@@ -401,7 +404,7 @@ static KC__NOINLINE kc_status args_pinned(kc_args *a, const kc_dim3 *grid, const
   const kc__ci *ci = l->ci;
   if (KC__LIKELY(kc__ci_valid_at(ci, kc__caller_world(a->rt)) && ci->id == kc__load_relaxed(&a->ci_id))) {
     kc__count_relaxed(&a->hits);
-    return l->launch(l, a->argv, grid, block);
+    return l->b.launch(&l->b, a->argv, grid, block);
   }
   return args_slow(a, grid, block);
 }
@@ -417,7 +420,7 @@ kc_status kc_launch_args(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) 
       kc_world w = kc__load_acquire(&a->rt->fast_world); /* as in kc_launch */
       if (KC__LIKELY(w < kc__load_relaxed(&ci->max_world) && ci->id == kc__load_relaxed(&a->ci_id))) {
         kc__count_relaxed(&a->hits);
-        return l->launch(l, a->argv, grid, block);
+        return l->b.launch(&l->b, a->argv, grid, block);
       }
       return args_pinned(a, grid, block);
     }

@@ -9,7 +9,7 @@
  * reaches this file.
  */
 #include "core/core.h"
-#include "store.h"
+#include "core/cache_glue.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -52,7 +52,7 @@ static bool linked_before_reset(const kc_kernel *k, const kc_context *ctx, uint6
   for (int i = 0; k && i < KC__HSLOTS; i++) {
     const kc__linked *l = kc__load_relaxed(&k->slots[i]);
     uint64_t lk = l ? kc__load_acquire(&l->link_key) : 0;
-    if (l && l != &kc__no_linked && lk != key && l->bctx == ctx->bctx) return true;
+    if (l && l != &kc__no_linked && lk != key && l->b.bctx == ctx->bctx) return true;
   }
   return false;
 }

@@ -7,7 +7,7 @@
  * (kcache.h, "Struct sizes").
  */
 #include "core/core.h"
-#include "store.h"
+#include "core/cache_glue.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -147,7 +147,8 @@ kc_status kc__runtime_open(const kc_options *user_opt, const kc__backend *be, kc
   if (!kc__mutex_init(&rt->ctx_lock)) KC__OOM(fail_ctx_lock);
   if (!kc__mutex_init(&rt->kernels_lock)) KC__OOM(fail_kernels_lock);
 #undef KC__OOM
-  st = be->open(rt, &rt->opt, &rt->bstate);
+  const kc__bsvc svc = kc__bsvc_of(rt); /* the backend keeps a copy */
+  st = be->open(&svc, &rt->opt, &rt->bstate);
   if (st) goto fail_open;
   kc__store_open(rt); /* never fails: without a disk cache, code stays in memory */
   *out = rt;

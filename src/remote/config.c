@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * remote/config.c -- owns the tier's configuration: the redis:// URL, the
- * options and environment variables (read through kc__remote_setting, the
- * tier's one reader of the environment), the derived MAC key and key
+ * options and environment variables (read through the settings table,
+ * base/settings.h: KC__SET_REMOTE*), the derived MAC key and key
  * namespace, and the Redis names of entries and their locks.
  */
 #include "remote/internal.h"
@@ -11,8 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-const char *kc__remote_setting(const char *name) { return getenv(name); }
 
 /* --------------------------------------------------------- configuration */
 
@@ -136,29 +134,58 @@ kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *wh
   return KC_OK;
 }
 
-static bool env_u64(const char *name, uint64_t *out, uint64_t lo, uint64_t hi, char *why, size_t wl) {
-  const char *v = kc__remote_setting(name);
-  if (!v || !*v) return true;
-  char *e;
-  errno = 0;
-  unsigned long long x = strtoull(v, &e, 10);
-  if (errno || *e || x < lo || x > hi || *v == '-') {
-    snprintf(why, wl, "%s=\"%s\" is not a number from %llu to %llu", name, v, (unsigned long long)lo,
-             (unsigned long long)hi);
+/* A U64 setting in [lo, hi] into *out (left alone when unset); false with
+ * why when it is malformed or out of range. */
+static bool env_u64(kc__setting id, uint64_t *out, uint64_t lo, uint64_t hi, char *why, size_t wl) {
+  uint64_t x;
+  kc__setting_state st = kc__setting_u64(id, &x, lo, hi);
+  if (st == KC__SETTING_BAD) {
+    snprintf(why, wl, "%s=\"%s\" is not a number from %llu to %llu", kc__setting_name(id),
+             kc__setting_raw(id), (unsigned long long)lo, (unsigned long long)hi);
     return false;
   }
-  *out = x;
+  if (st == KC__SETTING_SET) *out = x;
+  return true;
+}
+
+/* KC_REMOTE_LOCK_TIMEOUT in milliseconds into *ms (left alone when unset). */
+static bool env_lock_ms(uint32_t *ms, char *why, size_t wl) {
+  double secs;
+  kc__setting_state st = kc__setting_seconds(KC__SET_REMOTE_LOCK_TIMEOUT, &secs);
+  if (st == KC__SETTING_UNSET) return true;
+  if (st == KC__SETTING_BAD || !(secs > 0) || secs > 86400) {
+    snprintf(why, wl, "KC_REMOTE_LOCK_TIMEOUT=\"%s\" is not a number of seconds (0 < s <= 86400)",
+             kc__setting_raw(KC__SET_REMOTE_LOCK_TIMEOUT));
+    return false;
+  }
+  *ms = (uint32_t)(secs * 1000 + 0.5);
+  if (!*ms) *ms = 1;
+  return true;
+}
+
+/* KC_REMOTE_MAX_ENTRY into *max (left alone when unset). */
+static bool env_max_entry(uint64_t *max, char *why, size_t wl) {
+  uint64_t v;
+  kc__setting_state st = kc__setting_size(KC__SET_REMOTE_MAX_ENTRY, &v);
+  if (st == KC__SETTING_UNSET) return true;
+  if (st == KC__SETTING_BAD || v < 1024) {
+    snprintf(why, wl, "KC_REMOTE_MAX_ENTRY=\"%s\" is not a size of at least 1K (e.g. 64M)",
+             kc__setting_raw(KC__SET_REMOTE_MAX_ENTRY));
+    return false;
+  }
+  *max = v;
   return true;
 }
 
 kc_status kc__remote_config_load(const kc_options *opt, kc__remote_config *cfg, char *why, size_t wl) {
   memset(cfg, 0, sizeof *cfg);
-  const char *url = opt && opt->remote_url ? opt->remote_url : kc__remote_setting("KC_REMOTE");
+  const char *url = opt && opt->remote_url ? opt->remote_url : kc__setting_str(KC__SET_REMOTE);
   if (!url || !*url || !strcmp(url, "off") || !strcmp(url, "none")) return KC_ENOTFOUND;
   kc_status st = kc__remote_parse_url(url, cfg, why, wl);
   if (st) return st;
 
-  const char *prefix = opt && opt->remote_prefix ? opt->remote_prefix : kc__remote_setting("KC_REMOTE_PREFIX");
+  /* raw: an empty prefix is a prefix */
+  const char *prefix = opt && opt->remote_prefix ? opt->remote_prefix : kc__setting_raw(KC__SET_REMOTE_PREFIX);
   if (!prefix) prefix = KC__REMOTE_DEFAULT_PREFIX;
   if (strlen(prefix) >= sizeof cfg->prefix - 1) {
     snprintf(why, wl, "the key prefix \"%s\" is longer than %zu bytes", prefix, sizeof cfg->prefix - 2);
@@ -174,40 +201,20 @@ kc_status kc__remote_config_load(const kc_options *opt, kc__remote_config *cfg, 
   uint64_t timeout = KC__REMOTE_DEFAULT_TIMEOUT_MS, retry = KC__REMOTE_DEFAULT_RETRY_MS;
   uint64_t max = KC__REMOTE_DEFAULT_MAX_ENTRY;
   if (opt && opt->remote_timeout_ms) timeout = opt->remote_timeout_ms;
-  else if (!env_u64("KC_REMOTE_TIMEOUT_MS", &timeout, 1, 600000, why, wl)) return KC_EINVAL;
+  else if (!env_u64(KC__SET_REMOTE_TIMEOUT_MS, &timeout, 1, 600000, why, wl)) return KC_EINVAL;
   if (opt && opt->remote_retry_ms) retry = opt->remote_retry_ms;
-  else if (!env_u64("KC_REMOTE_RETRY_MS", &retry, 1, 86400000, why, wl)) return KC_EINVAL;
+  else if (!env_u64(KC__SET_REMOTE_RETRY_MS, &retry, 1, 86400000, why, wl)) return KC_EINVAL;
   cfg->lock_ms = KC__REMOTE_DEFAULT_LOCK_MS;
-  if (opt && opt->remote_lock_timeout_ms) {
-    cfg->lock_ms = opt->remote_lock_timeout_ms;
-  } else {
-    const char *v = kc__remote_setting("KC_REMOTE_LOCK_TIMEOUT");
-    if (v && *v) {
-      char *e;
-      double secs = strtod(v, &e);
-      if (e == v || *e || !(secs > 0) || secs > 86400) {
-        snprintf(why, wl, "KC_REMOTE_LOCK_TIMEOUT=\"%s\" is not a number of seconds (0 < s <= 86400)", v);
-        return KC_EINVAL;
-      }
-      cfg->lock_ms = (uint32_t)(secs * 1000 + 0.5);
-      if (!cfg->lock_ms) cfg->lock_ms = 1;
-    }
-  }
-  if (opt && opt->remote_max_entry) {
-    max = opt->remote_max_entry;
-  } else {
-    const char *v = kc__remote_setting("KC_REMOTE_MAX_ENTRY");
-    if (v && *v && (!kc__parse_size(v, &max) || max < 1024)) {
-      snprintf(why, wl, "KC_REMOTE_MAX_ENTRY=\"%s\" is not a size of at least 1K (e.g. 64M)", v);
-      return KC_EINVAL;
-    }
-  }
+  if (opt && opt->remote_lock_timeout_ms) cfg->lock_ms = opt->remote_lock_timeout_ms;
+  else if (!env_lock_ms(&cfg->lock_ms, why, wl)) return KC_EINVAL;
+  if (opt && opt->remote_max_entry) max = opt->remote_max_entry;
+  else if (!env_max_entry(&max, why, wl)) return KC_EINVAL;
   if (max > (1ull << 31)) max = 1ull << 31; /* Redis strings hold at most 512 MiB by default anyway */
   cfg->timeout_ms = (uint32_t)timeout;
   cfg->retry_ms = (uint32_t)retry;
   cfg->max_entry = max;
 
-  const char *secret = opt && opt->remote_key ? opt->remote_key : kc__remote_setting("KC_REMOTE_KEY");
+  const char *secret = opt && opt->remote_key ? opt->remote_key : kc__setting_str(KC__SET_REMOTE_KEY);
   if (secret && *secret) {
     const char *no = kc__hmac_unavailable();
     if (no) {

@@ -70,38 +70,38 @@ static const char *ctx_why(void *ctx, const char *what, char *why, size_t wl) {
   return why;
 }
 
-static bool copy_reply(kc_runtime *rt, const void *p, kc__rreply *out, int depth) {
+static bool copy_reply(const kc__heap *heap, const void *p, kc__rreply *out, int depth) {
   memset(out, 0, sizeof *out);
   hr_view v = hr_reply(p);
   out->type = v.type;
   out->integer = v.integer;
   if (v.type == KC__R_STRING || v.type == KC__R_STATUS || v.type == KC__R_ERROR) {
-    out->str = kc__xalloc(rt, v.len + 1);
+    out->str = kc__heap_alloc(heap, v.len + 1);
     if (!out->str) return false;
     if (v.len) memcpy(out->str, v.str, v.len);
     out->str[v.len] = 0;
     out->len = v.len;
   } else if (v.type == KC__R_ARRAY) {
     if (depth > 4) return false;
-    out->elem = kc__xcalloc(rt, (v.elements ? v.elements : 1) * sizeof *out->elem);
+    out->elem = kc__heap_calloc(heap, (v.elements ? v.elements : 1) * sizeof *out->elem);
     if (!out->elem) return false;
     out->n = v.elements;
     for (size_t i = 0; i < v.elements; i++)
-      if (!copy_reply(rt, v.element[i], &out->elem[i], depth + 1)) return false;
+      if (!copy_reply(heap, v.element[i], &out->elem[i], depth + 1)) return false;
   } else if (v.type != KC__R_INTEGER && v.type != KC__R_NIL) {
     out->type = KC__R_ERROR; /* a RESP3 type nobody asked for */
-    out->str = kc__xalloc(rt, 32);
+    out->str = kc__heap_alloc(heap, 32);
     if (!out->str) return false;
     out->len = (size_t)snprintf(out->str, 32, "unexpected reply type %d", v.type);
   }
   return true;
 }
 
-void kc__rreply_free(kc_runtime *rt, kc__rreply *r) {
+void kc__rreply_free(const kc__heap *heap, kc__rreply *r) {
   if (!r) return;
-  for (size_t i = 0; i < r->n; i++) kc__rreply_free(rt, &r->elem[i]);
-  kc__xfree(rt, r->elem);
-  kc__xfree(rt, r->str);
+  for (size_t i = 0; i < r->n; i++) kc__rreply_free(heap, &r->elem[i]);
+  kc__heap_free(heap, r->elem);
+  kc__heap_free(heap, r->str);
   memset(r, 0, sizeof *r);
 }
 
@@ -142,10 +142,10 @@ kc_status kc__rconn_cmd(kc__rconn *c, int argc, const char *const *argv, const s
     void *reply = NULL;
     if (kc__hr.get_reply(c->ctx, &reply) != 0) goto io;
     if (reply) {
-      bool ok = copy_reply(c->rt, reply, out, 0);
+      bool ok = copy_reply(c->heap, reply, out, 0);
       kc__hr.free_reply(reply);
       if (!ok) {
-        kc__rreply_free(c->rt, out);
+        kc__rreply_free(c->heap, out);
         c->broken = true; /* the reply is lost: the next one would answer this command */
         snprintf(why, wl, "out of memory copying a reply");
         return KC_ENOMEM;
@@ -192,29 +192,29 @@ kc_status kc__rconn_cmdv(kc__rconn *c, kc__rreply *out, char *why, size_t wl, ..
 void kc__rconn_close(kc__rconn *c) {
   if (!c) return;
   if (c->ctx) kc__hr.free_ctx(c->ctx);
-  kc__xfree(c->rt, c);
+  kc__heap_free(c->heap, c);
 }
 
-kc_status kc__rconn_open(kc_runtime *rt, const kc__remote_config *cfg, kc__rconn **out, char *why, size_t wl) {
+kc_status kc__rconn_open(const kc__heap *heap, const kc__remote_config *cfg, kc__rconn **out, char *why, size_t wl) {
   *out = NULL;
   const char *no = kc__hiredis_unavailable();
   if (no) {
     snprintf(why, wl, "%s", no);
     return KC_EUNAVAILABLE;
   }
-  kc__rconn *c = kc__xcalloc(rt, sizeof *c);
+  kc__rconn *c = kc__heap_calloc(heap, sizeof *c);
   if (!c) {
     snprintf(why, wl, "out of memory");
     return KC_ENOMEM;
   }
-  c->rt = rt;
+  c->heap = heap;
   c->pid = getpid();
   c->timeout_ns = (uint64_t)cfg->timeout_ms * 1000000u;
   c->fd = -1;
   uint64_t deadline = kc__now_ns() + c->timeout_ns;
   c->ctx = kc__hr.connect_nb(cfg->host, cfg->port);
   if (!c->ctx) {
-    kc__xfree(rt, c);
+    kc__heap_free(heap, c);
     snprintf(why, wl, "out of memory connecting");
     return KC_ENOMEM;
   }
@@ -244,7 +244,7 @@ kc_status kc__rconn_open(kc_runtime *rt, const kc__remote_config *cfg, kc__rconn
       snprintf(why, wl, "authentication failed (check the user and password in the URL): %s", r.str);
       st = KC_EINVAL;
     }
-    if (st != KC_EIO) kc__rreply_free(rt, &r);
+    if (st != KC_EIO) kc__rreply_free(heap, &r);
   }
   if (!st && cfg->db) {
     char db[16];
@@ -254,7 +254,7 @@ kc_status kc__rconn_open(kc_runtime *rt, const kc__remote_config *cfg, kc__rconn
       snprintf(why, wl, "SELECT %d failed: %s", cfg->db, r.str);
       st = KC_EINVAL;
     }
-    if (st != KC_EIO) kc__rreply_free(rt, &r);
+    if (st != KC_EIO) kc__rreply_free(heap, &r);
   }
   if (st) {
     kc__rconn_close(c);

@@ -6,6 +6,7 @@
  * a parsed reply and a socket pair before anything else uses it.
  */
 #include "remote/internal.h"
+#include "base/settings.h"
 
 #include <dlfcn.h>
 #include <glob.h>
@@ -95,7 +96,7 @@ static bool hr_try(const char *path) {
 }
 
 static void hr_load(void) {
-  const char *forced = kc__remote_setting("KC_HIREDIS_LIB");
+  const char *forced = kc__setting_str(KC__SET_HIREDIS_LIB);
   snprintf(kc__hr.whybuf, sizeof kc__hr.whybuf,
            "libhiredis is not installed (Debian: apt-get install libhiredis0.14, or libhiredis1.1.0)");
   kc__hr.why = kc__hr.whybuf;

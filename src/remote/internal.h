@@ -131,7 +131,7 @@ static inline hr_view hr_reply(const void *p) {
 /* ---------------------------------------------------------- connection */
 
 struct kc__rconn {
-  kc_runtime *rt;
+  const kc__heap *heap; /* its allocator: the tier's, or NULL (libc: the CLI) */
   void *ctx;
   int fd;
   pid_t pid; /* a connection made before a fork is not the child's to use */
@@ -161,7 +161,9 @@ typedef struct upjob {
 } upjob;
 
 struct kc__remote {
-  kc_runtime *rt;
+  kc__heap heap; /* its allocator (the runtime's), a copy */
+  kc__log_sink log; /* where its warnings go (the runtime's log), a copy, if has_log */
+  bool has_log;     /* else: stderr at $KC_LOG's level */
   kc__remote_config cfg;
   char *vdir;
   char ident[128]; /* "host:pid": who holds a lock */

@@ -29,8 +29,8 @@ static void *uploader(void *arg) {
     r->qbytes -= j->size;
     kc__unlock(&r->queue_lock);
     kc__remote_run_job(r, j);
-    kc__free(r->rt, j->image);
-    kc__free(r->rt, j);
+    kc__heap_free(&r->heap, j->image);
+    kc__heap_free(&r->heap, j);
     kc__lock(&r->queue_lock);
   }
   kc__unlock(&r->queue_lock);
@@ -67,7 +67,7 @@ static bool enqueue(kc__remote *r, upjob *j) {
 
 void kc__remote_upload(kc__remote *r, const uint8_t key[16], void *image, size_t size, uint64_t lock) {
   if (!r || (!image && !lock)) {
-    if (r) kc__free(r->rt, image);
+    if (r) kc__heap_free(&r->heap, image);
     return;
   }
   kc__lock(&r->queue_lock);
@@ -76,14 +76,14 @@ void kc__remote_upload(kc__remote *r, const uint8_t key[16], void *image, size_t
   if (image && full) {
     kc__remote_count(r, RC_SKIPS, 1); /* a backlog: the server is slower than the compilers */
     kc__remote_count_shared(r, RC_SKIPS, 1);
-    kc__free(r->rt, image);
+    kc__heap_free(&r->heap, image);
     image = NULL;
     size = 0;
     if (!lock) return;
   }
-  upjob *j = kc__calloc(r->rt, sizeof *j);
+  upjob *j = kc__heap_calloc(&r->heap, sizeof *j);
   if (!j) {
-    kc__free(r->rt, image);
+    kc__heap_free(&r->heap, image);
     return; /* the lock expires by itself */
   }
   memcpy(j->key, key, 16);
@@ -92,8 +92,8 @@ void kc__remote_upload(kc__remote *r, const uint8_t key[16], void *image, size_t
   j->lock = lock;
   if (!enqueue(r, j)) { /* upload here rather than lose it */
     kc__remote_run_job(r, j);
-    kc__free(r->rt, j->image);
-    kc__free(r->rt, j);
+    kc__heap_free(&r->heap, j->image);
+    kc__heap_free(&r->heap, j);
   }
 }
 
@@ -103,7 +103,7 @@ bool kc__remote_defer(kc__remote *r, kc__remote_defer_fn fn, void *ud, const uin
   kc__lock(&r->queue_lock);
   bool full = r->qlen >= KC__QUEUE_JOBS || r->qbytes + size > KC__QUEUE_BYTES;
   kc__unlock(&r->queue_lock);
-  upjob *j = full ? NULL : kc__calloc(r->rt, sizeof *j);
+  upjob *j = full ? NULL : kc__heap_calloc(&r->heap, sizeof *j);
   if (!j) return false;
   j->fn = fn;
   j->ud = ud;
@@ -111,7 +111,7 @@ bool kc__remote_defer(kc__remote *r, kc__remote_defer_fn fn, void *ud, const uin
   j->image = image;
   j->size = size;
   if (enqueue(r, j)) return true;
-  kc__free(r->rt, j);
+  kc__heap_free(&r->heap, j);
   return false;
 }
 
@@ -125,8 +125,8 @@ void kc__remote_queue_stop(kc__remote *r) {
   if (join) pthread_join(r->thread, NULL);
   for (upjob *j = r->head, *next; j; j = next) { /* only left by a thread of another process */
     next = j->next;
-    kc__free(r->rt, j->image);
-    kc__free(r->rt, j);
+    kc__heap_free(&r->heap, j->image);
+    kc__heap_free(&r->heap, j);
   }
   r->head = r->tail = NULL;
 }

@@ -43,14 +43,22 @@
  * kc__spec.lock and the store's per-key flock, and nothing is taken while
  * holding them. No lock is held while waiting for the network.
  *
- * Memory: `mem` arguments are allocator handles only (kc__xalloc: mem's
- * allocator, or malloc when NULL, as the CLI passes).
+ * Memory: through a kc__heap (base/mem.h): the runtime's, or NULL for
+ * libc, as the CLI passes. The tier reports nothing through a runtime's
+ * error message: it warns on stderr or fills a caller's `why`, so it takes
+ * no error owner.
  */
 #ifndef KC_REMOTE_REMOTE_H
 #define KC_REMOTE_REMOTE_H
 
-#include "kc_internal.h"
+#include "base/base.h"
+#include "kcache.h"
 #include "remote/hmac.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 /* The tier's counters, in the order of the shared file vdir/remote-stats:
  * kc_stats.remote_NAME and kc__remote_counters.NAME. */
@@ -76,13 +84,6 @@
 #define KC__REMOTE_TRAILER KC__MAC_TRAILER /* magic + HMAC-SHA256 */
 
 /* ------------------------------------------------------ optional libraries */
-
-/* Every environment variable that the tier reads is read here (the
- * coordinator moves them to the settings table): KC_REMOTE,
- * KC_REMOTE_PREFIX, KC_REMOTE_TIMEOUT_MS, KC_REMOTE_RETRY_MS,
- * KC_REMOTE_LOCK_TIMEOUT, KC_REMOTE_MAX_ENTRY, KC_REMOTE_KEY,
- * KC_HIREDIS_LIB. NULL when unset. */
-const char *kc__remote_setting(const char *name);
 
 /* NULL when hiredis could be loaded and its ABI is one kcache knows, else
  * why not (static string). Thread-safe; loads once. */
@@ -127,7 +128,7 @@ typedef struct kc__rconn kc__rconn;
 
 enum { KC__R_STRING = 1, KC__R_ARRAY = 2, KC__R_INTEGER = 3, KC__R_NIL = 4, KC__R_STATUS = 5, KC__R_ERROR = 6 };
 
-/* A reply, copied out of hiredis (mem's allocator, or malloc when mem is NULL). */
+/* A reply, copied out of hiredis (the heap's, or malloc's for a NULL heap). */
 typedef struct kc__rreply {
   int type;
   long long integer;
@@ -139,7 +140,7 @@ typedef struct kc__rreply {
 
 /* Connects (and authenticates, and selects the database) within
  * cfg->timeout_ms. KC_EIO / KC_EUNAVAILABLE / KC_ENOMEM with why. */
-kc_status kc__rconn_open(kc_runtime *mem, const kc__remote_config *cfg, kc__rconn **out, char *why, size_t wl);
+kc_status kc__rconn_open(const kc__heap *heap, const kc__remote_config *cfg, kc__rconn **out, char *why, size_t wl);
 void kc__rconn_close(kc__rconn *c);
 /* One command, binary safe. KC_OK with *out filled (a server's error reply
  * is KC_OK with type KC__R_ERROR); KC_EIO with why when the connection failed
@@ -150,7 +151,7 @@ kc_status kc__rconn_cmd(kc__rconn *c, int argc, const char *const *argv, const s
                         char *why, size_t wl);
 /* kc__rconn_cmd for text arguments (NULL-terminated list). */
 kc_status kc__rconn_cmdv(kc__rconn *c, kc__rreply *out, char *why, size_t wl, ...);
-void kc__rreply_free(kc_runtime *mem, kc__rreply *r);
+void kc__rreply_free(const kc__heap *heap, kc__rreply *r);
 
 /* ----------------------------------------------------------------- values */
 
@@ -170,15 +171,16 @@ typedef struct kc__remote kc__remote;
 
 /* Opens a remote tier from opt and the environment (vdir: the local
  * store's, for the shared counters). NULL when none is
- * configured, or when it cannot be used: then one warning on stderr says
- * why. The caller's strings in opt are not kept. */
-kc__remote *kc__remote_open(kc_runtime *mem, const kc_options *opt, const char *vdir);
+ * configured, or when it cannot be used: then one warning in log (NULL:
+ * stderr) says why; later warnings of the tier go there too. The caller's
+ * strings in opt are not kept. */
+kc__remote *kc__remote_open(const kc__heap *heap, const kc__log_sink *log, const kc_options *opt,
+                             const char *vdir);
 /* Finishes queued uploads (each bounded by the timeout; none while the
  * breaker is open), stops the uploader thread, frees everything. NULL: no-op. */
 void kc__remote_close(kc__remote *r);
 
-/* Verifies a value's entry image (taken over: free it with mem's
- * allocator). why gets the reason of a refusal. */
+/* Verifies a value's entry image (taken over: free it with the tier's heap). why gets the reason of a refusal. */
 typedef bool (*kc__remote_accept_fn)(void *ud, void *image, size_t size, char *why, size_t wl);
 
 /* The lookup after a local miss. True when an entry came and `accept` took
@@ -188,13 +190,13 @@ typedef bool (*kc__remote_accept_fn)(void *ud, void *image, size_t size, char *w
  * compile at most cfg.lock_ms, and never longer once the server fails. */
 bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn accept, void *ud,
                       uint64_t *lock);
-/* After a compile: queues the upload of image (taken over, mem's allocator;
+/* After a compile: queues the upload of image (taken over, the tier's heap;
  * NULL for none) and the release of lock (0: none) for the uploader thread.
  * Never blocks on the network. */
 void kc__remote_upload(kc__remote *r, const uint8_t key[16], void *image, size_t size, uint64_t lock);
 /* Runs fn(ud, key, image, size) on the uploader thread after the jobs
- * queued before it (kc__remote_close waits for it), then frees image (mem's
- * allocator): work that a launch served by the tier need not wait for.
+ * queued before it (kc__remote_close waits for it), then frees image (the tier's
+ * heap): work that a launch served by the tier need not wait for.
  * False if it was not queued (out of memory, a full queue, no thread):
  * then image is still the caller's. */
 typedef void (*kc__remote_defer_fn)(void *ud, const uint8_t key[16], const void *image, size_t size);

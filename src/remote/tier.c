@@ -84,7 +84,7 @@ static void KC__PRINTF(3, 4) warn(kc__remote *r, _Atomic int *once, const char *
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "kcache: warning: remote tier %s: %s\n", r->cfg.url, msg);
+  kc__log_to(r->has_log ? &r->log : NULL, KC_LOG_WARN, "remote tier %s: %s", r->cfg.url, msg);
 }
 
 /* 0: skip the tier; 1: go on; 2: go on as the trial of a half-open breaker. */
@@ -126,13 +126,13 @@ static kc__rconn *pool_get(kc__remote *r, char *why, size_t wl, kc_status *st) {
     r->nidle--;
     if (c->pid != me) { /* inherited across fork: the parent's socket */
       if (c->ctx) kc__hr.free_ctx(c->ctx);
-      kc__xfree(r->rt, c);
+      kc__heap_free(&r->heap, c);
       c = NULL;
     }
   }
   kc__unlock(&r->pool_lock);
   if (c) return c;
-  *st = kc__rconn_open(r->rt, &r->cfg, &c, why, wl);
+  *st = kc__rconn_open(&r->heap, &r->cfg, &c, why, wl);
   return c;
 }
 
@@ -167,11 +167,11 @@ static got get_value(kc__remote *r, kc__rconn *c, const char *name, kc__remote_a
   if (kc__rconn_cmdv(c, &v, why, wl, "GETRANGE", name, "0", maxs, (char *)NULL)) return GOT_FAIL;
   if (v.type == KC__R_ERROR && strncmp(v.str, "WRONGTYPE", 9) != 0) {
     snprintf(why, wl, "GETRANGE %s: %s", name, v.str);
-    kc__rreply_free(r->rt, &v);
+    kc__rreply_free(&r->heap, &v);
     return GOT_FAIL;
   }
   if (v.type != KC__R_ERROR && (v.type != KC__R_STRING || v.len == 0)) { /* GETRANGE of no key: "" */
-    kc__rreply_free(r->rt, &v);
+    kc__rreply_free(&r->heap, &v);
     return GOT_NONE;
   }
   char rwhy[300];
@@ -186,12 +186,12 @@ static got get_value(kc__remote *r, kc__rconn *c, const char *name, kc__remote_a
     void *image = v.str;
     v.str = NULL;
     if (img != v.len) {
-      void *shrunk = kc__realloc(r->rt, image, img);
+      void *shrunk = kc__heap_realloc(&r->heap, image, img);
       if (shrunk) image = shrunk;
     }
     good = accept(ud, image, img, rwhy, sizeof rwhy);
   }
-  kc__rreply_free(r->rt, &v);
+  kc__rreply_free(&r->heap, &v);
   if (good) return GOT_HIT;
   if (!*rejected) {
     *rejected = true;
@@ -237,7 +237,7 @@ bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn
     }
     int type = v.type;
     if (type == KC__R_ERROR) snprintf(why, sizeof why, "SET %s NX: %s", lname, v.str);
-    kc__rreply_free(r->rt, &v);
+    kc__rreply_free(&r->heap, &v);
     if (type == KC__R_ERROR) {
       outcome = GOT_FAIL;
       break;
@@ -299,7 +299,7 @@ void kc__remote_run_job(kc__remote *r, upjob *j) {
   if (c && j->image) {
     size_t size = j->size;
     if (r->cfg.has_secret) {
-      uint8_t *img = kc__realloc(r->rt, j->image, size + KC__REMOTE_TRAILER);
+      uint8_t *img = kc__heap_realloc(&r->heap, j->image, size + KC__REMOTE_TRAILER);
       if (img) {
         j->image = img;
         if (kc__remote_trailer(&r->cfg, img, size, img + size)) size += KC__REMOTE_TRAILER;
@@ -324,7 +324,7 @@ void kc__remote_run_job(kc__remote *r, upjob *j) {
         if (!st) snprintf(why, sizeof why, "SET %s: %s", name, v.str ? v.str : "unexpected reply");
         failed = true;
       }
-      kc__rreply_free(r->rt, &v);
+      kc__rreply_free(&r->heap, &v);
     }
   }
   if (c && !c->broken && j->lock) {
@@ -338,7 +338,7 @@ void kc__remote_run_job(kc__remote *r, upjob *j) {
     kc__rreply v;
     char why2[512];
     if (kc__rconn_cmdv(c, &v, why2, sizeof why2, "EVAL", script, "1", name, tok, (char *)NULL) == KC_OK)
-      kc__rreply_free(r->rt, &v); /* scripting off: the lock expires by itself */
+      kc__rreply_free(&r->heap, &v); /* scripting off: the lock expires by itself */
   }
   if (failed) breaker_fail(r, how, why);
   else breaker_ok(r, how);
@@ -346,7 +346,8 @@ void kc__remote_run_job(kc__remote *r, upjob *j) {
 }
 
 
-kc__remote *kc__remote_open(kc_runtime *rt, const kc_options *opt, const char *vdir) {
+kc__remote *kc__remote_open(const kc__heap *heap, const kc__log_sink *log, const kc_options *opt,
+                             const char *vdir) {
   kc__remote_config cfg;
   char why[1024];
   kc_status st = kc__remote_config_load(opt, &cfg, why, sizeof why);
@@ -357,15 +358,15 @@ kc__remote *kc__remote_open(kc_runtime *rt, const kc_options *opt, const char *v
     st = KC_EUNAVAILABLE;
   }
   if (st) {
-    fprintf(stderr, "kcache: warning: the remote tier is off: %s\n", why);
+    kc__log_to(log, KC_LOG_WARN, "the remote tier is off: %s", why);
     kc__wipe(&cfg, sizeof cfg);
     return NULL;
   }
-  kc__remote *r = kc__calloc(rt, sizeof *r);
-  if (!r || !(r->vdir = kc__strdup(rt, vdir))) {
-    kc__free(rt, r);
+  kc__remote *r = kc__heap_calloc(heap, sizeof *r);
+  if (!r || !(r->vdir = kc__heap_strdup(heap, vdir))) {
+    kc__heap_free(heap, r);
     kc__wipe(&cfg, sizeof cfg);
-    fprintf(stderr, "kcache: warning: the remote tier is off: out of memory\n");
+    kc__log_to(log, KC_LOG_WARN, "the remote tier is off: out of memory");
     return NULL;
   }
   bool m1 = kc__mutex_init(&r->pool_lock), m2 = kc__mutex_init(&r->queue_lock);
@@ -374,13 +375,14 @@ kc__remote *kc__remote_open(kc_runtime *rt, const kc_options *opt, const char *v
     if (m1) kc__mutex_destroy(&r->pool_lock);
     if (m2) kc__mutex_destroy(&r->queue_lock);
     if (cv) pthread_cond_destroy(&r->queue_cond);
-    kc__free(rt, r->vdir);
-    kc__free(rt, r);
+    kc__heap_free(heap, r->vdir);
+    kc__heap_free(heap, r);
     kc__wipe(&cfg, sizeof cfg);
-    fprintf(stderr, "kcache: warning: the remote tier is off: cannot make its locks\n");
+    kc__log_to(log, KC_LOG_WARN, "the remote tier is off: cannot make its locks");
     return NULL;
   }
-  r->rt = rt;
+  r->heap = heap ? *heap : (kc__heap){kc__libc_alloc, NULL};
+  if (log) r->log = *log, r->has_log = true;
   r->cfg = cfg;
   kc__wipe(&cfg, sizeof cfg);
   r->pid = getpid();
@@ -401,10 +403,10 @@ void kc__remote_close(kc__remote *r) {
   kc__mutex_destroy(&r->pool_lock);
   kc__mutex_destroy(&r->queue_lock);
   pthread_cond_destroy(&r->queue_cond);
-  kc_runtime *rt = r->rt;
-  kc__free(rt, r->vdir);
+  const kc__heap heap = r->heap;
+  kc__heap_free(&heap, r->vdir);
   kc__wipe(&r->cfg, sizeof r->cfg);
-  kc__free(rt, r);
+  kc__heap_free(&heap, r);
 }
 
 void kc__remote_stats(const kc__remote *r, kc_stats *out) {

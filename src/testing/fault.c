@@ -19,7 +19,7 @@
  * would give, or forward. Forwarding needs the real table: the proxy finds
  * it from the runtime (open), from a registry of backend states and
  * contexts (everything else), or from a side table of linked objects
- * (launch, unlink), since launches go straight through kc__linked.launch.
+ * (launch, unlink), since launches go straight through kc__blinked.launch.
  * A test that wants a backend of its own calls kc__runtime_open with it.
  *
  * The registry and the side table use malloc, never the runtime's
@@ -123,24 +123,24 @@ static kc__mutex kc__proxy_lock = PTHREAD_MUTEX_INITIALIZER; /* leaf, like every
  * backend's context is its state: a key may be in twice, with equal values. */
 typedef struct owner {
   const void *key;
-  kc_runtime *rt;
+  uint64_t id; /* the error owner (backend.h: kc__bsvc.owner) */
   const proxy *px;
 } owner;
 
 static owner *kc__owners;
 static size_t kc__nowners, kc__capowners;
 
-static bool owner_add(const void *key, kc_runtime *rt, const proxy *px) {
+static bool owner_add(const void *key, uint64_t id, const proxy *px) {
   kc__lock(&kc__proxy_lock);
   bool ok;
   KC__GROW(NULL, kc__owners, kc__capowners, kc__nowners + 1, 16, &ok); /* libc (NULL heap) */
-  if (ok) kc__owners[kc__nowners++] = (owner){key, rt, px};
+  if (ok) kc__owners[kc__nowners++] = (owner){key, id, px};
   kc__unlock(&kc__proxy_lock);
   return ok;
 }
 
 static owner owner_of(const void *key) {
-  owner o = {key, NULL, NULL};
+  owner o = {key, 0, NULL};
   kc__lock(&kc__proxy_lock);
   for (size_t i = 0; i < kc__nowners; i++)
     if (kc__owners[i].key == key) {
@@ -165,23 +165,24 @@ static void owner_remove(const void *key) {
 /* Linked objects -> the real launch and proxy. Launches read it, so it is
  * hashed by address. */
 typedef struct lnode {
-  const kc__linked *l;
+  const kc__blinked *l;
   kc__launch_fn launch;
   const proxy *px;
+  uint64_t id; /* the error owner */
   struct lnode *next;
 } lnode;
 
 #define KC__FAULT_LBUCKETS 1024
 static lnode *kc__lbuckets[KC__FAULT_LBUCKETS];
 
-static size_t lbucket(const kc__linked *l) {
+static size_t lbucket(const kc__blinked *l) {
   return (size_t)(((uintptr_t)l >> 4) * 0x9E3779B97F4A7C15ull >> 54) & (KC__FAULT_LBUCKETS - 1);
 }
 
-static bool linked_add(const kc__linked *l, kc__launch_fn launch, const proxy *px) {
+static bool linked_add(const kc__blinked *l, kc__launch_fn launch, const proxy *px, uint64_t id) {
   lnode *n = malloc(sizeof *n);
   if (!n) return false;
-  *n = (lnode){l, launch, px, NULL};
+  *n = (lnode){l, launch, px, id, NULL};
   kc__lock(&kc__proxy_lock);
   n->next = kc__lbuckets[lbucket(l)];
   kc__lbuckets[lbucket(l)] = n;
@@ -189,8 +190,8 @@ static bool linked_add(const kc__linked *l, kc__launch_fn launch, const proxy *p
   return true;
 }
 
-static lnode linked_of(const kc__linked *l, bool remove) {
-  lnode found = {l, NULL, NULL, NULL};
+static lnode linked_of(const kc__blinked *l, bool remove) {
+  lnode found = {l, NULL, NULL, 0, NULL};
   kc__lock(&kc__proxy_lock);
   for (lnode **p = &kc__lbuckets[lbucket(l)]; *p; p = &(*p)->next)
     if ((*p)->l == l) {
@@ -207,24 +208,23 @@ static lnode linked_of(const kc__linked *l, bool remove) {
   return found;
 }
 
-static const kc__backend *real_of(const kc_runtime *rt) { return ((const proxy *)rt->be)->real; }
-
-static kc_status injected(const kc_runtime *rt, kc_status st, const char *call) {
-  return kc__err(rt, st, "fault injection: backend call '%s' failed (call %llu)", call,
+static kc_status injected(uint64_t id, kc_status st, const char *call) {
+  return kc__err_owner(id, st, "fault injection: backend call '%s' failed (call %llu)", call,
                  (unsigned long long)kc__fault_ops(KC__FAULT_BACKEND));
 }
 
-#define KC__FAIL(rt, st, call) \
-  if (kc__fault_hit(KC__FAULT_BACKEND)) return injected((rt), (st), (call))
+#define KC__FAIL(id, st, call) \
+  if (kc__fault_hit(KC__FAULT_BACKEND)) return injected((id), (st), (call))
 
-static kc_status px_open(kc_runtime *rt, const kc_options *opt, void **state) {
-  KC__FAIL(rt, KC_EBACKEND, "open");
-  const kc__backend *real = real_of(rt);
-  kc_status st = real->open(rt, opt, state);
+/* svc->be is the proxy's table (it comes first in the proxy). */
+static kc_status px_open(const kc__bsvc *svc, const kc_options *opt, void **state) {
+  KC__FAIL(svc->owner, KC_EBACKEND, "open");
+  const proxy *px = (const proxy *)svc->be;
+  kc_status st = px->real->open(svc, opt, state);
   if (st) return st;
-  if (!owner_add(*state, rt, (const proxy *)rt->be)) {
-    real->close(*state);
-    return kc__err(rt, KC_ENOMEM, "fault injection: out of memory");
+  if (!owner_add(*state, svc->owner, px)) {
+    px->real->close(*state);
+    return kc__err_owner(svc->owner, KC_ENOMEM, "fault injection: out of memory");
   }
   return KC_OK;
 }
@@ -246,7 +246,7 @@ static const char *px_identity(void *state) { return owner_of(state).px->real->i
 
 static kc_status px_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
   owner o = owner_of(state);
-  KC__FAIL(o.rt, KC_ENOMEM, "epilogue");
+  KC__FAIL(o.id, KC_ENOMEM, "epilogue");
   return o.px->real->epilogue(state, tu, out);
 }
 
@@ -256,19 +256,19 @@ static kc_status px_compile(void *state, const kc__tu *tu, void **artifact, size
   if (kc__fault_hit(KC__FAULT_BACKEND)) {
     /* like a compiler that crashed: transient, so not remembered */
     kc__sb_puts(log, "fault injection: the compiler did not run\n");
-    return injected(o.rt, KC_EBACKEND, "compile");
+    return injected(o.id, KC_EBACKEND, "compile");
   }
   return o.px->real->compile(state, tu, artifact, size, sig, log);
 }
 
 static kc_status px_ctx_create(void *state, int device, void **bctx) {
   owner o = owner_of(state);
-  KC__FAIL(o.rt, KC_EBACKEND, "ctx_create");
+  KC__FAIL(o.id, KC_EBACKEND, "ctx_create");
   kc_status st = o.px->real->ctx_create(state, device, bctx);
   if (st) return st;
-  if (!owner_add(*bctx, o.rt, o.px)) {
+  if (!owner_add(*bctx, o.id, o.px)) {
     o.px->real->ctx_destroy(*bctx);
-    return kc__err(o.rt, KC_ENOMEM, "fault injection: out of memory");
+    return kc__err_owner(o.id, KC_ENOMEM, "fault injection: out of memory");
   }
   return KC_OK;
 }
@@ -281,37 +281,37 @@ static void px_ctx_destroy(void *bctx) {
 
 static kc_status px_ctx_reset(void *bctx) {
   owner o = owner_of(bctx);
-  KC__FAIL(o.rt, KC_EBACKEND, "ctx_reset");
+  KC__FAIL(o.id, KC_EBACKEND, "ctx_reset");
   return o.px->real->ctx_reset(bctx);
 }
 
 static kc_status px_ctx_finish(void *bctx) {
   owner o = owner_of(bctx);
-  KC__FAIL(o.rt, KC_EBACKEND, "ctx_finish");
+  KC__FAIL(o.id, KC_EBACKEND, "ctx_finish");
   return o.px->real->ctx_finish(bctx);
 }
 
-static kc_status px_launch(kc__linked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
+static kc_status px_launch(kc__blinked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
   lnode n = linked_of(l, false);
-  KC__FAIL(l->rt, KC_ELAUNCH, "launch");
+  KC__FAIL(n.id, KC_ELAUNCH, "launch");
   return n.launch(l, argv, grid, block);
 }
 
-static kc_status px_link(void *bctx, const kc__ci *ci, kc__linked *l) {
+static kc_status px_link(void *bctx, const kc__artifact *a, kc__blinked *l) {
   owner o = owner_of(bctx);
-  KC__FAIL(o.rt, KC_ELINK, "link");
-  kc_status st = o.px->real->link(bctx, ci, l);
+  KC__FAIL(o.id, KC_ELINK, "link");
+  kc_status st = o.px->real->link(bctx, a, l);
   if (st) return st;
-  if (!linked_add(l, l->launch, o.px)) {
+  if (!linked_add(l, l->launch, o.px, o.id)) {
     o.px->real->unlink(l);
-    return kc__err(o.rt, KC_ENOMEM, "fault injection: out of memory");
+    return kc__err_owner(o.id, KC_ENOMEM, "fault injection: out of memory");
   }
   l->launch = px_launch;
   l->entry = NULL; /* the engine's entry, which launches through px_launch */
   return KC_OK;
 }
 
-static void px_unlink(kc__linked *l) {
+static void px_unlink(kc__blinked *l) {
   lnode n = linked_of(l, true);
   l->launch = n.launch;
   n.px->real->unlink(l);
@@ -319,7 +319,7 @@ static void px_unlink(kc__linked *l) {
 
 static kc_status px_buf_create(void *bctx, size_t size, kc__bufh *h) {
   owner o = owner_of(bctx);
-  KC__FAIL(o.rt, KC_ENOMEM, "buf_create");
+  KC__FAIL(o.id, KC_ENOMEM, "buf_create");
   return o.px->real->buf_create(bctx, size, h);
 }
 
@@ -327,13 +327,13 @@ static void px_buf_destroy(void *bctx, kc__bufh *h) { owner_of(bctx).px->real->b
 
 static kc_status px_buf_write(void *bctx, kc__bufh *h, size_t off, const void *src, size_t n) {
   owner o = owner_of(bctx);
-  KC__FAIL(o.rt, KC_EBACKEND, "buf_write");
+  KC__FAIL(o.id, KC_EBACKEND, "buf_write");
   return o.px->real->buf_write(bctx, h, off, src, n);
 }
 
 static kc_status px_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, size_t n) {
   owner o = owner_of(bctx);
-  KC__FAIL(o.rt, KC_EBACKEND, "buf_read");
+  KC__FAIL(o.id, KC_EBACKEND, "buf_read");
   return o.px->real->buf_read(bctx, h, off, dst, n);
 }
 

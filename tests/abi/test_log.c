@@ -183,6 +183,29 @@ static void test_disk_trace(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* The remote tier's warnings reach the same log: a tier that cannot be
+ * used (here: a URL that is not redis://) says why, once, through the
+ * callback, and the runtime works without it. */
+static void test_remote_warning_through_callback(void **state) {
+  (void)state;
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/kc-log-remote-XXXXXX", tmpdir());
+  assert_non_null(mkdtemp(dir));
+  capture *cap = kct_calloc(sizeof *cap);
+  kc_options o;
+  kc_options_init(&o);
+  o.log = capture_fn;
+  o.log_ud = cap;
+  o.cache_dir = dir;
+  o.remote_url = "memcached://127.0.0.1:1";
+  kc_runtime *rt = kct_runtime(&o);
+  assert_null(kc_remote_url(rt));
+  assert_int_equal(cap->counts[KC_LOG_WARN], 1);
+  KCT_CONTAINS(cap->text, "2|the remote tier is off: ");
+  kct_destroy(rt);
+  kct_rmrf(dir);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
@@ -194,6 +217,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_default_level_is_quiet),
       KCT_TEST(test_env_level_and_bad_value),
       KCT_TEST(test_disk_trace),
+      KCT_TEST(test_remote_warning_through_callback),
   };
   return KCT_RUN(tests);
 }

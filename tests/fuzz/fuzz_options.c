@@ -26,7 +26,7 @@
  * or CUDA is not option parsing, and their libraries are not ours.
  */
 #include "fuzz.h"
-#include "store.h"
+#include "core/cache_glue.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -16,7 +16,7 @@
  * options: environment settings, one variable per line (see fuzz_options.c).
  */
 #include "fuzz.h"
-#include "store.h"
+#include "core/cache_glue.h"
 
 #include <errno.h>
 #include <string.h>

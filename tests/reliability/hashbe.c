@@ -150,7 +150,7 @@ bool hashbe_parse(const char *tu, size_t len, const char *entry, uint64_t *diges
 /* ---------------------------------------------------------------- backend */
 
 typedef struct hb_state {
-  kc_runtime *rt;
+  kc__bsvc svc; /* allocation, errors (backend.h) */
 } hb_state;
 
 static _Atomic uint64_t hb_compiles;
@@ -159,18 +159,18 @@ uint64_t hashbe_compiles(void) { return atomic_load(&hb_compiles); }
 
 static const char *hb_unavailable(void) { return NULL; }
 
-static kc_status hb_open(kc_runtime *rt, const kc_options *opt, void **state) {
+static kc_status hb_open(const kc__bsvc *svc, const kc_options *opt, void **state) {
   (void)opt;
-  hb_state *s = kc__calloc(rt, sizeof *s);
-  if (!s) return kc__err(rt, KC_ENOMEM, "hash backend: out of memory");
-  s->rt = rt;
+  hb_state *s = kc__bs_calloc(svc, sizeof *s);
+  if (!s) return kc__bs_err(svc, KC_ENOMEM, "hash backend: out of memory");
+  s->svc = *svc;
   *state = s;
   return KC_OK;
 }
 
 static void hb_close(void *state) {
   hb_state *s = state;
-  if (s) kc__free(s->rt, s);
+  if (s) kc__bs_free(&s->svc, s);
 }
 
 static int hb_device_count(void *state) {
@@ -196,10 +196,10 @@ static kc_status hb_compile(void *state, const kc__tu *tu, void **artifact, size
   uint64_t digest;
   if (!hashbe_parse(tu->text, tu->len, tu->entry, &digest, why, sizeof why)) {
     kc__sb_puts(log, why);
-    return kc__err(s->rt, KC_ECOMPILE, "hash backend: malformed translation unit: %s", why);
+    return kc__bs_err(&s->svc, KC_ECOMPILE, "hash backend: malformed translation unit: %s", why);
   }
-  uint64_t *a = kc__alloc(s->rt, sizeof *a);
-  if (!a) return kc__err(s->rt, KC_ENOMEM, "hash backend: out of memory");
+  uint64_t *a = kc__bs_alloc(&s->svc, sizeof *a);
+  if (!a) return kc__bs_err(&s->svc, KC_ENOMEM, "hash backend: out of memory");
   *a = digest;
   *artifact = a;
   *size = sizeof *a;
@@ -220,33 +220,35 @@ static kc_status hb_ctx_nothing(void *bctx) {
   return KC_OK;
 }
 
-static kc_status hb_launch(kc__linked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
+/* l->bctx: the state; l->module: the number of parameters. */
+static kc_status hb_launch(kc__blinked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
   if (!(grid && block && grid->x && grid->y && grid->z && block->x && block->y && block->z))
     return kc__launch_bad_dims(l, grid, block);
-  if (l->nargs < 1 || !argv) return kc__err(l->rt, KC_EARGS, "hash backend: the kernel takes no buffer");
+  if ((uintptr_t)l->module < 1 || !argv)
+    return kc__bs_err(&((hb_state *)l->bctx)->svc, KC_EARGS, "hash backend: the kernel takes no buffer");
   kc__bufh *h = argv[0];
   memcpy(h->ptr, l->fn, sizeof(uint64_t));
   return KC_OK;
 }
 
-static kc_status hb_link(void *bctx, const kc__ci *ci, kc__linked *l) {
-  (void)bctx;
-  if (ci->artifact_size != sizeof(uint64_t))
-    return kc__err(((hb_state *)bctx)->rt, KC_ELINK, "hash backend: not an artifact of mine");
-  l->fn = ci->artifact;
+static kc_status hb_link(void *bctx, const kc__artifact *a, kc__blinked *l) {
+  if (a->size != sizeof(uint64_t))
+    return kc__bs_err(&((hb_state *)bctx)->svc, KC_ELINK, "hash backend: not an artifact of mine");
+  l->fn = (void *)(uintptr_t)a->bytes; /* read only */
+  l->module = (void *)(uintptr_t)a->nparams;
   l->launch = hb_launch;
   return KC_OK;
 }
 
-static void hb_unlink(kc__linked *l) { (void)l; }
+static void hb_unlink(kc__blinked *l) { (void)l; }
 
 static kc_status hb_buf_create(void *bctx, size_t size, kc__bufh *h) {
   hb_state *s = bctx;
-  h->ptr = kc__calloc(s->rt, size < 8 ? 8 : size);
-  return h->ptr ? KC_OK : kc__err(s->rt, KC_ENOMEM, "hash backend: out of memory");
+  h->ptr = kc__bs_calloc(&s->svc, size < 8 ? 8 : size);
+  return h->ptr ? KC_OK : kc__bs_err(&s->svc, KC_ENOMEM, "hash backend: out of memory");
 }
 
-static void hb_buf_destroy(void *bctx, kc__bufh *h) { kc__free(((hb_state *)bctx)->rt, h->ptr); }
+static void hb_buf_destroy(void *bctx, kc__bufh *h) { kc__bs_free(&((hb_state *)bctx)->svc, h->ptr); }
 
 static kc_status hb_buf_write(void *bctx, kc__bufh *h, size_t off, const void *src, size_t n) {
   (void)bctx;

@@ -1,7 +1,7 @@
 /* rel.c -- the helpers declared in rel.h. */
 #include "rel.h"
 
-#include "store.h"
+#include "core/cache_glue.h"
 
 #include <dirent.h>
 #include <stdlib.h>

@@ -43,10 +43,11 @@ static char *build_tu(const char *params, const def *defs, int n) {
 static kc_status compile_both(const char *entry, const char *params, const def *defs, int n) {
   char *tu = build_tu(params, defs, n);
   kc_status first = KC_OK;
+  const kc__bsvc svc = kc__bsvc_of(rt); /* rt's heap and error owner */
   for (int ptx = 0; ptx < 2; ptx++) {
     void *out = NULL;
     size_t size = 0;
-    kc_status st = kc__cuda_compile_only(rt, tu, strlen(tu), entry, 90, ptx, &out, &size, NULL);
+    kc_status st = kc__cuda_compile_only(&svc, tu, strlen(tu), entry, 90, ptx, &out, &size, NULL);
     if (st == KC_OK) {
       assert_non_null(out);
       assert_true(size > 0);

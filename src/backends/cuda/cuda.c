@@ -62,7 +62,7 @@ static KC__NOINLINE kc_status cu_bind(const cu_ctx *c) {
     r = cu_drv.cuCtxSetCurrent(c->ctx);
     if (r != KC__CUDA_SUCCESS) {
       cu_bound = 0;
-      return cu_fail(c->st->rt, KC_EBACKEND, "cuCtxSetCurrent", r, "");
+      return cu_fail(c->st->sv, KC_EBACKEND, "cuCtxSetCurrent", r, "");
     }
   }
   cu_bound = c->id;
@@ -102,11 +102,11 @@ static kc_status cu_pick_arch(cu_state *st) {
   }
   int n = 0;
   if (cu_nvrtc.nvrtcGetNumSupportedArchs(&n) != KC__NVRTC_SUCCESS || n <= 0 || n > 512)
-    return kc__err(st->rt, KC_EUNAVAILABLE, "NVRTC %d.%d lists no supported architecture",
-                   cu_nvrtc.major, cu_nvrtc.minor);
+    return kc__bs_err(st->sv, KC_EUNAVAILABLE, "NVRTC %d.%d lists no supported architecture",
+                      cu_nvrtc.major, cu_nvrtc.minor);
   int archs[512];
   if (cu_nvrtc.nvrtcGetSupportedArchs(archs) != KC__NVRTC_SUCCESS)
-    return kc__err(st->rt, KC_EUNAVAILABLE, "nvrtcGetSupportedArchs failed");
+    return kc__bs_err(st->sv, KC_EUNAVAILABLE, "nvrtcGetSupportedArchs failed");
   int best = 0, lowest = archs[0];
   bool exact = false;
   for (int i = 0; i < n; i++) {
@@ -117,30 +117,31 @@ static kc_status cu_pick_arch(cu_state *st) {
       lowest = archs[i];
   }
   if (!best)
-    return kc__err(st->rt, KC_EUNAVAILABLE,
-                   "CUDA device '%s' (sm_%d) is older than every architecture NVRTC %d.%d "
-                   "supports (lowest: sm_%d)",
-                   st->devs[0].name, lo, cu_nvrtc.major, cu_nvrtc.minor, lowest);
+    return kc__bs_err(st->sv, KC_EUNAVAILABLE,
+                      "CUDA device '%s' (sm_%d) is older than every architecture NVRTC %d.%d "
+                      "supports (lowest: sm_%d)",
+                      st->devs[0].name, lo, cu_nvrtc.major, cu_nvrtc.minor, lowest);
   st->arch = exact ? lo : best;
   st->ptx = want_ptx || !exact;
   return KC_OK;
 }
 
-static kc_status cu_open(kc_runtime *rt, const kc_options *opt, void **state) {
+static kc_status cu_open(const kc__bsvc *sv, const kc_options *opt, void **state) {
   *state = NULL;
   const char *why = cu_unavailable();
   if (why)
-    return kc__err(rt, KC_EUNAVAILABLE, "CUDA backend unavailable: %s", why);
+    return kc__bs_err(sv, KC_EUNAVAILABLE, "CUDA backend unavailable: %s", why);
   int n = 0;
   CUresult r = cu_drv.cuDeviceGetCount(&n);
   if (r != KC__CUDA_SUCCESS)
-    return cu_fail(rt, KC_EUNAVAILABLE, "cuDeviceGetCount", r, "");
-  cu_state *st = kc__calloc(rt, sizeof *st);
-  if (!st || !(st->devs = kc__calloc(rt, sizeof *st->devs * (size_t)(n > 0 ? n : 1)))) {
-    kc__free(rt, st);
-    return kc__err(rt, KC_ENOMEM, "out of memory opening the CUDA backend");
+    return cu_fail(sv, KC_EUNAVAILABLE, "cuDeviceGetCount", r, "");
+  cu_state *st = kc__bs_calloc(sv, sizeof *st);
+  if (!st || !(st->devs = kc__bs_calloc(sv, sizeof *st->devs * (size_t)(n > 0 ? n : 1)))) {
+    kc__bs_free(sv, st);
+    return kc__bs_err(sv, KC_ENOMEM, "out of memory opening the CUDA backend");
   }
-  st->rt = rt;
+  st->svc = *sv;
+  st->sv = &st->svc;
   st->compile_options = opt ? opt->compile_options : NULL;
   const char *filter = opt && opt->device_name && *opt->device_name ? opt->device_name : NULL;
   kc_status s = KC_OK;
@@ -148,14 +149,14 @@ static kc_status cu_open(kc_runtime *rt, const kc_options *opt, void **state) {
     cu_dev d = {0};
     int major = 0, minor = 0;
     if ((r = cu_drv.cuDeviceGet(&d.dev, i)) != KC__CUDA_SUCCESS)
-      s = cu_fail(rt, KC_EUNAVAILABLE, "cuDeviceGet", r, "");
+      s = cu_fail(sv, KC_EUNAVAILABLE, "cuDeviceGet", r, "");
     else if ((r = cu_drv.cuDeviceGetName(d.name, (int)sizeof d.name, d.dev)) != KC__CUDA_SUCCESS)
-      s = cu_fail(rt, KC_EUNAVAILABLE, "cuDeviceGetName", r, "");
+      s = cu_fail(sv, KC_EUNAVAILABLE, "cuDeviceGetName", r, "");
     else if ((r = cu_drv.cuDeviceGetAttribute(
                   &major, KC__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d.dev)) ||
              (r = cu_drv.cuDeviceGetAttribute(
                   &minor, KC__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d.dev)))
-      s = cu_fail(rt, KC_EUNAVAILABLE, "cuDeviceGetAttribute", r, " (compute capability)");
+      s = cu_fail(sv, KC_EUNAVAILABLE, "cuDeviceGetAttribute", r, " (compute capability)");
     else if (!filter || cu_contains_nocase(d.name, filter)) {
       d.name[sizeof d.name - 1] = '\0';
       d.cc = major * 10 + minor;
@@ -163,12 +164,12 @@ static kc_status cu_open(kc_runtime *rt, const kc_options *opt, void **state) {
     }
   }
   if (s == KC_OK && st->ndevs == 0)
-    s = kc__err(rt, KC_EUNAVAILABLE, "no CUDA device matches '%s'", filter);
+    s = kc__bs_err(sv, KC_EUNAVAILABLE, "no CUDA device matches '%s'", filter);
   if (s == KC_OK)
     s = cu_pick_arch(st);
   if (s != KC_OK) {
-    kc__free(rt, st->devs);
-    kc__free(rt, st);
+    kc__bs_free(sv, st->devs);
+    kc__bs_free(sv, st);
     return s;
   }
   snprintf(st->identity, sizeof st->identity, "cuda|nvrtc %d.%d|driver %d.%d|%s_%d|%s",
@@ -182,8 +183,8 @@ static void cu_close(void *state) {
   cu_state *st = state;
   if (!st)
     return;
-  kc__free(st->rt, st->devs);
-  kc__free(st->rt, st);
+  kc__bs_free(st->sv, st->devs);
+  kc__bs_free(st->sv, st);
 }
 
 static int cu_device_count(void *state) {
@@ -203,7 +204,7 @@ static kc_status cu_compile(void *state, const kc__tu *tu, void **artifact, size
                                 uint64_t *sig, kc__sb *log) {
   (void)sig; /* prefilled by the engine from the parameter types */
   cu_state *st = state;
-  return cu_compile_tu(st->rt, tu->text, tu->len, tu->entry, st->arch, st->ptx,
+  return cu_compile_tu(st->sv, tu->text, tu->len, tu->entry, st->arch, st->ptx,
                            st->compile_options, artifact, size, log);
 }
 
@@ -213,23 +214,23 @@ static kc_status cu_ctx_create(void *state, int device, void **bctx) {
   cu_state *st = state;
   *bctx = NULL;
   if (device < 0 || device >= st->ndevs)
-    return kc__err(st->rt, KC_EINVAL, "CUDA device %d does not exist (%d device%s)", device,
-                   st->ndevs, st->ndevs == 1 ? "" : "s");
-  cu_ctx *c = kc__calloc(st->rt, sizeof *c);
+    return kc__bs_err(st->sv, KC_EINVAL, "CUDA device %d does not exist (%d device%s)", device,
+                      st->ndevs, st->ndevs == 1 ? "" : "s");
+  cu_ctx *c = kc__bs_calloc(st->sv, sizeof *c);
   if (!c)
-    return kc__err(st->rt, KC_ENOMEM, "out of memory creating a CUDA context");
+    return kc__bs_err(st->sv, KC_ENOMEM, "out of memory creating a CUDA context");
   c->st = st;
   c->id = kc__next_id();
   c->dev = st->devs[device].dev;
   CUresult r = cu_drv.cuDevicePrimaryCtxRetain(&c->ctx, c->dev);
   if (r != KC__CUDA_SUCCESS) {
-    kc__free(st->rt, c);
-    return cu_fail(st->rt, KC_EBACKEND, "cuDevicePrimaryCtxRetain", r, "");
+    kc__bs_free(st->sv, c);
+    return cu_fail(st->sv, KC_EBACKEND, "cuDevicePrimaryCtxRetain", r, "");
   }
   kc_status s = cu_bind(c);
   if (s != KC_OK) {
     cu_drv.cuDevicePrimaryCtxRelease_v2(c->dev);
-    kc__free(st->rt, c);
+    kc__bs_free(st->sv, c);
     return s;
   }
   *bctx = c;
@@ -245,7 +246,7 @@ static void cu_ctx_destroy(void *bctx) {
     cu_drv.cuCtxSynchronize(); /* let queued work end before the release may tear it down */
   cu_bound = 0;
   cu_drv.cuDevicePrimaryCtxRelease_v2(c->dev);
-  kc__free(c->st->rt, c);
+  kc__bs_free(c->st->sv, c);
 }
 
 /* The engine has already unloaded every module of this context; buffers
@@ -258,7 +259,7 @@ static kc_status cu_ctx_reset(void *bctx) {
     return s;
   CUresult r = cu_drv.cuCtxSynchronize();
   if (r != KC__CUDA_SUCCESS)
-    return cu_fail(c->st->rt, KC_EBACKEND, "cuCtxSynchronize", r,
+    return cu_fail(c->st->sv, KC_EBACKEND, "cuCtxSynchronize", r,
                        " (during a context reset; a sticky error leaves the CUDA context "
                        "unusable: destroy every kcache context on the device)");
   return KC_OK;
@@ -271,20 +272,20 @@ static kc_status cu_ctx_finish(void *bctx) {
     return s;
   CUresult r = cu_drv.cuCtxSynchronize();
   if (r != KC__CUDA_SUCCESS)
-    return cu_fail(c->st->rt, KC_ELAUNCH, "cuCtxSynchronize", r, "");
+    return cu_fail(c->st->sv, KC_ELAUNCH, "cuCtxSynchronize", r, "");
   return KC_OK;
 }
 
 /* ------------------------------------------------------------- launching */
 
-static KC__COLD kc_status cu_launch_slow(kc__linked *l, void **argv, const kc_dim3 *grid,
+static KC__COLD kc_status cu_launch_slow(kc__blinked *l, void **argv, const kc_dim3 *grid,
                                              const kc_dim3 *block, bool tried, CUresult r);
 
 /* The fast path: one TLS compare and the driver's launch. It must never
  * lock, allocate, query the driver or touch a string. argv is exactly the
  * kernelParams array: a pointer to each argument's bytes (a buffer's is its
  * kc__bufh, whose u64 is the CUdeviceptr). */
-static kc_status cu_launch(kc__linked *l, void **argv, const kc_dim3 *grid,
+static kc_status cu_launch(kc__blinked *l, void **argv, const kc_dim3 *grid,
                                const kc_dim3 *block) {
   const cu_ctx *c = l->bctx;
   if (KC__UNLIKELY(!grid || !block)) return kc__launch_bad_dims(l, grid, block);
@@ -305,7 +306,7 @@ static bool cu_is_context_error(CUresult r) {
 
 /* This thread has not bound the context yet, or the launch failed. A failed
  * launch enqueued nothing, so retrying once after binding is safe. */
-static KC__COLD kc_status cu_launch_slow(kc__linked *l, void **argv, const kc_dim3 *grid,
+static KC__COLD kc_status cu_launch_slow(kc__blinked *l, void **argv, const kc_dim3 *grid,
                                              const kc_dim3 *block, bool tried, CUresult r) {
   const cu_ctx *c = l->bctx;
   /* a zero dimension is KC_EINVAL whether or not this thread had bound the
@@ -323,9 +324,9 @@ static KC__COLD kc_status cu_launch_slow(kc__linked *l, void **argv, const kc_di
   }
   char detail[384];
   snprintf(detail, sizeof detail, " (kernel '%s', grid %ux%ux%u, block %ux%ux%u)",
-           kc__linked_name(l), (unsigned)grid->x, (unsigned)grid->y,
+           kc__blinked_name(l), (unsigned)grid->x, (unsigned)grid->y,
            (unsigned)grid->z, (unsigned)block->x, (unsigned)block->y, (unsigned)block->z);
-  return cu_fail(c->st->rt, KC_ELAUNCH, "cuLaunchKernel", r, detail);
+  return cu_fail(c->st->sv, KC_ELAUNCH, "cuLaunchKernel", r, detail);
 }
 
 /* ---------------------------------------------------------------- linking */
@@ -336,13 +337,13 @@ static bool cu_is_binary(const unsigned char *p, size_t n) {
   return n >= 4 && (memcmp(p, elf, 4) == 0 || memcmp(p, fatbin, 4) == 0);
 }
 
-static kc_status cu_link(void *bctx, const kc__ci *ci, kc__linked *l) {
+static kc_status cu_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
   cu_ctx *c = bctx;
-  kc_runtime *rt = c->st->rt;
-  const kc__artifact a = kc__artifact_of(ci);
+  const kc__bsvc *sv = c->st->sv;
+  const kc__artifact a = *art;
   const char *name = a.entry;
   if (!a.bytes || a.size == 0)
-    return kc__err(rt, KC_ELINK, "kernel '%s' has an empty CUDA artifact", name);
+    return kc__bs_err(sv, KC_ELINK, "kernel '%s' has an empty CUDA artifact", name);
   kc_status s = cu_bind(c);
   if (s != KC_OK)
     return s;
@@ -351,8 +352,8 @@ static kc_status cu_link(void *bctx, const kc__ci *ci, kc__linked *l) {
   const unsigned char *image = a.bytes;
   char *copy = NULL;
   if (!cu_is_binary(image, a.size) && image[a.size - 1] != '\0') {
-    if (!(copy = kc__strndup(rt, a.bytes, a.size)))
-      return kc__err(rt, KC_ENOMEM, "out of memory linking kernel '%s'", name);
+    if (!(copy = kc__bs_strndup(sv, a.bytes, a.size)))
+      return kc__bs_err(sv, KC_ENOMEM, "out of memory linking kernel '%s'", name);
     image = (const unsigned char *)copy;
   }
   char jitlog[4096];
@@ -361,7 +362,7 @@ static kc_status cu_link(void *bctx, const kc__ci *ci, kc__linked *l) {
   void *vals[2] = {jitlog, (void *)(uintptr_t)sizeof jitlog};
   CUmodule mod = NULL;
   CUresult r = cu_drv.cuModuleLoadDataEx(&mod, image, 2, keys, vals);
-  kc__free(rt, copy);
+  kc__bs_free(sv, copy);
   if (r != KC__CUDA_SUCCESS) {
     char detail[4096 + 512];
     jitlog[sizeof jitlog - 1] = '\0';
@@ -370,7 +371,7 @@ static kc_status cu_link(void *bctx, const kc__ci *ci, kc__linked *l) {
     snprintf(detail, sizeof detail, " (kernel '%s', %s for %s_%d%s)%s%s", name,
              c->st->ptx ? "PTX" : "cubin", c->st->ptx ? "compute" : "sm", c->st->arch,
              version ? "; NVRTC may be newer than the driver" : "", jitlog[0] ? "\n" : "", jitlog);
-    return cu_fail(rt, KC_ELINK, "cuModuleLoadDataEx", r, detail);
+    return cu_fail(sv, KC_ELINK, "cuModuleLoadDataEx", r, detail);
   }
   CUfunction fn = NULL;
   r = cu_drv.cuModuleGetFunction(&fn, mod, name);
@@ -378,7 +379,7 @@ static kc_status cu_link(void *bctx, const kc__ci *ci, kc__linked *l) {
     cu_drv.cuModuleUnload(mod);
     char detail[300];
     snprintf(detail, sizeof detail, " (entry '%s'; is it a KC_KERNEL?)", name);
-    return cu_fail(rt, KC_ELINK, "cuModuleGetFunction", r, detail);
+    return cu_fail(sv, KC_ELINK, "cuModuleGetFunction", r, detail);
   }
   l->launch = cu_launch;
   l->bctx = c;
@@ -388,7 +389,7 @@ static kc_status cu_link(void *bctx, const kc__ci *ci, kc__linked *l) {
   return KC_OK;
 }
 
-static void cu_unlink(kc__linked *l) {
+static void cu_unlink(kc__blinked *l) {
   cu_ctx *c = l->bctx;
   if (!l->module || !c || cu_bind(c) != KC_OK)
     return;
@@ -415,7 +416,7 @@ static kc_status cu_buf_create(void *bctx, size_t size, kc__bufh *h) {
   if (r != KC__CUDA_SUCCESS) {
     char detail[64];
     snprintf(detail, sizeof detail, " (%zu bytes)", size);
-    return cu_fail(c->st->rt, r == KC__CUDA_ERROR_OUT_OF_MEMORY ? KC_ENOMEM : KC_EBACKEND,
+    return cu_fail(c->st->sv, r == KC__CUDA_ERROR_OUT_OF_MEMORY ? KC_ENOMEM : KC_EBACKEND,
                        "cuMemAlloc", r, detail);
   }
   h->u64 = p;
@@ -437,7 +438,7 @@ static kc_status cu_buf_write(void *bctx, kc__bufh *h, size_t off, const void *s
   if (s != KC_OK)
     return s;
   CUresult r = cu_drv.cuMemcpyHtoD_v2((CUdeviceptr)(h->u64 + off), src, n);
-  return r == KC__CUDA_SUCCESS ? KC_OK : cu_fail(c->st->rt, KC_EBACKEND, "cuMemcpyHtoD", r, "");
+  return r == KC__CUDA_SUCCESS ? KC_OK : cu_fail(c->st->sv, KC_EBACKEND, "cuMemcpyHtoD", r, "");
 }
 
 static kc_status cu_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, size_t n) {
@@ -448,7 +449,7 @@ static kc_status cu_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, siz
   if (s != KC_OK)
     return s;
   CUresult r = cu_drv.cuMemcpyDtoH_v2(dst, (CUdeviceptr)(h->u64 + off), n);
-  return r == KC__CUDA_SUCCESS ? KC_OK : cu_fail(c->st->rt, KC_EBACKEND, "cuMemcpyDtoH", r, "");
+  return r == KC__CUDA_SUCCESS ? KC_OK : cu_fail(c->st->sv, KC_EBACKEND, "cuMemcpyDtoH", r, "");
 }
 
 const kc__backend kc__backend_cuda = {

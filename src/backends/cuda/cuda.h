@@ -125,10 +125,10 @@ const char *cu_errstr(CUresult r);
 /* Why the driver cannot be used here, or NULL. */
 const char *cu_unavailable(void);
 /* "<call>: CUDA_ERROR_X (n): <driver's text><detail>" */
-kc_status cu_fail(const kc_runtime *rt, kc_status st, const char *call, CUresult r, const char *detail)
+kc_status cu_fail(const kc__bsvc *sv, kc_status st, const char *call, CUresult r, const char *detail)
     KC__COLD;
 extern const char cu_prelude[];
-kc_status cu_compile_tu(kc_runtime *rt, const char *text, size_t len, const char *entry, int arch,
+kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const char *entry, int arch,
                         bool ptx, const char *options, void **out, size_t *out_size, kc__sb *log);
 
 typedef struct cu_dev {
@@ -138,7 +138,8 @@ typedef struct cu_dev {
 } cu_dev;
 
 typedef struct cu_state {
-  kc_runtime *rt;              /* for the services: allocation, errors */
+  const kc__bsvc *sv; /* &svc: allocation, errors (backend.h) */
+  kc__bsvc svc;       /* the copy kept from open */
   const char *compile_options; /* kc_options.compile_options (the runtime's copy) */
   cu_dev *devs;
   int ndevs;

@@ -201,10 +201,10 @@ const char *cu_unavailable(void) {
 }
 
 /* "<call>: CUDA_ERROR_X (n): <driver's text><detail>" */
-KC__COLD kc_status cu_fail(const kc_runtime *rt, kc_status st, const char *call,
+KC__COLD kc_status cu_fail(const kc__bsvc *sv, kc_status st, const char *call,
                                       CUresult r, const char *detail) {
-  return kc__err(rt, st, "%s: %s (%d): %s%s", call, cu_errname(r), r, cu_errstr(r),
-                 detail ? detail : "");
+  return kc__bs_err(sv, st, "%s: %s (%d): %s%s", call, cu_errname(r), r, cu_errstr(r),
+                    detail ? detail : "");
 }
 
 /* ------------------------------------------------------------ compiling */
@@ -254,19 +254,19 @@ const char cu_prelude[] =
  * Longer than 80 lines on purpose: one NVRTC program's whole life (create,
  * options, compile under the NVRTC lock, log, output, destroy) with its
  * single cleanup path; split, the program handle would cross functions. */
-kc_status cu_compile_tu(kc_runtime *rt, const char *text, size_t len, const char *entry,
+kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const char *entry,
                                    int arch, bool ptx, const char *user_opts, void **out,
                                    size_t *out_size, kc__sb *log) {
   *out = NULL;
   *out_size = 0;
   kc_status s = KC_OK;
-  char *src = kc__strndup(rt, text, len); /* NVRTC wants a C string */
-  char *optbuf = kc__strdup(rt, user_opts ? user_opts : "");
-  const char **opts = optbuf ? kc__alloc(rt, sizeof *opts * (strlen(optbuf) / 2 + 2)) : NULL;
+  char *src = kc__bs_strndup(sv, text, len); /* NVRTC wants a C string */
+  char *optbuf = kc__bs_strdup(sv, user_opts ? user_opts : "");
+  const char **opts = optbuf ? kc__bs_alloc(sv, sizeof *opts * (strlen(optbuf) / 2 + 2)) : NULL;
   char *logtext = NULL;
   nvrtcProgram prog = NULL;
   if (!src || !optbuf || !opts) {
-    s = kc__err(rt, KC_ENOMEM, "out of memory compiling kernel '%s'", entry);
+    s = kc__bs_err(sv, KC_ENOMEM, "out of memory compiling kernel '%s'", entry);
     goto done;
   }
   char archopt[32], progname[256];
@@ -287,8 +287,8 @@ kc_status cu_compile_tu(kc_runtime *rt, const char *text, size_t len, const char
   nvrtcResult r = cu_nvrtc.nvrtcCreateProgram(&prog, src, progname, 0, NULL, NULL);
   if (r != KC__NVRTC_SUCCESS) {
     prog = NULL;
-    s = kc__err(rt, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\nnvrtcCreateProgram: %s",
-                entry, cu_nvrtc.nvrtcGetErrorString(r));
+    s = kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\nnvrtcCreateProgram: %s",
+                   entry, cu_nvrtc.nvrtcGetErrorString(r));
     goto done;
   }
   if (cu_nvrtc.serialize)
@@ -299,7 +299,7 @@ kc_status cu_compile_tu(kc_runtime *rt, const char *text, size_t len, const char
 
   size_t loglen = 0;
   if (cu_nvrtc.nvrtcGetProgramLogSize(prog, &loglen) == KC__NVRTC_SUCCESS && loglen > 0 &&
-      (logtext = kc__alloc(rt, loglen + 1))) {
+      (logtext = kc__bs_alloc(sv, loglen + 1))) {
     if (cu_nvrtc.nvrtcGetProgramLog(prog, logtext) != KC__NVRTC_SUCCESS)
       loglen = 0;
     logtext[loglen] = '\0';
@@ -309,12 +309,12 @@ kc_status cu_compile_tu(kc_runtime *rt, const char *text, size_t len, const char
   }
   if (r != KC__NVRTC_SUCCESS) {
     if (r == KC__NVRTC_ERROR_COMPILATION)
-      s = kc__err(rt, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s", entry,
-                  logtext ? logtext : "");
+      s = kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s", entry,
+                     logtext ? logtext : "");
     else
-      s = kc__err(rt, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s (options: %s %s)\n%s",
-                  entry, cu_nvrtc.nvrtcGetErrorString(r), archopt, user_opts ? user_opts : "",
-                  logtext ? logtext : "");
+      s = kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s (options: %s %s)\n%s",
+                     entry, cu_nvrtc.nvrtcGetErrorString(r), archopt, user_opts ? user_opts : "",
+                     logtext ? logtext : "");
     goto done;
   }
 
@@ -324,21 +324,21 @@ kc_status cu_compile_tu(kc_runtime *rt, const char *text, size_t len, const char
   else
     r = cu_nvrtc.nvrtcGetCUBINSize(prog, &n);
   if (r != KC__NVRTC_SUCCESS || n == 0) {
-    s = kc__err(rt, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s: %s", entry,
-                ptx ? "nvrtcGetPTXSize" : "nvrtcGetCUBINSize",
-                r ? cu_nvrtc.nvrtcGetErrorString(r) : "empty output");
+    s = kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s: %s", entry,
+                   ptx ? "nvrtcGetPTXSize" : "nvrtcGetCUBINSize",
+                   r ? cu_nvrtc.nvrtcGetErrorString(r) : "empty output");
     goto done;
   }
-  char *art = kc__alloc(rt, n);
+  char *art = kc__bs_alloc(sv, n);
   if (!art) {
-    s = kc__err(rt, KC_ENOMEM, "out of memory for the %zu-byte artifact of kernel '%s'", n, entry);
+    s = kc__bs_err(sv, KC_ENOMEM, "out of memory for the %zu-byte artifact of kernel '%s'", n, entry);
     goto done;
   }
   r = ptx ? cu_nvrtc.nvrtcGetPTX(prog, art) : cu_nvrtc.nvrtcGetCUBIN(prog, art);
   if (r != KC__NVRTC_SUCCESS) {
-    kc__free(rt, art);
-    s = kc__err(rt, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s: %s", entry,
-                ptx ? "nvrtcGetPTX" : "nvrtcGetCUBIN", cu_nvrtc.nvrtcGetErrorString(r));
+    kc__bs_free(sv, art);
+    s = kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s: %s", entry,
+                   ptx ? "nvrtcGetPTX" : "nvrtcGetCUBIN", cu_nvrtc.nvrtcGetErrorString(r));
     goto done;
   }
   if (ptx)
@@ -349,10 +349,10 @@ kc_status cu_compile_tu(kc_runtime *rt, const char *text, size_t len, const char
 done:
   if (prog)
     cu_nvrtc.nvrtcDestroyProgram(&prog);
-  kc__free(rt, logtext);
-  kc__free(rt, opts);
-  kc__free(rt, optbuf);
-  kc__free(rt, src);
+  kc__bs_free(sv, logtext);
+  kc__bs_free(sv, opts);
+  kc__bs_free(sv, optbuf);
+  kc__bs_free(sv, src);
   return s;
 }
 
@@ -360,21 +360,21 @@ done:
  * Compile-only entry point (declared in kc_internal.h), usable without a
  * driver or a GPU (tests). Compiles a whole translation unit (kc__backend_cuda.prelude first) for
  * sm_<sm> (a cubin, an ELF) or, with ptx, for compute_<sm> (NUL-terminated
- * PTX text, size counting the NUL). rt is any live runtime (e.g. host): it
- * provides the allocator (free *out with kc__free(rt, *out)) and the error
+ * PTX text, size counting the NUL). sv is any live runtime (e.g. host): it
+ * provides the allocator (free *out with kc__bs_free(sv, *out)) and the error
  * message; its compile options are NOT used (they belong to its backend).
  * log may be NULL. KC_EUNAVAILABLE when NVRTC cannot be loaded.
  */
-kc_status kc__cuda_compile_only(kc_runtime *rt, const char *source_tu, size_t len,
+kc_status kc__cuda_compile_only(const kc__bsvc *sv, const char *source_tu, size_t len,
                                 const char *entry, int sm, bool ptx, void **out, size_t *out_size,
                                 kc__sb *log) {
-  if (!rt || !source_tu || !entry || !out || !out_size || sm < 10 || sm > 9999)
-    return kc__err(rt, KC_EINVAL, "kc__cuda_compile_only: invalid argument");
+  if (!sv || !source_tu || !entry || !out || !out_size || sm < 10 || sm > 9999)
+    return kc__bs_err(sv, KC_EINVAL, "kc__cuda_compile_only: invalid argument");
   *out = NULL;
   *out_size = 0;
   const char *why = kc__cuda_nvrtc_unavailable();
   if (why)
-    return kc__err(rt, KC_EUNAVAILABLE, "%s", why);
-  return cu_compile_tu(rt, source_tu, len, entry, sm, ptx, NULL, out, out_size, log);
+    return kc__bs_err(sv, KC_EUNAVAILABLE, "%s", why);
+  return cu_compile_tu(sv, source_tu, len, entry, sm, ptx, NULL, out, out_size, log);
 }
 

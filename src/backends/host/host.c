@@ -75,12 +75,12 @@ static const char host_prelude[] =
 static void host_close(void *state) {
   host_state *s = state;
   if (!s) return;
-  kc_runtime *rt = s->rt;
+  const kc__bsvc *sv = s->sv;
   if (s->dir[0]) rmdir(s->dir);
-  for (int i = 0; i < s->cc_argc; i++) kc__free(rt, s->cc_argv[i]);
-  kc__free(rt, s->identity);
+  for (int i = 0; i < s->cc_argc; i++) kc__bs_free(sv, s->cc_argv[i]);
+  kc__bs_free(sv, s->identity);
   kc__mutex_destroy(&s->ident_lock);
-  kc__free(rt, s);
+  kc__bs_free(sv, s);
 }
 
 static kc_status host_split_words(host_state *s, const char *words, const char *what) {
@@ -89,36 +89,37 @@ static kc_status host_split_words(host_state *s, const char *words, const char *
     if (!*p) break;
     size_t n = strcspn(p, " \t");
     if (s->cc_argc >= KC__HOST_MAX_WORDS)
-      return kc__err(s->rt, KC_EINVAL, "%s: too many words (at most %d)", what, KC__HOST_MAX_WORDS);
-    if (!(s->cc_argv[s->cc_argc++] = kc__strndup(s->rt, p, n)))
-      return kc__err(s->rt, KC_ENOMEM, "out of memory");
+      return kc__bs_err(s->sv, KC_EINVAL, "%s: too many words (at most %d)", what, KC__HOST_MAX_WORDS);
+    if (!(s->cc_argv[s->cc_argc++] = kc__bs_strndup(s->sv, p, n)))
+      return kc__bs_err(s->sv, KC_ENOMEM, "out of memory");
     p += n;
   }
   return KC_OK;
 }
 
-static kc_status host_open(kc_runtime *rt, const kc_options *opt, void **state) {
-  host_state *s = kc__calloc(rt, sizeof *s);
-  if (!s) return kc__err(rt, KC_ENOMEM, "out of memory");
-  s->rt = rt;
+static kc_status host_open(const kc__bsvc *sv, const kc_options *opt, void **state) {
+  host_state *s = kc__bs_calloc(sv, sizeof *s);
+  if (!s) return kc__bs_err(sv, KC_ENOMEM, "out of memory");
+  s->svc = *sv;
+  s->sv = &s->svc;
   s->compile_options = opt->compile_options;
   if (!kc__mutex_init(&s->ident_lock)) {
-    kc__free(rt, s);
-    return kc__err(rt, KC_ENOMEM, "out of memory");
+    kc__bs_free(sv, s);
+    return kc__bs_err(sv, KC_ENOMEM, "out of memory");
   }
   s->timeout_ms = opt->compile_timeout_ms ? opt->compile_timeout_ms : 120000;
   kc_status st = host_split_words(s, opt->host_cc, "host compiler");
-  if (!st && s->cc_argc == 0) st = kc__err(rt, KC_EINVAL, "host compiler: empty command");
+  if (!st && s->cc_argc == 0) st = kc__bs_err(sv, KC_EINVAL, "host compiler: empty command");
   char path[512];
   if (!st && !host_find_in_path(s->cc_argv[0], path, sizeof path))
-    st = kc__err(rt, KC_EUNAVAILABLE, "host compiler \"%s\" not found in PATH", s->cc_argv[0]);
+    st = kc__bs_err(sv, KC_EUNAVAILABLE, "host compiler \"%s\" not found in PATH", s->cc_argv[0]);
   if (!st) {
     snprintf(s->device, sizeof s->device, "host CPU (compiler: %s)", opt->host_cc);
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !*tmp) tmp = "/tmp";
     snprintf(s->dir, sizeof s->dir, "%s/kcache-host-XXXXXX", tmp);
     if (!mkdtemp(s->dir)) {
-      st = kc__err(rt, KC_EIO, "cannot create a work directory in %s: %s", tmp, strerror(errno));
+      st = kc__bs_err(sv, KC_EIO, "cannot create a work directory in %s: %s", tmp, strerror(errno));
       s->dir[0] = 0;
     }
   }
@@ -242,21 +243,21 @@ static kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
                 tu->nparams);
   for (uint32_t i = 0; i < tu->nparams; i++) kc__sb_printf(out, "sizeof(%s), ", tu->params[i].type);
   kc__sb_puts(out, "0};\n");
-  return out->failed ? kc__err(((host_state *)state)->rt, KC_ENOMEM,
-                               "out of memory building the source of '%s'", tu->entry)
+  return out->failed ? kc__bs_err(((host_state *)state)->sv, KC_ENOMEM,
+                                  "out of memory building the source of '%s'", tu->entry)
                      : KC_OK;
 }
 
 static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, size_t *size, uint64_t *sig,
                               kc__sb *log) {
   host_state *s = state;
-  kc_runtime *rt = s->rt;
+  const kc__bsvc *sv = s->sv;
   uint64_t n = kc__fetch_add_relaxed(&s->seq, 1);
   char src[320], so[320], lg[320];
   snprintf(src, sizeof src, "%s/c%llu.c", s->dir, (unsigned long long)n);
   snprintf(so, sizeof so, "%s/c%llu.so", s->dir, (unsigned long long)n);
   snprintf(lg, sizeof lg, "%s/c%llu.log", s->dir, (unsigned long long)n);
-  kc_status st = host_write_file(rt, src, tu->text, tu->len);
+  kc_status st = host_write_file(sv, src, tu->text, tu->len);
   if (st) return st;
 
   /* the command's words, 7 flags, the output and the source, the options'
@@ -270,7 +271,7 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   argv[argc++] = so;
   argv[argc++] = src;
   /* user options come last so that they win */
-  host_state opts = {.rt = rt};
+  host_state opts = {.sv = sv};
   st = host_split_words(&opts, s->compile_options, "compile options");
   for (int i = 0; !st && i < opts.cc_argc; i++) argv[argc++] = opts.cc_argv[i];
   argv[argc++] = "-lm";
@@ -278,39 +279,39 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   int code = -1, sig_no = 0;
   bool ran = !st;
   if (ran) st = host_run_tool(s, argv, lg, &code, &sig_no);
-  for (int i = 0; i < opts.cc_argc; i++) kc__free(rt, opts.cc_argv[i]);
+  for (int i = 0; i < opts.cc_argc; i++) kc__bs_free(sv, opts.cc_argv[i]);
   void *text = NULL;
   size_t tn = 0;
   /* the compiler's log, if it ran and wrote one (else the error stands) */
-  if (ran && access(lg, R_OK) == 0 && host_read_file(rt, lg, &text, &tn) == KC_OK) {
+  if (ran && access(lg, R_OK) == 0 && host_read_file(sv, lg, &text, &tn) == KC_OK) {
     kc__sb_append(log, text, tn);
-    kc__free(rt, text);
+    kc__bs_free(sv, text);
   }
   unlink(lg);
   unlink(src);
   if (!st && sig_no)
-    st = kc__err(rt, KC_EBACKEND, "the host compiler \"%s\" crashed (signal %d, %s)", argv[0], sig_no,
-                 strsignal(sig_no));
+    st = kc__bs_err(sv, KC_EBACKEND, "the host compiler \"%s\" crashed (signal %d, %s)", argv[0], sig_no,
+                    strsignal(sig_no));
   else if (!st && code != 0)
-    st = kc__err(rt, KC_ECOMPILE, "the host compiler \"%s\" failed (exit code %d)", argv[0], code);
-  if (!st) st = host_read_file(rt, so, artifact, size);
+    st = kc__bs_err(sv, KC_ECOMPILE, "the host compiler \"%s\" failed (exit code %d)", argv[0], code);
+  if (!st) st = host_read_file(sv, so, artifact, size);
   const char *why;
   if (!st && !host_elf_complete(*artifact, *size, &why)) {
-    st = kc__err(rt, KC_ECOMPILE, "the host compiler \"%s\" produced an unusable object (%s)", argv[0], why);
-    kc__free(rt, *artifact);
+    st = kc__bs_err(sv, KC_ECOMPILE, "the host compiler \"%s\" produced an unusable object (%s)", argv[0], why);
+    kc__bs_free(sv, *artifact);
     *artifact = NULL;
   }
   if (!st) {
     /* Ask the object for its parameter sizes: the compiler knows them best. */
     void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-      st = kc__err(rt, KC_ECOMPILE, "loading the compiled object failed: %s", dlerror());
+      st = kc__bs_err(sv, KC_ECOMPILE, "loading the compiled object failed: %s", dlerror());
     } else {
       const unsigned *nargs = dlsym(h, "kc__nargs");
       const unsigned *argsz = dlsym(h, "kc__argsz");
       if (!nargs || !argsz || !dlsym(h, "kc__run") || *nargs != tu->nparams) {
-        st = kc__err(rt, KC_ECOMPILE, "the compiled object for '%s' lacks its entry trampoline",
-                     tu->entry);
+        st = kc__bs_err(sv, KC_ECOMPILE, "the compiled object for '%s' lacks its entry trampoline",
+                        tu->entry);
       } else {
         for (uint32_t i = 0; i < tu->nparams; i++)
           if (!tu->params[i].is_buffer) sig[i] = KC__SIG(KC_ARG_SCALAR, argsz[i]);
@@ -318,7 +319,7 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
       dlclose(h);
     }
     if (st) {
-      kc__free(rt, *artifact);
+      kc__bs_free(sv, *artifact);
       *artifact = NULL;
     }
   }
@@ -345,47 +346,47 @@ static kc_status host_ctx_finish(void *bctx) {
 }
 
 /* For objects built without thread-local work-item state (tcc). */
-static kc_status host_launch_serial(kc__linked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
+static kc_status host_launch_serial(kc__blinked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
   kc__lock(l->extra);
   kc_status st = ((host_run_fn)l->fn)(l, argv, grid, block);
   kc__unlock(l->extra);
   return st;
 }
 
-static kc_status host_link(void *bctx, const kc__ci *ci, kc__linked *l) {
+static kc_status host_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
   host_state *s = bctx;
-  kc_runtime *rt = s->rt;
-  const kc__artifact a = kc__artifact_of(ci);
+  const kc__bsvc *sv = s->sv;
+  const kc__artifact a = *art;
   const char *why;
   if (!host_elf_complete(a.bytes, a.size, &why))
-    return kc__err(rt, KC_ELINK, "loading '%s' failed: the stored object is %s", a.entry, why);
+    return kc__bs_err(sv, KC_ELINK, "loading '%s' failed: the stored object is %s", a.entry, why);
   char so[320];
   snprintf(so, sizeof so, "%s/l%llu.so", s->dir,
            (unsigned long long)kc__fetch_add_relaxed(&s->seq, 1));
-  kc_status st = host_write_file(rt, so, a.bytes, a.size);
+  kc_status st = host_write_file(sv, so, a.bytes, a.size);
   if (st) return st;
   void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   unlink(so); /* the mapping outlives the name */
-  if (!h) return kc__err(rt, KC_ELINK, "loading '%s' failed: %s", a.entry, dlerror());
+  if (!h) return kc__bs_err(sv, KC_ELINK, "loading '%s' failed: %s", a.entry, dlerror());
   void *fn = dlsym(h, "kc__run");
   if (!fn) {
     dlclose(h);
-    return kc__err(rt, KC_ELINK, "loading '%s' failed: no kc__run in the object", a.entry);
+    return kc__bs_err(sv, KC_ELINK, "loading '%s' failed: no kc__run in the object", a.entry);
   }
-  typedef kc_status (*bad_dims_fn)(const kc__linked *, const kc_dim3 *, const kc_dim3 *);
+  typedef kc_status (*bad_dims_fn)(const kc__blinked *, const kc_dim3 *, const kc_dim3 *);
   bad_dims_fn *on_bad_dims = dlsym(h, "kc__on_bad_dims");
   if (!on_bad_dims) {
     dlclose(h);
-    return kc__err(rt, KC_ELINK, "loading '%s' failed: no kc__on_bad_dims in the object",
-                   a.entry);
+    return kc__bs_err(sv, KC_ELINK, "loading '%s' failed: no kc__on_bad_dims in the object",
+                      a.entry);
   }
   *on_bad_dims = kc__launch_bad_dims;
-  typedef kc_status (*bad_args_fn)(const kc__linked *, const kc_context *, const kc_arg *, uint32_t);
+  typedef kc_status (*bad_args_fn)(const kc__blinked *, const kc_context *, const kc_arg *, uint32_t);
   bad_args_fn *on_bad_args = dlsym(h, "kc__on_bad_args");
   void *entry = dlsym(h, "kc__launch");
   if (!on_bad_args || !entry) {
     dlclose(h);
-    return kc__err(rt, KC_ELINK, "loading '%s' failed: no kc__launch in the object", a.entry);
+    return kc__bs_err(sv, KC_ELINK, "loading '%s' failed: no kc__launch in the object", a.entry);
   }
   *on_bad_args = kc__launch_bad_args;
   l->module = h;
@@ -393,11 +394,11 @@ static kc_status host_link(void *bctx, const kc__ci *ci, kc__linked *l) {
   l->launch = (kc__launch_fn)fn;  /* kc_status is an int-sized enum */
   l->entry = (kc__entry_fn)entry; /* the same, reading kc_args itself */
   if (dlsym(h, "kc__serial")) {
-    kc__mutex *m = kc__alloc(rt, sizeof *m);
+    kc__mutex *m = kc__bs_alloc(sv, sizeof *m);
     if (!m || !kc__mutex_init(m)) {
-      kc__free(rt, m);
+      kc__bs_free(sv, m);
       dlclose(h);
-      return kc__err(rt, KC_ENOMEM, "out of memory linking '%s'", a.entry);
+      return kc__bs_err(sv, KC_ENOMEM, "out of memory linking '%s'", a.entry);
     }
     l->extra = m;
     l->launch = host_launch_serial;
@@ -406,10 +407,10 @@ static kc_status host_link(void *bctx, const kc__ci *ci, kc__linked *l) {
   return KC_OK;
 }
 
-static void host_unlink(kc__linked *l) {
+static void host_unlink(kc__blinked *l) {
   if (l->extra) {
     kc__mutex_destroy(l->extra);
-    kc__free(((host_state *)l->bctx)->rt, l->extra);
+    kc__bs_free(((host_state *)l->bctx)->sv, l->extra);
   }
   if (l->module) dlclose(l->module);
 }
@@ -418,11 +419,11 @@ static void host_unlink(kc__linked *l) {
 
 static kc_status host_buf_create(void *bctx, size_t size, kc__bufh *h) {
   host_state *s = bctx;
-  h->ptr = kc__calloc(s->rt, size);
-  return h->ptr ? KC_OK : kc__err(s->rt, KC_ENOMEM, "kc_buffer_create: cannot allocate %zu bytes", size);
+  h->ptr = kc__bs_calloc(s->sv, size);
+  return h->ptr ? KC_OK : kc__bs_err(s->sv, KC_ENOMEM, "kc_buffer_create: cannot allocate %zu bytes", size);
 }
 
-static void host_buf_destroy(void *bctx, kc__bufh *h) { kc__free(((host_state *)bctx)->rt, h->ptr); }
+static void host_buf_destroy(void *bctx, kc__bufh *h) { kc__bs_free(((host_state *)bctx)->sv, h->ptr); }
 
 static kc_status host_buf_write(void *bctx, kc__bufh *h, size_t off, const void *src, size_t n) {
   (void)bctx;
@@ -447,18 +448,18 @@ static const char *host_identity(void *state) {
     char *argv[] = {s->cc_argv[0], "--version", NULL};
     int code, sig;
     kc__sb sb;
-    kc__sb_init(&sb, kc__rt_heap(s->rt));
+    kc__sb_init(&sb, &(s->sv)->heap);
     host_find_in_path(s->cc_argv[0], path, sizeof path);
     kc__sb_printf(&sb, "host|%s|", path);
     for (int i = 1; i < s->cc_argc; i++) kc__sb_printf(&sb, "%s ", s->cc_argv[i]);
     void *text = NULL;
     size_t n = 0;
     kc_status st = host_run_tool(s, argv, lg, &code, &sig);
-    if (st == KC_OK) st = host_read_file(s->rt, lg, &text, &n);
+    if (st == KC_OK) st = host_read_file(s->sv, lg, &text, &n);
     if (st == KC_OK) {
       size_t first = strcspn(text, "\n");
       kc__sb_append(&sb, text, first);
-      kc__free(s->rt, text);
+      kc__bs_free(s->sv, text);
     }
     unlink(lg);
     /* Out of memory on the way, the identity would lack the compiler's

@@ -15,10 +15,11 @@
 
 /* The generated trampoline has the signature of a kc__launch_fn, so the
  * fast path calls straight into the compiled object. */
-typedef kc_status (*host_run_fn)(kc__linked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block);
+typedef kc_status (*host_run_fn)(kc__blinked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block);
 
 typedef struct host_state {
-  kc_runtime *rt;              /* for the services: allocation, errors */
+  const kc__bsvc *sv; /* &svc: allocation, errors (backend.h) */
+  kc__bsvc svc;       /* the copy kept from open */
   const char *compile_options; /* kc_options.compile_options (the runtime's copy) */
   char dir[256];
 #define KC__HOST_MAX_WORDS 56 /* in the compiler command, and in the compile options */
@@ -37,8 +38,8 @@ const char *host_unavailable(void);
 bool host_find_in_path(const char *prog, char *out, size_t outlen);
 kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path, int *exit_code,
                         int *signal_no);
-kc_status host_read_file(kc_runtime *rt, const char *path, void **out, size_t *size);
-kc_status host_write_file(kc_runtime *rt, const char *path, const void *data, size_t n);
+kc_status host_read_file(const kc__bsvc *sv, const char *path, void **out, size_t *size);
+kc_status host_write_file(const kc__bsvc *sv, const char *path, const void *data, size_t n);
 bool host_elf_complete(const void *data, size_t n, const char **why);
 
 #endif /* KC_BACKENDS_HOST_H */

@@ -30,7 +30,7 @@ extern char **environ;
 
 bool host_find_in_path(const char *prog, char *out, size_t outlen) {
   size_t plen = strlen(prog);
-  if (!outlen) return false;
+  if (!out || !outlen) return false;
   out[0] = 0;
   if (strchr(prog, '/')) {
     if (plen >= outlen) return false;
@@ -71,11 +71,11 @@ const char *host_unavailable(void) {
 /* Runs argv with stdout and stderr into log_path; bounded by timeout_ms. */
 kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path, int *exit_code,
                           int *signal_no) {
-  kc_runtime *rt = s->rt;
+  const kc__bsvc *sv = s->sv;
   *exit_code = -1;
   *signal_no = 0;
   posix_spawn_file_actions_t fa;
-  if (posix_spawn_file_actions_init(&fa)) return kc__err(rt, KC_ENOMEM, "posix_spawn: out of memory");
+  if (posix_spawn_file_actions_init(&fa)) return kc__bs_err(sv, KC_ENOMEM, "posix_spawn: out of memory");
   posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -84,7 +84,7 @@ kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path,
   posix_spawnattr_t attr;
   if (posix_spawnattr_init(&attr)) {
     posix_spawn_file_actions_destroy(&fa);
-    return kc__err(rt, KC_ENOMEM, "posix_spawn: out of memory");
+    return kc__bs_err(sv, KC_ENOMEM, "posix_spawn: out of memory");
   }
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);
@@ -92,20 +92,20 @@ kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path,
   int err = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
-  if (err) return kc__err(rt, KC_EBACKEND, "cannot run the host compiler \"%s\": %s", argv[0], strerror(err));
+  if (err) return kc__bs_err(sv, KC_EBACKEND, "cannot run the host compiler \"%s\": %s", argv[0], strerror(err));
   uint64_t deadline = kc__now_ns() + (uint64_t)s->timeout_ms * 1000000u;
   long nap = 100000; /* 0.1 ms, doubling to 5 ms */
   int status;
   for (;;) {
     pid_t r = waitpid(pid, &status, WNOHANG);
     if (r == pid) break;
-    if (r < 0 && errno != EINTR) return kc__err(rt, KC_EBACKEND, "waitpid: %s", strerror(errno));
+    if (r < 0 && errno != EINTR) return kc__bs_err(sv, KC_EBACKEND, "waitpid: %s", strerror(errno));
     if (kc__now_ns() > deadline) {
       kill(-pid, SIGKILL);
       while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
-      return kc__err(rt, KC_EBACKEND, "the host compiler \"%s\" ran longer than %u ms and was killed",
-                     argv[0], s->timeout_ms);
+      return kc__bs_err(sv, KC_EBACKEND, "the host compiler \"%s\" ran longer than %u ms and was killed",
+                        argv[0], s->timeout_ms);
     }
     struct timespec ts = {0, nap};
     nanosleep(&ts, NULL);
@@ -116,13 +116,13 @@ kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path,
   return KC_OK;
 }
 
-kc_status host_read_file(kc_runtime *rt, const char *path, void **out, size_t *size) {
+kc_status host_read_file(const kc__bsvc *sv, const char *path, void **out, size_t *size) {
   *out = NULL;
   *size = 0;
   FILE *f = fopen(path, "rb");
-  if (!f) return kc__err(rt, KC_EIO, "cannot open %s: %s", path, strerror(errno));
+  if (!f) return kc__bs_err(sv, KC_EIO, "cannot open %s: %s", path, strerror(errno));
   kc__sb sb;
-  kc__sb_init(&sb, kc__rt_heap(rt));
+  kc__sb_init(&sb, &(sv)->heap);
   char buf[65536];
   size_t n;
   while ((n = fread(buf, 1, sizeof buf, f)) > 0) kc__sb_append(&sb, buf, n);
@@ -130,16 +130,16 @@ kc_status host_read_file(kc_runtime *rt, const char *path, void **out, size_t *s
   fclose(f);
   if (bad) {
     kc__sb_free(&sb);
-    return kc__err(rt, KC_EIO, "cannot read %s", path);
+    return kc__bs_err(sv, KC_EIO, "cannot read %s", path);
   }
   *size = sb.len;
   *out = kc__sb_take(&sb);
-  return *out ? KC_OK : kc__err(rt, KC_ENOMEM, "out of memory reading %s", path);
+  return *out ? KC_OK : kc__bs_err(sv, KC_ENOMEM, "out of memory reading %s", path);
 }
 
-kc_status host_write_file(kc_runtime *rt, const char *path, const void *data, size_t n) {
+kc_status host_write_file(const kc__bsvc *sv, const char *path, const void *data, size_t n) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return kc__err(rt, KC_EIO, "cannot create %s: %s", path, strerror(errno));
+  if (fd < 0) return kc__bs_err(sv, KC_EIO, "cannot create %s: %s", path, strerror(errno));
   const char *p = data;
   while (n) {
     ssize_t w = write(fd, p, n);
@@ -148,7 +148,7 @@ kc_status host_write_file(kc_runtime *rt, const char *path, const void *data, si
       int e = errno;
       close(fd);
       unlink(path);
-      return kc__err(rt, KC_EIO, "cannot write %s: %s", path, strerror(e));
+      return kc__bs_err(sv, KC_EIO, "cannot write %s: %s", path, strerror(e));
     }
     p += w;
     n -= (size_t)w;
@@ -156,7 +156,7 @@ kc_status host_write_file(kc_runtime *rt, const char *path, const void *data, si
   if (close(fd)) {
     int e = errno;
     unlink(path);
-    return kc__err(rt, KC_EIO, "cannot write %s: %s", path, strerror(e));
+    return kc__bs_err(sv, KC_EIO, "cannot write %s: %s", path, strerror(e));
   }
   return KC_OK;
 }

@@ -52,12 +52,12 @@ static const char ocl_prelude[] =
 
 /* Appends the build log of prog for dev to log (if log) and returns it as a
  * fresh string (or NULL when there is none or no memory). */
-static char *ocl_build_log(kc_runtime *rt, cl_program prog, cl_device_id dev, kc__sb *log) {
+static char *ocl_build_log(const kc__bsvc *sv, cl_program prog, cl_device_id dev, kc__sb *log) {
   size_t n = 0;
   if (ocl.clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS ||
       n == 0)
     return NULL;
-  char *s = kc__alloc(rt, n + 1);
+  char *s = kc__bs_alloc(sv, n + 1);
   if (!s) return NULL;
   if (ocl.clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, s, NULL) != CL_SUCCESS) n = 0;
   s[n] = '\0';
@@ -122,23 +122,23 @@ static void ocl_refine_sig(cl_kernel k, uint32_t nparams, uint64_t *sig) {
 }
 
 /* Creates entry's kernel in prog and checks its parameter count. */
-static kc_status ocl_check_entry(kc_runtime *rt, cl_program prog, const char *entry,
+static kc_status ocl_check_entry(const kc__bsvc *sv, cl_program prog, const char *entry,
                                  uint32_t nparams, cl_kernel *out) {
   cl_int e;
   cl_kernel k = ocl.clCreateKernel(prog, entry, &e);
   if (!k) {
     if (e == CL_INVALID_KERNEL_NAME)
-      return kc__err(rt, KC_ECOMPILE,
-                     "OpenCL program has no kernel named '%s' (declare it with KC_KERNEL void)",
-                     entry);
-    return ocl_fail(rt, KC_ECOMPILE, "clCreateKernel", e);
+      return kc__bs_err(sv, KC_ECOMPILE,
+                        "OpenCL program has no kernel named '%s' (declare it with KC_KERNEL void)",
+                        entry);
+    return ocl_fail(sv, KC_ECOMPILE, "clCreateKernel", e);
   }
   cl_uint n = 0;
   e = ocl.clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof n, &n, NULL);
   if (e == CL_SUCCESS && n != nparams) {
     ocl.clReleaseKernel(k);
-    return kc__err(rt, KC_ECOMPILE, "OpenCL kernel '%s' has %u parameters but kcache parsed %u",
-                   entry, (unsigned)n, (unsigned)nparams);
+    return kc__bs_err(sv, KC_ECOMPILE, "OpenCL kernel '%s' has %u parameters but kcache parsed %u",
+                      entry, (unsigned)n, (unsigned)nparams);
   }
   *out = k;
   return KC_OK;
@@ -147,7 +147,7 @@ static kc_status ocl_check_entry(kc_runtime *rt, cl_program prog, const char *en
 static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, size_t *size,
                              uint64_t *sig, kc__sb *log) {
   ocl_state *st = state;
-  kc_runtime *rt = st->rt;
+  const kc__bsvc *sv = st->sv;
   cl_device_id dev = st->devices[0];
   *artifact = NULL;
   *size = 0;
@@ -156,23 +156,23 @@ static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, siz
   const char *text = tu->text;
   size_t len = tu->len;
   cl_program prog = ocl.clCreateProgramWithSource(st->compile_ctx, 1, &text, &len, &e);
-  if (!prog) return ocl_fail(rt, KC_ECOMPILE, "clCreateProgramWithSource", e);
+  if (!prog) return ocl_fail(sv, KC_ECOMPILE, "clCreateProgramWithSource", e);
 
   e = ocl.clBuildProgram(prog, 1, &dev, st->build_options, NULL, NULL);
-  char *blog = ocl_build_log(rt, prog, dev, log);
+  char *blog = ocl_build_log(sv, prog, dev, log);
   kc_status s = KC_OK;
   if (e != CL_SUCCESS) {
     if (e == CL_BUILD_PROGRAM_FAILURE || e == CL_COMPILE_PROGRAM_FAILURE)
-      s = kc__err(rt, KC_ECOMPILE, "OpenCL build of kernel '%s' failed:\n%s", tu->entry,
-                  blog ? blog : "(no build log)");
+      s = kc__bs_err(sv, KC_ECOMPILE, "OpenCL build of kernel '%s' failed:\n%s", tu->entry,
+                     blog ? blog : "(no build log)");
     else
-      s = kc__err(rt, KC_ECOMPILE, "OpenCL build of kernel '%s' failed: %s (%d)%s%s", tu->entry,
-                  ocl_errname(e), (int)e, blog ? "\n" : "", blog ? blog : "");
+      s = kc__bs_err(sv, KC_ECOMPILE, "OpenCL build of kernel '%s' failed: %s (%d)%s%s", tu->entry,
+                     ocl_errname(e), (int)e, blog ? "\n" : "", blog ? blog : "");
     goto done;
   }
 
   cl_kernel k = NULL;
-  if ((s = ocl_check_entry(rt, prog, tu->entry, tu->nparams, &k)) != KC_OK) goto done;
+  if ((s = ocl_check_entry(sv, prog, tu->entry, tu->nparams, &k)) != KC_OK) goto done;
   ocl_refine_sig(k, tu->nparams, sig);
   ocl.clReleaseKernel(k);
 
@@ -180,28 +180,28 @@ static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, siz
   size_t bsize = 0;
   e = ocl.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof bsize, &bsize, NULL);
   if (e != CL_SUCCESS || bsize == 0) {
-    s = e != CL_SUCCESS ? ocl_fail(rt, KC_ECOMPILE, "clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)", e)
-                        : kc__err(rt, KC_ECOMPILE, "the OpenCL platform returned no program "
+    s = e != CL_SUCCESS ? ocl_fail(sv, KC_ECOMPILE, "clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)", e)
+                        : kc__bs_err(sv, KC_ECOMPILE, "the OpenCL platform returned no program "
                                                    "binary for kernel '%s'",
                                   tu->entry);
     goto done;
   }
-  unsigned char *bin = kc__alloc(rt, bsize);
+  unsigned char *bin = kc__bs_alloc(sv, bsize);
   if (!bin) {
-    s = kc__err(rt, KC_ENOMEM, "out of memory for a %zu-byte program binary", bsize);
+    s = kc__bs_err(sv, KC_ENOMEM, "out of memory for a %zu-byte program binary", bsize);
     goto done;
   }
   e = ocl.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL);
   if (e != CL_SUCCESS) {
-    kc__free(rt, bin);
-    s = ocl_fail(rt, KC_ECOMPILE, "clGetProgramInfo(CL_PROGRAM_BINARIES)", e);
+    kc__bs_free(sv, bin);
+    s = ocl_fail(sv, KC_ECOMPILE, "clGetProgramInfo(CL_PROGRAM_BINARIES)", e);
     goto done;
   }
   *artifact = bin;
   *size = bsize;
 
 done:
-  kc__free(rt, blog);
+  kc__bs_free(sv, blog);
   ocl.clReleaseProgram(prog);
   return s;
 }
@@ -216,32 +216,32 @@ static void ocl_ctx_destroy(void *bctx) {
     ocl.clReleaseCommandQueue(c->queue);
   }
   if (c->ctx) ocl.clReleaseContext(c->ctx);
-  kc__free(c->rt, c);
+  kc__bs_free(c->sv, c);
 }
 
 static kc_status ocl_ctx_create(void *state, int device, void **bctx) {
   ocl_state *st = state;
-  kc_runtime *rt = st->rt;
+  const kc__bsvc *sv = st->sv;
   *bctx = NULL;
   if (device < 0 || device >= st->ndevices)
-    return kc__err(rt, KC_EINVAL, "OpenCL device %d is out of range (%d device%s)", device,
-                   st->ndevices, st->ndevices == 1 ? "" : "s");
-  ocl_ctx *c = kc__calloc(rt, sizeof *c);
-  if (!c) return kc__err(rt, KC_ENOMEM, "out of memory");
-  c->rt = rt;
+    return kc__bs_err(sv, KC_EINVAL, "OpenCL device %d is out of range (%d device%s)", device,
+                      st->ndevices, st->ndevices == 1 ? "" : "s");
+  ocl_ctx *c = kc__bs_calloc(sv, sizeof *c);
+  if (!c) return kc__bs_err(sv, KC_ENOMEM, "out of memory");
+  c->sv = sv;
   c->st = st;
   c->device = st->devices[device];
   cl_int e;
   c->ctx = ocl.clCreateContext(NULL, 1, &c->device, NULL, NULL, &e);
   if (!c->ctx) {
     ocl_ctx_destroy(c);
-    return ocl_fail(rt, KC_EBACKEND, "clCreateContext", e);
+    return ocl_fail(sv, KC_EBACKEND, "clCreateContext", e);
   }
   /* In order: a launch followed by a read sees the launch's writes. */
   c->queue = ocl.clCreateCommandQueue(c->ctx, c->device, 0, &e);
   if (!c->queue) {
     ocl_ctx_destroy(c);
-    return ocl_fail(rt, KC_EBACKEND, "clCreateCommandQueue", e);
+    return ocl_fail(sv, KC_EBACKEND, "clCreateCommandQueue", e);
   }
   *bctx = c;
   return KC_OK;
@@ -257,7 +257,7 @@ static kc_status ocl_ctx_reset(void *bctx) {
 static kc_status ocl_ctx_finish(void *bctx) {
   ocl_ctx *c = bctx;
   cl_int e = ocl.clFinish(c->queue);
-  return e == CL_SUCCESS ? KC_OK : ocl_fail(c->rt, KC_EBACKEND, "clFinish", e);
+  return e == CL_SUCCESS ? KC_OK : ocl_fail(c->sv, KC_EBACKEND, "clFinish", e);
 }
 
 /* -------------------------------------------------------------- linking */
@@ -279,12 +279,12 @@ static cl_program ocl_from_binary(ocl_ctx *c, const kc__artifact *a) {
   return p;
 }
 
-static kc_status ocl_launch(kc__linked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block);
+static kc_status ocl_launch(kc__blinked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block);
 
-static kc_status ocl_link(void *bctx, const kc__ci *ci, kc__linked *l) {
+static kc_status ocl_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
   ocl_ctx *c = bctx;
-  kc_runtime *rt = c->rt;
-  const kc__artifact a = kc__artifact_of(ci);
+  const kc__bsvc *sv = c->sv;
+  const kc__artifact a = *art;
   const char *entry = a.entry;
   cl_int e;
 
@@ -301,37 +301,37 @@ static kc_status ocl_link(void *bctx, const kc__ci *ci, kc__linked *l) {
     const char *text = a.source;
     size_t len = text ? strlen(text) : 0;
     if (!len)
-      return kc__err(rt, KC_ELINK, "OpenCL rejected the binary of kernel '%s' and no source is kept",
-                     entry);
+      return kc__bs_err(sv, KC_ELINK, "OpenCL rejected the binary of kernel '%s' and no source is kept",
+                        entry);
     p = ocl.clCreateProgramWithSource(c->ctx, 1, &text, &len, &e);
-    if (!p) return ocl_fail(rt, KC_ELINK, "clCreateProgramWithSource", e);
+    if (!p) return ocl_fail(sv, KC_ELINK, "clCreateProgramWithSource", e);
     e = ocl.clBuildProgram(p, 1, &c->device, c->st->build_options, NULL, NULL);
     if (e != CL_SUCCESS) {
-      char *blog = ocl_build_log(rt, p, c->device, NULL);
-      kc_status s = kc__err(rt, KC_ELINK,
-                            "OpenCL rejected the binary of kernel '%s', and rebuilding it from "
-                            "source failed: %s (%d)%s%s",
-                            entry, ocl_errname(e), (int)e, blog ? "\n" : "", blog ? blog : "");
-      kc__free(rt, blog);
+      char *blog = ocl_build_log(sv, p, c->device, NULL);
+      kc_status s = kc__bs_err(sv, KC_ELINK,
+                               "OpenCL rejected the binary of kernel '%s', and rebuilding it from "
+                               "source failed: %s (%d)%s%s",
+                               entry, ocl_errname(e), (int)e, blog ? "\n" : "", blog ? blog : "");
+      kc__bs_free(sv, blog);
       ocl.clReleaseProgram(p);
       return s;
     }
     k = ocl.clCreateKernel(p, entry, &e);
     if (!k) {
       ocl.clReleaseProgram(p);
-      return ocl_fail(rt, KC_ELINK, "clCreateKernel", e);
+      return ocl_fail(sv, KC_ELINK, "clCreateKernel", e);
     }
   }
 
-  ocl_linked *x = kc__calloc(rt, sizeof *x + a.nparams * sizeof x->argsize[0]);
+  ocl_linked *x = kc__bs_calloc(sv, sizeof *x + a.nparams * sizeof x->argsize[0]);
   if (!x) {
     ocl.clReleaseKernel(k);
     ocl.clReleaseProgram(p);
-    return kc__err(rt, KC_ENOMEM, "out of memory");
+    return kc__bs_err(sv, KC_ENOMEM, "out of memory");
   }
   kc__store_relaxed(&x->busy, 0);
   x->queue = c->queue;
-  x->rt = rt;
+  x->sv = sv;
   x->entry = entry;
   x->nargs = a.nparams;
   for (uint32_t i = 0; i < a.nparams; i++) {
@@ -349,11 +349,11 @@ static kc_status ocl_link(void *bctx, const kc__ci *ci, kc__linked *l) {
   return KC_OK;
 }
 
-static void ocl_unlink(kc__linked *l) {
+static void ocl_unlink(kc__blinked *l) {
   ocl_linked *x = l->extra;
   if (l->fn) ocl.clReleaseKernel((cl_kernel)l->fn);
   if (l->module) ocl.clReleaseProgram((cl_program)l->module);
-  if (x) kc__free(x->rt, x);
+  if (x) kc__bs_free(x->sv, x);
   l->fn = l->module = l->extra = NULL;
 }
 
@@ -384,25 +384,25 @@ static KC__COLD void ocl_lock_wait(_Atomic int *busy) {
 static KC__COLD kc_status ocl_launch_fail(ocl_linked *x, cl_int e, uint32_t arg) {
   if (arg != UINT32_MAX) {
     if (x->argsize[arg] == 0)
-      return kc__err(x->rt, KC_EARGS,
-                     "kernel '%s': the size of scalar argument %u is unknown to the OpenCL "
-                     "backend (engine signature)",
-                     x->entry, (unsigned)arg);
-    return kc__err(x->rt, KC_EARGS, "kernel '%s': clSetKernelArg(%u): %s (%d)", x->entry,
-                   (unsigned)arg, ocl_errname(e), (int)e);
+      return kc__bs_err(x->sv, KC_EARGS,
+                        "kernel '%s': the size of scalar argument %u is unknown to the OpenCL "
+                        "backend (engine signature)",
+                        x->entry, (unsigned)arg);
+    return kc__bs_err(x->sv, KC_EARGS, "kernel '%s': clSetKernelArg(%u): %s (%d)", x->entry,
+                      (unsigned)arg, ocl_errname(e), (int)e);
   }
   kc_status st = e == CL_OUT_OF_RESOURCES || e == CL_MEM_OBJECT_ALLOCATION_FAILURE ? KC_ENOMEM
                  : e == CL_INVALID_KERNEL_ARGS || e == CL_INVALID_MEM_OBJECT       ? KC_EARGS
                                                                                    : KC_ELAUNCH;
   if (e == CL_OUT_OF_HOST_MEMORY) st = KC_ENOMEM;
-  return kc__err(x->rt, st, "kernel '%s': clEnqueueNDRangeKernel: %s (%d)", x->entry,
-                 ocl_errname(e), (int)e);
+  return kc__bs_err(x->sv, st, "kernel '%s': clEnqueueNDRangeKernel: %s (%d)", x->entry,
+                    ocl_errname(e), (int)e);
 }
 
 /* The backend half of the launch fast path: never allocates, formats or
  * blocks, except that it waits for another thread launching the same linked
  * object to finish its set-args..enqueue window. */
-static kc_status ocl_launch(kc__linked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
+static kc_status ocl_launch(kc__blinked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
   ocl_linked *x = l->extra;
   cl_kernel k = l->fn;
   if (KC__UNLIKELY(!grid || !block)) return kc__launch_bad_dims(l, grid, block);
@@ -443,7 +443,7 @@ static kc_status ocl_buf_create(void *bctx, size_t size, kc__bufh *h) {
                            e == CL_INVALID_BUFFER_SIZE
                        ? KC_ENOMEM
                        : KC_EBACKEND;
-    return ocl_fail(c->rt, st, "clCreateBuffer", e);
+    return ocl_fail(c->sv, st, "clCreateBuffer", e);
   }
   h->ptr = m;
   return KC_OK;
@@ -459,14 +459,14 @@ static kc_status ocl_buf_write(void *bctx, kc__bufh *h, size_t off, const void *
   ocl_ctx *c = bctx;
   if (!n) return KC_OK; /* OpenCL rejects empty copies */
   cl_int e = ocl.clEnqueueWriteBuffer(c->queue, (cl_mem)h->ptr, CL_TRUE, off, n, src, 0, NULL, NULL);
-  return e == CL_SUCCESS ? KC_OK : ocl_fail(c->rt, KC_EBACKEND, "clEnqueueWriteBuffer", e);
+  return e == CL_SUCCESS ? KC_OK : ocl_fail(c->sv, KC_EBACKEND, "clEnqueueWriteBuffer", e);
 }
 
 static kc_status ocl_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, size_t n) {
   ocl_ctx *c = bctx;
   if (!n) return KC_OK;
   cl_int e = ocl.clEnqueueReadBuffer(c->queue, (cl_mem)h->ptr, CL_TRUE, off, n, dst, 0, NULL, NULL);
-  return e == CL_SUCCESS ? KC_OK : ocl_fail(c->rt, KC_EBACKEND, "clEnqueueReadBuffer", e);
+  return e == CL_SUCCESS ? KC_OK : ocl_fail(c->sv, KC_EBACKEND, "clEnqueueReadBuffer", e);
 }
 
 /* ----------------------------------------------------------------- table */

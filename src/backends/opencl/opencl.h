@@ -56,7 +56,8 @@ extern ocl_lib ocl; /* platform.c: loaded by ocl_unavailable */
 /* ----------------------------------------------------------------- state */
 
 typedef struct ocl_state {
-  kc_runtime *rt;
+  const kc__bsvc *sv; /* &svc: allocation, errors (backend.h) */
+  kc__bsvc svc;       /* the copy kept from open */
   /* Every device of the platform, the chosen one first: device 0 is the one
    * the options asked for, and the one compile() builds for. */
   cl_device_id *devices;
@@ -68,7 +69,7 @@ typedef struct ocl_state {
 } ocl_state;
 
 typedef struct ocl_ctx {
-  kc_runtime *rt;
+  const kc__bsvc *sv;
   ocl_state *st;
   cl_device_id device;
   cl_context ctx;
@@ -79,7 +80,7 @@ typedef struct ocl_ctx {
 typedef struct ocl_linked {
   _Atomic int busy; /* guards the set-args..enqueue window of `kernel` */
   cl_command_queue queue;
-  kc_runtime *rt;
+  const kc__bsvc *sv;
   const char *entry;
   uint32_t nargs;
   size_t argsize[]; /* bytes per argument; 0: unknown (cannot launch) */
@@ -89,8 +90,8 @@ typedef struct ocl_linked {
 /* platform.c */
 const char *ocl_unavailable(void);
 const char *ocl_errname(cl_int e);
-kc_status ocl_fail(const kc_runtime *rt, kc_status st, const char *what, cl_int e) KC__COLD;
-kc_status ocl_open(kc_runtime *rt, const kc_options *opt, void **state);
+kc_status ocl_fail(const kc__bsvc *sv, kc_status st, const char *what, cl_int e) KC__COLD;
+kc_status ocl_open(const kc__bsvc *sv, const kc_options *opt, void **state);
 void ocl_close(void *state);
 int ocl_list(char *buf, size_t size);
 int ocl_device_count(void *state);

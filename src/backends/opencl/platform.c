@@ -144,26 +144,26 @@ const char *ocl_errname(cl_int e) {
 }
 
 /* "what: CL_NAME (code)", with a status chosen by the caller. */
-KC__COLD kc_status ocl_fail(const kc_runtime *rt, kc_status st, const char *what, cl_int e) {
+KC__COLD kc_status ocl_fail(const kc__bsvc *sv, kc_status st, const char *what, cl_int e) {
   if (e == CL_OUT_OF_HOST_MEMORY) st = KC_ENOMEM;
-  return kc__err(rt, st, "%s: %s (%d)", what, ocl_errname(e), (int)e);
+  return kc__bs_err(sv, st, "%s: %s (%d)", what, ocl_errname(e), (int)e);
 }
 
 /* Copies a string info query into memory from the runtime's allocator. */
-static char *ocl_platform_str(kc_runtime *rt, cl_platform_id p, cl_platform_info what) {
+static char *ocl_platform_str(const kc__bsvc *sv, cl_platform_id p, cl_platform_info what) {
   size_t n = 0;
   if (ocl.clGetPlatformInfo(p, what, 0, NULL, &n) != CL_SUCCESS) n = 0;
-  char *s = kc__alloc(rt, n + 1);
+  char *s = kc__bs_alloc(sv, n + 1);
   if (!s) return NULL;
   if (n && ocl.clGetPlatformInfo(p, what, n, s, NULL) != CL_SUCCESS) n = 0;
   s[n] = '\0';
   return s;
 }
 
-static char *ocl_device_str(kc_runtime *rt, cl_device_id d, cl_device_info what) {
+static char *ocl_device_str(const kc__bsvc *sv, cl_device_id d, cl_device_info what) {
   size_t n = 0;
   if (ocl.clGetDeviceInfo(d, what, 0, NULL, &n) != CL_SUCCESS) n = 0;
-  char *s = kc__alloc(rt, n + 1);
+  char *s = kc__bs_alloc(sv, n + 1);
   if (!s) return NULL;
   if (n && ocl.clGetDeviceInfo(d, what, n, s, NULL) != CL_SUCCESS) n = 0;
   s[n] = '\0';
@@ -173,26 +173,26 @@ static char *ocl_device_str(kc_runtime *rt, cl_device_id d, cl_device_info what)
 void ocl_close(void *state) {
   ocl_state *st = state;
   if (!st) return;
-  kc_runtime *rt = st->rt;
+  const kc__bsvc *sv = st->sv;
   if (st->compile_ctx) ocl.clReleaseContext(st->compile_ctx);
   if (st->names)
-    for (int i = 0; i < st->ndevices; i++) kc__free(rt, st->names[i]);
-  kc__free(rt, st->names);
-  kc__free(rt, st->devices);
-  kc__free(rt, st->identity);
-  kc__free(rt, st->build_options);
-  kc__free(rt, st);
+    for (int i = 0; i < st->ndevices; i++) kc__bs_free(sv, st->names[i]);
+  kc__bs_free(sv, st->names);
+  kc__bs_free(sv, st->devices);
+  kc__bs_free(sv, st->identity);
+  kc__bs_free(sv, st->build_options);
+  kc__bs_free(sv, st);
 }
 
 /* Lists the devices of platform p into a fresh array (NULL: none / no memory). */
-static cl_device_id *ocl_list_devices(kc_runtime *rt, cl_platform_id p, cl_uint *count) {
+static cl_device_id *ocl_list_devices(const kc__bsvc *sv, cl_platform_id p, cl_uint *count) {
   cl_uint n = 0;
   *count = 0;
   if (ocl.clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, NULL, &n) != CL_SUCCESS || n == 0) return NULL;
-  cl_device_id *d = kc__alloc(rt, n * sizeof *d);
+  cl_device_id *d = kc__bs_alloc(sv, n * sizeof *d);
   if (!d) return NULL;
   if (ocl.clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, n, d, NULL) != CL_SUCCESS) {
-    kc__free(rt, d);
+    kc__bs_free(sv, d);
     return NULL;
   }
   *count = n;
@@ -200,14 +200,14 @@ static cl_device_id *ocl_list_devices(kc_runtime *rt, cl_platform_id p, cl_uint 
 }
 
 /* Does device d's name contain `want`? */
-static bool ocl_device_matches(kc_runtime *rt, cl_device_id d, const char *want, bool *nomem) {
-  char *name = ocl_device_str(rt, d, CL_DEVICE_NAME);
+static bool ocl_device_matches(const kc__bsvc *sv, cl_device_id d, const char *want, bool *nomem) {
+  char *name = ocl_device_str(sv, d, CL_DEVICE_NAME);
   if (!name) {
     *nomem = true;
     return false;
   }
   bool hit = strstr(name, want) != NULL;
-  kc__free(rt, name);
+  kc__bs_free(sv, name);
   return hit;
 }
 
@@ -242,25 +242,25 @@ int ocl_list(char *buf, size_t size) {
  * device whose name contains the requested name, or the platform's first
  * device. *devs (every device of the platform, the chosen one first) is
  * the caller's. */
-static kc_status ocl_pick(kc_runtime *rt, const kc_options *opt, cl_platform_id *out_plat,
+static kc_status ocl_pick(const kc__bsvc *sv, const kc_options *opt, cl_platform_id *out_plat,
                           cl_device_id **out_devs, cl_uint *out_ndev) {
   cl_uint nplat = 0;
   cl_int e = ocl.clGetPlatformIDs(0, NULL, &nplat);
-  if (e != CL_SUCCESS || nplat == 0) return kc__err(rt, KC_EUNAVAILABLE, "no OpenCL platform");
-  cl_platform_id *plats = kc__alloc(rt, nplat * sizeof *plats);
-  if (!plats) return kc__err(rt, KC_ENOMEM, "out of memory");
+  if (e != CL_SUCCESS || nplat == 0) return kc__bs_err(sv, KC_EUNAVAILABLE, "no OpenCL platform");
+  cl_platform_id *plats = kc__bs_alloc(sv, nplat * sizeof *plats);
+  if (!plats) return kc__bs_err(sv, KC_ENOMEM, "out of memory");
   e = ocl.clGetPlatformIDs(nplat, plats, NULL);
   if (e != CL_SUCCESS) {
-    kc__free(rt, plats);
-    return ocl_fail(rt, KC_EUNAVAILABLE, "clGetPlatformIDs", e);
+    kc__bs_free(sv, plats);
+    return ocl_fail(sv, KC_EUNAVAILABLE, "clGetPlatformIDs", e);
   }
 
   int pidx = opt ? opt->platform_index : -1;
   const char *want = opt && opt->device_name && opt->device_name[0] ? opt->device_name : NULL;
   if (pidx >= (int)nplat) {
-    kc__free(rt, plats);
-    return kc__err(rt, KC_EINVAL, "OpenCL platform_index %d is out of range (%u platform%s)", pidx,
-                   nplat, nplat == 1 ? "" : "s");
+    kc__bs_free(sv, plats);
+    return kc__bs_err(sv, KC_EINVAL, "OpenCL platform_index %d is out of range (%u platform%s)", pidx,
+                      nplat, nplat == 1 ? "" : "s");
   }
 
   cl_platform_id plat = NULL;
@@ -268,28 +268,28 @@ static kc_status ocl_pick(kc_runtime *rt, const kc_options *opt, cl_platform_id 
   cl_uint ndev = 0, chosen = 0;
   bool nomem = false;
   for (cl_uint p = pidx >= 0 ? (cl_uint)pidx : 0; p < nplat && !plat && !nomem; p++) {
-    cl_device_id *d = ocl_list_devices(rt, plats[p], &ndev);
+    cl_device_id *d = ocl_list_devices(sv, plats[p], &ndev);
     for (cl_uint i = 0; d && i < ndev && !plat && !nomem; i++) {
-      if (!want || ocl_device_matches(rt, d[i], want, &nomem)) {
+      if (!want || ocl_device_matches(sv, d[i], want, &nomem)) {
         plat = plats[p];
         devs = d;
         chosen = i;
       }
     }
-    if (!plat) kc__free(rt, d);
+    if (!plat) kc__bs_free(sv, d);
     if (pidx >= 0) break;
   }
-  kc__free(rt, plats);
+  kc__bs_free(sv, plats);
   if (nomem) {
-    kc__free(rt, devs);
-    return kc__err(rt, KC_ENOMEM, "out of memory");
+    kc__bs_free(sv, devs);
+    return kc__bs_err(sv, KC_ENOMEM, "out of memory");
   }
   if (!plat) {
     if (want)
-      return kc__err(rt, KC_EUNAVAILABLE, "no OpenCL device whose name contains \"%s\"%s", want,
-                     pidx >= 0 ? " on the requested platform" : "");
-    return kc__err(rt, KC_EUNAVAILABLE, "no OpenCL device%s",
-                   pidx >= 0 ? " on the requested platform" : "");
+      return kc__bs_err(sv, KC_EUNAVAILABLE, "no OpenCL device whose name contains \"%s\"%s", want,
+                        pidx >= 0 ? " on the requested platform" : "");
+    return kc__bs_err(sv, KC_EUNAVAILABLE, "no OpenCL device%s",
+                      pidx >= 0 ? " on the requested platform" : "");
   }
   /* The chosen device first: device 0 is what the options asked for. */
   cl_device_id first = devs[chosen];
@@ -303,21 +303,21 @@ static kc_status ocl_pick(kc_runtime *rt, const kc_options *opt, cl_platform_id 
 
 /* st->identity (part of the disk-cache key) and st->build_options; false
  * when out of memory. */
-static bool ocl_describe(kc_runtime *rt, ocl_state *st, cl_platform_id plat, const kc_options *opt) {
-  char *pname = ocl_platform_str(rt, plat, CL_PLATFORM_NAME);
-  char *pver = ocl_platform_str(rt, plat, CL_PLATFORM_VERSION);
-  char *drv = ocl_device_str(rt, st->devices[0], CL_DRIVER_VERSION);
-  char *dver = ocl_device_str(rt, st->devices[0], CL_DEVICE_VERSION);
+static bool ocl_describe(const kc__bsvc *sv, ocl_state *st, cl_platform_id plat, const kc_options *opt) {
+  char *pname = ocl_platform_str(sv, plat, CL_PLATFORM_NAME);
+  char *pver = ocl_platform_str(sv, plat, CL_PLATFORM_VERSION);
+  char *drv = ocl_device_str(sv, st->devices[0], CL_DRIVER_VERSION);
+  char *dver = ocl_device_str(sv, st->devices[0], CL_DEVICE_VERSION);
   kc__sb sb;
-  kc__sb_init(&sb, kc__rt_heap(rt));
+  kc__sb_init(&sb, &(sv)->heap);
   if (pname && pver && drv && dver)
     kc__sb_printf(&sb, "opencl|%s|%s|%s|%s|%s", pname, pver, st->names[0], drv, dver);
   else
     sb.failed = true;
-  kc__free(rt, pname);
-  kc__free(rt, pver);
-  kc__free(rt, drv);
-  kc__free(rt, dver);
+  kc__bs_free(sv, pname);
+  kc__bs_free(sv, pver);
+  kc__bs_free(sv, drv);
+  kc__bs_free(sv, dver);
   if (sb.failed)
     kc__sb_free(&sb);
   else
@@ -326,7 +326,7 @@ static bool ocl_describe(kc_runtime *rt, ocl_state *st, cl_platform_id plat, con
 
   /* -cl-kernel-arg-info lets compile() read parameter types back, to size
    * scalars the engine could not; it only adds metadata. */
-  kc__sb_init(&sb, kc__rt_heap(rt));
+  kc__sb_init(&sb, &(sv)->heap);
   kc__sb_puts(&sb, "-cl-std=CL1.2 -cl-kernel-arg-info");
   if (opt && opt->compile_options && opt->compile_options[0]) {
     kc__sb_puts(&sb, " ");
@@ -339,42 +339,43 @@ static bool ocl_describe(kc_runtime *rt, ocl_state *st, cl_platform_id plat, con
   return st->build_options != NULL;
 }
 
-kc_status ocl_open(kc_runtime *rt, const kc_options *opt, void **state) {
+kc_status ocl_open(const kc__bsvc *sv, const kc_options *opt, void **state) {
   *state = NULL;
   const char *why = ocl_unavailable();
-  if (why) return kc__err(rt, KC_EUNAVAILABLE, "OpenCL backend: %s", why);
+  if (why) return kc__bs_err(sv, KC_EUNAVAILABLE, "OpenCL backend: %s", why);
   cl_platform_id plat = NULL;
   cl_device_id *devs = NULL;
   cl_uint ndev = 0;
-  kc_status s = ocl_pick(rt, opt, &plat, &devs, &ndev);
+  kc_status s = ocl_pick(sv, opt, &plat, &devs, &ndev);
   if (s) return s;
 
-  ocl_state *st = kc__calloc(rt, sizeof *st);
+  ocl_state *st = kc__bs_calloc(sv, sizeof *st);
   if (!st) {
-    kc__free(rt, devs);
-    return kc__err(rt, KC_ENOMEM, "out of memory");
+    kc__bs_free(sv, devs);
+    return kc__bs_err(sv, KC_ENOMEM, "out of memory");
   }
-  st->rt = rt;
+  st->svc = *sv;
+  st->sv = &st->svc;
   st->devices = devs;
   st->ndevices = (int)ndev;
-  st->names = kc__calloc(rt, ndev * sizeof *st->names);
+  st->names = kc__bs_calloc(sv, ndev * sizeof *st->names);
   if (!st->names) goto nomem;
   for (cl_uint i = 0; i < ndev; i++)
-    if (!(st->names[i] = ocl_device_str(rt, devs[i], CL_DEVICE_NAME))) goto nomem;
-  if (!ocl_describe(rt, st, plat, opt)) goto nomem;
+    if (!(st->names[i] = ocl_device_str(sv, devs[i], CL_DEVICE_NAME))) goto nomem;
+  if (!ocl_describe(sv, st, plat, opt)) goto nomem;
 
   cl_int e;
   st->compile_ctx = ocl.clCreateContext(NULL, 1, &st->devices[0], NULL, NULL, &e);
   if (!st->compile_ctx) {
     ocl_close(st);
-    return ocl_fail(rt, KC_EBACKEND, "clCreateContext", e);
+    return ocl_fail(sv, KC_EBACKEND, "clCreateContext", e);
   }
   *state = st;
   return KC_OK;
 
 nomem:
   ocl_close(st);
-  return kc__err(rt, KC_ENOMEM, "out of memory");
+  return kc__bs_err(sv, KC_ENOMEM, "out of memory");
 }
 
 int ocl_device_count(void *state) { return ((ocl_state *)state)->ndevices; }

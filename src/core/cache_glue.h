@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * store.h -- the engine's hooks into the cache tiers, implemented in
+ * core/cache_glue.h -- the engine's hooks into the cache tiers, implemented in
  * src/core/cache_glue.c on top of the disk cache (cache/cache.h) and the
  * remote tier (remote/remote.h). The engine includes only this; the glue
  * is the one place that sees both a code instance and the cache.
  *
- * Locks (see kc_internal.h for the engine's): the per-key flock is taken
+ * Locks (see core/core.h for the engine's): the per-key flock is taken
  * while holding kc__spec.lock and held across the compile; the glue's
  * probe lock is taken while holding kc__spec.lock (never a context's lock)
  * and is a leaf; the cache's and the remote tier's locks are leaves.
  */
-#ifndef KC_STORE_H
-#define KC_STORE_H
+#ifndef KC_CORE_CACHE_GLUE_H
+#define KC_CORE_CACHE_GLUE_H
 
 #include "cache/cache.h"
 #include "kc_internal.h"
@@ -38,4 +38,4 @@ void kc__store_finish(kc_runtime *rt, kc__store_txn *txn, kc_status st, const kc
 /* Adds the disk and remote counters to *out. */
 void kc__store_stats(const kc_runtime *rt, kc_stats *out);
 
-#endif /* KC_STORE_H */
+#endif /* KC_CORE_CACHE_GLUE_H */

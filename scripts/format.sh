@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# scripts/format.sh -- clang-format (.clang-format) over every C file that
+# git tracks; with --check, changes nothing and fails if a file is not in
+# that style (scripts/test.sh runs it so).
+#
+#   scripts/format.sh [--check]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+fmt=${CLANG_FORMAT:-clang-format}
+command -v "$fmt" >/dev/null || { echo "format: $fmt not found (apt-get install clang-format)" >&2; exit 1; }
+mapfile -t files < <(git ls-files '*.c' '*.h')
+if [[ ${1:-} == --check ]]; then
+  bad=0
+  for f in "${files[@]}"; do
+    if ! "$fmt" --style=file "$f" | cmp -s - "$f"; then
+      echo "format: $f is not formatted (scripts/format.sh formats it)"
+      bad=$((bad + 1))
+    fi
+  done
+  echo "format: ${#files[@]} files, $bad not formatted"
+  ((bad == 0))
+else
+  "$fmt" --style=file -i "${files[@]}"
+fi
