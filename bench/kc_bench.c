@@ -89,7 +89,8 @@ static void setup_direct(bench_kernel *b) {
   char path[256];
   snprintf(path, sizeof path, "/tmp/kc_bench_%d_%s.so", (int)getpid(), b->name);
   FILE *f = fopen(path, "wb");
-  if (!f || fwrite(ci.artifact, 1, ci.artifact_size, f) != ci.artifact_size) kcb_die("write artifact", KC_EIO);
+  if (!f || fwrite(ci.artifact, 1, ci.artifact_size, f) != ci.artifact_size)
+    kcb_die("write artifact", KC_EIO);
   fclose(f);
   b->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   unlink(path);
@@ -122,12 +123,10 @@ __attribute__((noinline)) void kcb_measure_bound(bench_kernel *b, int n) { kcb_l
 __attribute__((noinline)) void kcb_measure_direct(bench_kernel *b, int n) { kcb_loop_direct(b, n); }
 
 enum { MODE_KC, MODE_BOUND, MODE_DIRECT, NMODES };
-static void (*const mode_loop[NMODES])(bench_kernel *, int) = {kcb_loop_kc, kcb_loop_bound,
-                                                                kcb_loop_direct};
+static void (*const mode_loop[NMODES])(bench_kernel *, int) = {kcb_loop_kc, kcb_loop_bound, kcb_loop_direct};
 static void (*const mode_measure[NMODES])(bench_kernel *, int) = {kcb_measure_kc, kcb_measure_bound,
-                                                                   kcb_measure_direct};
-static const char *const mode_fn[NMODES] = {"kcb_measure_kc", "kcb_measure_bound",
-                                            "kcb_measure_direct"};
+                                                                  kcb_measure_direct};
+static const char *const mode_fn[NMODES] = {"kcb_measure_kc", "kcb_measure_bound", "kcb_measure_direct"};
 
 static void setup(void) {
   kc_options o;
@@ -209,7 +208,7 @@ typedef struct {
 /* Instructions per launch in mode m over the direct call; -1 if unknown. */
 static double extra_instr(const results *r, int m, int i) {
   return r->instr[m][i] >= 0 && r->instr[MODE_DIRECT][i] >= 0 ? r->instr[m][i] - r->instr[MODE_DIRECT][i]
-                                                                : -1;
+                                                              : -1;
 }
 
 static void bench_launch(results *r) {
@@ -413,8 +412,8 @@ int main(int argc, char **argv) {
   if (json) {
     printf("{\"backend\":\"host\",\"launch\":[");
     for (int i = 0; i < NK; i++) {
-      printf("%s{\"args\":%d,\"direct_ns\":%.2f,\"direct_instructions\":%.1f", i ? "," : "",
-             kernels[i].nargs, r.ns[MODE_DIRECT][i], r.instr[MODE_DIRECT][i]);
+      printf("%s{\"args\":%d,\"direct_ns\":%.2f,\"direct_instructions\":%.1f", i ? "," : "", kernels[i].nargs,
+             r.ns[MODE_DIRECT][i], r.instr[MODE_DIRECT][i]);
       for (int m = 0; m < MODE_DIRECT; m++)
         printf(",\"%s\":{\"ns\":%.2f,\"ratio\":%.3f,\"extra_ns\":%.2f,\"instructions\":%.1f,"
                "\"extra_instructions\":%.1f}",
@@ -422,13 +421,13 @@ int main(int argc, char **argv) {
                r.ns[m][i] - r.ns[MODE_DIRECT][i], r.instr[m][i], extra_instr(&r, m, i));
       printf("}");
     }
-    printf("],\"allocs_per_launch\":%.4f,\"revalidate_ns\":%.1f,\"revalidate_compiles\":%ld,"
-           "\"revalidate_links\":%ld,\"revalidate_slow_lookups\":%ld,\"redefine_ns\":{\"%d\":%.1f,\"%d\":%.1f},"
-           "\"per_dependent_ns\":%.1f,\"dependents\":%d,\"compile_ms\":{\"cc\":%.2f,\"tcc\":%.2f}}\n",
-           r.allocs_per_launch, r.revalidate_ns, r.revalidate_compiles, r.revalidate_links, r.revalidate_slow,
-           r.small_n,
-           r.redefine_small_ns, r.large_n, r.redefine_large_ns, r.per_dependent_ns, r.dependents,
-           r.compile_cc_ms, r.compile_tcc_ms);
+    printf(
+        "],\"allocs_per_launch\":%.4f,\"revalidate_ns\":%.1f,\"revalidate_compiles\":%ld,"
+        "\"revalidate_links\":%ld,\"revalidate_slow_lookups\":%ld,\"redefine_ns\":{\"%d\":%.1f,\"%d\":%.1f},"
+        "\"per_dependent_ns\":%.1f,\"dependents\":%d,\"compile_ms\":{\"cc\":%.2f,\"tcc\":%.2f}}\n",
+        r.allocs_per_launch, r.revalidate_ns, r.revalidate_compiles, r.revalidate_links, r.revalidate_slow,
+        r.small_n, r.redefine_small_ns, r.large_n, r.redefine_large_ns, r.per_dependent_ns, r.dependents,
+        r.compile_cc_ms, r.compile_tcc_ms);
     return 0;
   }
   printf("kcache %s benchmark, host backend (medians; ratios from the same run)\n\n", kc_version());

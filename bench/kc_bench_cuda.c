@@ -29,8 +29,8 @@ typedef struct CUstream_st *CUstream;
 
 static CUresult (*p_cuModuleLoadData)(CUmodule *, const void *);
 static CUresult (*p_cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
-static CUresult (*p_cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                    unsigned, unsigned, CUstream, void **, void **);
+static CUresult (*p_cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                    unsigned, CUstream, void **, void **);
 static CUresult (*p_cuCtxSynchronize)(void);
 
 static kc_runtime *rt;
@@ -187,11 +187,11 @@ int main(int argc, char **argv) {
   } else {
     printf("kcache %s CUDA benchmark on %s (medians of the same run)\n\n", kc_version(),
            kc_device_name(rt, 0));
-    printf("%-26s %10s %10s %7s %10s %7s | %12s %12s %7s\n", "cached launch", "kc ns", "raw ns",
-           "ratio", "bound ns", "ratio", "kc+sync ns", "raw+sync ns", "ratio");
+    printf("%-26s %10s %10s %7s %10s %7s | %12s %12s %7s\n", "cached launch", "kc ns", "raw ns", "ratio",
+           "bound ns", "ratio", "kc+sync ns", "raw+sync ns", "ratio");
     for (int i = 0; i < NK; i++)
-      printf("  %d argument%-14s %10.1f %10.1f %7.3f %10.1f %7.3f | %12.1f %12.1f %7.3f\n",
-             kernels[i].nargs, kernels[i].nargs == 1 ? "" : "s", kernels[i].kc_ns, kernels[i].raw_ns,
+      printf("  %d argument%-14s %10.1f %10.1f %7.3f %10.1f %7.3f | %12.1f %12.1f %7.3f\n", kernels[i].nargs,
+             kernels[i].nargs == 1 ? "" : "s", kernels[i].kc_ns, kernels[i].raw_ns,
              kernels[i].kc_ns / kernels[i].raw_ns, kernels[i].bound_ns,
              kernels[i].bound_ns / kernels[i].raw_ns, kernels[i].kc_sync_ns, kernels[i].raw_sync_ns,
              kernels[i].kc_sync_ns / kernels[i].raw_sync_ns);

@@ -26,26 +26,25 @@
 #include <string.h>
 #include <time.h>
 
-#define CL_FNS(X)                                                                             \
-  X(clGetPlatformIDs, cl_int, (cl_uint, cl_platform_id *, cl_uint *))                         \
+#define CL_FNS(X) \
+  X(clGetPlatformIDs, cl_int, (cl_uint, cl_platform_id *, cl_uint *)) \
   X(clGetDeviceIDs, cl_int, (cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *)) \
-  X(clCreateContext, cl_context,                                                              \
-    (const cl_context_properties *, cl_uint, const cl_device_id *,                             \
-     void(CL_CALLBACK *)(const char *, const void *, size_t, void *), void *, cl_int *))       \
-  X(clCreateCommandQueue, cl_command_queue,                                                   \
-    (cl_context, cl_device_id, cl_command_queue_properties, cl_int *))                        \
-  X(clCreateProgramWithBinary, cl_program,                                                    \
-    (cl_context, cl_uint, const cl_device_id *, const size_t *, const unsigned char **,        \
-     cl_int *, cl_int *))                                                                     \
-  X(clBuildProgram, cl_int,                                                                   \
-    (cl_program, cl_uint, const cl_device_id *, const char *,                                  \
-     void(CL_CALLBACK *)(cl_program, void *), void *))                                        \
-  X(clCreateKernel, cl_kernel, (cl_program, const char *, cl_int *))                          \
-  X(clCreateBuffer, cl_mem, (cl_context, cl_mem_flags, size_t, void *, cl_int *))             \
-  X(clSetKernelArg, cl_int, (cl_kernel, cl_uint, size_t, const void *))                       \
-  X(clEnqueueNDRangeKernel, cl_int,                                                           \
-    (cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *, const size_t *,     \
-     cl_uint, const cl_event *, cl_event *))                                                  \
+  X(clCreateContext, cl_context, \
+    (const cl_context_properties *, cl_uint, const cl_device_id *, \
+     void(CL_CALLBACK *)(const char *, const void *, size_t, void *), void *, cl_int *)) \
+  X(clCreateCommandQueue, cl_command_queue, \
+    (cl_context, cl_device_id, cl_command_queue_properties, cl_int *)) \
+  X(clCreateProgramWithBinary, cl_program, \
+    (cl_context, cl_uint, const cl_device_id *, const size_t *, const unsigned char **, cl_int *, cl_int *)) \
+  X(clBuildProgram, cl_int, \
+    (cl_program, cl_uint, const cl_device_id *, const char *, void(CL_CALLBACK *)(cl_program, void *), \
+     void *)) \
+  X(clCreateKernel, cl_kernel, (cl_program, const char *, cl_int *)) \
+  X(clCreateBuffer, cl_mem, (cl_context, cl_mem_flags, size_t, void *, cl_int *)) \
+  X(clSetKernelArg, cl_int, (cl_kernel, cl_uint, size_t, const void *)) \
+  X(clEnqueueNDRangeKernel, cl_int, \
+    (cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *, const size_t *, cl_uint, \
+     const cl_event *, cl_event *)) \
   X(clFinish, cl_int, (cl_command_queue))
 
 #define DECL(name, ret, args) static ret(CL_API_CALL *p_##name) args;
@@ -114,7 +113,7 @@ int main(int argc, char **argv) {
   kcb_require_backend(KC_BACKEND_OPENCL);
   void *lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) kcb_die("dlopen libOpenCL.so.1", 1);
-#define LOAD(name, ret, args)                                  \
+#define LOAD(name, ret, args) \
   if (!(*(void **)&p_##name = dlsym(lib, #name))) kcb_die("dlsym " #name, 1);
   CL_FNS(LOAD)
 #undef LOAD
@@ -211,7 +210,8 @@ int main(int argc, char **argv) {
       printf("%s{\"args\":%d,\"kc_ns\":%.1f,\"raw_ns\":%.1f,\"ratio\":%.3f,\"bound_ns\":%.1f,"
              "\"bound_ratio\":%.3f}",
              i ? "," : "", kernels[i].nargs, kernels[i].kc_ns, kernels[i].raw_ns,
-             kernels[i].kc_ns / kernels[i].raw_ns, kernels[i].bound_ns, kernels[i].bound_ns / kernels[i].raw_ns);
+             kernels[i].kc_ns / kernels[i].raw_ns, kernels[i].bound_ns,
+             kernels[i].bound_ns / kernels[i].raw_ns);
     printf("],\"first_build_ms\":%.2f,\"relink_ms\":%.3f,\"relink_speedup\":%.1f,"
            "\"compiles_during_relinks\":%llu}\n",
            first_build_ms, relink_ms, first_build_ms / relink_ms,
@@ -224,7 +224,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < NK; i++)
       printf("  %d argument%-19s %10.1f %10.1f %8.3f %10.1f %8.3f\n", kernels[i].nargs,
              kernels[i].nargs == 1 ? "" : "s", kernels[i].kc_ns, kernels[i].raw_ns,
-             kernels[i].kc_ns / kernels[i].raw_ns, kernels[i].bound_ns, kernels[i].bound_ns / kernels[i].raw_ns);
+             kernels[i].kc_ns / kernels[i].raw_ns, kernels[i].bound_ns,
+             kernels[i].bound_ns / kernels[i].raw_ns);
     printf("(kc: kc_launch, arguments checked at each launch; bound: kc_launch_args)\n");
     printf("\nfirst build from source        %10.2f ms\n", first_build_ms);
     printf("relink from the stored binary  %10.3f ms  (%.0fx faster; compiles: %llu)\n", relink_ms,

@@ -71,7 +71,7 @@ static const bconf *conf_named(const char *label) {
   return NULL;
 }
 
-static uint32_t timeout_ms = 0;         /* 0: the library's default */
+static uint32_t timeout_ms = 0; /* 0: the library's default */
 static uint32_t fleet_timeout_ms = 250; /* see fleet() */
 
 /* A node: a runtime on dir with the tier at url ("-": none) under prefix. */
@@ -116,8 +116,8 @@ static int child(const char *label, const char *dir, const char *url, const char
   kc_stats k;
   kc_stats_get(rt, &k);
   printf("%.0f %llu %llu %llu %llu %llu %.0f\n", first, (unsigned long long)k.compiles,
-         (unsigned long long)k.disk_hits, (unsigned long long)k.remote_hits, (unsigned long long)k.remote_lookups,
-         (unsigned long long)k.remote_lookup_ns, total);
+         (unsigned long long)k.disk_hits, (unsigned long long)k.remote_hits,
+         (unsigned long long)k.remote_lookups, (unsigned long long)k.remote_lookup_ns, total);
   fflush(stdout);
   kc_runtime_destroy(rt); /* uploads finish here */
   return 0;
@@ -139,8 +139,7 @@ static pid_t child_start(const char *label, const char *dir, const char *url, co
     if (go) {
       char ch;
       close(go[1]);
-      while (read(go[0], &ch, 1) < 0 && errno == EINTR) {
-      }
+      while (read(go[0], &ch, 1) < 0 && errno == EINTR) {}
     }
     kcb_child_env(NULL);
     char nks[16];
@@ -180,7 +179,8 @@ static int free_port(void) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof a;
   int port = -1;
-  if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+  if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
     port = ntohs(a.sin_port);
   if (fd >= 0) close(fd);
   return port;
@@ -212,8 +212,8 @@ static bool server_start(server *s) {
       dup2(null, 0);
       dup2(null, 1);
       dup2(null, 2);
-      execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly",
-             "no", "--dir", s->dir, "--daemonize", "no", (char *)NULL);
+      execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", s->dir, "--daemonize", "no", (char *)NULL);
       _exit(127);
     }
     s->pid = pid;
@@ -251,8 +251,8 @@ typedef struct result {
   bool ran;
   char why[256];
   double compile, miss, remote_hit, disk_hit; /* first launch, ms */
-  double extra;                                /* median over runs of (remote hit - disk hit), ms */
-  double miss_lookup;                          /* the lookup of a miss in a new process, ms */
+  double extra; /* median over runs of (remote hit - disk hit), ms */
+  double miss_lookup; /* the lookup of a miss in a new process, ms */
   unsigned long long hit_compiles, hit_remote_hits;
 } result;
 
@@ -275,15 +275,16 @@ static void measure(const bconf *c, const char *url, int runs, result *r) {
     bool ok = run_child(c->label, z, "-", prefix, &x) && /* compile, no tier */
               run_child(c->label, a, url, prefix, &y) && /* compile after a remote miss; uploads */
               run_child(c->label, b, url, prefix, &h) && /* a new node: remote hit */
-              run_child(c->label, b, url, prefix, &d);   /* the same node again: disk hit */
+              run_child(c->label, b, url, prefix, &d); /* the same node again: disk hit */
     kcb_rmrf(root);
     if (!ok) {
       snprintf(r->why, sizeof r->why, "a child process failed");
       return;
     }
     if (x.compiles != 1 || y.compiles != 1 || h.compiles != 0 || h.remote_hits != 1 || d.disk_hits != 1) {
-      snprintf(r->why, sizeof r->why, "unexpected counters: compiles %llu/%llu/%llu, remote hits %llu, disk hits %llu",
-               x.compiles, y.compiles, h.compiles, h.remote_hits, d.disk_hits);
+      snprintf(r->why, sizeof r->why,
+               "unexpected counters: compiles %llu/%llu/%llu, remote hits %llu, disk hits %llu", x.compiles,
+               y.compiles, h.compiles, h.remote_hits, d.disk_hits);
       return;
     }
     comp[i] = x.first / 1e6;
@@ -339,7 +340,8 @@ static void lookups(const bconf *c, const char *url, int n, int first_variant, k
 
 /* The miss on a warm connection; then a server that refuses, then one that
  * is stopped. */
-static void measure_failures(const bconf *c, const char *url, downres *warm, downres *refused, downres *stopped) {
+static void measure_failures(const bconf *c, const char *url, downres *warm, downres *refused,
+                             downres *stopped) {
   memset(warm, 0, sizeof *warm);
   memset(refused, 0, sizeof *refused);
   memset(stopped, 0, sizeof *stopped);
@@ -434,7 +436,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--backend") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--url") && i + 1 < argc) url = argv[++i];
     else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) timeout_ms = (uint32_t)atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--fleet-timeout") && i + 1 < argc) fleet_timeout_ms = (uint32_t)atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--fleet-timeout") && i + 1 < argc)
+      fleet_timeout_ms = (uint32_t)atoi(argv[++i]);
     else {
       fprintf(stderr,
               "usage: %s [--json] [--quick] [--runs N] [--timeout MS] [--fleet-timeout MS] "
@@ -458,7 +461,8 @@ int main(int argc, char **argv) {
   memset(&srv, 0, sizeof srv);
   if (!url) {
     if (!kcb_in_path("redis-server")) {
-      printf("kc_bench_remote: skipped: redis-server is not installed (Debian: apt-get install redis-server)\n");
+      printf(
+          "kc_bench_remote: skipped: redis-server is not installed (Debian: apt-get install redis-server)\n");
       return 0;
     }
     if (!server_start(&srv)) {
@@ -539,14 +543,16 @@ int main(int argc, char **argv) {
              "\"remote_minus_disk_ms\": %.3f, \"miss_lookup_new_process_ms\": %.3f}",
              r->compile, r->miss, r->remote_hit, r->disk_hit, r->extra, r->miss_lookup);
     }
-    printf("\n], \"miss_lookup_warm_ms\": %.3f, \"refused\": {\"worst_ms\": %.3f, \"asked\": %d, \"skipped\": %d}, "
+    printf("\n], \"miss_lookup_warm_ms\": %.3f, \"refused\": {\"worst_ms\": %.3f, \"asked\": %d, "
+           "\"skipped\": %d}, "
            "\"stopped\": {\"worst_ms\": %.3f, \"asked\": %d, \"skipped\": %d}, "
-           "\"fleet\": {\"nodes\": 8, \"kernels\": 3, \"timeout_ms\": %u, \"compiles\": %llu, \"seconds\": %.3f, "
+           "\"fleet\": {\"nodes\": 8, \"kernels\": 3, \"timeout_ms\": %u, \"compiles\": %llu, \"seconds\": "
+           "%.3f, "
            "\"compiles_without_tier\": %llu, \"seconds_without_tier\": %.3f, "
            "\"compiles_default_timeout\": %llu}}\n",
-           warm.mean_asked_ms, refused.worst_ms, refused.asked, refused.skipped, stopped.worst_ms, stopped.asked,
-           stopped.skipped, fleet_timeout_ms, with.compiles, with.seconds, without.compiles, without.seconds,
-           with_default.compiles);
+           warm.mean_asked_ms, refused.worst_ms, refused.asked, refused.skipped, stopped.worst_ms,
+           stopped.asked, stopped.skipped, fleet_timeout_ms, with.compiles, with.seconds, without.compiles,
+           without.seconds, with_default.compiles);
     return 0;
   }
   printf("kcache remote tier: Redis on loopback, first launch on a new node (median of %d)\n\n", runs);
@@ -560,38 +566,46 @@ int main(int argc, char **argv) {
     }
     bool ok = r->extra < 3.0;
     missed += !ok;
-    printf("%-7s %-8s %8.2f ms %10.2f ms %8.2f ms %7.2f ms %+10.2f ms%s %6.1fx\n", r->c->label, r->c->compiler,
-           r->compile, r->miss, r->remote_hit, r->disk_hit, r->extra, ok ? " " : "!", r->compile / r->remote_hit);
+    printf("%-7s %-8s %8.2f ms %10.2f ms %8.2f ms %7.2f ms %+10.2f ms%s %6.1fx\n", r->c->label,
+           r->c->compiler, r->compile, r->miss, r->remote_hit, r->disk_hit, r->extra, ok ? " " : "!",
+           r->compile / r->remote_hit);
   }
-  printf("\ncompile: without the tier; remote miss: with an empty tier (lookup, compile, upload queued);\n"
-         "remote hit: a new node loads from Redis (verify, test-load, write to disk); disk hit: its own disk;\n"
-         "hit - disk: the median of each run's difference. target: hit - disk < 3 ms (! marks a miss).\n");
+  printf(
+      "\ncompile: without the tier; remote miss: with an empty tier (lookup, compile, upload queued);\n"
+      "remote hit: a new node loads from Redis (verify, test-load, write to disk); disk hit: its own disk;\n"
+      "hit - disk: the median of each run's difference. target: hit - disk < 3 ms (! marks a miss).\n");
   if (!fc) return 1;
   bool ok;
   printf("\nthe lookup of a miss, Redis up (GET + SET NX): %.3f ms on a warm connection", warm.mean_asked_ms);
   for (int i = 0; i < nres; i++)
-    if (res[i].ran && res[i].c == fc) printf(", %.3f ms in a new process (connect included)", res[i].miss_lookup);
+    if (res[i].ran && res[i].c == fc)
+      printf(", %.3f ms in a new process (connect included)", res[i].miss_lookup);
   printf("\n");
   ok = refused.ran && refused.worst_ms <= limit && refused.asked <= 3;
   missed += !ok;
-  printf("Redis refusing connections, timeout %.0f ms: worst lookup %.3f ms; %d of %d launches asked, %d skipped "
+  printf("Redis refusing connections, timeout %.0f ms: worst lookup %.3f ms; %d of %d launches asked, %d "
+         "skipped "
          "(breaker open)%s\n",
          limit, refused.worst_ms, refused.asked, refused.n, refused.skipped, ok ? "" : "  !");
   ok = stopped.ran && stopped.worst_ms <= limit + 0.5 && stopped.asked <= 3; /* 0.5 ms: waking up */
   missed += !ok;
-  printf("Redis stopped (SIGSTOP), timeout %.0f ms:       worst lookup %.3f ms; %d of %d launches asked, %d skipped "
+  printf("Redis stopped (SIGSTOP), timeout %.0f ms:       worst lookup %.3f ms; %d of %d launches asked, %d "
+         "skipped "
          "(breaker open)%s\n",
          limit, stopped.worst_ms, stopped.asked, stopped.n, stopped.skipped, ok ? "" : "  !");
   printf("target: no lookup waits longer than the timeout; after the breaker opens, no launch asks\n");
   ok = with.ran && with.compiles == 3;
   missed += !ok;
-  printf("\nfleet (%s, timeout %u ms): 8 nodes cold-start 3 kernels at once: %llu compiles in total (%llu without "
+  printf("\nfleet (%s, timeout %u ms): 8 nodes cold-start 3 kernels at once: %llu compiles in total (%llu "
+         "without "
          "the tier), %llu remote hits; all results after %.2f s (%.2f s without)%s\n",
          fc->compiler, fleet_timeout_ms, with.compiles, without.compiles, with.remote_hits, with.seconds,
          without.seconds, ok ? "" : "  !");
-  printf("  the same with the %.0f ms timeout, the 8 nodes sharing %ld CPUs: %llu compiles, %llu remote hits, "
-         "%.2f s\n",
-         limit, sysconf(_SC_NPROCESSORS_ONLN), with_default.compiles, with_default.remote_hits, with_default.seconds);
+  printf(
+      "  the same with the %.0f ms timeout, the 8 nodes sharing %ld CPUs: %llu compiles, %llu remote hits, "
+      "%.2f s\n",
+      limit, sysconf(_SC_NPROCESSORS_ONLN), with_default.compiles, with_default.remote_hits,
+      with_default.seconds);
   printf("target: 3 compiles in total, not 24\n");
   if (missed) printf("\n%d target(s) missed\n", missed);
   return missed ? 1 : 0;

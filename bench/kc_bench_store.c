@@ -37,10 +37,10 @@
 typedef struct bconf {
   const char *label; /* "host", "tcc", "opencl", "cuda" */
   kc_backend_kind kind;
-  const char *cc;       /* host only */
+  const char *cc; /* host only */
   const char *compiler; /* for the table */
-  double target;        /* first-launch speedup to reach */
-  bool platform_cache;  /* let the platform keep its own cache (PoCL's), fresh per run */
+  double target; /* first-launch speedup to reach */
+  bool platform_cache; /* let the platform keep its own cache (PoCL's), fresh per run */
 } bconf;
 
 static const bconf confs[] = {
@@ -191,7 +191,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--backend") && i + 1 < argc) only = argv[++i];
     else {
-      fprintf(stderr, "usage: %s [--json] [--quick] [--runs N] [--backend host|tcc|opencl|opencl+pocl|cuda]\n", argv[0]);
+      fprintf(stderr,
+              "usage: %s [--json] [--quick] [--runs N] [--backend host|tcc|opencl|opencl+pocl|cuda]\n",
+              argv[0]);
       return 2;
     }
   }
@@ -214,14 +216,16 @@ int main(int argc, char **argv) {
       result *r = &res[i];
       if (!kcb_json_backend(i, r->c->label, r->c->compiler, r->ran, r->why)) continue;
       double speed = r->cold_first / r->warm_first;
-      printf(", \"cold_first_launch_ms\": %.3f, \"warm_first_launch_ms\": %.3f, \"first_launch_speedup\": %.1f"
-             ", \"target_speedup\": %.0f, \"cold_process_ms\": %.3f, \"warm_process_ms\": %.3f"
-             ", \"process_speedup\": %.1f, \"disk_hit_ms\": %.3f, \"disk_hit_and_link_ms\": %.3f"
-             ", \"cold_compiles\": %llu, \"warm_compiles\": %llu, \"warm_disk_hits\": %llu, \"meets_targets\": %s}",
-             r->cold_first / 1e6, r->warm_first / 1e6, speed, r->c->target, r->cold_total / 1e6,
-             r->warm_total / 1e6, r->cold_total / r->warm_total, r->hit / 1e6, r->hit_link / 1e6,
-             r->cold_compiles, r->warm_compiles, r->warm_hits,
-             (speed >= r->c->target && r->hit < 2e6) ? "true" : "false");
+      printf(
+          ", \"cold_first_launch_ms\": %.3f, \"warm_first_launch_ms\": %.3f, \"first_launch_speedup\": %.1f"
+          ", \"target_speedup\": %.0f, \"cold_process_ms\": %.3f, \"warm_process_ms\": %.3f"
+          ", \"process_speedup\": %.1f, \"disk_hit_ms\": %.3f, \"disk_hit_and_link_ms\": %.3f"
+          ", \"cold_compiles\": %llu, \"warm_compiles\": %llu, \"warm_disk_hits\": %llu, \"meets_targets\": "
+          "%s}",
+          r->cold_first / 1e6, r->warm_first / 1e6, speed, r->c->target, r->cold_total / 1e6,
+          r->warm_total / 1e6, r->cold_total / r->warm_total, r->hit / 1e6, r->hit_link / 1e6,
+          r->cold_compiles, r->warm_compiles, r->warm_hits,
+          (speed >= r->c->target && r->hit < 2e6) ? "true" : "false");
     }
     printf("\n]}\n");
     return 0;
@@ -241,10 +245,10 @@ int main(int argc, char **argv) {
     char target[16];
     if (r->c->target > 0) snprintf(target, sizeof target, ">=%.0fx", r->c->target);
     else snprintf(target, sizeof target, "-");
-    printf("%-8s %-8s %8.2f ms %8.2f ms %7.1fx %7s   %8.2f ms %8.2f ms %7.1fx   %6.3f ms %8.3f ms%s\n", r->c->label,
-           r->c->compiler, r->cold_first / 1e6, r->warm_first / 1e6, speed, target, r->cold_total / 1e6,
-           r->warm_total / 1e6, r->cold_total / r->warm_total, r->hit / 1e6, r->hit_link / 1e6,
-           ok ? "" : "  (target missed)");
+    printf("%-8s %-8s %8.2f ms %8.2f ms %7.1fx %7s   %8.2f ms %8.2f ms %7.1fx   %6.3f ms %8.3f ms%s\n",
+           r->c->label, r->c->compiler, r->cold_first / 1e6, r->warm_first / 1e6, speed, target,
+           r->cold_total / 1e6, r->warm_total / 1e6, r->cold_total / r->warm_total, r->hit / 1e6,
+           r->hit_link / 1e6, ok ? "" : "  (target missed)");
   }
   printf("\nfirst: the first kc_launch + finish of the kernel in the process (resolve, compile or load,\n"
          "link, run); proc.: main() to the first result (runtime and context creation included);\n"

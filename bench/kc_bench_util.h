@@ -66,9 +66,9 @@ _Noreturn static inline void kcb_die(const char *what, int status) {
 
 /* Dies unless call (a kcache call, or a backend call that returns 0 for
  * success) returns 0. */
-#define KCB_CHECK(call)                   \
-  do {                                    \
-    int kcb_st_ = (int)(call);            \
+#define KCB_CHECK(call) \
+  do { \
+    int kcb_st_ = (int)(call); \
     if (kcb_st_) kcb_die(#call, kcb_st_); \
   } while (0)
 
@@ -102,7 +102,8 @@ static inline kc_runtime *kcb_main_runtime(const kc_options *o, kc_context **ctx
 
 /* Options for a runtime of the backend (and, for the host backend, the
  * compiler cc; NULL: the default) with its disk store in dir. */
-static inline void kcb_options_store(kc_options *o, kc_backend_kind backend, const char *cc, const char *dir) {
+static inline void kcb_options_store(kc_options *o, kc_backend_kind backend, const char *cc,
+                                     const char *dir) {
   kc_options_init(o);
   o->backend = backend;
   o->host_cc = cc;
@@ -143,7 +144,8 @@ static inline bool kcb_backend_missing(kc_backend_kind backend, const char *cc, 
 /* JSON: the head of backend row i of a "backends" list ({"backend": ...,
  * "compiler": ...), closed with "skipped" when the backend did not run.
  * Whether it ran: then the caller adds its figures and the closing brace. */
-static inline bool kcb_json_backend(int i, const char *label, const char *compiler, bool ran, const char *why) {
+static inline bool kcb_json_backend(int i, const char *label, const char *compiler, bool ran,
+                                    const char *why) {
   printf("%s\n {\"backend\": \"%s\", \"compiler\": \"%s\"", i ? "," : "", label, compiler);
   if (!ran) printf(", \"skipped\": \"%s\"}", why);
   return ran;
@@ -153,13 +155,13 @@ static inline bool kcb_json_backend(int i, const char *label, const char *compil
 
 /* A typical kernel: an entry and four helpers, a loop, branches. Its entry's
  * result plus `plus` (a string of C, "" for none). */
-#define KCB_TYPICAL_ENTRY(plus)                                                                       \
+#define KCB_TYPICAL_ENTRY(plus) \
   "KC_KERNEL void typical(KC_GLOBAL float *out, KC_GLOBAL const float *in, float scale, int n) {\n" \
-  "  size_t i = kc_global_id(0);\n"                                                                 \
-  "  if ((int)i < n) {\n"                                                                           \
-  "    float x = in[i] * scale;\n"                                                                  \
-  "    out[i] = shade(x, 1.0f - x)" plus ";\n"                                                      \
-  "  }\n"                                                                                           \
+  "  size_t i = kc_global_id(0);\n" \
+  "  if ((int)i < n) {\n" \
+  "    float x = in[i] * scale;\n" \
+  "    out[i] = shade(x, 1.0f - x)" plus ";\n" \
+  "  }\n" \
   "}"
 
 /* Work items of a launch; the input is in[i] = i / KCB_N, scale 1.5. */
@@ -187,8 +189,8 @@ static inline kc_status kcb_define_typical(kc_runtime *rt, bool variant) {
   for (size_t i = 0; !st && i < sizeof helpers / sizeof *helpers; i++)
     st = kc_define(rt, helpers[i][0], helpers[i][1], NULL);
   if (!st)
-    st = kc_define(rt, "typical",
-                   variant ? KCB_TYPICAL_ENTRY(" + (float)VARIANT") : KCB_TYPICAL_ENTRY(""), NULL);
+    st = kc_define(rt, "typical", variant ? KCB_TYPICAL_ENTRY(" + (float)VARIANT") : KCB_TYPICAL_ENTRY(""),
+                   NULL);
   return st;
 }
 
@@ -280,8 +282,7 @@ static inline bool kcb_mkdtemp(char *dir, size_t len, const char *name, const ch
 static inline void kcb_rmrf(const char *dir) {
   char cmd[4200];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd)) {
-  }
+  if (system(cmd)) {}
 }
 
 /* This program's executable, to run itself as a child; false after a line

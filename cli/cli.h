@@ -31,10 +31,10 @@
 typedef struct cli {
   char root[PATH_MAX]; /* the store's directory */
   char vdir[PATH_MAX]; /* root/v1 */
-  bool json;           /* --json */
-  bool progress;       /* stderr is a terminal (and not --json) */
-  const char *cmd;     /* the command's name */
-  int argc;            /* the command's own arguments */
+  bool json; /* --json */
+  bool progress; /* stderr is a terminal (and not --json) */
+  const char *cmd; /* the command's name */
+  int argc; /* the command's own arguments */
   char **argv;
 } cli;
 

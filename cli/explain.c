@@ -14,24 +14,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char cli_help_explain[] =
-    "usage: kcache explain KEY|ENTRY [--params P] [--dir DIR] [--json]\n"
-    "\n"
-    "Why a kernel missed the cache: compares an entry with the nearest other\n"
-    "entry for the same kernel (the one that differs in the fewest parts of\n"
-    "the key) and names what differs: a definition that changed (with its\n"
-    "first differing line), one that is new or gone, the specialization\n"
-    "parameters, the compile options, the compiler or device identity, the\n"
-    "backend, kcache's version.\n"
-    "\n"
-    "KEY is a key or a unique prefix. ENTRY is a kernel name: its most recently\n"
-    "compiled entry is explained (the one its last miss wrote), optionally\n"
-    "only among entries with parameters P.\n";
+const char cli_help_explain[] = "usage: kcache explain KEY|ENTRY [--params P] [--dir DIR] [--json]\n"
+                                "\n"
+                                "Why a kernel missed the cache: compares an entry with the nearest other\n"
+                                "entry for the same kernel (the one that differs in the fewest parts of\n"
+                                "the key) and names what differs: a definition that changed (with its\n"
+                                "first differing line), one that is new or gone, the specialization\n"
+                                "parameters, the compile options, the compiler or device identity, the\n"
+                                "backend, kcache's version.\n"
+                                "\n"
+                                "KEY is a key or a unique prefix. ENTRY is a kernel name: its most recently\n"
+                                "compiled entry is explained (the one its last miss wrote), optionally\n"
+                                "only among entries with parameters P.\n";
 
 typedef struct change {
   const char *component; /* "definition", "params", "options", "identity", "backend", "library", "source" */
-  const char *name;      /* a definition's name */
-  const char *kind;      /* "changed", "new", "gone" */
+  const char *name; /* a definition's name */
+  const char *kind; /* "changed", "new", "gone" */
   const char *now, *was;
   int line; /* first differing line of a changed definition (1-based) */
   char now_line[160], was_line[160];
@@ -66,7 +65,7 @@ static void first_diff_line(change *ch, const kc__key_def *now, const kc__key_de
 /* What differs between `now` and `was`; returns the count (at most max). */
 static int diff_entries(const kc__entry *now, const kc__entry *was, change *out, int max) {
   int n = 0;
-#define KC__FIELD(f, comp)                 \
+#define KC__FIELD(f, comp) \
   if (strcmp(now->f, was->f) && n < max) \
     out[n++] = (change){.component = comp, .kind = "changed", .now = now->f, .was = was->f};
   KC__FIELD(backend, "backend")
@@ -161,8 +160,10 @@ static void print_change(const change *ch) {
                 {"params", "specialization parameters"},
                 {"library", "kcache version"}};
   if (!strcmp(ch->component, "definition")) {
-    if (!strcmp(ch->kind, "new")) printf("  definition '%s' is new (the nearest entry does not call it)\n", ch->name);
-    else if (!strcmp(ch->kind, "gone")) printf("  definition '%s' is gone (the nearest entry called it)\n", ch->name);
+    if (!strcmp(ch->kind, "new"))
+      printf("  definition '%s' is new (the nearest entry does not call it)\n", ch->name);
+    else if (!strcmp(ch->kind, "gone"))
+      printf("  definition '%s' is gone (the nearest entry called it)\n", ch->name);
     else
       printf("  definition '%s' changed, first at line %d:\n    now: %s\n    was: %s\n", ch->name, ch->line,
              ch->now_line, ch->was_line);

@@ -81,8 +81,8 @@ bool cli_resolve(const cli *c, const char *what, const char *params, kc__entry *
   }
   bool ok = false;
   if (at == SIZE_MAX) {
-    fprintf(stderr, "kcache: no entry with key or kernel name %s%s%s in %s\n", what, params ? " and params " : "",
-            params ? params : "", c->root);
+    fprintf(stderr, "kcache: no entry with key or kernel name %s%s%s in %s\n", what,
+            params ? " and params " : "", params ? params : "", c->root);
   } else {
     snprintf(path, len, "%s", files[at].path);
     ok = read_entry(c, files[at].path, files[at].key, e);

@@ -57,10 +57,14 @@ static const struct {
   const char *help;
   bool store; /* works on the store named by --dir */
 } commands[] = {
-    {"stats", cmd_stats, cli_help_stats, true},       {"ls", cmd_ls, cli_help_ls, true},
-    {"show", cmd_show, cli_help_show, true},          {"verify", cmd_verify, cli_help_verify, true},
-    {"gc", cmd_gc, cli_help_gc, true},                {"clear", cmd_clear, cli_help_clear, true},
-    {"explain", cmd_explain, cli_help_explain, true}, {"remote", cmd_remote, cli_help_remote, false},
+    {"stats", cmd_stats, cli_help_stats, true},
+    {"ls", cmd_ls, cli_help_ls, true},
+    {"show", cmd_show, cli_help_show, true},
+    {"verify", cmd_verify, cli_help_verify, true},
+    {"gc", cmd_gc, cli_help_gc, true},
+    {"clear", cmd_clear, cli_help_clear, true},
+    {"explain", cmd_explain, cli_help_explain, true},
+    {"remote", cmd_remote, cli_help_remote, false},
 };
 enum { NCOMMANDS = sizeof commands / sizeof *commands };
 

@@ -22,7 +22,7 @@ static size_t utf8_seq(const unsigned char *p, size_t n) {
   else if (c >= 0xe0 && c <= 0xef) len = 3;
   else if (c >= 0xf0 && c <= 0xf4) len = 4;
   else return 0;
-  if (c == 0xe0) lo = 0xa0;      /* overlong */
+  if (c == 0xe0) lo = 0xa0; /* overlong */
   else if (c == 0xed) hi = 0x9f; /* surrogates */
   else if (c == 0xf0) lo = 0x90; /* overlong */
   else if (c == 0xf4) hi = 0x8f; /* above U+10FFFF */

@@ -51,10 +51,12 @@ void cli_stats_remote(const cli *c) {
     if (st == KC_OK) json_str(cfg.url);
     else printf("null");
     printf(", \"lookups\": %llu, \"hits\": %llu, \"misses\": %llu, \"rejects\": %llu, \"errors\": %llu, "
-           "\"skips\": %llu, \"uploads\": %llu, \"lock_waits\": %llu, \"lookup_ns\": %llu, \"ms_per_lookup\": %.3f}",
+           "\"skips\": %llu, \"uploads\": %llu, \"lock_waits\": %llu, \"lookup_ns\": %llu, "
+           "\"ms_per_lookup\": %.3f}",
            (unsigned long long)r.lookups, (unsigned long long)r.hits, (unsigned long long)r.misses,
            (unsigned long long)r.rejects, (unsigned long long)r.errors, (unsigned long long)r.skips,
-           (unsigned long long)r.uploads, (unsigned long long)r.lock_waits, (unsigned long long)r.lookup_ns, per);
+           (unsigned long long)r.uploads, (unsigned long long)r.lock_waits, (unsigned long long)r.lookup_ns,
+           per);
     return;
   }
   if (st == KC_OK) printf("remote      %s, prefix %s%s (KC_REMOTE)\n", cfg.url, cfg.prefix, cfg.ns);
@@ -205,8 +207,8 @@ static void ping_json(const rcli *r, const server_info *s) {
   json_str(s->version);
   printf(", \"hiredis\": ");
   json_str(kc__hiredis_name());
-  printf(", \"connect_ms\": %.3f, \"rtt_min_ms\": %.3f, \"rtt_avg_ms\": %.3f, \"prefix\": ", s->connect_ms, s->best_ms,
-         s->avg_ms);
+  printf(", \"connect_ms\": %.3f, \"rtt_min_ms\": %.3f, \"rtt_avg_ms\": %.3f, \"prefix\": ", s->connect_ms,
+         s->best_ms, s->avg_ms);
   json_str(r->cfg.prefix);
   printf(", \"namespace\": ");
   json_str(r->cfg.ns);
@@ -225,11 +227,12 @@ static void ping_text(const rcli *r, const server_info *s) {
   printf("namespace   %s%s (%s)\n", r->cfg.prefix, r->cfg.ns,
          r->cfg.has_secret ? "KC_REMOTE_KEY set: entries are authenticated"
                            : "no KC_REMOTE_KEY: entries are not authenticated");
-  printf("entries     %zu under %s (%zu in this namespace), %zu lock%s held\n", s->entries, r->cfg.prefix, s->mine,
-         s->locks, s->locks == 1 ? "" : "s");
+  printf("entries     %zu under %s (%zu in this namespace), %zu lock%s held\n", s->entries, r->cfg.prefix,
+         s->mine, s->locks, s->locks == 1 ? "" : "s");
   printf("memory      %s used, maxmemory %llu, policy %s\n", s->used, s->maxmem, s->policy);
   if (!s->maxmem || strncmp(s->policy, "allkeys-", 8))
-    printf("            (as a cache, Redis wants a maxmemory and the allkeys-lru policy: kcache sets no expiry)\n");
+    printf("            (as a cache, Redis wants a maxmemory and the allkeys-lru policy: kcache sets no "
+           "expiry)\n");
 }
 
 static int remote_ping(cli *c, rcli *r) {
@@ -263,7 +266,8 @@ static int remote_ping(cli *c, rcli *r) {
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static void ls_lock(const cli *c, rcli *r, const char *name, const char *hexk, const char *ns, size_t *shown) {
+static void ls_lock(const cli *c, rcli *r, const char *name, const char *hexk, const char *ns,
+                    size_t *shown) {
   const char *argv[] = {"GET", name}, *pargv[] = {"PTTL", name};
   kc__rreply v = rcli_cmd(r, "ls", 2, argv), t = rcli_cmd(r, "ls", 2, pargv);
   if (c->json) {
@@ -273,7 +277,8 @@ static void ls_lock(const cli *c, rcli *r, const char *name, const char *hexk, c
     json_str(v.str);
     printf(", \"ttl_ms\": %lld}", t.integer);
   } else {
-    printf("%.12s  %-13s  lock held by %s (%lld ms left)\n", hexk, ns[0] ? ns : "-", v.str ? v.str : "?", t.integer);
+    printf("%.12s  %-13s  lock held by %s (%lld ms left)\n", hexk, ns[0] ? ns : "-", v.str ? v.str : "?",
+           t.integer);
   }
   kc__rreply_free(NULL, &v);
   kc__rreply_free(NULL, &t);
@@ -291,7 +296,8 @@ static void mac_state(const rcli *r, const kc__rreply *v, size_t total, bool ok,
   else if (!check) snprintf(auth, len, "another secret");
   else if (total > r->cfg.max_entry) snprintf(auth, len, "too large to check");
   else
-    snprintf(auth, len, "%s", kc__remote_unwrap(&r->cfg, v->str, v->len, &img, why, sizeof why) == KC_OK ? "ok" : "BAD");
+    snprintf(auth, len, "%s",
+             kc__remote_unwrap(&r->cfg, v->str, v->len, &img, why, sizeof why) == KC_OK ? "ok" : "BAD");
 }
 
 static void ls_entry_out(const cli *c, const kc__entry *e, bool ok, const char *why, const char *name,
@@ -299,10 +305,12 @@ static void ls_entry_out(const cli *c, const kc__entry *e, bool ok, const char *
   char sz[32], age[32];
   if (!c->json) {
     if (ok)
-      printf("%.12s  %-13s  %-7s  %-20s  %-14s  %10s  %7s  %s\n", hexk, ns[0] ? ns : "-", e->backend, e->entry,
-             *e->params ? e->params : "-", human_size(total, sz, sizeof sz), ago((int64_t)e->created_ns, age, sizeof age),
-             auth);
-    else printf("%.12s  %-13s  (damaged: %s)  %s\n", hexk, ns[0] ? ns : "-", why, human_size(total, sz, sizeof sz));
+      printf("%.12s  %-13s  %-7s  %-20s  %-14s  %10s  %7s  %s\n", hexk, ns[0] ? ns : "-", e->backend,
+             e->entry, *e->params ? e->params : "-", human_size(total, sz, sizeof sz),
+             ago((int64_t)e->created_ns, age, sizeof age), auth);
+    else
+      printf("%.12s  %-13s  (damaged: %s)  %s\n", hexk, ns[0] ? ns : "-", why,
+             human_size(total, sz, sizeof sz));
     (*shown)++;
     return;
   }
@@ -327,7 +335,8 @@ static void ls_entry_out(const cli *c, const kc__entry *e, bool ok, const char *
   }
 }
 
-static void ls_entry(const cli *c, rcli *r, const char *name, const char *hexk, const char *ns, size_t *shown) {
+static void ls_entry(const cli *c, rcli *r, const char *name, const char *hexk, const char *ns,
+                     size_t *shown) {
   char maxs[32];
   snprintf(maxs, sizeof maxs, "%llu", (unsigned long long)r->cfg.max_entry);
   /* the head for the metadata; the whole value only to check a MAC */
@@ -352,8 +361,8 @@ static int remote_ls(cli *c, rcli *r) {
   if (n) qsort(keys, n, sizeof *keys, by_name);
   if (c->json) printf("[");
   else if (n)
-    printf("%-12s  %-13s  %-7s  %-20s  %-14s  %10s  %7s  %s\n", "KEY", "NAMESPACE", "BACKEND", "ENTRY", "PARAMS",
-           "SIZE", "AGE", "MAC");
+    printf("%-12s  %-13s  %-7s  %-20s  %-14s  %10s  %7s  %s\n", "KEY", "NAMESPACE", "BACKEND", "ENTRY",
+           "PARAMS", "SIZE", "AGE", "MAC");
   for (int pass = 0; pass < 2; pass++) /* entries, then locks */
     for (size_t i = 0; i < n; i++) {
       char ns[24], hexk[33];
@@ -394,7 +403,8 @@ static int remote_clear(cli *c, rcli *r) {
   }
   keys_free(keys, n);
   if (c->json) printf("{\"entries_removed\": %zu, \"locks_removed\": %zu}\n", entries, locks);
-  else printf("removed %zu entries and %zu locks under %s on %s\n", entries, locks, r->cfg.prefix, r->cfg.url);
+  else
+    printf("removed %zu entries and %zu locks under %s on %s\n", entries, locks, r->cfg.prefix, r->cfg.url);
   return 0;
 }
 
@@ -409,7 +419,8 @@ int cmd_remote(cli *c) {
     if (cli_opt(c, &i, "--timeout", &v)) {
       char *end;
       timeout = strtoul(v, &end, 10);
-      if (!*v || *end || !timeout || timeout > 600000) cli_usage("remote: --timeout takes milliseconds (1 to 600000)");
+      if (!*v || *end || !timeout || timeout > 600000)
+        cli_usage("remote: --timeout takes milliseconds (1 to 600000)");
     } else if (!sub && a[0] != '-') {
       sub = a;
     } else {

@@ -16,21 +16,20 @@
 
 /* ---------------------------------------------------------------- stats */
 
-const char cli_help_stats[] =
-    "usage: kcache stats [--zero] [--dir DIR] [--json]\n"
-    "\n"
-    "What the store holds (entries, size and bound, backends, oldest and newest\n"
-    "use) and the counters that every process using it keeps: hits, misses,\n"
-    "writes, evictions, repairs; and, when a remote tier was used (or $KC_REMOTE\n"
-    "names one), its lookups, hits, misses, rejected values, errors, skips,\n"
-    "uploads, waits for another machine's compile, and time per lookup.\n"
-    "\n"
-    "  -z, --zero  first zeroes the store's hits, misses, writes, evictions and\n"
-    "              repairs (for every process using it; what it holds is kept,\n"
-    "              and so are the remote tier's counters)\n"
-    "\n"
-    "An invalid $KC_CACHE_MAXSIZE is reported (a warning, as the library gives)\n"
-    "and the default bound shown, which is what the library then uses.\n";
+const char cli_help_stats[] = "usage: kcache stats [--zero] [--dir DIR] [--json]\n"
+                              "\n"
+                              "What the store holds (entries, size and bound, backends, oldest and newest\n"
+                              "use) and the counters that every process using it keeps: hits, misses,\n"
+                              "writes, evictions, repairs; and, when a remote tier was used (or $KC_REMOTE\n"
+                              "names one), its lookups, hits, misses, rejected values, errors, skips,\n"
+                              "uploads, waits for another machine's compile, and time per lookup.\n"
+                              "\n"
+                              "  -z, --zero  first zeroes the store's hits, misses, writes, evictions and\n"
+                              "              repairs (for every process using it; what it holds is kept,\n"
+                              "              and so are the remote tier's counters)\n"
+                              "\n"
+                              "An invalid $KC_CACHE_MAXSIZE is reported (a warning, as the library gives)\n"
+                              "and the default bound shown, which is what the library then uses.\n";
 
 typedef struct be_tally {
   char name[32];
@@ -78,8 +77,8 @@ static void summarize(const cli *c, summary *s) {
   kc__store_list_free(NULL, files);
   const char *env = kc__setting_raw(KC__SET_CACHE_MAXSIZE);
   if (!kc__store_env_max_size(&s->max))
-    snprintf(s->max_error, sizeof s->max_error, "KC_CACHE_MAXSIZE=\"%s\" is not a size (e.g. 500M, 2G); using 1G",
-             env ? env : "");
+    snprintf(s->max_error, sizeof s->max_error,
+             "KC_CACHE_MAXSIZE=\"%s\" is not a size (e.g. 500M, 2G); using 1G", env ? env : "");
   s->max_from_env = !s->max_error[0] && env && *env;
   kc__store_counters_read(c->vdir, &s->k);
 }
@@ -91,7 +90,8 @@ static void stats_json(const cli *c, const summary *s, bool zeroed) {
   printf(", \"format\": %u, \"entries\": %zu, \"bytes\": %llu, \"max_bytes\": %llu, \"damaged\": %llu,\n",
          KC__STORE_FORMAT, s->n, (unsigned long long)s->total, (unsigned long long)s->max,
          (unsigned long long)s->damaged);
-  printf(" \"max_bytes_from\": \"%s\", \"max_size_error\": ", s->max_from_env ? "KC_CACHE_MAXSIZE" : "default");
+  printf(" \"max_bytes_from\": \"%s\", \"max_size_error\": ",
+         s->max_from_env ? "KC_CACHE_MAXSIZE" : "default");
   if (s->max_error[0]) json_str(s->max_error);
   else printf("null");
   printf(",\n \"backends\": {");
@@ -101,8 +101,10 @@ static void stats_json(const cli *c, const summary *s, bool zeroed) {
     printf(": {\"entries\": %llu, \"bytes\": %llu}", (unsigned long long)s->be[j].count,
            (unsigned long long)s->be[j].bytes);
   }
-  printf("},\n \"oldest_use_ns\": %lld, \"newest_use_ns\": %lld,\n", (long long)s->oldest, (long long)s->newest);
-  printf(" \"zeroed\": %s, \"counters\": {\"hits\": %llu, \"misses\": %llu, \"writes\": %llu, \"evictions\": %llu, "
+  printf("},\n \"oldest_use_ns\": %lld, \"newest_use_ns\": %lld,\n", (long long)s->oldest,
+         (long long)s->newest);
+  printf(" \"zeroed\": %s, \"counters\": {\"hits\": %llu, \"misses\": %llu, \"writes\": %llu, \"evictions\": "
+         "%llu, "
          "\"repairs\": %llu}",
          zeroed ? "true" : "false", (unsigned long long)k->hits, (unsigned long long)k->misses,
          (unsigned long long)k->writes, (unsigned long long)k->evictions, (unsigned long long)k->repairs);
@@ -115,12 +117,16 @@ static void stats_text(const cli *c, const summary *s, bool zeroed) {
   char a[32], b[32], t[32];
   printf("directory   %s (format v%u)\n", c->root, KC__STORE_FORMAT);
   printf("entries     %zu\n", s->n);
-  if (s->damaged) printf("damaged     %llu (kcache verify --repair removes them)\n", (unsigned long long)s->damaged);
-  printf("size        %s of at most %s (%s)\n", human_size(s->total, a, sizeof a), human_size(s->max, b, sizeof b),
-         s->max_from_env ? "KC_CACHE_MAXSIZE" : s->max_error[0] ? "default: KC_CACHE_MAXSIZE is not a size" : "default");
+  if (s->damaged)
+    printf("damaged     %llu (kcache verify --repair removes them)\n", (unsigned long long)s->damaged);
+  printf("size        %s of at most %s (%s)\n", human_size(s->total, a, sizeof a),
+         human_size(s->max, b, sizeof b),
+         s->max_from_env   ? "KC_CACHE_MAXSIZE"
+         : s->max_error[0] ? "default: KC_CACHE_MAXSIZE is not a size"
+                           : "default");
   for (int j = 0; j < s->nbe; j++)
-    printf("%-11s %s: %llu entries, %s\n", j ? "" : "backends", s->be[j].name, (unsigned long long)s->be[j].count,
-           human_size(s->be[j].bytes, t, sizeof t));
+    printf("%-11s %s: %llu entries, %s\n", j ? "" : "backends", s->be[j].name,
+           (unsigned long long)s->be[j].count, human_size(s->be[j].bytes, t, sizeof t));
   if (s->n) {
     printf("oldest use  %s ago\n", ago(s->oldest, a, sizeof a));
     printf("newest use  %s ago\n", ago(s->newest, a, sizeof a));
@@ -151,20 +157,19 @@ int cmd_stats(cli *c) {
 
 /* ------------------------------------------------------------------- ls */
 
-const char cli_help_ls[] =
-    "usage: kcache ls [--sort use|age|size|entry] [--dir DIR] [--json]\n"
-    "\n"
-    "Every entry: its key (the table shows the first 12 digits; any unique\n"
-    "prefix of 4 or more names an entry), backend, kernel entry name,\n"
-    "specialization parameters, SOURCE and BUILD, size, age (since it was\n"
-    "compiled) and last use. Sorted by last use, most recent first, unless\n"
-    "--sort says otherwise.\n"
-    "\n"
-    "SOURCE is a short hash of the source that was compiled (the kernel, every\n"
-    "definition it calls, kcache's prelude): entries that differ only by a\n"
-    "callee differ there. BUILD is a short hash of the compiler and device\n"
-    "identity, the compile options and kcache's version: entries that differ\n"
-    "only by the compiler differ there. `kcache explain KEY` says what differs.\n";
+const char cli_help_ls[] = "usage: kcache ls [--sort use|age|size|entry] [--dir DIR] [--json]\n"
+                           "\n"
+                           "Every entry: its key (the table shows the first 12 digits; any unique\n"
+                           "prefix of 4 or more names an entry), backend, kernel entry name,\n"
+                           "specialization parameters, SOURCE and BUILD, size, age (since it was\n"
+                           "compiled) and last use. Sorted by last use, most recent first, unless\n"
+                           "--sort says otherwise.\n"
+                           "\n"
+                           "SOURCE is a short hash of the source that was compiled (the kernel, every\n"
+                           "definition it calls, kcache's prelude): entries that differ only by a\n"
+                           "callee differ there. BUILD is a short hash of the compiler and device\n"
+                           "identity, the compile options and kcache's version: entries that differ\n"
+                           "only by the compiler differ there. `kcache explain KEY` says what differs.\n";
 
 typedef struct row {
   kc__store_file f;
@@ -244,7 +249,8 @@ static void ls_text_row(const row *r) {
 int cmd_ls(cli *c) {
   for (int i = 0; i < c->argc; i++)
     if (!cli_opt(c, &i, "--sort", &sort_key)) cli_unexpected(c, c->argv[i]);
-  if (strcmp(sort_key, "use") && strcmp(sort_key, "age") && strcmp(sort_key, "size") && strcmp(sort_key, "entry"))
+  if (strcmp(sort_key, "use") && strcmp(sort_key, "age") && strcmp(sort_key, "size") &&
+      strcmp(sort_key, "entry"))
     cli_usage("ls: --sort takes use, age, size or entry");
   size_t n;
   kc__store_file *files = cli_list(c, &n);
@@ -262,8 +268,8 @@ int cmd_ls(cli *c) {
   qsort(rows, n, sizeof *rows, row_cmp);
   if (c->json) printf("[");
   else if (n)
-    printf("%-12s  %-7s  %-24s  %-20s  %-8s  %-8s  %10s  %7s  %8s\n", "KEY", "BACKEND", "ENTRY", "PARAMS", "SOURCE",
-           "BUILD", "SIZE", "AGE", "LAST USE");
+    printf("%-12s  %-7s  %-24s  %-20s  %-8s  %-8s  %10s  %7s  %8s\n", "KEY", "BACKEND", "ENTRY", "PARAMS",
+           "SOURCE", "BUILD", "SIZE", "AGE", "LAST USE");
   else printf("(no entries in %s)\n", c->root);
   for (size_t i = 0; i < n; i++) {
     if (c->json) ls_json_row(&rows[i], i == 0);
@@ -277,18 +283,17 @@ int cmd_ls(cli *c) {
 
 /* ----------------------------------------------------------------- show */
 
-const char cli_help_show[] =
-    "usage: kcache show KEY|ENTRY [--params P] [--dir DIR] [--json]\n"
-    "\n"
-    "One entry in full: its metadata (backend, compiler and device identity,\n"
-    "entry, parameters, options, when it was compiled and how long it took),\n"
-    "the source closure it was compiled from, and the compiler's log.\n"
-    "\n"
-    "KEY is the full key or a unique prefix of at least 4 hex digits. ENTRY is\n"
-    "a kernel name: its most recently compiled entry is shown, optionally only\n"
-    "among entries with parameters P (as `kcache explain` takes them). In\n"
-    "--json, bytes that are not UTF-8 (in a log or a source) are written as\n"
-    "\\u00XX, the byte's value.\n";
+const char cli_help_show[] = "usage: kcache show KEY|ENTRY [--params P] [--dir DIR] [--json]\n"
+                             "\n"
+                             "One entry in full: its metadata (backend, compiler and device identity,\n"
+                             "entry, parameters, options, when it was compiled and how long it took),\n"
+                             "the source closure it was compiled from, and the compiler's log.\n"
+                             "\n"
+                             "KEY is the full key or a unique prefix of at least 4 hex digits. ENTRY is\n"
+                             "a kernel name: its most recently compiled entry is shown, optionally only\n"
+                             "among entries with parameters P (as `kcache explain` takes them). In\n"
+                             "--json, bytes that are not UTF-8 (in a log or a source) are written as\n"
+                             "\\u00XX, the byte's value.\n";
 
 static void sig_text(const kc__entry *e, char *buf, size_t len) {
   size_t o = 0;
@@ -314,8 +319,8 @@ static void show_json(const kc__entry *e, const char *path) {
   kc__store_hex(e->tu_hash, tu);
   printf("{\"key\": \"%s\", \"path\": ", hex);
   json_str(path);
-  printf(", \"size\": %zu, \"artifact_size\": %zu, \"format\": %u,\n \"backend\": ", e->size, e->artifact_size,
-         e->format);
+  printf(", \"size\": %zu, \"artifact_size\": %zu, \"format\": %u,\n \"backend\": ", e->size,
+         e->artifact_size, e->format);
   json_str(e->backend);
   printf(", \"identity\": ");
   json_str(e->identity);
@@ -351,7 +356,8 @@ static void show_text(const kc__entry *e, const char *path) {
   sig_text(e, sigs, sizeof sigs);
   printf("key          %s\n", hex);
   printf("file         %s\n", path);
-  printf("size         %s (artifact %s)\n", human_size(e->size, a, sizeof a), human_size(e->artifact_size, b, sizeof b));
+  printf("size         %s (artifact %s)\n", human_size(e->size, a, sizeof a),
+         human_size(e->artifact_size, b, sizeof b));
   printf("backend      %s\n", e->backend);
   printf("identity     %s\n", e->identity);
   printf("entry        %s\n", e->entry);
@@ -392,20 +398,19 @@ int cmd_show(cli *c) {
 
 /* --------------------------------------------------------------- verify */
 
-const char cli_help_verify[] =
-    "usage: kcache verify [--repair] [--dir DIR] [--json]\n"
-    "\n"
-    "Reads every entry and checks its header, checksums, format version, that\n"
-    "it holds the key its name says and that it sits in the right directory.\n"
-    "Damaged entries are listed; --repair removes them (a program that needs\n"
-    "one compiles it again). An entry that cannot be read here (out of memory,\n"
-    "a read error) is reported and left alone. It also checks who may have\n"
-    "written the store: an entry owned by another user or writable by group or\n"
-    "others (in a private store), or without a valid MAC when $KC_CACHE_KEY is\n"
-    "set, is listed as not trusted (--repair removes it), and a store that\n"
-    "kcache would refuse to use (directories writable by others) is reported.\n"
-    "Exit status 1 if damage was found and not removed, or the store is refused.\n"
-    "A terminal shows progress.\n";
+const char cli_help_verify[] = "usage: kcache verify [--repair] [--dir DIR] [--json]\n"
+                               "\n"
+                               "Reads every entry and checks its header, checksums, format version, that\n"
+                               "it holds the key its name says and that it sits in the right directory.\n"
+                               "Damaged entries are listed; --repair removes them (a program that needs\n"
+                               "one compiles it again). An entry that cannot be read here (out of memory,\n"
+                               "a read error) is reported and left alone. It also checks who may have\n"
+                               "written the store: an entry owned by another user or writable by group or\n"
+                               "others (in a private store), or without a valid MAC when $KC_CACHE_KEY is\n"
+                               "set, is listed as not trusted (--repair removes it), and a store that\n"
+                               "kcache would refuse to use (directories writable by others) is reported.\n"
+                               "Exit status 1 if damage was found and not removed, or the store is refused.\n"
+                               "A terminal shows progress.\n";
 
 typedef struct verify_tally {
   size_t bad, removed, unreadable;
@@ -492,9 +497,11 @@ int cmd_verify(cli *c) {
   kc__store_trust_wipe(&trust);
   kc__store_list_free(NULL, files);
   if (t.removed) kc__store_gc(NULL, c->vdir, UINT64_MAX, true, NULL, NULL, NULL); /* recount */
-  if (c->json) printf("%s], \"removed\": %zu, \"unreadable\": %zu}\n", t.bad ? "\n" : "", t.removed, t.unreadable);
+  if (c->json)
+    printf("%s], \"removed\": %zu, \"unreadable\": %zu}\n", t.bad ? "\n" : "", t.removed, t.unreadable);
   else if (t.bad)
-    printf("%zu of %zu entries damaged or unreadable (%zu unreadable, left alone)%s\n", t.bad, n, t.unreadable,
+    printf("%zu of %zu entries damaged or unreadable (%zu unreadable, left alone)%s\n", t.bad, n,
+           t.unreadable,
            t.removed == t.bad - t.unreadable ? (t.removed ? ", the damaged removed" : "")
            : repair                          ? "; some could not be removed"
                                              : " (--repair removes the damaged)");
@@ -505,30 +512,30 @@ int cmd_verify(cli *c) {
 
 /* ----------------------------------------------------------- gc, clear */
 
-const char cli_help_gc[] =
-    "usage: kcache gc [--max-size SIZE] [--dir DIR] [--json]\n"
-    "\n"
-    "Evicts least recently used entries until the store holds at most SIZE\n"
-    "(\"500M\", \"2G\", bytes; default $KC_CACHE_MAXSIZE, else 1G), removes temp\n"
-    "files left by writers that died and lock files of compiles that died, and\n"
-    "recounts the store's size. A terminal shows progress.\n";
+const char cli_help_gc[] = "usage: kcache gc [--max-size SIZE] [--dir DIR] [--json]\n"
+                           "\n"
+                           "Evicts least recently used entries until the store holds at most SIZE\n"
+                           "(\"500M\", \"2G\", bytes; default $KC_CACHE_MAXSIZE, else 1G), removes temp\n"
+                           "files left by writers that died and lock files of compiles that died, and\n"
+                           "recounts the store's size. A terminal shows progress.\n";
 
-const char cli_help_clear[] =
-    "usage: kcache clear [--dir DIR] [--json]\n"
-    "\n"
-    "Removes every entry (programs running now keep what they loaded, and\n"
-    "compile again what they need next). A terminal shows progress.\n";
+const char cli_help_clear[] = "usage: kcache clear [--dir DIR] [--json]\n"
+                              "\n"
+                              "Removes every entry (programs running now keep what they loaded, and\n"
+                              "compile again what they need next). A terminal shows progress.\n";
 
 static void gc_report(const cli *c, uint64_t target, const kc__gc_result *r) {
   char a[32], bb[32], t[32];
   if (c->json) {
-    printf("{\"target_bytes\": %llu, \"entries_before\": %llu, \"bytes_before\": %llu, \"evicted\": %llu, "
-           "\"evicted_bytes\": %llu, \"entries_after\": %llu, \"bytes_after\": %llu, \"temps_removed\": %llu, "
-           "\"locks_removed\": %llu}\n",
-           (unsigned long long)target, (unsigned long long)r->entries_before, (unsigned long long)r->bytes_before,
-           (unsigned long long)r->evicted, (unsigned long long)r->evicted_bytes, (unsigned long long)r->entries_after,
-           (unsigned long long)r->bytes_after, (unsigned long long)r->temps_removed,
-           (unsigned long long)r->locks_removed);
+    printf(
+        "{\"target_bytes\": %llu, \"entries_before\": %llu, \"bytes_before\": %llu, \"evicted\": %llu, "
+        "\"evicted_bytes\": %llu, \"entries_after\": %llu, \"bytes_after\": %llu, \"temps_removed\": %llu, "
+        "\"locks_removed\": %llu}\n",
+        (unsigned long long)target, (unsigned long long)r->entries_before,
+        (unsigned long long)r->bytes_before, (unsigned long long)r->evicted,
+        (unsigned long long)r->evicted_bytes, (unsigned long long)r->entries_after,
+        (unsigned long long)r->bytes_after, (unsigned long long)r->temps_removed,
+        (unsigned long long)r->locks_removed);
     return;
   }
   printf("removed %llu of %llu entries (%s); %llu entries (%s) left", (unsigned long long)r->evicted,
@@ -537,8 +544,8 @@ static void gc_report(const cli *c, uint64_t target, const kc__gc_result *r) {
   if (target != UINT64_MAX && target) printf(", at most %s", human_size(target, t, sizeof t));
   printf("\n");
   if (r->temps_removed || r->locks_removed)
-    printf("removed %llu stale temp files and %llu abandoned lock files\n", (unsigned long long)r->temps_removed,
-           (unsigned long long)r->locks_removed);
+    printf("removed %llu stale temp files and %llu abandoned lock files\n",
+           (unsigned long long)r->temps_removed, (unsigned long long)r->locks_removed);
 }
 
 static int run_gc(const cli *c, uint64_t target, const char *what) {
@@ -566,7 +573,8 @@ int cmd_gc(cli *c) {
   for (int i = 0; i < c->argc; i++) {
     const char *v;
     if (!cli_opt(c, &i, "--max-size", &v)) cli_unexpected(c, c->argv[i]);
-    if (!kc__store_parse_size(v, &target)) cli_usage("gc: --max-size \"%s\" is not a size (e.g. 500M, 2G)", v);
+    if (!kc__store_parse_size(v, &target))
+      cli_usage("gc: --max-size \"%s\" is not a size (e.g. 500M, 2G)", v);
   }
   return run_gc(c, target, "gc");
 }

@@ -38,10 +38,10 @@ static void die(const char *what, kc_status st) {
   fprintf(stderr, "kc_demo: %s failed: %s\n%s\n", what, kc_status_name(st), kc_errmsg(rt));
   exit(1);
 }
-#define CHECK(call)                     \
-  do {                                  \
-    kc_status st_ = (call);             \
-    if (st_) die(#call, st_);           \
+#define CHECK(call) \
+  do { \
+    kc_status st_ = (call); \
+    if (st_) die(#call, st_); \
   } while (0)
 
 static void expect(int ok, const char *what) {
@@ -189,8 +189,9 @@ int main(int argc, char **argv) {
   CHECK(kc_context_finish(ctx));
   qsort(t, REPS, sizeof *t, cmp_double);
   s = snap();
-  printf("    %d launches, median %.2f us each (host time to submit; on the host backend it includes running the kernel)\n", REPS,
-         t[REPS / 2]);
+  printf("    %d launches, median %.2f us each (host time to submit; on the host backend it includes running "
+         "the kernel)\n",
+         REPS, t[REPS / 2]);
   print_counters(&s);
   expect(s.compiles == before.compiles && s.links == before.links, "no compile, no link");
   expect(s.fast_hits - before.fast_hits == REPS && s.slow_lookups == before.slow_lookups,
@@ -208,11 +209,10 @@ int main(int argc, char **argv) {
   CHECK(kc_context_finish(ctx));
   qsort(t, REPS, sizeof *t, cmp_double);
   s = snap();
-  printf("    the same with the arguments bound once (kc_launch_args): median %.2f us each\n",
-         t[REPS / 2]);
+  printf("    the same with the arguments bound once (kc_launch_args): median %.2f us each\n", t[REPS / 2]);
   print_counters(&s);
-  expect(s.compiles == before.compiles && s.links == before.links &&
-             s.fast_hits - before.fast_hits == REPS && s.slow_lookups == before.slow_lookups,
+  expect(s.compiles == before.compiles && s.links == before.links && s.fast_hits - before.fast_hits == REPS &&
+             s.slow_lookups == before.slow_lookups,
          "every bound launch was a fast-path hit, with no compile and no link");
   kc_args_destroy(bound);
 
@@ -222,8 +222,7 @@ int main(int argc, char **argv) {
   r = run(k, buf, &us);
   run(k, buf, &us2);
   s = snap();
-  printf("    world %llu; k -> %g, first launch %.2f us, next %.2f us\n",
-         (unsigned long long)w, r, us, us2);
+  printf("    world %llu; k -> %g, first launch %.2f us, next %.2f us\n", (unsigned long long)w, r, us, us2);
   print_counters(&s);
   expect(r == 10.0f, "same result");
   expect(s.compiles == before.compiles && s.links == before.links, "no recompile, no relink");
@@ -246,8 +245,8 @@ int main(int argc, char **argv) {
   r = run(k, buf, &us);
   float r2 = run(k2, buf2, NULL);
   s = snap();
-  printf("    redefinition took %.1f us, world %llu; k -> %g (recompiled in %.0f us), k2 -> %g\n",
-         def_us, (unsigned long long)w, r, us, r2);
+  printf("    redefinition took %.1f us, world %llu; k -> %g (recompiled in %.0f us), k2 -> %g\n", def_us,
+         (unsigned long long)w, r, us, r2);
   print_counters(&s);
   expect(r == 20.0f, "k sees the new h");
   expect(s.invalidations - before.invalidations == 1, "exactly one code instance invalidated (k)");
@@ -292,8 +291,7 @@ int main(int argc, char **argv) {
   r = run(kk, buf4, &us);
   s = snap();
   printf("    k -> %g, first launch %.0f us; disk: hits=%llu writes=%llu; compiles=%llu\n", r, us,
-         (unsigned long long)s.disk_hits, (unsigned long long)s.disk_writes,
-         (unsigned long long)s.compiles);
+         (unsigned long long)s.disk_hits, (unsigned long long)s.disk_writes, (unsigned long long)s.compiles);
   expect(r == 20.0f, "same result");
   expect(s.compiles == 0 && s.disk_hits == 1, "loaded from disk, not compiled");
   kc_kernel_destroy(kk);

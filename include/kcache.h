@@ -47,27 +47,27 @@ int kc_version_number(void);
 /* ------------------------------------------------------------------ status */
 
 /* One table generates the enum, the names and the messages. */
-#define KC_STATUS_MAP(X)                                                        \
-  X(OK, "success")                                                              \
-  X(EINVAL, "invalid argument")                                                 \
-  X(ENOMEM, "out of memory")                                                    \
-  X(ENOTFOUND, "name is not defined")                                           \
-  X(ERECURSION, "recursion in the call graph is not supported")                 \
-  X(ECOMPILE, "compilation failed")                                             \
-  X(ELINK, "loading compiled code into the context failed")                     \
-  X(ELAUNCH, "kernel launch failed")                                            \
-  X(EARGS, "wrong kernel arguments")                                            \
-  X(EUNAVAILABLE, "backend is not available on this machine")                   \
-  X(EDESTROYED, "the context or buffer has been destroyed")                     \
-  X(EBUSY, "operation not allowed in the current state")                        \
-  X(EIO, "input/output error")                                                  \
+#define KC_STATUS_MAP(X) \
+  X(OK, "success") \
+  X(EINVAL, "invalid argument") \
+  X(ENOMEM, "out of memory") \
+  X(ENOTFOUND, "name is not defined") \
+  X(ERECURSION, "recursion in the call graph is not supported") \
+  X(ECOMPILE, "compilation failed") \
+  X(ELINK, "loading compiled code into the context failed") \
+  X(ELAUNCH, "kernel launch failed") \
+  X(EARGS, "wrong kernel arguments") \
+  X(EUNAVAILABLE, "backend is not available on this machine") \
+  X(EDESTROYED, "the context or buffer has been destroyed") \
+  X(EBUSY, "operation not allowed in the current state") \
+  X(EIO, "input/output error") \
   X(EBACKEND, "backend error")
 
 typedef enum kc_status {
 #define KC__STATUS_ENUM(name, msg) KC_##name,
   KC_STATUS_MAP(KC__STATUS_ENUM)
 #undef KC__STATUS_ENUM
-  KC__STATUS_COUNT
+      KC__STATUS_COUNT
 } kc_status;
 
 /* "KC_EINVAL" etc.; "KC_UNKNOWN" for values outside the table. Static strings. */
@@ -77,10 +77,10 @@ const char *kc_status_string(kc_status s);
 
 /* ----------------------------------------------------------------- handles */
 
-typedef struct kc_runtime kc_runtime;  /* one function table, one backend */
-typedef struct kc_context kc_context;  /* a device session */
-typedef struct kc_kernel kc_kernel;    /* a kernel name + specialization */
-typedef struct kc_buffer kc_buffer;    /* device memory in one context */
+typedef struct kc_runtime kc_runtime; /* one function table, one backend */
+typedef struct kc_context kc_context; /* a device session */
+typedef struct kc_kernel kc_kernel; /* a kernel name + specialization */
+typedef struct kc_buffer kc_buffer; /* device memory in one context */
 
 /* A world: every change to the function table makes a new one. World 0 is
  * never a valid world; the first world of a runtime is 1. */
@@ -91,9 +91,9 @@ typedef uint64_t kc_world;
 
 typedef enum kc_backend_kind {
   KC_BACKEND_AUTO = 0, /* $KC_BACKEND if set, else the best available */
-  KC_BACKEND_HOST,     /* the host CPU through the system C compiler */
-  KC_BACKEND_OPENCL,   /* any OpenCL platform through the ICD loader */
-  KC_BACKEND_CUDA      /* NVRTC + the CUDA driver */
+  KC_BACKEND_HOST, /* the host CPU through the system C compiler */
+  KC_BACKEND_OPENCL, /* any OpenCL platform through the ICD loader */
+  KC_BACKEND_CUDA /* NVRTC + the CUDA driver */
 } kc_backend_kind;
 
 /* Allocator hook (Lua style, per runtime). realloc semantics: new_size 0
@@ -108,9 +108,9 @@ typedef void *(*kc_alloc_fn)(void *ud, void *ptr, size_t new_size);
 typedef enum kc_log_level {
   KC_LOG_DEFAULT = 0, /* kc_options.log_level: $KC_LOG, else KC_LOG_WARN */
   KC_LOG_ERROR = 1,
-  KC_LOG_WARN = 2,  /* what kcache printed on stderr before it had a log */
-  KC_LOG_INFO = 3,  /* each compile and how long it took; cache tier hits */
-  KC_LOG_DEBUG = 4  /* why each miss missed, and each step of the slow path */
+  KC_LOG_WARN = 2, /* what kcache printed on stderr before it had a log */
+  KC_LOG_INFO = 3, /* each compile and how long it took; cache tier hits */
+  KC_LOG_DEBUG = 4 /* why each miss missed, and each step of the slow path */
 } kc_log_level;
 
 /* Log sink (per runtime): msg is one line without its newline or a
@@ -161,24 +161,24 @@ typedef struct kc_options {
   kc_alloc_fn alloc; /* NULL: malloc/realloc/free */
   void *alloc_ud;
   /* The disk cache (see "disk cache" below). */
-  uint64_t cache_max_size;        /* bytes; 0: $KC_CACHE_MAXSIZE, else 1 GiB */
+  uint64_t cache_max_size; /* bytes; 0: $KC_CACHE_MAXSIZE, else 1 GiB */
   uint32_t cache_lock_timeout_ms; /* 0: $KC_CACHE_LOCK_TIMEOUT (seconds), else 60 s */
-  int cache_disable;              /* nonzero: no disk cache, whatever the environment says */
+  int cache_disable; /* nonzero: no disk cache, whatever the environment says */
   /* The remote tier (see "remote tier" at the end): each NULL or 0 takes
    * the environment variable, else the default. */
-  const char *remote_url;          /* redis://...; NULL: $KC_REMOTE; "" or "off": none */
-  const char *remote_prefix;       /* key namespace; NULL: $KC_REMOTE_PREFIX, else "kcache:" */
-  const char *remote_key;          /* shared secret; NULL: $KC_REMOTE_KEY, else none */
-  uint32_t remote_timeout_ms;      /* 0: $KC_REMOTE_TIMEOUT_MS, else 5 ms */
+  const char *remote_url; /* redis://...; NULL: $KC_REMOTE; "" or "off": none */
+  const char *remote_prefix; /* key namespace; NULL: $KC_REMOTE_PREFIX, else "kcache:" */
+  const char *remote_key; /* shared secret; NULL: $KC_REMOTE_KEY, else none */
+  uint32_t remote_timeout_ms; /* 0: $KC_REMOTE_TIMEOUT_MS, else 5 ms */
   uint32_t remote_lock_timeout_ms; /* 0: $KC_REMOTE_LOCK_TIMEOUT (seconds), else 30 s */
-  uint32_t remote_retry_ms;        /* 0: $KC_REMOTE_RETRY_MS, else 10000 ms */
-  uint64_t remote_max_entry;       /* bytes; 0: $KC_REMOTE_MAX_ENTRY, else 64 MiB */
+  uint32_t remote_retry_ms; /* 0: $KC_REMOTE_RETRY_MS, else 10000 ms */
+  uint64_t remote_max_entry; /* bytes; 0: $KC_REMOTE_MAX_ENTRY, else 64 MiB */
   /* Nonzero: the disk cache is a store its group shares ($KC_CACHE_SHARED=1
    * too); see "Security" under "disk cache". */
   int cache_shared;
   /* The log (see "log" below). */
-  kc_log_fn log;          /* NULL: stderr, "kcache: warning: MSG" */
-  void *log_ud;           /* passed to log */
+  kc_log_fn log; /* NULL: stderr, "kcache: warning: MSG" */
+  void *log_ud; /* passed to log */
   kc_log_level log_level; /* KC_LOG_DEFAULT: $KC_LOG, else KC_LOG_WARN */
 } kc_options;
 
@@ -282,8 +282,8 @@ kc_status kc_unpin(kc_runtime *rt);
 /* What kc_collect freed. */
 typedef struct kc_collect_info {
   uint64_t code_instances; /* compiled code no live world can use */
-  uint64_t linked;         /* their linked objects, in every context */
-  uint64_t definitions;    /* definitions visible in no live world */
+  uint64_t linked; /* their linked objects, in every context */
+  uint64_t definitions; /* definitions visible in no live world */
 } kc_collect_info;
 
 /* Reclaims old worlds. The live worlds are the latest and every world some
@@ -325,8 +325,8 @@ typedef enum kc_arg_kind { KC_ARG_SCALAR = 1, KC_ARG_BUFFER = 2 } kc_arg_kind;
 /* One kernel argument: a buffer, or a by-value scalar of `size` bytes. */
 typedef struct kc_arg {
   const void *ptr; /* kc_buffer* for KC_ARG_BUFFER, else the scalar's bytes */
-  uint32_t size;   /* the scalar's size in bytes; 0 for buffers */
-  uint32_t kind;   /* kc_arg_kind */
+  uint32_t size; /* the scalar's size in bytes; 0 for buffers */
+  uint32_t kind; /* kc_arg_kind */
 } kc_arg;
 
 #define KC_ARG_BUF(b) ((kc_arg){(const void *)(b), 0u, KC_ARG_BUFFER})
@@ -363,8 +363,7 @@ kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc
  * kernel handle destroys its bound arguments. After the context is
  * destroyed, launches return KC_EDESTROYED. */
 typedef struct kc_args kc_args;
-kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint32_t nargs,
-                         kc_args **out);
+kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint32_t nargs, kc_args **out);
 /* Replaces argument `index`, checked like kc_args_create checks it. */
 kc_status kc_args_set(kc_args *a, uint32_t index, kc_arg arg);
 void kc_args_destroy(kc_args *a);
@@ -393,39 +392,39 @@ kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
 /* ------------------------------------------------------------- statistics */
 
 typedef struct kc_stats {
-  size_t size;              /* set by kc_stats_get: the bytes it filled */
-  uint64_t compiles;        /* backend compiles that succeeded */
+  size_t size; /* set by kc_stats_get: the bytes it filled */
+  uint64_t compiles; /* backend compiles that succeeded */
   uint64_t compile_failures;
-  uint64_t links;           /* code instances loaded into a context */
-  uint64_t fast_hits;       /* launches served by a handle's (or bound arguments') cache */
-  uint64_t slow_lookups;    /* launches that took the slow path */
-  uint64_t invalidations;   /* code instances whose range was clipped */
-  uint64_t defines;         /* kc_define/kc_undefine calls that made a world */
-  uint64_t code_instances;  /* code instances alive */
-  kc_world world;           /* latest world */
-  uint64_t compile_ns;      /* total time spent in backend compiles */
-  uint64_t definitions;     /* definitions kept (visible in some world not yet collected) */
-  uint64_t collected;       /* code instances freed by kc_collect */
+  uint64_t links; /* code instances loaded into a context */
+  uint64_t fast_hits; /* launches served by a handle's (or bound arguments') cache */
+  uint64_t slow_lookups; /* launches that took the slow path */
+  uint64_t invalidations; /* code instances whose range was clipped */
+  uint64_t defines; /* kc_define/kc_undefine calls that made a world */
+  uint64_t code_instances; /* code instances alive */
+  kc_world world; /* latest world */
+  uint64_t compile_ns; /* total time spent in backend compiles */
+  uint64_t definitions; /* definitions kept (visible in some world not yet collected) */
+  uint64_t collected; /* code instances freed by kc_collect */
   /* The disk cache (all 0 when it is off). It is asked only when no code
    * instance in memory serves the world, so a disk hit is a compile saved. */
-  uint64_t disk_hits;           /* code instances loaded from disk instead of compiled */
-  uint64_t disk_misses;         /* lookups that found no usable entry (a compile followed) */
-  uint64_t disk_writes;         /* entries written */
-  uint64_t disk_evictions;      /* entries this runtime evicted to keep the size bound */
-  uint64_t disk_repairs;        /* damaged or unloadable entries found (removed, recompiled) */
+  uint64_t disk_hits; /* code instances loaded from disk instead of compiled */
+  uint64_t disk_misses; /* lookups that found no usable entry (a compile followed) */
+  uint64_t disk_writes; /* entries written */
+  uint64_t disk_evictions; /* entries this runtime evicted to keep the size bound */
+  uint64_t disk_repairs; /* damaged or unloadable entries found (removed, recompiled) */
   uint64_t disk_write_failures; /* failed writes; the first makes the cache read-only for rt */
-  uint64_t disk_lock_timeouts;  /* waits for another process's compile that gave up */
+  uint64_t disk_lock_timeouts; /* waits for another process's compile that gave up */
   /* The remote tier (all 0 when it is off). It is asked only after a disk
    * miss, so a remote hit is a compile saved (and a disk miss). */
-  uint64_t remote_lookups;    /* lookups that went to the server */
-  uint64_t remote_hits;       /* code instances loaded from it (then written to disk) */
-  uint64_t remote_misses;     /* lookups that found no usable entry (a compile followed) */
-  uint64_t remote_rejects;    /* values found but not trusted: damaged, foreign, bad MAC */
-  uint64_t remote_uploads;    /* entries uploaded */
-  uint64_t remote_errors;     /* failed or timed-out connects and commands */
-  uint64_t remote_skips;      /* lookups and uploads not tried: breaker open, queue full */
+  uint64_t remote_lookups; /* lookups that went to the server */
+  uint64_t remote_hits; /* code instances loaded from it (then written to disk) */
+  uint64_t remote_misses; /* lookups that found no usable entry (a compile followed) */
+  uint64_t remote_rejects; /* values found but not trusted: damaged, foreign, bad MAC */
+  uint64_t remote_uploads; /* entries uploaded */
+  uint64_t remote_errors; /* failed or timed-out connects and commands */
+  uint64_t remote_skips; /* lookups and uploads not tried: breaker open, queue full */
   uint64_t remote_lock_waits; /* lookups that waited for another machine's compile */
-  uint64_t remote_lookup_ns;  /* total time of the lookups (such waits included) */
+  uint64_t remote_lookup_ns; /* total time of the lookups (such waits included) */
 } kc_stats;
 
 /* A snapshot of the runtime's counters (fast_hits: exact when each handle is
@@ -446,8 +445,8 @@ kc_status kc_kernel_source(kc_kernel *k, char **out);
 
 typedef struct kc_code_info {
   kc_world min_world, max_world; /* KC_WORLD_FOREVER: still valid */
-  uint64_t id;                   /* code instance id, never reused */
-  const void *artifact;          /* shared object / program binary / cubin */
+  uint64_t id; /* code instance id, never reused */
+  const void *artifact; /* shared object / program binary / cubin */
   size_t artifact_size;
   uint64_t compile_ns;
 } kc_code_info;

@@ -23,6 +23,8 @@ if [[ $what == test ]]; then
   need+=(
     [libcmocka-dev]="the test framework"
     [clang]="the clang -Werror build and sanitizer runtimes"
+    [clang-format]="the style check (scripts/format.sh --check)"
+    [python3]="the layout check (scripts/check-layout.py) and JSON checks in tests"
     [libclang-rt-dev]="clang's sanitizer runtimes"
     [valgrind]="instruction counts in the benchmark"
     [tcc]="fast kernel compiles in benchmarks and tests"

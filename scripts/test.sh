@@ -9,6 +9,8 @@
 #             (scripts/reliability.sh: ASan + fault-injection build)
 #   fuzz      every fuzz target for a bounded time (scripts/fuzz.sh), after
 #             the corpus and regression inputs were replayed by the others
+#   lint      the house rules (scripts/check-layout.py: file and function
+#             sizes, one-way doors) and the style (scripts/format.sh --check)
 # Each prints CTest's summary; the last line adds them up.
 #
 #   scripts/test.sh [suite...]      (default: all of them)
@@ -19,7 +21,7 @@ scripts/deps.sh test
 
 jobs=$(nproc)
 suites=("$@")
-((${#suites[@]})) || suites=(default asan tsan clang reliability fuzz)
+((${#suites[@]})) || suites=(lint default asan tsan clang reliability fuzz)
 supp=$PWD/tests/sanitizers
 total_pass=0 total_fail=0 total_skip=0 total_case_skip=0 failed_suites=()
 
@@ -76,6 +78,11 @@ for s in "${suites[@]}"; do
     scripts/fuzz.sh "${KC_FUZZ_SECONDS:-40}" || failed_suites+=(fuzz)
     ;;
   clang) CC=clang run_suite clang ;;
+  lint)
+    echo "=== suite: lint"
+    python3 scripts/check-layout.py || failed_suites+=("lint(layout)")
+    scripts/format.sh --check | tail -20 || failed_suites+=("lint(format)")
+    ;;
   *) echo "unknown suite $s" >&2; exit 2 ;;
   esac
 done

@@ -64,10 +64,9 @@ typedef struct kc__param {
  * context). link fills it, unlink releases it, launches read it; the core
  * embeds it first in its own linked object (core.h: kc__linked.b) and
  * hands backends only this half. */
-typedef kc_status (*kc__launch_fn)(kc__blinked *b, void **argv, const kc_dim3 *grid,
-                                   const kc_dim3 *block);
-typedef kc_status (*kc__entry_fn)(kc__blinked *b, kc_context *ctx, const kc_dim3 *grid,
-                                  const kc_dim3 *block, const kc_arg *args, uint32_t nargs);
+typedef kc_status (*kc__launch_fn)(kc__blinked *b, void **argv, const kc_dim3 *grid, const kc_dim3 *block);
+typedef kc_status (*kc__entry_fn)(kc__blinked *b, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
+                                  const kc_arg *args, uint32_t nargs);
 struct kc__blinked {
   /* What kc_launch calls, with its own arguments: a backend's entry that
    * checks the kc_args itself (the host backend compiles one per kernel),
@@ -75,10 +74,10 @@ struct kc__blinked {
    * fast path jumps through it. Set by link (or NULL there: the engine's). */
   kc__entry_fn entry;
   kc__launch_fn launch; /* the backend's launch, with argv packed and checked */
-  void *bctx;           /* the backend's context (set before link) */
-  void *fn;             /* backend function handle */
-  void *module;         /* backend module handle */
-  void *extra;          /* backend-owned */
+  void *bctx; /* the backend's context (set before link) */
+  void *fn; /* backend function handle */
+  void *module; /* backend module handle */
+  void *extra; /* backend-owned */
 };
 
 /* For backends: a launch with a NULL grid or block, or a zero dimension
@@ -95,7 +94,7 @@ const char *kc__blinked_name(const kc__blinked *b);
 
 /* A buffer's backend handle; a launch passes a pointer to it. */
 typedef union kc__bufh {
-  void *ptr;    /* host memory, cl_mem */
+  void *ptr; /* host memory, cl_mem */
   uint64_t u64; /* CUdeviceptr */
 } kc__bufh;
 
@@ -167,8 +166,8 @@ typedef struct kc__backend {
   /* Compiles tu; on success *artifact is allocated from the svc heap. Fills
    * sig[i] (KC__SIG) for every parameter. The log gets the compiler's
    * output (also on success). */
-  kc_status (*compile)(void *state, const kc__tu *tu, void **artifact, size_t *size,
-                       uint64_t *sig, kc__sb *log);
+  kc_status (*compile)(void *state, const kc__tu *tu, void **artifact, size_t *size, uint64_t *sig,
+                       kc__sb *log);
   kc_status (*ctx_create)(void *state, int device, void **bctx);
   void (*ctx_destroy)(void *bctx);
   kc_status (*ctx_reset)(void *bctx);

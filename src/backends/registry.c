@@ -12,13 +12,13 @@
 #include <string.h>
 
 /* (kind, table): in pick order, the first that can run here wins. */
-#define KC__BACKENDS(X)                  \
-  X(KC_BACKEND_CUDA, kc__backend_cuda)     \
+#define KC__BACKENDS(X) \
+  X(KC_BACKEND_CUDA, kc__backend_cuda) \
   X(KC_BACKEND_OPENCL, kc__backend_opencl) \
   X(KC_BACKEND_HOST, kc__backend_host)
 
 /* A backend whose source file is not part of this build. */
-#define KC__ABSENT_BACKEND(var, nm)                                                               \
+#define KC__ABSENT_BACKEND(var, nm) \
   static const char *var##_absent(void) { return "kcache was built without the " nm " backend"; } \
   const kc__backend var = {.name = nm, .unavailable = var##_absent};
 #ifdef KC_WITHOUT_OPENCL
@@ -53,8 +53,7 @@ const kc__backend *kc__backend_of(kc_backend_kind kind) {
 /* Appends "  device I: NAME\n" (or the platform line) at buf+len with
  * snprintf semantics; returns the full length so far. */
 static size_t list_append(char *buf, size_t size, size_t len, const char *what, int i, const char *name) {
-  int n = snprintf(len < size ? buf + len : NULL, len < size ? size - len : 0, "%s %d: %s\n", what, i,
-                   name);
+  int n = snprintf(len < size ? buf + len : NULL, len < size ? size - len : 0, "%s %d: %s\n", what, i, name);
   return n < 0 ? len : len + (size_t)n;
 }
 

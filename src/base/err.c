@@ -76,8 +76,11 @@ kc_log_level kc__log_env_level(bool *bad) {
   static const struct {
     const char *name;
     kc_log_level level;
-  } names[] = {{"error", KC_LOG_ERROR}, {"warn", KC_LOG_WARN},   {"warning", KC_LOG_WARN},
-               {"info", KC_LOG_INFO},   {"debug", KC_LOG_DEBUG}};
+  } names[] = {{"error", KC_LOG_ERROR},
+               {"warn", KC_LOG_WARN},
+               {"warning", KC_LOG_WARN},
+               {"info", KC_LOG_INFO},
+               {"debug", KC_LOG_DEBUG}};
   for (size_t i = 0; v && i < sizeof names / sizeof *names; i++)
     if (!strcmp(v, names[i].name)) return names[i].level;
   if (bad) *bad = v != NULL;

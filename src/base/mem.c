@@ -49,8 +49,7 @@ char *kc__heap_strndup(const kc__heap *h, const char *s, size_t n) {
 
 char *kc__heap_strdup(const kc__heap *h, const char *s) { return kc__heap_strndup(h, s, strlen(s)); }
 
-void *kc__grow_array(const kc__heap *heap, void *arr, size_t *cap, size_t need, size_t elem,
-                     size_t first) {
+void *kc__grow_array(const kc__heap *heap, void *arr, size_t *cap, size_t need, size_t elem, size_t first) {
   if (need <= *cap && arr) return arr;
   size_t nc = *cap ? *cap : (first ? first : 1);
   while (nc < need) {

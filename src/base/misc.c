@@ -25,8 +25,7 @@ uint64_t kc__realtime_ns(void) { return clock_ns(CLOCK_REALTIME); }
 
 void kc__nap_us(uint64_t us) {
   struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
 uint64_t kc__next_id(void) {

@@ -136,10 +136,8 @@ void kc__setting_warn(kc__setting id, const char *fallback) {
   const struct setting_row *r = row(id);
   if (!r) return;
   static const char *const takes[] = {
-      [KIND_STR] = "a valid value",
-      [KIND_BOOL] = "0 or 1",
-      [KIND_U64] = "a whole number in range",
-      [KIND_SIZE] = "a size (e.g. 500M, 2G)",
+      [KIND_STR] = "a valid value",           [KIND_BOOL] = "0 or 1",
+      [KIND_U64] = "a whole number in range", [KIND_SIZE] = "a size (e.g. 500M, 2G)",
       [KIND_SECONDS] = "a number of seconds",
   };
   const char *v = kc__setting_raw(id);

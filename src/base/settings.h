@@ -47,13 +47,13 @@ typedef enum kc__setting {
 #define KC__SETTING_ENUM(id, name, kind, def, doc) KC__SET_##id,
   KC__SETTINGS(KC__SETTING_ENUM)
 #undef KC__SETTING_ENUM
-  KC__SETTING_COUNT
+      KC__SETTING_COUNT
 } kc__setting;
 
 typedef enum kc__setting_state {
   KC__SETTING_UNSET, /* not in the environment (or empty): *out is the default */
-  KC__SETTING_SET,   /* well-formed: *out is its value */
-  KC__SETTING_BAD    /* malformed or out of range: *out is the default */
+  KC__SETTING_SET, /* well-formed: *out is its value */
+  KC__SETTING_BAD /* malformed or out of range: *out is the default */
 } kc__setting_state;
 
 const char *kc__setting_name(kc__setting id); /* "KC_..." */

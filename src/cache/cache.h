@@ -38,12 +38,12 @@
 typedef struct kc__cache kc__cache;
 
 typedef struct kc__cache_config {
-  kc_runtime *mem;  /* the allocator (and owner of error messages) only; never dereferenced here */
+  kc_runtime *mem; /* the allocator (and owner of error messages) only; never dereferenced here */
   const char *root; /* NULL or "": kc__store_default_root */
-  bool disable;     /* no cache (kc_options.cache_disable; $KC_CACHE_DISABLE also turns it off) */
-  bool shared;      /* a store its group shares (kc_options.cache_shared; $KC_CACHE_SHARED=1 too): trust.h */
+  bool disable; /* no cache (kc_options.cache_disable; $KC_CACHE_DISABLE also turns it off) */
+  bool shared; /* a store its group shares (kc_options.cache_shared; $KC_CACHE_SHARED=1 too): trust.h */
   uint64_t max_size; /* 0: $KC_CACHE_MAXSIZE, else 1 GiB */
-  uint32_t lock_ms;  /* 0: $KC_CACHE_LOCK_TIMEOUT, else 60 s */
+  uint32_t lock_ms; /* 0: $KC_CACHE_LOCK_TIMEOUT, else 60 s */
   /* Where warnings go (NULL: stderr, "kcache: warning: MSG"). */
   void (*warn)(void *ud, const char *msg);
   void *warn_ud;
@@ -88,8 +88,8 @@ void kc__cache_set_tier(kc__cache *c, const kc__cache_tier *tier);
 
 /* Whether a decoded entry is one the caller can use. */
 typedef enum kc__verdict {
-  KC__ENTRY_GOOD,   /* used: the caller copied what it needs */
-  KC__ENTRY_BAD,    /* another kernel, or bytes the backend refuses: damage */
+  KC__ENTRY_GOOD, /* used: the caller copied what it needs */
+  KC__ENTRY_BAD, /* another kernel, or bytes the backend refuses: damage */
   KC__ENTRY_UNSURE, /* out of memory: it could not tell (not the entry's fault) */
 } kc__verdict;
 typedef kc__verdict (*kc__cache_verify_fn)(void *ud, const kc__entry *e);
@@ -97,9 +97,9 @@ typedef kc__verdict (*kc__cache_verify_fn)(void *ud, const kc__entry *e);
 /* One lookup: a key, and possibly the cross-process lock. */
 typedef struct kc__cache_txn {
   uint8_t key[16];
-  bool active;   /* the key is computed: kc__cache_finish may write the entry */
-  int lock_fd;   /* the per-key lock, or -1 */
-  void *defs;    /* the closure, encoded (a DEFS section) for the entry */
+  bool active; /* the key is computed: kc__cache_finish may write the entry */
+  int lock_fd; /* the per-key lock, or -1 */
+  void *defs; /* the closure, encoded (a DEFS section) for the entry */
   size_t defs_len;
   uint64_t remote_lock; /* nonzero: this lookup holds the key's lock in the tier */
 } kc__cache_txn;

@@ -171,7 +171,7 @@ static bool meta_parse(kc__entry *e, const uint8_t *p, size_t n, char *why, size
     off += kl + vl;
 #define KC__IS(name) (kl == sizeof name - 1 && !memcmp(k, name, kl))
 #define KC__X(name, tag, first) \
-  if (KC__IS(#name)) e->name = v;   \
+  if (KC__IS(#name)) e->name = v; \
   else
     KC__IDENTITY_FIELDS(KC__X)
 #undef KC__X
@@ -224,10 +224,10 @@ bad:
   return false;
 }
 
-#define KC__BAD(...)                \
-  do {                              \
+#define KC__BAD(...) \
+  do { \
     snprintf(why, wl, __VA_ARGS__); \
-    return false;                   \
+    return false; \
   } while (0)
 
 /* The header of a whole image: false with why if it is not sound. */
@@ -250,8 +250,8 @@ static bool header_check(kc__entry *e, const uint8_t *b, size_t size, char *why,
 }
 
 /* One section of tag, body p[0..len). */
-static bool section_parse(kc_runtime *mem, kc__entry *e, uint32_t tag, const uint8_t *p, uint64_t len, char *why,
-                          size_t wl, bool *oom) {
+static bool section_parse(kc_runtime *mem, kc__entry *e, uint32_t tag, const uint8_t *p, uint64_t len,
+                          char *why, size_t wl, bool *oom) {
   switch (tag) {
   case KC__SEC_META: return meta_parse(e, p, len, why, wl);
   case KC__SEC_DEFS: return defs_parse(mem, e, p, len, why, wl, oom);
@@ -272,8 +272,7 @@ static bool section_parse(kc_runtime *mem, kc__entry *e, uint32_t tag, const uin
     e->artifact = p;
     e->artifact_size = len;
     return true;
-  default: /* a later writer's addition: ignored */
-    return true;
+  default: /* a later writer's addition: ignored */ return true;
   }
 }
 
@@ -337,7 +336,8 @@ int64_t kc__entry_head(const uint8_t *h, uint64_t total, bool exact, char *why, 
   } else if (exact ? kc__rd64(h + 32) != room : kc__rd64(h + 32) > room) {
     snprintf(why, wl, "payload length %llu, but the image holds %llu", (unsigned long long)kc__rd64(h + 32),
              (unsigned long long)room);
-  } else if (kc__rd32(h + KC__STORE_HEADER) != KC__SEC_META || kc__rd64(h + KC__STORE_HEADER + 8) > room - 16) {
+  } else if (kc__rd32(h + KC__STORE_HEADER) != KC__SEC_META ||
+             kc__rd64(h + KC__STORE_HEADER + 8) > room - 16) {
     snprintf(why, wl, "malformed metadata");
   } else {
     return (int64_t)kc__rd64(h + KC__STORE_HEADER + 8);
@@ -405,4 +405,6 @@ kc_status kc__entry_frame(const void *value, size_t n, size_t *image_len, char *
   return KC_OK;
 }
 
-uint64_t kc__entry_image_size(const void *head) { return KC__STORE_HEADER + kc__rd64((const uint8_t *)head + 32); }
+uint64_t kc__entry_image_size(const void *head) {
+  return KC__STORE_HEADER + kc__rd64((const uint8_t *)head + 32);
+}

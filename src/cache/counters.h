@@ -12,22 +12,22 @@
 
 /* A runtime's own counters: kc_stats.disk_NAME. */
 #define KC__DISK_COUNTERS(X) \
-  X(hits)                    \
-  X(misses)                  \
-  X(writes)                  \
-  X(evictions)               \
-  X(repairs)                 \
-  X(write_failures)          \
+  X(hits) \
+  X(misses) \
+  X(writes) \
+  X(evictions) \
+  X(repairs) \
+  X(write_failures) \
   X(lock_timeouts)
 
 /* The shared file's counters, in the file's order. */
 #define KC__STORE_FILE_COUNTERS(X) \
-  X(bytes)                         \
-  X(entries)                       \
-  X(hits)                          \
-  X(misses)                        \
-  X(writes)                        \
-  X(evictions)                     \
+  X(bytes) \
+  X(entries) \
+  X(hits) \
+  X(misses) \
+  X(writes) \
+  X(evictions) \
   X(repairs)
 
 typedef struct kc__disk_counters {

@@ -112,7 +112,8 @@ static bool entry_name(const char *name, uint8_t key[16]) {
 }
 
 /* Appends f to (*out)[0..*n); false when out of memory (the list is freed). */
-static bool list_push(kc_runtime *mem, kc__store_file **out, size_t *n, size_t *cap, const kc__store_file *f) {
+static bool list_push(kc_runtime *mem, kc__store_file **out, size_t *n, size_t *cap,
+                      const kc__store_file *f) {
   if (*n == *cap) {
     size_t nc = *cap ? *cap * 2 : 256;
     kc__store_file *nf = kc__xrealloc(mem, *out, nc * sizeof *nf);
@@ -233,8 +234,8 @@ static void evict_lru(kc__store_file *files, size_t n, uint64_t target, kc__prog
   r->bytes_after = total;
 }
 
-kc_status kc__store_gc(kc_runtime *mem, const char *vdir, uint64_t target, bool wait, kc__progress_fn progress,
-                       void *ud, kc__gc_result *out) {
+kc_status kc__store_gc(kc_runtime *mem, const char *vdir, uint64_t target, bool wait,
+                       kc__progress_fn progress, void *ud, kc__gc_result *out) {
   kc__gc_result r;
   memset(&r, 0, sizeof r);
   char path[PATH_MAX];
@@ -244,7 +245,8 @@ kc_status kc__store_gc(kc_runtime *mem, const char *vdir, uint64_t target, bool 
   while (flock(lfd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
     close(lfd);
-    return errno == EWOULDBLOCK ? KC_EBUSY : kc__err(mem, KC_EIO, "cannot lock %s: %s", path, strerror(errno));
+    return errno == EWOULDBLOCK ? KC_EBUSY
+                                : kc__err(mem, KC_EIO, "cannot lock %s: %s", path, strerror(errno));
   }
   sweep_aux(vdir, &r);
   kc__store_file *files;

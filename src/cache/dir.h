@@ -45,7 +45,7 @@ typedef struct kc__store_file {
   uint8_t key[16]; /* from the name */
   uint64_t size;
   int64_t mtime_ns; /* last use */
-  bool misplaced;   /* the bucket directory does not match the name */
+  bool misplaced; /* the bucket directory does not match the name */
 } kc__store_file;
 
 /* Lists every entry file (*.kce) under vdir (mem's allocator, or malloc
@@ -64,8 +64,8 @@ typedef struct kc__gc_result {
  * `target` bytes, stale temp files (older than an hour) and abandoned lock
  * files, and rewrites the shared counters with exact values. wait: block
  * on another evictor, else return KC_EBUSY at once. */
-kc_status kc__store_gc(kc_runtime *mem, const char *vdir, uint64_t target, bool wait, kc__progress_fn progress,
-                       void *ud, kc__gc_result *out);
+kc_status kc__store_gc(kc_runtime *mem, const char *vdir, uint64_t target, bool wait,
+                       kc__progress_fn progress, void *ud, kc__gc_result *out);
 
 /* ------------------------------------------------ entry files (entry_file.c) */
 
@@ -80,11 +80,11 @@ kc_status kc__entry_load(kc_runtime *mem, const char *path, const uint8_t *want_
 /* Reads and decodes path. want_key (may be NULL) must equal the header's
  * key. KC_ENOTFOUND if there is no file; KC_EIO with why if it is bad. A
  * MAC trailer is taken off unverified (kc__store_check_file verifies it). */
-kc_status kc__entry_read(kc_runtime *mem, const char *path, const uint8_t *want_key, kc__entry *out, char *why,
-                         size_t whylen);
+kc_status kc__entry_read(kc_runtime *mem, const char *path, const uint8_t *want_key, kc__entry *out,
+                         char *why, size_t whylen);
 /* Reads only the header and the metadata section of path (malloc): enough
- * to list a store quickly (a MAC trailer is allowed, not verified). The payload is not verified: defs, sig, log and
- * artifact stay empty. Same statuses as kc__entry_read. */
+ * to list a store quickly (a MAC trailer is allowed, not verified). The payload is not verified: defs, sig,
+ * log and artifact stay empty. Same statuses as kc__entry_read. */
 kc_status kc__entry_peek(const char *path, kc__entry *out, char *why, size_t whylen);
 
 #endif /* KC_CACHE_DIR_H */

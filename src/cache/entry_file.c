@@ -88,8 +88,8 @@ kc_status kc__entry_load(kc_runtime *mem, const char *path, const uint8_t *want_
   return s;
 }
 
-kc_status kc__entry_read(kc_runtime *mem, const char *path, const uint8_t *want_key, kc__entry *out, char *why,
-                         size_t whylen) {
+kc_status kc__entry_read(kc_runtime *mem, const char *path, const uint8_t *want_key, kc__entry *out,
+                         char *why, size_t whylen) {
   char local[128];
   if (!why || !whylen) {
     why = local;

@@ -58,11 +58,11 @@ enum { KC__SEC_META = 1, KC__SEC_DEFS = 2, KC__SEC_LOG = 3, KC__SEC_SIG = 4, KC_
  * hashed first): the library's version is hashed before the others (the
  * order of every key made so far), but written after them. */
 #define KC__IDENTITY_FIELDS(X) \
-  X(backend, 'B', 0)           \
-  X(identity, 'I', 0)          \
-  X(options, 'O', 0)           \
-  X(params, 'P', 0)            \
-  X(entry, 'E', 0)             \
+  X(backend, 'B', 0) \
+  X(identity, 'I', 0) \
+  X(options, 'O', 0) \
+  X(params, 'P', 0) \
+  X(entry, 'E', 0) \
   X(library, 'L', 1)
 
 #endif /* KC_CACHE_FORMAT_H */

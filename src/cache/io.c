@@ -27,7 +27,9 @@ static _Atomic(kc__cache_fault_fn) kc__fault_hook = file_fault;
 static _Atomic(kc__cache_fault_fn) kc__fault_hook; /* none */
 #endif
 
-void kc__cache_set_fault(kc__cache_fault_fn fn) { atomic_store(&kc__fault_hook, fn ? fn : KC__DEFAULT_FAULT); }
+void kc__cache_set_fault(kc__cache_fault_fn fn) {
+  atomic_store(&kc__fault_hook, fn ? fn : KC__DEFAULT_FAULT);
+}
 
 /* True (errno set) when op must fail. */
 static bool faulted(kc__cache_op op) {
@@ -49,6 +51,8 @@ ssize_t kc__fo_pread(int fd, void *buf, size_t n, off_t off) {
 ssize_t kc__fo_pwrite(int fd, const void *buf, size_t n, off_t off) {
   return faulted(KC__IO_PWRITE) ? -1 : pwrite(fd, buf, n, off);
 }
-ssize_t kc__fo_write(int fd, const void *buf, size_t n) { return faulted(KC__IO_WRITE) ? -1 : write(fd, buf, n); }
+ssize_t kc__fo_write(int fd, const void *buf, size_t n) {
+  return faulted(KC__IO_WRITE) ? -1 : write(fd, buf, n);
+}
 int kc__fo_fsync(int fd) { return faulted(KC__IO_FSYNC) ? -1 : fsync(fd); }
 int kc__fo_rename(const char *from, const char *to) { return faulted(KC__IO_RENAME) ? -1 : rename(from, to); }

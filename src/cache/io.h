@@ -16,9 +16,9 @@
 #include <sys/types.h>
 
 typedef enum kc__cache_op {
-  KC__IO_OPEN,   /* opening a file to read, or the counters, gc.lock, a directory */
+  KC__IO_OPEN, /* opening a file to read, or the counters, gc.lock, a directory */
   KC__IO_CREATE, /* creating store content: a per-key lock file or an entry's temp file */
-  KC__IO_MKDIR,  /* creating a bucket directory */
+  KC__IO_MKDIR, /* creating a bucket directory */
   KC__IO_READ,
   KC__IO_WRITE, /* writing an entry's bytes */
   KC__IO_PWRITE, /* rewriting the counters */

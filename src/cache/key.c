@@ -82,4 +82,6 @@ bool kc__store_unhex_n(const char *s, uint8_t key[16]) {
   return true;
 }
 
-bool kc__store_unhex(const char *s, uint8_t key[16]) { return s && strlen(s) == 32 && kc__store_unhex_n(s, key); }
+bool kc__store_unhex(const char *s, uint8_t key[16]) {
+  return s && strlen(s) == 32 && kc__store_unhex_n(s, key);
+}

@@ -32,9 +32,9 @@ struct kc__cache {
   void (*warn)(void *ud, const char *msg);
   void *warn_ud;
   _Atomic int writable; /* 0 after the first write that failed */
-  _Atomic int warned;   /* one warning per cache */
+  _Atomic int warned; /* one warning per cache */
   kc__disk_counters n;
-  kc__cache_tier tier;   /* self NULL: none */
+  kc__cache_tier tier; /* self NULL: none */
   kc__store_trust trust; /* whom its files must come from; its MAC key */
 };
 
@@ -50,8 +50,8 @@ static uint64_t realtime_ns(void) {
 }
 
 /* c NULL (while opening): always; else once per cache. */
-static void KC__PRINTF(4, 5) warn_once(kc__cache *c, void (*fn)(void *, const char *), void *ud, const char *fmt,
-                                       ...) {
+static void KC__PRINTF(4, 5)
+    warn_once(kc__cache *c, void (*fn)(void *, const char *), void *ud, const char *fmt, ...) {
   if (c && atomic_exchange(&c->warned, 1)) return;
   va_list ap;
   va_start(ap, fmt);
@@ -68,7 +68,8 @@ static void KC__PRINTF(4, 5) warn_once(kc__cache *c, void (*fn)(void *, const ch
 static void open_limits(const kc__cache_config *cfg, uint64_t *max, uint32_t *lock_ms) {
   *max = cfg->max_size;
   if (!*max && !kc__store_env_max_size(max))
-    warn_once(NULL, cfg->warn, cfg->warn_ud, "KC_CACHE_MAXSIZE=\"%s\" is not a size (e.g. 500M, 2G); using 1G",
+    warn_once(NULL, cfg->warn, cfg->warn_ud,
+              "KC_CACHE_MAXSIZE=\"%s\" is not a size (e.g. 500M, 2G); using 1G",
               kc__setting_raw(KC__SET_CACHE_MAXSIZE));
   *lock_ms = cfg->lock_ms;
   if (*lock_ms) return;
@@ -77,7 +78,8 @@ static void open_limits(const kc__cache_config *cfg, uint64_t *max, uint32_t *lo
   kc__setting_state st = kc__setting_seconds(KC__SET_CACHE_LOCK_TIMEOUT, &secs);
   if (st == KC__SETTING_SET && secs < 4e6) *lock_ms = (uint32_t)(secs * 1000);
   else if (st != KC__SETTING_UNSET)
-    warn_once(NULL, cfg->warn, cfg->warn_ud, "KC_CACHE_LOCK_TIMEOUT=\"%s\" is not a number of seconds; using 60",
+    warn_once(NULL, cfg->warn, cfg->warn_ud,
+              "KC_CACHE_LOCK_TIMEOUT=\"%s\" is not a number of seconds; using 60",
               kc__setting_raw(KC__SET_CACHE_LOCK_TIMEOUT));
 }
 
@@ -88,8 +90,10 @@ static bool open_dirs(const kc__cache_config *cfg, const char *root, const char 
   char why[1024];
   int err = 0;
   if (!kc__store_trust_init(t, cfg->shared, why, sizeof why)) {
-    warn_once(NULL, cfg->warn, cfg->warn_ud, "not using the disk cache in %s: %s; compiled kernels are kept in "
-                                             "memory only", root, why);
+    warn_once(NULL, cfg->warn, cfg->warn_ud,
+              "not using the disk cache in %s: %s; compiled kernels are kept in "
+              "memory only",
+              root, why);
     return false;
   }
   mode_t mode = kc__store_dir_mode(t);
@@ -99,8 +103,10 @@ static bool open_dirs(const kc__cache_config *cfg, const char *root, const char 
   made = made && trusted && kc__store_make_dirs(vdir, mode, &err);
   trusted = trusted && (!made || kc__store_trust_root(t, root, vdir, why, sizeof why));
   if (!trusted)
-    warn_once(NULL, cfg->warn, cfg->warn_ud, "refusing to use %s as the disk cache: %s; compiled kernels are "
-                                             "kept in memory only", root, why);
+    warn_once(NULL, cfg->warn, cfg->warn_ud,
+              "refusing to use %s as the disk cache: %s; compiled kernels are "
+              "kept in memory only",
+              root, why);
   else if (!made)
     warn_once(NULL, cfg->warn, cfg->warn_ud,
               "cannot use %s as the disk cache (%s); compiled kernels are kept in memory only", root,
@@ -134,7 +140,8 @@ kc__cache *kc__cache_open(const kc__cache_config *cfg) {
   if (!open_dirs(cfg, root, vdir, &trust)) return NULL;
   kc_runtime *mem = cfg->mem;
   kc__cache *c = kc__xcalloc(mem, sizeof *c);
-  if (!c || !(c->root = kc__xalloc(mem, strlen(root) + 1)) || !(c->vdir = kc__xalloc(mem, strlen(vdir) + 1))) {
+  if (!c || !(c->root = kc__xalloc(mem, strlen(root) + 1)) ||
+      !(c->vdir = kc__xalloc(mem, strlen(vdir) + 1))) {
     if (c) {
       kc__xfree(mem, c->root);
       kc__xfree(mem, c);
@@ -226,8 +233,8 @@ static bool after_write(kc__cache *c, const char *dir, size_t size, bool replace
   }
   kc__fetch_add_relaxed(&c->n.writes, 1);
   kc__store_counters now;
-  kc__store_counters_add(c->vdir, (int64_t)size - (replaced ? (int64_t)old->st_size : 0), replaced ? 0 : 1, 0, 0,
-                         1, 0, 0, false, &now);
+  kc__store_counters_add(c->vdir, (int64_t)size - (replaced ? (int64_t)old->st_size : 0), replaced ? 0 : 1, 0,
+                         0, 1, 0, 0, false, &now);
   /* Over the bound: evict down to 90%, so that the next writes do not
    * evict again at once. Size unknown: a scan finds it out. */
   *target = now.sized ? c->max_size / 10 * 9 : c->max_size;
@@ -236,14 +243,16 @@ static bool after_write(kc__cache *c, const char *dir, size_t size, bool replace
 
 /* Writes image as the entry of key: temp file, fsync, rename, fsync of the
  * directory. True if eviction is due (see after_write). */
-static bool write_entry(kc__cache *c, const uint8_t key[16], const uint8_t *img, size_t size, uint64_t *target) {
+static bool write_entry(kc__cache *c, const uint8_t key[16], const uint8_t *img, size_t size,
+                        uint64_t *target) {
   if (!ensure_bucket(c, key)) return false;
   static _Atomic uint64_t seq;
   char hex[33], dir[PATH_MAX], tmp[PATH_MAX], final[PATH_MAX];
   kc__store_hex(key, hex);
   snprintf(dir, sizeof dir, "%s/%.2s", c->vdir, hex);
   /* unique per process, thread and call, also in a child after fork */
-  if (snprintf(tmp, sizeof tmp, "%s/.tmp-%s-%ld-%ld-%llu", dir, hex, (long)getpid(), (long)syscall(SYS_gettid),
+  if (snprintf(tmp, sizeof tmp, "%s/.tmp-%s-%ld-%ld-%llu", dir, hex, (long)getpid(),
+               (long)syscall(SYS_gettid),
                (unsigned long long)kc__fetch_add_relaxed(&seq, 1)) >= (int)sizeof tmp ||
       snprintf(final, sizeof final, "%s/%s.kce", dir, hex) >= (int)sizeof final) {
     write_failed(c, "naming", dir, ENAMETOOLONG);

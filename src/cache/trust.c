@@ -94,14 +94,16 @@ int kc__store_open_create(kc__cache_op op, const char *path, int flags) {
 static void user_name(uid_t uid, char *out, size_t n) {
   struct passwd pw, *res = NULL;
   char buf[1024];
-  if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res) snprintf(out, n, "%s (uid %u)", pw.pw_name, uid);
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res)
+    snprintf(out, n, "%s (uid %u)", pw.pw_name, uid);
   else snprintf(out, n, "uid %u", (unsigned)uid);
 }
 
 static void group_name(gid_t gid, char *out, size_t n) {
   struct group gr, *res = NULL;
   char buf[1024];
-  if (getgrgid_r(gid, &gr, buf, sizeof buf, &res) == 0 && res) snprintf(out, n, "%s (gid %u)", gr.gr_name, gid);
+  if (getgrgid_r(gid, &gr, buf, sizeof buf, &res) == 0 && res)
+    snprintf(out, n, "%s (gid %u)", gr.gr_name, gid);
   else snprintf(out, n, "gid %u", (unsigned)gid);
 }
 
@@ -147,8 +149,9 @@ static bool trusted(const kc__store_trust *t, const char *path, const struct sta
   bool group_ok = t->shared && st->st_gid == t->group;
   char who[300], grp[300];
   if (st->st_mode & S_IWOTH) {
-    snprintf(why, wl, "%s %s is writable by everyone (mode %04o): anyone on this machine could make this "
-                      "program run their code (fix: %s %s)",
+    snprintf(why, wl,
+             "%s %s is writable by everyone (mode %04o): anyone on this machine could make this "
+             "program run their code (fix: %s %s)",
              what, path, mode, fix, path);
     return false;
   }
@@ -156,10 +159,11 @@ static bool trusted(const kc__store_trust *t, const char *path, const struct sta
     user_name(st->st_uid, who, sizeof who);
     char me[300];
     user_name(t->uid, me, sizeof me);
-    snprintf(why, wl, "%s %s is owned by %s, not by you (%s)%s%s: that user could make this program run "
-                      "their code (fix: chown %u %s, or use another directory)",
-             what, path, who, me, t->uid ? " or root" : "", t->shared ? ", and its group is not the store's" : "",
-             (unsigned)t->uid, path);
+    snprintf(why, wl,
+             "%s %s is owned by %s, not by you (%s)%s%s: that user could make this program run "
+             "their code (fix: chown %u %s, or use another directory)",
+             what, path, who, me, t->uid ? " or root" : "",
+             t->shared ? ", and its group is not the store's" : "", (unsigned)t->uid, path);
     return false;
   }
   if ((st->st_mode & S_IWGRP) && !group_ok) {
@@ -167,12 +171,14 @@ static bool trusted(const kc__store_trust *t, const char *path, const struct sta
     if (t->shared) {
       char want[300];
       group_name(t->group, want, sizeof want);
-      snprintf(why, wl, "%s %s is writable by group %s, not by the store's group %s (fix: chgrp %u %s, or %s %s)",
+      snprintf(why, wl,
+               "%s %s is writable by group %s, not by the store's group %s (fix: chgrp %u %s, or %s %s)",
                what, path, grp, want, (unsigned)t->group, path, dir ? "chmod 2750" : "chmod 640", path);
     } else {
-      snprintf(why, wl, "%s %s is writable by group %s (mode %04o): every member could make this program run "
-                        "their code (fix: %s %s; or set KC_CACHE_SHARED=1 if the group shares the store on "
-                        "purpose)",
+      snprintf(why, wl,
+               "%s %s is writable by group %s (mode %04o): every member could make this program run "
+               "their code (fix: %s %s; or set KC_CACHE_SHARED=1 if the group shares the store on "
+               "purpose)",
                what, path, grp, mode, fix, path);
     }
     return false;
@@ -213,15 +219,17 @@ bool kc__store_trust_root(kc__store_trust *t, const char *root, const char *vdir
     char grp[300], who[300];
     group_name(st.st_gid, grp, sizeof grp);
     if ((st.st_mode & S_IWGRP) && !in_my_groups(st.st_gid)) {
-      snprintf(why, wl, "the shared directory %s is writable by group %s, of which you are not a member (fix: "
-                        "chgrp GROUP %s with a group of yours)",
+      snprintf(why, wl,
+               "the shared directory %s is writable by group %s, of which you are not a member (fix: "
+               "chgrp GROUP %s with a group of yours)",
                root, grp, root);
       return false;
     }
     if (st.st_uid != t->uid && st.st_uid != 0 && !user_in_group(st.st_uid, st.st_gid)) {
       user_name(st.st_uid, who, sizeof who);
-      snprintf(why, wl, "the shared directory %s is owned by %s, who is not a member of its group %s (fix: "
-                        "chown %u %s)",
+      snprintf(why, wl,
+               "the shared directory %s is owned by %s, who is not a member of its group %s (fix: "
+               "chown %u %s)",
                root, who, grp, (unsigned)t->uid, root);
       return false;
     }
@@ -237,9 +245,11 @@ bool kc__store_trust_note(const kc__store_trust *t, const char *root, char *msg,
   if (!t->shared || t->keyed) return false;
   char grp[300];
   group_name(t->group, grp, sizeof grp);
-  snprintf(msg, n, "the disk cache in %s is shared (KC_CACHE_SHARED): every member of its group %s is trusted, "
-                   "and can make this program run code they put there; set KC_CACHE_KEY to a secret that only "
-                   "the group's programs know, to authenticate its entries", root, grp);
+  snprintf(msg, n,
+           "the disk cache in %s is shared (KC_CACHE_SHARED): every member of its group %s is trusted, "
+           "and can make this program run code they put there; set KC_CACHE_KEY to a secret that only "
+           "the group's programs know, to authenticate its entries",
+           root, grp);
   return true;
 }
 
@@ -259,12 +269,13 @@ bool kc__store_seal(const kc__store_trust *t, const void *image, size_t n, uint8
   return kc__hmac_sha256(t->mac_key, sizeof t->mac_key, image, n, out + 8);
 }
 
-kc_status kc__store_unseal(const kc__store_trust *t, const uint8_t *buf, size_t n, size_t *image_len, char *why,
-                           size_t wl) {
+kc_status kc__store_unseal(const kc__store_trust *t, const uint8_t *buf, size_t n, size_t *image_len,
+                           char *why, size_t wl) {
   *image_len = n;
   size_t img;
   char ignored[96];
-  if (kc__entry_frame(buf, n, &img, ignored, sizeof ignored) != KC_OK) return KC_OK; /* damage: the decoder says */
+  if (kc__entry_frame(buf, n, &img, ignored, sizeof ignored) != KC_OK)
+    return KC_OK; /* damage: the decoder says */
   bool trailer = n - img == KC__MAC_TRAILER && !memcmp(buf + img, KC__MAC_MAGIC, 8);
   if (trailer) *image_len = img;
   if (!t || !t->keyed) return KC_OK;

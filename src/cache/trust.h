@@ -30,10 +30,10 @@
 #include <sys/stat.h>
 
 typedef struct kc__store_trust {
-  bool shared;         /* group members are trusted */
-  bool keyed;          /* entries must carry a valid MAC trailer */
-  uid_t uid;           /* the user: geteuid() */
-  gid_t group;         /* shared: the group of the store's root (kc__store_trust_root) */
+  bool shared; /* group members are trusted */
+  bool keyed; /* entries must carry a valid MAC trailer */
+  uid_t uid; /* the user: geteuid() */
+  gid_t group; /* shared: the group of the store's root (kc__store_trust_root) */
   uint8_t mac_key[32]; /* keyed: HMAC-SHA256(KC_CACHE_KEY, "kcache store entry mac v1") */
 } kc__store_trust;
 
@@ -80,8 +80,8 @@ bool kc__store_seal(const kc__store_trust *t, const void *image, size_t n, uint8
  * with why (KC_EUNAVAILABLE: HMAC failed, not the file's fault); t NULL or
  * without a key: a trailer is taken off unverified. Bytes that are no
  * trailer are left in, for the decoder to reject. */
-kc_status kc__store_unseal(const kc__store_trust *t, const uint8_t *buf, size_t n, size_t *image_len, char *why,
-                           size_t wl);
+kc_status kc__store_unseal(const kc__store_trust *t, const uint8_t *buf, size_t n, size_t *image_len,
+                           char *why, size_t wl);
 
 /* ------------------------------------------------------ for `kcache verify` */
 

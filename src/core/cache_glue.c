@@ -24,13 +24,14 @@ struct kc__store {
   /* A context of the runtime's backend, made on the first hit, in which
    * stored artifacts are test-loaded before they are trusted. */
   kc__mutex probe_lock; /* leaf */
-  int probe_state;      /* 0: not made yet, 1: ready, -1: the backend cannot make one */
+  int probe_state; /* 0: not made yet, 1: ready, -1: the backend cannot make one */
   void *probe_bctx;
 };
 
 /* ----------------------------------------------------------- the tier */
 
-static bool tier_fetch(void *self, const uint8_t key[16], kc__tier_accept_fn accept, void *ud, uint64_t *lock) {
+static bool tier_fetch(void *self, const uint8_t key[16], kc__tier_accept_fn accept, void *ud,
+                       uint64_t *lock) {
   return kc__remote_fetch(self, key, accept, ud, lock);
 }
 static void tier_upload(void *self, const uint8_t key[16], void *image, size_t size, uint64_t lock) {
@@ -62,15 +63,16 @@ void kc__store_open(kc_runtime *rt) {
   if (!s || !kc__mutex_init(&s->probe_lock)) {
     kc__free(rt, s);
     kc__cache_close(cache);
-    kc__log(rt, KC_LOG_WARN, "out of memory opening the disk cache; compiled kernels are kept in memory only");
+    kc__log(rt, KC_LOG_WARN,
+            "out of memory opening the disk cache; compiled kernels are kept in memory only");
     return;
   }
   s->cache = cache;
-  s->remote = kc__remote_open(&rt->heap, &rt->log, &rt->opt, kc__cache_vdir(cache)); /* NULL: none, or unusable (warned) */
+  s->remote = kc__remote_open(&rt->heap, &rt->log, &rt->opt,
+                              kc__cache_vdir(cache)); /* NULL: none, or unusable (warned) */
   /* the caller's strings are not kept (kcache.h), and the secret is in the tier */
   rt->opt.remote_url = rt->opt.remote_prefix = rt->opt.remote_key = NULL;
-  if (s->remote)
-    kc__cache_set_tier(cache, &(kc__cache_tier){s->remote, tier_fetch, tier_upload, tier_defer});
+  if (s->remote) kc__cache_set_tier(cache, &(kc__cache_tier){s->remote, tier_fetch, tier_upload, tier_defer});
   rt->store = s;
 }
 
@@ -220,9 +222,13 @@ void kc__store_stats(const kc_runtime *rt, kc_stats *out) {
 
 /* ----------------------------------------------------------- public API */
 
-const char *kc_cache_dir(const kc_runtime *rt) { return rt && rt->store ? kc__cache_root(rt->store->cache) : NULL; }
+const char *kc_cache_dir(const kc_runtime *rt) {
+  return rt && rt->store ? kc__cache_root(rt->store->cache) : NULL;
+}
 
-int kc_cache_writable(const kc_runtime *rt) { return rt && rt->store && kc__cache_writable(rt->store->cache); }
+int kc_cache_writable(const kc_runtime *rt) {
+  return rt && rt->store && kc__cache_writable(rt->store->cache);
+}
 
 const char *kc_remote_url(const kc_runtime *rt) {
   return rt && rt->store ? kc__remote_url_of(rt->store->remote) : NULL;

@@ -23,11 +23,11 @@ kc_status kc__spec_intern(kc_runtime *rt, const char *name, const char *canon, k
   uint64_t h = kc__hash(name, nl) ^ (kc__hash(canon, pl) * 0x9E3779B97F4A7C15ull);
   kc__lock(&rt->spec_lock);
   KC__HTAB_FOR(&rt->specs, h, kc__spec, s, next_in_bucket)
-      if (s->hash == h && !strcmp(s->name, name) && !strcmp(s->params, canon)) {
-        kc__unlock(&rt->spec_lock);
-        *out = s;
-        return KC_OK;
-      }
+  if (s->hash == h && !strcmp(s->name, name) && !strcmp(s->params, canon)) {
+    kc__unlock(&rt->spec_lock);
+    *out = s;
+    return KC_OK;
+  }
   bool ok;
   kc__htab_reserve(&rt->heap, &rt->specs, kc__spec, next_in_bucket, spec_hash, 64, &ok);
   if (!ok) goto oom;
@@ -69,9 +69,7 @@ kc__artifact kc__artifact_of(const kc__ci *ci) {
                         ci->nparams,  ci->sig,           ci->source};
 }
 
-const char *kc__linked_name(const kc__linked *l) {
-  return l->ci && l->ci->spec ? l->ci->spec->name : "?";
-}
+const char *kc__linked_name(const kc__linked *l) { return l->ci && l->ci->spec ? l->ci->spec->name : "?"; }
 
 void kc__ci_free(kc_runtime *rt, kc__ci *ci) {
   kc__free(rt, ci->artifact);
@@ -95,8 +93,8 @@ static void emit_params(kc__sb *sb, const char *params) {
   }
 }
 
-static kc_status build_tu(kc_runtime *rt, const kc__spec *spec, const kc__closure *c,
-                          const kc__param *params, uint32_t nparams, char **out, size_t *len) {
+static kc_status build_tu(kc_runtime *rt, const kc__spec *spec, const kc__closure *c, const kc__param *params,
+                          uint32_t nparams, char **out, size_t *len) {
   kc__sb sb;
   kc__sb_init(&sb, kc__rt_heap(rt));
   kc__sb_puts(&sb, rt->be->prelude);
@@ -106,8 +104,7 @@ static kc_status build_tu(kc_runtime *rt, const kc__spec *spec, const kc__closur
    * or library function (sqrtf, sqrt) on every backend without clashing with
    * the prelude's declarations of it. */
   for (uint32_t i = 0; i + 1 < c->ndefs; i++)
-    kc__sb_printf(&sb, "#define %s kc__u_%s\n", c->defs[i]->binding->name,
-                  c->defs[i]->binding->name);
+    kc__sb_printf(&sb, "#define %s kc__u_%s\n", c->defs[i]->binding->name, c->defs[i]->binding->name);
   for (uint32_t i = 0; i < c->ndefs; i++) {
     kc__sb_printf(&sb, "#line 1 \"%s\"\n", c->defs[i]->binding->name);
     kc__sb_append(&sb, c->defs[i]->source, c->defs[i]->len);
@@ -160,8 +157,8 @@ static void unmangle(char *log) {
 }
 
 /* Names an undefined function that the compiler complained about. */
-static kc_status explain_failure(kc_runtime *rt, const kc__spec *spec, const kc__closure *c,
-                                 kc_status st, char *log) {
+static kc_status explain_failure(kc_runtime *rt, const kc__spec *spec, const kc__closure *c, kc_status st,
+                                 char *log) {
   if (log) unmangle(log);
   const char *missing = NULL;
   for (uint32_t i = 0; i < c->nedges && log; i++)
@@ -199,7 +196,8 @@ static kc_status ci_create(kc_runtime *rt, kc__spec *spec, kc_world w, kc__closu
   }
   for (uint32_t i = 0; i < nparams; i++) {
     uint32_t size = kc__scalar_size(params[i].type, spec);
-    sig[i] = params[i].is_buffer ? KC__SIG(KC_ARG_BUFFER, 0) : KC__SIG(KC_ARG_SCALAR, size ? size : UINT32_MAX);
+    sig[i] =
+        params[i].is_buffer ? KC__SIG(KC_ARG_BUFFER, 0) : KC__SIG(KC_ARG_SCALAR, size ? size : UINT32_MAX);
   }
   atomic_init(&ci->min_world, 1); /* the empty range until complete */
   atomic_init(&ci->max_world, 0);
@@ -352,4 +350,3 @@ kc_status kc_kernel_source(kc_kernel *k, char **out) {
   kc__closure_free(rt, &c);
   return KC_OK;
 }
-

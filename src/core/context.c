@@ -44,8 +44,8 @@ kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out) {
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_context_create: runtime is NULL");
   int n = rt->be->device_count(rt->bstate);
   if (device < 0 || device >= n)
-    return kc__err(rt, KC_EINVAL, "kc_context_create: device %d out of range (the %s backend has %d)",
-                   device, rt->be->name, n);
+    return kc__err(rt, KC_EINVAL, "kc_context_create: device %d out of range (the %s backend has %d)", device,
+                   rt->be->name, n);
   kc__lock(&rt->ctx_lock);
   kc_context *ctx = rt->contexts;
   while (ctx && kc__load_relaxed(&ctx->alive)) ctx = ctx->next;
@@ -158,11 +158,11 @@ kc_status kc__ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
     return kc__err(rt, KC_EDESTROYED, "launch of '%s': the context has been destroyed", ci->spec->name);
   }
   KC__HTAB_FOR(&ctx->linked, ci->id, kc__linked, l, next_in_bucket)
-    if (l->ci == ci) {
-      kc__unlock(&ctx->lock);
-      *out = l;
-      return KC_OK;
-    }
+  if (l->ci == ci) {
+    kc__unlock(&ctx->lock);
+    *out = l;
+    return KC_OK;
+  }
   bool ok;
   kc__htab_reserve(&rt->heap, &ctx->linked, kc__linked, next_in_bucket, linked_hash, 16, &ok);
   if (!ok) {
@@ -250,8 +250,9 @@ void kc_buffer_destroy(kc_buffer *b) {
   kc__lock(&ctx->lock);
   if (!b->ctx) {
     kc__unlock(&ctx->lock);
-    kc__err(ctx->rt, KC_EDESTROYED, "kc_buffer_destroy: the buffer has been destroyed (by "
-                                    "kc_buffer_destroy or with its context)");
+    kc__err(ctx->rt, KC_EDESTROYED,
+            "kc_buffer_destroy: the buffer has been destroyed (by "
+            "kc_buffer_destroy or with its context)");
     return;
   }
   KC__LIST_REMOVE(ctx->buffers, b);

@@ -49,7 +49,7 @@ typedef struct kc__linked kc__linked;
 /* ------------------------------------------------------------- services */
 
 /* The runtime's allocator (kc_options.alloc), through base/mem.h. */
-void *kc__alloc(kc_runtime *rt, size_t size);  /* NULL on failure */
+void *kc__alloc(kc_runtime *rt, size_t size); /* NULL on failure */
 void *kc__calloc(kc_runtime *rt, size_t size); /* zeroed */
 void *kc__realloc(kc_runtime *rt, void *p, size_t size);
 void kc__free(kc_runtime *rt, void *p);
@@ -154,10 +154,10 @@ struct kc__spec {
   char *params; /* canonical */
   uint64_t hash;
   kc__spec *next_in_bucket;
-  kc__mutex lock;               /* single flight */
+  kc__mutex lock; /* single flight */
   _Atomic(kc__ci *) head; /* newest first */
-  kc__mutex free_lock;          /* leaf: guards free_linked */
-  kc__linked *free_linked;  /* unlinked objects of this spec, for reuse */
+  kc__mutex free_lock; /* leaf: guards free_linked */
+  kc__linked *free_linked; /* unlinked objects of this spec, for reuse */
 };
 
 struct kc_context {
@@ -176,7 +176,7 @@ struct kc_context {
   kc__mutex lock;
   KC__HTAB(kc__linked) linked; /* keyed by ci->id (base/kit.h) */
   kc__linked *retired; /* dropped by reset, freed at destroy */
-  kc_buffer *buffers;      /* live */
+  kc_buffer *buffers; /* live */
   kc_buffer *free_buffers; /* destroyed, for reuse (singly linked by next) */
   kc_context *next; /* runtime's list of all contexts (live or free) */
 };
@@ -204,7 +204,7 @@ struct kc_kernel {
   kc_runtime *rt;
   kc__spec *spec;
   kc_kernel *prev, *next; /* runtime's list, guarded by kernels_lock */
-  kc_args *bound;         /* its bound arguments, guarded by kernels_lock */
+  kc_args *bound; /* its bound arguments, guarded by kernels_lock */
   KC__COUNTER_GAP;
   _Atomic uint64_t fast_hits;
 };
@@ -226,8 +226,8 @@ struct kc_args {
   kc_kernel *k;
   uint64_t ctx_id; /* the context bound: its struct may be reused by another */
   uint32_t n;
-  uint64_t *want;  /* n: the KC__SIG each argument was checked against */
-  kc_arg *args;    /* n: scalars point into values */
+  uint64_t *want; /* n: the KC__SIG each argument was checked against */
+  kc_arg *args; /* n: scalars point into values */
   unsigned char *values;
   kc_args *prev, *next; /* k->bound, guarded by rt->kernels_lock */
   KC__COUNTER_GAP;
@@ -250,7 +250,7 @@ struct kc_runtime {
    * First: read on every launch. */
   _Atomic kc_world fast_world;
   _Atomic kc_world world; /* latest world; written under world_lock */
-  uint64_t id;            /* never reused; tags thread-local pins */
+  uint64_t id; /* never reused; tags thread-local pins */
   const kc__backend *be;
   void *bstate;
   kc__heap heap; /* kc_options.alloc and alloc_ud */
@@ -274,15 +274,15 @@ struct kc_runtime {
   kc_kernel *kernels;
   uint64_t dead_kernel_hits;
 
-  _Atomic uint64_t n_compiles, n_compile_failures, n_links, n_slow, n_invalidations, n_defines,
-      n_cis, compile_ns, n_defs, n_collected;
+  _Atomic uint64_t n_compiles, n_compile_failures, n_links, n_slow, n_invalidations, n_defines, n_cis,
+      compile_ns, n_defs, n_collected;
 
   /* Worlds pinned by threads (a multiset), for kc_collect; under world_lock
    * (npins decides fast_world). */
   struct kc__pinned {
     kc_world world;
     uint32_t count;
-  } *pins;
+  } * pins;
   size_t npins, cappins;
   struct kc__store *store; /* the disk cache (store.c); NULL when there is none */
 };
@@ -356,7 +356,7 @@ kc__bsvc kc__bsvc_of(const kc_runtime *rt);
  * one %fs load. */
 typedef struct kc__pin_state {
   const kc_runtime *rt; /* the runtime pinned, NULL if none */
-  uint64_t rt_id;       /* its id: memory can be reused by a new runtime */
+  uint64_t rt_id; /* its id: memory can be reused by a new runtime */
   kc_world world;
   uint32_t depth;
 } kc__pin_state;

@@ -81,7 +81,8 @@ static KC__COLD kc_status explain_arg(kc_runtime *rt, const char *name, uint32_t
   if (!want_buf && a->kind == KC_ARG_BUFFER)
     return KC__ARG_ERR("is a scalar; a buffer was given", name, i, label);
   if (want_buf) {
-    if (a->size) return KC__ARG_ERR("is a buffer, whose size is 0 (KC_ARG_BUF); %u was given", name, i, label, a->size);
+    if (a->size)
+      return KC__ARG_ERR("is a buffer, whose size is 0 (KC_ARG_BUF); %u was given", name, i, label, a->size);
     if (!a->ptr) return KC__ARG_ERR("is a buffer; NULL was given", name, i, label);
     const kc_buffer *b = a->ptr;
     if (!b->ctx) return KC__ARG_ERR("is a buffer that has been destroyed", name, i, label);
@@ -161,8 +162,7 @@ static kc_status slow_checks(kc_runtime *rt, const char *fn, const char *name, c
  * for the backend, then launches. Hot, but out of line so that launches
  * without arguments need no stack frame at all. */
 static KC__NOINLINE kc_status pack_and_launch(kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
-                                              const kc_dim3 *block, const kc_arg *args,
-                                              uint32_t nargs) {
+                                              const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
   void *argv[KC_MAX_ARGS];
   if (KC__UNLIKELY(nargs != l->nargs || !args)) return kc__launch_bad_args(&l->b, ctx, args, nargs);
   for (uint32_t i = 0; i < nargs; i++) {
@@ -174,8 +174,8 @@ static KC__NOINLINE kc_status pack_and_launch(kc__linked *l, kc_context *ctx, co
 }
 
 /* The entry of backends without their own (kc__linked.b.entry). */
-kc_status kc__entry_packed(kc__blinked *b, kc_context *ctx, const kc_dim3 *grid,
-                              const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
+kc_status kc__entry_packed(kc__blinked *b, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
+                           const kc_arg *args, uint32_t nargs) {
   kc__linked *l = kc__linked_of(b);
   if ((nargs | l->nargs) == 0) return b->launch(b, NULL, grid, block);
   return pack_and_launch(l, ctx, grid, block, args, nargs);
@@ -193,8 +193,8 @@ static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, const k
   kc__fetch_add_relaxed(&rt->n_slow, 1);
   kc_world w = kc__caller_world(rt);
   if (KC__UNLIKELY(kc__log_on(rt, KC_LOG_DEBUG)))
-    kc__trace_launch_miss(rt, "kc_launch", k->spec, ctx, kc__load_relaxed(&k->slots[key & (KC__HSLOTS - 1)]), k,
-                          w);
+    kc__trace_launch_miss(rt, "kc_launch", k->spec, ctx, kc__load_relaxed(&k->slots[key & (KC__HSLOTS - 1)]),
+                          k, w);
   kc__ci *ci;
   st = kc__ci_get(rt, k->spec, w, &ci);
   if (st) return st;
@@ -227,14 +227,14 @@ static inline kc_status launch_hit(kc_kernel *k, kc__linked *l, kc_context *ctx,
  * arguments, so that kc_launch reaches it with a tail call and no stack
  * frame. */
 static KC__NOINLINE kc_status launch_pinned(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid,
-                                            const kc_dim3 *block, const kc_arg *args,
-                                            uint32_t nargs) {
+                                            const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
   /* the slot again: another thread may have replaced it since kc_launch
    * checked it, so its link key is checked again (acquire: then its fields
    * are complete) */
   uint64_t key = kc__load_relaxed(&ctx->link_key);
   kc__linked *l = kc__load_relaxed(&k->slots[key & (KC__HSLOTS - 1)]);
-  if (KC__UNLIKELY(kc__load_acquire(&l->link_key) != key)) return launch_slow(k, ctx, grid, block, args, nargs);
+  if (KC__UNLIKELY(kc__load_acquire(&l->link_key) != key))
+    return launch_slow(k, ctx, grid, block, args, nargs);
   if (KC__LIKELY(kc__ci_valid_at(l->ci, kc__caller_world(k->rt))))
     return launch_hit(k, l, ctx, grid, block, args, nargs);
   return launch_slow(k, ctx, grid, block, args, nargs);
@@ -282,8 +282,7 @@ static size_t value_room(uint64_t sig) {
   return sig == KC__SIG(KC_ARG_BUFFER, 0) ? 0 : ((size_t)(uint32_t)sig + 15) & ~(size_t)15;
 }
 
-kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint32_t nargs,
-                         kc_args **out) {
+kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint32_t nargs, kc_args **out) {
   if (!out) return kc__err(k ? k->rt : NULL, KC_EINVAL, "kc_args_create: out is NULL");
   *out = NULL;
   if (!k) return kc__err(NULL, KC_EINVAL, "kc_args_create: kernel is NULL");
@@ -334,8 +333,8 @@ kc_status kc_args_set(kc_args *a, uint32_t index, kc_arg arg) {
   kc_runtime *rt = a->rt;
   const char *name = a->k->spec->name;
   if (index >= a->n)
-    return kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u does not exist (it takes %u)", name,
-                   index, a->n);
+    return kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u does not exist (it takes %u)", name, index,
+                   a->n);
   if (!kc__load_relaxed(&a->ctx->alive) || kc__load_relaxed(&a->ctx->id) != a->ctx_id)
     return kc__err(rt, KC_EDESTROYED, "kc_args_set of '%s': the context has been destroyed", name);
   if (!arg_fits(&arg, a->want[index], a->ctx)) {
@@ -427,4 +426,3 @@ kc_status kc_launch_args(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) 
   }
   return args_slow(a, grid, block);
 }
-

@@ -81,11 +81,13 @@ void kc__trace_launch_miss(kc_runtime *rt, const char *fn, const kc__spec *spec,
   const kc__ci *ci = last->ci;
   kc_world lo = kc__load_relaxed(&ci->min_world), hi = kc__load_acquire(&ci->max_world);
   if (lo <= w && w <= hi) /* a pin elsewhere: fast_world says "pinned" */
-    kc__log(rt, KC_LOG_DEBUG, "%s of %s: miss: a thread holds a pin, so launches read their pins (world %llu)",
-            fn, name, (unsigned long long)w);
+    kc__log(rt, KC_LOG_DEBUG,
+            "%s of %s: miss: a thread holds a pin, so launches read their pins (world %llu)", fn, name,
+            (unsigned long long)w);
   else
     kc__log(rt, KC_LOG_DEBUG, "%s of %s: miss: code #%llu serves worlds %llu..%llu, not world %llu", fn, name,
-            (unsigned long long)ci->id, (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)w);
+            (unsigned long long)ci->id, (unsigned long long)lo, (unsigned long long)hi,
+            (unsigned long long)w);
 }
 
 /* Why `prev`, the newest code instance of the spec, does not serve world
@@ -159,7 +161,8 @@ void kc__trace_store_after(kc_runtime *rt, const kc__spec *spec, bool hit, const
   char name[256], details[512];
   spec_label(spec, name, sizeof name);
   if (!rt->store) {
-    kc__log(rt, KC_LOG_DEBUG, "kernel %s: no disk cache (off, or its directory is unusable): compiling", name);
+    kc__log(rt, KC_LOG_DEBUG, "kernel %s: no disk cache (off, or its directory is unusable): compiling",
+            name);
     return;
   }
   kc_stats after;
@@ -169,16 +172,14 @@ void kc__trace_store_after(kc_runtime *rt, const kc__spec *spec, bool hit, const
   if (hit)
     kc__log(rt, KC_LOG_INFO, "kernel %s: %s hit, no compile%s", name, remote ? "remote" : "disk cache",
             details);
-  else
-    kc__log(rt, KC_LOG_DEBUG, "kernel %s: disk cache miss (no usable entry)%s: compiling", name, details);
+  else kc__log(rt, KC_LOG_DEBUG, "kernel %s: disk cache miss (no usable entry)%s: compiling", name, details);
 }
 
 void kc__trace_compiled(kc_runtime *rt, const kc__spec *spec, kc_status st, uint64_t ns) {
   char name[256];
   spec_label(spec, name, sizeof name);
   if (st)
-    kc__log(rt, KC_LOG_INFO, "compiling kernel %s (%s) failed after %.1f ms: %s", name, rt->be->name, ns / 1e6,
-            kc_status_name(st));
-  else
-    kc__log(rt, KC_LOG_INFO, "compiled kernel %s (%s) in %.1f ms", name, rt->be->name, ns / 1e6);
+    kc__log(rt, KC_LOG_INFO, "compiling kernel %s (%s) failed after %.1f ms: %s", name, rt->be->name,
+            ns / 1e6, kc_status_name(st));
+  else kc__log(rt, KC_LOG_INFO, "compiled kernel %s (%s) in %.1f ms", name, rt->be->name, ns / 1e6);
 }

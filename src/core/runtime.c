@@ -26,14 +26,16 @@
  * a size-only check) is one this library can read or write: at least the
  * oldest layout, and past the `known` bytes of this library's struct only
  * zeros (fields a newer header has, left at their defaults). */
-static kc_status abi_check(const kc_runtime *rt, const char *what, const void *p, size_t size, size_t min, size_t known) {
+static kc_status abi_check(const kc_runtime *rt, const char *what, const void *p, size_t size, size_t min,
+                           size_t known) {
   if (size == 0)
     return kc__err(rt, KC_EINVAL,
                    "%s has size 0: initialize it with %s (its size field is the caller's sizeof(%s))", what,
                    strcmp(what, "kc_options") ? "kc_stats_get" : "kc_options_init", what);
   if (size < min)
-    return kc__err(rt, KC_EINVAL, "%s of %zu bytes is smaller than the oldest layout this library reads (%zu bytes)",
-                   what, size, min);
+    return kc__err(rt, KC_EINVAL,
+                   "%s of %zu bytes is smaller than the oldest layout this library reads (%zu bytes)", what,
+                   size, min);
   if (size > known && p) {
     const unsigned char *b = p;
     for (size_t i = known; i < size; i++)
@@ -136,10 +138,10 @@ kc_status kc__runtime_open(const kc_options *user_opt, const kc__backend *be, kc
   atomic_init(&rt->fast_world, 1);
   rt->opt = opt;
   kc__log_setup(rt);
-#define KC__OOM(label)                                                         \
-  do {                                                                         \
-    st = kc__err(NULL, KC_ENOMEM, "kc_runtime_create: out of memory");        \
-    goto label;                                                                \
+#define KC__OOM(label) \
+  do { \
+    st = kc__err(NULL, KC_ENOMEM, "kc_runtime_create: out of memory"); \
+    goto label; \
   } while (0)
   if (!dup_options(rt, &opt)) KC__OOM(fail_options);
   if (!kc__mutex_init(&rt->world_lock)) KC__OOM(fail_options);
@@ -192,20 +194,20 @@ void kc_runtime_destroy(kc_runtime *rt) {
     kc__free(rt, k);
   }
   KC__HTAB_EACH(&rt->specs, kc__spec, s, next_in_bucket) {
-      for (kc__ci *ci = kc__load_relaxed(&s->head), *older; ci; ci = older) {
-        older = ci->next;
-        kc__ci_free(rt, ci);
-      }
-      for (kc__linked *l = s->free_linked, *next; l; l = next) {
-        next = l->next_in_bucket;
-        kc__free(rt, l);
-      }
-      kc__mutex_destroy(&s->lock);
-      kc__mutex_destroy(&s->free_lock);
-      kc__free(rt, s->name);
-      kc__free(rt, s->params);
-      kc__free(rt, s);
+    for (kc__ci *ci = kc__load_relaxed(&s->head), *older; ci; ci = older) {
+      older = ci->next;
+      kc__ci_free(rt, ci);
     }
+    for (kc__linked *l = s->free_linked, *next; l; l = next) {
+      next = l->next_in_bucket;
+      kc__free(rt, l);
+    }
+    kc__mutex_destroy(&s->lock);
+    kc__mutex_destroy(&s->free_lock);
+    kc__free(rt, s->name);
+    kc__free(rt, s->params);
+    kc__free(rt, s);
+  }
   KC__HTAB_FREE(&rt->heap, &rt->specs);
   kc__table_free(rt);
   kc__store_close(rt);
@@ -265,4 +267,3 @@ kc_status kc_stats_get_size(kc_runtime *rt, kc_stats *out, size_t size) {
   memcpy(out, &s, s.size); /* a newer caller's fields past it stay 0 */
   return rt ? KC_OK : kc__err(NULL, KC_EINVAL, "kc_stats_get: rt is NULL");
 }
-

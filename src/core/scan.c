@@ -26,15 +26,79 @@ bool kc__is_identifier(const char *s) {
  * type and qualifier keywords of C, OpenCL C and CUDA that never name a
  * user function. */
 static const char *const kc__keywords[] = {
-    "if", "else", "for", "while", "do", "switch", "case", "default", "return", "break",
-    "continue", "goto", "sizeof", "_Alignof", "alignof", "_Static_assert", "static_assert",
-    "typedef", "struct", "union", "enum", "const", "volatile", "restrict", "__restrict",
-    "__restrict__", "static", "extern", "inline", "__inline", "__inline__", "register", "auto",
-    "void", "char", "short", "int", "long", "float", "double", "signed", "unsigned", "_Bool",
-    "bool", "__attribute__", "__typeof__", "typeof", "__asm__", "asm", "__global", "__local",
-    "__constant", "__private", "__kernel", "global", "local", "constant", "private", "kernel",
-    "__device__", "__global__", "__host__", "__shared__", "__forceinline__", "defined",
-    "true", "false", "half", "size_t", "uint", "uchar", "ushort", "ulong",
+    "if",
+    "else",
+    "for",
+    "while",
+    "do",
+    "switch",
+    "case",
+    "default",
+    "return",
+    "break",
+    "continue",
+    "goto",
+    "sizeof",
+    "_Alignof",
+    "alignof",
+    "_Static_assert",
+    "static_assert",
+    "typedef",
+    "struct",
+    "union",
+    "enum",
+    "const",
+    "volatile",
+    "restrict",
+    "__restrict",
+    "__restrict__",
+    "static",
+    "extern",
+    "inline",
+    "__inline",
+    "__inline__",
+    "register",
+    "auto",
+    "void",
+    "char",
+    "short",
+    "int",
+    "long",
+    "float",
+    "double",
+    "signed",
+    "unsigned",
+    "_Bool",
+    "bool",
+    "__attribute__",
+    "__typeof__",
+    "typeof",
+    "__asm__",
+    "asm",
+    "__global",
+    "__local",
+    "__constant",
+    "__private",
+    "__kernel",
+    "global",
+    "local",
+    "constant",
+    "private",
+    "kernel",
+    "__device__",
+    "__global__",
+    "__host__",
+    "__shared__",
+    "__forceinline__",
+    "defined",
+    "true",
+    "false",
+    "half",
+    "size_t",
+    "uint",
+    "uchar",
+    "ushort",
+    "ulong",
 };
 
 bool kc__is_keyword(const char *s, size_t n) {
@@ -58,8 +122,7 @@ static const char *literal_end(const char *q, const char *end) {
  * and comments skipped, as between a function's name and its '('. */
 static size_t next_token(const char *text, size_t len, size_t j) {
   for (;;) {
-    while (j < len && (text[j] == ' ' || text[j] == '\t' || text[j] == '\n' || text[j] == '\r'))
-      j++;
+    while (j < len && (text[j] == ' ' || text[j] == '\t' || text[j] == '\n' || text[j] == '\r')) j++;
     if (j + 1 < len && text[j] == '/' && text[j + 1] == '*') {
       j += 2;
       while (j + 1 < len && !(text[j] == '*' && text[j + 1] == '/')) j++;
@@ -115,8 +178,7 @@ void kc__scan_idents(const char *text, size_t len, kc__ident_fn fn, void *ud) {
     if (isdigit(c) || (c == '.' && i + 1 < len && isdigit((unsigned char)text[i + 1]))) {
       /* a number, including suffixes and exponents like 1.0e+5f or 0x1p-3 */
       while (i < len && (is_id_char((unsigned char)text[i]) || text[i] == '.' ||
-                         ((text[i] == '+' || text[i] == '-') &&
-                          strchr("eEpP", text[i - 1]) != NULL)))
+                         ((text[i] == '+' || text[i] == '-') && strchr("eEpP", text[i - 1]) != NULL)))
         i++;
       continue;
     }
@@ -210,8 +272,7 @@ kc_status kc__parse_params(kc_runtime *rt, const char *name, const char *source,
   find_ud f = {name, strlen(name), source, len, NULL};
   kc__scan_idents(source, len, find_call, &f);
   if (!f.found)
-    return kc__err(rt, KC_EINVAL, "cannot find the parameter list of kernel '%s' in its definition",
-                   name);
+    return kc__err(rt, KC_EINVAL, "cannot find the parameter list of kernel '%s' in its definition", name);
   char *list = strip_comments(rt, f.found + 1, source + len);
   if (!list) return kc__err(rt, KC_ENOMEM, "out of memory");
   const char *p = list, *end = list + strlen(list);
@@ -228,8 +289,8 @@ kc_status kc__parse_params(kc_runtime *rt, const char *name, const char *source,
     }
     if (*p == '#' && line_start) {
       /* which parameters exist would depend on the preprocessor */
-      st = kc__err(rt, KC_EINVAL,
-                   "kernel '%s': a preprocessor line in its parameter list is not supported", name);
+      st = kc__err(rt, KC_EINVAL, "kernel '%s': a preprocessor line in its parameter list is not supported",
+                   name);
       break;
     }
     if (!isspace((unsigned char)*p)) line_start = false;
@@ -284,8 +345,7 @@ kc_status kc__parse_params(kc_runtime *rt, const char *name, const char *source,
       start = p + 1;
     }
   }
-  if (!st && p >= end)
-    st = kc__err(rt, KC_EINVAL, "kernel '%s': unterminated parameter list", name);
+  if (!st && p >= end) st = kc__err(rt, KC_EINVAL, "kernel '%s': unterminated parameter list", name);
   kc__free(rt, list);
   if (st) {
     kc__free_params(rt, params, n);
@@ -302,14 +362,17 @@ static const struct {
   const char *name;
   uint32_t size;
 } kc__scalar_types[] = {
-    {"char", 1},      {"signed char", 1},   {"unsigned char", 1}, {"uchar", 1},
-    {"bool", 1},      {"_Bool", 1},         {"int8_t", 1},        {"uint8_t", 1},
-    {"short", 2},     {"unsigned short", 2}, {"ushort", 2},       {"half", 2},
-    {"int16_t", 2},   {"uint16_t", 2},      {"int", 4},           {"unsigned", 4},
-    {"unsigned int", 4}, {"signed int", 4}, {"uint", 4},          {"float", 4},
-    {"int32_t", 4},   {"uint32_t", 4},      {"long", 8},          {"unsigned long", 8},
-    {"ulong", 8},     {"long long", 8},     {"unsigned long long", 8}, {"double", 8},
-    {"int64_t", 8},   {"uint64_t", 8},      {"size_t", 8},        {"ptrdiff_t", 8},
+    {"char", 1},           {"signed char", 1},  {"unsigned char", 1},
+    {"uchar", 1},          {"bool", 1},         {"_Bool", 1},
+    {"int8_t", 1},         {"uint8_t", 1},      {"short", 2},
+    {"unsigned short", 2}, {"ushort", 2},       {"half", 2},
+    {"int16_t", 2},        {"uint16_t", 2},     {"int", 4},
+    {"unsigned", 4},       {"unsigned int", 4}, {"signed int", 4},
+    {"uint", 4},           {"float", 4},        {"int32_t", 4},
+    {"uint32_t", 4},       {"long", 8},         {"unsigned long", 8},
+    {"ulong", 8},          {"long long", 8},    {"unsigned long long", 8},
+    {"double", 8},         {"int64_t", 8},      {"uint64_t", 8},
+    {"size_t", 8},         {"ptrdiff_t", 8},
 };
 
 uint32_t kc__scalar_size(const char *type, const kc__spec *spec) {
@@ -323,11 +386,9 @@ uint32_t kc__scalar_size(const char *type, const kc__spec *spec) {
     const char *s = p;
     if (is_id_start((unsigned char)*p))
       while (*p && is_id_char((unsigned char)*p)) p++;
-    else
-      p++;
+    else p++;
     size_t wl = (size_t)(p - s);
-    if ((wl == 5 && memcmp(s, "const", 5) == 0) || (wl == 8 && memcmp(s, "volatile", 8) == 0))
-      continue;
+    if ((wl == 5 && memcmp(s, "const", 5) == 0) || (wl == 8 && memcmp(s, "volatile", 8) == 0)) continue;
     const char *w = s;
     /* a specialization parameter used as a type: "T" with T=float */
     if (spec && spec->params && is_id_start((unsigned char)*s)) {
@@ -403,8 +464,8 @@ kc_status kc__canon_params(kc_runtime *rt, const char *params, char **canon) {
     }
     const char *eq = memchr(s, '=', (size_t)(t - s));
     if (!eq)
-      return kc__err(rt, KC_EINVAL, "specialization parameters \"%s\": \"%.*s\" is not KEY=VALUE",
-                     params, (int)(t - s), s);
+      return kc__err(rt, KC_EINVAL, "specialization parameters \"%s\": \"%.*s\" is not KEY=VALUE", params,
+                     (int)(t - s), s);
     const char *ke = eq;
     while (ke > s && isspace((unsigned char)ke[-1])) ke--;
     const char *vs = eq + 1;
@@ -415,8 +476,8 @@ kc_status kc__canon_params(kc_runtime *rt, const char *params, char **canon) {
       return kc__err(rt, KC_EINVAL, "specialization parameters \"%s\": key \"%.*s\" is not an identifier",
                      params, (int)(ke - s), s);
     if (vs == t)
-      return kc__err(rt, KC_EINVAL, "specialization parameters \"%s\": key \"%.*s\" has no value",
-                     params, (int)(ke - s), s);
+      return kc__err(rt, KC_EINVAL, "specialization parameters \"%s\": key \"%.*s\" has no value", params,
+                     (int)(ke - s), s);
     for (const char *q = vs; q < t; q++)
       if (*q == '\n' || *q == '\r' || *q == '\\' || *q == '=')
         return kc__err(rt, KC_EINVAL,
@@ -436,8 +497,8 @@ kc_status kc__canon_params(kc_runtime *rt, const char *params, char **canon) {
   for (size_t i = 0; i < n; i++) {
     if (i && kv_cmp(&items[i - 1], &items[i]) == 0)
       return kc__sb_free(&sb),
-             kc__err(rt, KC_EINVAL, "specialization parameters \"%s\": key \"%.*s\" given twice",
-                     params, (int)items[i].kl, items[i].k);
+             kc__err(rt, KC_EINVAL, "specialization parameters \"%s\": key \"%.*s\" given twice", params,
+                     (int)items[i].kl, items[i].k);
     if (i) kc__sb_append(&sb, ",", 1);
     kc__sb_append(&sb, items[i].k, items[i].kl);
     kc__sb_append(&sb, "=", 1);

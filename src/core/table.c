@@ -17,7 +17,7 @@
 
 static kc__binding *binding_find(kc_runtime *rt, const char *name, size_t len, uint64_t h) {
   KC__HTAB_FOR(&rt->bindings, h, kc__binding, b, next_in_bucket)
-    if (b->hash == h && strlen(b->name) == len && memcmp(b->name, name, len) == 0) return b;
+  if (b->hash == h && strlen(b->name) == len && memcmp(b->name, name, len) == 0) return b;
   return NULL;
 }
 
@@ -50,15 +50,15 @@ static kc__def *visible_def(const kc__binding *b, kc_world w) {
 
 void kc__table_free(kc_runtime *rt) {
   KC__HTAB_EACH(&rt->bindings, kc__binding, b, next_in_bucket) {
-      for (kc__def *d = b->defs, *older; d; d = older) {
-        older = d->older;
-        kc__free(rt, d->source);
-        kc__free(rt, d);
-      }
-      kc__free(rt, b->backedges);
-      kc__free(rt, b->name);
-      kc__free(rt, b);
+    for (kc__def *d = b->defs, *older; d; d = older) {
+      older = d->older;
+      kc__free(rt, d->source);
+      kc__free(rt, d);
     }
+    kc__free(rt, b->backedges);
+    kc__free(rt, b->name);
+    kc__free(rt, b);
+  }
   KC__HTAB_FREE(&rt->heap, &rt->bindings);
 }
 
@@ -78,8 +78,7 @@ static kc_status check_name(const kc_runtime *rt, const char *what, const char *
   if (!kc__is_identifier(name))
     return kc__err(rt, KC_EINVAL, "%s: \"%s\" is not a valid identifier", what, name);
   if (!strncmp(name, "kc_", 3) || !strncmp(name, "KC_", 3))
-    return kc__err(rt, KC_EINVAL, "%s: names starting with kc_ or KC_ are reserved (\"%s\")", what,
-                   name);
+    return kc__err(rt, KC_EINVAL, "%s: names starting with kc_ or KC_ are reserved (\"%s\")", what, name);
   if (kc__is_keyword(name, strlen(name)))
     return kc__err(rt, KC_EINVAL, "%s: \"%s\" is a keyword or a dialect type", what, name);
   return KC_OK;
@@ -111,8 +110,7 @@ static kc_status change(kc_runtime *rt, const char *name, const char *source, kc
     const char *ud[2] = {name, NULL};
     kc__scan_idents(source, len, mentions_name, ud);
     if (!ud[1])
-      return kc__err(rt, KC_EINVAL, "kc_define: the source given for '%s' never mentions '%s'", name,
-                     name);
+      return kc__err(rt, KC_EINVAL, "kc_define: the source given for '%s' never mentions '%s'", name, name);
     h = kc__hash(source, len);
   }
 
@@ -236,8 +234,8 @@ static bool visit_ident(void *ud, const kc__ident *id) {
       wk->seen_self = true;
       return true;
     }
-    wk->st = kc__err(wk->rt, KC_ERECURSION,
-                     "'%s' calls itself; recursion is not supported by GPU backends", self->binding->name);
+    wk->st = kc__err(wk->rt, KC_ERECURSION, "'%s' calls itself; recursion is not supported by GPU backends",
+                     self->binding->name);
     return false;
   }
   if (kc__is_keyword(s, n) || (n > 3 && (!memcmp(s, "kc_", 3) || !memcmp(s, "KC_", 3))) ||
@@ -332,8 +330,7 @@ kc_status kc__resolve(kc_runtime *rt, const kc__spec *spec, kc_world world, kc__
     else if (!d)
       st = kc__err(rt, KC_ENOTFOUND, "kernel '%s' is not defined in world %llu", spec->name,
                    (unsigned long long)world);
-    else
-      st = visit(&wk, d);
+    else st = visit(&wk, d);
   }
   kc__unlock(&rt->world_lock);
   kc__free(rt, wk.stack);
@@ -398,25 +395,25 @@ uint64_t kc__table_collect(kc_runtime *rt, bool (*live)(void *ud, kc_world min, 
   uint64_t freed = 0;
   kc__lock(&rt->world_lock);
   KC__HTAB_EACH(&rt->bindings, kc__binding, b, next_in_bucket) {
-      size_t n = 0;
-      for (size_t j = 0; j < b->nbackedges; j++)
-        if (!b->backedges[j]->dead) b->backedges[n++] = b->backedges[j];
-      b->nbackedges = n;
-      /* A definition no live world sees can serve no lookup again; a live
-       * code instance's edges only point at definitions that hold one of
-       * its (live) worlds, so none of them goes. */
-      for (kc__def **pd = &b->defs; *pd;) {
-        kc__def *d = *pd;
-        if (live(ud, d->min_world, kc__load_relaxed(&d->max_world))) {
-          pd = &d->older;
-          continue;
-        }
-        *pd = d->older;
-        kc__free(rt, d->source);
-        kc__free(rt, d);
-        freed++;
+    size_t n = 0;
+    for (size_t j = 0; j < b->nbackedges; j++)
+      if (!b->backedges[j]->dead) b->backedges[n++] = b->backedges[j];
+    b->nbackedges = n;
+    /* A definition no live world sees can serve no lookup again; a live
+     * code instance's edges only point at definitions that hold one of
+     * its (live) worlds, so none of them goes. */
+    for (kc__def **pd = &b->defs; *pd;) {
+      kc__def *d = *pd;
+      if (live(ud, d->min_world, kc__load_relaxed(&d->max_world))) {
+        pd = &d->older;
+        continue;
       }
+      *pd = d->older;
+      kc__free(rt, d->source);
+      kc__free(rt, d);
+      freed++;
     }
+  }
   kc__unlock(&rt->world_lock);
   atomic_fetch_sub_explicit(&rt->n_defs, freed, memory_order_relaxed);
   return freed;

@@ -12,33 +12,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-
-
-
 const char *kc_version(void) { return KC_VERSION_STRING; }
 int kc_version_number(void) { return KC_VERSION_NUMBER; }
 
 const char *kc_status_name(kc_status s) {
   switch (s) {
 #define KC__STATUS_NAME(name, msg) \
-  case KC_##name:                  \
-    return "KC_" #name;
+  case KC_##name: return "KC_" #name;
     KC_STATUS_MAP(KC__STATUS_NAME)
 #undef KC__STATUS_NAME
-  default:
-    return "KC_UNKNOWN";
+  default: return "KC_UNKNOWN";
   }
 }
 
 const char *kc_status_string(kc_status s) {
   switch (s) {
 #define KC__STATUS_MSG(name, msg) \
-  case KC_##name:                 \
-    return msg;
+  case KC_##name: return msg;
     KC_STATUS_MAP(KC__STATUS_MSG)
 #undef KC__STATUS_MSG
-  default:
-    return "unknown status";
+  default: return "unknown status";
   }
 }
 
@@ -100,7 +93,6 @@ kc_status kc__err(const kc_runtime *rt, kc_status st, const char *fmt, ...) {
 const char *kc_errmsg(const kc_runtime *rt) { return kc__errmsg_owner(rt ? rt->id : 0); }
 
 /* ---------------------------------------------------- runtime-less memory */
-
 
 void *kc__xalloc(kc_runtime *rt, size_t n) { return rt ? kc__alloc(rt, n) : malloc(n ? n : 1); }
 void *kc__xcalloc(kc_runtime *rt, size_t n) { return rt ? kc__calloc(rt, n) : calloc(1, n ? n : 1); }

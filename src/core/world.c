@@ -143,22 +143,22 @@ kc_status kc_collect(kc_runtime *rt, kc_collect_info *out) {
   uint64_t ndead = 0;
   kc__lock(&rt->spec_lock);
   KC__HTAB_EACH(&rt->specs, kc__spec, s, next_in_bucket) {
-      kc__ci *keep = NULL, **tail = &keep;
-      for (kc__ci *ci = kc__load_relaxed(&s->head), *next; ci; ci = next) {
-        next = ci->next;
-        if (world_live(&lw, kc__load_relaxed(&ci->min_world), kc__load_relaxed(&ci->max_world))) {
-          *tail = ci;
-          tail = &ci->next;
-        } else {
-          ci->dead = true;
-          ci->next = dead;
-          dead = ci;
-          ndead++;
-        }
+    kc__ci *keep = NULL, **tail = &keep;
+    for (kc__ci *ci = kc__load_relaxed(&s->head), *next; ci; ci = next) {
+      next = ci->next;
+      if (world_live(&lw, kc__load_relaxed(&ci->min_world), kc__load_relaxed(&ci->max_world))) {
+        *tail = ci;
+        tail = &ci->next;
+      } else {
+        ci->dead = true;
+        ci->next = dead;
+        dead = ci;
+        ndead++;
       }
-      *tail = NULL;
-      kc__store_release(&s->head, keep);
     }
+    *tail = NULL;
+    kc__store_release(&s->head, keep);
+  }
   kc__unlock(&rt->spec_lock);
 
   /* 2. Their linked objects, in every context. */

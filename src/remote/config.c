@@ -35,8 +35,8 @@ static bool pct_decode(const char *s, size_t n, char *out, size_t outlen) {
 
 /* The host (a name, an address or an [IPv6 address]) of p[0..end) into
  * cfg->host, and where its port starts (*port, NULL: none). */
-static kc_status url_host(const char *p, const char *end, kc__remote_config *cfg, const char **port, char *why,
-                          size_t wl) {
+static kc_status url_host(const char *p, const char *end, kc__remote_config *cfg, const char **port,
+                          char *why, size_t wl) {
   const char *hend;
   *port = NULL;
   if (*p == '[') {
@@ -72,11 +72,12 @@ kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *wh
   cfg->db = 0;
   if (!url) url = "";
   if (!strncmp(url, "rediss://", 9)) {
-    snprintf(why, wl,
-             "\"%.*s...\": rediss:// (TLS) is not supported: the hiredis that kcache loads (Debian 12's "
-             "libhiredis0.14) has no TLS, and kcache does not drive hiredis_ssl; reach the server through a TLS "
-             "tunnel (stunnel, spiped, a service mesh) at a redis:// address",
-             9, url);
+    snprintf(
+        why, wl,
+        "\"%.*s...\": rediss:// (TLS) is not supported: the hiredis that kcache loads (Debian 12's "
+        "libhiredis0.14) has no TLS, and kcache does not drive hiredis_ssl; reach the server through a TLS "
+        "tunnel (stunnel, spiped, a service mesh) at a redis:// address",
+        9, url);
     return KC_EINVAL;
   }
   if (strncmp(url, "redis://", 8) != 0) {
@@ -91,8 +92,9 @@ kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *wh
   if (at) {
     const char *colon = memchr(p, ':', (size_t)(at - p));
     if (!colon) {
-      snprintf(why, wl, "the URL names a user but no password: write redis://USER:PASSWORD@host or "
-                        "redis://:PASSWORD@host");
+      snprintf(why, wl,
+               "the URL names a user but no password: write redis://USER:PASSWORD@host or "
+               "redis://:PASSWORD@host");
       return KC_EINVAL;
     }
     if (!pct_decode(p, (size_t)(colon - p), cfg->user, sizeof cfg->user) ||
@@ -129,8 +131,9 @@ kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *wh
     cfg->db = (int)v;
   }
   bool v6 = strchr(cfg->host, ':') != NULL;
-  snprintf(cfg->url, sizeof cfg->url, "redis://%s%s%s%s%s%s:%d/%d", cfg->user, cfg->has_password ? ":***" : "",
-           cfg->has_password ? "@" : "", v6 ? "[" : "", cfg->host, v6 ? "]" : "", cfg->port, cfg->db);
+  snprintf(cfg->url, sizeof cfg->url, "redis://%s%s%s%s%s%s:%d/%d", cfg->user,
+           cfg->has_password ? ":***" : "", cfg->has_password ? "@" : "", v6 ? "[" : "", cfg->host,
+           v6 ? "]" : "", cfg->port, cfg->db);
   return KC_OK;
 }
 
@@ -185,7 +188,8 @@ kc_status kc__remote_config_load(const kc_options *opt, kc__remote_config *cfg, 
   if (st) return st;
 
   /* raw: an empty prefix is a prefix */
-  const char *prefix = opt && opt->remote_prefix ? opt->remote_prefix : kc__setting_raw(KC__SET_REMOTE_PREFIX);
+  const char *prefix =
+      opt && opt->remote_prefix ? opt->remote_prefix : kc__setting_raw(KC__SET_REMOTE_PREFIX);
   if (!prefix) prefix = KC__REMOTE_DEFAULT_PREFIX;
   if (strlen(prefix) >= sizeof cfg->prefix - 1) {
     snprintf(why, wl, "the key prefix \"%s\" is longer than %zu bytes", prefix, sizeof cfg->prefix - 2);

@@ -17,7 +17,6 @@
 
 /* ------------------------------------------------------------ connection */
 
-
 /* Writing to a socket the server closed raises SIGPIPE, whose default
  * action ends the process; hiredis writes with write(2). Blocked around the
  * write, and a SIGPIPE that the write raised is consumed. */
@@ -42,8 +41,7 @@ static void pipe_restore(pipe_guard *g) {
   sigpending(&pending);
   if (!g->was_pending && sigismember(&pending, SIGPIPE)) {
     struct timespec zero = {0, 0};
-    while (sigtimedwait(&set, NULL, &zero) < 0 && errno == EINTR) {
-    }
+    while (sigtimedwait(&set, NULL, &zero) < 0 && errno == EINTR) {}
   }
   pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
@@ -195,7 +193,8 @@ void kc__rconn_close(kc__rconn *c) {
   kc__heap_free(c->heap, c);
 }
 
-kc_status kc__rconn_open(const kc__heap *heap, const kc__remote_config *cfg, kc__rconn **out, char *why, size_t wl) {
+kc_status kc__rconn_open(const kc__heap *heap, const kc__remote_config *cfg, kc__rconn **out, char *why,
+                         size_t wl) {
   *out = NULL;
   const char *no = kc__hiredis_unavailable();
   if (no) {

@@ -24,21 +24,23 @@ static bool hr_abi_ok(void) {
   if (!rd) return false;
   static const char wire[] = "*2\r\n$3\r\nabc\r\n:42\r\n";
   void *reply = NULL;
-  bool ok = kc__hr.reader_feed(rd, wire, sizeof wire - 1) == 0 && kc__hr.reader_get_reply(rd, &reply) == 0 && reply;
+  bool ok =
+      kc__hr.reader_feed(rd, wire, sizeof wire - 1) == 0 && kc__hr.reader_get_reply(rd, &reply) == 0 && reply;
   if (ok) {
     hr_view a = hr_reply(reply);
     ok = a.type == KC__R_ARRAY && a.elements == 2 && a.element;
     if (ok) {
       hr_view s = hr_reply(a.element[0]), i = hr_reply(a.element[1]);
-      ok = s.type == KC__R_STRING && s.len == 3 && s.str && !memcmp(s.str, "abc", 4) && i.type == KC__R_INTEGER &&
-           i.integer == 42;
+      ok = s.type == KC__R_STRING && s.len == 3 && s.str && !memcmp(s.str, "abc", 4) &&
+           i.type == KC__R_INTEGER && i.integer == 42;
     }
   }
   if (reply) kc__hr.free_reply(reply);
   kc__hr.reader_free(rd);
   if (!ok) return false;
   int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return true; /* cannot tell: trust the reply */
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+    return true; /* cannot tell: trust the reply */
   void *c = kc__hr.connect_fd(sv[0]);
   ok = c && HR_CTX(c, err) == 0 && HR_CTX(c, fd) == sv[0];
   if (c) kc__hr.free_ctx(c); /* closes sv[0] */
@@ -58,18 +60,18 @@ static bool hr_try(const char *path) {
     /* an unversioned name: 1.x has redisConnectWithOptions, 0.14 does not */
     abi = dlsym(dl, "redisConnectWithOptions") ? 1 : 0;
     if (strcmp(base, "libhiredis.so") != 0) {
-      snprintf(kc__hr.whybuf, sizeof kc__hr.whybuf, "%s is a hiredis version whose ABI kcache does not know (0.14 and 1.x are)",
-               path);
+      snprintf(kc__hr.whybuf, sizeof kc__hr.whybuf,
+               "%s is a hiredis version whose ABI kcache does not know (0.14 and 1.x are)", path);
       dlclose(dl);
       return false;
     }
   }
-#define HR_SYM(field, sym)                                           \
-  *(void **)&kc__hr.field = dlsym(dl, sym);                              \
-  if (!kc__hr.field) {                                                   \
+#define HR_SYM(field, sym) \
+  *(void **)&kc__hr.field = dlsym(dl, sym); \
+  if (!kc__hr.field) { \
     snprintf(kc__hr.whybuf, sizeof kc__hr.whybuf, "%s lacks %s", path, sym); \
-    dlclose(dl);                                                     \
-    return false;                                                    \
+    dlclose(dl); \
+    return false; \
   }
   HR_SYM(connect_nb, "redisConnectNonBlock")
   HR_SYM(connect_fd, "redisConnectFd")
@@ -86,8 +88,8 @@ static bool hr_try(const char *path) {
 #undef HR_SYM
   kc__hr.abi = abi;
   if (!hr_abi_ok()) {
-    snprintf(kc__hr.whybuf, sizeof kc__hr.whybuf, "%s does not have the hiredis %s ABI that its name says", path,
-             abi ? "1.x" : "0.14");
+    snprintf(kc__hr.whybuf, sizeof kc__hr.whybuf, "%s does not have the hiredis %s ABI that its name says",
+             path, abi ? "1.x" : "0.14");
     dlclose(dl);
     return false;
   }

@@ -34,7 +34,8 @@ static kc__once cr_once = KC__ONCE_INIT;
 
 static void cr_load(void) {
   static const char *const names[] = {"libcrypto.so.3", "libcrypto.so.1.1", "libcrypto.so"};
-  cr.why = "libcrypto (OpenSSL) is not installed; it is needed for KC_REMOTE_KEY and KC_CACHE_KEY (Debian: apt-get install libssl3)";
+  cr.why = "libcrypto (OpenSSL) is not installed; it is needed for KC_REMOTE_KEY and KC_CACHE_KEY (Debian: "
+           "apt-get install libssl3)";
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     void *dl = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (!dl) continue;
@@ -51,8 +52,8 @@ static void cr_load(void) {
     static const char msg[] = "what do ya want for nothing?";
     uint8_t got[64];
     unsigned int glen = 0;
-    if (cr.hmac(cr.sha256(), "Jefe", 4, (const unsigned char *)msg, sizeof msg - 1, got, &glen) && glen == 32 &&
-        !memcmp(got, want, 32)) {
+    if (cr.hmac(cr.sha256(), "Jefe", 4, (const unsigned char *)msg, sizeof msg - 1, got, &glen) &&
+        glen == 32 && !memcmp(got, want, 32)) {
       cr.why = NULL;
       return;
     }
@@ -119,7 +120,8 @@ kc_status kc__remote_unwrap(const kc__remote_config *cfg, const void *value, siz
   return KC_OK;
 }
 
-bool kc__remote_trailer(const kc__remote_config *cfg, const void *image, size_t n, uint8_t out[KC__REMOTE_TRAILER]) {
+bool kc__remote_trailer(const kc__remote_config *cfg, const void *image, size_t n,
+                        uint8_t out[KC__REMOTE_TRAILER]) {
   if (!cfg->has_secret) return false;
   memcpy(out, KC__REMOTE_MAC_MAGIC, 8);
   return kc__hmac_sha256(cfg->mac_key, sizeof cfg->mac_key, image, n, out + 8);

@@ -35,8 +35,7 @@ static inline void kc__wipe(void *p, size_t n) {
 
 static inline void kc__nap_ns(uint64_t ns) {
   struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
 static inline uint64_t kc__random64(void) {
@@ -147,7 +146,7 @@ enum {
 #define KC__X(ID, name) RC_##ID,
   KC__REMOTE_COUNTERS(KC__X)
 #undef KC__X
-  KC__NRC
+      KC__NRC
 };
 
 typedef struct upjob {
@@ -163,15 +162,15 @@ typedef struct upjob {
 struct kc__remote {
   kc__heap heap; /* its allocator (the runtime's), a copy */
   kc__log_sink log; /* where its warnings go (the runtime's log), a copy, if has_log */
-  bool has_log;     /* else: stderr at $KC_LOG's level */
+  bool has_log; /* else: stderr at $KC_LOG's level */
   kc__remote_config cfg;
   char *vdir;
   char ident[128]; /* "host:pid": who holds a lock */
   pid_t pid;
   /* the circuit breaker */
-  _Atomic uint32_t fails;      /* consecutive failures */
+  _Atomic uint32_t fails; /* consecutive failures */
   _Atomic uint64_t open_until; /* monotonic ns; 0: closed */
-  _Atomic int trial;           /* a half-open trial is under way */
+  _Atomic int trial; /* a half-open trial is under way */
   _Atomic int warned_error, warned_reject;
   _Atomic uint64_t c[KC__NRC]; /* this runtime's counters (RC_*) */
   /* idle connections */

@@ -115,7 +115,6 @@ bool kc__remote_defer(kc__remote *r, kc__remote_defer_fn fn, void *ud, const uin
   return false;
 }
 
-
 void kc__remote_queue_stop(kc__remote *r) {
   kc__lock(&r->queue_lock);
   r->stop = true;

@@ -63,14 +63,14 @@
 /* The tier's counters, in the order of the shared file vdir/remote-stats:
  * kc_stats.remote_NAME and kc__remote_counters.NAME. */
 #define KC__REMOTE_COUNTERS(X) \
-  X(LOOKUPS, lookups)          \
-  X(HITS, hits)                \
-  X(MISSES, misses)            \
-  X(REJECTS, rejects)          \
-  X(ERRORS, errors)            \
-  X(SKIPS, skips)              \
-  X(UPLOADS, uploads)          \
-  X(LOCK_WAITS, lock_waits)    \
+  X(LOOKUPS, lookups) \
+  X(HITS, hits) \
+  X(MISSES, misses) \
+  X(REJECTS, rejects) \
+  X(ERRORS, errors) \
+  X(SKIPS, skips) \
+  X(UPLOADS, uploads) \
+  X(LOCK_WAITS, lock_waits) \
   X(LOOKUP_NS, lookup_ns)
 
 #define KC__REMOTE_DEFAULT_PREFIX "kcache:"
@@ -103,7 +103,7 @@ typedef struct kc__remote_config {
   bool has_password;
   char url[640]; /* the URL with the password masked: for messages */
   char prefix[128];
-  char ns[24];   /* "" or "hmac-ID:" */
+  char ns[24]; /* "" or "hmac-ID:" */
   bool has_secret;
   uint8_t mac_key[32];
   uint32_t timeout_ms, lock_ms, retry_ms;
@@ -126,7 +126,14 @@ void kc__remote_name(const kc__remote_config *cfg, const uint8_t key[16], bool l
 
 typedef struct kc__rconn kc__rconn;
 
-enum { KC__R_STRING = 1, KC__R_ARRAY = 2, KC__R_INTEGER = 3, KC__R_NIL = 4, KC__R_STATUS = 5, KC__R_ERROR = 6 };
+enum {
+  KC__R_STRING = 1,
+  KC__R_ARRAY = 2,
+  KC__R_INTEGER = 3,
+  KC__R_NIL = 4,
+  KC__R_STATUS = 5,
+  KC__R_ERROR = 6
+};
 
 /* A reply, copied out of hiredis (the heap's, or malloc's for a NULL heap). */
 typedef struct kc__rreply {
@@ -140,7 +147,8 @@ typedef struct kc__rreply {
 
 /* Connects (and authenticates, and selects the database) within
  * cfg->timeout_ms. KC_EIO / KC_EUNAVAILABLE / KC_ENOMEM with why. */
-kc_status kc__rconn_open(const kc__heap *heap, const kc__remote_config *cfg, kc__rconn **out, char *why, size_t wl);
+kc_status kc__rconn_open(const kc__heap *heap, const kc__remote_config *cfg, kc__rconn **out, char *why,
+                         size_t wl);
 void kc__rconn_close(kc__rconn *c);
 /* One command, binary safe. KC_OK with *out filled (a server's error reply
  * is KC_OK with type KC__R_ERROR); KC_EIO with why when the connection failed
@@ -175,12 +183,13 @@ typedef struct kc__remote kc__remote;
  * stderr) says why; later warnings of the tier go there too. The caller's
  * strings in opt are not kept. */
 kc__remote *kc__remote_open(const kc__heap *heap, const kc__log_sink *log, const kc_options *opt,
-                             const char *vdir);
+                            const char *vdir);
 /* Finishes queued uploads (each bounded by the timeout; none while the
  * breaker is open), stops the uploader thread, frees everything. NULL: no-op. */
 void kc__remote_close(kc__remote *r);
 
-/* Verifies a value's entry image (taken over: free it with the tier's heap). why gets the reason of a refusal. */
+/* Verifies a value's entry image (taken over: free it with the tier's heap). why gets the reason of a
+ * refusal. */
 typedef bool (*kc__remote_accept_fn)(void *ud, void *image, size_t size, char *why, size_t wl);
 
 /* The lookup after a local miss. True when an entry came and `accept` took

@@ -67,8 +67,6 @@ static void rcounters_add(const char *vdir, const uint64_t d[KC__NRC]) {
   close(fd);
 }
 
-
-
 void kc__remote_count(kc__remote *r, int which, uint64_t n) { kc__fetch_add_relaxed(&r->c[which], n); }
 
 void kc__remote_count_shared(kc__remote *r, int which, uint64_t n) {
@@ -108,8 +106,9 @@ static void breaker_fail(kc__remote *r, int how, const char *why) {
   kc__remote_count(r, RC_ERRORS, 1);
   kc__remote_count_shared(r, RC_ERRORS, 1);
   uint32_t f = kc__fetch_add_relaxed(&r->fails, 1) + 1;
-  warn(r, &r->warned_error, "%s; launches go on without it (after %u failures in a row it is skipped for %u ms)",
-       why, KC__REMOTE_BREAKER_FAILURES, r->cfg.retry_ms);
+  warn(r, &r->warned_error,
+       "%s; launches go on without it (after %u failures in a row it is skipped for %u ms)", why,
+       KC__REMOTE_BREAKER_FAILURES, r->cfg.retry_ms);
   if (how == 2 || f >= KC__REMOTE_BREAKER_FAILURES) {
     kc__store_release(&r->open_until, kc__now_ns() + (uint64_t)r->cfg.retry_ms * 1000000u);
     kc__store_release(&r->trial, 0);
@@ -180,7 +179,8 @@ static got get_value(kc__remote *r, kc__rconn *c, const char *name, kc__remote_a
   if (v.type == KC__R_ERROR) {
     snprintf(rwhy, sizeof rwhy, "not a string value");
   } else if (v.len > r->cfg.max_entry) {
-    snprintf(rwhy, sizeof rwhy, "larger than KC_REMOTE_MAX_ENTRY (%llu bytes)", (unsigned long long)r->cfg.max_entry);
+    snprintf(rwhy, sizeof rwhy, "larger than KC_REMOTE_MAX_ENTRY (%llu bytes)",
+             (unsigned long long)r->cfg.max_entry);
   } else if (kc__remote_unwrap(&r->cfg, v.str, v.len, &img, rwhy, sizeof rwhy) == KC_OK) {
     /* the store verifies the entry file as it verifies its own */
     void *image = v.str;
@@ -196,13 +196,14 @@ static got get_value(kc__remote *r, kc__rconn *c, const char *name, kc__remote_a
   if (!*rejected) {
     *rejected = true;
     kc__remote_count(r, RC_REJECTS, 1);
-    warn(r, &r->warned_reject, "the entry %s is not trusted (%s): compiled again, and the upload replaces it", name,
-         rwhy);
+    warn(r, &r->warned_reject, "the entry %s is not trusted (%s): compiled again, and the upload replaces it",
+         name, rwhy);
   }
   return GOT_NONE;
 }
 
-bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn accept, void *ud, uint64_t *lock) {
+bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn accept, void *ud,
+                      uint64_t *lock) {
   *lock = 0;
   if (!r) return false;
   int how = breaker_allow(r);
@@ -345,9 +346,8 @@ void kc__remote_run_job(kc__remote *r, upjob *j) {
   pool_put(r, c);
 }
 
-
 kc__remote *kc__remote_open(const kc__heap *heap, const kc__log_sink *log, const kc_options *opt,
-                             const char *vdir) {
+                            const char *vdir) {
   kc__remote_config cfg;
   char why[1024];
   kc_status st = kc__remote_config_load(opt, &cfg, why, sizeof why);

@@ -37,10 +37,10 @@
 /* ------------------------------------------------------------- counters */
 
 static struct {
-  _Atomic uint64_t ops;     /* operations counted since the kind was armed or reset */
+  _Atomic uint64_t ops; /* operations counted since the kind was armed or reset */
   _Atomic uint64_t fail_at; /* the operation that fails; 0: disarmed */
-  _Atomic int sticky;       /* every operation from fail_at on fails */
-  _Atomic uint64_t hits;    /* faults injected since the last reset */
+  _Atomic int sticky; /* every operation from fail_at on fails */
+  _Atomic uint64_t hits; /* faults injected since the last reset */
 } kc__faults[KC__FAULT_KINDS];
 
 static const char *const kc__fault_names[KC__FAULT_KINDS] = {"alloc", "file", "backend"};
@@ -210,7 +210,7 @@ static lnode linked_of(const kc__blinked *l, bool remove) {
 
 static kc_status injected(uint64_t id, kc_status st, const char *call) {
   return kc__err_owner(id, st, "fault injection: backend call '%s' failed (call %llu)", call,
-                 (unsigned long long)kc__fault_ops(KC__FAULT_BACKEND));
+                       (unsigned long long)kc__fault_ops(KC__FAULT_BACKEND));
 }
 
 #define KC__FAIL(id, st, call) \
@@ -250,8 +250,8 @@ static kc_status px_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
   return o.px->real->epilogue(state, tu, out);
 }
 
-static kc_status px_compile(void *state, const kc__tu *tu, void **artifact, size_t *size,
-                            uint64_t *sig, kc__sb *log) {
+static kc_status px_compile(void *state, const kc__tu *tu, void **artifact, size_t *size, uint64_t *sig,
+                            kc__sb *log) {
   owner o = owner_of(state);
   if (kc__fault_hit(KC__FAULT_BACKEND)) {
     /* like a compiler that crashed: transient, so not remembered */

@@ -22,8 +22,8 @@
 #include <stdint.h>
 
 typedef enum kc__fault_kind {
-  KC__FAULT_ALLOC,   /* kc__fault_alloc calls that allocate */
-  KC__FAULT_FILE,    /* the disk cache's open, read, write, fsync, rename */
+  KC__FAULT_ALLOC, /* kc__fault_alloc calls that allocate */
+  KC__FAULT_FILE, /* the disk cache's open, read, write, fsync, rename */
   KC__FAULT_BACKEND, /* backend calls that can fail: open, compile, link, launch, ... */
   KC__FAULT_KINDS
 } kc__fault_kind;

@@ -19,12 +19,12 @@
 #define GUARD_BYTES 512
 
 static int failures;
-#define CHECK(cond)                                                                            \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                 \
-      failures++;                                                                              \
-    }                                                                                          \
+#define CHECK(cond) \
+  do { \
+    if (!(cond)) { \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      failures++; \
+    } \
   } while (0)
 
 static int guard_intact(const unsigned char *g) {
@@ -65,11 +65,13 @@ int main(void) {
   kc_runtime *rt = NULL;
   kc_status st = kc_runtime_create(&ob.o, &rt);
   if (st != KC_OK) {
-    fprintf(stderr, "kc_runtime_create with the old kc_options: %s: %s\n", kc_status_name(st), kc_errmsg(NULL));
+    fprintf(stderr, "kc_runtime_create with the old kc_options: %s: %s\n", kc_status_name(st),
+            kc_errmsg(NULL));
     return 1;
   }
   CHECK(allocs > 0); /* the last field of the old layout was read */
-  CHECK(kc_define(rt, "k", "KC_KERNEL void k(KC_GLOBAL float *y) { y[kc_global_id(0)] = 1.0f; }", NULL) == KC_OK);
+  CHECK(kc_define(rt, "k", "KC_KERNEL void k(KC_GLOBAL float *y) { y[kc_global_id(0)] = 1.0f; }", NULL) ==
+        KC_OK);
   kc_kernel *k = NULL;
   CHECK(kc_kernel_create(rt, "k", "", &k) == KC_OK);
   st = k ? kc_kernel_compile(k) : KC_EINVAL;
@@ -99,7 +101,8 @@ int main(void) {
   kc_runtime_destroy(rt);
 
   if (failures) fprintf(stderr, "%d checks failed\n", failures);
-  else printf("ok: old layouts (kc_options %zu bytes, kc_stats %zu bytes) work against this library\n",
-              sizeof(kc_options), sizeof(kc_stats));
+  else
+    printf("ok: old layouts (kc_options %zu bytes, kc_stats %zu bytes) work against this library\n",
+           sizeof(kc_options), sizeof(kc_stats));
   return failures ? 1 : 0;
 }

@@ -47,7 +47,8 @@ static void test_newer_options_set_tail_refused(void **state) {
   KCT_STATUS(NULL, KC_EINVAL, kc_runtime_create(&n.o, &rt));
   assert_null(rt);
   char want[160];
-  snprintf(want, sizeof want, "kc_options of %zu bytes, this library knows %zu", sizeof n, sizeof(kc_options));
+  snprintf(want, sizeof want, "kc_options of %zu bytes, this library knows %zu", sizeof n,
+           sizeof(kc_options));
   KCT_CONTAINS(kc_errmsg(NULL), want);
   KCT_CONTAINS(kc_errmsg(NULL), "newer kcache.h");
 }

@@ -24,8 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 void kcf_check_failed(const char *file, int line, const char *cond, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 4, 5)));
 
-#define KCF_CHECK(cond, ...)                                     \
-  do {                                                           \
+#define KCF_CHECK(cond, ...) \
+  do { \
     if (!(cond)) kcf_check_failed(__FILE__, __LINE__, #cond, __VA_ARGS__); \
   } while (0)
 
@@ -37,7 +37,7 @@ void kcf_check_failed(const char *file, int line, const char *cond, const char *
 kc_runtime *kcf_runtime(void);
 void kcf_alloc_reset(long fail_nth);
 long kcf_alloc_count(void); /* allocations and reallocs since the reset */
-long kcf_alloc_live(void);  /* blocks allocated and not yet freed */
+long kcf_alloc_live(void); /* blocks allocated and not yet freed */
 
 /* A NUL-terminated copy of data, cut at its first NUL (malloc; never NULL). */
 char *kcf_cstr(const uint8_t *data, size_t size);

@@ -36,9 +36,9 @@
 #include <unistd.h>
 
 enum { V_SIZE, V_BACKEND, V_LOCK, V_DISABLE, V_HOST_CC, V_CACHE_DIR, V_XDG, V_HOME, V_COUNT };
-static const char *const var_names[V_COUNT] = {
-    "KC_CACHE_MAXSIZE", "KC_BACKEND", "KC_CACHE_LOCK_TIMEOUT", "KC_CACHE_DISABLE",
-    "KC_HOST_CC",       "KC_CACHE_DIR", "XDG_CACHE_HOME",      "HOME"};
+static const char *const var_names[V_COUNT] = {"KC_CACHE_MAXSIZE", "KC_BACKEND", "KC_CACHE_LOCK_TIMEOUT",
+                                               "KC_CACHE_DISABLE", "KC_HOST_CC", "KC_CACHE_DIR",
+                                               "XDG_CACHE_HOME",   "HOME"};
 
 static char *saved[V_COUNT];
 static bool saved_ok;
@@ -109,13 +109,12 @@ static void check_size(const char *s) {
   uint64_t got = 0xdeadbeefdeadbeefull, want = 0;
   bool ok = kc__store_parse_size(s, &got);
   int ref = reference_size(s, &want);
-  if (!ok) KCF_CHECK(got == 0xdeadbeefdeadbeefull, "refused \"%s\" but wrote %llu", s,
-                     (unsigned long long)got);
+  if (!ok)
+    KCF_CHECK(got == 0xdeadbeefdeadbeefull, "refused \"%s\" but wrote %llu", s, (unsigned long long)got);
   if (ref == 1)
-    KCF_CHECK(ok && got == want, "\"%s\" is %llu bytes; the parser says %s%llu", s,
-              (unsigned long long)want, ok ? "" : "no, ", (unsigned long long)got);
-  else if (ref == 0)
-    KCF_CHECK(!ok, "\"%s\" is not a size; the parser says %llu", s, (unsigned long long)got);
+    KCF_CHECK(ok && got == want, "\"%s\" is %llu bytes; the parser says %s%llu", s, (unsigned long long)want,
+              ok ? "" : "no, ", (unsigned long long)got);
+  else if (ref == 0) KCF_CHECK(!ok, "\"%s\" is not a size; the parser says %llu", s, (unsigned long long)got);
 }
 
 /* ------------------------------------------------------------ runtime */
@@ -167,8 +166,7 @@ static void check_runtime(const char *const *f) {
               kc_status_name(st));
     KCF_CHECK(st == KC_EUNAVAILABLE || (avail && (st == KC_EINVAL || st == KC_EIO)),
               "KC_HOST_CC=\"%s\" (%s): kc_runtime_create returned %s: %s",
-              f[V_HOST_CC] ? f[V_HOST_CC] : "(unset)", avail ? "available" : why,
-              kc_status_name(st), msg);
+              f[V_HOST_CC] ? f[V_HOST_CC] : "(unset)", avail ? "available" : why, kc_status_name(st), msg);
     return;
   }
   KCF_CHECK(avail, "created a host runtime although the host backend is unavailable: %s", why);
@@ -177,8 +175,7 @@ static void check_runtime(const char *const *f) {
   const char *off = f[V_DISABLE];
   bool disabled = off && *off && strcmp(off, "0");
   const char *dir = kc_cache_dir(rt);
-  if (disabled)
-    KCF_CHECK(dir == NULL, "KC_CACHE_DISABLE=\"%s\" left the disk cache on", off);
+  if (disabled) KCF_CHECK(dir == NULL, "KC_CACHE_DISABLE=\"%s\" left the disk cache on", off);
   else
     KCF_CHECK(dir && !strcmp(dir, cache_root) && kc_cache_writable(rt),
               "KC_CACHE_DISABLE=\"%s\": the disk cache is %s, expected %s", off ? off : "(unset)",
@@ -202,8 +199,8 @@ static void check_default_root(const char *const *f) {
     memset(got, 'x', sizeof got);
     bool ok = kc__store_default_root(got, sizes[i]);
     bool fits = have && strlen(want) < sizes[i];
-    KCF_CHECK(ok == fits, "default root in %zu bytes: %s, expected %s", sizes[i],
-              ok ? "found" : "none", fits ? want : "none");
+    KCF_CHECK(ok == fits, "default root in %zu bytes: %s, expected %s", sizes[i], ok ? "found" : "none",
+              fits ? want : "none");
     if (ok) KCF_CHECK(!strcmp(got, want), "default root \"%s\", expected \"%s\"", got, want);
     KCF_CHECK(memchr(got, 0, sizes[i]) || got[0] == 'x', "default root not terminated");
   }

@@ -36,8 +36,7 @@ static size_t split_canon(const char *c, pair *out, size_t max) {
     KCF_CHECK(pr.k[0] == '_' || isalpha((unsigned char)pr.k[0]), "canonical \"%s\": bad key", c);
     for (size_t i = 0; i < pr.kl; i++)
       KCF_CHECK(pr.k[i] == '_' || isalnum((unsigned char)pr.k[i]), "canonical \"%s\": bad key", c);
-    KCF_CHECK(pr.vl > 0 && !isspace((unsigned char)pr.v[0]) &&
-                  !isspace((unsigned char)pr.v[pr.vl - 1]),
+    KCF_CHECK(pr.vl > 0 && !isspace((unsigned char)pr.v[0]) && !isspace((unsigned char)pr.v[pr.vl - 1]),
               "canonical \"%s\": value of \"%.*s\" is empty or not trimmed", c, (int)pr.kl, pr.k);
     for (size_t i = 0; i < pr.vl; i++)
       KCF_CHECK(!strchr("=\\\n\r", pr.v[i]), "canonical \"%s\": value holds 0x%02x", c,
@@ -47,8 +46,8 @@ static size_t split_canon(const char *c, pair *out, size_t max) {
       size_t m = q->kl < pr.kl ? q->kl : pr.kl;
       int cmp = memcmp(q->k, pr.k, m);
       KCF_CHECK(cmp < 0 || (cmp == 0 && q->kl < pr.kl),
-                "canonical \"%s\": keys \"%.*s\" and \"%.*s\" out of order or repeated", c,
-                (int)q->kl, q->k, (int)pr.kl, pr.k);
+                "canonical \"%s\": keys \"%.*s\" and \"%.*s\" out of order or repeated", c, (int)q->kl, q->k,
+                (int)pr.kl, pr.k);
     }
     out[n++] = pr;
     if (!*e) break;
@@ -63,10 +62,10 @@ static void expect_canon(const char *s, const char *want, const char *what) {
   long live = kcf_alloc_live();
   char *c = NULL;
   kc_status st = kc__canon_params(rt, s, &c);
-  KCF_CHECK(st == KC_OK, "%s: kc__canon_params(\"%s\") returned %s: %s", what, s,
-            kc_status_name(st), kc_errmsg(rt));
-  KCF_CHECK(c && !strcmp(c, want), "%s: kc__canon_params(\"%s\") = \"%s\", expected \"%s\"", what,
-            s, c ? c : "(null)", want);
+  KCF_CHECK(st == KC_OK, "%s: kc__canon_params(\"%s\") returned %s: %s", what, s, kc_status_name(st),
+            kc_errmsg(rt));
+  KCF_CHECK(c && !strcmp(c, want), "%s: kc__canon_params(\"%s\") = \"%s\", expected \"%s\"", what, s,
+            c ? c : "(null)", want);
   kc_free(rt, c);
   KCF_CHECK(kcf_alloc_live() == live, "kc__canon_params leaked %ld blocks", kcf_alloc_live() - live);
 }
@@ -105,8 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (st != KC_OK) {
     KCF_CHECK(st == KC_EINVAL, "kc__canon_params(\"%s\") returned %s", s, kc_status_name(st));
     KCF_CHECK(c == NULL, "kc__canon_params failed but left output");
-    KCF_CHECK(kcf_alloc_live() == 0, "kc__canon_params failed and leaked %ld blocks",
-              kcf_alloc_live());
+    KCF_CHECK(kcf_alloc_live() == 0, "kc__canon_params failed and leaked %ld blocks", kcf_alloc_live());
     KCF_CHECK(*kc_errmsg(rt), "kc__canon_params failed without a message");
     free(s);
     return 0;
@@ -144,9 +142,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     c = (char *)1;
     st = kc__canon_params(rt, s, &c);
     kcf_alloc_reset(0);
-    KCF_CHECK(st == KC_ENOMEM && c == NULL,
-              "allocation %ld of %ld failed: kc__canon_params returned %s", nth, allocs,
-              kc_status_name(st));
+    KCF_CHECK(st == KC_ENOMEM && c == NULL, "allocation %ld of %ld failed: kc__canon_params returned %s", nth,
+              allocs, kc_status_name(st));
     KCF_CHECK(kcf_alloc_live() == 0, "kc__canon_params ran out of memory and leaked %ld blocks",
               kcf_alloc_live());
   }

@@ -70,10 +70,9 @@ static size_t skip_blanks_and_comments(const char *t, size_t len, size_t j) {
 static bool on_ident(void *ud, const kc__ident *id) {
   scan *s = ud;
   const char *t = s->text;
-  KCF_CHECK(id->start >= t && id->len > 0 && id->len <= s->len &&
-                (size_t)(id->start - t) <= s->len - id->len,
-            "identifier at offset %td, length %u, outside the %zu bytes scanned", id->start - t,
-            id->len, s->len);
+  KCF_CHECK(id->start >= t && id->len > 0 && id->len <= s->len && (size_t)(id->start - t) <= s->len - id->len,
+            "identifier at offset %td, length %u, outside the %zu bytes scanned", id->start - t, id->len,
+            s->len);
   size_t off = (size_t)(id->start - t), end = off + id->len;
   KCF_CHECK(is_id_start((unsigned char)t[off]), "identifier at %zu starts with 0x%02x", off,
             (unsigned char)t[off]);
@@ -82,8 +81,8 @@ static bool on_ident(void *ud, const kc__ident *id) {
               (unsigned char)t[i], i);
   KCF_CHECK(off == 0 || !is_id_char((unsigned char)t[off - 1]),
             "identifier at %zu is the tail of a longer word", off);
-  KCF_CHECK(end == s->len || !is_id_char((unsigned char)t[end]),
-            "identifier at %zu is cut short at %zu", off, end);
+  KCF_CHECK(end == s->len || !is_id_char((unsigned char)t[end]), "identifier at %zu is cut short at %zu", off,
+            end);
   KCF_CHECK(s->n == 0 || off >= s->ids[s->n - 1].off + s->ids[s->n - 1].len,
             "identifier at %zu overlaps or precedes the previous one", off);
   /* Before the first '/' or '\\' there are no comments and no continued
@@ -94,13 +93,13 @@ static bool on_ident(void *ud, const kc__ident *id) {
     size_t line = off;
     while (line > 0 && t[line - 1] != '\n') line--;
     while (line < off && t[line] && strchr(" \t\r\f\v", t[line])) line++;
-    KCF_CHECK(t[line] != '#', "identifier \"%.*s\" at %zu is on a preprocessor line",
-              (int)id->len, id->start, off);
+    KCF_CHECK(t[line] != '#', "identifier \"%.*s\" at %zu is on a preprocessor line", (int)id->len, id->start,
+              off);
   }
   size_t j = skip_blanks_and_comments(t, s->len, end);
   bool call = j < s->len && t[j] == '(';
-  KCF_CHECK(id->call == call, "identifier \"%.*s\" at %zu: call is %d, the next token says %d",
-            (int)id->len, id->start, off, id->call, call);
+  KCF_CHECK(id->call == call, "identifier \"%.*s\" at %zu: call is %d, the next token says %d", (int)id->len,
+            id->start, off, id->call, call);
   if (s->n == s->cap) {
     s->cap = s->cap ? 2 * s->cap : 64;
     s->ids = realloc(s->ids, s->cap * sizeof *s->ids);
@@ -126,8 +125,7 @@ static void scan_all(scan *s, const char *text, size_t len, size_t stop_after) {
 
 static bool same_ids(const scan *a, const scan *b, size_t n) {
   for (size_t i = 0; i < n; i++)
-    if (a->ids[i].off != b->ids[i].off || a->ids[i].len != b->ids[i].len ||
-        a->ids[i].call != b->ids[i].call)
+    if (a->ids[i].off != b->ids[i].off || a->ids[i].len != b->ids[i].len || a->ids[i].call != b->ids[i].call)
       return false;
   return true;
 }
@@ -150,8 +148,7 @@ static void check_params(const char *src, const scan *ids, const char *name, uin
     KCF_CHECK(st == KC_EINVAL || st == KC_EARGS, "kc__parse_params(\"%s\") returned %s", name,
               kc_status_name(st));
     KCF_CHECK(p == NULL && n == 0, "kc__parse_params failed but left output");
-    KCF_CHECK(kcf_alloc_live() == 0, "kc__parse_params failed and leaked %ld blocks",
-              kcf_alloc_live());
+    KCF_CHECK(kcf_alloc_live() == 0, "kc__parse_params failed and leaked %ld blocks", kcf_alloc_live());
     return;
   }
   KCF_CHECK(n <= KC_MAX_ARGS && (n == 0 || p != NULL), "%u parameters", n);
@@ -160,27 +157,25 @@ static void check_params(const char *src, const scan *ids, const char *name, uin
   spec.params = "N=4,T=float";
   for (uint32_t i = 0; i < n; i++) {
     KCF_CHECK(p[i].type && p[i].name, "parameter %u has no type or no name", i);
-    KCF_CHECK(kc__is_identifier(p[i].name), "parameter %u's name \"%s\" is not an identifier", i,
-              p[i].name);
+    KCF_CHECK(kc__is_identifier(p[i].name), "parameter %u's name \"%s\" is not an identifier", i, p[i].name);
     KCF_CHECK(scanner_saw(ids, p[i].name),
               "parameter %u's name \"%s\" is not an identifier of the source outside comments, "
               "strings and preprocessor lines",
               i, p[i].name);
     size_t tl = strlen(p[i].type);
-    KCF_CHECK(tl > 0 && !isspace((unsigned char)p[i].type[0]) &&
-                  !isspace((unsigned char)p[i].type[tl - 1]),
+    KCF_CHECK(tl > 0 && !isspace((unsigned char)p[i].type[0]) && !isspace((unsigned char)p[i].type[tl - 1]),
               "parameter %u's type \"%s\" is empty or not trimmed", i, p[i].type);
     if (!strpbrk(p[i].type, "\"'")) /* (a literal may hold a continued line) */
       for (const char *nl = strchr(p[i].type, '\n'); nl; nl = strchr(nl + 1, '\n'))
         KCF_CHECK(nl[strspn(nl, " \t\r\f\v\n")] != '#',
                   "parameter %u's type \"%s\" holds a preprocessor line", i, p[i].type);
-    KCF_CHECK(p[i].is_buffer == (strchr(p[i].type, '*') != NULL),
-              "parameter %u (\"%s\"): is_buffer %d", i, p[i].type, p[i].is_buffer);
+    KCF_CHECK(p[i].is_buffer == (strchr(p[i].type, '*') != NULL), "parameter %u (\"%s\"): is_buffer %d", i,
+              p[i].type, p[i].is_buffer);
     const kc__spec *specs[] = {NULL, &spec};
     for (int k = 0; k < 2; k++) {
       uint32_t sz = kc__scalar_size(p[i].type, specs[k]);
-      KCF_CHECK(sz == 0 || sz == 1 || sz == 2 || sz == 4 || sz == 8 || sz == 16 || sz == 32 ||
-                    sz == 64 || sz == 128,
+      KCF_CHECK(sz == 0 || sz == 1 || sz == 2 || sz == 4 || sz == 8 || sz == 16 || sz == 32 || sz == 64 ||
+                    sz == 128,
                 "kc__scalar_size(\"%s\") = %u", p[i].type, sz);
     }
   }
@@ -194,8 +189,8 @@ static void check_params(const char *src, const scan *ids, const char *name, uin
     p = (kc__param *)1;
     st = kc__parse_params(rt, name, src, &p, &n);
     kcf_alloc_reset(0);
-    KCF_CHECK(st == KC_ENOMEM, "allocation %ld of %ld failed: kc__parse_params returned %s", nth,
-              allocs, kc_status_name(st));
+    KCF_CHECK(st == KC_ENOMEM, "allocation %ld of %ld failed: kc__parse_params returned %s", nth, allocs,
+              kc_status_name(st));
     KCF_CHECK(p == NULL && n == 0, "kc__parse_params failed but left output");
     KCF_CHECK(kcf_alloc_live() == 0, "kc__parse_params ran out of memory and leaked %ld blocks",
               kcf_alloc_live());
@@ -234,8 +229,8 @@ static void check_comments_are_blanks(const char *src, const char *name) {
   for (uint32_t i = 0; i < n1; i++)
     KCF_CHECK(!strcmp(p1[i].type, p2[i].type) && !strcmp(p1[i].name, p2[i].name) &&
                   p1[i].is_buffer == p2[i].is_buffer,
-              "kernel '%s': parameter %u is \"%s\" \"%s\", with comments blanked \"%s\" \"%s\"",
-              name, i, p1[i].type, p1[i].name, p2[i].type, p2[i].name);
+              "kernel '%s': parameter %u is \"%s\" \"%s\", with comments blanked \"%s\" \"%s\"", name, i,
+              p1[i].type, p1[i].name, p2[i].type, p2[i].name);
   kc__free_params(rt, p1, n1);
   kc__free_params(rt, p2, n2);
   free(blank);

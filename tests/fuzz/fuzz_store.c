@@ -48,9 +48,9 @@ static void wr64(uint8_t *p, uint64_t v) {
 
 /* What the format says a valid file is, recomputed without store.c. */
 static bool envelope_valid(const uint8_t *b, size_t size) {
-  return size >= KC__STORE_HEADER && !memcmp(b, KC__STORE_MAGIC, 8) &&
-         rd64(b + 56) == XXH3_64bits(b, 56) && rd32(b + 8) == KC__STORE_FORMAT &&
-         rd32(b + 12) == KC__STORE_HEADER && rd64(b + 32) == size - KC__STORE_HEADER &&
+  return size >= KC__STORE_HEADER && !memcmp(b, KC__STORE_MAGIC, 8) && rd64(b + 56) == XXH3_64bits(b, 56) &&
+         rd32(b + 8) == KC__STORE_FORMAT && rd32(b + 12) == KC__STORE_HEADER &&
+         rd64(b + 32) == size - KC__STORE_HEADER &&
          rd64(b + 40) == XXH3_64bits(b + KC__STORE_HEADER, size - KC__STORE_HEADER);
 }
 
@@ -137,8 +137,8 @@ static kc_status decode(const uint8_t *file, size_t size, kc__entry *e) {
   kc_status st = kc__entry_decode(NULL, kcf_dup(file, size), size, e, why, sizeof why);
   if (st == KC_OK) check_entry(e);
   else /* rejected as damaged, or out of memory while decoding */
-    KCF_CHECK(((st == KC_EIO && why[0]) || st == KC_ENOMEM) && e->buf == NULL,
-              "rejected with %s, why \"%s\"", kc_status_name(st), why);
+    KCF_CHECK(((st == KC_EIO && why[0]) || st == KC_ENOMEM) && e->buf == NULL, "rejected with %s, why \"%s\"",
+              kc_status_name(st), why);
   return st;
 }
 
@@ -192,8 +192,8 @@ static void mode_file(const uint8_t *file, size_t size, bool wrong_key) {
   if (wrong_key) {
     KCF_CHECK(st == KC_EIO, "read an entry under another key: %s", kc_status_name(st));
   } else {
-    KCF_CHECK(st == want, "reading the file gave %s (%s), decoding its bytes %s",
-              kc_status_name(st), why, kc_status_name(want));
+    KCF_CHECK(st == want, "reading the file gave %s (%s), decoding its bytes %s", kc_status_name(st), why,
+              kc_status_name(want));
     if (st == KC_OK) check_same(&direct, &read, "read and decode");
   }
   if (st == KC_OK) kc__entry_free(NULL, &read);
@@ -202,8 +202,8 @@ static void mode_file(const uint8_t *file, size_t size, bool wrong_key) {
   KCF_CHECK(st == KC_OK || st == KC_EIO, "peek returned %s", kc_status_name(st));
   if (st == KC_OK) {
     KCF_CHECK(!memcmp(peek.key, file + 16, 16) && peek.backend && peek.identity && peek.options &&
-                  peek.params && peek.entry && peek.library && peek.ndefs == 0 && !peek.defs &&
-                  !peek.sig && !peek.artifact,
+                  peek.params && peek.entry && peek.library && peek.ndefs == 0 && !peek.defs && !peek.sig &&
+                  !peek.artifact,
               "peek accepted an entry but did not fill it as documented");
     kc__entry_free(NULL, &peek);
   }

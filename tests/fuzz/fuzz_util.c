@@ -63,6 +63,4 @@ void *kcf_dup(const void *data, size_t size) {
   return p;
 }
 
-uint64_t kcf_seed(const uint8_t *data, size_t size) {
-  return kc__hash(data, size);
-}
+uint64_t kcf_seed(const uint8_t *data, size_t size) { return kc__hash(data, size); }

@@ -41,9 +41,7 @@ static void put(const char *target, const char *name, const void *data, size_t n
   written++;
 }
 
-static void put_str(const char *target, const char *name, const char *s) {
-  put(target, name, s, strlen(s));
-}
+static void put_str(const char *target, const char *name, const char *s) { put(target, name, s, strlen(s)); }
 
 /* ---------------------------------------------------------------- scan */
 
@@ -52,14 +50,16 @@ static void scan_seeds(void) {
     const char *name, *src;
   } s[] = {
       {"h.c", "KC_DEVICE float h(float x) { return x + 1.0f; }"},
-      {"k.c", "KC_KERNEL void k(KC_GLOBAL float *y) {\n  size_t i = kc_global_id(0);\n  y[i] = h((float)i);\n}\n"},
+      {"k.c",
+       "KC_KERNEL void k(KC_GLOBAL float *y) {\n  size_t i = kc_global_id(0);\n  y[i] = h((float)i);\n}\n"},
       {"k2.c", "KC_KERNEL void k2(KC_GLOBAL float *y) { y[kc_global_id(0)] = 7.0f; }"},
       {"g.c", "KC_DEVICE float g(float x) { return 10.0f * h(x); }"},
       {"kt.c", "KC_KERNEL void kt(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = g((float)i); }"},
       {"ka.c", "KC_KERNEL void ka(KC_GLOBAL float *y, float base, int n) {\n"
                "  size_t i = kc_global_id(0);\n  if ((int)i < n) y[i] = base + (float)i;\n}\n"},
       {"kn.c", "KC_KERNEL void kn(KC_GLOBAL float *y) { y[kc_global_id(0)] = (float)(N * sizeof(T)); }"},
-      {"ks.c", "KC_KERNEL void ks(KC_GLOBAL float *y) {\n  T v = (T)V;\n  y[kc_global_id(0)] = (float)v;\n}\n"},
+      {"ks.c",
+       "KC_KERNEL void ks(KC_GLOBAL float *y) {\n  T v = (T)V;\n  y[kc_global_id(0)] = (float)v;\n}\n"},
       {"kb_sqrt.c", "KC_KERNEL void kb(KC_GLOBAL float *y) {\n  y[kc_global_id(0)] = (float)sqrt(4.0);\n}\n"},
       {"sqrt.c", "KC_DEVICE double sqrt(double x) { (void)x; return 42.0; }"},
       {"recursion.c", "KC_DEVICE float ping_fn(float x) { return x <= 0.0f ? 0.0f : pong_fn(x - 1.0f); }"},
@@ -67,21 +67,24 @@ static void scan_seeds(void) {
       {"demo_k.c", "KC_KERNEL void k(KC_GLOBAL float *out, float x) {\n  size_t i = kc_global_id(0);\n"
                    "  out[i] = h(x) + (float)i;\n}"},
       {"int.c", "KC_DEVICE int g(int a) { return a + 1; }"},
-      {"saxpy.c", "KC_KERNEL void saxpy(KC_GLOBAL float *y, KC_GLOBAL const float *x, float a, unsigned n) {\n"
-                  "  size_t i = kc_global_id(0);\n  if (i < n) y[i] = a * x[i] + y[i];\n}\n"},
+      {"saxpy.c",
+       "KC_KERNEL void saxpy(KC_GLOBAL float *y, KC_GLOBAL const float *x, float a, unsigned n) {\n"
+       "  size_t i = kc_global_id(0);\n  if (i < n) y[i] = a * x[i] + y[i];\n}\n"},
       {"vector.c", "KC_KERNEL void k(KC_GLOBAL float4 *v, uchar16 m, int2 p, half h) { v[0].x = p.y; }"},
       {"comment_in_params.c", "/* k(int z) */ KC_KERNEL void k(\n  int a\n) { \"k(\"; }"},
       {"comment_before_paren.c", "KC_KERNEL void k /* (int x) */ (KC_GLOBAL float *y) { y[0] = 1; }"},
       {"line_comment_paren.c", "KC_KERNEL void k // (int x)\n(int a) { }"},
-      {"preprocessor.c", "#define TWICE(x) (2 * (x))\n#if defined(FOO) \\\n  && BAR(1)\nint hidden(void);\n#endif\n"
-                         "  # pragma unroll\nKC_DEVICE float f(float x) { return TWICE(x) + g(x); }\n"},
+      {"preprocessor.c",
+       "#define TWICE(x) (2 * (x))\n#if defined(FOO) \\\n  && BAR(1)\nint hidden(void);\n#endif\n"
+       "  # pragma unroll\nKC_DEVICE float f(float x) { return TWICE(x) + g(x); }\n"},
       {"strings.c", "KC_DEVICE int f(void) { const char *s = \"call(me) \\\" not(this)\"; char c = '('; "
                     "char d = '\\''; return s[0] + c + d + real(1); }"},
       {"numbers.c", "KC_DEVICE double f(void) { return 1.0e+5f + 0x1p-3 + .5e-2 + 0xABCull + 1e10L + 07 + "
                     "1.f + x1e5(2); }"},
       {"unterminated_comment.c", "KC_DEVICE float f(float x) { return x; } /* never closed ( k("},
       {"unterminated_string.c", "KC_DEVICE float f(float x) { return \"x;\n#define A b(\nk(int a) }"},
-      {"cuda.c", "__device__ float h(float x) { return x; }\n__global__ void k(float *y) { y[threadIdx.x] = h(1); }"},
+      {"cuda.c",
+       "__device__ float h(float x) { return x; }\n__global__ void k(float *y) { y[threadIdx.x] = h(1); }"},
       {"opencl.c", "__kernel void k(__global float *y, __local float *tmp) { y[get_global_id(0)] = "
                    "tmp[get_local_id(0)]; barrier(CLK_LOCAL_MEM_FENCE); }"},
       {"keywords.c", "KC_DEVICE int f(int a) { if (a) return sizeof (int); while (a--) for (;;) "
@@ -228,14 +231,30 @@ static void put_payload(const char *name, const buf *payload) {
   put_mode(n, 1, seed_key, 16, payload->p, payload->len);
 }
 
-typedef enum { P_OK, P_DUP_META, P_NO_SIG, P_META_LAST, P_UNKNOWN_TAG, P_OVERRUN, P_SHORT_HEADER,
-               P_META_ZERO_VLEN, P_META_NO_NUL, P_META_INCOMPLETE, P_DEFS_COUNT, P_DEFS_NAME,
-               P_DEFS_TRAILING, P_SIG_LEN, P_LOG_NO_NUL, P_LOG_EMPTY, P_COUNT } payload_kind;
+typedef enum {
+  P_OK,
+  P_DUP_META,
+  P_NO_SIG,
+  P_META_LAST,
+  P_UNKNOWN_TAG,
+  P_OVERRUN,
+  P_SHORT_HEADER,
+  P_META_ZERO_VLEN,
+  P_META_NO_NUL,
+  P_META_INCOMPLETE,
+  P_DEFS_COUNT,
+  P_DEFS_NAME,
+  P_DEFS_TRAILING,
+  P_SIG_LEN,
+  P_LOG_NO_NUL,
+  P_LOG_EMPTY,
+  P_COUNT
+} payload_kind;
 static const char *const payload_names[P_COUNT] = {
-    "sections_ok",       "meta_twice",        "sig_missing",     "meta_last",
-    "unknown_section",   "section_overruns",  "short_section",   "meta_empty_value",
-    "meta_unterminated", "meta_incomplete",   "defs_count_high", "defs_name_unterminated",
-    "defs_trailing",     "sig_length_wrong",  "log_unterminated", "log_empty"};
+    "sections_ok",       "meta_twice",       "sig_missing",      "meta_last",
+    "unknown_section",   "section_overruns", "short_section",    "meta_empty_value",
+    "meta_unterminated", "meta_incomplete",  "defs_count_high",  "defs_name_unterminated",
+    "defs_trailing",     "sig_length_wrong", "log_unterminated", "log_empty"};
 
 static buf payload(payload_kind kind) {
   buf meta = {0}, defs = {0}, log = {0}, sig = {0}, art = {0}, out = {0};
@@ -273,7 +292,10 @@ static buf payload(payload_kind kind) {
   b_u32(&sig, kind == P_SIG_LEN ? 3 : 2);
   b_u64(&sig, KC__SIG(KC_ARG_BUFFER, 0));
   b_u64(&sig, KC__SIG(KC_ARG_SCALAR, 4));
-  b_put(&art, "\x7f" "ELF fake shared object bytes", 29);
+  b_put(&art,
+        "\x7f"
+        "ELF fake shared object bytes",
+        29);
 
   if (kind != P_META_LAST) b_section(&out, KC__SEC_META, &meta);
   if (kind == P_DUP_META) b_section(&out, KC__SEC_META, &meta);
@@ -330,8 +352,11 @@ static void real_entries(void) {
   kc_kernel *k = NULL, *kn = NULL;
   if (kc_runtime_create(&opt, &rt) == KC_OK &&
       kc_define(rt, "h", "KC_DEVICE float h(float x) { return x + 1.0f; }", NULL) == KC_OK &&
-      kc_define(rt, "k", "KC_KERNEL void k(KC_GLOBAL float *y) { y[kc_global_id(0)] = h(1.0f); }", NULL) == KC_OK &&
-      kc_define(rt, "kn", "KC_KERNEL void kn(KC_GLOBAL float *y, T a) { y[kc_global_id(0)] = (float)(N * a); }", NULL) == KC_OK &&
+      kc_define(rt, "k", "KC_KERNEL void k(KC_GLOBAL float *y) { y[kc_global_id(0)] = h(1.0f); }", NULL) ==
+          KC_OK &&
+      kc_define(rt, "kn",
+                "KC_KERNEL void kn(KC_GLOBAL float *y, T a) { y[kc_global_id(0)] = (float)(N * a); }",
+                NULL) == KC_OK &&
       kc_kernel_create(rt, "k", NULL, &k) == KC_OK && kc_kernel_create(rt, "kn", "T=int,N=4", &kn) == KC_OK &&
       kc_kernel_compile(k) == KC_OK && kc_kernel_compile(kn) == KC_OK) {
     kc__store_vdir(root, vdir, sizeof vdir);
@@ -389,7 +414,8 @@ static void store_seeds(void) {
   e.ndefs = 2;
   e.sig = sig;
   e.nsig = 3;
-  static const uint8_t art[] = "\x7f" "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0>\0artifact bytes";
+  static const uint8_t art[] = "\x7f"
+                               "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0>\0artifact bytes";
   e.artifact = art;
   e.artifact_size = sizeof art;
   e.log = "kernel.c:1:10: warning: unused parameter\n";
@@ -485,8 +511,9 @@ static void options_seeds(void) {
       {"host_cc_blank", "\nhost\n\n\n   "},
       {"host_cc_tab", "\nhost\n\n\ncc\t-O2"},
       {"host_cc_dir", "\nhost\n\n\n/"},
-      {"host_cc_words", "\nhost\n\n\ncc a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a "
-                        "a a a a a a a a a a a a a a a a a a a a a a a"},
+      {"host_cc_words",
+       "\nhost\n\n\ncc a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a a "
+       "a a a a a a a a a a a a a a a a a a a a a a a"},
       {"root_xdg", "\n\n\n\n\n\n/x/cache\n/home/u"},
       {"root_xdg_relative", "\n\n\n\n\n\nrelative/cache\n/home/u"},
       {"root_home", "\n\n\n\n\n\n\n/home/someone-with-a-long-name"},

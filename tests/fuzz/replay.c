@@ -41,9 +41,7 @@ static void replay_file(const char *path) {
   replayed++;
 }
 
-static int by_name(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static void replay_dir(const char *dir) {
   DIR *d = opendir(dir);

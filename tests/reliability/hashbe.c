@@ -32,11 +32,10 @@ uint64_t hashbe_digest(const char *params, const hashbe_def *defs, uint32_t ndef
   return hashbe_fnv(h, entry, strlen(entry) + 1);
 }
 
-static const char hash_prelude[] =
-    "/* kcache hash backend (tests): nothing here is compiled */\n"
-    "#define KC_KERNEL\n"
-    "#define KC_DEVICE\n"
-    "#define KC_GLOBAL\n";
+static const char hash_prelude[] = "/* kcache hash backend (tests): nothing here is compiled */\n"
+                                   "#define KC_KERNEL\n"
+                                   "#define KC_DEVICE\n"
+                                   "#define KC_GLOBAL\n";
 
 static bool ident_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
@@ -60,8 +59,8 @@ static bool calls(const char *t, size_t len, const char *name) {
       while (i < len && t[i] != '\n') i++;
       continue;
     }
-    if (ident_char(t[i]) && (i == 0 || !ident_char(t[i - 1])) && len - i >= nl &&
-        !memcmp(t + i, name, nl) && (i + nl == len || !ident_char(t[i + nl]))) {
+    if (ident_char(t[i]) && (i == 0 || !ident_char(t[i - 1])) && len - i >= nl && !memcmp(t + i, name, nl) &&
+        (i + nl == len || !ident_char(t[i + nl]))) {
       size_t j = i + nl;
       while (j < len && (t[j] == ' ' || t[j] == '\t' || t[j] == '\n')) j++;
       if (j < len && t[j] == '(') return true;
@@ -71,14 +70,13 @@ static bool calls(const char *t, size_t len, const char *name) {
   return false;
 }
 
-#define WHY(...)                             \
-  do {                                       \
-    snprintf(why, whylen, __VA_ARGS__);      \
-    return false;                            \
+#define WHY(...) \
+  do { \
+    snprintf(why, whylen, __VA_ARGS__); \
+    return false; \
   } while (0)
 
-bool hashbe_parse(const char *tu, size_t len, const char *entry, uint64_t *digest, char *why,
-                  size_t whylen) {
+bool hashbe_parse(const char *tu, size_t len, const char *entry, uint64_t *digest, char *why, size_t whylen) {
   static const char marker[] = "\n/* specialization parameters */\n";
   static const char line1[] = "#line 1 \"";
   if (strlen(tu) != len) WHY("the length given (%zu) is not the text's (%zu)", len, strlen(tu));
@@ -130,7 +128,8 @@ bool hashbe_parse(const char *tu, size_t len, const char *entry, uint64_t *diges
     p = stop;
   }
   if (!ndefs) WHY("no definitions");
-  if (strcmp(names[ndefs - 1], entry)) WHY("the last definition is %s, not the entry %s", names[ndefs - 1], entry);
+  if (strcmp(names[ndefs - 1], entry))
+    WHY("the last definition is %s, not the entry %s", names[ndefs - 1], entry);
   /* helpers: exactly the closure but the entry, renamed */
   if ((uint32_t)nhelpers != ndefs - 1) WHY("%d helpers renamed for %u definitions", nhelpers, ndefs);
   for (int h = 0; h < nhelpers; h++) {

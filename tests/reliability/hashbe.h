@@ -32,8 +32,7 @@ uint64_t hashbe_digest(const char *params, const hashbe_def *defs, uint32_t ndef
 
 /* Parses a translation unit as the backend's compile does: on success, the
  * digest; else false with why. */
-bool hashbe_parse(const char *tu, size_t len, const char *entry, uint64_t *digest, char *why,
-                  size_t whylen);
+bool hashbe_parse(const char *tu, size_t len, const char *entry, uint64_t *digest, char *why, size_t whylen);
 
 /* Compiles done by the hash backend in this process (every runtime). */
 uint64_t hashbe_compiles(void);

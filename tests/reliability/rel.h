@@ -28,11 +28,11 @@ static inline void rel_rmrf(const char *path) { kct_rmrf(path); }
 
 /* What is in a store directory (root as given to kc_options.cache_dir). */
 typedef struct rel_store_check {
-  size_t entries;  /* entry files */
-  size_t damaged;  /* entries that do not decode, or hold another key */
+  size_t entries; /* entry files */
+  size_t damaged; /* entries that do not decode, or hold another key */
   size_t misplaced;
-  size_t temps;    /* .tmp-* files: writes that were not finished or cleaned up */
-  size_t locks;    /* *.lock files: compiles whose lock was not released */
+  size_t temps; /* .tmp-* files: writes that were not finished or cleaned up */
+  size_t locks; /* *.lock files: compiles whose lock was not released */
   char first_problem[512];
 } rel_store_check;
 

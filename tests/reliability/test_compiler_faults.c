@@ -59,14 +59,19 @@ static void write_wrapper(void) {
           "done\n"
           "has() { [ -n \"$src\" ] && grep -q \"$1\" \"$src\"; }\n"
           "if has KC_FAULT_CRASH; then echo 'fault-cc: about to crash' >&2; kill -SEGV $$; fi\n"
-          "if has KC_FAULT_HANG; then echo $$ >\"$dir/hang.pid\"; echo 'fault-cc: hanging' >&2; exec sleep 60; fi\n"
+          "if has KC_FAULT_HANG; then echo $$ >\"$dir/hang.pid\"; echo 'fault-cc: hanging' >&2; exec sleep "
+          "60; fi\n"
           "if has KC_FAULT_ORPHAN; then sleep 60 & echo $! >\"$dir/orphan.pid\"; wait; exit 0; fi\n"
-          "if has KC_FAULT_GARBAGE; then echo 'fault-cc: wrote garbage' >&2; echo 'not an ELF file' >\"$out\"; exit 0; fi\n"
+          "if has KC_FAULT_GARBAGE; then echo 'fault-cc: wrote garbage' >&2; echo 'not an ELF file' "
+          ">\"$out\"; exit 0; fi\n"
           "if has KC_FAULT_RANDOM; then head -c 4096 /dev/urandom >\"$out\"; exit 0; fi\n"
           "if has KC_FAULT_NOTHING; then exit 0; fi\n"
-          "if has KC_FAULT_TRUNCATED; then $real \"$@\" || exit $?; head -c 700 \"$out\" >\"$out.cut\"; mv \"$out.cut\" \"$out\"; exit 0; fi\n"
-          "if has KC_FAULT_NO_ENTRY; then echo 'int kc_fault_nothing;' >\"$out.c\"; $real -shared -fPIC -o \"$out\" \"$out.c\"; rc=$?; rm -f \"$out.c\"; exit $rc; fi\n"
-          "if has KC_FAULT_FLOOD; then yes 'fault-cc: noise noise noise noise' | head -c 1048576 >&2; exit 1; fi\n"
+          "if has KC_FAULT_TRUNCATED; then $real \"$@\" || exit $?; head -c 700 \"$out\" >\"$out.cut\"; mv "
+          "\"$out.cut\" \"$out\"; exit 0; fi\n"
+          "if has KC_FAULT_NO_ENTRY; then echo 'int kc_fault_nothing;' >\"$out.c\"; $real -shared -fPIC -o "
+          "\"$out\" \"$out.c\"; rc=$?; rm -f \"$out.c\"; exit $rc; fi\n"
+          "if has KC_FAULT_FLOOD; then yes 'fault-cc: noise noise noise noise' | head -c 1048576 >&2; exit "
+          "1; fi\n"
           "exec $real \"$@\"\n",
           rel_cc(), wrapper_dir);
   fclose(f);
@@ -103,16 +108,16 @@ static void kill_pidfile(const char *pidfile) {
 
 typedef struct fault_case {
   const char *marker;
-  kc_status want;      /* KC_OK: any error */
-  const char *in_msg;  /* the log or the reason, in kc_errmsg */
+  kc_status want; /* KC_OK: any error */
+  const char *in_msg; /* the log or the reason, in kc_errmsg */
   uint32_t timeout_ms; /* 0: the default */
   double min_s, max_s; /* bounds on the failing launch's time (0: none) */
 } fault_case;
 
-#define CASE_FAIL(...)                     \
-  do {                                     \
-    snprintf(why, whylen, __VA_ARGS__);    \
-    goto out;                              \
+#define CASE_FAIL(...) \
+  do { \
+    snprintf(why, whylen, __VA_ARGS__); \
+    goto out; \
   } while (0)
 
 /* h carries the marker; k fails; h fixed; k runs; the store holds only
@@ -148,18 +153,21 @@ static bool case_body(const fault_case *c, const char *store, char *why, size_t 
   if (!strstr(msg, "'k'")) CASE_FAIL("the message does not name the kernel: %s", msg);
   if (c->in_msg && !strstr(msg, c->in_msg)) CASE_FAIL("expected \"%s\" in: %s", c->in_msg, msg);
   if (c->max_s && took > c->max_s) CASE_FAIL("the failing launch took %.2f s (at most %.2f)", took, c->max_s);
-  if (c->min_s && took < c->min_s) CASE_FAIL("the failing launch took only %.3f s (at least %.2f)", took, c->min_s);
+  if (c->min_s && took < c->min_s)
+    CASE_FAIL("the failing launch took only %.3f s (at least %.2f)", took, c->min_s);
   kc_stats s;
   kc_stats_get(rt, &s);
   if (s.compiles || s.compile_failures != 1 || s.disk_writes)
-    CASE_FAIL("after the failure: %llu compiles, %llu failures, %llu disk writes", (unsigned long long)s.compiles,
-              (unsigned long long)s.compile_failures, (unsigned long long)s.disk_writes);
+    CASE_FAIL("after the failure: %llu compiles, %llu failures, %llu disk writes",
+              (unsigned long long)s.compiles, (unsigned long long)s.compile_failures,
+              (unsigned long long)s.disk_writes);
   rel_store_check chk;
   rel_store_check_dir(store, &chk);
   if (chk.entries || chk.temps || chk.locks) CASE_FAIL("the store is not empty: %s", chk.first_problem);
 
   if ((st = kc_define(rt, "h", SRC_H_FIXED, NULL))) CASE_FAIL("kc_define: %s", kc_errmsg(rt));
-  if ((st = rel_run(k, ctx, b, N, out))) CASE_FAIL("the fixed definition: %s: %s", kc_status_name(st), kc_errmsg(rt));
+  if ((st = rel_run(k, ctx, b, N, out)))
+    CASE_FAIL("the fixed definition: %s: %s", kc_status_name(st), kc_errmsg(rt));
   for (int i = 0; i < N; i++)
     if (out[i] != 7 * i + 3) CASE_FAIL("the fixed definition: element %d is %d", i, out[i]);
   kc_stats_get(rt, &s);
@@ -228,7 +236,8 @@ static void run_case(const fault_case *c) {
   rel_rmrf(store);
   char what[1200];
   if (WIFSIGNALED(status)) {
-    snprintf(what, sizeof what, "the process died of signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    snprintf(what, sizeof what, "the process died of signal %d (%s)", WTERMSIG(status),
+             strsignal(WTERMSIG(status)));
     known_or_fail(c, what);
   } else if (!WIFEXITED(status) || WEXITSTATUS(status)) {
     known_or_fail(c, why[0] ? why : "the child failed");
@@ -288,7 +297,9 @@ static void test_hang_in_a_child_of_the_compiler(void **state) {
   usleep(100000);
   bool left = alive(pidfile);
   kill_pidfile(pidfile);
-  if (left) known_or_fail(&(fault_case){"KC_FAULT_ORPHAN"}, "the compiler's child still runs after the timeout killed the compiler");
+  if (left)
+    known_or_fail(&(fault_case){"KC_FAULT_ORPHAN"},
+                  "the compiler's child still runs after the timeout killed the compiler");
 }
 
 static void test_garbage_with_log(void **state) {

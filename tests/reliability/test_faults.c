@@ -146,25 +146,25 @@ static kc_status wrong(env *e, const char *fmt, ...) {
   return KC_EBACKEND;
 }
 
-#define STEP(e, call)                                 \
-  do {                                                \
-    kc_status st_ = (call);                           \
+#define STEP(e, call) \
+  do { \
+    kc_status st_ = (call); \
     if (st_ != KC_OK) return failed((e), st_, #call); \
   } while (0)
 
 /* kc_define / kc_undefine: a failure must leave the world where it was. */
-#define CHANGE(e, call)                                                                    \
-  do {                                                                                     \
-    kc_world before_ = kc_world_latest((e)->rt);                                           \
-    kc_status st_ = (call);                                                                \
-    if (st_ != KC_OK) {                                                                    \
-      failed((e), st_, #call);                                                             \
-      if (kc_world_latest((e)->rt) != before_)                                             \
-        return wrong((e), "%s failed (%s) but moved the world from %llu to %llu", #call,   \
-                     kc_status_name(st_), (unsigned long long)before_,                     \
-                     (unsigned long long)kc_world_latest((e)->rt));                        \
-      return st_;                                                                          \
-    }                                                                                      \
+#define CHANGE(e, call) \
+  do { \
+    kc_world before_ = kc_world_latest((e)->rt); \
+    kc_status st_ = (call); \
+    if (st_ != KC_OK) { \
+      failed((e), st_, #call); \
+      if (kc_world_latest((e)->rt) != before_) \
+        return wrong((e), "%s failed (%s) but moved the world from %llu to %llu", #call, \
+                     kc_status_name(st_), (unsigned long long)before_, \
+                     (unsigned long long)kc_world_latest((e)->rt)); \
+      return st_; \
+    } \
   } while (0)
 
 static kc_status ensure_runtime(env *e) {
@@ -188,8 +188,7 @@ static kc_status ensure_context(env *e) {
 /* Checks y[i] == a*i + b. */
 static kc_status check_out(env *e, const int32_t *out, int a, int b, const char *what) {
   for (int i = 0; i < N; i++)
-    if (out[i] != a * i + b)
-      return wrong(e, "%s: element %d is %d, expected %d", what, i, out[i], a * i + b);
+    if (out[i] != a * i + b) return wrong(e, "%s: element %d is %d, expected %d", what, i, out[i], a * i + b);
   return KC_OK;
 }
 
@@ -247,8 +246,7 @@ static kc_status sc_compile(env *e) {
   kc_world now = kc_world_current(e->rt);
   if (!info.artifact || !info.artifact_size || info.min_world > now || info.max_world < now)
     return wrong(e, "kc_kernel_code: artifact %p (%zu bytes), worlds %llu..%llu", info.artifact,
-                 info.artifact_size, (unsigned long long)info.min_world,
-                 (unsigned long long)info.max_world);
+                 info.artifact_size, (unsigned long long)info.min_world, (unsigned long long)info.max_world);
   return KC_OK;
 }
 
@@ -317,7 +315,8 @@ static void fill_store(env *e) {
   memset(&tmp, 0, sizeof tmp);
   tmp.rt = rt;
   kc_status st = sc_disk(&tmp);
-  if (st) fail_msg("filling the store: %s at %s: %s %s", kc_status_name(st), tmp.step, tmp.msg, tmp.wrong_what);
+  if (st)
+    fail_msg("filling the store: %s at %s: %s %s", kc_status_name(st), tmp.step, tmp.msg, tmp.wrong_what);
   kc_stats s;
   kc_stats_get(rt, &s);
   kc_runtime_destroy(rt);
@@ -332,12 +331,9 @@ typedef struct scenario {
 } scenario;
 
 static const scenario scenarios[] = {
-    {"define", sc_define, false, NULL},
-    {"compile", sc_compile, false, NULL},
-    {"link+launch", sc_launch, false, NULL},
-    {"bound arguments", sc_bound, false, NULL},
-    {"disk write", sc_disk, true, NULL},
-    {"disk read", sc_disk, true, fill_store},
+    {"define", sc_define, false, NULL},      {"compile", sc_compile, false, NULL},
+    {"link+launch", sc_launch, false, NULL}, {"bound arguments", sc_bound, false, NULL},
+    {"disk write", sc_disk, true, NULL},     {"disk read", sc_disk, true, fill_store},
 };
 #define NSCENARIOS (sizeof scenarios / sizeof *scenarios)
 

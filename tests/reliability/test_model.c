@@ -33,8 +33,8 @@
 
 /* ------------------------------------------------------------ the names */
 
-#define NF 5                /* helpers f0..f4 */
-#define NK 3                /* kernels k0..k2 */
+#define NF 5 /* helpers f0..f4 */
+#define NK 3 /* kernels k0..k2 */
 #define NNAMES (NF + NK)
 #define MAXCALLS 3
 #define MAXOPS 1000
@@ -60,8 +60,8 @@ static const char *const params[NPARAMS] = {NULL, "P=1"};
 
 /* A compile the reference expects kcache to have made. */
 typedef struct rci {
-  kc_world at;       /* the world it was compiled in */
-  uint32_t lookups;  /* names looked up (bit per name) */
+  kc_world at; /* the world it was compiled in */
+  uint32_t lookups; /* names looked up (bit per name) */
 } rci;
 
 #define NCTX 2
@@ -84,8 +84,8 @@ typedef struct model {
    * results stay exact, code that a live world can use is never recompiled,
    * and the definitions kept are exactly those visible in a live world. */
   bool collected;
-  bool freed[MAXVERS];          /* versions kc_collect must have freed */
-  kc_world seen[NSPECS][64];    /* live worlds in which a spec ran since */
+  bool freed[MAXVERS]; /* versions kc_collect must have freed */
+  kc_world seen[NSPECS][64]; /* live worlds in which a spec ran since */
   int nseen[NSPECS];
   uint64_t collects, collected_cis;
   /* kcache */
@@ -230,21 +230,22 @@ static void check_counters(model *m, const char *after) {
         (unsigned long long)s.definitions, (unsigned long long)defs_kept(m));
   if (m->collected) {
     if (s.world != m->latest || s.compile_failures || s.code_instances + s.collected != s.compiles)
-      bad(m, "after %s: world %llu (reference %llu), %llu compile failures, %llu code instances + %llu "
-          "collected != %llu compiles", after, (unsigned long long)s.world, (unsigned long long)m->latest,
+      bad(m,
+          "after %s: world %llu (reference %llu), %llu compile failures, %llu code instances + %llu "
+          "collected != %llu compiles",
+          after, (unsigned long long)s.world, (unsigned long long)m->latest,
           (unsigned long long)s.compile_failures, (unsigned long long)s.code_instances,
           (unsigned long long)s.collected, (unsigned long long)s.compiles);
     m->compiles = s.compiles; /* the baseline for the next step */
   } else if (s.compiles != m->compiles || s.links != m->links || s.invalidations != m->invalidations ||
-      s.world != m->latest || s.compile_failures)
+             s.world != m->latest || s.compile_failures)
     bad(m,
         "after %s: kcache counts %llu compiles, %llu links, %llu invalidations, world %llu, %llu "
         "compile failures; the reference %llu, %llu, %llu, world %llu, 0",
         after, (unsigned long long)s.compiles, (unsigned long long)s.links,
         (unsigned long long)s.invalidations, (unsigned long long)s.world,
-        (unsigned long long)s.compile_failures, (unsigned long long)m->compiles,
-        (unsigned long long)m->links, (unsigned long long)m->invalidations,
-        (unsigned long long)m->latest);
+        (unsigned long long)s.compile_failures, (unsigned long long)m->compiles, (unsigned long long)m->links,
+        (unsigned long long)m->invalidations, (unsigned long long)m->latest);
   if (kc_world_current(m->rt) != current(m))
     bad(m, "after %s: kc_world_current is %llu, expected %llu", after,
         (unsigned long long)kc_world_current(m->rt), (unsigned long long)current(m));
@@ -260,13 +261,14 @@ static void make_text(model *m, ver *v) {
   }
   /* a name in a comment is not a call: the scanner must skip it */
   char decoy[48] = "";
-  if (rel_below(&m->rng, 4) == 0) snprintf(decoy, sizeof decoy, " /* not %s(x) */", names[rel_below(&m->rng, NF)]);
+  if (rel_below(&m->rng, 4) == 0)
+    snprintf(decoy, sizeof decoy, " /* not %s(x) */", names[rel_below(&m->rng, NF)]);
   if (is_kernel(n))
     snprintf(v->text, sizeof v->text, "KC_KERNEL void %s(KC_GLOBAL int *y) { y[0] = %s%u; }%s /* v%u */",
              names[n], calls, rel_below(&m->rng, 100), decoy, ++tag);
   else
-    snprintf(v->text, sizeof v->text, "KC_DEVICE int %s(int x) { return %s%u; }%s /* v%u */", names[n],
-             calls, rel_below(&m->rng, 100), decoy, ++tag);
+    snprintf(v->text, sizeof v->text, "KC_DEVICE int %s(int x) { return %s%u; }%s /* v%u */", names[n], calls,
+             rel_below(&m->rng, 100), decoy, ++tag);
 }
 
 static void step_define(model *m) {
@@ -288,8 +290,9 @@ static void step_define(model *m) {
   kc_status st = kc_define(m->rt, names[n], v->text, &w);
   if (st) bad(m, "kc_define(%s) returned %s", names[n], kc_status_name(st));
   ref_change(m, n, m->nvers);
-  if (w != m->latest) bad(m, "kc_define(%s) made world %llu, expected %llu", names[n], (unsigned long long)w,
-                          (unsigned long long)m->latest);
+  if (w != m->latest)
+    bad(m, "kc_define(%s) made world %llu, expected %llu", names[n], (unsigned long long)w,
+        (unsigned long long)m->latest);
   check_counters(m, "define");
 }
 
@@ -316,8 +319,9 @@ static void step_undefine(model *m) {
   } else {
     if (st) bad(m, "kc_undefine(%s) returned %s", names[n], kc_status_name(st));
     ref_change(m, n, 0);
-    if (w != m->latest) bad(m, "kc_undefine(%s) made world %llu, expected %llu", names[n], (unsigned long long)w,
-                            (unsigned long long)m->latest);
+    if (w != m->latest)
+      bad(m, "kc_undefine(%s) made world %llu, expected %llu", names[n], (unsigned long long)w,
+          (unsigned long long)m->latest);
   }
   check_counters(m, "undefine");
 }
@@ -328,7 +332,8 @@ static void step_pin(model *m) {
   kc_status st = kc_pin(m->rt, &w);
   if (st) bad(m, "kc_pin returned %s", kc_status_name(st));
   if (!m->pin_depth++) m->pinned = m->latest;
-  if (w != m->pinned) bad(m, "kc_pin pinned %llu, expected %llu", (unsigned long long)w, (unsigned long long)m->pinned);
+  if (w != m->pinned)
+    bad(m, "kc_pin pinned %llu, expected %llu", (unsigned long long)w, (unsigned long long)m->pinned);
   check_counters(m, "pin");
 }
 
@@ -414,7 +419,8 @@ static void step_compile(model *m) {
        (unsigned long long)w);
   kc_status st = kc_kernel_compile(m->handles[h]);
   resolved r = resolve(m, entry, w);
-  if (st != r.st) bad(m, "kc_kernel_compile returned %s, the reference %s", kc_status_name(st), kc_status_name(r.st));
+  if (st != r.st)
+    bad(m, "kc_kernel_compile returned %s, the reference %s", kc_status_name(st), kc_status_name(r.st));
   if (!st && m->collected) {
     check_relaxed_launch(m, s, w, "kc_kernel_compile");
   } else if (!st && covering_ci(m, s, w) < 0) {
@@ -433,7 +439,8 @@ static void step_source(model *m) {
   char *src = NULL;
   kc_status st = kc_kernel_source(m->handles[h], &src);
   resolved r = resolve(m, entry, w);
-  if (st != r.st) bad(m, "kc_kernel_source returned %s, the reference %s", kc_status_name(st), kc_status_name(r.st));
+  if (st != r.st)
+    bad(m, "kc_kernel_source returned %s, the reference %s", kc_status_name(st), kc_status_name(r.st));
   if (st) {
     if (src) bad(m, "kc_kernel_source failed but returned a string");
     return;
@@ -497,7 +504,8 @@ static void step_collect(model *m) {
   if (after.collected != before.collected + info.code_instances ||
       after.code_instances + info.code_instances != before.code_instances ||
       after.definitions + info.definitions != before.definitions)
-    bad(m, "kc_collect says it freed %llu code instances and %llu definitions; the counters went from "
+    bad(m,
+        "kc_collect says it freed %llu code instances and %llu definitions; the counters went from "
         "%llu/%llu/%llu to %llu/%llu/%llu (collected/alive/definitions)",
         (unsigned long long)info.code_instances, (unsigned long long)info.definitions,
         (unsigned long long)before.collected, (unsigned long long)before.code_instances,
@@ -593,14 +601,14 @@ static void test_random_sequences(void **state) {
     kc_runtime_destroy(m->rt);
   }
   kct_free(m);
-  rel_summary("model: %llu sequences checked (%llu of %llu steps, %llu of %u; %llu steps: %llu launches, "
-              "%llu defines, %llu compiles, %llu worlds, %llu collects freeing %llu code instances) in %.1f s, "
-              "seed %llu, 0 mismatches",
-              (unsigned long long)(nseq + nlong), (unsigned long long)nseq, (unsigned long long)nops,
-              (unsigned long long)nlong, MAXOPS, (unsigned long long)steps, (unsigned long long)launches,
-              (unsigned long long)defines, (unsigned long long)compiles, (unsigned long long)worlds,
-              (unsigned long long)collects, (unsigned long long)collected, rel_now() - t0,
-              (unsigned long long)seed);
+  rel_summary(
+      "model: %llu sequences checked (%llu of %llu steps, %llu of %u; %llu steps: %llu launches, "
+      "%llu defines, %llu compiles, %llu worlds, %llu collects freeing %llu code instances) in %.1f s, "
+      "seed %llu, 0 mismatches",
+      (unsigned long long)(nseq + nlong), (unsigned long long)nseq, (unsigned long long)nops,
+      (unsigned long long)nlong, MAXOPS, (unsigned long long)steps, (unsigned long long)launches,
+      (unsigned long long)defines, (unsigned long long)compiles, (unsigned long long)worlds,
+      (unsigned long long)collects, (unsigned long long)collected, rel_now() - t0, (unsigned long long)seed);
 }
 
 /* The backend's own checks reject what kcache must never hand a compiler. */
@@ -622,7 +630,8 @@ static void test_hash_backend_parser(void **state) {
   uint64_t d;
   if (!hashbe_parse(src, strlen(src), "k0", &d, why, sizeof why)) fail_msg("%s\n%s", why, src);
   /* swapped blocks: a caller before its callee */
-  char *f0 = strstr(src, "#line 1 \"f0\""), *f1 = strstr(src, "#line 1 \"f1\""), *k0 = strstr(src, "#line 1 \"k0\"");
+  char *f0 = strstr(src, "#line 1 \"f0\""), *f1 = strstr(src, "#line 1 \"f1\""),
+       *k0 = strstr(src, "#line 1 \"k0\"");
   assert_non_null(f0);
   assert_non_null(f1);
   assert_non_null(k0);

@@ -30,21 +30,21 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define N 8          /* work items per launch */
+#define N 8 /* work items per launch */
 #define LAUNCHERS 3
-#define HANDLES 2    /* handles on k shared by every launcher */
+#define HANDLES 2 /* handles on k shared by every launcher */
 
 /* y[i] = i*10^7 + kv*10^6 + a()*10^3 + b() (b() only in kernels that call it) */
 typedef struct world_state {
-  int kv;     /* the kernel's version value 0..9; -1: k undefined */
+  int kv; /* the kernel's version value 0..9; -1: k undefined */
   bool uses_b;
-  int a, b;   /* 0..999; -1: undefined */
-  int c;      /* the version of stress_c, which nothing calls */
+  int a, b; /* 0..999; -1: undefined */
+  int c; /* the version of stress_c, which nothing calls */
 } world_state;
 
 static struct {
   pthread_mutex_t lock; /* guards the table; held by the definer across each change */
-  world_state *worlds;  /* indexed by world */
+  world_state *worlds; /* indexed by world */
   size_t cap;
   kc_world latest;
 } model = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -93,8 +93,12 @@ static bool matches(world_state s, kc_status st, const int32_t *out) {
 }
 
 static void describe(char *buf, size_t len, kc_world w, world_state s) {
-  snprintf(buf, len, "world %llu: k%s%d%s, a=%d, b=%d", (unsigned long long)w, s.kv < 0 ? " undefined (" : " v",
-           s.kv, s.kv < 0 ? ")" : s.uses_b ? " (calls a and b)" : " (calls a)", s.a, s.b);
+  snprintf(buf, len, "world %llu: k%s%d%s, a=%d, b=%d", (unsigned long long)w,
+           s.kv < 0 ? " undefined (" : " v", s.kv,
+           s.kv < 0   ? ")"
+           : s.uses_b ? " (calls a and b)"
+                      : " (calls a)",
+           s.a, s.b);
 }
 
 /* ----------------------------------------------------------- the definer */
@@ -112,12 +116,9 @@ static void record(kc_world w, world_state s) {
 }
 
 static const char *source_of(const char *name, world_state s, char *buf, size_t len) {
-  if (!strcmp(name, "stress_a"))
-    snprintf(buf, len, "KC_DEVICE int stress_a(void) { return %d; }", s.a);
-  else if (!strcmp(name, "stress_b"))
-    snprintf(buf, len, "KC_DEVICE int stress_b(void) { return %d; }", s.b);
-  else if (!strcmp(name, "stress_c"))
-    snprintf(buf, len, "KC_DEVICE int stress_c(void) { return %d; }", s.c);
+  if (!strcmp(name, "stress_a")) snprintf(buf, len, "KC_DEVICE int stress_a(void) { return %d; }", s.a);
+  else if (!strcmp(name, "stress_b")) snprintf(buf, len, "KC_DEVICE int stress_b(void) { return %d; }", s.b);
+  else if (!strcmp(name, "stress_c")) snprintf(buf, len, "KC_DEVICE int stress_c(void) { return %d; }", s.c);
   else
     snprintf(buf, len,
              "KC_KERNEL void k(KC_GLOBAL int *y) {\n"
@@ -410,8 +411,7 @@ static void test_stress(void **state) {
               "%llu fast hits, seed %llu, 0 mismatches",
               kct_backend_name, (unsigned long long)launches, (unsigned long long)pinned,
               (unsigned long long)unpinned, (unsigned long long)bound, (unsigned long long)expected_errors,
-              seconds,
-              (unsigned long long)d.r.defines, (unsigned long long)d.r.undefines,
+              seconds, (unsigned long long)d.r.defines, (unsigned long long)d.r.undefines,
               (unsigned long long)model.latest, (unsigned long long)s.compiles, (unsigned long long)s.links,
               (unsigned long long)resets, (unsigned long long)s.fast_hits, (unsigned long long)seed);
   /* launches whose result was compared with the model, not only expected errors */

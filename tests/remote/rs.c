@@ -14,7 +14,8 @@
 
 void rs_require_server(void) {
   const char *why = NULL;
-  if (!kct_in_path("redis-server")) why = "redis-server is not installed (Debian: apt-get install redis-server)";
+  if (!kct_in_path("redis-server"))
+    why = "redis-server is not installed (Debian: apt-get install redis-server)";
   else why = kc__hiredis_unavailable();
   if (why) {
     printf("SKIPPED: remote tier tests need a Redis server and hiredis: %s\n", why);
@@ -28,7 +29,8 @@ static int free_port(void) {
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof a;
-  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+      getsockname(fd, (struct sockaddr *)&a, &len) != 0)
     fail_msg("no free loopback port: %s", strerror(errno));
   close(fd);
   return ntohs(a.sin_port);
@@ -60,7 +62,8 @@ void rs_start(rs_server *s, const char *password, const char *extra) {
     snprintf(cmd, sizeof cmd,
              "exec redis-server --port %d --bind 127.0.0.1 --save '' --appendonly no --dir '%s' "
              "--logfile '%s/redis.log' --daemonize no %s%s %s",
-             s->port, s->dir, s->dir, password ? "--requirepass " : "", password ? password : "", extra ? extra : "");
+             s->port, s->dir, s->dir, password ? "--requirepass " : "", password ? password : "",
+             extra ? extra : "");
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) fail_msg("fork: %s", strerror(errno));
@@ -153,7 +156,8 @@ const char *const rs_kernels[3] = {
 static const char *const names[3] = {"k1", "k2", "k3"};
 
 kc_status rs_define(kc_runtime *rt) {
-  kc_status st = kc_define(rt, "scale", "KC_DEVICE float scale(float n, float i) { return n * (i + 1.0f); }", NULL);
+  kc_status st =
+      kc_define(rt, "scale", "KC_DEVICE float scale(float n, float i) { return n * (i + 1.0f); }", NULL);
   for (int i = 0; i < 3 && !st; i++) st = kc_define(rt, names[i], rs_kernels[i], NULL);
   return st;
 }
@@ -229,7 +233,8 @@ rs_report rs_node_run(const char *cache_dir, const rs_node_opts *o, unsigned ker
   return r;
 }
 
-pid_t rs_spawn(const char *cache_dir, const rs_node_opts *o, unsigned kernels, const int go[2], int *report_fd) {
+pid_t rs_spawn(const char *cache_dir, const rs_node_opts *o, unsigned kernels, const int go[2],
+               int *report_fd) {
   int p[2];
   assert_int_equal(pipe(p), 0);
   fflush(NULL);
@@ -244,8 +249,7 @@ pid_t rs_spawn(const char *cache_dir, const rs_node_opts *o, unsigned kernels, c
   char c;
   if (go) {
     close(go[1]); /* the parent's: closing it is the start signal */
-    while (read(go[0], &c, 1) < 0 && errno == EINTR) {
-    }
+    while (read(go[0], &c, 1) < 0 && errno == EINTR) {}
   }
   rs_report r = rs_node_run(cache_dir, o, kernels);
   if (write(p[1], &r, sizeof r) != (ssize_t)sizeof r) _exit(3);

@@ -65,12 +65,12 @@ kc_runtime *rs_node(const char *cache_dir, const rs_node_opts *o);
 
 /* What a node did (also sent by forked children). */
 typedef struct rs_report {
-  int status;             /* first failing kc_status, or KC_OK */
-  int wrong;              /* kernels that computed a wrong result */
-  kc_stats stats;         /* before kc_runtime_destroy */
-  double seconds;         /* from start to the results */
+  int status; /* first failing kc_status, or KC_OK */
+  int wrong; /* kernels that computed a wrong result */
+  kc_stats stats; /* before kc_runtime_destroy */
+  double seconds; /* from start to the results */
   double destroy_seconds; /* kc_runtime_destroy (drains uploads) */
-  double max_launch;      /* the slowest first launch */
+  double max_launch; /* the slowest first launch */
 } rs_report;
 
 /* Fails the test unless the node's kernels all ran and computed the right
@@ -83,7 +83,8 @@ rs_report rs_node_run(const char *cache_dir, const rs_node_opts *o, unsigned ker
 /* Forks a child that waits until the pipe `go` is closed (go NULL: starts
  * at once), then rs_node_run, and reports through a pipe (environment:
  * KC_TEST_COUNT etc. are inherited). */
-pid_t rs_spawn(const char *cache_dir, const rs_node_opts *o, unsigned kernels, const int go[2], int *report_fd);
+pid_t rs_spawn(const char *cache_dir, const rs_node_opts *o, unsigned kernels, const int go[2],
+               int *report_fd);
 rs_report rs_collect(pid_t pid, int report_fd);
 
 #endif

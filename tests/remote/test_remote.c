@@ -77,7 +77,6 @@ static rs_node_opts opts(const char *url) {
   return o;
 }
 
-
 static size_t entries_in(const char *url, const char *prefix) {
   char **keys;
   size_t n = rs_keys(url, prefix, &keys), e = 0;
@@ -180,10 +179,11 @@ static void test_eight_nodes_cold_start_compile_three_times(void **state) {
     waits += r.stats.remote_lock_waits;
     if (r.seconds > slowest) slowest = r.seconds;
   }
-  print_message("8 nodes x 3 kernels: %llu compiles (the compiler ran %zu times), %llu remote hits, %llu lock waits, "
-                "slowest node %.2f s\n",
-                (unsigned long long)compiles, st_lines(f->count), (unsigned long long)hits,
-                (unsigned long long)waits, slowest);
+  print_message(
+      "8 nodes x 3 kernels: %llu compiles (the compiler ran %zu times), %llu remote hits, %llu lock waits, "
+      "slowest node %.2f s\n",
+      (unsigned long long)compiles, st_lines(f->count), (unsigned long long)hits, (unsigned long long)waits,
+      slowest);
   assert_int_equal(compiles, 3);
   assert_int_equal(st_lines(f->count), 3);
   assert_int_equal(hits, 3 * N - 3);
@@ -279,7 +279,8 @@ static void test_no_server_at_all(void **state) {
 }
 
 typedef enum damage { FLIP, TRUNCATE, FOREIGN, OTHER_KEY, WRONG_TYPE, EMPTY_TRAILER } damage;
-static const char *const damage_names[] = {"a flipped byte", "truncated", "foreign bytes", "another key's entry",
+static const char *const damage_names[] = {"a flipped byte",       "truncated",
+                                           "foreign bytes",        "another key's entry",
                                            "a list, not a string", "unknown trailing bytes"};
 
 static void damage_value(const char *name, const char *other, damage d) {
@@ -302,7 +303,8 @@ static void damage_value(const char *name, const char *other, damage d) {
     break;
   }
   case FOREIGN:
-    r = rs_cmd(server.url, "SET", name, "this is not a kcache entry, but it is long enough to look like one at first"
+    r = rs_cmd(server.url, "SET", name,
+               "this is not a kcache entry, but it is long enough to look like one at first"
                " glance: a header needs sixty-four bytes",
                (char *)NULL);
     break;
@@ -319,9 +321,7 @@ static void damage_value(const char *name, const char *other, damage d) {
     rs_free(&r);
     r = rs_cmd(server.url, "RPUSH", name, "x", (char *)NULL);
     break;
-  case EMPTY_TRAILER:
-    r = rs_cmd(server.url, "APPEND", name, "garbage", (char *)NULL);
-    break;
+  case EMPTY_TRAILER: r = rs_cmd(server.url, "APPEND", name, "garbage", (char *)NULL); break;
   }
   rs_free(&r);
   rs_free(&v);

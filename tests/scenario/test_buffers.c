@@ -14,11 +14,10 @@
 
 enum { N = 8 };
 
-static const char SRC_K[] =
-    "KC_KERNEL void k(KC_GLOBAL float *y) {\n"
-    "  size_t i = kc_global_id(0);\n"
-    "  y[i] = (float)i + 1.0f;\n"
-    "}\n";
+static const char SRC_K[] = "KC_KERNEL void k(KC_GLOBAL float *y) {\n"
+                            "  size_t i = kc_global_id(0);\n"
+                            "  y[i] = (float)i + 1.0f;\n"
+                            "}\n";
 
 /* Every call on a destroyed buffer b: KC_EDESTROYED, saying so. */
 static void expect_destroyed(kc_runtime *rt, kc_buffer *b) {

@@ -89,7 +89,7 @@ static void *pinned_thread(void *arg) {
   j->st = kc_pin(j->rt, &w);
   kc_kernel *k = kc_kernel_create(j->rt, "k", NULL, &k) ? NULL : k;
   if (!j->st && k) j->st = kct_run(k, j->ctx, j->b, N, j->out); /* compiled at the pinned world */
-  pthread_barrier_wait(&j->pinned);   /* main redefines h, then collects */
+  pthread_barrier_wait(&j->pinned); /* main redefines h, then collects */
   pthread_barrier_wait(&j->collected);
   j->compiles_before = kct_stats(j->rt).compiles;
   if (!j->st && k) j->st = kct_run(k, j->ctx, j->b, N, j->out);

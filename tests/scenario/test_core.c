@@ -17,11 +17,10 @@
 /* k calls h; element i of the output is h(i). */
 static const char SRC_H1[] = "KC_DEVICE float h(float x) { return x + 1.0f; }";
 static const char SRC_H2[] = "KC_DEVICE float h(float x) { return x + 2.0f; }";
-static const char SRC_K[] =
-    "KC_KERNEL void k(KC_GLOBAL float *y) {\n"
-    "  size_t i = kc_global_id(0);\n"
-    "  y[i] = h((float)i);\n"
-    "}\n";
+static const char SRC_K[] = "KC_KERNEL void k(KC_GLOBAL float *y) {\n"
+                            "  size_t i = kc_global_id(0);\n"
+                            "  y[i] = h((float)i);\n"
+                            "}\n";
 /* k2 calls nothing. */
 static const char SRC_K2[] = "KC_KERNEL void k2(KC_GLOBAL float *y) { y[kc_global_id(0)] = 7.0f; }";
 /* kt calls g, which calls h. */
@@ -308,23 +307,20 @@ static void test_pins_nest(void **state) {
 /* ------------------------------------------------------- bound arguments */
 
 /* kb(y, a, n): y[i] = a * h(i) + n */
-static const char SRC_KB[] =
-    "KC_KERNEL void kb(KC_GLOBAL float *y, float a, int n) {\n"
-    "  size_t i = kc_global_id(0);\n"
-    "  y[i] = a * h((float)i) + (float)n;\n"
-    "}\n";
+static const char SRC_KB[] = "KC_KERNEL void kb(KC_GLOBAL float *y, float a, int n) {\n"
+                             "  size_t i = kc_global_id(0);\n"
+                             "  y[i] = a * h((float)i) + (float)n;\n"
+                             "}\n";
 /* the same name and parameters, another body */
-static const char SRC_KB2[] =
-    "KC_KERNEL void kb(KC_GLOBAL float *y, float a, int n) {\n"
-    "  size_t i = kc_global_id(0);\n"
-    "  y[i] = a * h((float)i) - (float)n;\n"
-    "}\n";
+static const char SRC_KB2[] = "KC_KERNEL void kb(KC_GLOBAL float *y, float a, int n) {\n"
+                              "  size_t i = kc_global_id(0);\n"
+                              "  y[i] = a * h((float)i) - (float)n;\n"
+                              "}\n";
 /* one parameter more */
-static const char SRC_KB3[] =
-    "KC_KERNEL void kb(KC_GLOBAL float *y, float a, int n, int m) {\n"
-    "  size_t i = kc_global_id(0);\n"
-    "  y[i] = a * h((float)i) + (float)(n * m);\n"
-    "}\n";
+static const char SRC_KB3[] = "KC_KERNEL void kb(KC_GLOBAL float *y, float a, int n, int m) {\n"
+                              "  size_t i = kc_global_id(0);\n"
+                              "  y[i] = a * h((float)i) + (float)(n * m);\n"
+                              "}\n";
 
 static void expect_run_args(kct_fixture *f, kc_args *a, float scale, float add) {
   memset(f->out, 0, sizeof f->out);
@@ -427,12 +423,11 @@ static void test_bound_arguments(void **state) {
 
 /* ---------------------------------------------------------- scenario 7 */
 
-static const char SRC_KS[] =
-    "KC_KERNEL void ks(KC_GLOBAL float *y) {\n"
-    "  size_t i = kc_global_id(0);\n"
-    "  T one = (T)1, tiny = (T)1e-10;\n"
-    "  y[i] = i == 0 ? (float)sizeof(T) : (float)(one + tiny != one);\n"
-    "}\n";
+static const char SRC_KS[] = "KC_KERNEL void ks(KC_GLOBAL float *y) {\n"
+                             "  size_t i = kc_global_id(0);\n"
+                             "  T one = (T)1, tiny = (T)1e-10;\n"
+                             "  y[i] = i == 0 ? (float)sizeof(T) : (float)(one + tiny != one);\n"
+                             "}\n";
 static const char SRC_KN[] =
     "KC_KERNEL void kn(KC_GLOBAL float *y) { y[kc_global_id(0)] = (float)(N * sizeof(T)); }";
 
@@ -477,13 +472,12 @@ static void test_specializations(void **state) {
 static void test_bad_params_strings(void **state) {
   (void)state;
   kc_runtime *rt = kct_runtime(NULL);
-  static const char *const bad[] = {"T", "=x", "T=a,T=b", "1T=x", "T=", "T=float,", ",T=float",
-                                    "T=a,,N=1", "T=a=b", "T-1=x", "T=a\nb"};
+  static const char *const bad[] = {"T",        "=x",       "T=a,T=b", "1T=x",  "T=",    "T=float,",
+                                    ",T=float", "T=a,,N=1", "T=a=b",   "T-1=x", "T=a\nb"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     kc_kernel *k = (kc_kernel *)&k; /* must be cleared */
     kc_status st = kc_kernel_create(rt, "k", bad[i], &k);
-    if (st != KC_EINVAL)
-      fail_msg("params \"%s\": %s, expected KC_EINVAL", bad[i], kc_status_name(st));
+    if (st != KC_EINVAL) fail_msg("params \"%s\": %s, expected KC_EINVAL", bad[i], kc_status_name(st));
     assert_null(k);
     assert_true(strlen(kc_errmsg(rt)) > 0);
   }
@@ -685,7 +679,7 @@ static void test_kernel_source_in_dependency_order(void **state) {
 /* --------------------------------------------------------- allocations */
 
 typedef struct counting {
-  _Atomic uint64_t allocs;  /* new blocks */
+  _Atomic uint64_t allocs; /* new blocks */
   _Atomic uint64_t reallocs; /* resized blocks */
   _Atomic uint64_t frees;
 } counting;

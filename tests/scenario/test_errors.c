@@ -34,8 +34,9 @@ static kc_status run(kct_fixture *f, kc_kernel *k) {
 
 static void test_undefined_callee_is_named_then_defined(void **state) {
   kct_fixture *f = *state;
-  kct_define(f->rt, "ku",
-             "KC_KERNEL void ku(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = missing_fn((float)i); }");
+  kct_define(
+      f->rt, "ku",
+      "KC_KERNEL void ku(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = missing_fn((float)i); }");
   kc_kernel *k = kct_kernel(f->rt, "ku", NULL);
   kc_status st = run(f, k);
   expect_either(f->rt, st, KC_ENOTFOUND, KC_ECOMPILE, "launch of a kernel calling an undefined function");
@@ -112,10 +113,9 @@ static void test_shadowing_a_builtin_called_through_a_comment(void **state) {
 
 /* --------------------------------------------------------- scenario 10 */
 
-static const char SRC_H_BROKEN[] =
-    "KC_DEVICE float h(float x) {\n"
-    "  return x +;\n"
-    "}\n";
+static const char SRC_H_BROKEN[] = "KC_DEVICE float h(float x) {\n"
+                                   "  return x +;\n"
+                                   "}\n";
 
 static void test_syntax_error_names_function_and_line(void **state) {
   kct_fixture *f = *state;
@@ -302,9 +302,9 @@ static void test_invalid_names(void **state) {
       {"KC_FOO", "KC_DEVICE float KC_FOO(float x) { return x; }"},
       {"a b", "KC_DEVICE float a b(float x) { return x; }"},
       {"int", "int"},
-      {"f", "KC_DEVICE float g(float x) { return x; }"},              /* never mentions f */
-      {"f", "/* f */ KC_DEVICE float g(float x) { return x; }"},      /* only in a comment */
-      {"f", "KC_DEVICE const char *g(void) { return \"f\"; }"},       /* only in a string */
+      {"f", "KC_DEVICE float g(float x) { return x; }"}, /* never mentions f */
+      {"f", "/* f */ KC_DEVICE float g(float x) { return x; }"}, /* only in a comment */
+      {"f", "KC_DEVICE const char *g(void) { return \"f\"; }"}, /* only in a string */
       {NULL, "KC_DEVICE float f(float x) { return x; }"},
       {"f", NULL},
   };
@@ -312,8 +312,9 @@ static void test_invalid_names(void **state) {
     kc_world w = 12345;
     kc_status st = kc_define(rt, bad[i].name, bad[i].source, &w);
     if (st != KC_EINVAL)
-      fail_msg("kc_define(\"%s\", \"%s\") returned %s, expected KC_EINVAL", bad[i].name ? bad[i].name : "NULL",
-               bad[i].source ? bad[i].source : "NULL", kc_status_name(st));
+      fail_msg("kc_define(\"%s\", \"%s\") returned %s, expected KC_EINVAL",
+               bad[i].name ? bad[i].name : "NULL", bad[i].source ? bad[i].source : "NULL",
+               kc_status_name(st));
     assert_true(strlen(kc_errmsg(rt)) > 0);
   }
   assert_int_equal(kc_world_latest(rt), w0);
@@ -546,11 +547,10 @@ static void test_status_table(void **state) {
 }
 
 /* A kernel with a buffer, a float and an int. */
-static const char SRC_KA[] =
-    "KC_KERNEL void ka(KC_GLOBAL float *y, float a, int n) {\n"
-    "  size_t i = kc_global_id(0);\n"
-    "  if ((int)i < n) y[i] = a;\n"
-    "}\n";
+static const char SRC_KA[] = "KC_KERNEL void ka(KC_GLOBAL float *y, float a, int n) {\n"
+                             "  size_t i = kc_global_id(0);\n"
+                             "  if ((int)i < n) y[i] = a;\n"
+                             "}\n";
 
 static void test_wrong_arguments(void **state) {
   kct_fixture *f = *state;
@@ -568,9 +568,9 @@ static void test_wrong_arguments(void **state) {
   /* pass 0: every bad call takes the slow path (a reset empties the handle's
    * cache); pass 1: the fast path, after a good launch cached the code */
   for (int pass = 0; pass < 2; pass++) {
-#define BAD(args, nargs)                                                  \
-  do {                                                                    \
-    if (pass == 0) KCT_OK(rt, kc_context_reset(f->ctx));                   \
+#define BAD(args, nargs) \
+  do { \
+    if (pass == 0) KCT_OK(rt, kc_context_reset(f->ctx)); \
     KCT_STATUS(rt, KC_EARGS, kc_launch(k, f->ctx, &g, &b, (args), (nargs))); \
   } while (0)
     if (pass == 1) {
@@ -628,7 +628,8 @@ static void test_recursion_is_rejected(void **state) {
   kct_fixture *f = *state;
   kc_runtime *rt = f->rt;
   /* mutual: kernel -> ping_fn -> pong_fn -> ping_fn */
-  kct_define(rt, "ping_fn", "KC_DEVICE float ping_fn(float x) { return x <= 0.0f ? 0.0f : pong_fn(x - 1.0f); }");
+  kct_define(rt, "ping_fn",
+             "KC_DEVICE float ping_fn(float x) { return x <= 0.0f ? 0.0f : pong_fn(x - 1.0f); }");
   kct_define(rt, "pong_fn", "KC_DEVICE float pong_fn(float x) { return ping_fn(x) + 1.0f; }");
   kct_define(rt, "km", "KC_KERNEL void km(KC_GLOBAL float *y) { y[kc_global_id(0)] = ping_fn(3.0f); }");
   kc_kernel *km = kct_kernel(rt, "km", NULL);
@@ -641,7 +642,8 @@ static void test_recursion_is_rejected(void **state) {
   assert_null(src);
 
   /* self */
-  kct_define(rt, "self_fn", "KC_DEVICE float self_fn(float x) { return x <= 0.0f ? 0.0f : self_fn(x - 1.0f); }");
+  kct_define(rt, "self_fn",
+             "KC_DEVICE float self_fn(float x) { return x <= 0.0f ? 0.0f : self_fn(x - 1.0f); }");
   kct_define(rt, "ks", "KC_KERNEL void ks(KC_GLOBAL float *y) { y[kc_global_id(0)] = self_fn(3.0f); }");
   kc_kernel *ks = kct_kernel(rt, "ks", NULL);
   KCT_STATUS(rt, KC_ERECURSION, run(f, ks));

@@ -29,7 +29,7 @@ static bool linear_ok(kct_report *r, const char *what, const float *out, uint32_
   for (uint32_t i = 0; i < n; i++)
     if (out[i] != (float)i * scale + add) {
       kct_report_fail(r, "%s: element %u is %g, expected %g", what, i, (double)out[i],
-                  (double)((float)i * scale + add));
+                      (double)((float)i * scale + add));
       return false;
     }
   return true;
@@ -81,8 +81,8 @@ static void *pinned_thread(void *arg) {
   pthread_barrier_wait(p->bar); /* 4: the main thread launched k last: the handle's entry is
                                    the new code, which must not serve this thread's world */
   for (int i = 0; i < 5; i++)
-    run_or_report(&p->r, "pinned launch of k after the main thread's", p->rt, p->k, p->ctx, p->buf, N,
-                  out, 1, 1);
+    run_or_report(&p->r, "pinned launch of k after the main thread's", p->rt, p->k, p->ctx, p->buf, N, out, 1,
+                  1);
   if ((st = kc_unpin(p->rt))) kct_report_fail(&p->r, "kc_unpin: %s", kc_errmsg(p->rt));
   run_or_report(&p->r, "unpinned launch of k", p->rt, p->k, p->ctx, p->buf, N, out, 1, 2);
   run_or_report(&p->r, "unpinned launch of k3", p->rt, p->k3, p->ctx, p->buf, N, out, 100, 200);
@@ -230,12 +230,11 @@ static void test_single_flight_own_handles_and_contexts(void **state) {
 #define RACE_MAX_SECONDS 120
 #define RACE_N 64
 
-static const char SRC_KR[] =
-    "KC_KERNEL void kr(KC_GLOBAL float *y) {\n"
-    "  size_t i = kc_global_id(0);\n"
-    "  float m = (float)(i / 2);\n"
-    "  y[i] = i % 2 == 0 ? ha(m) : hb(m);\n"
-    "}\n";
+static const char SRC_KR[] = "KC_KERNEL void kr(KC_GLOBAL float *y) {\n"
+                             "  size_t i = kc_global_id(0);\n"
+                             "  float m = (float)(i / 2);\n"
+                             "  y[i] = i % 2 == 0 ? ha(m) : hb(m);\n"
+                             "}\n";
 
 typedef struct race {
   kc_runtime *rt;
@@ -246,7 +245,7 @@ typedef struct race {
   int launches[RACE_LAUNCHERS];
   uint64_t seen[RACE_LAUNCHERS]; /* bit 2*ha + (hb == ha): the world states seen */
   _Atomic int next;
-  _Atomic int done;      /* the redefiner finished */
+  _Atomic int done; /* the redefiner finished */
   _Atomic int max_state; /* the newest world state (2*ha + (hb == ha)) seen */
   pthread_barrier_t bar;
 } race;
@@ -272,7 +271,7 @@ static bool decode_world(kct_report *r, const float *y, int *ha, int *hb) {
     if (*slot < 0) *slot = j;
     else if (*slot != j) {
       kct_report_fail(r, "element %d is %g: version %d, but earlier elements had version %d (a mix)", i,
-                  (double)y[i], j, *slot);
+                      (double)y[i], j, *slot);
       return false;
     }
   }
@@ -305,7 +304,7 @@ static void *race_launcher(void *arg) {
   double t0 = now_s();
   for (int n = 0; !r->failed; n++) {
     int finished = atomic_load(&rc->done); /* then this launch sees the last world */
-    memset(y, 0xff, sizeof y);            /* NaN: a launch that wrote nothing shows */
+    memset(y, 0xff, sizeof y); /* NaN: a launch that wrote nothing shows */
     kc_status st = bound ? kct_run_args(bound, rc->ctx, rc->buf[me], RACE_N, y)
                          : kct_run(rc->k, rc->ctx, rc->buf[me], RACE_N, y);
     rc->launches[me]++;
@@ -324,8 +323,7 @@ static void *race_launcher(void *arg) {
     int state = 2 * ha + (hb == ha);
     rc->seen[me] |= 1ull << state;
     int prev = atomic_load(&rc->max_state);
-    while (state > prev && !atomic_compare_exchange_weak(&rc->max_state, &prev, state)) {
-    }
+    while (state > prev && !atomic_compare_exchange_weak(&rc->max_state, &prev, state)) {}
     if (finished) {
       if (ha != RACE_ROUNDS || hb != RACE_ROUNDS)
         kct_report_fail(r, "after the last definition, launch %d saw world (%d,%d)", n, ha, hb);
@@ -354,7 +352,8 @@ static void test_launches_racing_redefinitions_see_whole_worlds(void **state) {
   for (int i = 0; i < RACE_LAUNCHERS; i++) rc->buf[i] = kct_buffer(rc->rt, rc->ctx, RACE_N);
   pthread_barrier_init(&rc->bar, NULL, RACE_LAUNCHERS + 1);
   pthread_t t[RACE_LAUNCHERS];
-  for (int i = 0; i < RACE_LAUNCHERS; i++) assert_int_equal(pthread_create(&t[i], NULL, race_launcher, rc), 0);
+  for (int i = 0; i < RACE_LAUNCHERS; i++)
+    assert_int_equal(pthread_create(&t[i], NULL, race_launcher, rc), 0);
   pthread_barrier_wait(&rc->bar);
   /* After each definition, let the launchers catch up (bounded), so that
    * most worlds, the in-between ones too, are launched in. */
@@ -378,9 +377,8 @@ static void test_launches_racing_redefinitions_see_whole_worlds(void **state) {
   }
   int states = __builtin_popcountll(seen);
   kc_stats s = kct_stats(rc->rt);
-  print_message("%d launches saw %d of the %d worlds; %llu compiles, %llu invalidations\n", launches,
-                states, 2 * RACE_ROUNDS + 1, (unsigned long long)s.compiles,
-                (unsigned long long)s.invalidations);
+  print_message("%d launches saw %d of the %d worlds; %llu compiles, %llu invalidations\n", launches, states,
+                2 * RACE_ROUNDS + 1, (unsigned long long)s.compiles, (unsigned long long)s.invalidations);
   assert_true(states >= 2); /* the launches really overlapped redefinitions */
   assert_true(seen & (1ull << (2 * RACE_ROUNDS + 1))); /* and saw the last world */
   assert_int_equal(s.compile_failures, 0);

@@ -181,9 +181,7 @@ static void damage(const char *path, const char *other, int kind, long at) {
   uint8_t *b = st_read_file(path, &n);
   size_t pos = at == -1 ? n - 1 : at == -2 ? n / 2 : (size_t)at;
   switch (kind) {
-  case CUT:
-    st_write_file(path, b, pos);
-    break;
+  case CUT: st_write_file(path, b, pos); break;
   case FLIP:
     b[pos] ^= 0x5a;
     st_write_file(path, b, n);
@@ -417,8 +415,11 @@ typedef struct saved_env {
   char *value;
 } saved_env;
 
-static saved_env envs[] = {{"KC_CACHE_DIR", NULL},     {"XDG_CACHE_HOME", NULL}, {"HOME", NULL},
-                           {"KC_CACHE_DISABLE", NULL}, {"KC_CACHE_MAXSIZE", NULL}};
+static saved_env envs[] = {{"KC_CACHE_DIR", NULL},
+                           {"XDG_CACHE_HOME", NULL},
+                           {"HOME", NULL},
+                           {"KC_CACHE_DISABLE", NULL},
+                           {"KC_CACHE_MAXSIZE", NULL}};
 
 static void env_save(void) {
   for (size_t i = 0; i < sizeof envs / sizeof *envs; i++) {
@@ -564,9 +565,9 @@ static void test_failed_writes_degrade_with_one_warning(void **state) {
   st_capture_begin();
   rt = st_runtime(f->root, NULL);
   KCT_OK(rt, st_define(rt));
-  st_run_ok(rt, "k", NULL, 0);        /* reads still work */
-  st_run_ok(rt, "kv", "V=1", 1);      /* a miss: cannot write */
-  st_run_ok(rt, "kv", "V=2", 2);      /* and no second warning */
+  st_run_ok(rt, "k", NULL, 0); /* reads still work */
+  st_run_ok(rt, "kv", "V=1", 1); /* a miss: cannot write */
+  st_run_ok(rt, "kv", "V=2", 2); /* and no second warning */
   kc_stats s = kct_stats(rt);
   assert_int_equal(s.disk_hits, 1);
   assert_int_equal(s.compiles, 2);
@@ -684,7 +685,8 @@ static int degraded_run(const char *root, const char *expect, char *msg, size_t 
   }
   unlink(errf);
   size_t warnings = st_count(err, "kcache: warning:");
-  snprintf(msg, len, "%s: run %s, compiles %llu, disk hits %llu, write failures %llu, writable %d, %zu warning(s): %s",
+  snprintf(msg, len,
+           "%s: run %s, compiles %llu, disk hits %llu, write failures %llu, writable %d, %zu warning(s): %s",
            expect, kc_status_name(st), (unsigned long long)s.compiles, (unsigned long long)s.disk_hits,
            (unsigned long long)s.disk_write_failures, writable, warnings, err);
   return st == KC_OK && s.compiles == 2 && s.disk_hits == 1 && s.disk_write_failures == 1 && !writable &&
@@ -741,8 +743,8 @@ static int full_disk_child(const fx *f, char *msg, size_t len) {
   snprintf(mnt, sizeof mnt, "%s/small", f->root);
   mkdir(mnt, 0755);
   if (!private_mounts(why, sizeof why) || mount("kc-store-test", mnt, "tmpfs", 0, "size=256k") != 0) {
-    snprintf(msg, len, "full disk: cannot mount a small tmpfs (%s%s); injected write failures cover it",
-             why, *why ? "" : strerror(errno));
+    snprintf(msg, len, "full disk: cannot mount a small tmpfs (%s%s); injected write failures cover it", why,
+             *why ? "" : strerror(errno));
     return 77;
   }
   /* the store's directories first (they take no blocks on tmpfs), and
@@ -763,10 +765,8 @@ static int full_disk_child(const fx *f, char *msg, size_t len) {
   snprintf(filler, sizeof filler, "%s/filler", mnt);
   int fd = open(filler, O_WRONLY | O_CREAT, 0644);
   static char block[4096];
-  while (write(fd, block, sizeof block) > 0) {
-  }
-  while (write(fd, block, 1) > 0) {
-  }
+  while (write(fd, block, sizeof block) > 0) {}
+  while (write(fd, block, 1) > 0) {}
   close(fd);
   int rc = degraded_run(mnt, "tmpfs of 256 KiB, full", msg, len);
   if (rc == 0 && st_files_like(mnt, ".tmp-", NULL) != 0) {

@@ -568,7 +568,8 @@ static void test_show_json_invalid_utf8(void **state) {
  * returns its exit status, what the terminal showed in *out. */
 static int cli_tty(const fx *f, char **out, const char *args) {
   char cmd[2048];
-  snprintf(cmd, sizeof cmd, "script -qec \"'%s' --dir '%s' %s\" /dev/null 2>&1 </dev/null", KC_CLI, f->root, args);
+  snprintf(cmd, sizeof cmd, "script -qec \"'%s' --dir '%s' %s\" /dev/null 2>&1 </dev/null", KC_CLI, f->root,
+           args);
   char *buf;
   int rc = kct_capture(cmd, &buf);
   *out = buf;
@@ -634,10 +635,21 @@ int main(int argc, char **argv) {
   unsetenv("KC_CACHE_MAXSIZE");
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
   const struct CMUnitTest tests[] = {
-      T(test_ls_show_stats), T(test_verify_and_repair), T(test_verify_trust), T(test_verify_keeps_unreadable_entries), T(test_explain), T(test_gc_and_clear),
-      T(test_help_and_usage), T(test_version), T(test_stats_zero), T(test_usage_errors),
-      T(test_stats_invalid_max_size), T(test_show_by_entry_name), T(test_ls_tells_apart),
-      T(test_show_json_invalid_utf8), T(test_progress_on_a_terminal),
+      T(test_ls_show_stats),
+      T(test_verify_and_repair),
+      T(test_verify_trust),
+      T(test_verify_keeps_unreadable_entries),
+      T(test_explain),
+      T(test_gc_and_clear),
+      T(test_help_and_usage),
+      T(test_version),
+      T(test_stats_zero),
+      T(test_usage_errors),
+      T(test_stats_invalid_max_size),
+      T(test_show_by_entry_name),
+      T(test_ls_tells_apart),
+      T(test_show_json_invalid_utf8),
+      T(test_progress_on_a_terminal),
   };
 #undef T
   return KCT_RUN(tests);

@@ -62,8 +62,7 @@ static kct_child spawn(const fx *f, const int go[2], uint32_t lock_ms, const cha
   setenv("TMPDIR", f->root, 1); /* a killed child's work directory goes with the test's */
   char byte;
   if (go[0] >= 0) {
-    while (read(go[0], &byte, 1) < 0 && errno == EINTR) {
-    }
+    while (read(go[0], &byte, 1) < 0 && errno == EINTR) {}
   }
   double t0 = st_now();
   report r = {KC_EBACKEND, 0, 0, 0, 0};
@@ -175,8 +174,8 @@ static void test_stuck_holder_delays_waiters_only_up_to_the_bound(void **state) 
   kill(-a.pid, SIGKILL);
   close(a.fd);
   waitpid(a.pid, NULL, 0);
-  print_message("waiter with a 1 s bound finished in %.2f s: %llu compile(s), %llu lock timeout(s)\n", r.seconds,
-                (unsigned long long)r.compiles, (unsigned long long)r.lock_timeouts);
+  print_message("waiter with a 1 s bound finished in %.2f s: %llu compile(s), %llu lock timeout(s)\n",
+                r.seconds, (unsigned long long)r.compiles, (unsigned long long)r.lock_timeouts);
   assert_int_equal(r.status, KC_OK);
   assert_int_equal(r.compiles, 1);
   assert_int_equal(r.lock_timeouts, 1);

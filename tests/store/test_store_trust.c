@@ -125,7 +125,8 @@ static void expect_modes(const char *top, const char *root, unsigned dmode, unsi
     if (mode_of(dirs[i]) != dmode) fail_msg("%s has mode %04o, not %04o", dirs[i], mode_of(dirs[i]), dmode);
   const char *files[] = {entry, stats};
   for (size_t i = 0; i < 2; i++)
-    if (mode_of(files[i]) != fmode) fail_msg("%s has mode %04o, not %04o", files[i], mode_of(files[i]), fmode);
+    if (mode_of(files[i]) != fmode)
+      fail_msg("%s has mode %04o, not %04o", files[i], mode_of(files[i]), fmode);
 }
 
 static void test_what_kcache_creates_is_private_whatever_the_umask(void **state) {

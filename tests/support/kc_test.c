@@ -120,8 +120,7 @@ kc_runtime *kct_runtime(kc_options *opt) {
   kc_runtime *rt = NULL;
   kc_status st = kc_runtime_create(&o, &rt);
   if (st != KC_OK || !rt)
-    fail_msg("kc_runtime_create(%s) returned %s: %s", kct_backend_name, kc_status_name(st),
-             kc_errmsg(NULL));
+    fail_msg("kc_runtime_create(%s) returned %s: %s", kct_backend_name, kc_status_name(st), kc_errmsg(NULL));
   track((void **)kct_live_rt, rt);
   assert_string_equal(kc_runtime_backend(rt), kct_backend_name);
   return rt;
@@ -186,7 +185,8 @@ static kc_status finish_read(kc_context *ctx, kc_buffer *b, void *out, size_t ou
   return kc_buffer_read(b, 0, out, out_bytes);
 }
 
-kc_status kct_run_bytes(kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, void *out, size_t out_bytes) {
+kc_status kct_run_bytes(kc_kernel *k, kc_context *ctx, kc_buffer *b, uint32_t n, void *out,
+                        size_t out_bytes) {
   kc_dim3 grid = {n, 1, 1}, block = {1, 1, 1};
   kc_arg args[] = {KC_ARG_BUF(b)};
   kc_status st = kc_launch(k, ctx, &grid, &block, args, 1);

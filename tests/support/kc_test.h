@@ -52,28 +52,27 @@ void kct_memory_only(void);
 const char *kct_group_name(const char *what);
 
 /* Fails the test unless expr returns KC_OK, printing the library's message. */
-#define KCT_OK(rt, expr)                                                                   \
-  do {                                                                                     \
-    kc_status kct_st_ = (expr);                                                            \
-    if (kct_st_ != KC_OK)                                                                  \
-      fail_msg("%s returned %s: %s", #expr, kc_status_name(kct_st_), kc_errmsg(rt));       \
+#define KCT_OK(rt, expr) \
+  do { \
+    kc_status kct_st_ = (expr); \
+    if (kct_st_ != KC_OK) fail_msg("%s returned %s: %s", #expr, kc_status_name(kct_st_), kc_errmsg(rt)); \
   } while (0)
 
 /* Fails the test unless expr returns `want`. */
-#define KCT_STATUS(rt, want, expr)                                                         \
-  do {                                                                                     \
-    kc_status kct_st_ = (expr);                                                            \
-    if (kct_st_ != (want))                                                                 \
+#define KCT_STATUS(rt, want, expr) \
+  do { \
+    kc_status kct_st_ = (expr); \
+    if (kct_st_ != (want)) \
       fail_msg("%s returned %s, expected %s (message: %s)", #expr, kc_status_name(kct_st_), \
-               kc_status_name(want), kc_errmsg(rt));                                       \
+               kc_status_name(want), kc_errmsg(rt)); \
   } while (0)
 
 /* Fails the test unless haystack contains needle. */
-#define KCT_CONTAINS(haystack, needle)                                                     \
-  do {                                                                                     \
-    const char *kct_h_ = (haystack), *kct_n_ = (needle);                                   \
-    if (!kct_h_ || !strstr(kct_h_, kct_n_))                                                \
-      fail_msg("expected \"%s\" in: %s", kct_n_, kct_h_ ? kct_h_ : "(null)");              \
+#define KCT_CONTAINS(haystack, needle) \
+  do { \
+    const char *kct_h_ = (haystack), *kct_n_ = (needle); \
+    if (!kct_h_ || !strstr(kct_h_, kct_n_)) \
+      fail_msg("expected \"%s\" in: %s", kct_n_, kct_h_ ? kct_h_ : "(null)"); \
   } while (0)
 
 /* A runtime on the tested backend (opt may be NULL; its backend is
@@ -194,7 +193,7 @@ int kct_capture(const char *cmd, char **out);
 typedef struct kct_child {
   pid_t pid;
   int fd;
-  int status;     /* waitpid's status (-1: there was no child to wait for) */
+  int status; /* waitpid's status (-1: there was no child to wait for) */
   bool timed_out; /* the child was killed (SIGKILL) when the time ran out */
 } kct_child;
 /* Flushes stdio, makes the pipe (O_CLOEXEC if cloexec: programs the child

@@ -55,8 +55,7 @@ static kc_status compile_both(const char *entry, const char *params, const def *
         char want[128];
         snprintf(want, sizeof want, ".entry %s(", entry);
         KCT_CONTAINS((const char *)out, want);
-      }
-      else assert_memory_equal(out, "\177ELF", 4);
+      } else assert_memory_equal(out, "\177ELF", 4);
     } else if (first == KC_OK) {
       first = st;
     }
@@ -66,11 +65,12 @@ static kc_status compile_both(const char *entry, const char *params, const def *
   return first;
 }
 
-#define COMPILES(entry, params, ...)                                                    \
-  do {                                                                                  \
-    const def defs_[] = {__VA_ARGS__};                                                  \
+#define COMPILES(entry, params, ...) \
+  do { \
+    const def defs_[] = {__VA_ARGS__}; \
     kc_status st_ = compile_both(entry, params, defs_, (int)(sizeof defs_ / sizeof *defs_)); \
-    if (st_) fail_msg("NVRTC: %s %s: %s: %s", entry, params ? params : "", kc_status_name(st_), kc_errmsg(rt)); \
+    if (st_) \
+      fail_msg("NVRTC: %s %s: %s: %s", entry, params ? params : "", kc_status_name(st_), kc_errmsg(rt)); \
   } while (0)
 
 static const def H = {"h", "KC_DEVICE float h(float x) { return x + 1.0f; }"};
@@ -78,16 +78,18 @@ static const def G = {"g", "KC_DEVICE float g(float x) { return 10.0f * h(x); }"
 
 static void test_core_kernels_compile(void **state) {
   (void)state;
-  COMPILES("k", NULL, H,
-           {"k", "KC_KERNEL void k(KC_GLOBAL float *y) {\n  size_t i = kc_global_id(0);\n  y[i] = h((float)i);\n}\n"});
-  COMPILES("kt", NULL, H, G,
-           {"kt", "KC_KERNEL void kt(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = g((float)i); }"});
-  static const char ks[] =
-      "KC_KERNEL void ks(KC_GLOBAL float *y) {\n"
-      "  size_t i = kc_global_id(0);\n"
-      "  T one = (T)1, tiny = (T)1e-10;\n"
-      "  y[i] = i == 0 ? (float)sizeof(T) : (float)(one + tiny != one);\n"
-      "}\n";
+  COMPILES(
+      "k", NULL, H,
+      {"k",
+       "KC_KERNEL void k(KC_GLOBAL float *y) {\n  size_t i = kc_global_id(0);\n  y[i] = h((float)i);\n}\n"});
+  COMPILES(
+      "kt", NULL, H, G,
+      {"kt", "KC_KERNEL void kt(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = g((float)i); }"});
+  static const char ks[] = "KC_KERNEL void ks(KC_GLOBAL float *y) {\n"
+                           "  size_t i = kc_global_id(0);\n"
+                           "  T one = (T)1, tiny = (T)1e-10;\n"
+                           "  y[i] = i == 0 ? (float)sizeof(T) : (float)(one + tiny != one);\n"
+                           "}\n";
   COMPILES("ks", "T=float", {"ks", ks});
   COMPILES("ks", "T=double", {"ks", ks});
   COMPILES("kn", "N=4,T=float",
@@ -101,11 +103,10 @@ static void test_core_kernels_compile(void **state) {
  * CUDA's own sqrt(double). */
 static void test_shadowed_builtin_compiles(void **state) {
   (void)state;
-  static const char kb[] =
-      "KC_KERNEL void kb(KC_GLOBAL float *y) {\n"
-      "  size_t i = kc_global_id(0);\n"
-      "  y[i] = (float)sqrt((double)(i * i));\n"
-      "}\n";
+  static const char kb[] = "KC_KERNEL void kb(KC_GLOBAL float *y) {\n"
+                           "  size_t i = kc_global_id(0);\n"
+                           "  y[i] = (float)sqrt((double)(i * i));\n"
+                           "}\n";
   COMPILES("kb", NULL, {"kb", kb});
   COMPILES("kb", NULL, {"sqrt", "KC_DEVICE double sqrt(double x) { (void)x; return 42.0; }"}, {"kb", kb});
 }

@@ -44,16 +44,11 @@ static void test_urls(void **state) {
   static const struct {
     const char *url, *why;
   } bad[] = {
-      {"rediss://h:6380", "TLS"},
-      {"http://h", "not a redis://"},
-      {"redis://", "no host"},
-      {"redis://h:0", "bad port"},
-      {"redis://h:65536", "bad port"},
-      {"redis://h:12x", "bad port"},
-      {"redis://h/x", "database"},
-      {"redis://user@h", "no password"},
-      {"redis://:%zz@h", "%-encoded"},
-      {"redis://[::1", "IPv6"},
+      {"rediss://h:6380", "TLS"},      {"http://h", "not a redis://"},
+      {"redis://", "no host"},         {"redis://h:0", "bad port"},
+      {"redis://h:65536", "bad port"}, {"redis://h:12x", "bad port"},
+      {"redis://h/x", "database"},     {"redis://user@h", "no password"},
+      {"redis://:%zz@h", "%-encoded"}, {"redis://[::1", "IPv6"},
       {"", "not a redis://"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -144,9 +139,9 @@ static void test_settings(void **state) {
     snprintf(want, sizeof want, "team-a:%sab0102030405060708090a0b0c0d0ecd:lock", c.ns);
     assert_string_equal(name, want);
   }
-  static const char *const vars[] = {"KC_REMOTE",         "KC_REMOTE_PREFIX",  "KC_REMOTE_TIMEOUT_MS",
-                                     "KC_REMOTE_LOCK_TIMEOUT", "KC_REMOTE_RETRY_MS", "KC_REMOTE_MAX_ENTRY",
-                                     "KC_REMOTE_KEY"};
+  static const char *const vars[] = {
+      "KC_REMOTE",          "KC_REMOTE_PREFIX",    "KC_REMOTE_TIMEOUT_MS", "KC_REMOTE_LOCK_TIMEOUT",
+      "KC_REMOTE_RETRY_MS", "KC_REMOTE_MAX_ENTRY", "KC_REMOTE_KEY"};
   for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) unsetenv(vars[i]);
 }
 
@@ -165,8 +160,9 @@ static void test_hmac_rfc4231(void **state) {
   memset(dd, 0xdd, sizeof dd);
   memset(cd, 0xcd, sizeof cd);
   static const char t6[] = "Test Using Larger Than Block-Size Key - Hash Key First";
-  static const char t7[] = "This is a test using a larger than block-size key and a larger than block-size data. The "
-                           "key needs to be hashed before being used by the HMAC algorithm.";
+  static const char t7[] =
+      "This is a test using a larger than block-size key and a larger than block-size data. The "
+      "key needs to be hashed before being used by the HMAC algorithm.";
   const struct {
     const void *key;
     size_t klen;
@@ -208,7 +204,8 @@ static void *an_entry(size_t *size) {
   uint64_t sig = KC__SIG(KC_ARG_BUFFER, 0);
   e.sig = &sig;
   e.nsig = 1;
-  e.artifact = "\x7f" "ELF...";
+  e.artifact = "\x7f"
+               "ELF...";
   e.artifact_size = 7;
   void *img;
   assert_int_equal(kc__entry_encode(NULL, &e, &img, size), KC_OK);
@@ -334,8 +331,12 @@ int main(int argc, char **argv) {
   unsetenv("KC_REMOTE");
   unsetenv("KC_REMOTE_KEY");
   const struct CMUnitTest tests[] = {
-      KCT_TEST(test_urls),           KCT_TEST(test_settings),        KCT_TEST(test_hmac_rfc4231),
-      KCT_TEST(test_value_framing),  KCT_TEST(test_missing_hiredis), KCT_TEST(test_rediss_is_refused),
+      KCT_TEST(test_urls),
+      KCT_TEST(test_settings),
+      KCT_TEST(test_hmac_rfc4231),
+      KCT_TEST(test_value_framing),
+      KCT_TEST(test_missing_hiredis),
+      KCT_TEST(test_rediss_is_refused),
       KCT_TEST(test_url_of_a_runtime),
   };
   return KCT_RUN(tests);

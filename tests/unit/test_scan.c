@@ -43,10 +43,10 @@ static const char *scan(const char *src) {
   return f.text;
 }
 
-#define EXPECT_SCAN(src, want)                                                        \
-  do {                                                                                \
-    const char *got_ = scan(src);                                                     \
-    if (strcmp(got_, (want)))                                                         \
+#define EXPECT_SCAN(src, want) \
+  do { \
+    const char *got_ = scan(src); \
+    if (strcmp(got_, (want))) \
       fail_msg("scanning \"%s\"\n  got:      \"%s\"\n  expected: \"%s\"", src, got_, want); \
   } while (0)
 
@@ -59,8 +59,8 @@ static void test_scan_identifiers_and_calls(void **state) {
   EXPECT_SCAN("f (x) g\t(y) h\n(z) i\r\n(w)", "f( x g( y h( z i( w");
   EXPECT_SCAN("a.b->c(d)", "a b c( d");
   EXPECT_SCAN("x=y+z;", "x y z");
-  EXPECT_SCAN("f", "f");         /* at the very end */
-  EXPECT_SCAN("f   ", "f");      /* blanks, then the end */
+  EXPECT_SCAN("f", "f"); /* at the very end */
+  EXPECT_SCAN("f   ", "f"); /* blanks, then the end */
   EXPECT_SCAN("if (a) while(b) sizeof(c)", "if( a while( b sizeof( c");
 }
 
@@ -80,8 +80,8 @@ static void test_scan_skips_comments(void **state) {
 static void test_scan_skips_literals(void **state) {
   (void)state;
   EXPECT_SCAN("a = \"b(c) d\"; e", "a e");
-  EXPECT_SCAN("a = \"b\\\"c\" d", "a d");       /* escaped quote */
-  EXPECT_SCAN("a = \"b\\\\\" c", "a c");        /* escaped backslash before the quote */
+  EXPECT_SCAN("a = \"b\\\"c\" d", "a d"); /* escaped quote */
+  EXPECT_SCAN("a = \"b\\\\\" c", "a c"); /* escaped backslash before the quote */
   EXPECT_SCAN("a = 'b'; c = '\\''; d", "a c d");
   EXPECT_SCAN("a = \"unterminated b", "a");
   EXPECT_SCAN("a = 'x", "a");
@@ -94,7 +94,7 @@ static void test_scan_skips_preprocessor_lines(void **state) {
   (void)state;
   EXPECT_SCAN("#include <math.h>\na", "a");
   EXPECT_SCAN("  #define F(x) g(x)\nb", "b");
-  EXPECT_SCAN("#define A \\\n  q(1)\nr", "r");    /* continued line */
+  EXPECT_SCAN("#define A \\\n  q(1)\nr", "r"); /* continued line */
   EXPECT_SCAN("#if X\nf(1)\n#endif\n", "f(");
   EXPECT_SCAN("a # b", "a b"); /* not at the start of a line */
   EXPECT_SCAN("#", "");
@@ -162,7 +162,8 @@ static void test_is_identifier_and_keyword(void **state) {
 static void expect_canon(const char *params, const char *want) {
   char *canon = NULL;
   kc_status st = kc__canon_params(rt, params, &canon);
-  if (st) fail_msg("kc__canon_params(\"%s\"): %s: %s", params ? params : "NULL", kc_status_name(st), kc_errmsg(rt));
+  if (st)
+    fail_msg("kc__canon_params(\"%s\"): %s: %s", params ? params : "NULL", kc_status_name(st), kc_errmsg(rt));
   assert_non_null(canon);
   if (strcmp(canon, want))
     fail_msg("kc__canon_params(\"%s\") = \"%s\", expected \"%s\"", params ? params : "NULL", canon, want);
@@ -192,7 +193,7 @@ static void test_canon_params(void **state) {
   expect_canon("T=unsigned int", "T=unsigned int"); /* blanks inside a value stay */
   expect_canon("B=1,A=2,C=3", "A=2,B=1,C=3");
   expect_canon("AB=1,A=2", "A=2,AB=1"); /* a prefix sorts first */
-  expect_canon("a=1,A=2", "A=2,a=1");   /* byte order, case-sensitive */
+  expect_canon("a=1,A=2", "A=2,a=1"); /* byte order, case-sensitive */
   expect_canon("_k=(1+2)", "_k=(1+2)");
 
   expect_bad_params("T");

@@ -50,11 +50,11 @@ static void test_key_changes_with_every_component(void **state) {
   key_of(&p, again);
   assert_memory_equal(k0, again, 16); /* deterministic */
 
-#define VARY(field, value, what)          \
-  do {                                    \
-    kc__key_parts q = base(defs);         \
-    q.field = value;                      \
-    expect_differs(k0, &q, what);         \
+#define VARY(field, value, what) \
+  do { \
+    kc__key_parts q = base(defs); \
+    q.field = value; \
+    expect_differs(k0, &q, what); \
   } while (0)
   VARY(format, KC__STORE_FORMAT + 1, "the store format version");
   VARY(library, "0.1.1", "kcache's version");
@@ -132,10 +132,12 @@ static void test_parse_size(void **state) {
   static const struct {
     const char *s;
     uint64_t v;
-  } good[] = {{"12345", 12345},          {"100k", 100 << 10},     {"100K", 100 << 10},
-              {"512M", 512ull << 20},     {"1G", 1ull << 30},       {"1.5G", 3ull << 29},
-              {"2GiB", 2ull << 30},       {"10 MB", 10ull << 20},  {"3T", 3ull << 40},
-              {"0", 0},                   {"  7  ", 7},            {"64b", 64}};
+  } good[] = {{"12345", 12345},     {"100k", 100 << 10},
+              {"100K", 100 << 10},  {"512M", 512ull << 20},
+              {"1G", 1ull << 30},   {"1.5G", 3ull << 29},
+              {"2GiB", 2ull << 30}, {"10 MB", 10ull << 20},
+              {"3T", 3ull << 40},   {"0", 0},
+              {"  7  ", 7},         {"64b", 64}};
   for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
     uint64_t v = 1;
     if (!kc__store_parse_size(good[i].s, &v)) fail_msg("\"%s\" did not parse", good[i].s);
@@ -169,7 +171,8 @@ static void *sample(size_t *size, kc__entry *e, uint64_t sig[2]) {
   sig[1] = KC__SIG(KC_ARG_SCALAR, 4);
   e->sig = sig;
   e->nsig = 2;
-  static const char artifact[] = "\x7f" "ELF artifact bytes";
+  static const char artifact[] = "\x7f"
+                                 "ELF artifact bytes";
   e->artifact = artifact;
   e->artifact_size = sizeof artifact - 1;
   e->log = "warning: something";
@@ -307,7 +310,8 @@ static void test_entry_garbage(void **state) {
         assert_true(name >= b && name + strlen(out.defs[i].name) < b + size);
         assert_true(text >= b && text + out.defs[i].len < b + size && text[out.defs[i].len] == 0);
       }
-      assert_true((const uint8_t *)out.artifact >= b && (const uint8_t *)out.artifact + out.artifact_size <= b + size);
+      assert_true((const uint8_t *)out.artifact >= b &&
+                  (const uint8_t *)out.artifact + out.artifact_size <= b + size);
       kc__entry_free(NULL, &out);
     }
   }

@@ -44,7 +44,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* The id of the kc context whose CUDA context this thread made current last.
  * Ids are never reused, so a destroyed context's id never matches again. */
 #if defined(__GNUC__)
@@ -73,10 +72,8 @@ static bool cu_contains_nocase(const char *hay, const char *needle) {
   size_t n = strlen(needle);
   for (; *hay; hay++) {
     size_t i = 0;
-    while (i < n && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
-      i++;
-    if (i == n)
-      return true;
+    while (i < n && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i])) i++;
+    if (i == n) return true;
   }
   return n == 0;
 }
@@ -89,8 +86,7 @@ static kc_status cu_pick_arch(cu_state *st) {
   bool mixed = false;
   for (int i = 1; i < st->ndevs; i++) {
     mixed |= st->devs[i].cc != lo;
-    if (st->devs[i].cc < lo)
-      lo = st->devs[i].cc;
+    if (st->devs[i].cc < lo) lo = st->devs[i].cc;
   }
   bool force = false;
   kc__setting_bool(KC__SET_CUDA_FORCE_PTX, &force); /* set, not empty and not "0" */
@@ -102,8 +98,8 @@ static kc_status cu_pick_arch(cu_state *st) {
   }
   int n = 0;
   if (cu_nvrtc.nvrtcGetNumSupportedArchs(&n) != KC__NVRTC_SUCCESS || n <= 0 || n > 512)
-    return kc__bs_err(st->sv, KC_EUNAVAILABLE, "NVRTC %d.%d lists no supported architecture",
-                      cu_nvrtc.major, cu_nvrtc.minor);
+    return kc__bs_err(st->sv, KC_EUNAVAILABLE, "NVRTC %d.%d lists no supported architecture", cu_nvrtc.major,
+                      cu_nvrtc.minor);
   int archs[512];
   if (cu_nvrtc.nvrtcGetSupportedArchs(archs) != KC__NVRTC_SUCCESS)
     return kc__bs_err(st->sv, KC_EUNAVAILABLE, "nvrtcGetSupportedArchs failed");
@@ -111,10 +107,8 @@ static kc_status cu_pick_arch(cu_state *st) {
   bool exact = false;
   for (int i = 0; i < n; i++) {
     exact |= archs[i] == lo;
-    if (archs[i] <= lo && archs[i] > best)
-      best = archs[i];
-    if (archs[i] < lowest)
-      lowest = archs[i];
+    if (archs[i] <= lo && archs[i] > best) best = archs[i];
+    if (archs[i] < lowest) lowest = archs[i];
   }
   if (!best)
     return kc__bs_err(st->sv, KC_EUNAVAILABLE,
@@ -129,12 +123,10 @@ static kc_status cu_pick_arch(cu_state *st) {
 static kc_status cu_open(const kc__bsvc *sv, const kc_options *opt, void **state) {
   *state = NULL;
   const char *why = cu_unavailable();
-  if (why)
-    return kc__bs_err(sv, KC_EUNAVAILABLE, "CUDA backend unavailable: %s", why);
+  if (why) return kc__bs_err(sv, KC_EUNAVAILABLE, "CUDA backend unavailable: %s", why);
   int n = 0;
   CUresult r = cu_drv.cuDeviceGetCount(&n);
-  if (r != KC__CUDA_SUCCESS)
-    return cu_fail(sv, KC_EUNAVAILABLE, "cuDeviceGetCount", r, "");
+  if (r != KC__CUDA_SUCCESS) return cu_fail(sv, KC_EUNAVAILABLE, "cuDeviceGetCount", r, "");
   cu_state *st = kc__bs_calloc(sv, sizeof *st);
   if (!st || !(st->devs = kc__bs_calloc(sv, sizeof *st->devs * (size_t)(n > 0 ? n : 1)))) {
     kc__bs_free(sv, st);
@@ -152,10 +144,10 @@ static kc_status cu_open(const kc__bsvc *sv, const kc_options *opt, void **state
       s = cu_fail(sv, KC_EUNAVAILABLE, "cuDeviceGet", r, "");
     else if ((r = cu_drv.cuDeviceGetName(d.name, (int)sizeof d.name, d.dev)) != KC__CUDA_SUCCESS)
       s = cu_fail(sv, KC_EUNAVAILABLE, "cuDeviceGetName", r, "");
-    else if ((r = cu_drv.cuDeviceGetAttribute(
-                  &major, KC__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d.dev)) ||
-             (r = cu_drv.cuDeviceGetAttribute(
-                  &minor, KC__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d.dev)))
+    else if ((r = cu_drv.cuDeviceGetAttribute(&major, KC__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                              d.dev)) ||
+             (r = cu_drv.cuDeviceGetAttribute(&minor, KC__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                              d.dev)))
       s = cu_fail(sv, KC_EUNAVAILABLE, "cuDeviceGetAttribute", r, " (compute capability)");
     else if (!filter || cu_contains_nocase(d.name, filter)) {
       d.name[sizeof d.name - 1] = '\0';
@@ -165,47 +157,41 @@ static kc_status cu_open(const kc__bsvc *sv, const kc_options *opt, void **state
   }
   if (s == KC_OK && st->ndevs == 0)
     s = kc__bs_err(sv, KC_EUNAVAILABLE, "no CUDA device matches '%s'", filter);
-  if (s == KC_OK)
-    s = cu_pick_arch(st);
+  if (s == KC_OK) s = cu_pick_arch(st);
   if (s != KC_OK) {
     kc__bs_free(sv, st->devs);
     kc__bs_free(sv, st);
     return s;
   }
-  snprintf(st->identity, sizeof st->identity, "cuda|nvrtc %d.%d|driver %d.%d|%s_%d|%s",
-           cu_nvrtc.major, cu_nvrtc.minor, cu_drv.version / 1000, cu_drv.version % 1000 / 10,
-           st->ptx ? "compute" : "sm", st->arch, st->devs[0].name);
+  snprintf(st->identity, sizeof st->identity, "cuda|nvrtc %d.%d|driver %d.%d|%s_%d|%s", cu_nvrtc.major,
+           cu_nvrtc.minor, cu_drv.version / 1000, cu_drv.version % 1000 / 10, st->ptx ? "compute" : "sm",
+           st->arch, st->devs[0].name);
   *state = st;
   return KC_OK;
 }
 
 static void cu_close(void *state) {
   cu_state *st = state;
-  if (!st)
-    return;
+  if (!st) return;
   kc__bs_free(st->sv, st->devs);
   kc__bs_free(st->sv, st);
 }
 
-static int cu_device_count(void *state) {
-  return ((cu_state *)state)->ndevs;
-}
+static int cu_device_count(void *state) { return ((cu_state *)state)->ndevs; }
 
 static const char *cu_device_name(void *state, int index) {
   cu_state *st = state;
   return index >= 0 && index < st->ndevs ? st->devs[index].name : NULL;
 }
 
-static const char *cu_identity(void *state) {
-  return ((cu_state *)state)->identity;
-}
+static const char *cu_identity(void *state) { return ((cu_state *)state)->identity; }
 
-static kc_status cu_compile(void *state, const kc__tu *tu, void **artifact, size_t *size,
-                                uint64_t *sig, kc__sb *log) {
+static kc_status cu_compile(void *state, const kc__tu *tu, void **artifact, size_t *size, uint64_t *sig,
+                            kc__sb *log) {
   (void)sig; /* prefilled by the engine from the parameter types */
   cu_state *st = state;
-  return cu_compile_tu(st->sv, tu->text, tu->len, tu->entry, st->arch, st->ptx,
-                           st->compile_options, artifact, size, log);
+  return cu_compile_tu(st->sv, tu->text, tu->len, tu->entry, st->arch, st->ptx, st->compile_options, artifact,
+                       size, log);
 }
 
 /* ------------------------------------------------------------- contexts */
@@ -214,11 +200,10 @@ static kc_status cu_ctx_create(void *state, int device, void **bctx) {
   cu_state *st = state;
   *bctx = NULL;
   if (device < 0 || device >= st->ndevs)
-    return kc__bs_err(st->sv, KC_EINVAL, "CUDA device %d does not exist (%d device%s)", device,
-                      st->ndevs, st->ndevs == 1 ? "" : "s");
+    return kc__bs_err(st->sv, KC_EINVAL, "CUDA device %d does not exist (%d device%s)", device, st->ndevs,
+                      st->ndevs == 1 ? "" : "s");
   cu_ctx *c = kc__bs_calloc(st->sv, sizeof *c);
-  if (!c)
-    return kc__bs_err(st->sv, KC_ENOMEM, "out of memory creating a CUDA context");
+  if (!c) return kc__bs_err(st->sv, KC_ENOMEM, "out of memory creating a CUDA context");
   c->st = st;
   c->id = kc__next_id();
   c->dev = st->devs[device].dev;
@@ -240,8 +225,7 @@ static kc_status cu_ctx_create(void *state, int device, void **bctx) {
 /* The engine has unlinked every module and freed every buffer first. */
 static void cu_ctx_destroy(void *bctx) {
   cu_ctx *c = bctx;
-  if (!c)
-    return;
+  if (!c) return;
   if (cu_bind(c) == KC_OK)
     cu_drv.cuCtxSynchronize(); /* let queued work end before the release may tear it down */
   cu_bound = 0;
@@ -255,45 +239,40 @@ static void cu_ctx_destroy(void *bctx) {
 static kc_status cu_ctx_reset(void *bctx) {
   cu_ctx *c = bctx;
   kc_status s = cu_bind(c);
-  if (s != KC_OK)
-    return s;
+  if (s != KC_OK) return s;
   CUresult r = cu_drv.cuCtxSynchronize();
   if (r != KC__CUDA_SUCCESS)
     return cu_fail(c->st->sv, KC_EBACKEND, "cuCtxSynchronize", r,
-                       " (during a context reset; a sticky error leaves the CUDA context "
-                       "unusable: destroy every kcache context on the device)");
+                   " (during a context reset; a sticky error leaves the CUDA context "
+                   "unusable: destroy every kcache context on the device)");
   return KC_OK;
 }
 
 static kc_status cu_ctx_finish(void *bctx) {
   cu_ctx *c = bctx;
   kc_status s = cu_bind(c);
-  if (s != KC_OK)
-    return s;
+  if (s != KC_OK) return s;
   CUresult r = cu_drv.cuCtxSynchronize();
-  if (r != KC__CUDA_SUCCESS)
-    return cu_fail(c->st->sv, KC_ELAUNCH, "cuCtxSynchronize", r, "");
+  if (r != KC__CUDA_SUCCESS) return cu_fail(c->st->sv, KC_ELAUNCH, "cuCtxSynchronize", r, "");
   return KC_OK;
 }
 
 /* ------------------------------------------------------------- launching */
 
 static KC__COLD kc_status cu_launch_slow(kc__blinked *l, void **argv, const kc_dim3 *grid,
-                                             const kc_dim3 *block, bool tried, CUresult r);
+                                         const kc_dim3 *block, bool tried, CUresult r);
 
 /* The fast path: one TLS compare and the driver's launch. It must never
  * lock, allocate, query the driver or touch a string. argv is exactly the
  * kernelParams array: a pointer to each argument's bytes (a buffer's is its
  * kc__bufh, whose u64 is the CUdeviceptr). */
-static kc_status cu_launch(kc__blinked *l, void **argv, const kc_dim3 *grid,
-                               const kc_dim3 *block) {
+static kc_status cu_launch(kc__blinked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
   const cu_ctx *c = l->bctx;
   if (KC__UNLIKELY(!grid || !block)) return kc__launch_bad_dims(l, grid, block);
   if (KC__LIKELY(cu_bound == c->id)) {
-    CUresult r = cu_drv.cuLaunchKernel((CUfunction)l->fn, grid->x, grid->y, grid->z, block->x,
-                                       block->y, block->z, 0, c->stream, argv, NULL);
-    if (KC__LIKELY(r == KC__CUDA_SUCCESS))
-      return KC_OK;
+    CUresult r = cu_drv.cuLaunchKernel((CUfunction)l->fn, grid->x, grid->y, grid->z, block->x, block->y,
+                                       block->z, 0, c->stream, argv, NULL);
+    if (KC__LIKELY(r == KC__CUDA_SUCCESS)) return KC_OK;
     return cu_launch_slow(l, argv, grid, block, true, r);
   }
   return cu_launch_slow(l, argv, grid, block, false, KC__CUDA_SUCCESS);
@@ -307,7 +286,7 @@ static bool cu_is_context_error(CUresult r) {
 /* This thread has not bound the context yet, or the launch failed. A failed
  * launch enqueued nothing, so retrying once after binding is safe. */
 static KC__COLD kc_status cu_launch_slow(kc__blinked *l, void **argv, const kc_dim3 *grid,
-                                             const kc_dim3 *block, bool tried, CUresult r) {
+                                         const kc_dim3 *block, bool tried, CUresult r) {
   const cu_ctx *c = l->bctx;
   /* a zero dimension is KC_EINVAL whether or not this thread had bound the
    * context (the fast path lets the driver find it) */
@@ -315,17 +294,15 @@ static KC__COLD kc_status cu_launch_slow(kc__blinked *l, void **argv, const kc_d
     return kc__launch_bad_dims(l, grid, block);
   if (!tried || cu_is_context_error(r)) {
     kc_status s = cu_bind(c);
-    if (s != KC_OK)
-      return s;
-    r = cu_drv.cuLaunchKernel((CUfunction)l->fn, grid->x, grid->y, grid->z, block->x, block->y,
-                              block->z, 0, c->stream, argv, NULL);
-    if (r == KC__CUDA_SUCCESS)
-      return KC_OK;
+    if (s != KC_OK) return s;
+    r = cu_drv.cuLaunchKernel((CUfunction)l->fn, grid->x, grid->y, grid->z, block->x, block->y, block->z, 0,
+                              c->stream, argv, NULL);
+    if (r == KC__CUDA_SUCCESS) return KC_OK;
   }
   char detail[384];
-  snprintf(detail, sizeof detail, " (kernel '%s', grid %ux%ux%u, block %ux%ux%u)",
-           kc__blinked_name(l), (unsigned)grid->x, (unsigned)grid->y,
-           (unsigned)grid->z, (unsigned)block->x, (unsigned)block->y, (unsigned)block->z);
+  snprintf(detail, sizeof detail, " (kernel '%s', grid %ux%ux%u, block %ux%ux%u)", kc__blinked_name(l),
+           (unsigned)grid->x, (unsigned)grid->y, (unsigned)grid->z, (unsigned)block->x, (unsigned)block->y,
+           (unsigned)block->z);
   return cu_fail(c->st->sv, KC_ELAUNCH, "cuLaunchKernel", r, detail);
 }
 
@@ -345,8 +322,7 @@ static kc_status cu_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
   if (!a.bytes || a.size == 0)
     return kc__bs_err(sv, KC_ELINK, "kernel '%s' has an empty CUDA artifact", name);
   kc_status s = cu_bind(c);
-  if (s != KC_OK)
-    return s;
+  if (s != KC_OK) return s;
   /* PTX must reach the driver NUL-terminated; one that came back from a
    * store without its NUL gets one here. */
   const unsigned char *image = a.bytes;
@@ -366,10 +342,9 @@ static kc_status cu_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
   if (r != KC__CUDA_SUCCESS) {
     char detail[4096 + 512];
     jitlog[sizeof jitlog - 1] = '\0';
-    bool version = r == KC__CUDA_ERROR_UNSUPPORTED_PTX_VERSION ||
-                   r == KC__CUDA_ERROR_NO_BINARY_FOR_GPU;
-    snprintf(detail, sizeof detail, " (kernel '%s', %s for %s_%d%s)%s%s", name,
-             c->st->ptx ? "PTX" : "cubin", c->st->ptx ? "compute" : "sm", c->st->arch,
+    bool version = r == KC__CUDA_ERROR_UNSUPPORTED_PTX_VERSION || r == KC__CUDA_ERROR_NO_BINARY_FOR_GPU;
+    snprintf(detail, sizeof detail, " (kernel '%s', %s for %s_%d%s)%s%s", name, c->st->ptx ? "PTX" : "cubin",
+             c->st->ptx ? "compute" : "sm", c->st->arch,
              version ? "; NVRTC may be newer than the driver" : "", jitlog[0] ? "\n" : "", jitlog);
     return cu_fail(sv, KC_ELINK, "cuModuleLoadDataEx", r, detail);
   }
@@ -391,8 +366,7 @@ static kc_status cu_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
 
 static void cu_unlink(kc__blinked *l) {
   cu_ctx *c = l->bctx;
-  if (!l->module || !c || cu_bind(c) != KC_OK)
-    return;
+  if (!l->module || !c || cu_bind(c) != KC_OK) return;
   /* Nothing queued may still run code of the module being unloaded. */
   cu_drv.cuCtxSynchronize();
   cu_drv.cuModuleUnload((CUmodule)l->module);
@@ -406,48 +380,41 @@ static void cu_unlink(kc__blinked *l) {
 static kc_status cu_buf_create(void *bctx, size_t size, kc__bufh *h) {
   cu_ctx *c = bctx;
   h->u64 = 0;
-  if (size == 0)
-    return KC_OK;
+  if (size == 0) return KC_OK;
   kc_status s = cu_bind(c);
-  if (s != KC_OK)
-    return s;
+  if (s != KC_OK) return s;
   CUdeviceptr p = 0;
   CUresult r = cu_drv.cuMemAlloc_v2(&p, size);
   if (r != KC__CUDA_SUCCESS) {
     char detail[64];
     snprintf(detail, sizeof detail, " (%zu bytes)", size);
-    return cu_fail(c->st->sv, r == KC__CUDA_ERROR_OUT_OF_MEMORY ? KC_ENOMEM : KC_EBACKEND,
-                       "cuMemAlloc", r, detail);
+    return cu_fail(c->st->sv, r == KC__CUDA_ERROR_OUT_OF_MEMORY ? KC_ENOMEM : KC_EBACKEND, "cuMemAlloc", r,
+                   detail);
   }
   h->u64 = p;
   return KC_OK;
 }
 
 static void cu_buf_destroy(void *bctx, kc__bufh *h) {
-  if (!h->u64 || cu_bind(bctx) != KC_OK)
-    return;
+  if (!h->u64 || cu_bind(bctx) != KC_OK) return;
   cu_drv.cuMemFree_v2((CUdeviceptr)h->u64);
   h->u64 = 0;
 }
 
 static kc_status cu_buf_write(void *bctx, kc__bufh *h, size_t off, const void *src, size_t n) {
   cu_ctx *c = bctx;
-  if (n == 0)
-    return KC_OK;
+  if (n == 0) return KC_OK;
   kc_status s = cu_bind(c);
-  if (s != KC_OK)
-    return s;
+  if (s != KC_OK) return s;
   CUresult r = cu_drv.cuMemcpyHtoD_v2((CUdeviceptr)(h->u64 + off), src, n);
   return r == KC__CUDA_SUCCESS ? KC_OK : cu_fail(c->st->sv, KC_EBACKEND, "cuMemcpyHtoD", r, "");
 }
 
 static kc_status cu_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, size_t n) {
   cu_ctx *c = bctx;
-  if (n == 0)
-    return KC_OK;
+  if (n == 0) return KC_OK;
   kc_status s = cu_bind(c);
-  if (s != KC_OK)
-    return s;
+  if (s != KC_OK) return s;
   CUresult r = cu_drv.cuMemcpyDtoH_v2(dst, (CUdeviceptr)(h->u64 + off), n);
   return r == KC__CUDA_SUCCESS ? KC_OK : cu_fail(c->st->sv, KC_EBACKEND, "cuMemcpyDtoH", r, "");
 }
@@ -474,4 +441,3 @@ const kc__backend kc__backend_cuda = {
     .buf_write = cu_buf_write,
     .buf_read = cu_buf_read,
 };
-

@@ -48,51 +48,51 @@ enum {
 };
 
 /* The driver entry points, versioned where the driver has several. */
-#define KC__CU_DRIVER_FNS(X)                                                                      \
-  X(cuInit, (unsigned int flags))                                                                 \
-  X(cuDriverGetVersion, (int *version))                                                           \
-  X(cuGetErrorName, (CUresult error, const char **str))                                           \
-  X(cuGetErrorString, (CUresult error, const char **str))                                         \
-  X(cuDeviceGetCount, (int *count))                                                               \
-  X(cuDeviceGet, (CUdevice * dev, int ordinal))                                                   \
-  X(cuDeviceGetName, (char *name, int len, CUdevice dev))                                         \
-  X(cuDeviceGetAttribute, (int *value, int attrib, CUdevice dev))                                 \
-  X(cuDevicePrimaryCtxRetain, (CUcontext * ctx, CUdevice dev))                                    \
-  X(cuDevicePrimaryCtxRelease_v2, (CUdevice dev))                                                 \
-  X(cuCtxGetCurrent, (CUcontext * ctx))                                                           \
-  X(cuCtxSetCurrent, (CUcontext ctx))                                                             \
-  X(cuCtxSynchronize, (void))                                                                     \
-  X(cuModuleLoadDataEx, (CUmodule * mod, const void *image, unsigned int nopts,                   \
-                         CUjit_option *opts, void **vals))                                        \
-  X(cuModuleGetFunction, (CUfunction * fn, CUmodule mod, const char *name))                       \
-  X(cuModuleUnload, (CUmodule mod))                                                               \
-  X(cuLaunchKernel, (CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,            \
-                     unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,       \
-                     CUstream stream, void **params, void **extra))                               \
-  X(cuMemAlloc_v2, (CUdeviceptr * ptr, size_t size))                                              \
-  X(cuMemFree_v2, (CUdeviceptr ptr))                                                              \
-  X(cuMemcpyHtoD_v2, (CUdeviceptr dst, const void *src, size_t n))                                \
+#define KC__CU_DRIVER_FNS(X) \
+  X(cuInit, (unsigned int flags)) \
+  X(cuDriverGetVersion, (int *version)) \
+  X(cuGetErrorName, (CUresult error, const char **str)) \
+  X(cuGetErrorString, (CUresult error, const char **str)) \
+  X(cuDeviceGetCount, (int *count)) \
+  X(cuDeviceGet, (CUdevice * dev, int ordinal)) \
+  X(cuDeviceGetName, (char *name, int len, CUdevice dev)) \
+  X(cuDeviceGetAttribute, (int *value, int attrib, CUdevice dev)) \
+  X(cuDevicePrimaryCtxRetain, (CUcontext * ctx, CUdevice dev)) \
+  X(cuDevicePrimaryCtxRelease_v2, (CUdevice dev)) \
+  X(cuCtxGetCurrent, (CUcontext * ctx)) \
+  X(cuCtxSetCurrent, (CUcontext ctx)) \
+  X(cuCtxSynchronize, (void)) \
+  X(cuModuleLoadDataEx, \
+    (CUmodule * mod, const void *image, unsigned int nopts, CUjit_option *opts, void **vals)) \
+  X(cuModuleGetFunction, (CUfunction * fn, CUmodule mod, const char *name)) \
+  X(cuModuleUnload, (CUmodule mod)) \
+  X(cuLaunchKernel, \
+    (CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, \
+     unsigned int bz, unsigned int shmem, CUstream stream, void **params, void **extra)) \
+  X(cuMemAlloc_v2, (CUdeviceptr * ptr, size_t size)) \
+  X(cuMemFree_v2, (CUdeviceptr ptr)) \
+  X(cuMemcpyHtoD_v2, (CUdeviceptr dst, const void *src, size_t n)) \
   X(cuMemcpyDtoH_v2, (void *dst, CUdeviceptr src, size_t n))
 
 /* NVRTC: required, then optional (cubin output is 11.1+, arch lists 11.2+). */
-#define KC__NVRTC_FNS(X)                                                                          \
-  X(nvrtcVersion, (int *major, int *minor))                                                       \
-  X(nvrtcCreateProgram, (nvrtcProgram * prog, const char *src, const char *name, int nheaders,    \
-                         const char *const *headers, const char *const *include_names))           \
-  X(nvrtcDestroyProgram, (nvrtcProgram * prog))                                                   \
-  X(nvrtcCompileProgram, (nvrtcProgram prog, int nopts, const char *const *opts))                 \
-  X(nvrtcGetProgramLogSize, (nvrtcProgram prog, size_t *size))                                    \
-  X(nvrtcGetProgramLog, (nvrtcProgram prog, char *log))                                           \
-  X(nvrtcGetPTXSize, (nvrtcProgram prog, size_t *size))                                           \
+#define KC__NVRTC_FNS(X) \
+  X(nvrtcVersion, (int *major, int *minor)) \
+  X(nvrtcCreateProgram, (nvrtcProgram * prog, const char *src, const char *name, int nheaders, \
+                         const char *const *headers, const char *const *include_names)) \
+  X(nvrtcDestroyProgram, (nvrtcProgram * prog)) \
+  X(nvrtcCompileProgram, (nvrtcProgram prog, int nopts, const char *const *opts)) \
+  X(nvrtcGetProgramLogSize, (nvrtcProgram prog, size_t * size)) \
+  X(nvrtcGetProgramLog, (nvrtcProgram prog, char *log)) \
+  X(nvrtcGetPTXSize, (nvrtcProgram prog, size_t * size)) \
   X(nvrtcGetPTX, (nvrtcProgram prog, char *ptx))
-#define KC__NVRTC_OPTIONAL_FNS(X)                                                                 \
-  X(nvrtcGetCUBINSize, (nvrtcProgram prog, size_t *size))                                         \
-  X(nvrtcGetCUBIN, (nvrtcProgram prog, char *cubin))                                              \
-  X(nvrtcGetNumSupportedArchs, (int *n))                                                          \
+#define KC__NVRTC_OPTIONAL_FNS(X) \
+  X(nvrtcGetCUBINSize, (nvrtcProgram prog, size_t * size)) \
+  X(nvrtcGetCUBIN, (nvrtcProgram prog, char *cubin)) \
+  X(nvrtcGetNumSupportedArchs, (int *n)) \
   X(nvrtcGetSupportedArchs, (int *archs))
 
-#define KC__FIELD(name, args) CUresult (*name) args;
-#define KC__NVFIELD(name, args) nvrtcResult (*name) args;
+#define KC__FIELD(name, args) CUresult(*name) args;
+#define KC__NVFIELD(name, args) nvrtcResult(*name) args;
 
 typedef struct cu_driver {
   kc__once once;
@@ -125,8 +125,8 @@ const char *cu_errstr(CUresult r);
 /* Why the driver cannot be used here, or NULL. */
 const char *cu_unavailable(void);
 /* "<call>: CUDA_ERROR_X (n): <driver's text><detail>" */
-kc_status cu_fail(const kc__bsvc *sv, kc_status st, const char *call, CUresult r, const char *detail)
-    KC__COLD;
+kc_status cu_fail(const kc__bsvc *sv, kc_status st, const char *call, CUresult r,
+                  const char *detail) KC__COLD;
 extern const char cu_prelude[];
 kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const char *entry, int arch,
                         bool ptx, const char *options, void **out, size_t *out_size, kc__sb *log);
@@ -139,7 +139,7 @@ typedef struct cu_dev {
 
 typedef struct cu_state {
   const kc__bsvc *sv; /* &svc: allocation, errors (backend.h) */
-  kc__bsvc svc;       /* the copy kept from open */
+  kc__bsvc svc; /* the copy kept from open */
   const char *compile_options; /* kc_options.compile_options (the runtime's copy) */
   cu_dev *devs;
   int ndevs;

@@ -8,7 +8,6 @@
  */
 #include "backends/cuda/cuda.h"
 
-
 #include <ctype.h>
 #include <dlfcn.h>
 #include <glob.h>
@@ -16,10 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 cu_driver cu_drv = {.once = KC__ONCE_INIT};
 cu_nvrtc_lib cu_nvrtc = {.once = KC__ONCE_INIT};
-
 
 _Static_assert(sizeof(void *) == sizeof(void (*)(void)), "dlsym needs data and code pointers alike");
 
@@ -40,8 +37,7 @@ static const char *const cu_nvrtc_names[] = {
 
 /* Takes lib if it has every required entry point; else closes it. */
 static bool cu_nvrtc_adopt(void *lib) {
-  if (!lib)
-    return false;
+  if (!lib) return false;
   bool ok = true;
 #define KC__RESOLVE(name, args) ok = ok && cu_sym(lib, #name, &cu_nvrtc.name);
   KC__NVRTC_FNS(KC__RESOLVE)
@@ -62,13 +58,11 @@ static bool cu_nvrtc_adopt(void *lib) {
 }
 
 static bool cu_nvrtc_try_dir(const char *root, const char *sub) {
-  if (!root || !*root)
-    return false;
+  if (!root || !*root) return false;
   char path[4096];
   for (size_t i = 0; i < sizeof cu_nvrtc_names / sizeof *cu_nvrtc_names; i++) {
     snprintf(path, sizeof path, "%s/%s/%s", root, sub, cu_nvrtc_names[i]);
-    if (cu_nvrtc_adopt(dlopen(path, RTLD_NOW | RTLD_LOCAL)))
-      return true;
+    if (cu_nvrtc_adopt(dlopen(path, RTLD_NOW | RTLD_LOCAL))) return true;
   }
   /* Any other version the toolkit ships, newest name last in glob order. */
   snprintf(path, sizeof path, "%s/%s/libnvrtc.so.*", root, sub);
@@ -90,20 +84,17 @@ static void cu_nvrtc_preload_builtins(void) {
   void *addr;
   memcpy(&addr, &cu_nvrtc.nvrtcVersion, sizeof addr);
   Dl_info info;
-  if (!dladdr(addr, &info) || !info.dli_fname || !strchr(info.dli_fname, '/'))
-    return;
+  if (!dladdr(addr, &info) || !info.dli_fname || !strchr(info.dli_fname, '/')) return;
   char dir[4096], path[4096 + 64];
   snprintf(dir, sizeof dir, "%s", info.dli_fname);
   *strrchr(dir, '/') = '\0';
   snprintf(path, sizeof path, "%s/libnvrtc-builtins.so.%d.%d", dir, cu_nvrtc.major, cu_nvrtc.minor);
-  if (dlopen(path, RTLD_NOW | RTLD_LOCAL))
-    return;
+  if (dlopen(path, RTLD_NOW | RTLD_LOCAL)) return;
   snprintf(path, sizeof path, "%s/libnvrtc-builtins.so.%d*", dir, cu_nvrtc.major);
   glob_t g;
   if (glob(path, 0, NULL, &g) == 0) {
     for (size_t i = g.gl_pathc; i-- > 0;)
-      if (dlopen(g.gl_pathv[i], RTLD_NOW | RTLD_LOCAL))
-        break;
+      if (dlopen(g.gl_pathv[i], RTLD_NOW | RTLD_LOCAL)) break;
     globfree(&g);
   }
 }
@@ -115,8 +106,7 @@ static void cu_nvrtc_load(void) {
     const char *root = getenv(roots[i]);
     found = cu_nvrtc_try_dir(root, "lib64") || cu_nvrtc_try_dir(root, "lib");
   }
-  if (!found)
-    found = cu_nvrtc_try_dir("/usr/local/cuda", "lib64");
+  if (!found) found = cu_nvrtc_try_dir("/usr/local/cuda", "lib64");
   for (size_t i = 0; !found && i < sizeof cu_nvrtc_names / sizeof *cu_nvrtc_names; i++)
     found = cu_nvrtc_adopt(dlopen(cu_nvrtc_names[i], RTLD_NOW | RTLD_LOCAL));
   if (!found) {
@@ -145,15 +135,13 @@ const char *kc__cuda_nvrtc_unavailable(void) {
 
 const char *cu_errname(CUresult r) {
   const char *s = NULL;
-  if (cu_drv.cuGetErrorName && cu_drv.cuGetErrorName(r, &s) == KC__CUDA_SUCCESS && s)
-    return s;
+  if (cu_drv.cuGetErrorName && cu_drv.cuGetErrorName(r, &s) == KC__CUDA_SUCCESS && s) return s;
   return "CUDA_ERROR_UNKNOWN_CODE";
 }
 
 const char *cu_errstr(CUresult r) {
   const char *s = NULL;
-  if (cu_drv.cuGetErrorString && cu_drv.cuGetErrorString(r, &s) == KC__CUDA_SUCCESS && s)
-    return s;
+  if (cu_drv.cuGetErrorString && cu_drv.cuGetErrorString(r, &s) == KC__CUDA_SUCCESS && s) return s;
   return "unrecognized error code";
 }
 
@@ -163,12 +151,11 @@ static void cu_load(void) {
     cu_drv.why = "no CUDA driver (libcuda.so.1 not found)";
     return;
   }
-#define KC__RESOLVE(name, args)                                                                   \
-  if (!cu_sym(lib, #name, &cu_drv.name)) {                                                    \
-    snprintf(cu_drv.why_buf, sizeof cu_drv.why_buf,                                               \
-             "CUDA driver too old: libcuda.so.1 has no %s", #name);                               \
-    cu_drv.why = cu_drv.why_buf;                                                                  \
-    return;                                                                                       \
+#define KC__RESOLVE(name, args) \
+  if (!cu_sym(lib, #name, &cu_drv.name)) { \
+    snprintf(cu_drv.why_buf, sizeof cu_drv.why_buf, "CUDA driver too old: libcuda.so.1 has no %s", #name); \
+    cu_drv.why = cu_drv.why_buf; \
+    return; \
   }
   KC__CU_DRIVER_FNS(KC__RESOLVE)
 #undef KC__RESOLVE
@@ -188,23 +175,20 @@ static void cu_load(void) {
     cu_drv.why = "no CUDA device";
     return;
   }
-  if (cu_drv.cuDriverGetVersion(&cu_drv.version) != KC__CUDA_SUCCESS)
-    cu_drv.version = 0;
+  if (cu_drv.cuDriverGetVersion(&cu_drv.version) != KC__CUDA_SUCCESS) cu_drv.version = 0;
   cu_drv.why = NULL;
 }
 
 const char *cu_unavailable(void) {
   kc__call_once(&cu_drv.once, cu_load);
-  if (cu_drv.why)
-    return cu_drv.why;
+  if (cu_drv.why) return cu_drv.why;
   return kc__cuda_nvrtc_unavailable();
 }
 
 /* "<call>: CUDA_ERROR_X (n): <driver's text><detail>" */
-KC__COLD kc_status cu_fail(const kc__bsvc *sv, kc_status st, const char *call,
-                                      CUresult r, const char *detail) {
-  return kc__bs_err(sv, st, "%s: %s (%d): %s%s", call, cu_errname(r), r, cu_errstr(r),
-                    detail ? detail : "");
+KC__COLD kc_status cu_fail(const kc__bsvc *sv, kc_status st, const char *call, CUresult r,
+                           const char *detail) {
+  return kc__bs_err(sv, st, "%s: %s (%d): %s%s", call, cu_errname(r), r, cu_errstr(r), detail ? detail : "");
 }
 
 /* ------------------------------------------------------------ compiling */
@@ -254,9 +238,8 @@ const char cu_prelude[] =
  * Longer than 80 lines on purpose: one NVRTC program's whole life (create,
  * options, compile under the NVRTC lock, log, output, destroy) with its
  * single cleanup path; split, the program handle would cross functions. */
-kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const char *entry,
-                                   int arch, bool ptx, const char *user_opts, void **out,
-                                   size_t *out_size, kc__sb *log) {
+kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const char *entry, int arch,
+                        bool ptx, const char *user_opts, void **out, size_t *out_size, kc__sb *log) {
   *out = NULL;
   *out_size = 0;
   kc_status s = KC_OK;
@@ -275,54 +258,45 @@ kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const 
   int nopts = 0;
   opts[nopts++] = archopt;
   for (char *p = optbuf; *p;) {
-    while (*p == ' ' || *p == '\t' || *p == '\n')
-      *p++ = '\0';
-    if (!*p)
-      break;
+    while (*p == ' ' || *p == '\t' || *p == '\n') *p++ = '\0';
+    if (!*p) break;
     opts[nopts++] = p;
-    while (*p && *p != ' ' && *p != '\t' && *p != '\n')
-      p++;
+    while (*p && *p != ' ' && *p != '\t' && *p != '\n') p++;
   }
 
   nvrtcResult r = cu_nvrtc.nvrtcCreateProgram(&prog, src, progname, 0, NULL, NULL);
   if (r != KC__NVRTC_SUCCESS) {
     prog = NULL;
-    s = kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\nnvrtcCreateProgram: %s",
-                   entry, cu_nvrtc.nvrtcGetErrorString(r));
+    s = kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\nnvrtcCreateProgram: %s", entry,
+                   cu_nvrtc.nvrtcGetErrorString(r));
     goto done;
   }
-  if (cu_nvrtc.serialize)
-    kc__lock(&cu_nvrtc.lock);
+  if (cu_nvrtc.serialize) kc__lock(&cu_nvrtc.lock);
   r = cu_nvrtc.nvrtcCompileProgram(prog, nopts, opts);
-  if (cu_nvrtc.serialize)
-    kc__unlock(&cu_nvrtc.lock);
+  if (cu_nvrtc.serialize) kc__unlock(&cu_nvrtc.lock);
 
   size_t loglen = 0;
   if (cu_nvrtc.nvrtcGetProgramLogSize(prog, &loglen) == KC__NVRTC_SUCCESS && loglen > 0 &&
       (logtext = kc__bs_alloc(sv, loglen + 1))) {
-    if (cu_nvrtc.nvrtcGetProgramLog(prog, logtext) != KC__NVRTC_SUCCESS)
-      loglen = 0;
+    if (cu_nvrtc.nvrtcGetProgramLog(prog, logtext) != KC__NVRTC_SUCCESS) loglen = 0;
     logtext[loglen] = '\0';
     loglen = strlen(logtext);
-    if (log)
-      kc__sb_append(log, logtext, loglen);
+    if (log) kc__sb_append(log, logtext, loglen);
   }
   if (r != KC__NVRTC_SUCCESS) {
     if (r == KC__NVRTC_ERROR_COMPILATION)
       s = kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s", entry,
                      logtext ? logtext : "");
     else
-      s = kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s (options: %s %s)\n%s",
-                     entry, cu_nvrtc.nvrtcGetErrorString(r), archopt, user_opts ? user_opts : "",
+      s = kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s (options: %s %s)\n%s", entry,
+                     cu_nvrtc.nvrtcGetErrorString(r), archopt, user_opts ? user_opts : "",
                      logtext ? logtext : "");
     goto done;
   }
 
   size_t n = 0;
-  if (ptx)
-    r = cu_nvrtc.nvrtcGetPTXSize(prog, &n); /* counts the NUL */
-  else
-    r = cu_nvrtc.nvrtcGetCUBINSize(prog, &n);
+  if (ptx) r = cu_nvrtc.nvrtcGetPTXSize(prog, &n); /* counts the NUL */
+  else r = cu_nvrtc.nvrtcGetCUBINSize(prog, &n);
   if (r != KC__NVRTC_SUCCESS || n == 0) {
     s = kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s: %s", entry,
                    ptx ? "nvrtcGetPTXSize" : "nvrtcGetCUBINSize",
@@ -341,14 +315,12 @@ kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const 
                    ptx ? "nvrtcGetPTX" : "nvrtcGetCUBIN", cu_nvrtc.nvrtcGetErrorString(r));
     goto done;
   }
-  if (ptx)
-    art[n - 1] = '\0';
+  if (ptx) art[n - 1] = '\0';
   *out = art;
   *out_size = n;
 
 done:
-  if (prog)
-    cu_nvrtc.nvrtcDestroyProgram(&prog);
+  if (prog) cu_nvrtc.nvrtcDestroyProgram(&prog);
   kc__bs_free(sv, logtext);
   kc__bs_free(sv, opts);
   kc__bs_free(sv, optbuf);
@@ -365,16 +337,13 @@ done:
  * message; its compile options are NOT used (they belong to its backend).
  * log may be NULL. KC_EUNAVAILABLE when NVRTC cannot be loaded.
  */
-kc_status kc__cuda_compile_only(const kc__bsvc *sv, const char *source_tu, size_t len,
-                                const char *entry, int sm, bool ptx, void **out, size_t *out_size,
-                                kc__sb *log) {
+kc_status kc__cuda_compile_only(const kc__bsvc *sv, const char *source_tu, size_t len, const char *entry,
+                                int sm, bool ptx, void **out, size_t *out_size, kc__sb *log) {
   if (!sv || !source_tu || !entry || !out || !out_size || sm < 10 || sm > 9999)
     return kc__bs_err(sv, KC_EINVAL, "kc__cuda_compile_only: invalid argument");
   *out = NULL;
   *out_size = 0;
   const char *why = kc__cuda_nvrtc_unavailable();
-  if (why)
-    return kc__bs_err(sv, KC_EUNAVAILABLE, "%s", why);
+  if (why) return kc__bs_err(sv, KC_EUNAVAILABLE, "%s", why);
   return cu_compile_tu(sv, source_tu, len, entry, sm, ptx, NULL, out, out_size, log);
 }
-

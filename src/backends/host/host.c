@@ -12,7 +12,6 @@
  */
 #include "backends/host/host.h"
 
-
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -29,7 +28,6 @@
 
 extern char **environ;
 
-
 static const char host_prelude[] =
     "/* kcache host prelude: kernels are C11 run one work item at a time */\n"
     "#include <stddef.h>\n"
@@ -40,11 +38,13 @@ static const char host_prelude[] =
     "/* set by kcache when it loads the object: they report a NULL or empty\n"
     "   grid, and arguments that do not match the parameters */\n"
     "__attribute__((visibility(\"default\"))) int (*kc__on_bad_dims)(void *, const void *, const void *);\n"
-    "struct kc__arg { const void *kc__p; unsigned long long kc__sig; }; /* kc_arg: ptr, then size | kind << 32 */\n"
+    "struct kc__arg { const void *kc__p; unsigned long long kc__sig; }; /* kc_arg: ptr, then size | kind << "
+    "32 */\n"
     "struct kc__buf { void *kc__h; const void *kc__ctx; };       /* kc_buffer's first two members */\n"
     "#define KC__SIG_BUFFER (2ull << 32)\n"
     "#define KC__SIG_SCALAR(size) ((1ull << 32) | (unsigned long long)(size))\n"
-    "__attribute__((visibility(\"default\"))) int (*kc__on_bad_args)(void *, const void *, const void *, unsigned);\n"
+    "__attribute__((visibility(\"default\"))) int (*kc__on_bad_args)(void *, const void *, const void *, "
+    "unsigned);\n"
     "#define KC_KERNEL static\n"
     "#define KC_DEVICE static\n"
     "#define KC_GLOBAL\n"
@@ -144,8 +144,8 @@ static const char *host_device_name(void *state, int index) {
 /* ------------------------------------------------------------- compile */
 
 /* kc__launch in the object reads kc_args and buffers through these layouts */
-_Static_assert(offsetof(kc_arg, ptr) == 0 && offsetof(kc_arg, size) == 8 &&
-                   offsetof(kc_arg, kind) == 12 && sizeof(kc_arg) == 16,
+_Static_assert(offsetof(kc_arg, ptr) == 0 && offsetof(kc_arg, size) == 8 && offsetof(kc_arg, kind) == 12 &&
+                   sizeof(kc_arg) == 16,
                "the host prelude's struct kc__arg mirrors kc_arg");
 _Static_assert(KC__SIG(KC_ARG_BUFFER, 0) == 2ull << 32 && KC__SIG(KC_ARG_SCALAR, 4) == (1ull << 32 | 4),
                "the host prelude's KC__SIG_BUFFER and KC__SIG_SCALAR mirror KC__SIG");
@@ -168,8 +168,8 @@ _Static_assert(offsetof(kc_buffer, h) == 0 && offsetof(kc_buffer, ctx) == sizeof
  *     object and which explains the mismatch.
  * The object also tells the loader each parameter type's size as the
  * compiler sees it. */
-static kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
-  (void)state;
+/* kc__grid (the grid loop around the kernel) and kc__run. */
+static void host_emit_grid(const kc__tu *tu, kc__sb *out) {
   uint32_t n = tu->nparams;
   /* kc__u: unused, so that both callers pass l, grid and block on in the
    * registers they arrived in */
@@ -183,18 +183,19 @@ static kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
                    "KC__NOIPA static int kc__grid(void *kc__l, const void *kc__u, "
                    "const unsigned *kc__g, const unsigned *kc__b");
   for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", %s kc__v%u", tu->params[i].type, i);
-  kc__sb_puts(out,
-              ") {\n"
-              "  (void)kc__u;\n"
-              "  if (!(kc__g && kc__b && kc__g[0] && kc__g[1] && kc__g[2] && kc__b[0] && kc__b[1] && kc__b[2]))\n"
-              "    return kc__on_bad_dims ? kc__on_bad_dims(kc__l, kc__g, kc__b) : 1;\n"
-              "  struct kc__item *kc__i = &kc__it;\n"
-              "  for (int d = 0; d < 3; d++) { kc__i->lsz[d] = kc__b[d]; kc__i->ngrp[d] = kc__g[d]; }\n"
-              "  for (unsigned gz = 0; gz < kc__g[2]; gz++) for (unsigned gy = 0; gy < kc__g[1]; gy++)\n"
-              "  for (unsigned gx = 0; gx < kc__g[0]; gx++) for (unsigned lz = 0; lz < kc__b[2]; lz++)\n"
-              "  for (unsigned ly = 0; ly < kc__b[1]; ly++) for (unsigned lx = 0; lx < kc__b[0]; lx++) {\n"
-              "    kc__i->grp[0] = gx; kc__i->grp[1] = gy; kc__i->grp[2] = gz;\n"
-              "    kc__i->lid[0] = lx; kc__i->lid[1] = ly; kc__i->lid[2] = lz;\n    ");
+  kc__sb_puts(
+      out,
+      ") {\n"
+      "  (void)kc__u;\n"
+      "  if (!(kc__g && kc__b && kc__g[0] && kc__g[1] && kc__g[2] && kc__b[0] && kc__b[1] && kc__b[2]))\n"
+      "    return kc__on_bad_dims ? kc__on_bad_dims(kc__l, kc__g, kc__b) : 1;\n"
+      "  struct kc__item *kc__i = &kc__it;\n"
+      "  for (int d = 0; d < 3; d++) { kc__i->lsz[d] = kc__b[d]; kc__i->ngrp[d] = kc__g[d]; }\n"
+      "  for (unsigned gz = 0; gz < kc__g[2]; gz++) for (unsigned gy = 0; gy < kc__g[1]; gy++)\n"
+      "  for (unsigned gx = 0; gx < kc__g[0]; gx++) for (unsigned lz = 0; lz < kc__b[2]; lz++)\n"
+      "  for (unsigned ly = 0; ly < kc__b[1]; ly++) for (unsigned lx = 0; lx < kc__b[0]; lx++) {\n"
+      "    kc__i->grp[0] = gx; kc__i->grp[1] = gy; kc__i->grp[2] = gz;\n"
+      "    kc__i->lid[0] = lx; kc__i->lid[1] = ly; kc__i->lid[2] = lz;\n    ");
   kc__sb_printf(out, "%s(", tu->entry);
   for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, "%skc__v%u", i ? ", " : "", i);
   kc__sb_puts(out, ");\n  }\n  return 0;\n}\n");
@@ -204,14 +205,21 @@ static kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
                    "  return kc__grid(kc__l, kc__a, kc__g, kc__b");
   for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", *(%s*)kc__a[%u]", tu->params[i].type, i);
   kc__sb_puts(out, ");\n}\n");
+}
 
+/* kc__launch, which checks kc_launch's own arguments, and its cold
+ * mismatch report kc__bad. */
+static void host_emit_launch(const kc__tu *tu, kc__sb *out) {
+  uint32_t n = tu->nparams;
   /* the mismatch report takes kc__launch's own parameters: a plain jump */
-  kc__sb_puts(out, "KC__NOIPA __attribute__((cold)) static int kc__bad(void *kc__l, const void *kc__c, "
-                   "const unsigned *kc__g, const unsigned *kc__b, const struct kc__arg *kc__x, unsigned kc__n) {\n"
-                   "  (void)kc__g; (void)kc__b;\n"
-                   "  return kc__on_bad_args ? kc__on_bad_args(kc__l, kc__c, kc__x, kc__n) : 1;\n}\n");
-  kc__sb_puts(out, "__attribute__((visibility(\"default\"))) int kc__launch(void *kc__l, const void *kc__c, "
-                   "const unsigned *kc__g, const unsigned *kc__b, const struct kc__arg *kc__x, unsigned kc__n) {\n");
+  kc__sb_puts(out,
+              "KC__NOIPA __attribute__((cold)) static int kc__bad(void *kc__l, const void *kc__c, "
+              "const unsigned *kc__g, const unsigned *kc__b, const struct kc__arg *kc__x, unsigned kc__n) {\n"
+              "  (void)kc__g; (void)kc__b;\n"
+              "  return kc__on_bad_args ? kc__on_bad_args(kc__l, kc__c, kc__x, kc__n) : 1;\n}\n");
+  kc__sb_puts(
+      out, "__attribute__((visibility(\"default\"))) int kc__launch(void *kc__l, const void *kc__c, "
+           "const unsigned *kc__g, const unsigned *kc__b, const struct kc__arg *kc__x, unsigned kc__n) {\n");
   if (!n) {
     kc__sb_puts(out, "  (void)kc__c; (void)kc__x;\n  if (kc__n) goto kc__bad;\n");
   } else {
@@ -236,7 +244,11 @@ static kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
   for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", kc__v%u", i);
   kc__sb_puts(out, ");\nkc__bad:\n"
                    "  return kc__bad(kc__l, kc__c, kc__g, kc__b, kc__x, kc__n);\n}\n");
+}
 
+static kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
+  host_emit_grid(tu, out);
+  host_emit_launch(tu, out);
   kc__sb_printf(out,
                 "__attribute__((visibility(\"default\"))) const unsigned kc__nargs = %u;\n"
                 "__attribute__((visibility(\"default\"))) const unsigned kc__argsz[] = {",
@@ -265,8 +277,9 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   char *argv[2 * KC__HOST_MAX_WORDS + 7 + 2 + 1 + 1];
   int argc = 0;
   for (int i = 0; i < s->cc_argc; i++) argv[argc++] = s->cc_argv[i];
-  static char *const fixed[] = {"-O2", "-shared", "-fPIC", "-std=gnu11", "-fvisibility=hidden",
-                                "-Werror=implicit-function-declaration", "-o"};
+  static char *const fixed[] = {
+      "-O2", "-shared", "-fPIC", "-std=gnu11", "-fvisibility=hidden", "-Werror=implicit-function-declaration",
+      "-o"};
   for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) argv[argc++] = fixed[i];
   argv[argc++] = so;
   argv[argc++] = src;
@@ -297,7 +310,8 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   if (!st) st = host_read_file(sv, so, artifact, size);
   const char *why;
   if (!st && !host_elf_complete(*artifact, *size, &why)) {
-    st = kc__bs_err(sv, KC_ECOMPILE, "the host compiler \"%s\" produced an unusable object (%s)", argv[0], why);
+    st = kc__bs_err(sv, KC_ECOMPILE, "the host compiler \"%s\" produced an unusable object (%s)", argv[0],
+                    why);
     kc__bs_free(sv, *artifact);
     *artifact = NULL;
   }
@@ -310,8 +324,8 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
       const unsigned *nargs = dlsym(h, "kc__nargs");
       const unsigned *argsz = dlsym(h, "kc__argsz");
       if (!nargs || !argsz || !dlsym(h, "kc__run") || *nargs != tu->nparams) {
-        st = kc__bs_err(sv, KC_ECOMPILE, "the compiled object for '%s' lacks its entry trampoline",
-                        tu->entry);
+        st =
+            kc__bs_err(sv, KC_ECOMPILE, "the compiled object for '%s' lacks its entry trampoline", tu->entry);
       } else {
         for (uint32_t i = 0; i < tu->nparams; i++)
           if (!tu->params[i].is_buffer) sig[i] = KC__SIG(KC_ARG_SCALAR, argsz[i]);
@@ -361,8 +375,7 @@ static kc_status host_link(void *bctx, const kc__artifact *art, kc__blinked *l) 
   if (!host_elf_complete(a.bytes, a.size, &why))
     return kc__bs_err(sv, KC_ELINK, "loading '%s' failed: the stored object is %s", a.entry, why);
   char so[320];
-  snprintf(so, sizeof so, "%s/l%llu.so", s->dir,
-           (unsigned long long)kc__fetch_add_relaxed(&s->seq, 1));
+  snprintf(so, sizeof so, "%s/l%llu.so", s->dir, (unsigned long long)kc__fetch_add_relaxed(&s->seq, 1));
   kc_status st = host_write_file(sv, so, a.bytes, a.size);
   if (st) return st;
   void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
@@ -377,8 +390,7 @@ static kc_status host_link(void *bctx, const kc__artifact *art, kc__blinked *l) 
   bad_dims_fn *on_bad_dims = dlsym(h, "kc__on_bad_dims");
   if (!on_bad_dims) {
     dlclose(h);
-    return kc__bs_err(sv, KC_ELINK, "loading '%s' failed: no kc__on_bad_dims in the object",
-                      a.entry);
+    return kc__bs_err(sv, KC_ELINK, "loading '%s' failed: no kc__on_bad_dims in the object", a.entry);
   }
   *on_bad_dims = kc__launch_bad_dims;
   typedef kc_status (*bad_args_fn)(const kc__blinked *, const kc_context *, const kc_arg *, uint32_t);
@@ -391,7 +403,7 @@ static kc_status host_link(void *bctx, const kc__artifact *art, kc__blinked *l) 
   *on_bad_args = kc__launch_bad_args;
   l->module = h;
   l->fn = fn;
-  l->launch = (kc__launch_fn)fn;  /* kc_status is an int-sized enum */
+  l->launch = (kc__launch_fn)fn; /* kc_status is an int-sized enum */
   l->entry = (kc__entry_fn)entry; /* the same, reading kc_args itself */
   if (dlsym(h, "kc__serial")) {
     kc__mutex *m = kc__bs_alloc(sv, sizeof *m);
@@ -494,4 +506,3 @@ const kc__backend kc__backend_host = {
     .buf_write = host_buf_write,
     .buf_read = host_buf_read,
 };
-

@@ -19,7 +19,7 @@ typedef kc_status (*host_run_fn)(kc__blinked *l, void **argv, const kc_dim3 *gri
 
 typedef struct host_state {
   const kc__bsvc *sv; /* &svc: allocation, errors (backend.h) */
-  kc__bsvc svc;       /* the copy kept from open */
+  kc__bsvc svc; /* the copy kept from open */
   const char *compile_options; /* kc_options.compile_options (the runtime's copy) */
   char dir[256];
 #define KC__HOST_MAX_WORDS 56 /* in the compiler command, and in the compile options */

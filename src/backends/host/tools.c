@@ -7,8 +7,6 @@
  */
 #include "backends/host/host.h"
 
-
-
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -24,7 +22,6 @@
 #include <unistd.h>
 
 extern char **environ;
-
 
 /* -------------------------------------------------------- availability */
 
@@ -61,8 +58,8 @@ const char *host_unavailable(void) {
   char first[256], path[512];
   snprintf(first, sizeof first, "%.*s", (int)strcspn(cc, " "), cc);
   if (host_find_in_path(first, path, sizeof path)) return NULL;
-  snprintf(why, sizeof why,
-           "no C compiler: \"%s\" not found in PATH (install gcc, or set KC_HOST_CC)", first);
+  snprintf(why, sizeof why, "no C compiler: \"%s\" not found in PATH (install gcc, or set KC_HOST_CC)",
+           first);
   return why;
 }
 
@@ -70,7 +67,7 @@ const char *host_unavailable(void) {
 
 /* Runs argv with stdout and stderr into log_path; bounded by timeout_ms. */
 kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path, int *exit_code,
-                          int *signal_no) {
+                        int *signal_no) {
   const kc__bsvc *sv = s->sv;
   *exit_code = -1;
   *signal_no = 0;
@@ -92,7 +89,8 @@ kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path,
   int err = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
-  if (err) return kc__bs_err(sv, KC_EBACKEND, "cannot run the host compiler \"%s\": %s", argv[0], strerror(err));
+  if (err)
+    return kc__bs_err(sv, KC_EBACKEND, "cannot run the host compiler \"%s\": %s", argv[0], strerror(err));
   uint64_t deadline = kc__now_ns() + (uint64_t)s->timeout_ms * 1000000u;
   long nap = 100000; /* 0.1 ms, doubling to 5 ms */
   int status;
@@ -102,8 +100,7 @@ kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path,
     if (r < 0 && errno != EINTR) return kc__bs_err(sv, KC_EBACKEND, "waitpid: %s", strerror(errno));
     if (kc__now_ns() > deadline) {
       kill(-pid, SIGKILL);
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
       return kc__bs_err(sv, KC_EBACKEND, "the host compiler \"%s\" ran longer than %u ms and was killed",
                         argv[0], s->timeout_ms);
     }
@@ -181,4 +178,3 @@ bool host_elf_complete(const void *data, size_t n, const char **why) {
     if (ph[i].p_offset > n || ph[i].p_filesz > n - ph[i].p_offset) return false;
   return true;
 }
-

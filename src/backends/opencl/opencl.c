@@ -23,30 +23,29 @@
 /* The kernel dialect in OpenCL C 1.2. The macro set is the same on every
  * backend; OpenCL has uint/uchar/ushort/ulong natively, and gets the
  * <stdint.h> names so that sources written for the host compile here too. */
-static const char ocl_prelude[] =
-    "#define KC_BACKEND_OPENCL 1\n"
-    "#ifdef cl_khr_fp64\n"
-    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-    "#endif\n"
-    "#define KC_KERNEL __kernel\n"
-    "#define KC_DEVICE\n"
-    "#define KC_GLOBAL __global\n"
-    "#define KC_LOCAL __local\n"
-    "#define kc_global_id(d) get_global_id(d)\n"
-    "#define kc_local_id(d) get_local_id(d)\n"
-    "#define kc_group_id(d) get_group_id(d)\n"
-    "#define kc_global_size(d) get_global_size(d)\n"
-    "#define kc_local_size(d) get_local_size(d)\n"
-    "#define kc_num_groups(d) get_num_groups(d)\n"
-    "#define kc_barrier() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)\n"
-    "typedef char int8_t;\n"
-    "typedef uchar uint8_t;\n"
-    "typedef short int16_t;\n"
-    "typedef ushort uint16_t;\n"
-    "typedef int int32_t;\n"
-    "typedef uint uint32_t;\n"
-    "typedef long int64_t;\n"
-    "typedef ulong uint64_t;\n";
+static const char ocl_prelude[] = "#define KC_BACKEND_OPENCL 1\n"
+                                  "#ifdef cl_khr_fp64\n"
+                                  "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+                                  "#endif\n"
+                                  "#define KC_KERNEL __kernel\n"
+                                  "#define KC_DEVICE\n"
+                                  "#define KC_GLOBAL __global\n"
+                                  "#define KC_LOCAL __local\n"
+                                  "#define kc_global_id(d) get_global_id(d)\n"
+                                  "#define kc_local_id(d) get_local_id(d)\n"
+                                  "#define kc_group_id(d) get_group_id(d)\n"
+                                  "#define kc_global_size(d) get_global_size(d)\n"
+                                  "#define kc_local_size(d) get_local_size(d)\n"
+                                  "#define kc_num_groups(d) get_num_groups(d)\n"
+                                  "#define kc_barrier() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)\n"
+                                  "typedef char int8_t;\n"
+                                  "typedef uchar uint8_t;\n"
+                                  "typedef short int16_t;\n"
+                                  "typedef ushort uint16_t;\n"
+                                  "typedef int int32_t;\n"
+                                  "typedef uint uint32_t;\n"
+                                  "typedef long int64_t;\n"
+                                  "typedef ulong uint64_t;\n";
 
 /* ------------------------------------------------------------- compiling */
 
@@ -54,8 +53,7 @@ static const char ocl_prelude[] =
  * fresh string (or NULL when there is none or no memory). */
 static char *ocl_build_log(const kc__bsvc *sv, cl_program prog, cl_device_id dev, kc__sb *log) {
   size_t n = 0;
-  if (ocl.clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS ||
-      n == 0)
+  if (ocl.clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS || n == 0)
     return NULL;
   char *s = kc__bs_alloc(sv, n + 1);
   if (!s) return NULL;
@@ -77,13 +75,30 @@ static uint32_t ocl_type_size(const char *t) {
     const char *name;
     uint32_t size;
   } base[] = {
-      {"unsigned char", 1}, {"unsigned short", 2}, {"unsigned int", 4}, {"unsigned long", 8},
-      {"uchar", 1},         {"ushort", 2},         {"uint", 4},         {"ulong", 8},
-      {"char", 1},          {"short", 2},          {"int", 4},          {"long", 8},
-      {"float", 4},         {"double", 8},         {"half", 2},
+      {"unsigned char", 1},
+      {"unsigned short", 2},
+      {"unsigned int", 4},
+      {"unsigned long", 8},
+      {"uchar", 1},
+      {"ushort", 2},
+      {"uint", 4},
+      {"ulong", 8},
+      {"char", 1},
+      {"short", 2},
+      {"int", 4},
+      {"long", 8},
+      {"float", 4},
+      {"double", 8},
+      {"half", 2},
       /* the prelude's typedefs, which the platform may report by name */
-      {"int8_t", 1},        {"uint8_t", 1},        {"int16_t", 2},      {"uint16_t", 2},
-      {"int32_t", 4},       {"uint32_t", 4},       {"int64_t", 8},      {"uint64_t", 8},
+      {"int8_t", 1},
+      {"uint8_t", 1},
+      {"int16_t", 2},
+      {"uint16_t", 2},
+      {"int32_t", 4},
+      {"uint32_t", 4},
+      {"int64_t", 8},
+      {"uint64_t", 8},
   };
   for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
     size_t n = strlen(base[i].name);
@@ -108,12 +123,10 @@ static void ocl_refine_sig(cl_kernel k, uint32_t nparams, uint64_t *sig) {
     if ((uint32_t)(sig[i] >> 32) != KC_ARG_SCALAR) continue;
     cl_kernel_arg_address_qualifier aq = 0;
     char type[64];
-    if (ocl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq, NULL) !=
-            CL_SUCCESS ||
+    if (ocl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq, NULL) != CL_SUCCESS ||
         aq != CL_KERNEL_ARG_ADDRESS_PRIVATE)
       continue;
-    if (ocl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_TYPE_NAME, sizeof type, type, NULL) !=
-        CL_SUCCESS)
+    if (ocl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_TYPE_NAME, sizeof type, type, NULL) != CL_SUCCESS)
       continue;
     type[sizeof type - 1] = '\0';
     uint32_t size = ocl_type_size(type);
@@ -122,30 +135,29 @@ static void ocl_refine_sig(cl_kernel k, uint32_t nparams, uint64_t *sig) {
 }
 
 /* Creates entry's kernel in prog and checks its parameter count. */
-static kc_status ocl_check_entry(const kc__bsvc *sv, cl_program prog, const char *entry,
-                                 uint32_t nparams, cl_kernel *out) {
+static kc_status ocl_check_entry(const kc__bsvc *sv, cl_program prog, const char *entry, uint32_t nparams,
+                                 cl_kernel *out) {
   cl_int e;
   cl_kernel k = ocl.clCreateKernel(prog, entry, &e);
   if (!k) {
     if (e == CL_INVALID_KERNEL_NAME)
       return kc__bs_err(sv, KC_ECOMPILE,
-                        "OpenCL program has no kernel named '%s' (declare it with KC_KERNEL void)",
-                        entry);
+                        "OpenCL program has no kernel named '%s' (declare it with KC_KERNEL void)", entry);
     return ocl_fail(sv, KC_ECOMPILE, "clCreateKernel", e);
   }
   cl_uint n = 0;
   e = ocl.clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof n, &n, NULL);
   if (e == CL_SUCCESS && n != nparams) {
     ocl.clReleaseKernel(k);
-    return kc__bs_err(sv, KC_ECOMPILE, "OpenCL kernel '%s' has %u parameters but kcache parsed %u",
-                      entry, (unsigned)n, (unsigned)nparams);
+    return kc__bs_err(sv, KC_ECOMPILE, "OpenCL kernel '%s' has %u parameters but kcache parsed %u", entry,
+                      (unsigned)n, (unsigned)nparams);
   }
   *out = k;
   return KC_OK;
 }
 
-static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, size_t *size,
-                             uint64_t *sig, kc__sb *log) {
+static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, size_t *size, uint64_t *sig,
+                             kc__sb *log) {
   ocl_state *st = state;
   const kc__bsvc *sv = st->sv;
   cl_device_id dev = st->devices[0];
@@ -181,9 +193,10 @@ static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, siz
   e = ocl.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof bsize, &bsize, NULL);
   if (e != CL_SUCCESS || bsize == 0) {
     s = e != CL_SUCCESS ? ocl_fail(sv, KC_ECOMPILE, "clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)", e)
-                        : kc__bs_err(sv, KC_ECOMPILE, "the OpenCL platform returned no program "
-                                                   "binary for kernel '%s'",
-                                  tu->entry);
+                        : kc__bs_err(sv, KC_ECOMPILE,
+                                     "the OpenCL platform returned no program "
+                                     "binary for kernel '%s'",
+                                     tu->entry);
     goto done;
   }
   unsigned char *bin = kc__bs_alloc(sv, bsize);
@@ -224,8 +237,8 @@ static kc_status ocl_ctx_create(void *state, int device, void **bctx) {
   const kc__bsvc *sv = st->sv;
   *bctx = NULL;
   if (device < 0 || device >= st->ndevices)
-    return kc__bs_err(sv, KC_EINVAL, "OpenCL device %d is out of range (%d device%s)", device,
-                      st->ndevices, st->ndevices == 1 ? "" : "s");
+    return kc__bs_err(sv, KC_EINVAL, "OpenCL device %d is out of range (%d device%s)", device, st->ndevices,
+                      st->ndevices == 1 ? "" : "s");
   ocl_ctx *c = kc__bs_calloc(sv, sizeof *c);
   if (!c) return kc__bs_err(sv, KC_ENOMEM, "out of memory");
   c->sv = sv;
@@ -337,7 +350,7 @@ static kc_status ocl_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
   for (uint32_t i = 0; i < a.nparams; i++) {
     uint64_t s = a.sig ? a.sig[i] : 0;
     uint32_t kind = (uint32_t)(s >> 32), bytes = (uint32_t)s;
-    x->argsize[i] = kind == KC_ARG_BUFFER                         ? sizeof(cl_mem)
+    x->argsize[i] = kind == KC_ARG_BUFFER                          ? sizeof(cl_mem)
                     : kind == KC_ARG_SCALAR && bytes != UINT32_MAX ? bytes
                                                                    : 0;
   }
@@ -371,13 +384,9 @@ static inline void ocl_cpu_relax(void) {
  * window is a few microseconds, so spin briefly, then give the CPU away. */
 static KC__COLD void ocl_lock_wait(_Atomic int *busy) {
   for (unsigned spins = 0;; spins++) {
-    if (!kc__load_relaxed(busy) &&
-        !atomic_exchange_explicit(busy, 1, memory_order_acquire))
-      return;
-    if (spins < 64)
-      ocl_cpu_relax();
-    else
-      sched_yield();
+    if (!kc__load_relaxed(busy) && !atomic_exchange_explicit(busy, 1, memory_order_acquire)) return;
+    if (spins < 64) ocl_cpu_relax();
+    else sched_yield();
   }
 }
 
@@ -388,15 +397,15 @@ static KC__COLD kc_status ocl_launch_fail(ocl_linked *x, cl_int e, uint32_t arg)
                         "kernel '%s': the size of scalar argument %u is unknown to the OpenCL "
                         "backend (engine signature)",
                         x->entry, (unsigned)arg);
-    return kc__bs_err(x->sv, KC_EARGS, "kernel '%s': clSetKernelArg(%u): %s (%d)", x->entry,
-                      (unsigned)arg, ocl_errname(e), (int)e);
+    return kc__bs_err(x->sv, KC_EARGS, "kernel '%s': clSetKernelArg(%u): %s (%d)", x->entry, (unsigned)arg,
+                      ocl_errname(e), (int)e);
   }
   kc_status st = e == CL_OUT_OF_RESOURCES || e == CL_MEM_OBJECT_ALLOCATION_FAILURE ? KC_ENOMEM
                  : e == CL_INVALID_KERNEL_ARGS || e == CL_INVALID_MEM_OBJECT       ? KC_EARGS
                                                                                    : KC_ELAUNCH;
   if (e == CL_OUT_OF_HOST_MEMORY) st = KC_ENOMEM;
-  return kc__bs_err(x->sv, st, "kernel '%s': clEnqueueNDRangeKernel: %s (%d)", x->entry,
-                    ocl_errname(e), (int)e);
+  return kc__bs_err(x->sv, st, "kernel '%s': clEnqueueNDRangeKernel: %s (%d)", x->entry, ocl_errname(e),
+                    (int)e);
 }
 
 /* The backend half of the launch fast path: never allocates, formats or
@@ -407,15 +416,13 @@ static kc_status ocl_launch(kc__blinked *l, void **argv, const kc_dim3 *grid, co
   cl_kernel k = l->fn;
   if (KC__UNLIKELY(!grid || !block)) return kc__launch_bad_dims(l, grid, block);
   size_t local[3] = {block->x, block->y, block->z};
-  size_t global[3] = {(size_t)grid->x * block->x, (size_t)grid->y * block->y,
-                      (size_t)grid->z * block->z};
+  size_t global[3] = {(size_t)grid->x * block->x, (size_t)grid->y * block->y, (size_t)grid->z * block->z};
   if (KC__UNLIKELY(!global[0] || !global[1] || !global[2])) return kc__launch_bad_dims(l, grid, block);
   cl_uint dims = global[2] > 1 ? 3 : global[1] > 1 ? 2 : 1; /* size_t: no wrap-around */
   cl_int e = CL_SUCCESS;
   uint32_t i = 0;
 
-  if (KC__UNLIKELY(atomic_exchange_explicit(&x->busy, 1, memory_order_acquire)))
-    ocl_lock_wait(&x->busy);
+  if (KC__UNLIKELY(atomic_exchange_explicit(&x->busy, 1, memory_order_acquire))) ocl_lock_wait(&x->busy);
   for (; i < x->nargs; i++) {
     /* A buffer's argv entry points at its kc__bufh, whose first member is
      * the cl_mem: exactly what clSetKernelArg wants for a cl_mem. */
@@ -439,10 +446,10 @@ static kc_status ocl_buf_create(void *bctx, size_t size, kc__bufh *h) {
   /* OpenCL refuses empty buffers; kcache allows them. */
   cl_mem m = ocl.clCreateBuffer(c->ctx, CL_MEM_READ_WRITE, size ? size : 1, NULL, &e);
   if (!m) {
-    kc_status st = e == CL_MEM_OBJECT_ALLOCATION_FAILURE || e == CL_OUT_OF_RESOURCES ||
-                           e == CL_INVALID_BUFFER_SIZE
-                       ? KC_ENOMEM
-                       : KC_EBACKEND;
+    kc_status st =
+        e == CL_MEM_OBJECT_ALLOCATION_FAILURE || e == CL_OUT_OF_RESOURCES || e == CL_INVALID_BUFFER_SIZE
+            ? KC_ENOMEM
+            : KC_EBACKEND;
     return ocl_fail(c->sv, st, "clCreateBuffer", e);
   }
   h->ptr = m;
@@ -494,4 +501,3 @@ const kc__backend kc__backend_opencl = {
     .buf_write = ocl_buf_write,
     .buf_read = ocl_buf_read,
 };
-

@@ -13,37 +13,35 @@
 
 #include "backend.h"
 
-
-
 /* ------------------------------------------------------------ the loader */
 
 /* Every entry point we use, resolved once with dlsym. The types come from
  * <CL/cl.h>, so a wrong signature is a compile error, not a crash. */
-#define OCL_FUNCS(X)                                                                               \
-  X(clGetPlatformIDs)                                                                              \
-  X(clGetPlatformInfo)                                                                             \
-  X(clGetDeviceIDs)                                                                                \
-  X(clGetDeviceInfo)                                                                               \
-  X(clCreateContext)                                                                               \
-  X(clReleaseContext)                                                                              \
-  X(clCreateCommandQueue)                                                                          \
-  X(clReleaseCommandQueue)                                                                         \
-  X(clCreateProgramWithSource)                                                                     \
-  X(clCreateProgramWithBinary)                                                                     \
-  X(clBuildProgram)                                                                                \
-  X(clGetProgramBuildInfo)                                                                         \
-  X(clGetProgramInfo)                                                                              \
-  X(clReleaseProgram)                                                                              \
-  X(clCreateKernel)                                                                                \
-  X(clGetKernelInfo)                                                                               \
-  X(clGetKernelArgInfo)                                                                            \
-  X(clReleaseKernel)                                                                               \
-  X(clSetKernelArg)                                                                                \
-  X(clEnqueueNDRangeKernel)                                                                        \
-  X(clFinish)                                                                                      \
-  X(clCreateBuffer)                                                                                \
-  X(clReleaseMemObject)                                                                            \
-  X(clEnqueueWriteBuffer)                                                                          \
+#define OCL_FUNCS(X) \
+  X(clGetPlatformIDs) \
+  X(clGetPlatformInfo) \
+  X(clGetDeviceIDs) \
+  X(clGetDeviceInfo) \
+  X(clCreateContext) \
+  X(clReleaseContext) \
+  X(clCreateCommandQueue) \
+  X(clReleaseCommandQueue) \
+  X(clCreateProgramWithSource) \
+  X(clCreateProgramWithBinary) \
+  X(clBuildProgram) \
+  X(clGetProgramBuildInfo) \
+  X(clGetProgramInfo) \
+  X(clReleaseProgram) \
+  X(clCreateKernel) \
+  X(clGetKernelInfo) \
+  X(clGetKernelArgInfo) \
+  X(clReleaseKernel) \
+  X(clSetKernelArg) \
+  X(clEnqueueNDRangeKernel) \
+  X(clFinish) \
+  X(clCreateBuffer) \
+  X(clReleaseMemObject) \
+  X(clEnqueueWriteBuffer) \
   X(clEnqueueReadBuffer)
 
 typedef struct ocl_lib {
@@ -57,7 +55,7 @@ extern ocl_lib ocl; /* platform.c: loaded by ocl_unavailable */
 
 typedef struct ocl_state {
   const kc__bsvc *sv; /* &svc: allocation, errors (backend.h) */
-  kc__bsvc svc;       /* the copy kept from open */
+  kc__bsvc svc; /* the copy kept from open */
   /* Every device of the platform, the chosen one first: device 0 is the one
    * the options asked for, and the one compile() builds for. */
   cl_device_id *devices;
@@ -85,7 +83,6 @@ typedef struct ocl_linked {
   uint32_t nargs;
   size_t argsize[]; /* bytes per argument; 0: unknown (cannot launch) */
 } ocl_linked;
-
 
 /* platform.c */
 const char *ocl_unavailable(void);

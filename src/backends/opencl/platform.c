@@ -13,7 +13,6 @@
 
 ocl_lib ocl;
 
-
 static kc__once ocl_once = KC__ONCE_INIT;
 static const char *ocl_why; /* written once inside call_once; NULL: usable */
 static char ocl_why_buf[160];
@@ -29,13 +28,13 @@ static void ocl_load(void) {
     return;
   }
   void *sym;
-#define OCL_SYM(f)                                                                                 \
-  sym = dlsym(lib, #f);                                                                             \
-  memcpy(&ocl.f, &sym, sizeof sym); /* object to function pointer, as POSIX allows */            \
-  if (!sym) {                                                                                      \
-    snprintf(ocl_why_buf, sizeof ocl_why_buf, "libOpenCL.so.1 lacks %s (OpenCL 1.2 needed)", #f);  \
-    ocl_why = ocl_why_buf;                                                                         \
-    return;                                                                                        \
+#define OCL_SYM(f) \
+  sym = dlsym(lib, #f); \
+  memcpy(&ocl.f, &sym, sizeof sym); /* object to function pointer, as POSIX allows */ \
+  if (!sym) { \
+    snprintf(ocl_why_buf, sizeof ocl_why_buf, "libOpenCL.so.1 lacks %s (OpenCL 1.2 needed)", #f); \
+    ocl_why = ocl_why_buf; \
+    return; \
   }
   OCL_FUNCS(OCL_SYM)
 #undef OCL_SYM
@@ -70,9 +69,8 @@ const char *ocl_unavailable(void) {
 
 const char *ocl_errname(cl_int e) {
   switch (e) {
-#define E(name, value)                                                                             \
-  case value:                                                                                      \
-    return #name;
+#define E(name, value) \
+  case value: return #name;
     E(CL_SUCCESS, 0)
     E(CL_DEVICE_NOT_FOUND, -1)
     E(CL_DEVICE_NOT_AVAILABLE, -2)
@@ -138,8 +136,7 @@ const char *ocl_errname(cl_int e) {
     E(CL_MAX_SIZE_RESTRICTION_EXCEEDED, -72)
     E(CL_PLATFORM_NOT_FOUND_KHR, -1001)
 #undef E
-  default:
-    return "CL_UNKNOWN_ERROR";
+  default: return "CL_UNKNOWN_ERROR";
   }
 }
 
@@ -259,8 +256,8 @@ static kc_status ocl_pick(const kc__bsvc *sv, const kc_options *opt, cl_platform
   const char *want = opt && opt->device_name && opt->device_name[0] ? opt->device_name : NULL;
   if (pidx >= (int)nplat) {
     kc__bs_free(sv, plats);
-    return kc__bs_err(sv, KC_EINVAL, "OpenCL platform_index %d is out of range (%u platform%s)", pidx,
-                      nplat, nplat == 1 ? "" : "s");
+    return kc__bs_err(sv, KC_EINVAL, "OpenCL platform_index %d is out of range (%u platform%s)", pidx, nplat,
+                      nplat == 1 ? "" : "s");
   }
 
   cl_platform_id plat = NULL;
@@ -312,16 +309,13 @@ static bool ocl_describe(const kc__bsvc *sv, ocl_state *st, cl_platform_id plat,
   kc__sb_init(&sb, &(sv)->heap);
   if (pname && pver && drv && dver)
     kc__sb_printf(&sb, "opencl|%s|%s|%s|%s|%s", pname, pver, st->names[0], drv, dver);
-  else
-    sb.failed = true;
+  else sb.failed = true;
   kc__bs_free(sv, pname);
   kc__bs_free(sv, pver);
   kc__bs_free(sv, drv);
   kc__bs_free(sv, dver);
-  if (sb.failed)
-    kc__sb_free(&sb);
-  else
-    st->identity = kc__sb_take(&sb);
+  if (sb.failed) kc__sb_free(&sb);
+  else st->identity = kc__sb_take(&sb);
   if (!st->identity) return false;
 
   /* -cl-kernel-arg-info lets compile() read parameter types back, to size
@@ -332,10 +326,8 @@ static bool ocl_describe(const kc__bsvc *sv, ocl_state *st, cl_platform_id plat,
     kc__sb_puts(&sb, " ");
     kc__sb_puts(&sb, opt->compile_options);
   }
-  if (sb.failed)
-    kc__sb_free(&sb);
-  else
-    st->build_options = kc__sb_take(&sb);
+  if (sb.failed) kc__sb_free(&sb);
+  else st->build_options = kc__sb_take(&sb);
   return st->build_options != NULL;
 }
 
@@ -386,4 +378,3 @@ const char *ocl_device_name(void *state, int index) {
 }
 
 const char *ocl_identity(void *state) { return ((ocl_state *)state)->identity; }
-

@@ -1,5 +1,1 @@
-KC_DEVICE float h(float x)
-{
-  return g
-(x);
-}
+KC_DEVICE float h(float x) { return g(x); }
