@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kc_bench -- what kcache costs, measured against the raw thing in the same
  * run. Host backend (the reference backend; see kc_bench_opencl and

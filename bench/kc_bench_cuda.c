@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kc_bench_cuda -- a cached kc_launch against a raw cuLaunchKernel of the
  * same function (the same cubin, loaded by hand into the same primary

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kc_bench_opencl -- a cached kc_launch against the raw OpenCL calls for the
  * same kernel and arguments (clSetKernelArg for each argument, then

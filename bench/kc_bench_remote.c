@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kc_bench_remote -- what the remote tier (a Redis server shared by many
  * machines) costs and saves, per backend that runs here.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kc_bench_store -- what the disk cache saves, per backend that runs here.
  *

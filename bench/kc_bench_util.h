@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kc_bench_util.h -- what the benchmarks share, so that their figures are
  * taken the same way and their set-ups are the same: the clock and the

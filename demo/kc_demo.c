@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kc_demo -- walks through what kcache does, on the default backend, and
  * checks every result and every counter on the way. Exit status 0 only if

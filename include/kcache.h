@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kcache.h -- the public interface of kcache, and its specification.
  *

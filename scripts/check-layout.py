@@ -7,6 +7,8 @@
     says why ("Longer than 80 lines ...");
   * nothing under src/cache/ or src/remote/ names the code instance, the
     linked object or the backend table (kc__ci, kc__linked, kc__backend);
+  * every source file (C, shell, Python, CMake) opens with its SPDX licence
+    line (MIT);
   * a backend file includes only src/backend.h, its own folder's headers
     and system headers (src/backends/registry.c, the engine's side of the
     table of backends, is no backend).
@@ -104,6 +106,18 @@ for path in sorted(glob.glob("src/**/*.[ch]", recursive=True)):
                 line = text.count("\n", 0, m.start()) + 1
                 bad.append(f"{path}:{line}: includes \"{inc}\" (a backend includes only backend.h "
                            f"and its own folder's headers)")
+
+import subprocess
+
+tracked = subprocess.run(["git", "ls-files"], capture_output=True, text=True).stdout.split()
+for path in tracked:
+    name = os.path.basename(path)
+    if not (re.search(r"\.(c|h|sh|py|cmake|map)$", name) or name in ("CMakeLists.txt", "run")):
+        continue
+    with open(path, encoding="utf-8", errors="replace") as f:
+        head = "".join(f.readline() for _ in range(3))
+    if "SPDX-License-Identifier: MIT" not in head:
+        bad.append(f"{path}: no SPDX-License-Identifier: MIT line at the top")
 
 for b in bad:
     print(b)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # scripts/demo.sh -- builds kcache (the library, the demo and the kcache
 # command) and runs the demo on the default backend (CUDA if a GPU and
 # driver are present, else OpenCL, else the host CPU); KC_BACKEND=host|opencl|cuda

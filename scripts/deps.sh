@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # scripts/deps.sh -- installs the Debian packages kcache needs to build, test
 # and benchmark, when run as root and something is missing; otherwise says
 # exactly what is missing. Sourced or run by demo.sh and test.sh.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # scripts/fuzz.sh -- builds the libFuzzer targets of tests/fuzz in build-fuzz
 # (clang; the library with -fsanitize=fuzzer-no-link,address,undefined) and
 # runs each for a bounded time from a copy of its seed corpus and its

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # scripts/redis-test-server.sh -- a throwaway Redis for trying the remote
 # tier by hand (the tests and the benchmark start their own): no
 # persistence, loopback only, a free port, memory bounded and LRU as a cache

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # scripts/reliability.sh -- the reliability checks of RELIABILITY.md in one
 # go: builds build-fault (gcc, ASan+UBSan+LeakSanitizer, fault injection)
 # and runs, under CTest (label "reliability"):

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # scripts/test.sh -- builds kcache and runs every test suite:
 #   default   gcc, RelWithDebInfo: all tests on every backend (a backend
 #             missing here is reported as skipped, with the reason)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/gpu/check.sh -- the GPU check: on a machine with an NVIDIA GPU, its
 # driver and the CUDA toolkit, build kcache from scratch (build-gpu/), run the
 # whole test suite with the CUDA backend, then the CUDA benchmark, and print

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz.h -- what the fuzz targets share. Each fuzz_<target>.c defines
  * LLVMFuzzerTestOneInput: libFuzzer calls it in the fuzz build (clang,

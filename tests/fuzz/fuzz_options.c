@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_options.c -- the options kcache reads from the environment: the size
  * parser behind KC_CACHE_MAXSIZE (kc__store_parse_size), backend selection

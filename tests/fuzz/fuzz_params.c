@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_params.c -- the specialization parameter parser (kc__canon_params)
  * on arbitrary C strings. Its output names compiled code (two handles with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_scan.c -- the identifier scanner (kc__scan_idents) on arbitrary
  * bytes, and the kernel parameter-list parser (kc__parse_params) on the

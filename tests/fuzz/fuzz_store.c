@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_store.c -- the disk cache's readers of files that anything could
  * have written or damaged: the entry decoder (kc__entry_decode), the entry

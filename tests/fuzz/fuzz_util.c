@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_util.c -- the helpers declared in fuzz.h. */
 #include "fuzz.h"
 

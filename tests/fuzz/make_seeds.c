@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * make_seeds.c -- writes the seed corpora of the fuzz targets, so that they
  * can be made again and reviewed as code:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * replay.c -- runs a fuzz target's checks without libFuzzer: every file
  * named on the command line, and every file in every directory named (not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hashbe.c -- the backend declared in hashbe.h. */
 #include "hashbe.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hashbe.h -- a backend for tests that compiles nothing: its compile takes
  * the translation unit that kcache assembled, checks its shape (prelude,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rel.c -- the helpers declared in rel.h. */
 #include "rel.h"
 

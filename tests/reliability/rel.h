@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rel.h -- what the reliability tests share: the host compiler to use,
  * scratch directories, checking a disk cache the way `kcache verify` does,

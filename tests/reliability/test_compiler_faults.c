@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_compiler_faults.c -- compilers that misbehave, beyond what
  * tests/scenario/test_errors.c covers (a compiler that fails, a silent one that

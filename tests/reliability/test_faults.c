@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_faults.c -- fault-injection sweeps, SQLite style. Each main scenario
  * (define, compile, link and launch, disk write, disk read) runs with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_model.c -- model-based property test of the world-age cache itself,
  * without a compiler. Thousands of random sequences of define, identical

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_stress.c -- a bounded run of threads that launch, define, undefine,
  * pin and reset contexts at random, checked against a reference model of

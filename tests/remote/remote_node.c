@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kc_remote_node -- one node in a process of its own, for tests that need a
  * fresh process (hiredis and libcrypto are loaded once per process, so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rs.c -- the helpers declared in rs.h. */
 #include "rs.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rs.h -- what the remote tier's tests share: a real redis-server started
  * on a free loopback port in a private directory (no persistence) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_remote -- the remote tier against a real redis-server on loopback
  * (started here, killed at the end; skipped when redis-server or hiredis is

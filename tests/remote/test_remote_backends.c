@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_remote_backends -- the remote tier on each backend (registered as
  * remote_backend_host, _opencl, _cuda; skipped where the backend, a Redis

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_remote_cli -- `kcache remote ping|ls|clear` against a real server
  * that nodes populated (entries with and without a secret, a lock held),

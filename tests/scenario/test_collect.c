@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_collect.c -- reclaiming old worlds with kc_collect: a long hot-reload
  * session stays bounded; pinned worlds and the latest world keep their code

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_core.c -- the single-threaded scenarios of the world-age cache, on the
  * backend named on the command line: compile once then hit the fast path,

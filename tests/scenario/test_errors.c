@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_errors.c -- names that are not defined (scenario 6), shadowed
  * builtins, and bad input of every kind (scenario 10): compiler errors with

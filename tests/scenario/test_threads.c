@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_threads.c -- scenarios with real threads: a pinned thread keeps its
  * world while another redefines (scenario 5), single-flight compiles

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* st.c -- the helpers declared in st.h. */
 #include "st.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * st.h -- what the disk cache's tests share: a private cache directory per
  * test, runtimes on it, a kernel to run without cmocka (so that forked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_store -- the disk cache on the host backend: a second runtime loads
  * instead of compiling; memory comes first; every kind of damage is a miss

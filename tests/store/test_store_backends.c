@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_store_backends -- the disk cache on each backend (registered as
  * store_backend_host, _opencl, _cuda; a backend this machine cannot run is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_store_cli -- the `kcache` command against a store that the library
  * populated: ls (table and --json), show, stats, verify (sound, damaged,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_store_procs -- the disk cache across processes: eight processes that
  * cold-start the same kernel against one directory compile it once and all

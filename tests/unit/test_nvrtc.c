@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_nvrtc.c -- the kernels of the test suite, in the portable dialect,
  * compiled by NVRTC for the CUDA backend on a machine without a GPU (through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_remote_unit -- the remote tier without a server: URLs (what is
  * accepted, what is refused and why, the password masked in messages),

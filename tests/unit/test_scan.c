@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_scan.c -- the parsers of text kcache does not control, through the
  * library's kc__ hooks: the identifier scanner that finds dependencies, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_store_key -- the disk cache's pure parts: the key changes with every
  * component that changes a compile's output (and with nothing else), the

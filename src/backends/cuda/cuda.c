@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cuda.c -- the CUDA backend (this folder; load.c loads the libraries and
  * compiles): NVRTC compiles the assembled closure (CUDA C++)

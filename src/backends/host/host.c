@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * host.c -- the host CPU backend (this folder; tools.c finds and runs the
  * compiler). Kernel source is C; the closure is

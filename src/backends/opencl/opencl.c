@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * opencl.c -- the OpenCL backend (this folder; platform.c loads the
  * library and picks devices): any platform behind the ICD
