@@ -111,6 +111,8 @@ import subprocess
 
 tracked = subprocess.run(["git", "ls-files"], capture_output=True, text=True).stdout.split()
 for path in tracked:
+    if path.startswith(("tests/fuzz/corpus/", "tests/fuzz/regress/", "bench/results/")):
+        continue  # data: fuzz inputs kept byte for byte, benchmark logs
     name = os.path.basename(path)
     if not (re.search(r"\.(c|h|sh|py|cmake|map)$", name) or name in ("CMakeLists.txt", "run")):
         continue

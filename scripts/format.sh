@@ -9,7 +9,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 fmt=${CLANG_FORMAT:-clang-format}
 command -v "$fmt" >/dev/null || { echo "format: $fmt not found (apt-get install clang-format)" >&2; exit 1; }
-mapfile -t files < <(git ls-files '*.c' '*.h')
+# fuzz inputs (tests/fuzz/corpus, tests/fuzz/regress) are data, kept byte for byte
+mapfile -t files < <(git ls-files '*.c' '*.h' | grep -v '^tests/fuzz/\(corpus\|regress\)/')
 if [[ ${1:-} == --check ]]; then
   bad=0
   for f in "${files[@]}"; do

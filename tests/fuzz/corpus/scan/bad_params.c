@@ -1,1 +1,1 @@
-KC_KERNEL void k(int, float b, ) {
+KC_KERNEL void k(int, float b,) {

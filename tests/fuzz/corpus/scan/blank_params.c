@@ -1,1 +1,1 @@
-KC_KERNEL void k() {}
+KC_KERNEL void k( ) {}

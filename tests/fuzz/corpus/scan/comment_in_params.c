@@ -1,1 +1,3 @@
-/* k(int z) */ KC_KERNEL void k(int a) { "k("; }
+/* k(int z) */ KC_KERNEL void k(
+  int a
+) { "k("; }

@@ -1,1 +1,5 @@
-KC_DEVICE float h(float x) { return g(x); }
+KC_DEVICE float h(float x)
+{
+  return g
+(x);
+}

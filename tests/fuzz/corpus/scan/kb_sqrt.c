@@ -1,1 +1,3 @@
-KC_KERNEL void kb(KC_GLOBAL float *y) { y[kc_global_id(0)] = (float)sqrt(4.0); }
+KC_KERNEL void kb(KC_GLOBAL float *y) {
+  y[kc_global_id(0)] = (float)sqrt(4.0);
+}

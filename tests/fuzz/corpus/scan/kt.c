@@ -1,4 +1,1 @@
-KC_KERNEL void kt(KC_GLOBAL float *y) {
-  size_t i = kc_global_id(0);
-  y[i] = g((float)i);
-}
+KC_KERNEL void kt(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = g((float)i); }

@@ -1,2 +1,2 @@
 KC_KERNEL void k // (int x)
-    (int a) {}
+(int a) { }

@@ -1,2 +1,1 @@
-KC_DEVICE float f(float x) { return x; }
-/* never closed ( k(
+KC_DEVICE float f(float x) { return x; } /* never closed ( k(

@@ -1,5 +1,3 @@
-KC_DEVICE float f(float x) {
-  return "x;
+KC_DEVICE float f(float x) { return "x;
 #define A b(
-      k(int a)
-}
+k(int a) }

@@ -1,3 +1,1 @@
-KC_DEVICE float h(float x) { /* été */
-  return λ(x);
-}
+KC_DEVICE float h(float x) { /* été */ return λ(x); }
