@@ -5,8 +5,10 @@
   * no file under src/ above 600 lines;
   * no function under src/ above 80 lines, unless the comment just above it
     says why ("Longer than 80 lines ...");
-  * nothing under src/cache/ or src/remote/ names the code instance, the
-    linked object or the backend table (kc__ci, kc__linked, kc__backend);
+  * nothing under src/cache/ or src/remote/ names the runtime, the code
+    instance, the linked object or the backend table (kc_runtime, kc__ci,
+    kc__linked, kc__backend), and they include only base/, cache/, remote/,
+    kcache.h and the test-only testing/fault.h;
   * every source file (C, shell, Python, CMake) opens with its SPDX licence
     line (MIT);
   * a backend file includes only src/backend.h, its own folder's headers
@@ -90,7 +92,13 @@ for path in sorted(glob.glob("src/**/*.[ch]", recursive=True)):
             bad.append(f"{path}:{first + 1}: a function of {last - first + 1} lines "
                        f"with no comment saying why")
     if path.startswith(("src/cache/", "src/remote/")):
-        for m in re.finditer(r"\bkc__(ci|linked|backend)\b", strip(text)):
+        for m in re.finditer(r"^#include\s+\"([^\"]+)\"", text, re.M):
+            inc = m.group(1)
+            if not (inc.startswith(("base/", "cache/", "remote/")) or inc in ("kcache.h", "testing/fault.h")):
+                line = text.count("\n", 0, m.start()) + 1
+                bad.append(f"{path}:{line}: includes \"{inc}\" (the cache and remote tiers see only "
+                           f"base/, their own folders and kcache.h)")
+        for m in re.finditer(r"\b(kc_runtime|kc__ci|kc__linked|kc__backend)\b", strip(text)):
             line = text.count("\n", 0, m.start()) + 1
             bad.append(f"{path}:{line}: names {m.group(0)} (the cache and remote tiers must not)")
     # registry.c is the engine's side of the table of backends (it creates a

@@ -38,7 +38,7 @@
 typedef struct kc__cache kc__cache;
 
 typedef struct kc__cache_config {
-  kc_runtime *mem; /* the allocator (and owner of error messages) only; never dereferenced here */
+  const kc__heap *mem; /* the allocator (and owner of error messages) only; never dereferenced here */
   const char *root; /* NULL or "": kc__store_default_root */
   bool disable; /* no cache (kc_options.cache_disable; $KC_CACHE_DISABLE also turns it off) */
   bool shared; /* a store its group shares (kc_options.cache_shared; $KC_CACHE_SHARED=1 too): trust.h */

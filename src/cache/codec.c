@@ -79,10 +79,10 @@ static void defs_write(wr *w, const kc__key_def *defs, uint32_t n) {
   }
 }
 
-bool kc__entry_defs_encode(kc_runtime *mem, const kc__key_def *defs, uint32_t n, void **out, size_t *len) {
+bool kc__entry_defs_encode(const kc__heap *mem, const kc__key_def *defs, uint32_t n, void **out, size_t *len) {
   wr w = {0};
   defs_write(&w, defs, n);
-  *out = w.overflow ? NULL : kc__xalloc(mem, w.len);
+  *out = w.overflow ? NULL : kc__heap_alloc(mem, w.len);
   if (!*out) return false;
   w = (wr){.p = *out};
   defs_write(&w, defs, n);
@@ -126,12 +126,12 @@ static void image_write(wr *w, const kc__entry *e, const void *defs_blob, size_t
   w_section_end(w, at);
 }
 
-kc_status kc__entry_encode_defs(kc_runtime *mem, const kc__entry *e, const void *defs_blob, size_t defs_len,
+kc_status kc__entry_encode_defs(const kc__heap *mem, const kc__entry *e, const void *defs_blob, size_t defs_len,
                                 void **out, size_t *size) {
   wr w = {0};
   image_write(&w, e, defs_blob, defs_len);
-  uint8_t *h = w.overflow ? NULL : kc__xalloc(mem, w.len);
-  if (!h) return kc__err(mem, KC_ENOMEM, "out of memory encoding a disk cache entry");
+  uint8_t *h = w.overflow ? NULL : kc__heap_alloc(mem, w.len);
+  if (!h) return kc__err_owner(0, KC_ENOMEM, "out of memory encoding a disk cache entry");
   size_t len = w.len;
   w = (wr){.p = h};
   image_write(&w, e, defs_blob, defs_len);
@@ -148,7 +148,7 @@ kc_status kc__entry_encode_defs(kc_runtime *mem, const kc__entry *e, const void 
   return KC_OK;
 }
 
-kc_status kc__entry_encode(kc_runtime *mem, const kc__entry *e, void **out, size_t *size) {
+kc_status kc__entry_encode(const kc__heap *mem, const kc__entry *e, void **out, size_t *size) {
   return kc__entry_encode_defs(mem, e, NULL, 0, out, size);
 }
 
@@ -191,13 +191,13 @@ static bool meta_parse(kc__entry *e, const uint8_t *p, size_t n, char *why, size
   return true;
 }
 
-static bool defs_parse(kc_runtime *mem, kc__entry *e, const uint8_t *p, size_t n, char *why, size_t wl,
+static bool defs_parse(const kc__heap *mem, kc__entry *e, const uint8_t *p, size_t n, char *why, size_t wl,
                        bool *oom) {
   if (n < 4) goto bad;
   uint32_t cnt = kc__rd32(p);
   size_t off = 4;
   if (cnt > (n - 4) / 14) goto bad; /* each takes at least 14 bytes */
-  e->defs = kc__xalloc(mem, (cnt ? cnt : 1) * sizeof *e->defs);
+  e->defs = kc__heap_alloc(mem, (cnt ? cnt : 1) * sizeof *e->defs);
   if (!e->defs) {
     snprintf(why, wl, "out of memory");
     *oom = true;
@@ -250,7 +250,7 @@ static bool header_check(kc__entry *e, const uint8_t *b, size_t size, char *why,
 }
 
 /* One section of tag, body p[0..len). */
-static bool section_parse(kc_runtime *mem, kc__entry *e, uint32_t tag, const uint8_t *p, uint64_t len,
+static bool section_parse(const kc__heap *mem, kc__entry *e, uint32_t tag, const uint8_t *p, uint64_t len,
                           char *why, size_t wl, bool *oom) {
   switch (tag) {
   case KC__SEC_META: return meta_parse(e, p, len, why, wl);
@@ -263,7 +263,7 @@ static bool section_parse(kc_runtime *mem, kc__entry *e, uint32_t tag, const uin
   case KC__SEC_SIG:
     if (len < 4 || (len - 4) % 8 || (len - 4) / 8 != kc__rd32(p)) KC__BAD("malformed signature");
     e->nsig = kc__rd32(p);
-    e->sig = kc__xalloc(mem, (e->nsig ? e->nsig : 1) * sizeof *e->sig);
+    e->sig = kc__heap_alloc(mem, (e->nsig ? e->nsig : 1) * sizeof *e->sig);
     *oom = !e->sig;
     if (*oom) KC__BAD("out of memory");
     for (uint32_t i = 0; i < e->nsig; i++) e->sig[i] = kc__rd64(p + 4 + 8 * i);
@@ -276,7 +276,7 @@ static bool section_parse(kc_runtime *mem, kc__entry *e, uint32_t tag, const uin
   }
 }
 
-static bool sections_parse(kc_runtime *mem, kc__entry *e, const uint8_t *b, size_t size, char *why, size_t wl,
+static bool sections_parse(const kc__heap *mem, kc__entry *e, const uint8_t *b, size_t size, char *why, size_t wl,
                            bool *oom) {
   unsigned seen = 0;
   for (size_t off = KC__STORE_HEADER; off < size;) {
@@ -300,7 +300,7 @@ static bool sections_parse(kc_runtime *mem, kc__entry *e, const uint8_t *b, size
 }
 #undef KC__BAD
 
-kc_status kc__entry_decode(kc_runtime *mem, void *buf, size_t size, kc__entry *e, char *why, size_t wl) {
+kc_status kc__entry_decode(const kc__heap *mem, void *buf, size_t size, kc__entry *e, char *why, size_t wl) {
   char local[128];
   if (!why || !wl) {
     why = local;
@@ -315,11 +315,11 @@ kc_status kc__entry_decode(kc_runtime *mem, void *buf, size_t size, kc__entry *e
   return oom ? KC_ENOMEM : KC_EIO;
 }
 
-void kc__entry_free(kc_runtime *mem, kc__entry *e) {
+void kc__entry_free(const kc__heap *mem, kc__entry *e) {
   if (!e) return;
-  kc__xfree(mem, e->defs);
-  kc__xfree(mem, e->sig);
-  kc__xfree(mem, e->buf);
+  kc__heap_free(mem, e->defs);
+  kc__heap_free(mem, e->sig);
+  kc__heap_free(mem, e->buf);
   memset(e, 0, sizeof *e);
 }
 

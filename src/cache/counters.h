@@ -8,7 +8,8 @@
 #ifndef KC_CACHE_COUNTERS_H
 #define KC_CACHE_COUNTERS_H
 
-#include "kc_internal.h"
+#include "base/base.h"
+#include "kcache.h"
 
 /* A runtime's own counters: kc_stats.disk_NAME. */
 #define KC__DISK_COUNTERS(X) \

@@ -112,13 +112,13 @@ static bool entry_name(const char *name, uint8_t key[16]) {
 }
 
 /* Appends f to (*out)[0..*n); false when out of memory (the list is freed). */
-static bool list_push(kc_runtime *mem, kc__store_file **out, size_t *n, size_t *cap,
+static bool list_push(const kc__heap *mem, kc__store_file **out, size_t *n, size_t *cap,
                       const kc__store_file *f) {
   if (*n == *cap) {
     size_t nc = *cap ? *cap * 2 : 256;
-    kc__store_file *nf = kc__xrealloc(mem, *out, nc * sizeof *nf);
+    kc__store_file *nf = kc__heap_realloc(mem, *out, nc * sizeof *nf);
     if (!nf) {
-      kc__xfree(mem, *out);
+      kc__heap_free(mem, *out);
       *out = NULL;
       *n = 0;
       return false;
@@ -130,7 +130,7 @@ static bool list_push(kc_runtime *mem, kc__store_file **out, size_t *n, size_t *
   return true;
 }
 
-kc_status kc__store_list(kc_runtime *mem, const char *vdir, kc__store_file **out, size_t *n) {
+kc_status kc__store_list(const kc__heap *mem, const char *vdir, kc__store_file **out, size_t *n) {
   *out = NULL;
   *n = 0;
   size_t cap = 0;
@@ -153,7 +153,7 @@ kc_status kc__store_list(kc_runtime *mem, const char *vdir, kc__store_file **out
       f.misplaced = key[0] != bucket;
       if (!list_push(mem, out, n, &cap, &f)) {
         closedir(d);
-        return kc__err(mem, KC_ENOMEM, "out of memory listing %s", vdir);
+        return kc__err_owner(0, KC_ENOMEM, "out of memory listing %s", vdir);
       }
     }
     closedir(d);
@@ -161,7 +161,7 @@ kc_status kc__store_list(kc_runtime *mem, const char *vdir, kc__store_file **out
   return KC_OK;
 }
 
-void kc__store_list_free(kc_runtime *mem, kc__store_file *files) { kc__xfree(mem, files); }
+void kc__store_list_free(const kc__heap *mem, kc__store_file *files) { kc__heap_free(mem, files); }
 
 /* One temp or lock file of a sweep: removed if its owner is gone. */
 static void sweep_one(const char *path, bool temp, int64_t now, kc__gc_result *r) {
@@ -234,19 +234,19 @@ static void evict_lru(kc__store_file *files, size_t n, uint64_t target, kc__prog
   r->bytes_after = total;
 }
 
-kc_status kc__store_gc(kc_runtime *mem, const char *vdir, uint64_t target, bool wait,
+kc_status kc__store_gc(const kc__heap *mem, const char *vdir, uint64_t target, bool wait,
                        kc__progress_fn progress, void *ud, kc__gc_result *out) {
   kc__gc_result r;
   memset(&r, 0, sizeof r);
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/gc.lock", vdir);
   int lfd = kc__store_open_create(KC__IO_OPEN, path, O_RDWR | O_CLOEXEC);
-  if (lfd < 0) return kc__err(mem, KC_EIO, "cannot open %s: %s", path, strerror(errno));
+  if (lfd < 0) return kc__err_owner(0, KC_EIO, "cannot open %s: %s", path, strerror(errno));
   while (flock(lfd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
     close(lfd);
     return errno == EWOULDBLOCK ? KC_EBUSY
-                                : kc__err(mem, KC_EIO, "cannot lock %s: %s", path, strerror(errno));
+                                : kc__err_owner(0, KC_EIO, "cannot lock %s: %s", path, strerror(errno));
   }
   sweep_aux(vdir, &r);
   kc__store_file *files;

@@ -50,8 +50,8 @@ typedef struct kc__store_file {
 
 /* Lists every entry file (*.kce) under vdir (mem's allocator, or malloc
  * when mem is NULL). Free *out with kc__store_list_free. */
-kc_status kc__store_list(kc_runtime *mem, const char *vdir, kc__store_file **out, size_t *n);
-void kc__store_list_free(kc_runtime *mem, kc__store_file *files);
+kc_status kc__store_list(const kc__heap *mem, const char *vdir, kc__store_file **out, size_t *n);
+void kc__store_list_free(const kc__heap *mem, kc__store_file *files);
 
 typedef void (*kc__progress_fn)(void *ud, size_t done, size_t total);
 
@@ -64,7 +64,7 @@ typedef struct kc__gc_result {
  * `target` bytes, stale temp files (older than an hour) and abandoned lock
  * files, and rewrites the shared counters with exact values. wait: block
  * on another evictor, else return KC_EBUSY at once. */
-kc_status kc__store_gc(kc_runtime *mem, const char *vdir, uint64_t target, bool wait,
+kc_status kc__store_gc(const kc__heap *mem, const char *vdir, uint64_t target, bool wait,
                        kc__progress_fn progress, void *ud, kc__gc_result *out);
 
 /* ------------------------------------------------ entry files (entry_file.c) */
@@ -75,12 +75,12 @@ kc_status kc__store_gc(kc_runtime *mem, const char *vdir, uint64_t target, bool 
  * alone). KC_EIO: it is damaged, or (trust given) not trusted: its owner,
  * mode, bucket directory or MAC (kc__store_trust_entry, kc__store_unseal);
  * why says how. trust NULL: no such checks, a MAC trailer is ignored. */
-kc_status kc__entry_load(kc_runtime *mem, const char *path, const uint8_t *want_key, kc__entry *e, char *why,
+kc_status kc__entry_load(const kc__heap *mem, const char *path, const uint8_t *want_key, kc__entry *e, char *why,
                          size_t wl, struct stat *st, int *fd_out, const kc__store_trust *trust);
 /* Reads and decodes path. want_key (may be NULL) must equal the header's
  * key. KC_ENOTFOUND if there is no file; KC_EIO with why if it is bad. A
  * MAC trailer is taken off unverified (kc__store_check_file verifies it). */
-kc_status kc__entry_read(kc_runtime *mem, const char *path, const uint8_t *want_key, kc__entry *out,
+kc_status kc__entry_read(const kc__heap *mem, const char *path, const uint8_t *want_key, kc__entry *out,
                          char *why, size_t whylen);
 /* Reads only the header and the metadata section of path (malloc): enough
  * to list a store quickly (a MAC trailer is allowed, not verified). The payload is not verified: defs, sig,

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 /* Reads size bytes of fd into a new buffer; NULL with why on failure. */
-static uint8_t *read_all(kc_runtime *mem, int fd, size_t size, size_t *got_out, char *why, size_t wl) {
-  uint8_t *buf = kc__xalloc(mem, size ? size : 1);
+static uint8_t *read_all(const kc__heap *mem, int fd, size_t size, size_t *got_out, char *why, size_t wl) {
+  uint8_t *buf = kc__heap_alloc(mem, size ? size : 1);
   if (!buf) {
     snprintf(why, wl, "out of memory");
     return NULL;
@@ -30,7 +30,7 @@ static uint8_t *read_all(kc_runtime *mem, int fd, size_t size, size_t *got_out, 
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
       snprintf(why, wl, "read error: %s", strerror(errno));
-      kc__xfree(mem, buf);
+      kc__heap_free(mem, buf);
       return NULL;
     }
     if (r == 0) break;
@@ -40,7 +40,7 @@ static uint8_t *read_all(kc_runtime *mem, int fd, size_t size, size_t *got_out, 
   return buf;
 }
 
-kc_status kc__entry_load(kc_runtime *mem, const char *path, const uint8_t *want_key, kc__entry *e, char *why,
+kc_status kc__entry_load(const kc__heap *mem, const char *path, const uint8_t *want_key, kc__entry *e, char *why,
                          size_t wl, struct stat *st, int *fd_out, const kc__store_trust *trust) {
   memset(e, 0, sizeof *e);
   int fd = kc__fo_open(KC__IO_OPEN, path, O_RDONLY | O_CLOEXEC, 0);
@@ -70,7 +70,7 @@ kc_status kc__entry_load(kc_runtime *mem, const char *path, const uint8_t *want_
   }
   kc_status s = kc__store_unseal(trust, buf, got, &image, why, wl);
   if (s) {
-    kc__xfree(mem, buf);
+    kc__heap_free(mem, buf);
     close(fd);
     return s;
   }
@@ -88,7 +88,7 @@ kc_status kc__entry_load(kc_runtime *mem, const char *path, const uint8_t *want_
   return s;
 }
 
-kc_status kc__entry_read(kc_runtime *mem, const char *path, const uint8_t *want_key, kc__entry *out,
+kc_status kc__entry_read(const kc__heap *mem, const char *path, const uint8_t *want_key, kc__entry *out,
                          char *why, size_t whylen) {
   char local[128];
   if (!why || !whylen) {

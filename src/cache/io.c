@@ -4,7 +4,8 @@
  * hook through which tests fail them (see io.h).
  */
 #include "cache/io.h"
-#include "kc_internal.h"
+#include "base/base.h"
+#include "kcache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,8 @@
 #include <unistd.h>
 
 #ifdef KC_FAULT_INJECTION
+#include "testing/fault.h"
+
 /* The Nth file operation fails with EIO, as a failing disk would (not the
  * creation of bucket directories: those were never counted). */
 static int file_fault(kc__cache_op op) {

@@ -5,7 +5,8 @@
  * by name) and the hex form and text hashes that entries and file names use.
  */
 #include "cache/key.h"
-#include "kc_internal.h"
+#include "base/base.h"
+#include "kcache.h"
 
 #include <string.h>
 #define XXH_INLINE_ALL

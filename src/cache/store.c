@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 struct kc__cache {
-  kc_runtime *mem;
+  const kc__heap *mem;
   char *root; /* the directory the user named */
   char *vdir; /* root/v1 */
   uint64_t max_size;
@@ -138,13 +138,13 @@ kc__cache *kc__cache_open(const kc__cache_config *cfg) {
   kc__store_vdir(root, vdir, sizeof vdir);
   kc__store_trust trust;
   if (!open_dirs(cfg, root, vdir, &trust)) return NULL;
-  kc_runtime *mem = cfg->mem;
-  kc__cache *c = kc__xcalloc(mem, sizeof *c);
-  if (!c || !(c->root = kc__xalloc(mem, strlen(root) + 1)) ||
-      !(c->vdir = kc__xalloc(mem, strlen(vdir) + 1))) {
+  const kc__heap *mem = cfg->mem;
+  kc__cache *c = kc__heap_calloc(mem, sizeof *c);
+  if (!c || !(c->root = kc__heap_alloc(mem, strlen(root) + 1)) ||
+      !(c->vdir = kc__heap_alloc(mem, strlen(vdir) + 1))) {
     if (c) {
-      kc__xfree(mem, c->root);
-      kc__xfree(mem, c);
+      kc__heap_free(mem, c->root);
+      kc__heap_free(mem, c);
     }
     kc__store_trust_wipe(&trust);
     warn_once(NULL, cfg->warn, cfg->warn_ud,
@@ -166,11 +166,11 @@ kc__cache *kc__cache_open(const kc__cache_config *cfg) {
 
 void kc__cache_close(kc__cache *c) {
   if (!c) return;
-  kc_runtime *mem = c->mem;
+  const kc__heap *mem = c->mem;
   kc__store_trust_wipe(&c->trust);
-  kc__xfree(mem, c->root);
-  kc__xfree(mem, c->vdir);
-  kc__xfree(mem, c);
+  kc__heap_free(mem, c->root);
+  kc__heap_free(mem, c->vdir);
+  kc__heap_free(mem, c);
 }
 
 void kc__cache_set_tier(kc__cache *c, const kc__cache_tier *tier) {
@@ -425,7 +425,7 @@ static bool tier_accept(void *ud, void *image, size_t size, char *why, size_t wl
     e.buf = NULL; /* the caller has its own copies of the artifact and signature */
     if (!c->tier.defer(c->tier.self, tier_write, c, x->key, img, n)) {
       tier_write(c, x->key, img, n);
-      kc__xfree(c->mem, img);
+      kc__heap_free(c->mem, img);
     }
   }
   kc__entry_free(c->mem, &e);
@@ -505,9 +505,9 @@ void kc__cache_finish(kc__cache *c, kc__cache_txn *txn, const kc__key_parts *p, 
   }
   key_unlock(c, txn); /* first: waiters read the entry while we evict */
   if (c->tier.self) c->tier.upload(c->tier.self, txn->key, img, size, txn->remote_lock); /* takes img */
-  else kc__xfree(c->mem, img);
+  else kc__heap_free(c->mem, img);
   txn->remote_lock = 0;
-  kc__xfree(c->mem, txn->defs);
+  kc__heap_free(c->mem, txn->defs);
   txn->defs = NULL;
   txn->active = false;
   kc__gc_result r;

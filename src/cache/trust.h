@@ -24,7 +24,8 @@
 #define KC_CACHE_TRUST_H
 
 #include "cache/io.h"
-#include "kc_internal.h"
+#include "base/base.h"
+#include "kcache.h"
 #include "remote/hmac.h"
 
 #include <sys/stat.h>

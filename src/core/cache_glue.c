@@ -47,7 +47,7 @@ static bool tier_defer(void *self, kc__tier_defer_fn fn, void *ud, const uint8_t
 void kc__store_open(kc_runtime *rt) {
   rt->store = NULL;
   kc__cache_config cfg = {
-      .mem = rt,
+      .mem = &rt->heap,
       .root = rt->cache_dir,
       .disable = rt->opt.cache_disable,
       .shared = rt->opt.cache_shared != 0,

@@ -6,6 +6,7 @@
  * entry file, optionally followed by a MAC), HMAC-SHA256 against RFC 4231,
  * and nodes in fresh processes for a missing hiredis and for rediss://.
  */
+#include "kc_internal.h"
 #include "rs.h"
 
 #include <stdlib.h>

@@ -5,6 +5,7 @@
  * entry format round-trips and detects every single-byte flip and every
  * truncation, and sizes parse.
  */
+#include "kc_internal.h"
 #include "st.h"
 
 #include <stdlib.h>
