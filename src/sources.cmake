@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
 # sources.cmake -- the library's source list (KC_SOURCES) and its private
 # compile definitions (KC_DEFS), included by the top-level CMakeLists.txt.
-# A new backend is one file under src/backends/ plus one row in
-# src/backends/registry.c and one entry in KC_OPTIONAL_BACKENDS here if it
-# can be left out of a build.
+# A new backend is one file or folder under src/backends/ plus one row in
+# src/backends/registry.c; one that a build may leave out also goes in the
+# foreach(be ...) list below (KC_WITH_<BE>, KC_WITHOUT_<BE>).
 
 set(KC_SOURCES
     src/base/err.c

@@ -4,7 +4,7 @@
  * mechanism: every open, read, write, fsync, rename and bucket mkdir of the
  * cache goes through these wrappers, which ask a single hook whether to
  * fail. Test builds (KC_FAULT_INJECTION) install a hook that fails the Nth
- * file operation (src/fault.c, KC__FAULT_FILE); a test may install its own
+ * file operation (src/testing/fault.c, KC__FAULT_FILE); a test may install its own
  * (tests/store: a full or read-only disk). Without a hook nothing is asked
  * but one relaxed load.
  */

@@ -23,7 +23,7 @@ struct kc__store {
   kc__remote *remote; /* the tier behind the cache, or NULL */
   /* A context of the runtime's backend, made on the first hit, in which
    * stored artifacts are test-loaded before they are trusted. */
-  kc__mutex probe_lock; /* leaf */
+  kc__mutex probe_lock; /* under kc__spec.lock; the backend's link/unlink run under it */
   int probe_state; /* 0: not made yet, 1: ready, -1: the backend cannot make one */
   void *probe_bctx;
 };

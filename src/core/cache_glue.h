@@ -7,8 +7,9 @@
  *
  * Locks (see core/core.h for the engine's): the per-key flock is taken
  * while holding kc__spec.lock and held across the compile; the glue's
- * probe lock is taken while holding kc__spec.lock (never a context's lock)
- * and is a leaf; the cache's and the remote tier's locks are leaves.
+ * probe lock is taken while holding kc__spec.lock (never a context's lock),
+ * and the backend's link and unlink of a trial load run under it; the
+ * cache's and the remote tier's locks are leaves (doc/locks.md).
  */
 #ifndef KC_CORE_CACHE_GLUE_H
 #define KC_CORE_CACHE_GLUE_H

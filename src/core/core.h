@@ -25,9 +25,11 @@
  *   5. kc_runtime.spec_lock   the table of interned specializations.
  *      kc__spec.free_lock     a spec's free list of linked objects.
  *      kc_runtime.kernels_lock  the list of live kernel handles (stats).
- *      kc__store.probe_lock, kc__remote.pool_lock, kc__remote.queue_lock
- *                           (core/cache_glue.h, remote/remote.h: taken under kc__spec.lock)
  *                           (leaves: nothing is taken while holding them)
+ *   The glue's kc__store.probe_lock is taken under kc__spec.lock and is not a
+ *   leaf: the backend's link and unlink (and their own locks) run under it.
+ *   kc__remote.pool_lock and queue_lock are leaves. doc/locks.md has every
+ *   lock in the tree, the backends' included, and what may block under each.
  *
  * Readers of the world counter, of code-instance lists and of world ranges
  * never lock: they use the acquire/release wrappers below.

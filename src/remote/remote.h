@@ -41,7 +41,10 @@
  * Locks: kc__remote.pool_lock (idle connections) and kc__remote.queue_lock
  * (the upload queue) are leaves; they may be taken while holding a
  * kc__spec.lock and the store's per-key flock, and nothing is taken while
- * holding them. No lock is held while waiting for the network.
+ * holding them. Neither is held while waiting for the network, but a
+ * lookup (connect, GETRANGE, SET NX, polling for another machine's compile,
+ * up to the lock timeout) runs under the caller's kc__spec.lock and per-key
+ * flock (doc/locks.md).
  *
  * Memory: through a kc__heap (base/mem.h): the runtime's, or NULL for
  * libc, as the CLI passes. The tier reports nothing through a runtime's
