@@ -79,7 +79,8 @@ static void defs_write(wr *w, const kc__key_def *defs, uint32_t n) {
   }
 }
 
-bool kc__entry_defs_encode(const kc__heap *mem, const kc__key_def *defs, uint32_t n, void **out, size_t *len) {
+bool kc__entry_defs_encode(const kc__heap *mem, const kc__key_def *defs, uint32_t n, void **out,
+                           size_t *len) {
   wr w = {0};
   defs_write(&w, defs, n);
   *out = w.overflow ? NULL : kc__heap_alloc(mem, w.len);
@@ -126,8 +127,8 @@ static void image_write(wr *w, const kc__entry *e, const void *defs_blob, size_t
   w_section_end(w, at);
 }
 
-kc_status kc__entry_encode_defs(const kc__heap *mem, const kc__entry *e, const void *defs_blob, size_t defs_len,
-                                void **out, size_t *size) {
+kc_status kc__entry_encode_defs(const kc__heap *mem, const kc__entry *e, const void *defs_blob,
+                                size_t defs_len, void **out, size_t *size) {
   wr w = {0};
   image_write(&w, e, defs_blob, defs_len);
   uint8_t *h = w.overflow ? NULL : kc__heap_alloc(mem, w.len);
@@ -276,8 +277,8 @@ static bool section_parse(const kc__heap *mem, kc__entry *e, uint32_t tag, const
   }
 }
 
-static bool sections_parse(const kc__heap *mem, kc__entry *e, const uint8_t *b, size_t size, char *why, size_t wl,
-                           bool *oom) {
+static bool sections_parse(const kc__heap *mem, kc__entry *e, const uint8_t *b, size_t size, char *why,
+                           size_t wl, bool *oom) {
   unsigned seen = 0;
   for (size_t off = KC__STORE_HEADER; off < size;) {
     if (size - off < 16) KC__BAD("truncated section header");

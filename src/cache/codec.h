@@ -39,15 +39,16 @@ typedef struct kc__entry {
 /* Decodes an entry image held in buf (taken over, freed on failure too). On
  * failure returns KC_EIO with why (a short reason) filled, or KC_ENOMEM
  * when memory ran out (the entry may be sound). */
-kc_status kc__entry_decode(const kc__heap *mem, void *buf, size_t size, kc__entry *out, char *why, size_t whylen);
+kc_status kc__entry_decode(const kc__heap *mem, void *buf, size_t size, kc__entry *out, char *why,
+                           size_t whylen);
 void kc__entry_free(const kc__heap *mem, kc__entry *e);
 /* Encodes e (buf, size, format ignored; key, strings, defs, sig, artifact,
  * log used) into a new image. */
 kc_status kc__entry_encode(const kc__heap *mem, const kc__entry *e, void **out, size_t *size);
 /* The same with the DEFS section's body given already encoded (defs_blob,
  * from kc__entry_defs_encode) instead of e->defs. */
-kc_status kc__entry_encode_defs(const kc__heap *mem, const kc__entry *e, const void *defs_blob, size_t defs_len,
-                                void **out, size_t *size);
+kc_status kc__entry_encode_defs(const kc__heap *mem, const kc__entry *e, const void *defs_blob,
+                                size_t defs_len, void **out, size_t *size);
 /* The body of a DEFS section for defs[0..n); false when out of memory. */
 bool kc__entry_defs_encode(const kc__heap *mem, const kc__key_def *defs, uint32_t n, void **out, size_t *len);
 

@@ -75,8 +75,8 @@ kc_status kc__store_gc(const kc__heap *mem, const char *vdir, uint64_t target, b
  * alone). KC_EIO: it is damaged, or (trust given) not trusted: its owner,
  * mode, bucket directory or MAC (kc__store_trust_entry, kc__store_unseal);
  * why says how. trust NULL: no such checks, a MAC trailer is ignored. */
-kc_status kc__entry_load(const kc__heap *mem, const char *path, const uint8_t *want_key, kc__entry *e, char *why,
-                         size_t wl, struct stat *st, int *fd_out, const kc__store_trust *trust);
+kc_status kc__entry_load(const kc__heap *mem, const char *path, const uint8_t *want_key, kc__entry *e,
+                         char *why, size_t wl, struct stat *st, int *fd_out, const kc__store_trust *trust);
 /* Reads and decodes path. want_key (may be NULL) must equal the header's
  * key. KC_ENOTFOUND if there is no file; KC_EIO with why if it is bad. A
  * MAC trailer is taken off unverified (kc__store_check_file verifies it). */

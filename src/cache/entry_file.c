@@ -40,8 +40,8 @@ static uint8_t *read_all(const kc__heap *mem, int fd, size_t size, size_t *got_o
   return buf;
 }
 
-kc_status kc__entry_load(const kc__heap *mem, const char *path, const uint8_t *want_key, kc__entry *e, char *why,
-                         size_t wl, struct stat *st, int *fd_out, const kc__store_trust *trust) {
+kc_status kc__entry_load(const kc__heap *mem, const char *path, const uint8_t *want_key, kc__entry *e,
+                         char *why, size_t wl, struct stat *st, int *fd_out, const kc__store_trust *trust) {
   memset(e, 0, sizeof *e);
   int fd = kc__fo_open(KC__IO_OPEN, path, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) {
