@@ -131,10 +131,15 @@ typedef void (*kc_log_fn)(void *ud, kc_log_level level, const char *msg);
  *    against an older kcache.h keeps working with a newer library: the
  *    fields its struct lacks take their defaults (kc_options) or are not
  *    written (kc_stats).
- *  - A size larger than the library knows (a program built against a newer
- *    kcache.h) is accepted if every byte past what the library knows is 0
- *    (fields left at their default), and refused with KC_EINVAL otherwise:
- *    "kc_options of N bytes, this library knows M ...".
+ *  - A kc_options larger than the library knows (a program built against a
+ *    newer kcache.h) is accepted if every byte past what the library knows
+ *    is 0 (fields left at their default), and refused with KC_EINVAL
+ *    otherwise: "kc_options of N bytes, this library knows M ...", so a
+ *    newer program never silently loses an option it set.
+ *  - kc_stats is only written, never read (it need not be initialized): a
+ *    larger one gets the counters this library has, zeros past them, and
+ *    s.size set to the bytes this library filled, so a newer program can
+ *    tell which counters an older library did not count.
  *  - A size of 0, or one below the oldest layout (kc_options: the fields up
  *    to alloc_ud; kc_stats: up to collected, the layouts before the disk
  *    cache and the remote tier grew them), is refused with KC_EINVAL.
