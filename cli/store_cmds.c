@@ -476,19 +476,28 @@ int cmd_verify(cli *c) {
    * directories, the key) */
   kc__store_trust trust;
   char refused[1024] = "";
-  bool usable = kc__store_trust_load(&trust, c->root, refused, sizeof refused);
+  bool shared = false;
+  bool usable = kc__store_trust_load(&trust, c->root, &shared, refused, sizeof refused);
+  if (!usable && repair) {
+    /* removing files from a directory others may write proves nothing */
+    repair = false;
+    if (!c->json) printf("not repairing: kcache would not use this store (below)\n");
+  }
   size_t n;
   kc__store_file *files = cli_list(c, &n);
   bar b;
   bar_init(&b, "verify", c->progress);
   verify_tally t = {0, 0, 0};
   if (c->json) {
-    printf("{\"checked\": %zu, \"store_refused\": ", n);
+    printf("{\"checked\": %zu, \"shared_layout\": %s, \"store_refused\": ", n, shared ? "true" : "false");
     if (usable) printf("null");
     else json_str(refused);
     printf(", \"damaged\": [");
-  } else if (!usable) {
-    printf("store: %s\n", refused);
+  } else {
+    if (shared)
+      printf("store: laid out as a shared store (setgid, group-writable), checked as one; kcache uses it so "
+             "only with KC_CACHE_SHARED=1 or kc_options.cache_shared\n");
+    if (!usable) printf("store: %s\n", refused);
   }
   for (size_t i = 0; i < n; i++) {
     bar_draw(&b, i + 1, n);

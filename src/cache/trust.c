@@ -297,10 +297,16 @@ kc_status kc__store_unseal(const kc__store_trust *t, const uint8_t *buf, size_t 
 
 /* ------------------------------------------------------ for `kcache verify` */
 
-bool kc__store_trust_load(kc__store_trust *t, const char *root, char *why, size_t wl) {
-  bool ok = kc__store_trust_init(t, false, why, wl);
+bool kc__store_trust_load(kc__store_trust *t, const char *root, bool *shared_layout, char *why, size_t wl) {
+  /* a store laid out as a shared one (the setgid, group-writable v1
+   * directory that shared mode makes) is checked as one, whatever the
+   * environment says */
   char vdir[PATH_MAX];
   kc__store_vdir(root, vdir, sizeof vdir);
+  struct stat st;
+  bool layout = stat(vdir, &st) == 0 && (st.st_mode & S_ISGID) && (st.st_mode & S_IWGRP);
+  if (shared_layout) *shared_layout = layout;
+  bool ok = kc__store_trust_init(t, layout, why, wl);
   char why2[1024];
   bool root_ok = kc__store_trust_root(t, root, vdir, ok ? why : why2, ok ? wl : sizeof why2);
   return ok && root_ok;

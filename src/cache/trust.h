@@ -90,7 +90,9 @@ kc_status kc__store_unseal(const kc__store_trust *t, const uint8_t *buf, size_t 
  * kc__store_trust_root for the store at root. False with why when this
  * user's kcache would refuse the store (or its key). t is filled either
  * way, for kc__store_check_file. */
-bool kc__store_trust_load(kc__store_trust *t, const char *root, char *why, size_t wl);
+/* *shared_layout (may be NULL) tells whether root is laid out as a shared
+ * store (setgid and group-writable), which is then checked as one. */
+bool kc__store_trust_load(kc__store_trust *t, const char *root, bool *shared_layout, char *why, size_t wl);
 /* Whether path (an entry file or a directory of the store) has an owner
  * and mode that t trusts, and, for an entry file when t has a key, a MAC
  * that verifies. False with why (the reason and its fix). Damage that is

@@ -266,7 +266,8 @@ kc_status kc_stats_get_size(kc_runtime *rt, kc_stats *out, size_t size) {
   memset(&s, 0, sizeof s);
   if (rt) stats_fill(rt, &s);
   s.size = size < sizeof s ? size : sizeof s;
-  if (size > sizeof s) memset((unsigned char *)out + sizeof s, 0, size - sizeof s); /* counters this library lacks */
+  if (size > sizeof s)
+    memset((unsigned char *)out + sizeof s, 0, size - sizeof s); /* counters this library lacks */
   memcpy(out, &s, s.size);
   return rt ? KC_OK : kc__err(NULL, KC_EINVAL, "kc_stats_get: rt is NULL");
 }

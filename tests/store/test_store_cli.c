@@ -179,10 +179,42 @@ static void test_verify_trust(void **state) {
   assert_int_equal(cli(f, &out, "verify --json"), 1);
   if (strstr(out, "\"store_refused\": null")) fail_msg("a refused store reported as usable: %s", out);
   free(out);
+  /* a refused store is reported, never repaired: removing files from a
+   * directory others may write proves nothing */
+  assert_int_equal(cli(f, &out, "verify --repair"), 1);
+  KCT_CONTAINS(out, "not repairing");
+  free(out);
+  assert_int_equal(st_entries(f->root, NULL), 2);
   assert_int_equal(chmod(vdir, 0700), 0);
   assert_int_equal(cli(f, &out, "verify"), 0);
   KCT_CONTAINS(out, "2 entries checked, all sound");
   free(out);
+}
+
+/* A store made in shared mode (kc_options.cache_shared: setgid,
+ * group-writable directories, 0660 entries) is checked as a shared store
+ * by verify without KC_CACHE_SHARED in its environment: sound, and
+ * --repair removes nothing. */
+static void test_verify_shared_store(void **state) {
+  fx *f = *state;
+  kc_options o;
+  kc_options_init(&o);
+  o.cache_shared = 1;
+  st_capture_begin(); /* shared mode without a key warns that the group is trusted */
+  kc_runtime *rt = st_runtime(f->root, &o);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "k", NULL, 0);
+  kc_runtime_destroy(rt);
+  free(st_capture_end());
+  assert_int_equal(st_entries(f->root, NULL), 1);
+  char *out;
+  int rc = cli_after(f, "unset KC_CACHE_SHARED;", &out, "verify --repair");
+  print_message("$ kcache verify --repair\n%s", out);
+  assert_int_equal(rc, 0);
+  KCT_CONTAINS(out, "laid out as a shared store");
+  KCT_CONTAINS(out, "1 entries checked, all sound");
+  free(out);
+  assert_int_equal(st_entries(f->root, NULL), 1);
 }
 
 /* An entry that cannot be read here (out of memory: a 512 MiB file, sparse,
@@ -639,6 +671,7 @@ int main(int argc, char **argv) {
       T(test_ls_show_stats),
       T(test_verify_and_repair),
       T(test_verify_trust),
+      T(test_verify_shared_store),
       T(test_verify_keeps_unreadable_entries),
       T(test_explain),
       T(test_gc_and_clear),
