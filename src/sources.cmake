@@ -7,6 +7,7 @@
 
 set(KC_SOURCES
     src/base/err.c
+    src/base/hmac.c
     src/base/mem.c
     src/base/misc.c
     src/base/sb.c
@@ -32,7 +33,7 @@ set(KC_SOURCES
     src/remote/config.c
     src/remote/conn.c
     src/remote/hiredis.c
-    src/remote/hmac.c
+    src/remote/mac.c
     src/remote/queue.c
     src/remote/tier.c
     src/backends/host/host.c

@@ -34,7 +34,7 @@
  *         ARTIFACT  what the backend compiled
  *
  * In a store with KC_CACHE_KEY the file is this image followed by a MAC
- * trailer, "KCMAC256" and HMAC-SHA256 (40 bytes: remote/hmac.h, trust.h);
+ * trailer, "KCMAC256" and HMAC-SHA256 (40 bytes: base/hmac.h, trust.h);
  * readers that do not verify it take it off (kc__entry_read, _peek).
  *
  * Only the codec (codec.c) reads or writes these bytes; everyone else (the

@@ -12,7 +12,7 @@
  *     2770 (with the group of the directory they are made in) and files
  *     0660. Nothing may be writable by others.
  *   keyed (KC_CACHE_KEY set, in either mode): every entry file carries the
- *     remote tier's MAC trailer (remote/hmac.h) under a key derived from
+ *     remote tier's MAC trailer (base/hmac.h) under a key derived from
  *     the secret, and an entry whose tag is missing or wrong is rejected.
  *
  * A store whose root or version directory fails the check is not used (the
@@ -26,7 +26,7 @@
 #include "cache/io.h"
 #include "base/base.h"
 #include "kcache.h"
-#include "remote/hmac.h"
+#include "base/hmac.h"
 
 #include <sys/stat.h>
 

@@ -11,8 +11,8 @@
  *
  * Files: config.c (URL and configuration, the one reader of the
  * environment), hiredis.c (hiredis through dlopen), conn.c (one connection
- * and one command), hmac.c (libcrypto through dlopen, the MAC trailer of a
- * value), tier.c (the breaker, the connection pool, the get/put/lock
+ * and one command), mac.c (the MAC trailer of a value, through
+ * base/hmac.h), tier.c (the breaker, the connection pool, the get/put/lock
  * protocol, counters), queue.c (the upload queue and its thread).
  *
  * In Redis (PREFIX is $KC_REMOTE_PREFIX, default "kcache:"; KEY is the
@@ -56,7 +56,7 @@
 
 #include "base/base.h"
 #include "kcache.h"
-#include "remote/hmac.h"
+#include "base/hmac.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -93,7 +93,7 @@
 const char *kc__hiredis_unavailable(void);
 /* The library loaded ("libhiredis.so.0.14") and its ABI ("0.14", "1.x"). */
 const char *kc__hiredis_name(void);
-/* HMAC-SHA256 (kc__hmac_unavailable, kc__hmac_sha256): remote/hmac.h. */
+/* HMAC-SHA256 (kc__hmac_unavailable, kc__hmac_sha256): base/hmac.h. */
 
 /* ----------------------------------------------------------- configuration */
 

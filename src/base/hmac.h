@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * remote/hmac.h -- HMAC-SHA256 (hmac.c), on its own: libcrypto opened with
+ * base/hmac.h -- HMAC-SHA256 (hmac.c), on its own: libcrypto opened with
  * dlopen and checked against RFC 4231 before use. It depends on nothing
  * else of kcache, so that both the remote tier (the MAC trailer of a value,
  * remote.h) and the disk cache (the MAC trailer of an entry file in a store
@@ -13,8 +13,8 @@
  * (kc__hmac_derive), so that S itself never enters a MAC and a tag made for
  * one use is no tag for another.
  */
-#ifndef KC_REMOTE_HMAC_H
-#define KC_REMOTE_HMAC_H
+#ifndef KC_BASE_HMAC_H
+#define KC_BASE_HMAC_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -34,4 +34,4 @@ bool kc__hmac_derive(const char *secret, const char *label, uint8_t out[32]);
  * comparison tells a forger nothing. */
 bool kc__hmac_equal(const uint8_t a[32], const uint8_t b[32]);
 
-#endif /* KC_REMOTE_HMAC_H */
+#endif /* KC_BASE_HMAC_H */
