@@ -119,9 +119,9 @@ static kc_status peek_meta(int fd, const uint8_t *h, size_t hlen, int64_t len, s
  * less a MAC trailer when the header's length leaves room for one exactly
  * and it is there (a store with KC_CACHE_KEY). */
 static uint64_t unsealed_size(int fd, const uint8_t *h, uint64_t size) {
-  uint64_t plen = kc__rd64(h + 32);
+  uint64_t img = kc__entry_image_size(h); /* the codec reads the header */
   char magic[8];
-  if (size < KC__STORE_HEADER + KC__MAC_TRAILER || plen != size - KC__STORE_HEADER - KC__MAC_TRAILER ||
+  if (size < KC__STORE_HEADER + KC__MAC_TRAILER || img != size - KC__MAC_TRAILER ||
       kc__fo_pread(fd, magic, 8, (off_t)(size - KC__MAC_TRAILER)) != 8 || memcmp(magic, KC__MAC_MAGIC, 8))
     return size;
   return size - KC__MAC_TRAILER;
