@@ -241,7 +241,7 @@ kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out);
  * (their handles then give KC_EDESTROYED, see below). A kc_context
  * pointer used after destroy gives KC_EDESTROYED (until the memory is
  * reused for a new context, which then has a new id). Not thread-safe with
- * launches on the same context. */
+ * launches on the same context, nor with kc_buffer_* calls on its buffers. */
 void kc_context_destroy(kc_context *ctx);
 /* Resets a context like a device reset: drops every linked object (modules,
  * kernel objects, loaded shared objects). Compiled code is kept, so the next
@@ -356,7 +356,8 @@ kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc
  * again (OpenCL's set-args-once model). kc_args_create checks args against
  * the kernel's parameters in the caller's current world (compiling the
  * kernel if needed) and copies the scalars' values; buffers are held by
- * pointer and must outlive the bound arguments. kc_launch_args then checks
+ * pointer (a buffer destroyed after it was bound makes kc_launch_args fail
+ * with KC_EARGS, naming it, until kc_args_set binds another). kc_launch_args then checks
  * nothing per argument: its cached path checks that the code it reaches
  * has the parameters the arguments were checked against (a redefinition
  * that keeps them keeps the arguments valid; one that changes them makes

@@ -244,6 +244,23 @@ kc_status kc_buffer_create(kc_context *ctx, size_t size, kc_buffer **out) {
 
 /* A buffer destroyed twice, or after its context: its struct is still
  * there (type-stable), so this is an error message, not a double free. */
+/* Bound arguments hold their buffers by pointer, and their fast path
+ * checks no argument: those of ctx that hold b forget the code they reached
+ * (ci_id 0 is no code instance's id), so their next launch takes the slow
+ * path, which finds the destroyed buffer (KC_EARGS). Under ctx->lock; takes
+ * kernels_lock (below it in the order). */
+static void unbind_buffer(kc_context *ctx, const kc_buffer *b) {
+  kc_runtime *rt = ctx->rt;
+  kc__lock(&rt->kernels_lock);
+  for (kc_kernel *k = rt->kernels; k; k = k->next)
+    for (kc_args *a = k->bound; a; a = a->next) {
+      if (a->ctx != ctx) continue;
+      for (uint32_t i = 0; i < a->n; i++)
+        if (a->args[i].kind == KC_ARG_BUFFER && a->args[i].ptr == b) kc__store_relaxed(&a->ci_id, 0);
+    }
+  kc__unlock(&rt->kernels_lock);
+}
+
 void kc_buffer_destroy(kc_buffer *b) {
   if (!b) return;
   kc_context *ctx = b->owner;
@@ -257,6 +274,7 @@ void kc_buffer_destroy(kc_buffer *b) {
   }
   KC__LIST_REMOVE(ctx->buffers, b);
   buffer_retire(ctx, b);
+  unbind_buffer(ctx, b);
   kc__unlock(&ctx->lock);
 }
 

@@ -371,6 +371,12 @@ static KC__NOINLINE kc_status args_slow(kc_args *a, const kc_dim3 *grid, const k
   const char *name = a->k->spec->name;
   kc_status st = slow_checks(rt, "kc_launch_args", name, ctx, a->ctx_id, grid, block);
   if (st) return st;
+  for (uint32_t i = 0; i < a->n; i++) /* held by pointer: destroyed since they were bound? */
+    if (a->args[i].kind == KC_ARG_BUFFER && !((const kc_buffer *)a->args[i].ptr)->ctx)
+      return kc__err(rt, KC_EARGS,
+                     "kc_launch_args of '%s': argument %u is a buffer that has been destroyed since it was "
+                     "bound (kc_args_set binds another)",
+                     name, i);
   kc__fetch_add_relaxed(&rt->n_slow, 1);
   kc_world w = kc__caller_world(rt);
   if (KC__UNLIKELY(kc__log_on(rt, KC_LOG_DEBUG)))

@@ -93,6 +93,39 @@ static void test_launch_with_destroyed_buffer(void **state) {
   kct_destroy(rt);
 }
 
+/* Bound arguments hold their buffers by pointer and check nothing per
+ * launch: a buffer destroyed after binding makes the next kc_launch_args
+ * fail with KC_EARGS (never reach the kernel), and kc_args_set with a live
+ * buffer mends them. */
+static void test_bound_arguments_with_destroyed_buffer(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  kct_define(rt, "k", SRC_K);
+  kc_kernel *k = kct_kernel(rt, "k", NULL);
+  kc_context *ctx = kct_context(rt);
+  kc_buffer *b = kct_buffer(rt, ctx, N);
+  kc_arg arg = KC_ARG_BUF(b);
+  kc_args *bound = NULL;
+  KCT_OK(rt, kc_args_create(k, ctx, &arg, 1, &bound));
+  kc_dim3 grid = {N, 1, 1}, block = {1, 1, 1};
+  KCT_OK(rt, kc_launch_args(bound, &grid, &block));
+  KCT_OK(rt, kc_launch_args(bound, &grid, &block)); /* the fast path */
+  kc_buffer_destroy(b);
+  KCT_STATUS(rt, KC_EARGS, kc_launch_args(bound, &grid, &block));
+  KCT_CONTAINS(kc_errmsg(rt), "argument 0 is a buffer that has been destroyed since it was bound");
+  KCT_STATUS(rt, KC_EARGS, kc_launch_args(bound, &grid, &block)); /* and stays so */
+  kc_buffer *nb = kct_buffer(rt, ctx, N);
+  KCT_OK(rt, kc_args_set(bound, 0, KC_ARG_BUF(nb)));
+  KCT_OK(rt, kc_launch_args(bound, &grid, &block));
+  KCT_OK(rt, kc_context_finish(ctx));
+  float out[N];
+  KCT_OK(rt, kc_buffer_read(nb, 0, out, sizeof out));
+  kct_expect_linear(out, N, 1, 1);
+  kc_args_destroy(bound);
+  kc_kernel_destroy(k);
+  kct_destroy(rt);
+}
+
 /* Outstanding blocks of the runtime's allocator. */
 typedef struct {
   long live;
@@ -142,9 +175,8 @@ int main(int argc, char **argv) {
   if (rc >= 0) return rc;
   kct_memory_only();
   const struct CMUnitTest tests[] = {
-      KCT_TEST(test_buffer_after_context_destroy),
-      KCT_TEST(test_buffer_destroyed_twice),
-      KCT_TEST(test_launch_with_destroyed_buffer),
+      KCT_TEST(test_buffer_after_context_destroy), KCT_TEST(test_buffer_destroyed_twice),
+      KCT_TEST(test_launch_with_destroyed_buffer), KCT_TEST(test_bound_arguments_with_destroyed_buffer),
       KCT_TEST(test_buffers_are_recycled),
   };
   return KCT_RUN(tests);
