@@ -4,8 +4,8 @@
  * at entry images (format.h). The store, the remote tier and the kcache
  * command all read and write entries through it and nothing else.
  *
- * Memory comes from `mem`'s allocator (kc__xalloc), or malloc when mem is
- * NULL (the CLI, tests). mem is only ever an allocator handle here.
+ * Memory comes from the heap `mem` (base/mem.h), or libc when mem is NULL
+ * (the CLI, tests).
  */
 #ifndef KC_CACHE_CODEC_H
 #define KC_CACHE_CODEC_H

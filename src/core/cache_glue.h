@@ -15,7 +15,7 @@
 #define KC_CORE_CACHE_GLUE_H
 
 #include "cache/cache.h"
-#include "kc_internal.h"
+#include "core/core.h"
 
 /* One disk lookup of ci_get: a key, and possibly the cross-process lock. */
 typedef kc__cache_txn kc__store_txn;

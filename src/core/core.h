@@ -424,4 +424,9 @@ void kc__trace_compiled(kc_runtime *rt, const kc__spec *spec, kc_status st, uint
 const kc__backend *kc__backend_of(kc_backend_kind kind);
 kc_status kc__backend_pick(kc_backend_kind want, const kc__backend **out);
 
+/* kc_runtime_create on a backend table the caller chose (tests: a backend
+ * without a compiler, or one wrapped by kc__fault_wrap_backend): what
+ * kc_runtime_create does once it has picked its backend (runtime.c). */
+kc_status kc__runtime_open(const kc_options *opt, const kc__backend *be, kc_runtime **out);
+
 #endif /* KC_CORE_H */

@@ -8,6 +8,9 @@
  */
 #include "core/core.h"
 #include "core/cache_glue.h"
+#ifdef KC_FAULT_INJECTION
+#include "testing/fault.h" /* tests: the backend proxy */
+#endif
 
 #include <stddef.h>
 #include <stdio.h>

@@ -3,10 +3,10 @@
  * util.c -- owns the status table (kc_status_name/string), kc_version,
  * kc_errmsg and kc_free, and the runtime's thin wrappers over src/base:
  * kc__alloc and friends through rt->heap (kc_options.alloc), kc__err
- * keyed by rt->id, and kc__xalloc (libc when there is no runtime).
+ * keyed by rt->id.
  */
 
-#include "kc_internal.h" /* core/core.h, and the declarations of kc__xalloc */
+#include "core/core.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,15 +91,3 @@ kc_status kc__err(const kc_runtime *rt, kc_status st, const char *fmt, ...) {
 
 /* A message about another runtime (or none) is not this runtime's error. */
 const char *kc_errmsg(const kc_runtime *rt) { return kc__errmsg_owner(rt ? rt->id : 0); }
-
-/* ---------------------------------------------------- runtime-less memory */
-
-void *kc__xalloc(kc_runtime *rt, size_t n) { return rt ? kc__alloc(rt, n) : malloc(n ? n : 1); }
-void *kc__xcalloc(kc_runtime *rt, size_t n) { return rt ? kc__calloc(rt, n) : calloc(1, n ? n : 1); }
-void *kc__xrealloc(kc_runtime *rt, void *p, size_t n) {
-  return rt ? kc__realloc(rt, p, n) : realloc(p, n ? n : 1);
-}
-void kc__xfree(kc_runtime *rt, void *p) {
-  if (rt) kc__free(rt, p);
-  else free(p);
-}
