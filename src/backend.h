@@ -183,9 +183,9 @@ typedef struct kc__backend {
   kc_status (*buf_read)(void *bctx, kc__bufh *h, size_t off, void *dst, size_t n);
 } kc__backend;
 
-extern const kc__backend kc__backend_host;
-extern const kc__backend kc__backend_opencl;
-extern const kc__backend kc__backend_cuda;
+/* Each backend defines its table, `const kc__backend kc__backend_NAME`, in
+ * its own file, and src/backends/registry.c lists it in one row of
+ * KC__BACKENDS (kind, table; in the order KC_BACKEND_AUTO tries them). */
 
 /* CUDA without a driver (tests on machines without a GPU): compiles a whole
  * translation unit with NVRTC to a cubin for sm_XX, or to PTX. svc supplies

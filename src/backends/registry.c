@@ -17,6 +17,11 @@
   X(KC_BACKEND_OPENCL, kc__backend_opencl) \
   X(KC_BACKEND_HOST, kc__backend_host)
 
+/* Each backend's table, defined in its own file (or below, absent). */
+#define KC__BACKEND_EXTERN(kind, table) extern const kc__backend table;
+KC__BACKENDS(KC__BACKEND_EXTERN)
+#undef KC__BACKEND_EXTERN
+
 /* A backend whose source file is not part of this build. */
 #define KC__ABSENT_BACKEND(var, nm) \
   static const char *var##_absent(void) { return "kcache was built without the " nm " backend"; } \
@@ -89,8 +94,16 @@ kc_status kc__backend_pick(kc_backend_kind want, const kc__backend **out) {
   if (want == KC_BACKEND_AUTO && strcmp(env, "auto") != 0) {
     for (size_t i = 0; i < KC__NBACKENDS && want == KC_BACKEND_AUTO; i++)
       if (!strcmp(env, registry_rows[i].be->name)) want = registry_rows[i].kind;
-    if (want == KC_BACKEND_AUTO)
-      return kc__err(NULL, KC_EINVAL, "KC_BACKEND=\"%s\": expected host, opencl, cuda or auto", env);
+    if (want == KC_BACKEND_AUTO) {
+      char names[256] = "";
+      size_t len = 0;
+      for (size_t i = 0; i < KC__NBACKENDS; i++) { /* the rows' names, host first as users know them */
+        const char *nm = registry_rows[KC__NBACKENDS - 1 - i].be->name;
+        int n = snprintf(names + len, sizeof names - len, "%s, ", nm);
+        if (n > 0 && (size_t)n < sizeof names - len) len += (size_t)n;
+      }
+      return kc__err(NULL, KC_EINVAL, "KC_BACKEND=\"%s\": expected %sor auto", env, names);
+    }
   }
   if (want != KC_BACKEND_AUTO) {
     const kc__backend *be = kc__backend_of(want);

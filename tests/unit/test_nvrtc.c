@@ -25,7 +25,7 @@ typedef struct def {
 static char *build_tu(const char *params, const def *defs, int n) {
   kc__sb sb;
   kc__sb_init(&sb, kc__rt_heap(rt));
-  kc__sb_puts(&sb, kc__backend_cuda.prelude);
+  kc__sb_puts(&sb, kc__backend_of(KC_BACKEND_CUDA)->prelude);
   kc__sb_puts(&sb, "\n");
   for (const char *q = params; q && *q;) {
     const char *eq = strchr(q, '='), *end = strchr(q, ',');
