@@ -9,6 +9,13 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 fmt=${CLANG_FORMAT:-clang-format}
 command -v "$fmt" >/dev/null || { echo "format: $fmt not found (apt-get install clang-format)" >&2; exit 1; }
+# The style is clang-format 14's (Debian 12); another version formats some
+# lines differently, so the check would fail on code that is in style.
+ver=$("$fmt" --version | sed -nE 's/.*version ([0-9]+).*/\1/p')
+if [[ $ver != 14 ]]; then
+  echo "format: $fmt is version ${ver:-unknown}; the style is clang-format 14's (Debian 12: apt-get install clang-format-14, then CLANG_FORMAT=clang-format-14)" >&2
+  exit 1
+fi
 # fuzz inputs (tests/fuzz/corpus, tests/fuzz/regress) are data, kept byte for byte
 mapfile -t files < <(git ls-files '*.c' '*.h' | grep -v '^tests/fuzz/\(corpus\|regress\)/')
 if [[ ${1:-} == --check ]]; then
