@@ -140,9 +140,12 @@ typedef void (*kc_log_fn)(void *ud, kc_log_level level, const char *msg);
  *    larger one gets the counters this library has, zeros past them, and
  *    s.size set to the bytes this library filled, so a newer program can
  *    tell which counters an older library did not count.
- *  - A size of 0, or one below the oldest layout (kc_options: the fields up
- *    to alloc_ud; kc_stats: up to collected, the layouts before the disk
- *    cache and the remote tier grew them), is refused with KC_EINVAL.
+ *  - A size of 0, or one below the smallest layout the library reads
+ *    (kc_options: the fields up to alloc_ud; kc_stats: up to collected), is
+ *    refused with KC_EINVAL. The rule starts with this version (0.1.0, the
+ *    first with a size field and with kc_options_init_size and
+ *    kc_stats_get_size): a binary built before it links no longer, as the
+ *    soname's major version 0 allows.
  * kc_runtime_create reads opt->size, so a kc_options must be initialized
  * with kc_options_init (or have .size = sizeof(kc_options) and the rest
  * zero but platform_index = -1). kc_dim3, kc_arg, kc_collect_info and
