@@ -186,18 +186,24 @@ static bool trusted(const kc__store_trust *t, const char *path, const struct sta
   return true;
 }
 
-/* lstat(path) and trusted(): a symbolic link is not trusted. */
-static bool trusted_at(const kc__store_trust *t, const char *path, char *why, size_t wl) {
-  struct stat st;
-  if (lstat(path, &st) != 0) {
+/* lstat(path) into *st; false with why for a path that cannot be looked
+ * at, or that is a symbolic link (never trusted: kcache makes none). */
+static bool lstat_no_link(const char *path, struct stat *st, char *why, size_t wl) {
+  if (lstat(path, st) != 0) {
     snprintf(why, wl, "cannot stat %s: %s", path, strerror(errno));
     return false;
   }
-  if (S_ISLNK(st.st_mode)) {
+  if (S_ISLNK(st->st_mode)) {
     snprintf(why, wl, "%s is a symbolic link, which kcache never makes there (fix: remove it)", path);
     return false;
   }
-  return trusted(t, path, &st, why, wl);
+  return true;
+}
+
+/* lstat(path) and trusted(): a symbolic link is not trusted. */
+static bool trusted_at(const kc__store_trust *t, const char *path, char *why, size_t wl) {
+  struct stat st;
+  return lstat_no_link(path, &st, why, wl) && trusted(t, path, &st, why, wl);
 }
 
 bool kc__store_trust_root(kc__store_trust *t, const char *root, const char *vdir, char *why, size_t wl) {
@@ -341,14 +347,7 @@ static bool mac_ok(const kc__store_trust *t, const char *path, char *why, size_t
 
 bool kc__store_check_file(const kc__store_trust *t, const char *path, char *why, size_t wl) {
   struct stat st;
-  if (lstat(path, &st) != 0) {
-    snprintf(why, wl, "cannot stat %s: %s", path, strerror(errno));
-    return false;
-  }
-  if (S_ISLNK(st.st_mode)) {
-    snprintf(why, wl, "%s is a symbolic link, which kcache never makes there (fix: remove it)", path);
-    return false;
-  }
+  if (!lstat_no_link(path, &st, why, wl)) return false;
   if (S_ISDIR(st.st_mode)) return trusted(t, path, &st, why, wl);
   if (!kc__store_trust_entry(t, path, &st, why, wl)) return false;
   size_t nl = strlen(path);
