@@ -121,6 +121,23 @@ static inline size_t kc__htab_bucket(uint64_t h, size_t cap) {
     if ((x)->next) (x)->next->prev = (x)->prev; \
   } while (0)
 
+/* The same on a second list that x is on: its links are the prev and next
+ * of the member `link`. */
+#define KC__LIST_PUSH_AT(head, x, link) \
+  do { \
+    (x)->link.prev = NULL; \
+    (x)->link.next = (head); \
+    if (head) (head)->link.prev = (x); \
+    (head) = (x); \
+  } while (0)
+
+#define KC__LIST_REMOVE_AT(head, x, link) \
+  do { \
+    if ((x)->link.prev) (x)->link.prev->link.next = (x)->link.next; \
+    else (head) = (x)->link.next; \
+    if ((x)->link.next) (x)->link.next->link.prev = (x)->link.prev; \
+  } while (0)
+
 #define KC__STACK_PUSH(head, x, link) \
   do { \
     (x)->link = (head); \

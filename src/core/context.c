@@ -247,17 +247,17 @@ kc_status kc_buffer_create(kc_context *ctx, size_t size, kc_buffer **out) {
 /* Bound arguments hold their buffers by pointer, and their fast path
  * checks no argument: those of ctx that hold b forget the code they reached
  * (ci_id 0 is no code instance's id), so their next launch takes the slow
- * path, which finds the destroyed buffer (KC_EARGS). Under ctx->lock; takes
- * kernels_lock (below it in the order). */
+ * path, which finds the destroyed buffer (KC_EARGS). Walks the runtime's
+ * bound arguments, not its kernels: the cost is what there is to check.
+ * Under ctx->lock; takes kernels_lock (below it in the order). */
 static void unbind_buffer(kc_context *ctx, const kc_buffer *b) {
   kc_runtime *rt = ctx->rt;
   kc__lock(&rt->kernels_lock);
-  for (kc_kernel *k = rt->kernels; k; k = k->next)
-    for (kc_args *a = k->bound; a; a = a->next) {
-      if (a->ctx != ctx) continue;
-      for (uint32_t i = 0; i < a->n; i++)
-        if (a->args[i].kind == KC_ARG_BUFFER && a->args[i].ptr == b) kc__store_relaxed(&a->ci_id, 0);
-    }
+  for (kc_args *a = rt->bound_args; a; a = a->all.next) {
+    if (a->ctx != ctx) continue;
+    for (uint32_t i = 0; i < a->n; i++)
+      if (a->args[i].kind == KC_ARG_BUFFER && a->args[i].ptr == b) kc__store_relaxed(&a->ci_id, 0);
+  }
   kc__unlock(&rt->kernels_lock);
 }
 

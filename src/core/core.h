@@ -232,6 +232,9 @@ struct kc_args {
   kc_arg *args; /* n: scalars point into values */
   unsigned char *values;
   kc_args *prev, *next; /* k->bound, guarded by rt->kernels_lock */
+  struct {
+    kc_args *prev, *next;
+  } all; /* rt->bound_args (every kc_args of the runtime), guarded by kernels_lock */
   KC__COUNTER_GAP;
   _Atomic uint64_t hits; /* fast-path launches (statistics, like kc_kernel's) */
   char kc__gap_after[64];
@@ -274,6 +277,7 @@ struct kc_runtime {
 
   kc__mutex kernels_lock;
   kc_kernel *kernels;
+  kc_args *bound_args; /* every kernel's bound arguments (kc_args.all), for kc_buffer_destroy */
   uint64_t dead_kernel_hits;
 
   _Atomic uint64_t n_compiles, n_compile_failures, n_links, n_slow, n_invalidations, n_defines, n_cis,

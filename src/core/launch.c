@@ -323,6 +323,7 @@ kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint
   a->n = n;
   kc__lock(&rt->kernels_lock);
   KC__LIST_PUSH(k->bound, a);
+  KC__LIST_PUSH_AT(rt->bound_args, a, all);
   kc__unlock(&rt->kernels_lock);
   *out = a;
   return KC_OK;
@@ -350,6 +351,7 @@ kc_status kc_args_set(kc_args *a, uint32_t index, kc_arg arg) {
 static void args_free_locked(kc_runtime *rt, kc_args *a) {
   rt->dead_kernel_hits += kc__load_relaxed(&a->hits);
   KC__LIST_REMOVE(a->k->bound, a);
+  KC__LIST_REMOVE_AT(rt->bound_args, a, all);
   kc__free(rt, a);
 }
 
