@@ -5,6 +5,7 @@
  * sizes, ages and dates, short hashes, and the terminal progress bar.
  */
 #include "out.h"
+#include "base/clock.h"
 
 #include "cache/key.h"
 
@@ -73,17 +74,9 @@ const char *human_size(uint64_t n, char *buf, size_t len) {
   return buf;
 }
 
-static double real_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
+static double real_ns(void) { return (double)kc__realtime_ns(); }
 
-double mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
+double mono_ns(void) { return (double)kc__now_ns(); }
 
 const char *ago(int64_t t, char *buf, size_t len) {
   if (t <= 0) return "?";

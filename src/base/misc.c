@@ -23,10 +23,12 @@ static uint64_t clock_ns(clockid_t id) {
 uint64_t kc__now_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 uint64_t kc__realtime_ns(void) { return clock_ns(CLOCK_REALTIME); }
 
-void kc__nap_us(uint64_t us) {
-  struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+void kc__nap_ns(uint64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
+
+void kc__nap_us(uint64_t us) { kc__nap_ns(us * 1000); }
 
 uint64_t kc__next_id(void) {
   static _Atomic uint64_t next = 1;

@@ -58,18 +58,6 @@ void kc__sb_printf(kc__sb *sb, const char *fmt, ...) {
   kc__heap_free(sb->heap, big);
 }
 
-void kc__sb_u32(kc__sb *sb, uint32_t v) {
-  uint8_t b[4];
-  kc__le32(b, v);
-  kc__sb_append(sb, b, sizeof b);
-}
-
-void kc__sb_u64(kc__sb *sb, uint64_t v) {
-  uint8_t b[8];
-  kc__le64(b, v);
-  kc__sb_append(sb, b, sizeof b);
-}
-
 char *kc__sb_take(kc__sb *sb) {
   if (sb->failed) {
     kc__sb_free(sb);

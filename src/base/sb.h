@@ -22,9 +22,6 @@ void kc__sb_init(kc__sb *sb, const kc__heap *heap);
 void kc__sb_append(kc__sb *sb, const void *s, size_t n);
 void kc__sb_puts(kc__sb *sb, const char *s);
 void kc__sb_printf(kc__sb *sb, const char *fmt, ...) KC__PRINTF(2, 3);
-/* Little-endian binary fields, for codecs. */
-void kc__sb_u32(kc__sb *sb, uint32_t v);
-void kc__sb_u64(kc__sb *sb, uint64_t v);
 /* Takes the buffer (NUL-terminated, never NULL unless failed). */
 char *kc__sb_take(kc__sb *sb);
 void kc__sb_free(kc__sb *sb);

@@ -25,12 +25,6 @@
 /* Lock files untouched this long belong to compiles that died. */
 #define KC__STALE_LOCK_NS (600ull * 1000000000ull)
 
-static uint64_t realtime_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static int64_t mtime_ns(const struct stat *st) {
   return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
@@ -185,7 +179,7 @@ static void sweep_one(const char *path, bool temp, int64_t now, kc__gc_result *r
 
 /* Removes temp files of dead writers and lock files of dead compiles. */
 static void sweep_aux(const char *vdir, kc__gc_result *r) {
-  int64_t now = (int64_t)realtime_ns();
+  int64_t now = (int64_t)kc__realtime_ns();
   for (int bucket = 0; bucket < 256; bucket++) {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/%02x", vdir, bucket);

@@ -38,17 +38,6 @@ struct kc__cache {
   kc__store_trust trust; /* whom its files must come from; its MAC key */
 };
 
-static void nap_us(long us) {
-  struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-  nanosleep(&ts, NULL);
-}
-
-static uint64_t realtime_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* c NULL (while opening): always; else once per cache. */
 static void KC__PRINTF(4, 5)
     warn_once(kc__cache *c, void (*fn)(void *, const char *), void *ud, const char *fmt, ...) {
@@ -331,7 +320,7 @@ static int key_lock_fd(kc__cache *c, const char *path) {
         close(fd);
         return -1;
       }
-      nap_us(nap);
+      kc__nap_us((uint64_t)nap);
       if (nap < 20000) nap *= 2;
     }
     struct stat held, named;
@@ -479,7 +468,7 @@ static void *finish_encode(kc__cache *c, const kc__cache_txn *txn, const kc__key
 #define KC__X(name, tag, first) e.name = p->name;
   KC__IDENTITY_FIELDS(KC__X)
 #undef KC__X
-  e.created_ns = realtime_ns();
+  e.created_ns = kc__realtime_ns();
   e.compile_ns = res->compile_ns;
   kc__store_text_hash(res->tu, res->tu_len, e.tu_hash);
   e.nsig = res->nsig;

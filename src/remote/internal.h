@@ -33,11 +33,6 @@ static inline void kc__wipe(void *p, size_t n) {
   while (n--) *v++ = 0;
 }
 
-static inline void kc__nap_ns(uint64_t ns) {
-  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
-}
-
 static inline uint64_t kc__random64(void) {
   uint64_t v = 0;
   if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v)

@@ -104,8 +104,7 @@ kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path,
       return kc__bs_err(sv, KC_EBACKEND, "the host compiler \"%s\" ran longer than %u ms and was killed",
                         argv[0], s->timeout_ms);
     }
-    struct timespec ts = {0, nap};
-    nanosleep(&ts, NULL);
+    kc__nap_ns((uint64_t)nap);
     if (nap < 5000000) nap *= 2;
   }
   if (WIFEXITED(status)) *exit_code = WEXITSTATUS(status);
