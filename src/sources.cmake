@@ -38,6 +38,8 @@ set(KC_SOURCES
     src/remote/tier.c
     src/backends/host/host.c
     src/backends/host/tools.c
+    src/backends/host/arena.c
+    src/backends/host/loader.c
     src/backends/registry.c)
 set(KC_DEFS)
 
