@@ -500,11 +500,12 @@ static const char *host_identity(void *state) {
       unlink(lg);
       rmdir(dir);
     }
-    /* Out of memory, or of room for the directory, on the way, the identity
-     * would lack the compiler's version: nothing is kept, and the next
-     * compile asks again. A compiler that has no --version is identified by
-     * its path alone. */
-    if (st == KC_ENOMEM || !made) kc__sb_free(&sb);
+    /* Without the compiler's answer (out of memory, of room for the
+     * directory, of processes, on the way), the identity would lack its
+     * version: nothing is kept, and the next compile asks again. A compiler
+     * that ran but has no --version is identified by its path and what it
+     * said. */
+    if (st != KC_OK || sb.failed) kc__sb_free(&sb);
     else s->identity = kc__sb_take(&sb);
   }
   kc__unlock(&s->ident_lock);

@@ -49,10 +49,14 @@ static const struct {
   const char *name;
   void (*fn)(void);
 } own_helpers[] = {
-    {"__fixdfdi", (void (*)(void))kc__h_fixdfdi},         {"__fixsfdi", (void (*)(void))kc__h_fixsfdi},
-    {"__fixxfdi", (void (*)(void))kc__h_fixxfdi},         {"__fixunsdfdi", (void (*)(void))kc__h_fixunsdfdi},
-    {"__fixunssfdi", (void (*)(void))kc__h_fixunssfdi},   {"__fixunsxfdi", (void (*)(void))kc__h_fixunsxfdi},
-    {"__floatundidf", (void (*)(void))kc__h_floatundidf}, {"__floatundisf", (void (*)(void))kc__h_floatundisf},
+    {"__fixdfdi", (void (*)(void))kc__h_fixdfdi},
+    {"__fixsfdi", (void (*)(void))kc__h_fixsfdi},
+    {"__fixxfdi", (void (*)(void))kc__h_fixxfdi},
+    {"__fixunsdfdi", (void (*)(void))kc__h_fixunsdfdi},
+    {"__fixunssfdi", (void (*)(void))kc__h_fixunssfdi},
+    {"__fixunsxfdi", (void (*)(void))kc__h_fixunsxfdi},
+    {"__floatundidf", (void (*)(void))kc__h_floatundidf},
+    {"__floatundisf", (void (*)(void))kc__h_floatundisf},
     {"__floatundixf", (void (*)(void))kc__h_floatundixf},
 };
 
@@ -143,8 +147,7 @@ static kc_status plan_sections(host_plan *p) {
     if (h->sh_flags & SHF_TLS)
       return bad(p, "the object uses thread-local storage, which the host backend does not load", NULL);
     if (h->sh_type == SHT_INIT_ARRAY || h->sh_type == SHT_FINI_ARRAY || h->sh_type == SHT_PREINIT_ARRAY)
-      return bad(p, "the object has constructors or destructors, which the host backend does not run",
-                 NULL);
+      return bad(p, "the object has constructors or destructors, which the host backend does not run", NULL);
     if (!(h->sh_flags & SHF_ALLOC) || (h->sh_type != SHT_PROGBITS && h->sh_type != SHT_NOBITS)) continue;
     size_t align = h->sh_addralign ? h->sh_addralign : 1;
     if (align & (align - 1) || align > 4096) return bad(p, "damaged", "a section's alignment is unusable");
@@ -210,7 +213,8 @@ static kc_status plan_one(host_plan *p, const Elf64_Rela *r, const Elf64_Shdr *t
   char why[256];
   if (!w) {
     snprintf(why, sizeof why, "relocation type %u%s is not one the host backend's loader applies", t,
-             t == R_X86_64_32 || t == R_X86_64_32S ? " (absolute 32-bit: not position-independent code)" : "");
+             t == R_X86_64_32 || t == R_X86_64_32S ? " (absolute 32-bit: not position-independent code)"
+                                                   : "");
     return bad(p, why, NULL);
   }
   if (i >= p->nsym || !i) return bad(p, "damaged", "a relocation names no symbol of the object");
@@ -288,7 +292,8 @@ kc_status host_plan_make(const host_state *s, const void *bytes, size_t size, kc
     return e;
   }
   /* one allocation for the tables per section and per symbol */
-  size_t n = p->nsh * (sizeof *p->off + 1) + p->nsym * (2 * sizeof(uint32_t) + sizeof(void *) + sizeof(size_t));
+  size_t n =
+      p->nsh * (sizeof *p->off + 1) + p->nsym * (2 * sizeof(uint32_t) + sizeof(void *) + sizeof(size_t));
   char *m = kc__bs_calloc(s->sv, n + 64);
   if (!m) {
     host_plan_free(s, p);
@@ -374,7 +379,8 @@ static kc_status apply_one(const host_state *s, const host_plan *p, const host_w
   char *at = (code ? w->code_wr : w->data_wr) + p->off[tsec] + r->r_offset;
   uintptr_t got = w->code + p->got_off, S = sym_value(p, w, i);
   uint64_t A = (uint64_t)r->r_addend, v;
-  if ((t == R_X86_64_PLT32 || t == R_X86_64_PC32) && p->plt[i]) S = w->code + p->plt_off + 8 * (p->plt[i] - 1);
+  if ((t == R_X86_64_PLT32 || t == R_X86_64_PC32) && p->plt[i])
+    S = w->code + p->plt_off + 8 * (p->plt[i] - 1);
   if (is_got(t)) S = got + 8 * (p->got[i] - 1);
   switch (t) {
   case R_X86_64_64: v = S + A; break;
@@ -462,9 +468,7 @@ void *host_plan_addr(const host_plan *p, const host_image *im, const char *name,
  * reaches it as %fs:0 + kc__it_off, which the loader sets: tcc has no
  * thread-local storage, and a relocatable object's TLS would need the
  * dynamic linker. */
-static __thread struct {
-  unsigned v[12];
-} host_item __attribute__((tls_model("initial-exec")));
+static __thread struct { unsigned v[12]; } host_item __attribute__((tls_model("initial-exec")));
 
 void host_loader_open(host_state *s) {
   char *tp;
