@@ -29,8 +29,10 @@
 
 #define N 8
 
-static const char SRC_K[] = "KC_KERNEL void k(KC_GLOBAL int *y) { size_t i = kc_global_id(0); y[i] = 5 * (int)i; }";
-static const char SRC_J[] = "KC_KERNEL void j(KC_GLOBAL int *y) { size_t i = kc_global_id(0); y[i] = 9 + (int)i; }";
+static const char SRC_K[] =
+    "KC_KERNEL void k(KC_GLOBAL int *y) { size_t i = kc_global_id(0); y[i] = 5 * (int)i; }";
+static const char SRC_J[] =
+    "KC_KERNEL void j(KC_GLOBAL int *y) { size_t i = kc_global_id(0); y[i] = 9 + (int)i; }";
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SANITIZED 1

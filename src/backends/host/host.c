@@ -333,15 +333,18 @@ static kc_status host_check_object(host_state *s, const kc__tu *tu, const void *
   host_plan *p;
   kc_status st = host_plan_make(s, obj, n, KC_ECOMPILE, what, &p);
   if (st) return st;
-  const unsigned *nargs = host_plan_bytes(p, "kc__nargs", sizeof *nargs);
-  const unsigned *argsz = nargs && *nargs == tu->nparams
-                              ? host_plan_bytes(p, "kc__argsz", (tu->nparams + 1) * sizeof *argsz)
-                              : NULL;
+  /* bytes of the file, perhaps unaligned: read with memcpy */
+  const unsigned char *nargs = host_plan_bytes(p, "kc__nargs", sizeof(unsigned));
+  unsigned n_in_object = 0;
+  if (nargs) memcpy(&n_in_object, nargs, sizeof n_in_object);
+  const unsigned char *argsz = nargs && n_in_object == tu->nparams
+                                   ? host_plan_bytes(p, "kc__argsz", (tu->nparams + 1) * sizeof(unsigned))
+                                   : NULL;
   if (!argsz || !host_plan_bytes(p, "kc__run", 1) || !host_plan_bytes(p, "kc__launch", 1))
     st = kc__bs_err(s->sv, KC_ECOMPILE, "the compiled object for '%s' lacks its entry trampoline", tu->entry);
   for (uint32_t i = 0; !st && i < tu->nparams; i++) {
     unsigned size;
-    memcpy(&size, argsz + i, sizeof size); /* the section need not align it */
+    memcpy(&size, argsz + i * sizeof size, sizeof size);
     if (!tu->params[i].is_buffer) sig[i] = KC__SIG(KC_ARG_SCALAR, size);
   }
   host_plan_free(s, p);

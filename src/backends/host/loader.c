@@ -109,26 +109,39 @@ static const char *sym_name(const host_plan *p, const Elf64_Sym *y) {
 
 /* The ELF header, the section table, the symbol table and its strings. */
 static kc_status plan_tables(host_plan *p) {
-  const Elf64_Ehdr *e = (const Elf64_Ehdr *)p->img;
-  if (p->size < sizeof *e || memcmp(e->e_ident, ELFMAG, SELFMAG) || e->e_ident[EI_CLASS] != ELFCLASS64 ||
+  Elf64_Ehdr eh;
+  const Elf64_Ehdr *e = &eh;
+  if (p->size < sizeof eh) return bad(p, "not an ELF64 x86-64 relocatable object", NULL);
+  memcpy(&eh, p->img, sizeof eh);
+  if (memcmp(e->e_ident, ELFMAG, SELFMAG) || e->e_ident[EI_CLASS] != ELFCLASS64 ||
       e->e_ident[EI_DATA] != ELFDATA2LSB || e->e_type != ET_REL || e->e_machine != EM_X86_64)
     return bad(p, "not an ELF64 x86-64 relocatable object", NULL);
   if (e->e_shentsize != sizeof(Elf64_Shdr) || !e->e_shnum || e->e_shoff > p->size ||
-      (uint64_t)e->e_shnum * sizeof(Elf64_Shdr) > p->size - e->e_shoff || (e->e_shoff & 7))
+      (uint64_t)e->e_shnum * sizeof(Elf64_Shdr) > p->size - e->e_shoff)
     return bad(p, "truncated", "the section table lies outside the object");
-  p->sh = (const Elf64_Shdr *)(p->img + e->e_shoff);
+  /* the tables are copied: the file need not align them (tcc does not) */
   p->nsh = e->e_shnum;
+  Elf64_Shdr *sh = kc__bs_alloc(p->s->sv, p->nsh * sizeof *sh);
+  if (!sh) return kc__bs_err(p->s->sv, KC_ENOMEM, "out of memory loading an object");
+  memcpy(sh, p->img + e->e_shoff, p->nsh * sizeof *sh);
+  p->sh = sh;
   for (unsigned i = 0; i < p->nsh; i++) {
     const Elf64_Shdr *h = &p->sh[i];
     if (h->sh_type != SHT_NOBITS && h->sh_type != SHT_NULL &&
         (h->sh_offset > p->size || h->sh_size > p->size - h->sh_offset))
       return bad(p, "truncated", "a section lies outside the object");
+  }
+  for (unsigned i = 0; i < p->nsh; i++) {
+    const Elf64_Shdr *h = &p->sh[i];
     if (h->sh_type == SHT_SYMTAB) {
-      if (p->sym || h->sh_entsize != sizeof(Elf64_Sym) || h->sh_link >= p->nsh || (h->sh_offset & 7))
+      if (p->sym || h->sh_entsize != sizeof(Elf64_Sym) || h->sh_link >= p->nsh || h->sh_size > (1u << 28))
         return bad(p, "damaged", "its symbol table is not one the loader reads");
-      p->sym = (const Elf64_Sym *)(p->img + h->sh_offset);
       p->nsym = (unsigned)(h->sh_size / sizeof(Elf64_Sym));
-      const Elf64_Shdr *t = &p->sh[h->sh_link];
+      Elf64_Sym *sym = kc__bs_alloc(p->s->sv, (p->nsym ? p->nsym : 1) * sizeof *sym);
+      if (!sym) return kc__bs_err(p->s->sv, KC_ENOMEM, "out of memory loading an object");
+      memcpy(sym, p->img + h->sh_offset, p->nsym * sizeof *sym);
+      p->sym = sym;
+      const Elf64_Shdr *t = &p->sh[h->sh_link]; /* in the object: checked above */
       if (t->sh_type != SHT_STRTAB || !t->sh_size || p->img[t->sh_offset + t->sh_size - 1])
         return bad(p, "damaged", "its symbol names are not a string table");
       p->str = (const char *)p->img + t->sh_offset;
@@ -253,12 +266,13 @@ static kc_status plan_relocs(host_plan *p) {
     if (h->sh_type == SHT_REL) return bad(p, "damaged", "REL relocations (without addends) on x86-64");
     if (h->sh_type != SHT_RELA) continue;
     if (h->sh_info >= p->nsh || p->kind[h->sh_info] == SEC_NONE) continue; /* unwind tables, debug info */
-    if (h->sh_entsize != sizeof(Elf64_Rela) || (h->sh_offset & 7) || h->sh_link >= p->nsh ||
+    if (h->sh_entsize != sizeof(Elf64_Rela) || h->sh_link >= p->nsh ||
         p->sh[h->sh_link].sh_type != SHT_SYMTAB)
       return bad(p, "damaged", "a relocation table is not one the loader reads");
-    const Elf64_Rela *r = (const Elf64_Rela *)(p->img + h->sh_offset);
-    for (size_t j = 0; j < h->sh_size / sizeof *r; j++) {
-      kc_status e = plan_one(p, &r[j], &p->sh[h->sh_info]);
+    for (size_t j = 0; j < h->sh_size / sizeof(Elf64_Rela); j++) {
+      Elf64_Rela r; /* copied: the file need not align it */
+      memcpy(&r, p->img + h->sh_offset + j * sizeof r, sizeof r);
+      kc_status e = plan_one(p, &r, &p->sh[h->sh_info]);
       if (e) return e;
     }
   }
@@ -269,7 +283,11 @@ static kc_status plan_relocs(host_plan *p) {
 }
 
 void host_plan_free(const host_state *s, host_plan *p) {
-  if (p) kc__bs_free(s->sv, p->kind);
+  if (p) {
+    kc__bs_free(s->sv, p->kind);
+    kc__bs_free(s->sv, (void *)p->sh);
+    kc__bs_free(s->sv, (void *)p->sym);
+  }
   kc__bs_free(s->sv, p);
 }
 
@@ -419,9 +437,10 @@ static kc_status fill(const host_state *s, const host_plan *p, const host_where 
   for (unsigned k = 0; k < p->nsh; k++) {
     const Elf64_Shdr *h = &p->sh[k];
     if (h->sh_type != SHT_RELA || h->sh_info >= p->nsh || p->kind[h->sh_info] == SEC_NONE) continue;
-    const Elf64_Rela *r = (const Elf64_Rela *)(p->img + h->sh_offset);
-    for (size_t j = 0; j < h->sh_size / sizeof *r; j++) {
-      kc_status e = apply_one(s, p, w, h->sh_info, &r[j]);
+    for (size_t j = 0; j < h->sh_size / sizeof(Elf64_Rela); j++) {
+      Elf64_Rela r;
+      memcpy(&r, p->img + h->sh_offset + j * sizeof r, sizeof r);
+      kc_status e = apply_one(s, p, w, h->sh_info, &r);
       if (e) return e;
     }
   }
