@@ -194,13 +194,13 @@ static void run_part(part *p, long from, long to, int threads, long rss0) {
 
 /* --------------------------------------------------------------- output */
 
-static const char *const names[] = {"link_us",  "compile_ms", "hot_ns",     "rr_ns",
-                                    "define_us", "stats_us",  "collect_ms", "rss_per_ci_kb"};
+static const char *const names[] = {"link_us",   "compile_ms", "hot_ns",     "rr_ns",
+                                    "define_us", "stats_us",   "collect_ms", "rss_per_ci_kb"};
 #define NF (int)(sizeof names / sizeof *names)
 
 static double field(const part *p, int f) {
-  const double v[NF] = {p->link_us,  p->compile_ms, p->hot_ns,     p->rr_ns,
-                        p->define_us, p->stats_us,  p->collect_ms, p->rss_per_ci_kb};
+  const double v[NF] = {p->link_us,   p->compile_ms, p->hot_ns,     p->rr_ns,
+                        p->define_us, p->stats_us,   p->collect_ms, p->rss_per_ci_kb};
   return v[f];
 }
 
@@ -213,8 +213,8 @@ static void print_json(const part *parts, long n, int threads, const char *cc, d
     for (int f = 0; f < NF; f++) printf(",\"%s\":%.4g", names[f], field(&parts[i], f));
     printf("}");
   }
-  printf("],\"artifact_bytes\":%zu,\"destroy_ms\":%.3f,\"destroy_per_object_ns\":%.1f,\"last_over_first\":{", artifact_bytes, destroy_ms,
-         destroy_ms * 1e6 / (double)(n * nctx));
+  printf("],\"artifact_bytes\":%zu,\"destroy_ms\":%.3f,\"destroy_per_object_ns\":%.1f,\"last_over_first\":{",
+         artifact_bytes, destroy_ms, destroy_ms * 1e6 / (double)(n * nctx));
   for (int f = 0; f < NF; f++)
     printf("%s\"%s\":%.3f", f ? "," : "", names[f], field(&parts[PARTS - 1], f) / field(&parts[0], f));
   printf("}}\n");
@@ -235,7 +235,8 @@ static void print_text(const part *parts, long n, int threads, const char *cc, d
   printf("kc_runtime_destroy: %.1f ms (%.0f ns per linked object)\n", destroy_ms,
          destroy_ms * 1e6 / (double)(n * nctx));
   printf("last tenth / first tenth:");
-  for (int f = 0; f < NF; f++) printf(" %s %.2f", names[f], field(&parts[PARTS - 1], f) / field(&parts[0], f));
+  for (int f = 0; f < NF; f++)
+    printf(" %s %.2f", names[f], field(&parts[PARTS - 1], f) / field(&parts[0], f));
   printf("\n");
 }
 

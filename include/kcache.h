@@ -247,7 +247,7 @@ kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out);
  * launches on the same context, nor with kc_buffer_* calls on its buffers. */
 void kc_context_destroy(kc_context *ctx);
 /* Resets a context like a device reset: drops every linked object (modules,
- * kernel objects, loaded shared objects). Compiled code is kept, so the next
+ * kernel objects, the host backend's loaded copies). Compiled code is kept, so the next
  * launch relinks without compiling. Buffers stay valid. Not thread-safe with
  * launches on the same context. */
 kc_status kc_context_reset(kc_context *ctx);
@@ -456,7 +456,10 @@ kc_status kc_kernel_source(kc_kernel *k, char **out);
 typedef struct kc_code_info {
   kc_world min_world, max_world; /* KC_WORLD_FOREVER: still valid */
   uint64_t id; /* code instance id, never reused */
-  const void *artifact; /* shared object / program binary / cubin */
+  /* host: an ELF64 x86-64 relocatable object (cc -c -fPIC) that kcache's
+   * own loader loads (its kc__it_off must point at the work-item state
+   * before anything else runs it); OpenCL: the program binary; CUDA: cubin */
+  const void *artifact;
   size_t artifact_size;
   uint64_t compile_ns;
 } kc_code_info;

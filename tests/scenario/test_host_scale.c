@@ -155,7 +155,8 @@ static void test_links_do_not_take_a_mapping_each(void **state) {
   size_t taken = 0;
   while (taken < (size_t)limit && mprotect(base + (2 * taken + 1) * page, page, PROT_READ) == 0) taken++;
   assert_true(taken > 100 && taken < (size_t)limit);
-  for (size_t i = taken - 100; i < taken; i++) assert_int_equal(mprotect(base + (2 * i + 1) * page, page, PROT_NONE), 0);
+  for (size_t i = taken - 100; i < taken; i++)
+    assert_int_equal(mprotect(base + (2 * i + 1) * page, page, PROT_NONE), 0);
   kc_status st = KC_OK;
   int linked = 0;
   for (int c = 0; c < LINKS / KERNELS && !st; c++)
@@ -166,8 +167,9 @@ static void test_links_do_not_take_a_mapping_each(void **state) {
       if (!st) linked++;
     }
   munmap(base, len);
-  if (st) fail_msg("link %d of %d failed with ~200 mappings left: %s (%s)", linked + 1, LINKS, kc_status_name(st),
-                   kc_errmsg(rt));
+  if (st)
+    fail_msg("link %d of %d failed with ~200 mappings left: %s (%s)", linked + 1, LINKS, kc_status_name(st),
+             kc_errmsg(rt));
   assert_int_equal(kct_stats(rt).links, LINKS);
   kct_destroy(rt);
 #endif

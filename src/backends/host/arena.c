@@ -45,8 +45,10 @@ struct host_region {
   host_half code, data;
 };
 
-/* A block of `units` from h, as its write address, or NULL. */
-static char *half_take(host_half *h, size_t units) {
+/* A block of `units` from h, as its write address, or NULL. *fresh: it was
+ * never handed out before (still zero). */
+static char *half_take(host_half *h, size_t units, bool *fresh) {
+  *fresh = false;
   if (!units) return h->wr; /* nothing to hold: any address in the half */
   if (units < HOST_BINS && h->bins[units]) {
     char *p = h->bins[units];
@@ -67,6 +69,7 @@ static char *half_take(host_half *h, size_t units) {
   if (n > h->size - h->top) return NULL;
   char *p = h->wr + h->top;
   h->top += n;
+  *fresh = true;
   return p;
 }
 
@@ -118,14 +121,15 @@ static struct host_region *region_new(host_state *s, size_t half) {
 
 /* Both blocks of one object from region r, or false (r unchanged). */
 static bool region_take(struct host_region *r, size_t cu, size_t du, host_block *b) {
-  char *c = half_take(&r->code, cu);
+  bool cfresh, dfresh;
+  char *c = half_take(&r->code, cu, &cfresh);
   if (!c) return false;
-  char *d = half_take(&r->data, du);
+  char *d = half_take(&r->data, du, &dfresh);
   if (!d) {
     half_give(&r->code, c, cu);
     return false;
   }
-  *b = (host_block){r, c, r->code.run + (c - r->code.wr), d, cu, du};
+  *b = (host_block){r, c, r->code.run + (c - r->code.wr), d, cu, du, dfresh};
   return true;
 }
 

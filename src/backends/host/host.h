@@ -57,6 +57,7 @@ typedef struct host_block {
   char *code_run; /* where it runs (read+execute) */
   char *data; /* the data block (read+write) */
   size_t code_units, data_units;
+  bool data_fresh; /* the data block was never used: still zero */
 } host_block;
 /* KC_ENOMEM when no region has room and no new one can be mapped. */
 kc_status host_arena_take(host_state *s, size_t code_bytes, size_t data_bytes, host_block *b);

@@ -76,6 +76,7 @@ static void *resolve(const host_state *s, const char *name) {
 /* --------------------------------------------------------------- plan */
 
 enum { SEC_NONE, SEC_CODE, SEC_DATA };
+#define HOST_OBJECT_MAX ((size_t)256 << 20) /* code, data: each at most (and every section) */
 
 typedef struct host_plan {
   const host_state *s;
@@ -164,7 +165,7 @@ static kc_status plan_sections(host_plan *p) {
     if (!(h->sh_flags & SHF_ALLOC) || (h->sh_type != SHT_PROGBITS && h->sh_type != SHT_NOBITS)) continue;
     size_t align = h->sh_addralign ? h->sh_addralign : 1;
     if (align & (align - 1) || align > 4096) return bad(p, "damaged", "a section's alignment is unusable");
-    if (h->sh_size > ((size_t)1 << 30)) return bad(p, "a section is larger than 1 GiB", NULL);
+    if (h->sh_size > HOST_OBJECT_MAX) return bad(p, "a section is larger than 256 MiB", NULL);
     bool data = h->sh_flags & SHF_WRITE;
     size_t *len = data ? &p->data_len : &p->code_len, *al = data ? &p->data_align : &p->code_align;
     if (align > *al) *al = align;
@@ -184,7 +185,7 @@ static kc_status plan_symbols(host_plan *p) {
       return bad(p, "the object uses thread-local storage, which the host backend does not load", NULL);
     if (y->st_shndx == SHN_COMMON) {
       size_t align = y->st_value ? y->st_value : 1;
-      if (align & (align - 1) || align > 4096 || y->st_size > ((size_t)1 << 30))
+      if (align & (align - 1) || align > 4096 || y->st_size > HOST_OBJECT_MAX)
         return bad(p, "damaged", "a common symbol is unusable");
       if (align > p->data_align) p->data_align = align;
       p->coff[i] = (p->data_len + align - 1) & ~(align - 1);
@@ -276,6 +277,8 @@ static kc_status plan_relocs(host_plan *p) {
       if (e) return e;
     }
   }
+  if (p->code_len > HOST_OBJECT_MAX || p->data_len > HOST_OBJECT_MAX)
+    return bad(p, "its code or its data is larger than 256 MiB", NULL);
   p->got_off = (p->code_len + 7) & ~(size_t)7;
   p->plt_off = p->got_off + 8 * p->ngot;
   p->code_len = p->plt_off + 8 * p->nplt;
@@ -416,13 +419,14 @@ static kc_status apply_one(const host_state *s, const host_plan *p, const host_w
 }
 
 /* The sections' bytes, the GOT, the PLT stubs, then every relocation. */
-static kc_status fill(const host_state *s, const host_plan *p, const host_where *w) {
-  memset(w->data_wr, 0, p->data_len);
+static kc_status fill(const host_state *s, const host_plan *p, const host_where *w, bool data_zero) {
+  if (!data_zero) memset(w->data_wr, 0, p->data_len);
   for (unsigned i = 0; i < p->nsh; i++) {
     if (p->kind[i] == SEC_NONE) continue;
     char *to = (p->kind[i] == SEC_CODE ? w->code_wr : w->data_wr) + p->off[i];
-    if (p->sh[i].sh_type == SHT_NOBITS) memset(to, 0, p->sh[i].sh_size);
-    else memcpy(to, p->img + p->sh[i].sh_offset, p->sh[i].sh_size);
+    if (p->sh[i].sh_type == SHT_NOBITS) {
+      if (p->kind[i] == SEC_CODE) memset(to, 0, p->sh[i].sh_size); /* the data block is zero already */
+    } else memcpy(to, p->img + p->sh[i].sh_offset, p->sh[i].sh_size);
   }
   for (unsigned i = 1; i < p->nsym; i++) {
     if (p->got[i]) put(w->code_wr + p->got_off + 8 * (p->got[i] - 1), sym_value(p, w, i), 8);
@@ -458,7 +462,7 @@ kc_status host_plan_load(host_state *s, const host_plan *p, host_image *im) {
   w.code_wr = im->blk.code_wr + (w.code - (uintptr_t)im->blk.code_run);
   w.data = align_up((uintptr_t)im->blk.data, p->data_align);
   w.data_wr = (char *)w.data;
-  st = fill(s, p, &w);
+  st = fill(s, p, &w, im->blk.data_fresh);
   if (st) {
     host_arena_give(s, &im->blk);
     return st;
@@ -472,10 +476,17 @@ void *host_plan_addr(const host_plan *p, const host_image *im, const char *name,
   unsigned i = find_global(p, name);
   if (!i) return NULL;
   const Elf64_Sym *y = &p->sym[i];
-  bool data = y->st_shndx == SHN_COMMON || (y->st_shndx < p->nsh && p->kind[y->st_shndx] == SEC_DATA);
-  if (y->st_shndx == SHN_ABS || (writable && !data) || (writable && y->st_size < sizeof(void *))) return NULL;
-  if (y->st_shndx < p->nsh && p->kind[y->st_shndx] == SEC_NONE) return NULL;
   host_where w = {.code = im->code, .data = im->data};
+  if (y->st_shndx == SHN_COMMON) /* in the data block: plan_symbols placed it */
+    return writable && y->st_size >= sizeof(void *) ? (void *)sym_value(p, &w, i) : NULL;
+  if (y->st_shndx == SHN_ABS || y->st_shndx >= p->nsh || p->kind[y->st_shndx] == SEC_NONE) return NULL;
+  const Elf64_Shdr *h = &p->sh[y->st_shndx];
+  /* a writable one: pointer-sized, in a data section; an entry point: in
+   * executable code; either wholly inside its section */
+  size_t need = writable ? sizeof(void *) : 1;
+  if (writable ? p->kind[y->st_shndx] != SEC_DATA || y->st_size < need : !(h->sh_flags & SHF_EXECINSTR))
+    return NULL;
+  if (y->st_value > h->sh_size || need > h->sh_size - y->st_value) return NULL;
   return (void *)sym_value(p, &w, i);
 }
 
