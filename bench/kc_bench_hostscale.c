@@ -18,8 +18,13 @@
  *                   link, and one launch), median over the tenth's links
  *   compile_ms      kc_kernel_compile, median over the tenth's kernels
  *   hot_ns          kc_launch of one kernel again and again, median of runs
- *   rr_ns           kc_launch of every linked object so far in turn (up to
- *                   20,000 of them, spread over all), per launch
+ *   rr_ns           kc_launch of every kernel so far in turn in the first
+ *                   context (up to 20,000 of them, spread over all), per
+ *                   launch: the fast path over a working set larger than
+ *                   the caches
+ *   rr_ctx_ns       the same over every linked object (kernel, context):
+ *                   with more than 4 contexts a handle's slots (KC__HSLOTS)
+ *                   do not hold them all, and launches take the slow path
  *   define_us       kc_define of an unrelated name, median
  *   stats_us        kc_stats_get, median
  *   collect_ms      kc_collect with nothing to free, median
@@ -27,7 +32,9 @@
  *                   (with its linked objects)
  *
  * and at the end the time of kc_runtime_destroy, in total and per linked
- * object, and each figure's last tenth over its first (flat: within 2x).
+ * object, on the clock and in the thread's CPU time (on a loaded machine the
+ * clock counts other processes' turns too), and each figure's last tenth
+ * over its first (flat: within 2x).
  *
  * Usage: kc_bench_hostscale [--json] [--kernels N] [--contexts C] [--threads T]
  *                           [--cc COMPILER]
@@ -46,7 +53,7 @@
 
 typedef struct part {
   long upto, linked;
-  double link_us, compile_ms, hot_ns, rr_ns, define_us, stats_us, collect_ms, rss_per_ci_kb;
+  double link_us, compile_ms, hot_ns, rr_ns, rr_ctx_ns, define_us, stats_us, collect_ms, rss_per_ci_kb;
 } part;
 
 static kc_runtime *rt;
@@ -117,15 +124,17 @@ static double hot_ns(kc_kernel *k) {
   return median(v, SAMPLES);
 }
 
-/* Over the n x nctx linked objects: object j is kernel j / nctx in context j % nctx. */
-static double rr_ns(long n) {
-  long total = n * nctx, m = total < RR_MAX ? total : RR_MAX;
+/* Over the n kernels in context 0 (contexts 1), or over the n x nctx linked
+ * objects (contexts nctx): object j is kernel j / contexts in context
+ * j % contexts. */
+static double rr_ns(long n, int contexts) {
+  long total = n * contexts, m = total < RR_MAX ? total : RR_MAX;
   double v[7];
   for (int s = 0; s < 7; s++) {
     double t0 = now_ns();
     for (long i = 0; i < m; i++) {
       long j = (long)((double)i * (double)total / (double)m);
-      launch(kernels[j / nctx], (int)(j % nctx));
+      launch(kernels[j / contexts], (int)(j % contexts));
     }
     v[s] = (now_ns() - t0) / (double)m;
   }
@@ -185,7 +194,8 @@ static void run_part(part *p, long from, long to, int threads, long rss0) {
   p->compile_ms = median(link, (int)(to - from));
   free(link);
   p->hot_ns = hot_ns(kernels[to - 1]);
-  p->rr_ns = rr_ns(to);
+  p->rr_ns = rr_ns(to, 1);
+  p->rr_ctx_ns = rr_ns(to, nctx);
   p->define_us = define_us(to);
   p->stats_us = stats_us();
   p->collect_ms = collect_ms();
@@ -194,14 +204,22 @@ static void run_part(part *p, long from, long to, int threads, long rss0) {
 
 /* --------------------------------------------------------------- output */
 
-static const char *const names[] = {"link_us",   "compile_ms", "hot_ns",     "rr_ns",
+static const char *const names[] = {"link_us",   "compile_ms", "hot_ns",     "rr_ns",        "rr_ctx_ns",
                                     "define_us", "stats_us",   "collect_ms", "rss_per_ci_kb"};
 #define NF (int)(sizeof names / sizeof *names)
 
 static double field(const part *p, int f) {
-  const double v[NF] = {p->link_us,   p->compile_ms, p->hot_ns,     p->rr_ns,
+  const double v[NF] = {p->link_us,   p->compile_ms, p->hot_ns,     p->rr_ns,        p->rr_ctx_ns,
                         p->define_us, p->stats_us,   p->collect_ms, p->rss_per_ci_kb};
   return v[f];
+}
+
+static double destroy_cpu_ms; /* the thread's CPU time in kc_runtime_destroy */
+
+static double cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
 static void print_json(const part *parts, long n, int threads, const char *cc, double destroy_ms) {
@@ -213,8 +231,10 @@ static void print_json(const part *parts, long n, int threads, const char *cc, d
     for (int f = 0; f < NF; f++) printf(",\"%s\":%.4g", names[f], field(&parts[i], f));
     printf("}");
   }
-  printf("],\"artifact_bytes\":%zu,\"destroy_ms\":%.3f,\"destroy_per_object_ns\":%.1f,\"last_over_first\":{",
-         artifact_bytes, destroy_ms, destroy_ms * 1e6 / (double)(n * nctx));
+  printf(
+      "],\"artifact_bytes\":%zu,\"destroy_ms\":%.3f,\"destroy_cpu_ms\":%.3f,\"destroy_per_object_ns\":%.1f,"
+      "\"last_over_first\":{",
+      artifact_bytes, destroy_ms, destroy_cpu_ms, destroy_ms * 1e6 / (double)(n * nctx));
   for (int f = 0; f < NF; f++)
     printf("%s\"%s\":%.3f", f ? "," : "", names[f], field(&parts[PARTS - 1], f) / field(&parts[0], f));
   printf("}}\n");
@@ -224,16 +244,17 @@ static void print_text(const part *parts, long n, int threads, const char *cc, d
   printf("kcache scale benchmark: host backend (%s), %ld specializations in %d context(s), %d compile "
          "threads, disk cache off\n",
          cc, n, nctx, threads);
-  printf("%9s %9s %9s %10s %8s %8s %9s %9s %10s %9s\n", "specs", "linked", "link_us", "compile_ms", "hot_ns",
-         "rr_ns", "define_us", "stats_us", "collect_ms", "KB/ci");
+  printf("%9s %9s %9s %10s %8s %8s %9s %9s %9s %10s %9s\n", "specs", "linked", "link_us", "compile_ms",
+         "hot_ns", "rr_ns", "rr_ctx_ns", "define_us", "stats_us", "collect_ms", "KB/ci");
   for (int i = 0; i < PARTS; i++) {
     const part *p = &parts[i];
-    printf("%9ld %9ld %9.1f %10.2f %8.1f %8.1f %9.2f %9.2f %10.3f %9.2f\n", p->upto, p->linked, p->link_us,
-           p->compile_ms, p->hot_ns, p->rr_ns, p->define_us, p->stats_us, p->collect_ms, p->rss_per_ci_kb);
+    printf("%9ld %9ld %9.1f %10.2f %8.1f %8.1f %9.1f %9.2f %9.2f %10.3f %9.2f\n", p->upto, p->linked,
+           p->link_us, p->compile_ms, p->hot_ns, p->rr_ns, p->rr_ctx_ns, p->define_us, p->stats_us,
+           p->collect_ms, p->rss_per_ci_kb);
   }
   printf("artifact (relocatable object) of one code instance: %zu bytes\n", artifact_bytes);
-  printf("kc_runtime_destroy: %.1f ms (%.0f ns per linked object)\n", destroy_ms,
-         destroy_ms * 1e6 / (double)(n * nctx));
+  printf("kc_runtime_destroy: %.1f ms (%.0f ns per linked object), %.1f ms of CPU\n", destroy_ms,
+         destroy_ms * 1e6 / (double)(n * nctx), destroy_cpu_ms);
   printf("last tenth / first tenth:");
   for (int f = 0; f < NF; f++)
     printf(" %s %.2f", names[f], field(&parts[PARTS - 1], f) / field(&parts[0], f));
@@ -295,9 +316,10 @@ int main(int argc, char **argv) {
       artifact_bytes = info.artifact_size;
     }
   }
-  double t0 = now_ns();
+  double t0 = now_ns(), c0 = cpu_ns();
   kc_runtime_destroy(rt);
   double destroy_ms = (now_ns() - t0) / 1e6;
+  destroy_cpu_ms = (cpu_ns() - c0) / 1e6;
   kcb_rt = NULL;
   if (json) print_json(parts, n, threads, cc, destroy_ms);
   else print_text(parts, n, threads, cc, destroy_ms);

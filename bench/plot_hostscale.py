@@ -19,7 +19,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 PANELS = [
     ("link_us", "link (first launch), us"),
     ("hot_ns", "hot kc_launch, ns"),
-    ("rr_ns", "round-robin kc_launch, ns"),
+    ("rr_ns", "round-robin kc_launch (kernels), ns"),
+    ("rr_ctx_ns", "round-robin (kernel, context), ns"),
     ("define_us", "kc_define (unrelated), us"),
     ("stats_us", "kc_stats_get, us"),
     ("collect_ms", "kc_collect (nothing to free), ms"),
@@ -40,7 +41,7 @@ def main():
         sys.exit("no --json line in " + sys.argv[1])
     parts = run["parts"]
     x = [p["linked"] for p in parts]
-    fig, axes = plt.subplots(2, 4, figsize=(16, 7))
+    fig, axes = plt.subplots(3, 3, figsize=(14, 10))
     for ax, (key, title) in zip(axes.flat, PANELS):
         y = [p[key] for p in parts]
         ax.plot(x, y, "o-", color="tab:blue")
@@ -52,8 +53,8 @@ def main():
     axes.flat[0].legend(fontsize=8)
     fig.suptitle(
         "kcache host backend (%s) growing to %d specializations x %d contexts = %d linked objects; "
-        "runtime destroy %.0f ms"
-        % (run["cc"], run["kernels"], run["contexts"], x[-1], run["destroy_ms"])
+        "\nruntime destroy %.0f ms (%.0f ms of CPU)"
+        % (run["cc"], run["kernels"], run["contexts"], x[-1], run["destroy_ms"], run.get("destroy_cpu_ms", -1))
     )
     fig.tight_layout()
     fig.savefig(sys.argv[2], dpi=80)
