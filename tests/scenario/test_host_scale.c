@@ -12,6 +12,9 @@
  *              freed blocks are reused with the right code
  *   mappings   with all but about 200 of the process's mappings taken,
  *              2,000 objects still link and run (dlopen took 3 to 5 each)
+ *   fork       a child that unlinks and relinks what its parent had linked
+ *              (the code memory is shared with the parent) leaves the
+ *              parent's code as it was
  *
  * Host backend only (the compiler: kct_host_cc, tcc when installed). The
  * mapping case is skipped under sanitizers, whose allocators map memory at
@@ -22,6 +25,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -175,6 +179,57 @@ static void test_links_do_not_take_a_mapping_each(void **state) {
 #endif
 }
 
+/* In a forked child, without cmocka: 0 if the kernel gives `want`. */
+static int child_run(kc_kernel *k, kc_context *ctx, float want) {
+  kc_buffer *b;
+  float v = -1;
+  if (kc_buffer_create(ctx, sizeof v, &b)) return 1;
+  if (kc_launch(k, ctx, &(kc_dim3){1, 1, 1}, &(kc_dim3){1, 1, 1}, &KC_ARG_BUF(b), 1)) return 2;
+  if (kc_buffer_read(b, 0, &v, sizeof v)) return 3;
+  kc_buffer_destroy(b);
+  return v == want ? 0 : 4;
+}
+
+static void test_a_forked_child_leaves_the_parents_code_alone(void **state) {
+  (void)state;
+  host_only();
+  kc_runtime *rt = runtime();
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "k", "KC_KERNEL void k(KC_GLOBAL float *y) { int v = 1; y[0] = (float)v; }");
+  kc_kernel *k = kct_kernel(rt, "k", "");
+  float out[1];
+  run(rt, k, ctx, 1, out);
+  assert_float_equal(out[0], 1.0f, 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    /* the child unlinks k (its blocks would be free for reuse) and links
+     * a new k of the same size, whose code differs in an immediate: the
+     * same blocks, were they not frozen */
+    int rc = child_run(k, ctx, 1.0f);
+    if (!rc) rc = kc_context_reset(ctx) ? 5 : 0;
+    if (!rc)
+      rc = kc_define(rt, "k", "KC_KERNEL void k(KC_GLOBAL float *y) { int v = 2; y[0] = (float)v; }", NULL)
+               ? 6
+               : 0;
+    if (!rc) rc = 10 + child_run(k, ctx, 2.0f);
+    _exit(rc == 10 ? 0 : rc);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  run(rt, k, ctx, 1, out); /* the parent's k, linked before the fork */
+  assert_float_equal(out[0], 1.0f, 0);
+  /* and the parent goes on linking and unlinking */
+  KCT_STATUS(rt, KC_OK, kc_context_reset(ctx));
+  kct_define(rt, "k", "KC_KERNEL void k(KC_GLOBAL float *y) { int v = 3; y[0] = (float)v; }");
+  run(rt, k, ctx, 1, out);
+  assert_float_equal(out[0], 3.0f, 0);
+  kct_destroy(rt);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
@@ -182,6 +237,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_features),
       KCT_TEST(test_each_link_has_its_own_statics),
       KCT_TEST(test_links_do_not_take_a_mapping_each),
+      KCT_TEST(test_a_forked_child_leaves_the_parents_code_alone),
   };
   return KCT_RUN(tests);
 }

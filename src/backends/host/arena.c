@@ -19,10 +19,19 @@
  * HOST_BINS units, one first-fit list above), where the next object of
  * that size finds it. Regions grow in size, 4 MiB to 256 MiB a half, and
  * are unmapped when the runtime closes.
+ *
+ * fork: a child shares the code halves (the memfd) with its parent, so a
+ * block one of them frees may still run in the other. Every region made
+ * before a fork is frozen in both processes (the fork generation, counted
+ * by a pthread_atfork handler, has moved past the region's): nothing is
+ * carved from it or returned to it any more, its objects keep running, and
+ * new links go to new regions. posix_spawn, which runs the compilers, is
+ * not a fork here (it runs no atfork handler).
  */
 #include "backends/host/host.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -40,10 +49,16 @@ typedef struct host_half {
 
 struct host_region {
   struct host_region *next;
+  unsigned gen; /* the fork generation it was made in: usable while it is current */
   void *base; /* the reservation: code half, then data half */
   size_t half;
   host_half code, data;
 };
+
+static _Atomic unsigned fork_gen;
+static kc__once fork_once = KC__ONCE_INIT;
+static void on_fork(void) { kc__fetch_add_relaxed(&fork_gen, 1); }
+static void watch_forks(void) { pthread_atfork(on_fork, NULL, NULL); }
 
 /* A block of `units` from h, as its write address, or NULL. *fresh: it was
  * never handed out before (still zero). */
@@ -108,6 +123,7 @@ static struct host_region *region_new(host_state *s, size_t half) {
   if (fd >= 0) close(fd);
   r->base = base;
   r->half = half;
+  r->gen = kc__load_relaxed(&fork_gen);
   if (err) {
     if (base != MAP_FAILED) region_unmap(r, wview);
     kc__bs_free(s->sv, r);
@@ -121,6 +137,7 @@ static struct host_region *region_new(host_state *s, size_t half) {
 
 /* Both blocks of one object from region r, or false (r unchanged). */
 static bool region_take(struct host_region *r, size_t cu, size_t du, host_block *b) {
+  if (r->gen != kc__load_relaxed(&fork_gen)) return false; /* frozen by a fork */
   bool cfresh, dfresh;
   char *c = half_take(&r->code, cu, &cfresh);
   if (!c) return false;
@@ -135,6 +152,7 @@ static bool region_take(struct host_region *r, size_t cu, size_t du, host_block 
 
 kc_status host_arena_take(host_state *s, size_t code_bytes, size_t data_bytes, host_block *b) {
   size_t cu = (code_bytes + HOST_UNIT - 1) / HOST_UNIT, du = (data_bytes + HOST_UNIT - 1) / HOST_UNIT;
+  kc__call_once(&fork_once, watch_forks);
   kc__lock(&s->arena_lock);
   for (struct host_region *r = s->regions; r; r = r->next)
     if (region_take(r, cu, du, b)) {
@@ -142,7 +160,8 @@ kc_status host_arena_take(host_state *s, size_t code_bytes, size_t data_bytes, h
       return KC_OK;
     }
   /* a new region, twice the size of the last one (or what the object needs) */
-  size_t half = s->regions ? 2 * s->regions->half : HOST_HALF_MIN;
+  size_t half =
+      s->regions && s->regions->gen == kc__load_relaxed(&fork_gen) ? 2 * s->regions->half : HOST_HALF_MIN;
   if (half > HOST_HALF_MAX) half = HOST_HALF_MAX;
   size_t need = (cu > du ? cu : du) * HOST_UNIT;
   while (half < need) half *= 2;
@@ -163,8 +182,10 @@ kc_status host_arena_take(host_state *s, size_t code_bytes, size_t data_bytes, h
 
 void host_arena_give(host_state *s, const host_block *b) {
   kc__lock(&s->arena_lock);
-  half_give(&b->region->code, b->code_wr, b->code_units);
-  half_give(&b->region->data, b->data, b->data_units);
+  if (b->region->gen == kc__load_relaxed(&fork_gen)) { /* else frozen: the blocks stay as they are */
+    half_give(&b->region->code, b->code_wr, b->code_units);
+    half_give(&b->region->data, b->data, b->data_units);
+  }
   kc__unlock(&s->arena_lock);
 }
 
