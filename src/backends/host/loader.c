@@ -477,8 +477,10 @@ void *host_plan_addr(const host_plan *p, const host_image *im, const char *name,
   if (!i) return NULL;
   const Elf64_Sym *y = &p->sym[i];
   host_where w = {.code = im->code, .data = im->data};
-  if (y->st_shndx == SHN_COMMON) /* in the data block: plan_symbols placed it */
-    return writable && y->st_size >= sizeof(void *) ? (void *)sym_value(p, &w, i) : NULL;
+  if (y->st_shndx == SHN_COMMON) /* in the data block, aligned as it says: plan_symbols placed it */
+    return writable && y->st_size >= sizeof(void *) && !(sym_value(p, &w, i) & (sizeof(void *) - 1))
+               ? (void *)sym_value(p, &w, i)
+               : NULL;
   if (y->st_shndx == SHN_ABS || y->st_shndx >= p->nsh || p->kind[y->st_shndx] == SEC_NONE) return NULL;
   const Elf64_Shdr *h = &p->sh[y->st_shndx];
   /* a writable one: pointer-sized, in a data section; an entry point: in
@@ -487,7 +489,8 @@ void *host_plan_addr(const host_plan *p, const host_image *im, const char *name,
   if (writable ? p->kind[y->st_shndx] != SEC_DATA || y->st_size < need : !(h->sh_flags & SHF_EXECINSTR))
     return NULL;
   if (y->st_value > h->sh_size || need > h->sh_size - y->st_value) return NULL;
-  return (void *)sym_value(p, &w, i);
+  uintptr_t at = sym_value(p, &w, i);
+  return writable && (at & (sizeof(void *) - 1)) ? NULL : (void *)at; /* a hook is written as a pointer */
 }
 
 /* ------------------------------------------------------- work items */
