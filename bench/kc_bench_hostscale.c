@@ -25,6 +25,7 @@
  *   rr_ctx_ns       the same over every linked object (kernel, context):
  *                   with more than 4 contexts a handle's slots (KC__HSLOTS)
  *                   do not hold them all, and launches take the slow path
+ *                   (rr_slow, rr_ctx_slow: the share of each that did)
  *   define_us       kc_define of an unrelated name, median
  *   stats_us        kc_stats_get, median
  *   collect_ms      kc_collect with nothing to free, median
@@ -54,6 +55,7 @@
 typedef struct part {
   long upto, linked;
   double link_us, compile_ms, hot_ns, rr_ns, rr_ctx_ns, define_us, stats_us, collect_ms, rss_per_ci_kb;
+  double rr_slow, rr_ctx_slow; /* the share of those launches that took the slow path */
 } part;
 
 static kc_runtime *rt;
@@ -127,9 +129,11 @@ static double hot_ns(kc_kernel *k) {
 /* Over the n kernels in context 0 (contexts 1), or over the n x nctx linked
  * objects (contexts nctx): object j is kernel j / contexts in context
  * j % contexts. */
-static double rr_ns(long n, int contexts) {
+static double rr_ns(long n, int contexts, double *slow) {
   long total = n * contexts, m = total < RR_MAX ? total : RR_MAX;
   double v[7];
+  kc_stats before, after;
+  KCB_CHECK(kc_stats_get(rt, &before));
   for (int s = 0; s < 7; s++) {
     double t0 = now_ns();
     for (long i = 0; i < m; i++) {
@@ -138,6 +142,8 @@ static double rr_ns(long n, int contexts) {
     }
     v[s] = (now_ns() - t0) / (double)m;
   }
+  KCB_CHECK(kc_stats_get(rt, &after));
+  *slow = (double)(after.slow_lookups - before.slow_lookups) / (7.0 * (double)m);
   return median(v, 7);
 }
 
@@ -194,8 +200,8 @@ static void run_part(part *p, long from, long to, int threads, long rss0) {
   p->compile_ms = median(link, (int)(to - from));
   free(link);
   p->hot_ns = hot_ns(kernels[to - 1]);
-  p->rr_ns = rr_ns(to, 1);
-  p->rr_ctx_ns = rr_ns(to, nctx);
+  p->rr_ns = rr_ns(to, 1, &p->rr_slow);
+  p->rr_ctx_ns = rr_ns(to, nctx, &p->rr_ctx_slow);
   p->define_us = define_us(to);
   p->stats_us = stats_us();
   p->collect_ms = collect_ms();
@@ -229,6 +235,7 @@ static void print_json(const part *parts, long n, int threads, const char *cc, d
   for (int i = 0; i < PARTS; i++) {
     printf("%s{\"upto\":%ld,\"linked\":%ld", i ? "," : "", parts[i].upto, parts[i].linked);
     for (int f = 0; f < NF; f++) printf(",\"%s\":%.4g", names[f], field(&parts[i], f));
+    printf(",\"rr_slow\":%.3f,\"rr_ctx_slow\":%.3f", parts[i].rr_slow, parts[i].rr_ctx_slow);
     printf("}");
   }
   printf(
