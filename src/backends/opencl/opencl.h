@@ -95,4 +95,10 @@ int ocl_device_count(void *state);
 const char *ocl_device_name(void *state, int index);
 const char *ocl_identity(void *state);
 
+/* probe.c: the parameter probe (backend.h). */
+kc_status ocl_epilogue(void *state, const kc__tu *tu, kc__sb *out);
+/* Runs prog's probe kernel and fills sig's by-value entries (a no-op when
+ * tu has none); KC_ECOMPILE saying why if it cannot. */
+kc_status ocl_run_probe(ocl_state *st, cl_program prog, const kc__tu *tu, uint64_t *sig);
+
 #endif /* KC_BACKENDS_OPENCL_H */
