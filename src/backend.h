@@ -152,6 +152,13 @@ struct kc_buffer {
   kc_context *owner; /* the context struct it lives in; never changes */
   size_t size;
   kc_buffer *prev, *next; /* owner's live list or free list, under owner->lock */
+  /* Checked mode (src/core/checked.c): the whole allocation, guard zones
+   * included (h is a view of its middle), and who launched with it last
+   * (for the message at kc_context_finish), under owner->lock. */
+  kc__bufh whole;
+  const kc__spec *chk_spec;
+  uint32_t chk_arg;
+  char chk_label[96];
 };
 _Static_assert(offsetof(struct kc_buffer, h) == 0, "argv takes a kc_buffer * as a pointer to its handle");
 
@@ -221,6 +228,12 @@ typedef struct kc__backend {
   void (*buf_destroy)(void *bctx, kc__bufh *h);
   kc_status (*buf_write)(void *bctx, kc__bufh *h, size_t off, const void *src, size_t n);
   kc_status (*buf_read)(void *bctx, kc__bufh *h, size_t off, void *dst, size_t n);
+  /* Optional (checked mode): a handle on bytes [off, off + size) of the
+   * buffer whole, which kernels and copies use like any buffer's, and its
+   * release (whole stays). NULL: a handle is an address (host, CUDA), and
+   * the view is whole's plus off, released with nothing. */
+  kc_status (*buf_view)(void *bctx, const kc__bufh *whole, size_t off, size_t size, kc__bufh *view);
+  void (*buf_view_destroy)(void *bctx, kc__bufh *view);
 } kc__backend;
 
 /* Each backend defines its table, `const kc__backend kc__backend_NAME`, in

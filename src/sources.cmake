@@ -12,6 +12,7 @@ set(KC_SOURCES
     src/base/misc.c
     src/base/sb.c
     src/base/settings.c
+    src/core/checked.c
     src/core/code.c
     src/core/context.c
     src/core/launch.c

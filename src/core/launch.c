@@ -206,6 +206,8 @@ static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, const k
   kc__linked *l = NULL;
   st = kc__ctx_link(ctx, ci, &l);
   if (st) return st;
+  /* checked mode fills no cache: every launch comes back here */
+  if (KC__UNLIKELY(rt->checked)) return kc__checked_launch(l, ctx, grid, block, args, nargs, NULL);
   kc__store_release(&k->slots[key & (KC__HSLOTS - 1)], l);
   return l->b.entry(&l->b, ctx, grid, block, args, nargs);
 }
@@ -416,6 +418,7 @@ static KC__NOINLINE kc_status args_slow(kc_args *a, const kc_dim3 *grid, const k
   kc__linked *l = NULL;
   st = kc__ctx_link(ctx, ci, &l);
   if (st) return st;
+  if (KC__UNLIKELY(rt->checked)) return kc__checked_launch(l, ctx, grid, block, a->args, a->n, a->argv);
   kc__store_relaxed(&a->ci_id, ci->id);
   kc__store_relaxed(&a->l, l);
   return l->b.launch(&l->b, a->argv, grid, block);

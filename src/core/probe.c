@@ -20,7 +20,8 @@ uint32_t kc__probe_count(const kc__tu *tu) {
 
 /* C (host): an array the loader reads with dlsym. */
 static void emit_c(kc__sb *out, const kc__tu *tu, uint32_t m) {
-  kc__sb_printf(out, "__attribute__((visibility(\"default\"))) const unsigned long long kc__probe[] = {%uu", m);
+  kc__sb_printf(out, "__attribute__((visibility(\"default\"))) const unsigned long long kc__probe[] = {%uu",
+                m);
   for (uint32_t i = 0; i < tu->nparams; i++)
     if (!tu->params[i].is_buffer)
       kc__sb_printf(out, ",\n  sizeof(%s), _Alignof(%s)", tu->params[i].type, tu->params[i].type);
@@ -75,11 +76,12 @@ kc_status kc__probe_apply(const kc__bsvc *sv, const kc__tu *tu, const uint64_t *
     uint64_t size = vals[j], align = vals[j + 1];
     j += 2;
     if (!size || size >= UINT32_MAX || !align || align > (1u << 16) || (align & (align - 1)) || size % align)
-      return kc__bs_err(sv, KC_ECOMPILE,
-                        "kernel '%s': the compiler's parameter probe says parameter %u (%s %s) has %llu bytes "
-                        "and alignment %llu, which cannot be",
-                        tu->entry, i, tu->params[i].type, tu->params[i].name, (unsigned long long)size,
-                        (unsigned long long)align);
+      return kc__bs_err(
+          sv, KC_ECOMPILE,
+          "kernel '%s': the compiler's parameter probe says parameter %u (%s %s) has %llu bytes "
+          "and alignment %llu, which cannot be",
+          tu->entry, i, tu->params[i].type, tu->params[i].name, (unsigned long long)size,
+          (unsigned long long)align);
   }
   for (uint32_t i = 0, j = 1; i < tu->nparams; i++) {
     if (tu->params[i].is_buffer) continue;

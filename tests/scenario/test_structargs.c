@@ -115,12 +115,14 @@ static void test_wrong_size_same_message(void **state) {
   args[1].size = sizeof p;
   args[3].size = 12; /* a float3's bytes for a float4 */
   KCT_STATUS(f->rt, KC_EARGS, kc_launch(k, f->ctx, &grid, &block, args, 5));
-  assert_string_equal(kc_errmsg(f->rt),
-                      "kernel 'sa' argument 3 (float4 v) is a 16-byte value (alignment 16); 12 bytes were given");
+  assert_string_equal(
+      kc_errmsg(f->rt),
+      "kernel 'sa' argument 3 (float4 v) is a 16-byte value (alignment 16); 12 bytes were given");
   kc_args *a = NULL;
   KCT_STATUS(f->rt, KC_EARGS, kc_args_create(k, f->ctx, args, 5, &a));
-  assert_string_equal(kc_errmsg(f->rt),
-                      "kernel 'sa' argument 3 (float4 v) is a 16-byte value (alignment 16); 12 bytes were given");
+  assert_string_equal(
+      kc_errmsg(f->rt),
+      "kernel 'sa' argument 3 (float4 v) is a 16-byte value (alignment 16); 12 bytes were given");
   args[3].size = sizeof v;
   KCT_OK(f->rt, kc_args_create(k, f->ctx, args, 5, &a));
   short small = 1;
@@ -129,6 +131,47 @@ static void test_wrong_size_same_message(void **state) {
                       "kernel 'sa' argument 2 is a 8-byte value (alignment 4); 2 bytes were given");
   kc_args_destroy(a);
   kc_kernel_destroy(k);
+}
+
+/* From the disk cache: the signature, alignment included, comes back with
+ * the artifact (a second runtime on the same directory compiles nothing),
+ * so the arguments work and a wrong size gets the same message. */
+static void test_signature_from_the_disk_cache(void **state) {
+  (void)state;
+  char dir[KCT_DIR_LEN];
+  kct_mkdtemp(dir, sizeof dir, "structargs");
+  unsetenv("KC_CACHE_DISABLE");
+  kc_options opt;
+  kc_options_init(&opt);
+  opt.cache_dir = dir;
+  for (int run = 0; run < 2; run++) {
+    kc_runtime *rt = kct_runtime(&opt);
+    kc_context *ctx = kct_context(rt);
+    kc_buffer *b = kct_buffer(rt, ctx, KCT_FX_N);
+    kc_kernel *k = define_sa(rt);
+    p_host p;
+    u_host u;
+    f4_host v;
+    int n;
+    values(&p, &u, &v, &n);
+    kc_arg args[] = {KC_ARG_BUF(b), KC_ARG_VAL(p), KC_ARG_VAL(u), KC_ARG_VAL(v), KC_ARG_VAL(n)};
+    kc_dim3 grid = {1, 1, 1}, block = {1, 1, 1};
+    KCT_OK(rt, kc_launch(k, ctx, &grid, &block, args, 5));
+    float out[KCT_FX_N];
+    KCT_OK(rt, kc_context_finish(ctx));
+    KCT_OK(rt, kc_buffer_read(b, 0, out, sizeof out));
+    expect_out(out);
+    args[2].size = 4;
+    KCT_STATUS(rt, KC_EARGS, kc_launch(k, ctx, &grid, &block, args, 5));
+    assert_string_equal(kc_errmsg(rt),
+                        "kernel 'sa' argument 2 (U u) is a 8-byte value (alignment 4); 4 bytes were given");
+    kc_stats s = kct_stats(rt);
+    assert_int_equal(s.compiles, run == 0 ? 1 : 0);
+    assert_int_equal(s.disk_hits, run == 0 ? 0 : 1);
+    kct_destroy(rt);
+  }
+  kct_memory_only();
+  kct_rmrf(dir);
 }
 
 static const char SRC_HAS_HALF[] = "KC_KERNEL void has_half(KC_GLOBAL float *out) {\n"
@@ -187,6 +230,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       KCT_FX_TEST(test_struct_union_vector_arguments),
       KCT_FX_TEST(test_wrong_size_same_message),
+      KCT_TEST(test_signature_from_the_disk_cache),
       KCT_TEST(test_half_argument),
   };
   return KCT_RUN(tests);

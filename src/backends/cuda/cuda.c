@@ -193,8 +193,10 @@ static kc_status cu_compile(void *state, const kc__tu *tu, void **artifact, size
   cu_probe_out probe;
   kc_status s = cu_compile_tu(st->sv, tu->text, tu->len, tu->entry, st->arch, st->ptx, st->compile_options,
                               artifact, size, log, &probe);
-  /* the sizes and alignments of by-value parameters, from NVRTC */
-  if (!s) s = kc__probe_apply(st->sv, tu, probe.vals, probe.n, sig);
+  /* the sizes and alignments of by-value parameters, from NVRTC; an NVRTC
+   * that keeps no PTX beside a cubin leaves the engine's sizes (a type it
+   * cannot size fails its launches with KC_EARGS saying so) */
+  if (!s && (probe.n || st->ptx)) s = kc__probe_apply(st->sv, tu, probe.vals, probe.n, sig);
   if (s) {
     kc__bs_free(st->sv, *artifact);
     *artifact = NULL;

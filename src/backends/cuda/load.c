@@ -238,7 +238,8 @@ const char cu_prelude[] =
 static void cu_probe_read(const kc__bsvc *sv, nvrtcProgram prog, const char *ptx, cu_probe_out *probe) {
   char *own = NULL;
   size_t n = 0;
-  if (!ptx && cu_nvrtc.nvrtcGetPTXSize(prog, &n) == KC__NVRTC_SUCCESS && n > 1 && (own = kc__bs_alloc(sv, n))) {
+  if (!ptx && cu_nvrtc.nvrtcGetPTXSize(prog, &n) == KC__NVRTC_SUCCESS && n > 1 &&
+      (own = kc__bs_alloc(sv, n))) {
     if (cu_nvrtc.nvrtcGetPTX(prog, own) == KC__NVRTC_SUCCESS) {
       own[n - 1] = '\0';
       ptx = own;

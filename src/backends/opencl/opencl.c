@@ -439,4 +439,6 @@ const kc__backend kc__backend_opencl = {
     .buf_destroy = ocl_buf_destroy,
     .buf_write = ocl_buf_write,
     .buf_read = ocl_buf_read,
+    .buf_view = ocl_buf_view,
+    .buf_view_destroy = ocl_buf_view_destroy,
 };

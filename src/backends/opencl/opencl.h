@@ -40,6 +40,7 @@
   X(clEnqueueNDRangeKernel) \
   X(clFinish) \
   X(clCreateBuffer) \
+  X(clCreateSubBuffer) \
   X(clReleaseMemObject) \
   X(clEnqueueWriteBuffer) \
   X(clEnqueueReadBuffer)
@@ -100,5 +101,8 @@ kc_status ocl_epilogue(void *state, const kc__tu *tu, kc__sb *out);
 /* Runs prog's probe kernel and fills sig's by-value entries (a no-op when
  * tu has none); KC_ECOMPILE saying why if it cannot. */
 kc_status ocl_run_probe(ocl_state *st, cl_program prog, const kc__tu *tu, uint64_t *sig);
+/* checked.c: checked mode's buffer views (backend.h, buf_view). */
+kc_status ocl_buf_view(void *bctx, const kc__bufh *whole, size_t off, size_t size, kc__bufh *view);
+void ocl_buf_view_destroy(void *bctx, kc__bufh *view);
 
 #endif /* KC_BACKENDS_OPENCL_H */
