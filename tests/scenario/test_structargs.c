@@ -131,6 +131,27 @@ static void test_wrong_size_same_message(void **state) {
                       "kernel 'sa' argument 2 is a 8-byte value (alignment 4); 2 bytes were given");
   kc_args_destroy(a);
   kc_kernel_destroy(k);
+  /* only built-in types (OpenCL sizes them from the compiler's names of
+   * them, without running the probe): the same numbers, the same words */
+  kct_define(f->rt, "bi", "KC_KERNEL void bi(KC_GLOBAL float *out, float4 v, uint n) { out[0] = v.w + n; }");
+  kc_kernel *bi = kct_kernel(f->rt, "bi", NULL);
+  uint32_t un = 2;
+  kc_arg bargs[] = {KC_ARG_BUF(f->buf), KC_ARG_VAL(v), KC_ARG_VAL(un)};
+  KCT_OK(f->rt, kc_launch(bi, f->ctx, &grid, &block, bargs, 3));
+  KCT_OK(f->rt, kc_context_finish(f->ctx));
+  KCT_OK(f->rt, kc_buffer_read(f->buf, 0, f->out, sizeof(float)));
+  assert_true(f->out[0] == 6.0f);
+  bargs[1].size = 8;
+  KCT_STATUS(f->rt, KC_EARGS, kc_launch(bi, f->ctx, &grid, &block, bargs, 3));
+  assert_string_equal(
+      kc_errmsg(f->rt),
+      "kernel 'bi' argument 1 (float4 v) is a 16-byte value (alignment 16); 8 bytes were given");
+  bargs[1].size = sizeof v;
+  bargs[2].size = 8;
+  KCT_STATUS(f->rt, KC_EARGS, kc_launch(bi, f->ctx, &grid, &block, bargs, 3));
+  assert_string_equal(kc_errmsg(f->rt),
+                      "kernel 'bi' argument 2 (uint n) is a 4-byte value (alignment 4); 8 bytes were given");
+  kc_kernel_destroy(bi);
 }
 
 /* From the disk cache: the signature, alignment included, comes back with

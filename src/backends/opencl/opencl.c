@@ -123,9 +123,10 @@ static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, siz
 
   cl_kernel k = NULL;
   if ((s = ocl_check_entry(sv, prog, tu->entry, tu->nparams, &k)) != KC_OK) goto done;
-  ocl.clReleaseKernel(k);
   /* the sizes and alignments of by-value parameters, from the compiler */
-  if ((s = ocl_run_probe(st, prog, tu, sig)) != KC_OK) goto done;
+  s = ocl_run_probe(st, prog, k, tu, sig);
+  ocl.clReleaseKernel(k);
+  if (s) goto done;
 
   /* The program was built for one device, so there is one binary. */
   size_t bsize = 0;
