@@ -97,7 +97,7 @@ static void test_each_link_has_its_own_statics(void **state) {
   run(rt, k, b, 1, out); /* b's own copy: its first launch */
   assert_float_equal(out[0], 1.0f, 0);
   /* a redefinition relinks in both, with fresh statics and the new code */
-  for (int round = 0; round < 50; round++) {
+  for (int round = 0; round < 20; round++) {
     char src[128];
     snprintf(src, sizeof src, "static float n; KC_KERNEL void k(KC_GLOBAL float *y) { y[0] = ++n + %d; }",
              100 * round);

@@ -52,6 +52,16 @@ static const char host_prelude[] =
     "typedef unsigned char uchar;\n"
     "typedef unsigned short ushort;\n"
     "typedef unsigned long ulong;\n"
+    "/* the 2- and 4-lane vector types, as structs of x, y (z, w) aligned to their size\n"
+    "   (as on OpenCL and CUDA; no arithmetic on them here), and half where C has it */\n"
+    "#define KC__VEC(t) typedef struct { t x, y; } __attribute__((aligned(2 * sizeof(t)))) t##2; \\\n"
+    "  typedef struct { t x, y, z, w; } __attribute__((aligned(4 * sizeof(t)))) t##4;\n"
+    "KC__VEC(char) KC__VEC(uchar) KC__VEC(short) KC__VEC(ushort) KC__VEC(int) KC__VEC(uint)\n"
+    "KC__VEC(long) KC__VEC(ulong) KC__VEC(float) KC__VEC(double)\n"
+    "#undef KC__VEC\n"
+    "#if defined(__FLT16_MAX__) && !defined(__TINYC__)\n"
+    "typedef _Float16 half;\n"
+    "#endif\n"
     "struct kc__item { unsigned lid[3], grp[3], lsz[3], ngrp[3]; };\n"
     "/* the thread's work item lies at %fs:0 + kc__it_off, which kcache's loader sets */\n"
     "__attribute__((visibility(\"hidden\"))) long kc__it_off = 0;\n"
@@ -251,12 +261,9 @@ static void host_emit_launch(const kc__tu *tu, kc__sb *out) {
 static kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
   host_emit_grid(tu, out);
   host_emit_launch(tu, out);
-  kc__sb_printf(out,
-                "__attribute__((visibility(\"default\"))) const unsigned kc__nargs = %u;\n"
-                "__attribute__((visibility(\"default\"))) const unsigned kc__argsz[] = {",
+  kc__sb_printf(out, "__attribute__((visibility(\"default\"))) const unsigned kc__nargs = %u;\n",
                 tu->nparams);
-  for (uint32_t i = 0; i < tu->nparams; i++) kc__sb_printf(out, "sizeof(%s), ", tu->params[i].type);
-  kc__sb_puts(out, "0};\n");
+  kc__probe_emit(out, tu, KC__PROBE_C); /* the compiler's sizes and alignments */
   return out->failed ? kc__bs_err(((host_state *)state)->sv, KC_ENOMEM,
                                   "out of memory building the source of '%s'", tu->entry)
                      : KC_OK;
@@ -325,7 +332,7 @@ static kc_status host_cc(host_state *s, const char *src, const char *obj, const 
 }
 
 /* Checks the object as the loader will load it, and asks it for its
- * parameter sizes: the compiler knows them best. */
+ * parameter sizes and alignments (the probe): the compiler knows them best. */
 static kc_status host_check_object(host_state *s, const kc__tu *tu, const void *obj, size_t n,
                                    uint64_t *sig) {
   char what[200];
@@ -337,16 +344,19 @@ static kc_status host_check_object(host_state *s, const kc__tu *tu, const void *
   const unsigned char *nargs = host_plan_bytes(p, "kc__nargs", sizeof(unsigned));
   unsigned n_in_object = 0;
   if (nargs) memcpy(&n_in_object, nargs, sizeof n_in_object);
-  const unsigned char *argsz = nargs && n_in_object == tu->nparams
-                                   ? host_plan_bytes(p, "kc__argsz", (tu->nparams + 1) * sizeof(unsigned))
-                                   : NULL;
-  if (!argsz || !host_plan_bytes(p, "kc__run", 1) || !host_plan_bytes(p, "kc__launch", 1))
+  uint32_t m = kc__probe_count(tu);
+  size_t nvals = m ? 1 + 2 * (size_t)m : 0;
+  const unsigned char *probe = m ? host_plan_bytes(p, "kc__probe", nvals * sizeof(uint64_t)) : NULL;
+  uint64_t *vals = probe ? kc__bs_alloc(s->sv, nvals * sizeof *vals) : NULL;
+  if (probe && !vals) st = kc__bs_err(s->sv, KC_ENOMEM, "out of memory compiling '%s'", tu->entry);
+  else if (!nargs || n_in_object != tu->nparams || !host_plan_bytes(p, "kc__run", 1) ||
+           !host_plan_bytes(p, "kc__launch", 1))
     st = kc__bs_err(s->sv, KC_ECOMPILE, "the compiled object for '%s' lacks its entry trampoline", tu->entry);
-  for (uint32_t i = 0; !st && i < tu->nparams; i++) {
-    unsigned size;
-    memcpy(&size, argsz + i * sizeof size, sizeof size);
-    if (!tu->params[i].is_buffer) sig[i] = KC__SIG(KC_ARG_SCALAR, size);
+  else {
+    if (vals) memcpy(vals, probe, nvals * sizeof *vals);
+    st = kc__probe_apply(s->sv, tu, vals, vals ? nvals : 0, sig);
   }
+  kc__bs_free(s->sv, vals);
   host_plan_free(s, p);
   return st;
 }
