@@ -12,6 +12,8 @@
  *              freed blocks are reused with the right code
  *   mappings   with all but about 200 of the process's mappings taken,
  *              2,000 objects still link and run (dlopen took 3 to 5 each)
+ *   threads    threads that link and unlink (context resets) at once, each
+ *              checking what its objects compute (the arena's lock; TSan)
  *   fork       a child that unlinks and relinks what its parent had linked
  *              (the code memory is shared with the parent) leaves the
  *              parent's code as it was
@@ -23,6 +25,7 @@
 #include "kc_test.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -179,6 +182,63 @@ static void test_links_do_not_take_a_mapping_each(void **state) {
 #endif
 }
 
+#define THREADS 4
+#define TKERNELS 8
+
+typedef struct link_job {
+  kc_runtime *rt;
+  kc_kernel **k;
+  int bad; /* launches that failed or computed the wrong value */
+} link_job;
+
+static void *link_worker(void *arg) {
+  link_job *j = arg;
+  kc_context *ctx;
+  kc_buffer *b;
+  if (kc_context_create(j->rt, 0, &ctx) || kc_buffer_create(ctx, sizeof(float), &b)) {
+    j->bad++;
+    return NULL;
+  }
+  for (int round = 0; round < 25; round++) {
+    for (int i = 0; i < TKERNELS; i++) {
+      float v = -1;
+      if (kct_run(j->k[i], ctx, b, 1, &v) || v != (float)i) j->bad++;
+    }
+    if (kc_context_reset(ctx)) j->bad++; /* unlinks all: the blocks go back */
+  }
+  kc_buffer_destroy(b);
+  kc_context_destroy(ctx);
+  return NULL;
+}
+
+static void test_threads_link_and_unlink_at_once(void **state) {
+  (void)state;
+  host_only();
+  kc_runtime *rt = runtime();
+  kc_kernel *k[TKERNELS];
+  for (int i = 0; i < TKERNELS; i++) {
+    char name[16], src[128];
+    snprintf(name, sizeof name, "t%d", i);
+    snprintf(src, sizeof src, "KC_KERNEL void t%d(KC_GLOBAL float *y) { int v = %d; y[0] = (float)v; }", i,
+             i);
+    kct_define(rt, name, src);
+    k[i] = kct_kernel(rt, name, "");
+    KCT_STATUS(rt, KC_OK, kc_kernel_compile(k[i]));
+  }
+  link_job jobs[THREADS];
+  pthread_t tid[THREADS];
+  for (int t = 0; t < THREADS; t++) {
+    jobs[t] = (link_job){rt, k, 0};
+    assert_int_equal(pthread_create(&tid[t], NULL, link_worker, &jobs[t]), 0);
+  }
+  for (int t = 0; t < THREADS; t++) {
+    pthread_join(tid[t], NULL);
+    assert_int_equal(jobs[t].bad, 0);
+  }
+  assert_int_equal(kct_stats(rt).links, THREADS * 25 * TKERNELS);
+  kct_destroy(rt);
+}
+
 /* In a forked child, without cmocka: 0 if the kernel gives `want`. */
 static int child_run(kc_kernel *k, kc_context *ctx, float want) {
   kc_buffer *b;
@@ -237,6 +297,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_features),
       KCT_TEST(test_each_link_has_its_own_statics),
       KCT_TEST(test_links_do_not_take_a_mapping_each),
+      KCT_TEST(test_threads_link_and_unlink_at_once),
       KCT_TEST(test_a_forked_child_leaves_the_parents_code_alone),
   };
   return KCT_RUN(tests);
