@@ -27,6 +27,7 @@
 #include "cache/codec.h"
 #include "cache/counters.h"
 #include "cache/dir.h"
+#include "cache/index.h"
 #include "cache/io.h"
 #include "cache/key.h"
 #include "base/settings.h"
@@ -102,6 +103,7 @@ typedef struct kc__cache_txn {
   void *defs; /* the closure, encoded (a DEFS section) for the entry */
   size_t defs_len;
   uint64_t remote_lock; /* nonzero: this lookup holds the key's lock in the tier */
+  bool lock_unlinked; /* the lock file is gone already (with the entry's write, in its index transaction) */
 } kc__cache_txn;
 
 /* The key of p, then the disk and the tier. True on a hit: verify said

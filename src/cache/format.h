@@ -48,6 +48,9 @@
 #define KC__STORE_MAGIC "KCACHE\x1a\n"
 #define KC__STORE_DEFAULT_MAX (1ull << 30)
 #define KC__STORE_DEFAULT_LOCK_MS 60000u
+/* The most entries that the write which takes the store past its bound
+ * evicts (index.h, kc__store_evict): the next one past it goes on. */
+#define KC__EVICT_BATCH 128u
 /* An entry larger than this is damage, not a kernel. */
 #define KC__STORE_MAX_ENTRY (1ull << 30)
 

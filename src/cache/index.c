@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cache/index.c -- owns the store's per-bucket index files (see index.h):
+ * their format, reading them with the checks that decide whether one may be
+ * believed, rebuilding a bucket's from its directory, and the transactions
+ * in which kcache changes a bucket. The eviction that uses them is evict.c's.
+ */
+#include "cache/index.h"
+#include "base/hash.h"
+#include "cache/io.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define KC__IDX_MAGIC "KCINDEX1"
+#define KC__IDX_HEAD 48u
+#define KC__IDX_REC 40u
+/* An index longer than this is damage (a bucket of 1.6 million entries). */
+#define KC__IDX_MAX (64u << 20)
+
+void kc__index_set_free(const kc__heap *mem, kc__index_set *s) {
+  kc__heap_free(mem, s->rec);
+  memset(s, 0, sizeof *s);
+}
+
+static bool set_push(const kc__heap *mem, kc__index_set *s, const kc__index_rec *r) {
+  if (s->n == s->cap) {
+    size_t nc = s->cap ? s->cap * 2 : 64;
+    kc__index_rec *nr = kc__heap_realloc(mem, s->rec, nc * sizeof *nr);
+    if (!nr) return false;
+    s->rec = nr;
+    s->cap = nc;
+  }
+  s->rec[s->n++] = *r;
+  return true;
+}
+
+static void idx_path(const char *vdir, int b, char *out, size_t n) { snprintf(out, n, "%s/index/%02x", vdir, b); }
+static void bucket_dir(const char *vdir, int b, char *out, size_t n) { snprintf(out, n, "%s/%02x", vdir, b); }
+
+static int64_t st_mtime_ns(const struct stat *st) {
+  return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+/* The bucket directory's mtime and inode; false if it is not a directory. */
+static bool dir_state(const char *vdir, int b, int64_t *mt, uint64_t *ino) {
+  char dir[PATH_MAX];
+  bucket_dir(vdir, b, dir, sizeof dir);
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  *mt = st_mtime_ns(&st);
+  *ino = (uint64_t)st.st_ino;
+  return true;
+}
+
+static uint64_t idx_sum(const uint8_t *head, const uint8_t *recs, size_t len) {
+  uint8_t h[40];
+  memcpy(h, head, sizeof h);
+  memset(h + 12, 0, 4); /* the dirty mark */
+  uint64_t v[2] = {kc__hash(h, sizeof h), kc__hash(recs, len)};
+  return kc__hash(v, sizeof v);
+}
+
+static void rec_decode(const uint8_t *p, kc__index_rec *r) {
+  memcpy(r->key, p, 16);
+  r->size = kc__rd64(p + 16);
+  r->mtime_ns = (int64_t)kc__rd64(p + 24);
+  memcpy(r->backend, p + 32, 8);
+}
+
+static void rec_encode(const kc__index_rec *r, uint8_t *p) {
+  memcpy(p, r->key, 16);
+  kc__le64(p + 16, r->size);
+  kc__le64(p + 24, (uint64_t)r->mtime_ns);
+  memcpy(p + 32, r->backend, 8);
+}
+
+/* Appends the records of an index image of bucket b to out when it is
+ * sound: 1 (clean) or 2 (dirty: its backends may still be reused); 0 if it
+ * is not (out unchanged); -1 out of memory. */
+static int idx_parse(const kc__heap *mem, const uint8_t *buf, size_t len, int b, int64_t *mt, uint64_t *ino,
+                     kc__index_set *out) {
+  if (len < KC__IDX_HEAD || memcmp(buf, KC__IDX_MAGIC, 8) || kc__rd32(buf + 8) != (uint32_t)b) return 0;
+  uint64_t count = kc__rd64(buf + 16);
+  if (count > (len - KC__IDX_HEAD) / KC__IDX_REC || KC__IDX_HEAD + count * KC__IDX_REC != len) return 0;
+  if (idx_sum(buf, buf + KC__IDX_HEAD, len - KC__IDX_HEAD) != kc__rd64(buf + 40)) return 0;
+  *mt = (int64_t)kc__rd64(buf + 24);
+  *ino = kc__rd64(buf + 32);
+  size_t n0 = out->n;
+  for (uint64_t i = 0; i < count; i++) {
+    kc__index_rec r;
+    rec_decode(buf + KC__IDX_HEAD + i * KC__IDX_REC, &r);
+    if (!set_push(mem, out, &r)) {
+      out->n = n0;
+      return -1;
+    }
+  }
+  return kc__rd32(buf + 12) ? 2 : 1;
+}
+
+/* Reads bucket b's index file into out: as idx_parse (0 also when there is
+ * none or it cannot be read). */
+static int idx_read(const kc__heap *mem, const char *vdir, int b, int64_t *mt, uint64_t *ino, kc__index_set *out) {
+  char path[PATH_MAX];
+  idx_path(vdir, b, path, sizeof path);
+  int fd = kc__fo_open(KC__IO_OPEN, path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  struct stat st;
+  int r = 0;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= (off_t)KC__IDX_HEAD &&
+      st.st_size <= (off_t)KC__IDX_MAX) {
+    size_t len = (size_t)st.st_size;
+    uint8_t *buf = kc__heap_alloc(mem, len);
+    if (!buf) r = -1;
+    else if (kc__fo_pread(fd, buf, len, 0) == (ssize_t)len) r = idx_parse(mem, buf, len, b, mt, ino, out);
+    kc__heap_free(mem, buf);
+  }
+  close(fd);
+  return r;
+}
+
+static int by_key(const void *a, const void *b) { return memcmp(a, b, 16); }
+
+/* name into out: NUL-padded, cut at 8 bytes. */
+static void copy_backend(char out[8], const char *name) {
+  size_t n = strlen(name);
+  memset(out, 0, 8);
+  memcpy(out, name, n < 8 ? n : 8);
+}
+
+/* The backend named in the entry image img (size bytes), into out. */
+static void backend_of_image(const void *img, size_t size, char out[8]) {
+  memset(out, 0, 8);
+  kc__entry e;
+  char why[64];
+  if (!img || kc__entry_peek_mem(img, size, size, &e, why, sizeof why) != KC_OK) return;
+  copy_backend(out, e.backend);
+  kc__entry_free(NULL, &e);
+}
+
+void kc__index_rec_make(kc__index_rec *r, const uint8_t key[16], const struct stat *st, const void *img,
+                        size_t size) {
+  memcpy(r->key, key, 16);
+  r->size = (uint64_t)st->st_size;
+  r->mtime_ns = st_mtime_ns(st);
+  backend_of_image(img, size, r->backend);
+}
+
+/* The record of the file path (key from its name), its backend from old
+ * (sorted by key) when old knew it, else peeked. */
+static void scan_one(const char *path, const uint8_t key[16], const struct stat *st, const kc__index_set *old,
+                     kc__index_rec *r) {
+  kc__index_rec_make(r, key, st, NULL, 0);
+  const kc__index_rec *was = old->n ? bsearch(key, old->rec, old->n, sizeof *old->rec, by_key) : NULL;
+  if (was && was->backend[0]) { /* the key covers the backend: it cannot change */
+    memcpy(r->backend, was->backend, 8);
+    return;
+  }
+  kc__entry e;
+  if (kc__entry_peek(path, &e, NULL, 0) != KC_OK) return;
+  copy_backend(r->backend, e.backend);
+  kc__entry_free(NULL, &e);
+}
+
+/* Appends the records of bucket b's directory to out, reusing what old
+ * (sorted in place here) knew. False when out of memory. */
+static bool bucket_scan(const kc__heap *mem, const char *vdir, int b, kc__index_set *old, kc__index_set *out) {
+  char dir[PATH_MAX], path[PATH_MAX];
+  bucket_dir(vdir, b, dir, sizeof dir);
+  if (old->n) qsort(old->rec, old->n, sizeof *old->rec, by_key);
+  DIR *d = opendir(dir);
+  if (!d) return true; /* no bucket: nothing in it */
+  bool ok = true;
+  for (struct dirent *de; ok && (de = readdir(d));) {
+    uint8_t key[16];
+    if (strlen(de->d_name) != 36 || strcmp(de->d_name + 32, ".kce") || !kc__store_unhex_n(de->d_name, key) ||
+        key[0] != b) /* a misplaced entry is never looked up: gc and verify deal with it */
+      continue;
+    struct stat st;
+    if (snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= (int)sizeof path || lstat(path, &st) != 0 ||
+        !S_ISREG(st.st_mode))
+      continue;
+    kc__index_rec r;
+    scan_one(path, key, &st, old, &r);
+    ok = set_push(mem, out, &r);
+  }
+  closedir(d);
+  return ok;
+}
+
+/* Writes s as bucket b's index (dir state mt, ino): temp file, rename. */
+static void idx_write(const kc__heap *mem, const char *vdir, int b, const kc__index_set *s, int64_t mt,
+                      uint64_t ino) {
+  char dir[PATH_MAX], tmp[PATH_MAX], path[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/index", vdir);
+  struct stat vst;
+  if (stat(vdir, &vst) == 0 && kc__fo_mkdir(dir, vst.st_mode & 07777) == 0)
+    kc__store_made_dir(dir, vst.st_mode & 07777); /* the store's own directory mode */
+  static _Atomic uint64_t seq;
+  if (snprintf(tmp, sizeof tmp, "%.3900s/.tmp-%02x-%ld-%ld-%llu", dir, b, (long)getpid(),
+               (long)syscall(SYS_gettid), (unsigned long long)kc__fetch_add_relaxed(&seq, 1)) >= (int)sizeof tmp)
+    return;
+  idx_path(vdir, b, path, sizeof path);
+  size_t len = KC__IDX_HEAD + s->n * KC__IDX_REC;
+  uint8_t *buf = kc__heap_alloc(mem, len);
+  if (!buf) return;
+  memcpy(buf, KC__IDX_MAGIC, 8);
+  kc__le32(buf + 8, (uint32_t)b);
+  kc__le32(buf + 12, 0);
+  kc__le64(buf + 16, s->n);
+  kc__le64(buf + 24, (uint64_t)mt);
+  kc__le64(buf + 32, ino);
+  for (size_t i = 0; i < s->n; i++) rec_encode(&s->rec[i], buf + KC__IDX_HEAD + i * KC__IDX_REC);
+  kc__le64(buf + 40, idx_sum(buf, buf + KC__IDX_HEAD, len - KC__IDX_HEAD));
+  int fd = kc__store_open_create(KC__IO_CREATE, tmp, O_WRONLY | O_CLOEXEC);
+  bool ok = fd >= 0 && kc__fo_write(fd, buf, len) == (ssize_t)len;
+  if (fd >= 0 && close(fd) != 0) ok = false;
+  if (!ok || kc__fo_rename(tmp, path) != 0) unlink(tmp);
+  kc__heap_free(mem, buf);
+}
+
+/* Whether the index just read (state mt, ino) describes bucket b now. */
+static bool fresh(const char *vdir, int b, int64_t mt, uint64_t ino) {
+  int64_t dmt;
+  uint64_t dino;
+  if (!dir_state(vdir, b, &dmt, &dino)) return false;
+  return dmt == mt && dino == ino;
+}
+
+/* Under bucket b's lock: its records into out (appended), rebuilt from the
+ * directory unless cur (what the index said; sound) may stand. */
+static bool rebuild(const kc__heap *mem, const char *vdir, int b, kc__index_set *cur, bool write,
+                    kc__index_set *out) {
+  int64_t mt = 0;
+  uint64_t ino = 0;
+  bool have = dir_state(vdir, b, &mt, &ino);
+  size_t n0 = out->n;
+  if (have && !bucket_scan(mem, vdir, b, cur, out)) {
+    out->n = n0;
+    return false;
+  }
+  if (write && have) {
+    kc__index_set mine = {out->rec + n0, out->n - n0, out->n - n0};
+    idx_write(mem, vdir, b, &mine, mt, ino);
+  }
+  return true;
+}
+
+static int lock_bucket(const char *vdir, int b) {
+  char dir[PATH_MAX];
+  bucket_dir(vdir, b, dir, sizeof dir);
+  int fd = kc__fo_open(KC__IO_OPEN, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  while (flock(fd, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool kc__index_get(const kc__heap *mem, const char *vdir, int b, bool write, kc__index_set *out, bool *rebuilt) {
+  int64_t mt;
+  uint64_t ino;
+  if (rebuilt) *rebuilt = false;
+  size_t n0 = out->n;
+  int r = idx_read(mem, vdir, b, &mt, &ino, out);
+  if (r < 0) return false;
+  if (r == 1 && fresh(vdir, b, mt, ino)) return true;
+  out->n = n0;
+  int64_t dmt;
+  uint64_t dino;
+  if (!dir_state(vdir, b, &dmt, &dino)) return true; /* no bucket, no entries */
+  /* Under the lock: a writer may be at work (dirty), or have just finished. */
+  int fd = lock_bucket(vdir, b);
+  kc__index_set cur = {0};
+  r = idx_read(mem, vdir, b, &mt, &ino, &cur);
+  bool ok = r >= 0;
+  if (r == 1 && fresh(vdir, b, mt, ino)) {
+    for (size_t i = 0; ok && i < cur.n; i++) ok = set_push(mem, out, &cur.rec[i]);
+  } else if (ok) {
+    if (rebuilt) *rebuilt = true;
+    ok = rebuild(mem, vdir, b, &cur, write && fd >= 0, out);
+  }
+  kc__index_set_free(mem, &cur);
+  if (fd >= 0) close(fd);
+  return ok;
+}
+
+bool kc__index_get_all(const kc__heap *mem, const char *vdir, bool write, kc__index_set *out) {
+  memset(out, 0, sizeof *out);
+  for (int b = 0; b < 256; b++) {
+    if (!kc__index_get(mem, vdir, b, write, out, NULL)) {
+      kc__index_set_free(mem, out);
+      return false;
+    }
+  }
+  return true;
+}
+
+void kc__index_begin(const kc__heap *mem, const char *vdir, int b, kc__index_txn *t) {
+  memset(t, 0, sizeof *t);
+  t->bucket = b;
+  t->fd = lock_bucket(vdir, b);
+  if (t->fd < 0) return;
+  int64_t mt;
+  uint64_t ino;
+  t->sound = idx_read(mem, vdir, b, &mt, &ino, &t->cur) == 1 && fresh(vdir, b, mt, ino);
+  if (!t->sound) return;
+  char path[PATH_MAX];
+  idx_path(vdir, b, path, sizeof path);
+  /* the mark: if we die before the commit, readers rebuild this bucket */
+  int fd = kc__fo_open(KC__IO_OPEN, path, O_WRONLY | O_CLOEXEC, 0);
+  uint8_t one[4] = {1, 0, 0, 0};
+  if (fd < 0 || kc__fo_pwrite(fd, one, 4, 12) != 4) t->sound = false; /* then commit rebuilds */
+  if (fd >= 0) close(fd);
+}
+
+void kc__index_del(kc__index_txn *t, const uint8_t key[16]) {
+  for (size_t i = 0; i < t->cur.n; i++)
+    if (!memcmp(t->cur.rec[i].key, key, 16)) {
+      t->cur.rec[i] = t->cur.rec[--t->cur.n];
+      return;
+    }
+}
+
+void kc__index_put(const kc__heap *mem, kc__index_txn *t, const kc__index_rec *r) {
+  kc__index_del(t, r->key); /* kept when not sound too: a rebuild reuses its backend */
+  if (!set_push(mem, &t->cur, r)) t->sound = false;
+}
+
+void kc__index_commit(const kc__heap *mem, const char *vdir, kc__index_txn *t) {
+  if (t->fd >= 0) {
+    int64_t mt;
+    uint64_t ino;
+    if (t->sound && dir_state(vdir, t->bucket, &mt, &ino)) {
+      idx_write(mem, vdir, t->bucket, &t->cur, mt, ino);
+    } else {
+      kc__index_set out = {0};
+      rebuild(mem, vdir, t->bucket, &t->cur, true, &out);
+      kc__index_set_free(mem, &out);
+    }
+    close(t->fd); /* the flock goes with it */
+  }
+  kc__index_set_free(mem, &t->cur);
+  t->fd = -1;
+}
+
+void kc__index_rebuild_all(const kc__heap *mem, const char *vdir) {
+  for (int b = 0; b < 256; b++) {
+    int64_t mt;
+    uint64_t ino;
+    if (!dir_state(vdir, b, &mt, &ino)) continue;
+    int fd = lock_bucket(vdir, b);
+    if (fd < 0) continue;
+    kc__index_set cur = {0}, out = {0};
+    idx_read(mem, vdir, b, &mt, &ino, &cur); /* for the backends it knows, sound or not fresh */
+    rebuild(mem, vdir, b, &cur, true, &out);
+    kc__index_set_free(mem, &cur);
+    kc__index_set_free(mem, &out);
+    close(fd);
+  }
+}
