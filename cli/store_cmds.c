@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---------------------------------------------------------------- stats */
@@ -61,20 +62,66 @@ static void tally(summary *s, const char *name, uint64_t bytes) {
   }
 }
 
+/* Whether this user may rewrite the store's index: a store it can write,
+ * and not another user's store as root (its index would be root's). */
+static bool index_writable(const cli *c) {
+  struct stat st;
+  return access(c->vdir, W_OK) == 0 && stat(c->vdir, &st) == 0 && (geteuid() != 0 || st.st_uid == 0);
+}
+
+/* The oldest use among s's records: the K recorded oldest, each checked
+ * against its file's mtime (a hit touches the file, not the index); the
+ * first that was not used since bounds every other. */
+static int64_t oldest_use(const cli *c, const kc__index_set *s) {
+  enum { K = 64 };
+  const kc__index_rec *top[K];
+  size_t nt = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    const kc__index_rec *r = &s->rec[i];
+    if (nt == K && r->mtime_ns >= top[K - 1]->mtime_ns) continue;
+    size_t j = nt < K ? nt++ : K - 1;
+    for (; j && top[j - 1]->mtime_ns > r->mtime_ns; j--) top[j] = top[j - 1];
+    top[j] = r;
+  }
+  int64_t oldest = 0;
+  for (size_t i = 0; i < nt; i++) {
+    char path[PATH_MAX];
+    kc__store_path(c->vdir, top[i]->key, ".kce", path, sizeof path);
+    struct stat st;
+    int64_t t = top[i]->mtime_ns;
+    if (lstat(path, &st) == 0) t = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    if (!oldest || t < oldest) oldest = t;
+    if (t == top[i]->mtime_ns) break;
+  }
+  return oldest;
+}
+
+/* From the store's index (cache/index.h), not from every entry: what it
+ * holds, by backend; entries that could not be read when indexed count as
+ * damaged. The newest use is the newer of the index's and the shared
+ * counters' last change (every hit, miss and write rewrites them). */
 static void summarize(const cli *c, summary *s) {
   memset(s, 0, sizeof *s);
-  kc__store_file *files = cli_list(c, &s->n);
-  for (size_t i = 0; i < s->n; i++) {
-    s->total += files[i].size;
-    if (!s->oldest || files[i].mtime_ns < s->oldest) s->oldest = files[i].mtime_ns;
-    if (files[i].mtime_ns > s->newest) s->newest = files[i].mtime_ns;
-    kc__entry e;
-    bool ok = kc__entry_peek(files[i].path, &e, NULL, 0) == KC_OK;
-    s->damaged += !ok;
-    tally(s, ok ? e.backend : "(damaged)", files[i].size);
-    if (ok) kc__entry_free(NULL, &e);
+  kc__index_set set;
+  if (!kc__index_get_all(NULL, c->vdir, index_writable(c), &set)) cli_fail("out of memory reading the index");
+  s->n = set.n;
+  for (size_t i = 0; i < set.n; i++) {
+    const kc__index_rec *r = &set.rec[i];
+    char be[9];
+    memcpy(be, r->backend, 8);
+    be[8] = 0;
+    s->total += r->size;
+    if (r->mtime_ns > s->newest) s->newest = r->mtime_ns;
+    s->damaged += !be[0];
+    tally(s, be[0] ? be : "(damaged)", r->size);
   }
-  kc__store_list_free(NULL, files);
+  s->oldest = oldest_use(c, &set);
+  kc__index_set_free(NULL, &set);
+  char path[PATH_MAX + 16];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/stats", c->vdir);
+  int64_t counted = stat(path, &st) == 0 ? (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec : 0;
+  if (s->n && counted > s->newest) s->newest = counted;
   const char *env = kc__setting_raw(KC__SET_CACHE_MAXSIZE);
   if (!kc__store_env_max_size(&s->max))
     snprintf(s->max_error, sizeof s->max_error,

@@ -171,11 +171,11 @@ kc_status kc__store_evict(const kc__heap *mem, const char *vdir, uint64_t target
     /* Others may be writing: deltas, not a snapshot, unless the counters
      * were unknown or wrong (they called for eviction where none was due). */
     if (k.sized && r.bytes_before > target)
-      kc__store_counters_add(vdir, -(int64_t)r.evicted_bytes, -(int64_t)r.evicted, 0, 0, 0, r.evicted, 0, false,
-                             NULL);
+      kc__store_counters_add(vdir, -(int64_t)r.evicted_bytes, -(int64_t)r.evicted, 0, 0, 0, r.evicted, 0,
+                             false, NULL);
     else
-      kc__store_counters_add(vdir, (int64_t)r.bytes_after, (int64_t)r.entries_after, 0, 0, 0, r.evicted, 0, true,
-                             NULL);
+      kc__store_counters_add(vdir, (int64_t)r.bytes_after, (int64_t)r.entries_after, 0, 0, 0, r.evicted, 0,
+                             true, NULL);
   }
   kc__heap_free(mem, ch);
   kc__heap_free(mem, slots);

@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define KC__IDX_MAGIC "KCINDEX1"
@@ -43,7 +42,9 @@ static bool set_push(const kc__heap *mem, kc__index_set *s, const kc__index_rec 
   return true;
 }
 
-static void idx_path(const char *vdir, int b, char *out, size_t n) { snprintf(out, n, "%s/index/%02x", vdir, b); }
+static void idx_path(const char *vdir, int b, char *out, size_t n) {
+  snprintf(out, n, "%s/index/%02x", vdir, b);
+}
 static void bucket_dir(const char *vdir, int b, char *out, size_t n) { snprintf(out, n, "%s/%02x", vdir, b); }
 
 static int64_t st_mtime_ns(const struct stat *st) {
@@ -106,16 +107,29 @@ static int idx_parse(const kc__heap *mem, const uint8_t *buf, size_t len, int b,
   return kc__rd32(buf + 12) ? 2 : 1;
 }
 
-/* Reads bucket b's index file into out: as idx_parse (0 also when there is
- * none or it cannot be read). */
-static int idx_read(const kc__heap *mem, const char *vdir, int b, int64_t *mt, uint64_t *ino, kc__index_set *out) {
+/* Opens bucket b's index to read, or (write) to read and write, made with
+ * its directory when missing. -1 if it cannot be. */
+static int idx_open(const char *vdir, int b, bool write) {
   char path[PATH_MAX];
   idx_path(vdir, b, path, sizeof path);
-  int fd = kc__fo_open(KC__IO_OPEN, path, O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0) return 0;
+  if (!write) return kc__fo_open(KC__IO_OPEN, path, O_RDONLY | O_CLOEXEC, 0);
+  int fd = kc__store_open_create(KC__IO_CREATE, path, O_RDWR | O_CLOEXEC);
+  if (fd >= 0 || errno != ENOENT) return fd;
+  char dir[PATH_MAX];
+  struct stat vst;
+  snprintf(dir, sizeof dir, "%s/index", vdir);
+  if (stat(vdir, &vst) != 0) return -1;
+  if (kc__fo_mkdir(dir, vst.st_mode & 07777) == 0)
+    kc__store_made_dir(dir, vst.st_mode & 07777); /* the store's own directory mode */
+  return kc__store_open_create(KC__IO_CREATE, path, O_RDWR | O_CLOEXEC);
+}
+
+/* Reads the index open in fd (bucket b) into out: as idx_parse (0 also
+ * when it cannot be read). */
+static int idx_read(const kc__heap *mem, int fd, int b, int64_t *mt, uint64_t *ino, kc__index_set *out) {
   struct stat st;
   int r = 0;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= (off_t)KC__IDX_HEAD &&
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= (off_t)KC__IDX_HEAD &&
       st.st_size <= (off_t)KC__IDX_MAX) {
     size_t len = (size_t)st.st_size;
     uint8_t *buf = kc__heap_alloc(mem, len);
@@ -123,7 +137,6 @@ static int idx_read(const kc__heap *mem, const char *vdir, int b, int64_t *mt, u
     else if (kc__fo_pread(fd, buf, len, 0) == (ssize_t)len) r = idx_parse(mem, buf, len, b, mt, ino, out);
     kc__heap_free(mem, buf);
   }
-  close(fd);
   return r;
 }
 
@@ -172,7 +185,8 @@ static void scan_one(const char *path, const uint8_t key[16], const struct stat 
 
 /* Appends the records of bucket b's directory to out, reusing what old
  * (sorted in place here) knew. False when out of memory. */
-static bool bucket_scan(const kc__heap *mem, const char *vdir, int b, kc__index_set *old, kc__index_set *out) {
+static bool bucket_scan(const kc__heap *mem, const char *vdir, int b, kc__index_set *old,
+                        kc__index_set *out) {
   char dir[PATH_MAX], path[PATH_MAX];
   bucket_dir(vdir, b, dir, sizeof dir);
   if (old->n) qsort(old->rec, old->n, sizeof *old->rec, by_key);
@@ -196,34 +210,25 @@ static bool bucket_scan(const kc__heap *mem, const char *vdir, int b, kc__index_
   return ok;
 }
 
-/* Writes s as bucket b's index (dir state mt, ino): temp file, rename. */
-static void idx_write(const kc__heap *mem, const char *vdir, int b, const kc__index_set *s, int64_t mt,
-                      uint64_t ino) {
-  char dir[PATH_MAX], tmp[PATH_MAX], path[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s/index", vdir);
-  struct stat vst;
-  if (stat(vdir, &vst) == 0 && kc__fo_mkdir(dir, vst.st_mode & 07777) == 0)
-    kc__store_made_dir(dir, vst.st_mode & 07777); /* the store's own directory mode */
-  static _Atomic uint64_t seq;
-  if (snprintf(tmp, sizeof tmp, "%.3900s/.tmp-%02x-%ld-%ld-%llu", dir, b, (long)getpid(),
-               (long)syscall(SYS_gettid), (unsigned long long)kc__fetch_add_relaxed(&seq, 1)) >= (int)sizeof tmp)
-    return;
-  idx_path(vdir, b, path, sizeof path);
+/* Writes s as bucket b's index (dir state mt, ino) into fd, in place
+ * under the bucket's lock: the image with the dirty mark, its length, then
+ * the mark cleared. A reader that sees a part of it sees the mark or a
+ * wrong checksum; so does one after a crash in the middle. */
+static void idx_write(const kc__heap *mem, int fd, int b, const kc__index_set *s, int64_t mt, uint64_t ino) {
   size_t len = KC__IDX_HEAD + s->n * KC__IDX_REC;
   uint8_t *buf = kc__heap_alloc(mem, len);
   if (!buf) return;
   memcpy(buf, KC__IDX_MAGIC, 8);
   kc__le32(buf + 8, (uint32_t)b);
-  kc__le32(buf + 12, 0);
+  kc__le32(buf + 12, 1);
   kc__le64(buf + 16, s->n);
   kc__le64(buf + 24, (uint64_t)mt);
   kc__le64(buf + 32, ino);
   for (size_t i = 0; i < s->n; i++) rec_encode(&s->rec[i], buf + KC__IDX_HEAD + i * KC__IDX_REC);
   kc__le64(buf + 40, idx_sum(buf, buf + KC__IDX_HEAD, len - KC__IDX_HEAD));
-  int fd = kc__store_open_create(KC__IO_CREATE, tmp, O_WRONLY | O_CLOEXEC);
-  bool ok = fd >= 0 && kc__fo_write(fd, buf, len) == (ssize_t)len;
-  if (fd >= 0 && close(fd) != 0) ok = false;
-  if (!ok || kc__fo_rename(tmp, path) != 0) unlink(tmp);
+  static const uint8_t clean[4];
+  if (kc__fo_pwrite(fd, buf, len, 0) == (ssize_t)len && ftruncate(fd, (off_t)len) == 0)
+    kc__fo_pwrite(fd, clean, 4, 12);
   kc__heap_free(mem, buf);
 }
 
@@ -235,9 +240,10 @@ static bool fresh(const char *vdir, int b, int64_t mt, uint64_t ino) {
   return dmt == mt && dino == ino;
 }
 
-/* Under bucket b's lock: its records into out (appended), rebuilt from the
- * directory unless cur (what the index said; sound) may stand. */
-static bool rebuild(const kc__heap *mem, const char *vdir, int b, kc__index_set *cur, bool write,
+/* Under bucket b's lock (fd its index, -1: none): its records into out
+ * (appended), rebuilt from the directory, reusing what cur knew; written
+ * to fd when write. */
+static bool rebuild(const kc__heap *mem, const char *vdir, int b, kc__index_set *cur, int fd, bool write,
                     kc__index_set *out) {
   int64_t mt = 0;
   uint64_t ino = 0;
@@ -247,17 +253,19 @@ static bool rebuild(const kc__heap *mem, const char *vdir, int b, kc__index_set 
     out->n = n0;
     return false;
   }
-  if (write && have) {
+  if (write && have && fd >= 0) {
     kc__index_set mine = {out->rec + n0, out->n - n0, out->n - n0};
-    idx_write(mem, vdir, b, &mine, mt, ino);
+    idx_write(mem, fd, b, &mine, mt, ino);
   }
   return true;
 }
 
-static int lock_bucket(const char *vdir, int b) {
-  char dir[PATH_MAX];
-  bucket_dir(vdir, b, dir, sizeof dir);
-  int fd = kc__fo_open(KC__IO_OPEN, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+/* Opens bucket b's index (to write if it may, else to read) and flocks it:
+ * the bucket's lock. -1 if it cannot be; *rw whether it may be written. */
+static int lock_bucket(const char *vdir, int b, bool write, bool *rw) {
+  int fd = write ? idx_open(vdir, b, true) : -1;
+  *rw = fd >= 0;
+  if (fd < 0) fd = idx_open(vdir, b, false);
   if (fd < 0) return -1;
   while (flock(fd, LOCK_EX) != 0) {
     if (errno == EINTR) continue;
@@ -267,28 +275,30 @@ static int lock_bucket(const char *vdir, int b) {
   return fd;
 }
 
-bool kc__index_get(const kc__heap *mem, const char *vdir, int b, bool write, kc__index_set *out, bool *rebuilt) {
+bool kc__index_get(const kc__heap *mem, const char *vdir, int b, bool write, kc__index_set *out,
+                   bool *rebuilt) {
   int64_t mt;
   uint64_t ino;
   if (rebuilt) *rebuilt = false;
   size_t n0 = out->n;
-  int r = idx_read(mem, vdir, b, &mt, &ino, out);
+  int fd = idx_open(vdir, b, false);
+  int r = idx_read(mem, fd, b, &mt, &ino, out);
+  if (fd >= 0) close(fd);
   if (r < 0) return false;
   if (r == 1 && fresh(vdir, b, mt, ino)) return true;
   out->n = n0;
-  int64_t dmt;
-  uint64_t dino;
-  if (!dir_state(vdir, b, &dmt, &dino)) return true; /* no bucket, no entries */
+  if (!dir_state(vdir, b, &mt, &ino)) return true; /* no bucket, no entries */
   /* Under the lock: a writer may be at work (dirty), or have just finished. */
-  int fd = lock_bucket(vdir, b);
+  bool rw;
+  fd = lock_bucket(vdir, b, write, &rw);
   kc__index_set cur = {0};
-  r = idx_read(mem, vdir, b, &mt, &ino, &cur);
+  r = idx_read(mem, fd, b, &mt, &ino, &cur);
   bool ok = r >= 0;
   if (r == 1 && fresh(vdir, b, mt, ino)) {
     for (size_t i = 0; ok && i < cur.n; i++) ok = set_push(mem, out, &cur.rec[i]);
   } else if (ok) {
     if (rebuilt) *rebuilt = true;
-    ok = rebuild(mem, vdir, b, &cur, write && fd >= 0, out);
+    ok = rebuild(mem, vdir, b, &cur, fd, rw, out);
   }
   kc__index_set_free(mem, &cur);
   if (fd >= 0) close(fd);
@@ -309,19 +319,19 @@ bool kc__index_get_all(const kc__heap *mem, const char *vdir, bool write, kc__in
 void kc__index_begin(const kc__heap *mem, const char *vdir, int b, kc__index_txn *t) {
   memset(t, 0, sizeof *t);
   t->bucket = b;
-  t->fd = lock_bucket(vdir, b);
+  bool rw;
+  t->fd = lock_bucket(vdir, b, true, &rw);
+  if (t->fd >= 0 && !rw) { /* a store this process cannot write: nothing to record */
+    close(t->fd);
+    t->fd = -1;
+  }
   if (t->fd < 0) return;
   int64_t mt;
   uint64_t ino;
-  t->sound = idx_read(mem, vdir, b, &mt, &ino, &t->cur) == 1 && fresh(vdir, b, mt, ino);
-  if (!t->sound) return;
-  char path[PATH_MAX];
-  idx_path(vdir, b, path, sizeof path);
+  t->sound = idx_read(mem, t->fd, b, &mt, &ino, &t->cur) == 1 && fresh(vdir, b, mt, ino);
   /* the mark: if we die before the commit, readers rebuild this bucket */
-  int fd = kc__fo_open(KC__IO_OPEN, path, O_WRONLY | O_CLOEXEC, 0);
-  uint8_t one[4] = {1, 0, 0, 0};
-  if (fd < 0 || kc__fo_pwrite(fd, one, 4, 12) != 4) t->sound = false; /* then commit rebuilds */
-  if (fd >= 0) close(fd);
+  static const uint8_t one[4] = {1, 0, 0, 0};
+  if (t->sound && kc__fo_pwrite(t->fd, one, 4, 12) != 4) t->sound = false; /* then commit rebuilds */
 }
 
 void kc__index_del(kc__index_txn *t, const uint8_t key[16]) {
@@ -342,10 +352,10 @@ void kc__index_commit(const kc__heap *mem, const char *vdir, kc__index_txn *t) {
     int64_t mt;
     uint64_t ino;
     if (t->sound && dir_state(vdir, t->bucket, &mt, &ino)) {
-      idx_write(mem, vdir, t->bucket, &t->cur, mt, ino);
+      idx_write(mem, t->fd, t->bucket, &t->cur, mt, ino);
     } else {
       kc__index_set out = {0};
-      rebuild(mem, vdir, t->bucket, &t->cur, true, &out);
+      rebuild(mem, vdir, t->bucket, &t->cur, t->fd, true, &out);
       kc__index_set_free(mem, &out);
     }
     close(t->fd); /* the flock goes with it */
@@ -358,12 +368,13 @@ void kc__index_rebuild_all(const kc__heap *mem, const char *vdir) {
   for (int b = 0; b < 256; b++) {
     int64_t mt;
     uint64_t ino;
+    bool rw;
     if (!dir_state(vdir, b, &mt, &ino)) continue;
-    int fd = lock_bucket(vdir, b);
+    int fd = lock_bucket(vdir, b, true, &rw);
     if (fd < 0) continue;
     kc__index_set cur = {0}, out = {0};
-    idx_read(mem, vdir, b, &mt, &ino, &cur); /* for the backends it knows, sound or not fresh */
-    rebuild(mem, vdir, b, &cur, true, &out);
+    idx_read(mem, fd, b, &mt, &ino, &cur); /* for the backends it knows, sound or not */
+    rebuild(mem, vdir, b, &cur, fd, rw, &out);
     kc__index_set_free(mem, &cur);
     kc__index_set_free(mem, &out);
     close(fd);

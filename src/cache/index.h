@@ -64,13 +64,15 @@ void kc__index_set_free(const kc__heap *mem, kc__index_set *s);
  * is sound and fresh, else rebuilt (and written back when write is true).
  * *rebuilt (may be NULL) is set when it had to be rebuilt. False only when
  * out of memory. */
-bool kc__index_get(const kc__heap *mem, const char *vdir, int b, bool write, kc__index_set *out, bool *rebuilt);
+bool kc__index_get(const kc__heap *mem, const char *vdir, int b, bool write, kc__index_set *out,
+                   bool *rebuilt);
 /* Every bucket's records: the whole store as the index knows it. */
 bool kc__index_get_all(const kc__heap *mem, const char *vdir, bool write, kc__index_set *out);
 
 /* A change to one bucket's entries. */
 typedef struct kc__index_txn {
-  int fd; /* the bucket directory, flocked; -1: no lock (the change goes unindexed: the index is then stale) */
+  int fd; /* the bucket directory, flocked; -1: no lock (the change goes unindexed: the index is then stale)
+           */
   int bucket;
   bool sound; /* cur is the index as it was: changes apply to it, else commit rebuilds */
   kc__index_set cur;

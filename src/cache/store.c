@@ -365,7 +365,13 @@ static void key_unlock(kc__cache *c, kc__cache_txn *txn) {
   if (txn->lock_fd < 0) return;
   char path[PATH_MAX];
   kc__store_path(c->vdir, txn->key, ".lock", path, sizeof path);
-  if (!txn->lock_unlinked) unlink(path); /* while held: see key_lock_fd */
+  if (!txn->lock_unlinked) { /* while held: see key_lock_fd; in the bucket's index transaction, which
+                              * then records the directory as this leaves it (else: stale, rebuilt) */
+    kc__index_txn it;
+    kc__index_begin(c->mem, c->vdir, txn->key[0], &it);
+    unlink(path);
+    kc__index_commit(c->mem, c->vdir, &it);
+  }
   flock(txn->lock_fd, LOCK_UN);
   close(txn->lock_fd);
   txn->lock_fd = -1;
