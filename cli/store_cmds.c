@@ -24,6 +24,8 @@ const char cli_help_stats[] = "usage: kcache stats [--zero] [--dir DIR] [--json]
                               "writes, evictions, repairs; and, when a remote tier was used (or $KC_REMOTE\n"
                               "names one), its lookups, hits, misses, rejected values, errors, skips,\n"
                               "uploads, waits for another machine's compile, and time per lookup.\n"
+                              "It reads the store's index (rebuilt when damaged or stale), not every\n"
+                              "entry: `kcache verify` reads every entry.\n"
                               "\n"
                               "  -z, --zero  first zeroes the store's hits, misses, writes, evictions and\n"
                               "              repairs (for every process using it; what it holds is kept,\n"
@@ -48,20 +50,6 @@ typedef struct summary {
   kc__store_counters k;
 } summary;
 
-static void tally(summary *s, const char *name, uint64_t bytes) {
-  int j = 0;
-  while (j < s->nbe && strcmp(s->be[j].name, name)) j++;
-  if (j == s->nbe && s->nbe < 8) {
-    snprintf(s->be[j].name, sizeof s->be[j].name, "%s", name);
-    s->be[j].count = s->be[j].bytes = 0;
-    s->nbe++;
-  }
-  if (j < s->nbe) {
-    s->be[j].count++;
-    s->be[j].bytes += bytes;
-  }
-}
-
 /* Whether this user may rewrite the store's index: a store it can write,
  * and not another user's store as root (its index would be root's). */
 static bool index_writable(const cli *c) {
@@ -69,54 +57,30 @@ static bool index_writable(const cli *c) {
   return access(c->vdir, W_OK) == 0 && stat(c->vdir, &st) == 0 && (geteuid() != 0 || st.st_uid == 0);
 }
 
-/* The oldest use among s's records: the K recorded oldest, each checked
- * against its file's mtime (a hit touches the file, not the index); the
- * first that was not used since bounds every other. */
-static int64_t oldest_use(const cli *c, const kc__index_set *s) {
-  enum { K = 64 };
-  const kc__index_rec *top[K];
-  size_t nt = 0;
-  for (size_t i = 0; i < s->n; i++) {
-    const kc__index_rec *r = &s->rec[i];
-    if (nt == K && r->mtime_ns >= top[K - 1]->mtime_ns) continue;
-    size_t j = nt < K ? nt++ : K - 1;
-    for (; j && top[j - 1]->mtime_ns > r->mtime_ns; j--) top[j] = top[j - 1];
-    top[j] = r;
-  }
-  int64_t oldest = 0;
-  for (size_t i = 0; i < nt; i++) {
-    char path[PATH_MAX];
-    kc__store_path(c->vdir, top[i]->key, ".kce", path, sizeof path);
-    struct stat st;
-    int64_t t = top[i]->mtime_ns;
-    if (lstat(path, &st) == 0) t = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-    if (!oldest || t < oldest) oldest = t;
-    if (t == top[i]->mtime_ns) break;
-  }
-  return oldest;
-}
-
-/* From the store's index (cache/index.h), not from every entry: what it
- * holds, by backend; entries that could not be read when indexed count as
- * damaged. The newest use is the newer of the index's and the shared
- * counters' last change (every hit, miss and write rewrites them). */
+/* From the store's summary and index (cache/index.h), not from every
+ * entry: what it holds, by backend; entries that could not be read when
+ * they were indexed count as damaged. Last uses are those the index
+ * records (a hit touches the entry's file, not the index); the newest use
+ * is also the shared counters' last change (every hit, miss and write
+ * rewrites them). */
 static void summarize(const cli *c, summary *s) {
   memset(s, 0, sizeof *s);
-  kc__index_set set;
-  if (!kc__index_get_all(NULL, c->vdir, index_writable(c), &set)) cli_fail("out of memory reading the index");
-  s->n = set.n;
-  for (size_t i = 0; i < set.n; i++) {
-    const kc__index_rec *r = &set.rec[i];
+  kc__index_summary t;
+  if (!kc__index_summarize(NULL, c->vdir, index_writable(c), &t)) cli_fail("out of memory reading the index");
+  s->n = t.count;
+  s->total = t.bytes;
+  s->damaged = t.damaged;
+  s->oldest = t.oldest;
+  s->newest = t.newest;
+  for (int j = 0; j < t.nbe; j++) {
     char be[9];
-    memcpy(be, r->backend, 8);
+    memcpy(be, t.be[j].backend, 8);
     be[8] = 0;
-    s->total += r->size;
-    if (r->mtime_ns > s->newest) s->newest = r->mtime_ns;
-    s->damaged += !be[0];
-    tally(s, be[0] ? be : "(damaged)", r->size);
+    s->nbe = j + 1;
+    snprintf(s->be[j].name, sizeof s->be[j].name, "%s", be[0] ? be : "(damaged)");
+    s->be[j].count = t.be[j].count;
+    s->be[j].bytes = t.be[j].bytes;
   }
-  s->oldest = oldest_use(c, &set);
-  kc__index_set_free(NULL, &set);
   char path[PATH_MAX + 16];
   struct stat st;
   snprintf(path, sizeof path, "%s/stats", c->vdir);

@@ -31,6 +31,7 @@ set(KC_SOURCES
     src/cache/io.c
     src/cache/key.c
     src/cache/store.c
+    src/cache/summary.c
     src/cache/trust.c
     src/remote/config.c
     src/remote/conn.c

@@ -20,19 +20,25 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-/* A min-heap of record numbers by last use. */
+/* A candidate: record i of the loaded set, or (b >= 0) bucket b, not yet
+ * loaded, whose oldest recorded last use is t. */
+typedef struct cand {
+  int64_t t;
+  uint32_t i;
+  int32_t b;
+} cand;
+
+/* A min-heap of candidates by last use. */
 typedef struct lru_heap {
-  uint32_t *a;
-  size_t n;
-  const kc__index_rec *rec;
+  const kc__heap *mem;
+  cand *a;
+  size_t n, cap;
 } lru_heap;
 
-static bool before(const lru_heap *h, size_t x, size_t y) {
-  return h->rec[h->a[x]].mtime_ns < h->rec[h->a[y]].mtime_ns;
-}
+static bool before(const lru_heap *h, size_t x, size_t y) { return h->a[x].t < h->a[y].t; }
 
 static void swap_at(lru_heap *h, size_t x, size_t y) {
-  uint32_t t = h->a[x];
+  cand t = h->a[x];
   h->a[x] = h->a[y];
   h->a[y] = t;
 }
@@ -48,20 +54,41 @@ static void sift_down(lru_heap *h, size_t i) {
   }
 }
 
-static void push(lru_heap *h, uint32_t v) {
+static bool push(lru_heap *h, cand v) {
+  if (h->n == h->cap) {
+    size_t nc = h->cap ? h->cap * 2 : 1024;
+    cand *na = kc__heap_realloc(h->mem, h->a, nc * sizeof *na);
+    if (!na) return false;
+    h->a = na;
+    h->cap = nc;
+  }
   size_t i = h->n++;
   h->a[i] = v;
   while (i && before(h, i, (i - 1) / 2)) {
     swap_at(h, i, (i - 1) / 2);
     i = (i - 1) / 2;
   }
+  return true;
 }
 
-static uint32_t pop(lru_heap *h) {
-  uint32_t v = h->a[0];
+static cand pop(lru_heap *h) {
+  cand v = h->a[0];
   h->a[0] = h->a[--h->n];
   sift_down(h, 0);
   return v;
+}
+
+/* Reads bucket b's records into s and its candidates into h; their bytes
+ * into *bytes. False when out of memory. */
+static bool load(const kc__heap *mem, const char *vdir, int b, kc__index_set *s, lru_heap *h,
+                 uint64_t *bytes) {
+  size_t n0 = s->n;
+  if (!kc__index_get(mem, vdir, b, true, s, NULL)) return false;
+  for (size_t i = n0; i < s->n; i++) {
+    if (bytes) *bytes += s->rec[i].size;
+    if (!push(h, (cand){s->rec[i].mtime_ns, (uint32_t)i, -1})) return false;
+  }
+  return true;
 }
 
 /* What the pass decided about one record. */
@@ -80,16 +107,19 @@ static int64_t mtime_of(const struct stat *st) {
   return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
-/* Picks the victims of s (total bytes *total) into ch[0..*nch). */
-static void choose(const char *vdir, kc__index_set *s, uint32_t *slots, uint64_t target, size_t max_victims,
-                   uint64_t *total, change *ch, size_t *nch) {
-  lru_heap h = {slots, s->n, s->rec};
-  for (size_t i = 0; i < s->n; i++) slots[i] = (uint32_t)i;
-  for (size_t i = s->n / 2; i-- > 0;) sift_down(&h, i);
+/* Picks the victims into ch[0..*nch): from h, loading the buckets whose
+ * turn comes into s. */
+static void choose(const kc__heap *mem, const char *vdir, kc__index_set *s, lru_heap *h, uint64_t target,
+                   size_t max_victims, uint64_t *total, change *ch, size_t *nch) {
   size_t victims = 0, looked = 0;
-  while (*total > target && victims < max_victims && h.n && looked++ < 4 * max_victims) {
-    uint32_t i = pop(&h);
-    kc__index_rec *r = &s->rec[i];
+  while (*total > target && victims < max_victims && h->n && looked < 4 * max_victims) {
+    cand top = pop(h);
+    if (top.b >= 0) {
+      if (!load(mem, vdir, top.b, s, h, NULL)) return;
+      continue;
+    }
+    looked++;
+    kc__index_rec *r = &s->rec[top.i];
     char path[PATH_MAX];
     kc__store_path(vdir, r->key, ".kce", path, sizeof path);
     struct stat st;
@@ -100,7 +130,7 @@ static void choose(const char *vdir, kc__index_set *s, uint32_t *slots, uint64_t
     } else if (mtime_of(&st) > r->mtime_ns) {
       r->mtime_ns = c->r.mtime_ns = mtime_of(&st); /* used since: back in line */
       c->kind = CH_TOUCH;
-      push(&h, i);
+      if (!push(h, (cand){r->mtime_ns, top.i, -1})) return;
     } else {
       c->kind = CH_EVICT;
       c->r.size = (uint64_t)st.st_size;
@@ -108,6 +138,27 @@ static void choose(const char *vdir, kc__index_set *s, uint32_t *slots, uint64_t
       victims++;
     }
   }
+}
+
+/* The store's totals from the summary, every bucket a candidate at its
+ * oldest; a bucket whose slot does not count is loaded at once. */
+static bool start(const kc__heap *mem, const char *vdir, kc__index_set *s, lru_heap *h, kc__gc_result *r) {
+  kc__index_summary *slots = kc__heap_alloc(mem, 256 * sizeof *slots);
+  bool valid[256], ok = slots != NULL;
+  if (ok) kc__summary_read(vdir, slots, valid);
+  for (int b = 0; ok && b < 256; b++) {
+    if (!valid[b]) {
+      size_t n0 = s->n;
+      ok = load(mem, vdir, b, s, h, &r->bytes_before);
+      r->entries_before += s->n - n0;
+    } else if (slots[b].count) {
+      r->bytes_before += slots[b].bytes;
+      r->entries_before += slots[b].count;
+      ok = push(h, (cand){slots[b].oldest, 0, b});
+    }
+  }
+  kc__heap_free(mem, slots);
+  return ok;
 }
 
 /* Applies ch[0..n) (sorted by bucket), one index transaction per bucket. */
@@ -148,20 +199,16 @@ kc_status kc__store_evict(const kc__heap *mem, const char *vdir, uint64_t target
     close(lfd);
     return KC_EBUSY; /* another evictor is at work (or no flock here) */
   }
-  kc__index_set s;
-  uint32_t *slots = NULL;
+  kc__index_set s = {0};
+  lru_heap h = {mem, NULL, 0, 0};
   change *ch = NULL;
   kc_status st = KC_OK;
-  if (!kc__index_get_all(mem, vdir, true, &s) ||
-      !(slots = kc__heap_alloc(mem, (s.n ? s.n : 1) * sizeof *slots)) ||
-      !(ch = kc__heap_alloc(mem, (4 * max_victims + 1) * sizeof *ch))) {
+  if (!(ch = kc__heap_alloc(mem, (4 * max_victims + 1) * sizeof *ch)) || !start(mem, vdir, &s, &h, &r)) {
     st = kc__err_owner(0, KC_ENOMEM, "out of memory evicting from %s", vdir);
   } else {
-    for (size_t i = 0; i < s.n; i++) r.bytes_before += s.rec[i].size;
-    r.entries_before = s.n;
     uint64_t total = r.bytes_before;
     size_t nch = 0;
-    choose(vdir, &s, slots, target, max_victims, &total, ch, &nch);
+    choose(mem, vdir, &s, &h, target, max_victims, &total, ch, &nch);
     qsort(ch, nch, sizeof *ch, by_bucket);
     apply(mem, vdir, ch, nch, &r);
     r.entries_after = r.entries_before - r.evicted;
@@ -178,7 +225,7 @@ kc_status kc__store_evict(const kc__heap *mem, const char *vdir, uint64_t target
                              true, NULL);
   }
   kc__heap_free(mem, ch);
-  kc__heap_free(mem, slots);
+  kc__heap_free(mem, h.a);
   kc__index_set_free(mem, &s);
   flock(lfd, LOCK_UN);
   close(lfd);

@@ -52,7 +52,7 @@ static int64_t st_mtime_ns(const struct stat *st) {
 }
 
 /* The bucket directory's mtime and inode; false if it is not a directory. */
-static bool dir_state(const char *vdir, int b, int64_t *mt, uint64_t *ino) {
+bool kc__index_dir_state(const char *vdir, int b, int64_t *mt, uint64_t *ino) {
   char dir[PATH_MAX];
   bucket_dir(vdir, b, dir, sizeof dir);
   struct stat st;
@@ -214,7 +214,8 @@ static bool bucket_scan(const kc__heap *mem, const char *vdir, int b, kc__index_
  * under the bucket's lock: the image with the dirty mark, its length, then
  * the mark cleared. A reader that sees a part of it sees the mark or a
  * wrong checksum; so does one after a crash in the middle. */
-static void idx_write(const kc__heap *mem, int fd, int b, const kc__index_set *s, int64_t mt, uint64_t ino) {
+static void idx_write(const kc__heap *mem, const char *vdir, int fd, int b, const kc__index_set *s,
+                      int64_t mt, uint64_t ino) {
   size_t len = KC__IDX_HEAD + s->n * KC__IDX_REC;
   uint8_t *buf = kc__heap_alloc(mem, len);
   if (!buf) return;
@@ -227,8 +228,9 @@ static void idx_write(const kc__heap *mem, int fd, int b, const kc__index_set *s
   for (size_t i = 0; i < s->n; i++) rec_encode(&s->rec[i], buf + KC__IDX_HEAD + i * KC__IDX_REC);
   kc__le64(buf + 40, idx_sum(buf, buf + KC__IDX_HEAD, len - KC__IDX_HEAD));
   static const uint8_t clean[4];
-  if (kc__fo_pwrite(fd, buf, len, 0) == (ssize_t)len && ftruncate(fd, (off_t)len) == 0)
-    kc__fo_pwrite(fd, clean, 4, 12);
+  if (kc__fo_pwrite(fd, buf, len, 0) == (ssize_t)len && ftruncate(fd, (off_t)len) == 0 &&
+      kc__fo_pwrite(fd, clean, 4, 12) == 4)
+    kc__summary_put(vdir, b, s->rec, s->n, mt, ino);
   kc__heap_free(mem, buf);
 }
 
@@ -236,7 +238,7 @@ static void idx_write(const kc__heap *mem, int fd, int b, const kc__index_set *s
 static bool fresh(const char *vdir, int b, int64_t mt, uint64_t ino) {
   int64_t dmt;
   uint64_t dino;
-  if (!dir_state(vdir, b, &dmt, &dino)) return false;
+  if (!kc__index_dir_state(vdir, b, &dmt, &dino)) return false;
   return dmt == mt && dino == ino;
 }
 
@@ -247,7 +249,7 @@ static bool rebuild(const kc__heap *mem, const char *vdir, int b, kc__index_set 
                     kc__index_set *out) {
   int64_t mt = 0;
   uint64_t ino = 0;
-  bool have = dir_state(vdir, b, &mt, &ino);
+  bool have = kc__index_dir_state(vdir, b, &mt, &ino);
   size_t n0 = out->n;
   if (have && !bucket_scan(mem, vdir, b, cur, out)) {
     out->n = n0;
@@ -255,7 +257,7 @@ static bool rebuild(const kc__heap *mem, const char *vdir, int b, kc__index_set 
   }
   if (write && have && fd >= 0) {
     kc__index_set mine = {out->rec + n0, out->n - n0, out->n - n0};
-    idx_write(mem, fd, b, &mine, mt, ino);
+    idx_write(mem, vdir, fd, b, &mine, mt, ino);
   }
   return true;
 }
@@ -275,27 +277,32 @@ static int lock_bucket(const char *vdir, int b, bool write, bool *rw) {
   return fd;
 }
 
-bool kc__index_get(const kc__heap *mem, const char *vdir, int b, bool write, kc__index_set *out,
-                   bool *rebuilt) {
+/* kc__index_get; locked: straight to the locked path, which also writes
+ * the bucket's summary slot (when it may) from a fresh index. */
+static bool get_bucket(const kc__heap *mem, const char *vdir, int b, bool write, bool locked,
+                       kc__index_set *out, bool *rebuilt) {
   int64_t mt;
   uint64_t ino;
   if (rebuilt) *rebuilt = false;
   size_t n0 = out->n;
-  int fd = idx_open(vdir, b, false);
-  int r = idx_read(mem, fd, b, &mt, &ino, out);
-  if (fd >= 0) close(fd);
-  if (r < 0) return false;
-  if (r == 1 && fresh(vdir, b, mt, ino)) return true;
-  out->n = n0;
-  if (!dir_state(vdir, b, &mt, &ino)) return true; /* no bucket, no entries */
+  if (!locked) {
+    int fd = idx_open(vdir, b, false);
+    int r = idx_read(mem, fd, b, &mt, &ino, out);
+    if (fd >= 0) close(fd);
+    if (r < 0) return false;
+    if (r == 1 && fresh(vdir, b, mt, ino)) return true;
+    out->n = n0;
+  }
+  if (!kc__index_dir_state(vdir, b, &mt, &ino)) return true; /* no bucket, no entries */
   /* Under the lock: a writer may be at work (dirty), or have just finished. */
   bool rw;
-  fd = lock_bucket(vdir, b, write, &rw);
+  int fd = lock_bucket(vdir, b, write, &rw);
   kc__index_set cur = {0};
-  r = idx_read(mem, fd, b, &mt, &ino, &cur);
+  int r = idx_read(mem, fd, b, &mt, &ino, &cur);
   bool ok = r >= 0;
   if (r == 1 && fresh(vdir, b, mt, ino)) {
     for (size_t i = 0; ok && i < cur.n; i++) ok = set_push(mem, out, &cur.rec[i]);
+    if (locked && rw) kc__summary_put(vdir, b, cur.rec, cur.n, mt, ino);
   } else if (ok) {
     if (rebuilt) *rebuilt = true;
     ok = rebuild(mem, vdir, b, &cur, fd, rw, out);
@@ -303,6 +310,15 @@ bool kc__index_get(const kc__heap *mem, const char *vdir, int b, bool write, kc_
   kc__index_set_free(mem, &cur);
   if (fd >= 0) close(fd);
   return ok;
+}
+
+bool kc__index_get(const kc__heap *mem, const char *vdir, int b, bool write, kc__index_set *out,
+                   bool *rebuilt) {
+  return get_bucket(mem, vdir, b, write, false, out, rebuilt);
+}
+
+bool kc__index_get_slot(const kc__heap *mem, const char *vdir, int b, bool write, kc__index_set *out) {
+  return get_bucket(mem, vdir, b, write, true, out, NULL);
 }
 
 bool kc__index_get_all(const kc__heap *mem, const char *vdir, bool write, kc__index_set *out) {
@@ -351,8 +367,8 @@ void kc__index_commit(const kc__heap *mem, const char *vdir, kc__index_txn *t) {
   if (t->fd >= 0) {
     int64_t mt;
     uint64_t ino;
-    if (t->sound && dir_state(vdir, t->bucket, &mt, &ino)) {
-      idx_write(mem, t->fd, t->bucket, &t->cur, mt, ino);
+    if (t->sound && kc__index_dir_state(vdir, t->bucket, &mt, &ino)) {
+      idx_write(mem, vdir, t->fd, t->bucket, &t->cur, mt, ino);
     } else {
       kc__index_set out = {0};
       rebuild(mem, vdir, t->bucket, &t->cur, t->fd, true, &out);
@@ -369,7 +385,7 @@ void kc__index_rebuild_all(const kc__heap *mem, const char *vdir) {
     int64_t mt;
     uint64_t ino;
     bool rw;
-    if (!dir_state(vdir, b, &mt, &ino)) continue;
+    if (!kc__index_dir_state(vdir, b, &mt, &ino)) continue;
     int fd = lock_bucket(vdir, b, true, &rw);
     if (fd < 0) continue;
     kc__index_set cur = {0}, out = {0};

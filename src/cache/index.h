@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cache/index.h -- the store's index (index.c): for each of the 256 bucket
- * directories, a small file that says what entry files the bucket holds
- * (key, size, last use as far as the index knows, backend), so that the
- * eviction a write triggers and `kcache stats` read 256 small files instead
- * of listing and opening every entry; and the eviction that uses it.
+ * cache/index.h -- the store's index (index.c), its summary (summary.c)
+ * and the eviction that uses them (evict.c). For each of the 256 bucket
+ * directories a small file says what entry files the bucket holds (key,
+ * size, last use as far as the index knows, backend), and one summary file
+ * holds each bucket's totals, so that the eviction a write triggers and
+ * `kcache stats` read one file (and stat the bucket directories) instead
+ * of listing and opening every entry.
  *
- *   ROOT/v1/index/ab             the index of bucket ROOT/v1/ab
- *   ROOT/v1/index/.tmp-ab-<pid>-<tid>-<n>   an index being written
+ *   ROOT/v1/index/ab        the index of bucket ROOT/v1/ab, and its lock
+ *   ROOT/v1/index/summary   256 slots of 192 bytes, slot b for bucket b
  *
  * Index file, little-endian:
  *
@@ -24,22 +26,38 @@
  *       (mtime, ns, i64), backend (8 bytes, NUL-padded; all zero: the
  *       entry could not be read when it was indexed)
  *
- * It is derived data, never trusted over the directory: an index that is
- * missing, damaged (size, magic, checksum), dirty, or stale (the bucket
+ * Summary slot: checksum u64 (XXH3-64 of bytes 8..191), bucket u32, number
+ * of backends u32, the bucket directory's mtime i64 and inode u64 as its
+ * index recorded them, count, bytes, damaged u64, oldest and newest last
+ * use i64, then 5 x (backend 8 bytes, count u64, bytes u64).
+ *
+ * Both are derived data, never trusted over the directory. An index that
+ * is missing, damaged (size, magic, checksum), dirty, or stale (the bucket
  * directory's mtime or inode is not what it recorded: someone changed the
  * bucket without the index) is rebuilt from that bucket's directory by
- * whoever reads it (a readdir and an lstat per file; an entry whose size
- * changed is peeked at for its backend), and written back when the store is
- * writable. Its last use is the entry's mtime when it was indexed: hits
- * touch the file only, and eviction checks each candidate's mtime before it
- * removes it.
+ * whoever reads it (a readdir and an lstat per file; the backend of a key
+ * it knew is kept, a new key's is peeked at), and written back when the
+ * store is writable. A slot counts only when its checksum is right and its
+ * directory state is the bucket directory's now; else that bucket's index
+ * is read instead (and the slot written again). Last use is the entry's
+ * mtime when it was indexed: hits touch the file only, and eviction checks
+ * each candidate's mtime before it removes it.
  *
- * Every change kcache makes to a bucket's entries happens inside an index
- * transaction (kc__index_begin .. kc__index_commit): a flock on the bucket
- * directory (one writer per bucket, across threads and processes), the
- * dirty mark, the change, then the new index (temp file, rename; no fsync:
- * a torn index is damaged, and rebuilt). Readers take no lock: they see the
- * old file or the new one.
+ * Every change kcache makes to a bucket's entries (an entry renamed into
+ * place, a damaged one removed, an eviction, the key's lock file removed)
+ * happens inside an index transaction (kc__index_begin .. _commit): a
+ * flock on the bucket's index file (one writer per bucket, across threads
+ * and processes), the dirty mark, the change, then the new index written in
+ * place (image with the mark, length, mark cleared; no fsync) and its slot.
+ * Readers take no lock: a reader that sees part of a rewrite sees the mark
+ * or a wrong checksum, and takes the lock to read again. A writer killed
+ * in the middle leaves the mark (or a changed directory): readers rebuild.
+ *
+ * Limits: the directory's mtime moves in the kernel's clock ticks (a few
+ * ms), so a change made behind kcache's back in the same tick as kcache's
+ * last change of that bucket is seen only at the bucket's next change, or
+ * by `kcache gc` (which rebuilds every bucket's index). Entries in the
+ * wrong bucket directory are not indexed (never looked up; gc evicts them).
  */
 #ifndef KC_CACHE_INDEX_H
 #define KC_CACHE_INDEX_H
@@ -66,6 +84,8 @@ void kc__index_set_free(const kc__heap *mem, kc__index_set *s);
  * out of memory. */
 bool kc__index_get(const kc__heap *mem, const char *vdir, int b, bool write, kc__index_set *out,
                    bool *rebuilt);
+/* The same, always under the bucket's lock, writing its summary slot too. */
+bool kc__index_get_slot(const kc__heap *mem, const char *vdir, int b, bool write, kc__index_set *out);
 /* Every bucket's records: the whole store as the index knows it. */
 bool kc__index_get_all(const kc__heap *mem, const char *vdir, bool write, kc__index_set *out);
 
@@ -92,6 +112,40 @@ void kc__index_commit(const kc__heap *mem, const char *vdir, kc__index_txn *t);
  * read from the image img (size bytes; NULL: none). */
 void kc__index_rec_make(kc__index_rec *r, const uint8_t key[16], const struct stat *st, const void *img,
                         size_t size);
+
+/* The bucket directory's mtime (ns) and inode; false if it is not there. */
+bool kc__index_dir_state(const char *vdir, int b, int64_t *mt, uint64_t *ino);
+
+/* ------------------------------------------------- the summary (summary.c) */
+
+#define KC__SUMMARY_BACKENDS 5
+
+typedef struct kc__index_tally {
+  char backend[8]; /* as in kc__index_rec */
+  uint64_t count, bytes;
+} kc__index_tally;
+
+/* What a bucket (a slot of the summary), or the store, holds. */
+typedef struct kc__index_summary {
+  uint64_t count, bytes, damaged;
+  int64_t oldest, newest; /* last uses as the index records them; 0: none */
+  kc__index_tally be[KC__SUMMARY_BACKENDS];
+  int nbe;
+  bool overflow; /* more backends than be holds: the tally is partial */
+} kc__index_summary;
+
+void kc__summary_add_recs(kc__index_summary *s, const kc__index_rec *r, size_t n);
+void kc__summary_merge(kc__index_summary *into, const kc__index_summary *s);
+/* Writes bucket b's slot: the totals of r[0..n), dir state mt, ino. */
+void kc__summary_put(const char *vdir, int b, const kc__index_rec *r, size_t n, int64_t mt, uint64_t ino);
+/* Every slot into slots; valid[b] when slot b is sound and matches its
+ * bucket directory (a bucket that does not exist is valid and empty).
+ * False if there is no summary file. */
+bool kc__summary_read(const char *vdir, kc__index_summary slots[256], bool valid[256]);
+/* The whole store's totals: the valid slots, and for each other bucket its
+ * index (under its lock; rebuilt, and its slot written, when write). False
+ * when out of memory. */
+bool kc__index_summarize(const kc__heap *mem, const char *vdir, bool write, kc__index_summary *total);
 
 /* The incremental eviction of a write: the least recently used entries
  * (from the index; each candidate's mtime checked first, and a candidate

@@ -188,17 +188,32 @@ static void test_damaged_index_is_rebuilt(void **state) {
     if (rebuilt) fail_msg("after damage %d, the rebuilt index was not written back", way);
   }
   assert_int_equal(check_index(f), 200);
-  /* every index file garbage: kcache stats still counts right */
-  for (int i = 0; i < 256; i++) {
-    index_file(f, i, path, sizeof path);
-    st_write_file(path, "garbage", 7);
-  }
-  char cmd[2048], *out;
+  /* the summary truncated, then garbage, then every index file garbage
+   * too: kcache stats still counts right each time */
+  char cmd[2048], *out, sum[1100];
+  snprintf(sum, sizeof sum, "%s/index/summary", f->vdir);
   snprintf(cmd, sizeof cmd, "'%s' --dir '%s' stats --json 2>&1", KC_CLI, f->root);
-  assert_int_equal(kct_capture(cmd, &out), 0);
-  KCT_CONTAINS(out, "\"entries\": 200,");
-  KCT_CONTAINS(out, "\"host\": {\"entries\": 200,");
-  free(out);
+  for (int way = 0; way < 3; way++) {
+    size_t n;
+    char *img = st_read_file(sum, &n);
+    assert_true(n >= 256 * 100);
+    if (way == 0) st_write_file(sum, img, n / 3);
+    if (way == 1) memset(img, 0x33, n);
+    if (way == 1) st_write_file(sum, img, n);
+    free(img);
+    if (way == 2)
+      for (int i = 0; i < 256; i++) {
+        index_file(f, i, path, sizeof path);
+        st_write_file(path, "garbage", 7);
+      }
+    assert_int_equal(kct_capture(cmd, &out), 0);
+    KCT_CONTAINS(out, "\"entries\": 200,");
+    KCT_CONTAINS(out, "\"host\": {\"entries\": 200,");
+    free(out);
+  }
+  kc__index_summary t;
+  assert_true(kc__index_summarize(NULL, f->vdir, false, &t));
+  assert_int_equal(t.count, 200);
   assert_int_equal(check_index(f), 200);
 }
 
@@ -297,8 +312,8 @@ static void test_concurrent_processes(void **state) {
   assert_int_equal(st_entries(f->root, &bytes), n);
   /* the bound, give or take what the writers that found another evicting
    * added meanwhile */
-  if (bytes > max + P * 1024) fail_msg("the store holds %llu bytes, bound %llu", (unsigned long long)bytes,
-                                       (unsigned long long)max);
+  if (bytes > max + P * 1024)
+    fail_msg("the store holds %llu bytes, bound %llu", (unsigned long long)bytes, (unsigned long long)max);
 }
 
 /* The entries a runtime writes are indexed with their backend. */
@@ -324,9 +339,12 @@ int main(int argc, char **argv) {
   if (rc >= 0) return rc;
   unsetenv("KC_CACHE_DISABLE");
   const struct CMUnitTest tests[] = {
-      T(test_index_follows_writes_and_repairs), T(test_damaged_index_is_rebuilt),
-      T(test_writer_killed_mid_update),         T(test_change_behind_its_back),
-      T(test_concurrent_processes),             T(test_runtime_entries_are_indexed),
+      T(test_index_follows_writes_and_repairs),
+      T(test_damaged_index_is_rebuilt),
+      T(test_writer_killed_mid_update),
+      T(test_change_behind_its_back),
+      T(test_concurrent_processes),
+      T(test_runtime_entries_are_indexed),
   };
   return KCT_RUN(tests);
 }
