@@ -20,7 +20,9 @@
 #define KC__SLOT 192u
 #define KC__SLOT_OVERFLOW 0x80000000u
 
-static void summary_path(const char *vdir, char *out, size_t n) { snprintf(out, n, "%s/index/summary", vdir); }
+static void summary_path(const char *vdir, char *out, size_t n) {
+  snprintf(out, n, "%s/index/summary", vdir);
+}
 
 /* Adds (backend, size) to s; false when s has no room for a new backend. */
 static bool tally(kc__index_summary *s, const char backend[8], uint64_t count, uint64_t bytes) {
