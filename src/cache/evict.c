@@ -96,11 +96,13 @@ typedef enum change_kind { CH_EVICT, CH_TOUCH, CH_GONE } change_kind;
 typedef struct change {
   kc__index_rec r; /* with the last use seen */
   change_kind kind;
+  uint32_t seq; /* the order of the decisions: a record touched, then evicted, ends evicted */
 } change;
 
 static int by_bucket(const void *a, const void *b) {
   const change *x = a, *y = b;
-  return (int)x->r.key[0] - (int)y->r.key[0];
+  if (x->r.key[0] != y->r.key[0]) return (int)x->r.key[0] - (int)y->r.key[0];
+  return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
 static int64_t mtime_of(const struct stat *st) {
@@ -123,7 +125,8 @@ static void choose(const kc__heap *mem, const char *vdir, kc__index_set *s, lru_
     char path[PATH_MAX];
     kc__store_path(vdir, r->key, ".kce", path, sizeof path);
     struct stat st;
-    change *c = &ch[(*nch)++];
+    change *c = &ch[*nch];
+    c->seq = (uint32_t)(*nch)++;
     c->r = *r;
     if (lstat(path, &st) != 0) {
       c->kind = CH_GONE; /* removed meanwhile (its remover counted it) */
@@ -132,8 +135,9 @@ static void choose(const kc__heap *mem, const char *vdir, kc__index_set *s, lru_
       c->kind = CH_TOUCH;
       if (!push(h, (cand){r->mtime_ns, top.i, -1})) return;
     } else {
-      c->kind = CH_EVICT;
+      c->kind = CH_EVICT; /* removed below only if its file is still as seen now */
       c->r.size = (uint64_t)st.st_size;
+      c->r.mtime_ns = mtime_of(&st);
       *total -= *total < c->r.size ? *total : c->r.size;
       victims++;
     }
