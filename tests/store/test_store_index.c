@@ -8,7 +8,8 @@
  * leaves a bucket that readers rebuild; a change made behind its back (an
  * older kcache, a user's rm) is seen; processes that write and evict in one
  * store at once leave an index equal to the directory, and the store within
- * its bound. A real runtime's entries are indexed with their backend.
+ * its bound; eviction takes the least recently used although hits do not
+ * write the index. A real runtime's entries are indexed with their backend.
  *
  * Entries are written through the store's own functions (kc__cache_fetch
  * and kc__cache_finish, with a synthetic artifact: the store keeps bytes),
@@ -316,6 +317,40 @@ static void test_concurrent_processes(void **state) {
     fail_msg("the store holds %llu bytes, bound %llu", (unsigned long long)bytes, (unsigned long long)max);
 }
 
+static bool present(const fx *f, size_t i) {
+  uint8_t key[16];
+  char path[1024];
+  key_of(i, key);
+  kc__store_path(f->vdir, key, ".kce", path, sizeof path);
+  return access(path, F_OK) == 0;
+}
+
+/* Hits touch the files, not the index: eviction still takes the least
+ * recently used, checking each candidate's mtime. */
+static void test_eviction_sees_hits_the_index_does_not(void **state) {
+  fx *f = *state;
+  put_all(f, 0, 40);
+  usleep(20000);
+  kc__cache *c = open_cache(f, 0);
+  for (size_t i = 0; i < 5; i++) assert_true(put(c, i)); /* hits: the five oldest are now the newest */
+  kc__cache_close(c);
+  uint64_t bytes;
+  st_entries(f->root, &bytes);
+  c = open_cache(f, bytes); /* the next write takes the store past its bound */
+  assert_false(put(c, 1000));
+  kc_stats s;
+  memset(&s, 0, sizeof s);
+  kc__cache_stats(c, &s);
+  kc__cache_close(c);
+  assert_true(s.disk_evictions >= 4);
+  for (size_t i = 0; i < 5; i++)
+    if (!present(f, i)) fail_msg("entry %zu was evicted, though it was used last", i);
+  for (size_t i = 5; i < 5 + s.disk_evictions; i++)
+    if (present(f, i)) fail_msg("entry %zu was kept, though it was among the least recently used", i);
+  assert_true(present(f, 1000));
+  check_index(f);
+}
+
 /* The entries a runtime writes are indexed with their backend. */
 static void test_runtime_entries_are_indexed(void **state) {
   fx *f = *state;
@@ -344,6 +379,7 @@ int main(int argc, char **argv) {
       T(test_writer_killed_mid_update),
       T(test_change_behind_its_back),
       T(test_concurrent_processes),
+      T(test_eviction_sees_hits_the_index_does_not),
       T(test_runtime_entries_are_indexed),
   };
   return KCT_RUN(tests);
