@@ -145,12 +145,21 @@ static void choose(const kc__heap *mem, const char *vdir, kc__index_set *s, lru_
 }
 
 /* The store's totals from the summary, every bucket a candidate at its
- * oldest; a bucket whose slot does not count is loaded at once. */
+ * oldest; a bucket whose slot does not count is loaded at once, up to
+ * KC__EVICT_REBUILDS of them (its index may need a rebuild: a store from
+ * before the index, or a foreign change); the others wait for the next
+ * pass, their bytes estimated from the rest. */
 static bool start(const kc__heap *mem, const char *vdir, kc__index_set *s, lru_heap *h, kc__gc_result *r) {
   kc__index_summary *slots = kc__heap_alloc(mem, 256 * sizeof *slots);
   bool valid[256], ok = slots != NULL;
   if (ok) kc__summary_read(vdir, slots, valid);
+  unsigned loaded = 0, known = 0, skipped = 0;
   for (int b = 0; ok && b < 256; b++) {
+    if (!valid[b] && loaded++ >= KC__EVICT_REBUILDS) {
+      skipped++;
+      continue;
+    }
+    known++;
     if (!valid[b]) {
       size_t n0 = s->n;
       ok = load(mem, vdir, b, s, h, &r->bytes_before);
@@ -160,6 +169,10 @@ static bool start(const kc__heap *mem, const char *vdir, kc__index_set *s, lru_h
       r->entries_before += slots[b].count;
       ok = push(h, (cand){slots[b].oldest, 0, b});
     }
+  }
+  if (skipped && known) {
+    r->bytes_before += r->bytes_before / known * skipped;
+    r->entries_before += r->entries_before / known * skipped;
   }
   kc__heap_free(mem, slots);
   return ok;

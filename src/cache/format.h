@@ -54,6 +54,9 @@
 /* The most entries that the write which takes the store past its bound
  * evicts (index.h, kc__store_evict): the next one past it goes on. */
 #define KC__EVICT_BATCH 32u
+/* The most buckets without a usable summary slot that one such eviction
+ * reads (and rebuilds) the index of; the others wait for the next. */
+#define KC__EVICT_REBUILDS 16u
 /* An entry larger than this is damage, not a kernel. */
 #define KC__STORE_MAX_ENTRY (1ull << 30)
 

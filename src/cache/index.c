@@ -168,13 +168,17 @@ void kc__index_rec_make(kc__index_rec *r, const uint8_t key[16], const struct st
 }
 
 /* The record of the file path (key from its name), its backend from old
- * (sorted by key) when old knew it, else peeked. */
+ * (sorted by key) when old knew it, else peeked (peek), else unknown. */
 static void scan_one(const char *path, const uint8_t key[16], const struct stat *st, const kc__index_set *old,
-                     kc__index_rec *r) {
+                     bool peek, kc__index_rec *r) {
   kc__index_rec_make(r, key, st, NULL, 0);
   const kc__index_rec *was = old->n ? bsearch(key, old->rec, old->n, sizeof *old->rec, by_key) : NULL;
-  if (was && was->backend[0]) { /* the key covers the backend: it cannot change */
-    memcpy(r->backend, was->backend, 8);
+  if (was && was->backend[0] && was->backend[0] != KC__BACKEND_UNKNOWN) {
+    memcpy(r->backend, was->backend, 8); /* the key covers the backend: it cannot change */
+    return;
+  }
+  if (!peek) {
+    r->backend[0] = KC__BACKEND_UNKNOWN;
     return;
   }
   kc__entry e;
@@ -185,7 +189,7 @@ static void scan_one(const char *path, const uint8_t key[16], const struct stat 
 
 /* Appends the records of bucket b's directory to out, reusing what old
  * (sorted in place here) knew. False when out of memory. */
-static bool bucket_scan(const kc__heap *mem, const char *vdir, int b, kc__index_set *old,
+static bool bucket_scan(const kc__heap *mem, const char *vdir, int b, kc__index_set *old, bool peek,
                         kc__index_set *out) {
   char dir[PATH_MAX], path[PATH_MAX];
   bucket_dir(vdir, b, dir, sizeof dir);
@@ -203,7 +207,7 @@ static bool bucket_scan(const kc__heap *mem, const char *vdir, int b, kc__index_
         !S_ISREG(st.st_mode))
       continue;
     kc__index_rec r;
-    scan_one(path, key, &st, old, &r);
+    scan_one(path, key, &st, old, peek, &r);
     ok = set_push(mem, out, &r);
   }
   closedir(d);
@@ -246,12 +250,12 @@ static bool fresh(const char *vdir, int b, int64_t mt, uint64_t ino) {
  * (appended), rebuilt from the directory, reusing what cur knew; written
  * to fd when write. */
 static bool rebuild(const kc__heap *mem, const char *vdir, int b, kc__index_set *cur, int fd, bool write,
-                    kc__index_set *out) {
+                    bool peek, kc__index_set *out) {
   int64_t mt = 0;
   uint64_t ino = 0;
   bool have = kc__index_dir_state(vdir, b, &mt, &ino);
   size_t n0 = out->n;
-  if (have && !bucket_scan(mem, vdir, b, cur, out)) {
+  if (have && !bucket_scan(mem, vdir, b, cur, peek, out)) {
     out->n = n0;
     return false;
   }
@@ -277,8 +281,15 @@ static int lock_bucket(const char *vdir, int b, bool write, bool *rw) {
   return fd;
 }
 
-/* kc__index_get; locked: straight to the locked path, which also writes
- * the bucket's summary slot (when it may) from a fresh index. */
+static bool has_unknown(const kc__index_rec *r, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (r[i].backend[0] == KC__BACKEND_UNKNOWN) return true;
+  return false;
+}
+
+/* kc__index_get; locked (kc__index_get_slot): straight to the locked path,
+ * which writes the bucket's summary slot (when it may) from a fresh index,
+ * and peeks at the entries whose backend the index does not know. */
 static bool get_bucket(const kc__heap *mem, const char *vdir, int b, bool write, bool locked,
                        kc__index_set *out, bool *rebuilt) {
   int64_t mt;
@@ -293,6 +304,7 @@ static bool get_bucket(const kc__heap *mem, const char *vdir, int b, bool write,
     if (r == 1 && fresh(vdir, b, mt, ino)) return true;
     out->n = n0;
   }
+  bool peek = locked;
   if (!kc__index_dir_state(vdir, b, &mt, &ino)) return true; /* no bucket, no entries */
   /* Under the lock: a writer may be at work (dirty), or have just finished. */
   bool rw;
@@ -300,12 +312,12 @@ static bool get_bucket(const kc__heap *mem, const char *vdir, int b, bool write,
   kc__index_set cur = {0};
   int r = idx_read(mem, fd, b, &mt, &ino, &cur);
   bool ok = r >= 0;
-  if (r == 1 && fresh(vdir, b, mt, ino)) {
+  if (r == 1 && fresh(vdir, b, mt, ino) && !(peek && has_unknown(cur.rec, cur.n))) {
     for (size_t i = 0; ok && i < cur.n; i++) ok = set_push(mem, out, &cur.rec[i]);
     if (locked && rw) kc__summary_put(vdir, b, cur.rec, cur.n, mt, ino);
   } else if (ok) {
     if (rebuilt) *rebuilt = true;
-    ok = rebuild(mem, vdir, b, &cur, fd, rw, out);
+    ok = rebuild(mem, vdir, b, &cur, fd, rw, peek, out);
   }
   kc__index_set_free(mem, &cur);
   if (fd >= 0) close(fd);
@@ -371,7 +383,7 @@ void kc__index_commit(const kc__heap *mem, const char *vdir, kc__index_txn *t) {
       idx_write(mem, vdir, t->fd, t->bucket, &t->cur, mt, ino);
     } else {
       kc__index_set out = {0};
-      rebuild(mem, vdir, t->bucket, &t->cur, t->fd, true, &out);
+      rebuild(mem, vdir, t->bucket, &t->cur, t->fd, true, false, &out);
       kc__index_set_free(mem, &out);
     }
     close(t->fd); /* the flock goes with it */
@@ -390,7 +402,7 @@ void kc__index_rebuild_all(const kc__heap *mem, const char *vdir) {
     if (fd < 0) continue;
     kc__index_set cur = {0}, out = {0};
     idx_read(mem, fd, b, &mt, &ino, &cur); /* for the backends it knows, sound or not */
-    rebuild(mem, vdir, b, &cur, fd, rw, &out);
+    rebuild(mem, vdir, b, &cur, fd, rw, true, &out);
     kc__index_set_free(mem, &cur);
     kc__index_set_free(mem, &out);
     close(fd);

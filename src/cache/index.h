@@ -36,12 +36,11 @@
  * directory's mtime or inode is not what it recorded: someone changed the
  * bucket without the index) is rebuilt from that bucket's directory by
  * whoever reads it (a readdir and an lstat per file; the backend of a key
- * it knew is kept, a new key's is peeked at), and written back when the
- * store is writable. A slot counts only when its checksum is right and its
- * directory state is the bucket directory's now; else that bucket's index
- * is read instead (and the slot written again). Last use is the entry's
- * mtime when it was indexed: hits touch the file only, and eviction checks
- * each candidate's mtime before it removes it.
+ * it knew is kept, a new key's is peeked at by the kcache command, and left
+ * unknown by the library), and written back when the store is writable. A slot counts only when its checksum
+ * is right and its directory state is the bucket directory's now; else that bucket's index is read instead
+ * (and the slot written again). Last use is the entry's mtime when it was indexed: hits touch the file only,
+ * and eviction checks each candidate's mtime before it removes it.
  *
  * Every change kcache makes to a bucket's entries (an entry renamed into
  * place, a damaged one removed, an eviction, the key's lock file removed)
@@ -68,8 +67,14 @@ typedef struct kc__index_rec {
   uint8_t key[16];
   uint64_t size; /* of the file */
   int64_t mtime_ns; /* last use, as far as the index knows */
-  char backend[8]; /* NUL-padded (not terminated when 8 long); "" : unreadable when indexed */
+  char backend[8]; /* NUL-padded (not terminated when 8 long); "": unreadable when indexed;
+                    * KC__BACKEND_UNKNOWN first: not read yet */
 } kc__index_rec;
+
+/* The library rebuilds a bucket's index without opening its entries (a
+ * readdir and an lstat per file): an entry it did not know gets this
+ * backend, until `kcache stats` (kc__index_get_slot) or gc reads it. */
+#define KC__BACKEND_UNKNOWN '\x01'
 
 typedef struct kc__index_set {
   kc__index_rec *rec;
@@ -84,7 +89,8 @@ void kc__index_set_free(const kc__heap *mem, kc__index_set *s);
  * out of memory. */
 bool kc__index_get(const kc__heap *mem, const char *vdir, int b, bool write, kc__index_set *out,
                    bool *rebuilt);
-/* The same, always under the bucket's lock, writing its summary slot too. */
+/* The same, always under the bucket's lock, writing its summary slot too,
+ * and reading the entries whose backend the index does not know. */
 bool kc__index_get_slot(const kc__heap *mem, const char *vdir, int b, bool write, kc__index_set *out);
 /* Every bucket's records: the whole store as the index knows it. */
 bool kc__index_get_all(const kc__heap *mem, const char *vdir, bool write, kc__index_set *out);

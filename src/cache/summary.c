@@ -154,7 +154,10 @@ bool kc__index_summarize(const kc__heap *mem, const char *vdir, bool write, kc__
   kc__summary_read(vdir, slots, valid);
   bool ok = true;
   for (int b = 0; ok && b < 256; b++) {
-    if (valid[b]) {
+    bool unknown = false;
+    for (int j = 0; j < slots[b].nbe; j++)
+      unknown = unknown || slots[b].be[j].backend[0] == KC__BACKEND_UNKNOWN;
+    if (valid[b] && !unknown) {
       kc__summary_merge(total, &slots[b]);
       continue;
     }
