@@ -296,18 +296,20 @@ static void test_concurrent_processes(void **state) {
     memset(&s, 0, sizeof s);
     kc__cache_stats(c, &s);
     kc__cache_close(c);
-    uint64_t ev = s.disk_evictions;
-    kct_child_send(&ch[k], &ev, sizeof ev);
+    uint64_t sent[2] = {s.disk_evictions, (uint64_t)hits};
+    kct_child_send(&ch[k], sent, sizeof sent);
     _exit(0);
   }
-  uint64_t evictions = 0;
+  uint64_t evictions = 0, hits = 0;
   for (int k = 0; k < P; k++) {
-    uint64_t ev = 0;
-    assert_int_equal(kct_child_wait(&ch[k], &ev, sizeof ev, 120), sizeof ev);
+    uint64_t got[2] = {0, 0};
+    assert_int_equal(kct_child_wait(&ch[k], got, sizeof got, 120), sizeof got);
     assert_true(WIFEXITED(ch[k].status) && WEXITSTATUS(ch[k].status) == 0);
-    evictions += ev;
+    evictions += got[0];
+    hits += got[1];
   }
   assert_true(evictions > 0);
+  assert_true(hits > 0);
   size_t n = check_index(f);
   uint64_t bytes;
   assert_int_equal(st_entries(f->root, &bytes), n);
