@@ -130,8 +130,8 @@ static void index_file(const fx *f, int b, char *path, size_t len) {
 
 static void test_index_follows_writes_and_repairs(void **state) {
   fx *f = *state;
-  put_all(f, 0, 300);
-  assert_int_equal(check_index(f), 300);
+  put_all(f, 0, 150);
+  assert_int_equal(check_index(f), 150);
   for (int b = 0; b < 256; b++) {
     bool rebuilt;
     bucket(f, b, &rebuilt);
@@ -155,7 +155,7 @@ static void test_index_follows_writes_and_repairs(void **state) {
   assert_false(kc__cache_fetch(c, &p, good, NULL, &txn));
   kc__cache_finish(c, &txn, NULL, NULL); /* the compile failed: nothing written */
   kc__cache_close(c);
-  assert_int_equal(check_index(f), 299);
+  assert_int_equal(check_index(f), 149);
   bool rebuilt;
   bucket(f, key[0], &rebuilt);
   assert_false(rebuilt);
@@ -164,7 +164,7 @@ static void test_index_follows_writes_and_repairs(void **state) {
 /* Each way an index file is damaged: rebuilt, right, and then sound. */
 static void test_damaged_index_is_rebuilt(void **state) {
   fx *f = *state;
-  put_all(f, 0, 200);
+  put_all(f, 0, 120);
   uint8_t key[16];
   key_of(3, key);
   int b = key[0];
@@ -188,7 +188,7 @@ static void test_damaged_index_is_rebuilt(void **state) {
     assert_int_equal(bucket(f, b, &rebuilt), want);
     if (rebuilt) fail_msg("after damage %d, the rebuilt index was not written back", way);
   }
-  assert_int_equal(check_index(f), 200);
+  assert_int_equal(check_index(f), 120);
   /* the summary truncated, then garbage, then every index file garbage
    * too: kcache stats still counts right each time */
   char cmd[2048], *out, sum[1100];
@@ -197,7 +197,7 @@ static void test_damaged_index_is_rebuilt(void **state) {
   for (int way = 0; way < 3; way++) {
     size_t n;
     char *img = st_read_file(sum, &n);
-    assert_true(n >= 256 * 100);
+    assert_true(n >= 100 * 192);
     if (way == 0) st_write_file(sum, img, n / 3);
     if (way == 1) memset(img, 0x33, n);
     if (way == 1) st_write_file(sum, img, n);
@@ -208,14 +208,14 @@ static void test_damaged_index_is_rebuilt(void **state) {
         st_write_file(path, "garbage", 7);
       }
     assert_int_equal(kct_capture(cmd, &out), 0);
-    KCT_CONTAINS(out, "\"entries\": 200,");
-    KCT_CONTAINS(out, "\"host\": {\"entries\": 200,");
+    KCT_CONTAINS(out, "\"entries\": 120,");
+    KCT_CONTAINS(out, "\"host\": {\"entries\": 120,");
     free(out);
   }
   kc__index_summary t;
   assert_true(kc__index_summarize(NULL, f->vdir, false, &t));
-  assert_int_equal(t.count, 200);
-  assert_int_equal(check_index(f), 200);
+  assert_int_equal(t.count, 120);
+  assert_int_equal(check_index(f), 120);
 }
 
 /* A writer killed between its dirty mark and its commit; writers killed
@@ -280,7 +280,7 @@ static void test_change_behind_its_back(void **state) {
 /* Four processes write, hit and evict in one store at once. */
 static void test_concurrent_processes(void **state) {
   fx *f = *state;
-  enum { P = 4, EACH = 120 };
+  enum { P = 4, EACH = 80 };
   const uint64_t max = 80 * 1024;
   kct_child ch[P];
   for (int k = 0; k < P; k++) {
