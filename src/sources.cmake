@@ -7,6 +7,7 @@
 
 set(KC_SOURCES
     src/base/err.c
+    src/base/fork.c
     src/base/hmac.c
     src/base/mem.c
     src/base/misc.c
@@ -14,6 +15,7 @@ set(KC_SOURCES
     src/base/settings.c
     src/core/code.c
     src/core/context.c
+    src/core/fork.c
     src/core/launch.c
     src/core/log.c
     src/core/runtime.c
