@@ -8,7 +8,9 @@
  * compiles are the parent's: the child compiles again if it needs the
  * code), and keeps only the forking thread's pin.
  *
- * Not taken: kc__spec.lock, held for whole compiles (seconds), so a fork
+ * Not taken: each kc__spec.free_lock, which is only ever taken under a
+ * context's lock (and so free while prepare holds them all); and
+ * kc__spec.lock, held for whole compiles (seconds), so a fork
  * does not wait for them; the child finds each one either free or held by
  * a thread it does not have, and makes that one new. A code instance that
  * such a compile had not yet published is not in the child.
@@ -23,20 +25,20 @@ static void fork_prepare(void *ud) {
   kc__lock(&rt->world_lock);
   kc__store_fork_lock(rt);
   kc__lock(&rt->spec_lock);
-  KC__HTAB_EACH(&rt->specs, kc__spec, s, next_in_bucket) kc__lock(&s->free_lock);
   kc__lock(&rt->kernels_lock);
 }
 
 /* child: whether this thread's pin is on rt (and so the only pin left) */
 static void unlock_all(kc_runtime *rt, bool child) {
   kc__unlock(&rt->kernels_lock);
-  KC__HTAB_EACH(&rt->specs, kc__spec, s, next_in_bucket) {
-    kc__unlock(&s->free_lock);
-    if (child && pthread_mutex_trylock(&s->lock) != 0) {
-      /* held by a thread of the parent, which the child does not have */
-      pthread_mutex_init(&s->lock, NULL);
-    } else if (child) {
-      kc__unlock(&s->lock);
+  if (child) {
+    KC__HTAB_EACH(&rt->specs, kc__spec, s, next_in_bucket) {
+      if (pthread_mutex_trylock(&s->lock) != 0) {
+        /* held by a thread of the parent, which the child does not have */
+        pthread_mutex_init(&s->lock, NULL);
+      } else {
+        kc__unlock(&s->lock);
+      }
     }
   }
   kc__unlock(&rt->spec_lock);
@@ -57,8 +59,11 @@ static void fork_parent(void *ud) { unlock_all(ud, false); }
 static void fork_child(void *ud) { unlock_all(ud, true); }
 
 void kc__runtime_fork_register(kc_runtime *rt) {
-  rt->fork = (kc__fork_hook){
-      .level = KC__FORK_RUNTIME, .prepare = fork_prepare, .parent = fork_parent, .child = fork_child, .ud = rt};
+  rt->fork = (kc__fork_hook){.level = KC__FORK_RUNTIME,
+                             .prepare = fork_prepare,
+                             .parent = fork_parent,
+                             .child = fork_child,
+                             .ud = rt};
   kc__fork_register(&rt->fork); /* false: no fork handling (pthread_atfork out of memory) */
 }
 

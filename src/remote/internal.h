@@ -183,6 +183,7 @@ struct kc__remote {
   size_t qwork_peak; /* the most qwork and qbytes ever were (tests) */
   uint64_t qbytes_peak;
   bool stop, started;
+  bool no_thread; /* upload on the caller's thread (a child under TSan) */
   pthread_t thread;
   kc__fork_hook fork; /* queue.c: the queue and the pool around fork() */
 };

@@ -7,7 +7,8 @@
  * and survive fork() (base/fork.h): the parent keeps its queue and its
  * thread; the child, which has no thread, drops its copy of the parent's
  * jobs (the parent sends them: nothing is sent twice) and starts a thread
- * of its own for the jobs it queues.
+ * of its own for the jobs it queues (under ThreadSanitizer, which cannot
+ * start threads after a threaded fork, it uploads synchronously).
  */
 #include "remote/internal.h"
 
@@ -64,7 +65,7 @@ static queued enqueue(kc__remote *r, upjob *j) {
   if (job_has_work(j) && (r->qwork >= KC__QUEUE_JOBS || r->qbytes + j->size > KC__QUEUE_BYTES)) {
     q = Q_FULL;
   } else if (!r->stop) {
-    if (!r->started) {
+    if (!r->started && !r->no_thread) {
       /* the uploader takes no signals meant for the application's threads */
       sigset_t all, old;
       sigfillset(&all);
@@ -188,6 +189,11 @@ static void fork_child(void *ud) {
   r->qlen = r->qwork = 0;
   r->qbytes = 0;
   r->started = false;
+#ifdef KC__TSAN
+  /* ThreadSanitizer cannot start threads in the child of a threaded
+   * process ("dup thread"): there, the child uploads synchronously */
+  r->no_thread = true;
+#endif
   pthread_cond_init(&r->queue_cond, NULL);
   kc__remote_set_ident(r);
   kc__unlock(&r->pool_lock);

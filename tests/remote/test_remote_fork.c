@@ -123,7 +123,8 @@ static int child_work(kc_runtime *rt, int idx, int go_fd) {
     kc_status st = rs_run_v(rt, j % 3, 900000 + idx * 100 + j);
     if (st) rc = st == KC_EBACKEND ? 1 : 2;
   }
-  if (!rc && kc_define(rt, "scale", "KC_DEVICE float scale(float n, float i) { return n * (i + 1.0f); }", NULL))
+  if (!rc &&
+      kc_define(rt, "scale", "KC_DEVICE float scale(float n, float i) { return n * (i + 1.0f); }", NULL))
     rc = 2;
   if (kc_collect(rt, NULL)) rc = 2; /* one thread: a quiescent point */
   kc_stats s;
