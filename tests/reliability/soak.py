@@ -5,8 +5,9 @@ Several soak_worker processes (tests/reliability/soak_worker.c), each with
 several threads, share one store and one redis-server for --minutes, while
 this harness injects real faults:
 
-  kill9_write   kill -9 of a worker caught writing a store entry (a
-                .tmp- file of its pid exists), else of a random one
+  kill9_*       kill -9 of a worker caught writing a store entry (it
+                has a .tmp- file open: kill9_write), else compiling (it
+                holds a key's .lock: kill9_compile), else of any one
   redis_stop    the server stopped (SIGSTOP) for 1-3 s, then continued
   redis_restart the server killed and started again on the same port
   redis_flush   FLUSHALL
@@ -119,6 +120,25 @@ def proc_sample(pid):
         return None
 
 
+def what_open(pid):
+    """kill9_write: pid has an entry's temp file open; kill9_compile: a
+    key's lock file (held from the miss through the compile to the write)."""
+    what = None
+    try:
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                t = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+            except OSError:
+                continue
+            if "/.tmp-" in t:
+                return "kill9_write"
+            if t.endswith(".lock") and not t.endswith("gc.lock"):
+                what = "kill9_compile"
+    except OSError:
+        pass
+    return what
+
+
 def count_files(store):
     temps = glob.glob(os.path.join(store, "v1", "??", ".tmp-*"))
     locks = glob.glob(os.path.join(store, "v1", "??", "*.lock"))
@@ -161,7 +181,7 @@ def main():
     with open(wrapper, "w") as f:
         f.write(WRAPPER.format(threshold=13, kills=kills_file))  # 13/256: 5% of compiles armed
     os.chmod(wrapper, 0o755)
-    faults = {k: 0 for k in ("kill9_write", "kill9_random", "redis_stop", "redis_restart", "redis_flush",
+    faults = {k: 0 for k in ("kill9_write", "kill9_compile", "kill9_random", "redis_stop", "redis_restart", "redis_flush",
                              "disk_full", "corrupt", "cc_kill")}
     env0 = dict(os.environ, KC_CACHE_DIR=store, KC_REMOTE="redis://127.0.0.1:%d" % redis.port, TMPDIR=tmp,
                 KC_REMOTE_PREFIX="soak:")
@@ -215,17 +235,16 @@ def main():
             kind = rng.choice(["kill9", "kill9", "redis_stop", "redis_restart", "redis_flush", "corrupt",
                                "corrupt"])
             if kind == "kill9":
-                cands, until = [], time.time() + 2
-                while not cands and time.time() < until:  # catch one writing an entry
-                    writing = set()
-                    for t in count_files(store)[0]:
-                        parts = os.path.basename(t).split("-")  # .tmp-KEY-PID-TID-N
-                        if len(parts) > 3 and parts[2].isdigit():
-                            writing.add(int(parts[2]))
-                    cands = [p for p in slots[1:] if p.pid in writing]
+                cands, until, how = [], time.time() + 2, "kill9_write"
+                while not cands and time.time() < until:  # catch one writing an entry, or compiling
+                    busy = {p: what_open(p.pid) for p in slots[1:]}
+                    for want in ("kill9_write", "kill9_compile"):
+                        cands = [p for p, w in busy.items() if w == want]
+                        if cands:
+                            how = want
+                            break
                     if not cands:
                         time.sleep(0.002)
-                how = "kill9_write"
                 if not cands:
                     cands, how = slots[1:], "kill9_random"
                 if cands:
