@@ -10,12 +10,11 @@
  * kN(y) = y[i] = hA(i) * M + hB(i) + V (A = N, B = N + 1 mod 3; V a
  * specialization parameter), with C, D, M from small sets, so that the
  * processes' definitions meet in the store and in Redis. Every definition
- * (1.6% of operations: 0.8% helpers, 0.4% kernels, 0.4% identical; resets 1%) is recorded with the world kc_define returned, under the model's lock,
- * which kc_define runs under; a pinned launch expects what the latest
- * record at or before its world says; an unpinned one is checked when no
- * definition happened around it. A launch that fails (a compiler killed,
- * a full disk, a stopped server) is counted by status, never as wrong: a
- * wrong result is a launch that succeeded with other numbers.
+ * (1.6% of operations: 0.8% helpers, 0.4% kernels, 0.4% identical; resets 1%) is recorded with the world
+ * kc_define returned, under the model's lock, which kc_define runs under; a pinned launch expects what the
+ * latest record at or before its world says; an unpinned one is checked when no definition happened around
+ * it. A launch that fails (a compiler killed, a full disk, a stopped server) is counted by status, never as
+ * wrong: a wrong result is a launch that succeeded with other numbers.
  *
  * Counters go to --stats (a JSON line, rewritten through a rename every
  * second), so a process killed with SIGKILL loses at most a second of them.
@@ -145,7 +144,8 @@ static bool expected(int n, int v, kc_world w, float out[N]) {
   rec k, a, b;
   if (!at(&model.k[n], w, &k) || !at(&model.h[n], w, &a) || !at(&model.h[(n + 1) % H], w, &b)) return false;
   for (int i = 0; i < N; i++)
-    out[i] = ((float)i * (float)a.a + (float)a.b) * (float)k.a + ((float)i * (float)b.a + (float)b.b) + (float)v;
+    out[i] =
+        ((float)i * (float)a.a + (float)a.b) * (float)k.a + ((float)i * (float)b.a + (float)b.b) + (float)v;
   return true;
 }
 
@@ -233,7 +233,8 @@ static void one_op(tstate *t) {
   unsigned r = rnd(&t->seed) % 1000;
   if (r < 8) { /* redefine a helper */
     pthread_mutex_lock(&model.lock);
-    kc_status st = define_helper((int)(rnd(&t->seed) % H), 1 + (int)(rnd(&t->seed) % 2), (int)(rnd(&t->seed) % 2));
+    kc_status st =
+        define_helper((int)(rnd(&t->seed) % H), 1 + (int)(rnd(&t->seed) % 2), (int)(rnd(&t->seed) % 2));
     pthread_mutex_unlock(&model.lock);
     if (st) fail_count(st);
     else atomic_fetch_add(&c.defines, 1);
@@ -338,14 +339,16 @@ static void write_stats(bool final) {
   if (!f) return;
   kc_stats s = {0};
   if (rt) kc_stats_get(rt, &s);
-  fprintf(f,
-          "{\"id\": %d, \"pid\": %d, \"final\": %s, \"checked\": %llu, \"pinned\": %llu, \"wrong\": %llu, "
-          "\"unchecked\": %llu, \"defines\": %llu, \"identical\": %llu, \"resets\": %llu, \"collects\": %llu, "
-          "\"recreates\": %llu, \"compiles\": %llu, \"disk_hits\": %llu, \"disk_misses\": %llu, "
-          "\"remote_hits\": %llu, \"remote_uploads\": %llu, \"repairs\": %llu, \"fails\": {",
-          wid, (int)getpid(), final ? "true" : "false", c.checked, c.pinned, c.wrong, c.unchecked, c.defines,
-          c.identical, c.resets, c.collects, c.recreates, c.compiles + s.compiles, c.disk_hits + s.disk_hits,
-          c.disk_misses + s.disk_misses, c.remote_hits + s.remote_hits, c.remote_uploads + s.remote_uploads, c.repairs + s.disk_repairs);
+  fprintf(
+      f,
+      "{\"id\": %d, \"pid\": %d, \"final\": %s, \"checked\": %llu, \"pinned\": %llu, \"wrong\": %llu, "
+      "\"unchecked\": %llu, \"defines\": %llu, \"identical\": %llu, \"resets\": %llu, \"collects\": %llu, "
+      "\"recreates\": %llu, \"compiles\": %llu, \"disk_hits\": %llu, \"disk_misses\": %llu, "
+      "\"remote_hits\": %llu, \"remote_uploads\": %llu, \"repairs\": %llu, \"fails\": {",
+      wid, (int)getpid(), final ? "true" : "false", c.checked, c.pinned, c.wrong, c.unchecked, c.defines,
+      c.identical, c.resets, c.collects, c.recreates, c.compiles + s.compiles, c.disk_hits + s.disk_hits,
+      c.disk_misses + s.disk_misses, c.remote_hits + s.remote_hits, c.remote_uploads + s.remote_uploads,
+      c.repairs + s.disk_repairs);
   bool first = true;
   for (int i = 1; i < 32; i++)
     if (c.fails[i]) {
