@@ -90,7 +90,7 @@ static bool at(const hist *h, kc_world w, rec *out) {
 }
 
 static kc_status define_helper(int j, int cc, int d) {
-  char src[160], name[8];
+  char src[160], name[16];
   snprintf(name, sizeof name, "h%d", j);
   snprintf(src, sizeof src, "KC_DEVICE float h%d(float x) { return x * %d.0f + %d.0f; }", j, cc, d);
   kc_world w = 0;
@@ -103,7 +103,7 @@ static kc_status define_helper(int j, int cc, int d) {
 }
 
 static kc_status define_kernel(int n, int m) {
-  char src[240], name[8];
+  char src[240], name[16];
   snprintf(name, sizeof name, "k%d", n);
   snprintf(src, sizeof src,
            "KC_KERNEL void k%d(KC_GLOBAL float *y) { size_t i = kc_global_id(0); "
@@ -181,9 +181,9 @@ static void launch_one(tstate *t) {
   bool pin = rnd(&t->seed) % 4 != 0;
   kc_status st = KC_OK;
   if (!t->k[n][v]) {
-    char params[16];
+    char params[24];
     snprintf(params, sizeof params, "V=%d", v);
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "k%d", n);
     st = kc_kernel_create(rt, name, params, &t->k[n][v]);
     if (st) {
