@@ -208,6 +208,25 @@ kc_status kc_runtime_create(const kc_options *opt, kc_runtime **out);
  * buffers). Not thread-safe with any other call on the same runtime. */
 void kc_runtime_destroy(kc_runtime *rt);
 
+/* Fork. A process may fork() while its threads use kcache: kcache takes its
+ * locks around the fork (pthread_atfork), so the child inherits none of
+ * them held, and a child may go on using a runtime of its parent on the
+ * host backend (OpenCL and CUDA drivers do not survive a fork: there the
+ * child must create its own runtime, or exec). In the child:
+ *  - compiles that other threads of the parent had in progress did not
+ *    happen: the child compiles again what it needs; the forking thread's
+ *    pin is kept, other threads' pins are not;
+ *  - uploads to the remote tier queued in the parent before the fork are
+ *    sent by the parent alone; the child's own uploads are sent by an
+ *    uploader thread of its own (finished by kc_runtime_destroy, as in any
+ *    process), so none is lost or sent twice;
+ *  - kc_options.alloc is called (to free the child's copy of the parent's
+ *    queued uploads): it must work in a child.
+ * fork() waits while another thread links code into a context or edits
+ * the function table, never for a compile. On the host backend the code
+ * linked before the fork is shared by parent and child and runs in both;
+ * neither reuses the other's code memory (doc/locks.md, "Fork"). */
+
 /* The backend actually in use: "host", "opencl" or "cuda". */
 const char *kc_runtime_backend(const kc_runtime *rt);
 
@@ -542,9 +561,13 @@ void kc_free(kc_runtime *rt, void *p);
  * else 60 s, and compiles itself.
  *
  * Size: kc_options.cache_max_size, else $KC_CACHE_MAXSIZE ("500M", "2G", or
- * bytes), else 1 GiB. The thread whose write takes the store past the bound
- * evicts the least recently used entries (down to 90%); a cached launch
- * never does.
+ * bytes), else 1 GiB, kept approximately: the thread whose write takes the
+ * store past the bound evicts the least recently used entries towards 90%
+ * of it, at most 32 per write (the next write past the bound goes on), so
+ * the store exceeds its bound by at most what is written between two such
+ * writes, or while another thread or process is evicting. It finds them
+ * through the store's index (a summary, then the index of the buckets it
+ * evicts from), not by listing every entry. A cached launch never evicts.
  *
  * Failures are never the caller's: a damaged entry (truncated, corrupted,
  * another format, another key) or one the backend refuses to load is a
