@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kcpy.h -- the objects of the kcache extension module (kcache._kcache),
+ * shared by its files: the runtime, contexts, buffers, kernels with their
+ * launch configurations and cached parameter lists, bound arguments, pins.
+ *
+ * The package requires the GIL: every object below is guarded by it (the
+ * module does not declare Py_mod_gil, so a free-threaded interpreter
+ * turns the GIL back on when it imports kcache). The GIL is released only
+ * around compiles (kc_kernel_compile), never around a cached launch.
+ */
+#ifndef KCPY_H
+#define KCPY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <kcache.h>
+
+typedef struct KcRuntime {
+  PyObject_HEAD
+  kc_runtime *rt; /* NULL once closed: every object made from it checks */
+  kc_context *dctx; /* the default context (device 0) */
+  PyObject *weakrefs;
+} KcRuntime;
+
+typedef struct KcContext {
+  PyObject_HEAD
+  KcRuntime *owner;
+  kc_context *ctx; /* NULL once destroyed */
+  int owned; /* 0: the runtime's default context, destroyed with it */
+} KcContext;
+
+typedef struct KcBuffer {
+  PyObject_HEAD
+  KcContext *owner;
+  kc_buffer *buf;
+  size_t size;
+} KcBuffer;
+
+/* A parameter as the launch path converts to it (kc_param_info, copied). */
+typedef struct kcpy_param {
+  uint32_t kind; /* kc_arg_kind */
+  uint32_t cls; /* kc_scalar_class */
+  uint32_t size; /* arg_size */
+  char name[48];
+  char ctype[32];
+} kcpy_param;
+
+/* A host array staged through a kcache buffer (OpenCL, CUDA, and the host
+ * until buffers can wrap host memory): one per parameter, kept by the
+ * kernel and grown as needed, so that a launch allocates nothing once it
+ * has seen the array's size. */
+typedef struct kcpy_stage {
+  kc_buffer *buf;
+  kc_context *ctx;
+  size_t cap;
+} kcpy_stage;
+
+typedef struct KcKernel {
+  PyObject_HEAD
+  KcRuntime *owner;
+  kc_kernel *k;
+  PyObject *name, *params; /* str */
+  /* The parameter list of the world `pworld` (0: not read yet). */
+  kc_world pworld;
+  uint32_t np;
+  kcpy_param p[KC_MAX_ARGS];
+  kcpy_stage stage[KC_MAX_ARGS];
+  PyObject *cfg; /* the last launch configuration k[grid, block] made */
+  PyObject *weakrefs;
+} KcKernel;
+
+/* k[grid, block]: a callable that launches k with that geometry. */
+typedef struct KcConfig {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  KcKernel *k;
+  kc_dim3 grid, block;
+} KcConfig;
+
+typedef struct KcBound {
+  PyObject_HEAD
+  KcKernel *k;
+  KcContext *ctx;
+  kc_args *a;
+  PyObject *keep; /* list: the Python objects the arguments hold */
+} KcBound;
+
+extern PyTypeObject KcRuntime_Type, KcContext_Type, KcBuffer_Type, KcKernel_Type, KcConfig_Type, KcBound_Type,
+    KcPin_Type;
+
+/* module.c: raises the exception class of st with kc_errmsg(rt) attached
+ * (prefixed by `what` if non-NULL); returns NULL. */
+PyObject *kcpy_raise(const kc_runtime *rt, kc_status st, const char *what);
+/* The runtime is open, else RuntimeError; returns 0 or -1. */
+int kcpy_check_open(KcRuntime *r);
+PyObject *kcpy_stats_new(const kc_stats *s);
+int kcpy_stats_init_type(void);
+
+/* args.c */
+/* Parses a grid or block: an int or a tuple of 1 to 3 ints, each >= 1. */
+int kcpy_dim3(PyObject *o, kc_dim3 *out, const char *what);
+/* Reads k's parameter list at the caller's world into k->p, compiling the
+ * kernel first with the GIL released. */
+int kcpy_refresh(KcKernel *k, kc_world w);
+/* Converts n Python arguments into kc_args (values in vals, one 16-byte
+ * slot per argument); arrays are staged; returns 0 or -1 with an
+ * exception naming the argument. views: n Py_buffers (obj NULL if unused). */
+typedef union kcpy_val {
+  int8_t i8;
+  int16_t i16;
+  int32_t i32;
+  int64_t i64;
+  uint16_t u16;
+  float f;
+  double d;
+  unsigned char bytes[16];
+} kcpy_val;
+int kcpy_convert(KcKernel *k, kc_context *ctx, PyObject *const *args, uint32_t n, kc_arg *out, kcpy_val *vals,
+                 Py_buffer *views);
+/* One scalar argument for parameter i into *a (its bytes in *v). */
+int kcpy_convert_scalar(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, kcpy_val *v);
+/* After the launch: copies staged arrays back (writable ones) and releases
+ * the views; returns 0 or -1. */
+int kcpy_finish_views(KcKernel *k, uint32_t n, Py_buffer *views, int copy_back);
+/* The launch itself (k's default context if ctx is NULL). */
+PyObject *kcpy_launch(KcKernel *k, KcContext *ctx, const kc_dim3 *grid, const kc_dim3 *block,
+                      PyObject *const *args, Py_ssize_t n);
+
+/* kernel.c */
+PyObject *kcpy_kernel_new(KcRuntime *r, const char *name, const char *params);
+/* runtime.c */
+/* A Context object: a new context on device, or (device < 0) a view of the
+ * runtime's default context. */
+KcContext *kcpy_context_new(KcRuntime *r, int device);
+
+#endif
