@@ -115,13 +115,13 @@ static int buffer_init(KcBuffer *self, PyObject *args, PyObject *kw) {
   if (!c) return -1;
   Py_buffer view = {0};
   size_t size;
-  if (PyIndex_Check(what)) {
+  if (PyObject_CheckBuffer(what)) {
+    if (PyObject_GetBuffer(what, &view, PyBUF_C_CONTIGUOUS) < 0) return -1;
+    size = (size_t)view.len;
+  } else {
     Py_ssize_t n = PyNumber_AsSsize_t(what, PyExc_OverflowError);
     if (n < 0) return PyErr_Occurred() ? -1 : (PyErr_SetString(PyExc_ValueError, "negative size"), -1);
     size = (size_t)n;
-  } else {
-    if (PyObject_GetBuffer(what, &view, PyBUF_C_CONTIGUOUS) < 0) return -1;
-    size = (size_t)view.len;
   }
   kc_status st = kc_buffer_create(c, size, &self->buf);
   if (!st && view.obj) st = kc_buffer_write(self->buf, 0, view.buf, size);
