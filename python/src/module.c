@@ -106,7 +106,11 @@ static PyObject *mod_backend_available(PyObject *self, PyObject *arg) {
   return Py_BuildValue("(Os)", ok ? Py_True : Py_False, ok ? "" : (why ? why : ""));
 }
 
+PyObject *kcpy_c_launch_batch(PyObject *self, PyObject *const *args, Py_ssize_t n); /* bench.c */
+
 static PyMethodDef mod_methods[] = {
+    {"_c_launch_batch", (PyCFunction)(void (*)(void))kcpy_c_launch_batch, METH_FASTCALL,
+     "_c_launch_batch(kernel, batch, *args) -> ns per launch of a C loop of kc_launch (the benchmark's C side)."},
     {"backend_available", mod_backend_available, METH_O,
      "backend_available(name) -> (bool, why): whether 'host', 'opencl' or 'cuda' can run here."},
     {NULL, NULL, 0, NULL}};
