@@ -15,10 +15,11 @@ Like bench/kc_bench_opencl.c: batches of BATCH launches, ROUNDS rounds,
 the sides interleaved in each round, each batch drained (finish) outside
 its timing; the figure is the median of the per-launch times.
 
-  python bench_launch.py [--json] [--rounds N] [--only opencl|host]
+  python bench_launch.py [--json | --both] [--rounds N] [--only opencl|host]
 """
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -79,7 +80,7 @@ def bench_opencl(rounds):
     cctx = cl.Context([dev])
     q = cl.CommandQueue(cctx)
     cbuf = cl.Buffer(cctx, cl.mem_flags.READ_WRITE, 256)
-    cargs = [cbuf, np.float32(1.5), np.int32(3), np.float32(2.5)]
+    cargs = [cbuf, 1.5, 3, 2.5]
     enqueue = cl.enqueue_nd_range_kernel
     out = {"device": rt.devices[0], "pyopencl": cl.VERSION_TEXT, "batch": BATCH, "rounds": rounds, "kernels": {}}
     for name, src, nargs in KERNELS:
@@ -88,6 +89,8 @@ def bench_opencl(rounds):
         prog = cl.Program(cctx, src.replace("KC_KERNEL", "__kernel").replace("KC_GLOBAL", "__global")
                           .replace("kc_global_id", "get_global_id")).build()
         knl = getattr(prog, name)
+        # PyOpenCL's fastest form: scalar types declared once, so set_args takes Python numbers
+        knl.set_scalar_arg_dtypes([None, np.float32, np.int32, np.float32][:nargs])
         a, ca = args[:nargs], cargs[:nargs]
         launch = k[1, 1]
         bound = k.bind(*a)
@@ -178,20 +181,28 @@ def bench_host(rounds):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--both", action="store_true", help="print the table, then the JSON of the same run")
     ap.add_argument("--rounds", type=int, default=301)
     ap.add_argument("--only", choices=["opencl", "host"])
     o = ap.parse_args()
     res = {"kcache": kcache.library_version, "python": sys.version.split()[0], "machine": platform.machine(),
-           "unit": "us per launch (median)"}
+           "unit": "us per launch (median)", "loadavg_before": os.getloadavg()}
     if o.only in (None, "opencl"):
         ok, why = kcache.backend_available("opencl")
         res["opencl"] = bench_opencl(o.rounds) if ok else {"skipped": why}
     if o.only in (None, "host"):
         res["host"] = bench_host(o.rounds)
-    if o.json:
+    res["loadavg_after"] = os.getloadavg()
+    if o.json and not o.both:
         print(json.dumps(res, indent=1))
         return
+    table(res)
+    if o.both:
+        print(json.dumps(res, indent=1))
+
+
+def table(res):
     print(f"kcache {res['kcache']} Python launch benchmark (us per launch, medians of the same run)")
     if "kernels" in res.get("opencl", {}):
         print(f"\nOpenCL on {res['opencl']['device']} (PyOpenCL {res['opencl']['pyopencl']})")

@@ -34,8 +34,8 @@ int kcpy_dim3(PyObject *o, kc_dim3 *out, const char *what) {
   return 0;
 }
 
-/* Longer than the usual helper because it compiles (GIL released), then
- * copies each parameter's info, each with its own failure. */
+/* Compiles for the caller's world with the GIL released, then copies each
+ * parameter's info into the handle's cache. */
 int kcpy_refresh(KcKernel *k, kc_world w) {
   kc_runtime *rt = k->owner->rt;
   kc_status st;
@@ -221,8 +221,8 @@ int kcpy_finish_views(KcKernel *k, uint32_t n, Py_buffer *views, int copy_back) 
   return rc;
 }
 
-PyObject *kcpy_launch(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_dim3 *block, PyObject *const *args,
-                      Py_ssize_t n) {
+PyObject *kcpy_launch(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_dim3 *block,
+                      PyObject *const *args, Py_ssize_t n) {
   KcRuntime *r = k->owner;
   if (!r->rt) return kcpy_check_open(r), NULL;
   kc_context *ctx = c ? c->ctx : r->dctx;

@@ -24,11 +24,13 @@ static void bound_dealloc(KcBound *self) {
 }
 
 /* Converts args for binding: arrays are refused. */
-static int bind_convert(KcKernel *k, kc_context *ctx, PyObject *const *args, uint32_t n, kc_arg *a, kcpy_val *v) {
+static int bind_convert(KcKernel *k, kc_context *ctx, PyObject *const *args, uint32_t n, kc_arg *a,
+                        kcpy_val *v) {
   for (uint32_t i = 0; i < n; i++)
     if (k->p[i].kind == KC_ARG_BUFFER && !Py_IS_TYPE(args[i], &KcBuffer_Type))
-      return PyErr_Format(PyExc_TypeError, "kernel '%U', argument %u '%s': bound arguments take kcache Buffers",
-                          k->name, i + 1, k->p[i].name),
+      return PyErr_Format(PyExc_TypeError,
+                          "kernel '%U', argument %u '%s': bound arguments take kcache Buffers", k->name,
+                          i + 1, k->p[i].name),
              -1;
   Py_buffer views[KC_MAX_ARGS];
   return kcpy_convert(k, ctx, args, n, a, v, views);
@@ -55,7 +57,8 @@ PyObject *kernel_bind(KcKernel *self, PyObject *args, PyObject *kw) {
   }
   if ((uint64_t)n != self->np) {
     Py_DECREF(c);
-    return PyErr_Format(PyExc_TypeError, "kernel '%U' takes %u arguments, %zd given", self->name, self->np, n);
+    return PyErr_Format(PyExc_TypeError, "kernel '%U' takes %u arguments, %zd given", self->name, self->np,
+                        n);
   }
   kc_arg a[KC_MAX_ARGS];
   kcpy_val v[KC_MAX_ARGS];
@@ -102,11 +105,10 @@ static PyObject *bound_set(KcBound *self, PyObject *const *args, Py_ssize_t n) {
   kcpy_val v;
   if (k->p[i].kind == KC_ARG_BUFFER) {
     if (!Py_IS_TYPE(args[1], &KcBuffer_Type) || !((KcBuffer *)args[1])->buf)
-      return PyErr_Format(PyExc_TypeError, "argument %zd '%s': bound arguments take live kcache Buffers", i + 1,
-                          k->p[i].name);
+      return PyErr_Format(PyExc_TypeError, "argument %zd '%s': bound arguments take live kcache Buffers",
+                          i + 1, k->p[i].name);
     a = KC_ARG_BUF(((KcBuffer *)args[1])->buf);
-  } else if (kcpy_convert_scalar(k, (uint32_t)i, args[1], &a, &v) < 0)
-    return NULL;
+  } else if (kcpy_convert_scalar(k, (uint32_t)i, args[1], &a, &v) < 0) return NULL;
   kc_status st = kc_args_set(self->a, (uint32_t)i, a);
   if (st) return kcpy_raise(k->owner->rt, st, "set");
   PyList_SetItem(self->keep, i, Py_NewRef(args[1]));
@@ -114,7 +116,8 @@ static PyObject *bound_set(KcBound *self, PyObject *const *args, Py_ssize_t n) {
 }
 
 static PyMethodDef bound_methods[] = {
-    {"launch", (PyCFunction)(void (*)(void))bound_launch, METH_FASTCALL, "launch(grid, block): kc_launch_args"},
+    {"launch", (PyCFunction)(void (*)(void))bound_launch, METH_FASTCALL,
+     "launch(grid, block): kc_launch_args"},
     {"set", (PyCFunction)(void (*)(void))bound_set, METH_FASTCALL, "set(index, value): kc_args_set"},
     {NULL, NULL, 0, NULL}};
 

@@ -18,22 +18,19 @@
 #include <kcache.h>
 
 typedef struct KcRuntime {
-  PyObject_HEAD
-  kc_runtime *rt; /* NULL once closed: every object made from it checks */
+  PyObject_HEAD kc_runtime *rt; /* NULL once closed: every object made from it checks */
   kc_context *dctx; /* the default context (device 0) */
   PyObject *weakrefs;
 } KcRuntime;
 
 typedef struct KcContext {
-  PyObject_HEAD
-  KcRuntime *owner;
+  PyObject_HEAD KcRuntime *owner;
   kc_context *ctx; /* NULL once destroyed */
   int owned; /* 0: the runtime's default context, destroyed with it */
 } KcContext;
 
 typedef struct KcBuffer {
-  PyObject_HEAD
-  KcContext *owner;
+  PyObject_HEAD KcContext *owner;
   kc_buffer *buf;
   size_t size;
 } KcBuffer;
@@ -58,8 +55,7 @@ typedef struct kcpy_stage {
 } kcpy_stage;
 
 typedef struct KcKernel {
-  PyObject_HEAD
-  KcRuntime *owner;
+  PyObject_HEAD KcRuntime *owner;
   kc_kernel *k;
   PyObject *name, *params; /* str */
   /* The parameter list of the world `pworld` (0: not read yet). */
@@ -73,15 +69,13 @@ typedef struct KcKernel {
 
 /* k[grid, block]: a callable that launches k with that geometry. */
 typedef struct KcConfig {
-  PyObject_HEAD
-  vectorcallfunc vectorcall;
+  PyObject_HEAD vectorcallfunc vectorcall;
   KcKernel *k;
   kc_dim3 grid, block;
 } KcConfig;
 
 typedef struct KcBound {
-  PyObject_HEAD
-  KcKernel *k;
+  PyObject_HEAD KcKernel *k;
   KcContext *ctx;
   kc_args *a;
   PyObject *keep; /* list: the Python objects the arguments hold */

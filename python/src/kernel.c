@@ -99,7 +99,8 @@ static PyObject *kernel_subscript(KcKernel *self, PyObject *key) {
   if (!PyTuple_Check(key) || PyTuple_GET_SIZE(key) != 2)
     return PyErr_Format(PyExc_TypeError, "use kernel[grid, block]");
   kc_dim3 g, b;
-  if (kcpy_dim3(PyTuple_GET_ITEM(key, 0), &g, "grid") < 0 || kcpy_dim3(PyTuple_GET_ITEM(key, 1), &b, "block") < 0)
+  if (kcpy_dim3(PyTuple_GET_ITEM(key, 0), &g, "grid") < 0 ||
+      kcpy_dim3(PyTuple_GET_ITEM(key, 1), &b, "block") < 0)
     return NULL;
   KcConfig *c = (KcConfig *)self->cfg;
   if (c && !memcmp(&c->grid, &g, sizeof g) && !memcmp(&c->block, &b, sizeof b)) return Py_NewRef(c);
@@ -122,23 +123,25 @@ static PyObject *kernel_launch(KcKernel *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"grid", "block", "args", "stream", "shared", "context", NULL};
   PyObject *grid, *block, *kargs = NULL, *stream = Py_None, *ctx = Py_None;
   unsigned int shared = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OOIO:launch", kwlist, &grid, &block, &kargs, &stream, &shared,
-                                   &ctx))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OOIO:launch", kwlist, &grid, &block, &kargs, &stream,
+                                   &shared, &ctx))
     return NULL;
   kc_dim3 g, b;
-  if (kcpy_dim3(grid, &g, "grid") < 0 || kcpy_dim3(block, &b, "block") < 0 || kernel_open(self) < 0) return NULL;
+  if (kcpy_dim3(grid, &g, "grid") < 0 || kcpy_dim3(block, &b, "block") < 0 || kernel_open(self) < 0)
+    return NULL;
   if (stream != Py_None)
     return PyErr_Format(PyExc_NotImplementedError,
                         "stream=: kcache launches on the context's own queue (the C API has no streams yet)");
   if (shared)
     return PyErr_Format(PyExc_NotImplementedError,
-                        "shared=%u: the C API has no dynamic shared memory (declare it in the kernel)", shared);
+                        "shared=%u: the C API has no dynamic shared memory (declare it in the kernel)",
+                        shared);
   if (ctx != Py_None && !Py_IS_TYPE(ctx, &KcContext_Type))
     return PyErr_Format(PyExc_TypeError, "context must be a kcache Context");
   PyObject *seq = kargs ? PySequence_Fast(kargs, "args must be a sequence") : PyTuple_New(0);
   if (!seq) return NULL;
-  PyObject *r = kcpy_launch(self, ctx == Py_None ? NULL : (KcContext *)ctx, &g, &b, PySequence_Fast_ITEMS(seq),
-                            PySequence_Fast_GET_SIZE(seq));
+  PyObject *r = kcpy_launch(self, ctx == Py_None ? NULL : (KcContext *)ctx, &g, &b,
+                            PySequence_Fast_ITEMS(seq), PySequence_Fast_GET_SIZE(seq));
   Py_DECREF(seq);
   return r;
 }
@@ -168,11 +171,12 @@ static PyObject *kernel_get_code(KcKernel *self, void *c) {
   kc_status st;
   Py_BEGIN_ALLOW_THREADS st = kc_kernel_code(self->k, &ci);
   Py_END_ALLOW_THREADS if (st) return kcpy_raise(self->owner->rt, st, NULL);
-  PyObject *max = ci.max_world == KC_WORLD_FOREVER ? Py_NewRef(Py_None) : PyLong_FromUnsignedLongLong(ci.max_world);
+  PyObject *max =
+      ci.max_world == KC_WORLD_FOREVER ? Py_NewRef(Py_None) : PyLong_FromUnsignedLongLong(ci.max_world);
   if (!max) return NULL;
   return Py_BuildValue("{sKsNsKsy#sK}", "min_world", (unsigned long long)ci.min_world, "max_world", max, "id",
-                       (unsigned long long)ci.id, "artifact", (const char *)ci.artifact, (Py_ssize_t)ci.artifact_size,
-                       "compile_ns", (unsigned long long)ci.compile_ns);
+                       (unsigned long long)ci.id, "artifact", (const char *)ci.artifact,
+                       (Py_ssize_t)ci.artifact_size, "compile_ns", (unsigned long long)ci.compile_ns);
 }
 
 static PyObject *kernel_get_params(KcKernel *self, void *c) {

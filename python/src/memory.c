@@ -108,7 +108,8 @@ static kc_buffer *buf_of(KcBuffer *b) {
 
 static int buffer_init(KcBuffer *self, PyObject *args, PyObject *kw) {
   PyObject *ctx, *what;
-  if (self->buf || (kw && PyDict_GET_SIZE(kw))) return PyErr_SetString(PyExc_TypeError, "Buffer(context, size_or_array)"), -1;
+  if (self->buf || (kw && PyDict_GET_SIZE(kw)))
+    return PyErr_SetString(PyExc_TypeError, "Buffer(context, size_or_array)"), -1;
   if (!PyArg_ParseTuple(args, "O!O:Buffer", &KcContext_Type, &ctx, &what)) return -1;
   Py_XSETREF(self->owner, (KcContext *)Py_NewRef(ctx));
   kc_context *c = ctx_of(self->owner);
@@ -147,7 +148,9 @@ static PyObject *buffer_write(KcBuffer *self, PyObject *args) {
   if (PyObject_GetBuffer(src, &v, PyBUF_C_CONTIGUOUS) < 0) return NULL;
   kc_status st = off < 0 ? KC_EINVAL : kc_buffer_write(b, (size_t)off, v.buf, (size_t)v.len);
   PyBuffer_Release(&v);
-  if (st) return off < 0 ? PyErr_Format(PyExc_ValueError, "negative offset") : kcpy_raise(self->owner->owner->rt, st, "write");
+  if (st)
+    return off < 0 ? PyErr_Format(PyExc_ValueError, "negative offset")
+                   : kcpy_raise(self->owner->owner->rt, st, "write");
   Py_RETURN_NONE;
 }
 
@@ -159,12 +162,14 @@ static PyObject *buffer_read(KcBuffer *self, PyObject *args, PyObject *kw) {
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|On:read", kwlist, &out, &off)) return NULL;
   kc_buffer *b = buf_of(self);
   if (!b) return NULL;
-  if (off < 0 || (size_t)off > self->size) return PyErr_Format(PyExc_ValueError, "offset %zd out of range", off);
+  if (off < 0 || (size_t)off > self->size)
+    return PyErr_Format(PyExc_ValueError, "offset %zd out of range", off);
   kc_status st;
   if (out == Py_None) {
     PyObject *ba = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(self->size - (size_t)off));
     if (!ba) return NULL;
-    Py_BEGIN_ALLOW_THREADS st = kc_buffer_read(b, (size_t)off, PyByteArray_AS_STRING(ba), self->size - (size_t)off);
+    Py_BEGIN_ALLOW_THREADS st =
+        kc_buffer_read(b, (size_t)off, PyByteArray_AS_STRING(ba), self->size - (size_t)off);
     Py_END_ALLOW_THREADS if (st) {
       Py_DECREF(ba);
       return kcpy_raise(self->owner->owner->rt, st, "read");
@@ -198,7 +203,8 @@ static PyObject *buffer_get_context(KcBuffer *self, void *c) {
 }
 
 static PyMethodDef buffer_methods[] = {
-    {"write", (PyCFunction)buffer_write, METH_VARARGS, "write(src, offset=0): a blocking copy from src's bytes."},
+    {"write", (PyCFunction)buffer_write, METH_VARARGS,
+     "write(src, offset=0): a blocking copy from src's bytes."},
     {"read", (PyCFunction)(void (*)(void))buffer_read, METH_VARARGS | METH_KEYWORDS,
      "read(out=None, offset=0): a blocking copy into out (returned), or a new bytearray."},
     {"destroy", (PyCFunction)buffer_destroy, METH_NOARGS, NULL},

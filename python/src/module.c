@@ -43,7 +43,8 @@ PyObject *kcpy_raise(const kc_runtime *rt, kc_status st, const char *what) {
     PyObject *name = PyUnicode_FromString(kc_status_name(st));
     /* the log: the whole message, which holds the compiler's output after a compile failed */
     if (status && name && PyObject_SetAttrString(exc, "status", status) == 0 &&
-        PyObject_SetAttrString(exc, "status_name", name) == 0 && PyObject_SetAttrString(exc, "log", text) == 0)
+        PyObject_SetAttrString(exc, "status_name", name) == 0 &&
+        PyObject_SetAttrString(exc, "log", text) == 0)
       PyErr_SetObject(errors[st], exc);
     Py_XDECREF(status);
     Py_XDECREF(name);
@@ -110,7 +111,8 @@ PyObject *kcpy_c_launch_batch(PyObject *self, PyObject *const *args, Py_ssize_t 
 
 static PyMethodDef mod_methods[] = {
     {"_c_launch_batch", (PyCFunction)(void (*)(void))kcpy_c_launch_batch, METH_FASTCALL,
-     "_c_launch_batch(kernel, batch, *args) -> ns per launch of a C loop of kc_launch (the benchmark's C side)."},
+     "_c_launch_batch(kernel, batch, *args) -> ns per launch of a C loop of kc_launch (the benchmark's C "
+     "side)."},
     {"backend_available", mod_backend_available, METH_O,
      "backend_available(name) -> (bool, why): whether 'host', 'opencl' or 'cuda' can run here."},
     {NULL, NULL, 0, NULL}};
@@ -130,8 +132,8 @@ static int add_errors(PyObject *m) {
   for (int st = 1; st < KC__STATUS_COUNT; st++) {
     char qual[96];
     snprintf(qual, sizeof qual, "kcache.%s", class_names[st]);
-    PyObject *bases = st == KC_ENOMEM ? PyTuple_Pack(2, base_error, PyExc_MemoryError)
-                                      : PyTuple_Pack(1, base_error);
+    PyObject *bases =
+        st == KC_ENOMEM ? PyTuple_Pack(2, base_error, PyExc_MemoryError) : PyTuple_Pack(1, base_error);
     errors[st] = bases ? PyErr_NewExceptionWithDoc(qual, kc_status_string(st), bases, NULL) : NULL;
     Py_XDECREF(bases);
     PyObject *key = PyLong_FromLong(st);

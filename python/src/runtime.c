@@ -31,9 +31,9 @@ static int parse_log_level(const char *s, kc_log_level *out) {
 }
 
 static int runtime_init(KcRuntime *self, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"backend",        "cache_dir",    "compile_options",  "host_cc",
-                           "platform_index", "device_name",  "cache_disable",    "cache_max_size",
-                           "log_level",      "compile_timeout_ms", "cache_shared", NULL};
+  static char *kwlist[] = {"backend",        "cache_dir",          "compile_options", "host_cc",
+                           "platform_index", "device_name",        "cache_disable",   "cache_max_size",
+                           "log_level",      "compile_timeout_ms", "cache_shared",    NULL};
   PyObject *backend = NULL;
   const char *cache_dir = NULL, *copts = NULL, *host_cc = NULL, *device = NULL, *level = NULL;
   int platform = -1, disable = 0, shared = 0;
@@ -126,7 +126,8 @@ static PyObject *runtime_undefine(KcRuntime *self, PyObject *arg) {
 static PyObject *params_text(PyObject *params, PyObject *kw) {
   if (params && params != Py_None && PyUnicode_Check(params)) {
     if (kw && PyDict_GET_SIZE(kw))
-      return PyErr_Format(PyExc_TypeError, "give specialization parameters as a string or as keywords, not both");
+      return PyErr_Format(PyExc_TypeError,
+                          "give specialization parameters as a string or as keywords, not both");
     return Py_NewRef(params);
   }
   PyObject *d = params && params != Py_None ? params : kw;
@@ -268,8 +269,10 @@ static PyMethodDef runtime_methods[] = {
      "kernel(name, params=None, **params) -> Kernel: params as \"T=float,N=4\", a dict, or keywords."},
     {"stats", (PyCFunction)runtime_stats, METH_NOARGS, "stats() -> Stats"},
     {"collect", (PyCFunction)runtime_collect, METH_NOARGS, "collect() -> dict: kc_collect"},
-    {"pin", (PyCFunction)runtime_pin, METH_NOARGS, "pin() -> Pin: `with rt.pin() as p:` pins the thread's world."},
-    {"create_context", (PyCFunction)runtime_create_context, METH_VARARGS, "create_context(device=0) -> Context"},
+    {"pin", (PyCFunction)runtime_pin, METH_NOARGS,
+     "pin() -> Pin: `with rt.pin() as p:` pins the thread's world."},
+    {"create_context", (PyCFunction)runtime_create_context, METH_VARARGS,
+     "create_context(device=0) -> Context"},
     {"buffer", (PyCFunction)(void (*)(void))runtime_buffer, METH_VARARGS | METH_KEYWORDS,
      "buffer(size_or_array) -> Buffer on the default context (an array's bytes are copied in)."},
     {"finish", (PyCFunction)runtime_finish, METH_NOARGS, "Waits for the default context's launches."},
@@ -289,10 +292,11 @@ PyTypeObject KcRuntime_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kcache.Runtime",
     .tp_basicsize = sizeof(KcRuntime),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Runtime(backend='auto', cache_dir=None, compile_options=None, host_cc=None, platform_index=-1, "
-              "device_name=None, cache_disable=False, *, cache_max_size=0, log_level=None, "
-              "compile_timeout_ms=0, cache_shared=False): a kcache runtime (one function table, one backend) "
-              "and its default context. A context manager: leaving it closes the runtime.",
+    .tp_doc =
+        "Runtime(backend='auto', cache_dir=None, compile_options=None, host_cc=None, platform_index=-1, "
+        "device_name=None, cache_disable=False, *, cache_max_size=0, log_level=None, "
+        "compile_timeout_ms=0, cache_shared=False): a kcache runtime (one function table, one backend) "
+        "and its default context. A context manager: leaving it closes the runtime.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)runtime_init,
     .tp_dealloc = (destructor)runtime_dealloc,
@@ -304,8 +308,7 @@ PyTypeObject KcRuntime_Type = {
 /* -------------------------------------------------------------------- pin */
 
 typedef struct KcPin {
-  PyObject_HEAD
-  KcRuntime *owner;
+  PyObject_HEAD KcRuntime *owner;
   kc_world world;
   int held;
 } KcPin;

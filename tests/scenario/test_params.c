@@ -19,8 +19,8 @@ static kc_param_info param(kc_runtime *rt, kc_kernel *k, uint32_t i) {
   return info;
 }
 
-static void expect(kc_runtime *rt, kc_kernel *k, uint32_t i, const char *name, const char *ctype, uint32_t kind,
-                   uint32_t size, uint32_t cls) {
+static void expect(kc_runtime *rt, kc_kernel *k, uint32_t i, const char *name, const char *ctype,
+                   uint32_t kind, uint32_t size, uint32_t cls) {
   kc_param_info p = param(rt, k, i);
   assert_string_equal(p.name, name);
   assert_string_equal(p.ctype, ctype);
