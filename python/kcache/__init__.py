@@ -14,6 +14,7 @@ interpreter re-enables the GIL when it imports it); threads that pin
 different worlds work under the GIL.
 """
 from ._kcache import (  # noqa: F401
+    HAS_INTEROP,
     MAX_ARGS,
     BoundArgs,
     Buffer,

@@ -12,6 +12,7 @@
  */
 #include "kcpy.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <string.h>
 
@@ -31,6 +32,18 @@ int kcpy_dim3(PyObject *o, kc_dim3 *out, const char *what) {
     v[i] = (uint32_t)d;
   }
   *out = (kc_dim3){v[0], v[1], v[2]};
+  return 0;
+}
+
+/* Whether a pointer type's text ("KC_GLOBAL const float *") points to
+ * const: the word const before its last '*'. */
+static int points_to_const(const char *type) {
+  const char *star = strrchr(type, '*');
+  for (const char *p = strstr(type, "const"); p && (!star || p < star); p = strstr(p + 5, "const")) {
+    int start = p == type || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+    int end = !(isalnum((unsigned char)p[5]) || p[5] == '_');
+    if (start && end) return 1;
+  }
   return 0;
 }
 
@@ -54,6 +67,7 @@ int kcpy_refresh(KcKernel *k, kc_world w) {
     p->size = info.arg_size;
     snprintf(p->name, sizeof p->name, "%s", info.name);
     snprintf(p->ctype, sizeof p->ctype, "%s", *info.ctype ? info.ctype : info.type);
+    p->to_const = info.kind == KC_ARG_BUFFER && points_to_const(info.type);
   }
   k->np = n;
   k->pworld = w;
@@ -159,6 +173,10 @@ int kcpy_convert_scalar(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, kcpy_va
 
 /* An array for a pointer parameter: staged through this parameter's buffer. */
 static int convert_array(KcKernel *k, kc_context *ctx, uint32_t i, PyObject *o, kc_arg *a, Py_buffer *view) {
+#ifdef KC_ARG_DEVPTR
+  int fr = kcpy_foreign_arg(k, i, o, a, view);
+  if (fr) return fr < 0 ? -1 : 0;
+#endif
   if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
     PyErr_Clear();
     if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS) < 0) {
@@ -201,18 +219,19 @@ int kcpy_convert(KcKernel *k, kc_context *ctx, PyObject *const *args, uint32_t n
       } else rc = convert_array(k, ctx, i, o, &out[i], &views[i]);
     } else rc = kcpy_convert_scalar(k, i, o, &out[i], &vals[i]);
     if (rc < 0) {
-      kcpy_finish_views(k, i, views, 0);
+      kcpy_finish_views(k, i, out, views, 0);
       return -1;
     }
   }
   return 0;
 }
 
-int kcpy_finish_views(KcKernel *k, uint32_t n, Py_buffer *views, int copy_back) {
+int kcpy_finish_views(KcKernel *k, uint32_t n, const kc_arg *a, Py_buffer *views, int copy_back) {
   int rc = 0;
   for (uint32_t i = 0; i < n; i++) {
     if (!views[i].obj) continue;
-    if (copy_back && !rc && !views[i].readonly && views[i].len) {
+    if (copy_back && !rc && !views[i].readonly && views[i].len && a[i].kind == KC_ARG_BUFFER &&
+        !k->p[i].to_const) {
       kc_status st = kc_buffer_read(k->stage[i].buf, 0, views[i].buf, (size_t)views[i].len);
       if (st) rc = -1, kcpy_raise(k->owner->rt, st, "copying an array argument back");
     }
@@ -221,22 +240,63 @@ int kcpy_finish_views(KcKernel *k, uint32_t n, Py_buffer *views, int copy_back) 
   return rc;
 }
 
-PyObject *kcpy_launch(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_dim3 *block,
-                      PyObject *const *args, Py_ssize_t n) {
+/* The launch path before the launch itself: the context, the parameter
+ * list of the caller's world, the argument count, the conversion. */
+static kc_context *prepare(KcKernel *k, KcContext *c, PyObject *const *args, Py_ssize_t n, kc_arg *a,
+                           kcpy_val *v, Py_buffer *views) {
   KcRuntime *r = k->owner;
   if (!r->rt) return kcpy_check_open(r), NULL;
   kc_context *ctx = c ? c->ctx : r->dctx;
-  if (!ctx) return PyErr_Format(PyExc_RuntimeError, "the kcache Context is destroyed");
+  if (!ctx) return PyErr_Format(PyExc_RuntimeError, "the kcache Context is destroyed"), NULL;
   kc_world w = kc_world_current(r->rt);
   if (w != k->pworld && kcpy_refresh(k, w) < 0) return NULL;
   if ((uint64_t)n != k->np)
-    return PyErr_Format(PyExc_TypeError, "kernel '%U' takes %u arguments, %zd given", k->name, k->np, n);
+    return PyErr_Format(PyExc_TypeError, "kernel '%U' takes %u arguments, %zd given", k->name, k->np, n),
+           NULL;
+  return kcpy_convert(k, ctx, args, (uint32_t)n, a, v, views) < 0 ? NULL : ctx;
+}
+
+PyObject *kcpy_launch(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_dim3 *block,
+                      PyObject *const *args, Py_ssize_t n) {
   kc_arg a[KC_MAX_ARGS];
   kcpy_val v[KC_MAX_ARGS];
   Py_buffer views[KC_MAX_ARGS];
-  if (kcpy_convert(k, ctx, args, (uint32_t)n, a, v, views) < 0) return NULL;
+  kc_context *ctx = prepare(k, c, args, n, a, v, views);
+  if (!ctx) return NULL;
   kc_status st = kc_launch(k->k, ctx, grid, block, a, (uint32_t)n);
-  if (kcpy_finish_views(k, (uint32_t)n, views, st == KC_OK) < 0) return NULL;
-  if (st) return kcpy_raise(r->rt, st, NULL);
+  if (kcpy_finish_views(k, (uint32_t)n, a, views, st == KC_OK) < 0) return NULL;
+  if (st) return kcpy_raise(k->owner->rt, st, NULL);
   Py_RETURN_NONE;
+}
+
+PyObject *kcpy_launch_ex(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_dim3 *block,
+                         PyObject *const *args, Py_ssize_t n, PyObject *stream, unsigned shared) {
+  if (stream == Py_None && !shared) return kcpy_launch(k, c, grid, block, args, n);
+#ifdef KC_ARG_DEVPTR
+  kc_arg a[KC_MAX_ARGS];
+  kcpy_val v[KC_MAX_ARGS];
+  Py_buffer views[KC_MAX_ARGS];
+  kc_context *ctx = prepare(k, c, args, n, a, v, views);
+  if (!ctx) return NULL;
+  kc_launch_config cfg;
+  kc_launch_config_init(&cfg);
+  cfg.grid = *grid;
+  cfg.block = *block;
+  cfg.shared_bytes = shared;
+  kc_status st = kcpy_stream(k->owner, ctx, stream, &cfg.stream) < 0
+                     ? KC__STATUS_COUNT
+                     : kc_launch_ex(k->k, ctx, &cfg, a, (uint32_t)n);
+  if (kcpy_finish_views(k, (uint32_t)n, a, views, st == KC_OK) < 0 || st == KC__STATUS_COUNT) return NULL;
+  if (st) return kcpy_raise(k->owner->rt, st, NULL);
+  Py_RETURN_NONE;
+#else
+  (void)c, (void)grid, (void)block, (void)args, (void)n;
+  if (stream != Py_None)
+    return PyErr_Format(
+        PyExc_NotImplementedError,
+        "stream=: this kcache has no streams (kc_stream_wrap); it launches on the context's queue");
+  return PyErr_Format(
+      PyExc_NotImplementedError,
+      "shared=%u: this kcache has no dynamic shared memory (kc_launch_ex); declare it in the kernel", shared);
+#endif
 }

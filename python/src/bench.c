@@ -37,6 +37,7 @@ PyObject *kcpy_c_launch_batch(PyObject *self, PyObject *const *args, Py_ssize_t 
   kcpy_val v[KC_MAX_ARGS];
   Py_buffer views[KC_MAX_ARGS];
   if (kcpy_convert(k, k->owner->dctx, args + 2, na, a, v, views) < 0) return NULL;
+  kcpy_finish_views(k, na, a, views, 0); /* Buffers only: no views */
   kc_dim3 one = {1, 1, 1};
   kc_context *ctx = k->owner->dctx;
   kc_status st = kc_launch(k->k, ctx, &one, &one, a, na); /* warm */

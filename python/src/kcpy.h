@@ -17,20 +17,40 @@
 
 #include <kcache.h>
 
+enum { KCPY_BACKEND_HOST, KCPY_BACKEND_OPENCL, KCPY_BACKEND_CUDA };
+
+#ifdef KC_ARG_DEVPTR
+/* A foreign stream wrapped once (interop.c). */
+typedef struct kcpy_stream_ref {
+  void *native;
+  kc_context *ctx;
+  kc_stream *s;
+} kcpy_stream_ref;
+#define KCPY_STREAMS 16
+#endif
+
 typedef struct KcRuntime {
-  PyObject_HEAD kc_runtime *rt; /* NULL once closed: every object made from it checks */
+  PyObject ob_base;
+  kc_runtime *rt; /* NULL once closed: every object made from it checks */
   kc_context *dctx; /* the default context (device 0) */
+  int backend; /* KCPY_BACKEND_* */
   PyObject *weakrefs;
+#ifdef KC_ARG_DEVPTR
+  int nstreams;
+  kcpy_stream_ref streams[KCPY_STREAMS];
+#endif
 } KcRuntime;
 
 typedef struct KcContext {
-  PyObject_HEAD KcRuntime *owner;
+  PyObject ob_base;
+  KcRuntime *owner;
   kc_context *ctx; /* NULL once destroyed */
   int owned; /* 0: the runtime's default context, destroyed with it */
 } KcContext;
 
 typedef struct KcBuffer {
-  PyObject_HEAD KcContext *owner;
+  PyObject ob_base;
+  KcContext *owner;
   kc_buffer *buf;
   size_t size;
 } KcBuffer;
@@ -40,6 +60,7 @@ typedef struct kcpy_param {
   uint32_t kind; /* kc_arg_kind */
   uint32_t cls; /* kc_scalar_class */
   uint32_t size; /* arg_size */
+  int to_const; /* a pointer to const: a staged array is not copied back */
   char name[48];
   char ctype[32];
 } kcpy_param;
@@ -55,7 +76,8 @@ typedef struct kcpy_stage {
 } kcpy_stage;
 
 typedef struct KcKernel {
-  PyObject_HEAD KcRuntime *owner;
+  PyObject ob_base;
+  KcRuntime *owner;
   kc_kernel *k;
   PyObject *name, *params; /* str */
   /* The parameter list of the world `pworld` (0: not read yet). */
@@ -69,13 +91,15 @@ typedef struct KcKernel {
 
 /* k[grid, block]: a callable that launches k with that geometry. */
 typedef struct KcConfig {
-  PyObject_HEAD vectorcallfunc vectorcall;
+  PyObject ob_base;
+  vectorcallfunc vectorcall;
   KcKernel *k;
   kc_dim3 grid, block;
 } KcConfig;
 
 typedef struct KcBound {
-  PyObject_HEAD KcKernel *k;
+  PyObject ob_base;
+  KcKernel *k;
   KcContext *ctx;
   kc_args *a;
   PyObject *keep; /* list: the Python objects the arguments hold */
@@ -115,12 +139,24 @@ int kcpy_convert(KcKernel *k, kc_context *ctx, PyObject *const *args, uint32_t n
                  Py_buffer *views);
 /* One scalar argument for parameter i into *a (its bytes in *v). */
 int kcpy_convert_scalar(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, kcpy_val *v);
-/* After the launch: copies staged arrays back (writable ones) and releases
- * the views; returns 0 or -1. */
-int kcpy_finish_views(KcKernel *k, uint32_t n, Py_buffer *views, int copy_back);
-/* The launch itself (k's default context if ctx is NULL). */
+/* After the launch: copies staged arrays back (writable ones; not those
+ * passed by pointer, KC_ARG_PTR) and releases the views; returns 0 or -1. */
+int kcpy_finish_views(KcKernel *k, uint32_t n, const kc_arg *a, Py_buffer *views, int copy_back);
+/* The launch itself (k's default context if ctx is NULL; stream None and
+ * shared 0 for kc_launch, else kc_launch_ex where kcache.h has it). */
 PyObject *kcpy_launch(KcKernel *k, KcContext *ctx, const kc_dim3 *grid, const kc_dim3 *block,
                       PyObject *const *args, Py_ssize_t n);
+PyObject *kcpy_launch_ex(KcKernel *k, KcContext *ctx, const kc_dim3 *grid, const kc_dim3 *block,
+                         PyObject *const *args, Py_ssize_t n, PyObject *stream, unsigned shared);
+
+#ifdef KC_ARG_DEVPTR
+/* interop.c: a foreign array for pointer parameter i passed by pointer
+ * (host: its buffer, held in *view; CUDA: __cuda_array_interface__ or
+ * __dlpack__): 1 done, 0 not such an object, -1 error. */
+int kcpy_foreign_arg(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, Py_buffer *view);
+/* The kc_stream for a stream= object (NULL for None), wrapped once per runtime. */
+int kcpy_stream(KcRuntime *r, kc_context *ctx, PyObject *o, kc_stream **out);
+#endif
 
 /* kernel.c */
 PyObject *kcpy_kernel_new(KcRuntime *r, const char *name, const char *params);

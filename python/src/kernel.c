@@ -129,19 +129,12 @@ static PyObject *kernel_launch(KcKernel *self, PyObject *args, PyObject *kw) {
   kc_dim3 g, b;
   if (kcpy_dim3(grid, &g, "grid") < 0 || kcpy_dim3(block, &b, "block") < 0 || kernel_open(self) < 0)
     return NULL;
-  if (stream != Py_None)
-    return PyErr_Format(PyExc_NotImplementedError,
-                        "stream=: kcache launches on the context's own queue (the C API has no streams yet)");
-  if (shared)
-    return PyErr_Format(PyExc_NotImplementedError,
-                        "shared=%u: the C API has no dynamic shared memory (declare it in the kernel)",
-                        shared);
   if (ctx != Py_None && !Py_IS_TYPE(ctx, &KcContext_Type))
     return PyErr_Format(PyExc_TypeError, "context must be a kcache Context");
   PyObject *seq = kargs ? PySequence_Fast(kargs, "args must be a sequence") : PyTuple_New(0);
   if (!seq) return NULL;
-  PyObject *r = kcpy_launch(self, ctx == Py_None ? NULL : (KcContext *)ctx, &g, &b,
-                            PySequence_Fast_ITEMS(seq), PySequence_Fast_GET_SIZE(seq));
+  PyObject *r = kcpy_launch_ex(self, ctx == Py_None ? NULL : (KcContext *)ctx, &g, &b,
+                               PySequence_Fast_ITEMS(seq), PySequence_Fast_GET_SIZE(seq), stream, shared);
   Py_DECREF(seq);
   return r;
 }

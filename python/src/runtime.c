@@ -70,6 +70,10 @@ static int runtime_init(KcRuntime *self, PyObject *args, PyObject *kw) {
     return -1;
   }
   self->rt = rt;
+  const char *be = kc_runtime_backend(rt);
+  self->backend = !strcmp(be, "host")   ? KCPY_BACKEND_HOST
+                  : !strcmp(be, "cuda") ? KCPY_BACKEND_CUDA
+                                        : KCPY_BACKEND_OPENCL;
   return 0;
 }
 
@@ -78,6 +82,10 @@ static void runtime_close_now(KcRuntime *self) {
   kc_runtime *rt = self->rt;
   self->rt = NULL; /* every object made from it sees it closed */
   self->dctx = NULL;
+#ifdef KC_ARG_DEVPTR
+  for (int i = 0; i < self->nstreams; i++) kc_stream_destroy(self->streams[i].s);
+  self->nstreams = 0;
+#endif
   Py_BEGIN_ALLOW_THREADS kc_runtime_destroy(rt);
   Py_END_ALLOW_THREADS
 }
@@ -308,7 +316,8 @@ PyTypeObject KcRuntime_Type = {
 /* -------------------------------------------------------------------- pin */
 
 typedef struct KcPin {
-  PyObject_HEAD KcRuntime *owner;
+  PyObject ob_base;
+  KcRuntime *owner;
   kc_world world;
   int held;
 } KcPin;

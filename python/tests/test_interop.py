@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: MIT
+"""Memory and streams that are not kcache's (built when kcache.h has the
+interop API, kcache.HAS_INTEROP): host arrays passed by their own pointer
+(zero copy), CUDA arrays by device pointer through __cuda_array_interface__
+and __dlpack__ (CuPy, PyTorch), streams through __cuda_stream__; without
+it, arrays are copies and stream=/shared= are refused."""
+import numpy as np
+import pytest
+
+import kcache
+
+ALIAS = "KC_KERNEL void alias(KC_GLOBAL int *a, KC_GLOBAL const int *b) { a[0] = 5; a[1] = b[0]; }"
+
+
+def test_host_arrays_are_the_kernels_memory(rt):
+    if rt.backend != "host":
+        pytest.skip("zero copy is the host backend's")
+    rt.define("alias", ALIAS)
+    y = np.zeros(2, np.int32)
+    rt.kernel("alias")[1, 1](y, y)  # both arguments are y's memory when nothing is copied
+    if kcache.HAS_INTEROP:
+        assert list(y) == [5, 5]
+    else:
+        assert list(y) == [5, 0]  # staged: b is a copy made before the launch
+
+
+def test_streams_and_shared_memory_without_interop(rt):
+    if kcache.HAS_INTEROP:
+        pytest.skip("this kcache has the interop API")
+    rt.define("e", "KC_KERNEL void e(void) { }")
+    with pytest.raises(NotImplementedError, match="no streams"):
+        rt.kernel("e").launch(1, 1, stream=0)
+    with pytest.raises(NotImplementedError, match="dynamic shared memory"):
+        rt.kernel("e").launch(1, 1, shared=256)
+
+
+def cupy_or_skip(rt):
+    if rt.backend != "cuda":
+        pytest.skip("CUDA arrays need the cuda backend")
+    if not kcache.HAS_INTEROP:
+        pytest.skip("device pointers need the interop API (kcache.HAS_INTEROP)")
+    return pytest.importorskip("cupy")
+
+
+def test_cuda_array_interface_and_stream(rt):
+    cp = cupy_or_skip(rt)
+    rt.define("dbl", "KC_KERNEL void dbl(KC_GLOBAL float *y, int n) "
+              "{ size_t i = kc_global_id(0); if (i < (size_t)n) y[i] *= 2.0f; }")
+    y = cp.arange(256, dtype=cp.float32)
+    s = cp.cuda.Stream(non_blocking=True)
+    rt.kernel("dbl").launch(2, 128, args=(y, 256), stream=s)
+    s.synchronize()
+    assert cp.asnumpy(y).tolist() == [2.0 * i for i in range(256)]
+
+
+def test_dlpack(rt):
+    cupy_or_skip(rt)
+    torch = pytest.importorskip("torch")
+    rt.define("inc", "KC_KERNEL void inc(KC_GLOBAL float *y) { y[kc_global_id(0)] += 1.0f; }")
+    t = torch.zeros(64, device="cuda")
+    rt.kernel("inc")[1, 64](t)
+    rt.finish()
+    assert t.sum().item() == 64.0
