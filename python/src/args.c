@@ -173,7 +173,7 @@ int kcpy_convert_scalar(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, kcpy_va
 
 /* An array for a pointer parameter: staged through this parameter's buffer. */
 static int convert_array(KcKernel *k, kc_context *ctx, uint32_t i, PyObject *o, kc_arg *a, Py_buffer *view) {
-#ifdef KC_ARG_DEVPTR
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
   int fr = kcpy_foreign_arg(k, i, o, a, view);
   if (fr) return fr < 0 ? -1 : 0;
 #endif
@@ -272,7 +272,7 @@ PyObject *kcpy_launch(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_d
 PyObject *kcpy_launch_ex(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_dim3 *block,
                          PyObject *const *args, Py_ssize_t n, PyObject *stream, unsigned shared) {
   if (stream == Py_None && !shared) return kcpy_launch(k, c, grid, block, args, n);
-#ifdef KC_ARG_DEVPTR
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
   kc_arg a[KC_MAX_ARGS];
   kcpy_val v[KC_MAX_ARGS];
   Py_buffer views[KC_MAX_ARGS];

@@ -9,12 +9,13 @@
  *    pointer, with no copy;
  *  - a launch's stream= takes an object with __cuda_stream__ or a raw
  *    handle (CUstream, cl_command_queue), wrapped once per runtime.
- * Built only when kcache.h declares that API (KC_ARG_DEVPTR); without it
+ * Built only when kcache.h declares that API (KC_ARG_DEVPTR) and the library
+ * implements it (KCPY_INTEROP, python/CMakeLists.txt); without it
  * arrays are staged through buffers (args.c) and stream= is refused.
  */
 #include "kcpy.h"
 
-#ifdef KC_ARG_DEVPTR
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
 
 #include <string.h>
 
@@ -130,10 +131,10 @@ static int stream_handle(PyObject *o, void **out) {
     if (PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 2) h = Py_NewRef(PyTuple_GET_ITEM(t, 1));
     Py_DECREF(t);
     if (!h) return PyErr_SetString(PyExc_TypeError, "__cuda_stream__ must return (version, handle)"), -1;
-  } else if (PyLong_Check(o))
-    h = Py_NewRef(o);
+  } else if (PyLong_Check(o)) h = Py_NewRef(o);
   else
-    return PyErr_SetString(PyExc_TypeError, "stream= takes an object with __cuda_stream__ or a raw handle (int)"),
+    return PyErr_SetString(PyExc_TypeError,
+                           "stream= takes an object with __cuda_stream__ or a raw handle (int)"),
            -1;
   unsigned long long v = PyLong_AsUnsignedLongLong(h);
   Py_DECREF(h);

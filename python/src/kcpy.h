@@ -19,7 +19,7 @@
 
 enum { KCPY_BACKEND_HOST, KCPY_BACKEND_OPENCL, KCPY_BACKEND_CUDA };
 
-#ifdef KC_ARG_DEVPTR
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
 /* A foreign stream wrapped once (interop.c). */
 typedef struct kcpy_stream_ref {
   void *native;
@@ -35,7 +35,7 @@ typedef struct KcRuntime {
   kc_context *dctx; /* the default context (device 0) */
   int backend; /* KCPY_BACKEND_* */
   PyObject *weakrefs;
-#ifdef KC_ARG_DEVPTR
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
   int nstreams;
   kcpy_stream_ref streams[KCPY_STREAMS];
 #endif
@@ -149,8 +149,8 @@ PyObject *kcpy_launch(KcKernel *k, KcContext *ctx, const kc_dim3 *grid, const kc
 PyObject *kcpy_launch_ex(KcKernel *k, KcContext *ctx, const kc_dim3 *grid, const kc_dim3 *block,
                          PyObject *const *args, Py_ssize_t n, PyObject *stream, unsigned shared);
 
-#ifdef KC_ARG_DEVPTR
-/* interop.c: a foreign array for pointer parameter i passed by pointer
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+/* interop.c (KCPY_INTEROP: python/CMakeLists.txt): a foreign array for pointer parameter i passed by pointer
  * (host: its buffer, held in *view; CUDA: __cuda_array_interface__ or
  * __dlpack__): 1 done, 0 not such an object, -1 error. */
 int kcpy_foreign_arg(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, Py_buffer *view);

@@ -163,7 +163,7 @@ PyMODINIT_FUNC PyInit__kcache(void) {
   if (PyModule_AddObjectRef(m, "Stats", (PyObject *)stats_type) < 0) goto fail;
   if (PyModule_AddStringConstant(m, "library_version", kc_version()) < 0) goto fail;
   if (PyModule_AddIntConstant(m, "MAX_ARGS", KC_MAX_ARGS) < 0) goto fail;
-#ifdef KC_ARG_DEVPTR
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
   const int interop = 1; /* arrays by pointer on host and CUDA, stream=, shared= (interop.c) */
 #else
   const int interop = 0;

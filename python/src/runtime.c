@@ -82,7 +82,7 @@ static void runtime_close_now(KcRuntime *self) {
   kc_runtime *rt = self->rt;
   self->rt = NULL; /* every object made from it sees it closed */
   self->dctx = NULL;
-#ifdef KC_ARG_DEVPTR
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
   for (int i = 0; i < self->nstreams; i++) kc_stream_destroy(self->streams[i].s);
   self->nstreams = 0;
 #endif
