@@ -4,6 +4,7 @@ once then hit the fast path, an unrelated definition, a callee
 redefinition, a pinned thread keeping its world, a context reset
 relinking without compiling, specializations, bound arguments."""
 import threading
+import time
 
 import numpy as np
 
@@ -187,3 +188,32 @@ def test_collect(rt):
     info = rt.collect()
     assert info["code_instances"] == 1
     assert rt.stats().collected == 1
+
+
+def test_compiles_release_the_gil(backend):
+    # while one thread compiles, another runs Python: its first clock
+    # reading comes early in the compile, not after it
+    with kcache.Runtime(backend=backend, cache_disable=True) as r:
+        r.define("slow", "KC_KERNEL void slow(KC_GLOBAL float *y) { y[0] = 1.0f; }")
+        k = r.kernel("slow")
+        started, done = threading.Event(), threading.Event()
+        window = []
+
+        def compile_it():
+            started.set()
+            t0 = time.perf_counter()
+            k.compile()
+            window.append(t0)
+            done.set()
+
+        t = threading.Thread(target=compile_it)
+        t.start()
+        started.wait(30)
+        ticks = []
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+        t.join()
+        assert r.stats().compiles == 1
+        compile_s = r.stats().compile_ns / 1e9
+        # held, the GIL would let this thread read the clock only after the compile
+        assert ticks and ticks[0] - window[0] < compile_s / 2, (ticks[0] - window[0], compile_s)
