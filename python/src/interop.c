@@ -161,3 +161,50 @@ int kcpy_stream(KcRuntime *r, kc_context *ctx, PyObject *o, kc_stream **out) {
 }
 
 #endif /* KC_ARG_DEVPTR */
+
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+/* kcache Buffers exported: the buffer protocol on the host backend (the
+ * buffer's own memory, kc_buffer_native), __cuda_array_interface__ on
+ * CUDA (its device pointer, as bytes). */
+static int buffer_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+  KcBuffer *b = (KcBuffer *)self;
+  void *p = b->buf && b->owner->ctx && b->owner->owner->rt ? kc_buffer_native(b->buf) : NULL;
+  if (!p || b->owner->owner->backend != KCPY_BACKEND_HOST) {
+    PyErr_SetString(PyExc_BufferError, "only a live host-backend kcache Buffer exports its memory");
+    view->obj = NULL;
+    return -1;
+  }
+  return PyBuffer_FillInfo(view, self, p, (Py_ssize_t)b->size, 0, flags);
+}
+
+static PyBufferProcs buffer_procs = {.bf_getbuffer = buffer_getbuffer};
+
+static PyObject *buffer_get_cai(PyObject *self, void *c) {
+  (void)c;
+  KcBuffer *b = (KcBuffer *)self;
+  void *p = b->buf && b->owner->ctx && b->owner->owner->rt ? kc_buffer_native(b->buf) : NULL;
+  if (!p || b->owner->owner->backend != KCPY_BACKEND_CUDA)
+    return PyErr_Format(PyExc_AttributeError, "__cuda_array_interface__: not a live CUDA kcache Buffer");
+  return Py_BuildValue("{s(n)sss(KO)sisO}", "shape", (Py_ssize_t)b->size, "typestr", "|u1", "data",
+                       (unsigned long long)(uintptr_t)p, Py_False, "version", 3, "strides", Py_None);
+}
+
+static PyGetSetDef buffer_interop_getset[] = {
+    {"__cuda_array_interface__", buffer_get_cai, NULL, "CUDA: the buffer's device memory, as bytes", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+int kcpy_interop_init_types(void) {
+  KcBuffer_Type.tp_as_buffer = &buffer_procs;
+  if (PyType_Ready(&KcBuffer_Type) < 0) return -1;
+  for (PyGetSetDef *g = buffer_interop_getset; g->name; g++) {
+    PyObject *d = PyDescr_NewGetSet(&KcBuffer_Type, g);
+    if (!d || PyDict_SetItemString(KcBuffer_Type.tp_dict, g->name, d) < 0) {
+      Py_XDECREF(d);
+      return -1;
+    }
+    Py_DECREF(d);
+  }
+  PyType_Modified(&KcBuffer_Type);
+  return 0;
+}
+#endif

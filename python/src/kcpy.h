@@ -156,6 +156,8 @@ PyObject *kcpy_launch_ex(KcKernel *k, KcContext *ctx, const kc_dim3 *grid, const
 int kcpy_foreign_arg(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, Py_buffer *view);
 /* The kc_stream for a stream= object (NULL for None), wrapped once per runtime. */
 int kcpy_stream(KcRuntime *r, kc_context *ctx, PyObject *o, kc_stream **out);
+/* Gives kcache.Buffer the buffer protocol (host) and __cuda_array_interface__ (CUDA). */
+int kcpy_interop_init_types(void);
 #endif
 
 /* kernel.c */

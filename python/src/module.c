@@ -154,6 +154,9 @@ PyMODINIT_FUNC PyInit__kcache(void) {
   for (size_t i = 0; i < sizeof types / sizeof *types; i++)
     if (PyType_Ready(types[i]) < 0) return NULL;
   if (kcpy_stats_init_type() < 0) return NULL;
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+  if (kcpy_interop_init_types() < 0) return NULL;
+#endif
   PyObject *m = PyModule_Create(&moddef);
   if (!m) return NULL;
   if (add_errors(m) < 0) goto fail;

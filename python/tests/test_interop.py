@@ -61,3 +61,28 @@ def test_dlpack(rt):
     rt.kernel("inc")[1, 64](t)
     rt.finish()
     assert t.sum().item() == 64.0
+
+
+def test_host_buffer_exports_its_memory(rt):
+    if rt.backend != "host" or not kcache.HAS_INTEROP:
+        pytest.skip("a Buffer's memory is exported on the host backend with the interop API")
+    b = rt.buffer(np.arange(4, dtype=np.float32))
+    view = np.frombuffer(b, np.float32)  # no copy: the buffer's memory
+    rt.define("dbl", "KC_KERNEL void dbl(KC_GLOBAL float *y) { y[kc_global_id(0)] *= 2.0f; }")
+    rt.kernel("dbl")[4, 1](b)
+    assert view.tolist() == [0, 2, 4, 6]
+
+
+def test_cuda_buffer_exports_its_device_pointer(rt):
+    cp = cupy_or_skip(rt)
+    b = rt.buffer(np.arange(4, dtype=np.float32))
+    y = cp.asarray(b).view(cp.float32)  # through __cuda_array_interface__, no copy
+    assert cp.asnumpy(y).tolist() == [0, 1, 2, 3]
+
+
+def test_buffers_export_nothing_without_interop(rt):
+    if kcache.HAS_INTEROP:
+        pytest.skip("this kcache has the interop API")
+    with pytest.raises(TypeError):
+        memoryview(rt.buffer(16))
+    assert not hasattr(rt.buffer(16), "__cuda_array_interface__")
