@@ -52,8 +52,8 @@ static int points_to_const(const char *type) {
 int kcpy_refresh(KcKernel *k, kc_world w) {
   kc_runtime *rt = k->owner->rt;
   kc_status st;
-  Py_BEGIN_ALLOW_THREADS st = kc_kernel_compile(k->k);
-  Py_END_ALLOW_THREADS if (st) return kcpy_raise(rt, st, NULL), -1;
+  KCPY_NOGIL(k->owner, st = kc_kernel_compile(k->k));
+  if (st) return kcpy_raise(rt, st, NULL), -1;
   uint32_t n = 0;
   st = kc_kernel_param_count(k->k, &n);
   if (st) return kcpy_raise(rt, st, NULL), -1;
@@ -171,6 +171,13 @@ int kcpy_convert_scalar(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, kcpy_va
   return ok ? 0 : arg_error(k, i, "%R has the wrong number of bytes", o);
 }
 
+void kcpy_stage_drop(kcpy_stage *s) {
+  /* a buffer of a destroyed context is gone with it; its handle may be another buffer's by now */
+  if (s->buf && kc_context_id(s->ctx) == s->ctx_id) kc_buffer_destroy(s->buf);
+  s->buf = NULL;
+  s->cap = 0;
+}
+
 /* An array for a pointer parameter: staged through this parameter's buffer. */
 static int convert_array(KcKernel *k, kc_context *ctx, uint32_t i, PyObject *o, kc_arg *a, Py_buffer *view) {
 #if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
@@ -188,11 +195,12 @@ static int convert_array(KcKernel *k, kc_context *ctx, uint32_t i, PyObject *o, 
   kcpy_stage *s = &k->stage[i];
   size_t need = view->len ? (size_t)view->len : 1;
   kc_status st = KC_OK;
-  if (!s->buf || s->ctx != ctx || s->cap < need) {
-    if (s->buf && s->ctx == ctx) kc_buffer_destroy(s->buf);
-    s->buf = NULL;
+  uint64_t id = kc_context_id(ctx);
+  if (!s->buf || s->ctx != ctx || s->ctx_id != id || s->cap < need) {
+    kcpy_stage_drop(s);
     st = kc_buffer_create(ctx, need, &s->buf);
     s->ctx = st ? NULL : ctx;
+    s->ctx_id = id;
     s->cap = st ? 0 : need;
   }
   if (!st && view->len) st = kc_buffer_write(s->buf, 0, view->buf, (size_t)view->len);

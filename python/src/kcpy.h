@@ -34,6 +34,7 @@ typedef struct KcRuntime {
   kc_runtime *rt; /* NULL once closed: every object made from it checks */
   kc_context *dctx; /* the default context (device 0) */
   int backend; /* KCPY_BACKEND_* */
+  int inflight; /* calls running with the GIL released (KCPY_NOGIL) */
   PyObject *weakrefs;
 #if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
   int nstreams;
@@ -72,6 +73,7 @@ typedef struct kcpy_param {
 typedef struct kcpy_stage {
   kc_buffer *buf;
   kc_context *ctx;
+  uint64_t ctx_id; /* ctx's id when buf was made: a context's memory may be reused by a new one */
   size_t cap;
 } kcpy_stage;
 
@@ -105,6 +107,20 @@ typedef struct KcBound {
   PyObject *keep; /* list: the Python objects the arguments hold */
 } KcBound;
 
+/* Runs `stmt` with the GIL released, counted in r->inflight: closing the
+ * runtime or destroying one of its contexts or buffers meanwhile is refused
+ * (kcache's destroy functions are not thread-safe with other calls). */
+#define KCPY_NOGIL(r, stmt) \
+  do { \
+    (r)->inflight++; \
+    PyThreadState *kcpy_save = PyEval_SaveThread(); \
+    stmt; \
+    PyEval_RestoreThread(kcpy_save); \
+    (r)->inflight--; \
+  } while (0)
+/* 0, or -1 with BusyError when another thread is inside a KCPY_NOGIL call on r. */
+int kcpy_check_idle(KcRuntime *r, const char *what);
+
 extern PyTypeObject KcRuntime_Type, KcContext_Type, KcBuffer_Type, KcKernel_Type, KcConfig_Type, KcBound_Type,
     KcPin_Type;
 
@@ -137,6 +153,8 @@ typedef union kcpy_val {
 } kcpy_val;
 int kcpy_convert(KcKernel *k, kc_context *ctx, PyObject *const *args, uint32_t n, kc_arg *out, kcpy_val *vals,
                  Py_buffer *views);
+/* Destroys a staging buffer unless its context is gone. */
+void kcpy_stage_drop(kcpy_stage *s);
 /* One scalar argument for parameter i into *a (its bytes in *v). */
 int kcpy_convert_scalar(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, kcpy_val *v);
 /* After the launch: copies staged arrays back (writable ones; not those

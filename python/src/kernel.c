@@ -44,8 +44,7 @@ static void kernel_dealloc(KcKernel *self) {
   PyObject_GC_UnTrack(self);
   if (self->weakrefs) PyObject_ClearWeakRefs((PyObject *)self);
   if (self->owner && self->owner->rt) {
-    for (int i = 0; i < KC_MAX_ARGS; i++)
-      if (self->stage[i].buf) kc_buffer_destroy(self->stage[i].buf);
+    for (int i = 0; i < KC_MAX_ARGS; i++) kcpy_stage_drop(&self->stage[i]);
     kc_kernel_destroy(self->k);
   }
   Py_CLEAR(self->cfg);
@@ -162,8 +161,8 @@ static PyObject *kernel_get_code(KcKernel *self, void *c) {
   if (kernel_open(self) < 0) return NULL;
   kc_code_info ci;
   kc_status st;
-  Py_BEGIN_ALLOW_THREADS st = kc_kernel_code(self->k, &ci);
-  Py_END_ALLOW_THREADS if (st) return kcpy_raise(self->owner->rt, st, NULL);
+  KCPY_NOGIL(self->owner, st = kc_kernel_code(self->k, &ci));
+  if (st) return kcpy_raise(self->owner->rt, st, NULL);
   PyObject *max =
       ci.max_world == KC_WORLD_FOREVER ? Py_NewRef(Py_None) : PyLong_FromUnsignedLongLong(ci.max_world);
   if (!max) return NULL;
@@ -176,8 +175,8 @@ static PyObject *kernel_get_params(KcKernel *self, void *c) {
   (void)c;
   if (kernel_open(self) < 0) return NULL;
   kc_status st;
-  Py_BEGIN_ALLOW_THREADS st = kc_kernel_compile(self->k);
-  Py_END_ALLOW_THREADS if (st) return kcpy_raise(self->owner->rt, st, NULL);
+  KCPY_NOGIL(self->owner, st = kc_kernel_compile(self->k));
+  if (st) return kcpy_raise(self->owner->rt, st, NULL);
   uint32_t n;
   if ((st = kc_kernel_param_count(self->k, &n))) return kcpy_raise(self->owner->rt, st, NULL);
   static const char *const cls[] = {"buffer", "int", "uint", "float", "bytes"};

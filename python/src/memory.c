@@ -43,8 +43,8 @@ static PyObject *context_finish(KcContext *self, PyObject *unused) {
   kc_context *c = ctx_of(self);
   if (!c) return NULL;
   kc_status st;
-  Py_BEGIN_ALLOW_THREADS st = kc_context_finish(c);
-  Py_END_ALLOW_THREADS if (st) return kcpy_raise(self->owner->rt, st, "finish");
+  KCPY_NOGIL(self->owner, st = kc_context_finish(c));
+  if (st) return kcpy_raise(self->owner->rt, st, "finish");
   Py_RETURN_NONE;
 }
 
@@ -62,6 +62,7 @@ static PyObject *context_destroy(KcContext *self, PyObject *unused) {
   if (!ctx_of(self)) return NULL;
   if (!self->owned)
     return PyErr_Format(PyExc_RuntimeError, "the default context is destroyed with its Runtime (close())");
+  if (kcpy_check_idle(self->owner, "Context.destroy") < 0) return NULL;
   kc_context_destroy(self->ctx);
   self->ctx = NULL;
   Py_RETURN_NONE;
@@ -168,9 +169,9 @@ static PyObject *buffer_read(KcBuffer *self, PyObject *args, PyObject *kw) {
   if (out == Py_None) {
     PyObject *ba = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(self->size - (size_t)off));
     if (!ba) return NULL;
-    Py_BEGIN_ALLOW_THREADS st =
-        kc_buffer_read(b, (size_t)off, PyByteArray_AS_STRING(ba), self->size - (size_t)off);
-    Py_END_ALLOW_THREADS if (st) {
+    char *dst = PyByteArray_AS_STRING(ba);
+    KCPY_NOGIL(self->owner->owner, st = kc_buffer_read(b, (size_t)off, dst, self->size - (size_t)off));
+    if (st) {
       Py_DECREF(ba);
       return kcpy_raise(self->owner->owner->rt, st, "read");
     }
@@ -178,8 +179,8 @@ static PyObject *buffer_read(KcBuffer *self, PyObject *args, PyObject *kw) {
   }
   Py_buffer v;
   if (PyObject_GetBuffer(out, &v, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) return NULL;
-  Py_BEGIN_ALLOW_THREADS st = kc_buffer_read(b, (size_t)off, v.buf, (size_t)v.len);
-  Py_END_ALLOW_THREADS PyBuffer_Release(&v);
+  KCPY_NOGIL(self->owner->owner, st = kc_buffer_read(b, (size_t)off, v.buf, (size_t)v.len));
+  PyBuffer_Release(&v);
   if (st) return kcpy_raise(self->owner->owner->rt, st, "read");
   return Py_NewRef(out);
 }
@@ -187,7 +188,7 @@ static PyObject *buffer_read(KcBuffer *self, PyObject *args, PyObject *kw) {
 static PyObject *buffer_destroy(KcBuffer *self, PyObject *unused) {
   (void)unused;
   kc_buffer *b = buf_of(self);
-  if (!b) return NULL;
+  if (!b || kcpy_check_idle(self->owner->owner, "Buffer.destroy") < 0) return NULL;
   kc_buffer_destroy(b);
   self->buf = NULL;
   Py_RETURN_NONE;

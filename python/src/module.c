@@ -54,6 +54,14 @@ PyObject *kcpy_raise(const kc_runtime *rt, kc_status st, const char *what) {
   return NULL;
 }
 
+int kcpy_check_idle(KcRuntime *r, const char *what) {
+  if (!r->inflight) return 0;
+  PyErr_Format(errors[KC_EBUSY],
+               "%s: %d call(s) on this Runtime are running on other threads (compiles, waits)", what,
+               r->inflight);
+  return -1;
+}
+
 int kcpy_check_open(KcRuntime *r) {
   if (r && r->rt) return 0;
   PyErr_SetString(errors[KC_EDESTROYED], "the kcache Runtime is closed");

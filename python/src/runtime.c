@@ -78,7 +78,7 @@ static int runtime_init(KcRuntime *self, PyObject *args, PyObject *kw) {
 }
 
 static void runtime_close_now(KcRuntime *self) {
-  if (!self->rt) return;
+  if (!self->rt || self->inflight) return; /* callers check kcpy_check_idle */
   kc_runtime *rt = self->rt;
   self->rt = NULL; /* every object made from it sees it closed */
   self->dctx = NULL;
@@ -98,6 +98,7 @@ static void runtime_dealloc(KcRuntime *self) {
 
 static PyObject *runtime_close(KcRuntime *self, PyObject *unused) {
   (void)unused;
+  if (kcpy_check_idle(self, "close") < 0) return NULL;
   runtime_close_now(self);
   Py_RETURN_NONE;
 }
@@ -110,6 +111,7 @@ static PyObject *runtime_enter(KcRuntime *self, PyObject *unused) {
 
 static PyObject *runtime_exit(KcRuntime *self, PyObject *args) {
   (void)args;
+  if (kcpy_check_idle(self, "close") < 0) return NULL;
   runtime_close_now(self);
   Py_RETURN_FALSE;
 }
@@ -222,8 +224,8 @@ static PyObject *runtime_finish(KcRuntime *self, PyObject *unused) {
   (void)unused;
   if (kcpy_check_open(self) < 0) return NULL;
   kc_status st;
-  Py_BEGIN_ALLOW_THREADS st = kc_context_finish(self->dctx);
-  Py_END_ALLOW_THREADS if (st) return kcpy_raise(self->rt, st, NULL);
+  KCPY_NOGIL(self, st = kc_context_finish(self->dctx));
+  if (st) return kcpy_raise(self->rt, st, NULL);
   Py_RETURN_NONE;
 }
 

@@ -7,6 +7,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
 import kcache
 
@@ -217,3 +218,17 @@ def test_compiles_release_the_gil(backend):
         compile_s = r.stats().compile_ns / 1e9
         # held, the GIL would let this thread read the clock only after the compile
         assert ticks and ticks[0] - window[0] < compile_s / 2, (ticks[0] - window[0], compile_s)
+
+
+def test_staged_arrays_across_context_lifetimes(rt):
+    k = define_k(rt)
+    for _ in range(3):  # each new context may reuse the destroyed one's memory
+        c = rt.create_context()
+        y = np.zeros(N, np.float32)
+        k.launch(N, 1, args=(y,), context=c)
+        assert y[2] == 3.0
+        c.destroy()
+    assert run(k)[2] == 3.0
+    with pytest.raises(RuntimeError, match="destroyed"):
+        k.launch(N, 1, args=(np.zeros(N, np.float32),), context=c)
+    del k
