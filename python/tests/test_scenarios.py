@@ -51,9 +51,11 @@ def test_unrelated_definition_costs_no_compile(rt):
     w0 = rt.world
     w1 = rt.define("u", "KC_DEVICE float u(float x) { return 3.0f * x; }")
     assert w1 == w0 + 1 == rt.world
+    s0 = rt.stats()
     assert run(k)[2] == 3.0
     s = rt.stats()
     assert s.compiles == 1 and s.links == 1
+    assert s.slow_lookups == s0.slow_lookups and s.fast_hits == s0.fast_hits + 1  # no slow path at all
 
 
 def test_callee_redefinition_recompiles_dependents_only(rt):
