@@ -86,7 +86,7 @@ static int arg_error(KcKernel *k, uint32_t i, const char *fmt, PyObject *o) {
 }
 
 /* 16-bit IEEE half from a double (round to nearest even). */
-static uint16_t to_half(double d) {
+uint16_t kcpy_to_half(double d) {
   float f = (float)d;
   uint32_t x;
   memcpy(&x, &f, 4);
@@ -154,7 +154,7 @@ int kcpy_convert_scalar(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, kcpy_va
     }
     if (p->size == 4) v->f = (float)d;
     else if (p->size == 8) v->d = d;
-    else if (p->size == 2) v->u16 = to_half(d);
+    else if (p->size == 2) v->u16 = kcpy_to_half(d);
     else return arg_error(k, i, "a floating type of unexpected size (%R)", o);
     return 0;
   }

@@ -153,6 +153,8 @@ typedef union kcpy_val {
 } kcpy_val;
 int kcpy_convert(KcKernel *k, kc_context *ctx, PyObject *const *args, uint32_t n, kc_arg *out, kcpy_val *vals,
                  Py_buffer *views);
+/* The IEEE half nearest d (round to nearest even): what a `half` parameter gets. */
+uint16_t kcpy_to_half(double d);
 /* Destroys a staging buffer unless its context is gone. */
 void kcpy_stage_drop(kcpy_stage *s);
 /* One scalar argument for parameter i into *a (its bytes in *v). */

@@ -117,10 +117,18 @@ static PyObject *mod_backend_available(PyObject *self, PyObject *arg) {
 
 PyObject *kcpy_c_launch_batch(PyObject *self, PyObject *const *args, Py_ssize_t n); /* bench.c */
 
+static PyObject *mod_half_bits(PyObject *self, PyObject *arg) {
+  (void)self;
+  double d = PyFloat_AsDouble(arg);
+  if (d == -1.0 && PyErr_Occurred()) return NULL;
+  return PyLong_FromLong(kcpy_to_half(d));
+}
+
 static PyMethodDef mod_methods[] = {
     {"_c_launch_batch", (PyCFunction)(void (*)(void))kcpy_c_launch_batch, METH_FASTCALL,
      "_c_launch_batch(kernel, batch, *args) -> ns per launch of a C loop of kc_launch (the benchmark's C "
      "side)."},
+    {"_half_bits", mod_half_bits, METH_O, "_half_bits(x) -> the bits a `half` parameter gets for x (tests)."},
     {"backend_available", mod_backend_available, METH_O,
      "backend_available(name) -> (bool, why): whether 'host', 'opencl' or 'cuda' can run here."},
     {NULL, NULL, 0, NULL}};

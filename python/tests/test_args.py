@@ -131,3 +131,16 @@ def test_cached_launch_allocates_nothing(rt):
         launch(y, 2.5, 7)
     assert (sys.getrefcount(y), sys.getrefcount(buf)) == refs
     rt.finish()
+
+
+def test_half_conversion_matches_numpy():
+    # what a `half` parameter gets (no device here takes half parameters): numpy's float16 bits
+    rng = np.random.default_rng(7)
+    values = np.concatenate([rng.standard_normal(2000) * 10.0 ** rng.integers(-9, 6, 2000),
+                             [0.0, -0.0, 1.0, 65504.0, 65520.0, 1e6, -1e6, 6e-8, 3e-8, 2.9e-8, 6.1e-5,
+                              float("inf"), float("-inf"), 0.1, 1 / 3]])
+    with np.errstate(over="ignore"):
+        want = np.array(values).astype(np.float16).view(np.uint16)
+    for v, w in zip(values, want):
+        assert kcache._kcache._half_bits(float(v)) == int(w), v
+    assert kcache._kcache._half_bits(float("nan")) & 0x7C00 == 0x7C00
