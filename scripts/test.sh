@@ -74,9 +74,9 @@ count_pytest() {
   local log=$1 rc=$2 line pass fail skip
   line=$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped).* in [0-9.]+s' "$log" 2>/dev/null | tail -1 || true)
   if [[ -z $line ]]; then failed_suites+=("python(no summary)"); return 0; fi
-  pass=$(grep -oE '[0-9]+ passed' <<<"$line" | grep -oE '[0-9]+' || echo 0)
-  fail=$(grep -oE '[0-9]+ (failed|error)' <<<"$line" | grep -oE '[0-9]+' | awk '{s += $1} END {print s + 0}')
-  skip=$(grep -oE '[0-9]+ skipped' <<<"$line" | grep -oE '[0-9]+' || echo 0)
+  # the count before a word ("12 passed"), 0 if the word is not there
+  n_of() { awk -v w="$1" '{ for (i = 2; i <= NF; i++) if ($i ~ "^" w) s += $(i - 1) } END { print s + 0 }' <<<"$line"; }
+  pass=$(n_of passed) fail=$(($(n_of failed) + $(n_of error))) skip=$(n_of skipped)
   total_pass=$((total_pass + pass)) total_fail=$((total_fail + fail)) total_skip=$((total_skip + skip))
   ((fail == 0 && rc == 0)) || failed_suites+=(python)
 }
