@@ -121,7 +121,8 @@ typedef enum kc_log_level {
 typedef void (*kc_log_fn)(void *ud, kc_log_level level, const char *msg);
 
 /*
- * Struct sizes (the ABI rule). kc_options and kc_stats grow at their end
+ * Struct sizes (the ABI rule). kc_options and kc_stats (and kc_param_info,
+ * which follows kc_stats' rule: see kc_kernel_param) grow at their end
  * in later versions; each starts with `size_t size`, the size of the struct
  * as the caller was compiled, and kcache reads or writes only that many
  * bytes of it:
