@@ -331,7 +331,12 @@ typedef struct kc_dim3 {
 
 /* KC_ARG_PTR and KC_ARG_LOCAL: see "Using kcache inside an existing
  * program" below (raw device pointers; local memory sized per launch). */
-typedef enum kc_arg_kind { KC_ARG_SCALAR = 1, KC_ARG_BUFFER = 2, KC_ARG_PTR = 3, KC_ARG_LOCAL = 4 } kc_arg_kind;
+typedef enum kc_arg_kind {
+  KC_ARG_SCALAR = 1,
+  KC_ARG_BUFFER = 2,
+  KC_ARG_PTR = 3,
+  KC_ARG_LOCAL = 4
+} kc_arg_kind;
 
 /* One kernel argument: a buffer, a by-value scalar of `size` bytes, a raw
  * device pointer (KC_ARG_PTR) or an amount of local memory (KC_ARG_LOCAL). */
@@ -459,8 +464,10 @@ kc_status kc_stream_create(kc_context *ctx, kc_stream **out);
  * queue is never destroyed by kcache (OpenCL: retained, then released). */
 kc_status kc_stream_wrap(kc_context *ctx, void *native, kc_stream **out);
 /* Destroys a stream (after what it queued is done); a wrapped native
- * stays. Streams left at kc_context_destroy are released with it; their
- * handles then give KC_EDESTROYED until kc_stream_destroy frees them. Not
+ * stays. Streams are type-stable like buffers: a destroyed one (by
+ * kc_stream_destroy or with its context) gives KC_EDESTROYED, and a second
+ * kc_stream_destroy does nothing, until its memory is reused by a later
+ * stream of the same context; kc_runtime_destroy frees them. Not
  * thread-safe with launches on s. */
 void kc_stream_destroy(kc_stream *s);
 /* Waits until everything queued on s is done. */
@@ -497,8 +504,8 @@ kc_status kc_buffer_view(kc_buffer *buf, size_t offset, size_t size, kc_buffer *
 void *kc_buffer_native(const kc_buffer *buf);
 
 /*
- * Arguments beyond buffers and scalars (kc_launch and kc_launch_ex; bound
- * arguments take buffers and scalars only):
+ * Arguments beyond buffers and scalars (kc_launch_ex only: kc_launch and
+ * bound arguments take buffers and scalars, and say so):
  *  - KC_ARG_DEVPTR(p) for a pointer parameter: a CUdeviceptr (CUDA), a
  *    plain pointer (host), an SVM pointer (OpenCL 2.0 devices with SVM;
  *    elsewhere KC_EARGS says why). kcache cannot check what it points to.

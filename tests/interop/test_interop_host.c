@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_interop_host.c -- kcache inside a program that owns its memory, on
+ * the host backend: the caller's arrays wrapped as buffers (never freed),
+ * views at any offset, raw pointers as arguments (KC_ARG_DEVPTR), the
+ * per-group scratch area of kc_launch_ex (shared_bytes, kc_scratch()), the
+ * one implicit stream, the adopted "context" (NULL: the process) with the
+ * world-age rules of any context, bound arguments launched with a
+ * configuration, and the errors of what the host backend lacks.
+ */
+#include "kc_test.h"
+
+#include <stdlib.h>
+
+enum { GROUPS = 3, BLOCK = 4, N = GROUPS * BLOCK };
+
+static const char SRC_ADD[] = "KC_KERNEL void add(KC_GLOBAL const float *x, KC_GLOBAL float *y, float b) {\n"
+                              "  size_t g = kc_global_id(0);\n"
+                              "  y[g] = x[g] + b;\n"
+                              "}\n";
+/* Each group's items write the scratch area; its last item sums it (work
+ * items run in order on the host, so it sees the whole group's). */
+static const char SRC_SUM[] = "KC_KERNEL void gsum(KC_GLOBAL const float *x, KC_GLOBAL float *y) {\n"
+                              "  float *t = (float *)kc_scratch();\n"
+                              "  size_t l = kc_local_id(0);\n"
+                              "  t[l] = x[kc_global_id(0)];\n"
+                              "  if (l + 1 == kc_local_size(0)) {\n"
+                              "    float s = 0;\n"
+                              "    for (size_t i = 0; i < kc_local_size(0); i++) s += t[i];\n"
+                              "    y[kc_group_id(0)] = s;\n"
+                              "  }\n"
+                              "}\n";
+
+static kc_launch_config config(kc_stream *s) {
+  kc_launch_config c;
+  kc_launch_config_init(&c);
+  c.grid = (kc_dim3){GROUPS, 1, 1};
+  c.block = (kc_dim3){BLOCK, 1, 1};
+  c.stream = s;
+  return c;
+}
+
+static void test_wrapped_memory(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  kc_context *ctx;
+  KCT_OK(rt, kc_context_wrap(rt, NULL, NULL, &ctx));
+  assert_null(kc_context_native(ctx));
+  float *x = malloc(N * sizeof *x), *y = calloc(N + 5, sizeof *y);
+  assert_non_null(x);
+  assert_non_null(y);
+  for (int i = 0; i < N; i++) x[i] = (float)(2 * i);
+  kc_buffer *by, *view;
+  KCT_OK(rt, kc_buffer_wrap(ctx, y, (N + 5) * sizeof *y, &by));
+  assert_ptr_equal(kc_buffer_native(by), y);
+  KCT_OK(rt, kc_buffer_view(by, 5 * sizeof *y, N * sizeof *y, &view)); /* any offset on the host */
+  assert_ptr_equal(kc_buffer_native(view), y + 5);
+  kct_define(rt, "add", SRC_ADD);
+  kc_kernel *k = kct_kernel(rt, "add", NULL);
+  kc_stream *s;
+  KCT_OK(rt, kc_stream_create(ctx, &s));
+  assert_null(kc_stream_native(s));
+  float b = 1.5f;
+  kc_arg args[] = {KC_ARG_DEVPTR(x), KC_ARG_BUF(view), KC_ARG_VAL(b)};
+  kc_launch_config c = config(s);
+  KCT_OK(rt, kc_launch_ex(k, ctx, &c, args, 3));
+  KCT_OK(rt, kc_stream_sync(s));
+  for (int i = 0; i < 5; i++) assert_float_equal(y[i], 0, 0);
+  for (int i = 0; i < N; i++) assert_float_equal(y[5 + i], x[i] + 1.5f, 0);
+  float back[N];
+  KCT_OK(rt, kc_buffer_read(view, 0, back, sizeof back));
+  assert_memory_equal(back, y + 5, sizeof back);
+
+  /* kc_launch takes no raw pointers: it says where they go */
+  KCT_STATUS(rt, KC_EARGS, kc_launch(k, ctx, &c.grid, &c.block, args, 3));
+  KCT_CONTAINS(kc_errmsg(rt), "only kc_launch_ex takes");
+
+  /* reset: relinked, not compiled; ids as for any context */
+  uint64_t id = kc_context_id(ctx);
+  kc_stats before = kct_stats(rt);
+  KCT_OK(rt, kc_context_reset(ctx));
+  b = 3.0f;
+  KCT_OK(rt, kc_launch_ex(k, ctx, &c, args, 3));
+  kc_stats after = kct_stats(rt);
+  assert_int_equal(after.compiles, before.compiles);
+  assert_int_equal(after.links - before.links, 1);
+  assert_int_equal(kc_context_id(ctx), id);
+  for (int i = 0; i < N; i++) assert_float_equal(y[5 + i], x[i] + 3.0f, 0);
+
+  /* a redefinition reaches the adopted context like any other */
+  kct_define(rt, "add",
+             "KC_KERNEL void add(KC_GLOBAL const float *x, KC_GLOBAL float *y, float b) {\n"
+             "  size_t g = kc_global_id(0); y[g] = x[g] - b; }\n");
+  KCT_OK(rt, kc_launch_ex(k, ctx, &c, args, 3));
+  for (int i = 0; i < N; i++) assert_float_equal(y[5 + i], x[i] - 3.0f, 0);
+
+  /* the memory is the caller's: destroying kcache's objects frees none of it */
+  kc_buffer_destroy(by);
+  assert_int_equal(kc_buffer_size(view), 0); /* its view went with it */
+  kc_stream_destroy(s);
+  kc_context_destroy(ctx);
+  kct_destroy(rt);
+  y[0] = 7; /* still ours (ASan would see a use after free) */
+  assert_float_equal(y[0], 7, 0);
+  free(x);
+  free(y);
+}
+
+static void test_scratch_and_bound(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  kc_context *ctx = kct_context(rt);
+  kc_buffer *bx = kct_buffer(rt, ctx, N), *by = kct_buffer(rt, ctx, N);
+  float x[N], y[N];
+  for (int i = 0; i < N; i++) x[i] = (float)(i + 1);
+  KCT_OK(rt, kc_buffer_write(bx, 0, x, sizeof x));
+  kct_define(rt, "gsum", SRC_SUM);
+  kc_kernel *k = kct_kernel(rt, "gsum", NULL);
+  kc_stream *s;
+  KCT_OK(rt, kc_stream_wrap(ctx, NULL, &s)); /* the implicit stream */
+  kc_launch_config c = config(s);
+  c.shared_bytes = BLOCK * sizeof(float);
+  kc_arg args[] = {KC_ARG_BUF(bx), KC_ARG_BUF(by)};
+  KCT_OK(rt, kc_launch_ex(k, ctx, &c, args, 2));
+  KCT_OK(rt, kc_buffer_read(by, 0, y, sizeof y));
+  for (int g = 0; g < GROUPS; g++) {
+    float want = 0;
+    for (int l = 0; l < BLOCK; l++) want += x[g * BLOCK + l];
+    assert_float_equal(y[g], want, 0);
+  }
+  /* bound arguments with a configuration */
+  kc_args *a;
+  KCT_OK(rt, kc_args_create(k, ctx, args, 2, &a));
+  KCT_OK(rt, kc_buffer_write(by, 0, (float[N]){0}, sizeof y));
+  kc_stats before = kct_stats(rt);
+  for (int i = 0; i < 3; i++) KCT_OK(rt, kc_launch_args_ex(a, &c));
+  kc_stats after = kct_stats(rt);
+  assert_true(after.fast_hits - before.fast_hits >= 2);
+  KCT_OK(rt, kc_buffer_read(by, 0, y, sizeof y));
+  assert_float_equal(y[0], x[0] + x[1] + x[2] + x[3], 0);
+
+  /* what the host lacks, and bad configurations */
+  c.flags = KC_LAUNCH_COOPERATIVE;
+  KCT_STATUS(rt, KC_EUNAVAILABLE, kc_launch_ex(k, ctx, &c, args, 2));
+  KCT_CONTAINS(kc_errmsg(rt), "no cooperative or cluster launches");
+  c.flags = 0;
+  kc_launch_config small = c;
+  small.size = 4;
+  KCT_STATUS(rt, KC_EINVAL, kc_launch_ex(k, ctx, &small, args, 2));
+  KCT_CONTAINS(kc_errmsg(rt), "kc_launch_config of 4 bytes");
+  KCT_STATUS(rt, KC_EINVAL, kc_launch_ex(k, ctx, NULL, args, 2));
+  kc_stream *s2;
+  KCT_STATUS(rt, KC_EINVAL, kc_stream_wrap(ctx, (void *)&c, &s2));
+  KCT_CONTAINS(kc_errmsg(rt), "only stream is the implicit one");
+  assert_null(s2);
+  kc_context *ctx2;
+  KCT_STATUS(rt, KC_EINVAL, kc_context_wrap(rt, (void *)&c, NULL, &ctx2));
+  KCT_CONTAINS(kc_errmsg(rt), "no native context");
+  kc_buffer *w;
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_wrap(ctx, NULL, 4, &w));
+  KCT_CONTAINS(kc_errmsg(rt), "native handle is NULL");
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_view(bx, 0, 0, &w));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_view(bx, 4, N * sizeof(float), &w));
+  kc_args_destroy(a);
+  kc_context_destroy(ctx); /* the stream goes with its context... */
+  KCT_STATUS(rt, KC_EDESTROYED, kc_stream_sync(s));
+  kc_stream_destroy(s); /* ...and destroying it then does nothing */
+  kct_destroy(rt);
+}
+
+int main(int argc, char **argv) {
+  int rc = kct_main_init(argc, argv);
+  if (rc >= 0) return rc;
+  if (kct_backend != KC_BACKEND_HOST) {
+    printf("SKIPPED: the host interop suite runs on the host backend (--backend host)\n");
+    return 77;
+  }
+  kct_memory_only();
+  const struct CMUnitTest tests[] = {KCT_TEST(test_wrapped_memory), KCT_TEST(test_scratch_and_bound)};
+  return KCT_RUN(tests);
+}
