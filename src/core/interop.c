@@ -14,7 +14,8 @@
 static kc_status stream_ctx_check(kc_context *ctx, const void *op, const char *fn) {
   if (!ctx) return kc__err(NULL, KC_EINVAL, "%s: context is NULL", fn);
   kc_runtime *rt = ctx->rt;
-  if (!kc__load_relaxed(&ctx->alive)) return kc__err(rt, KC_EDESTROYED, "%s: the context has been destroyed", fn);
+  if (!kc__load_relaxed(&ctx->alive))
+    return kc__err(rt, KC_EDESTROYED, "%s: the context has been destroyed", fn);
   if (!op) return kc__err(rt, KC_EUNAVAILABLE, "%s: the %s backend has no streams", fn, rt->be->name);
   return KC_OK;
 }
@@ -25,7 +26,8 @@ static kc_status stream_open(kc_context *ctx, bool create, void *native, const c
   kc__lock(&ctx->lock);
   kc_status st = KC_OK;
   kc_stream *s = NULL;
-  if (!kc__load_relaxed(&ctx->alive)) st = kc__err(rt, KC_EDESTROYED, "%s: the context has been destroyed", fn);
+  if (!kc__load_relaxed(&ctx->alive))
+    st = kc__err(rt, KC_EDESTROYED, "%s: the context has been destroyed", fn);
   if (!st) {
     KC__STACK_POP(ctx->free_streams, s, next);
     if (!s && !(s = kc__calloc(rt, sizeof *s))) st = kc__err(rt, KC_ENOMEM, "%s: out of memory", fn);
@@ -50,7 +52,8 @@ static kc_status stream_open(kc_context *ctx, bool create, void *native, const c
 kc_status kc_stream_create(kc_context *ctx, kc_stream **out) {
   if (!out) return kc__err(ctx ? ctx->rt : NULL, KC_EINVAL, "kc_stream_create: out is NULL");
   *out = NULL;
-  kc_status st = stream_ctx_check(ctx, ctx ? (const void *)ctx->rt->be->stream_create : NULL, "kc_stream_create");
+  kc_status st =
+      stream_ctx_check(ctx, ctx ? (const void *)ctx->rt->be->stream_create : NULL, "kc_stream_create");
   return st ? st : stream_open(ctx, true, NULL, "kc_stream_create", out);
 }
 

@@ -20,26 +20,30 @@
 
 /* ------------------------------------------------------------ messages */
 
-KC__COLD kc_status kc__explain_arg_ex(kc_runtime *rt, const char *name, uint32_t i, const char *label, uint64_t want,
-                                      const kc_arg *a, bool ex) {
+KC__COLD kc_status kc__explain_arg_ex(kc_runtime *rt, const char *name, uint32_t i, const char *label,
+                                      uint64_t want, const kc_arg *a, bool ex) {
   bool want_local = want == KC__SIG(KC_ARG_LOCAL, 0), want_ptr = want == KC__SIG(KC_ARG_BUFFER, 0);
 #define KC__ARG_ERR(...) kc__err(rt, KC_EARGS, "kernel '%s' argument %u%s " __VA_ARGS__)
   if (!ex && (a->kind == KC_ARG_PTR || a->kind == KC_ARG_LOCAL))
-    return KC__ARG_ERR("is a %s, which only kc_launch_ex takes (kc_launch and bound arguments take buffers and "
-                       "scalars)",
-                       name, i, label, a->kind == KC_ARG_PTR ? "raw pointer (KC_ARG_PTR)" : "local memory size (KC_ARG_LOCAL)");
+    return KC__ARG_ERR(
+        "is a %s, which only kc_launch_ex takes (kc_launch and bound arguments take buffers and "
+        "scalars)",
+        name, i, label,
+        a->kind == KC_ARG_PTR ? "raw pointer (KC_ARG_PTR)" : "local memory size (KC_ARG_LOCAL)");
   if (want_local && a->kind != KC_ARG_LOCAL)
     return KC__ARG_ERR("is a KC_LOCAL pointer: pass its size per launch, KC_ARG_LOCAL_BYTES(n), through "
                        "kc_launch_ex",
                        name, i, label);
   if (a->kind == KC_ARG_LOCAL && !want_local)
-    return KC__ARG_ERR("is not a KC_LOCAL pointer parameter; local memory (KC_ARG_LOCAL) was given", name, i, label);
+    return KC__ARG_ERR("is not a KC_LOCAL pointer parameter; local memory (KC_ARG_LOCAL) was given", name, i,
+                       label);
   if (a->kind == KC_ARG_LOCAL && a->size == 0)
     return KC__ARG_ERR("is local memory of 0 bytes (KC_ARG_LOCAL_BYTES needs at least 1)", name, i, label);
   if (a->kind == KC_ARG_PTR && !want_ptr)
     return KC__ARG_ERR("is a scalar; a raw pointer (KC_ARG_PTR) was given", name, i, label);
   if (a->kind == KC_ARG_PTR && a->size)
-    return KC__ARG_ERR("is a raw pointer, whose size is 0 (KC_ARG_DEVPTR); %u was given", name, i, label, a->size);
+    return KC__ARG_ERR("is a raw pointer, whose size is 0 (KC_ARG_DEVPTR); %u was given", name, i, label,
+                       a->size);
 #undef KC__ARG_ERR
   return KC_OK;
 }
@@ -105,9 +109,10 @@ static KC__COLD kc_status cfg_normalize(kc_runtime *rt, const kc_launch_config *
     const unsigned char *p = (const unsigned char *)cfg;
     for (size_t i = sizeof *full; i < cfg->size; i++)
       if (p[i])
-        return kc__err(rt, KC_EINVAL,
-                       "kc_launch_config of %zu bytes, this library knows %zu: a field it does not know is set",
-                       cfg->size, sizeof *full);
+        return kc__err(
+            rt, KC_EINVAL,
+            "kc_launch_config of %zu bytes, this library knows %zu: a field it does not know is set",
+            cfg->size, sizeof *full);
     memcpy(full, cfg, sizeof *full);
   } else {
     kc_launch_config_init_size(full, sizeof *full);
@@ -117,7 +122,8 @@ static KC__COLD kc_status cfg_normalize(kc_runtime *rt, const kc_launch_config *
   return KC_OK;
 }
 
-static KC__COLD kc_status bad_stream(kc_runtime *rt, const kc_context *ctx, const kc_stream *s, const char *name) {
+static KC__COLD kc_status bad_stream(kc_runtime *rt, const kc_context *ctx, const kc_stream *s,
+                                     const char *name) {
   if (!kc__load_relaxed(&s->alive))
     return kc__err(rt, KC_EDESTROYED, "launch of '%s': the stream's context has been destroyed", name);
   (void)ctx;
@@ -128,7 +134,8 @@ static inline bool arg_fits_ex(const kc_arg *a, uint64_t want, const kc_context 
   switch (a->kind) {
   case KC_ARG_PTR: return want == KC__SIG(KC_ARG_BUFFER, 0) && a->size == 0;
   case KC_ARG_LOCAL: return want == KC__SIG(KC_ARG_LOCAL, 0) && a->size != 0;
-  case KC_ARG_BUFFER: return want == KC__SIG(KC_ARG_BUFFER, 0) && !a->size && a->ptr && ((const kc_buffer *)a->ptr)->ctx == ctx;
+  case KC_ARG_BUFFER:
+    return want == KC__SIG(KC_ARG_BUFFER, 0) && !a->size && a->ptr && ((const kc_buffer *)a->ptr)->ctx == ctx;
   default: return KC__SIG(a->kind, a->size) == want && a->ptr && a->size != UINT32_MAX;
   }
 }
@@ -154,7 +161,8 @@ static KC__NOINLINE kc_status ex_go(kc__linked *l, kc_context *ctx, const kc_lau
     lc.stream = s->native;
   }
   void *argv[KC_MAX_ARGS];
-  if (KC__UNLIKELY(nargs != l->nargs || (nargs && !args))) return explain_args_ex(rt, l->ci, ctx, args, nargs);
+  if (KC__UNLIKELY(nargs != l->nargs || (nargs && !args)))
+    return explain_args_ex(rt, l->ci, ctx, args, nargs);
   for (uint32_t i = 0; i < nargs; i++) {
     const kc_arg *a = &args[i];
     if (KC__UNLIKELY(!arg_fits_ex(a, l->sig[i], ctx))) return explain_args_ex(rt, l->ci, ctx, args, nargs);
@@ -172,7 +180,8 @@ static KC__NOINLINE kc_status ex_slow(kc_kernel *k, kc_context *ctx, const kc_la
   if (!cfg) return kc__err(rt, KC_EINVAL, "kc_launch_ex of '%s': cfg is NULL", name);
   if (ctx->rt != rt) return kc__err(rt, KC_EINVAL, "kc_launch_ex: the context belongs to another runtime");
   if (!rt->be->launch_ex)
-    return kc__err(rt, KC_EUNAVAILABLE, "kc_launch_ex: the %s backend has no configured launch", rt->be->name);
+    return kc__err(rt, KC_EUNAVAILABLE, "kc_launch_ex: the %s backend has no configured launch",
+                   rt->be->name);
   kc_launch_config full;
   if (cfg->size != sizeof *cfg) {
     kc_status st = cfg_normalize(rt, cfg, &full);
@@ -266,7 +275,8 @@ kc_status kc_launch_args_ex(kc_args *a, const kc_launch_config *cfg) {
     return kc__err(a->rt, KC_EUNAVAILABLE, "kc_launch_args_ex: the %s backend has no configured launch",
                    a->rt->be->name);
   const kc_stream *s = cfg->stream;
-  if (s && (s->ctx != a->ctx || !kc__load_relaxed(&s->alive))) return bad_stream(a->rt, a->ctx, s, a->k->spec->name);
+  if (s && (s->ctx != a->ctx || !kc__load_relaxed(&s->alive)))
+    return bad_stream(a->rt, a->ctx, s, a->k->spec->name);
   /* the slow path (pinned threads included): resolve, relink, remember */
   kc__linked *l;
   kc_status st = kc__args_resolve(a, &cfg->grid, &cfg->block, s, &l);

@@ -72,13 +72,14 @@ enum { GROUPS = 4, BLOCK = 8, N = GROUPS * BLOCK };
 
 /* Each group reverses its items through local memory: right only if the
  * local buffer is shared by the group and large enough. */
-static const char SRC_REV[] = "KC_KERNEL void rev(KC_GLOBAL const float *x, KC_GLOBAL float *y, KC_LOCAL float *tmp,\n"
-                              "                   float a) {\n"
-                              "  size_t l = kc_local_id(0), g = kc_global_id(0);\n"
-                              "  tmp[l] = x[g];\n"
-                              "  kc_barrier();\n"
-                              "  y[g] = a * tmp[kc_local_size(0) - 1 - l];\n"
-                              "}\n";
+static const char SRC_REV[] =
+    "KC_KERNEL void rev(KC_GLOBAL const float *x, KC_GLOBAL float *y, KC_LOCAL float *tmp,\n"
+    "                   float a) {\n"
+    "  size_t l = kc_local_id(0), g = kc_global_id(0);\n"
+    "  tmp[l] = x[g];\n"
+    "  kc_barrier();\n"
+    "  y[g] = a * tmp[kc_local_size(0) - 1 - l];\n"
+    "}\n";
 static const char SRC_ADD[] = "KC_KERNEL void add(KC_GLOBAL const float *x, KC_GLOBAL float *y, float b) {\n"
                               "  size_t g = kc_global_id(0);\n"
                               "  y[g] = x[g] + b;\n"
@@ -179,7 +180,8 @@ static void test_native_objects(void **state) {
   kct_define(rt, "add", SRC_ADD);
   kc_kernel *krev = kct_kernel(rt, "rev", NULL), *kadd = kct_kernel(rt, "add", NULL);
   float a = 2.0f, b = 0.5f;
-  kc_arg rargs[] = {KC_ARG_BUF(bx), KC_ARG_BUF(vy1), KC_ARG_LOCAL_BYTES(BLOCK * sizeof(float)), KC_ARG_VAL(a)};
+  kc_arg rargs[] = {KC_ARG_BUF(bx), KC_ARG_BUF(vy1), KC_ARG_LOCAL_BYTES(BLOCK * sizeof(float)),
+                    KC_ARG_VAL(a)};
   kc_arg aargs[] = {KC_ARG_BUF(bx), KC_ARG_BUF(vy2), KC_ARG_VAL(b)};
   kc_launch_config c1 = config(s1), c2 = config(s2);
   kc_stats before = kct_stats(rt);
@@ -257,7 +259,8 @@ static void test_stream_order(void **state) {
   KCT_OK(rt, kc_stream_wrap(ctx, n.q2, &theirs));
   float x[N];
   for (int i = 0; i < N; i++) x[i] = (float)(3 * i);
-  cl_mem mx = raw_buffer(&n, sizeof x, x), m1 = raw_buffer(&n, sizeof x, NULL), m2 = raw_buffer(&n, sizeof x, NULL);
+  cl_mem mx = raw_buffer(&n, sizeof x, x), m1 = raw_buffer(&n, sizeof x, NULL),
+         m2 = raw_buffer(&n, sizeof x, NULL);
   kc_buffer *bx, *b1, *b2;
   KCT_OK(rt, kc_buffer_wrap(ctx, mx, sizeof x, &bx));
   KCT_OK(rt, kc_buffer_wrap(ctx, m1, sizeof x, &b1));
@@ -276,7 +279,8 @@ static void test_stream_order(void **state) {
     CL_OK(p_clEnqueueReadBuffer(n.q2, m2, CL_TRUE, 0, sizeof y, y, 0, NULL, NULL));
     for (int i = 0; i < N; i++) assert_float_equal(y[i], x[i] + 11.0f, 0);
     KCT_OK(rt, kc_stream_sync(mine));
-    CL_OK(p_clEnqueueWriteBuffer(n.q2, m2, CL_TRUE, 0, sizeof x, x, 0, NULL, NULL)); /* reset for the next round */
+    CL_OK(p_clEnqueueWriteBuffer(n.q2, m2, CL_TRUE, 0, sizeof x, x, 0, NULL,
+                                 NULL)); /* reset for the next round */
   }
   /* streams left at context destroy are released with it, then say so */
   KCT_OK(rt, kc_stream_sync(theirs));
@@ -420,10 +424,12 @@ static void test_two_devices(void **state) {
   cl_device_id sub[4];
   cl_uint nsub = 0, cus = 0;
   CL_OK(p_clGetDeviceInfo(n.dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL));
-  cl_device_partition_property props[] = {CL_DEVICE_PARTITION_EQUALLY, (cl_device_partition_property)(cus / 2), 0};
+  cl_device_partition_property props[] = {CL_DEVICE_PARTITION_EQUALLY,
+                                          (cl_device_partition_property)(cus / 2), 0};
   bool split = cus >= 2 && p_clCreateSubDevices(n.dev, props, 4, sub, &nsub) == CL_SUCCESS && nsub >= 2;
   cl_device_id devs[2] = {split ? sub[0] : n.dev, split ? sub[1] : n.dev};
-  printf("two %s\n", split ? "sub-devices of the CPU device" : "contexts on one device (it cannot be split here)");
+  printf("two %s\n",
+         split ? "sub-devices of the CPU device" : "contexts on one device (it cannot be split here)");
   kc_runtime *rt = opencl_runtime();
   kct_define(rt, "add", SRC_ADD);
   kc_kernel *k = kct_kernel(rt, "add", NULL);

@@ -19,7 +19,9 @@ kc_status cu_ctx_wrap(void *state, void *native_ctx, void *native_dev, void **bc
   cu_state *st = state;
   *bctx = NULL;
   if (!native_ctx) return kc__bs_err(st->sv, KC_EINVAL, "kc_context_wrap: the CUcontext is NULL");
-  if (native_dev) return kc__bs_err(st->sv, KC_EINVAL, "kc_context_wrap: CUDA takes no device (pass NULL): a CUcontext has one");
+  if (native_dev)
+    return kc__bs_err(st->sv, KC_EINVAL,
+                      "kc_context_wrap: CUDA takes no device (pass NULL): a CUcontext has one");
   cu_ctx *c = kc__bs_calloc(st->sv, sizeof *c);
   if (!c) return kc__bs_err(st->sv, KC_ENOMEM, "out of memory adopting a CUDA context");
   c->st = st;
@@ -47,7 +49,8 @@ kc_status cu_stream_create(void *bctx, void **native) {
   if (s) return s;
   CUstream stream = NULL;
   CUresult r = cu_drv.cuStreamCreate(&stream, KC__CU_STREAM_NON_BLOCKING);
-  if (r != KC__CUDA_SUCCESS) return cu_fail(c->st->sv, KC_EBACKEND, "kc_stream_create: cuStreamCreate", r, "");
+  if (r != KC__CUDA_SUCCESS)
+    return cu_fail(c->st->sv, KC_EBACKEND, "kc_stream_create: cuStreamCreate", r, "");
   *native = stream;
   return KC_OK;
 }
@@ -61,7 +64,8 @@ kc_status cu_stream_wrap(void *bctx, void *native) {
   CUcontext owner = NULL;
   CUresult r = cu_drv.cuStreamGetCtx(native, &owner);
   if (r != KC__CUDA_SUCCESS) return cu_fail(c->st->sv, KC_EINVAL, "kc_stream_wrap: cuStreamGetCtx", r, "");
-  if (owner != c->ctx) return kc__bs_err(c->st->sv, KC_EINVAL, "kc_stream_wrap: the CUstream belongs to another CUcontext");
+  if (owner != c->ctx)
+    return kc__bs_err(c->st->sv, KC_EINVAL, "kc_stream_wrap: the CUstream belongs to another CUcontext");
   return KC_OK;
 }
 
@@ -76,7 +80,8 @@ kc_status cu_stream_sync(void *bctx, void *native) {
   kc_status s = cu_bind(c);
   if (s) return s;
   CUresult r = cu_drv.cuStreamSynchronize(native);
-  return r == KC__CUDA_SUCCESS ? KC_OK : cu_fail(c->st->sv, KC_ELAUNCH, "kc_stream_sync: cuStreamSynchronize", r, "");
+  return r == KC__CUDA_SUCCESS ? KC_OK
+                               : cu_fail(c->st->sv, KC_ELAUNCH, "kc_stream_sync: cuStreamSynchronize", r, "");
 }
 
 /* An event recorded on `other` that native waits for (both may be
@@ -121,8 +126,10 @@ kc_status cu_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h) {
     return cu_fail(c->st->sv, KC_EINVAL, "kc_buffer_wrap: cuMemGetAddressRange", r,
                    " (not device memory of this context?)");
   if (p - base > have || size > have - (p - base))
-    return kc__bs_err(c->st->sv, KC_EINVAL, "kc_buffer_wrap: the allocation holds %zu bytes from the pointer, fewer than the %zu asked for",
-                      (size_t)(have - (p - base)), size);
+    return kc__bs_err(
+        c->st->sv, KC_EINVAL,
+        "kc_buffer_wrap: the allocation holds %zu bytes from the pointer, fewer than the %zu asked for",
+        (size_t)(have - (p - base)), size);
   h->u64 = p;
   return KC_OK;
 }
@@ -137,7 +144,8 @@ kc_status cu_buf_view(void *bctx, const kc__bufh *parent, size_t off, size_t siz
 
 #define CU_SHARED_DEFAULT (48u << 10) /* what a function may use without opting in */
 
-static KC__COLD kc_status cu_ex_fail(const kc__blinked *l, const kc__lcfg *cfg, const char *call, CUresult r) {
+static KC__COLD kc_status cu_ex_fail(const kc__blinked *l, const kc__lcfg *cfg, const char *call,
+                                     CUresult r) {
   const cu_ctx *c = l->bctx;
   char detail[400];
   snprintf(detail, sizeof detail, " (kernel '%s', grid %ux%ux%u, block %ux%ux%u, %u shared bytes%s%s)",
@@ -150,9 +158,10 @@ static KC__COLD kc_status cu_ex_fail(const kc__blinked *l, const kc__lcfg *cfg, 
 /* Raises the function's dynamic shared memory limit to bytes (once per
  * size above the default: l->extra keeps the largest raised). */
 static KC__COLD kc_status cu_raise_shared(kc__blinked *l, const kc__lcfg *cfg) {
-  CUresult r = cu_drv.cuFuncSetAttribute((CUfunction)l->fn, KC__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                         (int)cfg->shared_bytes);
-  if (r != KC__CUDA_SUCCESS) return cu_ex_fail(l, cfg, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", r);
+  CUresult r = cu_drv.cuFuncSetAttribute(
+      (CUfunction)l->fn, KC__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)cfg->shared_bytes);
+  if (r != KC__CUDA_SUCCESS)
+    return cu_ex_fail(l, cfg, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", r);
   l->extra = (void *)(uintptr_t)cfg->shared_bytes;
   return KC_OK;
 }
@@ -160,10 +169,11 @@ static KC__COLD kc_status cu_raise_shared(kc__blinked *l, const kc__lcfg *cfg) {
 static KC__COLD kc_status cu_launch_attrs(kc__blinked *l, void **argv, const kc__lcfg *cfg, CUstream stream) {
   const cu_ctx *c = l->bctx;
   if (!cu_drv.cuLaunchKernelEx)
-    return kc__bs_err(c->st->sv, KC_EUNAVAILABLE,
-                      "kernel '%s': cooperative and cluster launches need cuLaunchKernelEx (a CUDA 12.0 driver; this "
-                      "one is %d.%d)",
-                      kc__blinked_name(l), cu_drv.version / 1000, cu_drv.version % 1000 / 10);
+    return kc__bs_err(
+        c->st->sv, KC_EUNAVAILABLE,
+        "kernel '%s': cooperative and cluster launches need cuLaunchKernelEx (a CUDA 12.0 driver; this "
+        "one is %d.%d)",
+        kc__blinked_name(l), cu_drv.version / 1000, cu_drv.version % 1000 / 10);
   cu_launch_attr attrs[2];
   memset(attrs, 0, sizeof attrs);
   unsigned n = 0;
@@ -197,7 +207,7 @@ kc_status cu_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
   CUstream stream = cfg->stream ? (CUstream)cfg->stream : c->stream;
   if (KC__UNLIKELY(cfg->flags || cfg->cluster.x || cfg->cluster.y || cfg->cluster.z))
     return cu_launch_attrs(l, argv, cfg, stream);
-  CUresult r = cu_drv.cuLaunchKernel((CUfunction)l->fn, g->x, g->y, g->z, b->x, b->y, b->z, cfg->shared_bytes, stream,
-                                     argv, NULL);
+  CUresult r = cu_drv.cuLaunchKernel((CUfunction)l->fn, g->x, g->y, g->z, b->x, b->y, b->z, cfg->shared_bytes,
+                                     stream, argv, NULL);
   return KC__LIKELY(r == KC__CUDA_SUCCESS) ? KC_OK : cu_ex_fail(l, cfg, "cuLaunchKernel", r);
 }

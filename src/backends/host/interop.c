@@ -24,23 +24,26 @@ static _Thread_local size_t host_scratch_size;
 kc_status host_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
   host_state *s = l->bctx;
   if (KC__UNLIKELY(cfg->flags || cfg->cluster.x || cfg->cluster.y || cfg->cluster.z))
-    return kc__bs_err(s->sv, KC_EUNAVAILABLE,
-                      "kernel '%s': the host backend has no cooperative or cluster launches (they are CUDA's)",
-                      kc__blinked_name(l));
+    return kc__bs_err(
+        s->sv, KC_EUNAVAILABLE,
+        "kernel '%s': the host backend has no cooperative or cluster launches (they are CUDA's)",
+        kc__blinked_name(l));
   if (KC__LIKELY(!cfg->shared_bytes)) return l->launch(l, argv, cfg->grid, cfg->block);
   void (*set)(void *) = NULL;
   void *sym = dlsym(l->module, "kc__set_scratch");
   memcpy(&set, &sym, sizeof sym);
   if (!set)
-    return kc__bs_err(s->sv, KC_ELINK, "kernel '%s': its object has no scratch area (compiled by an older kcache)",
+    return kc__bs_err(s->sv, KC_ELINK,
+                      "kernel '%s': its object has no scratch area (compiled by an older kcache)",
                       kc__blinked_name(l));
   if (cfg->shared_bytes > HOST_SCRATCH_MAX)
-    return kc__bs_err(s->sv, KC_EINVAL, "kernel '%s': shared_bytes %u is above the host backend's %u", kc__blinked_name(l),
-                      cfg->shared_bytes, HOST_SCRATCH_MAX);
+    return kc__bs_err(s->sv, KC_EINVAL, "kernel '%s': shared_bytes %u is above the host backend's %u",
+                      kc__blinked_name(l), cfg->shared_bytes, HOST_SCRATCH_MAX);
   if (host_scratch_size < cfg->shared_bytes) {
     /* libc, not the runtime's allocator: the area belongs to the thread */
     void *p = realloc(host_scratch, cfg->shared_bytes);
-    if (!p) return kc__bs_err(s->sv, KC_ENOMEM, "out of memory for a %u-byte scratch area", cfg->shared_bytes);
+    if (!p)
+      return kc__bs_err(s->sv, KC_ENOMEM, "out of memory for a %u-byte scratch area", cfg->shared_bytes);
     host_scratch = p;
     host_scratch_size = cfg->shared_bytes;
   }
@@ -54,7 +57,8 @@ kc_status host_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
 kc_status host_ctx_wrap(void *state, void *native_ctx, void *native_dev, void **bctx) {
   host_state *s = state;
   if (native_ctx || native_dev)
-    return kc__bs_err(s->sv, KC_EINVAL, "kc_context_wrap: the host backend has no native context (pass NULL, NULL)");
+    return kc__bs_err(s->sv, KC_EINVAL,
+                      "kc_context_wrap: the host backend has no native context (pass NULL, NULL)");
   *bctx = state;
   return KC_OK;
 }
@@ -68,13 +72,12 @@ kc_status host_stream_create(void *bctx, void **native) {
 kc_status host_stream_wrap(void *bctx, void *native) {
   host_state *s = bctx;
   if (native)
-    return kc__bs_err(s->sv, KC_EINVAL, "kc_stream_wrap: the host backend's only stream is the implicit one (NULL)");
+    return kc__bs_err(s->sv, KC_EINVAL,
+                      "kc_stream_wrap: the host backend's only stream is the implicit one (NULL)");
   return KC_OK;
 }
 
-void host_stream_release(void *bctx, void *native, bool owned) {
-  (void)bctx, (void)native, (void)owned;
-}
+void host_stream_release(void *bctx, void *native, bool owned) { (void)bctx, (void)native, (void)owned; }
 
 /* Launches run to completion before they return. */
 kc_status host_stream_sync(void *bctx, void *native) {

@@ -21,8 +21,10 @@ kc_status ocl_ctx_finish_setup(ocl_ctx *c) {
   c->queue = ocl.clCreateCommandQueue(c->ctx, c->device, 0, &e);
   if (!c->queue) return ocl_fail(c->sv, KC_EBACKEND, "clCreateCommandQueue", e);
   cl_bitfield svm = 0;
-  c->svm = ocl_set_arg_svm && ocl.clGetDeviceInfo(c->device, OCL_DEVICE_SVM_CAPABILITIES, sizeof svm, &svm,
-                                                  NULL) == CL_SUCCESS && svm != 0;
+  c->svm =
+      ocl_set_arg_svm &&
+      ocl.clGetDeviceInfo(c->device, OCL_DEVICE_SVM_CAPABILITIES, sizeof svm, &svm, NULL) == CL_SUCCESS &&
+      svm != 0;
   cl_uint bits = 0;
   if (ocl.clGetDeviceInfo(c->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof bits, &bits, NULL) != CL_SUCCESS)
     bits = 8;
@@ -39,7 +41,8 @@ kc_status ocl_ctx_wrap(void *state, void *native_ctx, void *native_dev, void **b
   cl_device_id devs[64];
   size_t bytes = 0;
   cl_int e = ocl.clGetContextInfo(nctx, CL_CONTEXT_DEVICES, sizeof devs, devs, &bytes);
-  if (e != CL_SUCCESS) return ocl_fail(sv, KC_EINVAL, "kc_context_wrap: clGetContextInfo(CL_CONTEXT_DEVICES)", e);
+  if (e != CL_SUCCESS)
+    return ocl_fail(sv, KC_EINVAL, "kc_context_wrap: clGetContextInfo(CL_CONTEXT_DEVICES)", e);
   size_t n = bytes / sizeof devs[0];
   cl_device_id dev = native_dev;
   if (!dev && n == 1) dev = devs[0];
@@ -131,7 +134,8 @@ kc_status ocl_stream_wait(void *bctx, void *native, void *other) {
   if (e != CL_SUCCESS) return ocl_fail(c->sv, KC_EBACKEND, "kc_stream_wait: clEnqueueMarkerWithWaitList", e);
   e = ocl.clEnqueueBarrierWithWaitList(q, 1, &ev, NULL);
   ocl.clReleaseEvent(ev);
-  return e == CL_SUCCESS ? KC_OK : ocl_fail(c->sv, KC_EBACKEND, "kc_stream_wait: clEnqueueBarrierWithWaitList", e);
+  return e == CL_SUCCESS ? KC_OK
+                         : ocl_fail(c->sv, KC_EBACKEND, "kc_stream_wait: clEnqueueBarrierWithWaitList", e);
 }
 
 /* ----------------------------------------------------------------- memory */
@@ -146,11 +150,13 @@ kc_status ocl_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h) {
   if (e == CL_SUCCESS) e = ocl.clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof msize, &msize, NULL);
   if (e == CL_SUCCESS) e = ocl.clGetMemObjectInfo(m, CL_MEM_TYPE, sizeof type, &type, NULL);
   if (e != CL_SUCCESS) return ocl_fail(c->sv, KC_EINVAL, "kc_buffer_wrap: clGetMemObjectInfo", e);
-  if (mctx != c->ctx) return kc__bs_err(c->sv, KC_EINVAL, "kc_buffer_wrap: the cl_mem belongs to another cl_context");
-  if (type != CL_MEM_OBJECT_BUFFER) return kc__bs_err(c->sv, KC_EINVAL, "kc_buffer_wrap: the cl_mem is not a buffer");
+  if (mctx != c->ctx)
+    return kc__bs_err(c->sv, KC_EINVAL, "kc_buffer_wrap: the cl_mem belongs to another cl_context");
+  if (type != CL_MEM_OBJECT_BUFFER)
+    return kc__bs_err(c->sv, KC_EINVAL, "kc_buffer_wrap: the cl_mem is not a buffer");
   if (msize < size)
-    return kc__bs_err(c->sv, KC_EINVAL, "kc_buffer_wrap: the cl_mem has %zu bytes, fewer than the %zu asked for", msize,
-                      size);
+    return kc__bs_err(c->sv, KC_EINVAL,
+                      "kc_buffer_wrap: the cl_mem has %zu bytes, fewer than the %zu asked for", msize, size);
   if ((e = ocl.clRetainMemObject(m)) != CL_SUCCESS) return ocl_fail(c->sv, KC_EINVAL, "clRetainMemObject", e);
   h->ptr = m;
   return KC_OK;
@@ -159,15 +165,17 @@ kc_status ocl_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h) {
 kc_status ocl_buf_view(void *bctx, const kc__bufh *parent, size_t off, size_t size, kc__bufh *h) {
   ocl_ctx *c = bctx;
   if (off % c->base_align)
-    return kc__bs_err(c->sv, KC_EINVAL,
-                      "kc_buffer_view: offset %zu is not a multiple of the device's base address alignment "
-                      "(%u bytes, CL_DEVICE_MEM_BASE_ADDR_ALIGN); pass the offset as a kernel argument instead",
-                      off, c->base_align);
+    return kc__bs_err(
+        c->sv, KC_EINVAL,
+        "kc_buffer_view: offset %zu is not a multiple of the device's base address alignment "
+        "(%u bytes, CL_DEVICE_MEM_BASE_ADDR_ALIGN); pass the offset as a kernel argument instead",
+        off, c->base_align);
   cl_buffer_region region = {off, size};
   cl_int e;
   cl_mem m = ocl.clCreateSubBuffer((cl_mem)parent->ptr, 0, CL_BUFFER_CREATE_TYPE_REGION, &region, &e);
-  if (!m) return ocl_fail(c->sv, e == CL_MISALIGNED_SUB_BUFFER_OFFSET ? KC_EINVAL : KC_EBACKEND,
-                          "kc_buffer_view: clCreateSubBuffer", e);
+  if (!m)
+    return ocl_fail(c->sv, e == CL_MISALIGNED_SUB_BUFFER_OFFSET ? KC_EINVAL : KC_EBACKEND,
+                    "kc_buffer_view: clCreateSubBuffer", e);
   h->ptr = m;
   return KC_OK;
 }
@@ -180,7 +188,8 @@ void ocl_buf_unwrap(void *bctx, kc__bufh *h) {
 
 /* ---------------------------------------------------------------- launch */
 
-static KC__COLD kc_status ocl_ex_fail(const kc__blinked *l, const ocl_linked *x, cl_int e, uint32_t arg, bool svm) {
+static KC__COLD kc_status ocl_ex_fail(const kc__blinked *l, const ocl_linked *x, cl_int e, uint32_t arg,
+                                      bool svm) {
   const ocl_ctx *c = l->bctx;
   if (svm) {
     char name[256] = "";
@@ -195,9 +204,10 @@ static KC__COLD kc_status ocl_ex_fail(const kc__blinked *l, const ocl_linked *x,
     return kc__bs_err(x->sv, KC_EARGS, "kernel '%s': clSetKernelArg(%u): %s (%d)", x->entry, (unsigned)arg,
                       ocl_errname(e), (int)e);
   kc_status st = e == CL_OUT_OF_RESOURCES || e == CL_OUT_OF_HOST_MEMORY ? KC_ENOMEM
-                 : e == CL_INVALID_COMMAND_QUEUE                         ? KC_EINVAL
+                 : e == CL_INVALID_COMMAND_QUEUE                        ? KC_EINVAL
                                                                         : KC_ELAUNCH;
-  return kc__bs_err(x->sv, st, "kernel '%s': clEnqueueNDRangeKernel: %s (%d)", x->entry, ocl_errname(e), (int)e);
+  return kc__bs_err(x->sv, st, "kernel '%s': clEnqueueNDRangeKernel: %s (%d)", x->entry, ocl_errname(e),
+                    (int)e);
 }
 
 /* ocl_launch (opencl.c) with a queue and per-launch argument kinds. */
@@ -212,9 +222,9 @@ kc_status ocl_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
                       "parameter and pass KC_ARG_LOCAL_BYTES(n), not shared_bytes",
                       x->entry);
   if (KC__UNLIKELY(cfg->flags || cfg->cluster.x || cfg->cluster.y || cfg->cluster.z))
-    return kc__bs_err(x->sv, KC_EUNAVAILABLE,
-                      "kernel '%s': the OpenCL backend has no cooperative or cluster launches (they are CUDA's)",
-                      x->entry);
+    return kc__bs_err(
+        x->sv, KC_EUNAVAILABLE,
+        "kernel '%s': the OpenCL backend has no cooperative or cluster launches (they are CUDA's)", x->entry);
   size_t local[3] = {block->x, block->y, block->z};
   size_t global[3] = {(size_t)grid->x * block->x, (size_t)grid->y * block->y, (size_t)grid->z * block->z};
   if (KC__UNLIKELY(!global[0] || !global[1] || !global[2])) return kc__launch_bad_dims(l, grid, block);
