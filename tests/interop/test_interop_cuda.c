@@ -58,7 +58,8 @@ static const char *cu_load(void) {
   memcpy(&p_##name, &sym, sizeof sym);
   CUF(CU_SYM)
 #undef CU_SYM
-  if (!(sym = dlsym(lib, "cuGraphInstantiateWithFlags"))) return "the CUDA driver lacks cuGraphInstantiateWithFlags";
+  if (!(sym = dlsym(lib, "cuGraphInstantiateWithFlags")))
+    return "the CUDA driver lacks cuGraphInstantiateWithFlags";
   memcpy(&p_cuGraphInstantiateWithFlags, &sym, sizeof sym);
   return NULL;
 }
@@ -119,7 +120,8 @@ static kc_launch_config config(kc_stream *s, uint32_t shared) {
 static void expect_reversed(const float *x, const float *y, float a) {
   for (int i = 0; i < N; i++) {
     int g = i / BLOCK, l = i % BLOCK;
-    if (y[i] != a * x[g * BLOCK + BLOCK - 1 - l]) fail_msg("y[%d] = %g, expected %g", i, y[i], a * x[g * BLOCK + BLOCK - 1 - l]);
+    if (y[i] != a * x[g * BLOCK + BLOCK - 1 - l])
+      fail_msg("y[%d] = %g, expected %g", i, y[i], a * x[g * BLOCK + BLOCK - 1 - l]);
   }
 }
 
