@@ -10,6 +10,7 @@
  */
 #include "kc_test.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 enum { GROUPS = 3, BLOCK = 4, N = GROUPS * BLOCK };
@@ -168,6 +169,65 @@ static void test_scratch_and_bound(void **state) {
   kct_destroy(rt);
 }
 
+/* Threads launching one kernel on one context, each on its own stream and
+ * its own wrapped memory, while the main thread makes and destroys streams
+ * of the same context: run under TSan by the tsan build. */
+enum { THREADS = 4, LAUNCHES = 200 };
+typedef struct worker {
+  kc_runtime *rt;
+  kc_context *ctx;
+  kc_kernel *k;
+  int id;
+  float x[N], y[N];
+  kct_report rep;
+} worker;
+
+static void *work(void *p) {
+  worker *w = p;
+  kc_stream *s;
+  kc_buffer *by;
+  if (kc_stream_create(w->ctx, &s) || kc_buffer_wrap(w->ctx, w->y, sizeof w->y, &by)) {
+    kct_report_fail(&w->rep, "setup: %s", kc_errmsg(w->rt));
+    return NULL;
+  }
+  kc_launch_config c = config(s);
+  for (int i = 0; i < LAUNCHES; i++) {
+    float b = (float)(w->id * 1000 + i);
+    kc_arg args[] = {KC_ARG_DEVPTR(w->x), KC_ARG_BUF(by), KC_ARG_VAL(b)};
+    if (kc_launch_ex(w->k, w->ctx, &c, args, 3))
+      kct_report_fail(&w->rep, "launch %d: %s", i, kc_errmsg(w->rt));
+    for (int j = 0; j < N; j++)
+      if (w->y[j] != w->x[j] + b) kct_report_fail(&w->rep, "launch %d: y[%d] = %g", i, j, w->y[j]);
+  }
+  kc_buffer_destroy(by);
+  kc_stream_destroy(s);
+  return NULL;
+}
+
+static void test_threads(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "add", SRC_ADD);
+  kc_kernel *k = kct_kernel(rt, "add", NULL);
+  worker *ws = kct_calloc(THREADS * sizeof *ws);
+  pthread_t t[THREADS];
+  for (int i = 0; i < THREADS; i++) {
+    ws[i] = (worker){.rt = rt, .ctx = ctx, .k = k, .id = i};
+    for (int j = 0; j < N; j++) ws[i].x[j] = (float)(i + j);
+    assert_int_equal(pthread_create(&t[i], NULL, work, &ws[i]), 0);
+  }
+  for (int i = 0; i < 100; i++) { /* the context's stream list, concurrently */
+    kc_stream *s;
+    KCT_OK(rt, kc_stream_create(ctx, &s));
+    kc_stream_destroy(s);
+  }
+  for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < THREADS; i++) kct_report_check("worker", &ws[i].rep);
+  kct_free(ws);
+  kct_destroy(rt);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
@@ -176,6 +236,7 @@ int main(int argc, char **argv) {
     return 77;
   }
   kct_memory_only();
-  const struct CMUnitTest tests[] = {KCT_TEST(test_wrapped_memory), KCT_TEST(test_scratch_and_bound)};
+  const struct CMUnitTest tests[] = {KCT_TEST(test_wrapped_memory), KCT_TEST(test_scratch_and_bound),
+                                     KCT_TEST(test_threads)};
   return KCT_RUN(tests);
 }
