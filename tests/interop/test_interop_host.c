@@ -150,6 +150,24 @@ static void test_scratch_and_bound(void **state) {
   KCT_STATUS(rt, KC_EINVAL, kc_launch_ex(k, ctx, &small, args, 2));
   KCT_CONTAINS(kc_errmsg(rt), "kc_launch_config of 4 bytes");
   KCT_STATUS(rt, KC_EINVAL, kc_launch_ex(k, ctx, NULL, args, 2));
+  /* a program built against an older, smaller kc_launch_config: the fields
+   * it lacks take their defaults (here: no cluster) */
+  kc_launch_config older = c;
+  older.size = offsetof(kc_launch_config, cluster);
+  older.cluster = (kc_dim3){9, 9, 9}; /* past its size: never read */
+  KCT_OK(rt, kc_launch_ex(k, ctx, &older, args, 2));
+  /* a newer, larger one: accepted while what this library does not know is 0 */
+  struct {
+    kc_launch_config c;
+    uint32_t newer_field;
+  } newer;
+  memset(&newer, 0, sizeof newer); /* padding included */
+  newer.c = c;
+  newer.c.size = sizeof newer;
+  KCT_OK(rt, kc_launch_ex(k, ctx, &newer.c, args, 2));
+  newer.newer_field = 1;
+  KCT_STATUS(rt, KC_EINVAL, kc_launch_ex(k, ctx, &newer.c, args, 2));
+  KCT_CONTAINS(kc_errmsg(rt), "a field it does not know is set");
   kc_stream *s2;
   KCT_STATUS(rt, KC_EINVAL, kc_stream_wrap(ctx, (void *)&c, &s2));
   KCT_CONTAINS(kc_errmsg(rt), "only stream is the implicit one");
