@@ -267,6 +267,11 @@ kc_status kc_launch_args_ex(kc_args *a, const kc_launch_config *cfg) {
         kc__count_relaxed(&a->hits);
         return args_ex_go(l, a, cfg);
       }
+      /* a pin is held (launch.c: args_pinned): the caller's own world decides */
+      if (kc__ci_valid_at(ci, kc__caller_world(a->rt)) && ci->id == kc__load_relaxed(&a->ci_id)) {
+        kc__count_relaxed(&a->hits);
+        return args_ex_go(l, a, cfg);
+      }
     }
   }
   if (!a) return kc__err(NULL, KC_EINVAL, "kc_launch_args_ex: args is NULL");

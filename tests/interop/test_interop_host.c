@@ -139,6 +139,18 @@ static void test_scratch_and_bound(void **state) {
   assert_true(after.fast_hits - before.fast_hits >= 2);
   KCT_OK(rt, kc_buffer_read(by, 0, y, sizeof y));
   assert_float_equal(y[0], x[0] + x[1] + x[2] + x[3], 0);
+  /* pinned: the cached path still serves (the pin's world has the code) */
+  kc_world pinned;
+  KCT_OK(rt, kc_pin(rt, &pinned));
+  before = kct_stats(rt);
+  for (int i = 0; i < 3; i++) {
+    KCT_OK(rt, kc_launch_args_ex(a, &c));
+    KCT_OK(rt, kc_launch_ex(k, ctx, &c, args, 2));
+  }
+  after = kct_stats(rt);
+  KCT_OK(rt, kc_unpin(rt));
+  assert_int_equal(after.slow_lookups, before.slow_lookups);
+  assert_int_equal(after.fast_hits - before.fast_hits, 6);
 
   /* what the host lacks, and bad configurations */
   c.flags = KC_LAUNCH_COOPERATIVE;
