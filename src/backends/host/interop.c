@@ -47,9 +47,14 @@ kc_status host_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
     host_scratch = p;
     host_scratch_size = cfg->shared_bytes;
   }
+  /* an object without thread-local storage (tcc) has one scratch pointer
+   * for every thread: it is set and used under the object's serial lock */
+  kc__mutex *serial = l->extra;
+  if (serial) kc__lock(serial);
   set(host_scratch);
-  kc_status st = l->launch(l, argv, cfg->grid, cfg->block);
+  kc_status st = ((host_run_fn)l->fn)(l, argv, cfg->grid, cfg->block);
   set(NULL);
+  if (serial) kc__unlock(serial);
   return st;
 }
 
