@@ -206,7 +206,7 @@ enum { THREADS = 4, LAUNCHES = 200 };
 typedef struct worker {
   kc_runtime *rt;
   kc_context *ctx;
-  kc_kernel *k;
+  kc_kernel *k, *sum;
   int id;
   float x[N], y[N];
   kct_report rep;
@@ -229,6 +229,21 @@ static void *work(void *p) {
     for (int j = 0; j < N; j++)
       if (w->y[j] != w->x[j] + b) kct_report_fail(&w->rep, "launch %d: y[%d] = %g", i, j, w->y[j]);
   }
+  /* the scratch area, from every thread at once (tcc: one per object) */
+  c.shared_bytes = BLOCK * sizeof(float);
+  kc_buffer *bx;
+  if (kc_buffer_wrap(w->ctx, w->x, sizeof w->x, &bx)) kct_report_fail(&w->rep, "wrap: %s", kc_errmsg(w->rt));
+  kc_arg sargs[] = {KC_ARG_BUF(bx), KC_ARG_BUF(by)};
+  for (int i = 0; i < LAUNCHES / 4; i++) {
+    if (kc_launch_ex(w->sum, w->ctx, &c, sargs, 2))
+      kct_report_fail(&w->rep, "sum %d: %s", i, kc_errmsg(w->rt));
+    for (int g = 0; g < GROUPS; g++) {
+      float want = 0;
+      for (int l = 0; l < BLOCK; l++) want += w->x[g * BLOCK + l];
+      if (w->y[g] != want) kct_report_fail(&w->rep, "sum %d: group %d: %g, expected %g", i, g, w->y[g], want);
+    }
+  }
+  kc_buffer_destroy(bx);
   kc_buffer_destroy(by);
   kc_stream_destroy(s);
   return NULL;
@@ -239,11 +254,12 @@ static void test_threads(void **state) {
   kc_runtime *rt = kct_runtime(NULL);
   kc_context *ctx = kct_context(rt);
   kct_define(rt, "add", SRC_ADD);
-  kc_kernel *k = kct_kernel(rt, "add", NULL);
+  kct_define(rt, "gsum", SRC_SUM);
+  kc_kernel *k = kct_kernel(rt, "add", NULL), *sum = kct_kernel(rt, "gsum", NULL);
   worker *ws = kct_calloc(THREADS * sizeof *ws);
   pthread_t t[THREADS];
   for (int i = 0; i < THREADS; i++) {
-    ws[i] = (worker){.rt = rt, .ctx = ctx, .k = k, .id = i};
+    ws[i] = (worker){.rt = rt, .ctx = ctx, .k = k, .sum = sum, .id = i};
     for (int j = 0; j < N; j++) ws[i].x[j] = (float)(i + j);
     assert_int_equal(pthread_create(&t[i], NULL, work, &ws[i]), 0);
   }
