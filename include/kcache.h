@@ -480,9 +480,10 @@ kc_status kc_stream_wait(kc_stream *s, kc_stream *other);
 void *kc_stream_native(const kc_stream *s);
 
 /* A kc_context on the caller's native context: OpenCL a cl_context and a
- * cl_device_id in it (of the runtime's platform); CUDA a CUcontext (a
- * primary context the caller retained, or one it created) and device NULL;
- * host NULL and NULL. Never destroyed by kcache (see above). */
+ * cl_device_id in it (or a sub-device of one; NULL: the context's only
+ * device); CUDA a CUcontext (a primary context the caller retained, or one
+ * it created) and device NULL; host NULL and NULL. KC_EINVAL saying why for
+ * anything else. Never destroyed by kcache (see above). */
 kc_status kc_context_wrap(kc_runtime *rt, void *native_ctx, void *native_device, kc_context **out);
 /* The native context (cl_context, CUcontext; NULL on the host). */
 void *kc_context_native(const kc_context *ctx);
