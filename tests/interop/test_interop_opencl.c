@@ -282,6 +282,14 @@ static void test_stream_order(void **state) {
     CL_OK(p_clEnqueueWriteBuffer(n.q2, m2, CL_TRUE, 0, sizeof x, x, 0, NULL,
                                  NULL)); /* reset for the next round */
   }
+  /* bound arguments on the caller's queue */
+  kc_args *bound;
+  KCT_OK(rt, kc_args_create(k, ctx, second, 3, &bound));
+  KCT_OK(rt, kc_launch_args_ex(bound, &ct));
+  float yb[N];
+  CL_OK(p_clEnqueueReadBuffer(n.q2, m2, CL_TRUE, 0, sizeof yb, yb, 0, NULL, NULL));
+  for (int i = 0; i < N; i++) assert_float_equal(yb[i], x[i] + 11.0f, 0); /* m1 still holds x + 1 */
+  kc_args_destroy(bound);
   /* streams left at context destroy are released with it, then say so */
   KCT_OK(rt, kc_stream_sync(theirs));
   cl_uint rq2 = queue_refcount(n.q2);
