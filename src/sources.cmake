@@ -14,7 +14,9 @@ set(KC_SOURCES
     src/base/settings.c
     src/core/code.c
     src/core/context.c
+    src/core/interop.c
     src/core/launch.c
+    src/core/launch_ex.c
     src/core/log.c
     src/core/runtime.c
     src/core/scan.c
@@ -38,6 +40,7 @@ set(KC_SOURCES
     src/remote/queue.c
     src/remote/tier.c
     src/backends/host/host.c
+    src/backends/host/interop.c
     src/backends/host/tools.c
     src/backends/registry.c)
 set(KC_DEFS)
