@@ -636,7 +636,9 @@ typedef struct kc_param_info {
   const char *type; /* the declaration without the name: "KC_GLOBAL float *", "T" */
   const char *ctype; /* the type after the specialization parameters, qualifiers
                       * dropped: "float" for "const T" with T=float ("" for buffers) */
-  uint32_t kind; /* kc_arg_kind: KC_ARG_BUFFER for a pointer, else KC_ARG_SCALAR */
+  uint32_t kind; /* kc_arg_kind: KC_ARG_BUFFER for a pointer (a buffer or, with
+                  * kc_launch_ex, KC_ARG_PTR), KC_ARG_LOCAL for an OpenCL KC_LOCAL
+                  * pointer (its size per launch), else KC_ARG_SCALAR */
   uint32_t arg_size; /* the scalar's size in bytes (kc_arg.size); 0 for buffers
                       * and for a type whose size kcache cannot tell */
   uint32_t scalar; /* kc_scalar_class */

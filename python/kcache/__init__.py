@@ -8,7 +8,8 @@
         y = np.ones(8, np.float32)
         rt.kernel("scale")[8, 1](y, 2.0)     # y is now all 2.0
 
-Everything is in the C extension kcache._kcache. The package requires the
+Everything is in the C extension kcache._kcache. HAS_INTEROP: whether it was
+built with the interop API (host arrays by pointer, CUDA arrays and streams). The package requires the
 GIL (it does not declare free-threading support: a free-threaded
 interpreter re-enables the GIL when it imports it); threads that pin
 different worlds work under the GIL.

@@ -213,8 +213,21 @@ static int convert_array(KcKernel *k, kc_context *ctx, uint32_t i, PyObject *o, 
   return 0;
 }
 
+#ifdef KC_ARG_LOCAL_BYTES
+/* An OpenCL KC_LOCAL pointer: its size in bytes for this launch. */
+static int convert_local(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a) {
+  long long bytes = PyLong_Check(o) ? PyLong_AsLongLong(o) : -1;
+  if (bytes == -1 && PyErr_Occurred()) PyErr_Clear();
+  if (bytes < 1 || bytes > UINT32_MAX)
+    return arg_error(k, i, "a KC_LOCAL pointer takes its size in bytes (an int >= 1), not %R", o);
+  *a = KC_ARG_LOCAL_BYTES(bytes);
+  return 0;
+}
+#endif
+
 int kcpy_convert(KcKernel *k, kc_context *ctx, PyObject *const *args, uint32_t n, kc_arg *out, kcpy_val *vals,
                  Py_buffer *views) {
+  int ex = 0;
   for (uint32_t i = 0; i < n; i++) {
     PyObject *o = args[i];
     views[i].obj = NULL;
@@ -225,13 +238,18 @@ int kcpy_convert(KcKernel *k, kc_context *ctx, PyObject *const *args, uint32_t n
         rc = b->buf ? 0 : arg_error(k, i, "%R is destroyed", o);
         out[i] = KC_ARG_BUF(b->buf);
       } else rc = convert_array(k, ctx, i, o, &out[i], &views[i]);
+#ifdef KC_ARG_LOCAL_BYTES
+    } else if (k->p[i].kind == KC_ARG_LOCAL) {
+      rc = convert_local(k, i, o, &out[i]);
+#endif
     } else rc = kcpy_convert_scalar(k, i, o, &out[i], &vals[i]);
     if (rc < 0) {
       kcpy_finish_views(k, i, out, views, 0);
       return -1;
     }
+    if (out[i].kind != KC_ARG_BUFFER && out[i].kind != KC_ARG_SCALAR) ex = 1;
   }
-  return 0;
+  return ex;
 }
 
 int kcpy_finish_views(KcKernel *k, uint32_t n, const kc_arg *a, Py_buffer *views, int copy_back) {
@@ -251,7 +269,7 @@ int kcpy_finish_views(KcKernel *k, uint32_t n, const kc_arg *a, Py_buffer *views
 /* The launch path before the launch itself: the context, the parameter
  * list of the caller's world, the argument count, the conversion. */
 static kc_context *prepare(KcKernel *k, KcContext *c, PyObject *const *args, Py_ssize_t n, kc_arg *a,
-                           kcpy_val *v, Py_buffer *views) {
+                           kcpy_val *v, Py_buffer *views, int *ex) {
   KcRuntime *r = k->owner;
   if (!r->rt) return kcpy_check_open(r), NULL;
   kc_context *ctx = c ? c->ctx : r->dctx;
@@ -261,7 +279,9 @@ static kc_context *prepare(KcKernel *k, KcContext *c, PyObject *const *args, Py_
   if ((uint64_t)n != k->np)
     return PyErr_Format(PyExc_TypeError, "kernel '%U' takes %u arguments, %zd given", k->name, k->np, n),
            NULL;
-  return kcpy_convert(k, ctx, args, (uint32_t)n, a, v, views) < 0 ? NULL : ctx;
+  int rc = kcpy_convert(k, ctx, args, (uint32_t)n, a, v, views);
+  *ex = rc == 1;
+  return rc < 0 ? NULL : ctx;
 }
 
 PyObject *kcpy_launch(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_dim3 *block,
@@ -269,9 +289,22 @@ PyObject *kcpy_launch(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_d
   kc_arg a[KC_MAX_ARGS];
   kcpy_val v[KC_MAX_ARGS];
   Py_buffer views[KC_MAX_ARGS];
-  kc_context *ctx = prepare(k, c, args, n, a, v, views);
+  int ex;
+  kc_context *ctx = prepare(k, c, args, n, a, v, views, &ex);
   if (!ctx) return NULL;
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+  kc_status st;
+  if (ex) { /* raw pointers and local memory: only kc_launch_ex takes them */
+    kc_launch_config cfg;
+    kc_launch_config_init(&cfg);
+    cfg.grid = *grid;
+    cfg.block = *block;
+    st = kc_launch_ex(k->k, ctx, &cfg, a, (uint32_t)n);
+  } else st = kc_launch(k->k, ctx, grid, block, a, (uint32_t)n);
+#else
+  (void)ex;
   kc_status st = kc_launch(k->k, ctx, grid, block, a, (uint32_t)n);
+#endif
   if (kcpy_finish_views(k, (uint32_t)n, a, views, st == KC_OK) < 0) return NULL;
   if (st) return kcpy_raise(k->owner->rt, st, NULL);
   Py_RETURN_NONE;
@@ -284,7 +317,8 @@ PyObject *kcpy_launch_ex(KcKernel *k, KcContext *c, const kc_dim3 *grid, const k
   kc_arg a[KC_MAX_ARGS];
   kcpy_val v[KC_MAX_ARGS];
   Py_buffer views[KC_MAX_ARGS];
-  kc_context *ctx = prepare(k, c, args, n, a, v, views);
+  int ex;
+  kc_context *ctx = prepare(k, c, args, n, a, v, views, &ex);
   if (!ctx) return NULL;
   kc_launch_config cfg;
   kc_launch_config_init(&cfg);

@@ -139,8 +139,10 @@ int kcpy_dim3(PyObject *o, kc_dim3 *out, const char *what);
  * kernel first with the GIL released. */
 int kcpy_refresh(KcKernel *k, kc_world w);
 /* Converts n Python arguments into kc_args (values in vals, one 16-byte
- * slot per argument); arrays are staged; returns 0 or -1 with an
- * exception naming the argument. views: n Py_buffers (obj NULL if unused). */
+ * slot per argument); arrays are staged (or passed by pointer: interop.c);
+ * returns 0, 1 when an argument is one that only kc_launch_ex takes (a raw
+ * pointer, local memory), or -1 with an exception naming the argument.
+ * views: n Py_buffers (obj NULL if unused). */
 typedef union kcpy_val {
   int8_t i8;
   int16_t i16;

@@ -187,8 +187,9 @@ static PyObject *kernel_get_params(KcKernel *self, void *c) {
       Py_DECREF(l);
       return kcpy_raise(self->owner->rt, st, NULL);
     }
-    PyObject *t = Py_BuildValue("{sssssssIss}", "name", p.name, "type", p.type, "ctype", p.ctype, "size",
-                                p.arg_size, "kind", cls[p.scalar < 5 ? p.scalar : 4]);
+    PyObject *t =
+        Py_BuildValue("{sssssssIss}", "name", p.name, "type", p.type, "ctype", p.ctype, "size", p.arg_size,
+                      "kind", p.kind == 4 /* KC_ARG_LOCAL */ ? "local" : cls[p.scalar < 5 ? p.scalar : 4]);
     if (!t) Py_CLEAR(l);
     else PyList_SET_ITEM(l, i, t);
   }

@@ -86,3 +86,34 @@ def test_buffers_export_nothing_without_interop(rt):
     with pytest.raises(TypeError):
         memoryview(rt.buffer(16))
     assert not hasattr(rt.buffer(16), "__cuda_array_interface__")
+
+
+def test_host_scratch_and_opencl_local_memory(rt):
+    if not kcache.HAS_INTEROP or rt.backend == "cuda":
+        pytest.skip("dynamic shared memory through the interop API, host and OpenCL here")
+    y = np.zeros(4, np.int32)
+    if rt.backend == "host":
+        rt.define("sc", "KC_KERNEL void sc(KC_GLOBAL int *y) { int *s = (int *)kc_scratch(); "
+                  "s[0] = 41; y[kc_global_id(0)] = s[0] + 1; }")
+        rt.kernel("sc").launch(4, 1, args=(y,), shared=64)
+    else:
+        rt.define("lm", "KC_KERNEL void lm(KC_GLOBAL int *y, KC_LOCAL int *s) { s[0] = 41; "
+                  "y[kc_global_id(0)] = s[0] + 1; }")
+        k = rt.kernel("lm")
+        assert k.params[1]["kind"] == "local"
+        k[4, 1](y, 64)  # a KC_LOCAL pointer takes its size in bytes
+        with pytest.raises(TypeError, match="size in bytes"):
+            k[4, 1](y, 0)
+    assert list(y) == [42] * 4
+
+
+def test_foreign_stream_handle_on_opencl(rt):
+    if not kcache.HAS_INTEROP or rt.backend != "opencl":
+        pytest.skip("an OpenCL queue of kcache's context through the interop API")
+    pytest.importorskip("pyopencl")
+    # a raw handle of another context is refused with the library's reason, not a crash
+    import pyopencl as cl
+    other = cl.CommandQueue(cl.Context([cl.get_platforms()[0].get_devices()[0]]))
+    rt.define("e", "KC_KERNEL void e(void) { }")
+    with pytest.raises(kcache.KcacheError):
+        rt.kernel("e").launch(1, 1, stream=other.int_ptr)

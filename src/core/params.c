@@ -55,9 +55,10 @@ kc_status kc_kernel_param_size(kc_kernel *k, uint32_t index, kc_param_info *out,
   const kc__param *p = &ci->params[index];
   info.name = p->name;
   info.type = p->type;
-  if (p->is_buffer) {
+  uint32_t kind = (uint32_t)(ci->sig[index] >> 32); /* the backend's word: OpenCL marks KC_LOCAL pointers */
+  if (p->is_buffer || kind != KC_ARG_SCALAR) {
     info.ctype = "";
-    info.kind = KC_ARG_BUFFER;
+    info.kind = kind == KC_ARG_LOCAL ? KC_ARG_LOCAL : KC_ARG_BUFFER;
     info.scalar = KC_SCALAR_NONE;
   } else {
     const char *base;
