@@ -4,7 +4,7 @@
  * (kc_kernel_param_count, kc_kernel_param): names, declared and resolved
  * types, kinds, sizes and numeric classes, specialization parameters as
  * types, the parameters following a redefinition, a pinned thread seeing
- * its world's list, and bad input.
+ * its world's list, OpenCL's KC_LOCAL pointers, and bad input.
  */
 #include "kc_test.h"
 
@@ -82,6 +82,22 @@ static void test_params_follow_worlds(void **state) {
   kct_destroy(rt);
 }
 
+/* An OpenCL KC_LOCAL pointer parameter is sized per launch
+ * (KC_ARG_LOCAL_BYTES): the code's signature says so. */
+static void test_local_pointer(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  if (strcmp(kc_runtime_backend(rt), "opencl") != 0) {
+    kct_destroy(rt);
+    skip(); /* KC_LOCAL pointer parameters are OpenCL's */
+  }
+  kct_define(rt, "lp", "KC_KERNEL void lp(KC_GLOBAL int *y, KC_LOCAL int *s) { s[0] = 1; y[0] = s[0]; }");
+  kc_kernel *k = kct_kernel(rt, "lp", "");
+  expect(rt, k, 1, "s", "", KC_ARG_LOCAL, 0, KC_SCALAR_NONE);
+  expect(rt, k, 0, "y", "", KC_ARG_BUFFER, 0, KC_SCALAR_NONE);
+  kct_destroy(rt);
+}
+
 static void test_param_errors(void **state) {
   (void)state;
   kc_runtime *rt = kct_runtime(NULL);
@@ -115,6 +131,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       KCT_TEST(test_param_list),
       KCT_TEST(test_params_follow_worlds),
+      KCT_TEST(test_local_pointer),
       KCT_TEST(test_param_errors),
   };
   return KCT_RUN(tests);
