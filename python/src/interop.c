@@ -65,7 +65,15 @@ static int cai_pointer(PyObject *o, void **out) {
 
 /* The data pointer of a __dlpack__ tensor on a CUDA device: 1, 0, -1 as above. */
 static int dlpack_pointer(PyObject *o, void **out) {
-  if (!PyObject_HasAttrString(o, "__dlpack__")) return 0;
+  if (!PyObject_HasAttrString(o, "__dlpack__") || !PyObject_HasAttrString(o, "__dlpack_device__")) return 0;
+  /* only a tensor on a CUDA device is passed by pointer: a host one (NumPy
+   * has __dlpack__ too) is staged like any buffer */
+  PyObject *dev = PyObject_CallMethod(o, "__dlpack_device__", NULL);
+  if (!dev) return -1;
+  long type = PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) == 2 ? PyLong_AsLong(PyTuple_GET_ITEM(dev, 0)) : -1;
+  Py_DECREF(dev);
+  if (type == -1 && PyErr_Occurred()) return -1;
+  if (type != 2 && type != 13) return 0; /* kDLCUDA, kDLCUDAManaged */
   PyObject *cap = PyObject_CallMethod(o, "__dlpack__", NULL);
   if (!cap) return -1;
   int rc = -1;
@@ -206,5 +214,19 @@ int kcpy_interop_init_types(void) {
   }
   PyType_Modified(&KcBuffer_Type);
   return 0;
+}
+#endif
+
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+/* _foreign_pointer(obj) -> the device pointer kcache would pass for obj on
+ * CUDA, or None when it would stage obj instead (tests of the protocols'
+ * parsing on machines without a GPU). */
+PyObject *kcpy_foreign_pointer(PyObject *self, PyObject *o) {
+  (void)self;
+  void *p = NULL;
+  int rc = cai_pointer(o, &p);
+  if (rc == 0) rc = dlpack_pointer(o, &p);
+  if (rc < 0) return NULL;
+  return rc ? PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)p) : Py_NewRef(Py_None);
 }
 #endif

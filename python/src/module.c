@@ -124,7 +124,15 @@ static PyObject *mod_half_bits(PyObject *self, PyObject *arg) {
   return PyLong_FromLong(kcpy_to_half(d));
 }
 
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+PyObject *kcpy_foreign_pointer(PyObject *self, PyObject *o); /* interop.c */
+#endif
+
 static PyMethodDef mod_methods[] = {
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+    {"_foreign_pointer", kcpy_foreign_pointer, METH_O,
+     "_foreign_pointer(obj) -> the CUDA device pointer obj passes as, or None when it is staged (tests)."},
+#endif
     {"_c_launch_batch", (PyCFunction)(void (*)(void))kcpy_c_launch_batch, METH_FASTCALL,
      "_c_launch_batch(kernel, batch, *args) -> ns per launch of a C loop of kc_launch (the benchmark's C "
      "side)."},

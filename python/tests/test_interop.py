@@ -117,3 +117,23 @@ def test_foreign_stream_handle_on_opencl(rt):
     rt.define("e", "KC_KERNEL void e(void) { }")
     with pytest.raises(kcache.KcacheError):
         rt.kernel("e").launch(1, 1, stream=other.int_ptr)
+
+
+class CudaArrayInterface:
+    # the protocol is a dict (numba.cuda's spec, version 3); what CuPy, Numba and PyTorch expose
+    def __init__(self, **cai):
+        self.__cuda_array_interface__ = cai
+
+
+def test_cuda_protocols_parsing():
+    if not kcache.HAS_INTEROP:
+        pytest.skip("device pointers need the interop API")
+    fp = kcache._kcache._foreign_pointer
+    assert fp(np.zeros(4, np.float32)) is None  # NumPy's __dlpack__ is on the CPU: staged, not a device pointer
+    assert fp(CudaArrayInterface(shape=(4,), typestr="<f4", data=(0x7F0000001000, False), version=3)) == 0x7F0000001000
+    assert fp(CudaArrayInterface(shape=(4,), typestr="<f4", data=(4096, False), strides=None, version=3)) == 4096
+    with pytest.raises(TypeError, match="strided"):
+        fp(CudaArrayInterface(shape=(4,), typestr="<f4", data=(4096, False), strides=(8,), version=3))
+    with pytest.raises(TypeError, match="'data'"):
+        fp(CudaArrayInterface(shape=(4,), typestr="<f4", version=3))
+    assert fp(object()) is None
