@@ -12,12 +12,14 @@ set(KC_SOURCES
     src/base/misc.c
     src/base/sb.c
     src/base/settings.c
+    src/core/checked.c
     src/core/code.c
     src/core/context.c
     src/core/interop.c
     src/core/launch.c
     src/core/launch_ex.c
     src/core/log.c
+    src/core/probe.c
     src/core/runtime.c
     src/core/scan.c
     src/core/table.c
