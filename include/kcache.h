@@ -691,9 +691,13 @@ void kc_free(kc_runtime *rt, void *p);
  * else 60 s, and compiles itself.
  *
  * Size: kc_options.cache_max_size, else $KC_CACHE_MAXSIZE ("500M", "2G", or
- * bytes), else 1 GiB. The thread whose write takes the store past the bound
- * evicts the least recently used entries (down to 90%); a cached launch
- * never does.
+ * bytes), else 1 GiB, kept approximately: the thread whose write takes the
+ * store past the bound evicts the least recently used entries towards 90%
+ * of it, at most 32 per write (the next write past the bound goes on), so
+ * the store exceeds its bound by at most what is written between two such
+ * writes, or while another thread or process is evicting. It finds them
+ * through the store's index (a summary, then the index of the buckets it
+ * evicts from), not by listing every entry. A cached launch never evicts.
  *
  * Failures are never the caller's: a damaged entry (truncated, corrupted,
  * another format, another key) or one the backend refuses to load is a

@@ -30,9 +30,12 @@ set(KC_SOURCES
     src/cache/counters.c
     src/cache/dir.c
     src/cache/entry_file.c
+    src/cache/evict.c
+    src/cache/index.c
     src/cache/io.c
     src/cache/key.c
     src/cache/store.c
+    src/cache/summary.c
     src/cache/trust.c
     src/remote/config.c
     src/remote/conn.c
