@@ -190,6 +190,9 @@ typedef struct kc_options {
   kc_log_fn log; /* NULL: stderr, "kcache: warning: MSG" */
   void *log_ud; /* passed to log */
   kc_log_level log_level; /* KC_LOG_DEFAULT: $KC_LOG, else KC_LOG_WARN */
+  /* Nonzero: checked mode (see "checked mode" under buffers); 0: $KC_CHECKED
+   * (1 turns it on), else off. */
+  int checked;
 } kc_options;
 
 /* Fills the first `size` bytes of *opt with the defaults and sets
@@ -339,8 +342,24 @@ typedef enum kc_arg_kind {
   KC_ARG_LOCAL = 4
 } kc_arg_kind;
 
-/* One kernel argument: a buffer, a by-value scalar of `size` bytes, a raw
- * device pointer (KC_ARG_PTR) or an amount of local memory (KC_ARG_LOCAL). */
+/* One kernel argument: a buffer, a by-value value of `size` bytes, a raw
+ * device pointer (KC_ARG_PTR) or an amount of local memory (KC_ARG_LOCAL).
+ *
+ * By-value parameters may have any type the backend's compiler knows: a
+ * scalar, a struct, union or typedef from a named definition, a vector type
+ * (float2, int4, ...: native on OpenCL and CUDA; on the host backend the
+ * 2- and 4-lane types are structs of x, y, z, w aligned to their size, with
+ * no arithmetic), half where the backend has it (OpenCL with cl_khr_fp16,
+ * the host backend with a C compiler that has _Float16). kcache asks the
+ * compiler itself for each parameter type's size and alignment when it
+ * compiles the kernel (a probe the backend appends to the source; stored
+ * with the compiled code in the disk cache), so the rule is the same on
+ * every backend: `size` must be the compiler's sizeof of the type, else the
+ * launch fails with KC_EARGS and the same message on every backend ("kernel
+ * 'k' argument 1 (P p) is a 24-byte value (alignment 8); 20 bytes were
+ * given"). The bytes are passed as they are: lay the struct out on the
+ * host as the kernel's compiler does (the same members in the same order;
+ * kc_args_create keeps its copy at the type's alignment). */
 typedef struct kc_arg {
   const void *ptr; /* kc_buffer* (BUFFER), the pointer itself (PTR), the scalar's bytes; NULL (LOCAL) */
   uint32_t size; /* the scalar's size in bytes; LOCAL: the bytes per group; else 0 */
@@ -412,6 +431,25 @@ size_t kc_buffer_size(const kc_buffer *buf);
 kc_status kc_buffer_write(kc_buffer *buf, size_t offset, const void *src, size_t size);
 kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
 
+/*
+ * Checked mode (kc_options.checked, or KC_CHECKED=1; off by default): every
+ * buffer gets a guard zone of KC_CHECKED_GUARD bytes before and after it,
+ * filled with a pattern, and kcache checks the pattern
+ *   - after each launch on the host backend (its launches are synchronous),
+ *     for the launch's buffer arguments: the launch returns the error;
+ *   - in kc_context_finish on every backend, for every buffer of the
+ *     context: the finish returns the error.
+ * A kernel that wrote outside a buffer then fails with KC_ELAUNCH and a
+ * message naming the kernel, the argument and the offsets written, e.g.
+ * "checked mode: kernel 'k' argument 0 (KC_GLOBAL float *y) wrote outside
+ * its buffer of 64 bytes, at offsets 64..255 (after its end)", instead of
+ * corrupting memory; the guard is restored, so the next check reports only
+ * new writes. A write further than the guard zone is not caught. In checked
+ * mode every launch takes the slow path (no launch cache is filled); with it
+ * off, launches cost what they always did.
+ */
+#define KC_CHECKED_GUARD 4096
+
 /* ------------------------------------- using kcache inside an existing program */
 
 /*
@@ -454,6 +492,11 @@ kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
  * for the caller's world, kcache compiles and loads nothing and returns
  * KC_EBUSY ("... prepare the kernel first: kc_kernel_prepare"); a launch
  * whose code is linked is recorded into the graph like any other.
+ *
+ * Checked mode (above): wrapped buffers have no guard zones and are not
+ * checked; a view of a buffer kcache made is checked as that buffer.
+ * Launches through kc_launch_ex and kc_launch_args_ex are checked at
+ * kc_context_finish (on the host backend too, not after each launch).
  */
 typedef struct kc_stream kc_stream;
 
@@ -639,8 +682,9 @@ typedef struct kc_param_info {
   uint32_t kind; /* kc_arg_kind: KC_ARG_BUFFER for a pointer (a buffer or, with
                   * kc_launch_ex, KC_ARG_PTR), KC_ARG_LOCAL for an OpenCL KC_LOCAL
                   * pointer (its size per launch), else KC_ARG_SCALAR */
-  uint32_t arg_size; /* the scalar's size in bytes (kc_arg.size); 0 for buffers
-                      * and for a type whose size kcache cannot tell */
+  uint32_t arg_size; /* the scalar's size in bytes (kc_arg.size), as the code
+                      * was compiled (the parameter probe's for structs and
+                      * typedefs); 0 for buffers and for a size nobody could tell */
   uint32_t scalar; /* kc_scalar_class */
 } kc_param_info;
 
@@ -685,9 +729,13 @@ void kc_free(kc_runtime *rt, void *p);
  * else 60 s, and compiles itself.
  *
  * Size: kc_options.cache_max_size, else $KC_CACHE_MAXSIZE ("500M", "2G", or
- * bytes), else 1 GiB. The thread whose write takes the store past the bound
- * evicts the least recently used entries (down to 90%); a cached launch
- * never does.
+ * bytes), else 1 GiB, kept approximately: the thread whose write takes the
+ * store past the bound evicts the least recently used entries towards 90%
+ * of it, at most 32 per write (the next write past the bound goes on), so
+ * the store exceeds its bound by at most what is written between two such
+ * writes, or while another thread or process is evicting. It finds them
+ * through the store's index (a summary, then the index of the buckets it
+ * evicts from), not by listing every entry. A cached launch never evicts.
  *
  * Failures are never the caller's: a damaged entry (truncated, corrupted,
  * another format, another key) or one the backend refuses to load is a

@@ -161,7 +161,9 @@ int kcpy_convert_scalar(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, kcpy_va
   if (p->cls == KC_SCALAR_SINT || p->cls == KC_SCALAR_UINT) return convert_int(k, i, o, v);
   /* a vector or a type kcache cannot size: the raw bytes of a buffer of the exact size */
   Py_buffer view;
-  if (p->size == 0 || p->size > sizeof v->bytes || PyObject_GetBuffer(o, &view, PyBUF_C_CONTIGUOUS) < 0) {
+  if (p->size > sizeof v->bytes)
+    return arg_error(k, i, "a by-value type larger than 64 bytes: pass it in a buffer (%R)", o);
+  if (p->size == 0 || PyObject_GetBuffer(o, &view, PyBUF_C_CONTIGUOUS) < 0) {
     PyErr_Clear();
     return arg_error(k, i, "pass the value's bytes (%R is not usable for this type)", o);
   }

@@ -138,7 +138,7 @@ int kcpy_dim3(PyObject *o, kc_dim3 *out, const char *what);
 /* Reads k's parameter list at the caller's world into k->p, compiling the
  * kernel first with the GIL released. */
 int kcpy_refresh(KcKernel *k, kc_world w);
-/* Converts n Python arguments into kc_args (values in vals, one 16-byte
+/* Converts n Python arguments into kc_args (values in vals, one 64-byte
  * slot per argument); arrays are staged (or passed by pointer: interop.c);
  * returns 0, 1 when an argument is one that only kc_launch_ex takes (a raw
  * pointer, local memory), or -1 with an exception naming the argument.
@@ -151,7 +151,7 @@ typedef union kcpy_val {
   uint16_t u16;
   float f;
   double d;
-  unsigned char bytes[16];
+  unsigned char bytes[64]; /* a struct, union or vector by value: up to 64 bytes */
 } kcpy_val;
 int kcpy_convert(KcKernel *k, kc_context *ctx, PyObject *const *args, uint32_t n, kc_arg *out, kcpy_val *vals,
                  Py_buffer *views);

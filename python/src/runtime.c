@@ -31,20 +31,31 @@ static int parse_log_level(const char *s, kc_log_level *out) {
 }
 
 static int runtime_init(KcRuntime *self, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"backend",        "cache_dir",          "compile_options", "host_cc",
-                           "platform_index", "device_name",        "cache_disable",   "cache_max_size",
-                           "log_level",      "compile_timeout_ms", "cache_shared",    NULL};
+  static char *kwlist[] = {"backend",
+                           "cache_dir",
+                           "compile_options",
+                           "host_cc",
+                           "platform_index",
+                           "device_name",
+                           "cache_disable",
+                           "cache_max_size",
+                           "log_level",
+                           "compile_timeout_ms",
+                           "cache_shared",
+                           "checked",
+                           NULL};
   PyObject *backend = NULL;
   const char *cache_dir = NULL, *copts = NULL, *host_cc = NULL, *device = NULL, *level = NULL;
-  int platform = -1, disable = 0, shared = 0;
+  int platform = -1, disable = 0, shared = 0, checked = 0;
   unsigned long long max_size = 0;
   unsigned int timeout = 0;
   if (self->rt) {
     PyErr_SetString(PyExc_RuntimeError, "Runtime already initialized");
     return -1;
   }
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|Ozzzizp$KzIp", kwlist, &backend, &cache_dir, &copts, &host_cc,
-                                   &platform, &device, &disable, &max_size, &level, &timeout, &shared))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|Ozzzizp$KzIpp", kwlist, &backend, &cache_dir, &copts, &host_cc,
+                                   &platform, &device, &disable, &max_size, &level, &timeout, &shared,
+                                   &checked))
     return -1;
   kc_options o;
   kc_options_init(&o);
@@ -59,6 +70,7 @@ static int runtime_init(KcRuntime *self, PyObject *args, PyObject *kw) {
   o.cache_max_size = max_size;
   o.compile_timeout_ms = timeout;
   o.cache_shared = shared;
+  o.checked = checked;
   kc_runtime *rt = NULL;
   kc_status st;
   Py_BEGIN_ALLOW_THREADS st = kc_runtime_create(&o, &rt);
@@ -305,7 +317,8 @@ PyTypeObject KcRuntime_Type = {
     .tp_doc =
         "Runtime(backend='auto', cache_dir=None, compile_options=None, host_cc=None, platform_index=-1, "
         "device_name=None, cache_disable=False, *, cache_max_size=0, log_level=None, "
-        "compile_timeout_ms=0, cache_shared=False): a kcache runtime (one function table, one backend) "
+        "compile_timeout_ms=0, cache_shared=False, checked=False): a kcache runtime (one function table, one "
+        "backend) "
         "and its default context. A context manager: leaving it closes the runtime.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)runtime_init,

@@ -144,3 +144,21 @@ def test_half_conversion_matches_numpy():
     for v, w in zip(values, want):
         assert kcache._kcache._half_bits(float(v)) == int(w), v
     assert kcache._kcache._half_bits(float("nan")) & 0x7C00 == 0x7C00
+
+
+def test_struct_by_value(rt):
+    # a struct's bytes (a NumPy structured scalar laid out like C), sized by the code itself
+    rt.define("P", "typedef struct { char c; long l; int i; float f; } P;")
+    rt.define("sp", "KC_KERNEL void sp(KC_GLOBAL float *y, P p) { y[0] = (float)p.c + (float)p.l + (float)p.i + p.f; }")
+    k = rt.kernel("sp")
+    assert k.params[1]["size"] == 24 and k.params[1]["kind"] == "bytes"
+    pt = np.dtype([("c", "i1"), ("l", "i8"), ("i", "i4"), ("f", "f4")], align=True)
+    assert pt.itemsize == 24
+    p = np.zeros(1, pt)
+    p[0] = (1, 20, 300, 0.5)
+    y = np.zeros(1, np.float32)
+    k[1, 1](y, p)
+    rt.finish()
+    assert y[0] == 321.5
+    with pytest.raises(TypeError, match="wrong number of bytes"):
+        k[1, 1](y, b"\0" * 8)

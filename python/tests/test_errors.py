@@ -116,3 +116,13 @@ def test_bound_arguments_refuse_arrays(rt):
         b.set(2, 1.0)
     with pytest.raises(TypeError, match="does not fit|not a number"):
         b.set(1, "x")
+
+
+def test_checked_mode_names_the_argument(backend):
+    # checked mode (kc_options.checked): a write past a buffer's end is a LaunchError naming it
+    with kcache.Runtime(backend=backend, cache_disable=True, checked=True) as r:
+        r.define("over", "KC_KERNEL void over(KC_GLOBAL float *y) { y[kc_global_id(0) + 16] = 1.0f; }")
+        b = r.buffer(64)
+        with pytest.raises(kcache.LaunchError, match="wrote outside its buffer"):
+            r.kernel("over")[1, 1](b)
+            r.finish()

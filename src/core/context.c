@@ -116,8 +116,15 @@ void *kc_context_native(const kc_context *ctx) {
  * free list, marked destroyed (ctx NULL); owner->lock held. */
 static void buffer_retire(kc_context *owner, kc_buffer *b) {
   const kc__backend *be = owner->rt->be;
-  if (b->origin == KC__BUF_OWNED) be->buf_destroy(owner->bctx, &b->h);
-  else if (be->buf_unwrap) be->buf_unwrap(owner->bctx, &b->h);
+  if (b->origin == KC__BUF_FOREIGN) {
+    if (be->buf_unwrap) be->buf_unwrap(owner->bctx, &b->h);
+  } else if (b->origin == KC__BUF_VIEW) {
+    if (be->buf_view && be->buf_view_destroy) be->buf_view_destroy(owner->bctx, &b->h);
+  } else if (owner->rt->checked) {
+    kc__checked_buf_destroy(owner, b);
+  } else {
+    be->buf_destroy(owner->bctx, &b->h);
+  }
   b->origin = KC__BUF_OWNED;
   b->parent = NULL;
   b->offset = 0;
@@ -181,7 +188,9 @@ kc_status kc_context_finish(kc_context *ctx) {
   if (!ctx) return kc__err(NULL, KC_EINVAL, "kc_context_finish: context is NULL");
   if (!kc__load_relaxed(&ctx->alive))
     return kc__err(ctx->rt, KC_EDESTROYED, "kc_context_finish: the context has been destroyed");
-  return ctx->rt->be->ctx_finish(ctx->bctx);
+  kc_status st = ctx->rt->be->ctx_finish(ctx->bctx);
+  /* checked mode: the guard zones of every buffer, once the work is done */
+  return st || !ctx->rt->checked ? st : kc__checked_finish(ctx);
 }
 
 kc__linked *kc__ctx_find_linked(kc_context *ctx, const kc__ci *ci) {
@@ -264,8 +273,22 @@ static kc_buffer *buffer_take(kc_context *ctx) {
   return b;
 }
 
+/* The handle of bytes [offset, offset+size) of parent: the backend's view
+ * (an OpenCL sub-buffer), else an address plus offset (backend.h). In
+ * checked mode an owned parent's handle is itself a view of its guarded
+ * allocation, so the view is made of that allocation. */
+static kc_status buffer_view_handle(kc_context *ctx, const kc_buffer *parent, size_t offset, size_t size,
+                                    kc__bufh *h) {
+  const kc__backend *be = ctx->rt->be;
+  const kc__bufh *base = parent->whole.u64 ? &parent->whole : &parent->h;
+  if (parent->whole.u64) offset += KC_CHECKED_GUARD;
+  if (be->buf_view) return be->buf_view(ctx->bctx, base, offset, size, h);
+  h->u64 = base->u64 + offset;
+  return KC_OK;
+}
+
 /* Makes a buffer of ctx: origin says how (buf_create, buf_wrap of native,
- * buf_view of parent at offset). */
+ * a view of parent at offset). */
 static kc_status buffer_make(kc_context *ctx, uint32_t origin, void *native, kc_buffer *parent, size_t offset,
                              size_t size, const char *fn, kc_buffer **out) {
   kc_runtime *rt = ctx->rt;
@@ -284,9 +307,12 @@ static kc_status buffer_make(kc_context *ctx, uint32_t origin, void *native, kc_
     return kc__err(rt, KC_ENOMEM, "%s: out of memory", fn);
   }
   const kc__backend *be = rt->be;
-  kc_status st = origin == KC__BUF_OWNED     ? be->buf_create(ctx->bctx, size, &b->h)
-                 : origin == KC__BUF_FOREIGN ? be->buf_wrap(ctx->bctx, native, size, &b->h)
-                                             : be->buf_view(ctx->bctx, &parent->h, offset, size, &b->h);
+  kc_status st = KC_OK;
+  b->whole.u64 = 0; /* no guard zones (checked mode) but an owned buffer's */
+  if (origin == KC__BUF_OWNED)
+    st = rt->checked ? kc__checked_buf_create(ctx, size, b) : be->buf_create(ctx->bctx, size, &b->h);
+  else if (origin == KC__BUF_FOREIGN) st = be->buf_wrap(ctx->bctx, native, size, &b->h);
+  else st = buffer_view_handle(ctx, parent, offset, size, &b->h);
   if (st) {
     KC__STACK_PUSH(ctx->free_buffers, b, next);
     kc__unlock(&ctx->lock);
@@ -329,8 +355,6 @@ kc_status kc_buffer_view(kc_buffer *buf, size_t offset, size_t size, kc_buffer *
   if (!buf) return kc__err(NULL, KC_EINVAL, "kc_buffer_view: buffer is NULL");
   kc_context *ctx = buf->owner;
   kc_runtime *rt = ctx->rt;
-  if (!rt->be->buf_view)
-    return kc__err(rt, KC_EUNAVAILABLE, "kc_buffer_view: the %s backend has no views", rt->be->name);
   /* read under no lock: a view made while buf is destroyed is the caller's
    * race (kcache.h); buffer_make checks buf again under the lock */
   size_t have = kc_buffer_size(buf);

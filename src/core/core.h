@@ -311,6 +311,10 @@ struct kc_runtime {
   } * pins;
   size_t npins, cappins;
   struct kc__store *store; /* the disk cache (store.c); NULL when there is none */
+  /* Checked mode (checked.c; kc_options.checked or $KC_CHECKED): guard
+   * zones around buffers; check_each: after every launch (the host
+   * backend, whose launches are synchronous), else at kc_context_finish. */
+  bool checked, check_each;
 };
 
 /* Function table (table.c). */
@@ -452,6 +456,20 @@ kc_status kc__explain_arg_ex(kc_runtime *rt, const char *name, uint32_t i, const
 bool kc__stream_capturing(kc_context *ctx, const kc_stream *s) KC__COLD;
 kc_status kc__capture_ci(kc_context *ctx, kc__spec *spec, kc_world w, kc__ci **out) KC__COLD;
 kc_status kc__capture_link(kc_context *ctx, kc__ci *ci, kc__linked **out) KC__COLD;
+
+/* checked.c: checked mode (kcache.h, "Checked mode"). Setup resolves the
+ * option at create. The buffer calls replace the backend's buf_create and
+ * buf_destroy in checked mode (owner->lock held). kc__checked_launch is the
+ * slow paths' launch in checked mode: it records the buffers' last kernel,
+ * launches (argv: the backend's launch with packed arguments; NULL: the
+ * entry with args) and, where check_each, checks the guards of the buffer
+ * arguments. kc__checked_finish checks every buffer of ctx. */
+void kc__checked_setup(kc_runtime *rt);
+kc_status kc__checked_buf_create(kc_context *ctx, size_t size, kc_buffer *b);
+void kc__checked_buf_destroy(kc_context *owner, kc_buffer *b);
+kc_status kc__checked_launch(kc__linked *l, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
+                             const kc_arg *args, uint32_t nargs, void **argv) KC__COLD;
+kc_status kc__checked_finish(kc_context *ctx) KC__COLD;
 
 /* launch.c: the entry of backends without their own (kc__linked.b.entry). */
 kc_status kc__entry_packed(kc__blinked *b, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,

@@ -136,7 +136,7 @@ static inline bool arg_fits_ex(const kc_arg *a, uint64_t want, const kc_context 
   case KC_ARG_LOCAL: return want == KC__SIG(KC_ARG_LOCAL, 0) && a->size != 0;
   case KC_ARG_BUFFER:
     return want == KC__SIG(KC_ARG_BUFFER, 0) && !a->size && a->ptr && ((const kc_buffer *)a->ptr)->ctx == ctx;
-  default: return KC__SIG(a->kind, a->size) == want && a->ptr && a->size != UINT32_MAX;
+  default: return KC__SIG(a->kind, a->size) == KC__SIG_MATCH(want) && a->ptr && a->size != UINT32_MAX;
   }
 }
 
@@ -202,7 +202,8 @@ static KC__NOINLINE kc_status ex_slow(kc_kernel *k, kc_context *ctx, const kc_la
   kc__linked *l = NULL;
   st = capturing ? kc__capture_link(ctx, ci, &l) : kc__ctx_link(ctx, ci, &l);
   if (st) return st;
-  kc__store_release(&k->slots[key & (KC__HSLOTS - 1)], l);
+  /* checked mode fills no cache (its guards are checked at kc_context_finish) */
+  if (!rt->checked) kc__store_release(&k->slots[key & (KC__HSLOTS - 1)], l);
   return ex_go(l, ctx, cfg, args, nargs);
 }
 

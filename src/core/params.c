@@ -55,7 +55,7 @@ kc_status kc_kernel_param_size(kc_kernel *k, uint32_t index, kc_param_info *out,
   const kc__param *p = &ci->params[index];
   info.name = p->name;
   info.type = p->type;
-  uint32_t kind = (uint32_t)(ci->sig[index] >> 32); /* the backend's word: OpenCL marks KC_LOCAL pointers */
+  uint32_t kind = KC__SIG_KIND(ci->sig[index]); /* the backend's word: OpenCL marks KC_LOCAL pointers */
   if (p->is_buffer || kind != KC_ARG_SCALAR) {
     info.ctype = "";
     info.kind = kind == KC_ARG_LOCAL ? KC_ARG_LOCAL : KC_ARG_BUFFER;
@@ -67,6 +67,10 @@ kc_status kc_kernel_param_size(kc_kernel *k, uint32_t index, kc_param_info *out,
     info.arg_size = kc__scalar_type(p->type, k->spec, &base, &lanes);
     info.ctype = base;
     info.scalar = scalar_class(base, lanes);
+    /* the code's own size where it has one (the parameter probe sizes
+     * structs, unions and typedefs that kcache's table does not know) */
+    uint32_t sig_size = (uint32_t)ci->sig[index];
+    if (sig_size != UINT32_MAX) info.arg_size = sig_size;
   }
   info.size = fill;
   memcpy(out, &info, fill);

@@ -141,6 +141,7 @@ kc_status kc__runtime_open(const kc_options *user_opt, const kc__backend *be, kc
   atomic_init(&rt->fast_world, 1);
   rt->opt = opt;
   kc__log_setup(rt);
+  kc__checked_setup(rt);
 #define KC__OOM(label) \
   do { \
     st = kc__err(NULL, KC_ENOMEM, "kc_runtime_create: out of memory"); \

@@ -5,7 +5,7 @@
  * retains the primary context itself, makes a non-blocking stream and
  * cuMemAlloc memory with raw driver calls, hands them to kcache
  * (kc_context_wrap, kc_stream_wrap, kc_buffer_wrap, KC_ARG_DEVPTR with an
- * offset, kc_buffer_view), launches with dynamic shared memory (also above
+ * offset, kc_buffer_view), launches with a struct argument, dynamic shared memory (also above
  * 48 KiB), cooperatively and in clusters (where the device has them),
  * captures launches into a graph (an unprepared kernel is refused with
  * KC_EBUSY and the capture survives), replays it, reads back with raw
@@ -80,6 +80,17 @@ static const char SRC_REV[] = "KC_KERNEL void rev(KC_GLOBAL const float *x, KC_G
                               "  kc_barrier();\n"
                               "  y[g] = a * t[kc_local_size(0) - 1 - l];\n"
                               "}\n";
+/* A struct argument (sizes from NVRTC: the structargs probe). */
+static const char SRC_AFF[] = "typedef struct { float scale; int shift; float bias; } Aff;";
+static const char SRC_SAFF[] = "KC_KERNEL void saff(KC_GLOBAL const float *x, KC_GLOBAL float *y, Aff p) {\n"
+                               "  size_t g = kc_global_id(0);\n"
+                               "  y[g] = p.scale * x[g] + p.bias + (float)p.shift;\n"
+                               "}\n";
+typedef struct aff_host {
+  float scale;
+  int shift;
+  float bias;
+} aff_host;
 static const char SRC_INC[] = "KC_KERNEL void inc(KC_GLOBAL float *y) { y[kc_global_id(0)] += 1.0f; }\n";
 static const char SRC_NEW[] = "KC_KERNEL void fresh(KC_GLOBAL float *y) { y[kc_global_id(0)] = 5.0f; }\n";
 
@@ -202,6 +213,20 @@ static void test_native_objects(void **state) {
     expect_reversed(x, y, a);
   }
   c.cluster = (kc_dim3){0, 0, 0};
+
+  /* a struct argument, a raw pointer with an offset, on the caller's stream */
+  kct_define(rt, "Aff", SRC_AFF);
+  kct_define(rt, "saff", SRC_SAFF);
+  kc_kernel *kaff = kct_kernel(rt, "saff", NULL);
+  aff_host p = {3.0f, 2, 0.25f};
+  kc_arg fargs[] = {KC_ARG_BUF(bx), KC_ARG_DEVPTR(yoff), KC_ARG_VAL(p)};
+  c.shared_bytes = 0;
+  KCT_OK(rt, kc_launch_ex(kaff, ctx, &c, fargs, 3));
+  CU_OK(p_cuStreamSynchronize(n.s));
+  CU_OK(p_cuMemcpyDtoH_v2(y, n.y, sizeof y));
+  for (int i = 0; i < N; i++)
+    if (y[OFF + i] != 3.0f * x[i] + 2.25f) fail_msg("saff: y[%d] = %g", i, y[OFF + i]);
+  c.shared_bytes = BLOCK * sizeof(float);
 
   /* world age on the adopted context */
   kc_stats before = kct_stats(rt);

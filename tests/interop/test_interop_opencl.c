@@ -4,8 +4,8 @@
  * objects. The test makes them itself with raw OpenCL calls (a cl_context,
  * two in-order queues, cl_mem buffers), hands them to kcache
  * (kc_context_wrap, kc_stream_wrap, kc_buffer_wrap, kc_buffer_view),
- * launches kernels with pointer-with-offset and local-memory arguments on
- * both queues, reads back with raw clEnqueueReadBuffer, destroys every
+ * launches kernels with struct, pointer-with-offset and local-memory
+ * arguments on both queues, reads back with raw clEnqueueReadBuffer, destroys every
  * kcache object and checks that the native ones still work and hold no
  * reference of kcache's. Also: world age on a wrapped context (reset
  * relinks, compiles nothing), ordering between streams, SVM pointers (or
@@ -80,6 +80,22 @@ static const char SRC_REV[] =
     "  kc_barrier();\n"
     "  y[g] = a * tmp[kc_local_size(0) - 1 - l];\n"
     "}\n";
+/* A struct argument (sizes from the compiler: the structargs probe) with a
+ * pointer-with-offset and local memory, on the caller's queue. */
+static const char SRC_AFF[] = "typedef struct { float scale; int shift; float bias; } Aff;";
+static const char SRC_SAFF[] = "KC_KERNEL void saff(KC_GLOBAL const float *x, KC_GLOBAL float *y, Aff p,\n"
+                               "                    KC_LOCAL float *tmp) {\n"
+                               "  size_t l = kc_local_id(0), g = kc_global_id(0);\n"
+                               "  tmp[l] = x[g];\n"
+                               "  kc_barrier();\n"
+                               "  y[g] = p.scale * tmp[l] + p.bias + (float)p.shift;\n"
+                               "}\n";
+typedef struct aff_host {
+  float scale;
+  int shift;
+  float bias;
+} aff_host;
+
 static const char SRC_ADD[] = "KC_KERNEL void add(KC_GLOBAL const float *x, KC_GLOBAL float *y, float b) {\n"
                               "  size_t g = kc_global_id(0);\n"
                               "  y[g] = x[g] + b;\n"
@@ -202,6 +218,18 @@ static void test_native_objects(void **state) {
     assert_float_equal(y1[i], 2.0f * x[g * BLOCK + BLOCK - 1 - l], 0);
     assert_float_equal(y2[i], x[i] + 0.5f, 0);
   }
+  /* a struct argument through a view, with local memory, on q2 */
+  kct_define(rt, "Aff", SRC_AFF);
+  kct_define(rt, "saff", SRC_SAFF);
+  kc_kernel *kaff = kct_kernel(rt, "saff", NULL);
+  aff_host p = {3.0f, 2, 0.25f};
+  kc_arg fargs[] = {KC_ARG_BUF(bx), KC_ARG_BUF(vy2), KC_ARG_VAL(p),
+                    KC_ARG_LOCAL_BYTES(BLOCK * sizeof(float))};
+  KCT_OK(rt, kc_launch_ex(kaff, ctx, &c2, fargs, 4));
+  CL_OK(p_clEnqueueReadBuffer(n.q2, my, CL_TRUE, off + sizeof x, sizeof y2, y2, 0, NULL, NULL));
+  for (int i = 0; i < N; i++) assert_float_equal(y2[i], 3.0f * x[i] + 0.25f + 2.0f, 0);
+  KCT_OK(rt, kc_launch_ex(kadd, ctx, &c2, aargs, 3)); /* back to add's results */
+  CL_OK(p_clEnqueueReadBuffer(n.q2, my, CL_TRUE, off + sizeof x, sizeof y2, y2, 0, NULL, NULL));
   /* a view reads and writes at its offset */
   float back[N];
   KCT_OK(rt, kc_buffer_read(vy2, 0, back, sizeof back));

@@ -4,7 +4,8 @@
  * (kc_kernel_param_count, kc_kernel_param): names, declared and resolved
  * types, kinds, sizes and numeric classes, specialization parameters as
  * types, the parameters following a redefinition, a pinned thread seeing
- * its world's list, OpenCL's KC_LOCAL pointers, and bad input.
+ * its world's list, a struct by value, OpenCL's KC_LOCAL pointers, and bad
+ * input.
  */
 #include "kc_test.h"
 
@@ -82,6 +83,19 @@ static void test_params_follow_worlds(void **state) {
   kct_destroy(rt);
 }
 
+/* A struct by value: its size is the code's (the parameter probe's), its
+ * class raw bytes. */
+static void test_struct_param(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  kct_define(rt, "P", "typedef struct { char c; long l; int i; float f; } P;");
+  kct_define(rt, "sp", "KC_KERNEL void sp(KC_GLOBAL float *y, P p) { y[0] = p.f; }");
+  kc_kernel *k = kct_kernel(rt, "sp", "");
+  expect(rt, k, 1, "p", "", KC_ARG_SCALAR, 24, KC_SCALAR_OTHER);
+  assert_string_equal(param(rt, k, 1).type, "P");
+  kct_destroy(rt);
+}
+
 /* An OpenCL KC_LOCAL pointer parameter is sized per launch
  * (KC_ARG_LOCAL_BYTES): the code's signature says so. */
 static void test_local_pointer(void **state) {
@@ -129,10 +143,8 @@ int main(int argc, char **argv) {
   if (rc >= 0) return rc;
   kct_memory_only();
   const struct CMUnitTest tests[] = {
-      KCT_TEST(test_param_list),
-      KCT_TEST(test_params_follow_worlds),
-      KCT_TEST(test_local_pointer),
-      KCT_TEST(test_param_errors),
+      KCT_TEST(test_param_list),    KCT_TEST(test_params_follow_worlds), KCT_TEST(test_struct_param),
+      KCT_TEST(test_local_pointer), KCT_TEST(test_param_errors),
   };
   return KCT_RUN(tests);
 }

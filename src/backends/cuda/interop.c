@@ -134,12 +134,6 @@ kc_status cu_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h) {
   return KC_OK;
 }
 
-kc_status cu_buf_view(void *bctx, const kc__bufh *parent, size_t off, size_t size, kc__bufh *h) {
-  (void)bctx, (void)size;
-  h->u64 = parent->u64 + off;
-  return KC_OK;
-}
-
 /* ---------------------------------------------------------------- launch */
 
 #define CU_SHARED_DEFAULT (48u << 10) /* what a function may use without opting in */

@@ -51,6 +51,5 @@ void host_stream_release(void *bctx, void *native, bool owned);
 kc_status host_stream_sync(void *bctx, void *native);
 kc_status host_stream_wait(void *bctx, void *native, void *other);
 kc_status host_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h);
-kc_status host_buf_view(void *bctx, const kc__bufh *parent, size_t off, size_t size, kc__bufh *h);
 
 #endif /* KC_BACKENDS_HOST_H */

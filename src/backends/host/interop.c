@@ -100,9 +100,3 @@ kc_status host_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h) {
   h->ptr = native;
   return KC_OK;
 }
-
-kc_status host_buf_view(void *bctx, const kc__bufh *parent, size_t off, size_t size, kc__bufh *h) {
-  (void)bctx, (void)size;
-  h->ptr = (char *)parent->ptr + off;
-  return KC_OK;
-}

@@ -162,7 +162,7 @@ kc_status ocl_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h) {
   return KC_OK;
 }
 
-kc_status ocl_buf_view(void *bctx, const kc__bufh *parent, size_t off, size_t size, kc__bufh *h) {
+kc_status ocl_buf_view_aligned(void *bctx, const kc__bufh *parent, size_t off, size_t size, kc__bufh *h) {
   ocl_ctx *c = bctx;
   if (off % c->base_align)
     return kc__bs_err(
@@ -170,16 +170,10 @@ kc_status ocl_buf_view(void *bctx, const kc__bufh *parent, size_t off, size_t si
         "kc_buffer_view: offset %zu is not a multiple of the device's base address alignment "
         "(%u bytes, CL_DEVICE_MEM_BASE_ADDR_ALIGN); pass the offset as a kernel argument instead",
         off, c->base_align);
-  cl_buffer_region region = {off, size};
-  cl_int e;
-  cl_mem m = ocl.clCreateSubBuffer((cl_mem)parent->ptr, 0, CL_BUFFER_CREATE_TYPE_REGION, &region, &e);
-  if (!m)
-    return ocl_fail(c->sv, e == CL_MISALIGNED_SUB_BUFFER_OFFSET ? KC_EINVAL : KC_EBACKEND,
-                    "kc_buffer_view: clCreateSubBuffer", e);
-  h->ptr = m;
-  return KC_OK;
+  return ocl_buf_view(bctx, parent, off, size, h);
 }
 
+/* A wrapped cl_mem: the reference kc_buffer_wrap took. */
 void ocl_buf_unwrap(void *bctx, kc__bufh *h) {
   (void)bctx;
   if (h->ptr) ocl.clReleaseMemObject((cl_mem)h->ptr);

@@ -40,6 +40,7 @@
   X(clEnqueueNDRangeKernel) \
   X(clFinish) \
   X(clCreateBuffer) \
+  X(clCreateSubBuffer) \
   X(clReleaseMemObject) \
   X(clEnqueueWriteBuffer) \
   X(clEnqueueReadBuffer) \
@@ -49,7 +50,6 @@
   X(clGetContextInfo) \
   X(clGetCommandQueueInfo) \
   X(clGetMemObjectInfo) \
-  X(clCreateSubBuffer) \
   X(clEnqueueMarkerWithWaitList) \
   X(clEnqueueBarrierWithWaitList) \
   X(clReleaseEvent)
@@ -112,6 +112,16 @@ int ocl_device_count(void *state);
 const char *ocl_device_name(void *state, int index);
 const char *ocl_identity(void *state);
 
+/* probe.c: the parameter probe (backend.h). */
+kc_status ocl_epilogue(void *state, const kc__tu *tu, kc__sb *out);
+/* Fills sig's by-value entries (a no-op when tu has none) from the
+ * compiler: the types' names (entry: the kernel) where all are built in,
+ * else a run of prog's probe kernel; KC_ECOMPILE saying why if it cannot. */
+kc_status ocl_run_probe(ocl_state *st, cl_program prog, cl_kernel entry, const kc__tu *tu, uint64_t *sig);
+/* checked.c: checked mode's buffer views (backend.h, buf_view). */
+kc_status ocl_buf_view(void *bctx, const kc__bufh *whole, size_t off, size_t size, kc__bufh *view);
+void ocl_buf_view_destroy(void *bctx, kc__bufh *view);
+
 /* opencl.c */
 void ocl_ctx_destroy(void *bctx);
 
@@ -125,7 +135,8 @@ void ocl_stream_release(void *bctx, void *native, bool owned);
 kc_status ocl_stream_sync(void *bctx, void *native);
 kc_status ocl_stream_wait(void *bctx, void *native, void *other);
 kc_status ocl_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h);
-kc_status ocl_buf_view(void *bctx, const kc__bufh *parent, size_t off, size_t size, kc__bufh *h);
+/* kc_buffer_view: checked.c's ocl_buf_view, after the offset's alignment check. */
+kc_status ocl_buf_view_aligned(void *bctx, const kc__bufh *parent, size_t off, size_t size, kc__bufh *h);
 void ocl_buf_unwrap(void *bctx, kc__bufh *h);
 kc_status ocl_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg);
 /* The set-args..enqueue window of a linked object (opencl.c). */
