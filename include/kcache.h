@@ -209,6 +209,27 @@ kc_status kc_runtime_create(const kc_options *opt, kc_runtime **out);
  * buffers). Not thread-safe with any other call on the same runtime. */
 void kc_runtime_destroy(kc_runtime *rt);
 
+/* Fork. A process may fork() while its threads use kcache: kcache takes its
+ * locks around the fork (pthread_atfork), so the child inherits none of
+ * them held, and a child may go on using a runtime of its parent on the
+ * host backend (OpenCL and CUDA drivers do not survive a fork: there the
+ * child must create its own runtime, or exec). In the child:
+ *  - compiles that other threads of the parent had in progress did not
+ *    happen: the child compiles again what it needs; the forking thread's
+ *    pin is kept, other threads' pins are not;
+ *  - uploads to the remote tier queued in the parent before the fork are
+ *    sent by the parent alone; the child's own uploads are sent by an
+ *    uploader thread of its own (finished by kc_runtime_destroy, as in any
+ *    process), so none is lost or sent twice;
+ *  - kc_options.alloc is called (to free the child's copy of the parent's
+ *    queued uploads): it must work in a child.
+ * fork() waits while another thread links code into a context or edits
+ * the function table, never for a compile. Limits of the host backend
+ * today (doc/locks.md, "Fork"): a parent and a child that compile or link
+ * at the same moment share one work directory and its file names, and a
+ * kernel built by tcc that another thread was running at the moment of the
+ * fork cannot be launched again on that context in the child. */
+
 /* The backend actually in use: "host", "opencl" or "cuda". */
 const char *kc_runtime_backend(const kc_runtime *rt);
 

@@ -7,6 +7,7 @@
 
 set(KC_SOURCES
     src/base/err.c
+    src/base/fork.c
     src/base/hmac.c
     src/base/mem.c
     src/base/misc.c
@@ -15,6 +16,7 @@ set(KC_SOURCES
     src/core/checked.c
     src/core/code.c
     src/core/context.c
+    src/core/fork.c
     src/core/interop.c
     src/core/launch.c
     src/core/launch_ex.c

@@ -311,6 +311,7 @@ struct kc_runtime {
   } * pins;
   size_t npins, cappins;
   struct kc__store *store; /* the disk cache (store.c); NULL when there is none */
+  kc__fork_hook fork; /* its locks around fork() (fork.c) */
   /* Checked mode (checked.c; kc_options.checked or $KC_CHECKED): guard
    * zones around buffers; check_each: after every launch (the host
    * backend, whose launches are synchronous), else at kc_context_finish. */
@@ -398,6 +399,11 @@ extern KC__HIDDEN _Thread_local kc__pin_state kc__pin;
  * address. */
 bool kc__pinned_on(const kc_runtime *rt) KC__NOINLINE;
 void kc__drop_own_pin(const kc_runtime *rt);
+
+/* fork.c: rt's locks around fork() (kcache.h, "Fork"): registered once the
+ * runtime is open, removed first thing at destroy. */
+void kc__runtime_fork_register(kc_runtime *rt);
+void kc__runtime_fork_unregister(kc_runtime *rt);
 
 /* The world the calling thread sees: its pin's, else the latest. */
 static inline kc_world kc__caller_world(const kc_runtime *rt) {
