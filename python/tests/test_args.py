@@ -124,9 +124,13 @@ def test_cached_launch_allocates_nothing(rt):
         for _ in range(2000):
             launch(buf, 1.0, 3)
         after = sys.getallocatedblocks()
+        for _ in range(2000):  # a NumPy array too (by pointer on the host, staged elsewhere)
+            launch(y, 1.0, 3)
+        after_array = sys.getallocatedblocks()
     finally:
         gc.enable()
     assert after - before < 10
+    assert after_array - after < 10
     for _ in range(100):
         launch(y, 2.5, 7)
     assert (sys.getrefcount(y), sys.getrefcount(buf)) == refs
