@@ -201,12 +201,28 @@ static PyGetSetDef buffer_interop_getset[] = {
     {"__cuda_array_interface__", buffer_get_cai, NULL, "CUDA: the buffer's device memory, as bytes", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
+PyObject *kcpy_buffer_dlpack(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *kcpy_buffer_dlpack_device(PyObject *self, PyObject *unused);
+
 int kcpy_interop_init_types(void) {
   KcBuffer_Type.tp_as_buffer = &buffer_procs;
   if (PyType_Ready(&KcBuffer_Type) < 0) return -1;
   for (PyGetSetDef *g = buffer_interop_getset; g->name; g++) {
     PyObject *d = PyDescr_NewGetSet(&KcBuffer_Type, g);
     if (!d || PyDict_SetItemString(KcBuffer_Type.tp_dict, g->name, d) < 0) {
+      Py_XDECREF(d);
+      return -1;
+    }
+    Py_DECREF(d);
+  }
+  static PyMethodDef methods[] = {{"__dlpack__", (PyCFunction)(void (*)(void))kcpy_buffer_dlpack,
+                                   METH_VARARGS | METH_KEYWORDS,
+                                   "The buffer's memory as a uint8 DLPack tensor (host, CUDA)."},
+                                  {"__dlpack_device__", kcpy_buffer_dlpack_device, METH_NOARGS, NULL},
+                                  {NULL, NULL, 0, NULL}};
+  for (PyMethodDef *m = methods; m->ml_name; m++) {
+    PyObject *d = PyDescr_NewMethod(&KcBuffer_Type, m);
+    if (!d || PyDict_SetItemString(KcBuffer_Type.tp_dict, m->ml_name, d) < 0) {
       Py_XDECREF(d);
       return -1;
     }
@@ -228,5 +244,65 @@ PyObject *kcpy_foreign_pointer(PyObject *self, PyObject *o) {
   if (rc == 0) rc = dlpack_pointer(o, &p);
   if (rc < 0) return NULL;
   return rc ? PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)p) : Py_NewRef(Py_None);
+}
+#endif
+
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+/* Buffer.__dlpack__(): the buffer's memory as a one-dimensional uint8
+ * DLPack tensor (legacy "dltensor" capsule; kDLCPU on the host, kDLCUDA on
+ * CUDA). The tensor holds a reference to the Buffer until its deleter runs. */
+typedef struct {
+  kcpy_dltensor dl_tensor;
+  void *manager_ctx;
+  void (*deleter)(void *self);
+  int64_t shape[1];
+} kcpy_dlexport;
+
+static void dlexport_delete(void *self) {
+  kcpy_dlexport *t = self;
+  PyGILState_STATE g = PyGILState_Ensure();
+  Py_XDECREF((PyObject *)t->manager_ctx);
+  PyGILState_Release(g);
+  PyMem_RawFree(t);
+}
+
+static void dlcapsule_destructor(PyObject *cap) {
+  if (!PyCapsule_IsValid(cap, "dltensor")) return; /* consumed: renamed "used_dltensor" */
+  kcpy_dlexport *t = PyCapsule_GetPointer(cap, "dltensor");
+  if (t) t->deleter(t);
+}
+
+static int buffer_device(KcBuffer *b, void **p, int32_t *type) {
+  *p = b->buf && b->owner->ctx && b->owner->owner->rt ? kc_buffer_native(b->buf) : NULL;
+  int be = b->owner->owner->backend;
+  *type = be == KCPY_BACKEND_HOST ? 1 : be == KCPY_BACKEND_CUDA ? 2 : 0;
+  if (*p && *type) return 0;
+  PyErr_SetString(PyExc_BufferError, "__dlpack__: only a live host or CUDA kcache Buffer exports its memory");
+  return -1;
+}
+
+PyObject *kcpy_buffer_dlpack(PyObject *self, PyObject *args, PyObject *kw) {
+  (void)args, (void)kw; /* stream, max_version, dl_device, copy: the legacy capsule, no copy */
+  KcBuffer *b = (KcBuffer *)self;
+  void *p;
+  int32_t type;
+  if (buffer_device(b, &p, &type) < 0) return NULL;
+  kcpy_dlexport *t = PyMem_RawCalloc(1, sizeof *t);
+  if (!t) return PyErr_NoMemory();
+  t->shape[0] = (int64_t)b->size;
+  t->dl_tensor = (kcpy_dltensor){p, {type, 0}, 1, {1 /* kDLUInt */, 8, 1}, t->shape, NULL, 0};
+  t->manager_ctx = Py_NewRef(self);
+  t->deleter = dlexport_delete;
+  PyObject *cap = PyCapsule_New(t, "dltensor", dlcapsule_destructor);
+  if (!cap) dlexport_delete(t);
+  return cap;
+}
+
+PyObject *kcpy_buffer_dlpack_device(PyObject *self, PyObject *unused) {
+  (void)unused;
+  void *p;
+  int32_t type;
+  if (buffer_device((KcBuffer *)self, &p, &type) < 0) return NULL;
+  return Py_BuildValue("(ii)", type, 0);
 }
 #endif

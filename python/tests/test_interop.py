@@ -4,6 +4,8 @@ interop API, kcache.HAS_INTEROP): host arrays passed by their own pointer
 (zero copy), CUDA arrays by device pointer through __cuda_array_interface__
 and __dlpack__ (CuPy, PyTorch), streams through __cuda_stream__; without
 it, arrays are copies and stream=/shared= are refused."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -137,3 +139,24 @@ def test_cuda_protocols_parsing():
     with pytest.raises(TypeError, match="'data'"):
         fp(CudaArrayInterface(shape=(4,), typestr="<f4", version=3))
     assert fp(object()) is None
+
+
+def test_host_buffer_dlpack_export(rt):
+    if not kcache.HAS_INTEROP:
+        pytest.skip("Buffer export needs the interop API")
+    b = rt.buffer(np.arange(4, dtype=np.float32))
+    if rt.backend != "host":
+        if rt.backend == "opencl":
+            with pytest.raises(BufferError):
+                np.from_dlpack(b)
+        pytest.skip("NumPy takes host DLPack tensors only")
+    assert b.__dlpack_device__() == (1, 0)
+    refs = sys.getrefcount(b)
+    a = np.from_dlpack(b)  # no copy: the buffer's own memory, as bytes
+    assert a.dtype == np.uint8 and a.shape == (16,)
+    rt.define("dbl", "KC_KERNEL void dbl(KC_GLOBAL float *y) { y[kc_global_id(0)] *= 2.0f; }")
+    rt.kernel("dbl")[4, 1](b)
+    assert a.view(np.float32).tolist() == [0, 2, 4, 6]
+    assert sys.getrefcount(b) == refs + 1  # the tensor keeps the Buffer alive
+    del a
+    assert sys.getrefcount(b) == refs
