@@ -62,11 +62,13 @@ static const char host_prelude[] =
     "#if defined(__FLT16_MAX__) && !defined(__TINYC__)\n"
     "typedef _Float16 half;\n"
     "#endif\n"
-    "struct kc__item { unsigned lid[3], grp[3], lsz[3], ngrp[3]; };\n"
+    "struct kc__item { unsigned lid[3], grp[3], lsz[3], ngrp[3]; void *kc__scratch; };\n"
     "/* the thread's work item lies at %fs:0 + kc__it_off, which kcache's loader sets */\n"
     "__attribute__((visibility(\"hidden\"))) long kc__it_off = 0;\n"
     "#define kc__it (*({ struct kc__item *kc__p;\\\n"
     "  __asm__(\"movq %%fs:0, %0\\n\\taddq kc__it_off(%%rip), %0\" : \"=r\"(kc__p)); kc__p; }))\n"
+    "/* kc_launch_ex's shared_bytes: one area per group (groups run in turn) */\n"
+    "#define kc_scratch() (kc__it.kc__scratch)\n"
     "#define kc_local_id(d) ((size_t)kc__it.lid[(d)])\n"
     "#define kc_group_id(d) ((size_t)kc__it.grp[(d)])\n"
     "#define kc_local_size(d) ((size_t)kc__it.lsz[(d)])\n"
@@ -546,4 +548,12 @@ const kc__backend kc__backend_host = {
     .buf_destroy = host_buf_destroy,
     .buf_write = host_buf_write,
     .buf_read = host_buf_read,
+    .launch_ex = host_launch_ex,
+    .ctx_wrap = host_ctx_wrap,
+    .stream_create = host_stream_create,
+    .stream_wrap = host_stream_wrap,
+    .stream_release = host_stream_release,
+    .stream_sync = host_stream_sync,
+    .stream_wait = host_stream_wait,
+    .buf_wrap = host_buf_wrap,
 };

@@ -81,8 +81,20 @@ kc_status host_plan_load(host_state *s, const host_plan *p, host_image *im);
 /* The run address of a defined global of a loaded image (writable: one in
  * the data block, at least pointer-sized), or NULL. */
 void *host_plan_addr(const host_plan *p, const host_image *im, const char *name, bool writable);
+/* Sets the calling thread's kc_scratch() for the kernels it runs next. */
+void host_set_scratch(void *p);
 /* Opens what host_state's libm, libgcc and tp_off need. */
 void host_loader_open(host_state *s);
 void host_loader_close(host_state *s);
+
+/* interop.c: launches with a configuration, streams, foreign memory. */
+kc_status host_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg);
+kc_status host_ctx_wrap(void *state, void *native_ctx, void *native_dev, void **bctx);
+kc_status host_stream_create(void *bctx, void **native);
+kc_status host_stream_wrap(void *bctx, void *native);
+void host_stream_release(void *bctx, void *native, bool owned);
+kc_status host_stream_sync(void *bctx, void *native);
+kc_status host_stream_wait(void *bctx, void *native, void *other);
+kc_status host_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h);
 
 #endif /* KC_BACKENDS_HOST_H */

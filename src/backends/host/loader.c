@@ -501,7 +501,15 @@ void *host_plan_addr(const host_plan *p, const host_image *im, const char *name,
  * reaches it as %fs:0 + kc__it_off, which the loader sets: tcc has no
  * thread-local storage, and a relocatable object's TLS would need the
  * dynamic linker. */
-static __thread struct { unsigned v[12]; } host_item __attribute__((tls_model("initial-exec")));
+static __thread struct {
+  unsigned v[12]; /* lid, grp, lsz, ngrp */
+  void *scratch; /* kc_scratch() */
+} host_item __attribute__((tls_model("initial-exec")));
+
+/* The prelude's struct kc__item, as the objects see it. */
+_Static_assert(sizeof host_item == 12 * sizeof(unsigned) + sizeof(void *), "struct kc__item's layout");
+
+void host_set_scratch(void *p) { host_item.scratch = p; }
 
 void host_loader_open(host_state *s) {
   char *tp;
