@@ -437,8 +437,10 @@ typedef struct kc_stats {
   uint64_t remote_lookup_ns; /* total time of the lookups (such waits included) */
 } kc_stats;
 
-/* A snapshot of the runtime's counters (fast_hits: exact when each handle is
- * launched from one thread at a time, otherwise a lower bound), written
+/* A snapshot of the runtime's counters (fast_hits: exact when launches in
+ * each context come from one thread at a time, otherwise a lower bound),
+ * taken without locks at a cost independent of the number of kernel
+ * handles (it sums one counter per context), written
  * into the first `size` bytes of *out (see "Struct sizes" above); out->size
  * gets the number of bytes filled. A NULL rt fills zeros and returns
  * KC_EINVAL. Call it through kc_stats_get. */

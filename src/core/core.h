@@ -162,6 +162,12 @@ struct kc__spec {
   kc__linked *free_linked; /* unlinked objects of this spec, for reuse */
 };
 
+/* Padding that keeps a counter written by every launch off the cache lines
+ * of what launches read, so that a counter's writes do not take the
+ * line from the launches that read it (the structs are not line-aligned: 64 bytes
+ * on each side). */
+#define KC__COUNTER_GAP char kc__gap[64]
+
 struct kc_context {
   /* Changes at create, reset and destroy; never repeats (global counter). A
    * handle's cache entry is valid only for the key it was made with. */
@@ -181,6 +187,14 @@ struct kc_context {
   kc_buffer *buffers; /* live */
   kc_buffer *free_buffers; /* destroyed, for reuse (singly linked by next) */
   kc_context *next; /* runtime's list of all contexts (live or free) */
+  /* Launches served by a handle's or bound arguments' cache in this
+   * context (kc_stats.fast_hits). Counted here, not per handle, so that
+   * kc_stats_get sums the contexts (the structs are never freed while the
+   * runtime lives, so the count carries across destroy and reuse), not
+   * every handle. On its own cache lines: launches read link_key above. */
+  KC__COUNTER_GAP;
+  _Atomic uint64_t fast_hits;
+  char kc__gap_after[64];
 };
 
 /* A kernel handle. Its launch cache is one pointer per slot (slot chosen
@@ -195,20 +209,12 @@ struct kc_context {
 #define KC__HSLOTS 4
 #define KC__SLOT_OFF(key) ((size_t)((key) & (KC__HSLOTS - 1)) * sizeof(kc__linked *))
 
-/* Padding that keeps a counter written by every launch off the cache lines
- * of what launches read, so that threads launching the same handle do not
- * take the line from each other (the structs are not line-aligned: 64 bytes
- * on each side). */
-#define KC__COUNTER_GAP char kc__gap[64]
-
 struct kc_kernel {
   _Atomic(kc__linked *) slots[KC__HSLOTS]; /* first: indexed without an offset */
   kc_runtime *rt;
   kc__spec *spec;
   kc_kernel *prev, *next; /* runtime's list, guarded by kernels_lock */
   kc_args *bound; /* its bound arguments, guarded by kernels_lock */
-  KC__COUNTER_GAP;
-  _Atomic uint64_t fast_hits;
 };
 
 /* Bound arguments (kc_args_create). */
@@ -235,9 +241,6 @@ struct kc_args {
   struct {
     kc_args *prev, *next;
   } all; /* rt->bound_args (every kc_args of the runtime), guarded by kernels_lock */
-  KC__COUNTER_GAP;
-  _Atomic uint64_t hits; /* fast-path launches (statistics, like kc_kernel's) */
-  char kc__gap_after[64];
   void *argv[]; /* n: what a backend's launch takes */
 };
 
@@ -273,12 +276,11 @@ struct kc_runtime {
   KC__HTAB(kc__spec) specs; /* keyed by hash of (name, canonical params) */
 
   kc__mutex ctx_lock;
-  kc_context *contexts;
+  _Atomic(kc_context *) contexts; /* pushed at the head only (stats read it without a lock) */
 
   kc__mutex kernels_lock;
   kc_kernel *kernels;
   kc_args *bound_args; /* every kernel's bound arguments (kc_args.all), for kc_buffer_destroy */
-  uint64_t dead_kernel_hits;
 
   _Atomic uint64_t n_compiles, n_compile_failures, n_links, n_slow, n_invalidations, n_defines, n_cis,
       compile_ns, n_defs, n_collected;
