@@ -101,14 +101,25 @@ kc_status kc__canon_params(kc_runtime *rt, const char *params, char **canon);
 
 /* One version of a named function's source, visible in [min_world, max_world]. */
 typedef struct kc__def {
-  struct kc__def *older; /* guarded by world_lock */
+  struct kc__def *older, *newer; /* guarded by world_lock */
   kc__binding *binding;
   char *source;
   size_t len;
   uint64_t hash;
   kc_world min_world;
   _Atomic kc_world max_world;
+  /* rt->retired_defs: once max_world is set (a newer definition or an
+   * undefine), for kc_collect; guarded by world_lock */
+  struct kc__def *next_retired;
 } kc__def;
+
+/* One entry of a binding's backedges: a code instance and the index of its
+ * edge to that binding (whose bpos is this entry's index), so it is taken
+ * off every list it is on in O(its edges) when it is clipped. */
+typedef struct kc__backedge {
+  kc__ci *ci;
+  uint32_t edge;
+} kc__backedge;
 
 /* A name in the function table, defined or not. */
 struct kc__binding {
@@ -116,8 +127,9 @@ struct kc__binding {
   uint64_t hash;
   kc__binding *next_in_bucket;
   kc__def *defs; /* newest first */
-  /* code instances that looked this name up and may still be valid forever */
-  kc__ci **backedges;
+  /* The code instances that looked this name up and are valid forever
+   * (exactly those: a clipped one leaves every list at once). */
+  kc__backedge *backedges;
   size_t nbackedges, capbackedges;
 };
 
@@ -125,6 +137,7 @@ struct kc__binding {
 typedef struct kc__edge {
   kc__binding *binding;
   kc__def *def;
+  uint32_t bpos; /* the index of this code instance in binding->backedges, while on it */
 } kc__edge;
 
 /* The compiled artifact of one specialization, valid in [min_world, max_world]. */
@@ -149,6 +162,9 @@ struct kc__ci {
   kc_status status;
   char *error;
   bool dead; /* set by kc_collect just before it frees the code instance */
+  /* rt->clipped: once its range is finite (clipped by a definition, or
+   * published so), for kc_collect; guarded by world_lock */
+  kc__ci *next_clipped;
 };
 
 struct kc__spec {
@@ -158,6 +174,7 @@ struct kc__spec {
   kc__spec *next_in_bucket;
   kc__mutex lock; /* single flight */
   _Atomic(kc__ci *) head; /* newest first */
+  uint64_t swept; /* the last kc_collect that filtered head (world.c) */
   kc__mutex free_lock; /* leaf: guards free_linked */
   kc__linked *free_linked; /* unlinked objects of this spec, for reuse */
 };
@@ -271,6 +288,11 @@ struct kc_runtime {
 
   kc__mutex world_lock;
   KC__HTAB(kc__binding) bindings; /* keyed by the name's hash */
+  /* What kc_collect looks at, so that its cost is what it may free (plus
+   * what pins keep), not the size of the cache: code instances whose range
+   * is finite, and definitions that a newer one or an undefine ended. */
+  kc__ci *clipped;
+  kc__def *retired_defs;
 
   kc__mutex spec_lock;
   KC__HTAB(kc__spec) specs; /* keyed by hash of (name, canonical params) */
@@ -310,10 +332,15 @@ void kc__closure_free(kc_runtime *rt, kc__closure *c);
  * the latest world. Publishes the range (release). */
 void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world);
 void kc__table_free(kc_runtime *rt);
-/* kc_collect's part in the table: drops dead code instances (marked by
- * ci->dead) from backedge lists and frees definitions visible in no live
- * world. Returns the number of definitions freed. */
-uint64_t kc__table_collect(kc_runtime *rt, bool (*live)(void *ud, kc_world min, kc_world max), void *ud);
+/* kc_collect's part in the table, under world_lock. The code instances of
+ * rt->clipped whose range holds no live world, taken off that list, marked
+ * dead and chained by next_clipped (they are on no backedge list: a clipped
+ * code instance left them when it was clipped); *n gets their number. */
+typedef bool (*kc__live_fn)(void *ud, kc_world min, kc_world max);
+kc__ci *kc__table_collect_code(kc_runtime *rt, kc__live_fn live, void *ud, uint64_t *n);
+/* Frees the retired definitions visible in no live world; returns their
+ * number. */
+uint64_t kc__table_collect_defs(kc_runtime *rt, kc__live_fn live, void *ud);
 
 /* ---------------------------------------------------------- linked objects */
 

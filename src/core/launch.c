@@ -420,11 +420,12 @@ static KC__NOINLINE kc_status args_pinned(kc_args *a, const kc_dim3 *grid, const
 kc_status kc_launch_args(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) {
   if (KC__LIKELY(a != NULL)) {
     kc__linked *l = kc__load_relaxed(&a->l);
-    if (KC__LIKELY(kc__load_acquire(&l->link_key) == kc__load_relaxed(&a->ctx->link_key))) {
+    kc_context *ctx = a->ctx;
+    if (KC__LIKELY(kc__load_acquire(&l->link_key) == kc__load_relaxed(&ctx->link_key))) {
       const kc__ci *ci = l->ci;
       kc_world w = kc__load_acquire(&a->rt->fast_world); /* as in kc_launch */
       if (KC__LIKELY(w < kc__load_relaxed(&ci->max_world) && ci->id == kc__load_relaxed(&a->ci_id))) {
-        kc__count_relaxed(&a->ctx->fast_hits);
+        kc__count_relaxed(&ctx->fast_hits);
         return l->b.launch(&l->b, a->argv, grid, block);
       }
       return args_pinned(a, grid, block);
