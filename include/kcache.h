@@ -189,6 +189,9 @@ typedef struct kc_options {
   kc_log_fn log; /* NULL: stderr, "kcache: warning: MSG" */
   void *log_ud; /* passed to log */
   kc_log_level log_level; /* KC_LOG_DEFAULT: $KC_LOG, else KC_LOG_WARN */
+  /* Threads that compile a kc_prepare batch, the calling thread included
+   * (0: $KC_COMPILE_THREADS, else one per core). */
+  uint32_t compile_threads;
 } kc_options;
 
 /* Fills the first `size` bytes of *opt with the defaults and sets
@@ -324,6 +327,26 @@ void kc_kernel_destroy(kc_kernel *k);
 /* Makes sure compiled code exists for the caller's current world (compiling
  * if needed) without launching. */
 kc_status kc_kernel_compile(kc_kernel *k);
+
+/* Prepares k without launching it: compiles it if no code serves the
+ * caller's world (its pin, else the latest), then links it into ctx and
+ * leaves it in the handle's launch cache, so that the next kc_launch of k on
+ * ctx takes the cached path. ctx NULL: compile only. Thread-safe. Call it
+ * before a launch that must not compile or link (e.g. one being captured
+ * into a graph or stream). */
+kc_status kc_kernel_prepare(kc_kernel *k, kc_context *ctx);
+
+/* kc_kernel_prepare for n handles of one runtime at once, compiled in
+ * parallel on the runtime's compile pool: kc_options.compile_threads
+ * threads, the caller included (else $KC_COMPILE_THREADS, else one per
+ * core), started on first use. Returns when all n are done: KC_OK, or the
+ * status of the first failing handle (by index) with a message that says
+ * which and how many failed; the others are still prepared. Single flight
+ * holds as for launches: a kernel that another thread (or process, through
+ * the disk cache) is compiling is waited for, not compiled again, and a
+ * launch from another thread meanwhile waits only for its own kernel.
+ * Duplicate handles and handles sharing code are fine. Thread-safe. */
+kc_status kc_prepare(kc_kernel *const *ks, uint32_t n, kc_context *ctx);
 
 typedef struct kc_dim3 {
   uint32_t x, y, z;

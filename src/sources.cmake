@@ -16,6 +16,7 @@ set(KC_SOURCES
     src/core/context.c
     src/core/launch.c
     src/core/log.c
+    src/core/pool.c
     src/core/runtime.c
     src/core/scan.c
     src/core/table.c

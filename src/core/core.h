@@ -25,6 +25,7 @@
  *   5. kc_runtime.spec_lock   the table of interned specializations.
  *      kc__spec.free_lock     a spec's free list of linked objects.
  *      kc_runtime.kernels_lock  the list of live kernel handles (stats).
+ *      kc__pool.lock          kc_prepare's queue of batches (pool.c).
  *                           (leaves: nothing is taken while holding them)
  *   The glue's kc__store.probe_lock is taken under kc__spec.lock and is not a
  *   leaf: the backend's link and unlink (and their own locks) run under it.
@@ -47,6 +48,7 @@
 typedef struct kc__binding kc__binding;
 typedef struct kc__ci kc__ci;
 typedef struct kc__linked kc__linked;
+typedef struct kc__pool kc__pool;
 
 /* ------------------------------------------------------------- services */
 
@@ -315,6 +317,7 @@ struct kc_runtime {
   } * pins;
   size_t npins, cappins;
   struct kc__store *store; /* the disk cache (store.c); NULL when there is none */
+  _Atomic(kc__pool *) pool; /* kc_prepare's compile pool (pool.c); NULL until first needed */
 };
 
 /* Function table (table.c). */
@@ -429,6 +432,9 @@ void kc__context_teardown(kc_context *ctx); /* frees what a live context holds *
 void kc__linked_recycle(kc_runtime *rt, kc__linked *l);
 /* The linked object of ci in ctx, linking it on first use. */
 kc_status kc__ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out);
+
+/* pool.c: stops and joins the compile pool, if any (kc_runtime_destroy). */
+void kc__pool_destroy(kc_runtime *rt);
 
 /* launch.c: the entry of backends without their own (kc__linked.b.entry). */
 kc_status kc__entry_packed(kc__blinked *b, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,

@@ -177,6 +177,7 @@ fail_options:
 void kc_runtime_destroy(kc_runtime *rt) {
   if (!rt) return;
   kc__drop_own_pin(rt); /* the caller's own pin dies with it */
+  kc__pool_destroy(rt); /* idle: no kc_prepare can be running */
   for (kc_context *c = rt->contexts, *next; c; c = next) {
     next = c->next;
     if (kc__load_relaxed(&c->alive)) kc__context_teardown(c);
