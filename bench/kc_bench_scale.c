@@ -255,6 +255,67 @@ static double stale_edges(int rounds, int d) {
   return median(t, REPS);
 }
 
+/* ---------------------------------------------------------------- memory */
+
+/* Bytes the runtime holds through its allocator (a size header per block:
+ * what kcache asks for, not what malloc rounds it to). */
+static _Atomic long long live_bytes;
+
+static void *sized_alloc(void *ud, void *p, size_t n) {
+  (void)ud;
+  size_t old = 0;
+  unsigned char *b = p ? (unsigned char *)p - 16 : NULL;
+  if (b) memcpy(&old, b, sizeof old);
+  if (n == 0) {
+    live_bytes -= (long long)old;
+    free(b);
+    return NULL;
+  }
+  unsigned char *q = realloc(b, n + 16);
+  if (!q) return NULL;
+  memcpy(q, &n, sizeof n);
+  live_bytes += (long long)n - (long long)old;
+  return q + 16;
+}
+
+/* What `count` compiled code instances (one kernel, as many
+ * specializations; tcc where there is one) add to the runtime's memory,
+ * per code instance: in all, and beyond the artifact. */
+static void mem_per_ci(int count, double *total, double *beyond, double *artifact) {
+  kc_options o;
+  kcb_options_uncached(&o, KC_BACKEND_HOST);
+  o.host_cc = access("/usr/bin/tcc", X_OK) == 0 ? "tcc" : NULL;
+  o.alloc = sized_alloc;
+  kc_runtime *r;
+  KCB_CHECK(kc_runtime_create(&o, &r));
+  kcb_rt = r;
+  KCB_CHECK(kc_define(r, "m",
+                      "KC_KERNEL void m(KC_GLOBAL float *y, KC_GLOBAL const float *x, float a) { size_t i = "
+                      "kc_global_id(0); y[i] = a * x[i] + (float)V; }",
+                      NULL));
+  kc_kernel **ks = calloc((size_t)count, sizeof *ks);
+  char buf[32];
+  for (int i = 0; i < count; i++) {
+    snprintf(buf, sizeof buf, "V=%d", i);
+    KCB_CHECK(kc_kernel_create(r, "m", buf, &ks[i]));
+  }
+  KCB_CHECK(kc_kernel_compile(ks[0])); /* first-compile state of the backend, if any */
+  long long before = live_bytes;
+  KCB_CHECK(kc_prepare(ks + 1, (uint32_t)count - 1, NULL));
+  long long after = live_bytes;
+  double art = 0;
+  for (int i = 1; i < count; i++) {
+    kc_code_info ci;
+    KCB_CHECK(kc_kernel_code(ks[i], &ci));
+    art += (double)ci.artifact_size;
+  }
+  kc_runtime_destroy(r);
+  free(ks);
+  *total = (double)(after - before) / (count - 1);
+  *artifact = art / (count - 1);
+  *beyond = *total - *artifact;
+}
+
 /* ------------------------------------------------------------------ main */
 
 int main(int argc, char **argv) {
@@ -267,8 +328,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--kernels") && i + 1 < argc) nkernels = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--max") && i + 1 < argc) max_size = atoi(argv[++i]);
     else {
-      fprintf(stderr,
-              "usage: %s [--json] [--reps N] [--kernels N] [--max N] [--skip-cold] [--skip-costs]\n",
+      fprintf(stderr, "usage: %s [--json] [--reps N] [--kernels N] [--max N] [--skip-cold] [--skip-costs]\n",
               argv[0]);
       return 2;
     }
@@ -285,12 +345,13 @@ int main(int argc, char **argv) {
   const int sizes[] = {1, 100, 10000, 100000};
   cost_row rows[4];
   int nrows = 0;
-  double stale1 = 0, stale23 = 0;
+  double stale1 = 0, stale23 = 0, mem_total = 0, mem_beyond = 0, mem_art = 0;
   if (costs) {
     for (int i = 0; i < 4 && sizes[i] <= max_size; i++) {
       rows[nrows].n = sizes[i];
       costs_at(&rows[nrows++]);
     }
+    mem_per_ci(201, &mem_total, &mem_beyond, &mem_art);
     stale1 = stale_edges(1, 20);
     stale23 = stale_edges(23, 20);
   }
@@ -314,6 +375,8 @@ int main(int argc, char **argv) {
                rows[i].redefine_ns);
       printf("],\"redefine_20_dependents_ns\":{\"after_1_round\":%.0f,\"after_23_rounds\":%.0f}", stale1,
              stale23);
+      printf(",\"code_instance_bytes\":{\"total\":%.0f,\"artifact\":%.0f,\"beyond_artifact\":%.0f}",
+             mem_total, mem_art, mem_beyond);
     }
     printf("}\n");
     return 0;
@@ -338,6 +401,8 @@ int main(int argc, char **argv) {
              rows[i].collect_one_ns, rows[i].redefine_ns);
     printf("\nredefinition of a name 20 compiled dependents call, after rounds of redefining the other\n");
     printf("  after 1 round %10.0f ns, after 23 rounds %10.0f ns\n", stale1, stale23);
+    printf("\nmemory per code instance (200 specializations, the runtime's allocator)\n");
+    printf("  %.0f bytes: %.0f of artifact, %.0f beyond it\n", mem_total, mem_art, mem_beyond);
   }
   return 0;
 }

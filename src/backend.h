@@ -181,6 +181,10 @@ typedef struct kc__backend {
   void (*buf_destroy)(void *bctx, kc__bufh *h);
   kc_status (*buf_write)(void *bctx, kc__bufh *h, size_t off, const void *src, size_t n);
   kc_status (*buf_read)(void *bctx, kc__bufh *h, size_t off, void *dst, size_t n);
+  /* Whether link reads kc__artifact.source (OpenCL: to rebuild a binary the
+   * platform rejects). Otherwise a code instance keeps no translation unit
+   * once compiled (kc_kernel_source rebuilds it). */
+  bool link_uses_source;
 } kc__backend;
 
 /* Each backend defines its table, `const kc__backend kc__backend_NAME`, in

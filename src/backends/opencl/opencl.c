@@ -501,4 +501,5 @@ const kc__backend kc__backend_opencl = {
     .buf_destroy = ocl_buf_destroy,
     .buf_write = ocl_buf_write,
     .buf_read = ocl_buf_read,
+    .link_uses_source = true,
 };
