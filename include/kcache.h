@@ -336,7 +336,9 @@ kc_status kc_kernel_compile(kc_kernel *k);
  * into a graph or stream). */
 kc_status kc_kernel_prepare(kc_kernel *k, kc_context *ctx);
 
-/* kc_kernel_prepare for n handles of one runtime at once, compiled in
+/* kc_kernel_prepare for n handles of one runtime at once (for a pinned
+ * caller, its pinned world; else each kernel for the latest world as its
+ * turn comes), compiled in
  * parallel on the runtime's compile pool: kc_options.compile_threads
  * threads, the caller included (else $KC_COMPILE_THREADS, else one per
  * core), started on first use. Returns when all n are done: KC_OK, or the

@@ -25,7 +25,7 @@
 typedef struct kc__batch {
   kc_kernel *const *ks;
   uint32_t n;
-  kc_world world; /* the caller's: its pin, else the latest when it called */
+  kc_world world; /* the caller's pinned world; 0 unpinned: the latest as each kernel starts */
   kc_context *ctx; /* NULL: compile only */
   uint32_t next; /* the next index to take; under the pool's lock */
   uint32_t done; /* how many are finished; under the pool's lock */
@@ -49,11 +49,12 @@ struct kc__pool {
 
 /* --------------------------------------------------------------- one kernel */
 
-/* Compiles k for world w, then links it into ctx (unless NULL) and leaves
+/* Compiles k for world w (0: the latest now), then links it into ctx (unless NULL) and leaves
  * the linked object in the handle's slot for ctx, so that the first launch
  * takes the fast path. */
 static kc_status prepare_one(kc_kernel *k, kc_world w, kc_context *ctx) {
   kc_runtime *rt = k->rt;
+  if (!w) w = kc__load_acquire(&rt->world);
   kc__ci *ci;
   kc_status st = kc__ci_get(rt, k->spec, w, &ci);
   if (st || !ctx) return st;
@@ -234,26 +235,36 @@ static kc_status batch_result(kc_runtime *rt, kc__batch *b) {
   return st;
 }
 
+/* A batch on the calling thread alone. */
+static kc_status prepare_alone(kc_runtime *rt, kc__batch *b) {
+  for (uint32_t i = 0; i < b->n; i++) {
+    kc_status s = prepare_one(b->ks[i], b->world, b->ctx);
+    if (s && !b->st) {
+      b->st = s;
+      b->first_failed = i;
+      b->msg = kc__strdup(rt, kc_errmsg(rt));
+    }
+    b->nfailed += s != KC_OK;
+  }
+  return batch_result(rt, b);
+}
+
 kc_status kc_prepare(kc_kernel *const *ks, uint32_t n, kc_context *ctx) {
   if (n == 0) return KC_OK;
   kc_runtime *rt = NULL;
   kc_status st = check_batch(ks, n, ctx, &rt);
   if (st) return st;
-  kc__batch b = {.ks = ks, .n = n, .world = kc__caller_world(rt), .ctx = ctx};
+  /* a pinned caller's world for every kernel; else each the latest */
+  kc_world w = kc__pin.rt == rt && kc__pinned_on(rt) ? kc__pin.world : 0;
+  kc__batch b = {.ks = ks, .n = n, .world = w, .ctx = ctx};
   kc__pool *p = n > 1 ? pool_get(rt) : NULL;
-  if (!p || !p->started) { /* one kernel, one core, or no pool: this thread alone */
-    for (uint32_t i = 0; i < n; i++) {
-      kc_status s = prepare_one(ks[i], b.world, ctx);
-      if (s && !b.st) {
-        b.st = s;
-        b.first_failed = i;
-        b.msg = kc__strdup(rt, kc_errmsg(rt));
-      }
-      b.nfailed += s != KC_OK;
-    }
-    return batch_result(rt, &b);
+  bool workers = false;
+  if (p) {
+    pthread_mutex_lock(&p->lock);
+    workers = p->started > 0;
+    if (!workers) pthread_mutex_unlock(&p->lock);
   }
-  pthread_mutex_lock(&p->lock);
+  if (!workers) return prepare_alone(rt, &b); /* one kernel, one core, or no pool */
   if (p->tail) p->tail->next_batch = &b;
   else p->head = &b;
   p->tail = &b;
