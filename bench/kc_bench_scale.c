@@ -13,7 +13,7 @@
  *                definitions (no compiles: they are what a collect used to
  *                walk).
  *   redefinition of a name with one compiled dependent in a runtime of N
- *                handles and definitions; and of a name that D = 20
+ *                handles and definitions; and of a name that D = 100
  *                compiled dependents also call, after 1 and after 23 rounds
  *                of redefining the other name they call (stale edges would
  *                make the later one slower).
@@ -352,8 +352,8 @@ int main(int argc, char **argv) {
       costs_at(&rows[nrows++]);
     }
     mem_per_ci(201, &mem_total, &mem_beyond, &mem_art);
-    stale1 = stale_edges(1, 20);
-    stale23 = stale_edges(23, 20);
+    stale1 = stale_edges(1, 100);
+    stale23 = stale_edges(23, 100);
   }
 
   if (json) {
@@ -373,7 +373,7 @@ int main(int argc, char **argv) {
                "\"redefine_ns\":%.0f}",
                i ? "," : "", rows[i].n, rows[i].stats_ns, rows[i].collect_empty_ns, rows[i].collect_one_ns,
                rows[i].redefine_ns);
-      printf("],\"redefine_20_dependents_ns\":{\"after_1_round\":%.0f,\"after_23_rounds\":%.0f}", stale1,
+      printf("],\"redefine_100_dependents_ns\":{\"after_1_round\":%.0f,\"after_23_rounds\":%.0f}", stale1,
              stale23);
       printf(",\"code_instance_bytes\":{\"total\":%.0f,\"artifact\":%.0f,\"beyond_artifact\":%.0f}",
              mem_total, mem_art, mem_beyond);
@@ -399,7 +399,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nrows; i++)
       printf("  %8d %14.0f %18.0f %16.0f %14.0f\n", rows[i].n, rows[i].stats_ns, rows[i].collect_empty_ns,
              rows[i].collect_one_ns, rows[i].redefine_ns);
-    printf("\nredefinition of a name 20 compiled dependents call, after rounds of redefining the other\n");
+    printf("\nredefinition of a name 100 compiled dependents call, after rounds of redefining the other\n");
     printf("  after 1 round %10.0f ns, after 23 rounds %10.0f ns\n", stale1, stale23);
     printf("\nmemory per code instance (200 specializations, the runtime's allocator)\n");
     printf("  %.0f bytes: %.0f of artifact, %.0f beyond it\n", mem_total, mem_art, mem_beyond);
