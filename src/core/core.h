@@ -115,12 +115,12 @@ typedef struct kc__def {
   struct kc__def *next_retired;
 } kc__def;
 
-/* One entry of a binding's backedges: a code instance and the index of its
- * edge to that binding (whose bpos is this entry's index), so it is taken
+/* One entry of a binding's backedges: a code instance and its edge to that
+ * binding (whose bpos is this entry's index), so it is taken
  * off every list it is on in O(its edges) when it is clipped. */
 typedef struct kc__backedge {
   kc__ci *ci;
-  uint32_t edge;
+  struct kc__edge *edge; /* ci's edge to this binding */
 } kc__backedge;
 
 /* A name in the function table, defined or not. */
@@ -144,8 +144,14 @@ typedef struct kc__edge {
 
 /* The compiled artifact of one specialization, valid in [min_world, max_world]. */
 struct kc__ci {
+  /* First, on one cache line: what a clip touches (table.c, invalidate). */
   _Atomic kc_world min_world;
   _Atomic kc_world max_world;
+  kc__edge *edges;
+  uint32_t nedges;
+  /* rt->clipped: once its range is finite (clipped by a definition, or
+   * published so), for kc_collect; guarded by world_lock */
+  kc__ci *next_clipped;
   uint64_t id; /* never reused */
   kc__ci *next; /* older code instance of the same spec; immutable once published */
   kc__spec *spec;
@@ -156,17 +162,12 @@ struct kc__ci {
   kc__param *params;
   uint32_t nparams;
   uint64_t *sig; /* nparams expected arguments (KC__SIG), filled at compile */
-  kc__edge *edges;
-  uint32_t nedges;
   uint64_t compile_ns;
   /* A compile that failed for good (syntax error): remembered for the same
    * worlds so a launch loop does not recompile; artifact is NULL. */
   kc_status status;
   char *error;
   bool dead; /* set by kc_collect just before it frees the code instance */
-  /* rt->clipped: once its range is finite (clipped by a definition, or
-   * published so), for kc_collect; guarded by world_lock */
-  kc__ci *next_clipped;
 };
 
 struct kc__spec {

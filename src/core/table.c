@@ -92,7 +92,7 @@ static void backedge_remove(kc__binding *b, uint32_t pos) {
   kc__backedge last = b->backedges[--b->nbackedges];
   if (pos == b->nbackedges) return;
   b->backedges[pos] = last;
-  last.ci->edges[last.edge].bpos = pos;
+  last.edge->bpos = pos;
 }
 
 /* A code instance whose range just became finite: onto the list kc_collect
@@ -109,13 +109,13 @@ static void clipped_push(kc_runtime *rt, kc__ci *ci) {
 static void invalidate(kc_runtime *rt, kc__binding *b, kc_world w) {
   for (size_t i = 0; i < b->nbackedges; i++) {
     kc__ci *ci = b->backedges[i].ci;
-    uint32_t self = b->backedges[i].edge;
+    const kc__edge *self = b->backedges[i].edge;
     kc__store_release(&ci->max_world, w);
-    kc__fetch_add_relaxed(&rt->n_invalidations, 1);
     for (uint32_t e = 0; e < ci->nedges; e++)
-      if (e != self) backedge_remove(ci->edges[e].binding, ci->edges[e].bpos);
+      if (&ci->edges[e] != self) backedge_remove(ci->edges[e].binding, ci->edges[e].bpos);
     clipped_push(rt, ci);
   }
+  kc__fetch_add_relaxed(&rt->n_invalidations, b->nbackedges);
   b->nbackedges = 0;
 }
 
@@ -390,7 +390,7 @@ static bool add_backedge(kc_runtime *rt, kc__ci *ci, uint32_t edge) {
   KC__GROW(&rt->heap, b->backedges, b->capbackedges, b->nbackedges + 1, 4, &ok);
   if (!ok || b->nbackedges >= UINT32_MAX) return false;
   ci->edges[edge].bpos = (uint32_t)b->nbackedges;
-  b->backedges[b->nbackedges++] = (kc__backedge){ci, edge};
+  b->backedges[b->nbackedges++] = (kc__backedge){ci, &ci->edges[edge]};
   return true;
 }
 
