@@ -7,16 +7,22 @@
 
 set(KC_SOURCES
     src/base/err.c
+    src/base/fork.c
     src/base/hmac.c
     src/base/mem.c
     src/base/misc.c
     src/base/sb.c
     src/base/settings.c
+    src/core/checked.c
     src/core/code.c
     src/core/context.c
+    src/core/fork.c
+    src/core/interop.c
     src/core/launch.c
+    src/core/launch_ex.c
     src/core/log.c
     src/core/pool.c
+    src/core/probe.c
     src/core/runtime.c
     src/core/scan.c
     src/core/table.c
@@ -27,9 +33,12 @@ set(KC_SOURCES
     src/cache/counters.c
     src/cache/dir.c
     src/cache/entry_file.c
+    src/cache/evict.c
+    src/cache/index.c
     src/cache/io.c
     src/cache/key.c
     src/cache/store.c
+    src/cache/summary.c
     src/cache/trust.c
     src/remote/config.c
     src/remote/conn.c
@@ -38,6 +47,7 @@ set(KC_SOURCES
     src/remote/queue.c
     src/remote/tier.c
     src/backends/host/host.c
+    src/backends/host/interop.c
     src/backends/host/tools.c
     src/backends/registry.c)
 set(KC_DEFS)

@@ -207,6 +207,9 @@ struct kc_context {
   kc_buffer *buffers; /* live */
   kc_buffer *free_buffers; /* destroyed, for reuse (singly linked by next) */
   kc_context *next; /* runtime's list of all contexts (live or free) */
+  kc_stream *streams; /* live streams (interop.c), under lock */
+  kc_stream *free_streams; /* destroyed, for reuse (singly linked by next) */
+  bool wrapped; /* made by kc_context_wrap: the native context is the caller's */
   /* Launches served by a handle's or bound arguments' cache in this
    * context (kc_stats.fast_hits). Counted here, not per handle, so that
    * kc_stats_get sums the contexts (the structs are never freed while the
@@ -215,6 +218,19 @@ struct kc_context {
   KC__COUNTER_GAP;
   _Atomic uint64_t fast_hits;
   char kc__gap_after[64];
+};
+
+/* A stream (interop.c): its native handle in one context. Type-stable like
+ * buffers: kc_stream_destroy and the context's teardown release the native
+ * handle, mark it dead (alive 0, under the context's lock) and keep the
+ * struct on the context's free list for reuse; kc_runtime_destroy frees
+ * them. Launches read ctx, alive and native. */
+struct kc_stream {
+  kc_context *ctx;
+  void *native;
+  _Atomic int alive;
+  bool owned; /* made by kc_stream_create: released as the backend's own */
+  kc_stream *prev, *next; /* ctx->streams */
 };
 
 /* A kernel handle. Its launch cache is one pointer per slot (slot chosen
@@ -318,6 +334,11 @@ struct kc_runtime {
   } * pins;
   size_t npins, cappins;
   struct kc__store *store; /* the disk cache (store.c); NULL when there is none */
+  kc__fork_hook fork; /* its locks around fork() (fork.c) */
+  /* Checked mode (checked.c; kc_options.checked or $KC_CHECKED): guard
+   * zones around buffers; check_each: after every launch (the host
+   * backend, whose launches are synchronous), else at kc_context_finish. */
+  bool checked, check_each;
   _Atomic(kc__pool *) pool; /* kc_prepare's compile pool (pool.c); NULL until first needed */
 };
 
@@ -408,6 +429,11 @@ extern KC__HIDDEN _Thread_local kc__pin_state kc__pin;
 bool kc__pinned_on(const kc_runtime *rt) KC__NOINLINE;
 void kc__drop_own_pin(const kc_runtime *rt);
 
+/* fork.c: rt's locks around fork() (kcache.h, "Fork"): registered once the
+ * runtime is open, removed first thing at destroy. */
+void kc__runtime_fork_register(kc_runtime *rt);
+void kc__runtime_fork_unregister(kc_runtime *rt);
+
 /* The world the calling thread sees: its pin's, else the latest. */
 static inline kc_world kc__caller_world(const kc_runtime *rt) {
   if (KC__UNLIKELY(kc__pin.rt == rt) && kc__pinned_on(rt)) return kc__pin.world;
@@ -434,8 +460,58 @@ void kc__linked_recycle(kc_runtime *rt, kc__linked *l);
 /* The linked object of ci in ctx, linking it on first use. */
 kc_status kc__ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out);
 
+/* The linked object of ci in ctx if there is one (links nothing). */
+kc__linked *kc__ctx_find_linked(kc_context *ctx, const kc__ci *ci);
+/* interop.c: releases the streams of a context being torn down (ctx->lock
+ * held); frees a context's stream structs (kc_runtime_destroy). */
+void kc__streams_teardown(kc_context *ctx);
+void kc__streams_free(kc_context *ctx);
+
+/* launch.c: why args do not fit the parameters of ci (KC_EARGS), or why
+ * argument i (a) does not fit a parameter whose KC__SIG is want (KC_OK if
+ * it does). Cold. */
+kc_status kc__explain_arg(kc_runtime *rt, const char *name, uint32_t i, const char *label, uint64_t want,
+                          const kc_arg *a, const kc_context *ctx) KC__COLD;
+kc_status kc__explain_args(kc_runtime *rt, const kc__ci *ci, const kc_context *ctx, const kc_arg *args,
+                           uint32_t nargs) KC__COLD;
+/* The slow path of bound arguments up to the launch: the linked object to
+ * launch a's arguments with (stream: the launch's, whose capture matters;
+ * NULL for the context's own). */
+kc_status kc__args_resolve(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block, const kc_stream *stream,
+                           kc__linked **out);
+
+/* launch_ex.c: the argument messages about raw pointers and local memory
+ * (ex: under kc_launch_ex's rules, else kc_launch's, which take neither). Cold. */
+kc_status kc__explain_arg_ex(kc_runtime *rt, const char *name, uint32_t i, const char *label, uint64_t want,
+                             const kc_arg *a, bool ex) KC__COLD;
+/* Capture safety: whether the native stream of s is capturing a graph;
+ * then the code instance for world w without compiling, and the linked
+ * object of ci in ctx without linking (KC_EBUSY saying to prepare the
+ * kernel when there is none). Cold. */
+bool kc__stream_capturing(kc_context *ctx, const kc_stream *s) KC__COLD;
+kc_status kc__capture_ci(kc_context *ctx, kc__spec *spec, kc_world w, kc__ci **out) KC__COLD;
+kc_status kc__capture_link(kc_context *ctx, kc__ci *ci, kc__linked **out) KC__COLD;
+
+/* checked.c: checked mode (kcache.h, "Checked mode"). Setup resolves the
+ * option at create. The buffer calls replace the backend's buf_create and
+ * buf_destroy in checked mode (owner->lock held). kc__checked_launch is the
+ * slow paths' launch in checked mode: it records the buffers' last kernel,
+ * launches (argv: the backend's launch with packed arguments; NULL: the
+ * entry with args) and, where check_each, checks the guards of the buffer
+ * arguments. kc__checked_finish checks every buffer of ctx. */
+void kc__checked_setup(kc_runtime *rt);
+kc_status kc__checked_buf_create(kc_context *ctx, size_t size, kc_buffer *b);
+void kc__checked_buf_destroy(kc_context *owner, kc_buffer *b);
+kc_status kc__checked_launch(kc__linked *l, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
+                             const kc_arg *args, uint32_t nargs, void **argv) KC__COLD;
+kc_status kc__checked_finish(kc_context *ctx) KC__COLD;
 /* pool.c: stops and joins the compile pool, if any (kc_runtime_destroy). */
 void kc__pool_destroy(kc_runtime *rt);
+/* Around fork() (fork.c): the pool's lock taken last, then given back; in
+ * the child, which has none of the workers, the pool is left without
+ * threads and queue (its batches compile on the calling thread). */
+void kc__pool_fork_prepare(kc_runtime *rt);
+void kc__pool_fork_after(kc_runtime *rt, bool child);
 
 /* launch.c: the entry of backends without their own (kc__linked.b.entry). */
 kc_status kc__entry_packed(kc__blinked *b, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,

@@ -204,6 +204,23 @@ void kc__pool_destroy(kc_runtime *rt) {
   rt->pool = NULL;
 }
 
+void kc__pool_fork_prepare(kc_runtime *rt) {
+  kc__pool *p = kc__load_acquire(&rt->pool);
+  if (p) pthread_mutex_lock(&p->lock);
+}
+
+void kc__pool_fork_after(kc_runtime *rt, bool child) {
+  kc__pool *p = kc__load_relaxed(&rt->pool);
+  if (!p) return;
+  if (child) { /* the workers, and the threads whose batches were queued, stayed in the parent */
+    p->head = p->tail = NULL;
+    p->started = p->nthreads = 0;
+    pthread_cond_init(&p->work, NULL);
+    pthread_cond_init(&p->done, NULL);
+  }
+  pthread_mutex_unlock(&p->lock);
+}
+
 /* --------------------------------------------------------------- batches */
 
 /* Checks every handle before anything starts: a bad call changes nothing. */

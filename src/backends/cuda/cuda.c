@@ -48,14 +48,14 @@
 /* The id of the kc context whose CUDA context this thread made current last.
  * Ids are never reused, so a destroyed context's id never matches again. */
 #if defined(__GNUC__)
-static _Thread_local uint64_t cu_bound __attribute__((tls_model("initial-exec")));
+_Thread_local uint64_t cu_bound __attribute__((tls_model("initial-exec")));
 #else
-static _Thread_local uint64_t cu_bound;
+_Thread_local uint64_t cu_bound;
 #endif
 
 /* Makes c's context current on this thread (a slow path: it asks the
  * driver), and records it for the launch fast path. */
-static KC__NOINLINE kc_status cu_bind(const cu_ctx *c) {
+KC__NOINLINE kc_status cu_bind(const cu_ctx *c) {
   CUcontext cur = NULL;
   CUresult r = cu_drv.cuCtxGetCurrent(&cur);
   if (r != KC__CUDA_SUCCESS || cur != c->ctx) {
@@ -189,10 +189,19 @@ static const char *cu_identity(void *state) { return ((cu_state *)state)->identi
 
 static kc_status cu_compile(void *state, const kc__tu *tu, void **artifact, size_t *size, uint64_t *sig,
                             kc__sb *log) {
-  (void)sig; /* prefilled by the engine from the parameter types */
   cu_state *st = state;
-  return cu_compile_tu(st->sv, tu->text, tu->len, tu->entry, st->arch, st->ptx, st->compile_options, artifact,
-                       size, log);
+  cu_probe_out probe;
+  kc_status s = cu_compile_tu(st->sv, tu->text, tu->len, tu->entry, st->arch, st->ptx, st->compile_options,
+                              artifact, size, log, &probe);
+  /* the sizes and alignments of by-value parameters, from NVRTC; an NVRTC
+   * that keeps no PTX beside a cubin leaves the engine's sizes (a type it
+   * cannot size fails its launches with KC_EARGS saying so) */
+  if (!s && (probe.n || st->ptx)) s = kc__probe_apply(st->sv, tu, probe.vals, probe.n, sig);
+  if (s) {
+    kc__bs_free(st->sv, *artifact);
+    *artifact = NULL;
+  }
+  return s;
 }
 
 /* ------------------------------------------------------------- contexts */
@@ -230,7 +239,7 @@ static void cu_ctx_destroy(void *bctx) {
   if (cu_bind(c) == KC_OK)
     cu_drv.cuCtxSynchronize(); /* let queued work end before the release may tear it down */
   cu_bound = 0;
-  cu_drv.cuDevicePrimaryCtxRelease_v2(c->dev);
+  if (!c->wrapped) cu_drv.cuDevicePrimaryCtxRelease_v2(c->dev); /* the caller's stays as it is */
   kc__bs_free(c->st->sv, c);
 }
 
@@ -429,7 +438,7 @@ const kc__backend kc__backend_cuda = {
     .device_name = cu_device_name,
     .identity = cu_identity,
     .prelude = cu_prelude,
-    .epilogue = NULL,
+    .epilogue = cu_epilogue,
     .compile = cu_compile,
     .ctx_create = cu_ctx_create,
     .ctx_destroy = cu_ctx_destroy,
@@ -441,4 +450,14 @@ const kc__backend kc__backend_cuda = {
     .buf_destroy = cu_buf_destroy,
     .buf_write = cu_buf_write,
     .buf_read = cu_buf_read,
+    .launch_ex = cu_launch_ex,
+    .ctx_wrap = cu_ctx_wrap,
+    .ctx_native = cu_ctx_native,
+    .stream_create = cu_stream_create,
+    .stream_wrap = cu_stream_wrap,
+    .stream_release = cu_stream_release,
+    .stream_sync = cu_stream_sync,
+    .stream_wait = cu_stream_wait,
+    .stream_capturing = cu_stream_capturing,
+    .buf_wrap = cu_buf_wrap,
 };

@@ -28,6 +28,9 @@ static const char ocl_prelude[] = "#define KC_BACKEND_OPENCL 1\n"
                                   "#ifdef cl_khr_fp64\n"
                                   "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
                                   "#endif\n"
+                                  "#ifdef cl_khr_fp16\n"
+                                  "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n"
+                                  "#endif\n"
                                   "#define KC_KERNEL __kernel\n"
                                   "#define KC_DEVICE\n"
                                   "#define KC_GLOBAL __global\n"
@@ -69,69 +72,16 @@ static char *ocl_build_log(const kc__bsvc *sv, cl_program prog, cl_device_id dev
   return s;
 }
 
-/* Bytes of an OpenCL C scalar or vector type as clGetKernelArgInfo names it;
- * 0 if it is none we know. */
-static uint32_t ocl_type_size(const char *t) {
-  static const struct {
-    const char *name;
-    uint32_t size;
-  } base[] = {
-      {"unsigned char", 1},
-      {"unsigned short", 2},
-      {"unsigned int", 4},
-      {"unsigned long", 8},
-      {"uchar", 1},
-      {"ushort", 2},
-      {"uint", 4},
-      {"ulong", 8},
-      {"char", 1},
-      {"short", 2},
-      {"int", 4},
-      {"long", 8},
-      {"float", 4},
-      {"double", 8},
-      {"half", 2},
-      /* the prelude's typedefs, which the platform may report by name */
-      {"int8_t", 1},
-      {"uint8_t", 1},
-      {"int16_t", 2},
-      {"uint16_t", 2},
-      {"int32_t", 4},
-      {"uint32_t", 4},
-      {"int64_t", 8},
-      {"uint64_t", 8},
-  };
-  for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
-    size_t n = strlen(base[i].name);
-    if (strncmp(t, base[i].name, n) != 0) continue;
-    const char *v = t + n;
-    if (*v == '\0') return base[i].size;
-    /* vectors: n = 2, 3 (stored as 4), 4, 8, 16 */
-    if (!strcmp(v, "2")) return 2 * base[i].size;
-    if (!strcmp(v, "3") || !strcmp(v, "4")) return 4 * base[i].size;
-    if (!strcmp(v, "8")) return 8 * base[i].size;
-    if (!strcmp(v, "16")) return 16 * base[i].size;
-  }
-  return 0;
-}
-
-/* Sizes scalar parameters from the compiler's own view of the kernel where
- * it can: fills sizes the engine could not tell, and corrects ones it got
- * wrong (a wrong size would pass garbage; a right one makes a mismatched
- * argument KC_EARGS). Silent when the platform keeps no argument info. */
-static void ocl_refine_sig(cl_kernel k, uint32_t nparams, uint64_t *sig) {
+/* KC_LOCAL pointer parameters are sized per launch (KC_ARG_LOCAL): the
+ * compiler's address qualifier says which pointers they are. Silent when
+ * the platform keeps no argument info. */
+static void ocl_mark_local_params(cl_kernel k, uint32_t nparams, uint64_t *sig) {
   for (uint32_t i = 0; i < nparams; i++) {
-    if ((uint32_t)(sig[i] >> 32) != KC_ARG_SCALAR) continue;
     cl_kernel_arg_address_qualifier aq = 0;
-    char type[64];
-    if (ocl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq, NULL) != CL_SUCCESS ||
-        aq != CL_KERNEL_ARG_ADDRESS_PRIVATE)
-      continue;
-    if (ocl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_TYPE_NAME, sizeof type, type, NULL) != CL_SUCCESS)
-      continue;
-    type[sizeof type - 1] = '\0';
-    uint32_t size = ocl_type_size(type);
-    if (size) sig[i] = KC__SIG(KC_ARG_SCALAR, size);
+    if (sig[i] == KC__SIG(KC_ARG_BUFFER, 0) &&
+        ocl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq, NULL) == CL_SUCCESS &&
+        aq == CL_KERNEL_ARG_ADDRESS_LOCAL)
+      sig[i] = KC__SIG(KC_ARG_LOCAL, 0);
   }
 }
 
@@ -186,8 +136,11 @@ static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, siz
 
   cl_kernel k = NULL;
   if ((s = ocl_check_entry(sv, prog, tu->entry, tu->nparams, &k)) != KC_OK) goto done;
-  ocl_refine_sig(k, tu->nparams, sig);
+  /* the sizes and alignments of by-value parameters, from the compiler */
+  s = ocl_run_probe(st, prog, k, tu, sig);
+  ocl_mark_local_params(k, tu->nparams, sig);
   ocl.clReleaseKernel(k);
+  if (s) goto done;
 
   /* The program was built for one device, so there is one binary. */
   size_t bsize = 0;
@@ -222,7 +175,7 @@ done:
 
 /* -------------------------------------------------------------- contexts */
 
-static void ocl_ctx_destroy(void *bctx) {
+void ocl_ctx_destroy(void *bctx) {
   ocl_ctx *c = bctx;
   if (!c) return;
   if (c->queue) {
@@ -251,11 +204,10 @@ static kc_status ocl_ctx_create(void *state, int device, void **bctx) {
     ocl_ctx_destroy(c);
     return ocl_fail(sv, KC_EBACKEND, "clCreateContext", e);
   }
-  /* In order: a launch followed by a read sees the launch's writes. */
-  c->queue = ocl.clCreateCommandQueue(c->ctx, c->device, 0, &e);
-  if (!c->queue) {
+  kc_status s = ocl_ctx_finish_setup(c);
+  if (s) {
     ocl_ctx_destroy(c);
-    return ocl_fail(sv, KC_EBACKEND, "clCreateCommandQueue", e);
+    return s;
   }
   *bctx = c;
   return KC_OK;
@@ -350,7 +302,7 @@ static kc_status ocl_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
   x->nargs = a.nparams;
   for (uint32_t i = 0; i < a.nparams; i++) {
     uint64_t s = a.sig ? a.sig[i] : 0;
-    uint32_t kind = (uint32_t)(s >> 32), bytes = (uint32_t)s;
+    uint32_t kind = KC__SIG_KIND(s), bytes = (uint32_t)s;
     x->argsize[i] = kind == KC_ARG_BUFFER                          ? sizeof(cl_mem)
                     : kind == KC_ARG_SCALAR && bytes != UINT32_MAX ? bytes
                                                                    : 0;
@@ -389,6 +341,10 @@ static KC__COLD void ocl_lock_wait(_Atomic int *busy) {
     if (spins < 64) ocl_cpu_relax();
     else sched_yield();
   }
+}
+
+void ocl_lock(_Atomic int *busy) {
+  if (KC__UNLIKELY(atomic_exchange_explicit(busy, 1, memory_order_acquire))) ocl_lock_wait(busy);
 }
 
 static KC__COLD kc_status ocl_launch_fail(ocl_linked *x, cl_int e, uint32_t arg) {
@@ -489,7 +445,7 @@ const kc__backend kc__backend_opencl = {
     .device_name = ocl_device_name,
     .identity = ocl_identity,
     .prelude = ocl_prelude,
-    .epilogue = NULL,
+    .epilogue = ocl_epilogue,
     .compile = ocl_compile,
     .ctx_create = ocl_ctx_create,
     .ctx_destroy = ocl_ctx_destroy,
@@ -501,5 +457,17 @@ const kc__backend kc__backend_opencl = {
     .buf_destroy = ocl_buf_destroy,
     .buf_write = ocl_buf_write,
     .buf_read = ocl_buf_read,
+    .buf_view = ocl_buf_view_aligned,
+    .buf_view_destroy = ocl_buf_view_destroy,
+    .launch_ex = ocl_launch_ex,
+    .ctx_wrap = ocl_ctx_wrap,
+    .ctx_native = ocl_ctx_native,
+    .stream_create = ocl_stream_create,
+    .stream_wrap = ocl_stream_wrap,
+    .stream_release = ocl_stream_release,
+    .stream_sync = ocl_stream_sync,
+    .stream_wait = ocl_stream_wait,
+    .buf_wrap = ocl_buf_wrap,
+    .buf_unwrap = ocl_buf_unwrap,
     .link_uses_source = true,
 };
