@@ -71,6 +71,10 @@ kc_status kc__verr(const kc_runtime *rt, kc_status st, const char *fmt, va_list 
  * ("float", "unsigned int", "int64_t"...), after substituting the
  * specialization parameters; 0 if unknown. */
 uint32_t kc__scalar_size(const char *type, const kc__spec *spec);
+/* The same, and the scalar's type as named in kcache's table ("unsigned
+ * int"; for an OpenCL vector its element type) in *base ("" if unknown;
+ * static) and its lane count in *lanes (1 for a scalar); either may be NULL. */
+uint32_t kc__scalar_type(const char *type, const kc__spec *spec, const char **base, uint32_t *lanes);
 
 /* ---------------------------------------------------------------- scanner */
 
