@@ -193,6 +193,9 @@ typedef struct kc_options {
   /* Nonzero: checked mode (see "checked mode" under buffers); 0: $KC_CHECKED
    * (1 turns it on), else off. */
   int checked;
+  /* Threads that compile a kc_prepare batch, the calling thread included
+   * (0: $KC_COMPILE_THREADS, else one per core). */
+  uint32_t compile_threads;
 } kc_options;
 
 /* Fills the first `size` bytes of *opt with the defaults and sets
@@ -347,6 +350,28 @@ void kc_kernel_destroy(kc_kernel *k);
 /* Makes sure compiled code exists for the caller's current world (compiling
  * if needed) without launching. */
 kc_status kc_kernel_compile(kc_kernel *k);
+
+/* Prepares k without launching it: compiles it if no code serves the
+ * caller's world (its pin, else the latest), then links it into ctx and
+ * leaves it in the handle's launch cache, so that the next kc_launch of k on
+ * ctx takes the cached path. ctx NULL: compile only. Thread-safe. Call it
+ * before a launch that must not compile or link (e.g. one being captured
+ * into a graph or stream). */
+kc_status kc_kernel_prepare(kc_kernel *k, kc_context *ctx);
+
+/* kc_kernel_prepare for n handles of one runtime at once (for a pinned
+ * caller, its pinned world; else each kernel for the latest world as its
+ * turn comes), compiled in
+ * parallel on the runtime's compile pool: kc_options.compile_threads
+ * threads, the caller included (else $KC_COMPILE_THREADS, else one per
+ * core), started on first use. Returns when all n are done: KC_OK, or the
+ * status of the first failing handle (by index) with a message that says
+ * which and how many failed; the others are still prepared. Single flight
+ * holds as for launches: a kernel that another thread (or process, through
+ * the disk cache) is compiling is waited for, not compiled again, and a
+ * launch from another thread meanwhile waits only for its own kernel.
+ * Duplicate handles and handles sharing code are fine. Thread-safe. */
+kc_status kc_prepare(kc_kernel *const *ks, uint32_t n, kc_context *ctx);
 
 typedef struct kc_dim3 {
   uint32_t x, y, z;
@@ -647,8 +672,10 @@ typedef struct kc_stats {
   uint64_t remote_lookup_ns; /* total time of the lookups (such waits included) */
 } kc_stats;
 
-/* A snapshot of the runtime's counters (fast_hits: exact when each handle is
- * launched from one thread at a time, otherwise a lower bound), written
+/* A snapshot of the runtime's counters (fast_hits: exact when launches in
+ * each context come from one thread at a time, otherwise a lower bound),
+ * taken without locks at a cost independent of the number of kernel
+ * handles (it sums one counter per context), written
  * into the first `size` bytes of *out (see "Struct sizes" above); out->size
  * gets the number of bytes filled. A NULL rt fills zeros and returns
  * KC_EINVAL. Call it through kc_stats_get. */

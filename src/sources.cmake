@@ -21,6 +21,7 @@ set(KC_SOURCES
     src/core/launch.c
     src/core/launch_ex.c
     src/core/log.c
+    src/core/pool.c
     src/core/probe.c
     src/core/runtime.c
     src/core/scan.c

@@ -255,9 +255,24 @@ static kc_status ci_remember_failure(kc_runtime *rt, kc__ci *ci, const kc__closu
   return st;
 }
 
+/* What a published code instance keeps: its artifact at its size (a
+ * backend may hand over a bigger buffer), and no translation unit unless
+ * the backend's link reads it (kc_kernel_source rebuilds it on demand). */
+static void ci_trim(kc_runtime *rt, kc__ci *ci) {
+  if (!rt->be->link_uses_source) {
+    kc__free(rt, ci->source);
+    ci->source = NULL;
+  }
+  if (ci->artifact && ci->artifact_size) {
+    void *p = kc__realloc(rt, ci->artifact, ci->artifact_size);
+    if (p) ci->artifact = p;
+  }
+}
+
 /* Publishing: the world range from the edges, then the head of the
  * spec's list (release: readers see a complete code instance). */
 static void ci_publish(kc_runtime *rt, kc__spec *spec, kc__ci *ci, kc_world w) {
+  ci_trim(rt, ci);
   kc__publish_range(rt, ci, w);
   ci->next = kc__load_relaxed(&spec->head);
   kc__store_release(&spec->head, ci);
@@ -342,7 +357,7 @@ kc_status kc_kernel_source(kc_kernel *k, char **out) {
   kc_runtime *rt = k->rt;
   kc_world w = kc__caller_world(rt);
   kc__ci *ci = kc__ci_find(k->spec, w);
-  if (ci) {
+  if (ci && ci->source) {
     *out = kc__strdup(rt, ci->source);
     return *out ? KC_OK : kc__err(rt, KC_ENOMEM, "out of memory");
   }

@@ -25,6 +25,7 @@
  *   5. kc_runtime.spec_lock   the table of interned specializations.
  *      kc__spec.free_lock     a spec's free list of linked objects.
  *      kc_runtime.kernels_lock  the list of live kernel handles (stats).
+ *      kc__pool.lock          kc_prepare's queue of batches (pool.c).
  *                           (leaves: nothing is taken while holding them)
  *   The glue's kc__store.probe_lock is taken under kc__spec.lock and is not a
  *   leaf: the backend's link and unlink (and their own locks) run under it.
@@ -47,6 +48,7 @@
 typedef struct kc__binding kc__binding;
 typedef struct kc__ci kc__ci;
 typedef struct kc__linked kc__linked;
+typedef struct kc__pool kc__pool;
 
 /* ------------------------------------------------------------- services */
 
@@ -105,14 +107,25 @@ kc_status kc__canon_params(kc_runtime *rt, const char *params, char **canon);
 
 /* One version of a named function's source, visible in [min_world, max_world]. */
 typedef struct kc__def {
-  struct kc__def *older; /* guarded by world_lock */
+  struct kc__def *older, *newer; /* guarded by world_lock */
   kc__binding *binding;
   char *source;
   size_t len;
   uint64_t hash;
   kc_world min_world;
   _Atomic kc_world max_world;
+  /* rt->retired_defs: once max_world is set (a newer definition or an
+   * undefine), for kc_collect; guarded by world_lock */
+  struct kc__def *next_retired;
 } kc__def;
+
+/* One entry of a binding's backedges: a code instance and its edge to that
+ * binding (whose bpos is this entry's index), so it is taken
+ * off every list it is on in O(its edges) when it is clipped. */
+typedef struct kc__backedge {
+  kc__ci *ci;
+  struct kc__edge *edge; /* ci's edge to this binding */
+} kc__backedge;
 
 /* A name in the function table, defined or not. */
 struct kc__binding {
@@ -120,8 +133,9 @@ struct kc__binding {
   uint64_t hash;
   kc__binding *next_in_bucket;
   kc__def *defs; /* newest first */
-  /* code instances that looked this name up and may still be valid forever */
-  kc__ci **backedges;
+  /* The code instances that looked this name up and are valid forever
+   * (exactly those: a clipped one leaves every list at once). */
+  kc__backedge *backedges;
   size_t nbackedges, capbackedges;
 };
 
@@ -129,12 +143,19 @@ struct kc__binding {
 typedef struct kc__edge {
   kc__binding *binding;
   kc__def *def;
+  uint32_t bpos; /* the index of this code instance in binding->backedges, while on it */
 } kc__edge;
 
 /* The compiled artifact of one specialization, valid in [min_world, max_world]. */
 struct kc__ci {
+  /* First, on one cache line: what a clip touches (table.c, invalidate). */
   _Atomic kc_world min_world;
   _Atomic kc_world max_world;
+  kc__edge *edges;
+  uint32_t nedges;
+  /* rt->clipped: once its range is finite (clipped by a definition, or
+   * published so), for kc_collect; guarded by world_lock */
+  kc__ci *next_clipped;
   uint64_t id; /* never reused */
   kc__ci *next; /* older code instance of the same spec; immutable once published */
   kc__spec *spec;
@@ -145,8 +166,6 @@ struct kc__ci {
   kc__param *params;
   uint32_t nparams;
   uint64_t *sig; /* nparams expected arguments (KC__SIG), filled at compile */
-  kc__edge *edges;
-  uint32_t nedges;
   uint64_t compile_ns;
   /* A compile that failed for good (syntax error): remembered for the same
    * worlds so a launch loop does not recompile; artifact is NULL. */
@@ -162,9 +181,16 @@ struct kc__spec {
   kc__spec *next_in_bucket;
   kc__mutex lock; /* single flight */
   _Atomic(kc__ci *) head; /* newest first */
+  uint64_t swept; /* the last kc_collect that filtered head (world.c) */
   kc__mutex free_lock; /* leaf: guards free_linked */
   kc__linked *free_linked; /* unlinked objects of this spec, for reuse */
 };
+
+/* Padding that keeps a counter written by every launch off the cache lines
+ * of what launches read, so that a counter's writes do not take the
+ * line from the launches that read it (the structs are not line-aligned: 64 bytes
+ * on each side). */
+#define KC__COUNTER_GAP char kc__gap[64]
 
 struct kc_context {
   /* Changes at create, reset and destroy; never repeats (global counter). A
@@ -188,6 +214,14 @@ struct kc_context {
   kc_stream *streams; /* live streams (interop.c), under lock */
   kc_stream *free_streams; /* destroyed, for reuse (singly linked by next) */
   bool wrapped; /* made by kc_context_wrap: the native context is the caller's */
+  /* Launches served by a handle's or bound arguments' cache in this
+   * context (kc_stats.fast_hits). Counted here, not per handle, so that
+   * kc_stats_get sums the contexts (the structs are never freed while the
+   * runtime lives, so the count carries across destroy and reuse), not
+   * every handle. On its own cache lines: launches read link_key above. */
+  KC__COUNTER_GAP;
+  _Atomic uint64_t fast_hits;
+  char kc__gap_after[64];
 };
 
 /* A stream (interop.c): its native handle in one context. Type-stable like
@@ -215,20 +249,12 @@ struct kc_stream {
 #define KC__HSLOTS 4
 #define KC__SLOT_OFF(key) ((size_t)((key) & (KC__HSLOTS - 1)) * sizeof(kc__linked *))
 
-/* Padding that keeps a counter written by every launch off the cache lines
- * of what launches read, so that threads launching the same handle do not
- * take the line from each other (the structs are not line-aligned: 64 bytes
- * on each side). */
-#define KC__COUNTER_GAP char kc__gap[64]
-
 struct kc_kernel {
   _Atomic(kc__linked *) slots[KC__HSLOTS]; /* first: indexed without an offset */
   kc_runtime *rt;
   kc__spec *spec;
   kc_kernel *prev, *next; /* runtime's list, guarded by kernels_lock */
   kc_args *bound; /* its bound arguments, guarded by kernels_lock */
-  KC__COUNTER_GAP;
-  _Atomic uint64_t fast_hits;
 };
 
 /* Bound arguments (kc_args_create). */
@@ -255,9 +281,6 @@ struct kc_args {
   struct {
     kc_args *prev, *next;
   } all; /* rt->bound_args (every kc_args of the runtime), guarded by kernels_lock */
-  KC__COUNTER_GAP;
-  _Atomic uint64_t hits; /* fast-path launches (statistics, like kc_kernel's) */
-  char kc__gap_after[64];
   void *argv[]; /* n: what a backend's launch takes */
 };
 
@@ -288,17 +311,21 @@ struct kc_runtime {
 
   kc__mutex world_lock;
   KC__HTAB(kc__binding) bindings; /* keyed by the name's hash */
+  /* What kc_collect looks at, so that its cost is what it may free (plus
+   * what pins keep), not the size of the cache: code instances whose range
+   * is finite, and definitions that a newer one or an undefine ended. */
+  kc__ci *clipped;
+  kc__def *retired_defs;
 
   kc__mutex spec_lock;
   KC__HTAB(kc__spec) specs; /* keyed by hash of (name, canonical params) */
 
   kc__mutex ctx_lock;
-  kc_context *contexts;
+  _Atomic(kc_context *) contexts; /* pushed at the head only (stats read it without a lock) */
 
   kc__mutex kernels_lock;
   kc_kernel *kernels;
   kc_args *bound_args; /* every kernel's bound arguments (kc_args.all), for kc_buffer_destroy */
-  uint64_t dead_kernel_hits;
 
   _Atomic uint64_t n_compiles, n_compile_failures, n_links, n_slow, n_invalidations, n_defines, n_cis,
       compile_ns, n_defs, n_collected;
@@ -316,6 +343,7 @@ struct kc_runtime {
    * zones around buffers; check_each: after every launch (the host
    * backend, whose launches are synchronous), else at kc_context_finish. */
   bool checked, check_each;
+  _Atomic(kc__pool *) pool; /* kc_prepare's compile pool (pool.c); NULL until first needed */
 };
 
 /* Function table (table.c). */
@@ -333,10 +361,15 @@ void kc__closure_free(kc_runtime *rt, kc__closure *c);
  * the latest world. Publishes the range (release). */
 void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world);
 void kc__table_free(kc_runtime *rt);
-/* kc_collect's part in the table: drops dead code instances (marked by
- * ci->dead) from backedge lists and frees definitions visible in no live
- * world. Returns the number of definitions freed. */
-uint64_t kc__table_collect(kc_runtime *rt, bool (*live)(void *ud, kc_world min, kc_world max), void *ud);
+/* kc_collect's part in the table, under world_lock. The code instances of
+ * rt->clipped whose range holds no live world, taken off that list, marked
+ * dead and chained by next_clipped (they are on no backedge list: a clipped
+ * code instance left them when it was clipped); *n gets their number. */
+typedef bool (*kc__live_fn)(void *ud, kc_world min, kc_world max);
+kc__ci *kc__table_collect_code(kc_runtime *rt, kc__live_fn live, void *ud, uint64_t *n);
+/* Frees the retired definitions visible in no live world; returns their
+ * number. */
+uint64_t kc__table_collect_defs(kc_runtime *rt, kc__live_fn live, void *ud);
 
 /* ---------------------------------------------------------- linked objects */
 
@@ -476,6 +509,13 @@ void kc__checked_buf_destroy(kc_context *owner, kc_buffer *b);
 kc_status kc__checked_launch(kc__linked *l, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
                              const kc_arg *args, uint32_t nargs, void **argv) KC__COLD;
 kc_status kc__checked_finish(kc_context *ctx) KC__COLD;
+/* pool.c: stops and joins the compile pool, if any (kc_runtime_destroy). */
+void kc__pool_destroy(kc_runtime *rt);
+/* Around fork() (fork.c): the pool's lock taken last, then given back; in
+ * the child, which has none of the workers, the pool is left without
+ * threads and queue (its batches compile on the calling thread). */
+void kc__pool_fork_prepare(kc_runtime *rt);
+void kc__pool_fork_after(kc_runtime *rt, bool child);
 
 /* launch.c: the entry of backends without their own (kc__linked.b.entry). */
 kc_status kc__entry_packed(kc__blinked *b, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,

@@ -86,16 +86,36 @@ static kc_status check_name(const kc_runtime *rt, const char *what, const char *
 
 /* ------------------------------------------------------ define, undefine */
 
-/* Clips every code instance that looked up b and is still valid forever,
- * so that it ends at world w. Cost: the number of dependents of b. */
+/* Takes entry pos off b's backedges: the last entry moves into its place
+ * (and its edge learns the new index). */
+static void backedge_remove(kc__binding *b, uint32_t pos) {
+  kc__backedge last = b->backedges[--b->nbackedges];
+  if (pos == b->nbackedges) return;
+  b->backedges[pos] = last;
+  last.edge->bpos = pos;
+}
+
+/* A code instance whose range just became finite: onto the list kc_collect
+ * looks at. */
+static void clipped_push(kc_runtime *rt, kc__ci *ci) {
+  ci->next_clipped = rt->clipped;
+  rt->clipped = ci;
+}
+
+/* Clips every code instance that looked up b (each is valid forever: the
+ * list holds no other), so that it ends at world w, and takes it off the
+ * backedges of the other names it looked up, which a later redefinition of
+ * those would otherwise walk. Cost: the dependents of b and their edges. */
 static void invalidate(kc_runtime *rt, kc__binding *b, kc_world w) {
   for (size_t i = 0; i < b->nbackedges; i++) {
-    kc__ci *ci = b->backedges[i];
-    if (kc__load_relaxed(&ci->max_world) == KC_WORLD_FOREVER) {
-      kc__store_release(&ci->max_world, w);
-      kc__fetch_add_relaxed(&rt->n_invalidations, 1);
-    }
+    kc__ci *ci = b->backedges[i].ci;
+    const kc__edge *self = b->backedges[i].edge;
+    kc__store_release(&ci->max_world, w);
+    for (uint32_t e = 0; e < ci->nedges; e++)
+      if (&ci->edges[e] != self) backedge_remove(ci->edges[e].binding, ci->edges[e].bpos);
+    clipped_push(rt, ci);
   }
+  kc__fetch_add_relaxed(&rt->n_invalidations, b->nbackedges);
   b->nbackedges = 0;
 }
 
@@ -149,9 +169,14 @@ static kc_status change(kc_runtime *rt, const char *name, const char *source, kc
     atomic_init(&d->max_world, KC_WORLD_FOREVER);
   }
   invalidate(rt, b, w);
-  if (cur) kc__store_release(&cur->max_world, w);
+  if (cur) {
+    kc__store_release(&cur->max_world, w);
+    cur->next_retired = rt->retired_defs; /* for kc_collect */
+    rt->retired_defs = cur;
+  }
   if (d) {
     d->older = b->defs;
+    if (b->defs) b->defs->newer = d;
     b->defs = d;
   }
   kc__fetch_add_relaxed(&rt->n_defines, 1);
@@ -359,11 +384,13 @@ static void edge_range(const kc__edge *e, kc_world world, kc_world *min, kc_worl
   }
 }
 
-static bool add_backedge(kc_runtime *rt, kc__binding *b, kc__ci *ci) {
+static bool add_backedge(kc_runtime *rt, kc__ci *ci, uint32_t edge) {
+  kc__binding *b = ci->edges[edge].binding;
   bool ok;
   KC__GROW(&rt->heap, b->backedges, b->capbackedges, b->nbackedges + 1, 4, &ok);
-  if (!ok) return false;
-  b->backedges[b->nbackedges++] = ci;
+  if (!ok || b->nbackedges >= UINT32_MAX) return false;
+  ci->edges[edge].bpos = (uint32_t)b->nbackedges;
+  b->backedges[b->nbackedges++] = (kc__backedge){ci, &ci->edges[edge]};
   return true;
 }
 
@@ -378,12 +405,15 @@ void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world) {
   }
   if (max == KC_WORLD_FOREVER) {
     for (uint32_t i = 0; i < ci->nedges; i++)
-      if (!add_backedge(rt, ci->edges[i].binding, ci)) {
-        /* cannot be invalidated later: only trust it up to now */
+      if (!add_backedge(rt, ci, i)) {
+        /* cannot be invalidated later: only trust it up to now, and off
+         * the lists it got onto (they hold code valid forever only) */
+        while (i--) backedge_remove(ci->edges[i].binding, ci->edges[i].bpos);
         max = kc__load_relaxed(&rt->world);
         break;
       }
   }
+  if (max != KC_WORLD_FOREVER) clipped_push(rt, ci);
   kc__store_relaxed(&ci->min_world, min);
   kc__store_release(&ci->max_world, max); /* the range becomes non-empty last */
   kc__unlock(&rt->world_lock);
@@ -391,28 +421,45 @@ void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world) {
 
 /* --------------------------------------------------------------- collect */
 
-uint64_t kc__table_collect(kc_runtime *rt, bool (*live)(void *ud, kc_world min, kc_world max), void *ud) {
+kc__ci *kc__table_collect_code(kc_runtime *rt, kc__live_fn live, void *ud, uint64_t *n) {
+  kc__ci *dead = NULL;
+  *n = 0;
+  kc__lock(&rt->world_lock);
+  for (kc__ci **pc = &rt->clipped; *pc;) {
+    kc__ci *ci = *pc;
+    if (live(ud, kc__load_relaxed(&ci->min_world), kc__load_relaxed(&ci->max_world))) {
+      pc = &ci->next_clipped; /* a pin still sees it */
+      continue;
+    }
+    *pc = ci->next_clipped;
+    ci->dead = true;
+    ci->next_clipped = dead;
+    dead = ci;
+    ++*n;
+  }
+  kc__unlock(&rt->world_lock);
+  return dead;
+}
+
+uint64_t kc__table_collect_defs(kc_runtime *rt, kc__live_fn live, void *ud) {
   uint64_t freed = 0;
   kc__lock(&rt->world_lock);
-  KC__HTAB_EACH(&rt->bindings, kc__binding, b, next_in_bucket) {
-    size_t n = 0;
-    for (size_t j = 0; j < b->nbackedges; j++)
-      if (!b->backedges[j]->dead) b->backedges[n++] = b->backedges[j];
-    b->nbackedges = n;
+  for (kc__def **pr = &rt->retired_defs; *pr;) {
+    kc__def *d = *pr;
     /* A definition no live world sees can serve no lookup again; a live
      * code instance's edges only point at definitions that hold one of
      * its (live) worlds, so none of them goes. */
-    for (kc__def **pd = &b->defs; *pd;) {
-      kc__def *d = *pd;
-      if (live(ud, d->min_world, kc__load_relaxed(&d->max_world))) {
-        pd = &d->older;
-        continue;
-      }
-      *pd = d->older;
-      kc__free(rt, d->source);
-      kc__free(rt, d);
-      freed++;
+    if (live(ud, d->min_world, kc__load_relaxed(&d->max_world))) {
+      pr = &d->next_retired;
+      continue;
     }
+    *pr = d->next_retired;
+    if (d->newer) d->newer->older = d->older;
+    else d->binding->defs = d->older;
+    if (d->older) d->older->newer = d->newer;
+    kc__free(rt, d->source);
+    kc__free(rt, d);
+    freed++;
   }
   kc__unlock(&rt->world_lock);
   atomic_fetch_sub_explicit(&rt->n_defs, freed, memory_order_relaxed);
