@@ -11,6 +11,7 @@
  */
 #include "core/core.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* -------------------------------------------------------------- bindings */
@@ -60,21 +61,14 @@ void kc__table_free(kc_runtime *rt) {
     kc__free(rt, b);
   }
   KC__HTAB_FREE(&rt->heap, &rt->bindings);
+  kc__files_free(rt);
 }
 
 /* ------------------------------------------------------------ validation */
 
-static bool mentions_name(void *ud, const kc__ident *id) {
-  const char *name = ((const char **)ud)[0];
-  if (strlen(name) == id->len && memcmp(name, id->start, id->len) == 0) {
-    ((const char **)ud)[1] = name;
-    return false;
-  }
-  return true;
-}
-
 static kc_status check_name(const kc_runtime *rt, const char *what, const char *name) {
   if (!name) return kc__err(rt, KC_EINVAL, "%s: name is NULL", what);
+  if (kc__is_header_name(name)) return KC_OK;
   if (!kc__is_identifier(name))
     return kc__err(rt, KC_EINVAL, "%s: \"%s\" is not a valid identifier", what, name);
   if (!strncmp(name, "kc_", 3) || !strncmp(name, "KC_", 3))
@@ -99,6 +93,69 @@ static void invalidate(kc_runtime *rt, kc__binding *b, kc_world w) {
   b->nbackedges = 0;
 }
 
+/* ------------------------------------------------- pastes and headers */
+
+/* A definition's text before it enters the table: a function, type or
+ * constant must mention its name, a macro must #define it; a header may
+ * be anything. A paste kcache cannot resolve is reported (the log, info):
+ * code that uses it depends on every name with its prefix. */
+typedef struct {
+  const char *name;
+  bool mentioned;
+  const kc__ident *prefix; /* the first unresolved paste */
+  char prefix_text[64];
+} source_ud;
+
+static bool source_ident(void *ud, const kc__ident *id) {
+  source_ud *u = ud;
+  if (id->kind == KC__ID_NAME && strlen(u->name) == id->len && !memcmp(u->name, id->start, id->len))
+    u->mentioned = true;
+  if (id->kind == KC__ID_PREFIX && !u->prefix) {
+    u->prefix = id;
+    snprintf(u->prefix_text, sizeof u->prefix_text, "%.*s", (int)(id->len < 60 ? id->len : 60), id->start);
+  }
+  return !(u->mentioned && u->prefix);
+}
+
+kc_status kc__check_source(const kc_runtime *rt, const char *name, const char *source, size_t len) {
+  if (kc__is_header_name(name)) return KC_OK;
+  source_ud u = {name, false, NULL, ""};
+  kc__scan_idents(source, len, source_ident, &u);
+  if (!u.mentioned)
+    return kc__err(rt, KC_EINVAL,
+                   "kc_define: the source given for '%s' never mentions '%s' (a function, type or "
+                   "constant named '%s', or #define %s)",
+                   name, name, name, name);
+  if (u.prefix)
+    kc__log(rt, KC_LOG_INFO,
+            "'%s' pastes a macro parameter into a name (\"%s\" ## ...): kcache cannot know the name, "
+            "so code that uses it depends on every definition whose name starts with \"%s\"",
+            name, u.prefix_text, u.prefix_text);
+  return KC_OK;
+}
+
+/* The watcher of a prefix: the binding "#prefix" (no user name starts
+ * with '#'), looked up by code that pastes a name it cannot know. */
+static kc__binding *watcher(kc_runtime *rt, const char *prefix, size_t n, bool make) {
+  char stack[128], *buf = n + 1 <= sizeof stack ? stack : kc__alloc(rt, n + 1);
+  if (!buf) return NULL;
+  buf[0] = '#';
+  memcpy(buf + 1, prefix, n);
+  kc__binding *b = make ? binding_get(rt, buf, n + 1) : binding_find(rt, buf, n + 1, kc__hash(buf, n + 1));
+  if (buf != stack) kc__free(rt, buf);
+  return b;
+}
+
+/* A definition of `name` also ends the code that watches a prefix of it. */
+static void invalidate_watchers(kc_runtime *rt, const char *name, kc_world w) {
+  if (kc__is_header_name(name)) return;
+  size_t n = strlen(name);
+  for (size_t i = 0; i <= n; i++) {
+    kc__binding *b = watcher(rt, name, i, false);
+    if (b) invalidate(rt, b, w);
+  }
+}
+
 static kc_status change(kc_runtime *rt, const char *name, const char *source, kc_world *new_world) {
   const char *what = source ? "kc_define" : "kc_undefine";
   kc_status st = check_name(rt, what, name);
@@ -107,10 +164,8 @@ static kc_status change(kc_runtime *rt, const char *name, const char *source, kc
   uint64_t h = 0;
   if (source) {
     len = strlen(source);
-    const char *ud[2] = {name, NULL};
-    kc__scan_idents(source, len, mentions_name, ud);
-    if (!ud[1])
-      return kc__err(rt, KC_EINVAL, "kc_define: the source given for '%s' never mentions '%s'", name, name);
+    st = kc__check_source(rt, name, source, len);
+    if (st) return st;
     h = kc__hash(source, len);
   }
 
@@ -149,6 +204,7 @@ static kc_status change(kc_runtime *rt, const char *name, const char *source, kc
     atomic_init(&d->max_world, KC_WORLD_FOREVER);
   }
   invalidate(rt, b, w);
+  invalidate_watchers(rt, name, w);
   if (cur) kc__store_release(&cur->max_world, w);
   if (d) {
     d->older = b->defs;
@@ -173,6 +229,18 @@ kc_status kc_define(kc_runtime *rt, const char *name, const char *source, kc_wor
 kc_status kc_undefine(kc_runtime *rt, const char *name, kc_world *new_world) {
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_undefine: runtime is NULL");
   return change(rt, name, NULL, new_world);
+}
+
+/* ------------------------------------------ for kc__define_batch */
+
+kc__binding *kc__binding_get(kc_runtime *rt, const char *name) { return binding_get(rt, name, strlen(name)); }
+kc__def *kc__visible_def(const kc__binding *b, kc_world w) { return visible_def(b, w); }
+kc_status kc__check_name(const kc_runtime *rt, const char *what, const char *name) {
+  return check_name(rt, what, name);
+}
+void kc__table_clip(kc_runtime *rt, kc__binding *b, kc_world w) {
+  invalidate(rt, b, w);
+  invalidate_watchers(rt, b->name, w);
 }
 
 /* ------------------------------------------------------------ resolution */
@@ -224,13 +292,18 @@ static bool is_spec_key(const kc__spec *spec, const char *s, size_t n) {
 
 static kc_status visit(walk *wk, kc__def *d);
 
+static bool visit_include(walk *wk, const kc__ident *id);
+static bool visit_prefix(walk *wk, const kc__ident *id);
+
 static bool visit_ident(void *ud, const kc__ident *id) {
   walk *wk = ud;
+  if (id->kind == KC__ID_PREFIX) return visit_prefix(wk, id);
+  if (id->kind != KC__ID_NAME) return visit_include(wk, id);
   kc__def *self = wk->current;
   const char *s = id->start;
   size_t n = id->len;
   if (n == strlen(self->binding->name) && memcmp(s, self->binding->name, n) == 0) {
-    if (!wk->seen_self) { /* the definition's own declarator */
+    if (!wk->seen_self || !id->call) { /* its declarator, or a type naming itself (struct P ... P) */
       wk->seen_self = true;
       return true;
     }
@@ -307,6 +380,85 @@ static kc_status visit(walk *wk, kc__def *d) {
   if (!ok) return kc__err(wk->rt, KC_ENOMEM, "out of memory");
   c->defs[c->ndefs++] = d;
   return KC_OK;
+}
+
+/* The edge of a lookup of b (its visible definition, visited), or false
+ * with wk->st set. */
+static bool look_up(walk *wk, kc__binding *b) {
+  kc__def *d = visible_def(b, wk->world);
+  if (!add_edge(wk, b, d)) {
+    wk->st = kc__err(wk->rt, KC_ENOMEM, "out of memory");
+    return false;
+  }
+  kc_status st = d ? visit(wk, d) : KC_OK;
+  if (st) wk->st = st;
+  return !st;
+}
+
+/* #include "name.h" (from the table, or refused) and <name.h> (from the
+ * table if it has it, else the compiler's own). */
+static bool visit_include(walk *wk, const kc__ident *id) {
+  const char *from = wk->current->binding->name;
+  bool quoted = id->kind == KC__ID_INCLUDE;
+  char name[256];
+  if (id->len == 0) {
+    wk->st = kc__err(wk->rt, KC_EINVAL,
+                     "'%s' has a computed or malformed #include: kcache cannot know which header it "
+                     "names (write #include \"name.h\" with a header defined in kcache)",
+                     from);
+    return false;
+  }
+  snprintf(name, sizeof name, "%.*s", (int)id->len, id->start);
+  if (id->len >= sizeof name || !kc__is_header_name(name)) {
+    if (!quoted) return true; /* <CL/cl.h>-like names kcache cannot hold: the compiler's */
+    wk->st = kc__err(wk->rt, KC_EINVAL,
+                     "'%s' includes \"%.*s\", which is no header name kcache can hold (a relative "
+                     "name such as \"dir/name.h\")",
+                     from, (int)id->len, id->start);
+    return false;
+  }
+  kc__binding *b = binding_get(wk->rt, name, id->len);
+  if (!b) {
+    wk->st = kc__err(wk->rt, KC_ENOMEM, "out of memory");
+    return false;
+  }
+  if (!look_up(wk, b)) return false;
+  if (quoted && !visible_def(b, wk->world)) {
+    wk->st = kc__err(wk->rt, KC_ENOTFOUND,
+                     "'%s' includes \"%s\", which is not defined in kcache (world %llu): define it with "
+                     "kc_define(rt, \"%s\", text). A file on disk cannot be included, since kcache could "
+                     "not see it change; system and toolkit headers are included with <...>",
+                     from, name, (unsigned long long)wk->world, name);
+    return false;
+  }
+  return true;
+}
+
+static bool on_stack(const walk *wk, const kc__binding *b) {
+  for (uint32_t i = 0; i < wk->depth; i++)
+    if (wk->stack[i]->binding == b) return true;
+  return false;
+}
+
+/* A pasted name known only by its prefix: the watcher of the prefix, and
+ * every visible definition whose name starts with it. */
+static bool visit_prefix(walk *wk, const kc__ident *id) {
+  kc_runtime *rt = wk->rt;
+  kc__binding *w = watcher(rt, id->start, id->len, true), **found = NULL;
+  size_t n = 0, cap = 0;
+  bool ok = w && add_edge(wk, w, NULL);
+  KC__HTAB_EACH(&rt->bindings, kc__binding, b, next_in_bucket) {
+    if (!ok) break;
+    if (strncmp(b->name, id->start, id->len) || !kc__is_identifier(b->name) || on_stack(wk, b) ||
+        !visible_def(b, wk->world))
+      continue;
+    KC__GROW(&rt->heap, found, cap, n + 1, 8, &ok);
+    if (ok) found[n++] = b;
+  }
+  if (!ok) wk->st = kc__err(rt, KC_ENOMEM, "out of memory");
+  for (size_t i = 0; ok && i < n; i++) ok = look_up(wk, found[i]);
+  kc__free(rt, found);
+  return ok;
 }
 
 void kc__closure_free(kc_runtime *rt, kc__closure *c) {
