@@ -114,8 +114,11 @@ static void decl_ident(decl *d, const char *t, size_t s, size_t e, bool call) {
   bool kw = word(t + s, n, "struct") || word(t + s, n, "union") || word(t + s, n, "enum");
   if (d->after_tagkw && !d->tag && nameable(t + s, n)) d->tag = t + s, d->tagl = n;
   d->after_tagkw = kw;
-  if (!nameable(t + s, n) || d->saw_eq || d->bracket) return;
-  if (d->paren == 0 && call && !d->fn_body) d->fn = t + s, d->fnl = n;
+  if (d->saw_eq || d->bracket) return;
+  /* a function's name may be a reserved one, for kc_define_file to refuse */
+  bool fn_ok = !kc__is_keyword(t + s, n) && !(n >= 2 && t[s] == '_' && t[s + 1] == '_');
+  if (d->paren == 0 && call && !d->fn_body && fn_ok) d->fn = t + s, d->fnl = n;
+  if (!nameable(t + s, n)) return;
   if (d->paren == 0) d->last0 = t + s, d->last0l = n;
   else if (d->paren == 1 && !d->first1) d->first1 = t + s, d->first1l = n;
 }
