@@ -222,10 +222,10 @@ static void on_include(lx *x, size_t hash, size_t j, size_t e) {
       return;
     }
   }
-  /* a computed include (#include MACRO), or a broken one: its names, then
-   * an include no one can name */
+  /* a computed include (#include MACRO), or a broken one: an include no
+   * one can name, then its names */
+  emit(x, KC__ID_INCLUDE, t + j, 0, false, true, false, hash, hash);
   line_names(x, j, e, NULL);
-  emit(x, KC__ID_INCLUDE, t + j, 0, false, true, false, hash, e);
 }
 
 static bool word_is(const char *s, size_t n, const char *w) { return strlen(w) == n && !memcmp(s, w, n); }
