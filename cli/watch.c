@@ -122,7 +122,9 @@ static void run_kernel(watch *w, const char *name, const char *src) {
            st == KC_EARGS && !kc_errmsg(w->rt)[0] ? "a parameter kcache cannot fill" : kc_status_name(st));
     if (!w->json) printf("    %s\n", kc_errmsg(w->rt));
   } else {
-    const char *what = s1.compiles > s0.compiles ? "recompiled" : ci.id == k->last_id ? "cached" : "from disk";
+    const char *what = s1.compiles > s0.compiles ? "recompiled"
+                       : ci.id == k->last_id     ? "cached"
+                                                 : "from disk";
     if (w->json)
       printf("{\"kernel\":\"%s\",\"code\":\"%s\",\"y\":[%g,%g,%g,%g]}\n", name, what, y[0], y[1], y[2], y[3]);
     else printf("  %-16s %-10s y[0..3] = %g %g %g %g\n", name, what, y[0], y[1], y[2], y[3]);
@@ -143,7 +145,8 @@ static void load(watch *w, const char *path, const char *text, size_t len, int r
     fflush(stdout);
     return;
   }
-  if (w->json) printf("{\"load\":%d,\"world\":%llu,\"changed\":%zu}\n", round, (unsigned long long)world, changed);
+  if (w->json)
+    printf("{\"load\":%d,\"world\":%llu,\"changed\":%zu}\n", round, (unsigned long long)world, changed);
   else printf("load %d: world %llu, %zu definition(s) changed\n", round, (unsigned long long)world, changed);
   kc__change *v;
   size_t n;
@@ -215,7 +218,9 @@ int cmd_watch(cli *c) {
       last_len = len;
     } else {
       free(text);
-      if (tty) fprintf(stderr, "\r\033[Kwatching %s (%d load%s) %c", file, round, round == 1 ? "" : "s", "|/-\\"[ticks % 4]);
+      if (tty)
+        fprintf(stderr, "\r\033[Kwatching %s (%d load%s) %c", file, round, round == 1 ? "" : "s",
+                "|/-\\"[ticks % 4]);
       struct timespec ts = {interval / 1000, (interval % 1000) * 1000000L};
       nanosleep(&ts, NULL);
     }

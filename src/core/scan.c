@@ -132,7 +132,8 @@ typedef struct {
 
 static bool find_call(void *ud, const kc__ident *id) {
   find_ud *f = ud;
-  if (id->call && id->kind == KC__ID_NAME && !id->directive && !id->joined && id->len == f->nlen && memcmp(id->start, f->name, f->nlen) == 0) {
+  if (id->call && id->kind == KC__ID_NAME && !id->directive && !id->joined && id->len == f->nlen &&
+      memcmp(id->start, f->name, f->nlen) == 0) {
     /* the '(' the scanner saw, not one in a comment in between */
     f->found = f->text + kc__lx_next(f->text, f->len, (size_t)(id->end - f->text), false);
     return false;

@@ -302,8 +302,8 @@ static bool batch_prepare(kc_runtime *rt, kc__change *items, size_t n, kc__bindi
     kc__binding *b = bs[i] = kc__binding_get(rt, it->name);
     if (!b) return false;
     kc__def *cur = kc__visible_def(b, w);
-    it->changed = it->source ? !cur || cur->len != it->len || memcmp(cur->source, it->source, it->len)
-                             : cur != NULL;
+    it->changed =
+        it->source ? !cur || cur->len != it->len || memcmp(cur->source, it->source, it->len) : cur != NULL;
     ds[i] = NULL;
     if (it->changed && it->source && !(ds[i] = new_def(rt, b, it, w))) return false;
   }
@@ -428,7 +428,8 @@ void kc__free_changes(kc_runtime *rt, kc__change *v, size_t n) {
 kc_status kc_define_file(kc_runtime *rt, const char *file, const char *text, size_t len, size_t *changed,
                          kc_world *new_world) {
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_define_file: runtime is NULL");
-  if (!file || !*file || !text) return kc__err(rt, KC_EINVAL, "kc_define_file: file or text is NULL or empty");
+  if (!file || !*file || !text)
+    return kc__err(rt, KC_EINVAL, "kc_define_file: file or text is NULL or empty");
   kc__change *v;
   size_t n;
   kc_status st = kc__split_file(rt, file, text, len, &v, &n);

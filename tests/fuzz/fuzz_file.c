@@ -55,13 +55,15 @@ static void check_split(const char *text, size_t len, uint64_t seed) {
           break;
         }
     }
-    KCF_CHECK(own != NULL, "item %zu (\"%s\") is not a piece of the input after the previous one", i, v[i].name);
+    KCF_CHECK(own != NULL, "item %zu (\"%s\") is not a piece of the input after the previous one", i,
+              v[i].name);
     KCF_CHECK(kc__check_source(rt, v[i].name, v[i].source, v[i].len) == KC_OK, "item \"%s\": %s", v[i].name,
               kc_errmsg(rt));
   }
   KCF_CHECK(kc__split_file(rt, "f.cl", text, len, &v2, &n2) == KC_OK && n2 == n, "a second split differs");
   for (size_t i = 0; i < n; i++)
-    KCF_CHECK(!strcmp(v[i].name, v2[i].name) && v[i].len == v2[i].len && !memcmp(v[i].source, v2[i].source, v[i].len),
+    KCF_CHECK(!strcmp(v[i].name, v2[i].name) && v[i].len == v2[i].len &&
+                  !memcmp(v[i].source, v2[i].source, v[i].len),
               "a second split differs at item %zu", i);
   kc__free_changes(rt, v, n);
   kc__free_changes(rt, v2, n2);
@@ -72,7 +74,8 @@ static void check_split(const char *text, size_t len, uint64_t seed) {
     st = kc__split_file(rt, "f.cl", text, len, &v, &n);
     kcf_alloc_reset(0);
     KCF_CHECK(st == KC_ENOMEM, "allocation %ld of %ld failed: %s", nth, allocs, kc_status_name(st));
-    KCF_CHECK(kcf_alloc_live() == 0, "kc__split_file ran out of memory and leaked %ld blocks", kcf_alloc_live());
+    KCF_CHECK(kcf_alloc_live() == 0, "kc__split_file ran out of memory and leaked %ld blocks",
+              kcf_alloc_live());
   }
 }
 

@@ -52,7 +52,8 @@ typedef struct scan {
 /* The next offset at or after j that is not a blank or inside a comment. */
 static size_t skip_blanks_and_comments(const char *t, size_t len, size_t j) {
   for (;;) {
-    while (j < len && (t[j] == ' ' || t[j] == '\t' || t[j] == '\n' || t[j] == '\r' || t[j] == '\f' || t[j] == '\v'))
+    while (j < len &&
+           (t[j] == ' ' || t[j] == '\t' || t[j] == '\n' || t[j] == '\r' || t[j] == '\f' || t[j] == '\v'))
       j++;
     if (j + 1 < len && t[j] == '/' && t[j + 1] == '*') {
       const char *end = NULL;
@@ -83,8 +84,9 @@ static bool on_ident(void *ud, const kc__ident *id) {
   if (id->kind != KC__ID_NAME || id->joined || id->directive) {
     /* names of preprocessor lines, includes, pastes and spliced names: the
      * text they come from has a '#' or a backslash */
-    KCF_CHECK(memchr(t, '#', s->len) || memchr(t, '\\', s->len), "kind %u (joined %d, directive %d) without a '#' or '\\' in the text",
-              id->kind, id->joined, id->directive);
+    KCF_CHECK(memchr(t, '#', s->len) || memchr(t, '\\', s->len),
+              "kind %u (joined %d, directive %d) without a '#' or '\\' in the text", id->kind, id->joined,
+              id->directive);
     KCF_CHECK(id->kind == KC__ID_INCLUDE || id->kind == KC__ID_SYSINCLUDE || id->kind == KC__ID_PREFIX ||
                   id->len > 0,
               "an empty name");
@@ -105,9 +107,9 @@ static bool on_ident(void *ud, const kc__ident *id) {
     s->ids[s->n++] = (seen){off, 0, id->call}; /* len 0: never "seen" by the parameter check */
     return !(s->stop_after && s->n >= s->stop_after);
   }
-  KCF_CHECK(id->start == id->at && id->len > 0 && id->len <= s->len && (size_t)(id->start - t) <= s->len - id->len,
-            "identifier at offset %td, length %u, outside the %zu bytes scanned", id->start - t, id->len,
-            s->len);
+  KCF_CHECK(
+      id->start == id->at && id->len > 0 && id->len <= s->len && (size_t)(id->start - t) <= s->len - id->len,
+      "identifier at offset %td, length %u, outside the %zu bytes scanned", id->start - t, id->len, s->len);
   size_t end = off + id->len;
   KCF_CHECK(is_id_start((unsigned char)t[off]), "identifier at %zu starts with 0x%02x", off,
             (unsigned char)t[off]);
@@ -132,8 +134,8 @@ static bool on_ident(void *ud, const kc__ident *id) {
   if (!s->first_backslash_known || off < s->first_backslash) {
     size_t j = skip_blanks_and_comments(t, s->len, end);
     bool call = j < s->len && t[j] == '(';
-    KCF_CHECK(id->call == call, "identifier \"%.*s\" at %zu: call is %d, the next token says %d", (int)id->len,
-              id->start, off, id->call, call);
+    KCF_CHECK(id->call == call, "identifier \"%.*s\" at %zu: call is %d, the next token says %d",
+              (int)id->len, id->start, off, id->call, call);
   }
   if (s->n == s->cap) {
     s->cap = s->cap ? 2 * s->cap : 64;

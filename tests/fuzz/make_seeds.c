@@ -104,7 +104,8 @@ static void scan_seeds(void) {
       {"crlf.c", "KC_DEVICE float h(float x)\r\n{\r\n  return g\r\n(x);\r\n}\r\n"},
       {"utf8.c", "KC_DEVICE float h(float x) { /* \xc3\xa9t\xc3\xa9 */ return \xce\xbb(x); }"},
       /* preprocessor lines read (issue 14): macro bodies, pastes, splices, includes */
-      {"macro_call.c", "KC_KERNEL void k(KC_GLOBAL float *y) {\n#define CALL(x) helper(x)\n  y[0] = CALL(1);\n}\n"},
+      {"macro_call.c",
+       "KC_KERNEL void k(KC_GLOBAL float *y) {\n#define CALL(x) helper(x)\n  y[0] = CALL(1);\n}\n"},
       {"macro_object.c", "#define NAME 7"},
       {"macro_spliced.c", "#define TWICE(x) \\\n  (dbl(x) * SCALE)"},
       {"paste_known.c", "#define JOINED(x) op_ ## add(x)"},
@@ -115,8 +116,9 @@ static void scan_seeds(void) {
       {"include_quoted.c", "#include \"common.h\"\n#include <math.h>\n# include_next \"dsp/fir.cuh\"\nk(1);"},
       {"include_computed.c", "#define HDR \"x.h\"\n#include HDR\n#include \"unterminated\n"},
       {"directives.c", "#if defined(A) && B(1)\n#elif C\n#error don't call d(1)\n#pragma unroll N\n#endif\n"},
-      {"macro_many_params.c", "#define M(a0,a1,a2,a3,a4,a5,a6,a7,a8,a9,b0,b1,b2,b3,b4,b5,b6,b7,b8,b9,c0,c1,c2,c3,c4,"
-                              "c5,c6,c7,c8,c9,d0,d1,d2,d3) a0##d3 d3 x##y\n"},
+      {"macro_many_params.c",
+       "#define M(a0,a1,a2,a3,a4,a5,a6,a7,a8,a9,b0,b1,b2,b3,b4,b5,b6,b7,b8,b9,c0,c1,c2,c3,c4,"
+       "c5,c6,c7,c8,c9,d0,d1,d2,d3) a0##d3 d3 x##y\n"},
   };
   for (size_t i = 0; i < sizeof s / sizeof *s; i++) put_str("scan", s[i].name, s[i].src);
 }
@@ -141,8 +143,10 @@ static void file_seeds(void) {
       {"stray_brace.c", "}\n"},
       {"cuda.cu", "__device__ float h(float x) { return x; }\n"
                   "extern \"C\" __global__ void __launch_bounds__(256) k(float *y) { y[0] = h(1); }\n"},
-      {"attributes.c", "KC_KERNEL void k(KC_GLOBAL float *y) __attribute__((reqd_work_group_size(1, 1, 1))) { }\n"},
-      {"spliced_define.c", "#define LONG(x) \\\n  ((x) + \\\n   1)\nKC_DEVICE int f(int a) { return LONG(a); }\n"},
+      {"attributes.c",
+       "KC_KERNEL void k(KC_GLOBAL float *y) __attribute__((reqd_work_group_size(1, 1, 1))) { }\n"},
+      {"spliced_define.c",
+       "#define LONG(x) \\\n  ((x) + \\\n   1)\nKC_DEVICE int f(int a) { return LONG(a); }\n"},
       {"strings.c", "KC_DEVICE int f(void) { return \"}\"[0] + '{'; } /* } */ // {\n"},
       {"empty.c", ""},
   };

@@ -27,8 +27,11 @@ float src_run(kct_fixture *f, const char *name) {
 static void expect_refused(kct_fixture *f, const char *name, kc_status st, const char *msg) {
   kc_kernel *k = kct_kernel(f->rt, name, NULL);
   kc_status got = kct_run(k, f->ctx, f->buf, KCT_FX_N, NULL);
-  if (got != st) fail_msg("launching %s: %s, expected %s: %s", name, kc_status_name(got), kc_status_name(st), kc_errmsg(f->rt));
-  if (msg && strcmp(kc_errmsg(f->rt), msg)) fail_msg("launching %s: message\n  %s\nexpected\n  %s", name, kc_errmsg(f->rt), msg);
+  if (got != st)
+    fail_msg("launching %s: %s, expected %s: %s", name, kc_status_name(got), kc_status_name(st),
+             kc_errmsg(f->rt));
+  if (msg && strcmp(kc_errmsg(f->rt), msg))
+    fail_msg("launching %s: message\n  %s\nexpected\n  %s", name, kc_errmsg(f->rt), msg);
   kc_kernel_destroy(k);
 }
 
@@ -136,8 +139,9 @@ static void test_types_and_constants(void **state) {
 
 static const char K_INC[] = "#include \"common.h\"\n"
                             "KC_KERNEL void k1(KC_GLOBAL float *y) { y[kc_global_id(0)] = base_value(); }\n";
-static const char K_NESTED[] = "#include \"outer.h\"\n"
-                               "KC_KERNEL void k3(KC_GLOBAL float *y) { y[kc_global_id(0)] = outer_value(); }\n";
+static const char K_NESTED[] =
+    "#include \"outer.h\"\n"
+    "KC_KERNEL void k3(KC_GLOBAL float *y) { y[kc_global_id(0)] = outer_value(); }\n";
 
 static void test_header_redefinition_recompiles_its_includers(void **state) {
   kct_fixture *f = *state;
@@ -149,9 +153,10 @@ static void test_header_redefinition_recompiles_its_includers(void **state) {
   kct_define(f->rt, "k3", K_NESTED);
   kct_define(f->rt, "k2", "KC_KERNEL void k2(KC_GLOBAL float *y) { y[kc_global_id(0)] = 7.0f; }");
   /* both headers reach k4, which includes common.h twice (once through outer.h) */
-  kct_define(f->rt, "k4",
-             "#include \"common.h\"\n#include \"outer.h\"\n"
-             "KC_KERNEL void k4(KC_GLOBAL float *y) { y[kc_global_id(0)] = outer_value() + base_value(); }\n");
+  kct_define(
+      f->rt, "k4",
+      "#include \"common.h\"\n#include \"outer.h\"\n"
+      "KC_KERNEL void k4(KC_GLOBAL float *y) { y[kc_global_id(0)] = outer_value() + base_value(); }\n");
   assert_true(src_run(f, "k1") == 5.0f);
   assert_true(src_run(f, "k2") == 7.0f);
   assert_true(src_run(f, "k3") == 10.0f);
@@ -195,7 +200,8 @@ static void test_include_outside_the_table_is_refused(void **state) {
   kct_define(f->rt, "nope.h", "#define NOPE 9.0f\n");
   assert_true(src_run(f, "kn") == 9.0f);
   /* a computed include, and a name that is no header name */
-  kct_define(f->rt, "kc2", "#define HDR \"nope.h\"\n#include HDR\nKC_KERNEL void kc2(KC_GLOBAL float *y) { }\n");
+  kct_define(f->rt, "kc2",
+             "#define HDR \"nope.h\"\n#include HDR\nKC_KERNEL void kc2(KC_GLOBAL float *y) { }\n");
   expect_refused(f, "kc2", KC_EINVAL, NULL);
   KCT_CONTAINS(kc_errmsg(f->rt), "computed or malformed #include");
   kct_define(f->rt, "kd", "#include \"../etc/x.h\"\nKC_KERNEL void kd(KC_GLOBAL float *y) { }\n");
@@ -211,8 +217,9 @@ static void test_include_outside_the_table_is_refused(void **state) {
 static void test_system_header_keeps_working(void **state) {
   kct_fixture *f = *state;
   if (kct_backend != KC_BACKEND_HOST) skip();
-  kct_define(f->rt, "km2",
-             "#include <math.h>\nKC_KERNEL void km2(KC_GLOBAL float *y) { y[kc_global_id(0)] = sqrtf(16.0f); }\n");
+  kct_define(
+      f->rt, "km2",
+      "#include <math.h>\nKC_KERNEL void km2(KC_GLOBAL float *y) { y[kc_global_id(0)] = sqrtf(16.0f); }\n");
   assert_true(src_run(f, "km2") == 4.0f);
 }
 
@@ -221,13 +228,15 @@ static void test_system_header_keeps_working(void **state) {
 static void test_one_dialect_one_message(void **state) {
   kct_fixture *f = *state;
   kct_define(f->rt, "helper", "KC_DEVICE float helper(float x) { return x + 1.0f; }");
-  expect_refused(f, "helper", KC_EINVAL,
-                 "'helper' is a KC_DEVICE helper, not a kernel: only a function declared KC_KERNEL void can be "
-                 "launched");
+  expect_refused(
+      f, "helper", KC_EINVAL,
+      "'helper' is a KC_DEVICE helper, not a kernel: only a function declared KC_KERNEL void can be "
+      "launched");
   kct_define(f->rt, "nomark", "void nomark(KC_GLOBAL float *y) { y[0] = 1.0f; }");
-  expect_refused(f, "nomark", KC_EINVAL,
-                 "kernel 'nomark' is not declared KC_KERNEL: write KC_KERNEL void nomark(...), as every backend "
-                 "needs");
+  expect_refused(
+      f, "nomark", KC_EINVAL,
+      "kernel 'nomark' is not declared KC_KERNEL: write KC_KERNEL void nomark(...), as every backend "
+      "needs");
   kct_define(f->rt, "nospace", "KC_KERNEL void nospace(float *y) { y[0] = 1.0f; }");
   expect_refused(f, "nospace", KC_EINVAL,
                  "kernel 'nospace': pointer parameter 'y' has no address space: declare it KC_GLOBAL "

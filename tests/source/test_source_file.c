@@ -113,17 +113,20 @@ void test_file_refuses_what_it_cannot_split(void **state) {
   static const struct {
     const char *text, *msg;
   } bad[] = {
-      {"KC_DEVICE float h(float x) { return x; }\n#ifdef X\nKC_DEVICE float g(float x) { return x; }\n#endif\n",
+      {"KC_DEVICE float h(float x) { return x; }\n#ifdef X\nKC_DEVICE float g(float x) { return x; "
+       "}\n#endif\n",
        "kc_define_file: bad.cl:2: only #define, #include and #pragma may stand between definitions"},
       {"KC_DEVICE float h(float x) { return x; }\nKC_DEVICE float h(float x) { return x; }\n",
        "kc_define_file: bad.cl:2: 'h' is defined twice (first at line 1)"},
-      {"KC_DEVICE float h(float x) { return x;\n", "kc_define_file: bad.cl:1: the file ends inside this definition"},
+      {"KC_DEVICE float h(float x) { return x;\n",
+       "kc_define_file: bad.cl:1: the file ends inside this definition"},
       {"}\n", "kc_define_file: bad.cl:1: '}' without its '{'"},
       {"KC_DEVICE float kc_h(float x) { return x; }\n", "names starting with kc_ or KC_ are reserved"},
   };
   kc_world w0 = kc_world_latest(f->rt);
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    KCT_STATUS(f->rt, KC_EINVAL, kc_define_file(f->rt, "bad.cl", bad[i].text, strlen(bad[i].text), NULL, NULL));
+    KCT_STATUS(f->rt, KC_EINVAL,
+               kc_define_file(f->rt, "bad.cl", bad[i].text, strlen(bad[i].text), NULL, NULL));
     KCT_CONTAINS(kc_errmsg(f->rt), bad[i].msg);
   }
   assert_int_equal(kc_world_latest(f->rt), w0); /* nothing defined */
@@ -144,13 +147,19 @@ static char *big_file(int edited_group, int edited_helper) {
     for (int h = 0; h < PER; h++) {
       float add = g == edited_group && h == edited_helper ? 2.0f : 1.0f;
       if (h == 0)
-        n += (size_t)snprintf(s + n, cap - n, "/* group %d */\nKC_DEVICE float g%d_h0(float x) {\n  return x + %.1ff;\n}\n\n", g, g, add);
+        n += (size_t)snprintf(s + n, cap - n,
+                              "/* group %d */\nKC_DEVICE float g%d_h0(float x) {\n  return x + %.1ff;\n}\n\n",
+                              g, g, add);
       else
-        n += (size_t)snprintf(s + n, cap - n, "KC_DEVICE float g%d_h%d(float x) {\n  /* one more */\n  return g%d_h%d(x) + %.1ff;\n}\n\n", g, h, g, h - 1, add);
+        n += (size_t)snprintf(
+            s + n, cap - n,
+            "KC_DEVICE float g%d_h%d(float x) {\n  /* one more */\n  return g%d_h%d(x) + %.1ff;\n}\n\n", g, h,
+            g, h - 1, add);
     }
-    n += (size_t)snprintf(s + n, cap - n,
-                          "KC_KERNEL void kg%d(KC_GLOBAL float *y) {\n  y[kc_global_id(0)] = g%d_h%d(0.0f);\n}\n\n",
-                          g, g, PER - 1);
+    n += (size_t)snprintf(
+        s + n, cap - n,
+        "KC_KERNEL void kg%d(KC_GLOBAL float *y) {\n  y[kc_global_id(0)] = g%d_h%d(0.0f);\n}\n\n", g, g,
+        PER - 1);
   }
   return s;
 }

@@ -11,11 +11,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static const char V1[] = "#define BIAS 1.0f\n"
-                         "KC_DEVICE float ha(float x) { return x + BIAS; }\n"
-                         "KC_DEVICE float hb(float x) { return 2.0f * x; }\n"
-                         "KC_KERNEL void ka(KC_GLOBAL float *y) { y[kc_global_id(0)] = ha((float)kc_global_id(0)); }\n"
-                         "KC_KERNEL void kb(KC_GLOBAL float *y, float s) { y[kc_global_id(0)] = hb(1.0f) + s; }\n";
+static const char V1[] =
+    "#define BIAS 1.0f\n"
+    "KC_DEVICE float ha(float x) { return x + BIAS; }\n"
+    "KC_DEVICE float hb(float x) { return 2.0f * x; }\n"
+    "KC_KERNEL void ka(KC_GLOBAL float *y) { y[kc_global_id(0)] = ha((float)kc_global_id(0)); }\n"
+    "KC_KERNEL void kb(KC_GLOBAL float *y, float s) { y[kc_global_id(0)] = hb(1.0f) + s; }\n";
 
 static void write_file(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
@@ -30,9 +31,10 @@ static void test_watch_reloads_and_recompiles_what_changed(void **state) {
   kct_mkdtemp(dir, sizeof dir, "watch");
   snprintf(path, sizeof path, "%s/k.cl", dir);
   write_file(path, V1);
-  snprintf(cmd, sizeof cmd,
-           "KC_CACHE_DISABLE=1 KC_HOST_CC='%s' '%s' --json watch --backend host --count 2 --interval 20 '%s' 2>&1",
-           kct_host_cc(), KC_CLI, path);
+  snprintf(
+      cmd, sizeof cmd,
+      "KC_CACHE_DISABLE=1 KC_HOST_CC='%s' '%s' --json watch --backend host --count 2 --interval 20 '%s' 2>&1",
+      kct_host_cc(), KC_CLI, path);
   FILE *p = popen(cmd, "r");
   assert_non_null(p);
   char line[1024], out[8192] = "";

@@ -30,8 +30,8 @@ static bool collect(void *ud, const kc__ident *id) {
                       : id->kind == KC__ID_SYSINCLUDE ? ">"
                       : id->kind == KC__ID_PREFIX     ? "*"
                                                       : "";
-  snprintf(f->text + n, sizeof f->text - n, "%s%s%.*s%s%s", n ? " " : "", open, (int)id->len, id->start, close,
-           id->call ? "(" : "");
+  snprintf(f->text + n, sizeof f->text - n, "%s%s%.*s%s%s", n ? " " : "", open, (int)id->len, id->start,
+           close, id->call ? "(" : "");
   f->count++;
   return !(f->stop_after && f->count >= f->stop_after);
 }
@@ -103,7 +103,7 @@ static void test_scan_reads_preprocessor_lines(void **state) {
   (void)state;
   EXPECT_SCAN("#include <math.h>\na", "<math.h> a");
   EXPECT_SCAN("#include \"u.h\"\na", "\"u.h\" a");
-  EXPECT_SCAN("#include HDR\na", "HDR \"\" a"); /* computed: its names, then an unnamed include */
+  EXPECT_SCAN("#include HDR\na", "\"\" HDR a"); /* computed: an unnamed include, then its names */
   EXPECT_SCAN("  #define F(x) g(x)\nb", "F( g( b");
   EXPECT_SCAN("#define A \\\n  q(1)\nr", "A q( r"); /* continued line */
   EXPECT_SCAN("#if X\nf(1)\n#endif\n", "X f(");
