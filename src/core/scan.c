@@ -219,6 +219,14 @@ kc_status kc__parse_params(kc_runtime *rt, const char *name, const char *source,
       break;
     }
     if (!isspace((unsigned char)*p)) line_start = false;
+    if (kc__lx_splice(p, (size_t)(end - p), 0)) {
+      /* a splice may join two words into one: the scanner's names would
+       * not be the parser's */
+      st = kc__err(rt, KC_EINVAL,
+                   "kernel '%s': a line splice (backslash-newline) in its parameter list is not supported",
+                   name);
+      break;
+    }
     if (*p == '"' || *p == '\'') { /* its brackets and commas are not the list's */
       const char *e = kc__lx_literal_end(p, end);
       if (e == end || *e != *p) {

@@ -6,14 +6,19 @@
  * neither may read outside it, report something that is not there, leak,
  * or fail otherwise than with a status.
  *
- * Checked for the scanner: every identifier lies within [text, text+len),
- * is a valid identifier and a whole word (no identifier character on either
- * side), identifiers come in order without overlapping, `call` is set
- * exactly when the next thing after the word that is not a blank or a
- * comment is '(', a scan stopped after k identifiers reported exactly the
- * first k of a full scan, two scans agree, and no identifier comes from a
- * preprocessor line (checked where no comment or continued line can hide
- * where lines start: before the first '/' or backslash).
+ * Checked for the scanner: every name lies within [text, text+len) (a
+ * joined one, spelled across a line splice or pasted with ##, is reported
+ * with where it starts), an identifier outside preprocessor lines is a
+ * valid identifier and a whole word (no identifier character on either
+ * side), a joined, pasted or prefix name has only identifier characters,
+ * names come in order without overlapping, `call` is set exactly when the
+ * next thing after the word that is not a blank or a comment is '('
+ * (before the first backslash), a scan stopped after k names reported
+ * exactly the first k of a full scan, two scans agree, names from a
+ * preprocessor line are marked so (checked where no comment or continued
+ * line can hide where lines start: before the first '/' or backslash), and
+ * names of preprocessor lines, includes and joined names only come from a
+ * text with a '#' or a backslash.
  *
  * Checked for the parameter parser, with the fixed name "k" and with the
  * first name in call position: on success at most KC_MAX_ARGS parameters,
