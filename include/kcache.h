@@ -256,7 +256,7 @@ uint64_t kc_context_id(const kc_context *ctx);
 /* ----------------------------------------------------- the function table */
 
 /* Defines (or redefines) `name` with the full source text of its
- * definition, in the kernel dialect (see README and "One dialect" below).
+ * definition, in the kernel dialect (see README and "One dialect" under kernels).
  * Every kind of top-level definition is a named definition:
  *   a function   "KC_DEVICE float h(float x) { return 2.0f * x; }"
  *   a kernel     "KC_KERNEL void k(KC_GLOBAL float *y) { y[kc_global_id(0)] = h(1); }"
@@ -384,10 +384,24 @@ kc_status kc_define_file(kc_runtime *rt, const char *file, const char *text, siz
 
 /* --------------------------------------------------------------- kernels */
 
+/*
+ * One dialect: whatever the backend, the core checks a kernel the same way
+ * before any compiler runs, and refuses with the same message (KC_EINVAL,
+ * at its first compile or launch): the entry must be declared KC_KERNEL
+ * ("kernel 'k' is not declared KC_KERNEL: ..."), a KC_DEVICE helper cannot
+ * be launched ("'h' is a KC_DEVICE helper, not a kernel: ..."), and every
+ * pointer parameter must be KC_GLOBAL ("kernel 'k': pointer parameter 'y'
+ * has no address space: ..."). So a kernel that runs on the host backend
+ * compiles the same way for OpenCL and CUDA.
+ */
+
 /* A handle on a kernel entry plus specialization parameters, e.g. "T=float,N=4"
  * (NULL or "" for none). Parameters are "KEY=VALUE" pairs separated by commas;
  * their order does not matter; each becomes `#define KEY VALUE` in the
- * compiled source. Handles are cheap; two handles with the same name and
+ * compiled source. A key is an identifier not starting with KC_ or kc_ (the
+ * dialect's); a value holds no newline, backslash, '=' or comment token
+ * (slash-star, star-slash, slash-slash), which would rewrite what follows
+ * it (KC_EINVAL). Handles are cheap; two handles with the same name and
  * parameters share compiled code. The name need not be defined yet. */
 kc_status kc_kernel_create(kc_runtime *rt, const char *name, const char *params, kc_kernel **out);
 /* Not thread-safe with launches through the same handle. */
