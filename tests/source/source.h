@@ -19,5 +19,6 @@ void test_file_reload_recompiles_what_reaches_the_edit(void **state);
 void test_file_removed_names_are_undefined(void **state);
 void test_file_refuses_what_it_cannot_split(void **state);
 void test_big_file_edit_recompiles_one_kernel(void **state);
+void test_file_loads_from_threads(void **state);
 
 #endif

@@ -279,6 +279,7 @@ int main(int argc, char **argv) {
       KCT_FX_TEST(test_file_removed_names_are_undefined),
       KCT_FX_TEST(test_file_refuses_what_it_cannot_split),
       KCT_FX_TEST(test_big_file_edit_recompiles_one_kernel),
+      KCT_FX_TEST(test_file_loads_from_threads),
   };
   return KCT_RUN(tests);
 }

@@ -49,7 +49,8 @@ static void test_issue14_sources_compile_for_cuda(void **state) {
   kct_define(rt, "OP", "#define OP(name, x) op_ ## name(x)");
   kct_define(rt, "SCALE", "#define SCALE 3.0f");
   kct_define(rt, "common.h", "#pragma once\nKC_DEVICE float base_value(void) { return SCALE; }\n");
-  kct_define(rt, "outer.h", "#include \"common.h\"\nKC_DEVICE float outer_value(void) { return 2.0f * base_value(); }\n");
+  kct_define(rt, "outer.h",
+             "#include \"common.h\"\nKC_DEVICE float outer_value(void) { return 2.0f * base_value(); }\n");
   kct_define(rt, "k",
              "#include \"common.h\"\n#include \"outer.h\"\n"
              "KC_KERNEL void k(KC_GLOBAL float *y) {\n"
