@@ -13,7 +13,7 @@
  * side), a joined, pasted or prefix name has only identifier characters,
  * names come in order without overlapping, `call` is set exactly when the
  * next thing after the word that is not a blank or a comment is '('
- * (before the first backslash), a scan stopped after k names reported
+ * (unless a backslash lies between), a scan stopped after k names reported
  * exactly the first k of a full scan, two scans agree, names from a
  * preprocessor line are marked so (checked where no comment or continued
  * line can hide where lines start: before the first '/' or backslash), and
@@ -50,8 +50,6 @@ typedef struct scan {
   size_t n, cap;
   size_t stop_after; /* 0: never stop early */
   size_t first_slash_or_backslash; /* offset of the first '/' or '\\', or len */
-  size_t first_backslash; /* offset of the first '\\' (a splice may hide a '('), or len */
-  bool first_backslash_known;
 } scan;
 
 /* The next offset at or after j that is not a blank or inside a comment. */
@@ -136,8 +134,9 @@ static bool on_ident(void *ud, const kc__ident *id) {
     KCF_CHECK(t[line] != '#', "identifier \"%.*s\" at %zu is on a preprocessor line but not marked so",
               (int)id->len, id->start, off);
   }
-  if (!s->first_backslash_known || off < s->first_backslash) {
-    size_t j = skip_blanks_and_comments(t, s->len, end);
+  size_t j = skip_blanks_and_comments(t, s->len, end);
+  /* (a line splice is a blank to the scanner, not to this check) */
+  if (!memchr(t + end, '\\', (j < s->len ? j + 1 : s->len) - end)) {
     bool call = j < s->len && t[j] == '(';
     KCF_CHECK(id->call == call, "identifier \"%.*s\" at %zu: call is %d, the next token says %d",
               (int)id->len, id->start, off, id->call, call);
@@ -160,13 +159,6 @@ static void scan_all(scan *s, const char *text, size_t len, size_t stop_after) {
   for (size_t i = 0; i < len; i++)
     if (text[i] == '/' || text[i] == '\\') {
       s->first_slash_or_backslash = i;
-      break;
-    }
-  s->first_backslash = len;
-  s->first_backslash_known = true;
-  for (size_t i = 0; i < len; i++)
-    if (text[i] == '\\') {
-      s->first_backslash = i;
       break;
     }
   kc__scan_idents(text, len, on_ident, s);
