@@ -356,11 +356,12 @@ uint64_t kc__table_collect(kc_runtime *rt, bool (*live)(void *ud, kc_world min, 
 /* table.c's primitives for batches, under world_lock: the binding of a
  * name (made if new; NULL: out of memory), its definition visible at w,
  * the check of a name, and ending (at w) the code that looked b up or
- * watched a prefix of its name. */
+ * watched a prefix of its name (buf: room for strlen(b->name) + 1 bytes,
+ * allocated before anything changed). */
 kc__binding *kc__binding_get(kc_runtime *rt, const char *name);
 kc__def *kc__visible_def(const kc__binding *b, kc_world w);
 kc_status kc__check_name(const kc_runtime *rt, const char *what, const char *name);
-void kc__table_clip(kc_runtime *rt, kc__binding *b, kc_world w);
+void kc__table_clip(kc_runtime *rt, kc__binding *b, kc_world w, char *buf);
 typedef struct kc__change {
   const char *name;
   const char *source; /* NULL: undefine */

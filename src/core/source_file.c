@@ -336,11 +336,16 @@ kc_status kc__define_batch(kc_runtime *rt, const char *file, kc__change *items, 
       for (size_t i = 0; i < ngone; i++) all[n + i] = (kc__change){gone[i], NULL, 0, false};
     }
   }
+  size_t longest = 0; /* the watchers' buffer (kc__table_clip) */
+  for (size_t i = 0; all && i < total; i++)
+    if (strlen(all[i].name) > longest) longest = strlen(all[i].name);
+  char *wbuf = NULL;
   if (!st) {
     bs = kc__alloc(rt, (total ? total : 1) * sizeof *bs);
     ds = kc__calloc(rt, (total ? total : 1) * sizeof *ds);
+    wbuf = kc__alloc(rt, longest + 2);
   }
-  if (!st && (!all || !bs || !ds || !batch_prepare(rt, all, total, bs, ds, w)))
+  if (!st && (!all || !bs || !ds || !wbuf || !batch_prepare(rt, all, total, bs, ds, w)))
     st = kc__err(rt, KC_ENOMEM, "kc_define_file: out of memory");
   if (st) {
     for (size_t i = 0; ds && i < total; i++)
@@ -351,7 +356,7 @@ kc_status kc__define_batch(kc_runtime *rt, const char *file, kc__change *items, 
       if (!all[i].changed) continue;
       nchanged++;
       kc__def *cur = kc__visible_def(bs[i], w);
-      kc__table_clip(rt, bs[i], w);
+      kc__table_clip(rt, bs[i], w, wbuf);
       if (cur) kc__store_release(&cur->max_world, w);
       if (ds[i]) {
         ds[i]->older = bs[i]->defs;
@@ -372,6 +377,7 @@ kc_status kc__define_batch(kc_runtime *rt, const char *file, kc__change *items, 
   kc__free(rt, gone);
   kc__free(rt, bs);
   kc__free(rt, ds);
+  kc__free(rt, wbuf);
   if (!st && changed) *changed = nchanged;
   if (!st && new_world) *new_world = nchanged ? w + 1 : w;
   return st;

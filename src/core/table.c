@@ -135,28 +135,33 @@ kc_status kc__check_source(const kc_runtime *rt, const char *name, const char *s
 }
 
 /* The watcher of a prefix: the binding "#prefix" (no user name starts
- * with '#'), looked up by code that pastes a name it cannot know. */
-static kc__binding *watcher(kc_runtime *rt, const char *prefix, size_t n, bool make) {
-  char stack[128], *buf = n + 1 <= sizeof stack ? stack : kc__alloc(rt, n + 1);
-  if (!buf) return NULL;
-  buf[0] = '#';
-  memcpy(buf + 1, prefix, n);
-  kc__binding *b = make ? binding_get(rt, buf, n + 1) : binding_find(rt, buf, n + 1, kc__hash(buf, n + 1));
-  if (buf != stack) kc__free(rt, buf);
-  return b;
+ * with '#'), looked up by code that pastes a name it cannot know. buf has
+ * room for n + 1 bytes, or is NULL (then one is allocated: NULL when out
+ * of memory). */
+static kc__binding *watcher(kc_runtime *rt, const char *prefix, size_t n, bool make, char *buf) {
+  char stack[128], *b = buf ? buf : n + 1 <= sizeof stack ? stack : kc__alloc(rt, n + 1);
+  if (!b) return NULL;
+  b[0] = '#';
+  memcpy(b + 1, prefix, n);
+  kc__binding *w = make ? binding_get(rt, b, n + 1) : binding_find(rt, b, n + 1, kc__hash(b, n + 1));
+  if (b != buf && b != stack) kc__free(rt, b);
+  return w;
 }
 
-/* A definition of `name` also ends the code that watches a prefix of it. */
-static void invalidate_watchers(kc_runtime *rt, const char *name, kc_world w) {
+/* A definition of `name` also ends the code that watches a prefix of it.
+ * buf: room for strlen(name) + 1 bytes, allocated before anything changed
+ * (this cannot fail). */
+static void invalidate_watchers(kc_runtime *rt, const char *name, kc_world w, char *buf) {
   if (kc__is_header_name(name)) return;
   size_t n = strlen(name);
   for (size_t i = 0; i <= n; i++) {
-    kc__binding *b = watcher(rt, name, i, false);
+    kc__binding *b = watcher(rt, name, i, false, buf);
     if (b) invalidate(rt, b, w);
   }
 }
 
-static kc_status change(kc_runtime *rt, const char *name, const char *source, kc_world *new_world) {
+static kc_status change_with(kc_runtime *rt, const char *name, const char *source, kc_world *new_world,
+                             char *wbuf) {
   const char *what = source ? "kc_define" : "kc_undefine";
   kc_status st = check_name(rt, what, name);
   if (st) return st;
@@ -204,7 +209,7 @@ static kc_status change(kc_runtime *rt, const char *name, const char *source, kc
     atomic_init(&d->max_world, KC_WORLD_FOREVER);
   }
   invalidate(rt, b, w);
-  invalidate_watchers(rt, name, w);
+  invalidate_watchers(rt, name, w, wbuf);
   if (cur) kc__store_release(&cur->max_world, w);
   if (d) {
     d->older = b->defs;
@@ -218,6 +223,17 @@ static kc_status change(kc_runtime *rt, const char *name, const char *source, kc
   kc__unlock(&rt->world_lock);
   if (new_world) *new_world = w + 1;
   return KC_OK;
+}
+
+/* change_with, with the watchers' buffer allocated first. */
+static kc_status change(kc_runtime *rt, const char *name, const char *source, kc_world *new_world) {
+  size_t n = name ? strlen(name) + 2 : 0;
+  char stack[128], *wbuf = n <= sizeof stack ? stack : kc__alloc(rt, n);
+  if (!wbuf)
+    return kc__err(rt, KC_ENOMEM, "%s('%s'): out of memory", source ? "kc_define" : "kc_undefine", name);
+  kc_status st = change_with(rt, name, source, new_world, wbuf);
+  if (wbuf != stack) kc__free(rt, wbuf);
+  return st;
 }
 
 kc_status kc_define(kc_runtime *rt, const char *name, const char *source, kc_world *new_world) {
@@ -238,9 +254,9 @@ kc__def *kc__visible_def(const kc__binding *b, kc_world w) { return visible_def(
 kc_status kc__check_name(const kc_runtime *rt, const char *what, const char *name) {
   return check_name(rt, what, name);
 }
-void kc__table_clip(kc_runtime *rt, kc__binding *b, kc_world w) {
+void kc__table_clip(kc_runtime *rt, kc__binding *b, kc_world w, char *buf) {
   invalidate(rt, b, w);
-  invalidate_watchers(rt, b->name, w);
+  invalidate_watchers(rt, b->name, w, buf);
 }
 
 /* ------------------------------------------------------------ resolution */
@@ -444,7 +460,7 @@ static bool on_stack(const walk *wk, const kc__binding *b) {
  * every visible definition whose name starts with it. */
 static bool visit_prefix(walk *wk, const kc__ident *id) {
   kc_runtime *rt = wk->rt;
-  kc__binding *w = watcher(rt, id->start, id->len, true), **found = NULL;
+  kc__binding *w = watcher(rt, id->start, id->len, true, NULL), **found = NULL;
   size_t n = 0, cap = 0;
   bool ok = w && add_edge(wk, w, NULL);
   KC__HTAB_EACH(&rt->bindings, kc__binding, b, next_in_bucket) {
