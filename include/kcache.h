@@ -283,9 +283,9 @@ uint64_t kc_context_id(const kc_context *ctx);
  * with the known prefix ("op_"), and any later definition of such a name
  * invalidates it (an over-approximation, noted in the log at
  * KC_LOG_INFO), never a missed dependency. An enumerator is found through
- * its enum's definition only: code that names RED of "enum Color { RED };"
- * must also name Color, or RED must be defined on its own (#define, or a
- * constant).
+ * the definition that declares it: code that names RED of the definition
+ * "Color" = "enum Color { RED };" depends on Color (and on RED, should RED
+ * be defined on its own later).
  *
  * Names are C identifiers (or header names); names starting with "kc_" or
  * "KC_" are reserved. The source of a name other than a header must

@@ -99,6 +99,11 @@ typedef bool (*kc__ident_fn)(void *ud, const kc__ident *id);
  * resolved), and #include lines; stops early if fn returns false. Never
  * reads past text+len. */
 void kc__scan_idents(const char *text, size_t len, kc__ident_fn fn, void *ud);
+/* Calls fn for the name of every enumerator that text declares (the first
+ * identifier of each item of an `enum [tag] { ... }` body), outside
+ * comments, literals and preprocessor lines (lex.c); stops if fn returns
+ * false. */
+void kc__scan_enumerators(const char *text, size_t len, kc__ident_fn fn, void *ud);
 
 bool kc__is_keyword(const char *s, size_t n);
 bool kc__is_identifier(const char *s);
@@ -145,6 +150,10 @@ struct kc__binding {
   /* code instances that looked this name up and may still be valid forever */
   kc__ci **backedges;
   size_t nbackedges, capbackedges;
+  /* An enumerator's name: the binding whose last definition declared it in
+   * an enum (kc_define of "enum Color { RED }" sets RED's to Color's), so
+   * that code naming RED depends on Color's definition. */
+  kc__binding *declared_by;
 };
 
 /* A lookup made while compiling: name -> definition found (or NULL). */
@@ -362,6 +371,10 @@ kc__binding *kc__binding_get(kc_runtime *rt, const char *name);
 kc__def *kc__visible_def(const kc__binding *b, kc_world w);
 kc_status kc__check_name(const kc_runtime *rt, const char *what, const char *name);
 void kc__table_clip(kc_runtime *rt, kc__binding *b, kc_world w, char *buf);
+/* Enumerators of a new definition of `by`: their bindings (false: out of
+ * memory), then, once it is in the table, their link to `by` (table.c). */
+bool kc__declare_prepare(kc_runtime *rt, const char *source, size_t len);
+void kc__declare_commit(kc_runtime *rt, kc__binding *by, const char *source, size_t len, kc_world w);
 typedef struct kc__change {
   const char *name;
   const char *source; /* NULL: undefine */

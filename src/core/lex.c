@@ -298,3 +298,63 @@ void kc__scan_idents(const char *text, size_t len, kc__ident_fn fn, void *ud) {
     i++;
   }
 }
+
+/* ----------------------------------------------------------- enumerators */
+
+typedef struct en {
+  kc__ident_fn fn;
+  void *ud;
+  int state; /* 0 outside, 1 after `enum`, 4 after its tag, 2 in its body at an item's start, 3 in an item */
+  int depth; /* braces and parentheses inside the body */
+  bool stopped;
+} en;
+
+static bool en_ident(void *ud, const kc__ident *id) {
+  en *e = ud;
+  if (id->kind != KC__ID_NAME || id->directive) return true;
+  if (id->len == 4 && !memcmp(id->start, "enum", 4)) e->state = 1;
+  else if (e->state == 1) e->state = 4; /* the tag */
+  else if (e->state == 4) e->state = 0; /* enum Color c: no body */
+  else if (e->state == 2 && e->depth == 0) {
+    e->state = 3;
+    if (!e->fn(e->ud, id)) return false;
+  }
+  return true;
+}
+
+void kc__scan_enumerators(const char *text, size_t len, kc__ident_fn fn, void *ud) {
+  /* the scanner gives the names; the braces and commas between them are
+   * read here, between one name and the next */
+  en e = {fn, ud, 0, 0, false};
+  const char *t = text;
+  size_t i = 0;
+  while (i < len && !e.stopped) {
+    size_t next = kc__lx_next(t, len, i, false);
+    if (next > i) {
+      i = next;
+      continue;
+    }
+    unsigned char c = (unsigned char)t[i];
+    if (c == '"' || c == '\'') {
+      i = (size_t)(kc__lx_literal_end(t + i, t + len) - t);
+      if (i < len && t[i] == (char)c) i++;
+    } else if (c == '#' && (i == 0 || t[i - 1] == '\n')) {
+      i = kc__lx_line_end(t, len, i);
+    } else if (kc__lx_id_start(c) || isdigit(c)) {
+      size_t s = i;
+      while (i < len && kc__lx_id_char((unsigned char)t[i])) i++;
+      if (kc__lx_id_start(c)) {
+        kc__ident id = {t + s, (uint32_t)(i - s), false, KC__ID_NAME, false, false, t + s, t + i};
+        if (!en_ident(&e, &id)) e.stopped = true;
+      }
+    } else {
+      if (c == '{' && (e.state == 1 || e.state == 4)) e.state = 2, e.depth = 0;
+      else if (e.state == 1 || e.state == 4) e.state = 0;
+      else if (e.state >= 2 && (c == '(' || c == '{' || c == '[')) e.depth++;
+      else if (e.state >= 2 && (c == ')' || c == ']' || (c == '}' && e.depth > 0))) e.depth--;
+      else if (e.state >= 2 && c == '}') e.state = 0;
+      else if (e.state == 3 && c == ',' && e.depth == 0) e.state = 2;
+      i++;
+    }
+  }
+}

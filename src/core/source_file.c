@@ -306,6 +306,7 @@ static bool batch_prepare(kc_runtime *rt, kc__change *items, size_t n, kc__bindi
         it->source ? !cur || cur->len != it->len || memcmp(cur->source, it->source, it->len) : cur != NULL;
     ds[i] = NULL;
     if (it->changed && it->source && !(ds[i] = new_def(rt, b, it, w))) return false;
+    if (ds[i] && !kc__declare_prepare(rt, it->source, it->len)) return false;
   }
   return true;
 }
@@ -361,6 +362,7 @@ kc_status kc__define_batch(kc_runtime *rt, const char *file, kc__change *items, 
       if (ds[i]) {
         ds[i]->older = bs[i]->defs;
         bs[i]->defs = ds[i];
+        kc__declare_commit(rt, bs[i], ds[i]->source, ds[i]->len, w);
         kc__fetch_add_relaxed(&rt->n_defs, 1);
       }
     }

@@ -148,6 +148,39 @@ static kc__binding *watcher(kc_runtime *rt, const char *prefix, size_t n, bool m
   return w;
 }
 
+/* Enumerators: a definition that declares RED in an enum becomes what
+ * RED's binding is declared by. Two steps: the bindings first (may fail:
+ * nothing has changed yet), then, with the definition in the table, the
+ * link and the end of the code that looked RED up (cannot fail). */
+typedef struct enum_ud {
+  kc_runtime *rt;
+  kc__binding *by; /* NULL: make the bindings */
+  kc_world w;
+  bool ok;
+} enum_ud;
+
+static bool on_enumerator(void *ud, const kc__ident *id) {
+  enum_ud *e = ud;
+  if (!e->by) return (e->ok = binding_get(e->rt, id->start, id->len) != NULL);
+  kc__binding *b = binding_find(e->rt, id->start, id->len, kc__hash(id->start, id->len));
+  if (b && b != e->by) {
+    b->declared_by = e->by;
+    invalidate(e->rt, b, e->w);
+  }
+  return true;
+}
+
+bool kc__declare_prepare(kc_runtime *rt, const char *source, size_t len) {
+  enum_ud e = {rt, NULL, 0, true};
+  kc__scan_enumerators(source, len, on_enumerator, &e);
+  return e.ok;
+}
+
+void kc__declare_commit(kc_runtime *rt, kc__binding *by, const char *source, size_t len, kc_world w) {
+  enum_ud e = {rt, by, w, true};
+  kc__scan_enumerators(source, len, on_enumerator, &e);
+}
+
 /* A definition of `name` also ends the code that watches a prefix of it.
  * buf: room for strlen(name) + 1 bytes, allocated before anything changed
  * (this cannot fail). */
@@ -205,6 +238,12 @@ static kc_status change_with(kc_runtime *rt, const char *name, const char *sourc
     d->len = len;
     d->hash = h;
     d->binding = b;
+    if (!kc__declare_prepare(rt, source, len)) {
+      kc__free(rt, text);
+      kc__free(rt, d);
+      kc__unlock(&rt->world_lock);
+      return kc__err(rt, KC_ENOMEM, "kc_define('%s'): out of memory", name);
+    }
     d->min_world = w + 1;
     atomic_init(&d->max_world, KC_WORLD_FOREVER);
   }
@@ -214,6 +253,7 @@ static kc_status change_with(kc_runtime *rt, const char *name, const char *sourc
   if (d) {
     d->older = b->defs;
     b->defs = d;
+    kc__declare_commit(rt, b, source, len, w);
   }
   kc__fetch_add_relaxed(&rt->n_defines, 1);
   if (d) kc__fetch_add_relaxed(&rt->n_defs, 1);
@@ -310,6 +350,7 @@ static kc_status visit(walk *wk, kc__def *d);
 
 static bool visit_include(walk *wk, const kc__ident *id);
 static bool visit_prefix(walk *wk, const kc__ident *id);
+static bool visit_enumerator(walk *wk, kc__binding *b);
 
 static bool visit_ident(void *ud, const kc__ident *id) {
   walk *wk = ud;
@@ -344,7 +385,7 @@ static bool visit_ident(void *ud, const kc__ident *id) {
     if (!b) return true;
   }
   kc__def *callee = visible_def(b, wk->world);
-  if (!id->call && !callee) return true;
+  if (!id->call && !callee) return b->declared_by ? visit_enumerator(wk, b) : true;
   if (!add_edge(wk, b, callee)) {
     wk->st = kc__err(wk->rt, KC_ENOMEM, "out of memory");
     return false;
@@ -454,6 +495,34 @@ static bool on_stack(const walk *wk, const kc__binding *b) {
   for (uint32_t i = 0; i < wk->depth; i++)
     if (wk->stack[i]->binding == b) return true;
   return false;
+}
+
+typedef struct declares_ud {
+  const char *name;
+  bool found;
+} declares_ud;
+
+static bool declares(void *ud, const kc__ident *id) {
+  declares_ud *d = ud;
+  d->found = strlen(d->name) == id->len && !memcmp(d->name, id->start, id->len);
+  return !d->found;
+}
+
+/* An enumerator (b, undefined itself): the definition that declares it, if
+ * its visible text still does; an edge on b too (defining RED itself
+ * changes what this code means). */
+static bool visit_enumerator(walk *wk, kc__binding *b) {
+  kc__binding *by = b->declared_by;
+  kc__def *d = visible_def(by, wk->world);
+  if (!d || on_stack(wk, by)) return true;
+  declares_ud u = {b->name, false};
+  kc__scan_enumerators(d->source, d->len, declares, &u);
+  if (!u.found) return true;
+  if (!add_edge(wk, b, NULL)) {
+    wk->st = kc__err(wk->rt, KC_ENOMEM, "out of memory");
+    return false;
+  }
+  return look_up(wk, by);
 }
 
 /* A pasted name known only by its prefix: the watcher of the prefix, and

@@ -277,6 +277,23 @@ static void check_comments_are_blanks(const char *src, const char *name) {
   free(blank);
 }
 
+/* Enumerators: identifiers of the text, in order. */
+typedef struct enums {
+  const char *text;
+  size_t len;
+  const char *last;
+} enums;
+
+static bool on_enum(void *ud, const kc__ident *id) {
+  enums *e = ud;
+  KCF_CHECK(id->start >= e->text && (size_t)(id->start - e->text) + id->len <= e->len && id->len > 0,
+            "an enumerator outside the text");
+  KCF_CHECK(is_id_start((unsigned char)id->start[0]), "an enumerator that is no identifier");
+  KCF_CHECK(!e->last || id->start > e->last, "enumerators out of order");
+  e->last = id->start;
+  return true;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint64_t seed = kcf_seed(data, size);
   char *text = kcf_dup(data, size);
@@ -294,6 +311,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   free(again.ids);
   free(full.ids);
+  enums en = {text, size, NULL};
+  kc__scan_enumerators(text, size, on_enum, &en);
   free(text);
 
   /* The parameter parser takes C strings. */

@@ -135,6 +135,28 @@ static void test_types_and_constants(void **state) {
   assert_int_equal(src_compiles(f->rt), c + 2);
 }
 
+/* An enumerator is found through the enum that declares it. */
+static void test_enumerators(void **state) {
+  kct_fixture *f = *state;
+  kct_define(f->rt, "Mode", "enum Mode { MODE_SLOW = 1, MODE_FAST = (2 + 1), MODE_LAST };");
+  kct_define(f->rt, "ke", "KC_KERNEL void ke(KC_GLOBAL float *y) { y[kc_global_id(0)] = (float)MODE_FAST; }");
+  kct_define(f->rt, "kl", "KC_KERNEL void kl(KC_GLOBAL float *y) { y[kc_global_id(0)] = (float)MODE_LAST; }");
+  assert_true(src_run(f, "ke") == 3.0f);
+  assert_true(src_run(f, "kl") == 4.0f);
+  uint64_t c = src_compiles(f->rt);
+  kct_define(f->rt, "Mode", "enum Mode { MODE_SLOW = 1, MODE_FAST = 7, MODE_LAST };");
+  assert_true(src_run(f, "ke") == 7.0f);
+  assert_true(src_run(f, "kl") == 8.0f);
+  assert_int_equal(src_compiles(f->rt), c + 2);
+  /* MODE_FAST no longer declared: the kernel does not compile, and says so */
+  kct_define(f->rt, "Mode", "enum Mode { MODE_SLOW = 1, MODE_LAST };");
+  kc_kernel *k = kct_kernel(f->rt, "ke", NULL);
+  assert_int_not_equal(kct_run(k, f->ctx, f->buf, KCT_FX_N, NULL), KC_OK);
+  KCT_CONTAINS(kc_errmsg(f->rt), "MODE_FAST");
+  kc_kernel_destroy(k);
+  assert_true(src_run(f, "kl") == 2.0f);
+}
+
 /* ------------------------------------------------------------- headers */
 
 static const char K_INC[] = "#include \"common.h\"\n"
@@ -269,6 +291,7 @@ int main(int argc, char **argv) {
       KCT_FX_TEST(test_pastes),
       KCT_FX_TEST(test_spliced_name),
       KCT_FX_TEST(test_types_and_constants),
+      KCT_FX_TEST(test_enumerators),
       KCT_FX_TEST(test_header_redefinition_recompiles_its_includers),
       KCT_FX_TEST(test_include_outside_the_table_is_refused),
       KCT_FX_TEST(test_system_header_keeps_working),

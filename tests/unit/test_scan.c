@@ -135,6 +135,24 @@ static void test_scan_pastes_and_splices(void **state) {
   EXPECT_SCAN("#def\\\nine M(x) he\\\nlp(x)\n", "M( help(");
 }
 
+static bool collect_enum(void *ud, const kc__ident *id) { return collect(ud, id); }
+
+static const char *scan_enums(const char *src) {
+  static found f;
+  memset(&f, 0, sizeof f);
+  kc__scan_enumerators(src, strlen(src), collect_enum, &f);
+  return f.text;
+}
+
+static void test_scan_enumerators(void **state) {
+  (void)state;
+  assert_string_equal(scan_enums("enum Mode { A = 1, B = (2, 3), C };"), "A B C");
+  assert_string_equal(scan_enums("typedef enum { X, Y = f(1, 2) } E;"), "X Y");
+  assert_string_equal(scan_enums("enum Mode m = A; enum Mode f(int x) { return x; }"), "");
+  assert_string_equal(scan_enums("/* enum { no } */ \"enum { no }\" enum { yes };"), "yes");
+  assert_string_equal(scan_enums("enum { A, B"), "A B");
+}
+
 static void test_scan_skips_numbers(void **state) {
   (void)state;
   EXPECT_SCAN("1.0e+5f + x2", "x2");
@@ -355,6 +373,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_scan_skips_literals),
       cmocka_unit_test(test_scan_reads_preprocessor_lines),
       cmocka_unit_test(test_scan_pastes_and_splices),
+      cmocka_unit_test(test_scan_enumerators),
       cmocka_unit_test(test_scan_skips_numbers),
       cmocka_unit_test(test_scan_stops_when_asked),
       cmocka_unit_test(test_scan_call_through_comment),
