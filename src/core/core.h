@@ -111,7 +111,7 @@ bool kc__is_identifier(const char *s);
  * digits and "_+-./" with a '.', no empty, "." or ".." part ("util.h",
  * "dsp/fir.cuh"). */
 bool kc__is_header_name(const char *s);
-/* Whether source may be the definition of name (table.c): it mentions it
+/* Whether source may be the definition of name (source_file.c): it mentions it
  * (a #define of it counts), unless name is a header. */
 kc_status kc__check_source(const kc_runtime *rt, const char *name, const char *source, size_t len);
 
@@ -367,12 +367,14 @@ uint64_t kc__table_collect(kc_runtime *rt, bool (*live)(void *ud, kc_world min, 
  * the check of a name, and ending (at w) the code that looked b up or
  * watched a prefix of its name (buf: room for strlen(b->name) + 1 bytes,
  * allocated before anything changed). */
-kc__binding *kc__binding_get(kc_runtime *rt, const char *name);
+kc__binding *kc__binding_get(kc_runtime *rt, const char *name, size_t len);
+void kc__binding_invalidate(kc_runtime *rt, kc__binding *b, kc_world w);
 kc__def *kc__visible_def(const kc__binding *b, kc_world w);
 kc_status kc__check_name(const kc_runtime *rt, const char *what, const char *name);
 void kc__table_clip(kc_runtime *rt, kc__binding *b, kc_world w, char *buf);
 /* Enumerators of a new definition of `by`: their bindings (false: out of
- * memory), then, once it is in the table, their link to `by` (table.c). */
+ * memory), then, once it is in the table, their link to `by`
+ * (source_file.c, under world_lock). */
 bool kc__declare_prepare(kc_runtime *rt, const char *source, size_t len);
 void kc__declare_commit(kc_runtime *rt, kc__binding *by, const char *source, size_t len, kc_world w);
 typedef struct kc__change {

@@ -5,7 +5,9 @@
  * types, constants, macros), each named by what it defines; the record of
  * the names each file defined, so that a reload undefines the ones that
  * disappeared; and the public call, which defines all of it in one world
- * through kc__define_batch, changing only what differs.
+ * through kc__define_batch, changing only what differs. Also what any
+ * definition's text may be (kc__check_source), and the enumerators it
+ * declares (kc__declare_*), for kc_define and kc_define_file alike.
  *
  * The splitter, like the scanner, takes (pointer, length), never reads past
  * it and fails only with a status and a message that names the line.
@@ -15,6 +17,80 @@
 
 #include <stdio.h>
 #include <string.h>
+
+/* ------------------------------------------- what a definition may be */
+
+/* A definition's text before it enters the table: a function, type or
+ * constant must mention its name, a macro must #define it; a header may
+ * be anything. A paste kcache cannot resolve is reported (the log, info):
+ * code that uses it depends on every name with its prefix. */
+typedef struct {
+  const char *name;
+  bool mentioned;
+  const kc__ident *prefix; /* the first unresolved paste */
+  char prefix_text[64];
+} source_ud;
+
+static bool source_ident(void *ud, const kc__ident *id) {
+  source_ud *u = ud;
+  if (id->kind == KC__ID_NAME && strlen(u->name) == id->len && !memcmp(u->name, id->start, id->len))
+    u->mentioned = true;
+  if (id->kind == KC__ID_PREFIX && !u->prefix) {
+    u->prefix = id;
+    snprintf(u->prefix_text, sizeof u->prefix_text, "%.*s", (int)(id->len < 60 ? id->len : 60), id->start);
+  }
+  return !(u->mentioned && u->prefix);
+}
+
+kc_status kc__check_source(const kc_runtime *rt, const char *name, const char *source, size_t len) {
+  if (kc__is_header_name(name)) return KC_OK;
+  source_ud u = {name, false, NULL, ""};
+  kc__scan_idents(source, len, source_ident, &u);
+  if (!u.mentioned)
+    return kc__err(rt, KC_EINVAL,
+                   "kc_define: the source given for '%s' never mentions '%s' (a function, type or "
+                   "constant named '%s', or #define %s)",
+                   name, name, name, name);
+  if (u.prefix)
+    kc__log(rt, KC_LOG_INFO,
+            "'%s' pastes a macro parameter into a name (\"%s\" ## ...): kcache cannot know the name, "
+            "so code that uses it depends on every definition whose name starts with \"%s\"",
+            name, u.prefix_text, u.prefix_text);
+  return KC_OK;
+}
+
+/* Enumerators: a definition that declares RED in an enum becomes what
+ * RED's binding is declared by. Two steps: the bindings first (may fail:
+ * nothing has changed yet), then, with the definition in the table, the
+ * link and the end of the code that looked RED up (cannot fail). */
+typedef struct enum_ud {
+  kc_runtime *rt;
+  kc__binding *by; /* NULL: make the bindings */
+  kc_world w;
+  bool ok;
+} enum_ud;
+
+static bool on_enumerator(void *ud, const kc__ident *id) {
+  enum_ud *e = ud;
+  if (!e->by) return (e->ok = kc__binding_get(e->rt, id->start, id->len) != NULL);
+  kc__binding *b = kc__binding_get(e->rt, id->start, id->len); /* made by the first step: no allocation */
+  if (b && b != e->by) {
+    b->declared_by = e->by;
+    kc__binding_invalidate(e->rt, b, e->w);
+  }
+  return true;
+}
+
+bool kc__declare_prepare(kc_runtime *rt, const char *source, size_t len) {
+  enum_ud e = {rt, NULL, 0, true};
+  kc__scan_enumerators(source, len, on_enumerator, &e);
+  return e.ok;
+}
+
+void kc__declare_commit(kc_runtime *rt, kc__binding *by, const char *source, size_t len, kc_world w) {
+  enum_ud e = {rt, by, w, true};
+  kc__scan_enumerators(source, len, on_enumerator, &e);
+}
 
 /* ---------------------------------------------------------------- split */
 
@@ -299,7 +375,7 @@ static bool batch_prepare(kc_runtime *rt, kc__change *items, size_t n, kc__bindi
                           kc_world w) {
   for (size_t i = 0; i < n; i++) {
     kc__change *it = &items[i];
-    kc__binding *b = bs[i] = kc__binding_get(rt, it->name);
+    kc__binding *b = bs[i] = kc__binding_get(rt, it->name, strlen(it->name));
     if (!b) return false;
     kc__def *cur = kc__visible_def(b, w);
     it->changed =

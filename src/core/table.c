@@ -93,46 +93,7 @@ static void invalidate(kc_runtime *rt, kc__binding *b, kc_world w) {
   b->nbackedges = 0;
 }
 
-/* ------------------------------------------------- pastes and headers */
-
-/* A definition's text before it enters the table: a function, type or
- * constant must mention its name, a macro must #define it; a header may
- * be anything. A paste kcache cannot resolve is reported (the log, info):
- * code that uses it depends on every name with its prefix. */
-typedef struct {
-  const char *name;
-  bool mentioned;
-  const kc__ident *prefix; /* the first unresolved paste */
-  char prefix_text[64];
-} source_ud;
-
-static bool source_ident(void *ud, const kc__ident *id) {
-  source_ud *u = ud;
-  if (id->kind == KC__ID_NAME && strlen(u->name) == id->len && !memcmp(u->name, id->start, id->len))
-    u->mentioned = true;
-  if (id->kind == KC__ID_PREFIX && !u->prefix) {
-    u->prefix = id;
-    snprintf(u->prefix_text, sizeof u->prefix_text, "%.*s", (int)(id->len < 60 ? id->len : 60), id->start);
-  }
-  return !(u->mentioned && u->prefix);
-}
-
-kc_status kc__check_source(const kc_runtime *rt, const char *name, const char *source, size_t len) {
-  if (kc__is_header_name(name)) return KC_OK;
-  source_ud u = {name, false, NULL, ""};
-  kc__scan_idents(source, len, source_ident, &u);
-  if (!u.mentioned)
-    return kc__err(rt, KC_EINVAL,
-                   "kc_define: the source given for '%s' never mentions '%s' (a function, type or "
-                   "constant named '%s', or #define %s)",
-                   name, name, name, name);
-  if (u.prefix)
-    kc__log(rt, KC_LOG_INFO,
-            "'%s' pastes a macro parameter into a name (\"%s\" ## ...): kcache cannot know the name, "
-            "so code that uses it depends on every definition whose name starts with \"%s\"",
-            name, u.prefix_text, u.prefix_text);
-  return KC_OK;
-}
+/* -------------------------------------------------------------- watchers */
 
 /* The watcher of a prefix: the binding "#prefix" (no user name starts
  * with '#'), looked up by code that pastes a name it cannot know. buf has
@@ -146,39 +107,6 @@ static kc__binding *watcher(kc_runtime *rt, const char *prefix, size_t n, bool m
   kc__binding *w = make ? binding_get(rt, b, n + 1) : binding_find(rt, b, n + 1, kc__hash(b, n + 1));
   if (b != buf && b != stack) kc__free(rt, b);
   return w;
-}
-
-/* Enumerators: a definition that declares RED in an enum becomes what
- * RED's binding is declared by. Two steps: the bindings first (may fail:
- * nothing has changed yet), then, with the definition in the table, the
- * link and the end of the code that looked RED up (cannot fail). */
-typedef struct enum_ud {
-  kc_runtime *rt;
-  kc__binding *by; /* NULL: make the bindings */
-  kc_world w;
-  bool ok;
-} enum_ud;
-
-static bool on_enumerator(void *ud, const kc__ident *id) {
-  enum_ud *e = ud;
-  if (!e->by) return (e->ok = binding_get(e->rt, id->start, id->len) != NULL);
-  kc__binding *b = binding_find(e->rt, id->start, id->len, kc__hash(id->start, id->len));
-  if (b && b != e->by) {
-    b->declared_by = e->by;
-    invalidate(e->rt, b, e->w);
-  }
-  return true;
-}
-
-bool kc__declare_prepare(kc_runtime *rt, const char *source, size_t len) {
-  enum_ud e = {rt, NULL, 0, true};
-  kc__scan_enumerators(source, len, on_enumerator, &e);
-  return e.ok;
-}
-
-void kc__declare_commit(kc_runtime *rt, kc__binding *by, const char *source, size_t len, kc_world w) {
-  enum_ud e = {rt, by, w, true};
-  kc__scan_enumerators(source, len, on_enumerator, &e);
 }
 
 /* A definition of `name` also ends the code that watches a prefix of it.
@@ -289,7 +217,10 @@ kc_status kc_undefine(kc_runtime *rt, const char *name, kc_world *new_world) {
 
 /* ------------------------------------------ for kc__define_batch */
 
-kc__binding *kc__binding_get(kc_runtime *rt, const char *name) { return binding_get(rt, name, strlen(name)); }
+kc__binding *kc__binding_get(kc_runtime *rt, const char *name, size_t len) {
+  return binding_get(rt, name, len);
+}
+void kc__binding_invalidate(kc_runtime *rt, kc__binding *b, kc_world w) { invalidate(rt, b, w); }
 kc__def *kc__visible_def(const kc__binding *b, kc_world w) { return visible_def(b, w); }
 kc_status kc__check_name(const kc_runtime *rt, const char *what, const char *name) {
   return check_name(rt, what, name);
