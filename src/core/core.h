@@ -327,6 +327,7 @@ struct kc_runtime {
   size_t npins, cappins;
   struct kc__store *store; /* the disk cache (store.c); NULL when there is none */
   struct kc__srcfile *files; /* kc_define_file's files and their names (source_file.c), under world_lock */
+  size_t nwatchers; /* bindings "#prefix" made (table.c), under world_lock */
 };
 
 /* Function table (table.c). */

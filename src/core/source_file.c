@@ -28,6 +28,7 @@ typedef struct {
   const char *name;
   bool mentioned;
   const kc__ident *prefix; /* the first unresolved paste */
+  bool want_prefix; /* the log would say so (KC_LOG_INFO): scan to the end */
   char prefix_text[64];
 } source_ud;
 
@@ -39,12 +40,13 @@ static bool source_ident(void *ud, const kc__ident *id) {
     u->prefix = id;
     snprintf(u->prefix_text, sizeof u->prefix_text, "%.*s", (int)(id->len < 60 ? id->len : 60), id->start);
   }
-  return !(u->mentioned && u->prefix);
+  return !(u->mentioned && (u->prefix || !u->want_prefix));
 }
 
 kc_status kc__check_source(const kc_runtime *rt, const char *name, const char *source, size_t len) {
   if (kc__is_header_name(name)) return KC_OK;
-  source_ud u = {name, false, NULL, ""};
+  source_ud u = {name, false, NULL, false, ""};
+  u.want_prefix = kc__log_on(rt, KC_LOG_INFO);
   kc__scan_idents(source, len, source_ident, &u);
   if (!u.mentioned)
     return kc__err(rt, KC_EINVAL,
@@ -81,13 +83,22 @@ static bool on_enumerator(void *ud, const kc__ident *id) {
   return true;
 }
 
+/* Whether "enum" occurs in text at all (the common case: it does not). */
+static bool may_declare(const char *t, size_t len) {
+  for (const char *p = t; len >= 4 && (p = memchr(p, 'e', len - 3 - (size_t)(p - t))) != NULL; p++)
+    if (!memcmp(p, "enum", 4)) return true;
+  return false;
+}
+
 bool kc__declare_prepare(kc_runtime *rt, const char *source, size_t len) {
+  if (!may_declare(source, len)) return true;
   enum_ud e = {rt, NULL, 0, true};
   kc__scan_enumerators(source, len, on_enumerator, &e);
   return e.ok;
 }
 
 void kc__declare_commit(kc_runtime *rt, kc__binding *by, const char *source, size_t len, kc_world w) {
+  if (!may_declare(source, len)) return;
   enum_ud e = {rt, by, w, true};
   kc__scan_enumerators(source, len, on_enumerator, &e);
 }

@@ -104,7 +104,8 @@ static kc__binding *watcher(kc_runtime *rt, const char *prefix, size_t n, bool m
   if (!b) return NULL;
   b[0] = '#';
   memcpy(b + 1, prefix, n);
-  kc__binding *w = make ? binding_get(rt, b, n + 1) : binding_find(rt, b, n + 1, kc__hash(b, n + 1));
+  kc__binding *w = binding_find(rt, b, n + 1, kc__hash(b, n + 1));
+  if (!w && make && (w = binding_get(rt, b, n + 1)) != NULL) rt->nwatchers++;
   if (b != buf && b != stack) kc__free(rt, b);
   return w;
 }
@@ -113,7 +114,7 @@ static kc__binding *watcher(kc_runtime *rt, const char *prefix, size_t n, bool m
  * buf: room for strlen(name) + 1 bytes, allocated before anything changed
  * (this cannot fail). */
 static void invalidate_watchers(kc_runtime *rt, const char *name, kc_world w, char *buf) {
-  if (kc__is_header_name(name)) return;
+  if (!rt->nwatchers || kc__is_header_name(name)) return; /* (the common case: no paste) */
   size_t n = strlen(name);
   for (size_t i = 0; i <= n; i++) {
     kc__binding *b = watcher(rt, name, i, false, buf);
