@@ -137,13 +137,22 @@ static size_t name_or_paste(lx *x, size_t j, size_t e, const mparams *mp, bool d
   }
   size_t nx = kc__lx_next(t, e, end, dir);
   bool call = nx < e && t[nx] == '(';
+  /* a pasted number with '.', '+' or '-' (a ## 1.5e-3) makes no name: what
+   * comes before it is a prefix */
+  size_t known = wild ? prefix : catlen, idlen = 0;
+  while (idlen < known && kc__lx_id_char((unsigned char)cat[idlen])) idlen++;
+  if (npieces > 1 && idlen < known) {
+    wild = true;
+    prefix = idlen;
+  }
   if (npieces == 1) {
     if (wild && !last_param) /* a spliced name too long to report whole */
       emit(x, KC__ID_PREFIX, cat, prefix, call, dir, true, at, end);
     else if (!last_param && kc__lx_id_start((unsigned char)name[0]))
       emit(x, KC__ID_NAME, name, n, call, dir, joined_any, at, end);
   } else if (wild) {
-    emit(x, KC__ID_PREFIX, cat, prefix, call, true, true, at, end);
+    if (prefix == 0 || kc__lx_id_start((unsigned char)cat[0])) /* (1 ## x is a number) */
+      emit(x, KC__ID_PREFIX, cat, prefix, call, true, true, at, end);
   } else if (catlen && kc__lx_id_start((unsigned char)cat[0])) {
     emit(x, KC__ID_NAME, cat, catlen, call, true, true, at, end);
   }

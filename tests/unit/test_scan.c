@@ -128,6 +128,8 @@ static void test_scan_pastes_and_splices(void **state) {
   EXPECT_SCAN("#define P(x) pre_##x##_post\n", "P( pre_*");
   EXPECT_SCAN("#define P(x) f ## 2 (x)\n", "P( f2(");
   EXPECT_SCAN("#define P(x) #x y\n", "P( y"); /* stringized */
+  EXPECT_SCAN("#define P(x) f ## 1.5e-3 g\n", "P( f1* g"); /* no name: a prefix */
+  EXPECT_SCAN("#define P(x) 1 ## x g\n", "P( g"); /* a number */
   EXPECT_SCAN("a ## b", "a b"); /* outside a #define: no pasting */
   EXPECT_SCAN("hel\\\nper(1)", "helper(");
   EXPECT_SCAN("hel\\\r\nper (1)", "helper(");
