@@ -47,10 +47,15 @@ static void emit(lx *x, uint8_t kind, const char *name, size_t n, bool call, boo
  * splice cuts is joined into buf (*joined); *cut if it did not fit. */
 static size_t read_name(const char *t, size_t e, size_t i, char *buf, const char **name, size_t *n,
                         bool *joined, bool *cut) {
-  size_t s = i, w = 0;
+  size_t s = i, w = 0, sp;
   *joined = *cut = false;
-  for (;;) {
-    size_t sp;
+  while (i < e && kc__lx_id_char((unsigned char)t[i])) i++;
+  if (!(sp = kc__lx_splice(t, e, i)) || i + sp >= e || !kc__lx_id_char((unsigned char)t[i + sp])) {
+    *name = t + s; /* the common case: no splice, nothing copied */
+    *n = i - s;
+    return i;
+  }
+  for (i = s;;) {
     if (i < e && kc__lx_id_char((unsigned char)t[i])) {
       if (w < NAME_MAX_) buf[w++] = t[i];
       else *cut = true;
@@ -100,6 +105,13 @@ static size_t name_or_paste(lx *x, size_t j, size_t e, const mparams *mp, bool d
   bool wild = false, joined_any = false, last_param = false;
   const char *name = NULL;
   size_t n = 0;
+  if (!mp) { /* outside a #define (most names): no paste, no parameter */
+    bool joined, cut;
+    end = read_name(t, e, j, piece, &name, &n, &joined, &cut);
+    size_t nx = kc__lx_next(t, e, end, dir);
+    emit(x, cut ? KC__ID_PREFIX : KC__ID_NAME, name, n, nx < e && t[nx] == '(', dir, joined, at, end);
+    return end;
+  }
   for (;;) {
     bool joined = false, cut = false;
     if (kc__lx_id_start((unsigned char)t[j])) {
