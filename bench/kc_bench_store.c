@@ -21,6 +21,10 @@
  * cache, CUDA's JIT cache), so that "cold" is cold.
  *
  * Usage: kc_bench_store [--json] [--quick] [--runs N] [--backend host|tcc|opencl|opencl+pocl|cuda]
+ *
+ * With --scale [--entries N] [--cli PATH], instead: the store's own costs
+ * at N entries (100,000 unless told): writes past the bound, lookups,
+ * `kcache stats` and `kcache show KEY` (kc_bench_store_scale.c).
  */
 #include <kcache.h>
 
@@ -181,8 +185,12 @@ static void measure(const char *self, const bconf *c, int runs, result *r) {
   r->ran = true;
 }
 
+int kcb_store_scale(int argc, char **argv); /* kc_bench_store_scale.c */
+
 int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "--child")) return child(argv[2], argv[3]);
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--scale")) return kcb_store_scale(argc, argv);
   bool json = false;
   int runs = 7;
   const char *only = NULL;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 kc__store_file *cli_list(const cli *c, size_t *n) {
   kc__store_file *files = NULL;
@@ -66,6 +67,12 @@ static size_t newest_named(const kc__store_file *files, size_t n, const char *na
 }
 
 bool cli_resolve(const cli *c, const char *what, const char *params, kc__entry *e, char *path, size_t len) {
+  uint8_t key[16];
+  if (kc__store_unhex(what, key)) {
+    /* a full key: straight to its file, no listing */
+    kc__store_path(c->vdir, key, ".kce", path, len);
+    if (access(path, F_OK) == 0) return read_entry(c, path, key, e);
+  }
   size_t n, at = SIZE_MAX, hits = 0;
   kc__store_file *files = cli_list(c, &n);
   if (is_key_prefix(what)) hits = match_prefix(files, n, what, &at);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---------------------------------------------------------------- stats */
@@ -23,6 +24,8 @@ const char cli_help_stats[] = "usage: kcache stats [--zero] [--dir DIR] [--json]
                               "writes, evictions, repairs; and, when a remote tier was used (or $KC_REMOTE\n"
                               "names one), its lookups, hits, misses, rejected values, errors, skips,\n"
                               "uploads, waits for another machine's compile, and time per lookup.\n"
+                              "It reads the store's index (rebuilt when damaged or stale), not every\n"
+                              "entry: `kcache verify` reads every entry.\n"
                               "\n"
                               "  -z, --zero  first zeroes the store's hits, misses, writes, evictions and\n"
                               "              repairs (for every process using it; what it holds is kept,\n"
@@ -47,34 +50,42 @@ typedef struct summary {
   kc__store_counters k;
 } summary;
 
-static void tally(summary *s, const char *name, uint64_t bytes) {
-  int j = 0;
-  while (j < s->nbe && strcmp(s->be[j].name, name)) j++;
-  if (j == s->nbe && s->nbe < 8) {
-    snprintf(s->be[j].name, sizeof s->be[j].name, "%s", name);
-    s->be[j].count = s->be[j].bytes = 0;
-    s->nbe++;
-  }
-  if (j < s->nbe) {
-    s->be[j].count++;
-    s->be[j].bytes += bytes;
-  }
+/* Whether this user may rewrite the store's index: a store it can write,
+ * and not another user's store as root (its index would be root's). */
+static bool index_writable(const cli *c) {
+  struct stat st;
+  return access(c->vdir, W_OK) == 0 && stat(c->vdir, &st) == 0 && (geteuid() != 0 || st.st_uid == 0);
 }
 
+/* From the store's summary and index (cache/index.h), not from every
+ * entry: what it holds, by backend; entries that could not be read when
+ * they were indexed count as damaged. Last uses are those the index
+ * records (a hit touches the entry's file, not the index); the newest use
+ * is also the shared counters' last change (every hit, miss and write
+ * rewrites them). */
 static void summarize(const cli *c, summary *s) {
   memset(s, 0, sizeof *s);
-  kc__store_file *files = cli_list(c, &s->n);
-  for (size_t i = 0; i < s->n; i++) {
-    s->total += files[i].size;
-    if (!s->oldest || files[i].mtime_ns < s->oldest) s->oldest = files[i].mtime_ns;
-    if (files[i].mtime_ns > s->newest) s->newest = files[i].mtime_ns;
-    kc__entry e;
-    bool ok = kc__entry_peek(files[i].path, &e, NULL, 0) == KC_OK;
-    s->damaged += !ok;
-    tally(s, ok ? e.backend : "(damaged)", files[i].size);
-    if (ok) kc__entry_free(NULL, &e);
+  kc__index_summary t;
+  if (!kc__index_summarize(NULL, c->vdir, index_writable(c), &t)) cli_fail("out of memory reading the index");
+  s->n = t.count;
+  s->total = t.bytes;
+  s->damaged = t.damaged;
+  s->oldest = t.oldest;
+  s->newest = t.newest;
+  for (int j = 0; j < t.nbe; j++) {
+    char be[9];
+    memcpy(be, t.be[j].backend, 8);
+    be[8] = 0;
+    s->nbe = j + 1;
+    snprintf(s->be[j].name, sizeof s->be[j].name, "%s", be[0] ? be : "(damaged)");
+    s->be[j].count = t.be[j].count;
+    s->be[j].bytes = t.be[j].bytes;
   }
-  kc__store_list_free(NULL, files);
+  char path[PATH_MAX + 16];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/stats", c->vdir);
+  int64_t counted = stat(path, &st) == 0 ? (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec : 0;
+  if (s->n && counted > s->newest) s->newest = counted;
   const char *env = kc__setting_raw(KC__SET_CACHE_MAXSIZE);
   if (!kc__store_env_max_size(&s->max))
     snprintf(s->max_error, sizeof s->max_error,

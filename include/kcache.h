@@ -189,6 +189,9 @@ typedef struct kc_options {
   kc_log_fn log; /* NULL: stderr, "kcache: warning: MSG" */
   void *log_ud; /* passed to log */
   kc_log_level log_level; /* KC_LOG_DEFAULT: $KC_LOG, else KC_LOG_WARN */
+  /* Nonzero: checked mode (see "checked mode" under buffers); 0: $KC_CHECKED
+   * (1 turns it on), else off. */
+  int checked;
 } kc_options;
 
 /* Fills the first `size` bytes of *opt with the defaults and sets
@@ -204,6 +207,27 @@ kc_status kc_runtime_create(const kc_options *opt, kc_runtime **out);
 /* Destroys the runtime and everything created from it (contexts, kernels,
  * buffers). Not thread-safe with any other call on the same runtime. */
 void kc_runtime_destroy(kc_runtime *rt);
+
+/* Fork. A process may fork() while its threads use kcache: kcache takes its
+ * locks around the fork (pthread_atfork), so the child inherits none of
+ * them held, and a child may go on using a runtime of its parent on the
+ * host backend (OpenCL and CUDA drivers do not survive a fork: there the
+ * child must create its own runtime, or exec). In the child:
+ *  - compiles that other threads of the parent had in progress did not
+ *    happen: the child compiles again what it needs; the forking thread's
+ *    pin is kept, other threads' pins are not;
+ *  - uploads to the remote tier queued in the parent before the fork are
+ *    sent by the parent alone; the child's own uploads are sent by an
+ *    uploader thread of its own (finished by kc_runtime_destroy, as in any
+ *    process), so none is lost or sent twice;
+ *  - kc_options.alloc is called (to free the child's copy of the parent's
+ *    queued uploads): it must work in a child.
+ * fork() waits while another thread links code into a context or edits
+ * the function table, never for a compile. Limits of the host backend
+ * today (doc/locks.md, "Fork"): a parent and a child that compile or link
+ * at the same moment share one work directory and its file names, and a
+ * kernel built by tcc that another thread was running at the moment of the
+ * fork cannot be launched again on that context in the child. */
 
 /* The backend actually in use: "host", "opencl" or "cuda". */
 const char *kc_runtime_backend(const kc_runtime *rt);
@@ -417,7 +441,23 @@ typedef struct kc_dim3 {
 
 typedef enum kc_arg_kind { KC_ARG_SCALAR = 1, KC_ARG_BUFFER = 2 } kc_arg_kind;
 
-/* One kernel argument: a buffer, or a by-value scalar of `size` bytes. */
+/* One kernel argument: a buffer, or a by-value value of `size` bytes.
+ *
+ * By-value parameters may have any type the backend's compiler knows: a
+ * scalar, a struct, union or typedef from a named definition, a vector type
+ * (float2, int4, ...: native on OpenCL and CUDA; on the host backend the
+ * 2- and 4-lane types are structs of x, y, z, w aligned to their size, with
+ * no arithmetic), half where the backend has it (OpenCL with cl_khr_fp16,
+ * the host backend with a C compiler that has _Float16). kcache asks the
+ * compiler itself for each parameter type's size and alignment when it
+ * compiles the kernel (a probe the backend appends to the source; stored
+ * with the compiled code in the disk cache), so the rule is the same on
+ * every backend: `size` must be the compiler's sizeof of the type, else the
+ * launch fails with KC_EARGS and the same message on every backend ("kernel
+ * 'k' argument 1 (P p) is a 24-byte value (alignment 8); 20 bytes were
+ * given"). The bytes are passed as they are: lay the struct out on the
+ * host as the kernel's compiler does (the same members in the same order;
+ * kc_args_create keeps its copy at the type's alignment). */
 typedef struct kc_arg {
   const void *ptr; /* kc_buffer* for KC_ARG_BUFFER, else the scalar's bytes */
   uint32_t size; /* the scalar's size in bytes; 0 for buffers */
@@ -484,6 +524,25 @@ size_t kc_buffer_size(const kc_buffer *buf);
 /* Blocking copies; offset+size must lie within the buffer (KC_EINVAL). */
 kc_status kc_buffer_write(kc_buffer *buf, size_t offset, const void *src, size_t size);
 kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
+
+/*
+ * Checked mode (kc_options.checked, or KC_CHECKED=1; off by default): every
+ * buffer gets a guard zone of KC_CHECKED_GUARD bytes before and after it,
+ * filled with a pattern, and kcache checks the pattern
+ *   - after each launch on the host backend (its launches are synchronous),
+ *     for the launch's buffer arguments: the launch returns the error;
+ *   - in kc_context_finish on every backend, for every buffer of the
+ *     context: the finish returns the error.
+ * A kernel that wrote outside a buffer then fails with KC_ELAUNCH and a
+ * message naming the kernel, the argument and the offsets written, e.g.
+ * "checked mode: kernel 'k' argument 0 (KC_GLOBAL float *y) wrote outside
+ * its buffer of 64 bytes, at offsets 64..255 (after its end)", instead of
+ * corrupting memory; the guard is restored, so the next check reports only
+ * new writes. A write further than the guard zone is not caught. In checked
+ * mode every launch takes the slow path (no launch cache is filled); with it
+ * off, launches cost what they always did.
+ */
+#define KC_CHECKED_GUARD 4096
 
 /* ------------------------------------------------------------- statistics */
 
@@ -587,9 +646,13 @@ void kc_free(kc_runtime *rt, void *p);
  * else 60 s, and compiles itself.
  *
  * Size: kc_options.cache_max_size, else $KC_CACHE_MAXSIZE ("500M", "2G", or
- * bytes), else 1 GiB. The thread whose write takes the store past the bound
- * evicts the least recently used entries (down to 90%); a cached launch
- * never does.
+ * bytes), else 1 GiB, kept approximately: the thread whose write takes the
+ * store past the bound evicts the least recently used entries towards 90%
+ * of it, at most 32 per write (the next write past the bound goes on), so
+ * the store exceeds its bound by at most what is written between two such
+ * writes, or while another thread or process is evicting. It finds them
+ * through the store's index (a summary, then the index of the buckets it
+ * evicts from), not by listing every entry. A cached launch never evicts.
  *
  * Failures are never the caller's: a damaged entry (truncated, corrupted,
  * another format, another key) or one the backend refuses to load is a

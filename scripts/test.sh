@@ -6,7 +6,8 @@
 #   asan      gcc, AddressSanitizer + UndefinedBehaviorSanitizer
 #   tsan      gcc, ThreadSanitizer
 #   clang     clang -Werror build of everything (the tests run too)
-#   reliability  fault injection, compiler faults, model test, stress
+#   reliability  fault injection, compiler faults, model test, stress, and a
+#             1-minute soak (scripts/soak.sh; KC_SOAK_MINUTES)
 #             (scripts/reliability.sh: ASan + fault-injection build)
 #   fuzz      every fuzz target for a bounded time (scripts/fuzz.sh), after
 #             the corpus and regression inputs were replayed by the others
@@ -73,6 +74,10 @@ for s in "${suites[@]}"; do
     rc=0
     scripts/reliability.sh || rc=$?
     count_log reliability build-fault/reliability.log "$rc"
+    echo "=== soak (${KC_SOAK_MINUTES:-1} min, RELIABILITY.md)"
+    srk=0
+    scripts/soak.sh --minutes "${KC_SOAK_MINUTES:-1}" --build build-fault || srk=$?
+    ((srk == 0 || srk == 77)) || failed_suites+=(soak)
     ;;
   fuzz)
     echo "=== suite: fuzz"

@@ -22,6 +22,7 @@
 
 typedef struct kc__spec kc__spec;
 typedef struct kc__blinked kc__blinked;
+typedef struct kc__tu kc__tu;
 
 /* ------------------------------------------------------------- services */
 
@@ -55,10 +56,49 @@ typedef struct kc__param {
   bool is_buffer; /* a pointer: passed as a kc_buffer */
 } kc__param;
 
-/* Packed expected argument: kind in the high half, scalar size in the low
+/* Packed expected argument: kind in bits 32..39, scalar size in the low
  * half (size UINT32_MAX: neither kcache nor the backend can tell the type's
- * size; a launch then fails with KC_EARGS saying so). */
+ * size; a launch then fails with KC_EARGS saying so), and in bits 40..47 the
+ * type's alignment as the compiler sees it, as log2 + 1 (0: not known). An
+ * argument must match kind and size (KC__SIG_MATCH); the alignment lays out
+ * bound arguments and is part of the messages. */
 #define KC__SIG(kind, size) (((uint64_t)(kind) << 32) | (uint32_t)(size))
+#define KC__SIG_MATCH(sig) ((sig)&0xFFFFFFFFFFull) /* kind and size: what an argument must match */
+#define KC__SIG_KIND(sig) ((uint32_t)((sig) >> 32) & 0xFFu)
+/* The alignment recorded in sig, or 0 if none is. */
+static inline uint32_t kc__sig_align(uint64_t sig) {
+  uint32_t lg = (uint32_t)(sig >> 40) & 0xFFu;
+  return lg && lg <= 32 ? 1u << (lg - 1) : 0u;
+}
+/* A scalar of size bytes and alignment align (a power of two up to 2^31). */
+static inline uint64_t kc__sig_scalar(uint32_t size, uint32_t align) {
+  uint64_t lg = 0;
+  while (lg < 31 && (1u << lg) < align) lg++;
+  return KC__SIG(KC_ARG_SCALAR, size) | (align ? (lg + 1) << 40 : 0);
+}
+
+/* The parameter probe (src/core/probe.c): how each backend learns the size
+ * and alignment of every by-value parameter type from its own compiler,
+ * whatever the type (a scalar, a struct or union of the closure, a vector
+ * type, half), instead of from a table of names. A backend's epilogue
+ * appends kc__probe_emit's code to the translation unit (so it is part of
+ * the source and of the disk key); after compiling, the backend reads the
+ * values the compiler computed (host: a symbol of the object; OpenCL: a
+ * probe kernel run once; CUDA: an array in the PTX) and hands them to
+ * kc__probe_apply, which checks them and fills sig. The values are
+ * { m, size_0, align_0, ..., size_m-1, align_m-1 } for the m by-value
+ * parameters in order. */
+typedef enum kc__probe_dialect { KC__PROBE_C, KC__PROBE_OPENCL, KC__PROBE_CUDA } kc__probe_dialect;
+/* The number of by-value (non-buffer) parameters of tu: 0 needs no probe. */
+uint32_t kc__probe_count(const kc__tu *tu);
+/* Appends the probe for tu's by-value parameters (nothing if there are
+ * none). The symbol or kernel is named kc__probe. */
+void kc__probe_emit(kc__sb *out, const kc__tu *tu, kc__probe_dialect d);
+/* Checks vals (n of them, read back from the compiled probe) and fills
+ * sig's scalar entries with size and alignment. KC_ECOMPILE saying what is
+ * wrong if they do not make sense (then sig is left as it was). */
+kc_status kc__probe_apply(const kc__bsvc *sv, const kc__tu *tu, const uint64_t *vals, size_t n,
+                          uint64_t *sig);
 
 /* The backend's half of a linked object (a code instance loaded into one
  * context). link fills it, unlink releases it, launches read it; the core
@@ -112,6 +152,13 @@ struct kc_buffer {
   kc_context *owner; /* the context struct it lives in; never changes */
   size_t size;
   kc_buffer *prev, *next; /* owner's live list or free list, under owner->lock */
+  /* Checked mode (src/core/checked.c): the whole allocation, guard zones
+   * included (h is a view of its middle), and who launched with it last
+   * (for the message at kc_context_finish), under owner->lock. */
+  kc__bufh whole;
+  const kc__spec *chk_spec;
+  uint32_t chk_arg;
+  char chk_label[96];
 };
 _Static_assert(offsetof(struct kc_buffer, h) == 0, "argv takes a kc_buffer * as a pointer to its handle");
 
@@ -134,14 +181,14 @@ typedef struct kc__artifact {
 /* --------------------------------------------------------- the table */
 
 /* A translation unit ready for the backend. */
-typedef struct kc__tu {
+struct kc__tu {
   const char *entry;
   const char *text;
   size_t len;
   const kc__param *params;
   uint32_t nparams;
   const kc__spec *spec;
-} kc__tu;
+};
 
 typedef struct kc__backend {
   const char *name;
@@ -181,6 +228,12 @@ typedef struct kc__backend {
   void (*buf_destroy)(void *bctx, kc__bufh *h);
   kc_status (*buf_write)(void *bctx, kc__bufh *h, size_t off, const void *src, size_t n);
   kc_status (*buf_read)(void *bctx, kc__bufh *h, size_t off, void *dst, size_t n);
+  /* Optional (checked mode): a handle on bytes [off, off + size) of the
+   * buffer whole, which kernels and copies use like any buffer's, and its
+   * release (whole stays). NULL: a handle is an address (host, CUDA), and
+   * the view is whole's plus off, released with nothing. */
+  kc_status (*buf_view)(void *bctx, const kc__bufh *whole, size_t off, size_t size, kc__bufh *view);
+  void (*buf_view_destroy)(void *bctx, kc__bufh *view);
 } kc__backend;
 
 /* Each backend defines its table, `const kc__backend kc__backend_NAME`, in
@@ -192,6 +245,12 @@ typedef struct kc__backend {
  * the allocator and the error owner; free *out with kc__bs_free(svc, ...). */
 kc_status kc__cuda_compile_only(const kc__bsvc *svc, const char *source_tu, size_t len, const char *entry,
                                 int sm, bool ptx, void **out, size_t *out_size, kc__sb *log);
+/* kc__cuda_compile_only for a translation unit that ends with the CUDA
+ * backend's epilogue (the probe): compiles, and fills sig (nparams entries,
+ * prefilled by the caller) with the sizes and alignments NVRTC computed,
+ * exactly as the backend's compile does. The artifact is dropped. */
+kc_status kc__cuda_compile_sig(const kc__bsvc *svc, const kc__tu *tu, int sm, bool ptx, uint64_t *sig,
+                               kc__sb *log);
 /* NULL when NVRTC can be loaded, else why not. */
 const char *kc__cuda_nvrtc_unavailable(void);
 

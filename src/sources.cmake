@@ -7,15 +7,19 @@
 
 set(KC_SOURCES
     src/base/err.c
+    src/base/fork.c
     src/base/hmac.c
     src/base/mem.c
     src/base/misc.c
     src/base/sb.c
     src/base/settings.c
+    src/core/checked.c
     src/core/code.c
     src/core/context.c
+    src/core/fork.c
     src/core/launch.c
     src/core/log.c
+    src/core/probe.c
     src/core/runtime.c
     src/core/headers.c
     src/core/lex.c
@@ -29,9 +33,12 @@ set(KC_SOURCES
     src/cache/counters.c
     src/cache/dir.c
     src/cache/entry_file.c
+    src/cache/evict.c
+    src/cache/index.c
     src/cache/io.c
     src/cache/key.c
     src/cache/store.c
+    src/cache/summary.c
     src/cache/trust.c
     src/remote/config.c
     src/remote/conn.c

@@ -37,6 +37,11 @@ kc_status kc__cuda_compile_only(const kc__bsvc *svc, const char *source_tu, size
   (void)source_tu, (void)len, (void)entry, (void)sm, (void)ptx, (void)out, (void)out_size, (void)log;
   return kc__bs_err(svc, KC_EUNAVAILABLE, "kcache was built without the cuda backend");
 }
+kc_status kc__cuda_compile_sig(const kc__bsvc *svc, const kc__tu *tu, int sm, bool ptx, uint64_t *sig,
+                               kc__sb *log) {
+  (void)tu, (void)sm, (void)ptx, (void)sig, (void)log;
+  return kc__bs_err(svc, KC_EUNAVAILABLE, "kcache was built without the cuda backend");
+}
 #endif
 
 static const struct registry_row {

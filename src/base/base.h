@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "base/compiler.h"
 #include "base/err.h"
+#include "base/fork.h"
 #include "base/hash.h"
 #include "base/id.h"
 #include "base/kit.h"

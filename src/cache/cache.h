@@ -3,8 +3,9 @@
  * cache/cache.h -- the disk cache as the engine sees it (store.c): a
  * persistent, content-addressed store of bytes shared by the threads and
  * processes that use one directory, with single flight across processes (a
- * flock per key), a size bound (LRU eviction), and a further tier behind it
- * (the remote tier, driven through kc__cache_tier).
+ * flock per key), a size bound (LRU eviction, a few entries per write, from
+ * the store's index: index.h), and a further tier behind it (the remote
+ * tier, driven through kc__cache_tier).
  *
  * The cache never sees a code instance, a linked object or a backend. Its
  * caller (src/core/cache_glue.c) asks with the identity fields of a key and
@@ -13,8 +14,10 @@
  *
  * Locks: the per-key flock is taken by kc__cache_fetch and held until
  * kc__cache_finish (the engine holds its kc__spec.lock across both, and
- * across the compile between them); the flocks on stats and gc.lock are
- * held for a few system calls and nothing is taken while holding them.
+ * across the compile between them); the flocks on stats are held for a
+ * few system calls and nothing is taken while holding them; a bucket's
+ * index flock (index.h) is held across one change of the bucket, and is
+ * taken under the per-key flock and under gc.lock, never the other way.
  * After a local miss the tier is asked while the per-key flock is held; its
  * locks are leaves.
  *
@@ -27,6 +30,7 @@
 #include "cache/codec.h"
 #include "cache/counters.h"
 #include "cache/dir.h"
+#include "cache/index.h"
 #include "cache/io.h"
 #include "cache/key.h"
 #include "base/settings.h"
@@ -102,6 +106,7 @@ typedef struct kc__cache_txn {
   void *defs; /* the closure, encoded (a DEFS section) for the entry */
   size_t defs_len;
   uint64_t remote_lock; /* nonzero: this lookup holds the key's lock in the tier */
+  bool lock_unlinked; /* the lock file is gone already (with the entry's write, in its index transaction) */
 } kc__cache_txn;
 
 /* The key of p, then the disk and the tier. True on a hit: verify said
@@ -125,8 +130,9 @@ typedef struct kc__cache_result {
 } kc__cache_result;
 
 /* After the compile of a miss: writes the entry of p and res (p NULL: none:
- * the compile failed) to disk and the tier, releases the locks, and evicts
- * if the store went past its bound. */
+ * the compile failed) to disk and the tier, releases the locks, and, if the
+ * store went past its bound, evicts the least recently used entries
+ * towards 90% of it, at most KC__EVICT_BATCH of them (kc__store_evict). */
 void kc__cache_finish(kc__cache *c, kc__cache_txn *txn, const kc__key_parts *p, const kc__cache_result *res);
 
 #endif /* KC_CACHE_CACHE_H */

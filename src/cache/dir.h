@@ -62,8 +62,10 @@ typedef struct kc__gc_result {
 
 /* Removes least recently used entries until the store holds at most
  * `target` bytes, stale temp files (older than an hour) and abandoned lock
- * files, and rewrites the shared counters with exact values. wait: block
- * on another evictor, else return KC_EBUSY at once. */
+ * files, rewrites the shared counters with exact values and rebuilds every
+ * bucket's index (index.h). A whole-store scan: for `kcache gc`, `clear`
+ * and `verify --repair`; a write's eviction is kc__store_evict. wait:
+ * block on another evictor, else return KC_EBUSY at once. */
 kc_status kc__store_gc(const kc__heap *mem, const char *vdir, uint64_t target, bool wait,
                        kc__progress_fn progress, void *ud, kc__gc_result *out);
 

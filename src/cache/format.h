@@ -12,6 +12,9 @@
  *                                read-modify-written under flock; a hint
  *                                that a scan of the directory corrects
  *   ROOT/v1/gc.lock              one evictor at a time (flock)
+ *   ROOT/v1/index/ab             the index of bucket ab (cache/index.h),
+ *                                flocked while ab's entries change
+ *   ROOT/v1/index/summary        each bucket's totals (cache/index.h)
  *   ROOT/v1/ab/<32 hex>.kce      the entry of key ab...: header + payload
  *   ROOT/v1/ab/<32 hex>.lock     exists while a process compiles that key
  *   ROOT/v1/ab/.tmp-<key>-<pid>-<tid>-<n>   an entry being written
@@ -48,6 +51,12 @@
 #define KC__STORE_MAGIC "KCACHE\x1a\n"
 #define KC__STORE_DEFAULT_MAX (1ull << 30)
 #define KC__STORE_DEFAULT_LOCK_MS 60000u
+/* The most entries that the write which takes the store past its bound
+ * evicts (index.h, kc__store_evict): the next one past it goes on. */
+#define KC__EVICT_BATCH 32u
+/* The most buckets without a usable summary slot that one such eviction
+ * reads (and rebuilds) the index of; the others wait for the next. */
+#define KC__EVICT_REBUILDS 16u
 /* An entry larger than this is damage, not a kernel. */
 #define KC__STORE_MAX_ENTRY (1ull << 30)
 

@@ -224,16 +224,43 @@ static bool after_write(kc__cache *c, const char *dir, size_t size, bool replace
   kc__store_counters now;
   kc__store_counters_add(c->vdir, (int64_t)size - (replaced ? (int64_t)old->st_size : 0), replaced ? 0 : 1, 0,
                          0, 1, 0, 0, false, &now);
-  /* Over the bound: evict down to 90%, so that the next writes do not
-   * evict again at once. Size unknown: a scan finds it out. */
+  /* Over the bound: evict towards 90% (at most KC__EVICT_BATCH entries
+   * per write), so that the next writes do not evict again at once. Size
+   * unknown: the eviction finds it out from the index. */
   *target = now.sized ? c->max_size / 10 * 9 : c->max_size;
   return !now.sized || now.bytes > c->max_size;
 }
 
+/* The rename of tmp over final in the bucket's index transaction (index.h),
+ * with the key's lock file (txn's, if it holds one) unlinked there too, so
+ * that the index records the bucket as this leaves it. st: the temp file. */
+static int rename_indexed(kc__cache *c, const uint8_t key[16], const char *tmp, const char *final,
+                          const struct stat *st, const uint8_t *img, size_t size, kc__cache_txn *txn,
+                          bool *replaced, struct stat *old) {
+  kc__index_txn it;
+  kc__index_begin(c->mem, c->vdir, key[0], &it);
+  *replaced = stat(final, old) == 0;
+  int err = kc__fo_rename(tmp, final) == 0 ? 0 : errno;
+  if (!err) {
+    kc__index_rec r;
+    kc__index_rec_make(&r, key, st, img, size);
+    kc__index_put(c->mem, &it, &r);
+  }
+  if (!err && txn && txn->lock_fd >= 0) {
+    char path[PATH_MAX];
+    kc__store_path(c->vdir, key, ".lock", path, sizeof path);
+    unlink(path); /* while held: see key_lock_fd */
+    txn->lock_unlinked = true;
+  }
+  kc__index_commit(c->mem, c->vdir, &it);
+  return err;
+}
+
 /* Writes image as the entry of key: temp file, fsync, rename, fsync of the
- * directory. True if eviction is due (see after_write). */
+ * directory. True if eviction is due (see after_write). txn: the lookup
+ * whose compile made it (NULL: none). */
 static bool write_entry(kc__cache *c, const uint8_t key[16], const uint8_t *img, size_t size,
-                        uint64_t *target) {
+                        uint64_t *target, kc__cache_txn *txn) {
   if (!ensure_bucket(c, key)) return false;
   static _Atomic uint64_t seq;
   char hex[33], dir[PATH_MAX], tmp[PATH_MAX], final[PATH_MAX];
@@ -260,9 +287,9 @@ static bool write_entry(kc__cache *c, const uint8_t key[16], const uint8_t *img,
   int err = write_all(fd, img, size);
   if (!err && sealed) err = write_all(fd, mac, sizeof mac);
   if (err) goto fail;
-  if (sealed) size += sizeof mac;
   what = "flushing";
-  if (kc__fo_fsync(fd) != 0) {
+  struct stat st;
+  if (kc__fo_fsync(fd) != 0 || fstat(fd, &st) != 0) {
     err = errno;
     goto fail;
   }
@@ -273,13 +300,10 @@ static bool write_entry(kc__cache *c, const uint8_t key[16], const uint8_t *img,
     goto fail;
   }
   struct stat old;
-  bool replaced = stat(final, &old) == 0;
+  bool replaced;
   what = "renaming";
-  if (kc__fo_rename(tmp, final) != 0) {
-    err = errno;
-    goto fail;
-  }
-  return after_write(c, dir, size, replaced, &old, target);
+  if ((err = rename_indexed(c, key, tmp, final, &st, img, size, txn, &replaced, &old))) goto fail;
+  return after_write(c, dir, (size_t)st.st_size, replaced, &old, target);
 fail:
   if (fd >= 0) close(fd);
   unlink(tmp);
@@ -292,8 +316,8 @@ static void write_and_evict(kc__cache *c, const uint8_t key[16], const void *img
   uint64_t target = 0;
   kc__gc_result r;
   /* KC_EBUSY: another thread or process is evicting; it does the work */
-  if (kc__load_relaxed(&c->writable) && write_entry(c, key, img, size, &target) &&
-      kc__store_gc(c->mem, c->vdir, target, false, NULL, NULL, &r) == KC_OK)
+  if (kc__load_relaxed(&c->writable) && write_entry(c, key, img, size, &target, NULL) &&
+      kc__store_evict(c->mem, c->vdir, target, KC__EVICT_BATCH, &r) == KC_OK)
     kc__fetch_add_relaxed(&c->n.evictions, r.evicted);
 }
 
@@ -341,7 +365,13 @@ static void key_unlock(kc__cache *c, kc__cache_txn *txn) {
   if (txn->lock_fd < 0) return;
   char path[PATH_MAX];
   kc__store_path(c->vdir, txn->key, ".lock", path, sizeof path);
-  unlink(path); /* while held: see key_lock_fd */
+  if (!txn->lock_unlinked) { /* while held: see key_lock_fd; in the bucket's index transaction, which
+                              * then records the directory as this leaves it (else: stale, rebuilt) */
+    kc__index_txn it;
+    kc__index_begin(c->mem, c->vdir, txn->key[0], &it);
+    unlink(path);
+    kc__index_commit(c->mem, c->vdir, &it);
+  }
   flock(txn->lock_fd, LOCK_UN);
   close(txn->lock_fd);
   txn->lock_fd = -1;
@@ -370,7 +400,13 @@ static bool lookup(kc__cache *c, const uint8_t key[16], kc__cache_verify_fn veri
   }
   if (good) return true;
   kc__fetch_add_relaxed(&c->n.repairs, 1);
-  bool removed = kc__load_relaxed(&c->writable) && kc__store_remove_if_same(path, &st);
+  bool removed = false;
+  if (kc__load_relaxed(&c->writable)) {
+    kc__index_txn it;
+    kc__index_begin(c->mem, c->vdir, key[0], &it);
+    if ((removed = kc__store_remove_if_same(path, &st))) kc__index_del(&it, key);
+    kc__index_commit(c->mem, c->vdir, &it);
+  }
   kc__store_counters_add(c->vdir, removed ? -(int64_t)st.st_size : 0, removed ? -1 : 0, 0, 0, 0, 0, 1, false,
                          NULL);
   return false;
@@ -490,7 +526,7 @@ void kc__cache_finish(kc__cache *c, kc__cache_txn *txn, const kc__key_parts *p, 
   size_t size = 0;
   if (txn->active && p && (kc__load_relaxed(&c->writable) || c->tier.self)) {
     img = finish_encode(c, txn, p, res, &size);
-    if (img && kc__load_relaxed(&c->writable)) evict = write_entry(c, txn->key, img, size, &target);
+    if (img && kc__load_relaxed(&c->writable)) evict = write_entry(c, txn->key, img, size, &target, txn);
   }
   key_unlock(c, txn); /* first: waiters read the entry while we evict */
   if (c->tier.self) c->tier.upload(c->tier.self, txn->key, img, size, txn->remote_lock); /* takes img */
@@ -501,6 +537,6 @@ void kc__cache_finish(kc__cache *c, kc__cache_txn *txn, const kc__key_parts *p, 
   txn->active = false;
   kc__gc_result r;
   /* KC_EBUSY: another thread or process is evicting; it does the work */
-  if (evict && kc__store_gc(c->mem, c->vdir, target, false, NULL, NULL, &r) == KC_OK)
+  if (evict && kc__store_evict(c->mem, c->vdir, target, KC__EVICT_BATCH, &r) == KC_OK)
     kc__fetch_add_relaxed(&c->n.evictions, r.evicted);
 }

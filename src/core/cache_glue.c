@@ -87,6 +87,15 @@ void kc__store_close(kc_runtime *rt) {
   rt->store = NULL;
 }
 
+void kc__store_fork_lock(kc_runtime *rt) {
+  if (rt->store) kc__lock(&rt->store->probe_lock);
+}
+
+void kc__store_fork_unlock(kc_runtime *rt, bool child) {
+  (void)child; /* the same in both: this thread took it */
+  if (rt->store) kc__unlock(&rt->store->probe_lock);
+}
+
 /* --------------------------------------------------------- trial loads */
 
 /* Loads a stored artifact into a scratch context of the backend: a stored

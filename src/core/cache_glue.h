@@ -36,6 +36,10 @@ bool kc__store_fetch(kc_runtime *rt, kc__ci *ci, const kc__closure *c, kc__store
 /* After the compile of a miss: writes the entry if st is KC_OK, releases the
  * lock, and evicts if the store went past its bound. */
 void kc__store_finish(kc_runtime *rt, kc__store_txn *txn, kc_status st, const kc__ci *ci, const kc__sb *log);
+/* Around fork() (core/fork.c): takes the probe lock; gives it back (in the
+ * parent, or in the child). The remote tier has its own fork hook. */
+void kc__store_fork_lock(kc_runtime *rt);
+void kc__store_fork_unlock(kc_runtime *rt, bool child);
 /* Adds the disk and remote counters to *out. */
 void kc__store_stats(const kc_runtime *rt, kc_stats *out);
 

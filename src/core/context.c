@@ -90,7 +90,8 @@ kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out) {
 /* Releases a buffer's backend memory and keeps its struct on the owner's
  * free list, marked destroyed (ctx NULL); owner->lock held. */
 static void buffer_retire(kc_context *owner, kc_buffer *b) {
-  owner->rt->be->buf_destroy(owner->bctx, &b->h);
+  if (owner->rt->checked) kc__checked_buf_destroy(owner, b);
+  else owner->rt->be->buf_destroy(owner->bctx, &b->h);
   b->h.u64 = 0;
   b->ctx = NULL;
   b->size = 0;
@@ -146,7 +147,9 @@ kc_status kc_context_finish(kc_context *ctx) {
   if (!ctx) return kc__err(NULL, KC_EINVAL, "kc_context_finish: context is NULL");
   if (!kc__load_relaxed(&ctx->alive))
     return kc__err(ctx->rt, KC_EDESTROYED, "kc_context_finish: the context has been destroyed");
-  return ctx->rt->be->ctx_finish(ctx->bctx);
+  kc_status st = ctx->rt->be->ctx_finish(ctx->bctx);
+  /* checked mode: the guard zones of every buffer, once the work is done */
+  return st || !ctx->rt->checked ? st : kc__checked_finish(ctx);
 }
 
 /* The linked object of ci in ctx, linking it on first use. */
@@ -228,7 +231,8 @@ kc_status kc_buffer_create(kc_context *ctx, size_t size, kc_buffer **out) {
     }
     b->owner = ctx;
   }
-  kc_status st = rt->be->buf_create(ctx->bctx, size, &b->h);
+  kc_status st =
+      rt->checked ? kc__checked_buf_create(ctx, size, b) : rt->be->buf_create(ctx->bctx, size, &b->h);
   if (st) {
     KC__STACK_PUSH(ctx->free_buffers, b, next);
     kc__unlock(&ctx->lock);

@@ -326,6 +326,11 @@ struct kc_runtime {
   } * pins;
   size_t npins, cappins;
   struct kc__store *store; /* the disk cache (store.c); NULL when there is none */
+  kc__fork_hook fork; /* its locks around fork() (fork.c) */
+  /* Checked mode (checked.c; kc_options.checked or $KC_CHECKED): guard
+   * zones around buffers; check_each: after every launch (the host
+   * backend, whose launches are synchronous), else at kc_context_finish. */
+  bool checked, check_each;
   struct kc__srcfile *files; /* kc_define_file's files and their names (source_file.c), under world_lock */
   size_t nwatchers; /* bindings "#prefix" made (table.c), under world_lock */
 };
@@ -465,6 +470,11 @@ extern KC__HIDDEN _Thread_local kc__pin_state kc__pin;
 bool kc__pinned_on(const kc_runtime *rt) KC__NOINLINE;
 void kc__drop_own_pin(const kc_runtime *rt);
 
+/* fork.c: rt's locks around fork() (kcache.h, "Fork"): registered once the
+ * runtime is open, removed first thing at destroy. */
+void kc__runtime_fork_register(kc_runtime *rt);
+void kc__runtime_fork_unregister(kc_runtime *rt);
+
 /* The world the calling thread sees: its pin's, else the latest. */
 static inline kc_world kc__caller_world(const kc_runtime *rt) {
   if (KC__UNLIKELY(kc__pin.rt == rt) && kc__pinned_on(rt)) return kc__pin.world;
@@ -490,6 +500,20 @@ void kc__context_teardown(kc_context *ctx); /* frees what a live context holds *
 void kc__linked_recycle(kc_runtime *rt, kc__linked *l);
 /* The linked object of ci in ctx, linking it on first use. */
 kc_status kc__ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out);
+
+/* checked.c: checked mode (kcache.h, "Checked mode"). Setup resolves the
+ * option at create. The buffer calls replace the backend's buf_create and
+ * buf_destroy in checked mode (owner->lock held). kc__checked_launch is the
+ * slow paths' launch in checked mode: it records the buffers' last kernel,
+ * launches (argv: the backend's launch with packed arguments; NULL: the
+ * entry with args) and, where check_each, checks the guards of the buffer
+ * arguments. kc__checked_finish checks every buffer of ctx. */
+void kc__checked_setup(kc_runtime *rt);
+kc_status kc__checked_buf_create(kc_context *ctx, size_t size, kc_buffer *b);
+void kc__checked_buf_destroy(kc_context *owner, kc_buffer *b);
+kc_status kc__checked_launch(kc__linked *l, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
+                             const kc_arg *args, uint32_t nargs, void **argv) KC__COLD;
+kc_status kc__checked_finish(kc_context *ctx) KC__COLD;
 
 /* launch.c: the entry of backends without their own (kc__linked.b.entry). */
 kc_status kc__entry_packed(kc__blinked *b, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,

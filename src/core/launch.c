@@ -91,8 +91,13 @@ static KC__COLD kc_status explain_arg(kc_runtime *rt, const char *name, uint32_t
   }
   if (!a->ptr) return KC__ARG_ERR("has a NULL value pointer", name, i, label);
   if (size == UINT32_MAX)
-    return KC__ARG_ERR("has a type whose size kcache does not know; use a scalar type of the dialect", name,
-                       i, label);
+    return KC__ARG_ERR("has a type whose size the compiler did not tell kcache", name, i, label);
+  /* the compiler's size and alignment (the parameter probe), so the same
+   * words on every backend */
+  uint32_t align = kc__sig_align(want);
+  if (a->size != size && align)
+    return KC__ARG_ERR("is a %u-byte value (alignment %u); %u bytes were given", name, i, label, size, align,
+                       a->size);
   if (a->size != size) return KC__ARG_ERR("has %u bytes; %u were given", name, i, label, size, a->size);
 #undef KC__ARG_ERR
   return KC_OK;
@@ -125,7 +130,7 @@ kc_status kc__launch_bad_args(const kc__blinked *b, const kc_context *ctx, const
 /* Whether arg fits a parameter whose KC__SIG is want, in ctx. A scalar
  * parameter of a size kcache does not know (UINT32_MAX) fits nothing. */
 static inline bool arg_fits(const kc_arg *a, uint64_t want, const kc_context *ctx) {
-  if (KC__SIG(a->kind, a->size) != want || !a->ptr || a->size == UINT32_MAX) return false;
+  if (KC__SIG(a->kind, a->size) != KC__SIG_MATCH(want) || !a->ptr || a->size == UINT32_MAX) return false;
   return want != KC__SIG(KC_ARG_BUFFER, 0) || ((const kc_buffer *)a->ptr)->ctx == ctx;
 }
 
@@ -201,6 +206,8 @@ static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, const k
   kc__linked *l = NULL;
   st = kc__ctx_link(ctx, ci, &l);
   if (st) return st;
+  /* checked mode fills no cache: every launch comes back here */
+  if (KC__UNLIKELY(rt->checked)) return kc__checked_launch(l, ctx, grid, block, args, nargs, NULL);
   kc__store_release(&k->slots[key & (KC__HSLOTS - 1)], l);
   return l->b.entry(&l->b, ctx, grid, block, args, nargs);
 }
@@ -282,6 +289,15 @@ static size_t value_room(uint64_t sig) {
   return sig == KC__SIG(KC_ARG_BUFFER, 0) ? 0 : ((size_t)(uint32_t)sig + 15) & ~(size_t)15;
 }
 
+/* The alignment of a scalar's room: 16, or the type's where the compiler
+ * says it is more (a host kernel reads the value in place). */
+static size_t value_align(uint64_t sig) {
+  size_t al = kc__sig_align(sig);
+  return al > 16 ? al : 16;
+}
+
+#define KC__ALIGN_UP(x, al) (((x) + (al)-1) & ~((size_t)(al)-1))
+
 kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint32_t nargs, kc_args **out) {
   if (!out) return kc__err(k ? k->rt : NULL, KC_EINVAL, "kc_args_create: out is NULL");
   *out = NULL;
@@ -297,22 +313,26 @@ kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint
   if (st) return st;
   uint32_t n = ci->nparams;
   if (nargs != n || (n && !args)) return explain_args(rt, ci, ctx, args, nargs);
-  size_t values = 0;
+  size_t values = 0, maxal = 16;
   for (uint32_t i = 0; i < n; i++) {
     if (!arg_fits(&args[i], ci->sig[i], ctx)) return explain_args(rt, ci, ctx, args, nargs);
-    values += value_room(ci->sig[i]);
+    size_t al = value_align(ci->sig[i]);
+    values = KC__ALIGN_UP(values, al) + value_room(ci->sig[i]);
+    if (al > maxal) maxal = al;
   }
-  size_t head = sizeof(kc_args) + n * sizeof(void *);
-  head = (head + 15) & ~(size_t)15;
-  size_t size = head + values + n * (sizeof(kc_arg) + sizeof(uint64_t));
+  size_t head = KC__ALIGN_UP(sizeof(kc_args) + n * sizeof(void *), 16);
+  size_t size = head + (maxal - 16) + values + n * (sizeof(kc_arg) + sizeof(uint64_t));
   kc_args *a = kc__calloc(rt, size);
   if (!a) return kc__err(rt, KC_ENOMEM, "kc_args_create: out of memory");
   a->values = (unsigned char *)a + head;
+  a->values += KC__ALIGN_UP((uintptr_t)a->values, maxal) - (uintptr_t)a->values;
   a->args = (kc_arg *)(void *)(a->values + values);
   a->want = (uint64_t *)(void *)(a->args + n);
   memcpy(a->want, ci->sig, n * sizeof *a->want);
-  for (uint32_t i = 0, off = 0; i < n; off += (uint32_t)value_room(a->want[i]), i++)
-    args_store(a, i, &args[i], a->values + off);
+  for (size_t i = 0, off = 0; i < n; off += value_room(a->want[i]), i++) {
+    off = KC__ALIGN_UP(off, value_align(a->want[i]));
+    args_store(a, (uint32_t)i, &args[i], a->values + off);
+  }
   atomic_init(&a->l, &kc__no_linked);
   atomic_init(&a->ci_id, ci->id);
   atomic_init(&a->hits, 0);
@@ -398,6 +418,7 @@ static KC__NOINLINE kc_status args_slow(kc_args *a, const kc_dim3 *grid, const k
   kc__linked *l = NULL;
   st = kc__ctx_link(ctx, ci, &l);
   if (st) return st;
+  if (KC__UNLIKELY(rt->checked)) return kc__checked_launch(l, ctx, grid, block, a->args, a->n, a->argv);
   kc__store_relaxed(&a->ci_id, ci->id);
   kc__store_relaxed(&a->l, l);
   return l->b.launch(&l->b, a->argv, grid, block);

@@ -141,6 +141,7 @@ kc_status kc__runtime_open(const kc_options *user_opt, const kc__backend *be, kc
   atomic_init(&rt->fast_world, 1);
   rt->opt = opt;
   kc__log_setup(rt);
+  kc__checked_setup(rt);
 #define KC__OOM(label) \
   do { \
     st = kc__err(NULL, KC_ENOMEM, "kc_runtime_create: out of memory"); \
@@ -156,6 +157,7 @@ kc_status kc__runtime_open(const kc_options *user_opt, const kc__backend *be, kc
   st = be->open(&svc, &rt->opt, &rt->bstate);
   if (st) goto fail_open;
   kc__store_open(rt); /* never fails: without a disk cache, code stays in memory */
+  kc__runtime_fork_register(rt); /* its locks around fork() (fork.c) */
   *out = rt;
   return KC_OK;
 
@@ -176,6 +178,7 @@ fail_options:
 
 void kc_runtime_destroy(kc_runtime *rt) {
   if (!rt) return;
+  kc__runtime_fork_unregister(rt); /* first: a fork now takes none of its locks */
   kc__drop_own_pin(rt); /* the caller's own pin dies with it */
   for (kc_context *c = rt->contexts, *next; c; c = next) {
     next = c->next;

@@ -15,7 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Uploads queue at most this much. */
+/* Uploads (and deferred work) queue at most this much; releases of a lock
+ * alone are always queued. */
 #define KC__QUEUE_JOBS 64u
 #define KC__QUEUE_BYTES (256ull << 20)
 /* Idle connections kept per runtime. */
@@ -176,10 +177,15 @@ struct kc__remote {
   kc__mutex queue_lock; /* leaf */
   pthread_cond_t queue_cond;
   upjob *head, *tail;
-  size_t qlen;
+  upjob *running; /* the job the thread runs now, outside the lock */
+  size_t qlen, qwork; /* jobs; those with an image or deferred work (bounded) */
   uint64_t qbytes;
+  size_t qwork_peak; /* the most qwork and qbytes ever were (tests) */
+  uint64_t qbytes_peak;
   bool stop, started;
+  bool no_thread; /* upload on the caller's thread (a child under TSan) */
   pthread_t thread;
+  kc__fork_hook fork; /* queue.c: the queue and the pool around fork() */
 };
 
 /* tier.c: one upload job (the SET and the release of the lock), and the
@@ -187,7 +193,11 @@ struct kc__remote {
 void kc__remote_run_job(kc__remote *r, upjob *j);
 void kc__remote_count(kc__remote *r, int which, uint64_t n);
 void kc__remote_count_shared(kc__remote *r, int which, uint64_t n);
-/* queue.c: stops the uploader and frees what is left queued. */
+/* tier.c: r->pid and r->ident from this process (at open, and in a child). */
+void kc__remote_set_ident(kc__remote *r);
+/* queue.c: stops the uploader and frees what is left queued; registers
+ * the tier's fork hook (at open). */
 void kc__remote_queue_stop(kc__remote *r);
+void kc__remote_fork_register(kc__remote *r);
 
 #endif /* KC_REMOTE_INTERNAL_H */

@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * remote/queue.c -- owns the upload queue and its thread: uploads and
- * deferred work leave the launch that compiled, bounded in jobs and bytes,
- * run at a lower priority, and are finished (or freed) when the tier closes.
+ * deferred work leave the launch that compiled, bounded in jobs and bytes
+ * (checked under the queue's lock, so concurrent uploads cannot pass it),
+ * run at a lower priority, are finished (or freed) when the tier closes,
+ * and survive fork() (base/fork.h): the parent keeps its queue and its
+ * thread; the child, which has no thread, drops its copy of the parent's
+ * jobs (the parent sends them: nothing is sent twice) and starts a thread
+ * of its own for the jobs it queues (under ThreadSanitizer, which cannot
+ * start threads after a threaded fork, it uploads synchronously).
  */
 #include "remote/internal.h"
 
@@ -10,6 +16,13 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+
+static void job_free(kc__remote *r, upjob *j) {
+  kc__heap_free(&r->heap, j->image);
+  kc__heap_free(&r->heap, j);
+}
+
+static bool job_has_work(const upjob *j) { return j->image || j->fn; }
 
 static void *uploader(void *arg) {
   kc__remote *r = arg;
@@ -26,24 +39,33 @@ static void *uploader(void *arg) {
     r->head = j->next;
     if (!r->head) r->tail = NULL;
     r->qlen--;
+    r->qwork -= job_has_work(j);
     r->qbytes -= j->size;
+    r->running = j; /* the parent's, if the process forks now */
     kc__unlock(&r->queue_lock);
     kc__remote_run_job(r, j);
-    kc__heap_free(&r->heap, j->image);
-    kc__heap_free(&r->heap, j);
     kc__lock(&r->queue_lock);
+    r->running = NULL;
+    job_free(r, j);
   }
   kc__unlock(&r->queue_lock);
   return NULL;
 }
 
-/* Queues j for the uploader thread (started on the first job). False when
- * no thread can be made (or the tier is closing). */
-static bool enqueue(kc__remote *r, upjob *j) {
-  bool queued = false;
+typedef enum { Q_QUEUED, Q_FULL, Q_NO_THREAD } queued;
+
+/* Queues j for the uploader thread (started on the first job). Q_FULL: j
+ * carries an image or deferred work, and the queue holds KC__QUEUE_JOBS of
+ * those or would pass KC__QUEUE_BYTES with it (a lock's release alone is
+ * always queued). Q_NO_THREAD: no thread can be made, or the tier is
+ * closing. */
+static queued enqueue(kc__remote *r, upjob *j) {
+  queued q = Q_NO_THREAD;
   kc__lock(&r->queue_lock);
-  if (!r->stop) {
-    if (!r->started) {
+  if (job_has_work(j) && (r->qwork >= KC__QUEUE_JOBS || r->qbytes + j->size > KC__QUEUE_BYTES)) {
+    q = Q_FULL;
+  } else if (!r->stop) {
+    if (!r->started && !r->no_thread) {
       /* the uploader takes no signals meant for the application's threads */
       sigset_t all, old;
       sigfillset(&all);
@@ -56,30 +78,22 @@ static bool enqueue(kc__remote *r, upjob *j) {
       else r->head = j;
       r->tail = j;
       r->qlen++;
+      r->qwork += job_has_work(j);
       r->qbytes += j->size;
+      if (r->qwork > r->qwork_peak) r->qwork_peak = r->qwork;
+      if (r->qbytes > r->qbytes_peak) r->qbytes_peak = r->qbytes;
       pthread_cond_signal(&r->queue_cond);
-      queued = true;
+      q = Q_QUEUED;
     }
   }
   kc__unlock(&r->queue_lock);
-  return queued;
+  return q;
 }
 
 void kc__remote_upload(kc__remote *r, const uint8_t key[16], void *image, size_t size, uint64_t lock) {
   if (!r || (!image && !lock)) {
     if (r) kc__heap_free(&r->heap, image);
     return;
-  }
-  kc__lock(&r->queue_lock);
-  bool full = r->qlen >= KC__QUEUE_JOBS || r->qbytes + size > KC__QUEUE_BYTES;
-  kc__unlock(&r->queue_lock);
-  if (image && full) {
-    kc__remote_count(r, RC_SKIPS, 1); /* a backlog: the server is slower than the compilers */
-    kc__remote_count_shared(r, RC_SKIPS, 1);
-    kc__heap_free(&r->heap, image);
-    image = NULL;
-    size = 0;
-    if (!lock) return;
   }
   upjob *j = kc__heap_calloc(&r->heap, sizeof *j);
   if (!j) {
@@ -88,44 +102,106 @@ void kc__remote_upload(kc__remote *r, const uint8_t key[16], void *image, size_t
   }
   memcpy(j->key, key, 16);
   j->image = image;
-  j->size = size;
+  j->size = image ? size : 0;
   j->lock = lock;
-  if (!enqueue(r, j)) { /* upload here rather than lose it */
-    kc__remote_run_job(r, j);
+  queued q = enqueue(r, j);
+  if (q == Q_FULL) {
+    kc__remote_count(r, RC_SKIPS, 1); /* a backlog: the server is slower than the compilers */
+    kc__remote_count_shared(r, RC_SKIPS, 1);
     kc__heap_free(&r->heap, j->image);
-    kc__heap_free(&r->heap, j);
+    j->image = NULL;
+    j->size = 0;
+    if (!lock) {
+      kc__heap_free(&r->heap, j);
+      return;
+    }
+    q = enqueue(r, j); /* the release alone */
+  }
+  if (q == Q_NO_THREAD) { /* upload here rather than lose it */
+    kc__remote_run_job(r, j);
+    job_free(r, j);
   }
 }
 
 bool kc__remote_defer(kc__remote *r, kc__remote_defer_fn fn, void *ud, const uint8_t key[16], void *image,
                       size_t size) {
   if (!r) return false;
-  kc__lock(&r->queue_lock);
-  bool full = r->qlen >= KC__QUEUE_JOBS || r->qbytes + size > KC__QUEUE_BYTES;
-  kc__unlock(&r->queue_lock);
-  upjob *j = full ? NULL : kc__heap_calloc(&r->heap, sizeof *j);
+  upjob *j = kc__heap_calloc(&r->heap, sizeof *j);
   if (!j) return false;
   j->fn = fn;
   j->ud = ud;
   memcpy(j->key, key, 16);
   j->image = image;
   j->size = size;
-  if (enqueue(r, j)) return true;
+  if (enqueue(r, j) == Q_QUEUED) return true;
   kc__heap_free(&r->heap, j);
   return false;
 }
 
+void kc__remote_queue_peak(kc__remote *r, size_t *jobs, uint64_t *bytes) {
+  kc__lock(&r->queue_lock);
+  *jobs = r->qwork_peak;
+  *bytes = r->qbytes_peak;
+  kc__unlock(&r->queue_lock);
+}
+
 void kc__remote_queue_stop(kc__remote *r) {
+  kc__fork_unregister(&r->fork);
   kc__lock(&r->queue_lock);
   r->stop = true;
-  bool join = r->started && r->pid == getpid(); /* after fork, the thread was the parent's */
+  bool join = r->started && r->pid == getpid(); /* a child's thread is its own (fork_child) */
   pthread_cond_signal(&r->queue_cond);
   kc__unlock(&r->queue_lock);
   if (join) pthread_join(r->thread, NULL);
-  for (upjob *j = r->head, *next; j; j = next) { /* only left by a thread of another process */
+  for (upjob *j = r->head, *next; j; j = next) { /* none: the thread ran them all */
     next = j->next;
-    kc__heap_free(&r->heap, j->image);
-    kc__heap_free(&r->heap, j);
+    job_free(r, j);
   }
   r->head = r->tail = NULL;
+}
+
+/* -------------------------------------------------------------- fork */
+
+static void fork_prepare(void *ud) {
+  kc__remote *r = ud;
+  kc__lock(&r->queue_lock);
+  kc__lock(&r->pool_lock);
+}
+
+static void fork_parent(void *ud) {
+  kc__remote *r = ud;
+  kc__unlock(&r->pool_lock);
+  kc__unlock(&r->queue_lock);
+}
+
+/* The child: the queued jobs and the one the parent's thread runs are the
+ * parent's to send; pooled connections are the parent's sockets (pool_get
+ * drops them by their pid). The condition variable may count the parent's
+ * waiting thread: a new one. */
+static void fork_child(void *ud) {
+  kc__remote *r = ud;
+  for (upjob *j = r->head, *next; j; j = next) {
+    next = j->next;
+    job_free(r, j);
+  }
+  if (r->running) job_free(r, r->running);
+  r->head = r->tail = r->running = NULL;
+  r->qlen = r->qwork = 0;
+  r->qbytes = 0;
+  r->started = false;
+#ifdef KC__TSAN
+  /* ThreadSanitizer cannot start threads in the child of a threaded
+   * process ("dup thread"): there, the child uploads synchronously */
+  r->no_thread = true;
+#endif
+  pthread_cond_init(&r->queue_cond, NULL);
+  kc__remote_set_ident(r);
+  kc__unlock(&r->pool_lock);
+  kc__unlock(&r->queue_lock);
+}
+
+void kc__remote_fork_register(kc__remote *r) {
+  r->fork = (kc__fork_hook){
+      .level = KC__FORK_REMOTE, .prepare = fork_prepare, .parent = fork_parent, .child = fork_child, .ud = r};
+  kc__fork_register(&r->fork); /* false: no fork handling (pthread_atfork out of memory) */
 }

@@ -214,6 +214,9 @@ void kc__remote_upload(kc__remote *r, const uint8_t key[16], void *image, size_t
 typedef void (*kc__remote_defer_fn)(void *ud, const uint8_t key[16], const void *image, size_t size);
 bool kc__remote_defer(kc__remote *r, kc__remote_defer_fn fn, void *ud, const uint8_t key[16], void *image,
                       size_t size);
+/* The most jobs with an image or deferred work, and bytes, the upload queue
+ * ever held (tests: at most KC__QUEUE_JOBS and KC__QUEUE_BYTES). */
+void kc__remote_queue_peak(kc__remote *r, size_t *jobs, uint64_t *bytes);
 /* Adds the tier's counters to *out. */
 void kc__remote_stats(const kc__remote *r, kc_stats *out);
 /* The URL in use (password masked). */

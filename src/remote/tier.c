@@ -385,12 +385,17 @@ kc__remote *kc__remote_open(const kc__heap *heap, const kc__log_sink *log, const
   if (log) r->log = *log, r->has_log = true;
   r->cfg = cfg;
   kc__wipe(&cfg, sizeof cfg);
+  kc__remote_set_ident(r);
+  kc__remote_fork_register(r);
+  return r;
+}
+
+void kc__remote_set_ident(kc__remote *r) {
   r->pid = getpid();
   char host[64] = "?";
   gethostname(host, sizeof host - 1);
   host[sizeof host - 1] = 0;
   snprintf(r->ident, sizeof r->ident, "%s:%ld", host, (long)r->pid);
-  return r;
 }
 
 void kc__remote_close(kc__remote *r) {

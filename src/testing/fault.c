@@ -337,8 +337,20 @@ static kc_status px_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, siz
   return o.px->real->buf_read(bctx, h, off, dst, n);
 }
 
+/* The proxy lock around fork() (base/fork.h), like the library's own. */
+static void proxy_fork_lock(void *ud) { kc__lock(ud); }
+static void proxy_fork_unlock(void *ud) { kc__unlock(ud); }
+static kc__fork_hook proxy_fork = {.level = KC__FORK_TESTING,
+                                   .prepare = proxy_fork_lock,
+                                   .parent = proxy_fork_unlock,
+                                   .child = proxy_fork_unlock,
+                                   .ud = &kc__proxy_lock};
+static kc__once proxy_fork_once = KC__ONCE_INIT;
+static void proxy_fork_register(void) { kc__fork_register(&proxy_fork); }
+
 const kc__backend *kc__fault_wrap_backend(const kc__backend *real) {
   if (!real) return NULL;
+  kc__call_once(&proxy_fork_once, proxy_fork_register);
   kc__lock(&kc__proxy_lock);
   proxy *px = NULL;
   for (size_t i = 0; i < kc__nproxies && !px; i++)

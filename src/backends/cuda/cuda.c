@@ -189,10 +189,19 @@ static const char *cu_identity(void *state) { return ((cu_state *)state)->identi
 
 static kc_status cu_compile(void *state, const kc__tu *tu, void **artifact, size_t *size, uint64_t *sig,
                             kc__sb *log) {
-  (void)sig; /* prefilled by the engine from the parameter types */
   cu_state *st = state;
-  return cu_compile_tu(st->sv, tu->text, tu->len, tu->entry, st->arch, st->ptx, st->compile_options, artifact,
-                       size, log);
+  cu_probe_out probe;
+  kc_status s = cu_compile_tu(st->sv, tu->text, tu->len, tu->entry, st->arch, st->ptx, st->compile_options,
+                              artifact, size, log, &probe);
+  /* the sizes and alignments of by-value parameters, from NVRTC; an NVRTC
+   * that keeps no PTX beside a cubin leaves the engine's sizes (a type it
+   * cannot size fails its launches with KC_EARGS saying so) */
+  if (!s && (probe.n || st->ptx)) s = kc__probe_apply(st->sv, tu, probe.vals, probe.n, sig);
+  if (s) {
+    kc__bs_free(st->sv, *artifact);
+    *artifact = NULL;
+  }
+  return s;
 }
 
 /* ------------------------------------------------------------- contexts */
@@ -429,7 +438,7 @@ const kc__backend kc__backend_cuda = {
     .device_name = cu_device_name,
     .identity = cu_identity,
     .prelude = cu_prelude,
-    .epilogue = NULL,
+    .epilogue = cu_epilogue,
     .compile = cu_compile,
     .ctx_create = cu_ctx_create,
     .ctx_destroy = cu_ctx_destroy,

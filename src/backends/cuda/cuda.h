@@ -128,8 +128,18 @@ const char *cu_unavailable(void);
 kc_status cu_fail(const kc__bsvc *sv, kc_status st, const char *call, CUresult r,
                   const char *detail) KC__COLD;
 extern const char cu_prelude[];
+/* The values of a program's parameter probe (backend.h), read from its PTX. */
+typedef struct cu_probe_out {
+  uint64_t vals[1 + 2 * KC_MAX_ARGS];
+  size_t n; /* 0: the program has no probe, or NVRTC kept no PTX */
+} cu_probe_out;
+/* probe: NULL, or filled from the compiled program's PTX. */
 kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const char *entry, int arch,
-                        bool ptx, const char *options, void **out, size_t *out_size, kc__sb *log);
+                        bool ptx, const char *options, void **out, size_t *out_size, kc__sb *log,
+                        cu_probe_out *probe);
+/* probe.c */
+kc_status cu_epilogue(void *state, const kc__tu *tu, kc__sb *out);
+size_t cu_probe_parse(const char *ptx, uint64_t *vals, size_t cap);
 
 typedef struct cu_dev {
   CUdevice dev;

@@ -232,6 +232,23 @@ const char cu_prelude[] =
     "#define kc_num_groups(d) ((size_t)kc__gridDim(d))\n"
     "#define kc_barrier() __syncthreads()\n";
 
+/* The probe's values (cuda/probe.c) from the PTX of prog: ptx, or what
+ * NVRTC keeps of it when it made a cubin. Leaves probe->n 0 if there are
+ * none. */
+static void cu_probe_read(const kc__bsvc *sv, nvrtcProgram prog, const char *ptx, cu_probe_out *probe) {
+  char *own = NULL;
+  size_t n = 0;
+  if (!ptx && cu_nvrtc.nvrtcGetPTXSize(prog, &n) == KC__NVRTC_SUCCESS && n > 1 &&
+      (own = kc__bs_alloc(sv, n))) {
+    if (cu_nvrtc.nvrtcGetPTX(prog, own) == KC__NVRTC_SUCCESS) {
+      own[n - 1] = '\0';
+      ptx = own;
+    }
+  }
+  if (ptx) probe->n = cu_probe_parse(ptx, probe->vals, sizeof probe->vals / sizeof *probe->vals);
+  kc__bs_free(sv, own);
+}
+
 /* Compiles one translation unit for compute capability `arch` (cubin for
  * sm_<arch>, or PTX for compute_<arch>). user_opts: extra NVRTC options
  * separated by white space. The log gets NVRTC's output, also on success.
@@ -239,9 +256,11 @@ const char cu_prelude[] =
  * options, compile under the NVRTC lock, log, output, destroy) with its
  * single cleanup path; split, the program handle would cross functions. */
 kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const char *entry, int arch,
-                        bool ptx, const char *user_opts, void **out, size_t *out_size, kc__sb *log) {
+                        bool ptx, const char *user_opts, void **out, size_t *out_size, kc__sb *log,
+                        cu_probe_out *probe) {
   *out = NULL;
   *out_size = 0;
+  if (probe) probe->n = 0;
   kc_status s = KC_OK;
   char *src = kc__bs_strndup(sv, text, len); /* NVRTC wants a C string */
   char *optbuf = kc__bs_strdup(sv, user_opts ? user_opts : "");
@@ -318,6 +337,7 @@ kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const 
   if (ptx) art[n - 1] = '\0';
   *out = art;
   *out_size = n;
+  if (probe) cu_probe_read(sv, prog, ptx ? art : NULL, probe);
 
 done:
   if (prog) cu_nvrtc.nvrtcDestroyProgram(&prog);
@@ -345,5 +365,19 @@ kc_status kc__cuda_compile_only(const kc__bsvc *sv, const char *source_tu, size_
   *out_size = 0;
   const char *why = kc__cuda_nvrtc_unavailable();
   if (why) return kc__bs_err(sv, KC_EUNAVAILABLE, "%s", why);
-  return cu_compile_tu(sv, source_tu, len, entry, sm, ptx, NULL, out, out_size, log);
+  return cu_compile_tu(sv, source_tu, len, entry, sm, ptx, NULL, out, out_size, log, NULL);
+}
+
+kc_status kc__cuda_compile_sig(const kc__bsvc *sv, const kc__tu *tu, int sm, bool ptx, uint64_t *sig,
+                               kc__sb *log) {
+  if (!sv || !tu || !tu->text || !tu->entry || !sig || sm < 10 || sm > 9999)
+    return kc__bs_err(sv, KC_EINVAL, "kc__cuda_compile_sig: invalid argument");
+  const char *why = kc__cuda_nvrtc_unavailable();
+  if (why) return kc__bs_err(sv, KC_EUNAVAILABLE, "%s", why);
+  void *out = NULL;
+  size_t size = 0;
+  cu_probe_out probe;
+  kc_status s = cu_compile_tu(sv, tu->text, tu->len, tu->entry, sm, ptx, NULL, &out, &size, log, &probe);
+  kc__bs_free(sv, out);
+  return s ? s : kc__probe_apply(sv, tu, probe.vals, probe.n, sig);
 }

@@ -54,6 +54,16 @@ static const char host_prelude[] =
     "typedef unsigned char uchar;\n"
     "typedef unsigned short ushort;\n"
     "typedef unsigned long ulong;\n"
+    "/* the 2- and 4-lane vector types, as structs of x, y (z, w) aligned to their size\n"
+    "   (as on OpenCL and CUDA; no arithmetic on them here), and half where C has it */\n"
+    "#define KC__VEC(t) typedef struct { t x, y; } __attribute__((aligned(2 * sizeof(t)))) t##2; \\\n"
+    "  typedef struct { t x, y, z, w; } __attribute__((aligned(4 * sizeof(t)))) t##4;\n"
+    "KC__VEC(char) KC__VEC(uchar) KC__VEC(short) KC__VEC(ushort) KC__VEC(int) KC__VEC(uint)\n"
+    "KC__VEC(long) KC__VEC(ulong) KC__VEC(float) KC__VEC(double)\n"
+    "#undef KC__VEC\n"
+    "#if defined(__FLT16_MAX__) && !defined(__TINYC__)\n"
+    "typedef _Float16 half;\n"
+    "#endif\n"
     "struct kc__item { unsigned lid[3], grp[3], lsz[3], ngrp[3]; };\n"
     "#ifdef __TINYC__\n"
     "/* tcc has no thread-local storage: kcache serializes launches of this object */\n"
@@ -250,12 +260,9 @@ static void host_emit_launch(const kc__tu *tu, kc__sb *out) {
 static kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
   host_emit_grid(tu, out);
   host_emit_launch(tu, out);
-  kc__sb_printf(out,
-                "__attribute__((visibility(\"default\"))) const unsigned kc__nargs = %u;\n"
-                "__attribute__((visibility(\"default\"))) const unsigned kc__argsz[] = {",
+  kc__sb_printf(out, "__attribute__((visibility(\"default\"))) const unsigned kc__nargs = %u;\n",
                 tu->nparams);
-  for (uint32_t i = 0; i < tu->nparams; i++) kc__sb_printf(out, "sizeof(%s), ", tu->params[i].type);
-  kc__sb_puts(out, "0};\n");
+  kc__probe_emit(out, tu, KC__PROBE_C); /* the compiler's sizes and alignments */
   return out->failed ? kc__bs_err(((host_state *)state)->sv, KC_ENOMEM,
                                   "out of memory building the source of '%s'", tu->entry)
                      : KC_OK;
@@ -317,20 +324,19 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
     *artifact = NULL;
   }
   if (!st) {
-    /* Ask the object for its parameter sizes: the compiler knows them best. */
+    /* Ask the object for its parameter sizes and alignments (the probe):
+     * the compiler knows them best. */
     void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
       st = kc__bs_err(sv, KC_ECOMPILE, "loading the compiled object failed: %s", dlerror());
     } else {
       const unsigned *nargs = dlsym(h, "kc__nargs");
-      const unsigned *argsz = dlsym(h, "kc__argsz");
-      if (!nargs || !argsz || !dlsym(h, "kc__run") || *nargs != tu->nparams) {
+      uint32_t m = kc__probe_count(tu);
+      const uint64_t *probe = m ? dlsym(h, "kc__probe") : NULL;
+      if (!nargs || !dlsym(h, "kc__run") || *nargs != tu->nparams)
         st =
             kc__bs_err(sv, KC_ECOMPILE, "the compiled object for '%s' lacks its entry trampoline", tu->entry);
-      } else {
-        for (uint32_t i = 0; i < tu->nparams; i++)
-          if (!tu->params[i].is_buffer) sig[i] = KC__SIG(KC_ARG_SCALAR, argsz[i]);
-      }
+      else st = kc__probe_apply(sv, tu, probe, probe ? 1 + 2 * (size_t)m : 0, sig);
       dlclose(h);
     }
     if (st) {

@@ -28,6 +28,9 @@ static const char ocl_prelude[] = "#define KC_BACKEND_OPENCL 1\n"
                                   "#ifdef cl_khr_fp64\n"
                                   "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
                                   "#endif\n"
+                                  "#ifdef cl_khr_fp16\n"
+                                  "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n"
+                                  "#endif\n"
                                   "#define KC_KERNEL __kernel\n"
                                   "#define KC_DEVICE\n"
                                   "#define KC_GLOBAL __global\n"
@@ -67,72 +70,6 @@ static char *ocl_build_log(const kc__bsvc *sv, cl_program prog, cl_device_id dev
     kc__sb_puts(log, "\n");
   }
   return s;
-}
-
-/* Bytes of an OpenCL C scalar or vector type as clGetKernelArgInfo names it;
- * 0 if it is none we know. */
-static uint32_t ocl_type_size(const char *t) {
-  static const struct {
-    const char *name;
-    uint32_t size;
-  } base[] = {
-      {"unsigned char", 1},
-      {"unsigned short", 2},
-      {"unsigned int", 4},
-      {"unsigned long", 8},
-      {"uchar", 1},
-      {"ushort", 2},
-      {"uint", 4},
-      {"ulong", 8},
-      {"char", 1},
-      {"short", 2},
-      {"int", 4},
-      {"long", 8},
-      {"float", 4},
-      {"double", 8},
-      {"half", 2},
-      /* the prelude's typedefs, which the platform may report by name */
-      {"int8_t", 1},
-      {"uint8_t", 1},
-      {"int16_t", 2},
-      {"uint16_t", 2},
-      {"int32_t", 4},
-      {"uint32_t", 4},
-      {"int64_t", 8},
-      {"uint64_t", 8},
-  };
-  for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
-    size_t n = strlen(base[i].name);
-    if (strncmp(t, base[i].name, n) != 0) continue;
-    const char *v = t + n;
-    if (*v == '\0') return base[i].size;
-    /* vectors: n = 2, 3 (stored as 4), 4, 8, 16 */
-    if (!strcmp(v, "2")) return 2 * base[i].size;
-    if (!strcmp(v, "3") || !strcmp(v, "4")) return 4 * base[i].size;
-    if (!strcmp(v, "8")) return 8 * base[i].size;
-    if (!strcmp(v, "16")) return 16 * base[i].size;
-  }
-  return 0;
-}
-
-/* Sizes scalar parameters from the compiler's own view of the kernel where
- * it can: fills sizes the engine could not tell, and corrects ones it got
- * wrong (a wrong size would pass garbage; a right one makes a mismatched
- * argument KC_EARGS). Silent when the platform keeps no argument info. */
-static void ocl_refine_sig(cl_kernel k, uint32_t nparams, uint64_t *sig) {
-  for (uint32_t i = 0; i < nparams; i++) {
-    if ((uint32_t)(sig[i] >> 32) != KC_ARG_SCALAR) continue;
-    cl_kernel_arg_address_qualifier aq = 0;
-    char type[64];
-    if (ocl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq, NULL) != CL_SUCCESS ||
-        aq != CL_KERNEL_ARG_ADDRESS_PRIVATE)
-      continue;
-    if (ocl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_TYPE_NAME, sizeof type, type, NULL) != CL_SUCCESS)
-      continue;
-    type[sizeof type - 1] = '\0';
-    uint32_t size = ocl_type_size(type);
-    if (size) sig[i] = KC__SIG(KC_ARG_SCALAR, size);
-  }
 }
 
 /* Creates entry's kernel in prog and checks its parameter count. */
@@ -186,8 +123,10 @@ static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, siz
 
   cl_kernel k = NULL;
   if ((s = ocl_check_entry(sv, prog, tu->entry, tu->nparams, &k)) != KC_OK) goto done;
-  ocl_refine_sig(k, tu->nparams, sig);
+  /* the sizes and alignments of by-value parameters, from the compiler */
+  s = ocl_run_probe(st, prog, k, tu, sig);
   ocl.clReleaseKernel(k);
+  if (s) goto done;
 
   /* The program was built for one device, so there is one binary. */
   size_t bsize = 0;
@@ -350,7 +289,7 @@ static kc_status ocl_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
   x->nargs = a.nparams;
   for (uint32_t i = 0; i < a.nparams; i++) {
     uint64_t s = a.sig ? a.sig[i] : 0;
-    uint32_t kind = (uint32_t)(s >> 32), bytes = (uint32_t)s;
+    uint32_t kind = KC__SIG_KIND(s), bytes = (uint32_t)s;
     x->argsize[i] = kind == KC_ARG_BUFFER                          ? sizeof(cl_mem)
                     : kind == KC_ARG_SCALAR && bytes != UINT32_MAX ? bytes
                                                                    : 0;
@@ -489,7 +428,7 @@ const kc__backend kc__backend_opencl = {
     .device_name = ocl_device_name,
     .identity = ocl_identity,
     .prelude = ocl_prelude,
-    .epilogue = NULL,
+    .epilogue = ocl_epilogue,
     .compile = ocl_compile,
     .ctx_create = ocl_ctx_create,
     .ctx_destroy = ocl_ctx_destroy,
@@ -501,4 +440,6 @@ const kc__backend kc__backend_opencl = {
     .buf_destroy = ocl_buf_destroy,
     .buf_write = ocl_buf_write,
     .buf_read = ocl_buf_read,
+    .buf_view = ocl_buf_view,
+    .buf_view_destroy = ocl_buf_view_destroy,
 };

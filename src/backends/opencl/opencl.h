@@ -40,6 +40,7 @@
   X(clEnqueueNDRangeKernel) \
   X(clFinish) \
   X(clCreateBuffer) \
+  X(clCreateSubBuffer) \
   X(clReleaseMemObject) \
   X(clEnqueueWriteBuffer) \
   X(clEnqueueReadBuffer)
@@ -94,5 +95,15 @@ int ocl_list(char *buf, size_t size);
 int ocl_device_count(void *state);
 const char *ocl_device_name(void *state, int index);
 const char *ocl_identity(void *state);
+
+/* probe.c: the parameter probe (backend.h). */
+kc_status ocl_epilogue(void *state, const kc__tu *tu, kc__sb *out);
+/* Fills sig's by-value entries (a no-op when tu has none) from the
+ * compiler: the types' names (entry: the kernel) where all are built in,
+ * else a run of prog's probe kernel; KC_ECOMPILE saying why if it cannot. */
+kc_status ocl_run_probe(ocl_state *st, cl_program prog, cl_kernel entry, const kc__tu *tu, uint64_t *sig);
+/* checked.c: checked mode's buffer views (backend.h, buf_view). */
+kc_status ocl_buf_view(void *bctx, const kc__bufh *whole, size_t off, size_t size, kc__bufh *view);
+void ocl_buf_view_destroy(void *bctx, kc__bufh *view);
 
 #endif /* KC_BACKENDS_OPENCL_H */

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* fork.h -- what kcache does when the process forks: one pthread_atfork
+ * registration for the whole library, and a list of hooks (a runtime's
+ * locks, a remote tier's queue) run in lock order around every fork.
+ *
+ * prepare hooks run in ascending level (outer locks first, as the lock
+ * hierarchy of doc/locks.md orders them), parent and child hooks in
+ * descending level, all under the list's own lock, which prepare takes
+ * first and the parent and child hooks give back last. A hook is embedded
+ * in its owner: registering allocates nothing. */
+#ifndef KC_BASE_FORK_H
+#define KC_BASE_FORK_H
+
+#include <stdbool.h>
+
+/* Levels: every runtime's locks before every remote tier's (its locks are
+ * leaves, taken under the runtime's), and the test-only fault proxy's
+ * (src/testing, a leaf under a runtime's probe lock) last. */
+enum { KC__FORK_RUNTIME = 1, KC__FORK_REMOTE = 2, KC__FORK_TESTING = 3 };
+
+typedef struct kc__fork_hook {
+  struct kc__fork_hook *prev, *next;
+  int level;
+  void (*prepare)(void *ud); /* takes the owner's locks */
+  void (*parent)(void *ud); /* gives them back */
+  void (*child)(void *ud); /* gives them back in the child, and fixes what it inherited */
+  void *ud;
+} kc__fork_hook;
+
+/* Adds h (its fields set; prev and next are the list's). False when
+ * pthread_atfork failed (out of memory): the owner then works as before,
+ * without fork handling. */
+bool kc__fork_register(kc__fork_hook *h);
+/* Removes h if it was added (a no-op otherwise). */
+void kc__fork_unregister(kc__fork_hook *h);
+
+#endif /* KC_BASE_FORK_H */
