@@ -6,7 +6,9 @@
  * median host time per launch, without synchronizing each launch (batches of
  * launches, synchronized between batches outside the timing), and with a
  * synchronization after every launch; also kc_launch_args with the same
- * arguments bound once. Then the first compile against the
+ * arguments bound once; and kc_launch_ex on a non-default stream the
+ * benchmark made (cuStreamCreate, handed over with kc_stream_wrap) against
+ * cuLaunchKernel on that same stream. Then the first compile against the
  * relink after a context reset (which must not call NVRTC).
  *
  * Usage: kc_bench_cuda [--json]      exit 77 when CUDA is unavailable
@@ -33,6 +35,9 @@ static CUresult (*p_cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
 static CUresult (*p_cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                     unsigned, CUstream, void **, void **);
 static CUresult (*p_cuCtxSynchronize)(void);
+static CUresult (*p_cuStreamCreate)(CUstream *, unsigned);
+static CUstream raw_stream; /* the caller's non-default stream */
+static kc_launch_config scfg; /* kc_launch_ex on it */
 
 static kc_runtime *rt;
 static kc_context *ctx;
@@ -45,7 +50,7 @@ typedef struct {
   CUfunction raw;
   kc_arg args[8];
   void *params[8];
-  double kc_ns, raw_ns, bound_ns, kc_sync_ns, raw_sync_ns;
+  double kc_ns, raw_ns, bound_ns, kc_sync_ns, raw_sync_ns, ex_ns, raw_stream_ns;
 } bk;
 
 static bk kernels[] = {
@@ -70,6 +75,13 @@ static void launch_raw(bk *b) {
   CUresult r = p_cuLaunchKernel(b->raw, 1, 1, 1, 1, 1, 1, 0, NULL, b->params, NULL);
   if (r) kcb_die("cuLaunchKernel", r);
 }
+static void launch_ex(bk *b) {
+  if (kc_launch_ex(b->k, ctx, &scfg, b->args, (uint32_t)b->nargs)) kcb_die("kc_launch_ex", 1);
+}
+static void launch_raw_stream(bk *b) {
+  CUresult r = p_cuLaunchKernel(b->raw, 1, 1, 1, 1, 1, 1, 0, raw_stream, b->params, NULL);
+  if (r) kcb_die("cuLaunchKernel (stream)", r);
+}
 
 int main(int argc, char **argv) {
   bool json = argc > 1 && !strcmp(argv[1], "--json");
@@ -80,7 +92,9 @@ int main(int argc, char **argv) {
   *(void **)&p_cuModuleGetFunction = dlsym(cu, "cuModuleGetFunction");
   *(void **)&p_cuLaunchKernel = dlsym(cu, "cuLaunchKernel");
   *(void **)&p_cuCtxSynchronize = dlsym(cu, "cuCtxSynchronize");
-  if (!p_cuModuleLoadData || !p_cuModuleGetFunction || !p_cuLaunchKernel || !p_cuCtxSynchronize)
+  *(void **)&p_cuStreamCreate = dlsym(cu, "cuStreamCreate");
+  if (!p_cuModuleLoadData || !p_cuModuleGetFunction || !p_cuLaunchKernel || !p_cuCtxSynchronize ||
+      !p_cuStreamCreate)
     kcb_die("dlsym", 1);
 
   kc_options o;
@@ -117,12 +131,21 @@ int main(int argc, char **argv) {
     KCB_CHECK(p_cuCtxSynchronize());
   }
 
+  /* the primary context is current (kcache bound it): the stream is in it */
+  KCB_CHECK(p_cuStreamCreate(&raw_stream, 1 /* CU_STREAM_NON_BLOCKING */));
+  kc_stream *ws;
+  KCB_CHECK(kc_stream_wrap(ctx, raw_stream, &ws));
+  KCB_CHECK(kc_launch_config_init(&scfg));
+  scfg.stream = ws;
+
   enum { BATCH = 256, ROUNDS = 101, SYNC_REPS = 2001 };
+  static double te[ROUNDS], ts[ROUNDS];
   static double tk[ROUNDS], tb[ROUNDS], tr[ROUNDS], sk[SYNC_REPS], sr[SYNC_REPS];
   for (int i = 0; i < NK; i++) {
     bk *b = &kernels[i];
     for (int w = 0; w < 10; w++) {
-      for (int j = 0; j < BATCH; j++) launch_kc(b), launch_bound(b), launch_raw(b);
+      for (int j = 0; j < BATCH; j++)
+        launch_kc(b), launch_bound(b), launch_raw(b), launch_ex(b), launch_raw_stream(b);
       KCB_CHECK(p_cuCtxSynchronize());
     }
     for (int r = 0; r < ROUNDS; r++) { /* interleaved rounds: drift hits both */
@@ -138,10 +161,22 @@ int main(int argc, char **argv) {
       for (int j = 0; j < BATCH; j++) launch_bound(b);
       double t5 = now_ns();
       KCB_CHECK(p_cuCtxSynchronize());
+      double t5b = now_ns();
+      for (int j = 0; j < BATCH; j++) launch_ex(b);
+      double t6 = now_ns();
+      KCB_CHECK(p_cuCtxSynchronize());
+      double t7 = now_ns();
+      for (int j = 0; j < BATCH; j++) launch_raw_stream(b);
+      double t8 = now_ns();
+      KCB_CHECK(p_cuCtxSynchronize());
       tk[r] = (t1 - t0) / BATCH;
       tr[r] = (t3 - t2) / BATCH;
       tb[r] = (t5 - t4) / BATCH;
+      te[r] = (t6 - t5b) / BATCH;
+      ts[r] = (t8 - t7) / BATCH;
     }
+    b->ex_ns = median(te, ROUNDS);
+    b->raw_stream_ns = median(ts, ROUNDS);
     b->kc_ns = median(tk, ROUNDS);
     b->raw_ns = median(tr, ROUNDS);
     b->bound_ns = median(tb, ROUNDS);
@@ -176,11 +211,13 @@ int main(int argc, char **argv) {
     printf("{\"backend\":\"cuda\",\"device\":\"%s\",\"launch\":[", kc_device_name(rt, 0));
     for (int i = 0; i < NK; i++)
       printf("%s{\"args\":%d,\"kc_ns\":%.1f,\"raw_ns\":%.1f,\"ratio\":%.3f,\"bound_ns\":%.1f,"
-             "\"bound_ratio\":%.3f,\"kc_sync_ns\":%.1f,\"raw_sync_ns\":%.1f,\"sync_ratio\":%.3f}",
+             "\"bound_ratio\":%.3f,\"kc_sync_ns\":%.1f,\"raw_sync_ns\":%.1f,\"sync_ratio\":%.3f,"
+             "\"ex_stream_ns\":%.1f,\"raw_stream_ns\":%.1f,\"ex_stream_ratio\":%.3f}",
              i ? "," : "", kernels[i].nargs, kernels[i].kc_ns, kernels[i].raw_ns,
              kernels[i].kc_ns / kernels[i].raw_ns, kernels[i].bound_ns,
              kernels[i].bound_ns / kernels[i].raw_ns, kernels[i].kc_sync_ns, kernels[i].raw_sync_ns,
-             kernels[i].kc_sync_ns / kernels[i].raw_sync_ns);
+             kernels[i].kc_sync_ns / kernels[i].raw_sync_ns, kernels[i].ex_ns, kernels[i].raw_stream_ns,
+             kernels[i].ex_ns / kernels[i].raw_stream_ns);
     printf("],\"first_compile_ms\":%.2f,\"relink_ms\":%.3f,\"relink_speedup\":%.1f,"
            "\"compiles_during_relink\":%llu}\n",
            first_compile_ms, relink_ms, first_compile_ms / relink_ms,
@@ -197,6 +234,11 @@ int main(int argc, char **argv) {
              kernels[i].bound_ns / kernels[i].raw_ns, kernels[i].kc_sync_ns, kernels[i].raw_sync_ns,
              kernels[i].kc_sync_ns / kernels[i].raw_sync_ns);
     printf("(kc: kc_launch, arguments checked at each launch; bound: kc_launch_args)\n");
+    printf("\n%-26s %10s %10s %7s\n", "on a non-default stream", "ex ns", "raw ns", "ratio");
+    for (int i = 0; i < NK; i++)
+      printf("  %d argument%-14s %10.1f %10.1f %7.3f\n", kernels[i].nargs, kernels[i].nargs == 1 ? "" : "s",
+             kernels[i].ex_ns, kernels[i].raw_stream_ns, kernels[i].ex_ns / kernels[i].raw_stream_ns);
+    printf("(ex: kc_launch_ex on the caller's CUstream, wrapped; raw: cuLaunchKernel on it)\n");
     printf("\nfirst compile + link + launch  %9.2f ms\n", first_compile_ms);
     printf("relink after context reset     %9.3f ms  (%.0fx faster; NVRTC calls: %llu)\n", relink_ms,
            first_compile_ms / relink_ms, compiles_after_relink - compiles_before_relink);

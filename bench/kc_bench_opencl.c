@@ -3,7 +3,10 @@
  * kc_bench_opencl -- a cached kc_launch against the raw OpenCL calls for the
  * same kernel and arguments (clSetKernelArg for each argument, then
  * clEnqueueNDRangeKernel, no wait), with 0, 1 and 4 arguments, in the same
- * run; and building a program from the stored binary (a relink after a
+ * run; the same launch through kc_launch_ex on the caller's own queue (a
+ * context, queue and cl_mem the benchmark made, handed to kcache with
+ * kc_context_wrap, kc_stream_wrap and kc_buffer_wrap) against the raw calls
+ * on that very queue; and building a program from the stored binary (a relink after a
  * context reset) against building it from source (the first compile).
  *
  * The raw side uses its own context and in-order queue on the same device,
@@ -61,7 +64,7 @@ typedef struct {
   kc_kernel *k;
   kc_args *bound; /* the same arguments bound once (kc_launch_args) */
   cl_kernel raw;
-  double kc_ns, raw_ns, bound_ns;
+  double kc_ns, raw_ns, bound_ns, ex_ns;
 } bk;
 
 static bk kernels[] = {
@@ -76,7 +79,9 @@ static bk kernels[] = {
 
 static float fa = 1.5f, fc = 2.5f;
 static int ib = 3;
-static kc_arg kargs[4];
+static kc_arg kargs[4], wargs[4]; /* wargs: the caller's cl_mem, wrapped */
+static kc_context *wctx; /* the caller's cl_context, adopted */
+static kc_launch_config wcfg; /* on the caller's queue */
 static cl_mem raw_buf;
 static cl_command_queue raw_q;
 static const kc_dim3 one = {1, 1, 1};
@@ -90,6 +95,12 @@ static void launch_kc(bk *b) {
 static void launch_bound(bk *b) {
   kc_status st = kc_launch_args(b->bound, &one, &one);
   if (st) kcb_die("kc_launch_args", st);
+}
+
+/* kcache inside the application: its context, queue and memory. */
+static void launch_ex(bk *b) {
+  kc_status st = kc_launch_ex(b->k, wctx, &wcfg, wargs, (uint32_t)b->nargs);
+  if (st) kcb_die("kc_launch_ex", st);
 }
 
 /* What an application does without kcache: set every argument, enqueue. */
@@ -142,6 +153,15 @@ int main(int argc, char **argv) {
   KCB_CHECK(err);
   raw_buf = p_clCreateBuffer(rctx, CL_MEM_READ_WRITE, 256, NULL, &err);
   KCB_CHECK(err);
+  KCB_CHECK(kc_context_wrap(rt, rctx, dev, &wctx));
+  kc_stream *wq;
+  KCB_CHECK(kc_stream_wrap(wctx, raw_q, &wq));
+  kc_buffer *wbuf;
+  KCB_CHECK(kc_buffer_wrap(wctx, raw_buf, 256, &wbuf));
+  kc_arg wall[4] = {KC_ARG_BUF(wbuf), KC_ARG_VAL(fa), KC_ARG_VAL(ib), KC_ARG_VAL(fc)};
+  memcpy(wargs, wall, sizeof wall);
+  KCB_CHECK(kc_launch_config_init(&wcfg));
+  wcfg.stream = wq;
 
   double first_build_ms = 0;
   for (int i = 0; i < NK; i++) {
@@ -164,30 +184,32 @@ int main(int argc, char **argv) {
   }
 
   enum { BATCH = 200, ROUNDS = 301 };
-  static double t[3][ROUNDS]; /* kc_launch, raw, kc_launch_args */
-  void (*const side_fn[3])(bk *) = {launch_kc, launch_raw, launch_bound};
+  enum { SIDES = 4 };
+  static double t[SIDES][ROUNDS]; /* kc_launch, raw, kc_launch_args, kc_launch_ex on raw_q */
+  void (*const side_fn[SIDES])(bk *) = {launch_kc, launch_raw, launch_bound, launch_ex};
   for (int i = 0; i < NK; i++) {
     bk *b = &kernels[i];
     for (int w = 0; w < 5; w++) { /* warm: PoCL makes machine code at first launch */
-      for (int j = 0; j < BATCH; j++) launch_kc(b), launch_raw(b), launch_bound(b);
+      for (int j = 0; j < BATCH; j++) launch_kc(b), launch_raw(b), launch_bound(b), launch_ex(b);
       KCB_CHECK(kc_context_finish(ctx));
       KCB_CHECK(p_clFinish(raw_q));
     }
     for (int r = 0; r < ROUNDS; r++) {
       /* rotate which side goes first, so that an order effect (PoCL's
        * workers still winding down, caches) falls on all alike */
-      for (int k = 0; k < 3; k++) {
-        int side = (r + k) % 3;
+      for (int k = 0; k < SIDES; k++) {
+        int side = (r + k) % SIDES;
         double t0 = now_ns();
         for (int j = 0; j < BATCH; j++) side_fn[side](b);
         double t1 = now_ns();
-        KCB_CHECK(side == 1 ? (kc_status)p_clFinish(raw_q) : kc_context_finish(ctx));
+        KCB_CHECK(side == 1 || side == 3 ? (kc_status)p_clFinish(raw_q) : kc_context_finish(ctx));
         t[side][r] = (t1 - t0) / BATCH;
       }
     }
     b->kc_ns = median(t[0], ROUNDS);
     b->raw_ns = median(t[1], ROUNDS);
     b->bound_ns = median(t[2], ROUNDS);
+    b->ex_ns = median(t[3], ROUNDS);
   }
 
   /* relink from the stored binary after a reset, against the first build */
@@ -209,10 +231,10 @@ int main(int argc, char **argv) {
     printf("{\"backend\":\"opencl\",\"device\":\"%s\",\"launch\":[", kc_device_name(rt, 0));
     for (int i = 0; i < NK; i++)
       printf("%s{\"args\":%d,\"kc_ns\":%.1f,\"raw_ns\":%.1f,\"ratio\":%.3f,\"bound_ns\":%.1f,"
-             "\"bound_ratio\":%.3f}",
+             "\"bound_ratio\":%.3f,\"ex_callers_queue_ns\":%.1f,\"ex_ratio\":%.3f}",
              i ? "," : "", kernels[i].nargs, kernels[i].kc_ns, kernels[i].raw_ns,
              kernels[i].kc_ns / kernels[i].raw_ns, kernels[i].bound_ns,
-             kernels[i].bound_ns / kernels[i].raw_ns);
+             kernels[i].bound_ns / kernels[i].raw_ns, kernels[i].ex_ns, kernels[i].ex_ns / kernels[i].raw_ns);
     printf("],\"first_build_ms\":%.2f,\"relink_ms\":%.3f,\"relink_speedup\":%.1f,"
            "\"compiles_during_relinks\":%llu}\n",
            first_build_ms, relink_ms, first_build_ms / relink_ms,
@@ -220,14 +242,15 @@ int main(int argc, char **argv) {
   } else {
     printf("kcache %s OpenCL benchmark on %s (medians of the same run)\n\n", kc_version(),
            kc_device_name(rt, 0));
-    printf("%-30s %10s %10s %8s %10s %8s\n", "cached launch (enqueue, no wait)", "kc ns", "raw ns", "ratio",
-           "bound ns", "ratio");
+    printf("%-30s %10s %10s %8s %10s %8s %10s %8s\n", "cached launch (enqueue, no wait)", "kc ns", "raw ns",
+           "ratio", "bound ns", "ratio", "ex ns", "ratio");
     for (int i = 0; i < NK; i++)
-      printf("  %d argument%-19s %10.1f %10.1f %8.3f %10.1f %8.3f\n", kernels[i].nargs,
+      printf("  %d argument%-19s %10.1f %10.1f %8.3f %10.1f %8.3f %10.1f %8.3f\n", kernels[i].nargs,
              kernels[i].nargs == 1 ? "" : "s", kernels[i].kc_ns, kernels[i].raw_ns,
              kernels[i].kc_ns / kernels[i].raw_ns, kernels[i].bound_ns,
-             kernels[i].bound_ns / kernels[i].raw_ns);
-    printf("(kc: kc_launch, arguments checked at each launch; bound: kc_launch_args)\n");
+             kernels[i].bound_ns / kernels[i].raw_ns, kernels[i].ex_ns, kernels[i].ex_ns / kernels[i].raw_ns);
+    printf("(kc: kc_launch, arguments checked at each launch; bound: kc_launch_args; ex: kc_launch_ex on\n"
+           " the raw side's own queue, context and cl_mem, adopted: the same queue as raw)\n");
     printf("\nfirst build from source        %10.2f ms\n", first_build_ms);
     printf("relink from the stored binary  %10.3f ms  (%.0fx faster; compiles: %llu)\n", relink_ms,
            first_build_ms / relink_ms, (unsigned long long)(s1.compiles - s0.compiles));

@@ -439,9 +439,17 @@ typedef struct kc_dim3 {
   uint32_t x, y, z;
 } kc_dim3;
 
-typedef enum kc_arg_kind { KC_ARG_SCALAR = 1, KC_ARG_BUFFER = 2 } kc_arg_kind;
+/* KC_ARG_PTR and KC_ARG_LOCAL: see "Using kcache inside an existing
+ * program" below (raw device pointers; local memory sized per launch). */
+typedef enum kc_arg_kind {
+  KC_ARG_SCALAR = 1,
+  KC_ARG_BUFFER = 2,
+  KC_ARG_PTR = 3,
+  KC_ARG_LOCAL = 4
+} kc_arg_kind;
 
-/* One kernel argument: a buffer, or a by-value value of `size` bytes.
+/* One kernel argument: a buffer, a by-value value of `size` bytes, a raw
+ * device pointer (KC_ARG_PTR) or an amount of local memory (KC_ARG_LOCAL).
  *
  * By-value parameters may have any type the backend's compiler knows: a
  * scalar, a struct, union or typedef from a named definition, a vector type
@@ -459,13 +467,17 @@ typedef enum kc_arg_kind { KC_ARG_SCALAR = 1, KC_ARG_BUFFER = 2 } kc_arg_kind;
  * host as the kernel's compiler does (the same members in the same order;
  * kc_args_create keeps its copy at the type's alignment). */
 typedef struct kc_arg {
-  const void *ptr; /* kc_buffer* for KC_ARG_BUFFER, else the scalar's bytes */
-  uint32_t size; /* the scalar's size in bytes; 0 for buffers */
+  const void *ptr; /* kc_buffer* (BUFFER), the pointer itself (PTR), the scalar's bytes; NULL (LOCAL) */
+  uint32_t size; /* the scalar's size in bytes; LOCAL: the bytes per group; else 0 */
   uint32_t kind; /* kc_arg_kind */
 } kc_arg;
 
 #define KC_ARG_BUF(b) ((kc_arg){(const void *)(b), 0u, KC_ARG_BUFFER})
 #define KC_ARG_VAL(lvalue) ((kc_arg){(const void *)&(lvalue), (uint32_t)sizeof(lvalue), KC_ARG_SCALAR})
+/* A raw device pointer: a CUdeviceptr, a host pointer, an OpenCL SVM pointer. */
+#define KC_ARG_DEVPTR(p) ((kc_arg){(const void *)(uintptr_t)(p), 0u, KC_ARG_PTR})
+/* `bytes` of local memory per group for a `KC_LOCAL T *` parameter (OpenCL). */
+#define KC_ARG_LOCAL_BYTES(bytes) ((kc_arg){NULL, (uint32_t)(bytes), KC_ARG_LOCAL})
 
 #define KC_MAX_ARGS 32
 
@@ -543,6 +555,146 @@ kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
  * off, launches cost what they always did.
  */
 #define KC_CHECKED_GUARD 4096
+
+/* ------------------------------------- using kcache inside an existing program */
+
+/*
+ * A program that already owns the device (an ML framework, a language
+ * runtime, a renderer) hands kcache its own context, queues and memory;
+ * kcache launches into them and never destroys or frees what it did not
+ * create. Native handles pass as `void *`: a cl_context, cl_device_id,
+ * cl_command_queue or cl_mem as it is; a CUcontext or CUstream as it is; a
+ * CUdeviceptr as (void *)(uintptr_t)ptr; on the host backend a plain
+ * pointer (and no context or stream handle: NULL).
+ *
+ * Streams. A kc_stream is an in-order queue of one context: made by kcache
+ * (an OpenCL in-order command queue, a CUDA stream created with
+ * CU_STREAM_NON_BLOCKING), or wrapping the caller's (a cl_command_queue of
+ * the context's cl_context and device; a CUstream of its CUcontext). A
+ * launch names its stream in kc_launch_config; NULL is the context's own
+ * queue, where kc_launch goes (OpenCL: kcache's in-order queue; CUDA: the
+ * legacy default stream; host: launches run to completion in the calling
+ * thread, so the host backend's streams are all that one implicit stream).
+ * kc_buffer_read/write use the context's own queue: after launches on
+ * another stream, kc_stream_sync (or kc_stream_wait) first.
+ *
+ * Adopted contexts. kc_context_wrap makes a kc_context on the caller's
+ * native context: kcache links its modules and kernel objects into it and
+ * keeps only its own queue there; kc_context_reset drops only what kcache
+ * loaded; kc_context_destroy releases kcache's objects (and its reference:
+ * clRetainContext/clReleaseContext) and never destroys the native context.
+ * Ids, worlds and relinking work exactly as for kc_context_create.
+ *
+ * Multi-device. Code is compiled once per specialization and world (for
+ * the runtime's device 0: OpenCL's chosen device, or CUDA's lowest
+ * architecture, as PTX when the devices differ) and linked per context: a
+ * context on a second device of the same backend, made by kc_context_create
+ * or kc_context_wrap (e.g. an OpenCL sub-device), links the same artifact
+ * (OpenCL rebuilds it from source when the device refuses the binary),
+ * which kc_stats shows as one compile and one link per context.
+ *
+ * Capture safety (CUDA graphs). When a launch's stream is capturing
+ * (cuStreamIsCapturing) and the kernel is not yet linked in that context
+ * for the caller's world, kcache compiles and loads nothing and returns
+ * KC_EBUSY ("... prepare the kernel first: kc_kernel_prepare"); a launch
+ * whose code is linked is recorded into the graph like any other.
+ *
+ * Checked mode (above): wrapped buffers have no guard zones and are not
+ * checked; a view of a buffer kcache made is checked as that buffer.
+ * Launches through kc_launch_ex and kc_launch_args_ex are checked at
+ * kc_context_finish (on the host backend too, not after each launch).
+ */
+typedef struct kc_stream kc_stream;
+
+/* A new in-order stream on ctx. Not thread-safe with kc_context_destroy. */
+kc_status kc_stream_create(kc_context *ctx, kc_stream **out);
+/* Wraps the caller's native queue (cl_command_queue of ctx's cl_context and
+ * device; CUstream of ctx's CUcontext, or NULL for the legacy default
+ * stream; host: NULL). KC_EINVAL when it belongs elsewhere. The native
+ * queue is never destroyed by kcache (OpenCL: retained, then released). */
+kc_status kc_stream_wrap(kc_context *ctx, void *native, kc_stream **out);
+/* Destroys a stream (after what it queued is done); a wrapped native
+ * stays. Streams are type-stable like buffers: a destroyed one (by
+ * kc_stream_destroy or with its context) gives KC_EDESTROYED, and a second
+ * kc_stream_destroy does nothing, until its memory is reused by a later
+ * stream of the same context; kc_runtime_destroy frees them. Not
+ * thread-safe with launches on s. */
+void kc_stream_destroy(kc_stream *s);
+/* Waits until everything queued on s is done. */
+kc_status kc_stream_sync(kc_stream *s);
+/* Work queued on s after this call starts after everything queued on
+ * `other` before it (an OpenCL marker and barrier, a CUDA event); both of
+ * the same context. No wait on the host. */
+kc_status kc_stream_wait(kc_stream *s, kc_stream *other);
+/* The native queue (cl_command_queue, CUstream; NULL on the host). */
+void *kc_stream_native(const kc_stream *s);
+
+/* A kc_context on the caller's native context: OpenCL a cl_context and a
+ * cl_device_id in it (or a sub-device of one; NULL: the context's only
+ * device); CUDA a CUcontext (a primary context the caller retained, or one
+ * it created) and device NULL; host NULL and NULL. KC_EINVAL saying why for
+ * anything else. Never destroyed by kcache (see above). */
+kc_status kc_context_wrap(kc_runtime *rt, void *native_ctx, void *native_device, kc_context **out);
+/* The native context (cl_context, CUcontext; NULL on the host). */
+void *kc_context_native(const kc_context *ctx);
+
+/* Wraps the caller's memory as a kc_buffer of `size` bytes: a cl_mem of
+ * ctx's cl_context (at least size bytes; retained, then released), a
+ * CUdeviceptr, a host pointer. Never freed by kcache; kc_buffer_destroy
+ * forgets it. */
+kc_status kc_buffer_wrap(kc_context *ctx, void *native, size_t size, kc_buffer **out);
+/* A buffer for bytes [offset, offset+size) of buf, as users slice tensors:
+ * an OpenCL sub-buffer (the offset must be a multiple of the device's
+ * CL_DEVICE_MEM_BASE_ADDR_ALIGN, else KC_EINVAL saying so), a pointer plus
+ * offset on CUDA and the host. It is a kc_buffer like any other (a launch
+ * argument, read, write); destroying buf destroys its views. */
+kc_status kc_buffer_view(kc_buffer *buf, size_t offset, size_t size, kc_buffer **out);
+/* The native handle: cl_mem, (void *)(uintptr_t)CUdeviceptr, host pointer
+ * (a view's: its sub-buffer, or the pointer plus its offset). NULL for a
+ * destroyed buffer. */
+void *kc_buffer_native(const kc_buffer *buf);
+
+/*
+ * Arguments beyond buffers and scalars (kc_launch_ex only: kc_launch and
+ * bound arguments take buffers and scalars, and say so):
+ *  - KC_ARG_DEVPTR(p) for a pointer parameter: a CUdeviceptr (CUDA), a
+ *    plain pointer (host), an SVM pointer (OpenCL 2.0 devices with SVM;
+ *    elsewhere KC_EARGS says why). kcache cannot check what it points to.
+ *  - KC_ARG_LOCAL_BYTES(n) for a `KC_LOCAL T *` parameter (OpenCL):
+ *    n bytes of local memory per group, sized at each launch.
+ */
+
+/* Launch flags. */
+#define KC_LAUNCH_COOPERATIVE 1u /* CUDA: a cooperative launch (grid-wide sync) */
+
+/* How a kc_launch_ex launches (grows at its end, like kc_options: see
+ * "Struct sizes"; initialize it with kc_launch_config_init). */
+typedef struct kc_launch_config {
+  size_t size; /* sizeof(kc_launch_config) of the caller; kc_launch_config_init sets it */
+  kc_dim3 grid, block; /* as kc_launch's (init: 1x1x1 each) */
+  kc_stream *stream; /* NULL: the context's own queue (kc_launch's) */
+  /* Dynamic shared memory per block: CUDA's sharedMemBytes (`extern
+   * __shared__`; above 48 KiB the function's attribute is raised), the host
+   * backend's per-group scratch area (kc_scratch() in the kernel). OpenCL
+   * sizes local memory per parameter instead (KC_ARG_LOCAL_BYTES): nonzero
+   * there is KC_EINVAL. */
+  uint32_t shared_bytes;
+  uint32_t flags; /* KC_LAUNCH_* */
+  /* CUDA thread-block clusters (sm_90+): blocks per cluster; {0,0,0}: none. */
+  kc_dim3 cluster;
+} kc_launch_config;
+
+kc_status kc_launch_config_init_size(kc_launch_config *cfg, size_t size);
+#define kc_launch_config_init(cfg) kc_launch_config_init_size((cfg), sizeof(kc_launch_config))
+
+/* kc_launch with a configuration: the same cached path (no lock, no
+ * allocation), the same checks, plus the configuration's (a stream of ctx,
+ * features the backend or device lacks: KC_EINVAL or KC_EUNAVAILABLE with
+ * why). Five arguments, so it reaches the backend with a tail call. */
+kc_status kc_launch_ex(kc_kernel *k, kc_context *ctx, const kc_launch_config *cfg, const kc_arg *args,
+                       uint32_t nargs);
+/* Bound arguments launched with a configuration. */
+kc_status kc_launch_args_ex(kc_args *a, const kc_launch_config *cfg);
 
 /* ------------------------------------------------------------- statistics */
 

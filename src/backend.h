@@ -152,6 +152,13 @@ struct kc_buffer {
   kc_context *owner; /* the context struct it lives in; never changes */
   size_t size;
   kc_buffer *prev, *next; /* owner's live list or free list, under owner->lock */
+  /* What kcache owns of h: KC__BUF_OWNED (buf_create: buf_destroy frees
+   * it), KC__BUF_FOREIGN (buf_wrap: buf_unwrap releases it) or KC__BUF_VIEW
+   * (buf_view of `parent` at `offset`: buf_view_destroy releases it); the
+   * last two are never freed, and have no guard zones (whole 0). */
+  uint32_t origin;
+  kc_buffer *parent; /* a view's buffer (never itself a view); else NULL */
+  size_t offset; /* a view's offset in parent */
   /* Checked mode (src/core/checked.c): the whole allocation, guard zones
    * included (h is a view of its middle), and who launched with it last
    * (for the message at kc_context_finish), under owner->lock. */
@@ -160,6 +167,7 @@ struct kc_buffer {
   uint32_t chk_arg;
   char chk_label[96];
 };
+enum { KC__BUF_OWNED = 0, KC__BUF_FOREIGN = 1, KC__BUF_VIEW = 2 };
 _Static_assert(offsetof(struct kc_buffer, h) == 0, "argv takes a kc_buffer * as a pointer to its handle");
 
 /* What a backend loads: the compiled bytes and what they were compiled
@@ -177,6 +185,19 @@ typedef struct kc__artifact {
    * when it rejects a binary (OpenCL) must then say that it rejected it. */
   const char *source;
 } kc__artifact;
+
+/* A launch's configuration as the backend's launch_ex sees it
+ * (kc_launch_ex; the core has checked the arguments against the
+ * parameters, the stream against the context). argv is packed as for
+ * launch, plus: a KC_ARG_PTR's entry points at the pointer's value (its
+ * kc_arg.ptr), a KC_ARG_LOCAL's is NULL (args[i].size says how much). */
+typedef struct kc__lcfg {
+  const kc_dim3 *grid, *block;
+  void *stream; /* the native stream or queue; NULL: the context's own */
+  uint32_t shared_bytes, flags; /* kc_launch_config's */
+  kc_dim3 cluster;
+  const kc_arg *args; /* nargs entries: the kinds (and KC_ARG_LOCAL sizes) */
+} kc__lcfg;
 
 /* --------------------------------------------------------- the table */
 
@@ -228,12 +249,37 @@ typedef struct kc__backend {
   void (*buf_destroy)(void *bctx, kc__bufh *h);
   kc_status (*buf_write)(void *bctx, kc__bufh *h, size_t off, const void *src, size_t n);
   kc_status (*buf_read)(void *bctx, kc__bufh *h, size_t off, void *dst, size_t n);
-  /* Optional (checked mode): a handle on bytes [off, off + size) of the
-   * buffer whole, which kernels and copies use like any buffer's, and its
-   * release (whole stays). NULL: a handle is an address (host, CUDA), and
-   * the view is whole's plus off, released with nothing. */
+  /* Optional (checked mode, kc_buffer_view): a handle on bytes [off, off +
+   * size) of the buffer whole, which kernels and copies use like any
+   * buffer's, and its release (whole stays). NULL: a handle is an address
+   * (host, CUDA), and the view is whole's plus off, released with nothing. */
   kc_status (*buf_view)(void *bctx, const kc__bufh *whole, size_t off, size_t size, kc__bufh *view);
   void (*buf_view_destroy)(void *bctx, kc__bufh *view);
+
+  /* Interop (kcache.h, "Using kcache inside an existing program"). NULL
+   * where a backend has none: the core says so (KC_EUNAVAILABLE). */
+  /* kc_launch_ex: launch with a configuration (see kc__lcfg). */
+  kc_status (*launch_ex)(kc__blinked *b, void **argv, const kc__lcfg *cfg);
+  /* A session on the caller's native context, never destroyed by
+   * ctx_destroy (only what the backend made in it). */
+  kc_status (*ctx_wrap)(void *state, void *native_ctx, void *native_dev, void **bctx);
+  void *(*ctx_native)(void *bctx);
+  /* Streams are their native handles. create: a new in-order one; wrap:
+   * checks that native belongs to bctx (and may retain it); release undoes
+   * create (owned) or wrap. */
+  kc_status (*stream_create)(void *bctx, void **native);
+  kc_status (*stream_wrap)(void *bctx, void *native);
+  void (*stream_release)(void *bctx, void *native, bool owned);
+  kc_status (*stream_sync)(void *bctx, void *native);
+  kc_status (*stream_wait)(void *bctx, void *native, void *other);
+  /* Whether native (NULL: the context's own) is capturing a graph; NULL:
+   * never. Cold. */
+  bool (*stream_capturing)(void *bctx, void *native);
+  /* Foreign memory (kc_buffer_wrap): wrap checks native (and may retain
+   * it); unwrap releases what wrap took (NULL: nothing to release). Views
+   * (kc_buffer_view) are buf_view's, above. */
+  kc_status (*buf_wrap)(void *bctx, void *native, size_t size, kc__bufh *h);
+  void (*buf_unwrap)(void *bctx, kc__bufh *h);
 } kc__backend;
 
 /* Each backend defines its table, `const kc__backend kc__backend_NAME`, in

@@ -17,7 +17,9 @@ set(KC_SOURCES
     src/core/code.c
     src/core/context.c
     src/core/fork.c
+    src/core/interop.c
     src/core/launch.c
+    src/core/launch_ex.c
     src/core/log.c
     src/core/probe.c
     src/core/runtime.c
@@ -47,6 +49,7 @@ set(KC_SOURCES
     src/remote/queue.c
     src/remote/tier.c
     src/backends/host/host.c
+    src/backends/host/interop.c
     src/backends/host/tools.c
     src/backends/registry.c)
 set(KC_DEFS)

@@ -168,6 +168,29 @@ if ((BUILT)) && [[ -x "$BUILD/kc_demo" ]]; then
   fi
 fi
 
+# ------------------------------------- interop: the caller's driver objects
+# tests/interop/test_interop_cuda.c (also in the ctest run above): a primary
+# context the test retained, its non-blocking stream and cuMemAlloc memory
+# handed to kcache; shared memory, cooperative and cluster launches; a graph
+# capture (an unprepared kernel refused with KC_EBUSY) and its replay. Run
+# again here so that its lines show in the summary.
+ITEST="$BUILD/tests/interop/test_interop_cuda"
+if ((BUILT)) && [[ -x "$ITEST" ]]; then
+  t=$(now)
+  echo "== $ITEST --backend cuda"
+  if timeout "$(limit 60)" "$ITEST" --backend cuda 2>&1 | tee "$LOGS/interop.txt"; then
+    if grep -q '^SKIPPED' "$LOGS/interop.txt"; then
+      row "interop + capture (cuda)" FAILED "$(secs "$t" "$(now)")" "skipped on a GPU machine"
+      OVERALL=1
+    else
+      row "interop + capture (cuda)" ok "$(secs "$t" "$(now)")"
+    fi
+  else
+    row "interop + capture (cuda)" FAILED "$(secs "$t" "$(now)")" "see $LOGS/interop.txt"
+    OVERALL=1
+  fi
+fi
+
 # ---------------------------------------------------------------- benchmark
 BENCH="$BUILD/bench/kc_bench_cuda"
 if [[ -x "$BENCH" ]]; then
@@ -219,7 +242,12 @@ fi
 if [[ -s "$LOGS/bench.txt" ]]; then
   echo
   echo "benchmark (last lines; full output in $LOGS/bench.txt):"
-  tail -n 25 "$LOGS/bench.txt" | sed 's/^/  /'
+  tail -n 32 "$LOGS/bench.txt" | sed 's/^/  /'
+fi
+if [[ -s "$LOGS/interop.txt" ]]; then
+  echo
+  echo "interop (what the suite printed):"
+  grep -vE '^\[ *(RUN|OK|PASSED|=+) ' "$LOGS/interop.txt" | tail -n 12 | sed 's/^/  /'
 fi
 if [[ -s "$LOGS/bench-store.txt" ]]; then
   echo

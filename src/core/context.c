@@ -38,14 +38,10 @@ static void set_link_key(kc_context *ctx, uint64_t key) {
   kc__store_relaxed(&ctx->link_key, key);
 }
 
-kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out) {
-  if (!out) return kc__err(rt, KC_EINVAL, "kc_context_create: out is NULL");
-  *out = NULL;
-  if (!rt) return kc__err(NULL, KC_EINVAL, "kc_context_create: runtime is NULL");
-  int n = rt->be->device_count(rt->bstate);
-  if (device < 0 || device >= n)
-    return kc__err(rt, KC_EINVAL, "kc_context_create: device %d out of range (the %s backend has %d)", device,
-                   rt->be->name, n);
+/* Makes a context on a backend session: kc_context_create's (native_ctx
+ * NULL and wrap false: a new session on `device`) and kc_context_wrap's. */
+static kc_status context_open(kc_runtime *rt, int device, bool wrap, void *native_ctx, void *native_dev,
+                              kc_context **out) {
   kc__lock(&rt->ctx_lock);
   kc_context *ctx = rt->contexts;
   while (ctx && kc__load_relaxed(&ctx->alive)) ctx = ctx->next;
@@ -62,7 +58,8 @@ kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out) {
     atomic_init(&ctx->slot_off, 0);
   }
   void *bctx = NULL;
-  kc_status st = rt->be->ctx_create(rt->bstate, device, &bctx);
+  kc_status st = wrap ? rt->be->ctx_wrap(rt->bstate, native_ctx, native_dev, &bctx)
+                      : rt->be->ctx_create(rt->bstate, device, &bctx);
   if (st) {
     if (fresh) {
       kc__mutex_destroy(&ctx->lock);
@@ -73,7 +70,9 @@ kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out) {
   }
   ctx->bctx = bctx;
   ctx->device = device;
+  ctx->wrapped = wrap;
   ctx->buffers = NULL;
+  ctx->streams = NULL;
   ctx->linked.count = 0;
   kc__store_relaxed(&ctx->id, kc__next_id());
   set_link_key(ctx, kc__next_id());
@@ -87,11 +86,48 @@ kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out) {
   return KC_OK;
 }
 
+kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out) {
+  if (!out) return kc__err(rt, KC_EINVAL, "kc_context_create: out is NULL");
+  *out = NULL;
+  if (!rt) return kc__err(NULL, KC_EINVAL, "kc_context_create: runtime is NULL");
+  int n = rt->be->device_count(rt->bstate);
+  if (device < 0 || device >= n)
+    return kc__err(rt, KC_EINVAL, "kc_context_create: device %d out of range (the %s backend has %d)", device,
+                   rt->be->name, n);
+  return context_open(rt, device, false, NULL, NULL, out);
+}
+
+kc_status kc_context_wrap(kc_runtime *rt, void *native_ctx, void *native_device, kc_context **out) {
+  if (!out) return kc__err(rt, KC_EINVAL, "kc_context_wrap: out is NULL");
+  *out = NULL;
+  if (!rt) return kc__err(NULL, KC_EINVAL, "kc_context_wrap: runtime is NULL");
+  if (!rt->be->ctx_wrap)
+    return kc__err(rt, KC_EUNAVAILABLE, "kc_context_wrap: the %s backend cannot adopt a native context",
+                   rt->be->name);
+  return context_open(rt, -1, true, native_ctx, native_device, out);
+}
+
+void *kc_context_native(const kc_context *ctx) {
+  if (!ctx || !kc__load_relaxed(&ctx->alive) || !ctx->rt->be->ctx_native) return NULL;
+  return ctx->rt->be->ctx_native(ctx->bctx);
+}
+
 /* Releases a buffer's backend memory and keeps its struct on the owner's
  * free list, marked destroyed (ctx NULL); owner->lock held. */
 static void buffer_retire(kc_context *owner, kc_buffer *b) {
-  if (owner->rt->checked) kc__checked_buf_destroy(owner, b);
-  else owner->rt->be->buf_destroy(owner->bctx, &b->h);
+  const kc__backend *be = owner->rt->be;
+  if (b->origin == KC__BUF_FOREIGN) {
+    if (be->buf_unwrap) be->buf_unwrap(owner->bctx, &b->h);
+  } else if (b->origin == KC__BUF_VIEW) {
+    if (be->buf_view && be->buf_view_destroy) be->buf_view_destroy(owner->bctx, &b->h);
+  } else if (owner->rt->checked) {
+    kc__checked_buf_destroy(owner, b);
+  } else {
+    be->buf_destroy(owner->bctx, &b->h);
+  }
+  b->origin = KC__BUF_OWNED;
+  b->parent = NULL;
+  b->offset = 0;
   b->h.u64 = 0;
   b->ctx = NULL;
   b->size = 0;
@@ -106,10 +142,15 @@ void kc__context_teardown(kc_context *ctx) {
   set_link_key(ctx, KC__KEY_DEAD);
   kc__store_relaxed(&ctx->alive, 0);
   unlink_all(ctx);
-  for (kc_buffer *b = ctx->buffers, *next; b; b = next) {
-    next = b->next;
-    buffer_retire(ctx, b);
-  }
+  kc__streams_teardown(ctx);
+  /* views first: a sub-buffer goes before the buffer it is part of */
+  for (int views = 1; views >= 0; views--)
+    for (kc_buffer *b = ctx->buffers, *next; b; b = next) {
+      next = b->next;
+      if ((b->origin == KC__BUF_VIEW) != views) continue;
+      KC__LIST_REMOVE(ctx->buffers, b);
+      buffer_retire(ctx, b);
+    }
   ctx->buffers = NULL;
   rt->be->ctx_destroy(ctx->bctx);
   ctx->bctx = NULL;
@@ -150,6 +191,17 @@ kc_status kc_context_finish(kc_context *ctx) {
   kc_status st = ctx->rt->be->ctx_finish(ctx->bctx);
   /* checked mode: the guard zones of every buffer, once the work is done */
   return st || !ctx->rt->checked ? st : kc__checked_finish(ctx);
+}
+
+kc__linked *kc__ctx_find_linked(kc_context *ctx, const kc__ci *ci) {
+  kc__linked *found = NULL;
+  kc__lock(&ctx->lock);
+  if (kc__load_relaxed(&ctx->alive)) {
+    KC__HTAB_FOR(&ctx->linked, ci->id, kc__linked, l, next_in_bucket)
+    if (l->ci == ci) found = l;
+  }
+  kc__unlock(&ctx->lock);
+  return found;
 }
 
 /* The linked object of ci in ctx, linking it on first use. */
@@ -210,29 +262,57 @@ kc_status kc__ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
 
 /* ---------------------------------------------------------------- buffers */
 
-kc_status kc_buffer_create(kc_context *ctx, size_t size, kc_buffer **out) {
-  if (!out) return kc__err(ctx ? ctx->rt : NULL, KC_EINVAL, "kc_buffer_create: out is NULL");
-  *out = NULL;
-  if (!ctx) return kc__err(NULL, KC_EINVAL, "kc_buffer_create: context is NULL");
-  kc_runtime *rt = ctx->rt;
-  if (size == 0) return kc__err(rt, KC_EINVAL, "kc_buffer_create: size is 0");
-  kc__lock(&ctx->lock);
-  if (!kc__load_relaxed(&ctx->alive)) {
-    kc__unlock(&ctx->lock);
-    return kc__err(rt, KC_EDESTROYED, "kc_buffer_create: the context has been destroyed");
-  }
+/* A buffer struct of ctx for a new buffer (reused or new); ctx->lock held. */
+static kc_buffer *buffer_take(kc_context *ctx) {
   kc_buffer *b;
   KC__STACK_POP(ctx->free_buffers, b, next);
   if (!b) {
-    b = kc__calloc(rt, sizeof *b);
-    if (!b) {
-      kc__unlock(&ctx->lock);
-      return kc__err(rt, KC_ENOMEM, "kc_buffer_create: out of memory");
-    }
-    b->owner = ctx;
+    b = kc__calloc(ctx->rt, sizeof *b);
+    if (b) b->owner = ctx;
   }
-  kc_status st =
-      rt->checked ? kc__checked_buf_create(ctx, size, b) : rt->be->buf_create(ctx->bctx, size, &b->h);
+  return b;
+}
+
+/* The handle of bytes [offset, offset+size) of parent: the backend's view
+ * (an OpenCL sub-buffer), else an address plus offset (backend.h). In
+ * checked mode an owned parent's handle is itself a view of its guarded
+ * allocation, so the view is made of that allocation. */
+static kc_status buffer_view_handle(kc_context *ctx, const kc_buffer *parent, size_t offset, size_t size,
+                                    kc__bufh *h) {
+  const kc__backend *be = ctx->rt->be;
+  const kc__bufh *base = parent->whole.u64 ? &parent->whole : &parent->h;
+  if (parent->whole.u64) offset += KC_CHECKED_GUARD;
+  if (be->buf_view) return be->buf_view(ctx->bctx, base, offset, size, h);
+  h->u64 = base->u64 + offset;
+  return KC_OK;
+}
+
+/* Makes a buffer of ctx: origin says how (buf_create, buf_wrap of native,
+ * a view of parent at offset). */
+static kc_status buffer_make(kc_context *ctx, uint32_t origin, void *native, kc_buffer *parent, size_t offset,
+                             size_t size, const char *fn, kc_buffer **out) {
+  kc_runtime *rt = ctx->rt;
+  kc__lock(&ctx->lock);
+  if (!kc__load_relaxed(&ctx->alive)) {
+    kc__unlock(&ctx->lock);
+    return kc__err(rt, KC_EDESTROYED, "%s: the context has been destroyed", fn);
+  }
+  if (parent && !parent->ctx) {
+    kc__unlock(&ctx->lock);
+    return kc__err(rt, KC_EDESTROYED, "%s: the buffer has been destroyed", fn);
+  }
+  kc_buffer *b = buffer_take(ctx);
+  if (!b) {
+    kc__unlock(&ctx->lock);
+    return kc__err(rt, KC_ENOMEM, "%s: out of memory", fn);
+  }
+  const kc__backend *be = rt->be;
+  kc_status st = KC_OK;
+  b->whole.u64 = 0; /* no guard zones (checked mode) but an owned buffer's */
+  if (origin == KC__BUF_OWNED)
+    st = rt->checked ? kc__checked_buf_create(ctx, size, b) : be->buf_create(ctx->bctx, size, &b->h);
+  else if (origin == KC__BUF_FOREIGN) st = be->buf_wrap(ctx->bctx, native, size, &b->h);
+  else st = buffer_view_handle(ctx, parent, offset, size, &b->h);
   if (st) {
     KC__STACK_PUSH(ctx->free_buffers, b, next);
     kc__unlock(&ctx->lock);
@@ -240,11 +320,55 @@ kc_status kc_buffer_create(kc_context *ctx, size_t size, kc_buffer **out) {
   }
   b->ctx = ctx;
   b->size = size;
+  b->origin = origin;
+  b->parent = parent;
+  b->offset = offset;
   KC__LIST_PUSH(ctx->buffers, b);
   kc__unlock(&ctx->lock);
   *out = b;
   return KC_OK;
 }
+
+kc_status kc_buffer_create(kc_context *ctx, size_t size, kc_buffer **out) {
+  if (!out) return kc__err(ctx ? ctx->rt : NULL, KC_EINVAL, "kc_buffer_create: out is NULL");
+  *out = NULL;
+  if (!ctx) return kc__err(NULL, KC_EINVAL, "kc_buffer_create: context is NULL");
+  if (size == 0) return kc__err(ctx->rt, KC_EINVAL, "kc_buffer_create: size is 0");
+  return buffer_make(ctx, KC__BUF_OWNED, NULL, NULL, 0, size, "kc_buffer_create", out);
+}
+
+kc_status kc_buffer_wrap(kc_context *ctx, void *native, size_t size, kc_buffer **out) {
+  if (!out) return kc__err(ctx ? ctx->rt : NULL, KC_EINVAL, "kc_buffer_wrap: out is NULL");
+  *out = NULL;
+  if (!ctx) return kc__err(NULL, KC_EINVAL, "kc_buffer_wrap: context is NULL");
+  kc_runtime *rt = ctx->rt;
+  if (!rt->be->buf_wrap)
+    return kc__err(rt, KC_EUNAVAILABLE, "kc_buffer_wrap: the %s backend cannot wrap memory", rt->be->name);
+  if (!native) return kc__err(rt, KC_EINVAL, "kc_buffer_wrap: the native handle is NULL");
+  if (size == 0) return kc__err(rt, KC_EINVAL, "kc_buffer_wrap: size is 0");
+  return buffer_make(ctx, KC__BUF_FOREIGN, native, NULL, 0, size, "kc_buffer_wrap", out);
+}
+
+kc_status kc_buffer_view(kc_buffer *buf, size_t offset, size_t size, kc_buffer **out) {
+  if (!out) return kc__err(buf ? buf->owner->rt : NULL, KC_EINVAL, "kc_buffer_view: out is NULL");
+  *out = NULL;
+  if (!buf) return kc__err(NULL, KC_EINVAL, "kc_buffer_view: buffer is NULL");
+  kc_context *ctx = buf->owner;
+  kc_runtime *rt = ctx->rt;
+  /* read under no lock: a view made while buf is destroyed is the caller's
+   * race (kcache.h); buffer_make checks buf again under the lock */
+  size_t have = kc_buffer_size(buf);
+  if (!buf->ctx) return kc__err(rt, KC_EDESTROYED, "kc_buffer_view: the buffer has been destroyed");
+  if (size == 0 || offset > have || size > have - offset)
+    return kc__err(rt, KC_EINVAL,
+                   "kc_buffer_view: [%zu, %zu) is not a nonempty range of the buffer of %zu bytes", offset,
+                   offset + size, have);
+  kc_buffer *root = buf->origin == KC__BUF_VIEW ? buf->parent : buf;
+  size_t at = buf->origin == KC__BUF_VIEW ? buf->offset + offset : offset;
+  return buffer_make(ctx, KC__BUF_VIEW, NULL, root, at, size, "kc_buffer_view", out);
+}
+
+void *kc_buffer_native(const kc_buffer *b) { return b && b->ctx ? b->h.ptr : NULL; }
 
 /* A buffer destroyed twice, or after its context: its struct is still
  * there (type-stable), so this is an error message, not a double free. */
@@ -276,6 +400,14 @@ void kc_buffer_destroy(kc_buffer *b) {
             "kc_buffer_destroy or with its context)");
     return;
   }
+  if (b->origin != KC__BUF_VIEW) /* its views go first (a view's parent is never a view) */
+    for (kc_buffer *v = ctx->buffers, *next; v; v = next) {
+      next = v->next;
+      if (v->parent != b) continue;
+      KC__LIST_REMOVE(ctx->buffers, v);
+      buffer_retire(ctx, v);
+      unbind_buffer(ctx, v);
+    }
   KC__LIST_REMOVE(ctx->buffers, b);
   buffer_retire(ctx, b);
   unbind_buffer(ctx, b);

@@ -216,6 +216,22 @@ struct kc_context {
   kc_buffer *buffers; /* live */
   kc_buffer *free_buffers; /* destroyed, for reuse (singly linked by next) */
   kc_context *next; /* runtime's list of all contexts (live or free) */
+  kc_stream *streams; /* live streams (interop.c), under lock */
+  kc_stream *free_streams; /* destroyed, for reuse (singly linked by next) */
+  bool wrapped; /* made by kc_context_wrap: the native context is the caller's */
+};
+
+/* A stream (interop.c): its native handle in one context. Type-stable like
+ * buffers: kc_stream_destroy and the context's teardown release the native
+ * handle, mark it dead (alive 0, under the context's lock) and keep the
+ * struct on the context's free list for reuse; kc_runtime_destroy frees
+ * them. Launches read ctx, alive and native. */
+struct kc_stream {
+  kc_context *ctx;
+  void *native;
+  _Atomic int alive;
+  bool owned; /* made by kc_stream_create: released as the backend's own */
+  kc_stream *prev, *next; /* ctx->streams */
 };
 
 /* A kernel handle. Its launch cache is one pointer per slot (slot chosen
@@ -500,6 +516,38 @@ void kc__context_teardown(kc_context *ctx); /* frees what a live context holds *
 void kc__linked_recycle(kc_runtime *rt, kc__linked *l);
 /* The linked object of ci in ctx, linking it on first use. */
 kc_status kc__ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out);
+
+/* The linked object of ci in ctx if there is one (links nothing). */
+kc__linked *kc__ctx_find_linked(kc_context *ctx, const kc__ci *ci);
+/* interop.c: releases the streams of a context being torn down (ctx->lock
+ * held); frees a context's stream structs (kc_runtime_destroy). */
+void kc__streams_teardown(kc_context *ctx);
+void kc__streams_free(kc_context *ctx);
+
+/* launch.c: why args do not fit the parameters of ci (KC_EARGS), or why
+ * argument i (a) does not fit a parameter whose KC__SIG is want (KC_OK if
+ * it does). Cold. */
+kc_status kc__explain_arg(kc_runtime *rt, const char *name, uint32_t i, const char *label, uint64_t want,
+                          const kc_arg *a, const kc_context *ctx) KC__COLD;
+kc_status kc__explain_args(kc_runtime *rt, const kc__ci *ci, const kc_context *ctx, const kc_arg *args,
+                           uint32_t nargs) KC__COLD;
+/* The slow path of bound arguments up to the launch: the linked object to
+ * launch a's arguments with (stream: the launch's, whose capture matters;
+ * NULL for the context's own). */
+kc_status kc__args_resolve(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block, const kc_stream *stream,
+                           kc__linked **out);
+
+/* launch_ex.c: the argument messages about raw pointers and local memory
+ * (ex: under kc_launch_ex's rules, else kc_launch's, which take neither). Cold. */
+kc_status kc__explain_arg_ex(kc_runtime *rt, const char *name, uint32_t i, const char *label, uint64_t want,
+                             const kc_arg *a, bool ex) KC__COLD;
+/* Capture safety: whether the native stream of s is capturing a graph;
+ * then the code instance for world w without compiling, and the linked
+ * object of ci in ctx without linking (KC_EBUSY saying to prepare the
+ * kernel when there is none). Cold. */
+bool kc__stream_capturing(kc_context *ctx, const kc_stream *s) KC__COLD;
+kc_status kc__capture_ci(kc_context *ctx, kc__spec *spec, kc_world w, kc__ci **out) KC__COLD;
+kc_status kc__capture_link(kc_context *ctx, kc__ci *ci, kc__linked **out) KC__COLD;
 
 /* checked.c: checked mode (kcache.h, "Checked mode"). Setup resolves the
  * option at create. The buffer calls replace the backend's buf_create and

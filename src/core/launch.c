@@ -69,11 +69,13 @@ void kc_kernel_destroy(kc_kernel *k) {
 /* Why argument i (a) does not fit a parameter whose KC__SIG is want in ctx,
  * or KC_OK if it fits. label names the parameter (" (float a)") or is "".
  * Cold: only after a check failed. */
-static KC__COLD kc_status explain_arg(kc_runtime *rt, const char *name, uint32_t i, const char *label,
-                                      uint64_t want, const kc_arg *a, const kc_context *ctx) {
+KC__COLD kc_status kc__explain_arg(kc_runtime *rt, const char *name, uint32_t i, const char *label,
+                                   uint64_t want, const kc_arg *a, const kc_context *ctx) {
   bool want_buf = want == KC__SIG(KC_ARG_BUFFER, 0);
   uint32_t size = (uint32_t)want;
 #define KC__ARG_ERR(...) kc__err(rt, KC_EARGS, "kernel '%s' argument %u%s " __VA_ARGS__)
+  if (a->kind == KC_ARG_PTR || a->kind == KC_ARG_LOCAL || want == KC__SIG(KC_ARG_LOCAL, 0))
+    return kc__explain_arg_ex(rt, name, i, label, want, a, false);
   if (a->kind != KC_ARG_BUFFER && a->kind != KC_ARG_SCALAR)
     return KC__ARG_ERR("has an unknown kind %u", name, i, label, a->kind);
   if (want_buf && a->kind != KC_ARG_BUFFER)
@@ -105,8 +107,8 @@ static KC__COLD kc_status explain_arg(kc_runtime *rt, const char *name, uint32_t
 
 /* Says why args do not fit the parameters of ci (KC_EARGS, or KC_EINVAL for
  * a NULL array). Cold: only after a check failed. */
-static KC__COLD kc_status explain_args(kc_runtime *rt, const kc__ci *ci, const kc_context *ctx,
-                                       const kc_arg *args, uint32_t nargs) {
+KC__COLD kc_status kc__explain_args(kc_runtime *rt, const kc__ci *ci, const kc_context *ctx,
+                                    const kc_arg *args, uint32_t nargs) {
   const char *name = ci->spec->name;
   if (nargs != ci->nparams)
     return kc__err(rt, KC_EARGS, "kernel '%s' takes %u argument%s, %u given", name, ci->nparams,
@@ -115,7 +117,7 @@ static KC__COLD kc_status explain_args(kc_runtime *rt, const kc__ci *ci, const k
   for (uint32_t i = 0; i < nargs; i++) {
     char label[160];
     snprintf(label, sizeof label, " (%s %s)", ci->params[i].type, ci->params[i].name);
-    kc_status st = explain_arg(rt, name, i, label, ci->sig[i], &args[i], ctx);
+    kc_status st = kc__explain_arg(rt, name, i, label, ci->sig[i], &args[i], ctx);
     if (st) return st;
   }
   return kc__err(rt, KC_EARGS, "kernel '%s': invalid arguments", name);
@@ -124,7 +126,7 @@ static KC__COLD kc_status explain_args(kc_runtime *rt, const kc__ci *ci, const k
 kc_status kc__launch_bad_args(const kc__blinked *b, const kc_context *ctx, const kc_arg *args,
                               uint32_t nargs) {
   const kc__linked *l = kc__linked_of(b);
-  return explain_args(l->rt, l->ci, ctx, args, nargs);
+  return kc__explain_args(l->rt, l->ci, ctx, args, nargs);
 }
 
 /* Whether arg fits a parameter whose KC__SIG is want, in ctx. A scalar
@@ -312,10 +314,10 @@ kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint
   kc_status st = kc__ci_get(rt, k->spec, kc__caller_world(rt), &ci);
   if (st) return st;
   uint32_t n = ci->nparams;
-  if (nargs != n || (n && !args)) return explain_args(rt, ci, ctx, args, nargs);
+  if (nargs != n || (n && !args)) return kc__explain_args(rt, ci, ctx, args, nargs);
   size_t values = 0, maxal = 16;
   for (uint32_t i = 0; i < n; i++) {
-    if (!arg_fits(&args[i], ci->sig[i], ctx)) return explain_args(rt, ci, ctx, args, nargs);
+    if (!arg_fits(&args[i], ci->sig[i], ctx)) return kc__explain_args(rt, ci, ctx, args, nargs);
     size_t al = value_align(ci->sig[i]);
     values = KC__ALIGN_UP(values, al) + value_room(ci->sig[i]);
     if (al > maxal) maxal = al;
@@ -359,7 +361,7 @@ kc_status kc_args_set(kc_args *a, uint32_t index, kc_arg arg) {
   if (!kc__load_relaxed(&a->ctx->alive) || kc__load_relaxed(&a->ctx->id) != a->ctx_id)
     return kc__err(rt, KC_EDESTROYED, "kc_args_set of '%s': the context has been destroyed", name);
   if (!arg_fits(&arg, a->want[index], a->ctx)) {
-    kc_status st = explain_arg(rt, name, index, "", a->want[index], &arg, a->ctx);
+    kc_status st = kc__explain_arg(rt, name, index, "", a->want[index], &arg, a->ctx);
     return st ? st : kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u does not fit", name, index);
   }
   /* a scalar keeps its room: where args[index] points since create */
@@ -385,8 +387,10 @@ void kc_args_destroy(kc_args *a) {
 
 /* Everything but the fast path: checks, the code for the caller's world,
  * its parameters against the ones the arguments were checked against, the
- * link into the context; then remembers the linked object. */
-static KC__NOINLINE kc_status args_slow(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) {
+ * link into the context (while stream is capturing a graph, only what is
+ * there already: kc__capture_ci); then remembers the linked object. */
+kc_status kc__args_resolve(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block, const kc_stream *stream,
+                           kc__linked **out) {
   if (!a) return kc__err(NULL, KC_EINVAL, "kc_launch_args: args is NULL");
   kc_runtime *rt = a->rt;
   kc_context *ctx = a->ctx;
@@ -404,10 +408,12 @@ static KC__NOINLINE kc_status args_slow(kc_args *a, const kc_dim3 *grid, const k
   if (KC__UNLIKELY(kc__log_on(rt, KC_LOG_DEBUG)))
     kc__trace_launch_miss(rt, "kc_launch_args", a->k->spec, ctx, kc__load_relaxed(&a->l), NULL, w);
   kc__ci *ci;
-  st = kc__ci_get(rt, a->k->spec, w, &ci);
+  bool capturing = KC__UNLIKELY(stream != NULL) && kc__stream_capturing(ctx, stream);
+  if (capturing) st = kc__capture_ci(ctx, a->k->spec, w, &ci);
+  else st = kc__ci_get(rt, a->k->spec, w, &ci);
   if (st) return st;
   if (ci->nparams != a->n || memcmp(ci->sig, a->want, a->n * sizeof *a->want) != 0) {
-    explain_args(rt, ci, ctx, a->args, a->n);
+    kc__explain_args(rt, ci, ctx, a->args, a->n);
     char why[512];
     snprintf(why, sizeof why, "%s", kc_errmsg(rt));
     return kc__err(rt, KC_EARGS,
@@ -416,11 +422,21 @@ static KC__NOINLINE kc_status args_slow(kc_args *a, const kc_dim3 *grid, const k
                    name, why);
   }
   kc__linked *l = NULL;
-  st = kc__ctx_link(ctx, ci, &l);
+  if (capturing) st = kc__capture_link(ctx, ci, &l);
+  else st = kc__ctx_link(ctx, ci, &l);
   if (st) return st;
-  if (KC__UNLIKELY(rt->checked)) return kc__checked_launch(l, ctx, grid, block, a->args, a->n, a->argv);
+  *out = l;
+  if (KC__UNLIKELY(rt->checked)) return KC_OK; /* checked mode fills no cache */
   kc__store_relaxed(&a->ci_id, ci->id);
   kc__store_relaxed(&a->l, l);
+  return KC_OK;
+}
+
+static KC__NOINLINE kc_status args_slow(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) {
+  kc__linked *l;
+  kc_status st = kc__args_resolve(a, grid, block, NULL, &l);
+  if (st) return st;
+  if (KC__UNLIKELY(a->rt->checked)) return kc__checked_launch(l, a->ctx, grid, block, a->args, a->n, a->argv);
   return l->b.launch(&l->b, a->argv, grid, block);
 }
 

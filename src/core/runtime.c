@@ -189,6 +189,7 @@ void kc_runtime_destroy(kc_runtime *rt) {
       next = b->next;
       kc__free(rt, b);
     }
+    kc__streams_free(c);
     kc__free(rt, c);
   }
   for (kc_kernel *k = rt->kernels, *next; k; k = next) {

@@ -112,6 +112,17 @@ static void test_shadowed_builtin_compiles(void **state) {
   COMPILES("kb", NULL, {"sqrt", "KC_DEVICE double sqrt(double x) { (void)x; return 42.0; }"}, {"kb", kb});
 }
 
+/* kc_scratch(), the dynamic shared memory of kc_launch_ex's shared_bytes
+ * (the kernels of tests/interop/test_interop_cuda.c). */
+static void test_scratch_kernels_compile(void **state) {
+  (void)state;
+  COMPILES("rev", NULL,
+           {"rev", "KC_KERNEL void rev(KC_GLOBAL const float *x, KC_GLOBAL float *y, float a) {\n"
+                   "  float *t = (float *)kc_scratch();\n"
+                   "  size_t l = kc_local_id(0), g = kc_global_id(0);\n"
+                   "  t[l] = x[g];\n  kc_barrier();\n  y[g] = a * t[kc_local_size(0) - 1 - l];\n}\n"});
+}
+
 static void test_errors_name_the_function(void **state) {
   (void)state;
   const def broken[] = {{"h", "KC_DEVICE float h(float x) {\n  return x +;\n}\n"},
@@ -137,6 +148,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_core_kernels_compile),
       cmocka_unit_test(test_shadowed_builtin_compiles),
+      cmocka_unit_test(test_scratch_kernels_compile),
       cmocka_unit_test(test_errors_name_the_function),
   };
   rc = KCT_RUN(tests);

@@ -48,14 +48,14 @@
 /* The id of the kc context whose CUDA context this thread made current last.
  * Ids are never reused, so a destroyed context's id never matches again. */
 #if defined(__GNUC__)
-static _Thread_local uint64_t cu_bound __attribute__((tls_model("initial-exec")));
+_Thread_local uint64_t cu_bound __attribute__((tls_model("initial-exec")));
 #else
-static _Thread_local uint64_t cu_bound;
+_Thread_local uint64_t cu_bound;
 #endif
 
 /* Makes c's context current on this thread (a slow path: it asks the
  * driver), and records it for the launch fast path. */
-static KC__NOINLINE kc_status cu_bind(const cu_ctx *c) {
+KC__NOINLINE kc_status cu_bind(const cu_ctx *c) {
   CUcontext cur = NULL;
   CUresult r = cu_drv.cuCtxGetCurrent(&cur);
   if (r != KC__CUDA_SUCCESS || cur != c->ctx) {
@@ -239,7 +239,7 @@ static void cu_ctx_destroy(void *bctx) {
   if (cu_bind(c) == KC_OK)
     cu_drv.cuCtxSynchronize(); /* let queued work end before the release may tear it down */
   cu_bound = 0;
-  cu_drv.cuDevicePrimaryCtxRelease_v2(c->dev);
+  if (!c->wrapped) cu_drv.cuDevicePrimaryCtxRelease_v2(c->dev); /* the caller's stays as it is */
   kc__bs_free(c->st->sv, c);
 }
 
@@ -450,4 +450,14 @@ const kc__backend kc__backend_cuda = {
     .buf_destroy = cu_buf_destroy,
     .buf_write = cu_buf_write,
     .buf_read = cu_buf_read,
+    .launch_ex = cu_launch_ex,
+    .ctx_wrap = cu_ctx_wrap,
+    .ctx_native = cu_ctx_native,
+    .stream_create = cu_stream_create,
+    .stream_wrap = cu_stream_wrap,
+    .stream_release = cu_stream_release,
+    .stream_sync = cu_stream_sync,
+    .stream_wait = cu_stream_wait,
+    .stream_capturing = cu_stream_capturing,
+    .buf_wrap = cu_buf_wrap,
 };

@@ -25,6 +25,7 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
 typedef unsigned long long CUdeviceptr;
 typedef int CUjit_option;
 typedef struct _nvrtcProgram *nvrtcProgram;
@@ -72,7 +73,52 @@ enum {
   X(cuMemAlloc_v2, (CUdeviceptr * ptr, size_t size)) \
   X(cuMemFree_v2, (CUdeviceptr ptr)) \
   X(cuMemcpyHtoD_v2, (CUdeviceptr dst, const void *src, size_t n)) \
-  X(cuMemcpyDtoH_v2, (void *dst, CUdeviceptr src, size_t n))
+  X(cuMemcpyDtoH_v2, (void *dst, CUdeviceptr src, size_t n)) \
+  X(cuCtxGetDevice, (CUdevice * dev)) \
+  X(cuStreamCreate, (CUstream * stream, unsigned int flags)) \
+  X(cuStreamDestroy_v2, (CUstream stream)) \
+  X(cuStreamSynchronize, (CUstream stream)) \
+  X(cuStreamGetCtx, (CUstream stream, CUcontext * ctx)) \
+  X(cuStreamIsCapturing, (CUstream stream, int *status)) \
+  X(cuStreamWaitEvent, (CUstream stream, CUevent ev, unsigned int flags)) \
+  X(cuEventCreate, (CUevent * ev, unsigned int flags)) \
+  X(cuEventRecord, (CUevent ev, CUstream stream)) \
+  X(cuEventDestroy_v2, (CUevent ev)) \
+  X(cuFuncSetAttribute, (CUfunction fn, int attrib, int value)) \
+  X(cuMemGetAddressRange_v2, (CUdeviceptr * base, size_t * size, CUdeviceptr ptr))
+
+/* The launch with attributes (cuLaunchKernelEx, CUDA 12.0), laid out as
+ * in cuda.h: an attribute is its id, padding to 8 bytes, and a 64-byte
+ * value; the config's stream follows seven unsigned ints. */
+typedef struct cu_launch_attr {
+  int id;
+  char pad[4];
+  union {
+    char raw[64];
+    int cooperative;
+    struct {
+      unsigned x, y, z;
+    } cluster;
+  } value;
+} cu_launch_attr;
+typedef struct cu_launch_config {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared;
+  CUstream stream;
+  cu_launch_attr *attrs;
+  unsigned nattrs;
+} cu_launch_config;
+_Static_assert(sizeof(cu_launch_attr) == 72, "CUlaunchAttribute is 72 bytes");
+_Static_assert(offsetof(cu_launch_config, stream) == 32 && sizeof(cu_launch_config) == 56,
+               "CUlaunchConfig's layout");
+enum {
+  KC__CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
+  KC__CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+  KC__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+  KC__CU_STREAM_NON_BLOCKING = 1,
+  KC__CU_EVENT_DISABLE_TIMING = 2,
+  KC__CU_STREAM_CAPTURE_STATUS_NONE = 0,
+};
+typedef CUresult (*cu_launch_ex_fn)(const cu_launch_config *cfg, CUfunction fn, void **params, void **extra);
 
 /* NVRTC: required, then optional (cubin output is 11.1+, arch lists 11.2+). */
 #define KC__NVRTC_FNS(X) \
@@ -100,6 +146,7 @@ typedef struct cu_driver {
   char why_buf[256];
   int version;
   KC__CU_DRIVER_FNS(KC__FIELD)
+  cu_launch_ex_fn cuLaunchKernelEx; /* NULL before CUDA 12.0 */
 } cu_driver;
 extern cu_driver cu_drv; /* load.c */
 
@@ -162,8 +209,31 @@ typedef struct cu_ctx {
   cu_state *st;
   uint64_t id; /* never reused: the thread's binding cache compares it */
   CUdevice dev;
-  CUcontext ctx; /* the device's primary context, retained */
+  CUcontext ctx; /* the device's primary context, retained; or the caller's (wrapped) */
   CUstream stream; /* NULL: the legacy default stream (see the top) */
+  bool wrapped; /* kc_context_wrap: ctx is the caller's, never released */
 } cu_ctx;
+
+/* cuda.c: makes c's context current on this thread (asks the driver);
+ * cu_bound is the id of the context this thread bound last (a launch that
+ * finds its own there skips cu_bind). */
+kc_status cu_bind(const cu_ctx *c);
+#if defined(__GNUC__)
+extern _Thread_local uint64_t cu_bound __attribute__((tls_model("initial-exec")));
+#else
+extern _Thread_local uint64_t cu_bound;
+#endif
+
+/* interop.c: adopted contexts, streams, foreign memory, configured launches. */
+kc_status cu_ctx_wrap(void *state, void *native_ctx, void *native_dev, void **bctx);
+void *cu_ctx_native(void *bctx);
+kc_status cu_stream_create(void *bctx, void **native);
+kc_status cu_stream_wrap(void *bctx, void *native);
+void cu_stream_release(void *bctx, void *native, bool owned);
+kc_status cu_stream_sync(void *bctx, void *native);
+kc_status cu_stream_wait(void *bctx, void *native, void *other);
+bool cu_stream_capturing(void *bctx, void *native);
+kc_status cu_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h);
+kc_status cu_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg);
 
 #endif /* KC_BACKENDS_CUDA_H */

@@ -158,6 +158,7 @@ static void cu_load(void) {
     return; \
   }
   KC__CU_DRIVER_FNS(KC__RESOLVE)
+  cu_sym(lib, "cuLaunchKernelEx", &cu_drv.cuLaunchKernelEx); /* optional: CUDA 12.0 */
 #undef KC__RESOLVE
   CUresult r = cu_drv.cuInit(0);
   if (r == KC__CUDA_ERROR_NO_DEVICE) {
@@ -230,7 +231,10 @@ const char cu_prelude[] =
     "#define kc_global_size(d) ((size_t)kc__gridDim(d) * kc__blockDim(d))\n"
     "#define kc_local_size(d) ((size_t)kc__blockDim(d))\n"
     "#define kc_num_groups(d) ((size_t)kc__gridDim(d))\n"
-    "#define kc_barrier() __syncthreads()\n";
+    "#define kc_barrier() __syncthreads()\n"
+    "/* kc_launch_ex's shared_bytes: the block's dynamic shared memory */\n"
+    "extern __shared__ __align__(16) unsigned char kc__dyn_shared[];\n"
+    "#define kc_scratch() ((void *)kc__dyn_shared)\n";
 
 /* The probe's values (cuda/probe.c) from the PTX of prog: ptx, or what
  * NVRTC keeps of it when it made a cubin. Leaves probe->n 0 if there are

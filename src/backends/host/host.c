@@ -69,9 +69,14 @@ static const char host_prelude[] =
     "/* tcc has no thread-local storage: kcache serializes launches of this object */\n"
     "static struct kc__item kc__it;\n"
     "__attribute__((visibility(\"default\"))) const int kc__serial = 1;\n"
+    "static void *kc__scratch;\n"
     "#else\n"
     "static _Thread_local struct kc__item kc__it;\n"
+    "static _Thread_local void *kc__scratch;\n"
     "#endif\n"
+    "/* kc_launch_ex's shared_bytes: one area per group (groups run in turn) */\n"
+    "__attribute__((visibility(\"default\"))) void kc__set_scratch(void *p) { kc__scratch = p; }\n"
+    "#define kc_scratch() (kc__scratch)\n"
     "#define kc_local_id(d) ((size_t)kc__it.lid[(d)])\n"
     "#define kc_group_id(d) ((size_t)kc__it.grp[(d)])\n"
     "#define kc_local_size(d) ((size_t)kc__it.lsz[(d)])\n"
@@ -512,4 +517,12 @@ const kc__backend kc__backend_host = {
     .buf_destroy = host_buf_destroy,
     .buf_write = host_buf_write,
     .buf_read = host_buf_read,
+    .launch_ex = host_launch_ex,
+    .ctx_wrap = host_ctx_wrap,
+    .stream_create = host_stream_create,
+    .stream_wrap = host_stream_wrap,
+    .stream_release = host_stream_release,
+    .stream_sync = host_stream_sync,
+    .stream_wait = host_stream_wait,
+    .buf_wrap = host_buf_wrap,
 };

@@ -42,4 +42,14 @@ kc_status host_read_file(const kc__bsvc *sv, const char *path, void **out, size_
 kc_status host_write_file(const kc__bsvc *sv, const char *path, const void *data, size_t n);
 bool host_elf_complete(const void *data, size_t n, const char **why);
 
+/* interop.c: launches with a configuration, streams, foreign memory. */
+kc_status host_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg);
+kc_status host_ctx_wrap(void *state, void *native_ctx, void *native_dev, void **bctx);
+kc_status host_stream_create(void *bctx, void **native);
+kc_status host_stream_wrap(void *bctx, void *native);
+void host_stream_release(void *bctx, void *native, bool owned);
+kc_status host_stream_sync(void *bctx, void *native);
+kc_status host_stream_wait(void *bctx, void *native, void *other);
+kc_status host_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h);
+
 #endif /* KC_BACKENDS_HOST_H */

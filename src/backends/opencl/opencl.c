@@ -72,6 +72,19 @@ static char *ocl_build_log(const kc__bsvc *sv, cl_program prog, cl_device_id dev
   return s;
 }
 
+/* KC_LOCAL pointer parameters are sized per launch (KC_ARG_LOCAL): the
+ * compiler's address qualifier says which pointers they are. Silent when
+ * the platform keeps no argument info. */
+static void ocl_mark_local_params(cl_kernel k, uint32_t nparams, uint64_t *sig) {
+  for (uint32_t i = 0; i < nparams; i++) {
+    cl_kernel_arg_address_qualifier aq = 0;
+    if (sig[i] == KC__SIG(KC_ARG_BUFFER, 0) &&
+        ocl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq, NULL) == CL_SUCCESS &&
+        aq == CL_KERNEL_ARG_ADDRESS_LOCAL)
+      sig[i] = KC__SIG(KC_ARG_LOCAL, 0);
+  }
+}
+
 /* Creates entry's kernel in prog and checks its parameter count. */
 static kc_status ocl_check_entry(const kc__bsvc *sv, cl_program prog, const char *entry, uint32_t nparams,
                                  cl_kernel *out) {
@@ -125,6 +138,7 @@ static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, siz
   if ((s = ocl_check_entry(sv, prog, tu->entry, tu->nparams, &k)) != KC_OK) goto done;
   /* the sizes and alignments of by-value parameters, from the compiler */
   s = ocl_run_probe(st, prog, k, tu, sig);
+  ocl_mark_local_params(k, tu->nparams, sig);
   ocl.clReleaseKernel(k);
   if (s) goto done;
 
@@ -161,7 +175,7 @@ done:
 
 /* -------------------------------------------------------------- contexts */
 
-static void ocl_ctx_destroy(void *bctx) {
+void ocl_ctx_destroy(void *bctx) {
   ocl_ctx *c = bctx;
   if (!c) return;
   if (c->queue) {
@@ -190,11 +204,10 @@ static kc_status ocl_ctx_create(void *state, int device, void **bctx) {
     ocl_ctx_destroy(c);
     return ocl_fail(sv, KC_EBACKEND, "clCreateContext", e);
   }
-  /* In order: a launch followed by a read sees the launch's writes. */
-  c->queue = ocl.clCreateCommandQueue(c->ctx, c->device, 0, &e);
-  if (!c->queue) {
+  kc_status s = ocl_ctx_finish_setup(c);
+  if (s) {
     ocl_ctx_destroy(c);
-    return ocl_fail(sv, KC_EBACKEND, "clCreateCommandQueue", e);
+    return s;
   }
   *bctx = c;
   return KC_OK;
@@ -330,6 +343,10 @@ static KC__COLD void ocl_lock_wait(_Atomic int *busy) {
   }
 }
 
+void ocl_lock(_Atomic int *busy) {
+  if (KC__UNLIKELY(atomic_exchange_explicit(busy, 1, memory_order_acquire))) ocl_lock_wait(busy);
+}
+
 static KC__COLD kc_status ocl_launch_fail(ocl_linked *x, cl_int e, uint32_t arg) {
   if (arg != UINT32_MAX) {
     if (x->argsize[arg] == 0)
@@ -440,6 +457,16 @@ const kc__backend kc__backend_opencl = {
     .buf_destroy = ocl_buf_destroy,
     .buf_write = ocl_buf_write,
     .buf_read = ocl_buf_read,
-    .buf_view = ocl_buf_view,
+    .buf_view = ocl_buf_view_aligned,
     .buf_view_destroy = ocl_buf_view_destroy,
+    .launch_ex = ocl_launch_ex,
+    .ctx_wrap = ocl_ctx_wrap,
+    .ctx_native = ocl_ctx_native,
+    .stream_create = ocl_stream_create,
+    .stream_wrap = ocl_stream_wrap,
+    .stream_release = ocl_stream_release,
+    .stream_sync = ocl_stream_sync,
+    .stream_wait = ocl_stream_wait,
+    .buf_wrap = ocl_buf_wrap,
+    .buf_unwrap = ocl_buf_unwrap,
 };

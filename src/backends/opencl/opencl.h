@@ -43,7 +43,21 @@
   X(clCreateSubBuffer) \
   X(clReleaseMemObject) \
   X(clEnqueueWriteBuffer) \
-  X(clEnqueueReadBuffer)
+  X(clEnqueueReadBuffer) \
+  X(clRetainContext) \
+  X(clRetainCommandQueue) \
+  X(clRetainMemObject) \
+  X(clGetContextInfo) \
+  X(clGetCommandQueueInfo) \
+  X(clGetMemObjectInfo) \
+  X(clEnqueueMarkerWithWaitList) \
+  X(clEnqueueBarrierWithWaitList) \
+  X(clReleaseEvent)
+
+/* OpenCL 2.0, looked up but not required (NULL: the library lacks it). */
+typedef cl_int(CL_API_CALL *ocl_svm_arg_fn)(cl_kernel kernel, cl_uint index, const void *value);
+extern ocl_svm_arg_fn ocl_set_arg_svm; /* clSetKernelArgSVMPointer */
+#define OCL_DEVICE_SVM_CAPABILITIES 0x1053 /* CL_DEVICE_SVM_CAPABILITIES (2.0) */
 
 typedef struct ocl_lib {
 #define OCL_FIELD(f) __typeof__(f) *f;
@@ -71,8 +85,10 @@ typedef struct ocl_ctx {
   const kc__bsvc *sv;
   ocl_state *st;
   cl_device_id device;
-  cl_context ctx;
-  cl_command_queue queue;
+  cl_context ctx; /* kcache's, or the caller's (kc_context_wrap: retained) */
+  cl_command_queue queue; /* kcache's own in-order queue */
+  bool svm; /* the device takes SVM pointers as arguments (KC_ARG_PTR) */
+  cl_uint base_align; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bytes: sub-buffer offsets */
 } ocl_ctx;
 
 /* l->extra: what a launch touches, together. */
@@ -105,5 +121,25 @@ kc_status ocl_run_probe(ocl_state *st, cl_program prog, cl_kernel entry, const k
 /* checked.c: checked mode's buffer views (backend.h, buf_view). */
 kc_status ocl_buf_view(void *bctx, const kc__bufh *whole, size_t off, size_t size, kc__bufh *view);
 void ocl_buf_view_destroy(void *bctx, kc__bufh *view);
+
+/* opencl.c */
+void ocl_ctx_destroy(void *bctx);
+
+/* interop.c: adopted contexts, streams, foreign memory, configured launches. */
+kc_status ocl_ctx_finish_setup(ocl_ctx *c);
+kc_status ocl_ctx_wrap(void *state, void *native_ctx, void *native_dev, void **bctx);
+void *ocl_ctx_native(void *bctx);
+kc_status ocl_stream_create(void *bctx, void **native);
+kc_status ocl_stream_wrap(void *bctx, void *native);
+void ocl_stream_release(void *bctx, void *native, bool owned);
+kc_status ocl_stream_sync(void *bctx, void *native);
+kc_status ocl_stream_wait(void *bctx, void *native, void *other);
+kc_status ocl_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h);
+/* kc_buffer_view: checked.c's ocl_buf_view, after the offset's alignment check. */
+kc_status ocl_buf_view_aligned(void *bctx, const kc__bufh *parent, size_t off, size_t size, kc__bufh *h);
+void ocl_buf_unwrap(void *bctx, kc__bufh *h);
+kc_status ocl_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg);
+/* The set-args..enqueue window of a linked object (opencl.c). */
+void ocl_lock(_Atomic int *busy);
 
 #endif /* KC_BACKENDS_OPENCL_H */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 ocl_lib ocl;
+ocl_svm_arg_fn ocl_set_arg_svm;
 
 static kc__once ocl_once = KC__ONCE_INIT;
 static const char *ocl_why; /* written once inside call_once; NULL: usable */
@@ -38,6 +39,8 @@ static void ocl_load(void) {
   }
   OCL_FUNCS(OCL_SYM)
 #undef OCL_SYM
+  sym = dlsym(lib, "clSetKernelArgSVMPointer");
+  memcpy(&ocl_set_arg_svm, &sym, sizeof sym);
   /* The library stays loaded for the life of the process: drivers do not
    * survive being unloaded while their worker threads run. */
 

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * interop.c -- the CUDA backend's part of "Using kcache inside an existing
+ * program" (kcache.h): adopted CUcontexts (a primary context the caller
+ * retained, or one it created: never released here), streams (made
+ * non-blocking, or the caller's CUstream), device memory the caller
+ * allocated (a CUdeviceptr; a view is the pointer plus its offset), graph
+ * capture (cuStreamIsCapturing, for the core's capture check), and launches
+ * with a configuration: a stream, dynamic shared memory (the function's
+ * limit raised above 48 KiB), cooperative launches and thread-block
+ * clusters through cuLaunchKernelEx.
+ */
+#include "backends/cuda/cuda.h"
+
+#include <stdio.h>
+#include <string.h>
+
+kc_status cu_ctx_wrap(void *state, void *native_ctx, void *native_dev, void **bctx) {
+  cu_state *st = state;
+  *bctx = NULL;
+  if (!native_ctx) return kc__bs_err(st->sv, KC_EINVAL, "kc_context_wrap: the CUcontext is NULL");
+  if (native_dev)
+    return kc__bs_err(st->sv, KC_EINVAL,
+                      "kc_context_wrap: CUDA takes no device (pass NULL): a CUcontext has one");
+  cu_ctx *c = kc__bs_calloc(st->sv, sizeof *c);
+  if (!c) return kc__bs_err(st->sv, KC_ENOMEM, "out of memory adopting a CUDA context");
+  c->st = st;
+  c->id = kc__next_id();
+  c->ctx = native_ctx;
+  c->wrapped = true;
+  kc_status s = cu_bind(c);
+  CUresult r = s ? KC__CUDA_SUCCESS : cu_drv.cuCtxGetDevice(&c->dev);
+  if (!s && r != KC__CUDA_SUCCESS) s = cu_fail(st->sv, KC_EINVAL, "kc_context_wrap: cuCtxGetDevice", r, "");
+  if (s) {
+    kc__bs_free(st->sv, c);
+    return s;
+  }
+  *bctx = c;
+  return KC_OK;
+}
+
+void *cu_ctx_native(void *bctx) { return ((cu_ctx *)bctx)->ctx; }
+
+/* ---------------------------------------------------------------- streams */
+
+kc_status cu_stream_create(void *bctx, void **native) {
+  cu_ctx *c = bctx;
+  kc_status s = cu_bind(c);
+  if (s) return s;
+  CUstream stream = NULL;
+  CUresult r = cu_drv.cuStreamCreate(&stream, KC__CU_STREAM_NON_BLOCKING);
+  if (r != KC__CUDA_SUCCESS)
+    return cu_fail(c->st->sv, KC_EBACKEND, "kc_stream_create: cuStreamCreate", r, "");
+  *native = stream;
+  return KC_OK;
+}
+
+/* NULL is the legacy default stream, kcache's own. */
+kc_status cu_stream_wrap(void *bctx, void *native) {
+  cu_ctx *c = bctx;
+  if (!native) return KC_OK;
+  kc_status s = cu_bind(c);
+  if (s) return s;
+  CUcontext owner = NULL;
+  CUresult r = cu_drv.cuStreamGetCtx(native, &owner);
+  if (r != KC__CUDA_SUCCESS) return cu_fail(c->st->sv, KC_EINVAL, "kc_stream_wrap: cuStreamGetCtx", r, "");
+  if (owner != c->ctx)
+    return kc__bs_err(c->st->sv, KC_EINVAL, "kc_stream_wrap: the CUstream belongs to another CUcontext");
+  return KC_OK;
+}
+
+void cu_stream_release(void *bctx, void *native, bool owned) {
+  if (!owned || !native || cu_bind(bctx) != KC_OK) return;
+  cu_drv.cuStreamSynchronize(native);
+  cu_drv.cuStreamDestroy_v2(native);
+}
+
+kc_status cu_stream_sync(void *bctx, void *native) {
+  cu_ctx *c = bctx;
+  kc_status s = cu_bind(c);
+  if (s) return s;
+  CUresult r = cu_drv.cuStreamSynchronize(native);
+  return r == KC__CUDA_SUCCESS ? KC_OK
+                               : cu_fail(c->st->sv, KC_ELAUNCH, "kc_stream_sync: cuStreamSynchronize", r, "");
+}
+
+/* An event recorded on `other` that native waits for (both may be
+ * capturing: event record and wait are captured as graph edges). */
+kc_status cu_stream_wait(void *bctx, void *native, void *other) {
+  cu_ctx *c = bctx;
+  kc_status s = cu_bind(c);
+  if (s) return s;
+  CUevent ev = NULL;
+  CUresult r = cu_drv.cuEventCreate(&ev, KC__CU_EVENT_DISABLE_TIMING);
+  if (r != KC__CUDA_SUCCESS) return cu_fail(c->st->sv, KC_EBACKEND, "kc_stream_wait: cuEventCreate", r, "");
+  const char *what = "cuEventRecord";
+  r = cu_drv.cuEventRecord(ev, other);
+  if (r == KC__CUDA_SUCCESS) {
+    what = "cuStreamWaitEvent";
+    r = cu_drv.cuStreamWaitEvent(native, ev, 0);
+  }
+  cu_drv.cuEventDestroy_v2(ev); /* the wait holds what it needs */
+  return r == KC__CUDA_SUCCESS ? KC_OK : cu_fail(c->st->sv, KC_EBACKEND, what, r, " (kc_stream_wait)");
+}
+
+/* Whether native is capturing; a query that fails (another stream's
+ * global-mode capture forbids even that) counts as capturing: compiling
+ * then would break the capture. */
+bool cu_stream_capturing(void *bctx, void *native) {
+  if (cu_bind(bctx) != KC_OK) return false;
+  int status = KC__CU_STREAM_CAPTURE_STATUS_NONE;
+  CUresult r = cu_drv.cuStreamIsCapturing(native, &status);
+  return r != KC__CUDA_SUCCESS || status != KC__CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+/* ----------------------------------------------------------------- memory */
+
+kc_status cu_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h) {
+  cu_ctx *c = bctx;
+  kc_status s = cu_bind(c);
+  if (s) return s;
+  CUdeviceptr p = (CUdeviceptr)(uintptr_t)native, base = 0;
+  size_t have = 0;
+  CUresult r = cu_drv.cuMemGetAddressRange_v2(&base, &have, p);
+  if (r != KC__CUDA_SUCCESS)
+    return cu_fail(c->st->sv, KC_EINVAL, "kc_buffer_wrap: cuMemGetAddressRange", r,
+                   " (not device memory of this context?)");
+  if (p - base > have || size > have - (p - base))
+    return kc__bs_err(
+        c->st->sv, KC_EINVAL,
+        "kc_buffer_wrap: the allocation holds %zu bytes from the pointer, fewer than the %zu asked for",
+        (size_t)(have - (p - base)), size);
+  h->u64 = p;
+  return KC_OK;
+}
+
+/* ---------------------------------------------------------------- launch */
+
+#define CU_SHARED_DEFAULT (48u << 10) /* what a function may use without opting in */
+
+static KC__COLD kc_status cu_ex_fail(const kc__blinked *l, const kc__lcfg *cfg, const char *call,
+                                     CUresult r) {
+  const cu_ctx *c = l->bctx;
+  char detail[400];
+  snprintf(detail, sizeof detail, " (kernel '%s', grid %ux%ux%u, block %ux%ux%u, %u shared bytes%s%s)",
+           kc__blinked_name(l), cfg->grid->x, cfg->grid->y, cfg->grid->z, cfg->block->x, cfg->block->y,
+           cfg->block->z, cfg->shared_bytes, cfg->flags & KC_LAUNCH_COOPERATIVE ? ", cooperative" : "",
+           cfg->cluster.x ? ", clusters (sm_90 and up; the grid a multiple of the cluster)" : "");
+  return cu_fail(c->st->sv, KC_ELAUNCH, call, r, detail);
+}
+
+/* Raises the function's dynamic shared memory limit to bytes (once per
+ * size above the default: l->extra keeps the largest raised). */
+static KC__COLD kc_status cu_raise_shared(kc__blinked *l, const kc__lcfg *cfg) {
+  CUresult r = cu_drv.cuFuncSetAttribute(
+      (CUfunction)l->fn, KC__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)cfg->shared_bytes);
+  if (r != KC__CUDA_SUCCESS)
+    return cu_ex_fail(l, cfg, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", r);
+  l->extra = (void *)(uintptr_t)cfg->shared_bytes;
+  return KC_OK;
+}
+
+static KC__COLD kc_status cu_launch_attrs(kc__blinked *l, void **argv, const kc__lcfg *cfg, CUstream stream) {
+  const cu_ctx *c = l->bctx;
+  if (!cu_drv.cuLaunchKernelEx)
+    return kc__bs_err(
+        c->st->sv, KC_EUNAVAILABLE,
+        "kernel '%s': cooperative and cluster launches need cuLaunchKernelEx (a CUDA 12.0 driver; this "
+        "one is %d.%d)",
+        kc__blinked_name(l), cu_drv.version / 1000, cu_drv.version % 1000 / 10);
+  cu_launch_attr attrs[2];
+  memset(attrs, 0, sizeof attrs);
+  unsigned n = 0;
+  if (cfg->flags & KC_LAUNCH_COOPERATIVE) {
+    attrs[n].id = KC__CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attrs[n++].value.cooperative = 1;
+  }
+  if (cfg->cluster.x || cfg->cluster.y || cfg->cluster.z) {
+    attrs[n].id = KC__CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[n].value.cluster.x = cfg->cluster.x ? cfg->cluster.x : 1;
+    attrs[n].value.cluster.y = cfg->cluster.y ? cfg->cluster.y : 1;
+    attrs[n++].value.cluster.z = cfg->cluster.z ? cfg->cluster.z : 1;
+  }
+  cu_launch_config lc = {cfg->grid->x,  cfg->grid->y,      cfg->grid->z, cfg->block->x, cfg->block->y,
+                         cfg->block->z, cfg->shared_bytes, stream,       attrs,         n};
+  CUresult r = cu_drv.cuLaunchKernelEx(&lc, (CUfunction)l->fn, argv, NULL);
+  return r == KC__CUDA_SUCCESS ? KC_OK : cu_ex_fail(l, cfg, "cuLaunchKernelEx", r);
+}
+
+/* The configured launch: cu_launch (cuda.c) with a stream and shared
+ * memory; attributes go through cuLaunchKernelEx. */
+kc_status cu_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
+  const cu_ctx *c = l->bctx;
+  const kc_dim3 *g = cfg->grid, *b = cfg->block;
+  if (KC__UNLIKELY(!g->x || !g->y || !g->z || !b->x || !b->y || !b->z)) return kc__launch_bad_dims(l, g, b);
+  kc_status s = KC_OK;
+  if (KC__UNLIKELY(cu_bound != c->id) && (s = cu_bind(c)) != KC_OK) return s;
+  if (KC__UNLIKELY(cfg->shared_bytes > CU_SHARED_DEFAULT && cfg->shared_bytes > (uintptr_t)l->extra) &&
+      (s = cu_raise_shared(l, cfg)) != KC_OK)
+    return s;
+  CUstream stream = cfg->stream ? (CUstream)cfg->stream : c->stream;
+  if (KC__UNLIKELY(cfg->flags || cfg->cluster.x || cfg->cluster.y || cfg->cluster.z))
+    return cu_launch_attrs(l, argv, cfg, stream);
+  CUresult r = cu_drv.cuLaunchKernel((CUfunction)l->fn, g->x, g->y, g->z, b->x, b->y, b->z, cfg->shared_bytes,
+                                     stream, argv, NULL);
+  return KC__LIKELY(r == KC__CUDA_SUCCESS) ? KC_OK : cu_ex_fail(l, cfg, "cuLaunchKernel", r);
+}

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * interop.c -- the host backend's part of "Using kcache inside an existing
+ * program" (kcache.h): launches with a configuration (a per-group scratch
+ * area for shared_bytes), the one implicit in-order stream (a launch runs
+ * to completion in the calling thread, so every stream is that one), and
+ * memory the caller owns (a plain pointer; a view is the pointer plus its
+ * offset). It touches neither how objects are compiled nor how they are
+ * loaded (host.c): it calls the loaded object's kc__run and kc__set_scratch.
+ */
+#include "backends/host/host.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The calling thread's scratch area, grown to the largest shared_bytes it
+ * launched with (freed at thread exit is not needed: one per thread, kept). */
+static _Thread_local void *host_scratch;
+static _Thread_local size_t host_scratch_size;
+
+#define HOST_SCRATCH_MAX (64u << 20)
+
+kc_status host_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
+  host_state *s = l->bctx;
+  if (KC__UNLIKELY(cfg->flags || cfg->cluster.x || cfg->cluster.y || cfg->cluster.z))
+    return kc__bs_err(
+        s->sv, KC_EUNAVAILABLE,
+        "kernel '%s': the host backend has no cooperative or cluster launches (they are CUDA's)",
+        kc__blinked_name(l));
+  if (KC__LIKELY(!cfg->shared_bytes)) return l->launch(l, argv, cfg->grid, cfg->block);
+  void (*set)(void *) = NULL;
+  void *sym = dlsym(l->module, "kc__set_scratch");
+  memcpy(&set, &sym, sizeof sym);
+  if (!set)
+    return kc__bs_err(s->sv, KC_ELINK,
+                      "kernel '%s': its object has no scratch area (compiled by an older kcache)",
+                      kc__blinked_name(l));
+  if (cfg->shared_bytes > HOST_SCRATCH_MAX)
+    return kc__bs_err(s->sv, KC_EINVAL, "kernel '%s': shared_bytes %u is above the host backend's %u",
+                      kc__blinked_name(l), cfg->shared_bytes, HOST_SCRATCH_MAX);
+  if (host_scratch_size < cfg->shared_bytes) {
+    /* libc, not the runtime's allocator: the area belongs to the thread */
+    void *p = realloc(host_scratch, cfg->shared_bytes);
+    if (!p)
+      return kc__bs_err(s->sv, KC_ENOMEM, "out of memory for a %u-byte scratch area", cfg->shared_bytes);
+    host_scratch = p;
+    host_scratch_size = cfg->shared_bytes;
+  }
+  /* an object without thread-local storage (tcc) has one scratch pointer
+   * for every thread: it is set and used under the object's serial lock */
+  kc__mutex *serial = l->extra;
+  if (serial) kc__lock(serial);
+  set(host_scratch);
+  kc_status st = ((host_run_fn)l->fn)(l, argv, cfg->grid, cfg->block);
+  set(NULL);
+  if (serial) kc__unlock(serial);
+  return st;
+}
+
+/* The host has no native context: NULL adopts "the process". */
+kc_status host_ctx_wrap(void *state, void *native_ctx, void *native_dev, void **bctx) {
+  host_state *s = state;
+  if (native_ctx || native_dev)
+    return kc__bs_err(s->sv, KC_EINVAL,
+                      "kc_context_wrap: the host backend has no native context (pass NULL, NULL)");
+  *bctx = state;
+  return KC_OK;
+}
+
+kc_status host_stream_create(void *bctx, void **native) {
+  (void)bctx;
+  *native = NULL;
+  return KC_OK;
+}
+
+kc_status host_stream_wrap(void *bctx, void *native) {
+  host_state *s = bctx;
+  if (native)
+    return kc__bs_err(s->sv, KC_EINVAL,
+                      "kc_stream_wrap: the host backend's only stream is the implicit one (NULL)");
+  return KC_OK;
+}
+
+void host_stream_release(void *bctx, void *native, bool owned) { (void)bctx, (void)native, (void)owned; }
+
+/* Launches run to completion before they return. */
+kc_status host_stream_sync(void *bctx, void *native) {
+  (void)bctx, (void)native;
+  return KC_OK;
+}
+
+kc_status host_stream_wait(void *bctx, void *native, void *other) {
+  (void)bctx, (void)native, (void)other;
+  return KC_OK;
+}
+
+kc_status host_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h) {
+  (void)bctx, (void)size;
+  h->ptr = native;
+  return KC_OK;
+}

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * interop.c -- the OpenCL backend's part of "Using kcache inside an
+ * existing program" (kcache.h): contexts adopted from the caller
+ * (retained, released, never destroyed), streams as command queues (made
+ * in order, or the caller's, retained), cl_mem objects the caller owns
+ * (retained) and sub-buffers for offsets, and launches with a
+ * configuration: a queue, KC_LOCAL pointer parameters sized per launch
+ * (clSetKernelArg with a size and NULL), SVM pointers where the device
+ * has shared virtual memory.
+ */
+#include "backends/opencl/opencl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* What a context learns of its device, and kcache's own in-order queue
+ * in it (a launch followed by a read sees the launch's writes). */
+kc_status ocl_ctx_finish_setup(ocl_ctx *c) {
+  cl_int e;
+  c->queue = ocl.clCreateCommandQueue(c->ctx, c->device, 0, &e);
+  if (!c->queue) return ocl_fail(c->sv, KC_EBACKEND, "clCreateCommandQueue", e);
+  cl_bitfield svm = 0;
+  c->svm =
+      ocl_set_arg_svm &&
+      ocl.clGetDeviceInfo(c->device, OCL_DEVICE_SVM_CAPABILITIES, sizeof svm, &svm, NULL) == CL_SUCCESS &&
+      svm != 0;
+  cl_uint bits = 0;
+  if (ocl.clGetDeviceInfo(c->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof bits, &bits, NULL) != CL_SUCCESS)
+    bits = 8;
+  c->base_align = bits >= 8 ? bits / 8 : 1;
+  return KC_OK;
+}
+
+kc_status ocl_ctx_wrap(void *state, void *native_ctx, void *native_dev, void **bctx) {
+  ocl_state *st = state;
+  const kc__bsvc *sv = st->sv;
+  *bctx = NULL;
+  if (!native_ctx) return kc__bs_err(sv, KC_EINVAL, "kc_context_wrap: the cl_context is NULL");
+  cl_context nctx = native_ctx;
+  cl_device_id devs[64];
+  size_t bytes = 0;
+  cl_int e = ocl.clGetContextInfo(nctx, CL_CONTEXT_DEVICES, sizeof devs, devs, &bytes);
+  if (e != CL_SUCCESS)
+    return ocl_fail(sv, KC_EINVAL, "kc_context_wrap: clGetContextInfo(CL_CONTEXT_DEVICES)", e);
+  size_t n = bytes / sizeof devs[0];
+  cl_device_id dev = native_dev;
+  if (!dev && n == 1) dev = devs[0];
+  bool found = false;
+  for (size_t i = 0; i < n && dev; i++) found |= devs[i] == dev;
+  /* a context made on a sub-device may list its root device (PoCL does) */
+  for (cl_device_id d = dev; !found && d;) {
+    cl_device_id parent = NULL;
+    if (ocl.clGetDeviceInfo(d, CL_DEVICE_PARENT_DEVICE, sizeof parent, &parent, NULL) != CL_SUCCESS) break;
+    for (size_t i = 0; i < n && parent; i++) found |= devs[i] == parent;
+    d = parent;
+  }
+  if (!found)
+    return kc__bs_err(sv, KC_EINVAL,
+                      dev ? "kc_context_wrap: the cl_device_id is not a device of the cl_context"
+                          : "kc_context_wrap: the cl_context has %zu devices: say which (native_device)",
+                      n);
+  ocl_ctx *c = kc__bs_calloc(sv, sizeof *c);
+  if (!c) return kc__bs_err(sv, KC_ENOMEM, "out of memory");
+  c->sv = sv;
+  c->st = st;
+  c->device = dev;
+  if ((e = ocl.clRetainContext(nctx)) != CL_SUCCESS) {
+    kc__bs_free(sv, c);
+    return ocl_fail(sv, KC_EINVAL, "kc_context_wrap: clRetainContext", e);
+  }
+  c->ctx = nctx; /* ocl_ctx_destroy releases the reference taken here */
+  kc_status s = ocl_ctx_finish_setup(c);
+  if (s) {
+    ocl_ctx_destroy(c);
+    return s;
+  }
+  *bctx = c;
+  return KC_OK;
+}
+
+void *ocl_ctx_native(void *bctx) { return ((ocl_ctx *)bctx)->ctx; }
+
+/* ---------------------------------------------------------------- streams */
+
+kc_status ocl_stream_create(void *bctx, void **native) {
+  ocl_ctx *c = bctx;
+  cl_int e;
+  cl_command_queue q = ocl.clCreateCommandQueue(c->ctx, c->device, 0, &e);
+  if (!q) return ocl_fail(c->sv, KC_EBACKEND, "kc_stream_create: clCreateCommandQueue", e);
+  *native = q;
+  return KC_OK;
+}
+
+kc_status ocl_stream_wrap(void *bctx, void *native) {
+  ocl_ctx *c = bctx;
+  if (!native) return kc__bs_err(c->sv, KC_EINVAL, "kc_stream_wrap: the cl_command_queue is NULL");
+  cl_command_queue q = native;
+  cl_context qctx = NULL;
+  cl_device_id qdev = NULL;
+  cl_int e = ocl.clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof qctx, &qctx, NULL);
+  if (e == CL_SUCCESS) e = ocl.clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof qdev, &qdev, NULL);
+  if (e != CL_SUCCESS) return ocl_fail(c->sv, KC_EINVAL, "kc_stream_wrap: clGetCommandQueueInfo", e);
+  if (qctx != c->ctx)
+    return kc__bs_err(c->sv, KC_EINVAL, "kc_stream_wrap: the queue belongs to another cl_context");
+  if (qdev != c->device)
+    return kc__bs_err(c->sv, KC_EINVAL, "kc_stream_wrap: the queue is on another device than the context's");
+  e = ocl.clRetainCommandQueue(q);
+  return e == CL_SUCCESS ? KC_OK : ocl_fail(c->sv, KC_EINVAL, "kc_stream_wrap: clRetainCommandQueue", e);
+}
+
+/* A queue kcache made is drained first (kc_stream_destroy's promise); the
+ * caller's is only released (its own reference keeps it). */
+void ocl_stream_release(void *bctx, void *native, bool owned) {
+  (void)bctx;
+  if (!native) return;
+  if (owned) ocl.clFinish(native);
+  ocl.clReleaseCommandQueue(native);
+}
+
+kc_status ocl_stream_sync(void *bctx, void *native) {
+  ocl_ctx *c = bctx;
+  cl_int e = ocl.clFinish(native ? (cl_command_queue)native : c->queue);
+  return e == CL_SUCCESS ? KC_OK : ocl_fail(c->sv, KC_EBACKEND, "kc_stream_sync: clFinish", e);
+}
+
+/* A marker on `other` and a barrier on native that waits for it. */
+kc_status ocl_stream_wait(void *bctx, void *native, void *other) {
+  ocl_ctx *c = bctx;
+  cl_command_queue q = native ? (cl_command_queue)native : c->queue;
+  cl_command_queue o = other ? (cl_command_queue)other : c->queue;
+  cl_event ev = NULL;
+  cl_int e = ocl.clEnqueueMarkerWithWaitList(o, 0, NULL, &ev);
+  if (e != CL_SUCCESS) return ocl_fail(c->sv, KC_EBACKEND, "kc_stream_wait: clEnqueueMarkerWithWaitList", e);
+  e = ocl.clEnqueueBarrierWithWaitList(q, 1, &ev, NULL);
+  ocl.clReleaseEvent(ev);
+  return e == CL_SUCCESS ? KC_OK
+                         : ocl_fail(c->sv, KC_EBACKEND, "kc_stream_wait: clEnqueueBarrierWithWaitList", e);
+}
+
+/* ----------------------------------------------------------------- memory */
+
+kc_status ocl_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h) {
+  ocl_ctx *c = bctx;
+  cl_mem m = native;
+  cl_context mctx = NULL;
+  size_t msize = 0;
+  cl_mem_object_type type = 0;
+  cl_int e = ocl.clGetMemObjectInfo(m, CL_MEM_CONTEXT, sizeof mctx, &mctx, NULL);
+  if (e == CL_SUCCESS) e = ocl.clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof msize, &msize, NULL);
+  if (e == CL_SUCCESS) e = ocl.clGetMemObjectInfo(m, CL_MEM_TYPE, sizeof type, &type, NULL);
+  if (e != CL_SUCCESS) return ocl_fail(c->sv, KC_EINVAL, "kc_buffer_wrap: clGetMemObjectInfo", e);
+  if (mctx != c->ctx)
+    return kc__bs_err(c->sv, KC_EINVAL, "kc_buffer_wrap: the cl_mem belongs to another cl_context");
+  if (type != CL_MEM_OBJECT_BUFFER)
+    return kc__bs_err(c->sv, KC_EINVAL, "kc_buffer_wrap: the cl_mem is not a buffer");
+  if (msize < size)
+    return kc__bs_err(c->sv, KC_EINVAL,
+                      "kc_buffer_wrap: the cl_mem has %zu bytes, fewer than the %zu asked for", msize, size);
+  if ((e = ocl.clRetainMemObject(m)) != CL_SUCCESS) return ocl_fail(c->sv, KC_EINVAL, "clRetainMemObject", e);
+  h->ptr = m;
+  return KC_OK;
+}
+
+kc_status ocl_buf_view_aligned(void *bctx, const kc__bufh *parent, size_t off, size_t size, kc__bufh *h) {
+  ocl_ctx *c = bctx;
+  if (off % c->base_align)
+    return kc__bs_err(
+        c->sv, KC_EINVAL,
+        "kc_buffer_view: offset %zu is not a multiple of the device's base address alignment "
+        "(%u bytes, CL_DEVICE_MEM_BASE_ADDR_ALIGN); pass the offset as a kernel argument instead",
+        off, c->base_align);
+  return ocl_buf_view(bctx, parent, off, size, h);
+}
+
+/* A wrapped cl_mem: the reference kc_buffer_wrap took. */
+void ocl_buf_unwrap(void *bctx, kc__bufh *h) {
+  (void)bctx;
+  if (h->ptr) ocl.clReleaseMemObject((cl_mem)h->ptr);
+  h->ptr = NULL;
+}
+
+/* ---------------------------------------------------------------- launch */
+
+static KC__COLD kc_status ocl_ex_fail(const kc__blinked *l, const ocl_linked *x, cl_int e, uint32_t arg,
+                                      bool svm) {
+  const ocl_ctx *c = l->bctx;
+  if (svm) {
+    char name[256] = "";
+    ocl.clGetDeviceInfo(c->device, CL_DEVICE_NAME, sizeof name - 1, name, NULL);
+    return kc__bs_err(x->sv, KC_EARGS,
+                      "kernel '%s' argument %u: a raw pointer (KC_ARG_PTR) needs shared virtual memory "
+                      "(OpenCL 2.0 SVM), which %s: wrap the cl_mem with kc_buffer_wrap instead",
+                      x->entry, (unsigned)arg,
+                      !ocl_set_arg_svm ? "this OpenCL library lacks (no clSetKernelArgSVMPointer)" : name);
+  }
+  if (arg != UINT32_MAX)
+    return kc__bs_err(x->sv, KC_EARGS, "kernel '%s': clSetKernelArg(%u): %s (%d)", x->entry, (unsigned)arg,
+                      ocl_errname(e), (int)e);
+  kc_status st = e == CL_OUT_OF_RESOURCES || e == CL_OUT_OF_HOST_MEMORY ? KC_ENOMEM
+                 : e == CL_INVALID_COMMAND_QUEUE                        ? KC_EINVAL
+                                                                        : KC_ELAUNCH;
+  return kc__bs_err(x->sv, st, "kernel '%s': clEnqueueNDRangeKernel: %s (%d)", x->entry, ocl_errname(e),
+                    (int)e);
+}
+
+/* ocl_launch (opencl.c) with a queue and per-launch argument kinds. */
+kc_status ocl_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
+  ocl_linked *x = l->extra;
+  const ocl_ctx *c = l->bctx;
+  cl_kernel k = l->fn;
+  const kc_dim3 *grid = cfg->grid, *block = cfg->block;
+  if (KC__UNLIKELY(cfg->shared_bytes))
+    return kc__bs_err(x->sv, KC_EINVAL,
+                      "kernel '%s': OpenCL sizes local memory per parameter: declare a KC_LOCAL pointer "
+                      "parameter and pass KC_ARG_LOCAL_BYTES(n), not shared_bytes",
+                      x->entry);
+  if (KC__UNLIKELY(cfg->flags || cfg->cluster.x || cfg->cluster.y || cfg->cluster.z))
+    return kc__bs_err(
+        x->sv, KC_EUNAVAILABLE,
+        "kernel '%s': the OpenCL backend has no cooperative or cluster launches (they are CUDA's)", x->entry);
+  size_t local[3] = {block->x, block->y, block->z};
+  size_t global[3] = {(size_t)grid->x * block->x, (size_t)grid->y * block->y, (size_t)grid->z * block->z};
+  if (KC__UNLIKELY(!global[0] || !global[1] || !global[2])) return kc__launch_bad_dims(l, grid, block);
+  cl_uint dims = global[2] > 1 ? 3 : global[1] > 1 ? 2 : 1;
+  cl_command_queue q = cfg->stream ? (cl_command_queue)cfg->stream : x->queue;
+  cl_int e = CL_SUCCESS;
+  uint32_t i = 0;
+  bool svm = false;
+  ocl_lock(&x->busy);
+  for (; i < x->nargs; i++) {
+    uint32_t kind = cfg->args ? cfg->args[i].kind : KC_ARG_BUFFER;
+    if (kind == KC_ARG_PTR) {
+      if (KC__UNLIKELY(!c->svm)) {
+        svm = true;
+        break;
+      }
+      e = ocl_set_arg_svm(k, i, cfg->args[i].ptr);
+    } else if (kind == KC_ARG_LOCAL) {
+      e = ocl.clSetKernelArg(k, i, cfg->args[i].size, NULL);
+    } else {
+      if (KC__UNLIKELY(!x->argsize[i])) break;
+      e = ocl.clSetKernelArg(k, i, x->argsize[i], argv[i]);
+    }
+    if (KC__UNLIKELY(e != CL_SUCCESS)) break;
+  }
+  if (KC__LIKELY(i == x->nargs)) {
+    e = ocl.clEnqueueNDRangeKernel(q, k, dims, NULL, global, local, 0, NULL, NULL);
+    i = UINT32_MAX;
+  }
+  kc__store_release(&x->busy, 0);
+  return KC__LIKELY(e == CL_SUCCESS && i == UINT32_MAX) ? KC_OK : ocl_ex_fail(l, x, e, i, svm);
+}

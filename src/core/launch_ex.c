@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * launch_ex.c -- owns launches with a configuration (kc_launch_ex,
+ * kc_launch_args_ex): a stream, dynamic shared memory, cooperative and
+ * cluster launches, raw-pointer and local-memory arguments, and capture
+ * safety (a stream that is capturing a CUDA graph gets no compile and no
+ * link: KC_EBUSY).
+ *
+ * The cached path keeps launch.c's contract: it reads the handle's slot,
+ * the context's link key and the latest world exactly like kc_launch, and
+ * never locks, allocates or hashes; the checks of the configuration and the
+ * arguments and their packing follow in one out-of-line function (it needs
+ * a frame for argv), then the backend's launch_ex. kc_launch's own fast
+ * path is untouched: nothing here is on it.
+ */
+#include "core/core.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ messages */
+
+KC__COLD kc_status kc__explain_arg_ex(kc_runtime *rt, const char *name, uint32_t i, const char *label,
+                                      uint64_t want, const kc_arg *a, bool ex) {
+  bool want_local = want == KC__SIG(KC_ARG_LOCAL, 0), want_ptr = want == KC__SIG(KC_ARG_BUFFER, 0);
+#define KC__ARG_ERR(...) kc__err(rt, KC_EARGS, "kernel '%s' argument %u%s " __VA_ARGS__)
+  if (!ex && (a->kind == KC_ARG_PTR || a->kind == KC_ARG_LOCAL))
+    return KC__ARG_ERR(
+        "is a %s, which only kc_launch_ex takes (kc_launch and bound arguments take buffers and "
+        "scalars)",
+        name, i, label,
+        a->kind == KC_ARG_PTR ? "raw pointer (KC_ARG_PTR)" : "local memory size (KC_ARG_LOCAL)");
+  if (want_local && a->kind != KC_ARG_LOCAL)
+    return KC__ARG_ERR("is a KC_LOCAL pointer: pass its size per launch, KC_ARG_LOCAL_BYTES(n), through "
+                       "kc_launch_ex",
+                       name, i, label);
+  if (a->kind == KC_ARG_LOCAL && !want_local)
+    return KC__ARG_ERR("is not a KC_LOCAL pointer parameter; local memory (KC_ARG_LOCAL) was given", name, i,
+                       label);
+  if (a->kind == KC_ARG_LOCAL && a->size == 0)
+    return KC__ARG_ERR("is local memory of 0 bytes (KC_ARG_LOCAL_BYTES needs at least 1)", name, i, label);
+  if (a->kind == KC_ARG_PTR && !want_ptr)
+    return KC__ARG_ERR("is a scalar; a raw pointer (KC_ARG_PTR) was given", name, i, label);
+  if (a->kind == KC_ARG_PTR && a->size)
+    return KC__ARG_ERR("is a raw pointer, whose size is 0 (KC_ARG_DEVPTR); %u was given", name, i, label,
+                       a->size);
+#undef KC__ARG_ERR
+  return KC_OK;
+}
+
+/* Why args do not fit ci's parameters under kc_launch_ex's rules. */
+static KC__COLD kc_status explain_args_ex(kc_runtime *rt, const kc__ci *ci, const kc_context *ctx,
+                                          const kc_arg *args, uint32_t nargs) {
+  if (nargs != ci->nparams || !args) return kc__explain_args(rt, ci, ctx, args, nargs);
+  for (uint32_t i = 0; i < nargs; i++) {
+    const kc_arg *a = &args[i];
+    char label[160];
+    snprintf(label, sizeof label, " (%s %s)", ci->params[i].type, ci->params[i].name);
+    bool wider = a->kind == KC_ARG_PTR || a->kind == KC_ARG_LOCAL || ci->sig[i] == KC__SIG(KC_ARG_LOCAL, 0);
+    kc_status st = wider ? kc__explain_arg_ex(rt, ci->spec->name, i, label, ci->sig[i], a, true)
+                         : kc__explain_arg(rt, ci->spec->name, i, label, ci->sig[i], a, ctx);
+    if (st) return st;
+  }
+  return kc__err(rt, KC_EARGS, "kernel '%s': invalid arguments", ci->spec->name);
+}
+
+/* -------------------------------------------------------- capture safety */
+
+bool kc__stream_capturing(kc_context *ctx, const kc_stream *s) {
+  const kc__backend *be = ctx->rt->be;
+  return be->stream_capturing && be->stream_capturing(ctx->bctx, s->native);
+}
+
+static KC__COLD kc_status capture_busy(kc_context *ctx, const char *name, const char *what) {
+  return kc__err(ctx->rt, KC_EBUSY,
+                 "launch of '%s': the stream is capturing a graph and the kernel is %s (compiling or loading "
+                 "a module would break the capture): prepare the kernel first, kc_kernel_prepare(k, ctx), "
+                 "before the capture begins",
+                 name, what);
+}
+
+kc_status kc__capture_ci(kc_context *ctx, kc__spec *spec, kc_world w, kc__ci **out) {
+  kc__ci *ci = kc__ci_find(spec, w);
+  if (ci && ci->status) return kc__ci_get(ctx->rt, spec, w, out); /* a remembered failure: no compile */
+  if (!ci || !ci->artifact) return capture_busy(ctx, spec->name, "not compiled for the current world");
+  *out = ci;
+  return KC_OK;
+}
+
+kc_status kc__capture_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
+  kc__linked *l = kc__ctx_find_linked(ctx, ci);
+  if (!l) return capture_busy(ctx, ci->spec->name, "not linked in this context for the current world");
+  *out = l;
+  return KC_OK;
+}
+
+/* ------------------------------------------------------------ the launch */
+
+/* A configuration of another size than this library's, read as this
+ * library's (the caller's copy in *full): smaller ones get the defaults
+ * past their end; a larger one is accepted if every byte past what the
+ * library knows is 0 (kcache.h, "Struct sizes"). Cold. */
+static KC__COLD kc_status cfg_normalize(kc_runtime *rt, const kc_launch_config *cfg, kc_launch_config *full) {
+  size_t min = offsetof(kc_launch_config, stream) + sizeof(kc_stream *);
+  if (cfg->size < min)
+    return kc__err(rt, KC_EINVAL, "kc_launch_config of %zu bytes: at least %zu (use kc_launch_config_init)",
+                   cfg->size, min);
+  if (cfg->size > sizeof *full) {
+    const unsigned char *p = (const unsigned char *)cfg;
+    for (size_t i = sizeof *full; i < cfg->size; i++)
+      if (p[i])
+        return kc__err(
+            rt, KC_EINVAL,
+            "kc_launch_config of %zu bytes, this library knows %zu: a field it does not know is set",
+            cfg->size, sizeof *full);
+    memcpy(full, cfg, sizeof *full);
+  } else {
+    kc_launch_config_init_size(full, sizeof *full);
+    memcpy(full, cfg, cfg->size);
+  }
+  full->size = sizeof *full;
+  return KC_OK;
+}
+
+static KC__COLD kc_status bad_stream(kc_runtime *rt, const kc_context *ctx, const kc_stream *s,
+                                     const char *name) {
+  if (!kc__load_relaxed(&s->alive))
+    return kc__err(rt, KC_EDESTROYED, "launch of '%s': the stream's context has been destroyed", name);
+  (void)ctx;
+  return kc__err(rt, KC_EINVAL, "launch of '%s': the stream belongs to another context", name);
+}
+
+static inline bool arg_fits_ex(const kc_arg *a, uint64_t want, const kc_context *ctx) {
+  switch (a->kind) {
+  case KC_ARG_PTR: return want == KC__SIG(KC_ARG_BUFFER, 0) && a->size == 0;
+  case KC_ARG_LOCAL: return want == KC__SIG(KC_ARG_LOCAL, 0) && a->size != 0;
+  case KC_ARG_BUFFER:
+    return want == KC__SIG(KC_ARG_BUFFER, 0) && !a->size && a->ptr && ((const kc_buffer *)a->ptr)->ctx == ctx;
+  default: return KC__SIG(a->kind, a->size) == KC__SIG_MATCH(want) && a->ptr && a->size != UINT32_MAX;
+  }
+}
+
+/* The configuration's and the arguments' checks, the packing, the
+ * backend's launch_ex. argv as for launch: a buffer's entry is its handle,
+ * a scalar's its bytes, a raw pointer's the pointer's value in the caller's
+ * kc_arg, local memory's NULL. */
+static KC__NOINLINE kc_status ex_go(kc__linked *l, kc_context *ctx, const kc_launch_config *cfg,
+                                    const kc_arg *args, uint32_t nargs) {
+  kc_runtime *rt = l->rt;
+  kc_launch_config full;
+  if (KC__UNLIKELY(cfg->size != sizeof *cfg)) {
+    kc_status st = cfg_normalize(rt, cfg, &full);
+    if (st) return st;
+    cfg = &full;
+  }
+  kc__lcfg lc = {&cfg->grid, &cfg->block, NULL, cfg->shared_bytes, cfg->flags, cfg->cluster, args};
+  const kc_stream *s = cfg->stream;
+  if (s) {
+    if (KC__UNLIKELY(s->ctx != ctx || !kc__load_relaxed(&s->alive)))
+      return bad_stream(rt, ctx, s, l->ci->spec->name);
+    lc.stream = s->native;
+  }
+  void *argv[KC_MAX_ARGS];
+  if (KC__UNLIKELY(nargs != l->nargs || (nargs && !args)))
+    return explain_args_ex(rt, l->ci, ctx, args, nargs);
+  for (uint32_t i = 0; i < nargs; i++) {
+    const kc_arg *a = &args[i];
+    if (KC__UNLIKELY(!arg_fits_ex(a, l->sig[i], ctx))) return explain_args_ex(rt, l->ci, ctx, args, nargs);
+    argv[i] = a->kind == KC_ARG_PTR ? (void *)(uintptr_t)&a->ptr : (void *)(uintptr_t)a->ptr;
+  }
+  return rt->be->launch_ex(&l->b, argv, &lc);
+}
+
+static KC__NOINLINE kc_status ex_slow(kc_kernel *k, kc_context *ctx, const kc_launch_config *cfg,
+                                      const kc_arg *args, uint32_t nargs) {
+  if (!k) return kc__err(NULL, KC_EINVAL, "kc_launch_ex: kernel is NULL");
+  kc_runtime *rt = k->rt;
+  const char *name = k->spec->name;
+  if (!ctx) return kc__err(rt, KC_EINVAL, "kc_launch_ex: context is NULL");
+  if (!cfg) return kc__err(rt, KC_EINVAL, "kc_launch_ex of '%s': cfg is NULL", name);
+  if (ctx->rt != rt) return kc__err(rt, KC_EINVAL, "kc_launch_ex: the context belongs to another runtime");
+  if (!rt->be->launch_ex)
+    return kc__err(rt, KC_EUNAVAILABLE, "kc_launch_ex: the %s backend has no configured launch",
+                   rt->be->name);
+  kc_launch_config full;
+  if (cfg->size != sizeof *cfg) {
+    kc_status st = cfg_normalize(rt, cfg, &full);
+    if (st) return st;
+    cfg = &full;
+  }
+  uint64_t key = kc__load_relaxed(&ctx->link_key);
+  if (key == KC__KEY_DEAD || !kc__load_relaxed(&ctx->alive))
+    return kc__err(rt, KC_EDESTROYED, "kc_launch_ex of '%s': the context has been destroyed", name);
+  const kc_stream *s = cfg->stream;
+  if (s && (s->ctx != ctx || !kc__load_relaxed(&s->alive))) return bad_stream(rt, ctx, s, name);
+  kc__fetch_add_relaxed(&rt->n_slow, 1);
+  kc_world w = kc__caller_world(rt);
+  bool capturing = s && kc__stream_capturing(ctx, s);
+  kc__ci *ci;
+  kc_status st = capturing ? kc__capture_ci(ctx, k->spec, w, &ci) : kc__ci_get(rt, k->spec, w, &ci);
+  if (st) return st;
+  kc__linked *l = NULL;
+  st = capturing ? kc__capture_link(ctx, ci, &l) : kc__ctx_link(ctx, ci, &l);
+  if (st) return st;
+  /* checked mode fills no cache (its guards are checked at kc_context_finish) */
+  if (!rt->checked) kc__store_release(&k->slots[key & (KC__HSLOTS - 1)], l);
+  return ex_go(l, ctx, cfg, args, nargs);
+}
+
+/* A pin is held on the runtime, or the latest world is past the slot's
+ * code (launch.c: launch_pinned). */
+static KC__NOINLINE kc_status ex_pinned(kc_kernel *k, kc_context *ctx, const kc_launch_config *cfg,
+                                        const kc_arg *args, uint32_t nargs) {
+  uint64_t key = kc__load_relaxed(&ctx->link_key);
+  kc__linked *l = kc__load_relaxed(&k->slots[key & (KC__HSLOTS - 1)]);
+  if (KC__LIKELY(kc__load_acquire(&l->link_key) == key && kc__ci_valid_at(l->ci, kc__caller_world(k->rt)))) {
+    kc__count_relaxed(&k->fast_hits);
+    return ex_go(l, ctx, cfg, args, nargs);
+  }
+  return ex_slow(k, ctx, cfg, args, nargs);
+}
+
+kc_status kc_launch_ex(kc_kernel *k, kc_context *ctx, const kc_launch_config *cfg, const kc_arg *args,
+                       uint32_t nargs) {
+  if (KC__LIKELY(k && ctx && cfg)) { /* kc_launch's checks (launch.c) */
+    uint64_t key = kc__load_relaxed(&ctx->link_key);
+    size_t off = kc__load_relaxed(&ctx->slot_off);
+    kc__linked *l = kc__load_relaxed((_Atomic(kc__linked *) *)((char *)k->slots + off));
+    if (KC__LIKELY(kc__load_acquire(&l->link_key) == key)) {
+      kc_world w = kc__load_acquire(&k->rt->fast_world);
+      if (KC__LIKELY(w < kc__load_relaxed(&l->ci->max_world))) {
+        kc__count_relaxed(&k->fast_hits);
+        return ex_go(l, ctx, cfg, args, nargs);
+      }
+      return ex_pinned(k, ctx, cfg, args, nargs);
+    }
+  }
+  return ex_slow(k, ctx, cfg, args, nargs);
+}
+
+/* ---------------------------------------------------- bound arguments */
+
+static KC__NOINLINE kc_status args_ex_go(kc__linked *l, kc_args *a, const kc_launch_config *cfg) {
+  kc_runtime *rt = a->rt;
+  kc_launch_config full;
+  if (KC__UNLIKELY(cfg->size != sizeof *cfg)) {
+    kc_status st = cfg_normalize(rt, cfg, &full);
+    if (st) return st;
+    cfg = &full;
+  }
+  kc__lcfg lc = {&cfg->grid, &cfg->block, NULL, cfg->shared_bytes, cfg->flags, cfg->cluster, a->args};
+  const kc_stream *s = cfg->stream;
+  if (s) {
+    if (KC__UNLIKELY(s->ctx != a->ctx || !kc__load_relaxed(&s->alive)))
+      return bad_stream(rt, a->ctx, s, a->k->spec->name);
+    lc.stream = s->native;
+  }
+  return rt->be->launch_ex(&l->b, a->argv, &lc);
+}
+
+kc_status kc_launch_args_ex(kc_args *a, const kc_launch_config *cfg) {
+  if (KC__LIKELY(a && cfg)) { /* kc_launch_args' checks (launch.c) */
+    kc__linked *l = kc__load_relaxed(&a->l);
+    if (KC__LIKELY(kc__load_acquire(&l->link_key) == kc__load_relaxed(&a->ctx->link_key))) {
+      const kc__ci *ci = l->ci;
+      kc_world w = kc__load_acquire(&a->rt->fast_world);
+      if (KC__LIKELY(w < kc__load_relaxed(&ci->max_world) && ci->id == kc__load_relaxed(&a->ci_id))) {
+        kc__count_relaxed(&a->hits);
+        return args_ex_go(l, a, cfg);
+      }
+      /* a pin is held (launch.c: args_pinned): the caller's own world decides */
+      if (kc__ci_valid_at(ci, kc__caller_world(a->rt)) && ci->id == kc__load_relaxed(&a->ci_id)) {
+        kc__count_relaxed(&a->hits);
+        return args_ex_go(l, a, cfg);
+      }
+    }
+  }
+  if (!a) return kc__err(NULL, KC_EINVAL, "kc_launch_args_ex: args is NULL");
+  if (!cfg) return kc__err(a->rt, KC_EINVAL, "kc_launch_args_ex: cfg is NULL");
+  if (!a->rt->be->launch_ex)
+    return kc__err(a->rt, KC_EUNAVAILABLE, "kc_launch_args_ex: the %s backend has no configured launch",
+                   a->rt->be->name);
+  const kc_stream *s = cfg->stream;
+  if (s && (s->ctx != a->ctx || !kc__load_relaxed(&s->alive)))
+    return bad_stream(a->rt, a->ctx, s, a->k->spec->name);
+  /* the slow path (pinned threads included): resolve, relink, remember */
+  kc__linked *l;
+  kc_status st = kc__args_resolve(a, &cfg->grid, &cfg->block, s, &l);
+  return st ? st : args_ex_go(l, a, cfg);
+}

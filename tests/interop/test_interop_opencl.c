@@ -1,0 +1,528 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_interop_opencl.c -- kcache inside a program that owns its OpenCL
+ * objects. The test makes them itself with raw OpenCL calls (a cl_context,
+ * two in-order queues, cl_mem buffers), hands them to kcache
+ * (kc_context_wrap, kc_stream_wrap, kc_buffer_wrap, kc_buffer_view),
+ * launches kernels with struct, pointer-with-offset and local-memory
+ * arguments on both queues, reads back with raw clEnqueueReadBuffer, destroys every
+ * kcache object and checks that the native ones still work and hold no
+ * reference of kcache's. Also: world age on a wrapped context (reset
+ * relinks, compiles nothing), ordering between streams, SVM pointers (or
+ * the message where there is none), the errors of bad native handles, and
+ * two sub-devices (or two contexts) served by one compile.
+ */
+#define CL_TARGET_OPENCL_VERSION 200
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#include <CL/cl.h>
+
+#include "kc_test.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#define CLF(X) \
+  X(clGetPlatformIDs) \
+  X(clGetDeviceIDs) \
+  X(clGetDeviceInfo) \
+  X(clCreateContext) \
+  X(clReleaseContext) \
+  X(clCreateCommandQueue) \
+  X(clReleaseCommandQueue) \
+  X(clCreateBuffer) \
+  X(clReleaseMemObject) \
+  X(clEnqueueWriteBuffer) \
+  X(clEnqueueReadBuffer) \
+  X(clGetMemObjectInfo) \
+  X(clGetCommandQueueInfo) \
+  X(clFinish) \
+  X(clCreateSubDevices) \
+  X(clReleaseDevice) \
+  X(clGetContextInfo)
+#define CL_FIELD(f) static __typeof__(f) *p_##f;
+CLF(CL_FIELD)
+#undef CL_FIELD
+static void *(*p_clSVMAlloc)(cl_context, cl_svm_mem_flags, size_t, cl_uint);
+static void (*p_clSVMFree)(cl_context, void *);
+
+static bool cl_load(void) {
+  void *lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return false;
+  void *sym;
+#define CL_SYM(f) \
+  sym = dlsym(lib, #f); \
+  if (!sym) return false; \
+  memcpy(&p_##f, &sym, sizeof sym);
+  CLF(CL_SYM)
+#undef CL_SYM
+  sym = dlsym(lib, "clSVMAlloc");
+  memcpy(&p_clSVMAlloc, &sym, sizeof sym);
+  sym = dlsym(lib, "clSVMFree");
+  memcpy(&p_clSVMFree, &sym, sizeof sym);
+  return true;
+}
+
+#define CL_OK(expr) \
+  do { \
+    cl_int cl_e_ = (expr); \
+    if (cl_e_ != CL_SUCCESS) fail_msg("%s: OpenCL error %d", #expr, (int)cl_e_); \
+  } while (0)
+
+enum { GROUPS = 4, BLOCK = 8, N = GROUPS * BLOCK };
+
+/* Each group reverses its items through local memory: right only if the
+ * local buffer is shared by the group and large enough. */
+static const char SRC_REV[] =
+    "KC_KERNEL void rev(KC_GLOBAL const float *x, KC_GLOBAL float *y, KC_LOCAL float *tmp,\n"
+    "                   float a) {\n"
+    "  size_t l = kc_local_id(0), g = kc_global_id(0);\n"
+    "  tmp[l] = x[g];\n"
+    "  kc_barrier();\n"
+    "  y[g] = a * tmp[kc_local_size(0) - 1 - l];\n"
+    "}\n";
+/* A struct argument (sizes from the compiler: the structargs probe) with a
+ * pointer-with-offset and local memory, on the caller's queue. */
+static const char SRC_AFF[] = "typedef struct { float scale; int shift; float bias; } Aff;";
+static const char SRC_SAFF[] = "KC_KERNEL void saff(KC_GLOBAL const float *x, KC_GLOBAL float *y, Aff p,\n"
+                               "                    KC_LOCAL float *tmp) {\n"
+                               "  size_t l = kc_local_id(0), g = kc_global_id(0);\n"
+                               "  tmp[l] = x[g];\n"
+                               "  kc_barrier();\n"
+                               "  y[g] = p.scale * tmp[l] + p.bias + (float)p.shift;\n"
+                               "}\n";
+typedef struct aff_host {
+  float scale;
+  int shift;
+  float bias;
+} aff_host;
+
+static const char SRC_ADD[] = "KC_KERNEL void add(KC_GLOBAL const float *x, KC_GLOBAL float *y, float b) {\n"
+                              "  size_t g = kc_global_id(0);\n"
+                              "  y[g] = x[g] + b;\n"
+                              "}\n";
+
+typedef struct natives {
+  cl_platform_id plat;
+  cl_device_id dev;
+  cl_context ctx;
+  cl_command_queue q1, q2;
+} natives;
+
+static void natives_open(natives *n) {
+  cl_uint np = 0;
+  CL_OK(p_clGetPlatformIDs(1, &n->plat, &np));
+  CL_OK(p_clGetDeviceIDs(n->plat, CL_DEVICE_TYPE_ALL, 1, &n->dev, NULL));
+  cl_int e;
+  n->ctx = p_clCreateContext(NULL, 1, &n->dev, NULL, NULL, &e);
+  CL_OK(e);
+  n->q1 = p_clCreateCommandQueue(n->ctx, n->dev, 0, &e);
+  CL_OK(e);
+  n->q2 = p_clCreateCommandQueue(n->ctx, n->dev, 0, &e);
+  CL_OK(e);
+}
+
+static void natives_close(natives *n) {
+  p_clReleaseCommandQueue(n->q1);
+  p_clReleaseCommandQueue(n->q2);
+  p_clReleaseContext(n->ctx);
+}
+
+static cl_mem raw_buffer(natives *n, size_t bytes, const void *init) {
+  cl_int e;
+  cl_mem m = p_clCreateBuffer(n->ctx, CL_MEM_READ_WRITE, bytes, NULL, &e);
+  CL_OK(e);
+  if (init) CL_OK(p_clEnqueueWriteBuffer(n->q1, m, CL_TRUE, 0, bytes, init, 0, NULL, NULL));
+  return m;
+}
+
+static cl_uint refcount(cl_mem m) {
+  cl_uint r = 0;
+  CL_OK(p_clGetMemObjectInfo(m, CL_MEM_REFERENCE_COUNT, sizeof r, &r, NULL));
+  return r;
+}
+
+static cl_uint queue_refcount(cl_command_queue q) {
+  cl_uint r = 0;
+  CL_OK(p_clGetCommandQueueInfo(q, CL_QUEUE_REFERENCE_COUNT, sizeof r, &r, NULL));
+  return r;
+}
+
+static kc_runtime *opencl_runtime(void) {
+  kc_options o;
+  kc_options_init(&o);
+  return kct_runtime(&o);
+}
+
+static kc_launch_config config(kc_stream *s) {
+  kc_launch_config c;
+  kc_launch_config_init(&c);
+  c.grid = (kc_dim3){GROUPS, 1, 1};
+  c.block = (kc_dim3){BLOCK, 1, 1};
+  c.stream = s;
+  return c;
+}
+
+/* The whole story of the issue: native objects in, results out through
+ * raw reads, natives intact after kcache lets go. */
+static void test_native_objects(void **state) {
+  (void)state;
+  natives n;
+  natives_open(&n);
+  cl_uint align_bits = 0;
+  CL_OK(p_clGetDeviceInfo(n.dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL));
+  size_t off = align_bits / 8 > sizeof(float) ? align_bits / 8 : 64; /* an offset OpenCL allows */
+  float x[N], y1[N], y2[N];
+  for (int i = 0; i < N; i++) x[i] = (float)i;
+  cl_mem mx = raw_buffer(&n, sizeof x, x);
+  cl_mem my = raw_buffer(&n, off + 2 * sizeof x, NULL); /* [off, +N): rev's; after it: add's */
+
+  kc_runtime *rt = opencl_runtime();
+  kc_context *ctx;
+  KCT_OK(rt, kc_context_wrap(rt, n.ctx, n.dev, &ctx));
+  assert_ptr_equal(kc_context_native(ctx), n.ctx);
+  kc_stream *s1, *s2;
+  KCT_OK(rt, kc_stream_wrap(ctx, n.q1, &s1));
+  KCT_OK(rt, kc_stream_wrap(ctx, n.q2, &s2));
+  assert_ptr_equal(kc_stream_native(s1), n.q1);
+  kc_buffer *bx, *by, *vy1, *vy2;
+  KCT_OK(rt, kc_buffer_wrap(ctx, mx, sizeof x, &bx));
+  KCT_OK(rt, kc_buffer_wrap(ctx, my, off + 2 * sizeof x, &by));
+  assert_ptr_equal(kc_buffer_native(bx), mx);
+  KCT_OK(rt, kc_buffer_view(by, off, sizeof x, &vy1));
+  KCT_OK(rt, kc_buffer_view(by, off + sizeof x, sizeof x, &vy2));
+  assert_int_equal(kc_buffer_size(vy1), sizeof x);
+
+  kct_define(rt, "rev", SRC_REV);
+  kct_define(rt, "add", SRC_ADD);
+  kc_kernel *krev = kct_kernel(rt, "rev", NULL), *kadd = kct_kernel(rt, "add", NULL);
+  float a = 2.0f, b = 0.5f;
+  kc_arg rargs[] = {KC_ARG_BUF(bx), KC_ARG_BUF(vy1), KC_ARG_LOCAL_BYTES(BLOCK * sizeof(float)),
+                    KC_ARG_VAL(a)};
+  kc_arg aargs[] = {KC_ARG_BUF(bx), KC_ARG_BUF(vy2), KC_ARG_VAL(b)};
+  kc_launch_config c1 = config(s1), c2 = config(s2);
+  kc_stats before = kct_stats(rt);
+  for (int round = 0; round < 3; round++) { /* the first compiles and links; the others are cached */
+    KCT_OK(rt, kc_launch_ex(krev, ctx, &c1, rargs, 4));
+    KCT_OK(rt, kc_launch_ex(kadd, ctx, &c2, aargs, 3));
+  }
+  kc_stats after = kct_stats(rt);
+  assert_int_equal(after.compiles - before.compiles, 2);
+  assert_int_equal(after.links - before.links, 2);
+  assert_true(after.fast_hits - before.fast_hits >= 4);
+  CL_OK(p_clFinish(n.q1));
+  CL_OK(p_clFinish(n.q2));
+  CL_OK(p_clEnqueueReadBuffer(n.q1, my, CL_TRUE, off, sizeof y1, y1, 0, NULL, NULL));
+  CL_OK(p_clEnqueueReadBuffer(n.q2, my, CL_TRUE, off + sizeof x, sizeof y2, y2, 0, NULL, NULL));
+  for (int i = 0; i < N; i++) {
+    int g = i / BLOCK, l = i % BLOCK;
+    assert_float_equal(y1[i], 2.0f * x[g * BLOCK + BLOCK - 1 - l], 0);
+    assert_float_equal(y2[i], x[i] + 0.5f, 0);
+  }
+  /* a struct argument through a view, with local memory, on q2 */
+  kct_define(rt, "Aff", SRC_AFF);
+  kct_define(rt, "saff", SRC_SAFF);
+  kc_kernel *kaff = kct_kernel(rt, "saff", NULL);
+  aff_host p = {3.0f, 2, 0.25f};
+  kc_arg fargs[] = {KC_ARG_BUF(bx), KC_ARG_BUF(vy2), KC_ARG_VAL(p),
+                    KC_ARG_LOCAL_BYTES(BLOCK * sizeof(float))};
+  KCT_OK(rt, kc_launch_ex(kaff, ctx, &c2, fargs, 4));
+  CL_OK(p_clEnqueueReadBuffer(n.q2, my, CL_TRUE, off + sizeof x, sizeof y2, y2, 0, NULL, NULL));
+  for (int i = 0; i < N; i++) assert_float_equal(y2[i], 3.0f * x[i] + 0.25f + 2.0f, 0);
+  KCT_OK(rt, kc_launch_ex(kadd, ctx, &c2, aargs, 3)); /* back to add's results */
+  CL_OK(p_clEnqueueReadBuffer(n.q2, my, CL_TRUE, off + sizeof x, sizeof y2, y2, 0, NULL, NULL));
+  /* a view reads and writes at its offset */
+  float back[N];
+  KCT_OK(rt, kc_buffer_read(vy2, 0, back, sizeof back));
+  assert_memory_equal(back, y2, sizeof back);
+
+  /* world age on the adopted context: a reset relinks without compiling */
+  uint64_t id = kc_context_id(ctx);
+  KCT_OK(rt, kc_context_reset(ctx));
+  before = kct_stats(rt);
+  KCT_OK(rt, kc_launch_ex(kadd, ctx, &c2, aargs, 3));
+  KCT_OK(rt, kc_stream_sync(s2));
+  after = kct_stats(rt);
+  assert_int_equal(after.compiles, before.compiles);
+  assert_int_equal(after.links - before.links, 1);
+  assert_int_equal(kc_context_id(ctx), id);
+
+  /* kcache holds one reference on each native it was given, and drops it
+   * (PoCL's own commands hold some too, for a while: only kcache's share
+   * is compared) */
+  CL_OK(p_clFinish(n.q1));
+  CL_OK(p_clFinish(n.q2));
+  cl_uint rx = refcount(mx), ry = refcount(my), rq1 = queue_refcount(n.q1), rq2 = queue_refcount(n.q2);
+  kc_stream_destroy(s1);
+  kc_stream_destroy(s2);
+  kc_buffer_destroy(by); /* and its views */
+  assert_int_equal(kc_buffer_size(vy1), 0);
+  kc_context_destroy(ctx);
+  kct_destroy(rt);
+  assert_int_equal(refcount(mx), rx - 1);
+  assert_int_equal(refcount(my), ry - 1 - 2); /* and the two sub-buffers' references on it */
+  assert_int_equal(queue_refcount(n.q1), rq1 - 1);
+  assert_int_equal(queue_refcount(n.q2), rq2 - 1);
+
+  /* the natives still work */
+  float z[N] = {0};
+  CL_OK(p_clEnqueueWriteBuffer(n.q2, mx, CL_TRUE, 0, sizeof y1, y1, 0, NULL, NULL));
+  CL_OK(p_clEnqueueReadBuffer(n.q1, mx, CL_TRUE, 0, sizeof z, z, 0, NULL, NULL));
+  assert_memory_equal(z, y1, sizeof z);
+  p_clReleaseMemObject(mx);
+  p_clReleaseMemObject(my);
+  natives_close(&n);
+}
+
+/* Work on s2 after kc_stream_wait(s2, s1) sees what s1 did; a stream kcache
+ * made works like the caller's. */
+static void test_stream_order(void **state) {
+  (void)state;
+  natives n;
+  natives_open(&n);
+  kc_runtime *rt = opencl_runtime();
+  kc_context *ctx;
+  KCT_OK(rt, kc_context_wrap(rt, n.ctx, NULL, &ctx)); /* one device: it need not be named */
+  kc_stream *mine, *theirs;
+  KCT_OK(rt, kc_stream_create(ctx, &mine));
+  KCT_OK(rt, kc_stream_wrap(ctx, n.q2, &theirs));
+  float x[N];
+  for (int i = 0; i < N; i++) x[i] = (float)(3 * i);
+  cl_mem mx = raw_buffer(&n, sizeof x, x), m1 = raw_buffer(&n, sizeof x, NULL),
+         m2 = raw_buffer(&n, sizeof x, NULL);
+  kc_buffer *bx, *b1, *b2;
+  KCT_OK(rt, kc_buffer_wrap(ctx, mx, sizeof x, &bx));
+  KCT_OK(rt, kc_buffer_wrap(ctx, m1, sizeof x, &b1));
+  KCT_OK(rt, kc_buffer_wrap(ctx, m2, sizeof x, &b2));
+  kct_define(rt, "add", SRC_ADD);
+  kc_kernel *k = kct_kernel(rt, "add", NULL);
+  float one = 1.0f, ten = 10.0f;
+  kc_arg first[] = {KC_ARG_BUF(bx), KC_ARG_BUF(b1), KC_ARG_VAL(one)};
+  kc_arg second[] = {KC_ARG_BUF(b1), KC_ARG_BUF(b2), KC_ARG_VAL(ten)};
+  kc_launch_config cm = config(mine), ct = config(theirs);
+  for (int round = 0; round < 20; round++) {
+    KCT_OK(rt, kc_launch_ex(k, ctx, &cm, first, 3));
+    KCT_OK(rt, kc_stream_wait(theirs, mine));
+    KCT_OK(rt, kc_launch_ex(k, ctx, &ct, second, 3));
+    float y[N];
+    CL_OK(p_clEnqueueReadBuffer(n.q2, m2, CL_TRUE, 0, sizeof y, y, 0, NULL, NULL));
+    for (int i = 0; i < N; i++) assert_float_equal(y[i], x[i] + 11.0f, 0);
+    KCT_OK(rt, kc_stream_sync(mine));
+    CL_OK(p_clEnqueueWriteBuffer(n.q2, m2, CL_TRUE, 0, sizeof x, x, 0, NULL,
+                                 NULL)); /* reset for the next round */
+  }
+  /* bound arguments on the caller's queue */
+  kc_args *bound;
+  KCT_OK(rt, kc_args_create(k, ctx, second, 3, &bound));
+  KCT_OK(rt, kc_launch_args_ex(bound, &ct));
+  float yb[N];
+  CL_OK(p_clEnqueueReadBuffer(n.q2, m2, CL_TRUE, 0, sizeof yb, yb, 0, NULL, NULL));
+  for (int i = 0; i < N; i++) assert_float_equal(yb[i], x[i] + 11.0f, 0); /* m1 still holds x + 1 */
+  kc_args_destroy(bound);
+  /* streams left at context destroy are released with it, then say so */
+  KCT_OK(rt, kc_stream_sync(theirs));
+  cl_uint rq2 = queue_refcount(n.q2);
+  kc_context_destroy(ctx);
+  KCT_STATUS(rt, KC_EDESTROYED, kc_stream_sync(theirs));
+  assert_null(kc_stream_native(theirs));
+  assert_int_equal(queue_refcount(n.q2), rq2 - 1);
+  kc_stream_destroy(mine);
+  kc_stream_destroy(theirs);
+  kct_destroy(rt);
+  p_clReleaseMemObject(mx);
+  p_clReleaseMemObject(m1);
+  p_clReleaseMemObject(m2);
+  natives_close(&n);
+}
+
+/* Bad native handles and arguments: clear errors, nothing lost. */
+static void test_errors(void **state) {
+  (void)state;
+  natives n, other;
+  natives_open(&n);
+  natives_open(&other);
+  kc_runtime *rt = opencl_runtime();
+  kc_context *ctx;
+  KCT_STATUS(rt, KC_EINVAL, kc_context_wrap(rt, NULL, NULL, &ctx));
+  KCT_CONTAINS(kc_errmsg(rt), "cl_context is NULL");
+  KCT_OK(rt, kc_context_wrap(rt, n.ctx, n.dev, &ctx));
+  kc_stream *s;
+  KCT_STATUS(rt, KC_EINVAL, kc_stream_wrap(ctx, other.q1, &s));
+  KCT_CONTAINS(kc_errmsg(rt), "another cl_context");
+  cl_mem foreign = raw_buffer(&other, 64, NULL), small = raw_buffer(&n, 64, NULL);
+  kc_buffer *b;
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_wrap(ctx, foreign, 64, &b));
+  KCT_CONTAINS(kc_errmsg(rt), "another cl_context");
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_wrap(ctx, small, 65, &b));
+  KCT_CONTAINS(kc_errmsg(rt), "fewer than the 65 asked for");
+  KCT_OK(rt, kc_buffer_wrap(ctx, small, 64, &b));
+  kc_buffer *v;
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_view(b, 4, 8, &v));
+  KCT_CONTAINS(kc_errmsg(rt), "CL_DEVICE_MEM_BASE_ADDR_ALIGN");
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_view(b, 0, 65, &v));
+
+  kct_define(rt, "rev", SRC_REV);
+  kc_kernel *k = kct_kernel(rt, "rev", NULL);
+  float a = 1;
+  kc_dim3 g = {1, 1, 1}, bl = {4, 1, 1};
+  kc_arg args[] = {KC_ARG_BUF(b), KC_ARG_BUF(b), KC_ARG_LOCAL_BYTES(16), KC_ARG_VAL(a)};
+  /* kc_launch takes no local memory sizes; kc_launch_ex does */
+  KCT_STATUS(rt, KC_EARGS, kc_launch(k, ctx, &g, &bl, args, 4));
+  KCT_CONTAINS(kc_errmsg(rt), "only kc_launch_ex takes");
+  kc_launch_config c;
+  kc_launch_config_init(&c);
+  c.block = bl;
+  kc_arg nolocal[] = {KC_ARG_BUF(b), KC_ARG_BUF(b), KC_ARG_BUF(b), KC_ARG_VAL(a)};
+  KCT_STATUS(rt, KC_EARGS, kc_launch_ex(k, ctx, &c, nolocal, 4));
+  KCT_CONTAINS(kc_errmsg(rt), "KC_ARG_LOCAL_BYTES(n)");
+  c.shared_bytes = 16;
+  KCT_STATUS(rt, KC_EINVAL, kc_launch_ex(k, ctx, &c, args, 4));
+  KCT_CONTAINS(kc_errmsg(rt), "sizes local memory per parameter");
+  c.shared_bytes = 0;
+  c.flags = KC_LAUNCH_COOPERATIVE;
+  KCT_STATUS(rt, KC_EUNAVAILABLE, kc_launch_ex(k, ctx, &c, args, 4));
+  c.flags = 0;
+  KCT_OK(rt, kc_launch_ex(k, ctx, &c, args, 4));
+  /* a stream of another context */
+  kc_context *ctx2;
+  KCT_OK(rt, kc_context_wrap(rt, other.ctx, other.dev, &ctx2));
+  KCT_OK(rt, kc_stream_wrap(ctx2, other.q1, &s));
+  c.stream = s;
+  KCT_STATUS(rt, KC_EINVAL, kc_launch_ex(k, ctx, &c, args, 4));
+  KCT_CONTAINS(kc_errmsg(rt), "stream belongs to another context");
+  kc_stream_destroy(s);
+  kct_destroy(rt);
+  assert_int_equal(refcount(small), 1);
+  p_clReleaseMemObject(foreign);
+  p_clReleaseMemObject(small);
+  natives_close(&n);
+  natives_close(&other);
+}
+
+/* A raw SVM pointer where the device has SVM; the reason where not. */
+static void test_svm_pointer(void **state) {
+  (void)state;
+  natives n;
+  natives_open(&n);
+  kc_runtime *rt = opencl_runtime();
+  kc_context *ctx;
+  KCT_OK(rt, kc_context_wrap(rt, n.ctx, n.dev, &ctx));
+  kct_define(rt, "add", SRC_ADD);
+  kc_kernel *k = kct_kernel(rt, "add", NULL);
+  cl_bitfield caps = 0;
+  bool svm = p_clSVMAlloc &&
+             p_clGetDeviceInfo(n.dev, CL_DEVICE_SVM_CAPABILITIES, sizeof caps, &caps, NULL) == CL_SUCCESS &&
+             (caps & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER);
+  float *px = svm ? p_clSVMAlloc(n.ctx, CL_MEM_READ_WRITE, N * sizeof(float), 0) : NULL;
+  float *py = svm ? p_clSVMAlloc(n.ctx, CL_MEM_READ_WRITE, N * sizeof(float), 0) : NULL;
+  float b = 4.0f, x[N], y[N];
+  for (int i = 0; i < N; i++) x[i] = (float)(i * i);
+  cl_mem my = raw_buffer(&n, sizeof y, NULL);
+  kc_buffer *by;
+  KCT_OK(rt, kc_buffer_wrap(ctx, my, sizeof y, &by));
+  kc_launch_config c = config(NULL);
+  if (px && py) {
+    /* coarse grain: the host writes through a mapped copy; a write-buffer
+     * from a host array into the SVM range is the simplest legal way */
+    cl_int e;
+    cl_mem via = p_clCreateBuffer(n.ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, sizeof x, px, &e);
+    CL_OK(e);
+    CL_OK(p_clEnqueueWriteBuffer(n.q1, via, CL_TRUE, 0, sizeof x, x, 0, NULL, NULL));
+    CL_OK(p_clFinish(n.q1));
+    kc_arg args[] = {KC_ARG_DEVPTR(px), KC_ARG_BUF(by), KC_ARG_VAL(b)};
+    KCT_OK(rt, kc_launch_ex(k, ctx, &c, args, 3));
+    KCT_OK(rt, kc_context_finish(ctx));
+    CL_OK(p_clEnqueueReadBuffer(n.q1, my, CL_TRUE, 0, sizeof y, y, 0, NULL, NULL));
+    for (int i = 0; i < N; i++) assert_float_equal(y[i], x[i] + 4.0f, 0);
+    p_clReleaseMemObject(via);
+    printf("SVM pointer argument: launched and checked\n");
+  } else {
+    kc_arg args[] = {KC_ARG_DEVPTR(x), KC_ARG_BUF(by), KC_ARG_VAL(b)};
+    KCT_STATUS(rt, KC_EARGS, kc_launch_ex(k, ctx, &c, args, 3));
+    KCT_CONTAINS(kc_errmsg(rt), "shared virtual memory");
+    printf("no SVM here: the launch says %s\n", kc_errmsg(rt));
+  }
+  kc_arg wrong[] = {KC_ARG_BUF(by), KC_ARG_BUF(by), KC_ARG_DEVPTR(x)};
+  KCT_STATUS(rt, KC_EARGS, kc_launch_ex(k, ctx, &c, wrong, 3));
+  KCT_CONTAINS(kc_errmsg(rt), "is a scalar; a raw pointer");
+  kct_destroy(rt);
+  if (px) p_clSVMFree(n.ctx, px);
+  if (py) p_clSVMFree(n.ctx, py);
+  p_clReleaseMemObject(my);
+  natives_close(&n);
+}
+
+/* Two sub-devices of the CPU device (or, where it cannot be split, two
+ * contexts on it): one compile, one link per context, both right. */
+static void test_two_devices(void **state) {
+  (void)state;
+  natives n;
+  natives_open(&n);
+  cl_device_id sub[4];
+  cl_uint nsub = 0, cus = 0;
+  CL_OK(p_clGetDeviceInfo(n.dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL));
+  cl_device_partition_property props[] = {CL_DEVICE_PARTITION_EQUALLY,
+                                          (cl_device_partition_property)(cus / 2), 0};
+  bool split = cus >= 2 && p_clCreateSubDevices(n.dev, props, 4, sub, &nsub) == CL_SUCCESS && nsub >= 2;
+  cl_device_id devs[2] = {split ? sub[0] : n.dev, split ? sub[1] : n.dev};
+  printf("two %s\n",
+         split ? "sub-devices of the CPU device" : "contexts on one device (it cannot be split here)");
+  kc_runtime *rt = opencl_runtime();
+  kct_define(rt, "add", SRC_ADD);
+  kc_kernel *k = kct_kernel(rt, "add", NULL);
+  kc_stats before = kct_stats(rt);
+  for (int d = 0; d < 2; d++) {
+    cl_int e;
+    cl_context cctx = p_clCreateContext(NULL, 1, &devs[d], NULL, NULL, &e);
+    CL_OK(e);
+    cl_command_queue q = p_clCreateCommandQueue(cctx, devs[d], 0, &e);
+    CL_OK(e);
+    float x[N], y[N];
+    for (int i = 0; i < N; i++) x[i] = (float)(i + d);
+    cl_mem mx = p_clCreateBuffer(cctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof x, x, &e);
+    CL_OK(e);
+    kc_context *ctx;
+    KCT_OK(rt, kc_context_wrap(rt, cctx, devs[d], &ctx));
+    kc_stream *s;
+    KCT_OK(rt, kc_stream_wrap(ctx, q, &s));
+    kc_buffer *bx;
+    KCT_OK(rt, kc_buffer_wrap(ctx, mx, sizeof x, &bx));
+    kc_buffer *by;
+    KCT_OK(rt, kc_buffer_create(ctx, sizeof y, &by));
+    float b = (float)(d + 1);
+    kc_arg args[] = {KC_ARG_BUF(bx), KC_ARG_BUF(by), KC_ARG_VAL(b)};
+    kc_launch_config c = config(s);
+    KCT_OK(rt, kc_launch_ex(k, ctx, &c, args, 3));
+    CL_OK(p_clEnqueueReadBuffer(q, (cl_mem)kc_buffer_native(by), CL_TRUE, 0, sizeof y, y, 0, NULL, NULL));
+    for (int i = 0; i < N; i++) assert_float_equal(y[i], x[i] + b, 0);
+    kc_stream_destroy(s);
+    kc_context_destroy(ctx);
+    p_clReleaseMemObject(mx);
+    p_clReleaseCommandQueue(q);
+    p_clReleaseContext(cctx);
+  }
+  kc_stats after = kct_stats(rt);
+  assert_int_equal(after.compiles - before.compiles, 1);
+  assert_int_equal(after.links - before.links, 2);
+  kct_destroy(rt);
+  for (cl_uint i = 0; split && i < nsub; i++) p_clReleaseDevice(sub[i]);
+  natives_close(&n);
+}
+
+int main(int argc, char **argv) {
+  int rc = kct_main_init(argc, argv);
+  if (rc >= 0) return rc;
+  if (kct_backend != KC_BACKEND_OPENCL) {
+    printf("SKIPPED: the OpenCL interop suite runs on the opencl backend (--backend opencl)\n");
+    return 77;
+  }
+  if (!cl_load()) {
+    printf("SKIPPED: libOpenCL.so.1 or one of its OpenCL 1.2 calls is missing\n");
+    return 77;
+  }
+  kct_memory_only();
+  const struct CMUnitTest tests[] = {
+      KCT_TEST(test_native_objects), KCT_TEST(test_stream_order), KCT_TEST(test_errors),
+      KCT_TEST(test_svm_pointer),    KCT_TEST(test_two_devices),
+  };
+  return KCT_RUN(tests);
+}
