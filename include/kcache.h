@@ -414,8 +414,8 @@ kc_status kc_define_file(kc_runtime *rt, const char *file, const char *text, siz
  * at its first compile or launch): the entry must be declared KC_KERNEL
  * ("kernel 'k' is not declared KC_KERNEL: ..."), a KC_DEVICE helper cannot
  * be launched ("'h' is a KC_DEVICE helper, not a kernel: ..."), and every
- * pointer parameter must be KC_GLOBAL ("kernel 'k': pointer parameter 'y'
- * has no address space: ..."). So a kernel that runs on the host backend
+ * pointer parameter must be KC_GLOBAL, or KC_LOCAL for local memory
+ * ("kernel 'k': pointer parameter 'y' has no address space: ..."). So a kernel that runs on the host backend
  * compiles the same way for OpenCL and CUDA.
  */
 

@@ -121,7 +121,8 @@ kc_status kc__parse_params(kc_runtime *rt, const char *name, const char *source,
 void kc__free_params(kc_runtime *rt, kc__param *p, uint32_t count);
 /* The dialect every backend checks the same way (scan.c): the entry
  * `name` of source is declared KC_KERNEL (not KC_DEVICE), and each pointer
- * parameter is KC_GLOBAL. KC_EINVAL with the one message otherwise. */
+ * parameter is KC_GLOBAL (or KC_LOCAL: local memory, KC_ARG_LOCAL_BYTES). KC_EINVAL with the one message
+ * otherwise. */
 kc_status kc__check_dialect(kc_runtime *rt, const char *name, const char *source, const kc__param *params,
                             uint32_t nparams);
 

@@ -332,10 +332,11 @@ kc_status kc__check_dialect(kc_runtime *rt, const char *name, const char *source
                    "needs",
                    name, name);
   for (uint32_t i = 0; i < nparams; i++)
-    if (params[i].is_buffer && !has_word(params[i].type, "KC_GLOBAL"))
+    if (params[i].is_buffer && !has_word(params[i].type, "KC_GLOBAL") &&
+        !has_word(params[i].type, "KC_LOCAL"))
       return kc__err(rt, KC_EINVAL,
                      "kernel '%s': pointer parameter '%s' has no address space: declare it KC_GLOBAL "
-                     "(KC_GLOBAL %s%s), as every backend needs",
+                     "(KC_GLOBAL %s%s), or KC_LOCAL for local memory, as every backend needs",
                      name, params[i].name, params[i].type, params[i].name);
   return KC_OK;
 }

@@ -262,7 +262,7 @@ static void test_one_dialect_one_message(void **state) {
   kct_define(f->rt, "nospace", "KC_KERNEL void nospace(float *y) { y[0] = 1.0f; }");
   expect_refused(f, "nospace", KC_EINVAL,
                  "kernel 'nospace': pointer parameter 'y' has no address space: declare it KC_GLOBAL "
-                 "(KC_GLOBAL float *y), as every backend needs");
+                 "(KC_GLOBAL float *y), or KC_LOCAL for local memory, as every backend needs");
   assert_int_equal(kct_stats(f->rt).compiles, 0); /* refused before any compiler saw them */
 }
 
