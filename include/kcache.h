@@ -121,7 +121,8 @@ typedef enum kc_log_level {
 typedef void (*kc_log_fn)(void *ud, kc_log_level level, const char *msg);
 
 /*
- * Struct sizes (the ABI rule). kc_options and kc_stats grow at their end
+ * Struct sizes (the ABI rule). kc_options and kc_stats (and kc_param_info,
+ * which follows kc_stats' rule: see kc_kernel_param) grow at their end
  * in later versions; each starts with `size_t size`, the size of the struct
  * as the caller was compiled, and kcache reads or writes only that many
  * bytes of it:
@@ -762,6 +763,43 @@ typedef struct kc_code_info {
  * compiling it if needed. The artifact pointer stays valid as long as the
  * runtime. */
 kc_status kc_kernel_code(kc_kernel *k, kc_code_info *out);
+
+/* A kernel's parameters, as its definition declares them at the caller's
+ * current world (compiling it if needed, like kc_kernel_code), so that a
+ * binding (Python, a REPL) can convert its values to the parameters' C
+ * types. kc_param_info grows at its end like kc_stats (see "Struct sizes"):
+ * kc_kernel_param writes the first `size` bytes and sets out->size to the
+ * bytes filled; a size below the fields up to `scalar` is KC_EINVAL. The
+ * strings stay valid as long as the code instance (until kc_collect frees
+ * it or the runtime is destroyed). */
+typedef enum kc_scalar_class {
+  KC_SCALAR_NONE = 0, /* a buffer */
+  KC_SCALAR_SINT, /* a signed integer: char, short, int, long, int32_t, ptrdiff_t ... */
+  KC_SCALAR_UINT, /* an unsigned integer (bool, size_t, uchar ... too) */
+  KC_SCALAR_FLOAT, /* half, float, double */
+  KC_SCALAR_OTHER /* a vector (float4) or a type kcache does not know: raw bytes */
+} kc_scalar_class;
+
+typedef struct kc_param_info {
+  size_t size; /* set by kc_kernel_param: the bytes it filled */
+  const char *name; /* "n" */
+  const char *type; /* the declaration without the name: "KC_GLOBAL float *", "T" */
+  const char *ctype; /* the type after the specialization parameters, qualifiers
+                      * dropped: "float" for "const T" with T=float ("" for buffers) */
+  uint32_t kind; /* kc_arg_kind: KC_ARG_BUFFER for a pointer (a buffer or, with
+                  * kc_launch_ex, KC_ARG_PTR), KC_ARG_LOCAL for an OpenCL KC_LOCAL
+                  * pointer (its size per launch), else KC_ARG_SCALAR */
+  uint32_t arg_size; /* the scalar's size in bytes (kc_arg.size), as the code
+                      * was compiled (the parameter probe's for structs and
+                      * typedefs); 0 for buffers and for a size nobody could tell */
+  uint32_t scalar; /* kc_scalar_class */
+} kc_param_info;
+
+/* The number of k's parameters at the caller's current world. */
+kc_status kc_kernel_param_count(kc_kernel *k, uint32_t *count);
+/* Parameter `index` (KC_EINVAL past the count). Call it through kc_kernel_param. */
+kc_status kc_kernel_param_size(kc_kernel *k, uint32_t index, kc_param_info *out, size_t size);
+#define kc_kernel_param(k, index, out) kc_kernel_param_size((k), (index), (out), sizeof(kc_param_info))
 
 /* Frees memory returned by kc_kernel_source. */
 void kc_free(kc_runtime *rt, void *p);

@@ -32,6 +32,8 @@ if [[ $what == test ]]; then
     [redis-server]="a real Redis for the remote tier's tests and benchmark (started on a free port)"
     [libhiredis-dev]="the remote tier's Redis client (hiredis, opened with dlopen; kcache builds without it)"
     [libssl-dev]="HMAC-SHA256 for KC_REMOTE_KEY (libcrypto, opened with dlopen)"
+    [python3-dev]="the Python extension's headers (the python suite; pip brings the rest)"
+    [python3-venv]="the python suite's virtual environment"
   )
 fi
 

@@ -11,6 +11,11 @@
 #             (scripts/reliability.sh: ASan + fault-injection build)
 #   fuzz      every fuzz target for a bounded time (scripts/fuzz.sh), after
 #             the corpus and regression inputs were replayed by the others
+#   python    the Python package (python/): a wheel built by pip with
+#             scikit-build-core into a virtual environment it creates
+#             (build-python/venv: pytest, numpy, scikit-build-core from
+#             pip), checked to need no libkcache, installed, and its
+#             pytest suite run on every backend (a missing one is skipped)
 #   lint      the house rules (scripts/check-layout.py: file and function
 #             sizes, one-way doors) and the style (scripts/format.sh --check)
 # Each prints CTest's summary; the last line adds them up.
@@ -23,7 +28,7 @@ scripts/deps.sh test
 
 jobs=$(nproc)
 suites=("$@")
-((${#suites[@]})) || suites=(lint default asan tsan clang reliability fuzz)
+((${#suites[@]})) || suites=(lint default asan tsan clang reliability fuzz python)
 supp=$PWD/tests/sanitizers
 total_pass=0 total_fail=0 total_skip=0 total_case_skip=0 failed_suites=()
 
@@ -64,6 +69,19 @@ count_log() {
   ((fail == 0 && rc == 0)) || failed_suites+=("$name")
 }
 
+# Adds a pytest log's summary ("N passed, M failed, K skipped in ...") to the
+# totals: each test case counts as one test.
+count_pytest() {
+  local log=$1 rc=$2 line pass fail skip
+  line=$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped).* in [0-9.]+s' "$log" 2>/dev/null | tail -1 || true)
+  if [[ -z $line ]]; then failed_suites+=("python(no summary)"); return 0; fi
+  # the count before a word ("12 passed"), 0 if the word is not there
+  n_of() { awk -v w="$1" '{ for (i = 2; i <= NF; i++) if ($i ~ "^" w) s += $(i - 1) } END { print s + 0 }' <<<"$line"; }
+  pass=$(n_of passed) fail=$(($(n_of failed) + $(n_of error))) skip=$(n_of skipped)
+  total_pass=$((total_pass + pass)) total_fail=$((total_fail + fail)) total_skip=$((total_skip + skip))
+  ((fail == 0 && rc == 0)) || failed_suites+=(python)
+}
+
 for s in "${suites[@]}"; do
   case $s in
   default) run_suite default ;;
@@ -84,6 +102,12 @@ for s in "${suites[@]}"; do
     scripts/fuzz.sh "${KC_FUZZ_SECONDS:-40}" || failed_suites+=(fuzz)
     ;;
   clang) CC=clang run_suite clang ;;
+  python)
+    echo "=== suite: python"
+    rc=0
+    scripts/python-test.sh || rc=$?
+    count_pytest build-python/pytest.log "$rc"
+    ;;
   lint)
     echo "=== suite: lint"
     python3 scripts/check-layout.py || failed_suites+=("lint(layout)")

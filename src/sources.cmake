@@ -30,6 +30,7 @@ set(KC_SOURCES
     src/core/table.c
     src/core/util.c
     src/core/world.c
+    src/core/params.c
     src/core/cache_glue.c
     src/cache/codec.c
     src/cache/counters.c

@@ -69,15 +69,18 @@ kc_status kc__verr(const kc_runtime *rt, kc_status st, const char *fmt, va_list 
  * ("float", "unsigned int", "int64_t"...), after substituting the
  * specialization parameters; 0 if unknown. */
 uint32_t kc__scalar_size(const char *type, const kc__spec *spec);
+/* The same, and the scalar's type as named in kcache's table ("unsigned
+ * int"; for an OpenCL vector its element type) in *base ("" if unknown;
+ * static) and its lane count in *lanes (1 for a scalar); either may be NULL. */
+uint32_t kc__scalar_type(const char *type, const kc__spec *spec, const char **base, uint32_t *lanes);
 
 /* ---------------------------------------------------------------- scanner */
 
-/* What the scanner found (kc__ident.kind). */
-enum {
-  KC__ID_NAME, /* an identifier */
-  KC__ID_PREFIX, /* a name pasted (##) from a macro parameter: only its prefix is known */
-  KC__ID_INCLUDE, /* #include "name" (len 0: a computed or broken include) */
-  KC__ID_SYSINCLUDE /* #include <name> */
+enum { /* what the scanner found (kc__ident.kind) */
+       KC__ID_NAME, /* an identifier */
+       KC__ID_PREFIX, /* a name pasted (##) from a macro parameter: only its prefix is known */
+       KC__ID_INCLUDE, /* #include "name" (len 0: a computed or broken include) */
+       KC__ID_SYSINCLUDE /* #include <name> */
 };
 
 /* One name found in source text. */
@@ -107,9 +110,8 @@ void kc__scan_enumerators(const char *text, size_t len, kc__ident_fn fn, void *u
 
 bool kc__is_keyword(const char *s, size_t n);
 bool kc__is_identifier(const char *s);
-/* A header's name in the table (scan.c): a relative path of letters,
- * digits and "_+-./" with a '.', no empty, "." or ".." part ("util.h",
- * "dsp/fir.cuh"). */
+/* A header's name in the table (scan.c): a relative path of letters, digits
+ * and "_+-./" with a '.', no empty, "." or ".." part ("util.h", "dsp/f.cuh"). */
 bool kc__is_header_name(const char *s);
 /* Whether source may be the definition of name (source_file.c): it mentions it
  * (a #define of it counts), unless name is a header. */
@@ -395,9 +397,8 @@ void kc__binding_invalidate(kc_runtime *rt, kc__binding *b, kc_world w);
 kc__def *kc__visible_def(const kc__binding *b, kc_world w);
 kc_status kc__check_name(const kc_runtime *rt, const char *what, const char *name);
 void kc__table_clip(kc_runtime *rt, kc__binding *b, kc_world w, char *buf);
-/* Enumerators of a new definition of `by`: their bindings (false: out of
- * memory), then, once it is in the table, their link to `by`
- * (source_file.c, under world_lock). */
+/* Enumerators of a new definition of `by` (source_file.c, under world_lock):
+ * their bindings (false: out of memory), then, once it is in, their link. */
 bool kc__declare_prepare(kc_runtime *rt, const char *source, size_t len);
 void kc__declare_commit(kc_runtime *rt, kc__binding *by, const char *source, size_t len, kc_world w);
 typedef struct kc__change {
@@ -418,9 +419,9 @@ kc_status kc__file_prepare(kc_runtime *rt, const char *file, const kc__change *i
 void kc__file_commit(kc_runtime *rt, kc__srcfile *rec);
 void kc__file_abort(kc_runtime *rt, kc__srcfile *rec);
 void kc__files_free(kc_runtime *rt);
-/* Cuts a source file into its top-level definitions (source_file.c): each
- * item a name and its text (after the file's #include and #pragma lines
- * that precede it); free with kc__free_changes. */
+/* Cuts a source file into its top-level definitions (source_file.c): names
+ * and texts (after the #include and #pragma lines before them); free with
+ * kc__free_changes. */
 kc_status kc__split_file(kc_runtime *rt, const char *file, const char *text, size_t len, kc__change **out,
                          size_t *n);
 void kc__free_changes(kc_runtime *rt, kc__change *v, size_t n);

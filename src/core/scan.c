@@ -361,6 +361,12 @@ static const struct {
 };
 
 uint32_t kc__scalar_size(const char *type, const kc__spec *spec) {
+  return kc__scalar_type(type, spec, NULL, NULL);
+}
+
+uint32_t kc__scalar_type(const char *type, const kc__spec *spec, const char **base, uint32_t *lanes) {
+  if (base) *base = "";
+  if (lanes) *lanes = 1;
   /* Normalize: drop qualifiers, collapse spaces, substitute parameters. */
   char norm[128];
   size_t n = 0;
@@ -398,19 +404,25 @@ uint32_t kc__scalar_size(const char *type, const kc__spec *spec) {
   }
   norm[n] = 0;
   for (size_t i = 0; i < sizeof kc__scalar_types / sizeof *kc__scalar_types; i++)
-    if (strcmp(norm, kc__scalar_types[i].name) == 0) return kc__scalar_types[i].size;
+    if (strcmp(norm, kc__scalar_types[i].name) == 0) {
+      if (base) *base = kc__scalar_types[i].name;
+      return kc__scalar_types[i].size;
+    }
   /* OpenCL vector types: float4, int2, uchar16 ... */
   size_t bl = strcspn(norm, "0123456789");
   if (bl > 0 && bl < n && norm[bl - 1] != ' ') {
-    int lanes = atoi(norm + bl);
-    if (lanes == 2 || lanes == 3 || lanes == 4 || lanes == 8 || lanes == 16) {
-      char base[64];
-      if (bl >= sizeof base) return 0;
-      memcpy(base, norm, bl);
-      base[bl] = 0;
+    int n_lanes = atoi(norm + bl);
+    if (n_lanes == 2 || n_lanes == 3 || n_lanes == 4 || n_lanes == 8 || n_lanes == 16) {
+      char bname[64];
+      if (bl >= sizeof bname) return 0;
+      memcpy(bname, norm, bl);
+      bname[bl] = 0;
       for (size_t i = 0; i < sizeof kc__scalar_types / sizeof *kc__scalar_types; i++)
-        if (strcmp(base, kc__scalar_types[i].name) == 0)
-          return kc__scalar_types[i].size * (uint32_t)(lanes == 3 ? 4 : lanes);
+        if (strcmp(bname, kc__scalar_types[i].name) == 0) {
+          if (base) *base = kc__scalar_types[i].name;
+          if (lanes) *lanes = (uint32_t)n_lanes;
+          return kc__scalar_types[i].size * (uint32_t)(n_lanes == 3 ? 4 : n_lanes);
+        }
     }
   }
   return 0;

@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: MIT
+"""kcache: a world-age JIT kernel cache (host C, OpenCL, CUDA) with a fast launch.
+
+    import numpy as np, kcache
+    with kcache.Runtime(backend="host") as rt:
+        rt.define("scale", "KC_KERNEL void scale(KC_GLOBAL float *y, float a) "
+                           "{ y[kc_global_id(0)] *= a; }")
+        y = np.ones(8, np.float32)
+        rt.kernel("scale")[8, 1](y, 2.0)     # y is now all 2.0
+
+Everything is in the C extension kcache._kcache. HAS_INTEROP: whether it was
+built with the interop API (host arrays by pointer, CUDA arrays and streams). The package requires the
+GIL (it does not declare free-threading support: a free-threaded
+interpreter re-enables the GIL when it imports it); threads that pin
+different worlds work under the GIL.
+"""
+from ._kcache import (  # noqa: F401
+    HAS_INTEROP,
+    MAX_ARGS,
+    BoundArgs,
+    Buffer,
+    Context,
+    Kernel,
+    LaunchConfig,
+    Pin,
+    Runtime,
+    Stats,
+    backend_available,
+    errors_by_status,
+    library_version,
+    KcacheError,
+    InvalidArgumentError,
+    OutOfMemoryError,
+    NotFoundError,
+    CallGraphRecursionError,
+    CompileError,
+    LinkError,
+    LaunchError,
+    ArgumentError,
+    UnavailableError,
+    DestroyedError,
+    BusyError,
+    StoreIOError,
+    BackendError,
+)
+
+__version__ = library_version

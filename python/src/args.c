@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * args.c -- the launch path: grid and block geometry, the kernel's
+ * parameter list cached per handle (read again only when the caller's
+ * world changes), and the conversion of Python arguments to the
+ * parameters' C types: ints range-checked for the parameter's size and
+ * signedness, floats to float/double/half, kcache Buffers by handle,
+ * arrays (the buffer protocol) staged through a buffer kept per parameter.
+ *
+ * The cached path allocates nothing: values go into the caller's stack
+ * slots, staging buffers are reused, and the result is None.
+ */
+#include "kcpy.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <string.h>
+
+int kcpy_dim3(PyObject *o, kc_dim3 *out, const char *what) {
+  uint32_t v[3] = {1, 1, 1};
+  Py_ssize_t n = 1;
+  if (PyTuple_Check(o)) {
+    n = PyTuple_GET_SIZE(o);
+    if (n < 1 || n > 3) return PyErr_Format(PyExc_ValueError, "%s: 1 to 3 dimensions, not %zd", what, n), -1;
+  }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *x = PyTuple_Check(o) ? PyTuple_GET_ITEM(o, i) : o;
+    long long d = PyLong_AsLongLong(x);
+    if (d == -1 && PyErr_Occurred()) return -1;
+    if (d < 1 || d > UINT32_MAX)
+      return PyErr_Format(PyExc_ValueError, "%s: each dimension must be 1 to 2**32-1, not %lld", what, d), -1;
+    v[i] = (uint32_t)d;
+  }
+  *out = (kc_dim3){v[0], v[1], v[2]};
+  return 0;
+}
+
+/* Whether a pointer type's text ("KC_GLOBAL const float *") points to
+ * const: the word const before its last '*'. */
+static int points_to_const(const char *type) {
+  const char *star = strrchr(type, '*');
+  for (const char *p = strstr(type, "const"); p && (!star || p < star); p = strstr(p + 5, "const")) {
+    int start = p == type || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+    int end = !(isalnum((unsigned char)p[5]) || p[5] == '_');
+    if (start && end) return 1;
+  }
+  return 0;
+}
+
+/* Compiles for the caller's world with the GIL released, then copies each
+ * parameter's info into the handle's cache. */
+int kcpy_refresh(KcKernel *k, kc_world w) {
+  kc_runtime *rt = k->owner->rt;
+  kc_status st;
+  KCPY_NOGIL(k->owner, st = kc_kernel_compile(k->k));
+  if (st) return kcpy_raise(rt, st, NULL), -1;
+  uint32_t n = 0;
+  st = kc_kernel_param_count(k->k, &n);
+  if (st) return kcpy_raise(rt, st, NULL), -1;
+  for (uint32_t i = 0; i < n; i++) {
+    kc_param_info info;
+    st = kc_kernel_param(k->k, i, &info);
+    if (st) return kcpy_raise(rt, st, NULL), -1;
+    kcpy_param *p = &k->p[i];
+    p->kind = info.kind;
+    p->cls = info.scalar;
+    p->size = info.arg_size;
+    snprintf(p->name, sizeof p->name, "%s", info.name);
+    snprintf(p->ctype, sizeof p->ctype, "%s", *info.ctype ? info.ctype : info.type);
+    p->to_const = info.kind == KC_ARG_BUFFER && points_to_const(info.type);
+  }
+  k->np = n;
+  k->pworld = w;
+  return 0;
+}
+
+static int arg_error(KcKernel *k, uint32_t i, const char *fmt, PyObject *o) {
+  const kcpy_param *p = &k->p[i];
+  PyObject *msg = PyUnicode_FromFormat(fmt, o);
+  if (msg) {
+    PyErr_Format(PyExc_TypeError, "kernel '%U', argument %u '%s' (%s): %U", k->name, i + 1, p->name, p->ctype,
+                 msg);
+    Py_DECREF(msg);
+  }
+  return -1;
+}
+
+/* 16-bit IEEE half from a double (round to nearest even). */
+uint16_t kcpy_to_half(double d) {
+  float f = (float)d;
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000, mant = x & 0x7fffff;
+  int exp = (int)((x >> 23) & 0xff) - 127 + 15;
+  if (((x >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00 | (mant ? 0x200 : 0));
+  if (exp >= 31) return (uint16_t)(sign | 0x7c00);
+  if (exp <= 0) {
+    if (exp < -10) return (uint16_t)sign;
+    mant |= 0x800000;
+    uint32_t shift = (uint32_t)(14 - exp);
+    uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+  }
+  uint32_t h = ((uint32_t)exp << 10) | (mant >> 13), rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
+  return (uint16_t)(sign | h);
+}
+
+static int convert_int(KcKernel *k, uint32_t i, PyObject *o, kcpy_val *v) {
+  const kcpy_param *p = &k->p[i];
+  if (PyFloat_Check(o)) return arg_error(k, i, "a float (%R) for an integer parameter", o);
+  if (!PyLong_Check(o) && !PyIndex_Check(o)) return arg_error(k, i, "%R is not an integer", o);
+  int over = 0;
+  if (p->cls == KC_SCALAR_SINT) {
+    long long x = PyLong_AsLongLongAndOverflow(o, &over);
+    if (x == -1 && PyErr_Occurred()) return -1;
+    long long lo = p->size >= 8 ? INT64_MIN : -(1ll << (p->size * 8 - 1));
+    long long hi = p->size >= 8 ? INT64_MAX : (1ll << (p->size * 8 - 1)) - 1;
+    if (over || x < lo || x > hi) return arg_error(k, i, "%R does not fit", o);
+    if (p->size == 1) v->i8 = (int8_t)x;
+    else if (p->size == 2) v->i16 = (int16_t)x;
+    else if (p->size == 4) v->i32 = (int32_t)x;
+    else v->i64 = x;
+    return 0;
+  }
+  PyObject *idx = PyNumber_Index(o);
+  if (!idx) return -1;
+  unsigned long long x = 0;
+  int neg = PyObject_RichCompareBool(idx, Py_False, Py_LT);
+  if (neg == 0) {
+    x = PyLong_AsUnsignedLongLong(idx);
+    over = x == (unsigned long long)-1 && PyErr_Occurred();
+    if (over) PyErr_Clear();
+  }
+  Py_DECREF(idx);
+  if (neg < 0) return -1;
+  if (neg || over || (p->size < 8 && x >> (p->size * 8))) return arg_error(k, i, "%R does not fit", o);
+  if (p->size == 1) v->bytes[0] = (uint8_t)x;
+  else if (p->size == 2) v->u16 = (uint16_t)x;
+  else if (p->size == 4) v->i32 = (int32_t)(uint32_t)x;
+  else v->i64 = (int64_t)x;
+  return 0;
+}
+
+int kcpy_convert_scalar(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, kcpy_val *v) {
+  const kcpy_param *p = &k->p[i];
+  *a = (kc_arg){v, p->size, KC_ARG_SCALAR};
+  if (p->cls == KC_SCALAR_FLOAT) {
+    double d = PyFloat_CheckExact(o) ? PyFloat_AS_DOUBLE(o) : PyFloat_AsDouble(o);
+    if (d == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return arg_error(k, i, "%R is not a number", o);
+    }
+    if (p->size == 4) v->f = (float)d;
+    else if (p->size == 8) v->d = d;
+    else if (p->size == 2) v->u16 = kcpy_to_half(d);
+    else return arg_error(k, i, "a floating type of unexpected size (%R)", o);
+    return 0;
+  }
+  if (p->cls == KC_SCALAR_SINT || p->cls == KC_SCALAR_UINT) return convert_int(k, i, o, v);
+  /* a vector or a type kcache cannot size: the raw bytes of a buffer of the exact size */
+  Py_buffer view;
+  if (p->size > sizeof v->bytes)
+    return arg_error(k, i, "a by-value type larger than 64 bytes: pass it in a buffer (%R)", o);
+  if (p->size == 0 || PyObject_GetBuffer(o, &view, PyBUF_C_CONTIGUOUS) < 0) {
+    PyErr_Clear();
+    return arg_error(k, i, "pass the value's bytes (%R is not usable for this type)", o);
+  }
+  int ok = (size_t)view.len == p->size;
+  if (ok) memcpy(v->bytes, view.buf, p->size);
+  PyBuffer_Release(&view);
+  return ok ? 0 : arg_error(k, i, "%R has the wrong number of bytes", o);
+}
+
+void kcpy_stage_drop(kcpy_stage *s) {
+  /* a buffer of a destroyed context is gone with it; its handle may be another buffer's by now */
+  if (s->buf && kc_context_id(s->ctx) == s->ctx_id) kc_buffer_destroy(s->buf);
+  s->buf = NULL;
+  s->cap = 0;
+}
+
+/* An array for a pointer parameter: staged through this parameter's buffer. */
+static int convert_array(KcKernel *k, kc_context *ctx, uint32_t i, PyObject *o, kc_arg *a, Py_buffer *view) {
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+  int fr = kcpy_foreign_arg(k, i, o, a, view);
+  if (fr) return fr < 0 ? -1 : 0;
+#endif
+  if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+    PyErr_Clear();
+    if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS) < 0) {
+      PyErr_Clear();
+      view->obj = NULL;
+      return arg_error(k, i, "%R is neither a kcache Buffer nor a C-contiguous array (buffer protocol)", o);
+    }
+  }
+  kcpy_stage *s = &k->stage[i];
+  size_t need = view->len ? (size_t)view->len : 1;
+  kc_status st = KC_OK;
+  uint64_t id = kc_context_id(ctx);
+  if (!s->buf || s->ctx != ctx || s->ctx_id != id || s->cap < need) {
+    kcpy_stage_drop(s);
+    st = kc_buffer_create(ctx, need, &s->buf);
+    s->ctx = st ? NULL : ctx;
+    s->ctx_id = id;
+    s->cap = st ? 0 : need;
+  }
+  if (!st && view->len) st = kc_buffer_write(s->buf, 0, view->buf, (size_t)view->len);
+  if (st) {
+    PyBuffer_Release(view);
+    view->obj = NULL;
+    return kcpy_raise(k->owner->rt, st, "staging an array argument"), -1;
+  }
+  *a = KC_ARG_BUF(s->buf);
+  return 0;
+}
+
+#ifdef KC_ARG_LOCAL_BYTES
+/* An OpenCL KC_LOCAL pointer: its size in bytes for this launch. */
+static int convert_local(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a) {
+  long long bytes = PyLong_Check(o) ? PyLong_AsLongLong(o) : -1;
+  if (bytes == -1 && PyErr_Occurred()) PyErr_Clear();
+  if (bytes < 1 || bytes > UINT32_MAX)
+    return arg_error(k, i, "a KC_LOCAL pointer takes its size in bytes (an int >= 1), not %R", o);
+  *a = KC_ARG_LOCAL_BYTES(bytes);
+  return 0;
+}
+#endif
+
+int kcpy_convert(KcKernel *k, kc_context *ctx, PyObject *const *args, uint32_t n, kc_arg *out, kcpy_val *vals,
+                 Py_buffer *views) {
+  int ex = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    PyObject *o = args[i];
+    views[i].obj = NULL;
+    int rc;
+    if (k->p[i].kind == KC_ARG_BUFFER) {
+      if (Py_IS_TYPE(o, &KcBuffer_Type)) {
+        KcBuffer *b = (KcBuffer *)o;
+        rc = b->buf ? 0 : arg_error(k, i, "%R is destroyed", o);
+        out[i] = KC_ARG_BUF(b->buf);
+      } else rc = convert_array(k, ctx, i, o, &out[i], &views[i]);
+#ifdef KC_ARG_LOCAL_BYTES
+    } else if (k->p[i].kind == KC_ARG_LOCAL) {
+      rc = convert_local(k, i, o, &out[i]);
+#endif
+    } else rc = kcpy_convert_scalar(k, i, o, &out[i], &vals[i]);
+    if (rc < 0) {
+      kcpy_finish_views(k, i, out, views, 0);
+      return -1;
+    }
+    if (out[i].kind != KC_ARG_BUFFER && out[i].kind != KC_ARG_SCALAR) ex = 1;
+  }
+  return ex;
+}
+
+int kcpy_finish_views(KcKernel *k, uint32_t n, const kc_arg *a, Py_buffer *views, int copy_back) {
+  int rc = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!views[i].obj) continue;
+    if (copy_back && !rc && !views[i].readonly && views[i].len && a[i].kind == KC_ARG_BUFFER &&
+        !k->p[i].to_const) {
+      kc_status st = kc_buffer_read(k->stage[i].buf, 0, views[i].buf, (size_t)views[i].len);
+      if (st) rc = -1, kcpy_raise(k->owner->rt, st, "copying an array argument back");
+    }
+    PyBuffer_Release(&views[i]);
+  }
+  return rc;
+}
+
+/* The launch path before the launch itself: the context, the parameter
+ * list of the caller's world, the argument count, the conversion. */
+static kc_context *prepare(KcKernel *k, KcContext *c, PyObject *const *args, Py_ssize_t n, kc_arg *a,
+                           kcpy_val *v, Py_buffer *views, int *ex) {
+  KcRuntime *r = k->owner;
+  if (!r->rt) return kcpy_check_open(r), NULL;
+  kc_context *ctx = c ? c->ctx : r->dctx;
+  if (!ctx) return PyErr_Format(PyExc_RuntimeError, "the kcache Context is destroyed"), NULL;
+  kc_world w = kc_world_current(r->rt);
+  if (w != k->pworld && kcpy_refresh(k, w) < 0) return NULL;
+  if ((uint64_t)n != k->np)
+    return PyErr_Format(PyExc_TypeError, "kernel '%U' takes %u arguments, %zd given", k->name, k->np, n),
+           NULL;
+  int rc = kcpy_convert(k, ctx, args, (uint32_t)n, a, v, views);
+  *ex = rc == 1;
+  return rc < 0 ? NULL : ctx;
+}
+
+PyObject *kcpy_launch(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_dim3 *block,
+                      PyObject *const *args, Py_ssize_t n) {
+  kc_arg a[KC_MAX_ARGS];
+  kcpy_val v[KC_MAX_ARGS];
+  Py_buffer views[KC_MAX_ARGS];
+  int ex;
+  kc_context *ctx = prepare(k, c, args, n, a, v, views, &ex);
+  if (!ctx) return NULL;
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+  kc_status st;
+  if (ex) { /* raw pointers and local memory: only kc_launch_ex takes them */
+    kc_launch_config cfg;
+    kc_launch_config_init(&cfg);
+    cfg.grid = *grid;
+    cfg.block = *block;
+    st = kc_launch_ex(k->k, ctx, &cfg, a, (uint32_t)n);
+  } else st = kc_launch(k->k, ctx, grid, block, a, (uint32_t)n);
+#else
+  (void)ex;
+  kc_status st = kc_launch(k->k, ctx, grid, block, a, (uint32_t)n);
+#endif
+  if (kcpy_finish_views(k, (uint32_t)n, a, views, st == KC_OK) < 0) return NULL;
+  if (st) return kcpy_raise(k->owner->rt, st, NULL);
+  Py_RETURN_NONE;
+}
+
+PyObject *kcpy_launch_ex(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_dim3 *block,
+                         PyObject *const *args, Py_ssize_t n, PyObject *stream, unsigned shared) {
+  if (stream == Py_None && !shared) return kcpy_launch(k, c, grid, block, args, n);
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+  kc_arg a[KC_MAX_ARGS];
+  kcpy_val v[KC_MAX_ARGS];
+  Py_buffer views[KC_MAX_ARGS];
+  int ex;
+  kc_context *ctx = prepare(k, c, args, n, a, v, views, &ex);
+  if (!ctx) return NULL;
+  kc_launch_config cfg;
+  kc_launch_config_init(&cfg);
+  cfg.grid = *grid;
+  cfg.block = *block;
+  cfg.shared_bytes = shared;
+  kc_status st = kcpy_stream(k->owner, ctx, stream, &cfg.stream) < 0
+                     ? KC__STATUS_COUNT
+                     : kc_launch_ex(k->k, ctx, &cfg, a, (uint32_t)n);
+  if (kcpy_finish_views(k, (uint32_t)n, a, views, st == KC_OK) < 0 || st == KC__STATUS_COUNT) return NULL;
+  if (st) return kcpy_raise(k->owner->rt, st, NULL);
+  Py_RETURN_NONE;
+#else
+  (void)c, (void)grid, (void)block, (void)args, (void)n;
+  if (stream != Py_None)
+    return PyErr_Format(
+        PyExc_NotImplementedError,
+        "stream=: this kcache has no streams (kc_stream_wrap); it launches on the context's queue");
+  return PyErr_Format(
+      PyExc_NotImplementedError,
+      "shared=%u: this kcache has no dynamic shared memory (kc_launch_ex); declare it in the kernel", shared);
+#endif
+}

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bound.c -- kcache.BoundArgs: Kernel.bind(*args) checks and binds the
+ * arguments once (kc_args_create); b.launch(grid, block) is
+ * kc_launch_args, b.set(i, value) is kc_args_set. Pointer parameters take
+ * kcache Buffers (an array cannot be copied back by a bound launch).
+ */
+#include "kcpy.h"
+
+static int bound_traverse(KcBound *self, visitproc visit, void *arg) {
+  Py_VISIT(self->k);
+  Py_VISIT(self->ctx);
+  Py_VISIT(self->keep);
+  return 0;
+}
+
+static void bound_dealloc(KcBound *self) {
+  PyObject_GC_UnTrack(self);
+  if (self->a && self->k && self->k->owner->rt) kc_args_destroy(self->a);
+  Py_CLEAR(self->k);
+  Py_CLEAR(self->ctx);
+  Py_CLEAR(self->keep);
+  PyObject_GC_Del(self);
+}
+
+/* Converts args for binding: arrays are refused. */
+static int bind_convert(KcKernel *k, kc_context *ctx, PyObject *const *args, uint32_t n, kc_arg *a,
+                        kcpy_val *v) {
+  for (uint32_t i = 0; i < n; i++)
+    if (k->p[i].kind == KC_ARG_BUFFER && !Py_IS_TYPE(args[i], &KcBuffer_Type))
+      return PyErr_Format(PyExc_TypeError,
+                          "kernel '%U', argument %u '%s': bound arguments take kcache Buffers", k->name,
+                          i + 1, k->p[i].name),
+             -1;
+  Py_buffer views[KC_MAX_ARGS];
+  return kcpy_convert(k, ctx, args, n, a, v, views);
+}
+
+PyObject *kernel_bind(KcKernel *self, PyObject *args, PyObject *kw);
+PyObject *kernel_bind(KcKernel *self, PyObject *args, PyObject *kw) {
+  PyObject *ctxo = NULL;
+  if (kw && PyDict_GET_SIZE(kw)) {
+    ctxo = PyDict_GetItemString(kw, "context");
+    if (!ctxo || PyDict_GET_SIZE(kw) != 1 || !Py_IS_TYPE(ctxo, &KcContext_Type))
+      return PyErr_Format(PyExc_TypeError, "bind(*args, context=None): context must be a kcache Context");
+  }
+  KcRuntime *r = self->owner;
+  if (kcpy_check_open(r) < 0) return NULL;
+  KcContext *c = ctxo ? (KcContext *)Py_NewRef(ctxo) : kcpy_context_new(r, -1);
+  if (!c) return NULL;
+  kc_world w = kc_world_current(r->rt);
+  Py_ssize_t n = PyTuple_GET_SIZE(args);
+  if ((w != self->pworld && kcpy_refresh(self, w) < 0) || !c->ctx) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "the kcache Context is destroyed");
+    Py_DECREF(c);
+    return NULL;
+  }
+  if ((uint64_t)n != self->np) {
+    Py_DECREF(c);
+    return PyErr_Format(PyExc_TypeError, "kernel '%U' takes %u arguments, %zd given", self->name, self->np,
+                        n);
+  }
+  kc_arg a[KC_MAX_ARGS];
+  kcpy_val v[KC_MAX_ARGS];
+  KcBound *b = NULL;
+  if (bind_convert(self, c->ctx, &PyTuple_GET_ITEM(args, 0), (uint32_t)n, a, v) == 0)
+    b = PyObject_GC_New(KcBound, &KcBound_Type);
+  if (!b) {
+    Py_DECREF(c);
+    return NULL;
+  }
+  b->k = (KcKernel *)Py_NewRef(self);
+  b->ctx = c;
+  b->a = NULL;
+  b->keep = PySequence_List(args);
+  PyObject_GC_Track(b);
+  if (!b->keep) return Py_DECREF(b), NULL;
+  kc_status st = kc_args_create(self->k, c->ctx, a, (uint32_t)n, &b->a);
+  if (st) {
+    Py_DECREF(b);
+    return kcpy_raise(r->rt, st, "bind");
+  }
+  return (PyObject *)b;
+}
+
+static PyObject *bound_launch(KcBound *self, PyObject *const *args, Py_ssize_t n) {
+  if (n != 2) return PyErr_Format(PyExc_TypeError, "launch(grid, block)");
+  kc_dim3 g, b;
+  if (kcpy_dim3(args[0], &g, "grid") < 0 || kcpy_dim3(args[1], &b, "block") < 0) return NULL;
+  if (kcpy_check_open(self->k->owner) < 0) return NULL;
+  kc_status st = kc_launch_args(self->a, &g, &b);
+  if (st) return kcpy_raise(self->k->owner->rt, st, NULL);
+  Py_RETURN_NONE;
+}
+
+static PyObject *bound_set(KcBound *self, PyObject *const *args, Py_ssize_t n) {
+  if (n != 2) return PyErr_Format(PyExc_TypeError, "set(index, value)");
+  Py_ssize_t i = PyNumber_AsSsize_t(args[0], PyExc_IndexError);
+  if (i == -1 && PyErr_Occurred()) return NULL;
+  KcKernel *k = self->k;
+  if (kcpy_check_open(k->owner) < 0) return NULL;
+  if (i < 0 || i >= PyList_GET_SIZE(self->keep) || (uint64_t)i >= k->np)
+    return PyErr_Format(PyExc_IndexError, "argument index %zd out of range", i);
+  kc_arg a;
+  kcpy_val v;
+  if (k->p[i].kind == KC_ARG_BUFFER) {
+    if (!Py_IS_TYPE(args[1], &KcBuffer_Type) || !((KcBuffer *)args[1])->buf)
+      return PyErr_Format(PyExc_TypeError, "argument %zd '%s': bound arguments take live kcache Buffers",
+                          i + 1, k->p[i].name);
+    a = KC_ARG_BUF(((KcBuffer *)args[1])->buf);
+  } else if (kcpy_convert_scalar(k, (uint32_t)i, args[1], &a, &v) < 0) return NULL;
+  kc_status st = kc_args_set(self->a, (uint32_t)i, a);
+  if (st) return kcpy_raise(k->owner->rt, st, "set");
+  PyList_SetItem(self->keep, i, Py_NewRef(args[1]));
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef bound_methods[] = {
+    {"launch", (PyCFunction)(void (*)(void))bound_launch, METH_FASTCALL,
+     "launch(grid, block): kc_launch_args"},
+    {"set", (PyCFunction)(void (*)(void))bound_set, METH_FASTCALL, "set(index, value): kc_args_set"},
+    {NULL, NULL, 0, NULL}};
+
+PyTypeObject KcBound_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kcache.BoundArgs",
+    .tp_basicsize = sizeof(KcBound),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Arguments bound once to a kernel and a context (Kernel.bind).",
+    .tp_traverse = (traverseproc)bound_traverse,
+    .tp_dealloc = (destructor)bound_dealloc,
+    .tp_methods = bound_methods,
+};

@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * interop.c -- memory and streams that are not kcache's, through the
+ * interop API of kcache.h (KC_ARG_DEVPTR, kc_stream_wrap, kc_launch_ex):
+ *  - on the host backend, an array with the buffer protocol is passed by
+ *    its own pointer (zero copy: the kernel reads and writes the array);
+ *  - on CUDA, an object with __cuda_array_interface__ (CuPy, Numba,
+ *    PyTorch) or __dlpack__ on a CUDA device is passed by its device
+ *    pointer, with no copy;
+ *  - a launch's stream= takes an object with __cuda_stream__ or a raw
+ *    handle (CUstream, cl_command_queue), wrapped once per runtime.
+ * Built only when kcache.h declares that API (KC_ARG_DEVPTR) and the library
+ * implements it (KCPY_INTEROP, python/CMakeLists.txt); without it
+ * arrays are staged through buffers (args.c) and stream= is refused.
+ */
+#include "kcpy.h"
+
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+
+#include <string.h>
+
+/* DLPack's ABI (dlpack.h v0.8+), the parts read here. */
+typedef struct {
+  int32_t device_type; /* kDLCPU 1, kDLCUDA 2, kDLCUDAHost 3, kDLCUDAManaged 13 */
+  int32_t device_id;
+} kcpy_dldevice;
+typedef struct {
+  uint8_t code, bits;
+  uint16_t lanes;
+} kcpy_dldtype;
+typedef struct {
+  void *data;
+  kcpy_dldevice device;
+  int32_t ndim;
+  kcpy_dldtype dtype;
+  int64_t *shape;
+  int64_t *strides; /* NULL: C-contiguous */
+  uint64_t byte_offset;
+} kcpy_dltensor;
+typedef struct {
+  kcpy_dltensor dl_tensor; /* first in DLManagedTensor */
+} kcpy_dlmanaged;
+
+/* The device pointer of a __cuda_array_interface__ dict: 1 found, 0 not one, -1 error. */
+static int cai_pointer(PyObject *o, void **out) {
+  PyObject *cai = PyObject_GetAttrString(o, "__cuda_array_interface__");
+  if (!cai) {
+    PyErr_Clear();
+    return 0;
+  }
+  PyObject *data = PyDict_Check(cai) ? PyDict_GetItemString(cai, "data") : NULL;
+  PyObject *strides = PyDict_Check(cai) ? PyDict_GetItemString(cai, "strides") : NULL;
+  int rc = -1;
+  if (!data || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) < 1)
+    PyErr_SetString(PyExc_TypeError, "__cuda_array_interface__ without a 'data' tuple");
+  else if (strides && strides != Py_None)
+    PyErr_SetString(PyExc_TypeError, "a strided CUDA array: pass a contiguous one (strides must be None)");
+  else {
+    unsigned long long p = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(data, 0));
+    if (!(p == (unsigned long long)-1 && PyErr_Occurred())) *out = (void *)(uintptr_t)p, rc = 1;
+  }
+  Py_DECREF(cai);
+  return rc;
+}
+
+/* The data pointer of a __dlpack__ tensor on a CUDA device: 1, 0, -1 as above. */
+static int dlpack_pointer(PyObject *o, void **out) {
+  if (!PyObject_HasAttrString(o, "__dlpack__") || !PyObject_HasAttrString(o, "__dlpack_device__")) return 0;
+  /* only a tensor on a CUDA device is passed by pointer: a host one (NumPy
+   * has __dlpack__ too) is staged like any buffer */
+  PyObject *dev = PyObject_CallMethod(o, "__dlpack_device__", NULL);
+  if (!dev) return -1;
+  long type = PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) == 2 ? PyLong_AsLong(PyTuple_GET_ITEM(dev, 0)) : -1;
+  Py_DECREF(dev);
+  if (type == -1 && PyErr_Occurred()) return -1;
+  if (type != 2 && type != 13) return 0; /* kDLCUDA, kDLCUDAManaged */
+  PyObject *cap = PyObject_CallMethod(o, "__dlpack__", NULL);
+  if (!cap) return -1;
+  int rc = -1;
+  kcpy_dlmanaged *m = PyCapsule_IsValid(cap, "dltensor") ? PyCapsule_GetPointer(cap, "dltensor") : NULL;
+  if (!m) PyErr_SetString(PyExc_TypeError, "__dlpack__ did not return a 'dltensor' capsule");
+  else {
+    kcpy_dltensor *t = &m->dl_tensor;
+    int64_t want = 1, contiguous = 1;
+    for (int32_t d = t->ndim - 1; t->strides && d >= 0; d--) {
+      if (t->shape[d] != 1 && t->strides[d] != want) contiguous = 0;
+      want *= t->shape[d];
+    }
+    if (t->device.device_type != 2 && t->device.device_type != 13)
+      PyErr_Format(PyExc_TypeError, "a DLPack tensor on device type %d, not CUDA", t->device.device_type);
+    else if (!contiguous) PyErr_SetString(PyExc_TypeError, "a strided DLPack tensor: pass a contiguous one");
+    else *out = (char *)t->data + t->byte_offset, rc = 1;
+  }
+  /* the capsule was not consumed: its destructor calls the tensor's
+   * deleter; o (alive through the launch) keeps the memory */
+  Py_DECREF(cap);
+  return rc;
+}
+
+int kcpy_foreign_arg(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, Py_buffer *view) {
+  void *p = NULL;
+  int rc;
+  view->obj = NULL;
+  if (k->owner->backend == KCPY_BACKEND_HOST) {
+    if (!PyObject_CheckBuffer(o)) return 0;
+    if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+      PyErr_Clear();
+      if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS) < 0) {
+        PyErr_Clear();
+        view->obj = NULL;
+        return 0; /* args.c says why */
+      }
+    }
+    *a = KC_ARG_DEVPTR(view->buf); /* released after the launch, nothing copied back */
+    return 1;
+  }
+  if (k->owner->backend != KCPY_BACKEND_CUDA) return 0;
+  rc = cai_pointer(o, &p);
+  if (rc == 0) rc = dlpack_pointer(o, &p);
+  if (rc < 0) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_Format(PyExc_TypeError, "kernel '%U', argument %u '%s': %S", k->name, i + 1, k->p[i].name, value);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return -1;
+  }
+  if (rc == 1) *a = KC_ARG_DEVPTR(p);
+  return rc;
+}
+
+/* The native handle of a stream object: __cuda_stream__ -> (version, handle), or an int. */
+static int stream_handle(PyObject *o, void **out) {
+  PyObject *h = NULL;
+  if (PyObject_HasAttrString(o, "__cuda_stream__")) {
+    PyObject *t = PyObject_CallMethod(o, "__cuda_stream__", NULL);
+    if (!t) return -1;
+    if (PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 2) h = Py_NewRef(PyTuple_GET_ITEM(t, 1));
+    Py_DECREF(t);
+    if (!h) return PyErr_SetString(PyExc_TypeError, "__cuda_stream__ must return (version, handle)"), -1;
+  } else if (PyLong_Check(o)) h = Py_NewRef(o);
+  else
+    return PyErr_SetString(PyExc_TypeError,
+                           "stream= takes an object with __cuda_stream__ or a raw handle (int)"),
+           -1;
+  unsigned long long v = PyLong_AsUnsignedLongLong(h);
+  Py_DECREF(h);
+  if (v == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+  *out = (void *)(uintptr_t)v;
+  return 0;
+}
+
+int kcpy_stream(KcRuntime *r, kc_context *ctx, PyObject *o, kc_stream **out) {
+  *out = NULL;
+  if (o == Py_None) return 0;
+  void *native;
+  if (stream_handle(o, &native) < 0) return -1;
+  for (int i = 0; i < r->nstreams; i++)
+    if (r->streams[i].native == native && r->streams[i].ctx == ctx) return *out = r->streams[i].s, 0;
+  if (r->nstreams == KCPY_STREAMS)
+    return PyErr_Format(PyExc_RuntimeError, "more than %d foreign streams on one runtime", KCPY_STREAMS), -1;
+  kc_stream *s;
+  kc_status st = kc_stream_wrap(ctx, native, &s);
+  if (st) return kcpy_raise(r->rt, st, "stream"), -1;
+  r->streams[r->nstreams++] = (kcpy_stream_ref){native, ctx, s};
+  *out = s;
+  return 0;
+}
+
+#endif /* KC_ARG_DEVPTR */
+
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+/* kcache Buffers exported: the buffer protocol on the host backend (the
+ * buffer's own memory, kc_buffer_native), __cuda_array_interface__ on
+ * CUDA (its device pointer, as bytes). */
+static int buffer_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+  KcBuffer *b = (KcBuffer *)self;
+  void *p = b->buf && b->owner->ctx && b->owner->owner->rt ? kc_buffer_native(b->buf) : NULL;
+  if (!p || b->owner->owner->backend != KCPY_BACKEND_HOST) {
+    PyErr_SetString(PyExc_BufferError, "only a live host-backend kcache Buffer exports its memory");
+    view->obj = NULL;
+    return -1;
+  }
+  return PyBuffer_FillInfo(view, self, p, (Py_ssize_t)b->size, 0, flags);
+}
+
+static PyBufferProcs buffer_procs = {.bf_getbuffer = buffer_getbuffer};
+
+static PyObject *buffer_get_cai(PyObject *self, void *c) {
+  (void)c;
+  KcBuffer *b = (KcBuffer *)self;
+  void *p = b->buf && b->owner->ctx && b->owner->owner->rt ? kc_buffer_native(b->buf) : NULL;
+  if (!p || b->owner->owner->backend != KCPY_BACKEND_CUDA)
+    return PyErr_Format(PyExc_AttributeError, "__cuda_array_interface__: not a live CUDA kcache Buffer");
+  return Py_BuildValue("{s(n)sss(KO)sisO}", "shape", (Py_ssize_t)b->size, "typestr", "|u1", "data",
+                       (unsigned long long)(uintptr_t)p, Py_False, "version", 3, "strides", Py_None);
+}
+
+static PyGetSetDef buffer_interop_getset[] = {
+    {"__cuda_array_interface__", buffer_get_cai, NULL, "CUDA: the buffer's device memory, as bytes", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+PyObject *kcpy_buffer_dlpack(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *kcpy_buffer_dlpack_device(PyObject *self, PyObject *unused);
+
+int kcpy_interop_init_types(void) {
+  KcBuffer_Type.tp_as_buffer = &buffer_procs;
+  if (PyType_Ready(&KcBuffer_Type) < 0) return -1;
+  for (PyGetSetDef *g = buffer_interop_getset; g->name; g++) {
+    PyObject *d = PyDescr_NewGetSet(&KcBuffer_Type, g);
+    if (!d || PyDict_SetItemString(KcBuffer_Type.tp_dict, g->name, d) < 0) {
+      Py_XDECREF(d);
+      return -1;
+    }
+    Py_DECREF(d);
+  }
+  static PyMethodDef methods[] = {{"__dlpack__", (PyCFunction)(void (*)(void))kcpy_buffer_dlpack,
+                                   METH_VARARGS | METH_KEYWORDS,
+                                   "The buffer's memory as a uint8 DLPack tensor (host, CUDA)."},
+                                  {"__dlpack_device__", kcpy_buffer_dlpack_device, METH_NOARGS, NULL},
+                                  {NULL, NULL, 0, NULL}};
+  for (PyMethodDef *m = methods; m->ml_name; m++) {
+    PyObject *d = PyDescr_NewMethod(&KcBuffer_Type, m);
+    if (!d || PyDict_SetItemString(KcBuffer_Type.tp_dict, m->ml_name, d) < 0) {
+      Py_XDECREF(d);
+      return -1;
+    }
+    Py_DECREF(d);
+  }
+  PyType_Modified(&KcBuffer_Type);
+  return 0;
+}
+#endif
+
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+/* _foreign_pointer(obj) -> the device pointer kcache would pass for obj on
+ * CUDA, or None when it would stage obj instead (tests of the protocols'
+ * parsing on machines without a GPU). */
+PyObject *kcpy_foreign_pointer(PyObject *self, PyObject *o) {
+  (void)self;
+  void *p = NULL;
+  int rc = cai_pointer(o, &p);
+  if (rc == 0) rc = dlpack_pointer(o, &p);
+  if (rc < 0) return NULL;
+  return rc ? PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)p) : Py_NewRef(Py_None);
+}
+#endif
+
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+/* Buffer.__dlpack__(): the buffer's memory as a one-dimensional uint8
+ * DLPack tensor (legacy "dltensor" capsule; kDLCPU on the host, kDLCUDA on
+ * CUDA). The tensor holds a reference to the Buffer until its deleter runs. */
+typedef struct {
+  kcpy_dltensor dl_tensor;
+  void *manager_ctx;
+  void (*deleter)(void *self);
+  int64_t shape[1];
+} kcpy_dlexport;
+
+static void dlexport_delete(void *self) {
+  kcpy_dlexport *t = self;
+  PyGILState_STATE g = PyGILState_Ensure();
+  Py_XDECREF((PyObject *)t->manager_ctx);
+  PyGILState_Release(g);
+  PyMem_RawFree(t);
+}
+
+static void dlcapsule_destructor(PyObject *cap) {
+  if (!PyCapsule_IsValid(cap, "dltensor")) return; /* consumed: renamed "used_dltensor" */
+  kcpy_dlexport *t = PyCapsule_GetPointer(cap, "dltensor");
+  if (t) t->deleter(t);
+}
+
+static int buffer_device(KcBuffer *b, void **p, int32_t *type) {
+  *p = b->buf && b->owner->ctx && b->owner->owner->rt ? kc_buffer_native(b->buf) : NULL;
+  int be = b->owner->owner->backend;
+  *type = be == KCPY_BACKEND_HOST ? 1 : be == KCPY_BACKEND_CUDA ? 2 : 0;
+  if (*p && *type) return 0;
+  PyErr_SetString(PyExc_BufferError, "__dlpack__: only a live host or CUDA kcache Buffer exports its memory");
+  return -1;
+}
+
+PyObject *kcpy_buffer_dlpack(PyObject *self, PyObject *args, PyObject *kw) {
+  (void)args, (void)kw; /* stream, max_version, dl_device, copy: the legacy capsule, no copy */
+  KcBuffer *b = (KcBuffer *)self;
+  void *p;
+  int32_t type;
+  if (buffer_device(b, &p, &type) < 0) return NULL;
+  kcpy_dlexport *t = PyMem_RawCalloc(1, sizeof *t);
+  if (!t) return PyErr_NoMemory();
+  t->shape[0] = (int64_t)b->size;
+  t->dl_tensor = (kcpy_dltensor){p, {type, 0}, 1, {1 /* kDLUInt */, 8, 1}, t->shape, NULL, 0};
+  t->manager_ctx = Py_NewRef(self);
+  t->deleter = dlexport_delete;
+  PyObject *cap = PyCapsule_New(t, "dltensor", dlcapsule_destructor);
+  if (!cap) dlexport_delete(t);
+  return cap;
+}
+
+PyObject *kcpy_buffer_dlpack_device(PyObject *self, PyObject *unused) {
+  (void)unused;
+  void *p;
+  int32_t type;
+  if (buffer_device((KcBuffer *)self, &p, &type) < 0) return NULL;
+  return Py_BuildValue("(ii)", type, 0);
+}
+#endif

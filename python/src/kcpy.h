@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kcpy.h -- the objects of the kcache extension module (kcache._kcache),
+ * shared by its files: the runtime, contexts, buffers, kernels with their
+ * launch configurations and cached parameter lists, bound arguments, pins.
+ *
+ * The package requires the GIL: every object below is guarded by it (the
+ * module does not declare Py_mod_gil, so a free-threaded interpreter
+ * turns the GIL back on when it imports kcache). The GIL is released only
+ * around compiles (kc_kernel_compile), never around a cached launch.
+ */
+#ifndef KCPY_H
+#define KCPY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <kcache.h>
+
+enum { KCPY_BACKEND_HOST, KCPY_BACKEND_OPENCL, KCPY_BACKEND_CUDA };
+
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+/* A foreign stream wrapped once (interop.c). */
+typedef struct kcpy_stream_ref {
+  void *native;
+  kc_context *ctx;
+  kc_stream *s;
+} kcpy_stream_ref;
+#define KCPY_STREAMS 16
+#endif
+
+typedef struct KcRuntime {
+  PyObject ob_base;
+  kc_runtime *rt; /* NULL once closed: every object made from it checks */
+  kc_context *dctx; /* the default context (device 0) */
+  int backend; /* KCPY_BACKEND_* */
+  int inflight; /* calls running with the GIL released (KCPY_NOGIL) */
+  PyObject *weakrefs;
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+  int nstreams;
+  kcpy_stream_ref streams[KCPY_STREAMS];
+#endif
+} KcRuntime;
+
+typedef struct KcContext {
+  PyObject ob_base;
+  KcRuntime *owner;
+  kc_context *ctx; /* NULL once destroyed */
+  int owned; /* 0: the runtime's default context, destroyed with it */
+} KcContext;
+
+typedef struct KcBuffer {
+  PyObject ob_base;
+  KcContext *owner;
+  kc_buffer *buf;
+  size_t size;
+} KcBuffer;
+
+/* A parameter as the launch path converts to it (kc_param_info, copied). */
+typedef struct kcpy_param {
+  uint32_t kind; /* kc_arg_kind */
+  uint32_t cls; /* kc_scalar_class */
+  uint32_t size; /* arg_size */
+  int to_const; /* a pointer to const: a staged array is not copied back */
+  char name[48];
+  char ctype[32];
+} kcpy_param;
+
+/* A host array staged through a kcache buffer (OpenCL, CUDA, and the host
+ * until buffers can wrap host memory): one per parameter, kept by the
+ * kernel and grown as needed, so that a launch allocates nothing once it
+ * has seen the array's size. */
+typedef struct kcpy_stage {
+  kc_buffer *buf;
+  kc_context *ctx;
+  uint64_t ctx_id; /* ctx's id when buf was made: a context's memory may be reused by a new one */
+  size_t cap;
+} kcpy_stage;
+
+typedef struct KcKernel {
+  PyObject ob_base;
+  KcRuntime *owner;
+  kc_kernel *k;
+  PyObject *name, *params; /* str */
+  /* The parameter list of the world `pworld` (0: not read yet). */
+  kc_world pworld;
+  uint32_t np;
+  kcpy_param p[KC_MAX_ARGS];
+  kcpy_stage stage[KC_MAX_ARGS];
+  PyObject *cfg; /* the last launch configuration k[grid, block] made */
+  PyObject *weakrefs;
+} KcKernel;
+
+/* k[grid, block]: a callable that launches k with that geometry. */
+typedef struct KcConfig {
+  PyObject ob_base;
+  vectorcallfunc vectorcall;
+  KcKernel *k;
+  kc_dim3 grid, block;
+} KcConfig;
+
+typedef struct KcBound {
+  PyObject ob_base;
+  KcKernel *k;
+  KcContext *ctx;
+  kc_args *a;
+  PyObject *keep; /* list: the Python objects the arguments hold */
+} KcBound;
+
+/* Runs `stmt` with the GIL released, counted in r->inflight: closing the
+ * runtime or destroying one of its contexts or buffers meanwhile is refused
+ * (kcache's destroy functions are not thread-safe with other calls). */
+#define KCPY_NOGIL(r, stmt) \
+  do { \
+    (r)->inflight++; \
+    PyThreadState *kcpy_save = PyEval_SaveThread(); \
+    stmt; \
+    PyEval_RestoreThread(kcpy_save); \
+    (r)->inflight--; \
+  } while (0)
+/* 0, or -1 with BusyError when another thread is inside a KCPY_NOGIL call on r. */
+int kcpy_check_idle(KcRuntime *r, const char *what);
+
+extern PyTypeObject KcRuntime_Type, KcContext_Type, KcBuffer_Type, KcKernel_Type, KcConfig_Type, KcBound_Type,
+    KcPin_Type;
+
+/* module.c: raises the exception class of st with kc_errmsg(rt) attached
+ * (prefixed by `what` if non-NULL); returns NULL. */
+PyObject *kcpy_raise(const kc_runtime *rt, kc_status st, const char *what);
+/* The runtime is open, else RuntimeError; returns 0 or -1. */
+int kcpy_check_open(KcRuntime *r);
+PyObject *kcpy_stats_new(const kc_stats *s);
+int kcpy_stats_init_type(void);
+
+/* args.c */
+/* Parses a grid or block: an int or a tuple of 1 to 3 ints, each >= 1. */
+int kcpy_dim3(PyObject *o, kc_dim3 *out, const char *what);
+/* Reads k's parameter list at the caller's world into k->p, compiling the
+ * kernel first with the GIL released. */
+int kcpy_refresh(KcKernel *k, kc_world w);
+/* Converts n Python arguments into kc_args (values in vals, one 64-byte
+ * slot per argument); arrays are staged (or passed by pointer: interop.c);
+ * returns 0, 1 when an argument is one that only kc_launch_ex takes (a raw
+ * pointer, local memory), or -1 with an exception naming the argument.
+ * views: n Py_buffers (obj NULL if unused). */
+typedef union kcpy_val {
+  int8_t i8;
+  int16_t i16;
+  int32_t i32;
+  int64_t i64;
+  uint16_t u16;
+  float f;
+  double d;
+  unsigned char bytes[64]; /* a struct, union or vector by value: up to 64 bytes */
+} kcpy_val;
+int kcpy_convert(KcKernel *k, kc_context *ctx, PyObject *const *args, uint32_t n, kc_arg *out, kcpy_val *vals,
+                 Py_buffer *views);
+/* The IEEE half nearest d (round to nearest even): what a `half` parameter gets. */
+uint16_t kcpy_to_half(double d);
+/* Destroys a staging buffer unless its context is gone. */
+void kcpy_stage_drop(kcpy_stage *s);
+/* One scalar argument for parameter i into *a (its bytes in *v). */
+int kcpy_convert_scalar(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, kcpy_val *v);
+/* After the launch: copies staged arrays back (writable ones; not those
+ * passed by pointer, KC_ARG_PTR) and releases the views; returns 0 or -1. */
+int kcpy_finish_views(KcKernel *k, uint32_t n, const kc_arg *a, Py_buffer *views, int copy_back);
+/* The launch itself (k's default context if ctx is NULL; stream None and
+ * shared 0 for kc_launch, else kc_launch_ex where kcache.h has it). */
+PyObject *kcpy_launch(KcKernel *k, KcContext *ctx, const kc_dim3 *grid, const kc_dim3 *block,
+                      PyObject *const *args, Py_ssize_t n);
+PyObject *kcpy_launch_ex(KcKernel *k, KcContext *ctx, const kc_dim3 *grid, const kc_dim3 *block,
+                         PyObject *const *args, Py_ssize_t n, PyObject *stream, unsigned shared);
+
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+/* interop.c (KCPY_INTEROP: python/CMakeLists.txt): a foreign array for pointer parameter i passed by pointer
+ * (host: its buffer, held in *view; CUDA: __cuda_array_interface__ or
+ * __dlpack__): 1 done, 0 not such an object, -1 error. */
+int kcpy_foreign_arg(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, Py_buffer *view);
+/* The kc_stream for a stream= object (NULL for None), wrapped once per runtime. */
+int kcpy_stream(KcRuntime *r, kc_context *ctx, PyObject *o, kc_stream **out);
+/* Gives kcache.Buffer the buffer protocol (host) and __cuda_array_interface__ (CUDA). */
+int kcpy_interop_init_types(void);
+#endif
+
+/* kernel.c */
+PyObject *kcpy_kernel_new(KcRuntime *r, const char *name, const char *params);
+/* runtime.c */
+/* A Context object: a new context on device, or (device < 0) a view of the
+ * runtime's default context. */
+KcContext *kcpy_context_new(KcRuntime *r, int device);
+
+#endif

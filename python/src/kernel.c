@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kernel.c -- kcache.Kernel (kc_kernel: a name + specialization), its
+ * launch configurations (k[grid, block], called through vectorcall),
+ * the explicit launch(), introspection (source, code, params) and
+ * kcache.BoundArgs (kc_args: arguments bound once, kc_launch_args).
+ */
+#include "kcpy.h"
+
+#include <string.h>
+
+PyObject *kcpy_kernel_new(KcRuntime *r, const char *name, const char *params) {
+  KcKernel *k = PyObject_GC_New(KcKernel, &KcKernel_Type);
+  if (!k) return NULL;
+  memset((char *)k + sizeof(PyObject), 0, sizeof *k - sizeof(PyObject));
+  PyObject_GC_Track(k);
+  k->owner = (KcRuntime *)Py_NewRef(r);
+  k->name = PyUnicode_FromString(name);
+  k->params = PyUnicode_FromString(params);
+  if (!k->name || !k->params) {
+    Py_DECREF(k);
+    return NULL;
+  }
+  kc_status st = kc_kernel_create(r->rt, name, params, &k->k);
+  if (st) {
+    Py_DECREF(k);
+    return kcpy_raise(r->rt, st, NULL);
+  }
+  return (PyObject *)k;
+}
+
+static int kernel_traverse(KcKernel *self, visitproc visit, void *arg) {
+  Py_VISIT(self->cfg);
+  Py_VISIT(self->owner);
+  return 0;
+}
+
+static int kernel_clear(KcKernel *self) {
+  Py_CLEAR(self->cfg);
+  return 0;
+}
+
+static void kernel_dealloc(KcKernel *self) {
+  PyObject_GC_UnTrack(self);
+  if (self->weakrefs) PyObject_ClearWeakRefs((PyObject *)self);
+  if (self->owner && self->owner->rt) {
+    for (int i = 0; i < KC_MAX_ARGS; i++) kcpy_stage_drop(&self->stage[i]);
+    kc_kernel_destroy(self->k);
+  }
+  Py_CLEAR(self->cfg);
+  Py_CLEAR(self->name);
+  Py_CLEAR(self->params);
+  Py_CLEAR(self->owner);
+  PyObject_GC_Del(self);
+}
+
+static int kernel_open(KcKernel *k) { return kcpy_check_open(k->owner); }
+
+/* ------------------------------------------------------- k[grid, block] */
+
+static PyObject *config_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+  KcConfig *c = (KcConfig *)self;
+  if (kwnames && PyTuple_GET_SIZE(kwnames))
+    return PyErr_Format(PyExc_TypeError, "a launch takes the kernel's arguments by position only");
+  return kcpy_launch(c->k, NULL, &c->grid, &c->block, args, PyVectorcall_NARGS(nargsf));
+}
+
+static int config_traverse(KcConfig *self, visitproc visit, void *arg) {
+  Py_VISIT(self->k);
+  return 0;
+}
+
+static int config_clear(KcConfig *self) {
+  Py_CLEAR(self->k);
+  return 0;
+}
+
+static void config_dealloc(KcConfig *self) {
+  PyObject_GC_UnTrack(self);
+  Py_CLEAR(self->k);
+  PyObject_GC_Del(self);
+}
+
+PyTypeObject KcConfig_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kcache.LaunchConfig",
+    .tp_basicsize = sizeof(KcConfig),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)config_traverse,
+    .tp_clear = (inquiry)config_clear,
+    .tp_doc = "k[grid, block]: calling it launches k on the runtime's default context with that geometry.",
+    .tp_dealloc = (destructor)config_dealloc,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(KcConfig, vectorcall),
+};
+
+/* k[grid, block]: the same object again when the geometry is the last one's. */
+static PyObject *kernel_subscript(KcKernel *self, PyObject *key) {
+  if (!PyTuple_Check(key) || PyTuple_GET_SIZE(key) != 2)
+    return PyErr_Format(PyExc_TypeError, "use kernel[grid, block]");
+  kc_dim3 g, b;
+  if (kcpy_dim3(PyTuple_GET_ITEM(key, 0), &g, "grid") < 0 ||
+      kcpy_dim3(PyTuple_GET_ITEM(key, 1), &b, "block") < 0)
+    return NULL;
+  KcConfig *c = (KcConfig *)self->cfg;
+  if (c && !memcmp(&c->grid, &g, sizeof g) && !memcmp(&c->block, &b, sizeof b)) return Py_NewRef(c);
+  c = PyObject_GC_New(KcConfig, &KcConfig_Type);
+  if (!c) return NULL;
+  c->vectorcall = config_vectorcall;
+  c->k = (KcKernel *)Py_NewRef(self);
+  c->grid = g;
+  c->block = b;
+  PyObject_GC_Track(c);
+  /* the kernel keeps the last one (a cycle kernel <-> config, which the
+   * garbage collector breaks) */
+  Py_XSETREF(self->cfg, Py_NewRef(c));
+  return (PyObject *)c;
+}
+
+static PyMappingMethods kernel_mapping = {.mp_subscript = (binaryfunc)kernel_subscript};
+
+static PyObject *kernel_launch(KcKernel *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"grid", "block", "args", "stream", "shared", "context", NULL};
+  PyObject *grid, *block, *kargs = NULL, *stream = Py_None, *ctx = Py_None;
+  unsigned int shared = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OOIO:launch", kwlist, &grid, &block, &kargs, &stream,
+                                   &shared, &ctx))
+    return NULL;
+  kc_dim3 g, b;
+  if (kcpy_dim3(grid, &g, "grid") < 0 || kcpy_dim3(block, &b, "block") < 0 || kernel_open(self) < 0)
+    return NULL;
+  if (ctx != Py_None && !Py_IS_TYPE(ctx, &KcContext_Type))
+    return PyErr_Format(PyExc_TypeError, "context must be a kcache Context");
+  PyObject *seq = kargs ? PySequence_Fast(kargs, "args must be a sequence") : PyTuple_New(0);
+  if (!seq) return NULL;
+  PyObject *r = kcpy_launch_ex(self, ctx == Py_None ? NULL : (KcContext *)ctx, &g, &b,
+                               PySequence_Fast_ITEMS(seq), PySequence_Fast_GET_SIZE(seq), stream, shared);
+  Py_DECREF(seq);
+  return r;
+}
+
+static PyObject *kernel_compile(KcKernel *self, PyObject *unused) {
+  (void)unused;
+  if (kernel_open(self) < 0) return NULL;
+  kc_world w = kc_world_current(self->owner->rt);
+  return kcpy_refresh(self, w) < 0 ? NULL : Py_NewRef(self);
+}
+
+static PyObject *kernel_get_source(KcKernel *self, void *c) {
+  (void)c;
+  if (kernel_open(self) < 0) return NULL;
+  char *s = NULL;
+  kc_status st = kc_kernel_source(self->k, &s);
+  if (st) return kcpy_raise(self->owner->rt, st, NULL);
+  PyObject *o = PyUnicode_FromString(s);
+  kc_free(self->owner->rt, s);
+  return o;
+}
+
+static PyObject *kernel_get_code(KcKernel *self, void *c) {
+  (void)c;
+  if (kernel_open(self) < 0) return NULL;
+  kc_code_info ci;
+  kc_status st;
+  KCPY_NOGIL(self->owner, st = kc_kernel_code(self->k, &ci));
+  if (st) return kcpy_raise(self->owner->rt, st, NULL);
+  PyObject *max =
+      ci.max_world == KC_WORLD_FOREVER ? Py_NewRef(Py_None) : PyLong_FromUnsignedLongLong(ci.max_world);
+  if (!max) return NULL;
+  return Py_BuildValue("{sKsNsKsy#sK}", "min_world", (unsigned long long)ci.min_world, "max_world", max, "id",
+                       (unsigned long long)ci.id, "artifact", (const char *)ci.artifact,
+                       (Py_ssize_t)ci.artifact_size, "compile_ns", (unsigned long long)ci.compile_ns);
+}
+
+static PyObject *kernel_get_params(KcKernel *self, void *c) {
+  (void)c;
+  if (kernel_open(self) < 0) return NULL;
+  kc_status st;
+  KCPY_NOGIL(self->owner, st = kc_kernel_compile(self->k));
+  if (st) return kcpy_raise(self->owner->rt, st, NULL);
+  uint32_t n;
+  if ((st = kc_kernel_param_count(self->k, &n))) return kcpy_raise(self->owner->rt, st, NULL);
+  static const char *const cls[] = {"buffer", "int", "uint", "float", "bytes"};
+  PyObject *l = PyList_New(n);
+  for (uint32_t i = 0; l && i < n; i++) {
+    kc_param_info p;
+    if ((st = kc_kernel_param(self->k, i, &p))) {
+      Py_DECREF(l);
+      return kcpy_raise(self->owner->rt, st, NULL);
+    }
+    PyObject *t =
+        Py_BuildValue("{sssssssIss}", "name", p.name, "type", p.type, "ctype", p.ctype, "size", p.arg_size,
+                      "kind", p.kind == 4 /* KC_ARG_LOCAL */ ? "local" : cls[p.scalar < 5 ? p.scalar : 4]);
+    if (!t) Py_CLEAR(l);
+    else PyList_SET_ITEM(l, i, t);
+  }
+  return l;
+}
+
+static PyObject *kernel_get_name(KcKernel *self, void *c) {
+  (void)c;
+  return Py_NewRef(self->name);
+}
+static PyObject *kernel_get_spec(KcKernel *self, void *c) {
+  (void)c;
+  return Py_NewRef(self->params);
+}
+
+static PyObject *kernel_repr(KcKernel *self) {
+  return PyUnicode_FromFormat("<kcache.Kernel '%U' [%U]>", self->name, self->params);
+}
+
+PyObject *kernel_bind(KcKernel *self, PyObject *args, PyObject *kw); /* bound.c */
+
+static PyMethodDef kernel_methods[] = {
+    {"launch", (PyCFunction)(void (*)(void))kernel_launch, METH_VARARGS | METH_KEYWORDS,
+     "launch(grid, block, args=(), stream=None, shared=0, context=None)"},
+    {"compile", (PyCFunction)kernel_compile, METH_NOARGS,
+     "Compiles for the calling thread's world (the GIL released) without launching; returns the kernel."},
+    {"bind", (PyCFunction)(void (*)(void))kernel_bind, METH_VARARGS | METH_KEYWORDS,
+     "bind(*args, context=None) -> BoundArgs: arguments checked and bound once (kc_args); pointer "
+     "parameters take kcache Buffers."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef kernel_getset[] = {
+    {"source", (getter)kernel_get_source, NULL, "the translation unit at the caller's world", NULL},
+    {"code", (getter)kernel_get_code, NULL, "the code instance at the caller's world (dict)", NULL},
+    {"params", (getter)kernel_get_params, NULL, "the parameters at the caller's world (list of dicts)", NULL},
+    {"name", (getter)kernel_get_name, NULL, NULL, NULL},
+    {"specialization", (getter)kernel_get_spec, NULL, "\"K=V,...\" as given", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+PyTypeObject KcKernel_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kcache.Kernel",
+    .tp_basicsize = sizeof(KcKernel),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)kernel_traverse,
+    .tp_clear = (inquiry)kernel_clear,
+    .tp_doc = "A kernel name + specialization (Runtime.kernel): k[grid, block](*args) launches it.",
+    .tp_dealloc = (destructor)kernel_dealloc,
+    .tp_repr = (reprfunc)kernel_repr,
+    .tp_as_mapping = &kernel_mapping,
+    .tp_methods = kernel_methods,
+    .tp_getset = kernel_getset,
+    .tp_weaklistoffset = offsetof(KcKernel, weakrefs),
+};
