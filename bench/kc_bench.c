@@ -82,22 +82,48 @@ static bench_kernel kernels[] = {
 };
 #define NK (int)(sizeof kernels / sizeof *kernels)
 
+/* The work-item state of the direct side's copy (the host prelude's
+ * struct kc__item), where kcache's loader would point it: the object finds
+ * it at %fs:0 + kc__it_off. */
+static __thread unsigned direct_item[12];
+
 /* Loads the artifact of k's code a second time, by hand, for the direct
- * call: the very same compiled function, without kcache in between. */
+ * call: the very same compiled function, without kcache in between. The
+ * artifact is a relocatable object: cc links it into a shared object for
+ * dlopen, and the object's kc__it_off is set as kcache's loader sets it. */
 static void setup_direct(bench_kernel *b) {
   kc_code_info ci;
   KCB_CHECK(kc_kernel_code(b->k, &ci));
-  char path[256];
+  char obj[256], path[256], helper[256], cmd[1000];
+  snprintf(obj, sizeof obj, "/tmp/kc_bench_%d_%s.o", (int)getpid(), b->name);
+  snprintf(helper, sizeof helper, "/tmp/kc_bench_%d_%s_off.c", (int)getpid(), b->name);
   snprintf(path, sizeof path, "/tmp/kc_bench_%d_%s.so", (int)getpid(), b->name);
-  FILE *f = fopen(path, "wb");
+  FILE *f = fopen(obj, "wb");
   if (!f || fwrite(ci.artifact, 1, ci.artifact_size, f) != ci.artifact_size)
     kcb_die("write artifact", KC_EIO);
   fclose(f);
+  /* kc__it_off is hidden in the object: a function in the same shared object tells where */
+  f = fopen(helper, "w");
+  if (!f) kcb_die("write helper", KC_EIO);
+  fputs("extern long kc__it_off __attribute__((visibility(\"hidden\")));\n"
+        "long *kcb_it_off(void) { return &kc__it_off; }\n",
+        f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "cc -shared -fPIC -o %s %s %s", path, obj, helper);
+  int rc = system(cmd);
+  unlink(obj);
+  unlink(helper);
+  if (rc != 0) kcb_die("cc -shared of the artifact", KC_ECOMPILE);
   b->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   unlink(path);
   if (!b->dl) kcb_die(dlerror(), KC_ELINK);
   b->direct = (run_fn)(uintptr_t)dlsym(b->dl, "kc__run");
-  if (!b->direct) kcb_die("dlsym kc__run", KC_ELINK);
+  long *(*it_off_of)(void) = (long *(*)(void))(uintptr_t)dlsym(b->dl, "kcb_it_off");
+  if (!b->direct || !it_off_of) kcb_die("dlsym kc__run, kcb_it_off", KC_ELINK);
+  long *it_off = it_off_of();
+  char *tp;
+  __asm__("movq %%fs:0, %0" : "=r"(tp));
+  *it_off = (long)((char *)direct_item - tp);
 }
 
 static const kc_dim3 one = {1, 1, 1};

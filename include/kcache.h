@@ -224,11 +224,9 @@ void kc_runtime_destroy(kc_runtime *rt);
  *  - kc_options.alloc is called (to free the child's copy of the parent's
  *    queued uploads): it must work in a child.
  * fork() waits while another thread links code into a context or edits
- * the function table, never for a compile. Limits of the host backend
- * today (doc/locks.md, "Fork"): a parent and a child that compile or link
- * at the same moment share one work directory and its file names, and a
- * kernel built by tcc that another thread was running at the moment of the
- * fork cannot be launched again on that context in the child. */
+ * the function table, never for a compile. On the host backend the code
+ * linked before the fork is shared by parent and child and runs in both;
+ * neither reuses the other's code memory (doc/locks.md, "Fork"). */
 
 /* The backend actually in use: "host", "opencl" or "cuda". */
 const char *kc_runtime_backend(const kc_runtime *rt);
@@ -272,7 +270,7 @@ kc_status kc_context_create(kc_runtime *rt, int device, kc_context **out);
  * launches on the same context, nor with kc_buffer_* calls on its buffers. */
 void kc_context_destroy(kc_context *ctx);
 /* Resets a context like a device reset: drops every linked object (modules,
- * kernel objects, loaded shared objects). Compiled code is kept, so the next
+ * kernel objects, the host backend's loaded copies). Compiled code is kept, so the next
  * launch relinks without compiling. Buffers stay valid. Not thread-safe with
  * launches on the same context. */
 kc_status kc_context_reset(kc_context *ctx);
@@ -754,7 +752,10 @@ kc_status kc_kernel_source(kc_kernel *k, char **out);
 typedef struct kc_code_info {
   kc_world min_world, max_world; /* KC_WORLD_FOREVER: still valid */
   uint64_t id; /* code instance id, never reused */
-  const void *artifact; /* shared object / program binary / cubin */
+  /* host: an ELF64 x86-64 relocatable object (cc -c -fPIC) that kcache's
+   * own loader loads (its kc__it_off must point at the work-item state
+   * before anything else runs it); OpenCL: the program binary; CUDA: cubin */
+  const void *artifact;
   size_t artifact_size;
   uint64_t compile_ns;
 } kc_code_info;

@@ -104,8 +104,9 @@ void kc__store_fork_unlock(kc_runtime *rt, bool child) {
  * lent: a backend that rebuilds from source when it rejects a binary
  * (OpenCL) must say that it rejected it, or a bad entry would cost every
  * process a compile, forever. KC_OK: accepted (or no probe is possible);
- * KC_ENOMEM: the backend ran out of memory and could not tell; anything
- * else: refused. */
+ * KC_ELINK: refused (the bytes are bad: probe_says_bad); anything else
+ * (out of memory, of mappings, of descriptors, a device that failed): the
+ * backend could not tell now. */
 static kc_status probe_link(kc_runtime *rt, struct kc__store *s, const kc__artifact *a) {
   const kc__backend *be = rt->be;
   if (!be->ctx_create || !be->link || !be->unlink) return KC_OK;
@@ -127,6 +128,13 @@ static kc_status probe_link(kc_runtime *rt, struct kc__store *s, const kc__artif
   kc__unlock(&s->probe_lock);
   return ok;
 }
+
+/* Whether a trial load's failure condemns the entry. Only the backend's
+ * refusal of the bytes does (KC_ELINK): a load that failed for want of a
+ * resource (memory, mappings, descriptors: KC_ENOMEM, KC_EIO...) or of a
+ * device says nothing about them, and removing the entry would cost every
+ * process a compile. Such a lookup is a miss that leaves the entry be. */
+static bool probe_says_bad(kc_status st) { return st == KC_ELINK; }
 
 typedef struct use_ctx {
   kc_runtime *rt;
@@ -160,8 +168,7 @@ static kc__verdict entry_use(void *ud, const kc__entry *e) {
     return KC__ENTRY_GOOD;
   }
   kc__free(rt, art);
-  /* the backend ran out of memory: not the entry's fault */
-  return probe == KC_ENOMEM ? KC__ENTRY_UNSURE : KC__ENTRY_BAD;
+  return probe_says_bad(probe) ? KC__ENTRY_BAD : KC__ENTRY_UNSURE;
 }
 
 /* ------------------------------------------------------------ lookups */

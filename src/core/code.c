@@ -150,7 +150,13 @@ static kc_status prepare(kc_runtime *rt, kc__spec *spec, kc_world w, kc__closure
 }
 
 /* Whether a compiler failure is worth remembering for the worlds in which
- * the same sources are visible (a syntax error is; a timeout is not). */
+ * the same sources are visible: only a property of the sources is (a
+ * syntax error, an undefined function: KC_ECOMPILE, KC_ENOTFOUND). Not a
+ * timeout, a killed or crashed compiler, or a want of memory, mappings,
+ * descriptors, processes or disk (KC_EBACKEND, KC_ENOMEM, KC_EIO...): those
+ * are reported, and the next launch compiles again. Backends keep to this:
+ * the host backend reports a compiler that failed for want of a resource
+ * (by its log) as KC_EBACKEND, and loads nothing while compiling. */
 static bool failure_is_deterministic(kc_status st) { return st == KC_ECOMPILE || st == KC_ENOTFOUND; }
 
 /* Drops the private prefix that helpers get in the translation unit

@@ -14,8 +14,7 @@
  * thread holds a pin), launch_slow/args_slow (compile, link; they may lock
  * and wait). The backend's half (kc__linked.b: entry, launch) checks grid and
  * block itself (kc__launch_bad_dims) and may wait on the device or its own
- * per-kernel lock (the host's per-object serial mutex, OpenCL's per-kernel
- * spin lock), never on a kcache lock.
+ * per-kernel lock (OpenCL's per-kernel spin lock), never on a kcache lock.
  */
 #include "core/core.h"
 

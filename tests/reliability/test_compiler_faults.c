@@ -10,11 +10,11 @@
  *   crash      the compiler writes to stderr and dies of SIGSEGV
  *   hang       it never ends: bounded by kc_options.compile_timeout_ms
  *   orphan     it hangs in a child of its own, as gcc's cc1 would
- *   garbage    exit 0 with text instead of a shared object (and a log)
+ *   garbage    exit 0 with text instead of an object (and a log)
  *   random     exit 0 with random bytes, silently
  *   nothing    exit 0 without writing the object
  *   truncated  a real object cut short
- *   no entry   a valid shared object without kcache's trampoline
+ *   no entry   a valid relocatable object without kcache's trampoline
  *   flood      a megabyte of log, then failure
  *
  * Every case: an error status with a message that carries the compiler's
@@ -69,7 +69,7 @@ static void write_wrapper(void) {
           "if has KC_FAULT_NOTHING; then exit 0; fi\n"
           "if has KC_FAULT_TRUNCATED; then $real \"$@\" || exit $?; head -c 700 \"$out\" >\"$out.cut\"; mv "
           "\"$out.cut\" \"$out\"; exit 0; fi\n"
-          "if has KC_FAULT_NO_ENTRY; then echo 'int kc_fault_nothing;' >\"$out.c\"; $real -shared -fPIC -o "
+          "if has KC_FAULT_NO_ENTRY; then echo 'int kc_fault_nothing;' >\"$out.c\"; $real -c -fPIC -o "
           "\"$out\" \"$out.c\"; rc=$?; rm -f \"$out.c\"; exit $rc; fi\n"
           "if has KC_FAULT_FLOOD; then yes 'fault-cc: noise noise noise noise' | head -c 1048576 >&2; exit "
           "1; fi\n"
@@ -324,13 +324,13 @@ static void test_random_bytes(void **state) {
 static void test_no_object(void **state) {
   (void)state;
   host_only();
-  run_case(&(fault_case){"KC_FAULT_NOTHING", KC_OK, ".so", 0});
+  run_case(&(fault_case){"KC_FAULT_NOTHING", KC_OK, ".o", 0});
 }
 
 static void test_truncated_object(void **state) {
   (void)state;
   host_only();
-  run_case(&(fault_case){"KC_FAULT_TRUNCATED", KC_ECOMPILE, "produced an unusable object (truncated)", 0});
+  run_case(&(fault_case){"KC_FAULT_TRUNCATED", KC_ECOMPILE, "produced an unusable object: truncated", 0});
 }
 
 static void test_object_without_entry(void **state) {

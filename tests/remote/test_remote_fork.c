@@ -21,12 +21,12 @@
  *                         KC__QUEUE_JOBS images, and every upload is
  *                         either queued or counted as skipped.
  *
- * The host backend shares its work directory and file counter between a
- * parent and a child (src/backends/host/host.c: reported, not this
- * suite's to fix), so while a child compiles the parent's threads start
- * no new work (KC_FORK_CONCURRENT=1 lets them: it shows that bug), and a
- * file kept in the work directory stops a child's kc_runtime_destroy from
- * removing the directory the parent still uses.
+ * The host backend shared its work directory and file counter between a
+ * parent and a child when this was written, so while a child compiles the
+ * parent's threads start no new work (KC_FORK_CONCURRENT=1 lets them), and
+ * a file kept in the work directory stopped a child's kc_runtime_destroy
+ * from removing the directory the parent still used. (Each host compile
+ * now has a directory of its own, and keep_host_dir finds none.)
  *
  * ThreadSanitizer: a child of a threaded process starts its own uploader
  * thread, which TSan refuses by default; the test sets die_after_fork=0

@@ -1,20 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * host.c -- the host CPU backend (this folder; tools.c finds and runs the
- * compiler). Kernel source is C; the closure is
- * compiled by the system C compiler into a shared object and loaded with
- * dlopen. A launch runs the kernel once per work item of the grid, one after
- * another, in the calling thread.
+ * compiler, loader.c and arena.c load what it makes). Kernel source is C;
+ * the closure is compiled by the system C compiler into a relocatable
+ * object (cc -c -fPIC), which is the artifact, and loaded by kcache's own
+ * loader into the runtime's regions. A launch runs the kernel once per work
+ * item of the grid, one after another, in the calling thread.
  *
- * It owns a private directory under $TMPDIR for sources, objects and logs.
- * Every file name there is unique in the process (dlopen of a path already
- * open returns the old handle), and files are removed as soon as they have
- * been read or mapped.
+ * Each compile makes a directory of its own under $TMPDIR for its source,
+ * object and log, and removes it before it returns: a process that ends
+ * without kc_runtime_destroy leaves nothing there.
  */
 #include "backends/host/host.h"
 
-#include <dlfcn.h>
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -64,19 +62,13 @@ static const char host_prelude[] =
     "#if defined(__FLT16_MAX__) && !defined(__TINYC__)\n"
     "typedef _Float16 half;\n"
     "#endif\n"
-    "struct kc__item { unsigned lid[3], grp[3], lsz[3], ngrp[3]; };\n"
-    "#ifdef __TINYC__\n"
-    "/* tcc has no thread-local storage: kcache serializes launches of this object */\n"
-    "static struct kc__item kc__it;\n"
-    "__attribute__((visibility(\"default\"))) const int kc__serial = 1;\n"
-    "static void *kc__scratch;\n"
-    "#else\n"
-    "static _Thread_local struct kc__item kc__it;\n"
-    "static _Thread_local void *kc__scratch;\n"
-    "#endif\n"
+    "struct kc__item { unsigned lid[3], grp[3], lsz[3], ngrp[3]; void *kc__scratch; };\n"
+    "/* the thread's work item lies at %fs:0 + kc__it_off, which kcache's loader sets */\n"
+    "__attribute__((visibility(\"hidden\"))) long kc__it_off = 0;\n"
+    "#define kc__it (*({ struct kc__item *kc__p;\\\n"
+    "  __asm__(\"movq %%fs:0, %0\\n\\taddq kc__it_off(%%rip), %0\" : \"=r\"(kc__p)); kc__p; }))\n"
     "/* kc_launch_ex's shared_bytes: one area per group (groups run in turn) */\n"
-    "__attribute__((visibility(\"default\"))) void kc__set_scratch(void *p) { kc__scratch = p; }\n"
-    "#define kc_scratch() (kc__scratch)\n"
+    "#define kc_scratch() (kc__it.kc__scratch)\n"
     "#define kc_local_id(d) ((size_t)kc__it.lid[(d)])\n"
     "#define kc_group_id(d) ((size_t)kc__it.grp[(d)])\n"
     "#define kc_local_size(d) ((size_t)kc__it.lsz[(d)])\n"
@@ -92,10 +84,12 @@ static void host_close(void *state) {
   host_state *s = state;
   if (!s) return;
   const kc__bsvc *sv = s->sv;
-  if (s->dir[0]) rmdir(s->dir);
+  host_arena_close(s);
+  host_loader_close(s);
   for (int i = 0; i < s->cc_argc; i++) kc__bs_free(sv, s->cc_argv[i]);
   kc__bs_free(sv, s->identity);
   kc__mutex_destroy(&s->ident_lock);
+  if (s->arena_ready) kc__mutex_destroy(&s->arena_lock);
   kc__bs_free(sv, s);
 }
 
@@ -123,6 +117,12 @@ static kc_status host_open(const kc__bsvc *sv, const kc_options *opt, void **sta
     kc__bs_free(sv, s);
     return kc__bs_err(sv, KC_ENOMEM, "out of memory");
   }
+  s->arena_ready = kc__mutex_init(&s->arena_lock);
+  if (!s->arena_ready) {
+    host_close(s);
+    return kc__bs_err(sv, KC_ENOMEM, "out of memory");
+  }
+  host_loader_open(s);
   s->timeout_ms = opt->compile_timeout_ms ? opt->compile_timeout_ms : 120000;
   kc_status st = host_split_words(s, opt->host_cc, "host compiler");
   if (!st && s->cc_argc == 0) st = kc__bs_err(sv, KC_EINVAL, "host compiler: empty command");
@@ -133,11 +133,9 @@ static kc_status host_open(const kc__bsvc *sv, const kc_options *opt, void **sta
     snprintf(s->device, sizeof s->device, "host CPU (compiler: %s)", opt->host_cc);
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !*tmp) tmp = "/tmp";
-    snprintf(s->dir, sizeof s->dir, "%s/kcache-host-XXXXXX", tmp);
-    if (!mkdtemp(s->dir)) {
-      st = kc__bs_err(sv, KC_EIO, "cannot create a work directory in %s: %s", tmp, strerror(errno));
-      s->dir[0] = 0;
-    }
+    if (strlen(tmp) + sizeof "/kcache-host-XXXXXX" > sizeof s->dir)
+      st = kc__bs_err(sv, KC_EINVAL, "TMPDIR is too long (%zu bytes)", strlen(tmp));
+    else snprintf(s->dir, sizeof s->dir, "%s", tmp);
   }
   if (st) {
     host_close(s);
@@ -273,83 +271,124 @@ static kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
                      : KC_OK;
 }
 
-static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, size_t *size, uint64_t *sig,
-                              kc__sb *log) {
-  host_state *s = state;
-  const kc__bsvc *sv = s->sv;
-  uint64_t n = kc__fetch_add_relaxed(&s->seq, 1);
-  char src[320], so[320], lg[320];
-  snprintf(src, sizeof src, "%s/c%llu.c", s->dir, (unsigned long long)n);
-  snprintf(so, sizeof so, "%s/c%llu.so", s->dir, (unsigned long long)n);
-  snprintf(lg, sizeof lg, "%s/c%llu.log", s->dir, (unsigned long long)n);
-  kc_status st = host_write_file(sv, src, tu->text, tu->len);
-  if (st) return st;
+/* Whether a compiler that failed did so for want of a resource (memory,
+ * disk, descriptors, processes) or because it was killed, by what it
+ * wrote: that failure is not the source's, and is not remembered. */
+static bool host_resource_failure(const char *out, size_t n) {
+  static const char *const words[] = {"No space left on device",
+                                      "Disk quota exceeded",
+                                      "Cannot allocate memory",
+                                      "out of memory",
+                                      "virtual memory exhausted",
+                                      "Too many open files",
+                                      "Resource temporarily unavailable",
+                                      "Killed signal terminated program",
+                                      "cannot fork"};
+  for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+    for (const char *p = out; p && (size_t)(p - out) < n;
+         p = memchr(p + 1, words[i][0], n - (size_t)(p - out) - 1))
+      if ((size_t)(p - out) + strlen(words[i]) <= n && !memcmp(p, words[i], strlen(words[i]))) return true;
+  return false;
+}
 
+/* Runs the compiler on src into obj, its output into lg and then the log. */
+static kc_status host_cc(host_state *s, const char *src, const char *obj, const char *lg, kc__sb *log) {
+  const kc__bsvc *sv = s->sv;
   /* the command's words, 7 flags, the output and the source, the options'
-   * words, -lm and the terminating NULL */
-  char *argv[2 * KC__HOST_MAX_WORDS + 7 + 2 + 1 + 1];
+   * words and the terminating NULL */
+  char *argv[2 * KC__HOST_MAX_WORDS + 7 + 2 + 1];
   int argc = 0;
   for (int i = 0; i < s->cc_argc; i++) argv[argc++] = s->cc_argv[i];
   static char *const fixed[] = {
-      "-O2", "-shared", "-fPIC", "-std=gnu11", "-fvisibility=hidden", "-Werror=implicit-function-declaration",
+      "-O2", "-c", "-fPIC", "-std=gnu11", "-fvisibility=hidden", "-Werror=implicit-function-declaration",
       "-o"};
   for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) argv[argc++] = fixed[i];
-  argv[argc++] = so;
-  argv[argc++] = src;
+  argv[argc++] = (char *)obj;
+  argv[argc++] = (char *)src;
   /* user options come last so that they win */
   host_state opts = {.sv = sv};
-  st = host_split_words(&opts, s->compile_options, "compile options");
+  kc_status st = host_split_words(&opts, s->compile_options, "compile options");
   for (int i = 0; !st && i < opts.cc_argc; i++) argv[argc++] = opts.cc_argv[i];
-  argv[argc++] = "-lm";
   argv[argc] = NULL;
   int code = -1, sig_no = 0;
   bool ran = !st;
   if (ran) st = host_run_tool(s, argv, lg, &code, &sig_no);
   for (int i = 0; i < opts.cc_argc; i++) kc__bs_free(sv, opts.cc_argv[i]);
   void *text = NULL;
-  size_t tn = 0;
+  size_t tn = 0, at = log->len;
   /* the compiler's log, if it ran and wrote one (else the error stands) */
   if (ran && access(lg, R_OK) == 0 && host_read_file(sv, lg, &text, &tn) == KC_OK) {
     kc__sb_append(log, text, tn);
     kc__bs_free(sv, text);
   }
+  if (st) return st;
+  if (sig_no)
+    return kc__bs_err(sv, KC_EBACKEND, "the host compiler \"%s\" crashed (signal %d, %s)", argv[0], sig_no,
+                      strsignal(sig_no));
+  if (code != 0 && log->buf && host_resource_failure(log->buf + at, log->len - at))
+    return kc__bs_err(sv, KC_EBACKEND, "the host compiler \"%s\" ran out of a resource (exit code %d)",
+                      argv[0], code);
+  if (code != 0)
+    return kc__bs_err(sv, KC_ECOMPILE, "the host compiler \"%s\" failed (exit code %d)", argv[0], code);
+  return KC_OK;
+}
+
+/* Checks the object as the loader will load it, and asks it for its
+ * parameter sizes and alignments (the probe): the compiler knows them best. */
+static kc_status host_check_object(host_state *s, const kc__tu *tu, const void *obj, size_t n,
+                                   uint64_t *sig) {
+  char what[200];
+  snprintf(what, sizeof what, "the host compiler \"%.100s\" produced an unusable object", s->cc_argv[0]);
+  host_plan *p;
+  kc_status st = host_plan_make(s, obj, n, KC_ECOMPILE, what, &p);
+  if (st) return st;
+  /* bytes of the file, perhaps unaligned: read with memcpy */
+  const unsigned char *nargs = host_plan_bytes(p, "kc__nargs", sizeof(unsigned));
+  unsigned n_in_object = 0;
+  if (nargs) memcpy(&n_in_object, nargs, sizeof n_in_object);
+  uint32_t m = kc__probe_count(tu);
+  size_t nvals = m ? 1 + 2 * (size_t)m : 0;
+  const unsigned char *probe = m ? host_plan_bytes(p, "kc__probe", nvals * sizeof(uint64_t)) : NULL;
+  uint64_t *vals = probe ? kc__bs_alloc(s->sv, nvals * sizeof *vals) : NULL;
+  if (probe && !vals) st = kc__bs_err(s->sv, KC_ENOMEM, "out of memory compiling '%s'", tu->entry);
+  else if (!nargs || n_in_object != tu->nparams || !host_plan_bytes(p, "kc__run", 1) ||
+           !host_plan_bytes(p, "kc__launch", 1))
+    st = kc__bs_err(s->sv, KC_ECOMPILE, "the compiled object for '%s' lacks its entry trampoline", tu->entry);
+  else {
+    if (vals) memcpy(vals, probe, nvals * sizeof *vals);
+    st = kc__probe_apply(s->sv, tu, vals, vals ? nvals : 0, sig);
+  }
+  kc__bs_free(s->sv, vals);
+  host_plan_free(s, p);
+  return st;
+}
+
+static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, size_t *size, uint64_t *sig,
+                              kc__sb *log) {
+  host_state *s = state;
+  const kc__bsvc *sv = s->sv;
+  *artifact = NULL;
+  *size = 0;
+  char dir[300], src[320], obj[320], lg[320];
+  snprintf(dir, sizeof dir, "%s/kcache-host-XXXXXX", s->dir);
+  if (!mkdtemp(dir))
+    return kc__bs_err(sv, KC_EIO, "cannot create a work directory in %s: %s", s->dir, strerror(errno));
+  snprintf(src, sizeof src, "%s/k.c", dir);
+  snprintf(obj, sizeof obj, "%s/k.o", dir);
+  snprintf(lg, sizeof lg, "%s/k.log", dir);
+  kc_status st = host_write_file(sv, src, tu->text, tu->len);
+  if (!st) st = host_cc(s, src, obj, lg, log);
+  if (!st) st = host_read_file(sv, obj, artifact, size);
   unlink(lg);
   unlink(src);
-  if (!st && sig_no)
-    st = kc__bs_err(sv, KC_EBACKEND, "the host compiler \"%s\" crashed (signal %d, %s)", argv[0], sig_no,
-                    strsignal(sig_no));
-  else if (!st && code != 0)
-    st = kc__bs_err(sv, KC_ECOMPILE, "the host compiler \"%s\" failed (exit code %d)", argv[0], code);
-  if (!st) st = host_read_file(sv, so, artifact, size);
-  const char *why;
-  if (!st && !host_elf_complete(*artifact, *size, &why)) {
-    st = kc__bs_err(sv, KC_ECOMPILE, "the host compiler \"%s\" produced an unusable object (%s)", argv[0],
-                    why);
+  unlink(obj);
+  rmdir(dir);
+  if (!st) st = host_check_object(s, tu, *artifact, *size, sig);
+  if (st) {
     kc__bs_free(sv, *artifact);
     *artifact = NULL;
+    *size = 0;
   }
-  if (!st) {
-    /* Ask the object for its parameter sizes and alignments (the probe):
-     * the compiler knows them best. */
-    void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      st = kc__bs_err(sv, KC_ECOMPILE, "loading the compiled object failed: %s", dlerror());
-    } else {
-      const unsigned *nargs = dlsym(h, "kc__nargs");
-      uint32_t m = kc__probe_count(tu);
-      const uint64_t *probe = m ? dlsym(h, "kc__probe") : NULL;
-      if (!nargs || !dlsym(h, "kc__run") || *nargs != tu->nparams)
-        st =
-            kc__bs_err(sv, KC_ECOMPILE, "the compiled object for '%s' lacks its entry trampoline", tu->entry);
-      else st = kc__probe_apply(sv, tu, probe, probe ? 1 + 2 * (size_t)m : 0, sig);
-      dlclose(h);
-    }
-    if (st) {
-      kc__bs_free(sv, *artifact);
-      *artifact = NULL;
-    }
-  }
-  unlink(so);
   return st;
 }
 
@@ -371,72 +410,52 @@ static kc_status host_ctx_finish(void *bctx) {
   return KC_OK;
 }
 
-/* For objects built without thread-local work-item state (tcc). */
-static kc_status host_launch_serial(kc__blinked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
-  kc__lock(l->extra);
-  kc_status st = ((host_run_fn)l->fn)(l, argv, grid, block);
-  kc__unlock(l->extra);
-  return st;
-}
-
-static kc_status host_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
+/* Loads the object into the runtime's regions (loader.c): the same for
+ * every compiler, so every object launches on the same path. */
+static kc_status host_link(void *bctx, const kc__artifact *a, kc__blinked *l) {
   host_state *s = bctx;
   const kc__bsvc *sv = s->sv;
-  const kc__artifact a = *art;
-  const char *why;
-  if (!host_elf_complete(a.bytes, a.size, &why))
-    return kc__bs_err(sv, KC_ELINK, "loading '%s' failed: the stored object is %s", a.entry, why);
-  char so[320];
-  snprintf(so, sizeof so, "%s/l%llu.so", s->dir, (unsigned long long)kc__fetch_add_relaxed(&s->seq, 1));
-  kc_status st = host_write_file(sv, so, a.bytes, a.size);
+  char what[160];
+  snprintf(what, sizeof what, "loading '%.100s' failed: the object", a->entry);
+  host_plan *p;
+  kc_status st = host_plan_make(s, a->bytes, a->size, KC_ELINK, what, &p);
   if (st) return st;
-  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-  unlink(so); /* the mapping outlives the name */
-  if (!h) return kc__bs_err(sv, KC_ELINK, "loading '%s' failed: %s", a.entry, dlerror());
-  void *fn = dlsym(h, "kc__run");
-  if (!fn) {
-    dlclose(h);
-    return kc__bs_err(sv, KC_ELINK, "loading '%s' failed: no kc__run in the object", a.entry);
+  host_image *im = kc__bs_alloc(sv, sizeof *im);
+  st = im ? host_plan_load(s, p, im) : kc__bs_err(sv, KC_ENOMEM, "out of memory linking '%s'", a->entry);
+  if (st) {
+    kc__bs_free(sv, im);
+    host_plan_free(s, p);
+    return st;
   }
   typedef kc_status (*bad_dims_fn)(const kc__blinked *, const kc_dim3 *, const kc_dim3 *);
-  bad_dims_fn *on_bad_dims = dlsym(h, "kc__on_bad_dims");
-  if (!on_bad_dims) {
-    dlclose(h);
-    return kc__bs_err(sv, KC_ELINK, "loading '%s' failed: no kc__on_bad_dims in the object", a.entry);
+  typedef kc_status (*bad_args_fn)(const kc__blinked *, const kc_context *, const kc_arg *, uint32_t);
+  bad_dims_fn *on_bad_dims = host_plan_addr(p, im, "kc__on_bad_dims", true);
+  bad_args_fn *on_bad_args = host_plan_addr(p, im, "kc__on_bad_args", true);
+  long *it_off = host_plan_addr(p, im, "kc__it_off", true);
+  void *run = host_plan_addr(p, im, "kc__run", false), *entry = host_plan_addr(p, im, "kc__launch", false);
+  host_plan_free(s, p);
+  if (!on_bad_dims || !on_bad_args || !it_off || !run || !entry) {
+    host_arena_give(s, &im->blk);
+    kc__bs_free(sv, im);
+    return kc__bs_err(sv, KC_ELINK, "loading '%s' failed: the object lacks kcache's trampoline", a->entry);
   }
   *on_bad_dims = kc__launch_bad_dims;
-  typedef kc_status (*bad_args_fn)(const kc__blinked *, const kc_context *, const kc_arg *, uint32_t);
-  bad_args_fn *on_bad_args = dlsym(h, "kc__on_bad_args");
-  void *entry = dlsym(h, "kc__launch");
-  if (!on_bad_args || !entry) {
-    dlclose(h);
-    return kc__bs_err(sv, KC_ELINK, "loading '%s' failed: no kc__launch in the object", a.entry);
-  }
   *on_bad_args = kc__launch_bad_args;
-  l->module = h;
-  l->fn = fn;
-  l->launch = (kc__launch_fn)fn; /* kc_status is an int-sized enum */
+  *it_off = s->tp_off;
+  l->module = im;
+  l->fn = run;
+  l->launch = (kc__launch_fn)run; /* kc_status is an int-sized enum */
   l->entry = (kc__entry_fn)entry; /* the same, reading kc_args itself */
-  if (dlsym(h, "kc__serial")) {
-    kc__mutex *m = kc__bs_alloc(sv, sizeof *m);
-    if (!m || !kc__mutex_init(m)) {
-      kc__bs_free(sv, m);
-      dlclose(h);
-      return kc__bs_err(sv, KC_ENOMEM, "out of memory linking '%s'", a.entry);
-    }
-    l->extra = m;
-    l->launch = host_launch_serial;
-    l->entry = NULL; /* through the engine's packing, to the serial launch */
-  }
   return KC_OK;
 }
 
 static void host_unlink(kc__blinked *l) {
-  if (l->extra) {
-    kc__mutex_destroy(l->extra);
-    kc__bs_free(((host_state *)l->bctx)->sv, l->extra);
-  }
-  if (l->module) dlclose(l->module);
+  host_state *s = l->bctx;
+  host_image *im = l->module;
+  if (!im) return;
+  host_arena_give(s, &im->blk);
+  kc__bs_free(s->sv, im);
+  l->module = NULL;
 }
 
 /* ------------------------------------------------------------- buffers */
@@ -463,33 +482,45 @@ static kc_status host_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, s
 
 /* ------------------------------------------------------------ identity */
 
+/* The artifact's format, in the identity (so in every disk-store key):
+ * entries of another format (the shared objects that kcache made before
+ * it had its own loader) are never looked up. Change it with the format. */
+#define HOST_ARTIFACT_FORMAT "elf64-x86_64-rel/1"
+
 static const char *host_identity(void *state) {
   host_state *s = state;
   kc__lock(&s->ident_lock);
   if (!s->identity) {
-    char lg[320], path[512];
-    snprintf(lg, sizeof lg, "%s/version.log", s->dir);
+    char dir[300], lg[320], path[512];
+    snprintf(dir, sizeof dir, "%s/kcache-host-XXXXXX", s->dir);
+    bool made = mkdtemp(dir) != NULL;
+    snprintf(lg, sizeof lg, "%s/version.log", dir);
     char *argv[] = {s->cc_argv[0], "--version", NULL};
     int code, sig;
     kc__sb sb;
     kc__sb_init(&sb, &(s->sv)->heap);
     host_find_in_path(s->cc_argv[0], path, sizeof path);
-    kc__sb_printf(&sb, "host|%s|", path);
+    kc__sb_printf(&sb, "host|" HOST_ARTIFACT_FORMAT "|%s|", path);
     for (int i = 1; i < s->cc_argc; i++) kc__sb_printf(&sb, "%s ", s->cc_argv[i]);
     void *text = NULL;
     size_t n = 0;
-    kc_status st = host_run_tool(s, argv, lg, &code, &sig);
+    kc_status st = made ? host_run_tool(s, argv, lg, &code, &sig) : KC_EIO;
     if (st == KC_OK) st = host_read_file(s->sv, lg, &text, &n);
     if (st == KC_OK) {
       size_t first = strcspn(text, "\n");
       kc__sb_append(&sb, text, first);
       kc__bs_free(s->sv, text);
     }
-    unlink(lg);
-    /* Out of memory on the way, the identity would lack the compiler's
+    if (made) {
+      unlink(lg);
+      rmdir(dir);
+    }
+    /* Without the compiler's answer (out of memory, of room for the
+     * directory, of processes, on the way), the identity would lack its
      * version: nothing is kept, and the next compile asks again. A compiler
-     * that has no --version is identified by its path alone. */
-    if (st == KC_ENOMEM) kc__sb_free(&sb);
+     * that ran but has no --version is identified by its path and what it
+     * said. */
+    if (st != KC_OK || sb.failed) kc__sb_free(&sb);
     else s->identity = kc__sb_take(&sb);
   }
   kc__unlock(&s->ident_lock);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * host.h -- what the files of the host backend share (src/backends/host/):
- * its state, and the helpers of tools.c (finding, running and reading back
- * what the system C compiler makes) that host.c calls.
+ * its state, the helpers of tools.c (finding, running and reading back
+ * what the system C compiler makes), the loader of the objects it makes
+ * (loader.c) and the memory they are loaded into (arena.c).
  */
 #ifndef KC_BACKENDS_HOST_H
 #define KC_BACKENDS_HOST_H
@@ -17,11 +18,13 @@
  * fast path calls straight into the compiled object. */
 typedef kc_status (*host_run_fn)(kc__blinked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block);
 
+struct host_region; /* arena.c */
+
 typedef struct host_state {
   const kc__bsvc *sv; /* &svc: allocation, errors (backend.h) */
   kc__bsvc svc; /* the copy kept from open */
   const char *compile_options; /* kc_options.compile_options (the runtime's copy) */
-  char dir[256];
+  char dir[256]; /* $TMPDIR, where each compile makes its own directory */
 #define KC__HOST_MAX_WORDS 56 /* in the compiler command, and in the compile options */
   char *cc_argv[KC__HOST_MAX_WORDS]; /* the compiler command, split on spaces (owned) */
   int cc_argc;
@@ -30,6 +33,11 @@ typedef struct host_state {
   kc__mutex ident_lock;
   char *identity;
   char device[256];
+  kc__mutex arena_lock; /* the regions and their free lists */
+  bool arena_ready; /* arena_lock was made */
+  struct host_region *regions; /* newest first */
+  void *libm, *libgcc; /* dlopen handles the loader resolves symbols in (or NULL) */
+  long tp_off; /* the work-item state's offset from the thread pointer (loader.c) */
 } host_state;
 
 /* tools.c */
@@ -40,7 +48,44 @@ kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path,
                         int *signal_no);
 kc_status host_read_file(const kc__bsvc *sv, const char *path, void **out, size_t *size);
 kc_status host_write_file(const kc__bsvc *sv, const char *path, const void *data, size_t n);
-bool host_elf_complete(const void *data, size_t n, const char **why);
+
+/* arena.c: an object's two blocks, carved from one region. */
+#define HOST_UNIT 64 /* bytes: the size step of blocks, and their alignment */
+typedef struct host_block {
+  struct host_region *region;
+  char *code_wr; /* where the code block is written */
+  char *code_run; /* where it runs (read+execute) */
+  char *data; /* the data block (read+write) */
+  size_t code_units, data_units;
+  bool data_fresh; /* the data block was never used: still zero */
+} host_block;
+/* KC_ENOMEM when no region has room and no new one can be mapped. */
+kc_status host_arena_take(host_state *s, size_t code_bytes, size_t data_bytes, host_block *b);
+void host_arena_give(host_state *s, const host_block *b);
+void host_arena_close(host_state *s); /* unmaps every region */
+
+/* loader.c: a checked object (host_plan_make), loaded into blocks. */
+typedef struct host_plan host_plan;
+typedef struct host_image {
+  host_block blk;
+  uintptr_t code, data; /* where the object's code and data blocks start */
+} host_image;
+/* st: the status of the object's own faults (KC_ECOMPILE, KC_ELINK), whose
+ * messages start with `what`; KC_ENOMEM for memory. */
+kc_status host_plan_make(const host_state *s, const void *bytes, size_t size, kc_status st, const char *what,
+                         host_plan **out);
+void host_plan_free(const host_state *s, host_plan *p);
+/* The file bytes of a defined global (at least need of them), or NULL. */
+const void *host_plan_bytes(const host_plan *p, const char *name, size_t need);
+kc_status host_plan_load(host_state *s, const host_plan *p, host_image *im);
+/* The run address of a defined global of a loaded image (writable: one in
+ * the data block, at least pointer-sized), or NULL. */
+void *host_plan_addr(const host_plan *p, const host_image *im, const char *name, bool writable);
+/* Sets the calling thread's kc_scratch() for the kernels it runs next. */
+void host_set_scratch(void *p);
+/* Opens what host_state's libm, libgcc and tp_off need. */
+void host_loader_open(host_state *s);
+void host_loader_close(host_state *s);
 
 /* interop.c: launches with a configuration, streams, foreign memory. */
 kc_status host_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg);

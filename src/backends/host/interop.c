@@ -6,11 +6,12 @@
  * to completion in the calling thread, so every stream is that one), and
  * memory the caller owns (a plain pointer; a view is the pointer plus its
  * offset). It touches neither how objects are compiled nor how they are
- * loaded (host.c): it calls the loaded object's kc__run and kc__set_scratch.
+ * loaded (host.c, loader.c): it calls the loaded object's kc__run, with
+ * the thread's kc_scratch() set (host_set_scratch: it lives in the
+ * work-item state that every object reaches, loader.c).
  */
 #include "backends/host/host.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,13 +30,6 @@ kc_status host_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
         "kernel '%s': the host backend has no cooperative or cluster launches (they are CUDA's)",
         kc__blinked_name(l));
   if (KC__LIKELY(!cfg->shared_bytes)) return l->launch(l, argv, cfg->grid, cfg->block);
-  void (*set)(void *) = NULL;
-  void *sym = dlsym(l->module, "kc__set_scratch");
-  memcpy(&set, &sym, sizeof sym);
-  if (!set)
-    return kc__bs_err(s->sv, KC_ELINK,
-                      "kernel '%s': its object has no scratch area (compiled by an older kcache)",
-                      kc__blinked_name(l));
   if (cfg->shared_bytes > HOST_SCRATCH_MAX)
     return kc__bs_err(s->sv, KC_EINVAL, "kernel '%s': shared_bytes %u is above the host backend's %u",
                       kc__blinked_name(l), cfg->shared_bytes, HOST_SCRATCH_MAX);
@@ -47,14 +41,9 @@ kc_status host_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
     host_scratch = p;
     host_scratch_size = cfg->shared_bytes;
   }
-  /* an object without thread-local storage (tcc) has one scratch pointer
-   * for every thread: it is set and used under the object's serial lock */
-  kc__mutex *serial = l->extra;
-  if (serial) kc__lock(serial);
-  set(host_scratch);
+  host_set_scratch(host_scratch); /* the thread's own: no lock, for every compiler */
   kc_status st = ((host_run_fn)l->fn)(l, argv, cfg->grid, cfg->block);
-  set(NULL);
-  if (serial) kc__unlock(serial);
+  host_set_scratch(NULL);
   return st;
 }
 
