@@ -24,7 +24,10 @@ set(KC_SOURCES
     src/core/pool.c
     src/core/probe.c
     src/core/runtime.c
+    src/core/headers.c
+    src/core/lex.c
     src/core/scan.c
+    src/core/source_file.c
     src/core/table.c
     src/core/util.c
     src/core/world.c

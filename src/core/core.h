@@ -78,27 +78,57 @@ uint32_t kc__scalar_type(const char *type, const kc__spec *spec, const char **ba
 
 /* ---------------------------------------------------------------- scanner */
 
-/* One identifier found in source text. */
+enum { /* what the scanner found (kc__ident.kind) */
+       KC__ID_NAME, /* an identifier */
+       KC__ID_PREFIX, /* a name pasted (##) from a macro parameter: only its prefix is known */
+       KC__ID_INCLUDE, /* #include "name" (len 0: a computed or broken include) */
+       KC__ID_SYSINCLUDE /* #include <name> */
+};
+
+/* One name found in source text. */
 typedef struct kc__ident {
-  const char *start;
+  const char *start; /* the name: in the text, or (joined) in the scanner's buffer, valid during the call */
   uint32_t len;
   bool call; /* followed by '(' : in call position */
+  uint8_t kind; /* KC__ID_* */
+  bool directive; /* on a preprocessor line */
+  bool joined; /* spelled across a line splice or pasted with ##: start is not in the text */
+  const char *at, *end; /* where it is in the text (an include: its whole line) */
 } kc__ident;
 
 typedef bool (*kc__ident_fn)(void *ud, const kc__ident *id);
 
-/* Calls fn for every identifier of C-family source outside comments,
- * string and character literals and preprocessor lines; stops early if fn
- * returns false. Never reads past text+len. */
+/* Calls fn for every name of C-family source outside comments and string
+ * and character literals (lex.c): identifiers, on preprocessor lines too
+ * (a #define's name, then its body without its parameters, pastes
+ * resolved), and #include lines; stops early if fn returns false. Never
+ * reads past text+len. */
 void kc__scan_idents(const char *text, size_t len, kc__ident_fn fn, void *ud);
+/* Calls fn for the name of every enumerator that text declares (the first
+ * identifier of each item of an `enum [tag] { ... }` body), outside
+ * comments, literals and preprocessor lines (lex.c); stops if fn returns
+ * false. */
+void kc__scan_enumerators(const char *text, size_t len, kc__ident_fn fn, void *ud);
 
 bool kc__is_keyword(const char *s, size_t n);
 bool kc__is_identifier(const char *s);
+/* A header's name in the table (scan.c): a relative path of letters, digits
+ * and "_+-./" with a '.', no empty, "." or ".." part ("util.h", "dsp/f.cuh"). */
+bool kc__is_header_name(const char *s);
+/* Whether source may be the definition of name (source_file.c): it mentions it
+ * (a #define of it counts), unless name is a header. */
+kc_status kc__check_source(const kc_runtime *rt, const char *name, const char *source, size_t len);
 
 /* Parses the parameter list of function `name` in `source`. */
 kc_status kc__parse_params(kc_runtime *rt, const char *name, const char *source, kc__param **out,
                            uint32_t *count);
 void kc__free_params(kc_runtime *rt, kc__param *p, uint32_t count);
+/* The dialect every backend checks the same way (scan.c): the entry
+ * `name` of source is declared KC_KERNEL (not KC_DEVICE), and each pointer
+ * parameter is KC_GLOBAL (or KC_LOCAL: local memory, KC_ARG_LOCAL_BYTES). KC_EINVAL with the one message
+ * otherwise. */
+kc_status kc__check_dialect(kc_runtime *rt, const char *name, const char *source, const kc__param *params,
+                            uint32_t nparams);
 
 /* Canonical form of "K=V,K2=V2": sorted by key, trimmed. */
 kc_status kc__canon_params(kc_runtime *rt, const char *params, char **canon);
@@ -137,6 +167,10 @@ struct kc__binding {
    * (exactly those: a clipped one leaves every list at once). */
   kc__backedge *backedges;
   size_t nbackedges, capbackedges;
+  /* An enumerator's name: the binding whose last definition declared it in
+   * an enum (kc_define of "enum Color { RED }" sets RED's to Color's), so
+   * that code naming RED depends on Color's definition. */
+  kc__binding *declared_by;
 };
 
 /* A lookup made while compiling: name -> definition found (or NULL). */
@@ -344,6 +378,8 @@ struct kc_runtime {
    * backend, whose launches are synchronous), else at kc_context_finish. */
   bool checked, check_each;
   _Atomic(kc__pool *) pool; /* kc_prepare's compile pool (pool.c); NULL until first needed */
+  struct kc__srcfile *files; /* kc_define_file's files and their names (source_file.c), under world_lock */
+  size_t nwatchers; /* bindings "#prefix" made (table.c), under world_lock */
 };
 
 /* Function table (table.c). */
@@ -355,6 +391,12 @@ typedef struct kc__closure {
 } kc__closure;
 
 kc_status kc__resolve(kc_runtime *rt, const kc__spec *spec, kc_world world, kc__closure *out);
+/* headers.c: appends d's text to sb with its includes of the closure's
+ * headers inlined; whether d is a header, or a macro (its first mention
+ * of its name is on a preprocessor line: #define NAME). */
+kc_status kc__emit_def(kc_runtime *rt, kc__sb *sb, const kc__closure *c, const kc__def *d);
+bool kc__def_is_header(const kc__def *d);
+bool kc__def_is_macro(const kc__def *d);
 void kc__closure_free(kc_runtime *rt, kc__closure *c);
 /* Under world_lock: computes the world range of a code instance compiled at
  * `world` from its edges, and registers backedges if it is still valid in
@@ -370,6 +412,52 @@ kc__ci *kc__table_collect_code(kc_runtime *rt, kc__live_fn live, void *ud, uint6
 /* Frees the retired definitions visible in no live world; returns their
  * number. */
 uint64_t kc__table_collect_defs(kc_runtime *rt, kc__live_fn live, void *ud);
+
+/* Many definitions in one world (table.c, for kc_define_file): each item
+ * defines name (source non-NULL) or undefines it (if visible); identical
+ * text changes nothing. With file, the names the file's last load defined
+ * and this one does not are undefined too, and the file's names are
+ * recorded (source_file.c), all under world_lock. *changed (may be NULL)
+ * gets how many names changed; *new_world the world (the current one if
+ * nothing changed). */
+/* table.c's primitives for batches, under world_lock: the binding of a
+ * name (made if new; NULL: out of memory), its definition visible at w,
+ * the check of a name, and ending (at w) the code that looked b up or
+ * watched a prefix of its name (buf: room for strlen(b->name) + 1 bytes,
+ * allocated before anything changed). */
+kc__binding *kc__binding_get(kc_runtime *rt, const char *name, size_t len);
+void kc__binding_invalidate(kc_runtime *rt, kc__binding *b, kc_world w);
+kc__def *kc__visible_def(const kc__binding *b, kc_world w);
+kc_status kc__check_name(const kc_runtime *rt, const char *what, const char *name);
+void kc__table_clip(kc_runtime *rt, kc__binding *b, kc_world w, char *buf);
+/* Enumerators of a new definition of `by` (source_file.c, under world_lock):
+ * their bindings (false: out of memory), then, once it is in, their link. */
+bool kc__declare_prepare(kc_runtime *rt, const char *source, size_t len);
+void kc__declare_commit(kc_runtime *rt, kc__binding *by, const char *source, size_t len, kc_world w);
+typedef struct kc__change {
+  const char *name;
+  const char *source; /* NULL: undefine */
+  size_t len;
+  bool changed; /* set by kc__define_batch */
+} kc__change;
+kc_status kc__define_batch(kc_runtime *rt, const char *file, kc__change *items, size_t n, size_t *changed,
+                           kc_world *new_world);
+/* source_file.c, under world_lock: the names file's last load defined that
+ * items lacks (pointers into the record, valid until kc__file_commit), and
+ * the record of this load (made before anything changes, so it cannot
+ * fail after), installed by kc__file_commit or freed by kc__file_abort. */
+typedef struct kc__srcfile kc__srcfile;
+kc_status kc__file_prepare(kc_runtime *rt, const char *file, const kc__change *items, size_t n,
+                           const char ***gone, size_t *ngone, kc__srcfile **rec);
+void kc__file_commit(kc_runtime *rt, kc__srcfile *rec);
+void kc__file_abort(kc_runtime *rt, kc__srcfile *rec);
+void kc__files_free(kc_runtime *rt);
+/* Cuts a source file into its top-level definitions (source_file.c): names
+ * and texts (after the #include and #pragma lines before them); free with
+ * kc__free_changes. */
+kc_status kc__split_file(kc_runtime *rt, const char *file, const char *text, size_t len, kc__change **out,
+                         size_t *n);
+void kc__free_changes(kc_runtime *rt, kc__change *v, size_t n);
 
 /* ---------------------------------------------------------- linked objects */
 
