@@ -403,61 +403,8 @@ void kc__closure_free(kc_runtime *rt, kc__closure *c);
  * the latest world. Publishes the range (release). */
 void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world);
 void kc__table_free(kc_runtime *rt);
-/* kc_collect's part in the table, under world_lock. The code instances of
- * rt->clipped whose range holds no live world, taken off that list, marked
- * dead and chained by next_clipped (they are on no backedge list: a clipped
- * code instance left them when it was clipped); *n gets their number. */
-typedef bool (*kc__live_fn)(void *ud, kc_world min, kc_world max);
-kc__ci *kc__table_collect_code(kc_runtime *rt, kc__live_fn live, void *ud, uint64_t *n);
-/* Frees the retired definitions visible in no live world; returns their
- * number. */
-uint64_t kc__table_collect_defs(kc_runtime *rt, kc__live_fn live, void *ud);
 
-/* Many definitions in one world (table.c, for kc_define_file): each item
- * defines name (source non-NULL) or undefines it (if visible); identical
- * text changes nothing. With file, the names the file's last load defined
- * and this one does not are undefined too, and the file's names are
- * recorded (source_file.c), all under world_lock. *changed (may be NULL)
- * gets how many names changed; *new_world the world (the current one if
- * nothing changed). */
-/* table.c's primitives for batches, under world_lock: the binding of a
- * name (made if new; NULL: out of memory), its definition visible at w,
- * the check of a name, and ending (at w) the code that looked b up or
- * watched a prefix of its name (buf: room for strlen(b->name) + 1 bytes,
- * allocated before anything changed). */
-kc__binding *kc__binding_get(kc_runtime *rt, const char *name, size_t len);
-void kc__binding_invalidate(kc_runtime *rt, kc__binding *b, kc_world w);
-kc__def *kc__visible_def(const kc__binding *b, kc_world w);
-kc_status kc__check_name(const kc_runtime *rt, const char *what, const char *name);
-void kc__table_clip(kc_runtime *rt, kc__binding *b, kc_world w, char *buf);
-/* Enumerators of a new definition of `by` (source_file.c, under world_lock):
- * their bindings (false: out of memory), then, once it is in, their link. */
-bool kc__declare_prepare(kc_runtime *rt, const char *source, size_t len);
-void kc__declare_commit(kc_runtime *rt, kc__binding *by, const char *source, size_t len, kc_world w);
-typedef struct kc__change {
-  const char *name;
-  const char *source; /* NULL: undefine */
-  size_t len;
-  bool changed; /* set by kc__define_batch */
-} kc__change;
-kc_status kc__define_batch(kc_runtime *rt, const char *file, kc__change *items, size_t n, size_t *changed,
-                           kc_world *new_world);
-/* source_file.c, under world_lock: the names file's last load defined that
- * items lacks (pointers into the record, valid until kc__file_commit), and
- * the record of this load (made before anything changes, so it cannot
- * fail after), installed by kc__file_commit or freed by kc__file_abort. */
-typedef struct kc__srcfile kc__srcfile;
-kc_status kc__file_prepare(kc_runtime *rt, const char *file, const kc__change *items, size_t n,
-                           const char ***gone, size_t *ngone, kc__srcfile **rec);
-void kc__file_commit(kc_runtime *rt, kc__srcfile *rec);
-void kc__file_abort(kc_runtime *rt, kc__srcfile *rec);
-void kc__files_free(kc_runtime *rt);
-/* Cuts a source file into its top-level definitions (source_file.c): names
- * and texts (after the #include and #pragma lines before them); free with
- * kc__free_changes. */
-kc_status kc__split_file(kc_runtime *rt, const char *file, const char *text, size_t len, kc__change **out,
-                         size_t *n);
-void kc__free_changes(kc_runtime *rt, kc__change *v, size_t n);
+#include "core/batch.h" /* kc_define_file's batches of definitions */
 
 /* ---------------------------------------------------------- linked objects */
 

@@ -445,15 +445,8 @@ kc_status kc__define_batch(kc_runtime *rt, const char *file, kc__change *items, 
       nchanged++;
       kc__def *cur = kc__visible_def(bs[i], w);
       kc__table_clip(rt, bs[i], w, wbuf);
-      if (cur) {
-        kc__store_release(&cur->max_world, w);
-        cur->next_retired = rt->retired_defs; /* for kc_collect */
-        rt->retired_defs = cur;
-      }
+      kc__def_replace(rt, bs[i], cur, ds[i], w);
       if (ds[i]) {
-        ds[i]->older = bs[i]->defs;
-        if (bs[i]->defs) bs[i]->defs->newer = ds[i];
-        bs[i]->defs = ds[i];
         kc__declare_commit(rt, bs[i], ds[i]->source, ds[i]->len, w);
         kc__fetch_add_relaxed(&rt->n_defs, 1);
       }

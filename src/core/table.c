@@ -198,17 +198,8 @@ static kc_status change_with(kc_runtime *rt, const char *name, const char *sourc
   }
   invalidate(rt, b, w);
   invalidate_watchers(rt, name, w, wbuf);
-  if (cur) {
-    kc__store_release(&cur->max_world, w);
-    cur->next_retired = rt->retired_defs; /* for kc_collect */
-    rt->retired_defs = cur;
-  }
-  if (d) {
-    d->older = b->defs;
-    if (b->defs) b->defs->newer = d;
-    b->defs = d;
-    kc__declare_commit(rt, b, source, len, w);
-  }
+  kc__def_replace(rt, b, cur, d, w);
+  if (d) kc__declare_commit(rt, b, source, len, w);
   kc__fetch_add_relaxed(&rt->n_defines, 1);
   if (d) kc__fetch_add_relaxed(&rt->n_defs, 1);
   kc__store_release(&rt->world, w + 1); /* publish only after every clip */
@@ -242,6 +233,19 @@ kc_status kc_undefine(kc_runtime *rt, const char *name, kc_world *new_world) {
 }
 
 /* ------------------------------------------ for kc__define_batch */
+
+void kc__def_replace(kc_runtime *rt, kc__binding *b, kc__def *cur, kc__def *d, kc_world w) {
+  if (cur) {
+    kc__store_release(&cur->max_world, w);
+    cur->next_retired = rt->retired_defs; /* for kc_collect */
+    rt->retired_defs = cur;
+  }
+  if (d) {
+    d->older = b->defs;
+    if (b->defs) b->defs->newer = d;
+    b->defs = d;
+  }
+}
 
 kc__binding *kc__binding_get(kc_runtime *rt, const char *name, size_t len) {
   return binding_get(rt, name, len);
@@ -586,51 +590,4 @@ void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world) {
   kc__store_relaxed(&ci->min_world, min);
   kc__store_release(&ci->max_world, max); /* the range becomes non-empty last */
   kc__unlock(&rt->world_lock);
-}
-
-/* --------------------------------------------------------------- collect */
-
-kc__ci *kc__table_collect_code(kc_runtime *rt, kc__live_fn live, void *ud, uint64_t *n) {
-  kc__ci *dead = NULL;
-  *n = 0;
-  kc__lock(&rt->world_lock);
-  for (kc__ci **pc = &rt->clipped; *pc;) {
-    kc__ci *ci = *pc;
-    if (live(ud, kc__load_relaxed(&ci->min_world), kc__load_relaxed(&ci->max_world))) {
-      pc = &ci->next_clipped; /* a pin still sees it */
-      continue;
-    }
-    *pc = ci->next_clipped;
-    ci->dead = true;
-    ci->next_clipped = dead;
-    dead = ci;
-    ++*n;
-  }
-  kc__unlock(&rt->world_lock);
-  return dead;
-}
-
-uint64_t kc__table_collect_defs(kc_runtime *rt, kc__live_fn live, void *ud) {
-  uint64_t freed = 0;
-  kc__lock(&rt->world_lock);
-  for (kc__def **pr = &rt->retired_defs; *pr;) {
-    kc__def *d = *pr;
-    /* A definition no live world sees can serve no lookup again; a live
-     * code instance's edges only point at definitions that hold one of
-     * its (live) worlds, so none of them goes. */
-    if (live(ud, d->min_world, kc__load_relaxed(&d->max_world))) {
-      pr = &d->next_retired;
-      continue;
-    }
-    *pr = d->next_retired;
-    if (d->newer) d->newer->older = d->older;
-    else d->binding->defs = d->older;
-    if (d->older) d->older->newer = d->newer;
-    kc__free(rt, d->source);
-    kc__free(rt, d);
-    freed++;
-  }
-  kc__unlock(&rt->world_lock);
-  atomic_fetch_sub_explicit(&rt->n_defs, freed, memory_order_relaxed);
-  return freed;
 }

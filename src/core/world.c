@@ -163,6 +163,58 @@ static uint64_t unlink_dead(kc_runtime *rt, kc__ci *dead) {
   return n;
 }
 
+/* kc_collect's part in the table, under world_lock. The code instances of
+ * rt->clipped whose range holds no live world, taken off that list, marked
+ * dead and chained by next_clipped (they are on no backedge list: a clipped
+ * code instance left them when it was clipped); *n gets their number. */
+
+static kc__ci *collect_code(kc_runtime *rt, bool (*live)(void *, kc_world, kc_world), void *ud, uint64_t *n) {
+  kc__ci *dead = NULL;
+  *n = 0;
+  kc__lock(&rt->world_lock);
+  for (kc__ci **pc = &rt->clipped; *pc;) {
+    kc__ci *ci = *pc;
+    if (live(ud, kc__load_relaxed(&ci->min_world), kc__load_relaxed(&ci->max_world))) {
+      pc = &ci->next_clipped; /* a pin still sees it */
+      continue;
+    }
+    *pc = ci->next_clipped;
+    ci->dead = true;
+    ci->next_clipped = dead;
+    dead = ci;
+    ++*n;
+  }
+  kc__unlock(&rt->world_lock);
+  return dead;
+}
+
+/* Frees the retired definitions (kc__def_replace) visible in no live world;
+ * returns their number. */
+static uint64_t collect_defs(kc_runtime *rt, bool (*live)(void *, kc_world, kc_world), void *ud) {
+  uint64_t freed = 0;
+  kc__lock(&rt->world_lock);
+  for (kc__def **pr = &rt->retired_defs; *pr;) {
+    kc__def *d = *pr;
+    /* A definition no live world sees can serve no lookup again; a live
+     * code instance's edges only point at definitions that hold one of
+     * its (live) worlds, so none of them goes. */
+    if (live(ud, d->min_world, kc__load_relaxed(&d->max_world))) {
+      pr = &d->next_retired;
+      continue;
+    }
+    *pr = d->next_retired;
+    if (d->newer) d->newer->older = d->older;
+    else d->binding->defs = d->older;
+    if (d->older) d->older->newer = d->newer;
+    kc__free(rt, d->source);
+    kc__free(rt, d);
+    freed++;
+  }
+  kc__unlock(&rt->world_lock);
+  atomic_fetch_sub_explicit(&rt->n_defs, freed, memory_order_relaxed);
+  return freed;
+}
+
 /* The cost is what it frees plus what pins keep (the code instances with
  * a finite range and the ended definitions that a pinned world still sees),
  * times the contexts for the linked objects: not the size of the cache. */
@@ -185,13 +237,13 @@ kc_status kc_collect(kc_runtime *rt, kc_collect_info *out) {
 
   /* 1. The dead code instances, off their specializations' lists. */
   uint64_t ndead = 0;
-  kc__ci *dead = kc__table_collect_code(rt, world_live, &lw, &ndead);
+  kc__ci *dead = collect_code(rt, world_live, &lw, &ndead);
   static _Atomic uint64_t passes;
   unlist_dead(dead, kc__fetch_add_relaxed(&passes, 1) + 1);
   /* 2. Their linked objects, in every context. */
   uint64_t nlinked = dead ? unlink_dead(rt, dead) : 0;
   /* 3. The definitions no live world sees. */
-  uint64_t ndefs = kc__table_collect_defs(rt, world_live, &lw);
+  uint64_t ndefs = collect_defs(rt, world_live, &lw);
   /* 4. Free them. */
   for (kc__ci *ci = dead, *next; ci; ci = next) {
     next = ci->next_clipped;

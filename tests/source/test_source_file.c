@@ -80,6 +80,32 @@ void test_file_reload_recompiles_what_reaches_the_edit(void **state) {
   free(v2);
 }
 
+/* Reloads retire the definitions they replace or remove like kc_define
+ * does: kc_collect frees the old ones once no world sees them, and the
+ * kernels still run the newest text. */
+void test_file_reloads_are_collected(void **state) {
+  kct_fixture *f = *state;
+  load(f, FILE_V1, NULL);
+  assert_true(src_run(f, "kab") == 3.0f);
+  char *v2 = strdup(FILE_V1);
+  assert_non_null(v2);
+  char *at = strstr(v2, "return 2.0f * x");
+  for (int i = 3; i <= 5; i++) {
+    at[7] = (char)('0' + i); /* hb: i*x, three reloads */
+    assert_int_equal(load(f, v2, NULL), 1);
+    assert_true(src_run(f, "kab") == 1.0f + (float)i);
+  }
+  free(v2);
+  kc_collect_info ci = {0};
+  KCT_OK(f->rt, kc_collect(f->rt, &ci));
+  assert_int_equal(ci.definitions, 3); /* hb's 2x, 3x and 4x */
+  assert_true(ci.code_instances >= 3); /* kab compiled for each of them */
+  assert_true(src_run(f, "kab") == 6.0f);
+  assert_true(src_run(f, "ka") == 2.0f);
+  KCT_OK(f->rt, kc_collect(f->rt, &ci));
+  assert_int_equal(ci.definitions, 0);
+}
+
 void test_file_removed_names_are_undefined(void **state) {
   kct_fixture *f = *state;
   load(f, FILE_V1, NULL);
