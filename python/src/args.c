@@ -414,14 +414,17 @@ PyObject *kcpy_launch_ex(KcKernel *k, KcContext *c, const kc_dim3 *grid, const k
   cfg.grid = *grid;
   cfg.block = *block;
   cfg.shared_bytes = shared;
-  kc_status st = kcpy_stream(k->owner, ctx, stream, &cfg.stream) < 0
-                     ? KC__STATUS_COUNT
-                     : kc_launch_ex(k->k, ctx, &cfg, a, (uint32_t)n);
   /* staged arrays are copied on the context's own queue: the copy back, and
    * the next launch's copy into the same staging buffer, wait for the
-   * kernel on the caller's stream (a staged launch on a stream is blocking) */
+   * kernel on the caller's stream (a staged launch on a stream is blocking);
+   * on CUDA the launch also waits for the copy in (cuMemcpyHtoD from
+   * pageable memory may return before its DMA is done, on the legacy stream) */
   int staged = 0;
   for (Py_ssize_t i = 0; i < n; i++) staged |= views[i].obj && a[i].kind == KC_ARG_BUFFER;
+  kc_status st = kcpy_stream(k->owner, ctx, stream, &cfg.stream) < 0 ? KC__STATUS_COUNT : KC_OK;
+  if (st == KC_OK && staged && cfg.stream && k->owner->backend == KCPY_BACKEND_CUDA)
+    st = kc_context_finish(ctx);
+  if (st == KC_OK) st = kc_launch_ex(k->k, ctx, &cfg, a, (uint32_t)n);
   if (st == KC_OK && staged && cfg.stream) st = kc_stream_sync(cfg.stream);
   if (kcpy_finish_views(k, (uint32_t)n, a, views, st == KC_OK) < 0 || st == KC__STATUS_COUNT) return NULL;
   if (st) return kcpy_raise(k->owner->rt, st, NULL);
