@@ -72,11 +72,11 @@ static int typedef_of(const char *src, const char *name, char *out, size_t cap) 
 
 /* The scalar type of a parameter's type text, through plain typedefs of
  * the translation unit (up to 8 deep): its size (0 if unknown), base and lanes. */
-static uint32_t resolved_type(const kc__ci *ci, const kc__spec *spec, const char *type, const char **base,
+static uint32_t resolved_type(const char *src, const kc__spec *spec, const char *type, const char **base,
                               uint32_t *lanes) {
   char name[64], target[128];
   uint32_t size = kc__scalar_type(type, spec, base, lanes);
-  for (int depth = 0; depth < 8 && !**base && ci->source; depth++) {
+  for (int depth = 0; depth < 8 && !**base && src; depth++) {
     /* the type's name without qualifiers: one identifier, else not a typedef name */
     size_t n = 0, words = 0;
     for (const char *p = type; *p;) {
@@ -88,7 +88,7 @@ static uint32_t resolved_type(const kc__ci *ci, const kc__spec *spec, const char
       if (wl >= sizeof name) return size;
       memcpy(name, w, wl), name[wl] = 0, n = wl, words++;
     }
-    if (words != 1 || !n || !typedef_of(ci->source, name, target, sizeof target)) break;
+    if (words != 1 || !n || !typedef_of(src, name, target, sizeof target)) break;
     size = kc__scalar_type(target, spec, base, lanes);
     type = target;
   }
@@ -141,7 +141,11 @@ kc_status kc_kernel_param_size(kc_kernel *k, uint32_t index, kc_param_info *out,
     uint32_t lanes;
     info.kind = KC_ARG_SCALAR;
     int via_typedef = !kc__scalar_type(p->type, k->spec, NULL, NULL);
-    info.arg_size = resolved_type(ci, k->spec, p->type, &base, &lanes);
+    /* a published code instance may not keep its translation unit: rebuilt then */
+    char *tu = NULL;
+    if (via_typedef && !ci->source && kc_kernel_source(k, &tu) != KC_OK) tu = NULL;
+    info.arg_size = resolved_type(ci->source ? ci->source : tu, k->spec, p->type, &base, &lanes);
+    if (tu) kc_free(k->rt, tu);
     info.ctype = base;
     info.scalar = scalar_class(base, lanes);
     /* the code's own size where it has one (the parameter probe sizes
