@@ -17,7 +17,8 @@
  *     values, and a new compile works.
  *
  * The child ends with _exit (a clean exit would run the leak checker of an
- * ASan build over the backend state left on purpose). The parent then
+ * ASan build over the backend state left on purpose; LeakSanitizer does
+ * not run at _exit). The parent then
  * goes on: its cached launch, a new compile and its buffers work.
  */
 #include "kc_test.h"
@@ -26,6 +27,11 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* ThreadSanitizer: the parent has threads (PoCL's, the compile pool's), so
+ * TSan would end the child at the fork by default (as test_remote_fork). */
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void) { return "die_after_fork=0"; }
 
 enum { N = 8, WATCHDOG_S = 60 };
 
