@@ -16,6 +16,10 @@
  *   - on the host backend (fork_safe): the same launches give the right
  *     values, and a new compile works.
  *
+ * With a store (test_inherited_store), the child of a process that has
+ * trial-loaded an entry touches no entry, and the parent then loads the
+ * one the child's launch was refused.
+ *
  * The child ends with _exit (a clean exit would run the leak checker of an
  * ASan build over the backend state left on purpose; LeakSanitizer does
  * not run at _exit). The parent then
@@ -166,10 +170,81 @@ static void test_inherited_runtime(void **state) {
   kct_destroy(rt);
 }
 
+/* With a store: the child of a process that has trial-loaded a stored
+ * entry (the store's probe context) looks nothing up in the store (the
+ * backend's identity, part of every key, is not told in the child), so it
+ * neither loads nor condemns an entry; its launch of a stored kernel is
+ * refused like any, and the parent then loads that entry from disk. */
+static void test_inherited_store(void **state) {
+  (void)state;
+  if (!strcmp(kct_backend_name, "host")) skip(); /* usable there: test_remote_fork */
+  char dir[512];
+  kct_mkdtemp(dir, sizeof dir, "fork-store");
+  unsetenv("KC_CACHE_DISABLE");
+  kc_options o;
+  kc_options_init(&o);
+  o.cache_dir = dir;
+  float y[N];
+  kc_runtime *w = kct_runtime(&o); /* writes k and k2 to the store */
+  kc_context *wc = kct_context(w);
+  kc_buffer *wb = kct_buffer(w, wc, N);
+  kct_define(w, "k", SRC_K);
+  kct_define(w, "k2", SRC_K2);
+  kc_kernel *wk = kct_kernel(w, "k", NULL), *wk2 = kct_kernel(w, "k2", NULL);
+  KCT_OK(w, kct_run(wk, wc, wb, N, y));
+  KCT_OK(w, kct_run(wk2, wc, wb, N, y));
+  kc_kernel_destroy(wk);
+  kc_kernel_destroy(wk2);
+  kct_destroy(w);
+
+  kc_runtime *rt = kct_runtime(&o);
+  kc_context *ctx = kct_context(rt);
+  kc_buffer *b = kct_buffer(rt, ctx, N);
+  kct_define(rt, "k", SRC_K);
+  kct_define(rt, "k2", SRC_K2);
+  kc_kernel *k = kct_kernel(rt, "k", NULL), *k2 = kct_kernel(rt, "k2", NULL);
+  KCT_OK(rt, kct_run(k, ctx, b, N, y)); /* from disk, trial-loaded first */
+  kc_stats s0 = kct_stats(rt);
+  assert_int_equal(s0.disk_hits, 1);
+  assert_int_equal(s0.compiles, 0);
+
+  long parent = (long)getpid();
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    alarm(WATCHDOG_S);
+    kc_dim3 grid = {N, 1, 1}, block = {1, 1, 1};
+    kc_arg args[] = {KC_ARG_BUF(b)};
+    CHILD_CHECK(refused(rt, kc_launch(k2, ctx, &grid, &block, args, 1), parent), rt);
+    kc_stats s = kct_stats(rt);
+    CHILD_CHECK(s.disk_hits == 1 && s.disk_repairs == 0 && s.compiles == 0, rt);
+    kc_kernel_destroy(k2);
+    kc_kernel_destroy(k);
+    kc_runtime_destroy(rt);
+    _exit(0);
+  }
+  int ws = 0;
+  assert_int_equal(waitpid(pid, &ws, 0), pid);
+  if (!WIFEXITED(ws)) fail_msg("the child died of signal %d (SIGALRM %d: it hung)", WTERMSIG(ws), SIGALRM);
+  assert_int_equal(WEXITSTATUS(ws), 0);
+  KCT_OK(rt, kct_run(k2, ctx, b, N, y)); /* the entry is there, untouched */
+  assert_true(values_ok(y, 2, 0));
+  kc_stats s1 = kct_stats(rt);
+  assert_int_equal(s1.disk_hits, 2);
+  assert_int_equal(s1.disk_repairs, 0);
+  assert_int_equal(s1.compiles, 0);
+  kc_kernel_destroy(k2);
+  kc_kernel_destroy(k);
+  kct_destroy(rt);
+  kct_memory_only();
+  kct_rmrf(dir);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
   kct_memory_only(); /* the child's compile must be a compile, not a disk hit */
-  const struct CMUnitTest tests[] = {KCT_TEST(test_inherited_runtime)};
+  const struct CMUnitTest tests[] = {KCT_TEST(test_inherited_runtime), KCT_TEST(test_inherited_store)};
   return KCT_RUN(tests);
 }
