@@ -215,8 +215,18 @@ void kc_runtime_destroy(kc_runtime *rt);
 /* Fork. A process may fork() while its threads use kcache: kcache takes its
  * locks around the fork (pthread_atfork), so the child inherits none of
  * them held, and a child may go on using a runtime of its parent on the
- * host backend (OpenCL and CUDA drivers do not survive a fork: there the
- * child must create its own runtime, or exec). In the child:
+ * host backend. OpenCL and CUDA drivers do not survive a fork: in a child,
+ * a runtime of its parent on those backends refuses every call that would
+ * reach the driver (launches, cached ones too; compiles and
+ * kc_kernel_prepare; buffer create, write, read, view and wrap; streams;
+ * kc_context_create, _wrap, _reset and _finish) with KC_EBUSY and "...
+ * this runtime was created before fork() in process P; the opencl backend
+ * cannot be used in a child process: create a new runtime in the child"
+ * (or exec). kc_define, kc_undefine, kc_collect, kc_stats_get and
+ * kc_device_count still work (kc_device_name is NULL), and the destroy
+ * calls, kc_runtime_destroy included, free kcache's own memory without
+ * calling the driver (its objects are left to the process's end). On the
+ * host backend, in the child:
  *  - compiles that other threads of the parent had in progress did not
  *    happen: the child compiles again what it needs; the forking thread's
  *    pin is kept, other threads' pins are not;

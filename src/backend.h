@@ -284,6 +284,11 @@ typedef struct kc__backend {
    * platform rejects). Otherwise a code instance keeps no translation unit
    * once compiled (kc_kernel_source rebuilds it). */
   bool link_uses_source;
+  /* Whether a child of fork() may go on using a runtime the parent opened
+   * (host: files and dlopen). Otherwise the child's fork hook replaces the
+   * table by one that calls nothing of this one and refuses (KC_EBUSY:
+   * src/core/fork.c; kcache.h, "Fork"). */
+  bool fork_safe;
 } kc__backend;
 
 /* Each backend defines its table, `const kc__backend kc__backend_NAME`, in

@@ -92,8 +92,13 @@ void kc__store_fork_lock(kc_runtime *rt) {
 }
 
 void kc__store_fork_unlock(kc_runtime *rt, bool child) {
-  (void)child; /* the same in both: this thread took it */
-  if (rt->store) kc__unlock(&rt->store->probe_lock);
+  if (!rt->store) return;
+  /* a child that refuses (core/fork.c): the trial-load context is its too
+   * (not reached there today: without the backend's identity the child
+   * looks nothing up, so it trial-loads nothing) */
+  if (child && rt->store->probe_state == 1 && rt->be == &rt->forked.table)
+    rt->store->probe_bctx = &rt->forked;
+  kc__unlock(&rt->store->probe_lock); /* the same in both: this thread took it */
 }
 
 /* --------------------------------------------------------- trial loads */

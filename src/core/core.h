@@ -373,6 +373,15 @@ struct kc_runtime {
   size_t npins, cappins;
   struct kc__store *store; /* the disk cache (store.c); NULL when there is none */
   kc__fork_hook fork; /* its locks around fork() (fork.c) */
+  /* A child of fork() on a backend that is not fork_safe (fork.c): be and
+   * bstate are then &forked.table and &forked, and refuse. */
+  struct kc__forked {
+    kc__backend table;
+    kc_runtime *rt;
+    long pid; /* the process that forked */
+    const char *real_name; /* the backend's */
+    int ndev; /* the backend's devices, counted at open: kc_device_count's answer */
+  } forked;
   /* Checked mode (checked.c; kc_options.checked or $KC_CHECKED): guard
    * zones around buffers; check_each: after every launch (the host
    * backend, whose launches are synchronous), else at kc_context_finish. */
