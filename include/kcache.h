@@ -432,7 +432,9 @@ void kc_args_destroy(kc_args *a);
  * and counts fast-path hits. */
 kc_status kc_launch_args(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block);
 
-/* Waits for every launch and copy queued on ctx. */
+/* Waits for every launch and copy queued on ctx: on its own queue and on
+ * every live kc_stream of it (made or wrapped; OpenCL: each is a queue of
+ * its own). */
 kc_status kc_context_finish(kc_context *ctx);
 
 /* ---------------------------------------------------------------- buffers */
@@ -482,8 +484,9 @@ kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
  *
  * Streams. A kc_stream is an in-order queue of one context: made by kcache
  * (an OpenCL in-order command queue, a CUDA stream created with
- * CU_STREAM_NON_BLOCKING), or wrapping the caller's (a cl_command_queue of
- * the context's cl_context and device; a CUstream of its CUcontext). A
+ * CU_STREAM_NON_BLOCKING), or wrapping the caller's (an in-order
+ * cl_command_queue of the context's cl_context and device: an out-of-order
+ * one is refused with KC_EINVAL; a CUstream of its CUcontext). A
  * launch names its stream in kc_launch_config; NULL is the context's own
  * queue, where kc_launch goes (OpenCL: kcache's in-order queue; CUDA: the
  * legacy default stream; host: launches run to completion in the calling
@@ -506,11 +509,32 @@ kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
  * (OpenCL rebuilds it from source when the device refuses the binary),
  * which kc_stats shows as one compile and one link per context.
  *
+ * CUDA's current context. kcache leaves the calling thread's current
+ * CUcontext as it found it: every kcache call that talks to the driver for
+ * a context makes that context current only for its own driver calls and
+ * then restores the caller's (cuCtxGetCurrent/cuCtxSetCurrent), and a
+ * launch compares the current context with its own (one cuCtxGetCurrent,
+ * no thread-local cache), so a framework that switches devices
+ * (cudaSetDevice, cuCtxPushCurrent) between kcache calls is safe both
+ * ways. When the caller's current context is the kcache context's own,
+ * nothing is switched.
+ *
  * Capture safety (CUDA graphs). When a launch's stream is capturing
- * (cuStreamIsCapturing) and the kernel is not yet linked in that context
- * for the caller's world, kcache compiles and loads nothing and returns
- * KC_EBUSY ("... prepare the kernel first: kc_kernel_prepare"); a launch
- * whose code is linked is recorded into the graph like any other.
+ * (cuStreamIsCapturing: the kc_stream of kc_launch_ex, or the context's
+ * default stream for kc_launch, kc_launch_args and kc_launch_ex without a
+ * stream; a default stream that cannot be queried because another stream
+ * is in a global-mode capture counts as capturing) and the kernel is not
+ * yet linked in that context for the caller's world, kcache compiles and
+ * loads nothing and returns KC_EBUSY ("... prepare the kernel first:
+ * kc_kernel_prepare"); a launch whose code is linked is recorded into the
+ * graph like any other. NOT capture-safe (they synchronize the CUDA
+ * context, cuCtxSynchronize, or load or unload modules, which breaks a
+ * capture in progress anywhere in the process in the global mode; on an
+ * adopted context the synchronization is the framework's whole context):
+ * kc_context_finish, kc_context_reset, kc_context_destroy, kc_collect,
+ * a relink after kc_define (the unlink of the old code), kc_args_create,
+ * kc_kernel_prepare, kc_buffer_create/destroy/read/write, kc_stream_create
+ * and kc_stream_destroy. Do these before or after a capture.
  *
  * Checked mode (above): wrapped buffers have no guard zones and are not
  * checked; a view of a buffer kcache made is checked as that buffer.
@@ -539,8 +563,14 @@ kc_status kc_stream_sync(kc_stream *s);
  * `other` before it (an OpenCL marker and barrier, a CUDA event); both of
  * the same context. No wait on the host. */
 kc_status kc_stream_wait(kc_stream *s, kc_stream *other);
-/* The native queue (cl_command_queue, CUstream; NULL on the host). */
+/* The native queue (cl_command_queue, CUstream; NULL on the host). NULL
+ * also for the wrapped CUDA legacy default stream and for a destroyed or
+ * NULL stream: kc_stream_get_native tells those apart. */
 void *kc_stream_native(const kc_stream *s);
+/* The native queue in *native (as kc_stream_native); KC_EDESTROYED for a
+ * destroyed stream, KC_EINVAL for NULL arguments (kc_errmsg says which).
+ * KC_OK with *native NULL is the host's stream or CUDA's legacy stream. */
+kc_status kc_stream_get_native(const kc_stream *s, void **native);
 
 /* A kc_context on the caller's native context: OpenCL a cl_context and a
  * cl_device_id in it (or a sub-device of one; NULL: the context's only

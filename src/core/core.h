@@ -437,6 +437,8 @@ kc__linked *kc__ctx_find_linked(kc_context *ctx, const kc__ci *ci);
  * held); frees a context's stream structs (kc_runtime_destroy). */
 void kc__streams_teardown(kc_context *ctx);
 void kc__streams_free(kc_context *ctx);
+/* interop.c: waits for every live stream of ctx (kc_context_finish). */
+kc_status kc__streams_sync(kc_context *ctx);
 
 /* launch.c: why args do not fit the parameters of ci (KC_EARGS), or why
  * argument i (a) does not fit a parameter whose KC__SIG is want (KC_OK if
@@ -455,7 +457,8 @@ kc_status kc__args_resolve(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block
  * (ex: under kc_launch_ex's rules, else kc_launch's, which take neither). Cold. */
 kc_status kc__explain_arg_ex(kc_runtime *rt, const char *name, uint32_t i, const char *label, uint64_t want,
                              const kc_arg *a, bool ex) KC__COLD;
-/* Capture safety: whether the native stream of s is capturing a graph;
+/* Capture safety: whether the native stream of s (NULL: the context's
+ * default stream) is capturing a graph;
  * then the code instance for world w without compiling, and the linked
  * object of ci in ctx without linking (KC_EBUSY saying to prepare the
  * kernel when there is none). Cold. */

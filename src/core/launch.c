@@ -201,11 +201,14 @@ static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, const k
   if (KC__UNLIKELY(kc__log_on(rt, KC_LOG_DEBUG)))
     kc__trace_launch_miss(rt, "kc_launch", k->spec, ctx, kc__load_relaxed(&k->slots[key & (KC__HSLOTS - 1)]),
                           k, w);
+  /* the default stream capturing (a CUDA graph, or another stream's
+   * global-mode capture): no compile and no module load (launch_ex.c) */
+  bool capturing = kc__stream_capturing(ctx, NULL);
   kc__ci *ci;
-  st = kc__ci_get(rt, k->spec, w, &ci);
+  st = capturing ? kc__capture_ci(ctx, k->spec, w, &ci) : kc__ci_get(rt, k->spec, w, &ci);
   if (st) return st;
   kc__linked *l = NULL;
-  st = kc__ctx_link(ctx, ci, &l);
+  st = capturing ? kc__capture_link(ctx, ci, &l) : kc__ctx_link(ctx, ci, &l);
   if (st) return st;
   /* checked mode fills no cache: every launch comes back here */
   if (KC__UNLIKELY(rt->checked)) return kc__checked_launch(l, ctx, grid, block, args, nargs, NULL);
@@ -407,7 +410,7 @@ kc_status kc__args_resolve(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block
   if (KC__UNLIKELY(kc__log_on(rt, KC_LOG_DEBUG)))
     kc__trace_launch_miss(rt, "kc_launch_args", a->k->spec, ctx, kc__load_relaxed(&a->l), NULL, w);
   kc__ci *ci;
-  bool capturing = KC__UNLIKELY(stream != NULL) && kc__stream_capturing(ctx, stream);
+  bool capturing = kc__stream_capturing(ctx, stream); /* NULL: the default stream */
   if (capturing) st = kc__capture_ci(ctx, a->k->spec, w, &ci);
   else st = kc__ci_get(rt, a->k->spec, w, &ci);
   if (st) return st;
