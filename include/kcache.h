@@ -416,7 +416,11 @@ kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc
  * has the parameters the arguments were checked against (a redefinition
  * that keeps them keeps the arguments valid; one that changes them makes
  * the launch fail with KC_EARGS, saying which argument no longer fits).
- * Launches resolve the caller's world exactly like kc_launch.
+ * Launches resolve the caller's world exactly like kc_launch. A kernel
+ * with a KC_LOCAL parameter (OpenCL) binds its size, KC_ARG_LOCAL_BYTES(n)
+ * (kc_args_set changes it); such arguments launch with kc_launch_args_ex
+ * only (kc_launch_args returns KC_EARGS saying so). Raw pointers
+ * (KC_ARG_DEVPTR) are never bound: pass them to kc_launch_ex.
  *
  * Thread safety: kc_launch_args may run on any number of threads at once
  * with the same kc_args; kc_args_set and kc_args_destroy must not run
@@ -599,12 +603,16 @@ void *kc_buffer_native(const kc_buffer *buf);
 
 /*
  * Arguments beyond buffers and scalars (kc_launch_ex only: kc_launch and
- * bound arguments take buffers and scalars, and say so):
+ * bound arguments take buffers and scalars, and say so; bound arguments
+ * also take KC_ARG_LOCAL_BYTES, for kc_launch_args_ex):
  *  - KC_ARG_DEVPTR(p) for a pointer parameter: a CUdeviceptr (CUDA), a
  *    plain pointer (host), an SVM pointer (OpenCL 2.0 devices with SVM;
  *    elsewhere KC_EARGS says why). kcache cannot check what it points to.
  *  - KC_ARG_LOCAL_BYTES(n) for a `KC_LOCAL T *` parameter (OpenCL):
- *    n bytes of local memory per group, sized at each launch.
+ *    n bytes of local memory per group, sized at each launch. kcache knows
+ *    which parameters are KC_LOCAL from clGetKernelArgInfo: on a platform
+ *    that keeps no argument info every pointer parameter is a buffer to
+ *    kcache, and KC_ARG_LOCAL_BYTES is refused saying so.
  */
 
 /* Launch flags. */

@@ -248,6 +248,11 @@ struct kc_args {
   kc_kernel *k;
   uint64_t ctx_id; /* the context bound: its struct may be reused by another */
   uint32_t n;
+  /* Local memory sizes are bound (KC_ARG_LOCAL, OpenCL KC_LOCAL
+   * parameters), which only kc_launch_args_ex takes: ci_id then carries
+   * KC__ARGS_EX_ONLY, so that kc_launch_args' compare never matches and its
+   * slow path says why; kc_launch_args_ex compares without the bit. */
+  bool ex_only;
   uint64_t *want; /* n: the KC__SIG each argument was checked against */
   kc_arg *args; /* n: scalars point into values */
   unsigned char *values;
@@ -449,9 +454,10 @@ kc_status kc__explain_args(kc_runtime *rt, const kc__ci *ci, const kc_context *c
                            uint32_t nargs) KC__COLD;
 /* The slow path of bound arguments up to the launch: the linked object to
  * launch a's arguments with (stream: the launch's, whose capture matters;
- * NULL for the context's own). */
+ * NULL for the context's own; ex: for kc_launch_args_ex). */
+#define KC__ARGS_EX_ONLY (UINT64_C(1) << 63) /* in kc_args.ci_id (ids never reach it) */
 kc_status kc__args_resolve(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block, const kc_stream *stream,
-                           kc__linked **out);
+                           bool ex, kc__linked **out);
 
 /* launch_ex.c: the argument messages about raw pointers and local memory
  * (ex: under kc_launch_ex's rules, else kc_launch's, which take neither). Cold. */

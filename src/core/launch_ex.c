@@ -26,13 +26,13 @@ KC__COLD kc_status kc__explain_arg_ex(kc_runtime *rt, const char *name, uint32_t
 #define KC__ARG_ERR(...) kc__err(rt, KC_EARGS, "kernel '%s' argument %u%s " __VA_ARGS__)
   if (!ex && (a->kind == KC_ARG_PTR || a->kind == KC_ARG_LOCAL))
     return KC__ARG_ERR(
-        "is a %s, which only kc_launch_ex takes (kc_launch and bound arguments, kc_args, take buffers "
-        "and scalars: launch a kernel with a KC_LOCAL parameter with kc_launch_ex)",
+        "is a %s, which only kc_launch_ex takes (kc_launch takes buffers and scalars; bound arguments "
+        "also take KC_ARG_LOCAL_BYTES for a KC_LOCAL parameter, launched with kc_launch_args_ex)",
         name, i, label,
         a->kind == KC_ARG_PTR ? "raw pointer (KC_ARG_PTR)" : "local memory size (KC_ARG_LOCAL)");
   if (want_local && a->kind != KC_ARG_LOCAL)
-    return KC__ARG_ERR("is a KC_LOCAL pointer: pass its size per launch, KC_ARG_LOCAL_BYTES(n), through "
-                       "kc_launch_ex",
+    return KC__ARG_ERR("is a KC_LOCAL pointer: pass its size, KC_ARG_LOCAL_BYTES(n), through "
+                       "kc_launch_ex (or bind it with kc_args_create and launch with kc_launch_args_ex)",
                        name, i, label);
   if (a->kind == KC_ARG_LOCAL && !want_local)
     return KC__ARG_ERR("is not a KC_LOCAL pointer parameter to kcache; local memory (KC_ARG_LOCAL) was given "
@@ -266,12 +266,13 @@ kc_status kc_launch_args_ex(kc_args *a, const kc_launch_config *cfg) {
     if (KC__LIKELY(kc__load_acquire(&l->link_key) == kc__load_relaxed(&a->ctx->link_key))) {
       const kc__ci *ci = l->ci;
       kc_world w = kc__load_acquire(&a->rt->fast_world);
-      if (KC__LIKELY(w < kc__load_relaxed(&ci->max_world) && ci->id == kc__load_relaxed(&a->ci_id))) {
+      uint64_t id = kc__load_relaxed(&a->ci_id) & ~KC__ARGS_EX_ONLY; /* local sizes are passed here */
+      if (KC__LIKELY(w < kc__load_relaxed(&ci->max_world) && ci->id == id)) {
         kc__count_relaxed(&a->hits);
         return args_ex_go(l, a, cfg);
       }
       /* a pin is held (launch.c: args_pinned): the caller's own world decides */
-      if (kc__ci_valid_at(ci, kc__caller_world(a->rt)) && ci->id == kc__load_relaxed(&a->ci_id)) {
+      if (kc__ci_valid_at(ci, kc__caller_world(a->rt)) && ci->id == id) {
         kc__count_relaxed(&a->hits);
         return args_ex_go(l, a, cfg);
       }
@@ -287,6 +288,6 @@ kc_status kc_launch_args_ex(kc_args *a, const kc_launch_config *cfg) {
     return bad_stream(a->rt, a->ctx, s, a->k->spec->name);
   /* the slow path (pinned threads included): resolve, relink, remember */
   kc__linked *l;
-  kc_status st = kc__args_resolve(a, &cfg->grid, &cfg->block, s, &l);
+  kc_status st = kc__args_resolve(a, &cfg->grid, &cfg->block, s, true, &l);
   return st ? st : args_ex_go(l, a, cfg);
 }

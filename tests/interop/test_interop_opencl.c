@@ -390,6 +390,30 @@ static void test_errors(void **state) {
   KCT_STATUS(rt, KC_EUNAVAILABLE, kc_launch_ex(k, ctx, &c, args, 4));
   c.flags = 0;
   KCT_OK(rt, kc_launch_ex(k, ctx, &c, args, 4));
+  /* local memory bound once: kc_launch_args_ex passes it (a group of 4
+   * reversed in place), kc_launch_args refuses it and says to use that */
+  float lv[4] = {1, 2, 3, 4}, lr[4];
+  KCT_OK(rt, kc_buffer_write(b, 0, lv, sizeof lv));
+  kc_args *ba;
+  KCT_OK(rt, kc_args_create(k, ctx, args, 4, &ba));
+  KCT_OK(rt, kc_launch_args_ex(ba, &c));
+  KCT_OK(rt, kc_context_finish(ctx));
+  KCT_OK(rt, kc_buffer_read(b, 0, lr, sizeof lr));
+  for (int i = 0; i < 4; i++) assert_float_equal(lr[i], lv[3 - i], 0);
+  KCT_STATUS(rt, KC_EARGS, kc_launch_args(ba, &g, &bl));
+  KCT_CONTAINS(kc_errmsg(rt), "launch them with kc_launch_args_ex");
+  KCT_STATUS(rt, KC_EARGS, kc_args_set(ba, 2, KC_ARG_LOCAL_BYTES(0)));
+  KCT_CONTAINS(kc_errmsg(rt), "0 bytes");
+  KCT_STATUS(rt, KC_EARGS, kc_args_set(ba, 2, KC_ARG_BUF(b)));
+  KCT_CONTAINS(kc_errmsg(rt), "KC_LOCAL pointer");
+  KCT_STATUS(rt, KC_EARGS, kc_args_set(ba, 0, KC_ARG_LOCAL_BYTES(16)));
+  KCT_CONTAINS(kc_errmsg(rt), "clGetKernelArgInfo"); /* why kcache says it is not KC_LOCAL */
+  KCT_OK(rt, kc_args_set(ba, 2, KC_ARG_LOCAL_BYTES(32)));
+  KCT_OK(rt, kc_launch_args_ex(ba, &c)); /* the cached path */
+  KCT_OK(rt, kc_context_finish(ctx));
+  KCT_OK(rt, kc_buffer_read(b, 0, lr, sizeof lr));
+  for (int i = 0; i < 4; i++) assert_float_equal(lr[i], lv[i], 0); /* reversed back */
+  kc_args_destroy(ba);
   /* a stream of another context */
   kc_context *ctx2;
   KCT_OK(rt, kc_context_wrap(rt, other.ctx, other.dev, &ctx2));
