@@ -521,7 +521,13 @@ kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
  * no thread-local cache), so a framework that switches devices
  * (cudaSetDevice, cuCtxPushCurrent) between kcache calls is safe both
  * ways. When the caller's current context is the kcache context's own,
- * nothing is switched.
+ * nothing is switched; otherwise (another context current, or none) each
+ * launch makes its own current and restores the caller's (two
+ * cuCtxSetCurrent calls more: bench/kc_bench_cuda's switch_ns). A program
+ * that launches from one thread on one device may make
+ * kc_context_native(ctx) current itself for the direct path. kcache leaves
+ * no context current for the caller's own driver calls either: a program
+ * that calls the driver API directly makes its context current itself.
  *
  * Capture safety (CUDA graphs). When a launch's stream is capturing
  * (cuStreamIsCapturing: the kc_stream of kc_launch_ex, or the context's

@@ -244,7 +244,20 @@ static void *work(void *p) {
       if (w->y[g] != want) kct_report_fail(&w->rep, "sum %d: group %d: %g, expected %g", i, g, w->y[g], want);
     }
   }
-  kc_buffer_destroy(bx);
+  /* views made and destroyed (their parents' counts) while other threads
+   * destroy buffers of the same context */
+  for (int i = 0; i < LAUNCHES / 4; i++) {
+    kc_buffer *v;
+    if (kc_buffer_view(by, sizeof(float), 2 * sizeof(float), &v)) {
+      kct_report_fail(&w->rep, "view %d: %s", i, kc_errmsg(w->rt));
+      break;
+    }
+    kc_buffer_destroy(v);
+  }
+  kc_buffer *v;
+  if (kc_buffer_view(bx, 0, sizeof(float), &v)) kct_report_fail(&w->rep, "view: %s", kc_errmsg(w->rt));
+  kc_buffer_destroy(bx); /* and its view with it */
+  if (kc_buffer_size(v) != 0) kct_report_fail(&w->rep, "a view outlived its buffer");
   kc_buffer_destroy(by);
   kc_stream_destroy(s);
   return NULL;
@@ -264,9 +277,10 @@ static void test_threads(void **state) {
     for (int j = 0; j < N; j++) ws[i].x[j] = (float)(i + j);
     assert_int_equal(pthread_create(&t[i], NULL, work, &ws[i]), 0);
   }
-  for (int i = 0; i < 100; i++) { /* the context's stream list, concurrently */
+  for (int i = 0; i < 100; i++) { /* the context's stream list, concurrently, and finish walking it */
     kc_stream *s;
     KCT_OK(rt, kc_stream_create(ctx, &s));
+    KCT_OK(rt, kc_context_finish(ctx));
     kc_stream_destroy(s);
   }
   for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
