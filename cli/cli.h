@@ -78,11 +78,13 @@ int cmd_show(cli *c);
 int cmd_verify(cli *c);
 int cmd_gc(cli *c);
 int cmd_clear(cli *c);
+/* watch.c: the hot-reload demo, the one command that runs a runtime. */
+int cmd_watch(cli *c);
 int cmd_explain(cli *c);
 int cmd_remote(cli *c);
 
 extern const char cli_help_stats[], cli_help_ls[], cli_help_show[], cli_help_verify[], cli_help_gc[],
-    cli_help_clear[], cli_help_explain[], cli_help_remote[];
+    cli_help_clear[], cli_help_explain[], cli_help_remote[], cli_help_watch[];
 
 /* The remote tier's part of `kcache stats` (remote_cmds.c): the counters of
  * the processes that used this store, and the tier $KC_REMOTE names. In

@@ -40,6 +40,8 @@ static const char help_main[] =
     "  clear                removes every entry\n"
     "  explain KEY|ENTRY    why a kernel missed: what differs from the nearest entry\n"
     "  remote ping|ls|clear the shared Redis tier: reachable? what it holds; empty it\n"
+    "  watch FILE           hot reload: loads a kernel file on each change, relaunches\n"
+    "                       its kernels, prints which recompiled\n"
     "  help [COMMAND]       this, or a command's help (also: COMMAND --help)\n"
     "\n"
     "options:\n"
@@ -65,6 +67,7 @@ static const struct {
     {"clear", cmd_clear, cli_help_clear, true},
     {"explain", cmd_explain, cli_help_explain, true},
     {"remote", cmd_remote, cli_help_remote, false},
+    {"watch", cmd_watch, cli_help_watch, false},
 };
 enum { NCOMMANDS = sizeof commands / sizeof *commands };
 

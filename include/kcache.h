@@ -193,6 +193,9 @@ typedef struct kc_options {
   /* Nonzero: checked mode (see "checked mode" under buffers); 0: $KC_CHECKED
    * (1 turns it on), else off. */
   int checked;
+  /* Threads that compile a kc_prepare batch, the calling thread included
+   * (0: $KC_COMPILE_THREADS, else one per core). */
+  uint32_t compile_threads;
 } kc_options;
 
 /* Fills the first `size` bytes of *opt with the defaults and sets
@@ -278,16 +281,41 @@ uint64_t kc_context_id(const kc_context *ctx);
 
 /* ----------------------------------------------------- the function table */
 
-/* Defines (or redefines) the function `name` with the full source text of
- * its definition, in the kernel dialect (see README): e.g.
- *   "KC_DEVICE float h(float x) { return 2.0f * x; }"
- *   "KC_KERNEL void k(KC_GLOBAL float *y) { y[kc_global_id(0)] = h(1); }"
+/* Defines (or redefines) `name` with the full source text of its
+ * definition, in the kernel dialect (see README and "One dialect" under kernels).
+ * Every kind of top-level definition is a named definition:
+ *   a function   "KC_DEVICE float h(float x) { return 2.0f * x; }"
+ *   a kernel     "KC_KERNEL void k(KC_GLOBAL float *y) { y[kc_global_id(0)] = h(1); }"
+ *   a type       "typedef struct P { float x, y; } P;" (struct, union, enum, typedef)
+ *   a constant   "static const float SCALE = 2.0f;"
+ *   a macro      "#define N 7", "#define CALL(x) helper(x)" (object-like or
+ *                function-like; name it as the #define does)
+ *   a header     kc_define(rt, "util.h", text, ...): see "Headers and
+ *                source files" below.
  * The new definition is visible from the new world on; *new_world (may be
  * NULL) gets the world in which it is visible. Every code instance that
  * looked up `name` stops being valid in that world. Text identical to the
  * visible definition changes nothing and returns the current world.
- * Names are C identifiers; names starting with "kc_" or "KC_" are reserved.
- * The source must mention `name`. */
+ *
+ * Dependencies: a definition depends on every name its text mentions that
+ * the table defines (and on every name it calls, defined or not), found by
+ * a scan of its text outside comments and literals. Preprocessor lines are
+ * read too: a macro body's names are dependencies of whoever uses the
+ * macro, so `#define CALL(x) helper(x)` (in the table, or inside a
+ * kernel's body) makes helper a dependency; names in #if lines are. Line
+ * splices (backslash-newline) are joined first. A paste `a ## b` is the name
+ * "ab"; a paste of a macro parameter (`op_ ## x`) names what kcache cannot
+ * know: code that uses it depends on every definition whose name starts
+ * with the known prefix ("op_"), and any later definition of such a name
+ * invalidates it (an over-approximation, noted in the log at
+ * KC_LOG_INFO), never a missed dependency. An enumerator is found through
+ * the definition that declares it: code that names RED of the definition
+ * "Color" = "enum Color { RED };" depends on Color (and on RED, should RED
+ * be defined on its own later).
+ *
+ * Names are C identifiers (or header names); names starting with "kc_" or
+ * "KC_" are reserved. The source of a name other than a header must
+ * mention `name` (a #define of it counts). */
 kc_status kc_define(kc_runtime *rt, const char *name, const char *source, kc_world *new_world);
 /* Ends the visibility of `name`'s definition in a new world. KC_ENOTFOUND if
  * it has no visible definition. */
@@ -333,12 +361,73 @@ typedef struct kc_collect_info {
  * pointers from kc_kernel_code of freed code instances become invalid. */
 kc_status kc_collect(kc_runtime *rt, kc_collect_info *out);
 
+/* ----------------------------------------------- headers and source files */
+
+/*
+ * Headers: kc_define(rt, "util.h", text, &w) defines a header, whose name
+ * is a relative path of letters, digits and "_+-./" with a '.' ("util.h",
+ * "dsp/fir.cuh"; no "." or ".." parts). A definition (or another header)
+ * that writes #include "util.h" gets the header as of the caller's world:
+ * its text is inlined where it is included (between #line markers), so it
+ * is part of the closure, of the translation unit and of the disk key, and
+ * redefining or undefining it invalidates exactly the code whose closure
+ * included it, directly or through another header. A header with
+ * #pragma once is inlined once per translation unit; any other header at
+ * each #include, as in C (a header that two definitions of one closure
+ * include needs an include guard or #pragma once). #include <name> takes the
+ * table's header if it has one, else the compiler's: system and toolkit
+ * headers (<math.h>, <cuda_fp16.h>, OpenCL's built-ins) keep working, and
+ * are covered by the compiler's identity in the disk key. A quoted
+ * #include of a name the table lacks is refused when the kernel is
+ * compiled (KC_ENOTFOUND: "'k' includes "x.h", which is not defined in
+ * kcache"): a file on disk could change without kcache seeing it. A
+ * computed include (#include MACRO) is refused (KC_EINVAL). Options that
+ * add include directories (-I in compile_options) are the caller's
+ * business: what they find is not tracked.
+ *
+ * Source files: kc_define_file defines every top-level definition of one
+ * source text (a .c, .cl or .cu file in the dialect) in one world. Each
+ * function, kernel, type, constant and #define becomes the definition of
+ * its name (a function's name, a typedef's name, a struct, union or enum
+ * tag, a variable's name, a macro's name); prototypes are dropped (the
+ * table orders definitions itself); comments between definitions are
+ * dropped; the #include and #pragma lines of the file go before every
+ * definition that follows them. Other directives between definitions
+ * (#if, #ifdef ...) are refused with the line, as are two definitions of
+ * one name. `file` names the file (any string, e.g. its path): loading the
+ * same file again defines only what changed, so editing one helper of a
+ * 2,000-line file recompiles only the kernels that reach it, and undefines,
+ * in the same world, the names its last load defined that are gone.
+ * Nothing changed: no new world. *changed (may be NULL) gets the number of
+ * names defined, redefined or undefined; *new_world (may be NULL) the
+ * world. On error nothing is defined. kcache reads no file: the caller
+ * passes the text (the `kcache watch FILE` command reloads a file on
+ * change). Thread-safe; concurrent loads of one file apply one after the
+ * other.
+ */
+kc_status kc_define_file(kc_runtime *rt, const char *file, const char *text, size_t len, size_t *changed,
+                         kc_world *new_world);
+
 /* --------------------------------------------------------------- kernels */
+
+/*
+ * One dialect: whatever the backend, the core checks a kernel the same way
+ * before any compiler runs, and refuses with the same message (KC_EINVAL,
+ * at its first compile or launch): the entry must be declared KC_KERNEL
+ * ("kernel 'k' is not declared KC_KERNEL: ..."), a KC_DEVICE helper cannot
+ * be launched ("'h' is a KC_DEVICE helper, not a kernel: ..."), and every
+ * pointer parameter must be KC_GLOBAL, or KC_LOCAL for local memory
+ * ("kernel 'k': pointer parameter 'y' has no address space: ..."). So a kernel that runs on the host backend
+ * compiles the same way for OpenCL and CUDA.
+ */
 
 /* A handle on a kernel entry plus specialization parameters, e.g. "T=float,N=4"
  * (NULL or "" for none). Parameters are "KEY=VALUE" pairs separated by commas;
  * their order does not matter; each becomes `#define KEY VALUE` in the
- * compiled source. Handles are cheap; two handles with the same name and
+ * compiled source. A key is an identifier not starting with KC_ or kc_ (the
+ * dialect's); a value holds no newline, backslash, '=' or comment token
+ * (slash-star, star-slash, slash-slash), which would rewrite what follows
+ * it (KC_EINVAL). Handles are cheap; two handles with the same name and
  * parameters share compiled code. The name need not be defined yet. */
 kc_status kc_kernel_create(kc_runtime *rt, const char *name, const char *params, kc_kernel **out);
 /* Not thread-safe with launches through the same handle. */
@@ -347,6 +436,28 @@ void kc_kernel_destroy(kc_kernel *k);
 /* Makes sure compiled code exists for the caller's current world (compiling
  * if needed) without launching. */
 kc_status kc_kernel_compile(kc_kernel *k);
+
+/* Prepares k without launching it: compiles it if no code serves the
+ * caller's world (its pin, else the latest), then links it into ctx and
+ * leaves it in the handle's launch cache, so that the next kc_launch of k on
+ * ctx takes the cached path. ctx NULL: compile only. Thread-safe. Call it
+ * before a launch that must not compile or link (e.g. one being captured
+ * into a graph or stream). */
+kc_status kc_kernel_prepare(kc_kernel *k, kc_context *ctx);
+
+/* kc_kernel_prepare for n handles of one runtime at once (for a pinned
+ * caller, its pinned world; else each kernel for the latest world as its
+ * turn comes), compiled in
+ * parallel on the runtime's compile pool: kc_options.compile_threads
+ * threads, the caller included (else $KC_COMPILE_THREADS, else one per
+ * core), started on first use. Returns when all n are done: KC_OK, or the
+ * status of the first failing handle (by index) with a message that says
+ * which and how many failed; the others are still prepared. Single flight
+ * holds as for launches: a kernel that another thread (or process, through
+ * the disk cache) is compiling is waited for, not compiled again, and a
+ * launch from another thread meanwhile waits only for its own kernel.
+ * Duplicate handles and handles sharing code are fine. Thread-safe. */
+kc_status kc_prepare(kc_kernel *const *ks, uint32_t n, kc_context *ctx);
 
 typedef struct kc_dim3 {
   uint32_t x, y, z;
@@ -691,8 +802,10 @@ typedef struct kc_stats {
   uint64_t remote_lookup_ns; /* total time of the lookups (such waits included) */
 } kc_stats;
 
-/* A snapshot of the runtime's counters (fast_hits: exact when each handle is
- * launched from one thread at a time, otherwise a lower bound), written
+/* A snapshot of the runtime's counters (fast_hits: exact when launches in
+ * each context come from one thread at a time, otherwise a lower bound),
+ * taken without locks at a cost independent of the number of kernel
+ * handles (it sums one counter per context), written
  * into the first `size` bytes of *out (see "Struct sizes" above); out->size
  * gets the number of bytes filled. A NULL rt fills zeros and returns
  * KC_EINVAL. Call it through kc_stats_get. */

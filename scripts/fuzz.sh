@@ -12,13 +12,13 @@
 #   --merge             afterwards, add the inputs that found new coverage to
 #                       tests/fuzz/corpus/<target>/ (otherwise the repository
 #                       is never written)
-#   TARGET              scan, params, store, options (default: all)
+#   TARGET              scan, file, params, store, options (default: all)
 #
 # Prints per target: executions, executions per second, coverage and new
 # inputs, crashes. A crashing input is saved under build-fuzz/crashes/<target>/;
 # once the bug is fixed, copy it to tests/fuzz/regress/<target>/ so that CTest
 # replays it forever. Exits non-zero if any target crashed or did not run.
-# The last line is the summary: "fuzz: 4 targets, N executions, 0 crashes".
+# The last line is the summary: "fuzz: 5 targets, N executions, 0 crashes".
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -27,14 +27,14 @@ for a in "$@"; do
   case $a in
   --merge) merge=1 ;;
   -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  scan | params | store | options) targets+=("$a") ;;
+  scan | file | params | store | options) targets+=("$a") ;;
   *)
     [[ $a =~ ^[0-9]+$ ]] || { echo "fuzz: unknown argument '$a' (see --help)" >&2; exit 2; }
     secs=$a
     ;;
   esac
 done
-((${#targets[@]})) || targets=(scan params store options)
+((${#targets[@]})) || targets=(scan file params store options)
 
 command -v clang >/dev/null || { echo "fuzz: clang not found (scripts/deps.sh test installs it)" >&2; exit 1; }
 

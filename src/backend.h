@@ -281,6 +281,10 @@ typedef struct kc__backend {
    * (kc_buffer_view) are buf_view's, above. */
   kc_status (*buf_wrap)(void *bctx, void *native, size_t size, kc__bufh *h);
   void (*buf_unwrap)(void *bctx, kc__bufh *h);
+  /* Whether link reads kc__artifact.source (OpenCL: to rebuild a binary the
+   * platform rejects). Otherwise a code instance keeps no translation unit
+   * once compiled (kc_kernel_source rebuilds it). */
+  bool link_uses_source;
 } kc__backend;
 
 /* Each backend defines its table, `const kc__backend kc__backend_NAME`, in

@@ -21,9 +21,13 @@ set(KC_SOURCES
     src/core/launch.c
     src/core/launch_ex.c
     src/core/log.c
+    src/core/pool.c
     src/core/probe.c
     src/core/runtime.c
+    src/core/headers.c
+    src/core/lex.c
     src/core/scan.c
+    src/core/source_file.c
     src/core/table.c
     src/core/util.c
     src/core/world.c

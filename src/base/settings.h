@@ -40,6 +40,7 @@
   X(REMOTE_MAX_ENTRY,   "KC_REMOTE_MAX_ENTRY",    SIZE,    "64M",  "largest entry sent to the remote (at least 1K)") \
   X(REMOTE_KEY,         "KC_REMOTE_KEY",          STR,     NULL,   "secret that authenticates remote entries (HMAC)") \
   X(HIREDIS_LIB,        "KC_HIREDIS_LIB",         STR,     NULL,   "path of the libhiredis to load instead of the system's") \
+  X(COMPILE_THREADS,    "KC_COMPILE_THREADS",     U64,     "0",    "threads that compile a kc_prepare batch, the caller included (0: one per core; kc_options.compile_threads wins)") \
   X(CHECKED,            "KC_CHECKED",             BOOL,    "0",    "checked mode: guard zones around buffers, checked after launches and at finish (kc_options.checked)") \
   X(LOG,                "KC_LOG",                 STR,     NULL,   "log level: error, warn (the default), info (compiles, cache hits) or debug (why each miss missed); kc_options.log_level wins")
 /* clang-format on */

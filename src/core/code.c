@@ -103,11 +103,19 @@ static kc_status build_tu(kc_runtime *rt, const kc__spec *spec, const kc__closur
   /* Helpers get private symbol names, so a definition may shadow a builtin
    * or library function (sqrtf, sqrt) on every backend without clashing with
    * the prelude's declarations of it. */
+  /* (Not a macro's name, which its #define takes; headers are inlined
+   * where they are included, not emitted on their own.) */
   for (uint32_t i = 0; i + 1 < c->ndefs; i++)
-    kc__sb_printf(&sb, "#define %s kc__u_%s\n", c->defs[i]->binding->name, c->defs[i]->binding->name);
+    if (!kc__def_is_header(c->defs[i]) && !kc__def_is_macro(c->defs[i]))
+      kc__sb_printf(&sb, "#define %s kc__u_%s\n", c->defs[i]->binding->name, c->defs[i]->binding->name);
   for (uint32_t i = 0; i < c->ndefs; i++) {
+    if (kc__def_is_header(c->defs[i])) continue;
     kc__sb_printf(&sb, "#line 1 \"%s\"\n", c->defs[i]->binding->name);
-    kc__sb_append(&sb, c->defs[i]->source, c->defs[i]->len);
+    kc_status st = kc__emit_def(rt, &sb, c, c->defs[i]);
+    if (st) {
+      kc__sb_free(&sb);
+      return st;
+    }
     kc__sb_puts(&sb, "\n");
   }
   if (rt->be->epilogue) {
@@ -131,6 +139,7 @@ static kc_status prepare(kc_runtime *rt, kc__spec *spec, kc_world w, kc__closure
   if (st) return st;
   kc__def *entry = c->defs[c->ndefs - 1];
   st = kc__parse_params(rt, spec->name, entry->source, params, nparams);
+  if (!st) st = kc__check_dialect(rt, spec->name, entry->source, *params, *nparams);
   if (!st) st = build_tu(rt, spec, c, *params, *nparams, text, len);
   if (st) {
     kc__free_params(rt, *params, *nparams);
@@ -168,7 +177,8 @@ static kc_status explain_failure(kc_runtime *rt, const kc__spec *spec, const kc_
   if (log) unmangle(log);
   const char *missing = NULL;
   for (uint32_t i = 0; i < c->nedges && log; i++)
-    if (!c->edges[i].def && strstr(log, c->edges[i].binding->name)) {
+    if (!c->edges[i].def && kc__is_identifier(c->edges[i].binding->name) &&
+        strstr(log, c->edges[i].binding->name)) {
       missing = c->edges[i].binding->name;
       break;
     }
@@ -255,9 +265,24 @@ static kc_status ci_remember_failure(kc_runtime *rt, kc__ci *ci, const kc__closu
   return st;
 }
 
+/* What a published code instance keeps: its artifact at its size (a
+ * backend may hand over a bigger buffer), and no translation unit unless
+ * the backend's link reads it (kc_kernel_source rebuilds it on demand). */
+static void ci_trim(kc_runtime *rt, kc__ci *ci) {
+  if (!rt->be->link_uses_source) {
+    kc__free(rt, ci->source);
+    ci->source = NULL;
+  }
+  if (ci->artifact && ci->artifact_size) {
+    void *p = kc__realloc(rt, ci->artifact, ci->artifact_size);
+    if (p) ci->artifact = p;
+  }
+}
+
 /* Publishing: the world range from the edges, then the head of the
  * spec's list (release: readers see a complete code instance). */
 static void ci_publish(kc_runtime *rt, kc__spec *spec, kc__ci *ci, kc_world w) {
+  ci_trim(rt, ci);
   kc__publish_range(rt, ci, w);
   ci->next = kc__load_relaxed(&spec->head);
   kc__store_release(&spec->head, ci);
@@ -342,7 +367,7 @@ kc_status kc_kernel_source(kc_kernel *k, char **out) {
   kc_runtime *rt = k->rt;
   kc_world w = kc__caller_world(rt);
   kc__ci *ci = kc__ci_find(k->spec, w);
-  if (ci) {
+  if (ci && ci->source) {
     *out = kc__strdup(rt, ci->source);
     return *out ? KC_OK : kc__err(rt, KC_ENOMEM, "out of memory");
   }

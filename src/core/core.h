@@ -25,6 +25,7 @@
  *   5. kc_runtime.spec_lock   the table of interned specializations.
  *      kc__spec.free_lock     a spec's free list of linked objects.
  *      kc_runtime.kernels_lock  the list of live kernel handles (stats).
+ *      kc__pool.lock          kc_prepare's queue of batches (pool.c).
  *                           (leaves: nothing is taken while holding them)
  *   The glue's kc__store.probe_lock is taken under kc__spec.lock and is not a
  *   leaf: the backend's link and unlink (and their own locks) run under it.
@@ -47,6 +48,7 @@
 typedef struct kc__binding kc__binding;
 typedef struct kc__ci kc__ci;
 typedef struct kc__linked kc__linked;
+typedef struct kc__pool kc__pool;
 
 /* ------------------------------------------------------------- services */
 
@@ -76,27 +78,57 @@ uint32_t kc__scalar_type(const char *type, const kc__spec *spec, const char **ba
 
 /* ---------------------------------------------------------------- scanner */
 
-/* One identifier found in source text. */
+enum { /* what the scanner found (kc__ident.kind) */
+       KC__ID_NAME, /* an identifier */
+       KC__ID_PREFIX, /* a name pasted (##) from a macro parameter: only its prefix is known */
+       KC__ID_INCLUDE, /* #include "name" (len 0: a computed or broken include) */
+       KC__ID_SYSINCLUDE /* #include <name> */
+};
+
+/* One name found in source text. */
 typedef struct kc__ident {
-  const char *start;
+  const char *start; /* the name: in the text, or (joined) in the scanner's buffer, valid during the call */
   uint32_t len;
   bool call; /* followed by '(' : in call position */
+  uint8_t kind; /* KC__ID_* */
+  bool directive; /* on a preprocessor line */
+  bool joined; /* spelled across a line splice or pasted with ##: start is not in the text */
+  const char *at, *end; /* where it is in the text (an include: its whole line) */
 } kc__ident;
 
 typedef bool (*kc__ident_fn)(void *ud, const kc__ident *id);
 
-/* Calls fn for every identifier of C-family source outside comments,
- * string and character literals and preprocessor lines; stops early if fn
- * returns false. Never reads past text+len. */
+/* Calls fn for every name of C-family source outside comments and string
+ * and character literals (lex.c): identifiers, on preprocessor lines too
+ * (a #define's name, then its body without its parameters, pastes
+ * resolved), and #include lines; stops early if fn returns false. Never
+ * reads past text+len. */
 void kc__scan_idents(const char *text, size_t len, kc__ident_fn fn, void *ud);
+/* Calls fn for the name of every enumerator that text declares (the first
+ * identifier of each item of an `enum [tag] { ... }` body), outside
+ * comments, literals and preprocessor lines (lex.c); stops if fn returns
+ * false. */
+void kc__scan_enumerators(const char *text, size_t len, kc__ident_fn fn, void *ud);
 
 bool kc__is_keyword(const char *s, size_t n);
 bool kc__is_identifier(const char *s);
+/* A header's name in the table (scan.c): a relative path of letters, digits
+ * and "_+-./" with a '.', no empty, "." or ".." part ("util.h", "dsp/f.cuh"). */
+bool kc__is_header_name(const char *s);
+/* Whether source may be the definition of name (source_file.c): it mentions it
+ * (a #define of it counts), unless name is a header. */
+kc_status kc__check_source(const kc_runtime *rt, const char *name, const char *source, size_t len);
 
 /* Parses the parameter list of function `name` in `source`. */
 kc_status kc__parse_params(kc_runtime *rt, const char *name, const char *source, kc__param **out,
                            uint32_t *count);
 void kc__free_params(kc_runtime *rt, kc__param *p, uint32_t count);
+/* The dialect every backend checks the same way (scan.c): the entry
+ * `name` of source is declared KC_KERNEL (not KC_DEVICE), and each pointer
+ * parameter is KC_GLOBAL (or KC_LOCAL: local memory, KC_ARG_LOCAL_BYTES). KC_EINVAL with the one message
+ * otherwise. */
+kc_status kc__check_dialect(kc_runtime *rt, const char *name, const char *source, const kc__param *params,
+                            uint32_t nparams);
 
 /* Canonical form of "K=V,K2=V2": sorted by key, trimmed. */
 kc_status kc__canon_params(kc_runtime *rt, const char *params, char **canon);
@@ -105,14 +137,25 @@ kc_status kc__canon_params(kc_runtime *rt, const char *params, char **canon);
 
 /* One version of a named function's source, visible in [min_world, max_world]. */
 typedef struct kc__def {
-  struct kc__def *older; /* guarded by world_lock */
+  struct kc__def *older, *newer; /* guarded by world_lock */
   kc__binding *binding;
   char *source;
   size_t len;
   uint64_t hash;
   kc_world min_world;
   _Atomic kc_world max_world;
+  /* rt->retired_defs: once max_world is set (a newer definition or an
+   * undefine), for kc_collect; guarded by world_lock */
+  struct kc__def *next_retired;
 } kc__def;
+
+/* One entry of a binding's backedges: a code instance and its edge to that
+ * binding (whose bpos is this entry's index), so it is taken
+ * off every list it is on in O(its edges) when it is clipped. */
+typedef struct kc__backedge {
+  kc__ci *ci;
+  struct kc__edge *edge; /* ci's edge to this binding */
+} kc__backedge;
 
 /* A name in the function table, defined or not. */
 struct kc__binding {
@@ -120,21 +163,33 @@ struct kc__binding {
   uint64_t hash;
   kc__binding *next_in_bucket;
   kc__def *defs; /* newest first */
-  /* code instances that looked this name up and may still be valid forever */
-  kc__ci **backedges;
+  /* The code instances that looked this name up and are valid forever
+   * (exactly those: a clipped one leaves every list at once). */
+  kc__backedge *backedges;
   size_t nbackedges, capbackedges;
+  /* An enumerator's name: the binding whose last definition declared it in
+   * an enum (kc_define of "enum Color { RED }" sets RED's to Color's), so
+   * that code naming RED depends on Color's definition. */
+  kc__binding *declared_by;
 };
 
 /* A lookup made while compiling: name -> definition found (or NULL). */
 typedef struct kc__edge {
   kc__binding *binding;
   kc__def *def;
+  uint32_t bpos; /* the index of this code instance in binding->backedges, while on it */
 } kc__edge;
 
 /* The compiled artifact of one specialization, valid in [min_world, max_world]. */
 struct kc__ci {
+  /* First, on one cache line: what a clip touches (table.c, invalidate). */
   _Atomic kc_world min_world;
   _Atomic kc_world max_world;
+  kc__edge *edges;
+  uint32_t nedges;
+  /* rt->clipped: once its range is finite (clipped by a definition, or
+   * published so), for kc_collect; guarded by world_lock */
+  kc__ci *next_clipped;
   uint64_t id; /* never reused */
   kc__ci *next; /* older code instance of the same spec; immutable once published */
   kc__spec *spec;
@@ -145,8 +200,6 @@ struct kc__ci {
   kc__param *params;
   uint32_t nparams;
   uint64_t *sig; /* nparams expected arguments (KC__SIG), filled at compile */
-  kc__edge *edges;
-  uint32_t nedges;
   uint64_t compile_ns;
   /* A compile that failed for good (syntax error): remembered for the same
    * worlds so a launch loop does not recompile; artifact is NULL. */
@@ -162,9 +215,16 @@ struct kc__spec {
   kc__spec *next_in_bucket;
   kc__mutex lock; /* single flight */
   _Atomic(kc__ci *) head; /* newest first */
+  uint64_t swept; /* the last kc_collect that filtered head (world.c) */
   kc__mutex free_lock; /* leaf: guards free_linked */
   kc__linked *free_linked; /* unlinked objects of this spec, for reuse */
 };
+
+/* Padding that keeps a counter written by every launch off the cache lines
+ * of what launches read, so that a counter's writes do not take the
+ * line from the launches that read it (the structs are not line-aligned: 64 bytes
+ * on each side). */
+#define KC__COUNTER_GAP char kc__gap[64]
 
 struct kc_context {
   /* Changes at create, reset and destroy; never repeats (global counter). A
@@ -188,6 +248,14 @@ struct kc_context {
   kc_stream *streams; /* live streams (interop.c), under lock */
   kc_stream *free_streams; /* destroyed, for reuse (singly linked by next) */
   bool wrapped; /* made by kc_context_wrap: the native context is the caller's */
+  /* Launches served by a handle's or bound arguments' cache in this
+   * context (kc_stats.fast_hits). Counted here, not per handle, so that
+   * kc_stats_get sums the contexts (the structs are never freed while the
+   * runtime lives, so the count carries across destroy and reuse), not
+   * every handle. On its own cache lines: launches read link_key above. */
+  KC__COUNTER_GAP;
+  _Atomic uint64_t fast_hits;
+  char kc__gap_after[64];
 };
 
 /* A stream (interop.c): its native handle in one context. Type-stable like
@@ -215,20 +283,12 @@ struct kc_stream {
 #define KC__HSLOTS 4
 #define KC__SLOT_OFF(key) ((size_t)((key) & (KC__HSLOTS - 1)) * sizeof(kc__linked *))
 
-/* Padding that keeps a counter written by every launch off the cache lines
- * of what launches read, so that threads launching the same handle do not
- * take the line from each other (the structs are not line-aligned: 64 bytes
- * on each side). */
-#define KC__COUNTER_GAP char kc__gap[64]
-
 struct kc_kernel {
   _Atomic(kc__linked *) slots[KC__HSLOTS]; /* first: indexed without an offset */
   kc_runtime *rt;
   kc__spec *spec;
   kc_kernel *prev, *next; /* runtime's list, guarded by kernels_lock */
   kc_args *bound; /* its bound arguments, guarded by kernels_lock */
-  KC__COUNTER_GAP;
-  _Atomic uint64_t fast_hits;
 };
 
 /* Bound arguments (kc_args_create). */
@@ -260,9 +320,6 @@ struct kc_args {
   struct {
     kc_args *prev, *next;
   } all; /* rt->bound_args (every kc_args of the runtime), guarded by kernels_lock */
-  KC__COUNTER_GAP;
-  _Atomic uint64_t hits; /* fast-path launches (statistics, like kc_kernel's) */
-  char kc__gap_after[64];
   void *argv[]; /* n: what a backend's launch takes */
 };
 
@@ -293,17 +350,21 @@ struct kc_runtime {
 
   kc__mutex world_lock;
   KC__HTAB(kc__binding) bindings; /* keyed by the name's hash */
+  /* What kc_collect looks at, so that its cost is what it may free (plus
+   * what pins keep), not the size of the cache: code instances whose range
+   * is finite, and definitions that a newer one or an undefine ended. */
+  kc__ci *clipped;
+  kc__def *retired_defs;
 
   kc__mutex spec_lock;
   KC__HTAB(kc__spec) specs; /* keyed by hash of (name, canonical params) */
 
   kc__mutex ctx_lock;
-  kc_context *contexts;
+  _Atomic(kc_context *) contexts; /* pushed at the head only (stats read it without a lock) */
 
   kc__mutex kernels_lock;
   kc_kernel *kernels;
   kc_args *bound_args; /* every kernel's bound arguments (kc_args.all), for kc_buffer_destroy */
-  uint64_t dead_kernel_hits;
 
   _Atomic uint64_t n_compiles, n_compile_failures, n_links, n_slow, n_invalidations, n_defines, n_cis,
       compile_ns, n_defs, n_collected;
@@ -321,6 +382,9 @@ struct kc_runtime {
    * zones around buffers; check_each: after every launch (the host
    * backend, whose launches are synchronous), else at kc_context_finish. */
   bool checked, check_each;
+  _Atomic(kc__pool *) pool; /* kc_prepare's compile pool (pool.c); NULL until first needed */
+  struct kc__srcfile *files; /* kc_define_file's files and their names (source_file.c), under world_lock */
+  size_t nwatchers; /* bindings "#prefix" made (table.c), under world_lock */
 };
 
 /* Function table (table.c). */
@@ -332,16 +396,20 @@ typedef struct kc__closure {
 } kc__closure;
 
 kc_status kc__resolve(kc_runtime *rt, const kc__spec *spec, kc_world world, kc__closure *out);
+/* headers.c: appends d's text to sb with its includes of the closure's
+ * headers inlined; whether d is a header, or a macro (its first mention
+ * of its name is on a preprocessor line: #define NAME). */
+kc_status kc__emit_def(kc_runtime *rt, kc__sb *sb, const kc__closure *c, const kc__def *d);
+bool kc__def_is_header(const kc__def *d);
+bool kc__def_is_macro(const kc__def *d);
 void kc__closure_free(kc_runtime *rt, kc__closure *c);
 /* Under world_lock: computes the world range of a code instance compiled at
  * `world` from its edges, and registers backedges if it is still valid in
  * the latest world. Publishes the range (release). */
 void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world);
 void kc__table_free(kc_runtime *rt);
-/* kc_collect's part in the table: drops dead code instances (marked by
- * ci->dead) from backedge lists and frees definitions visible in no live
- * world. Returns the number of definitions freed. */
-uint64_t kc__table_collect(kc_runtime *rt, bool (*live)(void *ud, kc_world min, kc_world max), void *ud);
+
+#include "core/batch.h" /* kc_define_file's batches of definitions */
 
 /* ---------------------------------------------------------- linked objects */
 
@@ -485,6 +553,13 @@ void kc__checked_buf_destroy(kc_context *owner, kc_buffer *b);
 kc_status kc__checked_launch(kc__linked *l, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
                              const kc_arg *args, uint32_t nargs, void **argv) KC__COLD;
 kc_status kc__checked_finish(kc_context *ctx) KC__COLD;
+/* pool.c: stops and joins the compile pool, if any (kc_runtime_destroy). */
+void kc__pool_destroy(kc_runtime *rt);
+/* Around fork() (fork.c): the pool's lock taken last, then given back; in
+ * the child, which has none of the workers, the pool is left without
+ * threads and queue (its batches compile on the calling thread). */
+void kc__pool_fork_prepare(kc_runtime *rt);
+void kc__pool_fork_after(kc_runtime *rt, bool child);
 
 /* launch.c: the entry of backends without their own (kc__linked.b.entry). */
 kc_status kc__entry_packed(kc__blinked *b, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,

@@ -26,10 +26,12 @@ static void fork_prepare(void *ud) {
   kc__store_fork_lock(rt);
   kc__lock(&rt->spec_lock);
   kc__lock(&rt->kernels_lock);
+  kc__pool_fork_prepare(rt);
 }
 
 /* child: whether this thread's pin is on rt (and so the only pin left) */
 static void unlock_all(kc_runtime *rt, bool child) {
+  kc__pool_fork_after(rt, child);
   kc__unlock(&rt->kernels_lock);
   if (child) {
     KC__HTAB_EACH(&rt->specs, kc__spec, s, next_in_bucket) {

@@ -57,7 +57,6 @@ void kc_kernel_destroy(kc_kernel *k) {
   kc_runtime *rt = k->rt;
   kc__lock(&rt->kernels_lock);
   while (k->bound) args_free_locked(rt, k->bound);
-  rt->dead_kernel_hits += kc__load_relaxed(&k->fast_hits);
   KC__LIST_REMOVE(rt->kernels, k);
   kc__unlock(&rt->kernels_lock);
   kc__free(rt, k);
@@ -227,8 +226,9 @@ static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, const k
  * gives). */
 static inline kc_status launch_hit(kc_kernel *k, kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
                                    const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
-  /* statistics: exact while one thread at a time launches this handle */
-  kc__count_relaxed(&k->fast_hits);
+  /* statistics: exact while one thread at a time launches in this context */
+  (void)k;
+  kc__count_relaxed(&ctx->fast_hits);
   return l->b.entry(&l->b, ctx, grid, block, args, nargs);
 }
 
@@ -364,7 +364,6 @@ kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint
   atomic_init(&a->l, &kc__no_linked);
   atomic_init(&a->ci_id, ci->id | (ex_only ? KC__ARGS_EX_ONLY : 0));
   a->ex_only = ex_only;
-  atomic_init(&a->hits, 0);
   a->ctx = ctx;
   a->rt = rt;
   a->k = k;
@@ -400,7 +399,6 @@ kc_status kc_args_set(kc_args *a, uint32_t index, kc_arg arg) {
 
 /* Unlinks a from its kernel's list; kernels_lock held. */
 static void args_free_locked(kc_runtime *rt, kc_args *a) {
-  rt->dead_kernel_hits += kc__load_relaxed(&a->hits);
   KC__LIST_REMOVE(a->k->bound, a);
   KC__LIST_REMOVE_AT(rt->bound_args, a, all);
   kc__free(rt, a);
@@ -482,7 +480,7 @@ static KC__NOINLINE kc_status args_pinned(kc_args *a, const kc_dim3 *grid, const
     return args_slow(a, grid, block);
   const kc__ci *ci = l->ci;
   if (KC__LIKELY(kc__ci_valid_at(ci, kc__caller_world(a->rt)) && ci->id == kc__load_relaxed(&a->ci_id))) {
-    kc__count_relaxed(&a->hits);
+    kc__count_relaxed(&a->ctx->fast_hits);
     return l->b.launch(&l->b, a->argv, grid, block);
   }
   return args_slow(a, grid, block);
@@ -494,11 +492,12 @@ static KC__NOINLINE kc_status args_pinned(kc_args *a, const kc_dim3 *grid, const
 kc_status kc_launch_args(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) {
   if (KC__LIKELY(a != NULL)) {
     kc__linked *l = kc__load_relaxed(&a->l);
-    if (KC__LIKELY(kc__load_acquire(&l->link_key) == kc__load_relaxed(&a->ctx->link_key))) {
+    kc_context *ctx = a->ctx;
+    if (KC__LIKELY(kc__load_acquire(&l->link_key) == kc__load_relaxed(&ctx->link_key))) {
       const kc__ci *ci = l->ci;
       kc_world w = kc__load_acquire(&a->rt->fast_world); /* as in kc_launch */
       if (KC__LIKELY(w < kc__load_relaxed(&ci->max_world) && ci->id == kc__load_relaxed(&a->ci_id))) {
-        kc__count_relaxed(&a->hits);
+        kc__count_relaxed(&ctx->fast_hits);
         return l->b.launch(&l->b, a->argv, grid, block);
       }
       return args_pinned(a, grid, block);

@@ -216,7 +216,7 @@ static KC__NOINLINE kc_status ex_pinned(kc_kernel *k, kc_context *ctx, const kc_
   uint64_t key = kc__load_relaxed(&ctx->link_key);
   kc__linked *l = kc__load_relaxed(&k->slots[key & (KC__HSLOTS - 1)]);
   if (KC__LIKELY(kc__load_acquire(&l->link_key) == key && kc__ci_valid_at(l->ci, kc__caller_world(k->rt)))) {
-    kc__count_relaxed(&k->fast_hits);
+    kc__count_relaxed(&ctx->fast_hits);
     return ex_go(l, ctx, cfg, args, nargs);
   }
   return ex_slow(k, ctx, cfg, args, nargs);
@@ -231,7 +231,7 @@ kc_status kc_launch_ex(kc_kernel *k, kc_context *ctx, const kc_launch_config *cf
     if (KC__LIKELY(kc__load_acquire(&l->link_key) == key)) {
       kc_world w = kc__load_acquire(&k->rt->fast_world);
       if (KC__LIKELY(w < kc__load_relaxed(&l->ci->max_world))) {
-        kc__count_relaxed(&k->fast_hits);
+        kc__count_relaxed(&ctx->fast_hits);
         return ex_go(l, ctx, cfg, args, nargs);
       }
       return ex_pinned(k, ctx, cfg, args, nargs);
@@ -268,12 +268,12 @@ kc_status kc_launch_args_ex(kc_args *a, const kc_launch_config *cfg) {
       kc_world w = kc__load_acquire(&a->rt->fast_world);
       uint64_t id = kc__load_relaxed(&a->ci_id) & ~KC__ARGS_EX_ONLY; /* local sizes are passed here */
       if (KC__LIKELY(w < kc__load_relaxed(&ci->max_world) && ci->id == id)) {
-        kc__count_relaxed(&a->hits);
+        kc__count_relaxed(&a->ctx->fast_hits);
         return args_ex_go(l, a, cfg);
       }
       /* a pin is held (launch.c: args_pinned): the caller's own world decides */
       if (kc__ci_valid_at(ci, kc__caller_world(a->rt)) && ci->id == id) {
-        kc__count_relaxed(&a->hits);
+        kc__count_relaxed(&a->ctx->fast_hits);
         return args_ex_go(l, a, cfg);
       }
     }

@@ -180,6 +180,7 @@ void kc_runtime_destroy(kc_runtime *rt) {
   if (!rt) return;
   kc__runtime_fork_unregister(rt); /* first: a fork now takes none of its locks */
   kc__drop_own_pin(rt); /* the caller's own pin dies with it */
+  kc__pool_destroy(rt); /* idle: no kc_prepare can be running */
   for (kc_context *c = rt->contexts, *next; c; c = next) {
     next = c->next;
     if (kc__load_relaxed(&c->alive)) kc__context_teardown(c);
@@ -254,13 +255,12 @@ static void stats_fill(kc_runtime *rt, kc_stats *out) {
   out->definitions = kc__load_relaxed(&rt->n_defs);
   out->collected = kc__load_relaxed(&rt->n_collected);
   kc__store_stats(rt, out);
-  kc__lock(&rt->kernels_lock);
-  out->fast_hits = rt->dead_kernel_hits;
-  for (kc_kernel *k = rt->kernels; k; k = k->next) {
-    out->fast_hits += kc__load_relaxed(&k->fast_hits);
-    for (const kc_args *a = k->bound; a; a = a->next) out->fast_hits += kc__load_relaxed(&a->hits);
-  }
-  kc__unlock(&rt->kernels_lock);
+  /* The contexts' counters (launch.c counts there, not per handle): the
+   * list only grows at its head (release) and its structs are never freed
+   * while rt lives, so it is read without a lock, and the cost is the
+   * number of contexts ever open at once, whatever the number of handles. */
+  for (const kc_context *c = kc__load_acquire(&rt->contexts); c; c = c->next)
+    out->fast_hits += kc__load_relaxed(&c->fast_hits);
 }
 
 kc_status kc_stats_get_size(kc_runtime *rt, kc_stats *out, size_t size) {

@@ -1,25 +1,38 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * scan.c -- the parsers of text that kcache does not control: the C-family
- * identifier scanner that finds a definition's dependencies, the kernel
- * parameter-list parser, and the specialization parameter parser. All of
+ * scan.c -- the parsers of text that kcache does not control (the
+ * identifier scanner is lex.c's): the kernel parameter-list parser, the
+ * dialect check of a kernel, and the specialization parameter parser. All of
  * them take (pointer, length), never read past it, and never fail on
  * malformed input: they just find fewer things.
  */
 #include "core/core.h"
+#include "core/lex.h"
 
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_id_start(unsigned char c) { return c == '_' || isalpha(c); }
-static bool is_id_char(unsigned char c) { return c == '_' || isalnum(c); }
+#define is_id_start kc__lx_id_start
+#define is_id_char kc__lx_id_char
 
 bool kc__is_identifier(const char *s) {
   if (!s || !is_id_start((unsigned char)s[0])) return false;
   for (const char *p = s + 1; *p; p++)
     if (!is_id_char((unsigned char)*p)) return false;
   return true;
+}
+
+bool kc__is_header_name(const char *s) {
+  if (!s || !*s || strlen(s) > 255 || !strchr(s, '.')) return false;
+  for (const char *part = s;;) { /* each part between slashes */
+    size_t n = strcspn(part, "/");
+    if (n == 0 || (n == 1 && part[0] == '.') || (n == 2 && part[0] == '.' && part[1] == '.')) return false;
+    for (size_t i = 0; i < n; i++)
+      if (!isalnum((unsigned char)part[i]) && !strchr("_+-.", part[i])) return false;
+    if (!part[n]) return true;
+    part += n + 1;
+  }
 }
 
 /* Words that look like calls but are not (`if (`, `sizeof (`), plus the
@@ -107,95 +120,6 @@ bool kc__is_keyword(const char *s, size_t n) {
   return false;
 }
 
-/* The end of the string or character literal that opens at q (its closing
- * quote, or the newline or end that cuts it short), by the scanner's rules. */
-static const char *literal_end(const char *q, const char *end) {
-  const char *r = q + 1;
-  while (r < end && *r != *q && *r != '\n') {
-    if (*r == '\\' && r + 1 < end) r++;
-    r++;
-  }
-  return r;
-}
-
-/* The offset of the next token at or after j: blanks (newlines included)
- * and comments skipped, as between a function's name and its '('. */
-static size_t next_token(const char *text, size_t len, size_t j) {
-  for (;;) {
-    while (j < len && (text[j] == ' ' || text[j] == '\t' || text[j] == '\n' || text[j] == '\r')) j++;
-    if (j + 1 < len && text[j] == '/' && text[j + 1] == '*') {
-      j += 2;
-      while (j + 1 < len && !(text[j] == '*' && text[j + 1] == '/')) j++;
-      j = j + 2 <= len ? j + 2 : len;
-    } else if (j + 1 < len && text[j] == '/' && text[j + 1] == '/') {
-      while (j < len && text[j] != '\n') j++;
-    } else {
-      return j;
-    }
-  }
-}
-
-void kc__scan_idents(const char *text, size_t len, kc__ident_fn fn, void *ud) {
-  size_t i = 0;
-  bool line_start = true; /* only whitespace so far on this line */
-  while (i < len) {
-    unsigned char c = (unsigned char)text[i];
-    if (c == '\n') {
-      line_start = true;
-      i++;
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
-      i++;
-      continue;
-    }
-    if (c == '/' && i + 1 < len && text[i + 1] == '/') {
-      while (i < len && text[i] != '\n') i++;
-      continue;
-    }
-    if (c == '/' && i + 1 < len && text[i + 1] == '*') {
-      i += 2;
-      while (i + 1 < len && !(text[i] == '*' && text[i + 1] == '/')) i++;
-      i = i + 2 <= len ? i + 2 : len;
-      continue;
-    }
-    if (c == '#' && line_start) {
-      /* a preprocessor line, with backslash continuations */
-      while (i < len && text[i] != '\n') {
-        if (text[i] == '\\' && i + 1 < len && text[i + 1] == '\n') i++;
-        i++;
-      }
-      continue;
-    }
-    line_start = false;
-    if (c == '"' || c == '\'') {
-      /* past the closing quote; a literal left open at the end of its line
-       * stops before the newline, which starts the next line */
-      i = (size_t)(literal_end(text + i, text + len) - text);
-      if (i < len && text[i] == (char)c) i++;
-      continue;
-    }
-    if (isdigit(c) || (c == '.' && i + 1 < len && isdigit((unsigned char)text[i + 1]))) {
-      /* a number, including suffixes and exponents like 1.0e+5f or 0x1p-3 */
-      while (i < len && (is_id_char((unsigned char)text[i]) || text[i] == '.' ||
-                         ((text[i] == '+' || text[i] == '-') && strchr("eEpP", text[i - 1]) != NULL)))
-        i++;
-      continue;
-    }
-    if (is_id_start(c)) {
-      size_t s = i;
-      while (i < len && is_id_char((unsigned char)text[i])) i++;
-      /* call position: the next token is '(', with whitespace and comments
-       * allowed in between, as C allows */
-      size_t j = next_token(text, len, i);
-      kc__ident id = {text + s, (uint32_t)(i - s), j < len && text[j] == '('};
-      if (!fn(ud, &id)) return;
-      continue;
-    }
-    i++;
-  }
-}
-
 /* ------------------------------------------------------ parameter lists */
 
 typedef struct {
@@ -208,9 +132,10 @@ typedef struct {
 
 static bool find_call(void *ud, const kc__ident *id) {
   find_ud *f = ud;
-  if (id->call && id->len == f->nlen && memcmp(id->start, f->name, f->nlen) == 0) {
+  if (id->call && id->kind == KC__ID_NAME && !id->directive && !id->joined && id->len == f->nlen &&
+      memcmp(id->start, f->name, f->nlen) == 0) {
     /* the '(' the scanner saw, not one in a comment in between */
-    f->found = f->text + next_token(f->text, f->len, (size_t)(id->start + id->len - f->text));
+    f->found = f->text + kc__lx_next(f->text, f->len, (size_t)(id->end - f->text), false);
     return false;
   }
   return true;
@@ -248,7 +173,7 @@ static char *strip_comments(kc_runtime *rt, const char *s, const char *end) {
       while (s < end && *s != '\n') s++;
       *w++ = ' ';
     } else if (*s == '"' || *s == '\'') {
-      const char *e = literal_end(s, end);
+      const char *e = kc__lx_literal_end(s, end);
       if (e < end && *e == *s) e++;
       memcpy(w, s, (size_t)(e - s));
       w += e - s;
@@ -294,8 +219,16 @@ kc_status kc__parse_params(kc_runtime *rt, const char *name, const char *source,
       break;
     }
     if (!isspace((unsigned char)*p)) line_start = false;
+    if (kc__lx_splice(p, (size_t)(end - p), 0)) {
+      /* a splice may join two words into one: the scanner's names would
+       * not be the parser's */
+      st = kc__err(rt, KC_EINVAL,
+                   "kernel '%s': a line splice (backslash-newline) in its parameter list is not supported",
+                   name);
+      break;
+    }
     if (*p == '"' || *p == '\'') { /* its brackets and commas are not the list's */
-      const char *e = literal_end(p, end);
+      const char *e = kc__lx_literal_end(p, end);
       if (e == end || *e != *p) {
         st = kc__err(rt, KC_EINVAL, "kernel '%s': unterminated literal in its parameter list", name);
         break;
@@ -353,6 +286,58 @@ kc_status kc__parse_params(kc_runtime *rt, const char *name, const char *source,
   }
   *out = params;
   *count = n;
+  return KC_OK;
+}
+
+/* ------------------------------------------------------------ dialect */
+
+typedef struct {
+  const char *name;
+  size_t nlen;
+  int marker; /* 0 none, 1 KC_KERNEL, 2 KC_DEVICE: the last one before the declarator */
+  bool found;
+} dialect_ud;
+
+static bool dialect_ident(void *ud, const kc__ident *id) {
+  dialect_ud *d = ud;
+  if (id->kind != KC__ID_NAME || id->directive) return true;
+  if (id->len == 9 && !memcmp(id->start, "KC_KERNEL", 9)) d->marker = 1;
+  else if (id->len == 9 && !memcmp(id->start, "KC_DEVICE", 9)) d->marker = 2;
+  else if (id->call && id->len == d->nlen && !memcmp(id->start, d->name, d->nlen)) {
+    d->found = true;
+    return false;
+  }
+  return true;
+}
+
+static bool has_word(const char *s, const char *w) {
+  size_t n = strlen(w);
+  for (const char *p = strstr(s, w); p; p = strstr(p + 1, w))
+    if ((p == s || !is_id_char((unsigned char)p[-1])) && !is_id_char((unsigned char)p[n])) return true;
+  return false;
+}
+
+kc_status kc__check_dialect(kc_runtime *rt, const char *name, const char *source, const kc__param *params,
+                            uint32_t nparams) {
+  dialect_ud d = {name, strlen(name), 0, false};
+  kc__scan_idents(source, strlen(source), dialect_ident, &d);
+  if (d.marker == 2)
+    return kc__err(rt, KC_EINVAL,
+                   "'%s' is a KC_DEVICE helper, not a kernel: only a function declared KC_KERNEL void can "
+                   "be launched",
+                   name);
+  if (d.marker != 1)
+    return kc__err(rt, KC_EINVAL,
+                   "kernel '%s' is not declared KC_KERNEL: write KC_KERNEL void %s(...), as every backend "
+                   "needs",
+                   name, name);
+  for (uint32_t i = 0; i < nparams; i++)
+    if (params[i].is_buffer && !has_word(params[i].type, "KC_GLOBAL") &&
+        !has_word(params[i].type, "KC_LOCAL"))
+      return kc__err(rt, KC_EINVAL,
+                     "kernel '%s': pointer parameter '%s' has no address space: declare it KC_GLOBAL "
+                     "(KC_GLOBAL %s%s), or KC_LOCAL for local memory, as every backend needs",
+                     name, params[i].name, params[i].type, params[i].name);
   return KC_OK;
 }
 
@@ -487,14 +472,25 @@ kc_status kc__canon_params(kc_runtime *rt, const char *params, char **canon) {
     if (!key_ok)
       return kc__err(rt, KC_EINVAL, "specialization parameters \"%s\": key \"%.*s\" is not an identifier",
                      params, (int)(ke - s), s);
+    if (key_ok && ke - s >= 3 && (!memcmp(s, "KC_", 3) || !memcmp(s, "kc_", 3)))
+      return kc__err(rt, KC_EINVAL,
+                     "specialization parameters \"%s\": key \"%.*s\" is reserved (names starting with KC_ "
+                     "or kc_ belong to the kernel dialect)",
+                     params, (int)(ke - s), s);
     if (vs == t)
       return kc__err(rt, KC_EINVAL, "specialization parameters \"%s\": key \"%.*s\" has no value", params,
                      (int)(ke - s), s);
+    for (const char *q = vs; q + 1 < t; q++)
+      if ((q[0] == '/' && (q[1] == '*' || q[1] == '/')) || (q[0] == '*' && q[1] == '/'))
+        return kc__err(rt, KC_EINVAL,
+                       "specialization parameters \"%s\": value of \"%.*s\" contains a comment token "
+                       "(\"%.2s\"), which would hide what follows it in the translation unit",
+                       params, (int)(ke - s), s, q);
     for (const char *q = vs; q < t; q++)
       if (*q == '\n' || *q == '\r' || *q == '\\' || *q == '=')
         return kc__err(rt, KC_EINVAL,
                        "specialization parameters \"%s\": value of \"%.*s\" contains a newline, "
-                       "backslash or '='",
+                       "backslash (a line splice) or '='",
                        params, (int)(ke - s), s);
     if (n == sizeof items / sizeof *items)
       return kc__err(rt, KC_EINVAL, "specialization parameters: more than 64 entries");

@@ -11,6 +11,7 @@
  */
 #include "core/core.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* -------------------------------------------------------------- bindings */
@@ -60,21 +61,14 @@ void kc__table_free(kc_runtime *rt) {
     kc__free(rt, b);
   }
   KC__HTAB_FREE(&rt->heap, &rt->bindings);
+  kc__files_free(rt);
 }
 
 /* ------------------------------------------------------------ validation */
 
-static bool mentions_name(void *ud, const kc__ident *id) {
-  const char *name = ((const char **)ud)[0];
-  if (strlen(name) == id->len && memcmp(name, id->start, id->len) == 0) {
-    ((const char **)ud)[1] = name;
-    return false;
-  }
-  return true;
-}
-
 static kc_status check_name(const kc_runtime *rt, const char *what, const char *name) {
   if (!name) return kc__err(rt, KC_EINVAL, "%s: name is NULL", what);
+  if (kc__is_header_name(name)) return KC_OK;
   if (!kc__is_identifier(name))
     return kc__err(rt, KC_EINVAL, "%s: \"%s\" is not a valid identifier", what, name);
   if (!strncmp(name, "kc_", 3) || !strncmp(name, "KC_", 3))
@@ -86,20 +80,70 @@ static kc_status check_name(const kc_runtime *rt, const char *what, const char *
 
 /* ------------------------------------------------------ define, undefine */
 
-/* Clips every code instance that looked up b and is still valid forever,
- * so that it ends at world w. Cost: the number of dependents of b. */
+/* Takes entry pos off b's backedges: the last entry moves into its place
+ * (and its edge learns the new index). */
+static void backedge_remove(kc__binding *b, uint32_t pos) {
+  kc__backedge last = b->backedges[--b->nbackedges];
+  if (pos == b->nbackedges) return;
+  b->backedges[pos] = last;
+  last.edge->bpos = pos;
+}
+
+/* A code instance whose range just became finite: onto the list kc_collect
+ * looks at. */
+static void clipped_push(kc_runtime *rt, kc__ci *ci) {
+  ci->next_clipped = rt->clipped;
+  rt->clipped = ci;
+}
+
+/* Clips every code instance that looked up b (each is valid forever: the
+ * list holds no other), so that it ends at world w, and takes it off the
+ * backedges of the other names it looked up, which a later redefinition of
+ * those would otherwise walk. Cost: the dependents of b and their edges. */
 static void invalidate(kc_runtime *rt, kc__binding *b, kc_world w) {
   for (size_t i = 0; i < b->nbackedges; i++) {
-    kc__ci *ci = b->backedges[i];
-    if (kc__load_relaxed(&ci->max_world) == KC_WORLD_FOREVER) {
-      kc__store_release(&ci->max_world, w);
-      kc__fetch_add_relaxed(&rt->n_invalidations, 1);
-    }
+    kc__ci *ci = b->backedges[i].ci;
+    const kc__edge *self = b->backedges[i].edge;
+    kc__store_release(&ci->max_world, w);
+    for (uint32_t e = 0; e < ci->nedges; e++)
+      if (&ci->edges[e] != self) backedge_remove(ci->edges[e].binding, ci->edges[e].bpos);
+    clipped_push(rt, ci);
   }
+  kc__fetch_add_relaxed(&rt->n_invalidations, b->nbackedges);
   b->nbackedges = 0;
 }
 
-static kc_status change(kc_runtime *rt, const char *name, const char *source, kc_world *new_world) {
+/* -------------------------------------------------------------- watchers */
+
+/* The watcher of a prefix: the binding "#prefix" (no user name starts
+ * with '#'), looked up by code that pastes a name it cannot know. buf has
+ * room for n + 1 bytes, or is NULL (then one is allocated: NULL when out
+ * of memory). */
+static kc__binding *watcher(kc_runtime *rt, const char *prefix, size_t n, bool make, char *buf) {
+  char stack[128], *b = buf ? buf : n + 1 <= sizeof stack ? stack : kc__alloc(rt, n + 1);
+  if (!b) return NULL;
+  b[0] = '#';
+  memcpy(b + 1, prefix, n);
+  kc__binding *w = binding_find(rt, b, n + 1, kc__hash(b, n + 1));
+  if (!w && make && (w = binding_get(rt, b, n + 1)) != NULL) rt->nwatchers++;
+  if (b != buf && b != stack) kc__free(rt, b);
+  return w;
+}
+
+/* A definition of `name` also ends the code that watches a prefix of it.
+ * buf: room for strlen(name) + 1 bytes, allocated before anything changed
+ * (this cannot fail). */
+static void invalidate_watchers(kc_runtime *rt, const char *name, kc_world w, char *buf) {
+  if (!rt->nwatchers || kc__is_header_name(name)) return; /* (the common case: no paste) */
+  size_t n = strlen(name);
+  for (size_t i = 0; i <= n; i++) {
+    kc__binding *b = watcher(rt, name, i, false, buf);
+    if (b) invalidate(rt, b, w);
+  }
+}
+
+static kc_status change_with(kc_runtime *rt, const char *name, const char *source, kc_world *new_world,
+                             char *wbuf) {
   const char *what = source ? "kc_define" : "kc_undefine";
   kc_status st = check_name(rt, what, name);
   if (st) return st;
@@ -107,10 +151,8 @@ static kc_status change(kc_runtime *rt, const char *name, const char *source, kc
   uint64_t h = 0;
   if (source) {
     len = strlen(source);
-    const char *ud[2] = {name, NULL};
-    kc__scan_idents(source, len, mentions_name, ud);
-    if (!ud[1])
-      return kc__err(rt, KC_EINVAL, "kc_define: the source given for '%s' never mentions '%s'", name, name);
+    st = kc__check_source(rt, name, source, len);
+    if (st) return st;
     h = kc__hash(source, len);
   }
 
@@ -145,15 +187,19 @@ static kc_status change(kc_runtime *rt, const char *name, const char *source, kc
     d->len = len;
     d->hash = h;
     d->binding = b;
+    if (!kc__declare_prepare(rt, source, len)) {
+      kc__free(rt, text);
+      kc__free(rt, d);
+      kc__unlock(&rt->world_lock);
+      return kc__err(rt, KC_ENOMEM, "kc_define('%s'): out of memory", name);
+    }
     d->min_world = w + 1;
     atomic_init(&d->max_world, KC_WORLD_FOREVER);
   }
   invalidate(rt, b, w);
-  if (cur) kc__store_release(&cur->max_world, w);
-  if (d) {
-    d->older = b->defs;
-    b->defs = d;
-  }
+  invalidate_watchers(rt, name, w, wbuf);
+  kc__def_replace(rt, b, cur, d, w);
+  if (d) kc__declare_commit(rt, b, source, len, w);
   kc__fetch_add_relaxed(&rt->n_defines, 1);
   if (d) kc__fetch_add_relaxed(&rt->n_defs, 1);
   kc__store_release(&rt->world, w + 1); /* publish only after every clip */
@@ -162,6 +208,17 @@ static kc_status change(kc_runtime *rt, const char *name, const char *source, kc
   kc__unlock(&rt->world_lock);
   if (new_world) *new_world = w + 1;
   return KC_OK;
+}
+
+/* change_with, with the watchers' buffer allocated first. */
+static kc_status change(kc_runtime *rt, const char *name, const char *source, kc_world *new_world) {
+  size_t n = name ? strlen(name) + 2 : 0;
+  char stack[128], *wbuf = n <= sizeof stack ? stack : kc__alloc(rt, n);
+  if (!wbuf)
+    return kc__err(rt, KC_ENOMEM, "%s('%s'): out of memory", source ? "kc_define" : "kc_undefine", name);
+  kc_status st = change_with(rt, name, source, new_world, wbuf);
+  if (wbuf != stack) kc__free(rt, wbuf);
+  return st;
 }
 
 kc_status kc_define(kc_runtime *rt, const char *name, const char *source, kc_world *new_world) {
@@ -173,6 +230,34 @@ kc_status kc_define(kc_runtime *rt, const char *name, const char *source, kc_wor
 kc_status kc_undefine(kc_runtime *rt, const char *name, kc_world *new_world) {
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_undefine: runtime is NULL");
   return change(rt, name, NULL, new_world);
+}
+
+/* ------------------------------------------ for kc__define_batch */
+
+void kc__def_replace(kc_runtime *rt, kc__binding *b, kc__def *cur, kc__def *d, kc_world w) {
+  if (cur) {
+    kc__store_release(&cur->max_world, w);
+    cur->next_retired = rt->retired_defs; /* for kc_collect */
+    rt->retired_defs = cur;
+  }
+  if (d) {
+    d->older = b->defs;
+    if (b->defs) b->defs->newer = d;
+    b->defs = d;
+  }
+}
+
+kc__binding *kc__binding_get(kc_runtime *rt, const char *name, size_t len) {
+  return binding_get(rt, name, len);
+}
+void kc__binding_invalidate(kc_runtime *rt, kc__binding *b, kc_world w) { invalidate(rt, b, w); }
+kc__def *kc__visible_def(const kc__binding *b, kc_world w) { return visible_def(b, w); }
+kc_status kc__check_name(const kc_runtime *rt, const char *what, const char *name) {
+  return check_name(rt, what, name);
+}
+void kc__table_clip(kc_runtime *rt, kc__binding *b, kc_world w, char *buf) {
+  invalidate(rt, b, w);
+  invalidate_watchers(rt, b->name, w, buf);
 }
 
 /* ------------------------------------------------------------ resolution */
@@ -224,13 +309,19 @@ static bool is_spec_key(const kc__spec *spec, const char *s, size_t n) {
 
 static kc_status visit(walk *wk, kc__def *d);
 
+static bool visit_include(walk *wk, const kc__ident *id);
+static bool visit_prefix(walk *wk, const kc__ident *id);
+static bool visit_enumerator(walk *wk, kc__binding *b);
+
 static bool visit_ident(void *ud, const kc__ident *id) {
   walk *wk = ud;
+  if (id->kind == KC__ID_PREFIX) return visit_prefix(wk, id);
+  if (id->kind != KC__ID_NAME) return visit_include(wk, id);
   kc__def *self = wk->current;
   const char *s = id->start;
   size_t n = id->len;
   if (n == strlen(self->binding->name) && memcmp(s, self->binding->name, n) == 0) {
-    if (!wk->seen_self) { /* the definition's own declarator */
+    if (!wk->seen_self || !id->call) { /* its declarator, or a type naming itself (struct P ... P) */
       wk->seen_self = true;
       return true;
     }
@@ -255,7 +346,7 @@ static bool visit_ident(void *ud, const kc__ident *id) {
     if (!b) return true;
   }
   kc__def *callee = visible_def(b, wk->world);
-  if (!id->call && !callee) return true;
+  if (!id->call && !callee) return b->declared_by ? visit_enumerator(wk, b) : true;
   if (!add_edge(wk, b, callee)) {
     wk->st = kc__err(wk->rt, KC_ENOMEM, "out of memory");
     return false;
@@ -309,6 +400,113 @@ static kc_status visit(walk *wk, kc__def *d) {
   return KC_OK;
 }
 
+/* The edge of a lookup of b (its visible definition, visited), or false
+ * with wk->st set. */
+static bool look_up(walk *wk, kc__binding *b) {
+  kc__def *d = visible_def(b, wk->world);
+  if (!add_edge(wk, b, d)) {
+    wk->st = kc__err(wk->rt, KC_ENOMEM, "out of memory");
+    return false;
+  }
+  kc_status st = d ? visit(wk, d) : KC_OK;
+  if (st) wk->st = st;
+  return !st;
+}
+
+/* #include "name.h" (from the table, or refused) and <name.h> (from the
+ * table if it has it, else the compiler's own). */
+static bool visit_include(walk *wk, const kc__ident *id) {
+  const char *from = wk->current->binding->name;
+  bool quoted = id->kind == KC__ID_INCLUDE;
+  char name[256];
+  if (id->len == 0) {
+    wk->st = kc__err(wk->rt, KC_EINVAL,
+                     "'%s' has a computed or malformed #include: kcache cannot know which header it "
+                     "names (write #include \"name.h\" with a header defined in kcache)",
+                     from);
+    return false;
+  }
+  snprintf(name, sizeof name, "%.*s", (int)id->len, id->start);
+  if (id->len >= sizeof name || !kc__is_header_name(name)) {
+    if (!quoted) return true; /* <CL/cl.h>-like names kcache cannot hold: the compiler's */
+    wk->st = kc__err(wk->rt, KC_EINVAL,
+                     "'%s' includes \"%.*s\", which is no header name kcache can hold (a relative "
+                     "name such as \"dir/name.h\")",
+                     from, (int)id->len, id->start);
+    return false;
+  }
+  kc__binding *b = binding_get(wk->rt, name, id->len);
+  if (!b) {
+    wk->st = kc__err(wk->rt, KC_ENOMEM, "out of memory");
+    return false;
+  }
+  if (!look_up(wk, b)) return false;
+  if (quoted && !visible_def(b, wk->world)) {
+    wk->st = kc__err(wk->rt, KC_ENOTFOUND,
+                     "'%s' includes \"%s\", which is not defined in kcache (world %llu): define it with "
+                     "kc_define(rt, \"%s\", text). A file on disk cannot be included, since kcache could "
+                     "not see it change; system and toolkit headers are included with <...>",
+                     from, name, (unsigned long long)wk->world, name);
+    return false;
+  }
+  return true;
+}
+
+static bool on_stack(const walk *wk, const kc__binding *b) {
+  for (uint32_t i = 0; i < wk->depth; i++)
+    if (wk->stack[i]->binding == b) return true;
+  return false;
+}
+
+typedef struct declares_ud {
+  const char *name;
+  bool found;
+} declares_ud;
+
+static bool declares(void *ud, const kc__ident *id) {
+  declares_ud *d = ud;
+  d->found = strlen(d->name) == id->len && !memcmp(d->name, id->start, id->len);
+  return !d->found;
+}
+
+/* An enumerator (b, undefined itself): the definition that declares it, if
+ * its visible text still does; an edge on b too (defining RED itself
+ * changes what this code means). */
+static bool visit_enumerator(walk *wk, kc__binding *b) {
+  kc__binding *by = b->declared_by;
+  kc__def *d = visible_def(by, wk->world);
+  if (!d || on_stack(wk, by)) return true;
+  declares_ud u = {b->name, false};
+  kc__scan_enumerators(d->source, d->len, declares, &u);
+  if (!u.found) return true;
+  if (!add_edge(wk, b, NULL)) {
+    wk->st = kc__err(wk->rt, KC_ENOMEM, "out of memory");
+    return false;
+  }
+  return look_up(wk, by);
+}
+
+/* A pasted name known only by its prefix: the watcher of the prefix, and
+ * every visible definition whose name starts with it. */
+static bool visit_prefix(walk *wk, const kc__ident *id) {
+  kc_runtime *rt = wk->rt;
+  kc__binding *w = watcher(rt, id->start, id->len, true, NULL), **found = NULL;
+  size_t n = 0, cap = 0;
+  bool ok = w && add_edge(wk, w, NULL);
+  KC__HTAB_EACH(&rt->bindings, kc__binding, b, next_in_bucket) {
+    if (!ok) break;
+    if (strncmp(b->name, id->start, id->len) || !kc__is_identifier(b->name) || on_stack(wk, b) ||
+        !visible_def(b, wk->world))
+      continue;
+    KC__GROW(&rt->heap, found, cap, n + 1, 8, &ok);
+    if (ok) found[n++] = b;
+  }
+  if (!ok) wk->st = kc__err(rt, KC_ENOMEM, "out of memory");
+  for (size_t i = 0; ok && i < n; i++) ok = look_up(wk, found[i]);
+  kc__free(rt, found);
+  return ok;
+}
+
 void kc__closure_free(kc_runtime *rt, kc__closure *c) {
   kc__free(rt, c->defs);
   kc__free(rt, c->edges);
@@ -359,11 +557,13 @@ static void edge_range(const kc__edge *e, kc_world world, kc_world *min, kc_worl
   }
 }
 
-static bool add_backedge(kc_runtime *rt, kc__binding *b, kc__ci *ci) {
+static bool add_backedge(kc_runtime *rt, kc__ci *ci, uint32_t edge) {
+  kc__binding *b = ci->edges[edge].binding;
   bool ok;
   KC__GROW(&rt->heap, b->backedges, b->capbackedges, b->nbackedges + 1, 4, &ok);
-  if (!ok) return false;
-  b->backedges[b->nbackedges++] = ci;
+  if (!ok || b->nbackedges >= UINT32_MAX) return false;
+  ci->edges[edge].bpos = (uint32_t)b->nbackedges;
+  b->backedges[b->nbackedges++] = (kc__backedge){ci, &ci->edges[edge]};
   return true;
 }
 
@@ -378,43 +578,16 @@ void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world) {
   }
   if (max == KC_WORLD_FOREVER) {
     for (uint32_t i = 0; i < ci->nedges; i++)
-      if (!add_backedge(rt, ci->edges[i].binding, ci)) {
-        /* cannot be invalidated later: only trust it up to now */
+      if (!add_backedge(rt, ci, i)) {
+        /* cannot be invalidated later: only trust it up to now, and off
+         * the lists it got onto (they hold code valid forever only) */
+        while (i--) backedge_remove(ci->edges[i].binding, ci->edges[i].bpos);
         max = kc__load_relaxed(&rt->world);
         break;
       }
   }
+  if (max != KC_WORLD_FOREVER) clipped_push(rt, ci);
   kc__store_relaxed(&ci->min_world, min);
   kc__store_release(&ci->max_world, max); /* the range becomes non-empty last */
   kc__unlock(&rt->world_lock);
-}
-
-/* --------------------------------------------------------------- collect */
-
-uint64_t kc__table_collect(kc_runtime *rt, bool (*live)(void *ud, kc_world min, kc_world max), void *ud) {
-  uint64_t freed = 0;
-  kc__lock(&rt->world_lock);
-  KC__HTAB_EACH(&rt->bindings, kc__binding, b, next_in_bucket) {
-    size_t n = 0;
-    for (size_t j = 0; j < b->nbackedges; j++)
-      if (!b->backedges[j]->dead) b->backedges[n++] = b->backedges[j];
-    b->nbackedges = n;
-    /* A definition no live world sees can serve no lookup again; a live
-     * code instance's edges only point at definitions that hold one of
-     * its (live) worlds, so none of them goes. */
-    for (kc__def **pd = &b->defs; *pd;) {
-      kc__def *d = *pd;
-      if (live(ud, d->min_world, kc__load_relaxed(&d->max_world))) {
-        pd = &d->older;
-        continue;
-      }
-      *pd = d->older;
-      kc__free(rt, d->source);
-      kc__free(rt, d);
-      freed++;
-    }
-  }
-  kc__unlock(&rt->world_lock);
-  atomic_fetch_sub_explicit(&rt->n_defs, freed, memory_order_relaxed);
-  return freed;
 }

@@ -121,6 +121,103 @@ static bool world_live(void *ud, kc_world min, kc_world max) {
   return false;
 }
 
+/* Takes the dead code instances off their specializations' lists: each
+ * list once (swept: this collect's number), at the cost of its length. */
+static void unlist_dead(kc__ci *dead, uint64_t pass) {
+  for (kc__ci *d = dead; d; d = d->next_clipped) {
+    kc__spec *s = d->spec;
+    if (s->swept == pass) continue;
+    s->swept = pass;
+    kc__ci *keep = NULL, **tail = &keep;
+    for (kc__ci *ci = kc__load_relaxed(&s->head); ci; ci = ci->next)
+      if (!ci->dead) {
+        *tail = ci;
+        tail = &ci->next;
+      }
+    *tail = NULL;
+    kc__store_release(&s->head, keep);
+  }
+}
+
+/* Unloads the linked objects of the dead code instances: one lookup per
+ * code instance in each context that has linked anything. */
+static uint64_t unlink_dead(kc_runtime *rt, kc__ci *dead) {
+  uint64_t n = 0;
+  kc__lock(&rt->ctx_lock);
+  for (kc_context *ctx = rt->contexts; ctx && dead; ctx = ctx->next) {
+    kc__lock(&ctx->lock);
+    if (kc__load_relaxed(&ctx->alive))
+      for (kc__ci *ci = dead; ci && ctx->linked.count; ci = ci->next_clipped) {
+        kc__linked **pl = &ctx->linked.slots[kc__htab_bucket(ci->id, ctx->linked.cap)];
+        while (*pl && (*pl)->ci != ci) pl = &(*pl)->next_in_bucket;
+        kc__linked *l = *pl;
+        if (!l) continue;
+        *pl = l->next_in_bucket;
+        ctx->linked.count--;
+        kc__linked_recycle(rt, l);
+        n++;
+      }
+    kc__unlock(&ctx->lock);
+  }
+  kc__unlock(&rt->ctx_lock);
+  return n;
+}
+
+/* kc_collect's part in the table, under world_lock. The code instances of
+ * rt->clipped whose range holds no live world, taken off that list, marked
+ * dead and chained by next_clipped (they are on no backedge list: a clipped
+ * code instance left them when it was clipped); *n gets their number. */
+
+static kc__ci *collect_code(kc_runtime *rt, bool (*live)(void *, kc_world, kc_world), void *ud, uint64_t *n) {
+  kc__ci *dead = NULL;
+  *n = 0;
+  kc__lock(&rt->world_lock);
+  for (kc__ci **pc = &rt->clipped; *pc;) {
+    kc__ci *ci = *pc;
+    if (live(ud, kc__load_relaxed(&ci->min_world), kc__load_relaxed(&ci->max_world))) {
+      pc = &ci->next_clipped; /* a pin still sees it */
+      continue;
+    }
+    *pc = ci->next_clipped;
+    ci->dead = true;
+    ci->next_clipped = dead;
+    dead = ci;
+    ++*n;
+  }
+  kc__unlock(&rt->world_lock);
+  return dead;
+}
+
+/* Frees the retired definitions (kc__def_replace) visible in no live world;
+ * returns their number. */
+static uint64_t collect_defs(kc_runtime *rt, bool (*live)(void *, kc_world, kc_world), void *ud) {
+  uint64_t freed = 0;
+  kc__lock(&rt->world_lock);
+  for (kc__def **pr = &rt->retired_defs; *pr;) {
+    kc__def *d = *pr;
+    /* A definition no live world sees can serve no lookup again; a live
+     * code instance's edges only point at definitions that hold one of
+     * its (live) worlds, so none of them goes. */
+    if (live(ud, d->min_world, kc__load_relaxed(&d->max_world))) {
+      pr = &d->next_retired;
+      continue;
+    }
+    *pr = d->next_retired;
+    if (d->newer) d->newer->older = d->older;
+    else d->binding->defs = d->older;
+    if (d->older) d->older->newer = d->newer;
+    kc__free(rt, d->source);
+    kc__free(rt, d);
+    freed++;
+  }
+  kc__unlock(&rt->world_lock);
+  atomic_fetch_sub_explicit(&rt->n_defs, freed, memory_order_relaxed);
+  return freed;
+}
+
+/* The cost is what it frees plus what pins keep (the code instances with
+ * a finite range and the ended definitions that a pinned world still sees),
+ * times the contexts for the linked objects: not the size of the cache. */
 kc_status kc_collect(kc_runtime *rt, kc_collect_info *out) {
   if (out) memset(out, 0, sizeof *out);
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_collect: runtime is NULL");
@@ -138,50 +235,18 @@ kc_status kc_collect(kc_runtime *rt, kc_collect_info *out) {
   lw.latest = kc__load_acquire(&rt->world);
   kc__unlock(&rt->world_lock);
 
-  /* 1. Take dead code instances out of their specializations' lists. */
-  kc__ci *dead = NULL;
+  /* 1. The dead code instances, off their specializations' lists. */
   uint64_t ndead = 0;
-  kc__lock(&rt->spec_lock);
-  KC__HTAB_EACH(&rt->specs, kc__spec, s, next_in_bucket) {
-    kc__ci *keep = NULL, **tail = &keep;
-    for (kc__ci *ci = kc__load_relaxed(&s->head), *next; ci; ci = next) {
-      next = ci->next;
-      if (world_live(&lw, kc__load_relaxed(&ci->min_world), kc__load_relaxed(&ci->max_world))) {
-        *tail = ci;
-        tail = &ci->next;
-      } else {
-        ci->dead = true;
-        ci->next = dead;
-        dead = ci;
-        ndead++;
-      }
-    }
-    *tail = NULL;
-    kc__store_release(&s->head, keep);
-  }
-  kc__unlock(&rt->spec_lock);
-
+  kc__ci *dead = collect_code(rt, world_live, &lw, &ndead);
+  static _Atomic uint64_t passes;
+  unlist_dead(dead, kc__fetch_add_relaxed(&passes, 1) + 1);
   /* 2. Their linked objects, in every context. */
-  uint64_t nlinked = 0;
-  kc__lock(&rt->ctx_lock);
-  for (kc_context *ctx = rt->contexts; ctx && ndead; ctx = ctx->next) {
-    kc__lock(&ctx->lock);
-    if (kc__load_relaxed(&ctx->alive)) {
-      KC__HTAB_DROP_IF(&ctx->linked, kc__linked, l, next_in_bucket, l->ci->dead, {
-        nlinked++;
-        kc__linked_recycle(rt, l);
-      })
-    }
-    kc__unlock(&ctx->lock);
-  }
-  kc__unlock(&rt->ctx_lock);
-
-  /* 3. The function table: backedges to them, and dead definitions. */
-  uint64_t ndefs = kc__table_collect(rt, world_live, &lw);
-
+  uint64_t nlinked = dead ? unlink_dead(rt, dead) : 0;
+  /* 3. The definitions no live world sees. */
+  uint64_t ndefs = collect_defs(rt, world_live, &lw);
   /* 4. Free them. */
   for (kc__ci *ci = dead, *next; ci; ci = next) {
-    next = ci->next;
+    next = ci->next_clipped;
     kc__ci_free(rt, ci);
   }
   atomic_fetch_sub_explicit(&rt->n_cis, ndead, memory_order_relaxed);

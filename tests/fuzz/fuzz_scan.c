@@ -6,14 +6,19 @@
  * neither may read outside it, report something that is not there, leak,
  * or fail otherwise than with a status.
  *
- * Checked for the scanner: every identifier lies within [text, text+len),
- * is a valid identifier and a whole word (no identifier character on either
- * side), identifiers come in order without overlapping, `call` is set
- * exactly when the next thing after the word that is not a blank or a
- * comment is '(', a scan stopped after k identifiers reported exactly the
- * first k of a full scan, two scans agree, and no identifier comes from a
- * preprocessor line (checked where no comment or continued line can hide
- * where lines start: before the first '/' or backslash).
+ * Checked for the scanner: every name lies within [text, text+len) (a
+ * joined one, spelled across a line splice or pasted with ##, is reported
+ * with where it starts), an identifier outside preprocessor lines is a
+ * valid identifier and a whole word (no identifier character on either
+ * side), a joined, pasted or prefix name has only identifier characters,
+ * names come in order without overlapping, `call` is set exactly when the
+ * next thing after the word that is not a blank or a comment is '('
+ * (unless a backslash lies between), a scan stopped after k names reported
+ * exactly the first k of a full scan, two scans agree, names from a
+ * preprocessor line are marked so (checked where no comment or continued
+ * line can hide where lines start: before the first '/' or backslash), and
+ * names of preprocessor lines, includes and joined names only come from a
+ * text with a '#' or a backslash.
  *
  * Checked for the parameter parser, with the fixed name "k" and with the
  * first name in call position: on success at most KC_MAX_ARGS parameters,
@@ -50,7 +55,9 @@ typedef struct scan {
 /* The next offset at or after j that is not a blank or inside a comment. */
 static size_t skip_blanks_and_comments(const char *t, size_t len, size_t j) {
   for (;;) {
-    while (j < len && (t[j] == ' ' || t[j] == '\t' || t[j] == '\n' || t[j] == '\r')) j++;
+    while (j < len &&
+           (t[j] == ' ' || t[j] == '\t' || t[j] == '\n' || t[j] == '\r' || t[j] == '\f' || t[j] == '\v'))
+      j++;
     if (j + 1 < len && t[j] == '/' && t[j + 1] == '*') {
       const char *end = NULL;
       for (size_t q = j + 2; q + 1 < len; q++)
@@ -71,10 +78,42 @@ static size_t skip_blanks_and_comments(const char *t, size_t len, size_t j) {
 static bool on_ident(void *ud, const kc__ident *id) {
   scan *s = ud;
   const char *t = s->text;
-  KCF_CHECK(id->start >= t && id->len > 0 && id->len <= s->len && (size_t)(id->start - t) <= s->len - id->len,
-            "identifier at offset %td, length %u, outside the %zu bytes scanned", id->start - t, id->len,
-            s->len);
-  size_t off = (size_t)(id->start - t), end = off + id->len;
+  KCF_CHECK(id->at >= t && id->end >= id->at && (size_t)(id->end - t) <= s->len,
+            "a name reported at [%td, %td), outside the %zu bytes scanned", id->at - t, id->end - t, s->len);
+  KCF_CHECK(id->kind <= KC__ID_SYSINCLUDE, "kind %u", id->kind);
+  size_t off = (size_t)(id->at - t);
+  KCF_CHECK(s->n == 0 || off >= s->ids[s->n - 1].off + s->ids[s->n - 1].len,
+            "a name at %zu overlaps or precedes the previous one", off);
+  if (id->kind != KC__ID_NAME || id->joined || id->directive) {
+    /* names of preprocessor lines, includes, pastes and spliced names: the
+     * text they come from has a '#' or a backslash */
+    KCF_CHECK(memchr(t, '#', s->len) || memchr(t, '\\', s->len),
+              "kind %u (joined %d, directive %d) without a '#' or '\\' in the text", id->kind, id->joined,
+              id->directive);
+    KCF_CHECK(id->kind == KC__ID_INCLUDE || id->kind == KC__ID_SYSINCLUDE || id->kind == KC__ID_PREFIX ||
+                  id->len > 0,
+              "an empty name");
+    if (id->kind == KC__ID_NAME || id->kind == KC__ID_PREFIX) {
+      KCF_CHECK(id->len <= 256, "a name of %u bytes", id->len);
+      for (uint32_t i = 0; i < id->len; i++)
+        KCF_CHECK(is_id_char((unsigned char)id->start[i]) && (i || is_id_start((unsigned char)id->start[0])),
+                  "a reported name has 0x%02x at %u", (unsigned char)id->start[i], i);
+    } else {
+      KCF_CHECK(id->len == 0 || (id->start > t && (size_t)(id->start - t) + id->len < s->len),
+                "an include's name outside the text");
+    }
+    if (s->n == s->cap) {
+      s->cap = s->cap ? 2 * s->cap : 64;
+      s->ids = realloc(s->ids, s->cap * sizeof *s->ids);
+      if (!s->ids) abort();
+    }
+    s->ids[s->n++] = (seen){off, 0, id->call}; /* len 0: never "seen" by the parameter check */
+    return !(s->stop_after && s->n >= s->stop_after);
+  }
+  KCF_CHECK(
+      id->start == id->at && id->len > 0 && id->len <= s->len && (size_t)(id->start - t) <= s->len - id->len,
+      "identifier at offset %td, length %u, outside the %zu bytes scanned", id->start - t, id->len, s->len);
+  size_t end = off + id->len;
   KCF_CHECK(is_id_start((unsigned char)t[off]), "identifier at %zu starts with 0x%02x", off,
             (unsigned char)t[off]);
   for (size_t i = off + 1; i < end; i++)
@@ -84,23 +123,24 @@ static bool on_ident(void *ud, const kc__ident *id) {
             "identifier at %zu is the tail of a longer word", off);
   KCF_CHECK(end == s->len || !is_id_char((unsigned char)t[end]), "identifier at %zu is cut short at %zu", off,
             end);
-  KCF_CHECK(s->n == 0 || off >= s->ids[s->n - 1].off + s->ids[s->n - 1].len,
-            "identifier at %zu overlaps or precedes the previous one", off);
   /* Before the first '/' or '\\' there are no comments and no continued
    * lines, and a literal left open ends with its line: every newline starts
-   * a line, and a line whose first non-blank is '#' is a preprocessor line,
-   * whose identifiers are not dependencies. */
+   * a line, and a name on a line whose first non-blank is '#' is reported
+   * as on a preprocessor line. */
   if (off < s->first_slash_or_backslash) {
     size_t line = off;
     while (line > 0 && t[line - 1] != '\n') line--;
     while (line < off && t[line] && strchr(" \t\r\f\v", t[line])) line++;
-    KCF_CHECK(t[line] != '#', "identifier \"%.*s\" at %zu is on a preprocessor line", (int)id->len, id->start,
-              off);
+    KCF_CHECK(t[line] != '#', "identifier \"%.*s\" at %zu is on a preprocessor line but not marked so",
+              (int)id->len, id->start, off);
   }
   size_t j = skip_blanks_and_comments(t, s->len, end);
-  bool call = j < s->len && t[j] == '(';
-  KCF_CHECK(id->call == call, "identifier \"%.*s\" at %zu: call is %d, the next token says %d", (int)id->len,
-            id->start, off, id->call, call);
+  /* (a line splice is a blank to the scanner, not to this check) */
+  if (!memchr(t + end, '\\', (j < s->len ? j + 1 : s->len) - end)) {
+    bool call = j < s->len && t[j] == '(';
+    KCF_CHECK(id->call == call, "identifier \"%.*s\" at %zu: call is %d, the next token says %d",
+              (int)id->len, id->start, off, id->call, call);
+  }
   if (s->n == s->cap) {
     s->cap = s->cap ? 2 * s->cap : 64;
     s->ids = realloc(s->ids, s->cap * sizeof *s->ids);
@@ -237,6 +277,23 @@ static void check_comments_are_blanks(const char *src, const char *name) {
   free(blank);
 }
 
+/* Enumerators: identifiers of the text, in order. */
+typedef struct enums {
+  const char *text;
+  size_t len;
+  const char *last;
+} enums;
+
+static bool on_enum(void *ud, const kc__ident *id) {
+  enums *e = ud;
+  KCF_CHECK(id->start >= e->text && (size_t)(id->start - e->text) + id->len <= e->len && id->len > 0,
+            "an enumerator outside the text");
+  KCF_CHECK(is_id_start((unsigned char)id->start[0]), "an enumerator that is no identifier");
+  KCF_CHECK(!e->last || id->start > e->last, "enumerators out of order");
+  e->last = id->start;
+  return true;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint64_t seed = kcf_seed(data, size);
   char *text = kcf_dup(data, size);
@@ -254,6 +311,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   free(again.ids);
   free(full.ids);
+  enums en = {text, size, NULL};
+  kc__scan_enumerators(text, size, on_enum, &en);
   free(text);
 
   /* The parameter parser takes C strings. */

@@ -9,6 +9,8 @@
  * scan:    kernel sources as kcache's tests and demo define them, and the
  *          corners of the scanner (comments, literals, preprocessor lines,
  *          numbers, unterminated things).
+ * file:    source files for kc_define_file's splitter (and, as a header, for
+ *          the inlining of includes in a translation unit).
  * params:  specialization parameter strings, good and bad.
  * store:   entries made with kc__entry_encode in each mode of fuzz_store.c,
  *          payloads damaged in each way the decoder checks, two entries
@@ -101,8 +103,54 @@ static void scan_seeds(void) {
       {"unterminated_params.c", "KC_KERNEL void k(int a, float b"},
       {"crlf.c", "KC_DEVICE float h(float x)\r\n{\r\n  return g\r\n(x);\r\n}\r\n"},
       {"utf8.c", "KC_DEVICE float h(float x) { /* \xc3\xa9t\xc3\xa9 */ return \xce\xbb(x); }"},
+      /* preprocessor lines read (issue 14): macro bodies, pastes, splices, includes */
+      {"macro_call.c",
+       "KC_KERNEL void k(KC_GLOBAL float *y) {\n#define CALL(x) helper(x)\n  y[0] = CALL(1);\n}\n"},
+      {"macro_object.c", "#define NAME 7"},
+      {"macro_spliced.c", "#define TWICE(x) \\\n  (dbl(x) * SCALE)"},
+      {"paste_known.c", "#define JOINED(x) op_ ## add(x)"},
+      {"paste_param.c", "#define OP(name, x) op_ ## name(x) ## _t pre_##name##_post x##_impl #x"},
+      {"paste_variadic.c", "#define V(fmt, ...) log_##fmt(__VA_ARGS__) f(, ## __VA_ARGS__)"},
+      {"splice_name.c", "KC_KERNEL void ks(KC_GLOBAL float *y) { y[0] = hel\\\nper(1.0f); }"},
+      {"splice_crlf.c", "#def\\\r\nine M(x) he\\\r\nlp(x)\r\n"},
+      {"include_quoted.c", "#include \"common.h\"\n#include <math.h>\n# include_next \"dsp/fir.cuh\"\nk(1);"},
+      {"include_computed.c", "#define HDR \"x.h\"\n#include HDR\n#include \"unterminated\n"},
+      {"directives.c", "#if defined(A) && B(1)\n#elif C\n#error don't call d(1)\n#pragma unroll N\n#endif\n"},
+      {"macro_many_params.c",
+       "#define M(a0,a1,a2,a3,a4,a5,a6,a7,a8,a9,b0,b1,b2,b3,b4,b5,b6,b7,b8,b9,c0,c1,c2,c3,c4,"
+       "c5,c6,c7,c8,c9,d0,d1,d2,d3) a0##d3 d3 x##y\n"},
   };
   for (size_t i = 0; i < sizeof s / sizeof *s; i++) put_str("scan", s[i].name, s[i].src);
+}
+
+/* ---------------------------------------------------------------- file */
+
+static void file_seeds(void) {
+  static const struct {
+    const char *name, *src;
+  } s[] = {
+      {"typical.cl", "/* a file */\n#include \"common.h\"\n#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+                     "#define BIAS 1.0f\ntypedef struct Pair { float a, b; } Pair;\n"
+                     "KC_DEVICE float ha(float x);\nKC_DEVICE float ha(float x) { return x + BIAS; }\n"
+                     "KC_KERNEL void ka(KC_GLOBAL float *y) { y[kc_global_id(0)] = ha(1.0f); }\n"},
+      {"types.c", "struct S { int a; };\nunion U { int a; float b; };\nenum E { A, B };\n"
+                  "typedef float (*fn)(float);\nstatic const float t[4] = {1, 2, 3, 4};\n"
+                  "__constant float c = 2.0f;\n"},
+      {"body_directives.c", "KC_DEVICE float f(float x) {\n#if 1\n  return x;\n#endif\n}\n"},
+      {"conditional.c", "#ifdef X\nint a;\n#endif\n"},
+      {"duplicate.c", "KC_DEVICE float h(float x) { return x; }\nKC_DEVICE float h(float x) { return x; }\n"},
+      {"unterminated.c", "KC_DEVICE float h(float x) { return x;\n"},
+      {"stray_brace.c", "}\n"},
+      {"cuda.cu", "__device__ float h(float x) { return x; }\n"
+                  "extern \"C\" __global__ void __launch_bounds__(256) k(float *y) { y[0] = h(1); }\n"},
+      {"attributes.c",
+       "KC_KERNEL void k(KC_GLOBAL float *y) __attribute__((reqd_work_group_size(1, 1, 1))) { }\n"},
+      {"spliced_define.c",
+       "#define LONG(x) \\\n  ((x) + \\\n   1)\nKC_DEVICE int f(int a) { return LONG(a); }\n"},
+      {"strings.c", "KC_DEVICE int f(void) { return \"}\"[0] + '{'; } /* } */ // {\n"},
+      {"empty.c", ""},
+  };
+  for (size_t i = 0; i < sizeof s / sizeof *s; i++) put_str("file", s[i].name, s[i].src);
 }
 
 /* -------------------------------------------------------------- params */
@@ -532,6 +580,7 @@ int main(int argc, char **argv) {
   out_root = argv[1];
   mkdir(out_root, 0755);
   scan_seeds();
+  file_seeds();
   params_seeds();
   store_seeds();
   options_seeds();

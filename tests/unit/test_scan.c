@@ -25,8 +25,13 @@ typedef struct found {
 static bool collect(void *ud, const kc__ident *id) {
   found *f = ud;
   size_t n = strlen(f->text);
-  snprintf(f->text + n, sizeof f->text - n, "%s%.*s%s", n ? " " : "", (int)id->len, id->start,
-           id->call ? "(" : "");
+  const char *open = id->kind == KC__ID_INCLUDE ? "\"" : id->kind == KC__ID_SYSINCLUDE ? "<" : "";
+  const char *close = id->kind == KC__ID_INCLUDE      ? "\""
+                      : id->kind == KC__ID_SYSINCLUDE ? ">"
+                      : id->kind == KC__ID_PREFIX     ? "*"
+                                                      : "";
+  snprintf(f->text + n, sizeof f->text - n, "%s%s%.*s%s%s", n ? " " : "", open, (int)id->len, id->start,
+           close, id->call ? "(" : "");
   f->count++;
   return !(f->stop_after && f->count >= f->stop_after);
 }
@@ -91,15 +96,63 @@ static void test_scan_skips_literals(void **state) {
   EXPECT_SCAN("\"\\", "");
 }
 
-static void test_scan_skips_preprocessor_lines(void **state) {
+/* Preprocessor lines are read (issue 14): a #define's name, then its body
+ * without the macro's parameters; #if names; includes are reported as
+ * "<name>" or "\"name\"" here; #error text is not. */
+static void test_scan_reads_preprocessor_lines(void **state) {
   (void)state;
-  EXPECT_SCAN("#include <math.h>\na", "a");
-  EXPECT_SCAN("  #define F(x) g(x)\nb", "b");
-  EXPECT_SCAN("#define A \\\n  q(1)\nr", "r"); /* continued line */
-  EXPECT_SCAN("#if X\nf(1)\n#endif\n", "f(");
+  EXPECT_SCAN("#include <math.h>\na", "<math.h> a");
+  EXPECT_SCAN("#include \"u.h\"\na", "\"u.h\" a");
+  EXPECT_SCAN("#include HDR\na", "\"\" HDR a"); /* computed: an unnamed include, then its names */
+  EXPECT_SCAN("  #define F(x) g(x)\nb", "F( g( b");
+  EXPECT_SCAN("#define A \\\n  q(1)\nr", "A q( r"); /* continued line */
+  EXPECT_SCAN("#if X\nf(1)\n#endif\n", "X f(");
+  EXPECT_SCAN("#ifdef USE_FAST\n#endif", "USE_FAST");
+  EXPECT_SCAN("#error don't use helper(1)\nz", "z");
   EXPECT_SCAN("a # b", "a b"); /* not at the start of a line */
   EXPECT_SCAN("#", "");
-  EXPECT_SCAN("#define A \\", "");
+  EXPECT_SCAN("#define A \\", "A");
+  EXPECT_SCAN("#define S \"/*\" x\ny", "S x y"); /* a comment marker in a literal */
+  EXPECT_SCAN("#define L(a, b, ...) a(b) h(__VA_ARGS__) k\n", "L( h( k");
+  EXPECT_SCAN("#define N 7", "N");
+  EXPECT_SCAN("k() {\n#define CALL(x) helper(x)\n  CALL(1);\n}", "k( CALL( helper( CALL(");
+}
+
+/* Pastes and splices: a paste of known pieces is one name; one that takes
+ * a parameter is a prefix ("op_*"); a spliced name is joined. */
+static void test_scan_pastes_and_splices(void **state) {
+  (void)state;
+  EXPECT_SCAN("#define P a ## b(1)\n", "P ab(");
+  EXPECT_SCAN("#define P(x) op_ ## x(1)\n", "P( op_*(");
+  EXPECT_SCAN("#define P(x) x ## _impl\n", "P( *");
+  EXPECT_SCAN("#define P(x) pre_##x##_post\n", "P( pre_*");
+  EXPECT_SCAN("#define P(x) f ## 2 (x)\n", "P( f2(");
+  EXPECT_SCAN("#define P(x) #x y\n", "P( y"); /* stringized */
+  EXPECT_SCAN("#define P(x) f ## 1.5e-3 g\n", "P( f1* g"); /* no name: a prefix */
+  EXPECT_SCAN("#define P(x) 1 ## x g\n", "P( g"); /* a number */
+  EXPECT_SCAN("a ## b", "a b"); /* outside a #define: no pasting */
+  EXPECT_SCAN("hel\\\nper(1)", "helper(");
+  EXPECT_SCAN("hel\\\r\nper (1)", "helper(");
+  EXPECT_SCAN("f \\\n (x)", "f( x");
+  EXPECT_SCAN("#def\\\nine M(x) he\\\nlp(x)\n", "M( help(");
+}
+
+static bool collect_enum(void *ud, const kc__ident *id) { return collect(ud, id); }
+
+static const char *scan_enums(const char *src) {
+  static found f;
+  memset(&f, 0, sizeof f);
+  kc__scan_enumerators(src, strlen(src), collect_enum, &f);
+  return f.text;
+}
+
+static void test_scan_enumerators(void **state) {
+  (void)state;
+  assert_string_equal(scan_enums("enum Mode { A = 1, B = (2, 3), C };"), "A B C");
+  assert_string_equal(scan_enums("typedef enum { X, Y = f(1, 2) } E;"), "X Y");
+  assert_string_equal(scan_enums("enum Mode m = A; enum Mode f(int x) { return x; }"), "");
+  assert_string_equal(scan_enums("/* enum { no } */ \"enum { no }\" enum { yes };"), "yes");
+  assert_string_equal(scan_enums("enum { A, B"), "A B");
 }
 
 static void test_scan_skips_numbers(void **state) {
@@ -320,7 +373,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_scan_identifiers_and_calls),
       cmocka_unit_test(test_scan_skips_comments),
       cmocka_unit_test(test_scan_skips_literals),
-      cmocka_unit_test(test_scan_skips_preprocessor_lines),
+      cmocka_unit_test(test_scan_reads_preprocessor_lines),
+      cmocka_unit_test(test_scan_pastes_and_splices),
+      cmocka_unit_test(test_scan_enumerators),
       cmocka_unit_test(test_scan_skips_numbers),
       cmocka_unit_test(test_scan_stops_when_asked),
       cmocka_unit_test(test_scan_call_through_comment),

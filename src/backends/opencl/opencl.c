@@ -469,4 +469,5 @@ const kc__backend kc__backend_opencl = {
     .stream_wait = ocl_stream_wait,
     .buf_wrap = ocl_buf_wrap,
     .buf_unwrap = ocl_buf_unwrap,
+    .link_uses_source = true,
 };

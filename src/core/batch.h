@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * batch.h -- many definitions in one world: what table.c gives
+ * kc_define_file (source_file.c) and what source_file.c gives the CLI and
+ * the fuzzers (the splitter). Included by core.h, after the data model.
+ */
+#ifndef KC_CORE_BATCH_H
+#define KC_CORE_BATCH_H
+
+/* Many definitions in one world (table.c, for kc_define_file): each item
+ * defines name (source non-NULL) or undefines it (if visible); identical
+ * text changes nothing. With file, the names the file's last load defined
+ * and this one does not are undefined too, and the file's names are
+ * recorded (source_file.c), all under world_lock. *changed (may be NULL)
+ * gets how many names changed; *new_world the world (the current one if
+ * nothing changed). */
+/* table.c's primitives for batches, under world_lock: the binding of a
+ * name (made if new; NULL: out of memory), its definition visible at w,
+ * the check of a name, and ending (at w) the code that looked b up or
+ * watched a prefix of its name (buf: room for strlen(b->name) + 1 bytes,
+ * allocated before anything changed). */
+kc__binding *kc__binding_get(kc_runtime *rt, const char *name, size_t len);
+void kc__binding_invalidate(kc_runtime *rt, kc__binding *b, kc_world w);
+kc__def *kc__visible_def(const kc__binding *b, kc_world w);
+kc_status kc__check_name(const kc_runtime *rt, const char *what, const char *name);
+void kc__table_clip(kc_runtime *rt, kc__binding *b, kc_world w, char *buf);
+/* Ends cur (if any) at w, onto the retired list kc_collect walks, and makes
+ * d (if any) b's newest definition; under world_lock. */
+void kc__def_replace(kc_runtime *rt, kc__binding *b, kc__def *cur, kc__def *d, kc_world w);
+/* Enumerators of a new definition of `by` (source_file.c, under world_lock):
+ * their bindings (false: out of memory), then, once it is in, their link. */
+bool kc__declare_prepare(kc_runtime *rt, const char *source, size_t len);
+void kc__declare_commit(kc_runtime *rt, kc__binding *by, const char *source, size_t len, kc_world w);
+typedef struct kc__change {
+  const char *name;
+  const char *source; /* NULL: undefine */
+  size_t len;
+  bool changed; /* set by kc__define_batch */
+} kc__change;
+kc_status kc__define_batch(kc_runtime *rt, const char *file, kc__change *items, size_t n, size_t *changed,
+                           kc_world *new_world);
+/* source_file.c, under world_lock: the names file's last load defined that
+ * items lacks (pointers into the record, valid until kc__file_commit), and
+ * the record of this load (made before anything changes, so it cannot
+ * fail after), installed by kc__file_commit or freed by kc__file_abort. */
+typedef struct kc__srcfile kc__srcfile;
+kc_status kc__file_prepare(kc_runtime *rt, const char *file, const kc__change *items, size_t n,
+                           const char ***gone, size_t *ngone, kc__srcfile **rec);
+void kc__file_commit(kc_runtime *rt, kc__srcfile *rec);
+void kc__file_abort(kc_runtime *rt, kc__srcfile *rec);
+void kc__files_free(kc_runtime *rt);
+/* Cuts a source file into its top-level definitions (source_file.c): names
+ * and texts (after the #include and #pragma lines before them); free with
+ * kc__free_changes. */
+kc_status kc__split_file(kc_runtime *rt, const char *file, const char *text, size_t len, kc__change **out,
+                         size_t *n);
+void kc__free_changes(kc_runtime *rt, kc__change *v, size_t n);
+
+#endif /* KC_CORE_BATCH_H */

@@ -1,0 +1,533 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * source_file.c -- whole source files in the table (kc_define_file): the
+ * splitter that cuts a file into its top-level definitions (functions,
+ * types, constants, macros), each named by what it defines; the record of
+ * the names each file defined, so that a reload undefines the ones that
+ * disappeared; and the public call, which defines all of it in one world
+ * through kc__define_batch, changing only what differs. Also what any
+ * definition's text may be (kc__check_source), and the enumerators it
+ * declares (kc__declare_*), for kc_define and kc_define_file alike.
+ *
+ * The splitter, like the scanner, takes (pointer, length), never reads past
+ * it and fails only with a status and a message that names the line.
+ */
+#include "core/core.h"
+#include "core/lex.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------- what a definition may be */
+
+/* A definition's text before it enters the table: a function, type or
+ * constant must mention its name, a macro must #define it; a header may
+ * be anything. A paste kcache cannot resolve is reported (the log, info):
+ * code that uses it depends on every name with its prefix. */
+typedef struct {
+  const char *name;
+  bool mentioned;
+  const kc__ident *prefix; /* the first unresolved paste */
+  bool want_prefix; /* the log would say so (KC_LOG_INFO): scan to the end */
+  char prefix_text[64];
+} source_ud;
+
+static bool source_ident(void *ud, const kc__ident *id) {
+  source_ud *u = ud;
+  if (id->kind == KC__ID_NAME && strlen(u->name) == id->len && !memcmp(u->name, id->start, id->len))
+    u->mentioned = true;
+  if (id->kind == KC__ID_PREFIX && !u->prefix) {
+    u->prefix = id;
+    snprintf(u->prefix_text, sizeof u->prefix_text, "%.*s", (int)(id->len < 60 ? id->len : 60), id->start);
+  }
+  return !(u->mentioned && (u->prefix || !u->want_prefix));
+}
+
+kc_status kc__check_source(const kc_runtime *rt, const char *name, const char *source, size_t len) {
+  if (kc__is_header_name(name)) return KC_OK;
+  source_ud u = {name, false, NULL, false, ""};
+  u.want_prefix = kc__log_on(rt, KC_LOG_INFO);
+  kc__scan_idents(source, len, source_ident, &u);
+  if (!u.mentioned)
+    return kc__err(rt, KC_EINVAL,
+                   "kc_define: the source given for '%s' never mentions '%s' (a function, type or "
+                   "constant named '%s', or #define %s)",
+                   name, name, name, name);
+  if (u.prefix)
+    kc__log(rt, KC_LOG_INFO,
+            "'%s' pastes a macro parameter into a name (\"%s\" ## ...): kcache cannot know the name, "
+            "so code that uses it depends on every definition whose name starts with \"%s\"",
+            name, u.prefix_text, u.prefix_text);
+  return KC_OK;
+}
+
+/* Enumerators: a definition that declares RED in an enum becomes what
+ * RED's binding is declared by. Two steps: the bindings first (may fail:
+ * nothing has changed yet), then, with the definition in the table, the
+ * link and the end of the code that looked RED up (cannot fail). */
+typedef struct enum_ud {
+  kc_runtime *rt;
+  kc__binding *by; /* NULL: make the bindings */
+  kc_world w;
+  bool ok;
+} enum_ud;
+
+static bool on_enumerator(void *ud, const kc__ident *id) {
+  enum_ud *e = ud;
+  if (!e->by) return (e->ok = kc__binding_get(e->rt, id->start, id->len) != NULL);
+  kc__binding *b = kc__binding_get(e->rt, id->start, id->len); /* made by the first step: no allocation */
+  if (b && b != e->by) {
+    b->declared_by = e->by;
+    kc__binding_invalidate(e->rt, b, e->w);
+  }
+  return true;
+}
+
+/* Whether "enum" occurs in text at all (the common case: it does not). */
+static bool may_declare(const char *t, size_t len) {
+  for (const char *p = t; len >= 4 && (p = memchr(p, 'e', len - 3 - (size_t)(p - t))) != NULL; p++)
+    if (!memcmp(p, "enum", 4)) return true;
+  return false;
+}
+
+bool kc__declare_prepare(kc_runtime *rt, const char *source, size_t len) {
+  if (!may_declare(source, len)) return true;
+  enum_ud e = {rt, NULL, 0, true};
+  kc__scan_enumerators(source, len, on_enumerator, &e);
+  return e.ok;
+}
+
+void kc__declare_commit(kc_runtime *rt, kc__binding *by, const char *source, size_t len, kc_world w) {
+  if (!may_declare(source, len)) return;
+  enum_ud e = {rt, by, w, true};
+  kc__scan_enumerators(source, len, on_enumerator, &e);
+}
+
+/* ---------------------------------------------------------------- split */
+
+typedef struct piece {
+  size_t start, end; /* its text */
+  size_t pro; /* the bytes of the prologue that go before it */
+  const char *name;
+  size_t nlen;
+  size_t line;
+} piece;
+
+typedef struct splitter {
+  kc_runtime *rt;
+  const char *file, *t;
+  size_t len;
+  kc__sb pro; /* the file's #include and #pragma lines so far */
+  piece *v;
+  size_t n, cap;
+  kc_status st;
+} splitter;
+
+static size_t line_at(const char *t, size_t at) {
+  size_t n = 1;
+  for (size_t i = 0; i < at; i++) n += t[i] == '\n';
+  return n;
+}
+
+static kc_status fail(splitter *sp, size_t at, const char *what) {
+  if (!sp->st)
+    sp->st = kc__err(sp->rt, KC_EINVAL, "kc_define_file: %s:%zu: %s", sp->file, line_at(sp->t, at), what);
+  return sp->st;
+}
+
+static bool word(const char *s, size_t n, const char *w) { return strlen(w) == n && !memcmp(s, w, n); }
+
+/* A name a definition may have: not a keyword, not reserved. */
+static bool nameable(const char *s, size_t n) {
+  return !kc__is_keyword(s, n) && !(n >= 2 && s[0] == '_' && s[1] == '_') &&
+         !(n >= 3 && (!memcmp(s, "KC_", 3) || !memcmp(s, "kc_", 3)));
+}
+
+static void add(splitter *sp, size_t start, size_t end, const char *name, size_t nlen) {
+  bool ok;
+  KC__GROW(&sp->rt->heap, sp->v, sp->cap, sp->n + 1, 16, &ok);
+  if (!ok) {
+    sp->st = kc__err(sp->rt, KC_ENOMEM, "kc_define_file: out of memory");
+    return;
+  }
+  for (size_t i = 0; i < sp->n; i++)
+    if (sp->v[i].nlen == nlen && !memcmp(sp->v[i].name, name, nlen)) {
+      char msg[160];
+      snprintf(msg, sizeof msg, "'%.*s' is defined twice (first at line %zu): one definition per name",
+               (int)(nlen < 80 ? nlen : 80), name, sp->v[i].line);
+      fail(sp, start, msg);
+      return;
+    }
+  sp->v[sp->n++] = (piece){start, end, sp->pro.len, name, nlen, line_at(sp->t, start)};
+}
+
+/* A preprocessor line at the top level, '#' at i; returns its end. */
+static size_t top_directive(splitter *sp, size_t i) {
+  const char *t = sp->t;
+  size_t e = kc__lx_line_end(t, sp->len, i), j = kc__lx_next(t, e, i + 1, true), k = j;
+  while (k < e && kc__lx_id_char((unsigned char)t[k])) k++;
+  if (j == e) return e; /* "#" alone */
+  if (word(t + j, k - j, "define")) {
+    size_t a = kc__lx_next(t, e, k, true), b = a;
+    while (b < e && kc__lx_id_char((unsigned char)t[b])) b++;
+    if (b == a || !kc__lx_id_start((unsigned char)t[a])) fail(sp, i, "#define without a name");
+    else add(sp, i, e, t + a, b - a);
+  } else if (word(t + j, k - j, "include") || word(t + j, k - j, "pragma")) {
+    kc__sb_append(&sp->pro, t + i, e - i); /* every definition after it sees it */
+    kc__sb_puts(&sp->pro, "\n");
+  } else {
+    fail(sp, i,
+         "only #define, #include and #pragma may stand between definitions (a conditional or other "
+         "directive would make what the file defines depend on the preprocessor; put it inside a "
+         "definition)");
+  }
+  return e;
+}
+
+/* What the tokens of one top-level declaration tell about its name. */
+typedef struct decl {
+  size_t start;
+  bool any, is_typedef, saw_eq, fn_body;
+  int paren, bracket;
+  char last; /* the last significant character at depth 0 */
+  const char *fn, *last0, *first1, *tag; /* names: in call position, last, first in parens, after struct */
+  size_t fnl, last0l, first1l, tagl;
+  bool after_tagkw;
+} decl;
+
+static void decl_ident(decl *d, const char *t, size_t s, size_t e, bool call) {
+  size_t n = e - s;
+  if (!d->any && word(t + s, n, "typedef")) d->is_typedef = true;
+  bool kw = word(t + s, n, "struct") || word(t + s, n, "union") || word(t + s, n, "enum");
+  if (d->after_tagkw && !d->tag && nameable(t + s, n)) d->tag = t + s, d->tagl = n;
+  d->after_tagkw = kw;
+  if (d->saw_eq || d->bracket) return;
+  /* a function's name may be a reserved one, for kc_define_file to refuse */
+  bool fn_ok = !kc__is_keyword(t + s, n) && !(n >= 2 && t[s] == '_' && t[s + 1] == '_');
+  if (d->paren == 0 && call && !d->fn_body && fn_ok) d->fn = t + s, d->fnl = n;
+  if (!nameable(t + s, n)) return;
+  if (d->paren == 0) d->last0 = t + s, d->last0l = n;
+  else if (d->paren == 1 && !d->first1) d->first1 = t + s, d->first1l = n;
+}
+
+/* The end of a declaration: its name, then the piece (prototypes skipped). */
+static void decl_end(splitter *sp, decl *d, size_t end) {
+  if (!d->any) return;
+  const char *name = NULL;
+  size_t n = 0;
+  if (d->fn_body) name = d->fn, n = d->fnl;
+  else if (d->is_typedef) name = d->last0 ? d->last0 : d->first1, n = d->last0 ? d->last0l : d->first1l;
+  else if (d->fn && !d->saw_eq && d->last0 == d->fn) return; /* a prototype: the table orders definitions */
+  else if (d->tag && (!d->last0 || d->last0 == d->tag)) name = d->tag, n = d->tagl;
+  else name = d->last0, n = d->last0l;
+  if (!name) fail(sp, d->start, "cannot tell the name of this definition");
+  else add(sp, d->start, end, name, n);
+}
+
+/* Longer than 80 lines on purpose: one pass over the file, a branch per
+ * token that matters at the top level. */
+static void split(splitter *sp) {
+  const char *t = sp->t;
+  size_t len = sp->len, i = 0;
+  int depth = 0; /* braces */
+  bool line_start = true;
+  decl d = {0};
+  while (i < len && !sp->st) {
+    unsigned char c = (unsigned char)t[i];
+    size_t s;
+    if (c == '\n') {
+      line_start = true;
+      i++;
+    } else if (isspace(c) || (s = kc__lx_splice(t, len, i)) != 0) {
+      i += isspace(c) ? 1 : s;
+    } else if (c == '/' && i + 1 < len && (t[i + 1] == '/' || t[i + 1] == '*')) {
+      i = kc__lx_next(t, len, i, true);
+    } else if (c == '#' && line_start) {
+      if (depth > 0) i = kc__lx_line_end(t, len, i); /* inside a body: the definition's own */
+      else if (d.any) fail(sp, i, "a preprocessor line inside a top-level declaration is not supported");
+      else i = top_directive(sp, i);
+    } else {
+      line_start = false;
+      if (!d.any && depth == 0) d = (decl){.start = i};
+      if (c == '"' || c == '\'') {
+        i = (size_t)(kc__lx_literal_end(t + i, t + len) - t);
+        if (i < len && t[i] == (char)c) i++;
+      } else if (kc__lx_id_start(c) || isdigit(c)) {
+        size_t e = i;
+        while (e < len && (kc__lx_id_char((unsigned char)t[e]) || (isdigit(c) && t[e] == '.'))) e++;
+        size_t nx = kc__lx_next(t, len, e, false);
+        if (depth == 0 && kc__lx_id_start(c)) decl_ident(&d, t, i, e, nx < len && t[nx] == '(');
+        i = e;
+      } else {
+        if (depth == 0) {
+          if (c == '(') d.paren++;
+          else if (c == ')' && d.paren > 0) d.paren--;
+          else if (c == '[') d.bracket++;
+          else if (c == ']' && d.bracket > 0) d.bracket--;
+          else if (c == '=' && d.paren == 0) d.saw_eq = true;
+        }
+        if (c == '{') {
+          if (depth == 0 && d.last == ')' && d.paren == 0 && !d.saw_eq) d.fn_body = true;
+          depth++;
+        } else if (c == '}') {
+          if (depth == 0) fail(sp, i, "'}' without its '{'");
+          else if (--depth == 0 && d.fn_body) {
+            decl_end(sp, &d, i + 1);
+            d.any = false;
+            i++;
+            continue;
+          }
+        } else if (c == ';' && depth == 0 && d.paren == 0) {
+          decl_end(sp, &d, i + 1);
+          d.any = false;
+          i++;
+          continue;
+        }
+        i++;
+      }
+      if (depth == 0 && d.any) d.last = (char)c;
+      d.any = true;
+    }
+  }
+  if (!sp->st && (depth > 0 || d.any)) fail(sp, d.start, "the file ends inside this definition");
+}
+
+/* --------------------------------------------------------- file records */
+
+struct kc__srcfile {
+  kc__srcfile *next;
+  char *file;
+  char **names;
+  size_t n;
+};
+
+static void rec_free(kc_runtime *rt, kc__srcfile *r) {
+  if (!r) return;
+  for (size_t i = 0; i < r->n; i++) kc__free(rt, r->names[i]);
+  kc__free(rt, r->names);
+  kc__free(rt, r->file);
+  kc__free(rt, r);
+}
+
+static kc__srcfile **rec_find(kc_runtime *rt, const char *file) {
+  kc__srcfile **p = &rt->files;
+  while (*p && strcmp((*p)->file, file)) p = &(*p)->next;
+  return p;
+}
+
+kc_status kc__file_prepare(kc_runtime *rt, const char *file, const kc__change *items, size_t n,
+                           const char ***gone, size_t *ngone, kc__srcfile **rec) {
+  *gone = NULL;
+  *ngone = 0;
+  kc__srcfile *r = kc__calloc(rt, sizeof *r), *old = *rec_find(rt, file);
+  if (r) r->file = kc__strdup(rt, file);
+  if (r && r->file) r->names = kc__calloc(rt, (n ? n : 1) * sizeof *r->names);
+  bool ok = r && r->names;
+  for (size_t i = 0; ok && i < n; i++) ok = (r->names[r->n++] = kc__strdup(rt, items[i].name)) != NULL;
+  if (ok && old && old->n) {
+    *gone = kc__alloc(rt, old->n * sizeof **gone);
+    ok = *gone != NULL;
+    for (size_t i = 0; ok && i < old->n; i++) {
+      bool kept = false;
+      for (size_t j = 0; j < n && !kept; j++) kept = !strcmp(old->names[i], items[j].name);
+      if (!kept) (*gone)[(*ngone)++] = old->names[i];
+    }
+  }
+  if (!ok) {
+    kc__free(rt, *gone);
+    *gone = NULL;
+    *ngone = 0;
+    rec_free(rt, r);
+    return kc__err(rt, KC_ENOMEM, "kc_define_file: out of memory");
+  }
+  *rec = r;
+  return KC_OK;
+}
+
+void kc__file_commit(kc_runtime *rt, kc__srcfile *rec) {
+  kc__srcfile **p = rec_find(rt, rec->file), *old = *p;
+  rec->next = old ? old->next : NULL;
+  *p = rec;
+  rec_free(rt, old);
+}
+
+void kc__file_abort(kc_runtime *rt, kc__srcfile *rec) { rec_free(rt, rec); }
+
+void kc__files_free(kc_runtime *rt) {
+  for (kc__srcfile *r = rt->files, *next; r; r = next) {
+    next = r->next;
+    rec_free(rt, r);
+  }
+  rt->files = NULL;
+}
+
+/* -------------------------------------------------------------- batches */
+
+/* The new definition of (b, item) for world w+1, or NULL (out of memory). */
+static kc__def *new_def(kc_runtime *rt, kc__binding *b, const kc__change *it, kc_world w) {
+  kc__def *d = kc__calloc(rt, sizeof *d);
+  char *text = d ? kc__strndup(rt, it->source, it->len) : NULL;
+  if (!text) {
+    kc__free(rt, d);
+    return NULL;
+  }
+  d->source = text;
+  d->len = it->len;
+  d->hash = kc__hash(it->source, it->len);
+  d->binding = b;
+  d->min_world = w + 1;
+  atomic_init(&d->max_world, KC_WORLD_FOREVER);
+  return d;
+}
+
+/* Under world_lock: the bindings and new definitions of items (NULL where
+ * nothing changes); false when out of memory (nothing changed). */
+static bool batch_prepare(kc_runtime *rt, kc__change *items, size_t n, kc__binding **bs, kc__def **ds,
+                          kc_world w) {
+  for (size_t i = 0; i < n; i++) {
+    kc__change *it = &items[i];
+    kc__binding *b = bs[i] = kc__binding_get(rt, it->name, strlen(it->name));
+    if (!b) return false;
+    kc__def *cur = kc__visible_def(b, w);
+    it->changed =
+        it->source ? !cur || cur->len != it->len || memcmp(cur->source, it->source, it->len) : cur != NULL;
+    ds[i] = NULL;
+    if (it->changed && it->source && !(ds[i] = new_def(rt, b, it, w))) return false;
+    if (ds[i] && !kc__declare_prepare(rt, it->source, it->len)) return false;
+  }
+  return true;
+}
+
+/* Longer than 80 lines because its steps share one lock and one cleanup:
+ * validate, prepare every definition, then change the table at once. */
+kc_status kc__define_batch(kc_runtime *rt, const char *file, kc__change *items, size_t n, size_t *changed,
+                           kc_world *new_world) {
+  for (size_t i = 0; i < n; i++) {
+    kc_status st = kc__check_name(rt, "kc_define_file", items[i].name);
+    if (!st && items[i].source) st = kc__check_source(rt, items[i].name, items[i].source, items[i].len);
+    if (st) return st;
+  }
+  kc__lock(&rt->world_lock);
+  kc_world w = kc__load_relaxed(&rt->world);
+  const char **gone = NULL;
+  size_t ngone = 0, total = n, nchanged = 0;
+  kc__srcfile *rec = NULL;
+  kc__change *all = items;
+  kc__binding **bs = NULL;
+  kc__def **ds = NULL;
+  kc_status st = file ? kc__file_prepare(rt, file, items, n, &gone, &ngone, &rec) : KC_OK;
+  if (!st && ngone) { /* the vanished names, undefined after the items */
+    total = n + ngone;
+    all = kc__alloc(rt, total * sizeof *all);
+    if (all) {
+      memcpy(all, items, n * sizeof *all);
+      for (size_t i = 0; i < ngone; i++) all[n + i] = (kc__change){gone[i], NULL, 0, false};
+    }
+  }
+  size_t longest = 0; /* the watchers' buffer (kc__table_clip) */
+  for (size_t i = 0; all && i < total; i++)
+    if (strlen(all[i].name) > longest) longest = strlen(all[i].name);
+  char *wbuf = NULL;
+  if (!st) {
+    bs = kc__alloc(rt, (total ? total : 1) * sizeof *bs);
+    ds = kc__calloc(rt, (total ? total : 1) * sizeof *ds);
+    wbuf = kc__alloc(rt, longest + 2);
+  }
+  if (!st && (!all || !bs || !ds || !wbuf || !batch_prepare(rt, all, total, bs, ds, w)))
+    st = kc__err(rt, KC_ENOMEM, "kc_define_file: out of memory");
+  if (st) {
+    for (size_t i = 0; ds && i < total; i++)
+      if (ds[i]) kc__free(rt, ds[i]->source), kc__free(rt, ds[i]);
+    if (rec) kc__file_abort(rt, rec);
+  } else {
+    for (size_t i = 0; i < total; i++) {
+      if (!all[i].changed) continue;
+      nchanged++;
+      kc__def *cur = kc__visible_def(bs[i], w);
+      kc__table_clip(rt, bs[i], w, wbuf);
+      kc__def_replace(rt, bs[i], cur, ds[i], w);
+      if (ds[i]) {
+        kc__declare_commit(rt, bs[i], ds[i]->source, ds[i]->len, w);
+        kc__fetch_add_relaxed(&rt->n_defs, 1);
+      }
+    }
+    for (size_t i = 0; i < n; i++) items[i].changed = all[i].changed;
+    if (rec) kc__file_commit(rt, rec); /* gone[] points into the old record: last */
+    if (nchanged) {
+      kc__fetch_add_relaxed(&rt->n_defines, 1);
+      kc__store_release(&rt->world, w + 1); /* publish only after every clip */
+      if (!rt->npins) kc__store_release(&rt->fast_world, w + 1);
+    }
+  }
+  kc__unlock(&rt->world_lock);
+  if (all != items) kc__free(rt, all);
+  kc__free(rt, gone);
+  kc__free(rt, bs);
+  kc__free(rt, ds);
+  kc__free(rt, wbuf);
+  if (!st && changed) *changed = nchanged;
+  if (!st && new_world) *new_world = nchanged ? w + 1 : w;
+  return st;
+}
+
+/* ------------------------------------------------------------- the call */
+
+kc_status kc__split_file(kc_runtime *rt, const char *file, const char *text, size_t len, kc__change **out,
+                         size_t *n) {
+  *out = NULL;
+  *n = 0;
+  splitter sp = {.rt = rt, .file = file, .t = text, .len = len};
+  kc__sb_init(&sp.pro, kc__rt_heap(rt));
+  if (memchr(text, 0, len)) fail(&sp, (size_t)((const char *)memchr(text, 0, len) - text), "a NUL byte");
+  else split(&sp);
+  if (!sp.st && sp.pro.failed) sp.st = kc__err(rt, KC_ENOMEM, "kc_define_file: out of memory");
+  kc__change *v = sp.st ? NULL : kc__calloc(rt, (sp.n ? sp.n : 1) * sizeof *v);
+  if (!sp.st && !v) sp.st = kc__err(rt, KC_ENOMEM, "kc_define_file: out of memory");
+  for (size_t i = 0; !sp.st && i < sp.n; i++) {
+    const piece *p = &sp.v[i];
+    char *name = kc__strndup(rt, p->name, p->nlen);
+    char *src = kc__alloc(rt, p->pro + (p->end - p->start) + 1);
+    if (!name || !src) {
+      kc__free(rt, name);
+      kc__free(rt, src);
+      sp.st = kc__err(rt, KC_ENOMEM, "kc_define_file: out of memory");
+      break;
+    }
+    if (p->pro) memcpy(src, sp.pro.buf, p->pro);
+    memcpy(src + p->pro, text + p->start, p->end - p->start);
+    src[p->pro + p->end - p->start] = 0;
+    v[i] = (kc__change){name, src, p->pro + p->end - p->start, false};
+    *n = i + 1;
+  }
+  kc__sb_free(&sp.pro);
+  kc__free(rt, sp.v);
+  if (sp.st) {
+    kc__free_changes(rt, v, *n);
+    *n = 0;
+    return sp.st;
+  }
+  *out = v;
+  return KC_OK;
+}
+
+void kc__free_changes(kc_runtime *rt, kc__change *v, size_t n) {
+  for (size_t i = 0; v && i < n; i++) {
+    kc__free(rt, (char *)v[i].name);
+    kc__free(rt, (char *)v[i].source);
+  }
+  kc__free(rt, v);
+}
+
+kc_status kc_define_file(kc_runtime *rt, const char *file, const char *text, size_t len, size_t *changed,
+                         kc_world *new_world) {
+  if (!rt) return kc__err(NULL, KC_EINVAL, "kc_define_file: runtime is NULL");
+  if (!file || !*file || !text)
+    return kc__err(rt, KC_EINVAL, "kc_define_file: file or text is NULL or empty");
+  kc__change *v;
+  size_t n;
+  kc_status st = kc__split_file(rt, file, text, len, &v, &n);
+  if (st) return st;
+  st = kc__define_batch(rt, file, v, n, changed, new_world);
+  kc__free_changes(rt, v, n);
+  return st;
+}

@@ -1,0 +1,5 @@
+KC_DEVICE float f(float x) {
+#if 1
+  return x;
+#endif
+}

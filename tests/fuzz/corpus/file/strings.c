@@ -1,0 +1,1 @@
+KC_DEVICE int f(void) { return "}"[0] + '{'; } /* } */ // {

@@ -1,0 +1,1 @@
+KC_DEVICE float h(float x) { return x;

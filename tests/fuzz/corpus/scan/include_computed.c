@@ -1,0 +1,3 @@
+#define HDR "x.h"
+#include HDR
+#include "unterminated

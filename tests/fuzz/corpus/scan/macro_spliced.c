@@ -1,0 +1,2 @@
+#define TWICE(x) \
+  (dbl(x) * SCALE)

@@ -1,0 +1,1 @@
+#define JOINED(x) op_ ## add(x)

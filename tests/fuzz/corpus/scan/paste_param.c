@@ -1,0 +1,1 @@
+#define OP(name, x) op_ ## name(x) ## _t pre_##name##_post x##_impl #x

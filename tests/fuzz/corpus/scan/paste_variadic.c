@@ -1,0 +1,1 @@
+#define V(fmt, ...) log_##fmt(__VA_ARGS__) f(, ## __VA_ARGS__)

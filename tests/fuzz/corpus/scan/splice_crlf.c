@@ -1,0 +1,3 @@
+#def\
+ine M(x) he\
+lp(x)

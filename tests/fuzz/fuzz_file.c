@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fuzz_file.c -- the parsers of issue 14 beyond the scanner (fuzz_scan.c
+ * has the scanner's macro bodies, pastes, splices and includes):
+ * kc_define_file's splitter (kc__split_file) and the inlining of headers
+ * in a translation unit (kc__emit_def), on arbitrary bytes.
+ *
+ * Checked for the splitter: it succeeds or fails with KC_EINVAL and a
+ * message that names the file and a line, and leaves no output then; on
+ * success every name is an identifier, given once, its text (after the
+ * file's #include and #pragma lines) is a piece of the input, the pieces
+ * come in order without overlapping, and each passes the check kc_define
+ * makes (it mentions its name); two splits agree; nothing is left
+ * allocated; when the Nth allocation fails, KC_ENOMEM and no leak.
+ *
+ * Checked for the inlining: the input as the header "h.h" of a definition
+ * that includes it (and itself, if the input includes "h.h": nesting is
+ * bounded) gives KC_OK with the header's #line marker, or KC_EINVAL (too
+ * deep); nothing is left allocated, also when an allocation fails.
+ */
+#include "fuzz.h"
+
+#include <string.h>
+
+static void check_split(const char *text, size_t len, uint64_t seed) {
+  kc_runtime *rt = kcf_runtime();
+  kc__change *v = (kc__change *)1, *v2 = NULL;
+  size_t n = 99, n2 = 0;
+  kcf_alloc_reset(0);
+  kc_status st = kc__split_file(rt, "f.cl", text, len, &v, &n);
+  long allocs = kcf_alloc_count();
+  if (st) {
+    KCF_CHECK(st == KC_EINVAL, "kc__split_file returned %s", kc_status_name(st));
+    KCF_CHECK(v == NULL && n == 0, "a failed split left output");
+    KCF_CHECK(!strncmp(kc_errmsg(rt), "kc_define_file: f.cl:", 21), "message \"%s\"", kc_errmsg(rt));
+    KCF_CHECK(kcf_alloc_live() == 0, "a failed split leaked %ld blocks", kcf_alloc_live());
+    return;
+  }
+  const char *prev_end = text;
+  for (size_t i = 0; i < n; i++) {
+    KCF_CHECK(kc__is_identifier(v[i].name), "item %zu's name \"%s\" is not an identifier", i, v[i].name);
+    for (size_t j = 0; j < i; j++) KCF_CHECK(strcmp(v[i].name, v[j].name), "\"%s\" twice", v[i].name);
+    KCF_CHECK(strlen(v[i].source) == v[i].len, "item %zu: length %zu, text of %zu", i, v[i].len,
+              strlen(v[i].source));
+    /* its own text is the input's, after the prologue (a prefix of the
+     * file's #include/#pragma lines, each ending with a newline) */
+    const char *own = NULL;
+    for (size_t skip = 0; skip <= v[i].len && !own; skip++) {
+      if (skip && v[i].source[skip - 1] != '\n') continue;
+      size_t ol = v[i].len - skip;
+      for (const char *p = prev_end; ol && p + ol <= text + len; p++)
+        if (!memcmp(p, v[i].source + skip, ol)) {
+          own = p;
+          prev_end = p + ol;
+          break;
+        }
+    }
+    KCF_CHECK(own != NULL, "item %zu (\"%s\") is not a piece of the input after the previous one", i,
+              v[i].name);
+    KCF_CHECK(kc__check_source(rt, v[i].name, v[i].source, v[i].len) == KC_OK, "item \"%s\": %s", v[i].name,
+              kc_errmsg(rt));
+  }
+  KCF_CHECK(kc__split_file(rt, "f.cl", text, len, &v2, &n2) == KC_OK && n2 == n, "a second split differs");
+  for (size_t i = 0; i < n; i++)
+    KCF_CHECK(!strcmp(v[i].name, v2[i].name) && v[i].len == v2[i].len &&
+                  !memcmp(v[i].source, v2[i].source, v[i].len),
+              "a second split differs at item %zu", i);
+  kc__free_changes(rt, v, n);
+  kc__free_changes(rt, v2, n2);
+  KCF_CHECK(kcf_alloc_live() == 0, "kc__split_file leaked %ld blocks", kcf_alloc_live());
+  if (allocs > 0) {
+    long nth = (long)(seed % (uint64_t)allocs) + 1;
+    kcf_alloc_reset(nth);
+    st = kc__split_file(rt, "f.cl", text, len, &v, &n);
+    kcf_alloc_reset(0);
+    KCF_CHECK(st == KC_ENOMEM, "allocation %ld of %ld failed: %s", nth, allocs, kc_status_name(st));
+    KCF_CHECK(kcf_alloc_live() == 0, "kc__split_file ran out of memory and leaked %ld blocks",
+              kcf_alloc_live());
+  }
+}
+
+static void check_inline(const char *text, size_t len, uint64_t seed) {
+  kc_runtime *rt = kcf_runtime();
+  static const char inc[] = "#include \"h.h\"\n";
+  char *ktext = malloc(sizeof inc + len);
+  if (!ktext) abort();
+  memcpy(ktext, inc, sizeof inc - 1);
+  memcpy(ktext + sizeof inc - 1, text, len);
+  kc__binding bh = {.name = "h.h"}, bk = {.name = "k"};
+  kc__def dh = {.binding = &bh, .source = (char *)text, .len = len, .hash = kc__hash(text, len)};
+  kc__def dk = {.binding = &bk, .source = ktext, .len = sizeof inc - 1 + len};
+  kc__def *defs[] = {&dh, &dk};
+  kc__closure c = {defs, 2, NULL, 0};
+  for (int round = 0; round < 2; round++) {
+    kcf_alloc_reset(round ? (long)(seed % 8) + 1 : 0);
+    kc__sb sb;
+    kc__sb_init(&sb, kc__rt_heap(rt));
+    kc_status st = kc__emit_def(rt, &sb, &c, &dk);
+    kcf_alloc_reset(0);
+    if (!round) {
+      KCF_CHECK(st == KC_OK || st == KC_EINVAL, "kc__emit_def returned %s", kc_status_name(st));
+      KCF_CHECK(st || (sb.buf && strstr(sb.buf, "#line 1 \"h.h\"")), "the header was not inlined");
+    } else {
+      KCF_CHECK(st == KC_OK || st == KC_EINVAL || st == KC_ENOMEM, "kc__emit_def returned %s",
+                kc_status_name(st));
+    }
+    kc__sb_free(&sb);
+    KCF_CHECK(kcf_alloc_live() == 0, "kc__emit_def leaked %ld blocks", kcf_alloc_live());
+  }
+  free(ktext);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  uint64_t seed = kcf_seed(data, size);
+  char *text = kcf_dup(data, size);
+  check_split(text, size, seed);
+  if (size < 4096) check_inline(text, size, seed);
+  free(text);
+  return 0;
+}

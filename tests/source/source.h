@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * source.h -- what the two files of the source suite share: a launch that
+ * returns y[0] of a one-buffer kernel, and the compile counter.
+ */
+#ifndef KC_TEST_SOURCE_H
+#define KC_TEST_SOURCE_H
+
+#include "kc_test.h"
+
+/* y[0] after launching kernel `name` (no specialization) on f's buffer. */
+float src_run(kct_fixture *f, const char *name);
+/* Compiles so far (kc_stats.compiles). */
+uint64_t src_compiles(kc_runtime *rt);
+
+/* The file tests (test_source_file.c), listed by main in test_source.c. */
+void test_file_defines_everything_in_one_world(void **state);
+void test_file_reload_recompiles_what_reaches_the_edit(void **state);
+void test_file_removed_names_are_undefined(void **state);
+void test_file_reloads_are_collected(void **state);
+void test_file_refuses_what_it_cannot_split(void **state);
+void test_big_file_edit_recompiles_one_kernel(void **state);
+void test_file_loads_from_threads(void **state);
+
+#endif

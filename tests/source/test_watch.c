@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_watch.c -- `kcache watch FILE` (cli/watch.c) on the host backend:
+ * the first load compiles every kernel of the file; an edit of one helper
+ * while it watches makes a second load in which only the kernel that
+ * reaches the helper is recompiled, with its new result. And its usage
+ * errors.
+ */
+#include "kc_test.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+static const char V1[] =
+    "#define BIAS 1.0f\n"
+    "KC_DEVICE float ha(float x) { return x + BIAS; }\n"
+    "KC_DEVICE float hb(float x) { return 2.0f * x; }\n"
+    "KC_KERNEL void ka(KC_GLOBAL float *y) { y[kc_global_id(0)] = ha((float)kc_global_id(0)); }\n"
+    "KC_KERNEL void kb(KC_GLOBAL float *y, float s) { y[kc_global_id(0)] = hb(1.0f) + s; }\n";
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  assert_int_equal(fputs(text, f) >= 0, 1);
+  assert_int_equal(fclose(f), 0);
+}
+
+static void test_watch_reloads_and_recompiles_what_changed(void **state) {
+  (void)state;
+  char dir[KCT_DIR_LEN], path[KCT_DIR_LEN + 16], cmd[4096];
+  kct_mkdtemp(dir, sizeof dir, "watch");
+  snprintf(path, sizeof path, "%s/k.cl", dir);
+  write_file(path, V1);
+  snprintf(
+      cmd, sizeof cmd,
+      "KC_CACHE_DISABLE=1 KC_HOST_CC='%s' '%s' --json watch --backend host --count 2 --interval 20 '%s' 2>&1",
+      kct_host_cc(), KC_CLI, path);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  char line[1024], out[8192] = "";
+  bool edited = false;
+  while (fgets(line, sizeof line, p)) {
+    strncat(out, line, sizeof out - strlen(out) - 1);
+    if (!edited && strstr(line, "\"kernel\":\"kb\"")) { /* the first load is done: edit hb */
+      char *v2 = strdup(V1);
+      assert_non_null(v2);
+      strstr(v2, "2.0f * x")[0] = '5';
+      write_file(path, v2);
+      free(v2);
+      edited = true;
+    }
+  }
+  int rc = pclose(p);
+  kct_rmrf(dir);
+  if (rc != 0) fail_msg("kcache watch exited with %d:\n%s", rc, out);
+  KCT_CONTAINS(out, "{\"load\":1,\"world\":2,\"changed\":5}");
+  KCT_CONTAINS(out, "{\"kernel\":\"ka\",\"code\":\"recompiled\",\"y\":[1,2,3,4]}");
+  KCT_CONTAINS(out, "{\"kernel\":\"kb\",\"code\":\"recompiled\",\"y\":[2,2,2,2]}");
+  KCT_CONTAINS(out, "{\"load\":2,\"world\":3,\"changed\":1}");
+  KCT_CONTAINS(out, "{\"kernel\":\"ka\",\"code\":\"cached\",\"y\":[1,2,3,4]}");
+  KCT_CONTAINS(out, "{\"kernel\":\"kb\",\"code\":\"recompiled\",\"y\":[5,5,5,5]}");
+}
+
+static void test_watch_usage(void **state) {
+  (void)state;
+  char cmd[4096], *out = NULL;
+  snprintf(cmd, sizeof cmd, "'%s' watch 2>&1", KC_CLI);
+  assert_int_equal(kct_capture(cmd, &out), 2);
+  KCT_CONTAINS(out, "watch: which FILE?");
+  free(out);
+  snprintf(cmd, sizeof cmd, "'%s' watch --count 0 x 2>&1", KC_CLI);
+  assert_int_equal(kct_capture(cmd, &out), 2);
+  free(out);
+  snprintf(cmd, sizeof cmd, "KC_CACHE_DISABLE=1 '%s' watch --backend host /nonexistent/k.cl 2>&1", KC_CLI);
+  assert_int_equal(kct_capture(cmd, &out), 1);
+  KCT_CONTAINS(out, "cannot read /nonexistent/k.cl");
+  free(out);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      KCT_TEST(test_watch_reloads_and_recompiles_what_changed),
+      KCT_TEST(test_watch_usage),
+  };
+  return cmocka_run_group_tests_name("watch", tests, NULL, NULL);
+}
