@@ -655,7 +655,11 @@ kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
  * kc_context_finish, kc_context_reset, kc_context_destroy, kc_collect,
  * a relink after kc_define (the unlink of the old code), kc_args_create,
  * kc_kernel_prepare, kc_buffer_create/destroy/read/write, kc_stream_create
- * and kc_stream_destroy. Do these before or after a capture.
+ * and kc_stream_destroy. Do these before or after a capture. kcache sees
+ * only the launch's own stream: a global-mode capture on another
+ * non-blocking stream is invisible to it, and a first launch (compile and
+ * module load) then breaks that capture: prepare kernels first
+ * (kc_kernel_prepare) when captures run elsewhere in the process.
  *
  * Checked mode (above): wrapped buffers have no guard zones and are not
  * checked; a view of a buffer kcache made is checked as that buffer.
