@@ -29,6 +29,7 @@ typedef int CUresult;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
+typedef struct CUctx_st *CUcontext;
 
 static CUresult (*p_cuModuleLoadData)(CUmodule *, const void *);
 static CUresult (*p_cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
@@ -36,6 +37,7 @@ static CUresult (*p_cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, un
                                     unsigned, CUstream, void **, void **);
 static CUresult (*p_cuCtxSynchronize)(void);
 static CUresult (*p_cuStreamCreate)(CUstream *, unsigned);
+static CUresult (*p_cuCtxSetCurrent)(CUcontext);
 static CUstream raw_stream; /* the caller's non-default stream */
 static kc_launch_config scfg; /* kc_launch_ex on it */
 
@@ -93,13 +95,19 @@ int main(int argc, char **argv) {
   *(void **)&p_cuLaunchKernel = dlsym(cu, "cuLaunchKernel");
   *(void **)&p_cuCtxSynchronize = dlsym(cu, "cuCtxSynchronize");
   *(void **)&p_cuStreamCreate = dlsym(cu, "cuStreamCreate");
+  *(void **)&p_cuCtxSetCurrent = dlsym(cu, "cuCtxSetCurrent");
   if (!p_cuModuleLoadData || !p_cuModuleGetFunction || !p_cuLaunchKernel || !p_cuCtxSynchronize ||
-      !p_cuStreamCreate)
+      !p_cuStreamCreate || !p_cuCtxSetCurrent)
     kcb_die("dlsym", 1);
 
   kc_options o;
   kcb_options_uncached(&o, KC_BACKEND_CUDA);
   rt = kcb_main_runtime(&o, &ctx);
+  /* the program holds kcache's context current, as a framework holds its
+   * own: kcache leaves the caller's current context as it found it, so the
+   * raw driver calls below need it, and kcache's launches find it there
+   * (the direct path); the switching path is measured at the end */
+  KCB_CHECK(p_cuCtxSetCurrent((CUcontext)kc_context_native(ctx)));
   kc_buffer *buf;
   KCB_CHECK(kc_buffer_create(ctx, 256, &buf));
   static float fa = 1, fb = 2, fe = 3, ff = 4;
@@ -118,7 +126,7 @@ int main(int argc, char **argv) {
     memcpy(b->args, all, sizeof all);
     memcpy(b->params, raw_params, sizeof raw_params);
     double t0 = now_ns();
-    launch_kc(b); /* compile + link + launch; binds the primary context */
+    launch_kc(b); /* compile + link + launch */
     KCB_CHECK(p_cuCtxSynchronize());
     if (i == 0) first_compile_ms = (now_ns() - t0) / 1e6;
     kc_code_info ci;
@@ -131,7 +139,7 @@ int main(int argc, char **argv) {
     KCB_CHECK(p_cuCtxSynchronize());
   }
 
-  /* the primary context is current (kcache bound it): the stream is in it */
+  /* the primary context is current (set above): the stream is in it */
   KCB_CHECK(p_cuStreamCreate(&raw_stream, 1 /* CU_STREAM_NON_BLOCKING */));
   kc_stream *ws;
   KCB_CHECK(kc_stream_wrap(ctx, raw_stream, &ws));
@@ -195,6 +203,20 @@ int main(int argc, char **argv) {
     b->raw_sync_ns = median(sr, SYNC_REPS);
   }
 
+  /* kc_launch with no context current (a program that never made one
+   * current): each launch makes kcache's current and restores none */
+  static double tw[ROUNDS];
+  for (int r = 0; r < ROUNDS; r++) {
+    KCB_CHECK(p_cuCtxSetCurrent(NULL));
+    double t0 = now_ns();
+    for (int j = 0; j < BATCH; j++) launch_kc(&kernels[0]);
+    double t1 = now_ns();
+    KCB_CHECK(p_cuCtxSetCurrent((CUcontext)kc_context_native(ctx)));
+    KCB_CHECK(p_cuCtxSynchronize());
+    tw[r] = (t1 - t0) / BATCH;
+  }
+  double switch_ns = median(tw, ROUNDS);
+
   /* relink after a reset: no NVRTC call, the stored cubin is loaded again */
   kc_stats s;
   kc_stats_get(rt, &s);
@@ -218,10 +240,11 @@ int main(int argc, char **argv) {
              kernels[i].bound_ns / kernels[i].raw_ns, kernels[i].kc_sync_ns, kernels[i].raw_sync_ns,
              kernels[i].kc_sync_ns / kernels[i].raw_sync_ns, kernels[i].ex_ns, kernels[i].raw_stream_ns,
              kernels[i].ex_ns / kernels[i].raw_stream_ns);
-    printf("],\"first_compile_ms\":%.2f,\"relink_ms\":%.3f,\"relink_speedup\":%.1f,"
+    printf("],\"switch_ns\":%.1f,\"switch_ratio\":%.3f,\"first_compile_ms\":%.2f,\"relink_ms\":%.3f,\"relink_"
+           "speedup\":%.1f,"
            "\"compiles_during_relink\":%llu}\n",
-           first_compile_ms, relink_ms, first_compile_ms / relink_ms,
-           compiles_after_relink - compiles_before_relink);
+           switch_ns, switch_ns / kernels[0].raw_ns, first_compile_ms, relink_ms,
+           first_compile_ms / relink_ms, compiles_after_relink - compiles_before_relink);
   } else {
     printf("kcache %s CUDA benchmark on %s (medians of the same run)\n\n", kc_version(),
            kc_device_name(rt, 0));
@@ -239,6 +262,9 @@ int main(int argc, char **argv) {
       printf("  %d argument%-14s %10.1f %10.1f %7.3f\n", kernels[i].nargs, kernels[i].nargs == 1 ? "" : "s",
              kernels[i].ex_ns, kernels[i].raw_stream_ns, kernels[i].ex_ns / kernels[i].raw_stream_ns);
     printf("(ex: kc_launch_ex on the caller's CUstream, wrapped; raw: cuLaunchKernel on it)\n");
+    printf("\nkc_launch, %d arguments, no context current %9.1f ns (%.3fx raw: kcache makes its context\n"
+           "current for the launch and restores none)\n",
+           kernels[0].nargs, switch_ns, switch_ns / kernels[0].raw_ns);
     printf("\nfirst compile + link + launch  %9.2f ms\n", first_compile_ms);
     printf("relink after context reset     %9.3f ms  (%.0fx faster; NVRTC calls: %llu)\n", relink_ms,
            first_compile_ms / relink_ms, compiles_after_relink - compiles_before_relink);

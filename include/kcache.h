@@ -537,7 +537,11 @@ kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc
  * has the parameters the arguments were checked against (a redefinition
  * that keeps them keeps the arguments valid; one that changes them makes
  * the launch fail with KC_EARGS, saying which argument no longer fits).
- * Launches resolve the caller's world exactly like kc_launch.
+ * Launches resolve the caller's world exactly like kc_launch. A kernel
+ * with a KC_LOCAL parameter (OpenCL) binds its size, KC_ARG_LOCAL_BYTES(n)
+ * (kc_args_set changes it); such arguments launch with kc_launch_args_ex
+ * only (kc_launch_args returns KC_EARGS saying so). Raw pointers
+ * (KC_ARG_DEVPTR) are never bound: pass them to kc_launch_ex.
  *
  * Thread safety: kc_launch_args may run on any number of threads at once
  * with the same kc_args; kc_args_set and kc_args_destroy must not run
@@ -553,7 +557,9 @@ void kc_args_destroy(kc_args *a);
  * and counts fast-path hits. */
 kc_status kc_launch_args(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block);
 
-/* Waits for every launch and copy queued on ctx. */
+/* Waits for every launch and copy queued on ctx: on its own queue and on
+ * every live kc_stream of it (made or wrapped; OpenCL: each is a queue of
+ * its own). */
 kc_status kc_context_finish(kc_context *ctx);
 
 /* ---------------------------------------------------------------- buffers */
@@ -603,8 +609,9 @@ kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
  *
  * Streams. A kc_stream is an in-order queue of one context: made by kcache
  * (an OpenCL in-order command queue, a CUDA stream created with
- * CU_STREAM_NON_BLOCKING), or wrapping the caller's (a cl_command_queue of
- * the context's cl_context and device; a CUstream of its CUcontext). A
+ * CU_STREAM_NON_BLOCKING), or wrapping the caller's (an in-order
+ * cl_command_queue of the context's cl_context and device: an out-of-order
+ * one is refused with KC_EINVAL; a CUstream of its CUcontext). A
  * launch names its stream in kc_launch_config; NULL is the context's own
  * queue, where kc_launch goes (OpenCL: kcache's in-order queue; CUDA: the
  * legacy default stream; host: launches run to completion in the calling
@@ -627,11 +634,42 @@ kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
  * (OpenCL rebuilds it from source when the device refuses the binary),
  * which kc_stats shows as one compile and one link per context.
  *
+ * CUDA's current context. kcache leaves the calling thread's current
+ * CUcontext as it found it: every kcache call that talks to the driver for
+ * a context makes that context current only for its own driver calls and
+ * then restores the caller's (cuCtxGetCurrent/cuCtxSetCurrent), and a
+ * launch compares the current context with its own (one cuCtxGetCurrent,
+ * no thread-local cache), so a framework that switches devices
+ * (cudaSetDevice, cuCtxPushCurrent) between kcache calls is safe both
+ * ways. When the caller's current context is the kcache context's own,
+ * nothing is switched; otherwise (another context current, or none) each
+ * launch makes its own current and restores the caller's (two
+ * cuCtxSetCurrent calls more: bench/kc_bench_cuda's switch_ns). A program
+ * that launches from one thread on one device may make
+ * kc_context_native(ctx) current itself for the direct path. kcache leaves
+ * no context current for the caller's own driver calls either: a program
+ * that calls the driver API directly makes its context current itself.
+ *
  * Capture safety (CUDA graphs). When a launch's stream is capturing
- * (cuStreamIsCapturing) and the kernel is not yet linked in that context
- * for the caller's world, kcache compiles and loads nothing and returns
- * KC_EBUSY ("... prepare the kernel first: kc_kernel_prepare"); a launch
- * whose code is linked is recorded into the graph like any other.
+ * (cuStreamIsCapturing: the kc_stream of kc_launch_ex, or the context's
+ * default stream for kc_launch, kc_launch_args and kc_launch_ex without a
+ * stream; a default stream that cannot be queried because another stream
+ * is in a global-mode capture counts as capturing) and the kernel is not
+ * yet linked in that context for the caller's world, kcache compiles and
+ * loads nothing and returns KC_EBUSY ("... prepare the kernel first:
+ * kc_kernel_prepare"); a launch whose code is linked is recorded into the
+ * graph like any other. NOT capture-safe (they synchronize the CUDA
+ * context, cuCtxSynchronize, or load or unload modules, which breaks a
+ * capture in progress anywhere in the process in the global mode; on an
+ * adopted context the synchronization is the framework's whole context):
+ * kc_context_finish, kc_context_reset, kc_context_destroy, kc_collect,
+ * a relink after kc_define (the unlink of the old code), kc_args_create,
+ * kc_kernel_prepare, kc_buffer_create/destroy/read/write, kc_stream_create
+ * and kc_stream_destroy. Do these before or after a capture. kcache sees
+ * only the launch's own stream: a global-mode capture on another
+ * non-blocking stream is invisible to it, and a first launch (compile and
+ * module load) then breaks that capture: prepare kernels first
+ * (kc_kernel_prepare) when captures run elsewhere in the process.
  *
  * Checked mode (above): wrapped buffers have no guard zones and are not
  * checked; a view of a buffer kcache made is checked as that buffer.
@@ -660,8 +698,14 @@ kc_status kc_stream_sync(kc_stream *s);
  * `other` before it (an OpenCL marker and barrier, a CUDA event); both of
  * the same context. No wait on the host. */
 kc_status kc_stream_wait(kc_stream *s, kc_stream *other);
-/* The native queue (cl_command_queue, CUstream; NULL on the host). */
+/* The native queue (cl_command_queue, CUstream; NULL on the host). NULL
+ * also for the wrapped CUDA legacy default stream and for a destroyed or
+ * NULL stream: kc_stream_get_native tells those apart. */
 void *kc_stream_native(const kc_stream *s);
+/* The native queue in *native (as kc_stream_native); KC_EDESTROYED for a
+ * destroyed stream, KC_EINVAL for NULL arguments (kc_errmsg says which).
+ * KC_OK with *native NULL is the host's stream or CUDA's legacy stream. */
+kc_status kc_stream_get_native(const kc_stream *s, void **native);
 
 /* A kc_context on the caller's native context: OpenCL a cl_context and a
  * cl_device_id in it (or a sub-device of one; NULL: the context's only
@@ -690,12 +734,16 @@ void *kc_buffer_native(const kc_buffer *buf);
 
 /*
  * Arguments beyond buffers and scalars (kc_launch_ex only: kc_launch and
- * bound arguments take buffers and scalars, and say so):
+ * bound arguments take buffers and scalars, and say so; bound arguments
+ * also take KC_ARG_LOCAL_BYTES, for kc_launch_args_ex):
  *  - KC_ARG_DEVPTR(p) for a pointer parameter: a CUdeviceptr (CUDA), a
  *    plain pointer (host), an SVM pointer (OpenCL 2.0 devices with SVM;
  *    elsewhere KC_EARGS says why). kcache cannot check what it points to.
  *  - KC_ARG_LOCAL_BYTES(n) for a `KC_LOCAL T *` parameter (OpenCL):
- *    n bytes of local memory per group, sized at each launch.
+ *    n bytes of local memory per group, sized at each launch. kcache knows
+ *    which parameters are KC_LOCAL from clGetKernelArgInfo: on a platform
+ *    that keeps no argument info every pointer parameter is a buffer to
+ *    kcache, and KC_ARG_LOCAL_BYTES is refused saying so.
  */
 
 /* Launch flags. */

@@ -157,6 +157,7 @@ struct kc_buffer {
    * (buf_view of `parent` at `offset`: buf_view_destroy releases it); the
    * last two are never freed, and have no guard zones (whole 0). */
   uint32_t origin;
+  uint32_t nviews; /* live views of this buffer, under owner->lock */
   kc_buffer *parent; /* a view's buffer (never itself a view); else NULL */
   size_t offset; /* a view's offset in parent */
   /* Checked mode (src/core/checked.c): the whole allocation, guard zones

@@ -125,7 +125,9 @@ static void buffer_retire(kc_context *owner, kc_buffer *b) {
   } else {
     be->buf_destroy(owner->bctx, &b->h);
   }
+  if (b->origin == KC__BUF_VIEW) b->parent->nviews--;
   b->origin = KC__BUF_OWNED;
+  b->nviews = 0;
   b->parent = NULL;
   b->offset = 0;
   b->h.u64 = 0;
@@ -189,6 +191,10 @@ kc_status kc_context_finish(kc_context *ctx) {
   if (!kc__load_relaxed(&ctx->alive))
     return kc__err(ctx->rt, KC_EDESTROYED, "kc_context_finish: the context has been destroyed");
   kc_status st = ctx->rt->be->ctx_finish(ctx->bctx);
+  /* the context's own queue, then every kc_stream of it (on OpenCL each is
+   * a queue of its own; CUDA's cuCtxSynchronize has waited for them) */
+  kc_status ss = kc__streams_sync(ctx);
+  if (!st) st = ss;
   /* checked mode: the guard zones of every buffer, once the work is done */
   return st || !ctx->rt->checked ? st : kc__checked_finish(ctx);
 }
@@ -323,6 +329,8 @@ static kc_status buffer_make(kc_context *ctx, uint32_t origin, void *native, kc_
   b->origin = origin;
   b->parent = parent;
   b->offset = offset;
+  b->nviews = 0;
+  if (parent) parent->nviews++;
   KC__LIST_PUSH(ctx->buffers, b);
   kc__unlock(&ctx->lock);
   *out = b;
@@ -400,8 +408,10 @@ void kc_buffer_destroy(kc_buffer *b) {
             "kc_buffer_destroy or with its context)");
     return;
   }
-  if (b->origin != KC__BUF_VIEW) /* its views go first (a view's parent is never a view) */
-    for (kc_buffer *v = ctx->buffers, *next; v; v = next) {
+  /* its views go first (a view's parent is never a view); a buffer without
+   * views costs no scan */
+  if (b->nviews)
+    for (kc_buffer *v = ctx->buffers, *next; v && b->nviews; v = next) {
       next = v->next;
       if (v->parent != b) continue;
       KC__LIST_REMOVE(ctx->buffers, v);

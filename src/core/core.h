@@ -308,6 +308,11 @@ struct kc_args {
   kc_kernel *k;
   uint64_t ctx_id; /* the context bound: its struct may be reused by another */
   uint32_t n;
+  /* Local memory sizes are bound (KC_ARG_LOCAL, OpenCL KC_LOCAL
+   * parameters), which only kc_launch_args_ex takes: ci_id then carries
+   * KC__ARGS_EX_ONLY, so that kc_launch_args' compare never matches and its
+   * slow path says why; kc_launch_args_ex compares without the bit. */
+  bool ex_only;
   uint64_t *want; /* n: the KC__SIG each argument was checked against */
   kc_arg *args; /* n: scalars point into values */
   unsigned char *values;
@@ -514,6 +519,8 @@ kc__linked *kc__ctx_find_linked(kc_context *ctx, const kc__ci *ci);
  * held); frees a context's stream structs (kc_runtime_destroy). */
 void kc__streams_teardown(kc_context *ctx);
 void kc__streams_free(kc_context *ctx);
+/* interop.c: waits for every live stream of ctx (kc_context_finish). */
+kc_status kc__streams_sync(kc_context *ctx);
 
 /* launch.c: why args do not fit the parameters of ci (KC_EARGS), or why
  * argument i (a) does not fit a parameter whose KC__SIG is want (KC_OK if
@@ -524,15 +531,17 @@ kc_status kc__explain_args(kc_runtime *rt, const kc__ci *ci, const kc_context *c
                            uint32_t nargs) KC__COLD;
 /* The slow path of bound arguments up to the launch: the linked object to
  * launch a's arguments with (stream: the launch's, whose capture matters;
- * NULL for the context's own). */
+ * NULL for the context's own; ex: for kc_launch_args_ex). */
+#define KC__ARGS_EX_ONLY (UINT64_C(1) << 63) /* in kc_args.ci_id (ids never reach it) */
 kc_status kc__args_resolve(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block, const kc_stream *stream,
-                           kc__linked **out);
+                           bool ex, kc__linked **out);
 
 /* launch_ex.c: the argument messages about raw pointers and local memory
  * (ex: under kc_launch_ex's rules, else kc_launch's, which take neither). Cold. */
 kc_status kc__explain_arg_ex(kc_runtime *rt, const char *name, uint32_t i, const char *label, uint64_t want,
                              const kc_arg *a, bool ex) KC__COLD;
-/* Capture safety: whether the native stream of s is capturing a graph;
+/* Capture safety: whether the native stream of s (NULL: the context's
+ * default stream) is capturing a graph;
  * then the code instance for world w without compiling, and the linked
  * object of ci in ctx without linking (KC_EBUSY saying to prepare the
  * kernel when there is none). Cold. */

@@ -80,6 +80,21 @@ void kc__streams_teardown(kc_context *ctx) {
   while (ctx->streams) stream_close_locked(ctx->streams);
 }
 
+/* Under ctx->lock, so that no stream is destroyed while it is drained;
+ * the first failure is kept, the other streams are still waited for. */
+kc_status kc__streams_sync(kc_context *ctx) {
+  const kc__backend *be = ctx->rt->be;
+  if (!be->stream_sync) return KC_OK;
+  kc_status first = KC_OK;
+  kc__lock(&ctx->lock);
+  for (kc_stream *s = ctx->streams; s; s = s->next) {
+    kc_status st = be->stream_sync(ctx->bctx, s->native);
+    if (!first) first = st;
+  }
+  kc__unlock(&ctx->lock);
+  return first;
+}
+
 void kc__streams_free(kc_context *ctx) {
   for (kc_stream *s = ctx->free_streams, *next; s; s = next) {
     next = s->next;
@@ -123,6 +138,14 @@ kc_status kc_stream_wait(kc_stream *s, kc_stream *other) {
 }
 
 void *kc_stream_native(const kc_stream *s) { return s && kc__load_relaxed(&s->alive) ? s->native : NULL; }
+
+kc_status kc_stream_get_native(const kc_stream *s, void **native) {
+  if (!native) return kc__err(s ? s->ctx->rt : NULL, KC_EINVAL, "kc_stream_get_native: native is NULL");
+  *native = NULL;
+  kc_status st = stream_check(s, "kc_stream_get_native");
+  if (!st) *native = s->native;
+  return st;
+}
 
 /* ------------------------------------------------------ launch config */
 

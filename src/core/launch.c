@@ -200,11 +200,14 @@ static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, const k
   if (KC__UNLIKELY(kc__log_on(rt, KC_LOG_DEBUG)))
     kc__trace_launch_miss(rt, "kc_launch", k->spec, ctx, kc__load_relaxed(&k->slots[key & (KC__HSLOTS - 1)]),
                           k, w);
+  /* the default stream capturing (a CUDA graph, or another stream's
+   * global-mode capture): no compile and no module load (launch_ex.c) */
+  bool capturing = kc__stream_capturing(ctx, NULL);
   kc__ci *ci;
-  st = kc__ci_get(rt, k->spec, w, &ci);
+  st = capturing ? kc__capture_ci(ctx, k->spec, w, &ci) : kc__ci_get(rt, k->spec, w, &ci);
   if (st) return st;
   kc__linked *l = NULL;
-  st = kc__ctx_link(ctx, ci, &l);
+  st = capturing ? kc__capture_link(ctx, ci, &l) : kc__ctx_link(ctx, ci, &l);
   if (st) return st;
   /* checked mode fills no cache: every launch comes back here */
   if (KC__UNLIKELY(rt->checked)) return kc__checked_launch(l, ctx, grid, block, args, nargs, NULL);
@@ -273,12 +276,34 @@ kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc
 
 /* --------------------------------------------------------- bound arguments */
 
+/* Whether arg fits a bound parameter whose KC__SIG is want: as for
+ * kc_launch, plus local memory sizes for KC_LOCAL parameters (OpenCL), which
+ * kc_launch_args_ex passes on. */
+static bool args_fit(const kc_arg *a, uint64_t want, const kc_context *ctx) {
+  if (want == KC__SIG(KC_ARG_LOCAL, 0) || a->kind == KC_ARG_LOCAL)
+    return want == KC__SIG(KC_ARG_LOCAL, 0) && a->kind == KC_ARG_LOCAL && a->size != 0;
+  return arg_fits(a, want, ctx);
+}
+
+/* Why argument i does not fit a bound parameter (KC_EARGS). */
+static KC__COLD kc_status args_explain(kc_runtime *rt, const kc__ci *ci, const kc_context *ctx,
+                                       const kc_arg *args, uint32_t nargs, uint32_t i) {
+  if (args[i].kind == KC_ARG_LOCAL || ci->sig[i] == KC__SIG(KC_ARG_LOCAL, 0)) {
+    kc_status st = kc__explain_arg_ex(rt, ci->spec->name, i, "", ci->sig[i], &args[i], true);
+    if (st) return st;
+  }
+  return kc__explain_args(rt, ci, ctx, args, nargs);
+}
+
 /* Stores arg (it fits) as argument i of a; a scalar's bytes are copied to
  * v, its own 16-byte-aligned room in a->values (laid out at create). */
 static void args_store(kc_args *a, uint32_t i, const kc_arg *arg, unsigned char *v) {
   if (arg->kind == KC_ARG_BUFFER) {
     a->args[i] = *arg;
     a->argv[i] = (void *)arg->ptr; /* a buffer's handle is its first member */
+  } else if (arg->kind == KC_ARG_LOCAL) {
+    a->args[i] = (kc_arg){NULL, arg->size, KC_ARG_LOCAL}; /* the backend's launch_ex reads args */
+    a->argv[i] = NULL;
   } else {
     memcpy(v, arg->ptr, arg->size);
     a->args[i] = (kc_arg){v, arg->size, KC_ARG_SCALAR};
@@ -315,8 +340,10 @@ kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint
   uint32_t n = ci->nparams;
   if (nargs != n || (n && !args)) return kc__explain_args(rt, ci, ctx, args, nargs);
   size_t values = 0, maxal = 16;
+  bool ex_only = false;
   for (uint32_t i = 0; i < n; i++) {
-    if (!arg_fits(&args[i], ci->sig[i], ctx)) return kc__explain_args(rt, ci, ctx, args, nargs);
+    if (!args_fit(&args[i], ci->sig[i], ctx)) return args_explain(rt, ci, ctx, args, nargs, i);
+    ex_only |= ci->sig[i] == KC__SIG(KC_ARG_LOCAL, 0);
     size_t al = value_align(ci->sig[i]);
     values = KC__ALIGN_UP(values, al) + value_room(ci->sig[i]);
     if (al > maxal) maxal = al;
@@ -335,7 +362,8 @@ kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint
     args_store(a, (uint32_t)i, &args[i], a->values + off);
   }
   atomic_init(&a->l, &kc__no_linked);
-  atomic_init(&a->ci_id, ci->id);
+  atomic_init(&a->ci_id, ci->id | (ex_only ? KC__ARGS_EX_ONLY : 0));
+  a->ex_only = ex_only;
   a->ctx = ctx;
   a->rt = rt;
   a->k = k;
@@ -358,8 +386,10 @@ kc_status kc_args_set(kc_args *a, uint32_t index, kc_arg arg) {
                    a->n);
   if (!kc__load_relaxed(&a->ctx->alive) || kc__load_relaxed(&a->ctx->id) != a->ctx_id)
     return kc__err(rt, KC_EDESTROYED, "kc_args_set of '%s': the context has been destroyed", name);
-  if (!arg_fits(&arg, a->want[index], a->ctx)) {
-    kc_status st = kc__explain_arg(rt, name, index, "", a->want[index], &arg, a->ctx);
+  if (!args_fit(&arg, a->want[index], a->ctx)) {
+    bool local = arg.kind == KC_ARG_LOCAL || a->want[index] == KC__SIG(KC_ARG_LOCAL, 0);
+    kc_status st = local ? kc__explain_arg_ex(rt, name, index, "", a->want[index], &arg, true)
+                         : kc__explain_arg(rt, name, index, "", a->want[index], &arg, a->ctx);
     return st ? st : kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u does not fit", name, index);
   }
   /* a scalar keeps its room: where args[index] points since create */
@@ -387,13 +417,19 @@ void kc_args_destroy(kc_args *a) {
  * link into the context (while stream is capturing a graph, only what is
  * there already: kc__capture_ci); then remembers the linked object. */
 kc_status kc__args_resolve(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block, const kc_stream *stream,
-                           kc__linked **out) {
+                           bool ex, kc__linked **out) {
   if (!a) return kc__err(NULL, KC_EINVAL, "kc_launch_args: args is NULL");
   kc_runtime *rt = a->rt;
   kc_context *ctx = a->ctx;
   const char *name = a->k->spec->name;
   kc_status st = slow_checks(rt, "kc_launch_args", name, ctx, a->ctx_id, grid, block);
   if (st) return st;
+  if (a->ex_only && !ex)
+    return kc__err(rt, KC_EARGS,
+                   "kc_launch_args of '%s': the bound arguments size local memory (KC_ARG_LOCAL_BYTES, for a "
+                   "KC_LOCAL parameter), which only kc_launch_args_ex passes: launch them with "
+                   "kc_launch_args_ex",
+                   name);
   for (uint32_t i = 0; i < a->n; i++) /* held by pointer: destroyed since they were bound? */
     if (a->args[i].kind == KC_ARG_BUFFER && !((const kc_buffer *)a->args[i].ptr)->ctx)
       return kc__err(rt, KC_EARGS,
@@ -405,7 +441,7 @@ kc_status kc__args_resolve(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block
   if (KC__UNLIKELY(kc__log_on(rt, KC_LOG_DEBUG)))
     kc__trace_launch_miss(rt, "kc_launch_args", a->k->spec, ctx, kc__load_relaxed(&a->l), NULL, w);
   kc__ci *ci;
-  bool capturing = KC__UNLIKELY(stream != NULL) && kc__stream_capturing(ctx, stream);
+  bool capturing = kc__stream_capturing(ctx, stream); /* NULL: the default stream */
   if (capturing) st = kc__capture_ci(ctx, a->k->spec, w, &ci);
   else st = kc__ci_get(rt, a->k->spec, w, &ci);
   if (st) return st;
@@ -424,14 +460,14 @@ kc_status kc__args_resolve(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block
   if (st) return st;
   *out = l;
   if (KC__UNLIKELY(rt->checked)) return KC_OK; /* checked mode fills no cache */
-  kc__store_relaxed(&a->ci_id, ci->id);
+  kc__store_relaxed(&a->ci_id, ci->id | (a->ex_only ? KC__ARGS_EX_ONLY : 0));
   kc__store_relaxed(&a->l, l);
   return KC_OK;
 }
 
 static KC__NOINLINE kc_status args_slow(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) {
   kc__linked *l;
-  kc_status st = kc__args_resolve(a, grid, block, NULL, &l);
+  kc_status st = kc__args_resolve(a, grid, block, NULL, false, &l);
   if (st) return st;
   if (KC__UNLIKELY(a->rt->checked)) return kc__checked_launch(l, a->ctx, grid, block, a->args, a->n, a->argv);
   return l->b.launch(&l->b, a->argv, grid, block);

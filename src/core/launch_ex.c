@@ -26,17 +26,19 @@ KC__COLD kc_status kc__explain_arg_ex(kc_runtime *rt, const char *name, uint32_t
 #define KC__ARG_ERR(...) kc__err(rt, KC_EARGS, "kernel '%s' argument %u%s " __VA_ARGS__)
   if (!ex && (a->kind == KC_ARG_PTR || a->kind == KC_ARG_LOCAL))
     return KC__ARG_ERR(
-        "is a %s, which only kc_launch_ex takes (kc_launch and bound arguments take buffers and "
-        "scalars)",
+        "is a %s, which only kc_launch_ex takes (kc_launch takes buffers and scalars; bound arguments "
+        "also take KC_ARG_LOCAL_BYTES for a KC_LOCAL parameter, launched with kc_launch_args_ex)",
         name, i, label,
         a->kind == KC_ARG_PTR ? "raw pointer (KC_ARG_PTR)" : "local memory size (KC_ARG_LOCAL)");
   if (want_local && a->kind != KC_ARG_LOCAL)
-    return KC__ARG_ERR("is a KC_LOCAL pointer: pass its size per launch, KC_ARG_LOCAL_BYTES(n), through "
-                       "kc_launch_ex",
+    return KC__ARG_ERR("is a KC_LOCAL pointer: pass its size, KC_ARG_LOCAL_BYTES(n), through "
+                       "kc_launch_ex (or bind it with kc_args_create and launch with kc_launch_args_ex)",
                        name, i, label);
   if (a->kind == KC_ARG_LOCAL && !want_local)
-    return KC__ARG_ERR("is not a KC_LOCAL pointer parameter; local memory (KC_ARG_LOCAL) was given", name, i,
-                       label);
+    return KC__ARG_ERR("is not a KC_LOCAL pointer parameter to kcache; local memory (KC_ARG_LOCAL) was given "
+                       "(on OpenCL kcache knows KC_LOCAL parameters only from clGetKernelArgInfo: a platform "
+                       "that keeps no argument info shows every pointer parameter as a buffer)",
+                       name, i, label);
   if (a->kind == KC_ARG_LOCAL && a->size == 0)
     return KC__ARG_ERR("is local memory of 0 bytes (KC_ARG_LOCAL_BYTES needs at least 1)", name, i, label);
   if (a->kind == KC_ARG_PTR && !want_ptr)
@@ -68,7 +70,7 @@ static KC__COLD kc_status explain_args_ex(kc_runtime *rt, const kc__ci *ci, cons
 
 bool kc__stream_capturing(kc_context *ctx, const kc_stream *s) {
   const kc__backend *be = ctx->rt->be;
-  return be->stream_capturing && be->stream_capturing(ctx->bctx, s->native);
+  return be->stream_capturing && be->stream_capturing(ctx->bctx, s ? s->native : NULL);
 }
 
 static KC__COLD kc_status capture_busy(kc_context *ctx, const char *name, const char *what) {
@@ -195,7 +197,7 @@ static KC__NOINLINE kc_status ex_slow(kc_kernel *k, kc_context *ctx, const kc_la
   if (s && (s->ctx != ctx || !kc__load_relaxed(&s->alive))) return bad_stream(rt, ctx, s, name);
   kc__fetch_add_relaxed(&rt->n_slow, 1);
   kc_world w = kc__caller_world(rt);
-  bool capturing = s && kc__stream_capturing(ctx, s);
+  bool capturing = kc__stream_capturing(ctx, s); /* NULL: the default stream */
   kc__ci *ci;
   kc_status st = capturing ? kc__capture_ci(ctx, k->spec, w, &ci) : kc__ci_get(rt, k->spec, w, &ci);
   if (st) return st;
@@ -264,12 +266,13 @@ kc_status kc_launch_args_ex(kc_args *a, const kc_launch_config *cfg) {
     if (KC__LIKELY(kc__load_acquire(&l->link_key) == kc__load_relaxed(&a->ctx->link_key))) {
       const kc__ci *ci = l->ci;
       kc_world w = kc__load_acquire(&a->rt->fast_world);
-      if (KC__LIKELY(w < kc__load_relaxed(&ci->max_world) && ci->id == kc__load_relaxed(&a->ci_id))) {
+      uint64_t id = kc__load_relaxed(&a->ci_id) & ~KC__ARGS_EX_ONLY; /* local sizes are passed here */
+      if (KC__LIKELY(w < kc__load_relaxed(&ci->max_world) && ci->id == id)) {
         kc__count_relaxed(&a->ctx->fast_hits);
         return args_ex_go(l, a, cfg);
       }
       /* a pin is held (launch.c: args_pinned): the caller's own world decides */
-      if (kc__ci_valid_at(ci, kc__caller_world(a->rt)) && ci->id == kc__load_relaxed(&a->ci_id)) {
+      if (kc__ci_valid_at(ci, kc__caller_world(a->rt)) && ci->id == id) {
         kc__count_relaxed(&a->ctx->fast_hits);
         return args_ex_go(l, a, cfg);
       }
@@ -285,6 +288,6 @@ kc_status kc_launch_args_ex(kc_args *a, const kc_launch_config *cfg) {
     return bad_stream(a->rt, a->ctx, s, a->k->spec->name);
   /* the slow path (pinned threads included): resolve, relink, remember */
   kc__linked *l;
-  kc_status st = kc__args_resolve(a, &cfg->grid, &cfg->block, s, &l);
+  kc_status st = kc__args_resolve(a, &cfg->grid, &cfg->block, s, true, &l);
   return st ? st : args_ex_go(l, a, cfg);
 }

@@ -32,6 +32,9 @@ typedef unsigned long long CUdeviceptr;
   X(cuDevicePrimaryCtxRetain, (CUcontext *, CUdevice)) \
   X(cuDevicePrimaryCtxRelease_v2, (CUdevice)) \
   X(cuCtxSetCurrent, (CUcontext)) \
+  X(cuCtxGetCurrent, (CUcontext *)) \
+  X(cuCtxCreate_v2, (CUcontext *, unsigned, CUdevice)) \
+  X(cuCtxDestroy_v2, (CUcontext)) \
   X(cuStreamCreate, (CUstream *, unsigned)) \
   X(cuStreamDestroy_v2, (CUstream)) \
   X(cuStreamSynchronize, (CUstream)) \
@@ -304,6 +307,55 @@ static void test_capture(void **state) {
   natives_close(&n);
 }
 
+/* kcache leaves the calling thread's current context as it found it
+ * (kcache.h): with another context current (a framework's, made by
+ * cuCtxCreate) and with none, every kcache call here, launches included,
+ * returns with that one still current. */
+static void test_current_context_kept(void **state) {
+  (void)state;
+  natives n;
+  natives_open(&n);
+  CUcontext other = NULL, cur = NULL;
+  CU_OK(p_cuCtxCreate_v2(&other, 0, n.dev)); /* current now */
+  kc_runtime *rt = kct_runtime(NULL);
+  kc_context *ctx;
+  for (int round = 0; round < 2; round++) {
+    CUcontext want = round == 0 ? other : NULL;
+    CU_OK(p_cuCtxSetCurrent(want));
+    KCT_OK(rt, kc_context_create(rt, 0, &ctx));
+    CU_OK(p_cuCtxGetCurrent(&cur));
+    assert_ptr_equal(cur, want);
+    kct_define(rt, "inc", SRC_INC);
+    kc_kernel *k = kct_kernel(rt, "inc", NULL);
+    float y[N] = {0};
+    kc_buffer *b;
+    KCT_OK(rt, kc_buffer_create(ctx, sizeof y, &b));
+    KCT_OK(rt, kc_buffer_write(b, 0, y, sizeof y));
+    kc_arg args[] = {KC_ARG_BUF(b)};
+    kc_dim3 g = {GROUPS, 1, 1}, bl = {BLOCK, 1, 1};
+    KCT_OK(rt, kc_launch(k, ctx, &g, &bl, args, 1)); /* links */
+    KCT_OK(rt, kc_launch(k, ctx, &g, &bl, args, 1)); /* the fast path */
+    kc_stream *s;
+    KCT_OK(rt, kc_stream_create(ctx, &s));
+    kc_launch_config c = config(s, 0);
+    KCT_OK(rt, kc_launch_ex(k, ctx, &c, args, 1));
+    KCT_OK(rt, kc_context_finish(ctx));
+    KCT_OK(rt, kc_buffer_read(b, 0, y, sizeof y));
+    for (int i = 0; i < N; i++) assert_true(y[i] == 3.0f);
+    CU_OK(p_cuCtxGetCurrent(&cur));
+    assert_ptr_equal(cur, want);
+    kc_stream_destroy(s);
+    kc_buffer_destroy(b);
+    kc_context_destroy(ctx);
+    CU_OK(p_cuCtxGetCurrent(&cur));
+    assert_ptr_equal(cur, want);
+  }
+  kct_destroy(rt);
+  CU_OK(p_cuCtxSetCurrent(n.ctx));
+  CU_OK(p_cuCtxDestroy_v2(other));
+  natives_close(&n);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
@@ -317,6 +369,7 @@ int main(int argc, char **argv) {
     return 77;
   }
   kct_memory_only();
-  const struct CMUnitTest tests[] = {KCT_TEST(test_native_objects), KCT_TEST(test_capture)};
+  const struct CMUnitTest tests[] = {KCT_TEST(test_native_objects), KCT_TEST(test_capture),
+                                     KCT_TEST(test_current_context_kept)};
   return KCT_RUN(tests);
 }

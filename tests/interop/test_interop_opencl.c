@@ -348,6 +348,14 @@ static void test_errors(void **state) {
   kc_stream *s;
   KCT_STATUS(rt, KC_EINVAL, kc_stream_wrap(ctx, other.q1, &s));
   KCT_CONTAINS(kc_errmsg(rt), "another cl_context");
+  /* a kc_stream is in order: an out-of-order queue is refused */
+  cl_int e = CL_SUCCESS;
+  cl_command_queue ooo = p_clCreateCommandQueue(n.ctx, n.dev, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &e);
+  if (ooo) { /* a device may not offer out-of-order queues at all */
+    KCT_STATUS(rt, KC_EINVAL, kc_stream_wrap(ctx, ooo, &s));
+    KCT_CONTAINS(kc_errmsg(rt), "out of order");
+    p_clReleaseCommandQueue(ooo);
+  }
   cl_mem foreign = raw_buffer(&other, 64, NULL), small = raw_buffer(&n, 64, NULL);
   kc_buffer *b;
   KCT_STATUS(rt, KC_EINVAL, kc_buffer_wrap(ctx, foreign, 64, &b));
@@ -382,6 +390,30 @@ static void test_errors(void **state) {
   KCT_STATUS(rt, KC_EUNAVAILABLE, kc_launch_ex(k, ctx, &c, args, 4));
   c.flags = 0;
   KCT_OK(rt, kc_launch_ex(k, ctx, &c, args, 4));
+  /* local memory bound once: kc_launch_args_ex passes it (a group of 4
+   * reversed in place), kc_launch_args refuses it and says to use that */
+  float lv[4] = {1, 2, 3, 4}, lr[4];
+  KCT_OK(rt, kc_buffer_write(b, 0, lv, sizeof lv));
+  kc_args *ba;
+  KCT_OK(rt, kc_args_create(k, ctx, args, 4, &ba));
+  KCT_OK(rt, kc_launch_args_ex(ba, &c));
+  KCT_OK(rt, kc_context_finish(ctx));
+  KCT_OK(rt, kc_buffer_read(b, 0, lr, sizeof lr));
+  for (int i = 0; i < 4; i++) assert_float_equal(lr[i], lv[3 - i], 0);
+  KCT_STATUS(rt, KC_EARGS, kc_launch_args(ba, &g, &bl));
+  KCT_CONTAINS(kc_errmsg(rt), "launch them with kc_launch_args_ex");
+  KCT_STATUS(rt, KC_EARGS, kc_args_set(ba, 2, KC_ARG_LOCAL_BYTES(0)));
+  KCT_CONTAINS(kc_errmsg(rt), "0 bytes");
+  KCT_STATUS(rt, KC_EARGS, kc_args_set(ba, 2, KC_ARG_BUF(b)));
+  KCT_CONTAINS(kc_errmsg(rt), "KC_LOCAL pointer");
+  KCT_STATUS(rt, KC_EARGS, kc_args_set(ba, 0, KC_ARG_LOCAL_BYTES(16)));
+  KCT_CONTAINS(kc_errmsg(rt), "clGetKernelArgInfo"); /* why kcache says it is not KC_LOCAL */
+  KCT_OK(rt, kc_args_set(ba, 2, KC_ARG_LOCAL_BYTES(32)));
+  KCT_OK(rt, kc_launch_args_ex(ba, &c)); /* the cached path */
+  KCT_OK(rt, kc_context_finish(ctx));
+  KCT_OK(rt, kc_buffer_read(b, 0, lr, sizeof lr));
+  for (int i = 0; i < 4; i++) assert_float_equal(lr[i], lv[i], 0); /* reversed back */
+  kc_args_destroy(ba);
   /* a stream of another context */
   kc_context *ctx2;
   KCT_OK(rt, kc_context_wrap(rt, other.ctx, other.dev, &ctx2));
@@ -508,6 +540,54 @@ static void test_two_devices(void **state) {
   natives_close(&n);
 }
 
+/* kc_context_finish waits for the context's kc_streams too (each is a
+ * queue of its own on OpenCL): a slow kernel on a kcache stream has written
+ * its result once finish returns, and kc_stream_get_native tells a
+ * destroyed stream from a live one. */
+static const char SRC_SLOW[] = "KC_KERNEL void slow(KC_GLOBAL int *y, int n) {\n"
+                               "  int acc = 0;\n"
+                               "  for (int j = 0; j < n; j++) acc = acc * 1103515245 + 12345 + j;\n"
+                               "  y[kc_global_id(0)] = acc == 7 ? 1 : 42;\n"
+                               "}\n";
+
+static void test_finish_waits_for_streams(void **state) {
+  (void)state;
+  kc_runtime *rt = opencl_runtime();
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "slow", SRC_SLOW);
+  kc_kernel *k = kct_kernel(rt, "slow", NULL);
+  kc_buffer *b;
+  KCT_OK(rt, kc_buffer_create(ctx, 64 * sizeof(int), &b));
+  int y[64] = {0};
+  kc_stream *s;
+  KCT_OK(rt, kc_stream_create(ctx, &s));
+  kc_launch_config cfg;
+  kc_launch_config_init(&cfg);
+  cfg.block = (kc_dim3){64, 1, 1};
+  cfg.stream = s;
+  int n = 0;
+  kc_arg warm[] = {KC_ARG_BUF(b), KC_ARG_VAL(n)};
+  KCT_OK(rt, kc_launch_ex(k, ctx, &cfg, warm, 2)); /* compiled and linked: the next one only runs */
+  KCT_OK(rt, kc_stream_sync(s));
+  KCT_OK(rt, kc_buffer_write(b, 0, y, sizeof y));
+  n = 30000000; /* a few hundred ms of PoCL */
+  kc_arg args[] = {KC_ARG_BUF(b), KC_ARG_VAL(n)};
+  KCT_OK(rt, kc_launch_ex(k, ctx, &cfg, args, 2));
+  KCT_OK(rt, kc_context_finish(ctx));
+  KCT_OK(rt, kc_buffer_read(b, 0, y, sizeof y));
+  for (int i = 0; i < 64; i++) assert_int_equal(y[i], 42);
+  void *native = NULL;
+  KCT_OK(rt, kc_stream_get_native(s, &native));
+  assert_non_null(native);
+  assert_ptr_equal(native, kc_stream_native(s));
+  kc_stream_destroy(s);
+  KCT_STATUS(rt, KC_EDESTROYED, kc_stream_get_native(s, &native));
+  assert_null(native);
+  assert_null(kc_stream_native(s));
+  kc_buffer_destroy(b);
+  kct_destroy(rt);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
@@ -522,7 +602,7 @@ int main(int argc, char **argv) {
   kct_memory_only();
   const struct CMUnitTest tests[] = {
       KCT_TEST(test_native_objects), KCT_TEST(test_stream_order), KCT_TEST(test_errors),
-      KCT_TEST(test_svm_pointer),    KCT_TEST(test_two_devices),
+      KCT_TEST(test_svm_pointer),    KCT_TEST(test_two_devices),  KCT_TEST(test_finish_waits_for_streams),
   };
   return KCT_RUN(tests);
 }

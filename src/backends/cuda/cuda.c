@@ -15,8 +15,7 @@
  *  - Contexts. A kc_context on device d retains d's primary context: the one
  *    the CUDA runtime and most libraries use, so kcache buffers and theirs
  *    are interchangeable. kc contexts on the same device share it (and its
- *    default stream); each keeps its own modules. kcache leaves that context
- *    current on the threads that used it, as the CUDA runtime does.
+ *    default stream); each keeps its own modules.
  *  - Stream. Launches go to the legacy default stream (0): it orders them
  *    with the blocking cuMemcpyHtoD/DtoH of kc_buffer_write/read, so a read
  *    after a launch sees its result without an explicit finish, like an
@@ -26,13 +25,14 @@
  *    every kc context on the device). The engine unlinks every linked object
  *    (unlink synchronizes, then cuModuleUnload) and ctx_reset drains the
  *    queue; the next launch reloads the stored cubin without calling NVRTC.
- *  - Current context on the fast path. Making a context current is a driver
- *    call, so the launch compares the context's never-reused id with a
- *    thread-local copy of the last one this thread bound (one TLS load and a
- *    compare). If the application made another context current behind
- *    kcache's back, the driver either launches in the function's own
- *    context or fails with a context error; then the cold path binds ours
- *    and retries once (a failed launch enqueued nothing).
+ *  - Current context. kcache leaves the calling thread's current context
+ *    as it found it (kcache.h): cu_enter makes the kc context's current
+ *    around kcache's own driver calls and cu_leave restores the caller's.
+ *    The launch fast path asks the driver for the current context (one
+ *    cuCtxGetCurrent, a thread-local read in the driver) and launches
+ *    directly when it is the kernel's; else the cold path switches, launches
+ *    and switches back. No thread-local cache of kcache's own: a framework
+ *    that switches contexts behind kcache's back cannot make it stale.
  *  - KC_CUDA_FORCE_PTX=1 compiles to PTX even for an architecture NVRTC
  *    knows, to exercise the driver-JIT path on any GPU.
  */
@@ -45,28 +45,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The id of the kc context whose CUDA context this thread made current last.
- * Ids are never reused, so a destroyed context's id never matches again. */
-#if defined(__GNUC__)
-_Thread_local uint64_t cu_bound __attribute__((tls_model("initial-exec")));
-#else
-_Thread_local uint64_t cu_bound;
-#endif
-
-/* Makes c's context current on this thread (a slow path: it asks the
- * driver), and records it for the launch fast path. */
-KC__NOINLINE kc_status cu_bind(const cu_ctx *c) {
+/* Makes c's context current for kcache's own driver calls; *prev is the
+ * caller's, for cu_leave. */
+KC__NOINLINE kc_status cu_enter(const cu_ctx *c, CUcontext *prev) {
   CUcontext cur = NULL;
   CUresult r = cu_drv.cuCtxGetCurrent(&cur);
-  if (r != KC__CUDA_SUCCESS || cur != c->ctx) {
-    r = cu_drv.cuCtxSetCurrent(c->ctx);
-    if (r != KC__CUDA_SUCCESS) {
-      cu_bound = 0;
-      return cu_fail(c->st->sv, KC_EBACKEND, "cuCtxSetCurrent", r, "");
-    }
-  }
-  cu_bound = c->id;
-  return KC_OK;
+  if (r != KC__CUDA_SUCCESS) return cu_fail(c->st->sv, KC_EBACKEND, "cuCtxGetCurrent", r, "");
+  *prev = cur;
+  if (cur == c->ctx) return KC_OK;
+  r = cu_drv.cuCtxSetCurrent(c->ctx);
+  return r == KC__CUDA_SUCCESS ? KC_OK : cu_fail(c->st->sv, KC_EBACKEND, "cuCtxSetCurrent", r, "");
+}
+
+/* Restores the caller's current context (NULL: none) after cu_enter. */
+void cu_leave(const cu_ctx *c, CUcontext prev) {
+  if (prev != c->ctx) cu_drv.cuCtxSetCurrent(prev);
 }
 
 static bool cu_contains_nocase(const char *hay, const char *needle) {
@@ -222,13 +215,7 @@ static kc_status cu_ctx_create(void *state, int device, void **bctx) {
     kc__bs_free(st->sv, c);
     return cu_fail(st->sv, KC_EBACKEND, "cuDevicePrimaryCtxRetain", r, "");
   }
-  kc_status s = cu_bind(c);
-  if (s != KC_OK) {
-    cu_drv.cuDevicePrimaryCtxRelease_v2(c->dev);
-    kc__bs_free(st->sv, c);
-    return s;
-  }
-  *bctx = c;
+  *bctx = c; /* made current when kcache calls the driver for it (cu_enter) */
   return KC_OK;
 }
 
@@ -236,9 +223,11 @@ static kc_status cu_ctx_create(void *state, int device, void **bctx) {
 static void cu_ctx_destroy(void *bctx) {
   cu_ctx *c = bctx;
   if (!c) return;
-  if (cu_bind(c) == KC_OK)
+  CUcontext prev;
+  if (cu_enter(c, &prev) == KC_OK) {
     cu_drv.cuCtxSynchronize(); /* let queued work end before the release may tear it down */
-  cu_bound = 0;
+    cu_leave(c, prev);
+  }
   if (!c->wrapped) cu_drv.cuDevicePrimaryCtxRelease_v2(c->dev); /* the caller's stays as it is */
   kc__bs_free(c->st->sv, c);
 }
@@ -248,9 +237,11 @@ static void cu_ctx_destroy(void *bctx) {
  * reset is a point after which nothing of the old modules runs. */
 static kc_status cu_ctx_reset(void *bctx) {
   cu_ctx *c = bctx;
-  kc_status s = cu_bind(c);
+  CUcontext prev;
+  kc_status s = cu_enter(c, &prev);
   if (s != KC_OK) return s;
   CUresult r = cu_drv.cuCtxSynchronize();
+  cu_leave(c, prev);
   if (r != KC__CUDA_SUCCESS)
     return cu_fail(c->st->sv, KC_EBACKEND, "cuCtxSynchronize", r,
                    " (during a context reset; a sticky error leaves the CUDA context "
@@ -260,9 +251,11 @@ static kc_status cu_ctx_reset(void *bctx) {
 
 static kc_status cu_ctx_finish(void *bctx) {
   cu_ctx *c = bctx;
-  kc_status s = cu_bind(c);
+  CUcontext prev;
+  kc_status s = cu_enter(c, &prev);
   if (s != KC_OK) return s;
   CUresult r = cu_drv.cuCtxSynchronize();
+  cu_leave(c, prev);
   if (r != KC__CUDA_SUCCESS) return cu_fail(c->st->sv, KC_ELAUNCH, "cuCtxSynchronize", r, "");
   return KC_OK;
 }
@@ -272,14 +265,16 @@ static kc_status cu_ctx_finish(void *bctx) {
 static KC__COLD kc_status cu_launch_slow(kc__blinked *l, void **argv, const kc_dim3 *grid,
                                          const kc_dim3 *block, bool tried, CUresult r);
 
-/* The fast path: one TLS compare and the driver's launch. It must never
- * lock, allocate, query the driver or touch a string. argv is exactly the
+/* The fast path: the driver's current context compared with the kernel's
+ * (cuCtxGetCurrent) and the driver's launch. It must never lock, allocate,
+ * switch contexts or touch a string. argv is exactly the
  * kernelParams array: a pointer to each argument's bytes (a buffer's is its
  * kc__bufh, whose u64 is the CUdeviceptr). */
 static kc_status cu_launch(kc__blinked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
   const cu_ctx *c = l->bctx;
   if (KC__UNLIKELY(!grid || !block)) return kc__launch_bad_dims(l, grid, block);
-  if (KC__LIKELY(cu_bound == c->id)) {
+  CUcontext cur = NULL;
+  if (KC__LIKELY(cu_drv.cuCtxGetCurrent(&cur) == KC__CUDA_SUCCESS && cur == c->ctx)) {
     CUresult r = cu_drv.cuLaunchKernel((CUfunction)l->fn, grid->x, grid->y, grid->z, block->x, block->y,
                                        block->z, 0, c->stream, argv, NULL);
     if (KC__LIKELY(r == KC__CUDA_SUCCESS)) return KC_OK;
@@ -293,8 +288,9 @@ static bool cu_is_context_error(CUresult r) {
          r == KC__CUDA_ERROR_INVALID_HANDLE;
 }
 
-/* This thread has not bound the context yet, or the launch failed. A failed
- * launch enqueued nothing, so retrying once after binding is safe. */
+/* The caller's current context is another (or none), or the launch
+ * failed. A failed launch enqueued nothing, so retrying once in the
+ * kernel's context (then restoring the caller's) is safe. */
 static KC__COLD kc_status cu_launch_slow(kc__blinked *l, void **argv, const kc_dim3 *grid,
                                          const kc_dim3 *block, bool tried, CUresult r) {
   const cu_ctx *c = l->bctx;
@@ -303,10 +299,12 @@ static KC__COLD kc_status cu_launch_slow(kc__blinked *l, void **argv, const kc_d
   if (!grid->x || !grid->y || !grid->z || !block->x || !block->y || !block->z)
     return kc__launch_bad_dims(l, grid, block);
   if (!tried || cu_is_context_error(r)) {
-    kc_status s = cu_bind(c);
+    CUcontext prev;
+    kc_status s = cu_enter(c, &prev);
     if (s != KC_OK) return s;
     r = cu_drv.cuLaunchKernel((CUfunction)l->fn, grid->x, grid->y, grid->z, block->x, block->y, block->z, 0,
                               c->stream, argv, NULL);
+    cu_leave(c, prev);
     if (r == KC__CUDA_SUCCESS) return KC_OK;
   }
   char detail[384];
@@ -324,15 +322,13 @@ static bool cu_is_binary(const unsigned char *p, size_t n) {
   return n >= 4 && (memcmp(p, elf, 4) == 0 || memcmp(p, fatbin, 4) == 0);
 }
 
-static kc_status cu_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
-  cu_ctx *c = bctx;
+/* cu_link's work, in c's context (made current by cu_link). */
+static kc_status cu_link_in(cu_ctx *c, const kc__artifact *art, kc__blinked *l) {
   const kc__bsvc *sv = c->st->sv;
   const kc__artifact a = *art;
   const char *name = a.entry;
   if (!a.bytes || a.size == 0)
     return kc__bs_err(sv, KC_ELINK, "kernel '%s' has an empty CUDA artifact", name);
-  kc_status s = cu_bind(c);
-  if (s != KC_OK) return s;
   /* PTX must reach the driver NUL-terminated; one that came back from a
    * store without its NUL gets one here. */
   const unsigned char *image = a.bytes;
@@ -374,12 +370,24 @@ static kc_status cu_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
   return KC_OK;
 }
 
+static kc_status cu_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
+  cu_ctx *c = bctx;
+  CUcontext prev;
+  kc_status s = cu_enter(c, &prev);
+  if (s != KC_OK) return s;
+  s = cu_link_in(c, art, l);
+  cu_leave(c, prev);
+  return s;
+}
+
 static void cu_unlink(kc__blinked *l) {
   cu_ctx *c = l->bctx;
-  if (!l->module || !c || cu_bind(c) != KC_OK) return;
+  CUcontext prev;
+  if (!l->module || !c || cu_enter(c, &prev) != KC_OK) return;
   /* Nothing queued may still run code of the module being unloaded. */
   cu_drv.cuCtxSynchronize();
   cu_drv.cuModuleUnload((CUmodule)l->module);
+  cu_leave(c, prev);
   l->module = NULL;
   l->fn = NULL;
 }
@@ -391,10 +399,12 @@ static kc_status cu_buf_create(void *bctx, size_t size, kc__bufh *h) {
   cu_ctx *c = bctx;
   h->u64 = 0;
   if (size == 0) return KC_OK;
-  kc_status s = cu_bind(c);
+  CUcontext prev;
+  kc_status s = cu_enter(c, &prev);
   if (s != KC_OK) return s;
   CUdeviceptr p = 0;
   CUresult r = cu_drv.cuMemAlloc_v2(&p, size);
+  cu_leave(c, prev);
   if (r != KC__CUDA_SUCCESS) {
     char detail[64];
     snprintf(detail, sizeof detail, " (%zu bytes)", size);
@@ -406,26 +416,32 @@ static kc_status cu_buf_create(void *bctx, size_t size, kc__bufh *h) {
 }
 
 static void cu_buf_destroy(void *bctx, kc__bufh *h) {
-  if (!h->u64 || cu_bind(bctx) != KC_OK) return;
+  CUcontext prev;
+  if (!h->u64 || cu_enter(bctx, &prev) != KC_OK) return;
   cu_drv.cuMemFree_v2((CUdeviceptr)h->u64);
+  cu_leave(bctx, prev);
   h->u64 = 0;
 }
 
 static kc_status cu_buf_write(void *bctx, kc__bufh *h, size_t off, const void *src, size_t n) {
   cu_ctx *c = bctx;
   if (n == 0) return KC_OK;
-  kc_status s = cu_bind(c);
+  CUcontext prev;
+  kc_status s = cu_enter(c, &prev);
   if (s != KC_OK) return s;
   CUresult r = cu_drv.cuMemcpyHtoD_v2((CUdeviceptr)(h->u64 + off), src, n);
+  cu_leave(c, prev);
   return r == KC__CUDA_SUCCESS ? KC_OK : cu_fail(c->st->sv, KC_EBACKEND, "cuMemcpyHtoD", r, "");
 }
 
 static kc_status cu_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, size_t n) {
   cu_ctx *c = bctx;
   if (n == 0) return KC_OK;
-  kc_status s = cu_bind(c);
+  CUcontext prev;
+  kc_status s = cu_enter(c, &prev);
   if (s != KC_OK) return s;
   CUresult r = cu_drv.cuMemcpyDtoH_v2(dst, (CUdeviceptr)(h->u64 + off), n);
+  cu_leave(c, prev);
   return r == KC__CUDA_SUCCESS ? KC_OK : cu_fail(c->st->sv, KC_EBACKEND, "cuMemcpyDtoH", r, "");
 }
 

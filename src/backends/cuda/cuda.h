@@ -207,22 +207,20 @@ typedef struct cu_state {
 
 typedef struct cu_ctx {
   cu_state *st;
-  uint64_t id; /* never reused: the thread's binding cache compares it */
+  uint64_t id; /* never reused */
   CUdevice dev;
   CUcontext ctx; /* the device's primary context, retained; or the caller's (wrapped) */
   CUstream stream; /* NULL: the legacy default stream (see the top) */
   bool wrapped; /* kc_context_wrap: ctx is the caller's, never released */
 } cu_ctx;
 
-/* cuda.c: makes c's context current on this thread (asks the driver);
- * cu_bound is the id of the context this thread bound last (a launch that
- * finds its own there skips cu_bind). */
-kc_status cu_bind(const cu_ctx *c);
-#if defined(__GNUC__)
-extern _Thread_local uint64_t cu_bound __attribute__((tls_model("initial-exec")));
-#else
-extern _Thread_local uint64_t cu_bound;
-#endif
+/* cuda.c: kcache leaves the calling thread's current context as it found
+ * it. cu_enter makes c's context current for kcache's own driver calls
+ * (nothing to do when it is already) and returns the caller's in *prev;
+ * cu_leave(c, prev) restores it. Every cu_enter that returned KC_OK has its
+ * cu_leave. */
+kc_status cu_enter(const cu_ctx *c, CUcontext *prev);
+void cu_leave(const cu_ctx *c, CUcontext prev);
 
 /* interop.c: adopted contexts, streams, foreign memory, configured launches. */
 kc_status cu_ctx_wrap(void *state, void *native_ctx, void *native_dev, void **bctx);

@@ -12,6 +12,7 @@
  */
 #include "backends/cuda/cuda.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,8 +29,10 @@ kc_status cu_ctx_wrap(void *state, void *native_ctx, void *native_dev, void **bc
   c->id = kc__next_id();
   c->ctx = native_ctx;
   c->wrapped = true;
-  kc_status s = cu_bind(c);
+  CUcontext prev;
+  kc_status s = cu_enter(c, &prev);
   CUresult r = s ? KC__CUDA_SUCCESS : cu_drv.cuCtxGetDevice(&c->dev);
+  if (!s) cu_leave(c, prev);
   if (!s && r != KC__CUDA_SUCCESS) s = cu_fail(st->sv, KC_EINVAL, "kc_context_wrap: cuCtxGetDevice", r, "");
   if (s) {
     kc__bs_free(st->sv, c);
@@ -45,10 +48,12 @@ void *cu_ctx_native(void *bctx) { return ((cu_ctx *)bctx)->ctx; }
 
 kc_status cu_stream_create(void *bctx, void **native) {
   cu_ctx *c = bctx;
-  kc_status s = cu_bind(c);
+  CUcontext prev;
+  kc_status s = cu_enter(c, &prev);
   if (s) return s;
   CUstream stream = NULL;
   CUresult r = cu_drv.cuStreamCreate(&stream, KC__CU_STREAM_NON_BLOCKING);
+  cu_leave(c, prev);
   if (r != KC__CUDA_SUCCESS)
     return cu_fail(c->st->sv, KC_EBACKEND, "kc_stream_create: cuStreamCreate", r, "");
   *native = stream;
@@ -59,9 +64,7 @@ kc_status cu_stream_create(void *bctx, void **native) {
 kc_status cu_stream_wrap(void *bctx, void *native) {
   cu_ctx *c = bctx;
   if (!native) return KC_OK;
-  kc_status s = cu_bind(c);
-  if (s) return s;
-  CUcontext owner = NULL;
+  CUcontext owner = NULL; /* cuStreamGetCtx needs no current context */
   CUresult r = cu_drv.cuStreamGetCtx(native, &owner);
   if (r != KC__CUDA_SUCCESS) return cu_fail(c->st->sv, KC_EINVAL, "kc_stream_wrap: cuStreamGetCtx", r, "");
   if (owner != c->ctx)
@@ -70,16 +73,20 @@ kc_status cu_stream_wrap(void *bctx, void *native) {
 }
 
 void cu_stream_release(void *bctx, void *native, bool owned) {
-  if (!owned || !native || cu_bind(bctx) != KC_OK) return;
+  CUcontext prev;
+  if (!owned || !native || cu_enter(bctx, &prev) != KC_OK) return;
   cu_drv.cuStreamSynchronize(native);
   cu_drv.cuStreamDestroy_v2(native);
+  cu_leave(bctx, prev);
 }
 
 kc_status cu_stream_sync(void *bctx, void *native) {
   cu_ctx *c = bctx;
-  kc_status s = cu_bind(c);
+  CUcontext prev;
+  kc_status s = cu_enter(c, &prev);
   if (s) return s;
-  CUresult r = cu_drv.cuStreamSynchronize(native);
+  CUresult r = cu_drv.cuStreamSynchronize(native ? (CUstream)native : c->stream);
+  cu_leave(c, prev);
   return r == KC__CUDA_SUCCESS ? KC_OK
                                : cu_fail(c->st->sv, KC_ELAUNCH, "kc_stream_sync: cuStreamSynchronize", r, "");
 }
@@ -88,11 +95,15 @@ kc_status cu_stream_sync(void *bctx, void *native) {
  * capturing: event record and wait are captured as graph edges). */
 kc_status cu_stream_wait(void *bctx, void *native, void *other) {
   cu_ctx *c = bctx;
-  kc_status s = cu_bind(c);
+  CUcontext prev;
+  kc_status s = cu_enter(c, &prev);
   if (s) return s;
   CUevent ev = NULL;
   CUresult r = cu_drv.cuEventCreate(&ev, KC__CU_EVENT_DISABLE_TIMING);
-  if (r != KC__CUDA_SUCCESS) return cu_fail(c->st->sv, KC_EBACKEND, "kc_stream_wait: cuEventCreate", r, "");
+  if (r != KC__CUDA_SUCCESS) {
+    cu_leave(c, prev);
+    return cu_fail(c->st->sv, KC_EBACKEND, "kc_stream_wait: cuEventCreate", r, "");
+  }
   const char *what = "cuEventRecord";
   r = cu_drv.cuEventRecord(ev, other);
   if (r == KC__CUDA_SUCCESS) {
@@ -100,6 +111,7 @@ kc_status cu_stream_wait(void *bctx, void *native, void *other) {
     r = cu_drv.cuStreamWaitEvent(native, ev, 0);
   }
   cu_drv.cuEventDestroy_v2(ev); /* the wait holds what it needs */
+  cu_leave(c, prev);
   return r == KC__CUDA_SUCCESS ? KC_OK : cu_fail(c->st->sv, KC_EBACKEND, what, r, " (kc_stream_wait)");
 }
 
@@ -107,9 +119,12 @@ kc_status cu_stream_wait(void *bctx, void *native, void *other) {
  * global-mode capture forbids even that) counts as capturing: compiling
  * then would break the capture. */
 bool cu_stream_capturing(void *bctx, void *native) {
-  if (cu_bind(bctx) != KC_OK) return false;
+  const cu_ctx *c = bctx;
+  CUcontext prev;
+  if (cu_enter(c, &prev) != KC_OK) return false; /* the launch reports the broken context */
   int status = KC__CU_STREAM_CAPTURE_STATUS_NONE;
-  CUresult r = cu_drv.cuStreamIsCapturing(native, &status);
+  CUresult r = cu_drv.cuStreamIsCapturing(native ? (CUstream)native : c->stream, &status);
+  cu_leave(c, prev);
   return r != KC__CUDA_SUCCESS || status != KC__CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
@@ -117,11 +132,13 @@ bool cu_stream_capturing(void *bctx, void *native) {
 
 kc_status cu_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h) {
   cu_ctx *c = bctx;
-  kc_status s = cu_bind(c);
+  CUcontext prev;
+  kc_status s = cu_enter(c, &prev);
   if (s) return s;
   CUdeviceptr p = (CUdeviceptr)(uintptr_t)native, base = 0;
   size_t have = 0;
   CUresult r = cu_drv.cuMemGetAddressRange_v2(&base, &have, p);
+  cu_leave(c, prev);
   if (r != KC__CUDA_SUCCESS)
     return cu_fail(c->st->sv, KC_EINVAL, "kc_buffer_wrap: cuMemGetAddressRange", r,
                    " (not device memory of this context?)");
@@ -149,15 +166,30 @@ static KC__COLD kc_status cu_ex_fail(const kc__blinked *l, const kc__lcfg *cfg, 
   return cu_fail(c->st->sv, KC_ELAUNCH, call, r, detail);
 }
 
+/* l->extra: the largest dynamic shared memory limit raised for l's
+ * function, read by every launch (atomically) and raised under
+ * cu_shared_lock, so that the attribute and the record only grow together
+ * (two threads raising at once cannot leave the attribute below it). */
+static pthread_mutex_t cu_shared_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static inline uintptr_t cu_shared_raised(const kc__blinked *l) {
+  return (uintptr_t)__atomic_load_n(&l->extra, __ATOMIC_ACQUIRE);
+}
+
 /* Raises the function's dynamic shared memory limit to bytes (once per
- * size above the default: l->extra keeps the largest raised). */
+ * size above the largest raised). */
 static KC__COLD kc_status cu_raise_shared(kc__blinked *l, const kc__lcfg *cfg) {
-  CUresult r = cu_drv.cuFuncSetAttribute(
-      (CUfunction)l->fn, KC__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)cfg->shared_bytes);
-  if (r != KC__CUDA_SUCCESS)
-    return cu_ex_fail(l, cfg, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", r);
-  l->extra = (void *)(uintptr_t)cfg->shared_bytes;
-  return KC_OK;
+  CUresult r = KC__CUDA_SUCCESS;
+  pthread_mutex_lock(&cu_shared_lock);
+  if (cfg->shared_bytes > cu_shared_raised(l)) {
+    r = cu_drv.cuFuncSetAttribute((CUfunction)l->fn, KC__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  (int)cfg->shared_bytes);
+    if (r == KC__CUDA_SUCCESS)
+      __atomic_store_n(&l->extra, (void *)(uintptr_t)cfg->shared_bytes, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&cu_shared_lock);
+  return r == KC__CUDA_SUCCESS ? KC_OK
+                               : cu_ex_fail(l, cfg, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", r);
 }
 
 static KC__COLD kc_status cu_launch_attrs(kc__blinked *l, void **argv, const kc__lcfg *cfg, CUstream stream) {
@@ -187,15 +219,12 @@ static KC__COLD kc_status cu_launch_attrs(kc__blinked *l, void **argv, const kc_
   return r == KC__CUDA_SUCCESS ? KC_OK : cu_ex_fail(l, cfg, "cuLaunchKernelEx", r);
 }
 
-/* The configured launch: cu_launch (cuda.c) with a stream and shared
- * memory; attributes go through cuLaunchKernelEx. */
-kc_status cu_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
+/* cu_launch_ex's work, in l's context (current already). */
+static kc_status cu_launch_ex_in(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
   const cu_ctx *c = l->bctx;
   const kc_dim3 *g = cfg->grid, *b = cfg->block;
-  if (KC__UNLIKELY(!g->x || !g->y || !g->z || !b->x || !b->y || !b->z)) return kc__launch_bad_dims(l, g, b);
   kc_status s = KC_OK;
-  if (KC__UNLIKELY(cu_bound != c->id) && (s = cu_bind(c)) != KC_OK) return s;
-  if (KC__UNLIKELY(cfg->shared_bytes > CU_SHARED_DEFAULT && cfg->shared_bytes > (uintptr_t)l->extra) &&
+  if (KC__UNLIKELY(cfg->shared_bytes > CU_SHARED_DEFAULT && cfg->shared_bytes > cu_shared_raised(l)) &&
       (s = cu_raise_shared(l, cfg)) != KC_OK)
     return s;
   CUstream stream = cfg->stream ? (CUstream)cfg->stream : c->stream;
@@ -204,4 +233,23 @@ kc_status cu_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
   CUresult r = cu_drv.cuLaunchKernel((CUfunction)l->fn, g->x, g->y, g->z, b->x, b->y, b->z, cfg->shared_bytes,
                                      stream, argv, NULL);
   return KC__LIKELY(r == KC__CUDA_SUCCESS) ? KC_OK : cu_ex_fail(l, cfg, "cuLaunchKernel", r);
+}
+
+/* The configured launch: cu_launch (cuda.c) with a stream and shared
+ * memory; attributes go through cuLaunchKernelEx. Like cu_launch it
+ * launches directly when the caller's current context is the kernel's, and
+ * else switches to it and back (kcache.h: CUDA's current context). */
+kc_status cu_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
+  const cu_ctx *c = l->bctx;
+  const kc_dim3 *g = cfg->grid, *b = cfg->block;
+  if (KC__UNLIKELY(!g->x || !g->y || !g->z || !b->x || !b->y || !b->z)) return kc__launch_bad_dims(l, g, b);
+  CUcontext cur = NULL;
+  if (KC__LIKELY(cu_drv.cuCtxGetCurrent(&cur) == KC__CUDA_SUCCESS && cur == c->ctx))
+    return cu_launch_ex_in(l, argv, cfg);
+  CUcontext prev;
+  kc_status s = cu_enter(c, &prev);
+  if (s) return s;
+  s = cu_launch_ex_in(l, argv, cfg);
+  cu_leave(c, prev);
+  return s;
 }

@@ -12,13 +12,40 @@
  */
 #include "backends/host/host.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* The calling thread's scratch area, grown to the largest shared_bytes it
- * launched with (freed at thread exit is not needed: one per thread, kept). */
+ * launched with, and freed when the thread exits (host_scratch_key's
+ * destructor: a pool that recycles threads leaks nothing). */
 static _Thread_local void *host_scratch;
 static _Thread_local size_t host_scratch_size;
+static pthread_key_t host_scratch_key;
+static pthread_once_t host_scratch_once = PTHREAD_ONCE_INIT;
+static bool host_scratch_keyed; /* the key exists (written once, under the once) */
+
+static void host_scratch_make_key(void) {
+  host_scratch_keyed = pthread_key_create(&host_scratch_key, free) == 0;
+}
+
+/* Grows the thread's area to n bytes (n > its size); the key owns it. */
+static KC__COLD bool host_scratch_grow(size_t n) {
+  pthread_once(&host_scratch_once, host_scratch_make_key);
+  if (!host_scratch_keyed) return false; /* no way to free it at thread exit */
+  /* libc, not the runtime's allocator: the area belongs to the thread */
+  void *p = realloc(host_scratch, n);
+  if (!p) return false;
+  if (pthread_setspecific(host_scratch_key, p) != 0) {
+    free(p);
+    host_scratch = NULL;
+    host_scratch_size = 0;
+    return false;
+  }
+  host_scratch = p;
+  host_scratch_size = n;
+  return true;
+}
 
 #define HOST_SCRATCH_MAX (64u << 20)
 
@@ -33,14 +60,8 @@ kc_status host_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
   if (cfg->shared_bytes > HOST_SCRATCH_MAX)
     return kc__bs_err(s->sv, KC_EINVAL, "kernel '%s': shared_bytes %u is above the host backend's %u",
                       kc__blinked_name(l), cfg->shared_bytes, HOST_SCRATCH_MAX);
-  if (host_scratch_size < cfg->shared_bytes) {
-    /* libc, not the runtime's allocator: the area belongs to the thread */
-    void *p = realloc(host_scratch, cfg->shared_bytes);
-    if (!p)
-      return kc__bs_err(s->sv, KC_ENOMEM, "out of memory for a %u-byte scratch area", cfg->shared_bytes);
-    host_scratch = p;
-    host_scratch_size = cfg->shared_bytes;
-  }
+  if (host_scratch_size < cfg->shared_bytes && !host_scratch_grow(cfg->shared_bytes))
+    return kc__bs_err(s->sv, KC_ENOMEM, "out of memory for a %u-byte scratch area", cfg->shared_bytes);
   host_set_scratch(host_scratch); /* the thread's own: no lock, for every compiler */
   kc_status st = ((host_run_fn)l->fn)(l, argv, cfg->grid, cfg->block);
   host_set_scratch(NULL);

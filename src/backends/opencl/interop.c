@@ -105,6 +105,14 @@ kc_status ocl_stream_wrap(void *bctx, void *native) {
     return kc__bs_err(c->sv, KC_EINVAL, "kc_stream_wrap: the queue belongs to another cl_context");
   if (qdev != c->device)
     return kc__bs_err(c->sv, KC_EINVAL, "kc_stream_wrap: the queue is on another device than the context's");
+  cl_command_queue_properties props = 0;
+  e = ocl.clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL);
+  if (e != CL_SUCCESS) return ocl_fail(c->sv, KC_EINVAL, "kc_stream_wrap: clGetCommandQueueInfo", e);
+  if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
+    return kc__bs_err(
+        c->sv, KC_EINVAL,
+        "kc_stream_wrap: the queue is out of order (CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE), and a "
+        "kc_stream is an in-order queue: wrap an in-order queue");
   e = ocl.clRetainCommandQueue(q);
   return e == CL_SUCCESS ? KC_OK : ocl_fail(c->sv, KC_EINVAL, "kc_stream_wrap: clRetainCommandQueue", e);
 }
@@ -190,9 +198,11 @@ static KC__COLD kc_status ocl_ex_fail(const kc__blinked *l, const ocl_linked *x,
     ocl.clGetDeviceInfo(c->device, CL_DEVICE_NAME, sizeof name - 1, name, NULL);
     return kc__bs_err(x->sv, KC_EARGS,
                       "kernel '%s' argument %u: a raw pointer (KC_ARG_PTR) needs shared virtual memory "
-                      "(OpenCL 2.0 SVM), which %s: wrap the cl_mem with kc_buffer_wrap instead",
+                      "(OpenCL 2.0 SVM), which %s%s%s lacks: wrap the cl_mem with kc_buffer_wrap instead",
                       x->entry, (unsigned)arg,
-                      !ocl_set_arg_svm ? "this OpenCL library lacks (no clSetKernelArgSVMPointer)" : name);
+                      !ocl_set_arg_svm ? "this OpenCL library (it has no clSetKernelArgSVMPointer)"
+                                       : "device '",
+                      !ocl_set_arg_svm ? "" : name, !ocl_set_arg_svm ? "" : "'");
   }
   if (arg != UINT32_MAX)
     return kc__bs_err(x->sv, KC_EARGS, "kernel '%s': clSetKernelArg(%u): %s (%d)", x->entry, (unsigned)arg,
