@@ -756,6 +756,11 @@ typedef struct kc_stats {
   uint64_t remote_skips; /* lookups and uploads not tried: breaker open, queue full */
   uint64_t remote_lock_waits; /* lookups that waited for another machine's compile */
   uint64_t remote_lookup_ns; /* total time of the lookups (such waits included) */
+  /* Program builds the backend ran (OpenCL: clBuildProgram calls, from
+   * source in a compile or from a binary in a link; 0 on backends that do
+   * not count them). A compile and the first link into a context kcache
+   * made on the compile's device build once. */
+  uint64_t backend_builds;
 } kc_stats;
 
 /* A snapshot of the runtime's counters (fast_hits: exact when launches in

@@ -284,6 +284,9 @@ typedef struct kc__backend {
    * platform rejects). Otherwise a code instance keeps no translation unit
    * once compiled (kc_kernel_source rebuilds it). */
   bool link_uses_source;
+  /* Optional: how many program builds the backend has run (OpenCL:
+   * clBuildProgram calls, compiles and links); kc_stats.backend_builds. */
+  uint64_t (*builds)(void *state);
 } kc__backend;
 
 /* Each backend defines its table, `const kc__backend kc__backend_NAME`, in
