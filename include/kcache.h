@@ -615,7 +615,10 @@ kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
  * context on a second device of the same backend, made by kc_context_create
  * or kc_context_wrap (e.g. an OpenCL sub-device), links the same artifact
  * (OpenCL rebuilds it from source when the device refuses the binary),
- * which kc_stats shows as one compile and one link per context.
+ * which kc_stats shows as one compile and one link per context. OpenCL:
+ * the contexts kcache makes on one device share one cl_context (each with
+ * its own queue, buffers and kernel objects), where a link reuses the
+ * program the compile built instead of building the binary again.
  *
  * Capture safety (CUDA graphs). When a launch's stream is capturing
  * (cuStreamIsCapturing) and the kernel is not yet linked in that context
@@ -659,7 +662,8 @@ void *kc_stream_native(const kc_stream *s);
  * it created) and device NULL; host NULL and NULL. KC_EINVAL saying why for
  * anything else. Never destroyed by kcache (see above). */
 kc_status kc_context_wrap(kc_runtime *rt, void *native_ctx, void *native_device, kc_context **out);
-/* The native context (cl_context, CUcontext; NULL on the host). */
+/* The native context (cl_context, CUcontext; NULL on the host). OpenCL:
+ * the kc_contexts kcache made on one device return the same cl_context. */
 void *kc_context_native(const kc_context *ctx);
 
 /* Wraps the caller's memory as a kc_buffer of `size` bytes: a cl_mem of

@@ -62,8 +62,9 @@ static void test_compile_and_links_build_once(void **state) {
   kc_buffer_destroy(kept);
 
   /* a redefinition is a new compile: one more build, still one per kernel */
-  kct_define(rt, "lin",
-             "KC_KERNEL void lin(KC_GLOBAL float *y) { size_t j = kc_global_id(0); y[j] = (float)j * 3.0f; }");
+  kct_define(
+      rt, "lin",
+      "KC_KERNEL void lin(KC_GLOBAL float *y) { size_t j = kc_global_id(0); y[j] = (float)j * 3.0f; }");
   kc_buffer *c = kct_buffer(rt, a, N);
   kct_run_ok(rt, k, a, c, N, out);
   kct_expect_linear(out, N, 3.0f, 0.0f);

@@ -60,7 +60,8 @@ cl_program ocl_kept_find(ocl_state *st, cl_context ctx, const void *bin, size_t 
   kc__lock(&st->lock);
   for (int i = 0; i < OCL_KEEP && !p; i++) {
     ocl_kept *k = &st->kept[i];
-    if (k->prog && k->size == size && memcmp(k->bin, bin, size) == 0 && ocl.clRetainProgram(k->prog) == CL_SUCCESS)
+    if (k->prog && k->size == size && memcmp(k->bin, bin, size) == 0 &&
+        ocl.clRetainProgram(k->prog) == CL_SUCCESS)
       p = k->prog;
   }
   kc__unlock(&st->lock);
