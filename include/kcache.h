@@ -821,8 +821,9 @@ typedef struct kc_param_info {
   size_t size; /* set by kc_kernel_param: the bytes it filled */
   const char *name; /* "n" */
   const char *type; /* the declaration without the name: "KC_GLOBAL float *", "T" */
-  const char *ctype; /* the type after the specialization parameters, qualifiers
-                      * dropped: "float" for "const T" with T=float ("" for buffers) */
+  const char *ctype; /* the type after the specialization parameters and plain
+                      * typedefs of the code, qualifiers dropped: "float" for
+                      * "const T" with T=float or for `typedef float real;` ("" for buffers) */
   uint32_t kind; /* kc_arg_kind: KC_ARG_BUFFER for a pointer (a buffer or, with
                   * kc_launch_ex, KC_ARG_PTR), KC_ARG_LOCAL for an OpenCL KC_LOCAL
                   * pointer (its size per launch), else KC_ARG_SCALAR */

@@ -47,6 +47,62 @@ static int points_to_const(const char *type) {
   return 0;
 }
 
+/* The element type of a pointer type's text ("KC_GLOBAL const float *"):
+ * its class and size for the scalars NumPy has, else 0 (void, char, a
+ * specialization parameter, a struct, a pointer to pointer). */
+static void pointee(const char *type, char *kind, uint8_t *size) {
+  static const struct {
+    const char *name;
+    char kind;
+    uint8_t size;
+  } known[] = {{"float", 'f', 4},
+               {"double", 'f', 8},
+               {"half", 'f', 2},
+               {"short", 'i', 2},
+               {"ushort", 'i', 2},
+               {"int", 'i', 4},
+               {"uint", 'i', 4},
+               {"unsigned", 'i', 4},
+               {"long", 'i', 8},
+               {"ulong", 'i', 8},
+               {"int16_t", 'i', 2},
+               {"uint16_t", 'i', 2},
+               {"int32_t", 'i', 4},
+               {"uint32_t", 'i', 4},
+               {"int64_t", 'i', 8},
+               {"uint64_t", 'i', 8},
+               {"size_t", 'i', 8},
+               {"ptrdiff_t", 'i', 8},
+               {"unsigned int", 'i', 4},
+               {"unsigned short", 'i', 2},
+               {"unsigned long", 'i', 8},
+               {"long long", 'i', 8},
+               {"unsigned long long", 'i', 8}};
+  char base[64];
+  size_t n = 0;
+  const char *star = strchr(type, '*');
+  *kind = 0, *size = 0;
+  if (!star || strchr(star + 1, '*')) return;
+  for (const char *p = type; p < star;) {
+    while (p < star && !(isalnum((unsigned char)*p) || *p == '_')) p++;
+    const char *w = p;
+    while (p < star && (isalnum((unsigned char)*p) || *p == '_')) p++;
+    size_t wl = (size_t)(p - w);
+    static const char *const skip[] = {"const",    "volatile",   "restrict", "KC_GLOBAL", "KC_CONSTANT",
+                                       "__global", "__constant", "global",   "constant",  "signed"};
+    int drop = wl == 0;
+    for (size_t j = 0; !drop && j < sizeof skip / sizeof *skip; j++)
+      drop = strlen(skip[j]) == wl && !memcmp(skip[j], w, wl);
+    if (drop) continue;
+    if (n + wl + 2 >= sizeof base) return;
+    if (n) base[n++] = ' ';
+    memcpy(base + n, w, wl), n += wl;
+  }
+  base[n] = 0;
+  for (size_t j = 0; j < sizeof known / sizeof *known; j++)
+    if (!strcmp(base, known[j].name)) *kind = known[j].kind, *size = known[j].size;
+}
+
 /* Compiles for the caller's world with the GIL released, then copies each
  * parameter's info into the handle's cache. */
 int kcpy_refresh(KcKernel *k, kc_world w) {
@@ -68,6 +124,7 @@ int kcpy_refresh(KcKernel *k, kc_world w) {
     snprintf(p->name, sizeof p->name, "%s", info.name);
     snprintf(p->ctype, sizeof p->ctype, "%s", *info.ctype ? info.ctype : info.type);
     p->to_const = info.kind == KC_ARG_BUFFER && points_to_const(info.type);
+    pointee(info.kind == KC_ARG_BUFFER ? info.type : "", &p->ekind, &p->esize);
   }
   k->np = n;
   k->pworld = w;
@@ -83,6 +140,31 @@ static int arg_error(KcKernel *k, uint32_t i, const char *fmt, PyObject *o) {
     Py_DECREF(msg);
   }
   return -1;
+}
+
+int kcpy_check_elem(KcKernel *k, uint32_t i, char kind, Py_ssize_t itemsize, PyObject *o) {
+  const kcpy_param *p = &k->p[i];
+  if (kind == 'u') kind = 'i'; /* signedness is the kernel's business */
+  if (!p->ekind || (kind == 'i' && itemsize == 1) || (kind == p->ekind && itemsize == p->esize)) return 0;
+  const char *has = kind == 'f' ? "floating-point" : kind == 'i' ? "integer" : "unknown-type";
+  const char *wants = p->ekind == 'f' ? "floating-point" : "integer";
+  PyErr_Format(
+      PyExc_TypeError,
+      "kernel '%U', argument %u '%s' (%s): an array of %zd-byte %s elements for a pointer to %d-byte %s "
+      "elements (%.60R): pass an array of the parameter's element type, or raw bytes (uint8)",
+      k->name, i + 1, p->name, p->ctype, itemsize, has, (int)p->esize, wants, o);
+  return -1;
+}
+
+int kcpy_check_view(KcKernel *k, uint32_t i, const Py_buffer *v, PyObject *o) {
+  const char *f = v->format ? v->format : "B";
+  while (*f == '@' || *f == '=' || *f == '<' || *f == '>' || *f == '!') f++;
+  char kind = 0;
+  if (f[0] && !f[1]) {
+    if (strchr("efd", f[0])) kind = 'f';
+    else if (strchr("bhilqnBHILQN?c", f[0])) kind = 'i';
+  }
+  return kcpy_check_elem(k, i, kind, v->itemsize, o);
 }
 
 /* 16-bit IEEE half from a double (round to nearest even). */
@@ -186,13 +268,18 @@ static int convert_array(KcKernel *k, kc_context *ctx, uint32_t i, PyObject *o, 
   int fr = kcpy_foreign_arg(k, i, o, a, view);
   if (fr) return fr < 0 ? -1 : 0;
 #endif
-  if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+  if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
     PyErr_Clear();
-    if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS) < 0) {
+    if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
       PyErr_Clear();
       view->obj = NULL;
       return arg_error(k, i, "%R is neither a kcache Buffer nor a C-contiguous array (buffer protocol)", o);
     }
+  }
+  if (kcpy_check_view(k, i, view, o) < 0) {
+    PyBuffer_Release(view);
+    view->obj = NULL;
+    return -1;
   }
   kcpy_stage *s = &k->stage[i];
   size_t need = view->len ? (size_t)view->len : 1;
@@ -327,9 +414,18 @@ PyObject *kcpy_launch_ex(KcKernel *k, KcContext *c, const kc_dim3 *grid, const k
   cfg.grid = *grid;
   cfg.block = *block;
   cfg.shared_bytes = shared;
-  kc_status st = kcpy_stream(k->owner, ctx, stream, &cfg.stream) < 0
-                     ? KC__STATUS_COUNT
-                     : kc_launch_ex(k->k, ctx, &cfg, a, (uint32_t)n);
+  /* staged arrays are copied on the context's own queue: the copy back, and
+   * the next launch's copy into the same staging buffer, wait for the
+   * kernel on the caller's stream (a staged launch on a stream is blocking);
+   * on CUDA the launch also waits for the copy in (cuMemcpyHtoD from
+   * pageable memory may return before its DMA is done, on the legacy stream) */
+  int staged = 0;
+  for (Py_ssize_t i = 0; i < n; i++) staged |= views[i].obj && a[i].kind == KC_ARG_BUFFER;
+  kc_status st = kcpy_stream(k->owner, ctx, stream, &cfg.stream) < 0 ? KC__STATUS_COUNT : KC_OK;
+  if (st == KC_OK && staged && cfg.stream && k->owner->backend == KCPY_BACKEND_CUDA)
+    st = kc_context_finish(ctx);
+  if (st == KC_OK) st = kc_launch_ex(k->k, ctx, &cfg, a, (uint32_t)n);
+  if (st == KC_OK && staged && cfg.stream) st = kc_stream_sync(cfg.stream);
   if (kcpy_finish_views(k, (uint32_t)n, a, views, st == KC_OK) < 0 || st == KC__STATUS_COUNT) return NULL;
   if (st) return kcpy_raise(k->owner->rt, st, NULL);
   Py_RETURN_NONE;

@@ -17,6 +17,7 @@
 
 #if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
 
+#include <stdlib.h>
 #include <string.h>
 
 /* DLPack's ABI (dlpack.h v0.8+), the parts read here. */
@@ -42,7 +43,7 @@ typedef struct {
 } kcpy_dlmanaged;
 
 /* The device pointer of a __cuda_array_interface__ dict: 1 found, 0 not one, -1 error. */
-static int cai_pointer(PyObject *o, void **out) {
+static int cai_pointer(PyObject *o, void **out, char *kind, Py_ssize_t *isz) {
   PyObject *cai = PyObject_GetAttrString(o, "__cuda_array_interface__");
   if (!cai) {
     PyErr_Clear();
@@ -50,6 +51,12 @@ static int cai_pointer(PyObject *o, void **out) {
   }
   PyObject *data = PyDict_Check(cai) ? PyDict_GetItemString(cai, "data") : NULL;
   PyObject *strides = PyDict_Check(cai) ? PyDict_GetItemString(cai, "strides") : NULL;
+  PyObject *ts = PyDict_Check(cai) ? PyDict_GetItemString(cai, "typestr") : NULL;
+  const char *t = ts && PyUnicode_Check(ts) ? PyUnicode_AsUTF8(ts) : NULL;
+  if (!t) PyErr_Clear();
+  /* "<f4": byte order, kind (f, i, u, b ...), size */
+  *kind = t && strlen(t) >= 3 ? (t[1] == 'f' ? 'f' : strchr("iub", t[1]) ? 'i' : 0) : 0;
+  *isz = t && strlen(t) >= 3 ? atoi(t + 2) : 0;
   int rc = -1;
   if (!data || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) < 1)
     PyErr_SetString(PyExc_TypeError, "__cuda_array_interface__ without a 'data' tuple");
@@ -64,7 +71,7 @@ static int cai_pointer(PyObject *o, void **out) {
 }
 
 /* The data pointer of a __dlpack__ tensor on a CUDA device: 1, 0, -1 as above. */
-static int dlpack_pointer(PyObject *o, void **out) {
+static int dlpack_pointer(PyObject *o, void **out, char *kind, Py_ssize_t *isz) {
   if (!PyObject_HasAttrString(o, "__dlpack__") || !PyObject_HasAttrString(o, "__dlpack_device__")) return 0;
   /* only a tensor on a CUDA device is passed by pointer: a host one (NumPy
    * has __dlpack__ too) is staged like any buffer */
@@ -89,7 +96,15 @@ static int dlpack_pointer(PyObject *o, void **out) {
     if (t->device.device_type != 2 && t->device.device_type != 13)
       PyErr_Format(PyExc_TypeError, "a DLPack tensor on device type %d, not CUDA", t->device.device_type);
     else if (!contiguous) PyErr_SetString(PyExc_TypeError, "a strided DLPack tensor: pass a contiguous one");
-    else *out = (char *)t->data + t->byte_offset, rc = 1;
+    else {
+      *out = (char *)t->data + t->byte_offset, rc = 1;
+      /* kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBool 6 */
+      *kind = t->dtype.lanes != 1                        ? 0
+              : t->dtype.code == 2                       ? 'f'
+              : t->dtype.code <= 1 || t->dtype.code == 6 ? 'i'
+                                                         : 0;
+      *isz = t->dtype.bits / 8;
+    }
   }
   /* the capsule was not consumed: its destructor calls the tensor's
    * deleter; o (alive through the launch) keeps the memory */
@@ -103,20 +118,34 @@ int kcpy_foreign_arg(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, Py_buffer 
   view->obj = NULL;
   if (k->owner->backend == KCPY_BACKEND_HOST) {
     if (!PyObject_CheckBuffer(o)) return 0;
-    if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+    if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
       PyErr_Clear();
-      if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS) < 0) {
+      if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         PyErr_Clear();
         view->obj = NULL;
         return 0; /* args.c says why */
       }
     }
+    const char *bad = NULL;
+    if (view->readonly && !k->p[i].to_const)
+      bad = "a read-only array for a pointer that is not to const: the kernel would write into it "
+            "(declare the parameter const, or pass a writable copy)";
+    if (bad || kcpy_check_view(k, i, view, o) < 0) {
+      if (bad)
+        PyErr_Format(PyExc_TypeError, "kernel '%U', argument %u '%s': %s", k->name, i + 1, k->p[i].name, bad);
+      PyBuffer_Release(view);
+      view->obj = NULL;
+      return -1;
+    }
     *a = KC_ARG_DEVPTR(view->buf); /* released after the launch, nothing copied back */
     return 1;
   }
   if (k->owner->backend != KCPY_BACKEND_CUDA) return 0;
-  rc = cai_pointer(o, &p);
-  if (rc == 0) rc = dlpack_pointer(o, &p);
+  char kind = 0;
+  Py_ssize_t isz = 0;
+  rc = cai_pointer(o, &p, &kind, &isz);
+  if (rc == 0) rc = dlpack_pointer(o, &p, &kind, &isz);
+  if (rc == 1 && kcpy_check_elem(k, i, kind, isz, o) < 0) return -1;
   if (rc < 0) {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
@@ -156,16 +185,25 @@ int kcpy_stream(KcRuntime *r, kc_context *ctx, PyObject *o, kc_stream **out) {
   if (o == Py_None) return 0;
   void *native;
   if (stream_handle(o, &native) < 0) return -1;
+  uint64_t id = kc_context_id(ctx);
   for (int i = 0; i < r->nstreams; i++)
-    if (r->streams[i].native == native && r->streams[i].ctx == ctx) return *out = r->streams[i].s, 0;
+    if (r->streams[i].native == native && r->streams[i].ctx == ctx && r->streams[i].ctx_id == id)
+      return *out = r->streams[i].s, 0;
   if (r->nstreams == KCPY_STREAMS)
     return PyErr_Format(PyExc_RuntimeError, "more than %d foreign streams on one runtime", KCPY_STREAMS), -1;
   kc_stream *s;
   kc_status st = kc_stream_wrap(ctx, native, &s);
   if (st) return kcpy_raise(r->rt, st, "stream"), -1;
-  r->streams[r->nstreams++] = (kcpy_stream_ref){native, ctx, s};
+  r->streams[r->nstreams++] = (kcpy_stream_ref){native, ctx, id, s};
   *out = s;
   return 0;
+}
+
+void kcpy_streams_purge(KcRuntime *r, kc_context *ctx) {
+  int n = 0;
+  for (int i = 0; i < r->nstreams; i++)
+    if (r->streams[i].ctx != ctx) r->streams[n++] = r->streams[i];
+  r->nstreams = n; /* the kc_streams themselves go with the context */
 }
 
 #endif /* KC_ARG_DEVPTR */
@@ -174,6 +212,14 @@ int kcpy_stream(KcRuntime *r, kc_context *ctx, PyObject *o, kc_stream **out) {
 /* kcache Buffers exported: the buffer protocol on the host backend (the
  * buffer's own memory, kc_buffer_native), __cuda_array_interface__ on
  * CUDA (its device pointer, as bytes). */
+/* One export of b's memory made (+1) or released (-1): counted in b, its
+ * Context and its Runtime, whose destroy/close refuse while any is alive. */
+static void export_count(KcBuffer *b, int d) {
+  b->exports += d;
+  b->owner->exports += d;
+  b->owner->owner->exports += d;
+}
+
 static int buffer_getbuffer(PyObject *self, Py_buffer *view, int flags) {
   KcBuffer *b = (KcBuffer *)self;
   void *p = b->buf && b->owner->ctx && b->owner->owner->rt ? kc_buffer_native(b->buf) : NULL;
@@ -182,10 +228,18 @@ static int buffer_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     view->obj = NULL;
     return -1;
   }
-  return PyBuffer_FillInfo(view, self, p, (Py_ssize_t)b->size, 0, flags);
+  if (PyBuffer_FillInfo(view, self, p, (Py_ssize_t)b->size, 0, flags) < 0) return -1;
+  export_count(b, 1);
+  return 0;
 }
 
-static PyBufferProcs buffer_procs = {.bf_getbuffer = buffer_getbuffer};
+static void buffer_releasebuffer(PyObject *self, Py_buffer *view) {
+  (void)view;
+  export_count((KcBuffer *)self, -1);
+}
+
+static PyBufferProcs buffer_procs = {.bf_getbuffer = buffer_getbuffer,
+                                     .bf_releasebuffer = buffer_releasebuffer};
 
 static PyObject *buffer_get_cai(PyObject *self, void *c) {
   (void)c;
@@ -240,8 +294,10 @@ int kcpy_interop_init_types(void) {
 PyObject *kcpy_foreign_pointer(PyObject *self, PyObject *o) {
   (void)self;
   void *p = NULL;
-  int rc = cai_pointer(o, &p);
-  if (rc == 0) rc = dlpack_pointer(o, &p);
+  char kind;
+  Py_ssize_t isz;
+  int rc = cai_pointer(o, &p, &kind, &isz);
+  if (rc == 0) rc = dlpack_pointer(o, &p, &kind, &isz);
   if (rc < 0) return NULL;
   return rc ? PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)p) : Py_NewRef(Py_None);
 }
@@ -261,6 +317,7 @@ typedef struct {
 static void dlexport_delete(void *self) {
   kcpy_dlexport *t = self;
   PyGILState_STATE g = PyGILState_Ensure();
+  export_count((KcBuffer *)t->manager_ctx, -1);
   Py_XDECREF((PyObject *)t->manager_ctx);
   PyGILState_Release(g);
   PyMem_RawFree(t);
@@ -281,6 +338,11 @@ static int buffer_device(KcBuffer *b, void **p, int32_t *type) {
   return -1;
 }
 
+/* DLPack's device_id: 0 for the host (kDLCPU), the CUDA device ordinal of the Buffer's context. */
+static int32_t buffer_device_id(const KcBuffer *b) {
+  return b->owner->owner->backend == KCPY_BACKEND_CUDA ? b->owner->device : 0;
+}
+
 PyObject *kcpy_buffer_dlpack(PyObject *self, PyObject *args, PyObject *kw) {
   (void)args, (void)kw; /* stream, max_version, dl_device, copy: the legacy capsule, no copy */
   KcBuffer *b = (KcBuffer *)self;
@@ -290,9 +352,11 @@ PyObject *kcpy_buffer_dlpack(PyObject *self, PyObject *args, PyObject *kw) {
   kcpy_dlexport *t = PyMem_RawCalloc(1, sizeof *t);
   if (!t) return PyErr_NoMemory();
   t->shape[0] = (int64_t)b->size;
-  t->dl_tensor = (kcpy_dltensor){p, {type, 0}, 1, {1 /* kDLUInt */, 8, 1}, t->shape, NULL, 0};
+  t->dl_tensor =
+      (kcpy_dltensor){p, {type, buffer_device_id(b)}, 1, {1 /* kDLUInt */, 8, 1}, t->shape, NULL, 0};
   t->manager_ctx = Py_NewRef(self);
   t->deleter = dlexport_delete;
+  export_count(b, 1);
   PyObject *cap = PyCapsule_New(t, "dltensor", dlcapsule_destructor);
   if (!cap) dlexport_delete(t);
   return cap;
@@ -303,6 +367,6 @@ PyObject *kcpy_buffer_dlpack_device(PyObject *self, PyObject *unused) {
   void *p;
   int32_t type;
   if (buffer_device((KcBuffer *)self, &p, &type) < 0) return NULL;
-  return Py_BuildValue("(ii)", type, 0);
+  return Py_BuildValue("(ii)", type, buffer_device_id((KcBuffer *)self));
 }
 #endif

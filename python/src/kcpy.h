@@ -24,6 +24,7 @@ enum { KCPY_BACKEND_HOST, KCPY_BACKEND_OPENCL, KCPY_BACKEND_CUDA };
 typedef struct kcpy_stream_ref {
   void *native;
   kc_context *ctx;
+  uint64_t ctx_id; /* kc_context_id(ctx) when wrapped: kcache reuses a destroyed context's struct */
   kc_stream *s;
 } kcpy_stream_ref;
 #define KCPY_STREAMS 16
@@ -35,6 +36,7 @@ typedef struct KcRuntime {
   kc_context *dctx; /* the default context (device 0) */
   int backend; /* KCPY_BACKEND_* */
   int inflight; /* calls running with the GIL released (KCPY_NOGIL) */
+  Py_ssize_t exports; /* live exports of its Buffers' memory (KcBuffer.exports, summed) */
   PyObject *weakrefs;
 #if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
   int nstreams;
@@ -47,6 +49,8 @@ typedef struct KcContext {
   KcRuntime *owner;
   kc_context *ctx; /* NULL once destroyed */
   int owned; /* 0: the runtime's default context, destroyed with it */
+  int device; /* the device ordinal it was created on */
+  Py_ssize_t exports; /* live exports of its Buffers' memory */
 } KcContext;
 
 typedef struct KcBuffer {
@@ -54,6 +58,11 @@ typedef struct KcBuffer {
   KcContext *owner;
   kc_buffer *buf;
   size_t size;
+  /* Live exports of its memory: buffer-protocol views (memoryview,
+   * np.frombuffer) and DLPack tensors (interop.c). While any is alive,
+   * Buffer.destroy, Context.destroy and Runtime.close refuse with
+   * BusyError: the views point into the memory they would free. */
+  Py_ssize_t exports;
 } KcBuffer;
 
 /* A parameter as the launch path converts to it (kc_param_info, copied). */
@@ -62,6 +71,8 @@ typedef struct kcpy_param {
   uint32_t cls; /* kc_scalar_class */
   uint32_t size; /* arg_size */
   int to_const; /* a pointer to const: a staged array is not copied back */
+  char ekind; /* a pointer's element: 'f' floating, 'i' integer, 0 unknown or raw (void, char, T) */
+  uint8_t esize; /* its size in bytes */
   char name[48];
   char ctype[32];
 } kcpy_param;
@@ -120,6 +131,8 @@ typedef struct KcBound {
   } while (0)
 /* 0, or -1 with BusyError when another thread is inside a KCPY_NOGIL call on r. */
 int kcpy_check_idle(KcRuntime *r, const char *what);
+/* 0, or -1 with BusyError when `exports` views of the memory `what` would free are alive. */
+int kcpy_check_exports(Py_ssize_t exports, const char *what);
 
 extern PyTypeObject KcRuntime_Type, KcContext_Type, KcBuffer_Type, KcKernel_Type, KcConfig_Type, KcBound_Type,
     KcPin_Type;
@@ -159,6 +172,13 @@ int kcpy_convert(KcKernel *k, kc_context *ctx, PyObject *const *args, uint32_t n
 uint16_t kcpy_to_half(double d);
 /* Destroys a staging buffer unless its context is gone. */
 void kcpy_stage_drop(kcpy_stage *s);
+/* An array of elements of `kind` ('f' floating, 'i' or 'u' integer, 0 unknown)
+ * and `itemsize` bytes for pointer parameter i: 0 if it fits the
+ * pointer's element type (any byte-sized integer array fits any pointer:
+ * raw memory), else -1 with a TypeError naming the argument. */
+int kcpy_check_elem(KcKernel *k, uint32_t i, char kind, Py_ssize_t itemsize, PyObject *o);
+/* The same for a buffer-protocol view (its format). */
+int kcpy_check_view(KcKernel *k, uint32_t i, const Py_buffer *v, PyObject *o);
 /* One scalar argument for parameter i into *a (its bytes in *v). */
 int kcpy_convert_scalar(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, kcpy_val *v);
 /* After the launch: copies staged arrays back (writable ones; not those
@@ -178,6 +198,8 @@ PyObject *kcpy_launch_ex(KcKernel *k, KcContext *ctx, const kc_dim3 *grid, const
 int kcpy_foreign_arg(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, Py_buffer *view);
 /* The kc_stream for a stream= object (NULL for None), wrapped once per runtime. */
 int kcpy_stream(KcRuntime *r, kc_context *ctx, PyObject *o, kc_stream **out);
+/* Forgets the streams wrapped on ctx (its destroy destroys them with it). */
+void kcpy_streams_purge(KcRuntime *r, kc_context *ctx);
 /* Gives kcache.Buffer the buffer protocol (host) and __cuda_array_interface__ (CUDA). */
 int kcpy_interop_init_types(void);
 #endif

@@ -15,6 +15,8 @@ KcContext *kcpy_context_new(KcRuntime *r, int device) {
   c->owner = (KcRuntime *)Py_NewRef(r);
   c->ctx = device < 0 ? r->dctx : NULL;
   c->owned = device >= 0;
+  c->device = device < 0 ? 0 : device;
+  c->exports = 0;
   if (device >= 0) {
     kc_status st = kc_context_create(r->rt, device, &c->ctx);
     if (st) {
@@ -33,7 +35,12 @@ static kc_context *ctx_of(KcContext *c) {
 }
 
 static void context_dealloc(KcContext *self) {
-  if (self->owned && self->ctx && self->owner->rt) kc_context_destroy(self->ctx);
+  if (self->owned && self->ctx && self->owner->rt) {
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+    kcpy_streams_purge(self->owner, self->ctx);
+#endif
+    kc_context_destroy(self->ctx);
+  }
   Py_CLEAR(self->owner);
   PyObject_Free(self);
 }
@@ -62,7 +69,12 @@ static PyObject *context_destroy(KcContext *self, PyObject *unused) {
   if (!ctx_of(self)) return NULL;
   if (!self->owned)
     return PyErr_Format(PyExc_RuntimeError, "the default context is destroyed with its Runtime (close())");
-  if (kcpy_check_idle(self->owner, "Context.destroy") < 0) return NULL;
+  if (kcpy_check_idle(self->owner, "Context.destroy") < 0 ||
+      kcpy_check_exports(self->exports, "Context.destroy") < 0)
+    return NULL;
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+  kcpy_streams_purge(self->owner, self->ctx);
+#endif
   kc_context_destroy(self->ctx);
   self->ctx = NULL;
   Py_RETURN_NONE;
@@ -79,6 +91,19 @@ static PyObject *context_get_id(KcContext *self, void *c) {
   return x ? PyLong_FromUnsignedLongLong(kc_context_id(x)) : NULL;
 }
 
+static PyObject *context_get_device(KcContext *self, void *c) {
+  (void)c;
+  return ctx_of(self) ? PyLong_FromLong(self->device) : NULL;
+}
+
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+static PyObject *context_get_native(KcContext *self, void *c) {
+  (void)c;
+  kc_context *x = ctx_of(self);
+  return x ? PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)kc_context_native(x)) : NULL;
+}
+#endif
+
 static PyMethodDef context_methods[] = {
     {"finish", (PyCFunction)context_finish, METH_NOARGS, "Waits for every launch and copy queued on it."},
     {"reset", (PyCFunction)context_reset, METH_NOARGS,
@@ -86,8 +111,14 @@ static PyMethodDef context_methods[] = {
     {"destroy", (PyCFunction)context_destroy, METH_NOARGS, "Destroys the context and its buffers."},
     {"buffer", (PyCFunction)context_buffer, METH_O, "buffer(size_or_array) -> Buffer on this context"},
     {NULL, NULL, 0, NULL}};
-static PyGetSetDef context_getset[] = {{"id", (getter)context_get_id, NULL, "the context's id", NULL},
-                                       {NULL, NULL, NULL, NULL, NULL}};
+static PyGetSetDef context_getset[] = {
+    {"id", (getter)context_get_id, NULL, "the context's id", NULL},
+    {"device", (getter)context_get_device, NULL, "the device ordinal it was created on", NULL},
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+    {"native", (getter)context_get_native, NULL, "the native context (cl_context, CUcontext; 0 on the host)",
+     NULL},
+#endif
+    {NULL, NULL, NULL, NULL, NULL}};
 
 PyTypeObject KcContext_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kcache.Context",
@@ -188,7 +219,9 @@ static PyObject *buffer_read(KcBuffer *self, PyObject *args, PyObject *kw) {
 static PyObject *buffer_destroy(KcBuffer *self, PyObject *unused) {
   (void)unused;
   kc_buffer *b = buf_of(self);
-  if (!b || kcpy_check_idle(self->owner->owner, "Buffer.destroy") < 0) return NULL;
+  if (!b || kcpy_check_idle(self->owner->owner, "Buffer.destroy") < 0 ||
+      kcpy_check_exports(self->exports, "Buffer.destroy") < 0)
+    return NULL;
   kc_buffer_destroy(b);
   self->buf = NULL;
   Py_RETURN_NONE;

@@ -62,6 +62,15 @@ int kcpy_check_idle(KcRuntime *r, const char *what) {
   return -1;
 }
 
+int kcpy_check_exports(Py_ssize_t exports, const char *what) {
+  if (!exports) return 0;
+  PyErr_Format(errors[KC_EBUSY],
+               "%s: %zd export(s) of the memory it would free are alive (a memoryview, np.frombuffer or "
+               "np.from_dlpack array of a Buffer): release them first (del the views)",
+               what, exports);
+  return -1;
+}
+
 int kcpy_check_open(KcRuntime *r) {
   if (r && r->rt) return 0;
   PyErr_SetString(errors[KC_EDESTROYED], "the kcache Runtime is closed");

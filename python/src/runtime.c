@@ -90,7 +90,7 @@ static int runtime_init(KcRuntime *self, PyObject *args, PyObject *kw) {
 }
 
 static void runtime_close_now(KcRuntime *self) {
-  if (!self->rt || self->inflight) return; /* callers check kcpy_check_idle */
+  if (!self->rt || self->inflight || self->exports) return; /* callers check kcpy_check_idle, _exports */
   kc_runtime *rt = self->rt;
   self->rt = NULL; /* every object made from it sees it closed */
   self->dctx = NULL;
@@ -110,7 +110,7 @@ static void runtime_dealloc(KcRuntime *self) {
 
 static PyObject *runtime_close(KcRuntime *self, PyObject *unused) {
   (void)unused;
-  if (kcpy_check_idle(self, "close") < 0) return NULL;
+  if (kcpy_check_idle(self, "close") < 0 || kcpy_check_exports(self->exports, "close") < 0) return NULL;
   runtime_close_now(self);
   Py_RETURN_NONE;
 }
@@ -123,7 +123,7 @@ static PyObject *runtime_enter(KcRuntime *self, PyObject *unused) {
 
 static PyObject *runtime_exit(KcRuntime *self, PyObject *args) {
   (void)args;
-  if (kcpy_check_idle(self, "close") < 0) return NULL;
+  if (kcpy_check_idle(self, "close") < 0 || kcpy_check_exports(self->exports, "close") < 0) return NULL;
   runtime_close_now(self);
   Py_RETURN_FALSE;
 }

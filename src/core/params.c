@@ -7,6 +7,8 @@
  */
 #include "core/core.h"
 
+#include <ctype.h>
+#include <stddef.h>
 #include <string.h>
 
 /* The numeric class of a type named in kcache's scalar table. */
@@ -17,6 +19,80 @@ static kc_scalar_class scalar_class(const char *base, uint32_t lanes) {
       !strcmp(base, "size_t"))
     return KC_SCALAR_UINT;
   return KC_SCALAR_SINT; /* char is signed on the backends kcache targets (x86-64, OpenCL, CUDA) */
+}
+
+static int id_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
+
+/* Skips a comment, string or character literal at p; returns p if none. */
+static const char *skip_noise(const char *p) {
+  if (p[0] == '/' && p[1] == '/') return p + strcspn(p, "\n");
+  if (p[0] == '/' && p[1] == '*') {
+    const char *e = strstr(p + 2, "*/");
+    return e ? e + 2 : p + strlen(p);
+  }
+  if (*p == '"' || *p == '\'') {
+    const char q = *p++;
+    while (*p && *p != q && *p != '\n') p += p[0] == '\\' && p[1] ? 2 : 1;
+    return *p == q ? p + 1 : p;
+  }
+  return p;
+}
+
+/* The type a plain typedef of `name` in the translation unit `src` names
+ * ("typedef unsigned int u32;" -> "unsigned int") into out; 0 if there is
+ * none (a struct, a function or array type, a pointer: not a number). The
+ * last such typedef wins, outside comments and literals. */
+static int typedef_of(const char *src, const char *name, char *out, size_t cap) {
+  size_t nl = strlen(name);
+  int found = 0;
+  for (const char *p = src; p && *p;) {
+    const char *q = skip_noise(p);
+    if (q != p) {
+      p = q;
+      continue;
+    }
+    if (strncmp(p, "typedef", 7) || (p > src && id_char(p[-1])) || id_char(p[7])) {
+      p++;
+      continue;
+    }
+    const char *b = p + 7, *e = b + strcspn(b, ";{}()[]*/\"'#");
+    p = e;
+    if (*e != ';') continue;
+    const char *t = e;
+    while (t > b && isspace((unsigned char)t[-1])) t--;
+    if ((size_t)(t - b) <= nl || memcmp(t - nl, name, nl) || id_char(t[-(ptrdiff_t)nl - 1])) continue;
+    size_t len = (size_t)(t - nl - b);
+    if (len >= cap) continue;
+    memcpy(out, b, len);
+    out[len] = 0;
+    found = 1;
+  }
+  return found;
+}
+
+/* The scalar type of a parameter's type text, through plain typedefs of
+ * the translation unit (up to 8 deep): its size (0 if unknown), base and lanes. */
+static uint32_t resolved_type(const char *src, const kc__spec *spec, const char *type, const char **base,
+                              uint32_t *lanes) {
+  char name[64], target[128];
+  uint32_t size = kc__scalar_type(type, spec, base, lanes);
+  for (int depth = 0; depth < 8 && !**base && src; depth++) {
+    /* the type's name without qualifiers: one identifier, else not a typedef name */
+    size_t n = 0, words = 0;
+    for (const char *p = type; *p;) {
+      while (*p && !id_char(*p)) p++;
+      const char *w = p;
+      while (id_char(*p)) p++;
+      size_t wl = (size_t)(p - w);
+      if (!wl || (wl == 5 && !memcmp(w, "const", 5)) || (wl == 8 && !memcmp(w, "volatile", 8))) continue;
+      if (wl >= sizeof name) return size;
+      memcpy(name, w, wl), name[wl] = 0, n = wl, words++;
+    }
+    if (words != 1 || !n || !typedef_of(src, name, target, sizeof target)) break;
+    size = kc__scalar_type(target, spec, base, lanes);
+    type = target;
+  }
+  return size;
 }
 
 static kc_status param_ci(kc_kernel *k, const char *what, kc__ci **ci) {
@@ -64,12 +140,19 @@ kc_status kc_kernel_param_size(kc_kernel *k, uint32_t index, kc_param_info *out,
     const char *base;
     uint32_t lanes;
     info.kind = KC_ARG_SCALAR;
-    info.arg_size = kc__scalar_type(p->type, k->spec, &base, &lanes);
+    int via_typedef = !kc__scalar_type(p->type, k->spec, NULL, NULL);
+    /* a published code instance may not keep its translation unit: rebuilt then */
+    char *tu = NULL;
+    if (via_typedef && !ci->source && kc_kernel_source(k, &tu) != KC_OK) tu = NULL;
+    info.arg_size = resolved_type(ci->source ? ci->source : tu, k->spec, p->type, &base, &lanes);
+    if (tu) kc_free(k->rt, tu);
     info.ctype = base;
     info.scalar = scalar_class(base, lanes);
     /* the code's own size where it has one (the parameter probe sizes
-     * structs, unions and typedefs that kcache's table does not know) */
+     * structs, unions and typedefs that kcache's table does not know); a
+     * typedef resolved to another size than the code's is not trusted */
     uint32_t sig_size = (uint32_t)ci->sig[index];
+    if (via_typedef && sig_size != UINT32_MAX && sig_size != info.arg_size) info.scalar = KC_SCALAR_OTHER;
     if (sig_size != UINT32_MAX) info.arg_size = sig_size;
   }
   info.size = fill;
