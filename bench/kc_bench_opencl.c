@@ -6,15 +6,23 @@
  * run; the same launch through kc_launch_ex on the caller's own queue (a
  * context, queue and cl_mem the benchmark made, handed to kcache with
  * kc_context_wrap, kc_stream_wrap and kc_buffer_wrap) against the raw calls
- * on that very queue; and building a program from the stored binary (a relink after a
- * context reset) against building it from source (the first compile).
+ * on that very queue; and a relink after a context reset (the kernel made
+ * again from the program the compile kept: no build) against building it
+ * from source (the first compile).
  *
  * The raw side uses its own context and in-order queue on the same device,
  * with a kernel made from the very same program binary kcache compiled.
  * Launches are timed in batches; each batch is drained (clFinish) outside
  * the timing, so both sides enqueue into an empty queue.
  *
- * Usage: kc_bench_opencl [--json]    exit 77 when OpenCL is unavailable
+ * --cold: instead, the cold start of one kernel, medians of COLD_ROUNDS
+ * fresh kernels on each side in the same run: kc_define, kc_kernel_create
+ * and the first kc_launch (compile and link) until it finished, against
+ * clCreateProgramWithSource, clBuildProgram, clCreateKernel and a first
+ * launch until it finished (the same build options), with the program
+ * builds kcache ran per kernel (kc_stats.backend_builds).
+ *
+ * Usage: kc_bench_opencl [--json] [--cold]    exit 77 when OpenCL is unavailable
  */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
@@ -38,6 +46,9 @@
      void(CL_CALLBACK *)(const char *, const void *, size_t, void *), void *, cl_int *)) \
   X(clCreateCommandQueue, cl_command_queue, \
     (cl_context, cl_device_id, cl_command_queue_properties, cl_int *)) \
+  X(clCreateProgramWithSource, cl_program, (cl_context, cl_uint, const char **, const size_t *, cl_int *)) \
+  X(clReleaseProgram, cl_int, (cl_program)) \
+  X(clReleaseKernel, cl_int, (cl_kernel)) \
   X(clCreateProgramWithBinary, cl_program, \
     (cl_context, cl_uint, const cl_device_id *, const size_t *, const unsigned char **, cl_int *, cl_int *)) \
   X(clBuildProgram, cl_int, \
@@ -116,8 +127,98 @@ static void launch_raw(bk *b) {
   if (e) kcb_die("raw launch", e);
 }
 
+/* One cold start on each side: a kernel neither has seen (tag makes its
+ * text unique), built, launched once on 64 items and finished; ms. */
+static double cold_compile_ms; /* the last cold_kc's compile (kc_code_info) */
+
+static double cold_kc(int tag, kc_buffer *buf) {
+  char name[32], src[256];
+  snprintf(name, sizeof name, "cold%d", tag);
+  snprintf(src, sizeof src,
+           "KC_KERNEL void %s(KC_GLOBAL float *y) { size_t j = kc_global_id(0); y[j] = (float)j * %d.0f; }",
+           name, tag);
+  double t0 = now_ns();
+  kc_kernel *k;
+  KCB_CHECK(kc_define(rt, name, src, NULL));
+  KCB_CHECK(kc_kernel_create(rt, name, NULL, &k));
+  kc_arg a = KC_ARG_BUF(buf);
+  kc_dim3 grid = {1, 1, 1}, block = {64, 1, 1};
+  KCB_CHECK(kc_launch(k, ctx, &grid, &block, &a, 1));
+  KCB_CHECK(kc_context_finish(ctx));
+  double ms = (now_ns() - t0) / 1e6;
+  kc_code_info ci;
+  KCB_CHECK(kc_kernel_code(k, &ci));
+  cold_compile_ms = ci.compile_ns / 1e6;
+  kc_kernel_destroy(k);
+  return ms;
+}
+
+static double cold_raw(int tag, cl_context rctx, cl_device_id dev) {
+  char src[256];
+  snprintf(
+      src, sizeof src,
+      "__kernel void rawcold%d(__global float *y) { size_t j = get_global_id(0); y[j] = (float)j * %d.0f; }",
+      tag, tag);
+  char name[32];
+  snprintf(name, sizeof name, "rawcold%d", tag);
+  const char *text = src;
+  size_t len = strlen(src), g = 64;
+  cl_int err;
+  double t0 = now_ns();
+  cl_program p = p_clCreateProgramWithSource(rctx, 1, &text, &len, &err);
+  KCB_CHECK(err);
+  KCB_CHECK(p_clBuildProgram(p, 1, &dev, "-cl-std=CL1.2 -cl-kernel-arg-info", NULL, NULL));
+  cl_kernel k = p_clCreateKernel(p, name, &err);
+  KCB_CHECK(err);
+  KCB_CHECK(p_clSetKernelArg(k, 0, sizeof raw_buf, &raw_buf));
+  KCB_CHECK(p_clEnqueueNDRangeKernel(raw_q, k, 1, NULL, &g, &g, 0, NULL, NULL));
+  KCB_CHECK(p_clFinish(raw_q));
+  double ms = (now_ns() - t0) / 1e6;
+  p_clReleaseKernel(k);
+  p_clReleaseProgram(p);
+  return ms;
+}
+
+/* --cold: the sides alternate which goes first, round by round. */
+static int cold_start(cl_context rctx, cl_device_id dev, kc_buffer *buf, bool json) {
+  enum { COLD_ROUNDS = 15 };
+  double kt[COLD_ROUNDS], rt_ms[COLD_ROUNDS], ct[COLD_ROUNDS], lt[COLD_ROUNDS];
+  kc_stats s0, s1;
+  cold_kc(1000, buf), cold_raw(1000, rctx, dev); /* warm: PoCL's first build in a process */
+  KCB_CHECK(kc_stats_get(rt, &s0));
+  for (int r = 0; r < COLD_ROUNDS; r++) {
+    if (r % 2) rt_ms[r] = cold_raw(r + 1, rctx, dev), kt[r] = cold_kc(r + 1, buf);
+    else kt[r] = cold_kc(r + 1, buf), rt_ms[r] = cold_raw(r + 1, rctx, dev);
+    ct[r] = cold_compile_ms;
+    lt[r] = kt[r] - ct[r]; /* the link and the first launch */
+  }
+  KCB_CHECK(kc_stats_get(rt, &s1));
+  double builds = (double)(s1.backend_builds - s0.backend_builds) / COLD_ROUNDS;
+  double compiles = (double)(s1.compiles - s0.compiles) / COLD_ROUNDS;
+  double kc_ms = median(kt, COLD_ROUNDS), raw_ms = median(rt_ms, COLD_ROUNDS), c_ms = median(ct, COLD_ROUNDS);
+  double l_ms = median(lt, COLD_ROUNDS);
+  if (json)
+    printf("{\"backend\":\"opencl\",\"device\":\"%s\",\"cold\":{\"rounds\":%d,\"kc_ms\":%.2f,"
+           "\"raw_ms\":%.2f,\"ratio\":%.3f,\"kc_compile_ms\":%.2f,\"kc_link_launch_ms\":%.2f,\"compiles_per_"
+           "kernel\":%.2f,\"builds_per_"
+           "kernel\":%.2f}}\n",
+           kc_device_name(rt, 0), COLD_ROUNDS, kc_ms, raw_ms, kc_ms / raw_ms, c_ms, l_ms, compiles, builds);
+  else
+    printf("cold start of one kernel on %s (medians of %d, same run)\n"
+           "  kcache define + first launch  %8.2f ms  (compile %.2f, link + launch %.2f ms; %.2f builds per "
+           "kernel)\n"
+           "  raw build + first launch      %8.2f ms\n  ratio                         %8.3f\n",
+           kc_device_name(rt, 0), COLD_ROUNDS, kc_ms, c_ms, l_ms, builds, raw_ms, kc_ms / raw_ms);
+  kc_runtime_destroy(rt);
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  bool json = argc > 1 && !strcmp(argv[1], "--json");
+  bool json = false, cold = false;
+  for (int i = 1; i < argc; i++) {
+    json |= !strcmp(argv[i], "--json");
+    cold |= !strcmp(argv[i], "--cold");
+  }
   /* The first build must really build: PoCL's own kernel cache would turn a
    * build of a source it saw in an earlier run into a cache hit. Set before
    * anything initializes the platform, which reads it once. */
@@ -153,6 +254,7 @@ int main(int argc, char **argv) {
   KCB_CHECK(err);
   raw_buf = p_clCreateBuffer(rctx, CL_MEM_READ_WRITE, 256, NULL, &err);
   KCB_CHECK(err);
+  if (cold) return cold_start(rctx, dev, buf, json);
   KCB_CHECK(kc_context_wrap(rt, rctx, dev, &wctx));
   kc_stream *wq;
   KCB_CHECK(kc_stream_wrap(wctx, raw_q, &wq));
@@ -212,7 +314,7 @@ int main(int argc, char **argv) {
     b->ex_ns = median(t[3], ROUNDS);
   }
 
-  /* relink from the stored binary after a reset, against the first build */
+  /* relink after a reset (the kept program), against the first build */
   enum { RELINKS = 21 };
   double rl[RELINKS];
   kc_stats s0, s1;
@@ -252,7 +354,7 @@ int main(int argc, char **argv) {
     printf("(kc: kc_launch, arguments checked at each launch; bound: kc_launch_args; ex: kc_launch_ex on\n"
            " the raw side's own queue, context and cl_mem, adopted: the same queue as raw)\n");
     printf("\nfirst build from source        %10.2f ms\n", first_build_ms);
-    printf("relink from the stored binary  %10.3f ms  (%.0fx faster; compiles: %llu)\n", relink_ms,
+    printf("relink after a context reset   %10.3f ms  (%.0fx faster; compiles: %llu)\n", relink_ms,
            first_build_ms / relink_ms, (unsigned long long)(s1.compiles - s0.compiles));
   }
   kc_runtime_destroy(rt);

@@ -632,7 +632,10 @@ kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
  * context on a second device of the same backend, made by kc_context_create
  * or kc_context_wrap (e.g. an OpenCL sub-device), links the same artifact
  * (OpenCL rebuilds it from source when the device refuses the binary),
- * which kc_stats shows as one compile and one link per context.
+ * which kc_stats shows as one compile and one link per context. OpenCL:
+ * the contexts kcache makes on one device share one cl_context (each with
+ * its own queue, buffers and kernel objects), where a link reuses the
+ * program the compile built instead of building the binary again.
  *
  * CUDA's current context. kcache leaves the calling thread's current
  * CUcontext as it found it: every kcache call that talks to the driver for
@@ -713,7 +716,8 @@ kc_status kc_stream_get_native(const kc_stream *s, void **native);
  * it created) and device NULL; host NULL and NULL. KC_EINVAL saying why for
  * anything else. Never destroyed by kcache (see above). */
 kc_status kc_context_wrap(kc_runtime *rt, void *native_ctx, void *native_device, kc_context **out);
-/* The native context (cl_context, CUcontext; NULL on the host). */
+/* The native context (cl_context, CUcontext; NULL on the host). OpenCL:
+ * the kc_contexts kcache made on one device return the same cl_context. */
 void *kc_context_native(const kc_context *ctx);
 
 /* Wraps the caller's memory as a kc_buffer of `size` bytes: a cl_mem of
@@ -814,6 +818,11 @@ typedef struct kc_stats {
   uint64_t remote_skips; /* lookups and uploads not tried: breaker open, queue full */
   uint64_t remote_lock_waits; /* lookups that waited for another machine's compile */
   uint64_t remote_lookup_ns; /* total time of the lookups (such waits included) */
+  /* Program builds the backend ran (OpenCL: clBuildProgram calls, from
+   * source in a compile or from a binary in a link; 0 on backends that do
+   * not count them). A compile and the first link into a context kcache
+   * made on the compile's device build once. */
+  uint64_t backend_builds;
 } kc_stats;
 
 /* A snapshot of the runtime's counters (fast_hits: exact when launches in

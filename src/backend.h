@@ -290,6 +290,9 @@ typedef struct kc__backend {
    * table by one that calls nothing of this one and refuses (KC_EBUSY:
    * src/core/fork.c; kcache.h, "Fork"). */
   bool fork_safe;
+  /* Optional: how many program builds the backend has run (OpenCL:
+   * clBuildProgram calls, compiles and links); kc_stats.backend_builds. */
+  uint64_t (*builds)(void *state);
 } kc__backend;
 
 /* Each backend defines its table, `const kc__backend kc__backend_NAME`, in

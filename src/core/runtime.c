@@ -254,6 +254,7 @@ static void stats_fill(kc_runtime *rt, kc_stats *out) {
   out->world = kc__load_acquire(&rt->world);
   out->definitions = kc__load_relaxed(&rt->n_defs);
   out->collected = kc__load_relaxed(&rt->n_collected);
+  out->backend_builds = rt->be->builds ? rt->be->builds(rt->bstate) : 0;
   kc__store_stats(rt, out);
   /* The contexts' counters (launch.c counts there, not per handle): the
    * list only grows at its head (release) and its structs are never freed

@@ -121,7 +121,7 @@ static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, siz
   cl_program prog = ocl.clCreateProgramWithSource(st->compile_ctx, 1, &text, &len, &e);
   if (!prog) return ocl_fail(sv, KC_ECOMPILE, "clCreateProgramWithSource", e);
 
-  e = ocl.clBuildProgram(prog, 1, &dev, st->build_options, NULL, NULL);
+  e = ocl_build(st, prog, dev);
   char *blog = ocl_build_log(sv, prog, dev, log);
   kc_status s = KC_OK;
   if (e != CL_SUCCESS) {
@@ -166,10 +166,14 @@ static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, siz
   }
   *artifact = bin;
   *size = bsize;
+  /* a link into one of kcache's contexts on device 0 takes its kernel from
+   * prog rather than building bin again (programs.c) */
+  ocl_keep(st, prog, bin, bsize);
+  prog = NULL;
 
 done:
   kc__bs_free(sv, blog);
-  ocl.clReleaseProgram(prog);
+  if (prog) ocl.clReleaseProgram(prog);
   return s;
 }
 
@@ -198,13 +202,14 @@ static kc_status ocl_ctx_create(void *state, int device, void **bctx) {
   c->sv = sv;
   c->st = st;
   c->device = st->devices[device];
-  cl_int e;
-  c->ctx = ocl.clCreateContext(NULL, 1, &c->device, NULL, NULL, &e);
-  if (!c->ctx) {
+  /* one cl_context per device, shared by kcache's contexts (device 0's is
+   * the compile's): a link reuses the compile's program (programs.c) */
+  kc_status s = ocl_shared_ctx(st, device, &c->ctx);
+  if (s) {
     ocl_ctx_destroy(c);
-    return ocl_fail(sv, KC_EBACKEND, "clCreateContext", e);
+    return s;
   }
-  kc_status s = ocl_ctx_finish_setup(c);
+  s = ocl_ctx_finish_setup(c);
   if (s) {
     ocl_ctx_destroy(c);
     return s;
@@ -237,8 +242,7 @@ static cl_program ocl_from_binary(ocl_ctx *c, const kc__artifact *a) {
   if (!bin || !size) return NULL;
   cl_program p = ocl.clCreateProgramWithBinary(c->ctx, 1, &c->device, &size, &bin, &binst, &e);
   if (!p) return NULL;
-  if (binst != CL_SUCCESS ||
-      ocl.clBuildProgram(p, 1, &c->device, c->st->build_options, NULL, NULL) != CL_SUCCESS) {
+  if (binst != CL_SUCCESS || ocl_build(c->st, p, c->device) != CL_SUCCESS) {
     ocl.clReleaseProgram(p);
     return NULL;
   }
@@ -255,7 +259,9 @@ static kc_status ocl_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
   cl_int e;
 
   cl_kernel k = NULL;
-  cl_program p = ocl_from_binary(c, &a);
+  /* the compile's own program where it is in c's cl_context, else a build */
+  cl_program p = ocl_kept_find(c->st, c->ctx, a.bytes, a.size);
+  if (!p) p = ocl_from_binary(c, &a);
   if (p && !(k = ocl.clCreateKernel(p, entry, &e))) {
     ocl.clReleaseProgram(p);
     p = NULL;
@@ -271,7 +277,7 @@ static kc_status ocl_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
                         entry);
     p = ocl.clCreateProgramWithSource(c->ctx, 1, &text, &len, &e);
     if (!p) return ocl_fail(sv, KC_ELINK, "clCreateProgramWithSource", e);
-    e = ocl.clBuildProgram(p, 1, &c->device, c->st->build_options, NULL, NULL);
+    e = ocl_build(c->st, p, c->device);
     if (e != CL_SUCCESS) {
       char *blog = ocl_build_log(sv, p, c->device, NULL);
       kc_status s = kc__bs_err(sv, KC_ELINK,
@@ -470,4 +476,5 @@ const kc__backend kc__backend_opencl = {
     .buf_wrap = ocl_buf_wrap,
     .buf_unwrap = ocl_buf_unwrap,
     .link_uses_source = true,
+    .builds = ocl_builds,
 };

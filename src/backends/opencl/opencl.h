@@ -32,6 +32,7 @@
   X(clGetProgramBuildInfo) \
   X(clGetProgramInfo) \
   X(clReleaseProgram) \
+  X(clRetainProgram) \
   X(clCreateKernel) \
   X(clGetKernelInfo) \
   X(clGetKernelArgInfo) \
@@ -68,6 +69,14 @@ extern ocl_lib ocl; /* platform.c: loaded by ocl_unavailable */
 
 /* ----------------------------------------------------------------- state */
 
+/* A program compile() built in compile_ctx, and a copy of its binary. */
+#define OCL_KEEP 64
+typedef struct ocl_kept {
+  cl_program prog; /* the table's reference */
+  unsigned char *bin;
+  size_t size;
+} ocl_kept;
+
 typedef struct ocl_state {
   const kc__bsvc *sv; /* &svc: allocation, errors (backend.h) */
   kc__bsvc svc; /* the copy kept from open */
@@ -79,6 +88,13 @@ typedef struct ocl_state {
   char *identity;
   char *build_options;
   cl_context compile_ctx;
+  /* programs.c: building once. lock guards shared and kept. */
+  kc__mutex lock;
+  bool lock_ok; /* lock was initialized */
+  cl_context *shared; /* ndevices: device i's context for kcache's own contexts; [0] is compile_ctx */
+  ocl_kept kept[OCL_KEEP]; /* programs compile() built, the newest at kept_next - 1 */
+  int kept_next;
+  _Atomic uint64_t builds; /* clBuildProgram calls (kc_stats.backend_builds) */
 } ocl_state;
 
 typedef struct ocl_ctx {
@@ -124,6 +140,17 @@ void ocl_buf_view_destroy(void *bctx, kc__bufh *view);
 
 /* opencl.c */
 void ocl_ctx_destroy(void *bctx);
+
+/* programs.c: building once (see there). */
+cl_int ocl_build(ocl_state *st, cl_program p, cl_device_id dev); /* clBuildProgram, counted */
+uint64_t ocl_builds(void *state);
+/* Device's context for a context kcache makes: retained for the caller. */
+kc_status ocl_shared_ctx(ocl_state *st, int device, cl_context *out);
+/* Keeps prog (its reference passes to the table) as the build of bin. */
+void ocl_keep(ocl_state *st, cl_program prog, const void *bin, size_t size);
+/* The kept program built from bin, retained, if ctx is compile_ctx; else NULL. */
+cl_program ocl_kept_find(ocl_state *st, cl_context ctx, const void *bin, size_t size);
+void ocl_programs_free(ocl_state *st); /* ocl_close: the table, the shared contexts */
 
 /* interop.c: adopted contexts, streams, foreign memory, configured launches. */
 kc_status ocl_ctx_finish_setup(ocl_ctx *c);

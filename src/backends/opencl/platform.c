@@ -174,7 +174,9 @@ void ocl_close(void *state) {
   ocl_state *st = state;
   if (!st) return;
   const kc__bsvc *sv = st->sv;
+  ocl_programs_free(st);
   if (st->compile_ctx) ocl.clReleaseContext(st->compile_ctx);
+  if (st->lock_ok) kc__mutex_destroy(&st->lock);
   if (st->names)
     for (int i = 0; i < st->ndevices; i++) kc__bs_free(sv, st->names[i]);
   kc__bs_free(sv, st->names);
@@ -354,7 +356,8 @@ kc_status ocl_open(const kc__bsvc *sv, const kc_options *opt, void **state) {
   st->devices = devs;
   st->ndevices = (int)ndev;
   st->names = kc__bs_calloc(sv, ndev * sizeof *st->names);
-  if (!st->names) goto nomem;
+  st->shared = kc__bs_calloc(sv, ndev * sizeof *st->shared);
+  if (!st->names || !st->shared || !(st->lock_ok = kc__mutex_init(&st->lock))) goto nomem;
   for (cl_uint i = 0; i < ndev; i++)
     if (!(st->names[i] = ocl_device_str(sv, devs[i], CL_DEVICE_NAME))) goto nomem;
   if (!ocl_describe(sv, st, plat, opt)) goto nomem;
@@ -365,6 +368,7 @@ kc_status ocl_open(const kc__bsvc *sv, const kc_options *opt, void **state) {
     ocl_close(st);
     return ocl_fail(sv, KC_EBACKEND, "clCreateContext", e);
   }
+  st->shared[0] = st->compile_ctx; /* kcache's contexts on device 0 share it */
   *state = st;
   return KC_OK;
 
