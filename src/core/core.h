@@ -386,6 +386,7 @@ struct kc_runtime {
     long pid; /* the process that forked */
     const char *real_name; /* the backend's */
     int ndev; /* the backend's devices, counted at open: kc_device_count's answer */
+    uint64_t builds; /* the backend's program builds at the fork: kc_stats.backend_builds */
   } forked;
   /* Checked mode (checked.c; kc_options.checked or $KC_CHECKED): guard
    * zones around buffers; check_each: after every launch (the host
@@ -536,32 +537,7 @@ kc_status kc__explain_args(kc_runtime *rt, const kc__ci *ci, const kc_context *c
 kc_status kc__args_resolve(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block, const kc_stream *stream,
                            bool ex, kc__linked **out);
 
-/* launch_ex.c: the argument messages about raw pointers and local memory
- * (ex: under kc_launch_ex's rules, else kc_launch's, which take neither). Cold. */
-kc_status kc__explain_arg_ex(kc_runtime *rt, const char *name, uint32_t i, const char *label, uint64_t want,
-                             const kc_arg *a, bool ex) KC__COLD;
-/* Capture safety: whether the native stream of s (NULL: the context's
- * default stream) is capturing a graph;
- * then the code instance for world w without compiling, and the linked
- * object of ci in ctx without linking (KC_EBUSY saying to prepare the
- * kernel when there is none). Cold. */
-bool kc__stream_capturing(kc_context *ctx, const kc_stream *s) KC__COLD;
-kc_status kc__capture_ci(kc_context *ctx, kc__spec *spec, kc_world w, kc__ci **out) KC__COLD;
-kc_status kc__capture_link(kc_context *ctx, kc__ci *ci, kc__linked **out) KC__COLD;
-
-/* checked.c: checked mode (kcache.h, "Checked mode"). Setup resolves the
- * option at create. The buffer calls replace the backend's buf_create and
- * buf_destroy in checked mode (owner->lock held). kc__checked_launch is the
- * slow paths' launch in checked mode: it records the buffers' last kernel,
- * launches (argv: the backend's launch with packed arguments; NULL: the
- * entry with args) and, where check_each, checks the guards of the buffer
- * arguments. kc__checked_finish checks every buffer of ctx. */
-void kc__checked_setup(kc_runtime *rt);
-kc_status kc__checked_buf_create(kc_context *ctx, size_t size, kc_buffer *b);
-void kc__checked_buf_destroy(kc_context *owner, kc_buffer *b);
-kc_status kc__checked_launch(kc__linked *l, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
-                             const kc_arg *args, uint32_t nargs, void **argv) KC__COLD;
-kc_status kc__checked_finish(kc_context *ctx) KC__COLD;
+#include "core/modes.h" /* kc_launch_ex's arguments, capture safety, checked mode */
 /* pool.c: stops and joins the compile pool, if any (kc_runtime_destroy). */
 void kc__pool_destroy(kc_runtime *rt);
 /* Around fork() (fork.c): the pool's lock taken last, then given back; in

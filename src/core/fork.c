@@ -140,6 +140,7 @@ static kc_status f_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h) 
   return refuse(bctx, "buffer wrap");
 }
 static void f_buf_unwrap(void *bctx, kc__bufh *h) { (void)bctx, (void)h; }
+static uint64_t f_builds(void *state) { return ((const struct kc__forked *)state)->builds; }
 
 /* The refusing table for real: its name, prelude and constants, its NULLs
  * (a call the backend lacks stays one: KC_EUNAVAILABLE as before), and
@@ -159,6 +160,7 @@ static void forked_table(kc__backend *t, const kc__backend *real) {
   KC__F(stream_capturing)
   KC__F(buf_wrap)
   KC__F(buf_unwrap)
+  KC__F(builds)
 #undef KC__F
   t->close = f_close, t->device_count = f_device_count, t->device_name = f_device_name;
   t->identity = f_identity, t->compile = f_compile;
@@ -182,6 +184,7 @@ static bool forked_begin(kc_runtime *rt) {
   f->rt = rt;
   f->pid = (long)getppid(); /* the forking process: this child's parent */
   f->real_name = rt->be->name;
+  f->builds = rt->be->builds ? rt->be->builds(rt->bstate) : 0; /* an atomic load: safe here */
   forked_table(&f->table, rt->be);
   rt->be = &f->table;
   rt->bstate = f;

@@ -99,6 +99,9 @@ static void child_refuses(kc_runtime *rt, kc_context *ctx, kc_buffer *b, kc_kern
   CHILD_CHECK(refused(rt, kc_launch(k, ctx, &grid, &block, args, 1), pid), rt); /* after the reset too */
   kc_stats s;
   CHILD_CHECK(kc_stats_get(rt, &s) == KC_OK, rt);
+  /* the builds the parent had run, not a read of the parent's backend state */
+  CHILD_CHECK(s.backend_builds == before.backend_builds, rt);
+  CHILD_CHECK(strcmp(kct_backend_name, "opencl") || s.backend_builds >= 1, rt);
   /* releases call nothing of the backend */
   kc_buffer_destroy(b);
   kc_args_destroy(a);
