@@ -24,7 +24,7 @@ echo "=== reliability: configuring and building $dir (ASan + fault injection)"
 mkdir -p "$dir"
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKC_SANITIZE=address -DKC_FAULT_INJECTION=ON \
   -DKC_BUILD_BENCH=OFF >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; exit 1; }
-cmake --build "$dir" -j"$jobs" --target test_faults test_compiler_faults test_model test_stress test_transient \
+cmake --build "$dir" -j"$jobs" --target test_faults test_compiler_faults test_model test_stress test_transient test_fork_backend \
   >"$dir/build.log" 2>&1 || { tail -50 "$dir/build.log"; exit 1; }
 built=$SECONDS
 
