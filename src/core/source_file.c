@@ -170,7 +170,10 @@ static size_t top_directive(splitter *sp, size_t i) {
   if (word(t + j, k - j, "define")) {
     size_t a = kc__lx_next(t, e, k, true), b = a;
     while (b < e && kc__lx_id_char((unsigned char)t[b])) b++;
+    size_t cut = b < e ? kc__lx_splice(t, e, b) : 0;
     if (b == a || !kc__lx_id_start((unsigned char)t[a])) fail(sp, i, "#define without a name");
+    else if (cut && b + cut < e && kc__lx_id_char((unsigned char)t[b + cut]))
+      fail(sp, i, "a line splice inside the name of a #define (join the name's lines)");
     else add(sp, i, e, t + a, b - a);
   } else if (word(t + j, k - j, "include") || word(t + j, k - j, "pragma")) {
     kc__sb_append(&sp->pro, t + i, e - i); /* every definition after it sees it */
