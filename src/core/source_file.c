@@ -167,13 +167,18 @@ static size_t top_directive(splitter *sp, size_t i) {
   size_t e = kc__lx_line_end(t, sp->len, i), j = kc__lx_next(t, e, i + 1, true), k = j;
   while (k < e && kc__lx_id_char((unsigned char)t[k])) k++;
   if (j == e) return e; /* "#" alone */
+  for (size_t q = i + 1; q + 1 < e; q++) { /* the preprocessor joins a name split by a splice */
+    size_t cut = t[q] == '\\' ? kc__lx_splice(t, e, q) : 0;
+    if (cut && q + cut < e && kc__lx_id_char((unsigned char)t[q - 1]) &&
+        kc__lx_id_char((unsigned char)t[q + cut])) {
+      fail(sp, i, "a line splice inside a name on a preprocessor line (join the name's lines)");
+      return e;
+    }
+  }
   if (word(t + j, k - j, "define")) {
     size_t a = kc__lx_next(t, e, k, true), b = a;
     while (b < e && kc__lx_id_char((unsigned char)t[b])) b++;
-    size_t cut = b < e ? kc__lx_splice(t, e, b) : 0;
     if (b == a || !kc__lx_id_start((unsigned char)t[a])) fail(sp, i, "#define without a name");
-    else if (cut && b + cut < e && kc__lx_id_char((unsigned char)t[b + cut]))
-      fail(sp, i, "a line splice inside the name of a #define (join the name's lines)");
     else add(sp, i, e, t + a, b - a);
   } else if (word(t + j, k - j, "include") || word(t + j, k - j, "pragma")) {
     kc__sb_append(&sp->pro, t + i, e - i); /* every definition after it sees it */
@@ -258,6 +263,11 @@ static void split(splitter *sp) {
       } else if (kc__lx_id_start(c) || isdigit(c)) {
         size_t e = i;
         while (e < len && (kc__lx_id_char((unsigned char)t[e]) || (isdigit(c) && t[e] == '.'))) e++;
+        size_t cut = depth == 0 && e < len ? kc__lx_splice(t, len, e) : 0;
+        if (cut && e + cut < len && kc__lx_id_char((unsigned char)t[e + cut])) {
+          fail(sp, i, "a line splice inside a name at the top level (join the name's lines)");
+          break;
+        }
         size_t nx = kc__lx_next(t, len, e, false);
         if (depth == 0 && kc__lx_id_start(c)) decl_ident(&d, t, i, e, nx < len && t[nx] == '(');
         i = e;
@@ -501,6 +511,15 @@ kc_status kc__split_file(kc_runtime *rt, const char *file, const char *text, siz
     src[p->pro + p->end - p->start] = 0;
     v[i] = (kc__change){name, src, p->pro + p->end - p->start, false};
     *n = i + 1;
+    if (kc__check_source(rt, name, src, v[i].len) !=
+        KC_OK) { /* what the splitter and the scanner disagree on */
+      sp.st = kc__err(rt, KC_EINVAL,
+                      "kc_define_file: %s:%zu: this definition, filed as '%s', does not define that name as "
+                      "the preprocessor reads it (a name split by a line splice, or a directive that does "
+                      "not start its line?)",
+                      file, p->line, name);
+      break;
+    }
   }
   kc__sb_free(&sp.pro);
   kc__free(rt, sp.v);
