@@ -3,6 +3,7 @@
 #   lib/libkcache.so.0.1.0, libkcache.so.0, libkcache.so (or libkcache.a)
 #   include/kcache.h
 #   bin/kcache                      (RUNPATH $ORIGIN/../lib)
+#   libexec/kcache/kcache-clc       (the OpenCL compile helper)
 #   lib/pkgconfig/kcache.pc
 #   lib/cmake/kcache/kcacheConfig.cmake, kcacheConfigVersion.cmake,
 #                    kcacheTargets*.cmake (imported target kcache::kcache)
@@ -21,6 +22,9 @@ install(TARGETS kcache EXPORT kcacheTargets
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/include/kcache.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 install(TARGETS kcache_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+if(TARGET kcache-clc) # the OpenCL compile helper, found by the library from its own folder
+  install(TARGETS kcache-clc RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/kcache COMPONENT runtime)
+endif()
 install(FILES ${PROJECT_SOURCE_DIR}/doc/man/kcache.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT runtime)
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
 

@@ -67,6 +67,7 @@ foreach(be opencl cuda)
        ${PROJECT_SOURCE_DIR}/src/backends/${be}/*.c)
   if(KC_WITH_${BE} AND be_files)
     list(APPEND KC_SOURCES ${be_files})
+    set(KC_HAVE_${BE} ON)
   else()
     list(APPEND KC_DEFS KC_WITHOUT_${BE})
   endif()
@@ -78,4 +79,15 @@ option(KC_FAULT_INJECTION "Build the fault-injection hooks (tests only, never fo
 if(KC_FAULT_INJECTION)
   list(APPEND KC_SOURCES src/testing/fault.c)
   list(APPEND KC_DEFS KC_FAULT_INJECTION)
+endif()
+
+# The OpenCL compile helper, kcache-clc (src/backends/opencl/clc/, built by
+# the top-level CMakeLists.txt): the backend runs it from
+# ${CMAKE_INSTALL_LIBEXECDIR}/kcache, found next to the library where it
+# was installed (KC_CLC_RELDIR, from the library's folder), else at the
+# configured path (KC_CLC_PATH); $KC_OPENCL_HELPER overrides both.
+if(KC_HAVE_OPENCL)
+  file(RELATIVE_PATH KC_CLC_RELDIR "${CMAKE_INSTALL_FULL_LIBDIR}" "${CMAKE_INSTALL_FULL_LIBEXECDIR}/kcache")
+  list(APPEND KC_DEFS "KC_CLC_PATH=\"${CMAKE_INSTALL_FULL_LIBEXECDIR}/kcache/kcache-clc\""
+       "KC_CLC_RELDIR=\"${KC_CLC_RELDIR}\"")
 endif()

@@ -13,6 +13,8 @@
 
 #include "backend.h"
 
+#include <sys/types.h>
+
 /* ------------------------------------------------------------ the loader */
 
 /* Every entry point we use, resolved once with dlsym. The types come from
@@ -77,6 +79,41 @@ typedef struct ocl_kept {
   size_t size;
 } ocl_kept;
 
+/* What a compile builds (compile.c), the same in this process and in a
+ * compile helper (helpers.c, serve.c): the translation unit's text, its
+ * entry, and which parameters are buffers. */
+typedef struct ocl_unit {
+  const char *text;
+  size_t len;
+  const char *entry;
+  uint32_t nparams;
+  uint8_t is_buffer[KC_MAX_ARGS];
+} ocl_unit;
+
+/* What the build gave: the binary, the parameter probe's raw values
+ * (kc__probe_apply checks them; nvals 0: no by-value parameter) and the
+ * KC_LOCAL pointer parameters. prog: the program, when built here. */
+typedef struct ocl_result {
+  cl_program prog;
+  unsigned char *bin;
+  size_t size;
+  uint64_t vals[1 + 2 * KC_MAX_ARGS];
+  uint32_t nvals;
+  uint8_t local[KC_MAX_ARGS];
+} ocl_result;
+
+/* A compile helper process (helpers.c): pid 0 when none runs in the slot.
+ * busy: a compile owns the slot (and its pid and fd) until it gives it back. */
+typedef struct ocl_helper {
+  pid_t pid;
+  int fd; /* our end of the socket; -1 when none */
+  bool busy;
+} ocl_helper;
+
+/* Where compiles run (helpers.c): here; here unless another build runs here
+ * (PoCL serializes builds in one process), then in a helper; always in one. */
+enum { OCL_HELPERS_NONE, OCL_HELPERS_OVERFLOW, OCL_HELPERS_ALL };
+
 typedef struct ocl_state {
   const kc__bsvc *sv; /* &svc: allocation, errors (backend.h) */
   kc__bsvc svc; /* the copy kept from open */
@@ -95,6 +132,22 @@ typedef struct ocl_state {
   ocl_kept kept[OCL_KEEP]; /* programs compile() built, the newest at kept_next - 1 */
   int kept_next;
   _Atomic uint64_t builds; /* clBuildProgram calls (kc_stats.backend_builds) */
+  /* Which platform and device (indices as the ICD lists them): a helper
+   * opens the same one. serializes: the platform builds one program at a
+   * time per process (PoCL). */
+  int plat_index, dev_index;
+  bool serializes;
+  /* helpers.c: the compile helpers. hlock (a leaf) guards helpers[].busy,
+   * the slots' pids while not busy, inproc and helpers_off. */
+  int helper_mode; /* OCL_HELPERS_* */
+  int nhelpers;
+  ocl_helper *helpers;
+  kc__mutex hlock;
+  bool hlock_ok;
+  int inproc; /* builds running in this process */
+  bool helpers_off; /* a helper could not start: every build here from now on */
+  bool helper_asked; /* KC_OPENCL_HELPERS=1 or KC_OPENCL_HELPER set: a fallback warns */
+  kc__log_sink log; /* the runtime's log, from the options */
 } ocl_state;
 
 typedef struct ocl_ctx {
@@ -122,6 +175,9 @@ const char *ocl_unavailable(void);
 const char *ocl_errname(cl_int e);
 kc_status ocl_fail(const kc__bsvc *sv, kc_status st, const char *what, cl_int e) KC__COLD;
 kc_status ocl_open(const kc__bsvc *sv, const kc_options *opt, void **state);
+/* A helper's state: platform plat, device dev (ICD indices), and the
+ * parent's build options. No helpers of its own. */
+kc_status ocl_open_at(const kc__bsvc *sv, int plat, int dev, const char *build_options, ocl_state **out);
 void ocl_close(void *state);
 int ocl_list(char *buf, size_t size);
 int ocl_device_count(void *state);
@@ -130,16 +186,55 @@ const char *ocl_identity(void *state);
 
 /* probe.c: the parameter probe (backend.h). */
 kc_status ocl_epilogue(void *state, const kc__tu *tu, kc__sb *out);
-/* Fills sig's by-value entries (a no-op when tu has none) from the
- * compiler: the types' names (entry: the kernel) where all are built in,
- * else a run of prog's probe kernel; KC_ECOMPILE saying why if it cannot. */
-kc_status ocl_run_probe(ocl_state *st, cl_program prog, cl_kernel entry, const kc__tu *tu, uint64_t *sig);
+/* The probe's values for u's by-value parameters into r (nvals 0 when it
+ * has none), from the compiler: the types' names (entry: the kernel) where
+ * all are built in, else a run of prog's probe kernel; KC_ECOMPILE saying
+ * why if it cannot. */
+kc_status ocl_probe_read(ocl_state *st, cl_program prog, cl_kernel entry, const ocl_unit *u, ocl_result *r);
 /* checked.c: checked mode's buffer views (backend.h, buf_view). */
 kc_status ocl_buf_view(void *bctx, const kc__bufh *whole, size_t off, size_t size, kc__bufh *view);
 void ocl_buf_view_destroy(void *bctx, kc__bufh *view);
 
 /* opencl.c */
 void ocl_ctx_destroy(void *bctx);
+
+/* compile.c: building a translation unit. */
+kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, size_t *size, uint64_t *sig,
+                      kc__sb *log);
+/* Builds u in st's compile context, here: on success r holds the program,
+ * the binary (st's heap) and the probe's values. log gets the build log. */
+kc_status ocl_build_unit(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb *log);
+/* Appends prog's build log for dev to log (if log) and returns it as a
+ * fresh string (NULL: none, or no memory). */
+char *ocl_build_log(const kc__bsvc *sv, cl_program prog, cl_device_id dev, kc__sb *log);
+
+/* helpers.c: compiles in helper processes. */
+void ocl_helpers_open(ocl_state *st, const kc_options *opt); /* the mode, from the options and settings */
+/* ocl_build_unit, here or in a helper (r->prog NULL then). */
+kc_status ocl_build_routed(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb *log);
+void ocl_helpers_close(ocl_state *st); /* stops and reaps every helper */
+
+/* wire.c: the helpers' protocol, frames of byte fields over a socket. */
+enum { OCL_MSG_SETUP = 1, OCL_MSG_HELLO, OCL_MSG_BUILD, OCL_MSG_RESULT, OCL_MSG_QUIT };
+#define OCL_MSG_FIELDS 8
+typedef struct ocl_field {
+  const void *p;
+  size_t n;
+} ocl_field;
+typedef struct ocl_msg {
+  uint32_t type, n;
+  ocl_field f[OCL_MSG_FIELDS];
+  unsigned char *buf; /* what f points into; free() */
+} ocl_msg;
+/* Results of a send or receive: done, the peer is gone (or the frame is
+ * malformed), or the deadline passed. */
+enum { OCL_WIRE_OK = 0, OCL_WIRE_GONE = -1, OCL_WIRE_TIMEOUT = -2 };
+/* deadline: kc__now_ns() value (0: none). watch: a pid that must stay our
+ * parent while we wait (0: none); gone when it does not. */
+int ocl_wire_send(int fd, uint32_t type, const ocl_field *f, uint32_t n, uint64_t deadline);
+int ocl_wire_recv(int fd, ocl_msg *m, uint64_t deadline, pid_t watch);
+/* The helper's main (serve.c; clc/main.c calls it): serves fd until QUIT. */
+int kc__ocl_helper_main(int argc, char **argv);
 
 /* programs.c: building once (see there). */
 cl_int ocl_build(ocl_state *st, cl_program p, cl_device_id dev); /* clBuildProgram, counted */

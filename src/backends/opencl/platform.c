@@ -174,6 +174,8 @@ void ocl_close(void *state) {
   ocl_state *st = state;
   if (!st) return;
   const kc__bsvc *sv = st->sv;
+  ocl_helpers_close(st);
+  if (st->hlock_ok) kc__mutex_destroy(&st->hlock);
   ocl_programs_free(st);
   if (st->compile_ctx) ocl.clReleaseContext(st->compile_ctx);
   if (st->lock_ok) kc__mutex_destroy(&st->lock);
@@ -245,7 +247,7 @@ int ocl_list(char *buf, size_t size) {
  * device. *devs (every device of the platform, the chosen one first) is
  * the caller's. */
 static kc_status ocl_pick(const kc__bsvc *sv, const kc_options *opt, cl_platform_id *out_plat,
-                          cl_device_id **out_devs, cl_uint *out_ndev) {
+                          cl_device_id **out_devs, cl_uint *out_ndev, int *out_index) {
   cl_uint nplat = 0;
   cl_int e = ocl.clGetPlatformIDs(0, NULL, &nplat);
   if (e != CL_SUCCESS || nplat == 0) return kc__bs_err(sv, KC_EUNAVAILABLE, "no OpenCL platform");
@@ -276,6 +278,8 @@ static kc_status ocl_pick(const kc__bsvc *sv, const kc_options *opt, cl_platform
         plat = plats[p];
         devs = d;
         chosen = i;
+        out_index[0] = (int)p;
+        out_index[1] = (int)i;
       }
     }
     if (!plat) kc__bs_free(sv, d);
@@ -336,16 +340,11 @@ static bool ocl_describe(const kc__bsvc *sv, ocl_state *st, cl_platform_id plat,
   return st->build_options != NULL;
 }
 
-kc_status ocl_open(const kc__bsvc *sv, const kc_options *opt, void **state) {
-  *state = NULL;
-  const char *why = ocl_unavailable();
-  if (why) return kc__bs_err(sv, KC_EUNAVAILABLE, "OpenCL backend: %s", why);
-  cl_platform_id plat = NULL;
-  cl_device_id *devs = NULL;
-  cl_uint ndev = 0;
-  kc_status s = ocl_pick(sv, opt, &plat, &devs, &ndev);
-  if (s) return s;
-
+/* The state for devs (platform plat, the chosen device first; devs passes
+ * to the state, or is freed). */
+static kc_status ocl_state_make(const kc__bsvc *sv, cl_platform_id plat, cl_device_id *devs, cl_uint ndev,
+                                const kc_options *opt, ocl_state **out) {
+  *out = NULL;
   ocl_state *st = kc__bs_calloc(sv, sizeof *st);
   if (!st) {
     kc__bs_free(sv, devs);
@@ -358,9 +357,13 @@ kc_status ocl_open(const kc__bsvc *sv, const kc_options *opt, void **state) {
   st->names = kc__bs_calloc(sv, ndev * sizeof *st->names);
   st->shared = kc__bs_calloc(sv, ndev * sizeof *st->shared);
   if (!st->names || !st->shared || !(st->lock_ok = kc__mutex_init(&st->lock))) goto nomem;
+  if (!(st->hlock_ok = kc__mutex_init(&st->hlock))) goto nomem;
   for (cl_uint i = 0; i < ndev; i++)
     if (!(st->names[i] = ocl_device_str(sv, devs[i], CL_DEVICE_NAME))) goto nomem;
   if (!ocl_describe(sv, st, plat, opt)) goto nomem;
+  char *pname = ocl_platform_str(sv, plat, CL_PLATFORM_NAME);
+  st->serializes = pname && strstr(pname, "Portable Computing Language"); /* PoCL */
+  kc__bs_free(sv, pname);
 
   cl_int e;
   st->compile_ctx = ocl.clCreateContext(NULL, 1, &st->devices[0], NULL, NULL, &e);
@@ -369,12 +372,64 @@ kc_status ocl_open(const kc__bsvc *sv, const kc_options *opt, void **state) {
     return ocl_fail(sv, KC_EBACKEND, "clCreateContext", e);
   }
   st->shared[0] = st->compile_ctx; /* kcache's contexts on device 0 share it */
-  *state = st;
+  *out = st;
   return KC_OK;
 
 nomem:
   ocl_close(st);
   return kc__bs_err(sv, KC_ENOMEM, "out of memory");
+}
+
+kc_status ocl_open(const kc__bsvc *sv, const kc_options *opt, void **state) {
+  *state = NULL;
+  const char *why = ocl_unavailable();
+  if (why) return kc__bs_err(sv, KC_EUNAVAILABLE, "OpenCL backend: %s", why);
+  cl_platform_id plat = NULL;
+  cl_device_id *devs = NULL;
+  cl_uint ndev = 0;
+  int index[2] = {0, 0};
+  kc_status s = ocl_pick(sv, opt, &plat, &devs, &ndev, index);
+  if (s) return s;
+  ocl_state *st;
+  if ((s = ocl_state_make(sv, plat, devs, ndev, opt, &st))) return s;
+  st->plat_index = index[0];
+  st->dev_index = index[1];
+  ocl_helpers_open(st, opt);
+  *state = st;
+  return KC_OK;
+}
+
+kc_status ocl_open_at(const kc__bsvc *sv, int plat, int dev, const char *build_options, ocl_state **out) {
+  *out = NULL;
+  const char *why = ocl_unavailable();
+  if (why) return kc__bs_err(sv, KC_EUNAVAILABLE, "OpenCL backend: %s", why);
+  cl_platform_id plats[64];
+  cl_uint nplat = 0, ndev = 0;
+  if (ocl.clGetPlatformIDs(64, plats, &nplat) != CL_SUCCESS || plat < 0 || (cl_uint)plat >= nplat ||
+      plat >= 64)
+    return kc__bs_err(sv, KC_EUNAVAILABLE, "no OpenCL platform %d", plat);
+  cl_device_id *devs = ocl_list_devices(sv, plats[plat], &ndev);
+  if (!devs || dev < 0 || (cl_uint)dev >= ndev) {
+    kc__bs_free(sv, devs);
+    return kc__bs_err(sv, KC_EUNAVAILABLE, "no OpenCL device %d on platform %d", dev, plat);
+  }
+  cl_device_id first = devs[dev]; /* the chosen device first, as ocl_pick orders them */
+  memmove(devs + 1, devs, (size_t)dev * sizeof *devs);
+  devs[0] = first;
+  ocl_state *st;
+  kc_status s = ocl_state_make(sv, plats[plat], devs, ndev, NULL, &st);
+  if (s) return s;
+  char *opts = kc__bs_strdup(sv, build_options);
+  if (!opts) {
+    ocl_close(st);
+    return kc__bs_err(sv, KC_ENOMEM, "out of memory");
+  }
+  kc__bs_free(sv, st->build_options);
+  st->build_options = opts;
+  st->plat_index = plat;
+  st->dev_index = dev;
+  *out = st;
+  return KC_OK;
 }
 
 int ocl_device_count(void *state) { return ((ocl_state *)state)->ndevices; }

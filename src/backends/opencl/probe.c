@@ -49,11 +49,11 @@ static uint32_t ocl_builtin_size(const char *t) {
 /* The probe's values from the compiler's names of the parameter types, if
  * every by-value one is built in (see the top); false if one is not, or the
  * platform does not say. */
-static bool ocl_probe_builtin(cl_kernel k, const kc__tu *tu, uint64_t *v) {
+static bool ocl_probe_builtin(cl_kernel k, const ocl_unit *u, uint32_t m, uint64_t *v) {
   size_t j = 1;
-  v[0] = kc__probe_count(tu);
-  for (uint32_t i = 0; i < tu->nparams; i++) {
-    if (tu->params[i].is_buffer) continue;
+  v[0] = m;
+  for (uint32_t i = 0; i < u->nparams; i++) {
+    if (u->is_buffer[i]) continue;
     char type[64];
     if (ocl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_TYPE_NAME, sizeof type, type, NULL) != CL_SUCCESS)
       return false;
@@ -99,19 +99,24 @@ static cl_int ocl_probe_values(ocl_state *st, cl_program prog, cl_ulong *vals, s
   return e;
 }
 
-kc_status ocl_run_probe(ocl_state *st, cl_program prog, cl_kernel entry, const kc__tu *tu, uint64_t *sig) {
-  uint32_t m = kc__probe_count(tu);
+kc_status ocl_probe_read(ocl_state *st, cl_program prog, cl_kernel entry, const ocl_unit *u, ocl_result *r) {
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < u->nparams; i++) m += !u->is_buffer[i];
+  r->nvals = 0;
   if (!m) return KC_OK;
   size_t n = 1 + 2 * (size_t)m;
-  uint64_t v[1 + 2 * KC_MAX_ARGS];
-  if (ocl_probe_builtin(entry, tu, v)) return kc__probe_apply(st->sv, tu, v, n, sig);
+  if (ocl_probe_builtin(entry, u, m, r->vals)) {
+    r->nvals = (uint32_t)n;
+    return KC_OK;
+  }
   cl_ulong vals[1 + 2 * KC_MAX_ARGS];
   const char *what = "";
   memset(vals, 0, sizeof vals);
   cl_int e = ocl_probe_values(st, prog, vals, n, &what);
   if (e != CL_SUCCESS)
     return kc__bs_err(st->sv, KC_ECOMPILE, "kernel '%s': running the parameter probe failed: %s: %s (%d)",
-                      tu->entry, what, ocl_errname(e), (int)e);
-  for (size_t i = 0; i < n; i++) v[i] = vals[i];
-  return kc__probe_apply(st->sv, tu, v, n, sig);
+                      u->entry, what, ocl_errname(e), (int)e);
+  for (size_t i = 0; i < n; i++) r->vals[i] = vals[i];
+  r->nvals = (uint32_t)n;
+  return KC_OK;
 }

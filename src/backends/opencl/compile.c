@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * compile.c -- building a translation unit into a program binary: the
+ * build, its log, the entry's check, the parameter probe's values, the
+ * KC_LOCAL parameters and the binary (ocl_build_unit). The same function
+ * runs in this process and in a compile helper (serve.c), so an artifact
+ * and a failure's message and log are the same wherever it was built;
+ * ocl_compile (the backend's compile) sends the unit where helpers.c says
+ * and turns the result into the artifact and its signature.
+ */
+#include "backends/opencl/opencl.h"
+
+#include <string.h>
+
+char *ocl_build_log(const kc__bsvc *sv, cl_program prog, cl_device_id dev, kc__sb *log) {
+  size_t n = 0;
+  if (ocl.clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS || n == 0)
+    return NULL;
+  char *s = kc__bs_alloc(sv, n + 1);
+  if (!s) return NULL;
+  if (ocl.clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, s, NULL) != CL_SUCCESS) n = 0;
+  s[n] = '\0';
+  n = strlen(s);
+  while (n && (s[n - 1] == '\n' || s[n - 1] == ' ')) s[--n] = '\0';
+  if (log && n) {
+    kc__sb_append(log, s, n);
+    kc__sb_puts(log, "\n");
+  }
+  return s;
+}
+
+/* KC_LOCAL pointer parameters are sized per launch (KC_ARG_LOCAL): the
+ * compiler's address qualifier says which pointers they are. Silent when
+ * the platform keeps no argument info. */
+static void ocl_local_params(cl_kernel k, const ocl_unit *u, uint8_t *local) {
+  for (uint32_t i = 0; i < u->nparams; i++) {
+    cl_kernel_arg_address_qualifier aq = 0;
+    local[i] = u->is_buffer[i] &&
+               ocl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq, NULL) ==
+                   CL_SUCCESS &&
+               aq == CL_KERNEL_ARG_ADDRESS_LOCAL;
+  }
+}
+
+/* Creates entry's kernel in prog and checks its parameter count. */
+static kc_status ocl_check_entry(const kc__bsvc *sv, cl_program prog, const char *entry, uint32_t nparams,
+                                 cl_kernel *out) {
+  cl_int e;
+  cl_kernel k = ocl.clCreateKernel(prog, entry, &e);
+  if (!k) {
+    if (e == CL_INVALID_KERNEL_NAME)
+      return kc__bs_err(sv, KC_ECOMPILE,
+                        "OpenCL program has no kernel named '%s' (declare it with KC_KERNEL void)", entry);
+    return ocl_fail(sv, KC_ECOMPILE, "clCreateKernel", e);
+  }
+  cl_uint n = 0;
+  e = ocl.clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof n, &n, NULL);
+  if (e == CL_SUCCESS && n != nparams) {
+    ocl.clReleaseKernel(k);
+    return kc__bs_err(sv, KC_ECOMPILE, "OpenCL kernel '%s' has %u parameters but kcache parsed %u", entry,
+                      (unsigned)n, (unsigned)nparams);
+  }
+  *out = k;
+  return KC_OK;
+}
+
+/* The program's one binary (it was built for one device). */
+static kc_status ocl_binary(const kc__bsvc *sv, cl_program prog, const char *entry, ocl_result *r) {
+  size_t bsize = 0;
+  cl_int e = ocl.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof bsize, &bsize, NULL);
+  if (e != CL_SUCCESS) return ocl_fail(sv, KC_ECOMPILE, "clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)", e);
+  if (bsize == 0)
+    return kc__bs_err(sv, KC_ECOMPILE, "the OpenCL platform returned no program binary for kernel '%s'", entry);
+  unsigned char *bin = kc__bs_alloc(sv, bsize);
+  if (!bin) return kc__bs_err(sv, KC_ENOMEM, "out of memory for a %zu-byte program binary", bsize);
+  e = ocl.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL);
+  if (e != CL_SUCCESS) {
+    kc__bs_free(sv, bin);
+    return ocl_fail(sv, KC_ECOMPILE, "clGetProgramInfo(CL_PROGRAM_BINARIES)", e);
+  }
+  r->bin = bin;
+  r->size = bsize;
+  return KC_OK;
+}
+
+kc_status ocl_build_unit(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb *log) {
+  const kc__bsvc *sv = st->sv;
+  cl_device_id dev = st->devices[0];
+  memset(r, 0, sizeof *r);
+
+  cl_int e;
+  const char *text = u->text;
+  size_t len = u->len;
+  cl_program prog = ocl.clCreateProgramWithSource(st->compile_ctx, 1, &text, &len, &e);
+  if (!prog) return ocl_fail(sv, KC_ECOMPILE, "clCreateProgramWithSource", e);
+
+  e = ocl_build(st, prog, dev);
+  char *blog = ocl_build_log(sv, prog, dev, log);
+  kc_status s = KC_OK;
+  if (e != CL_SUCCESS) {
+    if (e == CL_BUILD_PROGRAM_FAILURE || e == CL_COMPILE_PROGRAM_FAILURE)
+      s = kc__bs_err(sv, KC_ECOMPILE, "OpenCL build of kernel '%s' failed:\n%s", u->entry,
+                     blog ? blog : "(no build log)");
+    else
+      s = kc__bs_err(sv, KC_ECOMPILE, "OpenCL build of kernel '%s' failed: %s (%d)%s%s", u->entry,
+                     ocl_errname(e), (int)e, blog ? "\n" : "", blog ? blog : "");
+    goto done;
+  }
+
+  cl_kernel k = NULL;
+  if ((s = ocl_check_entry(sv, prog, u->entry, u->nparams, &k)) != KC_OK) goto done;
+  /* the sizes and alignments of by-value parameters, from the compiler */
+  s = ocl_probe_read(st, prog, k, u, r);
+  ocl_local_params(k, u, r->local);
+  ocl.clReleaseKernel(k);
+  if (!s) s = ocl_binary(sv, prog, u->entry, r);
+  if (!s) {
+    r->prog = prog;
+    prog = NULL;
+  }
+
+done:
+  kc__bs_free(sv, blog);
+  if (prog) ocl.clReleaseProgram(prog);
+  return s;
+}
+
+kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, size_t *size, uint64_t *sig,
+                      kc__sb *log) {
+  ocl_state *st = state;
+  const kc__bsvc *sv = st->sv;
+  *artifact = NULL;
+  *size = 0;
+  if (tu->nparams > KC_MAX_ARGS)
+    return kc__bs_err(sv, KC_ECOMPILE, "kernel '%s' has %u parameters (at most %d)", tu->entry,
+                      (unsigned)tu->nparams, KC_MAX_ARGS);
+  ocl_unit u = {.text = tu->text, .len = tu->len, .entry = tu->entry, .nparams = tu->nparams};
+  for (uint32_t i = 0; i < tu->nparams; i++) u.is_buffer[i] = tu->params[i].is_buffer;
+
+  ocl_result r;
+  kc_status s = ocl_build_routed(st, &u, &r, log);
+  if (s) return s;
+  s = kc__probe_apply(sv, tu, r.vals, r.nvals, sig);
+  for (uint32_t i = 0; i < tu->nparams; i++)
+    if (r.local[i] && sig[i] == KC__SIG(KC_ARG_BUFFER, 0)) sig[i] = KC__SIG(KC_ARG_LOCAL, 0);
+  if (s) {
+    kc__bs_free(sv, r.bin);
+    if (r.prog) ocl.clReleaseProgram(r.prog);
+    return s;
+  }
+  *artifact = r.bin;
+  *size = r.size;
+  /* a link into one of kcache's contexts on device 0 takes its kernel from
+   * the program built here rather than building the binary again
+   * (programs.c); a helper's binary is built at the link */
+  if (r.prog) ocl_keep(st, r.prog, r.bin, r.size);
+  return KC_OK;
+}

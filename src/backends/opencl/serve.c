@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * serve.c -- the compile helper's side (the kcache-clc executable,
+ * clc/main.c, calls kc__ocl_helper_main): a process that helpers.c starts
+ * with its end of a socket as descriptor 0. It opens the platform and
+ * device the parent names (SETUP), checks that it sees the same compiler
+ * (the identity the disk key holds), answers HELLO, then builds each unit
+ * with ocl_build_unit, the function the parent runs itself, and sends back
+ * the status, the message, the build log, the binary and the probe's
+ * values (wire.c has the frames). It exits on QUIT, when the socket
+ * closes, or when its parent is gone.
+ */
+#include "backends/opencl/opencl.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SERVE_FD 0
+
+/* Field f as a NUL-terminated string (malloc; NULL: no memory). */
+static char *serve_str(const ocl_field *f) {
+  char *s = malloc(f->n + 1);
+  if (s) {
+    memcpy(s, f->p, f->n);
+    s[f->n] = '\0';
+  }
+  return s;
+}
+
+static void serve_hello(kc_status st, const char *msg) {
+  uint8_t s4[4];
+  kc__le32(s4, (uint32_t)st);
+  ocl_field f[2] = {{s4, 4}, {msg, strlen(msg)}};
+  (void)ocl_wire_send(SERVE_FD, OCL_MSG_HELLO, f, 2, 0);
+}
+
+/* SETUP: the state for the parent's device, or NULL (HELLO says why). */
+static ocl_state *serve_setup(const kc__bsvc *sv, pid_t parent) {
+  ocl_msg m;
+  if (ocl_wire_recv(SERVE_FD, &m, 0, parent)) return NULL;
+  char *f[4] = {NULL, NULL, NULL, NULL};
+  for (uint32_t i = 0; i < 4 && i < m.n; i++) f[i] = serve_str(&m.f[i]);
+  ocl_state *st = NULL;
+  kc_status s = KC_EINVAL;
+  char msg[1024] = "the first message was not SETUP";
+  if (m.type == OCL_MSG_SETUP && m.n == 4) {
+    s = KC_ENOMEM;
+    snprintf(msg, sizeof msg, "out of memory");
+  }
+  if (s == KC_ENOMEM && f[0] && f[1] && f[2] && f[3]) {
+    s = ocl_open_at(sv, atoi(f[2]), atoi(f[3]), f[1], &st);
+    snprintf(msg, sizeof msg, "%s", s ? kc__errmsg_owner(sv->owner) : "");
+    if (!s && strcmp(st->identity, f[0]) != 0) {
+      s = KC_EUNAVAILABLE;
+      snprintf(msg, sizeof msg, "the helper sees the OpenCL compiler \"%s\", not \"%s\"", st->identity, f[0]);
+      ocl_close(st);
+      st = NULL;
+    }
+  }
+  serve_hello(s, msg);
+  for (int i = 0; i < 4; i++) free(f[i]);
+  free(m.buf);
+  return st;
+}
+
+/* BUILD: builds the unit and sends RESULT. False when the reply could not
+ * be sent or the request is malformed (the helper then exits). */
+static bool serve_build(ocl_state *st, const ocl_msg *m) {
+  if (m->n != 3 || m->f[2].n > KC_MAX_ARGS) return false;
+  char *entry = serve_str(&m->f[1]);
+  if (!entry) return false;
+  ocl_unit u = {.text = m->f[0].p, .len = m->f[0].n, .entry = entry, .nparams = (uint32_t)m->f[2].n};
+  for (uint32_t i = 0; i < u.nparams; i++) u.is_buffer[i] = ((const uint8_t *)m->f[2].p)[i] != 0;
+  kc__sb log;
+  kc__sb_init(&log, &st->sv->heap);
+  uint64_t before = kc__load_relaxed(&st->builds);
+  ocl_result r;
+  kc_status s = ocl_build_unit(st, &u, &r, &log);
+  const char *msg = s ? kc__errmsg_owner(st->sv->owner) : "";
+  uint8_t s4[4], nb[8], vals[8 * (1 + 2 * KC_MAX_ARGS)];
+  kc__le32(s4, (uint32_t)s);
+  kc__le64(nb, kc__load_relaxed(&st->builds) - before);
+  for (uint32_t i = 0; i < r.nvals; i++) kc__le64(vals + 8 * i, r.vals[i]);
+  ocl_field f[7] = {{s4, 4},
+                    {msg, strlen(msg)},
+                    {log.buf, log.failed ? 0 : log.len},
+                    {r.bin, s ? 0 : r.size},
+                    {vals, s ? 0 : 8 * (size_t)r.nvals},
+                    {r.local, s ? 0 : u.nparams},
+                    {nb, 8}};
+  bool sent = ocl_wire_send(SERVE_FD, OCL_MSG_RESULT, f, 7, 0) == OCL_WIRE_OK;
+  if (r.prog) ocl.clReleaseProgram(r.prog);
+  kc__bs_free(st->sv, r.bin);
+  kc__sb_free(&log);
+  free(entry);
+  return sent;
+}
+
+int kc__ocl_helper_main(int argc, char **argv) {
+  (void)argc, (void)argv;
+  signal(SIGPIPE, SIG_IGN);
+  pid_t parent = getppid();
+  kc__bsvc sv = {.heap = {kc__libc_alloc, NULL}, .owner = kc__next_id()};
+  ocl_state *st = serve_setup(&sv, parent);
+  if (!st) return 1;
+  for (;;) {
+    ocl_msg m;
+    if (ocl_wire_recv(SERVE_FD, &m, 0, parent)) break; /* the parent closed the socket, or is gone */
+    bool go_on = m.type == OCL_MSG_BUILD && serve_build(st, &m);
+    free(m.buf);
+    if (!go_on) break; /* QUIT, or a request it cannot serve */
+  }
+  ocl_close(st);
+  return 0;
+}

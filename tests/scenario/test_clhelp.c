@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_clhelp.c -- the OpenCL backend's compile helpers (kcache-clc,
+ * src/backends/opencl/helpers.c): kernels prepared on two threads through
+ * helpers launch with the right results, and the artifact is the bytes an
+ * in-process build makes; a build error comes back as KC_ECOMPILE with the
+ * same message and compiler log; a helper killed with SIGKILL (between
+ * builds and during them) is replaced and the kernels still work; a helper
+ * that does not answer in time is killed, the compile fails with
+ * KC_EBACKEND and is not remembered; a helper that cannot be found makes
+ * the runtime build in its own process, saying so once in the log; and
+ * kc_runtime_destroy leaves no child process behind. CTest gives the
+ * helper's path ($KC_OPENCL_HELPER). OpenCL backend only (PoCL here).
+ */
+#include "kc_test.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define N 32
+#define MAXKIDS 16
+
+/* The pids of this process's children (every thread's), into kids. */
+static int children(pid_t *kids) {
+  int n = 0;
+  DIR *d = opendir("/proc/self/task");
+  assert_non_null(d);
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    char path[300];
+    snprintf(path, sizeof path, "/proc/self/task/%.255s/children", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    long pid;
+    while (n < MAXKIDS && fscanf(f, "%ld", &pid) == 1) kids[n++] = (pid_t)pid;
+    fclose(f);
+  }
+  closedir(d);
+  return n;
+}
+
+/* A runtime whose compiles go through helpers (mode: KC_OPENCL_HELPERS),
+ * on two compile threads; log: where its log goes (NULL: stderr). */
+static kc_runtime *helper_runtime(const char *mode, kc_log_fn log, void *ud) {
+  setenv("KC_OPENCL_HELPERS", mode, 1);
+  kc_options o;
+  kc_options_init(&o);
+  o.compile_threads = 2;
+  o.log = log;
+  o.log_ud = ud;
+  kc_runtime *rt = kct_runtime(&o);
+  unsetenv("KC_OPENCL_HELPERS");
+  return rt;
+}
+
+/* Kernels tag_<base>..tag_<base+n-1>: y[j] = j * (i + 1) + i. */
+static void define_kernels(kc_runtime *rt, int base, int n, kc_kernel **ks) {
+  for (int i = base; i < base + n; i++) {
+    char name[32], src[256];
+    snprintf(name, sizeof name, "tag_%d", i);
+    snprintf(src, sizeof src,
+             "KC_KERNEL void tag_%d(KC_GLOBAL float *y) { size_t j = kc_global_id(0); y[j] = (float)j * "
+             "%d.0f + %d.0f; }",
+             i, i + 1, i);
+    kct_define(rt, name, src);
+    ks[i - base] = kct_kernel(rt, name, NULL);
+  }
+}
+
+static void check_kernels(kc_runtime *rt, kc_context *ctx, int base, int n, kc_kernel **ks) {
+  kc_buffer *b = kct_buffer(rt, ctx, N);
+  float out[N];
+  for (int i = base; i < base + n; i++) {
+    kct_run_ok(rt, ks[i - base], ctx, b, N, out);
+    kct_expect_linear(out, N, (float)(i + 1), (float)i);
+  }
+  kc_buffer_destroy(b);
+}
+
+/* Destroys rt and checks that no child process is left, zombies included. */
+static void destroy_and_check(kc_runtime *rt) {
+  kct_destroy(rt);
+  pid_t kids[MAXKIDS];
+  assert_int_equal(children(kids), 0);
+}
+
+/* kc_prepare on two threads through helpers; the binary is the one an
+ * in-process build makes. */
+static void test_prepare_through_helpers(void **state) {
+  (void)state;
+  kc_runtime *rt = helper_runtime("1", NULL, NULL);
+  kc_context *ctx = kct_context(rt);
+  kc_kernel *ks[6];
+  define_kernels(rt, 0, 6, ks);
+  KCT_OK(rt, kc_prepare(ks, 6, ctx));
+  pid_t kids[MAXKIDS];
+  int n = children(kids);
+  assert_true(n >= 1 && n <= 2); /* one helper per compile thread at most */
+  check_kernels(rt, ctx, 0, 6, ks);
+  kc_stats s = kct_stats(rt);
+  assert_int_equal(s.compiles, 6);
+  /* each kernel: its build in a helper, and the binary's build at the link */
+  assert_int_equal(s.backend_builds, 12);
+
+  /* The same kernel built here and in a helper, neither launched in between
+   * (PoCL's binary carries what its own kernel cache holds for the
+   * program, launches' work-group functions included). */
+  kc_runtime *here = helper_runtime("0", NULL, NULL);
+  kc_kernel *k1, *k2;
+  define_kernels(here, 40, 1, &k1);
+  define_kernels(rt, 40, 1, &k2);
+  kc_code_info a, b;
+  KCT_OK(here, kc_kernel_code(k1, &a));
+  KCT_OK(rt, kc_kernel_code(k2, &b));
+  assert_int_equal(kct_stats(here).backend_builds, 1); /* built here */
+  assert_int_equal(kct_stats(rt).backend_builds, 13); /* built in a helper */
+  assert_int_equal(a.artifact_size, b.artifact_size);
+  assert_memory_equal(a.artifact, b.artifact, a.artifact_size);
+  kct_destroy(here);
+  destroy_and_check(rt);
+}
+
+/* A build error: KC_ECOMPILE with the message and log of an in-process build. */
+static void test_compile_error(void **state) {
+  (void)state;
+  static const char bad[] = "KC_KERNEL void bad(KC_GLOBAL float *y) { y[0] = undeclared_thing + ; }";
+  char *msg[2];
+  for (int i = 0; i < 2; i++) {
+    kc_runtime *rt = helper_runtime(i ? "0" : "1", NULL, NULL);
+    kct_define(rt, "bad", bad);
+    kc_kernel *k = kct_kernel(rt, "bad", NULL);
+    KCT_STATUS(rt, KC_ECOMPILE, kc_kernel_prepare(k, NULL));
+    KCT_CONTAINS(kc_errmsg(rt), "OpenCL build of kernel 'bad' failed");
+    KCT_CONTAINS(kc_errmsg(rt), "undeclared_thing");
+    msg[i] = strdup(kc_errmsg(rt));
+    pid_t kids[MAXKIDS];
+    assert_int_equal(children(kids), i ? 0 : 1); /* the build ran in a helper, or here */
+    KCT_STATUS(rt, KC_ECOMPILE, kc_kernel_prepare(k, NULL)); /* remembered: no second compile */
+    assert_int_equal(kct_stats(rt).compiles, 0);
+    assert_int_equal(kct_stats(rt).backend_builds, 1);
+    kct_destroy(rt);
+  }
+  assert_string_equal(msg[0], msg[1]);
+  free(msg[0]);
+  free(msg[1]);
+}
+
+typedef struct prep {
+  kc_kernel **ks;
+  int n;
+  kc_status st;
+} prep;
+
+static void *prepare_thread(void *arg) {
+  prep *p = arg;
+  p->st = kc_prepare(p->ks, (uint32_t)p->n, NULL);
+  return NULL;
+}
+
+/* Helpers killed between builds and during them: replaced, the kernels work. */
+static void test_killed_helpers(void **state) {
+  (void)state;
+  kc_runtime *rt = helper_runtime("1", NULL, NULL);
+  kc_context *ctx = kct_context(rt);
+  kc_kernel *ks[10];
+  define_kernels(rt, 0, 10, ks);
+  KCT_OK(rt, kc_prepare(ks, 2, ctx));
+  pid_t kids[MAXKIDS];
+  int n = children(kids);
+  assert_true(n >= 1);
+  for (int i = 0; i < n; i++) assert_int_equal(kill(kids[i], SIGKILL), 0); /* idle */
+  KCT_OK(rt, kc_prepare(ks + 2, 2, ctx));
+
+  /* during a batch: once each helper is running a build */
+  prep p = {ks + 4, 6, KC_OK};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, prepare_thread, &p), 0);
+  usleep(150 * 1000);
+  n = children(kids);
+  for (int i = 0; i < n; i++) kill(kids[i], SIGKILL);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  if (p.st) fail_msg("kc_prepare after the kill: %s: %s", kc_status_name(p.st), kc_errmsg(rt));
+  check_kernels(rt, ctx, 0, 10, ks);
+  assert_int_equal(kct_stats(rt).compiles, 10);
+  destroy_and_check(rt);
+}
+
+/* A helper that stops answering is killed after $KC_OPENCL_HELPER_TIMEOUT:
+ * KC_EBACKEND, not remembered, and the next try builds in a new helper. */
+static void test_helper_timeout(void **state) {
+  (void)state;
+  kc_runtime *rt = helper_runtime("1", NULL, NULL);
+  kc_context *ctx = kct_context(rt);
+  kc_kernel *ks[2];
+  define_kernels(rt, 0, 2, ks);
+  KCT_OK(rt, kc_kernel_prepare(ks[0], ctx)); /* a helper is running */
+  pid_t kids[MAXKIDS];
+  int n = children(kids);
+  assert_int_equal(n, 1);
+  assert_int_equal(kill(kids[0], SIGSTOP), 0);
+  setenv("KC_OPENCL_HELPER_TIMEOUT", "0.5", 1);
+  KCT_STATUS(rt, KC_EBACKEND, kc_kernel_prepare(ks[1], ctx));
+  unsetenv("KC_OPENCL_HELPER_TIMEOUT");
+  KCT_CONTAINS(kc_errmsg(rt), "did not answer within 0.5 s");
+  assert_int_equal(children(kids), 0); /* killed and reaped */
+  KCT_OK(rt, kc_kernel_prepare(ks[1], ctx)); /* compiled again */
+  check_kernels(rt, ctx, 0, 2, ks);
+  destroy_and_check(rt);
+}
+
+typedef struct logged {
+  pthread_mutex_t lock;
+  int lines;
+  char last[512];
+} logged;
+
+static void log_cb(void *ud, kc_log_level level, const char *msg) {
+  logged *l = ud;
+  (void)level;
+  pthread_mutex_lock(&l->lock);
+  if (strstr(msg, "compile helper")) {
+    l->lines++;
+    snprintf(l->last, sizeof l->last, "%s", msg);
+  }
+  pthread_mutex_unlock(&l->lock);
+}
+
+/* A helper that cannot be run: every build in the process, one log line. */
+static void test_missing_helper(void **state) {
+  (void)state;
+  char *keep = getenv("KC_OPENCL_HELPER") ? strdup(getenv("KC_OPENCL_HELPER")) : NULL;
+  setenv("KC_OPENCL_HELPER", "/nonexistent/kcache-clc", 1);
+  logged l = {PTHREAD_MUTEX_INITIALIZER, 0, ""};
+  kc_runtime *rt = helper_runtime("1", log_cb, &l);
+  kc_context *ctx = kct_context(rt);
+  kc_kernel *ks[4];
+  define_kernels(rt, 0, 4, ks);
+  KCT_OK(rt, kc_prepare(ks, 4, ctx));
+  check_kernels(rt, ctx, 0, 4, ks);
+  assert_int_equal(l.lines, 1);
+  KCT_CONTAINS(l.last, "/nonexistent/kcache-clc");
+  assert_int_equal(kct_stats(rt).backend_builds, 4); /* built here: the links reuse the programs */
+  destroy_and_check(rt);
+  if (keep) setenv("KC_OPENCL_HELPER", keep, 1);
+  else unsetenv("KC_OPENCL_HELPER");
+  free(keep);
+}
+
+int main(int argc, char **argv) {
+  int rc = kct_main_init(argc, argv);
+  if (rc >= 0) return rc;
+  if (kct_backend != KC_BACKEND_OPENCL) {
+    printf("SKIPPED: OpenCL backend only\n");
+    return 77;
+  }
+  if (!getenv("KC_OPENCL_HELPER")) {
+    fprintf(stderr, "test_clhelp: set KC_OPENCL_HELPER to the kcache-clc of this build (CTest does)\n");
+    return 2;
+  }
+  kct_memory_only();
+  const struct CMUnitTest tests[] = {
+      KCT_TEST(test_prepare_through_helpers), KCT_TEST(test_compile_error), KCT_TEST(test_killed_helpers),
+      KCT_TEST(test_helper_timeout),          KCT_TEST(test_missing_helper),
+  };
+  return KCT_RUN(tests);
+}
