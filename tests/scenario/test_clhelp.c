@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define N 32
@@ -213,6 +214,36 @@ static void test_helper_timeout(void **state) {
   destroy_and_check(rt);
 }
 
+/* A child of fork() does not reach its parent's helpers (its runtime
+ * refuses), and the parent's helpers go on serving after the child is gone. */
+static void test_fork_leaves_helpers(void **state) {
+  (void)state;
+  kc_runtime *rt = helper_runtime("1", NULL, NULL);
+  kc_context *ctx = kct_context(rt);
+  kc_kernel *ks[3];
+  define_kernels(rt, 0, 3, ks);
+  KCT_OK(rt, kc_kernel_prepare(ks[0], ctx));
+  pid_t before[MAXKIDS], after[MAXKIDS];
+  assert_int_equal(children(before), 1);
+  kct_child c;
+  if (kct_fork(&c, true)) {
+    kc_status st = kc_kernel_prepare(ks[1], NULL);
+    char why[256];
+    snprintf(why, sizeof why, "%s", st == KC_EBUSY ? "" : kc_status_name(st));
+    kct_child_send(&c, why, strlen(why));
+    _exit(st == KC_EBUSY ? 0 : 1);
+  }
+  char why[256] = "";
+  why[kct_child_wait(&c, why, sizeof why - 1, 60)] = 0;
+  if (!WIFEXITED(c.status) || WEXITSTATUS(c.status)) fail_msg("the child's compile gave %s, not KC_EBUSY", why);
+  KCT_OK(rt, kc_prepare(ks + 1, 2, ctx));
+  check_kernels(rt, ctx, 0, 3, ks);
+  int n = children(after), same = 0;
+  for (int i = 0; i < n; i++) same += after[i] == before[0];
+  assert_int_equal(same, 1); /* the helper from before the fork still serves */
+  destroy_and_check(rt);
+}
+
 typedef struct logged {
   pthread_mutex_t lock;
   int lines;
@@ -265,7 +296,8 @@ int main(int argc, char **argv) {
   kct_memory_only();
   const struct CMUnitTest tests[] = {
       KCT_TEST(test_prepare_through_helpers), KCT_TEST(test_compile_error), KCT_TEST(test_killed_helpers),
-      KCT_TEST(test_helper_timeout),          KCT_TEST(test_missing_helper),
+      KCT_TEST(test_helper_timeout),          KCT_TEST(test_fork_leaves_helpers),
+      KCT_TEST(test_missing_helper),
   };
   return KCT_RUN(tests);
 }
