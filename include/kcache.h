@@ -194,7 +194,11 @@ typedef struct kc_options {
    * (1 turns it on), else off. */
   int checked;
   /* Threads that compile a kc_prepare batch, the calling thread included
-   * (0: $KC_COMPILE_THREADS, else one per core). */
+   * (0: $KC_COMPILE_THREADS, else one per core). On a platform that builds
+   * one OpenCL program at a time per process (PoCL), more than one makes
+   * the OpenCL backend build in helper processes (kcache-clc, one fewer
+   * than the threads) whenever a build is already running in this one;
+   * $KC_OPENCL_HELPERS=0 turns that off, 1 sends every build to a helper. */
   uint32_t compile_threads;
 } kc_options;
 

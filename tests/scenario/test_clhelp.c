@@ -235,7 +235,8 @@ static void test_fork_leaves_helpers(void **state) {
   }
   char why[256] = "";
   why[kct_child_wait(&c, why, sizeof why - 1, 60)] = 0;
-  if (!WIFEXITED(c.status) || WEXITSTATUS(c.status)) fail_msg("the child's compile gave %s, not KC_EBUSY", why);
+  if (!WIFEXITED(c.status) || WEXITSTATUS(c.status))
+    fail_msg("the child's compile gave %s, not KC_EBUSY", why);
   KCT_OK(rt, kc_prepare(ks + 1, 2, ctx));
   check_kernels(rt, ctx, 0, 3, ks);
   int n = children(after), same = 0;
@@ -295,9 +296,9 @@ int main(int argc, char **argv) {
   }
   kct_memory_only();
   const struct CMUnitTest tests[] = {
-      KCT_TEST(test_prepare_through_helpers), KCT_TEST(test_compile_error), KCT_TEST(test_killed_helpers),
-      KCT_TEST(test_helper_timeout),          KCT_TEST(test_fork_leaves_helpers),
-      KCT_TEST(test_missing_helper),
+      KCT_TEST(test_prepare_through_helpers), KCT_TEST(test_compile_error),
+      KCT_TEST(test_killed_helpers),          KCT_TEST(test_helper_timeout),
+      KCT_TEST(test_fork_leaves_helpers),     KCT_TEST(test_missing_helper),
   };
   return KCT_RUN(tests);
 }

@@ -35,10 +35,10 @@ char *ocl_build_log(const kc__bsvc *sv, cl_program prog, cl_device_id dev, kc__s
 static void ocl_local_params(cl_kernel k, const ocl_unit *u, uint8_t *local) {
   for (uint32_t i = 0; i < u->nparams; i++) {
     cl_kernel_arg_address_qualifier aq = 0;
-    local[i] = u->is_buffer[i] &&
-               ocl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq, NULL) ==
-                   CL_SUCCESS &&
-               aq == CL_KERNEL_ARG_ADDRESS_LOCAL;
+    local[i] =
+        u->is_buffer[i] &&
+        ocl.clGetKernelArgInfo(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof aq, &aq, NULL) == CL_SUCCESS &&
+        aq == CL_KERNEL_ARG_ADDRESS_LOCAL;
   }
 }
 
@@ -70,7 +70,8 @@ static kc_status ocl_binary(const kc__bsvc *sv, cl_program prog, const char *ent
   cl_int e = ocl.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof bsize, &bsize, NULL);
   if (e != CL_SUCCESS) return ocl_fail(sv, KC_ECOMPILE, "clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)", e);
   if (bsize == 0)
-    return kc__bs_err(sv, KC_ECOMPILE, "the OpenCL platform returned no program binary for kernel '%s'", entry);
+    return kc__bs_err(sv, KC_ECOMPILE, "the OpenCL platform returned no program binary for kernel '%s'",
+                      entry);
   unsigned char *bin = kc__bs_alloc(sv, bsize);
   if (!bin) return kc__bs_err(sv, KC_ENOMEM, "out of memory for a %zu-byte program binary", bsize);
   e = ocl.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL);

@@ -78,8 +78,8 @@ static double ocl_helper_timeout(void) {
 void ocl_helpers_open(ocl_state *st, const kc_options *opt) {
   kc_log_level want = opt ? opt->log_level : KC_LOG_DEFAULT;
   bool known = want >= KC_LOG_ERROR && want <= KC_LOG_DEBUG;
-  st->log = (kc__log_sink){opt ? opt->log : NULL, opt ? opt->log_ud : NULL,
-                           known ? want : kc__log_env_level(NULL)};
+  st->log =
+      (kc__log_sink){opt ? opt->log : NULL, opt ? opt->log_ud : NULL, known ? want : kc__log_env_level(NULL)};
   double t = 0;
   if (kc__setting_seconds(KC__SET_OPENCL_HELPER_TIMEOUT, &t) == KC__SETTING_BAD || t < 0 ||
       (kc__setting_raw(KC__SET_OPENCL_HELPER_TIMEOUT) && t == 0))
@@ -130,7 +130,8 @@ static void ocl_helper_path(char *buf, size_t n) {
 /* "killed by signal 9", "exited with code 1" */
 static void ocl_describe_exit(int status, char *buf, size_t n) {
   if (status < 0) snprintf(buf, n, "its exit was not seen");
-  else if (WIFSIGNALED(status)) snprintf(buf, n, "killed by signal %d, %s", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  else if (WIFSIGNALED(status))
+    snprintf(buf, n, "killed by signal %d, %s", WTERMSIG(status), strsignal(WTERMSIG(status)));
   else snprintf(buf, n, "exited with code %d", WEXITSTATUS(status));
 }
 
@@ -151,8 +152,7 @@ static int ocl_helper_stop(ocl_helper *h, bool quit) {
     for (int i = 0; i < 200 && (r = waitpid(h->pid, &status, WNOHANG)) == 0; i++) kc__nap_us(1000);
     if (r == 0) { /* still there: it goes now (never a pid another waiter reaped: r is -1 then) */
       kill(h->pid, SIGKILL);
-      while ((r = waitpid(h->pid, &status, 0)) < 0 && errno == EINTR) {
-      }
+      while ((r = waitpid(h->pid, &status, 0)) < 0 && errno == EINTR) {}
     }
     if (r != h->pid) status = -1;
   }
@@ -303,11 +303,11 @@ static kc_status ocl_helper_build(ocl_state *st, ocl_helper *h, const ocl_unit *
                         pid, ocl_helper_timeout(), u->entry);
     if (attempt)
       return kc__bs_err(st->sv, KC_EBACKEND,
-                        "the OpenCL compile helper died twice building kernel '%s' (process %ld: %s)", u->entry,
-                        pid, ex);
+                        "the OpenCL compile helper died twice building kernel '%s' (process %ld: %s)",
+                        u->entry, pid, ex);
     kc__log_to(&st->log, KC_LOG_WARN,
-               "OpenCL: the compile helper (process %ld) died building kernel '%s' (%s); starting another", pid,
-               u->entry, ex);
+               "OpenCL: the compile helper (process %ld) died building kernel '%s' (%s); starting another",
+               pid, u->entry, ex);
   }
 }
 
