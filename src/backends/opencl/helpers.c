@@ -135,12 +135,17 @@ static void ocl_describe_exit(int status, char *buf, size_t n) {
   else snprintf(buf, n, "exited with code %d", WEXITSTATUS(status));
 }
 
+/* Asks h's helper to exit (QUIT); false if it cannot be told. */
+static bool ocl_helper_quit(ocl_helper *h) {
+  return h->fd >= 0 && ocl_wire_send(h->fd, OCL_MSG_QUIT, NULL, 0, kc__now_ns() + 1000000000ull) == OCL_WIRE_OK;
+}
+
 /* Stops h's process and reaps it; returns its wait status (-1: not seen).
- * quit: ask it to exit and give it 2 s; else it is gone or must go now. */
-static int ocl_helper_stop(ocl_helper *h, bool quit) {
+ * quitting: it was asked to exit, and has 2 s to close its socket; else
+ * it is gone or must go now. */
+static int ocl_helper_stop(ocl_helper *h, bool quitting) {
   int status = -1;
-  if (quit && h->fd >= 0 &&
-      ocl_wire_send(h->fd, OCL_MSG_QUIT, NULL, 0, kc__now_ns() + 1000000000ull) == OCL_WIRE_OK) {
+  if (quitting && h->fd >= 0) {
     ocl_msg m; /* nothing comes back: this waits for the end of the socket */
     if (ocl_wire_recv(h->fd, &m, kc__now_ns() + 2000000000ull, 0) == OCL_WIRE_OK) free(m.buf);
   }
@@ -152,7 +157,8 @@ static int ocl_helper_stop(ocl_helper *h, bool quit) {
     for (int i = 0; i < 200 && (r = waitpid(h->pid, &status, WNOHANG)) == 0; i++) kc__nap_us(1000);
     if (r == 0) { /* still there: it goes now (never a pid another waiter reaped: r is -1 then) */
       kill(h->pid, SIGKILL);
-      while ((r = waitpid(h->pid, &status, 0)) < 0 && errno == EINTR) {}
+      while ((r = waitpid(h->pid, &status, 0)) < 0 && errno == EINTR) {
+      }
     }
     if (r != h->pid) status = -1;
   }
@@ -349,8 +355,11 @@ kc_status ocl_build_routed(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__
 
 void ocl_helpers_close(ocl_state *st) {
   if (!st->helpers) return;
+  bool told[OCL_HELPERS_MAX];
+  for (int i = 0; i < st->nhelpers; i++) /* all at once: they exit in parallel */
+    told[i] = st->helpers[i].pid && ocl_helper_quit(&st->helpers[i]);
   for (int i = 0; i < st->nhelpers; i++)
-    if (st->helpers[i].pid) (void)ocl_helper_stop(&st->helpers[i], true);
+    if (st->helpers[i].pid) (void)ocl_helper_stop(&st->helpers[i], told[i]);
   kc__bs_free(st->sv, st->helpers);
   st->helpers = NULL;
 }

@@ -12,13 +12,15 @@
  */
 #include "backends/opencl/opencl.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#define SERVE_FD 0
+static int serve_fd = 0; /* the socket (moved off descriptor 0 at start) */
+#define SERVE_FD serve_fd
 
 /* Field f as a NUL-terminated string (malloc; NULL: no memory). */
 static char *serve_str(const ocl_field *f) {
@@ -103,6 +105,13 @@ int kc__ocl_helper_main(int argc, char **argv) {
   (void)argc, (void)argv;
   signal(SIGPIPE, SIG_IGN);
   pid_t parent = getppid();
+  /* the socket on a descriptor the compiler's own children (PoCL runs the
+   * linker) do not inherit, and /dev/null as their input */
+  int fd = fcntl(0, F_DUPFD_CLOEXEC, 3);
+  int null = open("/dev/null", O_RDONLY);
+  if (fd < 0 || null < 0 || dup2(null, 0) < 0) return 1;
+  if (null > 0) close(null);
+  serve_fd = fd;
   kc__bsvc sv = {.heap = {kc__libc_alloc, NULL}, .owner = kc__next_id()};
   ocl_state *st = serve_setup(&sv, parent);
   if (!st) return 1;
