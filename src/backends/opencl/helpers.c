@@ -137,7 +137,8 @@ static void ocl_describe_exit(int status, char *buf, size_t n) {
 
 /* Asks h's helper to exit (QUIT); false if it cannot be told. */
 static bool ocl_helper_quit(ocl_helper *h) {
-  return h->fd >= 0 && ocl_wire_send(h->fd, OCL_MSG_QUIT, NULL, 0, kc__now_ns() + 1000000000ull) == OCL_WIRE_OK;
+  return h->fd >= 0 &&
+         ocl_wire_send(h->fd, OCL_MSG_QUIT, NULL, 0, kc__now_ns() + 1000000000ull) == OCL_WIRE_OK;
 }
 
 /* Stops h's process and reaps it; returns its wait status (-1: not seen).
@@ -157,8 +158,7 @@ static int ocl_helper_stop(ocl_helper *h, bool quitting) {
     for (int i = 0; i < 200 && (r = waitpid(h->pid, &status, WNOHANG)) == 0; i++) kc__nap_us(1000);
     if (r == 0) { /* still there: it goes now (never a pid another waiter reaped: r is -1 then) */
       kill(h->pid, SIGKILL);
-      while ((r = waitpid(h->pid, &status, 0)) < 0 && errno == EINTR) {
-      }
+      while ((r = waitpid(h->pid, &status, 0)) < 0 && errno == EINTR) {}
     }
     if (r != h->pid) status = -1;
   }
