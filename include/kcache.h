@@ -824,8 +824,10 @@ typedef struct kc_stats {
   uint64_t remote_lookup_ns; /* total time of the lookups (such waits included) */
   /* Program builds the backend ran (OpenCL: clBuildProgram calls, from
    * source in a compile or from a binary in a link; 0 on backends that do
-   * not count them). A compile and the first link into a context kcache
-   * made on the compile's device build once. */
+   * not count them; a compile helper's builds included). A compile and
+   * the first link into a context kcache made on the compile's device
+   * build once, unless the compile ran in a helper (then the link builds
+   * its binary). */
   uint64_t backend_builds;
 } kc_stats;
 
