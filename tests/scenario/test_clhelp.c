@@ -126,6 +126,28 @@ static void test_prepare_through_helpers(void **state) {
   destroy_and_check(rt);
 }
 
+/* auto, on PoCL with two compile threads: a build runs here unless another
+ * is running here, then in the one helper. */
+static void test_auto_overflows(void **state) {
+  (void)state;
+  char devices[4096] = "";
+  kc_list_devices(KC_BACKEND_OPENCL, devices, sizeof devices);
+  if (!strstr(devices, "Portable Computing Language")) skip(); /* auto uses helpers on PoCL only */
+  kc_runtime *rt = helper_runtime("auto", NULL, NULL);
+  kc_context *ctx = kct_context(rt);
+  kc_kernel *ks[6];
+  define_kernels(rt, 50, 6, ks);
+  KCT_OK(rt, kc_prepare(ks, 6, ctx));
+  pid_t kids[MAXKIDS];
+  assert_int_equal(children(kids), 1); /* one fewer than the compile threads */
+  check_kernels(rt, ctx, 50, 6, ks);
+  kc_stats s = kct_stats(rt);
+  /* 1 build for a kernel built here (its link reuses the program), 2 for one
+   * built in the helper; both kinds happened */
+  assert_true(s.backend_builds > 6 && s.backend_builds < 12);
+  destroy_and_check(rt);
+}
+
 /* A build error: KC_ECOMPILE with the message and log of an in-process build. */
 static void test_compile_error(void **state) {
   (void)state;
@@ -296,9 +318,10 @@ int main(int argc, char **argv) {
   }
   kct_memory_only();
   const struct CMUnitTest tests[] = {
-      KCT_TEST(test_prepare_through_helpers), KCT_TEST(test_compile_error),
-      KCT_TEST(test_killed_helpers),          KCT_TEST(test_helper_timeout),
-      KCT_TEST(test_fork_leaves_helpers),     KCT_TEST(test_missing_helper),
+      KCT_TEST(test_prepare_through_helpers), KCT_TEST(test_auto_overflows),
+      KCT_TEST(test_compile_error),           KCT_TEST(test_killed_helpers),
+      KCT_TEST(test_helper_timeout),          KCT_TEST(test_fork_leaves_helpers),
+      KCT_TEST(test_missing_helper),
   };
   return KCT_RUN(tests);
 }
