@@ -395,6 +395,12 @@ static void test_errors(void **state) {
   float lv[4] = {1, 2, 3, 4}, lr[4];
   KCT_OK(rt, kc_buffer_write(b, 0, lv, sizeof lv));
   kc_args *ba;
+  /* a bad argument after a local memory size: the message names it, not
+   * the local memory (which bound arguments take) */
+  double wide = 1;
+  kc_arg bad[] = {KC_ARG_BUF(b), KC_ARG_BUF(b), KC_ARG_LOCAL_BYTES(16), KC_ARG_VAL(wide)};
+  KCT_STATUS(rt, KC_EARGS, kc_args_create(k, ctx, bad, 4, &ba));
+  KCT_CONTAINS(kc_errmsg(rt), "argument 3 (float a) is a 4-byte value (alignment 4); 8 bytes were given");
   KCT_OK(rt, kc_args_create(k, ctx, args, 4, &ba));
   KCT_OK(rt, kc_launch_args_ex(ba, &c));
   KCT_OK(rt, kc_context_finish(ctx));
