@@ -42,7 +42,8 @@ void kct_maps_fill(kct_maps *m) {
   m->len = (size_t)limit * 2 * m->page;
   m->base = mmap(NULL, m->len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   assert_true(m->base != MAP_FAILED);
-  while (m->taken < (size_t)limit && mprotect(m->base + (2 * m->taken + 1) * m->page, m->page, PROT_READ) == 0)
+  while (m->taken < (size_t)limit &&
+         mprotect(m->base + (2 * m->taken + 1) * m->page, m->page, PROT_READ) == 0)
     m->taken++;
   assert_true(m->taken < (size_t)limit); /* the kernel said no before the reservation ran out */
   assert_int_equal(errno, ENOMEM);
