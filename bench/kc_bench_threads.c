@@ -104,8 +104,8 @@ int main(int argc, char **argv) {
     }
     double ms = median(s, reps), mw = median(w, reps);
     if (json)
-      printf("%s{\"threads\": %d, \"shared_ns\": %.2f, \"own_ns\": %.2f, \"ratio\": %.3f}", t > 1 ? ", " : "", t,
-             ms, mw, ms / mw);
+      printf("%s{\"threads\": %d, \"shared_ns\": %.2f, \"own_ns\": %.2f, \"ratio\": %.3f}", t > 1 ? ", " : "",
+             t, ms, mw, ms / mw);
     else printf("%7d    %14.2f    %12.2f    %10.3f\n", t, ms, mw, ms / mw);
   }
   kc_stats st;
