@@ -22,6 +22,7 @@ from ._kcache import (  # noqa: F401
     Context,
     Kernel,
     LaunchConfig,
+    FileLoad,
     Pin,
     Runtime,
     Stats,
@@ -43,5 +44,10 @@ from ._kcache import (  # noqa: F401
     StoreIOError,
     BackendError,
 )
+
+try:  # built with the interop API (kcache.h's streams)
+    from ._kcache import Stream  # noqa: F401
+except ImportError:
+    pass
 
 __version__ = library_version

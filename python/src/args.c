@@ -403,6 +403,13 @@ PyObject *kcpy_launch_ex(KcKernel *k, KcContext *c, const kc_dim3 *grid, const k
                          PyObject *const *args, Py_ssize_t n, PyObject *stream, unsigned shared) {
   if (stream == Py_None && !shared) return kcpy_launch(k, c, grid, block, args, n);
 #if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+  if (Py_IS_TYPE(stream, &KcStream_Type)) {
+    KcContext *sc = ((KcStream *)stream)->owner;
+    if (sc->owner != k->owner)
+      return PyErr_Format(kcpy_error_class(KC_EINVAL), "kernel '%U': the stream belongs to another Runtime",
+                          k->name);
+    if (!c) c = sc; /* the stream's context */
+  }
   kc_arg a[KC_MAX_ARGS];
   kcpy_val v[KC_MAX_ARGS];
   Py_buffer views[KC_MAX_ARGS];
