@@ -65,12 +65,27 @@ typedef struct KcBuffer {
   Py_ssize_t exports;
 } KcBuffer;
 
+/* The arguments the cached launch converts inline (args.c): a kcache
+ * Buffer for a pointer, an exact float for float/double, an exact int that
+ * fits a machine word for the 32- and 64-bit integers. Anything else (an
+ * array, numpy scalars, bool, half, vectors, structs) takes the full path. */
+enum {
+  KCPY_FAST_NONE,
+  KCPY_FAST_BUF,
+  KCPY_FAST_F32,
+  KCPY_FAST_F64,
+  KCPY_FAST_I32,
+  KCPY_FAST_U32,
+  KCPY_FAST_I64
+};
+
 /* A parameter as the launch path converts to it (kc_param_info, copied). */
 typedef struct kcpy_param {
   uint32_t kind; /* kc_arg_kind */
   uint32_t cls; /* kc_scalar_class */
   uint32_t size; /* arg_size */
   int to_const; /* a pointer to const: a staged array is not copied back */
+  uint8_t fast; /* KCPY_FAST_*: the argument the launch's fast path converts inline */
   char ekind; /* a pointer's element: 'f' floating, 'i' integer, 0 unknown or raw (void, char, T) */
   uint8_t esize; /* its size in bytes */
   char name[48];

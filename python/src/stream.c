@@ -38,10 +38,11 @@ int kcpy_stream_handle(PyObject *o, void **out) {
   } else if (PyObject_HasAttrString(o, "int_ptr")) {
     if (!(h = PyObject_GetAttrString(o, "int_ptr"))) return -1;
   } else
-    return PyErr_Format(PyExc_TypeError,
-                        "a stream is a kcache Stream, an object with __cuda_stream__ or a raw handle (int), or "
-                        "a PyOpenCL CommandQueue (.int_ptr), not %s",
-                        Py_TYPE(o)->tp_name),
+    return PyErr_Format(
+               PyExc_TypeError,
+               "a stream is a kcache Stream, an object with __cuda_stream__ or a raw handle (int), or "
+               "a PyOpenCL CommandQueue (.int_ptr), not %s",
+               Py_TYPE(o)->tp_name),
            -1;
   unsigned long long v = PyLong_AsUnsignedLongLong(h);
   Py_DECREF(h);
@@ -121,7 +122,8 @@ static PyObject *stream_synchronize(KcStream *self, PyObject *unused) {
 
 static PyObject *stream_wait(KcStream *self, PyObject *other) {
   if (!Py_IS_TYPE(other, &KcStream_Type))
-    return PyErr_Format(PyExc_TypeError, "Stream.wait takes a kcache Stream, not %s", Py_TYPE(other)->tp_name);
+    return PyErr_Format(PyExc_TypeError, "Stream.wait takes a kcache Stream, not %s",
+                        Py_TYPE(other)->tp_name);
   kc_stream *s = kcpy_stream_of(self), *o = s ? kcpy_stream_of((KcStream *)other) : NULL;
   if (!o) return NULL;
   kc_status st = kc_stream_wait(s, o);
