@@ -49,6 +49,29 @@ def test_launches_on_a_stream(rt):
     s.close()  # a second close does nothing
 
 
+def test_bound_arguments_on_a_stream(rt):
+    rt.define("fill", FILL)
+    b = rt.buffer(4 * 8)
+    bound = rt.kernel("fill").bind(b, 8.0)
+    s = rt.stream()
+    bound.launch(8, 1, s)  # kc_launch_args_ex on the stream
+    s.synchronize()
+    out = np.zeros(8, np.float32)
+    b.read(out)
+    assert list(out) == [8.0] * 8
+    bound.set(1, 9.0)
+    bound.launch(8, 1, None)  # the context's own queue
+    rt.finish()
+    b.read(out)
+    assert list(out) == [9.0] * 8
+    if rt.backend != "host":
+        with pytest.raises(kcache.InvalidArgumentError):
+            bound.launch(8, 1, rt.create_context().stream())  # a stream of another context
+    s.close()
+    with pytest.raises(kcache.DestroyedError, match="closed"):
+        bound.launch(8, 1, s)
+
+
 def test_a_stream_of_another_context(rt):
     ctx = rt.create_context()
     rt.define("fill", FILL)
