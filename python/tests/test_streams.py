@@ -142,6 +142,19 @@ def test_host_streams_are_the_implicit_one(rt):
     rt.kernel("fill")[4, 1, t.wait(s)](y, 6.0)  # runs to completion in the call
     assert list(y) == [6.0] * 4
 
+    class CudaStreamLike:  # the __cuda_stream__ protocol's shape: (version, handle)
+        def __init__(self, ret):
+            self.ret = ret
+
+        def __cuda_stream__(self):
+            return self.ret
+    u = rt.stream(native=CudaStreamLike((0, 0)))  # the host's stream is handle 0
+    assert u.wrapped and u.handle == 0
+    with pytest.raises(TypeError, match=r"\(version, handle\)"):
+        rt.stream(native=CudaStreamLike(0))
+    with pytest.raises(kcache.InvalidArgumentError, match="implicit"):
+        rt.stream(native=CudaStreamLike((0, 4096)))
+
 
 def test_a_pyopencl_queue_wrapped(rt):
     if rt.backend != "opencl":
