@@ -8,11 +8,14 @@
  * runtime's life, since a process's first build costs PoCL about a
  * second. Each has one Unix socket (wire.c); one compile at a time owns it.
  *
- * Where a build runs ($KC_OPENCL_HELPERS): auto (the default) builds here
- * unless another build is running here, then in a free helper (at most one
- * fewer than the compile threads), and only on a platform that serializes
- * builds and with more than one compile thread; 1 builds every unit in a
- * helper (up to one per compile thread); 0 never uses one. Single flight is
+ * Where a build runs ($KC_OPENCL_HELPERS): auto (the default) builds every
+ * unit in a helper, up to one per compile thread, on a platform that
+ * serializes builds and with more than one compile thread, and here
+ * otherwise; 1 uses helpers on any platform, 0 never. Every build, not only
+ * the second of two at once: the link builds a helper's binary here, and
+ * that build waits for any source build running here (about 300 ms on
+ * PoCL), which made a pool that also built here barely faster than one
+ * thread. A build finding every helper busy runs here. Single flight is
  * the core's (the specialization's lock and the disk store's lock around
  * compile), so it holds wherever the build runs.
  *
@@ -85,22 +88,18 @@ void ocl_helpers_open(ocl_state *st, const kc_options *opt) {
       (kc__setting_raw(KC__SET_OPENCL_HELPER_TIMEOUT) && t == 0))
     kc__setting_warn(KC__SET_OPENCL_HELPER_TIMEOUT, "120 s");
   const char *mode = kc__setting_str(KC__SET_OPENCL_HELPERS);
-  uint32_t threads = ocl_compile_threads(opt), n = 0;
-  st->helper_mode = OCL_HELPERS_NONE;
-  if (!strcmp(mode, "1")) {
-    st->helper_mode = OCL_HELPERS_ALL;
-    n = threads;
-  } else if (strcmp(mode, "0") != 0) {
+  uint32_t n = ocl_compile_threads(opt);
+  bool on = !strcmp(mode, "1");
+  if (!on && strcmp(mode, "0") != 0) {
     if (strcmp(mode, "auto") != 0) kc__setting_warn(KC__SET_OPENCL_HELPERS, "auto");
-    if (st->serializes && threads > 1) st->helper_mode = OCL_HELPERS_OVERFLOW;
-    n = threads - 1;
+    on = st->serializes && n > 1;
   }
-  st->helper_asked = st->helper_mode == OCL_HELPERS_ALL || kc__setting_raw(KC__SET_OPENCL_HELPER);
-  if (!st->helper_mode) return;
+  st->helper_asked = !strcmp(mode, "1") || kc__setting_raw(KC__SET_OPENCL_HELPER);
+  if (!on) return;
   st->nhelpers = (int)(n > OCL_HELPERS_MAX ? OCL_HELPERS_MAX : n);
   st->helpers = kc__bs_calloc(st->sv, (size_t)st->nhelpers * sizeof *st->helpers);
   if (!st->helpers) { /* out of memory: every build here, as without helpers */
-    st->helper_mode = OCL_HELPERS_NONE;
+    st->nhelpers = 0;
     return;
   }
   for (int i = 0; i < st->nhelpers; i++) st->helpers[i].fd = -1;
@@ -172,14 +171,15 @@ static bool ocl_helper_hello(ocl_state *st, ocl_helper *h, char *why, size_t nwh
   char pl[16], dv[16];
   snprintf(pl, sizeof pl, "%d", st->plat_index);
   snprintf(dv, sizeof dv, "%d", st->dev_index);
-  ocl_field f[4] = {{st->identity, strlen(st->identity)},
+  ocl_field f[5] = {{st->identity, strlen(st->identity)},
                     {st->build_options, strlen(st->build_options)},
                     {pl, strlen(pl)},
-                    {dv, strlen(dv)}};
+                    {dv, strlen(dv)},
+                    {KC_VERSION_STRING, strlen(KC_VERSION_STRING)}};
   double t = ocl_helper_timeout();
   uint64_t deadline = kc__now_ns() + (uint64_t)(t * 1e9);
   ocl_msg m = {0};
-  int w = ocl_wire_send(h->fd, OCL_MSG_SETUP, f, 4, deadline);
+  int w = ocl_wire_send(h->fd, OCL_MSG_SETUP, f, 5, deadline);
   if (!w) w = ocl_wire_recv(h->fd, &m, deadline, 0);
   bool ok = !w && m.type == OCL_MSG_HELLO && m.n == 2 && m.f[0].n == 4 && kc__rd32(m.f[0].p) == KC_OK;
   if (!ok && !w && m.type == OCL_MSG_HELLO && m.n == 2)
@@ -317,40 +317,30 @@ static kc_status ocl_helper_build(ocl_state *st, ocl_helper *h, const ocl_unit *
   }
 }
 
-/* A helper slot for the next build, or NULL: build here (counted in
- * inproc, which the caller gives back). */
+/* A helper slot for the next build, or NULL: build here. */
 static ocl_helper *ocl_helper_take(ocl_state *st) {
   ocl_helper *h = NULL;
   kc__lock(&st->hlock);
-  if (!st->helpers_off && (st->helper_mode == OCL_HELPERS_ALL || st->inproc > 0)) {
-    for (int i = 0; i < st->nhelpers && !h; i++) /* a running one first */
-      if (!st->helpers[i].busy && st->helpers[i].pid) h = &st->helpers[i];
-    for (int i = 0; i < st->nhelpers && !h; i++)
-      if (!st->helpers[i].busy) h = &st->helpers[i];
-    if (h) h->busy = true;
-  }
-  if (!h) st->inproc++;
+  for (int i = 0; i < st->nhelpers && !h && !st->helpers_off; i++) /* a running one first */
+    if (!st->helpers[i].busy && st->helpers[i].pid) h = &st->helpers[i];
+  for (int i = 0; i < st->nhelpers && !h && !st->helpers_off; i++)
+    if (!st->helpers[i].busy) h = &st->helpers[i];
+  if (h) h->busy = true;
   kc__unlock(&st->hlock);
   return h;
 }
 
 kc_status ocl_build_routed(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb *log) {
-  if (!st->helper_mode) return ocl_build_unit(st, u, r, log);
-  ocl_helper *h = ocl_helper_take(st);
+  ocl_helper *h = st->nhelpers ? ocl_helper_take(st) : NULL;
   if (h) {
     bool here = false;
     kc_status s = ocl_helper_build(st, h, u, r, log, &here);
     kc__lock(&st->hlock);
     h->busy = false;
-    st->inproc += here;
     kc__unlock(&st->hlock);
     if (!here) return s;
   }
-  kc_status s = ocl_build_unit(st, u, r, log);
-  kc__lock(&st->hlock);
-  st->inproc--;
-  kc__unlock(&st->hlock);
-  return s;
+  return ocl_build_unit(st, u, r, log);
 }
 
 void ocl_helpers_close(ocl_state *st) {

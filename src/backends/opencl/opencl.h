@@ -110,10 +110,6 @@ typedef struct ocl_helper {
   bool busy;
 } ocl_helper;
 
-/* Where compiles run (helpers.c): here; here unless another build runs here
- * (PoCL serializes builds in one process), then in a helper; always in one. */
-enum { OCL_HELPERS_NONE, OCL_HELPERS_OVERFLOW, OCL_HELPERS_ALL };
-
 typedef struct ocl_state {
   const kc__bsvc *sv; /* &svc: allocation, errors (backend.h) */
   kc__bsvc svc; /* the copy kept from open */
@@ -137,14 +133,13 @@ typedef struct ocl_state {
    * time per process (PoCL). */
   int plat_index, dev_index;
   bool serializes;
-  /* helpers.c: the compile helpers. hlock (a leaf) guards helpers[].busy,
-   * the slots' pids while not busy, inproc and helpers_off. */
-  int helper_mode; /* OCL_HELPERS_* */
+  /* helpers.c: the compile helpers (nhelpers 0: every build here). hlock
+   * (a leaf) guards helpers[].busy, the slots' pids while not busy, and
+   * helpers_off. */
   int nhelpers;
   ocl_helper *helpers;
   kc__mutex hlock;
   bool hlock_ok;
-  int inproc; /* builds running in this process */
   bool helpers_off; /* a helper could not start: every build here from now on */
   bool helper_asked; /* KC_OPENCL_HELPERS=1 or KC_OPENCL_HELPER set: a fallback warns */
   kc__log_sink log; /* the runtime's log, from the options */

@@ -3,7 +3,8 @@
  * serve.c -- the compile helper's side (the kcache-clc executable,
  * clc/main.c, calls kc__ocl_helper_main): a process that helpers.c starts
  * with its end of a socket as descriptor 0. It opens the platform and
- * device the parent names (SETUP), checks that it sees the same compiler
+ * device the parent names (SETUP), checks that it is the library's version
+ * and sees the same compiler
  * (the identity the disk key holds), answers HELLO, then builds each unit
  * with ocl_build_unit, the function the parent runs itself, and sends back
  * the status, the message, the build log, the binary and the probe's
@@ -43,14 +44,18 @@ static void serve_hello(kc_status st, const char *msg) {
 static ocl_state *serve_setup(const kc__bsvc *sv, pid_t parent) {
   ocl_msg m;
   if (ocl_wire_recv(SERVE_FD, &m, 0, parent)) return NULL;
-  char *f[4] = {NULL, NULL, NULL, NULL};
-  for (uint32_t i = 0; i < 4 && i < m.n; i++) f[i] = serve_str(&m.f[i]);
+  char *f[5] = {NULL, NULL, NULL, NULL, NULL};
+  for (uint32_t i = 0; i < 5 && i < m.n; i++) f[i] = serve_str(&m.f[i]);
   ocl_state *st = NULL;
   kc_status s = KC_EINVAL;
   char msg[1024] = "the first message was not SETUP";
-  if (m.type == OCL_MSG_SETUP && m.n == 4) {
+  if (m.type == OCL_MSG_SETUP && m.n == 5) {
     s = KC_ENOMEM;
     snprintf(msg, sizeof msg, "out of memory");
+  }
+  if (s == KC_ENOMEM && f[4] && strcmp(f[4], KC_VERSION_STRING) != 0) {
+    s = KC_EUNAVAILABLE; /* the protocol is the library's own */
+    snprintf(msg, sizeof msg, "the helper is kcache %s, the library %.100s", KC_VERSION_STRING, f[4]);
   }
   if (s == KC_ENOMEM && f[0] && f[1] && f[2] && f[3]) {
     s = ocl_open_at(sv, atoi(f[2]), atoi(f[3]), f[1], &st);
@@ -63,7 +68,7 @@ static ocl_state *serve_setup(const kc__bsvc *sv, pid_t parent) {
     }
   }
   serve_hello(s, msg);
-  for (int i = 0; i < 4; i++) free(f[i]);
+  for (int i = 0; i < 5; i++) free(f[i]);
   free(m.buf);
   return st;
 }
