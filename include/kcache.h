@@ -196,9 +196,9 @@ typedef struct kc_options {
   /* Threads that compile a kc_prepare batch, the calling thread included
    * (0: $KC_COMPILE_THREADS, else one per core). On a platform that builds
    * one OpenCL program at a time per process (PoCL), more than one makes
-   * the OpenCL backend build in helper processes (kcache-clc, one fewer
-   * than the threads) whenever a build is already running in this one;
-   * $KC_OPENCL_HELPERS=0 turns that off, 1 sends every build to a helper. */
+   * the OpenCL backend build in helper processes (kcache-clc, up to one per
+   * thread, kept for the runtime's life); $KC_OPENCL_HELPERS=0 turns that
+   * off, 1 uses them on any platform. */
   uint32_t compile_threads;
 } kc_options;
 
