@@ -268,10 +268,10 @@ static int ocl_helper_result(ocl_state *st, const ocl_unit *u, const ocl_msg *m,
 
 /* One BUILD and its RESULT. OK (*s is the build's status), GONE or TIMEOUT. */
 static int ocl_helper_call(ocl_state *st, ocl_helper *h, const ocl_unit *u, ocl_result *r, kc__sb *log,
-                           kc_status *s) {
+                           kc_status *s, double timeout) {
   memset(r, 0, sizeof *r);
   ocl_field f[3] = {{u->text, u->len}, {u->entry, strlen(u->entry)}, {u->is_buffer, u->nparams}};
-  uint64_t deadline = kc__now_ns() + (uint64_t)(ocl_helper_timeout() * 1e9);
+  uint64_t deadline = kc__now_ns() + (uint64_t)(timeout * 1e9);
   ocl_msg m = {0};
   int w = ocl_wire_send(h->fd, OCL_MSG_BUILD, f, 3, deadline);
   if (!w) w = ocl_wire_recv(h->fd, &m, deadline, 0);
@@ -299,14 +299,15 @@ static kc_status ocl_helper_build(ocl_state *st, ocl_helper *h, const ocl_unit *
     }
     kc_status s = KC_OK;
     long pid = (long)h->pid;
-    int w = ocl_helper_call(st, h, u, r, log, &s);
+    double t = ocl_helper_timeout();
+    int w = ocl_helper_call(st, h, u, r, log, &s, t);
     if (w == OCL_WIRE_OK) return s;
     ocl_describe_exit(ocl_helper_stop(h, false), ex, sizeof ex); /* killed now if it is still there */
     if (w == OCL_WIRE_TIMEOUT)
       return kc__bs_err(st->sv, KC_EBACKEND,
                         "the OpenCL compile helper (process %ld) did not answer within %g s building kernel "
                         "'%s' and was killed ($KC_OPENCL_HELPER_TIMEOUT)",
-                        pid, ocl_helper_timeout(), u->entry);
+                        pid, t, u->entry);
     if (attempt)
       return kc__bs_err(st->sv, KC_EBACKEND,
                         "the OpenCL compile helper died twice building kernel '%s' (process %ld: %s)",
