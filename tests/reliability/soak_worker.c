@@ -25,6 +25,7 @@
  * after a collect is what must stay flat; RSS keeps the high-water mark
  * of the first (glibc reuses the freed heap but seldom returns it).
  *
+ * --recreate N: N runtime re-creations in one thread (RSS per round).
  * --sweep: creates a runtime (the host backend's sweep of the work
  * directories of processes that were killed during a compile) and exits.
  */
@@ -366,8 +367,10 @@ static void write_stats(bool final) {
       "{\"id\": %d, \"pid\": %d, \"final\": %s, \"checked\": %llu, \"pinned\": %llu, \"wrong\": %llu, "
       "\"unchecked\": %llu, \"defines\": %llu, \"identical\": %llu, \"resets\": %llu, \"collects\": %llu, "
       "\"recreates\": %llu, \"compiles\": %llu, \"disk_hits\": %llu, \"disk_misses\": %llu, "
-      "\"remote_hits\": %llu, \"remote_uploads\": %llu, \"repairs\": %llu, \"heap_before_collect_max\": %llu, "
-      "\"heap_after_collect_first\": %llu, \"heap_after_collect_max\": %llu, \"heap_after_collect_last\": %llu, "
+      "\"remote_hits\": %llu, \"remote_uploads\": %llu, \"repairs\": %llu, \"heap_before_collect_max\": "
+      "%llu, "
+      "\"heap_after_collect_first\": %llu, \"heap_after_collect_max\": %llu, \"heap_after_collect_last\": "
+      "%llu, "
       "\"fails\": {",
       wid, (int)getpid(), final ? "true" : "false", c.checked, c.pinned, c.wrong, c.unchecked, c.defines,
       c.identical, c.resets, c.collects, c.recreates, c.compiles + s.compiles, c.disk_hits + s.disk_hits,
@@ -382,6 +385,55 @@ static void write_stats(bool final) {
   fprintf(f, "}}\n");
   fclose(f);
   rename(tmp, stats_path);
+}
+
+/* --recreate N: one thread, N rounds of 64 operations, a kc_collect and a
+ * new runtime; prints RSS, mappings and the heap in use ten times. A leak
+ * per runtime (the host loader's regions, the store's, the tier's) grows
+ * them with N. */
+static long self_rss_kb(long *maps) {
+  long pages = 0, rss = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f) {
+    if (fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = 0;
+    fclose(f);
+  }
+  *maps = 0;
+  f = fopen("/proc/self/maps", "r");
+  if (f) {
+    for (int ch; (ch = fgetc(f)) != EOF;) *maps += ch == '\n';
+    fclose(f);
+  }
+  return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static int recreate_rounds(int rounds, unsigned seed) {
+  nthreads = 1;
+  if (make_runtime()) return 2;
+  tstate t;
+  memset(&t, 0, sizeof t);
+  t.seed = seed;
+  states[0] = &t;
+  for (int r = 1; r <= rounds && !atomic_load(&stop); r++) {
+    pthread_rwlock_rdlock(&gate);
+    if (!ready(&t))
+      for (int i = 0; i < 64; i++) one_op(&t);
+    pthread_rwlock_unlock(&gate);
+    heavy(false);
+    heavy(true);
+    if (!rt) return 2;
+    if (r % (rounds >= 10 ? rounds / 10 : 1) == 0) {
+      long maps, rss = self_rss_kb(&maps);
+      printf(
+          "round %d: RSS %ld KB, %ld mappings, heap in use after kc_collect %llu KB, %llu launches checked, "
+          "%llu wrong\n",
+          r, rss, maps, c.heap_after_last, (unsigned long long)c.checked, (unsigned long long)c.wrong);
+      fflush(stdout);
+    }
+  }
+  kc_runtime_destroy(rt);
+  rt = NULL;
+  return c.wrong ? 1 : 0;
 }
 
 static void on_term(int sig) {
@@ -415,6 +467,8 @@ int main(int argc, char **argv) {
   pthread_rwlock_init(&gate, &ga);
   signal(SIGTERM, on_term);
   signal(SIGINT, on_term);
+  for (int i = 1; i + 1 < argc; i++)
+    if (!strcmp(argv[i], "--recreate")) return recreate_rounds(atoi(argv[i + 1]), seed);
   kc_status st = make_runtime();
   if (st) {
     fprintf(stderr, "soak_worker %d: kc_runtime_create: %s: %s\n", wid, kc_status_name(st), kc_errmsg(NULL));

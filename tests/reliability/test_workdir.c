@@ -71,7 +71,8 @@ static bool find_dir(pid_t pid, char *name, size_t len) {
       const char *p = strchr(e->d_name + sizeof "kcache-host-" - 1, '-');
       char kc[1024];
       snprintf(kc, sizeof kc, "%s/%.256s/k.c", tmp, e->d_name);
-      if (!strncmp(e->d_name, "kcache-host-", 12) && p && !strncmp(p, mid, strlen(mid)) && !access(kc, F_OK)) {
+      if (!strncmp(e->d_name, "kcache-host-", 12) && p && !strncmp(p, mid, strlen(mid)) &&
+          !access(kc, F_OK)) {
         snprintf(name, len, "%s", e->d_name);
         closedir(d);
         return true;
@@ -188,7 +189,8 @@ static void test_sweep(void **state) {
   assert_non_null(f);
   fclose(f);
   assert_int_equal(waitpid(live, &ws, 0), live);
-  if (!WIFEXITED(ws)) fail_msg("the live child died of signal %d (SIGALRM %d: it hung)", WTERMSIG(ws), SIGALRM);
+  if (!WIFEXITED(ws))
+    fail_msg("the live child died of signal %d (SIGALRM %d: it hung)", WTERMSIG(ws), SIGALRM);
   assert_int_equal(WEXITSTATUS(ws), 0);
   assert_false(there(ldir));
   if (old_tmpdir) setenv("TMPDIR", old_tmpdir, 1);
