@@ -424,10 +424,10 @@ static int recreate_rounds(int rounds, unsigned seed) {
     if (!rt) return 2;
     if (r % (rounds >= 10 ? rounds / 10 : 1) == 0) {
       long maps, rss = self_rss_kb(&maps);
-      printf(
-          "round %d: RSS %ld KB, %ld mappings, heap in use after kc_collect %llu KB, %llu launches checked, "
-          "%llu wrong\n",
-          r, rss, maps, c.heap_after_last, (unsigned long long)c.checked, (unsigned long long)c.wrong);
+      printf("round %d: RSS %ld KB, %ld mappings, heap in use after kc_collect %llu KB; so far %llu launches "
+             "checked, %llu wrong, %llu compiles, %llu disk hits\n",
+             r, rss, maps, c.heap_after_last, (unsigned long long)c.checked, (unsigned long long)c.wrong,
+             (unsigned long long)c.compiles, (unsigned long long)c.disk_hits);
       fflush(stdout);
     }
   }
