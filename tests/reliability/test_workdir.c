@@ -109,7 +109,10 @@ static void test_sweep(void **state) {
   snprintf(hang, sizeof hang, "%s/hang.sh", tmp);
   FILE *f = fopen(hang, "w");
   assert_non_null(f);
-  fprintf(f, "#!/bin/sh\nwhile [ ! -e '%s/release' ]; do sleep 0.05; done\nexit 1\n", tmp);
+  fprintf(f,
+          "#!/bin/sh\ni=0\nwhile [ ! -e '%s/release' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); "
+          "done\nexit 1\n",
+          tmp); /* at most a minute, should the test fail before the release */
   fclose(f);
   chmod(hang, 0755);
   char *old_tmpdir = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
