@@ -309,11 +309,7 @@ static int fill_thread(void *arg) {
 /* Median cost of redefining h (one dependent, recompiled each time) in a
  * runtime that holds `unrelated` other cached kernels. */
 static double redefine_cost(int unrelated) {
-  kc_options o;
-  kcb_options_uncached(&o, KC_BACKEND_HOST);
-  o.host_cc = access("/usr/bin/tcc", X_OK) == 0 ? "tcc" : NULL; /* fast compiles to fill the cache */
-  kc_runtime *r;
-  KCB_CHECK(kc_runtime_create(&o, &r));
+  kc_runtime *r = kcb_host_runtime_fast(); /* fast compiles to fill the cache */
   fill_job jobs[2] = {{r, 0, unrelated / 2}, {r, unrelated / 2, unrelated}};
   thrd_t th[2];
   for (int i = 0; i < 2; i++) thrd_create(&th[i], fill_thread, &jobs[i]);
@@ -322,31 +318,14 @@ static double redefine_cost(int unrelated) {
     thrd_join(th[i], &rc);
     if (rc) exit(1);
   }
-  kc_kernel *k;
-  KCB_CHECK(kc_define(r, "h", "KC_DEVICE int h(int x) { return x; }", NULL));
-  KCB_CHECK(kc_define(r, "kh", "KC_KERNEL void kh(KC_GLOBAL int *y) { y[0] = h(1); }", NULL));
-  KCB_CHECK(kc_kernel_create(r, "kh", NULL, &k));
-  enum { REPS = 31 };
-  double t[REPS];
-  char src[128];
-  for (int i = 0; i < REPS; i++) {
-    KCB_CHECK(kc_kernel_compile(k)); /* one live dependent to clip */
-    snprintf(src, sizeof src, "KC_DEVICE int h(int x) { return x + %d; }", i + 1);
-    double t0 = now_ns();
-    KCB_CHECK(kc_define(r, "h", src, NULL));
-    t[i] = now_ns() - t0;
-  }
-  kc_kernel_destroy(k);
+  double t;
+  kcb_time_redefine(r, 31, &t, NULL);
   kc_runtime_destroy(r);
-  return median(t, REPS);
+  return t;
 }
 
 static double per_dependent(int n) {
-  kc_options o;
-  kcb_options_uncached(&o, KC_BACKEND_HOST);
-  o.host_cc = access("/usr/bin/tcc", X_OK) == 0 ? "tcc" : NULL;
-  kc_runtime *r;
-  KCB_CHECK(kc_runtime_create(&o, &r));
+  kc_runtime *r = kcb_host_runtime_fast();
   KCB_CHECK(kc_define(r, "h", "KC_DEVICE int h(int x) { return x; }", NULL));
   char name[64], src[256];
   for (int i = 0; i < n; i++) {

@@ -126,12 +126,7 @@ static void cold_measure(cold_result *r, uint32_t cores) {
  * definitions (names nobody calls), on the host backend with tcc where
  * there is one. */
 static kc_runtime *grown(int n, kc_kernel ***handles) {
-  kc_options o;
-  kcb_options_uncached(&o, KC_BACKEND_HOST);
-  o.host_cc = access("/usr/bin/tcc", X_OK) == 0 ? "tcc" : NULL;
-  kc_runtime *r;
-  KCB_CHECK(kc_runtime_create(&o, &r));
-  kcb_rt = r;
+  kc_runtime *r = kcb_rt = kcb_host_runtime_fast();
   KCB_CHECK(kc_define(r, "fill", "KC_KERNEL void fill(KC_GLOBAL int *y) { y[0] = V; }", NULL));
   kc_kernel **ks = calloc((size_t)n, sizeof *ks);
   char buf[96];
@@ -170,37 +165,6 @@ static double time_collect_empty(kc_runtime *r) {
   return median(t, REPS);
 }
 
-/* Redefines h (one compiled dependent kh) REPS times; the median define,
- * and the median collect that frees the clipped code instance. */
-static void time_redefine(kc_runtime *r, double *define_ns, double *collect_ns) {
-  enum { REPS = 15 };
-  double td[REPS], tc[REPS];
-  KCB_CHECK(kc_define(r, "h", "KC_DEVICE int h(int x) { return x; }", NULL));
-  KCB_CHECK(kc_define(r, "kh", "KC_KERNEL void kh(KC_GLOBAL int *y) { y[0] = h(1); }", NULL));
-  kc_kernel *k;
-  KCB_CHECK(kc_kernel_create(r, "kh", NULL, &k));
-  char src[96];
-  for (int i = 0; i < REPS; i++) {
-    KCB_CHECK(kc_kernel_compile(k));
-    snprintf(src, sizeof src, "KC_DEVICE int h(int x) { return x + %d; }", i + 1);
-    double t0 = now_ns();
-    KCB_CHECK(kc_define(r, "h", src, NULL));
-    td[i] = now_ns() - t0;
-    kc_collect_info ci;
-    t0 = now_ns();
-    KCB_CHECK(kc_collect(r, &ci));
-    tc[i] = now_ns() - t0;
-    if (ci.code_instances != 1) {
-      fprintf(stderr, "%s: the collect freed %llu code instances, expected 1\n", KCB_PROG,
-              (unsigned long long)ci.code_instances);
-      exit(1);
-    }
-  }
-  kc_kernel_destroy(k);
-  *define_ns = median(td, REPS);
-  *collect_ns = median(tc, REPS);
-}
-
 typedef struct {
   int n;
   double stats_ns, collect_empty_ns, collect_one_ns, redefine_ns;
@@ -211,7 +175,7 @@ static void costs_at(cost_row *row) {
   kc_runtime *r = grown(row->n, &ks);
   row->stats_ns = time_stats(r);
   row->collect_empty_ns = time_collect_empty(r);
-  time_redefine(r, &row->redefine_ns, &row->collect_one_ns);
+  kcb_time_redefine(r, 15, &row->redefine_ns, &row->collect_one_ns);
   kc_runtime_destroy(r);
   free(ks);
 }
@@ -222,12 +186,7 @@ static void costs_at(cost_row *row) {
  * also walked the D * rounds clipped ones that stayed on b's list). The
  * median of 3 samples. */
 static double stale_edges(int rounds, int d) {
-  kc_options o;
-  kcb_options_uncached(&o, KC_BACKEND_HOST);
-  o.host_cc = access("/usr/bin/tcc", X_OK) == 0 ? "tcc" : NULL;
-  kc_runtime *r;
-  KCB_CHECK(kc_runtime_create(&o, &r));
-  kcb_rt = r;
+  kc_runtime *r = kcb_rt = kcb_host_runtime_fast();
   KCB_CHECK(kc_define(r, "a", "KC_DEVICE int a(int x) { return x; }", NULL));
   KCB_CHECK(kc_define(r, "b", "KC_DEVICE int b(int x) { return x; }", NULL));
   kc_kernel **ks = calloc((size_t)d, sizeof *ks);

@@ -33,6 +33,7 @@
  * random keys). Target: each under 50 ms at 100,000 entries.
  */
 #include "cache/cache.h"
+#include "kc_test_parts.h" /* tests/support: the key parts of synthetic entries */
 #include <kcache.h>
 
 #define KCB_PROG "kc_bench_store"
@@ -51,15 +52,7 @@ int kcb_store_scale(int argc, char **argv);
 
 /* The parts of entry i (its key is made from them, as the glue would). */
 static void parts_of(size_t i, char *params, size_t len, kc__key_parts *p) {
-  snprintf(params, len, "I=%zu", i);
-  memset(p, 0, sizeof *p);
-  p->format = KC__STORE_FORMAT;
-  p->backend = "host";
-  p->identity = "kc_bench_store --scale";
-  p->options = "";
-  p->params = params;
-  p->entry = "k";
-  p->library = KC_VERSION_STRING;
+  kct_entry_parts(i, "kc_bench_store --scale", params, len, p);
 }
 
 /* Writes entry i with last use t (ns); its size into *size. */

@@ -3,7 +3,8 @@
  * kc_bench_util.h -- what the benchmarks share, so that their figures are
  * taken the same way and their set-ups are the same: the clock and the
  * median; dying on a failed call; the options of a runtime that measures
- * compiles; and, for kc_bench_store and kc_bench_remote, the typical kernel
+ * compiles, and a host runtime with fast compiles; timing a redefinition
+ * (kc_bench, kc_bench_scale); and, for kc_bench_store and kc_bench_remote, the typical kernel
  * in a session of its own, runtimes on a disk store, temporary directories
  * and child processes.
  *
@@ -101,6 +102,19 @@ static inline kc_runtime *kcb_main_runtime(const kc_options *o, kc_context **ctx
   return kcb_rt;
 }
 
+/* A runtime on the host backend without a disk cache whose compiles are
+ * fast, for measuring the core as its cache fills: tcc where
+ * /usr/bin/tcc is installed, else the default compiler. Dies if it cannot
+ * be made; kcb_rt stays as it was. */
+static inline kc_runtime *kcb_host_runtime_fast(void) {
+  kc_options o;
+  kcb_options_uncached(&o, KC_BACKEND_HOST);
+  o.host_cc = access("/usr/bin/tcc", X_OK) == 0 ? "tcc" : NULL;
+  kc_runtime *r;
+  KCB_CHECK(kc_runtime_create(&o, &r));
+  return r;
+}
+
 /* Options for a runtime of the backend (and, for the host backend, the
  * compiler cc; NULL: the default) with its disk store in dir. */
 static inline void kcb_options_store(kc_options *o, kc_backend_kind backend, const char *cc,
@@ -150,6 +164,44 @@ static inline bool kcb_json_backend(int i, const char *label, const char *compil
   printf("%s\n {\"backend\": \"%s\", \"compiler\": \"%s\"", i ? "," : "", label, compiler);
   if (!ran) printf(", \"skipped\": \"%s\"}", why);
   return ran;
+}
+
+/* ------------------------------------------------------------ redefinition */
+
+/* In r: defines h and kh, a kernel that calls it, then `reps` times (at
+ * most 64) compiles kh and times the kc_define of a new h (which clips kh's
+ * code instance): the median into *define_ns. With collect_ns, each
+ * redefinition is followed by a timed kc_collect, which must free exactly
+ * the clipped code instance (else the program dies): its median into
+ * *collect_ns. */
+static inline void kcb_time_redefine(kc_runtime *r, int reps, double *define_ns, double *collect_ns) {
+  double td[64], tc[64];
+  if (reps > 64) reps = 64;
+  KCB_CHECK(kc_define(r, "h", "KC_DEVICE int h(int x) { return x; }", NULL));
+  KCB_CHECK(kc_define(r, "kh", "KC_KERNEL void kh(KC_GLOBAL int *y) { y[0] = h(1); }", NULL));
+  kc_kernel *k;
+  KCB_CHECK(kc_kernel_create(r, "kh", NULL, &k));
+  char src[96];
+  for (int i = 0; i < reps; i++) {
+    KCB_CHECK(kc_kernel_compile(k)); /* one live dependent to clip */
+    snprintf(src, sizeof src, "KC_DEVICE int h(int x) { return x + %d; }", i + 1);
+    double t0 = now_ns();
+    KCB_CHECK(kc_define(r, "h", src, NULL));
+    td[i] = now_ns() - t0;
+    if (!collect_ns) continue;
+    kc_collect_info ci;
+    t0 = now_ns();
+    KCB_CHECK(kc_collect(r, &ci));
+    tc[i] = now_ns() - t0;
+    if (ci.code_instances != 1) {
+      fprintf(stderr, "%s: the collect freed %llu code instances, expected 1\n", KCB_PROG,
+              (unsigned long long)ci.code_instances);
+      exit(1);
+    }
+  }
+  kc_kernel_destroy(k);
+  *define_ns = median(td, reps);
+  if (collect_ns) *collect_ns = median(tc, reps);
 }
 
 /* --------------------------------------------------------- the typical kernel */

@@ -12,8 +12,11 @@
           arguments (a NumPy array where the kernel has a pointer).
 
 Like bench/kc_bench_opencl.c: batches of BATCH launches, ROUNDS rounds,
-the sides interleaved in each round, each batch drained (finish) outside
-its timing; the figure is the median of the per-launch times.
+the sides interleaved in each round (in an order rotated from round to
+round), each batch drained (finish) outside its timing; the figure is the
+median of the per-launch times. On OpenCL "paired" is the median over the
+rounds of (Python batch - C batch) of the same round, which cancels the
+machine's slow swings that the two separate medians keep.
 
   python bench_launch.py [--json | --both] [--rounds N] [--only opencl|host]
 """
@@ -125,6 +128,12 @@ def bench_opencl(rounds):
         def c_loop():
             c_side[0] = kcache._kcache._c_launch_batch(k, BATCH, *a)
 
+        def c_timed():
+            rt.finish(); q.finish()
+            c_loop()
+            rt.finish()
+            return c_side[0]
+
         sides = {"kcache_python": loop_plain(launch, a), "kcache_python_bound": bound_loop, "pyopencl": pycl}
         t = {s: [] for s in list(sides) + ["kcache_c"]}
         for _ in range(3):  # warm up every side
@@ -132,15 +141,17 @@ def bench_opencl(rounds):
                 f()
             c_loop()
             rt.finish(); q.finish()
-        for _ in range(rounds):
-            for s, f in sides.items():
-                t[s].append(timed(f, lambda: (rt.finish(), q.finish())))
-            rt.finish(); q.finish()
-            c_loop()
-            t["kcache_c"].append(c_side[0])
-            rt.finish()
+        order = list(t)
+        for r in range(rounds):
+            # the sides in a rotated order each round, so that none always runs
+            # right after the same other one
+            for s in order[r % len(order):] + order[:r % len(order)]:
+                t[s].append(c_timed() if s == "kcache_c" else timed(sides[s], lambda: (rt.finish(), q.finish())))
         med = {s: statistics.median(v) / 1000.0 for s, v in t.items()}
         out["kernels"][str(nargs)] = {s: round(v, 4) for s, v in med.items()}
+        # the same round's Python and C batches, paired: the median of their differences
+        out["kernels"][str(nargs)]["python_minus_c_paired"] = round(
+            statistics.median(p - c for p, c in zip(t["kcache_python"], t["kcache_c"])) / 1000.0, 4)
     s = rt.stats()
     out["fast_hits"] = s.fast_hits
     out["compiles"] = s.compiles
@@ -170,10 +181,12 @@ def bench_host(rounds):
         for _ in range(3):
             for g in sides.values():
                 g()
-        for _ in range(rounds):
-            for s, g in sides.items():
-                t[s].append(timed(g, lambda: None))
-            t["kcache_c"].append(kcache._kcache._c_launch_batch(k, BATCH, *[buf, 1.5, 3, 2.5][:nargs]))
+        c_args = [buf, 1.5, 3, 2.5][:nargs]
+        order = list(t)
+        for r in range(rounds):
+            for s in order[r % len(order):] + order[:r % len(order)]:
+                t[s].append(kcache._kcache._c_launch_batch(k, BATCH, *c_args) if s == "kcache_c"
+                            else timed(sides[s], lambda: None))
         out["kernels"][str(nargs)] = {s: round(statistics.median(v) / 1000.0, 4) for s, v in t.items()}
     rt.close()
     return out
@@ -206,10 +219,12 @@ def table(res):
     print(f"kcache {res['kcache']} Python launch benchmark (us per launch, medians of the same run)")
     if "kernels" in res.get("opencl", {}):
         print(f"\nOpenCL on {res['opencl']['device']} (PyOpenCL {res['opencl']['pyopencl']})")
-        print(f"{'args':>4} {'kcache C':>9} {'kcache py':>10} {'py bound':>9} {'PyOpenCL':>9} {'py - C':>7} {'PyOpenCL/py':>11}")
+        print(f"{'args':>4} {'kcache C':>9} {'kcache py':>10} {'py bound':>9} {'PyOpenCL':>9} {'py - C':>7} "
+              f"{'paired':>7} {'PyOpenCL/py':>11}")
         for n, r in res["opencl"]["kernels"].items():
             print(f"{n:>4} {r['kcache_c']:9.3f} {r['kcache_python']:10.3f} {r['kcache_python_bound']:9.3f} "
-                  f"{r['pyopencl']:9.3f} {r['kcache_python'] - r['kcache_c']:7.3f} {r['pyopencl'] / r['kcache_python']:10.2f}x")
+                  f"{r['pyopencl']:9.3f} {r['kcache_python'] - r['kcache_c']:7.3f} "
+                  f"{r['python_minus_c_paired']:7.3f} {r['pyopencl'] / r['kcache_python']:10.2f}x")
     if "host" in res:
         print(f"\nHost backend vs Numba {res['host']['numba']} @njit dispatch of an empty function")
         print(f"{'args':>4} {'kcache C':>9} {'py Buffer':>10} {'py ndarray':>11} {'numba':>8} {'py/numba':>9}")

@@ -7,6 +7,10 @@
                            "{ y[kc_global_id(0)] *= a; }")
         y = np.ones(8, np.float32)
         rt.kernel("scale")[8, 1](y, 2.0)     # y is now all 2.0
+        rt.define_file("k.c")                # every definition of a source file: FileLoad(world, changed, defined, redefined, undefined)
+        with rt.stream() as s:               # kcache.Stream (kc_stream)
+            rt.kernel("scale")[8, 1, s](y, 2.0)
+            s.synchronize()
 
 Everything is in the C extension kcache._kcache. HAS_INTEROP: whether it was
 built with the interop API (host arrays by pointer, CUDA arrays and streams). The package requires the
@@ -22,6 +26,7 @@ from ._kcache import (  # noqa: F401
     Context,
     Kernel,
     LaunchConfig,
+    FileLoad,
     Pin,
     Runtime,
     Stats,
@@ -43,5 +48,10 @@ from ._kcache import (  # noqa: F401
     StoreIOError,
     BackendError,
 )
+
+try:  # built with the interop API (kcache.h's streams)
+    from ._kcache import Stream  # noqa: F401
+except ImportError:
+    pass
 
 __version__ = library_version

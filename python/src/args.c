@@ -103,6 +103,16 @@ static void pointee(const char *type, char *kind, uint8_t *size) {
     if (!strcmp(base, known[j].name)) *kind = known[j].kind, *size = known[j].size;
 }
 
+/* The fast path's conversion for a parameter (KCPY_FAST_*). */
+static uint8_t fast_kind(const kcpy_param *p) {
+  if (p->kind == KC_ARG_BUFFER) return KCPY_FAST_BUF;
+  if (p->kind != KC_ARG_SCALAR) return KCPY_FAST_NONE;
+  if (p->cls == KC_SCALAR_FLOAT) return p->size == 4 ? KCPY_FAST_F32 : p->size == 8 ? KCPY_FAST_F64 : 0;
+  if (p->cls == KC_SCALAR_SINT) return p->size == 4 ? KCPY_FAST_I32 : p->size == 8 ? KCPY_FAST_I64 : 0;
+  if (p->cls == KC_SCALAR_UINT) return p->size == 4 ? KCPY_FAST_U32 : 0;
+  return KCPY_FAST_NONE;
+}
+
 /* Compiles for the caller's world with the GIL released, then copies each
  * parameter's info into the handle's cache. */
 int kcpy_refresh(KcKernel *k, kc_world w) {
@@ -125,6 +135,7 @@ int kcpy_refresh(KcKernel *k, kc_world w) {
     snprintf(p->ctype, sizeof p->ctype, "%s", *info.ctype ? info.ctype : info.type);
     p->to_const = info.kind == KC_ARG_BUFFER && points_to_const(info.type);
     pointee(info.kind == KC_ARG_BUFFER ? info.type : "", &p->ekind, &p->esize);
+    p->fast = fast_kind(p);
   }
   k->np = n;
   k->pworld = w;
@@ -373,8 +384,63 @@ static kc_context *prepare(KcKernel *k, KcContext *c, PyObject *const *args, Py_
   return rc < 0 ? NULL : ctx;
 }
 
-PyObject *kcpy_launch(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_dim3 *block,
-                      PyObject *const *args, Py_ssize_t n) {
+/* An exact int of at most one machine word in *x: 1, else 0 (the full path converts it). */
+static inline int small_int(PyObject *o, long long *x) {
+  if (!PyLong_CheckExact(o)) return 0;
+#if PY_VERSION_HEX >= 0x030C0000
+  if (!PyUnstable_Long_IsCompact((PyLongObject *)o)) return 0;
+  *x = (long long)PyUnstable_Long_CompactValue((PyLongObject *)o);
+  return 1;
+#elif PY_VERSION_HEX >= 0x030B0000 /* cpython/longintrepr.h: one 30-bit digit and the sign in ob_size */
+  Py_ssize_t size = Py_SIZE(o);
+  if (size < -1 || size > 1) return 0;
+  *x = (long long)size * (long long)((PyLongObject *)o)->ob_digit[0];
+  return 1;
+#else
+  int over = 0;
+  *x = PyLong_AsLongLongAndOverflow(o, &over);
+  return !over && !(*x == -1 && PyErr_Occurred());
+#endif
+}
+
+/* One argument the fast path converts inline: 1 done, 0 for the full path. */
+static inline int fast_arg(const kcpy_param *p, PyObject *o, kc_arg *a, kcpy_val *v) {
+  long long x;
+  switch (p->fast) {
+  case KCPY_FAST_BUF:
+    if (!Py_IS_TYPE(o, &KcBuffer_Type) || !((KcBuffer *)o)->buf) return 0;
+    *a = KC_ARG_BUF(((KcBuffer *)o)->buf);
+    return 1;
+  case KCPY_FAST_F32:
+    if (!PyFloat_CheckExact(o)) return 0;
+    v->f = (float)PyFloat_AS_DOUBLE(o);
+    break;
+  case KCPY_FAST_F64:
+    if (!PyFloat_CheckExact(o)) return 0;
+    v->d = PyFloat_AS_DOUBLE(o);
+    break;
+  case KCPY_FAST_I32:
+    if (!small_int(o, &x) || x < INT32_MIN || x > INT32_MAX) return 0;
+    v->i32 = (int32_t)x;
+    break;
+  case KCPY_FAST_U32:
+    if (!small_int(o, &x) || x < 0 || x > UINT32_MAX) return 0;
+    v->i32 = (int32_t)(uint32_t)x;
+    break;
+  case KCPY_FAST_I64:
+    if (!small_int(o, &x)) return 0;
+    v->i64 = x;
+    break;
+  default: return 0;
+  }
+  *a = (kc_arg){v, p->size, KC_ARG_SCALAR};
+  return 1;
+}
+
+/* The full path: any argument (arrays staged or by pointer, conversions
+ * with their errors), kc_launch_ex where an argument needs it. */
+static PyObject *launch_full(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_dim3 *block,
+                             PyObject *const *args, Py_ssize_t n) {
   kc_arg a[KC_MAX_ARGS];
   kcpy_val v[KC_MAX_ARGS];
   Py_buffer views[KC_MAX_ARGS];
@@ -399,10 +465,35 @@ PyObject *kcpy_launch(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_d
   Py_RETURN_NONE;
 }
 
+/* The cached launch: the parameter list of the caller's world already read
+ * and every argument one that converts inline (fast_arg), straight to
+ * kc_launch; anything else goes the full path, which converts it all again. */
+PyObject *kcpy_launch(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_dim3 *block,
+                      PyObject *const *args, Py_ssize_t n) {
+  KcRuntime *r = k->owner;
+  kc_context *ctx = c ? c->ctx : r->dctx;
+  if (!r->rt || !ctx || (uint64_t)n != k->np || kc_world_current(r->rt) != k->pworld)
+    return launch_full(k, c, grid, block, args, n);
+  kc_arg a[KC_MAX_ARGS];
+  kcpy_val v[KC_MAX_ARGS];
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (!fast_arg(&k->p[i], args[i], &a[i], &v[i])) return launch_full(k, c, grid, block, args, n);
+  kc_status st = kc_launch(k->k, ctx, grid, block, a, (uint32_t)n);
+  if (st) return kcpy_raise(r->rt, st, NULL);
+  Py_RETURN_NONE;
+}
+
 PyObject *kcpy_launch_ex(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_dim3 *block,
                          PyObject *const *args, Py_ssize_t n, PyObject *stream, unsigned shared) {
   if (stream == Py_None && !shared) return kcpy_launch(k, c, grid, block, args, n);
 #if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+  if (Py_IS_TYPE(stream, &KcStream_Type)) {
+    KcContext *sc = ((KcStream *)stream)->owner;
+    if (sc->owner != k->owner)
+      return PyErr_Format(kcpy_error_class(KC_EINVAL), "kernel '%U': the stream belongs to another Runtime",
+                          k->name);
+    if (!c) c = sc; /* the stream's context */
+  }
   kc_arg a[KC_MAX_ARGS];
   kcpy_val v[KC_MAX_ARGS];
   Py_buffer views[KC_MAX_ARGS];

@@ -2,8 +2,8 @@
 /*
  * bound.c -- kcache.BoundArgs: Kernel.bind(*args) checks and binds the
  * arguments once (kc_args_create); b.launch(grid, block) is
- * kc_launch_args, b.set(i, value) is kc_args_set. Pointer parameters take
- * kcache Buffers (an array cannot be copied back by a bound launch).
+ * kc_launch_args (b.launch(grid, block, stream): kc_launch_args_ex), b.set(i, value) is kc_args_set. Pointer
+ * parameters take kcache Buffers (an array cannot be copied back by a bound launch).
  */
 #include "kcpy.h"
 
@@ -84,11 +84,25 @@ PyObject *kernel_bind(KcKernel *self, PyObject *args, PyObject *kw) {
 }
 
 static PyObject *bound_launch(KcBound *self, PyObject *const *args, Py_ssize_t n) {
-  if (n != 2) return PyErr_Format(PyExc_TypeError, "launch(grid, block)");
+  if (n != 2 && n != 3) return PyErr_Format(PyExc_TypeError, "launch(grid, block, stream=None)");
   kc_dim3 g, b;
   if (kcpy_dim3(args[0], &g, "grid") < 0 || kcpy_dim3(args[1], &b, "block") < 0) return NULL;
   if (kcpy_check_open(self->k->owner) < 0) return NULL;
-  kc_status st = kc_launch_args(self->a, &g, &b);
+  kc_status st;
+  if (n == 3 && args[2] != Py_None) {
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+    /* on a stream: kc_launch_args_ex (the stream must be of the bound context) */
+    if (!self->ctx->ctx) return PyErr_Format(PyExc_RuntimeError, "the kcache Context is destroyed");
+    kc_launch_config cfg;
+    kc_launch_config_init(&cfg);
+    cfg.grid = g;
+    cfg.block = b;
+    if (kcpy_stream(self->k->owner, self->ctx->ctx, args[2], &cfg.stream) < 0) return NULL;
+    st = kc_launch_args_ex(self->a, &cfg);
+#else
+    return PyErr_Format(PyExc_NotImplementedError, "stream: this kcache has no streams (kc_stream_wrap)");
+#endif
+  } else st = kc_launch_args(self->a, &g, &b);
   if (st) return kcpy_raise(self->k->owner->rt, st, NULL);
   Py_RETURN_NONE;
 }
@@ -117,7 +131,7 @@ static PyObject *bound_set(KcBound *self, PyObject *const *args, Py_ssize_t n) {
 
 static PyMethodDef bound_methods[] = {
     {"launch", (PyCFunction)(void (*)(void))bound_launch, METH_FASTCALL,
-     "launch(grid, block): kc_launch_args"},
+     "launch(grid, block, stream=None): kc_launch_args (on a Stream, or a native queue: kc_launch_args_ex)"},
     {"set", (PyCFunction)(void (*)(void))bound_set, METH_FASTCALL, "set(index, value): kc_args_set"},
     {NULL, NULL, 0, NULL}};
 

@@ -159,32 +159,12 @@ int kcpy_foreign_arg(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, Py_buffer 
   return rc;
 }
 
-/* The native handle of a stream object: __cuda_stream__ -> (version, handle), or an int. */
-static int stream_handle(PyObject *o, void **out) {
-  PyObject *h = NULL;
-  if (PyObject_HasAttrString(o, "__cuda_stream__")) {
-    PyObject *t = PyObject_CallMethod(o, "__cuda_stream__", NULL);
-    if (!t) return -1;
-    if (PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 2) h = Py_NewRef(PyTuple_GET_ITEM(t, 1));
-    Py_DECREF(t);
-    if (!h) return PyErr_SetString(PyExc_TypeError, "__cuda_stream__ must return (version, handle)"), -1;
-  } else if (PyLong_Check(o)) h = Py_NewRef(o);
-  else
-    return PyErr_SetString(PyExc_TypeError,
-                           "stream= takes an object with __cuda_stream__ or a raw handle (int)"),
-           -1;
-  unsigned long long v = PyLong_AsUnsignedLongLong(h);
-  Py_DECREF(h);
-  if (v == (unsigned long long)-1 && PyErr_Occurred()) return -1;
-  *out = (void *)(uintptr_t)v;
-  return 0;
-}
-
 int kcpy_stream(KcRuntime *r, kc_context *ctx, PyObject *o, kc_stream **out) {
   *out = NULL;
   if (o == Py_None) return 0;
+  if (Py_IS_TYPE(o, &KcStream_Type)) return (*out = kcpy_stream_of((KcStream *)o)) ? 0 : -1;
   void *native;
-  if (stream_handle(o, &native) < 0) return -1;
+  if (kcpy_stream_handle(o, &native) < 0) return -1;
   uint64_t id = kc_context_id(ctx);
   for (int i = 0; i < r->nstreams; i++)
     if (r->streams[i].native == native && r->streams[i].ctx == ctx && r->streams[i].ctx_id == id)

@@ -65,12 +65,27 @@ typedef struct KcBuffer {
   Py_ssize_t exports;
 } KcBuffer;
 
+/* The arguments the cached launch converts inline (args.c): a kcache
+ * Buffer for a pointer, an exact float for float/double, an exact int that
+ * fits a machine word for the 32- and 64-bit integers. Anything else (an
+ * array, numpy scalars, bool, half, vectors, structs) takes the full path. */
+enum {
+  KCPY_FAST_NONE,
+  KCPY_FAST_BUF,
+  KCPY_FAST_F32,
+  KCPY_FAST_F64,
+  KCPY_FAST_I32,
+  KCPY_FAST_U32,
+  KCPY_FAST_I64
+};
+
 /* A parameter as the launch path converts to it (kc_param_info, copied). */
 typedef struct kcpy_param {
   uint32_t kind; /* kc_arg_kind */
   uint32_t cls; /* kc_scalar_class */
   uint32_t size; /* arg_size */
   int to_const; /* a pointer to const: a staged array is not copied back */
+  uint8_t fast; /* KCPY_FAST_*: the argument the launch's fast path converts inline */
   char ekind; /* a pointer's element: 'f' floating, 'i' integer, 0 unknown or raw (void, char, T) */
   uint8_t esize; /* its size in bytes */
   char name[48];
@@ -88,6 +103,27 @@ typedef struct kcpy_stage {
   size_t cap;
 } kcpy_stage;
 
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+/* kcache.Stream (stream.c). */
+typedef struct KcStream {
+  PyObject ob_base;
+  KcContext *owner;
+  kc_stream *s; /* NULL once closed */
+  uint64_t ctx_id; /* kc_context_id(owner->ctx) when made: kcache reuses a destroyed context's memory */
+  int wrapped; /* the caller's native queue (kc_stream_wrap) */
+  PyObject *keep; /* the object it wraps (a CuPy or PyOpenCL stream), or NULL */
+  PyObject *weakrefs;
+} KcStream;
+extern PyTypeObject KcStream_Type;
+/* stream.c: a new Stream on c (native NULL or None: kc_stream_create; else
+ * a native handle or stream object, wrapped). */
+PyObject *kcpy_stream_new(KcContext *c, PyObject *native);
+/* The kc_stream of a live Stream, else NULL with an exception. */
+kc_stream *kcpy_stream_of(KcStream *s);
+/* The native handle of a stream object (__cuda_stream__, .int_ptr, int): 0 or -1. */
+int kcpy_stream_handle(PyObject *o, void **out);
+#endif
+
 typedef struct KcKernel {
   PyObject ob_base;
   KcRuntime *owner;
@@ -102,12 +138,15 @@ typedef struct KcKernel {
   PyObject *weakrefs;
 } KcKernel;
 
-/* k[grid, block]: a callable that launches k with that geometry. */
+/* k[grid, block] or k[grid, block, stream(, shared)]: a callable that
+ * launches k with that geometry (on that stream). */
 typedef struct KcConfig {
   PyObject ob_base;
   vectorcallfunc vectorcall;
   KcKernel *k;
   kc_dim3 grid, block;
+  PyObject *stream; /* None: the context's own queue */
+  unsigned shared;
 } KcConfig;
 
 typedef struct KcBound {
@@ -140,10 +179,15 @@ extern PyTypeObject KcRuntime_Type, KcContext_Type, KcBuffer_Type, KcKernel_Type
 /* module.c: raises the exception class of st with kc_errmsg(rt) attached
  * (prefixed by `what` if non-NULL); returns NULL. */
 PyObject *kcpy_raise(const kc_runtime *rt, kc_status st, const char *what);
+/* The exception class of st (borrowed). */
+PyObject *kcpy_error_class(kc_status st);
 /* The runtime is open, else RuntimeError; returns 0 or -1. */
 int kcpy_check_open(KcRuntime *r);
 PyObject *kcpy_stats_new(const kc_stats *s);
 int kcpy_stats_init_type(void);
+/* runtime.c: the FileLoad type of Runtime.define_file (made at import). */
+int kcpy_fileload_init_type(void);
+PyObject *kcpy_fileload_type(void);
 
 /* args.c */
 /* Parses a grid or block: an int or a tuple of 1 to 3 ints, each >= 1. */

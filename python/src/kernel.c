@@ -62,22 +62,28 @@ static PyObject *config_vectorcall(PyObject *self, PyObject *const *args, size_t
   KcConfig *c = (KcConfig *)self;
   if (kwnames && PyTuple_GET_SIZE(kwnames))
     return PyErr_Format(PyExc_TypeError, "a launch takes the kernel's arguments by position only");
-  return kcpy_launch(c->k, NULL, &c->grid, &c->block, args, PyVectorcall_NARGS(nargsf));
+  if (c->stream == Py_None && !c->shared)
+    return kcpy_launch(c->k, NULL, &c->grid, &c->block, args, PyVectorcall_NARGS(nargsf));
+  return kcpy_launch_ex(c->k, NULL, &c->grid, &c->block, args, PyVectorcall_NARGS(nargsf), c->stream,
+                        c->shared);
 }
 
 static int config_traverse(KcConfig *self, visitproc visit, void *arg) {
   Py_VISIT(self->k);
+  Py_VISIT(self->stream);
   return 0;
 }
 
 static int config_clear(KcConfig *self) {
   Py_CLEAR(self->k);
+  Py_CLEAR(self->stream);
   return 0;
 }
 
 static void config_dealloc(KcConfig *self) {
   PyObject_GC_UnTrack(self);
   Py_CLEAR(self->k);
+  Py_CLEAR(self->stream);
   PyObject_GC_Del(self);
 }
 
@@ -87,28 +93,39 @@ PyTypeObject KcConfig_Type = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
     .tp_traverse = (traverseproc)config_traverse,
     .tp_clear = (inquiry)config_clear,
-    .tp_doc = "k[grid, block]: calling it launches k on the runtime's default context with that geometry.",
+    .tp_doc = "k[grid, block] or k[grid, block, stream] or k[grid, block, stream, shared]: calling it "
+              "launches k with that geometry, on the runtime's default context (or the stream's).",
     .tp_dealloc = (destructor)config_dealloc,
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(KcConfig, vectorcall),
 };
 
-/* k[grid, block]: the same object again when the geometry is the last one's. */
+/* k[grid, block], k[grid, block, stream], k[grid, block, stream, shared]:
+ * the same object again when the configuration is the last one's. */
 static PyObject *kernel_subscript(KcKernel *self, PyObject *key) {
-  if (!PyTuple_Check(key) || PyTuple_GET_SIZE(key) != 2)
-    return PyErr_Format(PyExc_TypeError, "use kernel[grid, block]");
+  Py_ssize_t n = PyTuple_Check(key) ? PyTuple_GET_SIZE(key) : 0;
+  if (n < 2 || n > 4)
+    return PyErr_Format(PyExc_TypeError, "use kernel[grid, block] or kernel[grid, block, stream, shared]");
   kc_dim3 g, b;
   if (kcpy_dim3(PyTuple_GET_ITEM(key, 0), &g, "grid") < 0 ||
       kcpy_dim3(PyTuple_GET_ITEM(key, 1), &b, "block") < 0)
     return NULL;
+  PyObject *stream = n > 2 ? PyTuple_GET_ITEM(key, 2) : Py_None;
+  unsigned long shared = n > 3 ? PyLong_AsUnsignedLong(PyTuple_GET_ITEM(key, 3)) : 0;
+  if (shared == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+  if (shared > UINT32_MAX) return PyErr_Format(PyExc_ValueError, "shared: at most 2**32-1 bytes");
   KcConfig *c = (KcConfig *)self->cfg;
-  if (c && !memcmp(&c->grid, &g, sizeof g) && !memcmp(&c->block, &b, sizeof b)) return Py_NewRef(c);
+  if (c && !memcmp(&c->grid, &g, sizeof g) && !memcmp(&c->block, &b, sizeof b) && c->stream == stream &&
+      c->shared == shared)
+    return Py_NewRef(c);
   c = PyObject_GC_New(KcConfig, &KcConfig_Type);
   if (!c) return NULL;
   c->vectorcall = config_vectorcall;
   c->k = (KcKernel *)Py_NewRef(self);
   c->grid = g;
   c->block = b;
+  c->stream = Py_NewRef(stream);
+  c->shared = (unsigned)shared;
   PyObject_GC_Track(c);
   /* the kernel keeps the last one (a cycle kernel <-> config, which the
    * garbage collector breaks) */

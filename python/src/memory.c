@@ -85,6 +85,15 @@ static PyObject *context_buffer(KcContext *self, PyObject *arg) {
   return PyObject_CallFunctionObjArgs((PyObject *)&KcBuffer_Type, (PyObject *)self, arg, NULL);
 }
 
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+static PyObject *context_stream(KcContext *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"native", NULL};
+  PyObject *native = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:stream", kwlist, &native)) return NULL;
+  return kcpy_stream_new(self, native);
+}
+#endif
+
 static PyObject *context_get_id(KcContext *self, void *c) {
   (void)c;
   kc_context *x = ctx_of(self);
@@ -110,6 +119,11 @@ static PyMethodDef context_methods[] = {
      "Drops every linked object like a device reset; compiled code is kept (the next launch relinks)."},
     {"destroy", (PyCFunction)context_destroy, METH_NOARGS, "Destroys the context and its buffers."},
     {"buffer", (PyCFunction)context_buffer, METH_O, "buffer(size_or_array) -> Buffer on this context"},
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+    {"stream", (PyCFunction)(void (*)(void))context_stream, METH_VARARGS | METH_KEYWORDS,
+     "stream(native=None) -> Stream: a new in-order queue on this context, or (native: a handle, an object "
+     "with __cuda_stream__ or .int_ptr) the caller's queue wrapped."},
+#endif
     {NULL, NULL, 0, NULL}};
 static PyGetSetDef context_getset[] = {
     {"id", (getter)context_get_id, NULL, "the context's id", NULL},

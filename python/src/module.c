@@ -54,6 +54,10 @@ PyObject *kcpy_raise(const kc_runtime *rt, kc_status st, const char *what) {
   return NULL;
 }
 
+PyObject *kcpy_error_class(kc_status st) {
+  return errors[st > KC_OK && st < KC__STATUS_COUNT ? st : KC_EBACKEND];
+}
+
 int kcpy_check_idle(KcRuntime *r, const char *what) {
   if (!r->inflight) return 0;
   PyErr_Format(errors[KC_EBUSY],
@@ -182,21 +186,33 @@ static int add_errors(PyObject *m) {
 }
 
 PyMODINIT_FUNC PyInit__kcache(void) {
-  PyTypeObject *types[] = {&KcRuntime_Type, &KcContext_Type, &KcBuffer_Type, &KcKernel_Type,
-                           &KcConfig_Type,  &KcBound_Type,   &KcPin_Type};
+  PyTypeObject *types[] = {
+    &KcRuntime_Type,
+    &KcContext_Type,
+    &KcBuffer_Type,
+    &KcKernel_Type,
+    &KcConfig_Type,
+    &KcBound_Type,
+    &KcPin_Type,
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+    &KcStream_Type,
+#endif
+  };
   for (size_t i = 0; i < sizeof types / sizeof *types; i++)
     if (PyType_Ready(types[i]) < 0) return NULL;
-  if (kcpy_stats_init_type() < 0) return NULL;
+  if (kcpy_stats_init_type() < 0 || kcpy_fileload_init_type() < 0) return NULL;
 #if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
   if (kcpy_interop_init_types() < 0) return NULL;
 #endif
   PyObject *m = PyModule_Create(&moddef);
   if (!m) return NULL;
   if (add_errors(m) < 0) goto fail;
-  const char *names[] = {"Runtime", "Context", "Buffer", "Kernel", "LaunchConfig", "BoundArgs", "Pin"};
+  const char *names[] = {"Runtime",      "Context",   "Buffer", "Kernel",
+                         "LaunchConfig", "BoundArgs", "Pin",    "Stream"};
   for (size_t i = 0; i < sizeof types / sizeof *types; i++)
     if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) goto fail;
   if (PyModule_AddObjectRef(m, "Stats", (PyObject *)stats_type) < 0) goto fail;
+  if (PyModule_AddObjectRef(m, "FileLoad", kcpy_fileload_type()) < 0) goto fail;
   if (PyModule_AddStringConstant(m, "library_version", kc_version()) < 0) goto fail;
   if (PyModule_AddIntConstant(m, "MAX_ARGS", KC_MAX_ARGS) < 0) goto fail;
 #if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)

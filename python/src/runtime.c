@@ -6,6 +6,7 @@
  */
 #include "kcpy.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 static int parse_backend(PyObject *o, kc_backend_kind *out) {
@@ -144,6 +145,138 @@ static PyObject *runtime_undefine(KcRuntime *self, PyObject *arg) {
   return st ? kcpy_raise(self->rt, st, NULL) : PyLong_FromUnsignedLongLong(w);
 }
 
+/* ------------------------------------------------------------ define_file */
+
+static PyStructSequence_Field fileload_fields[] = {
+    {"world", "the world the load is visible from (the current one if nothing changed)"},
+    {"changed", "how many names it defined, redefined or undefined (kc_define_file's count)"},
+    {"defined", "the names it defined that had no definition before (a tuple of str, in file order)"},
+    {"redefined", "the names whose text changed (a tuple of str, in file order)"},
+    {"undefined", "the names the file's last load defined that are gone (a tuple of str)"},
+    {NULL, NULL}};
+static PyStructSequence_Desc fileload_desc = {
+    "kcache.FileLoad", "What Runtime.define_file did: (world, changed, defined, redefined, undefined).",
+    fileload_fields, 5};
+static PyTypeObject *fileload_type;
+
+int kcpy_fileload_init_type(void) {
+  fileload_type = PyStructSequence_NewType(&fileload_desc);
+  return fileload_type ? 0 : -1;
+}
+
+PyObject *kcpy_fileload_type(void) { return (PyObject *)fileload_type; }
+
+/* The whole of the file at path (bytes), or NULL with OSError. */
+static PyObject *read_path(PyObject *path) {
+  PyObject *io = PyImport_ImportModule("io");
+  PyObject *f = io ? PyObject_CallMethod(io, "open", "Os", path, "rb") : NULL;
+  Py_XDECREF(io);
+  if (!f) return NULL;
+  PyObject *data = PyObject_CallMethod(f, "read", NULL);
+  PyObject *closed = PyObject_CallMethod(f, "close", NULL);
+  Py_DECREF(f);
+  if (!closed) Py_CLEAR(data);
+  Py_XDECREF(closed);
+  if (data && !PyBytes_Check(data)) {
+    Py_CLEAR(data);
+    PyErr_SetString(PyExc_TypeError, "read() gave no bytes");
+  }
+  return data;
+}
+
+/* The names kc_define_file_ex reports, gathered without the GIL (raw
+ * memory only): each is a kind byte, the name and its NUL. */
+typedef struct {
+  char *buf;
+  size_t len, cap;
+  bool failed;
+} change_buf;
+
+static void on_change(void *user, const char *name, kc_change_kind kind) {
+  change_buf *c = user;
+  size_t n = strlen(name) + 2;
+  if (c->len + n > c->cap) {
+    size_t cap = (c->cap ? c->cap * 2 : 256) + n;
+    char *nb = PyMem_RawRealloc(c->buf, cap);
+    if (!nb) {
+      c->failed = true;
+      return;
+    }
+    c->buf = nb, c->cap = cap;
+  }
+  c->buf[c->len] = (char)kind;
+  memcpy(c->buf + c->len + 1, name, n - 1);
+  c->len += n;
+}
+
+/* The names of one kind, as a tuple of str (NULL with an exception). */
+static PyObject *change_names(const change_buf *c, kc_change_kind kind) {
+  PyObject *list = PyList_New(0);
+  for (size_t at = 0; list && at < c->len; at += strlen(c->buf + at + 1) + 2) {
+    if (c->buf[at] != (char)kind) continue;
+    PyObject *name = PyUnicode_FromString(c->buf + at + 1);
+    if (!name || PyList_Append(list, name) < 0) Py_CLEAR(list);
+    Py_XDECREF(name);
+  }
+  PyObject *t = list ? PyList_AsTuple(list) : NULL;
+  Py_XDECREF(list);
+  return t;
+}
+
+/* FileLoad(world, changed, defined, redefined, undefined). */
+static PyObject *fileload_new(kc_world w, size_t changed, const change_buf *c) {
+  if (c->failed) return PyErr_NoMemory();
+  PyObject *out = PyStructSequence_New(fileload_type);
+  if (!out) return NULL;
+  PyStructSequence_SetItem(out, 0, PyLong_FromUnsignedLongLong(w));
+  PyStructSequence_SetItem(out, 1, PyLong_FromSize_t(changed));
+  for (int i = 0; i < 3; i++) PyStructSequence_SetItem(out, 2 + i, change_names(c, (kc_change_kind)(i + 1)));
+  for (int i = 0; i < 5; i++)
+    if (!PyStructSequence_GetItem(out, i)) {
+      Py_DECREF(out);
+      return NULL;
+    }
+  return out;
+}
+
+/* define_file(file, text=None): kc_define_file_ex. file names the file (a str
+ * or path-like: the identity of its loads); text is its contents (str or
+ * bytes), or None to read the file at that path. */
+static PyObject *runtime_define_file(KcRuntime *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"file", "text", NULL};
+  PyObject *file, *text = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:define_file", kwlist, &file, &text) ||
+      kcpy_check_open(self) < 0)
+    return NULL;
+  PyObject *fs = PyOS_FSPath(file), *name = NULL, *data = NULL, *out = NULL;
+  if (!fs) return NULL;
+  if (PyBytes_Check(fs)) name = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(fs));
+  else name = Py_NewRef(fs);
+  const char *fname = name ? PyUnicode_AsUTF8(name) : NULL;
+  if (text == Py_None) data = fname ? read_path(fs) : NULL;
+  else if (PyUnicode_Check(text)) data = PyUnicode_AsUTF8String(text);
+  else if (PyBytes_Check(text)) data = Py_NewRef(text);
+  else
+    PyErr_Format(PyExc_TypeError, "define_file: text must be str or bytes (or None: read the file), not %s",
+                 Py_TYPE(text)->tp_name);
+  if (fname && data) {
+    size_t changed = 0;
+    kc_world w = 0;
+    kc_status st;
+    const char *t = PyBytes_AS_STRING(data);
+    size_t len = (size_t)PyBytes_GET_SIZE(data);
+    change_buf c = {0};
+    KCPY_NOGIL(self, st = kc_define_file_ex(self->rt, fname, t, len, on_change, &c, &changed, &w));
+    if (st) kcpy_raise(self->rt, st, NULL);
+    else out = fileload_new(w, changed, &c);
+    PyMem_RawFree(c.buf);
+  }
+  Py_DECREF(fs);
+  Py_XDECREF(name);
+  Py_XDECREF(data);
+  return out;
+}
+
 /* "K=V,K2=V2" from a string, a mapping, or keyword arguments. */
 static PyObject *params_text(PyObject *params, PyObject *kw) {
   if (params && params != Py_None && PyUnicode_Check(params)) {
@@ -232,6 +365,24 @@ static PyObject *runtime_buffer(KcRuntime *self, PyObject *args, PyObject *kw) {
   return b;
 }
 
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+static PyObject *runtime_stream(KcRuntime *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"native", "context", NULL};
+  PyObject *native = Py_None, *ctx = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:stream", kwlist, &native, &ctx) ||
+      kcpy_check_open(self) < 0)
+    return NULL;
+  if (ctx != Py_None && !Py_IS_TYPE(ctx, &KcContext_Type))
+    return PyErr_Format(PyExc_TypeError, "context must be a kcache Context");
+  if (ctx != Py_None && ((KcContext *)ctx)->owner != self)
+    return PyErr_Format(kcpy_error_class(KC_EINVAL), "stream: the context belongs to another Runtime");
+  KcContext *c = ctx == Py_None ? kcpy_context_new(self, -1) : (KcContext *)Py_NewRef(ctx);
+  PyObject *s = c ? kcpy_stream_new(c, native) : NULL;
+  Py_XDECREF(c);
+  return s;
+}
+#endif
+
 static PyObject *runtime_finish(KcRuntime *self, PyObject *unused) {
   (void)unused;
   if (kcpy_check_open(self) < 0) return NULL;
@@ -287,6 +438,10 @@ static PyMethodDef runtime_methods[] = {
     {"define", (PyCFunction)runtime_define, METH_VARARGS,
      "define(name, source) -> world: defines or redefines a function; the world it is visible from."},
     {"undefine", (PyCFunction)runtime_undefine, METH_O, "undefine(name) -> world"},
+    {"define_file", (PyCFunction)(void (*)(void))runtime_define_file, METH_VARARGS | METH_KEYWORDS,
+     "define_file(file, text=None) -> FileLoad(world, changed): defines every top-level definition of a "
+     "source file in one world (kc_define_file); a reload changes only what differs and undefines the "
+     "names that are gone. text: str or bytes, or None to read the file at path `file`."},
     {"kernel", (PyCFunction)(void (*)(void))runtime_kernel, METH_VARARGS | METH_KEYWORDS,
      "kernel(name, params=None, **params) -> Kernel: params as \"T=float,N=4\", a dict, or keywords."},
     {"stats", (PyCFunction)runtime_stats, METH_NOARGS, "stats() -> Stats"},
@@ -297,6 +452,11 @@ static PyMethodDef runtime_methods[] = {
      "create_context(device=0) -> Context"},
     {"buffer", (PyCFunction)(void (*)(void))runtime_buffer, METH_VARARGS | METH_KEYWORDS,
      "buffer(size_or_array) -> Buffer on the default context (an array's bytes are copied in)."},
+#if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
+    {"stream", (PyCFunction)(void (*)(void))runtime_stream, METH_VARARGS | METH_KEYWORDS,
+     "stream(native=None, context=None) -> Stream on the context (default: the default context): a new "
+     "queue, or the caller's native one wrapped (a handle, __cuda_stream__ or .int_ptr)."},
+#endif
     {"finish", (PyCFunction)runtime_finish, METH_NOARGS, "Waits for the default context's launches."},
     {NULL, NULL, 0, NULL}};
 

@@ -33,6 +33,43 @@ def test_scalars_take_the_parameters_types(rt):
                                               "unsigned int", "uint64_t", "float", "double"]
 
 
+SRC_FAST = ("KC_KERNEL void fast(KC_GLOBAL double *y, int i, long l, unsigned int ui, float f, double d) { "
+            "if (kc_global_id(0) == 0) { y[0] = i; y[1] = (double)l; y[2] = ui; y[3] = f; y[4] = d; } }")
+
+
+@pytest.mark.parametrize("values", [
+    (1, 2, 3, 0.5, 0.25),  # small ints, floats: converted inline by the cached launch
+    (-2**30 + 1, -2**30 + 1, 2**30 - 1, -1.5, 1e300),  # the largest ints of one 30-bit digit
+    (-2**31, -2**53, 2**32 - 1, 3, 4),  # several digits, ints for floats: the full path
+    (True, np.int64(4), np.uint32(7), np.float32(9), 10),  # bool, NumPy scalars: the full path
+])
+def test_the_cached_launch_converts_as_the_full_path(rt, values):
+    # a kcache Buffer and exact ints and floats take the inline conversion; an
+    # array makes the whole launch take the full path: the two must agree
+    rt.define("fast", SRC_FAST)
+    k = rt.kernel("fast").compile()  # the parameter list read: the next launch is the cached one
+    buf, y, out = rt.buffer(5 * 8), np.zeros(5, np.float64), np.zeros(5, np.float64)
+    k[1, 1](buf, *values)
+    k[1, 1](y, *values)
+    rt.finish()
+    buf.read(out)
+    assert list(out) == list(y)
+    assert list(y) == [int(values[0]), int(values[1]), int(values[2]), np.float32(values[3]), float(values[4])]
+
+
+@pytest.mark.parametrize("index,value,name", [
+    (1, 2**31, "'i' (int)"), (1, -2**31 - 1, "'i' (int)"), (3, -1, "'ui' (unsigned int)"),
+    (3, -(2**29), "'ui' (unsigned int)"), (3, 2**32, "'ui' (unsigned int)"), (2, 2**70, "'l' (long)")])
+def test_an_int_that_does_not_fit_with_a_buffer(rt, index, value, name):
+    # the same errors when every other argument is one the cached launch converts inline
+    rt.define("fast", SRC_FAST)
+    args = [rt.buffer(5 * 8), 0, 0, 0, 0.0, 0.0]
+    args[index] = value
+    k = rt.kernel("fast").compile()
+    with pytest.raises(TypeError, match=re.escape(f"kernel 'fast', argument {index + 1} {name}: {value} does not fit")):
+        k[1, 1](*args)
+
+
 @pytest.mark.parametrize("index,value,name", [
     (1, 128, "'c' (char)"), (2, -32769, "'s' (short)"), (3, 2**31, "'i' (int)"), (4, 2**63, "'l' (long)"),
     (5, -1, "'uc' (unsigned char)"), (5, 256, "'uc' (unsigned char)"), (6, 2**32, "'ui' (unsigned int)"),

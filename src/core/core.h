@@ -523,13 +523,19 @@ void kc__streams_free(kc_context *ctx);
 /* interop.c: waits for every live stream of ctx (kc_context_finish). */
 kc_status kc__streams_sync(kc_context *ctx);
 
+/* The rules an argument is explained under, as the call that took it
+ * checks it: kc_launch's (buffers and scalars), bound arguments'
+ * (kc_args_create, kc_args_set: also local memory sizes for KC_LOCAL
+ * parameters) or kc_launch_ex's (also raw pointers). */
+typedef enum kc__arg_rules { KC__RULES_LAUNCH, KC__RULES_BOUND, KC__RULES_EX } kc__arg_rules;
 /* launch.c: why args do not fit the parameters of ci (KC_EARGS), or why
  * argument i (a) does not fit a parameter whose KC__SIG is want (KC_OK if
- * it does). Cold. */
+ * it does), under the rules of the call: the one table of argument
+ * messages, a case per argument kind. Cold. */
 kc_status kc__explain_arg(kc_runtime *rt, const char *name, uint32_t i, const char *label, uint64_t want,
-                          const kc_arg *a, const kc_context *ctx) KC__COLD;
+                          const kc_arg *a, const kc_context *ctx, kc__arg_rules rules) KC__COLD;
 kc_status kc__explain_args(kc_runtime *rt, const kc__ci *ci, const kc_context *ctx, const kc_arg *args,
-                           uint32_t nargs) KC__COLD;
+                           uint32_t nargs, kc__arg_rules rules) KC__COLD;
 /* The slow path of bound arguments up to the launch: the linked object to
  * launch a's arguments with (stream: the launch's, whose capture matters;
  * NULL for the context's own; ex: for kc_launch_args_ex). */

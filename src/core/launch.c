@@ -64,16 +64,15 @@ void kc_kernel_destroy(kc_kernel *k) {
 
 /* ---------------------------------------------------------------- launch */
 
-/* Why argument i (a) does not fit a parameter whose KC__SIG is want in ctx,
- * or KC_OK if it fits. label names the parameter (" (float a)") or is "".
- * Cold: only after a check failed. */
-KC__COLD kc_status kc__explain_arg(kc_runtime *rt, const char *name, uint32_t i, const char *label,
-                                   uint64_t want, const kc_arg *a, const kc_context *ctx) {
+#define KC__ARG_ERR(...) kc__err(rt, KC_EARGS, "kernel '%s' argument %u%s " __VA_ARGS__)
+
+/* Why a buffer or scalar argument i (a), or one of no known kind, does not
+ * fit a parameter whose KC__SIG (want) is a buffer's or a scalar's, in ctx;
+ * KC_OK if it fits. */
+static KC__COLD kc_status explain_value(kc_runtime *rt, const char *name, uint32_t i, const char *label,
+                                        uint64_t want, const kc_arg *a, const kc_context *ctx) {
   bool want_buf = want == KC__SIG(KC_ARG_BUFFER, 0);
   uint32_t size = (uint32_t)want;
-#define KC__ARG_ERR(...) kc__err(rt, KC_EARGS, "kernel '%s' argument %u%s " __VA_ARGS__)
-  if (a->kind == KC_ARG_PTR || a->kind == KC_ARG_LOCAL || want == KC__SIG(KC_ARG_LOCAL, 0))
-    return kc__explain_arg_ex(rt, name, i, label, want, a, false);
   if (a->kind != KC_ARG_BUFFER && a->kind != KC_ARG_SCALAR)
     return KC__ARG_ERR("has an unknown kind %u", name, i, label, a->kind);
   if (want_buf && a->kind != KC_ARG_BUFFER)
@@ -99,14 +98,69 @@ KC__COLD kc_status kc__explain_arg(kc_runtime *rt, const char *name, uint32_t i,
     return KC__ARG_ERR("is a %u-byte value (alignment %u); %u bytes were given", name, i, label, size, align,
                        a->size);
   if (a->size != size) return KC__ARG_ERR("has %u bytes; %u were given", name, i, label, size, a->size);
-#undef KC__ARG_ERR
   return KC_OK;
 }
 
-/* Says why args do not fit the parameters of ci (KC_EARGS, or KC_EINVAL for
- * a NULL array). Cold: only after a check failed. */
+/* A raw pointer or a local memory size where the call takes neither. */
+static KC__COLD kc_status explain_only_ex(kc_runtime *rt, const char *name, uint32_t i, const char *label,
+                                          const kc_arg *a) {
+  return KC__ARG_ERR(
+      "is a %s, which only kc_launch_ex takes (kc_launch takes buffers and scalars; bound arguments "
+      "also take KC_ARG_LOCAL_BYTES for a KC_LOCAL parameter, launched with kc_launch_args_ex)",
+      name, i, label,
+      a->kind == KC_ARG_PTR ? "raw pointer (KC_ARG_PTR)" : "local memory size (KC_ARG_LOCAL)");
+}
+
+/* Anything but a local memory size for a KC_LOCAL parameter. */
+static KC__COLD kc_status explain_local_param(kc_runtime *rt, const char *name, uint32_t i,
+                                              const char *label) {
+  return KC__ARG_ERR("is a KC_LOCAL pointer: pass its size, KC_ARG_LOCAL_BYTES(n), through "
+                     "kc_launch_ex (or bind it with kc_args_create and launch with kc_launch_args_ex)",
+                     name, i, label);
+}
+
+/* Why argument i (a) does not fit a parameter whose KC__SIG is want in ctx
+ * under the rules of its call, or KC_OK if it fits: one case per argument
+ * kind. label names the parameter (" (float a)") or is "". Cold: only
+ * after a check failed. */
+KC__COLD kc_status kc__explain_arg(kc_runtime *rt, const char *name, uint32_t i, const char *label,
+                                   uint64_t want, const kc_arg *a, const kc_context *ctx,
+                                   kc__arg_rules rules) {
+  bool want_local = want == KC__SIG(KC_ARG_LOCAL, 0);
+  switch (a->kind) {
+  case KC_ARG_PTR:
+    if (rules == KC__RULES_LAUNCH || (rules == KC__RULES_BOUND && !want_local))
+      return explain_only_ex(rt, name, i, label, a);
+    if (want_local) return explain_local_param(rt, name, i, label);
+    if (want != KC__SIG(KC_ARG_BUFFER, 0))
+      return KC__ARG_ERR("is a scalar; a raw pointer (KC_ARG_PTR) was given", name, i, label);
+    if (a->size)
+      return KC__ARG_ERR("is a raw pointer, whose size is 0 (KC_ARG_DEVPTR); %u was given", name, i, label,
+                         a->size);
+    return KC_OK;
+  case KC_ARG_LOCAL:
+    if (rules == KC__RULES_LAUNCH) return explain_only_ex(rt, name, i, label, a);
+    if (!want_local)
+      return KC__ARG_ERR("is not a KC_LOCAL pointer parameter to kcache; local memory (KC_ARG_LOCAL) was "
+                         "given (on OpenCL kcache knows KC_LOCAL parameters only from clGetKernelArgInfo: a "
+                         "platform that keeps no argument info shows every pointer parameter as a buffer)",
+                         name, i, label);
+    if (a->size == 0)
+      return KC__ARG_ERR("is local memory of 0 bytes (KC_ARG_LOCAL_BYTES needs at least 1)", name, i, label);
+    return KC_OK;
+  default: /* buffers, scalars, and kinds kcache does not know */
+    if (want_local) return explain_local_param(rt, name, i, label);
+    return explain_value(rt, name, i, label, want, a, ctx);
+  }
+}
+
+#undef KC__ARG_ERR
+
+/* Says why args do not fit the parameters of ci under the rules of their
+ * call (KC_EARGS, or KC_EINVAL for a NULL array). Cold: only after a check
+ * failed. */
 KC__COLD kc_status kc__explain_args(kc_runtime *rt, const kc__ci *ci, const kc_context *ctx,
-                                    const kc_arg *args, uint32_t nargs) {
+                                    const kc_arg *args, uint32_t nargs, kc__arg_rules rules) {
   const char *name = ci->spec->name;
   if (nargs != ci->nparams)
     return kc__err(rt, KC_EARGS, "kernel '%s' takes %u argument%s, %u given", name, ci->nparams,
@@ -115,7 +169,7 @@ KC__COLD kc_status kc__explain_args(kc_runtime *rt, const kc__ci *ci, const kc_c
   for (uint32_t i = 0; i < nargs; i++) {
     char label[160];
     snprintf(label, sizeof label, " (%s %s)", ci->params[i].type, ci->params[i].name);
-    kc_status st = kc__explain_arg(rt, name, i, label, ci->sig[i], &args[i], ctx);
+    kc_status st = kc__explain_arg(rt, name, i, label, ci->sig[i], &args[i], ctx, rules);
     if (st) return st;
   }
   return kc__err(rt, KC_EARGS, "kernel '%s': invalid arguments", name);
@@ -124,7 +178,7 @@ KC__COLD kc_status kc__explain_args(kc_runtime *rt, const kc__ci *ci, const kc_c
 kc_status kc__launch_bad_args(const kc__blinked *b, const kc_context *ctx, const kc_arg *args,
                               uint32_t nargs) {
   const kc__linked *l = kc__linked_of(b);
-  return kc__explain_args(l->rt, l->ci, ctx, args, nargs);
+  return kc__explain_args(l->rt, l->ci, ctx, args, nargs, KC__RULES_LAUNCH);
 }
 
 /* Whether arg fits a parameter whose KC__SIG is want, in ctx. A scalar
@@ -285,14 +339,15 @@ static bool args_fit(const kc_arg *a, uint64_t want, const kc_context *ctx) {
   return arg_fits(a, want, ctx);
 }
 
-/* Why argument i does not fit a bound parameter (KC_EARGS). */
+/* Why argument i, the first that does not fit, does not fit a bound
+ * parameter (KC_EARGS): about local memory, without the parameter's name. */
 static KC__COLD kc_status args_explain(kc_runtime *rt, const kc__ci *ci, const kc_context *ctx,
                                        const kc_arg *args, uint32_t nargs, uint32_t i) {
   if (args[i].kind == KC_ARG_LOCAL || ci->sig[i] == KC__SIG(KC_ARG_LOCAL, 0)) {
-    kc_status st = kc__explain_arg_ex(rt, ci->spec->name, i, "", ci->sig[i], &args[i], true);
+    kc_status st = kc__explain_arg(rt, ci->spec->name, i, "", ci->sig[i], &args[i], ctx, KC__RULES_BOUND);
     if (st) return st;
   }
-  return kc__explain_args(rt, ci, ctx, args, nargs);
+  return kc__explain_args(rt, ci, ctx, args, nargs, KC__RULES_BOUND);
 }
 
 /* Stores arg (it fits) as argument i of a; a scalar's bytes are copied to
@@ -338,7 +393,7 @@ kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint
   kc_status st = kc__ci_get(rt, k->spec, kc__caller_world(rt), &ci);
   if (st) return st;
   uint32_t n = ci->nparams;
-  if (nargs != n || (n && !args)) return kc__explain_args(rt, ci, ctx, args, nargs);
+  if (nargs != n || (n && !args)) return kc__explain_args(rt, ci, ctx, args, nargs, KC__RULES_BOUND);
   size_t values = 0, maxal = 16;
   bool ex_only = false;
   for (uint32_t i = 0; i < n; i++) {
@@ -387,9 +442,7 @@ kc_status kc_args_set(kc_args *a, uint32_t index, kc_arg arg) {
   if (!kc__load_relaxed(&a->ctx->alive) || kc__load_relaxed(&a->ctx->id) != a->ctx_id)
     return kc__err(rt, KC_EDESTROYED, "kc_args_set of '%s': the context has been destroyed", name);
   if (!args_fit(&arg, a->want[index], a->ctx)) {
-    bool local = arg.kind == KC_ARG_LOCAL || a->want[index] == KC__SIG(KC_ARG_LOCAL, 0);
-    kc_status st = local ? kc__explain_arg_ex(rt, name, index, "", a->want[index], &arg, true)
-                         : kc__explain_arg(rt, name, index, "", a->want[index], &arg, a->ctx);
+    kc_status st = kc__explain_arg(rt, name, index, "", a->want[index], &arg, a->ctx, KC__RULES_BOUND);
     return st ? st : kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u does not fit", name, index);
   }
   /* a scalar keeps its room: where args[index] points since create */
@@ -446,7 +499,7 @@ kc_status kc__args_resolve(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block
   else st = kc__ci_get(rt, a->k->spec, w, &ci);
   if (st) return st;
   if (ci->nparams != a->n || memcmp(ci->sig, a->want, a->n * sizeof *a->want) != 0) {
-    kc__explain_args(rt, ci, ctx, a->args, a->n);
+    kc__explain_args(rt, ci, ctx, a->args, a->n, KC__RULES_BOUND);
     char why[512];
     snprintf(why, sizeof why, "%s", kc_errmsg(rt));
     return kc__err(rt, KC_EARGS,

@@ -18,54 +18,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* ------------------------------------------------------------ messages */
-
-KC__COLD kc_status kc__explain_arg_ex(kc_runtime *rt, const char *name, uint32_t i, const char *label,
-                                      uint64_t want, const kc_arg *a, bool ex) {
-  bool want_local = want == KC__SIG(KC_ARG_LOCAL, 0), want_ptr = want == KC__SIG(KC_ARG_BUFFER, 0);
-#define KC__ARG_ERR(...) kc__err(rt, KC_EARGS, "kernel '%s' argument %u%s " __VA_ARGS__)
-  if (!ex && (a->kind == KC_ARG_PTR || a->kind == KC_ARG_LOCAL))
-    return KC__ARG_ERR(
-        "is a %s, which only kc_launch_ex takes (kc_launch takes buffers and scalars; bound arguments "
-        "also take KC_ARG_LOCAL_BYTES for a KC_LOCAL parameter, launched with kc_launch_args_ex)",
-        name, i, label,
-        a->kind == KC_ARG_PTR ? "raw pointer (KC_ARG_PTR)" : "local memory size (KC_ARG_LOCAL)");
-  if (want_local && a->kind != KC_ARG_LOCAL)
-    return KC__ARG_ERR("is a KC_LOCAL pointer: pass its size, KC_ARG_LOCAL_BYTES(n), through "
-                       "kc_launch_ex (or bind it with kc_args_create and launch with kc_launch_args_ex)",
-                       name, i, label);
-  if (a->kind == KC_ARG_LOCAL && !want_local)
-    return KC__ARG_ERR("is not a KC_LOCAL pointer parameter to kcache; local memory (KC_ARG_LOCAL) was given "
-                       "(on OpenCL kcache knows KC_LOCAL parameters only from clGetKernelArgInfo: a platform "
-                       "that keeps no argument info shows every pointer parameter as a buffer)",
-                       name, i, label);
-  if (a->kind == KC_ARG_LOCAL && a->size == 0)
-    return KC__ARG_ERR("is local memory of 0 bytes (KC_ARG_LOCAL_BYTES needs at least 1)", name, i, label);
-  if (a->kind == KC_ARG_PTR && !want_ptr)
-    return KC__ARG_ERR("is a scalar; a raw pointer (KC_ARG_PTR) was given", name, i, label);
-  if (a->kind == KC_ARG_PTR && a->size)
-    return KC__ARG_ERR("is a raw pointer, whose size is 0 (KC_ARG_DEVPTR); %u was given", name, i, label,
-                       a->size);
-#undef KC__ARG_ERR
-  return KC_OK;
-}
-
-/* Why args do not fit ci's parameters under kc_launch_ex's rules. */
-static KC__COLD kc_status explain_args_ex(kc_runtime *rt, const kc__ci *ci, const kc_context *ctx,
-                                          const kc_arg *args, uint32_t nargs) {
-  if (nargs != ci->nparams || !args) return kc__explain_args(rt, ci, ctx, args, nargs);
-  for (uint32_t i = 0; i < nargs; i++) {
-    const kc_arg *a = &args[i];
-    char label[160];
-    snprintf(label, sizeof label, " (%s %s)", ci->params[i].type, ci->params[i].name);
-    bool wider = a->kind == KC_ARG_PTR || a->kind == KC_ARG_LOCAL || ci->sig[i] == KC__SIG(KC_ARG_LOCAL, 0);
-    kc_status st = wider ? kc__explain_arg_ex(rt, ci->spec->name, i, label, ci->sig[i], a, true)
-                         : kc__explain_arg(rt, ci->spec->name, i, label, ci->sig[i], a, ctx);
-    if (st) return st;
-  }
-  return kc__err(rt, KC_EARGS, "kernel '%s': invalid arguments", ci->spec->name);
-}
-
 /* -------------------------------------------------------- capture safety */
 
 bool kc__stream_capturing(kc_context *ctx, const kc_stream *s) {
@@ -164,10 +116,11 @@ static KC__NOINLINE kc_status ex_go(kc__linked *l, kc_context *ctx, const kc_lau
   }
   void *argv[KC_MAX_ARGS];
   if (KC__UNLIKELY(nargs != l->nargs || (nargs && !args)))
-    return explain_args_ex(rt, l->ci, ctx, args, nargs);
+    return kc__explain_args(rt, l->ci, ctx, args, nargs, KC__RULES_EX);
   for (uint32_t i = 0; i < nargs; i++) {
     const kc_arg *a = &args[i];
-    if (KC__UNLIKELY(!arg_fits_ex(a, l->sig[i], ctx))) return explain_args_ex(rt, l->ci, ctx, args, nargs);
+    if (KC__UNLIKELY(!arg_fits_ex(a, l->sig[i], ctx)))
+      return kc__explain_args(rt, l->ci, ctx, args, nargs, KC__RULES_EX);
     argv[i] = a->kind == KC_ARG_PTR ? (void *)(uintptr_t)&a->ptr : (void *)(uintptr_t)a->ptr;
   }
   return rt->be->launch_ex(&l->b, argv, &lc);

@@ -1,16 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * modes.h -- the launch's other modes, out of line from the fast path:
- * kc_launch_ex's argument rules (launch_ex.c), capture safety (interop.c)
- * and checked mode (checked.c). Included by core.h, after the data model.
+ * capture safety (launch_ex.c) and checked mode (checked.c). Included by
+ * core.h, after the data model.
  */
 #ifndef KC_CORE_MODES_H
 #define KC_CORE_MODES_H
 
-/* launch_ex.c: the argument messages about raw pointers and local memory
- * (ex: under kc_launch_ex's rules, else kc_launch's, which take neither). Cold. */
-kc_status kc__explain_arg_ex(kc_runtime *rt, const char *name, uint32_t i, const char *label, uint64_t want,
-                             const kc_arg *a, bool ex) KC__COLD;
 /* Capture safety: whether the native stream of s (NULL: the context's
  * default stream) is capturing a graph;
  * then the code instance for world w without compiling, and the linked

@@ -16,10 +16,6 @@
 
 enum { GROUPS = 3, BLOCK = 4, N = GROUPS * BLOCK };
 
-static const char SRC_ADD[] = "KC_KERNEL void add(KC_GLOBAL const float *x, KC_GLOBAL float *y, float b) {\n"
-                              "  size_t g = kc_global_id(0);\n"
-                              "  y[g] = x[g] + b;\n"
-                              "}\n";
 /* Each group's items write the scratch area; its last item sums it (work
  * items run in order on the host, so it sees the whole group's). */
 static const char SRC_SUM[] = "KC_KERNEL void gsum(KC_GLOBAL const float *x, KC_GLOBAL float *y) {\n"
@@ -33,14 +29,7 @@ static const char SRC_SUM[] = "KC_KERNEL void gsum(KC_GLOBAL const float *x, KC_
                               "  }\n"
                               "}\n";
 
-static kc_launch_config config(kc_stream *s) {
-  kc_launch_config c;
-  kc_launch_config_init(&c);
-  c.grid = (kc_dim3){GROUPS, 1, 1};
-  c.block = (kc_dim3){BLOCK, 1, 1};
-  c.stream = s;
-  return c;
-}
+static kc_launch_config config(kc_stream *s) { return kct_config(GROUPS, BLOCK, s); }
 
 static void test_wrapped_memory(void **state) {
   (void)state;
@@ -57,7 +46,7 @@ static void test_wrapped_memory(void **state) {
   assert_ptr_equal(kc_buffer_native(by), y);
   KCT_OK(rt, kc_buffer_view(by, 5 * sizeof *y, N * sizeof *y, &view)); /* any offset on the host */
   assert_ptr_equal(kc_buffer_native(view), y + 5);
-  kct_define(rt, "add", SRC_ADD);
+  kct_define(rt, "add", kct_src_add);
   kc_kernel *k = kct_kernel(rt, "add", NULL);
   kc_stream *s;
   KCT_OK(rt, kc_stream_create(ctx, &s));
@@ -267,7 +256,7 @@ static void test_threads(void **state) {
   (void)state;
   kc_runtime *rt = kct_runtime(NULL);
   kc_context *ctx = kct_context(rt);
-  kct_define(rt, "add", SRC_ADD);
+  kct_define(rt, "add", kct_src_add);
   kct_define(rt, "gsum", SRC_SUM);
   kc_kernel *k = kct_kernel(rt, "add", NULL), *sum = kct_kernel(rt, "gsum", NULL);
   worker *ws = kct_calloc(THREADS * sizeof *ws);

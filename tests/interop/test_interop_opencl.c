@@ -96,11 +96,6 @@ typedef struct aff_host {
   float bias;
 } aff_host;
 
-static const char SRC_ADD[] = "KC_KERNEL void add(KC_GLOBAL const float *x, KC_GLOBAL float *y, float b) {\n"
-                              "  size_t g = kc_global_id(0);\n"
-                              "  y[g] = x[g] + b;\n"
-                              "}\n";
-
 typedef struct natives {
   cl_platform_id plat;
   cl_device_id dev;
@@ -153,14 +148,7 @@ static kc_runtime *opencl_runtime(void) {
   return kct_runtime(&o);
 }
 
-static kc_launch_config config(kc_stream *s) {
-  kc_launch_config c;
-  kc_launch_config_init(&c);
-  c.grid = (kc_dim3){GROUPS, 1, 1};
-  c.block = (kc_dim3){BLOCK, 1, 1};
-  c.stream = s;
-  return c;
-}
+static kc_launch_config config(kc_stream *s) { return kct_config(GROUPS, BLOCK, s); }
 
 /* The whole story of the issue: native objects in, results out through
  * raw reads, natives intact after kcache lets go. */
@@ -193,7 +181,7 @@ static void test_native_objects(void **state) {
   assert_int_equal(kc_buffer_size(vy1), sizeof x);
 
   kct_define(rt, "rev", SRC_REV);
-  kct_define(rt, "add", SRC_ADD);
+  kct_define(rt, "add", kct_src_add);
   kc_kernel *krev = kct_kernel(rt, "rev", NULL), *kadd = kct_kernel(rt, "add", NULL);
   float a = 2.0f, b = 0.5f;
   kc_arg rargs[] = {KC_ARG_BUF(bx), KC_ARG_BUF(vy1), KC_ARG_LOCAL_BYTES(BLOCK * sizeof(float)),
@@ -293,7 +281,7 @@ static void test_stream_order(void **state) {
   KCT_OK(rt, kc_buffer_wrap(ctx, mx, sizeof x, &bx));
   KCT_OK(rt, kc_buffer_wrap(ctx, m1, sizeof x, &b1));
   KCT_OK(rt, kc_buffer_wrap(ctx, m2, sizeof x, &b2));
-  kct_define(rt, "add", SRC_ADD);
+  kct_define(rt, "add", kct_src_add);
   kc_kernel *k = kct_kernel(rt, "add", NULL);
   float one = 1.0f, ten = 10.0f;
   kc_arg first[] = {KC_ARG_BUF(bx), KC_ARG_BUF(b1), KC_ARG_VAL(one)};
@@ -395,6 +383,12 @@ static void test_errors(void **state) {
   float lv[4] = {1, 2, 3, 4}, lr[4];
   KCT_OK(rt, kc_buffer_write(b, 0, lv, sizeof lv));
   kc_args *ba;
+  /* a bad argument after a local memory size: the message names it, not
+   * the local memory (which bound arguments take) */
+  double wide = 1;
+  kc_arg bad[] = {KC_ARG_BUF(b), KC_ARG_BUF(b), KC_ARG_LOCAL_BYTES(16), KC_ARG_VAL(wide)};
+  KCT_STATUS(rt, KC_EARGS, kc_args_create(k, ctx, bad, 4, &ba));
+  KCT_CONTAINS(kc_errmsg(rt), "argument 3 (float a) is a 4-byte value (alignment 4); 8 bytes were given");
   KCT_OK(rt, kc_args_create(k, ctx, args, 4, &ba));
   KCT_OK(rt, kc_launch_args_ex(ba, &c));
   KCT_OK(rt, kc_context_finish(ctx));
@@ -438,7 +432,7 @@ static void test_svm_pointer(void **state) {
   kc_runtime *rt = opencl_runtime();
   kc_context *ctx;
   KCT_OK(rt, kc_context_wrap(rt, n.ctx, n.dev, &ctx));
-  kct_define(rt, "add", SRC_ADD);
+  kct_define(rt, "add", kct_src_add);
   kc_kernel *k = kct_kernel(rt, "add", NULL);
   cl_bitfield caps = 0;
   bool svm = p_clSVMAlloc &&
@@ -499,7 +493,7 @@ static void test_two_devices(void **state) {
   printf("two %s\n",
          split ? "sub-devices of the CPU device" : "contexts on one device (it cannot be split here)");
   kc_runtime *rt = opencl_runtime();
-  kct_define(rt, "add", SRC_ADD);
+  kct_define(rt, "add", kct_src_add);
   kc_kernel *k = kct_kernel(rt, "add", NULL);
   kc_stats before = kct_stats(rt);
   for (int d = 0; d < 2; d++) {

@@ -16,14 +16,12 @@
  *
  * Host backend only. Skipped under sanitizers (their allocators map memory
  * of their own at any call, which the full table refuses) and where the
- * limit is too high to fill quickly.
+ * limit is too high to fill quickly (kc_test.h: kct_maps).
  */
 #include "rel.h"
 
-#include <errno.h>
 #include <dirent.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,72 +31,6 @@ static const char SRC_K[] =
     "KC_KERNEL void k(KC_GLOBAL int *y) { size_t i = kc_global_id(0); y[i] = 5 * (int)i; }";
 static const char SRC_J[] =
     "KC_KERNEL void j(KC_GLOBAL int *y) { size_t i = kc_global_id(0); y[i] = 9 + (int)i; }";
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-
-static void host_only(void) {
-  if (kct_backend != KC_BACKEND_HOST) {
-    print_message("host backend only\n");
-    skip();
-  }
-}
-
-/* ---------------------------------------------------- filling mappings */
-
-typedef struct filler {
-  char *base;
-  size_t len;
-  void *singles[64];
-  int nsingles;
-} filler;
-
-/* Takes every mapping the process has left: one reservation whose every
- * other page is made readable (each such page costs two mappings), until
- * the kernel refuses, then single pages until it refuses those too. */
-static void fill_mappings(filler *f) {
-#ifdef SANITIZED
-  (void)f;
-  print_message("skipped under sanitizers\n");
-  skip();
-#else
-  long limit = 65530;
-  FILE *in = fopen("/proc/sys/vm/max_map_count", "r");
-  if (in) {
-    if (fscanf(in, "%ld", &limit) != 1) limit = 65530;
-    fclose(in);
-  }
-  if (limit > 300000) {
-    print_message("vm.max_map_count is %ld: too many mappings to fill quickly\n", limit);
-    skip();
-  }
-  size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  memset(f, 0, sizeof *f);
-  f->len = (size_t)limit * 2 * page;
-  f->base = mmap(NULL, f->len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  assert_true(f->base != MAP_FAILED);
-  size_t i = 0;
-  while (i < (size_t)limit && mprotect(f->base + (2 * i + 1) * page, page, PROT_READ) == 0) i++;
-  assert_true(i < (size_t)limit); /* the kernel said no before the reservation ran out */
-  assert_int_equal(errno, ENOMEM);
-  while (f->nsingles < 64) {
-    void *p = mmap(NULL, page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) break;
-    f->singles[f->nsingles++] = p;
-  }
-#endif
-}
-
-static void free_mappings(filler *f) {
-  size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  for (int i = 0; i < f->nsingles; i++) munmap(f->singles[i], page);
-  assert_int_equal(munmap(f->base, f->len), 0);
-}
 
 /* ---------------------------------------------------------------- cases */
 
@@ -126,7 +58,7 @@ static void expect_transient(kc_runtime *rt, kc_status st) {
 
 static void test_link_then_compile_without_mappings(void **state) {
   (void)state;
-  host_only();
+  kct_host_only();
   kc_runtime *rt = runtime(NULL);
   kc_context *ctx = kct_context(rt);
   kc_buffer *b = kct_buffer(rt, ctx, N);
@@ -134,13 +66,14 @@ static void test_link_then_compile_without_mappings(void **state) {
   kct_define(rt, "j", SRC_J);
   kc_kernel *k = kct_kernel(rt, "k", ""), *j = kct_kernel(rt, "j", "");
   KCT_STATUS(rt, KC_OK, kc_kernel_compile(k)); /* compiled, never loaded */
-  filler f;
-  fill_mappings(&f);
+  kct_maps f;
+  kct_maps_fill(&f);
+  kct_maps_fill_singles(&f);
   kc_status link_st = rel_run(k, ctx, b, N, NULL); /* the load needs mappings */
   kc_status compile_st = rel_run(j, ctx, b, N, NULL); /* so does running the compiler */
   char link_msg[512];
   snprintf(link_msg, sizeof link_msg, "%s", kc_errmsg(rt));
-  free_mappings(&f);
+  kct_maps_free(&f);
   KCT_STATUS(rt, KC_ENOMEM, link_st);
   expect_transient(rt, compile_st);
   /* the resources are back: both work, and k was not compiled again */
@@ -153,7 +86,7 @@ static void test_link_then_compile_without_mappings(void **state) {
 
 static void test_store_entry_survives_a_failed_trial_load(void **state) {
   (void)state;
-  host_only();
+  kct_host_only();
   char store[512];
   rel_mkdtemp(store, sizeof store, "transient");
   kc_runtime *rt = runtime(store);
@@ -172,10 +105,11 @@ static void test_store_entry_survives_a_failed_trial_load(void **state) {
   kct_define(rt, "bad", "KC_KERNEL void bad(KC_GLOBAL int *y) { y[0] = ; }");
   KCT_STATUS(rt, KC_ECOMPILE, kc_kernel_compile(kct_kernel(rt, "bad", "")));
   kc_kernel *k = kct_kernel(rt, "k", "");
-  filler f;
-  fill_mappings(&f);
+  kct_maps f;
+  kct_maps_fill(&f);
+  kct_maps_fill_singles(&f);
   kc_status st = rel_run(k, ctx, b, N, NULL);
-  free_mappings(&f);
+  kct_maps_free(&f);
   expect_transient(rt, st);
   expect_values(rt, k, ctx, b, 5, 0);
   kc_stats s = kct_stats(rt);
@@ -189,7 +123,7 @@ static void test_store_entry_survives_a_failed_trial_load(void **state) {
  * when the process exits without kc_runtime_destroy. */
 static void test_exit_without_destroy_leaves_no_directory(void **state) {
   (void)state;
-  host_only();
+  kct_host_only();
   char tmp[512];
   rel_mkdtemp(tmp, sizeof tmp, "tmpdir");
   pid_t pid = fork();

@@ -20,31 +20,14 @@
  *
  * Host backend only (the compiler: kct_host_cc, tcc when installed). The
  * mapping case is skipped under sanitizers, whose allocators map memory at
- * any call.
+ * any call (kc_test.h: kct_maps).
  */
 #include "kc_test.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-
-static void host_only(void) {
-  if (kct_backend != KC_BACKEND_HOST) {
-    print_message("host backend only\n");
-    skip();
-  }
-}
 
 static kc_runtime *runtime(void) {
   kc_options opt;
@@ -63,7 +46,7 @@ static void run(kc_runtime *rt, kc_kernel *k, kc_context *ctx, uint32_t n, float
 
 static void test_features(void **state) {
   (void)state;
-  host_only();
+  kct_host_only();
   kc_runtime *rt = runtime();
   kc_context *ctx = kct_context(rt);
   kct_define(rt, "scale", "KC_DEVICE float scale(float x) { return sqrtf(x) + (float)floor(2.5); }");
@@ -88,7 +71,7 @@ static void test_features(void **state) {
 
 static void test_each_link_has_its_own_statics(void **state) {
   (void)state;
-  host_only();
+  kct_host_only();
   kc_runtime *rt = runtime();
   kc_context *a = kct_context(rt), *b = kct_context(rt);
   kct_define(rt, "k", "static float n; KC_KERNEL void k(KC_GLOBAL float *y) { y[0] = ++n; }");
@@ -123,21 +106,8 @@ static void test_each_link_has_its_own_statics(void **state) {
 
 static void test_links_do_not_take_a_mapping_each(void **state) {
   (void)state;
-  host_only();
-#ifdef SANITIZED
-  print_message("skipped under sanitizers\n");
-  skip();
-#else
-  long limit = 65530;
-  FILE *in = fopen("/proc/sys/vm/max_map_count", "r");
-  if (in) {
-    if (fscanf(in, "%ld", &limit) != 1) limit = 65530;
-    fclose(in);
-  }
-  if (limit > 300000) {
-    print_message("vm.max_map_count is %ld: too many mappings to fill quickly\n", limit);
-    skip();
-  }
+  kct_host_only();
+  kct_maps_limit(); /* skips here, before the compiles, where the table cannot be filled */
   kc_runtime *rt = runtime();
   kc_context *ctx[LINKS / KERNELS];
   kc_buffer *buf[LINKS / KERNELS];
@@ -156,14 +126,9 @@ static void test_links_do_not_take_a_mapping_each(void **state) {
   }
   /* every mapping but about 200: every other page of a reservation made
    * readable until the kernel refuses, then 100 of them given back */
-  size_t page = (size_t)sysconf(_SC_PAGESIZE), len = (size_t)limit * 2 * page;
-  char *base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  assert_true(base != MAP_FAILED);
-  size_t taken = 0;
-  while (taken < (size_t)limit && mprotect(base + (2 * taken + 1) * page, page, PROT_READ) == 0) taken++;
-  assert_true(taken > 100 && taken < (size_t)limit);
-  for (size_t i = taken - 100; i < taken; i++)
-    assert_int_equal(mprotect(base + (2 * i + 1) * page, page, PROT_NONE), 0);
+  kct_maps m;
+  kct_maps_fill(&m);
+  kct_maps_give_back(&m, 100);
   kc_status st = KC_OK;
   int linked = 0;
   for (int c = 0; c < LINKS / KERNELS && !st; c++)
@@ -173,13 +138,12 @@ static void test_links_do_not_take_a_mapping_each(void **state) {
       if (!st && v != (float)i) st = KC_EINVAL;
       if (!st) linked++;
     }
-  munmap(base, len);
+  kct_maps_free(&m);
   if (st)
     fail_msg("link %d of %d failed with ~200 mappings left: %s (%s)", linked + 1, LINKS, kc_status_name(st),
              kc_errmsg(rt));
   assert_int_equal(kct_stats(rt).links, LINKS);
   kct_destroy(rt);
-#endif
 }
 
 #define THREADS 4
@@ -213,7 +177,7 @@ static void *link_worker(void *arg) {
 
 static void test_threads_link_and_unlink_at_once(void **state) {
   (void)state;
-  host_only();
+  kct_host_only();
   kc_runtime *rt = runtime();
   kc_kernel *k[TKERNELS];
   for (int i = 0; i < TKERNELS; i++) {
@@ -252,7 +216,7 @@ static int child_run(kc_kernel *k, kc_context *ctx, float want) {
 
 static void test_a_forked_child_leaves_the_parents_code_alone(void **state) {
   (void)state;
-  host_only();
+  kct_host_only();
   kc_runtime *rt = runtime();
   kc_context *ctx = kct_context(rt);
   kct_define(rt, "k", "KC_KERNEL void k(KC_GLOBAL float *y) { int v = 1; y[0] = (float)v; }");

@@ -72,15 +72,9 @@ static void test_issue14_sources_compile_for_cuda(void **state) {
 }
 
 int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv); /* the host backend: for the table only */
+  int rc = kct_main_shared(argc, argv, "NVRTC", kc__cuda_nvrtc_unavailable,
+                           &rt); /* the host backend: for the table only */
   if (rc >= 0) return rc;
-  kct_memory_only();
-  const char *why = kc__cuda_nvrtc_unavailable();
-  if (why) {
-    printf("SKIPPED: NVRTC unavailable: %s\n", why);
-    return 77;
-  }
-  if (!(rt = kct_main_runtime())) return 1;
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_issue14_sources_compile_for_cuda)};
   rc = KCT_RUN(tests);
   kc_runtime_destroy(rt);

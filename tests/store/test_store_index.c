@@ -17,6 +17,8 @@
  */
 #include "st.h"
 
+#include "kc_test_parts.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -46,16 +48,9 @@ static kc__cache *open_cache(const fx *f, uint64_t max) {
   return kc__cache_open(&cfg);
 }
 
+/* The parts of entry i (its key is made from them, as the glue would). */
 static void parts_of(size_t i, char *params, size_t len, kc__key_parts *p) {
-  snprintf(params, len, "I=%zu", i);
-  memset(p, 0, sizeof *p);
-  p->format = KC__STORE_FORMAT;
-  p->backend = "host";
-  p->identity = "test_store_index";
-  p->options = "";
-  p->params = params;
-  p->entry = "k";
-  p->library = KC_VERSION_STRING;
+  kct_entry_parts(i, "test_store_index", params, len, p);
 }
 
 static kc__verdict good(void *ud, const kc__entry *e) {

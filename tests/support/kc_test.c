@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* kc_test.c -- the helpers declared in kc_test.h but for processes and
- * directories (proc.c): the backend, runtimes and what a test made, the
- * scenario fixture, launches, temporary directories. */
+ * directories (proc.c) and memory mappings (maps.c): the backend, runtimes
+ * and what a test made, the scenario fixture, launches, the interop suites'
+ * configuration, temporary directories. */
 #include "kc_test.h"
 
 #include <dirent.h>
@@ -53,6 +54,26 @@ int kct_main_init(int argc, char **argv) {
 }
 
 void kct_memory_only(void) { setenv("KC_CACHE_DISABLE", "1", 1); }
+
+int kct_main_shared(int argc, char **argv, const char *what, const char *(*unavailable)(void),
+                    kc_runtime **rt) {
+  int rc = kct_main_init(argc, argv);
+  if (rc >= 0) return rc;
+  kct_memory_only();
+  const char *why = unavailable ? unavailable() : NULL;
+  if (why) {
+    printf("SKIPPED: %s unavailable: %s\n", what, why);
+    return 77;
+  }
+  return (*rt = kct_main_runtime()) ? -1 : 1;
+}
+
+void kct_host_only(void) {
+  if (kct_backend != KC_BACKEND_HOST) {
+    print_message("host backend only\n");
+    skip();
+  }
+}
 
 const char *kct_group_name(const char *what) {
   static char name[128];
@@ -252,6 +273,20 @@ void kct_expect_linear(const float *out, uint32_t n, float scale, float add) {
     float want = (float)i * scale + add;
     if (out[i] != want) fail_msg("element %u is %g, expected %g", i, (double)out[i], (double)want);
   }
+}
+
+const char kct_src_add[] = "KC_KERNEL void add(KC_GLOBAL const float *x, KC_GLOBAL float *y, float b) {\n"
+                           "  size_t g = kc_global_id(0);\n"
+                           "  y[g] = x[g] + b;\n"
+                           "}\n";
+
+kc_launch_config kct_config(uint32_t groups, uint32_t block, kc_stream *s) {
+  kc_launch_config c;
+  kc_launch_config_init(&c);
+  c.grid = (kc_dim3){groups, 1, 1};
+  c.block = (kc_dim3){block, 1, 1};
+  c.stream = s;
+  return c;
 }
 
 bool kct_report_vfail(kct_report *r, const char *fmt, va_list ap) {

@@ -5,8 +5,9 @@
  * $KC_TEST_BACKEND), skipping when it cannot run here, creating runtimes and
  * contexts on it, checking statuses with the library's message, statistics
  * deltas, launching the one-buffer kernels most tests use, the scenario
- * fixture (kc_test.c); and capturing a command's output, forked children,
- * a test's private directory (proc.c).
+ * fixture, the interop suites' kernel and configuration (kc_test.c);
+ * capturing a command's output, forked children, a test's private
+ * directory (proc.c); taking every memory mapping (maps.c).
  *
  * cmocka's assertions longjmp into the test: call them from the test's own
  * thread only. Worker threads record what they saw and the test checks it
@@ -46,6 +47,19 @@ int kct_main_init(int argc, char **argv);
  * suites check (compiles, links) are about one process, and entries left
  * by an earlier run would turn compiles into disk hits. */
 void kct_memory_only(void);
+
+/* main()'s start for a suite whose tests share one runtime on the tested
+ * backend and that needs something this machine may lack: kct_main_init,
+ * kct_memory_only, then, if unavailable (may be NULL) says why `what`
+ * cannot be used, "SKIPPED: <what> unavailable: <why>" and 77; then the
+ * runtime into *rt (kct_main_runtime), 1 if it cannot be made. Returns -1
+ * to go on (main destroys *rt), or the exit code main must return. */
+int kct_main_shared(int argc, char **argv, const char *what, const char *(*unavailable)(void),
+                    kc_runtime **rt);
+
+/* Skips the test ("host backend only") unless the tested backend is the
+ * host's. */
+void kct_host_only(void);
 
 /* Runs a cmocka group under a name that says the backend. */
 #define KCT_RUN(tests) cmocka_run_group_tests_name(kct_group_name(#tests), tests, NULL, NULL)
@@ -143,6 +157,41 @@ kc_kernel *kct_define_kernel(kc_runtime *rt, const char *callee, const char *cal
                              const char *kernel_src);
 /* Fails the test unless out[i] == i * scale + add for every i < n. */
 void kct_expect_linear(const float *out, uint32_t n, float scale, float add);
+
+/* The interop suites (tests/interop/): their kernel add(x, y, b), y[g] =
+ * x[g] + b, and a launch configuration of `groups` groups of `block` work
+ * items in x on stream s (NULL: the context's own). */
+extern const char kct_src_add[];
+kc_launch_config kct_config(uint32_t groups, uint32_t block, kc_stream *s);
+
+/* Every memory mapping the process has left, taken (maps.c), to test what
+ * kcache does when the table is full (vm.max_map_count): one reservation
+ * of 2 * limit pages, PROT_NONE, of which every other page is made
+ * readable (two mappings each), then single pages. */
+typedef struct kct_maps {
+  char *base;
+  size_t len, page;
+  size_t taken; /* pages of the reservation made readable */
+  void *singles[64];
+  int nsingles;
+} kct_maps;
+/* The process's mapping limit (vm.max_map_count; 65,530 if unreadable).
+ * Skips the test under sanitizers (their allocators map memory of their
+ * own at any call, which a full table refuses) and when the limit is too
+ * high to fill quickly (above 300,000). */
+long kct_maps_limit(void);
+/* Takes the reservation's pages until the kernel refuses (ENOMEM), which
+ * must happen before the reservation runs out (kct_maps_limit's skips
+ * first). */
+void kct_maps_fill(kct_maps *m);
+/* After kct_maps_fill: single pages too, until the kernel refuses them
+ * (at most 64). */
+void kct_maps_fill_singles(kct_maps *m);
+/* Gives the last n taken pages back (fails the test unless more than n
+ * were taken). */
+void kct_maps_give_back(kct_maps *m, size_t n);
+/* Unmaps everything kct_maps_fill took. */
+void kct_maps_free(kct_maps *m);
 
 /* What a worker thread saw (workers never call cmocka): how many failures,
  * and the first one's message. Zero-initialize it. */

@@ -136,15 +136,9 @@ static void test_errors_name_the_function(void **state) {
 }
 
 int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv); /* the host backend: for the runtime only */
+  int rc = kct_main_shared(argc, argv, "NVRTC", kc__cuda_nvrtc_unavailable,
+                           &rt); /* the host backend: for the runtime only */
   if (rc >= 0) return rc;
-  kct_memory_only();
-  const char *why = kc__cuda_nvrtc_unavailable();
-  if (why) {
-    printf("SKIPPED: NVRTC unavailable: %s\n", why);
-    return 77;
-  }
-  if (!(rt = kct_main_runtime())) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_core_kernels_compile),
       cmocka_unit_test(test_shadowed_builtin_compiles),

@@ -109,15 +109,9 @@ static void test_probe_values_checked(void **state) {
 }
 
 int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv); /* the host backend: the runtime, and the host's view */
+  int rc = kct_main_shared(argc, argv, "NVRTC", kc__cuda_nvrtc_unavailable,
+                           &rt); /* the host backend: the runtime, and the host's view */
   if (rc >= 0) return rc;
-  kct_memory_only();
-  const char *why = kc__cuda_nvrtc_unavailable();
-  if (why) {
-    printf("SKIPPED: NVRTC unavailable: %s\n", why);
-    return 77;
-  }
-  if (!(rt = kct_main_runtime())) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cuda_probe_sizes),
       cmocka_unit_test(test_probe_values_checked),
