@@ -134,20 +134,47 @@ static void run_kernel(watch *w, const char *name, const char *src) {
   kc__free_params(w->rt, p, n);
 }
 
+/* The names a load changed, as kc_define_file_ex reports them: a JSON
+ * list or "NAME (what), ..." in names (an open_memstream). */
+typedef struct {
+  FILE *names;
+  bool json, first;
+} change_list;
+
+static void on_change(void *user, const char *name, kc_change_kind kind) {
+  change_list *c = user;
+  const char *what = kind == KC_CHANGE_DEFINED     ? "defined"
+                     : kind == KC_CHANGE_REDEFINED ? "redefined"
+                                                   : "undefined";
+  if (!c->names) return;
+  fprintf(c->names, c->json ? "%s{\"name\":\"%s\",\"change\":\"%s\"}" : "%s%s (%s)", c->first ? "" : ", ",
+          name, what);
+  c->first = false;
+}
+
 /* One load of the file's text: define, then launch every kernel. */
 static void load(watch *w, const char *path, const char *text, size_t len, int round) {
   size_t changed = 0;
   kc_world world = 0;
-  kc_status st = kc_define_file(w->rt, path, text, len, &changed, &world);
+  char *names = NULL;
+  size_t nlen = 0;
+  change_list c = {open_memstream(&names, &nlen), w->json, true};
+  kc_status st = kc_define_file_ex(w->rt, path, text, len, on_change, &c, &changed, &world);
+  if (c.names) fclose(c.names);
   if (st) {
     printf(w->json ? "{\"load\":%d,\"error\":\"%s\"}\n" : "load %d: %s\n  %s\n", round, kc_status_name(st),
            kc_errmsg(w->rt));
     fflush(stdout);
+    free(names);
     return;
   }
   if (w->json)
-    printf("{\"load\":%d,\"world\":%llu,\"changed\":%zu}\n", round, (unsigned long long)world, changed);
-  else printf("load %d: world %llu, %zu definition(s) changed\n", round, (unsigned long long)world, changed);
+    printf("{\"load\":%d,\"world\":%llu,\"changed\":%zu,\"names\":[%s]}\n", round, (unsigned long long)world,
+           changed, names ? names : "");
+  else
+    printf("load %d: world %llu, %zu definition(s) changed%s%s\n", round, (unsigned long long)world, changed,
+           changed && names ? ": " : "", names ? names : "");
+  free(names);
   kc__change *v;
   size_t n;
   if (kc__split_file(w->rt, path, text, len, &v, &n) == KC_OK) {

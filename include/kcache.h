@@ -422,6 +422,22 @@ kc_status kc_collect(kc_runtime *rt, kc_collect_info *out);
 kc_status kc_define_file(kc_runtime *rt, const char *file, const char *text, size_t len, size_t *changed,
                          kc_world *new_world);
 
+/* kc_define_file that also says which names the load changed: after the
+ * load is in effect, with no kcache lock held, on_change(user, name, kind)
+ * is called once per changed name (the file's names in file order, then
+ * the names the last load defined that are gone), and may call kcache
+ * (kc_kernel_create of a new kernel, say). name is valid during the call
+ * only. Nothing is called when the load fails or changes nothing.
+ * on_change NULL: exactly kc_define_file. */
+typedef enum kc_change_kind {
+  KC_CHANGE_DEFINED = 1, /* a name with no visible definition before */
+  KC_CHANGE_REDEFINED = 2, /* a name whose text changed */
+  KC_CHANGE_UNDEFINED = 3 /* a name the file's last load defined, now gone */
+} kc_change_kind;
+typedef void (*kc_change_fn)(void *user, const char *name, kc_change_kind kind);
+kc_status kc_define_file_ex(kc_runtime *rt, const char *file, const char *text, size_t len,
+                            kc_change_fn on_change, void *user, size_t *changed, kc_world *new_world);
+
 /* --------------------------------------------------------------- kernels */
 
 /*

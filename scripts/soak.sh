@@ -4,7 +4,7 @@
 # processes with several threads on one store and one redis-server, under
 # kill -9, a stopped / restarted / flushed server, a store on a small tmpfs
 # that fills up (as root), corrupted entries and compilers killed
-# mid-compile. Builds the worker if needed, runs tests/reliability/soak.py.
+# mid-compile. Builds the worker (incrementally), runs tests/reliability/soak.py.
 #
 #   scripts/soak.sh                       10 minutes, build/
 #   scripts/soak.sh --minutes 1           the short run of scripts/test.sh
@@ -21,10 +21,9 @@ while (($#)); do
   esac
 done
 command -v redis-server >/dev/null || { echo "soak: redis-server is not installed (scripts/deps.sh test)"; exit 77; }
-if [[ ! -x $build/tests/reliability/soak_worker || ! -x $build/cli/kcache ]]; then
-  [[ -f $build/CMakeCache.txt ]] || cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  cmake --build "$build" -j2 --target soak_worker kcache_cli >/dev/null
-fi
+# always (incremental): a worker left from older sources would lack what soak.py asks of it
+[[ -f $build/CMakeCache.txt ]] || cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j2 --target soak_worker kcache_cli >/dev/null
 if [[ -n ${KC_SOAK_LOG:-} ]]; then
   { echo "# scripts/soak.sh ${args[*]:-} at $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u +%FT%TZ)"
     echo "# $(uname -srm), $(nproc) cores, $(cc --version | head -1)"; } | tee "$KC_SOAK_LOG"

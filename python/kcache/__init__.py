@@ -7,7 +7,7 @@
                            "{ y[kc_global_id(0)] *= a; }")
         y = np.ones(8, np.float32)
         rt.kernel("scale")[8, 1](y, 2.0)     # y is now all 2.0
-        rt.define_file("k.c")                # every definition of a source file: FileLoad(world, changed)
+        rt.define_file("k.c")                # every definition of a source file: FileLoad(world, changed, defined, redefined, undefined)
         with rt.stream() as s:               # kcache.Stream (kc_stream)
             rt.kernel("scale")[8, 1, s](y, 2.0)
             s.synchronize()

@@ -6,6 +6,7 @@
  */
 #include "kcpy.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 static int parse_backend(PyObject *o, kc_backend_kind *out) {
@@ -149,9 +150,13 @@ static PyObject *runtime_undefine(KcRuntime *self, PyObject *arg) {
 static PyStructSequence_Field fileload_fields[] = {
     {"world", "the world the load is visible from (the current one if nothing changed)"},
     {"changed", "how many names it defined, redefined or undefined (kc_define_file's count)"},
+    {"defined", "the names it defined that had no definition before (a tuple of str, in file order)"},
+    {"redefined", "the names whose text changed (a tuple of str, in file order)"},
+    {"undefined", "the names the file's last load defined that are gone (a tuple of str)"},
     {NULL, NULL}};
 static PyStructSequence_Desc fileload_desc = {
-    "kcache.FileLoad", "What Runtime.define_file did: (world, changed).", fileload_fields, 2};
+    "kcache.FileLoad", "What Runtime.define_file did: (world, changed, defined, redefined, undefined).",
+    fileload_fields, 5};
 static PyTypeObject *fileload_type;
 
 int kcpy_fileload_init_type(void) {
@@ -179,7 +184,62 @@ static PyObject *read_path(PyObject *path) {
   return data;
 }
 
-/* define_file(file, text=None): kc_define_file. file names the file (a str
+/* The names kc_define_file_ex reports, gathered without the GIL (raw
+ * memory only): each is a kind byte, the name and its NUL. */
+typedef struct {
+  char *buf;
+  size_t len, cap;
+  bool failed;
+} change_buf;
+
+static void on_change(void *user, const char *name, kc_change_kind kind) {
+  change_buf *c = user;
+  size_t n = strlen(name) + 2;
+  if (c->len + n > c->cap) {
+    size_t cap = (c->cap ? c->cap * 2 : 256) + n;
+    char *nb = PyMem_RawRealloc(c->buf, cap);
+    if (!nb) {
+      c->failed = true;
+      return;
+    }
+    c->buf = nb, c->cap = cap;
+  }
+  c->buf[c->len] = (char)kind;
+  memcpy(c->buf + c->len + 1, name, n - 1);
+  c->len += n;
+}
+
+/* The names of one kind, as a tuple of str (NULL with an exception). */
+static PyObject *change_names(const change_buf *c, kc_change_kind kind) {
+  PyObject *list = PyList_New(0);
+  for (size_t at = 0; list && at < c->len; at += strlen(c->buf + at + 1) + 2) {
+    if (c->buf[at] != (char)kind) continue;
+    PyObject *name = PyUnicode_FromString(c->buf + at + 1);
+    if (!name || PyList_Append(list, name) < 0) Py_CLEAR(list);
+    Py_XDECREF(name);
+  }
+  PyObject *t = list ? PyList_AsTuple(list) : NULL;
+  Py_XDECREF(list);
+  return t;
+}
+
+/* FileLoad(world, changed, defined, redefined, undefined). */
+static PyObject *fileload_new(kc_world w, size_t changed, const change_buf *c) {
+  if (c->failed) return PyErr_NoMemory();
+  PyObject *out = PyStructSequence_New(fileload_type);
+  if (!out) return NULL;
+  PyStructSequence_SetItem(out, 0, PyLong_FromUnsignedLongLong(w));
+  PyStructSequence_SetItem(out, 1, PyLong_FromSize_t(changed));
+  for (int i = 0; i < 3; i++) PyStructSequence_SetItem(out, 2 + i, change_names(c, (kc_change_kind)(i + 1)));
+  for (int i = 0; i < 5; i++)
+    if (!PyStructSequence_GetItem(out, i)) {
+      Py_DECREF(out);
+      return NULL;
+    }
+  return out;
+}
+
+/* define_file(file, text=None): kc_define_file_ex. file names the file (a str
  * or path-like: the identity of its loads); text is its contents (str or
  * bytes), or None to read the file at that path. */
 static PyObject *runtime_define_file(KcRuntime *self, PyObject *args, PyObject *kw) {
@@ -205,13 +265,11 @@ static PyObject *runtime_define_file(KcRuntime *self, PyObject *args, PyObject *
     kc_status st;
     const char *t = PyBytes_AS_STRING(data);
     size_t len = (size_t)PyBytes_GET_SIZE(data);
-    KCPY_NOGIL(self, st = kc_define_file(self->rt, fname, t, len, &changed, &w));
+    change_buf c = {0};
+    KCPY_NOGIL(self, st = kc_define_file_ex(self->rt, fname, t, len, on_change, &c, &changed, &w));
     if (st) kcpy_raise(self->rt, st, NULL);
-    else if ((out = PyStructSequence_New(fileload_type))) {
-      PyStructSequence_SetItem(out, 0, PyLong_FromUnsignedLongLong(w));
-      PyStructSequence_SetItem(out, 1, PyLong_FromSize_t(changed));
-      if (!PyStructSequence_GetItem(out, 0) || !PyStructSequence_GetItem(out, 1)) Py_CLEAR(out);
-    }
+    else out = fileload_new(w, changed, &c);
+    PyMem_RawFree(c.buf);
   }
   Py_DECREF(fs);
   Py_XDECREF(name);

@@ -28,8 +28,10 @@ def run(k):
 
 def test_load_then_reload_one_function(rt):
     r = rt.define_file("kernels.c", FILE)
-    assert isinstance(r, kcache.FileLoad) and tuple(r) == (r.world, r.changed)
-    assert r.world == rt.world and r.changed == 4  # h, g, kh, kg
+    assert isinstance(r, kcache.FileLoad)
+    assert tuple(r) == (r.world, r.changed, r.defined, r.redefined, r.undefined)
+    assert r.world == rt.world and r.changed == 4
+    assert r.defined == ("h", "g", "kh", "kg") and r.redefined == r.undefined == ()
     kh, kg = rt.kernel("kh"), rt.kernel("kg")
     assert run(kh) == [i + 1.0 for i in range(N)]
     assert run(kg) == [i * 2.0 for i in range(N)]
@@ -37,9 +39,11 @@ def test_load_then_reload_one_function(rt):
     # the same text again: nothing changed, no new world
     again = rt.define_file("kernels.c", FILE.encode())  # bytes work too
     assert again.changed == 0 and again.world == r.world == rt.world
+    assert again.defined == again.redefined == again.undefined == ()
     # h edited: only kh, which reaches it, compiles again
     r2 = rt.define_file("kernels.c", FILE.replace("x + 1.0f", "x + 5.0f"))
     assert r2.changed == 1 and r2.world == r.world + 1 == rt.world
+    assert r2.redefined == ("h",) and r2.defined == r2.undefined == ()
     assert run(kg) == [i * 2.0 for i in range(N)]
     assert rt.stats().compiles == 2  # kg's code still serves
     assert run(kh) == [i + 5.0 for i in range(N)]
@@ -51,7 +55,7 @@ def test_a_removed_name_is_undefined(rt):
     kg = rt.kernel("kg")
     assert run(kg)[1] == 2.0
     r = rt.define_file("kernels.c", FILE.replace(FILE.splitlines()[-1], ""))  # kg gone
-    assert r.changed == 1
+    assert r.changed == 1 and r.undefined == ("kg",) and r.defined == r.redefined == ()
     with pytest.raises(kcache.NotFoundError, match="kg"):
         run(kg)
     assert run(rt.kernel("kh"))[1] == 2.0  # the rest stays

@@ -37,8 +37,10 @@ typedef struct kc__change {
   size_t len;
   bool changed; /* set by kc__define_batch */
 } kc__change;
-kc_status kc__define_batch(kc_runtime *rt, const char *file, kc__change *items, size_t n, size_t *changed,
-                           kc_world *new_world);
+/* fn (may be NULL): kc_define_file_ex's report of each change, called
+ * after world_lock is released. */
+kc_status kc__define_batch(kc_runtime *rt, const char *file, kc__change *items, size_t n, kc_change_fn fn,
+                           void *user, size_t *changed, kc_world *new_world);
 /* source_file.c, under world_lock: the names file's last load defined that
  * items lacks (pointers into the record, valid until kc__file_commit), and
  * the record of this load (made before anything changes, so it cannot

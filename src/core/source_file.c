@@ -411,10 +411,20 @@ static bool batch_prepare(kc_runtime *rt, kc__change *items, size_t n, kc__bindi
   return true;
 }
 
+/* After world_lock: kc_define_file_ex's report of each changed name
+ * (kinds[i] 0: unchanged), and the vanished names' copies freed (all[n..total)
+ * own their names when fn is set). */
+static void report(kc_runtime *rt, const kc__change *all, size_t n, size_t total, const unsigned char *kinds,
+                   kc_change_fn fn, void *user) {
+  for (size_t i = 0; fn && kinds && i < total; i++)
+    if (kinds[i]) fn(user, all[i].name, (kc_change_kind)kinds[i]);
+  for (size_t i = n; fn && all && i < total; i++) kc__free(rt, (char *)all[i].name);
+}
+
 /* Longer than 80 lines because its steps share one lock and one cleanup:
  * validate, prepare every definition, then change the table at once. */
-kc_status kc__define_batch(kc_runtime *rt, const char *file, kc__change *items, size_t n, size_t *changed,
-                           kc_world *new_world) {
+kc_status kc__define_batch(kc_runtime *rt, const char *file, kc__change *items, size_t n, kc_change_fn fn,
+                           void *user, size_t *changed, kc_world *new_world) {
   for (size_t i = 0; i < n; i++) {
     kc_status st = kc__check_name(rt, "kc_define_file", items[i].name);
     if (!st && items[i].source) st = kc__check_source(rt, items[i].name, items[i].source, items[i].len);
@@ -428,25 +438,31 @@ kc_status kc__define_batch(kc_runtime *rt, const char *file, kc__change *items, 
   kc__change *all = items;
   kc__binding **bs = NULL;
   kc__def **ds = NULL;
+  unsigned char *kinds = NULL; /* kc_change_kind of each item, 0: unchanged (fn only) */
   kc_status st = file ? kc__file_prepare(rt, file, items, n, &gone, &ngone, &rec) : KC_OK;
   if (!st && ngone) { /* the vanished names, undefined after the items */
     total = n + ngone;
     all = kc__alloc(rt, total * sizeof *all);
-    if (all) {
+    if (all) { /* with fn, copies: the old record goes at kc__file_commit, before the report */
       memcpy(all, items, n * sizeof *all);
-      for (size_t i = 0; i < ngone; i++) all[n + i] = (kc__change){gone[i], NULL, 0, false};
+      for (size_t i = 0; i < ngone; i++) {
+        const char *name = fn ? kc__strndup(rt, gone[i], strlen(gone[i])) : gone[i];
+        all[n + i] = (kc__change){name, NULL, 0, false};
+        if (!name) st = kc__err(rt, KC_ENOMEM, "kc_define_file: out of memory");
+      }
     }
   }
   size_t longest = 0; /* the watchers' buffer (kc__table_clip) */
-  for (size_t i = 0; all && i < total; i++)
+  for (size_t i = 0; !st && all && i < total; i++)
     if (strlen(all[i].name) > longest) longest = strlen(all[i].name);
   char *wbuf = NULL;
   if (!st) {
     bs = kc__alloc(rt, (total ? total : 1) * sizeof *bs);
     ds = kc__calloc(rt, (total ? total : 1) * sizeof *ds);
     wbuf = kc__alloc(rt, longest + 2);
+    if (fn) kinds = kc__calloc(rt, total ? total : 1);
   }
-  if (!st && (!all || !bs || !ds || !wbuf || !batch_prepare(rt, all, total, bs, ds, w)))
+  if (!st && (!all || !bs || !ds || !wbuf || (fn && !kinds) || !batch_prepare(rt, all, total, bs, ds, w)))
     st = kc__err(rt, KC_ENOMEM, "kc_define_file: out of memory");
   if (st) {
     for (size_t i = 0; ds && i < total; i++)
@@ -457,6 +473,7 @@ kc_status kc__define_batch(kc_runtime *rt, const char *file, kc__change *items, 
       if (!all[i].changed) continue;
       nchanged++;
       kc__def *cur = kc__visible_def(bs[i], w);
+      if (kinds) kinds[i] = !ds[i] ? KC_CHANGE_UNDEFINED : cur ? KC_CHANGE_REDEFINED : KC_CHANGE_DEFINED;
       kc__table_clip(rt, bs[i], w, wbuf);
       kc__def_replace(rt, bs[i], cur, ds[i], w);
       if (ds[i]) {
@@ -473,7 +490,11 @@ kc_status kc__define_batch(kc_runtime *rt, const char *file, kc__change *items, 
     }
   }
   kc__unlock(&rt->world_lock);
-  if (all != items) kc__free(rt, all);
+  if (all != items) {
+    report(rt, all, n, total, st ? NULL : kinds, fn, user);
+    kc__free(rt, all);
+  } else report(rt, all, n, n, st ? NULL : kinds, fn, user);
+  kc__free(rt, kinds);
   kc__free(rt, gone);
   kc__free(rt, bs);
   kc__free(rt, ds);
@@ -540,8 +561,8 @@ void kc__free_changes(kc_runtime *rt, kc__change *v, size_t n) {
   kc__free(rt, v);
 }
 
-kc_status kc_define_file(kc_runtime *rt, const char *file, const char *text, size_t len, size_t *changed,
-                         kc_world *new_world) {
+kc_status kc_define_file_ex(kc_runtime *rt, const char *file, const char *text, size_t len,
+                            kc_change_fn on_change, void *user, size_t *changed, kc_world *new_world) {
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_define_file: runtime is NULL");
   if (!file || !*file || !text)
     return kc__err(rt, KC_EINVAL, "kc_define_file: file or text is NULL or empty");
@@ -549,7 +570,12 @@ kc_status kc_define_file(kc_runtime *rt, const char *file, const char *text, siz
   size_t n;
   kc_status st = kc__split_file(rt, file, text, len, &v, &n);
   if (st) return st;
-  st = kc__define_batch(rt, file, v, n, changed, new_world);
+  st = kc__define_batch(rt, file, v, n, on_change, user, changed, new_world);
   kc__free_changes(rt, v, n);
   return st;
+}
+
+kc_status kc_define_file(kc_runtime *rt, const char *file, const char *text, size_t len, size_t *changed,
+                         kc_world *new_world) {
+  return kc_define_file_ex(rt, file, text, len, NULL, NULL, changed, new_world);
 }

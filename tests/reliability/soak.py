@@ -302,10 +302,16 @@ def main():
             faults["cc_kill"] = sum(1 for _ in f)
     except OSError:
         pass
-    report(a, root, store, tmp, cli, procs, slots, faults, elapsed, hung, mounted, redis)
+    # the host work directories of workers killed during a compile: the host backend of each new runtime
+    # removes those of processes that have ended; one more runtime here, after every worker is gone
+    dirs_before = len(glob.glob(os.path.join(tmp, "kcache-host-*")))
+    sw = subprocess.run([worker, "--sweep"], env=dict(env0, KC_HOST_CC=ccs[0]), capture_output=True, text=True)
+    if sw.returncode:
+        log("soak: the final sweep's runtime failed: %s" % sw.stderr.strip())
+    report(a, root, store, tmp, cli, procs, slots, faults, elapsed, hung, mounted, redis, dirs_before)
 
 
-def report(a, root, store, tmp, cli, procs, slots, faults, elapsed, hung, mounted, redis):
+def report(a, root, store, tmp, cli, procs, slots, faults, elapsed, hung, mounted, redis, dirs_before):
     tot = {}
     fails = {}
     lost_stats = 0
@@ -316,8 +322,9 @@ def report(a, root, store, tmp, cli, procs, slots, faults, elapsed, hung, mounte
         except (OSError, ValueError):
             lost_stats += 1
             continue
+        rec["s"] = s
         for k, v in s.items():
-            if isinstance(v, int) and k not in ("id", "pid"):
+            if isinstance(v, int) and k not in ("id", "pid") and not k.startswith("heap_"):
                 tot[k] = tot.get(k, 0) + v
         for k, v in s["fails"].items():
             fails[k] = fails.get(k, 0) + v
@@ -370,9 +377,14 @@ def report(a, root, store, tmp, cli, procs, slots, faults, elapsed, hung, mounte
         if not s:
             continue
         if r["slot"] == 0 or len(s) >= 60 or pid == rows[-1][0]:
-            log("  pid %d slot %d (%s)%s: %d s, RSS %.1f / %.1f / %.1f, fds max %d"
+            h = r.get("s", {})
+            heap = ("; heap in use (MB) before a kc_collect max %.1f, after it first / max / last %.1f / %.1f / %.1f"
+                    % tuple(h.get(k, 0) / 1024 for k in ("heap_before_collect_max", "heap_after_collect_first",
+                                                         "heap_after_collect_max", "heap_after_collect_last"))
+                    if h.get("heap_after_collect_first") else "")
+            log("  pid %d slot %d (%s)%s: %d s, RSS %.1f / %.1f / %.1f, fds max %d%s"
                 % (pid, r["slot"], r["cc"], " killed" if r["killed"] else "", s[-1][0] - s[0][0],
-                   s[0][1] / 1024, max(x[1] for x in s) / 1024, s[-1][1] / 1024, max(x[2] for x in s)))
+                   s[0][1] / 1024, max(x[1] for x in s) / 1024, s[-1][1] / 1024, max(x[2] for x in s), heap))
     for pid, r in long_lived:
         s = r["samples"]
         if len(s) < 4:
@@ -385,6 +397,19 @@ def report(a, root, store, tmp, cli, procs, slots, faults, elapsed, hung, mounte
             % (" / ".join("%.1f" % x for x in rss), " / ".join(str(x) for x in fds)))
         if rss[3] > rss[1] * 1.25 + 8 or fds[3] > fds[1] + 8:
             bounded = False
+    # the live heap after each kc_collect (glibc's mallinfo2; not measured under ASan): what a leak would grow
+    heaps = [r["s"] for r in procs.values() if r.get("s", {}).get("heap_after_collect_first")]
+    heap_ok = all(h["heap_after_collect_max"] <= 2 * h["heap_after_collect_first"] + 4096 for h in heaps)
+    if heaps:
+        log("heap in use after kc_collect, over %d processes: at most %.1f MB (first collect's at most %.1f MB); "
+            "before a kc_collect at most %.1f MB (the code of every world since the last one); flat (max <= 2 x "
+            "first + 4 MB in each): %s"
+            % (len(heaps), max(h["heap_after_collect_max"] for h in heaps) / 1024,
+               max(h["heap_after_collect_first"] for h in heaps) / 1024,
+               max(h["heap_before_collect_max"] for h in heaps) / 1024, "yes" if heap_ok else "NO"))
+    else:
+        log("heap in use after kc_collect: not measured (no glibc mallinfo2, or an ASan build)")
+    bounded = bounded and heap_ok
     peak_fds = max((max(x[2] for x in r["samples"]) for r in procs.values() if r["samples"]), default=0)
     peak_rss = max((max(x[1] for x in r["samples"]) for r in procs.values() if r["samples"]), default=0)
     log("peak over all processes: RSS %.1f MB, %d descriptors; bounded (last quarter <= 1.25 x second "
@@ -393,8 +418,9 @@ def report(a, root, store, tmp, cli, procs, slots, faults, elapsed, hung, mounte
     temps, locks = count_files(store)
     hostdirs = glob.glob(os.path.join(tmp, "kcache-host-*"))
     log("left after the run: %d temp files, %d lock files in the store (writers and compiles killed "
-        "with SIGKILL); %d host work directories in TMPDIR (%d processes were killed)"
-        % (len(temps), len(locks), len(hostdirs), killed))
+        "with SIGKILL); host work directories in TMPDIR: %d after the workers stopped (%d processes were "
+        "killed; the runtimes made since removed the others), %d after one more runtime's sweep"
+        % (len(temps), len(locks), dirs_before, killed, len(hostdirs)))
     old = time.time() - 7200  # past the store's stale thresholds (temp 1 h, lock 10 min)
     for pth in temps + locks:
         try:
@@ -405,7 +431,7 @@ def report(a, root, store, tmp, cli, procs, slots, faults, elapsed, hung, mounte
     temps2, locks2 = count_files(store)
     log("left after the store's sweep (kcache gc, the files aged past its thresholds): %d temp files, "
         "%d lock files" % (len(temps2), len(locks2)))
-    ok = (wrong == 0 and not exited and hung == 0 and bounded and not temps2 and not locks2
+    ok = (wrong == 0 and not exited and hung == 0 and bounded and not temps2 and not locks2 and not hostdirs
           and v2.returncode == 0 and tot.get("checked", 0) > 0)
     log("soak: %s" % ("PASS" if ok else "FAIL"))
     redis.close()

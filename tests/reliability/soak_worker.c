@@ -18,6 +18,16 @@
  *
  * Counters go to --stats (a JSON line, rewritten through a rename every
  * second), so a process killed with SIGKILL loses at most a second of them.
+ * With glibc they include the heap in use (mallinfo2) just before and just
+ * after each kc_collect: between two collects the code instances of every
+ * world since the last one are alive (a definition makes six to eight
+ * specializations miss), after it only the live worlds' are, so the heap
+ * after a collect is what must stay flat; RSS keeps the high-water mark
+ * of the first (glibc reuses the freed heap but seldom returns it).
+ *
+ * --recreate N: N runtime re-creations in one thread (RSS per round).
+ * --sweep: creates a runtime (the host backend's sweep of the work
+ * directories of processes that were killed during a compile) and exits.
  */
 
 #include "kcache.h"
@@ -31,6 +41,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+#include <malloc.h>
+#define HEAP_IN_USE() ((unsigned long long)mallinfo2().uordblks / 1024) /* KB (0 under ASan) */
+#else
+#define HEAP_IN_USE() 0ull
+#endif
 
 enum { H = 3, K = 3, NV = 4, N = 64, RECS = 256, MAXT = 16 };
 
@@ -61,6 +77,7 @@ static struct {
   atomic_ullong checked, pinned, wrong, unchecked, defines, identical, resets, collects, recreates;
   atomic_ullong fails[32]; /* by status */
   atomic_ullong compiles, disk_hits, disk_misses, remote_hits, remote_uploads, repairs;
+  unsigned long long heap_before_max, heap_after_max, heap_after_first, heap_after_last; /* KB; main only */
 } c;
 
 static void fail_count(kc_status st) { atomic_fetch_add(&c.fails[st & 31], 1); }
@@ -308,7 +325,13 @@ static void heavy(bool recreate) {
     }
   } else {
     kc_collect_info info;
+    unsigned long long before = HEAP_IN_USE();
     if (kc_collect(rt, &info) == KC_OK) atomic_fetch_add(&c.collects, 1);
+    unsigned long long after = HEAP_IN_USE();
+    if (before > c.heap_before_max) c.heap_before_max = before;
+    if (after > c.heap_after_max) c.heap_after_max = after;
+    if (!c.heap_after_first) c.heap_after_first = after;
+    c.heap_after_last = after;
   }
   pthread_rwlock_unlock(&gate);
 }
@@ -344,11 +367,15 @@ static void write_stats(bool final) {
       "{\"id\": %d, \"pid\": %d, \"final\": %s, \"checked\": %llu, \"pinned\": %llu, \"wrong\": %llu, "
       "\"unchecked\": %llu, \"defines\": %llu, \"identical\": %llu, \"resets\": %llu, \"collects\": %llu, "
       "\"recreates\": %llu, \"compiles\": %llu, \"disk_hits\": %llu, \"disk_misses\": %llu, "
-      "\"remote_hits\": %llu, \"remote_uploads\": %llu, \"repairs\": %llu, \"fails\": {",
+      "\"remote_hits\": %llu, \"remote_uploads\": %llu, \"repairs\": %llu, \"heap_before_collect_max\": "
+      "%llu, "
+      "\"heap_after_collect_first\": %llu, \"heap_after_collect_max\": %llu, \"heap_after_collect_last\": "
+      "%llu, "
+      "\"fails\": {",
       wid, (int)getpid(), final ? "true" : "false", c.checked, c.pinned, c.wrong, c.unchecked, c.defines,
       c.identical, c.resets, c.collects, c.recreates, c.compiles + s.compiles, c.disk_hits + s.disk_hits,
       c.disk_misses + s.disk_misses, c.remote_hits + s.remote_hits, c.remote_uploads + s.remote_uploads,
-      c.repairs + s.disk_repairs);
+      c.repairs + s.disk_repairs, c.heap_before_max, c.heap_after_first, c.heap_after_max, c.heap_after_last);
   bool first = true;
   for (int i = 1; i < 32; i++)
     if (c.fails[i]) {
@@ -358,6 +385,55 @@ static void write_stats(bool final) {
   fprintf(f, "}}\n");
   fclose(f);
   rename(tmp, stats_path);
+}
+
+/* --recreate N: one thread, N rounds of 64 operations, a kc_collect and a
+ * new runtime; prints RSS, mappings and the heap in use ten times. A leak
+ * per runtime (the host loader's regions, the store's, the tier's) grows
+ * them with N. */
+static long self_rss_kb(long *maps) {
+  long pages = 0, rss = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f) {
+    if (fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = 0;
+    fclose(f);
+  }
+  *maps = 0;
+  f = fopen("/proc/self/maps", "r");
+  if (f) {
+    for (int ch; (ch = fgetc(f)) != EOF;) *maps += ch == '\n';
+    fclose(f);
+  }
+  return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static int recreate_rounds(int rounds, unsigned seed) {
+  nthreads = 1;
+  if (make_runtime()) return 2;
+  tstate t;
+  memset(&t, 0, sizeof t);
+  t.seed = seed;
+  states[0] = &t;
+  for (int r = 1; r <= rounds && !atomic_load(&stop); r++) {
+    pthread_rwlock_rdlock(&gate);
+    if (!ready(&t))
+      for (int i = 0; i < 64; i++) one_op(&t);
+    pthread_rwlock_unlock(&gate);
+    heavy(false);
+    heavy(true);
+    if (!rt) return 2;
+    if (r % (rounds >= 10 ? rounds / 10 : 1) == 0) {
+      long maps, rss = self_rss_kb(&maps);
+      printf("round %d: RSS %ld KB, %ld mappings, heap in use after kc_collect %llu KB; so far %llu launches "
+             "checked, %llu wrong, %llu compiles, %llu disk hits\n",
+             r, rss, maps, c.heap_after_last, (unsigned long long)c.checked, (unsigned long long)c.wrong,
+             (unsigned long long)c.compiles, (unsigned long long)c.disk_hits);
+      fflush(stdout);
+    }
+  }
+  kc_runtime_destroy(rt);
+  rt = NULL;
+  return c.wrong ? 1 : 0;
 }
 
 static void on_term(int sig) {
@@ -375,6 +451,15 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--stats")) stats_path = argv[i + 1];
     else if (!strcmp(argv[i], "--seed")) seed = (unsigned)strtoul(argv[i + 1], NULL, 10);
   }
+  if (argc == 2 && !strcmp(argv[1], "--sweep")) {
+    kc_options o;
+    kc_options_init(&o);
+    o.backend = KC_BACKEND_HOST;
+    kc_status st = kc_runtime_create(&o, &rt);
+    if (st) fprintf(stderr, "soak_worker --sweep: %s: %s\n", kc_status_name(st), kc_errmsg(NULL));
+    kc_runtime_destroy(rt);
+    return st ? 2 : 0;
+  }
   if (nthreads < 1 || nthreads > MAXT) nthreads = 4;
   pthread_rwlockattr_t ga;
   pthread_rwlockattr_init(&ga);
@@ -382,6 +467,8 @@ int main(int argc, char **argv) {
   pthread_rwlock_init(&gate, &ga);
   signal(SIGTERM, on_term);
   signal(SIGINT, on_term);
+  for (int i = 1; i + 1 < argc; i++)
+    if (!strcmp(argv[i], "--recreate")) return recreate_rounds(atoi(argv[i + 1]), seed);
   kc_status st = make_runtime();
   if (st) {
     fprintf(stderr, "soak_worker %d: kc_runtime_create: %s: %s\n", wid, kc_status_name(st), kc_errmsg(NULL));

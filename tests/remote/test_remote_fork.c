@@ -55,6 +55,23 @@ const char *__tsan_default_options(void) { return "die_after_fork=0"; }
 
 enum { THREADS = 3, FORKS = 8, CHILD_COMPILES = 4, CHILD_SECONDS = 60 };
 
+/* AddressSanitizer runtimes before LLVM 18 (gcc before 15, clang before 18)
+ * do not lock their allocator around fork(): a child forked while another
+ * thread holds one of the allocator's size-class locks (a malloc or free
+ * that refills or drains its cache) waits on that lock forever at its own
+ * next malloc of that size. A hung child's only thread is then in
+ * __sanitizer::SizeClassAllocator64::GetFromAllocator, with no lock of
+ * kcache's held (RELIABILITY.md, "Fork"; llvm-project PR 75290 added the
+ * runtime's pthread_atfork handler). The fork-mid-launch case is skipped
+ * only with such a runtime. */
+#if defined(__clang__) && defined(__has_feature)
+#if __has_feature(address_sanitizer) && __clang_major__ < 18
+#define ASAN_FORK_UNSAFE 1
+#endif
+#elif defined(__SANITIZE_ADDRESS__) && __GNUC__ < 15
+#define ASAN_FORK_UNSAFE 1
+#endif
+
 typedef struct loop {
   kc_runtime *rt;
   pthread_mutex_t m;
@@ -190,13 +207,12 @@ static void fork_one(loop *l, int idx, int *hung, int *bad) {
 
 static void test_fork_mid_launch_loop(void **state) {
   (void)state;
-#if defined(__SANITIZE_ADDRESS__)
-  /* Not under AddressSanitizer: in one CI run of the ASan build (fbadd21)
-   * a child hung past its watchdog after a fork taken while other threads
-   * ran; the default, TSan and clang builds run this case. Not diagnosed
-   * yet (ASan's allocator and fork() with running threads, or kcache):
-   * recorded in RELIABILITY.md, "Fork". */
-  skip();
+#ifdef ASAN_FORK_UNSAFE
+  if (!getenv("KC_FORK_ASAN")) { /* KC_FORK_ASAN=1 runs it anyway (to see the hang) */
+    print_message("SKIPPED: this AddressSanitizer runtime is not fork-safe with threads that allocate "
+                  "(before LLVM 18); see RELIABILITY.md, \"Fork\"\n");
+    skip();
+  }
 #endif
   char root[512], store[600], tmp[600];
   st_mkdtemp(root, sizeof root, "fork");

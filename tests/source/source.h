@@ -17,6 +17,7 @@ uint64_t src_compiles(kc_runtime *rt);
 void test_file_defines_everything_in_one_world(void **state);
 void test_file_reload_recompiles_what_reaches_the_edit(void **state);
 void test_file_removed_names_are_undefined(void **state);
+void test_file_reports_each_change(void **state);
 void test_file_reloads_are_collected(void **state);
 void test_file_refuses_what_it_cannot_split(void **state);
 void test_big_file_edit_recompiles_one_kernel(void **state);

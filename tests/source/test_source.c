@@ -301,6 +301,7 @@ int main(int argc, char **argv) {
       KCT_FX_TEST(test_file_defines_everything_in_one_world),
       KCT_FX_TEST(test_file_reload_recompiles_what_reaches_the_edit),
       KCT_FX_TEST(test_file_removed_names_are_undefined),
+      KCT_FX_TEST(test_file_reports_each_change),
       KCT_FX_TEST(test_file_reloads_are_collected),
       KCT_FX_TEST(test_file_refuses_what_it_cannot_split),
       KCT_FX_TEST(test_big_file_edit_recompiles_one_kernel),

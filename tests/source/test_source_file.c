@@ -135,6 +135,55 @@ void test_file_removed_names_are_undefined(void **state) {
   KCT_OK(f->rt, kc_undefine(f->rt, "mine", NULL));
 }
 
+/* kc_define_file_ex names each change: defined, redefined, undefined (a
+ * name gone from the file), in file order, after the load is in effect and
+ * with no lock held (the callback creates a kernel of the new world). */
+typedef struct {
+  kc_runtime *rt;
+  char log[256];
+  kc_status made; /* kc_kernel_create from inside the callback */
+} changes;
+
+static void on_change(void *user, const char *name, kc_change_kind kind) {
+  changes *c = user;
+  static const char *const what[] = {"?", "+", "~", "-"};
+  size_t n = strlen(c->log);
+  snprintf(c->log + n, sizeof c->log - n, "%s%s ", what[kind <= 3 ? kind : 0], name);
+  if (kind != KC_CHANGE_UNDEFINED) {
+    kc_kernel *k = NULL;
+    c->made = kc_kernel_create(c->rt, name, NULL, &k);
+    kc_kernel_destroy(k);
+  }
+}
+
+void test_file_reports_each_change(void **state) {
+  kct_fixture *f = *state;
+  changes c = {f->rt, "", KC_OK};
+  size_t n = 0;
+  KCT_OK(f->rt, kc_define_file_ex(f->rt, "kernels.cl", FILE_V1, strlen(FILE_V1), on_change, &c, &n, NULL));
+  assert_string_equal(c.log, "+BIAS +Pair +ha +hb +ka +kb +kab ");
+  assert_int_equal(n, 7);
+  assert_int_equal(c.made, KC_OK);
+  /* hb edited, kb gone: one redefinition and one undefinition */
+  char *v2 = strdup(FILE_V1);
+  assert_non_null(v2);
+  char *kb = strstr(v2, "KC_KERNEL void kb");
+  memmove(kb, strstr(kb, "KC_KERNEL void kab"), strlen(strstr(kb, "KC_KERNEL void kab")) + 1);
+  strstr(v2, "return 2.0f * x")[7] = '3';
+  c.log[0] = 0;
+  KCT_OK(f->rt, kc_define_file_ex(f->rt, "kernels.cl", v2, strlen(v2), on_change, &c, &n, NULL));
+  assert_string_equal(c.log, "~hb -kb ");
+  assert_int_equal(n, 2);
+  assert_true(src_run(f, "kab") == 4.0f);
+  /* nothing changed, or a refused load: no call */
+  c.log[0] = 0;
+  KCT_OK(f->rt, kc_define_file_ex(f->rt, "kernels.cl", v2, strlen(v2), on_change, &c, &n, NULL));
+  KCT_STATUS(f->rt, KC_EINVAL, kc_define_file_ex(f->rt, "kernels.cl", "}\n", 2, on_change, &c, &n, NULL));
+  assert_string_equal(c.log, "");
+  assert_int_equal(n, 0);
+  free(v2);
+}
+
 void test_file_refuses_what_it_cannot_split(void **state) {
   kct_fixture *f = *state;
   static const struct {

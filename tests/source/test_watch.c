@@ -53,10 +53,11 @@ static void test_watch_reloads_and_recompiles_what_changed(void **state) {
   int rc = pclose(p);
   kct_rmrf(dir);
   if (rc != 0) fail_msg("kcache watch exited with %d:\n%s", rc, out);
-  KCT_CONTAINS(out, "{\"load\":1,\"world\":2,\"changed\":5}");
+  KCT_CONTAINS(out, "{\"load\":1,\"world\":2,\"changed\":5,\"names\":[{\"name\":");
   KCT_CONTAINS(out, "{\"kernel\":\"ka\",\"code\":\"recompiled\",\"y\":[1,2,3,4]}");
   KCT_CONTAINS(out, "{\"kernel\":\"kb\",\"code\":\"recompiled\",\"y\":[2,2,2,2]}");
-  KCT_CONTAINS(out, "{\"load\":2,\"world\":3,\"changed\":1}");
+  KCT_CONTAINS(
+      out, "{\"load\":2,\"world\":3,\"changed\":1,\"names\":[{\"name\":\"hb\",\"change\":\"redefined\"}]}");
   KCT_CONTAINS(out, "{\"kernel\":\"ka\",\"code\":\"cached\",\"y\":[1,2,3,4]}");
   KCT_CONTAINS(out, "{\"kernel\":\"kb\",\"code\":\"recompiled\",\"y\":[5,5,5,5]}");
 }

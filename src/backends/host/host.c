@@ -9,7 +9,9 @@
  *
  * Each compile makes a directory of its own under $TMPDIR for its source,
  * object and log, and removes it before it returns: a process that ends
- * without kc_runtime_destroy leaves nothing there.
+ * without kc_runtime_destroy leaves nothing there. One killed during a
+ * compile leaves that compile's directory, named after the process: the
+ * next runtime to open the host backend removes it (tools.c).
  */
 #include "backends/host/host.h"
 
@@ -133,10 +135,12 @@ static kc_status host_open(const kc__bsvc *sv, const kc_options *opt, void **sta
     snprintf(s->device, sizeof s->device, "host CPU (compiler: %s)", opt->host_cc);
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !*tmp) tmp = "/tmp";
-    if (strlen(tmp) + sizeof "/kcache-host-XXXXXX" > sizeof s->dir)
+    if (strlen(tmp) >= sizeof s->dir)
       st = kc__bs_err(sv, KC_EINVAL, "TMPDIR is too long (%zu bytes)", strlen(tmp));
     else snprintf(s->dir, sizeof s->dir, "%s", tmp);
   }
+  /* the work directories of processes killed during a compile */
+  if (!st) host_workdir_sweep(s);
   if (st) {
     host_close(s);
     return st;
@@ -369,9 +373,8 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   const kc__bsvc *sv = s->sv;
   *artifact = NULL;
   *size = 0;
-  char dir[300], src[320], obj[320], lg[320];
-  snprintf(dir, sizeof dir, "%s/kcache-host-XXXXXX", s->dir);
-  if (!mkdtemp(dir))
+  char dir[HOST_WORKDIR_MAX], src[HOST_WORKDIR_MAX + 8], obj[HOST_WORKDIR_MAX + 8], lg[HOST_WORKDIR_MAX + 8];
+  if (!host_workdir_make(s, dir, sizeof dir))
     return kc__bs_err(sv, KC_EIO, "cannot create a work directory in %s: %s", s->dir, strerror(errno));
   snprintf(src, sizeof src, "%s/k.c", dir);
   snprintf(obj, sizeof obj, "%s/k.o", dir);
@@ -491,9 +494,8 @@ static const char *host_identity(void *state) {
   host_state *s = state;
   kc__lock(&s->ident_lock);
   if (!s->identity) {
-    char dir[300], lg[320], path[512];
-    snprintf(dir, sizeof dir, "%s/kcache-host-XXXXXX", s->dir);
-    bool made = mkdtemp(dir) != NULL;
+    char dir[HOST_WORKDIR_MAX], lg[HOST_WORKDIR_MAX + 16], path[512];
+    bool made = host_workdir_make(s, dir, sizeof dir);
     snprintf(lg, sizeof lg, "%s/version.log", dir);
     char *argv[] = {s->cc_argv[0], "--version", NULL};
     int code, sig;

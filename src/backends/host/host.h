@@ -48,6 +48,16 @@ kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path,
                         int *signal_no);
 kc_status host_read_file(const kc__bsvc *sv, const char *path, void **out, size_t *size);
 kc_status host_write_file(const kc__bsvc *sv, const char *path, const void *data, size_t n);
+/* A compile's work directory under s->dir, named after this process
+ * (kcache-host-NS-PID-START-XXXXXX: pid namespace, pid, start time), made
+ * with mkdtemp into dir (HOST_WORKDIR_MAX bytes); false and errno if not. */
+#define HOST_WORKDIR_MAX 400
+bool host_workdir_make(const host_state *s, char *dir, size_t size);
+/* Removes the work directories in s->dir of processes that have ended (a
+ * compile killed with its process): only this user's, only names exactly
+ * of that form, never through a symbolic link, never a live process's.
+ * Returns how many it removed. */
+int host_workdir_sweep(const host_state *s);
 
 /* arena.c: an object's two blocks, carved from one region. */
 #define HOST_UNIT 64 /* bytes: the size step of blocks, and their alignment */

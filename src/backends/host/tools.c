@@ -7,6 +7,7 @@
  */
 #include "backends/host/host.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -183,4 +184,155 @@ kc_status host_write_file(const kc__bsvc *sv, const char *path, const void *data
     return kc__bs_err(sv, KC_EIO, "cannot write %s: %s", path, strerror(e));
   }
   return KC_OK;
+}
+
+/* ------------------------------------------------- work directories */
+
+/* A compile's work directory is named after the process that made it:
+ * kcache-host-NS-PID-START-XXXXXX, NS the pid namespace's inode number (0
+ * without /proc), START the process's start time in clock ticks since boot
+ * (field 22 of /proc/PID/stat; 0 without /proc). A process killed during a
+ * compile leaves its directory; the next host backend to open in the same
+ * $TMPDIR removes it (host_workdir_sweep), since pid and start time tell a
+ * dead process from a live one that reused its pid. */
+
+/* 1 and *start: pid runs; 0: no such process; -1: cannot tell. */
+static int host_proc_start(long pid, unsigned long long *start) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT || errno == ESRCH ? 0 : -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return n < 0 && errno == ESRCH ? 0 : -1;
+  buf[n] = 0;
+  char *p = strrchr(buf, ')'); /* the command name may hold spaces and ')' */
+  if (!p) return -1;
+  for (int field = 2; field < 22; field++) { /* p is at the end of field 2 */
+    p = strchr(p + 1, ' ');
+    if (!p) return -1;
+  }
+  char *end;
+  errno = 0;
+  *start = strtoull(p + 1, &end, 10);
+  return errno || end == p + 1 ? -1 : 1;
+}
+
+static unsigned long long host_pid_ns(void) {
+  char link[64];
+  ssize_t n = readlink("/proc/self/ns/pid", link, sizeof link - 1);
+  if (n <= 0) return 0;
+  link[n] = 0;
+  return strncmp(link, "pid:[", 5) ? 0 : strtoull(link + 5, NULL, 10);
+}
+
+/* This process's tag: NS-PID-START (a forked child has its own). */
+static void host_self_tag(unsigned long long *ns, long *pid, unsigned long long *start) {
+  *ns = host_pid_ns();
+  *pid = (long)getpid();
+  if (host_proc_start(*pid, start) != 1) *start = 0;
+}
+
+bool host_workdir_make(const host_state *s, char *dir, size_t size) {
+  unsigned long long ns, start;
+  long pid;
+  host_self_tag(&ns, &pid, &start);
+  int n = snprintf(dir, size, "%s/kcache-host-%llu-%ld-%llu-XXXXXX", s->dir, ns, pid, start);
+  if (n < 0 || (size_t)n >= size) {
+    errno = ENAMETOOLONG;
+    return false;
+  }
+  return mkdtemp(dir) != NULL;
+}
+
+/* A decimal number of 1 to 20 digits at *p, which moves past it and one
+ * '-' after it. */
+static bool host_tag_number(const char **p, unsigned long long *v) {
+  const char *q = *p;
+  unsigned long long x = 0;
+  int digits = 0;
+  for (; *q >= '0' && *q <= '9'; q++, digits++) {
+    unsigned d = (unsigned)(*q - '0');
+    if (digits >= 20 || x > (~0ull - d) / 10) return false;
+    x = x * 10 + d;
+  }
+  if (!digits || *q != '-') return false;
+  *v = x;
+  *p = q + 1;
+  return true;
+}
+
+/* Whether name is exactly kcache-host-NS-PID-START-XXXXXX (six letters or
+ * digits, as mkdtemp makes them). */
+static bool host_workdir_parse(const char *name, unsigned long long *ns, long *pid,
+                               unsigned long long *start) {
+  static const char prefix[] = "kcache-host-";
+  if (strncmp(name, prefix, sizeof prefix - 1)) return false;
+  const char *p = name + sizeof prefix - 1;
+  unsigned long long v;
+  if (!host_tag_number(&p, ns) || !host_tag_number(&p, &v) || !host_tag_number(&p, start)) return false;
+  if (v == 0 || v > (unsigned long long)INT_MAX) return false;
+  *pid = (long)v;
+  for (int i = 0; i < 6; i++, p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) return false;
+  return *p == 0;
+}
+
+/* Whether the process a directory is tagged with has ended: it is gone, or
+ * its pid now belongs to a process that started at another time. When in
+ * doubt (no /proc, a process of another user's that we cannot read), no. */
+static bool host_tag_dead(long pid, unsigned long long start) {
+  unsigned long long now;
+  int r = host_proc_start(pid, &now);
+  if (r == 1) return start != 0 && now != start;
+  if (r < 0) return false;
+  return kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
+/* Empties and removes dfd/name if it is still the directory lstat saw:
+ * never through a symbolic link, never below it (a subdirectory stays, and
+ * so does the directory then). */
+static bool host_workdir_remove(int dfd, const char *name, const struct stat *seen) {
+  int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  if (fstat(fd, &st) || st.st_dev != seen->st_dev || st.st_ino != seen->st_ino) {
+    close(fd);
+    return false;
+  }
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return false;
+  }
+  for (struct dirent *e; (e = readdir(d));)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+      unlinkat(fd, e->d_name, 0); /* a directory: EISDIR */
+  closedir(d);
+  return unlinkat(dfd, name, AT_REMOVEDIR) == 0;
+}
+
+int host_workdir_sweep(const host_state *s) {
+  unsigned long long my_ns, my_start, ns, start;
+  long my_pid, pid;
+  host_self_tag(&my_ns, &my_pid, &my_start);
+  int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return 0;
+  DIR *d = fdopendir(dfd);
+  if (!d) {
+    close(dfd);
+    return 0;
+  }
+  int removed = 0;
+  uid_t me = geteuid();
+  for (struct dirent *e; (e = readdir(d));) {
+    if (!host_workdir_parse(e->d_name, &ns, &pid, &start)) continue;
+    if (ns != my_ns || (pid == my_pid && start == my_start)) continue; /* another namespace's, or ours */
+    struct stat st;
+    if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode) || st.st_uid != me)
+      continue;
+    if (host_tag_dead(pid, start) && host_workdir_remove(dfd, e->d_name, &st)) removed++;
+  }
+  closedir(d);
+  return removed;
 }
