@@ -848,7 +848,9 @@ typedef struct kc_stats {
 } kc_stats;
 
 /* A snapshot of the runtime's counters (fast_hits: exact when launches in
- * each context come from one thread at a time, otherwise a lower bound),
+ * each context come from one thread at a time, otherwise a lower bound;
+ * it is the one word a cached launch writes, so threads launching into one
+ * context at once share its cache line, and are faster in a context each),
  * taken without locks at a cost independent of the number of kernel
  * handles (it sums one counter per context), written
  * into the first `size` bytes of *out (see "Struct sizes" above); out->size
