@@ -245,6 +245,17 @@ void kc_runtime_destroy(kc_runtime *rt);
  * linked before the fork is shared by parent and child and runs in both;
  * neither reuses the other's code memory (doc/locks.md, "Fork"). */
 
+/* Child processes. kcache starts processes of its own: the host backend
+ * runs its compiler (cc, tcc) for each compile and waits for it; the
+ * OpenCL backend on PoCL with more than one compile thread keeps kcache-clc
+ * helpers for the runtime's life (kc_options.compile_threads). They are
+ * started with posix_spawn, get none of the caller's descriptors, and are
+ * reaped by kcache by their pid. A caller that reaps children it did not
+ * start (waitpid(-1, ...) in a SIGCHLD handler, SIG_IGN for SIGCHLD) takes
+ * their exit from kcache: a compile then fails with KC_EBACKEND and is
+ * tried again at the next launch. Reap only your own
+ * pids (KC_OPENCL_HELPERS=0 keeps the OpenCL builds in this process). */
+
 /* The backend actually in use: "host", "opencl" or "cuda". */
 const char *kc_runtime_backend(const kc_runtime *rt);
 

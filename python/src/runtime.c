@@ -439,7 +439,8 @@ static PyMethodDef runtime_methods[] = {
      "define(name, source) -> world: defines or redefines a function; the world it is visible from."},
     {"undefine", (PyCFunction)runtime_undefine, METH_O, "undefine(name) -> world"},
     {"define_file", (PyCFunction)(void (*)(void))runtime_define_file, METH_VARARGS | METH_KEYWORDS,
-     "define_file(file, text=None) -> FileLoad(world, changed): defines every top-level definition of a "
+     "define_file(file, text=None) -> FileLoad(world, changed, defined, redefined, undefined): defines every "
+     "top-level definition of a "
      "source file in one world (kc_define_file); a reload changes only what differs and undefines the "
      "names that are gone. text: str or bytes, or None to read the file at path `file`."},
     {"kernel", (PyCFunction)(void (*)(void))runtime_kernel, METH_VARARGS | METH_KEYWORDS,

@@ -193,10 +193,28 @@ static void *prepare_thread(void *arg) {
   return NULL;
 }
 
+typedef struct logged {
+  pthread_mutex_t lock;
+  int lines;
+  char last[512];
+} logged;
+
+static void log_cb(void *ud, kc_log_level level, const char *msg) {
+  logged *l = ud;
+  (void)level;
+  pthread_mutex_lock(&l->lock);
+  if (strstr(msg, "compile helper")) {
+    l->lines++;
+    snprintf(l->last, sizeof l->last, "%s", msg);
+  }
+  pthread_mutex_unlock(&l->lock);
+}
+
 /* Helpers killed between builds and during them: replaced, the kernels work. */
 static void test_killed_helpers(void **state) {
   (void)state;
-  kc_runtime *rt = helper_runtime("1", NULL, NULL);
+  logged l = {PTHREAD_MUTEX_INITIALIZER, 0, ""};
+  kc_runtime *rt = helper_runtime("1", log_cb, &l);
   kc_context *ctx = kct_context(rt);
   kc_kernel *ks[10];
   define_kernels(rt, 0, 10, ks);
@@ -208,6 +226,9 @@ static void test_killed_helpers(void **state) {
   KCT_OK(rt, kc_prepare(ks + 2, 2, ctx));
 
   /* during a batch: once each helper is running a build */
+  pthread_mutex_lock(&l.lock);
+  l.lines = 0, l.last[0] = 0;
+  pthread_mutex_unlock(&l.lock);
   prep p = {ks + 4, 6, KC_OK};
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, prepare_thread, &p), 0);
@@ -216,6 +237,11 @@ static void test_killed_helpers(void **state) {
   for (int i = 0; i < n; i++) kill(kids[i], SIGKILL);
   assert_int_equal(pthread_join(t, NULL), 0);
   if (p.st) fail_msg("kc_prepare after the kill: %s: %s", kc_status_name(p.st), kc_errmsg(rt));
+  /* the deaths were seen during builds, and each build was sent again */
+  pthread_mutex_lock(&l.lock);
+  assert_true(l.lines >= 1);
+  KCT_CONTAINS(l.last, "died building kernel");
+  pthread_mutex_unlock(&l.lock);
   check_kernels(rt, ctx, 0, 10, ks);
   assert_int_equal(kct_stats(rt).compiles, 10);
   destroy_and_check(rt);
@@ -273,23 +299,6 @@ static void test_fork_leaves_helpers(void **state) {
   for (int i = 0; i < n; i++) same += after[i] == before[0];
   assert_int_equal(same, 1); /* the helper from before the fork still serves */
   destroy_and_check(rt);
-}
-
-typedef struct logged {
-  pthread_mutex_t lock;
-  int lines;
-  char last[512];
-} logged;
-
-static void log_cb(void *ud, kc_log_level level, const char *msg) {
-  logged *l = ud;
-  (void)level;
-  pthread_mutex_lock(&l->lock);
-  if (strstr(msg, "compile helper")) {
-    l->lines++;
-    snprintf(l->last, sizeof l->last, "%s", msg);
-  }
-  pthread_mutex_unlock(&l->lock);
 }
 
 /* A helper that cannot be run: every build in the process, one log line. */

@@ -49,7 +49,8 @@ kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path,
 kc_status host_read_file(const kc__bsvc *sv, const char *path, void **out, size_t *size);
 kc_status host_write_file(const kc__bsvc *sv, const char *path, const void *data, size_t n);
 /* A compile's work directory under s->dir, named after this process
- * (kcache-host-NS-PID-START-XXXXXX: pid namespace, pid, start time), made
+ * (kcache-host-NS-PID-START-XXXXXX: NS says which machine's boot and pid
+ * namespace the pid is of (host_pid_ns), then the pid and its start time), made
  * with mkdtemp into dir (HOST_WORKDIR_MAX bytes); false and errno if not. */
 #define HOST_WORKDIR_MAX 400
 bool host_workdir_make(const host_state *s, char *dir, size_t size);

@@ -218,12 +218,25 @@ static int host_proc_start(long pid, unsigned long long *start) {
   return errno || end == p + 1 ? -1 : 1;
 }
 
+/* Which pids a tag's pid means: the machine's boot (its boot_id, so that
+ * another machine sharing TMPDIR, or this one after a reboot, never counts
+ * as ours) and the pid namespace's inode, folded into one number (FNV-1a
+ * of the boot id, xor the inode times a large odd constant). 0 when
+ * /proc cannot tell: nothing is swept then. */
 static unsigned long long host_pid_ns(void) {
-  char link[64];
+  char link[64], boot[64];
   ssize_t n = readlink("/proc/self/ns/pid", link, sizeof link - 1);
   if (n <= 0) return 0;
   link[n] = 0;
-  return strncmp(link, "pid:[", 5) ? 0 : strtoull(link + 5, NULL, 10);
+  unsigned long long ino = strncmp(link, "pid:[", 5) ? 0 : strtoull(link + 5, NULL, 10);
+  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+  ssize_t b = fd < 0 ? -1 : read(fd, boot, sizeof boot);
+  if (fd >= 0) close(fd);
+  if (!ino || b < 16) return 0;
+  unsigned long long h = 14695981039346656037ull;
+  for (ssize_t i = 0; i < b && boot[i] != '\n'; i++) h = (h ^ (unsigned char)boot[i]) * 1099511628211ull;
+  h ^= ino * 0x9E3779B97F4A7C15ull;
+  return h ? h : 1;
 }
 
 /* This process's tag: NS-PID-START (a forked child has its own). */
@@ -316,6 +329,7 @@ int host_workdir_sweep(const host_state *s) {
   unsigned long long my_ns, my_start, ns, start;
   long my_pid, pid;
   host_self_tag(&my_ns, &my_pid, &my_start);
+  if (!my_ns) return 0; /* which machine and namespace we are is unknown: sweep nothing */
   int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return 0;
   DIR *d = fdopendir(dfd);

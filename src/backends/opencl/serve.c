@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static int serve_fd = 0; /* the socket (moved off descriptor 0 at start) */
@@ -106,9 +107,23 @@ static bool serve_build(ocl_state *st, const ocl_msg *m) {
   return sent;
 }
 
+/* Closes every descriptor from 3 up: whatever the parent's process had
+ * open without FD_CLOEXEC (a caller's pipe, a lock) must not live on in a
+ * helper for the runtime's life. posix_spawn's closefrom does it on glibc
+ * 2.34 and later; this covers the others. */
+static void serve_close_inherited(void) {
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, 3u, ~0u, 0u) == 0) return;
+#endif
+  long max = sysconf(_SC_OPEN_MAX);
+  if (max < 0 || max > 65536) max = 65536;
+  for (int fd = 3; fd < (int)max; fd++) close(fd);
+}
+
 int kc__ocl_helper_main(int argc, char **argv) {
   (void)argc, (void)argv;
   signal(SIGPIPE, SIG_IGN);
+  serve_close_inherited();
   pid_t parent = getppid();
   /* the socket on a descriptor the compiler's own children (PoCL runs the
    * linker) do not inherit, and /dev/null as their input */
