@@ -141,6 +141,21 @@ if [[ $mode == shared ]]; then
   "$tmp/moved/bin/kcache" --dir "$tmp/cache" ls >"$log" 2>&1 || { cat "$log"; fail "kcache ls exited non-zero"; }
   grep -qE '^[0-9a-f]{12} +[a-z]+ +k +T=float ' "$log" || { cat "$log"; fail "kcache ls does not show the programs' kernel k"; }
   echo "    after moving the prefix: kcache help and kcache --dir ... ls work"
+  # the OpenCL compile helper, found next to the moved library (no KC_OPENCL_HELPER)
+  clc=$(find "$tmp/moved" -path '*/kcache/kcache-clc' -print -quit)
+  [[ -x $clc ]] || fail "kcache-clc is not installed under libexec/kcache"
+  printf 'KC_KERNEL void k(KC_GLOBAL float *y) { y[kc_global_id(0)] = 3.0f; }\n' >"$tmp/k.cl"
+  if env -u KC_OPENCL_HELPER KC_CACHE_DISABLE=1 KC_OPENCL_HELPERS=1 KC_LOG=info "$tmp/moved/bin/kcache" watch --backend opencl --count 1 \
+    "$tmp/k.cl" >"$log" 2>&1; then
+    grep -q 'k  *recompiled *y\[0..3\] = 3 3 3 3' "$log" || { cat "$log"; fail "kcache watch did not run k"; }
+    ! grep -q 'compile helper' "$log" || { cat "$log"; fail "the moved install did not find its compile helper"; }
+    echo "    after moving the prefix: OpenCL builds in ${clc#"$tmp/moved"/} (found next to the library)"
+  elif grep -q 'backend opencl is not available' "$log"; then
+    echo "    OpenCL not available here: the moved compile helper is not run"
+  else
+    cat "$log"
+    fail "kcache watch on OpenCL exited non-zero"
+  fi
 elif [[ $mode == static ]]; then
   san=
   case $cflags in *-fsanitize=address*) san=address ;; *-fsanitize=thread*) san=thread ;; esac
