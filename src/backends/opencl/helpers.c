@@ -190,8 +190,11 @@ static bool ocl_helper_hello(ocl_state *st, ocl_helper *h, char *why, size_t nwh
   return ok;
 }
 
-/* Starts the helper in slot h. False (why says why) if it cannot. */
-static bool ocl_helper_start(ocl_state *st, ocl_helper *h, char *why, size_t nwhy) {
+/* Starts the helper in slot h. False (why says why) if it cannot; then
+ * *lasting says whether it never will (no such program, one that refuses)
+ * rather than for want of a resource now (descriptors, processes, memory). */
+static bool ocl_helper_start(ocl_state *st, ocl_helper *h, char *why, size_t nwhy, bool *lasting) {
+  *lasting = false;
   char path[4096];
   ocl_helper_path(path, sizeof path);
   int sv[2];
@@ -224,6 +227,7 @@ static bool ocl_helper_start(ocl_state *st, ocl_helper *h, char *why, size_t nwh
   if (e) {
     close(sv[0]);
     snprintf(why, nwhy, "cannot run %.300s: %s", path, strerror(e));
+    *lasting = e != EAGAIN && e != ENOMEM && e != EMFILE && e != ENFILE;
     return false;
   }
   h->pid = pid;
@@ -234,6 +238,7 @@ static bool ocl_helper_start(ocl_state *st, ocl_helper *h, char *why, size_t nwh
   char ex[96];
   ocl_describe_exit(status, ex, sizeof ex);
   snprintf(why, nwhy, "%.300s (process %ld): %s; %s", path, (long)pid, how, ex);
+  *lasting = true;
   return false;
 }
 
@@ -285,8 +290,15 @@ static int ocl_helper_call(ocl_state *st, ocl_helper *h, const ocl_unit *u, ocl_
 static kc_status ocl_helper_build(ocl_state *st, ocl_helper *h, const ocl_unit *u, ocl_result *r, kc__sb *log,
                                   bool *here) {
   char why[600], ex[96];
+  bool lasting;
   for (int attempt = 0;; attempt++) {
-    if (!h->pid && !ocl_helper_start(st, h, why, sizeof why)) {
+    if (!h->pid && !ocl_helper_start(st, h, why, sizeof why, &lasting) && !lasting) {
+      kc__log_to(&st->log, KC_LOG_INFO, "OpenCL: no compile helper for now (%s); building kernel '%s' here",
+                 why, u->entry);
+      *here = true; /* the next build tries again */
+      return KC_OK;
+    }
+    if (!h->pid) {
       kc__lock(&st->hlock);
       bool first = !st->helpers_off;
       st->helpers_off = true;
