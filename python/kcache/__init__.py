@@ -18,7 +18,18 @@ GIL (it does not declare free-threading support: a free-threaded
 interpreter re-enables the GIL when it imports it); threads that pin
 different worlds work under the GIL.
 """
-from ._kcache import (  # noqa: F401
+import os as _os
+
+# The OpenCL compile helper the wheel carries (kcache-clc, next to this
+# file): PoCL builds one program at a time per process, so a runtime with
+# more than one compile thread builds in helper processes. An explicit
+# $KC_OPENCL_HELPER wins.
+_clc = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "kcache-clc")
+if "KC_OPENCL_HELPER" not in _os.environ and _os.access(_clc, _os.X_OK):
+    _os.environ["KC_OPENCL_HELPER"] = _clc
+del _clc
+
+from ._kcache import (  # noqa: F401,E402
     HAS_INTEROP,
     MAX_ARGS,
     BoundArgs,
