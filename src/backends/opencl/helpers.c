@@ -46,10 +46,15 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
+
+#ifndef P_PIDFD /* glibc before 2.36 */
+#define P_PIDFD 3
+#endif
 
 #ifndef KC_CLC_PATH /* the installed helper (sources.cmake sets both) */
 #define KC_CLC_PATH "/usr/local/libexec/kcache/kcache-clc"
@@ -102,7 +107,7 @@ void ocl_helpers_open(ocl_state *st, const kc_options *opt) {
     st->nhelpers = 0;
     return;
   }
-  for (int i = 0; i < st->nhelpers; i++) st->helpers[i].fd = -1;
+  for (int i = 0; i < st->nhelpers; i++) st->helpers[i].fd = st->helpers[i].pidfd = -1;
 }
 
 /* The helper to run: $KC_OPENCL_HELPER, else the one installed next to the
@@ -140,6 +145,23 @@ static bool ocl_helper_quit(ocl_helper *h) {
          ocl_wire_send(h->fd, OCL_MSG_QUIT, NULL, 0, kc__now_ns() + 1000000000ull) == OCL_WIRE_OK;
 }
 
+/* Reaps h's process through its pidfd, after 200 ms for it to exit by
+ * itself, killing it then: the pidfd names this process only, so a caller
+ * that reaped it already (waitpid(-1)) costs its status (-1), never a
+ * signal to a process that got its pid since. Returns the wait status. */
+static int ocl_helper_reap_pidfd(ocl_helper *h) {
+  struct pollfd p = {.fd = h->pidfd, .events = POLLIN};
+  if (poll(&p, 1, 200) != 1) syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, NULL, 0);
+  siginfo_t si = {0};
+  int r;
+  while ((r = waitid((idtype_t)P_PIDFD, (id_t)h->pidfd, &si, WEXITED)) < 0 && errno == EINTR) {}
+  close(h->pidfd);
+  h->pidfd = -1;
+  if (r < 0 || si.si_pid != h->pid) return -1;
+  if (si.si_code == CLD_EXITED) return (si.si_status & 0xff) << 8;
+  return si.si_status & 0x7f; /* killed (or dumped): the signal, as waitpid's status has it */
+}
+
 /* Stops h's process and reaps it; returns its wait status (-1: not seen).
  * quitting: it was asked to exit, and has 2 s to close its socket; else
  * it is gone or must go now. */
@@ -151,7 +173,8 @@ static int ocl_helper_stop(ocl_helper *h, bool quitting) {
   }
   if (h->fd >= 0) close(h->fd);
   h->fd = -1;
-  if (h->pid > 0) {
+  if (h->pid > 0 && h->pidfd >= 0) status = ocl_helper_reap_pidfd(h);
+  else if (h->pid > 0) {
     /* a helper that closed its socket is exiting: a moment to see how */
     pid_t r = 0;
     for (int i = 0; i < 200 && (r = waitpid(h->pid, &status, WNOHANG)) == 0; i++) kc__nap_us(1000);
@@ -231,6 +254,7 @@ static bool ocl_helper_start(ocl_state *st, ocl_helper *h, char *why, size_t nwh
     return false;
   }
   h->pid = pid;
+  h->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
   h->fd = sv[0];
   char how[160];
   if (ocl_helper_hello(st, h, how, sizeof how)) return true;

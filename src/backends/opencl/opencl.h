@@ -106,6 +106,7 @@ typedef struct ocl_result {
  * busy: a compile owns the slot (and its pid and fd) until it gives it back. */
 typedef struct ocl_helper {
   pid_t pid;
+  int pidfd; /* a pidfd of pid (-1: none; Linux before 5.3): waits and kills never reach a reused pid */
   int fd; /* our end of the socket; -1 when none */
   bool busy;
 } ocl_helper;
