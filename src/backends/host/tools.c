@@ -78,9 +78,17 @@ static kc_status host_await(host_state *s, pid_t pid, const char *what, int *sta
   uint64_t deadline = kc__now_ns() + (uint64_t)s->timeout_ms * 1000000u;
   int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
   long nap = 50000; /* without a pidfd: 0.05 ms, doubling to 1 ms */
+  bool ended = false; /* the pidfd says the compiler has exited */
   for (;;) {
     pid_t r = waitpid(pid, status, WNOHANG);
     if (r == pid) break;
+    if (r == 0 && ended) { /* someone else reaped it, and pid is another process's now: never kill that */
+      close(pfd);
+      return kc__bs_err(sv, KC_EBACKEND,
+                        "the host compiler \"%s\" exited and another waiter of this process reaped it "
+                        "(waitpid(-1) of children it did not start)",
+                        what);
+    }
     if (r < 0 && errno != EINTR) {
       int e = errno;
       if (pfd >= 0) close(pfd);
@@ -97,7 +105,7 @@ static kc_status host_await(host_state *s, pid_t pid, const char *what, int *sta
     if (pfd >= 0) {
       struct pollfd p = {.fd = pfd, .events = POLLIN};
       uint64_t left_ms = (deadline - now) / 1000000u + 1;
-      poll(&p, 1, left_ms > INT_MAX ? INT_MAX : (int)left_ms); /* EINTR: look again */
+      ended = poll(&p, 1, left_ms > INT_MAX ? INT_MAX : (int)left_ms) == 1; /* EINTR: look again */
     } else {
       kc__nap_ns((uint64_t)nap);
       if (nap < 1000000) nap *= 2;
