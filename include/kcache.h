@@ -837,7 +837,8 @@ typedef struct kc_stats {
   uint64_t disk_misses; /* lookups that found no usable entry (a compile followed) */
   uint64_t disk_writes; /* entries written */
   uint64_t disk_evictions; /* entries this runtime evicted to keep the size bound */
-  uint64_t disk_repairs; /* damaged or unloadable entries found (removed, recompiled) */
+  uint64_t disk_repairs; /* damaged or unloadable entries found (removed, recompiled; in a store
+                          * this process cannot change, counted at each look that reads one) */
   uint64_t disk_write_failures; /* failed writes; the first makes the cache read-only for rt */
   uint64_t disk_lock_timeouts; /* waits for another process's compile that gave up */
   /* The remote tier (all 0 when it is off). It is asked only after a disk

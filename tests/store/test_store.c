@@ -735,7 +735,10 @@ static int degraded_run(const char *root, const char *expect, char *msg, size_t 
              : 1;
 }
 
-static int readonly_child(const fx *f, char *msg, size_t len) {
+/* In the child: f->root made read-only (a read-only bind mount in a mount
+ * namespace of its own, else chmod when not root). Returns how, or NULL
+ * (msg says why: skipped). */
+static const char *make_read_only(const fx *f, char *msg, size_t len) {
   char why[256] = "";
   const char *how;
   if (private_mounts(why, sizeof why) && mount(f->root, f->root, NULL, MS_BIND, NULL) == 0 &&
@@ -757,8 +760,14 @@ static int readonly_child(const fx *f, char *msg, size_t len) {
              "read-only directory: running as root (chmod does not stop root) and no mount namespace "
              "to make a read-only bind mount (%s)",
              why);
-    return 77;
+    return NULL;
   }
+  return how;
+}
+
+static int readonly_child(const fx *f, char *msg, size_t len) {
+  const char *how = make_read_only(f, msg, len);
+  if (!how) return 77;
   char probe[700];
   snprintf(probe, sizeof probe, "%s/probe", f->root);
   if (open(probe, O_WRONLY | O_CREAT, 0644) >= 0) {
@@ -766,6 +775,57 @@ static int readonly_child(const fx *f, char *msg, size_t len) {
     return 1;
   }
   return degraded_run(f->root, how, msg, len);
+}
+
+/* In the child: a damaged entry in a read-only store is refused and the
+ * kernel compiled, the store left exactly as it was (the removal fails
+ * quietly), every time it is read. */
+static char damaged_path[4096]; /* the entry test_read_only_store_with_damage damaged */
+
+static int readonly_damage_child(const fx *f, char *msg, size_t len) {
+  const char *how = make_read_only(f, msg, len);
+  if (!how) return 77;
+  const char *path = damaged_path;
+  struct stat before, after;
+  if (stat(path, &before)) {
+    snprintf(msg, len, "no entry at %s", path);
+    return 1;
+  }
+  size_t files = st_files_like(f->root, "", NULL);
+  for (int i = 0; i < 2; i++) {
+    kc_runtime *rt = st_runtime_nofail(f->root, NULL);
+    kc_status st = rt ? st_define(rt) : KC_EBACKEND;
+    if (!st) st = st_run(rt, "k", NULL, 16, 0);
+    kc_stats s;
+    kc_stats_get(rt, &s);
+    kc_runtime_destroy(rt);
+    if (st || s.compiles != 1 || s.disk_hits != 0 || s.disk_repairs < 1) { /* found at each look */
+      snprintf(msg, len, "%s, run %d: %s, compiles %llu, hits %llu, repairs %llu (want OK, 1, 0, >= 1)", how,
+               i, kc_status_name(st), (unsigned long long)s.compiles, (unsigned long long)s.disk_hits,
+               (unsigned long long)s.disk_repairs);
+      return 1;
+    }
+  }
+  if (stat(path, &after) || after.st_size != before.st_size || after.st_ino != before.st_ino ||
+      st_files_like(f->root, "", NULL) != files) {
+    snprintf(msg, len, "%s: the read-only store changed", how);
+    return 1;
+  }
+  snprintf(msg, len, "%s: the damaged entry refused twice, compiled, the store unchanged", how);
+  return 0;
+}
+
+static void test_read_only_store_with_damage(void **state) {
+  fx *f = *state;
+  kc_runtime *rt = st_runtime(f->root, NULL);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "k", NULL, 0);
+  kc_runtime_destroy(rt);
+  st_entry_of(f->root, "k", NULL, damaged_path, sizeof damaged_path);
+  damage(damaged_path, NULL, FLIP, -2);
+  in_child(f, readonly_damage_child);
+  struct stat sb;
+  assert_int_equal(stat(damaged_path, &sb), 0); /* still there, still damaged */
 }
 
 static void test_read_only_directory(void **state) {
@@ -904,6 +964,7 @@ int main(int argc, char **argv) {
       T(test_a_runtime_that_stopped_writing_still_removes_damage),
       T(test_a_failure_at_each_write_leaves_nothing_behind),
       T(test_read_only_directory),
+      T(test_read_only_store_with_damage),
       T(test_full_disk),
       T(test_two_runtimes_in_one_process_compile_once),
   };
