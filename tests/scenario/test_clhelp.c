@@ -225,16 +225,20 @@ static void test_killed_helpers(void **state) {
   for (int i = 0; i < n; i++) assert_int_equal(kill(kids[i], SIGKILL), 0); /* idle */
   KCT_OK(rt, kc_prepare(ks + 2, 2, ctx));
 
-  /* during a batch: once each helper is running a build */
+  /* during a batch: the helpers are stopped first, so that the batch's
+   * builds are surely sent to them and unanswered when they are killed
+   * (a fixed sleep alone let a fast machine finish the batch first) */
   pthread_mutex_lock(&l.lock);
   l.lines = 0, l.last[0] = 0;
   pthread_mutex_unlock(&l.lock);
+  n = children(kids);
+  assert_true(n >= 1); /* the helpers restarted above */
+  for (int i = 0; i < n; i++) assert_int_equal(kill(kids[i], SIGSTOP), 0);
   prep p = {ks + 4, 6, KC_OK};
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, prepare_thread, &p), 0);
   usleep(150 * 1000);
-  n = children(kids);
-  for (int i = 0; i < n; i++) kill(kids[i], SIGKILL);
+  for (int i = 0; i < n; i++) assert_int_equal(kill(kids[i], SIGKILL), 0);
   assert_int_equal(pthread_join(t, NULL), 0);
   if (p.st) fail_msg("kc_prepare after the kill: %s: %s", kc_status_name(p.st), kc_errmsg(rt));
   /* the deaths were seen during builds, and each build was sent again */

@@ -221,10 +221,12 @@ static void test_half_argument(void **state) {
   kc_kernel *hh = kct_kernel(rt, "has_half", NULL);
   float out[4] = {0};
   KCT_OK(rt, kct_run(hh, ctx, b, 1, out));
+  /* cc (gcc 12 on x86-64) has _Float16: on the host backend the type must be there */
+  if (kct_backend == KC_BACKEND_HOST) assert_true(out[0] == 1.0f);
   if (out[0] != 1.0f) {
-    print_message("(no half on the %s backend here: its part is skipped)\n", kct_backend_name);
+    print_message("(no half on the %s backend here: skipped)\n", kct_backend_name);
     kct_destroy(rt);
-    return;
+    skip();
   }
   kct_define(rt, "hk", SRC_HK);
   kc_kernel *k = kct_kernel(rt, "hk", NULL);
