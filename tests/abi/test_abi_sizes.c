@@ -11,7 +11,18 @@
  */
 #include "kc_test.h"
 
+#include <stddef.h>
 #include <stdlib.h>
+
+/* Fields only ever go at the end: an older program's kc_options stops
+ * after compile_threads (a layout that shipped), so nothing may come
+ * between log_level and it (checked mode once did, and an old program's
+ * compile_threads turned checked mode on). */
+_Static_assert(offsetof(kc_options, compile_threads) ==
+                   offsetof(kc_options, log_level) + sizeof(kc_log_level),
+               "kc_options: compile_threads must follow log_level, as in the shipped layout");
+_Static_assert(offsetof(kc_options, checked) > offsetof(kc_options, compile_threads),
+               "kc_options: fields added after the shipped layout go after compile_threads");
 
 /* A struct from a newer header: this library's plus fields it never knew. */
 typedef struct {
