@@ -7,6 +7,7 @@
  */
 #include "cli.h"
 #include "out.h"
+#include "cache/io.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -84,7 +85,7 @@ static void summarize(const cli *c, summary *s) {
   char path[PATH_MAX + 16];
   struct stat st;
   snprintf(path, sizeof path, "%s/stats", c->vdir);
-  int64_t counted = stat(path, &st) == 0 ? (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec : 0;
+  int64_t counted = stat(path, &st) == 0 ? kc__stat_mtime_ns(&st) : 0;
   if (s->n && counted > s->newest) s->newest = counted;
   const char *env = kc__setting_raw(KC__SET_CACHE_MAXSIZE);
   if (!kc__store_env_max_size(&s->max))

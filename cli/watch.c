@@ -197,17 +197,16 @@ static kc_backend_kind backend_of(const char *s) {
  * and the polling loop with its status line. */
 int cmd_watch(cli *c) {
   const char *file = NULL, *be = NULL, *val;
-  long interval = 200, count = -1;
+  uint64_t interval = 200, count = 0; /* count 0: never stop */
   for (int i = 0; i < c->argc; i++) {
     if (cli_opt(c, &i, "--backend", &be)) continue;
     if (cli_opt(c, &i, "--interval", &val)) {
-      interval = strtol(val, NULL, 10);
-      if (interval <= 0) cli_usage("watch: --interval must be a positive number of milliseconds");
+      if (!kc__parse_u64(val, &interval, 1, 86400000))
+        cli_usage("watch: --interval must be a positive number of milliseconds");
       continue;
     }
     if (cli_opt(c, &i, "--count", &val)) {
-      count = strtol(val, NULL, 10);
-      if (count <= 0) cli_usage("watch: --count must be a positive number");
+      if (!kc__parse_u64(val, &count, 1, UINT32_MAX)) cli_usage("watch: --count must be a positive number");
       continue;
     }
     if (c->argv[i][0] == '-' || file) cli_unexpected(c, c->argv[i]);
@@ -229,7 +228,7 @@ int cmd_watch(cli *c) {
   size_t last_len = 0;
   int round = 0, rc = 0;
   bool tty = c->progress;
-  for (long ticks = 0; count < 0 || round < count; ticks++) {
+  for (long ticks = 0; count == 0 || (uint64_t)round < count; ticks++) {
     size_t len;
     char *text = read_file(file, &len);
     if (!text && !last) {
@@ -248,7 +247,7 @@ int cmd_watch(cli *c) {
       if (tty)
         fprintf(stderr, "\r\033[Kwatching %s (%d load%s) %c", file, round, round == 1 ? "" : "s",
                 "|/-\\"[ticks % 4]);
-      struct timespec ts = {interval / 1000, (interval % 1000) * 1000000L};
+      struct timespec ts = {(time_t)(interval / 1000), (long)(interval % 1000) * 1000000L};
       nanosleep(&ts, NULL);
     }
   }

@@ -26,10 +26,6 @@
 /* Lock files untouched this long belong to compiles that died. */
 #define KC__STALE_LOCK_NS (600ull * 1000000000ull)
 
-static int64_t mtime_ns(const struct stat *st) {
-  return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-}
-
 bool kc__store_default_root(char *out, size_t outlen) {
   const char *dir = kc__setting_str(KC__SET_CACHE_DIR);
   int n = -1;
@@ -144,7 +140,7 @@ kc_status kc__store_list(const kc__heap *mem, const char *vdir, kc__store_file *
       if (lstat(f.path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
       memcpy(f.key, key, 16);
       f.size = (uint64_t)st.st_size;
-      f.mtime_ns = mtime_ns(&st);
+      f.mtime_ns = kc__stat_mtime_ns(&st);
       f.misplaced = key[0] != bucket;
       if (!list_push(mem, out, n, &cap, &f)) {
         closedir(d);
@@ -163,10 +159,10 @@ static void sweep_one(const char *path, bool temp, int64_t now, kc__gc_result *r
   struct stat st;
   if (lstat(path, &st) != 0) return;
   if (temp) {
-    if (now - mtime_ns(&st) > (int64_t)KC__STALE_TEMP_NS && unlink(path) == 0) r->temps_removed++;
+    if (now - kc__stat_mtime_ns(&st) > (int64_t)KC__STALE_TEMP_NS && unlink(path) == 0) r->temps_removed++;
     return;
   }
-  if (now - mtime_ns(&st) <= (int64_t)KC__STALE_LOCK_NS) return;
+  if (now - kc__stat_mtime_ns(&st) <= (int64_t)KC__STALE_LOCK_NS) return;
   /* Unlinked while held, like a finishing holder does: a waiter that
    * gets this inode sees that it is gone and locks a new file. */
   int fd = kc__fo_open(KC__IO_OPEN, path, O_RDWR | O_CLOEXEC, 0);

@@ -9,6 +9,7 @@
  * that crosses the bound pays for a few unlinks, not for the whole store.
  */
 #include "cache/index.h"
+#include "base/kit.h"
 #include "cache/io.h"
 
 #include <errno.h>
@@ -55,13 +56,9 @@ static void sift_down(lru_heap *h, size_t i) {
 }
 
 static bool push(lru_heap *h, cand v) {
-  if (h->n == h->cap) {
-    size_t nc = h->cap ? h->cap * 2 : 1024;
-    cand *na = kc__heap_realloc(h->mem, h->a, nc * sizeof *na);
-    if (!na) return false;
-    h->a = na;
-    h->cap = nc;
-  }
+  bool ok;
+  KC__GROW(h->mem, h->a, h->cap, h->n + 1, 1024, &ok);
+  if (!ok) return false;
   size_t i = h->n++;
   h->a[i] = v;
   while (i && before(h, i, (i - 1) / 2)) {
@@ -105,19 +102,16 @@ static int by_bucket(const void *a, const void *b) {
   return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-static int64_t mtime_of(const struct stat *st) {
-  return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-}
-
 /* Picks the victims into ch[0..*nch): from h, loading the buckets whose
- * turn comes into s. */
-static void choose(const kc__heap *mem, const char *vdir, kc__index_set *s, lru_heap *h, uint64_t target,
+ * turn comes into s. False when out of memory: ch holds the decisions made
+ * until then, each sound on its own. */
+static bool choose(const kc__heap *mem, const char *vdir, kc__index_set *s, lru_heap *h, uint64_t target,
                    size_t max_victims, uint64_t *total, change *ch, size_t *nch) {
   size_t victims = 0, looked = 0;
   while (*total > target && victims < max_victims && h->n && looked < 4 * max_victims) {
     cand top = pop(h);
     if (top.b >= 0) {
-      if (!load(mem, vdir, top.b, s, h, NULL)) return;
+      if (!load(mem, vdir, top.b, s, h, NULL)) return false;
       continue;
     }
     looked++;
@@ -130,18 +124,19 @@ static void choose(const kc__heap *mem, const char *vdir, kc__index_set *s, lru_
     c->r = *r;
     if (lstat(path, &st) != 0) {
       c->kind = CH_GONE; /* removed meanwhile (its remover counted it) */
-    } else if (mtime_of(&st) > r->mtime_ns) {
-      r->mtime_ns = c->r.mtime_ns = mtime_of(&st); /* used since: back in line */
+    } else if (kc__stat_mtime_ns(&st) > r->mtime_ns) {
+      r->mtime_ns = c->r.mtime_ns = kc__stat_mtime_ns(&st); /* used since: back in line */
       c->kind = CH_TOUCH;
-      if (!push(h, (cand){r->mtime_ns, top.i, -1})) return;
+      if (!push(h, (cand){r->mtime_ns, top.i, -1})) return false;
     } else {
       c->kind = CH_EVICT; /* removed below only if its file is still as seen now */
       c->r.size = (uint64_t)st.st_size;
-      c->r.mtime_ns = mtime_of(&st);
+      c->r.mtime_ns = kc__stat_mtime_ns(&st);
       *total -= *total < c->r.size ? *total : c->r.size;
       victims++;
     }
   }
+  return true;
 }
 
 /* The store's totals from the summary, every bucket a candidate at its
@@ -189,7 +184,7 @@ static void apply(const kc__heap *mem, const char *vdir, change *ch, size_t n, k
       char path[PATH_MAX];
       kc__store_path(vdir, c->r.key, ".kce", path, sizeof path);
       struct stat st;
-      if (c->kind == CH_EVICT && lstat(path, &st) == 0 && mtime_of(&st) == c->r.mtime_ns &&
+      if (c->kind == CH_EVICT && lstat(path, &st) == 0 && kc__stat_mtime_ns(&st) == c->r.mtime_ns &&
           unlink(path) == 0) { /* not used since it was chosen */
         r->evicted++;
         r->evicted_bytes += (uint64_t)st.st_size;
@@ -225,7 +220,8 @@ kc_status kc__store_evict(const kc__heap *mem, const char *vdir, uint64_t target
   } else {
     uint64_t total = r.bytes_before;
     size_t nch = 0;
-    choose(mem, vdir, &s, &h, target, max_victims, &total, ch, &nch);
+    if (!choose(mem, vdir, &s, &h, target, max_victims, &total, ch, &nch)) /* what was chosen still goes */
+      st = kc__err_owner(0, KC_ENOMEM, "out of memory evicting from %s (%zu decided)", vdir, nch);
     qsort(ch, nch, sizeof *ch, by_bucket);
     apply(mem, vdir, ch, nch, &r);
     r.entries_after = r.entries_before - r.evicted;

@@ -7,6 +7,7 @@
  */
 #include "cache/index.h"
 #include "base/hash.h"
+#include "base/kit.h"
 #include "cache/io.h"
 
 #include <dirent.h>
@@ -31,15 +32,10 @@ void kc__index_set_free(const kc__heap *mem, kc__index_set *s) {
 }
 
 static bool set_push(const kc__heap *mem, kc__index_set *s, const kc__index_rec *r) {
-  if (s->n == s->cap) {
-    size_t nc = s->cap ? s->cap * 2 : 64;
-    kc__index_rec *nr = kc__heap_realloc(mem, s->rec, nc * sizeof *nr);
-    if (!nr) return false;
-    s->rec = nr;
-    s->cap = nc;
-  }
-  s->rec[s->n++] = *r;
-  return true;
+  bool ok;
+  KC__GROW(mem, s->rec, s->cap, s->n + 1, 64, &ok);
+  if (ok) s->rec[s->n++] = *r;
+  return ok;
 }
 
 static void idx_path(const char *vdir, int b, char *out, size_t n) {
@@ -47,17 +43,13 @@ static void idx_path(const char *vdir, int b, char *out, size_t n) {
 }
 static void bucket_dir(const char *vdir, int b, char *out, size_t n) { snprintf(out, n, "%s/%02x", vdir, b); }
 
-static int64_t st_mtime_ns(const struct stat *st) {
-  return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-}
-
 /* The bucket directory's mtime and inode; false if it is not a directory. */
 bool kc__index_dir_state(const char *vdir, int b, int64_t *mt, uint64_t *ino) {
   char dir[PATH_MAX];
   bucket_dir(vdir, b, dir, sizeof dir);
   struct stat st;
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
-  *mt = st_mtime_ns(&st);
+  *mt = kc__stat_mtime_ns(&st);
   *ino = (uint64_t)st.st_ino;
   return true;
 }
@@ -163,7 +155,7 @@ void kc__index_rec_make(kc__index_rec *r, const uint8_t key[16], const struct st
                         size_t size) {
   memcpy(r->key, key, 16);
   r->size = (uint64_t)st->st_size;
-  r->mtime_ns = st_mtime_ns(st);
+  r->mtime_ns = kc__stat_mtime_ns(st);
   backend_of_image(img, size, r->backend);
 }
 

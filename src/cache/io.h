@@ -13,7 +13,14 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+
+/* A file's mtime in nanoseconds (last use of an entry, age of a lock). */
+static inline int64_t kc__stat_mtime_ns(const struct stat *st) {
+  return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
 
 typedef enum kc__cache_op {
   KC__IO_OPEN, /* opening a file to read, or the counters, gc.lock, a directory */

@@ -155,7 +155,7 @@ bool kc__index_summarize(const kc__heap *mem, const char *vdir, bool write, kc__
   bool ok = true;
   for (int b = 0; ok && b < 256; b++) {
     bool unknown = false;
-    for (int j = 0; j < slots[b].nbe; j++)
+    for (int j = 0; valid[b] && j < slots[b].nbe; j++) /* an invalid slot's bytes are not a summary */
       unknown = unknown || slots[b].be[j].backend[0] == KC__BACKEND_UNKNOWN;
     if (valid[b] && !unknown) {
       kc__summary_merge(total, &slots[b]);

@@ -446,7 +446,7 @@ kc_status kc__define_batch(kc_runtime *rt, const char *file, kc__change *items, 
     if (all) { /* with fn, copies: the old record goes at kc__file_commit, before the report */
       memcpy(all, items, n * sizeof *all);
       for (size_t i = 0; i < ngone; i++) {
-        const char *name = fn ? kc__strndup(rt, gone[i], strlen(gone[i])) : gone[i];
+        const char *name = fn ? kc__strdup(rt, gone[i]) : gone[i];
         all[n + i] = (kc__change){name, NULL, 0, false};
         if (!name) st = kc__err(rt, KC_ENOMEM, "kc_define_file: out of memory");
       }
