@@ -75,12 +75,19 @@ static uint32_t ocl_compile_threads(const kc_options *opt) {
   return cores > 0 ? (uint32_t)(cores > 1024 ? 1024 : cores) : 1;
 }
 
-/* $KC_OPENCL_HELPER_TIMEOUT, read for each request (a bad value was
- * reported at open). */
-static double ocl_helper_timeout(void) {
+/* $KC_OPENCL_HELPER_TIMEOUT, read for each request: 120 s when unset or
+ * bad (not a positive number of seconds; *bad says so, for the warning at
+ * open). */
+static double ocl_helper_timeout_of(bool *bad) {
   double t = 0;
-  if (kc__setting_seconds(KC__SET_OPENCL_HELPER_TIMEOUT, &t) == KC__SETTING_BAD || t <= 0) t = 120;
-  return t;
+  *bad = kc__setting_seconds(KC__SET_OPENCL_HELPER_TIMEOUT, &t) == KC__SETTING_BAD || t < 0 ||
+         (kc__setting_raw(KC__SET_OPENCL_HELPER_TIMEOUT) && t == 0);
+  return *bad || t == 0 ? 120 : t;
+}
+
+static double ocl_helper_timeout(void) {
+  bool bad;
+  return ocl_helper_timeout_of(&bad);
 }
 
 void ocl_helpers_open(ocl_state *st, const kc_options *opt) {
@@ -88,10 +95,9 @@ void ocl_helpers_open(ocl_state *st, const kc_options *opt) {
   bool known = want >= KC_LOG_ERROR && want <= KC_LOG_DEBUG;
   st->log =
       (kc__log_sink){opt ? opt->log : NULL, opt ? opt->log_ud : NULL, known ? want : kc__log_env_level(NULL)};
-  double t = 0;
-  if (kc__setting_seconds(KC__SET_OPENCL_HELPER_TIMEOUT, &t) == KC__SETTING_BAD || t < 0 ||
-      (kc__setting_raw(KC__SET_OPENCL_HELPER_TIMEOUT) && t == 0))
-    kc__setting_warn(KC__SET_OPENCL_HELPER_TIMEOUT, "120 s");
+  bool bad;
+  (void)ocl_helper_timeout_of(&bad);
+  if (bad) kc__setting_warn(KC__SET_OPENCL_HELPER_TIMEOUT, "120 s");
   const char *mode = kc__setting_str(KC__SET_OPENCL_HELPERS);
   uint32_t n = ocl_compile_threads(opt);
   bool on = !strcmp(mode, "1");

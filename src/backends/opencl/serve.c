@@ -22,7 +22,6 @@
 #include <unistd.h>
 
 static int serve_fd = 0; /* the socket (moved off descriptor 0 at start) */
-#define SERVE_FD serve_fd
 
 /* Field f as a NUL-terminated string (malloc; NULL: no memory). */
 static char *serve_str(const ocl_field *f) {
@@ -38,13 +37,13 @@ static void serve_hello(kc_status st, const char *msg) {
   uint8_t s4[4];
   kc__le32(s4, (uint32_t)st);
   ocl_field f[2] = {{s4, 4}, {msg, strlen(msg)}};
-  (void)ocl_wire_send(SERVE_FD, OCL_MSG_HELLO, f, 2, 0);
+  (void)ocl_wire_send(serve_fd, OCL_MSG_HELLO, f, 2, 0);
 }
 
 /* SETUP: the state for the parent's device, or NULL (HELLO says why). */
 static ocl_state *serve_setup(const kc__bsvc *sv, pid_t parent) {
   ocl_msg m;
-  if (ocl_wire_recv(SERVE_FD, &m, 0, parent)) return NULL;
+  if (ocl_wire_recv(serve_fd, &m, 0, parent)) return NULL;
   char *f[5] = {NULL, NULL, NULL, NULL, NULL};
   for (uint32_t i = 0; i < 5 && i < m.n; i++) f[i] = serve_str(&m.f[i]);
   ocl_state *st = NULL;
@@ -99,7 +98,7 @@ static bool serve_build(ocl_state *st, const ocl_msg *m) {
                     {vals, s ? 0 : 8 * (size_t)r.nvals},
                     {r.local, s ? 0 : u.nparams},
                     {nb, 8}};
-  bool sent = ocl_wire_send(SERVE_FD, OCL_MSG_RESULT, f, 7, 0) == OCL_WIRE_OK;
+  bool sent = ocl_wire_send(serve_fd, OCL_MSG_RESULT, f, 7, 0) == OCL_WIRE_OK;
   if (r.prog) ocl.clReleaseProgram(r.prog);
   kc__bs_free(st->sv, r.bin);
   kc__sb_free(&log);
@@ -137,7 +136,7 @@ int kc__ocl_helper_main(int argc, char **argv) {
   if (!st) return 1;
   for (;;) {
     ocl_msg m;
-    if (ocl_wire_recv(SERVE_FD, &m, 0, parent)) break; /* the parent closed the socket, or is gone */
+    if (ocl_wire_recv(serve_fd, &m, 0, parent)) break; /* the parent closed the socket, or is gone */
     bool go_on = m.type == OCL_MSG_BUILD && serve_build(st, &m);
     free(m.buf);
     if (!go_on) break; /* QUIT, or a request it cannot serve */
