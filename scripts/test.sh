@@ -30,7 +30,7 @@ jobs=$(nproc)
 suites=("$@")
 ((${#suites[@]})) || suites=(lint default asan tsan clang reliability fuzz python)
 supp=$PWD/tests/sanitizers
-total_pass=0 total_fail=0 total_skip=0 total_case_skip=0 failed_suites=()
+total_pass=0 total_fail=0 total_skip=0 total_case_skip=0 failed_suites=() notes=()
 
 run_suite() {
   local name=$1 dir=build-$1
@@ -94,8 +94,13 @@ for s in "${suites[@]}"; do
     count_log reliability build-fault/reliability.log "$rc"
     echo "=== soak (${KC_SOAK_MINUTES:-1} min, RELIABILITY.md)"
     srk=0
-    scripts/soak.sh --minutes "${KC_SOAK_MINUTES:-1}" --build build-fault || srk=$?
-    ((srk == 0 || srk == 77)) || failed_suites+=(soak)
+    mkdir -p build-fault
+    scripts/soak.sh --minutes "${KC_SOAK_MINUTES:-1}" --build build-fault 2>&1 | tee build-fault/soak.log ||
+      srk=${PIPESTATUS[0]}
+    ((srk == 0 || srk == 77)) || {
+      failed_suites+=(soak)
+      notes+=("$(grep -E '^soak: FAIL' build-fault/soak.log || echo "soak: exit $srk (build-fault/soak.log)")")
+    }
     ;;
   fuzz)
     echo "=== suite: fuzz"
@@ -120,6 +125,7 @@ done
 echo
 if ((${#failed_suites[@]})); then
   echo "FAILED suites: ${failed_suites[*]}"
+  ((${#notes[@]} == 0)) || printf '  %s\n' "${notes[@]}"
 fi
 echo "kcache tests: $total_pass passed, $total_fail failed, $total_skip skipped" \
   "($total_case_skip test cases skipped inside passing suites: grep SKIPPED build-*/Testing/Temporary/LastTest.log)"

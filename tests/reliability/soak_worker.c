@@ -18,7 +18,8 @@
  *
  * Counters go to --stats (a JSON line, rewritten through a rename every
  * second), so a process killed with SIGKILL loses at most a second of them.
- * With glibc they include the heap in use (mallinfo2) just before and just
+ * They include the heap in use (glibc's mallinfo2; ASan's count of the
+ * bytes allocated and not freed, in an ASan build) just before and just
  * after each kc_collect: between two collects the code instances of every
  * world since the last one are alive (a definition makes six to eight
  * specializations miss), after it only the live worlds' are, so the heap
@@ -41,11 +42,30 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+#if defined(__SANITIZE_ADDRESS__)
+#define SOAK_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SOAK_ASAN 1
+#endif
+#endif
+#if defined(SOAK_ASAN)
+/* ASan's allocator: the bytes the program has allocated and not freed
+ * (what waits in its quarantine is freed). Declared here: gcc ships the
+ * function (libasan) but not clang's sanitizer/allocator_interface.h. */
+#include <stddef.h>
+size_t __sanitizer_get_current_allocated_bytes(void);
+#define HEAP_IN_USE() ((unsigned long long)__sanitizer_get_current_allocated_bytes() / 1024) /* KB */
+#elif defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
 #include <malloc.h>
-#define HEAP_IN_USE() ((unsigned long long)mallinfo2().uordblks / 1024) /* KB (0 under ASan) */
+#define HEAP_IN_USE() ((unsigned long long)mallinfo2().uordblks / 1024) /* KB */
 #else
 #define HEAP_IN_USE() 0ull
+#endif
+#if defined(SOAK_ASAN)
+#define SOAK_ASAN_BUILD 1
+#else
+#define SOAK_ASAN_BUILD 0
 #endif
 
 enum { H = 3, K = 3, NV = 4, N = 64, RECS = 256, MAXT = 16 };
@@ -364,7 +384,8 @@ static void write_stats(bool final) {
   if (rt) kc_stats_get(rt, &s);
   fprintf(
       f,
-      "{\"id\": %d, \"pid\": %d, \"final\": %s, \"checked\": %llu, \"pinned\": %llu, \"wrong\": %llu, "
+      "{\"id\": %d, \"pid\": %d, \"final\": %s, \"asan\": %s, \"checked\": %llu, \"pinned\": %llu, "
+      "\"wrong\": %llu, "
       "\"unchecked\": %llu, \"defines\": %llu, \"identical\": %llu, \"resets\": %llu, \"collects\": %llu, "
       "\"recreates\": %llu, \"compiles\": %llu, \"disk_hits\": %llu, \"disk_misses\": %llu, "
       "\"remote_hits\": %llu, \"remote_uploads\": %llu, \"repairs\": %llu, \"heap_before_collect_max\": "
@@ -372,10 +393,11 @@ static void write_stats(bool final) {
       "\"heap_after_collect_first\": %llu, \"heap_after_collect_max\": %llu, \"heap_after_collect_last\": "
       "%llu, "
       "\"fails\": {",
-      wid, (int)getpid(), final ? "true" : "false", c.checked, c.pinned, c.wrong, c.unchecked, c.defines,
-      c.identical, c.resets, c.collects, c.recreates, c.compiles + s.compiles, c.disk_hits + s.disk_hits,
-      c.disk_misses + s.disk_misses, c.remote_hits + s.remote_hits, c.remote_uploads + s.remote_uploads,
-      c.repairs + s.disk_repairs, c.heap_before_max, c.heap_after_first, c.heap_after_max, c.heap_after_last);
+      wid, (int)getpid(), final ? "true" : "false", SOAK_ASAN_BUILD ? "true" : "false", c.checked, c.pinned,
+      c.wrong, c.unchecked, c.defines, c.identical, c.resets, c.collects, c.recreates,
+      c.compiles + s.compiles, c.disk_hits + s.disk_hits, c.disk_misses + s.disk_misses,
+      c.remote_hits + s.remote_hits, c.remote_uploads + s.remote_uploads, c.repairs + s.disk_repairs,
+      c.heap_before_max, c.heap_after_first, c.heap_after_max, c.heap_after_last);
   bool first = true;
   for (int i = 1; i < 32; i++)
     if (c.fails[i]) {
@@ -467,6 +489,13 @@ int main(int argc, char **argv) {
   pthread_rwlock_init(&gate, &ga);
   signal(SIGTERM, on_term);
   signal(SIGINT, on_term);
+  /* The harness starts a worker with SIGTERM blocked, so that one sent
+   * before the handler was in place (a worker started just before the end)
+   * waits until now, and stops it the same way as any other. */
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  pthread_sigmask(SIG_UNBLOCK, &term, NULL);
   for (int i = 1; i + 1 < argc; i++)
     if (!strcmp(argv[i], "--recreate")) return recreate_rounds(atoi(argv[i + 1]), seed);
   kc_status st = make_runtime();
