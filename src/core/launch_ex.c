@@ -55,18 +55,10 @@ kc_status kc__capture_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
  * past their end; a larger one is accepted if every byte past what the
  * library knows is 0 (kcache.h, "Struct sizes"). Cold. */
 static KC__COLD kc_status cfg_normalize(kc_runtime *rt, const kc_launch_config *cfg, kc_launch_config *full) {
-  size_t min = offsetof(kc_launch_config, stream) + sizeof(kc_stream *);
-  if (cfg->size < min)
-    return kc__err(rt, KC_EINVAL, "kc_launch_config of %zu bytes: at least %zu (use kc_launch_config_init)",
-                   cfg->size, min);
+  kc_status st = kc__abi_check(rt, "kc_launch_config", "kc_launch_config_init", cfg, cfg->size,
+                               KC__LAUNCH_CONFIG_MIN_SIZE, sizeof *full);
+  if (st) return st;
   if (cfg->size > sizeof *full) {
-    const unsigned char *p = (const unsigned char *)cfg;
-    for (size_t i = sizeof *full; i < cfg->size; i++)
-      if (p[i])
-        return kc__err(
-            rt, KC_EINVAL,
-            "kc_launch_config of %zu bytes, this library knows %zu: a field it does not know is set",
-            cfg->size, sizeof *full);
     memcpy(full, cfg, sizeof *full);
   } else {
     kc_launch_config_init_size(full, sizeof *full);
@@ -94,6 +86,27 @@ static inline bool arg_fits_ex(const kc_arg *a, uint64_t want, const kc_context 
   }
 }
 
+/* What both configured launches do first: cfg as the backend's
+ * configuration (*lc), read through *full when the caller's struct has
+ * another size than this library's, with its stream checked against ctx. */
+static inline kc_status ex_config(kc_runtime *rt, const kc_context *ctx, const kc__linked *l,
+                                  const kc_launch_config *cfg, kc_launch_config *full, const kc_arg *args,
+                                  kc__lcfg *lc) {
+  if (KC__UNLIKELY(cfg->size != sizeof *cfg)) {
+    kc_status st = cfg_normalize(rt, cfg, full);
+    if (st) return st;
+    cfg = full;
+  }
+  *lc = (kc__lcfg){&cfg->grid, &cfg->block, NULL, cfg->shared_bytes, cfg->flags, cfg->cluster, args};
+  const kc_stream *s = cfg->stream;
+  if (s) {
+    if (KC__UNLIKELY(s->ctx != ctx || !kc__load_relaxed(&s->alive)))
+      return bad_stream(rt, ctx, s, l->ci->spec->name);
+    lc->stream = s->native;
+  }
+  return KC_OK;
+}
+
 /* The configuration's and the arguments' checks, the packing, the
  * backend's launch_ex. argv as for launch: a buffer's entry is its handle,
  * a scalar's its bytes, a raw pointer's the pointer's value in the caller's
@@ -102,18 +115,9 @@ static KC__NOINLINE kc_status ex_go(kc__linked *l, kc_context *ctx, const kc_lau
                                     const kc_arg *args, uint32_t nargs) {
   kc_runtime *rt = l->rt;
   kc_launch_config full;
-  if (KC__UNLIKELY(cfg->size != sizeof *cfg)) {
-    kc_status st = cfg_normalize(rt, cfg, &full);
-    if (st) return st;
-    cfg = &full;
-  }
-  kc__lcfg lc = {&cfg->grid, &cfg->block, NULL, cfg->shared_bytes, cfg->flags, cfg->cluster, args};
-  const kc_stream *s = cfg->stream;
-  if (s) {
-    if (KC__UNLIKELY(s->ctx != ctx || !kc__load_relaxed(&s->alive)))
-      return bad_stream(rt, ctx, s, l->ci->spec->name);
-    lc.stream = s->native;
-  }
+  kc__lcfg lc;
+  kc_status st = ex_config(rt, ctx, l, cfg, &full, args, &lc);
+  if (KC__UNLIKELY(st)) return st;
   void *argv[KC_MAX_ARGS];
   if (KC__UNLIKELY(nargs != l->nargs || (nargs && !args)))
     return kc__explain_args(rt, l->ci, ctx, args, nargs, KC__RULES_EX);
@@ -196,21 +200,11 @@ kc_status kc_launch_ex(kc_kernel *k, kc_context *ctx, const kc_launch_config *cf
 /* ---------------------------------------------------- bound arguments */
 
 static KC__NOINLINE kc_status args_ex_go(kc__linked *l, kc_args *a, const kc_launch_config *cfg) {
-  kc_runtime *rt = a->rt;
   kc_launch_config full;
-  if (KC__UNLIKELY(cfg->size != sizeof *cfg)) {
-    kc_status st = cfg_normalize(rt, cfg, &full);
-    if (st) return st;
-    cfg = &full;
-  }
-  kc__lcfg lc = {&cfg->grid, &cfg->block, NULL, cfg->shared_bytes, cfg->flags, cfg->cluster, a->args};
-  const kc_stream *s = cfg->stream;
-  if (s) {
-    if (KC__UNLIKELY(s->ctx != a->ctx || !kc__load_relaxed(&s->alive)))
-      return bad_stream(rt, a->ctx, s, a->k->spec->name);
-    lc.stream = s->native;
-  }
-  return rt->be->launch_ex(&l->b, a->argv, &lc);
+  kc__lcfg lc;
+  kc_status st = ex_config(a->rt, a->ctx, l, cfg, &full, a->args, &lc);
+  if (KC__UNLIKELY(st)) return st;
+  return a->rt->be->launch_ex(&l->b, a->argv, &lc);
 }
 
 kc_status kc_launch_args_ex(kc_args *a, const kc_launch_config *cfg) {

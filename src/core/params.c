@@ -111,16 +111,16 @@ kc_status kc_kernel_param_count(kc_kernel *k, uint32_t *count) {
 }
 
 kc_status kc_kernel_param_size(kc_kernel *k, uint32_t index, kc_param_info *out, size_t size) {
-  const size_t least = offsetof(kc_param_info, scalar) + sizeof out->scalar;
-  if (!out || size < least)
-    return kc__err(k ? k->rt : NULL, KC_EINVAL, "kc_kernel_param: %s",
-                   out ? "kc_param_info smaller than this library's first layout" : "NULL out");
+  if (!out) return kc__err(k ? k->rt : NULL, KC_EINVAL, "kc_kernel_param: NULL out");
+  kc_status st = kc__abi_check(k ? k->rt : NULL, "kc_param_info", "kc_kernel_param", NULL, size,
+                               KC__END_OF(kc_param_info, scalar), sizeof(kc_param_info));
+  if (st) return st;
   kc_param_info info;
   memset(&info, 0, sizeof info);
   size_t fill = size < sizeof info ? size : sizeof info;
   memset(out, 0, size);
   kc__ci *ci;
-  kc_status st = param_ci(k, "kc_kernel_param", &ci);
+  st = param_ci(k, "kc_kernel_param", &ci);
   if (!st && index >= ci->nparams)
     st = kc__err(k->rt, KC_EINVAL, "kc_kernel_param: kernel '%s' has %u parameters, no parameter %u",
                  k->spec->name, ci->nparams, index);

@@ -21,20 +21,15 @@
 
 /* The oldest layouts accepted (kcache.h, "Struct sizes"): the fields
  * before the disk cache and the remote tier grew the structs. */
-#define KC__END_OF(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 #define KC__OPTIONS_MIN_SIZE KC__END_OF(kc_options, alloc_ud)
 #define KC__STATS_MIN_SIZE KC__END_OF(kc_stats, collected)
 
-/* Whether a caller's struct of `size` bytes (at p, which may be NULL for
- * a size-only check) is one this library can read or write: at least the
- * oldest layout, and past the `known` bytes of this library's struct only
- * zeros (fields a newer header has, left at their defaults). */
-static kc_status abi_check(const kc_runtime *rt, const char *what, const void *p, size_t size, size_t min,
-                           size_t known) {
+kc_status kc__abi_check(const kc_runtime *rt, const char *what, const char *init, const void *p, size_t size,
+                        size_t min, size_t known) {
   if (size == 0)
     return kc__err(rt, KC_EINVAL,
                    "%s has size 0: initialize it with %s (its size field is the caller's sizeof(%s))", what,
-                   strcmp(what, "kc_options") ? "kc_stats_get" : "kc_options_init", what);
+                   init, what);
   if (size < min)
     return kc__err(rt, KC_EINVAL,
                    "%s of %zu bytes is smaller than the oldest layout this library reads (%zu bytes)", what,
@@ -53,7 +48,8 @@ static kc_status abi_check(const kc_runtime *rt, const char *what, const void *p
 
 kc_status kc_options_init_size(kc_options *opt, size_t size) {
   if (!opt) return kc__err(NULL, KC_EINVAL, "kc_options_init: opt is NULL");
-  kc_status st = abi_check(NULL, "kc_options", NULL, size, KC__OPTIONS_MIN_SIZE, sizeof *opt);
+  kc_status st =
+      kc__abi_check(NULL, "kc_options", "kc_options_init", NULL, size, KC__OPTIONS_MIN_SIZE, sizeof *opt);
   if (st) return st;
   kc_options d;
   memset(&d, 0, sizeof d);
@@ -70,7 +66,8 @@ kc_status kc_options_init_size(kc_options *opt, size_t size) {
 static kc_status options_read(const kc_options *user, kc_options *out) {
   kc_options_init(out);
   if (!user) return KC_OK;
-  kc_status st = abi_check(NULL, "kc_options", user, user->size, KC__OPTIONS_MIN_SIZE, sizeof *out);
+  kc_status st = kc__abi_check(NULL, "kc_options", "kc_options_init", user, user->size, KC__OPTIONS_MIN_SIZE,
+                               sizeof *out);
   if (st) return st;
   memcpy(out, user, user->size < sizeof *out ? user->size : sizeof *out);
   out->size = sizeof *out;
@@ -268,7 +265,8 @@ kc_status kc_stats_get_size(kc_runtime *rt, kc_stats *out, size_t size) {
   if (!out) return kc__err(rt, KC_EINVAL, "kc_stats_get: out is NULL");
   /* *out is written, never read: a caller's struct need not be initialized,
    * so only its size is checked (p NULL) */
-  kc_status st = abi_check(rt, "kc_stats", NULL, size, KC__STATS_MIN_SIZE, sizeof(kc_stats));
+  kc_status st =
+      kc__abi_check(rt, "kc_stats", "kc_stats_get", NULL, size, KC__STATS_MIN_SIZE, sizeof(kc_stats));
   if (st) return st;
   kc_stats s;
   memset(&s, 0, sizeof s);
