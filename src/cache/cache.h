@@ -106,7 +106,6 @@ typedef struct kc__cache_txn {
   void *defs; /* the closure, encoded (a DEFS section) for the entry */
   size_t defs_len;
   uint64_t remote_lock; /* nonzero: this lookup holds the key's lock in the tier */
-  bool lock_unlinked; /* the lock file is gone already (with the entry's write, in its index transaction) */
 } kc__cache_txn;
 
 /* The key of p, then the disk and the tier. True on a hit: verify said

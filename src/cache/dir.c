@@ -52,6 +52,12 @@ void kc__store_path(const char *vdir, const uint8_t key[16], const char *suffix,
   snprintf(out, outlen, "%s/%.2s/%s%s", vdir, hex, hex, suffix);
 }
 
+void kc__store_lock_path(const char *vdir, const uint8_t key[16], char *out, size_t outlen) {
+  char hex[33];
+  kc__store_hex(key, hex);
+  snprintf(out, outlen, "%s/" KC__STORE_LOCKS_DIR "/%s.lock", vdir, hex);
+}
+
 bool kc__store_env_max_size(uint64_t *out) {
   uint64_t v = 0;
   bool ok = kc__setting_size(KC__SET_CACHE_MAXSIZE, &v) != KC__SETTING_BAD;
@@ -174,24 +180,37 @@ static void sweep_one(const char *path, bool temp, int64_t now, kc__gc_result *r
   close(fd);
 }
 
+/* Where a sweep looks: a bucket directory (the layout of an earlier kcache:
+ * .tmp-* and *.lock files among the entries), vdir/locks or vdir/tmp. */
+typedef enum sweep_where { SWEEP_BUCKET, SWEEP_LOCKS, SWEEP_TEMPS } sweep_where;
+
+static void sweep_dir(const char *dir, sweep_where where, int64_t now, kc__gc_result *r) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  for (struct dirent *de; (de = readdir(d));) {
+    const char *name = de->d_name;
+    size_t nl = strlen(name);
+    bool lock = where != SWEEP_TEMPS && nl > 5 && !strcmp(name + nl - 5, ".lock");
+    bool temp = where == SWEEP_TEMPS ? strcmp(name, ".") && strcmp(name, "..")
+                                     : where == SWEEP_BUCKET && !strncmp(name, ".tmp-", 5);
+    char path[PATH_MAX];
+    if ((!temp && !lock) || snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) continue;
+    sweep_one(path, temp, now, r);
+  }
+  closedir(d);
+}
+
 /* Removes temp files of dead writers and lock files of dead compiles. */
 static void sweep_aux(const char *vdir, kc__gc_result *r) {
   int64_t now = (int64_t)kc__realtime_ns();
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/" KC__STORE_LOCKS_DIR, vdir);
+  sweep_dir(dir, SWEEP_LOCKS, now, r);
+  snprintf(dir, sizeof dir, "%s/" KC__STORE_TMP_DIR, vdir);
+  sweep_dir(dir, SWEEP_TEMPS, now, r);
   for (int bucket = 0; bucket < 256; bucket++) {
-    char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/%02x", vdir, bucket);
-    DIR *d = opendir(dir);
-    if (!d) continue;
-    for (struct dirent *de; (de = readdir(d));) {
-      char path[PATH_MAX];
-      bool temp = !strncmp(de->d_name, ".tmp-", 5);
-      size_t nl = strlen(de->d_name);
-      bool lock = nl > 5 && !strcmp(de->d_name + nl - 5, ".lock");
-      if (!temp && !lock) continue;
-      if (snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= (int)sizeof path) continue;
-      sweep_one(path, temp, now, r);
-    }
-    closedir(d);
+    sweep_dir(dir, SWEEP_BUCKET, now, r);
   }
 }
 

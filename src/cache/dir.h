@@ -27,6 +27,8 @@ bool kc__store_default_root(char *out, size_t outlen);
 void kc__store_vdir(const char *root, char *out, size_t outlen);
 /* vdir/ab/<hex><suffix> */
 void kc__store_path(const char *vdir, const uint8_t key[16], const char *suffix, char *out, size_t outlen);
+/* vdir/locks/<hex>.lock: the key's lock file (format.h) */
+void kc__store_lock_path(const char *vdir, const uint8_t key[16], char *out, size_t outlen);
 /* The size bound that $KC_CACHE_MAXSIZE asks for: unset, empty or 0 is the
  * default (1 GiB), as everywhere in kcache. False (and the default in *out)
  * if it is not a size. The library and the command read it through this one
@@ -62,7 +64,8 @@ typedef struct kc__gc_result {
 
 /* Removes least recently used entries until the store holds at most
  * `target` bytes, stale temp files (older than an hour) and abandoned lock
- * files, rewrites the shared counters with exact values and rebuilds every
+ * files (in vdir/tmp and vdir/locks, and those an earlier kcache left in
+ * the bucket directories), rewrites the shared counters with exact values and rebuilds every
  * bucket's index (index.h). A whole-store scan: for `kcache gc`, `clear`
  * and `verify --repair`; a write's eviction is kc__store_evict. wait:
  * block on another evictor, else return KC_EBUSY at once. */

@@ -16,8 +16,17 @@
  *                                flocked while ab's entries change
  *   ROOT/v1/index/summary        each bucket's totals (cache/index.h)
  *   ROOT/v1/ab/<32 hex>.kce      the entry of key ab...: header + payload
- *   ROOT/v1/ab/<32 hex>.lock     exists while a process compiles that key
- *   ROOT/v1/ab/.tmp-<key>-<pid>-<tid>-<n>   an entry being written
+ *   ROOT/v1/locks/<32 hex>.lock  exists while a process compiles that key
+ *   ROOT/v1/tmp/<key>-<pid>-<tid>-<n>   an entry being written (renamed
+ *                                into its bucket: the same file system)
+ *
+ * A bucket directory changes only when an entry is created, replaced or
+ * removed (its index judges itself fresh by the directory's mtime, index.h);
+ * lock and temp files, made at every miss and write, have directories of
+ * their own. Both are flat: they hold only the compiles and writes in flight
+ * (and what dead processes left, until `kcache gc`), not one file per entry.
+ * A store written by an earlier kcache may hold ab/<key>.lock and
+ * ab/.tmp-* files: the sweep of kc__store_gc removes those too.
  *
  * Entry file, little-endian:
  *
@@ -51,6 +60,9 @@
 #define KC__STORE_MAGIC "KCACHE\x1a\n"
 #define KC__STORE_DEFAULT_MAX (1ull << 30)
 #define KC__STORE_DEFAULT_LOCK_MS 60000u
+/* The directories of lock files and temp files, under ROOT/v1. */
+#define KC__STORE_LOCKS_DIR "locks"
+#define KC__STORE_TMP_DIR "tmp"
 /* The most entries that the write which takes the store past its bound
  * evicts (index.h, kc__store_evict): the next one past it goes on. */
 #define KC__EVICT_BATCH 32u

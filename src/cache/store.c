@@ -186,17 +186,31 @@ static void write_failed(kc__cache *c, const char *what, const char *path, int e
             c->root, what, path, strerror(err));
 }
 
-static bool ensure_bucket(kc__cache *c, const uint8_t key[16]) {
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s/%02x", c->vdir, key[0]);
+/* Makes dir (a directory of the store) when it is missing, with the
+ * store's mode and group (trust.h). False with errno if it cannot be. */
+static bool make_dir(kc__cache *c, const char *dir) {
   mode_t mode = kc__store_dir_mode(&c->trust);
   if (kc__fo_mkdir(dir, mode) == 0) {
     kc__store_made_dir(dir, mode);
     return true;
   }
-  if (errno == EEXIST) return true;
+  return errno == EEXIST;
+}
+
+static bool ensure_bucket(kc__cache *c, const uint8_t key[16]) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/%02x", c->vdir, key[0]);
+  if (make_dir(c, dir)) return true;
   write_failed(c, "creating", dir, errno);
   return false;
+}
+
+/* Makes vdir/name (locks, tmp: format.h) after a create in it found it
+ * missing: made once per store, not at every miss. */
+static bool make_aux_dir(kc__cache *c, const char *name) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/%s", c->vdir, name);
+  return make_dir(c, dir);
 }
 
 /* Writes all of img to fd; 0 or the errno. */
@@ -231,12 +245,13 @@ static bool after_write(kc__cache *c, const char *dir, size_t size, bool replace
   return !now.sized || now.bytes > c->max_size;
 }
 
-/* The rename of tmp over final in the bucket's index transaction (index.h),
- * with the key's lock file (txn's, if it holds one) unlinked there too, so
- * that the index records the bucket as this leaves it. st: the temp file. */
+/* The rename of tmp over final in the bucket's index transaction (index.h).
+ * Nothing else of kcache's changes the bucket directory (the temp file and
+ * the lock file are elsewhere: format.h), so the transaction finds the
+ * index fresh and adds the one record. st: the temp file. */
 static int rename_indexed(kc__cache *c, const uint8_t key[16], const char *tmp, const char *final,
-                          const struct stat *st, const uint8_t *img, size_t size, kc__cache_txn *txn,
-                          bool *replaced, struct stat *old) {
+                          const struct stat *st, const uint8_t *img, size_t size, bool *replaced,
+                          struct stat *old) {
   kc__index_txn it;
   kc__index_begin(c->mem, c->vdir, key[0], &it);
   *replaced = stat(final, old) == 0;
@@ -246,28 +261,30 @@ static int rename_indexed(kc__cache *c, const uint8_t key[16], const char *tmp, 
     kc__index_rec_make(&r, key, st, img, size);
     kc__index_put(c->mem, &it, &r);
   }
-  if (!err && txn && txn->lock_fd >= 0) {
-    char path[PATH_MAX];
-    kc__store_path(c->vdir, key, ".lock", path, sizeof path);
-    unlink(path); /* while held: see key_lock_fd */
-    txn->lock_unlinked = true;
-  }
   kc__index_commit(c->mem, c->vdir, &it);
   return err;
 }
 
-/* Writes image as the entry of key: temp file, fsync, rename, fsync of the
- * directory. True if eviction is due (see after_write). txn: the lookup
- * whose compile made it (NULL: none). */
+/* Creates the temp file tmp (in vdir/tmp, made when missing); fd or -1. */
+static int create_temp(kc__cache *c, const char *tmp, mode_t mode) {
+  int fd = kc__fo_open(KC__IO_CREATE, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0 && errno == ENOENT && make_aux_dir(c, KC__STORE_TMP_DIR))
+    fd = kc__fo_open(KC__IO_CREATE, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  return fd;
+}
+
+/* Writes image as the entry of key: temp file, fsync, rename into the
+ * bucket, fsync of the bucket directory. True if eviction is due (see
+ * after_write). */
 static bool write_entry(kc__cache *c, const uint8_t key[16], const uint8_t *img, size_t size,
-                        uint64_t *target, kc__cache_txn *txn) {
+                        uint64_t *target) {
   if (!ensure_bucket(c, key)) return false;
   static _Atomic uint64_t seq;
   char hex[33], dir[PATH_MAX], tmp[PATH_MAX], final[PATH_MAX];
   kc__store_hex(key, hex);
   snprintf(dir, sizeof dir, "%s/%.2s", c->vdir, hex);
   /* unique per process, thread and call, also in a child after fork */
-  if (snprintf(tmp, sizeof tmp, "%s/.tmp-%s-%ld-%ld-%llu", dir, hex, (long)getpid(),
+  if (snprintf(tmp, sizeof tmp, "%s/" KC__STORE_TMP_DIR "/%s-%ld-%ld-%llu", c->vdir, hex, (long)getpid(),
                (long)syscall(SYS_gettid),
                (unsigned long long)kc__fetch_add_relaxed(&seq, 1)) >= (int)sizeof tmp ||
       snprintf(final, sizeof final, "%s/%s.kce", dir, hex) >= (int)sizeof final) {
@@ -275,7 +292,7 @@ static bool write_entry(kc__cache *c, const uint8_t key[16], const uint8_t *img,
     return false;
   }
   mode_t mode = kc__store_file_mode(&c->trust);
-  int fd = kc__fo_open(KC__IO_CREATE, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  int fd = create_temp(c, tmp, mode);
   if (fd < 0) {
     write_failed(c, "creating", tmp, errno);
     return false;
@@ -302,7 +319,7 @@ static bool write_entry(kc__cache *c, const uint8_t key[16], const uint8_t *img,
   struct stat old;
   bool replaced;
   what = "renaming";
-  if ((err = rename_indexed(c, key, tmp, final, &st, img, size, txn, &replaced, &old))) goto fail;
+  if ((err = rename_indexed(c, key, tmp, final, &st, img, size, &replaced, &old))) goto fail;
   return after_write(c, dir, (size_t)st.st_size, replaced, &old, target);
 fail:
   if (fd >= 0) close(fd);
@@ -316,19 +333,21 @@ static void write_and_evict(kc__cache *c, const uint8_t key[16], const void *img
   uint64_t target = 0;
   kc__gc_result r;
   /* KC_EBUSY: another thread or process is evicting; it does the work */
-  if (kc__load_relaxed(&c->writable) && write_entry(c, key, img, size, &target, NULL) &&
+  if (kc__load_relaxed(&c->writable) && write_entry(c, key, img, size, &target) &&
       kc__store_evict(c->mem, c->vdir, target, KC__EVICT_BATCH, &r) == KC_OK)
     kc__fetch_add_relaxed(&c->n.evictions, r.evicted);
 }
 
 /* ----------------------------------------------------------- key locks */
 
-/* Opens and flocks the key's lock file; the fd, or -1 (none, a failure, a
- * timeout). */
+/* Opens and flocks the key's lock file (in vdir/locks, made when missing);
+ * the fd, or -1 (none, a failure, a timeout). */
 static int key_lock_fd(kc__cache *c, const char *path) {
   uint64_t deadline = kc__now_ns() + (uint64_t)c->lock_ms * 1000000u;
   for (;;) {
     int fd = kc__store_open_create(KC__IO_CREATE, path, O_RDWR | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && make_aux_dir(c, KC__STORE_LOCKS_DIR))
+      fd = kc__store_open_create(KC__IO_CREATE, path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
       write_failed(c, "creating", path, errno);
       return -1;
@@ -357,21 +376,18 @@ static int key_lock_fd(kc__cache *c, const char *path) {
 
 static void key_lock(kc__cache *c, kc__cache_txn *txn) {
   char path[PATH_MAX];
-  kc__store_path(c->vdir, txn->key, ".lock", path, sizeof path);
-  if (ensure_bucket(c, txn->key)) txn->lock_fd = key_lock_fd(c, path);
+  kc__store_lock_path(c->vdir, txn->key, path, sizeof path);
+  txn->lock_fd = key_lock_fd(c, path);
 }
 
+/* Removes the lock file while it is held (see key_lock_fd), after the
+ * entry's rename: a waiter that gets it next reads the entry. It is not in
+ * a bucket directory, so no index transaction is needed. */
 static void key_unlock(kc__cache *c, kc__cache_txn *txn) {
   if (txn->lock_fd < 0) return;
   char path[PATH_MAX];
-  kc__store_path(c->vdir, txn->key, ".lock", path, sizeof path);
-  if (!txn->lock_unlinked) { /* while held: see key_lock_fd; in the bucket's index transaction, which
-                              * then records the directory as this leaves it (else: stale, rebuilt) */
-    kc__index_txn it;
-    kc__index_begin(c->mem, c->vdir, txn->key[0], &it);
-    unlink(path);
-    kc__index_commit(c->mem, c->vdir, &it);
-  }
+  kc__store_lock_path(c->vdir, txn->key, path, sizeof path);
+  unlink(path);
   flock(txn->lock_fd, LOCK_UN);
   close(txn->lock_fd);
   txn->lock_fd = -1;
@@ -528,7 +544,7 @@ void kc__cache_finish(kc__cache *c, kc__cache_txn *txn, const kc__key_parts *p, 
   size_t size = 0;
   if (txn->active && p && (kc__load_relaxed(&c->writable) || c->tier.self)) {
     img = finish_encode(c, txn, p, res, &size);
-    if (img && kc__load_relaxed(&c->writable)) evict = write_entry(c, txn->key, img, size, &target, txn);
+    if (img && kc__load_relaxed(&c->writable)) evict = write_entry(c, txn->key, img, size, &target);
   }
   key_unlock(c, txn); /* first: waiters read the entry while we evict */
   if (c->tier.self) c->tier.upload(c->tier.self, txn->key, img, size, txn->remote_lock); /* takes img */

@@ -206,6 +206,17 @@ static bool trusted_at(const kc__store_trust *t, const char *path, char *why, si
   return lstat_no_link(path, &st, why, wl) && trusted(t, path, &st, why, wl);
 }
 
+/* vdir/name (locks, tmp: format.h), when it is there, like vdir itself:
+ * whoever may write in it may take a key's lock (and stall its compiles
+ * for the lock timeout) or swap a temp file before its rename. */
+static bool aux_trusted(const kc__store_trust *t, const char *vdir, const char *name, char *why, size_t wl) {
+  char dir[PATH_MAX];
+  struct stat st;
+  snprintf(dir, sizeof dir, "%s/%s", vdir, name);
+  if (lstat(dir, &st) != 0 && errno == ENOENT) return true; /* made when first needed, by kcache */
+  return trusted_at(t, dir, why, wl);
+}
+
 bool kc__store_trust_root(kc__store_trust *t, const char *root, const char *vdir, char *why, size_t wl) {
   struct stat st;
   if (stat(root, &st) != 0) {
@@ -244,7 +255,8 @@ bool kc__store_trust_root(kc__store_trust *t, const char *root, const char *vdir
   }
   if (!sticky && !trusted(t, root, &st, why, wl)) return false;
   if (lstat(vdir, &st) != 0 && errno == ENOENT) return true; /* made next (then checked again) */
-  return trusted_at(t, vdir, why, wl);
+  return trusted_at(t, vdir, why, wl) && aux_trusted(t, vdir, KC__STORE_LOCKS_DIR, why, wl) &&
+         aux_trusted(t, vdir, KC__STORE_TMP_DIR, why, wl);
 }
 
 bool kc__store_trust_note(const kc__store_trust *t, const char *root, char *msg, size_t n) {

@@ -16,6 +16,28 @@ static void problem(rel_store_check *c, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* Where count_aux looks: a bucket directory (.tmp-* and *.lock files, where
+ * an earlier kcache put them), v1/locks or v1/tmp (every file). */
+typedef enum aux_where { AUX_BUCKET, AUX_LOCKS, AUX_TEMPS } aux_where;
+
+static void count_aux(const char *dir, aux_where where, rel_store_check *c) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  for (struct dirent *de; (de = readdir(d));) {
+    const char *name = de->d_name;
+    size_t nl = strlen(name);
+    if (!strcmp(name, ".") || !strcmp(name, "..")) continue;
+    if (where == AUX_TEMPS || (where == AUX_BUCKET && !strncmp(name, ".tmp-", 5))) {
+      c->temps++;
+      problem(c, "temp file left behind: %s/%s", dir, name);
+    } else if (where == AUX_LOCKS || (nl > 5 && !strcmp(name + nl - 5, ".lock"))) {
+      c->locks++;
+      problem(c, "lock file left behind: %s/%s", dir, name);
+    }
+  }
+  closedir(d);
+}
+
 void rel_store_check_dir(const char *root, rel_store_check *c) {
   memset(c, 0, sizeof *c);
   char vdir[4096];
@@ -46,20 +68,13 @@ void rel_store_check_dir(const char *root, rel_store_check *c) {
   for (int bucket = 0; bucket < 256; bucket++) {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/%02x", vdir, bucket);
-    DIR *d = opendir(dir);
-    if (!d) continue;
-    for (struct dirent *de; (de = readdir(d));) {
-      size_t nl = strlen(de->d_name);
-      if (!strncmp(de->d_name, ".tmp-", 5)) {
-        c->temps++;
-        problem(c, "temp file left behind: %s/%s", dir, de->d_name);
-      } else if (nl > 5 && !strcmp(de->d_name + nl - 5, ".lock")) {
-        c->locks++;
-        problem(c, "lock file left behind: %s/%s", dir, de->d_name);
-      }
-    }
-    closedir(d);
+    count_aux(dir, AUX_BUCKET, c);
   }
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/" KC__STORE_LOCKS_DIR, vdir);
+  count_aux(dir, AUX_LOCKS, c);
+  snprintf(dir, sizeof dir, "%s/" KC__STORE_TMP_DIR, vdir);
+  count_aux(dir, AUX_TEMPS, c);
 }
 
 uint64_t rel_env_u64(const char *name, uint64_t def) {

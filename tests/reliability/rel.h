@@ -32,8 +32,8 @@ typedef struct rel_store_check {
   size_t entries; /* entry files */
   size_t damaged; /* entries that do not decode, or hold another key */
   size_t misplaced;
-  size_t temps; /* .tmp-* files: writes that were not finished or cleaned up */
-  size_t locks; /* *.lock files: compiles whose lock was not released */
+  size_t temps; /* files in v1/tmp (or .tmp-* in a bucket): writes not finished or cleaned up */
+  size_t locks; /* files in v1/locks (or *.lock in a bucket): compiles whose lock was not released */
   char first_problem[512];
 } rel_store_check;
 

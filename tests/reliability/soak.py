@@ -6,8 +6,8 @@ several threads, share one store and one redis-server for --minutes, while
 this harness injects real faults:
 
   kill9_*       kill -9 of a worker caught writing a store entry (it
-                has a .tmp- file open: kill9_write), else compiling (it
-                holds a key's .lock: kill9_compile), else of any one
+                has a file of v1/tmp open: kill9_write), else compiling (it
+                holds a key's v1/locks/KEY.lock: kill9_compile), else of any one
   redis_stop    the server stopped (SIGSTOP) for 1-3 s, then continued
   redis_restart the server killed and started again on the same port
   redis_flush   FLUSHALL
@@ -140,9 +140,9 @@ def what_open(pid):
                 t = os.readlink("/proc/%d/fd/%s" % (pid, fd))
             except OSError:
                 continue
-            if "/.tmp-" in t:
+            if "/v1/tmp/" in t or "/.tmp-" in t:  # the store's temp files (.tmp-: an earlier layout)
                 return "kill9_write"
-            if t.endswith(".lock") and not t.endswith("gc.lock"):
+            if "/v1/locks/" in t and t.endswith(".lock"):
                 what = "kill9_compile"
     except OSError:
         pass
@@ -150,8 +150,11 @@ def what_open(pid):
 
 
 def count_files(store):
-    temps = glob.glob(os.path.join(store, "v1", "??", ".tmp-*"))
-    locks = glob.glob(os.path.join(store, "v1", "??", "*.lock"))
+    """The store's temp and lock files: v1/tmp/* and v1/locks/*, and those an
+    earlier kcache put in the bucket directories (v1/??/.tmp-*, v1/??/*.lock)."""
+    v1 = os.path.join(store, "v1")
+    temps = glob.glob(os.path.join(v1, "tmp", "*")) + glob.glob(os.path.join(v1, "??", ".tmp-*"))
+    locks = glob.glob(os.path.join(v1, "locks", "*")) + glob.glob(os.path.join(v1, "??", "*.lock"))
     return temps, locks
 
 

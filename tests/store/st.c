@@ -203,23 +203,52 @@ void st_entry_of(const char *root, const char *entry, const char *params, char *
     fail_msg("no entry for %s(%s) under %s", entry, params ? params : "", root);
 }
 
-size_t st_files_like(const char *root, const char *prefix, const char *suffix) {
+/* Names in dir that start with prefix or end with suffix (NULL: none; "": every name). */
+static size_t count_in(const char *dir, const char *prefix, const char *suffix) {
+  size_t count = 0;
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  for (struct dirent *de; (de = readdir(d));) {
+    size_t nl = strlen(de->d_name);
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+    if (prefix && !strncmp(de->d_name, prefix, strlen(prefix))) count++;
+    else if (suffix && nl >= strlen(suffix) && !strcmp(de->d_name + nl - strlen(suffix), suffix)) count++;
+  }
+  closedir(d);
+  return count;
+}
+
+/* The count_in of each bucket directory of root's store. */
+static size_t count_in_buckets(const char *root, const char *prefix, const char *suffix) {
   char vdir[4096];
   kc__store_vdir(root, vdir, sizeof vdir);
   size_t count = 0;
   for (int b = 0; b < 256; b++) {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/%02x", vdir, b);
-    DIR *d = opendir(dir);
-    if (!d) continue;
-    for (struct dirent *de; (de = readdir(d));) {
-      size_t nl = strlen(de->d_name);
-      if (prefix && !strncmp(de->d_name, prefix, strlen(prefix))) count++;
-      else if (suffix && nl >= strlen(suffix) && !strcmp(de->d_name + nl - strlen(suffix), suffix)) count++;
-    }
-    closedir(d);
+    count += count_in(dir, prefix, suffix);
   }
   return count;
+}
+
+/* count_in of vdir/name. */
+static size_t count_in_aux(const char *root, const char *name, const char *prefix, const char *suffix) {
+  char vdir[4096], dir[4200];
+  kc__store_vdir(root, vdir, sizeof vdir);
+  snprintf(dir, sizeof dir, "%s/%s", vdir, name);
+  return count_in(dir, prefix, suffix);
+}
+
+size_t st_leftovers(const char *root, bool temps, bool locks) {
+  size_t n = count_in_buckets(root, temps ? ".tmp-" : NULL, locks ? ".lock" : NULL);
+  if (temps) n += count_in_aux(root, KC__STORE_TMP_DIR, "", NULL);
+  if (locks) n += count_in_aux(root, KC__STORE_LOCKS_DIR, "", NULL);
+  return n;
+}
+
+size_t st_store_files(const char *root) {
+  return count_in_buckets(root, "", NULL) + count_in_aux(root, KC__STORE_TMP_DIR, "", NULL) +
+         count_in_aux(root, KC__STORE_LOCKS_DIR, "", NULL);
 }
 
 /* ------------------------------------------------------ failing writes */

@@ -79,8 +79,12 @@ void st_wrapper(const char *dir, char *path, size_t len);
 bool st_has(const char *root, const char *entry, const char *params);
 /* The path of the entry of `entry` with `params` (fails the test if none). */
 void st_entry_of(const char *root, const char *entry, const char *params, char *path, size_t len);
-/* Files under root's store whose names start with prefix or end with suffix. */
-size_t st_files_like(const char *root, const char *prefix, const char *suffix);
+/* Temp files (temps) and lock files (locks) under root's store: every file
+ * in v1/tmp and v1/locks, and .tmp-* and *.lock files in the bucket
+ * directories (where an earlier kcache put them). */
+size_t st_leftovers(const char *root, bool temps, bool locks);
+/* Every file in root's store's bucket directories, v1/tmp and v1/locks. */
+size_t st_store_files(const char *root);
 
 /* Lines in a file (0 if it does not exist). */
 size_t st_lines(const char *path);

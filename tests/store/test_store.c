@@ -6,8 +6,8 @@
  * refuses is repaired the same way; the size bound with LRU eviction; the
  * switches and directories of the environment; a directory that cannot be
  * written (not a directory, injected failures, a read-only mount, a full
- * tmpfs) leaves the program working with one warning; two runtimes in one
- * process compile a kernel once.
+ * tmpfs) leaves the program working with one warning; gc's sweep of stale
+ * lock and temp files; two runtimes in one process compile a kernel once.
  */
 #include "st.h"
 
@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -59,7 +60,7 @@ static void test_second_runtime_loads_instead_of_compiling(void **state) {
   kc_kernel_destroy(k);
   kc_runtime_destroy(rt);
   assert_int_equal(st_entries(f->root, NULL), 1);
-  assert_int_equal(st_files_like(f->root, ".tmp-", ".lock"), 0); /* nothing left behind */
+  assert_int_equal(st_leftovers(f->root, true, true), 0); /* nothing left behind */
 
   /* another "process": other worlds, definitions in another order */
   rt = st_runtime(f->root, NULL);
@@ -140,7 +141,7 @@ static void test_compile_errors_are_not_stored(void **state) {
   kc_kernel_destroy(k);
   kc_runtime_destroy(rt);
   assert_int_equal(st_entries(f->root, NULL), 0);
-  assert_int_equal(st_files_like(f->root, ".tmp-", ".lock"), 0);
+  assert_int_equal(st_leftovers(f->root, true, true), 0);
 }
 
 /* ------------------------------------------------------------ damage */
@@ -625,11 +626,13 @@ static void test_a_runtime_that_stopped_writing_still_removes_damage(void **stat
   assert_int_equal(c.repairs, 1);
 }
 
-/* The failure at each write of a miss: bucket, lock, bucket again, temp
- * file, data. Nothing is left behind, the kernel runs. */
+/* The failure at each write of a miss in a new store: the lock file (not
+ * there: its directory is missing), v1/locks, the lock file again, the
+ * bucket, the temp file (v1/tmp missing), v1/tmp, the temp file again, the
+ * data. Nothing is left behind, the kernel runs. */
 static void test_a_failure_at_each_write_leaves_nothing_behind(void **state) {
   fx *f = *state;
-  for (int skip = 0; skip < 5; skip++) {
+  for (int skip = 0; skip < 8; skip++) {
     char dir[600];
     snprintf(dir, sizeof dir, "%s/skip%d", f->root, skip);
     st_fail_writes(skip, 1, EIO);
@@ -647,7 +650,7 @@ static void test_a_failure_at_each_write_leaves_nothing_behind(void **state) {
                st_count(err, "kcache: warning:"));
     free(err);
     assert_int_equal(st_entries(dir, NULL), 0);
-    assert_int_equal(st_files_like(dir, ".tmp-", ".lock"), 0);
+    assert_int_equal(st_leftovers(dir, true, true), 0);
     /* the next process writes it */
     rt = st_runtime(dir, NULL);
     KCT_OK(rt, st_define(rt));
@@ -791,7 +794,7 @@ static int readonly_damage_child(const fx *f, char *msg, size_t len) {
     snprintf(msg, len, "no entry at %s", path);
     return 1;
   }
-  size_t files = st_files_like(f->root, "", NULL);
+  size_t files = st_store_files(f->root);
   for (int i = 0; i < 2; i++) {
     kc_runtime *rt = st_runtime_nofail(f->root, NULL);
     kc_status st = rt ? st_define(rt) : KC_EBACKEND;
@@ -807,7 +810,7 @@ static int readonly_damage_child(const fx *f, char *msg, size_t len) {
     }
   }
   if (stat(path, &after) || after.st_size != before.st_size || after.st_ino != before.st_ino ||
-      st_files_like(f->root, "", NULL) != files) {
+      st_store_files(f->root) != files) {
     snprintf(msg, len, "%s: the read-only store changed", how);
     return 1;
   }
@@ -869,7 +872,7 @@ static int full_disk_child(const fx *f, char *msg, size_t len) {
   while (write(fd, block, 1) > 0) {}
   close(fd);
   int rc = degraded_run(mnt, "tmpfs of 256 KiB, full", msg, len);
-  if (rc == 0 && st_files_like(mnt, ".tmp-", NULL) != 0) {
+  if (rc == 0 && st_leftovers(mnt, true, false) != 0) {
     snprintf(msg, len, "a temp file was left on the full disk");
     rc = 1;
   }
@@ -877,6 +880,54 @@ static int full_disk_child(const fx *f, char *msg, size_t len) {
 }
 
 static void test_full_disk(void **state) { in_child(*state, full_disk_child); }
+
+/* ------------------------------------------------------------ the sweep */
+
+/* Makes path (an empty file) with its mtime age_s seconds ago. */
+static void aged_file(const char *path, time_t age_s) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) fail_msg("cannot create %s: %s", path, strerror(errno));
+  struct timespec t[2] = {{time(NULL) - age_s, 0}, {time(NULL) - age_s, 0}};
+  assert_int_equal(futimens(fd, t), 0);
+  close(fd);
+}
+
+/* kcache gc's sweep: in v1/locks and v1/tmp, a lock file untouched for
+ * over 10 minutes that nobody holds and a temp file older than an hour go;
+ * younger ones, and an old lock that a process holds, stay. The same files
+ * in a bucket directory, where an earlier kcache made them, go too. */
+static void test_the_sweep_removes_stale_locks_and_temps(void **state) {
+  fx *f = *state;
+  kc_runtime *rt = st_runtime(f->root, NULL);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "k", NULL, 0); /* a miss and a write: v1/locks and v1/tmp are made */
+  kc_runtime_destroy(rt);
+  assert_int_equal(st_leftovers(f->root, true, true), 0);
+  char vdir[700], entry[1024], p[7][1024];
+  kc__store_vdir(f->root, vdir, sizeof vdir);
+  st_entry_of(f->root, "k", NULL, entry, sizeof entry);
+  const char *hex = "0123456789abcdef0123456789abcdef";
+  snprintf(p[0], sizeof p[0], "%s/locks/%s.lock", vdir, hex); /* stale: goes */
+  snprintf(p[1], sizeof p[1], "%s/tmp/%s-1-1-0", vdir, hex); /* stale: goes */
+  snprintf(p[2], sizeof p[2], "%.*s/.tmp-%s-1-1-0", (int)(strrchr(entry, '/') - entry), entry, hex);
+  snprintf(p[3], sizeof p[3], "%.*s/%s.lock", (int)(strrchr(entry, '/') - entry), entry, hex);
+  snprintf(p[4], sizeof p[4], "%s/locks/%.31s1.lock", vdir, hex); /* young: stays */
+  snprintf(p[5], sizeof p[5], "%s/tmp/%s-1-1-1", vdir, hex); /* young: stays */
+  snprintf(p[6], sizeof p[6], "%s/locks/%.31s2.lock", vdir, hex); /* old but held: stays */
+  const time_t age[7] = {1200, 7200, 7200, 1200, 60, 600, 1200};
+  for (int i = 0; i < 7; i++) aged_file(p[i], age[i]);
+  int held = open(p[6], O_RDWR | O_CLOEXEC);
+  assert_true(held >= 0 && flock(held, LOCK_EX) == 0);
+  kc__gc_result r;
+  assert_int_equal(kc__store_gc(NULL, vdir, UINT64_MAX, true, NULL, NULL, &r), KC_OK);
+  close(held);
+  assert_int_equal(r.temps_removed, 2);
+  assert_int_equal(r.locks_removed, 2);
+  for (int i = 0; i < 7; i++)
+    if ((access(p[i], F_OK) == 0) != (i >= 4)) fail_msg("%s was %s", p[i], i >= 4 ? "removed" : "kept");
+  assert_int_equal(r.entries_after, 1);
+  assert_int_equal(access(entry, F_OK), 0);
+}
 
 /* --------------------------------------------- one process, two runtimes */
 
@@ -940,7 +991,7 @@ static void test_two_runtimes_in_one_process_compile_once(void **state) {
   for (int i = 0; i < N; i++) kc_kernel_destroy(w[i].k);
   kc_runtime_destroy(rts[0]);
   kc_runtime_destroy(rts[1]);
-  assert_int_equal(st_files_like(dir, ".tmp-", ".lock"), 0);
+  assert_int_equal(st_leftovers(dir, true, true), 0);
 }
 
 int main(int argc, char **argv) {
@@ -966,6 +1017,7 @@ int main(int argc, char **argv) {
       T(test_read_only_directory),
       T(test_read_only_store_with_damage),
       T(test_full_disk),
+      T(test_the_sweep_removes_stale_locks_and_temps),
       T(test_two_runtimes_in_one_process_compile_once),
   };
 #undef T

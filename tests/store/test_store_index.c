@@ -156,6 +156,50 @@ static void test_index_follows_writes_and_repairs(void **state) {
   assert_false(rebuilt);
 }
 
+/* Bucket b's record of key (fails the test if there is none). */
+static kc__index_rec record_of(const fx *f, const uint8_t key[16], bool *rebuilt) {
+  kc__index_set s = {0};
+  assert_true(kc__index_get(NULL, f->vdir, key[0], true, &s, rebuilt));
+  size_t j = 0;
+  while (j < s.n && memcmp(s.rec[j].key, key, 16)) j++;
+  if (j == s.n) fail_msg("the key is not in the index of its bucket");
+  kc__index_rec r = s.rec[j];
+  kc__index_set_free(NULL, &s);
+  return r;
+}
+
+/* A miss and its write change the bucket's index by one record: the lock
+ * and temp files are not in the bucket directory, so the write's index
+ * transaction finds the index fresh and does not list the bucket again.
+ * Seen through a neighbour whose file's mtime is changed behind the
+ * index's back (as a hit does): a rebuild would take the new mtime. */
+static void test_a_write_updates_the_index_without_a_rebuild(void **state) {
+  fx *f = *state;
+  uint8_t a[16], b[16];
+  key_of(0, a);
+  size_t j = 1;
+  for (key_of(j, b); b[0] != a[0]; key_of(++j, b)) {}
+  kc__cache *c = open_cache(f, 0);
+  assert_false(put(c, 0));
+  bool rebuilt;
+  kc__index_rec before = record_of(f, a, &rebuilt);
+  assert_false(rebuilt);
+  char path[1024];
+  kc__store_path(f->vdir, a, ".kce", path, sizeof path);
+  struct timespec t[2] = {{1000000000, 0}, {1000000000, 0}}; /* 2001: no write makes that */
+  assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
+  usleep(20000); /* the bucket directory's mtime moves in clock ticks: a change now is a new mtime */
+  assert_false(put(c, j)); /* the miss (its lock), then the write of the same bucket */
+  kc__cache_close(c);
+  kc__index_rec after = record_of(f, a, &rebuilt);
+  assert_false(rebuilt);
+  if (after.mtime_ns == 1000000000ll * 1000000000ll)
+    fail_msg("the write rebuilt the index of bucket %02x (it took the neighbour's new mtime)", a[0]);
+  assert_int_equal(after.mtime_ns, before.mtime_ns);
+  record_of(f, b, &rebuilt); /* it is there (check_index: with its size) */
+  assert_int_equal(check_index(f), 2);
+}
+
 /* Each way an index file is damaged: rebuilt, right, and then sound. */
 static void test_damaged_index_is_rebuilt(void **state) {
   fx *f = *state;
@@ -372,6 +416,7 @@ int main(int argc, char **argv) {
   unsetenv("KC_CACHE_DISABLE");
   const struct CMUnitTest tests[] = {
       T(test_index_follows_writes_and_repairs),
+      T(test_a_write_updates_the_index_without_a_rebuild),
       T(test_damaged_index_is_rebuilt),
       T(test_writer_killed_mid_update),
       T(test_change_behind_its_back),

@@ -115,13 +115,15 @@ static void expect_refused(const char *root, const kc_options *opt, const char *
 /* Every directory and file that a run makes under root: dirs and files
  * must have exactly these modes. */
 static void expect_modes(const char *top, const char *root, unsigned dmode, unsigned fmode) {
-  char vdir[700], entry[900], bucket[900], stats[800];
+  char vdir[700], entry[900], bucket[900], stats[800], locks[800], tmp[800];
   vdir_of(root, vdir, sizeof vdir);
   st_entry_of(root, "k", NULL, entry, sizeof entry);
   dir_of(entry, bucket, sizeof bucket);
   snprintf(stats, sizeof stats, "%s/stats", vdir);
-  const char *dirs[] = {top, root, vdir, bucket};
-  for (size_t i = 0; i < 4; i++)
+  snprintf(locks, sizeof locks, "%s/locks", vdir); /* made by the miss (its lock), */
+  snprintf(tmp, sizeof tmp, "%s/tmp", vdir); /* and by the write (its temp file) */
+  const char *dirs[] = {top, root, vdir, bucket, locks, tmp};
+  for (size_t i = 0; i < 6; i++)
     if (mode_of(dirs[i]) != dmode) fail_msg("%s has mode %04o, not %04o", dirs[i], mode_of(dirs[i]), dmode);
   const char *files[] = {entry, stats};
   for (size_t i = 0; i < 2; i++)
@@ -187,8 +189,20 @@ static void test_a_group_or_world_writable_store_is_refused(void **state) {
   assert_int_equal(chmod(vdir, 0775), 0);
   expect_refused(root, NULL, (const char *const[]){"writable by group", vfix, NULL});
 
-  /* fixed as the warning says: used again */
+  /* and so are the directories of its lock and temp files: whoever can
+   * write there can hold a key's lock or swap a temp file */
   assert_int_equal(chmod(vdir, 0700), 0);
+  const char *aux[] = {"locks", "tmp"};
+  for (size_t i = 0; i < 2; i++) {
+    char dir[800], dfix[900];
+    snprintf(dir, sizeof dir, "%s/%s", vdir, aux[i]);
+    snprintf(dfix, sizeof dfix, "chmod 700 %s", dir);
+    assert_int_equal(chmod(dir, 0777), 0);
+    expect_refused(root, NULL, (const char *const[]){"writable by everyone", dfix, NULL});
+    assert_int_equal(chmod(dir, 0700), 0);
+  }
+
+  /* fixed as the warning says: used again */
   kc_stats s = run_k(root, NULL);
   assert_int_equal(s.disk_hits, 1);
 
