@@ -999,7 +999,9 @@ void kc_free(kc_runtime *rt, void *p);
  *  - Private store (the default): the user and root. The store's
  *    directories are created 0700 and its files 0600, whatever the umask.
  *    Before a store is read, its root directory and the version directory
- *    in it must be owned by the user (or root) and writable by nobody else;
+ *    in it (and the version directory's locks and tmp directories, where
+ *    the per-key lock files and the entries being written are) must be
+ *    owned by the user (or root) and writable by nobody else;
  *    a root with the sticky bit (like /tmp) may be writable by others,
  *    because they cannot rename or remove the version directory. Otherwise
  *    the store is not used: memory only, and one warning that says why and

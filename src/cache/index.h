@@ -34,7 +34,8 @@
  * Both are derived data, never trusted over the directory. An index that
  * is missing, damaged (size, magic, checksum), dirty, or stale (the bucket
  * directory's mtime or inode is not what it recorded: someone changed the
- * bucket without the index) is rebuilt from that bucket's directory by
+ * bucket without the index; kcache's own lock and temp files are elsewhere,
+ * format.h, so a write finds the index fresh) is rebuilt from that bucket's directory by
  * whoever reads it (a readdir and an lstat per file; the backend of a key
  * it knew is kept, a new key's is peeked at by the kcache command, and left
  * unknown by the library), and written back when the store is writable. A slot counts only when its checksum
@@ -43,14 +44,12 @@
  * and eviction checks each candidate's mtime before it removes it.
  *
  * Every change kcache makes to a bucket's entries (an entry renamed into
- * place, a damaged one removed, an eviction, the key's lock file removed)
- * happens inside an index transaction (kc__index_begin .. _commit): a
- * flock on the bucket's index file (one writer per bucket, across threads
- * and processes), the dirty mark, the change, then the new index written in
- * place (image with the mark, length, mark cleared; no fsync) and its slot.
- * Readers take no lock: a reader that sees part of a rewrite sees the mark
- * or a wrong checksum, and takes the lock to read again. A writer killed
- * in the middle leaves the mark (or a changed directory): readers rebuild.
+ * place, a damaged one removed, an eviction) happens inside an index transaction (kc__index_begin ..
+ * _commit): a flock on the bucket's index file (one writer per bucket, across threads and processes), the
+ * dirty mark, the change, then the new index written in place (image with the mark, length, mark cleared; no
+ * fsync) and its slot. Readers take no lock: a reader that sees part of a rewrite sees the mark or a wrong
+ * checksum, and takes the lock to read again. A writer killed in the middle leaves the mark (or a changed
+ * directory): readers rebuild.
  *
  * Limits: the directory's mtime moves in the kernel's clock ticks (a few
  * ms), so a change made behind kcache's back in the same tick as kcache's
