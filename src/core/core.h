@@ -323,11 +323,11 @@ struct kc_args {
   kc_kernel *k;
   uint64_t ctx_id; /* the context bound: its struct may be reused by another */
   uint32_t n;
-  /* Local memory sizes are bound (KC_ARG_LOCAL, OpenCL KC_LOCAL
-   * parameters), which only kc_launch_args_ex takes: ci_id then carries
-   * KC__ARGS_EX_ONLY, so that kc_launch_args' compare never matches and its
-   * slow path says why; kc_launch_args_ex compares without the bit. */
-  bool ex_only;
+  /* ci_id: when local memory sizes are bound (KC_ARG_LOCAL, OpenCL
+   * KC_LOCAL parameters), which only kc_launch_args_ex takes, it carries
+   * KC__ARGS_EX_ONLY (from kc_args_create on, in every id stored), so that
+   * kc_launch_args' compare never matches and its slow path says why;
+   * kc_launch_args_ex compares without the bit. */
   uint64_t *want; /* n: the KC__SIG each argument was checked against */
   kc_arg *args; /* n: scalars point into values */
   unsigned char *values;
