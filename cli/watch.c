@@ -49,6 +49,8 @@ typedef struct watch {
   bool json;
 } watch;
 
+/* The whole file, NUL-terminated; NULL with errno set when it cannot be
+ * opened or read to its end (a partial text is never loaded). */
 static char *read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
@@ -62,8 +64,14 @@ static char *read_file(const char *path, size_t *len) {
       buf = nb;
     }
   }
+  int err = !buf ? ENOMEM : ferror(f) ? (errno ? errno : EIO) : 0;
   fclose(f);
-  if (buf) buf[n] = 0;
+  if (err) {
+    free(buf);
+    errno = err;
+    return NULL;
+  }
+  buf[n] = 0;
   *len = n;
   return buf;
 }

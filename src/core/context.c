@@ -382,7 +382,7 @@ void *kc_buffer_native(const kc_buffer *b) { return b && b->ctx ? b->h.ptr : NUL
  * there (type-stable), so this is an error message, not a double free. */
 /* Bound arguments hold their buffers by pointer, and their fast path
  * checks no argument: those of ctx that hold b forget the code they reached
- * (ci_id 0 is no code instance's id), so their next launch takes the slow
+ * (ci_id 0, or the bit alone, is no code instance's id), so their next launch takes the slow
  * path, which finds the destroyed buffer (KC_EARGS). Walks the runtime's
  * bound arguments, not its kernels: the cost is what there is to check.
  * Under ctx->lock; takes kernels_lock (below it in the order). */
@@ -392,7 +392,8 @@ static void unbind_buffer(kc_context *ctx, const kc_buffer *b) {
   for (kc_args *a = rt->bound_args; a; a = a->all.next) {
     if (a->ctx != ctx) continue;
     for (uint32_t i = 0; i < a->n; i++)
-      if (a->args[i].kind == KC_ARG_BUFFER && a->args[i].ptr == b) kc__store_relaxed(&a->ci_id, 0);
+      if (a->args[i].kind == KC_ARG_BUFFER && a->args[i].ptr == b) /* KC__ARGS_EX_ONLY kept */
+        kc__store_relaxed(&a->ci_id, kc__load_relaxed(&a->ci_id) & KC__ARGS_EX_ONLY);
   }
   kc__unlock(&rt->kernels_lock);
 }

@@ -67,9 +67,8 @@ const kc__heap *kc__rt_heap(const kc_runtime *rt);
 kc_status kc__err(const kc_runtime *rt, kc_status st, const char *fmt, ...) KC__PRINTF(3, 4);
 kc_status kc__verr(const kc_runtime *rt, kc_status st, const char *fmt, va_list ap);
 
-/* The end of a field: the size of the oldest layout a struct can have. */
+/* The end of a field: where a struct's oldest layout ends (kc_launch_config's: its stream). */
 #define KC__END_OF(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
-/* kc_launch_config's first layout ended with its stream. */
 #define KC__LAUNCH_CONFIG_MIN_SIZE KC__END_OF(kc_launch_config, stream)
 
 /* The size check of a struct that can grow (kcache.h, "Struct sizes"):
@@ -77,8 +76,7 @@ kc_status kc__verr(const kc_runtime *rt, kc_status st, const char *fmt, va_list 
  * than min (the oldest layout this library reads), or larger than known
  * (this library's sizeof) with a byte past known set (a newer caller's
  * field this library would ignore) are KC_EINVAL, naming the struct as
- * what. p NULL: the bytes past known are not read (a struct kcache only
- * writes). */
+ * what. p NULL: the bytes past known are not read (written only). */
 kc_status kc__abi_check(const kc_runtime *rt, const char *what, const char *init, const void *p, size_t size,
                         size_t min, size_t known);
 
@@ -323,11 +321,11 @@ struct kc_args {
   kc_kernel *k;
   uint64_t ctx_id; /* the context bound: its struct may be reused by another */
   uint32_t n;
-  /* Local memory sizes are bound (KC_ARG_LOCAL, OpenCL KC_LOCAL
-   * parameters), which only kc_launch_args_ex takes: ci_id then carries
-   * KC__ARGS_EX_ONLY, so that kc_launch_args' compare never matches and its
-   * slow path says why; kc_launch_args_ex compares without the bit. */
-  bool ex_only;
+  /* ci_id: when local memory sizes are bound (KC_ARG_LOCAL, OpenCL
+   * KC_LOCAL parameters), which only kc_launch_args_ex takes, it carries
+   * KC__ARGS_EX_ONLY (from kc_args_create on, in every id stored), so that
+   * kc_launch_args' compare never matches and its slow path says why;
+   * kc_launch_args_ex compares without the bit. */
   uint64_t *want; /* n: the KC__SIG each argument was checked against */
   kc_arg *args; /* n: scalars point into values */
   unsigned char *values;

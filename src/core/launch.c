@@ -418,7 +418,6 @@ kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint
   }
   atomic_init(&a->l, &kc__no_linked);
   atomic_init(&a->ci_id, ci->id | (ex_only ? KC__ARGS_EX_ONLY : 0));
-  a->ex_only = ex_only;
   a->ctx = ctx;
   a->rt = rt;
   a->k = k;
@@ -477,7 +476,8 @@ kc_status kc__args_resolve(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block
   const char *name = a->k->spec->name;
   kc_status st = slow_checks(rt, "kc_launch_args", name, ctx, a->ctx_id, grid, block);
   if (st) return st;
-  if (a->ex_only && !ex)
+  uint64_t ex_only = kc__load_relaxed(&a->ci_id) & KC__ARGS_EX_ONLY; /* constant: set at kc_args_create */
+  if (ex_only && !ex)
     return kc__err(rt, KC_EARGS,
                    "kc_launch_args of '%s': the bound arguments size local memory (KC_ARG_LOCAL_BYTES, for a "
                    "KC_LOCAL parameter), which only kc_launch_args_ex passes: launch them with "
@@ -513,7 +513,7 @@ kc_status kc__args_resolve(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block
   if (st) return st;
   *out = l;
   if (KC__UNLIKELY(rt->checked)) return KC_OK; /* checked mode fills no cache */
-  kc__store_relaxed(&a->ci_id, ci->id | (a->ex_only ? KC__ARGS_EX_ONLY : 0));
+  kc__store_relaxed(&a->ci_id, ci->id | ex_only);
   kc__store_relaxed(&a->l, l);
   return KC_OK;
 }

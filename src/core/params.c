@@ -6,6 +6,7 @@
  * language binding converts its values to the kernel's own C types.
  */
 #include "core/core.h"
+#include "core/lex.h"
 
 #include <ctype.h>
 #include <stddef.h>
@@ -21,19 +22,15 @@ static kc_scalar_class scalar_class(const char *base, uint32_t lanes) {
   return KC_SCALAR_SINT; /* char is signed on the backends kcache targets (x86-64, OpenCL, CUDA) */
 }
 
-static int id_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
+static int id_char(char c) { return kc__lx_id_char((unsigned char)c); }
 
-/* Skips a comment, string or character literal at p; returns p if none. */
-static const char *skip_noise(const char *p) {
-  if (p[0] == '/' && p[1] == '/') return p + strcspn(p, "\n");
-  if (p[0] == '/' && p[1] == '*') {
-    const char *e = strstr(p + 2, "*/");
-    return e ? e + 2 : p + strlen(p);
-  }
+/* Skips a comment (and the blanks after it), string or character literal
+ * at p (lex.h's rules, as the scanner reads them); returns p if none. */
+static const char *skip_noise(const char *p, const char *end) {
+  if (p[0] == '/' && (p[1] == '/' || p[1] == '*')) return p + kc__lx_next(p, (size_t)(end - p), 0, true);
   if (*p == '"' || *p == '\'') {
-    const char q = *p++;
-    while (*p && *p != q && *p != '\n') p += p[0] == '\\' && p[1] ? 2 : 1;
-    return *p == q ? p + 1 : p;
+    const char *r = kc__lx_literal_end(p, end);
+    return r < end && *r == *p ? r + 1 : r;
   }
   return p;
 }
@@ -45,8 +42,9 @@ static const char *skip_noise(const char *p) {
 static int typedef_of(const char *src, const char *name, char *out, size_t cap) {
   size_t nl = strlen(name);
   int found = 0;
+  const char *end = src + strlen(src);
   for (const char *p = src; p && *p;) {
-    const char *q = skip_noise(p);
+    const char *q = skip_noise(p, end);
     if (q != p) {
       p = q;
       continue;

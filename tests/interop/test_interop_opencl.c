@@ -407,6 +407,16 @@ static void test_errors(void **state) {
   KCT_OK(rt, kc_context_finish(ctx));
   KCT_OK(rt, kc_buffer_read(b, 0, lr, sizeof lr));
   for (int i = 0; i < 4; i++) assert_float_equal(lr[i], lv[i], 0); /* reversed back */
+  /* a bound buffer destroyed (the cached code forgotten), another bound in
+   * its place: kc_launch_args still refuses the local memory size */
+  kc_buffer *b3;
+  KCT_OK(rt, kc_buffer_create(ctx, 64, &b3));
+  KCT_OK(rt, kc_args_set(ba, 0, KC_ARG_BUF(b3)));
+  kc_buffer_destroy(b3);
+  KCT_OK(rt, kc_args_set(ba, 0, KC_ARG_BUF(b)));
+  KCT_STATUS(rt, KC_EARGS, kc_launch_args(ba, &g, &bl));
+  KCT_CONTAINS(kc_errmsg(rt), "launch them with kc_launch_args_ex");
+  KCT_OK(rt, kc_launch_args_ex(ba, &c));
   kc_args_destroy(ba);
   /* a stream of another context */
   kc_context *ctx2;

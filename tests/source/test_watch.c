@@ -76,6 +76,11 @@ static void test_watch_usage(void **state) {
   assert_int_equal(kct_capture(cmd, &out), 1);
   KCT_CONTAINS(out, "cannot read /nonexistent/k.cl");
   free(out);
+  /* opened but not readable to its end (a directory): refused, never loaded as an empty file */
+  snprintf(cmd, sizeof cmd, "KC_CACHE_DISABLE=1 '%s' watch --backend host --count 1 /tmp 2>&1", KC_CLI);
+  assert_int_equal(kct_capture(cmd, &out), 1);
+  KCT_CONTAINS(out, "cannot read /tmp: Is a directory");
+  free(out);
 }
 
 int main(void) {

@@ -197,13 +197,13 @@ static int ocl_helper_stop(ocl_helper *h, bool quitting) {
 /* SETUP and its HELLO: the helper opens our device and checks it sees the
  * same compiler. False (why says why) when it does not answer so. */
 static bool ocl_helper_hello(ocl_state *st, ocl_helper *h, char *why, size_t nwhy) {
-  char pl[16], dv[16];
-  snprintf(pl, sizeof pl, "%d", st->plat_index);
-  snprintf(dv, sizeof dv, "%d", st->dev_index);
+  uint8_t pl[4], dv[4];
+  kc__le32(pl, (uint32_t)st->plat_index);
+  kc__le32(dv, (uint32_t)st->dev_index);
   ocl_field f[5] = {{st->identity, strlen(st->identity)},
                     {st->build_options, strlen(st->build_options)},
-                    {pl, strlen(pl)},
-                    {dv, strlen(dv)},
+                    {pl, sizeof pl},
+                    {dv, sizeof dv},
                     {KC_VERSION_STRING, strlen(KC_VERSION_STRING)}};
   double t = ocl_helper_timeout();
   uint64_t deadline = kc__now_ns() + (uint64_t)(t * 1e9);

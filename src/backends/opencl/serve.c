@@ -57,8 +57,12 @@ static ocl_state *serve_setup(const kc__bsvc *sv, pid_t parent) {
     s = KC_EUNAVAILABLE; /* the protocol is the library's own */
     snprintf(msg, sizeof msg, "the helper is kcache %s, the library %.100s", KC_VERSION_STRING, f[4]);
   }
-  if (s == KC_ENOMEM && f[0] && f[1] && f[2] && f[3]) {
-    s = ocl_open_at(sv, atoi(f[2]), atoi(f[3]), f[1], &st);
+  if (s == KC_ENOMEM && (m.f[2].n != 4 || m.f[3].n != 4)) {
+    s = KC_EINVAL;
+    snprintf(msg, sizeof msg, "SETUP's platform and device indices are not 4 bytes each");
+  }
+  if (s == KC_ENOMEM && f[0] && f[1]) {
+    s = ocl_open_at(sv, (int)kc__rd32(m.f[2].p), (int)kc__rd32(m.f[3].p), f[1], &st);
     snprintf(msg, sizeof msg, "%s", s ? kc__errmsg_owner(sv->owner) : "");
     if (!s && strcmp(st->identity, f[0]) != 0) {
       s = KC_EUNAVAILABLE;

@@ -7,8 +7,8 @@
  *   "KCL1" | type (u32) | field count (u32) | total field bytes (u64)
  *   then per field: its length (u64) and its bytes       (little-endian)
  *
- * SETUP (identity, build options, platform index, device index, kcache's
- * version) is
+ * SETUP (identity, build options, platform index and device index as a
+ * u32 each, kcache's version) is
  * answered by HELLO (status, message); BUILD (source, entry, the
  * parameters as one byte each, 1 for a buffer) by RESULT (status, message,
  * build log, binary, probe values as u64s, local parameters as bytes,
