@@ -58,7 +58,8 @@ void kc__store_made_dir(const char *path, mode_t mode);
 int kc__store_open_create(kc__cache_op op, const char *path, int flags);
 
 /* Whether the store at root (its version directory vdir, if it exists
- * already) may be used: stat(root), lstat(vdir). A root with the sticky
+ * already, and vdir's locks and tmp directories, if they do) may be used:
+ * stat(root), lstat(vdir), lstat of the two. A root with the sticky
  * bit (like /tmp), owned by the user or root, may be writable by others:
  * they cannot rename or remove vdir, which must be trusted. In shared mode
  * it sets t->group to the root's group first. False with why: the reason
