@@ -67,18 +67,7 @@ const kc__heap *kc__rt_heap(const kc_runtime *rt);
 kc_status kc__err(const kc_runtime *rt, kc_status st, const char *fmt, ...) KC__PRINTF(3, 4);
 kc_status kc__verr(const kc_runtime *rt, kc_status st, const char *fmt, va_list ap);
 
-/* The end of a field: where a struct's oldest layout ends (kc_launch_config's: its stream). */
-#define KC__END_OF(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
-#define KC__LAUNCH_CONFIG_MIN_SIZE KC__END_OF(kc_launch_config, stream)
-
-/* The size check of a struct that can grow (kcache.h, "Struct sizes"):
- * size 0 (never initialized: init names the call that sets it), smaller
- * than min (the oldest layout this library reads), or larger than known
- * (this library's sizeof) with a byte past known set (a newer caller's
- * field this library would ignore) are KC_EINVAL, naming the struct as
- * what. p NULL: the bytes past known are not read (written only). */
-kc_status kc__abi_check(const kc_runtime *rt, const char *what, const char *init, const void *p, size_t size,
-                        size_t min, size_t known);
+#include "core/abi.h" /* the size checks of the structs that grow */
 
 /* Size in bytes of a scalar type named by text in the kernel dialect
  * ("float", "unsigned int", "int64_t"...), after substituting the

@@ -151,8 +151,9 @@ kc_status kc_stream_get_native(const kc_stream *s, void **native) {
 
 kc_status kc_launch_config_init_size(kc_launch_config *cfg, size_t size) {
   if (!cfg) return kc__err(NULL, KC_EINVAL, "kc_launch_config_init: cfg is NULL");
-  kc_status st = kc__abi_check(NULL, "kc_launch_config", "kc_launch_config_init", NULL, size,
-                               KC__LAUNCH_CONFIG_MIN_SIZE, sizeof *cfg);
+  kc_status st =
+      kc__abi_check(NULL, "kc_launch_config", KC__INIT_HINT(kc_launch_config_init, kc_launch_config), NULL,
+                    size, KC__LAUNCH_CONFIG_MIN_SIZE, sizeof *cfg);
   if (st) return st;
   kc_launch_config d = {.size = sizeof d, .grid = {1, 1, 1}, .block = {1, 1, 1}};
   size_t n = size < sizeof d ? size : sizeof d;

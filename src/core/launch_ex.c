@@ -55,8 +55,8 @@ kc_status kc__capture_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
  * past their end; a larger one is accepted if every byte past what the
  * library knows is 0 (kcache.h, "Struct sizes"). Cold. */
 static KC__COLD kc_status cfg_normalize(kc_runtime *rt, const kc_launch_config *cfg, kc_launch_config *full) {
-  kc_status st = kc__abi_check(rt, "kc_launch_config", "kc_launch_config_init", cfg, cfg->size,
-                               KC__LAUNCH_CONFIG_MIN_SIZE, sizeof *full);
+  kc_status st = kc__abi_check(rt, "kc_launch_config", KC__INIT_HINT(kc_launch_config_init, kc_launch_config),
+                               cfg, cfg->size, KC__LAUNCH_CONFIG_MIN_SIZE, sizeof *full);
   if (st) return st;
   if (cfg->size > sizeof *full) {
     memcpy(full, cfg, sizeof *full);

@@ -110,8 +110,9 @@ kc_status kc_kernel_param_count(kc_kernel *k, uint32_t *count) {
 
 kc_status kc_kernel_param_size(kc_kernel *k, uint32_t index, kc_param_info *out, size_t size) {
   if (!out) return kc__err(k ? k->rt : NULL, KC_EINVAL, "kc_kernel_param: NULL out");
-  kc_status st = kc__abi_check(k ? k->rt : NULL, "kc_param_info", "kc_kernel_param", NULL, size,
-                               KC__END_OF(kc_param_info, scalar), sizeof(kc_param_info));
+  kc_status st =
+      kc__abi_check(k ? k->rt : NULL, "kc_param_info", KC__SIZE_HINT(kc_kernel_param, kc_param_info), NULL,
+                    size, KC__END_OF(kc_param_info, scalar), sizeof(kc_param_info));
   if (st) return st;
   kc_param_info info;
   memset(&info, 0, sizeof info);

@@ -26,10 +26,7 @@
 
 kc_status kc__abi_check(const kc_runtime *rt, const char *what, const char *init, const void *p, size_t size,
                         size_t min, size_t known) {
-  if (size == 0)
-    return kc__err(rt, KC_EINVAL,
-                   "%s has size 0: initialize it with %s (its size field is the caller's sizeof(%s))", what,
-                   init, what);
+  if (size == 0) return kc__err(rt, KC_EINVAL, "%s has size 0: %s", what, init);
   if (size < min)
     return kc__err(rt, KC_EINVAL,
                    "%s of %zu bytes is smaller than the oldest layout this library reads (%zu bytes)", what,
@@ -48,8 +45,8 @@ kc_status kc__abi_check(const kc_runtime *rt, const char *what, const char *init
 
 kc_status kc_options_init_size(kc_options *opt, size_t size) {
   if (!opt) return kc__err(NULL, KC_EINVAL, "kc_options_init: opt is NULL");
-  kc_status st =
-      kc__abi_check(NULL, "kc_options", "kc_options_init", NULL, size, KC__OPTIONS_MIN_SIZE, sizeof *opt);
+  kc_status st = kc__abi_check(NULL, "kc_options", KC__INIT_HINT(kc_options_init, kc_options), NULL, size,
+                               KC__OPTIONS_MIN_SIZE, sizeof *opt);
   if (st) return st;
   kc_options d;
   memset(&d, 0, sizeof d);
@@ -66,8 +63,8 @@ kc_status kc_options_init_size(kc_options *opt, size_t size) {
 static kc_status options_read(const kc_options *user, kc_options *out) {
   kc_options_init(out);
   if (!user) return KC_OK;
-  kc_status st = kc__abi_check(NULL, "kc_options", "kc_options_init", user, user->size, KC__OPTIONS_MIN_SIZE,
-                               sizeof *out);
+  kc_status st = kc__abi_check(NULL, "kc_options", KC__INIT_HINT(kc_options_init, kc_options), user,
+                               user->size, KC__OPTIONS_MIN_SIZE, sizeof *out);
   if (st) return st;
   memcpy(out, user, user->size < sizeof *out ? user->size : sizeof *out);
   out->size = sizeof *out;
@@ -265,8 +262,8 @@ kc_status kc_stats_get_size(kc_runtime *rt, kc_stats *out, size_t size) {
   if (!out) return kc__err(rt, KC_EINVAL, "kc_stats_get: out is NULL");
   /* *out is written, never read: a caller's struct need not be initialized,
    * so only its size is checked (p NULL) */
-  kc_status st =
-      kc__abi_check(rt, "kc_stats", "kc_stats_get", NULL, size, KC__STATS_MIN_SIZE, sizeof(kc_stats));
+  kc_status st = kc__abi_check(rt, "kc_stats", KC__SIZE_HINT(kc_stats_get, kc_stats), NULL, size,
+                               KC__STATS_MIN_SIZE, sizeof(kc_stats));
   if (st) return st;
   kc_stats s;
   memset(&s, 0, sizeof s);

@@ -9,7 +9,8 @@
  * that does not answer in time is killed, the compile fails with
  * KC_EBACKEND and is not remembered; a helper that cannot be found makes
  * the runtime build in its own process, saying so once in the log; and
- * kc_runtime_destroy leaves no child process behind. CTest gives the
+ * kc_runtime_destroy leaves no child process behind; a SETUP of the wrong
+ * form is refused with a reason. CTest gives the
  * helper's path ($KC_OPENCL_HELPER). OpenCL backend only (PoCL here).
  */
 #include "kc_test.h"
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -326,6 +328,78 @@ static void test_missing_helper(void **state) {
   free(keep);
 }
 
+/* ------------------------------------------------ the helper's protocol */
+
+static void put_le(unsigned char *p, uint64_t v, int n) {
+  for (int i = 0; i < n; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* One frame (src/backends/opencl/wire.c): magic, type 1 (SETUP), n fields. */
+static size_t setup_frame(unsigned char *out, uint32_t magic, const char *const *f, const size_t *len,
+                          int n) {
+  size_t at = 20, total = 0;
+  for (int i = 0; i < n; i++) {
+    put_le(out + at, len[i], 8);
+    memcpy(out + at + 8, f[i], len[i]);
+    at += 8 + len[i];
+    total += 8 + len[i];
+  }
+  put_le(out, magic, 4);
+  put_le(out + 4, 1, 4);
+  put_le(out + 8, (uint64_t)n, 4);
+  put_le(out + 12, total, 8);
+  return at;
+}
+
+/* Starts the helper on one end of a socket pair, sends frame, and reads
+ * what comes back until the helper closes it (into reply); the helper's
+ * exit status. */
+static int helper_exchange(const unsigned char *frame, size_t n, unsigned char *reply, size_t cap,
+                           size_t *got) {
+  int sv[2];
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(sv[1], 0);
+    close(sv[0]);
+    close(sv[1]);
+    execl(getenv("KC_OPENCL_HELPER"), "kcache-clc", (char *)NULL);
+    _exit(127);
+  }
+  close(sv[1]);
+  assert_int_equal(write(sv[0], frame, n), (ssize_t)n);
+  *got = 0;
+  for (ssize_t r; *got < cap && (r = read(sv[0], reply + *got, cap - *got)) > 0;) *got += (size_t)r;
+  close(sv[0]);
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  return status;
+}
+
+/* SETUP with the indices as text (the old form): refused with a HELLO
+ * that says why, never read as platform 0; a frame of the old protocol
+ * (magic KCL1): the helper exits without answering. */
+static void test_malformed_setup(void **state) {
+  (void)state;
+  const char *f[5] = {"some compiler", "", "1", "0", KC_VERSION_STRING};
+  size_t len[5] = {13, 0, 1, 1, strlen(KC_VERSION_STRING)};
+  unsigned char frame[512], reply[2048];
+  size_t n = setup_frame(frame, 0x324C434Bu /* KCL2 */, f, len, 5), got;
+  int status = helper_exchange(frame, n, reply, sizeof reply - 1, &got);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+  /* HELLO: header (20), status field (8 + 4), message field (8 + text) */
+  assert_true(got > 40);
+  assert_int_equal(reply[4], 2); /* OCL_MSG_HELLO */
+  assert_int_equal(reply[28], KC_EINVAL);
+  reply[got] = 0;
+  KCT_CONTAINS((const char *)reply + 40, "platform and device indices are not 4 bytes each");
+  n = setup_frame(frame, 0x314C434Bu /* KCL1 */, f, len, 5);
+  status = helper_exchange(frame, n, reply, sizeof reply - 1, &got);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+  assert_int_equal(got, 0);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
@@ -342,7 +416,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_prepare_through_helpers), KCT_TEST(test_auto_uses_helpers),
       KCT_TEST(test_compile_error),           KCT_TEST(test_killed_helpers),
       KCT_TEST(test_helper_timeout),          KCT_TEST(test_fork_leaves_helpers),
-      KCT_TEST(test_missing_helper),
+      KCT_TEST(test_missing_helper),          KCT_TEST(test_malformed_setup),
   };
   return KCT_RUN(tests);
 }

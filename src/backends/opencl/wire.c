@@ -4,7 +4,7 @@
  * serve.c the helper's): over a Unix stream socket, each message is one
  * frame,
  *
- *   "KCL1" | type (u32) | field count (u32) | total field bytes (u64)
+ *   "KCL2" | type (u32) | field count (u32) | total field bytes (u64)
  *   then per field: its length (u64) and its bytes       (little-endian)
  *
  * SETUP (identity, build options, platform index and device index as a
@@ -25,7 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define OCL_WIRE_MAGIC 0x314C434Bu /* "KCL1" */
+#define OCL_WIRE_MAGIC 0x324C434Bu /* "KCL2": 2 since SETUP's indices are u32 fields (they were text) */
 #define OCL_WIRE_MAX ((uint64_t)1 << 31) /* the most a frame's fields carry */
 
 /* Waits until fd is ready for ev. OK, GONE (an error, or the watched pid is
