@@ -6,6 +6,7 @@
 # foreach(be ...) list below (KC_WITH_<BE>, KC_WITHOUT_<BE>).
 
 set(KC_SOURCES
+    src/base/child.c
     src/base/err.c
     src/base/fork.c
     src/base/hmac.c

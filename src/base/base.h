@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* base.h -- src/base, all of it: what knows no kcache type beyond kc_status
  * and kc_alloc_fn (attributes, atomics, mutexes, bytes, heaps, the byte
- * buffer, the container kit, errors, clocks, hashing, ids, settings). */
+ * buffer, the container kit, errors, clocks, hashing, ids, settings, the
+ * wait for a child process). */
 #ifndef KC_BASE_H
 #define KC_BASE_H
 
 #include "base/atomics.h"
 #include "base/bytes.h"
+#include "base/child.h"
 #include "base/clock.h"
 #include "base/compiler.h"
 #include "base/err.h"

@@ -10,7 +10,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
-#include <poll.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -18,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,52 +65,30 @@ const char *host_unavailable(void) {
 
 /* --------------------------------------------------- running a compiler */
 
-/* Waits for child pid until the compile timeout, without polling: blocked
- * in poll on a pidfd of the child (readable once it has exited), so that it
- * returns as soon as the compiler ends. Only this pid is reaped, and no
- * signal is touched: the program's own children and SIGCHLD are its own,
- * and any number of threads wait for their compilers at once. Where pidfds
- * are missing (Linux before 5.3), waits in naps of up to 1 ms instead. */
+/* Waits for the compiler, pid, until the compile timeout (kc__child_wait:
+ * blocked on a pidfd, only this pid reaped, no signal touched, so the
+ * program's own children and SIGCHLD are its own and any number of threads
+ * wait for their compilers at once); at the timeout its whole process
+ * group goes (a hung cc1 or ld, not only the driver). */
 static kc_status host_await(host_state *s, pid_t pid, const char *what, int *status) {
   const kc__bsvc *sv = s->sv;
-  uint64_t deadline = kc__now_ns() + (uint64_t)s->timeout_ms * 1000000u;
-  int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-  long nap = 50000; /* without a pidfd: 0.05 ms, doubling to 1 ms */
-  bool ended = false; /* the pidfd says the compiler has exited */
-  for (;;) {
-    pid_t r = waitpid(pid, status, WNOHANG);
-    if (r == pid) break;
-    if (r == 0 && ended) { /* someone else reaped it, and pid is another process's now: never kill that */
-      close(pfd);
-      return kc__bs_err(sv, KC_EBACKEND,
-                        "the host compiler \"%s\" exited and another waiter of this process reaped it "
-                        "(waitpid(-1) of children it did not start)",
-                        what);
-    }
-    if (r < 0 && errno != EINTR) {
-      int e = errno;
-      if (pfd >= 0) close(pfd);
-      return kc__bs_err(sv, KC_EBACKEND, "waitpid: %s", strerror(e));
-    }
-    uint64_t now = kc__now_ns();
-    if (now > deadline) {
-      kill(-pid, SIGKILL);
-      while (waitpid(pid, status, 0) < 0 && errno == EINTR) {}
-      if (pfd >= 0) close(pfd);
-      return kc__bs_err(sv, KC_EBACKEND, "the host compiler \"%s\" ran longer than %u ms and was killed",
-                        what, s->timeout_ms);
-    }
-    if (pfd >= 0) {
-      struct pollfd p = {.fd = pfd, .events = POLLIN};
-      uint64_t left_ms = (deadline - now) / 1000000u + 1;
-      ended = poll(&p, 1, left_ms > INT_MAX ? INT_MAX : (int)left_ms) == 1; /* EINTR: look again */
-    } else {
-      kc__nap_ns((uint64_t)nap);
-      if (nap < 1000000) nap *= 2;
-    }
-  }
+  int pfd = kc__child_pidfd(pid);
+  kc__child_end end =
+      kc__child_wait(pid, pfd, kc__now_ns() + (uint64_t)s->timeout_ms * 1000000u, true, status);
+  int e = errno;
   if (pfd >= 0) close(pfd);
-  return KC_OK;
+  switch (end) {
+  case KC__CHILD_EXITED: return KC_OK;
+  case KC__CHILD_KILLED:
+    return kc__bs_err(sv, KC_EBACKEND, "the host compiler \"%s\" ran longer than %u ms and was killed", what,
+                      s->timeout_ms);
+  case KC__CHILD_LOST: /* and pid may be another process's now: never signalled */
+    return kc__bs_err(sv, KC_EBACKEND,
+                      "the host compiler \"%s\" exited and another waiter of this process reaped it "
+                      "(waitpid(-1) of children it did not start)",
+                      what);
+  default: return kc__bs_err(sv, KC_EBACKEND, "waiting for the host compiler \"%s\": %s", what, strerror(e));
+  }
 }
 
 /* Runs argv with stdout and stderr into log_path; bounded by timeout_ms. */

@@ -46,7 +46,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -151,23 +150,6 @@ static bool ocl_helper_quit(ocl_helper *h) {
          ocl_wire_send(h->fd, OCL_MSG_QUIT, NULL, 0, kc__now_ns() + 1000000000ull) == OCL_WIRE_OK;
 }
 
-/* Reaps h's process through its pidfd, after 200 ms for it to exit by
- * itself, killing it then: the pidfd names this process only, so a caller
- * that reaped it already (waitpid(-1)) costs its status (-1), never a
- * signal to a process that got its pid since. Returns the wait status. */
-static int ocl_helper_reap_pidfd(ocl_helper *h) {
-  struct pollfd p = {.fd = h->pidfd, .events = POLLIN};
-  if (poll(&p, 1, 200) != 1) syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, NULL, 0);
-  siginfo_t si = {0};
-  int r;
-  while ((r = waitid((idtype_t)P_PIDFD, (id_t)h->pidfd, &si, WEXITED)) < 0 && errno == EINTR) {}
-  close(h->pidfd);
-  h->pidfd = -1;
-  if (r < 0 || si.si_pid != h->pid) return -1;
-  if (si.si_code == CLD_EXITED) return (si.si_status & 0xff) << 8;
-  return si.si_status & 0x7f; /* killed (or dumped): the signal, as waitpid's status has it */
-}
-
 /* Stops h's process and reaps it; returns its wait status (-1: not seen).
  * quitting: it was asked to exit, and has 2 s to close its socket; else
  * it is gone or must go now. */
@@ -179,17 +161,15 @@ static int ocl_helper_stop(ocl_helper *h, bool quitting) {
   }
   if (h->fd >= 0) close(h->fd);
   h->fd = -1;
-  if (h->pid > 0 && h->pidfd >= 0) status = ocl_helper_reap_pidfd(h);
-  else if (h->pid > 0) {
-    /* a helper that closed its socket is exiting: a moment to see how */
-    pid_t r = 0;
-    for (int i = 0; i < 200 && (r = waitpid(h->pid, &status, WNOHANG)) == 0; i++) kc__nap_us(1000);
-    if (r == 0) { /* still there: it goes now (never a pid another waiter reaped: r is -1 then) */
-      kill(h->pid, SIGKILL);
-      while ((r = waitpid(h->pid, &status, 0)) < 0 && errno == EINTR) {}
-    }
-    if (r != h->pid) status = -1;
+  /* a helper that closed its socket is exiting: 200 ms to see how, then it
+   * goes (through its pidfd when there is one: never a pid another waiter
+   * of this process reaped, which costs its status: -1) */
+  if (h->pid > 0) {
+    kc__child_end end = kc__child_wait(h->pid, h->pidfd, kc__now_ns() + 200000000ull, false, &status);
+    if (end != KC__CHILD_EXITED && end != KC__CHILD_KILLED) status = -1;
   }
+  if (h->pidfd >= 0) close(h->pidfd);
+  h->pidfd = -1;
   h->pid = 0;
   return status;
 }
@@ -260,7 +240,7 @@ static bool ocl_helper_start(ocl_state *st, ocl_helper *h, char *why, size_t nwh
     return false;
   }
   h->pid = pid;
-  h->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+  h->pidfd = kc__child_pidfd(pid);
   h->fd = sv[0];
   char how[160];
   if (ocl_helper_hello(st, h, how, sizeof how)) return true;
