@@ -20,7 +20,7 @@
  * second), so a process killed with SIGKILL loses at most a second of them.
  * They include the heap in use (glibc's mallinfo2; ASan's count of the
  * bytes allocated and not freed, in an ASan build) just before and just
- * after each kc_collect: between two collects the code instances of every
+ * after each kc_collect (and just before each re-creation): between two collects the code instances of every
  * world since the last one are alive (a definition makes six to eight
  * specializations miss), after it only the live worlds' are, so the heap
  * after a collect is what must stay flat; RSS keeps the high-water mark
@@ -329,6 +329,8 @@ static kc_status make_runtime(void) {
 static void heavy(bool recreate) {
   pthread_rwlock_wrlock(&gate);
   if (recreate) {
+    unsigned long long before = HEAP_IN_USE(); /* a re-creation frees what a collect would, and more */
+    if (before > c.heap_before_max) c.heap_before_max = before;
     fold_stats();
     kc_runtime_destroy(rt);
     rt = NULL;
