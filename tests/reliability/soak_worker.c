@@ -63,6 +63,15 @@ size_t __sanitizer_get_current_allocated_bytes(void);
 #define HEAP_IN_USE() 0ull
 #endif
 #if defined(SOAK_ASAN)
+void __sanitizer_purge_allocator(void);
+#define TRIM_HEAP() __sanitizer_purge_allocator() /* drains the quarantine, returns free memory */
+#elif defined(__GLIBC__)
+#include <malloc.h>
+#define TRIM_HEAP() malloc_trim(0) /* every arena's free pages back to the system */
+#else
+#define TRIM_HEAP() ((void)0)
+#endif
+#if defined(SOAK_ASAN)
 #define SOAK_ASAN_BUILD 1
 #else
 #define SOAK_ASAN_BUILD 0
@@ -98,6 +107,7 @@ static struct {
   atomic_ullong fails[32]; /* by status */
   atomic_ullong compiles, disk_hits, disk_misses, remote_hits, remote_uploads, repairs;
   unsigned long long heap_before_max, heap_after_max, heap_after_first, heap_after_last; /* KB; main only */
+  unsigned long long rss_after_first, rss_after_max, rss_after_last; /* KB, after a collect and a trim */
 } c;
 
 static void fail_count(kc_status st) { atomic_fetch_add(&c.fails[st & 31], 1); }
@@ -325,7 +335,27 @@ static kc_status make_runtime(void) {
   return define_all();
 }
 
-/* Collect or re-create, with every other thread out of kcache. */
+/* The process's resident memory in KB (and its mappings in *maps). */
+static long self_rss_kb(long *maps) {
+  long pages = 0, rss = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f) {
+    if (fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = 0;
+    fclose(f);
+  }
+  *maps = 0;
+  f = fopen("/proc/self/maps", "r");
+  if (f) {
+    for (int ch; (ch = fgetc(f)) != EOF;) *maps += ch == '\n';
+    fclose(f);
+  }
+  return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* Collect or re-create, with every other thread out of kcache. After a
+ * collect the allocator gives its free memory back (TRIM_HEAP), so the
+ * RSS measured then is the memory that survives the collect: what a leak,
+ * of the heap or of mappings (the host loader's code regions), grows. */
 static void heavy(bool recreate) {
   pthread_rwlock_wrlock(&gate);
   if (recreate) {
@@ -354,6 +384,11 @@ static void heavy(bool recreate) {
     if (after > c.heap_after_max) c.heap_after_max = after;
     if (!c.heap_after_first) c.heap_after_first = after;
     c.heap_after_last = after;
+    TRIM_HEAP();
+    long maps, rss = self_rss_kb(&maps);
+    if (!c.rss_after_first) c.rss_after_first = (unsigned long long)rss;
+    if ((unsigned long long)rss > c.rss_after_max) c.rss_after_max = (unsigned long long)rss;
+    c.rss_after_last = (unsigned long long)rss;
   }
   pthread_rwlock_unlock(&gate);
 }
@@ -393,13 +428,15 @@ static void write_stats(bool final) {
       "\"remote_hits\": %llu, \"remote_uploads\": %llu, \"repairs\": %llu, \"heap_before_collect_max\": "
       "%llu, "
       "\"heap_after_collect_first\": %llu, \"heap_after_collect_max\": %llu, \"heap_after_collect_last\": "
-      "%llu, "
+      "%llu, \"rss_after_collect_first\": %llu, \"rss_after_collect_max\": %llu, "
+      "\"rss_after_collect_last\": %llu, "
       "\"fails\": {",
       wid, (int)getpid(), final ? "true" : "false", SOAK_ASAN_BUILD ? "true" : "false", c.checked, c.pinned,
       c.wrong, c.unchecked, c.defines, c.identical, c.resets, c.collects, c.recreates,
       c.compiles + s.compiles, c.disk_hits + s.disk_hits, c.disk_misses + s.disk_misses,
       c.remote_hits + s.remote_hits, c.remote_uploads + s.remote_uploads, c.repairs + s.disk_repairs,
-      c.heap_before_max, c.heap_after_first, c.heap_after_max, c.heap_after_last);
+      c.heap_before_max, c.heap_after_first, c.heap_after_max, c.heap_after_last, c.rss_after_first,
+      c.rss_after_max, c.rss_after_last);
   bool first = true;
   for (int i = 1; i < 32; i++)
     if (c.fails[i]) {
@@ -415,22 +452,6 @@ static void write_stats(bool final) {
  * new runtime; prints RSS, mappings and the heap in use ten times. A leak
  * per runtime (the host loader's regions, the store's, the tier's) grows
  * them with N. */
-static long self_rss_kb(long *maps) {
-  long pages = 0, rss = 0;
-  FILE *f = fopen("/proc/self/statm", "r");
-  if (f) {
-    if (fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = 0;
-    fclose(f);
-  }
-  *maps = 0;
-  f = fopen("/proc/self/maps", "r");
-  if (f) {
-    for (int ch; (ch = fgetc(f)) != EOF;) *maps += ch == '\n';
-    fclose(f);
-  }
-  return rss * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static int recreate_rounds(int rounds, unsigned seed) {
   nthreads = 1;
   if (make_runtime()) return 2;
