@@ -245,29 +245,22 @@ static void run_case(const fault_case *c) {
   }
 }
 
-static void host_only(void) {
-  if (kct_backend != KC_BACKEND_HOST) {
-    print_message("host backend only\n");
-    skip();
-  }
-}
-
 static void test_crash_with_log(void **state) {
   (void)state;
-  host_only();
+  kct_host_only();
   /* the compiler's last words, and that it crashed */
   run_case(&(fault_case){"KC_FAULT_CRASH", KC_EBACKEND, "fault-cc: about to crash", 0});
 }
 
 static void test_crash_reason_survives_the_log(void **state) {
   (void)state;
-  host_only();
+  kct_host_only();
   run_case(&(fault_case){"KC_FAULT_CRASH", KC_EBACKEND, "crashed", 0});
 }
 
 static void test_hang_bounded_by_the_user_timeout(void **state) {
   (void)state;
-  host_only();
+  kct_host_only();
   char pidfile[700];
   snprintf(pidfile, sizeof pidfile, "%s/hang.pid", wrapper_dir);
   run_case(&(fault_case){"KC_FAULT_HANG", KC_EBACKEND, "fault-cc: hanging", 1000, 0.95, 10.0});
@@ -280,7 +273,7 @@ static void test_hang_bounded_by_the_user_timeout(void **state) {
 
 static void test_hang_reason_survives_the_log(void **state) {
   (void)state;
-  host_only();
+  kct_host_only();
   char pidfile[700];
   snprintf(pidfile, sizeof pidfile, "%s/hang.pid", wrapper_dir);
   run_case(&(fault_case){"KC_FAULT_HANG", KC_EBACKEND, "1000 ms", 1000});
@@ -291,7 +284,7 @@ static void test_hang_reason_survives_the_log(void **state) {
  * killing the driver alone leaves it running. */
 static void test_hang_in_a_child_of_the_compiler(void **state) {
   (void)state;
-  host_only();
+  kct_host_only();
   char pidfile[700];
   snprintf(pidfile, sizeof pidfile, "%s/orphan.pid", wrapper_dir);
   run_case(&(fault_case){"KC_FAULT_ORPHAN", KC_EBACKEND, "1000 ms", 1000, 0.95, 10.0});
@@ -305,43 +298,43 @@ static void test_hang_in_a_child_of_the_compiler(void **state) {
 
 static void test_garbage_with_log(void **state) {
   (void)state;
-  host_only();
+  kct_host_only();
   run_case(&(fault_case){"KC_FAULT_GARBAGE", KC_ECOMPILE, "fault-cc: wrote garbage", 0});
 }
 
 static void test_garbage_reason_survives_the_log(void **state) {
   (void)state;
-  host_only();
+  kct_host_only();
   run_case(&(fault_case){"KC_FAULT_GARBAGE", KC_ECOMPILE, "produced an unusable object", 0});
 }
 
 static void test_random_bytes(void **state) {
   (void)state;
-  host_only();
+  kct_host_only();
   run_case(&(fault_case){"KC_FAULT_RANDOM", KC_ECOMPILE, "produced an unusable object", 0});
 }
 
 static void test_no_object(void **state) {
   (void)state;
-  host_only();
+  kct_host_only();
   run_case(&(fault_case){"KC_FAULT_NOTHING", KC_OK, ".o", 0});
 }
 
 static void test_truncated_object(void **state) {
   (void)state;
-  host_only();
+  kct_host_only();
   run_case(&(fault_case){"KC_FAULT_TRUNCATED", KC_ECOMPILE, "produced an unusable object: truncated", 0});
 }
 
 static void test_object_without_entry(void **state) {
   (void)state;
-  host_only();
+  kct_host_only();
   run_case(&(fault_case){"KC_FAULT_NO_ENTRY", KC_ECOMPILE, "trampoline", 0});
 }
 
 static void test_log_flood(void **state) {
   (void)state;
-  host_only();
+  kct_host_only();
   run_case(&(fault_case){"KC_FAULT_FLOOD", KC_ECOMPILE, "fault-cc: noise", 0});
 }
 

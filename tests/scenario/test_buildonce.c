@@ -129,13 +129,8 @@ static void test_threads_share_the_build(void **state) {
 }
 
 int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
+  int rc = kct_main_only(argc, argv, KC_BACKEND_OPENCL, "OpenCL");
   if (rc >= 0) return rc;
-  if (kct_backend != KC_BACKEND_OPENCL) {
-    printf("SKIPPED: OpenCL backend only\n");
-    return 77;
-  }
-  kct_memory_only();
   const struct CMUnitTest tests[] = {
       KCT_TEST(test_compile_and_links_build_once),
       KCT_TEST(test_threads_share_the_build),

@@ -401,17 +401,12 @@ static void test_malformed_setup(void **state) {
 }
 
 int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
+  int rc = kct_main_only(argc, argv, KC_BACKEND_OPENCL, "OpenCL");
   if (rc >= 0) return rc;
-  if (kct_backend != KC_BACKEND_OPENCL) {
-    printf("SKIPPED: OpenCL backend only\n");
-    return 77;
-  }
   if (!getenv("KC_OPENCL_HELPER")) {
     fprintf(stderr, "test_clhelp: set KC_OPENCL_HELPER to the kcache-clc of this build (CTest does)\n");
     return 2;
   }
-  kct_memory_only();
   const struct CMUnitTest tests[] = {
       KCT_TEST(test_prepare_through_helpers), KCT_TEST(test_auto_uses_helpers),
       KCT_TEST(test_compile_error),           KCT_TEST(test_killed_helpers),

@@ -235,10 +235,7 @@ static void broken_compiler(const char *cc, kc_status want, const char *in_msg, 
 
 static void test_host_compiler_failures(void **state) {
   (void)state;
-  if (kct_backend != KC_BACKEND_HOST) {
-    print_message("host backend only\n");
-    skip();
-  }
+  kct_host_only();
   char dir[] = "/tmp/kc-test-cc-XXXXXX";
   assert_non_null(mkdtemp(dir));
   char *failing = fake_cc(dir, "failing-cc", "echo 'fake-cc: no such luck' >&2; exit 3");
@@ -258,10 +255,7 @@ static void test_host_compiler_failures(void **state) {
  * says so (the compiler never ran: no log replaces the message). */
 static void test_compiler_word_limits(void **state) {
   (void)state;
-  if (kct_backend != KC_BACKEND_HOST) {
-    print_message("host backend only\n");
-    skip();
-  }
+  kct_host_only();
   char cc[2048] = "cc", opts[2048] = "";
   for (int i = 1; i < 56; i++) snprintf(cc + strlen(cc), sizeof cc - strlen(cc), " -DKC_CC%d", i);
   for (int i = 0; i < 56; i++) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), "-DKC_OPT%d ", i);

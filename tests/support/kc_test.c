@@ -68,6 +68,17 @@ int kct_main_shared(int argc, char **argv, const char *what, const char *(*unava
   return (*rt = kct_main_runtime()) ? -1 : 1;
 }
 
+int kct_main_only(int argc, char **argv, kc_backend_kind be, const char *name) {
+  int rc = kct_main_init(argc, argv);
+  if (rc >= 0) return rc;
+  if (kct_backend != be) {
+    printf("SKIPPED: %s backend only\n", name);
+    return 77;
+  }
+  kct_memory_only();
+  return -1;
+}
+
 void kct_host_only(void) {
   if (kct_backend != KC_BACKEND_HOST) {
     print_message("host backend only\n");

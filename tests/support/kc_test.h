@@ -42,6 +42,11 @@ extern const char *kct_backend_name;
  * reason), 2 on a usage error. */
 int kct_main_init(int argc, char **argv);
 
+/* main()'s start for a suite of one backend's: kct_main_init, then 77
+ * ("SKIPPED: <name> backend only") unless the tested backend is be, then
+ * kct_memory_only. Returns -1 to go on, or the exit code main must return. */
+int kct_main_only(int argc, char **argv, kc_backend_kind be, const char *name);
+
 /* Turns the persistent artifact store off for this process (through the
  * environment, which wins over every option): the counters the scenario
  * suites check (compiles, links) are about one process, and entries left
