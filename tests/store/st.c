@@ -59,6 +59,13 @@ kc_status st_run(kc_runtime *rt, const char *name, const char *params, uint32_t 
   return st;
 }
 
+void st_store_k(const char *cache_dir) {
+  kc_runtime *rt = st_runtime(cache_dir, NULL);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "k", NULL, 0);
+  kc_runtime_destroy(rt);
+}
+
 void st_run_ok(kc_runtime *rt, const char *name, const char *params, float add) {
   kc_status st = st_run(rt, name, params, 16, add);
   if (st == KC_EBACKEND) fail_msg("kernel %s(%s) computed a wrong result", name, params ? params : "");

@@ -42,6 +42,9 @@ kc_runtime *st_runtime(const char *cache_dir, const kc_options *opt);
 
 /* Defines h and k (and kv); returns the status. */
 kc_status st_define(kc_runtime *rt);
+/* A runtime on cache_dir that defines the suite's kernels, runs k (a
+ * compile that the store keeps) and is destroyed: the store then holds k. */
+void st_store_k(const char *cache_dir);
 /* Launches `name` (with params) over n items on a new context and checks
  * y[i] == 3 i + 1 + add. Returns KC_OK, the failing status, or KC_EBACKEND
  * for a wrong result. No cmocka calls. */

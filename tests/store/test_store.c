@@ -296,14 +296,11 @@ static void test_unloadable_or_inconsistent_entries_are_repaired(void **state) {
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char dir[600], path[4096];
     snprintf(dir, sizeof dir, "%s/case%zu", f->root, i);
-    kc_runtime *rt = st_runtime(dir, NULL);
-    KCT_OK(rt, st_define(rt));
-    st_run_ok(rt, "k", NULL, 0);
-    kc_runtime_destroy(rt);
+    st_store_k(dir); /* a store with the entry of k */
     st_only_entry(dir, path, sizeof path);
     rewrite_entry(path, cases[i].change);
 
-    rt = st_runtime(dir, NULL);
+    kc_runtime *rt = st_runtime(dir, NULL);
     KCT_OK(rt, st_define(rt));
     st_run_ok(rt, "k", NULL, 0);
     kc_stats s = kct_stats(rt);
@@ -558,14 +555,11 @@ static void test_a_file_in_place_of_the_directory(void **state) {
 static void test_failed_writes_degrade_with_one_warning(void **state) {
   fx *f = *state;
   /* an entry that will stay readable */
-  kc_runtime *rt = st_runtime(f->root, NULL);
-  KCT_OK(rt, st_define(rt));
-  st_run_ok(rt, "k", NULL, 0);
-  kc_runtime_destroy(rt);
+  st_store_k(f->root); /* a store with the entry of k */
 
   st_fail_writes(0, 1000, ENOSPC);
   st_capture_begin();
-  rt = st_runtime(f->root, NULL);
+  kc_runtime *rt = st_runtime(f->root, NULL);
   KCT_OK(rt, st_define(rt));
   st_run_ok(rt, "k", NULL, 0); /* reads still work */
   st_run_ok(rt, "kv", "V=1", 1); /* a miss: cannot write */
@@ -594,17 +588,14 @@ static void test_failed_writes_degrade_with_one_warning(void **state) {
  * entries). The store counts the entry once, as the one that removed it. */
 static void test_a_runtime_that_stopped_writing_still_removes_damage(void **state) {
   fx *f = *state;
-  kc_runtime *rt = st_runtime(f->root, NULL);
-  KCT_OK(rt, st_define(rt));
-  st_run_ok(rt, "k", NULL, 0);
-  kc_runtime_destroy(rt);
+  st_store_k(f->root); /* a store with the entry of k */
   char path[4096], vdir[700];
   st_entry_of(f->root, "k", NULL, path, sizeof path);
   damage(path, NULL, FLIP, -2);
   for (int i = 0; i < 2; i++) { /* two processes' worth */
     st_fail_writes(0, 1, ENOSPC);
     st_capture_begin();
-    rt = st_runtime(f->root, NULL);
+    kc_runtime *rt = st_runtime(f->root, NULL);
     KCT_OK(rt, st_define(rt));
     st_run_ok(rt, "kv", "V=1", 1); /* a miss whose write fails: no more writes */
     st_fail_writes(0, 0, 0);
@@ -820,10 +811,7 @@ static int readonly_damage_child(const fx *f, char *msg, size_t len) {
 
 static void test_read_only_store_with_damage(void **state) {
   fx *f = *state;
-  kc_runtime *rt = st_runtime(f->root, NULL);
-  KCT_OK(rt, st_define(rt));
-  st_run_ok(rt, "k", NULL, 0);
-  kc_runtime_destroy(rt);
+  st_store_k(f->root); /* a store with the entry of k */
   st_entry_of(f->root, "k", NULL, damaged_path, sizeof damaged_path);
   damage(damaged_path, NULL, FLIP, -2);
   in_child(f, readonly_damage_child);
@@ -833,10 +821,7 @@ static void test_read_only_store_with_damage(void **state) {
 
 static void test_read_only_directory(void **state) {
   fx *f = *state;
-  kc_runtime *rt = st_runtime(f->root, NULL);
-  KCT_OK(rt, st_define(rt));
-  st_run_ok(rt, "k", NULL, 0);
-  kc_runtime_destroy(rt);
+  st_store_k(f->root); /* a store with the entry of k */
   in_child(f, readonly_child);
   assert_int_equal(st_entries(f->root, NULL), 1);
 }
