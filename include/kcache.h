@@ -190,6 +190,9 @@ typedef struct kc_options {
   kc_log_fn log; /* NULL: stderr, "kcache: warning: MSG" */
   void *log_ud; /* passed to log */
   kc_log_level log_level; /* KC_LOG_DEFAULT: $KC_LOG, else KC_LOG_WARN */
+  /* Nonzero: checked mode (see "checked mode" under buffers); 0: $KC_CHECKED
+   * (1 turns it on), else off. */
+  int checked;
   /* Threads that compile a kc_prepare batch, the calling thread included
    * (0: $KC_COMPILE_THREADS, else one per core). On a platform that builds
    * one OpenCL program at a time per process (PoCL), more than one makes
@@ -199,9 +202,6 @@ typedef struct kc_options {
    * install path it was configured with); $KC_OPENCL_HELPERS=0 turns that
    * off, 1 uses them on any platform. */
   uint32_t compile_threads;
-  /* Nonzero: checked mode (see "checked mode" under buffers); 0: $KC_CHECKED
-   * (1 turns it on), else off. */
-  int checked;
 } kc_options;
 
 /* Fills the first `size` bytes of *opt with the defaults and sets

@@ -14,15 +14,15 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-/* Fields only ever go at the end: an older program's kc_options stops
- * after compile_threads (a layout that shipped), so nothing may come
- * between log_level and it (checked mode once did, and an old program's
- * compile_threads turned checked mode on). */
-_Static_assert(offsetof(kc_options, compile_threads) ==
-                   offsetof(kc_options, log_level) + sizeof(kc_log_level),
-               "kc_options: compile_threads must follow log_level, as in the shipped layout");
-_Static_assert(offsetof(kc_options, checked) > offsetof(kc_options, compile_threads),
-               "kc_options: fields added after the shipped layout go after compile_threads");
+/* Fields only ever go at the end. The layout that shipped (the landed
+ * 1bd9e74) ends log_level, checked, compile_threads: an application built
+ * against it sets these two at these offsets (both are 4 bytes, so a swap
+ * keeps the size, and no size check would notice an old program's
+ * compile_threads turning checked mode on). */
+_Static_assert(offsetof(kc_options, checked) == offsetof(kc_options, log_level) + sizeof(kc_log_level),
+               "kc_options: checked follows log_level, as in the shipped layout");
+_Static_assert(offsetof(kc_options, compile_threads) == offsetof(kc_options, checked) + sizeof(int),
+               "kc_options: compile_threads follows checked, as in the shipped layout");
 
 /* A struct from a newer header: this library's plus fields it never knew. */
 typedef struct {
