@@ -328,14 +328,19 @@ fail:
   return false;
 }
 
+/* The eviction a write called for, counted in the runtime's statistics:
+ * KC_EBUSY, another thread or process is evicting and does the work;
+ * KC_ENOMEM, what it had decided was still removed, and is counted. */
+static void evict_counted(kc__cache *c, uint64_t target) {
+  kc__gc_result r = {0};
+  (void)kc__store_evict(c->mem, c->vdir, target, KC__EVICT_BATCH, &r);
+  kc__fetch_add_relaxed(&c->n.evictions, r.evicted);
+}
+
 /* write_entry, then the eviction it calls for. */
 static void write_and_evict(kc__cache *c, const uint8_t key[16], const void *img, size_t size) {
   uint64_t target = 0;
-  kc__gc_result r;
-  /* KC_EBUSY: another thread or process is evicting; it does the work */
-  if (kc__load_relaxed(&c->writable) && write_entry(c, key, img, size, &target) &&
-      kc__store_evict(c->mem, c->vdir, target, KC__EVICT_BATCH, &r) == KC_OK)
-    kc__fetch_add_relaxed(&c->n.evictions, r.evicted);
+  if (kc__load_relaxed(&c->writable) && write_entry(c, key, img, size, &target)) evict_counted(c, target);
 }
 
 /* ----------------------------------------------------------- key locks */
@@ -553,8 +558,5 @@ void kc__cache_finish(kc__cache *c, kc__cache_txn *txn, const kc__key_parts *p, 
   kc__heap_free(c->mem, txn->defs);
   txn->defs = NULL;
   txn->active = false;
-  kc__gc_result r;
-  /* KC_EBUSY: another thread or process is evicting; it does the work */
-  if (evict && kc__store_evict(c->mem, c->vdir, target, KC__EVICT_BATCH, &r) == KC_OK)
-    kc__fetch_add_relaxed(&c->n.evictions, r.evicted);
+  if (evict) evict_counted(c, target);
 }
