@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef enum { KIND_STR, KIND_BOOL, KIND_U64, KIND_SIZE, KIND_SECONDS } setting_kind;
 
@@ -143,4 +144,14 @@ void kc__setting_warn(kc__setting id, const char *fallback) {
   const char *v = kc__setting_raw(id);
   kc__log_to(NULL, KC_LOG_WARN, "%s=\"%s\" is not %s; using %s", r->name, v ? v : "", takes[r->kind],
              fallback ? fallback : (r->def ? r->def : "the default"));
+}
+
+uint32_t kc__compile_threads(uint32_t option, bool warn) {
+  if (option) return option;
+  uint64_t n = 0;
+  if (kc__setting_u64(KC__SET_COMPILE_THREADS, &n, 0, 1024) == KC__SETTING_BAD && warn)
+    kc__setting_warn(KC__SET_COMPILE_THREADS, "one thread per core");
+  if (n) return (uint32_t)n;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 0 ? (uint32_t)(cores > 1024 ? 1024 : cores) : 1;
 }

@@ -78,6 +78,11 @@ kc__setting_state kc__setting_seconds(kc__setting id, double *out);
  * <fallback>, to stderr (the log of no runtime: err.h). */
 void kc__setting_warn(kc__setting id, const char *fallback);
 
+/* The compile threads: option if nonzero, else $KC_COMPILE_THREADS, else
+ * one per core (at most 1024). warn: a bad value is warned about (the
+ * compile pool's reading; the others only follow it). */
+uint32_t kc__compile_threads(uint32_t option, bool warn);
+
 /* The parsers, for values that come from elsewhere (options, the CLI). */
 bool kc__parse_size(const char *s, uint64_t *out);
 bool kc__parse_seconds(const char *s, double *out);

@@ -85,15 +85,7 @@ kc_status kc_kernel_prepare(kc_kernel *k, kc_context *ctx) {
 /* --------------------------------------------------------------- the pool */
 
 /* The pool's size: the option, else $KC_COMPILE_THREADS, else the cores. */
-static uint32_t pool_size(const kc_runtime *rt) {
-  if (rt->opt.compile_threads) return rt->opt.compile_threads;
-  uint64_t n = 0;
-  if (kc__setting_u64(KC__SET_COMPILE_THREADS, &n, 0, 1024) == KC__SETTING_BAD)
-    kc__setting_warn(KC__SET_COMPILE_THREADS, "one thread per core");
-  if (n) return (uint32_t)n;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  return cores > 0 ? (uint32_t)(cores > 1024 ? 1024 : cores) : 1;
-}
+static uint32_t pool_size(const kc_runtime *rt) { return kc__compile_threads(rt->opt.compile_threads, true); }
 
 /* Takes the next kernel of the queue's first batch; pool lock held. NULL
  * when the queue is empty. */

@@ -11,7 +11,6 @@
 
 #include "base/base.h"
 
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>

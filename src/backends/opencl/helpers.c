@@ -40,7 +40,6 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -50,10 +49,6 @@
 #include <unistd.h>
 
 extern char **environ;
-
-#ifndef P_PIDFD /* glibc before 2.36 */
-#define P_PIDFD 3
-#endif
 
 #ifndef KC_CLC_PATH /* the installed helper (sources.cmake sets both) */
 #define KC_CLC_PATH "/usr/local/libexec/kcache/kcache-clc"
@@ -65,23 +60,14 @@ extern char **environ;
 
 /* ------------------------------------------------------------- settings */
 
-static uint32_t ocl_compile_threads(const kc_options *opt) {
-  if (opt && opt->compile_threads) return opt->compile_threads;
-  uint64_t n = 0;
-  (void)kc__setting_u64(KC__SET_COMPILE_THREADS, &n, 0, 1024); /* the pool warns about a bad value */
-  if (n) return (uint32_t)n;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  return cores > 0 ? (uint32_t)(cores > 1024 ? 1024 : cores) : 1;
-}
-
 /* $KC_OPENCL_HELPER_TIMEOUT, read for each request: 120 s when unset or
  * bad (not a positive number of seconds; *bad says so, for the warning at
  * open). */
 static double ocl_helper_timeout_of(bool *bad) {
   double t = 0;
-  *bad = kc__setting_seconds(KC__SET_OPENCL_HELPER_TIMEOUT, &t) == KC__SETTING_BAD || t < 0 ||
-         (kc__setting_raw(KC__SET_OPENCL_HELPER_TIMEOUT) && t == 0);
-  return *bad || t == 0 ? 120 : t;
+  kc__setting_state s = kc__setting_seconds(KC__SET_OPENCL_HELPER_TIMEOUT, &t);
+  *bad = s == KC__SETTING_BAD || (s == KC__SETTING_SET && t <= 0);
+  return s == KC__SETTING_SET && t > 0 ? t : 120;
 }
 
 static double ocl_helper_timeout(void) {
@@ -98,7 +84,7 @@ void ocl_helpers_open(ocl_state *st, const kc_options *opt) {
   (void)ocl_helper_timeout_of(&bad);
   if (bad) kc__setting_warn(KC__SET_OPENCL_HELPER_TIMEOUT, "120 s");
   const char *mode = kc__setting_str(KC__SET_OPENCL_HELPERS);
-  uint32_t n = ocl_compile_threads(opt);
+  uint32_t n = kc__compile_threads(opt ? opt->compile_threads : 0, false);
   bool on = !strcmp(mode, "1");
   if (!on && strcmp(mode, "0") != 0) {
     if (strcmp(mode, "auto") != 0) kc__setting_warn(KC__SET_OPENCL_HELPERS, "auto");
