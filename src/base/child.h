@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* child.h -- waiting for a child process that kcache started (a host
  * compiler, an OpenCL compile helper) without touching anyone else's:
- * only that child is reaped, no signal handler is changed, and a pid that
- * another waiter of the process reaped (waitpid(-1)) is never signalled. */
+ * only that child is reaped, no signal handler is changed, and a child
+ * that another waiter of the process reaped (waitpid(-1)) before the wait
+ * looked is reported lost, never signalled. (Between the wait's last look
+ * and its kill at a deadline, such a waiter can still reap it: the kill
+ * then goes to a pid that is free or reused, as with any kill(2) of a pid;
+ * through a pidfd, without group, it cannot.) */
 #ifndef KC_BASE_CHILD_H
 #define KC_BASE_CHILD_H
 

@@ -16,12 +16,14 @@
 #include "kc_test.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -368,12 +370,18 @@ static int helper_exchange(const unsigned char *frame, size_t n, unsigned char *
     _exit(127);
   }
   close(sv[1]);
-  assert_int_equal(write(sv[0], frame, n), (ssize_t)n);
+  struct timeval tv = {10, 0}; /* a helper that neither answers nor exits: killed, and the test fails */
+  setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ssize_t w = write(sv[0], frame, n), r = 0;
   *got = 0;
-  for (ssize_t r; *got < cap && (r = read(sv[0], reply + *got, cap - *got)) > 0;) *got += (size_t)r;
+  while (w == (ssize_t)n && *got < cap && (r = read(sv[0], reply + *got, cap - *got)) > 0) *got += (size_t)r;
+  /* the end: EOF, or a reset (a helper that exits with our frame unread) */
+  bool timed_out = w != (ssize_t)n || (r < 0 && errno != ECONNRESET);
   close(sv[0]);
+  if (timed_out) kill(pid, SIGKILL);
   int status = 0;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_int_equal(waitpid(pid, &status, 0), pid); /* reaped before any assertion can leave */
+  if (timed_out) fail_msg("the helper neither answered nor exited within 10 s");
   return status;
 }
 

@@ -81,16 +81,32 @@ static void killed(bool with_pidfd, bool group) {
   rmdir(dir);
 }
 
-/* Reaped by someone else first (a program's waitpid(-1)): lost, and the
- * pid is never signalled (it could be another process's by now). */
+/* Reaped by someone else first (a program's waitpid(-1)): lost, and never
+ * signalled. The child leads a process group with a grandchild in it and
+ * exits; after the reap, a wait with group and a deadline already past
+ * must not kill the group (the grandchild lives). */
 static void lost(bool with_pidfd) {
-  pid_t pid = spawn("exit 0");
+  char dir[] = "/tmp/kc-child-XXXXXX", script[400], pidfile[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(pidfile, sizeof pidfile, "%s/grandchild", dir);
+  snprintf(script, sizeof script, "sleep 30 & echo $! > %s", pidfile);
+  pid_t pid = spawn(script);
   int fd = fd_for(pid, with_pidfd), status = 0;
   assert_int_equal(waitpid(-1, &status, 0), pid);
   status = 12345;
-  assert_int_equal(kc__child_wait(pid, fd, kc__now_ns() + 1000000000ull, true, &status), KC__CHILD_LOST);
+  assert_int_equal(kc__child_wait(pid, fd, 1, true, &status), KC__CHILD_LOST);
   assert_int_equal(status, 12345);
+  FILE *f = fopen(pidfile, "r");
+  long g = 0;
+  assert_non_null(f);
+  assert_int_equal(fscanf(f, "%ld", &g), 1);
+  fclose(f);
+  kc__nap_us(20000);
+  assert_int_equal(kill((pid_t)g, 0), 0); /* its group was not signalled */
+  kill((pid_t)g, SIGKILL);
   if (fd >= 0) close(fd);
+  unlink(pidfile);
+  rmdir(dir);
 }
 
 static void test_exit_and_status(void **state) {

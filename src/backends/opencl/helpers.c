@@ -148,10 +148,10 @@ static int ocl_helper_stop(ocl_helper *h, bool quitting) {
   if (h->fd >= 0) close(h->fd);
   h->fd = -1;
   /* a helper that closed its socket is exiting: 200 ms to see how, then it
-   * goes (through its pidfd when there is one: never a pid another waiter
-   * of this process reaped, which costs its status: -1) */
+   * goes with its process group (never a pid another waiter of this
+   * process reaped, which costs its status: -1) */
   if (h->pid > 0) {
-    kc__child_end end = kc__child_wait(h->pid, h->pidfd, kc__now_ns() + 200000000ull, false, &status);
+    kc__child_end end = kc__child_wait(h->pid, h->pidfd, kc__now_ns() + 200000000ull, true, &status);
     if (end != KC__CHILD_EXITED && end != KC__CHILD_KILLED) status = -1;
   }
   if (h->pidfd >= 0) close(h->pidfd);
@@ -212,7 +212,10 @@ static bool ocl_helper_start(ocl_state *st, ocl_helper *h, char *why, size_t nwh
   sigaddset(&dflt, SIGCHLD);
   posix_spawnattr_setsigmask(&at, &none);
   posix_spawnattr_setsigdefault(&at, &dflt);
-  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  /* a process group of its own, so that a helper killed at its timeout
+   * takes what its compiler started with it (PoCL runs the linker) */
+  posix_spawnattr_setpgroup(&at, 0);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   char *argv[] = {path, NULL};
   pid_t pid = 0;
   int e = posix_spawn(&pid, path, &fa, &at, argv, environ);
