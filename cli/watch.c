@@ -214,7 +214,7 @@ int cmd_watch(cli *c) {
       continue;
     }
     if (cli_opt(c, &i, "--count", &val)) {
-      if (!kc__parse_u64(val, &count, 1, UINT32_MAX)) cli_usage("watch: --count must be a positive number");
+      if (!kc__parse_u64(val, &count, 1, INT_MAX)) cli_usage("watch: --count must be a positive number");
       continue;
     }
     if (c->argv[i][0] == '-' || file) cli_unexpected(c, c->argv[i]);

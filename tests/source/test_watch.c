@@ -72,6 +72,10 @@ static void test_watch_usage(void **state) {
   snprintf(cmd, sizeof cmd, "'%s' watch --count 0 x 2>&1", KC_CLI);
   assert_int_equal(kct_capture(cmd, &out), 2);
   free(out);
+  snprintf(cmd, sizeof cmd, "'%s' watch --count 2147483648 x 2>&1", KC_CLI); /* past its load counter */
+  assert_int_equal(kct_capture(cmd, &out), 2);
+  KCT_CONTAINS(out, "--count must be a positive number");
+  free(out);
   snprintf(cmd, sizeof cmd, "KC_CACHE_DISABLE=1 '%s' watch --backend host /nonexistent/k.cl 2>&1", KC_CLI);
   assert_int_equal(kct_capture(cmd, &out), 1);
   KCT_CONTAINS(out, "cannot read /nonexistent/k.cl");
