@@ -42,6 +42,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+/* SOAK_ASAN: 1 in an AddressSanitizer build (gcc or clang). The heap in
+ * use (KB) and the trim after a collect come from its allocator then,
+ * else from glibc's. */
 #if defined(__SANITIZE_ADDRESS__)
 #define SOAK_ASAN 1
 #elif defined(__has_feature)
@@ -49,32 +52,30 @@
 #define SOAK_ASAN 1
 #endif
 #endif
-#if defined(SOAK_ASAN)
-/* ASan's allocator: the bytes the program has allocated and not freed
- * (what waits in its quarantine is freed). Declared here: gcc ships the
- * function (libasan) but not clang's sanitizer/allocator_interface.h. */
+#ifndef SOAK_ASAN
+#define SOAK_ASAN 0
+#endif
+#if SOAK_ASAN
+/* Declared here: gcc ships these (libasan) but not clang's
+ * sanitizer/allocator_interface.h. Allocated bytes: not freed (what
+ * waits in the quarantine is freed); the purge drains the quarantine and
+ * returns free memory. */
 #include <stddef.h>
 size_t __sanitizer_get_current_allocated_bytes(void);
-#define HEAP_IN_USE() ((unsigned long long)__sanitizer_get_current_allocated_bytes() / 1024) /* KB */
-#elif defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+void __sanitizer_purge_allocator(void);
+#define HEAP_IN_USE() ((unsigned long long)__sanitizer_get_current_allocated_bytes() / 1024)
+#define TRIM_HEAP() __sanitizer_purge_allocator()
+#elif defined(__GLIBC__)
 #include <malloc.h>
-#define HEAP_IN_USE() ((unsigned long long)mallinfo2().uordblks / 1024) /* KB */
+#if __GLIBC__ > 2 || __GLIBC_MINOR__ >= 33
+#define HEAP_IN_USE() ((unsigned long long)mallinfo2().uordblks / 1024)
 #else
 #define HEAP_IN_USE() 0ull
 #endif
-#if defined(SOAK_ASAN)
-void __sanitizer_purge_allocator(void);
-#define TRIM_HEAP() __sanitizer_purge_allocator() /* drains the quarantine, returns free memory */
-#elif defined(__GLIBC__)
-#include <malloc.h>
 #define TRIM_HEAP() malloc_trim(0) /* every arena's free pages back to the system */
 #else
+#define HEAP_IN_USE() 0ull
 #define TRIM_HEAP() ((void)0)
-#endif
-#if defined(SOAK_ASAN)
-#define SOAK_ASAN_BUILD 1
-#else
-#define SOAK_ASAN_BUILD 0
 #endif
 
 enum { H = 3, K = 3, NV = 4, N = 64, RECS = 256, MAXT = 16 };
@@ -431,7 +432,7 @@ static void write_stats(bool final) {
       "%llu, \"rss_after_collect_first\": %llu, \"rss_after_collect_max\": %llu, "
       "\"rss_after_collect_last\": %llu, "
       "\"fails\": {",
-      wid, (int)getpid(), final ? "true" : "false", SOAK_ASAN_BUILD ? "true" : "false", c.checked, c.pinned,
+      wid, (int)getpid(), final ? "true" : "false", SOAK_ASAN ? "true" : "false", c.checked, c.pinned,
       c.wrong, c.unchecked, c.defines, c.identical, c.resets, c.collects, c.recreates,
       c.compiles + s.compiles, c.disk_hits + s.disk_hits, c.disk_misses + s.disk_misses,
       c.remote_hits + s.remote_hits, c.remote_uploads + s.remote_uploads, c.repairs + s.disk_repairs,
