@@ -2,7 +2,9 @@
 """The OpenCL compile helper the wheel carries: kcache/__init__.py points
 KC_OPENCL_HELPER at the kcache-clc beside it, and an OpenCL runtime that is
 asked for helpers (KC_OPENCL_HELPERS=1) builds in one, a child process of
-this one, with the same result as a build in the process."""
+this one, and the kernel it built runs; the helper is reaped at close.
+(That a helper's artifact is byte for byte an in-process build's is
+tests/scenario/test_clhelp.c's test_prepare_through_helpers.)"""
 import os
 
 import numpy as np

@@ -40,6 +40,42 @@ static void serve_hello(kc_status st, const char *msg) {
   (void)ocl_wire_send(serve_fd, OCL_MSG_HELLO, f, 2, 0);
 }
 
+/* SETUP's checks, in turn, then the device it names: KC_OK with *st, or
+ * the status with msg saying why. f: its fields as strings (NULL: no
+ * memory for one). */
+static kc_status setup_open(const kc__bsvc *sv, const ocl_msg *m, char *const *f, ocl_state **st, char *msg,
+                            size_t n) {
+  if (m->type != OCL_MSG_SETUP || m->n != 5) {
+    snprintf(msg, n, "the first message was not SETUP");
+    return KC_EINVAL;
+  }
+  if (!f[0] || !f[1] || !f[4]) {
+    snprintf(msg, n, "out of memory");
+    return KC_ENOMEM;
+  }
+  if (strcmp(f[4], KC_VERSION_STRING) != 0) { /* the protocol is the library's own */
+    snprintf(msg, n, "the helper is kcache %s, the library %.100s", KC_VERSION_STRING, f[4]);
+    return KC_EUNAVAILABLE;
+  }
+  if (m->f[2].n != 4 || m->f[3].n != 4) {
+    snprintf(msg, n, "SETUP's platform and device indices are not 4 bytes each");
+    return KC_EINVAL;
+  }
+  kc_status s = ocl_open_at(sv, (int)kc__rd32(m->f[2].p), (int)kc__rd32(m->f[3].p), f[1], st);
+  if (s) {
+    snprintf(msg, n, "%s", kc__errmsg_owner(sv->owner));
+    return s;
+  }
+  if (strcmp((*st)->identity, f[0]) != 0) {
+    snprintf(msg, n, "the helper sees the OpenCL compiler \"%s\", not \"%s\"", (*st)->identity, f[0]);
+    ocl_close(*st);
+    *st = NULL;
+    return KC_EUNAVAILABLE;
+  }
+  msg[0] = '\0';
+  return KC_OK;
+}
+
 /* SETUP: the state for the parent's device, or NULL (HELLO says why). */
 static ocl_state *serve_setup(const kc__bsvc *sv, pid_t parent) {
   ocl_msg m;
@@ -47,31 +83,8 @@ static ocl_state *serve_setup(const kc__bsvc *sv, pid_t parent) {
   char *f[5] = {NULL, NULL, NULL, NULL, NULL};
   for (uint32_t i = 0; i < 5 && i < m.n; i++) f[i] = serve_str(&m.f[i]);
   ocl_state *st = NULL;
-  kc_status s = KC_EINVAL;
-  char msg[1024] = "the first message was not SETUP";
-  if (m.type == OCL_MSG_SETUP && m.n == 5) {
-    s = KC_ENOMEM;
-    snprintf(msg, sizeof msg, "out of memory");
-  }
-  if (s == KC_ENOMEM && f[4] && strcmp(f[4], KC_VERSION_STRING) != 0) {
-    s = KC_EUNAVAILABLE; /* the protocol is the library's own */
-    snprintf(msg, sizeof msg, "the helper is kcache %s, the library %.100s", KC_VERSION_STRING, f[4]);
-  }
-  if (s == KC_ENOMEM && (m.f[2].n != 4 || m.f[3].n != 4)) {
-    s = KC_EINVAL;
-    snprintf(msg, sizeof msg, "SETUP's platform and device indices are not 4 bytes each");
-  }
-  if (s == KC_ENOMEM && f[0] && f[1]) {
-    s = ocl_open_at(sv, (int)kc__rd32(m.f[2].p), (int)kc__rd32(m.f[3].p), f[1], &st);
-    snprintf(msg, sizeof msg, "%s", s ? kc__errmsg_owner(sv->owner) : "");
-    if (!s && strcmp(st->identity, f[0]) != 0) {
-      s = KC_EUNAVAILABLE;
-      snprintf(msg, sizeof msg, "the helper sees the OpenCL compiler \"%s\", not \"%s\"", st->identity, f[0]);
-      ocl_close(st);
-      st = NULL;
-    }
-  }
-  serve_hello(s, msg);
+  char msg[1024];
+  serve_hello(setup_open(sv, &m, f, &st, msg, sizeof msg), msg);
   for (int i = 0; i < 5; i++) free(f[i]);
   free(m.buf);
   return st;
