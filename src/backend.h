@@ -31,11 +31,13 @@ typedef struct kc__tu kc__tu;
  * its error messages are filed under (base/err.h: the runtime's id, so
  * kc_errmsg of that runtime reads them). be: the table open was called
  * through, so that a backend that wraps another (the fault proxy) finds
- * its own row. */
+ * its own row. log: the runtime's log (its level and callback, kc_options;
+ * NULL: stderr at $KC_LOG's level), which outlives the backend. */
 typedef struct kc__bsvc {
   kc__heap heap;
   uint64_t owner;
   const struct kc__backend *be;
+  const kc__log_sink *log;
 } kc__bsvc;
 
 static inline void *kc__bs_alloc(const kc__bsvc *s, size_t n) { return kc__heap_alloc(&s->heap, n); }

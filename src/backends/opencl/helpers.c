@@ -76,10 +76,6 @@ static double ocl_helper_timeout(void) {
 }
 
 void ocl_helpers_open(ocl_state *st, const kc_options *opt) {
-  kc_log_level want = opt ? opt->log_level : KC_LOG_DEFAULT;
-  bool known = want >= KC_LOG_ERROR && want <= KC_LOG_DEBUG;
-  st->log =
-      (kc__log_sink){opt ? opt->log : NULL, opt ? opt->log_ud : NULL, known ? want : kc__log_env_level(NULL)};
   bool bad;
   (void)ocl_helper_timeout_of(&bad);
   if (bad) kc__setting_warn(KC__SET_OPENCL_HELPER_TIMEOUT, "120 s");
@@ -292,8 +288,8 @@ static kc_status ocl_helper_build(ocl_state *st, ocl_helper *h, const ocl_unit *
   bool lasting;
   for (int attempt = 0;; attempt++) {
     if (!h->pid && !ocl_helper_start(st, h, why, sizeof why, &lasting) && !lasting) {
-      kc__log_to(&st->log, KC_LOG_INFO, "OpenCL: no compile helper for now (%s); building kernel '%s' here",
-                 why, u->entry);
+      kc__log_to(st->sv->log, KC_LOG_INFO,
+                 "OpenCL: no compile helper for now (%s); building kernel '%s' here", why, u->entry);
       *here = true; /* the next build tries again */
       return KC_OK;
     }
@@ -303,7 +299,7 @@ static kc_status ocl_helper_build(ocl_state *st, ocl_helper *h, const ocl_unit *
       st->helpers_off = true;
       kc__unlock(&st->hlock);
       if (first)
-        kc__log_to(&st->log, st->helper_asked ? KC_LOG_WARN : KC_LOG_INFO,
+        kc__log_to(st->sv->log, st->helper_asked ? KC_LOG_WARN : KC_LOG_INFO,
                    "OpenCL: no compile helper (%s); this runtime builds in its own process", why);
       *here = true;
       return KC_OK;
@@ -323,7 +319,7 @@ static kc_status ocl_helper_build(ocl_state *st, ocl_helper *h, const ocl_unit *
       return kc__bs_err(st->sv, KC_EBACKEND,
                         "the OpenCL compile helper died twice building kernel '%s' (process %ld: %s)",
                         u->entry, pid, ex);
-    kc__log_to(&st->log, KC_LOG_WARN,
+    kc__log_to(st->sv->log, KC_LOG_WARN,
                "OpenCL: the compile helper (process %ld) died building kernel '%s' (%s); starting another",
                pid, u->entry, ex);
   }

@@ -143,7 +143,6 @@ typedef struct ocl_state {
   bool hlock_ok;
   bool helpers_off; /* a helper could not start: every build here from now on */
   bool helper_asked; /* KC_OPENCL_HELPERS=1 or KC_OPENCL_HELPER set: a fallback warns */
-  kc__log_sink log; /* the runtime's log, from the options */
 } ocl_state;
 
 typedef struct ocl_ctx {
