@@ -242,6 +242,14 @@ int ocl_list(char *buf, size_t size) {
   return (int)len;
 }
 
+/* The chosen device moved first: device 0 of a state is the one the
+ * options (or a helper's SETUP) asked for, the one compile() builds for. */
+static void chosen_first(cl_device_id *devs, cl_uint chosen) {
+  cl_device_id first = devs[chosen];
+  memmove(devs + 1, devs, chosen * sizeof *devs);
+  devs[0] = first;
+}
+
 /* Picks (platform, device): the requested platform or each in order; the
  * device whose name contains the requested name, or the platform's first
  * device. *devs (every device of the platform, the chosen one first) is
@@ -269,7 +277,7 @@ static kc_status ocl_pick(const kc__bsvc *sv, const kc_options *opt, cl_platform
 
   cl_platform_id plat = NULL;
   cl_device_id *devs = NULL;
-  cl_uint ndev = 0, chosen = 0;
+  cl_uint ndev = 0;
   bool nomem = false;
   for (cl_uint p = pidx >= 0 ? (cl_uint)pidx : 0; p < nplat && !plat && !nomem; p++) {
     cl_device_id *d = ocl_list_devices(sv, plats[p], &ndev);
@@ -277,7 +285,6 @@ static kc_status ocl_pick(const kc__bsvc *sv, const kc_options *opt, cl_platform
       if (!want || ocl_device_matches(sv, d[i], want, &nomem)) {
         plat = plats[p];
         devs = d;
-        chosen = i;
         out_index[0] = (int)p;
         out_index[1] = (int)i;
       }
@@ -297,10 +304,7 @@ static kc_status ocl_pick(const kc__bsvc *sv, const kc_options *opt, cl_platform
     return kc__bs_err(sv, KC_EUNAVAILABLE, "no OpenCL device%s",
                       pidx >= 0 ? " on the requested platform" : "");
   }
-  /* The chosen device first: device 0 is what the options asked for. */
-  cl_device_id first = devs[chosen];
-  memmove(devs + 1, devs, chosen * sizeof *devs);
-  devs[0] = first;
+  chosen_first(devs, (cl_uint)out_index[1]);
   *out_plat = plat;
   *out_devs = devs;
   *out_ndev = ndev;
@@ -413,9 +417,7 @@ kc_status ocl_open_at(const kc__bsvc *sv, int plat, int dev, const char *build_o
     kc__bs_free(sv, devs);
     return kc__bs_err(sv, KC_EUNAVAILABLE, "no OpenCL device %d on platform %d", dev, plat);
   }
-  cl_device_id first = devs[dev]; /* the chosen device first, as ocl_pick orders them */
-  memmove(devs + 1, devs, (size_t)dev * sizeof *devs);
-  devs[0] = first;
+  chosen_first(devs, (cl_uint)dev);
   ocl_state *st;
   kc_status s = ocl_state_make(sv, plats[plat], devs, ndev, NULL, &st);
   if (s) return s;
