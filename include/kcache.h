@@ -202,6 +202,11 @@ typedef struct kc_options {
    * install path it was configured with); $KC_OPENCL_HELPERS=0 turns that
    * off, 1 uses them on any platform. */
   uint32_t compile_threads;
+  /* Nonzero: cached launches are guarded, so that kc_collect may run while
+   * other threads launch (see kc_collect); each costs a few instructions
+   * and two atomic operations more. 0: $KC_GUARD_LAUNCHES (1 turns it on),
+   * else off. The Python package always turns it on. */
+  int guard_launches;
 } kc_options;
 
 /* Fills the first `size` bytes of *opt with the defaults and sets

@@ -9,6 +9,7 @@ set(KC_SOURCES
     src/base/child.c
     src/base/err.c
     src/base/fork.c
+    src/base/grace.c
     src/base/hmac.c
     src/base/mem.c
     src/base/misc.c
@@ -21,6 +22,7 @@ set(KC_SOURCES
     src/core/interop.c
     src/core/launch.c
     src/core/launch_ex.c
+    src/core/explain.c
     src/core/log.c
     src/core/pool.c
     src/core/probe.c
@@ -30,6 +32,7 @@ set(KC_SOURCES
     src/core/scan.c
     src/core/source_file.c
     src/core/table.c
+    src/core/resolve.c
     src/core/util.c
     src/core/world.c
     src/core/params.c

@@ -15,6 +15,7 @@
 #define kc__store_release(p, v) atomic_store_explicit((p), (v), memory_order_release)
 #define kc__fetch_add_relaxed(p, v) atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
 #define kc__fetch_sub_relaxed(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_relaxed)
+#define kc__fetch_add_release(p, v) atomic_fetch_add_explicit((p), (v), memory_order_release)
 
 /* A statistics counter that one thread at a time is expected to bump: a
  * relaxed load and a relaxed store, not an atomic read-modify-write (no bus

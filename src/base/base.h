@@ -13,6 +13,7 @@
 #include "base/compiler.h"
 #include "base/err.h"
 #include "base/fork.h"
+#include "base/grace.h"
 #include "base/hash.h"
 #include "base/id.h"
 #include "base/kit.h"

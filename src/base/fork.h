@@ -14,9 +14,10 @@
 #include <stdbool.h>
 
 /* Levels: every runtime's locks before every remote tier's (its locks are
- * leaves, taken under the runtime's), and the test-only fault proxy's
- * (src/testing, a leaf under a runtime's probe lock) last. */
-enum { KC__FORK_RUNTIME = 1, KC__FORK_REMOTE = 2, KC__FORK_TESTING = 3 };
+ * leaves, taken under the runtime's), then the test-only fault proxy's
+ * (src/testing, a leaf under a runtime's probe lock), and the registry of
+ * threads of grace.c (a leaf taken under none of them) last. */
+enum { KC__FORK_RUNTIME = 1, KC__FORK_REMOTE = 2, KC__FORK_TESTING = 3, KC__FORK_GRACE = 4 };
 
 typedef struct kc__fork_hook {
   struct kc__fork_hook *prev, *next;

@@ -45,6 +45,7 @@
   X(OPENCL_HELPER,      "KC_OPENCL_HELPER",       STR,     NULL,   "OpenCL: the compile helper to run (default: kcache-clc in the installed libexec/kcache)") \
   X(OPENCL_HELPER_TIMEOUT, "KC_OPENCL_HELPER_TIMEOUT", SECONDS, "120", "OpenCL: seconds a compile helper has to answer before it is killed and the compile fails (KC_EBACKEND)") \
   X(CHECKED,            "KC_CHECKED",             BOOL,    "0",    "checked mode: guard zones around buffers, checked after launches and at finish (kc_options.checked)") \
+  X(GUARD_LAUNCHES,     "KC_GUARD_LAUNCHES",      BOOL,    "0",    "cached launches run inside a grace section, so kc_collect may run while other threads launch (kc_options.guard_launches)") \
   X(LOG,                "KC_LOG",                 STR,     NULL,   "log level: error, warn (the default), info (compiles, cache hits) or debug (why each miss missed); kc_options.log_level wins")
 /* clang-format on */
 

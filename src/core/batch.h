@@ -24,6 +24,10 @@ void kc__binding_invalidate(kc_runtime *rt, kc__binding *b, kc_world w);
 kc__def *kc__visible_def(const kc__binding *b, kc_world w);
 kc_status kc__check_name(const kc_runtime *rt, const char *what, const char *name);
 void kc__table_clip(kc_runtime *rt, kc__binding *b, kc_world w, char *buf);
+/* The watcher of a prefix (the binding "#prefix", which code that pastes a
+ * name it cannot know looks up), made if make; NULL if none, or out of
+ * memory. Under world_lock. */
+kc__binding *kc__watcher(kc_runtime *rt, const char *prefix, size_t n, bool make);
 /* Ends cur (if any) at w, onto the retired list kc_collect walks, and makes
  * d (if any) b's newest definition; under world_lock. */
 void kc__def_replace(kc_runtime *rt, kc__binding *b, kc__def *cur, kc__def *d, kc_world w);

@@ -177,7 +177,7 @@ static kc_status explain_failure(kc_runtime *rt, const kc__spec *spec, const kc_
   if (log) unmangle(log);
   const char *missing = NULL;
   for (uint32_t i = 0; i < c->nedges && log; i++)
-    if (!c->edges[i].def && kc__is_identifier(c->edges[i].binding->name) &&
+    if (!c->edges[i].def && c->edges[i].call && kc__is_identifier(c->edges[i].binding->name) &&
         strstr(log, c->edges[i].binding->name)) {
       missing = c->edges[i].binding->name;
       break;
@@ -279,13 +279,11 @@ static void ci_trim(kc_runtime *rt, kc__ci *ci) {
   }
 }
 
-/* Publishing: the world range from the edges, then the head of the
- * spec's list (release: readers see a complete code instance). */
-static void ci_publish(kc_runtime *rt, kc__spec *spec, kc__ci *ci, kc_world w) {
+/* Publishing: the world range from the edges, and the head of the
+ * spec's list (kc__publish_range, under world_lock). */
+static void ci_publish(kc_runtime *rt, kc__ci *ci, kc_world w) {
   ci_trim(rt, ci);
   kc__publish_range(rt, ci, w);
-  ci->next = kc__load_relaxed(&spec->head);
-  kc__store_release(&spec->head, ci);
   kc__fetch_add_relaxed(&rt->n_cis, 1);
 }
 
@@ -320,7 +318,7 @@ static kc_status ci_make(kc_runtime *rt, kc__spec *spec, kc_world w, kc__ci **ou
   kc__sb_free(&log);
   c.edges = NULL; /* now owned by ci */
   kc__closure_free(rt, &c);
-  ci_publish(rt, spec, ci, w);
+  ci_publish(rt, ci, w);
   *out = ci;
   return KC_OK;
 }
@@ -343,12 +341,26 @@ KC__NOINLINE kc_status kc__ci_get(kc_runtime *rt, kc__spec *spec, kc_world w, kc
 
 kc_status kc_kernel_compile(kc_kernel *k) {
   if (!k) return kc__err(NULL, KC_EINVAL, "kc_kernel_compile: kernel is NULL");
+  kc_status st = kc__enter(k->rt, "kc_kernel_compile");
+  if (st) return st;
   kc__ci *ci;
-  return kc__ci_get(k->rt, k->spec, kc__caller_world(k->rt), &ci);
+  st = kc__ci_get(k->rt, k->spec, kc__caller_world(k->rt), &ci);
+  kc__leave();
+  return st;
 }
+
+static kc_status code_info(kc_kernel *k, kc_code_info *out);
 
 kc_status kc_kernel_code(kc_kernel *k, kc_code_info *out) {
   if (!k || !out) return kc__err(k ? k->rt : NULL, KC_EINVAL, "kc_kernel_code: NULL argument");
+  kc_status st = kc__enter(k->rt, "kc_kernel_code");
+  if (st) return st;
+  st = code_info(k, out);
+  kc__leave();
+  return st;
+}
+
+static kc_status code_info(kc_kernel *k, kc_code_info *out) {
   kc__ci *ci;
   kc_status st = kc__ci_get(k->rt, k->spec, kc__caller_world(k->rt), &ci);
   if (st) return st;
@@ -361,9 +373,19 @@ kc_status kc_kernel_code(kc_kernel *k, kc_code_info *out) {
   return KC_OK;
 }
 
+static kc_status source_of(kc_kernel *k, char **out);
+
 kc_status kc_kernel_source(kc_kernel *k, char **out) {
   if (!k || !out) return kc__err(k ? k->rt : NULL, KC_EINVAL, "kc_kernel_source: NULL argument");
   *out = NULL;
+  kc_status st = kc__enter(k->rt, "kc_kernel_source");
+  if (st) return st;
+  st = source_of(k, out);
+  kc__leave();
+  return st;
+}
+
+static kc_status source_of(kc_kernel *k, char **out) {
   kc_runtime *rt = k->rt;
   kc_world w = kc__caller_world(rt);
   kc__ci *ci = kc__ci_find(k->spec, w);

@@ -8,6 +8,9 @@
  * Lock hierarchy (a lock may be taken while holding the ones above it, never
  * the other way round):
  *
+ *   0. kc_runtime.collect_lock  one kc_collect at a time, and its batches
+ *                           waiting for their grace period (world.c);
+ *                           held by nothing else, so taken with no other.
  *   1. kc__spec.lock        single flight: held while one specialization
  *                           resolves, compiles and publishes a code instance
  *                           (the disk store's per-key file lock nests here).
@@ -78,62 +81,7 @@ uint32_t kc__scalar_size(const char *type, const kc__spec *spec);
  * static) and its lane count in *lanes (1 for a scalar); either may be NULL. */
 uint32_t kc__scalar_type(const char *type, const kc__spec *spec, const char **base, uint32_t *lanes);
 
-/* ---------------------------------------------------------------- scanner */
-
-enum { /* what the scanner found (kc__ident.kind) */
-       KC__ID_NAME, /* an identifier */
-       KC__ID_PREFIX, /* a name pasted (##) from a macro parameter: only its prefix is known */
-       KC__ID_INCLUDE, /* #include "name" (len 0: a computed or broken include) */
-       KC__ID_SYSINCLUDE /* #include <name> */
-};
-
-/* One name found in source text. */
-typedef struct kc__ident {
-  const char *start; /* the name: in the text, or (joined) in the scanner's buffer, valid during the call */
-  uint32_t len;
-  bool call; /* followed by '(' : in call position */
-  uint8_t kind; /* KC__ID_* */
-  bool directive; /* on a preprocessor line */
-  bool joined; /* spelled across a line splice or pasted with ##: start is not in the text */
-  const char *at, *end; /* where it is in the text (an include: its whole line) */
-} kc__ident;
-
-typedef bool (*kc__ident_fn)(void *ud, const kc__ident *id);
-
-/* Calls fn for every name of C-family source outside comments and string
- * and character literals (lex.c): identifiers, on preprocessor lines too
- * (a #define's name, then its body without its parameters, pastes
- * resolved), and #include lines; stops early if fn returns false. Never
- * reads past text+len. */
-void kc__scan_idents(const char *text, size_t len, kc__ident_fn fn, void *ud);
-/* Calls fn for the name of every enumerator that text declares (the first
- * identifier of each item of an `enum [tag] { ... }` body), outside
- * comments, literals and preprocessor lines (lex.c); stops if fn returns
- * false. */
-void kc__scan_enumerators(const char *text, size_t len, kc__ident_fn fn, void *ud);
-
-bool kc__is_keyword(const char *s, size_t n);
-bool kc__is_identifier(const char *s);
-/* A header's name in the table (scan.c): a relative path of letters, digits
- * and "_+-./" with a '.', no empty, "." or ".." part ("util.h", "dsp/f.cuh"). */
-bool kc__is_header_name(const char *s);
-/* Whether source may be the definition of name (source_file.c): it mentions it
- * (a #define of it counts), unless name is a header. */
-kc_status kc__check_source(const kc_runtime *rt, const char *name, const char *source, size_t len);
-
-/* Parses the parameter list of function `name` in `source`. */
-kc_status kc__parse_params(kc_runtime *rt, const char *name, const char *source, kc__param **out,
-                           uint32_t *count);
-void kc__free_params(kc_runtime *rt, kc__param *p, uint32_t count);
-/* The dialect every backend checks the same way (scan.c): the entry
- * `name` of source is declared KC_KERNEL (not KC_DEVICE), and each pointer
- * parameter is KC_GLOBAL (or KC_LOCAL: local memory, KC_ARG_LOCAL_BYTES). KC_EINVAL with the one message
- * otherwise. */
-kc_status kc__check_dialect(kc_runtime *rt, const char *name, const char *source, const kc__param *params,
-                            uint32_t nparams);
-
-/* Canonical form of "K=V,K2=V2": sorted by key, trimmed. */
-kc_status kc__canon_params(kc_runtime *rt, const char *params, char **canon);
+#include "core/text.h" /* the scanner and the parsers of source text */
 
 /* ------------------------------------------------------------- data model */
 
@@ -149,6 +97,10 @@ typedef struct kc__def {
   /* rt->retired_defs: once max_world is set (a newer definition or an
    * undefine), for kc_collect; guarded by world_lock */
   struct kc__def *next_retired;
+  /* resolve.c's walk (under world_lock): the walk that last reached it, and
+   * whether it was then on the walk's stack or done */
+  uint64_t walk_stamp;
+  uint8_t walk_state;
 } kc__def;
 
 /* One entry of a binding's backedges: a code instance and its edge to that
@@ -173,6 +125,10 @@ struct kc__binding {
    * an enum (kc_define of "enum Color { RED }" sets RED's to Color's), so
    * that code naming RED depends on Color's definition. */
   kc__binding *declared_by;
+  /* resolve.c's walk (under world_lock): the walk that last made an edge to
+   * this name, and that edge's index in the walk's closure */
+  uint64_t walk_stamp;
+  uint32_t walk_edge;
 };
 
 /* A lookup made while compiling: name -> definition found (or NULL). */
@@ -180,6 +136,7 @@ typedef struct kc__edge {
   kc__binding *binding;
   kc__def *def;
   uint32_t bpos; /* the index of this code instance in binding->backedges, while on it */
+  bool call; /* some mention was a call: an undefined name the compiler may blame */
 } kc__edge;
 
 /* The compiled artifact of one specialization, valid in [min_world, max_world]. */
@@ -291,6 +248,9 @@ struct kc_kernel {
   kc__spec *spec;
   kc_kernel *prev, *next; /* runtime's list, guarded by kernels_lock */
   kc_args *bound; /* its bound arguments, guarded by kernels_lock */
+  /* The runtime guards launches (kc_options.guard_launches): slots stay
+   * empty, so every launch reaches the guarded path, whose cache this is. */
+  _Atomic(kc__linked *) gslots[KC__HSLOTS];
 };
 
 /* Bound arguments (kc_args_create). */
@@ -307,6 +267,7 @@ struct kc_args {
   kc_context *ctx;
   kc_runtime *rt;
   _Atomic uint64_t ci_id;
+  _Atomic(kc__linked *) gl; /* l of a runtime that guards launches (l stays kc__no_linked) */
   kc_kernel *k;
   uint64_t ctx_id; /* the context bound: its struct may be reused by another */
   uint32_t n;
@@ -361,6 +322,11 @@ struct kc_runtime {
   kc__mutex spec_lock;
   KC__HTAB(kc__spec) specs; /* keyed by hash of (name, canonical params) */
 
+  /* kc_collect (world.c): one at a time; its batches waiting for their
+   * grace period, oldest first (under collect_lock) */
+  kc__mutex collect_lock;
+  struct kc__limbo *limbo;
+
   kc__mutex ctx_lock;
   _Atomic(kc_context *) contexts; /* pushed at the head only (stats read it without a lock) */
 
@@ -394,9 +360,13 @@ struct kc_runtime {
    * zones around buffers; check_each: after every launch (the host
    * backend, whose launches are synchronous), else at kc_context_finish. */
   bool checked, check_each;
+  /* kc_options.guard_launches or $KC_GUARD_LAUNCHES (launch.c): cached
+   * launches run inside a grace section, so kc_collect may run beside them */
+  bool guarded;
   _Atomic(kc__pool *) pool; /* kc_prepare's compile pool (pool.c); NULL until first needed */
   struct kc__srcfile *files; /* kc_define_file's files and their names (source_file.c), under world_lock */
   size_t nwatchers; /* bindings "#prefix" made (table.c), under world_lock */
+  uint64_t walk_stamp; /* the number of the last closure walk (resolve.c), under world_lock */
 };
 
 /* Function table (table.c). */
@@ -416,8 +386,9 @@ bool kc__def_is_header(const kc__def *d);
 bool kc__def_is_macro(const kc__def *d);
 void kc__closure_free(kc_runtime *rt, kc__closure *c);
 /* Under world_lock: computes the world range of a code instance compiled at
- * `world` from its edges, and registers backedges if it is still valid in
- * the latest world. Publishes the range (release). */
+ * `world` from its edges, registers backedges if it is still valid in
+ * the latest world, publishes the range (release) and puts ci at the head
+ * of its specialization's list. */
 void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world);
 void kc__table_free(kc_runtime *rt);
 
@@ -453,6 +424,13 @@ static inline kc__linked *kc__linked_of(const kc__blinked *b) {
 
 /* The slots of a new handle point here: link key 0 never matches. */
 extern kc__linked kc__no_linked;
+
+/* The cache a slow path fills for the fast path: a handle's slot for the
+ * context key `key`, or (the runtime guards launches: they read another
+ * cache, inside a section) its guarded slot. */
+static inline _Atomic(kc__linked *) *kc__slot_of(kc_kernel *k, uint64_t key) {
+  return (k->rt->guarded ? k->gslots : k->slots) + (key & (KC__HSLOTS - 1));
+}
 
 /* What a backend links of ci (backend.h). */
 kc__artifact kc__artifact_of(const kc__ci *ci);
@@ -501,6 +479,14 @@ static inline bool kc__ci_valid_at(const kc__ci *ci, kc_world w) {
   return kc__load_relaxed(&ci->min_world) <= w && w <= kc__load_acquire(&ci->max_world);
 }
 
+/* Grace sections (base/grace.h): every call that holds a code instance, a
+ * linked object or a definition past the lock it found it under enters
+ * one first, so that kc_collect frees nothing it may still use. KC_OK, or
+ * KC_ENOMEM (fn's message) when the thread's first section finds no memory
+ * for its record. kc__leave ends it. */
+kc_status kc__enter(const kc_runtime *rt, const char *fn);
+static inline void kc__leave(void) { kc__grace_exit(); }
+
 /* code.c: the interned specialization of (name, canonical parameters). */
 kc_status kc__spec_intern(kc_runtime *rt, const char *name, const char *canon, kc__spec **out);
 /* The code instance of spec valid at world w, without locks; NULL if none. */
@@ -509,6 +495,9 @@ kc__ci *kc__ci_find(kc__spec *spec, kc_world w);
  * single flight under spec->lock). */
 kc_status kc__ci_get(kc_runtime *rt, kc__spec *spec, kc_world w, kc__ci **out) KC__NOINLINE;
 void kc__ci_free(kc_runtime *rt, kc__ci *ci);
+/* world.c: kc_collect's batches, freed whatever their grace period
+ * (kc_runtime_destroy, after the contexts). */
+void kc__limbo_free(kc_runtime *rt);
 
 /* context.c */
 void kc__context_teardown(kc_context *ctx); /* frees what a live context holds */
@@ -542,6 +531,10 @@ kc_status kc__explain_args(kc_runtime *rt, const kc__ci *ci, const kc_context *c
  * launch a's arguments with (stream: the launch's, whose capture matters;
  * NULL for the context's own; ex: for kc_launch_args_ex). */
 #define KC__ARGS_EX_ONLY (UINT64_C(1) << 63) /* in kc_args.ci_id (ids never reach it) */
+/* A runtime that guards launches: a's cached linked object (kc_args.gl), if
+ * it serves the caller's world (ex: for kc_launch_args_ex); else NULL.
+ * Inside a section. */
+kc__linked *kc__args_guarded_hit(kc_args *a, bool ex);
 kc_status kc__args_resolve(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block, const kc_stream *stream,
                            bool ex, kc__linked **out);
 

@@ -205,6 +205,7 @@ static bool forked_begin(kc_runtime *rt) {
 
 static void fork_prepare(void *ud) {
   kc_runtime *rt = ud;
+  kc__lock(&rt->collect_lock);
   kc__lock(&rt->ctx_lock);
   for (kc_context *c = rt->contexts; c; c = c->next) kc__lock(&c->lock);
   kc__lock(&rt->world_lock);
@@ -241,6 +242,7 @@ static void unlock_all(kc_runtime *rt, bool child) {
   kc__unlock(&rt->world_lock);
   for (kc_context *c = rt->contexts; c; c = c->next) kc__unlock(&c->lock);
   kc__unlock(&rt->ctx_lock);
+  kc__unlock(&rt->collect_lock);
 }
 
 static void fork_parent(void *ud) { unlock_all(ud, false); }

@@ -64,117 +64,6 @@ void kc_kernel_destroy(kc_kernel *k) {
 
 /* ---------------------------------------------------------------- launch */
 
-#define KC__ARG_ERR(...) kc__err(rt, KC_EARGS, "kernel '%s' argument %u%s " __VA_ARGS__)
-
-/* Why a buffer or scalar argument i (a), or one of no known kind, does not
- * fit a parameter whose KC__SIG (want) is a buffer's or a scalar's, in ctx;
- * KC_OK if it fits. */
-static KC__COLD kc_status explain_value(kc_runtime *rt, const char *name, uint32_t i, const char *label,
-                                        uint64_t want, const kc_arg *a, const kc_context *ctx) {
-  bool want_buf = want == KC__SIG(KC_ARG_BUFFER, 0);
-  uint32_t size = (uint32_t)want;
-  if (a->kind != KC_ARG_BUFFER && a->kind != KC_ARG_SCALAR)
-    return KC__ARG_ERR("has an unknown kind %u", name, i, label, a->kind);
-  if (want_buf && a->kind != KC_ARG_BUFFER)
-    return KC__ARG_ERR("is a buffer; a scalar was given", name, i, label);
-  if (!want_buf && a->kind == KC_ARG_BUFFER)
-    return KC__ARG_ERR("is a scalar; a buffer was given", name, i, label);
-  if (want_buf) {
-    if (a->size)
-      return KC__ARG_ERR("is a buffer, whose size is 0 (KC_ARG_BUF); %u was given", name, i, label, a->size);
-    if (!a->ptr) return KC__ARG_ERR("is a buffer; NULL was given", name, i, label);
-    const kc_buffer *b = a->ptr;
-    if (!b->ctx) return KC__ARG_ERR("is a buffer that has been destroyed", name, i, label);
-    if (b->ctx != ctx) return KC__ARG_ERR("is a buffer of another context", name, i, label);
-    return KC_OK;
-  }
-  if (!a->ptr) return KC__ARG_ERR("has a NULL value pointer", name, i, label);
-  if (size == UINT32_MAX)
-    return KC__ARG_ERR("has a type whose size the compiler did not tell kcache", name, i, label);
-  /* the compiler's size and alignment (the parameter probe), so the same
-   * words on every backend */
-  uint32_t align = kc__sig_align(want);
-  if (a->size != size && align)
-    return KC__ARG_ERR("is a %u-byte value (alignment %u); %u bytes were given", name, i, label, size, align,
-                       a->size);
-  if (a->size != size) return KC__ARG_ERR("has %u bytes; %u were given", name, i, label, size, a->size);
-  return KC_OK;
-}
-
-/* A raw pointer or a local memory size where the call takes neither. */
-static KC__COLD kc_status explain_only_ex(kc_runtime *rt, const char *name, uint32_t i, const char *label,
-                                          const kc_arg *a) {
-  return KC__ARG_ERR(
-      "is a %s, which only kc_launch_ex takes (kc_launch takes buffers and scalars; bound arguments "
-      "also take KC_ARG_LOCAL_BYTES for a KC_LOCAL parameter, launched with kc_launch_args_ex)",
-      name, i, label,
-      a->kind == KC_ARG_PTR ? "raw pointer (KC_ARG_PTR)" : "local memory size (KC_ARG_LOCAL)");
-}
-
-/* Anything but a local memory size for a KC_LOCAL parameter. */
-static KC__COLD kc_status explain_local_param(kc_runtime *rt, const char *name, uint32_t i,
-                                              const char *label) {
-  return KC__ARG_ERR("is a KC_LOCAL pointer: pass its size, KC_ARG_LOCAL_BYTES(n), through "
-                     "kc_launch_ex (or bind it with kc_args_create and launch with kc_launch_args_ex)",
-                     name, i, label);
-}
-
-/* Why argument i (a) does not fit a parameter whose KC__SIG is want in ctx
- * under the rules of its call, or KC_OK if it fits: one case per argument
- * kind. label names the parameter (" (float a)") or is "". Cold: only
- * after a check failed. */
-KC__COLD kc_status kc__explain_arg(kc_runtime *rt, const char *name, uint32_t i, const char *label,
-                                   uint64_t want, const kc_arg *a, const kc_context *ctx,
-                                   kc__arg_rules rules) {
-  bool want_local = want == KC__SIG(KC_ARG_LOCAL, 0);
-  switch (a->kind) {
-  case KC_ARG_PTR:
-    if (rules == KC__RULES_LAUNCH || (rules == KC__RULES_BOUND && !want_local))
-      return explain_only_ex(rt, name, i, label, a);
-    if (want_local) return explain_local_param(rt, name, i, label);
-    if (want != KC__SIG(KC_ARG_BUFFER, 0))
-      return KC__ARG_ERR("is a scalar; a raw pointer (KC_ARG_PTR) was given", name, i, label);
-    if (a->size)
-      return KC__ARG_ERR("is a raw pointer, whose size is 0 (KC_ARG_DEVPTR); %u was given", name, i, label,
-                         a->size);
-    return KC_OK;
-  case KC_ARG_LOCAL:
-    if (rules == KC__RULES_LAUNCH) return explain_only_ex(rt, name, i, label, a);
-    if (!want_local)
-      return KC__ARG_ERR("is not a KC_LOCAL pointer parameter to kcache; local memory (KC_ARG_LOCAL) was "
-                         "given (on OpenCL kcache knows KC_LOCAL parameters only from clGetKernelArgInfo: a "
-                         "platform that keeps no argument info shows every pointer parameter as a buffer)",
-                         name, i, label);
-    if (a->size == 0)
-      return KC__ARG_ERR("is local memory of 0 bytes (KC_ARG_LOCAL_BYTES needs at least 1)", name, i, label);
-    return KC_OK;
-  default: /* buffers, scalars, and kinds kcache does not know */
-    if (want_local) return explain_local_param(rt, name, i, label);
-    return explain_value(rt, name, i, label, want, a, ctx);
-  }
-}
-
-#undef KC__ARG_ERR
-
-/* Says why args do not fit the parameters of ci under the rules of their
- * call (KC_EARGS, or KC_EINVAL for a NULL array). Cold: only after a check
- * failed. */
-KC__COLD kc_status kc__explain_args(kc_runtime *rt, const kc__ci *ci, const kc_context *ctx,
-                                    const kc_arg *args, uint32_t nargs, kc__arg_rules rules) {
-  const char *name = ci->spec->name;
-  if (nargs != ci->nparams)
-    return kc__err(rt, KC_EARGS, "kernel '%s' takes %u argument%s, %u given", name, ci->nparams,
-                   ci->nparams == 1 ? "" : "s", nargs);
-  if (!args) return kc__err(rt, KC_EINVAL, "kernel '%s': args is NULL", name);
-  for (uint32_t i = 0; i < nargs; i++) {
-    char label[160];
-    snprintf(label, sizeof label, " (%s %s)", ci->params[i].type, ci->params[i].name);
-    kc_status st = kc__explain_arg(rt, name, i, label, ci->sig[i], &args[i], ctx, rules);
-    if (st) return st;
-  }
-  return kc__err(rt, KC_EARGS, "kernel '%s': invalid arguments", name);
-}
-
 kc_status kc__launch_bad_args(const kc__blinked *b, const kc_context *ctx, const kc_arg *args,
                               uint32_t nargs) {
   const kc__linked *l = kc__linked_of(b);
@@ -240,12 +129,12 @@ kc_status kc__entry_packed(kc__blinked *b, kc_context *ctx, const kc_dim3 *grid,
   return pack_and_launch(l, ctx, grid, block, args, nargs);
 }
 
-static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid,
-                                          const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
-  if (!k) return kc__err(NULL, KC_EINVAL, "kc_launch: kernel is NULL");
+/* The slow path proper, inside a grace section: checks, the code for the
+ * caller's world (compiling it if need be), its link into ctx, the cache
+ * for the next launch, the launch. */
+static kc_status launch_resolve(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
+                                const kc_arg *args, uint32_t nargs) {
   kc_runtime *rt = k->rt;
-  if (!ctx) return kc__err(rt, KC_EINVAL, "kc_launch: context is NULL");
-  if (ctx->rt != rt) return kc__err(rt, KC_EINVAL, "kc_launch: the context belongs to another runtime");
   uint64_t key = kc__load_relaxed(&ctx->link_key);
   kc_status st = slow_checks(rt, "kc_launch", k->spec->name, ctx, 0, grid, block);
   if (st) return st;
@@ -265,8 +154,41 @@ static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, const k
   if (st) return st;
   /* checked mode fills no cache: every launch comes back here */
   if (KC__UNLIKELY(rt->checked)) return kc__checked_launch(l, ctx, grid, block, args, nargs, NULL);
-  kc__store_release(&k->slots[key & (KC__HSLOTS - 1)], l);
+  kc__store_release(kc__slot_of(k, key), l);
   return l->b.entry(&l->b, ctx, grid, block, args, nargs);
+}
+
+/* A launch of a runtime that guards launches (kc_options.guard_launches):
+ * the fast path's checks on the guarded cache, inside a grace section, so
+ * that kc_collect frees nothing this launch may still run. */
+static KC__NOINLINE kc_status launch_guarded(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid,
+                                             const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
+  kc_status st = kc__enter(k->rt, "kc_launch");
+  if (st) return st;
+  uint64_t key = kc__load_relaxed(&ctx->link_key);
+  kc__linked *l = kc__load_relaxed(&k->gslots[key & (KC__HSLOTS - 1)]);
+  if (KC__LIKELY(kc__load_acquire(&l->link_key) == key && kc__ci_valid_at(l->ci, kc__caller_world(k->rt)))) {
+    kc__count_relaxed(&ctx->fast_hits);
+    st = l->b.entry(&l->b, ctx, grid, block, args, nargs);
+  } else {
+    st = launch_resolve(k, ctx, grid, block, args, nargs);
+  }
+  kc__leave();
+  return st;
+}
+
+static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid,
+                                          const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
+  if (!k) return kc__err(NULL, KC_EINVAL, "kc_launch: kernel is NULL");
+  kc_runtime *rt = k->rt;
+  if (!ctx) return kc__err(rt, KC_EINVAL, "kc_launch: context is NULL");
+  if (ctx->rt != rt) return kc__err(rt, KC_EINVAL, "kc_launch: the context belongs to another runtime");
+  if (rt->guarded) return launch_guarded(k, ctx, grid, block, args, nargs);
+  kc_status st = kc__enter(rt, "kc_launch");
+  if (st) return st;
+  st = launch_resolve(k, ctx, grid, block, args, nargs);
+  kc__leave();
+  return st;
 }
 
 /* THE FAST PATH. It must never lock, allocate, hash a string or touch the
@@ -379,6 +301,8 @@ static size_t value_align(uint64_t sig) {
 
 #define KC__ALIGN_UP(x, al) (((x) + (al)-1) & ~((size_t)(al)-1))
 
+static kc_status args_make(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint32_t nargs, kc_args **out);
+
 kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint32_t nargs, kc_args **out) {
   if (!out) return kc__err(k ? k->rt : NULL, KC_EINVAL, "kc_args_create: out is NULL");
   *out = NULL;
@@ -389,6 +313,16 @@ kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint
   if (!kc__load_relaxed(&ctx->alive))
     return kc__err(rt, KC_EDESTROYED, "kc_args_create of '%s': the context has been destroyed",
                    k->spec->name);
+  kc_status st = kc__enter(rt, "kc_args_create");
+  if (st) return st;
+  st = args_make(k, ctx, args, nargs, out);
+  kc__leave();
+  return st;
+}
+
+/* kc_args_create's work, inside a grace section. */
+static kc_status args_make(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint32_t nargs, kc_args **out) {
+  kc_runtime *rt = k->rt;
   kc__ci *ci;
   kc_status st = kc__ci_get(rt, k->spec, kc__caller_world(rt), &ci);
   if (st) return st;
@@ -417,6 +351,7 @@ kc_status kc_args_create(kc_kernel *k, kc_context *ctx, const kc_arg *args, uint
     args_store(a, (uint32_t)i, &args[i], a->values + off);
   }
   atomic_init(&a->l, &kc__no_linked);
+  atomic_init(&a->gl, &kc__no_linked);
   atomic_init(&a->ci_id, ci->id | (ex_only ? KC__ARGS_EX_ONLY : 0));
   a->ctx = ctx;
   a->rt = rt;
@@ -514,16 +449,41 @@ kc_status kc__args_resolve(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block
   *out = l;
   if (KC__UNLIKELY(rt->checked)) return KC_OK; /* checked mode fills no cache */
   kc__store_relaxed(&a->ci_id, ci->id | ex_only);
-  kc__store_relaxed(&a->l, l);
+  kc__store_relaxed(rt->guarded ? &a->gl : &a->l, l);
   return KC_OK;
 }
 
-static KC__NOINLINE kc_status args_slow(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) {
-  kc__linked *l;
+/* The cached linked object of a runtime that guards launches, if it
+ * serves the caller's world (inside a section; ex: kc_launch_args_ex,
+ * which takes local memory sizes); else NULL. */
+kc__linked *kc__args_guarded_hit(kc_args *a, bool ex) {
+  kc__linked *l = kc__load_relaxed(&a->gl);
+  if (kc__load_acquire(&l->link_key) != kc__load_relaxed(&a->ctx->link_key)) return NULL;
+  uint64_t id = kc__load_relaxed(&a->ci_id);
+  if (ex) id &= ~KC__ARGS_EX_ONLY;
+  const kc__ci *ci = l->ci;
+  if (!kc__ci_valid_at(ci, kc__caller_world(a->rt)) || ci->id != id) return NULL;
+  kc__count_relaxed(&a->ctx->fast_hits);
+  return l;
+}
+
+/* kc_launch_args' slow path, inside a section. */
+static kc_status args_run(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) {
+  kc__linked *l = a->rt->guarded ? kc__args_guarded_hit(a, false) : NULL;
+  if (l) return l->b.launch(&l->b, a->argv, grid, block);
   kc_status st = kc__args_resolve(a, grid, block, NULL, false, &l);
   if (st) return st;
   if (KC__UNLIKELY(a->rt->checked)) return kc__checked_launch(l, a->ctx, grid, block, a->args, a->n, a->argv);
   return l->b.launch(&l->b, a->argv, grid, block);
+}
+
+static KC__NOINLINE kc_status args_slow(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block) {
+  if (!a) return kc__err(NULL, KC_EINVAL, "kc_launch_args: args is NULL");
+  kc_status st = kc__enter(a->rt, "kc_launch_args");
+  if (st) return st;
+  st = args_run(a, grid, block);
+  kc__leave();
+  return st;
 }
 
 /* The cached path while some thread holds a pin (see launch_pinned). */

@@ -130,9 +130,23 @@ static KC__NOINLINE kc_status ex_go(kc__linked *l, kc_context *ctx, const kc_lau
   return rt->be->launch_ex(&l->b, argv, &lc);
 }
 
+static kc_status ex_resolve(kc_kernel *k, kc_context *ctx, const kc_launch_config *cfg, const kc_arg *args,
+                            uint32_t nargs);
+
+/* kc_launch_ex's checks, then its slow path inside a grace section (on a
+ * runtime that guards launches, first the guarded cache: launch.c). */
 static KC__NOINLINE kc_status ex_slow(kc_kernel *k, kc_context *ctx, const kc_launch_config *cfg,
                                       const kc_arg *args, uint32_t nargs) {
   if (!k) return kc__err(NULL, KC_EINVAL, "kc_launch_ex: kernel is NULL");
+  kc_status st = kc__enter(k->rt, "kc_launch_ex");
+  if (st) return st;
+  st = ex_resolve(k, ctx, cfg, args, nargs);
+  kc__leave();
+  return st;
+}
+
+static kc_status ex_resolve(kc_kernel *k, kc_context *ctx, const kc_launch_config *cfg, const kc_arg *args,
+                            uint32_t nargs) {
   kc_runtime *rt = k->rt;
   const char *name = k->spec->name;
   if (!ctx) return kc__err(rt, KC_EINVAL, "kc_launch_ex: context is NULL");
@@ -152,6 +166,13 @@ static KC__NOINLINE kc_status ex_slow(kc_kernel *k, kc_context *ctx, const kc_la
     return kc__err(rt, KC_EDESTROYED, "kc_launch_ex of '%s': the context has been destroyed", name);
   const kc_stream *s = cfg->stream;
   if (s && (s->ctx != ctx || !kc__load_relaxed(&s->alive))) return bad_stream(rt, ctx, s, name);
+  if (rt->guarded) {
+    kc__linked *g = kc__load_relaxed(&k->gslots[key & (KC__HSLOTS - 1)]);
+    if (kc__load_acquire(&g->link_key) == key && kc__ci_valid_at(g->ci, kc__caller_world(rt))) {
+      kc__count_relaxed(&ctx->fast_hits);
+      return ex_go(g, ctx, cfg, args, nargs);
+    }
+  }
   kc__fetch_add_relaxed(&rt->n_slow, 1);
   kc_world w = kc__caller_world(rt);
   bool capturing = kc__stream_capturing(ctx, s); /* NULL: the default stream */
@@ -162,7 +183,7 @@ static KC__NOINLINE kc_status ex_slow(kc_kernel *k, kc_context *ctx, const kc_la
   st = capturing ? kc__capture_link(ctx, ci, &l) : kc__ctx_link(ctx, ci, &l);
   if (st) return st;
   /* checked mode fills no cache (its guards are checked at kc_context_finish) */
-  if (!rt->checked) kc__store_release(&k->slots[key & (KC__HSLOTS - 1)], l);
+  if (!rt->checked) kc__store_release(kc__slot_of(k, key), l);
   return ex_go(l, ctx, cfg, args, nargs);
 }
 
@@ -233,8 +254,13 @@ kc_status kc_launch_args_ex(kc_args *a, const kc_launch_config *cfg) {
   const kc_stream *s = cfg->stream;
   if (s && (s->ctx != a->ctx || !kc__load_relaxed(&s->alive)))
     return bad_stream(a->rt, a->ctx, s, a->k->spec->name);
-  /* the slow path (pinned threads included): resolve, relink, remember */
-  kc__linked *l;
-  kc_status st = kc__args_resolve(a, &cfg->grid, &cfg->block, s, true, &l);
-  return st ? st : args_ex_go(l, a, cfg);
+  /* the slow path (pinned threads included): resolve, relink, remember;
+   * inside a section, where a runtime that guards launches finds its cache */
+  kc_status st = kc__enter(a->rt, "kc_launch_args_ex");
+  if (st) return st;
+  kc__linked *l = a->rt->guarded ? kc__args_guarded_hit(a, true) : NULL;
+  if (!l) st = kc__args_resolve(a, &cfg->grid, &cfg->block, s, true, &l);
+  if (!st) st = args_ex_go(l, a, cfg);
+  kc__leave();
+  return st;
 }

@@ -93,9 +93,15 @@ static uint32_t resolved_type(const char *src, const kc__spec *spec, const char 
   return size;
 }
 
+/* The code instance that answers (inside a grace section, which the
+ * caller leaves with kc__leave once it has read it, if this succeeded). */
 static kc_status param_ci(kc_kernel *k, const char *what, kc__ci **ci) {
   if (!k) return kc__err(NULL, KC_EINVAL, "%s: NULL kernel", what);
-  return kc__ci_get(k->rt, k->spec, kc__caller_world(k->rt), ci);
+  kc_status st = kc__enter(k->rt, what);
+  if (st) return st;
+  st = kc__ci_get(k->rt, k->spec, kc__caller_world(k->rt), ci);
+  if (st) kc__leave();
+  return st;
 }
 
 kc_status kc_kernel_param_count(kc_kernel *k, uint32_t *count) {
@@ -105,6 +111,7 @@ kc_status kc_kernel_param_count(kc_kernel *k, uint32_t *count) {
   kc_status st = param_ci(k, "kc_kernel_param_count", &ci);
   if (st) return st;
   *count = ci->nparams;
+  kc__leave();
   return KC_OK;
 }
 
@@ -120,9 +127,11 @@ kc_status kc_kernel_param_size(kc_kernel *k, uint32_t index, kc_param_info *out,
   memset(out, 0, size);
   kc__ci *ci;
   st = param_ci(k, "kc_kernel_param", &ci);
-  if (!st && index >= ci->nparams)
+  if (!st && index >= ci->nparams) {
     st = kc__err(k->rt, KC_EINVAL, "kc_kernel_param: kernel '%s' has %u parameters, no parameter %u",
                  k->spec->name, ci->nparams, index);
+    kc__leave();
+  }
   if (st) {
     out->size = fill;
     return st;
@@ -154,6 +163,7 @@ kc_status kc_kernel_param_size(kc_kernel *k, uint32_t index, kc_param_info *out,
     if (via_typedef && sig_size != UINT32_MAX && sig_size != info.arg_size) info.scalar = KC_SCALAR_OTHER;
     if (sig_size != UINT32_MAX) info.arg_size = sig_size;
   }
+  kc__leave();
   info.size = fill;
   memcpy(out, &info, fill);
   return KC_OK;

@@ -52,7 +52,7 @@ struct kc__pool {
 /* Compiles k for world w (0: the latest now), then links it into ctx (unless NULL) and leaves
  * the linked object in the handle's slot for ctx, so that the first launch
  * takes the fast path. */
-static kc_status prepare_one(kc_kernel *k, kc_world w, kc_context *ctx) {
+static kc_status prepare_in(kc_kernel *k, kc_world w, kc_context *ctx) {
   kc_runtime *rt = k->rt;
   if (!w) w = kc__load_acquire(&rt->world);
   kc__ci *ci;
@@ -62,8 +62,18 @@ static kc_status prepare_one(kc_kernel *k, kc_world w, kc_context *ctx) {
   kc__linked *l = NULL;
   st = kc__ctx_link(ctx, ci, &l);
   if (st) return st;
-  kc__store_release(&k->slots[key & (KC__HSLOTS - 1)], l);
+  kc__store_release(kc__slot_of(k, key), l);
   return KC_OK;
+}
+
+/* prepare_in, inside a grace section (the code and the linked object it
+ * holds are kc_collect's to free only once it is out). */
+static kc_status prepare_one(kc_kernel *k, kc_world w, kc_context *ctx) {
+  kc_status st = kc__enter(k->rt, "kc_prepare");
+  if (st) return st;
+  st = prepare_in(k, w, ctx);
+  kc__leave();
+  return st;
 }
 
 /* What kc_kernel_prepare and kc_prepare check of a context. */

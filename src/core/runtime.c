@@ -19,6 +19,15 @@
 
 /* ------------------------------------------------------------- options */
 
+/* Guarded launches (kcache.h, kc_options.guard_launches): the option, else
+ * $KC_GUARD_LAUNCHES. */
+static void guard_setup(kc_runtime *rt) {
+  bool on = rt->opt.guard_launches != 0;
+  if (!on && kc__setting_bool(KC__SET_GUARD_LAUNCHES, &on) == KC__SETTING_BAD)
+    kc__setting_warn(KC__SET_GUARD_LAUNCHES, "0");
+  rt->guarded = on;
+}
+
 /* The oldest layouts accepted (kcache.h, "Struct sizes"): the fields
  * before the disk cache and the remote tier grew the structs. */
 #define KC__OPTIONS_MIN_SIZE KC__END_OF(kc_options, alloc_ud)
@@ -136,6 +145,7 @@ kc_status kc__runtime_open(const kc_options *user_opt, const kc__backend *be, kc
   rt->opt = opt;
   kc__log_setup(rt);
   kc__checked_setup(rt);
+  guard_setup(rt);
 #define KC__OOM(label) \
   do { \
     st = kc__err(NULL, KC_ENOMEM, "kc_runtime_create: out of memory"); \
@@ -146,6 +156,7 @@ kc_status kc__runtime_open(const kc_options *user_opt, const kc__backend *be, kc
   if (!kc__mutex_init(&rt->spec_lock)) KC__OOM(fail_spec_lock);
   if (!kc__mutex_init(&rt->ctx_lock)) KC__OOM(fail_ctx_lock);
   if (!kc__mutex_init(&rt->kernels_lock)) KC__OOM(fail_kernels_lock);
+  if (!kc__mutex_init(&rt->collect_lock)) KC__OOM(fail_collect_lock);
 #undef KC__OOM
   const kc__bsvc svc = kc__bsvc_of(rt); /* the backend keeps a copy */
   st = be->open(&svc, &rt->opt, &rt->bstate);
@@ -157,6 +168,8 @@ kc_status kc__runtime_open(const kc_options *user_opt, const kc__backend *be, kc
 
 fail_open:
   kc__err(NULL, st, "%s", kc_errmsg(rt)); /* no runtime to ask afterwards */
+  kc__mutex_destroy(&rt->collect_lock);
+fail_collect_lock:
   kc__mutex_destroy(&rt->kernels_lock);
 fail_kernels_lock:
   kc__mutex_destroy(&rt->ctx_lock);
@@ -211,6 +224,7 @@ void kc_runtime_destroy(kc_runtime *rt) {
     kc__free(rt, s);
   }
   KC__HTAB_FREE(&rt->heap, &rt->specs);
+  kc__limbo_free(rt);
   kc__table_free(rt);
   kc__store_close(rt);
   rt->be->close(rt->bstate);
@@ -218,6 +232,7 @@ void kc_runtime_destroy(kc_runtime *rt) {
   kc__mutex_destroy(&rt->spec_lock);
   kc__mutex_destroy(&rt->ctx_lock);
   kc__mutex_destroy(&rt->kernels_lock);
+  kc__mutex_destroy(&rt->collect_lock);
   kc__free(rt, rt->pins);
   free_options(rt);
   kc__heap heap = rt->heap;

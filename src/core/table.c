@@ -2,7 +2,8 @@
 /*
  * table.c -- the function table: names (bindings), their definitions with
  * world ranges, backedges from names to the code instances that looked
- * them up, invalidation, and resolution of a kernel's closure as of a world.
+ * them up, invalidation, and the world range a new code instance is
+ * published with (a kernel's closure is resolve.c's).
  *
  * Everything here runs under rt->world_lock, and nothing here compiles.
  * The world counter moves only at the end of kc_define/kc_undefine, after
@@ -255,285 +256,12 @@ kc__def *kc__visible_def(const kc__binding *b, kc_world w) { return visible_def(
 kc_status kc__check_name(const kc_runtime *rt, const char *what, const char *name) {
   return check_name(rt, what, name);
 }
+kc__binding *kc__watcher(kc_runtime *rt, const char *prefix, size_t n, bool make) {
+  return watcher(rt, prefix, n, make, NULL);
+}
 void kc__table_clip(kc_runtime *rt, kc__binding *b, kc_world w, char *buf) {
   invalidate(rt, b, w);
   invalidate_watchers(rt, b->name, w, buf);
-}
-
-/* ------------------------------------------------------------ resolution */
-
-/* Depth-first walk of the call graph as of one world. */
-typedef struct {
-  kc_runtime *rt;
-  kc_world world;
-  const kc__spec *spec;
-  kc__closure *out;
-  size_t capdefs, capedges;
-  kc__def **stack; /* the current path, for cycle detection and messages */
-  uint32_t depth;
-  size_t capstack;
-  kc__def *current;
-  bool seen_self;
-  kc_status st;
-} walk;
-
-static bool add_edge(walk *wk, kc__binding *b, kc__def *d) {
-  kc__closure *c = wk->out;
-  for (uint32_t i = 0; i < c->nedges; i++)
-    if (c->edges[i].binding == b) return true;
-  bool ok;
-  KC__GROW(&wk->rt->heap, c->edges, wk->capedges, (size_t)c->nedges + 1, 16, &ok);
-  if (!ok) return false;
-  c->edges[c->nedges++] = (kc__edge){b, d};
-  return true;
-}
-
-static bool in_closure(const kc__closure *c, const kc__def *d) {
-  for (uint32_t i = 0; i < c->ndefs; i++)
-    if (c->defs[i] == d) return true;
-  return false;
-}
-
-static bool is_spec_key(const kc__spec *spec, const char *s, size_t n) {
-  if (!spec || !spec->params) return false;
-  for (const char *q = spec->params; *q;) {
-    const char *eq = strchr(q, '=');
-    if (!eq) break;
-    if ((size_t)(eq - q) == n && memcmp(q, s, n) == 0) return true;
-    const char *next = strchr(eq, ',');
-    if (!next) break;
-    q = next + 1;
-  }
-  return false;
-}
-
-static kc_status visit(walk *wk, kc__def *d);
-
-static bool visit_include(walk *wk, const kc__ident *id);
-static bool visit_prefix(walk *wk, const kc__ident *id);
-static bool visit_enumerator(walk *wk, kc__binding *b);
-
-static bool visit_ident(void *ud, const kc__ident *id) {
-  walk *wk = ud;
-  if (id->kind == KC__ID_PREFIX) return visit_prefix(wk, id);
-  if (id->kind != KC__ID_NAME) return visit_include(wk, id);
-  kc__def *self = wk->current;
-  const char *s = id->start;
-  size_t n = id->len;
-  if (n == strlen(self->binding->name) && memcmp(s, self->binding->name, n) == 0) {
-    if (!wk->seen_self || !id->call) { /* its declarator, or a type naming itself (struct P ... P) */
-      wk->seen_self = true;
-      return true;
-    }
-    wk->st = kc__err(wk->rt, KC_ERECURSION, "'%s' calls itself; recursion is not supported by GPU backends",
-                     self->binding->name);
-    return false;
-  }
-  if (kc__is_keyword(s, n) || (n > 3 && (!memcmp(s, "kc_", 3) || !memcmp(s, "KC_", 3))) ||
-      is_spec_key(wk->spec, s, n))
-    return true;
-  kc__binding *b;
-  if (id->call) {
-    /* every called name gets an edge, defined or not: defining it later
-     * (even shadowing a builtin) changes what this code means */
-    b = binding_get(wk->rt, s, n);
-    if (!b) {
-      wk->st = kc__err(wk->rt, KC_ENOMEM, "out of memory");
-      return false;
-    }
-  } else {
-    b = binding_find(wk->rt, s, n, kc__hash(s, n));
-    if (!b) return true;
-  }
-  kc__def *callee = visible_def(b, wk->world);
-  if (!id->call && !callee) return b->declared_by ? visit_enumerator(wk, b) : true;
-  if (!add_edge(wk, b, callee)) {
-    wk->st = kc__err(wk->rt, KC_ENOMEM, "out of memory");
-    return false;
-  }
-  if (callee) {
-    kc_status st = visit(wk, callee);
-    if (st) {
-      wk->st = st;
-      return false;
-    }
-  }
-  return true;
-}
-
-static kc_status visit(walk *wk, kc__def *d) {
-  for (uint32_t i = 0; i < wk->depth; i++)
-    if (wk->stack[i] == d) {
-      kc__sb path;
-      kc__sb_init(&path, kc__rt_heap(wk->rt));
-      for (uint32_t j = i; j < wk->depth; j++) {
-        kc__sb_puts(&path, wk->stack[j]->binding->name);
-        kc__sb_puts(&path, " -> ");
-      }
-      kc__sb_puts(&path, d->binding->name);
-      kc_status st = kc__err(wk->rt, KC_ERECURSION,
-                             "recursion in the call graph: %s; recursion is not supported by GPU "
-                             "backends",
-                             path.buf ? path.buf : d->binding->name);
-      kc__sb_free(&path);
-      return st;
-    }
-  if (in_closure(wk->out, d)) return KC_OK;
-  bool ok;
-  KC__GROW(&wk->rt->heap, wk->stack, wk->capstack, (size_t)wk->depth + 1, 16, &ok);
-  if (!ok) return kc__err(wk->rt, KC_ENOMEM, "out of memory");
-  wk->stack[wk->depth++] = d;
-  kc__def *saved = wk->current;
-  bool saved_self = wk->seen_self;
-  wk->current = d;
-  wk->seen_self = false;
-  kc__scan_idents(d->source, d->len, visit_ident, wk);
-  wk->current = saved;
-  wk->seen_self = saved_self;
-  wk->depth--;
-  if (wk->st) return wk->st;
-  /* post-order: callees are emitted before their callers */
-  kc__closure *c = wk->out;
-  KC__GROW(&wk->rt->heap, c->defs, wk->capdefs, (size_t)c->ndefs + 1, 8, &ok);
-  if (!ok) return kc__err(wk->rt, KC_ENOMEM, "out of memory");
-  c->defs[c->ndefs++] = d;
-  return KC_OK;
-}
-
-/* The edge of a lookup of b (its visible definition, visited), or false
- * with wk->st set. */
-static bool look_up(walk *wk, kc__binding *b) {
-  kc__def *d = visible_def(b, wk->world);
-  if (!add_edge(wk, b, d)) {
-    wk->st = kc__err(wk->rt, KC_ENOMEM, "out of memory");
-    return false;
-  }
-  kc_status st = d ? visit(wk, d) : KC_OK;
-  if (st) wk->st = st;
-  return !st;
-}
-
-/* #include "name.h" (from the table, or refused) and <name.h> (from the
- * table if it has it, else the compiler's own). */
-static bool visit_include(walk *wk, const kc__ident *id) {
-  const char *from = wk->current->binding->name;
-  bool quoted = id->kind == KC__ID_INCLUDE;
-  char name[256];
-  if (id->len == 0) {
-    wk->st = kc__err(wk->rt, KC_EINVAL,
-                     "'%s' has a computed or malformed #include: kcache cannot know which header it "
-                     "names (write #include \"name.h\" with a header defined in kcache)",
-                     from);
-    return false;
-  }
-  snprintf(name, sizeof name, "%.*s", (int)id->len, id->start);
-  if (id->len >= sizeof name || !kc__is_header_name(name)) {
-    if (!quoted) return true; /* <CL/cl.h>-like names kcache cannot hold: the compiler's */
-    wk->st = kc__err(wk->rt, KC_EINVAL,
-                     "'%s' includes \"%.*s\", which is no header name kcache can hold (a relative "
-                     "name such as \"dir/name.h\")",
-                     from, (int)id->len, id->start);
-    return false;
-  }
-  kc__binding *b = binding_get(wk->rt, name, id->len);
-  if (!b) {
-    wk->st = kc__err(wk->rt, KC_ENOMEM, "out of memory");
-    return false;
-  }
-  if (!look_up(wk, b)) return false;
-  if (quoted && !visible_def(b, wk->world)) {
-    wk->st = kc__err(wk->rt, KC_ENOTFOUND,
-                     "'%s' includes \"%s\", which is not defined in kcache (world %llu): define it with "
-                     "kc_define(rt, \"%s\", text). A file on disk cannot be included, since kcache could "
-                     "not see it change; system and toolkit headers are included with <...>",
-                     from, name, (unsigned long long)wk->world, name);
-    return false;
-  }
-  return true;
-}
-
-static bool on_stack(const walk *wk, const kc__binding *b) {
-  for (uint32_t i = 0; i < wk->depth; i++)
-    if (wk->stack[i]->binding == b) return true;
-  return false;
-}
-
-typedef struct declares_ud {
-  const char *name;
-  bool found;
-} declares_ud;
-
-static bool declares(void *ud, const kc__ident *id) {
-  declares_ud *d = ud;
-  d->found = strlen(d->name) == id->len && !memcmp(d->name, id->start, id->len);
-  return !d->found;
-}
-
-/* An enumerator (b, undefined itself): the definition that declares it, if
- * its visible text still does; an edge on b too (defining RED itself
- * changes what this code means). */
-static bool visit_enumerator(walk *wk, kc__binding *b) {
-  kc__binding *by = b->declared_by;
-  kc__def *d = visible_def(by, wk->world);
-  if (!d || on_stack(wk, by)) return true;
-  declares_ud u = {b->name, false};
-  kc__scan_enumerators(d->source, d->len, declares, &u);
-  if (!u.found) return true;
-  if (!add_edge(wk, b, NULL)) {
-    wk->st = kc__err(wk->rt, KC_ENOMEM, "out of memory");
-    return false;
-  }
-  return look_up(wk, by);
-}
-
-/* A pasted name known only by its prefix: the watcher of the prefix, and
- * every visible definition whose name starts with it. */
-static bool visit_prefix(walk *wk, const kc__ident *id) {
-  kc_runtime *rt = wk->rt;
-  kc__binding *w = watcher(rt, id->start, id->len, true, NULL), **found = NULL;
-  size_t n = 0, cap = 0;
-  bool ok = w && add_edge(wk, w, NULL);
-  KC__HTAB_EACH(&rt->bindings, kc__binding, b, next_in_bucket) {
-    if (!ok) break;
-    if (strncmp(b->name, id->start, id->len) || !kc__is_identifier(b->name) || on_stack(wk, b) ||
-        !visible_def(b, wk->world))
-      continue;
-    KC__GROW(&rt->heap, found, cap, n + 1, 8, &ok);
-    if (ok) found[n++] = b;
-  }
-  if (!ok) wk->st = kc__err(rt, KC_ENOMEM, "out of memory");
-  for (size_t i = 0; ok && i < n; i++) ok = look_up(wk, found[i]);
-  kc__free(rt, found);
-  return ok;
-}
-
-void kc__closure_free(kc_runtime *rt, kc__closure *c) {
-  kc__free(rt, c->defs);
-  kc__free(rt, c->edges);
-  memset(c, 0, sizeof *c);
-}
-
-kc_status kc__resolve(kc_runtime *rt, const kc__spec *spec, kc_world world, kc__closure *out) {
-  memset(out, 0, sizeof *out);
-  walk wk = {.rt = rt, .world = world, .spec = spec, .out = out};
-  kc__lock(&rt->world_lock);
-  kc__binding *b = binding_get(rt, spec->name, strlen(spec->name));
-  kc_status st;
-  if (!b) {
-    st = kc__err(rt, KC_ENOMEM, "out of memory");
-  } else {
-    kc__def *d = visible_def(b, world);
-    if (!add_edge(&wk, b, d)) /* the entry's own lookup is an edge too */
-      st = kc__err(rt, KC_ENOMEM, "out of memory");
-    else if (!d)
-      st = kc__err(rt, KC_ENOTFOUND, "kernel '%s' is not defined in world %llu", spec->name,
-                   (unsigned long long)world);
-    else st = visit(&wk, d);
-  }
-  kc__unlock(&rt->world_lock);
-  kc__free(rt, wk.stack);
-  if (st) kc__closure_free(rt, out);
-  return st;
 }
 
 /* --------------------------------------------------------------- publish */
@@ -589,5 +317,9 @@ void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world) {
   if (max != KC_WORLD_FOREVER) clipped_push(rt, ci);
   kc__store_relaxed(&ci->min_world, min);
   kc__store_release(&ci->max_world, max); /* the range becomes non-empty last */
+  /* the head of its specialization's list, which kc_collect rewrites under
+   * world_lock too (release: readers see a complete code instance) */
+  ci->next = kc__load_relaxed(&ci->spec->head);
+  kc__store_release(&ci->spec->head, ci);
   kc__unlock(&rt->world_lock);
 }

@@ -105,7 +105,33 @@ kc_status kc_unpin(kc_runtime *rt) {
   return KC_OK;
 }
 
-/* ---------------------------------------------------------------- collect */
+/* ---------------------------------------------------------------- collect
+ *
+ * kc_collect runs while other threads compile, define, pin and launch.
+ * What it reclaims goes through three steps:
+ *  1. choose (under world_lock, so no define or pin slips in between): the
+ *     code instances of rt->clipped and the definitions of
+ *     rt->retired_defs whose range holds no live world: the latest and
+ *     every pinned one. Nothing can ask for them again: a world read from
+ *     now on is the latest or newer, or a pin of one.
+ *  2. unlist: the code instances leave their specializations' lists, so no
+ *     lookup that starts from now on can find them. (The definitions stay
+ *     in their bindings' lists: a lookup made at an old world is still
+ *     valid there, and they are visible in no world anyone can ask for.)
+ *  3. after a grace period (base/grace.h): threads that were inside a
+ *     kcache call when the batch was made may still hold them (a compile at
+ *     an old world, a slow-path launch running their code), so the batch
+ *     waits until each of those threads has left that call; then its
+ *     linked objects are unloaded in every context, its definitions leave
+ *     their lists, and all of it is freed. A batch whose threads are still
+ *     inside waits for a later kc_collect (or the runtime's end).
+ * Cached launches take no section unless the runtime guards them
+ * (kc_options.guard_launches, launch.c): without it, a cached launch must
+ * not be running code that a kc_collect frees (kcache.h, kc_collect). */
+
+kc_status kc__enter(const kc_runtime *rt, const char *fn) {
+  return kc__grace_enter() ? KC_OK : kc__err(rt, KC_ENOMEM, "%s: out of memory", fn);
+}
 
 typedef struct {
   kc_world latest;
@@ -113,16 +139,57 @@ typedef struct {
   size_t npins;
 } live_worlds;
 
-static bool world_live(void *ud, kc_world min, kc_world max) {
-  const live_worlds *lw = ud;
+static bool world_live(const live_worlds *lw, kc_world min, kc_world max) {
   if (min <= lw->latest && lw->latest <= max) return true;
   for (size_t i = 0; i < lw->npins; i++)
     if (min <= lw->pins[i].world && lw->pins[i].world <= max) return true;
   return false;
 }
 
-/* Takes the dead code instances off their specializations' lists: each
- * list once (swept: this collect's number), at the cost of its length. */
+/* What one kc_collect chose, waiting for its grace period. */
+struct kc__limbo {
+  struct kc__limbo *next; /* younger batches */
+  kc__grace grace; /* the threads inside a call when it was made */
+  bool snapped; /* grace was taken (else a later collect takes it: out of memory) */
+  kc__ci *cis; /* dead (ci->dead), unlisted, chained by next_clipped */
+  kc__def *defs; /* visible in no live world, still in their bindings' lists, chained by next_retired */
+  uint64_t ncis, ndefs;
+};
+
+/* Step 1, under world_lock: the dead code instances and definitions, off
+ * rt->clipped and rt->retired_defs, into b. */
+static void choose(kc_runtime *rt, struct kc__limbo *b) {
+  live_worlds lw = {kc__load_acquire(&rt->world), rt->pins, rt->npins};
+  for (kc__ci **pc = &rt->clipped; *pc;) {
+    kc__ci *ci = *pc;
+    if (world_live(&lw, kc__load_relaxed(&ci->min_world), kc__load_relaxed(&ci->max_world))) {
+      pc = &ci->next_clipped; /* a pin still sees it */
+      continue;
+    }
+    *pc = ci->next_clipped;
+    ci->dead = true;
+    ci->next_clipped = b->cis;
+    b->cis = ci;
+    b->ncis++;
+  }
+  for (kc__def **pr = &rt->retired_defs; *pr;) {
+    kc__def *d = *pr;
+    /* a live code instance's edges only point at definitions that hold one
+     * of its (live) worlds, so none of them goes */
+    if (world_live(&lw, d->min_world, kc__load_relaxed(&d->max_world))) {
+      pr = &d->next_retired;
+      continue;
+    }
+    *pr = d->next_retired;
+    d->next_retired = b->defs;
+    b->defs = d;
+    b->ndefs++;
+  }
+}
+
+/* Step 2, under world_lock: the dead code instances off their
+ * specializations' lists (publishing pushes under world_lock too), each
+ * list once, at the cost of its length. */
 static void unlist_dead(kc__ci *dead, uint64_t pass) {
   for (kc__ci *d = dead; d; d = d->next_clipped) {
     kc__spec *s = d->spec;
@@ -163,95 +230,89 @@ static uint64_t unlink_dead(kc_runtime *rt, kc__ci *dead) {
   return n;
 }
 
-/* kc_collect's part in the table, under world_lock. The code instances of
- * rt->clipped whose range holds no live world, taken off that list, marked
- * dead and chained by next_clipped (they are on no backedge list: a clipped
- * code instance left them when it was clipped); *n gets their number. */
-
-static kc__ci *collect_code(kc_runtime *rt, bool (*live)(void *, kc_world, kc_world), void *ud, uint64_t *n) {
-  kc__ci *dead = NULL;
-  *n = 0;
+/* Step 3: a batch whose grace period is over, unloaded and freed. */
+static void batch_free(kc_runtime *rt, struct kc__limbo *b, kc_collect_info *info) {
+  info->linked += b->cis ? unlink_dead(rt, b->cis) : 0;
   kc__lock(&rt->world_lock);
-  for (kc__ci **pc = &rt->clipped; *pc;) {
-    kc__ci *ci = *pc;
-    if (live(ud, kc__load_relaxed(&ci->min_world), kc__load_relaxed(&ci->max_world))) {
-      pc = &ci->next_clipped; /* a pin still sees it */
-      continue;
-    }
-    *pc = ci->next_clipped;
-    ci->dead = true;
-    ci->next_clipped = dead;
-    dead = ci;
-    ++*n;
-  }
-  kc__unlock(&rt->world_lock);
-  return dead;
-}
-
-/* Frees the retired definitions (kc__def_replace) visible in no live world;
- * returns their number. */
-static uint64_t collect_defs(kc_runtime *rt, bool (*live)(void *, kc_world, kc_world), void *ud) {
-  uint64_t freed = 0;
-  kc__lock(&rt->world_lock);
-  for (kc__def **pr = &rt->retired_defs; *pr;) {
-    kc__def *d = *pr;
-    /* A definition no live world sees can serve no lookup again; a live
-     * code instance's edges only point at definitions that hold one of
-     * its (live) worlds, so none of them goes. */
-    if (live(ud, d->min_world, kc__load_relaxed(&d->max_world))) {
-      pr = &d->next_retired;
-      continue;
-    }
-    *pr = d->next_retired;
+  for (kc__def *d = b->defs, *next; d; d = next) {
+    next = d->next_retired;
     if (d->newer) d->newer->older = d->older;
     else d->binding->defs = d->older;
     if (d->older) d->older->newer = d->newer;
     kc__free(rt, d->source);
     kc__free(rt, d);
-    freed++;
   }
   kc__unlock(&rt->world_lock);
-  atomic_fetch_sub_explicit(&rt->n_defs, freed, memory_order_relaxed);
-  return freed;
-}
-
-/* The cost is what it frees plus what pins keep (the code instances with
- * a finite range and the ended definitions that a pinned world still sees),
- * times the contexts for the linked objects: not the size of the cache. */
-kc_status kc_collect(kc_runtime *rt, kc_collect_info *out) {
-  if (out) memset(out, 0, sizeof *out);
-  if (!rt) return kc__err(NULL, KC_EINVAL, "kc_collect: runtime is NULL");
-  live_worlds lw = {0};
-  kc__lock(&rt->world_lock);
-  if (rt->npins) {
-    lw.pins = kc__alloc(rt, rt->npins * sizeof *lw.pins);
-    if (!lw.pins) {
-      kc__unlock(&rt->world_lock);
-      return kc__err(rt, KC_ENOMEM, "kc_collect: out of memory");
-    }
-    memcpy(lw.pins, rt->pins, rt->npins * sizeof *lw.pins);
-    lw.npins = rt->npins;
-  }
-  lw.latest = kc__load_acquire(&rt->world);
-  kc__unlock(&rt->world_lock);
-
-  /* 1. The dead code instances, off their specializations' lists. */
-  uint64_t ndead = 0;
-  kc__ci *dead = collect_code(rt, world_live, &lw, &ndead);
-  static _Atomic uint64_t passes;
-  unlist_dead(dead, kc__fetch_add_relaxed(&passes, 1) + 1);
-  /* 2. Their linked objects, in every context. */
-  uint64_t nlinked = dead ? unlink_dead(rt, dead) : 0;
-  /* 3. The definitions no live world sees. */
-  uint64_t ndefs = collect_defs(rt, world_live, &lw);
-  /* 4. Free them. */
-  for (kc__ci *ci = dead, *next; ci; ci = next) {
+  for (kc__ci *ci = b->cis, *next; ci; ci = next) {
     next = ci->next_clipped;
     kc__ci_free(rt, ci);
   }
-  atomic_fetch_sub_explicit(&rt->n_cis, ndead, memory_order_relaxed);
-  kc__fetch_add_relaxed(&rt->n_collected, ndead);
-  kc__free(rt, lw.pins);
-  if (out) *out = (kc_collect_info){ndead, nlinked, ndefs};
+  atomic_fetch_sub_explicit(&rt->n_defs, b->ndefs, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&rt->n_cis, b->ncis, memory_order_relaxed);
+  kc__fetch_add_relaxed(&rt->n_collected, b->ncis);
+  info->code_instances += b->ncis;
+  info->definitions += b->ndefs;
+  kc__grace_free(&b->grace, kc__rt_heap(rt));
+  kc__free(rt, b);
+}
+
+/* The batches whose grace period is over (oldest first), freed;
+ * collect_lock held. */
+static void limbo_drain(kc_runtime *rt, kc_collect_info *info) {
+  for (struct kc__limbo **pb = &rt->limbo; *pb;) {
+    struct kc__limbo *b = *pb;
+    /* a snapshot taken later than the batch is only more cautious */
+    if (!b->snapped) b->snapped = kc__grace_snap(&b->grace, kc__rt_heap(rt));
+    if (!b->snapped || !kc__grace_passed(&b->grace)) {
+      pb = &b->next;
+      continue;
+    }
+    *pb = b->next;
+    batch_free(rt, b, info);
+  }
+}
+
+/* The cost is what it frees plus what pins keep (the code instances with
+ * a finite range and the ended definitions that a pinned world still
+ * sees), times the contexts for the linked objects: not the size of the
+ * cache. */
+kc_status kc_collect(kc_runtime *rt, kc_collect_info *out) {
+  if (out) memset(out, 0, sizeof *out);
+  if (!rt) return kc__err(NULL, KC_EINVAL, "kc_collect: runtime is NULL");
+  kc_collect_info info = {0};
+  struct kc__limbo *b = kc__calloc(rt, sizeof *b);
+  if (!b) return kc__err(rt, KC_ENOMEM, "kc_collect: out of memory");
+  kc__lock(&rt->collect_lock);
+  kc__lock(&rt->world_lock);
+  choose(rt, b);
+  static _Atomic uint64_t passes;
+  unlist_dead(b->cis, kc__fetch_add_relaxed(&passes, 1) + 1);
+  kc__unlock(&rt->world_lock);
+  /* after the unlisting: who may still hold what was chosen (out of
+   * memory: nobody knows, and the batch waits for a collect that can tell) */
+  b->snapped = kc__grace_snap(&b->grace, kc__rt_heap(rt));
+  struct kc__limbo **tail = &rt->limbo;
+  while (*tail) tail = &(*tail)->next;
+  *tail = b;
+  limbo_drain(rt, &info);
+  kc__unlock(&rt->collect_lock);
+  if (out) *out = info;
   return KC_OK;
+}
+
+/* kc_runtime_destroy: every batch, whatever its grace (no other thread is
+ * in a call on rt), after the contexts are gone (their linked objects'
+ * code instances are freed here). */
+void kc__limbo_free(kc_runtime *rt) {
+  for (struct kc__limbo *b = rt->limbo, *next; b; b = next) {
+    next = b->next;
+    for (kc__ci *ci = b->cis, *nci; ci; ci = nci) {
+      nci = ci->next_clipped;
+      kc__ci_free(rt, ci);
+    }
+    /* its definitions are still in their bindings' lists: kc__table_free's */
+    kc__grace_free(&b->grace, kc__rt_heap(rt));
+    kc__free(rt, b);
+  }
+  rt->limbo = NULL;
 }

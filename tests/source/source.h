@@ -23,4 +23,10 @@ void test_file_refuses_what_it_cannot_split(void **state);
 void test_big_file_edit_recompiles_one_kernel(void **state);
 void test_file_loads_from_threads(void **state);
 
+/* The never-stale tests (test_stale.c). */
+void test_names_defined_after_their_users(void **state);
+void test_preprocessor_tests_follow_definitions(void **state);
+void test_failures_live_in_worlds(void **state);
+void test_deep_chains_and_wide_fan_ins(void **state);
+
 #endif

@@ -216,8 +216,8 @@ static void test_include_outside_the_table_is_refused(void **state) {
   char msg[512];
   snprintf(msg, sizeof msg,
            "'kn' includes \"nope.h\", which is not defined in kcache (world %llu): define it with "
-           "kc_define(rt, \"nope.h\", text). A file on disk cannot be included, since kcache could not see "
-           "it change; system and toolkit headers are included with <...>",
+           "kc_define(rt, \"nope.h\", text). Quoted includes name headers in kcache; a header on disk is "
+           "included with <...> (kcache records the files the compiler reads)",
            (unsigned long long)kc_world_latest(f->rt));
   expect_refused(f, "kn", KC_ENOTFOUND, msg);
   kct_define(f->rt, "nope.h", "#define NOPE 9.0f\n");
@@ -306,6 +306,10 @@ int main(int argc, char **argv) {
       KCT_FX_TEST(test_file_refuses_what_it_cannot_split),
       KCT_FX_TEST(test_big_file_edit_recompiles_one_kernel),
       KCT_FX_TEST(test_file_loads_from_threads),
+      KCT_FX_TEST(test_names_defined_after_their_users),
+      KCT_FX_TEST(test_preprocessor_tests_follow_definitions),
+      KCT_FX_TEST(test_failures_live_in_worlds),
+      KCT_FX_TEST(test_deep_chains_and_wide_fan_ins),
   };
   return KCT_RUN(tests);
 }
