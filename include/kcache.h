@@ -36,9 +36,9 @@ extern "C" {
 #endif
 
 #define KC_VERSION_MAJOR 0
-#define KC_VERSION_MINOR 1
+#define KC_VERSION_MINOR 2
 #define KC_VERSION_PATCH 0
-#define KC_VERSION_STRING "0.1.0"
+#define KC_VERSION_STRING "0.2.0"
 #define KC_VERSION_NUMBER (KC_VERSION_MAJOR * 10000 + KC_VERSION_MINOR * 100 + KC_VERSION_PATCH)
 
 /* Run-time twins of the version macros: what the linked library is. */
@@ -407,15 +407,48 @@ kc_status kc_collect(kc_runtime *rt, kc_collect_info *out);
  * #pragma once is inlined once per translation unit; any other header at
  * each #include, as in C (a header that two definitions of one closure
  * include needs an include guard or #pragma once). #include <name> takes the
- * table's header if it has one, else the compiler's: system and toolkit
- * headers (<math.h>, <cuda_fp16.h>, OpenCL's built-ins) keep working, and
- * are covered by the compiler's identity in the disk key. A quoted
+ * table's header if it has one, else a header on disk (below). A quoted
  * #include of a name the table lacks is refused when the kernel is
  * compiled (KC_ENOTFOUND: "'k' includes "x.h", which is not defined in
- * kcache"): a file on disk could change without kcache seeing it. A
- * computed include (#include MACRO) is refused (KC_EINVAL). Options that
- * add include directories (-I in compile_options) are the caller's
- * business: what they find is not tracked.
+ * kcache ..."). A computed include (#include MACRO) is refused (KC_EINVAL).
+ *
+ * Headers on disk (#include <x.h> that the table lacks: system headers,
+ * /usr/local/include, $CPATH, the -I directories of compile_options) are
+ * part of what a compile depends on, like a name of the table. kcache
+ * records every file the compile read: on the host backend the files the
+ * compiler lists (cc -MD; gcc lists system headers too, tcc leaves them
+ * out); on OpenCL and CUDA, whose compilers tell nothing, the files kcache
+ * finds itself by following the #include lines (nested ones too, whatever
+ * #if around them), each looked for in the working directory and then in
+ * the -I directories of compile_options, in that order, where PoCL and
+ * NVRTC look; there a path looked in and found empty is recorded too, so
+ * a header created in an earlier directory later counts as a change. Each
+ * file is recorded with its path, its size and content hash (XXH3) and
+ * what stat said of it. Then:
+ *  - a disk or remote cache entry is used only if every file it records is
+ *    still the same here (one stat each; the file is read and hashed when
+ *    stat differs, or when the file was modified within 2 s of being
+ *    read); otherwise the lookup is a miss (kc_stats.disk_stale) and the
+ *    compile writes over the entry;
+ *  - in memory, each file is a name of the table whose definitions are
+ *    the contents seen of it: a compile that reads a new content, or
+ *    kc_refresh, makes a new world that ends exactly the code that read
+ *    the old one (pinned worlds keep theirs). A launch does not look at
+ *    the disk: after editing a header, call kc_refresh (`kcache watch`
+ *    does, for the files it watches).
+ * Not covered: the compiler itself and the compile options (they are in
+ * the key: kc_runtime_backend's identity, compile_options), environment
+ * variables the compiler reads other than through the files it then
+ * reads, files the compiler reads that are not headers (PoCL's kernel
+ * library, NVRTC's built-in headers), PoCL's POCL_EXTRA_BUILD_FLAGS, and on
+ * the host backend a header created in a directory searched before the
+ * one where a recorded header was found (the compiler lists what it read,
+ * not where it looked; ccache's direct mode has the same limit). A file
+ * that changes while it is compiled, one that is not a regular file (a
+ * FIFO, a device), one larger than 64 MiB, or an #include kcache cannot
+ * follow (a computed one in a header on disk) makes the compile's files
+ * unknown: it is used once, never stored, a failure is not remembered,
+ * and the next kc_refresh ends it.
  *
  * Source files: kc_define_file defines every top-level definition of one
  * source text (a .c, .cl or .cu file in the dialect) in one world. Each
@@ -437,6 +470,16 @@ kc_status kc_collect(kc_runtime *rt, kc_collect_info *out);
  * change). Thread-safe; concurrent loads of one file apply one after the
  * other.
  */
+/* Looks at every file on disk that code valid in the latest world read
+ * (headers on disk, above): one stat each, and a read when stat differs.
+ * The files whose content changed (or appeared, or went) get their new
+ * version in one new world, which ends exactly the code that read them.
+ * *changed (may be NULL) gets the number of files that changed, *new_world
+ * (may be NULL) the world (the current one if nothing changed).
+ * Thread-safe; takes the definition lock only to read the list and to
+ * apply the changes, not while it reads files. */
+kc_status kc_refresh(kc_runtime *rt, size_t *changed, kc_world *new_world);
+
 kc_status kc_define_file(kc_runtime *rt, const char *file, const char *text, size_t len, size_t *changed,
                          kc_world *new_world);
 
@@ -864,6 +907,11 @@ typedef struct kc_stats {
    * build once, unless the compile ran in a helper (then the link builds
    * its binary). */
   uint64_t backend_builds;
+  /* Files outside the table that compiles read (headers on disk: see
+   * kc_refresh). */
+  uint64_t disk_stale; /* disk and remote entries passed over: a file they were compiled from changed */
+  uint64_t files_tracked; /* files (and paths looked in and found empty) that compiled code read */
+  uint64_t files_changed; /* new contents seen of them (by kc_refresh, or by a compile that read one) */
 } kc_stats;
 
 /* A snapshot of the runtime's counters (fast_hits: exact when launches in

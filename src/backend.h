@@ -204,6 +204,15 @@ typedef struct kc__lcfg {
 
 /* --------------------------------------------------------- the table */
 
+/* What a compile read besides its translation unit, as its compiler tells
+ * (a backend with reports_deps): the paths it appends, each with its NUL
+ * (absolute, or relative to the working directory), and whether it could
+ * tell at all (false: the compiler wrote no list). */
+typedef struct kc__tu_deps {
+  kc__sb paths;
+  bool reported;
+} kc__tu_deps;
+
 /* A translation unit ready for the backend. */
 struct kc__tu {
   const char *entry;
@@ -212,6 +221,7 @@ struct kc__tu {
   const kc__param *params;
   uint32_t nparams;
   const kc__spec *spec;
+  kc__tu_deps *deps; /* compile fills it if the backend reports_deps (else NULL, or left alone) */
 };
 
 typedef struct kc__backend {
@@ -287,6 +297,11 @@ typedef struct kc__backend {
    * platform rejects). Otherwise a code instance keeps no translation unit
    * once compiled (kc_kernel_source rebuilds it). */
   bool link_uses_source;
+  /* Whether compile reports the files its compiler read (tu->deps; the host
+   * backend: cc -MD). Otherwise the core finds them itself from the
+   * #include lines, in the working directory and then the -I directories
+   * of the compile options (core/extfiles.c). */
+  bool reports_deps;
   /* Whether a child of fork() may go on using a runtime the parent opened
    * (host: files and dlopen). Otherwise the child's fork hook replaces the
    * table by one that calls nothing of this one and refuses (KC_EBUSY:

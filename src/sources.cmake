@@ -8,6 +8,7 @@
 set(KC_SOURCES
     src/base/child.c
     src/base/err.c
+    src/base/filedep.c
     src/base/fork.c
     src/base/grace.c
     src/base/hmac.c
@@ -33,6 +34,7 @@ set(KC_SOURCES
     src/core/source_file.c
     src/core/table.c
     src/core/resolve.c
+    src/core/extfiles.c
     src/core/util.c
     src/core/world.c
     src/core/params.c

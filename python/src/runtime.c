@@ -72,6 +72,9 @@ static int runtime_init(KcRuntime *self, PyObject *args, PyObject *kw) {
   o.compile_timeout_ms = timeout;
   o.cache_shared = shared;
   o.checked = checked;
+  /* threads of a Python program cannot keep a rule about when collect()
+   * may run: cached launches are guarded, so it may run at any time */
+  o.guard_launches = 1;
   kc_runtime *rt = NULL;
   kc_status st;
   Py_BEGIN_ALLOW_THREADS st = kc_runtime_create(&o, &rt);
@@ -337,6 +340,17 @@ static PyObject *runtime_collect(KcRuntime *self, PyObject *unused) {
                        (unsigned long long)ci.linked, "definitions", (unsigned long long)ci.definitions);
 }
 
+static PyObject *runtime_refresh(KcRuntime *self, PyObject *unused) {
+  (void)unused;
+  if (kcpy_check_open(self) < 0) return NULL;
+  size_t changed = 0;
+  kc_world w = 0;
+  kc_status st;
+  KCPY_NOGIL(self, st = kc_refresh(self->rt, &changed, &w));
+  if (st) return kcpy_raise(self->rt, st, NULL);
+  return Py_BuildValue("(nK)", (Py_ssize_t)changed, (unsigned long long)w);
+}
+
 static PyObject *runtime_pin(KcRuntime *self, PyObject *unused) {
   (void)unused;
   if (kcpy_check_open(self) < 0) return NULL;
@@ -447,6 +461,8 @@ static PyMethodDef runtime_methods[] = {
      "kernel(name, params=None, **params) -> Kernel: params as \"T=float,N=4\", a dict, or keywords."},
     {"stats", (PyCFunction)runtime_stats, METH_NOARGS, "stats() -> Stats"},
     {"collect", (PyCFunction)runtime_collect, METH_NOARGS, "collect() -> dict: kc_collect"},
+    {"refresh", (PyCFunction)runtime_refresh, METH_NOARGS,
+     "refresh() -> (changed, world): kc_refresh: ends the code that read a header on disk that changed"},
     {"pin", (PyCFunction)runtime_pin, METH_NOARGS,
      "pin() -> Pin: `with rt.pin() as p:` pins the thread's world."},
     {"create_context", (PyCFunction)runtime_create_context, METH_VARARGS,

@@ -193,6 +193,56 @@ def test_collect(rt):
     assert rt.stats().collected == 1
 
 
+def test_collect_while_threads_launch_and_define(backend):
+    # one thread redefines h (a macro, so compiles see it or not), one
+    # collects without pause, two launch: every launch gives a version that
+    # was defined between its start and its end, never an error
+    with kcache.Runtime(backend=backend, cache_disable=True) as r:
+        r.define("VER", "#define VER 1")
+        r.define("kv", "KC_KERNEL void kv(KC_GLOBAL float *y) { y[kc_global_id(0)] = (float)VER; }")
+        issued, done, stop, errors, launches = [1], [1], threading.Event(), [], [0]
+
+        def definer():
+            v = 1
+            while not stop.is_set():
+                v += 1
+                issued[0] = v
+                r.define("VER", "#define VER %d" % v)
+                done[0] = v
+                time.sleep(0.02)
+
+        def collector():
+            while not stop.is_set():
+                r.collect()
+
+        def launcher():
+            k = r.kernel("kv")
+            last = 0
+            try:
+                while not stop.is_set():
+                    lo = done[0]
+                    v = int(run(k, 4)[0])
+                    hi = issued[0]
+                    if not (lo <= v <= hi and v >= last):
+                        errors.append("saw %d, defined %d..%d, before %d" % (v, lo, hi, last))
+                    last = v
+                    launches[0] += 1
+            except Exception as e:  # noqa: BLE001 -- the test reports any failure
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=f) for f in (definer, collector, launcher, launcher)]
+        for t in threads:
+            t.start()
+        time.sleep(1.5)
+        stop.set()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert launches[0] > 0 and done[0] > 2
+        r.collect()
+        assert r.stats().definitions == 2
+
+
 def test_compiles_release_the_gil(backend):
     # while one thread compiles, another runs Python: its first clock
     # reading comes early in the compile, not after it

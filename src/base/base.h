@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/compiler.h"
 #include "base/err.h"
+#include "base/filedep.h"
 #include "base/fork.h"
 #include "base/grace.h"
 #include "base/hash.h"

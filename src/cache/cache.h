@@ -95,6 +95,9 @@ typedef enum kc__verdict {
   KC__ENTRY_GOOD, /* used: the caller copied what it needs */
   KC__ENTRY_BAD, /* another kernel, or bytes the backend refuses: damage */
   KC__ENTRY_UNSURE, /* out of memory: it could not tell (not the entry's fault) */
+  /* sound, but a file it was compiled from is not the same any more: a
+   * miss, and the compile that follows writes over it */
+  KC__ENTRY_STALE,
 } kc__verdict;
 typedef kc__verdict (*kc__cache_verify_fn)(void *ud, const kc__entry *e);
 
@@ -126,6 +129,8 @@ typedef struct kc__cache_result {
   size_t artifact_size;
   const char *log;
   size_t log_len;
+  const kc__filedep *files; /* nfiles: the files outside the table it read (none UNKNOWN) */
+  uint32_t nfiles;
 } kc__cache_result;
 
 /* After the compile of a miss: writes the entry of p and res (p NULL: none:

@@ -125,6 +125,25 @@ static void image_write(wr *w, const kc__entry *e, const void *defs_blob, size_t
   at = w_section(w, KC__SEC_ARTIFACT);
   w_put(w, e->artifact, e->artifact_size);
   w_section_end(w, at);
+
+  if (e->nfiles) {
+    at = w_section(w, KC__SEC_FILES);
+    w_u32(w, e->nfiles);
+    for (uint32_t i = 0; i < e->nfiles; i++) {
+      const kc__filedep *f = &e->files[i];
+      size_t pl = strlen(f->path) + 1;
+      w_u32(w, f->flags);
+      w_u32(w, (uint32_t)pl);
+      w_u64(w, f->size);
+      w_u64(w, f->hash);
+      w_u64(w, f->mtime_ns);
+      w_u64(w, f->ctime_ns);
+      w_u64(w, f->dev);
+      w_u64(w, f->ino);
+      w_put(w, f->path, pl);
+    }
+    w_section_end(w, at);
+  }
 }
 
 kc_status kc__entry_encode_defs(const kc__heap *mem, const kc__entry *e, const void *defs_blob,
@@ -225,6 +244,44 @@ bad:
   return false;
 }
 
+/* FILES: each record at least 57 bytes, an absolute path. */
+static bool files_parse(const kc__heap *mem, kc__entry *e, const uint8_t *p, size_t n, char *why, size_t wl,
+                        bool *oom) {
+  if (n < 4) goto bad;
+  uint32_t cnt = kc__rd32(p);
+  size_t off = 4;
+  if (cnt == 0 || cnt > KC__STORE_MAX_FILES || cnt > (n - 4) / 57) goto bad;
+  e->files = kc__heap_calloc(mem, cnt * sizeof *e->files);
+  if (!e->files) {
+    snprintf(why, wl, "out of memory");
+    *oom = true;
+    return false;
+  }
+  for (uint32_t i = 0; i < cnt; i++) {
+    if (n - off < 56) goto bad;
+    kc__filedep *f = &e->files[i];
+    f->flags = kc__rd32(p + off);
+    uint32_t pl = kc__rd32(p + off + 4);
+    f->size = kc__rd64(p + off + 8);
+    f->hash = kc__rd64(p + off + 16);
+    f->mtime_ns = kc__rd64(p + off + 24);
+    f->ctime_ns = kc__rd64(p + off + 32);
+    f->dev = kc__rd64(p + off + 40);
+    f->ino = kc__rd64(p + off + 48);
+    off += 56;
+    if (pl < 2 || pl > n - off || p[off + pl - 1] != 0 || p[off] != '/' || memchr(p + off, 0, pl - 1))
+      goto bad;
+    if (f->flags & ~(uint32_t)(KC__FILEDEP_ABSENT | KC__FILEDEP_RACY)) goto bad; /* never stored UNKNOWN */
+    f->path = (char *)(uintptr_t)(p + off);
+    off += pl;
+  }
+  e->nfiles = cnt;
+  if (off == n) return true;
+bad:
+  snprintf(why, wl, "malformed files section");
+  return false;
+}
+
 #define KC__BAD(...) \
   do { \
     snprintf(why, wl, __VA_ARGS__); \
@@ -273,6 +330,7 @@ static bool section_parse(const kc__heap *mem, kc__entry *e, uint32_t tag, const
     e->artifact = p;
     e->artifact_size = len;
     return true;
+  case KC__SEC_FILES: return files_parse(mem, e, p, len, why, wl, oom);
   default: /* a later writer's addition: ignored */ return true;
   }
 }
@@ -288,7 +346,7 @@ static bool sections_parse(const kc__heap *mem, kc__entry *e, const uint8_t *b, 
     if (len > size - off) KC__BAD("section %u overruns the file", tag);
     const uint8_t *p = b + off;
     off += len;
-    if (tag >= KC__SEC_META && tag <= KC__SEC_ARTIFACT) {
+    if (tag >= KC__SEC_META && tag <= KC__SEC_FILES) {
       if (seen & (1u << tag)) KC__BAD("section %u appears twice", tag);
       seen |= 1u << tag;
     }
@@ -320,6 +378,7 @@ void kc__entry_free(const kc__heap *mem, kc__entry *e) {
   if (!e) return;
   kc__heap_free(mem, e->defs);
   kc__heap_free(mem, e->sig);
+  kc__heap_free(mem, e->files);
   kc__heap_free(mem, e->buf);
   memset(e, 0, sizeof *e);
 }

@@ -32,6 +32,10 @@ typedef struct kc__entry {
   size_t artifact_size;
   const char *log;
   size_t log_len;
+  /* The files outside kcache's table that the compile read (or looked for):
+   * allocated, their paths point into buf. */
+  uint32_t nfiles;
+  kc__filedep *files;
   void *buf; /* the whole file, owned */
   size_t size;
 } kc__entry;
@@ -43,7 +47,7 @@ kc_status kc__entry_decode(const kc__heap *mem, void *buf, size_t size, kc__entr
                            size_t whylen);
 void kc__entry_free(const kc__heap *mem, kc__entry *e);
 /* Encodes e (buf, size, format ignored; key, strings, defs, sig, artifact,
- * log used) into a new image. */
+ * log, files used) into a new image. */
 kc_status kc__entry_encode(const kc__heap *mem, const kc__entry *e, void **out, size_t *size);
 /* The same with the DEFS section's body given already encoded (defs_blob,
  * from kc__entry_defs_encode) instead of e->defs. */

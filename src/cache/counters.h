@@ -19,7 +19,8 @@
   X(evictions) \
   X(repairs) \
   X(write_failures) \
-  X(lock_timeouts)
+  X(lock_timeouts) \
+  X(stale)
 
 /* The shared file's counters, in the file's order. */
 #define KC__STORE_FILE_COUNTERS(X) \

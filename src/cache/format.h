@@ -44,6 +44,12 @@
  *         LOG       the compiler's output
  *         SIG       u32 n, n x u64 (KC__SIG of each parameter)
  *         ARTIFACT  what the backend compiled
+ *         FILES     (only if the compile read files outside kcache's
+ *                   table) u32 n, then n x (u32 flags, u32 path length
+ *                   with its NUL, u64 size, u64 content hash, u64 mtime,
+ *                   u64 ctime (ns), u64 dev, u64 ino, absolute path+NUL):
+ *                   base/filedep.h; a lookup whose files are not all the
+ *                   same any more is a miss (KC__ENTRY_STALE)
  *
  * In a store with KC_CACHE_KEY the file is this image followed by a MAC
  * trailer, "KCMAC256" and HMAC-SHA256 (40 bytes: base/hmac.h, trust.h);
@@ -72,7 +78,16 @@
 /* An entry larger than this is damage, not a kernel. */
 #define KC__STORE_MAX_ENTRY (1ull << 30)
 
-enum { KC__SEC_META = 1, KC__SEC_DEFS = 2, KC__SEC_LOG = 3, KC__SEC_SIG = 4, KC__SEC_ARTIFACT = 5 };
+enum {
+  KC__SEC_META = 1,
+  KC__SEC_DEFS = 2,
+  KC__SEC_LOG = 3,
+  KC__SEC_SIG = 4,
+  KC__SEC_ARTIFACT = 5,
+  KC__SEC_FILES = 6
+};
+/* The most file records an entry holds (more: the compile is not stored). */
+#define KC__STORE_MAX_FILES 4096u
 
 /* The identity of a compile: the text fields that enter the key and that an
  * entry's metadata records, in the metadata's order. X(name, key tag,

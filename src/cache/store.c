@@ -401,8 +401,9 @@ static void key_unlock(kc__cache *c, kc__cache_txn *txn) {
 /* ------------------------------------------------------------- lookups */
 
 /* One look at the entry of key. True when verify took it; a damaged entry
- * (or one verify calls BAD) is removed and counted as a repair. */
-static bool lookup(kc__cache *c, const uint8_t key[16], kc__cache_verify_fn verify, void *ud) {
+ * (or one verify calls BAD) is removed and counted as a repair; *stale: one
+ * verify called STALE was there. */
+static bool lookup(kc__cache *c, const uint8_t key[16], kc__cache_verify_fn verify, void *ud, bool *stale) {
   char path[PATH_MAX], why[256];
   kc__store_path(c->vdir, key, ".kce", path, sizeof path);
   kc__entry e;
@@ -417,6 +418,10 @@ static bool lookup(kc__cache *c, const uint8_t key[16], kc__cache_verify_fn veri
     if (v == KC__ENTRY_GOOD) futimens(fd, NULL); /* last use, for eviction; fails harmlessly when read-only */
     close(fd);
     if (v == KC__ENTRY_UNSURE) return false; /* not the entry's fault */
+    if (v == KC__ENTRY_STALE) {
+      *stale = true;
+      return false; /* sound, but compiled from files that changed: the compile writes over it */
+    }
     good = v == KC__ENTRY_GOOD;
   }
   if (good) return true;
@@ -461,10 +466,13 @@ static bool tier_accept(void *ud, void *image, size_t size, char *why, size_t wl
   }
   kc__verdict v = x->verify(x->ud, &e);
   bool good = v == KC__ENTRY_GOOD;
+  if (v == KC__ENTRY_STALE) kc__fetch_add_relaxed(&c->n.stale, 1);
   if (!good)
     snprintf(why, wl, "%s",
              v == KC__ENTRY_UNSURE ? "out of memory"
-                                   : "another kernel, backend or signature, or the backend refused its code");
+             : v == KC__ENTRY_STALE
+                 ? "a file it was compiled from is not the same here"
+                 : "another kernel, backend or signature, or the backend refused its code");
   if (good && kc__load_relaxed(&c->writable)) {
     /* written to disk on the tier's thread: the launch that the tier served
      * waits neither for the fsyncs nor for an eviction */
@@ -492,12 +500,14 @@ bool kc__cache_fetch(kc__cache *c, const kc__key_parts *p, kc__cache_verify_fn v
   txn->lock_fd = -1;
   if (!c) return false;
   kc__store_key(p, txn->key);
-  bool hit = lookup(c, txn->key, verify, ud);
+  bool stale = false;
+  bool hit = lookup(c, txn->key, verify, ud, &stale);
   if (!hit && kc__load_relaxed(&c->writable)) {
     key_lock(c, txn);
     /* whoever held the lock may have written it meanwhile */
-    hit = lookup(c, txn->key, verify, ud);
+    hit = lookup(c, txn->key, verify, ud, &stale);
   }
+  if (stale && !hit) kc__fetch_add_relaxed(&c->n.stale, 1);
   if (hit) {
     key_unlock(c, txn);
     kc__fetch_add_relaxed(&c->n.hits, 1);
@@ -536,6 +546,8 @@ static void *finish_encode(kc__cache *c, const kc__cache_txn *txn, const kc__key
   e.artifact_size = res->artifact_size;
   e.log = res->log;
   e.log_len = res->log_len;
+  e.files = (kc__filedep *)(uintptr_t)res->files; /* only read */
+  e.nfiles = res->nfiles;
   void *img = NULL;
   if (kc__entry_encode_defs(c->mem, &e, txn->defs, txn->defs_len, &img, size) != KC_OK) return NULL;
   return img;

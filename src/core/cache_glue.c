@@ -157,6 +157,12 @@ static kc__verdict entry_use(void *ud, const kc__entry *e) {
   if (e->nsig != ci->nparams || strcmp(e->entry, ci->spec->name) || strcmp(e->backend, rt->be->name) ||
       !e->artifact_size)
     return KC__ENTRY_BAD;
+  /* the headers on disk it was compiled from: still the same here? */
+  if (!kc__ext_same(e->files, e->nfiles)) return KC__ENTRY_STALE;
+  if (kc__ext_copy(rt, ci, e->files, e->nfiles)) {
+    kc__ci_files_free(rt, ci);
+    return KC__ENTRY_UNSURE;
+  }
   void *art = kc__alloc(rt, e->artifact_size);
   if (!art) return KC__ENTRY_UNSURE;
   memcpy(art, e->artifact, e->artifact_size);
@@ -173,6 +179,7 @@ static kc__verdict entry_use(void *ud, const kc__entry *e) {
     return KC__ENTRY_GOOD;
   }
   kc__free(rt, art);
+  kc__ci_files_free(rt, ci);
   return probe_says_bad(probe) ? KC__ENTRY_BAD : KC__ENTRY_UNSURE;
 }
 
@@ -219,7 +226,9 @@ void kc__store_finish(kc_runtime *rt, kc__store_txn *txn, kc_status st, const kc
   struct kc__store *s = rt->store;
   if (!s) return;
   kc__key_parts p;
-  bool made = txn->active && st == KC_OK && ci->artifact && identity_parts(rt, ci, &p);
+  /* (not with files no later lookup could check) */
+  bool made =
+      txn->active && st == KC_OK && ci->artifact && kc__ext_storable(ci) && identity_parts(rt, ci, &p);
   kc__cache_result res = {
       .compile_ns = ci->compile_ns,
       .tu = ci->source,
@@ -230,6 +239,8 @@ void kc__store_finish(kc_runtime *rt, kc__store_txn *txn, kc_status st, const kc
       .artifact_size = ci->artifact_size,
       .log = log ? log->buf : NULL,
       .log_len = log && log->buf ? log->len : 0,
+      .files = ci->files,
+      .nfiles = ci->nfiles,
   };
   kc__cache_finish(s->cache, txn, made ? &p : NULL, &res);
 }

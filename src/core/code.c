@@ -78,6 +78,7 @@ void kc__ci_free(kc_runtime *rt, kc__ci *ci) {
   kc__free_params(rt, ci->params, ci->nparams);
   kc__free(rt, ci->sig);
   kc__free(rt, ci->edges);
+  kc__ci_files_free(rt, ci);
   kc__free(rt, ci);
 }
 
@@ -234,16 +235,32 @@ static kc_status ci_create(kc_runtime *rt, kc__spec *spec, kc_world w, kc__closu
  * compiler (the log gets its output). A miss may hold the entry's
  * cross-process lock until kc__store_finish. */
 static kc_status ci_compile(kc_runtime *rt, kc__ci *ci, kc__closure *c, size_t len, kc__sb *log) {
-  kc__tu tu = {ci->spec->name, ci->source, len, ci->params, ci->nparams, ci->spec};
+  kc__tu_deps deps = {.reported = false};
+  kc__sb_init(&deps.paths, kc__rt_heap(rt));
+  kc__tu tu = {ci->spec->name,
+               ci->source,
+               len,
+               ci->params,
+               ci->nparams,
+               ci->spec,
+               rt->be->reports_deps ? &deps : NULL};
   kc__store_txn txn;
   kc_stats before; /* the tiers' counters, for the trace (KC_LOG=info and up) */
   bool trace = kc__log_on(rt, KC_LOG_INFO);
   if (trace) kc__trace_store_before(rt, &before);
-  bool hit = kc__store_fetch(rt, ci, c, &txn); /* a hit fills the artifact and sig */
+  bool hit = kc__store_fetch(rt, ci, c, &txn); /* a hit fills the artifact, sig and files */
   if (trace) kc__trace_store_after(rt, ci->spec, hit, &before);
   if (hit) return KC_OK;
-  uint64_t t0 = kc__now_ns();
-  kc_status st = rt->be->compile(rt->bstate, &tu, &ci->artifact, &ci->artifact_size, ci->sig, log);
+  /* the files outside the table it will read: found now, or told by the
+   * compiler after (those read since the compile started are unknown) */
+  kc_status st = rt->be->reports_deps ? KC_OK : kc__ext_scan(rt, ci, ci->source, len);
+  uint64_t t0 = kc__now_ns(), since = kc__realtime_ns();
+  if (!st) st = rt->be->compile(rt->bstate, &tu, &ci->artifact, &ci->artifact_size, ci->sig, log);
+  if (rt->be->reports_deps) {
+    kc_status fs = kc__ext_from_paths(rt, ci, &deps, since);
+    if (!st) st = fs;
+  }
+  kc__sb_free(&deps.paths);
   ci->compile_ns = kc__now_ns() - t0;
   kc__fetch_add_relaxed(&rt->compile_ns, ci->compile_ns);
   if (trace) kc__trace_compiled(rt, ci->spec, st, ci->compile_ns);
@@ -260,7 +277,9 @@ static kc_status ci_remember_failure(kc_runtime *rt, kc__ci *ci, const kc__closu
                                      kc__sb *log, bool *keep) {
   kc__fetch_add_relaxed(&rt->n_compile_failures, 1);
   st = explain_failure(rt, ci->spec, c, st, log->buf);
-  *keep = failure_is_deterministic(st) && (ci->error = kc__strdup(rt, kc_errmsg(rt))) != NULL;
+  /* (not if the files it read cannot be told: their change could not end it) */
+  *keep = failure_is_deterministic(st) && !ci->files_unknown &&
+          (ci->error = kc__strdup(rt, kc_errmsg(rt))) != NULL;
   if (*keep) ci->status = st; /* the same sources fail the same way */
   return st;
 }

@@ -28,8 +28,21 @@ void kc__linked_recycle(kc_runtime *rt, kc__linked *l) {
   kc__unlock(&spec->free_lock);
 }
 
+void kc__ctx_limbo_drop(kc_context *ctx, uint64_t batch) {
+  for (kc__linked **pl = &ctx->limbo; *pl;) {
+    kc__linked *l = *pl;
+    if (batch && l->batch != batch) {
+      pl = &l->next_in_bucket;
+      continue;
+    }
+    *pl = l->next_in_bucket;
+    kc__linked_recycle(ctx->rt, l);
+  }
+}
+
 static void unlink_all(kc_context *ctx) {
   KC__HTAB_DROP_IF(&ctx->linked, kc__linked, l, next_in_bucket, true, kc__linked_recycle(ctx->rt, l));
+  kc__ctx_limbo_drop(ctx, 0);
 }
 
 /* A context's link key and the offset of its slot in a handle. */
@@ -210,13 +223,20 @@ kc__linked *kc__ctx_find_linked(kc_context *ctx, const kc__ci *ci) {
   return found;
 }
 
-/* The linked object of ci in ctx, linking it on first use. */
-kc_status kc__ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
+/* The linked object of ci in ctx, linking it on first use; *dead (and
+ * nothing linked) if kc_collect chose ci meanwhile: kc_collect sets dead
+ * before it takes the contexts' locks to retire ci's linked objects, so
+ * a link made under this lock is either seen by it or sees dead. */
+static kc_status link_once(kc_context *ctx, kc__ci *ci, kc__linked **out, bool *dead) {
   kc_runtime *rt = ctx->rt;
   kc__lock(&ctx->lock);
   if (!kc__load_relaxed(&ctx->alive)) {
     kc__unlock(&ctx->lock);
     return kc__err(rt, KC_EDESTROYED, "launch of '%s': the context has been destroyed", ci->spec->name);
+  }
+  if ((*dead = kc__load_relaxed(&ci->dead))) {
+    kc__unlock(&ctx->lock);
+    return KC_OK;
   }
   KC__HTAB_FOR(&ctx->linked, ci->id, kc__linked, l, next_in_bucket)
   if (l->ci == ci) {
@@ -264,6 +284,16 @@ kc_status kc__ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
   kc__unlock(&ctx->lock);
   *out = l;
   return KC_OK;
+}
+
+kc_status kc__ctx_link(kc_context *ctx, kc__ci *ci, kc_world w, kc__linked **out) {
+  for (;;) { /* a thread that holds ci is inside a section: ci is not freed under it */
+    bool dead;
+    kc_status st = link_once(ctx, ci, out, &dead);
+    if (st || !dead) return st;
+    st = kc__ci_get(ctx->rt, ci->spec, w, &ci);
+    if (st) return st;
+  }
 }
 
 /* ---------------------------------------------------------------- buffers */

@@ -101,6 +101,9 @@ typedef struct kc__def {
    * whether it was then on the walk's stack or done */
   uint64_t walk_stamp;
   uint8_t walk_state;
+  /* A version of a file outside the table (extfiles.c): no source; len is its
+   * size, hash its content's, file_flags its KC__FILEDEP_ABSENT/UNKNOWN. */
+  uint8_t file_flags;
 } kc__def;
 
 /* One entry of a binding's backedges: a code instance and its edge to that
@@ -129,6 +132,10 @@ struct kc__binding {
    * this name, and that edge's index in the walk's closure */
   uint64_t walk_stamp;
   uint32_t walk_edge;
+  /* A file outside the table (extfiles.c; its name is its absolute path, or
+   * "<?>" for files that cannot be told) or a set of them ("<files ...>"):
+   * what was seen of it, its sets or its files. NULL for every other name. */
+  struct kc__extinfo *ext;
 };
 
 /* A lookup made while compiling: name -> definition found (or NULL). */
@@ -164,7 +171,15 @@ struct kc__ci {
    * worlds so a launch loop does not recompile; artifact is NULL. */
   kc_status status;
   char *error;
-  bool dead; /* set by kc_collect just before it frees the code instance */
+  /* The files outside the table the compile read or looked for (extfiles.c),
+   * and whether some could not be told (they then cannot be checked: the
+   * code is not stored, and kc_refresh always ends it). */
+  kc__filedep *files;
+  uint32_t nfiles;
+  bool files_unknown;
+  /* Chosen by kc_collect (under world_lock): off its specialization's
+   * list, and never linked again (kc__ctx_link finds the code anew). */
+  _Atomic bool dead;
 };
 
 struct kc__spec {
@@ -200,7 +215,10 @@ struct kc_context {
   void *bctx;
   kc__mutex lock;
   KC__HTAB(kc__linked) linked; /* keyed by ci->id (base/kit.h) */
-  kc__linked *retired; /* dropped by reset, freed at destroy */
+  /* Linked objects of code kc_collect chose (world.c), out of `linked`, link
+   * key 0: unloaded once their batch's grace period is over, or at reset
+   * and destroy. Chained by next_in_bucket, under lock. */
+  kc__linked *limbo;
   kc_buffer *buffers; /* live */
   kc_buffer *free_buffers; /* destroyed, for reuse (singly linked by next) */
   kc_context *next; /* runtime's list of all contexts (live or free) */
@@ -335,7 +353,7 @@ struct kc_runtime {
   kc_args *bound_args; /* every kernel's bound arguments (kc_args.all), for kc_buffer_destroy */
 
   _Atomic uint64_t n_compiles, n_compile_failures, n_links, n_slow, n_invalidations, n_defines, n_cis,
-      compile_ns, n_defs, n_collected;
+      compile_ns, n_defs, n_collected, n_files, n_files_changed;
 
   /* Worlds pinned by threads (a multiset), for kc_collect; under world_lock
    * (npins decides fast_world). */
@@ -367,32 +385,17 @@ struct kc_runtime {
   struct kc__srcfile *files; /* kc_define_file's files and their names (source_file.c), under world_lock */
   size_t nwatchers; /* bindings "#prefix" made (table.c), under world_lock */
   uint64_t walk_stamp; /* the number of the last closure walk (resolve.c), under world_lock */
+  /* extfiles.c: the directories a compile's #include <...> is looked for in
+   * (backends that do not report what they read), resolved at create; the
+   * bindings of files (under world_lock), for kc_refresh. */
+  char **inc_dirs;
+  size_t ninc_dirs;
+  kc__binding **file_bindings;
+  size_t nfile_bindings, capfile_bindings;
 };
 
-/* Function table (table.c). */
-typedef struct kc__closure {
-  kc__def **defs; /* dependency order: callees first, the entry last */
-  uint32_t ndefs;
-  kc__edge *edges;
-  uint32_t nedges;
-} kc__closure;
-
-kc_status kc__resolve(kc_runtime *rt, const kc__spec *spec, kc_world world, kc__closure *out);
-/* headers.c: appends d's text to sb with its includes of the closure's
- * headers inlined; whether d is a header, or a macro (its first mention
- * of its name is on a preprocessor line: #define NAME). */
-kc_status kc__emit_def(kc_runtime *rt, kc__sb *sb, const kc__closure *c, const kc__def *d);
-bool kc__def_is_header(const kc__def *d);
-bool kc__def_is_macro(const kc__def *d);
-void kc__closure_free(kc_runtime *rt, kc__closure *c);
-/* Under world_lock: computes the world range of a code instance compiled at
- * `world` from its edges, registers backedges if it is still valid in
- * the latest world, publishes the range (release) and puts ci at the head
- * of its specialization's list. */
-void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world);
-void kc__table_free(kc_runtime *rt);
-
-#include "core/batch.h" /* kc_define_file's batches of definitions */
+#include "core/extfiles.h" /* files outside the table that compiles read */
+#include "core/table.h" /* closures, publishing, batches of definitions */
 
 /* ---------------------------------------------------------- linked objects */
 
@@ -412,7 +415,8 @@ struct kc__linked {
   kc_runtime *rt;
   uint32_t nargs;
   const uint64_t *sig;
-  kc__linked *next_in_bucket; /* context's table, or the spec's free list */
+  kc__linked *next_in_bucket; /* context's table or limbo, or the spec's free list */
+  uint64_t batch; /* in its context's limbo: the kc_collect batch that retired it */
 };
 _Static_assert(offsetof(kc__linked, b) == 0, "a backend's half is the linked object's address");
 _Static_assert(offsetof(kc__linked, ci) + sizeof(kc__ci *) <= 64,
@@ -502,8 +506,12 @@ void kc__limbo_free(kc_runtime *rt);
 /* context.c */
 void kc__context_teardown(kc_context *ctx); /* frees what a live context holds */
 void kc__linked_recycle(kc_runtime *rt, kc__linked *l);
-/* The linked object of ci in ctx, linking it on first use. */
-kc_status kc__ctx_link(kc_context *ctx, kc__ci *ci, kc__linked **out);
+/* The linked object of ci in ctx, linking it on first use. A ci that
+ * kc_collect chose meanwhile (dead) is never linked: the code of spec for
+ * world w (the caller's) is found or made again instead. */
+kc_status kc__ctx_link(kc_context *ctx, kc__ci *ci, kc_world w, kc__linked **out);
+/* context.c: unloads a context's limbo (all of it, or batch's only: 0 for all); ctx->lock held. */
+void kc__ctx_limbo_drop(kc_context *ctx, uint64_t batch);
 
 /* The linked object of ci in ctx if there is one (links nothing). */
 kc__linked *kc__ctx_find_linked(kc_context *ctx, const kc__ci *ci);

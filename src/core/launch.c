@@ -42,7 +42,10 @@ kc_status kc_kernel_create(kc_runtime *rt, const char *name, const char *params,
   if (!k) return kc__err(rt, KC_ENOMEM, "kc_kernel_create: out of memory");
   k->rt = rt;
   k->spec = spec;
-  for (int i = 0; i < KC__HSLOTS; i++) atomic_init(&k->slots[i], &kc__no_linked);
+  for (int i = 0; i < KC__HSLOTS; i++) {
+    atomic_init(&k->slots[i], &kc__no_linked);
+    atomic_init(&k->gslots[i], &kc__no_linked);
+  }
   kc__lock(&rt->kernels_lock);
   KC__LIST_PUSH(rt->kernels, k);
   kc__unlock(&rt->kernels_lock);
@@ -150,7 +153,7 @@ static kc_status launch_resolve(kc_kernel *k, kc_context *ctx, const kc_dim3 *gr
   st = capturing ? kc__capture_ci(ctx, k->spec, w, &ci) : kc__ci_get(rt, k->spec, w, &ci);
   if (st) return st;
   kc__linked *l = NULL;
-  st = capturing ? kc__capture_link(ctx, ci, &l) : kc__ctx_link(ctx, ci, &l);
+  st = capturing ? kc__capture_link(ctx, ci, &l) : kc__ctx_link(ctx, ci, w, &l);
   if (st) return st;
   /* checked mode fills no cache: every launch comes back here */
   if (KC__UNLIKELY(rt->checked)) return kc__checked_launch(l, ctx, grid, block, args, nargs, NULL);
@@ -444,7 +447,7 @@ kc_status kc__args_resolve(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block
   }
   kc__linked *l = NULL;
   if (capturing) st = kc__capture_link(ctx, ci, &l);
-  else st = kc__ctx_link(ctx, ci, &l);
+  else st = kc__ctx_link(ctx, ci, w, &l);
   if (st) return st;
   *out = l;
   if (KC__UNLIKELY(rt->checked)) return KC_OK; /* checked mode fills no cache */

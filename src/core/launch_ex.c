@@ -180,7 +180,7 @@ static kc_status ex_resolve(kc_kernel *k, kc_context *ctx, const kc_launch_confi
   kc_status st = capturing ? kc__capture_ci(ctx, k->spec, w, &ci) : kc__ci_get(rt, k->spec, w, &ci);
   if (st) return st;
   kc__linked *l = NULL;
-  st = capturing ? kc__capture_link(ctx, ci, &l) : kc__ctx_link(ctx, ci, &l);
+  st = capturing ? kc__capture_link(ctx, ci, &l) : kc__ctx_link(ctx, ci, w, &l);
   if (st) return st;
   /* checked mode fills no cache (its guards are checked at kc_context_finish) */
   if (!rt->checked) kc__store_release(kc__slot_of(k, key), l);

@@ -60,7 +60,7 @@ static kc_status prepare_in(kc_kernel *k, kc_world w, kc_context *ctx) {
   if (st || !ctx) return st;
   uint64_t key = kc__load_relaxed(&ctx->link_key);
   kc__linked *l = NULL;
-  st = kc__ctx_link(ctx, ci, &l);
+  st = kc__ctx_link(ctx, ci, w, &l);
   if (st) return st;
   kc__store_release(kc__slot_of(k, key), l);
   return KC_OK;

@@ -152,6 +152,7 @@ kc_status kc__runtime_open(const kc_options *user_opt, const kc__backend *be, kc
     goto label; \
   } while (0)
   if (!dup_options(rt, &opt)) KC__OOM(fail_options);
+  if (kc__ext_setup(rt)) KC__OOM(fail_options);
   if (!kc__mutex_init(&rt->world_lock)) KC__OOM(fail_options);
   if (!kc__mutex_init(&rt->spec_lock)) KC__OOM(fail_spec_lock);
   if (!kc__mutex_init(&rt->ctx_lock)) KC__OOM(fail_ctx_lock);
@@ -178,6 +179,7 @@ fail_ctx_lock:
 fail_spec_lock:
   kc__mutex_destroy(&rt->world_lock);
 fail_options:
+  kc__ext_free(rt);
   free_options(rt);
   heap.fn(heap.ud, rt, 0);
   return st;
@@ -263,6 +265,8 @@ static void stats_fill(kc_runtime *rt, kc_stats *out) {
   out->world = kc__load_acquire(&rt->world);
   out->definitions = kc__load_relaxed(&rt->n_defs);
   out->collected = kc__load_relaxed(&rt->n_collected);
+  out->files_tracked = kc__load_relaxed(&rt->n_files);
+  out->files_changed = kc__load_relaxed(&rt->n_files_changed);
   out->backend_builds = rt->be->builds ? rt->be->builds(rt->bstate) : 0;
   kc__store_stats(rt, out);
   /* The contexts' counters (launch.c counts there, not per handle): the

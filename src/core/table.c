@@ -58,11 +58,13 @@ void kc__table_free(kc_runtime *rt) {
       kc__free(rt, d);
     }
     kc__free(rt, b->backedges);
+    kc__extinfo_free(rt, b->ext);
     kc__free(rt, b->name);
     kc__free(rt, b);
   }
   KC__HTAB_FREE(&rt->heap, &rt->bindings);
   kc__files_free(rt);
+  kc__ext_free(rt);
 }
 
 /* ------------------------------------------------------------ validation */
@@ -203,9 +205,7 @@ static kc_status change_with(kc_runtime *rt, const char *name, const char *sourc
   if (d) kc__declare_commit(rt, b, source, len, w);
   kc__fetch_add_relaxed(&rt->n_defines, 1);
   if (d) kc__fetch_add_relaxed(&rt->n_defs, 1);
-  kc__store_release(&rt->world, w + 1); /* publish only after every clip */
-  /* and for the launch fast path, unless a pin has switched its check off */
-  if (!rt->npins) kc__store_release(&rt->fast_world, w + 1);
+  kc__world_advance(rt, w);
   kc__unlock(&rt->world_lock);
   if (new_world) *new_world = w + 1;
   return KC_OK;
@@ -246,6 +246,12 @@ void kc__def_replace(kc_runtime *rt, kc__binding *b, kc__def *cur, kc__def *d, k
     if (b->defs) b->defs->newer = d;
     b->defs = d;
   }
+}
+
+void kc__world_advance(kc_runtime *rt, kc_world w) {
+  kc__store_release(&rt->world, w + 1); /* publish only after every clip */
+  /* and for the launch fast path, unless a pin has switched its check off */
+  if (!rt->npins) kc__store_release(&rt->fast_world, w + 1);
 }
 
 kc__binding *kc__binding_get(kc_runtime *rt, const char *name, size_t len) {
@@ -297,7 +303,9 @@ static bool add_backedge(kc_runtime *rt, kc__ci *ci, uint32_t edge) {
 
 void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world) {
   kc__lock(&rt->world_lock);
-  kc_world min = 1, max = KC_WORLD_FOREVER;
+  /* the files it read, as edges (a changed one moves the world on first) */
+  bool complete = kc__ext_observe(rt, ci);
+  kc_world min = 1, max = complete ? KC_WORLD_FOREVER : kc__load_relaxed(&rt->world);
   for (uint32_t i = 0; i < ci->nedges; i++) {
     kc_world lo, hi;
     edge_range(&ci->edges[i], world, &lo, &hi);

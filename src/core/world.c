@@ -114,17 +114,21 @@ kc_status kc_unpin(kc_runtime *rt) {
  *     rt->retired_defs whose range holds no live world: the latest and
  *     every pinned one. Nothing can ask for them again: a world read from
  *     now on is the latest or newer, or a pin of one.
- *  2. unlist: the code instances leave their specializations' lists, so no
- *     lookup that starts from now on can find them. (The definitions stay
- *     in their bindings' lists: a lookup made at an old world is still
- *     valid there, and they are visible in no world anyone can ask for.)
+ *  2. unlist: the code instances leave their specializations' lists, and
+ *     their linked objects leave their contexts' tables for the contexts'
+ *     limbo with link key 0 (launch caches that still point at them miss),
+ *     so nothing that starts from now on can reach them; a thread that
+ *     already holds one of them is not allowed to link it again (ci->dead,
+ *     kc__ctx_link). (The definitions stay in their bindings' lists: a
+ *     lookup made at an old world is still valid there, and they are
+ *     visible in no world anyone can ask for.)
  *  3. after a grace period (base/grace.h): threads that were inside a
  *     kcache call when the batch was made may still hold them (a compile at
  *     an old world, a slow-path launch running their code), so the batch
  *     waits until each of those threads has left that call; then its
- *     linked objects are unloaded in every context, its definitions leave
- *     their lists, and all of it is freed. A batch whose threads are still
- *     inside waits for a later kc_collect (or the runtime's end).
+ *     linked objects are unloaded, its definitions leave their lists, and
+ *     all of it is freed. A batch whose threads are still inside waits for
+ *     a later kc_collect (or the runtime's end).
  * Cached launches take no section unless the runtime guards them
  * (kc_options.guard_launches, launch.c): without it, a cached launch must
  * not be running code that a kc_collect frees (kcache.h, kc_collect). */
@@ -149,11 +153,12 @@ static bool world_live(const live_worlds *lw, kc_world min, kc_world max) {
 /* What one kc_collect chose, waiting for its grace period. */
 struct kc__limbo {
   struct kc__limbo *next; /* younger batches */
+  uint64_t id; /* its linked objects' kc__linked.batch (never 0) */
   kc__grace grace; /* the threads inside a call when it was made */
   bool snapped; /* grace was taken (else a later collect takes it: out of memory) */
   kc__ci *cis; /* dead (ci->dead), unlisted, chained by next_clipped */
   kc__def *defs; /* visible in no live world, still in their bindings' lists, chained by next_retired */
-  uint64_t ncis, ndefs;
+  uint64_t ncis, ndefs, nlinked;
 };
 
 /* Step 1, under world_lock: the dead code instances and definitions, off
@@ -167,7 +172,7 @@ static void choose(kc_runtime *rt, struct kc__limbo *b) {
       continue;
     }
     *pc = ci->next_clipped;
-    ci->dead = true;
+    kc__store_relaxed(&ci->dead, true); /* before the contexts' locks are taken: kc__ctx_link */
     ci->next_clipped = b->cis;
     b->cis = ci;
     b->ncis++;
@@ -197,7 +202,7 @@ static void unlist_dead(kc__ci *dead, uint64_t pass) {
     s->swept = pass;
     kc__ci *keep = NULL, **tail = &keep;
     for (kc__ci *ci = kc__load_relaxed(&s->head); ci; ci = ci->next)
-      if (!ci->dead) {
+      if (!kc__load_relaxed(&ci->dead)) {
         *tail = ci;
         tail = &ci->next;
       }
@@ -206,36 +211,53 @@ static void unlist_dead(kc__ci *dead, uint64_t pass) {
   }
 }
 
-/* Unloads the linked objects of the dead code instances: one lookup per
- * code instance in each context that has linked anything. */
-static uint64_t unlink_dead(kc_runtime *rt, kc__ci *dead) {
-  uint64_t n = 0;
+/* Step 2 in the contexts: the linked objects of b's code instances, out of
+ * their tables into their limbo (link key 0): one lookup per code instance
+ * in each context that has linked anything. */
+static void retire_linked(kc_runtime *rt, struct kc__limbo *b) {
   kc__lock(&rt->ctx_lock);
-  for (kc_context *ctx = rt->contexts; ctx && dead; ctx = ctx->next) {
+  for (kc_context *ctx = rt->contexts; ctx && b->cis; ctx = ctx->next) {
     kc__lock(&ctx->lock);
     if (kc__load_relaxed(&ctx->alive))
-      for (kc__ci *ci = dead; ci && ctx->linked.count; ci = ci->next_clipped) {
+      for (kc__ci *ci = b->cis; ci && ctx->linked.count; ci = ci->next_clipped) {
         kc__linked **pl = &ctx->linked.slots[kc__htab_bucket(ci->id, ctx->linked.cap)];
         while (*pl && (*pl)->ci != ci) pl = &(*pl)->next_in_bucket;
         kc__linked *l = *pl;
         if (!l) continue;
         *pl = l->next_in_bucket;
         ctx->linked.count--;
-        kc__linked_recycle(rt, l);
-        n++;
+        kc__store_release(&l->link_key, 0);
+        l->batch = b->id;
+        l->next_in_bucket = ctx->limbo;
+        ctx->limbo = l;
+        b->nlinked++;
       }
     kc__unlock(&ctx->lock);
   }
   kc__unlock(&rt->ctx_lock);
-  return n;
+}
+
+/* Step 3 in the contexts: b's linked objects unloaded (a context reset or
+ * destroyed since has unloaded its own already). */
+static void drop_linked(kc_runtime *rt, struct kc__limbo *b) {
+  kc__lock(&rt->ctx_lock);
+  for (kc_context *ctx = rt->contexts; ctx; ctx = ctx->next) {
+    kc__lock(&ctx->lock);
+    kc__ctx_limbo_drop(ctx, b->id);
+    kc__unlock(&ctx->lock);
+  }
+  kc__unlock(&rt->ctx_lock);
 }
 
 /* Step 3: a batch whose grace period is over, unloaded and freed. */
 static void batch_free(kc_runtime *rt, struct kc__limbo *b, kc_collect_info *info) {
-  info->linked += b->cis ? unlink_dead(rt, b->cis) : 0;
+  if (b->nlinked) drop_linked(rt, b);
+  info->linked += b->nlinked;
   kc__lock(&rt->world_lock);
+  uint64_t user = 0; /* kc_stats.definitions counts the caller's, not files' versions */
   for (kc__def *d = b->defs, *next; d; d = next) {
     next = d->next_retired;
+    user += d->source != NULL;
     if (d->newer) d->newer->older = d->older;
     else d->binding->defs = d->older;
     if (d->older) d->older->newer = d->newer;
@@ -247,11 +269,11 @@ static void batch_free(kc_runtime *rt, struct kc__limbo *b, kc_collect_info *inf
     next = ci->next_clipped;
     kc__ci_free(rt, ci);
   }
-  atomic_fetch_sub_explicit(&rt->n_defs, b->ndefs, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&rt->n_defs, user, memory_order_relaxed);
   atomic_fetch_sub_explicit(&rt->n_cis, b->ncis, memory_order_relaxed);
   kc__fetch_add_relaxed(&rt->n_collected, b->ncis);
   info->code_instances += b->ncis;
-  info->definitions += b->ndefs;
+  info->definitions += user;
   kc__grace_free(&b->grace, kc__rt_heap(rt));
   kc__free(rt, b);
 }
@@ -286,8 +308,10 @@ kc_status kc_collect(kc_runtime *rt, kc_collect_info *out) {
   kc__lock(&rt->world_lock);
   choose(rt, b);
   static _Atomic uint64_t passes;
-  unlist_dead(b->cis, kc__fetch_add_relaxed(&passes, 1) + 1);
+  b->id = kc__fetch_add_relaxed(&passes, 1) + 1;
+  unlist_dead(b->cis, b->id);
   kc__unlock(&rt->world_lock);
+  retire_linked(rt, b);
   /* after the unlisting: who may still hold what was chosen (out of
    * memory: nobody knows, and the batch waits for a collect that can tell) */
   b->snapped = kc__grace_snap(&b->grace, kc__rt_heap(rt));

@@ -296,11 +296,12 @@ static bool host_resource_failure(const char *out, size_t n) {
 }
 
 /* Runs the compiler on src into obj, its output into lg and then the log. */
-static kc_status host_cc(host_state *s, const char *src, const char *obj, const char *lg, kc__sb *log) {
+static kc_status host_cc(host_state *s, const char *src, const char *obj, const char *lg, const char *dep,
+                         kc__sb *log) {
   const kc__bsvc *sv = s->sv;
-  /* the command's words, 7 flags, the output and the source, the options'
-   * words and the terminating NULL */
-  char *argv[2 * KC__HOST_MAX_WORDS + 7 + 2 + 1];
+  /* the command's words, 7 flags, the output and the source, the
+   * dependency file's 3 words, the options' words and the terminating NULL */
+  char *argv[2 * KC__HOST_MAX_WORDS + 7 + 2 + 3 + 1];
   int argc = 0;
   for (int i = 0; i < s->cc_argc; i++) argv[argc++] = s->cc_argv[i];
   static char *const fixed[] = {
@@ -309,6 +310,10 @@ static kc_status host_cc(host_state *s, const char *src, const char *obj, const 
   for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) argv[argc++] = fixed[i];
   argv[argc++] = (char *)obj;
   argv[argc++] = (char *)src;
+  /* the files it reads (core/extfiles.c): gcc, clang and tcc take these */
+  argv[argc++] = "-MD";
+  argv[argc++] = "-MF";
+  argv[argc++] = (char *)dep;
   /* user options come last so that they win */
   host_state opts = {.sv = sv};
   kc_status st = host_split_words(&opts, s->compile_options, "compile options");
@@ -367,21 +372,41 @@ static kc_status host_check_object(host_state *s, const kc__tu *tu, const void *
   return st;
 }
 
+static const char *host_identity(void *state);
+
+/* The dependency file of a compile into tu->deps (reported: it was there
+ * and could be read whole). tcc writes its own format; the compiler's
+ * first --version line says which one ran. */
+static void host_deps_read(host_state *s, const kc__tu *tu, const char *dep, const char *src) {
+  if (!tu->deps) return;
+  void *text = NULL;
+  size_t n = 0;
+  if (access(dep, R_OK) != 0 || host_read_file(s->sv, dep, &text, &n) != KC_OK) return;
+  const char *id = host_identity(s);
+  bool lines = id && strstr(id, "tcc version");
+  tu->deps->reported = host_deps_parse(text, n, lines, src, &tu->deps->paths);
+  kc__bs_free(s->sv, text);
+}
+
 static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, size_t *size, uint64_t *sig,
                               kc__sb *log) {
   host_state *s = state;
   const kc__bsvc *sv = s->sv;
   *artifact = NULL;
   *size = 0;
-  char dir[HOST_WORKDIR_MAX], src[HOST_WORKDIR_MAX + 8], obj[HOST_WORKDIR_MAX + 8], lg[HOST_WORKDIR_MAX + 8];
+  char dir[HOST_WORKDIR_MAX], src[HOST_WORKDIR_MAX + 8], obj[HOST_WORKDIR_MAX + 8], lg[HOST_WORKDIR_MAX + 8],
+      dep[HOST_WORKDIR_MAX + 8];
   if (!host_workdir_make(s, dir, sizeof dir))
     return kc__bs_err(sv, KC_EIO, "cannot create a work directory in %s: %s", s->dir, strerror(errno));
   snprintf(src, sizeof src, "%s/k.c", dir);
   snprintf(obj, sizeof obj, "%s/k.o", dir);
   snprintf(lg, sizeof lg, "%s/k.log", dir);
+  snprintf(dep, sizeof dep, "%s/k.d", dir);
   kc_status st = host_write_file(sv, src, tu->text, tu->len);
-  if (!st) st = host_cc(s, src, obj, lg, log);
+  if (!st) st = host_cc(s, src, obj, lg, dep, log);
   if (!st) st = host_read_file(sv, obj, artifact, size);
+  host_deps_read(s, tu, dep, src); /* after a failure too: gcc writes it then */
+  unlink(dep);
   unlink(lg);
   unlink(src);
   unlink(obj);
@@ -537,6 +562,7 @@ const kc__backend kc__backend_host = {
     .device_count = host_device_count,
     .device_name = host_device_name,
     .identity = host_identity,
+    .reports_deps = true,
     .prelude = host_prelude,
     .epilogue = host_epilogue,
     .compile = host_compile,

@@ -48,6 +48,11 @@ kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path,
                         int *signal_no);
 kc_status host_read_file(const kc__bsvc *sv, const char *path, void **out, size_t *size);
 kc_status host_write_file(const kc__bsvc *sv, const char *path, const void *data, size_t n);
+/* The paths of a compiler's dependency file (cc -MD -MF) into out, each
+ * with its NUL, but `skip` (the translation unit): make syntax as gcc and
+ * clang write it (escaped blanks, '#', "$$"), or with lines true, tcc's
+ * (one path a line, not escaped). False if out ran out of memory. */
+bool host_deps_parse(const char *text, size_t n, bool lines, const char *skip, kc__sb *out);
 /* A compile's work directory under s->dir, named after this process
  * (kcache-host-NS-PID-START-XXXXXX: NS says which machine's boot and pid
  * namespace the pid is of (host_pid_ns), then the pid and its start time), made

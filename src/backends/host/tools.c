@@ -334,3 +334,58 @@ int host_workdir_sweep(const host_state *s) {
   closedir(d);
   return removed;
 }
+
+/* ---------------------------------------------------- dependency files */
+
+static void deps_put(kc__sb *out, const char *path, size_t n, const char *skip) {
+  if (!n || (strlen(skip) == n && !memcmp(path, skip, n))) return;
+  kc__sb_append(out, path, n);
+  kc__sb_append(out, "", 1);
+}
+
+bool host_deps_parse(const char *text, size_t n, bool lines, const char *skip, kc__sb *out) {
+  size_t i = 0;
+  if (lines) { /* "target: \" then "  path \" a line, the last without " \" */
+    while (i < n && text[i] != '\n') i++;
+    while (i < n) {
+      size_t s = ++i;
+      while (i < n && text[i] != '\n') i++;
+      size_t e = i;
+      while (s < e && (text[s] == ' ' || text[s] == '\t')) s++;
+      if (e > s && text[e - 1] == '\\') e--;
+      while (e > s && (text[e - 1] == ' ' || text[e - 1] == '\t' || text[e - 1] == '\r')) e--;
+      deps_put(out, text + s, e - s, skip);
+    }
+    return !out->failed;
+  }
+  /* past the target: the first ':' that a blank or the end follows */
+  while (i < n && !(text[i] == ':' && (i + 1 == n || text[i + 1] == ' ' || text[i + 1] == '\t' ||
+                                       text[i + 1] == '\n' || text[i + 1] == '\\')))
+    i++;
+  i++;
+  kc__sb tok;
+  kc__sb_init(&tok, out->heap);
+  for (; i <= n; i++) {
+    char c = i < n ? text[i] : '\n';
+    if (c == '\\' && i + 1 < n && (text[i + 1] == ' ' || text[i + 1] == '#' || text[i + 1] == ':')) {
+      kc__sb_append(&tok, &text[++i], 1); /* an escaped blank, '#' or ':' of a path */
+    } else if (c == '\\' && (i + 1 == n || text[i + 1] == '\n' || text[i + 1] == '\r')) {
+      /* a line continuation: a blank */
+      deps_put(out, tok.buf, tok.len, skip);
+      tok.len = 0;
+    } else if (c == '$' && i + 1 < n && text[i + 1] == '$') {
+      kc__sb_append(&tok, "$", 1);
+      i++;
+    } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      deps_put(out, tok.buf, tok.len, skip);
+      tok.len = 0;
+      /* gcc with -MP adds "path:" targets after a blank line: none are
+       * written without it, and they would name the same headers */
+    } else {
+      kc__sb_append(&tok, &c, 1);
+    }
+  }
+  bool ok = !out->failed && !tok.failed;
+  kc__sb_free(&tok);
+  return ok;
+}

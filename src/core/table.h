@@ -1,11 +1,37 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * batch.h -- many definitions in one world: what table.c gives
+ * table.h -- the function table's work, between the files of src/core: a
+ * kernel's closure as of a world (resolve.c) and its headers in the
+ * translation unit (headers.c), the range a new code instance is published
+ * with (table.c), and many definitions in one world: what table.c gives
  * kc_define_file (source_file.c) and what source_file.c gives the CLI and
  * the fuzzers (the splitter). Included by core.h, after the data model.
  */
-#ifndef KC_CORE_BATCH_H
-#define KC_CORE_BATCH_H
+#ifndef KC_CORE_TABLE_H
+#define KC_CORE_TABLE_H
+
+/* Function table (table.c). */
+typedef struct kc__closure {
+  kc__def **defs; /* dependency order: callees first, the entry last */
+  uint32_t ndefs;
+  kc__edge *edges;
+  uint32_t nedges;
+} kc__closure;
+
+kc_status kc__resolve(kc_runtime *rt, const kc__spec *spec, kc_world world, kc__closure *out);
+/* headers.c: appends d's text to sb with its includes of the closure's
+ * headers inlined; whether d is a header, or a macro (its first mention
+ * of its name is on a preprocessor line: #define NAME). */
+kc_status kc__emit_def(kc_runtime *rt, kc__sb *sb, const kc__closure *c, const kc__def *d);
+bool kc__def_is_header(const kc__def *d);
+bool kc__def_is_macro(const kc__def *d);
+void kc__closure_free(kc_runtime *rt, kc__closure *c);
+/* Under world_lock: computes the world range of a code instance compiled at
+ * `world` from its edges, registers backedges if it is still valid in
+ * the latest world, publishes the range (release) and puts ci at the head
+ * of its specialization's list. */
+void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world);
+void kc__table_free(kc_runtime *rt);
 
 /* Many definitions in one world (table.c, for kc_define_file): each item
  * defines name (source non-NULL) or undefines it (if visible); identical
@@ -62,4 +88,4 @@ kc_status kc__split_file(kc_runtime *rt, const char *file, const char *text, siz
                          size_t *n);
 void kc__free_changes(kc_runtime *rt, kc__change *v, size_t n);
 
-#endif /* KC_CORE_BATCH_H */
+#endif /* KC_CORE_TABLE_H */

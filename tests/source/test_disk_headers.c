@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_disk_headers.c -- headers on disk (issue 22, item 3), on the
+ * backend of the suite: a header found through -I is recorded with the
+ * code; editing it ends that code at kc_refresh, in memory, and makes a
+ * stored entry stale for every later process (a new runtime here), which
+ * compiles again and writes over it; nested includes, a header that did
+ * not exist yet, and (OpenCL, CUDA: kcache looks itself) a header created
+ * in a directory searched earlier.
+ */
+#include "source.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct disk {
+  char root[64], inc1[96], inc2[96], cache[96];
+  char opts[256];
+} disk;
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Writes path (text), then waits past the timestamps' grain: a file changed
+ * as a compile starts is one whose content kcache cannot vouch for. */
+static void put(const char *dir, const char *name, const char *text) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  if (!f) fail_msg("cannot write %s: %s", path, strerror(errno));
+  fputs(text, f);
+  fclose(f);
+  sleep_ms(40);
+}
+
+static void disk_open(disk *d) {
+  snprintf(d->root, sizeof d->root, "/tmp/kc-diskhdr-XXXXXX");
+  if (!mkdtemp(d->root)) fail_msg("mkdtemp: %s", strerror(errno));
+  snprintf(d->inc1, sizeof d->inc1, "%s/inc1", d->root);
+  snprintf(d->inc2, sizeof d->inc2, "%s/inc2", d->root);
+  snprintf(d->cache, sizeof d->cache, "%s/cache", d->root);
+  mkdir(d->inc1, 0700);
+  mkdir(d->inc2, 0700);
+  snprintf(d->opts, sizeof d->opts, "-I%s -I %s", d->inc1, d->inc2);
+}
+
+static void disk_close(disk *d) {
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", d->root);
+  if (system(cmd) != 0) print_message("could not remove %s\n", d->root);
+}
+
+/* A fixture on its own runtime: the include directories, a disk cache
+ * (or none), and the host compiler given (NULL: the default). */
+static void open_rt(kct_fixture *f, const disk *d, bool cache, const char *cc) {
+  memset(f, 0, sizeof *f);
+  kc_options o;
+  kc_options_init(&o);
+  o.compile_options = d->opts;
+  o.cache_dir = cache ? d->cache : NULL;
+  o.cache_disable = !cache;
+  if (cc) o.host_cc = cc;
+  f->rt = kct_runtime(&o);
+  f->ctx = kct_context(f->rt);
+  f->buf = kct_buffer(f->rt, f->ctx, KCT_FX_N);
+}
+
+static const char *kernel_x =
+    "#include <x.h>\nKC_KERNEL void kx(KC_GLOBAL float *y) { y[kc_global_id(0)] = XV; }";
+
+static size_t refresh(kc_runtime *rt) {
+  size_t n = 99;
+  KCT_OK(rt, kc_refresh(rt, &n, NULL));
+  return n;
+}
+
+/* In one runtime: an edit is seen at kc_refresh, and only then; nested
+ * includes are followed; a refresh with nothing changed makes no world. */
+static void in_memory(const char *cc) {
+  disk d;
+  disk_open(&d);
+  put(d.inc2, "x.h", "#include \"y.h\"\n#define XV (1.0f + YV)\n");
+  put(d.inc2, "y.h", "#define YV 0.5f\n");
+  kct_fixture f;
+  open_rt(&f, &d, false, cc);
+  kct_define(f.rt, "kx", kernel_x);
+  assert_true(src_run(&f, "kx") == 1.5f);
+  kc_stats s = kct_stats(f.rt);
+  assert_true(s.files_tracked >= 2); /* x.h and y.h (and the paths looked in) */
+  uint64_t c0 = src_compiles(f.rt);
+  kc_world w0 = kc_world_latest(f.rt);
+  assert_int_equal(refresh(f.rt), 0);
+  assert_int_equal(kc_world_latest(f.rt), w0);
+  put(d.inc2, "y.h", "#define YV 2.5f\n");
+  assert_true(src_run(&f, "kx") == 1.5f); /* launches do not look at the disk */
+  assert_int_equal(refresh(f.rt), 1);
+  assert_true(kc_world_latest(f.rt) > w0);
+  assert_true(src_run(&f, "kx") == 3.5f);
+  assert_int_equal(src_compiles(f.rt), c0 + 1);
+  assert_true(kct_stats(f.rt).files_changed >= 1);
+  /* an unrelated kernel reads no header: a header's change leaves it be */
+  kct_define(f.rt, "kz", "KC_KERNEL void kz(KC_GLOBAL float *y) { y[kc_global_id(0)] = 4.0f; }");
+  assert_true(src_run(&f, "kz") == 4.0f);
+  uint64_t c1 = src_compiles(f.rt);
+  put(d.inc2, "x.h", "#include \"y.h\"\n#define XV (10.0f + YV)\n");
+  assert_int_equal(refresh(f.rt), 1);
+  assert_true(src_run(&f, "kz") == 4.0f);
+  assert_true(src_run(&f, "kx") == 12.5f);
+  assert_int_equal(src_compiles(f.rt), c1 + 1);
+  kct_fx_close(&f);
+  disk_close(&d);
+}
+
+/* Across runtimes (as across processes): a stored entry is used while its
+ * headers are the same, passed over once one changed, and written over. */
+static void across_runtimes(const char *cc) {
+  disk d;
+  disk_open(&d);
+  put(d.inc2, "x.h", "#define XV 2.0f\n");
+  for (int round = 0; round < 3; round++) {
+    kct_fixture f;
+    open_rt(&f, &d, true, cc);
+    kct_define(f.rt, "kx", kernel_x);
+    float want = round < 2 ? 2.0f : 3.0f;
+    float got = src_run(&f, "kx");
+    kc_stats s = kct_stats(f.rt);
+    if (got != want) fail_msg("round %d: %g, expected %g (stale from the disk cache)", round, got, want);
+    if (round == 0) assert_int_equal(s.compiles, 1);
+    if (round == 1) assert_int_equal(s.disk_hits, 1);
+    if (round == 2) {
+      assert_int_equal(s.disk_stale, 1);
+      assert_int_equal(s.compiles, 1);
+    }
+    kct_fx_close(&f);
+    if (round == 1) put(d.inc2, "x.h", "#define XV 3.0f\n");
+  }
+  kct_fixture f; /* the entry was written over: a hit again */
+  open_rt(&f, &d, true, cc);
+  kct_define(f.rt, "kx", kernel_x);
+  assert_true(src_run(&f, "kx") == 3.0f);
+  assert_int_equal(kct_stats(f.rt).disk_hits, 1);
+  kct_fx_close(&f);
+  disk_close(&d);
+}
+
+/* A header that is not there yet: the compile fails; once it is there (and
+ * kc_refresh has looked), the kernel compiles. On OpenCL and CUDA, where
+ * kcache looks itself, a header created in a directory searched before the
+ * one where it was found is a change too. */
+static void created_later(const char *cc) {
+  disk d;
+  disk_open(&d);
+  kct_fixture f;
+  open_rt(&f, &d, false, cc);
+  kct_define(f.rt, "kx", kernel_x);
+  kc_kernel *k = kct_kernel(f.rt, "kx", NULL);
+  assert_int_not_equal(kct_run(k, f.ctx, f.buf, KCT_FX_N, NULL), KC_OK);
+  put(d.inc2, "x.h", "#define XV 5.0f\n");
+  refresh(f.rt);
+  assert_true(src_run(&f, "kx") == 5.0f);
+  if (kct_backend != KC_BACKEND_HOST) {
+    put(d.inc1, "x.h", "#define XV 6.0f\n"); /* -I inc1 comes first */
+    assert_int_equal(refresh(f.rt), 1);
+    assert_true(src_run(&f, "kx") == 6.0f);
+    /* and a FIFO where a header is looked for never hangs a compile */
+    char fifo[160];
+    snprintf(fifo, sizeof fifo, "%s/w.h", d.inc1);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    kct_define(f.rt, "kw",
+               "#include <w.h>\nKC_KERNEL void kw(KC_GLOBAL float *y) { y[kc_global_id(0)] = 1.0f; }");
+    kc_kernel *kw = kct_kernel(f.rt, "kw", NULL);
+    assert_int_equal(kct_run(kw, f.ctx, f.buf, KCT_FX_N, NULL), KC_ECOMPILE);
+    KCT_CONTAINS(kc_errmsg(f.rt), "is not a regular file");
+    kc_kernel_destroy(kw);
+  }
+  kc_kernel_destroy(k);
+  kct_fx_close(&f);
+  disk_close(&d);
+}
+
+void test_disk_headers_in_memory(void **state) {
+  (void)state;
+  in_memory(NULL);
+  if (kct_backend == KC_BACKEND_HOST && strcmp(kct_host_cc(), "cc"))
+    in_memory(kct_host_cc()); /* tcc's list */
+}
+
+void test_disk_headers_across_runtimes(void **state) {
+  (void)state;
+  unsetenv("KC_CACHE_DISABLE"); /* the suite is memory-only (kct_memory_only), but for its own store */
+  across_runtimes(NULL);
+  if (kct_backend == KC_BACKEND_HOST && strcmp(kct_host_cc(), "cc")) across_runtimes(kct_host_cc());
+  kct_memory_only();
+}
+
+void test_disk_headers_created_later(void **state) {
+  (void)state;
+  created_later(NULL);
+}
