@@ -124,16 +124,18 @@ struct kc__binding {
    * (exactly those: a clipped one leaves every list at once). */
   kc__backedge *backedges;
   size_t nbackedges, capbackedges;
-  /* An enumerator's name: the binding whose last definition declared it in
-   * an enum (kc_define of "enum Color { RED }" sets RED's to Color's), so
-   * that code naming RED depends on Color's definition. */
-  kc__binding *declared_by;
+  /* An enumerator's name: every binding one of whose definitions declared
+   * it in an enum (kc_define of "enum Color { RED }" adds Color to RED's),
+   * so that code naming RED depends on each of them (at an old world, the
+   * one that declares it there may not be the latest). Under world_lock. */
+  kc__binding **declarers;
+  size_t ndeclarers, capdeclarers;
   /* resolve.c's walk (under world_lock): the walk that last made an edge to
    * this name, and that edge's index in the walk's closure */
   uint64_t walk_stamp;
   uint32_t walk_edge;
-  /* A file outside the table (extfiles.c; its name is its absolute path, or
-   * "<?>" for files that cannot be told) or a set of them ("<files ...>"):
+  /* A file outside the table (extfiles.c; its name is its absolute path)
+   * or a set of them ("<files ...>"):
    * what was seen of it, its sets or its files. NULL for every other name. */
   struct kc__extinfo *ext;
 };
@@ -173,7 +175,7 @@ struct kc__ci {
   char *error;
   /* The files outside the table the compile read or looked for (extfiles.c),
    * and whether some could not be told (they then cannot be checked: the
-   * code is not stored, and kc_refresh always ends it). */
+   * code is not stored, and serves no world but its own launch). */
   kc__filedep *files;
   uint32_t nfiles;
   bool files_unknown;

@@ -403,19 +403,18 @@ static kc__binding *file_set(kc_runtime *rt, const kc__filedep *const *f, uint32
   }
 }
 
-bool kc__ext_observe(kc_runtime *rt, kc__ci *ci) {
-  uint32_t n = ci->nfiles + (ci->files_unknown ? 1 : 0);
-  if (!n) return true;
-  static const kc__filedep unknown = {.path = "<?>", .flags = KC__FILEDEP_UNKNOWN};
+int kc__ext_observe(kc_runtime *rt, kc__ci *ci) {
+  uint32_t n = ci->nfiles;
+  if (!kc__ext_storable(ci)) return -1; /* (the versions it saw would mean nothing) */
+  if (!n) return 1;
   const kc__filedep **f = kc__alloc(rt, n * sizeof *f);
   kc__edge *e = kc__realloc(rt, ci->edges, ((size_t)ci->nedges + 1) * sizeof *e);
   if (e) ci->edges = e;
   if (!f || !e) {
     kc__free(rt, f);
-    return false;
+    return 0;
   }
   for (uint32_t i = 0; i < ci->nfiles; i++) f[i] = &ci->files[i];
-  if (ci->files_unknown) f[n - 1] = &unknown;
   qsort(f, n, sizeof *f, by_path);
   kc_world w = kc__load_relaxed(&rt->world);
   kc__binding *set = file_set(rt, f, n);
@@ -443,9 +442,9 @@ bool kc__ext_observe(kc_runtime *rt, kc__ci *ci) {
   if (ok && !sd) sd = new_version(rt, set, NULL, w, moved ? w + 1 : since);
   if (moved) kc__world_advance(rt, w);
   kc__free(rt, f);
-  if (!sd) return false;
+  if (!sd) return 0;
   ci->edges[ci->nedges++] = (kc__edge){set, sd, 0, false};
-  return true;
+  return 1;
 }
 
 /* ------------------------------------------------------------ kc_refresh */
@@ -471,10 +470,8 @@ kc_status kc_refresh(kc_runtime *rt, size_t *changed, kc_world *new_world) {
   kc__unlock(&rt->world_lock);
   /* each one's state now; now[i].path set: it changed */
   for (size_t i = 0; !st && i < n; i++) {
-    if (!strcmp(seen[i].path, "<?>") || !kc__filedep_same(&seen[i])) {
-      kc__filedep_status fs = strcmp(seen[i].path, "<?>")
-                                  ? kc__filedep_read(&rt->heap, seen[i].path, 0, &now[i], NULL, NULL)
-                                  : KC__FILEDEP_UNTRACKABLE;
+    if (!kc__filedep_same(&seen[i])) {
+      kc__filedep_status fs = kc__filedep_read(&rt->heap, seen[i].path, 0, &now[i], NULL, NULL);
       if (fs == KC__FILEDEP_NOMEM) st = KC_ENOMEM;
       if (fs != KC__FILEDEP_OK)
         now[i] = (kc__filedep){.flags = KC__FILEDEP_UNKNOWN}; /* can't be told: changed */

@@ -34,11 +34,13 @@ bool kc__ext_same(const kc__filedep *files, uint32_t n);
 kc_status kc__ext_copy(kc_runtime *rt, kc__ci *ci, const kc__filedep *files, uint32_t n);
 /* Whether ci's files can all be checked later (else it is not stored). */
 bool kc__ext_storable(const kc__ci *ci);
-/* Under world_lock, while ci is published: an edge to the version of each
- * of ci's files that it read, a new version (and a new world) for a file
- * that changed since it was last seen. False if out of memory (edges may
- * be missing: the caller trusts ci for no later world). */
-bool kc__ext_observe(kc_runtime *rt, kc__ci *ci);
+/* Under world_lock, while ci is published: an edge to the version of the
+ * set of ci's files that it read, a new version (and a new world) for a
+ * file that changed since it was last seen. 1: done; 0: out of memory
+ * (edges may be missing: the caller trusts ci for no later world); -1:
+ * some of its files cannot be told (KC__FILEDEP_UNKNOWN, files_unknown:
+ * what it was compiled from is not known, so no world may reuse it). */
+int kc__ext_observe(kc_runtime *rt, kc__ci *ci);
 /* table.c, under world_lock: publishes world w + 1 (world, and fast_world
  * unless a pin is held), after every clip that it ends. */
 void kc__world_advance(kc_runtime *rt, kc_world w);

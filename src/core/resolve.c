@@ -151,15 +151,21 @@ static bool declares(void *ud, const kc__ident *id) {
   return !d->found;
 }
 
-/* An enumerator (b, undefined itself, already an edge): the definition
- * that declares it, if its visible text still does. */
+/* An enumerator (b, undefined itself, already an edge): the definitions of
+ * its declarers that declare it at this world, looked up; and an edge on
+ * every declarer, whatever it holds here (none, or a text without b): its
+ * definition at another world may declare b, so this lookup's answer
+ * holds only where theirs do. */
 static bool visit_enumerator(walk *wk, kc__binding *b) {
-  kc__binding *by = b->declared_by;
-  kc__def *d = kc__visible_def(by, wk->world);
-  if (!d || on_stack(wk, d)) return true;
-  declares_ud u = {b->name, false};
-  kc__scan_enumerators(d->source, d->len, declares, &u);
-  return !u.found || look_up(wk, by, false);
+  for (size_t i = 0; i < b->ndeclarers; i++) {
+    kc__binding *by = b->declarers[i];
+    kc__def *d = kc__visible_def(by, wk->world);
+    if (d && on_stack(wk, d)) continue; /* the enum being scanned: its own edge stands */
+    declares_ud u = {b->name, false};
+    if (d) kc__scan_enumerators(d->source, d->len, declares, &u);
+    if (!(u.found ? look_up(wk, by, false) : add_edge(wk, by, d, false))) return false;
+  }
+  return true;
 }
 
 /* A pasted name known only by its prefix: the watcher of the prefix, and
@@ -216,7 +222,7 @@ static bool visit_ident(void *ud, const kc__ident *id) {
   kc__def *d = kc__visible_def(b, wk->world);
   if (!add_edge(wk, b, d, id->call)) return false;
   if (d) return add_kid(wk, d);
-  return b->declared_by ? visit_enumerator(wk, b) : true;
+  return visit_enumerator(wk, b);
 }
 
 /* The error for a definition reached again while it is on the stack: the

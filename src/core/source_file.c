@@ -72,12 +72,23 @@ typedef struct enum_ud {
   bool ok;
 } enum_ud;
 
+/* Whether b lists by as a declarer; else, with room (grow), makes room. */
+static bool declarer_room(kc_runtime *rt, kc__binding *b, kc__binding *by, bool grow) {
+  for (size_t i = 0; i < b->ndeclarers; i++)
+    if (b->declarers[i] == by) return true;
+  bool ok = !grow;
+  if (grow) KC__GROW(&rt->heap, b->declarers, b->capdeclarers, b->ndeclarers + 1, 2, &ok);
+  return ok;
+}
+
 static bool on_enumerator(void *ud, const kc__ident *id) {
   enum_ud *e = ud;
-  if (!e->by) return (e->ok = kc__binding_get(e->rt, id->start, id->len) != NULL);
-  kc__binding *b = kc__binding_get(e->rt, id->start, id->len); /* made by the first step: no allocation */
+  kc__binding *b = kc__binding_get(e->rt, id->start, id->len); /* the second step: made by the first */
+  if (!e->w) return (e->ok = b && (b == e->by || declarer_room(e->rt, b, e->by, true)));
   if (b && b != e->by) {
-    b->declared_by = e->by;
+    bool listed = false;
+    for (size_t i = 0; i < b->ndeclarers && !listed; i++) listed = b->declarers[i] == e->by;
+    if (!listed) b->declarers[b->ndeclarers++] = e->by; /* room made by the first step */
     kc__binding_invalidate(e->rt, b, e->w);
   }
   return true;
@@ -90,9 +101,9 @@ static bool may_declare(const char *t, size_t len) {
   return false;
 }
 
-bool kc__declare_prepare(kc_runtime *rt, const char *source, size_t len) {
+bool kc__declare_prepare(kc_runtime *rt, kc__binding *by, const char *source, size_t len) {
   if (!may_declare(source, len)) return true;
-  enum_ud e = {rt, NULL, 0, true};
+  enum_ud e = {rt, by, 0, true};
   kc__scan_enumerators(source, len, on_enumerator, &e);
   return e.ok;
 }
@@ -406,7 +417,7 @@ static bool batch_prepare(kc_runtime *rt, kc__change *items, size_t n, kc__bindi
         it->source ? !cur || cur->len != it->len || memcmp(cur->source, it->source, it->len) : cur != NULL;
     ds[i] = NULL;
     if (it->changed && it->source && !(ds[i] = new_def(rt, b, it, w))) return false;
-    if (ds[i] && !kc__declare_prepare(rt, it->source, it->len)) return false;
+    if (ds[i] && !kc__declare_prepare(rt, bs[i], it->source, it->len)) return false;
   }
   return true;
 }

@@ -59,6 +59,7 @@ void kc__table_free(kc_runtime *rt) {
     }
     kc__free(rt, b->backedges);
     kc__extinfo_free(rt, b->ext);
+    kc__free(rt, b->declarers);
     kc__free(rt, b->name);
     kc__free(rt, b);
   }
@@ -190,7 +191,7 @@ static kc_status change_with(kc_runtime *rt, const char *name, const char *sourc
     d->len = len;
     d->hash = h;
     d->binding = b;
-    if (!kc__declare_prepare(rt, source, len)) {
+    if (!kc__declare_prepare(rt, b, source, len)) {
       kc__free(rt, text);
       kc__free(rt, d);
       kc__unlock(&rt->world_lock);
@@ -303,10 +304,12 @@ static bool add_backedge(kc_runtime *rt, kc__ci *ci, uint32_t edge) {
 
 void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world) {
   kc__lock(&rt->world_lock);
-  /* the files it read, as edges (a changed one moves the world on first) */
-  bool complete = kc__ext_observe(rt, ci);
-  kc_world min = 1, max = complete ? KC_WORLD_FOREVER : kc__load_relaxed(&rt->world);
-  for (uint32_t i = 0; i < ci->nedges; i++) {
+  /* the files it read, as edges (a changed one moves the world on first);
+   * files it read that cannot be told: no world can trust it, but the
+   * caller that compiled it runs it once (the empty range) */
+  int files = kc__ext_observe(rt, ci);
+  kc_world min = 1, max = files > 0 ? KC_WORLD_FOREVER : files == 0 ? kc__load_relaxed(&rt->world) : 0;
+  for (uint32_t i = 0; files >= 0 && i < ci->nedges; i++) {
     kc_world lo, hi;
     edge_range(&ci->edges[i], world, &lo, &hi);
     if (lo > min) min = lo;

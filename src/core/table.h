@@ -58,8 +58,9 @@ kc__binding *kc__watcher(kc_runtime *rt, const char *prefix, size_t n, bool make
  * d (if any) b's newest definition; under world_lock. */
 void kc__def_replace(kc_runtime *rt, kc__binding *b, kc__def *cur, kc__def *d, kc_world w);
 /* Enumerators of a new definition of `by` (source_file.c, under world_lock):
- * their bindings (false: out of memory), then, once it is in, their link. */
-bool kc__declare_prepare(kc_runtime *rt, const char *source, size_t len);
+ * their bindings and room to list by as a declarer (false: out of memory),
+ * then, once it is in, by listed and the code that looked them up ended. */
+bool kc__declare_prepare(kc_runtime *rt, kc__binding *by, const char *source, size_t len);
 void kc__declare_commit(kc_runtime *rt, kc__binding *by, const char *source, size_t len, kc_world w);
 typedef struct kc__change {
   const char *name;

@@ -28,9 +28,11 @@ void test_names_defined_after_their_users(void **state);
 void test_preprocessor_tests_follow_definitions(void **state);
 void test_failures_live_in_worlds(void **state);
 void test_deep_chains_and_wide_fan_ins(void **state);
+void test_enumerator_of_an_old_world(void **state);
 /* Headers on disk (test_disk_headers.c). */
 void test_disk_headers_in_memory(void **state);
 void test_disk_headers_across_runtimes(void **state);
 void test_disk_headers_created_later(void **state);
+void test_disk_headers_changed_during_a_compile(void **state);
 
 #endif

@@ -204,3 +204,34 @@ void test_disk_headers_created_later(void **state) {
   (void)state;
   created_later(NULL);
 }
+
+/* Host backend (the compiler tells what it read, after): a header written
+ * as a compile starts may have been read before or after the write, so its
+ * code serves that launch only (the next compiles again), and is not
+ * stored; once the file has settled, its code is cached again (found by
+ * the oracle, test_oracle.c). */
+void test_disk_headers_changed_during_a_compile(void **state) {
+  (void)state;
+  if (kct_backend != KC_BACKEND_HOST) skip();
+  disk d;
+  disk_open(&d);
+  kct_fixture f;
+  open_rt(&f, &d, false, NULL);
+  kct_define(f.rt, "kx", kernel_x);
+  char path[160];
+  snprintf(path, sizeof path, "%s/x.h", d.inc2);
+  FILE *h = fopen(path, "w");
+  assert_non_null(h);
+  fputs("#define XV 1.0f\n", h);
+  fclose(h); /* and no wait: the compile starts within the timestamps' grain */
+  uint64_t c0 = src_compiles(f.rt);
+  assert_true(src_run(&f, "kx") == 1.0f);
+  /* not trusted for a second launch: compiled again (cc takes longer than
+   * the grain, so that compile read a settled file) */
+  assert_true(src_run(&f, "kx") == 1.0f);
+  assert_int_equal(src_compiles(f.rt), c0 + 2);
+  assert_true(src_run(&f, "kx") == 1.0f); /* and that one is cached */
+  assert_int_equal(src_compiles(f.rt), c0 + 2);
+  kct_fx_close(&f);
+  disk_close(&d);
+}

@@ -310,9 +310,11 @@ int main(int argc, char **argv) {
       KCT_FX_TEST(test_preprocessor_tests_follow_definitions),
       KCT_FX_TEST(test_failures_live_in_worlds),
       KCT_FX_TEST(test_deep_chains_and_wide_fan_ins),
+      KCT_FX_TEST(test_enumerator_of_an_old_world),
       KCT_TEST(test_disk_headers_in_memory),
       KCT_TEST(test_disk_headers_across_runtimes),
       KCT_TEST(test_disk_headers_created_later),
+      KCT_TEST(test_disk_headers_changed_during_a_compile),
   };
   return KCT_RUN(tests);
 }

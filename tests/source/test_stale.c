@@ -9,6 +9,7 @@
  */
 #include "source.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -139,6 +140,62 @@ void test_failures_live_in_worlds(void **state) {
       "KC_KERNEL void k_call(KC_GLOBAL float *y) { float acc = 1.0f; y[kc_global_id(0)] = nowhere(acc); }");
   assert_int_equal(try_run(f, "k_call", &v), KC_ENOTFOUND);
   KCT_CONTAINS(kc_errmsg(f->rt), "calls 'nowhere', which is neither defined");
+}
+
+/* An enumerator in a world where its enum is not defined: the failure (or
+ * the code) compiled there holds only where the enum's definitions say so,
+ * so a thread pinned to an older world, where the enum declared it, still
+ * gets that world's value (found by the oracle, test_oracle.c). */
+typedef struct pinned_run {
+  kct_fixture *f;
+  pthread_barrier_t pinned, compiled;
+  float got;
+  kc_status st;
+} pinned_run;
+
+static void *pinned_launch(void *arg) {
+  pinned_run *p = arg;
+  kc_pin(p->f->rt, NULL);
+  pthread_barrier_wait(&p->pinned);
+  pthread_barrier_wait(&p->compiled); /* the latest world has compiled its failure */
+  kc_context *ctx = NULL;
+  kc_buffer *b = NULL;
+  kc_kernel *k = NULL;
+  float out[KCT_FX_N] = {0};
+  p->st = kc_context_create(p->f->rt, 0, &ctx);
+  if (!p->st) p->st = kc_buffer_create(ctx, KCT_FX_N * sizeof(float), &b);
+  if (!p->st) p->st = kc_kernel_create(p->f->rt, "k_en", NULL, &k);
+  if (!p->st) p->st = kct_run(k, ctx, b, KCT_FX_N, out);
+  p->got = out[0];
+  kc_kernel_destroy(k);
+  kc_context_destroy(ctx);
+  kc_unpin(p->f->rt);
+  return NULL;
+}
+
+void test_enumerator_of_an_old_world(void **state) {
+  kct_fixture *f = *state;
+  kct_define(f->rt, "Shade", "enum Shade { LIGHT = 3, DARK = 4 };");
+  kct_define(f->rt, "k_en", "KC_KERNEL void k_en(KC_GLOBAL float *y) { y[kc_global_id(0)] = (float)LIGHT; }");
+  pinned_run p = {.f = f};
+  pthread_barrier_init(&p.pinned, NULL, 2);
+  pthread_barrier_init(&p.compiled, NULL, 2);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, pinned_launch, &p), 0);
+  pthread_barrier_wait(&p.pinned);
+  KCT_OK(f->rt, kc_undefine(f->rt, "Shade", NULL));
+  float v;
+  assert_int_not_equal(try_run(f, "k_en", &v), KC_OK); /* LIGHT undeclared, remembered */
+  pthread_barrier_wait(&p.compiled);
+  pthread_join(t, NULL);
+  pthread_barrier_destroy(&p.pinned);
+  pthread_barrier_destroy(&p.compiled);
+  KCT_OK(f->rt, p.st);
+  if (p.got != 3.0f) fail_msg("the pinned world got %g, not its enum's 3 (the newer world's failure)", p.got);
+  /* and another enum that declares it later is a declarer too */
+  kct_define(f->rt, "Tone", "enum Tone { LIGHT = 7 };");
+  KCT_OK(f->rt, try_run(f, "k_en", &v));
+  assert_true(v == 7.0f);
 }
 
 /* Depth and breadth that users control never become C stack depth:
