@@ -447,8 +447,8 @@ kc_status kc_collect(kc_runtime *rt, kc_collect_info *out);
  * that changes while it is compiled, one that is not a regular file (a
  * FIFO, a device), one larger than 64 MiB, or an #include kcache cannot
  * follow (a computed one in a header on disk) makes the compile's files
- * unknown: it is used once, never stored, a failure is not remembered,
- * and the next kc_refresh ends it.
+ * unknown: its code runs the launch that compiled it and no other, is
+ * never stored, and a failure is not remembered.
  *
  * Source files: kc_define_file defines every top-level definition of one
  * source text (a .c, .cl or .cu file in the dialect) in one world. Each

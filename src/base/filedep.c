@@ -75,6 +75,7 @@ static bool hash_fd(int fd, uint64_t n, uint64_t *h, char *keep) {
 kc__filedep_status kc__filedep_read(const kc__heap *heap, const char *path, uint64_t since_ns,
                                     kc__filedep *out, char **content, size_t *clen) {
   memset(out, 0, sizeof *out);
+  out->read_begin_ns = kc__now_ns();
   if (content) *content = NULL;
   if (clen) *clen = 0;
   out->path = kc__abspath(heap, path);
@@ -84,6 +85,7 @@ kc__filedep_status kc__filedep_read(const kc__heap *heap, const char *path, uint
   if (fd < 0) {
     if (errno == ENOENT) {
       out->flags = KC__FILEDEP_ABSENT;
+      out->read_end_ns = kc__now_ns();
       return KC__FILEDEP_OK;
     }
     int e = errno;
@@ -121,6 +123,7 @@ kc__filedep_status kc__filedep_read(const kc__heap *heap, const char *path, uint
   uint64_t changed = out->mtime_ns > out->ctime_ns ? out->mtime_ns : out->ctime_ns;
   if (moved || (since_ns && changed + KC__FILEDEP_GRAIN_NS >= since_ns)) out->flags |= KC__FILEDEP_UNKNOWN;
   if (changed + KC__FILEDEP_RACY_NS >= kc__realtime_ns()) out->flags |= KC__FILEDEP_RACY;
+  out->read_end_ns = kc__now_ns();
   return KC__FILEDEP_OK;
 }
 

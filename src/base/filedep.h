@@ -40,6 +40,10 @@ typedef struct kc__filedep {
   uint64_t size, hash; /* the content (XXH3-64); 0, 0 when absent */
   uint64_t mtime_ns, ctime_ns, dev, ino; /* stat when it was read */
   uint32_t flags; /* KC__FILEDEP_* */
+  /* When it was read (monotonic clock, this process only; not stored): a
+   * record is newer than another only if its read began after the other's
+   * ended. */
+  uint64_t read_begin_ns, read_end_ns;
 } kc__filedep;
 
 typedef enum kc__filedep_status {

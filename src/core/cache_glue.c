@@ -157,9 +157,11 @@ static kc__verdict entry_use(void *ud, const kc__entry *e) {
   if (e->nsig != ci->nparams || strcmp(e->entry, ci->spec->name) || strcmp(e->backend, rt->be->name) ||
       !e->artifact_size)
     return KC__ENTRY_BAD;
-  /* the headers on disk it was compiled from: still the same here? */
+  /* the headers on disk it was compiled from: still the same here? (then
+   * they were read, as far as the world goes, while this looked) */
+  uint64_t t0 = kc__now_ns();
   if (!kc__ext_same(e->files, e->nfiles)) return KC__ENTRY_STALE;
-  if (kc__ext_copy(rt, ci, e->files, e->nfiles)) {
+  if (kc__ext_copy(rt, ci, e->files, e->nfiles, t0, kc__now_ns())) {
     kc__ci_files_free(rt, ci);
     return KC__ENTRY_UNSURE;
   }

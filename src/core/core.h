@@ -394,6 +394,10 @@ struct kc_runtime {
   size_t ninc_dirs;
   kc__binding **file_bindings;
   size_t nfile_bindings, capfile_bindings;
+  /* When the last kc_refresh began (monotonic; under world_lock): a file a
+   * compile read before then may have changed where that refresh did not
+   * look (it did not know the file yet) */
+  uint64_t refresh_ns;
 };
 
 #include "core/extfiles.h" /* files outside the table that compiles read */

@@ -251,13 +251,16 @@ bool kc__ext_same(const kc__filedep *files, uint32_t n) {
   return true;
 }
 
-kc_status kc__ext_copy(kc_runtime *rt, kc__ci *ci, const kc__filedep *files, uint32_t n) {
+kc_status kc__ext_copy(kc_runtime *rt, kc__ci *ci, const kc__filedep *files, uint32_t n, uint64_t begin_ns,
+                       uint64_t end_ns) {
   kc__ci_files_free(rt, ci);
   if (!n) return KC_OK;
   ci->files = kc__calloc(rt, n * sizeof *ci->files);
   if (!ci->files) return KC_ENOMEM;
   for (uint32_t i = 0; i < n; i++) {
     ci->files[i] = files[i];
+    ci->files[i].read_begin_ns = begin_ns;
+    ci->files[i].read_end_ns = end_ns;
     ci->files[i].path = kc__strdup(rt, files[i].path);
     ci->nfiles = i + 1;
     if (!ci->files[i].path) return KC_ENOMEM;
@@ -419,15 +422,26 @@ int kc__ext_observe(kc_runtime *rt, kc__ci *ci) {
   kc_world w = kc__load_relaxed(&rt->world);
   kc__binding *set = file_set(rt, f, n);
   bool moved = false, ok = set != NULL;
-  /* each file as this compile saw it: a change is a new world for all
-   * the sets that hold the file */
+  /* each file as this compile saw it, against what the world holds of it:
+   * the same content, or a newer one (a new world for the sets that hold
+   * the file); a content read before the world's (a kc_refresh or another
+   * compile saw a later one meanwhile) is one no world from now on holds:
+   * the code serves the launch that compiled it only */
   kc_world since = 1;
   for (uint32_t i = 0; ok && i < n; i++) {
     kc__binding *fb = set->ext->files[i];
     kc__def *d = kc__visible_def(fb, w);
-    if (d && def_matches(d, f[i])) {
+    /* read before a kc_refresh began: still what is on disk? (the caller
+     * of that refresh expects no older content after it) */
+    bool stale = f[i]->read_begin_ns <= rt->refresh_ns && !kc__filedep_same(f[i]);
+    if (!stale && d && def_matches(d, f[i])) {
       if (d->min_world > since) since = d->min_world;
       continue;
+    }
+    if (stale || (d && f[i]->read_begin_ns <= fb->ext->seen.read_end_ns)) {
+      kc__free(rt, f);
+      if (moved) kc__world_advance(rt, w);
+      return -1;
     }
     ok = d ? file_changed(rt, fb, f[i], w) : new_version(rt, fb, f[i], w, 1) != NULL;
     if (d) moved = true;
@@ -454,6 +468,7 @@ kc_status kc_refresh(kc_runtime *rt, size_t *changed, kc_world *new_world) {
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_refresh: runtime is NULL");
   /* what live code read, copied under the lock and looked at outside it */
   kc__lock(&rt->world_lock);
+  rt->refresh_ns = kc__now_ns();
   size_t n = 0, cap = rt->nfile_bindings ? rt->nfile_bindings : 1;
   kc__filedep *seen = kc__calloc(rt, cap * sizeof *seen), *now = kc__calloc(rt, cap * sizeof *now);
   kc__binding **bs = kc__calloc(rt, cap * sizeof *bs);
@@ -470,11 +485,13 @@ kc_status kc_refresh(kc_runtime *rt, size_t *changed, kc_world *new_world) {
   kc__unlock(&rt->world_lock);
   /* each one's state now; now[i].path set: it changed */
   for (size_t i = 0; !st && i < n; i++) {
+    uint64_t t0 = kc__now_ns();
     if (!kc__filedep_same(&seen[i])) {
       kc__filedep_status fs = kc__filedep_read(&rt->heap, seen[i].path, 0, &now[i], NULL, NULL);
       if (fs == KC__FILEDEP_NOMEM) st = KC_ENOMEM;
-      if (fs != KC__FILEDEP_OK)
-        now[i] = (kc__filedep){.flags = KC__FILEDEP_UNKNOWN}; /* can't be told: changed */
+      if (fs != KC__FILEDEP_OK) /* can't be told: changed */
+        now[i] =
+            (kc__filedep){.flags = KC__FILEDEP_UNKNOWN, .read_begin_ns = t0, .read_end_ns = kc__now_ns()};
       kc__filedep_free(&rt->heap, &now[i]);
       now[i].path = seen[i].path; /* borrowed */
     }
@@ -486,6 +503,7 @@ kc_status kc_refresh(kc_runtime *rt, size_t *changed, kc_world *new_world) {
     if (!now[i].path) continue;
     kc__def *cur = kc__visible_def(bs[i], w);
     if (cur && def_matches(cur, &now[i])) continue; /* a compile saw it meanwhile */
+    if (now[i].read_begin_ns <= bs[i]->ext->seen.read_end_ns) continue; /* and a later one than this */
     if (!file_changed(rt, bs[i], &now[i], w)) st = KC_ENOMEM;
     moved_n++;
   }

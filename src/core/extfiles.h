@@ -30,8 +30,10 @@ kc_status kc__ext_scan(kc_runtime *rt, kc__ci *ci, const char *text, size_t len)
 bool kc__tu_includes(const char *text);
 /* Whether each of files is still the same on disk (a stored entry's). */
 bool kc__ext_same(const kc__filedep *files, uint32_t n);
-/* ci's files := a copy of files (a stored entry's); KC_ENOMEM. */
-kc_status kc__ext_copy(kc_runtime *rt, kc__ci *ci, const kc__filedep *files, uint32_t n);
+/* ci's files := a copy of files (a stored entry's, found the same on disk
+ * between begin_ns and end_ns: when they count as read); KC_ENOMEM. */
+kc_status kc__ext_copy(kc_runtime *rt, kc__ci *ci, const kc__filedep *files, uint32_t n, uint64_t begin_ns,
+                       uint64_t end_ns);
 /* Whether ci's files can all be checked later (else it is not stored). */
 bool kc__ext_storable(const kc__ci *ci);
 /* Under world_lock, while ci is published: an edge to the version of the

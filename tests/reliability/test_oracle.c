@@ -57,8 +57,8 @@
 enum { F0, F1, M0, FM, C0, EN, TY, ST, FLAG, H0, K0, K1, K2, NN };
 enum { NV = 3 }; /* a name's texts: 0 none (undefined), 1, 2 */
 enum { DISK = NN, FILE_ = NN + 1, NSLOTS = NN + 2 }; /* the header on disk, the loaded file */
-static const char *const name_of[NN] = {"f0", "f1", "M0", "FM", "C0", "E", "T", "S", "FLAG", "h0.h",
-                                        "K0", "K1", "K2"};
+static const char *const name_of[NN] = {"f0", "f1",   "M0",   "FM", "C0", "E", "T",
+                                        "S",  "FLAG", "h0.h", "K0", "K1", "K2"};
 static const int kernels[] = {K0, K1, K2};
 enum { NK = 3 };
 static char text[NSLOTS][NV][512];
@@ -67,8 +67,10 @@ static char text[NSLOTS][NV][512];
 static void texts_init(void) {
   const char *q = kct_backend == KC_BACKEND_OPENCL ? "__constant" : "static const";
   static const char *const t[NN][2] = {
-      {"KC_DEVICE float f0(float x) { return x + M0; }", "KC_DEVICE float f0(float x) { return x * 2.0f + f1(x); }"},
-      {"KC_DEVICE float f1(float x) { return x + 3.0f; }", "KC_DEVICE float f1(float x) { return x - (float)EA; }"},
+      {"KC_DEVICE float f0(float x) { return x + M0; }",
+       "KC_DEVICE float f0(float x) { return x * 2.0f + f1(x); }"},
+      {"KC_DEVICE float f1(float x) { return x + 3.0f; }",
+       "KC_DEVICE float f1(float x) { return x - (float)EA; }"},
       {"#define M0 1.0f", "#define M0 (C0 + 2.0f)"},
       {"#define FM(x) ((x) * 3.0f)", "#define FM(x) ((x) + M0)"},
       {"%s float C0 = 4.0f;", "%s float C0 = 8.0f;"},
@@ -78,9 +80,11 @@ static void texts_init(void) {
       {"#define FLAG 1", "#define FLAG 0"},
       {"#pragma once\n#define HV 10.0f\n", "#pragma once\n#define HV 20.0f\n"},
       {"KC_KERNEL void K0(KC_GLOBAL float *y) { y[kc_global_id(0)] = f0(1.0f) + FM(2.0f) + (float)EA; }",
-       "KC_KERNEL void K0(KC_GLOBAL float *y) { y[kc_global_id(0)] = f0(0.5f) * 2.0f + (float)EB + FM(1.0f); }"},
+       "KC_KERNEL void K0(KC_GLOBAL float *y) { y[kc_global_id(0)] = f0(0.5f) * 2.0f + (float)EB + FM(1.0f); "
+       "}"},
       {"#include \"h0.h\"\n#include <d0.h>\nKC_KERNEL void K1(KC_GLOBAL float *y) {\n#ifdef FLAG\n"
-       "  y[kc_global_id(0)] = HV + DV + (T)2.5f;\n#else\n  y[kc_global_id(0)] = HV - DV + (float)sizeof(struct "
+       "  y[kc_global_id(0)] = HV + DV + (T)2.5f;\n#else\n  y[kc_global_id(0)] = HV - DV + "
+       "(float)sizeof(struct "
        "S);\n#endif\n}",
        "#include \"h0.h\"\n#include <d0.h>\nKC_KERNEL void K1(KC_GLOBAL float *y) {\n#if FLAG\n"
        "  y[kc_global_id(0)] = HV * 2.0f + (T)1.5f;\n#else\n  y[kc_global_id(0)] = DV + (float)sizeof(struct "
@@ -123,8 +127,8 @@ static bool mentions(const char *t, const char *word) {
 
 /* Whether any text of slot a mentions slot b. */
 static bool slot_mentions(int a, int b) {
-  static const char *const extra[NSLOTS][4] = {[EN] = {"EA", "EB"}, [H0] = {"HV"}, [DISK] = {"d0.h", "DV"},
-                                               [FILE_] = {"p0", "p1", "PQ"}};
+  static const char *const extra[NSLOTS][4] = {
+      [EN] = {"EA", "EB"}, [H0] = {"HV"}, [DISK] = {"d0.h", "DV"}, [FILE_] = {"p0", "p1", "PQ"}};
   for (int v = 1; v < NV; v++) {
     if (b < NN && mentions(text[a][v], name_of[b])) return true;
     for (int e = 0; e < 4 && extra[b][e]; e++)
@@ -226,8 +230,8 @@ static kc_status define_state(kc_runtime *rt, const state *s, const int *perm) {
       if (st) return st;
     }
   }
-  return s->v[FILE_] ? kc_define_file(rt, "prog.c", text[FILE_][s->v[FILE_]], strlen(text[FILE_][s->v[FILE_]]),
-                                      NULL, NULL)
+  return s->v[FILE_] ? kc_define_file(rt, "prog.c", text[FILE_][s->v[FILE_]],
+                                      strlen(text[FILE_][s->v[FILE_]]), NULL, NULL)
                      : KC_OK;
 }
 
@@ -496,10 +500,12 @@ static void *pinner(void *arg) {
           kc_code_info ci = {0};
           kc_status cs = kc_kernel_code(k[i], &ci);
           snprintf(who, sizeof who, "pinned world %llu (recorded %llu; code: %s, #%llu, %llu..%llu)",
-                   (unsigned long long)w, (unsigned long long)rec.w, kc_status_name(cs), (unsigned long long)ci.id,
-                   (unsigned long long)ci.min_world, (unsigned long long)ci.max_world);
+                   (unsigned long long)w, (unsigned long long)rec.w, kc_status_name(cs),
+                   (unsigned long long)ci.id, (unsigned long long)ci.min_world,
+                   (unsigned long long)ci.max_world);
           char *src = NULL;
-          if (kc_kernel_source(k[i], &src) == KC_OK) fprintf(stderr, "pinned TU:\n%s\n", src + strlen(src) - (strlen(src) > 900 ? 900 : strlen(src)));
+          if (kc_kernel_source(k[i], &src) == KC_OK)
+            fprintf(stderr, "pinned TU:\n%s\n", src + strlen(src) - (strlen(src) > 900 ? 900 : strlen(src)));
           kc_free(t->rt, src);
           pthread_mutex_lock(&t->worlds_mu);
           for (size_t j = 0; j < t->nworlds; j++) {
@@ -737,8 +743,8 @@ static void test_oracle(void **state) {
     snprintf(path, sizeof path, "%s/oracle-%s-seed%llu.ops", dir && *dir ? dir : ".", kct_backend_name,
              (unsigned long long)seed);
     write_ops(path, log, n);
-    fail_msg("cached launches differ from cold compiles (%s): %zu steps %s, written to %s", kct_backend_name, n,
-             alone ? "fail alone (shrunk)" : "failed only with the threads (not shrunk)", path);
+    fail_msg("cached launches differ from cold compiles (%s): %zu steps %s, written to %s", kct_backend_name,
+             n, alone ? "fail alone (shrunk)" : "failed only with the threads (not shrunk)", path);
   }
   rel_summary("oracle_%s: %llu steps in %.0f s, %llu launches compared with a cold compile (%llu in pinned "
               "worlds), %llu collects beside them, %llu cold compiles, 0 mismatches, 0 crashes",

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -233,5 +234,91 @@ void test_disk_headers_changed_during_a_compile(void **state) {
   assert_true(src_run(&f, "kx") == 1.0f); /* and that one is cached */
   assert_int_equal(src_compiles(f.rt), c0 + 2);
   kct_fx_close(&f);
+  disk_close(&d);
+}
+
+/* A compile that read a header, and publishes its code after kc_refresh saw
+ * a newer content: that code is of no world from then on (its launch gets
+ * it, the next one compiles again), and the world's content of the file
+ * stays the newer one (found by the oracle, test_oracle.c). The compile is
+ * held in the log sink, which hears of it before the code is published. */
+typedef struct held {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool armed, inside, release;
+  kct_fixture *f;
+  float got;
+} held;
+
+static void hold_log(void *ud, kc_log_level level, const char *msg) {
+  held *h = ud;
+  (void)level;
+  if (!strstr(msg, "compiled")) return;
+  pthread_mutex_lock(&h->mu);
+  if (h->armed) {
+    h->armed = false;
+    h->inside = true;
+    pthread_cond_broadcast(&h->cv);
+    while (!h->release) pthread_cond_wait(&h->cv, &h->mu);
+  }
+  pthread_mutex_unlock(&h->mu);
+}
+
+static void *held_launch(void *arg) {
+  held *h = arg;
+  kc_context *ctx = NULL;
+  kc_buffer *b = NULL;
+  kc_kernel *k = NULL;
+  float out[KCT_FX_N] = {0};
+  if (!kc_context_create(h->f->rt, 0, &ctx) && !kc_buffer_create(ctx, sizeof out, &b) &&
+      !kc_kernel_create(h->f->rt, "kx", NULL, &k))
+    kct_run(k, ctx, b, KCT_FX_N, out);
+  h->got = out[0];
+  kc_kernel_destroy(k);
+  kc_context_destroy(ctx);
+  return NULL;
+}
+
+void test_disk_headers_read_before_a_refresh(void **state) {
+  (void)state;
+  disk d;
+  disk_open(&d);
+  put(d.inc2, "x.h", "#define XV 1.0f\n");
+  held h = {.armed = true};
+  pthread_mutex_init(&h.mu, NULL);
+  pthread_cond_init(&h.cv, NULL);
+  kc_options o;
+  kc_options_init(&o);
+  o.compile_options = d.opts;
+  o.cache_disable = 1;
+  o.log = hold_log;
+  o.log_ud = &h;
+  o.log_level = KC_LOG_INFO;
+  kct_fixture f = {.rt = kct_runtime(&o)};
+  f.ctx = kct_context(f.rt);
+  f.buf = kct_buffer(f.rt, f.ctx, KCT_FX_N);
+  h.f = &f;
+  kct_define(f.rt, "kx", kernel_x);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, held_launch, &h), 0);
+  pthread_mutex_lock(&h.mu);
+  while (!h.inside) pthread_cond_wait(&h.cv, &h.mu);
+  pthread_mutex_unlock(&h.mu);
+  /* compiled with XV 1, not yet published: the header changes, and the
+   * caller refreshes (nothing published read it yet: no new world) */
+  put(d.inc2, "x.h", "#define XV 2.0f\n");
+  assert_int_equal(refresh(f.rt), 0);
+  pthread_mutex_lock(&h.mu);
+  h.release = true;
+  pthread_cond_broadcast(&h.cv);
+  pthread_mutex_unlock(&h.mu);
+  pthread_join(t, NULL);
+  assert_true(h.got == 1.0f); /* the held launch ran what it compiled */
+  uint64_t c0 = src_compiles(f.rt);
+  assert_true(src_run(&f, "kx") == 2.0f); /* never the held code after the refresh */
+  assert_int_equal(src_compiles(f.rt), c0 + 1);
+  kct_fx_close(&f);
+  pthread_cond_destroy(&h.cv);
+  pthread_mutex_destroy(&h.mu);
   disk_close(&d);
 }
