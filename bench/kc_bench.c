@@ -7,6 +7,8 @@
  *   launch      cached kc_launch against a direct call of the same compiled
  *               function (the trampoline dlsym'd from the same artifact),
  *               median ns per launch and ratio, with 0, 1 and 4 arguments
+ *   guarded     the same launches in a runtime that guards them
+ *               (kc_options.guard_launches: kc_collect may run beside them)
  *   instr       instructions per cached launch over the direct call, from
  *               valgrind --tool=callgrind (skipped if valgrind is missing);
  *               also each side's own count (a call of the benchmark's loop,
@@ -62,6 +64,9 @@ typedef struct {
   int nargs;
   kc_kernel *k;
   kc_args *bound; /* the same arguments, bound once */
+  kc_kernel *gk; /* the kernel in the runtime that guards its launches */
+  kc_args *gbound;
+  kc_arg gargs[4];
   run_fn direct;
   void *dl;
   kc_arg args[4];
@@ -69,6 +74,9 @@ typedef struct {
 } bench_kernel;
 
 static kc_buffer *buf;
+static kc_runtime *grt; /* guard_launches */
+static kc_context *gctx;
+static kc_buffer *gbuf;
 static float fa = 1.5f, fc = 2.5f;
 static int ib = 3;
 
@@ -138,6 +146,16 @@ __attribute__((noinline)) void kcb_loop_bound(bench_kernel *b, int n) {
     if (kc_launch_args(b->bound, &one, &one)) kcb_die("kc_launch_args", KC_ELAUNCH);
 }
 
+__attribute__((noinline)) void kcb_loop_guarded(bench_kernel *b, int n) {
+  for (int i = 0; i < n; i++)
+    if (kc_launch(b->gk, gctx, &one, &one, b->gargs, (uint32_t)b->nargs)) kcb_die("kc_launch", KC_ELAUNCH);
+}
+
+__attribute__((noinline)) void kcb_loop_gbound(bench_kernel *b, int n) {
+  for (int i = 0; i < n; i++)
+    if (kc_launch_args(b->gbound, &one, &one)) kcb_die("kc_launch_args", KC_ELAUNCH);
+}
+
 __attribute__((noinline)) void kcb_loop_direct(bench_kernel *b, int n) {
   for (int i = 0; i < n; i++)
     if (b->direct(NULL, b->argv, &one, &one)) kcb_die("direct call", KC_ELAUNCH);
@@ -147,13 +165,19 @@ __attribute__((noinline)) void kcb_loop_direct(bench_kernel *b, int n) {
  * exported so that --toggle-collect can name them. */
 __attribute__((noinline)) void kcb_measure_kc(bench_kernel *b, int n) { kcb_loop_kc(b, n); }
 __attribute__((noinline)) void kcb_measure_bound(bench_kernel *b, int n) { kcb_loop_bound(b, n); }
+__attribute__((noinline)) void kcb_measure_guarded(bench_kernel *b, int n) { kcb_loop_guarded(b, n); }
+__attribute__((noinline)) void kcb_measure_gbound(bench_kernel *b, int n) { kcb_loop_gbound(b, n); }
 __attribute__((noinline)) void kcb_measure_direct(bench_kernel *b, int n) { kcb_loop_direct(b, n); }
 
-enum { MODE_KC, MODE_BOUND, MODE_DIRECT, NMODES };
-static void (*const mode_loop[NMODES])(bench_kernel *, int) = {kcb_loop_kc, kcb_loop_bound, kcb_loop_direct};
-static void (*const mode_measure[NMODES])(bench_kernel *, int) = {kcb_measure_kc, kcb_measure_bound,
-                                                                  kcb_measure_direct};
-static const char *const mode_fn[NMODES] = {"kcb_measure_kc", "kcb_measure_bound", "kcb_measure_direct"};
+enum { MODE_KC, MODE_BOUND, MODE_GUARDED, MODE_GBOUND, MODE_DIRECT, NMODES };
+static void (*const mode_loop[NMODES])(bench_kernel *, int) = {kcb_loop_kc, kcb_loop_bound, kcb_loop_guarded,
+                                                               kcb_loop_gbound, kcb_loop_direct};
+static void (*const mode_measure[NMODES])(bench_kernel *, int) = {
+    kcb_measure_kc, kcb_measure_bound, kcb_measure_guarded, kcb_measure_gbound, kcb_measure_direct};
+static const char *const mode_fn[NMODES] = {"kcb_measure_kc", "kcb_measure_bound", "kcb_measure_guarded",
+                                            "kcb_measure_gbound", "kcb_measure_direct"};
+static const char *const mode_json[MODE_DIRECT] = {"kc_launch", "kc_launch_args", "kc_launch_guarded",
+                                                   "kc_launch_args_guarded"};
 
 static void setup(void) {
   kc_options o;
@@ -161,6 +185,12 @@ static void setup(void) {
   o.alloc = counting_alloc;
   rt = kcb_main_runtime(&o, &ctx);
   KCB_CHECK(kc_buffer_create(ctx, 1024, &buf));
+  kc_options g;
+  kcb_options_uncached(&g, KC_BACKEND_HOST);
+  g.guard_launches = 1;
+  KCB_CHECK(kc_runtime_create(&g, &grt));
+  KCB_CHECK(kc_context_create(grt, 0, &gctx));
+  KCB_CHECK(kc_buffer_create(gctx, 1024, &gbuf));
   for (int i = 0; i < NK; i++) {
     bench_kernel *b = &kernels[i];
     KCB_CHECK(kc_define(rt, b->name, b->src, NULL));
@@ -175,6 +205,13 @@ static void setup(void) {
     kcb_loop_kc(b, 1); /* compile and link */
     KCB_CHECK(kc_args_create(b->k, ctx, b->args, (uint32_t)b->nargs, &b->bound));
     kcb_loop_bound(b, 1);
+    KCB_CHECK(kc_define(grt, b->name, b->src, NULL));
+    KCB_CHECK(kc_kernel_create(grt, b->name, NULL, &b->gk));
+    memcpy(b->gargs, b->args, sizeof b->gargs);
+    b->gargs[0] = KC_ARG_BUF(gbuf);
+    kcb_loop_guarded(b, 1);
+    KCB_CHECK(kc_args_create(b->gk, gctx, b->gargs, (uint32_t)b->nargs, &b->gbound));
+    kcb_loop_gbound(b, 1);
     setup_direct(b);
   }
 }
@@ -423,8 +460,8 @@ int main(int argc, char **argv) {
       for (int m = 0; m < MODE_DIRECT; m++)
         printf(",\"%s\":{\"ns\":%.2f,\"ratio\":%.3f,\"extra_ns\":%.2f,\"instructions\":%.1f,"
                "\"extra_instructions\":%.1f}",
-               m == MODE_KC ? "kc_launch" : "kc_launch_args", r.ns[m][i], r.ns[m][i] / r.ns[MODE_DIRECT][i],
-               r.ns[m][i] - r.ns[MODE_DIRECT][i], r.instr[m][i], extra_instr(&r, m, i));
+               mode_json[m], r.ns[m][i], r.ns[m][i] / r.ns[MODE_DIRECT][i], r.ns[m][i] - r.ns[MODE_DIRECT][i],
+               r.instr[m][i], extra_instr(&r, m, i));
       printf("}");
     }
     printf(
@@ -453,6 +490,16 @@ int main(int argc, char **argv) {
     printf("%-22s %9.1f %9.1f %7s %8.1f %9.1f %7s %8.1f\n", rows[i], r.instr[MODE_DIRECT][i],
            r.instr[MODE_KC][i], "", extra_instr(&r, MODE_KC, i), r.instr[MODE_BOUND][i], "",
            extra_instr(&r, MODE_BOUND, i));
+  printf("in a runtime that guards its launches (kc_options.guard_launches)\n");
+  for (int i = 0; i < NK; i++)
+    printf("%-22s %9.2f %9.2f %7.3f %8.2f %9.2f %7.3f %8.2f\n", rows[i], r.ns[MODE_DIRECT][i],
+           r.ns[MODE_GUARDED][i], r.ns[MODE_GUARDED][i] / r.ns[MODE_DIRECT][i],
+           r.ns[MODE_GUARDED][i] - r.ns[MODE_DIRECT][i], r.ns[MODE_GBOUND][i],
+           r.ns[MODE_GBOUND][i] / r.ns[MODE_DIRECT][i], r.ns[MODE_GBOUND][i] - r.ns[MODE_DIRECT][i]);
+  for (int i = 0; i < NK; i++)
+    printf("%-22s %9.1f %9.1f %7s %8.1f %9.1f %7s %8.1f\n", rows[i], r.instr[MODE_DIRECT][i],
+           r.instr[MODE_GUARDED][i], "", extra_instr(&r, MODE_GUARDED, i), r.instr[MODE_GBOUND][i], "",
+           extra_instr(&r, MODE_GBOUND, i));
   printf("%-34s %10.4f\n", "heap allocations per cached launch", r.allocs_per_launch);
   printf("%-34s %10.1f ns  (compiles %ld, links %ld, slow-path lookups %ld)\n",
          "revalidation after unrelated define", r.revalidate_ns, r.revalidate_compiles, r.revalidate_links,

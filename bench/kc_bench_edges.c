@@ -103,8 +103,8 @@ static void measure(int n, result *r) {
   char name[32], src[512];
   for (int h = 0; h < 100; h++) {
     snprintf(name, sizeof name, "h%d", h);
-    snprintf(src, sizeof src, "KC_DEVICE float h%d(float v, float a) { float t = v * a; return t + (float)%d; }",
-             h, h);
+    snprintf(src, sizeof src,
+             "KC_DEVICE float h%d(float v, float a) { float t = v * a; return t + (float)%d; }", h, h);
     check(rt, kc_define(rt, name, src, NULL), "helper");
   }
   kc_kernel **ks = calloc((size_t)n, sizeof *ks);

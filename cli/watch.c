@@ -31,7 +31,10 @@ const char cli_help_watch[] =
     "and prints y[0..3] of each kernel's first buffer, and whether it was\n"
     "recompiled or cached. Then polls FILE every --interval ms (default 200) and\n"
     "does it again on each change: only the kernels that reach an edited\n"
-    "definition recompile. Stops after --count loads (default: never; Ctrl-C).\n"
+    "definition recompile. Between changes it asks kcache whether a header on\n"
+    "disk that the kernels read (#include <x.h>) changed (kc_refresh): that is\n"
+    "a load too, in which only the kernels that read it recompile. Stops after\n"
+    "--count loads (default: never; Ctrl-C).\n"
     "--backend (default $KC_BACKEND, else the best available). The disk cache\n"
     "is the library's default ($KC_CACHE_DIR...; KC_CACHE_DISABLE=1: none).\n";
 
@@ -160,6 +163,18 @@ static void on_change(void *user, const char *name, kc_change_kind kind) {
   c->first = false;
 }
 
+/* Every kernel of the file's text, launched. */
+static void run_all(watch *w, const char *path, const char *text, size_t len) {
+  kc__change *v;
+  size_t n;
+  if (kc__split_file(w->rt, path, text, len, &v, &n) == KC_OK) {
+    for (size_t i = 0; i < n; i++)
+      if (strstr(v[i].source, "KC_KERNEL")) run_kernel(w, v[i].name, v[i].source);
+    kc__free_changes(w->rt, v, n);
+  }
+  fflush(stdout);
+}
+
 /* One load of the file's text: define, then launch every kernel. */
 static void load(watch *w, const char *path, const char *text, size_t len, int round) {
   size_t changed = 0;
@@ -183,14 +198,27 @@ static void load(watch *w, const char *path, const char *text, size_t len, int r
     printf("load %d: world %llu, %zu definition(s) changed%s%s\n", round, (unsigned long long)world, changed,
            changed && names ? ": " : "", names ? names : "");
   free(names);
-  kc__change *v;
-  size_t n;
-  if (kc__split_file(w->rt, path, text, len, &v, &n) == KC_OK) {
-    for (size_t i = 0; i < n; i++)
-      if (strstr(v[i].source, "KC_KERNEL")) run_kernel(w, v[i].name, v[i].source);
-    kc__free_changes(w->rt, v, n);
+  run_all(w, path, text, len);
+}
+
+/* The file's text is unchanged: the headers on disk its kernels read
+ * (kc_refresh); if one changed, the kernels again. Whether one did. */
+static bool refresh(watch *w, const char *path, const char *text, size_t len, int round) {
+  size_t changed = 0;
+  kc_world world = 0;
+  kc_status st = kc_refresh(w->rt, &changed, &world);
+  if (st) {
+    fprintf(stderr, "kcache: watch: kc_refresh: %s\n", kc_errmsg(w->rt));
+    return false;
   }
-  fflush(stdout);
+  if (!changed) return false;
+  if (w->json)
+    printf("{\"load\":%d,\"world\":%llu,\"headers_changed\":%zu}\n", round, (unsigned long long)world,
+           changed);
+  else
+    printf("load %d: world %llu, %zu header(s) on disk changed\n", round, (unsigned long long)world, changed);
+  run_all(w, path, text, len);
+  return true;
 }
 
 static kc_backend_kind backend_of(const char *s) {
@@ -250,6 +278,9 @@ int cmd_watch(cli *c) {
       free(last);
       last = text;
       last_len = len;
+    } else if (last && refresh(&w, file, last, last_len, round + 1)) {
+      free(text);
+      ++round;
     } else {
       free(text);
       if (tty)

@@ -10,6 +10,7 @@
 #include "core/core.h"
 #include "core/cache_glue.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,18 @@ static void unmangle(char *log) {
   *out = 0;
 }
 
+/* Whether log holds the identifier name as a word of its own (not inside
+ * another name, or a path: a work directory's random letters once matched). */
+static bool log_names(const char *log, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = strstr(log, name); p; p = strstr(p + 1, name)) {
+    bool left = p == log || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+    bool right = !(isalnum((unsigned char)p[n]) || p[n] == '_');
+    if (left && right) return true;
+  }
+  return false;
+}
+
 /* Names an undefined function that the compiler complained about. */
 static kc_status explain_failure(kc_runtime *rt, const kc__spec *spec, const kc__closure *c, kc_status st,
                                  char *log) {
@@ -179,7 +192,7 @@ static kc_status explain_failure(kc_runtime *rt, const kc__spec *spec, const kc_
   const char *missing = NULL;
   for (uint32_t i = 0; i < c->nedges && log; i++)
     if (!c->edges[i].def && c->edges[i].call && kc__is_identifier(c->edges[i].binding->name) &&
-        strstr(log, c->edges[i].binding->name)) {
+        log_names(log, c->edges[i].binding->name)) {
       missing = c->edges[i].binding->name;
       break;
     }

@@ -16,10 +16,10 @@
  *
  * In the world: each file is a binding named by its absolute path (no
  * name of the table starts with '/'), and each content seen of it a
- * definition; a code instance's edges point at the versions it read, so a
- * new content ends exactly the code that read the old one, in a new world,
- * like a redefinition. A version is seen by a compile that reads the file,
- * or by kc_refresh, which checks every file that live code read.
+ * definition; the files a compile read, as a whole, are a file set (below),
+ * so a new content ends exactly the code that read the old one, in a new
+ * world, like a redefinition. A version is seen by a compile that reads the
+ * file, or by kc_refresh, which checks every file that live code read.
  */
 #include "core/core.h"
 
@@ -31,7 +31,8 @@
 /* ------------------------------------------------------- include dirs */
 
 /* The -I directories of options ("-I dir", "-Idir", "--include-path=dir",
- * "--include-path dir"), absolute, after the working directory "". */
+ * "--include-path dir"), absolute, after the working directory (".": the
+ * one at each compile). */
 kc_status kc__ext_setup(kc_runtime *rt) {
   const char *o = rt->compile_options ? rt->compile_options : "";
   size_t cap = 2;
@@ -85,8 +86,7 @@ void kc__ci_files_free(kc_runtime *rt, kc__ci *ci) {
 }
 
 /* Adds f (taken over) to ci's files unless its path is there already; false
- * when out of memory or past KC__STORE_MAX_FILES (then ci's files are
- * unknown). */
+ * when out of memory or past KC__EXT_MAX (then ci's files are unknown). */
 static bool files_add(kc_runtime *rt, kc__ci *ci, kc__filedep *f, size_t *cap) {
   for (uint32_t i = 0; i < ci->nfiles; i++)
     if (!strcmp(ci->files[i].path, f->path)) {

@@ -158,7 +158,7 @@ static uint64_t key_of(const state *s, int kernel) {
 typedef struct outcome {
   kc_status st;
   float value;
-  char why[160]; /* the failure's message (its start), for the report */
+  char why[600]; /* the failure's message (its start), for the report */
 } outcome;
 
 /* Room for need items of size sz in *p (libc; the test's own arrays). */
@@ -321,7 +321,7 @@ typedef struct tested {
   bool in_step;
   _Atomic bool stop;
   _Atomic uint64_t compared, pinned_compared, collects, mismatches;
-  char first[1024];
+  char first[1500];
   pthread_mutex_t first_mu;
 } tested;
 
@@ -427,8 +427,8 @@ static void fail_note(tested *t, const char *msg) {
 }
 
 static void mismatch(tested *t, const char *who, const char *kernel, outcome got, outcome want) {
-  char msg[1024];
-  snprintf(msg, sizeof msg, "%s: %s gave %s %g (%.150s), a cold compile %s %g (%.150s)", who, kernel,
+  char msg[1500];
+  snprintf(msg, sizeof msg, "%s: %s gave %s %g (%.500s), a cold compile %s %g (%.500s)", who, kernel,
            kc_status_name(got.st), got.value, got.why, kc_status_name(want.st), want.value, want.why);
   fail_note(t, msg);
 }
@@ -596,6 +596,9 @@ static uint64_t run(const step *fixed, size_t nfixed, uint64_t n, double until, 
     apply(t, s);
     check_latest(t, &seed);
     if (atomic_load(&t->mismatches)) break;
+    if (!fixed && done % 5000 == 4999) /* long runs: where they are */
+      fprintf(stderr, "oracle: %llu steps, %.0f s, %llu cold compiles\n", (unsigned long long)done + 1,
+              rel_now() - t0, (unsigned long long)atomic_load(&oracle_compiles));
   }
   atomic_store(&t->stop, true);
   if (threads) pthread_join(pt, NULL);

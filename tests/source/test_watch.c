@@ -3,8 +3,9 @@
  * test_watch.c -- `kcache watch FILE` (cli/watch.c) on the host backend:
  * the first load compiles every kernel of the file; an edit of one helper
  * while it watches makes a second load in which only the kernel that
- * reaches the helper is recompiled, with its new result. And its usage
- * errors.
+ * reaches the helper is recompiled, with its new result; an edit of a
+ * header on disk that one kernel includes recompiles that kernel only. And
+ * its usage errors.
  */
 #include "kc_test.h"
 
@@ -62,6 +63,46 @@ static void test_watch_reloads_and_recompiles_what_changed(void **state) {
   KCT_CONTAINS(out, "{\"kernel\":\"kb\",\"code\":\"recompiled\",\"y\":[5,5,5,5]}");
 }
 
+/* A header on disk (found through CPATH, which the host compiler reads)
+ * edited while kcache watches: a load of its own, recompiling the one
+ * kernel that includes it. */
+static void test_watch_sees_headers_on_disk(void **state) {
+  (void)state;
+  char dir[KCT_DIR_LEN], path[KCT_DIR_LEN + 16], hdr[KCT_DIR_LEN + 16], cmd[4096];
+  kct_mkdtemp(dir, sizeof dir, "watchh");
+  snprintf(path, sizeof path, "%s/k.cl", dir);
+  snprintf(hdr, sizeof hdr, "%s/gain.h", dir);
+  write_file(hdr, "#define GAIN 3.0f\n");
+  /* (a file's #include lines go before the definitions that follow them) */
+  write_file(path, "KC_KERNEL void kn(KC_GLOBAL float *y) { y[kc_global_id(0)] = 1.0f; }\n"
+                   "#include <gain.h>\n"
+                   "KC_KERNEL void kg(KC_GLOBAL float *y) { y[kc_global_id(0)] = GAIN; }\n");
+  usleep(50000); /* older than the timestamps' grain when it is compiled */
+  snprintf(cmd, sizeof cmd,
+           "CPATH='%s' KC_CACHE_DISABLE=1 KC_HOST_CC='%s' '%s' --json watch --backend host --count 2 "
+           "--interval 20 "
+           "'%s' 2>&1",
+           dir, kct_host_cc(), KC_CLI, path);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  char line[1024], out[8192] = "";
+  bool edited = false;
+  while (fgets(line, sizeof line, p)) {
+    strncat(out, line, sizeof out - strlen(out) - 1);
+    if (!edited && strstr(line, "\"kernel\":\"kg\"")) {
+      write_file(hdr, "#define GAIN 7.0f\n");
+      edited = true;
+    }
+  }
+  int rc = pclose(p);
+  kct_rmrf(dir);
+  if (rc != 0) fail_msg("kcache watch exited with %d:\n%s", rc, out);
+  KCT_CONTAINS(out, "{\"kernel\":\"kg\",\"code\":\"recompiled\",\"y\":[3,3,3,3]}");
+  KCT_CONTAINS(out, "\"headers_changed\":1}");
+  KCT_CONTAINS(out, "{\"kernel\":\"kg\",\"code\":\"recompiled\",\"y\":[7,7,7,7]}");
+  KCT_CONTAINS(out, "{\"kernel\":\"kn\",\"code\":\"cached\",\"y\":[1,1,1,1]}");
+}
+
 static void test_watch_usage(void **state) {
   (void)state;
   char cmd[4096], *out = NULL;
@@ -90,6 +131,7 @@ static void test_watch_usage(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       KCT_TEST(test_watch_reloads_and_recompiles_what_changed),
+      KCT_TEST(test_watch_sees_headers_on_disk),
       KCT_TEST(test_watch_usage),
   };
   return cmocka_run_group_tests_name("watch", tests, NULL, NULL);

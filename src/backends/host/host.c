@@ -327,7 +327,7 @@ static kc_status host_cc(host_state *s, const char *src, const char *obj, const 
   size_t tn = 0, at = log->len;
   /* the compiler's log, if it ran and wrote one (else the error stands) */
   if (ran && access(lg, R_OK) == 0 && host_read_file(sv, lg, &text, &tn) == KC_OK) {
-    kc__sb_append(log, text, tn);
+    host_log_append(log, text, tn, src);
     kc__bs_free(sv, text);
   }
   if (st) return st;

@@ -53,6 +53,9 @@ kc_status host_write_file(const kc__bsvc *sv, const char *path, const void *data
  * clang write it (escaped blanks, '#', "$$"), or with lines true, tcc's
  * (one path a line, not escaped). False if out ran out of memory. */
 bool host_deps_parse(const char *text, size_t n, bool lines, const char *skip, kc__sb *out);
+/* Appends a compiler's output to log without the work directory of src
+ * (its file names are the definitions' names, #line's: "h:3: error ..."). */
+void host_log_append(kc__sb *log, const char *text, size_t n, const char *src);
 /* A compile's work directory under s->dir, named after this process
  * (kcache-host-NS-PID-START-XXXXXX: NS says which machine's boot and pid
  * namespace the pid is of (host_pid_ns), then the pid and its start time), made

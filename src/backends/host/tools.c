@@ -389,3 +389,18 @@ bool host_deps_parse(const char *text, size_t n, bool lines, const char *skip, k
   kc__sb_free(&tok);
   return ok;
 }
+
+void host_log_append(kc__sb *log, const char *text, size_t n, const char *src) {
+  const char *slash = strrchr(src, '/');
+  size_t dl = slash ? (size_t)(slash - src) + 1 : 0; /* "dir/" */
+  for (size_t i = 0; i < n;) {
+    if (dl && n - i >= dl && !memcmp(text + i, src, dl)) {
+      i += dl;
+      continue;
+    }
+    size_t j = i + 1;
+    while (j < n && text[j] != src[0]) j++;
+    kc__sb_append(log, text + i, j - i);
+    i = j;
+  }
+}
