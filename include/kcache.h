@@ -329,13 +329,22 @@ uint64_t kc_context_id(const kc_context *ctx);
  * looked up `name` stops being valid in that world. Text identical to the
  * visible definition changes nothing and returns the current world.
  *
- * Dependencies: a definition depends on every name its text mentions that
- * the table defines (and on every name it calls, defined or not), found by
- * a scan of its text outside comments and literals. Preprocessor lines are
- * read too: a macro body's names are dependencies of whoever uses the
- * macro, so `#define CALL(x) helper(x)` (in the table, or inside a
- * kernel's body) makes helper a dependency; names in #if lines are. Line
- * splices (backslash-newline) are joined first. A paste `a ## b` is the name
+ * Dependencies: a definition depends on every name its text mentions,
+ * defined or not, called or not, found by a scan of its text outside
+ * comments and literals (C keywords, the dialect's KC_ and kc_ names and
+ * the specialization's keys aside). A name looked up and not found is a
+ * dependency like one that was found: defining it later (a #define, a
+ * constant, a type, an enumerator, a function), undefining it, or defining
+ * it again ends the code that mentioned it, a compile that failed for its
+ * absence included (a failed compile is kept for the worlds its lookups
+ * hold in, like code). Preprocessor lines are read too: names tested by
+ * #ifdef, #ifndef, defined(X) and #if expressions are dependencies, and a
+ * macro body's names are dependencies of whoever uses the macro, so
+ * `#define CALL(x) helper(x)` (in the table, or inside a kernel's body)
+ * makes helper a dependency. This over-approximates: a local variable that
+ * shares a name with a later definition costs a recompile (see doc/design.md
+ * for how often, measured), never a stale result. Line splices
+ * (backslash-newline) are joined first. A paste `a ## b` is the name
  * "ab"; a paste of a macro parameter (`op_ ## x`) names what kcache cannot
  * know: code that uses it depends on every definition whose name starts
  * with the known prefix ("op_"), and any later definition of such a name
@@ -343,7 +352,9 @@ uint64_t kc_context_id(const kc_context *ctx);
  * KC_LOG_INFO), never a missed dependency. An enumerator is found through
  * the definition that declares it: code that names RED of the definition
  * "Color" = "enum Color { RED };" depends on Color (and on RED, should RED
- * be defined on its own later).
+ * be defined on its own later), and on every other name whose definition
+ * ever declared RED. Depth is no limit: a chain of 100,000 helpers
+ * resolves (iteratively; no C recursion on what users control).
  *
  * Names are C identifiers (or header names); names starting with "kc_" or
  * "KC_" are reserved. The source of a name other than a header must
@@ -385,12 +396,28 @@ typedef struct kc_collect_info {
  * unloaded, kernel objects released), and every definition visible in no
  * live world. A long hot-reload session that calls it now and then (after a
  * batch of redefinitions, at a frame boundary, between REPL inputs) stays
- * bounded in memory. out may be NULL.
+ * bounded in memory. out may be NULL. Thread-safe; one collect runs at a
+ * time.
  *
- * Launches read code without locks, so kc_collect needs a quiescent point:
- * no other thread may be inside a kcache call on rt while it runs. Other
- * threads may hold pins across it (their worlds stay live). Artifact
- * pointers from kc_kernel_code of freed code instances become invalid. */
+ * kc_collect runs while other threads define, undefine, pin, compile,
+ * prepare, query and launch: what it chooses is first made unreachable,
+ * then freed only after a grace period, once every thread that was inside
+ * a kcache call at that moment has returned from it (a compile for an old
+ * world, a launch running that code). What a thread still holds at the end
+ * of a kc_collect waits for a later one (the counts in *out are what was
+ * freed in this call, batches of earlier calls included). One part depends
+ * on the runtime: a cached launch (kc_launch, kc_launch_args and their _ex
+ * forms when they find their code cached; every launch in checked mode is
+ * not cached) takes no grace section unless the runtime guards launches
+ * (kc_options.guard_launches, $KC_GUARD_LAUNCHES=1; the Python package
+ * always does), which costs each cached launch a few instructions and two
+ * atomic operations (bench/kc_bench: "guarded"). Without it, kc_collect
+ * must not run while another thread is in a cached launch of code that a
+ * redefinition made before the kc_collect ended (that code may be unloaded
+ * under it); launches of code that is still current, compiles, definitions
+ * and pins are safe either way. Artifact pointers from kc_kernel_code and
+ * parameter names from kc_kernel_param of freed code instances become
+ * invalid. */
 kc_status kc_collect(kc_runtime *rt, kc_collect_info *out);
 
 /* ----------------------------------------------- headers and source files */
@@ -435,7 +462,10 @@ kc_status kc_collect(kc_runtime *rt, kc_collect_info *out);
  *    kc_refresh, makes a new world that ends exactly the code that read
  *    the old one (pinned worlds keep theirs). A launch does not look at
  *    the disk: after editing a header, call kc_refresh (`kcache watch`
- *    does, for the files it watches).
+ *    does, for the files it watches). A compile that read a file before a
+ *    newer content of it was seen, or while it changed, serves the launch
+ *    that compiled it only. A compile for a pinned world reads the disk as
+ *    it is then (an old world's file content cannot be had again).
  * Not covered: the compiler itself and the compile options (they are in
  * the key: kc_runtime_backend's identity, compile_options), environment
  * variables the compiler reads other than through the files it then
@@ -470,16 +500,6 @@ kc_status kc_collect(kc_runtime *rt, kc_collect_info *out);
  * change). Thread-safe; concurrent loads of one file apply one after the
  * other.
  */
-/* Looks at every file on disk that code valid in the latest world read
- * (headers on disk, above): one stat each, and a read when stat differs.
- * The files whose content changed (or appeared, or went) get their new
- * version in one new world, which ends exactly the code that read them.
- * *changed (may be NULL) gets the number of files that changed, *new_world
- * (may be NULL) the world (the current one if nothing changed).
- * Thread-safe; takes the definition lock only to read the list and to
- * apply the changes, not while it reads files. */
-kc_status kc_refresh(kc_runtime *rt, size_t *changed, kc_world *new_world);
-
 kc_status kc_define_file(kc_runtime *rt, const char *file, const char *text, size_t len, size_t *changed,
                          kc_world *new_world);
 
@@ -498,6 +518,16 @@ typedef enum kc_change_kind {
 typedef void (*kc_change_fn)(void *user, const char *name, kc_change_kind kind);
 kc_status kc_define_file_ex(kc_runtime *rt, const char *file, const char *text, size_t len,
                             kc_change_fn on_change, void *user, size_t *changed, kc_world *new_world);
+
+/* Looks at every file on disk that code valid in the latest world read
+ * (headers on disk, above): one stat each, and a read when stat differs.
+ * The files whose content changed (or appeared, or went) get their new
+ * version in one new world, which ends exactly the code that read them.
+ * *changed (may be NULL) gets the number of files that changed, *new_world
+ * (may be NULL) the world (the current one if nothing changed).
+ * Thread-safe; takes the definition lock only to read the list and to
+ * apply the changes, not while it reads files. */
+kc_status kc_refresh(kc_runtime *rt, size_t *changed, kc_world *new_world);
 
 /* --------------------------------------------------------------- kernels */
 

@@ -8,6 +8,8 @@
 #   compiler_faults_*    host compilers that crash, hang, write garbage; an
 #                        OpenCL build failure
 #   model                random sequences against a recompute-everything model
+#   oracle_*             random programs and steps, every launch against a cold
+#                        compile of its world (KC_ORACLE_STEPS; scripts/oracle.sh: long)
 #   stress_*             threads against a reference model (short)
 # then prints the figures each test reported ("RELIABILITY: ..." lines).
 #
@@ -24,7 +26,7 @@ echo "=== reliability: configuring and building $dir (ASan + fault injection)"
 mkdir -p "$dir"
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKC_SANITIZE=address -DKC_FAULT_INJECTION=ON \
   -DKC_BUILD_BENCH=OFF >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; exit 1; }
-cmake --build "$dir" -j"$jobs" --target test_faults test_compiler_faults test_model test_stress test_transient test_fork_backend \
+cmake --build "$dir" -j"$jobs" --target test_faults test_compiler_faults test_model test_stress test_transient test_fork_backend test_oracle \
   >"$dir/build.log" 2>&1 || { tail -50 "$dir/build.log"; exit 1; }
 built=$SECONDS
 

@@ -60,7 +60,7 @@ oom:
 
 /* The code instance valid at world w, without locks. */
 kc__ci *kc__ci_find(kc__spec *spec, kc_world w) {
-  for (kc__ci *ci = kc__load_acquire(&spec->head); ci; ci = ci->next)
+  for (kc__ci *ci = kc__load_acquire(&spec->head); ci; ci = kc__load_acquire(&ci->next))
     if (kc__ci_valid_at(ci, w)) return ci;
   return NULL;
 }

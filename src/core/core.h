@@ -159,7 +159,11 @@ struct kc__ci {
    * published so), for kc_collect; guarded by world_lock */
   kc__ci *next_clipped;
   uint64_t id; /* never reused */
-  kc__ci *next; /* older code instance of the same spec; immutable once published */
+  /* The older code instance of the same spec. Read without a lock (acquire);
+   * written under world_lock, at publish, and by kc_collect, which skips
+   * the dead ones (a dead one's own next is left as it was, so a reader
+   * standing on it goes on). */
+  _Atomic(kc__ci *) next;
   kc__spec *spec;
   kc_world compiled_at;
   void *artifact;

@@ -212,7 +212,7 @@ void kc_runtime_destroy(kc_runtime *rt) {
   }
   KC__HTAB_EACH(&rt->specs, kc__spec, s, next_in_bucket) {
     for (kc__ci *ci = kc__load_relaxed(&s->head), *older; ci; ci = older) {
-      older = ci->next;
+      older = kc__load_relaxed(&ci->next);
       kc__ci_free(rt, ci);
     }
     for (kc__linked *l = s->free_linked, *next; l; l = next) {

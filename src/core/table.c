@@ -330,7 +330,7 @@ void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world) {
   kc__store_release(&ci->max_world, max); /* the range becomes non-empty last */
   /* the head of its specialization's list, which kc_collect rewrites under
    * world_lock too (release: readers see a complete code instance) */
-  ci->next = kc__load_relaxed(&ci->spec->head);
+  kc__store_relaxed(&ci->next, kc__load_relaxed(&ci->spec->head));
   kc__store_release(&ci->spec->head, ci);
   kc__unlock(&rt->world_lock);
 }

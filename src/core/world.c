@@ -200,14 +200,16 @@ static void unlist_dead(kc__ci *dead, uint64_t pass) {
     kc__spec *s = d->spec;
     if (s->swept == pass) continue;
     s->swept = pass;
-    kc__ci *keep = NULL, **tail = &keep;
-    for (kc__ci *ci = kc__load_relaxed(&s->head); ci; ci = ci->next)
+    _Atomic(kc__ci *) keep;
+    atomic_init(&keep, NULL);
+    _Atomic(kc__ci *) *tail = &keep; /* the live ones linked past the dead, in place */
+    for (kc__ci *ci = kc__load_relaxed(&s->head); ci; ci = kc__load_relaxed(&ci->next))
       if (!kc__load_relaxed(&ci->dead)) {
-        *tail = ci;
+        kc__store_release(tail, ci);
         tail = &ci->next;
       }
-    *tail = NULL;
-    kc__store_release(&s->head, keep);
+    kc__store_release(tail, NULL);
+    kc__store_release(&s->head, kc__load_relaxed(&keep));
   }
 }
 

@@ -31,7 +31,7 @@
  * $KC_ORACLE_REGRESS_DIR (default: the working directory) as oracle-*.ops;
  * the files in tests/reliability/oracle/ are such sequences, replayed first.
  *
- *   KC_ORACLE_STEPS (host 1200, opencl 40), KC_ORACLE_SECONDS (run for that
+ *   KC_ORACLE_STEPS (host 1200, opencl 100), KC_ORACLE_SECONDS (run for that
  *   long instead), KC_ORACLE_SEED (1), KC_ORACLE_THREADS (1: the pinning and
  *   collecting threads; 0: none), KC_ORACLE_REPLAY=FILE (only that sequence).
  */
@@ -728,7 +728,7 @@ static void test_oracle(void **state) {
     return;
   }
   replay_dir(seed);
-  uint64_t steps = rel_env_u64("KC_ORACLE_STEPS", kct_backend == KC_BACKEND_HOST ? 1200 : 40);
+  uint64_t steps = rel_env_u64("KC_ORACLE_STEPS", kct_backend == KC_BACKEND_HOST ? 1200 : 100);
   double seconds = (double)rel_env_u64("KC_ORACLE_SECONDS", 0);
   bool threads = rel_env_u64("KC_ORACLE_THREADS", 1) != 0;
   step *log = NULL;
