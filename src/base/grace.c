@@ -11,13 +11,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-struct kc__grace_thr {
-  _Atomic uint64_t seq; /* odd while its thread is inside a section; written by that thread only */
-  uint32_t depth; /* the thread's nesting (its own) */
-  bool taken; /* a live thread owns it (registry lock) */
-  kc__grace_thr *next; /* the registry, newest first (never unlinked) */
-};
-
 /* A leaf: taken to add or reuse a record, by a snapshot and around fork. */
 static kc__mutex registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static kc__grace_thr *registry;
@@ -26,7 +19,7 @@ static kc__once key_once = KC__ONCE_INIT;
 static bool key_ok;
 static kc__fork_hook fork_hook;
 
-static __attribute__((tls_model("initial-exec"))) _Thread_local kc__grace_thr *self;
+__attribute__((visibility("hidden"), tls_model("initial-exec"))) _Thread_local kc__grace_thr *kc__grace_self;
 
 /* A thread's end: its record, outside any section, goes back to the
  * registry for the next new thread. */
@@ -52,7 +45,7 @@ static void fork_parent(void *ud) {
 static void fork_child(void *ud) {
   (void)ud;
   for (kc__grace_thr *t = registry; t; t = t->next) {
-    if (t == self) continue;
+    if (t == kc__grace_self) continue;
     if (kc__load_relaxed(&t->seq) & 1) kc__fetch_add_release(&t->seq, 1);
     t->depth = 0;
     t->taken = false;
@@ -67,7 +60,7 @@ static void key_init(void) {
   kc__fork_register(&fork_hook);
 }
 
-static KC__NOINLINE KC__COLD bool join(void) {
+bool kc__grace_join(void) {
   kc__call_once(&key_once, key_init);
   if (!key_ok) return false;
   kc__lock(&registry_lock);
@@ -87,26 +80,11 @@ static KC__NOINLINE KC__COLD bool join(void) {
     kc__unlock(&registry_lock);
     return false;
   }
-  self = t;
+  kc__grace_self = t;
   return true;
 }
 
-bool kc__grace_enter(void) {
-  kc__grace_thr *t = self;
-  if (KC__UNLIKELY(!t)) {
-    if (!join()) return false;
-    t = self;
-  }
-  if (t->depth++ == 0) atomic_fetch_add_explicit(&t->seq, 1, memory_order_seq_cst);
-  return true;
-}
-
-void kc__grace_exit(void) {
-  kc__grace_thr *t = self;
-  if (--t->depth == 0) kc__fetch_add_release(&t->seq, 1);
-}
-
-bool kc__grace_inside(void) { return self && self->depth > 0; }
+bool kc__grace_inside(void) { return kc__grace_self && kc__grace_self->depth > 0; }
 
 bool kc__grace_snap(kc__grace *g, const kc__heap *heap) {
   g->v = NULL;

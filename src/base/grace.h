@@ -23,12 +23,27 @@
 #ifndef KC_BASE_GRACE_H
 #define KC_BASE_GRACE_H
 
+#include "base/atomics.h"
+#include "base/compiler.h"
 #include "base/mem.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef struct kc__grace_thr kc__grace_thr;
+/* A thread's record (grace.c keeps the registry of them). */
+typedef struct kc__grace_thr {
+  _Atomic uint64_t seq; /* odd while its thread is inside a section; written by that thread only */
+  uint32_t depth; /* the thread's nesting (its own) */
+  bool taken; /* a live thread owns it (registry lock) */
+  struct kc__grace_thr *next; /* the registry, newest first (never unlinked) */
+} kc__grace_thr;
+
+/* The calling thread's record, NULL until its first section (initial-exec
+ * TLS: one %fs load). */
+extern __attribute__((visibility("hidden"),
+                      tls_model("initial-exec"))) _Thread_local kc__grace_thr *kc__grace_self;
+/* A thread's first section: its record (false: no memory for it). */
+bool kc__grace_join(void) KC__NOINLINE KC__COLD;
 
 /* The threads that were inside a section when it was taken. */
 typedef struct kc__grace {
@@ -41,9 +56,21 @@ typedef struct kc__grace {
 
 /* Enters a section (the calling thread's first one makes its record:
  * false if there is no memory for it, and then nothing is entered). */
-bool kc__grace_enter(void);
-/* Leaves the section kc__grace_enter entered. */
-void kc__grace_exit(void);
+static inline bool kc__grace_enter(void) {
+  kc__grace_thr *t = kc__grace_self;
+  if (KC__UNLIKELY(!t)) {
+    if (!kc__grace_join()) return false;
+    t = kc__grace_self;
+  }
+  if (t->depth++ == 0) atomic_fetch_add_explicit(&t->seq, 1, memory_order_seq_cst);
+  return true;
+}
+/* Leaves the section kc__grace_enter entered (a release store: only this
+ * thread writes its record). */
+static inline void kc__grace_exit(void) {
+  kc__grace_thr *t = kc__grace_self;
+  if (--t->depth == 0) kc__store_release(&t->seq, kc__load_relaxed(&t->seq) + 1);
+}
 /* Whether the calling thread is inside a section. */
 bool kc__grace_inside(void);
 /* Takes the snapshot into *g (heap: for its array). False if out of

@@ -498,7 +498,10 @@ static inline bool kc__ci_valid_at(const kc__ci *ci, kc_world w) {
  * one first, so that kc_collect frees nothing it may still use. KC_OK, or
  * KC_ENOMEM (fn's message) when the thread's first section finds no memory
  * for its record. kc__leave ends it. */
-kc_status kc__enter(const kc_runtime *rt, const char *fn);
+kc_status kc__enter_failed(const kc_runtime *rt, const char *fn) KC__COLD;
+static inline kc_status kc__enter(const kc_runtime *rt, const char *fn) {
+  return KC__LIKELY(kc__grace_enter()) ? KC_OK : kc__enter_failed(rt, fn);
+}
 static inline void kc__leave(void) { kc__grace_exit(); }
 
 /* code.c: the interned specialization of (name, canonical parameters). */

@@ -180,18 +180,26 @@ static KC__NOINLINE kc_status launch_guarded(kc_kernel *k, kc_context *ctx, cons
   return st;
 }
 
-static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid,
-                                          const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
+static KC__NOINLINE kc_status launch_unguarded(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid,
+                                               const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
   if (!k) return kc__err(NULL, KC_EINVAL, "kc_launch: kernel is NULL");
   kc_runtime *rt = k->rt;
   if (!ctx) return kc__err(rt, KC_EINVAL, "kc_launch: context is NULL");
   if (ctx->rt != rt) return kc__err(rt, KC_EINVAL, "kc_launch: the context belongs to another runtime");
-  if (rt->guarded) return launch_guarded(k, ctx, grid, block, args, nargs);
   kc_status st = kc__enter(rt, "kc_launch");
   if (st) return st;
   st = launch_resolve(k, ctx, grid, block, args, nargs);
   kc__leave();
   return st;
+}
+
+/* Where a launch that missed the cache goes: a runtime that guards its
+ * launches has its own (a dispatch of a few instructions, no frame). */
+static KC__NOINLINE kc_status launch_slow(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid,
+                                          const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
+  if (KC__LIKELY(k && ctx && ctx->rt == k->rt && k->rt->guarded))
+    return launch_guarded(k, ctx, grid, block, args, nargs);
+  return launch_unguarded(k, ctx, grid, block, args, nargs);
 }
 
 /* THE FAST PATH. It must never lock, allocate, hash a string or touch the

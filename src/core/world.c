@@ -133,8 +133,8 @@ kc_status kc_unpin(kc_runtime *rt) {
  * (kc_options.guard_launches, launch.c): without it, a cached launch must
  * not be running code that a kc_collect frees (kcache.h, kc_collect). */
 
-kc_status kc__enter(const kc_runtime *rt, const char *fn) {
-  return kc__grace_enter() ? KC_OK : kc__err(rt, KC_ENOMEM, "%s: out of memory", fn);
+kc_status kc__enter_failed(const kc_runtime *rt, const char *fn) {
+  return kc__err(rt, KC_ENOMEM, "%s: out of memory", fn);
 }
 
 typedef struct {
