@@ -19,7 +19,7 @@
  *                the first two)
  *
  * Built from the same source at an older commit, it gives the figures
- * before the change (bench/results/edges-2026-12-01.log has both).
+ * before the change (bench/results/edges-2026-12-02.log has both).
  *
  * Usage: kc_bench_edges [--json] [--max N]
  */
