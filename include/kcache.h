@@ -470,15 +470,18 @@ kc_status kc_collect(kc_runtime *rt, kc_collect_info *out);
  * the key: kc_runtime_backend's identity, compile_options), environment
  * variables the compiler reads other than through the files it then
  * reads, files the compiler reads that are not headers (PoCL's kernel
- * library, NVRTC's built-in headers), PoCL's POCL_EXTRA_BUILD_FLAGS, and on
- * the host backend a header created in a directory searched before the
- * one where a recorded header was found (the compiler lists what it read,
- * not where it looked; ccache's direct mode has the same limit). A file
- * that changes while it is compiled, one that is not a regular file (a
- * FIFO, a device), one larger than 64 MiB, or an #include kcache cannot
- * follow (a computed one in a header on disk) makes the compile's files
- * unknown: its code runs the launch that compiled it and no other, is
- * never stored, and a failure is not remembered.
+ * library, NVRTC's built-in headers), PoCL's POCL_EXTRA_BUILD_FLAGS, under
+ * tcc the headers of its system directories (/usr/include,
+ * /usr/local/include, its own: tcc -MD leaves them out; $CPATH and -I
+ * directories are covered), and on the host backend a header created in a
+ * directory searched before the one where a recorded header was found
+ * (the compiler lists what it read, not where it looked; ccache's direct
+ * mode has the same limit). A file that changes while it is compiled,
+ * one that is not a regular file (a FIFO, a device), one larger than
+ * 64 MiB, or an #include kcache cannot follow (a computed one in a header
+ * on disk) makes the compile's files unknown: its code runs the launch
+ * that compiled it and no other, is never stored, and a failure is not
+ * remembered.
  *
  * Source files: kc_define_file defines every top-level definition of one
  * source text (a .c, .cl or .cu file in the dialect) in one world. Each

@@ -140,6 +140,15 @@ void test_failures_live_in_worlds(void **state) {
       "KC_KERNEL void k_call(KC_GLOBAL float *y) { float acc = 1.0f; y[kc_global_id(0)] = nowhere(acc); }");
   assert_int_equal(try_run(f, "k_call", &v), KC_ENOTFOUND);
   KCT_CONTAINS(kc_errmsg(f->rt), "calls 'nowhere', which is neither defined");
+  /* and only when the log names it as a word: here the call is in #if 0,
+   * and the log names 'nowherex' (the oracle found a work directory's
+   * random letters blamed this way) */
+  kct_define(f->rt, "k_word",
+             "KC_KERNEL void k_word(KC_GLOBAL float *y) {\n"
+             "#if 0\n  nowhere(1.0f);\n#endif\n"
+             "  y[kc_global_id(0)] = nowherex;\n}");
+  assert_int_equal(try_run(f, "k_word", &v), KC_ECOMPILE);
+  KCT_CONTAINS(kc_errmsg(f->rt), "nowherex");
 }
 
 /* An enumerator in a world where its enum is not defined: the failure (or
