@@ -443,8 +443,10 @@ kc_status kc_collect(kc_runtime *rt, kc_collect_info *out);
  * /usr/local/include, $CPATH, the -I directories of compile_options) are
  * part of what a compile depends on, like a name of the table. kcache
  * records every file the compile read: on the host backend the files the
- * compiler lists (cc -MD; gcc lists system headers too, tcc leaves them
- * out); on OpenCL and CUDA, whose compilers tell nothing, the files kcache
+ * compiler lists (cc -MD; tcc lists no header of a system directory, so
+ * kcache runs it with -nostdinc and gives it those directories as -I:
+ * $CPATH, $C_INCLUDE_PATH, then its own, in the order it searches them);
+ * on OpenCL and CUDA, whose compilers tell nothing, the files kcache
  * finds itself by following the #include lines (nested ones too, whatever
  * #if around them), each looked for in the working directory and then in
  * the -I directories of compile_options, in that order, where PoCL and
@@ -470,11 +472,9 @@ kc_status kc_collect(kc_runtime *rt, kc_collect_info *out);
  * the key: kc_runtime_backend's identity, compile_options), environment
  * variables the compiler reads other than through the files it then
  * reads, files the compiler reads that are not headers (PoCL's kernel
- * library, NVRTC's built-in headers), PoCL's POCL_EXTRA_BUILD_FLAGS, under
- * tcc the headers of its system directories (/usr/include,
- * /usr/local/include, its own: tcc -MD leaves them out; $CPATH and -I
- * directories are covered), and on the host backend a header created in a
- * directory searched before the one where a recorded header was found
+ * library, NVRTC's built-in headers), PoCL's POCL_EXTRA_BUILD_FLAGS, and on
+ * the host backend a header created in a directory searched before the
+ * one where a recorded header was found
  * (the compiler lists what it read, not where it looked; ccache's direct
  * mode has the same limit). A file that changes while it is compiled,
  * one that is not a regular file (a FIFO, a device), one larger than

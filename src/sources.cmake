@@ -59,6 +59,7 @@ set(KC_SOURCES
     src/backends/host/host.c
     src/backends/host/interop.c
     src/backends/host/tools.c
+    src/backends/host/sysinc.c
     src/backends/host/arena.c
     src/backends/host/loader.c
     src/backends/registry.c)

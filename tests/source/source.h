@@ -33,6 +33,7 @@ void test_enumerator_of_an_old_world(void **state);
 void test_disk_headers_in_memory(void **state);
 void test_disk_headers_across_runtimes(void **state);
 void test_disk_headers_created_later(void **state);
+void test_disk_headers_in_system_dirs(void **state);
 void test_disk_headers_changed_during_a_compile(void **state);
 void test_disk_headers_read_before_a_refresh(void **state);
 

@@ -206,6 +206,56 @@ void test_disk_headers_created_later(void **state) {
   created_later(NULL);
 }
 
+/* Host backend: a header in a system directory ($C_INCLUDE_PATH here, searched
+ * where /usr/local/include is: after -I and $CPATH) is recorded like one
+ * found through -I, in memory and in the store. tcc lists no header of a
+ * system directory itself: kcache gives it those directories as -I. */
+static void system_dirs(const char *cc) {
+  disk d;
+  disk_open(&d);
+  d.opts[0] = '\0'; /* no -I: the header is found as a system one */
+  const char *old = getenv("C_INCLUDE_PATH");
+  char *saved = old ? strdup(old) : NULL;
+  setenv("C_INCLUDE_PATH", d.inc1, 1);
+  put(d.inc1, "kc_sys_x.h", "#define SXV 1.0f\n");
+  static const char *kernel_s =
+      "#include <kc_sys_x.h>\n#include <math.h>\n"
+      "KC_KERNEL void ks(KC_GLOBAL float *y) { y[kc_global_id(0)] = SXV + floorf(0.5f); }";
+  kct_fixture f;
+  open_rt(&f, &d, false, cc);
+  kct_define(f.rt, "ks", kernel_s);
+  assert_true(src_run(&f, "ks") == 1.0f);
+  put(d.inc1, "kc_sys_x.h", "#define SXV 2.0f\n");
+  assert_int_equal(refresh(f.rt), 1);
+  if (src_run(&f, "ks") != 2.0f)
+    fail_msg("%s: a header of a system directory was not seen to change", cc ? cc : "cc");
+  kct_fx_close(&f);
+  /* across runtimes: the stored entry is stale once the header changes */
+  open_rt(&f, &d, true, cc);
+  kct_define(f.rt, "ks", kernel_s);
+  assert_true(src_run(&f, "ks") == 2.0f);
+  kct_fx_close(&f);
+  put(d.inc1, "kc_sys_x.h", "#define SXV 3.0f\n");
+  open_rt(&f, &d, true, cc);
+  kct_define(f.rt, "ks", kernel_s);
+  assert_true(src_run(&f, "ks") == 3.0f);
+  assert_true(kct_stats(f.rt).disk_stale >= 1);
+  kct_fx_close(&f);
+  if (saved) setenv("C_INCLUDE_PATH", saved, 1);
+  else unsetenv("C_INCLUDE_PATH");
+  free(saved);
+  disk_close(&d);
+}
+
+void test_disk_headers_in_system_dirs(void **state) {
+  (void)state;
+  if (kct_backend != KC_BACKEND_HOST) skip();
+  unsetenv("KC_CACHE_DISABLE"); /* as test_disk_headers_across_runtimes */
+  system_dirs(NULL);
+  if (strcmp(kct_host_cc(), "cc")) system_dirs(kct_host_cc()); /* tcc */
+  kct_memory_only();
+}
+
 /* Host backend (the compiler tells what it read, after): a header written
  * as a compile starts may have been read before or after the write, so its
  * code serves that launch only (the next compiles again), and is not

@@ -162,7 +162,7 @@ void st_wrapper(const char *dir, char *path, size_t len) {
   snprintf(script, sizeof script,
            "#!/bin/sh\n"
            "# a kcache test compiler: %s, optionally counted and paused\n"
-           "case \"$1\" in --version) exec %s \"$@\";; esac\n"
+           "case \"$1\" in --version|-vv) exec %s \"$@\";; esac\n" /* what it is, not compiles */
            "[ -n \"$KC_TEST_COUNT\" ] && echo compile >> \"$KC_TEST_COUNT\"\n"
            "[ -n \"$KC_TEST_MARK\" ] && : > \"$KC_TEST_MARK\"\n"
            "[ -n \"$KC_TEST_SLEEP\" ] && sleep \"$KC_TEST_SLEEP\"\n"

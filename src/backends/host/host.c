@@ -90,6 +90,7 @@ static void host_close(void *state) {
   host_loader_close(s);
   for (int i = 0; i < s->cc_argc; i++) kc__bs_free(sv, s->cc_argv[i]);
   kc__bs_free(sv, s->identity);
+  kc__bs_free(sv, s->sysinc);
   kc__mutex_destroy(&s->ident_lock);
   if (s->arena_ready) kc__mutex_destroy(&s->arena_lock);
   kc__bs_free(sv, s);
@@ -275,33 +276,13 @@ static kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
                      : KC_OK;
 }
 
-/* Whether a compiler that failed did so for want of a resource (memory,
- * disk, descriptors, processes) or because it was killed, by what it
- * wrote: that failure is not the source's, and is not remembered. */
-static bool host_resource_failure(const char *out, size_t n) {
-  static const char *const words[] = {"No space left on device",
-                                      "Disk quota exceeded",
-                                      "Cannot allocate memory",
-                                      "out of memory",
-                                      "virtual memory exhausted",
-                                      "Too many open files",
-                                      "Resource temporarily unavailable",
-                                      "Killed signal terminated program",
-                                      "cannot fork"};
-  for (size_t i = 0; i < sizeof words / sizeof *words; i++)
-    for (const char *p = out; p && (size_t)(p - out) < n;
-         p = memchr(p + 1, words[i][0], n - (size_t)(p - out) - 1))
-      if ((size_t)(p - out) + strlen(words[i]) <= n && !memcmp(p, words[i], strlen(words[i]))) return true;
-  return false;
-}
-
 /* Runs the compiler on src into obj, its output into lg and then the log. */
 static kc_status host_cc(host_state *s, const char *src, const char *obj, const char *lg, const char *dep,
                          kc__sb *log) {
   const kc__bsvc *sv = s->sv;
   /* the command's words, 7 flags, the output and the source, the
    * dependency file's 3 words, the options' words and the terminating NULL */
-  char *argv[2 * KC__HOST_MAX_WORDS + 7 + 2 + 3 + 1];
+  char *argv[2 * KC__HOST_MAX_WORDS + 7 + 2 + 3 + KC__HOST_MAX_SYSINC + 1];
   int argc = 0;
   for (int i = 0; i < s->cc_argc; i++) argv[argc++] = s->cc_argv[i];
   static char *const fixed[] = {
@@ -317,12 +298,27 @@ static kc_status host_cc(host_state *s, const char *src, const char *obj, const 
   /* user options come last so that they win */
   host_state opts = {.sv = sv};
   kc_status st = host_split_words(&opts, s->compile_options, "compile options");
-  for (int i = 0; !st && i < opts.cc_argc; i++) argv[argc++] = opts.cc_argv[i];
+  bool nostdinc = false;
+  for (int i = 0; !st && i < opts.cc_argc; i++) {
+    argv[argc++] = opts.cc_argv[i];
+    nostdinc |= !strcmp(opts.cc_argv[i], "-nostdinc");
+  }
+  /* tcc: its system directories as -I, after the options' own (sysinc.c) */
+  kc__sb inc;
+  kc__sb_init(&inc, &sv->heap);
+  int ninc = 0;
+  if (!st) st = host_sysinc_args(s, nostdinc, &inc, &ninc);
+  if (!st && ninc > KC__HOST_MAX_SYSINC)
+    st = kc__bs_err(sv, KC_EINVAL, "too many include directories for tcc (%d words, at most %d)", ninc,
+                    KC__HOST_MAX_SYSINC);
+  for (int i = 0, at = 0; !st && i < ninc; i++, at += (int)strlen(inc.buf + at) + 1)
+    argv[argc++] = inc.buf + at;
   argv[argc] = NULL;
   int code = -1, sig_no = 0;
   bool ran = !st;
   if (ran) st = host_run_tool(s, argv, lg, &code, &sig_no);
   for (int i = 0; i < opts.cc_argc; i++) kc__bs_free(sv, opts.cc_argv[i]);
+  kc__sb_free(&inc);
   void *text = NULL;
   size_t tn = 0, at = log->len;
   /* the compiler's log, if it ran and wrote one (else the error stands) */
@@ -394,6 +390,7 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   const kc__bsvc *sv = s->sv;
   *artifact = NULL;
   *size = 0;
+  (void)host_identity(s); /* asked once: with tcc, its system directories too (sysinc.c) */
   char dir[HOST_WORKDIR_MAX], src[HOST_WORKDIR_MAX + 8], obj[HOST_WORKDIR_MAX + 8], lg[HOST_WORKDIR_MAX + 8],
       dep[HOST_WORKDIR_MAX + 8];
   if (!host_workdir_make(s, dir, sizeof dir))
@@ -536,6 +533,12 @@ static const char *host_identity(void *state) {
     if (st == KC_OK) {
       size_t first = strcspn(text, "\n");
       kc__sb_append(&sb, text, first);
+      /* tcc lists no system header (sysinc.c): the directories it
+       * searches as -I instead, and a key apart from entries made before
+       * (whose files lack those headers) */
+      if (strstr(text, "tcc version") && (size_t)(strstr(text, "tcc version") - (char *)text) < first &&
+          !s->sysinc && (st = host_sysinc_probe(s, dir)) == KC_OK)
+        kc__sb_printf(&sb, "|sysinc-as-I");
       kc__bs_free(s->sv, text);
     }
     if (made) {

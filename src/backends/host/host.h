@@ -32,6 +32,7 @@ typedef struct host_state {
   _Atomic uint64_t seq; /* unique file names */
   kc__mutex ident_lock;
   char *identity;
+  char *sysinc; /* tcc: its system include directories, one a line (sysinc.c); else NULL */
   char device[256];
   kc__mutex arena_lock; /* the regions and their free lists */
   bool arena_ready; /* arena_lock was made */
@@ -53,6 +54,10 @@ kc_status host_write_file(const kc__bsvc *sv, const char *path, const void *data
  * clang write it (escaped blanks, '#', "$$"), or with lines true, tcc's
  * (one path a line, not escaped). False if out ran out of memory. */
 bool host_deps_parse(const char *text, size_t n, bool lines, const char *skip, kc__sb *out);
+/* Whether a compiler that failed did so for want of a resource (memory,
+ * disk, descriptors, processes) or because it was killed, by what it
+ * wrote (its output, n bytes): not the source's failure. */
+bool host_resource_failure(const char *out, size_t n);
 /* Appends a compiler's output to log without the work directory of src
  * (its file names are the definitions' names, #line's: "h:3: error ..."). */
 void host_log_append(kc__sb *log, const char *text, size_t n, const char *src);
@@ -67,6 +72,15 @@ bool host_workdir_make(const host_state *s, char *dir, size_t size);
  * of that form, never through a symbolic link, never a live process's.
  * Returns how many it removed. */
 int host_workdir_sweep(const host_state *s);
+
+/* sysinc.c: tcc's system include directories (`tcc -vv`) into
+ * s->sysinc, asked with dir as the work directory; and the words a compile
+ * adds for them (-nostdinc, then -I for each directory of $CPATH,
+ * $C_INCLUDE_PATH and, unless nostdinc (the compile options have it),
+ * s->sysinc), each with its NUL, into out: none unless s->sysinc. */
+#define KC__HOST_MAX_SYSINC 64 /* words it may add */
+kc_status host_sysinc_probe(host_state *s, const char *dir);
+kc_status host_sysinc_args(const host_state *s, bool nostdinc, kc__sb *out, int *count);
 
 /* arena.c: an object's two blocks, carved from one region. */
 #define HOST_UNIT 64 /* bytes: the size step of blocks, and their alignment */

@@ -404,3 +404,23 @@ void host_log_append(kc__sb *log, const char *text, size_t n, const char *src) {
     i = j;
   }
 }
+
+/* Whether a compiler that failed did so for want of a resource (memory,
+ * disk, descriptors, processes) or because it was killed, by what it
+ * wrote: that failure is not the source's, and is not remembered. */
+bool host_resource_failure(const char *out, size_t n) {
+  static const char *const words[] = {"No space left on device",
+                                      "Disk quota exceeded",
+                                      "Cannot allocate memory",
+                                      "out of memory",
+                                      "virtual memory exhausted",
+                                      "Too many open files",
+                                      "Resource temporarily unavailable",
+                                      "Killed signal terminated program",
+                                      "cannot fork"};
+  for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+    for (const char *p = out; p && (size_t)(p - out) < n;
+         p = memchr(p + 1, words[i][0], n - (size_t)(p - out) - 1))
+      if ((size_t)(p - out) + strlen(words[i]) <= n && !memcmp(p, words[i], strlen(words[i]))) return true;
+  return false;
+}
