@@ -11,6 +11,7 @@ set(KC_SOURCES
     src/base/filedep.c
     src/base/fork.c
     src/base/grace.c
+    src/base/safeopen.c
     src/base/hmac.c
     src/base/mem.c
     src/base/misc.c

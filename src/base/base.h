@@ -20,6 +20,7 @@
 #include "base/kit.h"
 #include "base/mem.h"
 #include "base/mutex.h"
+#include "base/safeopen.h"
 #include "base/sb.h"
 #include "base/settings.h"
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* filedep.c -- records of files that compiles read (filedep.h). */
 #include "base/filedep.h"
+#include "base/safeopen.h"
 #include "base/clock.h"
 #include "base/hash.h"
 
@@ -36,15 +37,14 @@ char *kc__abspath(const kc__heap *heap, const char *path) {
  * descriptor and stat; -1 with errno ENOENT (missing: also ENOTDIR) or
  * another errno (untrackable). */
 static int open_regular(const char *path, struct stat *st) {
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  int fd = kc__open_safe(path, O_RDONLY, 0, true); /* a header may be a link */
   if (fd < 0) {
     if (errno == ENOTDIR) errno = ENOENT;
     return -1;
   }
-  if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode) || (uint64_t)st->st_size > KC__FILEDEP_MAX) {
-    int e = S_ISREG(st->st_mode) ? EFBIG : EINVAL;
+  if (fstat(fd, st) != 0 || (uint64_t)st->st_size > KC__FILEDEP_MAX) {
     close(fd);
-    errno = e;
+    errno = EFBIG;
     return -1;
   }
   return fd;

@@ -45,7 +45,7 @@ kc_status kc__entry_load(const kc__heap *mem, const char *path, const uint8_t *w
   memset(e, 0, sizeof *e);
   int fd = kc__fo_open(KC__IO_OPEN, path, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) {
-    snprintf(why, wl, "cannot open: %s", strerror(errno));
+    snprintf(why, wl, "cannot open: %s", kc__open_strerror(errno));
     return errno == ENOENT ? KC_ENOTFOUND : KC_EUNAVAILABLE;
   }
   if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
@@ -136,7 +136,7 @@ kc_status kc__entry_peek(const char *path, kc__entry *e, char *why, size_t wl) {
   memset(e, 0, sizeof *e);
   int fd = kc__fo_open(KC__IO_OPEN, path, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) {
-    snprintf(why, wl, "cannot open: %s", strerror(errno));
+    snprintf(why, wl, "cannot open: %s", kc__open_strerror(errno));
     return errno == ENOENT ? KC_ENOTFOUND : KC_EUNAVAILABLE;
   }
   struct stat st;

@@ -5,6 +5,7 @@
  */
 #include "cache/io.h"
 #include "base/base.h"
+#include "base/safeopen.h"
 #include "kcache.h"
 
 #include <errno.h>
@@ -45,7 +46,7 @@ static bool faulted(kc__cache_op op) {
 }
 
 int kc__fo_open(kc__cache_op op, const char *path, int flags, mode_t mode) {
-  return faulted(op) ? -1 : open(path, flags, mode);
+  return faulted(op) ? -1 : kc__open_safe(path, flags, mode, false);
 }
 int kc__fo_mkdir(const char *path, mode_t mode) { return faulted(KC__IO_MKDIR) ? -1 : mkdir(path, mode); }
 ssize_t kc__fo_pread(int fd, void *buf, size_t n, off_t off) {

@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "base/safeopen.h"
+
 /* A file's mtime in nanoseconds (last use of an entry, age of a lock). */
 static inline int64_t kc__stat_mtime_ns(const struct stat *st) {
   return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
@@ -39,6 +41,9 @@ typedef int (*kc__cache_fault_fn)(kc__cache_op op);
  * fault-injection build). For tests. */
 void kc__cache_set_fault(kc__cache_fault_fn fn);
 
+/* kc__open_safe (base/safeopen.h): no block, no link at the last step
+ * (but for O_DIRECTORY), a regular file or KC__ENOTREG. What a neighbour
+ * sharing the store plants can then neither hang an open nor be read. */
 int kc__fo_open(kc__cache_op op, const char *path, int flags, mode_t mode);
 int kc__fo_mkdir(const char *path, mode_t mode);
 ssize_t kc__fo_pread(int fd, void *buf, size_t n, off_t off);

@@ -9,6 +9,7 @@
 #include "cache/trust.h"
 #include "cache/codec.h"
 #include "cache/dir.h"
+#include "base/safeopen.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -84,7 +85,7 @@ int kc__store_open_create(kc__cache_op op, const char *path, int flags) {
       fchmod(fd, mode); /* the umask ignored */
       return fd;
     }
-    if (errno == EEXIST) fd = open(path, flags, 0); /* another process made it meanwhile */
+    if (errno == EEXIST) fd = kc__fo_open(op, path, flags, 0); /* another process made it meanwhile */
   }
   return fd;
 }
@@ -334,7 +335,7 @@ bool kc__store_trust_load(kc__store_trust *t, const char *root, bool *shared_lay
  * unauthenticated or forged (unreadable or damaged files are not this
  * check's business). */
 static bool mac_ok(const kc__store_trust *t, const char *path, char *why, size_t wl) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = kc__open_safe(path, O_RDONLY, 0, false);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0 || (uint64_t)st.st_size > KC__STORE_MAX_ENTRY + KC__MAC_TRAILER) {
     if (fd >= 0) close(fd);

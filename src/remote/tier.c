@@ -7,6 +7,7 @@
  * lock), and the counters (this runtime's and the shared vdir/remote-stats).
  */
 #include "remote/internal.h"
+#include "base/safeopen.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -30,7 +31,7 @@ void kc__remote_counters_read(const char *vdir, kc__remote_counters *out) {
   memset(out, 0, sizeof *out);
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/remote-stats", vdir);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = kc__open_safe(path, O_RDONLY, 0, false);
   if (fd < 0) return;
   uint8_t b[8 + 8 * KC__NRC];
   flock(fd, LOCK_SH);
@@ -49,7 +50,7 @@ static void rcounters_add(const char *vdir, const uint64_t d[KC__NRC]) {
   if (!vdir) return;
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/remote-stats", vdir);
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int fd = kc__open_safe(path, O_RDWR | O_CREAT, 0644, false);
   if (fd < 0) return; /* a read-only store: the counters are a hint */
   uint8_t b[8 + 8 * KC__NRC];
   flock(fd, LOCK_EX);

@@ -18,7 +18,7 @@
  *      within the file, strings terminated, and encode(decode(x)) decodes
  *      to the same entry. Then one byte of the file is changed (chosen by
  *      the input's hash): that must be rejected.
- *   2  as 1, written to a memfd and read by path with kc__entry_read, with
+ *   2  as 1, written to a file in memory and read by path with kc__entry_read, with
  *      the right key or a wrong one (bit 2 of the first byte), and with
  *      kc__entry_peek: a wrong key is rejected, the right key gives what
  *      decoding the bytes gives, and a listable entry lists the same.
@@ -28,9 +28,11 @@
 #include "cache/cache.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #define XXH_INLINE_ALL
@@ -167,22 +169,25 @@ static void check_damage_rejected(const uint8_t *file, size_t size, uint64_t see
   free(bad);
 }
 
-/* A readable path for bytes, without touching the disk. */
-static int memfd_with(const uint8_t *b, size_t n, char *path, size_t pathlen) {
-  int fd = memfd_create("kc-fuzz-entry", MFD_CLOEXEC);
-  KCF_CHECK(fd >= 0, "memfd_create: %s", strerror(errno));
+/* A regular file holding the bytes, in memory (/dev/shm, else $TMPDIR):
+ * the store opens no link, so a memfd's /proc/self/fd path will not do.
+ * One file per process, written over each time. */
+static int file_with(const uint8_t *b, size_t n, char *path, size_t pathlen) {
+  const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR");
+  snprintf(path, pathlen, "%s/kc-fuzz-entry-%ld", dir && *dir ? dir : "/tmp", (long)getpid());
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  KCF_CHECK(fd >= 0, "creating %s: %s", path, strerror(errno));
   for (size_t done = 0; done < n;) {
     ssize_t w = write(fd, b + done, n - done);
-    KCF_CHECK(w > 0, "write to a memfd: %s", strerror(errno));
+    KCF_CHECK(w > 0, "write to %s: %s", path, strerror(errno));
     done += (size_t)w;
   }
-  snprintf(path, pathlen, "/proc/self/fd/%d", fd);
   return fd;
 }
 
 static void mode_file(const uint8_t *file, size_t size, bool wrong_key) {
-  char path[64];
-  int fd = memfd_with(file, size, path, sizeof path);
+  char path[600];
+  int fd = file_with(file, size, path, sizeof path);
   uint8_t key[16];
   memcpy(key, file + 16, 16);
   if (wrong_key) key[15] ^= 1;
@@ -213,6 +218,7 @@ static void mode_file(const uint8_t *file, size_t size, bool wrong_key) {
     KCF_CHECK(st == KC_OK, "a valid entry cannot be listed: %s", why);
   if (want == KC_OK) kc__entry_free(NULL, &direct);
   close(fd);
+  unlink(path);
 }
 
 static char stats_vdir[256];

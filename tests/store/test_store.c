@@ -7,7 +7,9 @@
  * switches and directories of the environment; a directory that cannot be
  * written (not a directory, injected failures, a read-only mount, a full
  * tmpfs) leaves the program working with one warning; gc's sweep of stale
- * lock and temp files; two runtimes in one process compile a kernel once.
+ * lock and temp files; two runtimes in one process compile a kernel once;
+ * a FIFO, socket, directory or link planted where kcache opens a file
+ * never blocks a launch nor changes its result.
  */
 #include "st.h"
 
@@ -18,7 +20,9 @@
 #include <stdlib.h>
 #include <sys/file.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #define XXH_INLINE_ALL
@@ -979,6 +983,86 @@ static void test_two_runtimes_in_one_process_compile_once(void **state) {
   assert_int_equal(st_leftovers(dir, true, true), 0);
 }
 
+/* ------------------------------------------------- planted by a neighbour */
+
+/* What a neighbour sharing the store can plant where kcache opens a file:
+ * a FIFO (an open for reading used to wait for a writer forever), a socket,
+ * a directory, a link to a sound entry elsewhere. Each planted at the entry,
+ * the bucket's index, the index summary, the counters and the key's lock
+ * file: a new process's launch finishes (in a child with a time bound: a
+ * hang fails the test, not the run) with the right result. */
+typedef enum plant { PLANT_FIFO, PLANT_SOCKET, PLANT_DIR, PLANT_LINK } plant;
+static const char *const plant_name[] = {"a FIFO", "a socket", "a directory", "a symbolic link"};
+
+static void plant_at(const char *path, plant how, const char *link_to) {
+  unlink(path);
+  rmdir(path);
+  int rc = 0;
+  if (how == PLANT_FIFO) rc = mkfifo(path, 0666);
+  else if (how == PLANT_DIR) rc = mkdir(path, 0777);
+  else if (how == PLANT_LINK) rc = symlink(link_to, path);
+  else {
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof a.sun_path) skip(); /* the test directory is too deep for a socket name */
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    rc = fd < 0 ? -1 : bind(fd, (struct sockaddr *)&a, sizeof a);
+    if (fd >= 0) close(fd);
+  }
+  if (rc != 0) fail_msg("planting %s at %s: %s", plant_name[how], path, strerror(errno));
+}
+
+static int planted_child(const fx *f, char *msg, size_t len) {
+  (void)f;
+  const char *dir = getenv("KC_TEST_PLANTED_DIR");
+  kc_runtime *rt = st_runtime_nofail(dir, NULL);
+  if (!rt) return snprintf(msg, len, "runtime: %s", kc_errmsg(NULL)), 1;
+  kc_status st = st_define(rt);
+  if (!st) st = st_run(rt, "k", NULL, 16, 0);
+  if (st) snprintf(msg, len, "%s: %s", kc_status_name(st), kc_errmsg(rt));
+  kc_runtime_destroy(rt);
+  return st ? 1 : 0;
+}
+
+static void test_planted_files_never_block(void **state) {
+  fx *f = *state;
+  static const char *const where[] = {"the entry", "the bucket's index", "the index summary", "the counters",
+                                      "the key's lock file"};
+  for (int w = 0; w < 5; w++)
+    for (int how = PLANT_FIFO; how <= PLANT_LINK; how++) {
+      char dir[600], vdir[1024], path[1200], entry[1024], spare[1100];
+      snprintf(dir, sizeof dir, "%s/plant%d-%d", f->root, w, how);
+      st_store_k(dir);
+      st_entry_of(dir, "k", NULL, entry, sizeof entry);
+      kc__store_vdir(dir, vdir, sizeof vdir);
+      const char *base = strrchr(entry, '/') + 1;
+      if (w == 0) snprintf(path, sizeof path, "%s", entry);
+      else if (w == 1) snprintf(path, sizeof path, "%s/index/%.2s", vdir, base);
+      else if (w == 2) snprintf(path, sizeof path, "%s/index/summary", vdir);
+      else if (w == 3) snprintf(path, sizeof path, "%s/stats", vdir);
+      else snprintf(path, sizeof path, "%s/locks/%s.lock", vdir, base);
+      snprintf(spare, sizeof spare, "%s.spare", entry); /* a sound entry the link points at */
+      if (how == PLANT_LINK && rename(entry, spare) != 0) fail_msg("rename: %s", strerror(errno));
+      if (how == PLANT_LINK && w != 0) rename(spare, entry);
+      plant_at(path, (plant)how, how == PLANT_LINK ? (w == 0 ? spare : entry) : NULL);
+      setenv("KC_TEST_PLANTED_DIR", dir, 1);
+      kct_child c;
+      if (kct_fork(&c, false)) {
+        char m[1024] = "";
+        int rc = planted_child(f, m, sizeof m);
+        kct_child_send(&c, m, strlen(m));
+        _exit(rc);
+      }
+      char m[1024];
+      m[kct_child_wait(&c, m, sizeof m - 1, 30)] = 0;
+      if (c.timed_out) fail_msg("%s at %s: the launch hung (killed after 30 s)", plant_name[how], where[w]);
+      if (!WIFEXITED(c.status) || WEXITSTATUS(c.status))
+        fail_msg("%s at %s: %s (status %d)", plant_name[how], where[w], m, c.status);
+      print_message("%s at %s: the launch finished, right\n", plant_name[how], where[w]);
+    }
+  unsetenv("KC_TEST_PLANTED_DIR");
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
@@ -1004,6 +1088,7 @@ int main(int argc, char **argv) {
       T(test_full_disk),
       T(test_the_sweep_removes_stale_locks_and_temps),
       T(test_two_runtimes_in_one_process_compile_once),
+      T(test_planted_files_never_block),
   };
 #undef T
   return KCT_RUN(tests);
