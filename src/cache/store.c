@@ -32,7 +32,7 @@ struct kc__cache {
   void (*warn)(void *ud, const char *msg);
   void *warn_ud;
   _Atomic int writable; /* 0 after the first write that failed */
-  _Atomic int warned; /* one warning per cache */
+  _Atomic int warned; /* one warning per cache (1), and one of planted paths (2) */
   kc__disk_counters n;
   kc__cache_tier tier; /* self NULL: none */
   kc__store_trust trust; /* whom its files must come from; its MAC key */
@@ -41,7 +41,7 @@ struct kc__cache {
 /* c NULL (while opening): always; else once per cache. */
 static void KC__PRINTF(4, 5)
     warn_once(kc__cache *c, void (*fn)(void *, const char *), void *ud, const char *fmt, ...) {
-  if (c && atomic_exchange(&c->warned, 1)) return;
+  if (c && (atomic_fetch_or(&c->warned, 1) & 1)) return;
   va_list ap;
   va_start(ap, fmt);
   char msg[1024];
@@ -176,9 +176,21 @@ void kc__cache_stats(const kc__cache *c, kc_stats *out) {
 
 /* -------------------------------------------------------------- writes */
 
-/* A write failed: say so once, and stop writing (reads go on). */
+/* A write failed: say so once. What someone planted at one of the store's
+ * paths (a directory, a link, a FIFO, a file where a bucket belongs) fails
+ * that entry only (said once too); anything else (a full or read-only
+ * disk) stops writing, reads go on. */
 static void write_failed(kc__cache *c, const char *what, const char *path, int err) {
   kc__fetch_add_relaxed(&c->n.write_failures, 1);
+  if (err == KC__ENOTREG || err == ELOOP || err == EISDIR || err == ENOTDIR || err == ENOTEMPTY ||
+      err == EEXIST) {
+    if (!(atomic_fetch_or(&c->warned, 2) & 2))
+      warn_once(NULL, c->warn, c->warn_ud,
+                "cannot write an entry of the disk cache in %s (%s %s: %s: kcache did not put that "
+                "there); that kernel is kept in memory only, the others are still written",
+                c->root, what, path, kc__open_strerror(err));
+    return;
+  }
   kc__store_relaxed(&c->writable, 0);
   warn_once(c, c->warn, c->warn_ud,
             "cannot write to the disk cache in %s (%s %s: %s); compiled kernels are kept in memory "
@@ -200,8 +212,9 @@ static bool make_dir(kc__cache *c, const char *dir) {
 static bool ensure_bucket(kc__cache *c, const uint8_t key[16]) {
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/%02x", c->vdir, key[0]);
-  if (make_dir(c, dir)) return true;
-  write_failed(c, "creating", dir, errno);
+  struct stat st;
+  if (make_dir(c, dir) && lstat(dir, &st) == 0 && S_ISDIR(st.st_mode)) return true;
+  write_failed(c, "creating", dir, errno == EEXIST || errno == 0 ? KC__ENOTREG : errno); /* a link, a file */
   return false;
 }
 
@@ -319,12 +332,15 @@ static bool write_entry(kc__cache *c, const uint8_t key[16], const uint8_t *img,
   struct stat old;
   bool replaced;
   what = "renaming";
-  if ((err = rename_indexed(c, key, tmp, final, &st, img, size, &replaced, &old))) goto fail;
+  err = rename_indexed(c, key, tmp, final, &st, img, size, &replaced, &old);
+  if (err && (err == EISDIR || err == ENOTEMPTY || err == EEXIST) && rmdir(final) == 0) /* an empty one */
+    err = rename_indexed(c, key, tmp, final, &st, img, size, &replaced, &old);
+  if (err) goto fail;
   return after_write(c, dir, (size_t)st.st_size, replaced, &old, target);
 fail:
   if (fd >= 0) close(fd);
   unlink(tmp);
-  write_failed(c, what, tmp, err);
+  write_failed(c, what, strcmp(what, "renaming") ? tmp : final, err);
   return false;
 }
 

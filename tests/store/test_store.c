@@ -13,6 +13,7 @@
  */
 #include "st.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -1063,6 +1064,73 @@ static void test_planted_files_never_block(void **state) {
   unsetenv("KC_TEST_PLANTED_DIR");
 }
 
+/* What a neighbour planted at one entry's path fails that entry only (said
+ * once), never every later write of the process: a directory with a file
+ * in it at k's entry, a link in place of kv's bucket (never written
+ * through: its target stays empty). An empty directory there is removed
+ * and the entry written. */
+static void test_planted_paths_fail_one_entry_only(void **state) {
+  fx *f = *state;
+  char dir[600], entry[1024], vdir[1024], inside[1100], elsewhere[700], bucket[1100];
+  sub(f, "planted-w", dir, sizeof dir);
+  st_store_k(dir);
+  st_entry_of(dir, "k", NULL, entry, sizeof entry);
+  kc__store_vdir(dir, vdir, sizeof vdir);
+  /* kv(V=5)'s bucket, from an entry written elsewhere first */
+  char probe[700], pentry[1024];
+  sub(f, "planted-probe", probe, sizeof probe);
+  kc_runtime *rt = st_runtime(probe, NULL);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "kv", "V=5", 5);
+  kc_runtime_destroy(rt);
+  st_entry_of(probe, "kv", "V=5", pentry, sizeof pentry);
+  const char *b = strrchr(pentry, '/') + 1;
+  snprintf(bucket, sizeof bucket, "%s/%.2s", vdir, b);
+  bool same_bucket = !strncmp(strrchr(entry, '/') + 1, b, 2);
+
+  assert_int_equal(unlink(entry), 0);
+  assert_int_equal(mkdir(entry, 0700), 0);
+  snprintf(inside, sizeof inside, "%s/theirs", entry);
+  st_write_file(inside, "x", 1);
+  sub(f, "planted-elsewhere", elsewhere, sizeof elsewhere);
+  assert_int_equal(mkdir(elsewhere, 0700), 0);
+  if (!same_bucket) {
+    rmdir(bucket); /* (none yet, or empty) */
+    assert_int_equal(symlink(elsewhere, bucket), 0);
+  }
+  st_capture_begin();
+  rt = st_runtime(dir, NULL);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "k", NULL, 0); /* its entry's path is taken */
+  st_run_ok(rt, "kv", "V=5", 5); /* its bucket is a link */
+  st_run_ok(rt, "kv", "V=7", 7); /* written */
+  kc_stats s = kct_stats(rt);
+  kc_runtime_destroy(rt);
+  char *err = st_capture_end();
+  if (!st_has(dir, "kv", "V=7")) fail_msg("an entry after a planted path was not written:\n%s", err);
+  assert_int_equal(st_count(err, "kcache: warning:"), 1);
+  KCT_CONTAINS(err, "kcache did not put that there");
+  free(err);
+  assert_int_equal(s.disk_write_failures, same_bucket ? 1 : 2);
+  struct stat st;
+  assert_int_equal(stat(inside, &st), 0); /* theirs, untouched */
+  DIR *d = opendir(elsewhere);
+  assert_non_null(d);
+  int names = 0;
+  for (struct dirent *e; (e = readdir(d));) names += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+  closedir(d);
+  assert_int_equal(names, 0); /* nothing written through the link */
+  /* an empty directory at the entry's path: removed, the entry written */
+  unlink(inside);
+  rt = st_runtime(dir, NULL);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "k", NULL, 0);
+  kc_runtime_destroy(rt);
+  assert_int_equal(lstat(entry, &st), 0);
+  assert_true(S_ISREG(st.st_mode));
+  assert_true(st_has(dir, "k", NULL));
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
@@ -1089,6 +1157,7 @@ int main(int argc, char **argv) {
       T(test_the_sweep_removes_stale_locks_and_temps),
       T(test_two_runtimes_in_one_process_compile_once),
       T(test_planted_files_never_block),
+      T(test_planted_paths_fail_one_entry_only),
   };
 #undef T
   return KCT_RUN(tests);
