@@ -1070,7 +1070,13 @@ void kc_free(kc_runtime *rt, void *p);
  * directory that cannot be created or written (read-only, full, no
  * permission) leaves the runtime with memory only and one warning in its
  * log (stderr unless kc_options.log; see "log"); entries that can be read
- * are still used.
+ * are still used. What someone else planted at one of the store's paths
+ * (a FIFO, a socket, a device, a directory or a symbolic link where kcache
+ * expects its own file, a link or a file where a bucket directory belongs)
+ * is never opened for reading nor followed: no open blocks, the entry is a
+ * miss, and a write that finds such a thing fails for that entry only
+ * (disk_write_failures, one warning); an empty directory at an entry's
+ * path is removed and the entry written.
  *
  * The `kcache` command lists, shows, verifies, explains and trims a store.
  */
