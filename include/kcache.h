@@ -1170,7 +1170,19 @@ int kc_cache_writable(const kc_runtime *rt);
  * $KC_REMOTE_LOCK_TIMEOUT seconds, else 30 s) and compiles; the others
  * poll for its upload (every 2 to 50 ms) for at most that long, then compile
  * themselves. A holder that dies blocks nobody past the expiry. A compile
- * that outlasts it may be done twice: never wrongly.
+ * that outlasts it may be done twice: never wrongly. The lock protocol:
+ * the lock is KEY:lock (beside the entry's name), its value
+ * "host:pid:TOKEN" (TOKEN 16 random hex digits) and, with KC_REMOTE_KEY,
+ * ":MAC" (the first 8 bytes, in hex, of HMAC-SHA256 of the lock's name and
+ * that value under a key derived from the secret). It is taken with SET NX
+ * PX and released after the upload by a compare-and-delete of the holder's
+ * own value. A lock that no kcache client could hold (no expiry, an expiry
+ * above the lock timeout, a value not of that form, or with KC_REMOTE_KEY
+ * one not authenticated: anyone who can reach the server can SET one) is
+ * not waited for: it is replaced by the waiter's own (WATCH, then MULTI /
+ * SET / EXEC, so a real holder that took it meanwhile keeps it), with one
+ * warning in the log. So nobody without the secret can make waiters wait,
+ * and nobody with access can make them wait past the lock timeout.
  *
  * Failures: a lookup (connect if needed, read, take the lock) has one
  * deadline, kc_options.remote_timeout_ms, else $KC_REMOTE_TIMEOUT_MS, else

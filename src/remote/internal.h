@@ -167,7 +167,7 @@ struct kc__remote {
   _Atomic uint32_t fails; /* consecutive failures */
   _Atomic uint64_t open_until; /* monotonic ns; 0: closed */
   _Atomic int trial; /* a half-open trial is under way */
-  _Atomic int warned_error, warned_reject;
+  _Atomic int warned_error, warned_reject, warned_squat;
   _Atomic uint64_t c[KC__NRC]; /* this runtime's counters (RC_*) */
   /* idle connections */
   kc__mutex pool_lock; /* leaf */

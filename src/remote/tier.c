@@ -7,8 +7,10 @@
  * lock), and the counters (this runtime's and the shared vdir/remote-stats).
  */
 #include "remote/internal.h"
+#include "base/hmac.h"
 #include "base/safeopen.h"
 
+#include <ctype.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -151,8 +153,115 @@ static void pool_put(kc__remote *r, kc__rconn *c) {
   kc__rconn_close(c);
 }
 
-static void lock_value(const kc__remote *r, uint64_t token, char *out, size_t len) {
-  snprintf(out, len, "%s:%016llx", r->ident, (unsigned long long)token);
+/* ------------------------------------------------------------- locks */
+
+/* The MAC of a lock value's body (host:pid:TOKEN) on lock name lname: the
+ * first 8 bytes of HMAC-SHA256(mac key, "kcache lock|" lname "|" body), in
+ * hex. False if it cannot be had. */
+static bool lock_mac(const kc__remote *r, const char *lname, const char *body, size_t n, char hex[17]) {
+  char msg[800];
+  int m = snprintf(msg, sizeof msg, "kcache lock|%s|%.*s", lname, (int)n, body);
+  uint8_t mac[32];
+  if (m < 0 || (size_t)m >= sizeof msg ||
+      !kc__hmac_sha256(r->cfg.mac_key, sizeof r->cfg.mac_key, msg, (size_t)m, mac))
+    return false;
+  kc__hex(mac, 8, hex);
+  return true;
+}
+
+/* A lock's value: "host:pid:TOKEN" (TOKEN: 16 hex digits), and with a
+ * secret ":MAC" (lock_mac), so that a client without it cannot forge one. */
+static void lock_value(const kc__remote *r, const char *lname, uint64_t token, char *out, size_t len) {
+  int n = snprintf(out, len, "%s:%016llx", r->ident, (unsigned long long)token);
+  char mac[17];
+  if (r->cfg.has_secret && n > 0 && (size_t)n + 18 <= len && lock_mac(r, lname, out, (size_t)n, mac))
+    snprintf(out + n, len - (size_t)n, ":%s", mac);
+}
+
+static bool all_of(const char *s, size_t n, int (*is)(int)) {
+  for (size_t i = 0; i < n; i++)
+    if (!is((unsigned char)s[i])) return false;
+  return n > 0;
+}
+
+/* Whether v (n bytes) is a value a kcache client holding lname's lock
+ * writes (lock_value): host:pid:TOKEN, and with a secret its MAC right. */
+static bool lock_well_formed(const kc__remote *r, const char *lname, const char *v, size_t n) {
+  if (!v || n > 400 || memchr(v, '\0', n)) return false;
+  size_t body = n;
+  if (r->cfg.has_secret) {
+    char want[17];
+    if (n < 18 || v[n - 17] != ':' || !lock_mac(r, lname, v, n - 17, want)) return false;
+    unsigned diff = 0;
+    for (int i = 0; i < 16; i++) diff |= (unsigned)(want[i] ^ v[n - 16 + i]);
+    if (diff) return false;
+    body = n - 17;
+  }
+  if (body < 20 || v[body - 17] != ':' || !all_of(v + body - 16, 16, isxdigit)) return false;
+  const char *colon = memrchr(v, ':', body - 17); /* before the pid */
+  return colon && colon > v && all_of(colon + 1, (size_t)(v + body - 17 - colon - 1), isdigit);
+}
+
+/* The lock lname is held, by what? A value no kcache client writes (no
+ * expiry, an expiry above our bound, not a lock value, or with a secret
+ * not authenticated: planted, or left by a broken client) is replaced by
+ * ours, tok: WATCH, then MULTI / SET / EXEC, so that a real holder that
+ * took it meanwhile keeps it. 1: ours now; 0: a real holder's (wait); 2:
+ * gone (try again); -1: a failure (why; the connection is dropped). */
+static int lock_squatted(kc__remote *r, kc__rconn *c, const char *lname, const char *tok, const char *px,
+                         char *why, size_t wl) {
+  kc__rreply w, g = {0}, t = {0}, x;
+  int out = -1;
+  if (kc__rconn_cmdv(c, &w, why, wl, "WATCH", lname, (char *)NULL)) goto done;
+  kc__rreply_free(&r->heap, &w);
+  if (kc__rconn_cmdv(c, &g, why, wl, "GET", lname, (char *)NULL) ||
+      kc__rconn_cmdv(c, &t, why, wl, "PTTL", lname, (char *)NULL))
+    goto done;
+  bool gone = g.type == KC__R_NIL || (t.type == KC__R_INTEGER && t.integer == -2);
+  bool real = g.type == KC__R_STRING && lock_well_formed(r, lname, g.str, g.len) && t.type == KC__R_INTEGER &&
+              t.integer > 0 && t.integer <= (long long)r->cfg.lock_ms;
+  if (gone || real) {
+    if (kc__rconn_cmdv(c, &x, why, wl, "UNWATCH", (char *)NULL)) goto done;
+    kc__rreply_free(&r->heap, &x);
+    out = gone ? 2 : 0;
+    goto done;
+  }
+  char what[200];
+  if (t.type == KC__R_INTEGER && t.integer == -1) snprintf(what, sizeof what, "with no expiry");
+  else if (t.type == KC__R_INTEGER && t.integer > (long long)r->cfg.lock_ms)
+    snprintf(what, sizeof what, "expiring in %lld ms, above the lock timeout of %u ms", t.integer,
+             r->cfg.lock_ms);
+  else snprintf(what, sizeof what, r->cfg.has_secret ? "not authenticated" : "not a lock value");
+  if (kc__rconn_cmdv(c, &x, why, wl, "MULTI", (char *)NULL)) goto done;
+  kc__rreply_free(&r->heap, &x);
+  if (kc__rconn_cmdv(c, &x, why, wl, "SET", lname, tok, "PX", px, (char *)NULL)) goto done;
+  kc__rreply_free(&r->heap, &x);
+  if (kc__rconn_cmdv(c, &x, why, wl, "EXEC", (char *)NULL)) goto done;
+  out = x.type == KC__R_ARRAY ? 1 : 0; /* nil: it changed meanwhile */
+  kc__rreply_free(&r->heap, &x);
+  if (out == 1)
+    warn(r, &r->warned_squat, "the lock %s held no kcache client's value (%s): replaced, and not waited for",
+         lname, what);
+done:
+  kc__rreply_free(&r->heap, &g);
+  kc__rreply_free(&r->heap, &t);
+  if (out < 0) c->broken = true; /* a WATCH or MULTI may be left on it */
+  return out;
+}
+
+/* Takes the lock lname with token (SET NX PX), or one that no client
+ * holds (lock_squatted): 1 ours, 0 another's, 2 gone, -1 a failure. */
+static int lock_take(kc__remote *r, kc__rconn *c, const char *lname, uint64_t token, char *why, size_t wl) {
+  char tok[200], px[24];
+  lock_value(r, lname, token, tok, sizeof tok);
+  snprintf(px, sizeof px, "%u", r->cfg.lock_ms);
+  kc__rreply v;
+  if (kc__rconn_cmdv(c, &v, why, wl, "SET", lname, tok, "NX", "PX", px, (char *)NULL)) return -1;
+  int type = v.type;
+  if (type == KC__R_ERROR) snprintf(why, wl, "SET %s NX: %s", lname, v.str);
+  kc__rreply_free(&r->heap, &v);
+  if (type == KC__R_ERROR) return -1;
+  return type == KC__R_STATUS ? 1 : lock_squatted(r, c, lname, tok, px, why, wl);
 }
 
 typedef enum { GOT_NONE, GOT_HIT, GOT_FAIL } got;
@@ -229,22 +338,13 @@ bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn
     if (outcome != GOT_NONE) break;
     /* nothing usable: compile, unless another machine already does */
     uint64_t token = kc__random64();
-    char tok[200], px[24];
-    lock_value(r, token, tok, sizeof tok);
-    snprintf(px, sizeof px, "%u", r->cfg.lock_ms);
-    kc__rreply v;
-    if (kc__rconn_cmdv(c, &v, why, sizeof why, "SET", lname, tok, "NX", "PX", px, (char *)NULL)) {
+    int squat = lock_take(r, c, lname, token, why, sizeof why);
+    if (squat < 0) {
       outcome = GOT_FAIL;
       break;
     }
-    int type = v.type;
-    if (type == KC__R_ERROR) snprintf(why, sizeof why, "SET %s NX: %s", lname, v.str);
-    kc__rreply_free(&r->heap, &v);
-    if (type == KC__R_ERROR) {
-      outcome = GOT_FAIL;
-      break;
-    }
-    if (type == KC__R_STATUS) {
+    if (squat == 2) continue; /* it expired meanwhile: SET NX again */
+    if (squat == 1) {
       /* Ours. But the last holder may have uploaded and released between
        * our GET and our SET (it uploads first): look once more. */
       outcome = get_value(r, c, name, accept, ud, &rejected, why, sizeof why);
@@ -335,8 +435,8 @@ void kc__remote_run_job(kc__remote *r, upjob *j) {
     static const char script[] =
         "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
     char tok[200];
-    lock_value(r, j->lock, tok, sizeof tok);
     kc__remote_name(&r->cfg, j->key, true, name, sizeof name);
+    lock_value(r, name, j->lock, tok, sizeof tok);
     kc__rreply v;
     char why2[512];
     if (kc__rconn_cmdv(c, &v, why2, sizeof why2, "EVAL", script, "1", name, tok, (char *)NULL) == KC_OK)

@@ -513,7 +513,7 @@ static void test_lock_of_a_dead_holder_expires(void **state) {
   rs_free(&x);
 
   /* a holder that died 1 s before its lock expires */
-  x = rs_cmd(server.url, "SET", lock, "dead-host:1:0", "PX", "1000", (char *)NULL);
+  x = rs_cmd(server.url, "SET", lock, "dead-host:1:00000000000000d1", "PX", "1000", (char *)NULL);
   rs_free(&x);
   o.lock_ms = 10000;
   r = rs_node_run(cache(f), &o, 1);
@@ -527,18 +527,63 @@ static void test_lock_of_a_dead_holder_expires(void **state) {
   /* a lock that outlives the waiter's patience: it compiles without it */
   x = rs_cmd(server.url, "DEL", name, (char *)NULL);
   rs_free(&x);
-  x = rs_cmd(server.url, "SET", lock, "stuck-host:1:0", "PX", "600000", (char *)NULL);
+  x = rs_cmd(server.url, "SET", lock, "stuck-host:1:00000000000000e1", "PX", "400", (char *)NULL);
   rs_free(&x);
   o.lock_ms = 500;
   r = rs_node_run(cache(f), &o, 1);
   rs_check(&r, "impatient waiter");
-  print_message("gave up on a stuck lock after %.2f s (bound 0.5 s)\n", r.seconds);
+  print_message("waited %.2f s for a lock within the bound (0.5 s)\n", r.seconds);
   assert_int_equal(r.stats.compiles, 1);
-  assert_true(r.seconds > 0.4 && r.seconds < 2.0);
-  /* the stuck lock is not ours: it stays */
-  x = rs_cmd(server.url, "GET", lock, (char *)NULL);
-  assert_string_equal(x.str, "stuck-host:1:0");
-  rs_free(&x);
+  assert_int_equal(r.stats.remote_lock_waits, 1);
+  assert_true(r.seconds > 0.3 && r.seconds < 2.0);
+}
+
+/* Locks no kcache client holds (anyone who reaches the server can SET one):
+ * no expiry, an expiry far above the lock timeout, a value that is not a
+ * lock's, and with KC_REMOTE_KEY one that is not authenticated. None makes
+ * a cold start wait: each is replaced (and released after the upload). */
+static void test_planted_locks_are_not_waited_for(void **state) {
+  fx *f = *state;
+  static const struct {
+    const char *what, *value, *px; /* px NULL: no expiry */
+    bool secret;
+  } planted[] = {
+      {"no expiry", "host:1:00000000000000a1", NULL, false},
+      {"an expiry of 10 minutes", "host:1:00000000000000a2", "600000", false},
+      {"not a lock value", "x", "20000", false},
+      {"not authenticated", "host:1:00000000000000a3:0000000000000000", "20000", true},
+  };
+  for (size_t i = 0; i < sizeof planted / sizeof *planted; i++) {
+    rs_node_opts o = opts(server.url);
+    o.secret = planted[i].secret ? "correct horse battery staple" : NULL;
+    o.lock_ms = 30000;
+    rs_report r = rs_node_run(cache(f), &o, 1);
+    rs_check(&r, "first");
+    char name[300], lock[320];
+    assert_true(rs_name_of(server.url, "kctest:", "k1", name, sizeof name));
+    snprintf(lock, sizeof lock, "%s:lock", name);
+    kc__rreply x = rs_cmd(server.url, "DEL", name, (char *)NULL);
+    rs_free(&x);
+    x = planted[i].px ? rs_cmd(server.url, "SET", lock, planted[i].value, "PX", planted[i].px, (char *)NULL)
+                      : rs_cmd(server.url, "SET", lock, planted[i].value, (char *)NULL);
+    rs_free(&x);
+    st_capture_begin();
+    r = rs_node_run(cache(f), &o, 1);
+    char *err = st_capture_end();
+    rs_check(&r, planted[i].what);
+    print_message("a lock with %s: cold start %.2f s, %llu compiles\n", planted[i].what, r.seconds,
+                  (unsigned long long)r.stats.compiles);
+    assert_true(r.seconds < 5.0); /* the lock timeout is 30 s */
+    assert_int_equal(r.stats.compiles, 1);
+    KCT_CONTAINS(err, "held no kcache client's value");
+    free(err);
+    assert_sound(name, NULL, "k1"); /* uploaded */
+    x = rs_cmd(server.url, "EXISTS", lock, (char *)NULL);
+    assert_int_equal(x.integer, 0); /* replaced by ours, then released */
+    rs_free(&x);
+    x = rs_cmd(server.url, "FLUSHALL", (char *)NULL);
+    rs_free(&x);
+  }
 }
 
 static void test_size_limit(void **state) {
@@ -620,6 +665,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_wrong_password, setup, teardown),
       cmocka_unit_test_setup_teardown(test_secrets, setup, teardown),
       cmocka_unit_test_setup_teardown(test_lock_of_a_dead_holder_expires, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_planted_locks_are_not_waited_for, setup, teardown),
       cmocka_unit_test_setup_teardown(test_size_limit, setup, teardown),
       cmocka_unit_test_setup_teardown(test_threads_share_a_node, setup, teardown),
   };
