@@ -48,7 +48,7 @@ typedef struct kc__filedep {
 
 typedef enum kc__filedep_status {
   KC__FILEDEP_OK, /* *out is the file's record */
-  /* not a regular file (errno EINVAL), larger than KC__FILEDEP_MAX (EFBIG),
+  /* not a regular file (errno KC__ENOTREG), larger than KC__FILEDEP_MAX (EFBIG),
    * unreadable (its errno): no record can stand for it */
   KC__FILEDEP_UNTRACKABLE,
   KC__FILEDEP_NOMEM,

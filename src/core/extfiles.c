@@ -186,9 +186,9 @@ static bool scan_include(void *ud, const kc__ident *id) {
                        "compiling '%s': #include <%.*s> finds %s, which %s: kcache does not let the "
                        "compiler read it",
                        sc->ci->spec->name, (int)id->len, id->start, cand.buf,
-                       e == EINVAL  ? "is not a regular file (a directory, FIFO or device)"
-                       : e == EFBIG ? "is larger than 64 MiB"
-                                    : strerror(e));
+                       e == KC__ENOTREG ? "is not a regular file (a directory, FIFO or device)"
+                       : e == EFBIG     ? "is larger than 64 MiB"
+                                        : strerror(e));
       sc->ci->files_unknown = true;
       break;
     }
@@ -198,7 +198,7 @@ static bool scan_include(void *ud, const kc__ident *id) {
     if (fdir) *strrchr(fdir, '/') = 0;
     bool seen = false;
     for (uint32_t j = 0; j < sc->ci->nfiles && !seen; j++) seen = !strcmp(sc->ci->files[j].path, f.path);
-    bool ok = files_add(rt, sc->ci, &f, &sc->cap);
+    bool ok = files_add(rt, sc->ci, &f, &sc->cap) && (absent || fdir); /* fdir: its includes are followed */
     if (!absent && ok && !seen) {
       KC__GROW(&rt->heap, sc->todo, sc->captodo, sc->ntodo + 1, 8, &ok);
       if (ok && fdir) {
