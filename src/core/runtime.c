@@ -77,6 +77,9 @@ static kc_status options_read(const kc_options *user, kc_options *out) {
   if (st) return st;
   memcpy(out, user, user->size < sizeof *out ? user->size : sizeof *out);
   out->size = sizeof *out;
+  if (out->reserved0)
+    return kc__err(NULL, KC_EINVAL, "kc_options.reserved0 is %u: it must be 0 (kc_options_init sets it)",
+                   out->reserved0);
   return KC_OK;
 }
 

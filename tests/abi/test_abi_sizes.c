@@ -24,6 +24,13 @@ _Static_assert(offsetof(kc_options, checked) == offsetof(kc_options, log_level) 
 _Static_assert(offsetof(kc_options, compile_threads) == offsetof(kc_options, checked) + sizeof(int),
                "kc_options: compile_threads follows checked, as in the shipped layout");
 
+/* A field added since lies past the end of the 0.1 layout (compile_threads
+ * and the padding to 8 bytes): else the struct would not grow, and a 0.1
+ * library would accept and ignore it. */
+_Static_assert(offsetof(kc_options, guard_launches) >=
+                   (offsetof(kc_options, compile_threads) + sizeof(uint32_t) + 7) / 8 * 8,
+               "kc_options: guard_launches lies in the 0.1 layout's tail padding");
+
 /* A struct from a newer header: this library's plus fields it never knew. */
 typedef struct {
   kc_options o;
