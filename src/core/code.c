@@ -272,6 +272,9 @@ static kc_status ci_compile(kc_runtime *rt, kc__ci *ci, kc__closure *c, size_t l
   if (rt->be->reports_deps) {
     kc_status fs = kc__ext_from_paths(rt, ci, &deps, since);
     if (!st) st = fs;
+  } else if (ci->nfiles && !ci->files_unknown && !kc__ext_same(ci->files, ci->nfiles)) {
+    ci->files_unknown =
+        true; /* one changed between the scan and the compile's end: which it read is unknown */
   }
   kc__sb_free(&deps.paths);
   ci->compile_ns = kc__now_ns() - t0;

@@ -121,7 +121,10 @@ kc_status kc__ext_from_paths(kc_runtime *rt, kc__ci *ci, const kc__tu_deps *d, u
     kc__filedep_status fs = kc__filedep_read(&rt->heap, path, since_ns, &f, NULL, NULL);
     if (fs == KC__FILEDEP_NOMEM)
       return kc__err(rt, KC_ENOMEM, "out of memory recording the files a compile read");
-    if (fs == KC__FILEDEP_UNTRACKABLE) {
+    /* the compiler read it, so it was there: gone since, what it read
+     * cannot be told */
+    if (fs == KC__FILEDEP_UNTRACKABLE || (fs == KC__FILEDEP_OK && (f.flags & KC__FILEDEP_ABSENT))) {
+      if (fs == KC__FILEDEP_OK) kc__filedep_free(&rt->heap, &f);
       ci->files_unknown = true;
       continue;
     }

@@ -157,6 +157,13 @@ static _Atomic uint64_t hb_compiles;
 
 uint64_t hashbe_compiles(void) { return atomic_load(&hb_compiles); }
 
+static void (*_Atomic hb_hook)(void *);
+static void *_Atomic hb_hook_ud;
+void hashbe_on_compile(void (*fn)(void *ud), void *ud) {
+  atomic_store(&hb_hook_ud, ud);
+  atomic_store(&hb_hook, fn);
+}
+
 static const char *hb_unavailable(void) { return NULL; }
 
 static kc_status hb_open(const kc__bsvc *svc, const kc_options *opt, void **state) {
@@ -192,6 +199,8 @@ static kc_status hb_compile(void *state, const kc__tu *tu, void **artifact, size
                             kc__sb *log) {
   hb_state *s = state;
   (void)sig; /* the engine's sizes from the dialect stand */
+  void (*hook)(void *) = atomic_load(&hb_hook);
+  if (hook) hook(atomic_load(&hb_hook_ud));
   char why[256];
   uint64_t digest;
   if (!hashbe_parse(tu->text, tu->len, tu->entry, &digest, why, sizeof why)) {

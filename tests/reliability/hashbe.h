@@ -37,5 +37,8 @@ bool hashbe_parse(const char *tu, size_t len, const char *entry, uint64_t *diges
 
 /* Compiles done by the hash backend in this process (every runtime). */
 uint64_t hashbe_compiles(void);
+/* fn(ud) runs at the start of every compile (NULL: none): a test that
+ * changes the world outside kcache while the backend compiles. */
+void hashbe_on_compile(void (*fn)(void *ud), void *ud);
 
 #endif

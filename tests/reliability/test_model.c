@@ -654,11 +654,70 @@ static void test_hash_backend_parser(void **state) {
   kc_runtime_destroy(rt);
 }
 
+/* A header on disk that changes while the backend compiles, on a backend
+ * that tells nothing of what it read (OpenCL, CUDA: kcache follows the
+ * #include lines itself, before the compile): that code serves its launch
+ * only, the next launch compiles again, and once the file stays put its
+ * code is cached. */
+typedef struct edit {
+  char path[KCT_DIR_LEN + 16];
+  int left; /* edits still to make, one per compile */
+} edit;
+
+static void edit_header(void *ud) {
+  edit *e = ud;
+  if (e->left-- <= 0) return;
+  FILE *f = fopen(e->path, "w");
+  if (f) {
+    fprintf(f, "#define HV %d\n", 10 + e->left);
+    fclose(f);
+  }
+}
+
+static void test_header_changed_during_a_compile(void **state) {
+  (void)state;
+  char dir[KCT_DIR_LEN], opts[KCT_DIR_LEN + 8];
+  kct_mkdtemp(dir, sizeof dir, "model-hdr");
+  edit e = {.left = 0};
+  snprintf(e.path, sizeof e.path, "%s/hx.h", dir);
+  FILE *f = fopen(e.path, "w");
+  assert_non_null(f);
+  fputs("#define HV 1\n", f);
+  fclose(f);
+  snprintf(opts, sizeof opts, "-I%s", dir);
+  kc_options opt;
+  kc_options_init(&opt);
+  opt.cache_disable = 1;
+  opt.compile_options = opts;
+  kc_runtime *rt = NULL;
+  KCT_OK(NULL, kc__runtime_open(&opt, &kc__backend_hash, &rt));
+  KCT_OK(rt,
+         kc_define(rt, "kh", "#include <hx.h>\nKC_KERNEL void kh(KC_GLOBAL int *y) { y[0] = HV; }", NULL));
+  kc_context *ctx = kct_context(rt);
+  kc_buffer *b = kct_buffer(rt, ctx, 4);
+  kc_kernel *k = kct_kernel(rt, "kh", NULL);
+  kc_dim3 one = {1, 1, 1};
+  kc_arg args[] = {KC_ARG_BUF(b)};
+  hashbe_on_compile(edit_header, &e);
+  e.left = 1; /* the first compile sees the file change under it */
+  uint64_t c0 = hashbe_compiles();
+  KCT_OK(rt, kc_launch(k, ctx, &one, &one, args, 1));
+  KCT_OK(rt, kc_launch(k, ctx, &one, &one, args, 1)); /* not trusted: compiled again */
+  assert_int_equal(hashbe_compiles(), c0 + 2);
+  KCT_OK(rt, kc_launch(k, ctx, &one, &one, args, 1)); /* settled: cached */
+  assert_int_equal(hashbe_compiles(), c0 + 2);
+  hashbe_on_compile(NULL, NULL);
+  kc_kernel_destroy(k);
+  kc_runtime_destroy(rt);
+  kct_rmrf(dir);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hash_backend_parser),
+      cmocka_unit_test(test_header_changed_during_a_compile),
       cmocka_unit_test(test_random_sequences),
   };
   return cmocka_run_group_tests_name("model", tests, NULL, NULL);

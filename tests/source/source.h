@@ -34,6 +34,7 @@ void test_disk_headers_in_memory(void **state);
 void test_disk_headers_across_runtimes(void **state);
 void test_disk_headers_created_later(void **state);
 void test_disk_headers_in_system_dirs(void **state);
+void test_disk_headers_gone_after_the_compile(void **state);
 void test_disk_headers_changed_during_a_compile(void **state);
 void test_disk_headers_read_before_a_refresh(void **state);
 

@@ -247,6 +247,42 @@ static void system_dirs(const char *cc) {
   disk_close(&d);
 }
 
+/* Host backend: a header the compiler read and that is gone when kcache
+ * reads the compiler's list (a compiler wrapper removes it right after the
+ * compile): what was compiled from it cannot be told, so its code serves
+ * that launch only; the next launch compiles again, and fails as a cold
+ * compile now would. */
+void test_disk_headers_gone_after_the_compile(void **state) {
+  (void)state;
+  if (kct_backend != KC_BACKEND_HOST) skip();
+  disk d;
+  disk_open(&d);
+  char wrapper[200], script[1024];
+  snprintf(wrapper, sizeof wrapper, "%s/cc-rm", d.root);
+  snprintf(
+      script, sizeof script,
+      "#!/bin/sh\ncase \"$1\" in --version|-vv) exec %s \"$@\";; esac\n%s \"$@\"; rc=$?\nrm -f '%s/x.h'\n"
+      "exit $rc\n",
+      kct_host_cc(), kct_host_cc(), d.inc2);
+  FILE *w = fopen(wrapper, "w");
+  assert_non_null(w);
+  fputs(script, w);
+  fclose(w);
+  chmod(wrapper, 0755);
+  put(d.inc2, "x.h", "#define XV 4.0f\n");
+  kct_fixture f;
+  open_rt(&f, &d, false, wrapper);
+  kct_define(f.rt, "kx", kernel_x);
+  assert_true(src_run(&f, "kx") == 4.0f);
+  kc_kernel *k = kct_kernel(f.rt, "kx", NULL);
+  kc_status st = kct_run(k, f.ctx, f.buf, KCT_FX_N, NULL);
+  if (st != KC_ECOMPILE && st != KC_ENOTFOUND)
+    fail_msg("the header is gone: %s, expected a failed compile", kc_status_name(st));
+  kc_kernel_destroy(k);
+  kct_fx_close(&f);
+  disk_close(&d);
+}
+
 void test_disk_headers_in_system_dirs(void **state) {
   (void)state;
   if (kct_backend != KC_BACKEND_HOST) skip();

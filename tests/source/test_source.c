@@ -315,6 +315,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_disk_headers_across_runtimes),
       KCT_TEST(test_disk_headers_created_later),
       KCT_TEST(test_disk_headers_in_system_dirs),
+      KCT_TEST(test_disk_headers_gone_after_the_compile),
       KCT_TEST(test_disk_headers_changed_during_a_compile),
       KCT_TEST(test_disk_headers_read_before_a_refresh),
   };
