@@ -89,7 +89,10 @@ kc_status kc_kernel_prepare(kc_kernel *k, kc_context *ctx) {
   if (!k) return kc__err(NULL, KC_EINVAL, "kc_kernel_prepare: kernel is NULL");
   kc_status st = check_ctx(k->rt, "kc_kernel_prepare", ctx);
   if (st) return st;
-  return prepare_one(k, kc__caller_world(k->rt), ctx);
+  /* a pin's world (live while pinned), else the latest as read inside the
+   * section: a world read before it may be collected before it begins */
+  kc_runtime *rt = k->rt;
+  return prepare_one(k, kc__pin.rt == rt && kc__pinned_on(rt) ? kc__pin.world : 0, ctx);
 }
 
 /* --------------------------------------------------------------- the pool */

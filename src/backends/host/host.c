@@ -277,8 +277,8 @@ static kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
 }
 
 /* Runs the compiler on src into obj, its output into lg and then the log. */
-static kc_status host_cc(host_state *s, const char *src, const char *obj, const char *lg, const char *dep,
-                         kc__sb *log) {
+static kc_status host_cc(host_state *s, const char *sysinc, const char *src, const char *obj, const char *lg,
+                         const char *dep, kc__sb *log) {
   const kc__bsvc *sv = s->sv;
   /* the command's words, 7 flags, the output and the source, the
    * dependency file's 3 words, the options' words and the terminating NULL */
@@ -307,7 +307,7 @@ static kc_status host_cc(host_state *s, const char *src, const char *obj, const 
   kc__sb inc;
   kc__sb_init(&inc, &sv->heap);
   int ninc = 0;
-  if (!st) st = host_sysinc_args(s, nostdinc, &inc, &ninc);
+  if (!st) st = host_sysinc_args(s, sysinc, nostdinc, &inc, &ninc);
   if (!st && ninc > KC__HOST_MAX_SYSINC)
     st = kc__bs_err(sv, KC_EINVAL, "too many include directories for tcc (%d words, at most %d)", ninc,
                     KC__HOST_MAX_SYSINC);
@@ -391,6 +391,9 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   *artifact = NULL;
   *size = 0;
   (void)host_identity(s); /* asked once: with tcc, its system directories too (sysinc.c) */
+  const char *sysinc = NULL;
+  kc_status ready = host_sysinc_ready(s, &sysinc);
+  if (ready) return ready;
   char dir[HOST_WORKDIR_MAX], src[HOST_WORKDIR_MAX + 8], obj[HOST_WORKDIR_MAX + 8], lg[HOST_WORKDIR_MAX + 8],
       dep[HOST_WORKDIR_MAX + 8];
   if (!host_workdir_make(s, dir, sizeof dir))
@@ -400,7 +403,7 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   snprintf(lg, sizeof lg, "%s/k.log", dir);
   snprintf(dep, sizeof dep, "%s/k.d", dir);
   kc_status st = host_write_file(sv, src, tu->text, tu->len);
-  if (!st) st = host_cc(s, src, obj, lg, dep, log);
+  if (!st) st = host_cc(s, sysinc, src, obj, lg, dep, log);
   if (!st) st = host_read_file(sv, obj, artifact, size);
   host_deps_read(s, tu, dep, src); /* after a failure too: gcc writes it then */
   unlink(dep);
@@ -536,8 +539,8 @@ static const char *host_identity(void *state) {
       /* tcc lists no system header (sysinc.c): the directories it
        * searches as -I instead, and a key apart from entries made before
        * (whose files lack those headers) */
-      if (strstr(text, "tcc version") && (size_t)(strstr(text, "tcc version") - (char *)text) < first &&
-          !s->sysinc && (st = host_sysinc_probe(s, dir)) == KC_OK)
+      s->is_tcc = strstr(text, "tcc version") && (size_t)(strstr(text, "tcc version") - (char *)text) < first;
+      if (s->is_tcc && !s->sysinc && (st = host_sysinc_probe(s, dir)) == KC_OK)
         kc__sb_printf(&sb, "|sysinc-as-I");
       kc__bs_free(s->sv, text);
     }

@@ -33,6 +33,7 @@ typedef struct host_state {
   kc__mutex ident_lock;
   char *identity;
   char *sysinc; /* tcc: its system include directories, one a line (sysinc.c); else NULL */
+  bool is_tcc; /* the compiler said it is tcc (ident_lock, like sysinc) */
   char device[256];
   kc__mutex arena_lock; /* the regions and their free lists */
   bool arena_ready; /* arena_lock was made */
@@ -77,10 +78,15 @@ int host_workdir_sweep(const host_state *s);
  * s->sysinc, asked with dir as the work directory; and the words a compile
  * adds for them (-nostdinc, then -I for each directory of $CPATH,
  * $C_INCLUDE_PATH and, unless nostdinc (the compile options have it),
- * s->sysinc), each with its NUL, into out: none unless s->sysinc. */
+ * sysinc: what host_sysinc_ready gave), each with its NUL, into out: none
+ * unless sysinc. */
 #define KC__HOST_MAX_SYSINC 64 /* words it may add */
 kc_status host_sysinc_probe(host_state *s, const char *dir);
-kc_status host_sysinc_args(const host_state *s, bool nostdinc, kc__sb *out, int *count);
+kc_status host_sysinc_args(const host_state *s, const char *sysinc, bool nostdinc, kc__sb *out, int *count);
+/* Whether a compile with s may run: with tcc, only once its system
+ * directories are known (else what it reads there would go unrecorded);
+ * reads them under ident_lock into *sysinc (NULL: not tcc). */
+kc_status host_sysinc_ready(host_state *s, const char **sysinc);
 
 /* arena.c: an object's two blocks, carved from one region. */
 #define HOST_UNIT 64 /* bytes: the size step of blocks, and their alignment */

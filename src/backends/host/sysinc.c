@@ -91,13 +91,26 @@ static void sysinc_add(kc__sb *out, const char *list, char sep, int *count) {
   }
 }
 
-kc_status host_sysinc_args(const host_state *s, bool nostdinc, kc__sb *out, int *count) {
+kc_status host_sysinc_args(const host_state *s, const char *sysinc, bool nostdinc, kc__sb *out, int *count) {
   *count = 0;
-  if (!s->sysinc) return KC_OK;
+  if (!sysinc) return KC_OK;
   kc__sb_append(out, "-nostdinc", sizeof "-nostdinc");
   (*count)++;
   sysinc_add(out, getenv("CPATH"), ':', count);
   sysinc_add(out, getenv("C_INCLUDE_PATH"), ':', count);
-  if (!nostdinc) sysinc_add(out, s->sysinc, '\n', count);
+  if (!nostdinc) sysinc_add(out, sysinc, '\n', count);
   return out->failed ? kc__bs_err(s->sv, KC_ENOMEM, "out of memory") : KC_OK;
+}
+
+kc_status host_sysinc_ready(host_state *s, const char **sysinc) {
+  kc__lock(&s->ident_lock);
+  bool missing = s->is_tcc && !s->sysinc;
+  *sysinc = s->sysinc; /* set once, never changed: the pointer may be kept */
+  kc__unlock(&s->ident_lock);
+  if (missing)
+    return kc__bs_err(s->sv, KC_EBACKEND,
+                      "the host compiler \"%s\" is tcc, and kcache could not ask it for its include "
+                      "directories (%s -vv): not compiled, so that no header it reads goes unrecorded",
+                      s->cc_argv[0], s->cc_argv[0]);
+  return KC_OK;
 }
