@@ -173,14 +173,28 @@ static void unmangle(char *log) {
   *out = 0;
 }
 
-/* Whether log holds the identifier name as a word of its own (not inside
- * another name, or a path: a work directory's random letters once matched). */
+/* Whether the line of log around p says a name is not declared (gcc and
+ * tcc "implicit declaration", clang "undeclared", NVRTC "is undefined"):
+ * not a source line the compiler quotes under another error. */
+static bool line_says_undeclared(const char *log, const char *p) {
+  const char *b = p, *e = strchr(p, '\n');
+  while (b > log && b[-1] != '\n') b--;
+  size_t n = e ? (size_t)(e - b) : strlen(b);
+  static const char *const words[] = {"implicit", "undeclared", "undefined", "not declared"};
+  for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+    for (const char *q = b; (q = strstr(q, words[i])) && q < b + n; q++) return true;
+  return false;
+}
+
+/* Whether log names the identifier name as not declared: as a word of its
+ * own (not inside another name, or a path: a work directory's random
+ * letters once matched), on a line that says so. */
 static bool log_names(const char *log, const char *name) {
   size_t n = strlen(name);
   for (const char *p = strstr(log, name); p; p = strstr(p + 1, name)) {
     bool left = p == log || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
     bool right = !(isalnum((unsigned char)p[n]) || p[n] == '_');
-    if (left && right) return true;
+    if (left && right && line_says_undeclared(log, p)) return true;
   }
   return false;
 }

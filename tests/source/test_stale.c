@@ -149,6 +149,11 @@ void test_failures_live_in_worlds(void **state) {
              "  y[kc_global_id(0)] = nowherex;\n}");
   assert_int_equal(try_run(f, "k_word", &v), KC_ECOMPILE);
   KCT_CONTAINS(kc_errmsg(f->rt), "nowherex");
+  /* nor on a line that does not say it is undeclared (a compiler that
+   * quoted the source line of another error would name it there) */
+  kct_define(f->rt, "k_quoted",
+             "KC_KERNEL void k_quoted(KC_GLOBAL float *y) { y[kc_global_id(0)] = fabs(-4.0f) + ; }");
+  assert_int_equal(try_run(f, "k_quoted", &v), KC_ECOMPILE);
 }
 
 /* An enumerator in a world where its enum is not defined: the failure (or
