@@ -55,9 +55,9 @@ for f in "$dir"/*.log; do
   [[ -n $line ]] || { mismatches=$((mismatches + 1)); continue; }
   n() { sed -nE "s/.* ([0-9]+) $1.*/\1/p" <<<"$line"; }
   steps=$((steps + $(n steps))) compared=$((compared + $(n 'launches compared')))
-  pinned=$((pinned + $(sed -nE 's/.*\(([0-9]+) in pinned.*/\1/p' <<<"$line")))
+  pinned=$((pinned + $(sed -nE 's/.*\(([0-9]+) (more )?in pinned.*/\1/p' <<<"$line")))
   collects=$((collects + $(n 'collects')))
 done
-echo "total: $steps steps, $compared launches compared with a cold compile ($pinned in pinned worlds)," \
+echo "total: $steps steps, $compared launches compared with a cold compile in the latest world ($pinned more in pinned worlds)," \
   "$collects collects beside them, $mismatches runs with a mismatch or a crash" | tee -a "$log"
 exit $rc

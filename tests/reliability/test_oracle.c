@@ -749,8 +749,8 @@ static void test_oracle(void **state) {
     fail_msg("cached launches differ from cold compiles (%s): %zu steps %s, written to %s", kct_backend_name,
              n, alone ? "fail alone (shrunk)" : "failed only with the threads (not shrunk)", path);
   }
-  rel_summary("oracle_%s: %llu steps in %.0f s, %llu launches compared with a cold compile (%llu in pinned "
-              "worlds), %llu collects beside them, %llu cold compiles, 0 mismatches, 0 crashes",
+  rel_summary("oracle_%s: %llu steps in %.0f s, %llu launches compared with a cold compile (%llu more in "
+              "pinned worlds), %llu collects beside them, %llu cold compiles, 0 mismatches, 0 crashes",
               kct_backend_name, (unsigned long long)stats.steps, took, (unsigned long long)stats.compared,
               (unsigned long long)stats.pinned_compared, (unsigned long long)stats.collects,
               (unsigned long long)oracle_compiles);
