@@ -195,29 +195,6 @@ static void test_collect_across_contexts(void **state) {
 
 /* ------------------------------------------------ collect while others work */
 
-/* A log sink that, once armed, holds the compiling thread inside its
- * compile (the log line of a finished compile comes before the code is
- * published) until released. */
-typedef struct hold {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  bool armed, inside, release;
-} hold;
-
-static void holding_log(void *ud, kc_log_level level, const char *msg) {
-  hold *h = ud;
-  (void)level;
-  if (!strstr(msg, "compiled")) return;
-  pthread_mutex_lock(&h->mu);
-  if (h->armed) {
-    h->armed = false;
-    h->inside = true;
-    pthread_cond_broadcast(&h->cv);
-    while (!h->release) pthread_cond_wait(&h->cv, &h->mu);
-  }
-  pthread_mutex_unlock(&h->mu);
-}
-
 typedef struct held_launch {
   kc_runtime *rt;
   kc_context *ctx;
@@ -238,12 +215,11 @@ static void *launch_once(void *arg) {
  * its world's result. */
 static void test_collect_waits_for_a_compile_in_flight(void **state) {
   (void)state;
-  hold h = {.armed = false};
-  pthread_mutex_init(&h.mu, NULL);
-  pthread_cond_init(&h.cv, NULL);
+  kct_hold h;
+  kct_hold_init(&h, false);
   kc_options o;
   kc_options_init(&o);
-  o.log = holding_log;
+  o.log = kct_hold_log;
   o.log_ud = &h;
   o.log_level = KC_LOG_INFO;
   held_launch j = {.rt = kct_runtime(&o)};
@@ -255,14 +231,10 @@ static void test_collect_waits_for_a_compile_in_flight(void **state) {
   KCT_OK(j.rt, kct_run(j.k, j.ctx, j.b, N, j.out));
   expect_version(j.out, 1);
   define_h(j.rt, 2);
-  pthread_mutex_lock(&h.mu);
-  h.armed = true;
-  pthread_mutex_unlock(&h.mu);
+  kct_hold_arm(&h);
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, launch_once, &j), 0);
-  pthread_mutex_lock(&h.mu);
-  while (!h.inside) pthread_cond_wait(&h.cv, &h.mu);
-  pthread_mutex_unlock(&h.mu);
+  kct_hold_wait_inside(&h);
   /* the compile of world 2 is done but not published; world 3 makes it old */
   define_h(j.rt, 3);
   kc_collect_info info;
@@ -271,10 +243,7 @@ static void test_collect_waits_for_a_compile_in_flight(void **state) {
   assert_int_equal(info.definitions, 0); /* h=1 and h=2 too */
   kc_stats s = kct_stats(j.rt);
   assert_int_equal(s.definitions, 4);
-  pthread_mutex_lock(&h.mu);
-  h.release = true;
-  pthread_cond_broadcast(&h.cv);
-  pthread_mutex_unlock(&h.mu);
+  kct_hold_release(&h);
   pthread_join(t, NULL);
   KCT_OK(j.rt, j.st);
   expect_version(j.out, 2); /* its own world's result */
@@ -285,8 +254,7 @@ static void test_collect_waits_for_a_compile_in_flight(void **state) {
   expect_version(j.out, 3);
   kc_kernel_destroy(j.k);
   kct_destroy(j.rt);
-  pthread_cond_destroy(&h.cv);
-  pthread_mutex_destroy(&h.mu);
+  kct_hold_destroy(&h);
 }
 
 /* Threads launch (cached, bound, pinned), compile and query while one

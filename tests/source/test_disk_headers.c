@@ -338,26 +338,10 @@ void test_disk_headers_changed_during_a_compile(void **state) {
  * stays the newer one (found by the oracle, test_oracle.c). The compile is
  * held in the log sink, which hears of it before the code is published. */
 typedef struct held {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  bool armed, inside, release;
+  kct_hold hold; /* first: the log sink's ud */
   kct_fixture *f;
   float got;
 } held;
-
-static void hold_log(void *ud, kc_log_level level, const char *msg) {
-  held *h = ud;
-  (void)level;
-  if (!strstr(msg, "compiled")) return;
-  pthread_mutex_lock(&h->mu);
-  if (h->armed) {
-    h->armed = false;
-    h->inside = true;
-    pthread_cond_broadcast(&h->cv);
-    while (!h->release) pthread_cond_wait(&h->cv, &h->mu);
-  }
-  pthread_mutex_unlock(&h->mu);
-}
 
 static void *held_launch(void *arg) {
   held *h = arg;
@@ -379,15 +363,14 @@ void test_disk_headers_read_before_a_refresh(void **state) {
   disk d;
   disk_open(&d);
   put(d.inc2, "x.h", "#define XV 1.0f\n");
-  held h = {.armed = true};
-  pthread_mutex_init(&h.mu, NULL);
-  pthread_cond_init(&h.cv, NULL);
+  held h = {.f = NULL};
+  kct_hold_init(&h.hold, true);
   kc_options o;
   kc_options_init(&o);
   o.compile_options = d.opts;
   o.cache_disable = 1;
-  o.log = hold_log;
-  o.log_ud = &h;
+  o.log = kct_hold_log;
+  o.log_ud = &h.hold;
   o.log_level = KC_LOG_INFO;
   kct_fixture f = {.rt = kct_runtime(&o)};
   f.ctx = kct_context(f.rt);
@@ -396,24 +379,18 @@ void test_disk_headers_read_before_a_refresh(void **state) {
   kct_define(f.rt, "kx", kernel_x);
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, held_launch, &h), 0);
-  pthread_mutex_lock(&h.mu);
-  while (!h.inside) pthread_cond_wait(&h.cv, &h.mu);
-  pthread_mutex_unlock(&h.mu);
+  kct_hold_wait_inside(&h.hold);
   /* compiled with XV 1, not yet published: the header changes, and the
    * caller refreshes (nothing published read it yet: no new world) */
   put(d.inc2, "x.h", "#define XV 2.0f\n");
   assert_int_equal(refresh(f.rt), 0);
-  pthread_mutex_lock(&h.mu);
-  h.release = true;
-  pthread_cond_broadcast(&h.cv);
-  pthread_mutex_unlock(&h.mu);
+  kct_hold_release(&h.hold);
   pthread_join(t, NULL);
   assert_true(h.got == 1.0f); /* the held launch ran what it compiled */
   uint64_t c0 = src_compiles(f.rt);
   assert_true(src_run(&f, "kx") == 2.0f); /* never the held code after the refresh */
   assert_int_equal(src_compiles(f.rt), c0 + 1);
   kct_fx_close(&f);
-  pthread_cond_destroy(&h.cv);
-  pthread_mutex_destroy(&h.mu);
+  kct_hold_destroy(&h.hold);
   disk_close(&d);
 }

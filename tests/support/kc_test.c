@@ -375,3 +375,48 @@ double kct_now(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
+
+void kct_hold_init(kct_hold *h, bool armed) {
+  memset(h, 0, sizeof *h);
+  pthread_mutex_init(&h->mu, NULL);
+  pthread_cond_init(&h->cv, NULL);
+  h->armed = armed;
+}
+
+void kct_hold_log(void *ud, kc_log_level level, const char *msg) {
+  kct_hold *h = ud;
+  (void)level;
+  if (!strstr(msg, "compiled")) return;
+  pthread_mutex_lock(&h->mu);
+  if (h->armed) {
+    h->armed = false;
+    h->inside = true;
+    pthread_cond_broadcast(&h->cv);
+    while (!h->release) pthread_cond_wait(&h->cv, &h->mu);
+  }
+  pthread_mutex_unlock(&h->mu);
+}
+
+void kct_hold_arm(kct_hold *h) {
+  pthread_mutex_lock(&h->mu);
+  h->armed = true;
+  pthread_mutex_unlock(&h->mu);
+}
+
+void kct_hold_wait_inside(kct_hold *h) {
+  pthread_mutex_lock(&h->mu);
+  while (!h->inside) pthread_cond_wait(&h->cv, &h->mu);
+  pthread_mutex_unlock(&h->mu);
+}
+
+void kct_hold_release(kct_hold *h) {
+  pthread_mutex_lock(&h->mu);
+  h->release = true;
+  pthread_cond_broadcast(&h->cv);
+  pthread_mutex_unlock(&h->mu);
+}
+
+void kct_hold_destroy(kct_hold *h) {
+  pthread_cond_destroy(&h->cv);
+  pthread_mutex_destroy(&h->mu);
+}

@@ -23,6 +23,7 @@
 /* cmocka.h needs the four headers above first */
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -263,5 +264,21 @@ bool kct_child_send(const kct_child *c, const void *data, size_t len);
  * killed (SIGKILL; c->timed_out). Returns the bytes read; c->status gets
  * the wait status. Never calls cmocka. */
 size_t kct_child_wait(kct_child *c, void *buf, size_t len, double timeout_s);
+
+/* A log sink (kc_options.log, log_ud = the kct_hold) that, once armed,
+ * holds the thread whose compile just finished (its "compiled" line comes
+ * before the code is published) until released: how a test acts between a
+ * compile and its publishing. */
+typedef struct kct_hold {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool armed, inside, release;
+} kct_hold;
+void kct_hold_init(kct_hold *h, bool armed);
+void kct_hold_log(void *ud, kc_log_level level, const char *msg);
+void kct_hold_arm(kct_hold *h);
+void kct_hold_wait_inside(kct_hold *h); /* until a compile is held */
+void kct_hold_release(kct_hold *h);
+void kct_hold_destroy(kct_hold *h);
 
 #endif /* KC_TEST_H */
