@@ -501,22 +501,28 @@ static void test_secrets(void **state) {
   }
 }
 
+/* A node runs k1 (uploaded), then its value is deleted: k1's name and its
+ * lock's, for a lock planted before the next node's cold start. */
+static void k1_gone(fx *f, const rs_node_opts *o, char name[300], char lock[320]) {
+  rs_report r = rs_node_run(cache(f), o, 1);
+  rs_check(&r, "first");
+  assert_true(rs_name_of(server.url, "kctest:", "k1", name, 300));
+  snprintf(lock, 320, "%s:lock", name);
+  kc__rreply x = rs_cmd(server.url, "DEL", name, (char *)NULL);
+  rs_free(&x);
+}
+
 static void test_lock_of_a_dead_holder_expires(void **state) {
   fx *f = *state;
   rs_node_opts o = opts(server.url);
-  rs_report r = rs_node_run(cache(f), &o, 1);
-  rs_check(&r, "first");
   char name[300], lock[320];
-  assert_true(rs_name_of(server.url, "kctest:", "k1", name, sizeof name));
-  snprintf(lock, sizeof lock, "%s:lock", name);
-  kc__rreply x = rs_cmd(server.url, "DEL", name, (char *)NULL);
-  rs_free(&x);
+  k1_gone(f, &o, name, lock);
 
   /* a holder that died 1 s before its lock expires */
-  x = rs_cmd(server.url, "SET", lock, "dead-host:1:00000000000000d1", "PX", "1000", (char *)NULL);
+  kc__rreply x = rs_cmd(server.url, "SET", lock, "dead-host:1:00000000000000d1", "PX", "1000", (char *)NULL);
   rs_free(&x);
   o.lock_ms = 10000;
-  r = rs_node_run(cache(f), &o, 1);
+  rs_report r = rs_node_run(cache(f), &o, 1);
   rs_check(&r, "waiter");
   print_message("waited %.2f s for a lock that expired after 1 s\n", r.seconds);
   assert_int_equal(r.stats.remote_lock_waits, 1);
@@ -557,18 +563,14 @@ static void test_planted_locks_are_not_waited_for(void **state) {
     rs_node_opts o = opts(server.url);
     o.secret = planted[i].secret ? "correct horse battery staple" : NULL;
     o.lock_ms = 30000;
-    rs_report r = rs_node_run(cache(f), &o, 1);
-    rs_check(&r, "first");
     char name[300], lock[320];
-    assert_true(rs_name_of(server.url, "kctest:", "k1", name, sizeof name));
-    snprintf(lock, sizeof lock, "%s:lock", name);
-    kc__rreply x = rs_cmd(server.url, "DEL", name, (char *)NULL);
-    rs_free(&x);
-    x = planted[i].px ? rs_cmd(server.url, "SET", lock, planted[i].value, "PX", planted[i].px, (char *)NULL)
-                      : rs_cmd(server.url, "SET", lock, planted[i].value, (char *)NULL);
+    k1_gone(f, &o, name, lock);
+    kc__rreply x = planted[i].px
+                       ? rs_cmd(server.url, "SET", lock, planted[i].value, "PX", planted[i].px, (char *)NULL)
+                       : rs_cmd(server.url, "SET", lock, planted[i].value, (char *)NULL);
     rs_free(&x);
     st_capture_begin();
-    r = rs_node_run(cache(f), &o, 1);
+    rs_report r = rs_node_run(cache(f), &o, 1);
     char *err = st_capture_end();
     rs_check(&r, planted[i].what);
     print_message("a lock with %s: cold start %.2f s, %llu compiles\n", planted[i].what, r.seconds,
