@@ -179,10 +179,12 @@ static void unmangle(char *log) {
 static bool line_says_undeclared(const char *log, const char *p) {
   const char *b = p, *e = strchr(p, '\n');
   while (b > log && b[-1] != '\n') b--;
-  size_t n = e ? (size_t)(e - b) : strlen(b);
+  e = e ? e : p + strlen(p);
   static const char *const words[] = {"implicit", "undeclared", "undefined", "not declared"};
-  for (size_t i = 0; i < sizeof words / sizeof *words; i++)
-    for (const char *q = b; (q = strstr(q, words[i])) && q < b + n; q++) return true;
+  for (size_t i = 0; i < sizeof words / sizeof *words; i++) {
+    const char *q = strstr(b, words[i]); /* the first from the line's start */
+    if (q && q < e) return true;
+  }
   return false;
 }
 
@@ -287,8 +289,8 @@ static kc_status ci_compile(kc_runtime *rt, kc__ci *ci, kc__closure *c, size_t l
     kc_status fs = kc__ext_from_paths(rt, ci, &deps, since);
     if (!st) st = fs;
   } else if (ci->nfiles && !ci->files_unknown && !kc__ext_same(ci->files, ci->nfiles)) {
-    ci->files_unknown =
-        true; /* one changed between the scan and the compile's end: which it read is unknown */
+    /* one changed between the scan and the compile's end: which it read is unknown */
+    ci->files_unknown = true;
   }
   kc__sb_free(&deps.paths);
   ci->compile_ns = kc__now_ns() - t0;

@@ -482,6 +482,11 @@ void kc__drop_own_pin(const kc_runtime *rt);
 void kc__runtime_fork_register(kc_runtime *rt);
 void kc__runtime_fork_unregister(kc_runtime *rt);
 
+/* The calling thread's pinned world on rt, else 0 (worlds start at 1). */
+static inline kc_world kc__pin_world(const kc_runtime *rt) {
+  return kc__pin.rt == rt && kc__pinned_on(rt) ? kc__pin.world : 0;
+}
+
 /* The world the calling thread sees: its pin's, else the latest. */
 static inline kc_world kc__caller_world(const kc_runtime *rt) {
   if (KC__UNLIKELY(kc__pin.rt == rt) && kc__pinned_on(rt)) return kc__pin.world;

@@ -91,8 +91,7 @@ kc_status kc_kernel_prepare(kc_kernel *k, kc_context *ctx) {
   if (st) return st;
   /* a pin's world (live while pinned), else the latest as read inside the
    * section: a world read before it may be collected before it begins */
-  kc_runtime *rt = k->rt;
-  return prepare_one(k, kc__pin.rt == rt && kc__pinned_on(rt) ? kc__pin.world : 0, ctx);
+  return prepare_one(k, kc__pin_world(k->rt), ctx);
 }
 
 /* --------------------------------------------------------------- the pool */
@@ -277,8 +276,7 @@ kc_status kc_prepare(kc_kernel *const *ks, uint32_t n, kc_context *ctx) {
   kc_status st = check_batch(ks, n, ctx, &rt);
   if (st) return st;
   /* a pinned caller's world for every kernel; else each the latest */
-  kc_world w = kc__pin.rt == rt && kc__pinned_on(rt) ? kc__pin.world : 0;
-  kc__batch b = {.ks = ks, .n = n, .world = w, .ctx = ctx};
+  kc__batch b = {.ks = ks, .n = n, .world = kc__pin_world(rt), .ctx = ctx};
   kc__pool *p = n > 1 ? pool_get(rt) : NULL;
   bool workers = false;
   if (p) {
