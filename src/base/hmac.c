@@ -80,8 +80,11 @@ bool kc__hmac_derive(const char *secret, const char *label, uint8_t out[32]) {
   return kc__hmac_sha256(secret, strlen(secret), label, strlen(label), out);
 }
 
-bool kc__hmac_equal(const uint8_t a[32], const uint8_t b[32]) {
+bool kc__ct_equal(const void *a, const void *b, size_t n) {
+  const uint8_t *x = a, *y = b;
   uint8_t diff = 0;
-  for (int i = 0; i < 32; i++) diff |= (uint8_t)(a[i] ^ b[i]);
+  for (size_t i = 0; i < n; i++) diff |= (uint8_t)(x[i] ^ y[i]);
   return diff == 0;
 }
+
+bool kc__hmac_equal(const uint8_t a[32], const uint8_t b[32]) { return kc__ct_equal(a, b, 32); }

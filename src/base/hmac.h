@@ -30,8 +30,10 @@ const char *kc__hmac_unavailable(void);
 bool kc__hmac_sha256(const void *key, size_t klen, const void *data, size_t n, uint8_t out[32]);
 /* out = HMAC-SHA256(secret, label): a key for one use of the secret. */
 bool kc__hmac_derive(const char *secret, const char *label, uint8_t out[32]);
-/* Whether a and b (32 bytes each) are equal, in constant time: the
+/* Whether a and b (n bytes each) are equal, in constant time: the
  * comparison tells a forger nothing. */
+bool kc__ct_equal(const void *a, const void *b, size_t n);
+/* kc__ct_equal of two MACs (32 bytes each). */
 bool kc__hmac_equal(const uint8_t a[32], const uint8_t b[32]);
 
 #endif /* KC_BASE_HMAC_H */

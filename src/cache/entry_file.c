@@ -48,8 +48,8 @@ kc_status kc__entry_load(const kc__heap *mem, const char *path, const uint8_t *w
     snprintf(why, wl, "cannot open: %s", kc__open_strerror(errno));
     return errno == ENOENT ? KC_ENOTFOUND : KC_EUNAVAILABLE;
   }
-  if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
-    snprintf(why, wl, "not a regular file");
+  if (fstat(fd, st) != 0) { /* (kc__fo_open gives regular files only) */
+    snprintf(why, wl, "cannot stat: %s", strerror(errno));
     close(fd);
     return KC_EUNAVAILABLE;
   }

@@ -212,9 +212,13 @@ static bool make_dir(kc__cache *c, const char *dir) {
 static bool ensure_bucket(kc__cache *c, const uint8_t key[16]) {
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/%02x", c->vdir, key[0]);
+  if (!make_dir(c, dir)) {
+    write_failed(c, "creating", dir, errno);
+    return false;
+  }
   struct stat st;
-  if (make_dir(c, dir) && lstat(dir, &st) == 0 && S_ISDIR(st.st_mode)) return true;
-  write_failed(c, "creating", dir, errno == EEXIST || errno == 0 ? KC__ENOTREG : errno); /* a link, a file */
+  if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode)) return true;
+  write_failed(c, "using", dir, KC__ENOTREG); /* a link or a file where the bucket belongs */
   return false;
 }
 

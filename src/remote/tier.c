@@ -191,10 +191,9 @@ static bool lock_well_formed(const kc__remote *r, const char *lname, const char 
   size_t body = n;
   if (r->cfg.has_secret) {
     char want[17];
-    if (n < 18 || v[n - 17] != ':' || !lock_mac(r, lname, v, n - 17, want)) return false;
-    unsigned diff = 0;
-    for (int i = 0; i < 16; i++) diff |= (unsigned)(want[i] ^ v[n - 16 + i]);
-    if (diff) return false;
+    if (n < 18 || v[n - 17] != ':' || !lock_mac(r, lname, v, n - 17, want) ||
+        !kc__ct_equal(want, v + n - 16, 16))
+      return false;
     body = n - 17;
   }
   if (body < 20 || v[body - 17] != ':' || !all_of(v + body - 16, 16, isxdigit)) return false;
