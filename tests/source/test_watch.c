@@ -19,11 +19,35 @@ static const char V1[] =
     "KC_KERNEL void ka(KC_GLOBAL float *y) { y[kc_global_id(0)] = ha((float)kc_global_id(0)); }\n"
     "KC_KERNEL void kb(KC_GLOBAL float *y, float s) { y[kc_global_id(0)] = hb(1.0f) + s; }\n";
 
+/* Writes path whole at once (a temp file renamed over it), as an editor
+ * saves: a watch that polls never reads it half written. */
 static void write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
+  char tmp[KCT_DIR_LEN + 64];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
   assert_non_null(f);
   assert_int_equal(fputs(text, f) >= 0, 1);
   assert_int_equal(fclose(f), 0);
+  assert_int_equal(rename(tmp, path), 0);
+}
+
+/* Runs cmd (a kcache watch), its output into out; once a line holds
+ * trigger, writes text to path (once). The watch's exit status. */
+static int watch_editing(const char *cmd, const char *trigger, const char *path, const char *text, char *out,
+                         size_t n) {
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  char line[1024];
+  out[0] = 0;
+  bool edited = false;
+  while (fgets(line, sizeof line, p)) {
+    strncat(out, line, n - strlen(out) - 1);
+    if (!edited && strstr(line, trigger)) {
+      write_file(path, text);
+      edited = true;
+    }
+  }
+  return pclose(p);
 }
 
 static void test_watch_reloads_and_recompiles_what_changed(void **state) {
@@ -36,22 +60,11 @@ static void test_watch_reloads_and_recompiles_what_changed(void **state) {
       cmd, sizeof cmd,
       "KC_CACHE_DISABLE=1 KC_HOST_CC='%s' '%s' --json watch --backend host --count 2 --interval 20 '%s' 2>&1",
       kct_host_cc(), KC_CLI, path);
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  char line[1024], out[8192] = "";
-  bool edited = false;
-  while (fgets(line, sizeof line, p)) {
-    strncat(out, line, sizeof out - strlen(out) - 1);
-    if (!edited && strstr(line, "\"kernel\":\"kb\"")) { /* the first load is done: edit hb */
-      char *v2 = strdup(V1);
-      assert_non_null(v2);
-      strstr(v2, "2.0f * x")[0] = '5';
-      write_file(path, v2);
-      free(v2);
-      edited = true;
-    }
-  }
-  int rc = pclose(p);
+  char v2[sizeof V1], out[8192];
+  memcpy(v2, V1, sizeof V1);
+  strstr(v2, "2.0f * x")[0] = '5';
+  /* the first load is done (kb ran): edit hb */
+  int rc = watch_editing(cmd, "\"kernel\":\"kb\"", path, v2, out, sizeof out);
   kct_rmrf(dir);
   if (rc != 0) fail_msg("kcache watch exited with %d:\n%s", rc, out);
   KCT_CONTAINS(out, "{\"load\":1,\"world\":2,\"changed\":5,\"names\":[{\"name\":");
@@ -83,18 +96,8 @@ static void test_watch_sees_headers_on_disk(void **state) {
            "--interval 20 "
            "'%s' 2>&1",
            dir, kct_host_cc(), KC_CLI, path);
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  char line[1024], out[8192] = "";
-  bool edited = false;
-  while (fgets(line, sizeof line, p)) {
-    strncat(out, line, sizeof out - strlen(out) - 1);
-    if (!edited && strstr(line, "\"kernel\":\"kg\"")) {
-      write_file(hdr, "#define GAIN 7.0f\n");
-      edited = true;
-    }
-  }
-  int rc = pclose(p);
+  char out[8192];
+  int rc = watch_editing(cmd, "\"kernel\":\"kg\"", hdr, "#define GAIN 7.0f\n", out, sizeof out);
   kct_rmrf(dir);
   if (rc != 0) fail_msg("kcache watch exited with %d:\n%s", rc, out);
   KCT_CONTAINS(out, "{\"kernel\":\"kg\",\"code\":\"recompiled\",\"y\":[3,3,3,3]}");
