@@ -18,42 +18,19 @@
  *                once after all N are compiled (the median of 3 rounds for
  *                the first two)
  *
- * Built from the same source at an older commit, it gives the figures
- * before the change (bench/results/edges-2026-12-02.log has both).
+ * Built from the same source (and kc_bench_util.h) at an older commit, it
+ * gives the figures before the change (bench/results/edges-2026-12-02.log has both).
  *
  * Usage: kc_bench_edges [--json] [--max N]
  */
+#define KCB_PROG "kc_bench_edges"
+#include "kc_bench_util.h"
 #include "hashbe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static _Atomic long long live_bytes;
-
-static void *sized_alloc(void *ud, void *p, size_t n) {
-  (void)ud;
-  size_t old = 0;
-  unsigned char *b = p ? (unsigned char *)p - 16 : NULL;
-  if (b) memcpy(&old, b, sizeof old);
-  if (n == 0) {
-    live_bytes -= (long long)old;
-    free(b);
-    return NULL;
-  }
-  unsigned char *q = realloc(b, n + 16);
-  if (!q) return NULL;
-  memcpy(q, &n, sizeof n);
-  live_bytes += (long long)n - (long long)old;
-  return q + 16;
-}
-
-static double now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
 
 static void check(kc_runtime *rt, kc_status st, const char *what) {
   if (st) {
@@ -97,7 +74,7 @@ static void measure(int n, result *r) {
   kc_options o;
   kc_options_init(&o);
   o.cache_disable = 1;
-  o.alloc = sized_alloc;
+  o.alloc = kcb_sized_alloc;
   kc_runtime *rt = NULL;
   check(NULL, kc__runtime_open(&o, &kc__backend_hash, &rt), "runtime");
   char name[32], src[512];
@@ -121,10 +98,10 @@ static void measure(int n, result *r) {
     check(rt, kc_define(rt, name, src, NULL), "kernel");
     check(rt, kc_kernel_create(rt, name, NULL, &ks[i]), "handle");
   }
-  long long before = live_bytes;
+  long long before = *kcb_live_bytes();
   compile_all(rt, ks, n);
   r->n = n;
-  r->bytes_per_ci = (double)(live_bytes - before) / n;
+  r->bytes_per_ci = (double)(*kcb_live_bytes() - before) / n;
   kc__ci *ci = kc__ci_find(((struct kc_kernel *)ks[0])->spec, kc_world_latest(rt));
   r->edges = ci ? ci->nedges : 0;
   double h[3], u[3];

@@ -219,27 +219,6 @@ static double stale_edges(int rounds, int d) {
 
 /* ---------------------------------------------------------------- memory */
 
-/* Bytes the runtime holds through its allocator (a size header per block:
- * what kcache asks for, not what malloc rounds it to). */
-static _Atomic long long live_bytes;
-
-static void *sized_alloc(void *ud, void *p, size_t n) {
-  (void)ud;
-  size_t old = 0;
-  unsigned char *b = p ? (unsigned char *)p - 16 : NULL;
-  if (b) memcpy(&old, b, sizeof old);
-  if (n == 0) {
-    live_bytes -= (long long)old;
-    free(b);
-    return NULL;
-  }
-  unsigned char *q = realloc(b, n + 16);
-  if (!q) return NULL;
-  memcpy(q, &n, sizeof n);
-  live_bytes += (long long)n - (long long)old;
-  return q + 16;
-}
-
 /* What `count` compiled code instances (one kernel, as many
  * specializations; tcc where there is one) add to the runtime's memory,
  * per code instance: in all, and beyond the artifact. */
@@ -247,7 +226,7 @@ static void mem_per_ci(int count, double *total, double *beyond, double *artifac
   kc_options o;
   kcb_options_uncached(&o, KC_BACKEND_HOST);
   o.host_cc = access("/usr/bin/tcc", X_OK) == 0 ? "tcc" : NULL;
-  o.alloc = sized_alloc;
+  o.alloc = kcb_sized_alloc;
   kc_runtime *r;
   KCB_CHECK(kc_runtime_create(&o, &r));
   kcb_rt = r;
@@ -262,9 +241,9 @@ static void mem_per_ci(int count, double *total, double *beyond, double *artifac
     KCB_CHECK(kc_kernel_create(r, "m", buf, &ks[i]));
   }
   KCB_CHECK(kc_kernel_compile(ks[0])); /* first-compile state of the backend, if any */
-  long long before = live_bytes;
+  long long before = *kcb_live_bytes();
   KCB_CHECK(kc_prepare(ks + 1, (uint32_t)count - 1, NULL));
-  long long after = live_bytes;
+  long long after = *kcb_live_bytes();
   double art = 0;
   for (int i = 1; i < count; i++) {
     kc_code_info ci;

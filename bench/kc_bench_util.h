@@ -3,7 +3,8 @@
  * kc_bench_util.h -- what the benchmarks share, so that their figures are
  * taken the same way and their set-ups are the same: the clock and the
  * median; dying on a failed call; the options of a runtime that measures
- * compiles, and a host runtime with fast compiles; timing a redefinition
+ * compiles, and a host runtime with fast compiles; an allocator that counts
+ * what the runtime holds; timing a redefinition
  * (kc_bench, kc_bench_scale); and, for kc_bench_store and kc_bench_remote, the typical kernel
  * in a session of its own, runtimes on a disk store, temporary directories
  * and child processes.
@@ -22,6 +23,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +52,33 @@ static inline int kcb_cmp_double(const void *a, const void *b) {
 static inline double median(double *v, int n) {
   qsort(v, (size_t)n, sizeof *v, kcb_cmp_double);
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---------------------------------------------------------------- memory */
+
+/* Bytes the runtime holds through kcb_sized_alloc (kc_options.alloc): a
+ * size header per block, so it is what kcache asks for, not what malloc
+ * rounds it to. */
+static inline _Atomic long long *kcb_live_bytes(void) {
+  static _Atomic long long live;
+  return &live;
+}
+
+static inline void *kcb_sized_alloc(void *ud, void *p, size_t n) {
+  (void)ud;
+  size_t old = 0;
+  unsigned char *b = p ? (unsigned char *)p - 16 : NULL;
+  if (b) memcpy(&old, b, sizeof old);
+  if (n == 0) {
+    *kcb_live_bytes() -= (long long)old;
+    free(b);
+    return NULL;
+  }
+  unsigned char *q = realloc(b, n + 16);
+  if (!q) return NULL;
+  memcpy(q, &n, sizeof n);
+  *kcb_live_bytes() += (long long)n - (long long)old;
+  return q + 16;
 }
 
 /* ------------------------------------------------------------ failed calls */
