@@ -410,7 +410,9 @@ typedef struct kc_collect_info {
  * a kcache call at that moment has returned from it (a compile for an old
  * world, a launch running that code). What a thread still holds at the end
  * of a kc_collect waits for a later one (the counts in *out are what was
- * freed in this call, batches of earlier calls included). One part depends
+ * freed in this call, batches of earlier calls included; KC_ENOMEM when
+ * there is no memory to choose anew, and then what earlier calls chose is
+ * still freed and counted). One part depends
  * on the runtime: a cached launch (kc_launch, kc_launch_args and their _ex
  * forms when they find their code cached; every launch in checked mode is
  * not cached) takes no grace section unless the runtime guards launches

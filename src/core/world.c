@@ -304,26 +304,33 @@ kc_status kc_collect(kc_runtime *rt, kc_collect_info *out) {
   if (out) memset(out, 0, sizeof *out);
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_collect: runtime is NULL");
   kc_collect_info info = {0};
+  /* no memory for a new batch: the older ones are still freed */
   struct kc__limbo *b = kc__calloc(rt, sizeof *b);
-  if (!b) return kc__err(rt, KC_ENOMEM, "kc_collect: out of memory");
   kc__lock(&rt->collect_lock);
-  kc__lock(&rt->world_lock);
-  choose(rt, b);
-  static _Atomic uint64_t passes;
-  b->id = kc__fetch_add_relaxed(&passes, 1) + 1;
-  unlist_dead(b->cis, b->id);
-  kc__unlock(&rt->world_lock);
-  retire_linked(rt, b);
-  /* after the unlisting: who may still hold what was chosen (out of
-   * memory: nobody knows, and the batch waits for a collect that can tell) */
-  b->snapped = kc__grace_snap(&b->grace, kc__rt_heap(rt));
-  struct kc__limbo **tail = &rt->limbo;
-  while (*tail) tail = &(*tail)->next;
-  *tail = b;
+  if (b) {
+    kc__lock(&rt->world_lock);
+    choose(rt, b);
+    static _Atomic uint64_t passes;
+    b->id = kc__fetch_add_relaxed(&passes, 1) + 1;
+    unlist_dead(b->cis, b->id);
+    kc__unlock(&rt->world_lock);
+    if (!b->cis && !b->defs) { /* nothing chosen: nothing to wait for */
+      kc__free(rt, b);
+    } else {
+      retire_linked(rt, b);
+      /* after the unlisting: who may still hold what was chosen (out of
+       * memory: nobody knows, and the batch waits for a collect that can tell) */
+      b->snapped = kc__grace_snap(&b->grace, kc__rt_heap(rt));
+      struct kc__limbo **tail = &rt->limbo;
+      while (*tail) tail = &(*tail)->next;
+      *tail = b;
+    }
+  }
   limbo_drain(rt, &info);
   kc__unlock(&rt->collect_lock);
   if (out) *out = info;
-  return KC_OK;
+  return b ? KC_OK
+           : kc__err(rt, KC_ENOMEM, "kc_collect: out of memory (what earlier collects chose is freed)");
 }
 
 /* kc_runtime_destroy: every batch, whatever its grace (no other thread is

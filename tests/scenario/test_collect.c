@@ -213,12 +213,23 @@ static void *launch_once(void *arg) {
 /* A compile in flight at an old world holds that world's definitions and
  * code: kc_collect leaves them for a later collect, and the compile gives
  * its world's result. */
+static _Atomic bool no_new_memory; /* fresh allocations fail */
+static void *failing_alloc(void *ud, void *p, size_t n) {
+  (void)ud;
+  if (n == 0) {
+    free(p);
+    return NULL;
+  }
+  return !p && atomic_load(&no_new_memory) ? NULL : realloc(p, n);
+}
+
 static void test_collect_waits_for_a_compile_in_flight(void **state) {
   (void)state;
   kct_hold h;
   kct_hold_init(&h, false);
   kc_options o;
   kc_options_init(&o);
+  o.alloc = failing_alloc;
   o.log = kct_hold_log;
   o.log_ud = &h;
   o.log_level = KC_LOG_INFO;
@@ -247,9 +258,17 @@ static void test_collect_waits_for_a_compile_in_flight(void **state) {
   pthread_join(t, NULL);
   KCT_OK(j.rt, j.st);
   expect_version(j.out, 2); /* its own world's result */
+  /* no memory to choose anew: the first collect's batch is freed all the same */
+  atomic_store(&no_new_memory, true);
+  assert_int_equal(kc_collect(j.rt, &info), KC_ENOMEM);
+  atomic_store(&no_new_memory, false);
+  assert_int_equal(info.code_instances, 1); /* h=1's */
+  assert_int_equal(info.definitions, 2); /* h=1 and h=2 */
   KCT_OK(j.rt, kc_collect(j.rt, &info));
-  assert_int_equal(info.code_instances, 2); /* h=1's, and h=2's published after the first collect */
-  assert_int_equal(info.definitions, 2);
+  assert_int_equal(info.code_instances, 1); /* h=2's, published after the first collect */
+  assert_int_equal(info.definitions, 0);
+  KCT_OK(j.rt, kc_collect(j.rt, &info)); /* nothing left */
+  assert_int_equal(info.code_instances, 0);
   KCT_OK(j.rt, kct_run(j.k, j.ctx, j.b, N, j.out));
   expect_version(j.out, 3);
   kc_kernel_destroy(j.k);
