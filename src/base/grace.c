@@ -25,6 +25,9 @@ __attribute__((visibility("hidden"), tls_model("initial-exec"))) _Thread_local k
  * registry for the next new thread. */
 static void on_thread_exit(void *p) {
   kc__grace_thr *t = p;
+  /* a later thread-exit destructor that calls kcache joins anew, never on
+   * the record given back (the next new thread's) */
+  if (kc__grace_self == t) kc__grace_self = NULL;
   if (kc__load_relaxed(&t->seq) & 1) kc__fetch_add_release(&t->seq, 1); /* it left in a section */
   t->depth = 0;
   kc__lock(&registry_lock);
