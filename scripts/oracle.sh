@@ -2,25 +2,28 @@
 # SPDX-License-Identifier: MIT
 # scripts/oracle.sh -- the long run of the differential oracle
 # (tests/reliability/test_oracle.c, RELIABILITY.md "Oracle"): several
-# processes, each on its own seed, for a given time, on the host backend
+# processes, each on its own seed, for a given time (or until the processes
+# together have run a given number of steps), on the host backend
 # (tcc) with the pinning and collecting threads; then the OpenCL backend for
 # a bounded number of steps. Writes one log with every process's summary
 # and a total.
 #
-#   scripts/oracle.sh [--minutes M (60)] [--procs P (2)] [--seed S (1)]
+#   scripts/oracle.sh [--minutes M (60) | --steps N] [--procs P (2)] [--seed S (1)]
 #                     [--opencl-steps N (300)] [--build DIR (build)]
+#   (--steps N: each process runs N/P steps, however long that takes)
 #   KC_ORACLE_LOG=FILE  (default: build/oracle.log)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-minutes=60 procs=2 seed=1 ocl=300 build=build
+minutes=60 steps=0 procs=2 seed=1 ocl=300 build=build
 while (($#)); do
   case $1 in
   --minutes) minutes=$2; shift 2 ;;
+  --steps) steps=$2; shift 2 ;;
   --procs) procs=$2; shift 2 ;;
   --seed) seed=$2; shift 2 ;;
   --opencl-steps) ocl=$2; shift 2 ;;
   --build) build=$2; shift 2 ;;
-  *) echo "usage: $0 [--minutes M] [--procs P] [--seed S] [--opencl-steps N] [--build DIR]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--minutes M | --steps N] [--procs P] [--seed S] [--opencl-steps N] [--build DIR]" >&2; exit 2 ;;
   esac
 done
 exe=$build/tests/reliability/test_oracle
@@ -32,13 +35,15 @@ log=${KC_ORACLE_LOG:-$build/oracle.log}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 {
-  echo "# scripts/oracle.sh --minutes $minutes --procs $procs --seed $seed --opencl-steps $ocl"
+  if ((steps)); then how="--steps $steps"; else how="--minutes $minutes"; fi
+  echo "# scripts/oracle.sh $how --procs $procs --seed $seed --opencl-steps $ocl"
   echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores"
 } >"$log"
 rc=0
 pids=()
 for ((p = 0; p < procs; p++)); do
-  KC_ORACLE_SEED=$((seed + p)) KC_ORACLE_SECONDS=$((minutes * 60)) "$exe" --backend host >"$dir/host$p.log" 2>&1 &
+  if ((steps)); then limit=(KC_ORACLE_STEPS=$(((steps + procs - 1) / procs))); else limit=(KC_ORACLE_SECONDS=$((minutes * 60))); fi
+  env KC_ORACLE_SEED=$((seed + p)) "${limit[@]}" "$exe" --backend host >"$dir/host$p.log" 2>&1 &
   pids+=($!)
 done
 for p in "${!pids[@]}"; do
