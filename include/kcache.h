@@ -648,6 +648,16 @@ typedef struct kc_arg {
  * must be at least 1 (KC_EINVAL). The number, kinds and scalar sizes of args must match the kernel's
  * parameters (KC_EARGS).
  *
+ * Sizes the device cannot hold are refused, with a message that names the
+ * limit: a group above the kernel's maximum or a dimension above the
+ * device's (KC_EINVAL: OpenCL's CL_KERNEL_WORK_GROUP_SIZE and
+ * CL_DEVICE_MAX_WORK_ITEM_SIZES, checked before the platform sees the
+ * launch; CUDA's threads per block and block and grid dimensions, read
+ * when the driver refuses it), and local or shared memory above what the
+ * device has left beside the kernel's own (KC_EARGS: OpenCL's
+ * CL_DEVICE_LOCAL_MEM_SIZE, checked before; CUDA's opt-in shared memory per
+ * block). The host backend's limit is its own: shared_bytes (kc_launch_ex).
+ *
  * The cached path (same context, same world, same generation as the handle's
  * previous launch there) takes no lock, allocates nothing and hashes nothing.
  * Launches are asynchronous on OpenCL and CUDA: kc_context_finish waits.

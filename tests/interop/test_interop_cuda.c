@@ -356,6 +356,47 @@ static void test_current_context_kept(void **state) {
   natives_close(&n);
 }
 
+/* Sizes the device cannot hold: refused with the limit named (KC_EINVAL
+ * for shapes, KC_EARGS for shared memory), by kc_launch and kc_launch_ex;
+ * the runtime launches as before after. */
+static void test_device_limits(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "add", kct_src_add);
+  kc_kernel *k = kct_kernel(rt, "add", NULL);
+  kc_buffer *b;
+  KCT_OK(rt, kc_buffer_create(ctx, 1024 * sizeof(float), &b));
+  float a = 1;
+  kc_arg args[] = {KC_ARG_BUF(b), KC_ARG_BUF(b), KC_ARG_VAL(a)};
+  kc_dim3 g1 = {1, 1, 1}, b1 = {256, 1, 1};
+  KCT_OK(rt, kc_launch(k, ctx, &g1, &b1, args, 3));
+  kc_dim3 wide = {4096, 1, 1}, many = {32, 32, 2}, tall = {1, 1u << 20, 1};
+  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, ctx, &g1, &wide, args, 3));
+  KCT_CONTAINS(kc_errmsg(rt), "(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)");
+  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, ctx, &g1, &many, args, 3));
+  KCT_CONTAINS(kc_errmsg(rt), "a block of 2048 threads (32x32x2)");
+  KCT_CONTAINS(kc_errmsg(rt), "CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK");
+  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, ctx, &tall, &g1, args, 3));
+  KCT_CONTAINS(kc_errmsg(rt), "(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)");
+  kc_launch_config c;
+  kc_launch_config_init(&c);
+  c.block = b1;
+  c.shared_bytes = 64u << 20; /* above any device's */
+  KCT_STATUS(rt, KC_EARGS, kc_launch_ex(k, ctx, &c, args, 3));
+  KCT_CONTAINS(kc_errmsg(rt), "67108864 bytes of dynamic shared memory (shared_bytes)");
+  KCT_CONTAINS(kc_errmsg(rt), "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN");
+  c.shared_bytes = 0;
+  c.block = many;
+  KCT_STATUS(rt, KC_EINVAL, kc_launch_ex(k, ctx, &c, args, 3));
+  KCT_CONTAINS(kc_errmsg(rt), "CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK");
+  c.block = b1;
+  KCT_OK(rt, kc_launch_ex(k, ctx, &c, args, 3));
+  KCT_OK(rt, kc_context_finish(ctx));
+  kc_buffer_destroy(b);
+  kct_destroy(rt);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
@@ -370,6 +411,6 @@ int main(int argc, char **argv) {
   }
   kct_memory_only();
   const struct CMUnitTest tests[] = {KCT_TEST(test_native_objects), KCT_TEST(test_capture),
-                                     KCT_TEST(test_current_context_kept)};
+                                     KCT_TEST(test_current_context_kept), KCT_TEST(test_device_limits)};
   return KCT_RUN(tests);
 }

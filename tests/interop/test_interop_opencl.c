@@ -592,6 +592,104 @@ static void test_finish_waits_for_streams(void **state) {
   kct_destroy(rt);
 }
 
+/* A kernel with local memory of its own (CL_KERNEL_LOCAL_MEM_SIZE) and a
+ * KC_LOCAL parameter. */
+static const char SRC_OWN[] = "KC_KERNEL void own(KC_GLOBAL float *y, KC_LOCAL float *tmp) {\n"
+                              "  KC_LOCAL float mine[1024];\n"
+                              "  size_t l = kc_local_id(0);\n"
+                              "  mine[l] = (float)l;\n"
+                              "  tmp[l] = 1.0f;\n"
+                              "  kc_barrier();\n"
+                              "  y[kc_global_id(0)] = mine[kc_local_size(0) - 1 - l] + tmp[l];\n"
+                              "}\n";
+
+/* The number after `what` in the last message (0: none). */
+static unsigned long long number_after(kc_runtime *rt, const char *what) {
+  const char *m = strstr(kc_errmsg(rt), what);
+  return m ? strtoull(m + strlen(what), NULL, 10) : 0;
+}
+
+/* Sizes the device cannot hold are refused before they reach the platform
+ * (PoCL aborts the process on local memory above its size), with the limit
+ * named; sizes at the limit run; the runtime is unharmed after. */
+static void test_device_limits(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "rev", SRC_REV);
+  kct_define(rt, "add", kct_src_add);
+  kct_define(rt, "own", SRC_OWN);
+  kc_kernel *krev = kct_kernel(rt, "rev", NULL), *kadd = kct_kernel(rt, "add", NULL),
+            *kown = kct_kernel(rt, "own", NULL);
+  kc_buffer *b;
+  KCT_OK(rt, kc_buffer_create(ctx, 4096 * sizeof(float), &b));
+  float a = 1;
+  kc_launch_config c;
+  kc_launch_config_init(&c);
+  c.block = (kc_dim3){4, 1, 1};
+
+  /* local memory: far above, one byte above, exactly at the limit */
+  kc_arg big[] = {KC_ARG_BUF(b), KC_ARG_BUF(b), KC_ARG_LOCAL_BYTES(UINT32_MAX), KC_ARG_VAL(a)};
+  KCT_STATUS(rt, KC_EARGS, kc_launch_ex(krev, ctx, &c, big, 4));
+  KCT_CONTAINS(kc_errmsg(rt),
+               "kernel 'rev': 4294967295 bytes of local memory (KC_ARG_LOCAL_BYTES, from argument 2");
+  unsigned long long dev = number_after(rt, "CL_DEVICE_LOCAL_MEM_SIZE is ");
+  unsigned long long room = number_after(rt, "are above the ");
+  assert_true(dev > 0 && dev < UINT32_MAX);
+  assert_int_equal(room, dev); /* rev has no local memory of its own */
+  kc_arg over[] = {KC_ARG_BUF(b), KC_ARG_BUF(b), KC_ARG_LOCAL_BYTES((uint32_t)dev + 1), KC_ARG_VAL(a)};
+  KCT_STATUS(rt, KC_EARGS, kc_launch_ex(krev, ctx, &c, over, 4));
+  kc_arg at[] = {KC_ARG_BUF(b), KC_ARG_BUF(b), KC_ARG_LOCAL_BYTES((uint32_t)dev), KC_ARG_VAL(a)};
+  KCT_OK(rt, kc_launch_ex(krev, ctx, &c, at, 4));
+  KCT_OK(rt, kc_context_finish(ctx));
+  /* bound arguments: refused at the launch (kc_args_set may come first) */
+  kc_args *ba;
+  KCT_OK(rt, kc_args_create(krev, ctx, at, 4, &ba));
+  KCT_OK(rt, kc_launch_args_ex(ba, &c));
+  KCT_OK(rt, kc_args_set(ba, 2, KC_ARG_LOCAL_BYTES((uint32_t)dev + 1)));
+  KCT_STATUS(rt, KC_EARGS, kc_launch_args_ex(ba, &c));
+  KCT_CONTAINS(kc_errmsg(rt), "CL_DEVICE_LOCAL_MEM_SIZE");
+  kc_args_destroy(ba);
+  /* a kernel's own __local variables leave less for its parameters */
+  kc_arg ownbig[] = {KC_ARG_BUF(b), KC_ARG_LOCAL_BYTES((uint32_t)dev)};
+  KCT_STATUS(rt, KC_EARGS, kc_launch_ex(kown, ctx, &c, ownbig, 2));
+  KCT_CONTAINS(kc_errmsg(rt), "(CL_KERNEL_LOCAL_MEM_SIZE)");
+  unsigned long long own = number_after(rt, "less ");
+  assert_true(own >= 1024 * sizeof(float) && own < dev);
+  assert_int_equal(number_after(rt, "are above the "), dev - own);
+  kc_arg ownat[] = {KC_ARG_BUF(b), KC_ARG_LOCAL_BYTES((uint32_t)(dev - own))};
+  KCT_OK(rt, kc_launch_ex(kown, ctx, &c, ownat, 2));
+  float y[4];
+  KCT_OK(rt, kc_buffer_read(b, 0, y, sizeof y));
+  for (int i = 0; i < 4; i++) assert_float_equal(y[i], (float)(3 - i) + 1.0f, 0);
+
+  /* groups: above the kernel's maximum, one dimension above the device's,
+   * and a shape whose product does not fit 32 bits; kc_launch and
+   * kc_launch_ex alike */
+  kc_arg aargs[] = {KC_ARG_BUF(b), KC_ARG_BUF(b), KC_ARG_VAL(a)};
+  kc_dim3 g1 = {1, 1, 1}, huge = {1u << 20, 1, 1}, deep = {1, 1, 1u << 20}, wide = {65536, 65536, 1};
+  KCT_STATUS(rt, KC_EINVAL, kc_launch(kadd, ctx, &g1, &huge, aargs, 3));
+  KCT_CONTAINS(kc_errmsg(rt),
+               "kernel 'add': a group of 1048576x1x1 work-items is more than the device takes");
+  KCT_CONTAINS(kc_errmsg(rt), "(CL_KERNEL_WORK_GROUP_SIZE)");
+  unsigned long long most = number_after(rt, "at most ");
+  assert_true(most >= 1 && most < (1u << 20));
+  KCT_STATUS(rt, KC_EINVAL, kc_launch(kadd, ctx, &g1, &deep, aargs, 3));
+  KCT_CONTAINS(kc_errmsg(rt), "(CL_DEVICE_MAX_WORK_ITEM_SIZES)");
+  KCT_STATUS(rt, KC_EINVAL, kc_launch(kadd, ctx, &g1, &wide, aargs, 3));
+  c.block = huge;
+  KCT_STATUS(rt, KC_EINVAL, kc_launch_ex(kadd, ctx, &c, aargs, 3));
+  KCT_CONTAINS(kc_errmsg(rt), "CL_KERNEL_WORK_GROUP_SIZE");
+  c.block = wide;
+  KCT_STATUS(rt, KC_EINVAL, kc_launch_ex(kadd, ctx, &c, aargs, 3));
+  /* the largest group the kernel takes runs */
+  kc_dim3 best = {(uint32_t)(most < 4096 ? most : 4096), 1, 1};
+  KCT_OK(rt, kc_launch(kadd, ctx, &g1, &best, aargs, 3));
+  KCT_OK(rt, kc_context_finish(ctx));
+  kc_buffer_destroy(b);
+  kct_destroy(rt);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
@@ -607,6 +705,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       KCT_TEST(test_native_objects), KCT_TEST(test_stream_order), KCT_TEST(test_errors),
       KCT_TEST(test_svm_pointer),    KCT_TEST(test_two_devices),  KCT_TEST(test_finish_waits_for_streams),
+      KCT_TEST(test_device_limits),
   };
   return KCT_RUN(tests);
 }

@@ -307,6 +307,8 @@ static KC__COLD kc_status cu_launch_slow(kc__blinked *l, void **argv, const kc_d
     cu_leave(c, prev);
     if (r == KC__CUDA_SUCCESS) return KC_OK;
   }
+  kc_status s = cu_limits_refused(l, grid, block, 0);
+  if (s) return s;
   char detail[384];
   snprintf(detail, sizeof detail, " (kernel '%s', grid %ux%ux%u, block %ux%ux%u)", kc__blinked_name(l),
            (unsigned)grid->x, (unsigned)grid->y, (unsigned)grid->z, (unsigned)block->x, (unsigned)block->y,

@@ -85,6 +85,7 @@ enum {
   X(cuEventRecord, (CUevent ev, CUstream stream)) \
   X(cuEventDestroy_v2, (CUevent ev)) \
   X(cuFuncSetAttribute, (CUfunction fn, int attrib, int value)) \
+  X(cuFuncGetAttribute, (int *value, int attrib, CUfunction fn)) \
   X(cuMemGetAddressRange_v2, (CUdeviceptr * base, size_t * size, CUdeviceptr ptr))
 
 /* The launch with attributes (cuLaunchKernelEx, CUDA 12.0), laid out as
@@ -114,6 +115,11 @@ enum {
   KC__CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
   KC__CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
   KC__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+  KC__CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+  KC__CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+  KC__CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2, /* then Y, Z; the grid's 5, 6, 7 */
+  KC__CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X = 5,
+  KC__CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
   KC__CU_STREAM_NON_BLOCKING = 1,
   KC__CU_EVENT_DISABLE_TIMING = 2,
   KC__CU_STREAM_CAPTURE_STATUS_NONE = 0,
@@ -233,5 +239,10 @@ kc_status cu_stream_wait(void *bctx, void *native, void *other);
 bool cu_stream_capturing(void *bctx, void *native);
 kc_status cu_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h);
 kc_status cu_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg);
+/* After the driver refused a launch: if it asked more than the device or
+ * the function takes (threads per block, block and grid dimensions,
+ * dynamic shared memory), that error, naming the limit (KC_EINVAL; shared
+ * memory KC_EARGS); KC_OK when every size is within them. Cold. */
+kc_status cu_limits_refused(const kc__blinked *l, const kc_dim3 *grid, const kc_dim3 *block, uint32_t shared);
 
 #endif /* KC_BACKENDS_CUDA_H */

@@ -12,6 +12,7 @@
  */
 #include "backends/cuda/cuda.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -155,9 +156,60 @@ kc_status cu_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h) {
 
 #define CU_SHARED_DEFAULT (48u << 10) /* what a function may use without opting in */
 
+static int cu_dev_attr(const cu_ctx *c, int attr) {
+  int v = 0;
+  return cu_drv.cuDeviceGetAttribute(&v, attr, c->dev) == KC__CUDA_SUCCESS ? v : 0;
+}
+
+kc_status cu_limits_refused(const kc__blinked *l, const kc_dim3 *grid, const kc_dim3 *block,
+                            uint32_t shared) {
+  const cu_ctx *c = l->bctx;
+  const kc__bsvc *sv = c->st->sv;
+  const char *name = kc__blinked_name(l);
+  static const char axis[] = "xyz";
+  const unsigned b[3] = {block->x, block->y, block->z}, g[3] = {grid->x, grid->y, grid->z};
+  for (int d = 0; d < 3; d++) {
+    int most = cu_dev_attr(c, KC__CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X + d);
+    if (most > 0 && b[d] > (unsigned)most)
+      return kc__bs_err(sv, KC_EINVAL,
+                        "kernel '%s': block %ux%ux%u is above the device's %d threads in %c "
+                        "(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_%c)",
+                        name, b[0], b[1], b[2], most, axis[d], axis[d] - 32);
+    most = cu_dev_attr(c, KC__CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X + d);
+    if (most > 0 && g[d] > (unsigned)most)
+      return kc__bs_err(sv, KC_EINVAL,
+                        "kernel '%s': grid %ux%ux%u is above the device's %d blocks in %c "
+                        "(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_%c)",
+                        name, g[0], g[1], g[2], most, axis[d], axis[d] - 32);
+  }
+  int threads = 0, own = 0;
+  unsigned long long n;
+  if (__builtin_mul_overflow((unsigned long long)b[0] * b[1], (unsigned long long)b[2], &n)) n = ULLONG_MAX;
+  if (cu_drv.cuFuncGetAttribute(&threads, KC__CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, (CUfunction)l->fn) ==
+          KC__CUDA_SUCCESS &&
+      threads > 0 && n > (unsigned long long)threads)
+    return kc__bs_err(sv, KC_EINVAL,
+                      "kernel '%s': a block of %llu threads (%ux%ux%u) is above the %d this kernel takes "
+                      "(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: its registers and the device's limit)",
+                      name, n, b[0], b[1], b[2], threads);
+  int optin = cu_dev_attr(c, KC__CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  if (cu_drv.cuFuncGetAttribute(&own, KC__CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, (CUfunction)l->fn) !=
+      KC__CUDA_SUCCESS)
+    own = 0;
+  if (optin > 0 && (unsigned long long)shared + (unsigned)(own > 0 ? own : 0) > (unsigned long long)optin)
+    return kc__bs_err(sv, KC_EARGS,
+                      "kernel '%s': %u bytes of dynamic shared memory (shared_bytes) are above the %d the "
+                      "device has for them: CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN is %d, "
+                      "less %d of the kernel's own __shared__ variables",
+                      name, shared, optin - own, optin, own);
+  return KC_OK;
+}
+
 static KC__COLD kc_status cu_ex_fail(const kc__blinked *l, const kc__lcfg *cfg, const char *call,
                                      CUresult r) {
   const cu_ctx *c = l->bctx;
+  kc_status s = cu_limits_refused(l, cfg->grid, cfg->block, cfg->shared_bytes);
+  if (s) return s;
   char detail[400];
   snprintf(detail, sizeof detail, " (kernel '%s', grid %ux%ux%u, block %ux%ux%u, %u shared bytes%s%s)",
            kc__blinked_name(l), cfg->grid->x, cfg->grid->y, cfg->grid->z, cfg->block->x, cfg->block->y,

@@ -29,6 +29,19 @@ kc_status ocl_ctx_finish_setup(ocl_ctx *c) {
   if (ocl.clGetDeviceInfo(c->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof bits, &bits, NULL) != CL_SUCCESS)
     bits = 8;
   c->base_align = bits >= 8 ? bits / 8 : 1;
+  /* a device that will not say gets no more than OpenCL's minimums */
+  if (ocl.clGetDeviceInfo(c->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof c->local_mem, &c->local_mem, NULL) !=
+      CL_SUCCESS)
+    c->local_mem = 32768;
+  cl_uint dims = 0;
+  size_t items[16];
+  if (ocl.clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS, sizeof dims, &dims, NULL) !=
+          CL_SUCCESS ||
+      dims < 3 || dims > 16 ||
+      ocl.clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_ITEM_SIZES, dims * sizeof items[0], items, NULL) !=
+          CL_SUCCESS)
+    items[0] = items[1] = items[2] = 1;
+  for (int d = 0; d < 3; d++) c->max_items[d] = items[d] ? items[d] : 1;
   return KC_OK;
 }
 
@@ -214,6 +227,36 @@ static KC__COLD kc_status ocl_ex_fail(const kc__blinked *l, const ocl_linked *x,
                     (int)e);
 }
 
+/* Local memory (want bytes, in args' KC_LOCAL parameters) above what the
+ * device has left for them. */
+static KC__COLD kc_status ocl_local_refused(const kc__blinked *l, const kc_arg *args, cl_ulong want) {
+  const ocl_linked *x = l->extra;
+  const ocl_ctx *c = l->bctx;
+  uint32_t first = 0;
+  while (first < x->nargs && args[first].kind != KC_ARG_LOCAL) first++;
+  cl_ulong own = c->local_mem - x->local_room;
+  char why[160] = "";
+  if (own)
+    snprintf(why, sizeof why, ", less %llu of the kernel's own __local variables (CL_KERNEL_LOCAL_MEM_SIZE)",
+             (unsigned long long)own);
+  return kc__bs_err(x->sv, KC_EARGS,
+                    "kernel '%s': %llu bytes of local memory (KC_ARG_LOCAL_BYTES, from argument %u on) are "
+                    "above the %llu the device has for them: CL_DEVICE_LOCAL_MEM_SIZE is %llu%s",
+                    x->entry, (unsigned long long)want, (unsigned)first, (unsigned long long)x->local_room,
+                    (unsigned long long)c->local_mem, why);
+}
+
+kc_status ocl_group_refused(const kc__blinked *l, const kc_dim3 *block) {
+  const ocl_linked *x = l->extra;
+  const ocl_ctx *c = l->bctx;
+  return kc__bs_err(x->sv, KC_EINVAL,
+                    "kernel '%s': a group of %ux%ux%u work-items is more than the device takes: at most %zu "
+                    "in all for this kernel (CL_KERNEL_WORK_GROUP_SIZE), and %zux%zux%zu per dimension "
+                    "(CL_DEVICE_MAX_WORK_ITEM_SIZES)",
+                    x->entry, (unsigned)block->x, (unsigned)block->y, (unsigned)block->z, x->group_max,
+                    c->max_items[0], c->max_items[1], c->max_items[2]);
+}
+
 /* ocl_launch (opencl.c) with a queue and per-launch argument kinds. */
 kc_status ocl_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
   ocl_linked *x = l->extra;
@@ -232,8 +275,15 @@ kc_status ocl_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
   size_t local[3] = {block->x, block->y, block->z};
   size_t global[3] = {(size_t)grid->x * block->x, (size_t)grid->y * block->y, (size_t)grid->z * block->z};
   if (KC__UNLIKELY(!global[0] || !global[1] || !global[2])) return kc__launch_bad_dims(l, grid, block);
+  if (KC__UNLIKELY(!ocl_group_fits(c, x, block))) return ocl_group_refused(l, block);
   cl_uint dims = global[2] > 1 ? 3 : global[1] > 1 ? 2 : 1;
   cl_command_queue q = cfg->stream ? (cl_command_queue)cfg->stream : x->queue;
+  if (cfg->args) { /* local memory within the device's, before the platform sees it */
+    cl_ulong want = 0;
+    for (uint32_t j = 0; j < x->nargs; j++)
+      if (cfg->args[j].kind == KC_ARG_LOCAL) want += cfg->args[j].size;
+    if (KC__UNLIKELY(want > x->local_room)) return ocl_local_refused(l, cfg->args, want);
+  }
   cl_int e = CL_SUCCESS;
   uint32_t i = 0;
   bool svm = false;

@@ -180,6 +180,16 @@ static kc_status ocl_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
   x->sv = sv;
   x->entry = entry;
   x->nargs = a.nparams;
+  /* the kernel's limits on this device (unknown: OpenCL's minimums) */
+  if (ocl.clGetKernelWorkGroupInfo(k, c->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof x->group_max,
+                                   &x->group_max, NULL) != CL_SUCCESS ||
+      !x->group_max)
+    x->group_max = 1;
+  cl_ulong own = 0;
+  if (ocl.clGetKernelWorkGroupInfo(k, c->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof own, &own, NULL) !=
+      CL_SUCCESS)
+    own = 0;
+  x->local_room = own < c->local_mem ? c->local_mem - own : 0;
   for (uint32_t i = 0; i < a.nparams; i++) {
     uint64_t s = a.sig ? a.sig[i] : 0;
     uint32_t kind = KC__SIG_KIND(s), bytes = (uint32_t)s;
@@ -255,6 +265,7 @@ static kc_status ocl_launch(kc__blinked *l, void **argv, const kc_dim3 *grid, co
   size_t local[3] = {block->x, block->y, block->z};
   size_t global[3] = {(size_t)grid->x * block->x, (size_t)grid->y * block->y, (size_t)grid->z * block->z};
   if (KC__UNLIKELY(!global[0] || !global[1] || !global[2])) return kc__launch_bad_dims(l, grid, block);
+  if (KC__UNLIKELY(!ocl_group_fits(l->bctx, x, block))) return ocl_group_refused(l, block);
   cl_uint dims = global[2] > 1 ? 3 : global[1] > 1 ? 2 : 1; /* size_t: no wrap-around */
   cl_int e = CL_SUCCESS;
   uint32_t i = 0;

@@ -38,6 +38,7 @@
   X(clCreateKernel) \
   X(clGetKernelInfo) \
   X(clGetKernelArgInfo) \
+  X(clGetKernelWorkGroupInfo) \
   X(clReleaseKernel) \
   X(clSetKernelArg) \
   X(clEnqueueNDRangeKernel) \
@@ -153,6 +154,11 @@ typedef struct ocl_ctx {
   cl_command_queue queue; /* kcache's own in-order queue */
   bool svm; /* the device takes SVM pointers as arguments (KC_ARG_PTR) */
   cl_uint base_align; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bytes: sub-buffer offsets */
+  /* What a launch may ask of the device, checked before it reaches the
+   * platform (PoCL aborts on local memory above its size):
+   * CL_DEVICE_LOCAL_MEM_SIZE, CL_DEVICE_MAX_WORK_ITEM_SIZES. */
+  cl_ulong local_mem;
+  size_t max_items[3];
 } ocl_ctx;
 
 /* l->extra: what a launch touches, together. */
@@ -162,6 +168,11 @@ typedef struct ocl_linked {
   const kc__bsvc *sv;
   const char *entry;
   uint32_t nargs;
+  /* the largest group (CL_KERNEL_WORK_GROUP_SIZE), and the local memory
+   * left for KC_LOCAL parameters: the device's less what the kernel
+   * declares itself (CL_KERNEL_LOCAL_MEM_SIZE) */
+  size_t group_max;
+  cl_ulong local_room;
   size_t argsize[]; /* bytes per argument; 0: unknown (cannot launch) */
 } ocl_linked;
 
@@ -256,6 +267,14 @@ kc_status ocl_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h);
 kc_status ocl_buf_view_aligned(void *bctx, const kc__bufh *parent, size_t off, size_t size, kc__bufh *h);
 void ocl_buf_unwrap(void *bctx, kc__bufh *h);
 kc_status ocl_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg);
+/* Whether a group of block's shape fits x's kernel on its device. */
+static inline bool ocl_group_fits(const ocl_ctx *c, const ocl_linked *x, const kc_dim3 *block) {
+  size_t n;
+  return block->x <= c->max_items[0] && block->y <= c->max_items[1] && block->z <= c->max_items[2] &&
+         !__builtin_mul_overflow((size_t)block->x * block->y, (size_t)block->z, &n) && n <= x->group_max;
+}
+/* Why not (a cold KC_EINVAL that names the limits). */
+kc_status ocl_group_refused(const kc__blinked *l, const kc_dim3 *block) KC__COLD;
 /* The set-args..enqueue window of a linked object (opencl.c). */
 void ocl_lock(_Atomic int *busy);
 
