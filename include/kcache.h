@@ -728,7 +728,11 @@ kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
  * "checked mode: kernel 'k' argument 0 (KC_GLOBAL float *y) wrote outside
  * its buffer of 64 bytes, at offsets 64..255 (after its end)", instead of
  * corrupting memory; the guard is restored, so the next check reports only
- * new writes. A write further than the guard zone is not caught. In checked
+ * new writes. A write further than the guard zone is not caught. A view
+ * (kc_buffer_view) has its buffer's guard zones: a write through it past
+ * that buffer's end is caught like the buffer's own (the message names the
+ * view: "(KC_GLOBAL float *y, a view of 128 bytes at offset 512)"); one
+ * past the view's end that stays inside the buffer is not. In checked
  * mode every launch takes the slow path (no launch cache is filled); with it
  * off, launches cost what they always did.
  */
@@ -814,8 +818,10 @@ kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
  *
  * Checked mode (above): wrapped buffers have no guard zones and are not
  * checked; a view of a buffer kcache made is checked as that buffer.
- * Launches through kc_launch_ex and kc_launch_args_ex are checked at
- * kc_context_finish (on the host backend too, not after each launch).
+ * Launches through kc_launch_ex are checked like kc_launch's (after each
+ * one on the host backend); those through kc_launch_args_ex are checked at
+ * kc_context_finish (on the host backend too), where the message may not
+ * name their kernel.
  */
 typedef struct kc_stream kc_stream;
 

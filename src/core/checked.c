@@ -129,26 +129,45 @@ static kc_status check_buffer(kc_context *ctx, kc_buffer *b) {
                  b->chk_spec->name, b->chk_arg, b->chk_label, b->size, lo, hi, where);
 }
 
+/* The buffer whose guards argument i's writes reach: the argument's own,
+ * or for a view its parent's (a view has none of its own); NULL when it
+ * is not a live buffer of ctx. ctx->lock held. */
+static kc_buffer *guarded_arg(const kc_context *ctx, const kc__ci *ci, const kc_arg *args, uint32_t i) {
+  if (ci->sig[i] != KC__SIG(KC_ARG_BUFFER, 0) || args[i].kind != KC_ARG_BUFFER) return NULL;
+  kc_buffer *b = (kc_buffer *)(uintptr_t)args[i].ptr;
+  if (b->ctx != ctx) return NULL;
+  if (b->origin == KC__BUF_VIEW) b = b->parent;
+  return b && b->ctx == ctx ? b : NULL;
+}
+
 kc_status kc__checked_launch(kc__linked *l, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
                              const kc_arg *args, uint32_t nargs, void **argv) {
   kc_status st =
       argv ? l->b.launch(&l->b, argv, grid, block) : l->b.entry(&l->b, ctx, grid, block, args, nargs);
+  return kc__checked_after(l, ctx, args, nargs, st);
+}
+
+kc_status kc__checked_after(kc__linked *l, kc_context *ctx, const kc_arg *args, uint32_t nargs,
+                            kc_status st) {
   const kc__ci *ci = l->ci;
   /* a launch that went ahead had arguments that fit (checked by the entry) */
   if (st || !args || nargs != ci->nparams) return st;
   kc__lock(&ctx->lock);
   for (uint32_t i = 0; i < nargs; i++) {
-    if (ci->sig[i] != KC__SIG(KC_ARG_BUFFER, 0) || args[i].kind != KC_ARG_BUFFER) continue;
-    kc_buffer *b = (kc_buffer *)(uintptr_t)args[i].ptr;
-    if (b->ctx != ctx) continue;
+    kc_buffer *b = guarded_arg(ctx, ci, args, i);
+    if (!b) continue;
+    const kc_buffer *view = (const kc_buffer *)(uintptr_t)args[i].ptr;
     b->chk_spec = ci->spec;
     b->chk_arg = i;
-    snprintf(b->chk_label, sizeof b->chk_label, " (%s %s)", ci->params[i].type, ci->params[i].name);
+    if (view == b)
+      snprintf(b->chk_label, sizeof b->chk_label, " (%s %s)", ci->params[i].type, ci->params[i].name);
+    else /* the parent's guards are the view's: the message says which view */
+      snprintf(b->chk_label, sizeof b->chk_label, " (%s %s, a view of %zu bytes at offset %zu)",
+               ci->params[i].type, ci->params[i].name, view->size, view->offset);
   }
   for (uint32_t i = 0; i < nargs && !st && l->rt->check_each; i++) {
-    if (ci->sig[i] != KC__SIG(KC_ARG_BUFFER, 0) || args[i].kind != KC_ARG_BUFFER) continue;
-    kc_buffer *b = (kc_buffer *)(uintptr_t)args[i].ptr;
-    if (b->ctx == ctx) st = check_buffer(ctx, b);
+    kc_buffer *b = guarded_arg(ctx, ci, args, i);
+    if (b) st = check_buffer(ctx, b);
   }
   kc__unlock(&ctx->lock);
   return st;

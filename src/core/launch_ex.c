@@ -182,8 +182,11 @@ static kc_status ex_resolve(kc_kernel *k, kc_context *ctx, const kc_launch_confi
   kc__linked *l = NULL;
   st = capturing ? kc__capture_link(ctx, ci, &l) : kc__ctx_link(ctx, ci, w, &l);
   if (st) return st;
-  /* checked mode fills no cache (its guards are checked at kc_context_finish) */
-  if (!rt->checked) kc__store_release(kc__slot_of(k, key), l);
+  /* checked mode fills no cache: every launch comes here, records its
+   * buffers' kernel and (host) has their guards checked */
+  if (KC__UNLIKELY(rt->checked))
+    return kc__checked_after(l, ctx, args, nargs, ex_go(l, ctx, cfg, args, nargs));
+  kc__store_release(kc__slot_of(k, key), l);
   return ex_go(l, ctx, cfg, args, nargs);
 }
 

@@ -89,6 +89,63 @@ static void test_overflow_caught(void **state) {
   kct_destroy(rt);
 }
 
+/* A view's writes past its buffer's end are caught at the launch on the
+ * host backend (at the finish elsewhere), naming the kernel, the argument
+ * and the view; a view of a view is a view of the buffer. */
+static void test_view_overflow_caught(void **state) {
+  (void)state;
+  kc_runtime *rt = checked_runtime(1);
+  kc_context *ctx = kct_context(rt);
+  kc_buffer *b = kct_buffer(rt, ctx, 256), *v, *vv;
+  KCT_OK(rt, kc_buffer_view(b, 512, 512, &v));
+  kct_define(rt, "oob", SRC_OOB);
+  kc_kernel *k = kct_kernel(rt, "oob", NULL);
+  /* 136 items from byte 512: bytes 1024..1055 are past the buffer's end */
+  static const char want[] =
+      "checked mode: kernel 'oob' argument 0 (KC_GLOBAL float * y, a view of 512 bytes at "
+      "offset 512) wrote outside its buffer of 1024 bytes, at offsets 1024..1055 (after "
+      "its end)";
+  int shift = 0;
+  kc_arg args[] = {KC_ARG_BUF(v), KC_ARG_VAL(shift)};
+  kc_dim3 grid = {136, 1, 1}, block = {1, 1, 1};
+  kc_status st = kc_launch(k, ctx, &grid, &block, args, 2);
+  if (kct_backend == KC_BACKEND_HOST) {
+    KCT_STATUS(rt, KC_ELAUNCH, st);
+    assert_string_equal(kc_errmsg(rt), want);
+    KCT_OK(rt, kc_context_finish(ctx)); /* reported once: the guard was restored */
+  } else {
+    KCT_OK(rt, st);
+    KCT_STATUS(rt, KC_ELAUNCH, kc_context_finish(ctx));
+    assert_string_equal(kc_errmsg(rt), want);
+  }
+  /* a view of the view: bytes 768..895 of the buffer */
+  KCT_OK(rt, kc_buffer_view(v, 256, 128, &vv));
+  kc_arg args2[] = {KC_ARG_BUF(vv), KC_ARG_VAL(shift)};
+  kc_dim3 inside = {64, 1, 1}, past = {80, 1, 1};
+  /* past the view's end but inside the buffer: not seen */
+  KCT_OK(rt, kc_launch(k, ctx, &inside, &block, args2, 2));
+  KCT_OK(rt, kc_context_finish(ctx));
+  /* past the buffer's end: 80 items reach byte 1088 */
+  st = kc_launch(k, ctx, &past, &block, args2, 2);
+  kc_status fin = kc_context_finish(ctx);
+  KCT_STATUS(rt, KC_ELAUNCH, st ? st : fin);
+  KCT_CONTAINS(kc_errmsg(rt), "(KC_GLOBAL float * y, a view of 128 bytes at offset 768) wrote outside its "
+                              "buffer of 1024 bytes, at offsets 1024..1087 (after its end)");
+  /* kc_launch_ex: the same, at the same point */
+  kc_launch_config c;
+  kc_launch_config_init(&c);
+  c.grid = past;
+  st = kc_launch_ex(k, ctx, &c, args2, 2);
+  if (kct_backend == KC_BACKEND_HOST) KCT_STATUS(rt, KC_ELAUNCH, st);
+  else KCT_STATUS(rt, KC_ELAUNCH, kc_context_finish(ctx));
+  KCT_CONTAINS(kc_errmsg(rt),
+               "kernel 'oob' argument 0 (KC_GLOBAL float * y, a view of 128 bytes at offset 768)");
+  KCT_OK(rt, kc_context_finish(ctx));
+  kc_buffer_destroy(vv);
+  kc_buffer_destroy(v);
+  kct_destroy(rt);
+}
+
 /* Bound arguments take the checked path too, and KC_CHECKED=1 turns it on. */
 static void test_bound_arguments_and_environment(void **state) {
   (void)state;
@@ -197,6 +254,7 @@ int main(int argc, char **argv) {
   unsetenv("KC_CHECKED");
   const struct CMUnitTest tests[] = {
       KCT_TEST(test_overflow_caught),
+      KCT_TEST(test_view_overflow_caught),
       KCT_TEST(test_bound_arguments_and_environment),
       KCT_TEST(test_off_by_default),
       KCT_TEST(test_threads),
