@@ -1199,11 +1199,16 @@ int kc_cache_writable(const kc_runtime *rt);
  * Single flight: a machine that misses takes a lock in Redis (SET NX with
  * an expiry of kc_options.remote_lock_timeout_ms, else
  * $KC_REMOTE_LOCK_TIMEOUT seconds, else 30 s) and compiles; the others
- * poll for its upload (every 2 to 50 ms) for at most that long, then compile
- * themselves. A holder that dies blocks nobody past the expiry. A compile
- * that outlasts it may be done twice: never wrongly. The lock protocol:
+ * poll for its upload (every 2 to 50 ms), then compile themselves: after 4
+ * times the longest compile this machine's processes did lately under a
+ * lock (at least 0.5 s; the estimate decays by an eighth with each compile
+ * and is kept in the disk cache), and never after more than the lock
+ * timeout, which alone bounds the wait where nothing was compiled yet. A
+ * holder that dies blocks nobody past the expiry. A compile that outlasts
+ * the wait may be done twice: never wrongly. The lock protocol:
  * the lock is KEY:lock (beside the entry's name), its value
- * "host:pid:TOKEN" (TOKEN 16 random hex digits) and, with KC_REMOTE_KEY,
+ * "host:pid:TOKEN" (TOKEN 16 hex digits, unique: to its holder, when it was
+ * taken, plus random bits) and, with KC_REMOTE_KEY,
  * ":MAC" (the first 8 bytes, in hex, of HMAC-SHA256 of the lock's name and
  * that value under a key derived from the secret). It is taken with SET NX
  * PX and released after the upload by a compare-and-delete of the holder's
@@ -1213,7 +1218,8 @@ int kc_cache_writable(const kc_runtime *rt);
  * not waited for: it is replaced by the waiter's own (WATCH, then MULTI /
  * SET / EXEC, so a real holder that took it meanwhile keeps it), with one
  * warning in the log. So nobody without the secret can make waiters wait,
- * and nobody with access can make them wait past the lock timeout.
+ * and nobody with access can make them wait past the lock timeout, nor
+ * longer than compiles here have taken once this machine has done one.
  *
  * Failures: a lookup (connect if needed, read, take the lock) has one
  * deadline, kc_options.remote_timeout_ms, else $KC_REMOTE_TIMEOUT_MS, else

@@ -41,6 +41,14 @@ static inline uint64_t kc__random64(void) {
   return v ? v : 1;
 }
 
+/* A lock's token: when it was taken (kc__now_ns in ms, the high 40 bits)
+ * and 24 random bits, so that the upload that releases it knows how long
+ * the compile under it took (kc__remote_observe). Only this process reads
+ * the time back; to everyone else it is a unique value. */
+static inline uint64_t kc__lock_token(void) {
+  return (kc__now_ns() / 1000000u) << 24 | (kc__random64() & 0xffffffu);
+}
+
 /* ------------------------------------------------------------- hiredis */
 
 /* The parts of hiredis' structures that kcache reads, for the two ABIs it
@@ -167,7 +175,9 @@ struct kc__remote {
   _Atomic uint32_t fails; /* consecutive failures */
   _Atomic uint64_t open_until; /* monotonic ns; 0: closed */
   _Atomic int trial; /* a half-open trial is under way */
-  _Atomic int warned_error, warned_reject, warned_squat;
+  _Atomic int warned_error, warned_reject, warned_squat, warned_slow;
+  /* the longest compile seen under a lock here, decaying (kc__remote_observe): ms, 0 none */
+  _Atomic uint64_t est_ms;
   _Atomic uint64_t c[KC__NRC]; /* this runtime's counters (RC_*) */
   /* idle connections */
   kc__mutex pool_lock; /* leaf */
@@ -193,6 +203,10 @@ struct kc__remote {
 void kc__remote_run_job(kc__remote *r, upjob *j);
 void kc__remote_count(kc__remote *r, int which, uint64_t n);
 void kc__remote_count_shared(kc__remote *r, int which, uint64_t n);
+/* tier.c: a compile under the lock `token` ended (its upload begins): how
+ * long it took goes into the estimate that bounds the waits for other
+ * machines' locks, this runtime's and vdir/remote-compile (this machine's). */
+void kc__remote_observe(kc__remote *r, uint64_t token);
 /* tier.c: r->pid and r->ident from this process (at open, and in a child). */
 void kc__remote_set_ident(kc__remote *r);
 /* queue.c: stops the uploader and frees what is left queued; registers

@@ -95,6 +95,7 @@ void kc__remote_upload(kc__remote *r, const uint8_t key[16], void *image, size_t
     if (r) kc__heap_free(&r->heap, image);
     return;
   }
+  if (image && lock) kc__remote_observe(r, lock);
   upjob *j = kc__heap_calloc(&r->heap, sizeof *j);
   if (!j) {
     kc__heap_free(&r->heap, image);

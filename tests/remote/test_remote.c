@@ -588,6 +588,39 @@ static void test_planted_locks_are_not_waited_for(void **state) {
   }
 }
 
+/* A lock that looks real (a well-formed value and an expiry within the lock
+ * timeout: without KC_REMOTE_KEY anyone can SET one) is waited for, but
+ * only about as long as compiles here have taken (4 times, at least 0.5 s),
+ * not the whole lock timeout; where nothing was compiled yet, the lock
+ * timeout bounds it (test_lock_of_a_dead_holder_expires). */
+static void test_wait_bounded_by_compile_time(void **state) {
+  fx *f = *state;
+  rs_node_opts o = opts(server.url);
+  o.lock_ms = 30000;
+  char name[300], lock[320];
+  k1_gone(f, &o, name, lock);
+  const char *here = cache(f);
+  rs_report r = rs_node_run(here, &o, 2); /* k2 compiled under its lock: an estimate here */
+  rs_check(&r, "k2");
+  assert_int_equal(r.stats.compiles, 1);
+  kc__rreply x = rs_cmd(server.url, "SET", lock, "host:1:00000000000000c1", "PX", "25000", (char *)NULL);
+  rs_free(&x);
+  st_capture_begin();
+  r = rs_node_run(here, &o, 1); /* k1: not on this disk, not in Redis, its lock held */
+  char *err = st_capture_end();
+  rs_check(&r, "waiter");
+  print_message("a lock that looks real, 25 s to go: cold start %.2f s (lock timeout 30 s)\n", r.seconds);
+  assert_int_equal(r.stats.remote_lock_waits, 1);
+  assert_int_equal(r.stats.compiles, 1);
+  assert_true(r.seconds >= 0.5 && r.seconds < 5.0);
+  KCT_CONTAINS(err, "as long as compiles here lately allow (4 times the longest");
+  KCT_CONTAINS(err, "lock timeout (30000 ms)");
+  free(err);
+  assert_sound(name, NULL, "k1"); /* uploaded; the planted lock was not ours to release */
+  x = rs_cmd(server.url, "FLUSHALL", (char *)NULL);
+  rs_free(&x);
+}
+
 static void test_size_limit(void **state) {
   fx *f = *state;
   rs_node_opts o = opts(server.url);
@@ -668,6 +701,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_secrets, setup, teardown),
       cmocka_unit_test_setup_teardown(test_lock_of_a_dead_holder_expires, setup, teardown),
       cmocka_unit_test_setup_teardown(test_planted_locks_are_not_waited_for, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_wait_bounded_by_compile_time, setup, teardown),
       cmocka_unit_test_setup_teardown(test_size_limit, setup, teardown),
       cmocka_unit_test_setup_teardown(test_threads_share_a_node, setup, teardown),
   };
