@@ -421,6 +421,9 @@ const char cli_help_verify[] = "usage: kcache verify [--repair] [--dir DIR] [--j
                                "others (in a private store), or without a valid MAC when $KC_CACHE_KEY is\n"
                                "set, is listed as not trusted (--repair removes it), and a store that\n"
                                "kcache would refuse to use (directories writable by others) is reported.\n"
+                               "FIFOs, sockets, devices, directories and links where the store keeps its\n"
+                               "entries, indexes, locks, temp files or counters (kcache never makes them;\n"
+                               "someone sharing the store can) are listed; --repair removes them.\n"
                                "Exit status 1 if damage was found and not removed, or the store is refused.\n"
                                "A terminal shows progress.\n";
 
@@ -478,6 +481,39 @@ static void verify_one(const cli *c, const kc__store_trust *trust, const kc__sto
   verify_report(c, f->key, f->path, why, rm, b, t);
 }
 
+/* What a neighbour planted where the store keeps its files (a FIFO, a
+ * socket, a device, a directory or a link; cache/planted.c): listed, and
+ * removed with repair. Returns how many are left; *found: how many there were. */
+static size_t verify_planted(const cli *c, bool repair, bar *b, size_t *found) {
+  kc__store_planted *p = NULL;
+  size_t n = 0, left = 0;
+  if (kc__store_planted_list(NULL, c->vdir, &p, &n) != KC_OK) cli_fail("%s", kc_errmsg(NULL));
+  if (c->json) printf(", \"planted\": [");
+  for (size_t i = 0; i < n; i++) {
+    bool rm = repair && kc__store_planted_remove(&p[i]);
+    left += !rm;
+    if (c->json) {
+      printf("%s\n  {\"path\": ", i ? "," : "");
+      json_str(p[i].path);
+      printf(", \"reason\": ");
+      json_str(p[i].why);
+      printf(", \"removed\": %s}", rm ? "true" : "false");
+    } else {
+      bar_break(b);
+      printf("%s  %s%s\n", p[i].path, p[i].why, rm ? " (removed)" : "");
+    }
+  }
+  *found = n;
+  if (c->json) printf("%s]", n ? "\n" : "");
+  else if (n)
+    printf("%zu files that kcache never makes where the store keeps its own%s\n", n,
+           !left    ? ", removed"
+           : repair ? "; some could not be removed"
+                    : " (--repair removes them)");
+  free(p);
+  return left;
+}
+
 int cmd_verify(cli *c) {
   bool repair = false;
   for (int i = 0; i < c->argc; i++) {
@@ -519,16 +555,19 @@ int cmd_verify(cli *c) {
   kc__store_list_free(NULL, files);
   if (t.removed) kc__store_gc(NULL, c->vdir, UINT64_MAX, true, NULL, NULL, NULL); /* recount */
   if (c->json)
-    printf("%s], \"removed\": %zu, \"unreadable\": %zu}\n", t.bad ? "\n" : "", t.removed, t.unreadable);
+    printf("%s], \"removed\": %zu, \"unreadable\": %zu", t.bad ? "\n" : "", t.removed, t.unreadable);
+  size_t found = 0, planted = verify_planted(c, repair, &b, &found);
+  if (c->json) printf("}\n");
   else if (t.bad)
     printf("%zu of %zu entries damaged or unreadable (%zu unreadable, left alone)%s\n", t.bad, n,
            t.unreadable,
            t.removed == t.bad - t.unreadable ? (t.removed ? ", the damaged removed" : "")
            : repair                          ? "; some could not be removed"
                                              : " (--repair removes the damaged)");
-  else if (usable) printf("%zu entries checked, all sound\n", n);
+  else if (usable)
+    printf("%zu entries checked, all sound%s\n", n, found ? " (the files above are not entries)" : "");
   else printf("%zu entries checked, all sound, but kcache refuses the store itself (above)\n", n);
-  return t.bad > t.removed || !usable ? 1 : 0;
+  return t.bad > t.removed || planted || !usable ? 1 : 0;
 }
 
 /* ----------------------------------------------------------- gc, clear */

@@ -48,6 +48,7 @@ set(KC_SOURCES
     src/cache/index.c
     src/cache/io.c
     src/cache/key.c
+    src/cache/planted.c
     src/cache/store.c
     src/cache/summary.c
     src/cache/trust.c

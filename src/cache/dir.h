@@ -55,6 +55,22 @@ typedef struct kc__store_file {
 kc_status kc__store_list(const kc__heap *mem, const char *vdir, kc__store_file **out, size_t *n);
 void kc__store_list_free(const kc__heap *mem, kc__store_file *files);
 
+/* What is not the store's own where it keeps files (planted.c): a FIFO,
+ * socket, device, directory or link at an entry's, index's, lock's, temp
+ * file's or counter's path, or a non-directory where a directory of the
+ * store should be. */
+typedef struct kc__store_planted {
+  char path[512];
+  char why[160]; /* "a FIFO where an entry should be" */
+  bool is_dir;
+} kc__store_planted;
+/* Lists them under vdir (mem's allocator, or malloc when mem is NULL; free
+ * *out with kc__heap_free(mem, *out)). */
+kc_status kc__store_planted_list(const kc__heap *mem, const char *vdir, kc__store_planted **out, size_t *n);
+/* Removes one (a directory with its tree, links not followed); true if it
+ * is gone. */
+bool kc__store_planted_remove(const kc__store_planted *p);
+
 typedef void (*kc__progress_fn)(void *ud, size_t done, size_t total);
 
 typedef struct kc__gc_result {

@@ -149,6 +149,68 @@ static void test_verify_and_repair(void **state) {
   free(out);
 }
 
+/* What a neighbour sharing the store can plant where kcache keeps its
+ * files (kcache makes none of these): verify lists each within a bounded
+ * time (a FIFO must not block it), --repair removes them without following
+ * a link out of the store, and the entries are untouched. */
+static void test_verify_planted(void **state) {
+  fx *f = *state;
+  populate(f);
+  char path[4096], vdir[700], outside[700], cmd[4096];
+  snprintf(vdir, sizeof vdir, "%s/v1", f->root);
+  snprintf(outside, sizeof outside, "%s/outside", f->root);
+  assert_int_equal(mkdir(outside, 0700), 0);
+  st_write_file(strcat(strcpy(path, outside), "/keep"), "x", 1);
+  st_entry_of(f->root, "kv", "V=1", path, sizeof path);
+  char bucket[4096], hex[40];
+  snprintf(bucket, sizeof bucket, "%.*s", (int)(strrchr(path, '/') - path), path);
+  snprintf(hex, sizeof hex, "%.2s", strrchr(path, '/') + 1);
+  char spare[3] = "", probe[800];
+  for (int b = 255; b >= 0 && !spare[0]; b--) { /* a bucket no entry uses */
+    struct stat ls;
+    snprintf(probe, sizeof probe, "%s/%02x", vdir, b);
+    if (lstat(probe, &ls) != 0) snprintf(spare, sizeof spare, "%02x", b);
+  }
+  /* a FIFO, a directory with a file and a link out of the store at entry
+   * names; a FIFO at the counters; a socket at a lock; an empty bucket
+   * swapped for a link to a directory outside */
+  snprintf(
+      cmd, sizeof cmd,
+      "cd '%s' && mkfifo %s/%s000000000000000000000000000000.kce && mkdir -p "
+      "%s/%s111111111111111111111111111111.kce/sub && touch %s/%s111111111111111111111111111111.kce/sub/f && "
+      "ln -s '%s/keep' %s/%s222222222222222222222222222222.kce && rm -f stats && mkfifo stats && "
+      "python3 -c \"import socket; socket.socket(socket.AF_UNIX).bind('locks/planted.lock')\" && "
+      "ln -s '%s' %s",
+      vdir, hex, hex, hex, hex, hex, hex, outside, hex, hex, outside, spare);
+  assert_int_equal(system(cmd), 0);
+  char *out;
+  assert_int_equal(cli_after(f, "timeout 60", &out, "verify"), 1);
+  KCT_CONTAINS(out, "000000000000000000000000000000.kce  a FIFO where an entry should be");
+  KCT_CONTAINS(out, "111111111111111111111111111111.kce  a directory where an entry should be");
+  KCT_CONTAINS(out, "222222222222222222222222222222.kce  a symbolic link where an entry should be");
+  KCT_CONTAINS(out, "/stats  a FIFO where the store's counters should be");
+  KCT_CONTAINS(out, "/locks/planted.lock  a socket where a lock file should be");
+  snprintf(probe, sizeof probe, "/%s  a symbolic link where a bucket directory should be", spare);
+  KCT_CONTAINS(out, probe);
+  KCT_CONTAINS(out, "6 files that kcache never makes where the store keeps its own (--repair removes them)");
+  KCT_CONTAINS(out, "3 entries checked, all sound (the files above are not entries)");
+  free(out);
+  assert_int_equal(cli_after(f, "timeout 60", &out, "verify --json"), 1);
+  assert_int_equal(st_count(out, "\"reason\": "), 6);
+  KCT_CONTAINS(out, "\"planted\": [");
+  free(out);
+  assert_int_equal(cli_after(f, "timeout 60", &out, "verify --repair"), 0);
+  assert_int_equal(st_count(out, "(removed)"), 6);
+  free(out);
+  assert_int_equal(cli_after(f, "timeout 60", &out, "verify"), 0);
+  KCT_CONTAINS(out, "3 entries checked, all sound\n");
+  free(out);
+  /* what the links pointed at is untouched */
+  struct stat st;
+  assert_int_equal(stat(strcat(strcpy(path, outside), "/keep"), &st), 0);
+  assert_int_equal(st_entries(f->root, NULL), 3);
+}
+
 /* verify checks who may have written the store (cache/trust.h): an entry
  * that others may write is listed as not trusted and removed with --repair;
  * a store whose directory others may write is reported as refused. */
@@ -664,6 +726,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       T(test_ls_show_stats),
       T(test_verify_and_repair),
+      T(test_verify_planted),
       T(test_verify_trust),
       T(test_verify_shared_store),
       T(test_verify_keeps_unreadable_entries),
