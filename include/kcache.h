@@ -975,6 +975,10 @@ typedef struct kc_stats {
   uint64_t disk_stale; /* disk and remote entries passed over: a file they were compiled from changed */
   uint64_t files_tracked; /* files (and paths looked in and found empty) that compiled code read */
   uint64_t files_changed; /* new contents seen of them (by kc_refresh, or by a compile that read one) */
+  /* 1 when this runtime writes nothing to disk: the disk cache is off or
+   * could not be used, or a write failed for the whole store (a full or
+   * read-only disk; the log says why); 0 while it writes (kc_cache_writable). */
+  uint64_t disk_read_only;
 } kc_stats;
 
 /* A snapshot of the runtime's counters (fast_hits: exact when launches in

@@ -272,6 +272,7 @@ static void stats_fill(kc_runtime *rt, kc_stats *out) {
   out->files_changed = kc__load_relaxed(&rt->n_files_changed);
   out->backend_builds = rt->be->builds ? rt->be->builds(rt->bstate) : 0;
   kc__store_stats(rt, out);
+  out->disk_read_only = !kc_cache_writable(rt);
   /* The contexts' counters (launch.c counts there, not per handle): the
    * list only grows at its head (release) and its structs are never freed
    * while rt lives, so it is read without a lock, and the cost is the

@@ -57,6 +57,7 @@ static void test_second_runtime_loads_instead_of_compiling(void **state) {
   assert_int_equal(s.compiles, 1);
   assert_int_equal(s.disk_misses, 1);
   assert_int_equal(s.disk_writes, 1);
+  assert_int_equal(s.disk_read_only, 0);
   assert_int_equal(s.disk_hits, 0);
   kc_kernel *k = kct_kernel(rt, "k", NULL);
   kc_code_info a = kct_code(rt, k);
@@ -575,6 +576,7 @@ static void test_failed_writes_degrade_with_one_warning(void **state) {
   assert_int_equal(s.disk_writes, 0);
   assert_int_equal(s.disk_write_failures, 1);
   assert_false(kc_cache_writable(rt));
+  assert_int_equal(s.disk_read_only, 1); /* kc_stats says so too */
   assert_non_null(kc_cache_dir(rt));
   kc_runtime_destroy(rt);
   char *err = st_capture_end();
@@ -1108,6 +1110,7 @@ static void test_planted_paths_fail_one_entry_only(void **state) {
   KCT_CONTAINS(err, "kcache did not put that there");
   free(err);
   assert_int_equal(s.disk_write_failures, same_bucket ? 1 : 2);
+  assert_int_equal(s.disk_read_only, 0); /* one entry each, not the store */
   struct stat st;
   assert_int_equal(stat(inside, &st), 0); /* theirs, untouched */
   DIR *d = opendir(elsewhere);
