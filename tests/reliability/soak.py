@@ -16,6 +16,11 @@ this harness injects real faults:
   corrupt       16 random bytes written into a random entry file
   cc_kill       the compiler (cc or tcc, through a KC_HOST_CC wrapper)
                 kills itself with SIGKILL while it compiles, at random
+  plant_*       a hostile neighbour: an entry replaced by a FIFO, a
+                directory (not empty) or a link to /dev/zero; a FIFO at a
+                bucket's index or at a key's lock file; in Redis, an entry
+                deleted and its lock planted with no expiry, or with a
+                well-formed value and an expiry within the lock timeout
 
 and samples every worker's RSS and open descriptors each second. Worker 0
 is never killed: its samples show whether memory stays bounded over the
@@ -195,7 +200,7 @@ def main():
         f.write(WRAPPER.format(threshold=13, kills=kills_file))  # 13/256: 5% of compiles armed
     os.chmod(wrapper, 0o755)
     faults = {k: 0 for k in ("kill9_write", "kill9_compile", "kill9_random", "redis_stop", "redis_restart", "redis_flush",
-                             "disk_full", "corrupt", "cc_kill")}
+                             "disk_full", "corrupt", "cc_kill") + PLANTS}
     env0 = dict(os.environ, KC_CACHE_DIR=store, KC_REMOTE="redis://127.0.0.1:%d" % redis.port, TMPDIR=tmp,
                 KC_REMOTE_PREFIX="soak:")
     env0.pop("KC_CACHE_DISABLE", None)
@@ -250,7 +255,7 @@ def main():
             next_fault = now + rng.uniform(1.0, 4.0)
             redis.cont()
             kind = rng.choice(["kill9", "kill9", "redis_stop", "redis_restart", "redis_flush", "corrupt",
-                               "corrupt"])
+                               "corrupt", "plant", "plant"])
             if kind == "kill9":
                 cands, until, how = [], time.time() + 2, "kill9_write"
                 while not cands and time.time() < until:  # catch one writing an entry, or compiling
@@ -281,6 +286,10 @@ def main():
             elif kind == "redis_flush":
                 redis.cli("FLUSHALL")
                 faults["redis_flush"] += 1
+            elif kind == "plant":
+                how = plant(rng, store, redis)
+                if how:
+                    faults[how] += 1
             elif kind == "corrupt":
                 entries = glob.glob(os.path.join(store, "v1", "??", "*.kce"))
                 if entries:
@@ -326,6 +335,62 @@ def main():
     report(a, root, store, tmp, cli, procs, slots, faults, elapsed, hung, mounted, redis, dirs_before)
 
 
+PLANTS = ("plant_entry_fifo", "plant_entry_dir", "plant_entry_link", "plant_index_fifo", "plant_lock_fifo",
+          "plant_redis_lock_forever", "plant_redis_lock_real")
+# the slowest launch a worker may see under all of the above (a compile under load, a wait for a lock that a
+# neighbour planted, bounded by how long compiles took), far below the Redis lock timeout of 30 s
+LAUNCH_MS_BOUND = 15000
+
+
+def plant(rng, store, redis):
+    """What a neighbour sharing the store or the server plants; returns the fault's name (None: nothing to
+    plant on yet)."""
+    how = rng.choice(PLANTS)
+    v1 = os.path.join(store, "v1")
+    try:
+        if how.startswith("plant_entry"):
+            entries = glob.glob(os.path.join(v1, "??", "*.kce"))
+            if not entries:
+                return None
+            e = rng.choice(entries)
+            os.unlink(e)
+            if how == "plant_entry_fifo":
+                os.mkfifo(e)
+            elif how == "plant_entry_dir":
+                os.mkdir(e)
+                open(os.path.join(e, "theirs"), "w").close()
+            else:
+                os.symlink("/dev/zero", e)
+        elif how == "plant_index_fifo":
+            idx = [p for p in glob.glob(os.path.join(v1, "index", "??")) if os.path.isfile(p)]
+            if not idx:
+                return None
+            p = rng.choice(idx)
+            os.unlink(p)
+            os.mkfifo(p)
+        elif how == "plant_lock_fifo":
+            entries = glob.glob(os.path.join(v1, "??", "*.kce"))
+            if not entries:
+                return None
+            lk = os.path.join(v1, "locks", os.path.basename(rng.choice(entries))[:32] + ".lock")
+            if os.path.lexists(lk):
+                return None
+            os.mkfifo(lk)
+        else:
+            names = [n for n in redis.cli("--scan", "--pattern", "soak:*").split() if not n.endswith(":lock")]
+            if not names:
+                return None
+            n = rng.choice(names)
+            redis.cli("DEL", n)  # the next cold start of it meets the lock
+            if how == "plant_redis_lock_forever":
+                redis.cli("SET", n + ":lock", "x")
+            else:
+                redis.cli("SET", n + ":lock", "neighbour:1:00000000000000ab", "PX", "25000")
+    except OSError:
+        return None
+    return how
+
+
 def report(a, root, store, tmp, cli, procs, slots, faults, elapsed, hung, mounted, redis, dirs_before):
     tot = {}
     fails = {}
@@ -339,7 +404,9 @@ def report(a, root, store, tmp, cli, procs, slots, faults, elapsed, hung, mounte
             continue
         rec["s"] = s
         for k, v in s.items():
-            if (isinstance(v, int) and not isinstance(v, bool) and k not in ("id", "pid")
+            if k == "launch_ms_max":
+                tot[k] = max(tot.get(k, 0), v)
+            elif (isinstance(v, int) and not isinstance(v, bool) and k not in ("id", "pid")
                     and not k.startswith(("heap_", "rss_"))):
                 tot[k] = tot.get(k, 0) + v
         for k, v in s["fails"].items():
@@ -378,11 +445,20 @@ def report(a, root, store, tmp, cli, procs, slots, faults, elapsed, hung, mounte
         % (json.dumps(fails, sort_keys=True) if fails else "none"))
     log("faults injected: %s (total %d)" % (json.dumps(faults), sum(faults.values())))
     # damage: what the runtimes repaired; what a final verify still finds (entries damaged but never read)
-    v = subprocess.run([cli, "--dir", store, "--json", "verify"], capture_output=True, text=True)
+    v = subprocess.run([cli, "--dir", store, "--json", "verify"], capture_output=True, text=True, timeout=300)
+    planted_found = 0
     try:
-        found = len(json.loads(v.stdout).get("damaged") or [])
+        vj = json.loads(v.stdout)
+        found = len(vj.get("damaged") or [])
+        planted_found = len(vj.get("planted") or [])
     except ValueError:
         found = 1 if v.returncode else 0
+    planted = sum(faults[k] for k in PLANTS if not k.startswith("plant_redis"))
+    log("planted by the neighbour: %d in the store (%d still there at the end, found by verify and removed by "
+        "--repair), %d Redis locks; the slowest launch of any worker: %d ms (bound %d ms; the lock timeout is "
+        "30 s)"
+        % (planted, planted_found, faults["plant_redis_lock_forever"] + faults["plant_redis_lock_real"],
+           tot.get("launch_ms_max", 0), LAUNCH_MS_BOUND))
     subprocess.run([cli, "--dir", store, "verify", "--repair"], capture_output=True)
     v2 = subprocess.run([cli, "--dir", store, "verify"], capture_output=True, text=True)
     sj = json.loads(subprocess.run([cli, "--dir", store, "--json", "stats"], capture_output=True,
@@ -495,6 +571,8 @@ def report(a, root, store, tmp, cli, procs, slots, faults, elapsed, hung, mounte
         (v2.returncode, "verify --repair left damage (exit %d)" % v2.returncode),
         (not repairs_ok, "%d repairs + %d found > %d damaged" % (repairs, found, faults["corrupt"])),
         (not tot.get("checked", 0), "no launch was checked"),
+        (tot.get("launch_ms_max", 0) > LAUNCH_MS_BOUND,
+         "a launch took %d ms (bound %d)" % (tot.get("launch_ms_max", 0), LAUNCH_MS_BOUND)),
         (lost_stats, "%d workers left no statistics" % lost_stats)) if bad]
     ok = not why
     # one line that says why (scripts/test.sh repeats it in its summary)

@@ -107,6 +107,7 @@ static struct {
   atomic_ullong checked, pinned, wrong, unchecked, defines, identical, resets, collects, recreates;
   atomic_ullong fails[32]; /* by status */
   atomic_ullong compiles, disk_hits, disk_misses, remote_hits, remote_uploads, repairs;
+  atomic_ullong launch_ns_max; /* the slowest kc_launch (a cold start with a compile, or a wait) */
   unsigned long long heap_before_max, heap_after_max, heap_after_first, heap_after_last; /* KB; main only */
   unsigned long long rss_after_first, rss_after_max, rss_after_last; /* KB, after a collect and a trim */
 } c;
@@ -248,7 +249,14 @@ static void launch_one(tstate *t) {
   kc_arg arg = KC_ARG_BUF(t->buf);
   kc_dim3 grid = {N, 1, 1}, block = {1, 1, 1};
   float out[N], want[N];
+  struct timespec l0, l1;
+  clock_gettime(CLOCK_MONOTONIC, &l0);
   st = kc_launch(t->k[n][v], t->ctx, &grid, &block, &arg, 1);
+  clock_gettime(CLOCK_MONOTONIC, &l1);
+  unsigned long long took = (unsigned long long)(l1.tv_sec - l0.tv_sec) * 1000000000ull +
+                            (unsigned long long)l1.tv_nsec - (unsigned long long)l0.tv_nsec;
+  for (unsigned long long m = atomic_load(&c.launch_ns_max); took > m;)
+    if (atomic_compare_exchange_weak(&c.launch_ns_max, &m, took)) break;
   if (!st) st = kc_buffer_read(t->buf, 0, out, sizeof out);
   bool check = false;
   if (!st) {
@@ -430,14 +438,14 @@ static void write_stats(bool final) {
       "%llu, "
       "\"heap_after_collect_first\": %llu, \"heap_after_collect_max\": %llu, \"heap_after_collect_last\": "
       "%llu, \"rss_after_collect_first\": %llu, \"rss_after_collect_max\": %llu, "
-      "\"rss_after_collect_last\": %llu, "
+      "\"rss_after_collect_last\": %llu, \"launch_ms_max\": %llu, "
       "\"fails\": {",
       wid, (int)getpid(), final ? "true" : "false", SOAK_ASAN ? "true" : "false", c.checked, c.pinned,
       c.wrong, c.unchecked, c.defines, c.identical, c.resets, c.collects, c.recreates,
       c.compiles + s.compiles, c.disk_hits + s.disk_hits, c.disk_misses + s.disk_misses,
       c.remote_hits + s.remote_hits, c.remote_uploads + s.remote_uploads, c.repairs + s.disk_repairs,
       c.heap_before_max, c.heap_after_first, c.heap_after_max, c.heap_after_last, c.rss_after_first,
-      c.rss_after_max, c.rss_after_last);
+      c.rss_after_max, c.rss_after_last, (unsigned long long)atomic_load(&c.launch_ns_max) / 1000000u);
   bool first = true;
   for (int i = 1; i < 32; i++)
     if (c.fails[i]) {
