@@ -104,6 +104,14 @@ bool kc__store_remove_if_same(const char *path, const struct stat *seen) {
 
 /* ------------------------------------------------------------ listing */
 
+DIR *kc__store_opendir(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  DIR *d = fdopendir(fd);
+  if (!d) close(fd);
+  return d;
+}
+
 static bool entry_name(const char *name, uint8_t key[16]) {
   return strlen(name) == 36 && !strcmp(name + 32, ".kce") && kc__store_unhex_n(name, key);
 }
@@ -134,7 +142,7 @@ kc_status kc__store_list(const kc__heap *mem, const char *vdir, kc__store_file *
   for (int bucket = 0; bucket < 256; bucket++) {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/%02x", vdir, bucket);
-    DIR *d = opendir(dir);
+    DIR *d = kc__store_opendir(dir);
     if (!d) continue;
     for (struct dirent *de; (de = readdir(d));) {
       uint8_t key[16];
@@ -185,7 +193,7 @@ static void sweep_one(const char *path, bool temp, int64_t now, kc__gc_result *r
 typedef enum sweep_where { SWEEP_BUCKET, SWEEP_LOCKS, SWEEP_TEMPS } sweep_where;
 
 static void sweep_dir(const char *dir, sweep_where where, int64_t now, kc__gc_result *r) {
-  DIR *d = opendir(dir);
+  DIR *d = kc__store_opendir(dir);
   if (!d) return;
   for (struct dirent *de; (de = readdir(d));) {
     const char *name = de->d_name;

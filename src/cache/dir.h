@@ -13,6 +13,8 @@
 #include "base/settings.h"
 #include "cache/trust.h"
 
+#include <dirent.h>
+#include <limits.h>
 #include <sys/stat.h>
 
 /* Every environment variable that the cache reads is read here (the
@@ -41,6 +43,11 @@ bool kc__store_make_dirs(const char *path, mode_t mode, int *err);
  * renamed a good entry over it meanwhile). */
 bool kc__store_remove_if_same(const char *path, const struct stat *seen);
 
+/* opendir of one of the store's directories, never through a link (kcache
+ * makes directories there; a link is planted): NULL with errno ELOOP or
+ * ENOTDIR then, so nothing it points at is listed, read, swept or removed. */
+DIR *kc__store_opendir(const char *dir);
+
 /* One file of the store, from a walk. */
 typedef struct kc__store_file {
   char path[512];
@@ -60,15 +67,15 @@ void kc__store_list_free(const kc__heap *mem, kc__store_file *files);
  * file's or counter's path, or a non-directory where a directory of the
  * store should be. */
 typedef struct kc__store_planted {
-  char path[512];
+  char path[PATH_MAX];
   char why[160]; /* "a FIFO where an entry should be" */
   bool is_dir;
 } kc__store_planted;
 /* Lists them under vdir (mem's allocator, or malloc when mem is NULL; free
  * *out with kc__heap_free(mem, *out)). */
 kc_status kc__store_planted_list(const kc__heap *mem, const char *vdir, kc__store_planted **out, size_t *n);
-/* Removes one (a directory with its tree, links not followed); true if it
- * is gone. */
+/* Removes one (a directory with its tree, at most 64 deep; no link
+ * followed, its own directory included); true if it is gone. */
 bool kc__store_planted_remove(const kc__store_planted *p);
 
 typedef void (*kc__progress_fn)(void *ud, size_t done, size_t total);

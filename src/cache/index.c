@@ -186,8 +186,8 @@ static bool bucket_scan(const kc__heap *mem, const char *vdir, int b, kc__index_
   char dir[PATH_MAX], path[PATH_MAX];
   bucket_dir(vdir, b, dir, sizeof dir);
   if (old->n) qsort(old->rec, old->n, sizeof *old->rec, by_key);
-  DIR *d = opendir(dir);
-  if (!d) return true; /* no bucket: nothing in it */
+  DIR *d = kc__store_opendir(dir);
+  if (!d) return true; /* no bucket (or a link in its place: not followed): nothing in it */
   bool ok = true;
   for (struct dirent *de; ok && (de = readdir(d));) {
     uint8_t key[16];

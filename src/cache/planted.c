@@ -8,14 +8,15 @@
  * any of these; a neighbour sharing the store can. The library opens every
  * such path so that it cannot block or follow (base/safeopen.h) and treats
  * what it finds as damage; `kcache verify` lists it here, and with --repair
- * removes it (kc__store_planted_remove).
+ * removes it (kc__store_planted_remove: relative to an open directory,
+ * never through a link).
  */
 #include "cache/dir.h"
 #include "cache/format.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,7 +53,7 @@ static void push(walk *w, const char *path, mode_t mode, const char *where) {
     w->cap = nc;
   }
   kc__store_planted *p = &w->out[w->n];
-  if (snprintf(p->path, sizeof p->path, "%s", path) >= (int)sizeof p->path) return; /* not ours: too long */
+  snprintf(p->path, sizeof p->path, "%s", path); /* walk paths are PATH_MAX too */
   p->is_dir = S_ISDIR(mode);
   snprintf(p->why, sizeof p->why, "%s where %s should be", kind_of(mode), where);
   w->n++;
@@ -76,7 +77,7 @@ static bool want_dir(walk *w, const char *path, const char *where) {
 
 /* Everything in dir must be a regular file: the store makes nothing else there. */
 static void want_files_in(walk *w, const char *dir, const char *where) {
-  DIR *d = opendir(dir);
+  DIR *d = kc__store_opendir(dir);
   if (!d) return;
   for (struct dirent *de; (de = readdir(d));) {
     if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
@@ -124,15 +125,70 @@ kc_status kc__store_planted_list(const kc__heap *mem, const char *vdir, kc__stor
   return KC_OK;
 }
 
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  return remove(path) == 0 || errno == ENOENT ? 0 : -1;
+/* How deep a planted tree is removed (deeper: left, and said so). */
+#define KC__PLANTED_DEPTH 64
+
+/* Removes the directory `name` in the directory dfd with everything in it,
+ * never following a link: each level is opened with O_NOFOLLOW relative to
+ * the one above and emptied with unlinkat, depth first, with a stack of
+ * open directories rather than recursion (the depth is the neighbour's). */
+static bool remove_tree_at(int dfd, const char *name) {
+  struct level {
+    DIR *d;
+    char name[256];
+  } st[KC__PLANTED_DEPTH];
+  int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  st[0].d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!st[0].d) {
+    if (fd >= 0) close(fd);
+    return errno == ENOENT;
+  }
+  snprintf(st[0].name, sizeof st[0].name, "%s", name);
+  int n = 1;
+  bool ok = true;
+  while (n > 0) {
+    struct level *top = &st[n - 1];
+    struct dirent *de = readdir(top->d);
+    if (de) {
+      if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+      int here = dirfd(top->d);
+      if (unlinkat(here, de->d_name, 0) == 0 || errno == ENOENT) continue; /* a file, link, FIFO... */
+      int cfd = n < KC__PLANTED_DEPTH && strlen(de->d_name) < sizeof st[0].name
+                    ? openat(here, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                    : -1;
+      DIR *cd = cfd >= 0 ? fdopendir(cfd) : NULL;
+      if (!cd) {
+        if (cfd >= 0) close(cfd);
+        ok = false; /* too deep, or not removable: its parents stay too */
+        continue;
+      }
+      st[n].d = cd;
+      snprintf(st[n].name, sizeof st[n].name, "%s", de->d_name);
+      n++;
+      continue;
+    }
+    char done[256];
+    snprintf(done, sizeof done, "%s", top->name);
+    closedir(top->d);
+    n--;
+    if (unlinkat(n ? dirfd(st[n - 1].d) : dfd, done, AT_REMOVEDIR) != 0 && errno != ENOENT) ok = false;
+  }
+  return ok;
 }
 
 bool kc__store_planted_remove(const kc__store_planted *p) {
-  if (!p->is_dir) return unlink(p->path) == 0 || errno == ENOENT;
-  /* a directory's tree, depth first, links removed and never followed */
-  return nftw(p->path, remove_one, 16, FTW_DEPTH | FTW_PHYS) == 0;
+  /* relative to its directory, opened without following a link: a
+   * neighbour who swaps that directory for a link meanwhile gets an error,
+   * not a removal elsewhere */
+  const char *slash = strrchr(p->path, '/');
+  if (!slash || slash == p->path) return false;
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%.*s", (int)(slash - p->path), p->path);
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0) return false;
+  bool ok;
+  if (p->is_dir) ok = remove_tree_at(dfd, slash + 1);
+  else ok = unlinkat(dfd, slash + 1, 0) == 0 || errno == ENOENT;
+  close(dfd);
+  return ok;
 }

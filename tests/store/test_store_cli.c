@@ -171,6 +171,10 @@ static void test_verify_planted(void **state) {
     snprintf(probe, sizeof probe, "%s/%02x", vdir, b);
     if (lstat(probe, &ls) != 0) snprintf(spare, sizeof spare, "%02x", b);
   }
+  /* what the swapped bucket points at holds a file named like an entry of it */
+  char bait[1024];
+  snprintf(bait, sizeof bait, "%s/%s000000000000000000000000000000.kce", outside, spare);
+  st_write_file(bait, "theirs", 6);
   /* a FIFO, a directory with a file and a link out of the store at entry
    * names; a FIFO at the counters; a socket at a lock; an empty bucket
    * swapped for a link to a directory outside */
@@ -208,6 +212,7 @@ static void test_verify_planted(void **state) {
   /* what the links pointed at is untouched */
   struct stat st;
   assert_int_equal(stat(strcat(strcpy(path, outside), "/keep"), &st), 0);
+  assert_int_equal(stat(bait, &st), 0);
   assert_int_equal(st_entries(f->root, NULL), 3);
 }
 
