@@ -1203,13 +1203,16 @@ int kc_cache_writable(const kc_runtime *rt);
  * Single flight: a machine that misses takes a lock in Redis (SET NX with
  * an expiry of kc_options.remote_lock_timeout_ms, else
  * $KC_REMOTE_LOCK_TIMEOUT seconds, else 30 s) and compiles; the others
- * poll for its upload (every 2 to 50 ms), then compile themselves: after 4
- * times the longest compile this machine's processes did lately under a
- * lock (at least 0.5 s; the estimate decays by an eighth with each compile
- * and is kept in the disk cache), and never after more than the lock
- * timeout, which alone bounds the wait where nothing was compiled yet. A
- * holder that dies blocks nobody past the expiry. A compile that outlasts
- * the wait may be done twice: never wrongly. The lock protocol:
+ * poll for its upload (every 2 to 50 ms) for at most the lock timeout,
+ * then compile themselves. Without KC_REMOTE_KEY, where anyone who reaches
+ * the server can plant a lock that looks real, they wait at most 4 times
+ * the longest compile this machine's processes did lately (at least 0.5 s;
+ * the estimate decays by an eighth with each compile here and is kept in
+ * the disk cache; the lock timeout where none was seen yet): a kernel much
+ * slower to compile than those seen here may then be compiled on two
+ * machines (set KC_REMOTE_KEY to wait the whole timeout for it). A holder
+ * that dies blocks nobody past the expiry. A compile that outlasts the wait
+ * is done twice: never wrongly. The lock protocol:
  * the lock is KEY:lock (beside the entry's name), its value
  * "host:pid:TOKEN" (TOKEN 16 hex digits, unique: to its holder, when it was
  * taken, plus random bits) and, with KC_REMOTE_KEY,
@@ -1222,8 +1225,9 @@ int kc_cache_writable(const kc_runtime *rt);
  * not waited for: it is replaced by the waiter's own (WATCH, then MULTI /
  * SET / EXEC, so a real holder that took it meanwhile keeps it), with one
  * warning in the log. So nobody without the secret can make waiters wait,
- * and nobody with access can make them wait past the lock timeout, nor
- * longer than compiles here have taken once this machine has done one.
+ * and nobody with access can make them wait past the lock timeout, nor,
+ * without a secret, longer than compiles here have taken once this
+ * machine has done one.
  *
  * Failures: a lookup (connect if needed, read, take the lock) has one
  * deadline, kc_options.remote_timeout_ms, else $KC_REMOTE_TIMEOUT_MS, else

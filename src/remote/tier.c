@@ -86,9 +86,11 @@ static uint64_t est_read(const char *vdir) {
   int fd = kc__open_safe(path, O_RDONLY, 0, false);
   if (fd < 0) return 0;
   uint8_t b[16];
-  flock(fd, LOCK_SH);
-  ssize_t n = pread(fd, b, sizeof b, 0);
-  flock(fd, LOCK_UN);
+  ssize_t n = 0;
+  if (flock(fd, LOCK_SH | LOCK_NB) == 0) { /* a hint: never wait for whoever holds it */
+    n = pread(fd, b, sizeof b, 0);
+    flock(fd, LOCK_UN);
+  }
   close(fd);
   return est_get(b, n);
 }
@@ -111,7 +113,10 @@ void kc__remote_observe(kc__remote *r, uint64_t token) {
   int fd = kc__open_safe(path, O_RDWR | O_CREAT, 0644, false);
   if (fd < 0) return; /* a read-only store: this runtime's estimate only */
   uint8_t b[16];
-  flock(fd, LOCK_EX);
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) { /* a hint: this runtime's estimate then */
+    close(fd);
+    return;
+  }
   uint64_t next = est_next(est_get(b, pread(fd, b, sizeof b, 0)), ms);
   memcpy(b, KC__RCOMPILE_MAGIC, 8);
   kc__le64(b + 8, next);
@@ -422,7 +427,9 @@ bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn
     if (!waited) {
       waited = true;
       kc__remote_count(r, RC_LOCK_WAITS, 1);
-      bound = wait_bound_ms(r, &est);
+      /* with a secret the lock is authenticated, so a real holder's: the
+       * whole lock timeout; without, anyone may have planted it */
+      bound = r->cfg.has_secret ? r->cfg.lock_ms : wait_bound_ms(r, &est);
       wait_until = t0 + (uint64_t)bound * 1000000u;
     }
     if (now >= wait_until) { /* it takes too long: compile without the lock */
@@ -432,6 +439,9 @@ bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn
              "longest, %llu ms, and at least %u ms): compiled without it rather than wait up to the lock "
              "timeout (%u ms)",
              lname, bound, (unsigned long long)est, KC__WAIT_FLOOR_MS, r->cfg.lock_ms);
+      /* not held, only its time: the upload measures this compile too (a
+       * slow kernel raises the estimate), and its release matches no lock */
+      *lock = kc__lock_token();
       break;
     }
     kc__nap_ns(nap < wait_until - now ? nap : wait_until - now);

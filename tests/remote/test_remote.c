@@ -612,13 +612,71 @@ static void test_wait_bounded_by_compile_time(void **state) {
   print_message("a lock that looks real, 25 s to go: cold start %.2f s (lock timeout 30 s)\n", r.seconds);
   assert_int_equal(r.stats.remote_lock_waits, 1);
   assert_int_equal(r.stats.compiles, 1);
-  assert_true(r.seconds >= 0.5 && r.seconds < 5.0);
   KCT_CONTAINS(err, "as long as compiles here lately allow (4 times the longest");
   KCT_CONTAINS(err, "lock timeout (30000 ms)");
+  const char *after = strstr(err, "was still held after ");
+  assert_non_null(after);
+  unsigned bound = (unsigned)strtoul(after + strlen("was still held after "), NULL, 10);
+  print_message("the wait's bound: %u ms\n", bound);
+  /* the bound from the compile seen (a slow machine's k2 may make it more
+   * than the floor), far below the lock's 25 s left; the cold start is the
+   * wait and k1's compile */
+  assert_true(bound >= 500 && bound < 20000);
+  assert_true(r.seconds >= 0.5 && r.seconds < bound / 1000.0 + 5.0);
   free(err);
   assert_sound(name, NULL, "k1"); /* uploaded; the planted lock was not ours to release */
   x = rs_cmd(server.url, "FLUSHALL", (char *)NULL);
   rs_free(&x);
+}
+
+/* Another machine compiles k1 slowly (2 s) while this one, whose compiles
+ * were quick, waits for its lock. With KC_REMOTE_KEY the lock verifies, so
+ * it is a real holder's: the wait lasts until the upload (a remote hit, no
+ * compile). Without, anyone could have planted it: the wait ends at the
+ * bound from the compiles seen here, and k1 is compiled on both machines
+ * (kcache.h says so). */
+static void test_authenticated_lock_waited_for(void **state) {
+  fx *f = *state;
+  if (kc__hmac_unavailable()) skip();
+  for (int keyed = 1; keyed >= 0; keyed--) {
+    rs_node_opts o = opts(server.url);
+    o.secret = keyed ? "correct horse battery staple" : NULL;
+    o.lock_ms = 30000;
+    o.cc = f->wrapper; /* the compiler is in the key: the same for both machines; it sleeps when asked */
+    const char *here = cache(f);
+    rs_report r = rs_node_run(here, &o, 2); /* k2: a quick compile, the estimate here */
+    rs_check(&r, "k2");
+    setenv("KC_TEST_SLEEP", "2", 1);
+    int fd;
+    pid_t holder = rs_spawn(cache(f), &o, 1, NULL, &fd);
+    unsetenv("KC_TEST_SLEEP");
+    char **keys = NULL;
+    size_t n = 0;
+    for (int i = 0; i < 1000 && !n; i++) { /* until it holds k1's lock */
+      rs_keys_free(keys, n);
+      n = rs_keys(server.url, keyed ? "kctest:hmac-*:lock" : "kctest:*:lock", &keys);
+      if (!n) usleep(10000);
+    }
+    rs_keys_free(keys, n);
+    assert_true(n > 0);
+    r = rs_node_run(here, &o, 1);
+    rs_check(&r, keyed ? "waiter, keyed" : "waiter, no key");
+    rs_report h = rs_collect(holder, fd);
+    rs_check(&h, "slow holder");
+    print_message("%s: waited %.2f s, %llu compiles, %llu remote hits\n",
+                  keyed ? "with KC_REMOTE_KEY" : "without", r.seconds, (unsigned long long)r.stats.compiles,
+                  (unsigned long long)r.stats.remote_hits);
+    assert_int_equal(r.stats.remote_lock_waits, 1);
+    if (keyed) {
+      assert_int_equal(r.stats.compiles, 0);
+      assert_int_equal(r.stats.remote_hits, 1);
+    } else {
+      assert_int_equal(r.stats.compiles, 1);
+      assert_int_equal(r.stats.remote_hits, 0);
+    }
+    kc__rreply x = rs_cmd(server.url, "FLUSHALL", (char *)NULL);
+    rs_free(&x);
+  }
 }
 
 static void test_size_limit(void **state) {
@@ -702,6 +760,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_lock_of_a_dead_holder_expires, setup, teardown),
       cmocka_unit_test_setup_teardown(test_planted_locks_are_not_waited_for, setup, teardown),
       cmocka_unit_test_setup_teardown(test_wait_bounded_by_compile_time, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_authenticated_lock_waited_for, setup, teardown),
       cmocka_unit_test_setup_teardown(test_size_limit, setup, teardown),
       cmocka_unit_test_setup_teardown(test_threads_share_a_node, setup, teardown),
   };
