@@ -904,7 +904,8 @@ typedef struct kc_launch_config {
   kc_dim3 grid, block; /* as kc_launch's (init: 1x1x1 each) */
   kc_stream *stream; /* NULL: the context's own queue (kc_launch's) */
   /* Dynamic shared memory per block: CUDA's sharedMemBytes (`extern
-   * __shared__`; above 48 KiB the function's attribute is raised), the host
+   * __shared__`; the function's attribute is raised to it as needed, so
+   * up to the device's opt-in limit less the kernel's static __shared__), the host
    * backend's per-group scratch area (kc_scratch() in the kernel). OpenCL
    * sizes local memory per parameter instead (KC_ARG_LOCAL_BYTES): nonzero
    * there is KC_EINVAL. */

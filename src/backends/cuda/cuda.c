@@ -298,16 +298,20 @@ static KC__COLD kc_status cu_launch_slow(kc__blinked *l, void **argv, const kc_d
    * context (the fast path lets the driver find it) */
   if (!grid->x || !grid->y || !grid->z || !block->x || !block->y || !block->z)
     return kc__launch_bad_dims(l, grid, block);
+  kc_status s;
   if (!tried || cu_is_context_error(r)) {
     CUcontext prev;
-    kc_status s = cu_enter(c, &prev);
+    s = cu_enter(c, &prev);
     if (s != KC_OK) return s;
     r = cu_drv.cuLaunchKernel((CUfunction)l->fn, grid->x, grid->y, grid->z, block->x, block->y, block->z, 0,
                               c->stream, argv, NULL);
+    s = r == KC__CUDA_SUCCESS ? KC_OK
+                              : cu_limits_refused(l, grid, block, 0); /* read in the kernel's context */
     cu_leave(c, prev);
     if (r == KC__CUDA_SUCCESS) return KC_OK;
+  } else {
+    s = cu_limits_refused(l, grid, block, 0); /* the caller's current context is the kernel's */
   }
-  kc_status s = cu_limits_refused(l, grid, block, 0);
   if (s) return s;
   char detail[384];
   snprintf(detail, sizeof detail, " (kernel '%s', grid %ux%ux%u, block %ux%ux%u)", kc__blinked_name(l),

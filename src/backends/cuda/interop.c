@@ -154,8 +154,6 @@ kc_status cu_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h) {
 
 /* ---------------------------------------------------------------- launch */
 
-#define CU_SHARED_DEFAULT (48u << 10) /* what a function may use without opting in */
-
 static int cu_dev_attr(const cu_ctx *c, int attr) {
   int v = 0;
   return cu_drv.cuDeviceGetAttribute(&v, attr, c->dev) == KC__CUDA_SUCCESS ? v : 0;
@@ -276,8 +274,10 @@ static kc_status cu_launch_ex_in(kc__blinked *l, void **argv, const kc__lcfg *cf
   const cu_ctx *c = l->bctx;
   const kc_dim3 *g = cfg->grid, *b = cfg->block;
   kc_status s = KC_OK;
-  if (KC__UNLIKELY(cfg->shared_bytes > CU_SHARED_DEFAULT && cfg->shared_bytes > cu_shared_raised(l)) &&
-      (s = cu_raise_shared(l, cfg)) != KC_OK)
+  /* raised to any size above the largest raised so far, not only above
+   * 48 KiB: without opting in, a function gets 48 KiB less its own static
+   * __shared__ variables */
+  if (KC__UNLIKELY(cfg->shared_bytes > cu_shared_raised(l)) && (s = cu_raise_shared(l, cfg)) != KC_OK)
     return s;
   CUstream stream = cfg->stream ? (CUstream)cfg->stream : c->stream;
   if (KC__UNLIKELY(cfg->flags || cfg->cluster.x || cfg->cluster.y || cfg->cluster.z))
