@@ -168,7 +168,7 @@ struct kc_buffer {
   kc__bufh whole;
   const kc__spec *chk_spec;
   uint32_t chk_arg;
-  char chk_label[128];
+  char chk_label[320]; /* one argument, or several views of this buffer */
 };
 enum { KC__BUF_OWNED = 0, KC__BUF_FOREIGN = 1, KC__BUF_VIEW = 2 };
 _Static_assert(offsetof(struct kc_buffer, h) == 0, "argv takes a kc_buffer * as a pointer to its handle");

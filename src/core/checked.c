@@ -153,17 +153,28 @@ kc_status kc__checked_after(kc__linked *l, kc_context *ctx, const kc_arg *args, 
   /* a launch that went ahead had arguments that fit (checked by the entry) */
   if (st || !args || nargs != ci->nparams) return st;
   kc__lock(&ctx->lock);
+  const kc_buffer *seen[KC_MAX_ARGS];
+  uint32_t nseen = 0;
   for (uint32_t i = 0; i < nargs; i++) {
     kc_buffer *b = guarded_arg(ctx, ci, args, i);
     if (!b) continue;
     const kc_buffer *view = (const kc_buffer *)(uintptr_t)args[i].ptr;
-    b->chk_spec = ci->spec;
-    b->chk_arg = i;
-    if (view == b)
-      snprintf(b->chk_label, sizeof b->chk_label, " (%s %s)", ci->params[i].type, ci->params[i].name);
+    char one[112];
+    if (view == b) snprintf(one, sizeof one, "(%s %s)", ci->params[i].type, ci->params[i].name);
     else /* the parent's guards are the view's: the message says which view */
-      snprintf(b->chk_label, sizeof b->chk_label, " (%s %s, a view of %zu bytes at offset %zu)",
-               ci->params[i].type, ci->params[i].name, view->size, view->offset);
+      snprintf(one, sizeof one, "(%s %s, a view of %zu bytes at offset %zu)", ci->params[i].type,
+               ci->params[i].name, view->size, view->offset);
+    bool again = false;
+    for (uint32_t j = 0; j < nseen && !again; j++) again = seen[j] == b;
+    if (!again) {
+      seen[nseen++] = b;
+      b->chk_spec = ci->spec;
+      b->chk_arg = i;
+      snprintf(b->chk_label, sizeof b->chk_label, " %s", one);
+    } else { /* two views of one buffer: either may have written */
+      size_t at = strlen(b->chk_label);
+      snprintf(b->chk_label + at, sizeof b->chk_label - at, " or argument %u %s", i, one);
+    }
   }
   for (uint32_t i = 0; i < nargs && !st && l->rt->check_each; i++) {
     kc_buffer *b = guarded_arg(ctx, ci, args, i);

@@ -22,6 +22,12 @@ static const char SRC_OOB[] = "KC_KERNEL void oob(KC_GLOBAL float *y, int shift)
                               "  y[(long)i + shift] = (float)i;\n"
                               "}\n";
 
+static const char SRC_OOB2[] =
+    "KC_KERNEL void oob2(KC_GLOBAL const float *a, KC_GLOBAL float *y, int shift) {\n"
+    "  size_t i = kc_global_id(0);\n"
+    "  y[(long)i + shift] = a[0] + (float)i;\n"
+    "}\n";
+
 static kc_runtime *checked_runtime(int checked) {
   kc_options opt;
   kc_options_init(&opt);
@@ -141,6 +147,20 @@ static void test_view_overflow_caught(void **state) {
   KCT_CONTAINS(kc_errmsg(rt),
                "kernel 'oob' argument 0 (KC_GLOBAL float * y, a view of 128 bytes at offset 768)");
   KCT_OK(rt, kc_context_finish(ctx));
+  /* two views of one buffer in one launch: the guards are the buffer's, so
+   * the message names both */
+  kct_define(rt, "oob2", SRC_OOB2);
+  kc_kernel *k2 = kct_kernel(rt, "oob2", NULL);
+  kc_buffer *lo;
+  KCT_OK(rt, kc_buffer_view(b, 0, 128, &lo));
+  kc_arg two[] = {KC_ARG_BUF(lo), KC_ARG_BUF(vv), KC_ARG_VAL(shift)};
+  st = kc_launch(k2, ctx, &past, &block, two, 3);
+  fin = kc_context_finish(ctx);
+  KCT_STATUS(rt, KC_ELAUNCH, st ? st : fin);
+  KCT_CONTAINS(kc_errmsg(rt),
+               "kernel 'oob2' argument 0 (KC_GLOBAL const float * a, a view of 128 bytes at offset "
+               "0) or argument 1 (KC_GLOBAL float * y, a view of 128 bytes at offset 768) wrote");
+  kc_buffer_destroy(lo);
   kc_buffer_destroy(vv);
   kc_buffer_destroy(v);
   kct_destroy(rt);
