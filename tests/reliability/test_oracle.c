@@ -34,7 +34,8 @@
  *
  *   KC_ORACLE_STEPS (host 1200, opencl 100), KC_ORACLE_SECONDS (run for that
  *   long instead), KC_ORACLE_SEED (1), KC_ORACLE_THREADS (1: the pinning and
- *   collecting threads; 0: none), KC_ORACLE_REPLAY=FILE (only that sequence).
+ *   collecting threads; 0: none), KC_ORACLE_REPLAY=FILE (only that sequence;
+ *   with KC_ORACLE_THREADS=1 the threads run beside it).
  */
 #include "rel.h"
 
@@ -444,7 +445,23 @@ static void check_latest(tested *t, uint64_t *seed) {
   for (int r = 0; r < 2; r++) /* the second: from the handle's cache */
     for (int i = 0; i < NK; i++) {
       outcome got = launch(t->rt, t->k[i], t->ctx, t->buf);
-      if (!same(got, want[i])) mismatch(t, "latest world", name_of[kernels[i]], got, want[i]);
+      if (!same(got, want[i])) {
+        /* what served it: the code instance's range, the worlds, the counters */
+        kc_code_info ci = {0};
+        kc_status cs = kc_kernel_code(t->k[i], &ci);
+        kc_stats st = {0};
+        kc_stats_get(t->rt, &st);
+        char who[400];
+        snprintf(who, sizeof who,
+                 "latest world %llu (launch %d; code %s #%llu, %llu..%llu; compiles %llu, disk hits %llu, "
+                 "invalidations %llu, files changed %llu, disk stale %llu)",
+                 (unsigned long long)kc_world_latest(t->rt), r, kc_status_name(cs), (unsigned long long)ci.id,
+                 (unsigned long long)ci.min_world, (unsigned long long)ci.max_world,
+                 (unsigned long long)st.compiles, (unsigned long long)st.disk_hits,
+                 (unsigned long long)st.invalidations, (unsigned long long)st.files_changed,
+                 (unsigned long long)st.disk_stale);
+        mismatch(t, who, name_of[kernels[i]], got, want[i]);
+      }
       atomic_fetch_add(&t->compared, 1);
     }
 }
@@ -729,7 +746,8 @@ static void test_oracle(void **state) {
   if (replay && *replay) {
     step *s;
     size_t n = read_ops(replay, &s);
-    uint64_t bad = run(s, n, 0, 0, seed, false, NULL, NULL, NULL);
+    /* KC_ORACLE_THREADS=1 with a replay: the pinning and collecting threads too */
+    uint64_t bad = run(s, n, 0, 0, seed, rel_env_u64("KC_ORACLE_THREADS", 0) != 0, NULL, NULL, NULL);
     free(s);
     if (bad) fail_msg("%s fails", replay);
     kct_rmrf(cfg.root);
