@@ -54,6 +54,7 @@ set(KC_SOURCES
     src/cache/trust.c
     src/remote/config.c
     src/remote/conn.c
+    src/remote/estimate.c
     src/remote/hiredis.c
     src/remote/mac.c
     src/remote/queue.c

@@ -203,10 +203,16 @@ struct kc__remote {
 void kc__remote_run_job(kc__remote *r, upjob *j);
 void kc__remote_count(kc__remote *r, int which, uint64_t n);
 void kc__remote_count_shared(kc__remote *r, int which, uint64_t n);
-/* tier.c: a compile under the lock `token` ended (its upload begins): how
+/* estimate.c: a compile under the lock `token` ended (its upload begins): how
  * long it took goes into the estimate that bounds the waits for other
  * machines' locks, this runtime's and vdir/remote-compile (this machine's). */
 void kc__remote_observe(kc__remote *r, uint64_t token);
+/* estimate.c: how long a lookup waits for another machine's lock without
+ * KC_REMOTE_KEY: 4 times the estimate (at least KC__WAIT_FLOOR_MS), never
+ * more than the lock timeout; the lock timeout where nothing was seen yet.
+ * *est: the estimate. */
+#define KC__WAIT_FLOOR_MS 500u
+uint32_t kc__remote_wait_bound_ms(kc__remote *r, uint64_t *est);
 /* tier.c: r->pid and r->ident from this process (at open, and in a child). */
 void kc__remote_set_ident(kc__remote *r);
 /* queue.c: stops the uploader and frees what is left queued; registers

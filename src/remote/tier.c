@@ -70,76 +70,6 @@ static void rcounters_add(const char *vdir, const uint64_t d[KC__NRC]) {
   close(fd);
 }
 
-/* ------------------------------------------------ how long compiles take */
-
-/* vdir/remote-compile: magic, then the estimate in ms (little-endian). */
-#define KC__RCOMPILE_MAGIC "KCRCOMP1"
-
-static uint64_t est_get(const uint8_t *b, ssize_t n) {
-  return n == 16 && !memcmp(b, KC__RCOMPILE_MAGIC, 8) ? kc__rd64(b + 8) : 0;
-}
-
-/* The estimate stored by this machine's processes (0: none, or unreadable). */
-static uint64_t est_read(const char *vdir) {
-  char path[PATH_MAX];
-  if (!vdir || snprintf(path, sizeof path, "%s/remote-compile", vdir) >= (int)sizeof path) return 0;
-  int fd = kc__open_safe(path, O_RDONLY, 0, false);
-  if (fd < 0) return 0;
-  uint8_t b[16];
-  ssize_t n = 0;
-  if (flock(fd, LOCK_SH | LOCK_NB) == 0) { /* a hint: never wait for whoever holds it */
-    n = pread(fd, b, sizeof b, 0);
-    flock(fd, LOCK_UN);
-  }
-  close(fd);
-  return est_get(b, n);
-}
-
-/* The longest compile seen, decaying by an eighth at each new one: a slow
- * kernel raises it at once, and quick ones bring it down in a few. */
-static uint64_t est_next(uint64_t old, uint64_t ms) {
-  uint64_t decayed = old - old / 8;
-  return ms > decayed ? ms : decayed;
-}
-
-void kc__remote_observe(kc__remote *r, uint64_t token) {
-  uint64_t now = kc__now_ns() / 1000000u, at = token >> 24;
-  if (!at || now < at || now - at > 3600000u) return; /* not a token of ours, or older than any bound */
-  uint64_t ms = now - at ? now - at : 1;
-  uint64_t old = kc__load_relaxed(&r->est_ms);
-  while (!atomic_compare_exchange_weak(&r->est_ms, &old, est_next(old, ms))) {}
-  char path[PATH_MAX];
-  if (!r->vdir || snprintf(path, sizeof path, "%s/remote-compile", r->vdir) >= (int)sizeof path) return;
-  int fd = kc__open_safe(path, O_RDWR | O_CREAT, 0644, false);
-  if (fd < 0) return; /* a read-only store: this runtime's estimate only */
-  uint8_t b[16];
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) { /* a hint: this runtime's estimate then */
-    close(fd);
-    return;
-  }
-  uint64_t next = est_next(est_get(b, pread(fd, b, sizeof b, 0)), ms);
-  memcpy(b, KC__RCOMPILE_MAGIC, 8);
-  kc__le64(b + 8, next);
-  if (pwrite(fd, b, sizeof b, 0) != (ssize_t)sizeof b) {
-    /* a hint only */
-  }
-  flock(fd, LOCK_UN);
-  close(fd);
-}
-
-/* How long a lookup waits for another machine's lock: 4 times the
- * estimate (at least KC__WAIT_FLOOR_MS), never more than the lock timeout;
- * the lock timeout where nothing was seen yet. *est: the estimate. */
-#define KC__WAIT_FLOOR_MS 500u
-static uint32_t wait_bound_ms(kc__remote *r, uint64_t *est) {
-  uint64_t mine = kc__load_relaxed(&r->est_ms), stored = est_read(r->vdir);
-  *est = mine > stored ? mine : stored;
-  if (!*est) return r->cfg.lock_ms;
-  uint64_t b = *est > UINT32_MAX / 4 ? UINT32_MAX : *est * 4;
-  if (b < KC__WAIT_FLOOR_MS) b = KC__WAIT_FLOOR_MS;
-  return b < r->cfg.lock_ms ? (uint32_t)b : r->cfg.lock_ms;
-}
-
 void kc__remote_count(kc__remote *r, int which, uint64_t n) { kc__fetch_add_relaxed(&r->c[which], n); }
 
 void kc__remote_count_shared(kc__remote *r, int which, uint64_t n) {
@@ -381,6 +311,21 @@ static got get_value(kc__remote *r, kc__rconn *c, const char *name, kc__remote_a
   return GOT_NONE;
 }
 
+/* A lookup that waited `bound` ms for another machine's lock (est: the
+ * estimate it came from) compiles without it: said once when the bound was
+ * the estimate's, and a token that is not held, only its time, so that the
+ * upload measures this compile too (a slow kernel raises the estimate); its
+ * release matches no lock. */
+static KC__COLD uint64_t gave_up(kc__remote *r, const char *lname, uint32_t bound, uint64_t est) {
+  if (bound < r->cfg.lock_ms)
+    warn(r, &r->warned_slow,
+         "the lock %s was still held after %u ms, as long as compiles here lately allow (4 times the "
+         "longest, %llu ms, and at least %u ms): compiled without it rather than wait up to the lock "
+         "timeout (%u ms)",
+         lname, bound, (unsigned long long)est, KC__WAIT_FLOOR_MS, r->cfg.lock_ms);
+  return kc__lock_token();
+}
+
 bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn accept, void *ud,
                       uint64_t *lock) {
   *lock = 0;
@@ -429,19 +374,11 @@ bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn
       kc__remote_count(r, RC_LOCK_WAITS, 1);
       /* with a secret the lock is authenticated, so a real holder's: the
        * whole lock timeout; without, anyone may have planted it */
-      bound = r->cfg.has_secret ? r->cfg.lock_ms : wait_bound_ms(r, &est);
+      bound = r->cfg.has_secret ? r->cfg.lock_ms : kc__remote_wait_bound_ms(r, &est);
       wait_until = t0 + (uint64_t)bound * 1000000u;
     }
     if (now >= wait_until) { /* it takes too long: compile without the lock */
-      if (bound < r->cfg.lock_ms)
-        warn(r, &r->warned_slow,
-             "the lock %s was still held after %u ms, as long as compiles here lately allow (4 times the "
-             "longest, %llu ms, and at least %u ms): compiled without it rather than wait up to the lock "
-             "timeout (%u ms)",
-             lname, bound, (unsigned long long)est, KC__WAIT_FLOOR_MS, r->cfg.lock_ms);
-      /* not held, only its time: the upload measures this compile too (a
-       * slow kernel raises the estimate), and its release matches no lock */
-      *lock = kc__lock_token();
+      *lock = gave_up(r, lname, bound, est);
       break;
     }
     kc__nap_ns(nap < wait_until - now ? nap : wait_until - now);
