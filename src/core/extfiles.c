@@ -360,8 +360,14 @@ static bool file_changed(kc_runtime *rt, kc__binding *b, const kc__filedep *f, k
   char *path = x->seen.path;
   x->seen = *f;
   x->seen.path = path;
-  for (size_t i = 0; i < x->nsets; i++)
-    if (!new_version(rt, x->sets[i], NULL, w, 1)) return false;
+  for (size_t i = 0; i < x->nsets; i++) {
+    kc__binding *set = x->sets[i];
+    /* one version per world: another of its files changed in this same
+     * step (a refresh or a compile that saw two edits) and made it already;
+     * a second would retire the old version twice (freed twice) */
+    if (set->defs && set->defs->min_world == w + 1) continue;
+    if (!new_version(rt, set, NULL, w, 1)) return false;
+  }
   return true;
 }
 

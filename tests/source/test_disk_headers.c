@@ -394,3 +394,34 @@ void test_disk_headers_read_before_a_refresh(void **state) {
   kct_hold_destroy(&h.hold);
   disk_close(&d);
 }
+
+/* Two headers one kernel read, both edited before one kc_refresh (their
+ * file set gets one new version, not one per file), then collects, over
+ * several rounds: each launch gives the new texts' value, and collecting
+ * the old versions frees each once (ASan). */
+void test_disk_headers_two_change_at_once(void **state) {
+  (void)state;
+  disk d;
+  disk_open(&d);
+  put(d.inc2, "x.h", "#include \"y.h\"\n#define XV (1.0f + YV)\n");
+  put(d.inc2, "y.h", "#define YV 0.5f\n");
+  kct_fixture f;
+  open_rt(&f, &d, false, NULL);
+  kct_define(f.rt, "kx", kernel_x);
+  assert_true(src_run(&f, "kx") == 1.5f);
+  for (int round = 1; round <= 6; round++) {
+    char x[80], y[80];
+    snprintf(x, sizeof x, "#include \"y.h\"\n#define XV (%d.0f + YV)\n", 10 * round);
+    snprintf(y, sizeof y, "#define YV %d.5f\n", round);
+    put(d.inc2, "x.h", x);
+    put(d.inc2, "y.h", y);
+    assert_int_equal(refresh(f.rt), 2);
+    float got = src_run(&f, "kx"), want = (float)(10 * round) + (float)round + 0.5f;
+    if (got != want) fail_msg("round %d: %g, expected %g", round, got, want);
+    kc_collect_info info;
+    KCT_OK(f.rt, kc_collect(f.rt, &info));
+    KCT_OK(f.rt, kc_collect(f.rt, &info));
+  }
+  kct_fx_close(&f);
+  disk_close(&d);
+}

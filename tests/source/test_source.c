@@ -318,6 +318,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_disk_headers_gone_after_the_compile),
       KCT_TEST(test_disk_headers_changed_during_a_compile),
       KCT_TEST(test_disk_headers_read_before_a_refresh),
+      KCT_TEST(test_disk_headers_two_change_at_once),
   };
   return KCT_RUN(tests);
 }
