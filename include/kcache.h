@@ -319,7 +319,8 @@ uint64_t kc_context_id(const kc_context *ctx);
 /* ----------------------------------------------------- the function table */
 
 /* Defines (or redefines) `name` with the full source text of its
- * definition, in the kernel dialect (see README and "One dialect" under kernels).
+ * definition, in the kernel dialect (doc/guide.md, "The kernel dialect", and "One dialect"
+ * under kernels).
  * Every kind of top-level definition is a named definition:
  *   a function   "KC_DEVICE float h(float x) { return 2.0f * x; }"
  *   a kernel     "KC_KERNEL void k(KC_GLOBAL float *y) { y[kc_global_id(0)] = h(1); }"

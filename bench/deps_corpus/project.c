@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * project.c -- kcache's own kernels, for bench/kc_bench_deps: the bodies of
- * the kernels of tests/scenario/test_core.c, demo/kc_demo.c, the README's
- * examples and tests/source/test_source.c, with their identifiers kept,
- * rewritten to the corpus's one signature
+ * the kernels of tests/scenario/test_core.c, demo/kc_demo.c, the examples
+ * of README and doc/interop.md and tests/source/test_source.c, with their
+ * identifiers kept, rewritten to the corpus's one signature
  *   KC_KERNEL void NAME(KC_GLOBAL float *y, KC_GLOBAL const float *x, int n)
  * (a scalar parameter of the original is read from x; a kernel name the
  * file has twice gets a prefix). Loads with kc_define_file.
@@ -41,7 +41,7 @@ KC_KERNEL void readme_k(KC_GLOBAL float *y, KC_GLOBAL const float *x, int n) {
   y[i] = h(a) + (T)i;
 }
 
-/* README, "Using kcache inside an existing program": axpy. */
+/* doc/interop.md, "Using kcache inside an existing program": axpy. */
 KC_KERNEL void axpy(KC_GLOBAL float *y, KC_GLOBAL const float *x, int n) {
   float a = 2.0f;
   size_t i = kc_global_id(0);

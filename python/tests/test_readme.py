@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""README's Python examples run as written (the blocks after
-"<!-- python example: numpy -->" and "<!-- python example: files and
-streams -->"), so the README cannot rot."""
+"""The documentation's Python examples run as written: README's block after
+"<!-- python example: numpy -->" and doc/python.md's after "<!-- python
+example: files and streams -->", so neither can rot."""
 import pathlib
 import re
 
@@ -9,7 +9,9 @@ import pytest
 
 import kcache
 
-README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+PYTHON_DOC = ROOT / "doc" / "python.md"
 
 
 def test_readme_numpy_example(capsys):
@@ -26,11 +28,11 @@ def test_readme_numpy_example(capsys):
 
 
 def test_readme_files_and_streams_example(capsys):
-    if not README.exists():
-        pytest.skip("no README.md next to python/")
-    m = re.search(r"<!-- python example: files and streams -->\n```python\n(.*?)\n```", README.read_text(), re.S)
-    assert m, "README has no define_file / streams example"
+    if not PYTHON_DOC.exists():
+        pytest.skip("no doc/python.md next to python/")
+    m = re.search(r"<!-- python example: files and streams -->\n```python\n(.*?)\n```", PYTHON_DOC.read_text(), re.S)
+    assert m, "doc/python.md has no define_file / streams example"
     if not kcache.backend_available("host")[0] or not kcache.HAS_INTEROP:
         pytest.skip("host backend with streams not available")
-    exec(compile(m.group(1), "README.md", "exec"), {})
+    exec(compile(m.group(1), "doc/python.md", "exec"), {})
     assert capsys.readouterr().out.endswith(" 2 as expected\n")  # two compiles: before and after the reload

@@ -29,7 +29,7 @@
   X(CACHE_DIR,          "KC_CACHE_DIR",           STR,     NULL,   "disk cache directory (default $XDG_CACHE_HOME/kcache or ~/.cache/kcache)") \
   X(CACHE_DISABLE,      "KC_CACHE_DISABLE",       BOOL,    "0",    "turn the disk cache off") \
   X(CACHE_MAXSIZE,      "KC_CACHE_MAXSIZE",       SIZE,    "1G",   "disk cache size limit (e.g. 500M, 2G)") \
-  X(CACHE_SHARED,       "KC_CACHE_SHARED",        BOOL,    "0",    "a disk cache shared by a group: directories 2770, files 0660 (see Security in README)") \
+  X(CACHE_SHARED,       "KC_CACHE_SHARED",        BOOL,    "0",    "a disk cache shared by a group: directories 2770, files 0660 (see doc/security.md)") \
   X(CACHE_KEY,          "KC_CACHE_KEY",           STR,     NULL,   "secret that authenticates disk cache entries (HMAC-SHA256)") \
   X(CACHE_LOCK_TIMEOUT, "KC_CACHE_LOCK_TIMEOUT",  SECONDS, "60",   "seconds to wait for another process compiling the same entry") \
   X(REMOTE,             "KC_REMOTE",              STR,     NULL,   "remote cache URL (redis://[user:password@]host[:port][/db]; off, none: no remote)") \
