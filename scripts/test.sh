@@ -16,8 +16,9 @@
 #             (build-python/venv: pytest, numpy, scikit-build-core from
 #             pip), checked to need no libkcache, installed, and its
 #             pytest suite run on every backend (a missing one is skipped)
-#   lint      the house rules (scripts/check-layout.py: file and function
-#             sizes, one-way doors) and the style (scripts/format.sh --check)
+#   lint      the house rules (scripts/check-layout.py: no file cycles, the
+#             one-way doors, the lock and room tables of doc/) and the style
+#             (scripts/format.sh --check)
 # Each prints CTest's summary; the last line adds them up.
 #
 #   scripts/test.sh [suite...]      (default: all of them)

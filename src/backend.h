@@ -303,7 +303,7 @@ typedef struct kc__backend {
    * of the compile options (core/extfiles.c). */
   bool reports_deps;
   /* Whether a child of fork() may go on using a runtime the parent opened
-   * (host: files and dlopen). Otherwise the child's fork hook replaces the
+   * (host: a compiler process and kcache's own loader). Otherwise the child's fork hook replaces the
    * table by one that calls nothing of this one and refuses (KC_EBUSY:
    * src/core/fork.c; kcache.h, "Fork"). */
   bool fork_safe;

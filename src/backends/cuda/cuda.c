@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cuda.c -- the CUDA backend (this folder; load.c loads the libraries and
- * compiles): NVRTC compiles the assembled closure (CUDA C++)
+ * cuda.c -- the CUDA backend's face: its table (kc__backend_cuda) and the
+ * calls behind it that talk to the driver (this folder: load.c loads NVRTC
+ * and the driver, has the dialect prelude and compiles; interop.c adopted
+ * contexts, streams and launches with a configuration; probe.c the
+ * parameter probe). NVRTC compiles the assembled closure (CUDA C++)
  * straight to a cubin for the device's exact architecture, or to PTX for the
  * newest architecture NVRTC knows when it does not know the device's, which
  * the driver then JIT-compiles at link. The driver API loads and launches it.
  *
- * It owns: loading NVRTC and the driver with dlopen (never linked, so kcache
- * builds and runs where neither exists, and says why the backend is
- * unavailable), the CUDA dialect prelude, device selection, the per-context
- * session (a retained primary context) and the launch.
+ * It owns: opening the backend (the devices, filtered by name, and the
+ * architecture NVRTC compiles for), the backend's compile (load.c's
+ * compile, then the probe's sizes), the per-context session (a retained
+ * primary context) and making it current (cu_enter, cu_leave), linking
+ * (cuModuleLoadDataEx) and unlinking, buffers, and the launch.
  *
  * Choices, and why:
  *  - Contexts. A kc_context on device d retains d's primary context: the one

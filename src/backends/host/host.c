@@ -590,5 +590,5 @@ const kc__backend kc__backend_host = {
     .stream_sync = host_stream_sync,
     .stream_wait = host_stream_wait,
     .buf_wrap = host_buf_wrap,
-    .fork_safe = true, /* a child goes on compiling with cc and loading with dlopen */
+    .fork_safe = true, /* a child goes on compiling with cc and loading with kcache's loader */
 };

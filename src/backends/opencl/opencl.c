@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * opencl.c -- the OpenCL backend (this folder; platform.c loads the
- * library and picks devices): any platform behind the ICD
- * loader (PoCL on the CPU is what CI runs).
+ * opencl.c -- the OpenCL backend's face: its table (kc__backend_opencl)
+ * for any platform behind the ICD loader (PoCL on the CPU is what CI
+ * runs). The rest of this folder: platform.c loads libOpenCL and picks the
+ * platform and devices; compile.c builds a translation unit (here or in a
+ * compile helper: helpers.c, serve.c, wire.c, clc/); programs.c keeps the
+ * programs built and the shared contexts; probe.c, checked.c and interop.c
+ * the parameter probe, checked mode and interop.
  *
- * Owns: loading libOpenCL with dlopen (never linked, so kcache builds and
- * runs where OpenCL is absent), platform and device selection, the OpenCL C
- * prelude of the kernel dialect, compiling a translation unit into a program
- * binary, linking a binary into a context (rebuilding from source when the
- * platform rejects its own binary), launching, and buffers.
+ * Owns: the OpenCL C prelude of the kernel dialect, kcache's contexts (a
+ * queue in the device's shared context), linking a binary into a context
+ * (a kept program, else built from the binary, rebuilt from source when
+ * the platform rejects its own binary) and unlinking, launching, and
+ * buffers.
  *
  * Threads: every OpenCL call is thread-safe except that a cl_kernel holds its
  * arguments between clSetKernelArg and the enqueue; each linked object has a

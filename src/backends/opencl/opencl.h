@@ -2,8 +2,11 @@
 /*
  * opencl.h -- what the files of the OpenCL backend share
  * (src/backends/opencl/): the table of OpenCL functions loaded with dlopen
- * and the backend's state types. platform.c loads the library and picks the
- * platform and devices; opencl.c compiles, links, launches and owns buffers.
+ * and the backend's state types, and what each file gives the others.
+ * platform.c loads the library and picks the platform and devices;
+ * compile.c builds, here or in a compile helper (helpers.c, serve.c,
+ * wire.c); programs.c keeps what was built; opencl.c links, launches and
+ * owns buffers.
  */
 #ifndef KC_BACKENDS_OPENCL_H
 #define KC_BACKENDS_OPENCL_H
