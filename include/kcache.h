@@ -635,12 +635,19 @@ typedef struct kc_arg {
   uint32_t kind; /* kc_arg_kind */
 } kc_arg;
 
-#define KC_ARG_BUF(b) ((kc_arg){(const void *)(b), 0u, KC_ARG_BUFFER})
-#define KC_ARG_VAL(lvalue) ((kc_arg){(const void *)&(lvalue), (uint32_t)sizeof(lvalue), KC_ARG_SCALAR})
+/* The argument macros are compound literals in C and the same aggregate
+ * in C++ (which has no compound literals): each is an rvalue kc_arg. */
+#ifdef __cplusplus
+#define KC__ARG(ptr, size, kind) (kc_arg{(ptr), (size), (kind)})
+#else
+#define KC__ARG(ptr, size, kind) ((kc_arg){(ptr), (size), (kind)})
+#endif
+#define KC_ARG_BUF(b) KC__ARG((const void *)(b), 0u, KC_ARG_BUFFER)
+#define KC_ARG_VAL(lvalue) KC__ARG((const void *)&(lvalue), (uint32_t)sizeof(lvalue), KC_ARG_SCALAR)
 /* A raw device pointer: a CUdeviceptr, a host pointer, an OpenCL SVM pointer. */
-#define KC_ARG_DEVPTR(p) ((kc_arg){(const void *)(uintptr_t)(p), 0u, KC_ARG_PTR})
+#define KC_ARG_DEVPTR(p) KC__ARG((const void *)(uintptr_t)(p), 0u, KC_ARG_PTR)
 /* `bytes` of local memory per group for a `KC_LOCAL T *` parameter (OpenCL). */
-#define KC_ARG_LOCAL_BYTES(bytes) ((kc_arg){NULL, (uint32_t)(bytes), KC_ARG_LOCAL})
+#define KC_ARG_LOCAL_BYTES(bytes) KC__ARG(NULL, (uint32_t)(bytes), KC_ARG_LOCAL)
 
 #define KC_MAX_ARGS 32
 

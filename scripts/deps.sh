@@ -24,6 +24,7 @@ if [[ $what == test ]]; then
   need+=(
     [libcmocka-dev]="the test framework"
     [clang]="the clang -Werror build and sanitizer runtimes"
+    [g++]="the C++ header test (kcache.h built as C++17 by g++)"
     [clang-format]="the style check (scripts/format.sh --check)"
     [python3]="the layout check (scripts/check-layout.py) and JSON checks in tests"
     [libclang-rt-dev]="clang's sanitizer runtimes"
