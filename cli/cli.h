@@ -9,7 +9,8 @@
  * (finding entries), out.c (JSON strings, sizes, ages, the progress bar),
  * store_cmds.c (stats, ls, show, verify, gc, clear), explain.c (why a kernel
  * missed), remote_cmds.c (remote ping|ls|clear and the remote part of
- * stats). A new command is a function and a help text in one of them and a
+ * stats), config_cmds.c (-p, the settings in force; -M, the store's size
+ * bound in its kcache.conf). A new command is a function and a help text in one of them and a
  * row in main.c's table.
  *
  * Entries are read only through the entry codec (cache/codec.h, dir.h).
@@ -53,6 +54,14 @@ bool cli_flag(const char *a, const char *name, const char *alias);
 /* The usage error for an argument that a command does not take: an unknown
  * option, or an extra operand. */
 CLI_NORETURN void cli_unexpected(const cli *c, const char *a);
+
+/* ------------------------------------------- settings (config_cmds.c) */
+
+extern const char cli_help_config[];
+/* kcache -p: every setting, its value and origin (dir_given: --dir named the store). */
+int cli_show_config(cli *c, bool dir_given);
+/* kcache -M SIZE: the store's size bound into ROOT/kcache.conf. */
+int cli_set_max_size(cli *c, const char *size);
 
 /* --------------------------------------------- finding entries (lookup.c) */
 

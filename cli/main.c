@@ -48,6 +48,12 @@ static const char help_main[] =
     "  --dir DIR      the store, a directory that exists (default $KC_CACHE_DIR,\n"
     "                 else $XDG_CACHE_HOME/kcache, else ~/.cache/kcache)\n"
     "  --json         machine-readable output\n"
+    "\n"
+    "ccache's and sccache's spellings (see kcache --help -p for -p and -M):\n"
+    "  -s, --show-stats   kcache stats         -z, --zero-stats   kcache stats --zero\n"
+    "  -C, --clear        kcache clear         -p, --show-config  the settings in force\n"
+    "  -M, --max-size SIZE  the store's size bound, kept in DIR/kcache.conf\n"
+    "\n"
     "  -V, --version  prints \"kcache VERSION\"\n"
     "  -h, --help     help\n"
     "\n"
@@ -160,6 +166,8 @@ int main(int argc, char **argv) {
   const char *dir = NULL, *cmd = NULL;
   static char *rest[4096];
   bool help = false;
+  char special = 0; /* 'p': --show-config; 'M': --max-size */
+  const char *max_size = NULL;
   c.cmd = "kcache";
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -172,6 +180,23 @@ int main(int argc, char **argv) {
       c.json = true;
     } else if (!cmd && cli_flag(a, "--help", "-h")) {
       help = true;
+    } else if (!cmd && (cli_flag(a, "--show-stats", "-s") || cli_flag(a, "--zero-stats", "-z"))) {
+      cmd = "stats"; /* ccache's and sccache's spellings of the commands */
+      if (a[1] == 'z' || !strcmp(a, "--zero-stats")) rest[c.argc++] = "--zero";
+    } else if (!cmd && cli_flag(a, "--clear", "-C")) {
+      cmd = "clear";
+    } else if (!cmd && cli_flag(a, "--show-config", "-p")) {
+      special = 'p';
+      cmd = "config";
+    } else if (!cmd && (cli_flag(a, "--max-size", "-M") || !strncmp(a, "--max-size=", 11))) {
+      if (a[1] != '-' || !strchr(a, '=')) {
+        if (i + 1 >= argc) cli_usage("option %s needs a value (a size: 500M, 2G)", a);
+        max_size = argv[++i];
+      } else {
+        max_size = strchr(a, '=') + 1;
+      }
+      special = 'M';
+      cmd = "config";
     } else if (!cmd && cli_flag(a, "--version", "-V")) {
       printf("kcache %s\n", kc_version());
       return 0;
@@ -186,6 +211,19 @@ int main(int argc, char **argv) {
     }
   }
   c.argv = rest;
+  if (special) { /* -p and -M: the store's settings, no command */
+    if (help) {
+      fputs(cli_help_config, stdout);
+      return 0;
+    }
+    if (c.argc) cli_usage("-%c takes no command ('%s')", special, c.argv[0]);
+    c.cmd = special == 'p' ? "--show-config" : "--max-size";
+    set_root(&c, dir);
+    if (special == 'p') return cli_show_config(&c, dir != NULL);
+    int err = 0;
+    if (!kc__store_make_dirs(c.root, 0700, &err)) cli_fail("-M: cannot make %s: %s", c.root, strerror(err));
+    return cli_set_max_size(&c, max_size);
+  }
   if (help || !cmd || !strcmp(cmd, "help")) return print_help(cmd, &c, help);
   size_t k = 0;
   while (k < NCOMMANDS && strcmp(commands[k].name, cmd)) k++;

@@ -171,7 +171,7 @@ typedef struct kc_options {
   kc_alloc_fn alloc; /* NULL: malloc/realloc/free */
   void *alloc_ud;
   /* The disk cache (see "disk cache" below). */
-  uint64_t cache_max_size; /* bytes; 0: $KC_CACHE_MAXSIZE, else 1 GiB */
+  uint64_t cache_max_size; /* bytes; 0: $KC_CACHE_MAXSIZE, else the store's kcache.conf, else 1 GiB */
   uint32_t cache_lock_timeout_ms; /* 0: $KC_CACHE_LOCK_TIMEOUT (seconds), else 60 s */
   int cache_disable; /* nonzero: no disk cache, whatever the environment says */
   /* The remote tier (see "remote tier" at the end): each NULL or 0 takes
@@ -1100,7 +1100,8 @@ void kc_free(kc_runtime *rt, void *p);
  * else 60 s, and compiles itself.
  *
  * Size: kc_options.cache_max_size, else $KC_CACHE_MAXSIZE ("500M", "2G", or
- * bytes), else 1 GiB, kept approximately: the thread whose write takes the
+ * bytes), else max_size in the store's own kcache.conf (`kcache -M SIZE`
+ * writes it), else 1 GiB, kept approximately: the thread whose write takes the
  * store past the bound evicts the least recently used entries towards 90%
  * of it, at most 32 per write (the next write past the bound goes on), so
  * the store exceeds its bound by at most what is written between two such

@@ -42,6 +42,7 @@ set(KC_SOURCES
     src/core/cache_glue.c
     src/cache/codec.c
     src/cache/counters.c
+    src/cache/conf.c
     src/cache/dir.c
     src/cache/entry_file.c
     src/cache/evict.c

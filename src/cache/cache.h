@@ -46,7 +46,7 @@ typedef struct kc__cache_config {
   const char *root; /* NULL or "": kc__store_default_root */
   bool disable; /* no cache (kc_options.cache_disable; $KC_CACHE_DISABLE also turns it off) */
   bool shared; /* a store its group shares (kc_options.cache_shared; $KC_CACHE_SHARED=1 too): trust.h */
-  uint64_t max_size; /* 0: $KC_CACHE_MAXSIZE, else 1 GiB */
+  uint64_t max_size; /* 0: $KC_CACHE_MAXSIZE, else ROOT/kcache.conf's max_size, else 1 GiB */
   uint32_t lock_ms; /* 0: $KC_CACHE_LOCK_TIMEOUT, else 60 s */
   /* Where warnings go (NULL: stderr, "kcache: warning: MSG"). */
   void (*warn)(void *ud, const char *msg);

@@ -53,13 +53,13 @@ static void KC__PRINTF(4, 5)
 
 /* ---------------------------------------------------------------- open */
 
-/* The bound and the lock timeout from cfg, else the environment. */
-static void open_limits(const kc__cache_config *cfg, uint64_t *max, uint32_t *lock_ms) {
+/* The bound and the lock timeout from cfg, else the environment (the
+ * bound: else the store's kcache.conf). */
+static void open_limits(const kc__cache_config *cfg, const char *root, uint64_t *max, uint32_t *lock_ms) {
   *max = cfg->max_size;
-  if (!*max && !kc__store_env_max_size(max))
-    warn_once(NULL, cfg->warn, cfg->warn_ud,
-              "KC_CACHE_MAXSIZE=\"%s\" is not a size (e.g. 500M, 2G); using 1G",
-              kc__setting_raw(KC__SET_CACHE_MAXSIZE));
+  char why[PATH_MAX + 128];
+  if (!*max && !kc__store_max_size(root, max, NULL, why, sizeof why))
+    warn_once(NULL, cfg->warn, cfg->warn_ud, "%s", why);
   *lock_ms = cfg->lock_ms;
   if (*lock_ms) return;
   *lock_ms = KC__STORE_DEFAULT_LOCK_MS;
@@ -123,7 +123,7 @@ kc__cache *kc__cache_open(const kc__cache_config *cfg) {
   }
   uint64_t max;
   uint32_t lock_ms;
-  open_limits(cfg, &max, &lock_ms);
+  open_limits(cfg, root, &max, &lock_ms);
   kc__store_vdir(root, vdir, sizeof vdir);
   kc__store_trust trust;
   if (!open_dirs(cfg, root, vdir, &trust)) return NULL;

@@ -532,6 +532,65 @@ static void test_bad_size_in_the_environment_warns(void **state) {
   env_restore();
 }
 
+/* The store's own kcache.conf (kcache -M): max_size bounds every runtime
+ * on it that has no bound of its own; $KC_CACHE_MAXSIZE wins over it; the
+ * file's other lines are kept; one that others may write is not read. */
+static void test_the_stores_conf_file_bounds_it(void **state) {
+  fx *f = *state;
+  uint64_t one = entry_size(f);
+  char dir[600], size[32], got[64], path[700];
+  sub(f, "conf", dir, sizeof dir);
+  assert_true(kc__store_make_dirs(dir, 0700, &(int){0}));
+  snprintf(path, sizeof path, "%s/" KC__STORE_CONF, dir);
+  st_write_file(path, "# mine\nother = kept\n", strlen("# mine\nother = kept\n"));
+  snprintf(size, sizeof size, "%llu", (unsigned long long)(one * 3 + one / 2));
+  assert_int_equal(kc__store_conf_set(dir, "max_size", size), 0);
+  assert_int_equal(kc__store_conf_get(dir, "other", got, sizeof got), 0);
+  assert_string_equal(got, "kept");
+  assert_int_equal(kc__store_conf_get(dir, "max_size", got, sizeof got), 0);
+  assert_string_equal(got, size);
+  env_save();
+  for (int pass = 0; pass < 2; pass++) { /* 0: the file bounds it; 1: the environment wins */
+    if (pass) setenv("KC_CACHE_MAXSIZE", "1G", 1);
+    else unsetenv("KC_CACHE_MAXSIZE");
+    uint64_t bound;
+    kc__max_from from;
+    assert_true(kc__store_max_size(dir, &bound, &from, NULL, 0));
+    assert_int_equal(from, pass ? KC__MAX_ENV : KC__MAX_FILE);
+    kc_runtime *rt = st_runtime(dir, NULL);
+    KCT_OK(rt, st_define(rt));
+    for (int v = 0; v < 6; v++) {
+      char p[16];
+      snprintf(p, sizeof p, "V=%d", v + 10 * pass);
+      st_run_ok(rt, "kv", p, (float)(v + 10 * pass));
+      pause_ms(15);
+    }
+    kc_stats s = kct_stats(rt);
+    uint64_t total;
+    st_entries(dir, &total);
+    if (!pass) assert_true(s.disk_evictions >= 2 && total <= bound);
+    else assert_int_equal(s.disk_evictions, 0);
+    kc_runtime_destroy(rt);
+  }
+  /* a file others may write: not read (the default bound) */
+  unsetenv("KC_CACHE_MAXSIZE");
+  assert_int_equal(chmod(path, 0666), 0);
+  uint64_t bound;
+  kc__max_from from;
+  assert_true(kc__store_max_size(dir, &bound, &from, NULL, 0));
+  assert_int_equal(from, KC__MAX_DEFAULT);
+  assert_int_equal(bound, 1ull << 30);
+  assert_int_equal(kc__store_conf_set(dir, "max_size", "2G"), EPERM);
+  /* a value that is not a size: the default, and why */
+  assert_int_equal(chmod(path, 0644), 0);
+  assert_int_equal(kc__store_conf_set(dir, "max_size", "lots"), 0);
+  char why[900];
+  assert_false(kc__store_max_size(dir, &bound, &from, why, sizeof why));
+  KCT_CONTAINS(why, "max_size = \"lots\"");
+  assert_int_equal(bound, 1ull << 30);
+  env_restore();
+}
+
 /* ----------------------------------------------- directories that fail */
 
 static void test_a_file_in_place_of_the_directory(void **state) {
@@ -1146,6 +1205,7 @@ int main(int argc, char **argv) {
       T(test_environment_chooses_the_directory),
       T(test_disabled_by_option),
       T(test_bad_size_in_the_environment_warns),
+      T(test_the_stores_conf_file_bounds_it),
       T(test_a_file_in_place_of_the_directory),
       T(test_failed_writes_degrade_with_one_warning),
       T(test_a_runtime_that_stopped_writing_still_removes_damage),

@@ -534,6 +534,53 @@ static void test_stats_invalid_max_size(void **state) {
   unsetenv("KC_CACHE_MAXSIZE");
 }
 
+/* ccache's spellings: -s, -z, -C, -p, -M (kept in the store's kcache.conf,
+ * which the library reads too), -V. */
+static void test_ccache_flags(void **state) {
+  fx *f = *state;
+  populate(f);
+  char *out;
+  assert_int_equal(cli(f, &out, "-s"), 0);
+  KCT_CONTAINS(out, "entries     3");
+  KCT_CONTAINS(out, "of at most 1.0 GiB (default)");
+  free(out);
+  assert_int_equal(cli(f, &out, "--show-stats --json"), 0);
+  KCT_CONTAINS(out, "\"entries\": 3");
+  free(out);
+  assert_int_equal(cli(f, &out, "-z"), 0);
+  KCT_CONTAINS(out, "(just zeroed)");
+  free(out);
+  unsetenv("KC_CACHE_MAXSIZE");
+  assert_int_equal(cli(f, &out, "-M 3G"), 0);
+  KCT_CONTAINS(out, "is now 3.0 GiB");
+  free(out);
+  assert_int_equal(cli(f, &out, "-s"), 0);
+  KCT_CONTAINS(out, "of at most 3.0 GiB (kcache.conf)");
+  free(out);
+  uint64_t bound;
+  assert_true(kc__store_max_size(f->root, &bound, NULL, NULL, 0)); /* the library's reading */
+  assert_int_equal(bound, 3ull << 30);
+  assert_int_equal(cli(f, &out, "-p"), 0);
+  KCT_CONTAINS(out, "(kcache.conf) KC_CACHE_MAXSIZE = 3G");
+  KCT_CONTAINS(out, "(--dir) KC_CACHE_DIR = ");
+  KCT_CONTAINS(out, "(default) KC_BACKEND = auto");
+  free(out);
+  assert_int_equal(cli_after(f, "KC_BACKEND=host", &out, "--json -p"), 0);
+  KCT_CONTAINS(out, "{\"name\": \"KC_BACKEND\", \"value\": \"host\", \"from\": \"environment\"");
+  free(out);
+  assert_int_equal(cli(f, &out, "-M lots"), 2);
+  KCT_CONTAINS(out, "\"lots\" is not a size");
+  free(out);
+  assert_int_equal(cli(f, &out, "-M"), 2);
+  free(out);
+  assert_int_equal(cli(f, &out, "-C"), 0);
+  free(out);
+  assert_int_equal(st_entries(f->root, NULL), 0);
+  assert_int_equal(cli(f, &out, "-V"), 0);
+  KCT_CONTAINS(out, "kcache ");
+  free(out);
+}
+
 static void test_show_by_entry_name(void **state) {
   fx *f = *state;
   populate(f);
@@ -742,6 +789,7 @@ int main(int argc, char **argv) {
       T(test_stats_zero),
       T(test_usage_errors),
       T(test_stats_invalid_max_size),
+      T(test_ccache_flags),
       T(test_show_by_entry_name),
       T(test_ls_tells_apart),
       T(test_show_json_invalid_utf8),

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cli/config_cmds.c -- the settings in force (kcache -p, --show-config:
+ * every KC_* setting of the library's table, its value and where it came
+ * from, as `ccache -p` shows its own) and the store's persistent size bound
+ * (kcache -M SIZE, --max-size SIZE: max_size in ROOT/kcache.conf, which
+ * every runtime on that store reads; $KC_CACHE_MAXSIZE still wins).
+ */
+#include "cli.h"
+#include "out.h"
+#include "cache/dir.h"
+#include "base/settings.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+const char cli_help_config[] =
+    "usage: kcache [--dir DIR] [--json] -p | --show-config\n"
+    "       kcache [--dir DIR] -M SIZE | --max-size SIZE\n"
+    "\n"
+    "-p prints every KC_* setting the library reads: its value and where it\n"
+    "comes from, \"(environment)\", \"(default)\", \"(kcache.conf)\" (the store's\n"
+    "configuration file) or \"(--dir)\". With --json, an array of objects with\n"
+    "name, value (null: not set, no default), from and doc.\n"
+    "\n"
+    "-M SIZE keeps SIZE (e.g. 500M, 2G; 0: the default, 1 GiB) as the store's\n"
+    "size bound in DIR/kcache.conf; every runtime on the store and `kcache gc`\n"
+    "read it; $KC_CACHE_MAXSIZE, where set, wins over it. Like ccache -M, it\n"
+    "evicts nothing itself: the next compile or `kcache gc` does.\n";
+
+typedef struct row {
+  const char *name, *value, *from, *doc;
+} row;
+
+static void print_rows(const cli *c, const row *r, size_t n) {
+  if (!c->json) {
+    for (size_t i = 0; i < n; i++)
+      printf("(%s) %s = %s\n", r[i].from, r[i].name, r[i].value ? r[i].value : "(not set)");
+    return;
+  }
+  printf("[");
+  for (size_t i = 0; i < n; i++) {
+    printf("%s\n {\"name\": ", i ? "," : "");
+    json_str(r[i].name);
+    printf(", \"value\": ");
+    if (r[i].value) json_str(r[i].value);
+    else printf("null");
+    printf(", \"from\": ");
+    json_str(r[i].from);
+    printf(", \"doc\": ");
+    json_str(r[i].doc);
+    printf("}");
+  }
+  printf("\n]\n");
+}
+
+int cli_show_config(cli *c, bool dir_given) {
+  row r[KC__SETTING_COUNT];
+  char max[160], why[PATH_MAX + 256];
+  uint64_t bytes;
+  kc__max_from mf;
+  bool max_ok = kc__store_max_size(c->root, &bytes, &mf, why, sizeof why);
+  for (int id = 0; id < KC__SETTING_COUNT; id++) {
+    const char *raw = kc__setting_raw((kc__setting)id);
+    row *x = &r[id];
+    x->name = kc__setting_name((kc__setting)id);
+    x->doc = kc__setting_doc((kc__setting)id);
+    bool env = raw && *raw;
+    x->value = env ? raw : kc__setting_default((kc__setting)id);
+    x->from = env ? "environment" : "default";
+    if (id == KC__SET_CACHE_DIR) {
+      x->value = c->root;
+      x->from = dir_given ? "--dir" : env ? "environment" : "default";
+    } else if (id == KC__SET_CACHE_MAXSIZE && mf == KC__MAX_FILE) {
+      snprintf(max, sizeof max, "%llu", (unsigned long long)bytes);
+      char text[128];
+      if (kc__store_conf_get(c->root, "max_size", text, sizeof text) == 0)
+        snprintf(max, sizeof max, "%s", text);
+      x->value = max;
+      x->from = "kcache.conf";
+    }
+  }
+  if (!max_ok) fprintf(stderr, "kcache: warning: %s\n", why);
+  print_rows(c, r, KC__SETTING_COUNT);
+  return 0;
+}
+
+int cli_set_max_size(cli *c, const char *size) {
+  uint64_t v;
+  if (!kc__store_parse_size(size, &v))
+    cli_usage("-M: \"%s\" is not a size (e.g. 500M, 2G; 0: the default)", size);
+  int err = kc__store_conf_set(c->root, "max_size", size);
+  if (err == EPERM)
+    cli_fail("-M: %s/" KC__STORE_CONF " is owned by another user or writable by others: not changed",
+             c->root);
+  if (err) cli_fail("-M: cannot write %s/" KC__STORE_CONF ": %s", c->root, strerror(err));
+  uint64_t now;
+  kc__max_from from;
+  char why[PATH_MAX + 256];
+  kc__store_max_size(c->root, &now, &from, why, sizeof why);
+  char a[32];
+  if (c->json) {
+    printf("{\"max_size\": ");
+    json_str(size);
+    printf(", \"max_bytes\": %llu, \"in_force\": %s}\n", (unsigned long long)(v ? v : now),
+           from == KC__MAX_FILE || (!v && from == KC__MAX_DEFAULT) ? "true" : "false");
+  } else {
+    printf("the size bound of %s is now %s (%s/" KC__STORE_CONF ")\n", c->root,
+           v ? human_size(v, a, sizeof a) : "the default, 1 GiB", c->root);
+    if (from == KC__MAX_ENV)
+      printf("(KC_CACHE_MAXSIZE=%s is set and wins over it in this environment)\n",
+             kc__setting_raw(KC__SET_CACHE_MAXSIZE));
+  }
+  return 0;
+}
