@@ -57,7 +57,7 @@ static void print_rows(const cli *c, const row *r, size_t n) {
 
 int cli_show_config(cli *c, bool dir_given) {
   row r[KC__SETTING_COUNT];
-  char max[160], why[PATH_MAX + 256];
+  char text[128], why[PATH_MAX + 256];
   uint64_t bytes;
   kc__max_from mf;
   bool max_ok = kc__store_max_size(c->root, &bytes, &mf, why, sizeof why);
@@ -72,16 +72,13 @@ int cli_show_config(cli *c, bool dir_given) {
     if (id == KC__SET_CACHE_DIR) {
       x->value = c->root;
       x->from = dir_given ? "--dir" : env ? "environment" : "default";
-    } else if (id == KC__SET_CACHE_MAXSIZE && mf == KC__MAX_FILE) {
-      snprintf(max, sizeof max, "%llu", (unsigned long long)bytes);
-      char text[128];
-      if (kc__store_conf_get(c->root, "max_size", text, sizeof text) == 0)
-        snprintf(max, sizeof max, "%s", text);
-      x->value = max;
+    } else if (id == KC__SET_CACHE_MAXSIZE && mf == KC__MAX_FILE &&
+               kc__store_conf_get(c->root, "max_size", text, sizeof text) == 0) {
+      x->value = text; /* as the file says it */
       x->from = "kcache.conf";
     }
   }
-  if (!max_ok) fprintf(stderr, "kcache: warning: %s\n", why);
+  if (!max_ok) fprintf(stderr, "kcache: warning: %s; using 1G\n", why);
   print_rows(c, r, KC__SETTING_COUNT);
   return 0;
 }
@@ -92,23 +89,24 @@ int cli_set_max_size(cli *c, const char *size) {
     cli_usage("-M: \"%s\" is not a size (e.g. 500M, 2G; 0: the default)", size);
   int err = kc__store_conf_set(c->root, "max_size", size);
   if (err == EPERM)
-    cli_fail("-M: %s/" KC__STORE_CONF " is owned by another user or writable by others: not changed",
+    cli_fail("-M: %s/" KC__STORE_CONF
+             " is owned by another user or writable by its group or others: not changed",
              c->root);
   if (err) cli_fail("-M: cannot write %s/" KC__STORE_CONF ": %s", c->root, strerror(err));
   uint64_t now;
   kc__max_from from;
-  char why[PATH_MAX + 256];
-  kc__store_max_size(c->root, &now, &from, why, sizeof why);
+  kc__store_max_size(c->root, &now, &from, NULL, 0);
+  bool in_force = from != KC__MAX_ENV; /* (KC_CACHE_MAXSIZE wins) */
   char a[32];
   if (c->json) {
     printf("{\"max_size\": ");
     json_str(size);
-    printf(", \"max_bytes\": %llu, \"in_force\": %s}\n", (unsigned long long)(v ? v : now),
-           from == KC__MAX_FILE || (!v && from == KC__MAX_DEFAULT) ? "true" : "false");
+    printf(", \"max_bytes\": %llu, \"in_force\": %s}\n", (unsigned long long)(v ? v : KC__STORE_DEFAULT_MAX),
+           in_force ? "true" : "false");
   } else {
     printf("the size bound of %s is now %s (%s/" KC__STORE_CONF ")\n", c->root,
            v ? human_size(v, a, sizeof a) : "the default, 1 GiB", c->root);
-    if (from == KC__MAX_ENV)
+    if (!in_force)
       printf("(KC_CACHE_MAXSIZE=%s is set and wins over it in this environment)\n",
              kc__setting_raw(KC__SET_CACHE_MAXSIZE));
   }

@@ -180,21 +180,20 @@ int main(int argc, char **argv) {
       c.json = true;
     } else if (!cmd && cli_flag(a, "--help", "-h")) {
       help = true;
-    } else if (!cmd && (cli_flag(a, "--show-stats", "-s") || cli_flag(a, "--zero-stats", "-z"))) {
-      cmd = "stats"; /* ccache's and sccache's spellings of the commands */
-      if (a[1] == 'z' || !strcmp(a, "--zero-stats")) rest[c.argc++] = "--zero";
+    } else if (!cmd && cli_flag(a, "--show-stats", "-s")) { /* ccache's and sccache's spellings */
+      cmd = "stats";
+    } else if (!cmd && cli_flag(a, "--zero-stats", "-z")) {
+      cmd = "stats";
+      rest[c.argc++] = "--zero";
     } else if (!cmd && cli_flag(a, "--clear", "-C")) {
       cmd = "clear";
     } else if (!cmd && cli_flag(a, "--show-config", "-p")) {
       special = 'p';
       cmd = "config";
     } else if (!cmd && (cli_flag(a, "--max-size", "-M") || !strncmp(a, "--max-size=", 11))) {
-      if (a[1] != '-' || !strchr(a, '=')) {
-        if (i + 1 >= argc) cli_usage("option %s needs a value (a size: 500M, 2G)", a);
-        max_size = argv[++i];
-      } else {
-        max_size = strchr(a, '=') + 1;
-      }
+      const char *eq = strchr(a, '='); /* only in "--max-size=SIZE" */
+      if (!eq && i + 1 >= argc) cli_usage("option %s needs a value (a size: 500M, 2G)", a);
+      max_size = eq ? eq + 1 : argv[++i];
       special = 'M';
       cmd = "config";
     } else if (!cmd && cli_flag(a, "--version", "-V")) {
@@ -220,8 +219,12 @@ int main(int argc, char **argv) {
     c.cmd = special == 'p' ? "--show-config" : "--max-size";
     set_root(&c, dir);
     if (special == 'p') return cli_show_config(&c, dir != NULL);
+    /* a store that is not there yet: made as the library would make it */
+    kc__store_trust t = {.shared = false};
+    kc__setting_bool(KC__SET_CACHE_SHARED, &t.shared);
     int err = 0;
-    if (!kc__store_make_dirs(c.root, 0700, &err)) cli_fail("-M: cannot make %s: %s", c.root, strerror(err));
+    if (!kc__store_make_dirs(c.root, kc__store_dir_mode(&t), &err))
+      cli_fail("-M: cannot make %s: %s", c.root, strerror(err));
     return cli_set_max_size(&c, max_size);
   }
   if (help || !cmd || !strcmp(cmd, "help")) return print_help(cmd, &c, help);

@@ -46,8 +46,8 @@ typedef struct summary {
   int64_t oldest, newest;
   be_tally be[8];
   int nbe;
-  kc__max_from max_from;
-  char max_error[PATH_MAX + 256]; /* "" or why $KC_CACHE_MAXSIZE or kcache.conf's max_size is not used */
+  kc__max_from max_from; /* where the bound comes from; with max_error, the one that is not a size */
+  char max_error[PATH_MAX + 256]; /* "" or why the bound is the default instead */
   kc__store_counters k;
 } summary;
 
@@ -87,12 +87,21 @@ static void summarize(const cli *c, summary *s) {
   snprintf(path, sizeof path, "%s/stats", c->vdir);
   int64_t counted = stat(path, &st) == 0 ? kc__stat_mtime_ns(&st) : 0;
   if (s->n && counted > s->newest) s->newest = counted;
-  kc__store_max_size(c->root, &s->max, &s->max_from, s->max_error, sizeof s->max_error);
+  s->max_error[0] = 0;
+  if (!kc__store_max_size(c->root, &s->max, &s->max_from, s->max_error, sizeof s->max_error - 16))
+    strcat(s->max_error, "; using 1G");
   kc__store_counters_read(c->vdir, &s->k);
 }
 
-static const char *max_from_name(kc__max_from f) {
-  return f == KC__MAX_ENV ? "KC_CACHE_MAXSIZE" : f == KC__MAX_FILE ? "kcache.conf" : "default";
+/* Where the bound comes from, as stats says it ("default: ... is not a size"
+ * when the one that counts is not). */
+static const char *max_from_name(const summary *s) {
+  if (s->max_error[0])
+    return s->max_from == KC__MAX_ENV ? "default: KC_CACHE_MAXSIZE is not a size"
+                                      : "default: kcache.conf's max_size is not a size";
+  return s->max_from == KC__MAX_ENV    ? "KC_CACHE_MAXSIZE"
+         : s->max_from == KC__MAX_FILE ? "kcache.conf"
+                                       : "default";
 }
 
 static void stats_json(const cli *c, const summary *s, bool zeroed) {
@@ -102,7 +111,7 @@ static void stats_json(const cli *c, const summary *s, bool zeroed) {
   printf(", \"format\": %u, \"entries\": %zu, \"bytes\": %llu, \"max_bytes\": %llu, \"damaged\": %llu,\n",
          KC__STORE_FORMAT, s->n, (unsigned long long)s->total, (unsigned long long)s->max,
          (unsigned long long)s->damaged);
-  printf(" \"max_bytes_from\": \"%s\", \"max_size_error\": ", max_from_name(s->max_from));
+  printf(" \"max_bytes_from\": \"%s\", \"max_size_error\": ", s->max_error[0] ? "default" : max_from_name(s));
   if (s->max_error[0]) json_str(s->max_error);
   else printf("null");
   printf(",\n \"backends\": {");
@@ -131,10 +140,7 @@ static void stats_text(const cli *c, const summary *s, bool zeroed) {
   if (s->damaged)
     printf("damaged     %llu (kcache verify --repair removes them)\n", (unsigned long long)s->damaged);
   printf("size        %s of at most %s (%s)\n", human_size(s->total, a, sizeof a),
-         human_size(s->max, b, sizeof b),
-         s->max_error[0] ? (s->max_error[0] == 'K' ? "default: KC_CACHE_MAXSIZE is not a size"
-                                                   : "default: kcache.conf's max_size is not a size")
-                         : max_from_name(s->max_from));
+         human_size(s->max, b, sizeof b), max_from_name(s));
   for (int j = 0; j < s->nbe; j++)
     printf("%-11s %s: %llu entries, %s\n", j ? "" : "backends", s->be[j].name,
            (unsigned long long)s->be[j].count, human_size(s->be[j].bytes, t, sizeof t));
@@ -628,11 +634,7 @@ static int run_gc(const cli *c, uint64_t target, const char *what) {
 int cmd_gc(cli *c) {
   uint64_t target;
   char why[PATH_MAX + 256];
-  if (!kc__store_max_size(c->root, &target, NULL, why, sizeof why)) {
-    char *u = strstr(why, "; using 1G"); /* (gc uses nothing: it stops) */
-    if (u) *u = 0;
-    cli_usage("%s", why);
-  }
+  if (!kc__store_max_size(c->root, &target, NULL, why, sizeof why)) cli_usage("%s", why);
   for (int i = 0; i < c->argc; i++) {
     const char *v;
     if (!cli_opt(c, &i, "--max-size", &v)) cli_unexpected(c, c->argv[i]);

@@ -5,54 +5,49 @@
  * directory (today one: max_size, which `kcache -M SIZE` writes and every
  * runtime on the store reads; the environment wins over it). Lines are
  * "key = value"; blank lines and lines starting with '#' are kept as they
- * are; an unknown key is kept and ignored. A file that another user owns,
- * or that others may write, is not read (what it says could shrink the
- * store to nothing), as the store's entries are not (trust.c).
+ * are; an unknown key is kept and ignored. A file that another user (but
+ * root) owns, or that its group or others may write, is not read (what it
+ * says could shrink the store to nothing), as the private store's entries
+ * are not (trust.c); in a shared store, only its writer's runtimes read it.
+ * Its file operations are the cache's (io.h), under the one fault hook.
  */
 #include "cache/dir.h"
+#include "cache/io.h"
 
-#include "base/safeopen.h"
+#include "base/sb.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define CONF_MAX 65536 /* bytes: a larger file is not a configuration */
 
-/* The file's text (NUL-terminated, malloc'ed) into *out; 0, or errno
- * (ENOENT: there is none; EPERM: it is not to be trusted). */
+static int conf_path(const char *root, char *path, size_t n) {
+  return snprintf(path, n, "%s/" KC__STORE_CONF, root) < (int)n ? 0 : ENAMETOOLONG;
+}
+
+/* The file's text (NUL-terminated, libc's heap) into *out; 0, or errno
+ * (ENOENT: there is none; EPERM: it is not to be trusted: owned by someone
+ * but the user or root, or writable by its group or others). */
 static int conf_read(const char *root, char **out) {
   *out = NULL;
-  char path[4096];
-  if (snprintf(path, sizeof path, "%s/" KC__STORE_CONF, root) >= (int)sizeof path) return ENAMETOOLONG;
-  int fd = kc__open_safe(path, O_RDONLY, 0, false);
+  char path[PATH_MAX], why[64];
+  int err = conf_path(root, path, sizeof path);
+  if (err) return err;
+  int fd = kc__fo_open(KC__IO_OPEN, path, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) return errno == ENOTDIR ? ENOENT : errno;
   struct stat st;
-  int err = 0;
+  size_t got;
   if (fstat(fd, &st) != 0) err = errno;
-  else if (!S_ISREG(st.st_mode) || st.st_size > CONF_MAX) err = EFBIG;
-  else if ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & S_IWOTH)) err = EPERM;
-  char *text = err ? NULL : malloc((size_t)st.st_size + 1);
-  if (!err && !text) err = ENOMEM;
-  size_t got = 0;
-  while (!err && got < (size_t)st.st_size) {
-    ssize_t r = read(fd, text + got, (size_t)st.st_size - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
+  else if (st.st_size > CONF_MAX) err = EFBIG;
+  else if ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & (S_IWGRP | S_IWOTH))) err = EPERM;
+  else if (!(*out = (char *)kc__fo_read_all(NULL, fd, (size_t)st.st_size, &got, why, sizeof why)))
+    err = EIO; /* (a read error, or no memory: why says which) */
   close(fd);
-  if (err) {
-    free(text);
-    return err;
-  }
-  text[got] = 0;
-  *out = text;
-  return 0;
+  return err;
 }
 
 /* The line of text that sets key: its value's start and length; NULL if none. */
@@ -90,40 +85,45 @@ int kc__store_conf_get(const char *root, const char *key, char *val, size_t vlen
   size_t n;
   const char *v = find_key(text, key, &n, NULL, NULL);
   if (v) snprintf(val, vlen, "%.*s", (int)n, v);
-  free(text);
+  kc__heap_free(NULL, text);
   return v ? 0 : ENOENT;
 }
 
-int kc__store_conf_set(const char *root, const char *key, const char *val) {
-  char *text = NULL;
-  int err = conf_read(root, &text);
-  if (err && err != ENOENT) return err;
-  char path[4096], tmp[4200];
-  if (snprintf(path, sizeof path, "%s/" KC__STORE_CONF, root) >= (int)sizeof path) {
-    free(text);
-    return ENAMETOOLONG;
-  }
-  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+/* The file's new text: text (NULL: no file yet) with key's line set to val. */
+static void conf_edit(kc__sb *sb, const char *text, const char *key, const char *val) {
   const char *line = NULL, *next = NULL;
   size_t n;
   const char *old = text ? find_key(text, key, &n, &line, &next) : NULL;
-  FILE *f = NULL;
-  int fd = kc__open_safe(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, false);
-  if (fd >= 0 && !(f = fdopen(fd, "w"))) close(fd);
-  if (!f) err = errno;
-  if (f) {
-    if (!text) fputs("# kcache's settings for this store (kcache -p shows them; the environment wins)\n", f);
-    if (old) fwrite(text, 1, (size_t)(line - text), f);
-    else if (text) fputs(text, f);
-    if (text && !old && *text && text[strlen(text) - 1] != '\n') fputc('\n', f);
-    fprintf(f, "%s = %s\n", key, val);
-    if (old) fputs(next, f);
-    err = ferror(f) ? EIO : 0;
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0) err = err ? err : errno;
-    if (fclose(f) != 0 && !err) err = errno;
-    if (!err && rename(tmp, path) != 0) err = errno;
+  if (!text)
+    kc__sb_puts(sb, "# kcache's settings for this store (kcache -p shows them; the environment wins)\n");
+  else kc__sb_append(sb, text, old ? (size_t)(line - text) : strlen(text));
+  if (sb->len && sb->buf[sb->len - 1] != '\n') kc__sb_puts(sb, "\n");
+  kc__sb_printf(sb, "%s = %s\n", key, val);
+  if (old) kc__sb_puts(sb, next);
+}
+
+int kc__store_conf_set(const char *root, const char *key, const char *val) {
+  char *text = NULL, path[PATH_MAX], tmp[PATH_MAX + 32];
+  int err = conf_path(root, path, sizeof path);
+  if (!err) err = conf_read(root, &text);
+  if (err && err != ENOENT) return err;
+  kc__sb sb;
+  kc__sb_init(&sb, NULL);
+  conf_edit(&sb, text, key, val);
+  kc__heap_free(NULL, text);
+  err = sb.failed ? ENOMEM : 0;
+  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+  unlink(tmp); /* one this process's pid left behind, if any */
+  int fd = err ? -1 : kc__fo_open(KC__IO_CREATE, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (!err && fd < 0) err = errno;
+  if (fd >= 0) {
+    fchmod(fd, 0644); /* the umask ignored: read by every runtime on the store */
+    err = kc__fo_write_all(fd, sb.buf, sb.len);
+    if (!err && kc__fo_fsync(fd) != 0) err = errno;
+    if (close(fd) != 0 && !err) err = errno;
+    if (!err && kc__fo_rename(tmp, path) != 0) err = errno;
     if (err) unlink(tmp);
   }
-  free(text);
+  kc__sb_free(&sb);
   return err;
 }

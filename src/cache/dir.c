@@ -61,28 +61,22 @@ void kc__store_lock_path(const char *vdir, const uint8_t key[16], char *out, siz
 bool kc__store_max_size(const char *root, uint64_t *out, kc__max_from *from, char *why, size_t wl) {
   uint64_t v = 0;
   kc__max_from f = KC__MAX_DEFAULT;
-  *out = KC__STORE_DEFAULT_MAX;
-  if (why && wl) why[0] = 0;
+  char text[128] = "";
   kc__setting_state st = kc__setting_size(KC__SET_CACHE_MAXSIZE, &v);
   bool ok = st != KC__SETTING_BAD;
-  if (!ok) {
-    if (why)
-      snprintf(why, wl, "KC_CACHE_MAXSIZE=\"%s\" is not a size (e.g. 500M, 2G); using 1G",
-               kc__setting_raw(KC__SET_CACHE_MAXSIZE));
-  } else if (st == KC__SETTING_SET && v) {
-    *out = v, f = KC__MAX_ENV;
-  } else {
-    char text[128];
-    if (root && *root && kc__store_conf_get(root, "max_size", text, sizeof text) == 0 && text[0]) {
-      ok = kc__parse_size(text, &v);
-      if (ok && v) *out = v, f = KC__MAX_FILE;
-      else if (!ok && why)
-        snprintf(why, wl,
-                 "max_size = \"%s\" in %s/" KC__STORE_CONF " is not a size (e.g. 500M, 2G); using 1G", text,
-                 root);
-    }
+  if (!ok || (st == KC__SETTING_SET && v)) {
+    f = KC__MAX_ENV;
+  } else if (root && *root && kc__store_conf_get(root, "max_size", text, sizeof text) == 0 && text[0]) {
+    ok = kc__parse_size(text, &v);
+    if (!ok || v) f = KC__MAX_FILE; /* (0: the default) */
   }
+  *out = ok && f != KC__MAX_DEFAULT ? v : KC__STORE_DEFAULT_MAX;
   if (from) *from = f;
+  if (!ok && why && f == KC__MAX_ENV)
+    snprintf(why, wl, "KC_CACHE_MAXSIZE=\"%s\" is not a size (e.g. 500M, 2G)",
+             kc__setting_raw(KC__SET_CACHE_MAXSIZE));
+  else if (!ok && why)
+    snprintf(why, wl, "max_size = \"%s\" in %s/" KC__STORE_CONF " is not a size (e.g. 500M, 2G)", text, root);
   return ok;
 }
 

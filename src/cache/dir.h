@@ -34,8 +34,8 @@ void kc__store_lock_path(const char *vdir, const uint8_t key[16], char *out, siz
 /* The store's configuration file (conf.c), in its root. */
 #define KC__STORE_CONF "kcache.conf"
 /* ROOT/kcache.conf's value of key into val (trimmed); 0, or errno (ENOENT:
- * no file or no such key; EPERM: a file another user owns or others may
- * write, which is not read). */
+ * no file or no such key; EPERM: a file another user but root owns, or its
+ * group or others may write, which is not read). */
 int kc__store_conf_get(const char *root, const char *key, char *val, size_t vlen);
 /* Sets key to val in ROOT/kcache.conf (made if missing; the other lines
  * kept; written whole and renamed into place); 0 or errno. */
@@ -45,10 +45,12 @@ int kc__store_conf_set(const char *root, const char *key, const char *val);
 typedef enum kc__max_from { KC__MAX_DEFAULT, KC__MAX_ENV, KC__MAX_FILE } kc__max_from;
 /* The size bound of the store at root: $KC_CACHE_MAXSIZE, else max_size in
  * ROOT/kcache.conf (`kcache -M`), else the default (1 GiB); unset, empty or
- * 0 counts as not given, as everywhere in kcache. False (the default in
- * *out, why in why) if the one that counts is not a size. The library and
- * the command read it through this one function, so "0" can never mean
- * "evict everything" in one of them. from may be NULL. */
+ * 0 counts as not given, as everywhere in kcache. *from (may be NULL): the
+ * one that counts. False if that one is not a size: then *out is the
+ * default and why (may be NULL) says what is wrong ("... is not a size (e.g.
+ * 500M, 2G)"; the caller says what it does instead). The library and the
+ * command read it through this one function, so "0" can never mean "evict
+ * everything" in one of them. */
 bool kc__store_max_size(const char *root, uint64_t *out, kc__max_from *from, char *why, size_t wl);
 /* mkdir -p, each directory it makes given exactly mode (kc__store_made_dir);
  * true if path is a directory afterwards (else *err). */

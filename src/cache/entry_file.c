@@ -17,29 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Reads size bytes of fd into a new buffer; NULL with why on failure. */
-static uint8_t *read_all(const kc__heap *mem, int fd, size_t size, size_t *got_out, char *why, size_t wl) {
-  uint8_t *buf = kc__heap_alloc(mem, size ? size : 1);
-  if (!buf) {
-    snprintf(why, wl, "out of memory");
-    return NULL;
-  }
-  size_t got = 0;
-  while (got < size) {
-    ssize_t r = kc__fo_pread(fd, buf + got, size - got, (off_t)got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      snprintf(why, wl, "read error: %s", strerror(errno));
-      kc__heap_free(mem, buf);
-      return NULL;
-    }
-    if (r == 0) break;
-    got += (size_t)r;
-  }
-  *got_out = got;
-  return buf;
-}
-
 kc_status kc__entry_load(const kc__heap *mem, const char *path, const uint8_t *want_key, kc__entry *e,
                          char *why, size_t wl, struct stat *st, int *fd_out, const kc__store_trust *trust) {
   memset(e, 0, sizeof *e);
@@ -63,7 +40,7 @@ kc_status kc__entry_load(const kc__heap *mem, const char *path, const uint8_t *w
     return KC_EIO;
   }
   size_t got = 0, image = 0;
-  uint8_t *buf = read_all(mem, fd, (size_t)st->st_size, &got, why, wl);
+  uint8_t *buf = kc__fo_read_all(mem, fd, (size_t)st->st_size, &got, why, wl);
   if (!buf) {
     close(fd);
     return KC_EUNAVAILABLE;

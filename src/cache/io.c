@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,3 +61,36 @@ ssize_t kc__fo_write(int fd, const void *buf, size_t n) {
 }
 int kc__fo_fsync(int fd) { return faulted(KC__IO_FSYNC) ? -1 : fsync(fd); }
 int kc__fo_rename(const char *from, const char *to) { return faulted(KC__IO_RENAME) ? -1 : rename(from, to); }
+
+int kc__fo_write_all(int fd, const void *buf, size_t n) {
+  for (size_t done = 0; done < n;) {
+    ssize_t w = kc__fo_write(fd, (const char *)buf + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return w < 0 ? errno : ENOSPC;
+    done += (size_t)w;
+  }
+  return 0;
+}
+
+uint8_t *kc__fo_read_all(const kc__heap *mem, int fd, size_t size, size_t *got_out, char *why, size_t wl) {
+  uint8_t *buf = kc__heap_alloc(mem, size + 1);
+  if (!buf) {
+    snprintf(why, wl, "out of memory");
+    return NULL;
+  }
+  size_t got = 0;
+  while (got < size) {
+    ssize_t r = kc__fo_pread(fd, buf + got, size - got, (off_t)got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      snprintf(why, wl, "read error: %s", strerror(errno));
+      kc__heap_free(mem, buf);
+      return NULL;
+    }
+    if (r == 0) break;
+    got += (size_t)r;
+  }
+  buf[got] = 0;
+  *got_out = got;
+  return buf;
+}

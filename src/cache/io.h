@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "base/mem.h"
 #include "base/safeopen.h"
 
 /* A file's mtime in nanoseconds (last use of an entry, age of a lock). */
@@ -51,5 +52,13 @@ ssize_t kc__fo_pwrite(int fd, const void *buf, size_t n, off_t off);
 ssize_t kc__fo_write(int fd, const void *buf, size_t n);
 int kc__fo_fsync(int fd);
 int kc__fo_rename(const char *from, const char *to);
+
+/* All n bytes of buf to fd (kc__fo_write, EINTR retried); 0 or errno
+ * (ENOSPC when a write takes nothing). */
+int kc__fo_write_all(int fd, const void *buf, size_t n);
+/* size bytes of fd from offset 0 (kc__fo_pread) into a new buffer of mem's
+ * with a NUL after them; *got: the bytes read (fewer at an early end of
+ * file). NULL with why on failure. */
+uint8_t *kc__fo_read_all(const kc__heap *mem, int fd, size_t size, size_t *got, char *why, size_t wl);
 
 #endif /* KC_CACHE_IO_H */

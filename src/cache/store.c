@@ -59,7 +59,7 @@ static void open_limits(const kc__cache_config *cfg, const char *root, uint64_t 
   *max = cfg->max_size;
   char why[PATH_MAX + 128];
   if (!*max && !kc__store_max_size(root, max, NULL, why, sizeof why))
-    warn_once(NULL, cfg->warn, cfg->warn_ud, "%s", why);
+    warn_once(NULL, cfg->warn, cfg->warn_ud, "%s; using 1G", why);
   *lock_ms = cfg->lock_ms;
   if (*lock_ms) return;
   *lock_ms = KC__STORE_DEFAULT_LOCK_MS;
@@ -230,17 +230,6 @@ static bool make_aux_dir(kc__cache *c, const char *name) {
   return make_dir(c, dir);
 }
 
-/* Writes all of img to fd; 0 or the errno. */
-static int write_all(int fd, const uint8_t *img, size_t size) {
-  for (size_t done = 0; done < size;) {
-    ssize_t w = kc__fo_write(fd, img + done, size - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return w < 0 ? errno : ENOSPC;
-    done += (size_t)w;
-  }
-  return 0;
-}
-
 /* After a rename into place: the directory's fsync and the counters. True
  * if the store is now past its bound (or its size is unknown): then
  * *target is what eviction should bring it down to. */
@@ -318,8 +307,8 @@ static bool write_entry(kc__cache *c, const uint8_t key[16], const uint8_t *img,
   const char *what = "writing";
   uint8_t mac[KC__MAC_TRAILER];
   bool sealed = kc__store_seal(&c->trust, img, size, mac);
-  int err = write_all(fd, img, size);
-  if (!err && sealed) err = write_all(fd, mac, sizeof mac);
+  int err = kc__fo_write_all(fd, img, size);
+  if (!err && sealed) err = kc__fo_write_all(fd, mac, sizeof mac);
   if (err) goto fail;
   what = "flushing";
   struct stat st;

@@ -572,22 +572,33 @@ static void test_the_stores_conf_file_bounds_it(void **state) {
     else assert_int_equal(s.disk_evictions, 0);
     kc_runtime_destroy(rt);
   }
-  /* a file others may write: not read (the default bound) */
+  /* a file its group or others may write: not read (the default bound), not changed */
   unsetenv("KC_CACHE_MAXSIZE");
-  assert_int_equal(chmod(path, 0666), 0);
   uint64_t bound;
   kc__max_from from;
-  assert_true(kc__store_max_size(dir, &bound, &from, NULL, 0));
-  assert_int_equal(from, KC__MAX_DEFAULT);
-  assert_int_equal(bound, 1ull << 30);
-  assert_int_equal(kc__store_conf_set(dir, "max_size", "2G"), EPERM);
+  const mode_t loose[] = {0666, 0664, 0620};
+  for (size_t i = 0; i < sizeof loose / sizeof *loose; i++) {
+    assert_int_equal(chmod(path, loose[i]), 0);
+    assert_true(kc__store_max_size(dir, &bound, &from, NULL, 0));
+    assert_int_equal(from, KC__MAX_DEFAULT);
+    assert_int_equal(bound, 1ull << 30);
+    assert_int_equal(kc__store_conf_set(dir, "max_size", "2G"), EPERM);
+  }
   /* a value that is not a size: the default, and why */
   assert_int_equal(chmod(path, 0644), 0);
   assert_int_equal(kc__store_conf_set(dir, "max_size", "lots"), 0);
   char why[900];
   assert_false(kc__store_max_size(dir, &bound, &from, why, sizeof why));
   KCT_CONTAINS(why, "max_size = \"lots\"");
+  assert_int_equal(from, KC__MAX_FILE);
   assert_int_equal(bound, 1ull << 30);
+  /* and the library says so, and keeps the default */
+  st_capture_begin();
+  kc_runtime *rt = st_runtime(dir, NULL);
+  char *err = st_capture_end();
+  KCT_CONTAINS(err, "/" KC__STORE_CONF " is not a size (e.g. 500M, 2G); using 1G");
+  free(err);
+  kc_runtime_destroy(rt);
   env_restore();
 }
 

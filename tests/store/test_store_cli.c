@@ -534,51 +534,52 @@ static void test_stats_invalid_max_size(void **state) {
   unsetenv("KC_CACHE_MAXSIZE");
 }
 
+/* Runs `kcache --dir ROOT ARGS`: it must exit rc and say want. */
+static void cli_says(const fx *f, int rc, const char *args, const char *want) {
+  char *out;
+  int got = cli(f, &out, "%s", args);
+  if (got != rc) fail_msg("kcache %s exited %d, not %d:\n%s", args, got, rc, out);
+  KCT_CONTAINS(out, want);
+  free(out);
+}
+
 /* ccache's spellings: -s, -z, -C, -p, -M (kept in the store's kcache.conf,
  * which the library reads too), -V. */
 static void test_ccache_flags(void **state) {
   fx *f = *state;
   populate(f);
-  char *out;
-  assert_int_equal(cli(f, &out, "-s"), 0);
-  KCT_CONTAINS(out, "entries     3");
-  KCT_CONTAINS(out, "of at most 1.0 GiB (default)");
-  free(out);
-  assert_int_equal(cli(f, &out, "--show-stats --json"), 0);
-  KCT_CONTAINS(out, "\"entries\": 3");
-  free(out);
-  assert_int_equal(cli(f, &out, "-z"), 0);
-  KCT_CONTAINS(out, "(just zeroed)");
-  free(out);
   unsetenv("KC_CACHE_MAXSIZE");
-  assert_int_equal(cli(f, &out, "-M 3G"), 0);
-  KCT_CONTAINS(out, "is now 3.0 GiB");
-  free(out);
-  assert_int_equal(cli(f, &out, "-s"), 0);
-  KCT_CONTAINS(out, "of at most 3.0 GiB (kcache.conf)");
-  free(out);
+  cli_says(f, 0, "-s", "entries     3");
+  cli_says(f, 0, "-s", "of at most 1.0 GiB (default)");
+  cli_says(f, 0, "--show-stats --json", "\"entries\": 3");
+  cli_says(f, 0, "-z", "(just zeroed)");
+  cli_says(f, 0, "-M 3G", "is now 3.0 GiB");
+  cli_says(f, 0, "-s", "of at most 3.0 GiB (kcache.conf)");
   uint64_t bound;
   assert_true(kc__store_max_size(f->root, &bound, NULL, NULL, 0)); /* the library's reading */
   assert_int_equal(bound, 3ull << 30);
-  assert_int_equal(cli(f, &out, "-p"), 0);
-  KCT_CONTAINS(out, "(kcache.conf) KC_CACHE_MAXSIZE = 3G");
-  KCT_CONTAINS(out, "(--dir) KC_CACHE_DIR = ");
-  KCT_CONTAINS(out, "(default) KC_BACKEND = auto");
-  free(out);
+  cli_says(f, 0, "--json --max-size=2G",
+           "{\"max_size\": \"2G\", \"max_bytes\": 2147483648, \"in_force\": true}");
+  cli_says(f, 0, "-p", "(kcache.conf) KC_CACHE_MAXSIZE = 2G");
+  cli_says(f, 0, "-p", "(--dir) KC_CACHE_DIR = ");
+  cli_says(f, 0, "-p", "(default) KC_BACKEND = auto");
+  char *out;
   assert_int_equal(cli_after(f, "KC_BACKEND=host", &out, "--json -p"), 0);
   KCT_CONTAINS(out, "{\"name\": \"KC_BACKEND\", \"value\": \"host\", \"from\": \"environment\"");
   free(out);
-  assert_int_equal(cli(f, &out, "-M lots"), 2);
-  KCT_CONTAINS(out, "\"lots\" is not a size");
+  assert_int_equal(cli_after(f, "KC_CACHE_MAXSIZE=1G", &out, "-M 5G"), 0);
+  KCT_CONTAINS(out, "(KC_CACHE_MAXSIZE=1G is set and wins over it in this environment)");
   free(out);
-  assert_int_equal(cli(f, &out, "-M"), 2);
-  free(out);
-  assert_int_equal(cli(f, &out, "-C"), 0);
-  free(out);
+  cli_says(f, 2, "-M lots", "\"lots\" is not a size");
+  cli_says(f, 2, "-M", "option -M needs a value");
+  /* a kcache.conf whose max_size is not a size: stats and -p say so, gc refuses */
+  assert_int_equal(kc__store_conf_set(f->root, "max_size", "lots"), 0);
+  cli_says(f, 0, "-s", "of at most 1.0 GiB (default: kcache.conf's max_size is not a size)");
+  cli_says(f, 0, "-p", "max_size = \"lots\" in ");
+  cli_says(f, 2, "gc", "is not a size (e.g. 500M, 2G)");
+  cli_says(f, 0, "-C", "");
   assert_int_equal(st_entries(f->root, NULL), 0);
-  assert_int_equal(cli(f, &out, "-V"), 0);
-  KCT_CONTAINS(out, "kcache ");
-  free(out);
+  cli_says(f, 0, "-V", "kcache ");
 }
 
 static void test_show_by_entry_name(void **state) {
