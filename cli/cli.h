@@ -32,6 +32,9 @@
 typedef struct cli {
   char root[PATH_MAX]; /* the store's directory */
   char vdir[PATH_MAX]; /* root/v1 */
+  /* whom the store trusts (kc__store_trust_load; filled for a store
+   * command even when it refuses the store: verify says why) */
+  kc__store_trust trust;
   bool json; /* --json */
   bool progress; /* stderr is a terminal (and not --json) */
   const char *cmd; /* the command's name */

@@ -60,7 +60,7 @@ int cli_show_config(cli *c, bool dir_given) {
   char text[128], why[PATH_MAX + 256];
   uint64_t bytes;
   kc__max_from mf;
-  bool max_ok = kc__store_max_size(c->root, &bytes, &mf, why, sizeof why);
+  bool max_ok = kc__store_max_size(c->root, &c->trust, &bytes, &mf, why, sizeof why);
   for (int id = 0; id < KC__SETTING_COUNT; id++) {
     const char *raw = kc__setting_raw((kc__setting)id);
     row *x = &r[id];
@@ -73,7 +73,7 @@ int cli_show_config(cli *c, bool dir_given) {
       x->value = c->root;
       x->from = dir_given ? "--dir" : env ? "environment" : "default";
     } else if (id == KC__SET_CACHE_MAXSIZE && mf == KC__MAX_FILE &&
-               kc__store_conf_get(c->root, "max_size", text, sizeof text) == 0) {
+               kc__store_conf_get(c->root, &c->trust, "max_size", text, sizeof text) == 0) {
       x->value = text; /* as the file says it */
       x->from = "kcache.conf";
     }
@@ -87,15 +87,15 @@ int cli_set_max_size(cli *c, const char *size) {
   uint64_t v;
   if (!kc__store_parse_size(size, &v))
     cli_usage("-M: \"%s\" is not a size (e.g. 500M, 2G; 0: the default)", size);
-  int err = kc__store_conf_set(c->root, "max_size", size);
+  int err = kc__store_conf_set(c->root, &c->trust, "max_size", size);
   if (err == EPERM)
-    cli_fail("-M: %s/" KC__STORE_CONF
-             " is owned by another user or writable by its group or others: not changed",
+    cli_fail("-M: %s/" KC__STORE_CONF " is not trusted (owned by another user, or writable by others than "
+             "the store trusts, as for its entries): not changed",
              c->root);
   if (err) cli_fail("-M: cannot write %s/" KC__STORE_CONF ": %s", c->root, strerror(err));
   uint64_t now;
   kc__max_from from;
-  kc__store_max_size(c->root, &now, &from, NULL, 0);
+  kc__store_max_size(c->root, &c->trust, &now, &from, NULL, 0);
   bool in_force = from != KC__MAX_ENV; /* (KC_CACHE_MAXSIZE wins) */
   char a[32];
   if (c->json) {

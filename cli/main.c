@@ -158,6 +158,8 @@ static void set_root(cli *c, const char *dir) {
     exit(2);
   }
   kc__store_vdir(c->root, c->vdir, sizeof c->vdir);
+  char why[1024];
+  (void)kc__store_trust_load(&c->trust, c->root, NULL, why, sizeof why);
 }
 
 int main(int argc, char **argv) {
@@ -219,11 +221,8 @@ int main(int argc, char **argv) {
     c.cmd = special == 'p' ? "--show-config" : "--max-size";
     set_root(&c, dir);
     if (special == 'p') return cli_show_config(&c, dir != NULL);
-    /* a store that is not there yet: made as the library would make it */
-    kc__store_trust t = {.shared = false};
-    kc__setting_bool(KC__SET_CACHE_SHARED, &t.shared);
-    int err = 0;
-    if (!kc__store_make_dirs(c.root, kc__store_dir_mode(&t), &err))
+    int err = 0; /* a store that is not there yet: made as the library would make it */
+    if (!kc__store_make_dirs(c.root, kc__store_dir_mode(&c.trust), &err))
       cli_fail("-M: cannot make %s: %s", c.root, strerror(err));
     return cli_set_max_size(&c, max_size);
   }

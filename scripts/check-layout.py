@@ -367,11 +367,20 @@ for comp in sccs(cfiles):
     for v in comp:
         comp_of[v] = comp
 on_cycle = {(a, b) for (a, b) in uses if len(comp_of[a]) > 1 and comp_of[a] is comp_of[b]}
-allowed_cycle = set()
-for line in CYCLE_EDGES.strip().splitlines():
-    if line.strip() and not line.strip().startswith("#"):
-        a, b = (s.strip() for s in line.split("->"))
-        allowed_cycle.add(("src/" + a, "src/" + b))
+
+
+def allowlist(text, sep, prefix):
+    """The (left, right) pairs of an allowlist's lines "left SEP right"
+    (comments and blank lines skipped), `prefix` before the given sides."""
+    out = set()
+    for line in text.strip().splitlines():
+        if line.strip() and not line.strip().startswith("#"):
+            a, b = (x.strip() for x in line.split(sep))
+            out.add((prefix[0] + a, prefix[1] + b))
+    return out
+
+
+allowed_cycle = allowlist(CYCLE_EDGES, "->", ("src/", "src/"))
 for a, b in sorted(on_cycle - allowed_cycle):
     back = path_between(b, a, comp_of[a])
     ring = " -> ".join(short(x) for x in back)
@@ -385,11 +394,7 @@ backend_core = set()
 for (a, b), names in uses.items():
     if a.startswith("src/backends/") and a != "src/backends/registry.c" and b.startswith("src/core/"):
         backend_core |= {(a, n) for n in names}
-allowed_bc = set()
-for line in BACKEND_CORE.strip().splitlines():
-    if line.strip() and not line.strip().startswith("#"):
-        f, n = (s.strip() for s in line.split(":"))
-        allowed_bc.add(("src/" + f, n))
+allowed_bc = allowlist(BACKEND_CORE, ":", ("src/", ""))
 for f, n in sorted(backend_core - allowed_bc):
     core = ", ".join(sorted(short(q) for q in defined[n]))
     bad.append(f"backend -> core: {short(f)} uses {n} (defined in {core}): a backend calls nothing of "

@@ -3,18 +3,20 @@
  * cache/conf.c -- the store's configuration file, ROOT/kcache.conf:
  * settings kept with the store, as ccache keeps ccache.conf in its
  * directory (today one: max_size, which `kcache -M SIZE` writes and every
- * runtime on the store reads; the environment wins over it). Lines are
+ * runtime on the store reads; the environment wins over it), and the
+ * store's size bound that comes of both (kc__store_max_size). Lines are
  * "key = value"; blank lines and lines starting with '#' are kept as they
- * are; an unknown key is kept and ignored. A file that another user (but
- * root) owns, or that its group or others may write, is not read (what it
- * says could shrink the store to nothing), as the private store's entries
- * are not (trust.c); in a shared store, only its writer's runtimes read it.
- * Its file operations are the cache's (io.h), under the one fault hook.
+ * are; an unknown key is kept and ignored. It is trusted as the store's
+ * entries are (trust.h, kc__store_trust_file): what it says could shrink
+ * the store to nothing. It is written with the mode of the store's files
+ * (0600, or 0660 in a shared store). Its file operations are the cache's
+ * (io.h), under the one fault hook.
  */
 #include "cache/dir.h"
 #include "cache/io.h"
 
 #include "base/sb.h"
+#include "base/settings.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,11 +32,10 @@ static int conf_path(const char *root, char *path, size_t n) {
 }
 
 /* The file's text (NUL-terminated, libc's heap) into *out; 0, or errno
- * (ENOENT: there is none; EPERM: it is not to be trusted: owned by someone
- * but the user or root, or writable by its group or others). */
-static int conf_read(const char *root, char **out) {
+ * (ENOENT: there is none; EPERM: t does not trust it). */
+static int conf_read(const char *root, const kc__store_trust *t, char **out) {
   *out = NULL;
-  char path[PATH_MAX], why[64];
+  char path[PATH_MAX], why[1024];
   int err = conf_path(root, path, sizeof path);
   if (err) return err;
   int fd = kc__fo_open(KC__IO_OPEN, path, O_RDONLY | O_CLOEXEC, 0);
@@ -43,7 +44,7 @@ static int conf_read(const char *root, char **out) {
   size_t got;
   if (fstat(fd, &st) != 0) err = errno;
   else if (st.st_size > CONF_MAX) err = EFBIG;
-  else if ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & (S_IWGRP | S_IWOTH))) err = EPERM;
+  else if (!kc__store_trust_file(t, path, &st, why, sizeof why)) err = EPERM;
   else if (!(*out = (char *)kc__fo_read_all(NULL, fd, (size_t)st.st_size, &got, why, sizeof why)))
     err = EIO; /* (a read error, or no memory: why says which) */
   close(fd);
@@ -78,9 +79,9 @@ static const char *find_key(const char *text, const char *key, size_t *vlen, con
   return NULL;
 }
 
-int kc__store_conf_get(const char *root, const char *key, char *val, size_t vlen) {
+int kc__store_conf_get(const char *root, const kc__store_trust *t, const char *key, char *val, size_t vlen) {
   char *text;
-  int err = conf_read(root, &text);
+  int err = conf_read(root, t, &text);
   if (err) return err;
   size_t n;
   const char *v = find_key(text, key, &n, NULL, NULL);
@@ -102,10 +103,10 @@ static void conf_edit(kc__sb *sb, const char *text, const char *key, const char 
   if (old) kc__sb_puts(sb, next);
 }
 
-int kc__store_conf_set(const char *root, const char *key, const char *val) {
+int kc__store_conf_set(const char *root, const kc__store_trust *t, const char *key, const char *val) {
   char *text = NULL, path[PATH_MAX], tmp[PATH_MAX + 32];
   int err = conf_path(root, path, sizeof path);
-  if (!err) err = conf_read(root, &text);
+  if (!err) err = conf_read(root, t, &text);
   if (err && err != ENOENT) return err;
   kc__sb sb;
   kc__sb_init(&sb, NULL);
@@ -114,10 +115,11 @@ int kc__store_conf_set(const char *root, const char *key, const char *val) {
   err = sb.failed ? ENOMEM : 0;
   snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
   unlink(tmp); /* one this process's pid left behind, if any */
-  int fd = err ? -1 : kc__fo_open(KC__IO_CREATE, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  mode_t mode = kc__store_file_mode(t);
+  int fd = err ? -1 : kc__fo_open(KC__IO_CREATE, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (!err && fd < 0) err = errno;
   if (fd >= 0) {
-    fchmod(fd, 0644); /* the umask ignored: read by every runtime on the store */
+    fchmod(fd, mode); /* the umask ignored, as for entries */
     err = kc__fo_write_all(fd, sb.buf, sb.len);
     if (!err && kc__fo_fsync(fd) != 0) err = errno;
     if (close(fd) != 0 && !err) err = errno;
@@ -126,4 +128,28 @@ int kc__store_conf_set(const char *root, const char *key, const char *val) {
   }
   kc__sb_free(&sb);
   return err;
+}
+
+bool kc__store_max_size(const char *root, const kc__store_trust *t, uint64_t *out, kc__max_from *from,
+                        char *why, size_t wl) {
+  uint64_t v = 0;
+  kc__max_from f = KC__MAX_DEFAULT;
+  char text[128] = "";
+  kc__setting_state st = kc__setting_size(KC__SET_CACHE_MAXSIZE, &v);
+  bool ok = st != KC__SETTING_BAD;
+  if (!ok || (st == KC__SETTING_SET && v)) {
+    f = KC__MAX_ENV;
+  } else if (t && root && *root && kc__store_conf_get(root, t, "max_size", text, sizeof text) == 0 &&
+             text[0]) {
+    ok = kc__parse_size(text, &v);
+    if (!ok || v) f = KC__MAX_FILE; /* (0: the default) */
+  }
+  *out = ok && f != KC__MAX_DEFAULT ? v : KC__STORE_DEFAULT_MAX;
+  if (from) *from = f;
+  if (!ok && why && f == KC__MAX_ENV)
+    snprintf(why, wl, "KC_CACHE_MAXSIZE=\"%s\" is not a size (e.g. 500M, 2G)",
+             kc__setting_raw(KC__SET_CACHE_MAXSIZE));
+  else if (!ok && why)
+    snprintf(why, wl, "max_size = \"%s\" in %s/" KC__STORE_CONF " is not a size (e.g. 500M, 2G)", text, root);
+  return ok;
 }

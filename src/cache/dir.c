@@ -3,8 +3,8 @@
  * cache/dir.c -- owns the store's directory: its root and file names, its
  * creation, the walk that lists entry files, and garbage collection (LRU by
  * last use, stale temp files, abandoned lock files) with the rewrite of the
- * shared counters that a scan makes exact. Also the cache's one reader of
- * environment variables (through the settings table, base/settings.h).
+ * shared counters that a scan makes exact. The default root comes from the
+ * environment (dir.h says which variables the cache reads, and where).
  */
 #include "cache/dir.h"
 #include "cache/index.h"
@@ -56,28 +56,6 @@ void kc__store_lock_path(const char *vdir, const uint8_t key[16], char *out, siz
   char hex[33];
   kc__store_hex(key, hex);
   snprintf(out, outlen, "%s/" KC__STORE_LOCKS_DIR "/%s.lock", vdir, hex);
-}
-
-bool kc__store_max_size(const char *root, uint64_t *out, kc__max_from *from, char *why, size_t wl) {
-  uint64_t v = 0;
-  kc__max_from f = KC__MAX_DEFAULT;
-  char text[128] = "";
-  kc__setting_state st = kc__setting_size(KC__SET_CACHE_MAXSIZE, &v);
-  bool ok = st != KC__SETTING_BAD;
-  if (!ok || (st == KC__SETTING_SET && v)) {
-    f = KC__MAX_ENV;
-  } else if (root && *root && kc__store_conf_get(root, "max_size", text, sizeof text) == 0 && text[0]) {
-    ok = kc__parse_size(text, &v);
-    if (!ok || v) f = KC__MAX_FILE; /* (0: the default) */
-  }
-  *out = ok && f != KC__MAX_DEFAULT ? v : KC__STORE_DEFAULT_MAX;
-  if (from) *from = f;
-  if (!ok && why && f == KC__MAX_ENV)
-    snprintf(why, wl, "KC_CACHE_MAXSIZE=\"%s\" is not a size (e.g. 500M, 2G)",
-             kc__setting_raw(KC__SET_CACHE_MAXSIZE));
-  else if (!ok && why)
-    snprintf(why, wl, "max_size = \"%s\" in %s/" KC__STORE_CONF " is not a size (e.g. 500M, 2G)", text, root);
-  return ok;
 }
 
 bool kc__store_make_dirs(const char *path, mode_t mode, int *err) {

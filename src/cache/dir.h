@@ -17,10 +17,11 @@
 #include <limits.h>
 #include <sys/stat.h>
 
-/* Every environment variable that the cache reads is read here (the
- * coordinator moves them to the settings table): KC_CACHE_DIR,
- * XDG_CACHE_HOME, HOME, KC_CACHE_MAXSIZE, KC_CACHE_DISABLE,
- * KC_CACHE_LOCK_TIMEOUT, KC_CACHE_SHARED, KC_CACHE_KEY. NULL when unset. */
+/* The cache reads its KC_* variables through the settings table
+ * (base/settings.h): KC_CACHE_DIR (here), KC_CACHE_MAXSIZE (conf.c),
+ * KC_CACHE_DISABLE and KC_CACHE_LOCK_TIMEOUT (store.c), KC_CACHE_SHARED
+ * and KC_CACHE_KEY (trust.c); and XDG_CACHE_HOME and HOME, not kcache's,
+ * with getenv (here). */
 
 /* The root that a runtime without cache_dir uses ($KC_CACHE_DIR, else
  * $XDG_CACHE_HOME/kcache, else $HOME/.cache/kcache). False if none. */
@@ -34,16 +35,18 @@ void kc__store_lock_path(const char *vdir, const uint8_t key[16], char *out, siz
 /* The store's configuration file (conf.c), in its root. */
 #define KC__STORE_CONF "kcache.conf"
 /* ROOT/kcache.conf's value of key into val (trimmed); 0, or errno (ENOENT:
- * no file or no such key; EPERM: a file another user but root owns, or its
- * group or others may write, which is not read). */
-int kc__store_conf_get(const char *root, const char *key, char *val, size_t vlen);
-/* Sets key to val in ROOT/kcache.conf (made if missing; the other lines
- * kept; written whole and renamed into place); 0 or errno. */
-int kc__store_conf_set(const char *root, const char *key, const char *val);
+ * no file or no such key; EPERM: a file t does not trust, which is not
+ * read: kc__store_trust_file). */
+int kc__store_conf_get(const char *root, const kc__store_trust *t, const char *key, char *val, size_t vlen);
+/* Sets key to val in ROOT/kcache.conf (made if missing, with t's file mode;
+ * the other lines kept; written whole and renamed into place); 0 or errno
+ * (EPERM: the file is there and t does not trust it: left as it is). */
+int kc__store_conf_set(const char *root, const kc__store_trust *t, const char *key, const char *val);
 
 /* Where the store's size bound came from. */
 typedef enum kc__max_from { KC__MAX_DEFAULT, KC__MAX_ENV, KC__MAX_FILE } kc__max_from;
-/* The size bound of the store at root: $KC_CACHE_MAXSIZE, else max_size in
+/* The size bound of the store at root (trusted as t says; NULL: its
+ * kcache.conf is not read): $KC_CACHE_MAXSIZE, else max_size in
  * ROOT/kcache.conf (`kcache -M`), else the default (1 GiB); unset, empty or
  * 0 counts as not given, as everywhere in kcache. *from (may be NULL): the
  * one that counts. False if that one is not a size: then *out is the
@@ -51,7 +54,8 @@ typedef enum kc__max_from { KC__MAX_DEFAULT, KC__MAX_ENV, KC__MAX_FILE } kc__max
  * 500M, 2G)"; the caller says what it does instead). The library and the
  * command read it through this one function, so "0" can never mean "evict
  * everything" in one of them. */
-bool kc__store_max_size(const char *root, uint64_t *out, kc__max_from *from, char *why, size_t wl);
+bool kc__store_max_size(const char *root, const kc__store_trust *t, uint64_t *out, kc__max_from *from,
+                        char *why, size_t wl);
 /* mkdir -p, each directory it makes given exactly mode (kc__store_made_dir);
  * true if path is a directory afterwards (else *err). */
 bool kc__store_make_dirs(const char *path, mode_t mode, int *err);

@@ -54,11 +54,12 @@ static void KC__PRINTF(4, 5)
 /* ---------------------------------------------------------------- open */
 
 /* The bound and the lock timeout from cfg, else the environment (the
- * bound: else the store's kcache.conf). */
-static void open_limits(const kc__cache_config *cfg, const char *root, uint64_t *max, uint32_t *lock_ms) {
+ * bound: else the store's kcache.conf, trusted as t says). */
+static void open_limits(const kc__cache_config *cfg, const char *root, const kc__store_trust *t,
+                        uint64_t *max, uint32_t *lock_ms) {
   *max = cfg->max_size;
   char why[PATH_MAX + 128];
-  if (!*max && !kc__store_max_size(root, max, NULL, why, sizeof why))
+  if (!*max && !kc__store_max_size(root, t, max, NULL, why, sizeof why))
     warn_once(NULL, cfg->warn, cfg->warn_ud, "%s; using 1G", why);
   *lock_ms = cfg->lock_ms;
   if (*lock_ms) return;
@@ -121,12 +122,12 @@ kc__cache *kc__cache_open(const kc__cache_config *cfg) {
               "compiled kernels are kept in memory only");
     return NULL;
   }
-  uint64_t max;
-  uint32_t lock_ms;
-  open_limits(cfg, root, &max, &lock_ms);
   kc__store_vdir(root, vdir, sizeof vdir);
   kc__store_trust trust;
   if (!open_dirs(cfg, root, vdir, &trust)) return NULL;
+  uint64_t max; /* (the store's kcache.conf is read once its root is trusted) */
+  uint32_t lock_ms;
+  open_limits(cfg, root, &trust, &max, &lock_ms);
   const kc__heap *mem = cfg->mem;
   kc__cache *c = kc__heap_calloc(mem, sizeof *c);
   if (!c || !(c->root = kc__heap_alloc(mem, strlen(root) + 1)) ||

@@ -144,7 +144,10 @@ static bool user_in_group(uid_t uid, gid_t gid) {
  * user, root or (shared) someone whose file has the store's group. */
 static bool trusted(const kc__store_trust *t, const char *path, const struct stat *st, char *why, size_t wl) {
   bool dir = S_ISDIR(st->st_mode);
-  const char *what = dir ? "the directory" : "the entry";
+  size_t pl = strlen(path);
+  const char *what = dir                                        ? "the directory"
+                     : pl > 4 && !strcmp(path + pl - 4, ".kce") ? "the entry"
+                                                                : "the file";
   const char *fix = dir ? (t->shared ? "chmod 2770" : "chmod 700") : (t->shared ? "chmod 660" : "chmod 600");
   unsigned mode = (unsigned)(st->st_mode & 07777);
   bool group_ok = t->shared && st->st_gid == t->group;
@@ -185,6 +188,11 @@ static bool trusted(const kc__store_trust *t, const char *path, const struct sta
     return false;
   }
   return true;
+}
+
+bool kc__store_trust_file(const kc__store_trust *t, const char *path, const struct stat *st, char *why,
+                          size_t wl) {
+  return trusted(t, path, st, why, wl);
 }
 
 /* lstat(path) into *st; false with why for a path that cannot be looked
@@ -341,20 +349,13 @@ static bool mac_ok(const kc__store_trust *t, const char *path, char *why, size_t
     if (fd >= 0) close(fd);
     return true;
   }
-  size_t n = (size_t)st.st_size, got = 0;
-  uint8_t *buf = malloc(n ? n : 1);
-  while (buf && got < n) {
-    ssize_t r = pread(fd, buf + got, n - got, (off_t)got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
-  close(fd);
-  size_t img;
+  size_t n = (size_t)st.st_size, got = 0, img;
   char w[256];
+  uint8_t *buf = kc__fo_read_all(NULL, fd, n, &got, w, sizeof w);
+  close(fd);
   bool ok = !buf || got < n || kc__store_unseal(t, buf, n, &img, w, sizeof w) != KC_EIO;
   if (!ok) snprintf(why, wl, "the entry %s is %s (fix: kcache verify --repair, or remove it)", path, w);
-  free(buf);
+  kc__heap_free(NULL, buf);
   return ok;
 }
 

@@ -74,6 +74,13 @@ bool kc__store_trust_note(const kc__store_trust *t, const char *root, char *msg,
 bool kc__store_trust_entry(const kc__store_trust *t, const char *path, const struct stat *st, char *why,
                            size_t wl);
 
+/* Whether a file of the store at path (st: fstat of the opened file: no
+ * link was followed) has an owner and mode t trusts, as for entries: the
+ * user's or root's (or, shared, of the store's group), writable by no one
+ * else. False with why (the reason and its fix). */
+bool kc__store_trust_file(const kc__store_trust *t, const char *path, const struct stat *st, char *why,
+                          size_t wl);
+
 /* The trailer of image[0..n) in out; false when t has no key (or HMAC
  * failed: the entry is then written without one, and rejected). */
 bool kc__store_seal(const kc__store_trust *t, const void *image, size_t n, uint8_t out[KC__MAC_TRAILER]);

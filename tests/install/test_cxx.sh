@@ -17,7 +17,6 @@ else # /usr/bin/gcc-12 -> /usr/bin/g++-12, clang-14 -> clang++-14, cc -> c++
   case $base in
   *clang*) cxx=${base/clang/clang++} ;;
   *gcc*) cxx=${base/gcc/g++} ;;
-  cc) cxx=c++ ;;
   *) cxx=c++ ;;
   esac
   [[ $cc == */* ]] && [[ -x $(dirname "$cc")/$cxx ]] && cxx=$(dirname "$cc")/$cxx

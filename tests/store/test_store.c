@@ -534,7 +534,8 @@ static void test_bad_size_in_the_environment_warns(void **state) {
 
 /* The store's own kcache.conf (kcache -M): max_size bounds every runtime
  * on it that has no bound of its own; $KC_CACHE_MAXSIZE wins over it; the
- * file's other lines are kept; one that others may write is not read. */
+ * file's other lines are kept; it is trusted as the store's entries are (a
+ * group-writable one only in a shared store, of the store's group). */
 static void test_the_stores_conf_file_bounds_it(void **state) {
   fx *f = *state;
   uint64_t one = entry_size(f);
@@ -542,20 +543,27 @@ static void test_the_stores_conf_file_bounds_it(void **state) {
   sub(f, "conf", dir, sizeof dir);
   assert_true(kc__store_make_dirs(dir, 0700, &(int){0}));
   snprintf(path, sizeof path, "%s/" KC__STORE_CONF, dir);
+  kc__store_trust t; /* the private store's rules, as a runtime on it has them */
+  char tw[1024];
+  assert_true(kc__store_trust_load(&t, dir, NULL, tw, sizeof tw));
   st_write_file(path, "# mine\nother = kept\n", strlen("# mine\nother = kept\n"));
+  assert_int_equal(chmod(path, 0600), 0);
   snprintf(size, sizeof size, "%llu", (unsigned long long)(one * 3 + one / 2));
-  assert_int_equal(kc__store_conf_set(dir, "max_size", size), 0);
-  assert_int_equal(kc__store_conf_get(dir, "other", got, sizeof got), 0);
+  assert_int_equal(kc__store_conf_set(dir, &t, "max_size", size), 0);
+  assert_int_equal(kc__store_conf_get(dir, &t, "other", got, sizeof got), 0);
   assert_string_equal(got, "kept");
-  assert_int_equal(kc__store_conf_get(dir, "max_size", got, sizeof got), 0);
+  assert_int_equal(kc__store_conf_get(dir, &t, "max_size", got, sizeof got), 0);
   assert_string_equal(got, size);
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_mode & 07777, 0600); /* the store's file mode */
   env_save();
   for (int pass = 0; pass < 2; pass++) { /* 0: the file bounds it; 1: the environment wins */
     if (pass) setenv("KC_CACHE_MAXSIZE", "1G", 1);
     else unsetenv("KC_CACHE_MAXSIZE");
     uint64_t bound;
     kc__max_from from;
-    assert_true(kc__store_max_size(dir, &bound, &from, NULL, 0));
+    assert_true(kc__store_max_size(dir, &t, &bound, &from, NULL, 0));
     assert_int_equal(from, pass ? KC__MAX_ENV : KC__MAX_FILE);
     kc_runtime *rt = st_runtime(dir, NULL);
     KCT_OK(rt, st_define(rt));
@@ -579,16 +587,29 @@ static void test_the_stores_conf_file_bounds_it(void **state) {
   const mode_t loose[] = {0666, 0664, 0620};
   for (size_t i = 0; i < sizeof loose / sizeof *loose; i++) {
     assert_int_equal(chmod(path, loose[i]), 0);
-    assert_true(kc__store_max_size(dir, &bound, &from, NULL, 0));
+    assert_true(kc__store_max_size(dir, &t, &bound, &from, NULL, 0));
     assert_int_equal(from, KC__MAX_DEFAULT);
     assert_int_equal(bound, 1ull << 30);
-    assert_int_equal(kc__store_conf_set(dir, "max_size", "2G"), EPERM);
+    assert_int_equal(kc__store_conf_set(dir, &t, "max_size", "2G"), EPERM);
   }
+  /* in a shared store, a group-writable one of the store's group is the
+   * group's: read (the group is trusted there); one of another group not */
+  kc__store_trust ts;
+  assert_true(kc__store_trust_init(&ts, true, tw, sizeof tw));
+  char vdir[700];
+  kc__store_vdir(dir, vdir, sizeof vdir);
+  (void)kc__store_trust_root(&ts, dir, vdir, tw, sizeof tw); /* (sets the store's group: the root's) */
+  assert_int_equal(chmod(path, 0664), 0);
+  assert_int_equal(kc__store_conf_get(dir, &ts, "max_size", got, sizeof got), 0);
+  assert_string_equal(got, size);
+  ts.group = st.st_gid + 1;
+  assert_int_equal(kc__store_conf_get(dir, &ts, "max_size", got, sizeof got), EPERM);
+  kc__store_trust_wipe(&ts);
   /* a value that is not a size: the default, and why */
-  assert_int_equal(chmod(path, 0644), 0);
-  assert_int_equal(kc__store_conf_set(dir, "max_size", "lots"), 0);
+  assert_int_equal(chmod(path, 0600), 0);
+  assert_int_equal(kc__store_conf_set(dir, &t, "max_size", "lots"), 0);
   char why[900];
-  assert_false(kc__store_max_size(dir, &bound, &from, why, sizeof why));
+  assert_false(kc__store_max_size(dir, &t, &bound, &from, why, sizeof why));
   KCT_CONTAINS(why, "max_size = \"lots\"");
   assert_int_equal(from, KC__MAX_FILE);
   assert_int_equal(bound, 1ull << 30);
@@ -599,6 +620,7 @@ static void test_the_stores_conf_file_bounds_it(void **state) {
   KCT_CONTAINS(err, "/" KC__STORE_CONF " is not a size (e.g. 500M, 2G); using 1G");
   free(err);
   kc_runtime_destroy(rt);
+  kc__store_trust_wipe(&t);
   env_restore();
 }
 

@@ -556,7 +556,10 @@ static void test_ccache_flags(void **state) {
   cli_says(f, 0, "-M 3G", "is now 3.0 GiB");
   cli_says(f, 0, "-s", "of at most 3.0 GiB (kcache.conf)");
   uint64_t bound;
-  assert_true(kc__store_max_size(f->root, &bound, NULL, NULL, 0)); /* the library's reading */
+  kc__store_trust t;
+  char tw[1024];
+  assert_true(kc__store_trust_load(&t, f->root, NULL, tw, sizeof tw));
+  assert_true(kc__store_max_size(f->root, &t, &bound, NULL, NULL, 0)); /* the library's reading */
   assert_int_equal(bound, 3ull << 30);
   cli_says(f, 0, "--json --max-size=2G",
            "{\"max_size\": \"2G\", \"max_bytes\": 2147483648, \"in_force\": true}");
@@ -573,13 +576,14 @@ static void test_ccache_flags(void **state) {
   cli_says(f, 2, "-M lots", "\"lots\" is not a size");
   cli_says(f, 2, "-M", "option -M needs a value");
   /* a kcache.conf whose max_size is not a size: stats and -p say so, gc refuses */
-  assert_int_equal(kc__store_conf_set(f->root, "max_size", "lots"), 0);
+  assert_int_equal(kc__store_conf_set(f->root, &t, "max_size", "lots"), 0);
   cli_says(f, 0, "-s", "of at most 1.0 GiB (default: kcache.conf's max_size is not a size)");
   cli_says(f, 0, "-p", "max_size = \"lots\" in ");
   cli_says(f, 2, "gc", "is not a size (e.g. 500M, 2G)");
-  cli_says(f, 0, "-C", "");
+  cli_says(f, 0, "-C", "removed 3 of 3 entries");
   assert_int_equal(st_entries(f->root, NULL), 0);
   cli_says(f, 0, "-V", "kcache ");
+  kc__store_trust_wipe(&t);
 }
 
 static void test_show_by_entry_name(void **state) {
