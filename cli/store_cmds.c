@@ -98,7 +98,7 @@ static void summarize(const cli *c, summary *s) {
 static const char *max_from_name(const summary *s) {
   if (s->max_error[0])
     return s->max_from == KC__MAX_ENV ? "default: KC_CACHE_MAXSIZE is not a size"
-                                      : "default: kcache.conf's max_size is not a size";
+                                      : "default: kcache.conf's max_size is not used";
   return s->max_from == KC__MAX_ENV    ? "KC_CACHE_MAXSIZE"
          : s->max_from == KC__MAX_FILE ? "kcache.conf"
                                        : "default";

@@ -137,19 +137,28 @@ bool kc__store_max_size(const char *root, const kc__store_trust *t, uint64_t *ou
   char text[128] = "";
   kc__setting_state st = kc__setting_size(KC__SET_CACHE_MAXSIZE, &v);
   bool ok = st != KC__SETTING_BAD;
+  int err = ENOENT;
   if (!ok || (st == KC__SETTING_SET && v)) {
     f = KC__MAX_ENV;
-  } else if (t && root && *root && kc__store_conf_get(root, t, "max_size", text, sizeof text) == 0 &&
-             text[0]) {
+  } else if (t && root && *root &&
+             (err = kc__store_conf_get(root, t, "max_size", text, sizeof text)) == EPERM) {
+    ok = false, f = KC__MAX_FILE; /* a file it does not trust: said, not used */
+  } else if (!err && text[0]) {
     ok = kc__parse_size(text, &v);
     if (!ok || v) f = KC__MAX_FILE; /* (0: the default) */
   }
   *out = ok && f != KC__MAX_DEFAULT ? v : KC__STORE_DEFAULT_MAX;
   if (from) *from = f;
-  if (!ok && why && f == KC__MAX_ENV)
+  if (ok || !why) return ok;
+  if (f == KC__MAX_ENV)
     snprintf(why, wl, "KC_CACHE_MAXSIZE=\"%s\" is not a size (e.g. 500M, 2G)",
              kc__setting_raw(KC__SET_CACHE_MAXSIZE));
-  else if (!ok && why)
+  else if (err == EPERM)
+    snprintf(why, wl,
+             "%s/" KC__STORE_CONF " is not trusted (owned by another user, or writable by others than the "
+             "store trusts, as for its entries): its max_size is not used",
+             root);
+  else
     snprintf(why, wl, "max_size = \"%s\" in %s/" KC__STORE_CONF " is not a size (e.g. 500M, 2G)", text, root);
   return ok;
 }

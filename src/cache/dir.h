@@ -49,9 +49,9 @@ typedef enum kc__max_from { KC__MAX_DEFAULT, KC__MAX_ENV, KC__MAX_FILE } kc__max
  * kcache.conf is not read): $KC_CACHE_MAXSIZE, else max_size in
  * ROOT/kcache.conf (`kcache -M`), else the default (1 GiB); unset, empty or
  * 0 counts as not given, as everywhere in kcache. *from (may be NULL): the
- * one that counts. False if that one is not a size: then *out is the
- * default and why (may be NULL) says what is wrong ("... is not a size (e.g.
- * 500M, 2G)"; the caller says what it does instead). The library and the
+ * one that counts. False if that one is not a size, or is a kcache.conf t
+ * does not trust: then *out is the default and why (may be NULL) says what
+ * is wrong (the caller says what it does instead). The library and the
  * command read it through this one function, so "0" can never mean "evict
  * everything" in one of them. */
 bool kc__store_max_size(const char *root, const kc__store_trust *t, uint64_t *out, kc__max_from *from,

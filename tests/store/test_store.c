@@ -580,15 +580,18 @@ static void test_the_stores_conf_file_bounds_it(void **state) {
     else assert_int_equal(s.disk_evictions, 0);
     kc_runtime_destroy(rt);
   }
-  /* a file its group or others may write: not read (the default bound), not changed */
+  /* a file its group or others may write: not used (the default bound, and
+   * why), not changed */
   unsetenv("KC_CACHE_MAXSIZE");
   uint64_t bound;
   kc__max_from from;
   const mode_t loose[] = {0666, 0664, 0620};
   for (size_t i = 0; i < sizeof loose / sizeof *loose; i++) {
     assert_int_equal(chmod(path, loose[i]), 0);
-    assert_true(kc__store_max_size(dir, &t, &bound, &from, NULL, 0));
-    assert_int_equal(from, KC__MAX_DEFAULT);
+    char why[900];
+    assert_false(kc__store_max_size(dir, &t, &bound, &from, why, sizeof why));
+    KCT_CONTAINS(why, "kcache.conf is not trusted");
+    assert_int_equal(from, KC__MAX_FILE);
     assert_int_equal(bound, 1ull << 30);
     assert_int_equal(kc__store_conf_set(dir, &t, "max_size", "2G"), EPERM);
   }

@@ -577,9 +577,17 @@ static void test_ccache_flags(void **state) {
   cli_says(f, 2, "-M", "option -M needs a value");
   /* a kcache.conf whose max_size is not a size: stats and -p say so, gc refuses */
   assert_int_equal(kc__store_conf_set(f->root, &t, "max_size", "lots"), 0);
-  cli_says(f, 0, "-s", "of at most 1.0 GiB (default: kcache.conf's max_size is not a size)");
+  cli_says(f, 0, "-s", "of at most 1.0 GiB (default: kcache.conf's max_size is not used)");
   cli_says(f, 0, "-p", "max_size = \"lots\" in ");
   cli_says(f, 2, "gc", "is not a size (e.g. 500M, 2G)");
+  /* one the store does not trust: the same, and why */
+  char conf[700];
+  snprintf(conf, sizeof conf, "%s/" KC__STORE_CONF, f->root);
+  assert_int_equal(chmod(conf, 0666), 0);
+  cli_says(f, 0, "-s", "of at most 1.0 GiB (default: kcache.conf's max_size is not used)");
+  cli_says(f, 0, "-s", "kcache.conf is not trusted");
+  cli_says(f, 1, "-M 2G", "is not trusted");
+  assert_int_equal(chmod(conf, 0600), 0);
   cli_says(f, 0, "-C", "removed 3 of 3 entries");
   assert_int_equal(st_entries(f->root, NULL), 0);
   cli_says(f, 0, "-V", "kcache ");
