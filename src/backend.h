@@ -32,12 +32,24 @@ typedef struct kc__tu kc__tu;
  * kc_errmsg of that runtime reads them). be: the table open was called
  * through, so that a backend that wraps another (the fault proxy) finds
  * its own row. log: the runtime's log (its level and callback, kc_options;
- * NULL: stderr at $KC_LOG's level), which outlives the backend. */
+ * NULL: stderr at $KC_LOG's level), which outlives the backend.
+ * bad_dims, bad_args, name_of: what the core says of a half it linked (b),
+ * for a backend's messages; every one is cold and always set:
+ *   bad_dims: a launch with a NULL grid or block, or a zero dimension
+ *     (KC_EINVAL with the message every path gives). The backends' launch
+ *     functions check grid and block themselves: kc_launch's fast path
+ *     passes them through unread;
+ *   bad_args: for backends' entries, args do not match the kernel's
+ *     parameters (or their buffers belong to another context): which;
+ *   name_of: the kernel's name. */
 typedef struct kc__bsvc {
   kc__heap heap;
   uint64_t owner;
   const struct kc__backend *be;
   const kc__log_sink *log;
+  kc_status (*bad_dims)(const kc__blinked *b, const kc_dim3 *grid, const kc_dim3 *block);
+  kc_status (*bad_args)(const kc__blinked *b, const kc_context *ctx, const kc_arg *args, uint32_t nargs);
+  const char *(*name_of)(const kc__blinked *b);
 } kc__bsvc;
 
 static inline void *kc__bs_alloc(const kc__bsvc *s, size_t n) { return kc__heap_alloc(&s->heap, n); }
@@ -79,7 +91,7 @@ static inline uint64_t kc__sig_scalar(uint32_t size, uint32_t align) {
   return KC__SIG(KC_ARG_SCALAR, size) | (align ? (lg + 1) << 40 : 0);
 }
 
-/* The parameter probe (src/core/probe.c): how each backend learns the size
+/* The parameter probe (src/backends/probe.c): how each backend learns the size
  * and alignment of every by-value parameter type from its own compiler,
  * whatever the type (a scalar, a struct or union of the closure, a vector
  * type, half), instead of from a table of names. A backend's epilogue
@@ -122,56 +134,20 @@ struct kc__blinked {
   void *extra; /* backend-owned */
 };
 
-/* For backends: a launch with a NULL grid or block, or a zero dimension
- * (KC_EINVAL with the message every path gives). Cold. The backends' launch
- * functions check grid and block themselves: kc_launch's fast path passes
- * them through unread. b must be a half the core linked. */
-kc_status kc__launch_bad_dims(const kc__blinked *b, const kc_dim3 *grid, const kc_dim3 *block) KC__COLD;
-/* For backends' entries: args do not match the kernel's parameters (or
- * their buffers belong to another context). Explains which. Cold. */
-kc_status kc__launch_bad_args(const kc__blinked *b, const kc_context *ctx, const kc_arg *args,
-                              uint32_t nargs) KC__COLD;
-/* The kernel's name of a half the core linked (for messages). */
-const char *kc__blinked_name(const kc__blinked *b);
-
 /* A buffer's backend handle; a launch passes a pointer to it. */
 typedef union kc__bufh {
   void *ptr; /* host memory, cl_mem */
   uint64_t u64; /* CUdeviceptr */
 } kc__bufh;
 
-/* Buffers are type-stable like contexts: their structs are recycled within
- * the context struct they were made in (owner's free list), never freed
- * while the runtime lives, so a kc_buffer_* call on a buffer that was
- * destroyed (by kc_buffer_destroy or with its context) reads valid memory
- * and says KC_EDESTROYED. */
-struct kc_buffer {
-  kc__bufh h; /* first: a kc_buffer * is a pointer to its handle (argv entries) */
-  /* Second (the host prelude's struct kc__buf reads it): the live context,
-   * NULL once the buffer is destroyed, so an argument check against any
-   * context fails. Written under owner->lock. */
+/* What a backend may read of a kc_buffer (the core's struct, core.h,
+ * begins so): its handle first, so that a kc_buffer * is a pointer to its
+ * handle (argv entries), and the live context second (NULL once the buffer
+ * is destroyed; the host prelude's struct kc__buf reads it). */
+typedef struct kc__bbuf {
+  kc__bufh h;
   kc_context *ctx;
-  kc_context *owner; /* the context struct it lives in; never changes */
-  size_t size;
-  kc_buffer *prev, *next; /* owner's live list or free list, under owner->lock */
-  /* What kcache owns of h: KC__BUF_OWNED (buf_create: buf_destroy frees
-   * it), KC__BUF_FOREIGN (buf_wrap: buf_unwrap releases it) or KC__BUF_VIEW
-   * (buf_view of `parent` at `offset`: buf_view_destroy releases it); the
-   * last two are never freed, and have no guard zones (whole 0). */
-  uint32_t origin;
-  uint32_t nviews; /* live views of this buffer, under owner->lock */
-  kc_buffer *parent; /* a view's buffer (never itself a view); else NULL */
-  size_t offset; /* a view's offset in parent */
-  /* Checked mode (src/core/checked.c): the whole allocation, guard zones
-   * included (h is a view of its middle), and who launched with it last
-   * (for the message at kc_context_finish), under owner->lock. */
-  kc__bufh whole;
-  const kc__spec *chk_spec;
-  uint32_t chk_arg;
-  char chk_label[320]; /* one argument, or several views of this buffer */
-};
-enum { KC__BUF_OWNED = 0, KC__BUF_FOREIGN = 1, KC__BUF_VIEW = 2 };
-_Static_assert(offsetof(struct kc_buffer, h) == 0, "argv takes a kc_buffer * as a pointer to its handle");
+} kc__bbuf;
 
 /* What a backend loads: the compiled bytes and what they were compiled
  * from, lent for the call of link (when the core links, the bytes stay
@@ -329,5 +305,13 @@ kc_status kc__cuda_compile_sig(const kc__bsvc *svc, const kc__tu *tu, int sm, bo
                                kc__sb *log);
 /* NULL when NVRTC can be loaded, else why not. */
 const char *kc__cuda_nvrtc_unavailable(void);
+
+/* ------------------------------------------------------------- registry */
+
+/* src/backends/registry.c, for the core: the table of a kind (NULL if
+ * none), and the backend a runtime of `want` opens ($KC_BACKEND when want
+ * is KC_BACKEND_AUTO; KC_EUNAVAILABLE saying why if it cannot run here). */
+const kc__backend *kc__backend_of(kc_backend_kind kind);
+kc_status kc__backend_pick(kc_backend_kind want, const kc__backend **out);
 
 #endif /* KC_BACKEND_H */

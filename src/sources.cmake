@@ -27,7 +27,7 @@ set(KC_SOURCES
     src/core/explain.c
     src/core/log.c
     src/core/pool.c
-    src/core/probe.c
+    src/backends/probe.c
     src/core/runtime.c
     src/core/headers.c
     src/core/lex.c

@@ -4,9 +4,11 @@
  * tables, the stubs of backends left out of this build, and the order in
  * which KC_BACKEND_AUTO tries them. Adding a backend is its file under
  * src/backends/ and one row of KC__BACKENDS below (plus an absent stub if
- * the build may leave it out, src/sources.cmake).
+ * the build may leave it out, src/sources.cmake). It sees backend.h only:
+ * the core asks it for a table (kc__backend_of, kc__backend_pick), and
+ * device listing, which needs a runtime, is the runtime's (runtime.c).
  */
-#include "core/core.h"
+#include "backend.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -60,31 +62,6 @@ const kc__backend *kc__backend_of(kc_backend_kind kind) {
   return NULL;
 }
 
-/* Appends "  device I: NAME\n" (or the platform line) at buf+len with
- * snprintf semantics; returns the full length so far. */
-static size_t list_append(char *buf, size_t size, size_t len, const char *what, int i, const char *name) {
-  int n = snprintf(len < size ? buf + len : NULL, len < size ? size - len : 0, "%s %d: %s\n", what, i, name);
-  return n < 0 ? len : len + (size_t)n;
-}
-
-int kc_list_devices(kc_backend_kind kind, char *buf, size_t size) {
-  if (size) buf[0] = 0;
-  const kc__backend *be = kc__backend_of(kind);
-  if (!be || be->unavailable()) return -1;
-  if (be->list) return be->list(buf, size);
-  kc_options o;
-  kc_options_init(&o);
-  o.backend = kind;
-  o.cache_disable = 1;
-  kc_runtime *rt;
-  if (kc_runtime_create(&o, &rt)) return -1;
-  size_t len = list_append(buf, size, 0, "platform", 0, be->name);
-  for (int i = 0; i < kc_device_count(rt); i++)
-    len = list_append(buf, size, len, "  device", i, kc_device_name(rt, i));
-  kc_runtime_destroy(rt);
-  return (int)len;
-}
-
 int kc_backend_available(kc_backend_kind kind, const char **why) {
   const kc__backend *be = kc__backend_of(kind);
   const char *reason = be ? be->unavailable() : "unknown backend";
@@ -107,14 +84,14 @@ kc_status kc__backend_pick(kc_backend_kind want, const kc__backend **out) {
         int n = snprintf(names + len, sizeof names - len, "%s, ", nm);
         if (n > 0 && (size_t)n < sizeof names - len) len += (size_t)n;
       }
-      return kc__err(NULL, KC_EINVAL, "KC_BACKEND=\"%s\": expected %sor auto", env, names);
+      return kc__err_owner(0, KC_EINVAL, "KC_BACKEND=\"%s\": expected %sor auto", env, names);
     }
   }
   if (want != KC_BACKEND_AUTO) {
     const kc__backend *be = kc__backend_of(want);
-    if (!be) return kc__err(NULL, KC_EINVAL, "unknown backend kind %d", (int)want);
+    if (!be) return kc__err_owner(0, KC_EINVAL, "unknown backend kind %d", (int)want);
     const char *why = be->unavailable();
-    if (why) return kc__err(NULL, KC_EUNAVAILABLE, "backend %s is not available: %s", be->name, why);
+    if (why) return kc__err_owner(0, KC_EUNAVAILABLE, "backend %s is not available: %s", be->name, why);
     *out = be;
     return KC_OK;
   }
@@ -123,6 +100,6 @@ kc_status kc__backend_pick(kc_backend_kind want, const kc__backend **out) {
       *out = registry_rows[i].be;
       return KC_OK;
     }
-  return kc__err(NULL, KC_EUNAVAILABLE, "no backend is available: %s",
-                 kc__backend_of(KC_BACKEND_HOST)->unavailable());
+  return kc__err_owner(0, KC_EUNAVAILABLE, "no backend is available: %s",
+                       kc__backend_of(KC_BACKEND_HOST)->unavailable());
 }

@@ -487,8 +487,10 @@ kc_status kc_buffer_read(kc_buffer *b, size_t off, void *dst, size_t n) {
 /* ------------------------------------------------------- backend services */
 
 kc__bsvc kc__bsvc_of(const kc_runtime *rt) {
-  if (!rt) return (kc__bsvc){{kc__libc_alloc, NULL}, 0, NULL, NULL};
-  return (kc__bsvc){rt->heap, rt->id, rt->be, &rt->log};
+  kc__bsvc sv = {{kc__libc_alloc, NULL}, 0, NULL, NULL, kc__launch_bad_dims, kc__launch_bad_args,
+                 kc__blinked_name};
+  if (rt) sv.heap = rt->heap, sv.owner = rt->id, sv.be = rt->be, sv.log = &rt->log;
+  return sv;
 }
 
 const char *kc__blinked_name(const kc__blinked *b) { return kc__linked_name(kc__linked_of(b)); }

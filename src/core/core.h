@@ -310,6 +310,42 @@ struct kc_args {
   void *argv[]; /* n: what a backend's launch takes */
 };
 
+/* Buffers are type-stable like contexts: their structs are recycled within
+ * the context struct they were made in (owner's free list), never freed
+ * while the runtime lives, so a kc_buffer_* call on a buffer that was
+ * destroyed (by kc_buffer_destroy or with its context) reads valid memory
+ * and says KC_EDESTROYED. */
+struct kc_buffer {
+  /* What backends read (backend.h: kc__bbuf), first: the handle (a
+   * kc_buffer * is a pointer to it: argv entries), then the live context,
+   * NULL once the buffer is destroyed, so an argument check against any
+   * context fails. Written under owner->lock. */
+  kc__bufh h;
+  kc_context *ctx;
+  kc_context *owner; /* the context struct it lives in; never changes */
+  size_t size;
+  kc_buffer *prev, *next; /* owner's live list or free list, under owner->lock */
+  /* What kcache owns of h: KC__BUF_OWNED (buf_create: buf_destroy frees
+   * it), KC__BUF_FOREIGN (buf_wrap: buf_unwrap releases it) or KC__BUF_VIEW
+   * (buf_view of `parent` at `offset`: buf_view_destroy releases it); the
+   * last two are never freed, and have no guard zones (whole 0). */
+  uint32_t origin;
+  uint32_t nviews; /* live views of this buffer, under owner->lock */
+  kc_buffer *parent; /* a view's buffer (never itself a view); else NULL */
+  size_t offset; /* a view's offset in parent */
+  /* Checked mode (src/core/checked.c): the whole allocation, guard zones
+   * included (h is a view of its middle), and who launched with it last
+   * (for the message at kc_context_finish), under owner->lock. */
+  kc__bufh whole;
+  const kc__spec *chk_spec;
+  uint32_t chk_arg;
+  char chk_label[320]; /* one argument, or several views of this buffer */
+};
+enum { KC__BUF_OWNED = 0, KC__BUF_FOREIGN = 1, KC__BUF_VIEW = 2 };
+_Static_assert(offsetof(struct kc_buffer, h) == offsetof(kc__bbuf, h) &&
+                   offsetof(struct kc_buffer, ctx) == offsetof(kc__bbuf, ctx),
+               "a kc_buffer begins as backend.h's kc__bbuf says");
+
 /* ---------------------------------------------------------------- runtime */
 
 /* rt->fast_world while a thread holds a pin: makes every fast-path world
@@ -450,7 +486,8 @@ static inline _Atomic(kc__linked *) *kc__slot_of(kc_kernel *k, uint64_t key) {
 kc__artifact kc__artifact_of(const kc__ci *ci);
 /* The kernel's name of a linked object (for messages). */
 const char *kc__linked_name(const kc__linked *l);
-/* The services a backend of rt is opened with: rt's heap and error owner. */
+/* The services a backend of rt is opened with: rt's heap and error owner,
+ * and the explanations below (launch.c, context.c). */
 kc__bsvc kc__bsvc_of(const kc_runtime *rt);
 
 /* ------------------------------------------------- between src/core files */
@@ -573,15 +610,18 @@ void kc__pool_destroy(kc_runtime *rt);
 void kc__pool_fork_prepare(kc_runtime *rt);
 void kc__pool_fork_after(kc_runtime *rt, bool child);
 
+/* kc__bsvc's bad_dims, bad_args and name_of (backend.h) for a half the
+ * core linked. */
+kc_status kc__launch_bad_dims(const kc__blinked *b, const kc_dim3 *grid, const kc_dim3 *block) KC__COLD;
+kc_status kc__launch_bad_args(const kc__blinked *b, const kc_context *ctx, const kc_arg *args,
+                              uint32_t nargs) KC__COLD;
+const char *kc__blinked_name(const kc__blinked *b);
+
 /* launch.c: the entry of backends without their own (kc__linked.b.entry). */
 kc_status kc__entry_packed(kc__blinked *b, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
                            const kc_arg *args, uint32_t nargs);
 
 #include "core/log.h" /* the runtime's log and the KC_LOG trace */
-
-/* src/backends/registry.c */
-const kc__backend *kc__backend_of(kc_backend_kind kind);
-kc_status kc__backend_pick(kc_backend_kind want, const kc__backend **out);
 
 /* kc_runtime_create on a backend table the caller chose (tests: a backend
  * without a compiler, or one wrapped by kc__fault_wrap_backend): what

@@ -297,3 +297,30 @@ kc_status kc_stats_get_size(kc_runtime *rt, kc_stats *out, size_t size) {
   memcpy(out, &s, s.size);
   return rt ? KC_OK : kc__err(NULL, KC_EINVAL, "kc_stats_get: rt is NULL");
 }
+
+/* ------------------------------------------------------------- devices */
+
+/* Appends "  device I: NAME\n" (or the platform line) at buf+len with
+ * snprintf semantics; returns the full length so far. */
+static size_t list_append(char *buf, size_t size, size_t len, const char *what, int i, const char *name) {
+  int n = snprintf(len < size ? buf + len : NULL, len < size ? size - len : 0, "%s %d: %s\n", what, i, name);
+  return n < 0 ? len : len + (size_t)n;
+}
+
+int kc_list_devices(kc_backend_kind kind, char *buf, size_t size) {
+  if (size) buf[0] = 0;
+  const kc__backend *be = kc__backend_of(kind);
+  if (!be || be->unavailable()) return -1;
+  if (be->list) return be->list(buf, size);
+  kc_options o;
+  kc_options_init(&o);
+  o.backend = kind;
+  o.cache_disable = 1;
+  kc_runtime *rt;
+  if (kc_runtime_create(&o, &rt)) return -1;
+  size_t len = list_append(buf, size, 0, "platform", 0, be->name);
+  for (int i = 0; i < kc_device_count(rt); i++)
+    len = list_append(buf, size, len, "  device", i, kc_device_name(rt, i));
+  kc_runtime_destroy(rt);
+  return (int)len;
+}

@@ -232,7 +232,7 @@ static kc_status hb_ctx_nothing(void *bctx) {
 /* l->bctx: the state; l->module: the number of parameters. */
 static kc_status hb_launch(kc__blinked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
   if (!(grid && block && grid->x && grid->y && grid->z && block->x && block->y && block->z))
-    return kc__launch_bad_dims(l, grid, block);
+    return ((hb_state *)l->bctx)->svc.bad_dims(l, grid, block);
   if ((uintptr_t)l->module < 1 || !argv)
     return kc__bs_err(&((hb_state *)l->bctx)->svc, KC_EARGS, "hash backend: the kernel takes no buffer");
   kc__bufh *h = argv[0];

@@ -276,7 +276,7 @@ static KC__COLD kc_status cu_launch_slow(kc__blinked *l, void **argv, const kc_d
  * kc__bufh, whose u64 is the CUdeviceptr). */
 static kc_status cu_launch(kc__blinked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
   const cu_ctx *c = l->bctx;
-  if (KC__UNLIKELY(!grid || !block)) return kc__launch_bad_dims(l, grid, block);
+  if (KC__UNLIKELY(!grid || !block)) return cu_sv(l)->bad_dims(l, grid, block);
   CUcontext cur = NULL;
   if (KC__LIKELY(cu_drv.cuCtxGetCurrent(&cur) == KC__CUDA_SUCCESS && cur == c->ctx)) {
     CUresult r = cu_drv.cuLaunchKernel((CUfunction)l->fn, grid->x, grid->y, grid->z, block->x, block->y,
@@ -301,7 +301,7 @@ static KC__COLD kc_status cu_launch_slow(kc__blinked *l, void **argv, const kc_d
   /* a zero dimension is KC_EINVAL whether or not this thread had bound the
    * context (the fast path lets the driver find it) */
   if (!grid->x || !grid->y || !grid->z || !block->x || !block->y || !block->z)
-    return kc__launch_bad_dims(l, grid, block);
+    return cu_sv(l)->bad_dims(l, grid, block);
   kc_status s;
   if (!tried || cu_is_context_error(r)) {
     CUcontext prev;
@@ -318,7 +318,7 @@ static KC__COLD kc_status cu_launch_slow(kc__blinked *l, void **argv, const kc_d
   }
   if (s) return s;
   char detail[384];
-  snprintf(detail, sizeof detail, " (kernel '%s', grid %ux%ux%u, block %ux%ux%u)", kc__blinked_name(l),
+  snprintf(detail, sizeof detail, " (kernel '%s', grid %ux%ux%u, block %ux%ux%u)", cu_sv(l)->name_of(l),
            (unsigned)grid->x, (unsigned)grid->y, (unsigned)grid->z, (unsigned)block->x, (unsigned)block->y,
            (unsigned)block->z);
   return cu_fail(c->st->sv, KC_ELAUNCH, "cuLaunchKernel", r, detail);

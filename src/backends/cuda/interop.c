@@ -163,7 +163,7 @@ kc_status cu_limits_refused(const kc__blinked *l, const kc_dim3 *grid, const kc_
                             uint32_t shared) {
   const cu_ctx *c = l->bctx;
   const kc__bsvc *sv = c->st->sv;
-  const char *name = kc__blinked_name(l);
+  const char *name = cu_sv(l)->name_of(l);
   static const char axis[] = "xyz";
   const unsigned b[3] = {block->x, block->y, block->z}, g[3] = {grid->x, grid->y, grid->z};
   for (int d = 0; d < 3; d++) {
@@ -210,7 +210,7 @@ static KC__COLD kc_status cu_ex_fail(const kc__blinked *l, const kc__lcfg *cfg, 
   if (s) return s;
   char detail[400];
   snprintf(detail, sizeof detail, " (kernel '%s', grid %ux%ux%u, block %ux%ux%u, %u shared bytes%s%s)",
-           kc__blinked_name(l), cfg->grid->x, cfg->grid->y, cfg->grid->z, cfg->block->x, cfg->block->y,
+           cu_sv(l)->name_of(l), cfg->grid->x, cfg->grid->y, cfg->grid->z, cfg->block->x, cfg->block->y,
            cfg->block->z, cfg->shared_bytes, cfg->flags & KC_LAUNCH_COOPERATIVE ? ", cooperative" : "",
            cfg->cluster.x ? ", clusters (sm_90 and up; the grid a multiple of the cluster)" : "");
   return cu_fail(c->st->sv, KC_ELAUNCH, call, r, detail);
@@ -249,7 +249,7 @@ static KC__COLD kc_status cu_launch_attrs(kc__blinked *l, void **argv, const kc_
         c->st->sv, KC_EUNAVAILABLE,
         "kernel '%s': cooperative and cluster launches need cuLaunchKernelEx (a CUDA 12.0 driver; this "
         "one is %d.%d)",
-        kc__blinked_name(l), cu_drv.version / 1000, cu_drv.version % 1000 / 10);
+        cu_sv(l)->name_of(l), cu_drv.version / 1000, cu_drv.version % 1000 / 10);
   cu_launch_attr attrs[2];
   memset(attrs, 0, sizeof attrs);
   unsigned n = 0;
@@ -294,7 +294,7 @@ static kc_status cu_launch_ex_in(kc__blinked *l, void **argv, const kc__lcfg *cf
 kc_status cu_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
   const cu_ctx *c = l->bctx;
   const kc_dim3 *g = cfg->grid, *b = cfg->block;
-  if (KC__UNLIKELY(!g->x || !g->y || !g->z || !b->x || !b->y || !b->z)) return kc__launch_bad_dims(l, g, b);
+  if (KC__UNLIKELY(!g->x || !g->y || !g->z || !b->x || !b->y || !b->z)) return cu_sv(l)->bad_dims(l, g, b);
   CUcontext cur = NULL;
   if (KC__LIKELY(cu_drv.cuCtxGetCurrent(&cur) == KC__CUDA_SUCCESS && cur == c->ctx))
     return cu_launch_ex_in(l, argv, cfg);

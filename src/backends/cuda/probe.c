@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * probe.c -- the CUDA backend's half of the parameter probe (backend.h):
- * its epilogue appends the probe (src/core/probe.c writes it: a device
+ * its epilogue appends the probe (src/backends/probe.c writes it: a device
  * array initialized with sizeof and alignof of every by-value parameter
  * type), and cu_probe_parse reads that array's initializer back out of the
  * PTX NVRTC made for the program (NVRTC keeps the PTX also when it makes a

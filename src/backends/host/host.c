@@ -168,7 +168,7 @@ _Static_assert(offsetof(kc_arg, ptr) == 0 && offsetof(kc_arg, size) == 8 && offs
                "the host prelude's struct kc__arg mirrors kc_arg");
 _Static_assert(KC__SIG(KC_ARG_BUFFER, 0) == 2ull << 32 && KC__SIG(KC_ARG_SCALAR, 4) == (1ull << 32 | 4),
                "the host prelude's KC__SIG_BUFFER and KC__SIG_SCALAR mirror KC__SIG");
-_Static_assert(offsetof(kc_buffer, h) == 0 && offsetof(kc_buffer, ctx) == sizeof(void *),
+_Static_assert(offsetof(kc__bbuf, h) == 0 && offsetof(kc__bbuf, ctx) == sizeof(void *),
                "the host prelude's struct kc__buf mirrors kc_buffer");
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the host backend's kc__arg.sig reads kc_arg's size and kind as one little-endian word"
@@ -467,8 +467,8 @@ static kc_status host_link(void *bctx, const kc__artifact *a, kc__blinked *l) {
     kc__bs_free(sv, im);
     return kc__bs_err(sv, KC_ELINK, "loading '%s' failed: the object lacks kcache's trampoline", a->entry);
   }
-  *on_bad_dims = kc__launch_bad_dims;
-  *on_bad_args = kc__launch_bad_args;
+  *on_bad_dims = sv->bad_dims;
+  *on_bad_args = sv->bad_args;
   *it_off = s->tp_off;
   l->module = im;
   l->fn = run;

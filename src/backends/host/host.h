@@ -42,6 +42,9 @@ typedef struct host_state {
   long tp_off; /* the work-item state's offset from the thread pointer (loader.c) */
 } host_state;
 
+/* The services of the backend that linked l (its state). */
+static inline const kc__bsvc *host_sv(const kc__blinked *l) { return ((const host_state *)l->bctx)->sv; }
+
 /* tools.c */
 const char *host_unavailable(void);
 /* prog itself if it has a '/', else its first executable match in $PATH. */

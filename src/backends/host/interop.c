@@ -55,11 +55,11 @@ kc_status host_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
     return kc__bs_err(
         s->sv, KC_EUNAVAILABLE,
         "kernel '%s': the host backend has no cooperative or cluster launches (they are CUDA's)",
-        kc__blinked_name(l));
+        host_sv(l)->name_of(l));
   if (KC__LIKELY(!cfg->shared_bytes)) return l->launch(l, argv, cfg->grid, cfg->block);
   if (cfg->shared_bytes > HOST_SCRATCH_MAX)
     return kc__bs_err(s->sv, KC_EINVAL, "kernel '%s': shared_bytes %u is above the host backend's %u",
-                      kc__blinked_name(l), cfg->shared_bytes, HOST_SCRATCH_MAX);
+                      host_sv(l)->name_of(l), cfg->shared_bytes, HOST_SCRATCH_MAX);
   if (host_scratch_size < cfg->shared_bytes && !host_scratch_grow(cfg->shared_bytes))
     return kc__bs_err(s->sv, KC_ENOMEM, "out of memory for a %u-byte scratch area", cfg->shared_bytes);
   host_set_scratch(host_scratch); /* the thread's own: no lock, for every compiler */

@@ -274,7 +274,7 @@ kc_status ocl_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
         "kernel '%s': the OpenCL backend has no cooperative or cluster launches (they are CUDA's)", x->entry);
   size_t local[3] = {block->x, block->y, block->z};
   size_t global[3] = {(size_t)grid->x * block->x, (size_t)grid->y * block->y, (size_t)grid->z * block->z};
-  if (KC__UNLIKELY(!global[0] || !global[1] || !global[2])) return kc__launch_bad_dims(l, grid, block);
+  if (KC__UNLIKELY(!global[0] || !global[1] || !global[2])) return ocl_sv(l)->bad_dims(l, grid, block);
   if (KC__UNLIKELY(!ocl_group_fits(c, x, block))) return ocl_group_refused(l, block);
   cl_uint dims = global[2] > 1 ? 3 : global[1] > 1 ? 2 : 1;
   cl_command_queue q = cfg->stream ? (cl_command_queue)cfg->stream : x->queue;

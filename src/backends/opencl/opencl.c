@@ -265,10 +265,10 @@ static KC__COLD kc_status ocl_launch_fail(ocl_linked *x, cl_int e, uint32_t arg)
 static kc_status ocl_launch(kc__blinked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block) {
   ocl_linked *x = l->extra;
   cl_kernel k = l->fn;
-  if (KC__UNLIKELY(!grid || !block)) return kc__launch_bad_dims(l, grid, block);
+  if (KC__UNLIKELY(!grid || !block)) return ocl_sv(l)->bad_dims(l, grid, block);
   size_t local[3] = {block->x, block->y, block->z};
   size_t global[3] = {(size_t)grid->x * block->x, (size_t)grid->y * block->y, (size_t)grid->z * block->z};
-  if (KC__UNLIKELY(!global[0] || !global[1] || !global[2])) return kc__launch_bad_dims(l, grid, block);
+  if (KC__UNLIKELY(!global[0] || !global[1] || !global[2])) return ocl_sv(l)->bad_dims(l, grid, block);
   if (KC__UNLIKELY(!ocl_group_fits(l->bctx, x, block))) return ocl_group_refused(l, block);
   cl_uint dims = global[2] > 1 ? 3 : global[1] > 1 ? 2 : 1; /* size_t: no wrap-around */
   cl_int e = CL_SUCCESS;

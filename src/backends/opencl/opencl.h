@@ -164,6 +164,9 @@ typedef struct ocl_ctx {
   size_t max_items[3];
 } ocl_ctx;
 
+/* The services of the backend that linked l (its context's). */
+static inline const kc__bsvc *ocl_sv(const kc__blinked *l) { return ((const ocl_ctx *)l->bctx)->sv; }
+
 /* l->extra: what a launch touches, together. */
 typedef struct ocl_linked {
   _Atomic int busy; /* guards the set-args..enqueue window of `kernel` */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * probe.c -- the OpenCL backend's half of the parameter probe (backend.h):
- * its epilogue appends the probe kernel (src/core/probe.c writes it), and
+ * its epilogue appends the probe kernel (src/backends/probe.c writes it), and
  * after a build ocl_run_probe runs that kernel once, on one work item of
  * the compile context's device, and reads back the size and alignment of
  * every by-value parameter type as the OpenCL compiler laid them out. OpenCL

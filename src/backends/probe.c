@@ -8,7 +8,7 @@
  * become the parameters' signatures. Nothing here knows a type by name:
  * what kcache checks an argument against is what the compiler says.
  */
-#include "core/core.h"
+#include "backend.h"
 
 #include <string.h>
 
