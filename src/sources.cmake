@@ -13,6 +13,7 @@ set(KC_SOURCES
     src/base/grace.c
     src/base/safeopen.c
     src/base/hmac.c
+    src/base/log.c
     src/base/mem.c
     src/base/misc.c
     src/base/sb.c
@@ -24,6 +25,8 @@ set(KC_SOURCES
     src/core/interop.c
     src/core/launch.c
     src/core/launch_ex.c
+    src/core/args.c
+    src/core/capture.c
     src/core/explain.c
     src/core/log.c
     src/core/pool.c

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* err.c -- per-thread error messages keyed by an owner id, and the log
- * sinks (err.h).
+/* err.c -- per-thread error messages keyed by an owner id (err.h); the
+ * log sinks are log.c's.
  *
  * Compiler logs can be long, so the message lives in a malloc'd block (not
  * a runtime's allocator: it may outlive the runtime) that a thread-exit
  * destructor frees. */
 #include "base/err.h"
 #include "base/mutex.h"
-#include "base/settings.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -60,49 +59,4 @@ const char *kc__errmsg_owner(uint64_t owner) {
   if (!kc__err_key_ok) return "";
   const kc__errbuf *e = pthread_getspecific(kc__err_key);
   return e && e->owner == owner ? e->msg : "";
-}
-
-/* -------------------------------------------------------------------- log */
-
-static const char *const level_names[] = {"warning", "error", "warning", "info", "debug"};
-
-const char *kc__log_level_name(kc_log_level lvl) {
-  return (unsigned)lvl < sizeof level_names / sizeof *level_names ? level_names[lvl] : "log";
-}
-
-kc_log_level kc__log_env_level(bool *bad) {
-  if (bad) *bad = false;
-  const char *v = kc__setting_str(KC__SET_LOG);
-  static const struct {
-    const char *name;
-    kc_log_level level;
-  } names[] = {{"error", KC_LOG_ERROR},
-               {"warn", KC_LOG_WARN},
-               {"warning", KC_LOG_WARN},
-               {"info", KC_LOG_INFO},
-               {"debug", KC_LOG_DEBUG}};
-  for (size_t i = 0; v && i < sizeof names / sizeof *names; i++)
-    if (!strcmp(v, names[i].name)) return names[i].level;
-  if (bad) *bad = v != NULL;
-  return KC_LOG_WARN;
-}
-
-bool kc__log_wants(const kc__log_sink *sink, kc_log_level lvl) {
-  return lvl <= (sink ? sink->level : kc__log_env_level(NULL));
-}
-
-void kc__vlog_to(const kc__log_sink *sink, kc_log_level lvl, const char *fmt, va_list ap) {
-  if (!kc__log_wants(sink, lvl)) return;
-  char msg[2048];
-  int n = vsnprintf(msg, sizeof msg, fmt, ap);
-  if (n >= (int)sizeof msg) memcpy(msg + sizeof msg - 4, "...", 4);
-  if (sink && sink->fn) sink->fn(sink->ud, lvl, msg);
-  else fprintf(stderr, "kcache: %s: %s\n", kc__log_level_name(lvl), msg);
-}
-
-void kc__log_to(const kc__log_sink *sink, kc_log_level lvl, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  kc__vlog_to(sink, lvl, fmt, ap);
-  va_end(ap);
 }

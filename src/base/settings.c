@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* settings.c -- the KC_* environment table (settings.h): one parser per
- * kind, getters that read the environment on each call, the warning. */
+ * kind, getters that read the environment on each call. It logs nothing:
+ * the warning about a bad value, and the settings that give it as they
+ * are read, are log.c's, above this file. */
 #include "base/settings.h"
-#include "base/err.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -133,25 +134,12 @@ kc__setting_state kc__setting_seconds(kc__setting id, double *out) {
   return get(id, KIND_SECONDS, out, 0, 0);
 }
 
-void kc__setting_warn(kc__setting id, const char *fallback) {
-  const struct setting_row *r = row(id);
-  if (!r) return;
+/* What a variable of id's kind takes, for the warning (log.c). */
+const char *kc__setting_takes(kc__setting id) {
   static const char *const takes[] = {
       [KIND_STR] = "a valid value",           [KIND_BOOL] = "0 or 1",
       [KIND_U64] = "a whole number in range", [KIND_SIZE] = "a size (e.g. 500M, 2G)",
       [KIND_SECONDS] = "a number of seconds",
   };
-  const char *v = kc__setting_raw(id);
-  kc__log_to(NULL, KC_LOG_WARN, "%s=\"%s\" is not %s; using %s", r->name, v ? v : "", takes[r->kind],
-             fallback ? fallback : (r->def ? r->def : "the default"));
-}
-
-uint32_t kc__compile_threads(uint32_t option, bool warn) {
-  if (option) return option;
-  uint64_t n = 0;
-  if (kc__setting_u64(KC__SET_COMPILE_THREADS, &n, 0, 1024) == KC__SETTING_BAD && warn)
-    kc__setting_warn(KC__SET_COMPILE_THREADS, "one thread per core");
-  if (n) return (uint32_t)n;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  return cores > 0 ? (uint32_t)(cores > 1024 ? 1024 : cores) : 1;
+  return row(id) ? takes[row(id)->kind] : "a valid value";
 }

@@ -75,13 +75,17 @@ kc__setting_state kc__setting_u64(kc__setting id, uint64_t *out, uint64_t lo, ui
 kc__setting_state kc__setting_size(kc__setting id, uint64_t *out);
 kc__setting_state kc__setting_seconds(kc__setting id, double *out);
 
+/* What a variable of id's kind takes ("0 or 1", "a size (e.g. 500M, 2G)"). */
+const char *kc__setting_takes(kc__setting id);
+
 /* Logs the warning NAME="value" is not <what the kind takes>; using
- * <fallback>, to stderr (the log of no runtime: err.h). */
+ * <fallback>, to stderr (the log of no runtime: err.h). In log.c, which
+ * settings.c is below. */
 void kc__setting_warn(kc__setting id, const char *fallback);
 
 /* The compile threads: option if nonzero, else $KC_COMPILE_THREADS, else
  * one per core (at most 1024). warn: a bad value is warned about (the
- * compile pool's reading; the others only follow it). */
+ * compile pool's reading; the others only follow it). In log.c. */
 uint32_t kc__compile_threads(uint32_t option, bool warn);
 
 /* The parsers, for values that come from elsewhere (options, the CLI). */

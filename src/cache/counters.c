@@ -3,7 +3,8 @@
  * cache/counters.c -- owns the shared counters file of a store (vdir/stats):
  * its layout, reads under a shared flock and read-modify-writes under an
  * exclusive one; and the copy of a runtime's disk counters into kc_stats.
- * The file is a hint that a scan of the directory (dir.c) corrects.
+ * The file is a hint that a scan of the directory (kc__store_gc, evict.c)
+ * corrects.
  */
 #include "cache/counters.h"
 #include "cache/io.h"

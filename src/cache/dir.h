@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cache/dir.h -- the store's directory (dir.c): where it is, the names of
- * its files, making it, listing it, and garbage collection (LRU eviction,
- * stale temp and lock files); reading entry files (entry_file.c); and the
- * one function through which the cache reads its environment variables.
+ * its files, making it, listing it; reading entry files (entry_file.c); and
+ * the one function through which the cache reads its environment
+ * variables. Garbage collection, which scans it, is in index.h (evict.c).
  */
 #ifndef KC_CACHE_DIR_H
 #define KC_CACHE_DIR_H
@@ -97,23 +97,6 @@ kc_status kc__store_planted_list(const kc__heap *mem, const char *vdir, kc__stor
 /* Removes one (a directory with its tree, at most 64 deep; no link
  * followed, its own directory included); true if it is gone. */
 bool kc__store_planted_remove(const kc__store_planted *p);
-
-typedef void (*kc__progress_fn)(void *ud, size_t done, size_t total);
-
-typedef struct kc__gc_result {
-  uint64_t entries_before, bytes_before, entries_after, bytes_after;
-  uint64_t evicted, evicted_bytes, temps_removed, locks_removed;
-} kc__gc_result;
-
-/* Removes least recently used entries until the store holds at most
- * `target` bytes, stale temp files (older than an hour) and abandoned lock
- * files (in vdir/tmp and vdir/locks, and those an earlier kcache left in
- * the bucket directories), rewrites the shared counters with exact values and rebuilds every
- * bucket's index (index.h). A whole-store scan: for `kcache gc`, `clear`
- * and `verify --repair`; a write's eviction is kc__store_evict. wait:
- * block on another evictor, else return KC_EBUSY at once. */
-kc_status kc__store_gc(const kc__heap *mem, const char *vdir, uint64_t target, bool wait,
-                       kc__progress_fn progress, void *ud, kc__gc_result *out);
 
 /* ------------------------------------------------ entry files (entry_file.c) */
 

@@ -7,6 +7,11 @@
  * used since goes back in line with its new time, which the index then
  * records. At most a given number of entries per call, so that the write
  * that crosses the bound pays for a few unlinks, not for the whole store.
+ * And the full eviction of the commands (kc__store_gc, index.h): a scan of
+ * every bucket directory, LRU by last use, stale temp files and abandoned
+ * lock files, with the rewrite of the shared counters and of every bucket's
+ * index that the scan makes exact. Both under gc.lock: one evictor at a
+ * time per store.
  */
 #include "cache/index.h"
 #include "base/kit.h"
@@ -20,6 +25,11 @@
 #include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
+
+/* Temp files older than this belong to writers that died. */
+#define KC__STALE_TEMP_NS (3600ull * 1000000000ull)
+/* Lock files untouched this long belong to compiles that died. */
+#define KC__STALE_LOCK_NS (600ull * 1000000000ull)
 
 /* A candidate: record i of the loaded set, or (b >= 0) bucket b, not yet
  * loaded, whose oldest recorded last use is t. */
@@ -244,4 +254,124 @@ kc_status kc__store_evict(const kc__heap *mem, const char *vdir, uint64_t target
   close(lfd);
   if (out) *out = r;
   return st;
+}
+
+/* ------------------------------------------ the full eviction (kc__store_gc) */
+
+/* One temp or lock file of a sweep: removed if its owner is gone. */
+static void sweep_one(const char *path, bool temp, int64_t now, kc__gc_result *r) {
+  struct stat st;
+  if (lstat(path, &st) != 0) return;
+  if (temp) {
+    if (now - kc__stat_mtime_ns(&st) > (int64_t)KC__STALE_TEMP_NS && unlink(path) == 0) r->temps_removed++;
+    return;
+  }
+  if (now - kc__stat_mtime_ns(&st) <= (int64_t)KC__STALE_LOCK_NS) return;
+  /* Unlinked while held, like a finishing holder does: a waiter that
+   * gets this inode sees that it is gone and locks a new file. */
+  int fd = kc__fo_open(KC__IO_OPEN, path, O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) return;
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    if (kc__store_remove_if_same(path, &st)) r->locks_removed++;
+    flock(fd, LOCK_UN);
+  }
+  close(fd);
+}
+
+/* Where a sweep looks: a bucket directory (the layout of an earlier kcache:
+ * .tmp-* and *.lock files among the entries), vdir/locks or vdir/tmp. */
+typedef enum sweep_where { SWEEP_BUCKET, SWEEP_LOCKS, SWEEP_TEMPS } sweep_where;
+
+static void sweep_dir(const char *dir, sweep_where where, int64_t now, kc__gc_result *r) {
+  DIR *d = kc__store_opendir(dir);
+  if (!d) return;
+  for (struct dirent *de; (de = readdir(d));) {
+    const char *name = de->d_name;
+    size_t nl = strlen(name);
+    bool lock = where != SWEEP_TEMPS && nl > 5 && !strcmp(name + nl - 5, ".lock");
+    bool temp = where == SWEEP_TEMPS ? strcmp(name, ".") && strcmp(name, "..")
+                                     : where == SWEEP_BUCKET && !strncmp(name, ".tmp-", 5);
+    char path[PATH_MAX];
+    if ((!temp && !lock) || snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) continue;
+    sweep_one(path, temp, now, r);
+  }
+  closedir(d);
+}
+
+/* Removes temp files of dead writers and lock files of dead compiles. */
+static void sweep_aux(const char *vdir, kc__gc_result *r) {
+  int64_t now = (int64_t)kc__realtime_ns();
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/" KC__STORE_LOCKS_DIR, vdir);
+  sweep_dir(dir, SWEEP_LOCKS, now, r);
+  snprintf(dir, sizeof dir, "%s/" KC__STORE_TMP_DIR, vdir);
+  sweep_dir(dir, SWEEP_TEMPS, now, r);
+  for (int bucket = 0; bucket < 256; bucket++) {
+    snprintf(dir, sizeof dir, "%s/%02x", vdir, bucket);
+    sweep_dir(dir, SWEEP_BUCKET, now, r);
+  }
+}
+
+static int by_last_use(const void *a, const void *b) {
+  const kc__store_file *x = a, *y = b;
+  if (x->mtime_ns != y->mtime_ns) return x->mtime_ns < y->mtime_ns ? -1 : 1;
+  return strcmp(x->path, y->path);
+}
+
+/* Evicts the least recently used of files[0..n) until at most target bytes
+ * are left; fills r's counts. */
+static void evict_lru(kc__store_file *files, size_t n, uint64_t target, kc__progress_fn progress, void *ud,
+                      kc__gc_result *r) {
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; i++) total += files[i].size;
+  r->entries_before = n;
+  r->bytes_before = total;
+  qsort(files, n, sizeof *files, by_last_use);
+  uint64_t left = n;
+  for (size_t i = 0; i < n && total > target; i++) {
+    if (progress) progress(ud, i + 1, n);
+    if (unlink(files[i].path) == 0) {
+      total -= files[i].size;
+      left--;
+      r->evicted++;
+      r->evicted_bytes += files[i].size;
+    }
+  }
+  if (progress && n) progress(ud, n, n);
+  r->entries_after = left;
+  r->bytes_after = total;
+}
+
+kc_status kc__store_gc(const kc__heap *mem, const char *vdir, uint64_t target, bool wait,
+                       kc__progress_fn progress, void *ud, kc__gc_result *out) {
+  kc__gc_result r;
+  memset(&r, 0, sizeof r);
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/gc.lock", vdir);
+  int lfd = kc__store_open_create(KC__IO_OPEN, path, O_RDWR | O_CLOEXEC);
+  if (lfd < 0) return kc__err_owner(0, KC_EIO, "cannot open %s: %s", path, strerror(errno));
+  while (flock(lfd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    close(lfd);
+    return errno == EWOULDBLOCK ? KC_EBUSY
+                                : kc__err_owner(0, KC_EIO, "cannot lock %s: %s", path, strerror(errno));
+  }
+  sweep_aux(vdir, &r);
+  kc__store_file *files;
+  size_t n;
+  kc_status st = kc__store_list(mem, vdir, &files, &n);
+  if (st) {
+    flock(lfd, LOCK_UN);
+    close(lfd);
+    return st;
+  }
+  evict_lru(files, n, target, progress, ud, &r);
+  kc__store_list_free(mem, files);
+  kc__store_counters_add(vdir, (int64_t)r.bytes_after, (int64_t)r.entries_after, 0, 0, 0, r.evicted, 0, true,
+                         NULL);
+  kc__index_rebuild_all(mem, vdir); /* after a scan, the index says what it found */
+  flock(lfd, LOCK_UN);
+  close(lfd);
+  if (out) *out = r;
+  return KC_OK;
 }

@@ -2,8 +2,10 @@
 /*
  * cache/index.c -- owns the store's per-bucket index files (see index.h):
  * their format, reading them with the checks that decide whether one may be
- * believed, rebuilding a bucket's from its directory, and the transactions
- * in which kcache changes a bucket. The eviction that uses them is evict.c's.
+ * believed, rebuilding a bucket's from its directory, the transactions in
+ * which kcache changes a bucket, and the store's totals from the summary
+ * (summary.c, below it) with the index of each bucket whose slot does not
+ * count. The evictions that use them are evict.c's.
  */
 #include "cache/index.h"
 #include "base/hash.h"
@@ -42,17 +44,6 @@ static void idx_path(const char *vdir, int b, char *out, size_t n) {
   snprintf(out, n, "%s/index/%02x", vdir, b);
 }
 static void bucket_dir(const char *vdir, int b, char *out, size_t n) { snprintf(out, n, "%s/%02x", vdir, b); }
-
-/* The bucket directory's mtime and inode; false if it is not a directory. */
-bool kc__index_dir_state(const char *vdir, int b, int64_t *mt, uint64_t *ino) {
-  char dir[PATH_MAX];
-  bucket_dir(vdir, b, dir, sizeof dir);
-  struct stat st;
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
-  *mt = kc__stat_mtime_ns(&st);
-  *ino = (uint64_t)st.st_ino;
-  return true;
-}
 
 static uint64_t idx_sum(const uint8_t *head, const uint8_t *recs, size_t len) {
   uint8_t h[40];
@@ -399,4 +390,31 @@ void kc__index_rebuild_all(const kc__heap *mem, const char *vdir) {
     kc__index_set_free(mem, &out);
     close(fd);
   }
+}
+
+/* ------------------------------------------------ the store's totals */
+
+bool kc__index_summarize(const kc__heap *mem, const char *vdir, bool write, kc__index_summary *total) {
+  kc__index_summary *slots = kc__heap_alloc(mem, 256 * sizeof *slots);
+  bool valid[256];
+  memset(total, 0, sizeof *total);
+  if (!slots) return false;
+  kc__summary_read(vdir, slots, valid);
+  bool ok = true;
+  for (int b = 0; ok && b < 256; b++) {
+    bool unknown = false;
+    for (int j = 0; valid[b] && j < slots[b].nbe; j++) /* an invalid slot's bytes are not a summary */
+      unknown = unknown || slots[b].be[j].backend[0] == KC__BACKEND_UNKNOWN;
+    if (valid[b] && !unknown) {
+      kc__summary_merge(total, &slots[b]);
+      continue;
+    }
+    /* under the bucket's lock, which writes its slot again when it may */
+    kc__index_set s = {0};
+    ok = kc__index_get_slot(mem, vdir, b, write, &s);
+    kc__summary_add_recs(total, s.rec, s.n);
+    kc__index_set_free(mem, &s);
+  }
+  kc__heap_free(mem, slots);
+  return ok;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cache/index.h -- the store's index (index.c), its summary (summary.c)
- * and the eviction that uses them (evict.c). For each of the 256 bucket
+ * cache/index.h -- the store's index (index.c), its summary (summary.c,
+ * below the index) and the evictions that use them (evict.c: a write's,
+ * and the full one of the commands, kc__store_gc). For each of the 256 bucket
  * directories a small file says what entry files the bucket holds (key,
  * size, last use as far as the index knows, backend), and one summary file
  * holds each bucket's totals, so that the eviction a write triggers and
@@ -118,10 +119,18 @@ void kc__index_commit(const kc__heap *mem, const char *vdir, kc__index_txn *t);
 void kc__index_rec_make(kc__index_rec *r, const uint8_t key[16], const struct stat *st, const void *img,
                         size_t size);
 
-/* The bucket directory's mtime (ns) and inode; false if it is not there. */
-bool kc__index_dir_state(const char *vdir, int b, int64_t *mt, uint64_t *ino);
+/* Rebuilds every bucket's index from its directory (kc__store_gc's end). */
+void kc__index_rebuild_all(const kc__heap *mem, const char *vdir);
 
 /* ------------------------------------------------- the summary (summary.c) */
+
+/* Below the index: the index writes a bucket's slot, and asks for the
+ * summary's totals (kc__index_summarize, index.c); the summary knows no
+ * index but its records. */
+
+/* The bucket directory's mtime (ns) and inode, as an index and its slot
+ * record them; false if it is not there. */
+bool kc__index_dir_state(const char *vdir, int b, int64_t *mt, uint64_t *ino);
 
 #define KC__SUMMARY_BACKENDS 5
 
@@ -147,10 +156,29 @@ void kc__summary_put(const char *vdir, int b, const kc__index_rec *r, size_t n, 
  * bucket directory (a bucket that does not exist is valid and empty).
  * False if there is no summary file. */
 bool kc__summary_read(const char *vdir, kc__index_summary slots[256], bool valid[256]);
-/* The whole store's totals: the valid slots, and for each other bucket its
+/* (index.c) The whole store's totals: the valid slots, and for each other bucket its
  * index (under its lock; rebuilt, and its slot written, when write). False
  * when out of memory. */
 bool kc__index_summarize(const kc__heap *mem, const char *vdir, bool write, kc__index_summary *total);
+
+/* ------------------------------------------------- eviction (evict.c) */
+
+typedef void (*kc__progress_fn)(void *ud, size_t done, size_t total);
+
+typedef struct kc__gc_result {
+  uint64_t entries_before, bytes_before, entries_after, bytes_after;
+  uint64_t evicted, evicted_bytes, temps_removed, locks_removed;
+} kc__gc_result;
+
+/* Removes least recently used entries until the store holds at most
+ * `target` bytes, stale temp files (older than an hour) and abandoned lock
+ * files (in vdir/tmp and vdir/locks, and those an earlier kcache left in
+ * the bucket directories), rewrites the shared counters with exact values and rebuilds every
+ * bucket's index (kc__index_rebuild_all). A whole-store scan: for `kcache gc`, `clear`
+ * and `verify --repair`; a write's eviction is kc__store_evict. wait:
+ * block on another evictor, else return KC_EBUSY at once. */
+kc_status kc__store_gc(const kc__heap *mem, const char *vdir, uint64_t target, bool wait,
+                       kc__progress_fn progress, void *ud, kc__gc_result *out);
 
 /* The incremental eviction of a write: the least recently used entries
  * (from the index; each candidate's mtime checked first, and a candidate
@@ -160,8 +188,5 @@ bool kc__index_summarize(const kc__heap *mem, const char *vdir, bool write, kc__
  * bytes and entries are set from the index when they were unknown. */
 kc_status kc__store_evict(const kc__heap *mem, const char *vdir, uint64_t target, size_t max_victims,
                           kc__gc_result *out);
-
-/* Rebuilds every bucket's index from its directory (kc__store_gc's end). */
-void kc__index_rebuild_all(const kc__heap *mem, const char *vdir);
 
 #endif /* KC_CACHE_INDEX_H */

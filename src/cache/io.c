@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cache/io.c -- owns the disk cache's file-operation wrappers and the one
- * hook through which tests fail them (see io.h).
+ * hook through which tests fail them (see io.h), and, on top of them, the
+ * open that creates a file of the store with the mode of its directory and
+ * the mode and group a directory gets once made. It calls nothing else of
+ * the cache.
  */
 #include "cache/io.h"
 #include "base/base.h"
@@ -10,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -93,4 +97,45 @@ uint8_t *kc__fo_read_all(const kc__heap *mem, int fd, size_t size, size_t *got_o
   buf[got] = 0;
   *got_out = got;
   return buf;
+}
+
+/* ------------------------------------------- creating the store's files */
+
+/* The directory that holds path, in out (path itself if it has no slash). */
+void kc__store_parent_of(const char *path, char *out, size_t n) {
+  snprintf(out, n, "%s", path);
+  char *slash = strrchr(out, '/');
+  if (slash && slash != out) *slash = 0;
+  else if (slash) slash[1] = 0;
+}
+
+void kc__store_made_dir(const char *path, mode_t mode) {
+  if (mode & S_ISGID) {
+    /* the group of the directory it is made in, as a setgid parent would
+     * give it; chown before chmod (chown may clear the setgid bit) */
+    char parent[PATH_MAX];
+    struct stat ps;
+    kc__store_parent_of(path, parent, sizeof parent);
+    if (stat(parent, &ps) == 0 && chown(path, (uid_t)-1, ps.st_gid) != 0) {
+      /* not a member of that group: it keeps ours */
+    }
+  }
+  chmod(path, mode); /* mkdir applied the umask; a failure leaves it stricter, never looser */
+}
+
+int kc__store_open_create(kc__cache_op op, const char *path, int flags) {
+  int fd = kc__fo_open(op, path, flags, 0);
+  for (int tries = 0; fd < 0 && errno == ENOENT && tries < 8; tries++) {
+    char parent[PATH_MAX];
+    struct stat ps;
+    kc__store_parent_of(path, parent, sizeof parent);
+    mode_t mode = stat(parent, &ps) == 0 && (ps.st_mode & S_ISGID) && (ps.st_mode & S_IWGRP) ? 0660 : 0600;
+    fd = open(path, flags | O_CREAT | O_EXCL, mode);
+    if (fd >= 0) {
+      fchmod(fd, mode); /* the umask ignored */
+      return fd;
+    }
+    if (errno == EEXIST) fd = kc__fo_open(op, path, flags, 0); /* another process made it meanwhile */
+  }
+  return fd;
 }

@@ -6,7 +6,8 @@
  * fail. Test builds (KC_FAULT_INJECTION) install a hook that fails the Nth
  * file operation (src/testing/fault.c, KC__FAULT_FILE); a test may install its own
  * (tests/store: a full or read-only disk). Without a hook nothing is asked
- * but one relaxed load.
+ * but one relaxed load. Below every other file of the cache, with the open
+ * that creates a store's file and what follows a mkdir of its directories.
  */
 #ifndef KC_CACHE_IO_H
 #define KC_CACHE_IO_H
@@ -60,5 +61,16 @@ int kc__fo_write_all(int fd, const void *buf, size_t n);
  * with a NUL after them; *got: the bytes read (fewer at an early end of
  * file). NULL with why on failure. */
 uint8_t *kc__fo_read_all(const kc__heap *mem, int fd, size_t size, size_t *got, char *why, size_t wl);
+
+/* The directory that holds path, in out (path itself if it has no slash). */
+void kc__store_parent_of(const char *path, char *out, size_t n);
+/* After a mkdir of path that succeeded: gives it exactly mode (the umask
+ * ignored) and, when mode has the setgid bit, its parent's group. */
+void kc__store_made_dir(const char *path, mode_t mode);
+/* Opens path with flags (no O_CREAT), creating it when missing with the
+ * mode of what its directory holds (0660 in a setgid, group-writable
+ * directory, else 0600; the umask ignored). One operation of the fault
+ * hook, as a plain open would be. The fd or -1 with errno. */
+int kc__store_open_create(kc__cache_op op, const char *path, int flags);
 
 #endif /* KC_CACHE_IO_H */

@@ -4,8 +4,11 @@
  * index.h): one checksummed slot per bucket with what its index says in
  * total, so that `kcache stats` and the eviction of a write read one file
  * and stat the bucket directories instead of reading 256 indexes. A slot
- * counts only while it matches its bucket directory's mtime and inode;
- * otherwise that bucket's index is read (and rebuilt if need be) instead.
+ * counts only while it matches its bucket directory's mtime and inode
+ * (kc__index_dir_state, here: what an index and its slot both record);
+ * otherwise that bucket's index is read (and rebuilt if need be) instead,
+ * by the index (kc__index_summarize, index.c). Below the index: the index
+ * writes the slots, and nothing here calls it.
  */
 #include "cache/index.h"
 #include "base/hash.h"
@@ -22,6 +25,17 @@
 
 static void summary_path(const char *vdir, char *out, size_t n) {
   snprintf(out, n, "%s/index/summary", vdir);
+}
+
+/* The bucket directory's mtime and inode; false if it is not a directory. */
+bool kc__index_dir_state(const char *vdir, int b, int64_t *mt, uint64_t *ino) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/%02x", vdir, b);
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  *mt = kc__stat_mtime_ns(&st);
+  *ino = (uint64_t)st.st_ino;
+  return true;
 }
 
 /* Adds (backend, size) to s; false when s has no room for a new backend. */
@@ -144,29 +158,4 @@ bool kc__summary_read(const char *vdir, kc__index_summary slots[256], bool valid
     }
   }
   return got >= 0;
-}
-
-bool kc__index_summarize(const kc__heap *mem, const char *vdir, bool write, kc__index_summary *total) {
-  kc__index_summary *slots = kc__heap_alloc(mem, 256 * sizeof *slots);
-  bool valid[256];
-  memset(total, 0, sizeof *total);
-  if (!slots) return false;
-  kc__summary_read(vdir, slots, valid);
-  bool ok = true;
-  for (int b = 0; ok && b < 256; b++) {
-    bool unknown = false;
-    for (int j = 0; valid[b] && j < slots[b].nbe; j++) /* an invalid slot's bytes are not a summary */
-      unknown = unknown || slots[b].be[j].backend[0] == KC__BACKEND_UNKNOWN;
-    if (valid[b] && !unknown) {
-      kc__summary_merge(total, &slots[b]);
-      continue;
-    }
-    /* under the bucket's lock, which writes its slot again when it may */
-    kc__index_set s = {0};
-    ok = kc__index_get_slot(mem, vdir, b, write, &s);
-    kc__summary_add_recs(total, s.rec, s.n);
-    kc__index_set_free(mem, &s);
-  }
-  kc__heap_free(mem, slots);
-  return ok;
 }

@@ -51,45 +51,6 @@ void kc__store_trust_wipe(kc__store_trust *t) {
 mode_t kc__store_dir_mode(const kc__store_trust *t) { return t->shared ? 02770 : 0700; }
 mode_t kc__store_file_mode(const kc__store_trust *t) { return t->shared ? 0660 : 0600; }
 
-/* The directory that holds path, in out (path itself if it has no slash). */
-static void parent_of(const char *path, char *out, size_t n) {
-  snprintf(out, n, "%s", path);
-  char *slash = strrchr(out, '/');
-  if (slash && slash != out) *slash = 0;
-  else if (slash) slash[1] = 0;
-}
-
-void kc__store_made_dir(const char *path, mode_t mode) {
-  if (mode & S_ISGID) {
-    /* the group of the directory it is made in, as a setgid parent would
-     * give it; chown before chmod (chown may clear the setgid bit) */
-    char parent[PATH_MAX];
-    struct stat ps;
-    parent_of(path, parent, sizeof parent);
-    if (stat(parent, &ps) == 0 && chown(path, (uid_t)-1, ps.st_gid) != 0) {
-      /* not a member of that group: it keeps ours */
-    }
-  }
-  chmod(path, mode); /* mkdir applied the umask; a failure leaves it stricter, never looser */
-}
-
-int kc__store_open_create(kc__cache_op op, const char *path, int flags) {
-  int fd = kc__fo_open(op, path, flags, 0);
-  for (int tries = 0; fd < 0 && errno == ENOENT && tries < 8; tries++) {
-    char parent[PATH_MAX];
-    struct stat ps;
-    parent_of(path, parent, sizeof parent);
-    mode_t mode = stat(parent, &ps) == 0 && (ps.st_mode & S_ISGID) && (ps.st_mode & S_IWGRP) ? 0660 : 0600;
-    fd = open(path, flags | O_CREAT | O_EXCL, mode);
-    if (fd >= 0) {
-      fchmod(fd, mode); /* the umask ignored */
-      return fd;
-    }
-    if (errno == EEXIST) fd = kc__fo_open(op, path, flags, 0); /* another process made it meanwhile */
-  }
-  return fd;
-}
-
 /* ------------------------------------------------------------- checks */
 
 static void user_name(uid_t uid, char *out, size_t n) {
@@ -284,7 +245,7 @@ bool kc__store_trust_entry(const kc__store_trust *t, const char *path, const str
                            size_t wl) {
   if (!trusted(t, path, st, why, wl)) return false;
   char bucket[PATH_MAX];
-  parent_of(path, bucket, sizeof bucket);
+  kc__store_parent_of(path, bucket, sizeof bucket);
   return trusted_at(t, bucket, why, wl);
 }
 

@@ -48,14 +48,9 @@ void kc__store_trust_wipe(kc__store_trust *t);
 /* The modes of what kcache creates: 0700 / 02770 and 0600 / 0660. */
 mode_t kc__store_dir_mode(const kc__store_trust *t);
 mode_t kc__store_file_mode(const kc__store_trust *t);
-/* After a mkdir of path that succeeded: gives it exactly mode (the umask
- * ignored) and, when mode has the setgid bit, its parent's group. */
-void kc__store_made_dir(const char *path, mode_t mode);
-/* Opens path with flags (no O_CREAT), creating it when missing with the
- * mode of what its directory holds (0660 in a setgid, group-writable
- * directory, else 0600; the umask ignored). One operation of the fault
- * hook (io.h), as a plain open would be. The fd or -1 with errno. */
-int kc__store_open_create(kc__cache_op op, const char *path, int flags);
+/* (A directory made gets its mode exactly through kc__store_made_dir, and
+ * kc__store_open_create gives a file the mode of its directory's files:
+ * io.h, below the rest of the cache.) */
 
 /* Whether the store at root (its version directory vdir, if it exists
  * already, and vdir's locks and tmp directories, if they do) may be used:

@@ -65,11 +65,6 @@ kc__ci *kc__ci_find(kc__spec *spec, kc_world w) {
   return NULL;
 }
 
-kc__artifact kc__artifact_of(const kc__ci *ci) {
-  return (kc__artifact){ci->artifact, ci->artifact_size, ci->spec->name, ci->params,
-                        ci->nparams,  ci->sig,           ci->source};
-}
-
 const char *kc__linked_name(const kc__linked *l) { return l->ci && l->ci->spec ? l->ci->spec->name : "?"; }
 
 void kc__ci_free(kc_runtime *rt, kc__ci *ci) {
@@ -274,11 +269,14 @@ static kc_status ci_compile(kc_runtime *rt, kc__ci *ci, kc__closure *c, size_t l
                ci->spec,
                rt->be->reports_deps ? &deps : NULL};
   kc__store_txn txn;
-  kc_stats before; /* the tiers' counters, for the trace (KC_LOG=info and up) */
+  kc_stats before = {0}, after = {0}; /* the tiers' counters, for the trace (KC_LOG=info and up) */
   bool trace = kc__log_on(rt, KC_LOG_INFO);
-  if (trace) kc__trace_store_before(rt, &before);
+  if (trace) kc__store_stats(rt, &before);
   bool hit = kc__store_fetch(rt, ci, c, &txn); /* a hit fills the artifact, sig and files */
-  if (trace) kc__trace_store_after(rt, ci->spec, hit, &before);
+  if (trace) {
+    kc__store_stats(rt, &after);
+    kc__trace_store_after(rt, ci->spec, hit, &before, &after);
+  }
   if (hit) return KC_OK;
   /* the files outside the table it will read: found now, or told by the
    * compiler after (those read since the compile started are unknown) */
@@ -334,7 +332,9 @@ static void ci_trim(kc_runtime *rt, kc__ci *ci) {
  * spec's list (kc__publish_range, under world_lock). */
 static void ci_publish(kc_runtime *rt, kc__ci *ci, kc_world w) {
   ci_trim(rt, ci);
-  kc__publish_range(rt, ci, w);
+  kc__lock(&rt->world_lock);
+  kc__publish_range(rt, ci, w, kc__ext_observe(rt, ci));
+  kc__unlock(&rt->world_lock);
   kc__fetch_add_relaxed(&rt->n_cis, 1);
 }
 

@@ -472,6 +472,19 @@ static inline kc__linked *kc__linked_of(const kc__blinked *b) {
   return (kc__linked *)(uintptr_t)b; /* b is the first member */
 }
 
+/* Whether arg fits a parameter whose KC__SIG is want, in ctx. A scalar
+ * parameter of a size kcache does not know (UINT32_MAX) fits nothing. */
+static inline bool kc__arg_fits(const kc_arg *a, uint64_t want, const kc_context *ctx) {
+  if (KC__SIG(a->kind, a->size) != KC__SIG_MATCH(want) || !a->ptr || a->size == UINT32_MAX) return false;
+  return want != KC__SIG(KC_ARG_BUFFER, 0) || ((const kc_buffer *)a->ptr)->ctx == ctx;
+}
+
+/* args.c: KC_OK if grid and block are there and every dimension is at
+ * least 1, else KC_EINVAL saying which (fn: the call, name: the kernel's,
+ * for the message). */
+kc_status kc__check_dims(kc_runtime *rt, const char *fn, const char *name, const kc_dim3 *grid,
+                         const kc_dim3 *block);
+
 /* The slots of a new handle point here: link key 0 never matches. */
 extern kc__linked kc__no_linked;
 
@@ -483,7 +496,10 @@ static inline _Atomic(kc__linked *) *kc__slot_of(kc_kernel *k, uint64_t key) {
 }
 
 /* What a backend links of ci (backend.h). */
-kc__artifact kc__artifact_of(const kc__ci *ci);
+static inline kc__artifact kc__artifact_of(const kc__ci *ci) {
+  return (kc__artifact){ci->artifact, ci->artifact_size, ci->spec->name, ci->params,
+                        ci->nparams,  ci->sig,           ci->source};
+}
 /* The kernel's name of a linked object (for messages). */
 const char *kc__linked_name(const kc__linked *l);
 /* The services a backend of rt is opened with: rt's heap and error owner,
@@ -610,14 +626,14 @@ void kc__pool_destroy(kc_runtime *rt);
 void kc__pool_fork_prepare(kc_runtime *rt);
 void kc__pool_fork_after(kc_runtime *rt, bool child);
 
-/* kc__bsvc's bad_dims, bad_args and name_of (backend.h) for a half the
- * core linked. */
+/* kc__bsvc's bad_dims, bad_args (args.c) and name_of (context.c) for a half
+ * the core linked (backend.h). */
 kc_status kc__launch_bad_dims(const kc__blinked *b, const kc_dim3 *grid, const kc_dim3 *block) KC__COLD;
 kc_status kc__launch_bad_args(const kc__blinked *b, const kc_context *ctx, const kc_arg *args,
                               uint32_t nargs) KC__COLD;
 const char *kc__blinked_name(const kc__blinked *b);
 
-/* launch.c: the entry of backends without their own (kc__linked.b.entry). */
+/* args.c: the entry of backends without their own (kc__linked.b.entry). */
 kc_status kc__entry_packed(kc__blinked *b, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
                            const kc_arg *args, uint32_t nargs);
 

@@ -290,22 +290,6 @@ bool kc__ext_storable(const kc__ci *ci) {
  * every set that holds it a new version in the same world, which ends
  * exactly the code that read the old one. */
 
-struct kc__extinfo {
-  kc__filedep seen; /* a file: what was seen of it last (path owned), for kc_refresh */
-  kc__binding **sets; /* a file: the sets that hold it */
-  size_t nsets, capsets;
-  kc__binding **files; /* a set: its files, in the order of their paths */
-  uint32_t nfiles;
-};
-
-void kc__extinfo_free(kc_runtime *rt, kc__extinfo *x) {
-  if (!x) return;
-  kc__filedep_free(&rt->heap, &x->seen);
-  kc__free(rt, x->sets);
-  kc__free(rt, x->files);
-  kc__free(rt, x);
-}
-
 static bool def_matches(const kc__def *d, const kc__filedep *f) {
   if ((d->file_flags | f->flags) & KC__FILEDEP_UNKNOWN) return false;
   if ((d->file_flags ^ f->flags) & KC__FILEDEP_ABSENT) return false;

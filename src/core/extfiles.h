@@ -14,12 +14,19 @@
 #define KC__EXT_MAX 4096u
 #define KC__EXT_MAX_BYTES (256ull << 20)
 /* The -I directories of the compile options, after the working directory
- * (runtime create); freed with the table. */
+ * (runtime create); freed after the table (runtime destroy). */
 kc_status kc__ext_setup(kc_runtime *rt);
 void kc__ext_free(kc_runtime *rt);
 void kc__ci_files_free(kc_runtime *rt, kc__ci *ci);
-typedef struct kc__extinfo kc__extinfo;
-void kc__extinfo_free(kc_runtime *rt, kc__extinfo *x);
+/* A binding's record of a file on disk or a set of files (its b->ext;
+ * below), filled here and freed with the table. */
+typedef struct kc__extinfo {
+  kc__filedep seen; /* a file: what was seen of it last (path owned), for kc_refresh */
+  struct kc__binding **sets; /* a file: the sets that hold it */
+  size_t nsets, capsets;
+  struct kc__binding **files; /* a set: its files, in the order of their paths */
+  uint32_t nfiles;
+} kc__extinfo;
 /* ci's files from what its compiler reported (host), read now; since_ns:
  * when the compile started (a file changed since is UNKNOWN). */
 kc_status kc__ext_from_paths(kc_runtime *rt, kc__ci *ci, const kc__tu_deps *d, uint64_t since_ns);

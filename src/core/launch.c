@@ -67,69 +67,18 @@ void kc_kernel_destroy(kc_kernel *k) {
 
 /* ---------------------------------------------------------------- launch */
 
-kc_status kc__launch_bad_args(const kc__blinked *b, const kc_context *ctx, const kc_arg *args,
-                              uint32_t nargs) {
-  const kc__linked *l = kc__linked_of(b);
-  return kc__explain_args(l->rt, l->ci, ctx, args, nargs, KC__RULES_LAUNCH);
-}
-
-/* Whether arg fits a parameter whose KC__SIG is want, in ctx. A scalar
- * parameter of a size kcache does not know (UINT32_MAX) fits nothing. */
-static inline bool arg_fits(const kc_arg *a, uint64_t want, const kc_context *ctx) {
-  if (KC__SIG(a->kind, a->size) != KC__SIG_MATCH(want) || !a->ptr || a->size == UINT32_MAX) return false;
-  return want != KC__SIG(KC_ARG_BUFFER, 0) || ((const kc_buffer *)a->ptr)->ctx == ctx;
-}
-
 kc__linked kc__no_linked;
-
-/* KC_OK if grid and block are there and every dimension is at least 1,
- * else KC_EINVAL saying which (fn: the call, for the message). */
-static kc_status check_dims(kc_runtime *rt, const char *fn, const char *name, const kc_dim3 *grid,
-                            const kc_dim3 *block) {
-  if (!grid || !block) return kc__err(rt, KC_EINVAL, "%s of '%s': grid or block is NULL", fn, name);
-  if (!grid->x || !grid->y || !grid->z || !block->x || !block->y || !block->z)
-    return kc__err(rt, KC_EINVAL, "%s of '%s': grid and block dimensions must be at least 1", fn, name);
-  return KC_OK;
-}
-
-kc_status kc__launch_bad_dims(const kc__blinked *b, const kc_dim3 *grid, const kc_dim3 *block) {
-  const kc__linked *l = kc__linked_of(b);
-  return check_dims(l->rt, "launch", l->ci->spec->name, grid, block);
-}
 
 /* What the slow paths of kc_launch and kc_launch_args check before they
  * resolve anything: grid and block, and that ctx is alive (and, if ctx_id
  * is not 0, still the context of that id: its struct may have been reused). */
 static kc_status slow_checks(kc_runtime *rt, const char *fn, const char *name, const kc_context *ctx,
                              uint64_t ctx_id, const kc_dim3 *grid, const kc_dim3 *block) {
-  if (!grid || !block) return check_dims(rt, fn, name, grid, block);
+  if (!grid || !block) return kc__check_dims(rt, fn, name, grid, block);
   if (kc__load_relaxed(&ctx->link_key) == KC__KEY_DEAD || !kc__load_relaxed(&ctx->alive) ||
       (ctx_id && kc__load_relaxed(&ctx->id) != ctx_id))
     return kc__err(rt, KC_EDESTROYED, "%s of '%s': the context has been destroyed", fn, name);
-  return check_dims(rt, fn, name, grid, block);
-}
-
-/* Checks the arguments against the kernel's parameters while packing them
- * for the backend, then launches. Hot, but out of line so that launches
- * without arguments need no stack frame at all. */
-static KC__NOINLINE kc_status pack_and_launch(kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
-                                              const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
-  void *argv[KC_MAX_ARGS];
-  if (KC__UNLIKELY(nargs != l->nargs || !args)) return kc__launch_bad_args(&l->b, ctx, args, nargs);
-  for (uint32_t i = 0; i < nargs; i++) {
-    const kc_arg *a = &args[i];
-    if (KC__UNLIKELY(!arg_fits(a, l->sig[i], ctx))) return kc__launch_bad_args(&l->b, ctx, args, nargs);
-    argv[i] = (void *)a->ptr; /* a buffer's handle is its first member */
-  }
-  return l->b.launch(&l->b, argv, grid, block);
-}
-
-/* The entry of backends without their own (kc__linked.b.entry). */
-kc_status kc__entry_packed(kc__blinked *b, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
-                           const kc_arg *args, uint32_t nargs) {
-  kc__linked *l = kc__linked_of(b);
-  if ((nargs | l->nargs) == 0) return b->launch(b, NULL, grid, block);
-  return pack_and_launch(l, ctx, grid, block, args, nargs);
+  return kc__check_dims(rt, fn, name, grid, block);
 }
 
 /* The slow path proper, inside a grace section: checks, the code for the
@@ -269,7 +218,7 @@ kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc
 static bool args_fit(const kc_arg *a, uint64_t want, const kc_context *ctx) {
   if (want == KC__SIG(KC_ARG_LOCAL, 0) || a->kind == KC_ARG_LOCAL)
     return want == KC__SIG(KC_ARG_LOCAL, 0) && a->kind == KC_ARG_LOCAL && a->size != 0;
-  return arg_fits(a, want, ctx);
+  return kc__arg_fits(a, want, ctx);
 }
 
 /* Why argument i, the first that does not fit, does not fit a bound

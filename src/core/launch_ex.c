@@ -2,9 +2,9 @@
 /*
  * launch_ex.c -- owns launches with a configuration (kc_launch_ex,
  * kc_launch_args_ex): a stream, dynamic shared memory, cooperative and
- * cluster launches, raw-pointer and local-memory arguments, and capture
+ * cluster launches, raw-pointer and local-memory arguments; capture
  * safety (a stream that is capturing a CUDA graph gets no compile and no
- * link: KC_EBUSY).
+ * link: KC_EBUSY) is capture.c's.
  *
  * The cached path keeps launch.c's contract: it reads the handle's slot,
  * the context's link key and the latest world exactly like kc_launch, and
@@ -17,36 +17,6 @@
 
 #include <stdio.h>
 #include <string.h>
-
-/* -------------------------------------------------------- capture safety */
-
-bool kc__stream_capturing(kc_context *ctx, const kc_stream *s) {
-  const kc__backend *be = ctx->rt->be;
-  return be->stream_capturing && be->stream_capturing(ctx->bctx, s ? s->native : NULL);
-}
-
-static KC__COLD kc_status capture_busy(kc_context *ctx, const char *name, const char *what) {
-  return kc__err(ctx->rt, KC_EBUSY,
-                 "launch of '%s': the stream is capturing a graph and the kernel is %s (compiling or loading "
-                 "a module would break the capture): prepare the kernel first, kc_kernel_prepare(k, ctx), "
-                 "before the capture begins",
-                 name, what);
-}
-
-kc_status kc__capture_ci(kc_context *ctx, kc__spec *spec, kc_world w, kc__ci **out) {
-  kc__ci *ci = kc__ci_find(spec, w);
-  if (ci && ci->status) return kc__ci_get(ctx->rt, spec, w, out); /* a remembered failure: no compile */
-  if (!ci || !ci->artifact) return capture_busy(ctx, spec->name, "not compiled for the current world");
-  *out = ci;
-  return KC_OK;
-}
-
-kc_status kc__capture_link(kc_context *ctx, kc__ci *ci, kc__linked **out) {
-  kc__linked *l = kc__ctx_find_linked(ctx, ci);
-  if (!l) return capture_busy(ctx, ci->spec->name, "not linked in this context for the current world");
-  *out = l;
-  return KC_OK;
-}
 
 /* ------------------------------------------------------------ the launch */
 

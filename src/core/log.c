@@ -126,11 +126,6 @@ void kc__trace_ci_miss(kc_runtime *rt, const kc__spec *spec, const kc__closure *
           (unsigned long long)w, why);
 }
 
-void kc__trace_store_before(const kc_runtime *rt, kc_stats *before) {
-  memset(before, 0, sizeof *before);
-  kc__store_stats(rt, before);
-}
-
 /* One clause per counter that moved (other threads of rt may move them
  * too: the details are a hint, hit or miss is exact). */
 static void store_details(const kc_stats *a, const kc_stats *b, char *out, size_t size) {
@@ -157,7 +152,8 @@ static void store_details(const kc_stats *a, const kc_stats *b, char *out, size_
   }
 }
 
-void kc__trace_store_after(kc_runtime *rt, const kc__spec *spec, bool hit, const kc_stats *before) {
+void kc__trace_store_after(kc_runtime *rt, const kc__spec *spec, bool hit, const kc_stats *before,
+                           const kc_stats *after) {
   char name[256], details[512];
   spec_label(spec, name, sizeof name);
   if (!rt->store) {
@@ -165,10 +161,8 @@ void kc__trace_store_after(kc_runtime *rt, const kc__spec *spec, bool hit, const
             name);
     return;
   }
-  kc_stats after;
-  kc__trace_store_before(rt, &after);
-  store_details(before, &after, details, sizeof details);
-  bool remote = after.remote_hits != before->remote_hits;
+  store_details(before, after, details, sizeof details);
+  bool remote = after->remote_hits != before->remote_hits;
   if (hit)
     kc__log(rt, KC_LOG_INFO, "kernel %s: %s hit, no compile%s", name, remote ? "remote" : "disk cache",
             details);

@@ -19,10 +19,10 @@ void kc__log_warn_cb(void *ud, const char *msg) KC__COLD;
 void kc__trace_launch_miss(kc_runtime *rt, const char *fn, const kc__spec *spec, const kc_context *ctx,
                            const kc__linked *last, const kc_kernel *k, kc_world w) KC__COLD;
 void kc__trace_ci_miss(kc_runtime *rt, const kc__spec *spec, const kc__closure *c, kc_world w) KC__COLD;
-/* Around the disk cache's lookup (at KC_LOG_INFO and up): the counters
- * before, then what it answered. */
-void kc__trace_store_before(const kc_runtime *rt, kc_stats *before) KC__COLD;
-void kc__trace_store_after(kc_runtime *rt, const kc__spec *spec, bool hit, const kc_stats *before) KC__COLD;
+/* After the disk cache's lookup (at KC_LOG_INFO and up): what it answered,
+ * from the tiers' counters before and after it (kc__store_stats). */
+void kc__trace_store_after(kc_runtime *rt, const kc__spec *spec, bool hit, const kc_stats *before,
+                           const kc_stats *after) KC__COLD;
 void kc__trace_compiled(kc_runtime *rt, const kc__spec *spec, kc_status st, uint64_t ns) KC__COLD;
 
 #endif /* KC_CORE_LOG_H */

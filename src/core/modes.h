@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * modes.h -- the launch's other modes, out of line from the fast path:
- * capture safety (launch_ex.c) and checked mode (checked.c). Included by
+ * capture safety (capture.c) and checked mode (checked.c). Included by
  * core.h, after the data model.
  */
 #ifndef KC_CORE_MODES_H

@@ -33,25 +33,6 @@ static void guard_setup(kc_runtime *rt) {
 #define KC__OPTIONS_MIN_SIZE KC__END_OF(kc_options, alloc_ud)
 #define KC__STATS_MIN_SIZE KC__END_OF(kc_stats, collected)
 
-kc_status kc__abi_check(const kc_runtime *rt, const char *what, const char *init, const void *p, size_t size,
-                        size_t min, size_t known) {
-  if (size == 0) return kc__err(rt, KC_EINVAL, "%s has size 0: %s", what, init);
-  if (size < min)
-    return kc__err(rt, KC_EINVAL,
-                   "%s of %zu bytes is smaller than the oldest layout this library reads (%zu bytes)", what,
-                   size, min);
-  if (size > known && p) {
-    const unsigned char *b = p;
-    for (size_t i = known; i < size; i++)
-      if (b[i])
-        return kc__err(rt, KC_EINVAL,
-                       "%s of %zu bytes, this library knows %zu: byte %zu is set, so the program was built "
-                       "against a newer kcache.h than this library (%s)",
-                       what, size, known, i, KC_VERSION_STRING);
-  }
-  return KC_OK;
-}
-
 kc_status kc_options_init_size(kc_options *opt, size_t size) {
   if (!opt) return kc__err(NULL, KC_EINVAL, "kc_options_init: opt is NULL");
   kc_status st = kc__abi_check(NULL, "kc_options", KC__INIT_HINT(kc_options_init, kc_options), NULL, size,
@@ -231,6 +212,8 @@ void kc_runtime_destroy(kc_runtime *rt) {
   KC__HTAB_FREE(&rt->heap, &rt->specs);
   kc__limbo_free(rt);
   kc__table_free(rt);
+  kc__files_free(rt);
+  kc__ext_free(rt);
   kc__store_close(rt);
   rt->be->close(rt->bstate);
   kc__mutex_destroy(&rt->world_lock);

@@ -5,9 +5,9 @@
  * types, constants, macros), each named by what it defines; the record of
  * the names each file defined, so that a reload undefines the ones that
  * disappeared; and the public call, which defines all of it in one world
- * through kc__define_batch, changing only what differs. Also what any
+ * through kc__define_batch, changing only what differs. What any
  * definition's text may be (kc__check_source), and the enumerators it
- * declares (kc__declare_*), for kc_define and kc_define_file alike.
+ * declares (kc__declare_*), are the table's (table.c).
  *
  * The splitter, like the scanner, takes (pointer, length), never reads past
  * it and fails only with a status and a message that names the line.
@@ -17,102 +17,6 @@
 
 #include <stdio.h>
 #include <string.h>
-
-/* ------------------------------------------- what a definition may be */
-
-/* A definition's text before it enters the table: a function, type or
- * constant must mention its name, a macro must #define it; a header may
- * be anything. A paste kcache cannot resolve is reported (the log, info):
- * code that uses it depends on every name with its prefix. */
-typedef struct {
-  const char *name;
-  bool mentioned;
-  const kc__ident *prefix; /* the first unresolved paste */
-  bool want_prefix; /* the log would say so (KC_LOG_INFO): scan to the end */
-  char prefix_text[64];
-} source_ud;
-
-static bool source_ident(void *ud, const kc__ident *id) {
-  source_ud *u = ud;
-  if (id->kind == KC__ID_NAME && strlen(u->name) == id->len && !memcmp(u->name, id->start, id->len))
-    u->mentioned = true;
-  if (id->kind == KC__ID_PREFIX && !u->prefix) {
-    u->prefix = id;
-    snprintf(u->prefix_text, sizeof u->prefix_text, "%.*s", (int)(id->len < 60 ? id->len : 60), id->start);
-  }
-  return !(u->mentioned && (u->prefix || !u->want_prefix));
-}
-
-kc_status kc__check_source(const kc_runtime *rt, const char *name, const char *source, size_t len) {
-  if (kc__is_header_name(name)) return KC_OK;
-  source_ud u = {name, false, NULL, false, ""};
-  u.want_prefix = kc__log_on(rt, KC_LOG_INFO);
-  kc__scan_idents(source, len, source_ident, &u);
-  if (!u.mentioned)
-    return kc__err(rt, KC_EINVAL,
-                   "kc_define: the source given for '%s' never mentions '%s' (a function, type or "
-                   "constant named '%s', or #define %s)",
-                   name, name, name, name);
-  if (u.prefix)
-    kc__log(rt, KC_LOG_INFO,
-            "'%s' pastes a macro parameter into a name (\"%s\" ## ...): kcache cannot know the name, "
-            "so code that uses it depends on every definition whose name starts with \"%s\"",
-            name, u.prefix_text, u.prefix_text);
-  return KC_OK;
-}
-
-/* Enumerators: a definition that declares RED in an enum becomes what
- * RED's binding is declared by. Two steps: the bindings first (may fail:
- * nothing has changed yet), then, with the definition in the table, the
- * link and the end of the code that looked RED up (cannot fail). */
-typedef struct enum_ud {
-  kc_runtime *rt;
-  kc__binding *by; /* NULL: make the bindings */
-  kc_world w;
-  bool ok;
-} enum_ud;
-
-/* Whether b lists by as a declarer; else, with room (grow), makes room. */
-static bool declarer_room(kc_runtime *rt, kc__binding *b, kc__binding *by, bool grow) {
-  for (size_t i = 0; i < b->ndeclarers; i++)
-    if (b->declarers[i] == by) return true;
-  bool ok = !grow;
-  if (grow) KC__GROW(&rt->heap, b->declarers, b->capdeclarers, b->ndeclarers + 1, 2, &ok);
-  return ok;
-}
-
-static bool on_enumerator(void *ud, const kc__ident *id) {
-  enum_ud *e = ud;
-  kc__binding *b = kc__binding_get(e->rt, id->start, id->len); /* the second step: made by the first */
-  if (!e->w) return (e->ok = b && (b == e->by || declarer_room(e->rt, b, e->by, true)));
-  if (b && b != e->by) {
-    bool listed = false;
-    for (size_t i = 0; i < b->ndeclarers && !listed; i++) listed = b->declarers[i] == e->by;
-    if (!listed) b->declarers[b->ndeclarers++] = e->by; /* room made by the first step */
-    kc__binding_invalidate(e->rt, b, e->w);
-  }
-  return true;
-}
-
-/* Whether "enum" occurs in text at all (the common case: it does not). */
-static bool may_declare(const char *t, size_t len) {
-  for (const char *p = t; len >= 4 && (p = memchr(p, 'e', len - 3 - (size_t)(p - t))) != NULL; p++)
-    if (!memcmp(p, "enum", 4)) return true;
-  return false;
-}
-
-bool kc__declare_prepare(kc_runtime *rt, kc__binding *by, const char *source, size_t len) {
-  if (!may_declare(source, len)) return true;
-  enum_ud e = {rt, by, 0, true};
-  kc__scan_enumerators(source, len, on_enumerator, &e);
-  return e.ok;
-}
-
-void kc__declare_commit(kc_runtime *rt, kc__binding *by, const char *source, size_t len, kc_world w) {
-  if (!may_declare(source, len)) return;
-  enum_ud e = {rt, by, w, true};
-  kc__scan_enumerators(source, len, on_enumerator, &e);
-}
 
 /* ---------------------------------------------------------------- split */
 

@@ -2,8 +2,11 @@
 /*
  * table.c -- the function table: names (bindings), their definitions with
  * world ranges, backedges from names to the code instances that looked
- * them up, invalidation, and the world range a new code instance is
- * published with (a kernel's closure is resolve.c's).
+ * them up, invalidation, what a definition's text may be and the
+ * enumerators it declares, and the world range a new code instance is
+ * published with (a kernel's closure is resolve.c's). It calls nothing
+ * above it: the files on disk (extfiles.c) and whole source files
+ * (source_file.c) use the table, never the other way.
  *
  * Everything here runs under rt->world_lock, and nothing here compiles.
  * The world counter moves only at the end of kc_define/kc_undefine, after
@@ -11,6 +14,7 @@
  * so a reader that sees the new world also sees every clipped range.
  */
 #include "core/core.h"
+#include "core/lex.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -50,6 +54,15 @@ static kc__def *visible_def(const kc__binding *b, kc_world w) {
   return NULL;
 }
 
+/* A binding's record of a file on disk (extfiles.c fills it). */
+static void extinfo_free(kc_runtime *rt, kc__extinfo *x) {
+  if (!x) return;
+  kc__filedep_free(&rt->heap, &x->seen);
+  kc__free(rt, x->sets);
+  kc__free(rt, x->files);
+  kc__free(rt, x);
+}
+
 void kc__table_free(kc_runtime *rt) {
   KC__HTAB_EACH(&rt->bindings, kc__binding, b, next_in_bucket) {
     for (kc__def *d = b->defs, *older; d; d = older) {
@@ -58,14 +71,12 @@ void kc__table_free(kc_runtime *rt) {
       kc__free(rt, d);
     }
     kc__free(rt, b->backedges);
-    kc__extinfo_free(rt, b->ext);
+    extinfo_free(rt, b->ext);
     kc__free(rt, b->declarers);
     kc__free(rt, b->name);
     kc__free(rt, b);
   }
   KC__HTAB_FREE(&rt->heap, &rt->bindings);
-  kc__files_free(rt);
-  kc__ext_free(rt);
 }
 
 /* ------------------------------------------------------------ validation */
@@ -80,6 +91,102 @@ static kc_status check_name(const kc_runtime *rt, const char *what, const char *
   if (kc__is_keyword(name, strlen(name)))
     return kc__err(rt, KC_EINVAL, "%s: \"%s\" is a keyword or a dialect type", what, name);
   return KC_OK;
+}
+
+/* ------------------------------------------- what a definition may be */
+
+/* A definition's text before it enters the table: a function, type or
+ * constant must mention its name, a macro must #define it; a header may
+ * be anything. A paste kcache cannot resolve is reported (the log, info):
+ * code that uses it depends on every name with its prefix. */
+typedef struct {
+  const char *name;
+  bool mentioned;
+  const kc__ident *prefix; /* the first unresolved paste */
+  bool want_prefix; /* the log would say so (KC_LOG_INFO): scan to the end */
+  char prefix_text[64];
+} source_ud;
+
+static bool source_ident(void *ud, const kc__ident *id) {
+  source_ud *u = ud;
+  if (id->kind == KC__ID_NAME && strlen(u->name) == id->len && !memcmp(u->name, id->start, id->len))
+    u->mentioned = true;
+  if (id->kind == KC__ID_PREFIX && !u->prefix) {
+    u->prefix = id;
+    snprintf(u->prefix_text, sizeof u->prefix_text, "%.*s", (int)(id->len < 60 ? id->len : 60), id->start);
+  }
+  return !(u->mentioned && (u->prefix || !u->want_prefix));
+}
+
+kc_status kc__check_source(const kc_runtime *rt, const char *name, const char *source, size_t len) {
+  if (kc__is_header_name(name)) return KC_OK;
+  source_ud u = {name, false, NULL, false, ""};
+  u.want_prefix = kc__log_on(rt, KC_LOG_INFO);
+  kc__scan_idents(source, len, source_ident, &u);
+  if (!u.mentioned)
+    return kc__err(rt, KC_EINVAL,
+                   "kc_define: the source given for '%s' never mentions '%s' (a function, type or "
+                   "constant named '%s', or #define %s)",
+                   name, name, name, name);
+  if (u.prefix)
+    kc__log(rt, KC_LOG_INFO,
+            "'%s' pastes a macro parameter into a name (\"%s\" ## ...): kcache cannot know the name, "
+            "so code that uses it depends on every definition whose name starts with \"%s\"",
+            name, u.prefix_text, u.prefix_text);
+  return KC_OK;
+}
+
+/* Enumerators: a definition that declares RED in an enum becomes what
+ * RED's binding is declared by. Two steps: the bindings first (may fail:
+ * nothing has changed yet), then, with the definition in the table, the
+ * link and the end of the code that looked RED up (cannot fail). */
+typedef struct enum_ud {
+  kc_runtime *rt;
+  kc__binding *by; /* NULL: make the bindings */
+  kc_world w;
+  bool ok;
+} enum_ud;
+
+/* Whether b lists by as a declarer; else, with room (grow), makes room. */
+static bool declarer_room(kc_runtime *rt, kc__binding *b, kc__binding *by, bool grow) {
+  for (size_t i = 0; i < b->ndeclarers; i++)
+    if (b->declarers[i] == by) return true;
+  bool ok = !grow;
+  if (grow) KC__GROW(&rt->heap, b->declarers, b->capdeclarers, b->ndeclarers + 1, 2, &ok);
+  return ok;
+}
+
+static bool on_enumerator(void *ud, const kc__ident *id) {
+  enum_ud *e = ud;
+  kc__binding *b = kc__binding_get(e->rt, id->start, id->len); /* the second step: made by the first */
+  if (!e->w) return (e->ok = b && (b == e->by || declarer_room(e->rt, b, e->by, true)));
+  if (b && b != e->by) {
+    bool listed = false;
+    for (size_t i = 0; i < b->ndeclarers && !listed; i++) listed = b->declarers[i] == e->by;
+    if (!listed) b->declarers[b->ndeclarers++] = e->by; /* room made by the first step */
+    kc__binding_invalidate(e->rt, b, e->w);
+  }
+  return true;
+}
+
+/* Whether "enum" occurs in text at all (the common case: it does not). */
+static bool may_declare(const char *t, size_t len) {
+  for (const char *p = t; len >= 4 && (p = memchr(p, 'e', len - 3 - (size_t)(p - t))) != NULL; p++)
+    if (!memcmp(p, "enum", 4)) return true;
+  return false;
+}
+
+bool kc__declare_prepare(kc_runtime *rt, kc__binding *by, const char *source, size_t len) {
+  if (!may_declare(source, len)) return true;
+  enum_ud e = {rt, by, 0, true};
+  kc__scan_enumerators(source, len, on_enumerator, &e);
+  return e.ok;
+}
+
+void kc__declare_commit(kc_runtime *rt, kc__binding *by, const char *source, size_t len, kc_world w) {
+  if (!may_declare(source, len)) return;
+  enum_ud e = {rt, by, w, true};
+  kc__scan_enumerators(source, len, on_enumerator, &e);
 }
 
 /* ------------------------------------------------------ define, undefine */
@@ -302,12 +409,9 @@ static bool add_backedge(kc_runtime *rt, kc__ci *ci, uint32_t edge) {
   return true;
 }
 
-void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world) {
-  kc__lock(&rt->world_lock);
-  /* the files it read, as edges (a changed one moves the world on first);
-   * files it read that cannot be told: no world can trust it, but the
-   * caller that compiled it runs it once (the empty range) */
-  int files = kc__ext_observe(rt, ci);
+void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world, int files) {
+  /* files it read that cannot be told (files < 0): no world can trust it,
+   * but the caller that compiled it runs it once (the empty range) */
   kc_world min = 1, max = files > 0 ? KC_WORLD_FOREVER : files == 0 ? kc__load_relaxed(&rt->world) : 0;
   for (uint32_t i = 0; files >= 0 && i < ci->nedges; i++) {
     kc_world lo, hi;
@@ -332,5 +436,4 @@ void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world) {
    * world_lock too (release: readers see a complete code instance) */
   kc__store_relaxed(&ci->next, kc__load_relaxed(&ci->spec->head));
   kc__store_release(&ci->spec->head, ci);
-  kc__unlock(&rt->world_lock);
 }

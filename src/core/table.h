@@ -26,11 +26,13 @@ kc_status kc__emit_def(kc_runtime *rt, kc__sb *sb, const kc__closure *c, const k
 bool kc__def_is_header(const kc__def *d);
 bool kc__def_is_macro(const kc__def *d);
 void kc__closure_free(kc_runtime *rt, kc__closure *c);
-/* Under world_lock: computes the world range of a code instance compiled at
- * `world` from its edges, registers backedges if it is still valid in
- * the latest world, publishes the range (release) and puts ci at the head
- * of its specialization's list. */
-void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world);
+/* Under world_lock, after kc__ext_observe(rt, ci) gave `files` (the files
+ * ci read, as edges: a changed one has moved the world on already):
+ * computes the world range of a code instance compiled at `world` from its
+ * edges, registers backedges if it is still valid in the latest world,
+ * publishes the range (release) and puts ci at the head of its
+ * specialization's list. */
+void kc__publish_range(kc_runtime *rt, kc__ci *ci, kc_world world, int files);
 void kc__table_free(kc_runtime *rt);
 
 /* Many definitions in one world (table.c, for kc_define_file): each item
@@ -57,7 +59,7 @@ kc__binding *kc__watcher(kc_runtime *rt, const char *prefix, size_t n, bool make
 /* Ends cur (if any) at w, onto the retired list kc_collect walks, and makes
  * d (if any) b's newest definition; under world_lock. */
 void kc__def_replace(kc_runtime *rt, kc__binding *b, kc__def *cur, kc__def *d, kc_world w);
-/* Enumerators of a new definition of `by` (source_file.c, under world_lock):
+/* Enumerators of a new definition of `by` (table.c, under world_lock):
  * their bindings and room to list by as a declarer (false: out of memory),
  * then, once it is in, by listed and the code that looked them up ended. */
 bool kc__declare_prepare(kc_runtime *rt, kc__binding *by, const char *source, size_t len);

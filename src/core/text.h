@@ -45,7 +45,7 @@ bool kc__is_identifier(const char *s);
 /* A header's name in the table (scan.c): a relative path of letters, digits
  * and "_+-./" with a '.', no empty, "." or ".." part ("util.h", "dsp/f.cuh"). */
 bool kc__is_header_name(const char *s);
-/* Whether source may be the definition of name (source_file.c): it mentions it
+/* Whether source may be the definition of name (table.c): it mentions it
  * (a #define of it counts), unless name is a header. */
 kc_status kc__check_source(const kc_runtime *rt, const char *name, const char *source, size_t len);
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * util.c -- owns the status table (kc_status_name/string), kc_version,
- * kc_errmsg and kc_free, and the runtime's thin wrappers over src/base:
+ * kc_errmsg and kc_free, the one size check of the public structs that
+ * grow (kc__abi_check, abi.h), and the runtime's thin wrappers over src/base:
  * kc__alloc and friends through rt->heap (kc_options.alloc), kc__err
  * keyed by rt->id.
  */
@@ -74,6 +75,27 @@ char *kc__strndup(kc_runtime *rt, const char *s, size_t n) {
 char *kc__strdup(kc_runtime *rt, const char *s) { return kc__strndup(rt, s, strlen(s)); }
 
 const kc__heap *kc__rt_heap(const kc_runtime *rt) { return rt ? &rt->heap : NULL; }
+
+/* ------------------------------------------------------------ struct sizes */
+
+kc_status kc__abi_check(const kc_runtime *rt, const char *what, const char *init, const void *p, size_t size,
+                        size_t min, size_t known) {
+  if (size == 0) return kc__err(rt, KC_EINVAL, "%s has size 0: %s", what, init);
+  if (size < min)
+    return kc__err(rt, KC_EINVAL,
+                   "%s of %zu bytes is smaller than the oldest layout this library reads (%zu bytes)", what,
+                   size, min);
+  if (size > known && p) {
+    const unsigned char *b = p;
+    for (size_t i = known; i < size; i++)
+      if (b[i])
+        return kc__err(rt, KC_EINVAL,
+                       "%s of %zu bytes, this library knows %zu: byte %zu is set, so the program was built "
+                       "against a newer kcache.h than this library (%s)",
+                       what, size, known, i, KC_VERSION_STRING);
+  }
+  return KC_OK;
+}
 
 /* ----------------------------------------------------------------- errors */
 

@@ -2,18 +2,19 @@
 /*
  * cuda.c -- the CUDA backend's face: its table (kc__backend_cuda) and the
  * calls behind it that talk to the driver (this folder: load.c loads NVRTC
- * and the driver, has the dialect prelude and compiles; interop.c adopted
- * contexts, streams and launches with a configuration; probe.c the
- * parameter probe). NVRTC compiles the assembled closure (CUDA C++)
- * straight to a cubin for the device's exact architecture, or to PTX for the
- * newest architecture NVRTC knows when it does not know the device's, which
- * the driver then JIT-compiles at link. The driver API loads and launches it.
+ * and the driver, makes a context current (cu_enter, cu_leave), has the
+ * dialect prelude and compiles; interop.c adopted contexts, streams and
+ * launches with a configuration; probe.c the parameter probe). NVRTC
+ * compiles the assembled closure (CUDA C++) straight to a cubin for the
+ * device's exact architecture, or to PTX for the newest architecture NVRTC
+ * knows when it does not know the device's, which the driver then
+ * JIT-compiles at link. The driver API loads and launches it.
  *
  * It owns: opening the backend (the devices, filtered by name, and the
  * architecture NVRTC compiles for), the backend's compile (load.c's
  * compile, then the probe's sizes), the per-context session (a retained
- * primary context) and making it current (cu_enter, cu_leave), linking
- * (cuModuleLoadDataEx) and unlinking, buffers, and the launch.
+ * primary context), linking (cuModuleLoadDataEx) and unlinking, buffers,
+ * and the launch.
  *
  * Choices, and why:
  *  - Contexts. A kc_context on device d retains d's primary context: the one
@@ -30,8 +31,9 @@
  *    (unlink synchronizes, then cuModuleUnload) and ctx_reset drains the
  *    queue; the next launch reloads the stored cubin without calling NVRTC.
  *  - Current context. kcache leaves the calling thread's current context
- *    as it found it (kcache.h): cu_enter makes the kc context's current
- *    around kcache's own driver calls and cu_leave restores the caller's.
+ *    as it found it (kcache.h): cu_enter (load.c) makes the kc context's
+ *    current around kcache's own driver calls and cu_leave restores the
+ *    caller's.
  *    The launch fast path asks the driver for the current context (one
  *    cuCtxGetCurrent, a thread-local read in the driver) and launches
  *    directly when it is the kernel's; else the cold path switches, launches
@@ -48,23 +50,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Makes c's context current for kcache's own driver calls; *prev is the
- * caller's, for cu_leave. */
-KC__NOINLINE kc_status cu_enter(const cu_ctx *c, CUcontext *prev) {
-  CUcontext cur = NULL;
-  CUresult r = cu_drv.cuCtxGetCurrent(&cur);
-  if (r != KC__CUDA_SUCCESS) return cu_fail(c->st->sv, KC_EBACKEND, "cuCtxGetCurrent", r, "");
-  *prev = cur;
-  if (cur == c->ctx) return KC_OK;
-  r = cu_drv.cuCtxSetCurrent(c->ctx);
-  return r == KC__CUDA_SUCCESS ? KC_OK : cu_fail(c->st->sv, KC_EBACKEND, "cuCtxSetCurrent", r, "");
-}
-
-/* Restores the caller's current context (NULL: none) after cu_enter. */
-void cu_leave(const cu_ctx *c, CUcontext prev) {
-  if (prev != c->ctx) cu_drv.cuCtxSetCurrent(prev);
-}
 
 static bool cu_contains_nocase(const char *hay, const char *needle) {
   size_t n = strlen(needle);

@@ -223,7 +223,7 @@ typedef struct cu_ctx {
 /* The services of the backend that linked l (its context's). */
 static inline const kc__bsvc *cu_sv(const kc__blinked *l) { return ((const cu_ctx *)l->bctx)->st->sv; }
 
-/* cuda.c: kcache leaves the calling thread's current context as it found
+/* load.c: kcache leaves the calling thread's current context as it found
  * it. cu_enter makes c's context current for kcache's own driver calls
  * (nothing to do when it is already) and returns the caller's in *prev;
  * cu_leave(c, prev) restores it. Every cu_enter that returned KC_OK has its

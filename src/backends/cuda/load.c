@@ -3,8 +3,10 @@
  * load.c -- the CUDA backend's libraries and compiler: loading NVRTC and
  * the driver with dlopen (never linked, so kcache builds and runs where
  * neither exists, and says why the backend is unavailable), their error
- * names, the CUDA dialect prelude, and compiling a translation unit with
- * NVRTC (also without a driver: kc__cuda_compile_only).
+ * names, making a context's CUcontext current around kcache's own driver
+ * calls (cu_enter, cu_leave: here, with the driver table, below both
+ * cuda.c and interop.c), the CUDA dialect prelude, and compiling a
+ * translation unit with NVRTC (also without a driver: kc__cuda_compile_only).
  */
 #include "backends/cuda/cuda.h"
 
@@ -190,6 +192,25 @@ const char *cu_unavailable(void) {
 KC__COLD kc_status cu_fail(const kc__bsvc *sv, kc_status st, const char *call, CUresult r,
                            const char *detail) {
   return kc__bs_err(sv, st, "%s: %s (%d): %s%s", call, cu_errname(r), r, cu_errstr(r), detail ? detail : "");
+}
+
+/* ------------------------------------------------------ the current context */
+
+/* Makes c's context current for kcache's own driver calls; *prev is the
+ * caller's, for cu_leave. */
+KC__NOINLINE kc_status cu_enter(const cu_ctx *c, CUcontext *prev) {
+  CUcontext cur = NULL;
+  CUresult r = cu_drv.cuCtxGetCurrent(&cur);
+  if (r != KC__CUDA_SUCCESS) return cu_fail(c->st->sv, KC_EBACKEND, "cuCtxGetCurrent", r, "");
+  *prev = cur;
+  if (cur == c->ctx) return KC_OK;
+  r = cu_drv.cuCtxSetCurrent(c->ctx);
+  return r == KC__CUDA_SUCCESS ? KC_OK : cu_fail(c->st->sv, KC_EBACKEND, "cuCtxSetCurrent", r, "");
+}
+
+/* Restores the caller's current context (NULL: none) after cu_enter. */
+void cu_leave(const cu_ctx *c, CUcontext prev) {
+  if (prev != c->ctx) cu_drv.cuCtxSetCurrent(prev);
 }
 
 /* ------------------------------------------------------------ compiling */

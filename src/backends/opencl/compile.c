@@ -5,8 +5,8 @@
  * KC_LOCAL parameters and the binary (ocl_build_unit). The same function
  * runs in this process and in a compile helper (serve.c), so an artifact
  * and a failure's message and log are the same wherever it was built;
- * ocl_compile (the backend's compile) sends the unit where helpers.c says
- * and turns the result into the artifact and its signature.
+ * the backend's compile (ocl_compile, opencl.c) sends the unit where
+ * helpers.c says and turns the result into the artifact and its signature.
  */
 #include "backends/opencl/opencl.h"
 
@@ -124,36 +124,4 @@ done:
   kc__bs_free(sv, blog);
   if (prog) ocl.clReleaseProgram(prog);
   return s;
-}
-
-kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, size_t *size, uint64_t *sig,
-                      kc__sb *log) {
-  ocl_state *st = state;
-  const kc__bsvc *sv = st->sv;
-  *artifact = NULL;
-  *size = 0;
-  if (tu->nparams > KC_MAX_ARGS)
-    return kc__bs_err(sv, KC_ECOMPILE, "kernel '%s' has %u parameters (at most %d)", tu->entry,
-                      (unsigned)tu->nparams, KC_MAX_ARGS);
-  ocl_unit u = {.text = tu->text, .len = tu->len, .entry = tu->entry, .nparams = tu->nparams};
-  for (uint32_t i = 0; i < tu->nparams; i++) u.is_buffer[i] = tu->params[i].is_buffer;
-
-  ocl_result r;
-  kc_status s = ocl_build_routed(st, &u, &r, log);
-  if (s) return s;
-  s = kc__probe_apply(sv, tu, r.vals, r.nvals, sig);
-  for (uint32_t i = 0; i < tu->nparams; i++)
-    if (r.local[i] && sig[i] == KC__SIG(KC_ARG_BUFFER, 0)) sig[i] = KC__SIG(KC_ARG_LOCAL, 0);
-  if (s) {
-    kc__bs_free(sv, r.bin);
-    if (r.prog) ocl.clReleaseProgram(r.prog);
-    return s;
-  }
-  *artifact = r.bin;
-  *size = r.size;
-  /* a link into one of kcache's contexts on device 0 takes its kernel from
-   * the program built here rather than building the binary again
-   * (programs.c); a helper's binary is built at the link */
-  if (r.prog) ocl_keep(st, r.prog, r.bin, r.size);
-  return KC_OK;
 }

@@ -7,7 +7,11 @@
  * (retained) and sub-buffers for offsets, and launches with a
  * configuration: a queue, KC_LOCAL pointer parameters sized per launch
  * (clSetKernelArg with a size and NULL), SVM pointers where the device
- * has shared virtual memory.
+ * has shared virtual memory. Also what opencl.c shares with it: a
+ * context's setup (its queue, what it learns of its device) and its end
+ * (ocl_ctx_destroy), for kcache's own contexts and adopted ones alike, and
+ * the launch's lock of a linked object (ocl_lock). It uses nothing of
+ * opencl.c.
  */
 #include "backends/opencl/opencl.h"
 
@@ -43,6 +47,20 @@ kc_status ocl_ctx_finish_setup(ocl_ctx *c) {
     items[0] = items[1] = items[2] = 1;
   for (int d = 0; d < 3; d++) c->max_items[d] = items[d] ? items[d] : 1;
   return KC_OK;
+}
+
+/* The end of a context, kcache's own or adopted: its queue drained and
+ * released, its cl_context released (the caller's keeps its own
+ * reference). */
+void ocl_ctx_destroy(void *bctx) {
+  ocl_ctx *c = bctx;
+  if (!c) return;
+  if (c->queue) {
+    ocl.clFinish(c->queue);
+    ocl.clReleaseCommandQueue(c->queue);
+  }
+  if (c->ctx) ocl.clReleaseContext(c->ctx);
+  kc__bs_free(c->sv, c);
 }
 
 kc_status ocl_ctx_wrap(void *state, void *native_ctx, void *native_dev, void **bctx) {
@@ -202,6 +220,28 @@ void ocl_buf_unwrap(void *bctx, kc__bufh *h) {
 }
 
 /* ---------------------------------------------------------------- launch */
+
+static inline void ocl_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* Another thread is between set-args and enqueue on the same kernel: the
+ * window is a few microseconds, so spin briefly, then give the CPU away. */
+KC__COLD void ocl_lock_wait(_Atomic int *busy) {
+  for (unsigned spins = 0;; spins++) {
+    if (!kc__load_relaxed(busy) && !atomic_exchange_explicit(busy, 1, memory_order_acquire)) return;
+    if (spins < 64) ocl_cpu_relax();
+    else sched_yield();
+  }
+}
+
+void ocl_lock(_Atomic int *busy) {
+  if (KC__UNLIKELY(atomic_exchange_explicit(busy, 1, memory_order_acquire))) ocl_lock_wait(busy);
+}
 
 static KC__COLD kc_status ocl_ex_fail(const kc__blinked *l, const ocl_linked *x, cl_int e, uint32_t arg,
                                       bool svm) {

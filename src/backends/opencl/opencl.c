@@ -2,21 +2,26 @@
 /*
  * opencl.c -- the OpenCL backend's face: its table (kc__backend_opencl)
  * for any platform behind the ICD loader (PoCL on the CPU is what CI
- * runs). The rest of this folder: platform.c loads libOpenCL and picks the
- * platform and devices; compile.c builds a translation unit (here or in a
- * compile helper: helpers.c, serve.c, wire.c, clc/); programs.c keeps the
- * programs built and the shared contexts; probe.c, checked.c and interop.c
- * the parameter probe, checked mode and interop.
+ * runs). The rest of this folder, bottom up (a file uses only files
+ * before it): platform.c loads libOpenCL, picks the platform and devices
+ * and makes the state; programs.c keeps the programs built and the shared
+ * contexts; probe.c the parameter probe; compile.c builds a translation
+ * unit, the same here and in a compile helper; wire.c the helpers' socket
+ * protocol; helpers.c runs each build in a compile helper or here;
+ * checked.c and interop.c checked mode and interop. This file is on top,
+ * and so is serve.c, the helper's side (clc/ runs it).
  *
- * Owns: the OpenCL C prelude of the kernel dialect, kcache's contexts (a
- * queue in the device's shared context), linking a binary into a context
- * (a kept program, else built from the binary, rebuilt from source when
- * the platform rejects its own binary) and unlinking, launching, and
- * buffers.
+ * Owns: the OpenCL C prelude of the kernel dialect, opening the backend
+ * (platform.c's state, then the helpers' mode) and closing it, the
+ * backend's compile (the unit built where helpers.c routes it, then its
+ * signature and the program kept), kcache's contexts (a queue in the
+ * device's shared context), linking a binary into a context (a kept
+ * program, else built from the binary, rebuilt from source when the
+ * platform rejects its own binary) and unlinking, launching, and buffers.
  *
  * Threads: every OpenCL call is thread-safe except that a cl_kernel holds its
  * arguments between clSetKernelArg and the enqueue; each linked object has a
- * tiny lock around that window (see ocl_launch).
+ * tiny lock around that window (see ocl_launch; ocl_lock in interop.c).
  */
 #include "backends/opencl/opencl.h"
 
@@ -55,18 +60,29 @@ static const char ocl_prelude[] = "#define KC_BACKEND_OPENCL 1\n"
                                   "typedef long int64_t;\n"
                                   "typedef ulong uint64_t;\n";
 
-/* -------------------------------------------------------------- contexts */
+/* ------------------------------------------------------------- the state */
 
-void ocl_ctx_destroy(void *bctx) {
-  ocl_ctx *c = bctx;
-  if (!c) return;
-  if (c->queue) {
-    ocl.clFinish(c->queue);
-    ocl.clReleaseCommandQueue(c->queue);
-  }
-  if (c->ctx) ocl.clReleaseContext(c->ctx);
-  kc__bs_free(c->sv, c);
+/* platform.c's state for the device the options ask for, then the compile
+ * helpers' mode (helpers.c). */
+static kc_status ocl_open(const kc__bsvc *sv, const kc_options *opt, void **state) {
+  *state = NULL;
+  ocl_state *st;
+  kc_status s = ocl_state_open(sv, opt, &st);
+  if (s) return s;
+  ocl_helpers_open(st, opt);
+  *state = st;
+  return KC_OK;
 }
+
+void ocl_close(void *state) {
+  ocl_state *st = state;
+  if (!st) return;
+  ocl_helpers_close(st);
+  ocl_programs_free(st);
+  ocl_state_free(st);
+}
+
+/* -------------------------------------------------------------- contexts */
 
 static kc_status ocl_ctx_create(void *state, int device, void **bctx) {
   ocl_state *st = state;
@@ -107,6 +123,42 @@ static kc_status ocl_ctx_finish(void *bctx) {
   ocl_ctx *c = bctx;
   cl_int e = ocl.clFinish(c->queue);
   return e == CL_SUCCESS ? KC_OK : ocl_fail(c->sv, KC_EBACKEND, "clFinish", e);
+}
+
+/* ------------------------------------------------------------- compiling */
+
+/* The unit built where helpers.c routes it (here or in a compile helper),
+ * then its signature from the probe's values and the program kept. */
+static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, size_t *size, uint64_t *sig,
+                             kc__sb *log) {
+  ocl_state *st = state;
+  const kc__bsvc *sv = st->sv;
+  *artifact = NULL;
+  *size = 0;
+  if (tu->nparams > KC_MAX_ARGS)
+    return kc__bs_err(sv, KC_ECOMPILE, "kernel '%s' has %u parameters (at most %d)", tu->entry,
+                      (unsigned)tu->nparams, KC_MAX_ARGS);
+  ocl_unit u = {.text = tu->text, .len = tu->len, .entry = tu->entry, .nparams = tu->nparams};
+  for (uint32_t i = 0; i < tu->nparams; i++) u.is_buffer[i] = tu->params[i].is_buffer;
+
+  ocl_result r;
+  kc_status s = ocl_build_routed(st, &u, &r, log);
+  if (s) return s;
+  s = kc__probe_apply(sv, tu, r.vals, r.nvals, sig);
+  for (uint32_t i = 0; i < tu->nparams; i++)
+    if (r.local[i] && sig[i] == KC__SIG(KC_ARG_BUFFER, 0)) sig[i] = KC__SIG(KC_ARG_LOCAL, 0);
+  if (s) {
+    kc__bs_free(sv, r.bin);
+    if (r.prog) ocl.clReleaseProgram(r.prog);
+    return s;
+  }
+  *artifact = r.bin;
+  *size = r.size;
+  /* a link into one of kcache's contexts on device 0 takes its kernel from
+   * the program built here rather than building the binary again
+   * (programs.c); a helper's binary is built at the link */
+  if (r.prog) ocl_keep(st, r.prog, r.bin, r.size);
+  return KC_OK;
 }
 
 /* -------------------------------------------------------------- linking */
@@ -218,28 +270,6 @@ static void ocl_unlink(kc__blinked *l) {
 }
 
 /* ------------------------------------------------------------- launching */
-
-static inline void ocl_cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
-
-/* Another thread is between set-args and enqueue on the same kernel: the
- * window is a few microseconds, so spin briefly, then give the CPU away. */
-static KC__COLD void ocl_lock_wait(_Atomic int *busy) {
-  for (unsigned spins = 0;; spins++) {
-    if (!kc__load_relaxed(busy) && !atomic_exchange_explicit(busy, 1, memory_order_acquire)) return;
-    if (spins < 64) ocl_cpu_relax();
-    else sched_yield();
-  }
-}
-
-void ocl_lock(_Atomic int *busy) {
-  if (KC__UNLIKELY(atomic_exchange_explicit(busy, 1, memory_order_acquire))) ocl_lock_wait(busy);
-}
 
 static KC__COLD kc_status ocl_launch_fail(ocl_linked *x, cl_int e, uint32_t arg) {
   if (arg != UINT32_MAX) {

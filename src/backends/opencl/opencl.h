@@ -3,10 +3,14 @@
  * opencl.h -- what the files of the OpenCL backend share
  * (src/backends/opencl/): the table of OpenCL functions loaded with dlopen
  * and the backend's state types, and what each file gives the others.
- * platform.c loads the library and picks the platform and devices;
- * compile.c builds, here or in a compile helper (helpers.c, serve.c,
- * wire.c); programs.c keeps what was built; opencl.c links, launches and
- * owns buffers.
+ * Bottom up (a file uses only files before it): platform.c loads the
+ * library, picks the platform and devices and makes the state; programs.c
+ * keeps what was built; probe.c the parameter probe; compile.c builds a
+ * unit, the same here and in a compile helper; wire.c the helpers'
+ * protocol; helpers.c runs a build in a helper or here; checked.c and
+ * interop.c checked mode and interop; on top, opencl.c opens and closes
+ * the backend, compiles, links, launches and owns buffers, and serve.c is
+ * the helper's side.
  */
 #ifndef KC_BACKENDS_OPENCL_H
 #define KC_BACKENDS_OPENCL_H
@@ -186,11 +190,15 @@ typedef struct ocl_linked {
 const char *ocl_unavailable(void);
 const char *ocl_errname(cl_int e);
 kc_status ocl_fail(const kc__bsvc *sv, kc_status st, const char *what, cl_int e) KC__COLD;
-kc_status ocl_open(const kc__bsvc *sv, const kc_options *opt, void **state);
+/* The state for the platform and device opt asks for (no helpers yet:
+ * opencl.c's ocl_open sets their mode). */
+kc_status ocl_state_open(const kc__bsvc *sv, const kc_options *opt, ocl_state **out);
 /* A helper's state: platform plat, device dev (ICD indices), and the
  * parent's build options. No helpers of its own. */
 kc_status ocl_open_at(const kc__bsvc *sv, int plat, int dev, const char *build_options, ocl_state **out);
-void ocl_close(void *state);
+/* Frees what ocl_state_open or ocl_open_at made, and st; after
+ * ocl_helpers_close and ocl_programs_free (ocl_close does all three). */
+void ocl_state_free(ocl_state *st);
 int ocl_list(char *buf, size_t size);
 int ocl_device_count(void *state);
 const char *ocl_device_name(void *state, int index);
@@ -207,12 +215,11 @@ kc_status ocl_probe_read(ocl_state *st, cl_program prog, cl_kernel entry, const 
 kc_status ocl_buf_view(void *bctx, const kc__bufh *whole, size_t off, size_t size, kc__bufh *view);
 void ocl_buf_view_destroy(void *bctx, kc__bufh *view);
 
-/* opencl.c */
-void ocl_ctx_destroy(void *bctx);
+/* opencl.c: the backend's close (the helpers, the programs, the state);
+ * serve.c closes a helper's state with it too. */
+void ocl_close(void *state);
 
 /* compile.c: building a translation unit. */
-kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, size_t *size, uint64_t *sig,
-                      kc__sb *log);
 /* Builds u in st's compile context, here: on success r holds the program,
  * the binary (st's heap) and the probe's values. log gets the build log. */
 kc_status ocl_build_unit(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb *log);
@@ -257,10 +264,13 @@ kc_status ocl_shared_ctx(ocl_state *st, int device, cl_context *out);
 void ocl_keep(ocl_state *st, cl_program prog, const void *bin, size_t size);
 /* The kept program built from bin, retained, if ctx is compile_ctx; else NULL. */
 cl_program ocl_kept_find(ocl_state *st, cl_context ctx, const void *bin, size_t size);
-void ocl_programs_free(ocl_state *st); /* ocl_close: the table, the shared contexts */
+void ocl_programs_free(ocl_state *st); /* ocl_close: the table, the shared contexts (not their array) */
 
-/* interop.c: adopted contexts, streams, foreign memory, configured launches. */
+/* interop.c: adopted contexts, streams, foreign memory, configured launches;
+ * and what kcache's own contexts (opencl.c) share with adopted ones: the
+ * setup and the end of an ocl_ctx. */
 kc_status ocl_ctx_finish_setup(ocl_ctx *c);
+void ocl_ctx_destroy(void *bctx);
 kc_status ocl_ctx_wrap(void *state, void *native_ctx, void *native_dev, void **bctx);
 void *ocl_ctx_native(void *bctx);
 kc_status ocl_stream_create(void *bctx, void **native);
@@ -281,7 +291,10 @@ static inline bool ocl_group_fits(const ocl_ctx *c, const ocl_linked *x, const k
 }
 /* Why not (a cold KC_EINVAL that names the limits). */
 kc_status ocl_group_refused(const kc__blinked *l, const kc_dim3 *block) KC__COLD;
-/* The set-args..enqueue window of a linked object (opencl.c). */
+/* The set-args..enqueue window of a linked object (x->busy), taken by
+ * ocl_launch (opencl.c: the exchange inline, then ocl_lock_wait) and
+ * ocl_launch_ex. */
 void ocl_lock(_Atomic int *busy);
+void ocl_lock_wait(_Atomic int *busy) KC__COLD;
 
 #endif /* KC_BACKENDS_OPENCL_H */

@@ -3,7 +3,11 @@
  * platform.c -- the OpenCL backend's library and devices: loading
  * libOpenCL with dlopen (never linked, so kcache builds and runs where
  * OpenCL is absent), error names, platform and device selection, and the
- * backend state's open and close.
+ * backend state's making and freeing: what this file fills in (devices,
+ * names, identity, build options, the compile context, the locks and the
+ * shared-context array). The bottom of the folder: it uses no other file
+ * of it. opencl.c opens and closes the backend around it (helpers.c's
+ * helpers, programs.c's kept programs and shared contexts).
  */
 #include "backends/opencl/opencl.h"
 
@@ -170,19 +174,19 @@ static char *ocl_device_str(const kc__bsvc *sv, cl_device_id d, cl_device_info w
   return s;
 }
 
-void ocl_close(void *state) {
-  ocl_state *st = state;
+/* What ocl_state_make gave st, then st (its shared contexts are released
+ * first: ocl_programs_free). */
+void ocl_state_free(ocl_state *st) {
   if (!st) return;
   const kc__bsvc *sv = st->sv;
-  ocl_helpers_close(st);
   if (st->hlock_ok) kc__mutex_destroy(&st->hlock);
-  ocl_programs_free(st);
   if (st->compile_ctx) ocl.clReleaseContext(st->compile_ctx);
   if (st->lock_ok) kc__mutex_destroy(&st->lock);
   if (st->names)
     for (int i = 0; i < st->ndevices; i++) kc__bs_free(sv, st->names[i]);
   kc__bs_free(sv, st->names);
   kc__bs_free(sv, st->devices);
+  kc__bs_free(sv, st->shared);
   kc__bs_free(sv, st->identity);
   kc__bs_free(sv, st->build_options);
   kc__bs_free(sv, st);
@@ -372,7 +376,7 @@ static kc_status ocl_state_make(const kc__bsvc *sv, cl_platform_id plat, cl_devi
   cl_int e;
   st->compile_ctx = ocl.clCreateContext(NULL, 1, &st->devices[0], NULL, NULL, &e);
   if (!st->compile_ctx) {
-    ocl_close(st);
+    ocl_state_free(st);
     return ocl_fail(sv, KC_EBACKEND, "clCreateContext", e);
   }
   st->shared[0] = st->compile_ctx; /* kcache's contexts on device 0 share it */
@@ -380,12 +384,12 @@ static kc_status ocl_state_make(const kc__bsvc *sv, cl_platform_id plat, cl_devi
   return KC_OK;
 
 nomem:
-  ocl_close(st);
+  ocl_state_free(st);
   return kc__bs_err(sv, KC_ENOMEM, "out of memory");
 }
 
-kc_status ocl_open(const kc__bsvc *sv, const kc_options *opt, void **state) {
-  *state = NULL;
+kc_status ocl_state_open(const kc__bsvc *sv, const kc_options *opt, ocl_state **out) {
+  *out = NULL;
   const char *why = ocl_unavailable();
   if (why) return kc__bs_err(sv, KC_EUNAVAILABLE, "OpenCL backend: %s", why);
   cl_platform_id plat = NULL;
@@ -398,8 +402,7 @@ kc_status ocl_open(const kc__bsvc *sv, const kc_options *opt, void **state) {
   if ((s = ocl_state_make(sv, plat, devs, ndev, opt, &st))) return s;
   st->plat_index = index[0];
   st->dev_index = index[1];
-  ocl_helpers_open(st, opt);
-  *state = st;
+  *out = st;
   return KC_OK;
 }
 
@@ -423,7 +426,7 @@ kc_status ocl_open_at(const kc__bsvc *sv, int plat, int dev, const char *build_o
   if (s) return s;
   char *opts = kc__bs_strdup(sv, build_options);
   if (!opts) {
-    ocl_close(st);
+    ocl_state_free(st);
     return kc__bs_err(sv, KC_ENOMEM, "out of memory");
   }
   kc__bs_free(sv, st->build_options);

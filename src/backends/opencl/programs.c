@@ -77,6 +77,5 @@ void ocl_programs_free(ocl_state *st) {
   if (st->shared)
     for (int i = 1; i < st->ndevices; i++) /* shared[0] is compile_ctx: the caller's */
       if (st->shared[i]) ocl.clReleaseContext(st->shared[i]);
-  kc__bs_free(st->sv, st->shared);
-  st->shared = NULL;
+  /* the array is platform.c's (ocl_state_free) */
 }
