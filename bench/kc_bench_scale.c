@@ -5,8 +5,9 @@
  *
  *   cold start   50 kernels prepared in a new process (a forked child that
  *                has loaded nothing), with kc_prepare on one compile thread
- *                and on one per core; host `cc -O2` and OpenCL; the median
- *                of --reps runs each, and the ratio.
+ *                and on one per core; host `cc -O2`, OpenCL and CUDA
+ *                (NVRTC, where a GPU is); the median of --reps runs each,
+ *                and the ratio.
  *   kc_stats_get with 1, 100, 10,000 and 100,000 kernel handles.
  *   kc_collect   with nothing to free, and freeing one dead code instance,
  *                in a runtime of N handles (N specializations) and N
@@ -19,9 +20,10 @@
  *                make the later one slower).
  *
  * Usage: kc_bench_scale [--json] [--reps N] [--kernels N] [--max N]
- *                       [--skip-cold] [--skip-costs]
+ *                       [--skip-cold] [--skip-costs] [--cold-backend NAME]
  * (--max: the largest cache size, 100000 by default; --kernels: the cold
- * start's kernel count, 50 by default.)
+ * start's kernel count, 50 by default; --cold-backend: the cold start on
+ * host, opencl or cuda alone.)
  */
 #define KCB_PROG "kc_bench_scale"
 #include "kc_bench_util.h"
@@ -101,7 +103,7 @@ static double cold_run(kc_backend_kind be, uint32_t threads) {
 }
 
 typedef struct {
-  const char *name;
+  const char *name, *flag; /* flag: --cold-backend's word for it */
   kc_backend_kind be;
   double one_ms, all_ms;
 } cold_result;
@@ -261,6 +263,7 @@ static void mem_per_ci(int count, double *total, double *beyond, double *artifac
 
 int main(int argc, char **argv) {
   bool json = false, cold = true, costs = true;
+  const char *cold_only = NULL; /* --cold-backend */
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--json")) json = true;
     else if (!strcmp(argv[i], "--skip-cold")) cold = false;
@@ -268,8 +271,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--kernels") && i + 1 < argc) nkernels = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--max") && i + 1 < argc) max_size = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--cold-backend") && i + 1 < argc) cold_only = argv[++i];
     else {
-      fprintf(stderr, "usage: %s [--json] [--reps N] [--kernels N] [--max N] [--skip-cold] [--skip-costs]\n",
+      fprintf(stderr,
+              "usage: %s [--json] [--reps N] [--kernels N] [--max N] [--skip-cold] [--skip-costs]"
+              " [--cold-backend host|opencl|cuda]\n",
               argv[0]);
       return 2;
     }
@@ -280,9 +286,19 @@ int main(int argc, char **argv) {
   }
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (cores < 1) cores = 1;
-  cold_result cr[2] = {{"host cc -O2", KC_BACKEND_HOST, 0, 0}, {"opencl", KC_BACKEND_OPENCL, 0, 0}};
+  cold_result cr[] = {{"host cc -O2", "host", KC_BACKEND_HOST, 0, 0},
+                      {"opencl", "opencl", KC_BACKEND_OPENCL, 0, 0},
+                      {"cuda NVRTC", "cuda", KC_BACKEND_CUDA, 0, 0}};
+  enum { NCOLD = sizeof cr / sizeof cr[0] };
+  bool cold_on[NCOLD];
+  for (int i = 0; i < NCOLD; i++) cold_on[i] = !cold_only || !strcmp(cold_only, cr[i].flag);
+  if (cold_only && !cold_on[0] && !cold_on[1] && !cold_on[2]) {
+    fprintf(stderr, "%s: --cold-backend takes host, opencl or cuda\n", KCB_PROG);
+    return 2;
+  }
   if (cold)
-    for (int i = 0; i < 2; i++) cold_measure(&cr[i], (uint32_t)cores);
+    for (int i = 0; i < NCOLD; i++)
+      if (cold_on[i]) cold_measure(&cr[i], (uint32_t)cores);
   const int sizes[] = {1, 100, 10000, 100000};
   cost_row rows[4];
   int nrows = 0;
@@ -301,10 +317,11 @@ int main(int argc, char **argv) {
     printf("{\"cores\":%ld,\"reps\":%d,\"kernels\":%d", cores, reps, nkernels);
     if (cold) {
       printf(",\"cold_start\":[");
-      for (int i = 0; i < 2; i++)
-        printf("%s{\"backend\":\"%s\",\"one_thread_ms\":%.1f,\"all_cores_ms\":%.1f,\"speedup\":%.3f}",
-               i ? "," : "", cr[i].name, cr[i].one_ms, cr[i].all_ms,
-               cr[i].all_ms > 0 ? cr[i].one_ms / cr[i].all_ms : 0.0);
+      for (int i = 0, n = 0; i < NCOLD; i++)
+        if (cold_on[i])
+          printf("%s{\"backend\":\"%s\",\"one_thread_ms\":%.1f,\"all_cores_ms\":%.1f,\"speedup\":%.3f}",
+                 n++ ? "," : "", cr[i].name, cr[i].one_ms, cr[i].all_ms,
+                 cr[i].all_ms > 0 ? cr[i].one_ms / cr[i].all_ms : 0.0);
       printf("]");
     }
     if (costs) {
@@ -326,7 +343,8 @@ int main(int argc, char **argv) {
   if (cold) {
     printf("\ncold start: %d kernels prepared in a new process (median of %d)\n", nkernels, reps);
     printf("  %-14s %12s %12s %8s\n", "backend", "1 thread ms", "all cores ms", "speedup");
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < NCOLD; i++) {
+      if (!cold_on[i]) continue;
       if (cr[i].one_ms < 0) printf("  %-14s unavailable here\n", cr[i].name);
       else
         printf("  %-14s %12.1f %12.1f %8.2f\n", cr[i].name, cr[i].one_ms, cr[i].all_ms,

@@ -9,8 +9,8 @@
 #
 # It installs nothing and needs no network; it only reads the GPU's state
 # (nvidia-smi -L / --query-gpu) and never changes a GPU setting. Every step
-# runs under a time limit so the whole check ends in well under 5 minutes
-# (KC_CHECK_BUDGET seconds, default 270). Logs are kept in build-gpu/check/.
+# runs under a time limit so the whole check ends in about 7 minutes
+# (KC_CHECK_BUDGET seconds, default 420). Logs are kept in build-gpu/check/.
 #
 # Environment: CUDA_HOME (default: from nvcc on PATH, else /usr/local/cuda),
 # KC_CHECK_JOBS (parallel tests, default min(nproc, 8)), KC_CHECK_BUDGET.
@@ -20,7 +20,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROOT=$(pwd)
 BUILD="$ROOT/build-gpu"
 LOGS="$BUILD/check"
-BUDGET=${KC_CHECK_BUDGET:-270}
+BUDGET=${KC_CHECK_BUDGET:-420}
 T0=$(date +%s)
 JOBS=${KC_CHECK_JOBS:-$(n=$(nproc 2>/dev/null || echo 4); echo $((n > 8 ? 8 : n)))}
 
@@ -66,10 +66,13 @@ GEN=()
 command -v ninja >/dev/null 2>&1 && GEN=(-G Ninja)
 # A GPU machine without network may lack libcmocka-dev / libxxhash-dev: a
 # folder .gpu-deps/{include,lib} with their headers and library (copied from
-# a Debian machine, never committed) stands in for them.
+# a Debian machine, never committed) stands in for them; .gpu-deps/bin (with
+# its libraries in lib/) for redis-server and other programs.
 if [[ -d "$ROOT/.gpu-deps" ]]; then
   GEN+=(-DCMAKE_PREFIX_PATH="$ROOT/.gpu-deps")
   export LD_LIBRARY_PATH="$ROOT/.gpu-deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # .gpu-deps/bin: redis-server for the Redis tier's tests, if copied there
+  [[ -d "$ROOT/.gpu-deps/bin" ]] && export PATH="$ROOT/.gpu-deps/bin:$PATH"
 fi
 # shellcheck disable=SC2206
 GEN+=(${KC_CHECK_CMAKE_ARGS:-})
@@ -118,7 +121,7 @@ if ((BUILT)); then
   if [[ -f "$BUILD/CTestTestfile.cmake" ]]; then
     t=$(now)
     echo "== ctest (KC_BACKEND=cuda, -j $JOBS)"
-    if KC_BACKEND=cuda timeout "$(limit 150)" ctest --test-dir "$BUILD" --output-on-failure \
+    if KC_BACKEND=cuda timeout "$(limit 240)" ctest --test-dir "$BUILD" --output-on-failure \
       -j "$JOBS" 2>&1 | tee "$LOGS/ctest.txt"; then
       res=ok
     else
@@ -222,6 +225,25 @@ if ((BUILT)) && [[ -x "$SBENCH" ]] && (($(left) > 40)); then
   fi
 fi
 
+# ------------------------------------------- cold start on every core (NVRTC)
+# kc_bench_scale's cold start: 50 kernels prepared in a new process on one
+# compile thread and on one per core, CUDA (NVRTC + link), then the host
+# backend with cc -O2 if time is left (goal: at least 8x on 16 cores).
+SCALE="$BUILD/bench/kc_bench_scale"
+if ((BUILT)) && [[ -x "$SCALE" ]] && (($(left) > 60)); then
+  for be in cuda host; do
+    (($(left) > 40)) || { row "cold start ($be)" skipped "" "not enough time left"; continue; }
+    t=$(now)
+    echo "== $SCALE --skip-costs --cold-backend $be"
+    if timeout "$(limit 90)" "$SCALE" --skip-costs --cold-backend "$be" 2>&1 | tee "$LOGS/cold-$be.txt"; then
+      row "cold start ($be)" ok "$(secs "$t" "$(now)")" "$(grep -E '^  (cuda|host) ' "$LOGS/cold-$be.txt" | tr -s ' ')"
+    else
+      row "cold start ($be)" FAILED "$(secs "$t" "$(now)")" "see $LOGS/cold-$be.txt"
+      OVERALL=1
+    fi
+  done
+fi
+
 # ------------------------------------------------- the Python package (cuda)
 # Built with CMake (KC_PYTHON, libkcache static) and tested with pytest when
 # this machine's python3 has the headers, pytest and numpy (nothing is
@@ -240,6 +262,18 @@ sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Pyth
   else
     row "python (all backends)" FAILED "$(secs "$t" "$(now)")" "see $LOGS/python-build.txt, $LOGS/python.txt"
     OVERALL=1
+  fi
+  # The launch from Python against kcache's C launch and CuPy's RawKernel.
+  if [[ -f "$PYB/python/kcache/__init__.py" ]] && (($(left) > 30)); then
+    t=$(now)
+    echo "== python/bench/bench_launch.py --only cuda"
+    if (cd "$BUILD" && PYTHONPATH="$PYB/python" timeout "$(limit 60)" python3 "$ROOT/python/bench/bench_launch.py" \
+      --only cuda --both --rounds 201) >"$LOGS/python-bench.txt" 2>&1; then
+      row "python launch bench" ok "$(secs "$t" "$(now)")"
+    else
+      row "python launch bench" FAILED "$(secs "$t" "$(now)")" "see $LOGS/python-bench.txt"
+      OVERALL=1
+    fi
   fi
 else
   row "python (all backends)" skipped "" "no python3 with headers, pytest and numpy here (or no time left)"
@@ -276,6 +310,11 @@ if [[ -s "$LOGS/bench-store.txt" ]]; then
   echo
   echo "disk cache benchmark (last lines):"
   tail -n 12 "$LOGS/bench-store.txt" | sed 's/^/  /'
+fi
+if [[ -s "$LOGS/python-bench.txt" ]]; then
+  echo
+  echo "python launch benchmark (the table; JSON in $LOGS/python-bench.txt):"
+  sed -n '1,/^{/p' "$LOGS/python-bench.txt" | grep -v '^{' | tail -n 12 | sed 's/^/  /'
 fi
 echo
 echo "total: $(($(date +%s) - T0)) s; overall: $([[ $OVERALL == 0 ]] && echo PASS || echo FAIL)"

@@ -7,6 +7,10 @@
           in the same process: kcache._kcache._c_launch_batch), and
           PyOpenCL's fastest form (typed set_args + a pre-fetched
           enqueue_nd_range_kernel), on the same device.
+  cuda    (a GPU) the same three kernels: kcache from Python, bound
+          arguments, kcache's C launch in the same process, and CuPy's
+          RawKernel of the same source (its launch with a tuple of
+          arguments), each on the default stream, on the same GPU.
   host    the host backend's cached launch of an empty kernel against a
           Numba @njit dispatch of an empty function with the same
           arguments (a NumPy array where the kernel has a pointer).
@@ -18,7 +22,7 @@ median of the per-launch times. On OpenCL "paired" is the median over the
 rounds of (Python batch - C batch) of the same round, which cancels the
 machine's slow swings that the two separate medians keep.
 
-  python bench_launch.py [--json | --both] [--rounds N] [--only opencl|host]
+  python bench_launch.py [--json | --both] [--rounds N] [--only opencl|cuda|host]
 """
 import argparse
 import json
@@ -159,6 +163,69 @@ def bench_opencl(rounds):
     return out
 
 
+def bench_cuda(rounds):
+    try:
+        import cupy as cp
+    except ImportError as e:
+        cp, cupy_why = None, str(e)
+    rt = kcache.Runtime(backend="cuda", cache_disable=True)
+    buf = rt.buffer(256)
+    args = [buf, 1.5, 3, 2.5]
+    out = {"device": rt.devices[0], "batch": BATCH, "rounds": rounds, "kernels": {},
+           "cupy": cp.__version__ if cp else "missing: " + cupy_why}
+    if cp:
+        cy = cp.zeros(64, cp.float32)
+        cargs = (cy, np.float32(1.5), np.int32(3), np.float32(2.5))
+
+    def finish():
+        rt.finish()
+        if cp:
+            cp.cuda.Device().synchronize()
+    for name, src, nargs in KERNELS:
+        rt.define(name + "c", src.replace(name, name + "c"))
+        k = rt.kernel(name + "c").compile()
+        a = args[:nargs]
+        launch = k[1, 1]
+        blaunch = k.bind(*a).launch
+
+        def bound_loop():
+            for _ in range(BATCH):
+                blaunch(1, 1)
+        sides = {"kcache_python": loop_plain(launch, a), "kcache_python_bound": bound_loop}
+        if cp:
+            cu_src = 'extern "C" ' + (src.replace("KC_KERNEL", "__global__").replace("KC_GLOBAL ", "")
+                                      .replace("kc_global_id(0)", "(blockIdx.x * blockDim.x + threadIdx.x)"))
+            rk = cp.RawKernel(cu_src, name)
+            ca = cargs[:nargs]
+
+            def cupy_loop(rk=rk, ca=ca):
+                for _ in range(BATCH):
+                    rk((1,), (1,), ca)
+            sides["cupy"] = cupy_loop
+        c_side = [0.0]
+
+        def c_timed():
+            finish()
+            c_side[0] = kcache._kcache._c_launch_batch(k, BATCH, *a)
+            finish()
+            return c_side[0]
+        t = {s: [] for s in list(sides) + ["kcache_c"]}
+        for _ in range(3):
+            for f in sides.values():
+                f()
+            kcache._kcache._c_launch_batch(k, BATCH, *a)
+            finish()
+        order = list(t)
+        for r in range(rounds):
+            for s in order[r % len(order):] + order[:r % len(order)]:
+                t[s].append(c_timed() if s == "kcache_c" else timed(sides[s], finish))
+        out["kernels"][str(nargs)] = {s: round(statistics.median(v) / 1000.0, 4) for s, v in t.items()}
+        out["kernels"][str(nargs)]["python_minus_c_paired"] = round(
+            statistics.median(p - c for p, c in zip(t["kcache_python"], t["kcache_c"])) / 1000.0, 4)
+    rt.close()
+    return out
+
+
 def bench_host(rounds):
     import numba
 
@@ -197,13 +264,16 @@ def main():
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--both", action="store_true", help="print the table, then the JSON of the same run")
     ap.add_argument("--rounds", type=int, default=301)
-    ap.add_argument("--only", choices=["opencl", "host"])
+    ap.add_argument("--only", choices=["opencl", "cuda", "host"])
     o = ap.parse_args()
     res = {"kcache": kcache.library_version, "python": sys.version.split()[0], "machine": platform.machine(),
            "unit": "us per launch (median)", "loadavg_before": os.getloadavg()}
     if o.only in (None, "opencl"):
         ok, why = kcache.backend_available("opencl")
         res["opencl"] = bench_opencl(o.rounds) if ok else {"skipped": why}
+    if o.only in (None, "cuda"):
+        ok, why = kcache.backend_available("cuda")
+        res["cuda"] = bench_cuda(o.rounds) if ok else {"skipped": why}
     if o.only in (None, "host"):
         res["host"] = bench_host(o.rounds)
     res["loadavg_after"] = os.getloadavg()
@@ -225,6 +295,18 @@ def table(res):
             print(f"{n:>4} {r['kcache_c']:9.3f} {r['kcache_python']:10.3f} {r['kcache_python_bound']:9.3f} "
                   f"{r['pyopencl']:9.3f} {r['kcache_python'] - r['kcache_c']:7.3f} "
                   f"{r['python_minus_c_paired']:7.3f} {r['pyopencl'] / r['kcache_python']:10.2f}x")
+    if "kernels" in res.get("cuda", {}):
+        c = res["cuda"]
+        print(f"\nCUDA on {c['device']} (CuPy {c['cupy']})")
+        print(f"{'args':>4} {'kcache C':>9} {'kcache py':>10} {'py bound':>9} {'CuPy':>9} {'py/C':>6} "
+              f"{'paired':>7} {'CuPy/py':>8}")
+        for n, r in c["kernels"].items():
+            cupy = r.get("cupy", float("nan"))
+            print(f"{n:>4} {r['kcache_c']:9.3f} {r['kcache_python']:10.3f} {r['kcache_python_bound']:9.3f} "
+                  f"{cupy:9.3f} {r['kcache_python'] / r['kcache_c']:6.3f} {r['python_minus_c_paired']:7.3f} "
+                  f"{cupy / r['kcache_python']:7.2f}x")
+    elif "cuda" in res:
+        print(f"\nCUDA: skipped ({res['cuda']['skipped']})")
     if "host" in res:
         print(f"\nHost backend vs Numba {res['host']['numba']} @njit dispatch of an empty function")
         print(f"{'args':>4} {'kcache C':>9} {'py Buffer':>10} {'py ndarray':>11} {'numba':>8} {'py/numba':>9}")
