@@ -69,6 +69,9 @@ command -v ninja >/dev/null 2>&1 && GEN=(-G Ninja)
 # a Debian machine, never committed) stands in for them; .gpu-deps/bin (with
 # its libraries in lib/) for redis-server and other programs.
 if [[ -d "$ROOT/.gpu-deps" ]]; then
+  # exported, so that the builds the tests make (install, static,
+  # subproject) and the Python package's find them too
+  export CMAKE_PREFIX_PATH="$ROOT/.gpu-deps${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
   GEN+=(-DCMAKE_PREFIX_PATH="$ROOT/.gpu-deps")
   export LD_LIBRARY_PATH="$ROOT/.gpu-deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   # .gpu-deps/bin: redis-server for the Redis tier's tests, if copied there

@@ -19,7 +19,7 @@ kc_status kc__launch_bad_args(const kc__blinked *b, const kc_context *ctx, const
 }
 
 kc_status kc__check_dims(kc_runtime *rt, const char *fn, const char *name, const kc_dim3 *grid,
-                            const kc_dim3 *block) {
+                         const kc_dim3 *block) {
   if (!grid || !block) return kc__err(rt, KC_EINVAL, "%s of '%s': grid or block is NULL", fn, name);
   if (!grid->x || !grid->y || !grid->z || !block->x || !block->y || !block->z)
     return kc__err(rt, KC_EINVAL, "%s of '%s': grid and block dimensions must be at least 1", fn, name);

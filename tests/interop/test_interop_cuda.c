@@ -307,6 +307,20 @@ static void test_capture(void **state) {
   natives_close(&n);
 }
 
+/* Makes no context current on this thread. cuCtxSetCurrent(NULL) pops the
+ * top of the thread's context stack, and the stack here holds two (the
+ * primary context natives_open made current, then the one cuCtxCreate
+ * pushed): one call would leave the primary current, so pop until none. */
+static void no_context_current(void) {
+  CUcontext cur = NULL;
+  for (int i = 0; i < 16; i++) {
+    CU_OK(p_cuCtxGetCurrent(&cur));
+    if (!cur) return;
+    CU_OK(p_cuCtxSetCurrent(NULL));
+  }
+  fail_msg("the thread's context stack did not empty");
+}
+
 /* kcache leaves the calling thread's current context as it found it
  * (kcache.h): with another context current (a framework's, made by
  * cuCtxCreate) and with none, every kcache call here, launches included,
@@ -321,7 +335,8 @@ static void test_current_context_kept(void **state) {
   kc_context *ctx;
   for (int round = 0; round < 2; round++) {
     CUcontext want = round == 0 ? other : NULL;
-    CU_OK(p_cuCtxSetCurrent(want));
+    if (want) CU_OK(p_cuCtxSetCurrent(want));
+    else no_context_current();
     KCT_OK(rt, kc_context_create(rt, 0, &ctx));
     CU_OK(p_cuCtxGetCurrent(&cur));
     assert_ptr_equal(cur, want);

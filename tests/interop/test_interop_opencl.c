@@ -38,7 +38,13 @@
   X(clFinish) \
   X(clCreateSubDevices) \
   X(clReleaseDevice) \
-  X(clGetContextInfo)
+  X(clGetContextInfo) \
+  X(clCreateProgramWithSource) \
+  X(clBuildProgram) \
+  X(clCreateKernel) \
+  X(clGetKernelWorkGroupInfo) \
+  X(clReleaseKernel) \
+  X(clReleaseProgram)
 #define CL_FIELD(f) static __typeof__(f) *p_##f;
 CLF(CL_FIELD)
 #undef CL_FIELD
@@ -603,6 +609,38 @@ static const char SRC_OWN[] = "KC_KERNEL void own(KC_GLOBAL float *y, KC_LOCAL f
                               "  y[kc_global_id(0)] = mine[kc_local_size(0) - 1 - l] + tmp[l];\n"
                               "}\n";
 
+/* SRC_OWN in plain OpenCL C, built straight through the platform. */
+static const char SRC_OWN_CL[] = "__kernel void own(__global float *y, __local float *tmp) {\n"
+                                 "  __local float mine[1024];\n"
+                                 "  size_t l = get_local_id(0);\n"
+                                 "  mine[l] = (float)l;\n"
+                                 "  tmp[l] = 1.0f;\n"
+                                 "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+                                 "  y[get_global_id(0)] = mine[get_local_size(0) - 1 - l] + tmp[l];\n"
+                                 "}\n";
+
+/* What the platform itself says of SRC_OWN's own local memory on ctx's
+ * device (CL_KERNEL_LOCAL_MEM_SIZE of a kernel built without kcache):
+ * some platforms say 0 for a kernel whose __local arrays they place
+ * elsewhere, and then kcache cannot subtract them either. */
+static cl_ulong platform_own_local(kc_context *ctx) {
+  cl_context cctx = kc_context_native(ctx);
+  cl_device_id dev;
+  CL_OK(p_clGetContextInfo(cctx, CL_CONTEXT_DEVICES, sizeof dev, &dev, NULL));
+  const char *src = SRC_OWN_CL;
+  cl_int e;
+  cl_program prog = p_clCreateProgramWithSource(cctx, 1, &src, NULL, &e);
+  CL_OK(e);
+  CL_OK(p_clBuildProgram(prog, 1, &dev, "", NULL, NULL));
+  cl_kernel k = p_clCreateKernel(prog, "own", &e);
+  CL_OK(e);
+  cl_ulong own = 0;
+  CL_OK(p_clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_LOCAL_MEM_SIZE, sizeof own, &own, NULL));
+  p_clReleaseKernel(k);
+  p_clReleaseProgram(prog);
+  return own;
+}
+
 /* The number after `what` in the last message (0: none). */
 static unsigned long long number_after(kc_runtime *rt, const char *what) {
   const char *m = strstr(kc_errmsg(rt), what);
@@ -650,15 +688,26 @@ static void test_device_limits(void **state) {
   KCT_STATUS(rt, KC_EARGS, kc_launch_args_ex(ba, &c));
   KCT_CONTAINS(kc_errmsg(rt), "CL_DEVICE_LOCAL_MEM_SIZE");
   kc_args_destroy(ba);
-  /* a kernel's own __local variables leave less for its parameters */
-  kc_arg ownbig[] = {KC_ARG_BUF(b), KC_ARG_LOCAL_BYTES((uint32_t)dev)};
-  KCT_STATUS(rt, KC_EARGS, kc_launch_ex(kown, ctx, &c, ownbig, 2));
-  KCT_CONTAINS(kc_errmsg(rt), "(CL_KERNEL_LOCAL_MEM_SIZE)");
-  unsigned long long own = number_after(rt, "less ");
-  assert_true(own >= 1024 * sizeof(float) && own < dev);
-  assert_int_equal(number_after(rt, "are above the "), dev - own);
-  kc_arg ownat[] = {KC_ARG_BUF(b), KC_ARG_LOCAL_BYTES((uint32_t)(dev - own))};
-  KCT_OK(rt, kc_launch_ex(kown, ctx, &c, ownat, 2));
+  /* a kernel's own __local variables leave less for its parameters, where
+   * the platform says how much they take (PoCL 3.1 does; a platform that
+   * says 0 leaves kcache nothing to subtract, and the case is not checked) */
+  cl_ulong said = platform_own_local(ctx);
+  if (said) {
+    kc_arg ownbig[] = {KC_ARG_BUF(b), KC_ARG_LOCAL_BYTES((uint32_t)dev)};
+    KCT_STATUS(rt, KC_EARGS, kc_launch_ex(kown, ctx, &c, ownbig, 2));
+    KCT_CONTAINS(kc_errmsg(rt), "(CL_KERNEL_LOCAL_MEM_SIZE)");
+    unsigned long long own = number_after(rt, "less ");
+    assert_int_equal(own, said);
+    assert_true(own >= 1024 * sizeof(float) && own < dev);
+    assert_int_equal(number_after(rt, "are above the "), dev - own);
+    kc_arg ownat[] = {KC_ARG_BUF(b), KC_ARG_LOCAL_BYTES((uint32_t)(dev - own))};
+    KCT_OK(rt, kc_launch_ex(kown, ctx, &c, ownat, 2));
+  } else {
+    printf("this platform says CL_KERNEL_LOCAL_MEM_SIZE 0 for a kernel with a __local float[1024]: "
+           "its own local memory is not checked here\n");
+    kc_arg ownsmall[] = {KC_ARG_BUF(b), KC_ARG_LOCAL_BYTES(4 * sizeof(float))};
+    KCT_OK(rt, kc_launch_ex(kown, ctx, &c, ownsmall, 2));
+  }
   float y[4];
   KCT_OK(rt, kc_buffer_read(b, 0, y, sizeof y));
   for (int i = 0; i < 4; i++) assert_float_equal(y[i], (float)(3 - i) + 1.0f, 0);
