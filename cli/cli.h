@@ -35,6 +35,9 @@ typedef struct cli {
   /* whom the store trusts (kc__store_trust_load; filled for a store
    * command even when it refuses the store: verify says why) */
   kc__store_trust trust;
+  /* every setting, resolved as a runtime resolves it (kc__config_resolve,
+   * with --dir as the cache directory's option) */
+  kc__config conf;
   bool json; /* --json */
   bool progress; /* stderr is a terminal (and not --json) */
   const char *cmd; /* the command's name */

@@ -9,7 +9,7 @@
 #include "cli.h"
 #include "out.h"
 #include "cache/dir.h"
-#include "base/settings.h"
+#include "base/config.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -56,27 +56,20 @@ static void print_rows(const cli *c, const row *r, size_t n) {
 }
 
 int cli_show_config(cli *c, bool dir_given) {
+  (void)dir_given; /* the configuration names --dir */
   row r[KC__SETTING_COUNT];
-  char text[128], why[PATH_MAX + 256];
+  char why[PATH_MAX + 256];
   uint64_t bytes;
   kc__max_from mf;
-  bool max_ok = kc__store_max_size(c->root, &c->trust, &bytes, &mf, why, sizeof why);
-  for (int id = 0; id < KC__SETTING_COUNT; id++) {
-    const char *raw = kc__setting_raw((kc__setting)id);
+  bool max_ok = kc__store_max_size(&c->conf, c->root, &c->trust, &bytes, &mf, why, sizeof why);
+  for (int id = 0; id < KC__SETTING_COUNT; id++) { /* the library's resolution (kc__config_resolve) */
     row *x = &r[id];
     x->name = kc__setting_name((kc__setting)id);
     x->doc = kc__setting_doc((kc__setting)id);
-    bool env = raw && *raw;
-    x->value = env ? raw : kc__setting_default((kc__setting)id);
-    x->from = env ? "environment" : "default";
-    if (id == KC__SET_CACHE_DIR) {
-      x->value = c->root;
-      x->from = dir_given ? "--dir" : env ? "environment" : "default";
-    } else if (id == KC__SET_CACHE_MAXSIZE && mf == KC__MAX_FILE &&
-               kc__store_conf_get(c->root, &c->trust, "max_size", text, sizeof text) == 0) {
-      x->value = text; /* as the file says it */
-      x->from = "kcache.conf";
-    }
+    x->value = kc__config_str(&c->conf, (kc__setting)id);
+    x->from = kc__config_origin(&c->conf, (kc__setting)id) == KC__FROM_DEFAULT
+                  ? "default"
+                  : kc__config_from(&c->conf, (kc__setting)id);
   }
   if (!max_ok) fprintf(stderr, "kcache: warning: %s; using 1G\n", why);
   print_rows(c, r, KC__SETTING_COUNT);
@@ -95,7 +88,7 @@ int cli_set_max_size(cli *c, const char *size) {
   if (err) cli_fail("-M: cannot write %s/" KC__STORE_CONF ": %s", c->root, strerror(err));
   uint64_t now;
   kc__max_from from;
-  kc__store_max_size(c->root, &c->trust, &now, &from, NULL, 0);
+  kc__store_max_size(&c->conf, c->root, &c->trust, &now, &from, NULL, 0);
   bool in_force = from != KC__MAX_ENV; /* (KC_CACHE_MAXSIZE wins) */
   char a[32];
   if (c->json) {
@@ -108,7 +101,7 @@ int cli_set_max_size(cli *c, const char *size) {
            v ? human_size(v, a, sizeof a) : "the default, 1 GiB", c->root);
     if (!in_force)
       printf("(KC_CACHE_MAXSIZE=%s is set and wins over it in this environment)\n",
-             kc__setting_raw(KC__SET_CACHE_MAXSIZE));
+             kc__config_text(&c->conf, KC__SET_CACHE_MAXSIZE));
   }
   return 0;
 }

@@ -15,6 +15,7 @@
  */
 #include "cli.h"
 #include "out.h"
+#include "core/core.h" /* kc__config_resolve: the settings as a runtime resolves them */
 
 #include <errno.h>
 #include <stdarg.h>
@@ -152,18 +153,31 @@ static void set_root(cli *c, const char *dir) {
     if (!*dir) cli_usage("option --dir needs a value");
     if (stat(dir, &st) != 0) cli_usage("--dir %s: %s", dir, strerror(errno));
     if (!S_ISDIR(st.st_mode)) cli_usage("--dir %s: not a directory", dir);
-    snprintf(c->root, sizeof c->root, "%s", dir);
-  } else if (!kc__store_default_root(c->root, sizeof c->root)) {
+  }
+  const char *root = kc__config_text(&c->conf, KC__SET_CACHE_DIR); /* --dir, KC_CACHE_DIR or the default */
+  if (!root || !*root) {
     fprintf(stderr, "kcache: no store directory: give --dir, or set KC_CACHE_DIR or HOME\n");
     exit(2);
   }
+  if (strlen(root) >= sizeof c->root) cli_usage("the store's path is too long (%zu bytes)", strlen(root));
+  snprintf(c->root, sizeof c->root, "%s", root);
   kc__store_vdir(c->root, c->vdir, sizeof c->vdir);
   char why[1024];
-  (void)kc__store_trust_load(&c->trust, c->root, NULL, why, sizeof why);
+  (void)kc__store_trust_load(&c->trust, c->root, &c->conf, NULL, why, sizeof why);
+}
+
+/* The settings in force, as a runtime would resolve them, with --dir (if
+ * given) as the cache directory's option. */
+static void resolve(cli *c, const char *dir) {
+  kc_options o;
+  kc_options_init(&o);
+  o.cache_dir = dir;
+  if (kc__config_resolve(&o, NULL, &c->conf)) cli_fail("out of memory");
+  if (dir) kc__config_set(&c->conf, KC__SET_CACHE_DIR, dir, KC__FROM_OPTION, "--dir");
 }
 
 int main(int argc, char **argv) {
-  cli c;
+  static cli c; /* static: what it holds (its configuration) lives until exit */
   memset(&c, 0, sizeof c);
   const char *dir = NULL, *cmd = NULL;
   static char *rest[4096];
@@ -212,6 +226,7 @@ int main(int argc, char **argv) {
     }
   }
   c.argv = rest;
+  resolve(&c, dir && *dir ? dir : NULL);
   if (special) { /* -p and -M: the store's settings, no command */
     if (help) {
       fputs(cli_help_config, stdout);

@@ -40,7 +40,7 @@ void cli_stats_remote(const cli *c) {
   kc__remote_counters_read(c->vdir, &r);
   kc__remote_config cfg;
   char why[1024];
-  kc_status st = kc__remote_config_load(NULL, &cfg, why, sizeof why);
+  kc_status st = kc__remote_config_load(&c->conf, &cfg, why, sizeof why);
   if (!r.valid && st == KC_ENOTFOUND) {
     if (c->json) printf(", \"remote\": null");
     return;
@@ -435,12 +435,12 @@ int cmd_remote(cli *c) {
   if (!run) cli_usage("remote: no subcommand '%s' (ping, ls, clear)", sub);
   rcli r;
   memset(&r, 0, sizeof r);
-  kc_options o;
-  kc_options_init(&o);
-  o.remote_url = url;
-  o.remote_prefix = prefix;
-  o.remote_timeout_ms = (uint32_t)timeout;
-  kc_status st = kc__remote_config_load(&o, &r.cfg, r.why, sizeof r.why);
+  char ms[32];
+  snprintf(ms, sizeof ms, "%lu", timeout);
+  if (url) kc__config_set(&c->conf, KC__SET_REMOTE, url, KC__FROM_OPTION, "--url");
+  if (prefix) kc__config_set(&c->conf, KC__SET_REMOTE_PREFIX, prefix, KC__FROM_OPTION, "--prefix");
+  kc__config_set(&c->conf, KC__SET_REMOTE_TIMEOUT_MS, ms, KC__FROM_OPTION, "--timeout");
+  kc_status st = kc__remote_config_load(&c->conf, &r.cfg, r.why, sizeof r.why);
   if (st == KC_ENOTFOUND) {
     fprintf(stderr, "kcache: remote: no server: give --url redis://host:port, or set KC_REMOTE\n");
     return 2;

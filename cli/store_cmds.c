@@ -88,7 +88,8 @@ static void summarize(const cli *c, summary *s) {
   int64_t counted = stat(path, &st) == 0 ? kc__stat_mtime_ns(&st) : 0;
   if (s->n && counted > s->newest) s->newest = counted;
   s->max_error[0] = 0;
-  if (!kc__store_max_size(c->root, &c->trust, &s->max, &s->max_from, s->max_error, sizeof s->max_error - 16))
+  if (!kc__store_max_size(&c->conf, c->root, &c->trust, &s->max, &s->max_from, s->max_error,
+                          sizeof s->max_error - 16))
     strcat(s->max_error, "; using 1G");
   kc__store_counters_read(c->vdir, &s->k);
 }
@@ -530,7 +531,7 @@ int cmd_verify(cli *c) {
   kc__store_trust trust;
   char refused[1024] = "";
   bool shared = false;
-  bool usable = kc__store_trust_load(&trust, c->root, &shared, refused, sizeof refused);
+  bool usable = kc__store_trust_load(&trust, c->root, &c->conf, &shared, refused, sizeof refused);
   if (!usable && repair) {
     /* removing files from a directory others may write proves nothing */
     repair = false;
@@ -634,7 +635,7 @@ static int run_gc(const cli *c, uint64_t target, const char *what) {
 int cmd_gc(cli *c) {
   uint64_t target;
   char why[PATH_MAX + 256];
-  if (!kc__store_max_size(c->root, &c->trust, &target, NULL, why, sizeof why)) cli_usage("%s", why);
+  if (!kc__store_max_size(&c->conf, c->root, &c->trust, &target, NULL, why, sizeof why)) cli_usage("%s", why);
   for (int i = 0; i < c->argc; i++) {
     const char *v;
     if (!cli_opt(c, &i, "--max-size", &v)) cli_unexpected(c, c->argv[i]);

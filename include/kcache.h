@@ -222,7 +222,12 @@ kc_status kc_options_init_size(kc_options *opt, size_t size);
 
 /* Creates a runtime. opt may be NULL for the defaults. On failure *out is
  * NULL and, if the failure concerns the backend, kc_errmsg(NULL) says why.
- * Thread-safe. */
+ * Thread-safe. The runtime's configuration is resolved here, once: for
+ * each setting, the option if set (non-zero, non-NULL), else its KC_*
+ * environment variable, else the store's kcache.conf (its max_size), else
+ * the default. Variables changed later do not reach this runtime (a new
+ * one reads them again); `kcache -p` prints what a runtime would resolve,
+ * and where each value came from. */
 kc_status kc_runtime_create(const kc_options *opt, kc_runtime **out);
 /* Destroys the runtime and everything created from it (contexts, kernels,
  * buffers). Not thread-safe with any other call on the same runtime. */

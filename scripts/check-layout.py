@@ -12,6 +12,9 @@ Fails (prints each breach, exits 1) on:
     "->". Only .c files are counted. The cycles of today are CYCLE_EDGES
     below (every edge A -> B that lies on one): a new one fails, and so
     does an entry that no longer lies on a cycle. The list only shrinks;
+  * a read of the environment (getenv, kc__setting_raw) outside the files
+    of ENV_READERS below: every KC_* setting is read once, into the
+    resolved configuration (base/config.h);
   * a use, in a file under src/backends/ (the registry included), of a
     function defined under src/core/: what a backend needs of the core
     comes through backend.h's kc__bsvc;
@@ -299,6 +302,33 @@ for (a, b), names in sorted(uses.items()):
             bad.append(f"backend -> core: {short(a)} uses {n} (defined in {core}): a backend calls nothing "
                        f"of the core (what it needs comes through backend.h's kc__bsvc, or from below "
                        f"src/backends/)")
+
+# -------------------------------------------- settings are read once
+
+# Every KC_* setting is read once, into a resolved configuration
+# (src/base/config.c reads the environment; src/core/config.c resolves it
+# with the options and kcache.conf). No other file reads the environment,
+# except for what is not a setting of kcache's, named here with why.
+ENV_READERS = {
+    "src/base/config.c": "the one reading of the KC_* variables",
+    "src/base/settings.c": "defines kc__setting_raw, which config.c calls",
+    "src/base/log.c": "$KC_LOG for the log of no runtime (a runtime's level is resolved once)",
+    "src/core/config.c": "XDG_CACHE_HOME and HOME: the default cache directory, while resolving",
+    "src/testing/fault.c": "fault-injection builds: $KC_FAULT_BACKTRACE",
+    "src/remote/hiredis.c": "$KC_HIREDIS_LIB: where libhiredis is, read once when it is first loaded",
+    "src/backends/host/tools.c": "PATH: where the compiler is, as the shell finds it",
+    "src/backends/host/sysinc.c": "CPATH and C_INCLUDE_PATH: the compiler's own search path",
+    "src/backends/host/host.c": "TMPDIR: where the compiler writes",
+    "src/backends/cuda/load.c": "CUDA_HOME and CUDA_PATH: where NVRTC is, read once when it is loaded",
+}
+for path in (p for p in sources if p.endswith(".c")):
+    for m in re.finditer(r"\b(getenv|secure_getenv|kc__setting_raw)\s*\(", codes[path]):
+        if path not in ENV_READERS:
+            bad.append(f"{path}:{line_of(codes[path], m.start())}: {m.group(1)}(): a setting is read once, "
+                       f"into the resolved configuration (base/config.h): take it from there")
+for path in ENV_READERS:
+    if not os.path.exists(path) or not re.search(r"\b(getenv|kc__setting_raw)\s*\(", codes.get(path, "")):
+        bad.append(f"scripts/check-layout.py: ENV_READERS names {path}, which reads no environment")
 
 # ------------------------------------------------------- doc/locks.md
 

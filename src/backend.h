@@ -200,12 +200,31 @@ struct kc__tu {
   kc__tu_deps *deps; /* compile fills it if the backend reports_deps (else NULL, or left alone) */
 };
 
+/* What a backend is configured with: plain values, resolved once by the
+ * core from kc_options, the KC_* settings and their defaults
+ * (core/config.c). A backend reads neither the environment for a setting
+ * nor the options itself. Its strings live as long as the runtime. */
+typedef enum kc__helpers_mode { KC__HELPERS_AUTO, KC__HELPERS_NEVER, KC__HELPERS_ALWAYS } kc__helpers_mode;
+typedef struct kc__bconfig {
+  int platform_index; /* kc_options.platform_index (-1: the first platform with a device) */
+  const char *device_name; /* a substring of the device's name to pick, or NULL */
+  const char *compile_options; /* appended to the compiler's own, or NULL */
+  const char *host_cc; /* host: the C compiler command (kc_options.host_cc, $KC_HOST_CC, "cc") */
+  uint32_t compile_timeout_ms; /* host: a compile's limit (120 s by default) */
+  uint32_t compile_threads; /* the compile pool's threads (>= 1) */
+  bool cuda_force_ptx; /* CUDA: PTX even where a cubin could be made ($KC_CUDA_FORCE_PTX) */
+  kc__helpers_mode opencl_helpers; /* OpenCL: builds in helper processes ($KC_OPENCL_HELPERS) */
+  const char *opencl_helper; /* OpenCL: the helper to run ($KC_OPENCL_HELPER), NULL: beside the library */
+  double opencl_helper_timeout_s; /* OpenCL: how long a helper may take to answer (> 0) */
+} kc__bconfig;
+
 typedef struct kc__backend {
   const char *name;
-  /* Why the backend cannot run here (static or thread-local string), or NULL. */
-  const char *(*unavailable)(void);
+  /* Why the backend cannot run here with cfg (NULL: the defaults), a
+   * static or thread-local string; or NULL. */
+  const char *(*unavailable)(const kc__bconfig *cfg);
   /* Opens the backend; keeps a copy of *svc for its services. */
-  kc_status (*open)(const kc__bsvc *svc, const kc_options *opt, void **state);
+  kc_status (*open)(const kc__bsvc *svc, const kc__bconfig *cfg, void **state);
   void (*close)(void *state);
   int (*device_count)(void *state);
   const char *(*device_name)(void *state, int index);
@@ -312,6 +331,11 @@ const char *kc__cuda_nvrtc_unavailable(void);
  * none), and the backend a runtime of `want` opens ($KC_BACKEND when want
  * is KC_BACKEND_AUTO; KC_EUNAVAILABLE saying why if it cannot run here). */
 const kc__backend *kc__backend_of(kc_backend_kind kind);
-kc_status kc__backend_pick(kc_backend_kind want, const kc__backend **out);
+/* The backend to run: want if not KC_BACKEND_AUTO, else the one named (a
+ * backend's name; NULL or "auto": the rows in order, the first that can
+ * run here with cfg). what names where the name came from, for the
+ * message when it names none (KC_BACKEND="x"). */
+kc_status kc__backend_pick(kc_backend_kind want, const char *named, const char *what, const kc__bconfig *cfg,
+                           const kc__backend **out);
 
 #endif /* KC_BACKEND_H */

@@ -7,6 +7,7 @@
 
 set(KC_SOURCES
     src/base/child.c
+    src/base/config.c
     src/base/err.c
     src/base/filedep.c
     src/base/fork.c
@@ -20,6 +21,7 @@ set(KC_SOURCES
     src/base/settings.c
     src/core/checked.c
     src/core/code.c
+    src/core/config.c
     src/core/context.c
     src/core/fork.c
     src/core/interop.c

@@ -6,7 +6,8 @@
  * src/backends/ and one row of KC__BACKENDS below (plus an absent stub if
  * the build may leave it out, src/sources.cmake). It sees backend.h only:
  * the core asks it for a table (kc__backend_of, kc__backend_pick), and
- * device listing, which needs a runtime, is the runtime's (runtime.c).
+ * device listing and kc_backend_available, which need the configuration
+ * resolved, are the runtime's (runtime.c).
  */
 #include "backend.h"
 
@@ -26,7 +27,10 @@ KC__BACKENDS(KC__BACKEND_EXTERN)
 
 /* A backend whose source file is not part of this build. */
 #define KC__ABSENT_BACKEND(var, nm) \
-  static const char *var##_absent(void) { return "kcache was built without the " nm " backend"; } \
+  static const char *var##_absent(const kc__bconfig *cfg) { \
+    (void)cfg; \
+    return "kcache was built without the " nm " backend"; \
+  } \
   const kc__backend var = {.name = nm, .unavailable = var##_absent};
 #ifdef KC_WITHOUT_OPENCL
 KC__ABSENT_BACKEND(kc__backend_opencl, "opencl")
@@ -62,20 +66,13 @@ const kc__backend *kc__backend_of(kc_backend_kind kind) {
   return NULL;
 }
 
-int kc_backend_available(kc_backend_kind kind, const char **why) {
-  const kc__backend *be = kc__backend_of(kind);
-  const char *reason = be ? be->unavailable() : "unknown backend";
-  if (why) *why = reason;
-  return reason == NULL;
-}
-
-/* $KC_BACKEND (a backend's name or "auto"), else the rows in order: the
- * first that can run here. */
-kc_status kc__backend_pick(kc_backend_kind want, const kc__backend **out) {
-  const char *env = kc__setting_str(KC__SET_BACKEND); /* "auto" when unset */
-  if (want == KC_BACKEND_AUTO && strcmp(env, "auto") != 0) {
+/* want if set, else the one named, else the rows in order: the first that
+ * can run here. */
+kc_status kc__backend_pick(kc_backend_kind want, const char *named, const char *what, const kc__bconfig *cfg,
+                           const kc__backend **out) {
+  if (want == KC_BACKEND_AUTO && named && strcmp(named, "auto") != 0) {
     for (size_t i = 0; i < KC__NBACKENDS && want == KC_BACKEND_AUTO; i++)
-      if (!strcmp(env, registry_rows[i].be->name)) want = registry_rows[i].kind;
+      if (!strcmp(named, registry_rows[i].be->name)) want = registry_rows[i].kind;
     if (want == KC_BACKEND_AUTO) {
       char names[256] = "";
       size_t len = 0;
@@ -84,22 +81,22 @@ kc_status kc__backend_pick(kc_backend_kind want, const kc__backend **out) {
         int n = snprintf(names + len, sizeof names - len, "%s, ", nm);
         if (n > 0 && (size_t)n < sizeof names - len) len += (size_t)n;
       }
-      return kc__err_owner(0, KC_EINVAL, "KC_BACKEND=\"%s\": expected %sor auto", env, names);
+      return kc__err_owner(0, KC_EINVAL, "%s: expected %sor auto", what ? what : named, names);
     }
   }
   if (want != KC_BACKEND_AUTO) {
     const kc__backend *be = kc__backend_of(want);
     if (!be) return kc__err_owner(0, KC_EINVAL, "unknown backend kind %d", (int)want);
-    const char *why = be->unavailable();
+    const char *why = be->unavailable(cfg);
     if (why) return kc__err_owner(0, KC_EUNAVAILABLE, "backend %s is not available: %s", be->name, why);
     *out = be;
     return KC_OK;
   }
   for (size_t i = 0; i < KC__NBACKENDS; i++)
-    if (!registry_rows[i].be->unavailable()) {
+    if (!registry_rows[i].be->unavailable(cfg)) {
       *out = registry_rows[i].be;
       return KC_OK;
     }
   return kc__err_owner(0, KC_EUNAVAILABLE, "no backend is available: %s",
-                       kc__backend_of(KC_BACKEND_HOST)->unavailable());
+                       kc__backend_of(KC_BACKEND_HOST)->unavailable(cfg));
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* base.h -- src/base, all of it: what knows no kcache type beyond kc_status
  * and kc_alloc_fn (attributes, atomics, mutexes, bytes, heaps, the byte
- * buffer, the container kit, errors, clocks, hashing, ids, settings, the
+ * buffer, the container kit, errors, clocks, hashing, ids, settings and
+ * the resolved configuration, the
  * wait for a child process). */
 #ifndef KC_BASE_H
 #define KC_BASE_H
@@ -11,6 +12,7 @@
 #include "base/child.h"
 #include "base/clock.h"
 #include "base/compiler.h"
+#include "base/config.h"
 #include "base/err.h"
 #include "base/filedep.h"
 #include "base/fork.h"

@@ -28,8 +28,11 @@ typedef struct kc__log_sink {
   kc_log_level level;
 } kc__log_sink;
 
-/* The level of $KC_LOG; KC_LOG_WARN when unset. *bad (may be NULL) is set
- * when the value is not one of error, warn, info, debug (then: warn). */
+/* The level named v (error, warn, warning, info, debug); KC_LOG_WARN when
+ * v is NULL. *bad (may be NULL) is set when v is another word (then:
+ * warn). kc__log_env_level: the level of $KC_LOG now, for the log of no
+ * runtime (a runtime's level is resolved once, from its configuration). */
+kc_log_level kc__log_level_named(const char *v, bool *bad);
 kc_log_level kc__log_env_level(bool *bad);
 /* Whether a message of level lvl reaches sink (NULL: stderr at $KC_LOG). */
 bool kc__log_wants(const kc__log_sink *sink, kc_log_level lvl);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* log.c -- the log sinks (err.h): levels, $KC_LOG, the line a sink or
- * stderr gets; and the warning about a KC_* variable's bad value
- * (settings.h), with the setting that gives it as it is read. Above
- * settings.c (which logs nothing) and beside err.c. */
+/* log.c -- the log sinks (err.h): levels, $KC_LOG (for the log of no
+ * runtime, read when it logs: a runtime's level is resolved once), the
+ * line a sink or stderr gets; and the warning about a setting's bad value
+ * (config.h), with the setting that gives it as it is read. Above
+ * config.c and settings.c (which log nothing) and beside err.c. */
+#include "base/config.h"
 #include "base/err.h"
-#include "base/settings.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -18,9 +19,8 @@ const char *kc__log_level_name(kc_log_level lvl) {
   return (unsigned)lvl < sizeof level_names / sizeof *level_names ? level_names[lvl] : "log";
 }
 
-kc_log_level kc__log_env_level(bool *bad) {
+kc_log_level kc__log_level_named(const char *v, bool *bad) {
   if (bad) *bad = false;
-  const char *v = kc__setting_str(KC__SET_LOG);
   static const struct {
     const char *name;
     kc_log_level level;
@@ -33,6 +33,11 @@ kc_log_level kc__log_env_level(bool *bad) {
     if (!strcmp(v, names[i].name)) return names[i].level;
   if (bad) *bad = v != NULL;
   return KC_LOG_WARN;
+}
+
+kc_log_level kc__log_env_level(bool *bad) {
+  const char *v = kc__setting_raw(KC__SET_LOG); /* the log of no runtime: read when it logs */
+  return kc__log_level_named(v && *v ? v : NULL, bad);
 }
 
 bool kc__log_wants(const kc__log_sink *sink, kc_log_level lvl) {
@@ -57,17 +62,17 @@ void kc__log_to(const kc__log_sink *sink, kc_log_level lvl, const char *fmt, ...
 
 /* ------------------------------------------------ settings that warn */
 
-void kc__setting_warn(kc__setting id, const char *fallback) {
-  const char *v = kc__setting_raw(id), *def = kc__setting_default(id);
-  kc__log_to(NULL, KC_LOG_WARN, "%s=\"%s\" is not %s; using %s", kc__setting_name(id), v ? v : "",
+void kc__config_warn(const kc__config *c, kc__setting id, const char *fallback) {
+  char what[512];
+  const char *def = kc__setting_default(id);
+  kc__log_to(NULL, KC_LOG_WARN, "%s is not %s; using %s", kc__config_what(c, id, what, sizeof what),
              kc__setting_takes(id), fallback ? fallback : (def ? def : "the default"));
 }
 
-uint32_t kc__compile_threads(uint32_t option, bool warn) {
-  if (option) return option;
+uint32_t kc__config_compile_threads(const kc__config *c, bool warn) {
   uint64_t n = 0;
-  if (kc__setting_u64(KC__SET_COMPILE_THREADS, &n, 0, 1024) == KC__SETTING_BAD && warn)
-    kc__setting_warn(KC__SET_COMPILE_THREADS, "one thread per core");
+  if (kc__config_u64(c, KC__SET_COMPILE_THREADS, &n, 0, 1024) == KC__SETTING_BAD && warn)
+    kc__config_warn(c, KC__SET_COMPILE_THREADS, "one thread per core");
   if (n) return (uint32_t)n;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   return cores > 0 ? (uint32_t)(cores > 1024 ? 1024 : cores) : 1;

@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /* settings.h -- the one table of the KC_* environment variables (the model
  * is mimalloc's options.c). Every KC_* variable kcache reads is a row of
- * KC__SETTINGS: (id, name, kind, default, doc). Values are read from the
- * environment on each call (tests set variables at run time); each kind has
- * one parser. A malformed value is reported by the getter (KC__SETTING_BAD,
- * *out = the default); the caller either fails with its own message or
- * warns with kc__setting_warn and goes on with the default.
+ * KC__SETTINGS: (id, name, kind, default, doc); each kind has one parser.
+ * A malformed value is reported by the getter (KC__SETTING_BAD, *out = the
+ * default); the caller either fails with its own message or warns with
+ * kc__config_warn and goes on with the default.
  *
  * Kinds:  STR      any text; empty counts as unset
+ *         TEXT     any text; empty is a value (a key prefix may be empty)
  *         BOOL     unset or empty: the default; "0": false; anything else: true
  *         U64      a decimal integer in the caller's range
  *         SIZE     bytes with an optional K/M/G/T suffix (binary: 1K = 1024),
  *                  "KiB"/"KB"/"B" accepted ("512M", "1G", "100k", "1.5G")
  *         SECONDS  a non-negative decimal number of seconds ("30", "0.5")
+ *
+ * The values themselves are read once, into a resolved configuration
+ * (config.h), with the options and the store's kcache.conf; this file
+ * only knows the rows and how each kind is parsed.
  */
 #ifndef KC_BASE_SETTINGS_H
 #define KC_BASE_SETTINGS_H
@@ -33,7 +37,7 @@
   X(CACHE_KEY,          "KC_CACHE_KEY",           STR,     NULL,   "secret that authenticates disk cache entries (HMAC-SHA256)") \
   X(CACHE_LOCK_TIMEOUT, "KC_CACHE_LOCK_TIMEOUT",  SECONDS, "60",   "seconds to wait for another process compiling the same entry") \
   X(REMOTE,             "KC_REMOTE",              STR,     NULL,   "remote cache URL (redis://[user:password@]host[:port][/db]; off, none: no remote)") \
-  X(REMOTE_PREFIX,      "KC_REMOTE_PREFIX",       STR,     "kcache:", "key prefix of remote entries") \
+  X(REMOTE_PREFIX,      "KC_REMOTE_PREFIX",       TEXT,    "kcache:", "key prefix of remote entries") \
   X(REMOTE_TIMEOUT_MS,  "KC_REMOTE_TIMEOUT_MS",   U64,     "5",    "remote connect/command timeout in milliseconds (1..600000)") \
   X(REMOTE_RETRY_MS,    "KC_REMOTE_RETRY_MS",     U64,     "10000", "milliseconds before retrying a remote that failed (1..86400000)") \
   X(REMOTE_LOCK_TIMEOUT, "KC_REMOTE_LOCK_TIMEOUT", SECONDS, "30",  "seconds to wait for another machine compiling the same entry (0 < s <= 86400)") \
@@ -62,31 +66,30 @@ typedef enum kc__setting_state {
   KC__SETTING_BAD /* malformed or out of range: *out is the default */
 } kc__setting_state;
 
+typedef enum kc__setting_kind {
+  KC__KIND_STR,
+  KC__KIND_TEXT,
+  KC__KIND_BOOL,
+  KC__KIND_U64,
+  KC__KIND_SIZE,
+  KC__KIND_SECONDS
+} kc__setting_kind;
+
 const char *kc__setting_name(kc__setting id); /* "KC_..." */
 const char *kc__setting_doc(kc__setting id);
 const char *kc__setting_default(kc__setting id); /* as text; NULL: none */
-/* The environment's text, NULL when unset (empty text is returned as is). */
+kc__setting_kind kc__setting_kind_of(kc__setting id);
+/* The environment's text, NULL when unset (empty text is returned as is).
+ * Read by config.c, and by the log of no runtime (log.c, $KC_LOG). */
 const char *kc__setting_raw(kc__setting id);
 
-/* STR: the value if set and not empty, else the default (may be NULL). */
-const char *kc__setting_str(kc__setting id);
-kc__setting_state kc__setting_bool(kc__setting id, bool *out);
-kc__setting_state kc__setting_u64(kc__setting id, uint64_t *out, uint64_t lo, uint64_t hi);
-kc__setting_state kc__setting_size(kc__setting id, uint64_t *out);
-kc__setting_state kc__setting_seconds(kc__setting id, double *out);
+/* text (NULL: unset) as id's kind into out (a bool, uint64_t or double;
+ * nothing for STR and TEXT): the default first, then the text: UNSET (no
+ * text), SET or BAD (out left at the default). lo and hi bound a U64. */
+kc__setting_state kc__setting_parse(kc__setting id, const char *text, void *out, uint64_t lo, uint64_t hi);
 
 /* What a variable of id's kind takes ("0 or 1", "a size (e.g. 500M, 2G)"). */
 const char *kc__setting_takes(kc__setting id);
-
-/* Logs the warning NAME="value" is not <what the kind takes>; using
- * <fallback>, to stderr (the log of no runtime: err.h). In log.c, which
- * settings.c is below. */
-void kc__setting_warn(kc__setting id, const char *fallback);
-
-/* The compile threads: option if nonzero, else $KC_COMPILE_THREADS, else
- * one per core (at most 1024). warn: a bad value is warned about (the
- * compile pool's reading; the others only follow it). In log.c. */
-uint32_t kc__compile_threads(uint32_t option, bool warn);
 
 /* The parsers, for values that come from elsewhere (options, the CLI). */
 bool kc__parse_size(const char *s, uint64_t *out);

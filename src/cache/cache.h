@@ -33,7 +33,7 @@
 #include "cache/index.h"
 #include "cache/io.h"
 #include "cache/key.h"
-#include "base/settings.h"
+#include "base/config.h"
 #include "cache/trust.h"
 
 /* The old name of the size parser, for the kcache command and the tests. */
@@ -43,11 +43,15 @@ typedef struct kc__cache kc__cache;
 
 typedef struct kc__cache_config {
   const kc__heap *mem; /* the allocator (and owner of error messages) only; never dereferenced here */
-  const char *root; /* NULL or "": kc__store_default_root */
-  bool disable; /* no cache (kc_options.cache_disable; $KC_CACHE_DISABLE also turns it off) */
-  bool shared; /* a store its group shares (kc_options.cache_shared; $KC_CACHE_SHARED=1 too): trust.h */
-  uint64_t max_size; /* 0: $KC_CACHE_MAXSIZE, else ROOT/kcache.conf's max_size, else 1 GiB */
-  uint32_t lock_ms; /* 0: $KC_CACHE_LOCK_TIMEOUT, else 60 s */
+  /* The resolved configuration (base/config.h; NULL: the defaults): the
+   * cache's KC_CACHE_* settings. The fields below, where set, go before it
+   * (tests and benchmarks open a store with them alone). */
+  const kc__config *conf;
+  const char *root; /* NULL or "": conf's KC_CACHE_DIR */
+  bool disable; /* no cache; conf's KC_CACHE_DISABLE turns it off too */
+  bool shared; /* a store its group shares (trust.h); conf's KC_CACHE_SHARED too */
+  uint64_t max_size; /* 0: conf's KC_CACHE_MAXSIZE, else ROOT/kcache.conf's max_size, else 1 GiB */
+  uint32_t lock_ms; /* 0: conf's KC_CACHE_LOCK_TIMEOUT, else 60 s */
   /* Where warnings go (NULL: stderr, "kcache: warning: MSG"). */
   void (*warn)(void *ud, const char *msg);
   void *warn_ud;

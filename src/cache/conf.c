@@ -130,12 +130,15 @@ int kc__store_conf_set(const char *root, const kc__store_trust *t, const char *k
   return err;
 }
 
-bool kc__store_max_size(const char *root, const kc__store_trust *t, uint64_t *out, kc__max_from *from,
-                        char *why, size_t wl) {
+bool kc__store_max_size(const kc__config *conf, const char *root, const kc__store_trust *t, uint64_t *out,
+                        kc__max_from *from, char *why, size_t wl) {
   uint64_t v = 0;
   kc__max_from f = KC__MAX_DEFAULT;
   char text[128] = "";
-  kc__setting_state st = kc__setting_size(KC__SET_CACHE_MAXSIZE, &v);
+  /* a row from the file (a resolved configuration) is read from the file
+   * again below, as the file says it now */
+  bool set_here = kc__config_origin(conf, KC__SET_CACHE_MAXSIZE) != KC__FROM_FILE;
+  kc__setting_state st = set_here ? kc__config_size(conf, KC__SET_CACHE_MAXSIZE, &v) : KC__SETTING_UNSET;
   bool ok = st != KC__SETTING_BAD;
   int err = ENOENT;
   if (!ok || (st == KC__SETTING_SET && v)) {
@@ -150,9 +153,10 @@ bool kc__store_max_size(const char *root, const kc__store_trust *t, uint64_t *ou
   *out = ok && f != KC__MAX_DEFAULT ? v : KC__STORE_DEFAULT_MAX;
   if (from) *from = f;
   if (ok || !why) return ok;
+  char what[256];
   if (f == KC__MAX_ENV)
-    snprintf(why, wl, "KC_CACHE_MAXSIZE=\"%s\" is not a size (e.g. 500M, 2G)",
-             kc__setting_raw(KC__SET_CACHE_MAXSIZE));
+    snprintf(why, wl, "%s is not a size (e.g. 500M, 2G)",
+             kc__config_what(conf, KC__SET_CACHE_MAXSIZE, what, sizeof what));
   else if (err == EPERM)
     snprintf(why, wl,
              "%s/" KC__STORE_CONF " is not trusted (owned by another user, or writable by others than the "
@@ -161,4 +165,20 @@ bool kc__store_max_size(const char *root, const kc__store_trust *t, uint64_t *ou
   else
     snprintf(why, wl, "max_size = \"%s\" in %s/" KC__STORE_CONF " is not a size (e.g. 500M, 2G)", text, root);
   return ok;
+}
+
+void kc__store_conf_resolve(kc__config *conf) {
+  const char *root = kc__config_text(conf, KC__SET_CACHE_DIR);
+  if (!root || !*root || kc__config_origin(conf, KC__SET_CACHE_MAXSIZE) != KC__FROM_DEFAULT) return;
+  kc__store_trust t;
+  char why[1024], text[128];
+  if (!kc__store_trust_load(&t, root, conf, NULL, why, sizeof why)) { /* not used: nothing read */
+    kc__store_trust_wipe(&t);
+    return;
+  }
+  uint64_t v;
+  if (kc__store_conf_get(root, &t, "max_size", text, sizeof text) == 0 && kc__parse_size(text, &v) && v) {
+    kc__config_set(conf, KC__SET_CACHE_MAXSIZE, text, KC__FROM_FILE, NULL);
+  }
+  kc__store_trust_wipe(&t);
 }

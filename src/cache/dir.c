@@ -3,8 +3,7 @@
  * cache/dir.c -- owns the store's directory: its root and file names, its
  * creation, opening its directories without following a link, and the walk
  * that lists entry files (which garbage collection, evict.c, scans). The
- * default root comes from the environment (dir.h says which variables the
- * cache reads, and where).
+ * root comes resolved (dir.h).
  */
 #include "cache/dir.h"
 #include "cache/io.h"
@@ -17,19 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-bool kc__store_default_root(char *out, size_t outlen) {
-  const char *dir = kc__setting_str(KC__SET_CACHE_DIR);
-  int n = -1;
-  if (dir && *dir) {
-    n = snprintf(out, outlen, "%s", dir);
-  } else {
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (xdg && *xdg == '/') n = snprintf(out, outlen, "%s/kcache", xdg); /* relative: ignored (XDG) */
-    else if (home && *home) n = snprintf(out, outlen, "%s/.cache/kcache", home);
-  }
-  return n > 0 && (size_t)n < outlen;
-}
 
 void kc__store_vdir(const char *root, char *out, size_t outlen) {
   /* A root too long for out gives an empty path, which no directory

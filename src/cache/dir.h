@@ -2,30 +2,26 @@
 /*
  * cache/dir.h -- the store's directory (dir.c): where it is, the names of
  * its files, making it, listing it; reading entry files (entry_file.c); and
- * the one function through which the cache reads its environment
- * variables. Garbage collection, which scans it, is in index.h (evict.c).
+ * the store's configuration file. Garbage collection, which scans it, is in
+ * index.h (evict.c).
  */
 #ifndef KC_CACHE_DIR_H
 #define KC_CACHE_DIR_H
 
 #include "cache/codec.h"
 #include "cache/counters.h"
-#include "base/settings.h"
+#include "base/config.h"
 #include "cache/trust.h"
 
 #include <dirent.h>
 #include <limits.h>
 #include <sys/stat.h>
 
-/* The cache reads its KC_* variables through the settings table
- * (base/settings.h): KC_CACHE_DIR (here), KC_CACHE_MAXSIZE (conf.c),
- * KC_CACHE_DISABLE and KC_CACHE_LOCK_TIMEOUT (store.c), KC_CACHE_SHARED
- * and KC_CACHE_KEY (trust.c); and XDG_CACHE_HOME and HOME, not kcache's,
- * with getenv (here). */
-
-/* The root that a runtime without cache_dir uses ($KC_CACHE_DIR, else
- * $XDG_CACHE_HOME/kcache, else $HOME/.cache/kcache). False if none. */
-bool kc__store_default_root(char *out, size_t outlen);
+/* The cache reads no environment variable and no option: its settings
+ * come resolved, in a kc__config (base/config.h): KC_CACHE_DIR (with its
+ * default from XDG_CACHE_HOME or HOME), KC_CACHE_DISABLE and
+ * KC_CACHE_LOCK_TIMEOUT (store.c), KC_CACHE_MAXSIZE (conf.c),
+ * KC_CACHE_SHARED and KC_CACHE_KEY (trust.c). */
 /* ROOT/v1 */
 void kc__store_vdir(const char *root, char *out, size_t outlen);
 /* vdir/ab/<hex><suffix> */
@@ -43,19 +39,26 @@ int kc__store_conf_get(const char *root, const kc__store_trust *t, const char *k
  * (EPERM: the file is there and t does not trust it: left as it is). */
 int kc__store_conf_set(const char *root, const kc__store_trust *t, const char *key, const char *val);
 
-/* Where the store's size bound came from. */
+/* Where the store's size bound came from: the configuration (an option
+ * or $KC_CACHE_MAXSIZE), the store's kcache.conf, or the default. */
 typedef enum kc__max_from { KC__MAX_DEFAULT, KC__MAX_ENV, KC__MAX_FILE } kc__max_from;
 /* The size bound of the store at root (trusted as t says; NULL: its
- * kcache.conf is not read): $KC_CACHE_MAXSIZE, else max_size in
- * ROOT/kcache.conf (`kcache -M`), else the default (1 GiB); unset, empty or
- * 0 counts as not given, as everywhere in kcache. *from (may be NULL): the
- * one that counts. False if that one is not a size, or is a kcache.conf t
- * does not trust: then *out is the default and why (may be NULL) says what
- * is wrong (the caller says what it does instead). The library and the
- * command read it through this one function, so "0" can never mean "evict
- * everything" in one of them. */
-bool kc__store_max_size(const char *root, const kc__store_trust *t, uint64_t *out, kc__max_from *from,
-                        char *why, size_t wl);
+ * kcache.conf is not read): conf's KC_CACHE_MAXSIZE when an option or the
+ * variable set it, else max_size in ROOT/kcache.conf (`kcache -M`), else
+ * the default (1 GiB); unset, empty or 0 counts as not given, as everywhere
+ * in kcache. *from (may be NULL): the one that counts. False if that one is
+ * not a size, or is a kcache.conf t does not trust: then *out is the
+ * default and why (may be NULL) says what is wrong (the caller says what it
+ * does instead). The library and the command read it through this one
+ * function, so "0" can never mean "evict everything" in one of them. */
+bool kc__store_max_size(const kc__config *conf, const char *root, const kc__store_trust *t, uint64_t *out,
+                        kc__max_from *from, char *why, size_t wl);
+/* The store's part of a configuration being resolved (core/config.c): when
+ * neither an option nor the variable set KC_CACHE_MAXSIZE, and the store
+ * at conf's KC_CACHE_DIR is trusted, the max_size its kcache.conf gives
+ * (a size, not 0) goes into the row, from the file. Says nothing: what is
+ * wrong with the file is said where the bound is used. */
+void kc__store_conf_resolve(kc__config *conf);
 /* mkdir -p, each directory it makes given exactly mode (kc__store_made_dir);
  * true if path is a directory afterwards (else *err). */
 bool kc__store_make_dirs(const char *path, mode_t mode, int *err);

@@ -59,18 +59,17 @@ static void open_limits(const kc__cache_config *cfg, const char *root, const kc_
                         uint64_t *max, uint32_t *lock_ms) {
   *max = cfg->max_size;
   char why[PATH_MAX + 128];
-  if (!*max && !kc__store_max_size(root, t, max, NULL, why, sizeof why))
+  if (!*max && !kc__store_max_size(cfg->conf, root, t, max, NULL, why, sizeof why))
     warn_once(NULL, cfg->warn, cfg->warn_ud, "%s; using 1G", why);
   *lock_ms = cfg->lock_ms;
   if (*lock_ms) return;
   *lock_ms = KC__STORE_DEFAULT_LOCK_MS;
   double secs;
-  kc__setting_state st = kc__setting_seconds(KC__SET_CACHE_LOCK_TIMEOUT, &secs);
+  kc__setting_state st = kc__config_seconds(cfg->conf, KC__SET_CACHE_LOCK_TIMEOUT, &secs);
   if (st == KC__SETTING_SET && secs < 4e6) *lock_ms = (uint32_t)(secs * 1000);
   else if (st != KC__SETTING_UNSET)
-    warn_once(NULL, cfg->warn, cfg->warn_ud,
-              "KC_CACHE_LOCK_TIMEOUT=\"%s\" is not a number of seconds; using 60",
-              kc__setting_raw(KC__SET_CACHE_LOCK_TIMEOUT));
+    warn_once(NULL, cfg->warn, cfg->warn_ud, "%s is not a number of seconds; using 60",
+              kc__config_what(cfg->conf, KC__SET_CACHE_LOCK_TIMEOUT, why, sizeof why));
 }
 
 /* Makes the store's directories and checks that they may be trusted
@@ -79,7 +78,7 @@ static void open_limits(const kc__cache_config *cfg, const char *root, const kc_
 static bool open_dirs(const kc__cache_config *cfg, const char *root, const char *vdir, kc__store_trust *t) {
   char why[1024];
   int err = 0;
-  if (!kc__store_trust_init(t, cfg->shared, why, sizeof why)) {
+  if (!kc__store_trust_conf(t, cfg->conf, cfg->shared, why, sizeof why)) {
     warn_once(NULL, cfg->warn, cfg->warn_ud,
               "not using the disk cache in %s: %s; compiled kernels are kept in "
               "memory only",
@@ -111,12 +110,19 @@ static bool open_dirs(const kc__cache_config *cfg, const char *root, const char 
 
 kc__cache *kc__cache_open(const kc__cache_config *cfg) {
   bool off = false;
-  kc__setting_bool(KC__SET_CACHE_DISABLE, &off);
+  kc__config_bool(cfg->conf, KC__SET_CACHE_DISABLE, &off);
   if (cfg->disable || off) return NULL;
   char root[PATH_MAX], vdir[PATH_MAX];
-  if (cfg->root && *cfg->root) {
-    snprintf(root, sizeof root, "%s", cfg->root);
-  } else if (!kc__store_default_root(root, sizeof root)) {
+  const char *dir = cfg->root && *cfg->root ? cfg->root : kc__config_text(cfg->conf, KC__SET_CACHE_DIR);
+  if (dir && *dir && strlen(dir) < sizeof root) {
+    snprintf(root, sizeof root, "%s", dir);
+  } else if (dir && *dir) {
+    warn_once(NULL, cfg->warn, cfg->warn_ud,
+              "the disk cache directory's path is %zu bytes long, more than this system takes; compiled "
+              "kernels are kept in memory only",
+              strlen(dir));
+    return NULL;
+  } else {
     warn_once(NULL, cfg->warn, cfg->warn_ud,
               "no directory for the disk cache (set KC_CACHE_DIR, XDG_CACHE_HOME or HOME); "
               "compiled kernels are kept in memory only");

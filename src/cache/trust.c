@@ -23,14 +23,11 @@
 
 static const char mac_label[] = "kcache store entry mac v1";
 
-bool kc__store_trust_init(kc__store_trust *t, bool shared, char *why, size_t wl) {
+bool kc__store_trust_init(kc__store_trust *t, bool shared, const char *secret, char *why, size_t wl) {
   memset(t, 0, sizeof *t);
-  bool env_shared = false;
-  kc__setting_bool(KC__SET_CACHE_SHARED, &env_shared);
-  t->shared = shared || env_shared;
+  t->shared = shared;
   t->uid = geteuid();
   t->group = getegid();
-  const char *secret = kc__setting_str(KC__SET_CACHE_KEY);
   if (!secret || !*secret) return true;
   const char *no = kc__hmac_unavailable();
   if (no || !kc__hmac_derive(secret, mac_label, t->mac_key)) {
@@ -40,6 +37,13 @@ bool kc__store_trust_init(kc__store_trust *t, bool shared, char *why, size_t wl)
   }
   t->keyed = true;
   return true;
+}
+
+bool kc__store_trust_conf(kc__store_trust *t, const kc__config *conf, bool shared, char *why, size_t wl) {
+  bool on = false;
+  kc__config_bool(conf, KC__SET_CACHE_SHARED, &on);
+  return kc__store_trust_init(t, shared || on, conf ? kc__config_text(conf, KC__SET_CACHE_KEY) : NULL, why,
+                              wl);
 }
 
 void kc__store_trust_wipe(kc__store_trust *t) {
@@ -285,7 +289,8 @@ kc_status kc__store_unseal(const kc__store_trust *t, const uint8_t *buf, size_t 
 
 /* ------------------------------------------------------ for `kcache verify` */
 
-bool kc__store_trust_load(kc__store_trust *t, const char *root, bool *shared_layout, char *why, size_t wl) {
+bool kc__store_trust_load(kc__store_trust *t, const char *root, const kc__config *conf, bool *shared_layout,
+                          char *why, size_t wl) {
   /* a store laid out as a shared one (the setgid, group-writable v1
    * directory that shared mode makes) is checked as one, whatever the
    * environment says */
@@ -294,7 +299,7 @@ bool kc__store_trust_load(kc__store_trust *t, const char *root, bool *shared_lay
   struct stat st;
   bool layout = stat(vdir, &st) == 0 && (st.st_mode & S_ISGID) && (st.st_mode & S_IWGRP);
   if (shared_layout) *shared_layout = layout;
-  bool ok = kc__store_trust_init(t, layout, why, wl);
+  bool ok = kc__store_trust_conf(t, conf, layout, why, wl);
   char why2[1024];
   bool root_ok = kc__store_trust_root(t, root, vdir, ok ? why : why2, ok ? wl : sizeof why2);
   return ok && root_ok;

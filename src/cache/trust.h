@@ -38,10 +38,14 @@ typedef struct kc__store_trust {
   uint8_t mac_key[32]; /* keyed: HMAC-SHA256(KC_CACHE_KEY, "kcache store entry mac v1") */
 } kc__store_trust;
 
-/* Fills t: shared from the option or $KC_CACHE_SHARED, the key from
- * $KC_CACHE_KEY. False with why when a key is set but entries cannot be
- * authenticated (no libcrypto): such a store must not be used. */
-bool kc__store_trust_init(kc__store_trust *t, bool shared, char *why, size_t wl);
+/* Fills t: shared (an option, KC_CACHE_SHARED, or the store's layout) and
+ * the key from secret (KC_CACHE_KEY; NULL or "": none). False with why when
+ * a key is set but entries cannot be authenticated (no libcrypto): such a
+ * store must not be used. */
+bool kc__store_trust_init(kc__store_trust *t, bool shared, const char *secret, char *why, size_t wl);
+/* The same from a resolved configuration (NULL: private, no key), with
+ * shared also when the caller says so. */
+bool kc__store_trust_conf(kc__store_trust *t, const kc__config *conf, bool shared, char *why, size_t wl);
 /* Forgets t's key. */
 void kc__store_trust_wipe(kc__store_trust *t);
 
@@ -89,13 +93,14 @@ kc_status kc__store_unseal(const kc__store_trust *t, const uint8_t *buf, size_t 
 
 /* ------------------------------------------------------ for `kcache verify` */
 
-/* kc__store_trust_init (shared from $KC_CACHE_SHARED) and
- * kc__store_trust_root for the store at root. False with why when this
- * user's kcache would refuse the store (or its key). t is filled either
- * way, for kc__store_check_file. */
-/* *shared_layout (may be NULL) tells whether root is laid out as a shared
- * store (setgid and group-writable), which is then checked as one. */
-bool kc__store_trust_load(kc__store_trust *t, const char *root, bool *shared_layout, char *why, size_t wl);
+/* kc__store_trust_conf (conf: KC_CACHE_SHARED and KC_CACHE_KEY resolved;
+ * NULL: private, no key) and kc__store_trust_root for the store at root.
+ * False with why when this user's kcache would refuse the store (or its
+ * key). t is filled either way, for kc__store_check_file. *shared_layout
+ * (may be NULL) tells whether root is laid out as a shared store (setgid
+ * and group-writable), which is then checked as one. */
+bool kc__store_trust_load(kc__store_trust *t, const char *root, const kc__config *conf, bool *shared_layout,
+                          char *why, size_t wl);
 /* Whether path (an entry file or a directory of the store) has an owner
  * and mode that t trusts, and, for an entry file when t has a key, a MAC
  * that verifies. False with why (the reason and its fix). Damage that is

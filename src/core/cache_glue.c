@@ -48,11 +48,7 @@ void kc__store_open(kc_runtime *rt) {
   rt->store = NULL;
   kc__cache_config cfg = {
       .mem = &rt->heap,
-      .root = rt->cache_dir,
-      .disable = rt->opt.cache_disable,
-      .shared = rt->opt.cache_shared != 0,
-      .max_size = rt->opt.cache_max_size,
-      .lock_ms = rt->opt.cache_lock_timeout_ms,
+      .conf = &rt->conf, /* resolved once: options, variables, kcache.conf */
       /* the cache's warnings go to the runtime's log (kcache.h, "log") */
       .warn = kc__log_warn_cb,
       .warn_ud = rt,
@@ -68,13 +64,13 @@ void kc__store_open(kc_runtime *rt) {
     return;
   }
   s->cache = cache;
-  s->remote = kc__remote_open(&rt->heap, &rt->log, &rt->opt,
+  s->remote = kc__remote_open(&rt->heap, &rt->log, &rt->conf,
                               kc__cache_vdir(cache)); /* NULL: none, or unusable (warned) */
-  /* the caller's strings are not kept (kcache.h), and the secret is in the tier */
-  rt->opt.remote_url = rt->opt.remote_prefix = rt->opt.remote_key = NULL;
   if (s->remote) kc__cache_set_tier(cache, &(kc__cache_tier){s->remote, tier_fetch, tier_upload, tier_defer});
   rt->store = s;
 }
+
+void kc__store_config_file(kc__config *conf) { kc__store_conf_resolve(conf); }
 
 void kc__store_close(kc_runtime *rt) {
   struct kc__store *s = rt->store;

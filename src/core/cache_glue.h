@@ -20,10 +20,13 @@
 /* One disk lookup of ci_get: a key, and possibly the cross-process lock. */
 typedef kc__cache_txn kc__store_txn;
 
-/* Opens rt's cache tiers from rt->opt and the environment. Never fails:
- * without a usable directory, rt->store stays NULL (memory only, one
- * warning). */
+/* Opens rt's cache tiers from its resolved configuration (rt->conf). Never
+ * fails: without a usable directory, rt->store stays NULL (memory only,
+ * one warning). */
 void kc__store_open(kc_runtime *rt);
+/* The store's part of resolving a configuration (config.c): max_size from
+ * the kcache.conf of the store conf names, where the store is trusted. */
+void kc__store_config_file(kc__config *conf);
 /* Frees them (and the probe context). Before the backend closes. */
 void kc__store_close(kc_runtime *rt);
 

@@ -18,9 +18,9 @@
 #define KC__GUARD ((size_t)KC_CHECKED_GUARD)
 
 void kc__checked_setup(kc_runtime *rt) {
-  bool on = rt->opt.checked != 0;
-  if (!on && kc__setting_bool(KC__SET_CHECKED, &on) == KC__SETTING_BAD)
-    kc__setting_warn(KC__SET_CHECKED, "0");
+  bool on = false; /* kc_options.checked, else $KC_CHECKED (the resolved configuration) */
+  if (kc__config_bool(&rt->conf, KC__SET_CHECKED, &on) == KC__SETTING_BAD)
+    kc__config_warn(&rt->conf, KC__SET_CHECKED, "0");
   rt->checked = on;
   rt->check_each = on && strcmp(rt->be->name, "host") == 0;
 }

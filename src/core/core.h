@@ -365,11 +365,11 @@ struct kc_runtime {
   void *bstate;
   kc__heap heap; /* kc_options.alloc and alloc_ud */
   kc__log_sink log; /* kc_options.log, log_ud and the resolved level (log.c) */
-  kc_options opt;
+  kc_options opt; /* the caller's, its strings the runtime's copies below */
   char *compile_options;
-  char *host_cc;
-  char *cache_dir;
   char *device_name;
+  kc__config conf; /* every setting, resolved once at create (config.c) */
+  kc__bconfig bconf; /* what the backend was opened with (its strings: opt's and conf's) */
 
   kc__mutex world_lock;
   KC__HTAB(kc__binding) bindings; /* keyed by the name's hash */
@@ -643,5 +643,16 @@ kc_status kc__entry_packed(kc__blinked *b, kc_context *ctx, const kc_dim3 *grid,
  * without a compiler, or one wrapped by kc__fault_wrap_backend): what
  * kc_runtime_create does once it has picked its backend (runtime.c). */
 kc_status kc__runtime_open(const kc_options *opt, const kc__backend *be, kc_runtime **out);
+
+/* config.c: the configuration resolved once (base/config.h): kc_options
+ * (opt may be NULL), the KC_* variables, the store's kcache.conf and the
+ * defaults, with heap (NULL: libc) holding its texts; out is freed with
+ * kc__config_free. KC_ENOMEM is the only failure. The kcache command
+ * calls it too. */
+kc_status kc__config_resolve(const kc_options *opt, const kc__heap *heap, kc__config *out);
+/* What the backend is opened with, from the resolved c and the options
+ * that are the backend's alone (opt may be NULL); warn: say what is wrong
+ * with the backends' settings (once, when the runtime opens its backend). */
+void kc__bconfig_make(const kc__config *c, const kc_options *opt, kc__bconfig *b, bool warn);
 
 #endif /* KC_CORE_H */

@@ -16,16 +16,17 @@
 
 void kc__log_setup(kc_runtime *rt) {
   bool bad = false;
-  kc_log_level env = kc__log_env_level(&bad);
+  /* the resolved KC_LOG: kc_options.log_level when it is a level, else the variable */
+  kc_log_level level = kc__log_level_named(kc__config_text(&rt->conf, KC__SET_LOG), &bad);
   kc_log_level want = rt->opt.log_level;
   bool known = want >= KC_LOG_ERROR && want <= KC_LOG_DEBUG;
-  rt->log = (kc__log_sink){rt->opt.log, rt->opt.log_ud, known ? want : env};
+  rt->log = (kc__log_sink){rt->opt.log, rt->opt.log_ud, level};
   if (want != KC_LOG_DEFAULT && !known)
     kc__log(rt, KC_LOG_WARN, "kc_options.log_level %d is not a kc_log_level; using %s", (int)want,
             kc__log_level_name(rt->log.level));
-  if (bad && !known)
+  if (bad)
     kc__log(rt, KC_LOG_WARN, "KC_LOG=\"%s\" is not error, warn, info or debug; using warn",
-            kc__setting_raw(KC__SET_LOG));
+            kc__config_text(&rt->conf, KC__SET_LOG));
 }
 
 void kc__log(const kc_runtime *rt, kc_log_level lvl, const char *fmt, ...) {

@@ -20,11 +20,11 @@
 /* ------------------------------------------------------------- options */
 
 /* Guarded launches (kcache.h, kc_options.guard_launches): the option, else
- * $KC_GUARD_LAUNCHES. */
+ * $KC_GUARD_LAUNCHES (the resolved configuration). */
 static void guard_setup(kc_runtime *rt) {
-  bool on = rt->opt.guard_launches != 0;
-  if (!on && kc__setting_bool(KC__SET_GUARD_LAUNCHES, &on) == KC__SETTING_BAD)
-    kc__setting_warn(KC__SET_GUARD_LAUNCHES, "0");
+  bool on = false;
+  if (kc__config_bool(&rt->conf, KC__SET_GUARD_LAUNCHES, &on) == KC__SETTING_BAD)
+    kc__config_warn(&rt->conf, KC__SET_GUARD_LAUNCHES, "0");
   rt->guarded = on;
 }
 
@@ -66,49 +66,61 @@ static kc_status options_read(const kc_options *user, kc_options *out) {
 
 /* -------------------------------------------------------------- runtime */
 
+static kc_status runtime_open(kc_runtime *rt, const kc_options *opt, const kc__backend *be, kc_runtime **out);
+
+/* The runtime's memory (the first block the caller's allocator gives) and
+ * its configuration, resolved once (config.c). */
+static kc_status runtime_alloc(const kc_options *opt, kc_runtime **out) {
+  kc__heap heap = {opt->alloc ? opt->alloc : kc__libc_alloc, opt->alloc_ud};
+  kc_runtime *rt = heap.fn(heap.ud, NULL, sizeof *rt);
+  if (!rt) return kc__err(NULL, KC_ENOMEM, "kc_runtime_create: out of memory");
+  memset(rt, 0, sizeof *rt);
+  rt->heap = heap;
+  kc_status st = kc__config_resolve(opt, &rt->heap, &rt->conf);
+  if (st) {
+    heap.fn(heap.ud, rt, 0);
+    return st;
+  }
+  *out = rt;
+  return KC_OK;
+}
+
+/* What runtime_alloc made, given back. */
+static void runtime_unalloc(kc_runtime *rt) {
+  kc__config_free(&rt->conf);
+  kc__heap heap = rt->heap;
+  heap.fn(heap.ud, rt, 0);
+}
+
+/* The backend to run: the option, else KC_BACKEND, else the first that can
+ * run here with the configuration. */
+static kc_status pick(const kc_options *opt, const kc__config *conf, const kc__backend **be) {
+  kc__bconfig b;
+  kc__bconfig_make(conf, opt, &b, false);
+  char what[256];
+  return kc__backend_pick(opt->backend, kc__config_text(conf, KC__SET_BACKEND),
+                          kc__config_what(conf, KC__SET_BACKEND, what, sizeof what), &b, be);
+}
+
 kc_status kc_runtime_create(const kc_options *user_opt, kc_runtime **out) {
   if (!out) return kc__err(NULL, KC_EINVAL, "kc_runtime_create: out is NULL");
   *out = NULL;
   kc_options opt;
   kc_status st = options_read(user_opt, &opt);
   if (st) return st;
+  kc_runtime *rt;
+  if ((st = runtime_alloc(&opt, &rt))) return st;
   const kc__backend *be = NULL;
-  st = kc__backend_pick(opt.backend, &be);
-  if (st) return st;
+  if ((st = pick(&opt, &rt->conf, &be))) {
+    runtime_unalloc(rt);
+    return st;
+  }
 #ifdef KC_FAULT_INJECTION
   be = kc__fault_wrap_backend(be); /* tests: counts and fails backend calls (src/testing) */
 #endif
-  return kc__runtime_open(&opt, be, out);
+  return runtime_open(rt, &opt, be, out);
 }
 
-/* The runtime's copies of the option strings (the caller's may go away). */
-static bool dup_options(kc_runtime *rt, const kc_options *opt) {
-  const char *cc = opt->host_cc ? opt->host_cc : kc__setting_str(KC__SET_HOST_CC); /* "cc" when unset */
-  struct {
-    char **field;
-    const char *value;
-  } dups[] = {{&rt->compile_options, opt->compile_options},
-              {&rt->host_cc, cc && *cc ? cc : "cc"},
-              {&rt->cache_dir, opt->cache_dir},
-              {&rt->device_name, opt->device_name}};
-  for (size_t i = 0; i < sizeof dups / sizeof *dups; i++)
-    if (dups[i].value && !(*dups[i].field = kc__strdup(rt, dups[i].value))) return false;
-  rt->opt.compile_options = rt->compile_options;
-  rt->opt.host_cc = rt->host_cc;
-  rt->opt.cache_dir = rt->cache_dir;
-  rt->opt.device_name = rt->device_name;
-  return true;
-}
-
-static void free_options(kc_runtime *rt) {
-  kc__free(rt, rt->compile_options);
-  kc__free(rt, rt->host_cc);
-  kc__free(rt, rt->cache_dir);
-  kc__free(rt, rt->device_name);
-}
-
-/* Each step that can fail jumps to the label that undoes the steps before
- * it, in reverse order (libuv's fail_ ladder). */
 kc_status kc__runtime_open(const kc_options *user_opt, const kc__backend *be, kc_runtime **out) {
   if (!out) return kc__err(NULL, KC_EINVAL, "kc__runtime_open: out is NULL");
   *out = NULL;
@@ -117,16 +129,43 @@ kc_status kc__runtime_open(const kc_options *user_opt, const kc__backend *be, kc
   kc_options opt;
   kc_status st = options_read(user_opt, &opt);
   if (st) return st;
-  kc__heap heap = {opt.alloc ? opt.alloc : kc__libc_alloc, opt.alloc_ud};
-  kc_runtime *rt = heap.fn(heap.ud, NULL, sizeof *rt);
-  if (!rt) return kc__err(NULL, KC_ENOMEM, "kc_runtime_create: out of memory");
-  memset(rt, 0, sizeof *rt);
-  rt->heap = heap;
+  kc_runtime *rt;
+  if ((st = runtime_alloc(&opt, &rt))) return st;
+  return runtime_open(rt, &opt, be, out);
+}
+
+/* The runtime's copies of the option strings (the caller's may go away):
+ * the backend's alone; the settings' are the configuration's. */
+static bool dup_options(kc_runtime *rt, const kc_options *opt) {
+  struct {
+    char **field;
+    const char *value;
+  } dups[] = {{&rt->compile_options, opt->compile_options}, {&rt->device_name, opt->device_name}};
+  for (size_t i = 0; i < sizeof dups / sizeof *dups; i++)
+    if (dups[i].value && !(*dups[i].field = kc__strdup(rt, dups[i].value))) return false;
+  rt->opt.compile_options = rt->compile_options;
+  rt->opt.device_name = rt->device_name;
+  /* the settings' strings were read once, into the configuration */
+  rt->opt.host_cc = rt->opt.cache_dir = NULL;
+  rt->opt.remote_url = rt->opt.remote_prefix = rt->opt.remote_key = NULL;
+  return true;
+}
+
+static void free_options(kc_runtime *rt) {
+  kc__free(rt, rt->compile_options);
+  kc__free(rt, rt->device_name);
+}
+
+/* Each step that can fail jumps to the label that undoes the steps before
+ * it, in reverse order (libuv's fail_ ladder). rt: runtime_alloc's. */
+static kc_status runtime_open(kc_runtime *rt, const kc_options *opt, const kc__backend *be,
+                              kc_runtime **out) {
+  kc_status st;
   rt->id = kc__next_id();
   rt->be = be;
   atomic_init(&rt->world, 1);
   atomic_init(&rt->fast_world, 1);
-  rt->opt = opt;
+  rt->opt = *opt;
   kc__log_setup(rt);
   kc__checked_setup(rt);
   guard_setup(rt);
@@ -135,7 +174,8 @@ kc_status kc__runtime_open(const kc_options *user_opt, const kc__backend *be, kc
     st = kc__err(NULL, KC_ENOMEM, "kc_runtime_create: out of memory"); \
     goto label; \
   } while (0)
-  if (!dup_options(rt, &opt)) KC__OOM(fail_options);
+  if (!dup_options(rt, opt)) KC__OOM(fail_options);
+  kc__bconfig_make(&rt->conf, &rt->opt, &rt->bconf, true); /* the strings: the runtime's copies */
   if (kc__ext_setup(rt)) KC__OOM(fail_options);
   if (!kc__mutex_init(&rt->world_lock)) KC__OOM(fail_options);
   if (!kc__mutex_init(&rt->spec_lock)) KC__OOM(fail_spec_lock);
@@ -144,7 +184,7 @@ kc_status kc__runtime_open(const kc_options *user_opt, const kc__backend *be, kc
   if (!kc__mutex_init(&rt->collect_lock)) KC__OOM(fail_collect_lock);
 #undef KC__OOM
   const kc__bsvc svc = kc__bsvc_of(rt); /* the backend keeps a copy */
-  st = be->open(&svc, &rt->opt, &rt->bstate);
+  st = be->open(&svc, &rt->bconf, &rt->bstate);
   if (st) goto fail_open;
   kc__store_open(rt); /* never fails: without a disk cache, code stays in memory */
   kc__runtime_fork_register(rt); /* its locks around fork() (fork.c) */
@@ -165,7 +205,7 @@ fail_spec_lock:
 fail_options:
   kc__ext_free(rt);
   free_options(rt);
-  heap.fn(heap.ud, rt, 0);
+  runtime_unalloc(rt);
   return st;
 }
 
@@ -223,8 +263,7 @@ void kc_runtime_destroy(kc_runtime *rt) {
   kc__mutex_destroy(&rt->collect_lock);
   kc__free(rt, rt->pins);
   free_options(rt);
-  kc__heap heap = rt->heap;
-  heap.fn(heap.ud, rt, 0);
+  runtime_unalloc(rt);
 }
 
 const char *kc_runtime_backend(const kc_runtime *rt) { return rt ? rt->be->name : NULL; }
@@ -290,10 +329,30 @@ static size_t list_append(char *buf, size_t size, size_t len, const char *what, 
   return n < 0 ? len : len + (size_t)n;
 }
 
+/* Why kind cannot run here with the process's configuration (its
+ * variables and defaults), or NULL. */
+static const char *unavailable(kc_backend_kind kind) {
+  const kc__backend *be = kc__backend_of(kind);
+  if (!be) return "unknown backend";
+  kc__config conf;
+  if (kc__config_resolve(NULL, NULL, &conf)) return "out of memory";
+  kc__bconfig b;
+  kc__bconfig_make(&conf, NULL, &b, false);
+  const char *why = be->unavailable(&b); /* a static or thread-local string */
+  kc__config_free(&conf);
+  return why;
+}
+
+int kc_backend_available(kc_backend_kind kind, const char **why) {
+  const char *reason = unavailable(kind);
+  if (why) *why = reason;
+  return reason == NULL;
+}
+
 int kc_list_devices(kc_backend_kind kind, char *buf, size_t size) {
   if (size) buf[0] = 0;
   const kc__backend *be = kc__backend_of(kind);
-  if (!be || be->unavailable()) return -1;
+  if (!be || unavailable(kind)) return -1;
   if (be->list) return be->list(buf, size);
   kc_options o;
   kc_options_init(&o);

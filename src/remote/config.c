@@ -139,12 +139,14 @@ kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *wh
 
 /* A U64 setting in [lo, hi] into *out (left alone when unset); false with
  * why when it is malformed or out of range. */
-static bool env_u64(kc__setting id, uint64_t *out, uint64_t lo, uint64_t hi, char *why, size_t wl) {
+static bool conf_u64(const kc__config *conf, kc__setting id, uint64_t *out, uint64_t lo, uint64_t hi,
+                     char *why, size_t wl) {
   uint64_t x;
-  kc__setting_state st = kc__setting_u64(id, &x, lo, hi);
+  kc__setting_state st = kc__config_u64(conf, id, &x, lo, hi);
   if (st == KC__SETTING_BAD) {
-    snprintf(why, wl, "%s=\"%s\" is not a number from %llu to %llu", kc__setting_name(id),
-             kc__setting_raw(id), (unsigned long long)lo, (unsigned long long)hi);
+    char what[256];
+    snprintf(why, wl, "%s is not a number from %llu to %llu", kc__config_what(conf, id, what, sizeof what),
+             (unsigned long long)lo, (unsigned long long)hi);
     return false;
   }
   if (st == KC__SETTING_SET) *out = x;
@@ -152,13 +154,14 @@ static bool env_u64(kc__setting id, uint64_t *out, uint64_t lo, uint64_t hi, cha
 }
 
 /* KC_REMOTE_LOCK_TIMEOUT in milliseconds into *ms (left alone when unset). */
-static bool env_lock_ms(uint32_t *ms, char *why, size_t wl) {
+static bool conf_lock_ms(const kc__config *conf, uint32_t *ms, char *why, size_t wl) {
   double secs;
-  kc__setting_state st = kc__setting_seconds(KC__SET_REMOTE_LOCK_TIMEOUT, &secs);
+  kc__setting_state st = kc__config_seconds(conf, KC__SET_REMOTE_LOCK_TIMEOUT, &secs);
   if (st == KC__SETTING_UNSET) return true;
   if (st == KC__SETTING_BAD || !(secs > 0) || secs > 86400) {
-    snprintf(why, wl, "KC_REMOTE_LOCK_TIMEOUT=\"%s\" is not a number of seconds (0 < s <= 86400)",
-             kc__setting_raw(KC__SET_REMOTE_LOCK_TIMEOUT));
+    char what[256];
+    snprintf(why, wl, "%s is not a number of seconds (0 < s <= 86400)",
+             kc__config_what(conf, KC__SET_REMOTE_LOCK_TIMEOUT, what, sizeof what));
     return false;
   }
   *ms = (uint32_t)(secs * 1000 + 0.5);
@@ -167,29 +170,29 @@ static bool env_lock_ms(uint32_t *ms, char *why, size_t wl) {
 }
 
 /* KC_REMOTE_MAX_ENTRY into *max (left alone when unset). */
-static bool env_max_entry(uint64_t *max, char *why, size_t wl) {
+static bool conf_max_entry(const kc__config *conf, uint64_t *max, char *why, size_t wl) {
   uint64_t v;
-  kc__setting_state st = kc__setting_size(KC__SET_REMOTE_MAX_ENTRY, &v);
+  kc__setting_state st = kc__config_size(conf, KC__SET_REMOTE_MAX_ENTRY, &v);
   if (st == KC__SETTING_UNSET) return true;
   if (st == KC__SETTING_BAD || v < 1024) {
-    snprintf(why, wl, "KC_REMOTE_MAX_ENTRY=\"%s\" is not a size of at least 1K (e.g. 64M)",
-             kc__setting_raw(KC__SET_REMOTE_MAX_ENTRY));
+    char what[256];
+    snprintf(why, wl, "%s is not a size of at least 1K (e.g. 64M)",
+             kc__config_what(conf, KC__SET_REMOTE_MAX_ENTRY, what, sizeof what));
     return false;
   }
   *max = v;
   return true;
 }
 
-kc_status kc__remote_config_load(const kc_options *opt, kc__remote_config *cfg, char *why, size_t wl) {
+kc_status kc__remote_config_load(const kc__config *conf, kc__remote_config *cfg, char *why, size_t wl) {
   memset(cfg, 0, sizeof *cfg);
-  const char *url = opt && opt->remote_url ? opt->remote_url : kc__setting_str(KC__SET_REMOTE);
+  const char *url = kc__config_str(conf, KC__SET_REMOTE);
   if (!url || !*url || !strcmp(url, "off") || !strcmp(url, "none")) return KC_ENOTFOUND;
   kc_status st = kc__remote_parse_url(url, cfg, why, wl);
   if (st) return st;
 
-  /* raw: an empty prefix is a prefix */
-  const char *prefix =
-      opt && opt->remote_prefix ? opt->remote_prefix : kc__setting_raw(KC__SET_REMOTE_PREFIX);
+  /* an empty prefix is a prefix (a TEXT setting) */
+  const char *prefix = kc__config_str(conf, KC__SET_REMOTE_PREFIX);
   if (!prefix) prefix = KC__REMOTE_DEFAULT_PREFIX;
   if (strlen(prefix) >= sizeof cfg->prefix - 1) {
     snprintf(why, wl, "the key prefix \"%s\" is longer than %zu bytes", prefix, sizeof cfg->prefix - 2);
@@ -204,21 +207,17 @@ kc_status kc__remote_config_load(const kc_options *opt, kc__remote_config *cfg, 
 
   uint64_t timeout = KC__REMOTE_DEFAULT_TIMEOUT_MS, retry = KC__REMOTE_DEFAULT_RETRY_MS;
   uint64_t max = KC__REMOTE_DEFAULT_MAX_ENTRY;
-  if (opt && opt->remote_timeout_ms) timeout = opt->remote_timeout_ms;
-  else if (!env_u64(KC__SET_REMOTE_TIMEOUT_MS, &timeout, 1, 600000, why, wl)) return KC_EINVAL;
-  if (opt && opt->remote_retry_ms) retry = opt->remote_retry_ms;
-  else if (!env_u64(KC__SET_REMOTE_RETRY_MS, &retry, 1, 86400000, why, wl)) return KC_EINVAL;
+  if (!conf_u64(conf, KC__SET_REMOTE_TIMEOUT_MS, &timeout, 1, 600000, why, wl)) return KC_EINVAL;
+  if (!conf_u64(conf, KC__SET_REMOTE_RETRY_MS, &retry, 1, 86400000, why, wl)) return KC_EINVAL;
   cfg->lock_ms = KC__REMOTE_DEFAULT_LOCK_MS;
-  if (opt && opt->remote_lock_timeout_ms) cfg->lock_ms = opt->remote_lock_timeout_ms;
-  else if (!env_lock_ms(&cfg->lock_ms, why, wl)) return KC_EINVAL;
-  if (opt && opt->remote_max_entry) max = opt->remote_max_entry;
-  else if (!env_max_entry(&max, why, wl)) return KC_EINVAL;
+  if (!conf_lock_ms(conf, &cfg->lock_ms, why, wl)) return KC_EINVAL;
+  if (!conf_max_entry(conf, &max, why, wl)) return KC_EINVAL;
   if (max > (1ull << 31)) max = 1ull << 31; /* Redis strings hold at most 512 MiB by default anyway */
   cfg->timeout_ms = (uint32_t)timeout;
   cfg->retry_ms = (uint32_t)retry;
   cfg->max_entry = max;
 
-  const char *secret = opt && opt->remote_key ? opt->remote_key : kc__setting_str(KC__SET_REMOTE_KEY);
+  const char *secret = kc__config_text(conf, KC__SET_REMOTE_KEY);
   if (secret && *secret) {
     const char *no = kc__hmac_unavailable();
     if (no) {

@@ -98,7 +98,9 @@ static bool hr_try(const char *path) {
 }
 
 static void hr_load(void) {
-  const char *forced = kc__setting_str(KC__SET_HIREDIS_LIB);
+  /* where libhiredis is: a process-wide choice, read once, when the
+   * library is first loaded (as the CUDA toolkit's directories are) */
+  const char *forced = kc__setting_raw(KC__SET_HIREDIS_LIB);
   snprintf(kc__hr.whybuf, sizeof kc__hr.whybuf,
            "libhiredis is not installed (Debian: apt-get install libhiredis0.14, or libhiredis1.1.0)");
   kc__hr.why = kc__hr.whybuf;

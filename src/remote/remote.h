@@ -117,11 +117,12 @@ typedef struct kc__remote_config {
  * db, user, password and url. KC_EINVAL with why for anything else
  * (rediss:// included: no TLS, see kcache.h). */
 kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *why, size_t wl);
-/* The whole configuration from opt (may be NULL: the CLI) and the
- * environment. KC_ENOTFOUND: no remote tier is configured. KC_EINVAL or
- * KC_EUNAVAILABLE (a secret without libcrypto) with why: one is, but it
- * cannot be used. Whether hiredis is there is kc__hiredis_unavailable's. */
-kc_status kc__remote_config_load(const kc_options *opt, kc__remote_config *cfg, char *why, size_t wl);
+/* The whole configuration from a resolved one (base/config.h: options and
+ * variables; NULL: the defaults, no tier). KC_ENOTFOUND: no remote tier is
+ * configured. KC_EINVAL or KC_EUNAVAILABLE (a secret without libcrypto)
+ * with why: one is, but it cannot be used. Whether hiredis is there is
+ * kc__hiredis_unavailable's. */
+kc_status kc__remote_config_load(const kc__config *conf, kc__remote_config *cfg, char *why, size_t wl);
 /* The Redis name of an entry (lock: with ":lock"). */
 void kc__remote_name(const kc__remote_config *cfg, const uint8_t key[16], bool lock, char *out, size_t len);
 
@@ -180,12 +181,12 @@ bool kc__remote_trailer(const kc__remote_config *cfg, const void *image, size_t 
 
 typedef struct kc__remote kc__remote;
 
-/* Opens a remote tier from opt and the environment (vdir: the local
+/* Opens a remote tier from a resolved configuration (vdir: the local
  * store's, for the shared counters). NULL when none is
  * configured, or when it cannot be used: then one warning in log (NULL:
  * stderr) says why; later warnings of the tier go there too. The caller's
- * strings in opt are not kept. */
-kc__remote *kc__remote_open(const kc__heap *heap, const kc__log_sink *log, const kc_options *opt,
+ * strings in conf are not kept. */
+kc__remote *kc__remote_open(const kc__heap *heap, const kc__log_sink *log, const kc__config *conf,
                             const char *vdir);
 /* Finishes queued uploads (each bounded by the timeout; none while the
  * breaker is open), stops the uploader thread, frees everything. NULL: no-op. */

@@ -469,11 +469,11 @@ void kc__remote_run_job(kc__remote *r, upjob *j) {
   pool_put(r, c);
 }
 
-kc__remote *kc__remote_open(const kc__heap *heap, const kc__log_sink *log, const kc_options *opt,
+kc__remote *kc__remote_open(const kc__heap *heap, const kc__log_sink *log, const kc__config *conf,
                             const char *vdir) {
   kc__remote_config cfg;
   char why[1024];
-  kc_status st = kc__remote_config_load(opt, &cfg, why, sizeof why);
+  kc_status st = kc__remote_config_load(conf, &cfg, why, sizeof why);
   if (st == KC_ENOTFOUND) return NULL;
   const char *no = st ? NULL : kc__hiredis_unavailable();
   if (no) {

@@ -84,7 +84,8 @@ void __sanitizer_print_stack_trace(void) __attribute__((weak));
 /* $KC_FAULT_BACKTRACE set: where each injected fault hit, on stderr. */
 static KC__COLD void trace(kc__fault_kind kind, uint64_t n) {
   bool on = false;
-  kc__setting_bool(KC__SET_FAULT_BACKTRACE, &on);
+  const char *v = kc__setting_raw(KC__SET_FAULT_BACKTRACE); /* test builds: the process's, read once here */
+  kc__setting_parse(KC__SET_FAULT_BACKTRACE, v && *v ? v : NULL, &on, 0, 0);
   if (!on) return;
   fprintf(stderr, "kcache: injected %s fault %llu here:\n", kc__fault_name(kind), (unsigned long long)n);
   if (__sanitizer_print_stack_trace) {
@@ -217,7 +218,7 @@ static kc_status injected(uint64_t id, kc_status st, const char *call) {
   if (kc__fault_hit(KC__FAULT_BACKEND)) return injected((id), (st), (call))
 
 /* svc->be is the proxy's table (it comes first in the proxy). */
-static kc_status px_open(const kc__bsvc *svc, const kc_options *opt, void **state) {
+static kc_status px_open(const kc__bsvc *svc, const kc__bconfig *opt, void **state) {
   KC__FAIL(svc->owner, KC_EBACKEND, "open");
   const proxy *px = (const proxy *)svc->be;
   kc_status st = px->real->open(svc, opt, state);

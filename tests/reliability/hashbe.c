@@ -164,9 +164,12 @@ void hashbe_on_compile(void (*fn)(void *ud), void *ud) {
   atomic_store(&hb_hook, fn);
 }
 
-static const char *hb_unavailable(void) { return NULL; }
+static const char *hb_unavailable(const kc__bconfig *cfg) {
+  (void)cfg;
+  return NULL;
+}
 
-static kc_status hb_open(const kc__bsvc *svc, const kc_options *opt, void **state) {
+static kc_status hb_open(const kc__bsvc *svc, const kc__bconfig *opt, void **state) {
   (void)opt;
   hb_state *s = kc__bs_calloc(svc, sizeof *s);
   if (!s) return kc__bs_err(svc, KC_ENOMEM, "hash backend: out of memory");

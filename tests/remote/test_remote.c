@@ -15,6 +15,7 @@
  * machine running the tests may be loaded.
  */
 #include "rs.h"
+#include "kct_conf.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -97,7 +98,7 @@ static void assert_sound(const char *name, const char *secret, const char *entry
   kc_options_init(&o);
   o.remote_url = server.url;
   o.remote_key = secret ? secret : "";
-  assert_int_equal(kc__remote_config_load(&o, &cfg, why, sizeof why), KC_OK);
+  assert_int_equal(kc__remote_config_load(kct_conf(&o), &cfg, why, sizeof why), KC_OK);
   size_t img;
   if (kc__remote_unwrap(&cfg, v.str, v.len, &img, why, sizeof why)) fail_msg("%s: %s", name, why);
   void *copy = malloc(img);

@@ -33,6 +33,7 @@
  * (TSan then checks the child's threads too).
  */
 #include "rs.h"
+#include "kct_conf.h"
 
 #include "remote/internal.h"
 
@@ -295,7 +296,7 @@ static void test_queue_bound(void **state) {
   opt.remote_url = s.url;
   opt.remote_timeout_ms = 200; /* each upload waits for the stopped server */
   opt.remote_retry_ms = 1;
-  kc__remote *r = kc__remote_open(NULL, NULL, &opt, root);
+  kc__remote *r = kc__remote_open(NULL, NULL, kct_conf(&opt), root);
   assert_non_null(r);
   kill(s.pid, SIGSTOP);
   pthread_t th[UPLOADERS];

@@ -255,11 +255,15 @@ static void test_killed_helpers(void **state) {
   destroy_and_check(rt);
 }
 
-/* A helper that stops answering is killed after $KC_OPENCL_HELPER_TIMEOUT:
- * KC_EBACKEND, not remembered, and the next try builds in a new helper. */
+/* A helper that stops answering is killed after $KC_OPENCL_HELPER_TIMEOUT
+ * (read when the runtime is made, as every setting): KC_EBACKEND, not
+ * remembered, and the next try builds in a new helper. The limit leaves
+ * the first build, a helper's cold start, room under load. */
 static void test_helper_timeout(void **state) {
   (void)state;
+  setenv("KC_OPENCL_HELPER_TIMEOUT", "6", 1);
   kc_runtime *rt = helper_runtime("1", NULL, NULL);
+  unsetenv("KC_OPENCL_HELPER_TIMEOUT");
   kc_context *ctx = kct_context(rt);
   kc_kernel *ks[2];
   define_kernels(rt, 0, 2, ks);
@@ -268,10 +272,8 @@ static void test_helper_timeout(void **state) {
   int n = children(kids);
   assert_int_equal(n, 1);
   assert_int_equal(kill(kids[0], SIGSTOP), 0);
-  setenv("KC_OPENCL_HELPER_TIMEOUT", "0.5", 1);
   KCT_STATUS(rt, KC_EBACKEND, kc_kernel_prepare(ks[1], ctx));
-  unsetenv("KC_OPENCL_HELPER_TIMEOUT");
-  KCT_CONTAINS(kc_errmsg(rt), "did not answer within 0.5 s");
+  KCT_CONTAINS(kc_errmsg(rt), "did not answer within 6 s");
   assert_int_equal(children(kids), 0); /* killed and reaped */
   KCT_OK(rt, kc_kernel_prepare(ks[1], ctx)); /* compiled again */
   check_kernels(rt, ctx, 0, 2, ks);

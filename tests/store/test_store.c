@@ -12,6 +12,7 @@
  * never blocks a launch nor changes its result.
  */
 #include "st.h"
+#include "kct_conf.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -545,7 +546,7 @@ static void test_the_stores_conf_file_bounds_it(void **state) {
   snprintf(path, sizeof path, "%s/" KC__STORE_CONF, dir);
   kc__store_trust t; /* the private store's rules, as a runtime on it has them */
   char tw[1024];
-  assert_true(kc__store_trust_load(&t, dir, NULL, tw, sizeof tw));
+  assert_true(kc__store_trust_load(&t, dir, kct_conf(NULL), NULL, tw, sizeof tw));
   st_write_file(path, "# mine\nother = kept\n", strlen("# mine\nother = kept\n"));
   assert_int_equal(chmod(path, 0600), 0);
   snprintf(size, sizeof size, "%llu", (unsigned long long)(one * 3 + one / 2));
@@ -563,7 +564,7 @@ static void test_the_stores_conf_file_bounds_it(void **state) {
     else unsetenv("KC_CACHE_MAXSIZE");
     uint64_t bound;
     kc__max_from from;
-    assert_true(kc__store_max_size(dir, &t, &bound, &from, NULL, 0));
+    assert_true(kc__store_max_size(kct_conf(NULL), dir, &t, &bound, &from, NULL, 0));
     assert_int_equal(from, pass ? KC__MAX_ENV : KC__MAX_FILE);
     kc_runtime *rt = st_runtime(dir, NULL);
     KCT_OK(rt, st_define(rt));
@@ -589,7 +590,7 @@ static void test_the_stores_conf_file_bounds_it(void **state) {
   for (size_t i = 0; i < sizeof loose / sizeof *loose; i++) {
     assert_int_equal(chmod(path, loose[i]), 0);
     char why[900];
-    assert_false(kc__store_max_size(dir, &t, &bound, &from, why, sizeof why));
+    assert_false(kc__store_max_size(kct_conf(NULL), dir, &t, &bound, &from, why, sizeof why));
     KCT_CONTAINS(why, "kcache.conf is not trusted");
     assert_int_equal(from, KC__MAX_FILE);
     assert_int_equal(bound, 1ull << 30);
@@ -598,7 +599,7 @@ static void test_the_stores_conf_file_bounds_it(void **state) {
   /* in a shared store, a group-writable one of the store's group is the
    * group's: read (the group is trusted there); one of another group not */
   kc__store_trust ts;
-  assert_true(kc__store_trust_init(&ts, true, tw, sizeof tw));
+  assert_true(kc__store_trust_init(&ts, true, NULL, tw, sizeof tw));
   char vdir[700];
   kc__store_vdir(dir, vdir, sizeof vdir);
   (void)kc__store_trust_root(&ts, dir, vdir, tw, sizeof tw); /* (sets the store's group: the root's) */
@@ -612,7 +613,7 @@ static void test_the_stores_conf_file_bounds_it(void **state) {
   assert_int_equal(chmod(path, 0600), 0);
   assert_int_equal(kc__store_conf_set(dir, &t, "max_size", "lots"), 0);
   char why[900];
-  assert_false(kc__store_max_size(dir, &t, &bound, &from, why, sizeof why));
+  assert_false(kc__store_max_size(kct_conf(NULL), dir, &t, &bound, &from, why, sizeof why));
   KCT_CONTAINS(why, "max_size = \"lots\"");
   assert_int_equal(from, KC__MAX_FILE);
   assert_int_equal(bound, 1ull << 30);

@@ -11,6 +11,7 @@
  * that are not UTF-8.
  */
 #include "st.h"
+#include "kct_conf.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -558,8 +559,9 @@ static void test_ccache_flags(void **state) {
   uint64_t bound;
   kc__store_trust t;
   char tw[1024];
-  assert_true(kc__store_trust_load(&t, f->root, NULL, tw, sizeof tw));
-  assert_true(kc__store_max_size(f->root, &t, &bound, NULL, NULL, 0)); /* the library's reading */
+  assert_true(kc__store_trust_load(&t, f->root, kct_conf(NULL), NULL, tw, sizeof tw));
+  assert_true(
+      kc__store_max_size(kct_conf(NULL), f->root, &t, &bound, NULL, NULL, 0)); /* the library's reading */
   assert_int_equal(bound, 3ull << 30);
   cli_says(f, 0, "--json --max-size=2G",
            "{\"max_size\": \"2G\", \"max_bytes\": 2147483648, \"in_force\": true}");

@@ -15,6 +15,7 @@
  * skip with a reason otherwise.
  */
 #include "st.h"
+#include "kct_conf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -463,7 +464,7 @@ static void test_a_shared_store_with_a_key_loads_only_authenticated_entries(void
   kc__store_trust t;
   char why[1024];
   setenv("KC_CACHE_KEY", "beta", 1);
-  assert_true(kc__store_trust_load(&t, root, NULL, why, sizeof why));
+  assert_true(kc__store_trust_load(&t, root, kct_conf(NULL), NULL, why, sizeof why));
   assert_false(kc__store_check_file(&t, path, why, sizeof why));
   KCT_CONTAINS(why, "MAC does not verify");
   expect_rejected(root, NULL, path);
@@ -488,7 +489,7 @@ static void test_the_check_for_kcache_verify(void **state) {
   entry_and_key(root, path, sizeof path, key);
   dir_of(path, bucket, sizeof bucket);
   kc__store_trust t;
-  assert_true(kc__store_trust_load(&t, root, NULL, why, sizeof why));
+  assert_true(kc__store_trust_load(&t, root, kct_conf(NULL), NULL, why, sizeof why));
   assert_true(kc__store_check_file(&t, path, why, sizeof why));
   assert_true(kc__store_check_file(&t, bucket, why, sizeof why));
 
@@ -505,7 +506,7 @@ static void test_the_check_for_kcache_verify(void **state) {
   assert_int_equal(chmod(bucket, 0700), 0);
 
   assert_int_equal(chmod(root, 0775), 0);
-  assert_false(kc__store_trust_load(&t, root, NULL, why, sizeof why));
+  assert_false(kc__store_trust_load(&t, root, kct_conf(NULL), NULL, why, sizeof why));
   KCT_CONTAINS(why, "writable by group");
   assert_int_equal(chmod(root, 0700), 0);
 

@@ -52,7 +52,9 @@ static void fx_open(loader_fx *f) {
   f->be = kc__backend_of(KC_BACKEND_HOST);
   assert_non_null(f->be);
   f->sv = (kc__bsvc){.heap = {kc__libc_alloc, NULL}, .owner = 0, .be = f->be};
-  KCT_STATUS(NULL, KC_OK, f->be->open(&f->sv, &opt, &f->state));
+  kc__bconfig bc = {
+      .platform_index = -1, .host_cc = opt.host_cc, .compile_timeout_ms = 120000, .compile_threads = 1};
+  KCT_STATUS(NULL, KC_OK, f->be->open(&f->sv, &bc, &f->state));
 }
 
 static void fx_close(loader_fx *f) {

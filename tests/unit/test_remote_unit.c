@@ -7,6 +7,7 @@
  * and nodes in fresh processes for a missing hiredis and for rediss://.
  */
 #include "kc_internal.h"
+#include "kct_conf.h"
 #include "rs.h"
 
 #include <stdlib.h>
@@ -69,14 +70,14 @@ static void test_settings(void **state) {
   kc_options o;
   kc_options_init(&o);
   unsetenv("KC_REMOTE");
-  assert_int_equal(kc__remote_config_load(&o, &c, why, sizeof why), KC_ENOTFOUND);
+  assert_int_equal(kc__remote_config_load(kct_conf(&o), &c, why, sizeof why), KC_ENOTFOUND);
   setenv("KC_REMOTE", "off", 1);
-  assert_int_equal(kc__remote_config_load(&o, &c, why, sizeof why), KC_ENOTFOUND);
+  assert_int_equal(kc__remote_config_load(kct_conf(&o), &c, why, sizeof why), KC_ENOTFOUND);
   setenv("KC_REMOTE", "redis://10.0.0.1:7000", 1);
   o.remote_url = ""; /* the option wins: no tier */
-  assert_int_equal(kc__remote_config_load(&o, &c, why, sizeof why), KC_ENOTFOUND);
+  assert_int_equal(kc__remote_config_load(kct_conf(&o), &c, why, sizeof why), KC_ENOTFOUND);
   o.remote_url = NULL;
-  assert_int_equal(kc__remote_config_load(&o, &c, why, sizeof why), KC_OK);
+  assert_int_equal(kc__remote_config_load(kct_conf(&o), &c, why, sizeof why), KC_OK);
   assert_string_equal(c.host, "10.0.0.1");
   assert_string_equal(c.prefix, "kcache:");
   assert_string_equal(c.ns, "");
@@ -90,7 +91,7 @@ static void test_settings(void **state) {
   setenv("KC_REMOTE_LOCK_TIMEOUT", "2.5", 1);
   setenv("KC_REMOTE_RETRY_MS", "1000", 1);
   setenv("KC_REMOTE_MAX_ENTRY", "8M", 1);
-  assert_int_equal(kc__remote_config_load(&o, &c, why, sizeof why), KC_OK);
+  assert_int_equal(kc__remote_config_load(kct_conf(&o), &c, why, sizeof why), KC_OK);
   assert_string_equal(c.prefix, "team-a:");
   assert_int_equal(c.timeout_ms, 25);
   assert_int_equal(c.lock_ms, 2500);
@@ -98,7 +99,7 @@ static void test_settings(void **state) {
   assert_int_equal(c.max_entry, 8u << 20);
   o.remote_timeout_ms = 7; /* options win over the environment */
   o.remote_prefix = "mine:";
-  assert_int_equal(kc__remote_config_load(&o, &c, why, sizeof why), KC_OK);
+  assert_int_equal(kc__remote_config_load(kct_conf(&o), &c, why, sizeof why), KC_OK);
   assert_int_equal(c.timeout_ms, 7);
   assert_string_equal(c.prefix, "mine:");
   o.remote_timeout_ms = 0;
@@ -117,7 +118,7 @@ static void test_settings(void **state) {
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     char *old = getenv(bad[i].var) ? strdup(getenv(bad[i].var)) : NULL;
     setenv(bad[i].var, bad[i].value, 1);
-    kc_status st = kc__remote_config_load(&o, &c, why, sizeof why);
+    kc_status st = kc__remote_config_load(kct_conf(&o), &c, why, sizeof why);
     if (st != KC_EINVAL) fail_msg("%s=%s: %s", bad[i].var, bad[i].value, kc_status_name(st));
     KCT_CONTAINS(why, bad[i].why);
     if (old) setenv(bad[i].var, old, 1);
@@ -126,13 +127,13 @@ static void test_settings(void **state) {
   }
   if (!kc__hmac_unavailable()) {
     setenv("KC_REMOTE_KEY", "alpha", 1);
-    assert_int_equal(kc__remote_config_load(&o, &c, why, sizeof why), KC_OK);
+    assert_int_equal(kc__remote_config_load(kct_conf(&o), &c, why, sizeof why), KC_OK);
     assert_true(c.has_secret);
     assert_int_equal(strlen(c.ns), strlen("hmac-12345678:"));
     char ns_alpha[24];
     snprintf(ns_alpha, sizeof ns_alpha, "%s", c.ns);
     setenv("KC_REMOTE_KEY", "beta", 1);
-    assert_int_equal(kc__remote_config_load(&o, &c, why, sizeof why), KC_OK);
+    assert_int_equal(kc__remote_config_load(kct_conf(&o), &c, why, sizeof why), KC_OK);
     assert_string_not_equal(c.ns, ns_alpha); /* another secret, another namespace */
     uint8_t key[16] = {0xab, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xcd};
     char name[300];
@@ -242,9 +243,9 @@ static void test_value_framing(void **state) {
     kc_options_init(&o);
     o.remote_url = "redis://h";
     o.remote_key = "alpha";
-    assert_int_equal(kc__remote_config_load(&o, &alpha, why, sizeof why), KC_OK);
+    assert_int_equal(kc__remote_config_load(kct_conf(&o), &alpha, why, sizeof why), KC_OK);
     o.remote_key = "beta";
-    assert_int_equal(kc__remote_config_load(&o, &beta, why, sizeof why), KC_OK);
+    assert_int_equal(kc__remote_config_load(kct_conf(&o), &beta, why, sizeof why), KC_OK);
     assert_true(kc__remote_trailer(&alpha, e, n, v + n));
     /* with the secret: only with its MAC */
     assert_int_equal(kc__remote_unwrap(&alpha, v, n + KC__REMOTE_TRAILER, &img, why, sizeof why), KC_OK);

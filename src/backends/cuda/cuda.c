@@ -71,9 +71,7 @@ static kc_status cu_pick_arch(cu_state *st) {
     mixed |= st->devs[i].cc != lo;
     if (st->devs[i].cc < lo) lo = st->devs[i].cc;
   }
-  bool force = false;
-  kc__setting_bool(KC__SET_CUDA_FORCE_PTX, &force); /* set, not empty and not "0" */
-  bool want_ptx = mixed || !cu_nvrtc.nvrtcGetCUBIN || force;
+  bool want_ptx = mixed || !cu_nvrtc.nvrtcGetCUBIN || st->force_ptx;
   if (!cu_nvrtc.nvrtcGetSupportedArchs) { /* NVRTC < 11.2: trust it with the device's arch */
     st->arch = lo;
     st->ptx = want_ptx;
@@ -103,9 +101,9 @@ static kc_status cu_pick_arch(cu_state *st) {
   return KC_OK;
 }
 
-static kc_status cu_open(const kc__bsvc *sv, const kc_options *opt, void **state) {
+static kc_status cu_open(const kc__bsvc *sv, const kc__bconfig *cfg, void **state) {
   *state = NULL;
-  const char *why = cu_unavailable();
+  const char *why = cu_unavailable(cfg);
   if (why) return kc__bs_err(sv, KC_EUNAVAILABLE, "CUDA backend unavailable: %s", why);
   int n = 0;
   CUresult r = cu_drv.cuDeviceGetCount(&n);
@@ -117,8 +115,9 @@ static kc_status cu_open(const kc__bsvc *sv, const kc_options *opt, void **state
   }
   st->svc = *sv;
   st->sv = &st->svc;
-  st->compile_options = opt ? opt->compile_options : NULL;
-  const char *filter = opt && opt->device_name && *opt->device_name ? opt->device_name : NULL;
+  st->compile_options = cfg->compile_options;
+  st->force_ptx = cfg->cuda_force_ptx;
+  const char *filter = cfg->device_name;
   kc_status s = KC_OK;
   for (int i = 0; i < n && s == KC_OK; i++) {
     cu_dev d = {0};

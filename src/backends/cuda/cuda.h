@@ -176,7 +176,7 @@ bool cu_sym(void *lib, const char *name, void *fnptr);
 const char *cu_errname(CUresult r);
 const char *cu_errstr(CUresult r);
 /* Why the driver cannot be used here, or NULL. */
-const char *cu_unavailable(void);
+const char *cu_unavailable(const kc__bconfig *cfg);
 /* "<call>: CUDA_ERROR_X (n): <driver's text><detail>" */
 kc_status cu_fail(const kc__bsvc *sv, kc_status st, const char *call, CUresult r,
                   const char *detail) KC__COLD;
@@ -204,6 +204,7 @@ typedef struct cu_state {
   const kc__bsvc *sv; /* &svc: allocation, errors (backend.h) */
   kc__bsvc svc; /* the copy kept from open */
   const char *compile_options; /* kc_options.compile_options (the runtime's copy) */
+  bool force_ptx; /* $KC_CUDA_FORCE_PTX (kc__bconfig) */
   cu_dev *devs;
   int ndevs;
   int arch; /* what NVRTC compiles for */

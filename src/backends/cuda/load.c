@@ -182,7 +182,8 @@ static void cu_load(void) {
   cu_drv.why = NULL;
 }
 
-const char *cu_unavailable(void) {
+const char *cu_unavailable(const kc__bconfig *cfg) {
+  (void)cfg;
   kc__call_once(&cu_drv.once, cu_load);
   if (cu_drv.why) return cu_drv.why;
   return kc__cuda_nvrtc_unavailable();

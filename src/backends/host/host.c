@@ -110,12 +110,12 @@ static kc_status host_split_words(host_state *s, const char *words, const char *
   return KC_OK;
 }
 
-static kc_status host_open(const kc__bsvc *sv, const kc_options *opt, void **state) {
+static kc_status host_open(const kc__bsvc *sv, const kc__bconfig *cfg, void **state) {
   host_state *s = kc__bs_calloc(sv, sizeof *s);
   if (!s) return kc__bs_err(sv, KC_ENOMEM, "out of memory");
   s->svc = *sv;
   s->sv = &s->svc;
-  s->compile_options = opt->compile_options;
+  s->compile_options = cfg->compile_options;
   if (!kc__mutex_init(&s->ident_lock)) {
     kc__bs_free(sv, s);
     return kc__bs_err(sv, KC_ENOMEM, "out of memory");
@@ -126,14 +126,14 @@ static kc_status host_open(const kc__bsvc *sv, const kc_options *opt, void **sta
     return kc__bs_err(sv, KC_ENOMEM, "out of memory");
   }
   host_loader_open(s);
-  s->timeout_ms = opt->compile_timeout_ms ? opt->compile_timeout_ms : 120000;
-  kc_status st = host_split_words(s, opt->host_cc, "host compiler");
+  s->timeout_ms = cfg->compile_timeout_ms;
+  kc_status st = host_split_words(s, cfg->host_cc, "host compiler");
   if (!st && s->cc_argc == 0) st = kc__bs_err(sv, KC_EINVAL, "host compiler: empty command");
   char path[512];
   if (!st && !host_find_in_path(s->cc_argv[0], path, sizeof path))
     st = kc__bs_err(sv, KC_EUNAVAILABLE, "host compiler \"%s\" not found in PATH", s->cc_argv[0]);
   if (!st) {
-    snprintf(s->device, sizeof s->device, "host CPU (compiler: %s)", opt->host_cc);
+    snprintf(s->device, sizeof s->device, "host CPU (compiler: %s)", cfg->host_cc);
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !*tmp) tmp = "/tmp";
     if (strlen(tmp) >= sizeof s->dir)

@@ -46,7 +46,7 @@ typedef struct host_state {
 static inline const kc__bsvc *host_sv(const kc__blinked *l) { return ((const host_state *)l->bctx)->sv; }
 
 /* tools.c */
-const char *host_unavailable(void);
+const char *host_unavailable(const kc__bconfig *cfg);
 /* prog itself if it has a '/', else its first executable match in $PATH. */
 bool host_find_in_path(const char *prog, char *out, size_t outlen);
 kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path, int *exit_code,

@@ -52,9 +52,9 @@ bool host_find_in_path(const char *prog, char *out, size_t outlen) {
   return false;
 }
 
-const char *host_unavailable(void) {
+const char *host_unavailable(const kc__bconfig *cfg) {
   static _Thread_local char why[512];
-  const char *cc = kc__setting_str(KC__SET_HOST_CC); /* "cc" when unset or empty */
+  const char *cc = cfg && cfg->host_cc ? cfg->host_cc : "cc";
   char first[256], path[512];
   snprintf(first, sizeof first, "%.*s", (int)strcspn(cc, " "), cc);
   if (host_find_in_path(first, path, sizeof path)) return NULL;

@@ -60,49 +60,11 @@ extern char **environ;
 
 /* ------------------------------------------------------------- settings */
 
-/* $KC_OPENCL_HELPER_TIMEOUT, read for each request: 120 s when unset or
- * bad (not a positive number of seconds; *bad says so, for the warning at
- * open). */
-static double ocl_helper_timeout_of(bool *bad) {
-  double t = 0;
-  kc__setting_state s = kc__setting_seconds(KC__SET_OPENCL_HELPER_TIMEOUT, &t);
-  *bad = s == KC__SETTING_BAD || (s == KC__SETTING_SET && t <= 0);
-  return s == KC__SETTING_SET && t > 0 ? t : 120;
-}
-
-static double ocl_helper_timeout(void) {
-  bool bad;
-  return ocl_helper_timeout_of(&bad);
-}
-
-void ocl_helpers_open(ocl_state *st, const kc_options *opt) {
-  bool bad;
-  (void)ocl_helper_timeout_of(&bad);
-  if (bad) kc__setting_warn(KC__SET_OPENCL_HELPER_TIMEOUT, "120 s");
-  const char *mode = kc__setting_str(KC__SET_OPENCL_HELPERS);
-  uint32_t n = kc__compile_threads(opt ? opt->compile_threads : 0, false);
-  bool on = !strcmp(mode, "1");
-  if (!on && strcmp(mode, "0") != 0) {
-    if (strcmp(mode, "auto") != 0) kc__setting_warn(KC__SET_OPENCL_HELPERS, "auto");
-    on = st->serializes && n > 1;
-  }
-  st->helper_asked = !strcmp(mode, "1") || kc__setting_raw(KC__SET_OPENCL_HELPER);
-  if (!on) return;
-  st->nhelpers = (int)(n > OCL_HELPERS_MAX ? OCL_HELPERS_MAX : n);
-  st->helpers = kc__bs_calloc(st->sv, (size_t)st->nhelpers * sizeof *st->helpers);
-  if (!st->helpers) { /* out of memory: every build here, as without helpers */
-    st->nhelpers = 0;
-    return;
-  }
-  for (int i = 0; i < st->nhelpers; i++) st->helpers[i].fd = st->helpers[i].pidfd = -1;
-}
-
-/* The helper to run: $KC_OPENCL_HELPER, else the one installed next to the
- * library (found from where this code was loaded), else the configured
- * install path. */
-static void ocl_helper_path(char *buf, size_t n) {
+/* The helper to run: the configured one ($KC_OPENCL_HELPER), else the one
+ * installed next to the library (found from where this code was loaded),
+ * else the configured install path. */
+static void ocl_helper_path(const char *set, char *buf, size_t n) {
   static const char anchor = 0;
-  const char *set = kc__setting_str(KC__SET_OPENCL_HELPER);
   if (set) {
     snprintf(buf, n, "%s", set);
     return;
@@ -114,6 +76,23 @@ static void ocl_helper_path(char *buf, size_t n) {
     if (access(buf, X_OK) == 0) return;
   }
   snprintf(buf, n, "%s", KC_CLC_PATH);
+}
+
+void ocl_helpers_open(ocl_state *st, const kc__bconfig *cfg) {
+  st->helper_timeout_s = cfg && cfg->opencl_helper_timeout_s > 0 ? cfg->opencl_helper_timeout_s : 120;
+  ocl_helper_path(cfg ? cfg->opencl_helper : NULL, st->helper_path, sizeof st->helper_path);
+  kc__helpers_mode mode = cfg ? cfg->opencl_helpers : KC__HELPERS_AUTO;
+  uint32_t n = cfg && cfg->compile_threads ? cfg->compile_threads : 1;
+  bool on = mode == KC__HELPERS_ALWAYS || (mode == KC__HELPERS_AUTO && st->serializes && n > 1);
+  st->helper_asked = mode == KC__HELPERS_ALWAYS || (cfg && cfg->opencl_helper);
+  if (!on) return;
+  st->nhelpers = (int)(n > OCL_HELPERS_MAX ? OCL_HELPERS_MAX : n);
+  st->helpers = kc__bs_calloc(st->sv, (size_t)st->nhelpers * sizeof *st->helpers);
+  if (!st->helpers) { /* out of memory: every build here, as without helpers */
+    st->nhelpers = 0;
+    return;
+  }
+  for (int i = 0; i < st->nhelpers; i++) st->helpers[i].fd = st->helpers[i].pidfd = -1;
 }
 
 /* -------------------------------------------------------- one helper */
@@ -167,7 +146,7 @@ static bool ocl_helper_hello(ocl_state *st, ocl_helper *h, char *why, size_t nwh
                     {pl, sizeof pl},
                     {dv, sizeof dv},
                     {KC_VERSION_STRING, strlen(KC_VERSION_STRING)}};
-  double t = ocl_helper_timeout();
+  double t = st->helper_timeout_s;
   uint64_t deadline = kc__now_ns() + (uint64_t)(t * 1e9);
   ocl_msg m = {0};
   int w = ocl_wire_send(h->fd, OCL_MSG_SETUP, f, 5, deadline);
@@ -186,8 +165,7 @@ static bool ocl_helper_hello(ocl_state *st, ocl_helper *h, char *why, size_t nwh
  * rather than for want of a resource now (descriptors, processes, memory). */
 static bool ocl_helper_start(ocl_state *st, ocl_helper *h, char *why, size_t nwhy, bool *lasting) {
   *lasting = false;
-  char path[4096];
-  ocl_helper_path(path, sizeof path);
+  char *path = st->helper_path;
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
     snprintf(why, nwhy, "socketpair: %s", strerror(errno));
@@ -306,7 +284,7 @@ static kc_status ocl_helper_build(ocl_state *st, ocl_helper *h, const ocl_unit *
     }
     kc_status s = KC_OK;
     long pid = (long)h->pid;
-    double t = ocl_helper_timeout();
+    double t = st->helper_timeout_s;
     int w = ocl_helper_call(st, h, u, r, log, &s, t);
     if (w == OCL_WIRE_OK) return s;
     ocl_describe_exit(ocl_helper_stop(h, false), ex, sizeof ex); /* killed now if it is still there */

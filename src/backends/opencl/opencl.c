@@ -64,7 +64,7 @@ static const char ocl_prelude[] = "#define KC_BACKEND_OPENCL 1\n"
 
 /* platform.c's state for the device the options ask for, then the compile
  * helpers' mode (helpers.c). */
-static kc_status ocl_open(const kc__bsvc *sv, const kc_options *opt, void **state) {
+static kc_status ocl_open(const kc__bsvc *sv, const kc__bconfig *opt, void **state) {
   *state = NULL;
   ocl_state *st;
   kc_status s = ocl_state_open(sv, opt, &st);

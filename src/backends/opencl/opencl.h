@@ -151,6 +151,8 @@ typedef struct ocl_state {
   bool hlock_ok;
   bool helpers_off; /* a helper could not start: every build here from now on */
   bool helper_asked; /* KC_OPENCL_HELPERS=1 or KC_OPENCL_HELPER set: a fallback warns */
+  double helper_timeout_s; /* how long a helper may take to answer (kc__bconfig) */
+  char helper_path[4096]; /* the helper to run (kc__bconfig, else beside the library) */
 } ocl_state;
 
 typedef struct ocl_ctx {
@@ -187,12 +189,12 @@ typedef struct ocl_linked {
 } ocl_linked;
 
 /* platform.c */
-const char *ocl_unavailable(void);
+const char *ocl_unavailable(const kc__bconfig *cfg);
 const char *ocl_errname(cl_int e);
 kc_status ocl_fail(const kc__bsvc *sv, kc_status st, const char *what, cl_int e) KC__COLD;
 /* The state for the platform and device opt asks for (no helpers yet:
  * opencl.c's ocl_open sets their mode). */
-kc_status ocl_state_open(const kc__bsvc *sv, const kc_options *opt, ocl_state **out);
+kc_status ocl_state_open(const kc__bsvc *sv, const kc__bconfig *opt, ocl_state **out);
 /* A helper's state: platform plat, device dev (ICD indices), and the
  * parent's build options. No helpers of its own. */
 kc_status ocl_open_at(const kc__bsvc *sv, int plat, int dev, const char *build_options, ocl_state **out);
@@ -228,7 +230,7 @@ kc_status ocl_build_unit(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb
 char *ocl_build_log(const kc__bsvc *sv, cl_program prog, cl_device_id dev, kc__sb *log);
 
 /* helpers.c: compiles in helper processes. */
-void ocl_helpers_open(ocl_state *st, const kc_options *opt); /* the mode, from the options and settings */
+void ocl_helpers_open(ocl_state *st, const kc__bconfig *cfg); /* the mode, from the configuration */
 /* ocl_build_unit, here or in a helper (r->prog NULL then). */
 kc_status ocl_build_routed(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb *log);
 void ocl_helpers_close(ocl_state *st); /* stops and reaps every helper */

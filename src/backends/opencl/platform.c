@@ -67,7 +67,8 @@ static void ocl_load(void) {
   ocl_why = "no OpenCL device";
 }
 
-const char *ocl_unavailable(void) {
+const char *ocl_unavailable(const kc__bconfig *cfg) {
+  (void)cfg;
   kc__call_once(&ocl_once, ocl_load);
   return ocl_why;
 }
@@ -221,7 +222,7 @@ static bool ocl_device_matches(const kc__bsvc *sv, cl_device_id d, const char *w
 
 /* Every platform and its devices, for kc_list_devices (snprintf semantics). */
 int ocl_list(char *buf, size_t size) {
-  if (ocl_unavailable()) return -1;
+  if (ocl_unavailable(NULL)) return -1;
   cl_platform_id plats[32];
   cl_uint np = 0;
   if (ocl.clGetPlatformIDs(32, plats, &np) != CL_SUCCESS) return -1;
@@ -258,7 +259,7 @@ static void chosen_first(cl_device_id *devs, cl_uint chosen) {
  * device whose name contains the requested name, or the platform's first
  * device. *devs (every device of the platform, the chosen one first) is
  * the caller's. */
-static kc_status ocl_pick(const kc__bsvc *sv, const kc_options *opt, cl_platform_id *out_plat,
+static kc_status ocl_pick(const kc__bsvc *sv, const kc__bconfig *opt, cl_platform_id *out_plat,
                           cl_device_id **out_devs, cl_uint *out_ndev, int *out_index) {
   cl_uint nplat = 0;
   cl_int e = ocl.clGetPlatformIDs(0, NULL, &nplat);
@@ -272,7 +273,7 @@ static kc_status ocl_pick(const kc__bsvc *sv, const kc_options *opt, cl_platform
   }
 
   int pidx = opt ? opt->platform_index : -1;
-  const char *want = opt && opt->device_name && opt->device_name[0] ? opt->device_name : NULL;
+  const char *want = opt ? opt->device_name : NULL;
   if (pidx >= (int)nplat) {
     kc__bs_free(sv, plats);
     return kc__bs_err(sv, KC_EINVAL, "OpenCL platform_index %d is out of range (%u platform%s)", pidx, nplat,
@@ -317,7 +318,7 @@ static kc_status ocl_pick(const kc__bsvc *sv, const kc_options *opt, cl_platform
 
 /* st->identity (part of the disk-cache key) and st->build_options; false
  * when out of memory. */
-static bool ocl_describe(const kc__bsvc *sv, ocl_state *st, cl_platform_id plat, const kc_options *opt) {
+static bool ocl_describe(const kc__bsvc *sv, ocl_state *st, cl_platform_id plat, const kc__bconfig *opt) {
   char *pname = ocl_platform_str(sv, plat, CL_PLATFORM_NAME);
   char *pver = ocl_platform_str(sv, plat, CL_PLATFORM_VERSION);
   char *drv = ocl_device_str(sv, st->devices[0], CL_DRIVER_VERSION);
@@ -351,7 +352,7 @@ static bool ocl_describe(const kc__bsvc *sv, ocl_state *st, cl_platform_id plat,
 /* The state for devs (platform plat, the chosen device first; devs passes
  * to the state, or is freed). */
 static kc_status ocl_state_make(const kc__bsvc *sv, cl_platform_id plat, cl_device_id *devs, cl_uint ndev,
-                                const kc_options *opt, ocl_state **out) {
+                                const kc__bconfig *opt, ocl_state **out) {
   *out = NULL;
   ocl_state *st = kc__bs_calloc(sv, sizeof *st);
   if (!st) {
@@ -388,9 +389,9 @@ nomem:
   return kc__bs_err(sv, KC_ENOMEM, "out of memory");
 }
 
-kc_status ocl_state_open(const kc__bsvc *sv, const kc_options *opt, ocl_state **out) {
+kc_status ocl_state_open(const kc__bsvc *sv, const kc__bconfig *opt, ocl_state **out) {
   *out = NULL;
-  const char *why = ocl_unavailable();
+  const char *why = ocl_unavailable(NULL);
   if (why) return kc__bs_err(sv, KC_EUNAVAILABLE, "OpenCL backend: %s", why);
   cl_platform_id plat = NULL;
   cl_device_id *devs = NULL;
@@ -408,7 +409,7 @@ kc_status ocl_state_open(const kc__bsvc *sv, const kc_options *opt, ocl_state **
 
 kc_status ocl_open_at(const kc__bsvc *sv, int plat, int dev, const char *build_options, ocl_state **out) {
   *out = NULL;
-  const char *why = ocl_unavailable();
+  const char *why = ocl_unavailable(NULL);
   if (why) return kc__bs_err(sv, KC_EUNAVAILABLE, "OpenCL backend: %s", why);
   cl_platform_id plats[64];
   cl_uint nplat = 0, ndev = 0;

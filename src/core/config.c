@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config.c -- the configuration resolved once (base/config.h): the one
+ * function that builds it from kc_options, the environment (the settings
+ * table) and the store's kcache.conf, with where each value came from. A
+ * runtime resolves it when it is made and keeps it; the kcache command
+ * calls the same function. Precedence, for each setting: an option that is
+ * set (non-zero, non-NULL), else the KC_* variable, else the store's
+ * kcache.conf (its max_size only), else the default. A flag option (an
+ * int: cache_disable, cache_shared, checked, guard_launches) is set when
+ * it is non-zero; off, it leaves the variable's word, so that
+ * KC_CACHE_DISABLE=1 turns the store off whatever the options say.
+ *
+ * Also what the backends get of it: kc__bconfig (backend.h), plain values
+ * and no environment, and the warnings about their settings' bad values,
+ * given once here.
+ */
+#include "core/core.h"
+#include "core/cache_glue.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* An option's number as its setting's text: the row then parses it the
+ * one way (a bad value is said as the option's). */
+static void set_u64(kc__config *c, kc__setting id, uint64_t v, const char *label) {
+  char t[32];
+  snprintf(t, sizeof t, "%llu", (unsigned long long)v);
+  kc__config_set(c, id, t, KC__FROM_OPTION, label);
+}
+
+/* Milliseconds as a SECONDS setting's text. */
+static void set_ms(kc__config *c, kc__setting id, uint32_t ms, const char *label) {
+  char t[32];
+  snprintf(t, sizeof t, "%.3f", ms / 1000.0);
+  kc__config_set(c, id, t, KC__FROM_OPTION, label);
+}
+
+static void set_str(kc__config *c, kc__setting id, const char *v, const char *label) {
+  if (v) kc__config_set(c, id, v, KC__FROM_OPTION, label);
+}
+
+/* A flag option turns its setting on; off, it leaves the environment's. */
+static void set_flag(kc__config *c, kc__setting id, int v, const char *label) {
+  if (v) kc__config_set(c, id, "1", KC__FROM_OPTION, label);
+}
+
+static void apply_options(kc__config *c, const kc_options *o) {
+  static const char *const backend_names[] = {
+      [KC_BACKEND_HOST] = "host", [KC_BACKEND_OPENCL] = "opencl", [KC_BACKEND_CUDA] = "cuda"};
+  if (o->backend > KC_BACKEND_AUTO && o->backend <= KC_BACKEND_CUDA)
+    set_str(c, KC__SET_BACKEND, backend_names[o->backend], "kc_options.backend");
+  set_str(c, KC__SET_HOST_CC, o->host_cc && *o->host_cc ? o->host_cc : NULL, "kc_options.host_cc");
+  set_str(c, KC__SET_CACHE_DIR, o->cache_dir && *o->cache_dir ? o->cache_dir : NULL, "kc_options.cache_dir");
+  set_flag(c, KC__SET_CACHE_DISABLE, o->cache_disable, "kc_options.cache_disable");
+  if (o->cache_max_size) set_u64(c, KC__SET_CACHE_MAXSIZE, o->cache_max_size, "kc_options.cache_max_size");
+  if (o->cache_lock_timeout_ms)
+    set_ms(c, KC__SET_CACHE_LOCK_TIMEOUT, o->cache_lock_timeout_ms, "kc_options.cache_lock_timeout_ms");
+  set_flag(c, KC__SET_CACHE_SHARED, o->cache_shared, "kc_options.cache_shared");
+  set_str(c, KC__SET_REMOTE, o->remote_url, "kc_options.remote_url");
+  set_str(c, KC__SET_REMOTE_PREFIX, o->remote_prefix, "kc_options.remote_prefix");
+  set_str(c, KC__SET_REMOTE_KEY, o->remote_key, "kc_options.remote_key");
+  if (o->remote_timeout_ms)
+    set_u64(c, KC__SET_REMOTE_TIMEOUT_MS, o->remote_timeout_ms, "kc_options.remote_timeout_ms");
+  if (o->remote_lock_timeout_ms)
+    set_ms(c, KC__SET_REMOTE_LOCK_TIMEOUT, o->remote_lock_timeout_ms, "kc_options.remote_lock_timeout_ms");
+  if (o->remote_retry_ms)
+    set_u64(c, KC__SET_REMOTE_RETRY_MS, o->remote_retry_ms, "kc_options.remote_retry_ms");
+  if (o->remote_max_entry)
+    set_u64(c, KC__SET_REMOTE_MAX_ENTRY, o->remote_max_entry, "kc_options.remote_max_entry");
+  if (o->compile_threads)
+    set_u64(c, KC__SET_COMPILE_THREADS, o->compile_threads, "kc_options.compile_threads");
+  set_flag(c, KC__SET_CHECKED, o->checked, "kc_options.checked");
+  set_flag(c, KC__SET_GUARD_LAUNCHES, o->guard_launches, "kc_options.guard_launches");
+  static const char *const levels[] = {
+      [KC_LOG_ERROR] = "error", [KC_LOG_WARN] = "warn", [KC_LOG_INFO] = "info", [KC_LOG_DEBUG] = "debug"};
+  if (o->log_level >= KC_LOG_ERROR && o->log_level <= KC_LOG_DEBUG)
+    set_str(c, KC__SET_LOG, levels[o->log_level], "kc_options.log_level");
+}
+
+/* The cache directory when no option or variable names one:
+ * $XDG_CACHE_HOME/kcache (an absolute one), else $HOME/.cache/kcache; a
+ * default, named by the variable it came from. */
+static void default_cache_dir(kc__config *c) {
+  if (kc__config_text(c, KC__SET_CACHE_DIR)) return;
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  char dir[4096];
+  int n = -1;
+  const char *from = NULL;
+  if (xdg && *xdg == '/') /* relative: ignored (XDG) */
+    n = snprintf(dir, sizeof dir, "%s/kcache", xdg), from = "default: XDG_CACHE_HOME";
+  else if (home && *home) n = snprintf(dir, sizeof dir, "%s/.cache/kcache", home), from = "default: HOME";
+  if (n > 0 && (size_t)n < sizeof dir) /* one longer than a path can be: none */
+    kc__config_set(c, KC__SET_CACHE_DIR, dir, KC__FROM_DEFAULT, from);
+}
+
+kc_status kc__config_resolve(const kc_options *opt, const kc__heap *heap, kc__config *out) {
+  kc__config_init(out, heap);
+  kc__config env;
+  kc__config_init(&env, heap);
+  kc__config_read_env(&env);
+  kc__config_copy(out, &env);
+  if (opt) apply_options(out, opt); /* a flag option that is off leaves the variable's word */
+  kc__config_free(&env);
+  default_cache_dir(out);
+  if (!out->failed) kc__store_config_file(out); /* the store's kcache.conf, where it is trusted */
+  if (out->failed) {
+    kc__config_free(out);
+    return kc__err_owner(0, KC_ENOMEM, "out of memory resolving the configuration");
+  }
+  return KC_OK;
+}
+
+/* ---------------------------------------------------------- backends */
+
+void kc__bconfig_make(const kc__config *c, const kc_options *opt, kc__bconfig *b, bool warn) {
+  memset(b, 0, sizeof *b);
+  b->platform_index = opt ? opt->platform_index : -1;
+  b->device_name = opt && opt->device_name && *opt->device_name ? opt->device_name : NULL;
+  b->compile_options = opt ? opt->compile_options : NULL;
+  b->compile_timeout_ms = opt && opt->compile_timeout_ms ? opt->compile_timeout_ms : 120000;
+  const char *cc = kc__config_str(c, KC__SET_HOST_CC);
+  b->host_cc = cc && *cc ? cc : "cc";
+  b->compile_threads = kc__config_compile_threads(c, false);
+  bool ptx = false;
+  kc__config_bool(c, KC__SET_CUDA_FORCE_PTX, &ptx);
+  b->cuda_force_ptx = ptx;
+  double t = 0;
+  kc__setting_state s = kc__config_seconds(c, KC__SET_OPENCL_HELPER_TIMEOUT, &t);
+  if (s == KC__SETTING_BAD || (s == KC__SETTING_SET && !(t > 0))) {
+    if (warn) kc__config_warn(c, KC__SET_OPENCL_HELPER_TIMEOUT, "120 s");
+    t = 120;
+  }
+  b->opencl_helper_timeout_s = t > 0 ? t : 120;
+  const char *mode = kc__config_str(c, KC__SET_OPENCL_HELPERS);
+  b->opencl_helpers = !strcmp(mode, "1")   ? KC__HELPERS_ALWAYS
+                      : !strcmp(mode, "0") ? KC__HELPERS_NEVER
+                                           : KC__HELPERS_AUTO;
+  if (warn && b->opencl_helpers == KC__HELPERS_AUTO && strcmp(mode, "auto") != 0)
+    kc__config_warn(c, KC__SET_OPENCL_HELPERS, "auto");
+  b->opencl_helper = kc__config_text(c, KC__SET_OPENCL_HELPER);
+}
