@@ -19,6 +19,11 @@
 #   lint      the house rules (scripts/check-layout.py: no file cycles, the
 #             one-way doors, the lock and room tables of doc/) and the style
 #             (scripts/format.sh --check)
+#   quick     the edit-build-test loop, in under 3 minutes on 2 cores: lint,
+#             the default build, every suite on the host backend (install
+#             and benchmark checks left out) and a short oracle run
+#             (KC_ORACLE_STEPS, 300); not part of the default list, which
+#             runs everything
 # Each prints CTest's summary; the last line adds them up.
 #
 #   scripts/test.sh [suite...]      (default: all of them)
@@ -113,6 +118,25 @@ for s in "${suites[@]}"; do
     rc=0
     scripts/python-test.sh || rc=$?
     count_pytest build-python/pytest.log "$rc"
+    ;;
+  quick)
+    echo "=== suite: quick (lint; host suites; a short oracle)"
+    python3 scripts/check-layout.py || failed_suites+=("lint(layout)")
+    scripts/format.sh --check | tail -3 || failed_suites+=("lint(format)")
+    cmake -S . -B build-default -DCMAKE_BUILD_TYPE=RelWithDebInfo >build-default.configure.log 2>&1 ||
+      { cat build-default.configure.log; failed_suites+=("quick(configure)"); continue; }
+    cmake --build build-default -j"$jobs" >build-default.build.log 2>&1 ||
+      { tail -50 build-default.build.log; failed_suites+=("quick(build)"); continue; }
+    rc=0
+    ctest --test-dir build-default -j"$jobs" --output-on-failure --timeout 600 -L host -LE install \
+      -E '^bench_' 2>&1 | tee build-default/ctest-quick.log || rc=$?
+    count_log quick build-default/ctest-quick.log "$rc"
+    echo "=== oracle, short (host, ${KC_ORACLE_STEPS:-300} steps)"
+    if KC_ORACLE_STEPS=${KC_ORACLE_STEPS:-300} build-default/tests/reliability/test_oracle --backend host; then
+      total_pass=$((total_pass + 1))
+    else
+      total_fail=$((total_fail + 1)) failed_suites+=("quick(oracle)")
+    fi
     ;;
   lint)
     echo "=== suite: lint"

@@ -65,25 +65,38 @@ set(KC_SOURCES
     src/remote/mac.c
     src/remote/queue.c
     src/remote/tier.c
-    src/backends/host/host.c
-    src/backends/host/interop.c
-    src/backends/host/tools.c
-    src/backends/host/sysinc.c
-    src/backends/host/arena.c
-    src/backends/host/loader.c
     src/backends/registry.c)
 set(KC_DEFS)
 
-option(KC_WITH_OPENCL "Build the OpenCL backend (opened with dlopen at run time)" ON)
-option(KC_WITH_CUDA "Build the CUDA backend (opened with dlopen at run time)" ON)
-foreach(be opencl cuda)
+# The backends: every folder src/backends/<name>/ (or file
+# src/backends/<name>.c) is one, found here; a new one needs no line in
+# this file. Each but host, which is always built, has an option
+# KC_WITH_<NAME> (ON); one left out is built as the registry's stub
+# (KC_WITHOUT_<NAME>: src/backends/registry.c). KC_BACKENDS_ALL lists them
+# all, for the tests (tests/CMakeLists.txt); KC_BACKEND_NAMES those built.
+file(GLOB kc_backend_entries RELATIVE ${PROJECT_SOURCE_DIR}/src/backends ${PROJECT_SOURCE_DIR}/src/backends/*)
+set(KC_BACKEND_NAMES)
+set(KC_BACKENDS_ALL)
+foreach(entry ${kc_backend_entries})
+  if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/src/backends/${entry})
+    set(be ${entry})
+  elseif(entry MATCHES "^(.*)\\.c$" AND NOT entry MATCHES "^(registry|probe)\\.c$")
+    set(be ${CMAKE_MATCH_1})
+  else()
+    continue()
+  endif()
+  list(APPEND KC_BACKENDS_ALL ${be})
   string(TOUPPER ${be} BE)
-  # a backend is one file, src/backends/<be>.c, or a folder of them
-  file(GLOB be_files ${PROJECT_SOURCE_DIR}/src/backends/${be}.c
-       ${PROJECT_SOURCE_DIR}/src/backends/${be}/*.c)
-  if(KC_WITH_${BE} AND be_files)
+  # a backend is one file, src/backends/<be>.c, or a folder of them (its
+  # subfolders are its executables', built by the top-level CMakeLists.txt)
+  file(GLOB be_files ${PROJECT_SOURCE_DIR}/src/backends/${be}.c ${PROJECT_SOURCE_DIR}/src/backends/${be}/*.c)
+  if(NOT be STREQUAL "host")
+    option(KC_WITH_${BE} "Build the ${be} backend (its libraries are opened with dlopen at run time)" ON)
+  endif()
+  if((be STREQUAL "host" OR KC_WITH_${BE}) AND be_files)
     list(APPEND KC_SOURCES ${be_files})
     set(KC_HAVE_${BE} ON)
+    list(APPEND KC_BACKEND_NAMES ${be})
   else()
     list(APPEND KC_DEFS KC_WITHOUT_${BE})
   endif()

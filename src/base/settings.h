@@ -26,7 +26,7 @@
 
 /* clang-format off */
 #define KC__SETTINGS(X)                                                                           \
-  X(BACKEND,            "KC_BACKEND",             STR,     "auto", "backend: host, opencl, cuda or auto (first that runs: cuda, opencl, host)") \
+  X(BACKEND,            "KC_BACKEND",             STR,     "auto", "backend: a backend's name (host, opencl, cuda) or auto (the first of the registry's order that runs here)") \
   X(HOST_CC,            "KC_HOST_CC",             STR,     "cc",   "the host backend's C compiler command (kc_options.host_cc wins)") \
   X(CUDA_FORCE_PTX,     "KC_CUDA_FORCE_PTX",      BOOL,    "0",    "CUDA: compile to PTX even where a cubin could be made") \
   X(FAULT_BACKTRACE,    "KC_FAULT_BACKTRACE",     BOOL,    "0",    "fault-injection builds: print a backtrace where each fault hits") \
