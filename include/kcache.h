@@ -212,6 +212,16 @@ typedef struct kc_options {
    * arguments +103). 0: $KC_GUARD_LAUNCHES (1 turns it on), else off. The
    * Python package always turns it on. */
   int guard_launches;
+  /* Host backend: threads that run a launch's work groups, the calling
+   * thread included (0: $KC_HOST_THREADS, else one per core; 1: the caller
+   * alone). A grid that one thread finishes sooner than the pool wakes up
+   * runs on the caller alone. */
+  uint32_t host_threads;
+  /* Host backend: the compiler's optimisation flags (NULL: $KC_HOST_OPT,
+   * else "-O3 -march=native" with gcc and clang, "-O2" with tcc). Part of
+   * the disk cache's key, with the CPU's model and features when they
+   * name "native", so that an entry never runs on a CPU that lacks them. */
+  const char *host_opt;
 } kc_options;
 
 /* Fills the first `size` bytes of *opt with the defaults and sets

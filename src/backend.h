@@ -211,6 +211,8 @@ typedef struct kc__bconfig {
   const char *compile_options; /* appended to the compiler's own, or NULL */
   const char *host_cc; /* host: the C compiler command (kc_options.host_cc, $KC_HOST_CC, "cc") */
   uint32_t compile_timeout_ms; /* host: a compile's limit (120 s by default) */
+  const char *host_opt; /* host: optimisation flags ($KC_HOST_OPT), NULL: by compiler */
+  uint32_t host_threads; /* host: threads that run a launch's groups (>= 1) */
   uint32_t compile_threads; /* the compile pool's threads (>= 1) */
   bool cuda_force_ptx; /* CUDA: PTX even where a cubin could be made ($KC_CUDA_FORCE_PTX) */
   kc__helpers_mode opencl_helpers; /* OpenCL: builds in helper processes ($KC_OPENCL_HELPERS) */
@@ -239,6 +241,10 @@ typedef struct kc__backend {
   const char *prelude;
   /* Optional: code appended after the closure (host: the grid trampoline). */
   kc_status (*epilogue)(void *state, const kc__tu *tu, kc__sb *out);
+  /* Optional: code put just before the entry's definition, after every
+   * other definition of the closure (host: the work item as a parameter
+   * of the kernel). tu->text is what was built so far. */
+  kc_status (*entry_prologue)(void *state, const kc__tu *tu, kc__sb *out);
   /* Compiles tu; on success *artifact is allocated from the svc heap. Fills
    * sig[i] (KC__SIG) for every parameter. The log gets the compiler's
    * output (also on success). */

@@ -107,6 +107,15 @@ static kc_status build_tu(kc_runtime *rt, const kc__spec *spec, const kc__closur
       kc__sb_printf(&sb, "#define %s kc__u_%s\n", c->defs[i]->binding->name, c->defs[i]->binding->name);
   for (uint32_t i = 0; i < c->ndefs; i++) {
     if (kc__def_is_header(c->defs[i])) continue;
+    if (i + 1 == c->ndefs && rt->be->entry_prologue) { /* the entry is the closure's last */
+      kc__sb_puts(&sb, "#line 1 \"<kcache>\"\n");
+      kc__tu tu = {spec->name, sb.buf, sb.len, params, nparams, spec};
+      kc_status st = rt->be->entry_prologue(rt->bstate, &tu, &sb);
+      if (st) {
+        kc__sb_free(&sb);
+        return st;
+      }
+    }
     kc__sb_printf(&sb, "#line 1 \"%s\"\n", c->defs[i]->binding->name);
     kc_status st = kc__emit_def(rt, &sb, c, c->defs[i]);
     if (st) {

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* An option's number as its setting's text: the row then parses it the
  * one way (a bad value is said as the option's). */
@@ -71,6 +72,8 @@ static void apply_options(kc__config *c, const kc_options *o) {
     set_u64(c, KC__SET_REMOTE_MAX_ENTRY, o->remote_max_entry, "kc_options.remote_max_entry");
   if (o->compile_threads)
     set_u64(c, KC__SET_COMPILE_THREADS, o->compile_threads, "kc_options.compile_threads");
+  if (o->host_threads) set_u64(c, KC__SET_HOST_THREADS, o->host_threads, "kc_options.host_threads");
+  set_str(c, KC__SET_HOST_OPT, o->host_opt, "kc_options.host_opt");
   set_flag(c, KC__SET_CHECKED, o->checked, "kc_options.checked");
   set_flag(c, KC__SET_GUARD_LAUNCHES, o->guard_launches, "kc_options.guard_launches");
   static const char *const levels[] = {
@@ -123,6 +126,15 @@ void kc__bconfig_make(const kc__config *c, const kc_options *opt, kc__bconfig *b
   const char *cc = kc__config_str(c, KC__SET_HOST_CC);
   b->host_cc = cc && *cc ? cc : "cc";
   b->compile_threads = kc__config_compile_threads(c, false);
+  b->host_opt = kc__config_text(c, KC__SET_HOST_OPT);
+  uint64_t ht = 0;
+  if (kc__config_u64(c, KC__SET_HOST_THREADS, &ht, 0, 1024) == KC__SETTING_BAD && warn)
+    kc__config_warn(c, KC__SET_HOST_THREADS, "one per core");
+  if (!ht) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    ht = cores > 0 ? (uint64_t)(cores > 1024 ? 1024 : cores) : 1;
+  }
+  b->host_threads = (uint32_t)ht;
   bool ptx = false;
   kc__config_bool(c, KC__SET_CUDA_FORCE_PTX, &ptx);
   b->cuda_force_ptx = ptx;

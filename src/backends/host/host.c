@@ -4,8 +4,10 @@
  * compiler, loader.c and arena.c load what it makes). Kernel source is C;
  * the closure is compiled by the system C compiler into a relocatable
  * object (cc -c -fPIC), which is the artifact, and loaded by kcache's own
- * loader into the runtime's regions. A launch runs the kernel once per work
- * item of the grid, one after another, in the calling thread.
+ * loader into the runtime's regions. A launch runs the kernel a work group
+ * at a time, the group's items in a loop the compiler vectorizes
+ * (codegen.c), its groups on the calling thread and a pool of workers
+ * (exec.c).
  *
  * Each compile makes a directory of its own under $TMPDIR for its source,
  * object and log, and removes it before it returns: a process that ends
@@ -29,63 +31,17 @@
 
 extern char **environ;
 
-static const char host_prelude[] =
-    "/* kcache host prelude: kernels are C11 run one work item at a time */\n"
-    "#include <stddef.h>\n"
-    "#include <stdint.h>\n"
-    "#include <stdbool.h>\n"
-    "#include <math.h>\n"
-    "#define KC_BACKEND_HOST 1\n"
-    "/* set by kcache when it loads the object: they report a NULL or empty\n"
-    "   grid, and arguments that do not match the parameters */\n"
-    "__attribute__((visibility(\"default\"))) int (*kc__on_bad_dims)(void *, const void *, const void *);\n"
-    "struct kc__arg { const void *kc__p; unsigned long long kc__sig; }; /* kc_arg: ptr, then size | kind << "
-    "32 */\n"
-    "struct kc__buf { void *kc__h; const void *kc__ctx; };       /* kc_buffer's first two members */\n"
-    "#define KC__SIG_BUFFER (2ull << 32)\n"
-    "#define KC__SIG_SCALAR(size) ((1ull << 32) | (unsigned long long)(size))\n"
-    "__attribute__((visibility(\"default\"))) int (*kc__on_bad_args)(void *, const void *, const void *, "
-    "unsigned);\n"
-    "#define KC_KERNEL static\n"
-    "#define KC_DEVICE static\n"
-    "#define KC_GLOBAL\n"
-    "#define KC_LOCAL static\n"
-    "typedef unsigned int uint;\n"
-    "typedef unsigned char uchar;\n"
-    "typedef unsigned short ushort;\n"
-    "typedef unsigned long ulong;\n"
-    "/* the 2- and 4-lane vector types, as structs of x, y (z, w) aligned to their size\n"
-    "   (as on OpenCL and CUDA; no arithmetic on them here), and half where C has it */\n"
-    "#define KC__VEC(t) typedef struct { t x, y; } __attribute__((aligned(2 * sizeof(t)))) t##2; \\\n"
-    "  typedef struct { t x, y, z, w; } __attribute__((aligned(4 * sizeof(t)))) t##4;\n"
-    "KC__VEC(char) KC__VEC(uchar) KC__VEC(short) KC__VEC(ushort) KC__VEC(int) KC__VEC(uint)\n"
-    "KC__VEC(long) KC__VEC(ulong) KC__VEC(float) KC__VEC(double)\n"
-    "#undef KC__VEC\n"
-    "#if defined(__FLT16_MAX__) && !defined(__TINYC__)\n"
-    "typedef _Float16 half;\n"
-    "#endif\n"
-    "struct kc__item { unsigned lid[3], grp[3], lsz[3], ngrp[3]; void *kc__scratch; };\n"
-    "/* the thread's work item lies at %fs:0 + kc__it_off, which kcache's loader sets */\n"
-    "__attribute__((visibility(\"hidden\"))) long kc__it_off = 0;\n"
-    "#define kc__it (*({ struct kc__item *kc__p;\\\n"
-    "  __asm__(\"movq %%fs:0, %0\\n\\taddq kc__it_off(%%rip), %0\" : \"=r\"(kc__p)); kc__p; }))\n"
-    "/* kc_launch_ex's shared_bytes: one area per group (groups run in turn) */\n"
-    "#define kc_scratch() (kc__it.kc__scratch)\n"
-    "#define kc_local_id(d) ((size_t)kc__it.lid[(d)])\n"
-    "#define kc_group_id(d) ((size_t)kc__it.grp[(d)])\n"
-    "#define kc_local_size(d) ((size_t)kc__it.lsz[(d)])\n"
-    "#define kc_num_groups(d) ((size_t)kc__it.ngrp[(d)])\n"
-    "#define kc_global_id(d) (kc_group_id(d) * kc_local_size(d) + kc_local_id(d))\n"
-    "#define kc_global_size(d) (kc_num_groups(d) * kc_local_size(d))\n"
-    "#define kc_barrier() _Static_assert(0, \"kc_barrier() is not supported by the host backend: "
-    "its work items run one after another\")\n";
-
 /* --------------------------------------------------------------- state */
+
+static void host_ident_fork_lock(void *ud) { kc__lock(&((host_state *)ud)->ident_lock); }
+static void host_ident_fork_unlock(void *ud) { kc__unlock(&((host_state *)ud)->ident_lock); }
 
 static void host_close(void *state) {
   host_state *s = state;
   if (!s) return;
   const kc__bsvc *sv = s->sv;
+  kc__fork_unregister(&s->ident_fork);
+  host_pool_close(s); /* its threads first: they run nothing now */
   host_arena_close(s);
   host_loader_close(s);
   for (int i = 0; i < s->cc_argc; i++) kc__bs_free(sv, s->cc_argv[i]);
@@ -120,13 +76,27 @@ static kc_status host_open(const kc__bsvc *sv, const kc__bconfig *cfg, void **st
     kc__bs_free(sv, s);
     return kc__bs_err(sv, KC_ENOMEM, "out of memory");
   }
+  /* a fork waits for the identity being made (a first `cc --version`, at
+   * most compile_timeout_ms), so that the child never finds it held */
+  s->ident_fork = (kc__fork_hook){.level = KC__FORK_HOST,
+                                  .prepare = host_ident_fork_lock,
+                                  .parent = host_ident_fork_unlock,
+                                  .child = host_ident_fork_unlock,
+                                  .ud = s};
+  kc__fork_register(&s->ident_fork);
   s->arena_ready = kc__mutex_init(&s->arena_lock);
   if (!s->arena_ready) {
     host_close(s);
     return kc__bs_err(sv, KC_ENOMEM, "out of memory");
   }
   host_loader_open(s);
+  /* what the loader gives every object: exec.c's slot and hooks */
+  s->tp_off = host_tls_offset();
+  s->hooks.par = host_par;
+  s->hooks.barrier = host_barrier;
+  s->hooks.fibers = host_fibers_hook;
   s->timeout_ms = cfg->compile_timeout_ms;
+  s->opt_flags = cfg->host_opt; /* NULL: by compiler, once it is known (host_identity) */
   kc_status st = host_split_words(s, cfg->host_cc, "host compiler");
   if (!st && s->cc_argc == 0) st = kc__bs_err(sv, KC_EINVAL, "host compiler: empty command");
   char path[512];
@@ -142,6 +112,7 @@ static kc_status host_open(const kc__bsvc *sv, const kc__bconfig *cfg, void **st
   }
   /* the work directories of processes killed during a compile */
   if (!st) host_workdir_sweep(s);
+  if (!st) st = host_pool_open(s, cfg->host_threads);
   if (st) {
     host_close(s);
     return st;
@@ -174,120 +145,30 @@ _Static_assert(offsetof(kc__bbuf, h) == 0 && offsetof(kc__bbuf, ctx) == sizeof(v
 #error "the host backend's kc__arg.sig reads kc_arg's size and kind as one little-endian word"
 #endif
 
-/* Two ways into the kernel, sharing one grid loop (kc__grid: not inlined,
- * so that both run the very same loop and differ only in how they get the
- * argument values):
- *   kc__run(l, argv, grid, block)  argv holds a pointer to each argument's
- *     bytes, as the engine packs them (and as a direct caller would);
- *   kc__launch(l, ctx, grid, block, args, nargs)  kc_launch's own arguments:
- *     checks each kc_arg against the parameter's kind and size (compiled in
- *     as constants), each buffer against the context, and reads the values
- *     straight from the kc_args, so the engine packs nothing. A mismatch
- *     goes to kc__on_bad_args, which the engine sets when it loads the
- *     object and which explains the mismatch.
- * The object also tells the loader each parameter type's size as the
- * compiler sees it. */
-/* kc__grid (the grid loop around the kernel) and kc__run. */
-static void host_emit_grid(const kc__tu *tu, kc__sb *out) {
-  uint32_t n = tu->nparams;
-  /* kc__u: unused, so that both callers pass l, grid and block on in the
-   * registers they arrived in */
-  /* KC__NOIPA keeps the parameters as written: gcc would otherwise clone
-   * these functions without the unused ones, in other registers */
-  kc__sb_puts(out, "#if defined(__GNUC__) && !defined(__clang__) && !defined(__TINYC__)\n"
-                   "#define KC__NOIPA __attribute__((noipa))\n"
-                   "#else\n"
-                   "#define KC__NOIPA __attribute__((noinline))\n"
-                   "#endif\n"
-                   "KC__NOIPA static int kc__grid(void *kc__l, const void *kc__u, "
-                   "const unsigned *kc__g, const unsigned *kc__b");
-  for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", %s kc__v%u", tu->params[i].type, i);
-  kc__sb_puts(
-      out,
-      ") {\n"
-      "  (void)kc__u;\n"
-      "  if (!(kc__g && kc__b && kc__g[0] && kc__g[1] && kc__g[2] && kc__b[0] && kc__b[1] && kc__b[2]))\n"
-      "    return kc__on_bad_dims ? kc__on_bad_dims(kc__l, kc__g, kc__b) : 1;\n"
-      "  struct kc__item *kc__i = &kc__it;\n"
-      "  for (int d = 0; d < 3; d++) { kc__i->lsz[d] = kc__b[d]; kc__i->ngrp[d] = kc__g[d]; }\n"
-      "  for (unsigned gz = 0; gz < kc__g[2]; gz++) for (unsigned gy = 0; gy < kc__g[1]; gy++)\n"
-      "  for (unsigned gx = 0; gx < kc__g[0]; gx++) for (unsigned lz = 0; lz < kc__b[2]; lz++)\n"
-      "  for (unsigned ly = 0; ly < kc__b[1]; ly++) for (unsigned lx = 0; lx < kc__b[0]; lx++) {\n"
-      "    kc__i->grp[0] = gx; kc__i->grp[1] = gy; kc__i->grp[2] = gz;\n"
-      "    kc__i->lid[0] = lx; kc__i->lid[1] = ly; kc__i->lid[2] = lz;\n    ");
-  kc__sb_printf(out, "%s(", tu->entry);
-  for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, "%skc__v%u", i ? ", " : "", i);
-  kc__sb_puts(out, ");\n  }\n  return 0;\n}\n");
-
-  kc__sb_puts(out, "__attribute__((visibility(\"default\"))) int kc__run(void *kc__l, void *const *kc__a, "
-                   "const unsigned *kc__g, const unsigned *kc__b) {\n"
-                   "  return kc__grid(kc__l, kc__a, kc__g, kc__b");
-  for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", *(%s*)kc__a[%u]", tu->params[i].type, i);
-  kc__sb_puts(out, ");\n}\n");
-}
-
-/* kc__launch, which checks kc_launch's own arguments, and its cold
- * mismatch report kc__bad. */
-static void host_emit_launch(const kc__tu *tu, kc__sb *out) {
-  uint32_t n = tu->nparams;
-  /* the mismatch report takes kc__launch's own parameters: a plain jump */
-  kc__sb_puts(out,
-              "KC__NOIPA __attribute__((cold)) static int kc__bad(void *kc__l, const void *kc__c, "
-              "const unsigned *kc__g, const unsigned *kc__b, const struct kc__arg *kc__x, unsigned kc__n) {\n"
-              "  (void)kc__g; (void)kc__b;\n"
-              "  return kc__on_bad_args ? kc__on_bad_args(kc__l, kc__c, kc__x, kc__n) : 1;\n}\n");
-  kc__sb_puts(
-      out, "__attribute__((visibility(\"default\"))) int kc__launch(void *kc__l, const void *kc__c, "
-           "const unsigned *kc__g, const unsigned *kc__b, const struct kc__arg *kc__x, unsigned kc__n) {\n");
-  if (!n) {
-    kc__sb_puts(out, "  (void)kc__c; (void)kc__x;\n  if (kc__n) goto kc__bad;\n");
-  } else {
-    kc__sb_printf(out, "  if (kc__n != %uu || !kc__x) goto kc__bad;\n", n);
-    for (uint32_t i = 0; i < n; i++) {
-      const char *t = tu->params[i].type;
-      kc__sb_printf(out, "  const void *kc__p%u = kc__x[%u].kc__p;\n", i, i);
-      if (tu->params[i].is_buffer)
-        kc__sb_printf(out,
-                      "  if (kc__x[%u].kc__sig != KC__SIG_BUFFER || !kc__p%u ||\n"
-                      "      ((const struct kc__buf *)kc__p%u)->kc__ctx != kc__c) goto kc__bad;\n"
-                      "  %s kc__v%u = *(%s const *)&((const struct kc__buf *)kc__p%u)->kc__h;\n",
-                      i, i, i, t, i, t, i);
-      else
-        kc__sb_printf(out,
-                      "  if (kc__x[%u].kc__sig != KC__SIG_SCALAR(sizeof(%s)) || !kc__p%u) goto kc__bad;\n"
-                      "  %s kc__v%u = *(%s const *)kc__p%u;\n",
-                      i, t, i, t, i, t, i);
-    }
-  }
-  kc__sb_puts(out, "  return kc__grid(kc__l, kc__c, kc__g, kc__b");
-  for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", kc__v%u", i);
-  kc__sb_puts(out, ");\nkc__bad:\n"
-                   "  return kc__bad(kc__l, kc__c, kc__g, kc__b, kc__x, kc__n);\n}\n");
-}
-
-static kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
-  host_emit_grid(tu, out);
-  host_emit_launch(tu, out);
-  kc__sb_printf(out, "__attribute__((visibility(\"default\"))) const unsigned kc__nargs = %u;\n",
-                tu->nparams);
-  kc__probe_emit(out, tu, KC__PROBE_C); /* the compiler's sizes and alignments */
-  return out->failed ? kc__bs_err(((host_state *)state)->sv, KC_ENOMEM,
-                                  "out of memory building the source of '%s'", tu->entry)
-                     : KC_OK;
+/* The optimisation flags of a compile: the configured ones (KC_HOST_OPT),
+ * else for the compiler host_identity found: tcc optimises little and
+ * takes no -march. */
+static const char *host_opt_flags(const host_state *s) {
+  if (s->opt_flags) return s->opt_flags;
+  return s->is_tcc ? "-O2" : "-O3 -march=native";
 }
 
 /* Runs the compiler on src into obj, its output into lg and then the log. */
 static kc_status host_cc(host_state *s, const char *sysinc, const char *src, const char *obj, const char *lg,
                          const char *dep, kc__sb *log) {
   const kc__bsvc *sv = s->sv;
-  /* the command's words, 7 flags, the output and the source, the
-   * dependency file's 3 words, the options' words and the terminating NULL */
-  char *argv[2 * KC__HOST_MAX_WORDS + 7 + 2 + 3 + KC__HOST_MAX_SYSINC + 1];
+  /* the command's words, the optimisation words, 6 flags, the output and
+   * the source, the dependency file's 3 words, the options' words and the
+   * terminating NULL */
+  char *argv[3 * KC__HOST_MAX_WORDS + 6 + 2 + 3 + KC__HOST_MAX_SYSINC + 1];
   int argc = 0;
   for (int i = 0; i < s->cc_argc; i++) argv[argc++] = s->cc_argv[i];
+  host_state optw = {.sv = sv}; /* the optimisation flags (host_opt_flags) */
+  kc_status ost = host_split_words(&optw, host_opt_flags(s), "optimisation flags");
+  if (ost) return ost;
+  for (int i = 0; i < optw.cc_argc; i++) argv[argc++] = optw.cc_argv[i];
   static char *const fixed[] = {
-      "-O2", "-c", "-fPIC", "-std=gnu11", "-fvisibility=hidden", "-Werror=implicit-function-declaration",
-      "-o"};
+      "-c", "-fPIC", "-std=gnu11", "-fvisibility=hidden", "-Werror=implicit-function-declaration", "-o"};
   for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) argv[argc++] = fixed[i];
   argv[argc++] = (char *)obj;
   argv[argc++] = (char *)src;
@@ -318,6 +199,7 @@ static kc_status host_cc(host_state *s, const char *sysinc, const char *src, con
   bool ran = !st;
   if (ran) st = host_run_tool(s, argv, lg, &code, &sig_no);
   for (int i = 0; i < opts.cc_argc; i++) kc__bs_free(sv, opts.cc_argv[i]);
+  for (int i = 0; i < optw.cc_argc; i++) kc__bs_free(sv, optw.cc_argv[i]);
   kc__sb_free(&inc);
   void *text = NULL;
   size_t tn = 0, at = log->len;
@@ -438,42 +320,39 @@ static kc_status host_ctx_finish(void *bctx) {
   return KC_OK;
 }
 
-/* Loads the object into the runtime's regions (loader.c): the same for
- * every compiler, so every object launches on the same path. */
+static void host_unlink(kc__blinked *l);
+
+/* Loads the object (the same for every compiler, so every object launches
+ * on the same path); keeps its bytes if threads will need copies of it. */
 static kc_status host_link(void *bctx, const kc__artifact *a, kc__blinked *l) {
   host_state *s = bctx;
   const kc__bsvc *sv = s->sv;
   char what[160];
   snprintf(what, sizeof what, "loading '%.100s' failed: the object", a->entry);
-  host_plan *p;
-  kc_status st = host_plan_make(s, a->bytes, a->size, KC_ELINK, what, &p);
-  if (st) return st;
   host_image *im = kc__bs_alloc(sv, sizeof *im);
-  st = im ? host_plan_load(s, p, im) : kc__bs_err(sv, KC_ENOMEM, "out of memory linking '%s'", a->entry);
+  if (!im) return kc__bs_err(sv, KC_ENOMEM, "out of memory linking '%s'", a->entry);
+  kc_status st = host_image_load(s, a->bytes, a->size, what, im);
   if (st) {
     kc__bs_free(sv, im);
-    host_plan_free(s, p);
     return st;
   }
-  typedef kc_status (*bad_dims_fn)(const kc__blinked *, const kc_dim3 *, const kc_dim3 *);
-  typedef kc_status (*bad_args_fn)(const kc__blinked *, const kc_context *, const kc_arg *, uint32_t);
-  bad_dims_fn *on_bad_dims = host_plan_addr(p, im, "kc__on_bad_dims", true);
-  bad_args_fn *on_bad_args = host_plan_addr(p, im, "kc__on_bad_args", true);
-  long *it_off = host_plan_addr(p, im, "kc__it_off", true);
-  void *run = host_plan_addr(p, im, "kc__run", false), *entry = host_plan_addr(p, im, "kc__launch", false);
-  host_plan_free(s, p);
-  if (!on_bad_dims || !on_bad_args || !it_off || !run || !entry) {
-    host_arena_give(s, &im->blk);
-    kc__bs_free(sv, im);
-    return kc__bs_err(sv, KC_ELINK, "loading '%s' failed: the object lacks kcache's trampoline", a->entry);
+  if (im->needs_copies) {
+    if (!kc__mutex_init(&im->copy_lock)) {
+      im->needs_copies = false;
+      host_unlink(&(kc__blinked){.bctx = s, .module = im});
+      return kc__bs_err(sv, KC_ENOMEM, "out of memory linking '%s'", a->entry);
+    }
+    if (!(im->bytes = kc__bs_alloc(sv, a->size))) {
+      host_unlink(&(kc__blinked){.bctx = s, .module = im});
+      return kc__bs_err(sv, KC_ENOMEM, "out of memory linking '%s'", a->entry);
+    }
+    memcpy(im->bytes, a->bytes, a->size);
+    im->size = a->size;
   }
-  *on_bad_dims = sv->bad_dims;
-  *on_bad_args = sv->bad_args;
-  *it_off = s->tp_off;
   l->module = im;
-  l->fn = run;
-  l->launch = (kc__launch_fn)run; /* kc_status is an int-sized enum */
-  l->entry = (kc__entry_fn)entry; /* the same, reading kc_args itself */
+  l->fn = im->run;
+  l->launch = (kc__launch_fn)im->run; /* kc_status is an int-sized enum */
+  l->entry = (kc__entry_fn)im->entry; /* the same, reading kc_args itself */
   return KC_OK;
 }
 
@@ -481,6 +360,15 @@ static void host_unlink(kc__blinked *l) {
   host_state *s = l->bctx;
   host_image *im = l->module;
   if (!im) return;
+  for (host_copy *c = im->copies, *next; c; c = next) { /* no thread runs them: the engine unlinks after */
+    next = c->all_next;
+    host_arena_give(s, &c->im.blk);
+    kc__bs_free(s->sv, c);
+  }
+  if (im->needs_copies) {
+    kc__mutex_destroy(&im->copy_lock);
+    kc__bs_free(s->sv, im->bytes);
+  }
   host_arena_give(s, &im->blk);
   kc__bs_free(s->sv, im);
   l->module = NULL;
@@ -513,7 +401,36 @@ static kc_status host_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, s
 /* The artifact's format, in the identity (so in every disk-store key):
  * entries of another format (the shared objects that kcache made before
  * it had its own loader) are never looked up. Change it with the format. */
-#define HOST_ARTIFACT_FORMAT "elf64-x86_64-rel/1"
+#define HOST_ARTIFACT_FORMAT "elf64-x86_64-rel/2" /* 2: work groups (codegen.c) */
+
+/* The CPU an object made with -march=native runs on: its model and a hash
+ * of its feature flags (the first processor of /proc/cpuinfo), appended to
+ * sb; "unknown" when it cannot be read (then such entries are kept apart). */
+static void host_cpu_signature(kc__sb *sb) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[8192], model[256] = "", vendor[64] = "";
+  uint64_t flags = 0;
+  bool have_flags = false;
+  while (f && fgets(line, sizeof line, f)) {
+    size_t n = strcspn(line, "\n");
+    line[n] = 0;
+    char *colon = strchr(line, ':');
+    if (!colon) {
+      if (have_flags) break; /* the end of the first processor */
+      continue;
+    }
+    const char *v = colon + 1 + (colon[1] == ' ');
+    if (!strncmp(line, "model name", 10) && !model[0]) snprintf(model, sizeof model, "%s", v);
+    else if (!strncmp(line, "vendor_id", 9) && !vendor[0]) snprintf(vendor, sizeof vendor, "%s", v);
+    else if (!strncmp(line, "flags", 5) && !have_flags) {
+      flags = kc__hash(v, strlen(v));
+      have_flags = true;
+    }
+  }
+  if (f) fclose(f);
+  if (have_flags) kc__sb_printf(sb, "|cpu:%s %s %016llx", vendor, model, (unsigned long long)flags);
+  else kc__sb_printf(sb, "|cpu:unknown");
+}
 
 static const char *host_identity(void *state) {
   host_state *s = state;
@@ -543,6 +460,10 @@ static const char *host_identity(void *state) {
       if (s->is_tcc && !s->sysinc && (st = host_sysinc_probe(s, dir)) == KC_OK)
         kc__sb_printf(&sb, "|sysinc-as-I");
       kc__bs_free(s->sv, text);
+      /* the optimisation flags, and the CPU they were made for */
+      const char *opt = host_opt_flags(s);
+      kc__sb_printf(&sb, "|opt:%s", opt);
+      if (strstr(opt, "native")) host_cpu_signature(&sb);
     }
     if (made) {
       unlink(lg);
@@ -570,6 +491,7 @@ const kc__backend kc__backend_host = {
     .identity = host_identity,
     .reports_deps = true,
     .prelude = host_prelude,
+    .entry_prologue = host_entry_prologue,
     .epilogue = host_epilogue,
     .compile = host_compile,
     .ctx_create = host_ctx_create,

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * host.h -- what the files of the host backend share (src/backends/host/):
- * its state, the helpers of tools.c (finding, running and reading back
- * what the system C compiler makes), the loader of the objects it makes
- * (loader.c) and the memory they are loaded into (arena.c).
+ * its state, the code it writes around a kernel (codegen.c), the helpers
+ * of tools.c (finding, running and reading back what the system C compiler
+ * makes), the loader of the objects it makes (loader.c) and the memory
+ * they are loaded into (arena.c), and how launches run (exec.c: the pool of
+ * worker threads, the fibers of groups with barriers).
  */
 #ifndef KC_BACKENDS_HOST_H
 #define KC_BACKENDS_HOST_H
@@ -19,6 +21,7 @@
 typedef kc_status (*host_run_fn)(kc__blinked *l, void **argv, const kc_dim3 *grid, const kc_dim3 *block);
 
 struct host_region; /* arena.c */
+typedef struct host_pool host_pool; /* exec.c */
 
 typedef struct host_state {
   const kc__bsvc *sv; /* &svc: allocation, errors (backend.h) */
@@ -31,6 +34,7 @@ typedef struct host_state {
   uint32_t timeout_ms;
   _Atomic uint64_t seq; /* unique file names */
   kc__mutex ident_lock;
+  kc__fork_hook ident_fork; /* ident_lock around fork(): a child never inherits it held */
   char *identity;
   char *sysinc; /* tcc: its system include directories, one a line (sysinc.c); else NULL */
   bool is_tcc; /* the compiler said it is tcc (ident_lock, like sysinc) */
@@ -39,7 +43,14 @@ typedef struct host_state {
   bool arena_ready; /* arena_lock was made */
   struct host_region *regions; /* newest first */
   void *libm, *libgcc; /* dlopen handles the loader resolves symbols in (or NULL) */
-  long tp_off; /* the work-item state's offset from the thread pointer (loader.c) */
+  long tp_off; /* the thread's slot's offset from the thread pointer (exec.c) */
+  const char *opt_flags; /* the optimisation flags of a compile (tools.c: by compiler) */
+  host_pool *pool; /* the worker threads (exec.c), NULL: the caller alone */
+  struct { /* what the loader gives every object (exec.c's; set at open) */
+    int (*par)(void *, const void *, const unsigned *, const unsigned *);
+    void (*barrier)(void);
+    int (*fibers)(void *, unsigned, void (*)(void *, unsigned), void *);
+  } hooks;
 } host_state;
 
 /* The services of the backend that linked l (its state). */
@@ -108,10 +119,24 @@ void host_arena_close(host_state *s); /* unmaps every region */
 
 /* loader.c: a checked object (host_plan_make), loaded into blocks. */
 typedef struct host_plan host_plan;
+typedef struct host_copy host_copy;
 typedef struct host_image {
   host_block blk;
   uintptr_t code, data; /* where the object's code and data blocks start */
+  void *group, *run, *entry; /* its kc__group, kc__run and kc__launch */
+  /* An object with KC_LOCAL arrays (kc__copies): its bytes, kept for the
+   * copies that threads running its groups at once take (exec.c). */
+  bool needs_copies;
+  void *bytes;
+  size_t size;
+  kc__mutex copy_lock; /* the lists below (a leaf) */
+  host_copy *copies, *free_copies; /* all, and those no thread uses now */
 } host_image;
+struct host_copy {
+  host_image im; /* loaded like the original, its own statics */
+  void *group;
+  host_copy *next, *all_next; /* in free_copies, in copies */
+};
 /* st: the status of the object's own faults (KC_ECOMPILE, KC_ELINK), whose
  * messages start with `what`; KC_ENOMEM for memory. */
 kc_status host_plan_make(const host_state *s, const void *bytes, size_t size, kc_status st, const char *what,
@@ -123,11 +148,29 @@ kc_status host_plan_load(host_state *s, const host_plan *p, host_image *im);
 /* The run address of a defined global of a loaded image (writable: one in
  * the data block, at least pointer-sized), or NULL. */
 void *host_plan_addr(const host_plan *p, const host_image *im, const char *name, bool writable);
-/* Sets the calling thread's kc_scratch() for the kernels it runs next. */
-void host_set_scratch(void *p);
-/* Opens what host_state's libm, libgcc and tp_off need. */
+/* Opens what host_state's libm and libgcc need. */
 void host_loader_open(host_state *s);
 void host_loader_close(host_state *s);
+
+/* loader.c: loads an object's bytes into im and sets the hooks kcache
+ * gives it (what: how its faults' messages start). */
+kc_status host_image_load(host_state *s, const void *bytes, size_t size, const char *what, host_image *im);
+
+/* codegen.c: the prelude, the entry's hidden parameter, the entry points. */
+extern const char host_prelude[];
+kc_status host_entry_prologue(void *state, const kc__tu *tu, kc__sb *out);
+kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out);
+
+/* exec.c: the thread's slot (its offset from the thread pointer), the
+ * scratch area of the kernels the calling thread runs next, the pool of
+ * threads sized `threads` in all (<= 1: none), the hooks objects call. */
+long host_tls_offset(void);
+void host_set_scratch(void *p, size_t bytes);
+kc_status host_pool_open(host_state *s, uint32_t threads);
+void host_pool_close(host_state *s);
+int host_par(void *l, const void *args, const unsigned *g, const unsigned *b);
+int host_fibers_hook(void *hs, unsigned n, void (*fn)(void *, unsigned), void *ud);
+void host_barrier(void);
 
 /* interop.c: launches with a configuration, streams, foreign memory. */
 kc_status host_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg);

@@ -8,7 +8,8 @@
  * offset). It touches neither how objects are compiled nor how they are
  * loaded (host.c, loader.c): it calls the loaded object's kc__run, with
  * the thread's kc_scratch() set (host_set_scratch: it lives in the
- * work-item state that every object reaches, loader.c).
+ * thread's slot that every object reaches, exec.c; the pool's workers
+ * get areas of the same size).
  */
 #include "backends/host/host.h"
 
@@ -62,9 +63,9 @@ kc_status host_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
                       host_sv(l)->name_of(l), cfg->shared_bytes, HOST_SCRATCH_MAX);
   if (host_scratch_size < cfg->shared_bytes && !host_scratch_grow(cfg->shared_bytes))
     return kc__bs_err(s->sv, KC_ENOMEM, "out of memory for a %u-byte scratch area", cfg->shared_bytes);
-  host_set_scratch(host_scratch); /* the thread's own: no lock, for every compiler */
+  host_set_scratch(host_scratch, cfg->shared_bytes); /* the thread's own; workers get their own */
   kc_status st = ((host_run_fn)l->fn)(l, argv, cfg->grid, cfg->block);
-  host_set_scratch(NULL);
+  host_set_scratch(NULL, 0);
   return st;
 }
 

@@ -493,28 +493,54 @@ void *host_plan_addr(const host_plan *p, const host_image *im, const char *name,
   return writable && (at & (sizeof(void *) - 1)) ? NULL : (void *)at; /* a hook is written as a pointer */
 }
 
-/* ------------------------------------------------------- work items */
-
-/* The work-item state of the kernel a thread runs (the prelude's struct
- * kc__item): one for every object, in the static TLS block, so that its
- * offset from the thread pointer is the same in every thread. An object
- * reaches it as %fs:0 + kc__it_off, which the loader sets: tcc has no
- * thread-local storage, and a relocatable object's TLS would need the
- * dynamic linker. */
-static __thread struct {
-  unsigned v[12]; /* lid, grp, lsz, ngrp */
-  void *scratch; /* kc_scratch() */
-} host_item __attribute__((tls_model("initial-exec")));
-
-/* The prelude's struct kc__item, as the objects see it. */
-_Static_assert(sizeof host_item == 12 * sizeof(unsigned) + sizeof(void *), "struct kc__item's layout");
-
-void host_set_scratch(void *p) { host_item.scratch = p; }
+/* Loads an object into the runtime's regions and gives it its hooks: the
+ * services' reports of bad dimensions and arguments, the thread's slot, the
+ * pool, the fibers and the barrier (s->hooks: exec.c's). what starts the
+ * messages of the object's faults (KC_ELINK). */
+kc_status host_image_load(host_state *s, const void *bytes, size_t size, const char *what, host_image *im) {
+  const kc__bsvc *sv = s->sv;
+  memset(im, 0, sizeof *im);
+  host_plan *p;
+  kc_status st = host_plan_make(s, bytes, size, KC_ELINK, what, &p);
+  if (st) return st;
+  st = host_plan_load(s, p, im);
+  if (st) {
+    host_plan_free(s, p);
+    return st;
+  }
+  typedef kc_status (*bad_dims_fn)(const kc__blinked *, const kc_dim3 *, const kc_dim3 *);
+  typedef kc_status (*bad_args_fn)(const kc__blinked *, const kc_context *, const kc_arg *, uint32_t);
+  typedef int (*par_fn)(void *, const void *, const unsigned *, const unsigned *);
+  typedef int (*fibers_fn)(void *, unsigned, void (*)(void *, unsigned), void *);
+  bad_dims_fn *on_bad_dims = host_plan_addr(p, im, "kc__on_bad_dims", true);
+  bad_args_fn *on_bad_args = host_plan_addr(p, im, "kc__on_bad_args", true);
+  par_fn *par = host_plan_addr(p, im, "kc__par", true);
+  void (**barrier)(void) = host_plan_addr(p, im, "kc__barrier_fn", true);
+  fibers_fn *fibers = host_plan_addr(p, im, "kc__fibers", true); /* only with barriers */
+  void **hs = host_plan_addr(p, im, "kc__hs", true);
+  long *it_off = host_plan_addr(p, im, "kc__it_off", true);
+  const unsigned *copies = host_plan_bytes(p, "kc__copies", sizeof(unsigned)); /* (read-only data) */
+  bool needs_copies = copies && *copies == 2;
+  im->group = host_plan_addr(p, im, "kc__group", false);
+  im->run = host_plan_addr(p, im, "kc__run", false);
+  im->entry = host_plan_addr(p, im, "kc__launch", false);
+  host_plan_free(s, p);
+  if (!on_bad_dims || !on_bad_args || !par || !barrier || !it_off || !copies || !im->group || !im->run ||
+      !im->entry || (fibers != NULL) != (hs != NULL)) {
+    host_arena_give(s, &im->blk);
+    return kc__bs_err(sv, KC_ELINK, "%s lacks kcache's trampoline", what);
+  }
+  *on_bad_dims = sv->bad_dims;
+  *on_bad_args = sv->bad_args;
+  *par = s->hooks.par;
+  *barrier = s->hooks.barrier;
+  if (fibers) *fibers = s->hooks.fibers, *hs = s;
+  *it_off = s->tp_off;
+  im->needs_copies = needs_copies;
+  return KC_OK;
+}
 
 void host_loader_open(host_state *s) {
-  char *tp;
-  __asm__("movq %%fs:0, %0" : "=r"(tp));
-  s->tp_off = (long)((char *)&host_item - tp);
   s->libm = dlopen("libm.so.6", RTLD_NOW | RTLD_LOCAL);
   s->libgcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
 }

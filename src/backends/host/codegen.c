@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * codegen.c -- what the host backend writes around a kernel's C: the
+ * dialect's prelude, the kernel's work item as a parameter (the entry
+ * prologue) and the object's entry points (the epilogue).
+ *
+ * The execution model: a kernel runs a work group at a time. Its group
+ * function (kc__group) loops over the group's work items with the ids as
+ * loop variables and calls the kernel, inlined, with a pointer to the
+ * item (struct kc__wi) as a hidden first parameter: the compiler sees the
+ * kernel's body inside the loop over work items, so plain loops vectorize
+ * across items (PoCL's work-group functions, done by the C compiler). The
+ * entry prologue makes the hidden parameter: a function-like macro named
+ * after the kernel adds it to the definition. Functions other than the
+ * kernel (helpers, or functions of headers) reach the current item
+ * through the thread (kc__wp_tls): the group function publishes its item
+ * in the thread's slot (loader.c) once per group, so they read what the
+ * kernel reads. The id macros pick the parameter where it is in scope
+ * (_Generic on the name kc__wp: the parameter shadows a file-scope
+ * function of that name), else the thread's slot.
+ *
+ * A kernel whose closure calls kc_barrier() runs its group's items as
+ * fibers (exec.c): each barrier switches to the next item, and the group
+ * goes on when every item has reached it. Groups run on the pool of
+ * worker threads (exec.c, kc__par) when there is more than one; a kernel
+ * with KC_LOCAL arrays (static storage in C: one per loaded object) is
+ * loaded once per worker, so that groups that run at once never share
+ * them (kc__copies).
+ *
+ * Entry points of the object, besides the hooks the loader sets:
+ *   kc__run(l, argv, grid, block)      argv: a pointer to each argument's bytes
+ *   kc__launch(l, ctx, grid, block, args, nargs)   kc_launch's own arguments,
+ *       checked against the parameters (kinds and sizes compiled in)
+ *   kc__group(args, gid, block, ngroups)   one group, for the pool
+ *   kc__asize (sizeof the packed arguments), kc__copies, kc__nargs
+ */
+#include "backends/host/host.h"
+
+#include <string.h>
+
+const char host_prelude[] =
+    "/* kcache host prelude: kernels are C11, run a work group at a time */\n"
+    "#include <stddef.h>\n"
+    "#include <stdint.h>\n"
+    "#include <stdbool.h>\n"
+    "#include <math.h>\n"
+    "#define KC_BACKEND_HOST 1\n"
+    "/* set by kcache when it loads the object: they report a NULL or empty\n"
+    "   grid, and arguments that do not match the parameters */\n"
+    "__attribute__((visibility(\"default\"))) int (*kc__on_bad_dims)(void *, const void *, const void *);\n"
+    "struct kc__arg { const void *kc__p; unsigned long long kc__sig; }; /* kc_arg: ptr, then size | kind << "
+    "32 */\n"
+    "struct kc__buf { void *kc__h; const void *kc__ctx; };       /* kc_buffer's first two members */\n"
+    "#define KC__SIG_BUFFER (2ull << 32)\n"
+    "#define KC__SIG_SCALAR(size) ((1ull << 32) | (unsigned long long)(size))\n"
+    "__attribute__((visibility(\"default\"))) int (*kc__on_bad_args)(void *, const void *, const void *, "
+    "unsigned);\n"
+    "#if defined(__GNUC__) && !defined(__TINYC__)\n"
+    "#define KC_KERNEL static inline __attribute__((always_inline))\n"
+    "#else\n"
+    "#define KC_KERNEL static inline\n"
+    "#endif\n"
+    "#define KC_DEVICE static\n"
+    "#define KC_GLOBAL\n"
+    "#define KC_LOCAL static\n"
+    "typedef unsigned int uint;\n"
+    "typedef unsigned char uchar;\n"
+    "typedef unsigned short ushort;\n"
+    "typedef unsigned long ulong;\n"
+    "/* the 2- and 4-lane vector types, as structs of x, y (z, w) aligned to their size\n"
+    "   (as on OpenCL and CUDA; no arithmetic on them here), and half where C has it */\n"
+    "#define KC__VEC(t) typedef struct { t x, y; } __attribute__((aligned(2 * sizeof(t)))) t##2; \\\n"
+    "  typedef struct { t x, y, z, w; } __attribute__((aligned(4 * sizeof(t)))) t##4;\n"
+    "KC__VEC(char) KC__VEC(uchar) KC__VEC(short) KC__VEC(ushort) KC__VEC(int) KC__VEC(uint)\n"
+    "KC__VEC(long) KC__VEC(ulong) KC__VEC(float) KC__VEC(double)\n"
+    "#undef KC__VEC\n"
+    "#if defined(__FLT16_MAX__) && !defined(__TINYC__)\n"
+    "typedef _Float16 half;\n"
+    "#endif\n"
+    "/* a work item: its ids in the group, the group's, the sizes, the group's scratch area */\n"
+    "struct kc__wi { unsigned lid[3], grp[3], lsz[3], ngrp[3]; void *kc__scratch; };\n"
+    "/* the thread's slot (loader.c), at %fs:0 + kc__it_off, which kcache's loader sets:\n"
+    "   the item the thread runs, and the scratch area of its launch */\n"
+    "struct kc__tls { const struct kc__wi *kc__item; void *kc__scratch; };\n"
+    "__attribute__((visibility(\"hidden\"))) long kc__it_off = 0;\n"
+    "static inline struct kc__tls *kc__tls_p(void) {\n"
+    "  struct kc__tls *kc__p;\n"
+    "  __asm__(\"movq %%fs:0, %0\\n\\taddq kc__it_off(%%rip), %0\" : \"=r\"(kc__p));\n"
+    "  return kc__p;\n"
+    "}\n"
+    "static inline const struct kc__wi *kc__wp_tls(void) { return kc__tls_p()->kc__item; }\n"
+    "/* the name the kernel's hidden parameter shadows; elsewhere, the thread's item */\n"
+    "static inline const struct kc__wi *kc__wp(void) { return 0; }\n"
+    "#define kc__cur (_Generic(kc__wp, const struct kc__wi *: kc__wp, default: kc__wp_tls()))\n"
+    "#define kc_scratch() (kc__cur->kc__scratch)\n"
+    "#define kc_local_id(d) ((size_t)kc__cur->lid[(d)])\n"
+    "#define kc_group_id(d) ((size_t)kc__cur->grp[(d)])\n"
+    "#define kc_local_size(d) ((size_t)kc__cur->lsz[(d)])\n"
+    "#define kc_num_groups(d) ((size_t)kc__cur->ngrp[(d)])\n"
+    "#define kc_global_id(d) (kc_group_id(d) * kc_local_size(d) + kc_local_id(d))\n"
+    "#define kc_global_size(d) (kc_num_groups(d) * kc_local_size(d))\n"
+    "/* a barrier: the item's fiber lets the group's others run up to it (exec.c) */\n"
+    "__attribute__((visibility(\"default\"))) void (*kc__barrier_fn)(void);\n"
+    "static inline void kc__barrier(void) {\n"
+    "  struct kc__tls *kc__t = kc__tls_p();\n"
+    "  const struct kc__wi *kc__me = kc__t->kc__item;\n"
+    "  kc__barrier_fn();\n"
+    "  kc__t->kc__item = kc__me;\n"
+    "}\n"
+    "#define kc_barrier() kc__barrier()\n";
+
+/* What a kernel's closure uses, read from its text past the prelude (a
+ * name in a comment or a string counts too: a needless fiber or copy, never
+ * a missing one). */
+static bool ident_char(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+
+static bool mentions(const kc__tu *tu, const char *name) {
+  size_t from = sizeof host_prelude - 1, n = strlen(name);
+  const char *t = tu->text + (tu->len > from ? from : tu->len), *end = tu->text + tu->len;
+  for (const char *p = t; (p = memmem(p, (size_t)(end - p), name, n)); p += n)
+    if ((p == t || !ident_char(p[-1])) && (p + n == end || !ident_char(p[n]))) return true;
+  return false;
+}
+
+kc_status host_entry_prologue(void *state, const kc__tu *tu, kc__sb *out) {
+  (void)state;
+  /* the hidden parameter: the kernel's definition (and only it: a call of
+   * a kernel is not C on the other backends either) gets it first */
+  if (tu->nparams)
+    kc__sb_printf(out, "#define %s(...) %s(const struct kc__wi *kc__wp, __VA_ARGS__)\n", tu->entry, tu->entry);
+  else
+    kc__sb_printf(out, "#define %s(...) %s(const struct kc__wi *kc__wp)\n", tu->entry, tu->entry);
+  return KC_OK;
+}
+
+/* The packed arguments (struct kc__a), kc__group and, with barriers, its
+ * fibers' entry. */
+static void emit_group(const kc__tu *tu, bool fibers, kc__sb *out) {
+  uint32_t n = tu->nparams;
+  kc__sb_puts(out, "struct kc__a {");
+  for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, " %s kc__v%u;", tu->params[i].type, i);
+  if (!n) kc__sb_puts(out, " char kc__none;");
+  kc__sb_puts(out, " };\n"
+                   "__attribute__((visibility(\"default\"))) const unsigned kc__asize = sizeof(struct kc__a);\n");
+  if (fibers) {
+    /* each item a fiber (exec.c): it runs the kernel with its own item,
+     * which it publishes in the thread's slot again after each barrier */
+    kc__sb_puts(out, "__attribute__((visibility(\"default\"))) int (*kc__fibers)(void *, unsigned, void (*)(void *, "
+                     "unsigned), void *);\n"
+                     "__attribute__((visibility(\"default\"))) void *kc__hs;\n"
+                     "struct kc__f { const struct kc__a *kc__x; struct kc__wi kc__w; };\n"
+                     "static void kc__item(void *kc__u, unsigned kc__i) {\n"
+                     "  const struct kc__f *kc__f = kc__u;\n"
+                     "  struct kc__wi kc__w = kc__f->kc__w;\n"
+                     "  kc__w.lid[0] = kc__i % kc__w.lsz[0];\n"
+                     "  kc__w.lid[1] = kc__i / kc__w.lsz[0] % kc__w.lsz[1];\n"
+                     "  kc__w.lid[2] = kc__i / kc__w.lsz[0] / kc__w.lsz[1];\n"
+                     "  kc__tls_p()->kc__item = &kc__w;\n"
+                     "  const struct kc__a *kc__x = kc__f->kc__x;\n  (void)kc__x;\n  ");
+    kc__sb_printf(out, "%s(&kc__w", tu->entry);
+    for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", kc__x->kc__v%u", i);
+    kc__sb_puts(out, ");\n}\n");
+  }
+  kc__sb_puts(out, "static inline int kc__group_in(const struct kc__a *kc__x, const unsigned *kc__gid, "
+                   "const unsigned *kc__b, const unsigned *kc__ng) {\n"
+                   "  struct kc__tls *kc__t = kc__tls_p();\n"
+                   "  struct kc__wi kc__w = {{0, 0, 0}, {kc__gid[0], kc__gid[1], kc__gid[2]},\n"
+                   "                         {kc__b[0], kc__b[1], kc__b[2]}, {kc__ng[0], kc__ng[1], kc__ng[2]},\n"
+                   "                         kc__t->kc__scratch};\n"
+                   "  const struct kc__wi *kc__saved = kc__t->kc__item;\n");
+  if (fibers) {
+    kc__sb_puts(out, "  struct kc__f kc__f = {kc__x, kc__w};\n"
+                     "  int kc__r = kc__fibers(kc__hs, kc__b[0] * kc__b[1] * kc__b[2], kc__item, &kc__f);\n"
+                     "  kc__t->kc__item = kc__saved;\n"
+                     "  return kc__r;\n}\n");
+  } else {
+    /* the arguments as locals: the loop sees them invariant */
+    for (uint32_t i = 0; i < n; i++)
+      kc__sb_printf(out, "  %s kc__v%u = kc__x->kc__v%u;\n", tu->params[i].type, i, i);
+    kc__sb_puts(out, "  (void)kc__x;\n"
+                     "  kc__t->kc__item = &kc__w; /* for functions other than the kernel */\n"
+                     "  for (unsigned kc__z = 0; kc__z < kc__b[2]; kc__z++)\n"
+                     "    for (unsigned kc__y = 0; kc__y < kc__b[1]; kc__y++)\n"
+                     "      for (unsigned kc__l = 0; kc__l < kc__b[0]; kc__l++) {\n"
+                     "        kc__w.lid[0] = kc__l; kc__w.lid[1] = kc__y; kc__w.lid[2] = kc__z;\n        ");
+    kc__sb_printf(out, "%s(&kc__w", tu->entry);
+    for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", kc__v%u", i);
+    kc__sb_puts(out, ");\n      }\n"
+                     "  kc__t->kc__item = kc__saved;\n"
+                     "  return 0;\n}\n");
+  }
+  kc__sb_puts(out, "__attribute__((visibility(\"default\"))) int kc__group(const void *kc__x, const unsigned "
+                   "*kc__gid, const unsigned *kc__b, const unsigned *kc__ng) {\n"
+                   "  return kc__group_in(kc__x, kc__gid, kc__b, kc__ng);\n}\n");
+}
+
+/* kc__grid (every group of a launch: here, or on the pool) and kc__run. */
+static void emit_grid(const kc__tu *tu, kc__sb *out) {
+  uint32_t n = tu->nparams;
+  /* kc__u: unused, so that both callers pass l, grid and block on in the
+   * registers they arrived in; KC__NOIPA keeps the parameters as written
+   * (gcc would otherwise clone the function without the unused ones) */
+  kc__sb_puts(out, "#if defined(__GNUC__) && !defined(__clang__) && !defined(__TINYC__)\n"
+                   "#define KC__NOIPA __attribute__((noipa))\n"
+                   "#else\n"
+                   "#define KC__NOIPA __attribute__((noinline))\n"
+                   "#endif\n"
+                   "/* the pool (exec.c), set by kcache when it loads the object */\n"
+                   "__attribute__((visibility(\"default\"))) int (*kc__par)(void *, const void *, "
+                   "const unsigned *, const unsigned *);\n"
+                   "KC__NOIPA static int kc__grid(void *kc__l, const void *kc__u, "
+                   "const unsigned *kc__g, const unsigned *kc__b");
+  for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", %s kc__v%u", tu->params[i].type, i);
+  kc__sb_puts(out, ") {\n"
+                   "  (void)kc__u;\n"
+                   "  if (!(kc__g && kc__b && kc__g[0] && kc__g[1] && kc__g[2] && kc__b[0] && kc__b[1] && kc__b[2]))\n"
+                   "    return kc__on_bad_dims ? kc__on_bad_dims(kc__l, kc__g, kc__b) : 1;\n"
+                   "  struct kc__a kc__x = {");
+  for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, "%skc__v%u", i ? ", " : "", i);
+  if (!n) kc__sb_puts(out, "0");
+  kc__sb_puts(out, "};\n"
+                   "  static const unsigned kc__g0[3] = {0, 0, 0};\n"
+                   "  if ((kc__g[0] | kc__g[1] | kc__g[2]) == 1 && !KC__COPIES) return kc__group_in(&kc__x, kc__g0, kc__b, kc__g);\n"
+                   "  if (kc__par) return kc__par(kc__l, &kc__x, kc__g, kc__b);\n"
+                   "  unsigned kc__gid[3];\n"
+                   "  for (kc__gid[2] = 0; kc__gid[2] < kc__g[2]; kc__gid[2]++)\n"
+                   "    for (kc__gid[1] = 0; kc__gid[1] < kc__g[1]; kc__gid[1]++)\n"
+                   "      for (kc__gid[0] = 0; kc__gid[0] < kc__g[0]; kc__gid[0]++) {\n"
+                   "        int kc__r = kc__group_in(&kc__x, kc__gid, kc__b, kc__g);\n"
+                   "        if (kc__r) return kc__r;\n"
+                   "      }\n"
+                   "  return 0;\n}\n");
+
+  kc__sb_puts(out, "__attribute__((visibility(\"default\"))) int kc__run(void *kc__l, void *const *kc__a, "
+                   "const unsigned *kc__g, const unsigned *kc__b) {\n"
+                   "  return kc__grid(kc__l, kc__a, kc__g, kc__b");
+  for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", *(%s*)kc__a[%u]", tu->params[i].type, i);
+  kc__sb_puts(out, ");\n}\n");
+}
+
+/* kc__launch, which checks kc_launch's own arguments, and its cold
+ * mismatch report kc__bad. */
+static void emit_launch(const kc__tu *tu, kc__sb *out) {
+  uint32_t n = tu->nparams;
+  /* the mismatch report takes kc__launch's own parameters: a plain jump */
+  kc__sb_puts(out,
+              "KC__NOIPA __attribute__((cold)) static int kc__bad(void *kc__l, const void *kc__c, "
+              "const unsigned *kc__g, const unsigned *kc__b, const struct kc__arg *kc__x, unsigned kc__n) {\n"
+              "  (void)kc__g; (void)kc__b;\n"
+              "  return kc__on_bad_args ? kc__on_bad_args(kc__l, kc__c, kc__x, kc__n) : 1;\n}\n");
+  kc__sb_puts(
+      out, "__attribute__((visibility(\"default\"))) int kc__launch(void *kc__l, const void *kc__c, "
+           "const unsigned *kc__g, const unsigned *kc__b, const struct kc__arg *kc__x, unsigned kc__n) {\n");
+  if (!n) {
+    kc__sb_puts(out, "  (void)kc__c; (void)kc__x;\n  if (kc__n) goto kc__bad;\n");
+  } else {
+    kc__sb_printf(out, "  if (kc__n != %uu || !kc__x) goto kc__bad;\n", n);
+    for (uint32_t i = 0; i < n; i++) {
+      const char *t = tu->params[i].type;
+      kc__sb_printf(out, "  const void *kc__p%u = kc__x[%u].kc__p;\n", i, i);
+      if (tu->params[i].is_buffer)
+        kc__sb_printf(out,
+                      "  if (kc__x[%u].kc__sig != KC__SIG_BUFFER || !kc__p%u ||\n"
+                      "      ((const struct kc__buf *)kc__p%u)->kc__ctx != kc__c) goto kc__bad;\n"
+                      "  %s kc__v%u = *(%s const *)&((const struct kc__buf *)kc__p%u)->kc__h;\n",
+                      i, i, i, t, i, t, i);
+      else
+        kc__sb_printf(out,
+                      "  if (kc__x[%u].kc__sig != KC__SIG_SCALAR(sizeof(%s)) || !kc__p%u) goto kc__bad;\n"
+                      "  %s kc__v%u = *(%s const *)kc__p%u;\n",
+                      i, t, i, t, i, t, i);
+    }
+  }
+  kc__sb_puts(out, "  return kc__grid(kc__l, kc__c, kc__g, kc__b");
+  for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", kc__v%u", i);
+  kc__sb_puts(out, ");\nkc__bad:\n"
+                   "  return kc__bad(kc__l, kc__c, kc__g, kc__b, kc__x, kc__n);\n}\n");
+}
+
+kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
+  bool fibers = mentions(tu, "kc_barrier"), copies = mentions(tu, "KC_LOCAL");
+  kc__sb_printf(out, "#undef %s\n#define KC__COPIES %d\n", tu->entry, copies);
+  emit_group(tu, fibers, out);
+  emit_grid(tu, out);
+  emit_launch(tu, out);
+  kc__sb_printf(out,
+                "__attribute__((visibility(\"default\"))) const unsigned kc__nargs = %u;\n"
+                "/* 2: KC_LOCAL arrays are static, so one copy of the object for each thread that runs\n"
+                "   groups at once; 1: one for all (never 0: read-only data, not bss) */\n"
+                "__attribute__((visibility(\"default\"))) const unsigned kc__copies = %u;\n",
+                tu->nparams, copies ? 2u : 1u);
+  kc__probe_emit(out, tu, KC__PROBE_C); /* the compiler's sizes and alignments */
+  return out->failed ? kc__bs_err(((host_state *)state)->sv, KC_ENOMEM,
+                                  "out of memory building the source of '%s'", tu->entry)
+                     : KC_OK;
+}
