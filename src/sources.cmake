@@ -115,14 +115,8 @@ endif()
 # ${CMAKE_INSTALL_LIBEXECDIR}/kcache, found next to the library where it
 # was installed (KC_CLC_RELDIR, from the library's folder), else at the
 # configured path (KC_CLC_PATH); $KC_OPENCL_HELPER overrides both.
-# A Python wheel (scikit-build-core: SKBUILD) links the library into the
-# extension module and carries the helper beside it, in the package's folder.
 if(KC_HAVE_OPENCL)
-  if(SKBUILD)
-    set(KC_CLC_RELDIR ".")
-  else()
-    file(RELATIVE_PATH KC_CLC_RELDIR "${CMAKE_INSTALL_FULL_LIBDIR}" "${CMAKE_INSTALL_FULL_LIBEXECDIR}/kcache")
-  endif()
+  file(RELATIVE_PATH KC_CLC_RELDIR "${CMAKE_INSTALL_FULL_LIBDIR}" "${CMAKE_INSTALL_FULL_LIBEXECDIR}/kcache")
   list(APPEND KC_DEFS "KC_CLC_PATH=\"${CMAKE_INSTALL_FULL_LIBEXECDIR}/kcache/kcache-clc\""
        "KC_CLC_RELDIR=\"${KC_CLC_RELDIR}\"")
 endif()
