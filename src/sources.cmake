@@ -8,6 +8,7 @@
 set(KC_SOURCES
     src/base/child.c
     src/base/config.c
+    src/base/dl.c
     src/base/err.c
     src/base/filedep.c
     src/base/fork.c
