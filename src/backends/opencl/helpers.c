@@ -62,9 +62,9 @@ extern char **environ;
 
 /* The helper to run: the configured one ($KC_OPENCL_HELPER), else the one
  * installed next to the library (found from where this code was loaded:
- * KC_CLC_RELDIR from its folder, else in its folder itself, as a Python
- * wheel carries it beside the extension module the library is linked
- * into), else the configured install path. */
+ * KC_CLC_RELDIR from its folder; "." in a Python wheel, which carries it
+ * beside the extension module the library is linked into), else the
+ * configured install path. */
 static void ocl_helper_path(const char *set, char *buf, size_t n) {
   static const char anchor = 0;
   if (set) {
@@ -75,8 +75,6 @@ static void ocl_helper_path(const char *set, char *buf, size_t n) {
   if (dladdr(&anchor, &di) && di.dli_fname && strrchr(di.dli_fname, '/')) {
     int dir = (int)(strrchr(di.dli_fname, '/') - di.dli_fname);
     snprintf(buf, n, "%.*s/%s/kcache-clc", dir, di.dli_fname, KC_CLC_RELDIR);
-    if (access(buf, X_OK) == 0) return;
-    snprintf(buf, n, "%.*s/kcache-clc", dir, di.dli_fname);
     if (access(buf, X_OK) == 0) return;
   }
   snprintf(buf, n, "%s", KC_CLC_PATH);
