@@ -15,6 +15,7 @@
  *
  * Entries are read only through the entry codec (cache/codec.h, dir.h).
  * Exit status: 0 success, 1 failure (or damage found), 2 a usage error.
+ * With --json every command prints valid JSON, a failure included (main.c).
  */
 #ifndef KC_CLI_CLI_H
 #define KC_CLI_CLI_H
@@ -51,6 +52,10 @@ typedef struct cli {
 CLI_NORETURN void cli_usage(const char *fmt, ...) CLI_PRINTF(1, 2);
 /* "kcache: MSG" on stderr, then exit(1). */
 CLI_NORETURN void cli_fail(const char *fmt, ...) CLI_PRINTF(1, 2);
+/* "kcache: MSG" on stderr, for a command that then returns a nonzero status:
+ * with --json, the first such message is the error object that replaces the
+ * command's output (main.c). Warnings are written to stderr directly. */
+void cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);
 /* Whether c->argv[*i] is the option `name` ("--max-size") as "--max-size V"
  * or "--max-size=V": then *val is V and *i is past it. An option given
  * without its value is a usage error ("option --max-size needs a value"). */

@@ -30,9 +30,9 @@ static bool read_entry(const cli *c, const char *path, const uint8_t key[16], kc
   char why[256] = "";
   kc_status st = kc__entry_read(NULL, path, key, e, why, sizeof why);
   if (st == KC_OK) return true;
-  if (st == KC_ENOTFOUND) fprintf(stderr, "kcache: %s: removed meanwhile (in %s)\n", path, c->root);
-  else if (st == KC_EUNAVAILABLE) fprintf(stderr, "kcache: cannot read %s here: %s\n", path, why);
-  else fprintf(stderr, "kcache: %s is damaged: %s (kcache verify --repair removes it)\n", path, why);
+  if (st == KC_ENOTFOUND) cli_error("%s: removed meanwhile (in %s)", path, c->root);
+  else if (st == KC_EUNAVAILABLE) cli_error("cannot read %s here: %s", path, why);
+  else cli_error("%s is damaged: %s (kcache verify --repair removes it)", path, why);
   return false;
 }
 
@@ -82,14 +82,25 @@ bool cli_resolve(const cli *c, const char *what, const char *params, kc__entry *
     if (named != SIZE_MAX) at = named;
     else if (hits > 1) {
       kc__store_list_free(NULL, files);
-      fprintf(stderr, "kcache: key prefix %s is ambiguous (%zu entries); give more digits\n", what, hits);
+      cli_error("key prefix %s is ambiguous (%zu entries); give more digits", what, hits);
       return false;
     }
   }
   bool ok = false;
   if (at == SIZE_MAX) {
-    fprintf(stderr, "kcache: no entry with key or kernel name %s%s%s in %s\n", what,
-            params ? " and params " : "", params ? params : "", c->root);
+    size_t len = strlen(what), hex = strspn(what, "0123456789abcdefABCDEF");
+    const char *p1 = params ? " with params " : "", *p2 = params ? params : "";
+    if (hex == len && len < 4) /* `kcache show 45`: too short to be a prefix */
+      cli_error("no kernel named %s%s%s in %s, and %s is too short for a key prefix: a prefix needs 4 or "
+                "more of the key's 32 hex digits (kcache ls shows the keys)",
+                what, p1, p2, c->root, what);
+    else if (hex == len && len > 32)
+      cli_error("no kernel named %s%s%s in %s, and %s is longer than a key (32 hex digits)", what, p1, p2,
+                c->root, what);
+    else if (hex == len)
+      cli_error("no entry whose key starts with %s, and no kernel named %s%s%s, in %s", what, what, p1, p2,
+                c->root);
+    else cli_error("no kernel named %s%s%s in %s", what, p1, p2, c->root);
   } else {
     snprintf(path, len, "%s", files[at].path);
     ok = read_entry(c, files[at].path, files[at].key, e);

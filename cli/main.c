@@ -12,6 +12,12 @@
  * for scripts; --help everywhere. The conventions are ccache's and
  * sccache's: --version/-V, stats --zero/-z, an option missing its value and
  * an argument a command does not take are usage errors (exit 2).
+ *
+ * --json: a command's whole output is one JSON document (watch: one object
+ * a line, JSON Lines). Its output is held in a temporary file until it
+ * ends, so that a failure (cli_fail, cli_usage, cli_error and a nonzero
+ * status) prints {"error": MESSAGE, "exit_status": N, "command": NAME}
+ * instead of half a document; the message goes to stderr as in text mode.
  */
 #include "cli.h"
 #include "out.h"
@@ -47,8 +53,10 @@ static const char help_main[] =
     "\n"
     "options:\n"
     "  --dir DIR      the store, a directory that exists (default $KC_CACHE_DIR,\n"
-    "                 else $XDG_CACHE_HOME/kcache, else ~/.cache/kcache)\n"
-    "  --json         machine-readable output\n"
+    "                 which must exist too, else $XDG_CACHE_HOME/kcache, else\n"
+    "                 ~/.cache/kcache)\n"
+    "  --json         machine-readable output: one JSON document (watch: JSON Lines);\n"
+    "                 a failure is {\"error\": ..., \"exit_status\": N} on stdout\n"
     "\n"
     "ccache's and sccache's spellings (see kcache --help -p for -p and -M):\n"
     "  -s, --show-stats   kcache stats         -z, --zero-stats   kcache stats --zero\n"
@@ -78,27 +86,95 @@ static const struct {
 };
 enum { NCOMMANDS = sizeof commands / sizeof *commands };
 
-/* ------------------------------------------------------------ arguments */
+/* ------------------------------------------------------- errors, --json */
+
+static struct {
+  bool json; /* --json */
+  bool capturing; /* stdout (fd 1) is the temporary file */
+  int saved; /* the real stdout while capturing */
+  FILE *tmp;
+  const char *cmd;
+  char msg[4096]; /* the first error said, for the JSON error object */
+} out_state = {.saved = -1};
+
+/* "kcache: MSG" on stderr; kept for --json's error object. */
+static void say_error(const char *fmt, va_list ap) {
+  char msg[sizeof out_state.msg];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  fprintf(stderr, "kcache: %s\n", msg);
+  if (!out_state.msg[0]) snprintf(out_state.msg, sizeof out_state.msg, "%s", msg);
+}
+
+void cli_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  say_error(fmt, ap);
+  va_end(ap);
+}
+
+/* Starts holding stdout (--json), so that a failure can replace it. */
+static void capture_start(void) {
+  fflush(stdout);
+  out_state.tmp = tmpfile();
+  if (!out_state.tmp) return; /* then a failure's object follows what was printed */
+  out_state.saved = dup(1);
+  if (out_state.saved < 0 || dup2(fileno(out_state.tmp), 1) < 0) {
+    if (out_state.saved >= 0) close(out_state.saved);
+    fclose(out_state.tmp);
+    out_state.tmp = NULL;
+    out_state.saved = -1;
+    return;
+  }
+  out_state.capturing = true;
+}
+
+/* The end of a command in --json: what it printed, or (it failed with a
+ * message) the error object instead. Returns rc. */
+static int finish(int rc) {
+  if (!out_state.json) return rc;
+  fflush(stdout);
+  bool failed = rc != 0 && out_state.msg[0];
+  if (out_state.capturing) {
+    dup2(out_state.saved, 1);
+    close(out_state.saved);
+    out_state.capturing = false;
+    if (!failed) {
+      rewind(out_state.tmp);
+      char buf[65536];
+      for (size_t n; (n = fread(buf, 1, sizeof buf, out_state.tmp)) > 0;) fwrite(buf, 1, n, stdout);
+    }
+    fclose(out_state.tmp);
+    out_state.tmp = NULL;
+  }
+  if (failed) {
+    printf("{\"error\": ");
+    json_str(out_state.msg);
+    printf(", \"exit_status\": %d, \"command\": ", rc);
+    json_str(out_state.cmd);
+    printf("}\n");
+  }
+  fflush(stdout);
+  return rc;
+}
 
 void cli_usage(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "kcache: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n(kcache --help for usage)\n");
+  say_error(fmt, ap);
+  fprintf(stderr, "(kcache --help for usage)\n");
   va_end(ap);
-  exit(2);
+  exit(finish(2));
 }
 
 void cli_fail(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "kcache: ");
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  say_error(fmt, ap);
   va_end(ap);
-  exit(1);
+  exit(finish(1));
 }
+
+/* ------------------------------------------------------------ arguments */
 
 bool cli_opt(cli *c, int *i, const char *name, const char **val) {
   const char *a = c->argv[*i];
@@ -145,25 +221,43 @@ static int print_help(const char *cmd, const cli *c, bool asked) {
   return cmd || asked ? 0 : 2;
 }
 
-/* The store's directory: --dir must name one that exists (a typo is not an
- * empty store); the default may not exist yet (nothing was cached). */
-static void set_root(cli *c, const char *dir) {
-  if (dir) {
-    struct stat st;
-    if (!*dir) cli_usage("option --dir needs a value");
-    if (stat(dir, &st) != 0) cli_usage("--dir %s: %s", dir, strerror(errno));
-    if (!S_ISDIR(st.st_mode)) cli_usage("--dir %s: not a directory", dir);
-  }
+/* The store's directory. --dir, or $KC_CACHE_DIR, must name one that
+ * exists: a typo is a usage error (exit 2), never an empty store; the
+ * default (~/.cache/kcache) may not exist yet (nothing was cached). For -p
+ * (`lenient`) a store that is not there is a warning. */
+static void set_root(cli *c, const char *dir, bool lenient) {
+  if (dir && !*dir) cli_usage("option --dir needs a value");
   const char *root = kc__config_text(&c->conf, KC__SET_CACHE_DIR); /* --dir, KC_CACHE_DIR or the default */
-  if (!root || !*root) {
-    fprintf(stderr, "kcache: no store directory: give --dir, or set KC_CACHE_DIR or HOME\n");
-    exit(2);
-  }
+  if (!root || !*root) cli_usage("no store directory: give --dir, or set KC_CACHE_DIR or HOME");
   if (strlen(root) >= sizeof c->root) cli_usage("the store's path is too long (%zu bytes)", strlen(root));
   snprintf(c->root, sizeof c->root, "%s", root);
+  kc__origin from = kc__config_origin(&c->conf, KC__SET_CACHE_DIR);
+  const char *named = dir ? "--dir " : from == KC__FROM_ENV ? "KC_CACHE_DIR=" : NULL;
+  struct stat st;
+  int err = stat(c->root, &st) != 0 ? errno : 0;
+  const char *why = err ? strerror(err) : !S_ISDIR(st.st_mode) ? "not a directory" : NULL;
+  if (named && why) {
+    if (lenient) fprintf(stderr, "kcache: warning: %s%s: %s (no store there yet)\n", named, c->root, why);
+    else if (err == ENOENT && !dir)
+      cli_usage("%s%s: %s (it names no store; kcache makes the directory at its first compile there)", named,
+                c->root, why);
+    else cli_usage("%s%s: %s", named, c->root, why);
+  }
   kc__store_vdir(c->root, c->vdir, sizeof c->vdir);
-  char why[1024];
-  (void)kc__store_trust_load(&c->trust, c->root, &c->conf, NULL, why, sizeof why);
+  char trust_why[1024];
+  (void)kc__store_trust_load(&c->trust, c->root, &c->conf, NULL, trust_why, sizeof trust_why);
+}
+
+/* A store this user cannot read is an error (exit 1), not an empty listing:
+ * its directory, and its v1 folder where there is one. */
+static void check_readable(const cli *c) {
+  const char *dirs[] = {c->root, c->vdir};
+  for (int i = 0; i < 2; i++) {
+    if (access(dirs[i], F_OK) != 0) return; /* not made yet: an empty store */
+    if (access(dirs[i], R_OK | X_OK) != 0)
+      cli_fail("cannot read the store %s: %s (kcache would not see its entries either)", dirs[i],
+               strerror(errno));
+  }
 }
 
 /* The settings in force, as a runtime would resolve them, with --dir (if
@@ -185,6 +279,9 @@ int main(int argc, char **argv) {
   char special = 0; /* 'p': --show-config; 'M': --max-size */
   const char *max_size = NULL;
   c.cmd = "kcache";
+  out_state.cmd = "kcache";
+  for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) /* errors of the arguments are JSON too */
+    if (!strcmp(argv[i], "--json")) out_state.json = true;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--dir")) {
@@ -213,7 +310,8 @@ int main(int argc, char **argv) {
       special = 'M';
       cmd = "config";
     } else if (!cmd && cli_flag(a, "--version", "-V")) {
-      printf("kcache %s\n", kc_version());
+      if (out_state.json) printf("{\"version\": \"%s\"}\n", kc_version());
+      else printf("kcache %s\n", kc_version());
       return 0;
     } else if (!cmd && a[0] == '-') {
       cli_usage("unknown option '%s'", a);
@@ -233,15 +331,19 @@ int main(int argc, char **argv) {
       return 0;
     }
     if (c.argc) cli_usage("-%c takes no command ('%s')", special, c.argv[0]);
-    c.cmd = special == 'p' ? "--show-config" : "--max-size";
-    set_root(&c, dir);
-    if (special == 'p') return cli_show_config(&c, dir != NULL);
-    int err = 0; /* a store that is not there yet: made as the library would make it */
+    c.cmd = out_state.cmd = special == 'p' ? "--show-config" : "--max-size";
+    if (c.json) capture_start();
+    set_root(&c, dir, special == 'p');
+    if (special == 'p') return finish(cli_show_config(&c, dir != NULL));
+    int err = 0; /* a default store that is not there yet: made as the library would make it */
     if (!kc__store_make_dirs(c.root, kc__store_dir_mode(&c.trust), &err))
       cli_fail("-M: cannot make %s: %s", c.root, strerror(err));
-    return cli_set_max_size(&c, max_size);
+    return finish(cli_set_max_size(&c, max_size));
   }
-  if (help || !cmd || !strcmp(cmd, "help")) return print_help(cmd, &c, help);
+  if (help || !cmd || !strcmp(cmd, "help")) {
+    if (!help && !cmd && c.json) cli_usage("no command given");
+    return print_help(cmd, &c, help);
+  }
   size_t k = 0;
   while (k < NCOMMANDS && strcmp(commands[k].name, cmd)) k++;
   if (k == NCOMMANDS) cli_usage("no command '%s'", cmd);
@@ -249,8 +351,13 @@ int main(int argc, char **argv) {
     fputs(commands[k].help, stdout);
     return 0;
   }
-  c.cmd = commands[k].name;
-  if (commands[k].store) set_root(&c, dir);
+  c.cmd = out_state.cmd = commands[k].name;
+  /* watch streams one object a line: nothing to hold back */
+  if (c.json && commands[k].run != cmd_watch) capture_start();
+  if (commands[k].store) {
+    set_root(&c, dir, false);
+    check_readable(&c);
+  }
   c.progress = !c.json && isatty(2);
-  return commands[k].run(&c);
+  return finish(commands[k].run(&c));
 }

@@ -442,7 +442,7 @@ int cmd_remote(cli *c) {
   kc__config_set(&c->conf, KC__SET_REMOTE_TIMEOUT_MS, ms, KC__FROM_OPTION, "--timeout");
   kc_status st = kc__remote_config_load(&c->conf, &r.cfg, r.why, sizeof r.why);
   if (st == KC_ENOTFOUND) {
-    fprintf(stderr, "kcache: remote: no server: give --url redis://host:port, or set KC_REMOTE\n");
+    cli_error("remote: no server: give --url redis://host:port, or set KC_REMOTE");
     return 2;
   }
   if (st) rcli_die(&r, sub);

@@ -615,9 +615,11 @@ static void gc_report(const cli *c, uint64_t target, const kc__gc_result *r) {
 }
 
 static int run_gc(const cli *c, uint64_t target, const char *what) {
-  if (access(c->vdir, F_OK) != 0) {
-    if (c->json) printf("{\"entries_before\": 0, \"evicted\": 0, \"entries_after\": 0}\n");
-    else printf("no store in %s: nothing to do\n", c->root);
+  if (access(c->vdir, F_OK) != 0) { /* the default store, not made yet (main.c refuses a named one) */
+    kc__gc_result none;
+    memset(&none, 0, sizeof none);
+    if (c->json) gc_report(c, target, &none);
+    else printf("no store in %s yet (nothing was cached there): nothing to do\n", c->root);
     return 0;
   }
   bar b;
@@ -625,7 +627,7 @@ static int run_gc(const cli *c, uint64_t target, const char *what) {
   kc__gc_result r;
   if (kc__store_gc(NULL, c->vdir, target, true, bar_draw, &b, &r) != KC_OK) {
     bar_break(&b);
-    fprintf(stderr, "kcache: %s: %s\n", what, kc_errmsg(NULL));
+    cli_error("%s: %s", what, kc_errmsg(NULL));
     return 1;
   }
   gc_report(c, target, &r);

@@ -12,6 +12,7 @@
  * to find its kernels, so the command links the internal library.
  */
 #include "cli.h"
+#include "out.h"
 #include "core/core.h"
 
 #include <errno.h>
@@ -36,7 +37,10 @@ const char cli_help_watch[] =
     "a load too, in which only the kernels that read it recompile. Stops after\n"
     "--count loads (default: never; Ctrl-C).\n"
     "--backend (default $KC_BACKEND, else the best available). The disk cache\n"
-    "is the library's default ($KC_CACHE_DIR...; KC_CACHE_DISABLE=1: none).\n";
+    "is the library's default ($KC_CACHE_DIR...; KC_CACHE_DISABLE=1: none).\n"
+    "With --json it prints JSON Lines, one object a line: a load\n"
+    "{\"load\", \"world\", \"changed\", \"names\"}, a kernel {\"kernel\", \"code\", \"y\"}, or\n"
+    "a failure with \"error\" (the status) and \"message\" (the compiler's log).\n";
 
 typedef struct wkernel {
   char *name;
@@ -129,9 +133,14 @@ static void run_kernel(watch *w, const char *name, const char *src) {
   kc_code_info ci = {0};
   if (!st) st = kc_kernel_code(k->k, &ci);
   if (st) {
-    printf(w->json ? "{\"kernel\":\"%s\",\"error\":\"%s\"}\n" : "  %-16s error: %s\n", name,
-           st == KC_EARGS && !kc_errmsg(w->rt)[0] ? "a parameter kcache cannot fill" : kc_status_name(st));
-    if (!w->json) printf("    %s\n", kc_errmsg(w->rt));
+    /* the compiler's message (kc_errmsg) in both forms: text indented under the line, JSON as "message" */
+    const char *msg =
+        st == KC_EARGS && !kc_errmsg(w->rt)[0] ? "a parameter kcache cannot fill" : kc_errmsg(w->rt);
+    if (w->json) {
+      printf("{\"kernel\":\"%s\",\"error\":\"%s\",\"message\":", name, kc_status_name(st));
+      json_str(msg);
+      printf("}\n");
+    } else printf("  %-16s error: %s\n    %s\n", name, kc_status_name(st), msg);
   } else {
     const char *what = s1.compiles > s0.compiles ? "recompiled"
                        : ci.id == k->last_id     ? "cached"
@@ -185,8 +194,11 @@ static void load(watch *w, const char *path, const char *text, size_t len, int r
   kc_status st = kc_define_file_ex(w->rt, path, text, len, on_change, &c, &changed, &world);
   if (c.names) fclose(c.names);
   if (st) {
-    printf(w->json ? "{\"load\":%d,\"error\":\"%s\"}\n" : "load %d: %s\n  %s\n", round, kc_status_name(st),
-           kc_errmsg(w->rt));
+    if (w->json) {
+      printf("{\"load\":%d,\"error\":\"%s\",\"message\":", round, kc_status_name(st));
+      json_str(kc_errmsg(w->rt));
+      printf("}\n");
+    } else printf("load %d: %s\n  %s\n", round, kc_status_name(st), kc_errmsg(w->rt));
     fflush(stdout);
     free(names);
     return;
@@ -208,6 +220,12 @@ static bool refresh(watch *w, const char *path, const char *text, size_t len, in
   kc_world world = 0;
   kc_status st = kc_refresh(w->rt, &changed, &world);
   if (st) {
+    if (w->json) {
+      printf("{\"load\":%d,\"error\":\"%s\",\"message\":", round, kc_status_name(st));
+      json_str(kc_errmsg(w->rt));
+      printf("}\n");
+      fflush(stdout);
+    }
     fprintf(stderr, "kcache: watch: kc_refresh: %s\n", kc_errmsg(w->rt));
     return false;
   }
@@ -255,7 +273,7 @@ int cmd_watch(cli *c) {
   watch w = {.json = c->json};
   if (kc_runtime_create(&o, &w.rt) != KC_OK) cli_fail("watch: no runtime: %s", kc_errmsg(NULL));
   if (kc_context_create(w.rt, 0, &w.ctx) != KC_OK) {
-    fprintf(stderr, "kcache: watch: no context: %s\n", kc_errmsg(w.rt));
+    cli_error("watch: no context: %s", kc_errmsg(w.rt));
     kc_runtime_destroy(w.rt);
     return 1;
   }
@@ -268,7 +286,7 @@ int cmd_watch(cli *c) {
     size_t len;
     char *text = read_file(file, &len);
     if (!text && !last) {
-      fprintf(stderr, "kcache: watch: cannot read %s: %s\n", file, strerror(errno));
+      cli_error("watch: cannot read %s: %s", file, strerror(errno));
       rc = 1;
       break;
     }

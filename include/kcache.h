@@ -198,8 +198,9 @@ typedef struct kc_options {
    * one OpenCL program at a time per process (PoCL), more than one makes
    * the OpenCL backend build in helper processes (kcache-clc, up to one per
    * thread, kept for the runtime's life: $KC_OPENCL_HELPER, else
-   * ../libexec/kcache/kcache-clc beside the shared library, else the
-   * install path it was configured with); $KC_OPENCL_HELPERS=0 turns that
+   * ../libexec/kcache/kcache-clc beside the shared library (in a Python
+   * wheel: beside the extension module), else the install path it was
+   * configured with); $KC_OPENCL_HELPERS=0 turns that
    * off, 1 uses them on any platform. */
   uint32_t compile_threads;
   /* Must be 0 (kc_options_init). The 0.1 layout ended at compile_threads,

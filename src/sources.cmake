@@ -8,6 +8,7 @@
 set(KC_SOURCES
     src/base/child.c
     src/base/config.c
+    src/base/dl.c
     src/base/err.c
     src/base/filedep.c
     src/base/fork.c
@@ -114,9 +115,17 @@ endif()
 # the top-level CMakeLists.txt): the backend runs it from
 # ${CMAKE_INSTALL_LIBEXECDIR}/kcache, found next to the library where it
 # was installed (KC_CLC_RELDIR, from the library's folder), else at the
-# configured path (KC_CLC_PATH); $KC_OPENCL_HELPER overrides both.
+# configured path (KC_CLC_PATH); $KC_OPENCL_HELPER overrides both. A
+# Python wheel (scikit-build-core: SKBUILD) links the library into the
+# extension module and carries the helper beside it, in the package's
+# folder: there the library looks in its own folder (KC_CLC_RELDIR ".").
+# (Not in a build tree, whose tests count the builds done in-process.)
 if(KC_HAVE_OPENCL)
-  file(RELATIVE_PATH KC_CLC_RELDIR "${CMAKE_INSTALL_FULL_LIBDIR}" "${CMAKE_INSTALL_FULL_LIBEXECDIR}/kcache")
+  if(SKBUILD)
+    set(KC_CLC_RELDIR ".")
+  else()
+    file(RELATIVE_PATH KC_CLC_RELDIR "${CMAKE_INSTALL_FULL_LIBDIR}" "${CMAKE_INSTALL_FULL_LIBEXECDIR}/kcache")
+  endif()
   list(APPEND KC_DEFS "KC_CLC_PATH=\"${CMAKE_INSTALL_FULL_LIBEXECDIR}/kcache/kcache-clc\""
        "KC_CLC_RELDIR=\"${KC_CLC_RELDIR}\"")
 endif()

@@ -249,7 +249,8 @@ fi
 
 # ------------------------------------------------- the Python package (cuda)
 # Built with CMake (KC_PYTHON, libkcache static; the OpenCL compile helper
-# kcache-clc put beside the package, as a wheel has it) and tested with pytest when
+# kcache-clc named by KC_OPENCL_HELPER: a build tree's library does not look
+# beside the module as a wheel's does) and tested with pytest when
 # this machine's python3 has the headers, pytest and numpy (nothing is
 # installed: no network); python/tests skip CuPy and PyTorch cases without them.
 if ((BUILT)) && (($(left) > 60)) && python3 -c 'import pytest, numpy, sysconfig, os, sys;
@@ -259,9 +260,8 @@ sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Pyth
   echo "== the Python package: cmake -DKC_PYTHON=ON in $PYB, pytest python/tests"
   if timeout "$(limit 120)" bash -c "cmake -S '$ROOT' -B '$PYB' -DKC_PYTHON=ON -DBUILD_SHARED_LIBS=OFF \
       -DKC_BUILD_TESTS=OFF -DKC_BUILD_BENCH=OFF -DKC_BUILD_DEMO=OFF -DPython_EXECUTABLE=$(command -v python3) &&
-      cmake --build '$PYB' -j$JOBS --target kcache_python kcache-clc &&
-      cp '$PYB/kcache-clc' '$PYB/python/kcache/'" >"$LOGS/python-build.txt" 2>&1 &&
-    (cd "$BUILD" && PYTHONPATH="$PYB/python" timeout "$(limit 120)" python3 -m pytest -q -rs -p no:cacheprovider \
+      cmake --build '$PYB' -j$JOBS --target kcache_python kcache-clc" >"$LOGS/python-build.txt" 2>&1 &&
+    (cd "$BUILD" && KC_OPENCL_HELPER="$PYB/kcache-clc" PYTHONPATH="$PYB/python" timeout "$(limit 120)" python3 -m pytest -q -rs -p no:cacheprovider \
       "$ROOT/python/tests") 2>&1 | tee "$LOGS/python.txt" | tail -3 && [[ ${PIPESTATUS[0]} == 0 ]]; then
     row "python (all backends)" ok "$(secs "$t" "$(now)")" "$(tail -1 "$LOGS/python.txt")"
   else

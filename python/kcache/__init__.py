@@ -12,24 +12,26 @@
             rt.kernel("scale")[8, 1, s](y, 2.0)
             s.synchronize()
 
-Everything is in the C extension kcache._kcache. HAS_INTEROP: whether it was
-built with the interop API (host arrays by pointer, CUDA arrays and streams). The package requires the
-GIL (it does not declare free-threading support: a free-threaded
-interpreter re-enables the GIL when it imports it); threads that pin
-different worlds work under the GIL.
+Everything is in the C extension kcache._kcache, typed by _kcache.pyi
+(the package is marked py.typed); doc/python.md is the guide.
+
+HAS_INTEROP (bool): whether it was built with the interop API (host arrays
+by pointer, CUDA arrays and streams; kcache.Stream exists only then).
+
+The log: kcache's messages (compiles at log_level="info", warnings ...) go
+to logging.getLogger("kcache") at the matching level; silence them with
+logging.getLogger("kcache").setLevel(logging.ERROR) (or .disabled = True),
+or keep kcache's own stderr lines with Runtime(log="stderr").
+
+Importing the package changes nothing in os.environ: the OpenCL compile
+helper the wheel carries (kcache-clc, beside the extension module) is found
+by the library itself; $KC_OPENCL_HELPER, when set, still names another.
+
+The package requires the GIL (it does not declare free-threading support:
+a free-threaded interpreter re-enables the GIL when it imports it); threads
+that pin different worlds work under the GIL.
 """
-import os as _os
-
-# The OpenCL compile helper the wheel carries (kcache-clc, next to this
-# file): PoCL builds one program at a time per process, so a runtime with
-# more than one compile thread builds in helper processes. An explicit
-# $KC_OPENCL_HELPER wins.
-_clc = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "kcache-clc")
-if "KC_OPENCL_HELPER" not in _os.environ and _os.access(_clc, _os.X_OK):
-    _os.environ["KC_OPENCL_HELPER"] = _clc
-del _clc
-
-from ._kcache import (  # noqa: F401,E402
+from ._kcache import (
     HAS_INTEROP,
     MAX_ARGS,
     BoundArgs,
@@ -60,9 +62,39 @@ from ._kcache import (  # noqa: F401,E402
     BackendError,
 )
 
-try:  # built with the interop API (kcache.h's streams)
-    from ._kcache import Stream  # noqa: F401
-except ImportError:
-    pass
+__version__: str = library_version
 
-__version__ = library_version
+__all__ = [
+    "HAS_INTEROP",
+    "MAX_ARGS",
+    "BoundArgs",
+    "Buffer",
+    "Context",
+    "Kernel",
+    "LaunchConfig",
+    "FileLoad",
+    "Pin",
+    "Runtime",
+    "Stats",
+    "backend_available",
+    "errors_by_status",
+    "library_version",
+    "KcacheError",
+    "InvalidArgumentError",
+    "OutOfMemoryError",
+    "NotFoundError",
+    "CallGraphRecursionError",
+    "CompileError",
+    "LinkError",
+    "LaunchError",
+    "ArgumentError",
+    "UnavailableError",
+    "DestroyedError",
+    "BusyError",
+    "StoreIOError",
+    "BackendError",
+]
+if HAS_INTEROP:  # built with the interop API (kcache.h's streams)
+    from ._kcache import Stream as Stream
+
+    __all__ += ["Stream"]

@@ -5,7 +5,9 @@
  * world changes), and the conversion of Python arguments to the
  * parameters' C types: ints range-checked for the parameter's size and
  * signedness, floats to float/double/half, kcache Buffers by handle,
- * arrays (the buffer protocol) staged through a buffer kept per parameter.
+ * host arrays (arrays.c: the buffer protocol, __array_interface__, a CPU
+ * __dlpack__) staged through a buffer kept per parameter, or passed by
+ * pointer where interop.c can.
  *
  * The cached path allocates nothing: values go into the caller's stack
  * slots, staging buffers are reused, and the result is None.
@@ -119,6 +121,7 @@ int kcpy_refresh(KcKernel *k, kc_world w) {
   kc_runtime *rt = k->owner->rt;
   kc_status st;
   KCPY_NOGIL(k->owner, st = kc_kernel_compile(k->k));
+  kcpy_log_poll();
   if (st) return kcpy_raise(rt, st, NULL), -1;
   uint32_t n = 0;
   st = kc_kernel_param_count(k->k, &n);
@@ -279,19 +282,13 @@ static int convert_array(KcKernel *k, kc_context *ctx, uint32_t i, PyObject *o, 
   int fr = kcpy_foreign_arg(k, i, o, a, view);
   if (fr) return fr < 0 ? -1 : 0;
 #endif
-  if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
-    PyErr_Clear();
-    if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-      PyErr_Clear();
-      view->obj = NULL;
-      return arg_error(k, i, "%R is neither a kcache Buffer nor a C-contiguous array (buffer protocol)", o);
-    }
-  }
-  if (kcpy_check_view(k, i, view, o) < 0) {
-    PyBuffer_Release(view);
-    view->obj = NULL;
-    return -1;
-  }
+  int hv = kcpy_host_view(k, i, o, view);
+  if (hv < 0) return -1;
+  if (hv == 0)
+    return arg_error(k, i,
+                     "%R is neither a kcache Buffer nor a C-contiguous host array (the buffer protocol, "
+                     "__array_interface__ or a CPU __dlpack__)",
+                     o);
   kcpy_stage *s = &k->stage[i];
   size_t need = view->len ? (size_t)view->len : 1;
   kc_status st = KC_OK;
@@ -462,6 +459,7 @@ static PyObject *launch_full(KcKernel *k, KcContext *c, const kc_dim3 *grid, con
 #endif
   if (kcpy_finish_views(k, (uint32_t)n, a, views, st == KC_OK) < 0) return NULL;
   if (st) return kcpy_raise(k->owner->rt, st, NULL);
+  kcpy_log_poll();
   Py_RETURN_NONE;
 }
 
@@ -519,6 +517,7 @@ PyObject *kcpy_launch_ex(KcKernel *k, KcContext *c, const kc_dim3 *grid, const k
   if (st == KC_OK && staged && cfg.stream) st = kc_stream_sync(cfg.stream);
   if (kcpy_finish_views(k, (uint32_t)n, a, views, st == KC_OK) < 0 || st == KC__STATUS_COUNT) return NULL;
   if (st) return kcpy_raise(k->owner->rt, st, NULL);
+  kcpy_log_poll();
   Py_RETURN_NONE;
 #else
   (void)c, (void)grid, (void)block, (void)args, (void)n;

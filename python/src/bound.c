@@ -129,18 +129,46 @@ static PyObject *bound_set(KcBound *self, PyObject *const *args, Py_ssize_t n) {
   Py_RETURN_NONE;
 }
 
+/* <kcache.BoundArgs 'k' [T=float] 3 args context=1> */
+static PyObject *bound_repr(KcBound *self) {
+  PyObject *label = kcpy_kernel_label(self->k);
+  if (!label) return NULL;
+  PyObject *r = !self->k->owner->rt || !self->ctx->ctx
+                    ? PyUnicode_FromFormat("<kcache.BoundArgs %U closed>", label)
+                    : PyUnicode_FromFormat("<kcache.BoundArgs %U %zd args context=%llu>", label,
+                                           PyList_GET_SIZE(self->keep),
+                                           (unsigned long long)kc_context_id(self->ctx->ctx));
+  Py_DECREF(label);
+  return r;
+}
+
 static PyMethodDef bound_methods[] = {
     {"launch", (PyCFunction)(void (*)(void))bound_launch, METH_FASTCALL,
-     "launch(grid, block, stream=None): kc_launch_args (on a Stream, or a native queue: kc_launch_args_ex)"},
-    {"set", (PyCFunction)(void (*)(void))bound_set, METH_FASTCALL, "set(index, value): kc_args_set"},
+     "launch($self, grid, block, stream=None, /)\n--\n\n"
+     "Launches the kernel with the bound arguments (kc_launch_args; on a stream kc_launch_args_ex).\n\n"
+     "Args:\n"
+     "    grid, block: an int or a tuple of 1 to 3 ints each.\n"
+     "    stream: a Stream or native queue of the bound context, or None.\n\n"
+     "Raises:\n"
+     "    CompileError, NotFoundError: the kernel does not compile at the caller's world.\n"
+     "    ArgumentError: the kernel's parameters changed since bind() (a redefinition).\n"
+     "    LaunchError: the backend refused the launch."},
+    {"set", (PyCFunction)(void (*)(void))bound_set, METH_FASTCALL,
+     "set($self, index, value, /)\n--\n\n"
+     "Replaces one bound argument (kc_args_set).\n\n"
+     "Args:\n"
+     "    index: the argument's position, from 0.\n"
+     "    value: a live Buffer for a pointer, a number for a scalar.\n\n"
+     "Raises:\n    IndexError: no such argument.\n    TypeError: a value that does not convert."},
     {NULL, NULL, 0, NULL}};
 
 PyTypeObject KcBound_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kcache.BoundArgs",
     .tp_basicsize = sizeof(KcBound),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "Arguments bound once to a kernel and a context (Kernel.bind).",
+    .tp_doc = "Arguments bound once to a kernel and a context (Kernel.bind): b.launch(grid, block).",
     .tp_traverse = (traverseproc)bound_traverse,
     .tp_dealloc = (destructor)bound_dealloc,
+    .tp_repr = (reprfunc)bound_repr,
     .tp_methods = bound_methods,
 };

@@ -20,28 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* DLPack's ABI (dlpack.h v0.8+), the parts read here. */
-typedef struct {
-  int32_t device_type; /* kDLCPU 1, kDLCUDA 2, kDLCUDAHost 3, kDLCUDAManaged 13 */
-  int32_t device_id;
-} kcpy_dldevice;
-typedef struct {
-  uint8_t code, bits;
-  uint16_t lanes;
-} kcpy_dldtype;
-typedef struct {
-  void *data;
-  kcpy_dldevice device;
-  int32_t ndim;
-  kcpy_dldtype dtype;
-  int64_t *shape;
-  int64_t *strides; /* NULL: C-contiguous */
-  uint64_t byte_offset;
-} kcpy_dltensor;
-typedef struct {
-  kcpy_dltensor dl_tensor; /* first in DLManagedTensor */
-} kcpy_dlmanaged;
-
 /* The device pointer of a __cuda_array_interface__ dict: 1 found, 0 not one, -1 error. */
 static int cai_pointer(PyObject *o, void **out, char *kind, Py_ssize_t *isz) {
   PyObject *cai = PyObject_GetAttrString(o, "__cuda_array_interface__");
@@ -88,21 +66,13 @@ static int dlpack_pointer(PyObject *o, void **out, char *kind, Py_ssize_t *isz) 
   if (!m) PyErr_SetString(PyExc_TypeError, "__dlpack__ did not return a 'dltensor' capsule");
   else {
     kcpy_dltensor *t = &m->dl_tensor;
-    int64_t want = 1, contiguous = 1;
-    for (int32_t d = t->ndim - 1; t->strides && d >= 0; d--) {
-      if (t->shape[d] != 1 && t->strides[d] != want) contiguous = 0;
-      want *= t->shape[d];
-    }
     if (t->device.device_type != 2 && t->device.device_type != 13)
       PyErr_Format(PyExc_TypeError, "a DLPack tensor on device type %d, not CUDA", t->device.device_type);
-    else if (!contiguous) PyErr_SetString(PyExc_TypeError, "a strided DLPack tensor: pass a contiguous one");
+    else if (!kcpy_dl_contiguous(t))
+      PyErr_SetString(PyExc_TypeError, "a strided DLPack tensor: pass a contiguous one");
     else {
       *out = (char *)t->data + t->byte_offset, rc = 1;
-      /* kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBool 6 */
-      *kind = t->dtype.lanes != 1                        ? 0
-              : t->dtype.code == 2                       ? 'f'
-              : t->dtype.code <= 1 || t->dtype.code == 6 ? 'i'
-                                                         : 0;
+      *kind = kcpy_dl_kind(t->dtype);
       *isz = t->dtype.bits / 8;
     }
   }
@@ -117,22 +87,14 @@ int kcpy_foreign_arg(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, Py_buffer 
   int rc;
   view->obj = NULL;
   if (k->owner->backend == KCPY_BACKEND_HOST) {
-    if (!PyObject_CheckBuffer(o)) return 0;
-    if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
-      PyErr_Clear();
-      if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        PyErr_Clear();
-        view->obj = NULL;
-        return 0; /* args.c says why */
-      }
-    }
-    const char *bad = NULL;
-    if (view->readonly && !k->p[i].to_const)
-      bad = "a read-only array for a pointer that is not to const: the kernel would write into it "
-            "(declare the parameter const, or pass a writable copy)";
-    if (bad || kcpy_check_view(k, i, view, o) < 0) {
-      if (bad)
-        PyErr_Format(PyExc_TypeError, "kernel '%U', argument %u '%s': %s", k->name, i + 1, k->p[i].name, bad);
+    /* the buffer protocol, __array_interface__ or a CPU __dlpack__ (arrays.c) */
+    rc = kcpy_host_view(k, i, o, view);
+    if (rc <= 0) return rc; /* 0: args.c says why */
+    if (view->readonly && !k->p[i].to_const) {
+      PyErr_Format(PyExc_TypeError,
+                   "kernel '%U', argument %u '%s': a read-only array for a pointer that is not to const: the "
+                   "kernel would write into it (declare the parameter const, or pass a writable copy)",
+                   k->name, i + 1, k->p[i].name);
       PyBuffer_Release(view);
       view->obj = NULL;
       return -1;
@@ -249,11 +211,17 @@ int kcpy_interop_init_types(void) {
     }
     Py_DECREF(d);
   }
-  static PyMethodDef methods[] = {{"__dlpack__", (PyCFunction)(void (*)(void))kcpy_buffer_dlpack,
-                                   METH_VARARGS | METH_KEYWORDS,
-                                   "The buffer's memory as a uint8 DLPack tensor (host, CUDA)."},
-                                  {"__dlpack_device__", kcpy_buffer_dlpack_device, METH_NOARGS, NULL},
-                                  {NULL, NULL, 0, NULL}};
+  static PyMethodDef methods[] = {
+      {"__dlpack__", (PyCFunction)(void (*)(void))kcpy_buffer_dlpack, METH_VARARGS | METH_KEYWORDS,
+       "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
+       "The buffer's memory as a one-dimensional uint8 DLPack tensor, no copy (host and CUDA):\n"
+       "np.from_dlpack(buf) is a view. A legacy (\"dltensor\") capsule whatever is asked.\n\n"
+       "Raises:\n    BufferError: an OpenCL buffer, or one destroyed."},
+      {"__dlpack_device__", kcpy_buffer_dlpack_device, METH_NOARGS,
+       "__dlpack_device__($self, /)\n--\n\n"
+       "(device_type, device_id): (1, 0) for kDLCPU on the host, (2, device) for kDLCUDA.\n\n"
+       "Raises:\n    BufferError: an OpenCL buffer, or one destroyed."},
+      {NULL, NULL, 0, NULL}};
   for (PyMethodDef *m = methods; m->ml_name; m++) {
     PyObject *d = PyDescr_NewMethod(&KcBuffer_Type, m);
     if (!d || PyDict_SetItemString(KcBuffer_Type.tp_dict, m->ml_name, d) < 0) {

@@ -19,6 +19,51 @@
 
 enum { KCPY_BACKEND_HOST, KCPY_BACKEND_OPENCL, KCPY_BACKEND_CUDA };
 
+/* DLPack's ABI (dlpack.h v0.8 and v1), the parts read and written here
+ * (arrays.c, interop.c). */
+typedef struct {
+  int32_t device_type; /* kDLCPU 1, kDLCUDA 2, kDLCUDAHost 3, kDLCUDAManaged 13 */
+  int32_t device_id;
+} kcpy_dldevice;
+typedef struct {
+  uint8_t code, bits; /* code: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLComplex 5, kDLBool 6 */
+  uint16_t lanes;
+} kcpy_dldtype;
+typedef struct {
+  void *data;
+  kcpy_dldevice device;
+  int32_t ndim;
+  kcpy_dldtype dtype;
+  int64_t *shape;
+  int64_t *strides; /* NULL: C-contiguous */
+  uint64_t byte_offset;
+} kcpy_dltensor;
+typedef struct {
+  kcpy_dltensor dl_tensor; /* first in DLManagedTensor (the "dltensor" capsule) */
+} kcpy_dlmanaged;
+typedef struct { /* DLManagedTensorVersioned (the "dltensor_versioned" capsule, DLPack 1.0) */
+  uint32_t major, minor;
+  void *manager_ctx;
+  void (*deleter)(void *self);
+  uint64_t flags; /* bit 0: read-only; bit 1: a copy */
+  kcpy_dltensor dl_tensor;
+} kcpy_dlversioned;
+/* Whether a DLPack tensor is C-contiguous (strides NULL, or those of its shape). */
+int kcpy_dl_contiguous(const kcpy_dltensor *t);
+/* A DLPack dtype as an array element: 'f', 'i' (signed, unsigned, bool) or 0 (anything else). */
+char kcpy_dl_kind(kcpy_dldtype d);
+
+/* log.c: kcache's log into logging.getLogger("kcache") (see there). */
+void kcpy_log_sink(void *ud, kc_log_level level, const char *msg); /* the kc_log_fn of every Runtime */
+void kcpy_log_drain(void); /* delivers the queued messages (the GIL held, outside kcache) */
+extern int kcpy_log_nonempty;
+/* After a call into kcache that may log: the messages now, not at the next pending call. */
+static inline void kcpy_log_poll(void) {
+  if (__atomic_load_n(&kcpy_log_nonempty, __ATOMIC_ACQUIRE)) kcpy_log_drain();
+}
+int kcpy_log_init(PyObject *module); /* registers _log_exit with atexit */
+PyObject *kcpy_log_exit(PyObject *self, PyObject *unused);
+
 #if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
 /* A foreign stream wrapped once (interop.c). */
 typedef struct kcpy_stream_ref {
@@ -228,6 +273,14 @@ int kcpy_convert_scalar(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, kcpy_va
 /* After the launch: copies staged arrays back (writable ones; not those
  * passed by pointer, KC_ARG_PTR) and releases the views; returns 0 or -1. */
 int kcpy_finish_views(KcKernel *k, uint32_t n, const kc_arg *a, Py_buffer *views, int copy_back);
+/* arrays.c: a view of the host memory of an array for pointer parameter
+ * i, from the buffer protocol (C-contiguous), __array_interface__ (v3, a
+ * (pointer, read_only) data tuple) or __dlpack__ (a CPU tensor; DLPack 1.0
+ * capsules say read-only, the older ones do not): 1 with *view filled (its
+ * obj released by PyBuffer_Release after the launch; format NULL but for the
+ * buffer protocol) and the element type checked, 0 when o offers none of them
+ * (no exception), -1 with an exception naming the argument. */
+int kcpy_host_view(KcKernel *k, uint32_t i, PyObject *o, Py_buffer *view);
 /* The launch itself (k's default context if ctx is NULL; stream None and
  * shared 0 for kc_launch, else kc_launch_ex where kcache.h has it). */
 PyObject *kcpy_launch(KcKernel *k, KcContext *ctx, const kc_dim3 *grid, const kc_dim3 *block,
@@ -250,6 +303,8 @@ int kcpy_interop_init_types(void);
 
 /* kernel.c */
 PyObject *kcpy_kernel_new(KcRuntime *r, const char *name, const char *params);
+/* "'k'" or "'k' [T=float]": how reprs name a kernel and its specialization. */
+PyObject *kcpy_kernel_label(KcKernel *k);
 /* runtime.c */
 /* A Context object: a new context on device, or (device < 0) a view of the
  * runtime's default context. */

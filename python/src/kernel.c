@@ -87,15 +87,41 @@ static void config_dealloc(KcConfig *self) {
   PyObject_GC_Del(self);
 }
 
+/* <kcache.LaunchConfig 'k' [T=float] grid=(8, 1, 1) block=(1, 1, 1)> (stream, shared when given) */
+static PyObject *config_repr(KcConfig *self) {
+  PyObject *extra = self->stream == Py_None && !self->shared
+                        ? PyUnicode_FromString("")
+                        : PyUnicode_FromFormat(" stream=%R shared=%u", self->stream, self->shared);
+  if (!extra) return NULL;
+  PyObject *label = kcpy_kernel_label(self->k);
+  PyObject *r = label
+                    ? PyUnicode_FromFormat("<kcache.LaunchConfig %U grid=(%u, %u, %u) block=(%u, %u, %u)%U>",
+                                           label, self->grid.x, self->grid.y, self->grid.z, self->block.x,
+                                           self->block.y, self->block.z, extra)
+                    : NULL;
+  Py_XDECREF(label);
+  Py_DECREF(extra);
+  return r;
+}
+
 PyTypeObject KcConfig_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kcache.LaunchConfig",
     .tp_basicsize = sizeof(KcConfig),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
     .tp_traverse = (traverseproc)config_traverse,
     .tp_clear = (inquiry)config_clear,
-    .tp_doc = "k[grid, block] or k[grid, block, stream] or k[grid, block, stream, shared]: calling it "
-              "launches k with that geometry, on the runtime's default context (or the stream's).",
+    .tp_doc = "k[grid, block], k[grid, block, stream] or k[grid, block, stream, shared]: calling it with\n"
+              "the kernel's arguments (by position) launches k with that geometry, on the runtime's\n"
+              "default context (or the stream's), and returns None.\n\n"
+              "Raises (when called):\n"
+              "    TypeError: a wrong number of arguments, or one that does not convert to its parameter\n"
+              "        (the message names the kernel, the argument and its C type).\n"
+              "    CompileError: the kernel (or a function it calls) does not compile; .log holds the\n"
+              "        compiler's output.\n"
+              "    NotFoundError: the kernel or a function it calls is not defined.\n"
+              "    LaunchError: the backend refused the launch.",
     .tp_dealloc = (destructor)config_dealloc,
+    .tp_repr = (reprfunc)config_repr,
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(KcConfig, vectorcall),
 };
@@ -222,28 +248,75 @@ static PyObject *kernel_get_spec(KcKernel *self, void *c) {
   return Py_NewRef(self->params);
 }
 
+PyObject *kcpy_kernel_label(KcKernel *k) {
+  return PyUnicode_GET_LENGTH(k->params) ? PyUnicode_FromFormat("'%U' [%U]", k->name, k->params)
+                                         : PyUnicode_FromFormat("'%U'", k->name);
+}
+
+/* <kcache.Kernel 'k' [T=float] backend='host'>, "closed" once its runtime is */
 static PyObject *kernel_repr(KcKernel *self) {
-  return PyUnicode_FromFormat("<kcache.Kernel '%U' [%U]>", self->name, self->params);
+  PyObject *label = kcpy_kernel_label(self);
+  if (!label) return NULL;
+  PyObject *r = self->owner->rt
+                    ? PyUnicode_FromFormat("<kcache.Kernel %U backend='%s'>", label,
+                                           kc_runtime_backend(self->owner->rt))
+                    : PyUnicode_FromFormat("<kcache.Kernel %U closed (its Runtime is closed)>", label);
+  Py_DECREF(label);
+  return r;
 }
 
 PyObject *kernel_bind(KcKernel *self, PyObject *args, PyObject *kw); /* bound.c */
 
 static PyMethodDef kernel_methods[] = {
     {"launch", (PyCFunction)(void (*)(void))kernel_launch, METH_VARARGS | METH_KEYWORDS,
-     "launch(grid, block, args=(), stream=None, shared=0, context=None)"},
+     "launch($self, /, grid, block, args=(), stream=None, shared=0, context=None)\n--\n\n"
+     "Launches the kernel: k[grid, block](*args) with every option spelled out (kc_launch_ex).\n\n"
+     "Args:\n"
+     "    grid: work groups (blocks) per dimension: an int or a tuple of 1 to 3 ints.\n"
+     "    block: work items (threads) per group, the same way.\n"
+     "    args: the kernel's arguments, in order: kcache Buffers or host arrays for pointers (see\n"
+     "        doc/python.md), Python or NumPy numbers for scalars.\n"
+     "    stream: a Stream, an object with __cuda_stream__, a PyOpenCL queue, a native handle, or\n"
+     "        None for the context's own queue.\n"
+     "    shared: dynamic shared memory in bytes (CUDA; the host's kc_scratch()).\n"
+     "    context: the Context (default: the stream's, else the runtime's default context).\n\n"
+     "Raises:\n"
+     "    TypeError: a wrong number of arguments, or one that does not convert.\n"
+     "    ValueError: a grid or block dimension out of range.\n"
+     "    CompileError, NotFoundError: the kernel does not compile (the message says why).\n"
+     "    LaunchError: the backend refused the launch.\n"
+     "    NotImplementedError: stream= or shared= in a build without the interop API."},
     {"compile", (PyCFunction)kernel_compile, METH_NOARGS,
-     "Compiles for the calling thread's world (the GIL released) without launching; returns the kernel."},
+     "compile($self, /)\n--\n\n"
+     "Compiles for the calling thread's world without launching (the GIL released).\n\n"
+     "Returns:\n    The kernel.\n\n"
+     "Raises:\n    CompileError, NotFoundError: as a launch would."},
     {"bind", (PyCFunction)(void (*)(void))kernel_bind, METH_VARARGS | METH_KEYWORDS,
-     "bind(*args, context=None) -> BoundArgs: arguments checked and bound once (kc_args); pointer "
-     "parameters take kcache Buffers."},
+     "bind($self, /, *args, context=None)\n--\n\n"
+     "Checks and binds arguments once (kc_args_create): b.launch(grid, block) then launches with no\n"
+     "conversion at all.\n\n"
+     "Args:\n"
+     "    args: the kernel's arguments; pointer parameters take kcache Buffers (not arrays).\n"
+     "    context: the Context (default: the runtime's default context).\n\n"
+     "Returns:\n    BoundArgs.\n\n"
+     "Raises:\n    TypeError: a wrong number of arguments, an array for a pointer, a value that does not\n"
+     "        convert."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef kernel_getset[] = {
-    {"source", (getter)kernel_get_source, NULL, "the translation unit at the caller's world", NULL},
-    {"code", (getter)kernel_get_code, NULL, "the code instance at the caller's world (dict)", NULL},
-    {"params", (getter)kernel_get_params, NULL, "the parameters at the caller's world (list of dicts)", NULL},
-    {"name", (getter)kernel_get_name, NULL, NULL, NULL},
-    {"specialization", (getter)kernel_get_spec, NULL, "\"K=V,...\" as given", NULL},
+    {"source", (getter)kernel_get_source, NULL,
+     "The translation unit compiled at the caller's world (str): the kernel and its closure.", NULL},
+    {"code", (getter)kernel_get_code, NULL,
+     "The code instance at the caller's world (compiling it first): a dict of min_world, max_world\n"
+     "(None: still valid), id, artifact (bytes) and compile_ns.",
+     NULL},
+    {"params", (getter)kernel_get_params, NULL,
+     "The parameters at the caller's world (compiling first): a list of dicts of name, type, ctype,\n"
+     "size and kind ('buffer', 'int', 'uint', 'float', 'bytes' or 'local').",
+     NULL},
+    {"name", (getter)kernel_get_name, NULL, "The kernel's name.", NULL},
+    {"specialization", (getter)kernel_get_spec, NULL, "The specialization as given: \"K=V,...\" (str).",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 PyTypeObject KcKernel_Type = {
@@ -252,7 +325,9 @@ PyTypeObject KcKernel_Type = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_traverse = (traverseproc)kernel_traverse,
     .tp_clear = (inquiry)kernel_clear,
-    .tp_doc = "A kernel name + specialization (Runtime.kernel): k[grid, block](*args) launches it.",
+    .tp_doc = "A kernel name and specialization (Runtime.kernel). k[grid, block](*args) launches it\n"
+              "(k[grid, block, stream] and k[grid, block, stream, shared] too): k[...] is a\n"
+              "LaunchConfig, kept for the next launch with the same geometry.",
     .tp_dealloc = (destructor)kernel_dealloc,
     .tp_repr = (reprfunc)kernel_repr,
     .tp_as_mapping = &kernel_mapping,

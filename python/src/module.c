@@ -32,6 +32,7 @@ static PyObject *base_error;
 static PyObject *errors[KC__STATUS_COUNT];
 
 PyObject *kcpy_raise(const kc_runtime *rt, kc_status st, const char *what) {
+  kcpy_log_poll(); /* what kcache logged on the way, before the error */
   if (st <= KC_OK || st >= KC__STATUS_COUNT) st = KC_EBACKEND;
   const char *msg = kc_errmsg(rt);
   if (!msg || !*msg) msg = kc_status_string(st);
@@ -144,14 +145,26 @@ PyObject *kcpy_foreign_pointer(PyObject *self, PyObject *o); /* interop.c */
 static PyMethodDef mod_methods[] = {
 #if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
     {"_foreign_pointer", kcpy_foreign_pointer, METH_O,
-     "_foreign_pointer(obj) -> the CUDA device pointer obj passes as, or None when it is staged (tests)."},
+     "_foreign_pointer($module, obj, /)\n--\n\n"
+     "The CUDA device pointer obj would be passed as, or None when it would be staged (tests)."},
 #endif
     {"_c_launch_batch", (PyCFunction)(void (*)(void))kcpy_c_launch_batch, METH_FASTCALL,
-     "_c_launch_batch(kernel, batch, *args) -> ns per launch of a C loop of kc_launch (the benchmark's C "
-     "side)."},
-    {"_half_bits", mod_half_bits, METH_O, "_half_bits(x) -> the bits a `half` parameter gets for x (tests)."},
+     "_c_launch_batch($module, kernel, batch, /, *args)\n--\n\n"
+     "Nanoseconds per launch of a C loop of kc_launch (the benchmark's C side)."},
+    {"_half_bits", mod_half_bits, METH_O,
+     "_half_bits($module, x, /)\n--\n\nThe bits a `half` parameter gets for x (tests)."},
+    {"_log_exit", kcpy_log_exit, METH_NOARGS,
+     "_log_exit($module, /)\n--\n\n"
+     "Delivers the queued log messages; later ones go to stderr (registered with atexit)."},
     {"backend_available", mod_backend_available, METH_O,
-     "backend_available(name) -> (bool, why): whether 'host', 'opencl' or 'cuda' can run here."},
+     "backend_available($module, name, /)\n--\n\n"
+     "Whether a backend can run on this machine (kc_backend_available).\n\n"
+     "Args:\n"
+     "    name: 'host', 'opencl' or 'cuda'.\n\n"
+     "Returns:\n"
+     "    (available, why): a bool, and why not ('' when it is available).\n\n"
+     "Raises:\n"
+     "    ValueError: name is not one of the three."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "kcache._kcache",
@@ -220,7 +233,8 @@ PyMODINIT_FUNC PyInit__kcache(void) {
 #else
   const int interop = 0;
 #endif
-  if (PyModule_AddIntConstant(m, "HAS_INTEROP", interop) < 0) goto fail;
+  if (PyModule_AddObjectRef(m, "HAS_INTEROP", interop ? Py_True : Py_False) < 0) goto fail;
+  if (kcpy_log_init(m) < 0) goto fail;
   return m;
 fail:
   Py_DECREF(m);

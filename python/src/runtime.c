@@ -44,9 +44,10 @@ static int runtime_init(KcRuntime *self, PyObject *args, PyObject *kw) {
                            "compile_timeout_ms",
                            "cache_shared",
                            "checked",
+                           "log",
                            NULL};
   PyObject *backend = NULL;
-  const char *cache_dir = NULL, *copts = NULL, *host_cc = NULL, *device = NULL, *level = NULL;
+  const char *cache_dir = NULL, *copts = NULL, *host_cc = NULL, *device = NULL, *level = NULL, *log = NULL;
   int platform = -1, disable = 0, shared = 0, checked = 0;
   unsigned long long max_size = 0;
   unsigned int timeout = 0;
@@ -54,10 +55,14 @@ static int runtime_init(KcRuntime *self, PyObject *args, PyObject *kw) {
     PyErr_SetString(PyExc_RuntimeError, "Runtime already initialized");
     return -1;
   }
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|Ozzzizp$KzIpp", kwlist, &backend, &cache_dir, &copts, &host_cc,
-                                   &platform, &device, &disable, &max_size, &level, &timeout, &shared,
-                                   &checked))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|Ozzzizp$KzIppz", kwlist, &backend, &cache_dir, &copts,
+                                   &host_cc, &platform, &device, &disable, &max_size, &level, &timeout,
+                                   &shared, &checked, &log))
     return -1;
+  if (log && strcmp(log, "logging") && strcmp(log, "stderr")) {
+    PyErr_Format(PyExc_ValueError, "log must be 'logging' or 'stderr', not '%s'", log);
+    return -1;
+  }
   kc_options o;
   kc_options_init(&o);
   if (parse_backend(backend, &o.backend) < 0) return -1;
@@ -75,10 +80,13 @@ static int runtime_init(KcRuntime *self, PyObject *args, PyObject *kw) {
   /* threads of a Python program cannot keep a rule about when collect()
    * may run: cached launches are guarded, so it may run at any time */
   o.guard_launches = 1;
+  /* kcache's messages go to logging.getLogger("kcache") (log.c), unless log="stderr" */
+  if (!log || !strcmp(log, "logging")) o.log = kcpy_log_sink;
   kc_runtime *rt = NULL;
   kc_status st;
   Py_BEGIN_ALLOW_THREADS st = kc_runtime_create(&o, &rt);
   Py_END_ALLOW_THREADS if (st) return kcpy_raise(NULL, st, "Runtime"), -1;
+  kcpy_log_poll();
   st = kc_context_create(rt, 0, &self->dctx);
   if (st) {
     kcpy_raise(rt, st, "Runtime: the default context");
@@ -103,7 +111,7 @@ static void runtime_close_now(KcRuntime *self) {
   self->nstreams = 0;
 #endif
   Py_BEGIN_ALLOW_THREADS kc_runtime_destroy(rt);
-  Py_END_ALLOW_THREADS
+  Py_END_ALLOW_THREADS kcpy_log_poll();
 }
 
 static void runtime_dealloc(KcRuntime *self) {
@@ -132,11 +140,14 @@ static PyObject *runtime_exit(KcRuntime *self, PyObject *args) {
   Py_RETURN_FALSE;
 }
 
-static PyObject *runtime_define(KcRuntime *self, PyObject *args) {
+static PyObject *runtime_define(KcRuntime *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"name", "source", NULL};
   const char *name, *src;
-  if (!PyArg_ParseTuple(args, "ss:define", &name, &src) || kcpy_check_open(self) < 0) return NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss:define", kwlist, &name, &src) || kcpy_check_open(self) < 0)
+    return NULL;
   kc_world w = 0;
   kc_status st = kc_define(self->rt, name, src, &w);
+  kcpy_log_poll();
   return st ? kcpy_raise(self->rt, st, NULL) : PyLong_FromUnsignedLongLong(w);
 }
 
@@ -145,6 +156,7 @@ static PyObject *runtime_undefine(KcRuntime *self, PyObject *arg) {
   if (!name || kcpy_check_open(self) < 0) return NULL;
   kc_world w = 0;
   kc_status st = kc_undefine(self->rt, name, &w);
+  kcpy_log_poll();
   return st ? kcpy_raise(self->rt, st, NULL) : PyLong_FromUnsignedLongLong(w);
 }
 
@@ -270,6 +282,7 @@ static PyObject *runtime_define_file(KcRuntime *self, PyObject *args, PyObject *
     size_t len = (size_t)PyBytes_GET_SIZE(data);
     change_buf c = {0};
     KCPY_NOGIL(self, st = kc_define_file_ex(self->rt, fname, t, len, on_change, &c, &changed, &w));
+    kcpy_log_poll();
     if (st) kcpy_raise(self->rt, st, NULL);
     else out = fileload_new(w, changed, &c);
     PyMem_RawFree(c.buf);
@@ -335,6 +348,7 @@ static PyObject *runtime_collect(KcRuntime *self, PyObject *unused) {
   if (kcpy_check_open(self) < 0) return NULL;
   kc_collect_info ci;
   kc_status st = kc_collect(self->rt, &ci);
+  kcpy_log_poll();
   if (st) return kcpy_raise(self->rt, st, NULL);
   return Py_BuildValue("{sKsKsK}", "code_instances", (unsigned long long)ci.code_instances, "linked",
                        (unsigned long long)ci.linked, "definitions", (unsigned long long)ci.definitions);
@@ -347,6 +361,7 @@ static PyObject *runtime_refresh(KcRuntime *self, PyObject *unused) {
   kc_world w = 0;
   kc_status st;
   KCPY_NOGIL(self, st = kc_refresh(self->rt, &changed, &w));
+  kcpy_log_poll();
   if (st) return kcpy_raise(self->rt, st, NULL);
   return Py_BuildValue("(nK)", (Py_ssize_t)changed, (unsigned long long)w);
 }
@@ -357,25 +372,20 @@ static PyObject *runtime_pin(KcRuntime *self, PyObject *unused) {
   return PyObject_CallOneArg((PyObject *)&KcPin_Type, (PyObject *)self);
 }
 
-static PyObject *runtime_create_context(KcRuntime *self, PyObject *args) {
+static PyObject *runtime_create_context(KcRuntime *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"device", NULL};
   int device = 0;
-  if (!PyArg_ParseTuple(args, "|i:create_context", &device) || kcpy_check_open(self) < 0) return NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|i:create_context", kwlist, &device) ||
+      kcpy_check_open(self) < 0)
+    return NULL;
   return (PyObject *)kcpy_context_new(self, device);
 }
 
-static PyObject *runtime_buffer(KcRuntime *self, PyObject *args, PyObject *kw) {
+static PyObject *runtime_buffer(KcRuntime *self, PyObject *what) {
   if (kcpy_check_open(self) < 0) return NULL;
   PyObject *ctx = (PyObject *)kcpy_context_new(self, -1);
-  PyObject *ctx_args = ctx ? PyTuple_New(PyTuple_GET_SIZE(args) + 1) : NULL;
-  if (!ctx_args) {
-    Py_XDECREF(ctx);
-    return NULL;
-  }
-  PyTuple_SET_ITEM(ctx_args, 0, ctx);
-  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++)
-    PyTuple_SET_ITEM(ctx_args, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
-  PyObject *b = PyObject_Call((PyObject *)&KcBuffer_Type, ctx_args, kw);
-  Py_DECREF(ctx_args);
+  PyObject *b = ctx ? PyObject_CallFunctionObjArgs((PyObject *)&KcBuffer_Type, ctx, what, NULL) : NULL;
+  Py_XDECREF(ctx);
   return b;
 }
 
@@ -445,46 +455,142 @@ static PyObject *runtime_get_closed(KcRuntime *self, void *c) {
   return PyBool_FromLong(self->rt == NULL);
 }
 
+/* <kcache.Runtime backend='opencl' device='pthread-...' world=3>, or <kcache.Runtime closed> */
+static PyObject *runtime_repr(KcRuntime *self) {
+  if (!self->rt) return PyUnicode_FromString("<kcache.Runtime closed>");
+  const char *dev = kc_device_name(self->rt, 0), *dir = kc_cache_dir(self->rt);
+  return PyUnicode_FromFormat("<kcache.Runtime backend='%s' device='%s' world=%llu cache_dir=%s%s%s>",
+                              kc_runtime_backend(self->rt), dev ? dev : "?",
+                              (unsigned long long)kc_world_latest(self->rt), dir ? "'" : "",
+                              dir ? dir : "None", dir ? "'" : "");
+}
+
 static PyMethodDef runtime_methods[] = {
-    {"close", (PyCFunction)runtime_close, METH_NOARGS, "Destroys the runtime and everything made from it."},
-    {"__enter__", (PyCFunction)runtime_enter, METH_NOARGS, NULL},
-    {"__exit__", (PyCFunction)runtime_exit, METH_VARARGS, NULL},
-    {"define", (PyCFunction)runtime_define, METH_VARARGS,
-     "define(name, source) -> world: defines or redefines a function; the world it is visible from."},
-    {"undefine", (PyCFunction)runtime_undefine, METH_O, "undefine(name) -> world"},
+    {"close", (PyCFunction)runtime_close, METH_NOARGS,
+     "close($self, /)\n--\n\n"
+     "Destroys the runtime and everything made from it (kc_runtime_destroy): its contexts, buffers,\n"
+     "kernels and streams. Closing a closed runtime does nothing.\n\n"
+     "Raises:\n"
+     "    BusyError: another thread is inside a call on this runtime (a compile, a wait), or a view\n"
+     "        of one of its Buffers' memory (a memoryview, np.frombuffer, np.from_dlpack) is alive."},
+    {"__enter__", (PyCFunction)runtime_enter, METH_NOARGS,
+     "__enter__($self, /)\n--\n\nReturns the runtime.\n\nRaises:\n    DestroyedError: it is closed."},
+    {"__exit__", (PyCFunction)runtime_exit, METH_VARARGS,
+     "__exit__($self, exc_type, exc_value, traceback, /)\n--\n\n"
+     "Closes the runtime (see close()); returns False.\n\n"
+     "Raises:\n    BusyError: as close()."},
+    {"define", (PyCFunction)(void (*)(void))runtime_define, METH_VARARGS | METH_KEYWORDS,
+     "define($self, /, name, source)\n--\n\n"
+     "Defines or redefines a function, kernel, type or header (kc_define).\n\n"
+     "Kernels that call `name` compile again at their next launch; the others keep their code.\n"
+     "Text identical to the visible definition changes nothing.\n\n"
+     "Args:\n"
+     "    name: the name the source defines (it must mention it).\n"
+     "    source: its source text in the kernel dialect (KC_KERNEL, KC_DEVICE, KC_GLOBAL ...).\n\n"
+     "Returns:\n"
+     "    The world from which the definition is visible (int).\n\n"
+     "Raises:\n"
+     "    InvalidArgumentError: a reserved name (kc_, KC_, a keyword) or a source that does not\n"
+     "        mention it.\n"
+     "    DestroyedError: the runtime is closed."},
+    {"undefine", (PyCFunction)runtime_undefine, METH_O,
+     "undefine($self, name, /)\n--\n\n"
+     "Ends the visible definition of name (kc_undefine); kernels that call it stop compiling.\n\n"
+     "Args:\n    name: a defined name.\n\n"
+     "Returns:\n"
+     "    The new world (int).\n\n"
+     "Raises:\n"
+     "    NotFoundError: name has no visible definition.\n"
+     "    DestroyedError: the runtime is closed."},
     {"define_file", (PyCFunction)(void (*)(void))runtime_define_file, METH_VARARGS | METH_KEYWORDS,
-     "define_file(file, text=None) -> FileLoad(world, changed, defined, redefined, undefined): defines every "
-     "top-level definition of a "
-     "source file in one world (kc_define_file); a reload changes only what differs and undefines the "
-     "names that are gone. text: str or bytes, or None to read the file at path `file`."},
+     "define_file($self, /, file, text=None)\n--\n\n"
+     "Defines every top-level definition of a source file in one world (kc_define_file_ex).\n\n"
+     "Loading the same file again changes only what differs (only the kernels that reach an edited\n"
+     "definition compile again) and undefines the names that are gone.\n\n"
+     "Args:\n"
+     "    file: the file's name, a str or path-like: the identity of its loads.\n"
+     "    text: its contents (str or bytes), or None to read the file at path `file`.\n\n"
+     "Returns:\n"
+     "    FileLoad(world, changed, defined, redefined, undefined).\n\n"
+     "Raises:\n"
+     "    InvalidArgumentError: a malformed file, with its name and line; nothing is defined.\n"
+     "    OSError: text is None and the file cannot be read.\n"
+     "    TypeError: text is neither str, bytes nor None."},
     {"kernel", (PyCFunction)(void (*)(void))runtime_kernel, METH_VARARGS | METH_KEYWORDS,
-     "kernel(name, params=None, **params) -> Kernel: params as \"T=float,N=4\", a dict, or keywords."},
-    {"stats", (PyCFunction)runtime_stats, METH_NOARGS, "stats() -> Stats"},
-    {"collect", (PyCFunction)runtime_collect, METH_NOARGS, "collect() -> dict: kc_collect"},
+     "kernel($self, name, params=None, /, **specialization)\n--\n\n"
+     "A handle on a kernel and a specialization (kc_kernel_create); nothing compiles yet.\n\n"
+     "Args:\n"
+     "    name: the kernel's name (defined now or later).\n"
+     "    params: the specialization as \"T=float,N=4\" or a dict; or give it as keywords\n"
+     "        (rt.kernel(\"k\", T=\"float\", N=4)), not both.\n\n"
+     "Returns:\n"
+     "    A Kernel: k[grid, block](*args) launches it.\n\n"
+     "Raises:\n"
+     "    InvalidArgumentError: a malformed name or specialization.\n"
+     "    TypeError: params is neither a str nor a dict, or given both ways."},
+    {"stats", (PyCFunction)runtime_stats, METH_NOARGS,
+     "stats($self, /)\n--\n\n"
+     "A snapshot of the runtime's counters (kc_stats_get).\n\n"
+     "Returns:\n    Stats, every kc_stats counter by name (compiles, launches, disk_hits ...)."},
+    {"collect", (PyCFunction)runtime_collect, METH_NOARGS,
+     "collect($self, /)\n--\n\n"
+     "Frees the code, linked objects and definitions no live world can reach (kc_collect). Safe\n"
+     "from any thread at any time: the package's runtimes guard their launches.\n\n"
+     "Returns:\n    {'code_instances': n, 'linked': n, 'definitions': n}: what was freed."},
     {"refresh", (PyCFunction)runtime_refresh, METH_NOARGS,
-     "refresh() -> (changed, world): kc_refresh: ends the code that read a header on disk that changed"},
+     "refresh($self, /)\n--\n\n"
+     "Ends the code that read a header on disk that changed since (kc_refresh).\n\n"
+     "Returns:\n    (changed, world): how many headers changed, and the world now."},
     {"pin", (PyCFunction)runtime_pin, METH_NOARGS,
-     "pin() -> Pin: `with rt.pin() as p:` pins the thread's world."},
-    {"create_context", (PyCFunction)runtime_create_context, METH_VARARGS,
-     "create_context(device=0) -> Context"},
-    {"buffer", (PyCFunction)(void (*)(void))runtime_buffer, METH_VARARGS | METH_KEYWORDS,
-     "buffer(size_or_array) -> Buffer on the default context (an array's bytes are copied in)."},
+     "pin($self, /)\n--\n\n"
+     "A Pin: `with rt.pin() as p:` keeps the calling thread in the latest world (kc_pin) until the\n"
+     "block ends, whatever other threads define; p.world is that world."},
+    {"create_context", (PyCFunction)(void (*)(void))runtime_create_context, METH_VARARGS | METH_KEYWORDS,
+     "create_context($self, /, device=0)\n--\n\n"
+     "A new context on a device of the runtime's backend (kc_context_create).\n\n"
+     "Args:\n    device: the device's index in rt.devices.\n\n"
+     "Returns:\n    A Context (a context manager that destroys it).\n\n"
+     "Raises:\n    InvalidArgumentError: no such device."},
+    {"buffer", (PyCFunction)runtime_buffer, METH_O,
+     "buffer($self, size_or_array, /)\n--\n\n"
+     "Device memory on the default context (Buffer(rt.context, size_or_array)).\n\n"
+     "Args:\n"
+     "    size_or_array: a size in bytes, or an object with the buffer protocol whose bytes are\n"
+     "        copied in.\n\n"
+     "Returns:\n    A Buffer.\n\n"
+     "Raises:\n    OutOfMemoryError: the device has not that much.\n    ValueError: a negative size."},
 #if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
     {"stream", (PyCFunction)(void (*)(void))runtime_stream, METH_VARARGS | METH_KEYWORDS,
-     "stream(native=None, context=None) -> Stream on the context (default: the default context): a new "
-     "queue, or the caller's native one wrapped (a handle, __cuda_stream__ or .int_ptr)."},
+     "stream($self, /, native=None, context=None)\n--\n\n"
+     "An in-order queue on a context (kc_stream_create), or the caller's own queue wrapped\n"
+     "(kc_stream_wrap).\n\n"
+     "Args:\n"
+     "    native: None for a new queue; else a handle (int), an object with __cuda_stream__, or a\n"
+     "        PyOpenCL CommandQueue of kcache's context (.int_ptr), kept alive with the Stream.\n"
+     "    context: the Context (default: the runtime's default context).\n\n"
+     "Returns:\n    A Stream (a context manager that closes it).\n\n"
+     "Raises:\n"
+     "    TypeError: native is none of those.\n"
+     "    InvalidArgumentError: the context belongs to another runtime."},
 #endif
-    {"finish", (PyCFunction)runtime_finish, METH_NOARGS, "Waits for the default context's launches."},
+    {"finish", (PyCFunction)runtime_finish, METH_NOARGS,
+     "finish($self, /)\n--\n\n"
+     "Waits for every launch and copy queued on the default context (the GIL released).\n\n"
+     "Raises:\n    LaunchError: a queued launch failed."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef runtime_getset[] = {
-    {"backend", (getter)runtime_get_backend, NULL, "'host', 'opencl' or 'cuda'", NULL},
-    {"world", (getter)runtime_get_world, NULL, "the latest world", NULL},
-    {"current_world", (getter)runtime_get_current_world, NULL, "the calling thread's world", NULL},
-    {"cache_dir", (getter)runtime_get_cache_dir, NULL, "the disk cache's directory, or None", NULL},
-    {"devices", (getter)runtime_get_devices, NULL, "the backend's device names", NULL},
-    {"context", (getter)runtime_get_context, NULL, "the default context (device 0)", NULL},
-    {"closed", (getter)runtime_get_closed, NULL, NULL, NULL},
+    {"backend", (getter)runtime_get_backend, NULL, "The backend in use: 'host', 'opencl' or 'cuda'.", NULL},
+    {"world", (getter)runtime_get_world, NULL, "The latest world (int).", NULL},
+    {"current_world", (getter)runtime_get_current_world, NULL,
+     "The calling thread's world: its pinned one, else the latest (int).", NULL},
+    {"cache_dir", (getter)runtime_get_cache_dir, NULL, "The disk cache's directory, or None when it is off.",
+     NULL},
+    {"devices", (getter)runtime_get_devices, NULL,
+     "The backend's device names (list of str); device 0 is the one the runtime compiles for.", NULL},
+    {"context", (getter)runtime_get_context, NULL,
+     "The default context (device 0), destroyed with the runtime.", NULL},
+    {"closed", (getter)runtime_get_closed, NULL, "Whether close() ran (bool).", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 PyTypeObject KcRuntime_Type = {
@@ -493,13 +599,33 @@ PyTypeObject KcRuntime_Type = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc =
         "Runtime(backend='auto', cache_dir=None, compile_options=None, host_cc=None, platform_index=-1, "
-        "device_name=None, cache_disable=False, *, cache_max_size=0, log_level=None, "
-        "compile_timeout_ms=0, cache_shared=False, checked=False): a kcache runtime (one function table, one "
-        "backend) "
-        "and its default context. A context manager: leaving it closes the runtime.",
+        "device_name=None, cache_disable=False, *, cache_max_size=0, log_level=None, compile_timeout_ms=0, "
+        "cache_shared=False, checked=False, log='logging')\n--\n\n"
+        "A kcache runtime (kc_runtime_create): one function table, one backend, and its default\n"
+        "context (device 0). A context manager: leaving the block closes it.\n\n"
+        "Args:\n"
+        "    backend: 'auto' (CUDA, else OpenCL, else host), 'host', 'opencl' or 'cuda'.\n"
+        "    cache_dir: the disk cache's directory (None: $KC_CACHE_DIR, else ~/.cache/kcache).\n"
+        "    compile_options: options appended to the backend's compiler's.\n"
+        "    host_cc: the host backend's C compiler (None: $KC_HOST_CC, else cc).\n"
+        "    platform_index: OpenCL: the platform (-1: the first with a device).\n"
+        "    device_name: OpenCL: a device whose name contains this.\n"
+        "    cache_disable: no disk cache, whatever the environment says.\n"
+        "    cache_max_size: the disk cache's bound in bytes (0: $KC_CACHE_MAXSIZE, kcache.conf, 1 GiB).\n"
+        "    log_level: 'error', 'warn', 'info' or 'debug' (None: $KC_LOG, else 'warn'): which of\n"
+        "        kcache's messages are made.\n"
+        "    compile_timeout_ms: kill a compiler that runs longer (0: 120 s).\n"
+        "    cache_shared: the disk cache is a store its group shares.\n"
+        "    checked: checked mode (buffer bounds and launch geometry checked at each launch).\n"
+        "    log: 'logging' (the default): kcache's messages go to logging.getLogger('kcache') at\n"
+        "        the matching level; 'stderr': kcache writes them to the process's stderr itself.\n\n"
+        "Raises:\n"
+        "    UnavailableError: the backend asked for cannot run here (the message says why).\n"
+        "    ValueError: an unknown backend, log_level or log.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)runtime_init,
     .tp_dealloc = (destructor)runtime_dealloc,
+    .tp_repr = (reprfunc)runtime_repr,
     .tp_methods = runtime_methods,
     .tp_getset = runtime_getset,
     .tp_weaklistoffset = offsetof(KcRuntime, weakrefs),
@@ -546,26 +672,39 @@ static PyObject *pin_exit(KcPin *self, PyObject *args) {
   Py_RETURN_FALSE;
 }
 
-static PyMethodDef pin_methods[] = {{"__enter__", (PyCFunction)pin_enter, METH_NOARGS, NULL},
-                                    {"__exit__", (PyCFunction)pin_exit, METH_VARARGS, NULL},
-                                    {NULL, NULL, 0, NULL}};
+static PyObject *pin_repr(KcPin *self) {
+  if (!self->held) return PyUnicode_FromString("<kcache.Pin not held>");
+  return PyUnicode_FromFormat("<kcache.Pin world=%llu>", (unsigned long long)self->world);
+}
+
+static PyMethodDef pin_methods[] = {
+    {"__enter__", (PyCFunction)pin_enter, METH_NOARGS,
+     "__enter__($self, /)\n--\n\n"
+     "Pins the calling thread to the latest world (kc_pin); returns the Pin.\n\n"
+     "Raises:\n    DestroyedError: the runtime is closed."},
+    {"__exit__", (PyCFunction)pin_exit, METH_VARARGS,
+     "__exit__($self, exc_type, exc_value, traceback, /)\n--\n\nUnpins (kc_unpin); returns False."},
+    {NULL, NULL, 0, NULL}};
 
 static PyObject *pin_get_world(KcPin *self, void *c) {
   (void)c;
   return PyLong_FromUnsignedLongLong(self->world);
 }
-static PyGetSetDef pin_getset[] = {{"world", (getter)pin_get_world, NULL, "the pinned world", NULL},
-                                   {NULL, NULL, NULL, NULL, NULL}};
+static PyGetSetDef pin_getset[] = {
+    {"world", (getter)pin_get_world, NULL, "The pinned world (0 before the with block).", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
 
 PyTypeObject KcPin_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kcache.Pin",
     .tp_basicsize = sizeof(KcPin),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Pin(runtime): `with rt.pin() as p:` pins the calling thread to the latest world (kc_pin) "
-              "until the block ends; p.world is that world.",
+    .tp_doc = "Pin(runtime, /)\n--\n\n"
+              "`with rt.pin() as p:` pins the calling thread to the latest world (kc_pin) until the\n"
+              "block ends; p.world is that world.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)pin_init,
     .tp_dealloc = (destructor)pin_dealloc,
+    .tp_repr = (reprfunc)pin_repr,
     .tp_methods = pin_methods,
     .tp_getset = pin_getset,
 };

@@ -175,33 +175,51 @@ static PyObject *stream_get_wrapped(KcStream *self, void *c) {
   return PyBool_FromLong(self->wrapped);
 }
 
+/* <kcache.Stream made backend='opencl' device=0 context=1 handle=0x...>, or closed */
 static PyObject *stream_repr(KcStream *self) {
   KcContext *x = self->owner;
   int live = self->s && x->owner->rt && x->ctx && kc_context_id(x->ctx) == self->ctx_id;
-  return PyUnicode_FromFormat("<kcache.Stream %s%s>", self->wrapped ? "wrapped" : "made",
-                              live ? "" : " closed");
+  const char *how = self->wrapped ? "wrapped" : "made";
+  if (!live) return PyUnicode_FromFormat("<kcache.Stream %s closed>", how);
+  void *native = NULL;
+  if (kc_stream_get_native(self->s, &native) != KC_OK) native = NULL;
+  return PyUnicode_FromFormat("<kcache.Stream %s backend='%s' device=%d context=%llu handle=0x%llx>", how,
+                              kc_runtime_backend(x->owner->rt), x->device, (unsigned long long)self->ctx_id,
+                              (unsigned long long)(uintptr_t)native);
 }
 
 static PyMethodDef stream_methods[] = {
     {"synchronize", (PyCFunction)stream_synchronize, METH_NOARGS,
-     "Waits until everything queued on the stream is done (the GIL released)."},
+     "synchronize($self, /)\n--\n\n"
+     "Waits until everything queued on the stream is done (kc_stream_sync; the GIL released).\n\n"
+     "Raises:\n    LaunchError: a queued launch failed.\n    DestroyedError: the stream is closed."},
     {"wait", (PyCFunction)stream_wait, METH_O,
-     "wait(other) -> self: work queued on this stream from now on starts after everything queued on "
-     "`other` so far (both of one context; nothing to wait for on the host)."},
+     "wait($self, other, /)\n--\n\n"
+     "Work queued on this stream from now on starts after everything queued on `other` so far\n"
+     "(kc_stream_wait; both of one context; nothing to wait for on the host).\n\n"
+     "Args:\n    other: a Stream of the same context.\n\n"
+     "Returns:\n    The stream.\n\n"
+     "Raises:\n    TypeError: other is not a Stream.\n    InvalidArgumentError: of another context."},
     {"close", (PyCFunction)stream_close, METH_NOARGS,
-     "Destroys the stream after what it queued is done (a wrapped native queue stays)."},
-    {"__enter__", (PyCFunction)stream_enter, METH_NOARGS, NULL},
-    {"__exit__", (PyCFunction)stream_exit, METH_VARARGS, NULL},
+     "close($self, /)\n--\n\n"
+     "Destroys the stream after what it queued is done (kc_stream_destroy); a wrapped native queue\n"
+     "stays its owner's. Closing a closed stream does nothing."},
+    {"__enter__", (PyCFunction)stream_enter, METH_NOARGS,
+     "__enter__($self, /)\n--\n\nReturns the stream.\n\nRaises:\n    DestroyedError: it is closed."},
+    {"__exit__", (PyCFunction)stream_exit, METH_VARARGS,
+     "__exit__($self, exc_type, exc_value, traceback, /)\n--\n\nCloses the stream; returns False."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef stream_getset[] = {
     {"handle", (getter)stream_get_handle, NULL,
-     "the native queue as an int: cl_command_queue, CUstream; 0 on the host and for CUDA's legacy stream",
+     "The native queue as an int: cl_command_queue, CUstream; 0 on the host and for CUDA's legacy\n"
+     "stream.",
      NULL},
-    {"__cuda_stream__", (getter)stream_get_cuda_stream, NULL, "CUDA streams only: () -> (0, handle)", NULL},
-    {"context", (getter)stream_get_context, NULL, "the Context it queues on", NULL},
-    {"closed", (getter)stream_get_closed, NULL, "closed, or its context destroyed", NULL},
-    {"wrapped", (getter)stream_get_wrapped, NULL, "whether it wraps the caller's native queue", NULL},
+    {"__cuda_stream__", (getter)stream_get_cuda_stream, NULL,
+     "CUDA streams only: () -> (0, handle), the CUDA stream protocol.", NULL},
+    {"context", (getter)stream_get_context, NULL, "The Context it queues on.", NULL},
+    {"closed", (getter)stream_get_closed, NULL, "Closed, or its context destroyed (bool).", NULL},
+    {"wrapped", (getter)stream_get_wrapped, NULL, "Whether it wraps the caller's native queue (bool).", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 PyTypeObject KcStream_Type = {

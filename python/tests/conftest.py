@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Fixtures: every test runs once per backend (host, opencl, cuda); a
 backend this machine cannot run is skipped with the library's reason."""
+from collections.abc import Iterator
+
 import pytest
 
 import kcache
@@ -9,7 +11,7 @@ BACKENDS = ["host", "opencl", "cuda"]
 
 
 @pytest.fixture(params=BACKENDS)
-def backend(request):
+def backend(request: pytest.FixtureRequest) -> str:
     ok, why = kcache.backend_available(request.param)
     if not ok:
         pytest.skip(f"{request.param} backend not available here: {why}")
@@ -19,10 +21,10 @@ def backend(request):
             kcache.Runtime(backend="cuda", cache_disable=True).close()
         except kcache.KcacheError as e:
             pytest.skip(f"cuda: {e}")
-    return request.param
+    return str(request.param)
 
 
 @pytest.fixture
-def rt(backend):
+def rt(backend: str) -> Iterator[kcache.Runtime]:
     with kcache.Runtime(backend=backend, cache_disable=True) as r:
         yield r

@@ -8,6 +8,8 @@ import re
 import gc
 import sys
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -19,7 +21,7 @@ SRC_ALL = ("KC_KERNEL void every(KC_GLOBAL double *y, char c, short s, int i, lo
            "y[7] = f; y[8] = d; } }")
 
 
-def test_scalars_take_the_parameters_types(rt):
+def test_scalars_take_the_parameters_types(rt: kcache.Runtime) -> None:
     rt.define("every", SRC_ALL)
     k = rt.kernel("every")
     y = np.zeros(9, np.float64)
@@ -43,7 +45,7 @@ SRC_FAST = ("KC_KERNEL void fast(KC_GLOBAL double *y, int i, long l, unsigned in
     (-2**31, -2**53, 2**32 - 1, 3, 4),  # several digits, ints for floats: the full path
     (True, np.int64(4), np.uint32(7), np.float32(9), 10),  # bool, NumPy scalars: the full path
 ])
-def test_the_cached_launch_converts_as_the_full_path(rt, values):
+def test_the_cached_launch_converts_as_the_full_path(rt: kcache.Runtime, values: tuple[Any, ...]) -> None:
     # a kcache Buffer and exact ints and floats take the inline conversion; an
     # array makes the whole launch take the full path: the two must agree
     rt.define("fast", SRC_FAST)
@@ -60,7 +62,7 @@ def test_the_cached_launch_converts_as_the_full_path(rt, values):
 @pytest.mark.parametrize("index,value,name", [
     (1, 2**31, "'i' (int)"), (1, -2**31 - 1, "'i' (int)"), (3, -1, "'ui' (unsigned int)"),
     (3, -(2**29), "'ui' (unsigned int)"), (3, 2**32, "'ui' (unsigned int)"), (2, 2**70, "'l' (long)")])
-def test_an_int_that_does_not_fit_with_a_buffer(rt, index, value, name):
+def test_an_int_that_does_not_fit_with_a_buffer(rt: kcache.Runtime, index: int, value: int, name: str) -> None:
     # the same errors when every other argument is one the cached launch converts inline
     rt.define("fast", SRC_FAST)
     args = [rt.buffer(5 * 8), 0, 0, 0, 0.0, 0.0]
@@ -74,7 +76,7 @@ def test_an_int_that_does_not_fit_with_a_buffer(rt, index, value, name):
     (1, 128, "'c' (char)"), (2, -32769, "'s' (short)"), (3, 2**31, "'i' (int)"), (4, 2**63, "'l' (long)"),
     (5, -1, "'uc' (unsigned char)"), (5, 256, "'uc' (unsigned char)"), (6, 2**32, "'ui' (unsigned int)"),
     (7, -1, "'ul' (uint64_t)"), (7, 2**64, "'ul' (uint64_t)")])
-def test_an_int_that_does_not_fit_names_the_argument(rt, index, value, name):
+def test_an_int_that_does_not_fit_names_the_argument(rt: kcache.Runtime, index: int, value: int, name: str) -> None:
     rt.define("every", SRC_ALL)
     args = [np.zeros(9), 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0]
     args[index] = value
@@ -82,7 +84,7 @@ def test_an_int_that_does_not_fit_names_the_argument(rt, index, value, name):
         rt.kernel("every")[1, 1](*args)
 
 
-def test_wrong_kinds_are_refused(rt):
+def test_wrong_kinds_are_refused(rt: kcache.Runtime) -> None:
     rt.define("every", SRC_ALL)
     k = rt.kernel("every")
     good = [np.zeros(9), 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0]
@@ -95,10 +97,10 @@ def test_wrong_kinds_are_refused(rt):
     with pytest.raises(TypeError, match="takes 10 arguments, 2 given"):
         k[1, 1](good[0], 1)
     with pytest.raises(TypeError, match="by position only"):
-        k[1, 1](*good, y=1)
+        k[1, 1](*good, y=1)  # type: ignore[call-arg]
 
 
-def test_half_and_vectors(rt):
+def test_half_and_vectors(rt: kcache.Runtime) -> None:
     if rt.backend == "host":
         pytest.skip("half and float4 are OpenCL types")
     rt.define("v", "KC_KERNEL void v(KC_GLOBAL float *y, float4 a) { y[0] = a.x + a.y + a.z + a.w; }")
@@ -110,7 +112,7 @@ def test_half_and_vectors(rt):
         rt.kernel("v")[1, 1](y, np.array([1, 2], np.float32))
 
 
-def test_arrays_through_the_buffer_protocol(rt):
+def test_arrays_through_the_buffer_protocol(rt: kcache.Runtime) -> None:
     rt.define("inc", "KC_KERNEL void inc(KC_GLOBAL int *y, KC_GLOBAL const int *x) "
               "{ size_t i = kc_global_id(0); y[i] += x[i]; }")
     k = rt.kernel("inc")
@@ -128,7 +130,7 @@ def test_arrays_through_the_buffer_protocol(rt):
         k[2, 1](np.zeros((4, 4), np.int32)[:, 0], x)
 
 
-def test_buffers(rt):
+def test_buffers(rt: kcache.Runtime) -> None:
     b = rt.buffer(np.arange(4, dtype=np.float32))
     assert b.size == 16
     rt.define("dbl", "KC_KERNEL void dbl(KC_GLOBAL float *y) { y[kc_global_id(0)] *= 2.0f; }")
@@ -145,7 +147,7 @@ def test_buffers(rt):
         b.read()
 
 
-def test_cached_launch_allocates_nothing(rt):
+def test_cached_launch_allocates_nothing(rt: kcache.Runtime) -> None:
     rt.define("z", "KC_KERNEL void z(KC_GLOBAL float *y, float a, int n) { (void)y; (void)a; (void)n; }")
     k = rt.kernel("z")
     y = np.zeros(4, np.float32)
@@ -178,7 +180,7 @@ def test_cached_launch_allocates_nothing(rt):
     rt.finish()
 
 
-def test_half_conversion_matches_numpy():
+def test_half_conversion_matches_numpy() -> None:
     # what a `half` parameter gets (no device here takes half parameters): numpy's float16 bits
     rng = np.random.default_rng(7)
     values = np.concatenate([rng.standard_normal(2000) * 10.0 ** rng.integers(-9, 6, 2000),
@@ -191,7 +193,7 @@ def test_half_conversion_matches_numpy():
     assert kcache._kcache._half_bits(float("nan")) & 0x7C00 == 0x7C00
 
 
-def test_struct_by_value(rt):
+def test_struct_by_value(rt: kcache.Runtime) -> None:
     # a struct's bytes (a NumPy structured scalar laid out like C), sized by the code itself
     rt.define("P", "typedef struct { char c; long l; int i; float f; } P;")
     rt.define("sp", "KC_KERNEL void sp(KC_GLOBAL float *y, P p) { y[0] = (float)p.c + (float)p.l + (float)p.i + p.f; }")

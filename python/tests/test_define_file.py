@@ -4,6 +4,8 @@ a reload changes only what differs (only the kernels that reach a changed
 function recompile) and undefines the names that are gone; a malformed
 file raises with the line and changes nothing."""
 import numpy as np
+import pathlib
+
 import pytest
 
 import kcache
@@ -20,13 +22,13 @@ KC_KERNEL void kg(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = g((fl
 N = 8
 
 
-def run(k):
+def run(k: kcache.Kernel) -> list[float]:
     y = np.zeros(N, np.float32)
     k[N, 1](y)
-    return list(y)
+    return [float(v) for v in y]
 
 
-def test_load_then_reload_one_function(rt):
+def test_load_then_reload_one_function(rt: kcache.Runtime) -> None:
     r = rt.define_file("kernels.c", FILE)
     assert isinstance(r, kcache.FileLoad)
     assert tuple(r) == (r.world, r.changed, r.defined, r.redefined, r.undefined)
@@ -50,7 +52,7 @@ def test_load_then_reload_one_function(rt):
     assert rt.stats().compiles == 3
 
 
-def test_a_removed_name_is_undefined(rt):
+def test_a_removed_name_is_undefined(rt: kcache.Runtime) -> None:
     rt.define_file("kernels.c", FILE)
     kg = rt.kernel("kg")
     assert run(kg)[1] == 2.0
@@ -61,7 +63,7 @@ def test_a_removed_name_is_undefined(rt):
     assert run(rt.kernel("kh"))[1] == 2.0  # the rest stays
 
 
-def test_a_malformed_file_raises_and_changes_nothing(rt):
+def test_a_malformed_file_raises_and_changes_nothing(rt: kcache.Runtime) -> None:
     r = rt.define_file("kernels.c", FILE)
     stats = rt.stats()
     bad = FILE + "#ifdef FAST\nKC_DEVICE float f(float x) { return x; }\n#endif\n"
@@ -75,7 +77,7 @@ def test_a_malformed_file_raises_and_changes_nothing(rt):
     assert rt.world == r.world
 
 
-def test_a_file_read_from_its_path(rt, tmp_path):
+def test_a_file_read_from_its_path(rt: kcache.Runtime, tmp_path: pathlib.Path) -> None:
     p = tmp_path / "k.cl"
     p.write_text(FILE)
     r = rt.define_file(p)  # a path-like: read, and named by its path
@@ -85,6 +87,6 @@ def test_a_file_read_from_its_path(rt, tmp_path):
     with pytest.raises(FileNotFoundError):
         rt.define_file(tmp_path / "missing.c")
     with pytest.raises(TypeError, match="str or bytes.*not int"):
-        rt.define_file("x.c", 42)
+        rt.define_file("x.c", 42)  # type: ignore[arg-type]
     with pytest.raises(kcache.InvalidArgumentError, match="empty"):
         rt.define_file("", FILE)

@@ -6,6 +6,8 @@ and __dlpack__ (CuPy, PyTorch), streams through __cuda_stream__; without
 it, arrays are copies and stream=/shared= are refused."""
 import sys
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -14,7 +16,7 @@ import kcache
 ALIAS = "KC_KERNEL void alias(KC_GLOBAL int *a, KC_GLOBAL const int *b) { a[0] = 5; a[1] = b[0]; }"
 
 
-def test_host_arrays_are_the_kernels_memory(rt):
+def test_host_arrays_are_the_kernels_memory(rt: kcache.Runtime) -> None:
     if rt.backend != "host":
         pytest.skip("zero copy is the host backend's")
     rt.define("alias", ALIAS)
@@ -26,7 +28,7 @@ def test_host_arrays_are_the_kernels_memory(rt):
         assert list(y) == [5, 0]  # staged: b is a copy made before the launch
 
 
-def test_streams_and_shared_memory_without_interop(rt):
+def test_streams_and_shared_memory_without_interop(rt: kcache.Runtime) -> None:
     if kcache.HAS_INTEROP:
         pytest.skip("this kcache has the interop API")
     rt.define("e", "KC_KERNEL void e(void) { }")
@@ -36,7 +38,7 @@ def test_streams_and_shared_memory_without_interop(rt):
         rt.kernel("e").launch(1, 1, shared=256)
 
 
-def cupy_or_skip(rt):
+def cupy_or_skip(rt: kcache.Runtime) -> Any:
     if rt.backend != "cuda":
         pytest.skip("CUDA arrays need the cuda backend")
     if not kcache.HAS_INTEROP:
@@ -44,7 +46,7 @@ def cupy_or_skip(rt):
     return pytest.importorskip("cupy")
 
 
-def test_cuda_array_interface_and_stream(rt):
+def test_cuda_array_interface_and_stream(rt: kcache.Runtime) -> None:
     cp = cupy_or_skip(rt)
     rt.define("dbl", "KC_KERNEL void dbl(KC_GLOBAL float *y, int n) "
               "{ size_t i = kc_global_id(0); if (i < (size_t)n) y[i] *= 2.0f; }")
@@ -55,7 +57,7 @@ def test_cuda_array_interface_and_stream(rt):
     assert cp.asnumpy(y).tolist() == [2.0 * i for i in range(256)]
 
 
-def test_dlpack(rt):
+def test_dlpack(rt: kcache.Runtime) -> None:
     cupy_or_skip(rt)
     torch = pytest.importorskip("torch")
     rt.define("inc", "KC_KERNEL void inc(KC_GLOBAL float *y) { y[kc_global_id(0)] += 1.0f; }")
@@ -65,24 +67,24 @@ def test_dlpack(rt):
     assert t.sum().item() == 64.0
 
 
-def test_host_buffer_exports_its_memory(rt):
+def test_host_buffer_exports_its_memory(rt: kcache.Runtime) -> None:
     if rt.backend != "host" or not kcache.HAS_INTEROP:
         pytest.skip("a Buffer's memory is exported on the host backend with the interop API")
     b = rt.buffer(np.arange(4, dtype=np.float32))
-    view = np.frombuffer(b, np.float32)  # no copy: the buffer's memory
+    view = np.frombuffer(b, np.float32)  # type: ignore[call-overload]  # no copy: the buffer's memory
     rt.define("dbl", "KC_KERNEL void dbl(KC_GLOBAL float *y) { y[kc_global_id(0)] *= 2.0f; }")
     rt.kernel("dbl")[4, 1](b)
     assert view.tolist() == [0, 2, 4, 6]
 
 
-def test_cuda_buffer_exports_its_device_pointer(rt):
+def test_cuda_buffer_exports_its_device_pointer(rt: kcache.Runtime) -> None:
     cp = cupy_or_skip(rt)
     b = rt.buffer(np.arange(4, dtype=np.float32))
     y = cp.asarray(b).view(cp.float32)  # through __cuda_array_interface__, no copy
     assert cp.asnumpy(y).tolist() == [0, 1, 2, 3]
 
 
-def test_buffers_export_nothing_without_interop(rt):
+def test_buffers_export_nothing_without_interop(rt: kcache.Runtime) -> None:
     if kcache.HAS_INTEROP:
         pytest.skip("this kcache has the interop API")
     with pytest.raises(TypeError):
@@ -90,7 +92,7 @@ def test_buffers_export_nothing_without_interop(rt):
     assert not hasattr(rt.buffer(16), "__cuda_array_interface__")
 
 
-def test_host_scratch_and_opencl_local_memory(rt):
+def test_host_scratch_and_opencl_local_memory(rt: kcache.Runtime) -> None:
     if not kcache.HAS_INTEROP or rt.backend == "cuda":
         pytest.skip("dynamic shared memory through the interop API, host and OpenCL here")
     y = np.zeros(4, np.int32)
@@ -109,7 +111,7 @@ def test_host_scratch_and_opencl_local_memory(rt):
     assert list(y) == [42] * 4
 
 
-def test_foreign_stream_handle_on_opencl(rt):
+def test_foreign_stream_handle_on_opencl(rt: kcache.Runtime) -> None:
     if not kcache.HAS_INTEROP or rt.backend != "opencl":
         pytest.skip("an OpenCL queue of kcache's context through the interop API")
     pytest.importorskip("pyopencl")
@@ -123,11 +125,11 @@ def test_foreign_stream_handle_on_opencl(rt):
 
 class CudaArrayInterface:
     # the protocol is a dict (numba.cuda's spec, version 3); what CuPy, Numba and PyTorch expose
-    def __init__(self, **cai):
+    def __init__(self, **cai: object) -> None:
         self.__cuda_array_interface__ = cai
 
 
-def test_cuda_protocols_parsing():
+def test_cuda_protocols_parsing() -> None:
     if not kcache.HAS_INTEROP:
         pytest.skip("device pointers need the interop API")
     fp = kcache._kcache._foreign_pointer
@@ -141,7 +143,7 @@ def test_cuda_protocols_parsing():
     assert fp(object()) is None
 
 
-def test_host_buffer_dlpack_export(rt):
+def test_host_buffer_dlpack_export(rt: kcache.Runtime) -> None:
     if not kcache.HAS_INTEROP:
         pytest.skip("Buffer export needs the interop API")
     b = rt.buffer(np.arange(4, dtype=np.float32))

@@ -14,7 +14,7 @@ README = ROOT / "README.md"
 PYTHON_DOC = ROOT / "doc" / "python.md"
 
 
-def test_readme_numpy_example(capsys):
+def test_readme_numpy_example(capsys: pytest.CaptureFixture[str]) -> None:
     if not README.exists():
         pytest.skip("no README.md next to python/")
     m = re.search(r"<!-- python example: numpy -->\n```python\n(.*?)\n```", README.read_text(), re.S)
@@ -27,7 +27,7 @@ def test_readme_numpy_example(capsys):
     assert out.split()[:2] == ["2", "float"]
 
 
-def test_readme_files_and_streams_example(capsys):
+def test_readme_files_and_streams_example(capsys: pytest.CaptureFixture[str]) -> None:
     if not PYTHON_DOC.exists():
         pytest.skip("no doc/python.md next to python/")
     m = re.search(r"<!-- python example: files and streams -->\n```python\n(.*?)\n```", PYTHON_DOC.read_text(), re.S)

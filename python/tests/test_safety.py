@@ -11,12 +11,12 @@ import pytest
 import kcache
 
 
-def _interop():
+def _interop() -> None:
     if not kcache.HAS_INTEROP:
         pytest.skip("needs the interop API")
 
 
-def test_buffer_exports_refuse_destroy_and_close(backend):
+def test_buffer_exports_refuse_destroy_and_close(backend: str) -> None:
     _interop()
     if backend != "host":
         pytest.skip("only host Buffers export their memory to the CPU")
@@ -32,7 +32,7 @@ def test_buffer_exports_refuse_destroy_and_close(backend):
         rt.close()
     mv[0:4] = b"abcd"  # still the buffer's live memory
     assert bytes(b.read()[:4]) == b"abcd"
-    a = np.frombuffer(b, np.uint8)
+    a = np.frombuffer(b, np.uint8)  # type: ignore[call-overload]  # NumPy types bytes-likes only
     t = np.from_dlpack(b)
     mv.release()
     with pytest.raises(kcache.BusyError, match="2 export"):
@@ -56,7 +56,7 @@ def test_buffer_exports_refuse_destroy_and_close(backend):
     rt.close()
 
 
-def test_read_only_array_for_a_writable_pointer(rt):
+def test_read_only_array_for_a_writable_pointer(rt: kcache.Runtime) -> None:
     rt.define("w", "KC_KERNEL void w(KC_GLOBAL char *y) { y[kc_global_id(0)] = 'X'; }")
     rt.define("r", "KC_KERNEL void r(KC_GLOBAL const char *x, KC_GLOBAL char *y) "
               "{ y[kc_global_id(0)] = x[kc_global_id(0)]; }")
@@ -73,7 +73,7 @@ def test_read_only_array_for_a_writable_pointer(rt):
     assert out == b"hello"
 
 
-def test_stream_cache_across_destroyed_contexts(rt):
+def test_stream_cache_across_destroyed_contexts(rt: kcache.Runtime) -> None:
     _interop()
     if rt.backend != "host":
         pytest.skip("stream=0 is the host's stream (OpenCL: test_staged_arrays_on_an_opencl_stream)")
@@ -88,7 +88,7 @@ def test_stream_cache_across_destroyed_contexts(rt):
         c.destroy()
 
 
-def test_staged_arrays_on_an_opencl_stream(rt):
+def test_staged_arrays_on_an_opencl_stream(rt: kcache.Runtime) -> None:
     _interop()
     if rt.backend != "opencl":
         pytest.skip("a cl_command_queue of kcache's context")
@@ -111,7 +111,7 @@ def test_staged_arrays_on_an_opencl_stream(rt):
         assert y.tolist() == want.tolist()  # the copy back waited for the kernel on the stream
 
 
-def test_typedef_scalars(rt):
+def test_typedef_scalars(rt: kcache.Runtime) -> None:
     rt.define("real", "typedef float real;")
     rt.define("t", "KC_KERNEL void t(KC_GLOBAL float *y, real a) { y[kc_global_id(0)] = a; }")
     rt.define("u", "typedef unsigned int count_t; /* typedef double count_t; */\n"
@@ -132,7 +132,7 @@ def test_typedef_scalars(rt):
         u[4, 1](y, -1, np.array([0.5], np.float32))
 
 
-def test_array_element_type_checked(rt):
+def test_array_element_type_checked(rt: kcache.Runtime) -> None:
     rt.define("f", "KC_KERNEL void f(KC_GLOBAL float *y) { y[kc_global_id(0)] = 1.0f; }")
     rt.define("v", "KC_KERNEL void v(KC_GLOBAL void *y) { ((KC_GLOBAL char *)y)[kc_global_id(0)] = 1; }")
     k = rt.kernel("f")
@@ -151,7 +151,7 @@ def test_array_element_type_checked(rt):
     assert anything.view(np.uint8)[:4].tolist() == [1] * 4
 
 
-def test_dlpack_device(rt):
+def test_dlpack_device(rt: kcache.Runtime) -> None:
     _interop()
     b = rt.buffer(16)
     if rt.backend == "host":

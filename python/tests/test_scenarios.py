@@ -6,7 +6,11 @@ relinking without compiling, specializations, bound arguments."""
 import threading
 import time
 
+import pathlib
+
 import numpy as np
+import numpy.typing as npt
+
 import pytest
 
 import kcache
@@ -18,19 +22,19 @@ SRC_K2 = "KC_KERNEL void k2(KC_GLOBAL float *y) { y[kc_global_id(0)] = 7.0f; }"
 N = 16
 
 
-def run(k, n=N):
+def run(k: kcache.Kernel, n: int = N) -> npt.NDArray[np.float32]:
     y = np.zeros(n, np.float32)
     k[n, 1](y)
     return y
 
 
-def define_k(rt):
+def define_k(rt: kcache.Runtime) -> kcache.Kernel:
     rt.define("h", SRC_H1)
     rt.define("k", SRC_K)
     return rt.kernel("k")
 
 
-def test_first_launch_compiles_once(rt):
+def test_first_launch_compiles_once(rt: kcache.Runtime) -> None:
     k = define_k(rt)
     s0 = rt.stats()
     assert (s0.compiles, s0.links, s0.code_instances) == (0, 0, 0)
@@ -45,7 +49,7 @@ def test_first_launch_compiles_once(rt):
     assert isinstance(s2, kcache.Stats) and s2.world == rt.world
 
 
-def test_unrelated_definition_costs_no_compile(rt):
+def test_unrelated_definition_costs_no_compile(rt: kcache.Runtime) -> None:
     k = define_k(rt)
     run(k)
     w0 = rt.world
@@ -58,7 +62,7 @@ def test_unrelated_definition_costs_no_compile(rt):
     assert s.slow_lookups == s0.slow_lookups and s.fast_hits == s0.fast_hits + 1  # no slow path at all
 
 
-def test_callee_redefinition_recompiles_dependents_only(rt):
+def test_callee_redefinition_recompiles_dependents_only(rt: kcache.Runtime) -> None:
     k = define_k(rt)
     rt.define("k2", SRC_K2)
     k2 = rt.kernel("k2")
@@ -71,13 +75,13 @@ def test_callee_redefinition_recompiles_dependents_only(rt):
     assert rt.define("h", SRC_H2) == rt.world  # identical text: no new world
 
 
-def test_pinned_thread_keeps_old_world(rt):
+def test_pinned_thread_keeps_old_world(rt: kcache.Runtime) -> None:
     k = define_k(rt)
     run(k)
     pinned, redefined, done = threading.Event(), threading.Event(), threading.Event()
     seen = {}
 
-    def worker():
+    def worker() -> None:
         with rt.pin() as p:
             seen["world"] = p.world
             pinned.set()
@@ -100,7 +104,7 @@ def test_pinned_thread_keeps_old_world(rt):
     assert run(k)[0] == 2.0
 
 
-def test_pins_nest(rt):
+def test_pins_nest(rt: kcache.Runtime) -> None:
     with rt.pin() as a:
         rt.define("x", "KC_DEVICE int x(void) { return 1; }")
         with rt.pin() as b:
@@ -109,7 +113,7 @@ def test_pins_nest(rt):
     assert rt.current_world == rt.world
 
 
-def test_context_reset_relinks_without_compiling(rt):
+def test_context_reset_relinks_without_compiling(rt: kcache.Runtime) -> None:
     k = define_k(rt)
     run(k)
     rt.context.reset()
@@ -118,7 +122,7 @@ def test_context_reset_relinks_without_compiling(rt):
     assert s.compiles == 1 and s.links == 2
 
 
-def test_second_context_shares_code(rt):
+def test_second_context_shares_code(rt: kcache.Runtime) -> None:
     k = define_k(rt)
     run(k)
     c = rt.create_context()
@@ -130,7 +134,7 @@ def test_second_context_shares_code(rt):
     c.destroy()
 
 
-def test_specializations_by_keywords_and_string(rt):
+def test_specializations_by_keywords_and_string(rt: kcache.Runtime) -> None:
     rt.define("fill", "KC_KERNEL void fill(KC_GLOBAL T *y, T v) { y[kc_global_id(0)] = v * SCALE; }")
     kf = rt.kernel("fill", T="float", SCALE=2)
     kd = rt.kernel("fill", "T=double,SCALE=3")
@@ -144,7 +148,7 @@ def test_specializations_by_keywords_and_string(rt):
     assert rt.kernel("fill", SCALE=2, T="float").code["id"] == kf.code["id"]
 
 
-def test_bound_arguments(rt):
+def test_bound_arguments(rt: kcache.Runtime) -> None:
     rt.define("axpy", "KC_KERNEL void axpy(KC_GLOBAL float *y, float a, int n) "
               "{ size_t i = kc_global_id(0); if (i < (size_t)n) y[i] += a; }")
     k = rt.kernel("axpy")
@@ -162,7 +166,7 @@ def test_bound_arguments(rt):
     assert s.compiles == 1 and s.fast_hits >= 2
 
 
-def test_kernel_source_and_code(rt):
+def test_kernel_source_and_code(rt: kcache.Runtime) -> None:
     k = define_k(rt)
     src = k.source
     assert src.index("h(float x)") < src.index("void k(")
@@ -173,7 +177,7 @@ def test_kernel_source_and_code(rt):
     assert k.code["id"] != c["id"]
 
 
-def test_disk_cache_between_runtimes(backend, tmp_path):
+def test_disk_cache_between_runtimes(backend: str, tmp_path: pathlib.Path) -> None:
     for i in range(2):
         with kcache.Runtime(backend=backend, cache_dir=str(tmp_path)) as r:
             define_k(r)
@@ -183,7 +187,7 @@ def test_disk_cache_between_runtimes(backend, tmp_path):
             assert (s.compiles, s.disk_hits) == ((1, 0) if i == 0 else (0, 1))
 
 
-def test_collect(rt):
+def test_collect(rt: kcache.Runtime) -> None:
     k = define_k(rt)
     run(k)
     rt.define("h", SRC_H2)
@@ -193,7 +197,7 @@ def test_collect(rt):
     assert rt.stats().collected == 1
 
 
-def test_collect_while_threads_launch_and_define(backend):
+def test_collect_while_threads_launch_and_define(backend: str) -> None:
     # one thread redefines h (a macro, so compiles see it or not), one
     # collects without pause, two launch: every launch gives a version that
     # was defined between its start and its end, never an error
@@ -202,7 +206,7 @@ def test_collect_while_threads_launch_and_define(backend):
         r.define("kv", "KC_KERNEL void kv(KC_GLOBAL float *y) { y[kc_global_id(0)] = (float)VER; }")
         issued, done, stop, errors, launches = [1], [1], threading.Event(), [], [0]
 
-        def definer():
+        def definer() -> None:
             v = 1
             while not stop.is_set():
                 v += 1
@@ -211,11 +215,11 @@ def test_collect_while_threads_launch_and_define(backend):
                 done[0] = v
                 time.sleep(0.02)
 
-        def collector():
+        def collector() -> None:
             while not stop.is_set():
                 r.collect()
 
-        def launcher():
+        def launcher() -> None:
             k = r.kernel("kv")
             last = 0
             try:
@@ -243,7 +247,7 @@ def test_collect_while_threads_launch_and_define(backend):
         assert r.stats().definitions == 2
 
 
-def test_compiles_release_the_gil(backend):
+def test_compiles_release_the_gil(backend: str) -> None:
     # while one thread compiles, another runs Python: its first clock
     # reading comes early in the compile, not after it
     with kcache.Runtime(backend=backend, cache_disable=True) as r:
@@ -252,7 +256,7 @@ def test_compiles_release_the_gil(backend):
         started, done = threading.Event(), threading.Event()
         window = []
 
-        def compile_it():
+        def compile_it() -> None:
             started.set()
             t0 = time.perf_counter()
             k.compile()
@@ -272,7 +276,7 @@ def test_compiles_release_the_gil(backend):
         assert ticks and ticks[0] - window[0] < compile_s / 2, (ticks[0] - window[0], compile_s)
 
 
-def test_staged_arrays_across_context_lifetimes(rt):
+def test_staged_arrays_across_context_lifetimes(rt: kcache.Runtime) -> None:
     k = define_k(rt)
     for _ in range(3):  # each new context may reuse the destroyed one's memory
         c = rt.create_context()

@@ -20,7 +20,7 @@ COPY = "KC_KERNEL void copy(KC_GLOBAL int *x, KC_GLOBAL int *y) { y[0] = x[0] + 
 FILL = "KC_KERNEL void fill(KC_GLOBAL float *y, float v) { y[kc_global_id(0)] = v; }"
 
 
-def test_launches_on_a_stream(rt):
+def test_launches_on_a_stream(rt: kcache.Runtime) -> None:
     rt.define("fill", FILL)
     k = rt.kernel("fill")
     with rt.stream() as s:
@@ -49,7 +49,7 @@ def test_launches_on_a_stream(rt):
     s.close()  # a second close does nothing
 
 
-def test_bound_arguments_on_a_stream(rt):
+def test_bound_arguments_on_a_stream(rt: kcache.Runtime) -> None:
     rt.define("fill", FILL)
     b = rt.buffer(4 * 8)
     bound = rt.kernel("fill").bind(b, 8.0)
@@ -72,7 +72,7 @@ def test_bound_arguments_on_a_stream(rt):
         bound.launch(8, 1, s)
 
 
-def test_a_stream_of_another_context(rt):
+def test_a_stream_of_another_context(rt: kcache.Runtime) -> None:
     ctx = rt.create_context()
     rt.define("fill", FILL)
     s = ctx.stream()
@@ -94,7 +94,7 @@ def test_a_stream_of_another_context(rt):
     s.close()
 
 
-def test_a_stream_of_another_runtime(backend):
+def test_a_stream_of_another_runtime(backend: str) -> None:
     with kcache.Runtime(backend=backend, cache_disable=True) as a, \
             kcache.Runtime(backend=backend, cache_disable=True) as b:
         a.define("fill", FILL)
@@ -103,12 +103,12 @@ def test_a_stream_of_another_runtime(backend):
         with pytest.raises(kcache.InvalidArgumentError, match="another Runtime"):
             a.stream(context=b.context)
         with pytest.raises(TypeError, match="kcache Stream, not int"):
-            a.stream().wait(3)
+            a.stream().wait(3)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="__cuda_stream__ or a raw handle.*not str"):
             a.stream(native="queue")
 
 
-def test_two_opencl_streams_ordered_by_wait(rt):
+def test_two_opencl_streams_ordered_by_wait(rt: kcache.Runtime) -> None:
     if rt.backend != "opencl":
         pytest.skip("two real queues: OpenCL here")
     rt.define("slow", SLOW)
@@ -129,7 +129,7 @@ def test_two_opencl_streams_ordered_by_wait(rt):
         a.synchronize()
 
 
-def test_host_streams_are_the_implicit_one(rt):
+def test_host_streams_are_the_implicit_one(rt: kcache.Runtime) -> None:
     if rt.backend != "host":
         pytest.skip("the host backend")
     s, t = rt.stream(), rt.stream(native=0)
@@ -143,10 +143,10 @@ def test_host_streams_are_the_implicit_one(rt):
     assert list(y) == [6.0] * 4
 
     class CudaStreamLike:  # the __cuda_stream__ protocol's shape: (version, handle)
-        def __init__(self, ret):
+        def __init__(self, ret: object) -> None:
             self.ret = ret
 
-        def __cuda_stream__(self):
+        def __cuda_stream__(self) -> object:
             return self.ret
     u = rt.stream(native=CudaStreamLike((0, 0)))  # the host's stream is handle 0
     assert u.wrapped and u.handle == 0
@@ -156,7 +156,7 @@ def test_host_streams_are_the_implicit_one(rt):
         rt.stream(native=CudaStreamLike((0, 4096)))
 
 
-def test_a_pyopencl_queue_wrapped(rt):
+def test_a_pyopencl_queue_wrapped(rt: kcache.Runtime) -> None:
     if rt.backend != "opencl":
         pytest.skip("a cl_command_queue of kcache's context")
     cl = pytest.importorskip("pyopencl")
@@ -177,7 +177,7 @@ def test_a_pyopencl_queue_wrapped(rt):
         rt.stream(native=other)
 
 
-def test_cuda_stream_protocol(rt):
+def test_cuda_stream_protocol(rt: kcache.Runtime) -> None:
     if rt.backend != "cuda":
         pytest.skip("CUDA streams")
     s = rt.stream()

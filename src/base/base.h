@@ -2,8 +2,8 @@
 /* base.h -- src/base, all of it: what knows no kcache type beyond kc_status
  * and kc_alloc_fn (attributes, atomics, mutexes, bytes, heaps, the byte
  * buffer, the container kit, errors, clocks, hashing, ids, settings and
- * the resolved configuration, the
- * wait for a child process). */
+ * the resolved configuration, the wait for a child process, which
+ * libraries a static program may open). */
 #ifndef KC_BASE_H
 #define KC_BASE_H
 
@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "base/compiler.h"
 #include "base/config.h"
+#include "base/dl.h"
 #include "base/err.h"
 #include "base/filedep.h"
 #include "base/fork.h"

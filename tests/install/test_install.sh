@@ -10,10 +10,19 @@
 #           with pkg-config and with find_package(kcache) in a separate CMake
 #           project and runs both; checks the installed CLI has no RUNPATH
 #           into the build folder, then moves the prefix away and runs it.
+#           Every installed file is in doc/install.md's table, and what it
+#           says about a custom prefix holds: a program linked without an
+#           rpath does not find libkcache.so.0, and runs with LD_LIBRARY_PATH.
 #   static  configures SOURCE again with BUILD_SHARED_LIBS=OFF (library and
 #           CLI only), installs it, and builds and runs the same program
 #           against libkcache.a with `pkg-config --static` and with
-#           find_package(kcache).
+#           find_package(kcache); every installed file is in doc/install.md;
+#           and (not under a sanitizer, where libc.a exists) the same program
+#           linked fully static (-static): it runs on the host backend (the
+#           default picks it; KC_CACHE_KEY's libcrypto refused with a
+#           warning), and OpenCL and CUDA are refused with KC_EUNAVAILABLE
+#           and a reason that names the static link, never a crash in a
+#           dlopen'ed driver.
 #   subproject  a project that builds kcache with add_subdirectory: no
 #           tests, benchmarks or demo of kcache's; the same program linked
 #           with kcache::kcache runs.
@@ -78,6 +87,21 @@ build_cmake_consumer() {
   [[ -x $dir/app ]] || fail "the CMake consumer built no app"
 }
 
+# Every file under prefix $1 is in doc/install.md: its path in backticks,
+# with lib for the library folder ($2) and <config> for the build type of
+# the CMake package's per-configuration file.
+check_doc_lists() {
+  local prefix=$1 libdir=$2 missing=() f rel
+  while IFS= read -r f; do
+    rel=${f#"$prefix"/}
+    rel=${rel/#"${libdir#"$prefix"/}"/lib}
+    rel=$(sed -E 's/kcacheTargets-[a-z]+\.cmake$/kcacheTargets-<config>.cmake/' <<<"$rel")
+    grep -qF "\`$rel\`" "$src/doc/install.md" || missing+=("$rel")
+  done < <(find "$prefix" \( -type f -o -type l \) -print | sort)
+  ((${#missing[@]} == 0)) || fail "installed but not listed in doc/install.md: ${missing[*]}"
+  echo "    doc/install.md lists every installed file ($(find "$prefix" \( -type f -o -type l \) | wc -l) files)"
+}
+
 want_version=$(sed -nE 's/^project\(kcache VERSION ([0-9.]+).*/\1/p' "$src/CMakeLists.txt")
 [[ -n $want_version ]] || fail "no project(kcache VERSION ...) in $src/CMakeLists.txt"
 
@@ -101,6 +125,7 @@ if [[ $mode == shared ]]; then
     [[ -f $f ]] || fail "not installed: ${f#"$prefix"/}"
   done
   echo "    layout ok: ${libdir#"$prefix"/}/libkcache.so -> .so.$major -> .so.$want_version, include/kcache.h, bin/kcache, pkgconfig, cmake/kcache, man1"
+  check_doc_lists "$prefix" "$libdir"
 
   step "DESTDIR=$tmp/destdir cmake --install $build --prefix /opt/kcache"
   DESTDIR=$tmp/destdir run_logged "$cmake" --install "$build" --prefix /opt/kcache
@@ -119,6 +144,17 @@ if [[ $mode == shared ]]; then
   [[ $(needed "$tmp/app_pc") == *libkcache.so.$major* ]] || fail "app_pc does not need libkcache.so.$major"
   ldd "$tmp/app_pc" | grep "libkcache.so.$major => $libdir/" >/dev/null || { ldd "$tmp/app_pc"; fail "app_pc does not load the installed library"; }
   run_app "$tmp/app_pc"
+
+  step "a custom prefix without an rpath: LD_LIBRARY_PATH (doc/install.md)"
+  # shellcheck disable=SC2046,SC2086
+  "$cc" $cflags "$tmp/app.c" $(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs kcache) -o "$tmp/app_norpath" ||
+    fail "the build without an rpath failed"
+  if out=$(KC_CACHE_DIR=$tmp/cache env -u LD_LIBRARY_PATH "$tmp/app_norpath" 2>&1); then
+    fail "a program linked against $libdir without an rpath found libkcache.so.$major anyway: $out"
+  fi
+  grep -q "libkcache.so.$major: cannot open shared object file" <<<"$out" || fail "unexpected failure: $out"
+  LD_LIBRARY_PATH=$libdir run_app "$tmp/app_norpath"
+  echo "    without an rpath: 'cannot open shared object file'; with LD_LIBRARY_PATH=$libdir it runs"
 
   step "find_package(kcache) in a separate CMake project"
   build_cmake_consumer "$prefix" "$tmp/consumer"
@@ -169,6 +205,7 @@ elif [[ $mode == static ]]; then
   [[ -n $a ]] || fail "no libkcache.a installed"
   [[ -z $(find "$prefix" -name 'libkcache.so*') ]] || fail "a static build installed a libkcache.so"
   [[ -x $prefix/bin/kcache && -f $prefix/include/kcache.h ]] || fail "the static install lacks bin/kcache or the header"
+  check_doc_lists "$prefix" "$(dirname "$a")"
 
   step "pkg-config --static"
   build_pkg_config "$prefix" --static "$tmp/app_pc"
@@ -180,6 +217,32 @@ elif [[ $mode == static ]]; then
   [[ $(needed "$tmp/consumer/app") != *libkcache* ]] || fail "the consumer needs a libkcache.so"
   run_app "$tmp/consumer/app"
   "$prefix/bin/kcache" help >"$log" 2>&1 || { cat "$log"; fail "the static kcache help exited non-zero"; }
+
+  step "a fully static program (-static)"
+  if [[ -n $san ]]; then
+    echo "    not under a sanitizer (its runtime cannot be linked -static)"
+  elif ! echo 'int main(void) { return 0; }' | "$cc" -static -x c - -o "$tmp/static_probe" >"$log" 2>&1; then
+    echo "    no static C library here (libc.a): not tested"
+  else
+    # shellcheck disable=SC2046 # lists of flags
+    "$cc" -static "$tmp/app.c" $(PKG_CONFIG_PATH=$(dirname "$a")/pkgconfig pkg-config --static --cflags --libs kcache) \
+      -o "$tmp/app_static" >"$log" 2>&1 || { cat "$log"; fail "the -static build failed"; }
+    readelf -l "$tmp/app_static" >"$log" 2>&1
+    ! grep -q INTERP "$log" || fail "app_static has a program interpreter: not static"
+    run_app "$tmp/app_static" # the default backend: CUDA and OpenCL refused, the host's runs
+    # libcrypto is not opened there (it crashed): KC_CACHE_KEY's disk cache is off, with a warning
+    KC_CACHE_KEY=static-secret run_app "$tmp/app_static" 2>"$log"
+    grep -q 'not using the disk cache.*libcrypto not opened: this program is statically linked' "$log" ||
+      { cat "$log"; fail "the static program with KC_CACHE_KEY does not say why it has no disk cache"; }
+    for be in opencl cuda; do
+      rc=0
+      out=$(KC_BACKEND=$be KC_CACHE_DIR=$tmp/cache "$tmp/app_static" 2>&1) || rc=$?
+      ((rc == 1)) || { echo "$out"; fail "the static program on $be exited $rc, not 1 (139 is the crash this prevents)"; }
+      { grep -q "KC_EUNAVAILABLE" <<<"$out" && grep -q "this program is statically linked" <<<"$out"; } ||
+        { echo "$out"; fail "the static program on $be does not say why"; }
+    done
+    echo "    host backend: as expected; opencl and cuda: KC_EUNAVAILABLE, 'this program is statically linked'"
+  fi
 elif [[ $mode == subproject ]]; then
   step "kcache as a subproject (add_subdirectory) of another project"
   san=

@@ -4,12 +4,15 @@
  * the first load compiles every kernel of the file; an edit of one helper
  * while it watches makes a second load in which only the kernel that
  * reaches the helper is recompiled, with its new result; an edit of a
- * header on disk that one kernel includes recompiles that kernel only. And
+ * header on disk that one kernel includes recompiles that kernel only. A
+ * kernel that does not compile: its --json line (JSON Lines, each line one
+ * valid object) carries the compiler's message, as the text form does. And
  * its usage errors.
  */
 #include "kc_test.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static const char V1[] =
@@ -106,6 +109,51 @@ static void test_watch_sees_headers_on_disk(void **state) {
   KCT_CONTAINS(out, "{\"kernel\":\"kn\",\"code\":\"cached\",\"y\":[1,1,1,1]}");
 }
 
+/* A kernel that does not compile: the watch goes on, and its line says why
+ * in both forms: the compiler's message under the text line, "message" in
+ * the JSON one; every --json line is a JSON object of its own. */
+static void test_watch_reports_the_compilers_message(void **state) {
+  (void)state;
+  char dir[KCT_DIR_LEN], path[KCT_DIR_LEN + 16], cmd[4096], *out = NULL;
+  kct_mkdtemp(dir, sizeof dir, "watche");
+  snprintf(path, sizeof path, "%s/k.cl", dir);
+  write_file(path, "KC_KERNEL void ok(KC_GLOBAL float *y) { y[kc_global_id(0)] = 2.0f; }\n"
+                   "KC_KERNEL void bad(KC_GLOBAL float *y) { y[kc_global_id(0)] = 1.0f + ; }\n");
+  const char *fmt =
+      "KC_CACHE_DISABLE=1 KC_HOST_CC='%s' '%s' %s watch --backend host --count 1 '%s' 2>/dev/null";
+  snprintf(cmd, sizeof cmd, fmt, kct_host_cc(), KC_CLI, "--json", path);
+  assert_int_equal(kct_capture(cmd, &out), 0);
+  KCT_CONTAINS(out, "{\"kernel\":\"ok\",\"code\":\"recompiled\",\"y\":[2,2,2,2]}");
+  KCT_CONTAINS(out, "{\"kernel\":\"bad\",\"error\":\"KC_ECOMPILE\",\"message\":\"");
+  const char *bad = strstr(out, "\"kernel\":\"bad\"");
+  const char *eol = bad ? strchr(bad, '\n') : NULL;
+  if (!bad || !eol || !memmem(bad, (size_t)(eol - bad), "error", 5) ||
+      !memmem(bad, (size_t)(eol - bad), "failed", 6))
+    fail_msg("the JSON line of the kernel that failed lacks the compiler's message:\n%s", out);
+  char lines[KCT_DIR_LEN + 32];
+  snprintf(lines, sizeof lines, "%s/out.jsonl", dir);
+  FILE *f = fopen(lines, "w");
+  assert_non_null(f);
+  fputs(out, f);
+  fclose(f);
+  free(out);
+  if (system("python3 -c 'import json' >/dev/null 2>&1") == 0) {
+    snprintf(cmd, sizeof cmd,
+             "python3 -c 'import json, sys\nfor l in open(sys.argv[1]): assert isinstance(json.loads(l), "
+             "dict), l' "
+             "'%s' 2>&1",
+             lines);
+    assert_int_equal(kct_capture(cmd, &out), 0);
+    free(out);
+  }
+  snprintf(cmd, sizeof cmd, fmt, kct_host_cc(), KC_CLI, "", path);
+  assert_int_equal(kct_capture(cmd, &out), 0);
+  KCT_CONTAINS(out,
+               "  bad              error: KC_ECOMPILE\n    compiling kernel 'bad' (host backend) failed");
+  free(out);
+  kct_rmrf(dir);
+}
+
 static void test_watch_usage(void **state) {
   (void)state;
   char cmd[4096], *out = NULL;
@@ -135,6 +183,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       KCT_TEST(test_watch_reloads_and_recompiles_what_changed),
       KCT_TEST(test_watch_sees_headers_on_disk),
+      KCT_TEST(test_watch_reports_the_compilers_message),
       KCT_TEST(test_watch_usage),
   };
   return cmocka_run_group_tests_name("watch", tests, NULL, NULL);

@@ -8,7 +8,11 @@
  * value, extra arguments, --dir naming no directory, an invalid
  * KC_CACHE_MAXSIZE in stats, show by entry name, ls telling apart entries
  * that differ only by a callee or the compiler, and show --json on bytes
- * that are not UTF-8.
+ * that are not UTF-8. A KC_CACHE_DIR that names nothing and a store this
+ * user cannot read are errors in every command (never an empty listing);
+ * --json output is one valid JSON document for every command, a failure's
+ * {"error", "exit_status"} object included; a key prefix too short says
+ * what a prefix needs.
  */
 #include "st.h"
 #include "kct_conf.h"
@@ -615,10 +619,10 @@ static void test_show_by_entry_name(void **state) {
   KCT_CONTAINS(out, "\"params\": \"V=1\"");
   free(out);
   assert_int_equal(cli(f, &out, "show kv --params V=9"), 1);
-  KCT_CONTAINS(out, "no entry with key or kernel name kv and params V=9");
+  KCT_CONTAINS(out, "no kernel named kv with params V=9");
   free(out);
   assert_int_equal(cli(f, &out, "show nosuchkernel"), 1);
-  KCT_CONTAINS(out, "no entry with key or kernel name nosuchkernel");
+  KCT_CONTAINS(out, "no kernel named nosuchkernel");
   free(out);
   /* the same as explain takes: explain and show agree on the entry */
   assert_int_equal(cli(f, &out, "explain --json k"), 0);
@@ -739,6 +743,209 @@ static int cli_tty(const fx *f, char **out, const char *args) {
 
 /* verify, gc and clear draw a progress bar on a terminal, and never when
  * stderr is not one. */
+/* ------------------------------------- stores that are not there or not readable; --json */
+
+/* The --json outputs a test collected (json_add), checked at once by one
+ * python3 (json_check): each must be one JSON document, and a failure's an
+ * object whose "error" is a string and whose "exit_status" is its exit
+ * status. Without python3 the check is skipped. */
+typedef struct json_set {
+  char dir[512];
+  int n;
+} json_set;
+
+static void json_add(json_set *j, const char *what, const char *text, int rc) {
+  if (!j->dir[0]) st_mkdtemp(j->dir, sizeof j->dir, "json");
+  char path[700], name[720];
+  snprintf(path, sizeof path, "%s/%03d-%d.json", j->dir, j->n++, rc);
+  st_write_file(path, text, strlen(text));
+  snprintf(name, sizeof name, "%s.what", path);
+  st_write_file(name, what, strlen(what));
+}
+
+static void json_check(json_set *j) {
+  static int python = -1;
+  if (python < 0) python = have_python();
+  if (python && j->n) {
+    char cmd[2048], *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "python3 -c 'import glob, json, sys\n"
+             "for p in sorted(glob.glob(sys.argv[1] + \"/*.json\")):\n"
+             "    rc, what, text = int(p[-6]), open(p + \".what\").read(), open(p).read()\n"
+             "    try:\n"
+             "        d = json.loads(text)\n"
+             "        assert rc == 0 or (isinstance(d[\"error\"], str) and d[\"exit_status\"] == rc)\n"
+             "    except Exception as e:\n"
+             "        print(f\"kcache {what}: not valid --json output ({e!r}):\\n{text}\")\n' '%s' 2>&1",
+             j->dir);
+    assert_int_equal(kct_capture(cmd, &out), 0);
+    if (*out) fail_msg("%s", out);
+    free(out);
+  }
+  if (j->dir[0]) st_rmrf(j->dir);
+  j->dir[0] = 0;
+  j->n = 0;
+}
+
+/* Runs `ENV kcache ARGS` with stdout only (stderr dropped): its exit status, stdout in *out. */
+static int cli_stdout(const char *env, const char *args, char **out) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "%s '%s' %s 2>/dev/null", env, KC_CLI, args);
+  return kct_capture(cmd, out);
+}
+
+static const char *const store_cmds[] = {"stats",  "stats --zero", "-s",    "ls", "show 4567", "show k",
+                                         "verify", "gc",           "clear", "-C", "explain k"};
+
+/* KC_CACHE_DIR naming nothing is the usage error that --dir with the same
+ * typo is, in every command, with --json too; -p only warns; the default
+ * store (nothing cached yet) is an empty store. */
+static void test_cache_dir_names_nothing(void **state) {
+  fx *f = *state;
+  json_set js = {0};
+  const char *env = "KC_CACHE_DIR=/nonexistent/kc-typo";
+  for (size_t i = 0; i < sizeof store_cmds / sizeof *store_cmds; i++) {
+    char cmd[4096], args[256], *out;
+    snprintf(cmd, sizeof cmd, "%s '%s' %s 2>&1", env, KC_CLI, store_cmds[i]);
+    int rc = kct_capture(cmd, &out);
+    if (rc != 2 ||
+        !strstr(out, "KC_CACHE_DIR=/nonexistent/kc-typo: No such file or directory (it names no store"))
+      fail_msg("KC_CACHE_DIR naming nothing, kcache %s: exit %d, wanted 2 and why:\n%s", store_cmds[i], rc,
+               out);
+    free(out);
+    snprintf(args, sizeof args, "--json %s", store_cmds[i]);
+    assert_int_equal(cli_stdout(env, args, &out), 2);
+    json_add(&js, args, out, 2);
+    KCT_CONTAINS(out, "KC_CACHE_DIR=/nonexistent/kc-typo");
+    free(out);
+  }
+  json_check(&js);
+  char *out, cmd[4096];
+  snprintf(cmd, sizeof cmd, "%s '%s' -p 2>&1", env, KC_CLI);
+  assert_int_equal(kct_capture(cmd, &out), 0);
+  KCT_CONTAINS(out,
+               "warning: KC_CACHE_DIR=/nonexistent/kc-typo: No such file or directory (no store there yet)");
+  KCT_CONTAINS(out, "(environment) KC_CACHE_DIR = /nonexistent/kc-typo");
+  free(out);
+  /* the default store, not made yet: empty, not an error */
+  snprintf(cmd, sizeof cmd, "env -u KC_CACHE_DIR -u XDG_CACHE_HOME HOME='%s' '%s' ls 2>&1", f->root, KC_CLI);
+  assert_int_equal(kct_capture(cmd, &out), 0);
+  KCT_CONTAINS(out, "(no entries in ");
+  free(out);
+}
+
+/* A store this user cannot read (its v1 folder another user's, 0700) is an
+ * error, exit 1, in every command: before, stats showed "entries 0". */
+static void test_unreadable_store(void **state) {
+  fx *f = *state;
+  populate(f);
+  char vdir[600], pre[1024], *out;
+  snprintf(vdir, sizeof vdir, "%s/v%u", f->root, KC__STORE_FORMAT);
+  bool root = geteuid() == 0;
+  json_set js = {0};
+  if (root) {
+    /* as another user: the store root readable, its v1 folder not */
+    snprintf(pre, sizeof pre, "setpriv --reuid=65534 --regid=65534 --clear-groups");
+    assert_int_equal(chmod(f->root, 0755), 0);
+    if (cli_after(f, pre, &out, "--version") != 0) {
+      free(out);
+      print_message("cannot run kcache as uid 65534 here (setpriv, or a build directory it cannot reach)\n");
+      skip();
+    }
+    free(out);
+    assert_int_equal(chmod(vdir, 0700), 0);
+  } else {
+    pre[0] = 0;
+    assert_int_equal(chmod(vdir, 0), 0);
+  }
+  for (size_t i = 0; i < sizeof store_cmds / sizeof *store_cmds; i++) {
+    int rc = cli_after(f, pre, &out, store_cmds[i]);
+    if (rc != 1 || !strstr(out, "cannot read the store") || !strstr(out, "Permission denied"))
+      fail_msg("an unreadable store, kcache %s: exit %d, wanted 1 and why:\n%s", store_cmds[i], rc, out);
+    free(out);
+    char cmd[4096], args[256];
+    snprintf(args, sizeof args, "--json %s", store_cmds[i]);
+    snprintf(cmd, sizeof cmd, "%s '%s' --dir '%s' %s 2>/dev/null", pre, KC_CLI, f->root, args);
+    assert_int_equal(kct_capture(cmd, &out), 1);
+    json_add(&js, args, out, 1);
+    free(out);
+  }
+  json_check(&js);
+  if (!root) assert_int_equal(chmod(vdir, 0700), 0);
+  assert_int_equal(st_entries(f->root, NULL), 3); /* nothing was lost */
+}
+
+/* Every command's --json output is one JSON document, its failures too. */
+static void test_json_everywhere(void **state) {
+  fx *f = *state;
+  populate(f);
+  char dir[700];
+  json_set js = {0};
+  snprintf(dir, sizeof dir, "--dir '%s'", f->root);
+  static const struct {
+    const char *args;
+    int rc;
+  } runs[] = {
+      {"stats", 0},
+      {"stats -z", 0},
+      {"-s", 0},
+      {"ls", 0},
+      {"ls --sort size", 0},
+      {"show k", 0},
+      {"verify", 0},
+      {"explain k", 0},
+      {"-p", 0},
+      {"-M 2G", 0},
+      {"gc --max-size 1G", 0},
+      {"--version", 0},
+      /* failures: an error object */
+      {"show nosuchkernel", 1},
+      {"show 45", 1},
+      {"explain 45", 1},
+      {"ls --bogus", 2},
+      {"frobnicate", 2},
+      {"gc --max-size lots", 2},
+      {"remote ping --url redis://127.0.0.1:1 --timeout 200", 1},
+      {"", 2},
+      {"clear", 0},
+      {"ls", 0},
+      {"stats", 0},
+  };
+  for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+    char args[1024], *out;
+    snprintf(args, sizeof args, "%s --json %s", dir, runs[i].args);
+    int rc = cli_stdout("", args, &out);
+    if (rc != runs[i].rc) fail_msg("kcache %s: exit %d, wanted %d:\n%s", args, rc, runs[i].rc, out);
+    json_add(&js, args, out, runs[i].rc);
+    free(out);
+  }
+  json_check(&js);
+  char *out;
+  assert_int_equal(cli_stdout("", "--json --version", &out), 0);
+  assert_string_equal(out, "{\"version\": \"" KC_VERSION_STRING "\"}\n");
+  free(out);
+}
+
+/* `kcache show 45`: not "no entry" alone, but what a prefix needs. */
+static void test_short_prefix_says_what_a_prefix_needs(void **state) {
+  fx *f = *state;
+  populate(f);
+  char *out;
+  assert_int_equal(cli(f, &out, "show 45"), 1);
+  KCT_CONTAINS(out, "no kernel named 45 in ");
+  KCT_CONTAINS(out, "45 is too short for a key prefix: a prefix needs 4 or more of the key's 32 hex digits");
+  free(out);
+  assert_int_equal(cli(f, &out, "explain abc"), 1);
+  KCT_CONTAINS(out, "a prefix needs 4 or more");
+  free(out);
+  assert_int_equal(cli(f, &out, "show 0123456789abcdef0123456789abcdef0"), 1);
+  KCT_CONTAINS(out, "longer than a key (32 hex digits)");
+  free(out);
+  assert_int_equal(cli(f, &out, "show ffff"), 1);
+  KCT_CONTAINS(out, "no entry whose key starts with ffff, and no kernel named ffff");
+  free(out);
+}
+
 static void test_progress_on_a_terminal(void **state) {
   fx *f = *state;
   if (system("script -qec true /dev/null >/dev/null 2>&1 </dev/null") != 0) {
@@ -814,6 +1021,10 @@ int main(int argc, char **argv) {
       T(test_ls_tells_apart),
       T(test_show_json_invalid_utf8),
       T(test_progress_on_a_terminal),
+      T(test_cache_dir_names_nothing),
+      T(test_unreadable_store),
+      T(test_json_everywhere),
+      T(test_short_prefix_says_what_a_prefix_needs),
   };
 #undef T
   return KCT_RUN(tests);

@@ -149,7 +149,7 @@ typedef CUresult (*cu_launch_ex_fn)(const cu_launch_config *cfg, CUfunction fn, 
 typedef struct cu_driver {
   kc__once once;
   const char *why; /* NULL once the driver works and sees a device */
-  char why_buf[256];
+  char why_buf[512];
   int version;
   KC__CU_DRIVER_FNS(KC__FIELD)
   cu_launch_ex_fn cuLaunchKernelEx; /* NULL before CUDA 12.0 */

@@ -103,6 +103,12 @@ static void cu_nvrtc_preload_builtins(void) {
 
 static void cu_nvrtc_load(void) {
   static const char *const roots[] = {"CUDA_HOME", "CUDA_PATH"};
+  static char refused_why[512];
+  if (kc__static_program()) { /* (every dlopen below is of NVRTC) */
+    snprintf(refused_why, sizeof refused_why, "NVRTC not opened: %s", kc__static_refusal());
+    cu_nvrtc.why = refused_why;
+    return;
+  }
   bool found = false;
   for (size_t i = 0; i < 2 && !found; i++) {
     const char *root = getenv(roots[i]);
@@ -148,7 +154,13 @@ const char *cu_errstr(CUresult r) {
 }
 
 static void cu_load(void) {
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  const char *refused = NULL;
+  void *lib = kc__dlopen_foreign("libcuda.so.1", RTLD_NOW | RTLD_LOCAL, &refused);
+  if (refused) {
+    snprintf(cu_drv.why_buf, sizeof cu_drv.why_buf, "libcuda.so.1 not opened: %s", refused);
+    cu_drv.why = cu_drv.why_buf;
+    return;
+  }
   if (!lib) {
     cu_drv.why = "no CUDA driver (libcuda.so.1 not found)";
     return;

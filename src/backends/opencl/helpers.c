@@ -61,8 +61,10 @@ extern char **environ;
 /* ------------------------------------------------------------- settings */
 
 /* The helper to run: the configured one ($KC_OPENCL_HELPER), else the one
- * installed next to the library (found from where this code was loaded),
- * else the configured install path. */
+ * installed next to the library (found from where this code was loaded:
+ * KC_CLC_RELDIR from its folder; "." in a Python wheel, which carries it
+ * beside the extension module the library is linked into), else the
+ * configured install path. */
 static void ocl_helper_path(const char *set, char *buf, size_t n) {
   static const char anchor = 0;
   if (set) {

@@ -20,12 +20,18 @@ ocl_svm_arg_fn ocl_set_arg_svm;
 
 static kc__once ocl_once = KC__ONCE_INIT;
 static const char *ocl_why; /* written once inside call_once; NULL: usable */
-static char ocl_why_buf[160];
+static char ocl_why_buf[512];
 
 static void ocl_load(void) {
   /* RTLD_LOCAL: the ICD pulls in the platform's LLVM; making its symbols
    * global could clash with another LLVM in the process (PoCL crashes). */
-  void *lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+  const char *refused = NULL;
+  void *lib = kc__dlopen_foreign("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL, &refused);
+  if (refused) {
+    snprintf(ocl_why_buf, sizeof ocl_why_buf, "libOpenCL.so.1 not opened: %s", refused);
+    ocl_why = ocl_why_buf;
+    return;
+  }
   if (!lib) lib = dlopen("libOpenCL.so", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     ocl_why = "libOpenCL.so.1 not found (install ocl-icd-libopencl1 and an ICD such as "
