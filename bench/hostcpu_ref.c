@@ -42,12 +42,11 @@ void REF(reduce)(float *out, const float *x, size_t n, size_t wg) {
 }
 
 void REF(stencil)(float *out, const float *in, int w, int h) {
-  PAR for (int y = 0; y < h; y++)
-    for (int x = 0; x < w; x++) {
-      int i = y * w + x;
-      if (x == 0 || y == 0 || x == w - 1 || y == h - 1) out[i] = in[i];
-      else out[i] = 0.5f * in[i] + 0.125f * (in[i - 1] + in[i + 1] + in[i - w] + in[i + w]);
-    }
+  PAR for (int y = 0; y < h; y++) for (int x = 0; x < w; x++) {
+    int i = y * w + x;
+    if (x == 0 || y == 0 || x == w - 1 || y == h - 1) out[i] = in[i];
+    else out[i] = 0.5f * in[i] + 0.125f * (in[i - 1] + in[i + 1] + in[i - w] + in[i + w]);
+  }
 }
 
 /* c = a * b, n x n: the i-k-j loop, which vectorizes over j */

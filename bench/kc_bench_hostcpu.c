@@ -37,11 +37,11 @@
 #endif
 
 /* the C reference, three builds of bench/hostcpu_ref.c */
-#define DECL(p)                                                                                                \
-  void p##saxpy(float *y, const float *x, float a, size_t n);                                                  \
-  void p##madd(float *y, const float *x, float a, size_t n);                                                   \
-  void p##reduce(float *out, const float *x, size_t n, size_t wg);                                             \
-  void p##stencil(float *out, const float *in, int w, int h);                                                  \
+#define DECL(p) \
+  void p##saxpy(float *y, const float *x, float a, size_t n); \
+  void p##madd(float *y, const float *x, float a, size_t n); \
+  void p##reduce(float *out, const float *x, size_t n, size_t wg); \
+  void p##stencil(float *out, const float *in, int w, int h); \
   void p##matmul(float *c, const float *a, const float *b, int n);
 DECL(o2_)
 DECL(o3_)
@@ -50,14 +50,16 @@ void omp_threads(int n); /* hostcpu_omp.c */
 
 enum { SAXPY_N = 16 << 20, MADD_N = 4 << 20, RED_N = 16 << 20, WG = 256, ST_W = 4096, ST_H = 2048, MM = 512 };
 
-static const char SRC_SAXPY[] = "KC_KERNEL void saxpy(KC_GLOBAL float *y, KC_GLOBAL const float *x, float a) {\n"
-                                "  size_t i = kc_global_id(0);\n"
-                                "  y[i] = a * x[i] + y[i];\n}\n";
-static const char SRC_MADD[] = "KC_KERNEL void madd(KC_GLOBAL float *y, KC_GLOBAL const float *x, float a) {\n"
-                               "  size_t i = kc_global_id(0);\n"
-                               "  float v = x[i];\n"
-                               "  for (int k = 0; k < 64; k++) v = v * a + 0.5f;\n"
-                               "  y[i] = v;\n}\n";
+static const char SRC_SAXPY[] =
+    "KC_KERNEL void saxpy(KC_GLOBAL float *y, KC_GLOBAL const float *x, float a) {\n"
+    "  size_t i = kc_global_id(0);\n"
+    "  y[i] = a * x[i] + y[i];\n}\n";
+static const char SRC_MADD[] =
+    "KC_KERNEL void madd(KC_GLOBAL float *y, KC_GLOBAL const float *x, float a) {\n"
+    "  size_t i = kc_global_id(0);\n"
+    "  float v = x[i];\n"
+    "  for (int k = 0; k < 64; k++) v = v * a + 0.5f;\n"
+    "  y[i] = v;\n}\n";
 static const char SRC_REDUCE[] = "KC_KERNEL void reduce(KC_GLOBAL float *out, KC_GLOBAL const float *x) {\n"
                                  "  KC_LOCAL float part[256];\n"
                                  "  size_t l = kc_local_id(0);\n"
@@ -68,10 +70,11 @@ static const char SRC_REDUCE[] = "KC_KERNEL void reduce(KC_GLOBAL float *out, KC
                                  "    kc_barrier();\n"
                                  "  }\n"
                                  "  if (l == 0) out[kc_group_id(0)] = part[0];\n}\n";
-static const char SRC_STENCIL[] = "KC_KERNEL void stencil(KC_GLOBAL float *out, KC_GLOBAL const float *in, int w, int h) {\n"
-                                  "  int x = (int)kc_global_id(0), y = (int)kc_global_id(1), i = y * w + x;\n"
-                                  "  if (x == 0 || y == 0 || x == w - 1 || y == h - 1) { out[i] = in[i]; return; }\n"
-                                  "  out[i] = 0.5f * in[i] + 0.125f * (in[i - 1] + in[i + 1] + in[i - w] + in[i + w]);\n}\n";
+static const char SRC_STENCIL[] =
+    "KC_KERNEL void stencil(KC_GLOBAL float *out, KC_GLOBAL const float *in, int w, int h) {\n"
+    "  int x = (int)kc_global_id(0), y = (int)kc_global_id(1), i = y * w + x;\n"
+    "  if (x == 0 || y == 0 || x == w - 1 || y == h - 1) { out[i] = in[i]; return; }\n"
+    "  out[i] = 0.5f * in[i] + 0.125f * (in[i - 1] + in[i + 1] + in[i - w] + in[i + w]);\n}\n";
 static const char SRC_MATMUL[] = "#define TS 16\n"
                                  "KC_KERNEL void matmul(KC_GLOBAL float *c, KC_GLOBAL const float *a,\n"
                                  "                      KC_GLOBAL const float *b, int n) {\n"
@@ -126,17 +129,20 @@ static double run_c(int k, int v) {
     memcpy(y, in2, out_n * sizeof(float));
   }
   t0 = now_ns();
-#define CALL(p)                                                                                                \
-  switch (k) {                                                                                                 \
-  case K_SAXPY: p##saxpy(y, in1, 1.5f, SAXPY_N); break;                                                       \
-  case K_MADD: p##madd(y, in1, 0.999f, MADD_N); break;                                                        \
-  case K_REDUCE: p##reduce(y, in1, RED_N, WG); break;                                                         \
-  case K_STENCIL: p##stencil(y, in1, ST_W, ST_H); break;                                                      \
-  case K_MATMUL: p##matmul(y, in1, in2, MM); break;                                                           \
+#define CALL(p) \
+  switch (k) { \
+  case K_SAXPY: p##saxpy(y, in1, 1.5f, SAXPY_N); break; \
+  case K_MADD: p##madd(y, in1, 0.999f, MADD_N); break; \
+  case K_REDUCE: p##reduce(y, in1, RED_N, WG); break; \
+  case K_STENCIL: p##stencil(y, in1, ST_W, ST_H); break; \
+  case K_MATMUL: p##matmul(y, in1, in2, MM); break; \
   }
-  if (v == 0) CALL(o2_) else if (v == 1) CALL(o3_) else CALL(omp_)
+  if (v == 0)
+    CALL(o2_)
+        else if (v == 1) CALL(o3_) else CALL(omp_)
 #undef CALL
-  return (now_ns() - t0) / 1e6;
+            return (now_ns() - t0) /
+        1e6;
 }
 
 static double best_c(int k, int v) {
@@ -194,11 +200,13 @@ static double run_kc(kc_backend_kind be, uint32_t threads, int k) {
     g = (kc_dim3){RED_N / WG, 1, 1}, b = (kc_dim3){WG, 1, 1};
     break;
   case K_STENCIL:
-    args[0] = KC_ARG_BUF(bo), args[1] = KC_ARG_BUF(b1), args[2] = KC_ARG_VAL(w), args[3] = KC_ARG_VAL(h), nargs = 4;
+    args[0] = KC_ARG_BUF(bo), args[1] = KC_ARG_BUF(b1), args[2] = KC_ARG_VAL(w), args[3] = KC_ARG_VAL(h),
+    nargs = 4;
     g = (kc_dim3){ST_W / 64, ST_H / 4, 1}, b = (kc_dim3){64, 4, 1};
     break;
   default:
-    args[0] = KC_ARG_BUF(bo), args[1] = KC_ARG_BUF(b1), args[2] = KC_ARG_BUF(b2), args[3] = KC_ARG_VAL(n), nargs = 4;
+    args[0] = KC_ARG_BUF(bo), args[1] = KC_ARG_BUF(b1), args[2] = KC_ARG_BUF(b2), args[3] = KC_ARG_VAL(n),
+    nargs = 4;
     g = (kc_dim3){MM / 16, MM / 16, 1}, b = (kc_dim3){16, 16, 1};
     break;
   }
@@ -268,7 +276,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--max-threads") && i + 1 < argc) maxt = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--kernel") && i + 1 < argc) only = argv[++i];
     else {
-      fprintf(stderr, "usage: %s [--json] [--reps N] [--max-threads N] [--no-opencl] [--kernel NAME]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--json] [--reps N] [--max-threads N] [--no-opencl] [--kernel NAME]\n",
+              argv[0]);
       return 2;
     }
   }
@@ -297,8 +306,7 @@ int main(int argc, char **argv) {
     best_c(k, 1);
     for (int i = 0; i < ntc; i++) kc[k][i] = run_kc(KC_BACKEND_HOST, (uint32_t)tc[i], k);
     cl[k] = opencl ? run_kc(KC_BACKEND_OPENCL, 0, k) : -1;
-    if (!json)
-      fprintf(stderr, "%s: %s measured\n", KCB_PROG, knames[k]);
+    if (!json) fprintf(stderr, "%s: %s measured\n", KCB_PROG, knames[k]);
   }
   static const uint32_t cross_n[] = {256, 1024, 4096, 16384, 65536, 262144, 1048576};
   enum { NX = sizeof cross_n / sizeof *cross_n };
@@ -323,8 +331,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < ntc; i++) printf("%s%d", i ? "," : "", tc[i]);
     printf("],\"kernels\":[");
     for (int k = 0; k < NKERN; k++) {
-      printf("%s{\"name\":\"%s\",\"c_o2_ms\":%.3f,\"c_o3_native_ms\":%.3f,\"opencl_ms\":%.3f,\"kcache_ms\":[", k ? "," : "",
-             knames[k], c_o2[k], c_o3[k], cl[k]);
+      printf("%s{\"name\":\"%s\",\"c_o2_ms\":%.3f,\"c_o3_native_ms\":%.3f,\"opencl_ms\":%.3f,\"kcache_ms\":[",
+             k ? "," : "", knames[k], c_o2[k], c_o3[k], cl[k]);
       for (int i = 0; i < ntc; i++) printf("%s%.3f", i ? "," : "", kc[k][i]);
       printf("],\"c_openmp_ms\":[");
       for (int i = 0; i < ntc; i++) printf("%s%.3f", i ? "," : "", c_omp[k][i]);
@@ -332,11 +340,13 @@ int main(int argc, char **argv) {
     }
     printf("],\"crossover\":[");
     for (int i = 0; i < NX; i++)
-      printf("%s{\"items\":%u,\"one_thread_us\":%.3f,\"all_threads_us\":%.3f}", i ? "," : "", cross_n[i], x1[i], xall[i]);
+      printf("%s{\"items\":%u,\"one_thread_us\":%.3f,\"all_threads_us\":%.3f}", i ? "," : "", cross_n[i],
+             x1[i], xall[i]);
     printf("]}\n");
     return 0;
   }
-  printf("kcache %s host backend throughput, %s, %ld cores (best of %d, ms)\n", kc_version(), host, cores, reps);
+  printf("kcache %s host backend throughput, %s, %ld cores (best of %d, ms)\n", kc_version(), host, cores,
+         reps);
   printf("\n%-8s %9s %9s", "kernel", "C -O2", "C -O3nat");
   for (int i = 0; i < ntc; i++) printf(" %7s%-2d", "kc t=", tc[i]);
   for (int i = 0; i < ntc; i++) printf(" %7s%-2d", "omp t=", tc[i]);

@@ -55,18 +55,20 @@ static const char SRC_MATMUL[] = "#define TS 16\n"
 
 /* The ids from a helper, which reaches the work item the kernel runs. */
 static const char SRC_GID[] = "KC_DEVICE size_t my_gid(void) { return kc_global_id(0); }";
-static const char SRC_IDS[] = "KC_KERNEL void ids(KC_GLOBAL float *y) {\n"
-                              "  size_t i = my_gid();\n"
-                              "  y[i] = (float)(i % 1000) + (float)kc_group_id(0) * 0.0f + (float)kc_local_size(0);\n"
-                              "}\n";
+static const char SRC_IDS[] =
+    "KC_KERNEL void ids(KC_GLOBAL float *y) {\n"
+    "  size_t i = my_gid();\n"
+    "  y[i] = (float)(i % 1000) + (float)kc_group_id(0) * 0.0f + (float)kc_local_size(0);\n"
+    "}\n";
 
 /* A 2-D five-point stencil, no local memory. */
-static const char SRC_STENCIL[] = "KC_KERNEL void stencil(KC_GLOBAL const float *in, KC_GLOBAL float *out, int w, int h) {\n"
-                                  "  int x = (int)kc_global_id(0), y = (int)kc_global_id(1);\n"
-                                  "  if (x == 0 || y == 0 || x >= w - 1 || y >= h - 1) { out[y * w + x] = in[y * w + x]; return; }\n"
-                                  "  out[y * w + x] = 0.5f * in[y * w + x] + 0.125f * (in[y * w + x - 1] + in[y * w + x + 1]\n"
-                                  "                   + in[(y - 1) * w + x] + in[(y + 1) * w + x]);\n"
-                                  "}\n";
+static const char SRC_STENCIL[] =
+    "KC_KERNEL void stencil(KC_GLOBAL const float *in, KC_GLOBAL float *out, int w, int h) {\n"
+    "  int x = (int)kc_global_id(0), y = (int)kc_global_id(1);\n"
+    "  if (x == 0 || y == 0 || x >= w - 1 || y >= h - 1) { out[y * w + x] = in[y * w + x]; return; }\n"
+    "  out[y * w + x] = 0.5f * in[y * w + x] + 0.125f * (in[y * w + x - 1] + in[y * w + x + 1]\n"
+    "                   + in[(y - 1) * w + x] + in[(y + 1) * w + x]);\n"
+    "}\n";
 
 static kc_buffer *buffer_of(kc_runtime *rt, kc_context *ctx, const float *v, size_t n) {
   kc_buffer *b;
@@ -101,7 +103,8 @@ static void run_reduce_on(kc_runtime *rt, kc_context *ctx, uint32_t groups, kct_
   if (!st) st = kc_context_finish(ctx);
   if (!st) st = kc_buffer_read(bo, 0, out, groups * sizeof(float));
   char msg[300] = "";
-  if (st) snprintf(msg, sizeof msg, "reduce over %u groups: %s: %s", groups, kc_status_name(st), kc_errmsg(rt));
+  if (st)
+    snprintf(msg, sizeof msg, "reduce over %u groups: %s: %s", groups, kc_status_name(st), kc_errmsg(rt));
   for (uint32_t gi = 0; !st && !msg[0] && gi < groups; gi++) {
     double want = 0;
     for (size_t i = 0; i < WG; i++) want += x[(size_t)gi * WG + i];
@@ -119,7 +122,9 @@ static void run_reduce_on(kc_runtime *rt, kc_context *ctx, uint32_t groups, kct_
   }
 }
 
-static void run_reduce(kc_runtime *rt, kc_context *ctx, uint32_t groups) { run_reduce_on(rt, ctx, groups, NULL); }
+static void run_reduce(kc_runtime *rt, kc_context *ctx, uint32_t groups) {
+  run_reduce_on(rt, ctx, groups, NULL);
+}
 
 static void test_reduction_with_local_memory_and_barriers(void **state) {
   (void)state;
@@ -179,7 +184,8 @@ static void test_ids_from_helpers_on_large_grids(void **state) {
   KCT_OK(rt, kc_context_finish(ctx));
   float *y = read_all(rt, by, N);
   for (size_t i = 0; i < N; i++)
-    if (y[i] != (float)(i % 1000) + 256.0f) fail_msg("y[%zu] = %g, expected %g", i, y[i], (float)(i % 1000) + 256.0f);
+    if (y[i] != (float)(i % 1000) + 256.0f)
+      fail_msg("y[%zu] = %g, expected %g", i, y[i], (float)(i % 1000) + 256.0f);
   kct_free(y);
   kct_destroy(rt);
 }
@@ -205,7 +211,8 @@ static void test_stencil_2d(void **state) {
       float want = x == 0 || y == 0 || x == W - 1 || y == H - 1
                        ? in[i]
                        : 0.5f * in[i] + 0.125f * (in[i - 1] + in[i + 1] + in[i - W] + in[i + W]);
-      if (fabsf(out[i] - want) > 1e-4f * (fabsf(want) + 1)) fail_msg("(%d, %d): %g, expected %g", x, y, out[i], want);
+      if (fabsf(out[i] - want) > 1e-4f * (fabsf(want) + 1))
+        fail_msg("(%d, %d): %g, expected %g", x, y, out[i], want);
     }
   kct_free(in);
   kct_free(out);
@@ -252,10 +259,11 @@ static void test_barrier_misuse_is_refused(void **state) {
   if (kct_backend != KC_BACKEND_HOST) skip();
   kc_runtime *rt = kct_runtime(NULL);
   kc_context *ctx = kct_context(rt);
-  kct_define(rt, "halfway", "KC_KERNEL void halfway(KC_GLOBAL float *y) {\n"
-                         "  if (kc_local_id(0) < 4) kc_barrier();\n"
-                         "  y[kc_global_id(0)] = 1.0f;\n"
-                         "}\n");
+  kct_define(rt, "halfway",
+             "KC_KERNEL void halfway(KC_GLOBAL float *y) {\n"
+             "  if (kc_local_id(0) < 4) kc_barrier();\n"
+             "  y[kc_global_id(0)] = 1.0f;\n"
+             "}\n");
   kc_buffer *by = buffer_of(rt, ctx, NULL, 8192);
   kc_arg args[] = {KC_ARG_BUF(by)};
   kc_dim3 g = {1, 1, 1}, b = {8, 1, 1};

@@ -112,7 +112,9 @@ const char host_prelude[] =
 /* What a kernel's closure uses, read from its text past the prelude (a
  * name in a comment or a string counts too: a needless fiber or copy, never
  * a missing one). */
-static bool ident_char(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+static bool ident_char(char c) {
+  return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
 
 static bool mentions(const kc__tu *tu, const char *name) {
   size_t from = sizeof host_prelude - 1, n = strlen(name);
@@ -127,9 +129,9 @@ kc_status host_entry_prologue(void *state, const kc__tu *tu, kc__sb *out) {
   /* the hidden parameter: the kernel's definition (and only it: a call of
    * a kernel is not C on the other backends either) gets it first */
   if (tu->nparams)
-    kc__sb_printf(out, "#define %s(...) %s(const struct kc__wi *kc__wp, __VA_ARGS__)\n", tu->entry, tu->entry);
-  else
-    kc__sb_printf(out, "#define %s(...) %s(const struct kc__wi *kc__wp)\n", tu->entry, tu->entry);
+    kc__sb_printf(out, "#define %s(...) %s(const struct kc__wi *kc__wp, __VA_ARGS__)\n", tu->entry,
+                  tu->entry);
+  else kc__sb_printf(out, "#define %s(...) %s(const struct kc__wi *kc__wp)\n", tu->entry, tu->entry);
   return KC_OK;
 }
 
@@ -140,34 +142,37 @@ static void emit_group(const kc__tu *tu, bool fibers, kc__sb *out) {
   kc__sb_puts(out, "struct kc__a {");
   for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, " %s kc__v%u;", tu->params[i].type, i);
   if (!n) kc__sb_puts(out, " char kc__none;");
-  kc__sb_puts(out, " };\n"
-                   "__attribute__((visibility(\"default\"))) const unsigned kc__asize = sizeof(struct kc__a);\n");
+  kc__sb_puts(out,
+              " };\n"
+              "__attribute__((visibility(\"default\"))) const unsigned kc__asize = sizeof(struct kc__a);\n");
   if (fibers) {
     /* each item a fiber (exec.c): it runs the kernel with its own item,
      * which it publishes in the thread's slot again after each barrier */
-    kc__sb_puts(out, "__attribute__((visibility(\"default\"))) int (*kc__fibers)(void *, unsigned, void (*)(void *, "
-                     "unsigned), void *);\n"
-                     "__attribute__((visibility(\"default\"))) void *kc__hs;\n"
-                     "struct kc__f { const struct kc__a *kc__x; struct kc__wi kc__w; };\n"
-                     "static void kc__item(void *kc__u, unsigned kc__i) {\n"
-                     "  const struct kc__f *kc__f = kc__u;\n"
-                     "  struct kc__wi kc__w = kc__f->kc__w;\n"
-                     "  kc__w.lid[0] = kc__i % kc__w.lsz[0];\n"
-                     "  kc__w.lid[1] = kc__i / kc__w.lsz[0] % kc__w.lsz[1];\n"
-                     "  kc__w.lid[2] = kc__i / kc__w.lsz[0] / kc__w.lsz[1];\n"
-                     "  kc__tls_p()->kc__item = &kc__w;\n"
-                     "  const struct kc__a *kc__x = kc__f->kc__x;\n  (void)kc__x;\n  ");
+    kc__sb_puts(
+        out, "__attribute__((visibility(\"default\"))) int (*kc__fibers)(void *, unsigned, void (*)(void *, "
+             "unsigned), void *);\n"
+             "__attribute__((visibility(\"default\"))) void *kc__hs;\n"
+             "struct kc__f { const struct kc__a *kc__x; struct kc__wi kc__w; };\n"
+             "static void kc__item(void *kc__u, unsigned kc__i) {\n"
+             "  const struct kc__f *kc__f = kc__u;\n"
+             "  struct kc__wi kc__w = kc__f->kc__w;\n"
+             "  kc__w.lid[0] = kc__i % kc__w.lsz[0];\n"
+             "  kc__w.lid[1] = kc__i / kc__w.lsz[0] % kc__w.lsz[1];\n"
+             "  kc__w.lid[2] = kc__i / kc__w.lsz[0] / kc__w.lsz[1];\n"
+             "  kc__tls_p()->kc__item = &kc__w;\n"
+             "  const struct kc__a *kc__x = kc__f->kc__x;\n  (void)kc__x;\n  ");
     kc__sb_printf(out, "%s(&kc__w", tu->entry);
     for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", kc__x->kc__v%u", i);
     kc__sb_puts(out, ");\n}\n");
   }
-  kc__sb_puts(out, "static inline int kc__group_in(const struct kc__a *kc__x, const unsigned *kc__gid, "
-                   "const unsigned *kc__b, const unsigned *kc__ng) {\n"
-                   "  struct kc__tls *kc__t = kc__tls_p();\n"
-                   "  struct kc__wi kc__w = {{0, 0, 0}, {kc__gid[0], kc__gid[1], kc__gid[2]},\n"
-                   "                         {kc__b[0], kc__b[1], kc__b[2]}, {kc__ng[0], kc__ng[1], kc__ng[2]},\n"
-                   "                         kc__t->kc__scratch};\n"
-                   "  const struct kc__wi *kc__saved = kc__t->kc__item;\n");
+  kc__sb_puts(out,
+              "static inline int kc__group_in(const struct kc__a *kc__x, const unsigned *kc__gid, "
+              "const unsigned *kc__b, const unsigned *kc__ng) {\n"
+              "  struct kc__tls *kc__t = kc__tls_p();\n"
+              "  struct kc__wi kc__w = {{0, 0, 0}, {kc__gid[0], kc__gid[1], kc__gid[2]},\n"
+              "                         {kc__b[0], kc__b[1], kc__b[2]}, {kc__ng[0], kc__ng[1], kc__ng[2]},\n"
+              "                         kc__t->kc__scratch};\n"
+              "  const struct kc__wi *kc__saved = kc__t->kc__item;\n");
   if (fibers) {
     kc__sb_puts(out, "  struct kc__f kc__f = {kc__x, kc__w};\n"
                      "  int kc__r = kc__fibers(kc__hs, kc__b[0] * kc__b[1] * kc__b[2], kc__item, &kc__f);\n"
@@ -211,16 +216,19 @@ static void emit_grid(const kc__tu *tu, kc__sb *out) {
                    "KC__NOIPA static int kc__grid(void *kc__l, const void *kc__u, "
                    "const unsigned *kc__g, const unsigned *kc__b");
   for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", %s kc__v%u", tu->params[i].type, i);
-  kc__sb_puts(out, ") {\n"
-                   "  (void)kc__u;\n"
-                   "  if (!(kc__g && kc__b && kc__g[0] && kc__g[1] && kc__g[2] && kc__b[0] && kc__b[1] && kc__b[2]))\n"
-                   "    return kc__on_bad_dims ? kc__on_bad_dims(kc__l, kc__g, kc__b) : 1;\n"
-                   "  struct kc__a kc__x = {");
+  kc__sb_puts(
+      out,
+      ") {\n"
+      "  (void)kc__u;\n"
+      "  if (!(kc__g && kc__b && kc__g[0] && kc__g[1] && kc__g[2] && kc__b[0] && kc__b[1] && kc__b[2]))\n"
+      "    return kc__on_bad_dims ? kc__on_bad_dims(kc__l, kc__g, kc__b) : 1;\n"
+      "  struct kc__a kc__x = {");
   for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, "%skc__v%u", i ? ", " : "", i);
   if (!n) kc__sb_puts(out, "0");
   kc__sb_puts(out, "};\n"
                    "  static const unsigned kc__g0[3] = {0, 0, 0};\n"
-                   "  if ((kc__g[0] | kc__g[1] | kc__g[2]) == 1 && !KC__COPIES) return kc__group_in(&kc__x, kc__g0, kc__b, kc__g);\n"
+                   "  if ((kc__g[0] | kc__g[1] | kc__g[2]) == 1 && !KC__COPIES) return kc__group_in(&kc__x, "
+                   "kc__g0, kc__b, kc__g);\n"
                    "  if (kc__par) return kc__par(kc__l, &kc__x, kc__g, kc__b);\n"
                    "  unsigned kc__gid[3];\n"
                    "  for (kc__gid[2] = 0; kc__gid[2] < kc__g[2]; kc__gid[2]++)\n"

@@ -334,10 +334,11 @@ static int host_fibers_run(const kc__bsvc *sv, unsigned n, void (*fn)(void *, un
   }
   if (n > HOST_FIBERS_MAX)
     return kc__bs_err(sv, KC_EINVAL,
-                      "a group of %u work items with kc_barrier() is more than the host backend takes (%u)", n,
-                      HOST_FIBERS_MAX);
+                      "a group of %u work items with kc_barrier() is more than the host backend takes (%u)",
+                      n, HOST_FIBERS_MAX);
   if (host_tls.fibers)
-    return kc__bs_err(sv, KC_EBUSY, "a kernel with kc_barrier() launched from inside another one's work item");
+    return kc__bs_err(sv, KC_EBUSY,
+                      "a kernel with kc_barrier() launched from inside another one's work item");
   host_fibers *fs = host_fibers_get(n);
   if (!fs)
     return kc__bs_err(sv, KC_ENOMEM, "out of memory for the stacks of %u work items (kc_barrier())", n);
@@ -364,10 +365,11 @@ static int host_fibers_run(const kc__bsvc *sv, unsigned n, void (*fn)(void *, un
     for (unsigned i = 0; i < n; i++) done += fs->f[i].state == 2;
     if (done == n) break;
     if (done) { /* some ended while others wait at a barrier: they would wait for ever */
-      st = kc__bs_err(sv, KC_ELAUNCH,
-                      "%u of the %u work items of a group ended while the others waited at kc_barrier(): every "
-                      "item of a group must reach each barrier",
-                      done, n);
+      st = kc__bs_err(
+          sv, KC_ELAUNCH,
+          "%u of the %u work items of a group ended while the others waited at kc_barrier(): every "
+          "item of a group must reach each barrier",
+          done, n);
       break;
     }
   }
@@ -387,7 +389,8 @@ static host_copy *host_copy_take(host_state *s, host_image *im) {
   if (c) return c;
   c = kc__bs_calloc(s->sv, sizeof *c);
   if (!c) return NULL;
-  if (host_image_load(s, im->bytes, im->size, "loading a copy of a kernel failed: the object", &c->im) != KC_OK) {
+  if (host_image_load(s, im->bytes, im->size, "loading a copy of a kernel failed: the object", &c->im) !=
+      KC_OK) {
     kc__bs_free(s->sv, c);
     return NULL;
   }
@@ -563,7 +566,8 @@ int host_par(void *l_, const void *args, const unsigned *g, const unsigned *b) {
   host_copy *c = NULL;
   host_group_fn fn = (host_group_fn)im->group;
   if (im->needs_copies) {
-    if (!(c = host_copy_take(s, im))) return kc__bs_err(s->sv, KC_ENOMEM, "out of memory loading a copy of a kernel");
+    if (!(c = host_copy_take(s, im)))
+      return kc__bs_err(s->sv, KC_ENOMEM, "out of memory loading a copy of a kernel");
     fn = (host_group_fn)c->group;
   }
   /* the first group here, timed */
