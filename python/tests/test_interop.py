@@ -114,9 +114,8 @@ def test_host_scratch_and_opencl_local_memory(rt: kcache.Runtime) -> None:
 def test_foreign_stream_handle_on_opencl(rt: kcache.Runtime) -> None:
     if not kcache.HAS_INTEROP or rt.backend != "opencl":
         pytest.skip("an OpenCL queue of kcache's context through the interop API")
-    pytest.importorskip("pyopencl")
+    cl = pytest.importorskip("pyopencl")
     # a raw handle of another context is refused with the library's reason, not a crash
-    import pyopencl as cl
     other = cl.CommandQueue(cl.Context([cl.get_platforms()[0].get_devices()[0]]))
     rt.define("e", "KC_KERNEL void e(void) { }")
     with pytest.raises(kcache.KcacheError):
