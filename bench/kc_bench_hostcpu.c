@@ -137,9 +137,10 @@ static double run_c(int k, int v) {
   case K_STENCIL: p##stencil(y, in1, ST_W, ST_H); break; \
   case K_MATMUL: p##matmul(y, in1, in2, MM); break; \
   }
-  if (v == 0)
-    CALL(o2_)
-        else if (v == 1) CALL(o3_) else CALL(omp_)
+  if (v == 0) CALL(o2_)
+  else if (v == 1)
+    CALL(o3_)
+        else CALL(omp_)
 #undef CALL
             return (now_ns() - t0) /
         1e6;

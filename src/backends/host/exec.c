@@ -234,6 +234,8 @@ static void host_go(host_fibers *fs, void **save, void **fake, unsigned j) {
 #if defined(HOST_ASAN) || defined(KC__TSAN)
   const void *bottom;
   size_t size;
+#endif
+#ifdef KC__TSAN
   void *tsan;
 #endif
   if (j < fs->n) {
