@@ -18,6 +18,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+/* ThreadSanitizer: the parent has threads (the host backend's pool), and a
+ * fiber is a thread to TSan, so it would end the child at its first fiber
+ * by default (as test_fork_backend). */
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void) { return "die_after_fork=0"; }
+
 enum { WG = 128 };
 
 /* Each group sums its WG inputs in local memory, halving with a barrier

@@ -148,6 +148,7 @@ typedef struct host_fibers {
   size_t sched_size;
 #ifdef KC__TSAN
   void *sched_tsan;
+  pid_t tsan_pid; /* the process its TSan fibers were made in */
 #endif
 } host_fibers;
 
@@ -351,6 +352,10 @@ static int host_fibers_run(const kc__bsvc *sv, unsigned n, void (*fn)(void *, un
   host_sched_stack(fs);
 #ifdef KC__TSAN
   fs->sched_tsan = __tsan_get_current_fiber();
+  if (fs->tsan_pid != getpid()) { /* made before a fork(): TSan forgot them in the child (its threads) */
+    for (unsigned i = 0; i < fs->cap; i++) fs->f[i].tsan = NULL;
+    fs->tsan_pid = getpid();
+  }
 #endif
   host_tls.fibers = fs;
   int st = 0;
