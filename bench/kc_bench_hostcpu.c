@@ -130,20 +130,20 @@ static double run_c(int k, int v) {
   }
   t0 = now_ns();
 #define CALL(p) \
-  switch (k) { \
-  case K_SAXPY: p##saxpy(y, in1, 1.5f, SAXPY_N); break; \
-  case K_MADD: p##madd(y, in1, 0.999f, MADD_N); break; \
-  case K_REDUCE: p##reduce(y, in1, RED_N, WG); break; \
-  case K_STENCIL: p##stencil(y, in1, ST_W, ST_H); break; \
-  case K_MATMUL: p##matmul(y, in1, in2, MM); break; \
-  }
-  if (v == 0) CALL(o2_)
-  else if (v == 1)
-    CALL(o3_)
-        else CALL(omp_)
+  do { \
+    switch (k) { \
+    case K_SAXPY: p##saxpy(y, in1, 1.5f, SAXPY_N); break; \
+    case K_MADD: p##madd(y, in1, 0.999f, MADD_N); break; \
+    case K_REDUCE: p##reduce(y, in1, RED_N, WG); break; \
+    case K_STENCIL: p##stencil(y, in1, ST_W, ST_H); break; \
+    case K_MATMUL: p##matmul(y, in1, in2, MM); break; \
+    } \
+  } while (0)
+  if (v == 0) CALL(o2_);
+  else if (v == 1) CALL(o3_);
+  else CALL(omp_);
 #undef CALL
-            return (now_ns() - t0) /
-        1e6;
+  return (now_ns() - t0) / 1e6;
 }
 
 static double best_c(int k, int v) {
