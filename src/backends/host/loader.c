@@ -519,8 +519,10 @@ kc_status host_image_load(host_state *s, const void *bytes, size_t size, const c
   fibers_fn *fibers = host_plan_addr(p, im, "kc__fibers", true); /* only with barriers */
   void **hs = host_plan_addr(p, im, "kc__hs", true);
   long *it_off = host_plan_addr(p, im, "kc__it_off", true);
-  const unsigned *copies = host_plan_bytes(p, "kc__copies", sizeof(unsigned)); /* (read-only data) */
-  bool needs_copies = copies && *copies == 2;
+  const void *copies = host_plan_bytes(p, "kc__copies", sizeof(unsigned)); /* (read-only data) */
+  unsigned copies_v = 0; /* copied out: damaged bytes may put it anywhere */
+  if (copies) memcpy(&copies_v, copies, sizeof copies_v);
+  bool needs_copies = copies_v == 2;
   im->group = host_plan_addr(p, im, "kc__group", false);
   im->run = host_plan_addr(p, im, "kc__run", false);
   im->entry = host_plan_addr(p, im, "kc__launch", false);
