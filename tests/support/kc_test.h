@@ -242,6 +242,13 @@ int kct_dir_teardown(void **state);
  * cannot be started: test thread only. */
 int kct_capture(const char *cmd, char **out);
 
+/* Checks what a command said: KCT_SAYS(run, out, rc, want...) evaluates
+ * run (a call that returns an exit status and sets out to its output, such
+ * as a test's own wrapper of kct_capture), fails the test unless it
+ * returned rc and out holds every want, then frees out. */
+#define KCT_SAYS(run, out, ...) kct_says(#run, (run), &(out), __VA_ARGS__, (const char *)NULL)
+void kct_says(const char *what, int got, char **out, int rc, ...);
+
 /* A forked child with a pipe back to its parent: in the parent, pid and the
  * pipe's read end; in the child, pid 0 and the write end. After
  * kct_child_wait: the wait status, and whether the time ran out. */

@@ -42,6 +42,16 @@ int kct_capture(const char *cmd, char **out) {
   return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+void kct_says(const char *what, int got, char **out, int rc, ...) {
+  if (got != rc) fail_msg("%s returned %d, expected %d; it said:\n%s", what, got, rc, *out ? *out : "(null)");
+  va_list ap;
+  va_start(ap, rc);
+  for (const char *want; (want = va_arg(ap, const char *));) KCT_CONTAINS(*out, want);
+  va_end(ap);
+  free(*out);
+  *out = NULL;
+}
+
 bool kct_fork(kct_child *c, bool cloexec) {
   memset(c, 0, sizeof *c);
   int p[2];
