@@ -244,10 +244,5 @@ static void test_inherited_store(void **state) {
   kct_rmrf(dir);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  kct_memory_only(); /* the child's compile must be a compile, not a disk hit */
-  const struct CMUnitTest tests[] = {KCT_TEST(test_inherited_runtime), KCT_TEST(test_inherited_store)};
-  return KCT_RUN(tests);
-}
+/* the child's compile must be a compile, not a disk hit (kct_memory_only) */
+KCT_MAIN(KCT_TEST(test_inherited_runtime), KCT_TEST(test_inherited_store))

@@ -170,14 +170,6 @@ static void test_buffers_are_recycled(void **state) {
   assert_int_equal(c.live, 0);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  kct_memory_only();
-  const struct CMUnitTest tests[] = {
-      KCT_TEST(test_buffer_after_context_destroy), KCT_TEST(test_buffer_destroyed_twice),
-      KCT_TEST(test_launch_with_destroyed_buffer), KCT_TEST(test_bound_arguments_with_destroyed_buffer),
-      KCT_TEST(test_buffers_are_recycled),
-  };
-  return KCT_RUN(tests);
-}
+KCT_MAIN(KCT_TEST(test_buffer_after_context_destroy), KCT_TEST(test_buffer_destroyed_twice),
+         KCT_TEST(test_launch_with_destroyed_buffer), KCT_TEST(test_bound_arguments_with_destroyed_buffer),
+         KCT_TEST(test_buffers_are_recycled))

@@ -844,31 +844,14 @@ static void test_context_of_another_runtime(void **state) {
   kct_destroy(rt2);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  kct_memory_only();
-  const struct CMUnitTest tests[] = {
-      KCT_FX_TEST(test_undefined_callee_is_named_then_defined),
-      KCT_TEST(test_shadowing_a_builtin_invalidates),
-      KCT_TEST(test_shadowing_a_builtin_called_through_a_comment),
-      KCT_FX_TEST(test_syntax_error_names_function_and_line),
-      KCT_FX_TEST(test_compile_failure_is_cached),
-      KCT_TEST(test_host_compiler_failures),
-      KCT_TEST(test_compiler_word_limits),
-      KCT_TEST(test_invalid_names),
-      KCT_FX_TEST(test_null_pointers_are_errors),
-      KCT_FX_TEST(test_empty_grid_runs_nothing),
-      KCT_FX_TEST(test_fast_path_checks_like_the_slow_path),
-      KCT_TEST(test_status_table),
-      KCT_FX_TEST(test_wrong_arguments),
-      KCT_FX_TEST(test_recursion_is_rejected),
-      KCT_FX_TEST(test_undefine),
-      KCT_FX_TEST(test_buffer_ranges),
-      KCT_FX_TEST(test_undefined_kernel),
-      KCT_TEST(test_launch_on_destroyed_context),
-      KCT_FX_TEST(test_context_of_another_runtime),
-      KCT_FX_TEST(test_bound_argument_errors),
-  };
-  return KCT_RUN(tests);
-}
+KCT_MAIN(KCT_FX_TEST(test_undefined_callee_is_named_then_defined),
+         KCT_TEST(test_shadowing_a_builtin_invalidates),
+         KCT_TEST(test_shadowing_a_builtin_called_through_a_comment),
+         KCT_FX_TEST(test_syntax_error_names_function_and_line), KCT_FX_TEST(test_compile_failure_is_cached),
+         KCT_TEST(test_host_compiler_failures), KCT_TEST(test_compiler_word_limits),
+         KCT_TEST(test_invalid_names), KCT_FX_TEST(test_null_pointers_are_errors),
+         KCT_FX_TEST(test_empty_grid_runs_nothing), KCT_FX_TEST(test_fast_path_checks_like_the_slow_path),
+         KCT_TEST(test_status_table), KCT_FX_TEST(test_wrong_arguments),
+         KCT_FX_TEST(test_recursion_is_rejected), KCT_FX_TEST(test_undefine), KCT_FX_TEST(test_buffer_ranges),
+         KCT_FX_TEST(test_undefined_kernel), KCT_TEST(test_launch_on_destroyed_context),
+         KCT_FX_TEST(test_context_of_another_runtime), KCT_FX_TEST(test_bound_argument_errors))

@@ -207,15 +207,5 @@ static void test_prepare_errors(void **state) {
   kct_destroy(rt);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  kct_memory_only();
-  const struct CMUnitTest tests[] = {
-      KCT_TEST(test_batch_while_launching),
-      KCT_TEST(test_prepared_launch_is_cached),
-      KCT_TEST(test_prepare_pinned_world),
-      KCT_TEST(test_prepare_errors),
-  };
-  return KCT_RUN(tests);
-}
+KCT_MAIN(KCT_TEST(test_batch_while_launching), KCT_TEST(test_prepared_launch_is_cached),
+         KCT_TEST(test_prepare_pinned_world), KCT_TEST(test_prepare_errors))

@@ -246,15 +246,5 @@ static void test_half_argument(void **state) {
   kct_destroy(rt);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  kct_memory_only();
-  const struct CMUnitTest tests[] = {
-      KCT_FX_TEST(test_struct_union_vector_arguments),
-      KCT_FX_TEST(test_wrong_size_same_message),
-      KCT_TEST(test_signature_from_the_disk_cache),
-      KCT_TEST(test_half_argument),
-  };
-  return KCT_RUN(tests);
-}
+KCT_MAIN(KCT_FX_TEST(test_struct_union_vector_arguments), KCT_FX_TEST(test_wrong_size_same_message),
+         KCT_TEST(test_signature_from_the_disk_cache), KCT_TEST(test_half_argument))

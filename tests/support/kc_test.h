@@ -69,6 +69,18 @@ void kct_host_only(void);
 
 /* Runs a cmocka group under a name that says the backend. */
 #define KCT_RUN(tests) cmocka_run_group_tests_name(kct_group_name(#tests), tests, NULL, NULL)
+
+/* The whole main() of a suite whose tests need nothing more of it than
+ * kct_main_init and kct_memory_only: KCT_MAIN(KCT_TEST(a), KCT_FX_TEST(b),
+ * ...) runs the tests given as one group (KCT_RUN). */
+#define KCT_MAIN(...) \
+  int main(int argc, char **argv) { \
+    const struct CMUnitTest tests[] = {__VA_ARGS__}; \
+    int rc = kct_main_init(argc, argv); \
+    if (rc >= 0) return rc; \
+    kct_memory_only(); \
+    return KCT_RUN(tests); \
+  }
 const char *kct_group_name(const char *what);
 
 /* Fails the test unless expr returns KC_OK, printing the library's message. */
