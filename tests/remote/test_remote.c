@@ -750,20 +750,22 @@ int main(int argc, char **argv) {
   rs_require_server();
   unsetenv("KC_REMOTE"); /* the nodes say everything through their options */
   unsetenv("KC_CACHE_DISABLE");
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_second_node_loads_the_first_nodes_compile, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_eight_nodes_cold_start_compile_three_times, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_stopped_then_killed_server_delays_no_launch, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_no_server_at_all, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_damaged_values_are_detected_and_replaced, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_wrong_password, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_secrets, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_lock_of_a_dead_holder_expires, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_planted_locks_are_not_waited_for, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_wait_bounded_by_compile_time, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_authenticated_lock_waited_for, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_size_limit, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_threads_share_a_node, setup, teardown),
+      T(test_second_node_loads_the_first_nodes_compile),
+      T(test_eight_nodes_cold_start_compile_three_times),
+      T(test_stopped_then_killed_server_delays_no_launch),
+      T(test_no_server_at_all),
+      T(test_damaged_values_are_detected_and_replaced),
+      T(test_wrong_password),
+      T(test_secrets),
+      T(test_lock_of_a_dead_holder_expires),
+      T(test_planted_locks_are_not_waited_for),
+      T(test_wait_bounded_by_compile_time),
+      T(test_authenticated_lock_waited_for),
+      T(test_size_limit),
+      T(test_threads_share_a_node),
   };
+#undef T
   return cmocka_run_group_tests_name(kct_group_name("remote tier"), tests, group_setup, group_teardown);
 }

@@ -63,15 +63,25 @@ static void test_buffer_destroyed_twice(void **state) {
   kct_destroy(rt);
 }
 
+/* A runtime with k defined (*k, a handle on it), a context (*ctx) and a
+ * buffer of N floats in it (*b). */
+static kc_runtime *runtime_with_k(kc_kernel **k, kc_context **ctx, kc_buffer **b) {
+  kc_runtime *rt = kct_runtime(NULL);
+  kct_define(rt, "k", SRC_K);
+  *k = kct_kernel(rt, "k", NULL);
+  *ctx = kct_context(rt);
+  *b = kct_buffer(rt, *ctx, N);
+  return rt;
+}
+
 /* A destroyed buffer as a launch argument: KC_EARGS that says so, on the
  * checked path (kc_launch) and when binding (kc_args_create). */
 static void test_launch_with_destroyed_buffer(void **state) {
   (void)state;
-  kc_runtime *rt = kct_runtime(NULL);
-  kct_define(rt, "k", SRC_K);
-  kc_kernel *k = kct_kernel(rt, "k", NULL);
-  kc_context *ctx = kct_context(rt);
-  kc_buffer *b = kct_buffer(rt, ctx, N);
+  kc_kernel *k;
+  kc_context *ctx;
+  kc_buffer *b;
+  kc_runtime *rt = runtime_with_k(&k, &ctx, &b);
   float out[N];
   kct_run_ok(rt, k, ctx, b, N, out);
   kct_expect_linear(out, N, 1, 1);
@@ -99,11 +109,10 @@ static void test_launch_with_destroyed_buffer(void **state) {
  * buffer mends them. */
 static void test_bound_arguments_with_destroyed_buffer(void **state) {
   (void)state;
-  kc_runtime *rt = kct_runtime(NULL);
-  kct_define(rt, "k", SRC_K);
-  kc_kernel *k = kct_kernel(rt, "k", NULL);
-  kc_context *ctx = kct_context(rt);
-  kc_buffer *b = kct_buffer(rt, ctx, N);
+  kc_kernel *k;
+  kc_context *ctx;
+  kc_buffer *b;
+  kc_runtime *rt = runtime_with_k(&k, &ctx, &b);
   kc_arg arg = KC_ARG_BUF(b);
   kc_args *bound = NULL;
   KCT_OK(rt, kc_args_create(k, ctx, &arg, 1, &bound));
