@@ -45,38 +45,35 @@ static char wrapper[600];
 static void write_wrapper(void) {
   rel_mkdtemp(wrapper_dir, sizeof wrapper_dir, "cc");
   snprintf(wrapper, sizeof wrapper, "%s/fault-cc", wrapper_dir);
-  FILE *f = fopen(wrapper, "w");
-  assert_non_null(f);
-  fprintf(f,
-          "#!/bin/sh\n"
-          "# a C compiler that misbehaves when the source asks it to\n"
-          "real='%s'\n"
-          "dir='%s'\n"
-          "src= out= prev=\n"
-          "for a in \"$@\"; do\n"
-          "  case $a in *.c) src=$a ;; esac\n"
-          "  [ \"$prev\" = -o ] && out=$a\n"
-          "  prev=$a\n"
-          "done\n"
-          "has() { [ -n \"$src\" ] && grep -q \"$1\" \"$src\"; }\n"
-          "if has KC_FAULT_CRASH; then echo 'fault-cc: about to crash' >&2; kill -SEGV $$; fi\n"
-          "if has KC_FAULT_HANG; then echo $$ >\"$dir/hang.pid\"; echo 'fault-cc: hanging' >&2; exec sleep "
-          "60; fi\n"
-          "if has KC_FAULT_ORPHAN; then sleep 60 & echo $! >\"$dir/orphan.pid\"; wait; exit 0; fi\n"
-          "if has KC_FAULT_GARBAGE; then echo 'fault-cc: wrote garbage' >&2; echo 'not an ELF file' "
-          ">\"$out\"; exit 0; fi\n"
-          "if has KC_FAULT_RANDOM; then head -c 4096 /dev/urandom >\"$out\"; exit 0; fi\n"
-          "if has KC_FAULT_NOTHING; then exit 0; fi\n"
-          "if has KC_FAULT_TRUNCATED; then $real \"$@\" || exit $?; head -c 700 \"$out\" >\"$out.cut\"; mv "
-          "\"$out.cut\" \"$out\"; exit 0; fi\n"
-          "if has KC_FAULT_NO_ENTRY; then echo 'int kc_fault_nothing;' >\"$out.c\"; $real -c -fPIC -o "
-          "\"$out\" \"$out.c\"; rc=$?; rm -f \"$out.c\"; exit $rc; fi\n"
-          "if has KC_FAULT_FLOOD; then yes 'fault-cc: noise noise noise noise' | head -c 1048576 >&2; exit "
-          "1; fi\n"
-          "exec $real \"$@\"\n",
-          rel_cc(), wrapper_dir);
-  fclose(f);
-  assert_int_equal(chmod(wrapper, 0755), 0);
+  kct_write_script(
+      wrapper,
+      "#!/bin/sh\n"
+      "# a C compiler that misbehaves when the source asks it to\n"
+      "real='%s'\n"
+      "dir='%s'\n"
+      "src= out= prev=\n"
+      "for a in \"$@\"; do\n"
+      "  case $a in *.c) src=$a ;; esac\n"
+      "  [ \"$prev\" = -o ] && out=$a\n"
+      "  prev=$a\n"
+      "done\n"
+      "has() { [ -n \"$src\" ] && grep -q \"$1\" \"$src\"; }\n"
+      "if has KC_FAULT_CRASH; then echo 'fault-cc: about to crash' >&2; kill -SEGV $$; fi\n"
+      "if has KC_FAULT_HANG; then echo $$ >\"$dir/hang.pid\"; echo 'fault-cc: hanging' >&2; exec sleep "
+      "60; fi\n"
+      "if has KC_FAULT_ORPHAN; then sleep 60 & echo $! >\"$dir/orphan.pid\"; wait; exit 0; fi\n"
+      "if has KC_FAULT_GARBAGE; then echo 'fault-cc: wrote garbage' >&2; echo 'not an ELF file' "
+      ">\"$out\"; exit 0; fi\n"
+      "if has KC_FAULT_RANDOM; then head -c 4096 /dev/urandom >\"$out\"; exit 0; fi\n"
+      "if has KC_FAULT_NOTHING; then exit 0; fi\n"
+      "if has KC_FAULT_TRUNCATED; then $real \"$@\" || exit $?; head -c 700 \"$out\" >\"$out.cut\"; mv "
+      "\"$out.cut\" \"$out\"; exit 0; fi\n"
+      "if has KC_FAULT_NO_ENTRY; then echo 'int kc_fault_nothing;' >\"$out.c\"; $real -c -fPIC -o "
+      "\"$out\" \"$out.c\"; rc=$?; rm -f \"$out.c\"; exit $rc; fi\n"
+      "if has KC_FAULT_FLOOD; then yes 'fault-cc: noise noise noise noise' | head -c 1048576 >&2; exit "
+      "1; fi\n"
+      "exec $real \"$@\"\n",
+      rel_cc(), wrapper_dir);
 }
 
 static bool alive(const char *pidfile) {

@@ -203,11 +203,7 @@ static char *fake_cc(char *dir, const char *name, const char *script) {
   static int next;
   char *p = path[next++ % 4];
   snprintf(p, sizeof path[0], "%s/%s", dir, name);
-  FILE *f = fopen(p, "w");
-  assert_non_null(f);
-  fprintf(f, "#!/bin/sh\n%s\n", script);
-  fclose(f);
-  assert_int_equal(chmod(p, 0755), 0);
+  kct_write_script(p, "#!/bin/sh\n%s\n", script);
   return p;
 }
 

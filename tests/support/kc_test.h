@@ -254,6 +254,10 @@ int kct_dir_teardown(void **state);
  * cannot be started: test thread only. */
 int kct_capture(const char *cmd, char **out);
 
+/* Writes an executable script (mode 0755) at path, its text as printf
+ * makes it from fmt; fails the test if it cannot. */
+void kct_write_script(const char *path, const char *fmt, ...) KCT_PRINTF(2, 3);
+
 /* Checks what a command said: KCT_SAYS(run, out, rc, want...) evaluates
  * run (a call that returns an exit status and sets out to its output, such
  * as a test's own wrapper of kct_capture), fails the test unless it
