@@ -543,13 +543,21 @@ static const char SRC_KA[] = "KC_KERNEL void ka(KC_GLOBAL float *y, float a, int
                              "  if ((int)i < n) y[i] = a;\n"
                              "}\n";
 
-static void test_wrong_arguments(void **state) {
-  kct_fixture *f = *state;
-  kc_runtime *rt = f->rt;
+/* Defines ka in rt; its handle, and in *foreign a buffer of N floats in a
+ * context of its own (not the fixture's). */
+static kc_kernel *define_ka(kc_runtime *rt, kc_buffer **foreign) {
   kct_define(rt, "ka", SRC_KA);
   kc_kernel *k = kct_kernel(rt, "ka", NULL);
   kc_context *other = kct_context(rt);
-  kc_buffer *foreign = kct_buffer(rt, other, N);
+  *foreign = kct_buffer(rt, other, N);
+  return k;
+}
+
+static void test_wrong_arguments(void **state) {
+  kct_fixture *f = *state;
+  kc_runtime *rt = f->rt;
+  kc_buffer *foreign;
+  kc_kernel *k = define_ka(rt, &foreign);
   kc_dim3 g = {N, 1, 1}, b = {1, 1, 1};
   float a = 2.5f;
   double ad = 2.5;
@@ -747,10 +755,8 @@ static void test_launch_on_destroyed_context(void **state) {
 static void test_bound_argument_errors(void **state) {
   kct_fixture *f = *state;
   kc_runtime *rt = f->rt;
-  kct_define(rt, "ka", SRC_KA);
-  kc_kernel *k = kct_kernel(rt, "ka", NULL);
-  kc_context *other = kct_context(rt);
-  kc_buffer *foreign = kct_buffer(rt, other, N);
+  kc_buffer *foreign;
+  kc_kernel *k = define_ka(rt, &foreign);
   kc_dim3 g = {N, 1, 1}, b = {1, 1, 1}, zero = {1, 0, 1};
   float a = 2.5f;
   double ad = 2.5;
