@@ -242,18 +242,18 @@ static void run_case(const fault_case *c) {
   }
 }
 
-static void test_crash_with_log(void **state) {
-  (void)state;
-  kct_host_only();
-  /* the compiler's last words, and that it crashed */
-  run_case(&(fault_case){"KC_FAULT_CRASH", KC_EBACKEND, "fault-cc: about to crash", 0});
-}
+/* A test of one case on the host backend (run_case). */
+#define HOST_CASE(name, ...) \
+  static void name(void **state) { \
+    (void)state; \
+    kct_host_only(); \
+    run_case(&(fault_case){__VA_ARGS__}); \
+  }
 
-static void test_crash_reason_survives_the_log(void **state) {
-  (void)state;
-  kct_host_only();
-  run_case(&(fault_case){"KC_FAULT_CRASH", KC_EBACKEND, "crashed", 0});
-}
+/* the compiler's last words, and that it crashed */
+HOST_CASE(test_crash_with_log, "KC_FAULT_CRASH", KC_EBACKEND, "fault-cc: about to crash", 0)
+
+HOST_CASE(test_crash_reason_survives_the_log, "KC_FAULT_CRASH", KC_EBACKEND, "crashed", 0)
 
 static void test_hang_bounded_by_the_user_timeout(void **state) {
   (void)state;
@@ -293,47 +293,21 @@ static void test_hang_in_a_child_of_the_compiler(void **state) {
                   "the compiler's child still runs after the timeout killed the compiler");
 }
 
-static void test_garbage_with_log(void **state) {
-  (void)state;
-  kct_host_only();
-  run_case(&(fault_case){"KC_FAULT_GARBAGE", KC_ECOMPILE, "fault-cc: wrote garbage", 0});
-}
+HOST_CASE(test_garbage_with_log, "KC_FAULT_GARBAGE", KC_ECOMPILE, "fault-cc: wrote garbage", 0)
 
-static void test_garbage_reason_survives_the_log(void **state) {
-  (void)state;
-  kct_host_only();
-  run_case(&(fault_case){"KC_FAULT_GARBAGE", KC_ECOMPILE, "produced an unusable object", 0});
-}
+HOST_CASE(test_garbage_reason_survives_the_log, "KC_FAULT_GARBAGE", KC_ECOMPILE,
+          "produced an unusable object", 0)
 
-static void test_random_bytes(void **state) {
-  (void)state;
-  kct_host_only();
-  run_case(&(fault_case){"KC_FAULT_RANDOM", KC_ECOMPILE, "produced an unusable object", 0});
-}
+HOST_CASE(test_random_bytes, "KC_FAULT_RANDOM", KC_ECOMPILE, "produced an unusable object", 0)
 
-static void test_no_object(void **state) {
-  (void)state;
-  kct_host_only();
-  run_case(&(fault_case){"KC_FAULT_NOTHING", KC_OK, ".o", 0});
-}
+HOST_CASE(test_no_object, "KC_FAULT_NOTHING", KC_OK, ".o", 0)
 
-static void test_truncated_object(void **state) {
-  (void)state;
-  kct_host_only();
-  run_case(&(fault_case){"KC_FAULT_TRUNCATED", KC_ECOMPILE, "produced an unusable object: truncated", 0});
-}
+HOST_CASE(test_truncated_object, "KC_FAULT_TRUNCATED", KC_ECOMPILE, "produced an unusable object: truncated",
+          0)
 
-static void test_object_without_entry(void **state) {
-  (void)state;
-  kct_host_only();
-  run_case(&(fault_case){"KC_FAULT_NO_ENTRY", KC_ECOMPILE, "trampoline", 0});
-}
+HOST_CASE(test_object_without_entry, "KC_FAULT_NO_ENTRY", KC_ECOMPILE, "trampoline", 0)
 
-static void test_log_flood(void **state) {
-  (void)state;
-  kct_host_only();
-  run_case(&(fault_case){"KC_FAULT_FLOOD", KC_ECOMPILE, "fault-cc: noise", 0});
-}
+HOST_CASE(test_log_flood, "KC_FAULT_FLOOD", KC_ECOMPILE, "fault-cc: noise", 0)
 
 /* OpenCL (PoCL here): a build failure with the compiler's log, then the fix,
  * with the disk cache on: nothing of the failure reaches the disk. */
