@@ -54,9 +54,7 @@ static void test_ping_ls_stats_clear(void **state) {
   (void)state;
   char cache[700], env[800];
   snprintf(cache, sizeof cache, "%s/node", root);
-  rs_node_opts o;
-  memset(&o, 0, sizeof o);
-  o.url = server.url;
+  rs_node_opts o = rs_opts(server.url);
   rs_report r = rs_node_run(cache, &o, 7);
   rs_check(&r, "node");
   char name[300];
@@ -106,9 +104,7 @@ static void test_secrets_in_ls(void **state) {
   if (kc__hmac_unavailable()) skip();
   char cache[700], env[900];
   snprintf(cache, sizeof cache, "%s/secret", root);
-  rs_node_opts o;
-  memset(&o, 0, sizeof o);
-  o.url = server.url;
+  rs_node_opts o = rs_opts(server.url);
   o.secret = "alpha";
   rs_report r = rs_node_run(cache, &o, 1);
   rs_check(&r, "node");
