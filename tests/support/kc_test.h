@@ -72,15 +72,19 @@ void kct_host_only(void);
 
 /* The whole main() of a suite whose tests need nothing more of it than
  * kct_main_init and kct_memory_only: KCT_MAIN(KCT_TEST(a), KCT_FX_TEST(b),
- * ...) runs the tests given as one group (KCT_RUN). */
-#define KCT_MAIN(...) \
+ * ...) runs the tests given as one group (KCT_RUN). KCT_MAIN_INIT_ONLY is
+ * the same without kct_memory_only (the disk cache as the environment
+ * says). */
+#define KCT_MAIN_(memory_only, ...) \
   int main(int argc, char **argv) { \
     const struct CMUnitTest tests[] = {__VA_ARGS__}; \
     int rc = kct_main_init(argc, argv); \
     if (rc >= 0) return rc; \
-    kct_memory_only(); \
+    if (memory_only) kct_memory_only(); \
     return KCT_RUN(tests); \
   }
+#define KCT_MAIN(...) KCT_MAIN_(true, __VA_ARGS__)
+#define KCT_MAIN_INIT_ONLY(...) KCT_MAIN_(false, __VA_ARGS__)
 const char *kct_group_name(const char *what);
 
 /* Fails the test unless expr returns KC_OK, printing the library's message. */
