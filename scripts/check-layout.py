@@ -9,9 +9,7 @@ Fails (prints each breach, exits 1) on:
     defines every function whose definition in it is not `static`; it uses
     a name that it calls (the name followed by "(") or takes the address of
     (the bare name), outside its own definitions' heads, not after "." or
-    "->". Only .c files are counted. The cycles of today are CYCLE_EDGES
-    below (every edge A -> B that lies on one): a new one fails, and so
-    does an entry that no longer lies on a cycle. The list only shrinks;
+    "->". Only .c files are counted, and there is no cycle to allow;
   * a read of the environment (getenv, kc__setting_raw) outside the files
     of ENV_READERS below: every KC_* setting is read once, into the
     resolved configuration (base/config.h);
@@ -61,18 +59,6 @@ root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 os.chdir(root)
 bad = []
 warn = []
-
-# Every edge A -> B (A uses a function B defines) that lies on a cycle of
-# files today (one ring is left: the Redis tier and its write queue). Later
-# work removes it: this list must only shrink. A new edge on a cycle fails,
-# and so does an entry here that no longer lies on one (delete it: the list
-# stays exact).
-CYCLE_EDGES = """
-    # a ring of 2 files
-    remote/queue.c -> remote/tier.c
-    remote/tier.c -> remote/queue.c
-"""
-
 
 def strip(text):
     """Blanks comments, strings and character literals, keeping newlines."""
@@ -274,26 +260,11 @@ for comp in sccs(cfiles):
 on_cycle = {(a, b) for (a, b) in uses if len(comp_of[a]) > 1 and comp_of[a] is comp_of[b]}
 
 
-def allowlist(text, sep, prefix):
-    """The (left, right) pairs of an allowlist's lines "left SEP right"
-    (comments and blank lines skipped), `prefix` before the given sides."""
-    out = set()
-    for line in text.strip().splitlines():
-        if line.strip() and not line.strip().startswith("#"):
-            a, b = (x.strip() for x in line.split(sep))
-            out.add((prefix[0] + a, prefix[1] + b))
-    return out
-
-
-allowed_cycle = allowlist(CYCLE_EDGES, "->", ("src/", "src/"))
-for a, b in sorted(on_cycle - allowed_cycle):
+for a, b in sorted(on_cycle):
     back = path_between(b, a, comp_of[a])
     ring = " -> ".join(short(x) for x in back)
-    bad.append(f"cycle: {edge_text(a, b)}, and back: {ring} (a new cycle between files of src/: "
+    bad.append(f"cycle: {edge_text(a, b)}, and back: {ring} (a cycle between files of src/: "
                f"put what both need below both)")
-for a, b in sorted(allowed_cycle - on_cycle):
-    bad.append(f"cycle gone: {short(a)} -> {short(b)} is on no cycle now: delete it from CYCLE_EDGES "
-               f"in scripts/check-layout.py")
 
 for (a, b), names in sorted(uses.items()):
     if a.startswith("src/backends/") and b.startswith("src/core/"):

@@ -32,7 +32,7 @@
  *                           (leaves: nothing is taken while holding them)
  *   The glue's kc__store.probe_lock is taken under kc__spec.lock and is not a
  *   leaf: the backend's link and unlink (and their own locks) run under it.
- *   kc__remote.pool_lock and queue_lock are leaves. doc/locks.md has every
+ *   kc__remote.pool_lock and kc__jobq.queue_lock are leaves. doc/locks.md has every
  *   lock in the tree, the backends' included, and what may block under each.
  *
  * Readers of the world counter, of code-instance lists and of world ranges

@@ -2,13 +2,14 @@
 /*
  * remote/internal.h -- what the files of src/remote/ share and nothing else
  * sees: the hiredis function table and its two ABIs' structures
- * (hiredis.c), a connection's layout (conn.c), the tier's state (tier.c)
- * and its upload queue (queue.c).
+ * (hiredis.c), a connection's layout (conn.c), the tier's state and its
+ * upload jobs (tier.c), which run on a job queue (queue.h).
  */
 #ifndef KC_REMOTE_INTERNAL_H
 #define KC_REMOTE_INTERNAL_H
 
 #include "remote/remote.h"
+#include "remote/queue.h"
 
 #include <errno.h>
 #include <sys/random.h>
@@ -154,7 +155,7 @@ enum {
 };
 
 typedef struct upjob {
-  struct upjob *next;
+  kc__job job; /* first: the queue's part (bounded: an image or deferred work) */
   uint8_t key[16];
   void *image; /* NULL: only the lock */
   size_t size;
@@ -183,26 +184,11 @@ struct kc__remote {
   kc__mutex pool_lock; /* leaf */
   kc__rconn *idle;
   int nidle;
-  /* the uploader */
-  kc__mutex queue_lock; /* leaf */
-  pthread_cond_t queue_cond;
-  upjob *head, *tail;
-  upjob *running; /* the job the thread runs now, outside the lock */
-  size_t qlen, qwork; /* jobs; those with an image or deferred work (bounded) */
-  uint64_t qbytes;
-  size_t qwork_peak; /* the most qwork and qbytes ever were (tests) */
-  uint64_t qbytes_peak;
-  bool stop, started;
-  bool no_thread; /* upload on the caller's thread (a child under TSan) */
-  pthread_t thread;
-  kc__fork_hook fork; /* queue.c: the queue and the pool around fork() */
+  /* the uploader: upload jobs (upjob) on a job queue */
+  kc__jobq queue;
+  kc__fork_hook fork; /* the queue and the pool around fork() */
 };
 
-/* tier.c: one upload job (the SET and the release of the lock), and the
- * counters that queue.c keeps too. */
-void kc__remote_run_job(kc__remote *r, upjob *j);
-void kc__remote_count(kc__remote *r, int which, uint64_t n);
-void kc__remote_count_shared(kc__remote *r, int which, uint64_t n);
 /* estimate.c: a compile under the lock `token` ended (its upload begins): how
  * long it took goes into the estimate that bounds the waits for other
  * machines' locks, this runtime's and vdir/remote-compile (this machine's). */
@@ -213,11 +199,5 @@ void kc__remote_observe(kc__remote *r, uint64_t token);
  * *est: the estimate. */
 #define KC__WAIT_FLOOR_MS 500u
 uint32_t kc__remote_wait_bound_ms(kc__remote *r, uint64_t *est);
-/* tier.c: r->pid and r->ident from this process (at open, and in a child). */
-void kc__remote_set_ident(kc__remote *r);
-/* queue.c: stops the uploader and frees what is left queued; registers
- * the tier's fork hook (at open). */
-void kc__remote_queue_stop(kc__remote *r);
-void kc__remote_fork_register(kc__remote *r);
 
 #endif /* KC_REMOTE_INTERNAL_H */

@@ -13,7 +13,9 @@
  * environment), hiredis.c (hiredis through dlopen), conn.c (one connection
  * and one command), mac.c (the MAC trailer of a value, through
  * base/hmac.h), tier.c (the breaker, the connection pool, the get/put/lock
- * protocol, counters), queue.c (the upload queue and its thread).
+ * protocol, the uploads, counters, fork), estimate.c (how long compiles
+ * under a lock take here), queue.c (a job queue and its thread, knowing
+ * nothing of the tier: the uploads run on it through a callback).
  *
  * In Redis (PREFIX is $KC_REMOTE_PREFIX, default "kcache:"; KEY is the
  * store's 32 hex digit key, the same as the local file's name):
@@ -38,8 +40,8 @@
  * parsed reply before it is used) and, only with a secret, libcrypto (for
  * HMAC-SHA256; checked against RFC 4231 before it is used).
  *
- * Locks: kc__remote.pool_lock (idle connections) and kc__remote.queue_lock
- * (the upload queue) are leaves; they may be taken while holding a
+ * Locks: kc__remote.pool_lock (idle connections) and kc__jobq.queue_lock
+ * (the upload queue, remote/queue.h) are leaves; they may be taken while holding a
  * kc__spec.lock and the store's per-key flock, and nothing is taken while
  * holding them. Neither is held while waiting for the network, but a
  * lookup (connect, GETRANGE, SET NX, polling for another machine's compile,

@@ -3,8 +3,11 @@
  * remote/tier.c -- owns the tier's state and protocol: opening and closing
  * it, the circuit breaker, the pool of idle connections, the lookup (GET
  * within max_entry, single flight with SET NX PX, polling for another
- * machine's upload), one upload job (SET, then a compare-and-delete of the
- * lock), and the counters (this runtime's and the shared vdir/remote-stats).
+ * machine's upload), the uploads and deferred work (jobs on the tier's job
+ * queue, queue.h: bounded, run by its thread, finished or freed when the
+ * tier closes; one upload job is a SET, then a compare-and-delete of the
+ * lock), what the tier does around fork(), and the counters (this
+ * runtime's and the shared vdir/remote-stats).
  */
 #include "remote/internal.h"
 #include "base/hmac.h"
@@ -70,9 +73,9 @@ static void rcounters_add(const char *vdir, const uint64_t d[KC__NRC]) {
   close(fd);
 }
 
-void kc__remote_count(kc__remote *r, int which, uint64_t n) { kc__fetch_add_relaxed(&r->c[which], n); }
+static void kc__remote_count(kc__remote *r, int which, uint64_t n) { kc__fetch_add_relaxed(&r->c[which], n); }
 
-void kc__remote_count_shared(kc__remote *r, int which, uint64_t n) {
+static void kc__remote_count_shared(kc__remote *r, int which, uint64_t n) {
   uint64_t d[KC__NRC] = {0};
   d[which] += n;
   rcounters_add(r->vdir, d);
@@ -403,7 +406,13 @@ bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn
   return outcome == GOT_HIT;
 }
 
-void kc__remote_run_job(kc__remote *r, upjob *j) {
+/* ------------------------------------------------------------ uploads */
+
+/* One job, on the queue's thread (or the caller's: run_here): deferred
+ * work, or an upload (the SET and the release of the lock). */
+static void run_job(void *ud, kc__job *job) {
+  kc__remote *r = ud;
+  upjob *j = (upjob *)job;
   if (j->fn) {
     j->fn(j->ud, j->key, j->image, j->size);
     return;
@@ -469,6 +478,112 @@ void kc__remote_run_job(kc__remote *r, upjob *j) {
   pool_put(r, c);
 }
 
+static void job_free(void *ud, kc__job *job) {
+  kc__remote *r = ud;
+  upjob *j = (upjob *)job;
+  kc__heap_free(&r->heap, j->image);
+  kc__heap_free(&r->heap, j);
+}
+
+/* A job that the queue could not take runs here rather than be lost. */
+static void run_here(kc__remote *r, upjob *j) {
+  run_job(r, &j->job);
+  job_free(r, &j->job);
+}
+
+void kc__remote_upload(kc__remote *r, const uint8_t key[16], void *image, size_t size, uint64_t lock) {
+  if (!r || (!image && !lock)) {
+    if (r) kc__heap_free(&r->heap, image);
+    return;
+  }
+  if (image && lock) kc__remote_observe(r, lock);
+  upjob *j = kc__heap_calloc(&r->heap, sizeof *j);
+  if (!j) {
+    kc__heap_free(&r->heap, image);
+    return; /* the lock expires by itself */
+  }
+  memcpy(j->key, key, 16);
+  j->image = image;
+  j->size = image ? size : 0;
+  j->lock = lock;
+  j->job.bounded = image != NULL;
+  j->job.bytes = j->size;
+  kc__jobq_put q = kc__jobq_push(&r->queue, &j->job);
+  if (q == KC__JOBQ_FULL) {
+    kc__remote_count(r, RC_SKIPS, 1); /* a backlog: the server is slower than the compilers */
+    kc__remote_count_shared(r, RC_SKIPS, 1);
+    kc__heap_free(&r->heap, j->image);
+    j->image = NULL;
+    j->size = 0;
+    j->job.bounded = false;
+    j->job.bytes = 0;
+    if (!lock) {
+      kc__heap_free(&r->heap, j);
+      return;
+    }
+    q = kc__jobq_push(&r->queue, &j->job); /* the release alone */
+  }
+  if (q == KC__JOBQ_NO_THREAD) run_here(r, j); /* upload here rather than lose it */
+}
+
+bool kc__remote_defer(kc__remote *r, kc__remote_defer_fn fn, void *ud, const uint8_t key[16], void *image,
+                      size_t size) {
+  if (!r) return false;
+  upjob *j = kc__heap_calloc(&r->heap, sizeof *j);
+  if (!j) return false;
+  j->fn = fn;
+  j->ud = ud;
+  memcpy(j->key, key, 16);
+  j->image = image;
+  j->size = size;
+  j->job.bounded = true;
+  j->job.bytes = size;
+  if (kc__jobq_push(&r->queue, &j->job) == KC__JOBQ_QUEUED) return true;
+  kc__heap_free(&r->heap, j);
+  return false;
+}
+
+void kc__remote_queue_peak(kc__remote *r, size_t *jobs, uint64_t *bytes) {
+  kc__jobq_peak(&r->queue, jobs, bytes);
+}
+
+/* -------------------------------------------------------------- fork */
+
+/* r->pid and r->ident from this process (at open, and in a child). */
+static void set_ident(kc__remote *r) {
+  r->pid = getpid();
+  char host[64] = "?";
+  gethostname(host, sizeof host - 1);
+  host[sizeof host - 1] = 0;
+  snprintf(r->ident, sizeof r->ident, "%s:%ld", host, (long)r->pid);
+}
+
+static void fork_prepare(void *ud) {
+  kc__remote *r = ud;
+  kc__jobq_fork_prepare(&r->queue);
+  kc__lock(&r->pool_lock);
+}
+
+static void fork_parent(void *ud) {
+  kc__remote *r = ud;
+  kc__unlock(&r->pool_lock);
+  kc__jobq_fork_parent(&r->queue);
+}
+
+/* The child: the queued jobs and the one the parent's thread runs are the
+ * parent's to send (the queue drops them: nothing is sent twice, and the
+ * child starts a thread of its own for the jobs it queues); pooled
+ * connections are the parent's sockets (pool_get drops them by their
+ * pid); a lock taken here is this process's (ident). */
+static void fork_child(void *ud) {
+  kc__remote *r = ud;
+  set_ident(r);
+  kc__unlock(&r->pool_lock);
+  kc__jobq_fork_child(&r->queue);
+}
+
+/* ------------------------------------------------------------- the tier */
+
 kc__remote *kc__remote_open(const kc__heap *heap, const kc__log_sink *log, const kc__config *conf,
                             const char *vdir) {
   kc__remote_config cfg;
@@ -492,12 +607,11 @@ kc__remote *kc__remote_open(const kc__heap *heap, const kc__log_sink *log, const
     kc__log_to(log, KC_LOG_WARN, "the remote tier is off: out of memory");
     return NULL;
   }
-  bool m1 = kc__mutex_init(&r->pool_lock), m2 = kc__mutex_init(&r->queue_lock);
-  bool cv = pthread_cond_init(&r->queue_cond, NULL) == 0;
-  if (!m1 || !m2 || !cv) {
+  bool m1 = kc__mutex_init(&r->pool_lock);
+  bool q = kc__jobq_init(&r->queue, run_job, job_free, r, KC__QUEUE_JOBS, KC__QUEUE_BYTES);
+  if (!m1 || !q) {
     if (m1) kc__mutex_destroy(&r->pool_lock);
-    if (m2) kc__mutex_destroy(&r->queue_lock);
-    if (cv) pthread_cond_destroy(&r->queue_cond);
+    if (q) kc__jobq_destroy(&r->queue);
     kc__heap_free(heap, r->vdir);
     kc__heap_free(heap, r);
     kc__wipe(&cfg, sizeof cfg);
@@ -508,29 +622,23 @@ kc__remote *kc__remote_open(const kc__heap *heap, const kc__log_sink *log, const
   if (log) r->log = *log, r->has_log = true;
   r->cfg = cfg;
   kc__wipe(&cfg, sizeof cfg);
-  kc__remote_set_ident(r);
-  kc__remote_fork_register(r);
+  set_ident(r);
+  r->fork = (kc__fork_hook){
+      .level = KC__FORK_REMOTE, .prepare = fork_prepare, .parent = fork_parent, .child = fork_child, .ud = r};
+  kc__fork_register(&r->fork); /* false: no fork handling (pthread_atfork out of memory) */
   return r;
-}
-
-void kc__remote_set_ident(kc__remote *r) {
-  r->pid = getpid();
-  char host[64] = "?";
-  gethostname(host, sizeof host - 1);
-  host[sizeof host - 1] = 0;
-  snprintf(r->ident, sizeof r->ident, "%s:%ld", host, (long)r->pid);
 }
 
 void kc__remote_close(kc__remote *r) {
   if (!r) return;
-  kc__remote_queue_stop(r);
+  kc__fork_unregister(&r->fork);
+  kc__jobq_stop(&r->queue);
   for (kc__rconn *c = r->idle, *next; c; c = next) {
     next = c->next;
     kc__rconn_close(c);
   }
   kc__mutex_destroy(&r->pool_lock);
-  kc__mutex_destroy(&r->queue_lock);
-  pthread_cond_destroy(&r->queue_cond);
+  kc__jobq_destroy(&r->queue);
   const kc__heap heap = r->heap;
   kc__heap_free(&heap, r->vdir);
   kc__wipe(&r->cfg, sizeof r->cfg);

@@ -129,15 +129,5 @@ static void test_newer_stats(void **state) {
   kct_destroy(rt);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  kct_memory_only();
-  const struct CMUnitTest tests[] = {
-      KCT_TEST(test_newer_options_zero_tail_accepted),
-      KCT_TEST(test_newer_options_set_tail_refused),
-      KCT_TEST(test_options_without_size_refused),
-      KCT_TEST(test_newer_stats),
-  };
-  return KCT_RUN(tests);
-}
+KCT_MAIN(KCT_TEST(test_newer_options_zero_tail_accepted), KCT_TEST(test_newer_options_set_tail_refused),
+         KCT_TEST(test_options_without_size_refused), KCT_TEST(test_newer_stats))

@@ -49,6 +49,21 @@ static const char *const h1 = "KC_DEVICE float h(float x) { return x + 1.0f; }";
 static const char *const h2 = "KC_DEVICE float h(float x) { return x + 2.0f; }";
 static const char *const kk = "KC_KERNEL void k(KC_GLOBAL float *y) { y[kc_global_id(0)] = h(1.0f); }";
 
+/* h (h1) and k, which calls it, defined in rt. */
+static void define_hk(kc_runtime *rt) {
+  kct_define(rt, "h", h1);
+  kct_define(rt, "k", kk);
+}
+
+/* A context of rt (*ctx) and a buffer of one float in it (returned), with
+ * h and k defined. */
+static kc_buffer *hk_setup(kc_runtime *rt, kc_context **ctx) {
+  *ctx = kct_context(rt);
+  kc_buffer *b = kct_buffer(rt, *ctx, 1);
+  define_hk(rt);
+  return b;
+}
+
 static float run_k(kc_runtime *rt, kc_context *ctx, kc_kernel *k, kc_buffer *b) {
   float out = 0;
   KCT_OK(rt, kct_run_bytes(k, ctx, b, 1, &out, sizeof out));
@@ -78,10 +93,8 @@ static void test_debug_trace_says_why(void **state) {
   (void)state;
   capture *cap = kct_calloc(sizeof *cap);
   kc_runtime *rt = logged_runtime(cap, KC_LOG_DEBUG, NULL);
-  kc_context *ctx = kct_context(rt);
-  kc_buffer *b = kct_buffer(rt, ctx, 1);
-  kct_define(rt, "h", h1);
-  kct_define(rt, "k", kk);
+  kc_context *ctx;
+  kc_buffer *b = hk_setup(rt, &ctx);
   kc_kernel *k = kct_kernel(rt, "k", NULL);
   assert_true(run_k(rt, ctx, k, b) == 2.0f);
   KCT_CONTAINS(cap->text, "4|kc_launch of 'k': miss: first launch of this handle in context");
@@ -117,10 +130,8 @@ static void test_default_level_is_quiet(void **state) {
   (void)state;
   capture *cap = kct_calloc(sizeof *cap);
   kc_runtime *rt = logged_runtime(cap, KC_LOG_DEFAULT, NULL);
-  kc_context *ctx = kct_context(rt);
-  kc_buffer *b = kct_buffer(rt, ctx, 1);
-  kct_define(rt, "h", h1);
-  kct_define(rt, "k", kk);
+  kc_context *ctx;
+  kc_buffer *b = hk_setup(rt, &ctx);
   assert_true(run_k(rt, ctx, kct_kernel(rt, "k", NULL), b) == 2.0f);
   assert_int_equal(cap->len, 0);
   kct_destroy(rt);
@@ -131,10 +142,8 @@ static void test_env_level_and_bad_value(void **state) {
   capture *cap = kct_calloc(sizeof *cap);
   setenv("KC_LOG", "info", 1);
   kc_runtime *rt = logged_runtime(cap, KC_LOG_DEFAULT, NULL);
-  kc_context *ctx = kct_context(rt);
-  kc_buffer *b = kct_buffer(rt, ctx, 1);
-  kct_define(rt, "h", h1);
-  kct_define(rt, "k", kk);
+  kc_context *ctx;
+  kc_buffer *b = hk_setup(rt, &ctx);
   assert_true(run_k(rt, ctx, kct_kernel(rt, "k", NULL), b) == 2.0f);
   KCT_CONTAINS(cap->text, "3|compiled kernel 'k'");
   assert_int_equal(cap->counts[KC_LOG_DEBUG], 0);
@@ -149,8 +158,7 @@ static void test_env_level_and_bad_value(void **state) {
   memset(cap, 0, sizeof *cap); /* the options' level wins over the environment */
   setenv("KC_LOG", "debug", 1);
   rt = logged_runtime(cap, KC_LOG_ERROR, NULL);
-  kct_define(rt, "h", h1);
-  kct_define(rt, "k", kk);
+  define_hk(rt);
   KCT_OK(rt, kc_kernel_compile(kct_kernel(rt, "k", NULL)));
   assert_int_equal(cap->len, 0);
   kct_destroy(rt);
@@ -160,14 +168,12 @@ static void test_env_level_and_bad_value(void **state) {
 static void test_disk_trace(void **state) {
   (void)state;
   char dir[512];
-  snprintf(dir, sizeof dir, "%s/kc-log-cache-XXXXXX", tmpdir());
-  assert_non_null(mkdtemp(dir));
+  kct_mkdtemp(dir, sizeof dir, "log-cache");
   capture *cap = kct_calloc(sizeof *cap);
   for (int round = 0; round < 2; round++) {
     memset(cap, 0, sizeof *cap);
     kc_runtime *rt = logged_runtime(cap, KC_LOG_DEBUG, dir);
-    kct_define(rt, "h", h1);
-    kct_define(rt, "k", kk);
+    define_hk(rt);
     KCT_OK(rt, kc_kernel_compile(kct_kernel(rt, "k", "N=1")));
     if (round == 0) {
       KCT_CONTAINS(cap->text, "4|kernel 'k' [N=1]: disk cache miss (no usable entry): compiling");
@@ -178,9 +184,7 @@ static void test_disk_trace(void **state) {
     }
     kct_destroy(rt);
   }
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  assert_int_equal(system(cmd), 0);
+  kct_rmrf(dir);
 }
 
 /* The remote tier's warnings reach the same log: a tier that cannot be
@@ -189,8 +193,7 @@ static void test_disk_trace(void **state) {
 static void test_remote_warning_through_callback(void **state) {
   (void)state;
   char dir[512];
-  snprintf(dir, sizeof dir, "%s/kc-log-remote-XXXXXX", tmpdir());
-  assert_non_null(mkdtemp(dir));
+  kct_mkdtemp(dir, sizeof dir, "log-remote");
   capture *cap = kct_calloc(sizeof *cap);
   kc_options o;
   kc_options_init(&o);

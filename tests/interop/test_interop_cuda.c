@@ -413,18 +413,13 @@ static void test_device_limits(void **state) {
 }
 
 int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
+  int rc = kct_main_only(argc, argv, KC_BACKEND_CUDA, "CUDA");
   if (rc >= 0) return rc;
-  if (kct_backend != KC_BACKEND_CUDA) {
-    printf("SKIPPED: the CUDA interop suite runs on the cuda backend (--backend cuda)\n");
-    return 77;
-  }
   const char *why = cu_load();
   if (why) {
     printf("SKIPPED: %s\n", why);
     return 77;
   }
-  kct_memory_only();
   const struct CMUnitTest tests[] = {KCT_TEST(test_native_objects), KCT_TEST(test_capture),
                                      KCT_TEST(test_current_context_kept), KCT_TEST(test_device_limits)};
   return KCT_RUN(tests);

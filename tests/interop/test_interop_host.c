@@ -360,13 +360,8 @@ static void test_view_counts(void **state) {
 }
 
 int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
+  int rc = kct_main_only(argc, argv, KC_BACKEND_HOST, "host");
   if (rc >= 0) return rc;
-  if (kct_backend != KC_BACKEND_HOST) {
-    printf("SKIPPED: the host interop suite runs on the host backend (--backend host)\n");
-    return 77;
-  }
-  kct_memory_only();
   const struct CMUnitTest tests[] = {KCT_TEST(test_wrapped_memory), KCT_TEST(test_scratch_and_bound),
                                      KCT_TEST(test_threads), KCT_TEST(test_scratch_freed_at_thread_exit),
                                      KCT_TEST(test_view_counts)};

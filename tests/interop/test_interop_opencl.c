@@ -740,17 +740,12 @@ static void test_device_limits(void **state) {
 }
 
 int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
+  int rc = kct_main_only(argc, argv, KC_BACKEND_OPENCL, "OpenCL");
   if (rc >= 0) return rc;
-  if (kct_backend != KC_BACKEND_OPENCL) {
-    printf("SKIPPED: the OpenCL interop suite runs on the opencl backend (--backend opencl)\n");
-    return 77;
-  }
   if (!cl_load()) {
     printf("SKIPPED: libOpenCL.so.1 or one of its OpenCL 1.2 calls is missing\n");
     return 77;
   }
-  kct_memory_only();
   const struct CMUnitTest tests[] = {
       KCT_TEST(test_native_objects), KCT_TEST(test_stream_order), KCT_TEST(test_errors),
       KCT_TEST(test_svm_pointer),    KCT_TEST(test_two_devices),  KCT_TEST(test_finish_waits_for_streams),

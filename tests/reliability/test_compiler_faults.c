@@ -45,38 +45,35 @@ static char wrapper[600];
 static void write_wrapper(void) {
   rel_mkdtemp(wrapper_dir, sizeof wrapper_dir, "cc");
   snprintf(wrapper, sizeof wrapper, "%s/fault-cc", wrapper_dir);
-  FILE *f = fopen(wrapper, "w");
-  assert_non_null(f);
-  fprintf(f,
-          "#!/bin/sh\n"
-          "# a C compiler that misbehaves when the source asks it to\n"
-          "real='%s'\n"
-          "dir='%s'\n"
-          "src= out= prev=\n"
-          "for a in \"$@\"; do\n"
-          "  case $a in *.c) src=$a ;; esac\n"
-          "  [ \"$prev\" = -o ] && out=$a\n"
-          "  prev=$a\n"
-          "done\n"
-          "has() { [ -n \"$src\" ] && grep -q \"$1\" \"$src\"; }\n"
-          "if has KC_FAULT_CRASH; then echo 'fault-cc: about to crash' >&2; kill -SEGV $$; fi\n"
-          "if has KC_FAULT_HANG; then echo $$ >\"$dir/hang.pid\"; echo 'fault-cc: hanging' >&2; exec sleep "
-          "60; fi\n"
-          "if has KC_FAULT_ORPHAN; then sleep 60 & echo $! >\"$dir/orphan.pid\"; wait; exit 0; fi\n"
-          "if has KC_FAULT_GARBAGE; then echo 'fault-cc: wrote garbage' >&2; echo 'not an ELF file' "
-          ">\"$out\"; exit 0; fi\n"
-          "if has KC_FAULT_RANDOM; then head -c 4096 /dev/urandom >\"$out\"; exit 0; fi\n"
-          "if has KC_FAULT_NOTHING; then exit 0; fi\n"
-          "if has KC_FAULT_TRUNCATED; then $real \"$@\" || exit $?; head -c 700 \"$out\" >\"$out.cut\"; mv "
-          "\"$out.cut\" \"$out\"; exit 0; fi\n"
-          "if has KC_FAULT_NO_ENTRY; then echo 'int kc_fault_nothing;' >\"$out.c\"; $real -c -fPIC -o "
-          "\"$out\" \"$out.c\"; rc=$?; rm -f \"$out.c\"; exit $rc; fi\n"
-          "if has KC_FAULT_FLOOD; then yes 'fault-cc: noise noise noise noise' | head -c 1048576 >&2; exit "
-          "1; fi\n"
-          "exec $real \"$@\"\n",
-          rel_cc(), wrapper_dir);
-  fclose(f);
-  assert_int_equal(chmod(wrapper, 0755), 0);
+  kct_write_script(
+      wrapper,
+      "#!/bin/sh\n"
+      "# a C compiler that misbehaves when the source asks it to\n"
+      "real='%s'\n"
+      "dir='%s'\n"
+      "src= out= prev=\n"
+      "for a in \"$@\"; do\n"
+      "  case $a in *.c) src=$a ;; esac\n"
+      "  [ \"$prev\" = -o ] && out=$a\n"
+      "  prev=$a\n"
+      "done\n"
+      "has() { [ -n \"$src\" ] && grep -q \"$1\" \"$src\"; }\n"
+      "if has KC_FAULT_CRASH; then echo 'fault-cc: about to crash' >&2; kill -SEGV $$; fi\n"
+      "if has KC_FAULT_HANG; then echo $$ >\"$dir/hang.pid\"; echo 'fault-cc: hanging' >&2; exec sleep "
+      "60; fi\n"
+      "if has KC_FAULT_ORPHAN; then sleep 60 & echo $! >\"$dir/orphan.pid\"; wait; exit 0; fi\n"
+      "if has KC_FAULT_GARBAGE; then echo 'fault-cc: wrote garbage' >&2; echo 'not an ELF file' "
+      ">\"$out\"; exit 0; fi\n"
+      "if has KC_FAULT_RANDOM; then head -c 4096 /dev/urandom >\"$out\"; exit 0; fi\n"
+      "if has KC_FAULT_NOTHING; then exit 0; fi\n"
+      "if has KC_FAULT_TRUNCATED; then $real \"$@\" || exit $?; head -c 700 \"$out\" >\"$out.cut\"; mv "
+      "\"$out.cut\" \"$out\"; exit 0; fi\n"
+      "if has KC_FAULT_NO_ENTRY; then echo 'int kc_fault_nothing;' >\"$out.c\"; $real -c -fPIC -o "
+      "\"$out\" \"$out.c\"; rc=$?; rm -f \"$out.c\"; exit $rc; fi\n"
+      "if has KC_FAULT_FLOOD; then yes 'fault-cc: noise noise noise noise' | head -c 1048576 >&2; exit "
+      "1; fi\n"
+      "exec $real \"$@\"\n",
+      rel_cc(), wrapper_dir);
 }
 
 static bool alive(const char *pidfile) {
@@ -245,18 +242,18 @@ static void run_case(const fault_case *c) {
   }
 }
 
-static void test_crash_with_log(void **state) {
-  (void)state;
-  kct_host_only();
-  /* the compiler's last words, and that it crashed */
-  run_case(&(fault_case){"KC_FAULT_CRASH", KC_EBACKEND, "fault-cc: about to crash", 0});
-}
+/* A test of one case on the host backend (run_case). */
+#define HOST_CASE(name, ...) \
+  static void name(void **state) { \
+    (void)state; \
+    kct_host_only(); \
+    run_case(&(fault_case){__VA_ARGS__}); \
+  }
 
-static void test_crash_reason_survives_the_log(void **state) {
-  (void)state;
-  kct_host_only();
-  run_case(&(fault_case){"KC_FAULT_CRASH", KC_EBACKEND, "crashed", 0});
-}
+/* the compiler's last words, and that it crashed */
+HOST_CASE(test_crash_with_log, "KC_FAULT_CRASH", KC_EBACKEND, "fault-cc: about to crash", 0)
+
+HOST_CASE(test_crash_reason_survives_the_log, "KC_FAULT_CRASH", KC_EBACKEND, "crashed", 0)
 
 static void test_hang_bounded_by_the_user_timeout(void **state) {
   (void)state;
@@ -296,47 +293,21 @@ static void test_hang_in_a_child_of_the_compiler(void **state) {
                   "the compiler's child still runs after the timeout killed the compiler");
 }
 
-static void test_garbage_with_log(void **state) {
-  (void)state;
-  kct_host_only();
-  run_case(&(fault_case){"KC_FAULT_GARBAGE", KC_ECOMPILE, "fault-cc: wrote garbage", 0});
-}
+HOST_CASE(test_garbage_with_log, "KC_FAULT_GARBAGE", KC_ECOMPILE, "fault-cc: wrote garbage", 0)
 
-static void test_garbage_reason_survives_the_log(void **state) {
-  (void)state;
-  kct_host_only();
-  run_case(&(fault_case){"KC_FAULT_GARBAGE", KC_ECOMPILE, "produced an unusable object", 0});
-}
+HOST_CASE(test_garbage_reason_survives_the_log, "KC_FAULT_GARBAGE", KC_ECOMPILE,
+          "produced an unusable object", 0)
 
-static void test_random_bytes(void **state) {
-  (void)state;
-  kct_host_only();
-  run_case(&(fault_case){"KC_FAULT_RANDOM", KC_ECOMPILE, "produced an unusable object", 0});
-}
+HOST_CASE(test_random_bytes, "KC_FAULT_RANDOM", KC_ECOMPILE, "produced an unusable object", 0)
 
-static void test_no_object(void **state) {
-  (void)state;
-  kct_host_only();
-  run_case(&(fault_case){"KC_FAULT_NOTHING", KC_OK, ".o", 0});
-}
+HOST_CASE(test_no_object, "KC_FAULT_NOTHING", KC_OK, ".o", 0)
 
-static void test_truncated_object(void **state) {
-  (void)state;
-  kct_host_only();
-  run_case(&(fault_case){"KC_FAULT_TRUNCATED", KC_ECOMPILE, "produced an unusable object: truncated", 0});
-}
+HOST_CASE(test_truncated_object, "KC_FAULT_TRUNCATED", KC_ECOMPILE, "produced an unusable object: truncated",
+          0)
 
-static void test_object_without_entry(void **state) {
-  (void)state;
-  kct_host_only();
-  run_case(&(fault_case){"KC_FAULT_NO_ENTRY", KC_ECOMPILE, "trampoline", 0});
-}
+HOST_CASE(test_object_without_entry, "KC_FAULT_NO_ENTRY", KC_ECOMPILE, "trampoline", 0)
 
-static void test_log_flood(void **state) {
-  (void)state;
-  kct_host_only();
-  run_case(&(fault_case){"KC_FAULT_FLOOD", KC_ECOMPILE, "fault-cc: noise", 0});
-}
+HOST_CASE(test_log_flood, "KC_FAULT_FLOOD", KC_ECOMPILE, "fault-cc: noise", 0)
 
 /* OpenCL (PoCL here): a build failure with the compiler's log, then the fix,
  * with the disk cache on: nothing of the failure reaches the disk. */

@@ -125,6 +125,16 @@ static void child_works(kc_runtime *rt, kc_context *ctx, kc_buffer *b, kc_kernel
   kc_runtime_destroy(rt);
 }
 
+/* fork() with stdio flushed first; the child (0 returned) dies by SIGALRM
+ * after WATCHDOG_S seconds, should it hang. */
+static pid_t fork_watched(void) {
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) alarm(WATCHDOG_S);
+  return pid;
+}
+
 static void test_inherited_runtime(void **state) {
   (void)state;
   kc_runtime *rt = kct_runtime(NULL);
@@ -143,11 +153,8 @@ static void test_inherited_runtime(void **state) {
   bool safe = !strcmp(kct_backend_name, "host");
 
   long parent = (long)getpid();
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
+  pid_t pid = fork_watched();
   if (pid == 0) {
-    alarm(WATCHDOG_S);
     if (safe) child_works(rt, ctx, b, k, a);
     else child_refuses(rt, ctx, b, k, a, parent);
     _exit(0);
@@ -212,11 +219,8 @@ static void test_inherited_store(void **state) {
   assert_int_equal(s0.compiles, 0);
 
   long parent = (long)getpid();
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
+  pid_t pid = fork_watched();
   if (pid == 0) {
-    alarm(WATCHDOG_S);
     kc_dim3 grid = {N, 1, 1}, block = {1, 1, 1};
     kc_arg args[] = {KC_ARG_BUF(b)};
     CHILD_CHECK(refused(rt, kc_launch(k2, ctx, &grid, &block, args, 1), parent), rt);
@@ -244,10 +248,5 @@ static void test_inherited_store(void **state) {
   kct_rmrf(dir);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  kct_memory_only(); /* the child's compile must be a compile, not a disk hit */
-  const struct CMUnitTest tests[] = {KCT_TEST(test_inherited_runtime), KCT_TEST(test_inherited_store)};
-  return KCT_RUN(tests);
-}
+/* the child's compile must be a compile, not a disk hit (kct_memory_only) */
+KCT_MAIN(KCT_TEST(test_inherited_runtime), KCT_TEST(test_inherited_store))

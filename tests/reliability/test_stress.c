@@ -427,12 +427,4 @@ static void test_stress(void **state) {
   model.worlds = NULL;
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  kct_memory_only();
-  const struct CMUnitTest tests[] = {
-      KCT_TEST(test_stress),
-  };
-  return KCT_RUN(tests);
-}
+KCT_MAIN(KCT_TEST(test_stress))

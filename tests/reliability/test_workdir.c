@@ -107,15 +107,12 @@ static void test_sweep(void **state) {
   (void)state;
   rel_mkdtemp(tmp, sizeof tmp, "workdir");
   snprintf(hang, sizeof hang, "%s/hang.sh", tmp);
-  FILE *f = fopen(hang, "w");
-  assert_non_null(f);
-  fprintf(f,
-          "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'hang 1.0'; exit 0; }\ni=0\nwhile [ ! -e '%s/release' "
-          "] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); "
-          "done\nexit 1\n",
-          tmp); /* at most a minute, should the test fail before the release */
-  fclose(f);
-  chmod(hang, 0755);
+  kct_write_script(
+      hang,
+      "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'hang 1.0'; exit 0; }\ni=0\nwhile [ ! -e '%s/release' "
+      "] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); "
+      "done\nexit 1\n",
+      tmp); /* at most a minute, should the test fail before the release */
   char *old_tmpdir = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
   setenv("TMPDIR", tmp, 1);
 
@@ -153,7 +150,7 @@ static void test_sweep(void **state) {
   snprintf(kept[5], sizeof kept[5], "kcache-host-%llu-%ld-%llu-other0", ns, (long)victim, start);
   for (int i = 0; i < 4; i++) plant_dir(kept[i], true);
   snprintf(target, sizeof target, "%s/%s", tmp, kept[4]);
-  f = fopen(target, "w"); /* a plain file with a dead process's work directory's name */
+  FILE *f = fopen(target, "w"); /* a plain file with a dead process's work directory's name */
   assert_non_null(f);
   fclose(f);
   bool root = geteuid() == 0;

@@ -62,6 +62,13 @@ typedef struct rs_node_opts {
   uint64_t max_entry;
   const char *cc; /* NULL: kct_host_cc() */
 } rs_node_opts;
+/* The options of a node at url, every other field zero. */
+static inline rs_node_opts rs_opts(const char *url) {
+  rs_node_opts o;
+  memset(&o, 0, sizeof o);
+  o.url = url;
+  return o;
+}
 kc_runtime *rs_node(const char *cache_dir, const rs_node_opts *o);
 
 /* What a node did (also sent by forked children). */

@@ -72,13 +72,6 @@ static const char *cache(fx *f) {
   return p;
 }
 
-static rs_node_opts opts(const char *url) {
-  rs_node_opts o;
-  memset(&o, 0, sizeof o);
-  o.url = url;
-  return o;
-}
-
 static size_t entries_in(const char *url, const char *prefix) {
   char **keys;
   size_t n = rs_keys(url, prefix, &keys), e = 0;
@@ -117,7 +110,7 @@ static void assert_sound(const char *name, const char *secret, const char *entry
 
 static void test_second_node_loads_the_first_nodes_compile(void **state) {
   fx *f = *state;
-  rs_node_opts o = opts(server.url);
+  rs_node_opts o = rs_opts(server.url);
   const char *a = cache(f);
   rs_report r = rs_node_run(a, &o, 7);
   rs_check(&r, "node A");
@@ -160,7 +153,7 @@ static void test_second_node_loads_the_first_nodes_compile(void **state) {
 static void test_eight_nodes_cold_start_compile_three_times(void **state) {
   fx *f = *state;
   enum { N = 8 };
-  rs_node_opts o = opts(server.url);
+  rs_node_opts o = rs_opts(server.url);
   o.cc = f->wrapper;
   setenv("KC_TEST_COUNT", f->count, 1);
   setenv("KC_TEST_SLEEP", "0.3", 1); /* slow compiles: every node asks while the first compiles */
@@ -198,7 +191,7 @@ static void test_stopped_then_killed_server_delays_no_launch(void **state) {
   fx *f = *state;
   rs_server s;
   rs_start(&s, NULL, NULL);
-  rs_node_opts o = opts(s.url);
+  rs_node_opts o = rs_opts(s.url);
   o.timeout_ms = 100;
   o.retry_ms = 400;
   kc_runtime *rt = rs_node(cache(f), &o);
@@ -261,7 +254,7 @@ static void test_no_server_at_all(void **state) {
   char url[600];
   snprintf(url, sizeof url, "%s", s.url);
   rs_stop(&s); /* nobody listens on the port now */
-  rs_node_opts o = opts(url);
+  rs_node_opts o = rs_opts(url);
   o.timeout_ms = 50;
   kc_runtime *rt = rs_node(cache(f), &o);
   assert_non_null(rt);
@@ -331,7 +324,7 @@ static void damage_value(const char *name, const char *other, damage d) {
 
 static void test_damaged_values_are_detected_and_replaced(void **state) {
   fx *f = *state;
-  rs_node_opts o = opts(server.url);
+  rs_node_opts o = rs_opts(server.url);
   rs_report r = rs_node_run(cache(f), &o, 3); /* k1, k2 */
   rs_check(&r, "uploader");
   char k1[300], k2[300];
@@ -364,7 +357,7 @@ static void test_wrong_password(void **state) {
   rs_start(&s, "s3cret", NULL);
   char bad[600];
   snprintf(bad, sizeof bad, "redis://:wrong@127.0.0.1:%d", s.port);
-  rs_node_opts o = opts(bad);
+  rs_node_opts o = rs_opts(bad);
   st_capture_begin();
   rs_report r = rs_node_run(cache(f), &o, 7);
   char *err = st_capture_end();
@@ -375,7 +368,7 @@ static void test_wrong_password(void **state) {
   KCT_CONTAINS(err, "authentication failed");
   free(err);
 
-  o = opts(s.url); /* the right one */
+  o = rs_opts(s.url); /* the right one */
   r = rs_node_run(cache(f), &o, 7);
   rs_check(&r, "right password");
   assert_int_equal(r.stats.remote_errors, 0);
@@ -389,7 +382,7 @@ static void test_wrong_password(void **state) {
   rs_free(&a);
   char user[600];
   snprintf(user, sizeof user, "redis://kc:kc%%20pw@127.0.0.1:%d/0", s.port);
-  o = opts(user);
+  o = rs_opts(user);
   r = rs_node_run(cache(f), &o, 7);
   rs_check(&r, "ACL user");
   assert_int_equal(r.stats.remote_hits, 3);
@@ -442,7 +435,7 @@ static void copy_value(const char *from, const char *to) {
 static void test_secrets(void **state) {
   fx *f = *state;
   if (kc__hmac_unavailable()) skip();
-  rs_node_opts alpha = opts(server.url), beta = opts(server.url), none = opts(server.url);
+  rs_node_opts alpha = rs_opts(server.url), beta = rs_opts(server.url), none = rs_opts(server.url);
   alpha.secret = "alpha";
   beta.secret = "beta";
 
@@ -515,7 +508,7 @@ static void k1_gone(fx *f, const rs_node_opts *o, char name[300], char lock[320]
 
 static void test_lock_of_a_dead_holder_expires(void **state) {
   fx *f = *state;
-  rs_node_opts o = opts(server.url);
+  rs_node_opts o = rs_opts(server.url);
   char name[300], lock[320];
   k1_gone(f, &o, name, lock);
 
@@ -561,7 +554,7 @@ static void test_planted_locks_are_not_waited_for(void **state) {
       {"not authenticated", "host:1:00000000000000a3:0000000000000000", "20000", true},
   };
   for (size_t i = 0; i < sizeof planted / sizeof *planted; i++) {
-    rs_node_opts o = opts(server.url);
+    rs_node_opts o = rs_opts(server.url);
     o.secret = planted[i].secret ? "correct horse battery staple" : NULL;
     o.lock_ms = 30000;
     char name[300], lock[320];
@@ -596,7 +589,7 @@ static void test_planted_locks_are_not_waited_for(void **state) {
  * timeout bounds it (test_lock_of_a_dead_holder_expires). */
 static void test_wait_bounded_by_compile_time(void **state) {
   fx *f = *state;
-  rs_node_opts o = opts(server.url);
+  rs_node_opts o = rs_opts(server.url);
   o.lock_ms = 30000;
   char name[300], lock[320];
   k1_gone(f, &o, name, lock);
@@ -640,7 +633,7 @@ static void test_authenticated_lock_waited_for(void **state) {
   fx *f = *state;
   if (kc__hmac_unavailable()) skip();
   for (int keyed = 1; keyed >= 0; keyed--) {
-    rs_node_opts o = opts(server.url);
+    rs_node_opts o = rs_opts(server.url);
     o.secret = keyed ? "correct horse battery staple" : NULL;
     o.lock_ms = 30000;
     o.cc = f->wrapper; /* the compiler is in the key: the same for both machines; it sleeps when asked */
@@ -682,7 +675,7 @@ static void test_authenticated_lock_waited_for(void **state) {
 
 static void test_size_limit(void **state) {
   fx *f = *state;
-  rs_node_opts o = opts(server.url);
+  rs_node_opts o = rs_opts(server.url);
   o.max_entry = 1024; /* smaller than any entry */
   rs_report r = rs_node_run(cache(f), &o, 1);
   rs_check(&r, "too large to upload");
@@ -720,7 +713,7 @@ static void *work(void *arg) {
 
 static void test_threads_share_a_node(void **state) {
   fx *f = *state;
-  rs_node_opts o = opts(server.url);
+  rs_node_opts o = rs_opts(server.url);
   for (int round = 0; round < 2; round++) { /* cold, then warm from Redis */
     kc_runtime *rt = rs_node(cache(f), &o);
     assert_non_null(rt);
@@ -750,20 +743,22 @@ int main(int argc, char **argv) {
   rs_require_server();
   unsetenv("KC_REMOTE"); /* the nodes say everything through their options */
   unsetenv("KC_CACHE_DISABLE");
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_second_node_loads_the_first_nodes_compile, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_eight_nodes_cold_start_compile_three_times, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_stopped_then_killed_server_delays_no_launch, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_no_server_at_all, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_damaged_values_are_detected_and_replaced, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_wrong_password, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_secrets, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_lock_of_a_dead_holder_expires, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_planted_locks_are_not_waited_for, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_wait_bounded_by_compile_time, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_authenticated_lock_waited_for, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_size_limit, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_threads_share_a_node, setup, teardown),
+      T(test_second_node_loads_the_first_nodes_compile),
+      T(test_eight_nodes_cold_start_compile_three_times),
+      T(test_stopped_then_killed_server_delays_no_launch),
+      T(test_no_server_at_all),
+      T(test_damaged_values_are_detected_and_replaced),
+      T(test_wrong_password),
+      T(test_secrets),
+      T(test_lock_of_a_dead_holder_expires),
+      T(test_planted_locks_are_not_waited_for),
+      T(test_wait_bounded_by_compile_time),
+      T(test_authenticated_lock_waited_for),
+      T(test_size_limit),
+      T(test_threads_share_a_node),
   };
+#undef T
   return cmocka_run_group_tests_name(kct_group_name("remote tier"), tests, group_setup, group_teardown);
 }

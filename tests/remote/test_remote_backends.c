@@ -17,9 +17,7 @@ static void test_second_node(void **state) {
   st_mkdtemp(root, sizeof root, kct_backend_name);
   snprintf(a, sizeof a, "%s/a", root);
   snprintf(b, sizeof b, "%s/b", root);
-  rs_node_opts o;
-  memset(&o, 0, sizeof o);
-  o.url = s.url;
+  rs_node_opts o = rs_opts(s.url);
   rs_report r = rs_node_run(a, &o, 7);
   rs_check(&r, "node A");
   assert_int_equal(r.stats.compiles, 3);

@@ -54,9 +54,7 @@ static void test_ping_ls_stats_clear(void **state) {
   (void)state;
   char cache[700], env[800];
   snprintf(cache, sizeof cache, "%s/node", root);
-  rs_node_opts o;
-  memset(&o, 0, sizeof o);
-  o.url = server.url;
+  rs_node_opts o = rs_opts(server.url);
   rs_report r = rs_node_run(cache, &o, 7);
   rs_check(&r, "node");
   char name[300];
@@ -67,15 +65,10 @@ static void test_ping_ls_stats_clear(void **state) {
   rs_free(&x);
 
   char *out;
-  assert_int_equal(cli(&out, NULL, "remote ping --url %s", server.url), 0);
-  KCT_CONTAINS(out, "PONG");
-  KCT_CONTAINS(out, "3 under kctest: (3 in this namespace), 1 lock held");
-  KCT_CONTAINS(out, "not authenticated");
-  free(out);
-  assert_int_equal(cli(&out, NULL, "--json remote ping --url %s", server.url), 0);
-  KCT_CONTAINS(out, "\"entries\": 3");
-  KCT_CONTAINS(out, "\"locks\": 1");
-  free(out);
+  KCT_SAYS(cli(&out, NULL, "remote ping --url %s", server.url), out, 0, "PONG",
+           "3 under kctest: (3 in this namespace), 1 lock held", "not authenticated");
+  KCT_SAYS(cli(&out, NULL, "--json remote ping --url %s", server.url), out, 0, "\"entries\": 3",
+           "\"locks\": 1");
 
   snprintf(env, sizeof env, "KC_REMOTE=%s", server.url);
   assert_int_equal(cli(&out, env, "remote ls"), 0);
@@ -87,37 +80,23 @@ static void test_ping_ls_stats_clear(void **state) {
   KCT_CONTAINS(out, "V=0");
   KCT_CONTAINS(out, "lock held by somehost:42:00ff");
   free(out);
-  assert_int_equal(cli(&out, env, "--json remote ls"), 0);
-  KCT_CONTAINS(out, "\"entry\": \"k1\"");
-  KCT_CONTAINS(out, "\"holder\": \"somehost:42:00ff\"");
-  free(out);
+  KCT_SAYS(cli(&out, env, "--json remote ls"), out, 0, "\"entry\": \"k1\"",
+           "\"holder\": \"somehost:42:00ff\"");
 
   /* the node's counters, through its disk cache */
-  assert_int_equal(cli(&out, env, "--dir '%s' stats", cache), 0);
-  KCT_CONTAINS(out, "remote      redis://127.0.0.1:");
-  KCT_CONTAINS(out, "3 lookups: 0 hits, 3 misses");
-  KCT_CONTAINS(out, "3 uploads");
-  free(out);
-  assert_int_equal(cli(&out, NULL, "--json --dir '%s' stats", cache), 0);
-  KCT_CONTAINS(out, "\"remote\": {\"url\": null, \"lookups\": 3");
-  free(out);
+  KCT_SAYS(cli(&out, env, "--dir '%s' stats", cache), out, 0,
+           "remote      redis://127.0.0.1:", "3 lookups: 0 hits, 3 misses", "3 uploads");
+  KCT_SAYS(cli(&out, NULL, "--json --dir '%s' stats", cache), out, 0,
+           "\"remote\": {\"url\": null, \"lookups\": 3");
   char other[700];
   snprintf(other, sizeof other, "%s/never-used", root);
   /* --dir must name a directory (a typo is not an empty store) */
-  assert_int_equal(cli(&out, NULL, "--json --dir '%s' stats", other), 2);
-  KCT_CONTAINS(out, "No such file or directory");
-  free(out);
+  KCT_SAYS(cli(&out, NULL, "--json --dir '%s' stats", other), out, 2, "No such file or directory");
   assert_int_equal(mkdir(other, 0755), 0);
-  assert_int_equal(cli(&out, NULL, "--json --dir '%s' stats", other), 0);
-  KCT_CONTAINS(out, "\"remote\": null");
-  free(out);
+  KCT_SAYS(cli(&out, NULL, "--json --dir '%s' stats", other), out, 0, "\"remote\": null");
 
-  assert_int_equal(cli(&out, env, "remote clear"), 0);
-  KCT_CONTAINS(out, "removed 3 entries and 1 locks");
-  free(out);
-  assert_int_equal(cli(&out, env, "remote ls"), 0);
-  KCT_CONTAINS(out, "(no entries under kctest:");
-  free(out);
+  KCT_SAYS(cli(&out, env, "remote clear"), out, 0, "removed 3 entries and 1 locks");
+  KCT_SAYS(cli(&out, env, "remote ls"), out, 0, "(no entries under kctest:");
 }
 
 static void test_secrets_in_ls(void **state) {
@@ -125,62 +104,38 @@ static void test_secrets_in_ls(void **state) {
   if (kc__hmac_unavailable()) skip();
   char cache[700], env[900];
   snprintf(cache, sizeof cache, "%s/secret", root);
-  rs_node_opts o;
-  memset(&o, 0, sizeof o);
-  o.url = server.url;
+  rs_node_opts o = rs_opts(server.url);
   o.secret = "alpha";
   rs_report r = rs_node_run(cache, &o, 1);
   rs_check(&r, "node");
   char *out;
   snprintf(env, sizeof env, "KC_REMOTE=%s KC_REMOTE_KEY=alpha", server.url);
-  assert_int_equal(cli(&out, env, "remote ls"), 0);
-  KCT_CONTAINS(out, "hmac-");
-  KCT_CONTAINS(out, " ok\n");
-  free(out);
+  KCT_SAYS(cli(&out, env, "remote ls"), out, 0, "hmac-", " ok\n");
   snprintf(env, sizeof env, "KC_REMOTE=%s KC_REMOTE_KEY=beta", server.url);
-  assert_int_equal(cli(&out, env, "remote ls"), 0);
-  KCT_CONTAINS(out, "another secret");
-  free(out);
+  KCT_SAYS(cli(&out, env, "remote ls"), out, 0, "another secret");
   char name[300];
   assert_true(rs_name_of(server.url, "kctest:hmac-", "k1", name, sizeof name));
   kc__rreply a = rs_cmd(server.url, "APPEND", name, "x", (char *)NULL); /* now 41 bytes follow: damaged */
   rs_free(&a);
   snprintf(env, sizeof env, "KC_REMOTE=%s KC_REMOTE_KEY=alpha", server.url);
-  assert_int_equal(cli(&out, env, "remote ls"), 0);
-  KCT_CONTAINS(out, "BAD");
-  free(out);
-  assert_int_equal(cli(&out, env, "remote clear"), 0);
-  free(out);
+  KCT_SAYS(cli(&out, env, "remote ls"), out, 0, "BAD");
+  KCT_SAYS(cli(&out, env, "remote clear"), out, 0);
 }
 
 static void test_errors(void **state) {
   (void)state;
   char *out;
-  assert_int_equal(cli(&out, NULL, "remote ping"), 2);
-  KCT_CONTAINS(out, "no server");
-  free(out);
-  assert_int_equal(cli(&out, NULL, "remote ping --url redis://127.0.0.1:1"), 1);
-  KCT_CONTAINS(out, "Connection refused");
-  free(out);
-  assert_int_equal(cli(&out, NULL, "remote ls --url rediss://127.0.0.1:1"), 1);
-  KCT_CONTAINS(out, "TLS");
-  free(out);
-  assert_int_equal(cli(&out, NULL, "remote frobnicate --url %s", server.url), 2);
-  KCT_CONTAINS(out, "no subcommand 'frobnicate'");
-  free(out);
-  assert_int_equal(cli(&out, NULL, "remote"), 2);
-  free(out);
-  assert_int_equal(cli(&out, NULL, "remote --help"), 0);
-  KCT_CONTAINS(out, "usage: kcache remote ping|ls|clear");
-  free(out);
-  assert_int_equal(cli(&out, NULL, "--help"), 0);
-  KCT_CONTAINS(out, "remote ping|ls|clear");
-  free(out);
+  KCT_SAYS(cli(&out, NULL, "remote ping"), out, 2, "no server");
+  KCT_SAYS(cli(&out, NULL, "remote ping --url redis://127.0.0.1:1"), out, 1, "Connection refused");
+  KCT_SAYS(cli(&out, NULL, "remote ls --url rediss://127.0.0.1:1"), out, 1, "TLS");
+  KCT_SAYS(cli(&out, NULL, "remote frobnicate --url %s", server.url), out, 2, "no subcommand 'frobnicate'");
+  KCT_SAYS(cli(&out, NULL, "remote"), out, 2);
+  KCT_SAYS(cli(&out, NULL, "remote --help"), out, 0, "usage: kcache remote ping|ls|clear");
+  KCT_SAYS(cli(&out, NULL, "--help"), out, 0, "remote ping|ls|clear");
   char url[700];
   snprintf(url, sizeof url, "redis://:nope@127.0.0.1:%d", server.port);
-  assert_int_equal(cli(&out, NULL, "remote ping --url %s", url), 1); /* the server has no password */
-  KCT_CONTAINS(out, "authentication failed");
-  free(out);
+  KCT_SAYS(cli(&out, NULL, "remote ping --url %s", url), out, 1,
+           "authentication failed"); /* the server has no password */
 }
 
 int main(int argc, char **argv) {

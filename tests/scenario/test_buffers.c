@@ -63,15 +63,25 @@ static void test_buffer_destroyed_twice(void **state) {
   kct_destroy(rt);
 }
 
+/* A runtime with k defined (*k, a handle on it), a context (*ctx) and a
+ * buffer of N floats in it (*b). */
+static kc_runtime *runtime_with_k(kc_kernel **k, kc_context **ctx, kc_buffer **b) {
+  kc_runtime *rt = kct_runtime(NULL);
+  kct_define(rt, "k", SRC_K);
+  *k = kct_kernel(rt, "k", NULL);
+  *ctx = kct_context(rt);
+  *b = kct_buffer(rt, *ctx, N);
+  return rt;
+}
+
 /* A destroyed buffer as a launch argument: KC_EARGS that says so, on the
  * checked path (kc_launch) and when binding (kc_args_create). */
 static void test_launch_with_destroyed_buffer(void **state) {
   (void)state;
-  kc_runtime *rt = kct_runtime(NULL);
-  kct_define(rt, "k", SRC_K);
-  kc_kernel *k = kct_kernel(rt, "k", NULL);
-  kc_context *ctx = kct_context(rt);
-  kc_buffer *b = kct_buffer(rt, ctx, N);
+  kc_kernel *k;
+  kc_context *ctx;
+  kc_buffer *b;
+  kc_runtime *rt = runtime_with_k(&k, &ctx, &b);
   float out[N];
   kct_run_ok(rt, k, ctx, b, N, out);
   kct_expect_linear(out, N, 1, 1);
@@ -99,11 +109,10 @@ static void test_launch_with_destroyed_buffer(void **state) {
  * buffer mends them. */
 static void test_bound_arguments_with_destroyed_buffer(void **state) {
   (void)state;
-  kc_runtime *rt = kct_runtime(NULL);
-  kct_define(rt, "k", SRC_K);
-  kc_kernel *k = kct_kernel(rt, "k", NULL);
-  kc_context *ctx = kct_context(rt);
-  kc_buffer *b = kct_buffer(rt, ctx, N);
+  kc_kernel *k;
+  kc_context *ctx;
+  kc_buffer *b;
+  kc_runtime *rt = runtime_with_k(&k, &ctx, &b);
   kc_arg arg = KC_ARG_BUF(b);
   kc_args *bound = NULL;
   KCT_OK(rt, kc_args_create(k, ctx, &arg, 1, &bound));
@@ -170,14 +179,6 @@ static void test_buffers_are_recycled(void **state) {
   assert_int_equal(c.live, 0);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  kct_memory_only();
-  const struct CMUnitTest tests[] = {
-      KCT_TEST(test_buffer_after_context_destroy), KCT_TEST(test_buffer_destroyed_twice),
-      KCT_TEST(test_launch_with_destroyed_buffer), KCT_TEST(test_bound_arguments_with_destroyed_buffer),
-      KCT_TEST(test_buffers_are_recycled),
-  };
-  return KCT_RUN(tests);
-}
+KCT_MAIN(KCT_TEST(test_buffer_after_context_destroy), KCT_TEST(test_buffer_destroyed_twice),
+         KCT_TEST(test_launch_with_destroyed_buffer), KCT_TEST(test_bound_arguments_with_destroyed_buffer),
+         KCT_TEST(test_buffers_are_recycled))

@@ -66,13 +66,21 @@ static void expect_caught(kc_runtime *rt, kc_kernel *k, kc_context *ctx, kc_buff
   }
 }
 
+/* A context of rt (*ctx), a buffer of N floats in it (*b), and oob
+ * defined: its handle. */
+static kc_kernel *oob_setup(kc_runtime *rt, kc_context **ctx, kc_buffer **b) {
+  *ctx = kct_context(rt);
+  *b = kct_buffer(rt, *ctx, N);
+  kct_define(rt, "oob", SRC_OOB);
+  return kct_kernel(rt, "oob", NULL);
+}
+
 static void test_overflow_caught(void **state) {
   (void)state;
   kc_runtime *rt = checked_runtime(1);
-  kc_context *ctx = kct_context(rt);
-  kc_buffer *b = kct_buffer(rt, ctx, N);
-  kct_define(rt, "oob", SRC_OOB);
-  kc_kernel *k = kct_kernel(rt, "oob", NULL);
+  kc_context *ctx;
+  kc_buffer *b;
+  kc_kernel *k = oob_setup(rt, &ctx, &b);
   expect_caught(rt, k, ctx, b, ITEMS, 0, WANT_AFTER);
   float out[N];
   KCT_OK(rt, kc_buffer_read(b, 0, out, sizeof out));
@@ -163,10 +171,9 @@ static void test_bound_arguments_and_environment(void **state) {
   setenv("KC_CHECKED", "1", 1);
   kc_runtime *rt = checked_runtime(0);
   unsetenv("KC_CHECKED");
-  kc_context *ctx = kct_context(rt);
-  kc_buffer *b = kct_buffer(rt, ctx, N);
-  kct_define(rt, "oob", SRC_OOB);
-  kc_kernel *k = kct_kernel(rt, "oob", NULL);
+  kc_context *ctx;
+  kc_buffer *b;
+  kc_kernel *k = oob_setup(rt, &ctx, &b);
   int shift = 0;
   kc_arg args[] = {KC_ARG_BUF(b), KC_ARG_VAL(shift)};
   kc_args *a = NULL;
@@ -189,10 +196,9 @@ static void test_bound_arguments_and_environment(void **state) {
 static void test_off_by_default(void **state) {
   (void)state;
   kc_runtime *rt = checked_runtime(0);
-  kc_context *ctx = kct_context(rt);
-  kc_buffer *b = kct_buffer(rt, ctx, N);
-  kct_define(rt, "oob", SRC_OOB);
-  kc_kernel *k = kct_kernel(rt, "oob", NULL);
+  kc_context *ctx;
+  kc_buffer *b;
+  kc_kernel *k = oob_setup(rt, &ctx, &b);
   kc_stats before = kct_stats(rt);
   for (int i = 0; i < 4; i++) KCT_OK(rt, run_oob(k, ctx, b, N, 0));
   kc_stats after = kct_stats(rt);

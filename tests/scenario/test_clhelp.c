@@ -77,6 +77,16 @@ static void define_kernels(kc_runtime *rt, int base, int n, kc_kernel **ks) {
   }
 }
 
+/* helper_runtime(mode, log, ud), a context of it (*ctx) and its kernels
+ * tag_<base>..tag_<base+n-1> (define_kernels, into ks). */
+static kc_runtime *helper_kernels(const char *mode, kc_log_fn log, void *ud, kc_context **ctx, int base,
+                                  int n, kc_kernel **ks) {
+  kc_runtime *rt = helper_runtime(mode, log, ud);
+  *ctx = kct_context(rt);
+  define_kernels(rt, base, n, ks);
+  return rt;
+}
+
 static void check_kernels(kc_runtime *rt, kc_context *ctx, int base, int n, kc_kernel **ks) {
   kc_buffer *b = kct_buffer(rt, ctx, N);
   float out[N];
@@ -85,6 +95,16 @@ static void check_kernels(kc_runtime *rt, kc_context *ctx, int base, int n, kc_k
     kct_expect_linear(out, N, (float)(i + 1), (float)i);
   }
   kc_buffer_destroy(b);
+}
+
+/* kc_prepare of ks (kernels tag_<base>.., n of them) in ctx: built in at
+ * most one helper per compile thread, and each kernel right. */
+static void prepare_in_helpers(kc_runtime *rt, kc_context *ctx, int base, int n, kc_kernel **ks) {
+  KCT_OK(rt, kc_prepare(ks, (uint32_t)n, ctx));
+  pid_t kids[MAXKIDS];
+  int helpers = children(kids);
+  assert_true(helpers >= 1 && helpers <= 2); /* one helper per compile thread at most */
+  check_kernels(rt, ctx, base, n, ks);
 }
 
 /* Destroys rt and checks that no child process is left, zombies included. */
@@ -98,15 +118,10 @@ static void destroy_and_check(kc_runtime *rt) {
  * in-process build makes. */
 static void test_prepare_through_helpers(void **state) {
   (void)state;
-  kc_runtime *rt = helper_runtime("1", NULL, NULL);
-  kc_context *ctx = kct_context(rt);
+  kc_context *ctx;
   kc_kernel *ks[6];
-  define_kernels(rt, 0, 6, ks);
-  KCT_OK(rt, kc_prepare(ks, 6, ctx));
-  pid_t kids[MAXKIDS];
-  int n = children(kids);
-  assert_true(n >= 1 && n <= 2); /* one helper per compile thread at most */
-  check_kernels(rt, ctx, 0, 6, ks);
+  kc_runtime *rt = helper_kernels("1", NULL, NULL, &ctx, 0, 6, ks);
+  prepare_in_helpers(rt, ctx, 0, 6, ks);
   kc_stats s = kct_stats(rt);
   assert_int_equal(s.compiles, 6);
   /* each kernel: its build in a helper, and the binary's build at the link */
@@ -137,15 +152,10 @@ static void test_auto_uses_helpers(void **state) {
   char devices[4096] = "";
   kc_list_devices(KC_BACKEND_OPENCL, devices, sizeof devices);
   if (!strstr(devices, "Portable Computing Language")) skip(); /* auto uses helpers on PoCL only */
-  kc_runtime *rt = helper_runtime("auto", NULL, NULL);
-  kc_context *ctx = kct_context(rt);
+  kc_context *ctx;
   kc_kernel *ks[6];
-  define_kernels(rt, 50, 6, ks);
-  KCT_OK(rt, kc_prepare(ks, 6, ctx));
-  pid_t kids[MAXKIDS];
-  int n = children(kids);
-  assert_true(n >= 1 && n <= 2);
-  check_kernels(rt, ctx, 50, 6, ks);
+  kc_runtime *rt = helper_kernels("auto", NULL, NULL, &ctx, 50, 6, ks);
+  prepare_in_helpers(rt, ctx, 50, 6, ks);
   assert_int_equal(kct_stats(rt).backend_builds, 12);
   destroy_and_check(rt);
 
@@ -155,6 +165,7 @@ static void test_auto_uses_helpers(void **state) {
   rt = kct_runtime(&o);
   define_kernels(rt, 50, 2, ks);
   KCT_OK(rt, kc_prepare(ks, 2, NULL));
+  pid_t kids[MAXKIDS];
   assert_int_equal(children(kids), 0);
   assert_int_equal(kct_stats(rt).backend_builds, 2);
   destroy_and_check(rt);
@@ -218,10 +229,9 @@ static void log_cb(void *ud, kc_log_level level, const char *msg) {
 static void test_killed_helpers(void **state) {
   (void)state;
   logged l = {PTHREAD_MUTEX_INITIALIZER, 0, ""};
-  kc_runtime *rt = helper_runtime("1", log_cb, &l);
-  kc_context *ctx = kct_context(rt);
+  kc_context *ctx;
   kc_kernel *ks[10];
-  define_kernels(rt, 0, 10, ks);
+  kc_runtime *rt = helper_kernels("1", log_cb, &l, &ctx, 0, 10, ks);
   KCT_OK(rt, kc_prepare(ks, 2, ctx));
   pid_t kids[MAXKIDS];
   int n = children(kids);
@@ -262,11 +272,10 @@ static void test_killed_helpers(void **state) {
 static void test_helper_timeout(void **state) {
   (void)state;
   setenv("KC_OPENCL_HELPER_TIMEOUT", "6", 1);
-  kc_runtime *rt = helper_runtime("1", NULL, NULL);
-  unsetenv("KC_OPENCL_HELPER_TIMEOUT");
-  kc_context *ctx = kct_context(rt);
+  kc_context *ctx;
   kc_kernel *ks[2];
-  define_kernels(rt, 0, 2, ks);
+  kc_runtime *rt = helper_kernels("1", NULL, NULL, &ctx, 0, 2, ks);
+  unsetenv("KC_OPENCL_HELPER_TIMEOUT");
   KCT_OK(rt, kc_kernel_prepare(ks[0], ctx)); /* a helper is running */
   pid_t kids[MAXKIDS];
   int n = children(kids);
@@ -284,10 +293,9 @@ static void test_helper_timeout(void **state) {
  * refuses), and the parent's helpers go on serving after the child is gone. */
 static void test_fork_leaves_helpers(void **state) {
   (void)state;
-  kc_runtime *rt = helper_runtime("1", NULL, NULL);
-  kc_context *ctx = kct_context(rt);
+  kc_context *ctx;
   kc_kernel *ks[3];
-  define_kernels(rt, 0, 3, ks);
+  kc_runtime *rt = helper_kernels("1", NULL, NULL, &ctx, 0, 3, ks);
   KCT_OK(rt, kc_kernel_prepare(ks[0], ctx));
   pid_t before[MAXKIDS], after[MAXKIDS];
   assert_int_equal(children(before), 1);
@@ -317,10 +325,9 @@ static void test_missing_helper(void **state) {
   char *keep = getenv("KC_OPENCL_HELPER") ? strdup(getenv("KC_OPENCL_HELPER")) : NULL;
   setenv("KC_OPENCL_HELPER", "/nonexistent/kcache-clc", 1);
   logged l = {PTHREAD_MUTEX_INITIALIZER, 0, ""};
-  kc_runtime *rt = helper_runtime("1", log_cb, &l);
-  kc_context *ctx = kct_context(rt);
+  kc_context *ctx;
   kc_kernel *ks[4];
-  define_kernels(rt, 0, 4, ks);
+  kc_runtime *rt = helper_kernels("1", log_cb, &l, &ctx, 0, 4, ks);
   KCT_OK(rt, kc_prepare(ks, 4, ctx));
   check_kernels(rt, ctx, 0, 4, ks);
   assert_int_equal(l.lines, 1);

@@ -449,14 +449,6 @@ static void test_collect_beside_slow_paths(void **state) {
   collect_under_load(false);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  kct_memory_only();
-  const struct CMUnitTest tests[] = {
-      KCT_TEST(test_hot_reload_stays_bounded),        KCT_TEST(test_pinned_world_survives_collect),
-      KCT_TEST(test_collect_across_contexts),         KCT_TEST(test_collect_waits_for_a_compile_in_flight),
-      KCT_TEST(test_collect_beside_guarded_launches), KCT_TEST(test_collect_beside_slow_paths),
-  };
-  return KCT_RUN(tests);
-}
+KCT_MAIN(KCT_TEST(test_hot_reload_stays_bounded), KCT_TEST(test_pinned_world_survives_collect),
+         KCT_TEST(test_collect_across_contexts), KCT_TEST(test_collect_waits_for_a_compile_in_flight),
+         KCT_TEST(test_collect_beside_guarded_launches), KCT_TEST(test_collect_beside_slow_paths))

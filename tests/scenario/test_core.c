@@ -772,29 +772,14 @@ static void test_list_devices(void **state) {
   kct_destroy(rt);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  kct_memory_only();
-  const struct CMUnitTest tests[] = {
-      KCT_FX_TEST(test_first_launch_compiles_once),
-      KCT_TEST(test_list_devices),
-      KCT_FX_TEST(test_second_handle_shares_code),
-      KCT_FX_TEST(test_unrelated_definition_revalidates),
-      KCT_FX_TEST(test_callee_redefinition_recompiles_dependents_only),
-      KCT_FX_TEST(test_kernel_redefinition_recompiles_it),
-      KCT_TEST(test_compile_options),
-      KCT_FX_TEST(test_pinned_world_keeps_old_code),
-      KCT_TEST(test_pins_nest),
-      KCT_FX_TEST(test_specializations),
-      KCT_TEST(test_bad_params_strings),
-      KCT_FX_TEST(test_context_reset_relinks_without_compiling),
-      KCT_TEST(test_context_destroy_never_reuses_linked_objects),
-      KCT_TEST(test_two_contexts_share_compiled_code),
-      KCT_FX_TEST(test_identical_redefinition_is_a_no_op),
-      KCT_TEST(test_kernel_source_in_dependency_order),
-      KCT_TEST(test_cached_launch_allocates_nothing),
-      KCT_FX_TEST(test_bound_arguments),
-  };
-  return KCT_RUN(tests);
-}
+KCT_MAIN(KCT_FX_TEST(test_first_launch_compiles_once), KCT_TEST(test_list_devices),
+         KCT_FX_TEST(test_second_handle_shares_code), KCT_FX_TEST(test_unrelated_definition_revalidates),
+         KCT_FX_TEST(test_callee_redefinition_recompiles_dependents_only),
+         KCT_FX_TEST(test_kernel_redefinition_recompiles_it), KCT_TEST(test_compile_options),
+         KCT_FX_TEST(test_pinned_world_keeps_old_code), KCT_TEST(test_pins_nest),
+         KCT_FX_TEST(test_specializations), KCT_TEST(test_bad_params_strings),
+         KCT_FX_TEST(test_context_reset_relinks_without_compiling),
+         KCT_TEST(test_context_destroy_never_reuses_linked_objects),
+         KCT_TEST(test_two_contexts_share_compiled_code), KCT_FX_TEST(test_identical_redefinition_is_a_no_op),
+         KCT_TEST(test_kernel_source_in_dependency_order), KCT_TEST(test_cached_launch_allocates_nothing),
+         KCT_FX_TEST(test_bound_arguments))

@@ -203,11 +203,7 @@ static char *fake_cc(char *dir, const char *name, const char *script) {
   static int next;
   char *p = path[next++ % 4];
   snprintf(p, sizeof path[0], "%s/%s", dir, name);
-  FILE *f = fopen(p, "w");
-  assert_non_null(f);
-  fprintf(f, "#!/bin/sh\n%s\n", script);
-  fclose(f);
-  assert_int_equal(chmod(p, 0755), 0);
+  kct_write_script(p, "#!/bin/sh\n%s\n", script);
   return p;
 }
 
@@ -547,13 +543,21 @@ static const char SRC_KA[] = "KC_KERNEL void ka(KC_GLOBAL float *y, float a, int
                              "  if ((int)i < n) y[i] = a;\n"
                              "}\n";
 
-static void test_wrong_arguments(void **state) {
-  kct_fixture *f = *state;
-  kc_runtime *rt = f->rt;
+/* Defines ka in rt; its handle, and in *foreign a buffer of N floats in a
+ * context of its own (not the fixture's). */
+static kc_kernel *define_ka(kc_runtime *rt, kc_buffer **foreign) {
   kct_define(rt, "ka", SRC_KA);
   kc_kernel *k = kct_kernel(rt, "ka", NULL);
   kc_context *other = kct_context(rt);
-  kc_buffer *foreign = kct_buffer(rt, other, N);
+  *foreign = kct_buffer(rt, other, N);
+  return k;
+}
+
+static void test_wrong_arguments(void **state) {
+  kct_fixture *f = *state;
+  kc_runtime *rt = f->rt;
+  kc_buffer *foreign;
+  kc_kernel *k = define_ka(rt, &foreign);
   kc_dim3 g = {N, 1, 1}, b = {1, 1, 1};
   float a = 2.5f;
   double ad = 2.5;
@@ -751,10 +755,8 @@ static void test_launch_on_destroyed_context(void **state) {
 static void test_bound_argument_errors(void **state) {
   kct_fixture *f = *state;
   kc_runtime *rt = f->rt;
-  kct_define(rt, "ka", SRC_KA);
-  kc_kernel *k = kct_kernel(rt, "ka", NULL);
-  kc_context *other = kct_context(rt);
-  kc_buffer *foreign = kct_buffer(rt, other, N);
+  kc_buffer *foreign;
+  kc_kernel *k = define_ka(rt, &foreign);
   kc_dim3 g = {N, 1, 1}, b = {1, 1, 1}, zero = {1, 0, 1};
   float a = 2.5f;
   double ad = 2.5;
@@ -844,31 +846,14 @@ static void test_context_of_another_runtime(void **state) {
   kct_destroy(rt2);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  kct_memory_only();
-  const struct CMUnitTest tests[] = {
-      KCT_FX_TEST(test_undefined_callee_is_named_then_defined),
-      KCT_TEST(test_shadowing_a_builtin_invalidates),
-      KCT_TEST(test_shadowing_a_builtin_called_through_a_comment),
-      KCT_FX_TEST(test_syntax_error_names_function_and_line),
-      KCT_FX_TEST(test_compile_failure_is_cached),
-      KCT_TEST(test_host_compiler_failures),
-      KCT_TEST(test_compiler_word_limits),
-      KCT_TEST(test_invalid_names),
-      KCT_FX_TEST(test_null_pointers_are_errors),
-      KCT_FX_TEST(test_empty_grid_runs_nothing),
-      KCT_FX_TEST(test_fast_path_checks_like_the_slow_path),
-      KCT_TEST(test_status_table),
-      KCT_FX_TEST(test_wrong_arguments),
-      KCT_FX_TEST(test_recursion_is_rejected),
-      KCT_FX_TEST(test_undefine),
-      KCT_FX_TEST(test_buffer_ranges),
-      KCT_FX_TEST(test_undefined_kernel),
-      KCT_TEST(test_launch_on_destroyed_context),
-      KCT_FX_TEST(test_context_of_another_runtime),
-      KCT_FX_TEST(test_bound_argument_errors),
-  };
-  return KCT_RUN(tests);
-}
+KCT_MAIN(KCT_FX_TEST(test_undefined_callee_is_named_then_defined),
+         KCT_TEST(test_shadowing_a_builtin_invalidates),
+         KCT_TEST(test_shadowing_a_builtin_called_through_a_comment),
+         KCT_FX_TEST(test_syntax_error_names_function_and_line), KCT_FX_TEST(test_compile_failure_is_cached),
+         KCT_TEST(test_host_compiler_failures), KCT_TEST(test_compiler_word_limits),
+         KCT_TEST(test_invalid_names), KCT_FX_TEST(test_null_pointers_are_errors),
+         KCT_FX_TEST(test_empty_grid_runs_nothing), KCT_FX_TEST(test_fast_path_checks_like_the_slow_path),
+         KCT_TEST(test_status_table), KCT_FX_TEST(test_wrong_arguments),
+         KCT_FX_TEST(test_recursion_is_rejected), KCT_FX_TEST(test_undefine), KCT_FX_TEST(test_buffer_ranges),
+         KCT_FX_TEST(test_undefined_kernel), KCT_TEST(test_launch_on_destroyed_context),
+         KCT_FX_TEST(test_context_of_another_runtime), KCT_FX_TEST(test_bound_argument_errors))

@@ -314,17 +314,7 @@ static void test_pool_after_fork(void **state) {
   kct_destroy(rt);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  const struct CMUnitTest tests[] = {
-      KCT_TEST(test_reduction_with_local_memory_and_barriers),
-      KCT_TEST(test_tiled_matmul),
-      KCT_TEST(test_ids_from_helpers_on_large_grids),
-      KCT_TEST(test_stencil_2d),
-      KCT_TEST(test_local_arrays_under_concurrent_launches),
-      KCT_TEST(test_barrier_misuse_is_refused),
-      KCT_TEST(test_pool_after_fork),
-  };
-  return KCT_RUN(tests);
-}
+KCT_MAIN_INIT_ONLY(KCT_TEST(test_reduction_with_local_memory_and_barriers), KCT_TEST(test_tiled_matmul),
+                   KCT_TEST(test_ids_from_helpers_on_large_grids), KCT_TEST(test_stencil_2d),
+                   KCT_TEST(test_local_arrays_under_concurrent_launches),
+                   KCT_TEST(test_barrier_misuse_is_refused), KCT_TEST(test_pool_after_fork))

@@ -254,15 +254,7 @@ static void test_a_forked_child_leaves_the_parents_code_alone(void **state) {
   kct_destroy(rt);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  const struct CMUnitTest tests[] = {
-      KCT_TEST(test_features),
-      KCT_TEST(test_each_link_has_its_own_statics),
-      KCT_TEST(test_links_do_not_take_a_mapping_each),
-      KCT_TEST(test_threads_link_and_unlink_at_once),
-      KCT_TEST(test_a_forked_child_leaves_the_parents_code_alone),
-  };
-  return KCT_RUN(tests);
-}
+KCT_MAIN_INIT_ONLY(KCT_TEST(test_features), KCT_TEST(test_each_link_has_its_own_statics),
+                   KCT_TEST(test_links_do_not_take_a_mapping_each),
+                   KCT_TEST(test_threads_link_and_unlink_at_once),
+                   KCT_TEST(test_a_forked_child_leaves_the_parents_code_alone))

@@ -138,13 +138,5 @@ static void test_param_errors(void **state) {
   kct_destroy(rt);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  kct_memory_only();
-  const struct CMUnitTest tests[] = {
-      KCT_TEST(test_param_list),    KCT_TEST(test_params_follow_worlds), KCT_TEST(test_struct_param),
-      KCT_TEST(test_local_pointer), KCT_TEST(test_param_errors),
-  };
-  return KCT_RUN(tests);
-}
+KCT_MAIN(KCT_TEST(test_param_list), KCT_TEST(test_params_follow_worlds), KCT_TEST(test_struct_param),
+         KCT_TEST(test_local_pointer), KCT_TEST(test_param_errors))

@@ -44,6 +44,28 @@ static bool kernel_ok(kct_report *r, int i, const float *out) {
   return true;
 }
 
+/* A runtime, a context of it (*ctx), a buffer of N floats in it (*b) and
+ * the kernels of define_kernels (ks). */
+static kc_runtime *runtime_with_kernels(kc_context **ctx, kc_buffer **b, kc_kernel **ks) {
+  kc_runtime *rt = kct_runtime(NULL);
+  *ctx = kct_context(rt);
+  *b = kct_buffer(rt, *ctx, N);
+  define_kernels(rt, ks);
+  return rt;
+}
+
+/* Runs every kernel of ks in ctx on b (into out) and checks each result
+ * (kernel_ok), reported together as `what`. */
+static void run_all_ok(kc_runtime *rt, kc_context *ctx, kc_buffer *b, kc_kernel **ks, const char *what,
+                       float *out) {
+  kct_report r = {0};
+  for (int i = 0; i < NK; i++) {
+    KCT_OK(rt, kct_run(ks[i], ctx, b, N, out));
+    kernel_ok(&r, i, out);
+  }
+  kct_report_check(what, &r);
+}
+
 typedef struct launcher {
   kc_runtime *rt;
   kc_context *ctx;
@@ -114,11 +136,10 @@ static void test_batch_while_launching(void **state) {
  * link, no slow lookup. ctx NULL compiles only. */
 static void test_prepared_launch_is_cached(void **state) {
   (void)state;
-  kc_runtime *rt = kct_runtime(NULL);
-  kc_context *ctx = kct_context(rt);
-  kc_buffer *b = kct_buffer(rt, ctx, N);
+  kc_context *ctx;
+  kc_buffer *b;
   kc_kernel *ks[NK];
-  define_kernels(rt, ks);
+  kc_runtime *rt = runtime_with_kernels(&ctx, &b, ks);
   kc_stats s0 = kct_stats(rt);
   KCT_OK(rt, kc_kernel_prepare(ks[0], NULL));
   kc_stats s1 = kct_stats(rt);
@@ -130,12 +151,7 @@ static void test_prepared_launch_is_cached(void **state) {
   assert_int_equal(s2.compiles, s0.compiles + NK);
   assert_int_equal(s2.links, s0.links + NK);
   float out[N];
-  kct_report r = {0};
-  for (int i = 0; i < NK; i++) {
-    KCT_OK(rt, kct_run(ks[i], ctx, b, N, out));
-    kernel_ok(&r, i, out);
-  }
-  kct_report_check("main", &r);
+  run_all_ok(rt, ctx, b, ks, "main", out);
   kc_stats s3 = kct_stats(rt);
   assert_int_equal(s3.compiles, s2.compiles);
   assert_int_equal(s3.links, s2.links);
@@ -147,23 +163,17 @@ static void test_prepared_launch_is_cached(void **state) {
 /* A pinned caller's batch compiles for its pinned world, not the latest. */
 static void test_prepare_pinned_world(void **state) {
   (void)state;
-  kc_runtime *rt = kct_runtime(NULL);
-  kc_context *ctx = kct_context(rt);
-  kc_buffer *b = kct_buffer(rt, ctx, N);
+  kc_context *ctx;
+  kc_buffer *b;
   kc_kernel *ks[NK];
-  define_kernels(rt, ks);
+  kc_runtime *rt = runtime_with_kernels(&ctx, &b, ks);
   kc_world pinned;
   KCT_OK(rt, kc_pin(rt, &pinned));
   kct_define(rt, "base", "KC_DEVICE float base(float x) { return x + 100.0f; }");
   KCT_OK(rt, kc_prepare(ks, NK, ctx));
   kc_stats s0 = kct_stats(rt);
   float out[N];
-  kct_report r = {0};
-  for (int i = 0; i < NK; i++) {
-    KCT_OK(rt, kct_run(ks[i], ctx, b, N, out));
-    kernel_ok(&r, i, out); /* the old base */
-  }
-  kct_report_check("pinned", &r);
+  run_all_ok(rt, ctx, b, ks, "pinned", out); /* the old base */
   assert_int_equal(kct_stats(rt).compiles, s0.compiles);
   KCT_OK(rt, kc_unpin(rt));
   KCT_OK(rt, kct_run(ks[0], ctx, b, N, out));
@@ -207,15 +217,5 @@ static void test_prepare_errors(void **state) {
   kct_destroy(rt);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  kct_memory_only();
-  const struct CMUnitTest tests[] = {
-      KCT_TEST(test_batch_while_launching),
-      KCT_TEST(test_prepared_launch_is_cached),
-      KCT_TEST(test_prepare_pinned_world),
-      KCT_TEST(test_prepare_errors),
-  };
-  return KCT_RUN(tests);
-}
+KCT_MAIN(KCT_TEST(test_batch_while_launching), KCT_TEST(test_prepared_launch_is_cached),
+         KCT_TEST(test_prepare_pinned_world), KCT_TEST(test_prepare_errors))

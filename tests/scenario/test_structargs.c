@@ -59,6 +59,28 @@ static void values(p_host *p, u_host *u, f4_host *v, int *n) {
   *n = 11;
 }
 
+/* sa's five arguments: buf, then the values of values(), with args over
+ * them (the values stay where args point: the struct is not copied). */
+typedef struct sa_call {
+  p_host p;
+  u_host u;
+  f4_host v;
+  int n;
+  kc_arg args[5];
+} sa_call;
+
+static void sa_call_init(sa_call *c, kc_buffer *buf) {
+  values(&c->p, &c->u, &c->v, &c->n);
+  kc_arg args[] = {KC_ARG_BUF(buf), KC_ARG_VAL(c->p), KC_ARG_VAL(c->u), KC_ARG_VAL(c->v), KC_ARG_VAL(c->n)};
+  memcpy(c->args, args, sizeof args);
+}
+
+/* Defines sa in rt and makes its arguments in *c (sa_call_init); sa's handle. */
+static kc_kernel *define_sa_call(sa_call *c, kc_runtime *rt, kc_buffer *buf) {
+  sa_call_init(c, buf);
+  return define_sa(rt);
+}
+
 static void expect_out(const float *out) {
   const float want[11] = {7.0f, (float)(1L << 40), -3.0f, 2.5f, 0.75f, 9.0f, 1.0f, 2.0f, 3.0f, 4.0f, 11.0f};
   for (int i = 0; i < 11; i++)
@@ -67,13 +89,9 @@ static void expect_out(const float *out) {
 
 static void test_struct_union_vector_arguments(void **state) {
   kct_fixture *f = *state;
-  kc_kernel *k = define_sa(f->rt);
-  p_host p;
-  u_host u;
-  f4_host v;
-  int n;
-  values(&p, &u, &v, &n);
-  kc_arg args[] = {KC_ARG_BUF(f->buf), KC_ARG_VAL(p), KC_ARG_VAL(u), KC_ARG_VAL(v), KC_ARG_VAL(n)};
+  sa_call c;
+  kc_kernel *k = define_sa_call(&c, f->rt, f->buf);
+  kc_arg *args = c.args;
   kc_dim3 grid = {1, 1, 1}, block = {1, 1, 1};
   KCT_OK(f->rt, kc_launch(k, f->ctx, &grid, &block, args, 5));
   KCT_OK(f->rt, kc_context_finish(f->ctx));
@@ -84,8 +102,8 @@ static void test_struct_union_vector_arguments(void **state) {
   KCT_OK(f->rt, kc_buffer_write(f->buf, 0, f->out, sizeof f->out));
   kc_args *a = NULL;
   KCT_OK(f->rt, kc_args_create(k, f->ctx, args, 5, &a));
-  values(&p, &u, &v, &n);
-  p.f = -1.0f; /* the bound copy is what runs */
+  values(&c.p, &c.u, &c.v, &c.n);
+  c.p.f = -1.0f; /* the bound copy is what runs */
   KCT_OK(f->rt, kc_launch_args(a, &grid, &block));
   KCT_OK(f->rt, kc_launch_args(a, &grid, &block)); /* and its fast path */
   KCT_OK(f->rt, kc_context_finish(f->ctx));
@@ -98,21 +116,17 @@ static void test_struct_union_vector_arguments(void **state) {
 /* The message a wrong size gets, the same words on every backend. */
 static void test_wrong_size_same_message(void **state) {
   kct_fixture *f = *state;
-  kc_kernel *k = define_sa(f->rt);
-  p_host p;
-  u_host u;
-  f4_host v;
-  int n;
-  values(&p, &u, &v, &n);
+  sa_call c;
+  kc_kernel *k = define_sa_call(&c, f->rt, f->buf);
+  kc_arg *args = c.args;
   kc_dim3 grid = {1, 1, 1}, block = {1, 1, 1};
-  kc_arg args[] = {KC_ARG_BUF(f->buf), KC_ARG_VAL(p), KC_ARG_VAL(u), KC_ARG_VAL(v), KC_ARG_VAL(n)};
   args[1].size = 20;
   for (int pass = 0; pass < 2; pass++) { /* a compile, then a linked kernel */
     KCT_STATUS(f->rt, KC_EARGS, kc_launch(k, f->ctx, &grid, &block, args, 5));
     assert_string_equal(kc_errmsg(f->rt),
                         "kernel 'sa' argument 1 (P p) is a 24-byte value (alignment 8); 20 bytes were given");
   }
-  args[1].size = sizeof p;
+  args[1].size = sizeof c.p;
   args[3].size = 12; /* a float3's bytes for a float4 */
   KCT_STATUS(f->rt, KC_EARGS, kc_launch(k, f->ctx, &grid, &block, args, 5));
   assert_string_equal(
@@ -123,7 +137,7 @@ static void test_wrong_size_same_message(void **state) {
   assert_string_equal(
       kc_errmsg(f->rt),
       "kernel 'sa' argument 3 (float4 v) is a 16-byte value (alignment 16); 12 bytes were given");
-  args[3].size = sizeof v;
+  args[3].size = sizeof c.v;
   KCT_OK(f->rt, kc_args_create(k, f->ctx, args, 5, &a));
   short small = 1;
   KCT_STATUS(f->rt, KC_EARGS, kc_args_set(a, 2, KC_ARG_VAL(small)));
@@ -136,7 +150,7 @@ static void test_wrong_size_same_message(void **state) {
   kct_define(f->rt, "bi", "KC_KERNEL void bi(KC_GLOBAL float *out, float4 v, uint n) { out[0] = v.w + n; }");
   kc_kernel *bi = kct_kernel(f->rt, "bi", NULL);
   uint32_t un = 2;
-  kc_arg bargs[] = {KC_ARG_BUF(f->buf), KC_ARG_VAL(v), KC_ARG_VAL(un)};
+  kc_arg bargs[] = {KC_ARG_BUF(f->buf), KC_ARG_VAL(c.v), KC_ARG_VAL(un)};
   KCT_OK(f->rt, kc_launch(bi, f->ctx, &grid, &block, bargs, 3));
   KCT_OK(f->rt, kc_context_finish(f->ctx));
   KCT_OK(f->rt, kc_buffer_read(f->buf, 0, f->out, sizeof(float)));
@@ -146,7 +160,7 @@ static void test_wrong_size_same_message(void **state) {
   assert_string_equal(
       kc_errmsg(f->rt),
       "kernel 'bi' argument 1 (float4 v) is a 16-byte value (alignment 16); 8 bytes were given");
-  bargs[1].size = sizeof v;
+  bargs[1].size = sizeof c.v;
   bargs[2].size = 8;
   KCT_STATUS(f->rt, KC_EARGS, kc_launch(bi, f->ctx, &grid, &block, bargs, 3));
   assert_string_equal(kc_errmsg(f->rt),
@@ -169,13 +183,9 @@ static void test_signature_from_the_disk_cache(void **state) {
     kc_runtime *rt = kct_runtime(&opt);
     kc_context *ctx = kct_context(rt);
     kc_buffer *b = kct_buffer(rt, ctx, KCT_FX_N);
-    kc_kernel *k = define_sa(rt);
-    p_host p;
-    u_host u;
-    f4_host v;
-    int n;
-    values(&p, &u, &v, &n);
-    kc_arg args[] = {KC_ARG_BUF(b), KC_ARG_VAL(p), KC_ARG_VAL(u), KC_ARG_VAL(v), KC_ARG_VAL(n)};
+    sa_call c;
+    kc_kernel *k = define_sa_call(&c, rt, b);
+    kc_arg *args = c.args;
     kc_dim3 grid = {1, 1, 1}, block = {1, 1, 1};
     KCT_OK(rt, kc_launch(k, ctx, &grid, &block, args, 5));
     float out[KCT_FX_N];
@@ -246,15 +256,5 @@ static void test_half_argument(void **state) {
   kct_destroy(rt);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  kct_memory_only();
-  const struct CMUnitTest tests[] = {
-      KCT_FX_TEST(test_struct_union_vector_arguments),
-      KCT_FX_TEST(test_wrong_size_same_message),
-      KCT_TEST(test_signature_from_the_disk_cache),
-      KCT_TEST(test_half_argument),
-  };
-  return KCT_RUN(tests);
-}
+KCT_MAIN(KCT_FX_TEST(test_struct_union_vector_arguments), KCT_FX_TEST(test_wrong_size_same_message),
+         KCT_TEST(test_signature_from_the_disk_cache), KCT_TEST(test_half_argument))

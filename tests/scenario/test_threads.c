@@ -614,19 +614,10 @@ static void test_pin_of_another_thread_does_not_carry_over(void **state) {
   pin_over_reused_memory(true);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  kct_memory_only();
-  const struct CMUnitTest tests[] = {
-      KCT_TEST(test_pinned_thread_keeps_old_world),
-      KCT_TEST(test_single_flight_shared_handle),
-      KCT_TEST(test_single_flight_own_handles_and_contexts),
-      KCT_TEST(test_launches_racing_redefinitions_see_whole_worlds),
-      KCT_TEST(test_concurrent_launches_with_different_arguments),
-      KCT_TEST(test_error_messages_are_per_thread),
-      KCT_TEST(test_pin_does_not_carry_over_to_a_new_runtime),
-      KCT_TEST(test_pin_of_another_thread_does_not_carry_over),
-  };
-  return KCT_RUN(tests);
-}
+KCT_MAIN(KCT_TEST(test_pinned_thread_keeps_old_world), KCT_TEST(test_single_flight_shared_handle),
+         KCT_TEST(test_single_flight_own_handles_and_contexts),
+         KCT_TEST(test_launches_racing_redefinitions_see_whole_worlds),
+         KCT_TEST(test_concurrent_launches_with_different_arguments),
+         KCT_TEST(test_error_messages_are_per_thread),
+         KCT_TEST(test_pin_does_not_carry_over_to_a_new_runtime),
+         KCT_TEST(test_pin_of_another_thread_does_not_carry_over))

@@ -82,17 +82,24 @@ static size_t refresh(kc_runtime *rt) {
   return n;
 }
 
+/* A disk with x.h (which includes y.h) and y.h in inc2, a runtime on it
+ * without the disk cache (open_rt with cc), and kx defined, which reads
+ * them: its first run gives 1.5. */
+static void open_xy(disk *d, kct_fixture *f, const char *cc) {
+  disk_open(d);
+  put(d->inc2, "x.h", "#include \"y.h\"\n#define XV (1.0f + YV)\n");
+  put(d->inc2, "y.h", "#define YV 0.5f\n");
+  open_rt(f, d, false, cc);
+  kct_define(f->rt, "kx", kernel_x);
+  assert_true(src_run(f, "kx") == 1.5f);
+}
+
 /* In one runtime: an edit is seen at kc_refresh, and only then; nested
  * includes are followed; a refresh with nothing changed makes no world. */
 static void in_memory(const char *cc) {
   disk d;
-  disk_open(&d);
-  put(d.inc2, "x.h", "#include \"y.h\"\n#define XV (1.0f + YV)\n");
-  put(d.inc2, "y.h", "#define YV 0.5f\n");
   kct_fixture f;
-  open_rt(&f, &d, false, cc);
-  kct_define(f.rt, "kx", kernel_x);
-  assert_true(src_run(&f, "kx") == 1.5f);
+  open_xy(&d, &f, cc);
   kc_stats s = kct_stats(f.rt);
   assert_true(s.files_tracked >= 2); /* x.h and y.h (and the paths looked in) */
   uint64_t c0 = src_compiles(f.rt);
@@ -257,18 +264,13 @@ void test_disk_headers_gone_after_the_compile(void **state) {
   if (kct_backend != KC_BACKEND_HOST) skip();
   disk d;
   disk_open(&d);
-  char wrapper[200], script[1024];
+  char wrapper[200];
   snprintf(wrapper, sizeof wrapper, "%s/cc-rm", d.root);
-  snprintf(
-      script, sizeof script,
+  kct_write_script(
+      wrapper,
       "#!/bin/sh\ncase \"$1\" in --version|-vv) exec %s \"$@\";; esac\n%s \"$@\"; rc=$?\nrm -f '%s/x.h'\n"
       "exit $rc\n",
       kct_host_cc(), kct_host_cc(), d.inc2);
-  FILE *w = fopen(wrapper, "w");
-  assert_non_null(w);
-  fputs(script, w);
-  fclose(w);
-  chmod(wrapper, 0755);
   put(d.inc2, "x.h", "#define XV 4.0f\n");
   kct_fixture f;
   open_rt(&f, &d, false, wrapper);
@@ -402,13 +404,8 @@ void test_disk_headers_read_before_a_refresh(void **state) {
 void test_disk_headers_two_change_at_once(void **state) {
   (void)state;
   disk d;
-  disk_open(&d);
-  put(d.inc2, "x.h", "#include \"y.h\"\n#define XV (1.0f + YV)\n");
-  put(d.inc2, "y.h", "#define YV 0.5f\n");
   kct_fixture f;
-  open_rt(&f, &d, false, NULL);
-  kct_define(f.rt, "kx", kernel_x);
-  assert_true(src_run(&f, "kx") == 1.5f);
+  open_xy(&d, &f, NULL);
   for (int round = 1; round <= 6; round++) {
     char x[80], y[80];
     snprintf(x, sizeof x, "#include \"y.h\"\n#define XV (%d.0f + YV)\n", 10 * round);

@@ -282,43 +282,22 @@ static void test_specialization_cannot_rewrite_the_dialect(void **state) {
   kc_kernel_destroy(k);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  kct_memory_only();
-  const struct CMUnitTest tests[] = {
-      KCT_FX_TEST(test_macro_only_call_is_a_dependency),
-      KCT_FX_TEST(test_macro_in_the_table),
-      KCT_FX_TEST(test_pastes),
-      KCT_FX_TEST(test_spliced_name),
-      KCT_FX_TEST(test_types_and_constants),
-      KCT_FX_TEST(test_enumerators),
-      KCT_FX_TEST(test_header_redefinition_recompiles_its_includers),
-      KCT_FX_TEST(test_include_outside_the_table_is_refused),
-      KCT_FX_TEST(test_system_header_keeps_working),
-      KCT_FX_TEST(test_one_dialect_one_message),
-      KCT_FX_TEST(test_specialization_cannot_rewrite_the_dialect),
-      KCT_FX_TEST(test_file_defines_everything_in_one_world),
-      KCT_FX_TEST(test_file_reload_recompiles_what_reaches_the_edit),
-      KCT_FX_TEST(test_file_removed_names_are_undefined),
-      KCT_FX_TEST(test_file_reports_each_change),
-      KCT_FX_TEST(test_file_reloads_are_collected),
-      KCT_FX_TEST(test_file_refuses_what_it_cannot_split),
-      KCT_FX_TEST(test_big_file_edit_recompiles_one_kernel),
-      KCT_FX_TEST(test_file_loads_from_threads),
-      KCT_FX_TEST(test_names_defined_after_their_users),
-      KCT_FX_TEST(test_preprocessor_tests_follow_definitions),
-      KCT_FX_TEST(test_failures_live_in_worlds),
-      KCT_FX_TEST(test_deep_chains_and_wide_fan_ins),
-      KCT_FX_TEST(test_enumerator_of_an_old_world),
-      KCT_TEST(test_disk_headers_in_memory),
-      KCT_TEST(test_disk_headers_across_runtimes),
-      KCT_TEST(test_disk_headers_created_later),
-      KCT_TEST(test_disk_headers_in_system_dirs),
-      KCT_TEST(test_disk_headers_gone_after_the_compile),
-      KCT_TEST(test_disk_headers_changed_during_a_compile),
-      KCT_TEST(test_disk_headers_read_before_a_refresh),
-      KCT_TEST(test_disk_headers_two_change_at_once),
-  };
-  return KCT_RUN(tests);
-}
+KCT_MAIN(KCT_FX_TEST(test_macro_only_call_is_a_dependency), KCT_FX_TEST(test_macro_in_the_table),
+         KCT_FX_TEST(test_pastes), KCT_FX_TEST(test_spliced_name), KCT_FX_TEST(test_types_and_constants),
+         KCT_FX_TEST(test_enumerators), KCT_FX_TEST(test_header_redefinition_recompiles_its_includers),
+         KCT_FX_TEST(test_include_outside_the_table_is_refused),
+         KCT_FX_TEST(test_system_header_keeps_working), KCT_FX_TEST(test_one_dialect_one_message),
+         KCT_FX_TEST(test_specialization_cannot_rewrite_the_dialect),
+         KCT_FX_TEST(test_file_defines_everything_in_one_world),
+         KCT_FX_TEST(test_file_reload_recompiles_what_reaches_the_edit),
+         KCT_FX_TEST(test_file_removed_names_are_undefined), KCT_FX_TEST(test_file_reports_each_change),
+         KCT_FX_TEST(test_file_reloads_are_collected), KCT_FX_TEST(test_file_refuses_what_it_cannot_split),
+         KCT_FX_TEST(test_big_file_edit_recompiles_one_kernel), KCT_FX_TEST(test_file_loads_from_threads),
+         KCT_FX_TEST(test_names_defined_after_their_users),
+         KCT_FX_TEST(test_preprocessor_tests_follow_definitions), KCT_FX_TEST(test_failures_live_in_worlds),
+         KCT_FX_TEST(test_deep_chains_and_wide_fan_ins), KCT_FX_TEST(test_enumerator_of_an_old_world),
+         KCT_TEST(test_disk_headers_in_memory), KCT_TEST(test_disk_headers_across_runtimes),
+         KCT_TEST(test_disk_headers_created_later), KCT_TEST(test_disk_headers_in_system_dirs),
+         KCT_TEST(test_disk_headers_gone_after_the_compile),
+         KCT_TEST(test_disk_headers_changed_during_a_compile),
+         KCT_TEST(test_disk_headers_read_before_a_refresh), KCT_TEST(test_disk_headers_two_change_at_once))

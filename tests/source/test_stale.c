@@ -157,15 +157,11 @@ void test_failures_live_in_worlds(void **state) {
     char dir[KCT_DIR_LEN], cc[KCT_DIR_LEN + 16];
     kct_mkdtemp(dir, sizeof dir, "quoting-cc");
     snprintf(cc, sizeof cc, "%s/cc", dir);
-    FILE *w = fopen(cc, "w");
-    assert_non_null(w);
-    fprintf(w,
-            "#!/bin/sh\ncase \"$1\" in --version|-vv) exec %s \"$@\";; esac\n"
-            "echo \"k_quoted:1:70: error: expected expression before ';' token\"\n"
-            "echo \"    1 | y[kc_global_id(0)] = fabs(-4.0f) + ;\"\nexit 1\n",
-            kct_host_cc());
-    fclose(w);
-    chmod(cc, 0755);
+    kct_write_script(cc,
+                     "#!/bin/sh\ncase \"$1\" in --version|-vv) exec %s \"$@\";; esac\n"
+                     "echo \"k_quoted:1:70: error: expected expression before ';' token\"\n"
+                     "echo \"    1 | y[kc_global_id(0)] = fabs(-4.0f) + ;\"\nexit 1\n",
+                     kct_host_cc());
     kc_options o;
     kc_options_init(&o);
     o.backend = KC_BACKEND_HOST;

@@ -143,14 +143,11 @@ static void test_watch_reports_the_compilers_message(void **state) {
              "dict), l' "
              "'%s' 2>&1",
              lines);
-    assert_int_equal(kct_capture(cmd, &out), 0);
-    free(out);
+    KCT_SAYS(kct_capture(cmd, &out), out, 0);
   }
   snprintf(cmd, sizeof cmd, fmt, kct_host_cc(), KC_CLI, "", path);
-  assert_int_equal(kct_capture(cmd, &out), 0);
-  KCT_CONTAINS(out,
-               "  bad              error: KC_ECOMPILE\n    compiling kernel 'bad' (host backend) failed");
-  free(out);
+  KCT_SAYS(kct_capture(cmd, &out), out, 0,
+           "  bad              error: KC_ECOMPILE\n    compiling kernel 'bad' (host backend) failed");
   kct_rmrf(dir);
 }
 
@@ -158,25 +155,16 @@ static void test_watch_usage(void **state) {
   (void)state;
   char cmd[4096], *out = NULL;
   snprintf(cmd, sizeof cmd, "'%s' watch 2>&1", KC_CLI);
-  assert_int_equal(kct_capture(cmd, &out), 2);
-  KCT_CONTAINS(out, "watch: which FILE?");
-  free(out);
+  KCT_SAYS(kct_capture(cmd, &out), out, 2, "watch: which FILE?");
   snprintf(cmd, sizeof cmd, "'%s' watch --count 0 x 2>&1", KC_CLI);
-  assert_int_equal(kct_capture(cmd, &out), 2);
-  free(out);
+  KCT_SAYS(kct_capture(cmd, &out), out, 2);
   snprintf(cmd, sizeof cmd, "'%s' watch --count 2147483648 x 2>&1", KC_CLI); /* past its load counter */
-  assert_int_equal(kct_capture(cmd, &out), 2);
-  KCT_CONTAINS(out, "--count must be a positive number");
-  free(out);
+  KCT_SAYS(kct_capture(cmd, &out), out, 2, "--count must be a positive number");
   snprintf(cmd, sizeof cmd, "KC_CACHE_DISABLE=1 '%s' watch --backend host /nonexistent/k.cl 2>&1", KC_CLI);
-  assert_int_equal(kct_capture(cmd, &out), 1);
-  KCT_CONTAINS(out, "cannot read /nonexistent/k.cl");
-  free(out);
+  KCT_SAYS(kct_capture(cmd, &out), out, 1, "cannot read /nonexistent/k.cl");
   /* opened but not readable to its end (a directory): refused, never loaded as an empty file */
   snprintf(cmd, sizeof cmd, "KC_CACHE_DISABLE=1 '%s' watch --backend host --count 1 /tmp 2>&1", KC_CLI);
-  assert_int_equal(kct_capture(cmd, &out), 1);
-  KCT_CONTAINS(out, "cannot read /tmp: Is a directory");
-  free(out);
+  KCT_SAYS(kct_capture(cmd, &out), out, 1, "cannot read /tmp: Is a directory");
 }
 
 int main(void) {

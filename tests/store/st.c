@@ -158,18 +158,15 @@ size_t st_count(const char *h, const char *needle) {
 
 void st_wrapper(const char *dir, char *path, size_t len) {
   snprintf(path, len, "%s/cc-wrapper", dir);
-  char script[2048];
-  snprintf(script, sizeof script,
-           "#!/bin/sh\n"
-           "# a kcache test compiler: %s, optionally counted and paused\n"
-           "case \"$1\" in --version|-vv) exec %s \"$@\";; esac\n" /* what it is, not compiles */
-           "[ -n \"$KC_TEST_COUNT\" ] && echo compile >> \"$KC_TEST_COUNT\"\n"
-           "[ -n \"$KC_TEST_MARK\" ] && : > \"$KC_TEST_MARK\"\n"
-           "[ -n \"$KC_TEST_SLEEP\" ] && sleep \"$KC_TEST_SLEEP\"\n"
-           "exec %s \"$@\"\n",
-           kct_host_cc(), kct_host_cc(), kct_host_cc());
-  st_write_file(path, script, strlen(script));
-  chmod(path, 0755);
+  kct_write_script(path,
+                   "#!/bin/sh\n"
+                   "# a kcache test compiler: %s, optionally counted and paused\n"
+                   "case \"$1\" in --version|-vv) exec %s \"$@\";; esac\n" /* what it is, not compiles */
+                   "[ -n \"$KC_TEST_COUNT\" ] && echo compile >> \"$KC_TEST_COUNT\"\n"
+                   "[ -n \"$KC_TEST_MARK\" ] && : > \"$KC_TEST_MARK\"\n"
+                   "[ -n \"$KC_TEST_SLEEP\" ] && sleep \"$KC_TEST_SLEEP\"\n"
+                   "exec %s \"$@\"\n",
+                   kct_host_cc(), kct_host_cc(), kct_host_cc());
 }
 
 size_t st_lines(const char *path) {

@@ -33,6 +33,21 @@ static inline void st_rmrf(const char *path) { kct_rmrf(path); }
 /* Seconds on the monotonic clock (kct_now). */
 static inline double st_now(void) { return kct_now(); }
 
+/* The whole main() of a store suite whose tests each run in a directory
+ * of their own, with the disk cache on (KC_CACHE_DISABLE unset):
+ * ST_MAIN(ST_DIR_TEST(a), ST_DIR_TEST(b), ...) runs them as one group.
+ * ST_DIR_TEST wraps a test in the suite's own `setup` (which makes its
+ * fixture with kct_dir_setup) and kct_dir_teardown. */
+#define ST_DIR_TEST(name) cmocka_unit_test_setup_teardown(name, setup, kct_dir_teardown)
+#define ST_MAIN(...) \
+  int main(int argc, char **argv) { \
+    const struct CMUnitTest tests[] = {__VA_ARGS__}; \
+    int rc = kct_main_init(argc, argv); \
+    if (rc >= 0) return rc; \
+    unsetenv("KC_CACHE_DISABLE"); \
+    return KCT_RUN(tests); \
+  }
+
 /* A host runtime on cache_dir (NULL: no disk cache). opt may be NULL; its
  * backend, host_cc (if unset) and cache_dir are set here. NULL on failure
  * (never fails the test: usable in children). */

@@ -343,20 +343,32 @@ static void pause_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
+/* Runs kv with V=v (which adds v). */
+static void run_kv(kc_runtime *rt, int v) {
+  char p[16];
+  snprintf(p, sizeof p, "V=%d", v);
+  st_run_ok(rt, "kv", p, (float)v);
+}
+
+/* A runtime on a new store f/name (its path in dir) bounded to three and a
+ * half entries by its options o, its kernels defined. */
+static kc_runtime *bounded_runtime(const fx *f, const char *name, char dir[600], kc_options *o) {
+  uint64_t one = entry_size(f);
+  sub(f, name, dir, 600);
+  kc_options_init(o);
+  o->cache_max_size = one * 3 + one / 2;
+  kc_runtime *rt = st_runtime(dir, o);
+  KCT_OK(rt, st_define(rt));
+  return rt;
+}
+
 static void test_eviction_keeps_the_bound(void **state) {
   fx *f = *state;
-  uint64_t one = entry_size(f);
   char dir[600];
-  sub(f, "bounded", dir, sizeof dir);
   kc_options o;
-  kc_options_init(&o);
-  o.cache_max_size = one * 3 + one / 2;
-  kc_runtime *rt = st_runtime(dir, &o);
-  KCT_OK(rt, st_define(rt));
+  kc_runtime *rt = bounded_runtime(f, "bounded", dir, &o);
   for (int v = 0; v < 10; v++) {
-    char p[16];
-    snprintf(p, sizeof p, "V=%d", v);
-    st_run_ok(rt, "kv", p, (float)v);
+    run_kv(rt, v);
     uint64_t total;
     size_t n = st_entries(dir, &total);
     if (total > o.cache_max_size)
@@ -383,18 +395,11 @@ static void test_eviction_keeps_the_bound(void **state) {
 
 static void test_eviction_is_least_recently_used(void **state) {
   fx *f = *state;
-  uint64_t one = entry_size(f);
   char dir[600];
-  sub(f, "lru", dir, sizeof dir);
   kc_options o;
-  kc_options_init(&o);
-  o.cache_max_size = one * 3 + one / 2;
-  kc_runtime *rt = st_runtime(dir, &o);
-  KCT_OK(rt, st_define(rt));
+  kc_runtime *rt = bounded_runtime(f, "lru", dir, &o);
   for (int v = 0; v < 3; v++) {
-    char p[16];
-    snprintf(p, sizeof p, "V=%d", v);
-    st_run_ok(rt, "kv", p, (float)v);
+    run_kv(rt, v);
     pause_ms(30);
   }
   kc_runtime_destroy(rt);
@@ -569,9 +574,7 @@ static void test_the_stores_conf_file_bounds_it(void **state) {
     kc_runtime *rt = st_runtime(dir, NULL);
     KCT_OK(rt, st_define(rt));
     for (int v = 0; v < 6; v++) {
-      char p[16];
-      snprintf(p, sizeof p, "V=%d", v + 10 * pass);
-      st_run_ok(rt, "kv", p, (float)(v + 10 * pass));
+      run_kv(rt, v + 10 * pass);
       pause_ms(15);
     }
     kc_stats s = kct_stats(rt);

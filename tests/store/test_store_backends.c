@@ -110,16 +110,5 @@ static void test_unloadable_artifact_never_runs(void **state) {
   kc_runtime_destroy(rt);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  unsetenv("KC_CACHE_DISABLE");
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, kct_dir_teardown)
-  const struct CMUnitTest tests[] = {
-      T(test_round_trip),
-      T(test_damage_is_repaired),
-      T(test_unloadable_artifact_never_runs),
-  };
-#undef T
-  return KCT_RUN(tests);
-}
+ST_MAIN(ST_DIR_TEST(test_round_trip), ST_DIR_TEST(test_damage_is_repaired),
+        ST_DIR_TEST(test_unloadable_artifact_never_runs))

@@ -65,6 +65,16 @@ static int cli(const fx *f, char **out, const char *fmt, ...) {
   return cli_after(f, "", out, args);
 }
 
+/* Runs `kcache --dir ROOT ARGS`: it must exit rc (a usage error: 2) and
+ * say want. */
+static void cli_says(const fx *f, int rc, const char *args, const char *want) {
+  char *out;
+  int got = cli(f, &out, "%s", args);
+  if (got != rc) fail_msg("kcache %s exited %d, not %d:\n%s", args, got, rc, out);
+  KCT_CONTAINS(out, want);
+  free(out);
+}
+
 static void populate(const fx *f) {
   kc_runtime *rt = st_runtime(f->root, NULL);
   KCT_OK(rt, st_define(rt));
@@ -98,60 +108,35 @@ static void test_ls_show_stats(void **state) {
   KCT_CONTAINS(out, "LAST USE");
   assert_int_equal(st_count(out, " host "), 3);
   free(out);
-  assert_int_equal(cli(f, &out, "ls --sort size"), 0);
-  free(out);
+  KCT_SAYS(cli(f, &out, "ls --sort size"), out, 0);
 
   char prefix[9];
   snprintf(prefix, sizeof prefix, "%.8s", key);
-  assert_int_equal(cli(f, &out, "show %s", prefix), 0);
-  KCT_CONTAINS(out, key);
-  KCT_CONTAINS(out, "identity");
-  KCT_CONTAINS(out, "--- h");
-  KCT_CONTAINS(out, "--- build log");
-  KCT_CONTAINS(out, "signature    buffer");
-  free(out);
-  assert_int_equal(cli(f, &out, "show --json %s", key), 0);
-  KCT_CONTAINS(out, "\"closure\": [");
-  KCT_CONTAINS(out, "\"log\": ");
-  free(out);
-  assert_int_equal(cli(f, &out, "show 0000ffff"), 1);
-  free(out);
+  KCT_SAYS(cli(f, &out, "show %s", prefix), out, 0, key, "identity", "--- h", "--- build log",
+           "signature    buffer");
+  KCT_SAYS(cli(f, &out, "show --json %s", key), out, 0, "\"closure\": [", "\"log\": ");
+  KCT_SAYS(cli(f, &out, "show 0000ffff"), out, 1);
 
-  assert_int_equal(cli(f, &out, "stats --json"), 0);
-  KCT_CONTAINS(out, "\"entries\": 3");
-  KCT_CONTAINS(out, "\"writes\": 3");
-  free(out);
-  assert_int_equal(cli(f, &out, "stats"), 0);
-  KCT_CONTAINS(out, "host: 3 entries");
-  free(out);
+  KCT_SAYS(cli(f, &out, "stats --json"), out, 0, "\"entries\": 3", "\"writes\": 3");
+  KCT_SAYS(cli(f, &out, "stats"), out, 0, "host: 3 entries");
 }
 
 static void test_verify_and_repair(void **state) {
   fx *f = *state;
   populate(f);
   char *out, path[4096];
-  assert_int_equal(cli(f, &out, "verify"), 0);
-  KCT_CONTAINS(out, "3 entries checked, all sound");
-  free(out);
+  KCT_SAYS(cli(f, &out, "verify"), out, 0, "3 entries checked, all sound");
   st_entry_of(f->root, "kv", "V=1", path, sizeof path);
   size_t n;
   char *b = st_read_file(path, &n);
   b[n / 2] ^= 1;
   st_write_file(path, b, n);
   free(b);
-  assert_int_equal(cli(f, &out, "verify"), 1);
-  KCT_CONTAINS(out, "checksum mismatch");
-  free(out);
-  assert_int_equal(cli(f, &out, "verify --json"), 1);
-  KCT_CONTAINS(out, "\"removed\": false");
-  free(out);
-  assert_int_equal(cli(f, &out, "verify --repair"), 0);
-  KCT_CONTAINS(out, "(removed)");
-  free(out);
+  KCT_SAYS(cli(f, &out, "verify"), out, 1, "checksum mismatch");
+  KCT_SAYS(cli(f, &out, "verify --json"), out, 1, "\"removed\": false");
+  KCT_SAYS(cli(f, &out, "verify --repair"), out, 0, "(removed)");
   assert_int_equal(st_entries(f->root, NULL), 2);
-  assert_int_equal(cli(f, &out, "verify --json"), 0);
-  KCT_CONTAINS(out, "\"checked\": 2");
-  free(out);
+  KCT_SAYS(cli(f, &out, "verify --json"), out, 0, "\"checked\": 2");
 }
 
 /* What a neighbour sharing the store can plant where kcache keeps its
@@ -211,9 +196,7 @@ static void test_verify_planted(void **state) {
   assert_int_equal(cli_after(f, "timeout 60", &out, "verify --repair"), 0);
   assert_int_equal(st_count(out, "(removed)"), 6);
   free(out);
-  assert_int_equal(cli_after(f, "timeout 60", &out, "verify"), 0);
-  KCT_CONTAINS(out, "3 entries checked, all sound\n");
-  free(out);
+  KCT_SAYS(cli_after(f, "timeout 60", &out, "verify"), out, 0, "3 entries checked, all sound\n");
   /* what the links pointed at is untouched */
   struct stat st;
   assert_int_equal(stat(strcat(strcpy(path, outside), "/keep"), &st), 0);
@@ -230,37 +213,22 @@ static void test_verify_trust(void **state) {
   char *out, path[4096], vdir[1024];
   st_entry_of(f->root, "kv", "V=1", path, sizeof path);
   assert_int_equal(chmod(path, 0666), 0);
-  assert_int_equal(cli(f, &out, "verify"), 1);
-  KCT_CONTAINS(out, "not trusted");
-  KCT_CONTAINS(out, "1 of 3 entries damaged");
-  free(out);
-  assert_int_equal(cli(f, &out, "verify --json"), 1);
-  KCT_CONTAINS(out, "\"store_refused\": null");
-  KCT_CONTAINS(out, "not trusted");
-  free(out);
-  assert_int_equal(cli(f, &out, "verify --repair"), 0);
-  KCT_CONTAINS(out, "(removed)");
-  free(out);
+  KCT_SAYS(cli(f, &out, "verify"), out, 1, "not trusted", "1 of 3 entries damaged");
+  KCT_SAYS(cli(f, &out, "verify --json"), out, 1, "\"store_refused\": null", "not trusted");
+  KCT_SAYS(cli(f, &out, "verify --repair"), out, 0, "(removed)");
   assert_int_equal(st_entries(f->root, NULL), 2);
   snprintf(vdir, sizeof vdir, "%s/v1", f->root);
   assert_int_equal(chmod(vdir, 0777), 0);
-  assert_int_equal(cli(f, &out, "verify"), 1);
-  KCT_CONTAINS(out, "store: ");
-  KCT_CONTAINS(out, "kcache refuses the store itself");
-  free(out);
+  KCT_SAYS(cli(f, &out, "verify"), out, 1, "store: ", "kcache refuses the store itself");
   assert_int_equal(cli(f, &out, "verify --json"), 1);
   if (strstr(out, "\"store_refused\": null")) fail_msg("a refused store reported as usable: %s", out);
   free(out);
   /* a refused store is reported, never repaired: removing files from a
    * directory others may write proves nothing */
-  assert_int_equal(cli(f, &out, "verify --repair"), 1);
-  KCT_CONTAINS(out, "not repairing");
-  free(out);
+  KCT_SAYS(cli(f, &out, "verify --repair"), out, 1, "not repairing");
   assert_int_equal(st_entries(f->root, NULL), 2);
   assert_int_equal(chmod(vdir, 0700), 0);
-  assert_int_equal(cli(f, &out, "verify"), 0);
-  KCT_CONTAINS(out, "2 entries checked, all sound");
-  free(out);
+  KCT_SAYS(cli(f, &out, "verify"), out, 0, "2 entries checked, all sound");
 }
 
 /* A store made in shared mode (kc_options.cache_shared: setgid,
@@ -316,18 +284,11 @@ static void test_explain(void **state) {
   populate(f);
   char *out;
   /* k was compiled twice: with h, then with h changed */
-  assert_int_equal(cli(f, &out, "explain k"), 0);
-  KCT_CONTAINS(out, "definition 'h' changed, first at line 1");
-  KCT_CONTAINS(out, "now: KC_DEVICE float h(float x) {");
-  free(out);
-  assert_int_equal(cli(f, &out, "explain --json k"), 0);
-  KCT_CONTAINS(out, "\"component\": \"definition\"");
-  KCT_CONTAINS(out, "\"name\": \"h\"");
-  free(out);
+  KCT_SAYS(cli(f, &out, "explain k"), out, 0, "definition 'h' changed, first at line 1",
+           "now: KC_DEVICE float h(float x) {");
+  KCT_SAYS(cli(f, &out, "explain --json k"), out, 0, "\"component\": \"definition\"", "\"name\": \"h\"");
   /* kv has one entry: a first compile */
-  assert_int_equal(cli(f, &out, "explain kv"), 0);
-  KCT_CONTAINS(out, "only entry");
-  free(out);
+  KCT_SAYS(cli(f, &out, "explain kv"), out, 0, "only entry");
   /* parameters and options */
   kc_options o;
   kc_options_init(&o);
@@ -336,12 +297,9 @@ static void test_explain(void **state) {
   KCT_OK(rt, st_define(rt));
   st_run_ok(rt, "kv", "V=2", 2);
   kc_runtime_destroy(rt);
-  assert_int_equal(cli(f, &out, "explain kv"), 0);
-  KCT_CONTAINS(out, "specialization parameters: \"V=2\" (was \"V=1\")");
-  KCT_CONTAINS(out, "compile options: \"-DKC_TEST_X=1\" (was \"\")");
-  free(out);
-  assert_int_equal(cli(f, &out, "explain nosuchkernel"), 1);
-  free(out);
+  KCT_SAYS(cli(f, &out, "explain kv"), out, 0, "specialization parameters: \"V=2\" (was \"V=1\")",
+           "compile options: \"-DKC_TEST_X=1\" (was \"\")");
+  KCT_SAYS(cli(f, &out, "explain nosuchkernel"), out, 1);
 }
 
 static void test_gc_and_clear(void **state) {
@@ -350,9 +308,7 @@ static void test_gc_and_clear(void **state) {
   uint64_t total;
   st_entries(f->root, &total);
   char *out;
-  assert_int_equal(cli(f, &out, "gc --json"), 0); /* under the default bound: nothing to do */
-  KCT_CONTAINS(out, "\"evicted\": 0");
-  free(out);
+  KCT_SAYS(cli(f, &out, "gc --json"), out, 0, "\"evicted\": 0"); /* under the default bound: nothing to do */
   /* KC_CACHE_MAXSIZE=0 means the default bound, as in the library: not
    * "evict everything" */
   setenv("KC_CACHE_MAXSIZE", "0", 1);
@@ -361,21 +317,16 @@ static void test_gc_and_clear(void **state) {
   KCT_CONTAINS(out, "\"evicted\": 0");
   free(out);
   assert_int_equal(st_entries(f->root, NULL), 3);
-  assert_int_equal(cli(f, &out, "gc --max-size %llu", (unsigned long long)(total / 2)), 0);
-  KCT_CONTAINS(out, "removed 2 of 3 entries");
-  free(out);
+  KCT_SAYS(cli(f, &out, "gc --max-size %llu", (unsigned long long)(total / 2)), out, 0,
+           "removed 2 of 3 entries");
   assert_int_equal(st_entries(f->root, NULL), 1);
-  assert_int_equal(cli(f, &out, "gc --max-size lots"), 2);
-  free(out);
-  assert_int_equal(cli(f, &out, "clear"), 0);
-  free(out);
+  KCT_SAYS(cli(f, &out, "gc --max-size lots"), out, 2);
+  KCT_SAYS(cli(f, &out, "clear"), out, 0);
   assert_int_equal(st_entries(f->root, NULL), 0);
   assert_int_equal(cli(f, &out, "ls --json"), 0);
   assert_string_equal(out, "[]\n");
   free(out);
-  assert_int_equal(cli(f, &out, "stats --json"), 0);
-  KCT_CONTAINS(out, "\"entries\": 0, \"bytes\": 0");
-  free(out);
+  KCT_SAYS(cli(f, &out, "stats --json"), out, 0, "\"entries\": 0, \"bytes\": 0");
 }
 
 static void test_help_and_usage(void **state) {
@@ -385,22 +336,13 @@ static void test_help_and_usage(void **state) {
   for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
     char want[64];
     snprintf(want, sizeof want, "usage: kcache %s", cmds[i]);
-    assert_int_equal(cli(f, &out, "%s --help", cmds[i]), 0);
-    KCT_CONTAINS(out, want);
-    free(out);
-    assert_int_equal(cli(f, &out, "help %s", cmds[i]), 0);
-    KCT_CONTAINS(out, want);
-    free(out);
+    KCT_SAYS(cli(f, &out, "%s --help", cmds[i]), out, 0, want);
+    KCT_SAYS(cli(f, &out, "help %s", cmds[i]), out, 0, want);
   }
-  assert_int_equal(cli(f, &out, "--help"), 0);
-  KCT_CONTAINS(out, "commands:");
-  free(out);
-  assert_int_equal(cli(f, &out, "frobnicate"), 2);
-  free(out);
-  assert_int_equal(cli(f, &out, "ls --bogus"), 2);
-  free(out);
-  assert_int_equal(cli(f, &out, "show"), 2);
-  free(out);
+  KCT_SAYS(cli(f, &out, "--help"), out, 0, "commands:");
+  KCT_SAYS(cli(f, &out, "frobnicate"), out, 2);
+  KCT_SAYS(cli(f, &out, "ls --bogus"), out, 2);
+  KCT_SAYS(cli(f, &out, "show"), out, 2);
 }
 
 /* ------------------------------------------- the conventions of ccache/sccache */
@@ -416,9 +358,7 @@ static void test_version(void **state) {
   assert_int_equal(cli(f, &out, "-V"), 0);
   assert_string_equal(out, want);
   free(out);
-  assert_int_equal(cli(f, &out, "--help"), 0);
-  KCT_CONTAINS(out, "-V, --version");
-  free(out);
+  KCT_SAYS(cli(f, &out, "--help"), out, 0, "-V, --version");
 }
 
 static void test_stats_zero(void **state) {
@@ -431,11 +371,8 @@ static void test_stats_zero(void **state) {
   assert_true(before.valid);
   assert_int_equal(before.writes, 3);
   assert_true(before.misses >= 3);
-  assert_int_equal(cli(f, &out, "stats --zero --json"), 0);
-  KCT_CONTAINS(out, "\"zeroed\": true");
-  KCT_CONTAINS(out, "\"hits\": 0, \"misses\": 0, \"writes\": 0, \"evictions\": 0, \"repairs\": 0");
-  KCT_CONTAINS(out, "\"entries\": 3");
-  free(out);
+  KCT_SAYS(cli(f, &out, "stats --zero --json"), out, 0, "\"zeroed\": true",
+           "\"hits\": 0, \"misses\": 0, \"writes\": 0, \"evictions\": 0, \"repairs\": 0", "\"entries\": 3");
   kc__store_counters_read(vdir, &after);
   assert_true(after.valid);
   /* what the store holds is kept; the counters of use are zero */
@@ -448,60 +385,45 @@ static void test_stats_zero(void **state) {
   kc__store_counters_read(vdir, &after);
   assert_int_equal(after.hits, 1);
   assert_int_equal(after.misses, 0);
-  assert_int_equal(cli(f, &out, "stats -z"), 0);
-  KCT_CONTAINS(out, "counters    0 hits, 0 misses, 0 writes, 0 evictions, 0 repairs (just zeroed)");
-  KCT_CONTAINS(out, "entries     3");
-  free(out);
-  assert_int_equal(cli(f, &out, "stats --json"), 0);
-  KCT_CONTAINS(out, "\"zeroed\": false");
-  free(out);
+  KCT_SAYS(cli(f, &out, "stats -z"), out, 0,
+           "counters    0 hits, 0 misses, 0 writes, 0 evictions, 0 repairs (just zeroed)", "entries     3");
+  KCT_SAYS(cli(f, &out, "stats --json"), out, 0, "\"zeroed\": false");
   /* a store that was never used has nothing to zero */
   char empty[1024];
   snprintf(empty, sizeof empty, "%s/empty", f->root);
   assert_int_equal(mkdir(empty, 0755), 0);
-  assert_int_equal(cli(f, &out, "--dir '%s' stats -z", empty), 0);
-  KCT_CONTAINS(out, "entries     0");
-  free(out);
-}
-
-/* Runs `kcache ARGS` and expects a usage error (exit 2) that says `want`. */
-static void usage_error(const fx *f, const char *args, const char *want) {
-  char *out;
-  int rc = cli(f, &out, "%s", args);
-  if (rc != 2 || !strstr(out, want))
-    fail_msg("kcache %s: exit %d, wanted 2 and \"%s\":\n%s", args, rc, want, out);
-  free(out);
+  KCT_SAYS(cli(f, &out, "--dir '%s' stats -z", empty), out, 0, "entries     0");
 }
 
 static void test_usage_errors(void **state) {
   fx *f = *state;
   populate(f);
   /* an option without its value */
-  usage_error(f, "gc --max-size", "gc: option --max-size needs a value");
-  usage_error(f, "ls --sort", "ls: option --sort needs a value");
-  usage_error(f, "explain k --params", "explain: option --params needs a value");
-  usage_error(f, "show k --params", "show: option --params needs a value");
-  usage_error(f, "remote ping --url", "remote: option --url needs a value");
-  usage_error(f, "ls --dir", "option --dir needs a value");
+  cli_says(f, 2, "gc --max-size", "gc: option --max-size needs a value");
+  cli_says(f, 2, "ls --sort", "ls: option --sort needs a value");
+  cli_says(f, 2, "explain k --params", "explain: option --params needs a value");
+  cli_says(f, 2, "show k --params", "show: option --params needs a value");
+  cli_says(f, 2, "remote ping --url", "remote: option --url needs a value");
+  cli_says(f, 2, "ls --dir", "option --dir needs a value");
   /* arguments a command does not take */
-  usage_error(f, "stats extra", "stats: unexpected argument 'extra'");
-  usage_error(f, "stats --bogus", "stats: unknown option '--bogus'");
-  usage_error(f, "ls extra", "ls: unexpected argument 'extra'");
-  usage_error(f, "verify extra", "verify: unexpected argument 'extra'");
-  usage_error(f, "gc 100M", "gc: unexpected argument '100M'");
-  usage_error(f, "clear extra", "clear takes no arguments");
-  usage_error(f, "show k kv", "show: unexpected argument 'kv'");
-  usage_error(f, "explain k kv", "explain: unexpected argument 'kv'");
-  usage_error(f, "help stats extra", "help: unexpected argument 'extra'");
+  cli_says(f, 2, "stats extra", "stats: unexpected argument 'extra'");
+  cli_says(f, 2, "stats --bogus", "stats: unknown option '--bogus'");
+  cli_says(f, 2, "ls extra", "ls: unexpected argument 'extra'");
+  cli_says(f, 2, "verify extra", "verify: unexpected argument 'extra'");
+  cli_says(f, 2, "gc 100M", "gc: unexpected argument '100M'");
+  cli_says(f, 2, "clear extra", "clear takes no arguments");
+  cli_says(f, 2, "show k kv", "show: unexpected argument 'kv'");
+  cli_says(f, 2, "explain k kv", "explain: unexpected argument 'kv'");
+  cli_says(f, 2, "help stats extra", "help: unexpected argument 'extra'");
   /* --dir must name a directory: a typo is not an empty store */
-  usage_error(f, "--dir /nonexistent/kc-typo stats", "--dir /nonexistent/kc-typo: No such file or directory");
-  usage_error(f, "--dir /nonexistent/kc-typo ls", "No such file or directory");
+  cli_says(f, 2, "--dir /nonexistent/kc-typo stats", "--dir /nonexistent/kc-typo: No such file or directory");
+  cli_says(f, 2, "--dir /nonexistent/kc-typo ls", "No such file or directory");
   char file[1024];
   snprintf(file, sizeof file, "%s/a-file", f->root);
   st_write_file(file, "x", 1);
   char args[1200];
   snprintf(args, sizeof args, "--dir '%s' stats", file);
-  usage_error(f, args, "not a directory");
+  cli_says(f, 2, args, "not a directory");
   /* nothing was removed by any of that */
   assert_int_equal(st_entries(f->root, NULL), 3);
 }
@@ -518,34 +440,18 @@ static void test_stats_invalid_max_size(void **state) {
   KCT_CONTAINS(lib, msg);
   free(lib);
   /* stats says the same, and shows the default it then uses */
-  assert_int_equal(cli(f, &out, "stats"), 0);
-  KCT_CONTAINS(out, "kcache: warning: ");
-  KCT_CONTAINS(out, msg);
-  KCT_CONTAINS(out, "of at most 1.0 GiB (default: KC_CACHE_MAXSIZE is not a size)");
-  free(out);
-  assert_int_equal(cli(f, &out, "stats --json"), 0);
-  KCT_CONTAINS(out, "\"max_bytes\": 1073741824");
-  KCT_CONTAINS(out, "\"max_size_error\": \"KC_CACHE_MAXSIZE=\\\"lots\\\" is not a size");
-  free(out);
+  KCT_SAYS(cli(f, &out, "stats"), out, 0, "kcache: warning: ", msg,
+           "of at most 1.0 GiB (default: KC_CACHE_MAXSIZE is not a size)");
+  KCT_SAYS(cli(f, &out, "stats --json"), out, 0, "\"max_bytes\": 1073741824",
+           "\"max_size_error\": \"KC_CACHE_MAXSIZE=\\\"lots\\\" is not a size");
   /* gc, which would act on it, refuses */
-  assert_int_equal(cli(f, &out, "gc"), 2);
-  KCT_CONTAINS(out, "KC_CACHE_MAXSIZE=\"lots\" is not a size");
-  free(out);
+  KCT_SAYS(cli(f, &out, "gc"), out, 2, "KC_CACHE_MAXSIZE=\"lots\" is not a size");
   setenv("KC_CACHE_MAXSIZE", "2G", 1);
   assert_int_equal(cli(f, &out, "stats"), 0);
   KCT_CONTAINS(out, "of at most 2.0 GiB (KC_CACHE_MAXSIZE)");
   if (strstr(out, "warning")) fail_msg("a warning for a valid KC_CACHE_MAXSIZE:\n%s", out);
   free(out);
   unsetenv("KC_CACHE_MAXSIZE");
-}
-
-/* Runs `kcache --dir ROOT ARGS`: it must exit rc and say want. */
-static void cli_says(const fx *f, int rc, const char *args, const char *want) {
-  char *out;
-  int got = cli(f, &out, "%s", args);
-  if (got != rc) fail_msg("kcache %s exited %d, not %d:\n%s", args, got, rc, out);
-  KCT_CONTAINS(out, want);
-  free(out);
 }
 
 /* ccache's spellings: -s, -z, -C, -p, -M (kept in the store's kcache.conf,
@@ -578,12 +484,10 @@ static void test_ccache_flags(void **state) {
   else snprintf(want_be, sizeof want_be, "(default) KC_BACKEND = auto");
   cli_says(f, 0, "-p", want_be);
   char *out;
-  assert_int_equal(cli_after(f, "KC_BACKEND=host", &out, "--json -p"), 0);
-  KCT_CONTAINS(out, "{\"name\": \"KC_BACKEND\", \"value\": \"host\", \"from\": \"environment\"");
-  free(out);
-  assert_int_equal(cli_after(f, "KC_CACHE_MAXSIZE=1G", &out, "-M 5G"), 0);
-  KCT_CONTAINS(out, "(KC_CACHE_MAXSIZE=1G is set and wins over it in this environment)");
-  free(out);
+  KCT_SAYS(cli_after(f, "KC_BACKEND=host", &out, "--json -p"), out, 0,
+           "{\"name\": \"KC_BACKEND\", \"value\": \"host\", \"from\": \"environment\"");
+  KCT_SAYS(cli_after(f, "KC_CACHE_MAXSIZE=1G", &out, "-M 5G"), out, 0,
+           "(KC_CACHE_MAXSIZE=1G is set and wins over it in this environment)");
   cli_says(f, 2, "-M lots", "\"lots\" is not a size");
   cli_says(f, 2, "-M", "option -M needs a value");
   /* a kcache.conf whose max_size is not a size: stats and -p say so, gc refuses */
@@ -610,20 +514,10 @@ static void test_show_by_entry_name(void **state) {
   populate(f);
   char *out;
   /* k was compiled twice: the newest is the one with h changed */
-  assert_int_equal(cli(f, &out, "show k"), 0);
-  KCT_CONTAINS(out, "entry        k\n");
-  KCT_CONTAINS(out, "return 3.0f * x + 2.0f;");
-  free(out);
-  assert_int_equal(cli(f, &out, "show --json kv --params V=1"), 0);
-  KCT_CONTAINS(out, "\"entry\": \"kv\"");
-  KCT_CONTAINS(out, "\"params\": \"V=1\"");
-  free(out);
-  assert_int_equal(cli(f, &out, "show kv --params V=9"), 1);
-  KCT_CONTAINS(out, "no kernel named kv with params V=9");
-  free(out);
-  assert_int_equal(cli(f, &out, "show nosuchkernel"), 1);
-  KCT_CONTAINS(out, "no kernel named nosuchkernel");
-  free(out);
+  KCT_SAYS(cli(f, &out, "show k"), out, 0, "entry        k\n", "return 3.0f * x + 2.0f;");
+  KCT_SAYS(cli(f, &out, "show --json kv --params V=1"), out, 0, "\"entry\": \"kv\"", "\"params\": \"V=1\"");
+  KCT_SAYS(cli(f, &out, "show kv --params V=9"), out, 1, "no kernel named kv with params V=9");
+  KCT_SAYS(cli(f, &out, "show nosuchkernel"), out, 1, "no kernel named nosuchkernel");
   /* the same as explain takes: explain and show agree on the entry */
   assert_int_equal(cli(f, &out, "explain --json k"), 0);
   const char *kp = strstr(out, "\"key\": \"");
@@ -631,9 +525,7 @@ static void test_show_by_entry_name(void **state) {
   char key[33];
   snprintf(key, sizeof key, "%.32s", kp + 8);
   free(out);
-  assert_int_equal(cli(f, &out, "show --json k"), 0);
-  KCT_CONTAINS(out, key);
-  free(out);
+  KCT_SAYS(cli(f, &out, "show --json k"), out, 0, key);
 }
 
 static bool have_python(void) { return system("python3 -c 'import json' >/dev/null 2>&1") == 0; }
@@ -673,13 +565,8 @@ static void test_ls_tells_apart(void **state) {
   assert_int_equal(cli(f, &out, "ls | cut -c15- | sort | uniq -d | wc -l"), 0);
   assert_string_equal(out, "0\n");
   free(out);
-  assert_int_equal(cli(f, &out, "ls"), 0);
-  KCT_CONTAINS(out, "SOURCE");
-  KCT_CONTAINS(out, "BUILD");
-  free(out);
-  assert_int_equal(cli(f, &out, "ls --help"), 0);
-  KCT_CONTAINS(out, "differ only by a\ncallee");
-  free(out);
+  KCT_SAYS(cli(f, &out, "ls"), out, 0, "SOURCE", "BUILD");
+  KCT_SAYS(cli(f, &out, "ls --help"), out, 0, "differ only by a\ncallee");
 }
 
 /* show --json on an entry whose log and source hold bytes that are not
@@ -712,9 +599,7 @@ static void test_show_json_invalid_utf8(void **state) {
     fail_msg("show --json wrote raw bytes that are not UTF-8:\n%s", out);
   KCT_CONTAINS(out, "bad \\u00ff\\u00fe ok \\u00c3( \\u00ed\\u00a0\\u0080 \xe2\x82\xac end\\u0001");
   free(out);
-  assert_int_equal(cli(f, &out, "show %s", hex), 0); /* the text form shows the bytes */
-  KCT_CONTAINS(out, "bad \xff\xfe");
-  free(out);
+  KCT_SAYS(cli(f, &out, "show %s", hex), out, 0, "bad \xff\xfe"); /* the text form shows the bytes */
   if (!have_python()) {
     print_message("python3 is needed to read the JSON\n");
     skip();
@@ -822,16 +707,12 @@ static void test_cache_dir_names_nothing(void **state) {
   json_check(&js);
   char *out, cmd[4096];
   snprintf(cmd, sizeof cmd, "%s '%s' -p 2>&1", env, KC_CLI);
-  assert_int_equal(kct_capture(cmd, &out), 0);
-  KCT_CONTAINS(out,
-               "warning: KC_CACHE_DIR=/nonexistent/kc-typo: No such file or directory (no store there yet)");
-  KCT_CONTAINS(out, "(environment) KC_CACHE_DIR = /nonexistent/kc-typo");
-  free(out);
+  KCT_SAYS(kct_capture(cmd, &out), out, 0,
+           "warning: KC_CACHE_DIR=/nonexistent/kc-typo: No such file or directory (no store there yet)",
+           "(environment) KC_CACHE_DIR = /nonexistent/kc-typo");
   /* the default store, not made yet: empty, not an error */
   snprintf(cmd, sizeof cmd, "env -u KC_CACHE_DIR -u XDG_CACHE_HOME HOME='%s' '%s' ls 2>&1", f->root, KC_CLI);
-  assert_int_equal(kct_capture(cmd, &out), 0);
-  KCT_CONTAINS(out, "(no entries in ");
-  free(out);
+  KCT_SAYS(kct_capture(cmd, &out), out, 0, "(no entries in ");
 }
 
 /* A store this user cannot read (its v1 folder another user's, 0700) is an
@@ -931,19 +812,13 @@ static void test_short_prefix_says_what_a_prefix_needs(void **state) {
   fx *f = *state;
   populate(f);
   char *out;
-  assert_int_equal(cli(f, &out, "show 45"), 1);
-  KCT_CONTAINS(out, "no kernel named 45 in ");
-  KCT_CONTAINS(out, "45 is too short for a key prefix: a prefix needs 4 or more of the key's 32 hex digits");
-  free(out);
-  assert_int_equal(cli(f, &out, "explain abc"), 1);
-  KCT_CONTAINS(out, "a prefix needs 4 or more");
-  free(out);
-  assert_int_equal(cli(f, &out, "show 0123456789abcdef0123456789abcdef0"), 1);
-  KCT_CONTAINS(out, "longer than a key (32 hex digits)");
-  free(out);
-  assert_int_equal(cli(f, &out, "show ffff"), 1);
-  KCT_CONTAINS(out, "no entry whose key starts with ffff, and no kernel named ffff");
-  free(out);
+  KCT_SAYS(cli(f, &out, "show 45"), out, 1, "no kernel named 45 in ",
+           "45 is too short for a key prefix: a prefix needs 4 or more of the key's 32 hex digits");
+  KCT_SAYS(cli(f, &out, "explain abc"), out, 1, "a prefix needs 4 or more");
+  KCT_SAYS(cli(f, &out, "show 0123456789abcdef0123456789abcdef0"), out, 1,
+           "longer than a key (32 hex digits)");
+  KCT_SAYS(cli(f, &out, "show ffff"), out, 1,
+           "no entry whose key starts with ffff, and no kernel named ffff");
 }
 
 static void test_progress_on_a_terminal(void **state) {
@@ -976,23 +851,17 @@ static void test_progress_on_a_terminal(void **state) {
   }
   assert_int_equal(st_entries(f->root, NULL), 33);
   char *out;
-  assert_int_equal(cli_tty(f, &out, "verify"), 0);
-  KCT_CONTAINS(out, "verify  [##############################] 33/33");
-  KCT_CONTAINS(out, "33 entries checked, all sound");
-  free(out);
+  KCT_SAYS(cli_tty(f, &out, "verify"), out, 0, "verify  [##############################] 33/33",
+           "33 entries checked, all sound");
   assert_int_equal(cli(f, &out, "verify"), 0); /* stderr is a pipe here */
   if (strstr(out, "[#")) fail_msg("a progress bar where stderr is not a terminal:\n%s", out);
   free(out);
   assert_int_equal(cli_tty(f, &out, "--json verify"), 0); /* nor with --json */
   if (strstr(out, "[#")) fail_msg("a progress bar with --json:\n%s", out);
   free(out);
-  assert_int_equal(cli_tty(f, &out, "gc --max-size 1G"), 0);
-  KCT_CONTAINS(out, "gc      [##############################] 33/33");
-  free(out);
-  assert_int_equal(cli_tty(f, &out, "clear"), 0);
-  KCT_CONTAINS(out, "clear   [##############################] 33/33");
-  KCT_CONTAINS(out, "removed 33 of 33 entries");
-  free(out);
+  KCT_SAYS(cli_tty(f, &out, "gc --max-size 1G"), out, 0, "gc      [##############################] 33/33");
+  KCT_SAYS(cli_tty(f, &out, "clear"), out, 0, "clear   [##############################] 33/33",
+           "removed 33 of 33 entries");
   assert_int_equal(st_entries(f->root, NULL), 0);
 }
 

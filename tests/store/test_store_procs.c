@@ -184,16 +184,5 @@ static void test_stuck_holder_delays_waiters_only_up_to_the_bound(void **state) 
   assert_int_equal(st_entries(f->cache, NULL), 1); /* the waiter wrote it */
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  unsetenv("KC_CACHE_DISABLE");
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, kct_dir_teardown)
-  const struct CMUnitTest tests[] = {
-      T(test_eight_processes_compile_once),
-      T(test_killed_holder_releases_its_waiters),
-      T(test_stuck_holder_delays_waiters_only_up_to_the_bound),
-  };
-#undef T
-  return KCT_RUN(tests);
-}
+ST_MAIN(ST_DIR_TEST(test_eight_processes_compile_once), ST_DIR_TEST(test_killed_holder_releases_its_waiters),
+        ST_DIR_TEST(test_stuck_holder_delays_waiters_only_up_to_the_bound))

@@ -69,6 +69,22 @@ void kct_host_only(void);
 
 /* Runs a cmocka group under a name that says the backend. */
 #define KCT_RUN(tests) cmocka_run_group_tests_name(kct_group_name(#tests), tests, NULL, NULL)
+
+/* The whole main() of a suite whose tests need nothing more of it than
+ * kct_main_init and kct_memory_only: KCT_MAIN(KCT_TEST(a), KCT_FX_TEST(b),
+ * ...) runs the tests given as one group (KCT_RUN). KCT_MAIN_INIT_ONLY is
+ * the same without kct_memory_only (the disk cache as the environment
+ * says). */
+#define KCT_MAIN_(memory_only, ...) \
+  int main(int argc, char **argv) { \
+    const struct CMUnitTest tests[] = {__VA_ARGS__}; \
+    int rc = kct_main_init(argc, argv); \
+    if (rc >= 0) return rc; \
+    if (memory_only) kct_memory_only(); \
+    return KCT_RUN(tests); \
+  }
+#define KCT_MAIN(...) KCT_MAIN_(true, __VA_ARGS__)
+#define KCT_MAIN_INIT_ONLY(...) KCT_MAIN_(false, __VA_ARGS__)
 const char *kct_group_name(const char *what);
 
 /* Fails the test unless expr returns KC_OK, printing the library's message. */
@@ -241,6 +257,17 @@ int kct_dir_teardown(void **state);
  * NUL-terminated: the caller frees it). Fails the test if the command
  * cannot be started: test thread only. */
 int kct_capture(const char *cmd, char **out);
+
+/* Writes an executable script (mode 0755) at path, its text as printf
+ * makes it from fmt; fails the test if it cannot. */
+void kct_write_script(const char *path, const char *fmt, ...) KCT_PRINTF(2, 3);
+
+/* Checks what a command said: KCT_SAYS(run, out, rc, want...) evaluates
+ * run (a call that returns an exit status and sets out to its output, such
+ * as a test's own wrapper of kct_capture), fails the test unless it
+ * returned rc and out holds every want, then frees out. */
+#define KCT_SAYS(run, out, ...) kct_says(#run, (run), &(out), __VA_ARGS__, (const char *)NULL)
+void kct_says(const char *what, int got, char **out, int rc, ...);
 
 /* A forked child with a pipe back to its parent: in the parent, pid and the
  * pipe's read end; in the child, pid 0 and the write end. After

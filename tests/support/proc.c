@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +41,26 @@ int kct_capture(const char *cmd, char **out) {
   if (out) *out = buf;
   else free(buf);
   return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+void kct_write_script(const char *path, const char *fmt, ...) {
+  FILE *f = fopen(path, "w");
+  if (!f) fail_msg("cannot write %s: %s", path, strerror(errno));
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(f, fmt, ap);
+  va_end(ap);
+  if (fclose(f) != 0 || chmod(path, 0755) != 0) fail_msg("cannot write %s: %s", path, strerror(errno));
+}
+
+void kct_says(const char *what, int got, char **out, int rc, ...) {
+  if (got != rc) fail_msg("%s returned %d, expected %d; it said:\n%s", what, got, rc, *out ? *out : "(null)");
+  va_list ap;
+  va_start(ap, rc);
+  for (const char *want; (want = va_arg(ap, const char *));) KCT_CONTAINS(*out, want);
+  va_end(ap);
+  free(*out);
+  *out = NULL;
 }
 
 bool kct_fork(kct_child *c, bool cloexec) {

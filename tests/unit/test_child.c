@@ -30,6 +30,17 @@ static pid_t spawn(const char *script) {
   return pid;
 }
 
+/* A child (spawn) that starts a grandchild, `sleep 30`, writes its pid to
+ * the file pidfile (64 bytes) in the new directory dir (mkdtemp's
+ * template), then runs `then`. */
+static pid_t spawn_grandparent(char *dir, char *pidfile, const char *then) {
+  char script[400];
+  assert_non_null(mkdtemp(dir));
+  snprintf(pidfile, 64, "%s/grandchild", dir);
+  snprintf(script, sizeof script, "sleep 30 & echo $! > %s%s", pidfile, then);
+  return spawn(script);
+}
+
 static int fd_for(pid_t pid, bool with_pidfd) { return with_pidfd ? kc__child_pidfd(pid) : -1; }
 
 static void exits(bool with_pidfd) {
@@ -50,11 +61,8 @@ static void exits(bool with_pidfd) {
 /* At the deadline: killed and reaped; with group, its own child too (a
  * compiler driver's cc1), which is seen gone by its pid file. */
 static void killed(bool with_pidfd, bool group) {
-  char dir[] = "/tmp/kc-child-XXXXXX", script[400], pidfile[64];
-  assert_non_null(mkdtemp(dir));
-  snprintf(pidfile, sizeof pidfile, "%s/grandchild", dir);
-  snprintf(script, sizeof script, "sleep 30 & echo $! > %s; wait", pidfile);
-  pid_t pid = spawn(script);
+  char dir[] = "/tmp/kc-child-XXXXXX", pidfile[64];
+  pid_t pid = spawn_grandparent(dir, pidfile, "; wait");
   int fd = fd_for(pid, with_pidfd), status = 0;
   uint64_t t0 = kc__now_ns();
   kc__child_end end = kc__child_wait(pid, fd, t0 + 300000000ull, group, &status);
@@ -86,11 +94,8 @@ static void killed(bool with_pidfd, bool group) {
  * exits; after the reap, a wait with group and a deadline already past
  * must not kill the group (the grandchild lives). */
 static void lost(bool with_pidfd) {
-  char dir[] = "/tmp/kc-child-XXXXXX", script[400], pidfile[64];
-  assert_non_null(mkdtemp(dir));
-  snprintf(pidfile, sizeof pidfile, "%s/grandchild", dir);
-  snprintf(script, sizeof script, "sleep 30 & echo $! > %s", pidfile);
-  pid_t pid = spawn(script);
+  char dir[] = "/tmp/kc-child-XXXXXX", pidfile[64];
+  pid_t pid = spawn_grandparent(dir, pidfile, "");
   int fd = fd_for(pid, with_pidfd), status = 0;
   assert_int_equal(waitpid(-1, &status, 0), pid);
   status = 12345;

@@ -273,13 +273,5 @@ static void test_warning_text(void **state) {
                "kcache: warning: --threads = \"many\" is not a whole number in range; using one per core");
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  const struct CMUnitTest tests[] = {
-      KCT_TEST(test_parse_size), KCT_TEST(test_parse_seconds_and_u64),
-      KCT_TEST(test_getters),    KCT_TEST(test_strings_and_names),
-      KCT_TEST(test_resolution), KCT_TEST(test_warning_text),
-  };
-  return KCT_RUN(tests);
-}
+KCT_MAIN_INIT_ONLY(KCT_TEST(test_parse_size), KCT_TEST(test_parse_seconds_and_u64), KCT_TEST(test_getters),
+                   KCT_TEST(test_strings_and_names), KCT_TEST(test_resolution), KCT_TEST(test_warning_text))

@@ -320,18 +320,8 @@ static void test_entry_garbage(void **state) {
   free(img);
 }
 
-int main(int argc, char **argv) {
-  int rc = kct_main_init(argc, argv);
-  if (rc >= 0) return rc;
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_key_changes_with_every_component),
-      cmocka_unit_test(test_key_ignores_closure_order),
-      cmocka_unit_test(test_hex_round_trip),
-      cmocka_unit_test(test_parse_size),
-      cmocka_unit_test(test_entry_round_trip),
-      cmocka_unit_test(test_entry_detects_every_flip_and_cut),
-      cmocka_unit_test(test_entry_garbage),
-      cmocka_unit_test(test_entry_frame),
-  };
-  return KCT_RUN(tests);
-}
+KCT_MAIN_INIT_ONLY(cmocka_unit_test(test_key_changes_with_every_component),
+                   cmocka_unit_test(test_key_ignores_closure_order), cmocka_unit_test(test_hex_round_trip),
+                   cmocka_unit_test(test_parse_size), cmocka_unit_test(test_entry_round_trip),
+                   cmocka_unit_test(test_entry_detects_every_flip_and_cut),
+                   cmocka_unit_test(test_entry_garbage), cmocka_unit_test(test_entry_frame))
