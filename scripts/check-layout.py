@@ -453,6 +453,28 @@ for path in sorted(glob.glob("src/**/*", recursive=True)):
 for g in ghosts:
     bad.append(f"doc/design.md: the room table names {g}, which does not exist")
 
+# ------------------------------------------------ the settings table
+
+# doc/settings.md and the man page's list are written from settings.h's
+# table (scripts/settings-doc.py); a user document may name, as a setting
+# ($KC_X, KC_X=...), only a row of that table.
+sd = subprocess.run([sys.executable, "scripts/settings-doc.py", "--check"], capture_output=True, text=True)
+if sd.returncode != 0:
+    bad.extend(x for x in (sd.stdout + sd.stderr).splitlines() if x.strip())
+setting_names = set(re.findall(r'X\(\s*\w+,\s*"(KC_\w+)"', open("src/base/settings.h").read()))
+USER_DOCS = ["README.md", "include/kcache.h", "doc/man/kcache.1", "python/README.md"] + [
+    d for d in sorted(glob.glob("doc/*.md")) if d not in ("doc/testing.md", "doc/design.md")]
+for doc in USER_DOCS:
+    if not os.path.exists(doc):
+        continue
+    text = open(doc, encoding="utf-8").read()
+    for m in re.finditer(r"(?:\$\{?(KC_[A-Z0-9_]+)|\b(KC_[A-Z0-9_]+)=)", text):
+        n = m.group(1) or m.group(2)
+        if n not in setting_names:
+            bad.append(f"{doc}:{text.count(chr(10), 0, m.start()) + 1}: names the setting {n}, which "
+                       f"src/base/settings.h's table lacks (add a row, or name it as a test knob in "
+                       f"doc/testing.md)")
+
 # ----------------------------------------------------- licence lines
 
 tracked = subprocess.run(["git", "ls-files"], capture_output=True, text=True).stdout.split()
