@@ -979,7 +979,7 @@ typedef struct kc_stats {
   uint64_t disk_lock_timeouts; /* waits for another process's compile that gave up */
   /* The remote tier (all 0 when it is off). It is asked only after a disk
    * miss, so a remote hit is a compile saved (and a disk miss). */
-  uint64_t remote_lookups; /* lookups that went to the server */
+  uint64_t remote_lookups; /* lookups that went to the server (hits + misses + lookup errors) */
   uint64_t remote_hits; /* code instances loaded from it (then written to disk) */
   uint64_t remote_misses; /* lookups that found no usable entry (a compile followed) */
   uint64_t remote_rejects; /* values found but not trusted: damaged, foreign, bad MAC */
@@ -1004,6 +1004,14 @@ typedef struct kc_stats {
    * could not be used, or a write failed for the whole store (a full or
    * read-only disk; the log says why); 0 while it writes (kc_cache_writable). */
   uint64_t disk_read_only;
+  /* The remote tier's lookups by outcome (0.3; remote_errors and
+   * remote_skips above count uploads too). Every lookup asked of the tier
+   * ends one way: remote_lookups = remote_hits + remote_misses +
+   * remote_lookup_errors, and a lookup not tried is one of
+   * remote_lookup_skips (the breaker open), so the lookups asked, after a
+   * disk miss each, are remote_lookups + remote_lookup_skips. */
+  uint64_t remote_lookup_errors; /* lookups that failed: no connection, an error or a timeout */
+  uint64_t remote_lookup_skips; /* lookups not tried: the breaker open after failures in a row */
 } kc_stats;
 
 /* A snapshot of the runtime's counters (fast_hits: exact when launches in

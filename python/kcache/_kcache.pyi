@@ -88,6 +88,8 @@ class Stats(structseq[int], tuple[int, ...]):
         "files_tracked",
         "files_changed",
         "disk_read_only",
+        "remote_lookup_errors",
+        "remote_lookup_skips",
     )
     @property
     def compiles(self) -> int: ...
@@ -155,6 +157,10 @@ class Stats(structseq[int], tuple[int, ...]):
     def files_changed(self) -> int: ...
     @property
     def disk_read_only(self) -> int: ...
+    @property
+    def remote_lookup_errors(self) -> int: ...
+    @property
+    def remote_lookup_skips(self) -> int: ...
 
 @final
 class FileLoad(structseq[Any], tuple[int, int, tuple[str, ...], tuple[str, ...], tuple[str, ...]]):

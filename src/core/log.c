@@ -136,11 +136,10 @@ static void store_details(const kc_stats *a, const kc_stats *b, char *out, size_
   } rows[] = {
       {offsetof(kc_stats, disk_repairs), "a damaged or unloadable entry was removed"},
       {offsetof(kc_stats, disk_lock_timeouts), "gave up waiting for another process's compile"},
-      {offsetof(kc_stats, remote_hits), "remote hit"},
       {offsetof(kc_stats, remote_misses), "remote miss"},
       {offsetof(kc_stats, remote_rejects), "remote value not trusted (damaged, foreign or bad MAC)"},
-      {offsetof(kc_stats, remote_errors), "remote error or timeout"},
-      {offsetof(kc_stats, remote_skips), "remote not asked (breaker open or queue full)"},
+      {offsetof(kc_stats, remote_lookup_errors), "remote error or timeout"},
+      {offsetof(kc_stats, remote_lookup_skips), "remote not asked (breaker open)"},
       {offsetof(kc_stats, remote_lock_waits), "waited for another machine's compile"},
   };
   size_t len = 0;

@@ -76,7 +76,9 @@
   X(SKIPS, skips) \
   X(UPLOADS, uploads) \
   X(LOCK_WAITS, lock_waits) \
-  X(LOOKUP_NS, lookup_ns)
+  X(LOOKUP_NS, lookup_ns) \
+  X(LOOKUP_ERRORS, lookup_errors) \
+  X(LOOKUP_SKIPS, lookup_skips)
 
 #define KC__REMOTE_DEFAULT_PREFIX "kcache:"
 #define KC__REMOTE_DEFAULT_TIMEOUT_MS 5u

@@ -23,13 +23,21 @@
 
 /* ----------------------------------------------------------- counters */
 
-#define KC__RCOUNTERS_MAGIC "KCRSTAT1"
+/* The store's remote-stats file: a magic, then the counters in the order
+ * of KC__REMOTE_COUNTERS. KCRSTAT1 (kcache 0.2) held the first 9; a file
+ * of that layout is read, its later counters 0, and written back as
+ * KCRSTAT2. */
+#define KC__RCOUNTERS_MAGIC "KCRSTAT2"
+#define KC__RCOUNTERS_MAGIC_V1 "KCRSTAT1"
+#define KC__NRC_V1 9
 
 static void rcounters_get(const uint8_t *b, ssize_t n, uint64_t v[KC__NRC], bool *valid) {
   memset(v, 0, KC__NRC * sizeof *v);
-  *valid = n == 8 + 8 * KC__NRC && !memcmp(b, KC__RCOUNTERS_MAGIC, 8);
-  if (*valid)
-    for (int i = 0; i < KC__NRC; i++) v[i] = kc__rd64(b + 8 + 8 * i);
+  int have = 0;
+  if (n == 8 + 8 * KC__NRC && !memcmp(b, KC__RCOUNTERS_MAGIC, 8)) have = KC__NRC;
+  else if (n == 8 + 8 * KC__NRC_V1 && !memcmp(b, KC__RCOUNTERS_MAGIC_V1, 8)) have = KC__NRC_V1;
+  *valid = have > 0;
+  for (int i = 0; i < have; i++) v[i] = kc__rd64(b + 8 + 8 * i);
 }
 
 void kc__remote_counters_read(const char *vdir, kc__remote_counters *out) {
@@ -335,8 +343,11 @@ bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn
   if (!r) return false;
   int how = breaker_allow(r);
   if (!how) {
+    uint64_t d[KC__NRC] = {0};
+    d[RC_SKIPS] = d[RC_LOOKUP_SKIPS] = 1;
     kc__remote_count(r, RC_SKIPS, 1);
-    kc__remote_count_shared(r, RC_SKIPS, 1);
+    kc__remote_count(r, RC_LOOKUP_SKIPS, 1);
+    rcounters_add(r->vdir, d);
     return false;
   }
   uint64_t t0 = kc__now_ns();
@@ -398,6 +409,7 @@ bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn
   d[RC_LOOKUP_NS] = dt;
   if (outcome == GOT_HIT) d[RC_HITS] = 1;
   else if (c && outcome == GOT_NONE) d[RC_MISSES] = 1;
+  else d[RC_LOOKUP_ERRORS] = 1; /* (breaker_fail counted it in RC_ERRORS) */
   d[RC_REJECTS] = rejected;
   d[RC_LOCK_WAITS] = waited;
   for (int i = 0; i < KC__NRC; i++)

@@ -273,6 +273,120 @@ static void test_no_server_at_all(void **state) {
   kc_runtime_destroy(rt);
 }
 
+/* Every line of the log, kept for test_counters_add_up. */
+typedef struct loglines {
+  pthread_mutex_t lock;
+  char *lines[4096];
+  int n;
+} loglines;
+
+static void keep_line(void *ud, kc_log_level level, const char *msg) {
+  (void)level;
+  loglines *l = ud;
+  pthread_mutex_lock(&l->lock);
+  if (l->n < 4096) l->lines[l->n++] = strdup(msg);
+  pthread_mutex_unlock(&l->lock);
+}
+
+/* A line that says one thing twice: its clauses (split at "; ", ", "
+ * and ": ", so "kernel NAME: " is one of its own) must differ. */
+static bool repeats_a_phrase(const char *line) {
+  char buf[2048];
+  snprintf(buf, sizeof buf, "%s", line);
+  char *clauses[64];
+  int n = 0;
+  for (char *p = buf; p && n < 64;) {
+    clauses[n++] = p;
+    char *cut = NULL;
+    for (const char *sep = "; \0, \0: \0"; *sep; sep += 3) { /* the first of "; ", ", ", ": " */
+      char *at = strstr(p, sep);
+      if (at && (!cut || at < cut)) cut = at;
+    }
+    if (cut) *cut = 0, cut += 2;
+    p = cut;
+  }
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++)
+      if (*clauses[i] && !strcmp(clauses[i], clauses[j])) return true;
+  return false;
+}
+
+/* The tier's counters add up through a run with the server up, stopped
+ * (commands time out), back, and flapping: every disk miss asks the tier
+ * once, and each lookup asked is exactly one of a hit, a miss, an error
+ * or a skip; no log line repeats a phrase (the issue saw "remote hit, no
+ * compile; remote hit" and more errors than lookups). */
+static void test_counters_add_up(void **state) {
+  fx *f = *state;
+  rs_server s;
+  rs_start(&s, NULL, NULL);
+  loglines log;
+  memset(&log, 0, sizeof log);
+  pthread_mutex_init(&log.lock, NULL);
+  kc_options opt;
+  kc_options_init(&opt);
+  opt.backend = kct_backend;
+  opt.host_cc = kct_host_cc();
+  opt.remote_url = s.url;
+  opt.remote_prefix = "kctest:";
+  opt.remote_timeout_ms = 60;
+  opt.remote_retry_ms = 150;
+  opt.log = keep_line;
+  opt.log_ud = &log;
+  opt.log_level = KC_LOG_DEBUG;
+  /* two nodes: the second finds what the first uploaded (remote hits) */
+  kc_runtime *rt[2];
+  for (int i = 0; i < 2; i++) {
+    opt.cache_dir = cache(f);
+    KCT_OK(NULL, kc_runtime_create(&opt, &rt[i]));
+    KCT_OK(rt[i], rs_define(rt[i]));
+  }
+  const char *phases[] = {"up", "stopped", "back", "flapping"};
+  int v = 0;
+  bool stopped = false;
+  for (int ph = 0; ph < 4; ph++) {
+    if (ph == 1) kill(s.pid, SIGSTOP), stopped = true;
+    if (ph == 2) kill(s.pid, SIGCONT), stopped = false, usleep(200000); /* past retry_ms */
+    for (int step = 0; step < 12; step++, v++) {
+      if (ph == 3 && step % 3 == 0) {
+        kill(s.pid, stopped ? SIGCONT : SIGSTOP);
+        stopped = !stopped;
+        usleep(stopped ? 0 : 160000);
+      }
+      for (int i = 0; i < 2; i++) KCT_OK(rt[i], rs_run_v(rt[i], v % 3, v)); /* a new spec: a disk miss */
+      usleep(20000); /* uploads go out */
+    }
+    for (int i = 0; i < 2; i++) {
+      kc_stats st = kct_stats(rt[i]);
+      print_message("%s, node %d: %llu disk misses; %llu lookups = %llu hits + %llu misses + %llu errors; "
+                    "%llu skipped; %llu errors and %llu skips in all (uploads too)\n",
+                    phases[ph], i, (unsigned long long)st.disk_misses, (unsigned long long)st.remote_lookups,
+                    (unsigned long long)st.remote_hits, (unsigned long long)st.remote_misses,
+                    (unsigned long long)st.remote_lookup_errors, (unsigned long long)st.remote_lookup_skips,
+                    (unsigned long long)st.remote_errors, (unsigned long long)st.remote_skips);
+      assert_int_equal(st.remote_lookups, st.remote_hits + st.remote_misses + st.remote_lookup_errors);
+      assert_int_equal(st.remote_lookups + st.remote_lookup_skips, st.disk_misses);
+      assert_true(st.remote_lookup_errors <= st.remote_errors);
+      assert_true(st.remote_lookup_skips <= st.remote_skips);
+      if (ph == 0) assert_int_equal(st.remote_lookup_errors + st.remote_lookup_skips, 0);
+      if (ph >= 1) assert_true(st.remote_lookup_errors + st.remote_lookup_skips > 0);
+      if (ph == 0 && i == 1) assert_true(st.remote_hits > 0);
+    }
+  }
+  if (stopped) kill(s.pid, SIGCONT);
+  for (int i = 0; i < 2; i++) kc_runtime_destroy(rt[i]);
+  int bad = 0;
+  for (int i = 0; i < log.n; i++) {
+    if (repeats_a_phrase(log.lines[i]) && bad++ < 5) print_message("repeats a phrase: %s\n", log.lines[i]);
+    free(log.lines[i]);
+  }
+  print_message("%d log lines, %d repeating a phrase\n", log.n, bad);
+  assert_true(log.n > 0);
+  assert_int_equal(bad, 0);
+  pthread_mutex_destroy(&log.lock);
+  rs_stop(&s);
+}
+
 typedef enum damage { FLIP, TRUNCATE, FOREIGN, OTHER_KEY, WRONG_TYPE, EMPTY_TRAILER } damage;
 static const char *const damage_names[] = {"a flipped byte",       "truncated",
                                            "foreign bytes",        "another key's entry",
@@ -749,6 +863,7 @@ int main(int argc, char **argv) {
       T(test_eight_nodes_cold_start_compile_three_times),
       T(test_stopped_then_killed_server_delays_no_launch),
       T(test_no_server_at_all),
+      T(test_counters_add_up),
       T(test_damaged_values_are_detected_and_replaced),
       T(test_wrong_password),
       T(test_secrets),

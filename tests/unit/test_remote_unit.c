@@ -328,6 +328,40 @@ static void test_url_of_a_runtime(void **state) {
   st_rmrf(dir);
 }
 
+/* The store's remote-stats file of kcache 0.2 (KCRSTAT1: 9 counters) is
+ * read with its counters where they were, the later ones 0; a file of
+ * another size or magic is not valid (zeros). */
+static void test_counters_file_of_0_2(void **state) {
+  (void)state;
+  char dir[512], path[600];
+  st_mkdtemp(dir, sizeof dir, "rstat");
+  snprintf(path, sizeof path, "%s/remote-stats", dir);
+  uint8_t b[8 + 8 * 9];
+  memcpy(b, "KCRSTAT1", 8);
+  for (int i = 0; i < 9; i++) kc__le64(b + 8 + 8 * i, (uint64_t)(i + 1) * 10);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(b, 1, sizeof b, f), sizeof b);
+  fclose(f);
+  kc__remote_counters c;
+  kc__remote_counters_read(dir, &c);
+  assert_true(c.valid);
+  assert_int_equal(c.lookups, 10);
+  assert_int_equal(c.hits, 20);
+  assert_int_equal(c.skips, 60);
+  assert_int_equal(c.lookup_ns, 90);
+  assert_int_equal(c.lookup_errors, 0);
+  assert_int_equal(c.lookup_skips, 0);
+  f = fopen(path, "wb"); /* cut short: not a counters file */
+  assert_non_null(f);
+  assert_int_equal(fwrite(b, 1, sizeof b - 8, f), sizeof b - 8);
+  fclose(f);
+  kc__remote_counters_read(dir, &c);
+  assert_false(c.valid);
+  assert_int_equal(c.lookups, 0);
+  st_rmrf(dir);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
@@ -341,6 +375,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_missing_hiredis),
       KCT_TEST(test_rediss_is_refused),
       KCT_TEST(test_url_of_a_runtime),
+      KCT_TEST(test_counters_file_of_0_2),
   };
   return KCT_RUN(tests);
 }
