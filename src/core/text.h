@@ -60,6 +60,14 @@ void kc__free_params(kc_runtime *rt, kc__param *p, uint32_t count);
 kc_status kc__check_dialect(kc_runtime *rt, const char *name, const char *source, const kc__param *params,
                             uint32_t nparams);
 
+/* The backend-native languages (langs.c): whether name s (n bytes) is one
+ * of lang's built-ins (kcache.h, "backend-native languages"), what a
+ * message calls the language, and whether the entry `name` of a native
+ * source is a kernel of its language (KC_EINVAL saying what it lacks). */
+bool kc__lang_builtin(uint8_t lang, const char *s, size_t n);
+const char *kc__lang_title(uint8_t lang);
+kc_status kc__check_native(kc_runtime *rt, uint8_t lang, const char *name, const char *source);
+
 /* Canonical form of "K=V,K2=V2": sorted by key, trimmed. */
 kc_status kc__canon_params(kc_runtime *rt, const char *params, char **canon);
 

@@ -448,6 +448,7 @@ const kc__backend kc__backend_cuda = {
     .device_name = cu_device_name,
     .identity = cu_identity,
     .prelude = cu_prelude,
+    .language = KC_LANG_CUDA,
     .epilogue = cu_epilogue,
     .compile = cu_compile,
     .ctx_create = cu_ctx_create,
