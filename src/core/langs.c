@@ -413,9 +413,9 @@ static bool in_list(const char *const *list, size_t n, const char *s) {
 static bool starts(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
 
 /* The element types of OpenCL C's and CUDA's vector types. */
-static const char *const vec_bases[] = {"bool",  "char",   "double",   "float",     "half",  "int",
-                                        "long",  "longlong", "short",  "uchar",     "uint",  "ulong",
-                                        "ulonglong", "ushort"};
+static const char *const vec_bases[] = {"bool", "char",  "double",    "float", "half",
+                                        "int",  "long",  "longlong",  "short", "uchar",
+                                        "uint", "ulong", "ulonglong", "ushort"};
 
 /* A vector type: a base above and a lane count (1 to 16). */
 static bool is_vector(const char *s) {
@@ -431,9 +431,9 @@ static bool is_vector(const char *s) {
 
 /* OpenCL C's families of built-ins, by their prefixes. */
 static bool ocl_family(const char *s) {
-  static const char *const prefixes[] = {"convert_", "as_",     "vload",  "vstore", "atomic_", "atom_",
-                                         "native_",  "half_",   "cl_khr_", "cl_ext_", "cl_amd_", "cl_nv_",
-                                         "cl_intel_", "work_group_", "sub_group_", "get_sub_group_"};
+  static const char *const prefixes[] = {
+      "convert_", "as_",     "vload",   "vstore", "atomic_",   "atom_",       "native_",    "half_",
+      "cl_khr_",  "cl_ext_", "cl_amd_", "cl_nv_", "cl_intel_", "work_group_", "sub_group_", "get_sub_group_"};
   for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
     if (starts(s, prefixes[i])) return true;
   return is_vector(s);
@@ -442,9 +442,7 @@ static bool ocl_family(const char *s) {
 /* CUDA's: every name starting with "__" (the implementation's:
  * __syncthreads, __shfl_down_sync, __ldg, __expf, __launch_bounds__, ...),
  * make_float4 and the like, the vector types. */
-static bool cuda_family(const char *s) {
-  return starts(s, "__") || starts(s, "make_") || is_vector(s);
-}
+static bool cuda_family(const char *s) { return starts(s, "__") || starts(s, "make_") || is_vector(s); }
 
 bool kc__lang_builtin(uint8_t lang, const char *s, size_t n) {
   char name[64];
@@ -465,6 +463,7 @@ typedef struct entry_ud {
   size_t nlen;
   uint8_t lang;
   bool marked, found;
+  const char *at; /* where the entry's name is */
 } entry_ud;
 
 static bool word_is(const kc__ident *id, const char *w) {
@@ -478,14 +477,32 @@ static bool entry_ident(void *ud, const kc__ident *id) {
   else if (e->lang == KC_LANG_CUDA && word_is(id, "__global__")) e->marked = true;
   else if (id->call && id->len == e->nlen && !memcmp(id->start, e->name, e->nlen)) {
     e->found = true;
+    e->at = id->at;
     return false;
   }
   return true;
 }
 
+/* Whether `extern "C"` is written before `at` in source (blanks and
+ * comments between the two words). */
+static bool extern_c_before(const char *source, const char *at) {
+  size_t len = (size_t)(at - source);
+  for (const char *p = source; (p = strstr(p, "extern")) != NULL && p < at; p += 6) {
+    if (p > source && kc__lx_id_char((unsigned char)p[-1])) continue;
+    size_t j = kc__lx_next(source, len, (size_t)(p - source) + 6, false);
+    if (j + 3 <= len && !memcmp(source + j, "\"C\"", 3)) return true;
+  }
+  return false;
+}
+
 kc_status kc__check_native(kc_runtime *rt, uint8_t lang, const char *name, const char *source) {
-  entry_ud e = {name, strlen(name), lang, false, false};
+  entry_ud e = {name, strlen(name), lang, false, false, NULL};
   kc__scan_idents(source, strlen(source), entry_ident, &e);
+  if (e.marked && lang == KC_LANG_CUDA && e.at && !extern_c_before(source, e.at))
+    return kc__err(rt, KC_EINVAL,
+                   "'%s' (CUDA C++) is not declared extern \"C\": kcache finds a kernel by its name, which "
+                   "C++ would mangle; write extern \"C\" __global__ void %s(...)",
+                   name, name);
   if (e.marked) return KC_OK;
   return kc__err(rt, KC_EINVAL,
                  lang == KC_LANG_OPENCL

@@ -99,23 +99,22 @@ static const char transpose_cl[] =
     "  a_t[glob_idx_a_t] = a_local[get_local_id(0)][get_local_id(1)];\n"
     "}\n";
 
-static const char mandel_cl[] =
-    "#pragma OPENCL EXTENSION cl_khr_byte_addressable_store : enable\n"
-    "__kernel void mandelbrot(__global float2 *q,\n"
-    "                     __global ushort *output, ushort const maxiter)\n"
-    "{\n"
-    "    int gid = get_global_id(0);\n"
-    "    float nreal, real = 0;\n"
-    "    float imag = 0;\n"
-    "    output[gid] = 0;\n"
-    "    for(int curiter = 0; curiter < maxiter; curiter++) {\n"
-    "        nreal = real*real - imag*imag + q[gid].x;\n"
-    "        imag = 2* real*imag + q[gid].y;\n"
-    "        real = nreal;\n"
-    "        if (real*real + imag*imag > 4.0f)\n"
-    "             output[gid] = curiter;\n"
-    "    }\n"
-    "}\n";
+static const char mandel_cl[] = "#pragma OPENCL EXTENSION cl_khr_byte_addressable_store : enable\n"
+                                "__kernel void mandelbrot(__global float2 *q,\n"
+                                "                     __global ushort *output, ushort const maxiter)\n"
+                                "{\n"
+                                "    int gid = get_global_id(0);\n"
+                                "    float nreal, real = 0;\n"
+                                "    float imag = 0;\n"
+                                "    output[gid] = 0;\n"
+                                "    for(int curiter = 0; curiter < maxiter; curiter++) {\n"
+                                "        nreal = real*real - imag*imag + q[gid].x;\n"
+                                "        imag = 2* real*imag + q[gid].y;\n"
+                                "        real = nreal;\n"
+                                "        if (real*real + imag*imag > 4.0f)\n"
+                                "             output[gid] = curiter;\n"
+                                "    }\n"
+                                "}\n";
 
 /* kcache's own: a helper and a float4 taken by value. */
 static const char scale_cl[] = "float twice(float x) { return 2.0f * x; }\n"
@@ -147,7 +146,8 @@ static void test_refused_on_other_backend(void **state) {
   kc_runtime *rt = kct_runtime(NULL);
   load(rt, "scale.cl", scale_cl);
   /* a dialect kernel that reaches the native helper */
-  kct_define(rt, "use_twice", "KC_KERNEL void use_twice(KC_GLOBAL float *y) { y[kc_global_id(0)] = twice(1.0f); }");
+  kct_define(rt, "use_twice",
+             "KC_KERNEL void use_twice(KC_GLOBAL float *y) { y[kc_global_id(0)] = twice(1.0f); }");
   kc_kernel *k = kct_kernel(rt, "scale", NULL), *u = kct_kernel(rt, "use_twice", NULL);
   if (on_opencl()) {
     KCT_OK(rt, kc_kernel_compile(k));
@@ -165,8 +165,8 @@ static void test_refused_on_other_backend(void **state) {
     KCT_CONTAINS(kc_errmsg(rt), "OpenCL C");
   }
   KCT_STATUS(rt, KC_EINVAL, kc_define_lang(rt, "bad", "int bad;", (kc_language)7, NULL));
-  KCT_STATUS(rt, KC_EINVAL, kc_define_file_lang(rt, "f.cl", "int bad;", 8, (kc_language)-1, NULL, NULL,
-                                                NULL, NULL));
+  KCT_STATUS(rt, KC_EINVAL,
+             kc_define_file_lang(rt, "f.cl", "int bad;", 8, (kc_language)-1, NULL, NULL, NULL, NULL));
   assert_string_equal(kc_language_name(KC_LANG_OPENCL), "opencl");
   assert_string_equal(kc_language_name(KC_LANG_CUDA), "cuda");
   assert_string_equal(kc_language_name(KC_LANG_DIALECT), "dialect");
@@ -245,8 +245,8 @@ static void test_builtins_are_not_edges(void **state) {
   KCT_OK(rt, kc_define_lang(rt, "cuk", cu, KC_LANG_CUDA, NULL));
   resolve(rt, "cuk", &c);
   assert_true(has_edge(&c, "#!cuda"));
-  static const char *const cuda_builtins[] = {"threadIdx", "blockIdx", "__syncthreads", "float4", "make_float4",
-                                              "x"};
+  static const char *const cuda_builtins[] = {"threadIdx", "blockIdx",    "__syncthreads",
+                                              "float4",    "make_float4", "x"};
   for (size_t i = 0; i < sizeof cuda_builtins / sizeof *cuda_builtins; i++)
     if (has_edge(&c, cuda_builtins[i])) fail_msg("'%s' is an edge of the native cuk", cuda_builtins[i]);
   kc__closure_free(rt, &c);
@@ -522,15 +522,97 @@ static void test_disk_cache(void **state) {
   kct_rmrf(dir);
 }
 
+/* ------------------------------------------------ CUDA C++, launched */
+
+/* CuPy's RawKernel my_add (docs/source/user_guide/kernel.rst,
+ * https://github.com/cupy/cupy, MIT licence) and a shared-memory block sum
+ * of kcache's own; compiled through NVRTC without a GPU by source_nvrtc,
+ * launched here when the CUDA backend has a device. */
+static void test_cuda_launch(void **state) {
+  (void)state;
+  if (kct_backend != KC_BACKEND_CUDA) skip();
+  kc_runtime *rt = kct_runtime(NULL);
+  KCT_OK(rt, kc_define_lang(rt, "my_add",
+                            "extern \"C\" __global__\n"
+                            "void my_add(const float* x1, const float* x2, float* y) {\n"
+                            "    int tid = blockDim.x * blockIdx.x + threadIdx.x;\n"
+                            "    y[tid] = x1[tid] + x2[tid];\n"
+                            "}\n",
+                            KC_LANG_CUDA, NULL));
+  const char *sum = "#define BLOCK 256\n"
+                    "extern \"C\" {\n"
+                    "__device__ float weight(float4 w, unsigned i) { return i % 2 ? w.x : w.y; }\n"
+                    "__global__ void __launch_bounds__(BLOCK)\n"
+                    "block_sum(const float* __restrict__ x, float* out, unsigned int n, float4 w) {\n"
+                    "  __shared__ float s[BLOCK];\n"
+                    "  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                    "  s[threadIdx.x] = i < n ? x[i] * weight(w, i) : 0.0f;\n"
+                    "  __syncthreads();\n"
+                    "  for (unsigned int stride = blockDim.x / 2; stride > 0; stride >>= 1) {\n"
+                    "    if (threadIdx.x < stride) s[threadIdx.x] += s[threadIdx.x + stride];\n"
+                    "    __syncthreads();\n"
+                    "  }\n"
+                    "  if (threadIdx.x == 0) atomicAdd(out, s[0]);\n"
+                    "}\n"
+                    "}\n";
+  KCT_OK(rt, kc_define_file_lang(rt, "sum.cu", sum, strlen(sum), KC_LANG_CUDA, NULL, NULL, NULL, NULL));
+  kc_context *ctx = kct_context(rt);
+  enum { N = 1000 };
+  static float x1[N], x2[N], y[N];
+  double want = 0;
+  for (int i = 0; i < N; i++) {
+    x1[i] = (float)i;
+    x2[i] = (float)(i % 7);
+    want += (double)x1[i] * (i % 2 ? 2.0 : 3.0);
+  }
+  kc_buffer *b1 = buf_of(rt, ctx, x1, sizeof x1), *b2 = buf_of(rt, ctx, x2, sizeof x2);
+  kc_buffer *by = buf_of(rt, ctx, NULL, sizeof y);
+  kc_kernel *add = kct_kernel(rt, "my_add", NULL), *bs = kct_kernel(rt, "block_sum", NULL);
+  kc_arg a[] = {KC_ARG_BUF(b1), KC_ARG_BUF(b2), KC_ARG_BUF(by)};
+  kc_dim3 grid = {N / 8, 1, 1}, block = {8, 1, 1};
+  KCT_OK(rt, kc_launch(add, ctx, &grid, &block, a, 3));
+  KCT_OK(rt, kc_buffer_read(by, 0, y, sizeof y));
+  for (int i = 0; i < N; i++)
+    if (y[i] != x1[i] + x2[i]) fail_msg("my_add[%d] = %g, expected %g", i, y[i], x1[i] + x2[i]);
+  float zero = 0, total = 0, w[4] = {2, 3, 0, 0};
+  unsigned n = N;
+  kc_buffer *bo = buf_of(rt, ctx, &zero, sizeof zero);
+  kc_arg sa[] = {KC_ARG_BUF(b1), KC_ARG_BUF(bo), KC_ARG_VAL(n),
+                 KC__ARG(w, (uint32_t)sizeof w, KC_ARG_SCALAR)};
+  kc_dim3 g2 = {(N + 255) / 256, 1, 1}, b2d = {256, 1, 1};
+  KCT_OK(rt, kc_launch(bs, ctx, &g2, &b2d, sa, 4));
+  KCT_OK(rt, kc_buffer_read(bo, 0, &total, sizeof total));
+  if (fabs(total - want) > 1e-3 * want) fail_msg("block_sum = %g, expected %g", total, want);
+  /* a helper redefined: the new weight */
+  KCT_OK(rt, kc_define_lang(rt, "weight",
+                            "extern \"C\" __device__ float weight(float4 w, unsigned i) { return w.x; }",
+                            KC_LANG_CUDA, NULL));
+  KCT_OK(rt, kc_buffer_write(bo, 0, &zero, sizeof zero));
+  KCT_OK(rt, kc_launch(bs, ctx, &g2, &b2d, sa, 4));
+  KCT_OK(rt, kc_buffer_read(bo, 0, &total, sizeof total));
+  double want2 = 2.0 * (N - 1) * N / 2;
+  if (fabs(total - want2) > 1e-3 * want2)
+    fail_msg("block_sum after the redefinition = %g, expected %g", total, want2);
+  kc_kernel_destroy(add);
+  kc_kernel_destroy(bs);
+  kct_destroy(rt);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
   const struct CMUnitTest tests[] = {
-      KCT_TEST(test_refused_on_other_backend), KCT_TEST(test_language_is_part_of_the_definition),
-      KCT_TEST(test_builtins_are_not_edges),   KCT_TEST(test_cuda_extern_c_block),
-      KCT_TEST(test_pyopencl_median_filter),   KCT_TEST(test_pyopencl_transpose),
-      KCT_TEST(test_pyopencl_mandelbrot),      KCT_TEST(test_helper_redefined),
-      KCT_TEST(test_builtin_defined_later),    KCT_TEST(test_disk_cache),
+      KCT_TEST(test_refused_on_other_backend),
+      KCT_TEST(test_language_is_part_of_the_definition),
+      KCT_TEST(test_builtins_are_not_edges),
+      KCT_TEST(test_cuda_extern_c_block),
+      KCT_TEST(test_pyopencl_median_filter),
+      KCT_TEST(test_pyopencl_transpose),
+      KCT_TEST(test_pyopencl_mandelbrot),
+      KCT_TEST(test_helper_redefined),
+      KCT_TEST(test_builtin_defined_later),
+      KCT_TEST(test_disk_cache),
+      KCT_TEST(test_cuda_launch),
   };
   return KCT_RUN(tests);
 }
