@@ -24,6 +24,7 @@
 #include "kc_internal.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 /* ------------------------------------------------------------ sources */
@@ -495,6 +496,99 @@ static void test_builtin_defined_later(void **state) {
   kct_destroy(rt);
 }
 
+/* A __local pointer parameter is local memory: kc_kernel_param says
+ * KC_ARG_LOCAL, and kc_launch_ex takes its size per group. */
+static void test_local_parameter(void **state) {
+  (void)state;
+  if (!on_opencl()) skip();
+  kc_runtime *rt = kct_runtime(NULL);
+  KCT_OK(rt, kc_define_lang(rt, "group_sum",
+                            "__kernel void group_sum(__global const float *x, __global float *out,\n"
+                            "                        __local float *tmp) {\n"
+                            "  size_t l = get_local_id(0), n = get_local_size(0);\n"
+                            "  tmp[l] = x[get_global_id(0)];\n"
+                            "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+                            "  if (l == 0) {\n"
+                            "    float s = 0;\n"
+                            "    for (size_t i = 0; i < n; i++) s += tmp[i];\n"
+                            "    out[get_group_id(0)] = s;\n"
+                            "  }\n"
+                            "}\n",
+                            KC_LANG_OPENCL, NULL));
+  kc_kernel *k = kct_kernel(rt, "group_sum", NULL);
+  kc_param_info p;
+  KCT_OK(rt, kc_kernel_param(k, 2, &p));
+  assert_int_equal(p.kind, KC_ARG_LOCAL);
+  assert_string_equal(p.name, "tmp");
+  KCT_OK(rt, kc_kernel_param(k, 0, &p));
+  assert_int_equal(p.kind, KC_ARG_BUFFER);
+  kc_context *ctx = kct_context(rt);
+  float x[64], out[4];
+  for (int i = 0; i < 64; i++) x[i] = (float)i;
+  kc_buffer *bx = buf_of(rt, ctx, x, sizeof x), *bo = buf_of(rt, ctx, NULL, sizeof out);
+  kc_arg args[] = {KC_ARG_BUF(bx), KC_ARG_BUF(bo), KC_ARG_LOCAL_BYTES(16 * sizeof(float))};
+  kc_launch_config cfg = kct_config(4, 16, NULL);
+  KCT_OK(rt, kc_launch_ex(k, ctx, &cfg, args, 3));
+  KCT_OK(rt, kc_buffer_read(bo, 0, out, sizeof out));
+  for (int g = 0; g < 4; g++) assert_float_equal(out[g], (float)(16 * 16 * g + 120), 0);
+  kc_kernel_destroy(k);
+  kct_destroy(rt);
+}
+
+typedef struct held {
+  kc_runtime *rt;
+  kc_context *ctx;
+  kc_kernel *k;
+  kc_buffer *b;
+  float out[8];
+  kc_status st;
+} held;
+
+static void *launch_held(void *arg) {
+  held *j = arg;
+  j->st = kct_run(j->k, j->ctx, j->b, 8, j->out);
+  return NULL;
+}
+
+/* A compile resolved before a built-in was defined and published after:
+ * its code serves its own world only (the watcher remembers the world of
+ * its last change), so the next launch compiles the user's definition. */
+static void test_builtin_defined_during_compile(void **state) {
+  (void)state;
+  if (!on_opencl()) skip();
+  kct_hold h;
+  kct_hold_init(&h, false);
+  kc_options o;
+  kc_options_init(&o);
+  o.log = kct_hold_log;
+  o.log_ud = &h;
+  o.log_level = KC_LOG_INFO;
+  o.cache_disable = 1;
+  held j = {.rt = kct_runtime(&o)};
+  KCT_OK(j.rt, kc_define_lang(j.rt, "usemad2",
+                              "__kernel void usemad2(__global float *y) {\n"
+                              "  y[get_global_id(0)] = mad((float)get_global_id(0), 2.0f, 1.0f);\n}\n",
+                              KC_LANG_OPENCL, NULL));
+  j.ctx = kct_context(j.rt);
+  j.b = kct_buffer(j.rt, j.ctx, 8);
+  j.k = kct_kernel(j.rt, "usemad2", NULL);
+  kct_hold_arm(&h);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, launch_held, &j), 0);
+  kct_hold_wait_inside(&h);
+  kct_define(j.rt, "mad", "KC_DEVICE float mad(float a, float b, float c) { return a * b + c + 100.0f; }");
+  kct_hold_release(&h);
+  pthread_join(t, NULL);
+  KCT_OK(j.rt, j.st);
+  assert_float_equal(j.out[5], 11.0f, 0); /* its own world's */
+  float out[8];
+  KCT_OK(j.rt, kct_run(j.k, j.ctx, j.b, 8, out));
+  assert_float_equal(out[5], 111.0f, 0); /* the latest world's, not the code published late */
+  kc_kernel_destroy(j.k);
+  kct_destroy(j.rt);
+  kct_hold_destroy(&h);
+}
+
 /* The disk cache: a second runtime on the same store loads the native
  * kernel instead of compiling it. */
 static void test_disk_cache(void **state) {
@@ -615,6 +709,8 @@ int main(int argc, char **argv) {
       KCT_TEST(test_builtin_defined_later),
       KCT_TEST(test_disk_cache),
       KCT_TEST(test_cuda_launch),
+      KCT_TEST(test_local_parameter),
+      KCT_TEST(test_builtin_defined_during_compile),
   };
   return KCT_RUN(tests);
 }
