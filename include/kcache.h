@@ -572,8 +572,25 @@ kc_status kc_define_file_ex(kc_runtime *rt, const char *file, const char *text, 
  *                    kernels, __device__ helpers, __shared__,
  *                    __launch_bounds__, the built-ins (threadIdx, blockIdx,
  *                    __syncthreads, ...). A kernel is found by its name, so
- *                    an entry must be declared extern "C" (else NVRTC mangles
- *                    its name: the compile fails saying so).
+ *                    an entry must be declared extern "C" (else C++ mangles
+ *                    its name: its compile is refused, KC_EINVAL, saying
+ *                    so), or be a template named by an instantiation:
+ *                    kc_kernel_create(rt, "scale<float, 4>", ...) is a
+ *                    name expression that NVRTC instantiates
+ *                    (nvrtcAddNameExpression) and finds by its lowered
+ *                    name (nvrtcGetLoweredName), each instantiation its
+ *                    own specialization (two spellings of one, "f<int,2>"
+ *                    and "f<int, 2>", are two; each is part of the disk
+ *                    key). Its template arguments replace the template's
+ *                    parameters in the kernel's parameter types (T a is a
+ *                    float for scale<float, 4>). The lowered name travels
+ *                    at the end of the artifact (kc_code_info.artifact:
+ *                    the PTX or cubin, then "\0" name "\0" "KCLOWER1").
+ *                    A name expression is an identifier, then <...> of
+ *                    identifiers, numbers, spaces and ",:*&.+-()"; on
+ *                    another language's kernel it is refused (KC_EINVAL).
+ *                    Namespaces are not read: a kernel or a helper is a
+ *                    top-level definition.
  * A native kernel is found by its name with kc_kernel_create and launched
  * like any other: its parameter list is read from its text (pointers are
  * buffers, __local/__shared__ pointers local memory sizes, the rest
@@ -649,6 +666,8 @@ kc_status kc_refresh(kc_runtime *rt, size_t *changed, kc_world *new_world);
  */
 
 /* A handle on a kernel entry plus specialization parameters, e.g. "T=float,N=4"
+ * (a CUDA C++ template's entry: a name expression, "scale<float, 4>"; see
+ * "backend-native languages")
  * (NULL or "" for none). Parameters are "KEY=VALUE" pairs separated by commas;
  * their order does not matter; each becomes `#define KEY VALUE` in the
  * compiled source. A key is an identifier not starting with KC_ or kc_ (the

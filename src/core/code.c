@@ -174,10 +174,19 @@ static kc_status prepare_for(kc_runtime *rt, const kc__backend *be, void *bstate
   if (st) return st;
   kc__def *entry = c->defs[c->ndefs - 1];
   st = check_languages(rt, be, spec, c);
-  if (!st) st = kc__parse_params(rt, spec->name, entry->source, params, nparams);
+  size_t base = kc__name_expr_base(spec->name);
+  char entry_name[256];
+  snprintf(entry_name, sizeof entry_name, "%.*s", (int)(base ? base : strlen(spec->name)), spec->name);
+  if (!st) st = kc__parse_params(rt, entry_name, entry->source, params, nparams);
+  if (!st && base && entry->lang != KC_LANG_CUDA)
+    st = kc__err(rt, KC_EINVAL,
+                 "'%s' is a name expression (a C++ template's instantiation), which only a CUDA C++ "
+                 "definition (KC_LANG_CUDA) has; '%s' is in %s",
+                 spec->name, entry_name, kc__lang_title(entry->lang));
+  if (!st && base) st = kc__template_params(rt, spec->name, entry->source, *params, *nparams);
   if (!st)
     st = entry->lang ? kc__check_native(rt, entry->lang, spec->name, entry->source)
-                     : kc__check_dialect(rt, spec->name, entry->source, *params, *nparams);
+                     : kc__check_dialect(rt, entry_name, entry->source, *params, *nparams);
   if (!st) st = build_tu(rt, be, bstate, spec, c, *params, *nparams, text, len);
   if (st) {
     kc__free_params(rt, *params, *nparams);

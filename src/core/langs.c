@@ -456,6 +456,145 @@ bool kc__lang_builtin(uint8_t lang, const char *s, size_t n) {
   return false;
 }
 
+/* ----------------------------------------------------- name expressions */
+
+static bool word_is_s(const kc__ident *id, const char *w) {
+  return id->len == strlen(w) && !memcmp(id->start, w, id->len);
+}
+
+size_t kc__name_expr_base(const char *s) {
+  size_t n = 0;
+  if (!s || !kc__lx_id_start((unsigned char)s[0])) return 0;
+  while (kc__lx_id_char((unsigned char)s[n])) n++;
+  size_t j = n;
+  while (s[j] == ' ') j++;
+  if (s[j] != '<' || strlen(s) > 255) return 0;
+  int depth = 0, parens = 0;
+  for (const char *p = s + j; *p; p++) {
+    if (*p == '<') depth++;
+    else if (*p == '>' && --depth == 0) {
+      for (p++; *p == ' '; p++) {}
+      return *p || parens ? 0 : n;
+    } else if (*p == '(') parens++;
+    else if (*p == ')' && --parens < 0) return 0;
+    else if (!kc__lx_id_char((unsigned char)*p) && !strchr(" ,:*&.+-", *p)) return 0;
+  }
+  return 0;
+}
+
+/* The template arguments of a name expression (between its outer angle
+ * brackets), one by one: the start and length of argument i, or false. */
+static bool expr_arg(const char *expr, uint32_t i, const char **at, size_t *len) {
+  const char *p = strchr(expr, '<') + 1;
+  for (uint32_t k = 0;; k++) {
+    int depth = 0;
+    const char *q = p;
+    while (*q && !(depth == 0 && (*q == ',' || *q == '>'))) {
+      depth += *q == '<' || *q == '(';
+      depth -= *q == '>' || *q == ')';
+      q++;
+    }
+    if (k == i) {
+      while (p < q && *p == ' ') p++;
+      while (q > p && q[-1] == ' ') q--;
+      *at = p;
+      *len = (size_t)(q - p);
+      return q > p;
+    }
+    if (*q != ',') return false;
+    p = q + 1;
+  }
+}
+
+typedef struct tmpl_ud {
+  const char *name;
+  size_t nlen;
+  const char *tmpl; /* the last `template` before the entry's name */
+  const char *at;
+} tmpl_ud;
+
+static bool tmpl_ident(void *ud, const kc__ident *id) {
+  tmpl_ud *t = ud;
+  if (id->kind != KC__ID_NAME || id->directive) return true;
+  if (word_is_s(id, "template")) t->tmpl = id->end;
+  else if (id->call && id->len == t->nlen && !memcmp(id->start, t->name, t->nlen)) {
+    t->at = id->at;
+    return false;
+  }
+  return true;
+}
+
+/* Replaces each whole word `from` (n bytes) of *type by `to` (m bytes). */
+static kc_status replace_word(kc_runtime *rt, char **type, const char *from, size_t n, const char *to,
+                              size_t m) {
+  kc__sb sb;
+  kc__sb_init(&sb, kc__rt_heap(rt));
+  const char *t = *type;
+  for (size_t i = 0; t[i];) {
+    if (kc__lx_id_start((unsigned char)t[i]) && (i == 0 || !kc__lx_id_char((unsigned char)t[i - 1]))) {
+      size_t e = i;
+      while (kc__lx_id_char((unsigned char)t[e])) e++;
+      if (e - i == n && !memcmp(t + i, from, n)) kc__sb_append(&sb, to, m);
+      else kc__sb_append(&sb, t + i, e - i);
+      i = e;
+    } else {
+      kc__sb_append(&sb, t + i, 1);
+      i++;
+    }
+  }
+  char *out = kc__sb_take(&sb);
+  if (!out) return kc__err(rt, KC_ENOMEM, "out of memory");
+  kc__free(rt, *type);
+  *type = out;
+  return KC_OK;
+}
+
+/* Whether the entry `name` (n bytes) of source is declared a template. */
+static bool is_template(const char *source, const char *name, size_t n) {
+  tmpl_ud t = {name, n, NULL, NULL};
+  kc__scan_idents(source, strlen(source), tmpl_ident, &t);
+  return t.tmpl && t.at && t.tmpl < t.at;
+}
+
+kc_status kc__template_params(kc_runtime *rt, const char *expr, const char *source, kc__param *params,
+                              uint32_t nparams) {
+  size_t base = kc__name_expr_base(expr);
+  tmpl_ud t = {expr, base, NULL, NULL};
+  kc__scan_idents(source, strlen(source), tmpl_ident, &t);
+  if (!t.tmpl || !t.at || t.tmpl > t.at)
+    return kc__err(rt, KC_EINVAL, "'%s' names an instantiation, but '%.*s' is not declared as a template",
+                   expr, (int)base, expr);
+  /* the template's parameter list: `< typename T, int N = 4, ... >` */
+  const char *p = strchr(t.tmpl, '<');
+  if (!p || p > t.at)
+    return kc__err(rt, KC_EINVAL, "'%.*s': cannot read its template parameters", (int)base, expr);
+  p++;
+  for (uint32_t i = 0;; i++) {
+    int depth = 0;
+    const char *q = p;
+    while (q < t.at && !(depth == 0 && (*q == ',' || *q == '>'))) {
+      depth += *q == '<' || *q == '(';
+      depth -= *q == '>' || *q == ')';
+      q++;
+    }
+    const char *e = memchr(p, '=', (size_t)(q - p)); /* a default: the name is before it */
+    e = e ? e : q;
+    while (e > p && !kc__lx_id_char((unsigned char)e[-1])) e--;
+    const char *b = e;
+    while (b > p && kc__lx_id_char((unsigned char)b[-1])) b--;
+    const char *arg;
+    size_t alen;
+    if (b < e && expr_arg(expr, i, &arg, &alen))
+      for (uint32_t k = 0; k < nparams; k++) {
+        kc_status st = replace_word(rt, &params[k].type, b, (size_t)(e - b), arg, alen);
+        if (st) return st;
+      }
+    if (q >= t.at || *q != ',') break;
+    p = q + 1;
+  }
+  return KC_OK;
+}
+
 /* ----------------------------------------------------- native entries */
 
 typedef struct entry_ud {
@@ -466,15 +605,11 @@ typedef struct entry_ud {
   const char *at; /* where the entry's name is */
 } entry_ud;
 
-static bool word_is(const kc__ident *id, const char *w) {
-  return id->len == strlen(w) && !memcmp(id->start, w, id->len);
-}
-
 static bool entry_ident(void *ud, const kc__ident *id) {
   entry_ud *e = ud;
   if (id->kind != KC__ID_NAME || id->directive) return true;
-  if (e->lang == KC_LANG_OPENCL && (word_is(id, "__kernel") || word_is(id, "kernel"))) e->marked = true;
-  else if (e->lang == KC_LANG_CUDA && word_is(id, "__global__")) e->marked = true;
+  if (e->lang == KC_LANG_OPENCL && (word_is_s(id, "__kernel") || word_is_s(id, "kernel"))) e->marked = true;
+  else if (e->lang == KC_LANG_CUDA && word_is_s(id, "__global__")) e->marked = true;
   else if (id->call && id->len == e->nlen && !memcmp(id->start, e->name, e->nlen)) {
     e->found = true;
     e->at = id->at;
@@ -496,9 +631,15 @@ static bool extern_c_before(const char *source, const char *at) {
 }
 
 kc_status kc__check_native(kc_runtime *rt, uint8_t lang, const char *name, const char *source) {
-  entry_ud e = {name, strlen(name), lang, false, false, NULL};
+  size_t base = kc__name_expr_base(name);
+  entry_ud e = {name, base ? base : strlen(name), lang, false, false, NULL};
   kc__scan_idents(source, strlen(source), entry_ident, &e);
-  if (e.marked && lang == KC_LANG_CUDA && e.at && !extern_c_before(source, e.at))
+  if (e.marked && lang == KC_LANG_CUDA && !base && e.at && is_template(source, name, e.nlen))
+    return kc__err(rt, KC_EINVAL,
+                   "'%s' (CUDA C++) is a template: name an instantiation, e.g. kc_kernel_create(rt, "
+                   "\"%s<float>\", ...), which NVRTC instantiates",
+                   name, name);
+  if (e.marked && lang == KC_LANG_CUDA && !base && e.at && !extern_c_before(source, e.at))
     return kc__err(rt, KC_EINVAL,
                    "'%s' (CUDA C++) is not declared extern \"C\": kcache finds a kernel by its name, which "
                    "C++ would mangle; write extern \"C\" __global__ void %s(...)",

@@ -310,7 +310,8 @@ kc_status kc__resolve(kc_runtime *rt, const kc__spec *spec, kc_world world, kc__
   walk wk = {.rt = rt, .world = world, .spec = spec, .out = out};
   kc__lock(&rt->world_lock);
   wk.stamp = ++rt->walk_stamp;
-  kc__binding *b = kc__binding_get(rt, spec->name, strlen(spec->name));
+  size_t base = kc__name_expr_base(spec->name); /* a template's instantiation: the template */
+  kc__binding *b = kc__binding_get(rt, spec->name, base ? base : strlen(spec->name));
   kc_status st;
   if (!b) {
     st = kc__err(rt, KC_ENOMEM, "out of memory");

@@ -689,6 +689,31 @@ static void test_cuda_launch(void **state) {
   double want2 = 2.0 * (N - 1) * N / 2;
   if (fabs(total - want2) > 1e-3 * want2)
     fail_msg("block_sum after the redefinition = %g, expected %g", total, want2);
+  /* a template, one handle per instantiation (name expressions) */
+  KCT_OK(rt, kc_define_lang(rt, "scale_t",
+                            "template <typename T, int N>\n"
+                            "__global__ void scale_t(T *y, T a) {\n"
+                            "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                            "  for (int j = 0; j < N; j++) y[i * N + j] *= a;\n"
+                            "}\n",
+                            KC_LANG_CUDA, NULL));
+  kc_kernel *tf = kct_kernel(rt, "scale_t<float, 4>", NULL), *td = kct_kernel(rt, "scale_t<double, 2>", NULL);
+  float yf[8] = {1, 2, 3, 4, 5, 6, 7, 8}, af = 2;
+  double yd[8] = {1, 2, 3, 4, 5, 6, 7, 8}, ad = 3;
+  kc_buffer *bf = buf_of(rt, ctx, yf, sizeof yf), *bd = buf_of(rt, ctx, yd, sizeof yd);
+  kc_arg fa[] = {KC_ARG_BUF(bf), KC_ARG_VAL(af)}, da[] = {KC_ARG_BUF(bd), KC_ARG_VAL(ad)};
+  kc_dim3 g1 = {1, 1, 1}, t2 = {2, 1, 1}, b4 = {4, 1, 1};
+  KCT_OK(rt, kc_launch(tf, ctx, &g1, &t2, fa, 2)); /* 2 threads x 4 */
+  KCT_OK(rt, kc_launch(td, ctx, &g1, &b4, da, 2)); /* 4 threads x 2 */
+  KCT_OK(rt, kc_buffer_read(bf, 0, yf, sizeof yf));
+  KCT_OK(rt, kc_buffer_read(bd, 0, yd, sizeof yd));
+  for (int i = 0; i < 8; i++) {
+    assert_float_equal(yf[i], 2.0f * (float)(i + 1), 0);
+    assert_float_equal(yd[i], 3.0 * (i + 1), 0);
+  }
+  KCT_STATUS(rt, KC_EARGS, kc_launch(tf, ctx, &g1, &t2, da, 2)); /* a double where T=float */
+  kc_kernel_destroy(tf);
+  kc_kernel_destroy(td);
   kc_kernel_destroy(add);
   kc_kernel_destroy(bs);
   kct_destroy(rt);

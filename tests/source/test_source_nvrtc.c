@@ -208,13 +208,99 @@ static void test_cuda_entry_checks(void **state) {
   assert_null(tu);
 }
 
+/* Templates: a kernel handle names an instantiation ("scale<float, 4>"),
+ * which NVRTC instantiates through a name expression; each is its own
+ * specialization, with its template arguments in its parameter types, and
+ * its artifact carries the lowered name the driver finds it by. */
+static const char scale_cu[] = "template <typename T, int N>\n"
+                               "__global__ void scale(T *y, T a) {\n"
+                               "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                               "#pragma unroll\n"
+                               "  for (int j = 0; j < N; j++) y[i * N + j] *= a;\n"
+                               "}\n";
+
+static void expect_instantiation(const char *expr, const char *scalar, const char *lowered, uint32_t bytes) {
+  kc__spec *spec;
+  KCT_OK(rt, kc__spec_intern(rt, expr, "", &spec));
+  char *tu = NULL;
+  size_t len = 0;
+  KCT_OK(rt, kc__tu_for(rt, kc__backend_of(KC_BACKEND_CUDA), spec, kc_world_latest(rt), &tu, &len));
+  char want[64];
+  snprintf(want, sizeof want, "sizeof(%s)", scalar); /* the probe of T a, with T substituted */
+  KCT_CONTAINS(tu, want);
+  const kc__bsvc svc = kc__bsvc_of(rt);
+  void *out = NULL;
+  size_t size = 0;
+  kc_status st = kc__cuda_compile_only(&svc, tu, len, expr, 90, true, &out, &size, NULL);
+  if (st) fail_msg("NVRTC: %s: %s\n%s", kc_status_name(st), kc_errmsg(rt), tu);
+  char entry[96];
+  snprintf(entry, sizeof entry, ".entry %s(", lowered);
+  KCT_CONTAINS((const char *)out, entry);
+  /* the lowered name at the end: "\0" name "\0" KCLOWER1 */
+  assert_true(size > strlen(lowered) + 10);
+  assert_memory_equal((const char *)out + size - 8, "KCLOWER1", 8);
+  assert_string_equal((const char *)out + size - 9 - strlen(lowered), lowered);
+  /* the signature NVRTC gives: a buffer, then a scalar of T's size */
+  kc__param *p;
+  uint32_t n;
+  KCT_OK(rt, kc__parse_params(rt, "scale", scale_cu, &p, &n));
+  KCT_OK(rt, kc__template_params(rt, expr, scale_cu, p, n));
+  assert_string_equal(p[1].type, scalar);
+  kc__tu t = {expr, tu, len, p, n, spec, NULL};
+  uint64_t sig[2] = {KC__SIG(KC_ARG_BUFFER, 0),
+                     KC__SIG(KC_ARG_SCALAR, UINT32_MAX)}; /* as the engine fills it */
+  KCT_OK(rt, kc__cuda_compile_sig(&svc, &t, 90, true, sig, NULL));
+  assert_true(sig[0] == KC__SIG(KC_ARG_BUFFER, 0));
+  assert_true(KC__SIG_MATCH(sig[1]) == KC__SIG(KC_ARG_SCALAR, bytes));
+  kc__free_params(rt, p, n);
+  kc__free(rt, out);
+  kc__free(rt, tu);
+}
+
+static void test_cuda_templates(void **state) {
+  (void)state;
+  KCT_OK(rt, kc_define_lang(rt, "scale", scale_cu, KC_LANG_CUDA, NULL));
+  expect_instantiation("scale<float, 4>", "float", "_Z5scaleIfLi4EEvPT_S0_", 4);
+  expect_instantiation("scale<double,2>", "double", "_Z5scaleIdLi2EEvPT_S0_", 8);
+  /* handles: each instantiation its own specialization */
+  kc_kernel *a, *b;
+  KCT_OK(rt, kc_kernel_create(rt, "scale<float, 4>", NULL, &a));
+  KCT_OK(rt, kc_kernel_create(rt, "scale<double,2>", NULL, &b));
+  assert_ptr_not_equal(a->spec, b->spec);
+  /* the host runtime refuses to compile them, naming the language */
+  KCT_STATUS(rt, KC_EUNAVAILABLE, kc_kernel_compile(a));
+  KCT_CONTAINS(kc_errmsg(rt), "CUDA C++");
+  kc_kernel_destroy(a);
+  kc_kernel_destroy(b);
+  kc_kernel *k;
+  static const char *const bad[] = {"scale<float", "scale<float>>", "scale<\"x\">",
+                                    "scale<a;b>",  "<int>",         "scale<(int>"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    if (kc_kernel_create(rt, bad[i], NULL, &k) != KC_EINVAL)
+      fail_msg("'%s' was taken as a kernel name", bad[i]);
+  /* the template without arguments says how to name one */
+  kc__spec *spec;
+  char *tu = NULL;
+  size_t len;
+  KCT_OK(rt, kc__spec_intern(rt, "scale", "", &spec));
+  KCT_STATUS(rt, KC_EINVAL,
+             kc__tu_for(rt, kc__backend_of(KC_BACKEND_CUDA), spec, kc_world_latest(rt), &tu, &len));
+  KCT_CONTAINS(kc_errmsg(rt), "is a template: name an instantiation");
+  /* a name expression of a dialect kernel is refused */
+  kct_define(rt, "dk", "KC_KERNEL void dk(KC_GLOBAL float *y) { y[0] = 1; }");
+  KCT_OK(rt, kc__spec_intern(rt, "dk<int>", "", &spec));
+  KCT_STATUS(rt, KC_EINVAL,
+             kc__tu_for(rt, kc__backend_of(KC_BACKEND_CUDA), spec, kc_world_latest(rt), &tu, &len));
+  KCT_CONTAINS(kc_errmsg(rt), "only a CUDA C++ definition (KC_LANG_CUDA) has");
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_shared(argc, argv, "NVRTC", kc__cuda_nvrtc_unavailable,
                            &rt); /* the host backend: for the table only */
   if (rc >= 0) return rc;
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_issue14_sources_compile_for_cuda),
-                                     cmocka_unit_test(test_cuda_as_written),
-                                     cmocka_unit_test(test_cuda_entry_checks)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_issue14_sources_compile_for_cuda), cmocka_unit_test(test_cuda_as_written),
+      cmocka_unit_test(test_cuda_entry_checks), cmocka_unit_test(test_cuda_templates)};
   rc = KCT_RUN(tests);
   kc_runtime_destroy(rt);
   return rc;
