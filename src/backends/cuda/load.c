@@ -287,6 +287,24 @@ static void cu_probe_read(const kc__bsvc *sv, nvrtcProgram prog, const char *ptx
   kc__bs_free(sv, own);
 }
 
+/* A template's instantiation ("scale<float, 4>"): before the compile
+ * (lowered NULL), its name expression given to NVRTC, which instantiates
+ * it; after, its lowered (mangled) name in *lowered, NVRTC's until the
+ * program is destroyed. An entry without '<' is none: KC_OK, nothing. */
+static kc_status cu_name_expr(const kc__bsvc *sv, nvrtcProgram prog, const char *entry,
+                              const char **lowered) {
+  if (!strchr(entry, '<')) return KC_OK;
+  if (!cu_nvrtc.nvrtcAddNameExpression || !cu_nvrtc.nvrtcGetLoweredName)
+    return kc__bs_err(sv, KC_EUNAVAILABLE, "kernel '%s': this NVRTC has no name expressions", entry);
+  nvrtcResult r = lowered ? cu_nvrtc.nvrtcGetLoweredName(prog, entry, lowered)
+                          : cu_nvrtc.nvrtcAddNameExpression(prog, entry);
+  if (r != KC__NVRTC_SUCCESS || (lowered && !*lowered))
+    return kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s: %s", entry,
+                      lowered ? "nvrtcGetLoweredName" : "nvrtcAddNameExpression",
+                      r ? cu_nvrtc.nvrtcGetErrorString(r) : "no name");
+  return KC_OK;
+}
+
 /* Compiles one translation unit for compute capability `arch` (cubin for
  * sm_<arch>, or PTX for compute_<arch>). user_opts: extra NVRTC options
  * separated by white space. The log gets NVRTC's output, also on success.
@@ -328,18 +346,7 @@ kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const 
                    cu_nvrtc.nvrtcGetErrorString(r));
     goto done;
   }
-  /* a template's instantiation ("scale<float, 4>"): NVRTC instantiates it
-   * and says its lowered (mangled) name */
-  bool expr = strchr(entry, '<') != NULL;
-  if (expr && (!cu_nvrtc.nvrtcAddNameExpression || !cu_nvrtc.nvrtcGetLoweredName)) {
-    s = kc__bs_err(sv, KC_EUNAVAILABLE, "kernel '%s': this NVRTC has no name expressions", entry);
-    goto done;
-  }
-  if (expr && (r = cu_nvrtc.nvrtcAddNameExpression(prog, entry)) != KC__NVRTC_SUCCESS) {
-    s = kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\nnvrtcAddNameExpression: %s", entry,
-                   cu_nvrtc.nvrtcGetErrorString(r));
-    goto done;
-  }
+  if ((s = cu_name_expr(sv, prog, entry, NULL)) != KC_OK) goto done;
   if (cu_nvrtc.serialize) kc__lock(&cu_nvrtc.lock);
   r = cu_nvrtc.nvrtcCompileProgram(prog, nopts, opts);
   if (cu_nvrtc.serialize) kc__unlock(&cu_nvrtc.lock);
@@ -364,11 +371,7 @@ kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const 
   }
 
   const char *lowered = NULL;
-  if (expr && ((r = cu_nvrtc.nvrtcGetLoweredName(prog, entry, &lowered)) != KC__NVRTC_SUCCESS || !lowered)) {
-    s = kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\nnvrtcGetLoweredName: %s", entry,
-                   r ? cu_nvrtc.nvrtcGetErrorString(r) : "no name");
-    goto done;
-  }
+  if ((s = cu_name_expr(sv, prog, entry, &lowered)) != KC_OK) goto done;
   size_t trailer = lowered ? strlen(lowered) + 2 + sizeof KC__CU_LOWERED - 1 : 0;
   size_t n = 0;
   if (ptx) r = cu_nvrtc.nvrtcGetPTXSize(prog, &n); /* counts the NUL */
@@ -394,8 +397,8 @@ kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const 
   if (ptx) art[n - 1] = '\0';
   if (lowered) { /* "\0" LOWERED "\0" KC__CU_LOWERED */
     art[n] = '\0';
-    memcpy(art + n + 1, lowered, strlen(lowered) + 1);
-    memcpy(art + n + 2 + strlen(lowered), KC__CU_LOWERED, sizeof KC__CU_LOWERED - 1);
+    memcpy(art + n + 1, lowered, trailer - (sizeof KC__CU_LOWERED - 1) - 1);
+    memcpy(art + n + trailer - (sizeof KC__CU_LOWERED - 1), KC__CU_LOWERED, sizeof KC__CU_LOWERED - 1);
   }
   *out = art;
   *out_size = n + trailer;
