@@ -25,9 +25,11 @@
 #define ITEMS 64
 
 const char cli_help_watch[] =
-    "usage: kcache watch FILE [--backend host|opencl|cuda] [--interval MS] [--count N] [--json]\n"
+    "usage: kcache watch FILE [--backend host|opencl|cuda] [--language dialect|opencl|cuda]\n"
+    "                         [--interval MS] [--count N] [--json]\n"
     "\n"
-    "Loads FILE (a .c, .cl or .cu file in the kernel dialect) with kc_define_file,\n"
+    "Loads FILE (a .c, .cl or .cu file in the kernel dialect; with --language\n"
+    "opencl or cuda, OpenCL C or CUDA C++ as written) with kc_define_file_lang,\n"
     "launches each of its kernels on 64 work items (zeroed buffers, zero scalars)\n"
     "and prints y[0..3] of each kernel's first buffer, and whether it was\n"
     "recompiled or cached. Then polls FILE every --interval ms (default 200) and\n"
@@ -54,6 +56,7 @@ typedef struct watch {
   wkernel *ks;
   size_t nk;
   bool json;
+  kc_language lang; /* --language: what the file is written in */
 } watch;
 
 /* The whole file, NUL-terminated; NULL with errno set when it cannot be
@@ -176,9 +179,12 @@ static void on_change(void *user, const char *name, kc_change_kind kind) {
 static void run_all(watch *w, const char *path, const char *text, size_t len) {
   kc__change *v;
   size_t n;
-  if (kc__split_file(w->rt, path, text, len, &v, &n) == KC_OK) {
+  if (kc__split_file_lang(w->rt, path, text, len, (uint8_t)w->lang, &v, &n) == KC_OK) {
     for (size_t i = 0; i < n; i++)
-      if (strstr(v[i].source, "KC_KERNEL")) run_kernel(w, v[i].name, v[i].source);
+      if (w->lang == KC_LANG_DIALECT
+              ? strstr(v[i].source, "KC_KERNEL") != NULL
+              : kc__check_native(w->rt, (uint8_t)w->lang, v[i].name, v[i].source) == KC_OK)
+        run_kernel(w, v[i].name, v[i].source);
     kc__free_changes(w->rt, v, n);
   }
   fflush(stdout);
@@ -191,7 +197,7 @@ static void load(watch *w, const char *path, const char *text, size_t len, int r
   char *names = NULL;
   size_t nlen = 0;
   change_list c = {open_memstream(&names, &nlen), w->json, true};
-  kc_status st = kc_define_file_ex(w->rt, path, text, len, on_change, &c, &changed, &world);
+  kc_status st = kc_define_file_lang(w->rt, path, text, len, w->lang, on_change, &c, &changed, &world);
   if (c.names) fclose(c.names);
   if (st) {
     if (w->json) {
@@ -247,13 +253,21 @@ static kc_backend_kind backend_of(const char *s) {
   cli_usage("watch: --backend must be host, opencl or cuda, not '%s'", s);
 }
 
+static kc_language language_of(const char *s) {
+  if (!s || !strcmp(s, "dialect")) return KC_LANG_DIALECT;
+  if (!strcmp(s, "opencl")) return KC_LANG_OPENCL;
+  if (!strcmp(s, "cuda")) return KC_LANG_CUDA;
+  cli_usage("watch: --language must be dialect, opencl or cuda, not '%s'", s);
+}
+
 /* Longer than 80 lines because it is the command: options, the runtime,
  * and the polling loop with its status line. */
 int cmd_watch(cli *c) {
-  const char *file = NULL, *be = NULL, *val;
+  const char *file = NULL, *be = NULL, *lang = NULL, *val;
   uint64_t interval = 200, count = 0; /* count 0: never stop */
   for (int i = 0; i < c->argc; i++) {
     if (cli_opt(c, &i, "--backend", &be)) continue;
+    if (cli_opt(c, &i, "--language", &lang)) continue;
     if (cli_opt(c, &i, "--interval", &val)) {
       if (!kc__parse_u64(val, &interval, 1, 86400000))
         cli_usage("watch: --interval must be a positive number of milliseconds");
@@ -270,7 +284,7 @@ int cmd_watch(cli *c) {
   kc_options o;
   kc_options_init(&o);
   o.backend = backend_of(be);
-  watch w = {.json = c->json};
+  watch w = {.json = c->json, .lang = language_of(lang)};
   if (kc_runtime_create(&o, &w.rt) != KC_OK) cli_fail("watch: no runtime: %s", kc_errmsg(NULL));
   if (kc_context_create(w.rt, 0, &w.ctx) != KC_OK) {
     cli_error("watch: no context: %s", kc_errmsg(w.rt));

@@ -553,6 +553,95 @@ typedef void (*kc_change_fn)(void *user, const char *name, kc_change_kind kind);
 kc_status kc_define_file_ex(kc_runtime *rt, const char *file, const char *text, size_t len,
                             kc_change_fn on_change, void *user, size_t *changed, kc_world *new_world);
 
+/* ------------------------------------------- backend-native languages */
+
+/*
+ * Kernels as they are already written: OpenCL C for the OpenCL backend and
+ * CUDA C++ for the CUDA backend, with no KC_ word in them. A definition (or
+ * every definition of a file) carries a language tag:
+ *   KC_LANG_DIALECT  kcache's dialect (KC_KERNEL, KC_GLOBAL, kc_global_id,
+ *                    ...): what kc_define and kc_define_file take, on every
+ *                    backend.
+ *   KC_LANG_OPENCL   OpenCL C as PoCL and every OpenCL platform take it:
+ *                    __kernel/kernel, __global/__local/__constant/__private
+ *                    (and their bare spellings), __attribute__((...)) such as
+ *                    reqd_work_group_size, #pragma OPENCL EXTENSION, vector
+ *                    types (float2, float4 ...) and the built-ins
+ *                    (get_global_id, barrier(CLK_LOCAL_MEM_FENCE), ...).
+ *   KC_LANG_CUDA     CUDA C++ as NVRTC takes it: extern "C" __global__
+ *                    kernels, __device__ helpers, __shared__,
+ *                    __launch_bounds__, the built-ins (threadIdx, blockIdx,
+ *                    __syncthreads, ...). A kernel is found by its name, so
+ *                    an entry must be declared extern "C" (else C++ mangles
+ *                    its name: its compile is refused, KC_EINVAL, saying
+ *                    so), or be a template named by an instantiation:
+ *                    kc_kernel_create(rt, "scale<float, 4>", ...) is a
+ *                    name expression that NVRTC instantiates
+ *                    (nvrtcAddNameExpression) and finds by its lowered
+ *                    name (nvrtcGetLoweredName), each instantiation its
+ *                    own specialization (two spellings of one, "f<int,2>"
+ *                    and "f<int, 2>", are two; each is part of the disk
+ *                    key). Its template arguments replace the template's
+ *                    parameters in the kernel's parameter types (T a is a
+ *                    float for scale<float, 4>). The lowered name travels
+ *                    at the end of the artifact (kc_code_info.artifact:
+ *                    the PTX or cubin, then "\0" name "\0" "KCLOWER1").
+ *                    A name expression is an identifier, then <...> of
+ *                    identifiers, numbers, spaces and ",:*&.+-()"; on
+ *                    another language's kernel it is refused (KC_EINVAL).
+ *                    Namespaces are not read: a kernel or a helper is a
+ *                    top-level definition.
+ * A native kernel is found by its name with kc_kernel_create and launched
+ * like any other: its parameter list is read from its text (pointers are
+ * buffers, __local/__shared__ pointers local memory sizes, the rest
+ * scalars whose sizes the compiler reports), and arguments are checked as
+ * for the dialect. The dialect's checks (KC_KERNEL, KC_GLOBAL on every
+ * pointer) do not apply: an OpenCL entry must be declared __kernel (or
+ * kernel), a CUDA entry __global__.
+ *
+ * A native definition compiles only on the backend of its language: on
+ * another, its kernels' compiles and launches (and those of every kernel
+ * whose closure reaches it) fail with KC_EUNAVAILABLE, "'k' is OpenCL C
+ * (KC_LANG_OPENCL), which the host backend does not compile: ...". The
+ * table itself is the same whatever the backend, so definitions may be
+ * made on any runtime. A closure may mix a native definition with
+ * dialect ones (a dialect helper called from an OpenCL kernel, say): the
+ * dialect's prelude is then part of the translation unit; a closure of
+ * native definitions only is compiled as written, with no prelude.
+ *
+ * Everything else holds as for the dialect: dependencies (every name the
+ * text mentions), worlds, pins, file reloads, the disk and remote caches.
+ * The language is part of a definition: the same text under another tag is
+ * a new definition (a new world). The scanner knows each language's
+ * built-ins (get_global_id, CLK_LOCAL_MEM_FENCE, float4, threadIdx,
+ * __syncthreads, ...; every name starting with "__" in CUDA C++): a native
+ * definition does not depend on each of those it mentions, unless the
+ * table defines that name (then it is a dependency like any other);
+ * instead it depends on the language's built-ins as a whole, so that a
+ * later definition (or undefine) of any such name ends the code that
+ * mentioned one (an over-approximation, never a miss).
+ *
+ * There is no detection by file name: kc_define_file reads .cl and .cu
+ * files in the dialect, as it always has, so a file is native only when
+ * the call says so.
+ */
+typedef enum kc_language { KC_LANG_DIALECT = 0, KC_LANG_OPENCL = 1, KC_LANG_CUDA = 2 } kc_language;
+
+/* kc_define with a language: KC_LANG_DIALECT is kc_define. KC_EINVAL for
+ * a value not listed above. */
+kc_status kc_define_lang(kc_runtime *rt, const char *name, const char *source, kc_language lang,
+                         kc_world *new_world);
+/* kc_define_file_ex with a language for every definition of the file
+ * (KC_LANG_DIALECT is kc_define_file_ex). Reloading the file under another
+ * language redefines every name. In CUDA C++, an extern "C" { ... } block
+ * at the top level is read through: each definition in it is filed with
+ * extern "C" before it (a #define as it is). */
+kc_status kc_define_file_lang(kc_runtime *rt, const char *file, const char *text, size_t len,
+                              kc_language lang, kc_change_fn on_change, void *user, size_t *changed,
+                              kc_world *new_world);
+/* "dialect", "opencl", "cuda"; NULL for another value. */
+const char *kc_language_name(kc_language lang);
+
 /* Looks at every file on disk that code valid in the latest world read
  * (headers on disk, above): one stat each, and a read when stat differs.
  * The files whose content changed (or appeared, or went) get their new
@@ -577,6 +666,8 @@ kc_status kc_refresh(kc_runtime *rt, size_t *changed, kc_world *new_world);
  */
 
 /* A handle on a kernel entry plus specialization parameters, e.g. "T=float,N=4"
+ * (a CUDA C++ template's entry: a name expression, "scale<float, 4>"; see
+ * "backend-native languages")
  * (NULL or "" for none). Parameters are "KEY=VALUE" pairs separated by commas;
  * their order does not matter; each becomes `#define KEY VALUE` in the
  * compiled source. A key is an identifier not starting with KC_ or kc_ (the

@@ -239,6 +239,9 @@ typedef struct kc__backend {
   const char *(*identity)(void *state);
   /* Dialect prelude: pasted before the specialization parameters. */
   const char *prelude;
+  /* The native language this backend compiles as written (kc_language:
+   * KC_LANG_OPENCL, KC_LANG_CUDA), or KC_LANG_DIALECT for none. */
+  uint8_t language;
   /* Optional: code appended after the closure (host: the grid trampoline). */
   kc_status (*epilogue)(void *state, const kc__tu *tu, kc__sb *out);
   /* Optional: code put just before the entry's definition, after every

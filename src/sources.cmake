@@ -37,6 +37,7 @@ set(KC_SOURCES
     src/core/runtime.c
     src/core/headers.c
     src/core/lex.c
+    src/core/langs.c
     src/core/scan.c
     src/core/source_file.c
     src/core/table.c

@@ -140,13 +140,31 @@ static PyObject *runtime_exit(KcRuntime *self, PyObject *args) {
   Py_RETURN_FALSE;
 }
 
+/* The kc_language a `language=` argument names: None or "dialect",
+ * "opencl", "cuda"; -1 with ValueError for anything else. */
+static int language_of(const char *fn, const char *s, kc_language *out) {
+  static const kc_language all[] = {KC_LANG_DIALECT, KC_LANG_OPENCL, KC_LANG_CUDA};
+  *out = KC_LANG_DIALECT;
+  if (!s) return 0;
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+    if (!strcmp(s, kc_language_name(all[i]))) {
+      *out = all[i];
+      return 0;
+    }
+  PyErr_Format(PyExc_ValueError, "%s: language must be \"dialect\", \"opencl\" or \"cuda\", not \"%s\"", fn,
+               s);
+  return -1;
+}
+
 static PyObject *runtime_define(KcRuntime *self, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"name", "source", NULL};
-  const char *name, *src;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss:define", kwlist, &name, &src) || kcpy_check_open(self) < 0)
+  static char *kwlist[] = {"name", "source", "language", NULL};
+  const char *name, *src, *lang_name = NULL;
+  kc_language lang;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|$z:define", kwlist, &name, &src, &lang_name) ||
+      language_of("define", lang_name, &lang) < 0 || kcpy_check_open(self) < 0)
     return NULL;
   kc_world w = 0;
-  kc_status st = kc_define(self->rt, name, src, &w);
+  kc_status st = kc_define_lang(self->rt, name, src, lang, &w);
   kcpy_log_poll();
   return st ? kcpy_raise(self->rt, st, NULL) : PyLong_FromUnsignedLongLong(w);
 }
@@ -254,14 +272,16 @@ static PyObject *fileload_new(kc_world w, size_t changed, const change_buf *c) {
   return out;
 }
 
-/* define_file(file, text=None): kc_define_file_ex. file names the file (a str
+/* define_file(file, text=None, *, language=None): kc_define_file_lang. file names the file (a str
  * or path-like: the identity of its loads); text is its contents (str or
  * bytes), or None to read the file at that path. */
 static PyObject *runtime_define_file(KcRuntime *self, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"file", "text", NULL};
+  static char *kwlist[] = {"file", "text", "language", NULL};
   PyObject *file, *text = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:define_file", kwlist, &file, &text) ||
-      kcpy_check_open(self) < 0)
+  const char *lang_name = NULL;
+  kc_language lang;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$z:define_file", kwlist, &file, &text, &lang_name) ||
+      language_of("define_file", lang_name, &lang) < 0 || kcpy_check_open(self) < 0)
     return NULL;
   PyObject *fs = PyOS_FSPath(file), *name = NULL, *data = NULL, *out = NULL;
   if (!fs) return NULL;
@@ -281,7 +301,7 @@ static PyObject *runtime_define_file(KcRuntime *self, PyObject *args, PyObject *
     const char *t = PyBytes_AS_STRING(data);
     size_t len = (size_t)PyBytes_GET_SIZE(data);
     change_buf c = {0};
-    KCPY_NOGIL(self, st = kc_define_file_ex(self->rt, fname, t, len, on_change, &c, &changed, &w));
+    KCPY_NOGIL(self, st = kc_define_file_lang(self->rt, fname, t, len, lang, on_change, &c, &changed, &w));
     kcpy_log_poll();
     if (st) kcpy_raise(self->rt, st, NULL);
     else out = fileload_new(w, changed, &c);
@@ -480,18 +500,23 @@ static PyMethodDef runtime_methods[] = {
      "Closes the runtime (see close()); returns False.\n\n"
      "Raises:\n    BusyError: as close()."},
     {"define", (PyCFunction)(void (*)(void))runtime_define, METH_VARARGS | METH_KEYWORDS,
-     "define($self, /, name, source)\n--\n\n"
-     "Defines or redefines a function, kernel, type or header (kc_define).\n\n"
+     "define($self, /, name, source, *, language=None)\n--\n\n"
+     "Defines or redefines a function, kernel, type or header (kc_define_lang).\n\n"
      "Kernels that call `name` compile again at their next launch; the others keep their code.\n"
      "Text identical to the visible definition changes nothing.\n\n"
      "Args:\n"
      "    name: the name the source defines (it must mention it).\n"
-     "    source: its source text in the kernel dialect (KC_KERNEL, KC_DEVICE, KC_GLOBAL ...).\n\n"
+     "    source: its source text in the kernel dialect (KC_KERNEL, KC_DEVICE, KC_GLOBAL ...),\n"
+     "        or in the language named by `language`.\n"
+     "    language: None or \"dialect\" (kcache's dialect), \"opencl\" (OpenCL C as written, for\n"
+     "        the opencl backend) or \"cuda\" (CUDA C++ as written, for the cuda backend); another\n"
+     "        backend's compile of it raises UnavailableError.\n\n"
      "Returns:\n"
      "    The world from which the definition is visible (int).\n\n"
      "Raises:\n"
      "    InvalidArgumentError: a reserved name (kc_, KC_, a keyword) or a source that does not\n"
      "        mention it.\n"
+     "    ValueError: an unknown language.\n"
      "    DestroyedError: the runtime is closed."},
     {"undefine", (PyCFunction)runtime_undefine, METH_O,
      "undefine($self, name, /)\n--\n\n"
@@ -503,19 +528,23 @@ static PyMethodDef runtime_methods[] = {
      "    NotFoundError: name has no visible definition.\n"
      "    DestroyedError: the runtime is closed."},
     {"define_file", (PyCFunction)(void (*)(void))runtime_define_file, METH_VARARGS | METH_KEYWORDS,
-     "define_file($self, /, file, text=None)\n--\n\n"
-     "Defines every top-level definition of a source file in one world (kc_define_file_ex).\n\n"
+     "define_file($self, /, file, text=None, *, language=None)\n--\n\n"
+     "Defines every top-level definition of a source file in one world (kc_define_file_lang).\n\n"
      "Loading the same file again changes only what differs (only the kernels that reach an edited\n"
      "definition compile again) and undefines the names that are gone.\n\n"
      "Args:\n"
      "    file: the file's name, a str or path-like: the identity of its loads.\n"
-     "    text: its contents (str or bytes), or None to read the file at path `file`.\n\n"
+     "    text: its contents (str or bytes), or None to read the file at path `file`.\n"
+     "    language: as for define: \"opencl\" for an OpenCL C file as written (a .cl file of\n"
+     "        PyOpenCL's), \"cuda\" for CUDA C++ (a CuPy RawModule's code); None or \"dialect\":\n"
+     "        kcache's dialect. Never guessed from the file's name.\n\n"
      "Returns:\n"
      "    FileLoad(world, changed, defined, redefined, undefined).\n\n"
      "Raises:\n"
      "    InvalidArgumentError: a malformed file, with its name and line; nothing is defined.\n"
      "    OSError: text is None and the file cannot be read.\n"
-     "    TypeError: text is neither str, bytes nor None."},
+     "    TypeError: text is neither str, bytes nor None.\n"
+     "    ValueError: an unknown language."},
     {"kernel", (PyCFunction)(void (*)(void))runtime_kernel, METH_VARARGS | METH_KEYWORDS,
      "kernel($self, name, params=None, /, **specialization)\n--\n\n"
      "A handle on a kernel and a specialization (kc_kernel_create); nothing compiles yet.\n\n"

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""The documentation's Python examples run as written: README's block after
-"<!-- python example: numpy -->" and doc/python.md's after "<!-- python
-example: files and streams -->", so neither can rot."""
+"""The documentation's Python examples run as written: README's blocks after
+"<!-- python example: numpy -->" and "<!-- python example: opencl as
+written -->", and doc/python.md's after "<!-- python example: files and
+streams -->", so none can rot."""
 import pathlib
 import re
 
@@ -25,6 +26,17 @@ def test_readme_numpy_example(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert out.endswith("as expected\n")
     assert out.split()[:2] == ["2", "float"]
+
+
+def test_readme_opencl_as_written_example(capsys: pytest.CaptureFixture[str]) -> None:
+    if not README.exists():
+        pytest.skip("no README.md next to python/")
+    m = re.search(r"<!-- python example: opencl as written -->\n```python\n(.*?)\n```", README.read_text(), re.S)
+    assert m, "README has no OpenCL example"
+    if not kcache.backend_available("opencl")[0]:
+        pytest.skip("opencl backend not available")
+    exec(compile(m.group(1), "README.md", "exec"), {})
+    assert capsys.readouterr().out == "median filter as expected\n"
 
 
 def test_readme_files_and_streams_example(capsys: pytest.CaptureFixture[str]) -> None:

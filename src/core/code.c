@@ -90,11 +90,16 @@ static void emit_params(kc__sb *sb, const char *params) {
   }
 }
 
-static kc_status build_tu(kc_runtime *rt, const kc__spec *spec, const kc__closure *c, const kc__param *params,
-                          uint32_t nparams, char **out, size_t *len) {
+static kc_status build_tu(kc_runtime *rt, const kc__backend *be, void *bstate, const kc__spec *spec,
+                          const kc__closure *c, const kc__param *params, uint32_t nparams, char **out,
+                          size_t *len) {
   kc__sb sb;
   kc__sb_init(&sb, kc__rt_heap(rt));
-  kc__sb_puts(&sb, rt->be->prelude);
+  /* the dialect's prelude, unless every definition is native: then the
+   * unit is the sources as written (and the specialization's #defines) */
+  bool dialect = false;
+  for (uint32_t i = 0; i < c->ndefs && !dialect; i++) dialect = c->defs[i]->lang == KC_LANG_DIALECT;
+  if (dialect) kc__sb_puts(&sb, be->prelude);
   kc__sb_puts(&sb, "\n/* specialization parameters */\n");
   emit_params(&sb, spec->params);
   /* Helpers get private symbol names, so a definition may shadow a builtin
@@ -107,10 +112,10 @@ static kc_status build_tu(kc_runtime *rt, const kc__spec *spec, const kc__closur
       kc__sb_printf(&sb, "#define %s kc__u_%s\n", c->defs[i]->binding->name, c->defs[i]->binding->name);
   for (uint32_t i = 0; i < c->ndefs; i++) {
     if (kc__def_is_header(c->defs[i])) continue;
-    if (i + 1 == c->ndefs && rt->be->entry_prologue) { /* the entry is the closure's last */
+    if (i + 1 == c->ndefs && be->entry_prologue) { /* the entry is the closure's last */
       kc__sb_puts(&sb, "#line 1 \"<kcache>\"\n");
       kc__tu tu = {spec->name, sb.buf, sb.len, params, nparams, spec};
-      kc_status st = rt->be->entry_prologue(rt->bstate, &tu, &sb);
+      kc_status st = be->entry_prologue(bstate, &tu, &sb);
       if (st) {
         kc__sb_free(&sb);
         return st;
@@ -124,10 +129,10 @@ static kc_status build_tu(kc_runtime *rt, const kc__spec *spec, const kc__closur
     }
     kc__sb_puts(&sb, "\n");
   }
-  if (rt->be->epilogue) {
+  if (be->epilogue) {
     kc__sb_puts(&sb, "#line 1 \"<kcache>\"\n");
     kc__tu tu = {spec->name, sb.buf, sb.len, params, nparams, spec};
-    kc_status st = rt->be->epilogue(rt->bstate, &tu, &sb);
+    kc_status st = be->epilogue(bstate, &tu, &sb);
     if (st) {
       kc__sb_free(&sb);
       return st;
@@ -138,21 +143,74 @@ static kc_status build_tu(kc_runtime *rt, const kc__spec *spec, const kc__closur
   return *out ? KC_OK : kc__err(rt, KC_ENOMEM, "out of memory building the source of '%s'", spec->name);
 }
 
-/* Resolves the closure of spec at world w, and builds its translation unit. */
-static kc_status prepare(kc_runtime *rt, kc__spec *spec, kc_world w, kc__closure *c, kc__param **params,
-                         uint32_t *nparams, char **text, size_t *len) {
+/* Whether the backend compiles every definition of the closure: a native
+ * one (kc_define_lang) only on the backend of its language. */
+static kc_status check_languages(kc_runtime *rt, const kc__backend *be, const kc__spec *spec,
+                                 const kc__closure *c) {
+  for (uint32_t j = 0; j < c->ndefs; j++) {
+    uint32_t i = j ? j - 1 : c->ndefs - 1; /* the entry first */
+    const kc__def *d = c->defs[i];
+    if (d->lang == KC_LANG_DIALECT || d->lang == be->language) continue;
+    const char *own = d->lang == KC_LANG_OPENCL ? "opencl" : "cuda";
+    if (i + 1 == c->ndefs)
+      return kc__err(rt, KC_EUNAVAILABLE,
+                     "'%s' is %s, which the %s backend does not compile: run it on a runtime of the %s "
+                     "backend, or define it in kcache's dialect",
+                     spec->name, kc__lang_title(d->lang), be->name, own);
+    return kc__err(rt, KC_EUNAVAILABLE,
+                   "kernel '%s' reaches '%s', which is %s, which the %s backend does not compile: run it "
+                   "on a runtime of the %s backend, or define '%s' in kcache's dialect",
+                   spec->name, d->binding->name, kc__lang_title(d->lang), be->name, own, d->binding->name);
+  }
+  return KC_OK;
+}
+
+/* Resolves the closure of spec at world w, and builds its translation unit
+ * for backend be (state: its state, NULL for a backend rt is not on). */
+static kc_status prepare_for(kc_runtime *rt, const kc__backend *be, void *bstate, kc__spec *spec, kc_world w,
+                             kc__closure *c, kc__param **params, uint32_t *nparams, char **text,
+                             size_t *len) {
   kc_status st = kc__resolve(rt, spec, w, c);
   if (st) return st;
   kc__def *entry = c->defs[c->ndefs - 1];
-  st = kc__parse_params(rt, spec->name, entry->source, params, nparams);
-  if (!st) st = kc__check_dialect(rt, spec->name, entry->source, *params, *nparams);
-  if (!st) st = build_tu(rt, spec, c, *params, *nparams, text, len);
+  st = check_languages(rt, be, spec, c);
+  size_t base = kc__name_expr_base(spec->name);
+  char entry_name[256];
+  snprintf(entry_name, sizeof entry_name, "%.*s", (int)(base ? base : strlen(spec->name)), spec->name);
+  if (!st) st = kc__parse_params(rt, entry_name, entry->source, params, nparams);
+  if (!st && base && entry->lang != KC_LANG_CUDA)
+    st = kc__err(rt, KC_EINVAL,
+                 "'%s' is a name expression (a C++ template's instantiation), which only a CUDA C++ "
+                 "definition (KC_LANG_CUDA) has; '%s' is in %s",
+                 spec->name, entry_name, kc__lang_title(entry->lang));
+  if (!st && base) st = kc__template_params(rt, spec->name, entry->source, *params, *nparams);
+  if (!st)
+    st = entry->lang ? kc__check_native(rt, entry->lang, spec->name, entry->source)
+                     : kc__check_dialect(rt, entry_name, entry->source, *params, *nparams);
+  if (!st) st = build_tu(rt, be, bstate, spec, c, *params, *nparams, text, len);
   if (st) {
     kc__free_params(rt, *params, *nparams);
     *params = NULL;
     kc__closure_free(rt, c);
   }
   return st;
+}
+
+static kc_status prepare(kc_runtime *rt, kc__spec *spec, kc_world w, kc__closure *c, kc__param **params,
+                         uint32_t *nparams, char **text, size_t *len) {
+  return prepare_for(rt, rt->be, rt->bstate, spec, w, c, params, nparams, text, len);
+}
+
+kc_status kc__tu_for(kc_runtime *rt, const kc__backend *be, kc__spec *spec, kc_world w, char **text,
+                     size_t *len) {
+  kc__closure c;
+  kc__param *params = NULL;
+  uint32_t n = 0;
+  kc_status st = prepare_for(rt, be, be == rt->be ? rt->bstate : NULL, spec, w, &c, &params, &n, text, len);
+  if (st) return st;
+  kc__free_params(rt, params, n);
+  kc__closure_free(rt, &c);
+  return KC_OK;
 }
 
 /* Whether a compiler failure is worth remembering for the worlds in which

@@ -104,6 +104,9 @@ typedef struct kc__def {
   /* A version of a file outside the table (extfiles.c): no source; len is its
    * size, hash its content's, file_flags its KC__FILEDEP_ABSENT/UNKNOWN. */
   uint8_t file_flags;
+  /* Its language (kc_language): KC_LANG_DIALECT, or a backend's own
+   * (kc_define_lang); part of what the definition is. */
+  uint8_t lang;
 } kc__def;
 
 /* One entry of a binding's backedges: a code instance and its edge to that
@@ -138,6 +141,11 @@ struct kc__binding {
    * or a set of them ("<files ...>"):
    * what was seen of it, its sets or its files. NULL for every other name. */
   struct kc__extinfo *ext;
+  /* A watcher (table.c: "#prefix", or a language's built-ins): the latest
+   * world in which a name it watches was defined or undefined, so that
+   * code resolved before then but published after is clipped to its own
+   * world. 0: never. Under world_lock. */
+  kc_world watch_changed;
 };
 
 /* A lookup made while compiling: name -> definition found (or NULL). */
@@ -570,6 +578,11 @@ kc__ci *kc__ci_find(kc__spec *spec, kc_world w);
  * single flight under spec->lock). */
 kc_status kc__ci_get(kc_runtime *rt, kc__spec *spec, kc_world w, kc__ci **out) KC__NOINLINE;
 void kc__ci_free(kc_runtime *rt, kc__ci *ci);
+/* The translation unit of spec at world w as backend be would compile it,
+ * with be's checks (tests: a CUDA unit from a host runtime's table, for
+ * NVRTC without a GPU); the caller frees *text. */
+kc_status kc__tu_for(kc_runtime *rt, const kc__backend *be, kc__spec *spec, kc_world w, char **text,
+                     size_t *len);
 /* world.c: kc_collect's batches, freed whatever their grace period
  * (kc_runtime_destroy, after the contexts). */
 void kc__limbo_free(kc_runtime *rt);

@@ -28,7 +28,7 @@ kc_status kc_kernel_create(kc_runtime *rt, const char *name, const char *params,
   if (!out) return kc__err(rt, KC_EINVAL, "kc_kernel_create: out is NULL");
   *out = NULL;
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_kernel_create: runtime is NULL");
-  if (!name || !kc__is_identifier(name))
+  if (!name || (!kc__is_identifier(name) && !kc__name_expr_base(name)))
     return kc__err(rt, KC_EINVAL, "kc_kernel_create: \"%s\" is not a valid kernel name",
                    name ? name : "(null)");
   char *canon;

@@ -10,7 +10,9 @@
  * (#ifdef X, defined(X), #if X > 2, a macro's body) or not: a name that is
  * absent now and defined later changes what the text means, exactly like a
  * redefinition. C keywords, the dialect's KC_ and kc_ names and the
- * specialization's own keys are not lookups. An identifier that is only a
+ * specialization's own keys are not lookups; nor is a built-in of a native
+ * definition's language (langs.c) that the table never defined: that
+ * definition looks up the language's watcher instead. An identifier that is only a
  * local variable costs an edge (a later definition of that name recompiles
  * needlessly); it can never cost a stale result.
  *
@@ -215,6 +217,17 @@ static bool visit_ident(void *ud, const kc__ident *id) {
   if (kc__is_keyword(s, n) || (n > 3 && (!memcmp(s, "kc_", 3) || !memcmp(s, "KC_", 3))) ||
       is_spec_key(wk->spec, s, n))
     return true;
+  /* a native definition's built-in (get_global_id, threadIdx) that the
+   * table has never defined: no lookup of its own, but one on the
+   * language's watcher, which a definition of any built-in name ends */
+  uint8_t lang = wk->current->lang;
+  if (lang && kc__lang_builtin(lang, s, n)) {
+    kc__binding *known = kc__binding_find(wk->rt, s, n);
+    if (!known || !known->defs) {
+      kc__binding *w = kc__lang_watcher(wk->rt, lang, true);
+      return w ? add_edge(wk, w, NULL, false) : oom(wk);
+    }
+  }
   /* every name is a lookup, defined or not: defining it later (even
    * shadowing a builtin, or a name an #ifdef tests) changes this code */
   kc__binding *b = kc__binding_get(wk->rt, s, n);
@@ -297,7 +310,8 @@ kc_status kc__resolve(kc_runtime *rt, const kc__spec *spec, kc_world world, kc__
   walk wk = {.rt = rt, .world = world, .spec = spec, .out = out};
   kc__lock(&rt->world_lock);
   wk.stamp = ++rt->walk_stamp;
-  kc__binding *b = kc__binding_get(rt, spec->name, strlen(spec->name));
+  size_t base = kc__name_expr_base(spec->name); /* a template's instantiation: the template */
+  kc__binding *b = kc__binding_get(rt, spec->name, base ? base : strlen(spec->name));
   kc_status st;
   if (!b) {
     st = kc__err(rt, KC_ENOMEM, "out of memory");

@@ -186,6 +186,24 @@ static char *strip_comments(kc_runtime *rt, const char *s, const char *end) {
   return out;
 }
 
+/* Makes blanks of the line splices of s that stand between tokens, not
+ * inside a word (CuPy's examples end the lines of a parameter list with
+ * one): the ones left may join two words, which the parser refuses.
+ * (Literals are the parser's to skip; a splice in one stays.) */
+static void blank_splices(char *s) {
+  size_t n = strlen(s);
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '"' || s[i] == '\'') {
+      i = (size_t)(kc__lx_literal_end(s + i, s + n) - s);
+      continue;
+    }
+    size_t sp = kc__lx_splice(s, n, i);
+    if (sp &&
+        !(i > 0 && is_id_char((unsigned char)s[i - 1]) && i + sp < n && is_id_char((unsigned char)s[i + sp])))
+      memset(s + i, ' ', sp);
+  }
+}
+
 /* Longer than 80 lines on purpose: one pass over the parameter list (find
  * the definition, split at top-level commas, name and type each piece)
  * whose allocations share one cleanup path. */
@@ -200,6 +218,7 @@ kc_status kc__parse_params(kc_runtime *rt, const char *name, const char *source,
     return kc__err(rt, KC_EINVAL, "cannot find the parameter list of kernel '%s' in its definition", name);
   char *list = strip_comments(rt, f.found + 1, source + len);
   if (!list) return kc__err(rt, KC_ENOMEM, "out of memory");
+  blank_splices(list);
   const char *p = list, *end = list + strlen(list);
   kc__param *params = NULL;
   uint32_t n = 0;

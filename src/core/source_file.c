@@ -26,6 +26,7 @@ typedef struct piece {
   const char *name;
   size_t nlen;
   size_t line;
+  bool externc; /* in a CUDA extern "C" { ... } block: filed with extern "C" before it */
 } piece;
 
 typedef struct splitter {
@@ -36,6 +37,8 @@ typedef struct splitter {
   piece *v;
   size_t n, cap;
   kc_status st;
+  uint8_t lang; /* the file's kc_language */
+  bool externc; /* inside a top-level extern "C" { ... } block (CUDA C++) */
 } splitter;
 
 static size_t line_at(const char *t, size_t at) {
@@ -73,7 +76,7 @@ static void add(splitter *sp, size_t start, size_t end, const char *name, size_t
       fail(sp, start, msg);
       return;
     }
-  sp->v[sp->n++] = (piece){start, end, sp->pro.len, name, nlen, line_at(sp->t, start)};
+  sp->v[sp->n++] = (piece){start, end, sp->pro.len, name, nlen, line_at(sp->t, start), sp->externc};
 }
 
 /* A preprocessor line at the top level, '#' at i; returns its end. */
@@ -95,6 +98,7 @@ static size_t top_directive(splitter *sp, size_t i) {
     while (b < e && kc__lx_id_char((unsigned char)t[b])) b++;
     if (b == a || !kc__lx_id_start((unsigned char)t[a])) fail(sp, i, "#define without a name");
     else add(sp, i, e, t + a, b - a);
+    if (!sp->st && sp->n) sp->v[sp->n - 1].externc = false; /* a macro has no linkage */
   } else if (word(t + j, k - j, "include") || word(t + j, k - j, "pragma")) {
     kc__sb_append(&sp->pro, t + i, e - i); /* every definition after it sees it */
     kc__sb_puts(&sp->pro, "\n");
@@ -147,6 +151,19 @@ static void decl_end(splitter *sp, decl *d, size_t end) {
   else add(sp, d->start, end, name, n);
 }
 
+/* CUDA C++: the end of `extern "C" {` at i (just past its brace), or 0
+ * if the text at i is not that. */
+static size_t externc_open(const splitter *sp, size_t i) {
+  const char *t = sp->t;
+  if (sp->lang != KC_LANG_CUDA || i + 6 > sp->len || memcmp(t + i, "extern", 6) ||
+      (i + 6 < sp->len && kc__lx_id_char((unsigned char)t[i + 6])))
+    return 0;
+  size_t j = kc__lx_next(t, sp->len, i + 6, false);
+  if (j + 3 > sp->len || memcmp(t + j, "\"C\"", 3)) return 0;
+  j = kc__lx_next(t, sp->len, j + 3, false);
+  return j < sp->len && t[j] == '{' ? j + 1 : 0;
+}
+
 /* Longer than 80 lines on purpose: one pass over the file, a branch per
  * token that matters at the top level. */
 static void split(splitter *sp) {
@@ -169,6 +186,15 @@ static void split(splitter *sp) {
       if (depth > 0) i = kc__lx_line_end(t, len, i); /* inside a body: the definition's own */
       else if (d.any) fail(sp, i, "a preprocessor line inside a top-level declaration is not supported");
       else i = top_directive(sp, i);
+    } else if (!d.any && depth == 0 && (s = externc_open(sp, i)) != 0) {
+      if (sp->externc) fail(sp, i, "an extern \"C\" block inside another is not supported");
+      sp->externc = true; /* read through: its definitions are the file's */
+      line_start = false;
+      i = s;
+    } else if (!d.any && depth == 0 && sp->externc && c == '}') {
+      sp->externc = false;
+      line_start = false;
+      i++;
     } else {
       line_start = false;
       if (!d.any && depth == 0) d = (decl){.start = i};
@@ -218,6 +244,7 @@ static void split(splitter *sp) {
     }
   }
   if (!sp->st && (depth > 0 || d.any)) fail(sp, d.start, "the file ends inside this definition");
+  if (!sp->st && sp->externc) fail(sp, len, "the file ends inside an extern \"C\" block");
 }
 
 /* --------------------------------------------------------- file records */
@@ -302,6 +329,7 @@ static kc__def *new_def(kc_runtime *rt, kc__binding *b, const kc__change *it, kc
   d->source = text;
   d->len = it->len;
   d->hash = kc__hash(it->source, it->len);
+  d->lang = it->lang;
   d->binding = b;
   d->min_world = w + 1;
   atomic_init(&d->max_world, KC_WORLD_FOREVER);
@@ -317,8 +345,9 @@ static bool batch_prepare(kc_runtime *rt, kc__change *items, size_t n, kc__bindi
     kc__binding *b = bs[i] = kc__binding_get(rt, it->name, strlen(it->name));
     if (!b) return false;
     kc__def *cur = kc__visible_def(b, w);
-    it->changed =
-        it->source ? !cur || cur->len != it->len || memcmp(cur->source, it->source, it->len) : cur != NULL;
+    it->changed = it->source ? !cur || cur->len != it->len || cur->lang != it->lang ||
+                                   memcmp(cur->source, it->source, it->len)
+                             : cur != NULL;
     ds[i] = NULL;
     if (it->changed && it->source && !(ds[i] = new_def(rt, b, it, w))) return false;
     if (ds[i] && !kc__declare_prepare(rt, bs[i], it->source, it->len)) return false;
@@ -423,9 +452,14 @@ kc_status kc__define_batch(kc_runtime *rt, const char *file, kc__change *items, 
 
 kc_status kc__split_file(kc_runtime *rt, const char *file, const char *text, size_t len, kc__change **out,
                          size_t *n) {
+  return kc__split_file_lang(rt, file, text, len, KC_LANG_DIALECT, out, n);
+}
+
+kc_status kc__split_file_lang(kc_runtime *rt, const char *file, const char *text, size_t len, uint8_t lang,
+                              kc__change **out, size_t *n) {
   *out = NULL;
   *n = 0;
-  splitter sp = {.rt = rt, .file = file, .t = text, .len = len};
+  splitter sp = {.rt = rt, .file = file, .t = text, .len = len, .lang = lang};
   kc__sb_init(&sp.pro, kc__rt_heap(rt));
   if (memchr(text, 0, len)) fail(&sp, (size_t)((const char *)memchr(text, 0, len) - text), "a NUL byte");
   else split(&sp);
@@ -435,7 +469,11 @@ kc_status kc__split_file(kc_runtime *rt, const char *file, const char *text, siz
   for (size_t i = 0; !sp.st && i < sp.n; i++) {
     const piece *p = &sp.v[i];
     char *name = kc__strndup(rt, p->name, p->nlen);
-    char *src = kc__alloc(rt, p->pro + (p->end - p->start) + 1);
+    static const char linkage[] = "extern \"C\" ";
+    size_t pre = p->externc && !(p->end - p->start >= 6 && !memcmp(text + p->start, "extern", 6))
+                     ? sizeof linkage - 1
+                     : 0;
+    char *src = kc__alloc(rt, p->pro + pre + (p->end - p->start) + 1);
     if (!name || !src) {
       kc__free(rt, name);
       kc__free(rt, src);
@@ -443,9 +481,11 @@ kc_status kc__split_file(kc_runtime *rt, const char *file, const char *text, siz
       break;
     }
     if (p->pro) memcpy(src, sp.pro.buf, p->pro);
-    memcpy(src + p->pro, text + p->start, p->end - p->start);
-    src[p->pro + p->end - p->start] = 0;
-    v[i] = (kc__change){name, src, p->pro + p->end - p->start, false};
+    memcpy(src + p->pro, linkage, pre);
+    memcpy(src + p->pro + pre, text + p->start, p->end - p->start);
+    size_t total = p->pro + pre + (p->end - p->start);
+    src[total] = 0;
+    v[i] = (kc__change){name, src, total, false, lang};
     *n = i + 1;
     if (kc__check_source(rt, name, src, v[i].len) !=
         KC_OK) { /* what the splitter and the scanner disagree on */
@@ -478,12 +518,20 @@ void kc__free_changes(kc_runtime *rt, kc__change *v, size_t n) {
 
 kc_status kc_define_file_ex(kc_runtime *rt, const char *file, const char *text, size_t len,
                             kc_change_fn on_change, void *user, size_t *changed, kc_world *new_world) {
+  return kc_define_file_lang(rt, file, text, len, KC_LANG_DIALECT, on_change, user, changed, new_world);
+}
+
+kc_status kc_define_file_lang(kc_runtime *rt, const char *file, const char *text, size_t len,
+                              kc_language lang, kc_change_fn on_change, void *user, size_t *changed,
+                              kc_world *new_world) {
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_define_file: runtime is NULL");
   if (!file || !*file || !text)
     return kc__err(rt, KC_EINVAL, "kc_define_file: file or text is NULL or empty");
+  if (!kc_language_name(lang))
+    return kc__err(rt, KC_EINVAL, "kc_define_file_lang: %d is not a kc_language", (int)lang);
   kc__change *v;
   size_t n;
-  kc_status st = kc__split_file(rt, file, text, len, &v, &n);
+  kc_status st = kc__split_file_lang(rt, file, text, len, (uint8_t)lang, &v, &n);
   if (st) return st;
   st = kc__define_batch(rt, file, v, n, on_change, user, changed, new_world);
   kc__free_changes(rt, v, n);

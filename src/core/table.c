@@ -249,12 +249,36 @@ static void invalidate_watchers(kc_runtime *rt, const char *name, kc_world w, ch
   size_t n = strlen(name);
   for (size_t i = 0; i <= n; i++) {
     kc__binding *b = watcher(rt, name, i, false, buf);
-    if (b) invalidate(rt, b, w);
+    if (b) {
+      invalidate(rt, b, w);
+      b->watch_changed = w + 1;
+    }
+  }
+  /* a language's built-in: the code that skipped such names (resolve.c) */
+  static const uint8_t langs[] = {KC_LANG_OPENCL, KC_LANG_CUDA};
+  for (size_t i = 0; i < sizeof langs; i++) {
+    kc__binding *b = kc__is_identifier(name) && kc__lang_builtin(langs[i], name, n)
+                         ? kc__lang_watcher(rt, langs[i], false)
+                         : NULL;
+    if (b) {
+      invalidate(rt, b, w);
+      b->watch_changed = w + 1;
+    }
   }
 }
 
-static kc_status change_with(kc_runtime *rt, const char *name, const char *source, kc_world *new_world,
-                             char *wbuf) {
+kc__binding *kc__lang_watcher(kc_runtime *rt, uint8_t lang, bool make) {
+  const char *which = lang == KC_LANG_OPENCL ? "!opencl" : lang == KC_LANG_CUDA ? "!cuda" : NULL;
+  char buf[16];
+  return which ? watcher(rt, which, strlen(which), make, buf) : NULL;
+}
+
+kc__binding *kc__binding_find(kc_runtime *rt, const char *name, size_t len) {
+  return binding_find(rt, name, len, kc__hash(name, len));
+}
+
+static kc_status change_with(kc_runtime *rt, const char *name, const char *source, uint8_t lang,
+                             kc_world *new_world, char *wbuf) {
   const char *what = source ? "kc_define" : "kc_undefine";
   kc_status st = check_name(rt, what, name);
   if (st) return st;
@@ -275,7 +299,8 @@ static kc_status change_with(kc_runtime *rt, const char *name, const char *sourc
     return kc__err(rt, KC_ENOMEM, "%s('%s'): out of memory", what, name);
   }
   kc__def *cur = visible_def(b, w);
-  if (source && cur && cur->hash == h && cur->len == len && memcmp(cur->source, source, len) == 0) {
+  if (source && cur && cur->hash == h && cur->len == len && cur->lang == lang &&
+      memcmp(cur->source, source, len) == 0) {
     /* identical text: no new world, nothing invalidated */
     kc__unlock(&rt->world_lock);
     if (new_world) *new_world = w;
@@ -297,6 +322,7 @@ static kc_status change_with(kc_runtime *rt, const char *name, const char *sourc
     d->source = text;
     d->len = len;
     d->hash = h;
+    d->lang = lang;
     d->binding = b;
     if (!kc__declare_prepare(rt, b, source, len)) {
       kc__free(rt, text);
@@ -320,12 +346,13 @@ static kc_status change_with(kc_runtime *rt, const char *name, const char *sourc
 }
 
 /* change_with, with the watchers' buffer allocated first. */
-static kc_status change(kc_runtime *rt, const char *name, const char *source, kc_world *new_world) {
+static kc_status change(kc_runtime *rt, const char *name, const char *source, uint8_t lang,
+                        kc_world *new_world) {
   size_t n = name ? strlen(name) + 2 : 0;
   char stack[128], *wbuf = n <= sizeof stack ? stack : kc__alloc(rt, n);
   if (!wbuf)
     return kc__err(rt, KC_ENOMEM, "%s('%s'): out of memory", source ? "kc_define" : "kc_undefine", name);
-  kc_status st = change_with(rt, name, source, new_world, wbuf);
+  kc_status st = change_with(rt, name, source, lang, new_world, wbuf);
   if (wbuf != stack) kc__free(rt, wbuf);
   return st;
 }
@@ -333,12 +360,21 @@ static kc_status change(kc_runtime *rt, const char *name, const char *source, kc
 kc_status kc_define(kc_runtime *rt, const char *name, const char *source, kc_world *new_world) {
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_define: runtime is NULL");
   if (!source) return kc__err(rt, KC_EINVAL, "kc_define: source is NULL");
-  return change(rt, name, source, new_world);
+  return change(rt, name, source, KC_LANG_DIALECT, new_world);
+}
+
+kc_status kc_define_lang(kc_runtime *rt, const char *name, const char *source, kc_language lang,
+                         kc_world *new_world) {
+  if (!rt) return kc__err(NULL, KC_EINVAL, "kc_define_lang: runtime is NULL");
+  if (!source) return kc__err(rt, KC_EINVAL, "kc_define_lang: source is NULL");
+  if (!kc_language_name(lang))
+    return kc__err(rt, KC_EINVAL, "kc_define_lang: %d is not a kc_language", (int)lang);
+  return change(rt, name, source, (uint8_t)lang, new_world);
 }
 
 kc_status kc_undefine(kc_runtime *rt, const char *name, kc_world *new_world) {
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_undefine: runtime is NULL");
-  return change(rt, name, NULL, new_world);
+  return change(rt, name, NULL, KC_LANG_DIALECT, new_world);
 }
 
 /* ------------------------------------------ for kc__define_batch */
@@ -382,6 +418,11 @@ void kc__table_clip(kc_runtime *rt, kc__binding *b, kc_world w, char *buf) {
 
 /* The worlds in which lookup (b -> d) made at `world` gives the same answer. */
 static void edge_range(const kc__edge *e, kc_world world, kc_world *min, kc_world *max) {
+  if (e->binding->watch_changed > world) { /* a watched name changed since the lookup */
+    *min = 1;
+    *max = world;
+    return;
+  }
   if (e->def) {
     *min = e->def->min_world;
     *max = kc__load_relaxed(&e->def->max_world);

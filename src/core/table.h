@@ -56,6 +56,12 @@ void kc__table_clip(kc_runtime *rt, kc__binding *b, kc_world w, char *buf);
  * name it cannot know looks up), made if make; NULL if none, or out of
  * memory. Under world_lock. */
 kc__binding *kc__watcher(kc_runtime *rt, const char *prefix, size_t n, bool make);
+/* The watcher of lang's built-ins (the binding "#!opencl", "#!cuda"),
+ * made if make; NULL if none, or out of memory. Under world_lock. */
+kc__binding *kc__lang_watcher(kc_runtime *rt, uint8_t lang, bool make);
+/* A name without a visible or old definition: no binding, or one with no
+ * definition left (NULL: none). Under world_lock. */
+kc__binding *kc__binding_find(kc_runtime *rt, const char *name, size_t len);
 /* Ends cur (if any) at w, onto the retired list kc_collect walks, and makes
  * d (if any) b's newest definition; under world_lock. */
 void kc__def_replace(kc_runtime *rt, kc__binding *b, kc__def *cur, kc__def *d, kc_world w);
@@ -69,6 +75,7 @@ typedef struct kc__change {
   const char *source; /* NULL: undefine */
   size_t len;
   bool changed; /* set by kc__define_batch */
+  uint8_t lang; /* kc_language of source */
 } kc__change;
 /* fn (may be NULL): kc_define_file_ex's report of each change, called
  * after world_lock is released. */
@@ -89,6 +96,10 @@ void kc__files_free(kc_runtime *rt);
  * kc__free_changes. */
 kc_status kc__split_file(kc_runtime *rt, const char *file, const char *text, size_t len, kc__change **out,
                          size_t *n);
+/* The same for a file in language lang (kc_language; CUDA C++: extern "C"
+ * blocks read through). */
+kc_status kc__split_file_lang(kc_runtime *rt, const char *file, const char *text, size_t len, uint8_t lang,
+                              kc__change **out, size_t *n);
 void kc__free_changes(kc_runtime *rt, kc__change *v, size_t n);
 
 #endif /* KC_CORE_TABLE_H */

@@ -60,6 +60,23 @@ void kc__free_params(kc_runtime *rt, kc__param *p, uint32_t count);
 kc_status kc__check_dialect(kc_runtime *rt, const char *name, const char *source, const kc__param *params,
                             uint32_t nparams);
 
+/* The backend-native languages (langs.c): whether name s (n bytes) is one
+ * of lang's built-ins (kcache.h, "backend-native languages"), what a
+ * message calls the language, and whether the entry `name` of a native
+ * source is a kernel of its language (KC_EINVAL saying what it lacks). */
+bool kc__lang_builtin(uint8_t lang, const char *s, size_t n);
+const char *kc__lang_title(uint8_t lang);
+kc_status kc__check_native(kc_runtime *rt, uint8_t lang, const char *name, const char *source);
+/* A name expression of a C++ template's instantiation ("scale<float, 4>",
+ * for CUDA's nvrtcAddNameExpression): the length of its leading
+ * identifier (the template's name), or 0 if s is not one. */
+size_t kc__name_expr_base(const char *s);
+/* Substitutes the template arguments of name expression expr for the
+ * template parameters (of the template entry in source) in the types of
+ * params, so that "T *y, T a" of scale<float> reads "float *y, float a". */
+kc_status kc__template_params(kc_runtime *rt, const char *expr, const char *source, kc__param *params,
+                              uint32_t nparams);
+
 /* Canonical form of "K=V,K2=V2": sorted by key, trimmed. */
 kc_status kc__canon_params(kc_runtime *rt, const char *params, char **canon);
 

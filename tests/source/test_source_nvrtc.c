@@ -14,6 +14,7 @@
 
 #include "kc_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 static kc_runtime *rt;
@@ -71,11 +72,235 @@ static void test_issue14_sources_compile_for_cuda(void **state) {
   free(tu);
 }
 
+/* ------------------------------------------- CUDA C++ as written (issue 26) */
+
+/* CuPy's user guide (docs/source/user_guide/kernel.rst, "Raw kernels" and
+ * "Raw modules"), https://github.com/cupy/cupy, MIT licence, Copyright (c)
+ * 2015 Preferred Infrastructure, Inc. and Preferred Networks, Inc.: the
+ * RawKernel my_add, and the RawModule with test_sum and test_multiply in an
+ * extern "C" block, whose parameter lists end lines with a splice. */
+static const char cupy_my_add[] = "extern \"C\" __global__\n"
+                                  "void my_add(const float* x1, const float* x2, float* y) {\n"
+                                  "    int tid = blockDim.x * blockIdx.x + threadIdx.x;\n"
+                                  "    y[tid] = x1[tid] + x2[tid];\n"
+                                  "}\n";
+
+static const char cupy_module[] =
+    "extern \"C\"{\n"
+    "\n"
+    "__global__ void test_sum(const float* x1, const float* x2, float* y, \\\n"
+    "                         unsigned int N)\n"
+    "{\n"
+    "    unsigned int tid = blockDim.x * blockIdx.x + threadIdx.x;\n"
+    "    if (tid < N)\n"
+    "    {\n"
+    "        y[tid] = x1[tid] + x2[tid];\n"
+    "    }\n"
+    "}\n"
+    "\n"
+    "__global__ void test_multiply(const float* x1, const float* x2, float* y, \\\n"
+    "                              unsigned int N)\n"
+    "{\n"
+    "    unsigned int tid = blockDim.x * blockIdx.x + threadIdx.x;\n"
+    "    if (tid < N)\n"
+    "    {\n"
+    "        y[tid] = x1[tid] * x2[tid];\n"
+    "    }\n"
+    "}\n"
+    "\n"
+    "}\n";
+
+/* kcache's own, in the classic shape of a shared-memory reduction: a
+ * __device__ helper, __shared__, __launch_bounds__, __syncthreads, and a
+ * float4 taken by value. (Its loop variable is not `k`: this file's first
+ * test defines a kernel k, which a local k would reach, as any name does.) */
+static const char reduce_cu[] =
+    "#define BLOCK 256\n"
+    "__device__ float weight(float4 w, unsigned i) { return i % 2 ? w.x : w.y; }\n"
+    "extern \"C\" __global__ void __launch_bounds__(BLOCK)\n"
+    "block_sum(const float* __restrict__ x, float* out, unsigned int n, float4 w) {\n"
+    "  __shared__ float s[BLOCK];\n"
+    "  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  s[threadIdx.x] = i < n ? x[i] * weight(w, i) : 0.0f;\n"
+    "  __syncthreads();\n"
+    "  for (unsigned int stride = blockDim.x / 2; stride > 0; stride >>= 1) {\n"
+    "    if (threadIdx.x < stride) s[threadIdx.x] += s[threadIdx.x + stride];\n"
+    "    __syncthreads();\n"
+    "  }\n"
+    "  if (threadIdx.x == 0) atomicAdd(out, s[0]);\n"
+    "}\n";
+
+/* The unit the CUDA backend would compile for entry, through NVRTC to PTX;
+ * returns the PTX (free with kc__free). */
+static char *native_ptx(const char *entry) {
+  kc__spec *spec;
+  KCT_OK(rt, kc__spec_intern(rt, entry, "", &spec));
+  char *tu = NULL;
+  size_t len = 0;
+  KCT_OK(rt, kc__tu_for(rt, kc__backend_of(KC_BACKEND_CUDA), spec, kc_world_latest(rt), &tu, &len));
+  /* as written: no dialect prelude when every definition is native */
+  assert_null(strstr(tu, "kcache prelude"));
+  const kc__bsvc svc = kc__bsvc_of(rt);
+  void *out = NULL;
+  size_t size = 0;
+  kc_status st = kc__cuda_compile_only(&svc, tu, len, entry, 90, true, &out, &size, NULL);
+  if (st) fail_msg("NVRTC: %s: %s\n%s", kc_status_name(st), kc_errmsg(rt), tu);
+  kc__free(rt, tu);
+  return out;
+}
+
+static void test_cuda_as_written(void **state) {
+  (void)state;
+  KCT_OK(rt, kc_define_lang(rt, "my_add", cupy_my_add, KC_LANG_CUDA, NULL));
+  KCT_OK(rt, kc_define_file_lang(rt, "module.cu", cupy_module, strlen(cupy_module), KC_LANG_CUDA, NULL, NULL,
+                                 NULL, NULL));
+  KCT_OK(rt, kc_define_file_lang(rt, "reduce.cu", reduce_cu, strlen(reduce_cu), KC_LANG_CUDA, NULL, NULL,
+                                 NULL, NULL));
+  static const char *const entries[] = {"my_add", "test_sum", "test_multiply", "block_sum"};
+  for (size_t i = 0; i < sizeof entries / sizeof *entries; i++) {
+    char *ptx = native_ptx(entries[i]);
+    char want[64];
+    snprintf(want, sizeof want, ".entry %s(", entries[i]);
+    KCT_CONTAINS(ptx, want); /* found by its name: extern "C" */
+    if (!strcmp(entries[i], "block_sum")) {
+      KCT_CONTAINS(ptx, ".shared");
+      KCT_CONTAINS(ptx, ".maxntid 256");
+    }
+    kc__free(rt, ptx);
+  }
+  /* the host runtime's own compile refuses them, naming the language */
+  kc_kernel *k;
+  KCT_OK(rt, kc_kernel_create(rt, "my_add", NULL, &k));
+  KCT_STATUS(rt, KC_EUNAVAILABLE, kc_kernel_compile(k));
+  KCT_CONTAINS(kc_errmsg(rt), "CUDA C++ (KC_LANG_CUDA), which the host backend does not compile");
+  kc_kernel_destroy(k);
+  /* the parameters are read as written: three buffers, then scalars */
+  kc__param *p;
+  uint32_t n;
+  KCT_OK(rt, kc__parse_params(rt, "test_sum",
+                              "__global__ void test_sum(const float* x1, const float* x2, "
+                              "float* y, \\\n    unsigned int N) {}",
+                              &p, &n));
+  assert_int_equal(n, 4);
+  assert_true(p[2].is_buffer);
+  assert_false(p[3].is_buffer);
+  assert_string_equal(p[3].type, "unsigned int");
+  kc__free_params(rt, p, n);
+}
+
+/* An entry C++ would mangle is refused before NVRTC runs; so is a helper. */
+static void test_cuda_entry_checks(void **state) {
+  (void)state;
+  KCT_OK(rt, kc_define_lang(rt, "mangled", "__global__ void mangled(float *y) { y[0] = 1; }", KC_LANG_CUDA,
+                            NULL));
+  KCT_OK(rt, kc_define_lang(rt, "dev", "__device__ float dev(float x) { return x; }", KC_LANG_CUDA, NULL));
+  kc__spec *spec;
+  char *tu = NULL;
+  size_t len;
+  KCT_OK(rt, kc__spec_intern(rt, "mangled", "", &spec));
+  KCT_STATUS(rt, KC_EINVAL,
+             kc__tu_for(rt, kc__backend_of(KC_BACKEND_CUDA), spec, kc_world_latest(rt), &tu, &len));
+  KCT_CONTAINS(kc_errmsg(rt), "is not declared extern \"C\"");
+  KCT_OK(rt, kc__spec_intern(rt, "dev", "", &spec));
+  KCT_STATUS(rt, KC_EINVAL,
+             kc__tu_for(rt, kc__backend_of(KC_BACKEND_CUDA), spec, kc_world_latest(rt), &tu, &len));
+  KCT_CONTAINS(kc_errmsg(rt), "is not declared __global__");
+  assert_null(tu);
+}
+
+/* Templates: a kernel handle names an instantiation ("scale<float, 4>"),
+ * which NVRTC instantiates through a name expression; each is its own
+ * specialization, with its template arguments in its parameter types, and
+ * its artifact carries the lowered name the driver finds it by. */
+static const char scale_cu[] = "template <typename T, int N>\n"
+                               "__global__ void scale(T *y, T a) {\n"
+                               "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                               "#pragma unroll\n"
+                               "  for (int j = 0; j < N; j++) y[i * N + j] *= a;\n"
+                               "}\n";
+
+static void expect_instantiation(const char *expr, const char *scalar, const char *lowered, uint32_t bytes) {
+  kc__spec *spec;
+  KCT_OK(rt, kc__spec_intern(rt, expr, "", &spec));
+  char *tu = NULL;
+  size_t len = 0;
+  KCT_OK(rt, kc__tu_for(rt, kc__backend_of(KC_BACKEND_CUDA), spec, kc_world_latest(rt), &tu, &len));
+  char want[64];
+  snprintf(want, sizeof want, "sizeof(%s)", scalar); /* the probe of T a, with T substituted */
+  KCT_CONTAINS(tu, want);
+  const kc__bsvc svc = kc__bsvc_of(rt);
+  void *out = NULL;
+  size_t size = 0;
+  kc_status st = kc__cuda_compile_only(&svc, tu, len, expr, 90, true, &out, &size, NULL);
+  if (st) fail_msg("NVRTC: %s: %s\n%s", kc_status_name(st), kc_errmsg(rt), tu);
+  char entry[96];
+  snprintf(entry, sizeof entry, ".entry %s(", lowered);
+  KCT_CONTAINS((const char *)out, entry);
+  /* the lowered name at the end: "\0" name "\0" KCLOWER1 */
+  assert_true(size > strlen(lowered) + 10);
+  assert_memory_equal((const char *)out + size - 8, "KCLOWER1", 8);
+  assert_string_equal((const char *)out + size - 9 - strlen(lowered), lowered);
+  /* the signature NVRTC gives: a buffer, then a scalar of T's size */
+  kc__param *p;
+  uint32_t n;
+  KCT_OK(rt, kc__parse_params(rt, "scale", scale_cu, &p, &n));
+  KCT_OK(rt, kc__template_params(rt, expr, scale_cu, p, n));
+  assert_string_equal(p[1].type, scalar);
+  kc__tu t = {expr, tu, len, p, n, spec, NULL};
+  uint64_t sig[2] = {KC__SIG(KC_ARG_BUFFER, 0),
+                     KC__SIG(KC_ARG_SCALAR, UINT32_MAX)}; /* as the engine fills it */
+  KCT_OK(rt, kc__cuda_compile_sig(&svc, &t, 90, true, sig, NULL));
+  assert_true(sig[0] == KC__SIG(KC_ARG_BUFFER, 0));
+  assert_true(KC__SIG_MATCH(sig[1]) == KC__SIG(KC_ARG_SCALAR, bytes));
+  kc__free_params(rt, p, n);
+  kc__free(rt, out);
+  kc__free(rt, tu);
+}
+
+static void test_cuda_templates(void **state) {
+  (void)state;
+  KCT_OK(rt, kc_define_lang(rt, "scale", scale_cu, KC_LANG_CUDA, NULL));
+  expect_instantiation("scale<float, 4>", "float", "_Z5scaleIfLi4EEvPT_S0_", 4);
+  expect_instantiation("scale<double,2>", "double", "_Z5scaleIdLi2EEvPT_S0_", 8);
+  /* handles: each instantiation its own specialization */
+  kc_kernel *a, *b;
+  KCT_OK(rt, kc_kernel_create(rt, "scale<float, 4>", NULL, &a));
+  KCT_OK(rt, kc_kernel_create(rt, "scale<double,2>", NULL, &b));
+  assert_ptr_not_equal(a->spec, b->spec);
+  /* the host runtime refuses to compile them, naming the language */
+  KCT_STATUS(rt, KC_EUNAVAILABLE, kc_kernel_compile(a));
+  KCT_CONTAINS(kc_errmsg(rt), "CUDA C++");
+  kc_kernel_destroy(a);
+  kc_kernel_destroy(b);
+  kc_kernel *k;
+  static const char *const bad[] = {"scale<float", "scale<float>>", "scale<\"x\">",
+                                    "scale<a;b>",  "<int>",         "scale<(int>"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    if (kc_kernel_create(rt, bad[i], NULL, &k) != KC_EINVAL)
+      fail_msg("'%s' was taken as a kernel name", bad[i]);
+  /* the template without arguments says how to name one */
+  kc__spec *spec;
+  char *tu = NULL;
+  size_t len;
+  KCT_OK(rt, kc__spec_intern(rt, "scale", "", &spec));
+  KCT_STATUS(rt, KC_EINVAL,
+             kc__tu_for(rt, kc__backend_of(KC_BACKEND_CUDA), spec, kc_world_latest(rt), &tu, &len));
+  KCT_CONTAINS(kc_errmsg(rt), "is a template: name an instantiation");
+  /* a name expression of a dialect kernel is refused */
+  kct_define(rt, "dk", "KC_KERNEL void dk(KC_GLOBAL float *y) { y[0] = 1; }");
+  KCT_OK(rt, kc__spec_intern(rt, "dk<int>", "", &spec));
+  KCT_STATUS(rt, KC_EINVAL,
+             kc__tu_for(rt, kc__backend_of(KC_BACKEND_CUDA), spec, kc_world_latest(rt), &tu, &len));
+  KCT_CONTAINS(kc_errmsg(rt), "only a CUDA C++ definition (KC_LANG_CUDA) has");
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_shared(argc, argv, "NVRTC", kc__cuda_nvrtc_unavailable,
                            &rt); /* the host backend: for the table only */
   if (rc >= 0) return rc;
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_issue14_sources_compile_for_cuda)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_issue14_sources_compile_for_cuda), cmocka_unit_test(test_cuda_as_written),
+      cmocka_unit_test(test_cuda_entry_checks), cmocka_unit_test(test_cuda_templates)};
   rc = KCT_RUN(tests);
   kc_runtime_destroy(rt);
   return rc;

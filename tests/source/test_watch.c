@@ -151,6 +151,34 @@ static void test_watch_reports_the_compilers_message(void **state) {
   kct_rmrf(dir);
 }
 
+/* --language opencl: an OpenCL C file as written (issue 26): its kernels
+ * run on the opencl backend; on the host backend each says why not. */
+static void test_watch_native_opencl(void **state) {
+  (void)state;
+  char dir[KCT_DIR_LEN], path[KCT_DIR_LEN + 16], cmd[4096], *out = NULL;
+  kct_mkdtemp(dir, sizeof dir, "watchn");
+  snprintf(path, sizeof path, "%s/k.cl", dir);
+  write_file(path, "float twice(float x) { return 2.0f * x; }\n"
+                   "__kernel void k(__global float *y) { y[get_global_id(0)] = twice(3.0f); }\n");
+  const char *fmt =
+      "KC_CACHE_DISABLE=1 '%s' --json watch --backend %s --language opencl --count 1 '%s' 2>/dev/null";
+  snprintf(cmd, sizeof cmd, fmt, KC_CLI, "host", path);
+  assert_int_equal(kct_capture(cmd, &out), 0);
+  KCT_CONTAINS(out, "{\"kernel\":\"k\",\"error\":\"KC_EUNAVAILABLE\",\"message\":\"'k' is OpenCL C");
+  free(out);
+  if (kc_backend_available(KC_BACKEND_OPENCL, NULL)) {
+    snprintf(cmd, sizeof cmd, fmt, KC_CLI, "opencl", path);
+    assert_int_equal(kct_capture(cmd, &out), 0);
+    KCT_CONTAINS(out, "{\"kernel\":\"k\",\"code\":\"recompiled\",\"y\":[6,6,6,6]}");
+    free(out);
+  }
+  snprintf(cmd, sizeof cmd, "'%s' watch --language glsl '%s' 2>&1", KC_CLI, path);
+  assert_int_equal(kct_capture(cmd, &out), 2);
+  KCT_CONTAINS(out, "--language must be dialect, opencl or cuda");
+  free(out);
+  kct_rmrf(dir);
+}
+
 static void test_watch_usage(void **state) {
   (void)state;
   char cmd[4096], *out = NULL;
@@ -172,6 +200,7 @@ int main(void) {
       KCT_TEST(test_watch_reloads_and_recompiles_what_changed),
       KCT_TEST(test_watch_sees_headers_on_disk),
       KCT_TEST(test_watch_reports_the_compilers_message),
+      KCT_TEST(test_watch_native_opencl),
       KCT_TEST(test_watch_usage),
   };
   return cmocka_run_group_tests_name("watch", tests, NULL, NULL);

@@ -349,7 +349,8 @@ static kc_status cu_link_in(cu_ctx *c, const kc__artifact *art, kc__blinked *l) 
     return cu_fail(sv, KC_ELINK, "cuModuleLoadDataEx", r, detail);
   }
   CUfunction fn = NULL;
-  r = cu_drv.cuModuleGetFunction(&fn, mod, name);
+  const char *lowered = cu_lowered_name(a.bytes, a.size); /* a template's instantiation */
+  r = cu_drv.cuModuleGetFunction(&fn, mod, lowered ? lowered : name);
   if (r != KC__CUDA_SUCCESS) {
     cu_drv.cuModuleUnload(mod);
     char detail[300];
@@ -448,6 +449,7 @@ const kc__backend kc__backend_cuda = {
     .device_name = cu_device_name,
     .identity = cu_identity,
     .prelude = cu_prelude,
+    .language = KC_LANG_CUDA,
     .epilogue = cu_epilogue,
     .compile = cu_compile,
     .ctx_create = cu_ctx_create,

@@ -141,7 +141,9 @@ typedef CUresult (*cu_launch_ex_fn)(const cu_launch_config *cfg, CUfunction fn, 
   X(nvrtcGetCUBINSize, (nvrtcProgram prog, size_t * size)) \
   X(nvrtcGetCUBIN, (nvrtcProgram prog, char *cubin)) \
   X(nvrtcGetNumSupportedArchs, (int *n)) \
-  X(nvrtcGetSupportedArchs, (int *archs))
+  X(nvrtcGetSupportedArchs, (int *archs)) \
+  X(nvrtcAddNameExpression, (nvrtcProgram prog, const char *name_expression)) \
+  X(nvrtcGetLoweredName, (nvrtcProgram prog, const char *name_expression, const char **lowered_name))
 
 #define KC__FIELD(name, args) CUresult(*name) args;
 #define KC__NVFIELD(name, args) nvrtcResult(*name) args;
@@ -190,6 +192,13 @@ typedef struct cu_probe_out {
 kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const char *entry, int arch,
                         bool ptx, const char *options, void **out, size_t *out_size, kc__sb *log,
                         cu_probe_out *probe);
+/* A name expression's lowered name travels at the end of the artifact,
+ * after the PTX's NUL or the cubin's ELF image (which the driver reads by
+ * its own headers): "\0" LOWERED "\0" then the 8 bytes of KC__CU_LOWERED.
+ * cu_lowered_name finds it (NULL: the artifact has none; the entry is
+ * found by its own name). */
+#define KC__CU_LOWERED "KCLOWER1"
+const char *cu_lowered_name(const void *bytes, size_t size);
 /* probe.c */
 kc_status cu_epilogue(void *state, const kc__tu *tu, kc__sb *out);
 size_t cu_probe_parse(const char *ptx, uint64_t *vals, size_t cap);

@@ -287,6 +287,24 @@ static void cu_probe_read(const kc__bsvc *sv, nvrtcProgram prog, const char *ptx
   kc__bs_free(sv, own);
 }
 
+/* A template's instantiation ("scale<float, 4>"): before the compile
+ * (lowered NULL), its name expression given to NVRTC, which instantiates
+ * it; after, its lowered (mangled) name in *lowered, NVRTC's until the
+ * program is destroyed. An entry without '<' is none: KC_OK, nothing. */
+static kc_status cu_name_expr(const kc__bsvc *sv, nvrtcProgram prog, const char *entry,
+                              const char **lowered) {
+  if (!strchr(entry, '<')) return KC_OK;
+  if (!cu_nvrtc.nvrtcAddNameExpression || !cu_nvrtc.nvrtcGetLoweredName)
+    return kc__bs_err(sv, KC_EUNAVAILABLE, "kernel '%s': this NVRTC has no name expressions", entry);
+  nvrtcResult r = lowered ? cu_nvrtc.nvrtcGetLoweredName(prog, entry, lowered)
+                          : cu_nvrtc.nvrtcAddNameExpression(prog, entry);
+  if (r != KC__NVRTC_SUCCESS || (lowered && !*lowered))
+    return kc__bs_err(sv, KC_ECOMPILE, "NVRTC compile of kernel '%s' failed:\n%s: %s", entry,
+                      lowered ? "nvrtcGetLoweredName" : "nvrtcAddNameExpression",
+                      r ? cu_nvrtc.nvrtcGetErrorString(r) : "no name");
+  return KC_OK;
+}
+
 /* Compiles one translation unit for compute capability `arch` (cubin for
  * sm_<arch>, or PTX for compute_<arch>). user_opts: extra NVRTC options
  * separated by white space. The log gets NVRTC's output, also on success.
@@ -328,6 +346,7 @@ kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const 
                    cu_nvrtc.nvrtcGetErrorString(r));
     goto done;
   }
+  if ((s = cu_name_expr(sv, prog, entry, NULL)) != KC_OK) goto done;
   if (cu_nvrtc.serialize) kc__lock(&cu_nvrtc.lock);
   r = cu_nvrtc.nvrtcCompileProgram(prog, nopts, opts);
   if (cu_nvrtc.serialize) kc__unlock(&cu_nvrtc.lock);
@@ -351,6 +370,9 @@ kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const 
     goto done;
   }
 
+  const char *lowered = NULL;
+  if ((s = cu_name_expr(sv, prog, entry, &lowered)) != KC_OK) goto done;
+  size_t trailer = lowered ? strlen(lowered) + 2 + sizeof KC__CU_LOWERED - 1 : 0;
   size_t n = 0;
   if (ptx) r = cu_nvrtc.nvrtcGetPTXSize(prog, &n); /* counts the NUL */
   else r = cu_nvrtc.nvrtcGetCUBINSize(prog, &n);
@@ -360,7 +382,7 @@ kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const 
                    r ? cu_nvrtc.nvrtcGetErrorString(r) : "empty output");
     goto done;
   }
-  char *art = kc__bs_alloc(sv, n);
+  char *art = kc__bs_alloc(sv, n + trailer);
   if (!art) {
     s = kc__bs_err(sv, KC_ENOMEM, "out of memory for the %zu-byte artifact of kernel '%s'", n, entry);
     goto done;
@@ -373,8 +395,13 @@ kc_status cu_compile_tu(const kc__bsvc *sv, const char *text, size_t len, const 
     goto done;
   }
   if (ptx) art[n - 1] = '\0';
+  if (lowered) { /* "\0" LOWERED "\0" KC__CU_LOWERED */
+    art[n] = '\0';
+    memcpy(art + n + 1, lowered, trailer - (sizeof KC__CU_LOWERED - 1) - 1);
+    memcpy(art + n + trailer - (sizeof KC__CU_LOWERED - 1), KC__CU_LOWERED, sizeof KC__CU_LOWERED - 1);
+  }
   *out = art;
-  *out_size = n;
+  *out_size = n + trailer;
   if (probe) cu_probe_read(sv, prog, ptx ? art : NULL, probe);
 
 done:
@@ -384,6 +411,15 @@ done:
   kc__bs_free(sv, optbuf);
   kc__bs_free(sv, src);
   return s;
+}
+
+const char *cu_lowered_name(const void *bytes, size_t size) {
+  const char *b = bytes;
+  size_t m = sizeof KC__CU_LOWERED - 1;
+  if (!b || size < m + 3 || memcmp(b + size - m, KC__CU_LOWERED, m) || b[size - m - 1] != '\0') return NULL;
+  size_t i = size - m - 1; /* the name's NUL */
+  while (i > 0 && b[i - 1] != '\0') i--;
+  return i > 0 && i < size - m - 1 ? b + i : NULL;
 }
 
 /*

@@ -370,6 +370,7 @@ const kc__backend kc__backend_opencl = {
     .device_name = ocl_device_name,
     .identity = ocl_identity,
     .prelude = ocl_prelude,
+    .language = KC_LANG_OPENCL,
     .epilogue = ocl_epilogue,
     .compile = ocl_compile,
     .ctx_create = ocl_ctx_create,
