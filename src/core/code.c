@@ -175,8 +175,10 @@ static kc_status prepare_for(kc_runtime *rt, const kc__backend *be, void *bstate
   kc__def *entry = c->defs[c->ndefs - 1];
   st = check_languages(rt, be, spec, c);
   size_t base = kc__name_expr_base(spec->name);
-  char entry_name[256];
-  snprintf(entry_name, sizeof entry_name, "%.*s", (int)(base ? base : strlen(spec->name)), spec->name);
+  /* the entry's name: the kernel's, or a name expression's template (a name of any length) */
+  char *owned = base ? kc__strndup(rt, spec->name, base) : NULL;
+  const char *entry_name = base ? owned : spec->name;
+  if (!st && base && !owned) st = kc__err(rt, KC_ENOMEM, "out of memory reading '%s'", spec->name);
   if (!st) st = kc__parse_params(rt, entry_name, entry->source, params, nparams);
   if (!st && base && entry->lang != KC_LANG_CUDA)
     st = kc__err(rt, KC_EINVAL,
@@ -188,6 +190,7 @@ static kc_status prepare_for(kc_runtime *rt, const kc__backend *be, void *bstate
     st = entry->lang ? kc__check_native(rt, entry->lang, spec->name, entry->source)
                      : kc__check_dialect(rt, entry_name, entry->source, *params, *nparams);
   if (!st) st = build_tu(rt, be, bstate, spec, c, *params, *nparams, text, len);
+  kc__free(rt, owned);
   if (st) {
     kc__free_params(rt, *params, *nparams);
     *params = NULL;

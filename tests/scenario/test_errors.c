@@ -33,6 +33,30 @@ static kc_status run(kct_fixture *f, kc_kernel *k) {
 
 /* ---------------------------------------------------------- scenario 6 */
 
+/* A kernel's name has no length limit in kcache (a generated one may be
+ * long): 250 characters compile and run like any other. PoCL aborts the
+ * process at the first launch of a kernel whose name is too long for a
+ * directory of its cache: kcache refuses such a name on PoCL instead. */
+static void test_long_kernel_name(void **state) {
+  kct_fixture *f = *state;
+  for (int len = 250; len <= 300; len += 50) {
+    char name[301], src[900];
+    memset(name, 'k', (size_t)len);
+    name[len] = 0;
+    snprintf(src, sizeof src,
+             "KC_KERNEL void %s(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = 2.0f * (float)i; }",
+             name);
+    kct_define(f->rt, name, src);
+    kc_status st = run(f, kct_kernel(f->rt, name, NULL));
+    if (kct_backend == KC_BACKEND_OPENCL && len > 200 && st == KC_EUNAVAILABLE) { /* PoCL */
+      KCT_CONTAINS(kc_errmsg(f->rt), "PoCL aborts the process on kernel names that long");
+      continue;
+    }
+    KCT_OK(f->rt, st);
+    kct_expect_linear(f->out, N, 2, 0);
+  }
+}
+
 static void test_undefined_callee_is_named_then_defined(void **state) {
   kct_fixture *f = *state;
   kct_define(
@@ -846,7 +870,7 @@ static void test_context_of_another_runtime(void **state) {
   kct_destroy(rt2);
 }
 
-KCT_MAIN(KCT_FX_TEST(test_undefined_callee_is_named_then_defined),
+KCT_MAIN(KCT_FX_TEST(test_undefined_callee_is_named_then_defined), KCT_FX_TEST(test_long_kernel_name),
          KCT_TEST(test_shadowing_a_builtin_invalidates),
          KCT_TEST(test_shadowing_a_builtin_called_through_a_comment),
          KCT_FX_TEST(test_syntax_error_names_function_and_line), KCT_FX_TEST(test_compile_failure_is_cached),

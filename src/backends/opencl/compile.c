@@ -84,10 +84,26 @@ static kc_status ocl_binary(const kc__bsvc *sv, cl_program prog, const char *ent
   return KC_OK;
 }
 
+/* PoCL (3.x, Debian 12's) names a directory of its kernel cache after the
+ * kernel, and aborts the process at the kernel's first launch when the
+ * name is too long for a directory (255 bytes, with its suffixes): such a
+ * name is refused before PoCL sees it, at the compile and at the link. */
+#define OCL_POCL_NAME_MAX 200u
+
+kc_status ocl_name_check(const ocl_state *st, const kc__bsvc *sv, const char *entry) {
+  if (!st->pocl || strlen(entry) <= OCL_POCL_NAME_MAX) return KC_OK;
+  return kc__bs_err(sv, KC_EUNAVAILABLE,
+                    "kernel name of %zu characters: PoCL aborts the process on kernel names that long "
+                    "(its kernel cache makes a directory of the name); at most %u on PoCL",
+                    strlen(entry), OCL_POCL_NAME_MAX);
+}
+
 kc_status ocl_build_unit(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb *log) {
   const kc__bsvc *sv = st->sv;
   cl_device_id dev = st->devices[0];
   memset(r, 0, sizeof *r);
+  kc_status named = ocl_name_check(st, sv, u->entry);
+  if (named) return named;
 
   cl_int e;
   const char *text = u->text;

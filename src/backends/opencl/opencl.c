@@ -187,6 +187,8 @@ static kc_status ocl_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
   const kc__artifact a = *art;
   const char *entry = a.entry;
   cl_int e;
+  kc_status named = ocl_name_check(c->st, sv, entry);
+  if (named) return named;
 
   cl_kernel k = NULL;
   /* the compile's own program where it is in c's cl_context, else a build */

@@ -142,6 +142,7 @@ typedef struct ocl_state {
    * time per process (PoCL). */
   int plat_index, dev_index;
   bool serializes;
+  bool pocl; /* the platform is PoCL (its limits: OCL_POCL_NAME_MAX) */
   /* helpers.c: the compile helpers (nhelpers 0: every build here). hlock
    * (a leaf) guards helpers[].busy, the slots' pids while not busy, and
    * helpers_off. */
@@ -225,6 +226,8 @@ void ocl_close(void *state);
 /* Builds u in st's compile context, here: on success r holds the program,
  * the binary (st's heap) and the probe's values. log gets the build log. */
 kc_status ocl_build_unit(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb *log);
+/* KC_EUNAVAILABLE for a kernel name the platform cannot take (PoCL: OCL_POCL_NAME_MAX). */
+kc_status ocl_name_check(const ocl_state *st, const kc__bsvc *sv, const char *entry);
 /* Appends prog's build log for dev to log (if log) and returns it as a
  * fresh string (NULL: none, or no memory). */
 char *ocl_build_log(const kc__bsvc *sv, cl_program prog, cl_device_id dev, kc__sb *log);

@@ -378,6 +378,7 @@ static kc_status ocl_state_make(const kc__bsvc *sv, cl_platform_id plat, cl_devi
   if (!ocl_describe(sv, st, plat, opt)) goto nomem;
   char *pname = ocl_platform_str(sv, plat, CL_PLATFORM_NAME);
   st->serializes = pname && strstr(pname, "Portable Computing Language"); /* PoCL */
+  st->pocl = st->serializes;
   kc__bs_free(sv, pname);
 
   cl_int e;
