@@ -1130,7 +1130,10 @@ typedef struct kc_code_info {
   uint64_t id; /* code instance id, never reused */
   /* host: an ELF64 x86-64 relocatable object (cc -c -fPIC) that kcache's
    * own loader loads (its kc__it_off must point at the work-item state
-   * before anything else runs it); OpenCL: the program binary; CUDA: cubin */
+   * before anything else runs it); OpenCL: the program binary; CUDA: a
+   * cubin, or PTX with its NUL (KC_CUDA_FORCE_PTX, or no cubin for the
+   * device); a template's instantiation (a name expression) has its
+   * lowered name after them: a NUL, the name, a NUL and "KCLOWER1" */
   const void *artifact;
   size_t artifact_size;
   uint64_t compile_ns;
