@@ -286,7 +286,6 @@ ENV_READERS = {
     "src/base/log.c": "$KC_LOG for the log of no runtime (a runtime's level is resolved once)",
     "src/core/config.c": "XDG_CACHE_HOME and HOME: the default cache directory, while resolving",
     "src/testing/fault.c": "fault-injection builds: $KC_FAULT_BACKTRACE",
-    "src/remote/hiredis.c": "$KC_HIREDIS_LIB: where libhiredis is, read once when it is first loaded",
     "src/backends/host/tools.c": "PATH: where the compiler is, as the shell finds it",
     "src/backends/host/sysinc.c": "CPATH and C_INCLUDE_PATH: the compiler's own search path",
     "src/backends/host/host.c": "TMPDIR: where the compiler writes",
