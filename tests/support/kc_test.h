@@ -48,8 +48,10 @@ int kct_main_init(int argc, char **argv);
  * kct_memory_only. Returns -1 to go on, or the exit code main must return. */
 int kct_main_only(int argc, char **argv, kc_backend_kind be, const char *name);
 
-/* Turns the persistent artifact store off for this process (through the
- * environment, which wins over every option): the counters the scenario
+/* Turns the persistent artifact store off for this process (through
+ * $KC_CACHE_DISABLE: options win over variables, but cache_disable is a
+ * flag, and a flag option that is off leaves the variable's value, so no
+ * option turns the store back on): the counters the scenario
  * suites check (compiles, links) are about one process, and entries left
  * by an earlier run would turn compiles into disk hits. */
 void kct_memory_only(void);
