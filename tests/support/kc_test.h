@@ -267,8 +267,11 @@ void kct_write_script(const char *path, const char *fmt, ...) KCT_PRINTF(2, 3);
 /* Checks what a command said: KCT_SAYS(run, out, rc, want...) evaluates
  * run (a call that returns an exit status and sets out to its output, such
  * as a test's own wrapper of kct_capture), fails the test unless it
- * returned rc and out holds every want, then frees out. */
-#define KCT_SAYS(run, out, ...) kct_says(#run, (run), &(out), __VA_ARGS__, (const char *)NULL)
+ * returned rc and out holds every want (a want that is NULL fails it too:
+ * the list ends at kct_says_end, which the macro adds), and frees out
+ * (NULL after), whether it passes or fails. */
+#define KCT_SAYS(run, out, ...) kct_says(#run, (run), &(out), __VA_ARGS__, kct_says_end)
+extern const char kct_says_end[];
 void kct_says(const char *what, int got, char **out, int rc, ...);
 
 /* A forked child with a pipe back to its parent: in the parent, pid and the
