@@ -665,7 +665,9 @@ kc_status kc__runtime_open(const kc_options *opt, const kc__backend *be, kc_runt
 kc_status kc__config_resolve(const kc_options *opt, const kc__heap *heap, kc__config *out);
 /* What the backend is opened with, from the resolved c and the options
  * that are the backend's alone (opt may be NULL); warn: say what is wrong
- * with the backends' settings (once, when the runtime opens its backend). */
-void kc__bconfig_make(const kc__config *c, const kc_options *opt, kc__bconfig *b, bool warn);
+ * with the backends' settings (once, when the runtime opens its backend),
+ * to log (the runtime's; NULL: stderr). */
+void kc__bconfig_make(const kc__config *c, const kc_options *opt, kc__bconfig *b, const kc__log_sink *log,
+                      bool warn);
 
 #endif /* KC_CORE_H */
