@@ -48,10 +48,10 @@ static void set_flag(kc__config *c, kc__setting id, int v, const char *label) {
 }
 
 static void apply_options(kc__config *c, const kc_options *o) {
-  static const char *const backend_names[] = {
-      [KC_BACKEND_HOST] = "host", [KC_BACKEND_OPENCL] = "opencl", [KC_BACKEND_CUDA] = "cuda"};
-  if (o->backend > KC_BACKEND_AUTO && o->backend <= KC_BACKEND_CUDA)
-    set_str(c, KC__SET_BACKEND, backend_names[o->backend], "kc_options.backend");
+  /* a kind as the registry names it (a build's stub of a backend it left
+   * out has the name too); an unknown kind: none */
+  const kc__backend *be = o->backend != KC_BACKEND_AUTO ? kc__backend_of(o->backend) : NULL;
+  if (be) set_str(c, KC__SET_BACKEND, be->name, "kc_options.backend");
   set_str(c, KC__SET_HOST_CC, o->host_cc && *o->host_cc ? o->host_cc : NULL, "kc_options.host_cc");
   set_str(c, KC__SET_CACHE_DIR, o->cache_dir && *o->cache_dir ? o->cache_dir : NULL, "kc_options.cache_dir");
   set_flag(c, KC__SET_CACHE_DISABLE, o->cache_disable, "kc_options.cache_disable");
