@@ -578,6 +578,9 @@ kc__ci *kc__ci_find(kc__spec *spec, kc_world w);
  * single flight under spec->lock). */
 kc_status kc__ci_get(kc_runtime *rt, kc__spec *spec, kc_world w, kc__ci **out) KC__NOINLINE;
 void kc__ci_free(kc_runtime *rt, kc__ci *ci);
+/* code.c: the source of spec's translation unit at world w (kc_kernel_source;
+ * *out: the runtime's allocation). */
+kc_status kc__ci_source(kc_runtime *rt, kc__spec *spec, kc_world w, char **out);
 /* The translation unit of spec at world w as backend be would compile it,
  * with be's checks (tests: a CUDA unit from a host runtime's table, for
  * NVRTC without a GPU); the caller frees *text. */
