@@ -176,16 +176,55 @@ for p in cfiles:
         if name and not re.search(r"\bstatic\b", head):
             defined.setdefault(name, set()).add(p)
 
-uses = {}  # (A, B) -> names: A uses functions B defines
+# A header's static inline functions hide the calls in their bodies: a
+# file that calls one uses what its body uses (through other inlines too).
+IDENT = r"(?<![\w.>])([A-Za-z_]\w*)\b"
+hfiles = [p for p in sources if p.endswith(".h")]
+inline_body = {}  # name -> the bodies of the headers' static inline functions of that name
+for p in hfiles:
+    for hs, bs, be, head in fns[p]:
+        name = fn_name(head)
+        if name and re.search(r"\bstatic\b", head) and re.search(r"\binline\b", head):
+            inline_body.setdefault(name, []).append((p, codes[p][bs:be]))
+inline_calls = {}  # inline name -> the names defined in .c files that it calls, however deep
+
+
+def calls_of(name, seen):
+    if name in inline_calls:
+        return inline_calls[name]
+    out = set()
+    seen.add(name)
+    for h, body in inline_body[name]:
+        for m in re.finditer(IDENT, body):
+            n = m.group(1)
+            if n in defined:
+                out.add(n)
+            elif n in inline_body and n not in seen:
+                out |= calls_of(n, seen)
+    inline_calls[name] = out
+    return out
+
+
+for name in inline_body:
+    calls_of(name, set())
+
+uses = {}  # (A, B) -> names: A uses functions B defines (through: "f via g", g a header's inline)
 for p in cfiles:
     code = list(codes[p])
     for hs, bs, be, head in fns[p]:  # a definition's head is no use
         code[hs:bs] = " " * (bs - hs)
     code = "".join(code)
-    for m in re.finditer(r"(?<![\w.>])([A-Za-z_]\w*)\b", code):
-        for q in defined.get(m.group(1), ()):
+    mine = {fn_name(head) for hs, bs, be, head in fns[p]}
+    for m in re.finditer(IDENT, code):
+        n = m.group(1)
+        for q in defined.get(n, ()):
             if q != p:
-                uses.setdefault((p, q), set()).add(m.group(1))
+                uses.setdefault((p, q), set()).add(n)
+        if n in inline_calls and n not in mine:
+            for c in inline_calls[n]:
+                for q in defined.get(c, ()):
+                    if q != p:
+                        uses.setdefault((p, q), set()).add(f"{c} via {n}")
 
 graph = {}
 for a, b in uses:
