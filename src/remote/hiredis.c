@@ -8,8 +8,8 @@
 #include "remote/internal.h"
 
 #include <dlfcn.h>
-#include <stdatomic.h>
 #include <glob.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
