@@ -34,7 +34,9 @@ typedef struct kc__tu kc__tu;
  * its own row. log: the runtime's log (its level and callback, kc_options;
  * NULL: stderr at $KC_LOG's level), which outlives the backend.
  * bad_dims, bad_args, name_of: what the core says of a half it linked (b),
- * for a backend's messages; every one is cold and always set:
+ * for a backend's messages; every one is cold and always set (by
+ * kc__bsvc_of, and by the OpenCL compile helper, opencl/serve.c, where
+ * they never run):
  *   bad_dims: a launch with a NULL grid or block, or a zero dimension
  *     (KC_EINVAL with the message every path gives). The backends' launch
  *     functions check grid and block themselves: kc_launch's fast path

@@ -2,8 +2,8 @@
 # sources.cmake -- the library's source list (KC_SOURCES) and its private
 # compile definitions (KC_DEFS), included by the top-level CMakeLists.txt.
 # A new backend is one file or folder under src/backends/ plus one row in
-# src/backends/registry.c; one that a build may leave out also goes in the
-# foreach(be ...) list below (KC_WITH_<BE>, KC_WITHOUT_<BE>).
+# src/backends/registry.c (and its absent stub there, for KC_WITH_<BE>=OFF);
+# the glob below finds it: no line here (doc/design.md, "Adding a backend").
 
 set(KC_SOURCES
     src/base/child.c

@@ -2,9 +2,13 @@
 /*
  * registry.c -- the one table of backends: their kinds (kcache.h), their
  * tables, the stubs of backends left out of this build, and the order in
- * which KC_BACKEND_AUTO tries them. Adding a backend is its file under
- * src/backends/ and one row of KC__BACKENDS below (plus an absent stub if
- * the build may leave it out, src/sources.cmake). It sees backend.h only:
+ * which KC_BACKEND_AUTO tries them. Adding a backend is its file or
+ * folder under src/backends/ (src/sources.cmake's glob finds it), one row
+ * of KC__BACKENDS below and its KC__ABSENT_BACKEND stub under
+ * #ifdef KC_WITHOUT_<NAME> (every backend but host may be left out: its
+ * KC_WITH_<NAME> option), with stubs of any function of its own that
+ * backend.h declares for the tests (CUDA's kc__cuda_*); the rest is listed
+ * in doc/design.md, "Adding a backend". It sees backend.h only:
  * the core asks it for a table (kc__backend_of, kc__backend_pick), and
  * device listing and kc_backend_available, which need the configuration
  * resolved, are the runtime's (runtime.c).

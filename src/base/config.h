@@ -16,6 +16,7 @@
 #ifndef KC_BASE_CONFIG_H
 #define KC_BASE_CONFIG_H
 
+#include "base/err.h"
 #include "base/mem.h"
 #include "base/settings.h"
 
@@ -77,11 +78,14 @@ kc__setting_state kc__config_seconds(const kc__config *c, kc__setting id, double
 const char *kc__config_what(const kc__config *c, kc__setting id, char *buf, size_t size);
 
 /* In log.c, above this file: logs the warning WHAT is not <what the kind
- * takes>; using <fallback (NULL: the default)>, to stderr (the log of no
- * runtime: err.h). */
-void kc__config_warn(const kc__config *c, kc__setting id, const char *fallback);
+ * takes>; using <fallback (NULL: the default)>, to log: a runtime's log
+ * (its callback and level: kc_options.log, log_level, else the resolved
+ * $KC_LOG), or NULL where there is no runtime (the kcache command): stderr
+ * at $KC_LOG's level (err.h). */
+void kc__config_warn(const kc__log_sink *log, const kc__config *c, kc__setting id, const char *fallback);
 /* In log.c: the compile threads: the row if set and not 0, else one per
- * core (at most 1024). warn: a bad value is warned about. */
-uint32_t kc__config_compile_threads(const kc__config *c, bool warn);
+ * core (at most 1024). warn: a bad value is warned about, to log (as
+ * kc__config_warn's). */
+uint32_t kc__config_compile_threads(const kc__config *c, bool warn, const kc__log_sink *log);
 
 #endif /* KC_BASE_CONFIG_H */

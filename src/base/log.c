@@ -2,7 +2,8 @@
 /* log.c -- the log sinks (err.h): levels, $KC_LOG (for the log of no
  * runtime, read when it logs: a runtime's level is resolved once), the
  * line a sink or stderr gets; and the warning about a setting's bad value
- * (config.h), with the setting that gives it as it is read. Above
+ * (config.h), to a runtime's sink (or stderr where there is none), with
+ * the setting that gives it as it is read. Above
  * config.c and settings.c (which log nothing) and beside err.c. */
 #include "base/config.h"
 #include "base/err.h"
@@ -62,17 +63,17 @@ void kc__log_to(const kc__log_sink *sink, kc_log_level lvl, const char *fmt, ...
 
 /* ------------------------------------------------ settings that warn */
 
-void kc__config_warn(const kc__config *c, kc__setting id, const char *fallback) {
+void kc__config_warn(const kc__log_sink *log, const kc__config *c, kc__setting id, const char *fallback) {
   char what[512];
   const char *def = kc__setting_default(id);
-  kc__log_to(NULL, KC_LOG_WARN, "%s is not %s; using %s", kc__config_what(c, id, what, sizeof what),
+  kc__log_to(log, KC_LOG_WARN, "%s is not %s; using %s", kc__config_what(c, id, what, sizeof what),
              kc__setting_takes(id), fallback ? fallback : (def ? def : "the default"));
 }
 
-uint32_t kc__config_compile_threads(const kc__config *c, bool warn) {
+uint32_t kc__config_compile_threads(const kc__config *c, bool warn, const kc__log_sink *log) {
   uint64_t n = 0;
   if (kc__config_u64(c, KC__SET_COMPILE_THREADS, &n, 0, 1024) == KC__SETTING_BAD && warn)
-    kc__config_warn(c, KC__SET_COMPILE_THREADS, "one thread per core");
+    kc__config_warn(log, c, KC__SET_COMPILE_THREADS, "one thread per core");
   if (n) return (uint32_t)n;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   return cores > 0 ? (uint32_t)(cores > 1024 ? 1024 : cores) : 1;

@@ -43,15 +43,13 @@ typedef struct kc__cache kc__cache;
 
 typedef struct kc__cache_config {
   const kc__heap *mem; /* the allocator (and owner of error messages) only; never dereferenced here */
-  /* The resolved configuration (base/config.h; NULL: the defaults): the
-   * cache's KC_CACHE_* settings. The fields below, where set, go before it
-   * (tests and benchmarks open a store with them alone). */
+  /* The resolved configuration (base/config.h; NULL: the defaults), the
+   * one source of the cache's KC_CACHE_* settings: KC_CACHE_DISABLE,
+   * KC_CACHE_DIR (the root), KC_CACHE_SHARED and KC_CACHE_KEY (trust.h),
+   * KC_CACHE_MAXSIZE (else ROOT/kcache.conf's max_size, else 1 GiB) and
+   * KC_CACHE_LOCK_TIMEOUT (else 60 s). Read while opening only: tests and
+   * benchmarks build one for a store of their own (kc__config_set). */
   const kc__config *conf;
-  const char *root; /* NULL or "": conf's KC_CACHE_DIR */
-  bool disable; /* no cache; conf's KC_CACHE_DISABLE turns it off too */
-  bool shared; /* a store its group shares (trust.h); conf's KC_CACHE_SHARED too */
-  uint64_t max_size; /* 0: conf's KC_CACHE_MAXSIZE, else ROOT/kcache.conf's max_size, else 1 GiB */
-  uint32_t lock_ms; /* 0: conf's KC_CACHE_LOCK_TIMEOUT, else 60 s */
   /* Where warnings go (NULL: stderr, "kcache: warning: MSG"). */
   void (*warn)(void *ud, const char *msg);
   void *warn_ud;

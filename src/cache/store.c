@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cache/store.c -- owns a cache's life and its lookups (see cache.h):
- * opening from a config and the environment, the per-key flocks (single
+ * opening from the resolved configuration, the per-key flocks (single
  * flight across processes), reads that heal the store when an entry is
  * damaged, writes (temp file, fsync, rename), the eviction trigger, the fall
  * back to memory only when the directory cannot be written or is not
@@ -53,16 +53,13 @@ static void KC__PRINTF(4, 5)
 
 /* ---------------------------------------------------------------- open */
 
-/* The bound and the lock timeout from cfg, else the environment (the
+/* The bound and the lock timeout from the resolved configuration (the
  * bound: else the store's kcache.conf, trusted as t says). */
 static void open_limits(const kc__cache_config *cfg, const char *root, const kc__store_trust *t,
                         uint64_t *max, uint32_t *lock_ms) {
-  *max = cfg->max_size;
   char why[PATH_MAX + 128];
-  if (!*max && !kc__store_max_size(cfg->conf, root, t, max, NULL, why, sizeof why))
+  if (!kc__store_max_size(cfg->conf, root, t, max, NULL, why, sizeof why))
     warn_once(NULL, cfg->warn, cfg->warn_ud, "%s; using 1G", why);
-  *lock_ms = cfg->lock_ms;
-  if (*lock_ms) return;
   *lock_ms = KC__STORE_DEFAULT_LOCK_MS;
   double secs;
   kc__setting_state st = kc__config_seconds(cfg->conf, KC__SET_CACHE_LOCK_TIMEOUT, &secs);
@@ -78,7 +75,7 @@ static void open_limits(const kc__cache_config *cfg, const char *root, const kc_
 static bool open_dirs(const kc__cache_config *cfg, const char *root, const char *vdir, kc__store_trust *t) {
   char why[1024];
   int err = 0;
-  if (!kc__store_trust_conf(t, cfg->conf, cfg->shared, why, sizeof why)) {
+  if (!kc__store_trust_conf(t, cfg->conf, false, why, sizeof why)) {
     warn_once(NULL, cfg->warn, cfg->warn_ud,
               "not using the disk cache in %s: %s; compiled kernels are kept in "
               "memory only",
@@ -111,9 +108,9 @@ static bool open_dirs(const kc__cache_config *cfg, const char *root, const char 
 kc__cache *kc__cache_open(const kc__cache_config *cfg) {
   bool off = false;
   kc__config_bool(cfg->conf, KC__SET_CACHE_DISABLE, &off);
-  if (cfg->disable || off) return NULL;
+  if (off) return NULL;
   char root[PATH_MAX], vdir[PATH_MAX];
-  const char *dir = cfg->root && *cfg->root ? cfg->root : kc__config_text(cfg->conf, KC__SET_CACHE_DIR);
+  const char *dir = kc__config_text(cfg->conf, KC__SET_CACHE_DIR);
   if (dir && *dir && strlen(dir) < sizeof root) {
     snprintf(root, sizeof root, "%s", dir);
   } else if (dir && *dir) {

@@ -20,7 +20,7 @@
 void kc__checked_setup(kc_runtime *rt) {
   bool on = false; /* kc_options.checked, else $KC_CHECKED (the resolved configuration) */
   if (kc__config_bool(&rt->conf, KC__SET_CHECKED, &on) == KC__SETTING_BAD)
-    kc__config_warn(&rt->conf, KC__SET_CHECKED, "0");
+    kc__config_warn(&rt->log, &rt->conf, KC__SET_CHECKED, "0");
   rt->checked = on;
   rt->check_each = on && strcmp(rt->be->name, "host") == 0;
 }

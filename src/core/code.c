@@ -4,8 +4,9 @@
  * (name, parameters) pair, finding the code instance valid in a world, and
  * making one on a miss (kc__ci_get: creating it, compiling it or fetching
  * it from the disk cache, remembering a deterministic failure, publishing
- * it), plus the translation unit it is compiled from and the kc_kernel_*
- * queries about it.
+ * it), plus the translation unit it is compiled from (kc__ci_source). The
+ * kc_kernel_* calls that ask for a kernel's code at the caller's world
+ * are params.c's, above world.c, which calls this file to free code.
  */
 #include "core/core.h"
 #include "core/cache_glue.h"
@@ -460,56 +461,10 @@ KC__NOINLINE kc_status kc__ci_get(kc_runtime *rt, kc__spec *spec, kc_world w, kc
   return KC_OK;
 }
 
-kc_status kc_kernel_compile(kc_kernel *k) {
-  if (!k) return kc__err(NULL, KC_EINVAL, "kc_kernel_compile: kernel is NULL");
-  kc_status st = kc__enter(k->rt, "kc_kernel_compile");
-  if (st) return st;
-  kc__ci *ci;
-  st = kc__ci_get(k->rt, k->spec, kc__caller_world(k->rt), &ci);
-  kc__leave();
-  return st;
-}
-
-static kc_status code_info(kc_kernel *k, kc_code_info *out);
-
-kc_status kc_kernel_code(kc_kernel *k, kc_code_info *out) {
-  if (!k || !out) return kc__err(k ? k->rt : NULL, KC_EINVAL, "kc_kernel_code: NULL argument");
-  kc_status st = kc__enter(k->rt, "kc_kernel_code");
-  if (st) return st;
-  st = code_info(k, out);
-  kc__leave();
-  return st;
-}
-
-static kc_status code_info(kc_kernel *k, kc_code_info *out) {
-  kc__ci *ci;
-  kc_status st = kc__ci_get(k->rt, k->spec, kc__caller_world(k->rt), &ci);
-  if (st) return st;
-  out->max_world = kc__load_acquire(&ci->max_world);
-  out->min_world = kc__load_relaxed(&ci->min_world);
-  out->id = ci->id;
-  out->artifact = ci->artifact;
-  out->artifact_size = ci->artifact_size;
-  out->compile_ns = ci->compile_ns;
-  return KC_OK;
-}
-
-static kc_status source_of(kc_kernel *k, char **out);
-
-kc_status kc_kernel_source(kc_kernel *k, char **out) {
-  if (!k || !out) return kc__err(k ? k->rt : NULL, KC_EINVAL, "kc_kernel_source: NULL argument");
-  *out = NULL;
-  kc_status st = kc__enter(k->rt, "kc_kernel_source");
-  if (st) return st;
-  st = source_of(k, out);
-  kc__leave();
-  return st;
-}
-
-static kc_status source_of(kc_kernel *k, char **out) {
-  kc_runtime *rt = k->rt;
-  kc_world w = kc__caller_world(rt);
-  kc__ci *ci = kc__ci_find(k->spec, w);
+/* The source of spec's translation unit at world w: its code instance's
+ * if that kept it, else the unit made again (kc_kernel_source). */
+kc_status kc__ci_source(kc_runtime *rt, kc__spec *spec, kc_world w, char **out) {
+  kc__ci *ci = kc__ci_find(spec, w);
   if (ci && ci->source) {
     *out = kc__strdup(rt, ci->source);
     return *out ? KC_OK : kc__err(rt, KC_ENOMEM, "out of memory");
@@ -518,7 +473,7 @@ static kc_status source_of(kc_kernel *k, char **out) {
   kc__param *params;
   uint32_t n;
   size_t len;
-  kc_status st = prepare(rt, k->spec, w, &c, &params, &n, out, &len);
+  kc_status st = prepare(rt, spec, w, &c, &params, &n, out, &len);
   if (st) return st;
   kc__free_params(rt, params, n);
   kc__closure_free(rt, &c);

@@ -48,10 +48,10 @@ static void set_flag(kc__config *c, kc__setting id, int v, const char *label) {
 }
 
 static void apply_options(kc__config *c, const kc_options *o) {
-  static const char *const backend_names[] = {
-      [KC_BACKEND_HOST] = "host", [KC_BACKEND_OPENCL] = "opencl", [KC_BACKEND_CUDA] = "cuda"};
-  if (o->backend > KC_BACKEND_AUTO && o->backend <= KC_BACKEND_CUDA)
-    set_str(c, KC__SET_BACKEND, backend_names[o->backend], "kc_options.backend");
+  /* a kind as the registry names it (a build's stub of a backend it left
+   * out has the name too); an unknown kind: none */
+  const kc__backend *be = o->backend != KC_BACKEND_AUTO ? kc__backend_of(o->backend) : NULL;
+  if (be) set_str(c, KC__SET_BACKEND, be->name, "kc_options.backend");
   set_str(c, KC__SET_HOST_CC, o->host_cc && *o->host_cc ? o->host_cc : NULL, "kc_options.host_cc");
   set_str(c, KC__SET_CACHE_DIR, o->cache_dir && *o->cache_dir ? o->cache_dir : NULL, "kc_options.cache_dir");
   set_flag(c, KC__SET_CACHE_DISABLE, o->cache_disable, "kc_options.cache_disable");
@@ -117,7 +117,8 @@ kc_status kc__config_resolve(const kc_options *opt, const kc__heap *heap, kc__co
 
 /* ---------------------------------------------------------- backends */
 
-void kc__bconfig_make(const kc__config *c, const kc_options *opt, kc__bconfig *b, bool warn) {
+void kc__bconfig_make(const kc__config *c, const kc_options *opt, kc__bconfig *b, const kc__log_sink *log,
+                      bool warn) {
   memset(b, 0, sizeof *b);
   b->platform_index = opt ? opt->platform_index : -1;
   b->device_name = opt && opt->device_name && *opt->device_name ? opt->device_name : NULL;
@@ -125,11 +126,11 @@ void kc__bconfig_make(const kc__config *c, const kc_options *opt, kc__bconfig *b
   b->compile_timeout_ms = opt && opt->compile_timeout_ms ? opt->compile_timeout_ms : 120000;
   const char *cc = kc__config_str(c, KC__SET_HOST_CC);
   b->host_cc = cc && *cc ? cc : "cc";
-  b->compile_threads = kc__config_compile_threads(c, false);
+  b->compile_threads = kc__config_compile_threads(c, false, NULL);
   b->host_opt = kc__config_text(c, KC__SET_HOST_OPT);
   uint64_t ht = 0;
   if (kc__config_u64(c, KC__SET_HOST_THREADS, &ht, 0, 1024) == KC__SETTING_BAD && warn)
-    kc__config_warn(c, KC__SET_HOST_THREADS, "one per core");
+    kc__config_warn(log, c, KC__SET_HOST_THREADS, "one per core");
   if (!ht) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     ht = cores > 0 ? (uint64_t)(cores > 1024 ? 1024 : cores) : 1;
@@ -141,7 +142,7 @@ void kc__bconfig_make(const kc__config *c, const kc_options *opt, kc__bconfig *b
   double t = 0;
   kc__setting_state s = kc__config_seconds(c, KC__SET_OPENCL_HELPER_TIMEOUT, &t);
   if (s == KC__SETTING_BAD || (s == KC__SETTING_SET && !(t > 0))) {
-    if (warn) kc__config_warn(c, KC__SET_OPENCL_HELPER_TIMEOUT, "120 s");
+    if (warn) kc__config_warn(log, c, KC__SET_OPENCL_HELPER_TIMEOUT, "120 s");
     t = 120;
   }
   b->opencl_helper_timeout_s = t > 0 ? t : 120;
@@ -150,6 +151,6 @@ void kc__bconfig_make(const kc__config *c, const kc_options *opt, kc__bconfig *b
                       : !strcmp(mode, "0") ? KC__HELPERS_NEVER
                                            : KC__HELPERS_AUTO;
   if (warn && b->opencl_helpers == KC__HELPERS_AUTO && strcmp(mode, "auto") != 0)
-    kc__config_warn(c, KC__SET_OPENCL_HELPERS, "auto");
+    kc__config_warn(log, c, KC__SET_OPENCL_HELPERS, "auto");
   b->opencl_helper = kc__config_text(c, KC__SET_OPENCL_HELPER);
 }

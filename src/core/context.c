@@ -487,8 +487,13 @@ kc_status kc_buffer_read(kc_buffer *b, size_t off, void *dst, size_t n) {
 /* ------------------------------------------------------- backend services */
 
 kc__bsvc kc__bsvc_of(const kc_runtime *rt) {
-  kc__bsvc sv = {{kc__libc_alloc, NULL}, 0, NULL, NULL, kc__launch_bad_dims, kc__launch_bad_args,
-                 kc__blinked_name};
+  kc__bsvc sv = {.heap = {kc__libc_alloc, NULL},
+                 .owner = 0,
+                 .be = NULL,
+                 .log = NULL,
+                 .bad_dims = kc__launch_bad_dims,
+                 .bad_args = kc__launch_bad_args,
+                 .name_of = kc__blinked_name};
   if (rt) sv.heap = rt->heap, sv.owner = rt->id, sv.be = rt->be, sv.log = &rt->log;
   return sv;
 }

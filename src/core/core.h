@@ -578,6 +578,9 @@ kc__ci *kc__ci_find(kc__spec *spec, kc_world w);
  * single flight under spec->lock). */
 kc_status kc__ci_get(kc_runtime *rt, kc__spec *spec, kc_world w, kc__ci **out) KC__NOINLINE;
 void kc__ci_free(kc_runtime *rt, kc__ci *ci);
+/* code.c: the source of spec's translation unit at world w (kc_kernel_source;
+ * *out: the runtime's allocation). */
+kc_status kc__ci_source(kc_runtime *rt, kc__spec *spec, kc_world w, char **out);
 /* The translation unit of spec at world w as backend be would compile it,
  * with be's checks (tests: a CUDA unit from a host runtime's table, for
  * NVRTC without a GPU); the caller frees *text. */
@@ -665,7 +668,9 @@ kc_status kc__runtime_open(const kc_options *opt, const kc__backend *be, kc_runt
 kc_status kc__config_resolve(const kc_options *opt, const kc__heap *heap, kc__config *out);
 /* What the backend is opened with, from the resolved c and the options
  * that are the backend's alone (opt may be NULL); warn: say what is wrong
- * with the backends' settings (once, when the runtime opens its backend). */
-void kc__bconfig_make(const kc__config *c, const kc_options *opt, kc__bconfig *b, bool warn);
+ * with the backends' settings (once, when the runtime opens its backend),
+ * to log (the runtime's; NULL: stderr). */
+void kc__bconfig_make(const kc__config *c, const kc_options *opt, kc__bconfig *b, const kc__log_sink *log,
+                      bool warn);
 
 #endif /* KC_CORE_H */

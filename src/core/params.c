@@ -3,7 +3,10 @@
  * params.c -- a kernel's parameters for bindings (kc_kernel_param_count,
  * kc_kernel_param): what the code instance of the caller's world was
  * compiled with, with each scalar's size and numeric class, so that a
- * language binding converts its values to the kernel's own C types.
+ * language binding converts its values to the kernel's own C types; and
+ * the other calls that ask for the code of the caller's world
+ * (kc_kernel_compile, kc_kernel_code, kc_kernel_source): above code.c and
+ * world.c (the caller's world and grace section), which frees code.
  */
 #include "core/core.h"
 #include "core/lex.h"
@@ -167,4 +170,50 @@ kc_status kc_kernel_param_size(kc_kernel *k, uint32_t index, kc_param_info *out,
   info.size = fill;
   memcpy(out, &info, fill);
   return KC_OK;
+}
+
+/* ------------------------------------------------- a kernel's code */
+
+kc_status kc_kernel_compile(kc_kernel *k) {
+  if (!k) return kc__err(NULL, KC_EINVAL, "kc_kernel_compile: kernel is NULL");
+  kc_status st = kc__enter(k->rt, "kc_kernel_compile");
+  if (st) return st;
+  kc__ci *ci;
+  st = kc__ci_get(k->rt, k->spec, kc__caller_world(k->rt), &ci);
+  kc__leave();
+  return st;
+}
+
+static kc_status code_info(kc_kernel *k, kc_code_info *out);
+
+kc_status kc_kernel_code(kc_kernel *k, kc_code_info *out) {
+  if (!k || !out) return kc__err(k ? k->rt : NULL, KC_EINVAL, "kc_kernel_code: NULL argument");
+  kc_status st = kc__enter(k->rt, "kc_kernel_code");
+  if (st) return st;
+  st = code_info(k, out);
+  kc__leave();
+  return st;
+}
+
+static kc_status code_info(kc_kernel *k, kc_code_info *out) {
+  kc__ci *ci;
+  kc_status st = kc__ci_get(k->rt, k->spec, kc__caller_world(k->rt), &ci);
+  if (st) return st;
+  out->max_world = kc__load_acquire(&ci->max_world);
+  out->min_world = kc__load_relaxed(&ci->min_world);
+  out->id = ci->id;
+  out->artifact = ci->artifact;
+  out->artifact_size = ci->artifact_size;
+  out->compile_ns = ci->compile_ns;
+  return KC_OK;
+}
+
+kc_status kc_kernel_source(kc_kernel *k, char **out) {
+  if (!k || !out) return kc__err(k ? k->rt : NULL, KC_EINVAL, "kc_kernel_source: NULL argument");
+  *out = NULL;
+  kc_status st = kc__enter(k->rt, "kc_kernel_source");
+  if (st) return st;
+  st = kc__ci_source(k->rt, k->spec, kc__caller_world(k->rt), out);
+  kc__leave();
+  return st;
 }

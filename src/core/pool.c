@@ -97,7 +97,9 @@ kc_status kc_kernel_prepare(kc_kernel *k, kc_context *ctx) {
 /* --------------------------------------------------------------- the pool */
 
 /* The pool's size: the option, else $KC_COMPILE_THREADS, else the cores. */
-static uint32_t pool_size(const kc_runtime *rt) { return kc__config_compile_threads(&rt->conf, true); }
+static uint32_t pool_size(const kc_runtime *rt) {
+  return kc__config_compile_threads(&rt->conf, true, &rt->log);
+}
 
 /* Takes the next kernel of the queue's first batch; pool lock held. NULL
  * when the queue is empty. */

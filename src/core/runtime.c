@@ -24,7 +24,7 @@
 static void guard_setup(kc_runtime *rt) {
   bool on = false;
   if (kc__config_bool(&rt->conf, KC__SET_GUARD_LAUNCHES, &on) == KC__SETTING_BAD)
-    kc__config_warn(&rt->conf, KC__SET_GUARD_LAUNCHES, "0");
+    kc__config_warn(&rt->log, &rt->conf, KC__SET_GUARD_LAUNCHES, "0");
   rt->guarded = on;
 }
 
@@ -96,7 +96,7 @@ static void runtime_unalloc(kc_runtime *rt) {
  * run here with the configuration. */
 static kc_status pick(const kc_options *opt, const kc__config *conf, const kc__backend **be) {
   kc__bconfig b;
-  kc__bconfig_make(conf, opt, &b, false);
+  kc__bconfig_make(conf, opt, &b, NULL, false);
   char what[256];
   return kc__backend_pick(opt->backend, kc__config_text(conf, KC__SET_BACKEND),
                           kc__config_what(conf, KC__SET_BACKEND, what, sizeof what), &b, be);
@@ -175,7 +175,7 @@ static kc_status runtime_open(kc_runtime *rt, const kc_options *opt, const kc__b
     goto label; \
   } while (0)
   if (!dup_options(rt, opt)) KC__OOM(fail_options);
-  kc__bconfig_make(&rt->conf, &rt->opt, &rt->bconf, true); /* the strings: the runtime's copies */
+  kc__bconfig_make(&rt->conf, &rt->opt, &rt->bconf, &rt->log, true); /* the strings: the runtime's copies */
   if (kc__ext_setup(rt)) KC__OOM(fail_options);
   if (!kc__mutex_init(&rt->world_lock)) KC__OOM(fail_options);
   if (!kc__mutex_init(&rt->spec_lock)) KC__OOM(fail_spec_lock);
@@ -337,7 +337,7 @@ static const char *unavailable(kc_backend_kind kind) {
   kc__config conf;
   if (kc__config_resolve(NULL, NULL, &conf)) return "out of memory";
   kc__bconfig b;
-  kc__bconfig_make(&conf, NULL, &b, false);
+  kc__bconfig_make(&conf, NULL, &b, NULL, false);
   const char *why = be->unavailable(&b); /* a static or thread-local string */
   kc__config_free(&conf);
   return why;

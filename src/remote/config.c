@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * remote/config.c -- owns the tier's configuration: the redis:// URL, the
- * options and environment variables (read through the settings table,
- * base/settings.h: KC__SET_REMOTE*), the derived MAC key and key
- * namespace, and the Redis names of entries and their locks.
+ * remote/config.c -- owns the tier's configuration: the redis:// URL and
+ * the other KC__SET_REMOTE* settings and KC__SET_HIREDIS_LIB, read from
+ * the resolved configuration (base/config.h, which alone reads the
+ * environment), the derived MAC key and key namespace, and the Redis names
+ * of entries and their locks.
  */
 #include "remote/internal.h"
 #include "base/settings.h"
@@ -216,6 +217,15 @@ kc_status kc__remote_config_load(const kc__config *conf, kc__remote_config *cfg,
   cfg->timeout_ms = (uint32_t)timeout;
   cfg->retry_ms = (uint32_t)retry;
   cfg->max_entry = max;
+
+  /* where libhiredis is: kc__hiredis_unavailable loads it once, from the
+   * first configuration that asks */
+  const char *lib = kc__config_str(conf, KC__SET_HIREDIS_LIB);
+  if (lib && strlen(lib) >= sizeof cfg->hiredis_lib) {
+    snprintf(why, wl, "KC_HIREDIS_LIB is longer than %zu bytes", sizeof cfg->hiredis_lib - 1);
+    return KC_EINVAL;
+  }
+  snprintf(cfg->hiredis_lib, sizeof cfg->hiredis_lib, "%s", lib ? lib : "");
 
   const char *secret = kc__config_text(conf, KC__SET_REMOTE_KEY);
   if (secret && *secret) {

@@ -196,7 +196,7 @@ void kc__rconn_close(kc__rconn *c) {
 kc_status kc__rconn_open(const kc__heap *heap, const kc__remote_config *cfg, kc__rconn **out, char *why,
                          size_t wl) {
   *out = NULL;
-  const char *no = kc__hiredis_unavailable();
+  const char *no = kc__hiredis_unavailable(cfg->hiredis_lib);
   if (no) {
     snprintf(why, wl, "%s", no);
     return KC_EUNAVAILABLE;

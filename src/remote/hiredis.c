@@ -6,16 +6,20 @@
  * a parsed reply and a socket pair before anything else uses it.
  */
 #include "remote/internal.h"
-#include "base/settings.h"
 
 #include <dlfcn.h>
 #include <glob.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
 kc__hr_table kc__hr;
 static kc__once hr_once = KC__ONCE_INIT;
+/* The caller's lib, for hr_load: pthread_once runs it on the calling
+ * thread, and takes no argument. */
+static _Thread_local const char *hr_lib;
+static _Atomic bool hr_loaded; /* hr_load has run (for kc__hiredis_name) */
 
 /* Checks that the structures above match the library: a reply parsed by
  * its own reader, and a context made on a socket pair. */
@@ -98,9 +102,9 @@ static bool hr_try(const char *path) {
 }
 
 static void hr_load(void) {
-  /* where libhiredis is: a process-wide choice, read once, when the
-   * library is first loaded (as the CUDA toolkit's directories are) */
-  const char *forced = kc__setting_raw(KC__SET_HIREDIS_LIB);
+  /* where libhiredis is: a process-wide choice, the first caller's, made
+   * when the library is first loaded (as the CUDA toolkit's directories are) */
+  const char *forced = hr_lib;
   snprintf(kc__hr.whybuf, sizeof kc__hr.whybuf,
            "libhiredis is not installed (Debian: apt-get install libhiredis0.14, or libhiredis1.1.0)");
   kc__hr.why = kc__hr.whybuf;
@@ -139,9 +143,16 @@ static void hr_load(void) {
   if (hr_try("libhiredis.so")) kc__hr.why = NULL;
 }
 
-const char *kc__hiredis_unavailable(void) {
-  kc__call_once(&hr_once, hr_load);
+static void hr_first(void) {
+  hr_load();
+  hr_loaded = true;
+}
+
+const char *kc__hiredis_unavailable(const char *lib) {
+  hr_lib = lib;
+  kc__call_once(&hr_once, hr_first);
+  hr_lib = NULL;
   return kc__hr.why;
 }
 
-const char *kc__hiredis_name(void) { return kc__hiredis_unavailable() ? NULL : kc__hr.name; }
+const char *kc__hiredis_name(void) { return hr_loaded && !kc__hr.why ? kc__hr.name : NULL; }

@@ -45,6 +45,8 @@ static void *worker(void *arg) {
     kc__unlock(&q->queue_lock);
     q->run(q->ud, j);
     kc__lock(&q->queue_lock);
+    /* freed under the lock: a fork (whose prepare takes it) sees the job
+     * either running (the child drops its copy) or gone, never half freed */
     q->running = NULL;
     q->drop(q->ud, j);
   }
@@ -118,13 +120,10 @@ void kc__jobq_fork_parent(kc__jobq *q) { kc__unlock(&q->queue_lock); }
 
 /* The child: the queued jobs and the one the parent's thread runs are the
  * parent's to run. The condition variable may count the parent's waiting
- * thread: a new one. */
+ * thread: a new one. The child has one thread, so its copies are dropped
+ * after the lock is given back. */
 void kc__jobq_fork_child(kc__jobq *q) {
-  for (kc__job *j = q->head, *next; j; j = next) {
-    next = j->next;
-    q->drop(q->ud, j);
-  }
-  if (q->running) q->drop(q->ud, q->running);
+  kc__job *jobs = q->head, *running = q->running;
   q->head = q->tail = q->running = NULL;
   q->qlen = q->qwork = 0;
   q->qbytes = 0;
@@ -137,4 +136,9 @@ void kc__jobq_fork_child(kc__jobq *q) {
 #endif
   pthread_cond_init(&q->queue_cond, NULL);
   kc__unlock(&q->queue_lock);
+  for (kc__job *j = jobs, *next; j; j = next) {
+    next = j->next;
+    q->drop(q->ud, j);
+  }
+  if (running) q->drop(q->ud, running);
 }

@@ -16,8 +16,10 @@
  * queues (under ThreadSanitizer, which cannot start threads after a
  * threaded fork, it runs them on the caller's thread: KC__JOBQ_NO_THREAD).
  *
- * Lock: kc__jobq.queue_lock (+ queue_cond), a leaf: the callbacks run
- * outside it (doc/locks.md).
+ * Lock: kc__jobq.queue_lock (+ queue_cond), a leaf (doc/locks.md): run is
+ * called outside it; drop outside it too, except on the thread, which
+ * frees the job it ran under the lock (so that a fork never copies a job
+ * half freed): drop must take no lock and only free memory.
  */
 #ifndef KC_REMOTE_QUEUE_H
 #define KC_REMOTE_QUEUE_H
@@ -77,8 +79,8 @@ void kc__jobq_stop(kc__jobq *q);
 void kc__jobq_destroy(kc__jobq *q);
 
 /* From the owner's fork hook: prepare takes the queue's lock, parent gives
- * it back, child drops the parent's jobs, resets the queue and gives the
- * lock back. */
+ * it back, child resets the queue, gives the lock back and drops its copies
+ * of the parent's jobs. */
 void kc__jobq_fork_prepare(kc__jobq *q);
 void kc__jobq_fork_parent(kc__jobq *q);
 void kc__jobq_fork_child(kc__jobq *q);

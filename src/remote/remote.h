@@ -93,9 +93,14 @@
 /* ------------------------------------------------------ optional libraries */
 
 /* NULL when hiredis could be loaded and its ABI is one kcache knows, else
- * why not (static string). Thread-safe; loads once. */
-const char *kc__hiredis_unavailable(void);
-/* The library loaded ("libhiredis.so.0.14") and its ABI ("0.14", "1.x"). */
+ * why not (static string). Thread-safe; loads once, for the life of the
+ * process: lib is where the library is ($KC_HIREDIS_LIB of a resolved
+ * configuration: kc__remote_config's hiredis_lib; NULL or "": the known
+ * sonames, then a search of the system's library directories), and the
+ * first call's lib is the one loaded, whatever later calls name. */
+const char *kc__hiredis_unavailable(const char *lib);
+/* The library loaded ("libhiredis.so.0.14") and its ABI ("0.14", "1.x");
+ * NULL when none is (yet). */
 const char *kc__hiredis_name(void);
 /* HMAC-SHA256 (kc__hmac_unavailable, kc__hmac_sha256): base/hmac.h. */
 
@@ -115,6 +120,7 @@ typedef struct kc__remote_config {
   uint8_t mac_key[32];
   uint32_t timeout_ms, lock_ms, retry_ms;
   uint64_t max_entry;
+  char hiredis_lib[1024]; /* $KC_HIREDIS_LIB: "" for the system's (kc__hiredis_unavailable) */
 } kc__remote_config;
 
 /* Parses redis://[[user]:password@]host[:port][/db] into cfg's host, port,
@@ -125,7 +131,7 @@ kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *wh
  * variables; NULL: the defaults, no tier). KC_ENOTFOUND: no remote tier is
  * configured. KC_EINVAL or KC_EUNAVAILABLE (a secret without libcrypto)
  * with why: one is, but it cannot be used. Whether hiredis is there is
- * kc__hiredis_unavailable's. */
+ * kc__hiredis_unavailable's (given cfg->hiredis_lib). */
 kc_status kc__remote_config_load(const kc__config *conf, kc__remote_config *cfg, char *why, size_t wl);
 /* The Redis name of an entry (lock: with ":lock"). */
 void kc__remote_name(const kc__remote_config *cfg, const uint8_t key[16], bool lock, char *out, size_t len);

@@ -602,7 +602,7 @@ kc__remote *kc__remote_open(const kc__heap *heap, const kc__log_sink *log, const
   char why[1024];
   kc_status st = kc__remote_config_load(conf, &cfg, why, sizeof why);
   if (st == KC_ENOTFOUND) return NULL;
-  const char *no = st ? NULL : kc__hiredis_unavailable();
+  const char *no = st ? NULL : kc__hiredis_unavailable(cfg.hiredis_lib);
   if (no) {
     snprintf(why, sizeof why, "%s", no);
     st = KC_EUNAVAILABLE;

@@ -5,7 +5,8 @@
  * level it receives the trace: the first compile, "compiled ... in N ms",
  * the miss after a redefinition that names the callee and its world, a
  * context reset, disk misses and hits; below debug none of that; $KC_LOG
- * sets the level when the options do not, and a bad value warns.
+ * sets the level when the options do not, and a bad value warns; a bad
+ * value of another setting is warned about through the callback too.
  */
 #include "kc_test.h"
 
@@ -209,6 +210,31 @@ static void test_remote_warning_through_callback(void **state) {
   kct_rmrf(dir);
 }
 
+/* A setting's malformed value is warned about through the runtime's log
+ * (its callback, at its level), not on stderr: here the backends'
+ * settings, checked when the runtime opens its backend. */
+static void test_bad_setting_warns_through_callback(void **state) {
+  (void)state;
+  setenv("KC_HOST_THREADS", "lots", 1);
+  setenv("KC_OPENCL_HELPER_TIMEOUT", "soon", 1);
+  setenv("KC_OPENCL_HELPERS", "sometimes", 1);
+  capture *cap = kct_calloc(sizeof *cap);
+  kc_runtime *rt = logged_runtime(cap, KC_LOG_DEFAULT, NULL);
+  KCT_CONTAINS(cap->text, "2|KC_HOST_THREADS=\"lots\" is not a whole number in range; using one per core\n");
+  KCT_CONTAINS(cap->text, "2|KC_OPENCL_HELPER_TIMEOUT=\"soon\" is not ");
+  KCT_CONTAINS(cap->text, "2|KC_OPENCL_HELPERS=\"sometimes\" is not ");
+  assert_int_equal(cap->counts[KC_LOG_WARN], 3);
+  kct_destroy(rt);
+
+  memset(cap, 0, sizeof *cap); /* at the runtime's level: errors only, none of them */
+  rt = logged_runtime(cap, KC_LOG_ERROR, NULL);
+  assert_int_equal(cap->len, 0);
+  kct_destroy(rt);
+  unsetenv("KC_HOST_THREADS");
+  unsetenv("KC_OPENCL_HELPER_TIMEOUT");
+  unsetenv("KC_OPENCL_HELPERS");
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
@@ -221,6 +247,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_env_level_and_bad_value),
       KCT_TEST(test_disk_trace),
       KCT_TEST(test_remote_warning_through_callback),
+      KCT_TEST(test_bad_setting_warns_through_callback),
   };
   return KCT_RUN(tests);
 }

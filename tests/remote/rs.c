@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* rs.c -- the helpers declared in rs.h. */
 #include "rs.h"
+#include "kct_conf.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,7 +18,7 @@ void rs_require_server(void) {
   const char *why = NULL;
   if (!kct_in_path("redis-server"))
     why = "redis-server is not installed (Debian: apt-get install redis-server)";
-  else why = kc__hiredis_unavailable();
+  else why = kc__hiredis_unavailable(kc__config_str(kct_conf(NULL), KC__SET_HIREDIS_LIB));
   if (why) {
     printf("SKIPPED: remote tier tests need a Redis server and hiredis: %s\n", why);
     fflush(stdout);

@@ -66,13 +66,11 @@ static int cli(const fx *f, char **out, const char *fmt, ...) {
 }
 
 /* Runs `kcache --dir ROOT ARGS`: it must exit rc (a usage error: 2) and
- * say want. */
+ * say want (KCT_SAYS's check, named by the command). */
 static void cli_says(const fx *f, int rc, const char *args, const char *want) {
-  char *out;
-  int got = cli(f, &out, "%s", args);
-  if (got != rc) fail_msg("kcache %s exited %d, not %d:\n%s", args, got, rc, out);
-  KCT_CONTAINS(out, want);
-  free(out);
+  char *out = NULL, what[2048];
+  snprintf(what, sizeof what, "kcache %s", args);
+  kct_says(what, cli(f, &out, "%s", args), &out, rc, want, kct_says_end);
 }
 
 static void populate(const fx *f) {

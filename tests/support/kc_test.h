@@ -48,8 +48,10 @@ int kct_main_init(int argc, char **argv);
  * kct_memory_only. Returns -1 to go on, or the exit code main must return. */
 int kct_main_only(int argc, char **argv, kc_backend_kind be, const char *name);
 
-/* Turns the persistent artifact store off for this process (through the
- * environment, which wins over every option): the counters the scenario
+/* Turns the persistent artifact store off for this process (through
+ * $KC_CACHE_DISABLE: options win over variables, but cache_disable is a
+ * flag, and a flag option that is off leaves the variable's value, so no
+ * option turns the store back on): the counters the scenario
  * suites check (compiles, links) are about one process, and entries left
  * by an earlier run would turn compiles into disk hits. */
 void kct_memory_only(void);
@@ -265,8 +267,11 @@ void kct_write_script(const char *path, const char *fmt, ...) KCT_PRINTF(2, 3);
 /* Checks what a command said: KCT_SAYS(run, out, rc, want...) evaluates
  * run (a call that returns an exit status and sets out to its output, such
  * as a test's own wrapper of kct_capture), fails the test unless it
- * returned rc and out holds every want, then frees out. */
-#define KCT_SAYS(run, out, ...) kct_says(#run, (run), &(out), __VA_ARGS__, (const char *)NULL)
+ * returned rc and out holds every want (a want that is NULL fails it too:
+ * the list ends at kct_says_end, which the macro adds), and frees out
+ * (NULL after), whether it passes or fails. */
+#define KCT_SAYS(run, out, ...) kct_says(#run, (run), &(out), __VA_ARGS__, kct_says_end)
+extern const char kct_says_end[];
 void kct_says(const char *what, int got, char **out, int rc, ...);
 
 /* A forked child with a pipe back to its parent: in the parent, pid and the

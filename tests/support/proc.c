@@ -53,14 +53,41 @@ void kct_write_script(const char *path, const char *fmt, ...) {
   if (fclose(f) != 0 || chmod(path, 0755) != 0) fail_msg("cannot write %s: %s", path, strerror(errno));
 }
 
+const char kct_says_end[] = "(the end of KCT_SAYS's wants)";
+
+/* Says why what failed, with what it said, frees that, and fails the test. */
+static void says_fail(char *said, const char *fmt, ...) KCT_PRINTF(2, 3);
+static void says_fail(char *said, const char *fmt, ...) {
+  char why[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  print_error("%s; it said:\n%s\n", why, said ? said : "(null)");
+  free(said);
+  fail_msg("%s", why);
+}
+
 void kct_says(const char *what, int got, char **out, int rc, ...) {
-  if (got != rc) fail_msg("%s returned %d, expected %d; it said:\n%s", what, got, rc, *out ? *out : "(null)");
+  char *said = *out;
+  *out = NULL;
+  if (got != rc) says_fail(said, "%s returned %d, expected %d", what, got, rc);
   va_list ap;
   va_start(ap, rc);
-  for (const char *want; (want = va_arg(ap, const char *));) KCT_CONTAINS(*out, want);
+  for (int i = 1;; i++) {
+    const char *want = va_arg(ap, const char *);
+    if (want == kct_says_end) break;
+    if (!want) {
+      va_end(ap);
+      says_fail(said, "%s: want %d is NULL", what, i);
+    }
+    if (!said || !strstr(said, want)) {
+      va_end(ap);
+      says_fail(said, "%s: expected \"%s\" in what it said", what, want);
+    }
+  }
   va_end(ap);
-  free(*out);
-  *out = NULL;
+  free(said);
 }
 
 bool kct_fork(kct_child *c, bool cloexec) {

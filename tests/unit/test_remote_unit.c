@@ -309,7 +309,7 @@ static void test_rediss_is_refused(void **state) {
 
 static void test_url_of_a_runtime(void **state) {
   (void)state;
-  if (kc__hiredis_unavailable()) skip();
+  if (kc__hiredis_unavailable(kc__config_str(kct_conf(NULL), KC__SET_HIREDIS_LIB))) skip();
   char dir[512];
   st_mkdtemp(dir, sizeof dir, "url");
   kc_options o;

@@ -253,12 +253,12 @@ static void test_warning_text(void **state) {
   dup2(fd, 2);
   setenv("KC_CACHE_MAXSIZE", "huge", 1);
   kc__config c;
-  kc__config_warn(env_conf(&c), KC__SET_CACHE_MAXSIZE, "1G");
+  kc__config_warn(NULL, env_conf(&c), KC__SET_CACHE_MAXSIZE, "1G");
   kc__config_free(&c);
   unsetenv("KC_CACHE_MAXSIZE");
   kc__config_init(&c, NULL);
   kc__config_set(&c, KC__SET_COMPILE_THREADS, "many", KC__FROM_OPTION, "--threads");
-  kc__config_warn(&c, KC__SET_COMPILE_THREADS, "one per core");
+  kc__config_warn(NULL, &c, KC__SET_COMPILE_THREADS, "one per core");
   kc__config_free(&c);
   fflush(stderr);
   dup2(saved, 2);

@@ -136,6 +136,25 @@ static void serve_close_inherited(void) {
   for (int fd = 3; fd < (int)max; fd++) close(fd);
 }
 
+/* The services that say what the core linked: the helper compiles and
+ * links nothing, so nothing calls them; set all the same, as kc__bsvc
+ * promises, with an answer that says where they were called. */
+static kc_status serve_bad_dims(const kc__blinked *b, const kc_dim3 *grid, const kc_dim3 *block) {
+  (void)b, (void)grid, (void)block;
+  return kc__err_owner(0, KC_EINVAL, "the OpenCL compile helper launches no kernel");
+}
+
+static kc_status serve_bad_args(const kc__blinked *b, const kc_context *ctx, const kc_arg *args,
+                                uint32_t nargs) {
+  (void)b, (void)ctx, (void)args, (void)nargs;
+  return kc__err_owner(0, KC_EINVAL, "the OpenCL compile helper launches no kernel");
+}
+
+static const char *serve_name_of(const kc__blinked *b) {
+  (void)b;
+  return "(a kernel of the compile helper)";
+}
+
 int kc__ocl_helper_main(int argc, char **argv) {
   (void)argc, (void)argv;
   signal(SIGPIPE, SIG_IGN);
@@ -148,7 +167,11 @@ int kc__ocl_helper_main(int argc, char **argv) {
   if (fd < 0 || null < 0 || dup2(null, 0) < 0) return 1;
   if (null > 0) close(null);
   serve_fd = fd;
-  kc__bsvc sv = {.heap = {kc__libc_alloc, NULL}, .owner = kc__next_id()};
+  kc__bsvc sv = {.heap = {kc__libc_alloc, NULL},
+                 .owner = kc__next_id(),
+                 .bad_dims = serve_bad_dims,
+                 .bad_args = serve_bad_args,
+                 .name_of = serve_name_of};
   ocl_state *st = serve_setup(&sv, parent);
   if (!st) return 1;
   for (;;) {
