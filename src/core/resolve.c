@@ -218,12 +218,16 @@ static bool visit_ident(void *ud, const kc__ident *id) {
       is_spec_key(wk->spec, s, n))
     return true;
   /* a native definition's built-in (get_global_id, threadIdx) that the
-   * table has never defined: no lookup of its own, but one on the
-   * language's watcher, which a definition of any built-in name ends */
+   * table does not define at this world: no lookup of its own, but one on
+   * the language's watcher, which a definition of any built-in name ends.
+   * At this world, not ever: the closure (and the status of a failed
+   * compile, which names the undefined names it looked up) is the world's
+   * alone, whatever the table held before (the oracle found a name once
+   * defined, then undefined, looked up where a cold compile did not) */
   uint8_t lang = wk->current->lang;
   if (lang && kc__lang_builtin(lang, s, n)) {
     kc__binding *known = kc__binding_find(wk->rt, s, n);
-    if (!known || !known->defs) {
+    if (!known || !kc__visible_def(known, wk->world)) {
       kc__binding *w = kc__lang_watcher(wk->rt, lang, true);
       return w ? add_edge(wk, w, NULL, false) : oom(wk);
     }
