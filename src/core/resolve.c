@@ -206,7 +206,10 @@ static bool visit_ident(void *ud, const kc__ident *id) {
   const char *s = id->start;
   size_t n = id->len;
   if (is_self(wk, s, n)) {
-    if (!wk->seen_self || !id->call) { /* its declarator, or a type naming itself (struct P ... P) */
+    /* its declarator, or a type naming itself (struct P ... P); in CUDA C++
+     * also one overload calling another of the one definition of their
+     * name (source_file.c), which CUDA compiles as recursion too */
+    if (!wk->seen_self || !id->call || wk->current->lang == KC_LANG_CUDA) {
       wk->seen_self = true;
       return true;
     }

@@ -13,8 +13,13 @@
  * makes (it mentions its name); two splits agree; nothing is left
  * allocated; when the Nth allocation fails, KC_ENOMEM and no leak. Odd
  * seeds split the input as CUDA C++ (kc__split_file_lang: extern "C"
- * blocks read through), whose pieces may start with an extern "C " the
- * input has before their block instead.
+ * blocks and namespace blocks read through, a name defined again joined
+ * to its first definition): there a definition's text after the prologue
+ * is one or more segments joined by newlines, each a piece of the input
+ * with the namespaces it is in around it ("namespace a { namespace b { "
+ * ... " } }"), a namespace declared before an alias ("namespace N {} "),
+ * and an extern "C " the input has before its block instead; the pieces'
+ * order is not checked there (a joined one comes back).
  *
  * Checked for the inlining: the input as the header "h.h" of a definition
  * that includes it (and itself, if the input includes "h.h": nesting is
@@ -23,7 +28,54 @@
  */
 #include "fuzz.h"
 
+#include "core/lex.h"
+
 #include <string.h>
+
+/* The length of the common prefix of a and b (at most n). */
+static size_t common(const char *a, const char *b, size_t n) {
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) i++;
+  return i;
+}
+
+/* CUDA C++: whether b (n bytes) is segments as described above. */
+static bool cuda_segments(const char *text, size_t len, const char *b, size_t n, int budget) {
+  if (n == 0 || budget <= 0) return false;
+  size_t opens = 0;
+  for (;;) { /* the namespaces it is in, and a namespace declared before an alias */
+    size_t k = n >= 7 && !memcmp(b, "inline ", 7) ? 7 : 0;
+    if (n < k + 10 || memcmp(b + k, "namespace ", 10)) break;
+    size_t j = k + 10;
+    while (j < n && (kc__lx_id_char((unsigned char)b[j]) || b[j] == ':' || b[j] == ' ')) j++;
+    if (j + 2 > n || b[j] != '{') break;
+    if (b[j + 1] == ' ') opens++, j += 2;
+    else if (j + 3 <= n && b[j + 1] == '}' && b[j + 2] == ' ') j += 3;
+    else break;
+    b += j, n -= j;
+  }
+  static const char linkage[] = "extern \"C\" ";
+  for (int pass = 0; pass < 2; pass++) {
+    const char *q = b;
+    size_t m = n;
+    if (pass) { /* a definition of an extern "C" block: the linkage is kcache's */
+      if (m < sizeof linkage - 1 || memcmp(q, linkage, sizeof linkage - 1)) break;
+      q += sizeof linkage - 1, m -= sizeof linkage - 1;
+    }
+    for (size_t p = 0; p < len; p++) {
+      size_t l = common(text + p, q, len - p < m ? len - p : m);
+      for (; l > 0; l--) { /* the piece, then its namespaces' braces, then the end or the next segment */
+        const char *r = q + l;
+        size_t rn = m - l, c = 0;
+        while (c < opens && rn >= 2 && !memcmp(r, " }", 2)) r += 2, rn -= 2, c++;
+        if (c < opens) continue;
+        if (rn == 0) return true;
+        if (r[0] == '\n' && cuda_segments(text, len, r + 1, rn - 1, budget - 1)) return true;
+      }
+    }
+  }
+  return false;
+}
 
 static void check_split(const char *text, size_t len, uint64_t seed) {
   kc_runtime *rt = kcf_runtime();
@@ -54,6 +106,10 @@ static void check_split(const char *text, size_t len, uint64_t seed) {
       if (skip && v[i].source[skip - 1] != '\n') continue;
       size_t ol = v[i].len - skip;
       const char *body = v[i].source + skip;
+      if (lang == KC_LANG_CUDA) { /* segments (above) */
+        if (cuda_segments(text, len, body, ol, 8)) own = body;
+        continue;
+      }
       for (int pass = 0; pass < 2 && !own; pass++) {
         if (pass) { /* a definition of a CUDA extern "C" block: the linkage is kcache's */
           if (lang != KC_LANG_CUDA || ol < sizeof linkage - 1 || memcmp(body, linkage, sizeof linkage - 1))
