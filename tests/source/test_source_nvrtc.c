@@ -404,6 +404,13 @@ static void test_cuda_namespaces_and_overloads(void **state) {
   KCT_CONTAINS(nsk,
                "namespace ops { namespace detail { __device__ float add1(float x) { return x + 9.0f; } } }");
   kc__free(rt, nsk);
+  /* a kernel inside a namespace, extern "C" (its name as written) */
+  const char *in_ns = "namespace e {\nextern \"C\" __global__ void k_in_ns(float *y, int n) {\n"
+                      "  if (threadIdx.x < n) y[threadIdx.x] = ops::twice(2.0f) + fo::twice(n);\n}\n}\n";
+  KCT_OK(rt, kc_define_file_lang(rt, "in_ns.cu", in_ns, strlen(in_ns), KC_LANG_CUDA, NULL, NULL, NULL, NULL));
+  ptx = native_ptx("k_in_ns");
+  KCT_CONTAINS(ptx, ".entry k_in_ns(");
+  kc__free(rt, ptx);
   kc__free(rt, before);
   kc__free(rt, after);
   kc__free(rt, edited);
