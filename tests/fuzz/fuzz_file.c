@@ -32,49 +32,57 @@
 
 #include <string.h>
 
-/* The length of the common prefix of a and b (at most n). */
-static size_t common(const char *a, const char *b, size_t n) {
-  size_t i = 0;
-  while (i < n && a[i] == b[i]) i++;
-  return i;
+/* Whether the n bytes at b occur in text. */
+static bool occurs(const char *text, size_t len, const char *b, size_t n) {
+  for (size_t p = 0; n && p + n <= len; p++)
+    if (text[p] == b[0] && !memcmp(text + p, b, n)) return true;
+  return false;
 }
 
-/* CUDA C++: whether b (n bytes) is segments as described above. */
-static bool cuda_segments(const char *text, size_t len, const char *b, size_t n, int budget) {
-  if (n == 0 || budget <= 0) return false;
-  size_t opens = 0;
+/* CUDA C++: whether b from i to n is segments as described above (memo[i]:
+ * 0 not known yet, 1 yes, 2 no; a segment ends only where its namespaces'
+ * braces, then a newline or the end, follow, so this is polynomial). */
+static bool segments_from(const char *text, size_t len, const char *b, size_t n, size_t i, uint8_t *memo) {
+  if (memo[i]) return memo[i] == 1;
+  memo[i] = 2;
+  size_t at = i, opens = 0;
   for (;;) { /* the namespaces it is in, and a namespace declared before an alias */
-    size_t k = n >= 7 && !memcmp(b, "inline ", 7) ? 7 : 0;
-    if (n < k + 10 || memcmp(b + k, "namespace ", 10)) break;
-    size_t j = k + 10;
+    size_t k = n - at >= 7 && !memcmp(b + at, "inline ", 7) ? 7 : 0;
+    if (n - at < k + 10 || memcmp(b + at + k, "namespace ", 10)) break;
+    size_t j = at + k + 10;
     while (j < n && (kc__lx_id_char((unsigned char)b[j]) || b[j] == ':' || b[j] == ' ')) j++;
     if (j + 2 > n || b[j] != '{') break;
-    if (b[j + 1] == ' ') opens++, j += 2;
-    else if (j + 3 <= n && b[j + 1] == '}' && b[j + 2] == ' ') j += 3;
+    if (b[j + 1] == ' ') opens++, at = j + 2;
+    else if (j + 3 <= n && b[j + 1] == '}' && b[j + 2] == ' ') at = j + 3;
     else break;
-    b += j, n -= j;
   }
   static const char linkage[] = "extern \"C\" ";
   for (int pass = 0; pass < 2; pass++) {
-    const char *q = b;
-    size_t m = n;
+    size_t q = at;
     if (pass) { /* a definition of an extern "C" block: the linkage is kcache's */
-      if (m < sizeof linkage - 1 || memcmp(q, linkage, sizeof linkage - 1)) break;
-      q += sizeof linkage - 1, m -= sizeof linkage - 1;
+      if (n - q < sizeof linkage - 1 || memcmp(b + q, linkage, sizeof linkage - 1)) break;
+      q += sizeof linkage - 1;
     }
-    for (size_t p = 0; p < len; p++) {
-      size_t l = common(text + p, q, len - p < m ? len - p : m);
-      for (; l > 0; l--) { /* the piece, then its namespaces' braces, then the end or the next segment */
-        const char *r = q + l;
-        size_t rn = m - l, c = 0;
-        while (c < opens && rn >= 2 && !memcmp(r, " }", 2)) r += 2, rn -= 2, c++;
-        if (c < opens) continue;
-        if (rn == 0) return true;
-        if (r[0] == '\n' && cuda_segments(text, len, r + 1, rn - 1, budget - 1)) return true;
+    for (size_t e = q + 1; e <= n; e++) { /* the piece b[q, e), its braces, then the end or a newline */
+      size_t r = e, c = 0;
+      while (c < opens && n - r >= 2 && !memcmp(b + r, " }", 2)) r += 2, c++;
+      if (c < opens || (r < n && b[r] != '\n')) continue;
+      if (!occurs(text, len, b + q, e - q)) continue;
+      if (r == n || segments_from(text, len, b, n, r + 1, memo)) {
+        memo[i] = 1;
+        return true;
       }
     }
   }
   return false;
+}
+
+static bool cuda_segments(const char *text, size_t len, const char *b, size_t n) {
+  uint8_t *memo = calloc(n + 1, 1);
+  if (!memo) abort();
+  bool ok = n > 0 && segments_from(text, len, b, n, 0, memo);
+  free(memo);
+  return ok;
 }
 
 static void check_split(const char *text, size_t len, uint64_t seed) {
@@ -107,7 +115,7 @@ static void check_split(const char *text, size_t len, uint64_t seed) {
       size_t ol = v[i].len - skip;
       const char *body = v[i].source + skip;
       if (lang == KC_LANG_CUDA) { /* segments (above) */
-        if (cuda_segments(text, len, body, ol, 8)) own = body;
+        if (cuda_segments(text, len, body, ol)) own = body;
         continue;
       }
       for (int pass = 0; pass < 2 && !own; pass++) {
