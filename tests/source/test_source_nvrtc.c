@@ -377,6 +377,17 @@ static void test_cuda_namespaces_and_overloads(void **state) {
    * unit of the kernel that only calls the other overload changes too */
   char *before = cuda_unit("only_float");
   KCT_CONTAINS(before, "(float)x * 2.0f");
+  /* the closure's edge on twice: what ends code compiled from it */
+  kc__spec *spec;
+  KCT_OK(rt, kc__spec_intern(rt, "only_float", "", &spec));
+  kc__closure c0;
+  KCT_OK(rt, kc__resolve(rt, spec, kc_world_latest(rt), &c0));
+  kc__def *old = NULL;
+  for (uint32_t i = 0; i < c0.nedges; i++)
+    if (!strcmp(c0.edges[i].binding->name, "twice")) old = c0.edges[i].def;
+  kc__closure_free(rt, &c0);
+  assert_non_null(old);
+  assert_true(atomic_load(&old->max_world) == KC_WORLD_FOREVER);
   char *edited = kc__strdup(rt, ns_cu);
   char *at = strstr(edited, "(float)x * 2.0f");
   memcpy(at, "(float)x * 4.0f", 15);
@@ -387,6 +398,7 @@ static void test_cuda_namespaces_and_overloads(void **state) {
   assert_int_equal(changed, 1);
   assert_string_equal(seen, "twice ");
   assert_true(w1 == w0 + 1);
+  assert_true(atomic_load(&old->max_world) == w0); /* the float overload's users' code ends at w0 too */
   char *after = cuda_unit("only_float");
   KCT_CONTAINS(after, "(float)x * 4.0f");
   assert_null(strstr(after, "(float)x * 2.0f"));
