@@ -9,6 +9,13 @@
  * definition's text may be (kc__check_source), and the enumerators it
  * declares (kc__declare_*), are the table's (table.c).
  *
+ * In CUDA C++ (kc_define_file_lang) the splitter also reads extern "C"
+ * and namespace blocks through (each definition filed with its linkage and
+ * its namespaces around it), joins a name defined again (overloads, one
+ * name in two namespaces) and an out-of-line member (Acc::get) to the
+ * first definition of that name (of its class), and refuses what it cannot
+ * file so that every use is found (operators, top-level using, ...).
+ *
  * The splitter, like the scanner, takes (pointer, length), never reads past
  * it and fails only with a status and a message that names the line.
  */
