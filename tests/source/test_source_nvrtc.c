@@ -423,6 +423,15 @@ static void test_cuda_namespaces_and_overloads(void **state) {
   ptx = native_ptx("k_in_ns");
   KCT_CONTAINS(ptx, ".entry k_in_ns(");
   kc__free(rt, ptx);
+  /* a template kernel (a name expression) that calls both overloads */
+  KCT_OK(rt, kc_define_lang(rt, "tscale",
+                            "template <typename T> __global__ void tscale(T *y) { y[0] = ops::twice(y[0]) + "
+                            "ops::twice(3); }",
+                            KC_LANG_CUDA, NULL));
+  assert_true(in_closure("tscale<float>", "twice"));
+  ptx = native_ptx("tscale<float>");
+  KCT_CONTAINS(ptx, ".entry _Z6tscaleIfEvPT_(");
+  kc__free(rt, ptx);
   kc__free(rt, before);
   kc__free(rt, after);
   kc__free(rt, edited);
