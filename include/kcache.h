@@ -589,8 +589,9 @@ kc_status kc_define_file_ex(kc_runtime *rt, const char *file, const char *text, 
  *                    A name expression is an identifier, then <...> of
  *                    identifiers, numbers, spaces and ",:*&.+-()"; on
  *                    another language's kernel it is refused (KC_EINVAL).
- *                    Namespaces are not read: a kernel or a helper is a
- *                    top-level definition.
+ *                    A template kernel is named without a namespace: it
+ *                    is a top-level definition. C++ in a file: see
+ *                    kc_define_file_lang.
  * A native kernel is found by its name with kc_kernel_create and launched
  * like any other: its parameter list is read from its text (pointers are
  * buffers, __local/__shared__ pointers local memory sizes, the rest
@@ -635,7 +636,19 @@ kc_status kc_define_lang(kc_runtime *rt, const char *name, const char *source, k
  * (KC_LANG_DIALECT is kc_define_file_ex). Reloading the file under another
  * language redefines every name. In CUDA C++, an extern "C" { ... } block
  * at the top level is read through: each definition in it is filed with
- * extern "C" before it (a #define as it is). */
+ * extern "C" before it (a #define as it is). So are namespace blocks
+ * (nested, unnamed, A::B, inline): each definition in one is filed under
+ * its own name with its namespaces around it, and a use of N::f depends
+ * on f and on the name N (an over-approximation). A name defined again in
+ * the file (overloads, or one name in two namespaces) is one definition
+ * of all its texts, so users of any of them depend on all; a member
+ * function defined out of line (Acc::get() const, Box<T>::get) joins its
+ * class, which must come before it; a top-level namespace alias
+ * (namespace M = N;) is filed as M with namespace N {} before it. Refused
+ * with KC_EINVAL and the line: an operator defined on its own, using
+ * namespace/using N::f at the top level, a member of a class the file has
+ * not defined before it, #include inside a namespace, a macro defined
+ * twice. In OpenCL C and the dialect a name is defined once per file. */
 kc_status kc_define_file_lang(kc_runtime *rt, const char *file, const char *text, size_t len,
                               kc_language lang, kc_change_fn on_change, void *user, size_t *changed,
                               kc_world *new_world);

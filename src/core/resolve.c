@@ -206,7 +206,10 @@ static bool visit_ident(void *ud, const kc__ident *id) {
   const char *s = id->start;
   size_t n = id->len;
   if (is_self(wk, s, n)) {
-    if (!wk->seen_self || !id->call) { /* its declarator, or a type naming itself (struct P ... P) */
+    /* its declarator, or a type naming itself (struct P ... P); in CUDA C++
+     * also one overload calling another of the one definition of their
+     * name (source_file.c), which CUDA compiles as recursion too */
+    if (!wk->seen_self || !id->call || wk->current->lang == KC_LANG_CUDA) {
       wk->seen_self = true;
       return true;
     }
@@ -218,12 +221,16 @@ static bool visit_ident(void *ud, const kc__ident *id) {
       is_spec_key(wk->spec, s, n))
     return true;
   /* a native definition's built-in (get_global_id, threadIdx) that the
-   * table has never defined: no lookup of its own, but one on the
-   * language's watcher, which a definition of any built-in name ends */
+   * table does not define at this world: no lookup of its own, but one on
+   * the language's watcher, which a definition of any built-in name ends.
+   * At this world, not ever: the closure (and the status of a failed
+   * compile, which names the undefined names it looked up) is the world's
+   * alone, whatever the table held before (the oracle found a name once
+   * defined, then undefined, looked up where a cold compile did not) */
   uint8_t lang = wk->current->lang;
   if (lang && kc__lang_builtin(lang, s, n)) {
     kc__binding *known = kc__binding_find(wk->rt, s, n);
-    if (!known || !known->defs) {
+    if (!known || !kc__visible_def(known, wk->world)) {
       kc__binding *w = kc__lang_watcher(wk->rt, lang, true);
       return w ? add_edge(wk, w, NULL, false) : oom(wk);
     }

@@ -9,6 +9,13 @@
  * definition's text may be (kc__check_source), and the enumerators it
  * declares (kc__declare_*), are the table's (table.c).
  *
+ * In CUDA C++ (kc_define_file_lang) the splitter also reads extern "C"
+ * and namespace blocks through (each definition filed with its linkage and
+ * its namespaces around it), joins a name defined again (overloads, one
+ * name in two namespaces) and an out-of-line member (Acc::get) to the
+ * first definition of that name (of its class), and refuses what it cannot
+ * file so that every use is found (operators, top-level using, ...).
+ *
  * The splitter, like the scanner, takes (pointer, length), never reads past
  * it and fails only with a status and a message that names the line.
  */
@@ -27,7 +34,21 @@ typedef struct piece {
   size_t nlen;
   size_t line;
   bool externc; /* in a CUDA extern "C" { ... } block: filed with extern "C" before it */
+  bool macro;
+  size_t open, openlen; /* CUDA: the namespaces it is in, "namespace N { ", in sp->opens */
+  unsigned nclose; /* the braces that close them */
+  size_t head; /* CUDA: the first piece of its name (itself if none before it) */
 } piece;
+
+/* CUDA C++: a block the file's definitions stand in (extern "C" { } or
+ * namespace N { }), and what was open before it. */
+typedef struct wrap {
+  bool externc;
+  size_t open, openlen;
+  size_t at; /* where it opens (for the message of a file that ends inside) */
+} wrap;
+
+enum { WRAP_MAX = 16 };
 
 typedef struct splitter {
   kc_runtime *rt;
@@ -39,6 +60,10 @@ typedef struct splitter {
   kc_status st;
   uint8_t lang; /* the file's kc_language */
   bool externc; /* inside a top-level extern "C" { ... } block (CUDA C++) */
+  kc__sb opens; /* every namespace opener so far, one after the other */
+  size_t open, openlen; /* the current one in opens ("" outside namespaces) */
+  wrap wraps[WRAP_MAX]; /* the blocks open now, outermost first */
+  unsigned nwraps, nns; /* how many; how many of them are namespaces */
 } splitter;
 
 static size_t line_at(const char *t, size_t at) {
@@ -61,22 +86,71 @@ static bool nameable(const char *s, size_t n) {
          !(n >= 3 && (!memcmp(s, "KC_", 3) || !memcmp(s, "kc_", 3)));
 }
 
-static void add(splitter *sp, size_t start, size_t end, const char *name, size_t nlen) {
+/* The end of the word at i if it is w (0 if not). */
+static size_t word_at(const splitter *sp, size_t i, const char *w) {
+  size_t n = strlen(w);
+  if (i + n > sp->len || memcmp(sp->t + i, w, n) ||
+      (i + n < sp->len && kc__lx_id_char((unsigned char)sp->t[i + n])))
+    return 0;
+  return i + n;
+}
+
+/* The end of a name path at i (N, A::B, ::A; no blanks inside), i if none. */
+static size_t path_end(const splitter *sp, size_t i) {
+  const char *t = sp->t;
+  size_t j = i;
+  for (;;) {
+    if (j + 1 < sp->len && t[j] == ':' && t[j + 1] == ':') j += 2;
+    if (j >= sp->len || !kc__lx_id_start((unsigned char)t[j])) return j > i && t[j - 1] != ':' ? j : i;
+    while (j < sp->len && kc__lx_id_char((unsigned char)t[j])) j++;
+    if (!(j + 1 < sp->len && t[j] == ':' && t[j + 1] == ':')) return j;
+  }
+}
+
+/* A new opener in sp->opens: the current one, then `more`; its offset. */
+static size_t opener_with(splitter *sp, const char *more) {
+  size_t open = sp->opens.len;
+  char *cur = kc__strndup(sp->rt, sp->opens.buf ? sp->opens.buf + sp->open : "", sp->openlen);
+  if (!cur) {
+    sp->st = kc__err(sp->rt, KC_ENOMEM, "kc_define_file: out of memory");
+    return open;
+  }
+  kc__sb_puts(&sp->opens, cur); /* a copy: opens may move as it grows */
+  kc__sb_puts(&sp->opens, more);
+  kc__free(sp->rt, cur);
+  return open;
+}
+
+/* A piece named name. In CUDA C++ a name defined again (overloads, or the
+ * same name in two namespaces) joins the first piece of that name: one
+ * definition of all of them, in the file's order, so that whatever uses
+ * the name depends on every one (an over-approximation). A macro's name
+ * stays one definition in every language. */
+static void add(splitter *sp, size_t start, size_t end, const char *name, size_t nlen, bool macro) {
   bool ok;
   KC__GROW(&sp->rt->heap, sp->v, sp->cap, sp->n + 1, 16, &ok);
   if (!ok) {
     sp->st = kc__err(sp->rt, KC_ENOMEM, "kc_define_file: out of memory");
     return;
   }
-  for (size_t i = 0; i < sp->n; i++)
-    if (sp->v[i].nlen == nlen && !memcmp(sp->v[i].name, name, nlen)) {
-      char msg[160];
-      snprintf(msg, sizeof msg, "'%.*s' is defined twice (first at line %zu): one definition per name",
-               (int)(nlen < 80 ? nlen : 80), name, sp->v[i].line);
+  size_t head = sp->n;
+  for (size_t i = 0; i < sp->n && head == sp->n; i++)
+    if (sp->v[i].head == i && sp->v[i].nlen == nlen && !memcmp(sp->v[i].name, name, nlen)) {
+      if (sp->lang == KC_LANG_CUDA && !macro && !sp->v[i].macro) {
+        head = i;
+        break;
+      }
+      char msg[200];
+      snprintf(msg, sizeof msg, "'%.*s' is defined twice (first at line %zu): one definition per name%s",
+               (int)(nlen < 80 ? nlen : 80), name, sp->v[i].line,
+               sp->lang == KC_LANG_CUDA ? " (a macro's name cannot be defined again)" : "");
       fail(sp, start, msg);
       return;
     }
-  sp->v[sp->n++] = (piece){start, end, sp->pro.len, name, nlen, line_at(sp->t, start), sp->externc};
+  sp->v[sp->n] = (piece){start,       end,   sp->pro.len, name,        nlen,    line_at(sp->t, start),
+                         sp->externc, macro, sp->open,    sp->openlen, sp->nns, head};
+  if (macro) sp->v[sp->n].externc = false, sp->v[sp->n].openlen = 0, sp->v[sp->n].nclose = 0;
+  sp->n++;
 }
 
 /* A preprocessor line at the top level, '#' at i; returns its end. */
@@ -97,8 +171,9 @@ static size_t top_directive(splitter *sp, size_t i) {
     size_t a = kc__lx_next(t, e, k, true), b = a;
     while (b < e && kc__lx_id_char((unsigned char)t[b])) b++;
     if (b == a || !kc__lx_id_start((unsigned char)t[a])) fail(sp, i, "#define without a name");
-    else add(sp, i, e, t + a, b - a);
-    if (!sp->st && sp->n) sp->v[sp->n - 1].externc = false; /* a macro has no linkage */
+    else add(sp, i, e, t + a, b - a, true); /* a macro has no linkage and no namespace */
+  } else if (sp->nns && word(t + j, k - j, "include")) {
+    fail(sp, i, "an #include inside a namespace block is not supported (include it at the top level)");
   } else if (word(t + j, k - j, "include") || word(t + j, k - j, "pragma")) {
     kc__sb_append(&sp->pro, t + i, e - i); /* every definition after it sees it */
     kc__sb_puts(&sp->pro, "\n");
@@ -115,6 +190,13 @@ static size_t top_directive(splitter *sp, size_t i) {
 typedef struct decl {
   size_t start;
   bool any, is_typedef, saw_eq, fn_body;
+  bool qualified; /* CUDA C++: the last word at depth 0 is const, noexcept, ... (after a member's list) */
+  bool op; /* CUDA C++: `operator` at depth 0 */
+  bool using_; /* CUDA C++: it starts with `using` */
+  bool colons; /* CUDA C++: the last token at depth 0 is `::` */
+  int angle; /* CUDA C++: template brackets open at depth 0 */
+  const char *lastid, *scope, *fn_scope; /* the last name; the one before `::`; before the function's */
+  size_t lastidl, scopel, fn_scopel;
   int paren, bracket;
   char last; /* the last significant character at depth 0 */
   const char *fn, *last0, *first1, *tag; /* names: in call position, last, first in parens, after struct */
@@ -122,19 +204,48 @@ typedef struct decl {
   bool after_tagkw;
 } decl;
 
-static void decl_ident(decl *d, const char *t, size_t s, size_t e, bool call) {
+static void decl_ident(decl *d, const char *t, size_t s, size_t e, bool call, uint8_t lang) {
   size_t n = e - s;
   if (!d->any && word(t + s, n, "typedef")) d->is_typedef = true;
+  if (lang == KC_LANG_CUDA && d->paren == 0) {
+    d->qualified = word(t + s, n, "const") || word(t + s, n, "noexcept") || word(t + s, n, "override") ||
+                   word(t + s, n, "final") || word(t + s, n, "volatile");
+    if (!d->saw_eq && word(t + s, n, "operator")) d->op = true;
+    if (!d->any && word(t + s, n, "using")) d->using_ = true;
+  }
   bool kw = word(t + s, n, "struct") || word(t + s, n, "union") || word(t + s, n, "enum");
   if (d->after_tagkw && !d->tag && nameable(t + s, n)) d->tag = t + s, d->tagl = n;
   d->after_tagkw = kw;
   if (d->saw_eq || d->bracket) return;
   /* a function's name may be a reserved one, for kc_define_file to refuse */
   bool fn_ok = !kc__is_keyword(t + s, n) && !(n >= 2 && t[s] == '_' && t[s + 1] == '_');
-  if (d->paren == 0 && call && !d->fn_body && fn_ok) d->fn = t + s, d->fnl = n;
+  if (d->paren == 0 && call && !d->fn_body && fn_ok) {
+    d->fn = t + s, d->fnl = n;
+    d->fn_scope = d->colons ? d->scope : NULL, d->fn_scopel = d->colons ? d->scopel : 0;
+  }
+  if (d->paren == 0 && d->angle == 0) d->lastid = t + s, d->lastidl = n;
+  d->colons = false;
   if (!nameable(t + s, n)) return;
   if (d->paren == 0) d->last0 = t + s, d->last0l = n;
   else if (d->paren == 1 && !d->first1) d->first1 = t + s, d->first1l = n;
+}
+
+/* CUDA C++: a namespace alias (namespace M = N;) at the top level is filed
+ * as M, with `namespace N {} ` before it, so that it compiles wherever the
+ * closure puts it (before the definitions in N, or with N from a header). */
+static void namespace_alias(splitter *sp, piece *p) {
+  size_t j = word_at(sp, p->start, "namespace");
+  if (!j) return;
+  j = kc__lx_next(sp->t, p->end, j, false);
+  j = kc__lx_next(sp->t, p->end, path_end(sp, j), false);
+  if (j >= p->end || sp->t[j] != '=') return;
+  size_t a = kc__lx_next(sp->t, p->end, j + 1, false), b = path_end(sp, a);
+  if (sp->nns || b == a || b - a > 250 || sp->t[a] == ':') return; /* ::N, or in a namespace: as written */
+  char more[280];
+  snprintf(more, sizeof more, "namespace %.*s {} ", (int)(b - a), sp->t + a);
+  size_t open = opener_with(sp, more);
+  p->open = open;
+  p->openlen = sp->opens.len - open;
 }
 
 /* The end of a declaration: its name, then the piece (prototypes skipped). */
@@ -142,26 +253,115 @@ static void decl_end(splitter *sp, decl *d, size_t end) {
   if (!d->any) return;
   const char *name = NULL;
   size_t n = 0;
-  if (d->fn_body) name = d->fn, n = d->fnl;
+  if (d->op) {
+    fail(sp, d->start,
+         "an operator (operator+, ...) cannot be a definition of its own: kcache finds what a kernel uses "
+         "by the names it mentions, and `a + b` mentions none; define it inside the struct it works on, or "
+         "in a header (kc_define of \"ops.h\") that the kernel includes");
+    return;
+  }
+  if (d->using_ && !d->saw_eq) {
+    fail(sp, d->start,
+         "a using-directive or using-declaration (using namespace N; using N::f;) at the top level is not "
+         "supported: name N::f where it is used, or write the using inside the function that needs it");
+    return;
+  }
+  if (d->fn_body && d->fn_scope) { /* C++: Acc::get() {...}: a member, with its class (earlier in the file) */
+    name = d->fn_scope, n = d->fn_scopel;
+    bool known = false;
+    for (size_t i = 0; i < sp->n && !known; i++)
+      known = sp->v[i].nlen == n && !memcmp(sp->v[i].name, name, n);
+    if (!known) {
+      char msg[300];
+      snprintf(msg, sizeof msg,
+               "'%.*s::%.*s' is defined outside '%.*s', which this file does not define before it: a member "
+               "function defined out of line joins its class's definition, which must come first in the "
+               "file (a namespace's function is defined inside namespace %.*s { ... })",
+               (int)(n < 60 ? n : 60), name, (int)(d->fnl < 60 ? d->fnl : 60), d->fn, (int)(n < 60 ? n : 60),
+               name, (int)(n < 60 ? n : 60), name);
+      fail(sp, d->start, msg);
+      return;
+    }
+  } else if (d->fn_body) name = d->fn, n = d->fnl;
   else if (d->is_typedef) name = d->last0 ? d->last0 : d->first1, n = d->last0 ? d->last0l : d->first1l;
   else if (d->fn && !d->saw_eq && d->last0 == d->fn) return; /* a prototype: the table orders definitions */
   else if (d->tag && (!d->last0 || d->last0 == d->tag)) name = d->tag, n = d->tagl;
   else name = d->last0, n = d->last0l;
   if (!name) fail(sp, d->start, "cannot tell the name of this definition");
-  else add(sp, d->start, end, name, n);
+  else add(sp, d->start, end, name, n, false);
+  if (!sp->st && sp->lang == KC_LANG_CUDA) namespace_alias(sp, &sp->v[sp->n - 1]);
 }
 
-/* CUDA C++: the end of `extern "C" {` at i (just past its brace), or 0
- * if the text at i is not that. */
-static size_t externc_open(const splitter *sp, size_t i) {
+/* Enters `[inline] namespace name {` (name: "" for an unnamed one). */
+static void push_namespace(splitter *sp, const char *name, bool inline_, size_t at) {
+  if (sp->nwraps == WRAP_MAX) {
+    fail(sp, at, "namespaces and extern \"C\" blocks nested deeper than 16");
+    return;
+  }
+  sp->wraps[sp->nwraps++] = (wrap){false, sp->open, sp->openlen, at};
+  char more[320];
+  snprintf(more, sizeof more, "%snamespace %s%s{ ", inline_ ? "inline " : "", name, *name ? " " : "");
+  size_t open = opener_with(sp, more);
+  sp->open = open;
+  sp->openlen = sp->opens.len - open;
+  sp->nns++;
+}
+
+/* CUDA C++: the end of `extern "C" {` or `[inline] namespace [N] {` at i
+ * (just past its brace), having entered it; 0 if the text at i is not
+ * that. */
+static size_t wrap_open(splitter *sp, size_t i) {
   const char *t = sp->t;
-  if (sp->lang != KC_LANG_CUDA || i + 6 > sp->len || memcmp(t + i, "extern", 6) ||
-      (i + 6 < sp->len && kc__lx_id_char((unsigned char)t[i + 6])))
+  if (sp->lang != KC_LANG_CUDA) return 0;
+  size_t j = word_at(sp, i, "extern");
+  if (j) {
+    j = kc__lx_next(t, sp->len, j, false);
+    if (j + 3 > sp->len || memcmp(t + j, "\"C\"", 3)) return 0;
+    j = kc__lx_next(t, sp->len, j + 3, false);
+    if (j >= sp->len || t[j] != '{') return 0;
+    for (unsigned k = 0; k < sp->nwraps; k++)
+      if (sp->wraps[k].externc) {
+        fail(sp, i, "an extern \"C\" block inside another is not supported");
+        return 0;
+      }
+    if (sp->nwraps == WRAP_MAX) {
+      fail(sp, i, "namespaces and extern \"C\" blocks nested deeper than 16");
+      return 0;
+    }
+    sp->wraps[sp->nwraps++] = (wrap){true, sp->open, sp->openlen, i};
+    sp->externc = true; /* read through: its definitions are the file's */
+    return j + 1;
+  }
+  bool inline_ = false;
+  if ((j = word_at(sp, i, "inline")) != 0) {
+    inline_ = true;
+    i = kc__lx_next(t, sp->len, j, false);
+  }
+  if ((j = word_at(sp, i, "namespace")) == 0) return 0;
+  size_t a = kc__lx_next(t, sp->len, j, false), b = path_end(sp, a);
+  size_t k = kc__lx_next(t, sp->len, b, false);
+  if (k >= sp->len || t[k] != '{') return 0; /* an alias (namespace M = N;): a declaration */
+  if (a < sp->len && t[a] == ':') {
+    fail(sp, a, "a namespace's name cannot start with '::'");
     return 0;
-  size_t j = kc__lx_next(t, sp->len, i + 6, false);
-  if (j + 3 > sp->len || memcmp(t + j, "\"C\"", 3)) return 0;
-  j = kc__lx_next(t, sp->len, j + 3, false);
-  return j < sp->len && t[j] == '{' ? j + 1 : 0;
+  }
+  if (b - a > 250) {
+    fail(sp, a, "a namespace's name longer than 250 bytes");
+    return 0;
+  }
+  char name[260];
+  snprintf(name, sizeof name, "%.*s", (int)(b - a), t + a);
+  push_namespace(sp, name, inline_, i);
+  return k + 1;
+}
+
+/* CUDA C++: the '}' that closes the innermost block, at the top level. */
+static void wrap_close(splitter *sp) {
+  wrap *w = &sp->wraps[--sp->nwraps];
+  if (w->externc) sp->externc = false;
+  else sp->nns--;
+  sp->open = w->open;
+  sp->openlen = w->openlen;
 }
 
 /* Longer than 80 lines on purpose: one pass over the file, a branch per
@@ -186,13 +386,11 @@ static void split(splitter *sp) {
       if (depth > 0) i = kc__lx_line_end(t, len, i); /* inside a body: the definition's own */
       else if (d.any) fail(sp, i, "a preprocessor line inside a top-level declaration is not supported");
       else i = top_directive(sp, i);
-    } else if (!d.any && depth == 0 && (s = externc_open(sp, i)) != 0) {
-      if (sp->externc) fail(sp, i, "an extern \"C\" block inside another is not supported");
-      sp->externc = true; /* read through: its definitions are the file's */
-      line_start = false;
+    } else if (!d.any && depth == 0 && (s = wrap_open(sp, i)) != 0) {
+      line_start = false; /* read through: its definitions are the file's */
       i = s;
-    } else if (!d.any && depth == 0 && sp->externc && c == '}') {
-      sp->externc = false;
+    } else if (!d.any && depth == 0 && sp->nwraps && c == '}') {
+      wrap_close(sp);
       line_start = false;
       i++;
     } else {
@@ -210,9 +408,22 @@ static void split(splitter *sp) {
           break;
         }
         size_t nx = kc__lx_next(t, len, e, false);
-        if (depth == 0 && kc__lx_id_start(c)) decl_ident(&d, t, i, e, nx < len && t[nx] == '(');
+        if (depth == 0 && kc__lx_id_start(c)) decl_ident(&d, t, i, e, nx < len && t[nx] == '(', sp->lang);
         i = e;
       } else {
+        if (depth == 0 && c == ':' && i + 1 < len && t[i + 1] == ':' && sp->lang == KC_LANG_CUDA) {
+          if (d.paren == 0) d.scope = d.lastid, d.scopel = d.lastidl; /* Acc::get, Acc<T>::get */
+          d.colons = d.paren == 0;
+          d.last = ':';
+          d.any = true;
+          i += 2;
+          continue;
+        }
+        if (depth == 0 && d.paren == 0 && !d.saw_eq && sp->lang == KC_LANG_CUDA) {
+          if (c == '<') d.angle++;
+          else if (c == '>' && d.angle > 0) d.angle--;
+        }
+        if (depth == 0) d.colons = false;
         if (depth == 0) {
           if (c == '(') d.paren++;
           else if (c == ')' && d.paren > 0) d.paren--;
@@ -221,7 +432,9 @@ static void split(splitter *sp) {
           else if (c == '=' && d.paren == 0) d.saw_eq = true;
         }
         if (c == '{') {
-          if (depth == 0 && d.last == ')' && d.paren == 0 && !d.saw_eq) d.fn_body = true;
+          /* a function's body: after its parameter list, or (C++) after a qualifier of a member's */
+          if (depth == 0 && (d.last == ')' || (d.qualified && d.fn)) && d.paren == 0 && !d.saw_eq)
+            d.fn_body = true;
           depth++;
         } else if (c == '}') {
           if (depth == 0) fail(sp, i, "'}' without its '{'");
@@ -244,7 +457,10 @@ static void split(splitter *sp) {
     }
   }
   if (!sp->st && (depth > 0 || d.any)) fail(sp, d.start, "the file ends inside this definition");
-  if (!sp->st && sp->externc) fail(sp, len, "the file ends inside an extern \"C\" block");
+  if (!sp->st && sp->nwraps)
+    fail(sp, sp->wraps[sp->nwraps - 1].at,
+         sp->wraps[sp->nwraps - 1].externc ? "the file ends inside this extern \"C\" block"
+                                           : "the file ends inside this namespace");
 }
 
 /* --------------------------------------------------------- file records */
@@ -461,34 +677,43 @@ kc_status kc__split_file_lang(kc_runtime *rt, const char *file, const char *text
   *n = 0;
   splitter sp = {.rt = rt, .file = file, .t = text, .len = len, .lang = lang};
   kc__sb_init(&sp.pro, kc__rt_heap(rt));
+  kc__sb_init(&sp.opens, kc__rt_heap(rt));
   if (memchr(text, 0, len)) fail(&sp, (size_t)((const char *)memchr(text, 0, len) - text), "a NUL byte");
   else split(&sp);
-  if (!sp.st && sp.pro.failed) sp.st = kc__err(rt, KC_ENOMEM, "kc_define_file: out of memory");
+  if (!sp.st && (sp.pro.failed || sp.opens.failed))
+    sp.st = kc__err(rt, KC_ENOMEM, "kc_define_file: out of memory");
   kc__change *v = sp.st ? NULL : kc__calloc(rt, (sp.n ? sp.n : 1) * sizeof *v);
   if (!sp.st && !v) sp.st = kc__err(rt, KC_ENOMEM, "kc_define_file: out of memory");
   for (size_t i = 0; !sp.st && i < sp.n; i++) {
     const piece *p = &sp.v[i];
-    char *name = kc__strndup(rt, p->name, p->nlen);
-    static const char linkage[] = "extern \"C\" ";
-    size_t pre = p->externc && !(p->end - p->start >= 6 && !memcmp(text + p->start, "extern", 6))
-                     ? sizeof linkage - 1
-                     : 0;
-    char *src = kc__alloc(rt, p->pro + pre + (p->end - p->start) + 1);
+    if (p->head != i) continue; /* joined the first piece of its name */
+    size_t pro = p->pro; /* the prologue: up to the last piece of the name */
+    for (size_t j = i + 1; j < sp.n; j++)
+      if (sp.v[j].head == i) pro = sp.v[j].pro;
+    kc__sb sb;
+    kc__sb_init(&sb, kc__rt_heap(rt));
+    kc__sb_append(&sb, sp.pro.buf ? sp.pro.buf : "", pro);
+    for (size_t j = i; j < sp.n; j++) {
+      const piece *q = &sp.v[j];
+      if (q->head != i) continue;
+      if (j != i) kc__sb_puts(&sb, "\n");
+      kc__sb_append(&sb, sp.opens.buf ? sp.opens.buf + q->open : "", q->openlen);
+      if (q->externc && !(q->end - q->start >= 6 && !memcmp(text + q->start, "extern", 6)))
+        kc__sb_puts(&sb, "extern \"C\" ");
+      kc__sb_append(&sb, text + q->start, q->end - q->start);
+      for (unsigned k = 0; k < q->nclose; k++) kc__sb_puts(&sb, " }");
+    }
+    size_t total = sb.len;
+    char *src = kc__sb_take(&sb), *name = kc__strndup(rt, p->name, p->nlen);
     if (!name || !src) {
       kc__free(rt, name);
       kc__free(rt, src);
       sp.st = kc__err(rt, KC_ENOMEM, "kc_define_file: out of memory");
       break;
     }
-    if (p->pro) memcpy(src, sp.pro.buf, p->pro);
-    memcpy(src + p->pro, linkage, pre);
-    memcpy(src + p->pro + pre, text + p->start, p->end - p->start);
-    size_t total = p->pro + pre + (p->end - p->start);
-    src[total] = 0;
-    v[i] = (kc__change){name, src, total, false, lang};
-    *n = i + 1;
-    if (kc__check_source(rt, name, src, v[i].len) !=
-        KC_OK) { /* what the splitter and the scanner disagree on */
+    v[*n] = (kc__change){name, src, total, false, lang};
+    ++*n;
+    if (kc__check_source(rt, name, src, total) != KC_OK) { /* what the splitter and the scanner disagree on */
       sp.st = kc__err(rt, KC_EINVAL,
                       "kc_define_file: %s:%zu: this definition, filed as '%s', does not define that name as "
                       "the preprocessor reads it (a name split by a line splice, or a directive that does "
@@ -498,6 +723,7 @@ kc_status kc__split_file_lang(kc_runtime *rt, const char *file, const char *text
     }
   }
   kc__sb_free(&sp.pro);
+  kc__sb_free(&sp.opens);
   kc__free(rt, sp.v);
   if (sp.st) {
     kc__free_changes(rt, v, *n);

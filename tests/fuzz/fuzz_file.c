@@ -13,8 +13,13 @@
  * makes (it mentions its name); two splits agree; nothing is left
  * allocated; when the Nth allocation fails, KC_ENOMEM and no leak. Odd
  * seeds split the input as CUDA C++ (kc__split_file_lang: extern "C"
- * blocks read through), whose pieces may start with an extern "C " the
- * input has before their block instead.
+ * blocks and namespace blocks read through, a name defined again joined
+ * to its first definition): there a definition's text after the prologue
+ * is one or more segments joined by newlines, each a piece of the input
+ * with the namespaces it is in around it ("namespace a { namespace b { "
+ * ... " } }"), a namespace declared before an alias ("namespace N {} "),
+ * and an extern "C " the input has before its block instead; the pieces'
+ * order is not checked there (a joined one comes back).
  *
  * Checked for the inlining: the input as the header "h.h" of a definition
  * that includes it (and itself, if the input includes "h.h": nesting is
@@ -23,7 +28,62 @@
  */
 #include "fuzz.h"
 
+#include "core/lex.h"
+
 #include <string.h>
+
+/* Whether the n bytes at b occur in text. */
+static bool occurs(const char *text, size_t len, const char *b, size_t n) {
+  for (size_t p = 0; n && p + n <= len; p++)
+    if (text[p] == b[0] && !memcmp(text + p, b, n)) return true;
+  return false;
+}
+
+/* CUDA C++: whether b from i to n is segments as described above (memo[i]:
+ * 0 not known yet, 1 yes, 2 no; a segment ends only where its namespaces'
+ * braces, then a newline or the end, follow, so this is polynomial). */
+static bool segments_from(const char *text, size_t len, const char *b, size_t n, size_t i, uint8_t *memo) {
+  if (memo[i]) return memo[i] == 1;
+  memo[i] = 2;
+  size_t at = i, opens = 0;
+  for (;;) { /* the namespaces it is in, and a namespace declared before an alias */
+    size_t k = n - at >= 7 && !memcmp(b + at, "inline ", 7) ? 7 : 0;
+    if (n - at < k + 10 || memcmp(b + at + k, "namespace ", 10)) break;
+    size_t j = at + k + 10;
+    while (j < n && (kc__lx_id_char((unsigned char)b[j]) || b[j] == ':' || b[j] == ' ')) j++;
+    if (j + 2 > n || b[j] != '{') break;
+    if (b[j + 1] == ' ') opens++, at = j + 2;
+    else if (j + 3 <= n && b[j + 1] == '}' && b[j + 2] == ' ') at = j + 3;
+    else break;
+  }
+  static const char linkage[] = "extern \"C\" ";
+  for (int pass = 0; pass < 2; pass++) {
+    size_t q = at;
+    if (pass) { /* a definition of an extern "C" block: the linkage is kcache's */
+      if (n - q < sizeof linkage - 1 || memcmp(b + q, linkage, sizeof linkage - 1)) break;
+      q += sizeof linkage - 1;
+    }
+    for (size_t e = q + 1; e <= n; e++) { /* the piece b[q, e), its braces, then the end or a newline */
+      size_t r = e, c = 0;
+      while (c < opens && n - r >= 2 && !memcmp(b + r, " }", 2)) r += 2, c++;
+      if (c < opens || (r < n && b[r] != '\n')) continue;
+      if (!occurs(text, len, b + q, e - q)) continue;
+      if (r == n || segments_from(text, len, b, n, r + 1, memo)) {
+        memo[i] = 1;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+static bool cuda_segments(const char *text, size_t len, const char *b, size_t n) {
+  uint8_t *memo = calloc(n + 1, 1);
+  if (!memo) abort();
+  bool ok = n > 0 && segments_from(text, len, b, n, 0, memo);
+  free(memo);
+  return ok;
+}
 
 static void check_split(const char *text, size_t len, uint64_t seed) {
   kc_runtime *rt = kcf_runtime();
@@ -54,6 +114,10 @@ static void check_split(const char *text, size_t len, uint64_t seed) {
       if (skip && v[i].source[skip - 1] != '\n') continue;
       size_t ol = v[i].len - skip;
       const char *body = v[i].source + skip;
+      if (lang == KC_LANG_CUDA) { /* segments (above) */
+        if (cuda_segments(text, len, body, ol)) own = body;
+        continue;
+      }
       for (int pass = 0; pass < 2 && !own; pass++) {
         if (pass) { /* a definition of a CUDA extern "C" block: the linkage is kcache's */
           if (lang != KC_LANG_CUDA || ol < sizeof linkage - 1 || memcmp(body, linkage, sizeof linkage - 1))

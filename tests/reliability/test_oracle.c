@@ -9,12 +9,21 @@
  * struct used by value, a header in the table, a header on disk outside it
  * (which includes another; in an -I directory, or on the host for odd
  * seeds in a system one, $C_INCLUDE_PATH), a file loaded with kc_define_file, #ifdef and
- * #if tests of a macro -- and three kernels that reach them. Each name has
- * two texts or none. A random sequence of steps defines, redefines and
+ * #if tests of a macro; and definitions in OpenCL C as written (issue 26): a
+ * helper and a kernel defined with kc_define_lang, a file loaded with
+ * kc_define_file_lang, mixed with dialect ones (an OpenCL C kernel calls
+ * dialect helpers, an OpenCL C helper a dialect one), and names of OpenCL
+ * C built-ins (odd, M_PI_F) that the program sometimes defines itself, so
+ * that the rule for built-ins (a native definition depends on the
+ * language's built-ins as a whole) is tested -- and five kernels that
+ * reach them (K3 and the file's K4 in OpenCL C). On the host backend the
+ * native ones are refused (KC_EUNAVAILABLE), and so is every kernel whose
+ * closure reaches one: the cold compile must agree. Each name has two
+ * texts or none. A random sequence of steps defines, redefines and
  * undefines names, edits the header on disk (then kc_refresh), reloads the
  * file, and destroys the runtime to make a new one on the same disk cache
  * (a new process, as far as the cache can tell); after every step the
- * three kernels are launched, and each outcome (the value written, or the
+ * kernels are launched, and each outcome (the value written, or the
  * failure's status) is compared with the oracle: the same world's
  * definitions defined in a new runtime with no disk cache, in another
  * order, and compiled from scratch by the same backend (memoized by the
@@ -56,13 +65,21 @@
 
 /* ------------------------------------------------------------ the program */
 
-enum { F0, F1, M0, FM, C0, EN, TY, ST, FLAG, H0, K0, K1, K2, NN };
+enum { F0, F1, M0, FM, C0, EN, TY, ST, FLAG, H0, K0, K1, K2, N0, ODD, MPI, K3, NN };
 enum { NV = 3 }; /* a name's texts: 0 none (undefined), 1, 2 */
-enum { DISK = NN, FILE_ = NN + 1, NSLOTS = NN + 2 }; /* the header on disk, the loaded file */
-static const char *const name_of[NN] = {"f0", "f1",   "M0",   "FM", "C0", "E", "T",
-                                        "S",  "FLAG", "h0.h", "K0", "K1", "K2"};
-static const int kernels[] = {K0, K1, K2};
-enum { NK = 3 };
+/* the header on disk, the loaded file, the loaded file of OpenCL C */
+enum { DISK = NN, FILE_ = NN + 1, NFILE = NN + 2, NSLOTS = NN + 3 };
+static const char *const name_of[NN] = {"f0",   "f1", "M0", "FM", "C0", "E",   "T",      "S", "FLAG",
+                                        "h0.h", "K0", "K1", "K2", "n0", "odd", "M_PI_F", "K3"};
+/* The language of each name's texts: n0, odd and K3 are OpenCL C as
+ * written (kc_define_lang), and so is the second file
+ * (kc_define_file_lang); odd and M_PI_F are names of OpenCL C's built-ins
+ * (kcache's list) that the program sometimes defines itself. */
+static const kc_language lang_of[NN] = {[N0] = KC_LANG_OPENCL, [ODD] = KC_LANG_OPENCL, [K3] = KC_LANG_OPENCL};
+/* The kernels: K4 is the OpenCL C file's. */
+static const int kernels[] = {K0, K1, K2, K3, NFILE};
+static const char *const kname[] = {"K0", "K1", "K2", "K3", "K4"};
+enum { NK = 5 };
 static char text[NSLOTS][NV][512];
 
 /* The constant needs OpenCL's address space; the rest is one dialect. */
@@ -93,6 +110,17 @@ static void texts_init(void) {
        "S);\n#endif\n}"},
       {"KC_KERNEL void K2(KC_GLOBAL float *y) { y[kc_global_id(0)] = p0(C0) + (float)EB + M0; }",
        "KC_KERNEL void K2(KC_GLOBAL float *y) { y[kc_global_id(0)] = p0(1.0f) + p1(C0) + M0; }"},
+      /* OpenCL C: a helper that calls a built-in, then a dialect helper */
+      {"float n0(float x) { return x * 2.0f + (float)get_local_size(0); }",
+       "inline float n0(float x) { return fmax(x, 3.0f) + f1(x); }"},
+      /* a built-in's name defined: a function, then a macro */
+      {"float odd(float x) { return x * 5.0f; }", "#define odd(x) ((x) + 11.0f)"},
+      /* a built-in macro's name redefined (a dialect definition) */
+      {"#define M_PI_F 3.0f", "#define M_PI_F (M0 + 0.5f)"},
+      /* an OpenCL C kernel as written, with dialect helpers in its closure */
+      {"__kernel void K3(__global float *y) { y[get_global_id(0)] = n0(1.0f) + M_PI_F + M0; }",
+       "kernel void K3(global float *y) {\n  size_t i = get_global_id(0);\n"
+       "  y[i] = odd(2.0f) + n0(0.5f) + f0(1.0f) + (float)get_global_size(0) + mad(2.0f, 3.0f, 1.0f);\n}"},
   };
   for (int n = 0; n < NN; n++)
     for (int v = 1; v < NV; v++) snprintf(text[n][v], sizeof text[n][v], t[n][v - 1], q);
@@ -104,6 +132,15 @@ static void texts_init(void) {
   snprintf(text[FILE_][2], sizeof text[FILE_][2],
            "#define PQ 0.5f\nKC_DEVICE float p0(float x) { return x + PQ; }\n"
            "KC_DEVICE float p1(float x) { return x * 3.0f; }\n");
+  /* the OpenCL C file: a helper and a kernel, then a macro, a helper that
+   * calls another file's and a built-in's name, and the kernel */
+  snprintf(text[NFILE][1], sizeof text[NFILE][1],
+           "float q0(float x) { return x + 0.5f; }\n"
+           "__kernel void K4(__global float *y) { y[get_global_id(0)] = q0(2.0f) + C0; }\n");
+  snprintf(text[NFILE][2], sizeof text[NFILE][2],
+           "#define QK 2.0f\nfloat q0(float x) { return x * QK + n0(x); }\n"
+           "kernel void K4(global float *y) {\n  size_t i = get_global_id(0);\n"
+           "  y[i] = q0(1.0f) + odd(1.0f) + M_PI_F;\n}\n");
 }
 
 /* A world's texts: the variant of each slot. */
@@ -129,8 +166,11 @@ static bool mentions(const char *t, const char *word) {
 
 /* Whether any text of slot a mentions slot b. */
 static bool slot_mentions(int a, int b) {
-  static const char *const extra[NSLOTS][4] = {
-      [EN] = {"EA", "EB"}, [H0] = {"HV"}, [DISK] = {"d0.h", "DV"}, [FILE_] = {"p0", "p1", "PQ"}};
+  static const char *const extra[NSLOTS][4] = {[EN] = {"EA", "EB"},
+                                               [H0] = {"HV"},
+                                               [DISK] = {"d0.h", "DV"},
+                                               [FILE_] = {"p0", "p1", "PQ"},
+                                               [NFILE] = {"q0", "QK", "K4"}};
   for (int v = 1; v < NV; v++) {
     if (b < NN && mentions(text[a][v], name_of[b])) return true;
     for (int e = 0; e < 4 && extra[b][e]; e++)
@@ -217,10 +257,16 @@ static outcome launch(kc_runtime *rt, kc_kernel *k, kc_context *ctx, kc_buffer *
   return o;
 }
 
-/* Handles on the three kernels in rt (kept: their launches are cached). */
+/* Handles on the kernels in rt (kept: their launches are cached). */
 static void handles(kc_runtime *rt, kc_kernel *k[NK]) {
   for (int i = 0; i < NK; i++)
-    if (kc_kernel_create(rt, name_of[kernels[i]], NULL, &k[i])) fail_msg("kernel: %s", kc_errmsg(rt));
+    if (kc_kernel_create(rt, kname[i], NULL, &k[i])) fail_msg("kernel: %s", kc_errmsg(rt));
+}
+
+/* Loads variant v of a file slot (FILE_ in the dialect, NFILE in OpenCL C). */
+static kc_status load_file(kc_runtime *rt, int slot, int v, kc_world *w) {
+  return kc_define_file_lang(rt, slot == FILE_ ? "prog.c" : "native.cl", text[slot][v], strlen(text[slot][v]),
+                             slot == FILE_ ? KC_LANG_DIALECT : KC_LANG_OPENCL, NULL, NULL, NULL, w);
 }
 
 /* Defines s's texts into rt (in the order of perm) and loads its file. */
@@ -228,13 +274,14 @@ static kc_status define_state(kc_runtime *rt, const state *s, const int *perm) {
   for (int i = 0; i < NN; i++) {
     int n = perm ? perm[i] : i;
     if (s->v[n]) {
-      kc_status st = kc_define(rt, name_of[n], text[n][s->v[n]], NULL);
+      kc_status st = kc_define_lang(rt, name_of[n], text[n][s->v[n]], lang_of[n], NULL);
       if (st) return st;
     }
   }
-  return s->v[FILE_] ? kc_define_file(rt, "prog.c", text[FILE_][s->v[FILE_]],
-                                      strlen(text[FILE_][s->v[FILE_]]), NULL, NULL)
-                     : KC_OK;
+  kc_status st = s->v[FILE_] ? kc_define_file(rt, "prog.c", text[FILE_][s->v[FILE_]],
+                                              strlen(text[FILE_][s->v[FILE_]]), NULL, NULL)
+                             : KC_OK;
+  return st || !s->v[NFILE] ? st : load_file(rt, NFILE, s->v[NFILE], NULL);
 }
 
 /* The outcome of a cold compile of kernel i in s; false when it cannot be
@@ -272,7 +319,7 @@ static bool oracle1(const state *s, int i, uint64_t *seed, outcome *out) {
   kc_buffer *b = NULL;
   kc_kernel *k = NULL;
   if (kc_context_create(rt, 0, &ctx) || kc_buffer_create(ctx, 16, &b) ||
-      kc_kernel_create(rt, name_of[kernels[i]], NULL, &k))
+      kc_kernel_create(rt, kname[i], NULL, &k))
     fail_msg("oracle: %s", kc_errmsg(rt));
   *out = launch(rt, k, ctx, b);
   kc_runtime_destroy(rt);
@@ -323,13 +370,14 @@ typedef struct tested {
   bool in_step;
   _Atomic bool stop;
   _Atomic uint64_t compared, pinned_compared, collects, mismatches;
+  _Atomic uint64_t valued[NK], refused[NK]; /* compared launches that wrote a value; KC_EUNAVAILABLE */
   char first[1500];
   pthread_mutex_t first_mu;
 } tested;
 
 /* What a run reports. */
 typedef struct run_stats {
-  uint64_t steps, compared, pinned_compared, collects;
+  uint64_t steps, compared, pinned_compared, collects, valued[NK], refused[NK];
 } run_stats;
 
 static void write_disk(int v) {
@@ -389,7 +437,8 @@ static void apply(tested *t, step s) {
   switch (s.op) {
   case 'd':
     t->s.v[s.n] = s.v;
-    st = s.v ? kc_define(t->rt, name_of[s.n], text[s.n][s.v], &w) : kc_undefine(t->rt, name_of[s.n], &w);
+    st = s.v ? kc_define_lang(t->rt, name_of[s.n], text[s.n][s.v], lang_of[s.n], &w)
+             : kc_undefine(t->rt, name_of[s.n], &w);
     if (st == KC_ENOTFOUND && !s.v) { /* undefining what is undefined */
       st = KC_OK;
       w = kc_world_latest(t->rt);
@@ -405,8 +454,8 @@ static void apply(tested *t, step s) {
     pthread_mutex_unlock(&disk_mu);
     break;
   case 'f':
-    t->s.v[FILE_] = s.v;
-    st = kc_define_file(t->rt, "prog.c", text[FILE_][s.v], strlen(text[FILE_][s.v]), NULL, &w);
+    t->s.v[s.n] = s.v;
+    st = load_file(t->rt, s.n, s.v, &w);
     break;
   case 'r':
     pthread_rwlock_wrlock(&t->gate);
@@ -437,7 +486,7 @@ static void mismatch(tested *t, const char *who, const char *kernel, outcome got
 
 static bool same(outcome a, outcome b) { return a.st == b.st && (a.st || a.value == b.value); }
 
-/* The three kernels in the latest world, against the oracle. */
+/* The kernels in the latest world, against the oracle. */
 static void check_latest(tested *t, uint64_t *seed) {
   outcome want[NK];
   for (int i = 0; i < NK; i++)
@@ -460,9 +509,11 @@ static void check_latest(tested *t, uint64_t *seed) {
                  (unsigned long long)st.compiles, (unsigned long long)st.disk_hits,
                  (unsigned long long)st.invalidations, (unsigned long long)st.files_changed,
                  (unsigned long long)st.disk_stale);
-        mismatch(t, who, name_of[kernels[i]], got, want[i]);
+        mismatch(t, who, kname[i], got, want[i]);
       }
       atomic_fetch_add(&t->compared, 1);
+      if (!got.st) atomic_fetch_add(&t->valued[i], 1);
+      if (got.st == KC_EUNAVAILABLE) atomic_fetch_add(&t->refused[i], 1);
     }
 }
 
@@ -486,7 +537,7 @@ static void *pinner(void *arg) {
         pthread_rwlock_unlock(&t->gate);
         break;
       }
-      for (int i = 0; i < NK; i++) kc_kernel_create(t->rt, name_of[kernels[i]], NULL, &k[i]);
+      for (int i = 0; i < NK; i++) kc_kernel_create(t->rt, kname[i], NULL, &k[i]);
     }
     kc_world w;
     if (kc_pin(t->rt, &w)) {
@@ -532,7 +583,7 @@ static void *pinner(void *arg) {
             fprintf(stderr, "\n");
           }
           pthread_mutex_unlock(&t->worlds_mu);
-          mismatch(t, who, name_of[kernels[i]], got, want);
+          mismatch(t, who, kname[i], got, want);
         }
         atomic_fetch_add(&t->pinned_compared, 1);
       }
@@ -571,7 +622,7 @@ static step random_step(const state *s, uint64_t *seed) {
     st.n = DISK;
   } else if (r < 90) {
     st.op = 'f';
-    st.n = FILE_;
+    st.n = rel_below(seed, 2) ? NFILE : FILE_;
   } else if (r < 92) {
     st.op = 'r';
     return st;
@@ -598,7 +649,8 @@ static uint64_t run(const step *fixed, size_t nfixed, uint64_t n, double until, 
   kct_rmrf(cfg.cache);
   write_disk(0);
   atomic_store(&disk_now, 0);
-  for (int k = 0; k < NN; k++) t->s.v[k] = kernels[0] == k || kernels[1] == k || kernels[2] == k ? 1 : 0;
+  for (int k = 0; k < NN; k++) t->s.v[k] = 0;
+  for (int i = 0; i < NK; i++) t->s.v[kernels[i]] = 1; /* the kernels, the OpenCL C file */
   open_tested(t);
   pthread_t pt, ct;
   bool collecting = threads && rel_env_u64("KC_ORACLE_COLLECT", 1);
@@ -628,6 +680,10 @@ static uint64_t run(const step *fixed, size_t nfixed, uint64_t n, double until, 
     stats->compared += atomic_load(&t->compared);
     stats->pinned_compared += atomic_load(&t->pinned_compared);
     stats->collects += atomic_load(&t->collects);
+    for (int i = 0; i < NK; i++) {
+      stats->valued[i] += atomic_load(&t->valued[i]);
+      stats->refused[i] += atomic_load(&t->refused[i]);
+    }
   }
   kc_runtime_destroy(t->rt);
   free(t->worlds);
@@ -660,12 +716,16 @@ static size_t shrink(step *s, size_t n, uint64_t seed) {
   return n;
 }
 
+static const char *slot_name(int n) {
+  return n < NN ? name_of[n] : n == DISK ? "<disk>" : n == FILE_ ? "<file>" : "<nfile>";
+}
+
 static void write_ops(const char *path, const step *s, size_t n) {
   FILE *f = fopen(path, "w");
   if (!f) return;
   fprintf(f, "# kcache oracle sequence (tests/reliability/test_oracle.c): slot variant per line\n");
   for (size_t i = 0; i < n; i++) {
-    const char *name = s[i].n < NN ? name_of[s[i].n] : s[i].n == DISK ? "<disk>" : "<file>";
+    const char *name = slot_name(s[i].n);
     fprintf(f, "%c %s %d\n", s[i].op, s[i].op == 'r' || s[i].op == 'l' ? "-" : name, s[i].v);
   }
   fclose(f);
@@ -684,6 +744,7 @@ static size_t read_ops(const char *path, step **out) {
     step s = {op, 0, (uint8_t)v};
     if (!strcmp(name, "<disk>")) s.n = DISK;
     else if (!strcmp(name, "<file>")) s.n = FILE_;
+    else if (!strcmp(name, "<nfile>")) s.n = NFILE;
     else
       for (int k = 0; k < NN; k++)
         if (!strcmp(name, name_of[k])) s.n = (uint8_t)k;
@@ -716,9 +777,9 @@ static void test_oracle(void **state) {
   texts_init();
   reach_init();
   for (int i = 0; i < NK; i++) {
-    print_message("reach %s:", name_of[kernels[i]]);
+    print_message("reach %s:", kname[i]);
     for (int j = 0; j < NSLOTS; j++)
-      if (reach[i][j]) print_message(" %s", j < NN ? name_of[j] : j == DISK ? "<disk>" : "<file>");
+      if (reach[i][j]) print_message(" %s", slot_name(j));
     print_message("\n");
   }
   memo = calloc(MEMO_CAP, sizeof *memo);
@@ -780,6 +841,12 @@ static void test_oracle(void **state) {
               kct_backend_name, (unsigned long long)stats.steps, took, (unsigned long long)stats.compared,
               (unsigned long long)stats.pinned_compared, (unsigned long long)stats.collects,
               (unsigned long long)oracle_compiles);
+  /* what the compared launches gave, by kernel: a value, KC_EUNAVAILABLE (a
+   * native definition in the closure, off its backend), another failure */
+  for (int i = 0; i < NK; i++)
+    print_message("oracle: %s: %llu values, %llu KC_EUNAVAILABLE, %llu other failures\n", kname[i],
+                  (unsigned long long)stats.valued[i], (unsigned long long)stats.refused[i],
+                  (unsigned long long)(stats.compared / NK - stats.valued[i] - stats.refused[i]));
   free(log);
   free(memo);
   kct_rmrf(cfg.root);

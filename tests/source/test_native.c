@@ -237,6 +237,13 @@ static void test_builtins_are_not_edges(void **state) {
   resolve(rt, "transpose", &c);
   assert_true(has_edge(&c, "barrier"));
   kc__closure_free(rt, &c);
+  /* undefined again: the world's closure is the one of a table that never
+   * defined it (the oracle's find: its failed compile said KC_ENOTFOUND) */
+  KCT_OK(rt, kc_undefine(rt, "barrier", NULL));
+  resolve(rt, "transpose", &c);
+  assert_false(has_edge(&c, "barrier"));
+  assert_true(has_edge(&c, "#!opencl"));
+  kc__closure_free(rt, &c);
 
   /* CUDA: threadIdx, __syncthreads, float4, make_float4 */
   const char *cu = "extern \"C\" __global__ void cuk(float4 *y) {\n"
@@ -292,6 +299,105 @@ static void test_cuda_extern_c_block(void **state) {
   const char *open = "extern \"C\" {\n__global__ void k3(float *y) { y[0] = 1; }\n";
   KCT_STATUS(rt, KC_EINVAL, kc__split_file_lang(rt, "o.cu", open, strlen(open), KC_LANG_CUDA, &v, &n));
   KCT_CONTAINS(kc_errmsg(rt), "extern \"C\" block");
+  kct_destroy(rt);
+}
+
+/* CUDA C++ files with namespaces and overloads (issue 26, item 3): a
+ * definition in namespace blocks (nested, unnamed, A::B, inline) is filed
+ * with them around it; a name defined again (overloads, or in two
+ * namespaces) is one definition of every text of it; a qualified use
+ * (ops::twice) depends on the name and on the namespace's name; what is
+ * not supported is refused, naming the line. */
+static void split_cu(kc_runtime *rt, const char *text, kc__change **v, size_t *n) {
+  KCT_OK(rt, kc__split_file_lang(rt, "n.cu", text, strlen(text), KC_LANG_CUDA, v, n));
+}
+
+static void refused_cu(kc_runtime *rt, const char *text, const char *why) {
+  kc__change *v;
+  size_t n;
+  KCT_STATUS(rt, KC_EINVAL, kc__split_file_lang(rt, "n.cu", text, strlen(text), KC_LANG_CUDA, &v, &n));
+  KCT_CONTAINS(kc_errmsg(rt), why);
+}
+
+static void test_cuda_namespaces(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  const char *cu =
+      "#include <cuda_fp16.h>\n"
+      "namespace a {\n"
+      "namespace b { __device__ float f(float x) { return x; } }\n"
+      "#define K 3\n"
+      "__device__ float f(int x) { return (float)x; }\n"
+      "}\n"
+      "namespace { __device__ int hidden(int x) { return x + 1; } }\n"
+      "namespace c::d { constexpr int depth = 2; }\n"
+      "inline namespace v1 { struct P { float x; }; }\n"
+      "extern \"C\" {\nnamespace e { __global__ void k(float *y) { y[0] = a::b::f(1.0f); } }\n}\n"
+      "__device__ float f(float x, float y) { return x + y; }\n";
+  kc__change *v;
+  size_t n;
+  split_cu(rt, cu, &v, &n);
+  assert_int_equal(n, 6);
+  assert_string_equal(v[0].name, "f"); /* three overloads in three scopes: one definition */
+  assert_string_equal(v[0].source,
+                      "#include <cuda_fp16.h>\n"
+                      "namespace a { namespace b { __device__ float f(float x) { return x; } } }\n"
+                      "namespace a { __device__ float f(int x) { return (float)x; } }\n"
+                      "__device__ float f(float x, float y) { return x + y; }");
+  assert_string_equal(v[1].name, "K"); /* a macro: no namespace */
+  assert_string_equal(v[1].source, "#include <cuda_fp16.h>\n#define K 3");
+  assert_string_equal(v[2].name, "hidden");
+  KCT_CONTAINS(v[2].source, "namespace { __device__ int hidden(int x) { return x + 1; } }");
+  assert_string_equal(v[3].name, "depth");
+  KCT_CONTAINS(v[3].source, "namespace c::d { constexpr int depth = 2; }");
+  assert_string_equal(v[4].name, "P");
+  KCT_CONTAINS(v[4].source, "inline namespace v1 { struct P { float x; }; }");
+  assert_string_equal(v[5].name, "k");
+  KCT_CONTAINS(v[5].source, "namespace e { extern \"C\" __global__ void k(float *y)");
+  kc__free_changes(rt, v, n);
+
+  /* loaded: the kernel depends on f (every overload) and, over-approximating,
+   * on the names a and b; a later definition of b ends its code */
+  KCT_OK(rt, kc_define_file_lang(rt, "n.cu", cu, strlen(cu), KC_LANG_CUDA, NULL, NULL, NULL, NULL));
+  kc__closure c;
+  resolve(rt, "k", &c);
+  assert_true(has_edge(&c, "f"));
+  assert_true(has_edge(&c, "a"));
+  assert_true(has_edge(&c, "b"));
+  assert_int_equal(c.ndefs, 2); /* f, then k */
+  kc__closure_free(rt, &c);
+
+  /* an overload calling another (one definition: not a cycle), and an
+   * out-of-line member (joins its class, after `const`) */
+  const char *ov = "__device__ float g(float x) { return x * 2.0f; }\n"
+                   "__device__ float g(int x) { return g((float)x); }\n"
+                   "template <typename T> struct Box { T v; __device__ T get() const; };\n"
+                   "template <typename T> __device__ T Box<T>::get() const { return v; }\n"
+                   "extern \"C\" __global__ void gk(float *y) { Box<float> b{g(3)}; y[0] = b.get(); }\n";
+  split_cu(rt, ov, &v, &n);
+  assert_int_equal(n, 3);
+  assert_string_equal(v[1].name, "Box");
+  KCT_CONTAINS(v[1].source, "};\ntemplate <typename T> __device__ T Box<T>::get() const { return v; }");
+  kc__free_changes(rt, v, n);
+  KCT_OK(rt, kc_define_file_lang(rt, "ov.cu", ov, strlen(ov), KC_LANG_CUDA, NULL, NULL, NULL, NULL));
+  resolve(rt, "gk", &c);
+  assert_true(has_edge(&c, "g"));
+  assert_true(has_edge(&c, "Box"));
+  kc__closure_free(rt, &c);
+
+  /* refused, with the reason */
+  refused_cu(rt, "namespace a {\n__device__ float f(float x) { return x; }\n", "ends inside this namespace");
+  refused_cu(rt, "#define M 1\n#define M 2\n", "a macro's name cannot be defined again");
+  refused_cu(rt, "struct V { float x; };\n__device__ V operator+(V a, V b) { return V{a.x + b.x}; }\n",
+             "an operator");
+  refused_cu(rt, "namespace a { __device__ int f() { return 1; } }\nusing namespace a;\n", "using-directive");
+  refused_cu(rt, "__device__ float Q::get() const { return 1.0f; }\n", "which this file does not define");
+  refused_cu(rt, "namespace a {\n#include <x.h>\n}\n", "#include inside a namespace");
+  refused_cu(rt, "namespace ::a { }\n", "cannot start with '::'");
+  /* OpenCL C and the dialect still take one definition per name */
+  const char *twice = "float t(float x) { return x; }\nfloat t(float x, float y) { return x + y; }\n";
+  KCT_STATUS(rt, KC_EINVAL, kc__split_file_lang(rt, "t.cl", twice, strlen(twice), KC_LANG_OPENCL, &v, &n));
+  KCT_CONTAINS(kc_errmsg(rt), "is defined twice");
   kct_destroy(rt);
 }
 
@@ -727,6 +833,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_language_is_part_of_the_definition),
       KCT_TEST(test_builtins_are_not_edges),
       KCT_TEST(test_cuda_extern_c_block),
+      KCT_TEST(test_cuda_namespaces),
       KCT_TEST(test_pyopencl_median_filter),
       KCT_TEST(test_pyopencl_transpose),
       KCT_TEST(test_pyopencl_mandelbrot),

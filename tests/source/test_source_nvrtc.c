@@ -294,13 +294,157 @@ static void test_cuda_templates(void **state) {
   KCT_CONTAINS(kc_errmsg(rt), "only a CUDA C++ definition (KC_LANG_CUDA) has");
 }
 
+/* C++ namespaces and overloads in a CUDA file (issue 26, item 3): each
+ * definition in a namespace block is filed with its namespaces around it,
+ * overloads (and a name defined in two namespaces) are one definition,
+ * a namespace alias is filed with the namespace declared before it, and an
+ * out-of-line member function (Acc::get() const) joins its class's
+ * definition; the kernel that calls ops::both, fo::twice and a.get()
+ * reaches each of them and NVRTC compiles its unit to PTX. Redefining one overload (a reload of
+ * the file) changes the one definition of the name, and the unit of every
+ * kernel that uses either overload. */
+static const char ns_cu[] =
+    "#define SCALE 2.0f\n"
+    "namespace ops {\n"
+    "__device__ float twice(float x) { return x * SCALE; }\n"
+    "__device__ float twice(int x) { return (float)x * 2.0f; }\n"
+    "namespace detail {\n"
+    "__device__ float add1(float x) { return x + 1.0f; }\n"
+    "}  // namespace detail\n"
+    "__device__ float both(float x) { return detail::add1(twice(x)); }\n"
+    "}  // namespace ops\n"
+    "namespace fo = ops;\n"
+    "struct Acc {\n  float v;\n  __device__ float get() const;\n};\n"
+    "__device__ float Acc::get() const { return v + 0.5f; }\n"
+    "extern \"C\" __global__ void nsk(float *y) {\n"
+    "  Acc a{1.0f};\n"
+    "  y[threadIdx.x] = ops::both(1.0f) + fo::twice(3) + a.get();\n"
+    "}\n"
+    "extern \"C\" __global__ void only_float(float *y) { y[0] = ops::twice(1.5f); }\n";
+
+static void on_change(void *user, const char *name, kc_change_kind kind) {
+  char *seen = user;
+  if (kind == KC_CHANGE_REDEFINED && strlen(seen) + strlen(name) + 2 < 256) {
+    strcat(seen, name);
+    strcat(seen, " ");
+  }
+}
+
+static bool in_closure(const char *entry, const char *name) {
+  kc__spec *spec;
+  KCT_OK(rt, kc__spec_intern(rt, entry, "", &spec));
+  kc__closure c;
+  KCT_OK(rt, kc__resolve(rt, spec, kc_world_latest(rt), &c));
+  bool found = false;
+  for (uint32_t i = 0; i < c.ndefs; i++) found = found || !strcmp(c.defs[i]->binding->name, name);
+  kc__closure_free(rt, &c);
+  return found;
+}
+
+static char *cuda_unit(const char *entry) {
+  kc__spec *spec;
+  KCT_OK(rt, kc__spec_intern(rt, entry, "", &spec));
+  char *tu = NULL;
+  size_t len = 0;
+  KCT_OK(rt, kc__tu_for(rt, kc__backend_of(KC_BACKEND_CUDA), spec, kc_world_latest(rt), &tu, &len));
+  return tu;
+}
+
+static void test_cuda_namespaces_and_overloads(void **state) {
+  (void)state;
+  size_t changed = 0;
+  KCT_OK(rt,
+         kc_define_file_lang(rt, "ns.cu", ns_cu, strlen(ns_cu), KC_LANG_CUDA, NULL, NULL, &changed, NULL));
+  assert_int_equal(changed, 8); /* SCALE twice add1 both fo Acc nsk only_float: twice once, get in Acc */
+  static const char *const reached[] = {"twice", "add1", "both", "fo", "Acc", "SCALE"};
+  for (size_t i = 0; i < sizeof reached / sizeof *reached; i++)
+    if (!in_closure("nsk", reached[i])) fail_msg("nsk does not reach '%s'", reached[i]);
+  assert_true(in_closure("only_float", "twice"));
+  assert_false(in_closure("only_float", "Acc"));
+  char *unit = cuda_unit("nsk");
+  KCT_CONTAINS(unit, "namespace ops { __device__ float twice(float x) { return x * SCALE; } }\n"
+                     "namespace ops { __device__ float twice(int x) { return (float)x * 2.0f; } }");
+  KCT_CONTAINS(unit, "namespace ops {} namespace fo = ops;");
+  KCT_CONTAINS(unit, "};\n__device__ float Acc::get() const { return v + 0.5f; }");
+  kc__free(rt, unit);
+  char *ptx = native_ptx("nsk");
+  KCT_CONTAINS(ptx, ".entry nsk(");
+  kc__free(rt, ptx);
+  ptx = native_ptx("only_float");
+  KCT_CONTAINS(ptx, ".entry only_float(");
+  kc__free(rt, ptx);
+  /* one overload changes: the name's one definition is redefined, and the
+   * unit of the kernel that only calls the other overload changes too */
+  char *before = cuda_unit("only_float");
+  KCT_CONTAINS(before, "(float)x * 2.0f");
+  /* the closure's edge on twice: what ends code compiled from it */
+  kc__spec *spec;
+  KCT_OK(rt, kc__spec_intern(rt, "only_float", "", &spec));
+  kc__closure c0;
+  KCT_OK(rt, kc__resolve(rt, spec, kc_world_latest(rt), &c0));
+  kc__def *old = NULL;
+  for (uint32_t i = 0; i < c0.nedges; i++)
+    if (!strcmp(c0.edges[i].binding->name, "twice")) old = c0.edges[i].def;
+  kc__closure_free(rt, &c0);
+  assert_non_null(old);
+  assert_true(atomic_load(&old->max_world) == KC_WORLD_FOREVER);
+  char *edited = kc__strdup(rt, ns_cu);
+  char *at = strstr(edited, "(float)x * 2.0f");
+  memcpy(at, "(float)x * 4.0f", 15);
+  char seen[256] = "";
+  kc_world w0 = kc_world_latest(rt), w1 = 0;
+  KCT_OK(rt, kc_define_file_lang(rt, "ns.cu", edited, strlen(edited), KC_LANG_CUDA, on_change, seen, &changed,
+                                 &w1));
+  assert_int_equal(changed, 1);
+  assert_string_equal(seen, "twice ");
+  assert_true(w1 == w0 + 1);
+  assert_true(atomic_load(&old->max_world) == w0); /* the float overload's users' code ends at w0 too */
+  char *after = cuda_unit("only_float");
+  KCT_CONTAINS(after, "(float)x * 4.0f");
+  assert_null(strstr(after, "(float)x * 2.0f"));
+  ptx = native_ptx("only_float");
+  KCT_CONTAINS(ptx, ".entry only_float(");
+  kc__free(rt, ptx);
+  /* a helper in a nested namespace, redefined: nsk's unit has its new text */
+  at = strstr(edited, "x + 1.0f");
+  memcpy(at, "x + 9.0f", 8);
+  seen[0] = 0;
+  KCT_OK(rt, kc_define_file_lang(rt, "ns.cu", edited, strlen(edited), KC_LANG_CUDA, on_change, seen, &changed,
+                                 NULL));
+  assert_string_equal(seen, "add1 ");
+  char *nsk = cuda_unit("nsk");
+  KCT_CONTAINS(nsk,
+               "namespace ops { namespace detail { __device__ float add1(float x) { return x + 9.0f; } } }");
+  kc__free(rt, nsk);
+  /* a kernel inside a namespace, extern "C" (its name as written) */
+  const char *in_ns = "namespace e {\nextern \"C\" __global__ void k_in_ns(float *y, int n) {\n"
+                      "  if (threadIdx.x < n) y[threadIdx.x] = ops::twice(2.0f) + fo::twice(n);\n}\n}\n";
+  KCT_OK(rt, kc_define_file_lang(rt, "in_ns.cu", in_ns, strlen(in_ns), KC_LANG_CUDA, NULL, NULL, NULL, NULL));
+  ptx = native_ptx("k_in_ns");
+  KCT_CONTAINS(ptx, ".entry k_in_ns(");
+  kc__free(rt, ptx);
+  /* a template kernel (a name expression) that calls both overloads */
+  KCT_OK(rt, kc_define_lang(rt, "tscale",
+                            "template <typename T> __global__ void tscale(T *y) { y[0] = ops::twice(y[0]) + "
+                            "ops::twice(3); }",
+                            KC_LANG_CUDA, NULL));
+  assert_true(in_closure("tscale<float>", "twice"));
+  ptx = native_ptx("tscale<float>");
+  KCT_CONTAINS(ptx, ".entry _Z6tscaleIfEvPT_(");
+  kc__free(rt, ptx);
+  kc__free(rt, before);
+  kc__free(rt, after);
+  kc__free(rt, edited);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_shared(argc, argv, "NVRTC", kc__cuda_nvrtc_unavailable,
                            &rt); /* the host backend: for the table only */
   if (rc >= 0) return rc;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_issue14_sources_compile_for_cuda), cmocka_unit_test(test_cuda_as_written),
-      cmocka_unit_test(test_cuda_entry_checks), cmocka_unit_test(test_cuda_templates)};
+      cmocka_unit_test(test_cuda_entry_checks), cmocka_unit_test(test_cuda_templates),
+      cmocka_unit_test(test_cuda_namespaces_and_overloads)};
   rc = KCT_RUN(tests);
   kc_runtime_destroy(rt);
   return rc;
