@@ -23,7 +23,8 @@
  * backend's default flags (-O3 -march=native).
  *
  * Usage: kc_bench_hostcpu [--json] [--reps N] [--max-threads N] [--no-opencl] [--kernel NAME]
- * The JSON line is what bench/plot_hostcpu.py draws (throughput against
+ * With --json, the figures as one JSON line first, then the table; the
+ * JSON line is what bench/plot_hostcpu.py draws (throughput against
  * threads).
  */
 #define KCB_PROG "kc_bench_hostcpu"
@@ -343,8 +344,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < NX; i++)
       printf("%s{\"items\":%u,\"one_thread_us\":%.3f,\"all_threads_us\":%.3f}", i ? "," : "", cross_n[i],
              x1[i], xall[i]);
-    printf("]}\n");
-    return 0;
+    printf("]}\n"); /* then the table too: a log holds both */
   }
   printf("kcache %s host backend throughput, %s, %ld cores (best of %d, ms)\n", kc_version(), host, cores,
          reps);

@@ -1043,6 +1043,13 @@ typedef struct kc_launch_config {
   kc_dim3 cluster;
 } kc_launch_config;
 
+/* Sets *cfg to the defaults (grid and block {1,1,1}, the rest zero, and
+ * its size): call it through
+ * kc_launch_config_init, which passes the caller's sizeof, so that a
+ * program built against an older, smaller kc_launch_config keeps working
+ * ("Struct sizes" above); a newer program's larger one gets zeros past
+ * this library's fields. KC_EINVAL for a NULL cfg, or a size 0 or smaller
+ * than the oldest layout. */
 kc_status kc_launch_config_init_size(kc_launch_config *cfg, size_t size);
 #define kc_launch_config_init(cfg) kc_launch_config_init_size((cfg), sizeof(kc_launch_config))
 

@@ -500,9 +500,10 @@ for g in ghosts:
 # doc/settings.md and the man page's list are written from settings.h's
 # table (scripts/settings-doc.py); a user document may name, as a setting
 # ($KC_X, KC_X=...), only a row of that table.
-sd = subprocess.run([sys.executable, "scripts/settings-doc.py", "--check"], capture_output=True, text=True)
-if sd.returncode != 0:
-    bad.extend(x for x in (sd.stdout + sd.stderr).splitlines() if x.strip())
+for gen in ("scripts/settings-doc.py", "scripts/api-doc.py"):  # doc/settings.md, doc/api.md
+    sd = subprocess.run([sys.executable, gen, "--check"], capture_output=True, text=True)
+    if sd.returncode != 0:
+        bad.extend(x for x in (sd.stdout + sd.stderr).splitlines() if x.strip())
 setting_names = set(re.findall(r'X\(\s*\w+,\s*"(KC_\w+)"', open("src/base/settings.h").read()))
 USER_DOCS = ["README.md", "include/kcache.h", "doc/man/kcache.1", "python/README.md"] + [
     d for d in sorted(glob.glob("doc/*.md")) if d not in ("doc/testing.md", "doc/design.md")]
