@@ -36,6 +36,18 @@ def test_readme_opencl_as_written_example(capsys: pytest.CaptureFixture[str]) ->
     if not kcache.backend_available("opencl")[0]:
         pytest.skip("opencl backend not available")
     exec(compile(m.group(1), "README.md", "exec"), {})
+    assert capsys.readouterr().out == "sum as expected\n"
+
+
+def test_python_doc_median_filter_example(capsys: pytest.CaptureFixture[str]) -> None:
+    if not PYTHON_DOC.exists():
+        pytest.skip("no doc/python.md next to python/")
+    m = re.search(r"<!-- python example: opencl median filter -->\n```python\n(.*?)\n```", PYTHON_DOC.read_text(),
+                  re.S)
+    assert m, "doc/python.md has no median filter example"
+    if not kcache.backend_available("opencl")[0]:
+        pytest.skip("opencl backend not available")
+    exec(compile(m.group(1), "doc/python.md", "exec"), {})
     assert capsys.readouterr().out == "median filter as expected\n"
 
 
