@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_remote_tls -- the remote tier over TLS (rediss://) against real
+ * redis-servers started with --tls-port only, with a CA and certificates
+ * made here with the openssl command: two nodes share compiles; the
+ * server's name is verified (an address against the certificate's IP
+ * entries, a name against its DNS names, KC_REMOTE_TLS_SERVER_NAME); a
+ * server with an expired certificate, one for another name and one from a
+ * CA the client does not trust are each refused with the reason, and the
+ * launches compile; client certificates (--tls-auth-clients yes); a CA
+ * file that cannot be used; `kcache remote ping` over rediss://.
+ */
+#include "rs.h"
+
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#ifndef KC_CLI
+#error "KC_CLI must name the kcache executable"
+#endif
+
+static char pki[512]; /* the certificates */
+static char ca[600]; /* pki/ca.crt */
+static rs_server server; /* the good one, clients not authenticated */
+
+/* The server arguments for certificate `name` (pki/NAME.crt, .key) and
+ * client authentication `auth` (no, yes). */
+static const char *tls_args(const char *name, const char *auth) {
+  static char buf[2048];
+  snprintf(buf, sizeof buf,
+           "--tls-cert-file '%s/%s.crt' --tls-key-file '%s/%s.key' --tls-ca-cert-file '%s' "
+           "--tls-auth-clients %s",
+           pki, name, pki, name, ca, auth);
+  return buf;
+}
+
+static void sh(const char *cmd) {
+  int rc = system(cmd);
+  if (rc != 0) fail_msg("exit status %d: %s", rc, cmd);
+}
+
+static int group_setup(void **state) {
+  (void)state;
+  if (!kct_in_path("openssl")) {
+    printf("SKIPPED: the TLS tests make their certificates with the openssl command, which is missing\n");
+    exit(77);
+  }
+  st_mkdtemp(pki, sizeof pki, "pki");
+  snprintf(ca, sizeof ca, "%s/ca.crt", pki);
+  /* EC keys: fast handshakes. `-days -1`: a certificate that expired a day ago. */
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd,
+           "set -e; cd '%s'; exec 2>openssl.log\n"
+           "key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out $1.key; }\n"
+           "ca() { key $1; openssl req -x509 -new -key $1.key -out $1.crt -days 30 -subj \"/CN=$2\"; }\n"
+           "cert() { key $1; openssl req -new -key $1.key -out $1.csr -subj \"/CN=$1\";"
+           "  printf 'subjectAltName=%%s\\n' \"$4\" > $1.ext;"
+           "  openssl x509 -req -in $1.csr -CA $2.crt -CAkey $2.key -CAcreateserial -out $1.crt -days $3"
+           " -extfile $1.ext; }\n"
+           "ca ca 'kcache test CA'\n"
+           "ca stranger-ca 'a CA nobody trusts'\n"
+           "cert good ca 30 IP:127.0.0.1,DNS:localhost\n"
+           "cert expired ca -1 IP:127.0.0.1,DNS:localhost\n"
+           "cert other-name ca 30 DNS:cache.example\n"
+           "cert stranger stranger-ca 30 IP:127.0.0.1,DNS:localhost\n"
+           "cert client ca 30 DNS:kcache-client\n",
+           pki);
+  sh(cmd);
+  rs_tls_ca = ca;
+  rs_start_tls(&server, NULL, tls_args("good", "no"), NULL);
+  return 0;
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  rs_stop(&server);
+  st_rmrf(pki);
+  return 0;
+}
+
+typedef struct fx {
+  char root[512];
+  int n;
+} fx;
+
+static int setup(void **state) {
+  fx *f = calloc(1, sizeof *f);
+  st_mkdtemp(f->root, sizeof f->root, "rtls");
+  kc__rreply r = rs_cmd(server.url, "FLUSHALL", (char *)NULL);
+  assert_int_equal(r.type, KC__R_STATUS);
+  rs_free(&r);
+  setenv("KC_REMOTE_TLS_CA", ca, 1);
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fx *f = *state;
+  st_rmrf(f->root);
+  free(f);
+  unsetenv("KC_REMOTE_TLS_CA");
+  unsetenv("KC_REMOTE_TLS_CERT");
+  unsetenv("KC_REMOTE_TLS_KEY");
+  unsetenv("KC_REMOTE_TLS_SERVER_NAME");
+  return kct_teardown(state);
+}
+
+static const char *cache(fx *f) {
+  static char path[8][700];
+  char *p = path[f->n++ % 8];
+  snprintf(p, 700, "%s/node%d", f->root, f->n);
+  return p;
+}
+
+static size_t entries_in(const char *url) {
+  char **keys;
+  size_t n = rs_keys(url, "kctest:", &keys), e = 0;
+  for (size_t i = 0; i < n; i++) e += !strstr(keys[i], ":lock");
+  rs_keys_free(keys, n);
+  return e;
+}
+
+/* A node at url whose tier the server must refuse: every launch compiles,
+ * and the log says why (want). */
+static void refused(fx *f, const char *url, const char *want) {
+  rs_node_opts o = rs_opts(url);
+  st_capture_begin();
+  rs_report r = rs_node_run(cache(f), &o, 7);
+  char *err = st_capture_end();
+  print_message("%s", err);
+  rs_check(&r, url);
+  assert_int_equal(r.stats.compiles, 3);
+  assert_int_equal(r.stats.remote_hits, 0);
+  assert_int_equal(r.stats.remote_uploads, 0);
+  assert_true(r.stats.remote_errors >= 1);
+  KCT_CONTAINS(err, "TLS: the server's certificate was refused");
+  KCT_CONTAINS(err, want);
+  free(err);
+}
+
+static void test_two_nodes_share_compiles_over_tls(void **state) {
+  fx *f = *state;
+  rs_node_opts o = rs_opts(server.url);
+  rs_report r = rs_node_run(cache(f), &o, 7);
+  rs_check(&r, "node A");
+  assert_int_equal(r.stats.compiles, 3);
+  assert_int_equal(r.stats.remote_misses, 3);
+  assert_int_equal(r.stats.remote_errors, 0);
+  assert_int_equal(entries_in(server.url), 3);
+
+  const char *b = cache(f);
+  r = rs_node_run(b, &o, 7);
+  rs_check(&r, "node B");
+  assert_int_equal(r.stats.compiles, 0);
+  assert_int_equal(r.stats.remote_hits, 3);
+  assert_int_equal(r.stats.remote_errors, 0);
+  assert_int_equal(st_entries(b, NULL), 3);
+
+  /* by name: localhost resolves (to ::1 first, where nothing listens, on
+   * some machines: then to 127.0.0.1) and is one of the certificate's names */
+  char url[600];
+  snprintf(url, sizeof url, "rediss://localhost:%d", server.port);
+  o = rs_opts(url);
+  r = rs_node_run(cache(f), &o, 7);
+  rs_check(&r, "node C by name");
+  assert_int_equal(r.stats.compiles, 0);
+  assert_int_equal(r.stats.remote_hits, 3);
+  /* the name to verify given apart from the address */
+  setenv("KC_REMOTE_TLS_SERVER_NAME", "localhost", 1);
+  o = rs_opts(server.url);
+  r = rs_node_run(cache(f), &o, 7);
+  rs_check(&r, "node D, server name localhost");
+  assert_int_equal(r.stats.remote_hits, 3);
+  assert_int_equal(r.stats.remote_errors, 0);
+}
+
+static void test_bad_certificates_are_refused(void **state) {
+  fx *f = *state;
+  static const struct {
+    const char *cert, *why;
+  } cases[] = {
+      {"expired", "certificate has expired"},
+      {"other-name", "IP address mismatch (it is not for \"127.0.0.1\""},
+      {"stranger", "unable to get local issuer certificate (no trusted CA issued it; KC_REMOTE_TLS_CA"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    rs_server s;
+    rs_start_tls(&s, NULL, tls_args(cases[i].cert, "no"), NULL);
+    print_message("-- %s\n", cases[i].cert);
+    refused(f, s.url, cases[i].why);
+    if (!strcmp(cases[i].cert, "other-name")) { /* by name: a host name mismatch */
+      setenv("KC_REMOTE_TLS_SERVER_NAME", "localhost", 1);
+      refused(f, s.url, "hostname mismatch (it is not for \"localhost\"");
+      setenv("KC_REMOTE_TLS_SERVER_NAME", "cache.example", 1); /* the certificate's name: accepted */
+      rs_node_opts o = rs_opts(s.url);
+      rs_report r = rs_node_run(cache(f), &o, 7);
+      rs_check(&r, "server name cache.example");
+      assert_int_equal(r.stats.remote_errors, 0);
+      assert_int_equal(r.stats.remote_misses, 3);
+      unsetenv("KC_REMOTE_TLS_SERVER_NAME");
+    }
+    rs_stop(&s);
+  }
+  /* the system's CAs do not know the test CA */
+  unsetenv("KC_REMOTE_TLS_CA");
+  refused(f, server.url, "no trusted CA issued it");
+  assert_int_equal(entries_in(server.url), 0); /* nothing went through */
+}
+
+static void test_client_certificates(void **state) {
+  fx *f = *state;
+  rs_server s;
+  rs_start_tls(&s, NULL, tls_args("good", "yes"), NULL);
+  rs_node_opts o = rs_opts(s.url);
+  /* without one: the server ends the session (TLS 1.3: after the
+   * handshake, so the first command fails) */
+  st_capture_begin();
+  rs_report r = rs_node_run(cache(f), &o, 7);
+  char *err = st_capture_end();
+  print_message("%s", err);
+  rs_check(&r, "no client certificate");
+  assert_int_equal(r.stats.compiles, 3);
+  assert_int_equal(r.stats.remote_hits + r.stats.remote_uploads, 0);
+  assert_true(r.stats.remote_errors >= 1);
+  KCT_CONTAINS(err, "TLS: the server requires a client certificate (KC_REMOTE_TLS_CERT and KC_REMOTE_TLS_KEY)");
+  free(err);
+
+  char cert[700], key[700];
+  snprintf(cert, sizeof cert, "%s/client.crt", pki);
+  snprintf(key, sizeof key, "%s/client.key", pki);
+  setenv("KC_REMOTE_TLS_CERT", cert, 1);
+  setenv("KC_REMOTE_TLS_KEY", key, 1);
+  r = rs_node_run(cache(f), &o, 7);
+  rs_check(&r, "client certificate A");
+  assert_int_equal(r.stats.remote_errors, 0);
+  assert_int_equal(r.stats.remote_misses, 3); /* uploaded by kc_runtime_destroy at the latest */
+  r = rs_node_run(cache(f), &o, 7);
+  rs_check(&r, "client certificate B");
+  assert_int_equal(r.stats.compiles, 0);
+  assert_int_equal(r.stats.remote_hits, 3);
+
+  /* a key that is not the certificate's: the tier is off, with the reason */
+  snprintf(key, sizeof key, "%s/good.key", pki);
+  setenv("KC_REMOTE_TLS_KEY", key, 1);
+  st_capture_begin();
+  r = rs_node_run(cache(f), &o, 7);
+  err = st_capture_end();
+  rs_check(&r, "wrong client key");
+  assert_int_equal(r.stats.compiles, 3);
+  assert_int_equal(r.stats.remote_lookups, 0);
+  KCT_CONTAINS(err, "the remote tier is off");
+  KCT_CONTAINS(err, "(KC_REMOTE_TLS_KEY) cannot be used: ");
+  KCT_CONTAINS(err, "key values mismatch");
+  free(err);
+  rs_stop(&s);
+}
+
+static void test_unusable_ca_turns_the_tier_off(void **state) {
+  fx *f = *state;
+  char bad[700];
+  snprintf(bad, sizeof bad, "%s/good.key", pki); /* not a certificate */
+  setenv("KC_REMOTE_TLS_CA", bad, 1);
+  rs_node_opts o = rs_opts(server.url);
+  st_capture_begin();
+  rs_report r = rs_node_run(cache(f), &o, 7);
+  char *err = st_capture_end();
+  print_message("%s", err);
+  rs_check(&r, "unusable CA");
+  assert_int_equal(r.stats.compiles, 3);
+  assert_int_equal(r.stats.remote_lookups, 0);
+  KCT_CONTAINS(err, "the remote tier is off: TLS: the CA file");
+  KCT_CONTAINS(err, "(KC_REMOTE_TLS_CA) cannot be used");
+  free(err);
+}
+
+static void test_cli_ping_over_tls(void **state) {
+  (void)state;
+  char cmd[2048], *out = NULL;
+  snprintf(cmd, sizeof cmd, "env -u KC_REMOTE KC_REMOTE_TLS_CA='%s' '%s' remote ping --url %s 2>&1", ca, KC_CLI,
+           server.url);
+  int rc = kct_capture(cmd, &out);
+  print_message("%s", out);
+  assert_int_equal(rc, 0);
+  KCT_CONTAINS(out, "PONG");
+  KCT_CONTAINS(out, "TLS (libssl), the certificate verified for 127.0.0.1");
+  free(out);
+  snprintf(cmd, sizeof cmd, "env -u KC_REMOTE -u KC_REMOTE_TLS_CA '%s' remote ping --url %s 2>&1", KC_CLI,
+           server.url);
+  rc = kct_capture(cmd, &out);
+  print_message("%s", out);
+  assert_int_equal(rc, 1);
+  KCT_CONTAINS(out, "TLS: the server's certificate was refused");
+  free(out);
+}
+
+int main(int argc, char **argv) {
+  int rc = kct_main_init(argc, argv);
+  if (rc >= 0) return rc;
+  rs_require_server();
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+  const struct CMUnitTest tests[] = {
+      T(test_two_nodes_share_compiles_over_tls),
+      T(test_bad_certificates_are_refused),
+      T(test_client_certificates),
+      T(test_unusable_ca_turns_the_tier_off),
+      T(test_cli_ping_over_tls),
+  };
+#undef T
+  return cmocka_run_group_tests_name(kct_group_name("remote tier over TLS"), tests, group_setup, group_teardown);
+}
