@@ -89,7 +89,7 @@ static void ssl_load(void) {
       return;
     }
     if (!dl) continue;
-    /* libcrypto's functions come through libssl's handle: it depends on it */
+      /* libcrypto's functions come through libssl's handle: it depends on it */
 #define SSL_SYM(field, sym) \
   if (!(*(void **)&ssl.field = dlsym(dl, sym))) { \
     snprintf(ssl.whybuf, sizeof ssl.whybuf, "%s lacks %s: rediss:// needs OpenSSL 1.1 or later", names[i], \
@@ -252,15 +252,9 @@ static int ssl_fail(void *s, int ret, const char *name, short *want, char *why, 
   int err = ssl.get_error(s, ret);
   char e[256];
   switch (err) {
-  case SSL_ERROR_WANT_READ_:
-    *want = POLLIN;
-    return 0;
-  case SSL_ERROR_WANT_WRITE_:
-    *want = POLLOUT;
-    return 0;
-  case SSL_ERROR_ZERO_RETURN_:
-    snprintf(why, wl, "TLS: the server closed the session");
-    break;
+  case SSL_ERROR_WANT_READ_: *want = POLLIN; return 0;
+  case SSL_ERROR_WANT_WRITE_: *want = POLLOUT; return 0;
+  case SSL_ERROR_ZERO_RETURN_: snprintf(why, wl, "TLS: the server closed the session"); break;
   case SSL_ERROR_SYSCALL_:
     ssl_err(e, sizeof e);
     if (e[0]) snprintf(why, wl, "TLS: %s", e);
@@ -278,7 +272,8 @@ static int ssl_fail(void *s, int ret, const char *name, short *want, char *why, 
                  "KC_REMOTE_TLS_SERVER_NAME sets the name to verify)",
                  vs ? vs : "name mismatch", name);
       else if (v == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_ || v == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT_ ||
-               v == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN_ || v == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY_)
+               v == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN_ ||
+               v == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY_)
         snprintf(why, wl,
                  "TLS: the server's certificate was refused: %s (no trusted CA issued it; "
                  "KC_REMOTE_TLS_CA names the CA to trust)",
@@ -287,7 +282,8 @@ static int ssl_fail(void *s, int ret, const char *name, short *want, char *why, 
         snprintf(why, wl, "TLS: the server's certificate was refused: %s", vs ? vs : "verification failed");
     } else if (strstr(e, "certificate required")) {
       snprintf(why, wl,
-               "TLS: the server requires a client certificate (KC_REMOTE_TLS_CERT and KC_REMOTE_TLS_KEY): %s", e);
+               "TLS: the server requires a client certificate (KC_REMOTE_TLS_CERT and KC_REMOTE_TLS_KEY): %s",
+               e);
     } else if (strstr(e, "alert")) {
       snprintf(why, wl, "TLS: the server refused the session: %s", e);
     } else {
@@ -313,7 +309,20 @@ long kc__tls_io(void *s, bool write, void *buf, size_t n, short *want, char *why
   errno = 0;
   int r = write ? ssl.write(s, buf, len) : ssl.read(s, buf, len);
   if (r > 0) return r;
-  return ssl_fail(s, r, NULL, want, why, wl);
+  long f = ssl_fail(s, r, NULL, want, why, wl);
+  if (f < 0 && write) {
+    /* A server that ends the session (TLS 1.3: it refuses a client
+     * certificate after the client's handshake is done) sends an alert
+     * first: a read may still find it, and it says why better than the
+     * write's "connection reset". */
+    char tmp[512], m[512];
+    short w2;
+    errno = 0;
+    int r2 = ssl.read(s, tmp, sizeof tmp);
+    if (r2 <= 0 && ssl_fail(s, r2, NULL, &w2, m, sizeof m) < 0 && strstr(m, "alert"))
+      snprintf(why, wl, "%s", m);
+  }
+  return f;
 }
 
 /* ------------------------------------------------------- the tier's */

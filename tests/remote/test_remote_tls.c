@@ -222,7 +222,8 @@ static void test_client_certificates(void **state) {
   assert_int_equal(r.stats.compiles, 3);
   assert_int_equal(r.stats.remote_hits + r.stats.remote_uploads, 0);
   assert_true(r.stats.remote_errors >= 1);
-  KCT_CONTAINS(err, "TLS: the server requires a client certificate (KC_REMOTE_TLS_CERT and KC_REMOTE_TLS_KEY)");
+  KCT_CONTAINS(err,
+               "TLS: the server requires a client certificate (KC_REMOTE_TLS_CERT and KC_REMOTE_TLS_KEY)");
   free(err);
 
   char cert[700], key[700];
@@ -276,8 +277,8 @@ static void test_unusable_ca_turns_the_tier_off(void **state) {
 static void test_cli_ping_over_tls(void **state) {
   (void)state;
   char cmd[2048], *out = NULL;
-  snprintf(cmd, sizeof cmd, "env -u KC_REMOTE KC_REMOTE_TLS_CA='%s' '%s' remote ping --url %s 2>&1", ca, KC_CLI,
-           server.url);
+  snprintf(cmd, sizeof cmd, "env -u KC_REMOTE KC_REMOTE_TLS_CA='%s' '%s' remote ping --url %s 2>&1", ca,
+           KC_CLI, server.url);
   int rc = kct_capture(cmd, &out);
   print_message("%s", out);
   assert_int_equal(rc, 0);
@@ -306,5 +307,6 @@ int main(int argc, char **argv) {
       T(test_cli_ping_over_tls),
   };
 #undef T
-  return cmocka_run_group_tests_name(kct_group_name("remote tier over TLS"), tests, group_setup, group_teardown);
+  return cmocka_run_group_tests_name(kct_group_name("remote tier over TLS"), tests, group_setup,
+                                     group_teardown);
 }

@@ -140,6 +140,13 @@ static void test_settings(void **state) {
   assert_string_equal(c.tls_key, "/k.pem");
   assert_string_equal(c.tls_name, "cache.example");
   assert_null(c.tls_ctx);
+  o.remote_tls_ca = "/opt/ca.pem"; /* options win over the environment */
+  o.remote_tls_server_name = "redis.internal";
+  assert_int_equal(kc__remote_config_load(kct_conf(&o), &c, why, sizeof why), KC_OK);
+  assert_string_equal(c.tls_ca, "/opt/ca.pem");
+  assert_string_equal(c.tls_name, "redis.internal");
+  assert_string_equal(c.tls_cert, "/c.pem");
+  o.remote_tls_ca = o.remote_tls_server_name = NULL;
   unsetenv("KC_REMOTE_TLS_CA");
   unsetenv("KC_REMOTE_TLS_CERT");
   unsetenv("KC_REMOTE_TLS_KEY");
