@@ -8,11 +8,17 @@
  * server with an expired certificate, one for another name and one from a
  * CA the client does not trust are each refused with the reason, and the
  * launches compile; client certificates (--tls-auth-clients yes); a CA
- * file that cannot be used; `kcache remote ping` over rediss://.
+ * file that cannot be used; a password and a secret over TLS; the
+ * deadlines: a handshake nobody answers, a server stopped mid-run;
+ * `kcache remote ping` over rediss://.
  */
 #include "rs.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #ifndef KC_CLI
@@ -274,6 +280,106 @@ static void test_unusable_ca_turns_the_tier_off(void **state) {
   free(err);
 }
 
+/* AUTH and entries authenticated with KC_REMOTE_KEY, over TLS. */
+static void test_password_and_secret_over_tls(void **state) {
+  fx *f = *state;
+  rs_server s;
+  rs_start_tls(&s, "pw3", tls_args("good", "no"), NULL);
+  rs_node_opts o = rs_opts(s.url);
+  o.secret = "fleet secret";
+  rs_report r = rs_node_run(cache(f), &o, 7);
+  rs_check(&r, "node A");
+  assert_int_equal(r.stats.remote_errors, 0);
+  assert_int_equal(r.stats.remote_misses, 3);
+  r = rs_node_run(cache(f), &o, 7);
+  rs_check(&r, "node B");
+  assert_int_equal(r.stats.compiles, 0);
+  assert_int_equal(r.stats.remote_hits, 3);
+  char **keys;
+  size_t n = rs_keys(s.url, "kctest:hmac-", &keys);
+  assert_true(n >= 3); /* in the secret's namespace */
+  rs_keys_free(keys, n);
+  char bad[700];
+  snprintf(bad, sizeof bad, "rediss://:wrong@127.0.0.1:%d", s.port);
+  o = rs_opts(bad);
+  st_capture_begin();
+  r = rs_node_run(cache(f), &o, 7);
+  char *err = st_capture_end();
+  rs_check(&r, "wrong password");
+  assert_int_equal(r.stats.compiles, 3);
+  KCT_CONTAINS(err, "authentication failed");
+  free(err);
+  rs_stop(&s);
+}
+
+/* A listener that never answers: the TCP connection is made (the kernel's
+ * backlog) but no TLS handshake comes back. The connect gives up at its
+ * deadline, and a node's launches compile without waiting longer. */
+static void test_deadlines(void **state) {
+  fx *f = *state;
+  int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+  assert_int_equal(listen(l, 16), 0);
+  assert_int_equal(getsockname(l, (struct sockaddr *)&a, &len), 0);
+  char url[100], why[512];
+  snprintf(url, sizeof url, "rediss://127.0.0.1:%d", ntohs(a.sin_port));
+  kc__remote_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  assert_int_equal(kc__remote_parse_url(url, &cfg, why, sizeof why), KC_OK);
+  snprintf(cfg.tls_ca, sizeof cfg.tls_ca, "%s", ca);
+  cfg.timeout_ms = 100;
+  kc__rconn *c = NULL;
+  double t0 = st_now();
+  assert_int_equal(kc__rconn_open(NULL, &cfg, &c, why, sizeof why), KC_EIO);
+  double dt = st_now() - t0;
+  print_message("silent listener: %s after %.1f ms\n", why, dt * 1e3);
+  KCT_CONTAINS(why, "no TLS handshake within 100 ms (timeout)");
+  assert_true(dt >= 0.095 && dt < 0.1 + 0.06);
+
+  rs_node_opts o = rs_opts(url);
+  o.timeout_ms = 100;
+  st_capture_begin();
+  rs_report r = rs_node_run(cache(f), &o, 7);
+  char *err = st_capture_end();
+  rs_check(&r, "silent listener");
+  assert_int_equal(r.stats.compiles, 3);
+  assert_true(r.stats.remote_lookup_ns <= 3 * (100 + 60) * 1000000ull);
+  KCT_CONTAINS(err, "no TLS handshake within 100 ms");
+  free(err);
+  close(l);
+
+  /* a server stopped under a pooled TLS connection: each lookup ends at its deadline */
+  rs_server s;
+  rs_start_tls(&s, NULL, tls_args("good", "no"), NULL);
+  o = rs_opts(s.url);
+  o.timeout_ms = 100;
+  o.retry_ms = 400;
+  kc_runtime *rt = rs_node(cache(f), &o);
+  assert_non_null(rt);
+  KCT_OK(rt, rs_define(rt));
+  KCT_OK(rt, rs_run_v(rt, 0, 0)); /* a pooled connection, an upload */
+  usleep(300000);
+  assert_int_equal(kct_stats(rt).remote_errors, 0);
+  kill(s.pid, SIGSTOP);
+  double worst = 0;
+  for (int v = 1; v <= 4; v++) {
+    kc_stats x = kct_stats(rt);
+    KCT_OK(rt, rs_run_v(rt, 0, v));
+    kc_stats y = kct_stats(rt);
+    double lookup = (double)(y.remote_lookup_ns - x.remote_lookup_ns) / 1e9;
+    if (lookup > worst) worst = lookup;
+  }
+  print_message("server stopped: worst lookup %.1f ms (timeout 100 ms)\n", worst * 1e3);
+  assert_true(worst <= 0.1 + 0.06);
+  assert_true(kct_stats(rt).remote_errors >= 1);
+  kc_runtime_destroy(rt);
+  kill(s.pid, SIGCONT);
+  rs_stop(&s);
+}
+
 static void test_cli_ping_over_tls(void **state) {
   (void)state;
   char cmd[2048], *out = NULL;
@@ -304,6 +410,8 @@ int main(int argc, char **argv) {
       T(test_bad_certificates_are_refused),
       T(test_client_certificates),
       T(test_unusable_ca_turns_the_tier_off),
+      T(test_password_and_secret_over_tls),
+      T(test_deadlines),
       T(test_cli_ping_over_tls),
   };
 #undef T
