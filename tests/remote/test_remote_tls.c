@@ -4,7 +4,8 @@
  * redis-servers started with --tls-port only, with a CA and certificates
  * made here with the openssl command: two nodes share compiles; the
  * server's name is verified (an address against the certificate's IP
- * entries, a name against its DNS names, KC_REMOTE_TLS_SERVER_NAME); a
+ * entries, a name against its DNS names, KC_REMOTE_TLS_SERVER_NAME);
+ * eight nodes cold-starting compile each kernel once (single flight); a
  * server with an expired certificate, one for another name and one from a
  * CA the client does not trust are each refused with the reason, and the
  * launches compile; client certificates (--tls-auth-clients yes); a CA
@@ -86,12 +87,16 @@ static int group_teardown(void **state) {
 
 typedef struct fx {
   char root[512];
+  char count[600];
+  char wrapper[600];
   int n;
 } fx;
 
 static int setup(void **state) {
   fx *f = calloc(1, sizeof *f);
   st_mkdtemp(f->root, sizeof f->root, "rtls");
+  snprintf(f->count, sizeof f->count, "%s/compiles", f->root);
+  st_wrapper(f->root, f->wrapper, sizeof f->wrapper);
   kc__rreply r = rs_cmd(server.url, "FLUSHALL", (char *)NULL);
   assert_int_equal(r.type, KC__R_STATUS);
   rs_free(&r);
@@ -108,6 +113,8 @@ static int teardown(void **state) {
   unsetenv("KC_REMOTE_TLS_CERT");
   unsetenv("KC_REMOTE_TLS_KEY");
   unsetenv("KC_REMOTE_TLS_SERVER_NAME");
+  unsetenv("KC_TEST_COUNT");
+  unsetenv("KC_TEST_SLEEP");
   return kct_teardown(state);
 }
 
@@ -178,6 +185,38 @@ static void test_two_nodes_share_compiles_over_tls(void **state) {
   rs_check(&r, "node D, server name localhost");
   assert_int_equal(r.stats.remote_hits, 3);
   assert_int_equal(r.stats.remote_errors, 0);
+}
+
+/* Single flight over TLS: eight nodes (processes) cold-start the same
+ * three kernels at once; three compiles in all. */
+static void test_eight_nodes_cold_start_compile_three_times(void **state) {
+  fx *f = *state;
+  enum { N = 8 };
+  rs_node_opts o = rs_opts(server.url);
+  o.cc = f->wrapper;
+  setenv("KC_TEST_COUNT", f->count, 1);
+  setenv("KC_TEST_SLEEP", "0.3", 1); /* slow compiles: every node asks while the first compiles */
+  int go[2];
+  assert_int_equal(pipe(go), 0);
+  pid_t pid[N];
+  int fd[N];
+  for (int i = 0; i < N; i++) pid[i] = rs_spawn(cache(f), &o, 7, go, &fd[i]);
+  close(go[0]);
+  close(go[1]);
+  uint64_t compiles = 0, hits = 0, errors = 0;
+  for (int i = 0; i < N; i++) {
+    rs_report r = rs_collect(pid[i], fd[i]);
+    rs_check(&r, "a node");
+    compiles += r.stats.compiles;
+    hits += r.stats.remote_hits;
+    errors += r.stats.remote_errors;
+  }
+  print_message("8 nodes x 3 kernels over TLS: %llu compiles, %llu remote hits, %llu errors\n",
+                (unsigned long long)compiles, (unsigned long long)hits, (unsigned long long)errors);
+  assert_int_equal(compiles, 3);
+  assert_int_equal(st_lines(f->count), 3);
+  assert_int_equal(hits, 3 * N - 3);
+  assert_int_equal(entries_in(server.url), 3);
 }
 
 static void test_bad_certificates_are_refused(void **state) {
@@ -407,6 +446,7 @@ int main(int argc, char **argv) {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
   const struct CMUnitTest tests[] = {
       T(test_two_nodes_share_compiles_over_tls),
+      T(test_eight_nodes_cold_start_compile_three_times),
       T(test_bad_certificates_are_refused),
       T(test_client_certificates),
       T(test_unusable_ca_turns_the_tier_off),
