@@ -376,7 +376,10 @@ static void test_deadlines(void **state) {
   double dt = st_now() - t0;
   print_message("silent listener: %s after %.1f ms\n", why, dt * 1e3);
   KCT_CONTAINS(why, "no TLS handshake within 100 ms (timeout)");
-  assert_true(dt >= 0.095 && dt < 0.1 + 0.06);
+  /* slack: scheduling on a loaded machine (a handshake that blocked would never end) */
+  const double slack = 0.15;
+  if (!(dt >= 0.095 && dt < 0.1 + slack))
+    fail_msg("the connect gave up after %.1f ms (timeout 100 ms)", dt * 1e3);
 
   rs_node_opts o = rs_opts(url);
   o.timeout_ms = 100;
@@ -385,7 +388,9 @@ static void test_deadlines(void **state) {
   char *err = st_capture_end();
   rs_check(&r, "silent listener");
   assert_int_equal(r.stats.compiles, 3);
-  assert_true(r.stats.remote_lookup_ns <= 3 * (100 + 60) * 1000000ull);
+  if (r.stats.remote_lookups > 3 || (double)r.stats.remote_lookup_ns / 1e9 > 3 * (0.1 + slack))
+    fail_msg("%llu lookups took %.1f ms in all (timeout 100 ms each)",
+             (unsigned long long)r.stats.remote_lookups, (double)r.stats.remote_lookup_ns / 1e6);
   KCT_CONTAINS(err, "no TLS handshake within 100 ms");
   free(err);
   close(l);
@@ -412,11 +417,62 @@ static void test_deadlines(void **state) {
     if (lookup > worst) worst = lookup;
   }
   print_message("server stopped: worst lookup %.1f ms (timeout 100 ms)\n", worst * 1e3);
-  assert_true(worst <= 0.1 + 0.06);
+  if (worst > 0.1 + slack) fail_msg("a lookup took %.1f ms (timeout 100 ms)", worst * 1e3);
   assert_true(kct_stats(rt).remote_errors >= 1);
   kc_runtime_destroy(rt);
   kill(s.pid, SIGCONT);
   rs_stop(&s);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The median time of 50 connects (TCP, the handshake with a context made
+ * beforehand, as the tier's pool does) and PINGs over url. */
+static double median_connect_ms(const char *url, double *ping_ms) {
+  kc__remote_config cfg;
+  char why[512];
+  memset(&cfg, 0, sizeof cfg);
+  assert_int_equal(kc__remote_parse_url(url, &cfg, why, sizeof why), KC_OK);
+  if (cfg.tls) snprintf(cfg.tls_ca, sizeof cfg.tls_ca, "%s", ca);
+  cfg.timeout_ms = 2000;
+  if (kc__remote_tls_setup(&cfg, why, sizeof why)) fail_msg("%s", why);
+  enum { N = 50 };
+  double t[N], p[N];
+  for (int i = 0; i < N; i++) {
+    kc__rconn *c = NULL;
+    double t0 = st_now();
+    if (kc__rconn_open(NULL, &cfg, &c, why, sizeof why)) fail_msg("%s: %s", url, why);
+    double t1 = st_now();
+    kc__rreply r;
+    if (kc__rconn_cmdv(c, &r, why, sizeof why, "PING", (char *)NULL)) fail_msg("%s: %s", url, why);
+    assert_int_equal(r.type, KC__R_STATUS);
+    kc__rreply_free(NULL, &r);
+    t[i] = (t1 - t0) * 1e3;
+    p[i] = (st_now() - t1) * 1e3;
+    kc__rconn_close(c);
+  }
+  kc__remote_tls_release(&cfg);
+  qsort(t, N, sizeof *t, cmp_double);
+  qsort(p, N, sizeof *p, cmp_double);
+  *ping_ms = p[N / 2];
+  return t[N / 2];
+}
+
+/* What TLS costs a connection (printed; the pool makes one per thread that
+ * needs one, not one per command). */
+static void test_connect_cost(void **state) {
+  (void)state;
+  rs_server plain;
+  rs_start(&plain, NULL, NULL);
+  double pp, tp;
+  double p = median_connect_ms(plain.url, &pp), t = median_connect_ms(server.url, &tp);
+  print_message("median of 50: connect %.3f ms plain, %.3f ms TLS (ECDSA P-256); then PING %.3f ms plain, "
+                "%.3f ms TLS\n",
+                p, t, pp, tp);
+  rs_stop(&plain);
 }
 
 static void test_cli_ping_over_tls(void **state) {
@@ -452,6 +508,7 @@ int main(int argc, char **argv) {
       T(test_unusable_ca_turns_the_tier_off),
       T(test_password_and_secret_over_tls),
       T(test_deadlines),
+      T(test_connect_cost),
       T(test_cli_ping_over_tls),
   };
 #undef T
