@@ -108,7 +108,7 @@ void kc__rreply_free(const kc__heap *heap, kc__rreply *r) {
   memset(r, 0, sizeof *r);
 }
 
-/* A reply of hiredis' into out; false (the connection broken) out of memory. */
+/* A reply of hiredis' into out (KC_OK), or KC_ENOMEM with the connection broken. */
 static kc_status take_reply(kc__rconn *c, void *reply, kc__rreply *out, char *why, size_t wl) {
   bool ok = copy_reply(c->heap, reply, out, 0);
   kc__hr.free_reply(reply);

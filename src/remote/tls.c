@@ -167,7 +167,6 @@ kc_status kc__tls_ctx_new(const kc__remote_config *cfg, void **out, char *why, s
   }
   ssl.ctx_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION_, TLS1_2_VERSION_, NULL);
   ssl.ctx_set_verify(ctx, SSL_VERIFY_PEER_, NULL);
-  kc_status st = KC_EINVAL;
   if (cfg->tls_ca[0]) {
     struct stat sb;
     bool dir = stat(cfg->tls_ca, &sb) == 0 && S_ISDIR(sb.st_mode);
@@ -206,7 +205,7 @@ kc_status kc__tls_ctx_new(const kc__remote_config *cfg, void **out, char *why, s
   return KC_OK;
 fail:
   ssl.ctx_free(ctx);
-  return st;
+  return KC_EINVAL;
 }
 
 /* ----------------------------------------------------------- sessions */
