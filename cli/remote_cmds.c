@@ -29,7 +29,8 @@ const char cli_help_remote[] =
     "  clear   removes every entry and lock under the prefix\n"
     "\n"
     "options:\n"
-    "  --url URL     redis://[[user]:password@]host[:port][/db] (default $KC_REMOTE)\n"
+    "  --url URL     redis[s]://[[user]:password@]host[:port][/db] (default $KC_REMOTE;\n"
+    "                rediss:// is TLS: $KC_REMOTE_TLS_CA, _CERT, _KEY, _SERVER_NAME)\n"
     "  --prefix P    the key prefix (default $KC_REMOTE_PREFIX, else \"kcache:\")\n"
     "  --timeout MS  for each command (default 2000)\n";
 
@@ -212,6 +213,7 @@ static void ping_json(const rcli *r, const server_info *s) {
   json_str(s->version);
   printf(", \"hiredis\": ");
   json_str(kc__hiredis_name());
+  printf(", \"tls\": %s", r->cfg.tls ? "true" : "false");
   printf(", \"connect_ms\": %.3f, \"rtt_min_ms\": %.3f, \"rtt_avg_ms\": %.3f, \"prefix\": ", s->connect_ms,
          s->best_ms, s->avg_ms);
   json_str(r->cfg.prefix);
@@ -226,7 +228,10 @@ static void ping_json(const rcli *r, const server_info *s) {
 
 static void ping_text(const rcli *r, const server_info *s) {
   printf("server      %s: PONG (redis %s)\n", r->cfg.url, s->version);
-  printf("client      %s; no TLS\n", kc__hiredis_name());
+  if (r->cfg.tls)
+    printf("client      %s; TLS (libssl), the certificate verified for %s\n", kc__hiredis_name(),
+           r->cfg.tls_name[0] ? r->cfg.tls_name : r->cfg.host);
+  else printf("client      %s; no TLS\n", kc__hiredis_name());
   printf("connect     %.2f ms\n", s->connect_ms);
   printf("round trip  %.3f ms (min of %d), %.3f ms on average\n", s->best_ms, PINGS, s->avg_ms);
   printf("namespace   %s%s (%s)\n", r->cfg.prefix, r->cfg.ns,

@@ -223,6 +223,12 @@ typedef struct kc_options {
    * the disk cache's key, with the CPU's model and features when they
    * name "native", so that an entry never runs on a CPU that lacks them. */
   const char *host_opt;
+  /* The remote tier over TLS (rediss://; see "remote tier"), 0.3: each
+   * NULL takes $KC_REMOTE_TLS_CA, _CERT, _KEY, _SERVER_NAME. */
+  const char *remote_tls_ca; /* CA file or directory; else the system's */
+  const char *remote_tls_cert; /* client certificate (PEM); else none */
+  const char *remote_tls_key; /* its key (PEM); else the certificate's file */
+  const char *remote_tls_server_name; /* the name to verify; else the URL's host */
 } kc_options;
 
 /* Fills the first `size` bytes of *opt with the defaults and sets
@@ -1326,10 +1332,28 @@ int kc_cache_writable(const kc_runtime *rt);
  *
  * Where: kc_options.remote_url, else $KC_REMOTE, as
  * redis://[[user]:password@]host[:port][/db] (port 6379, database 0 by
- * default; user and password %-encoded; a user needs Redis 6 ACLs). The
- * tier sits behind the disk cache: without one (KC_CACHE_DISABLE, no usable
- * directory) it is off too. TLS (rediss://) is refused with a message:
- * Debian 12's hiredis (0.14) has none; use a TLS tunnel to a redis:// address.
+ * default; user and password %-encoded; a user needs Redis 6 ACLs), or
+ * rediss://... for TLS. The tier sits behind the disk cache: without one
+ * (KC_CACHE_DISABLE, no usable directory) it is off too.
+ *
+ * TLS (rediss://): kcache's own connection through OpenSSL's libssl
+ * (opened with dlopen; hiredis 0.14 has no TLS and only parses the
+ * replies), TLS 1.2 or later. The server's certificate is verified, always:
+ * it must chain to a CA of kc_options.remote_tls_ca, else
+ * $KC_REMOTE_TLS_CA (a PEM file or a hashed directory), else the system's,
+ * and carry the server's name: kc_options.remote_tls_server_name, else
+ * $KC_REMOTE_TLS_SERVER_NAME, else the URL's host (an address is checked
+ * against the certificate's IP entries; a name is also sent as SNI). A
+ * client certificate for servers that require one: remote_tls_cert and
+ * remote_tls_key, else $KC_REMOTE_TLS_CERT and $KC_REMOTE_TLS_KEY (the key
+ * defaults to the certificate's file). The handshake is part of the
+ * connect deadline (remote_timeout_ms) and reads and writes keep the same
+ * deadlines as without TLS. A server whose certificate is refused
+ * (expired, another name, no trusted CA) or that refuses the client is a
+ * failure of the tier, like a refused connection: the launch compiles, the
+ * breaker counts it, and the warning names the reason. A CA, certificate
+ * or key that cannot be used, a TLS setting with a redis:// URL, or no
+ * libssl turns the tier off with one warning.
  * Entries are named PREFIX + the disk cache's key (kc_options.remote_prefix,
  * else $KC_REMOTE_PREFIX, else "kcache:"), and hold the same bytes as the
  * entry files on disk. Redis should be run as a cache (maxmemory with an
@@ -1337,7 +1361,7 @@ int kc_cache_writable(const kc_runtime *rt);
  *
  * Needs libhiredis at run time (0.14 or 1.x, opened with dlopen; kcache
  * builds and runs without it). When the tier is configured but cannot be
- * used (no hiredis, a bad URL or setting, rediss://), one warning in the
+ * used (no hiredis, a bad URL or setting, no libssl for rediss://), one warning in the
  * runtime's log (see "log") says why and the runtime works without it.
  *
  * Order: a launch whose world no code instance serves asks the disk cache,

@@ -38,13 +38,17 @@
   X(CACHE_SHARED,       "KC_CACHE_SHARED",        BOOL,    "0",    "a disk cache shared by a group: directories 2770, files 0660 (see doc/security.md)") \
   X(CACHE_KEY,          "KC_CACHE_KEY",           STR,     NULL,   "secret that authenticates disk cache entries (HMAC-SHA256)") \
   X(CACHE_LOCK_TIMEOUT, "KC_CACHE_LOCK_TIMEOUT",  SECONDS, "60",   "seconds to wait for another process compiling the same entry") \
-  X(REMOTE,             "KC_REMOTE",              STR,     NULL,   "remote cache URL (redis://[user:password@]host[:port][/db]; off, none: no remote)") \
+  X(REMOTE,             "KC_REMOTE",              STR,     NULL,   "remote cache URL (redis://[user:password@]host[:port][/db], rediss:// for TLS; off, none: no remote)") \
   X(REMOTE_PREFIX,      "KC_REMOTE_PREFIX",       TEXT,    "kcache:", "key prefix of remote entries") \
   X(REMOTE_TIMEOUT_MS,  "KC_REMOTE_TIMEOUT_MS",   U64,     "5",    "remote connect/command timeout in milliseconds (1..600000)") \
   X(REMOTE_RETRY_MS,    "KC_REMOTE_RETRY_MS",     U64,     "10000", "milliseconds before retrying a remote that failed (1..86400000)") \
   X(REMOTE_LOCK_TIMEOUT, "KC_REMOTE_LOCK_TIMEOUT", SECONDS, "30",  "seconds to wait for another machine compiling the same entry (0 < s <= 86400)") \
   X(REMOTE_MAX_ENTRY,   "KC_REMOTE_MAX_ENTRY",    SIZE,    "64M",  "largest entry sent to the remote (at least 1K)") \
   X(REMOTE_KEY,         "KC_REMOTE_KEY",          STR,     NULL,   "secret that authenticates remote entries (HMAC)") \
+  X(REMOTE_TLS_CA,      "KC_REMOTE_TLS_CA",       STR,     NULL,   "rediss://: the CA certificates (a PEM file, or a directory hashed by openssl rehash) that the server's certificate must chain to (default: the system's; kc_options.remote_tls_ca wins)") \
+  X(REMOTE_TLS_CERT,    "KC_REMOTE_TLS_CERT",     STR,     NULL,   "rediss://: the client certificate (PEM, with its chain) for servers that require one (tls-auth-clients; kc_options.remote_tls_cert wins)") \
+  X(REMOTE_TLS_KEY,     "KC_REMOTE_TLS_KEY",      STR,     NULL,   "rediss://: the client certificate's private key (PEM; default: the certificate's file; kc_options.remote_tls_key wins)") \
+  X(REMOTE_TLS_SERVER_NAME, "KC_REMOTE_TLS_SERVER_NAME", STR, NULL, "rediss://: the name the server's certificate must carry, also sent as SNI (default: the URL's host; kc_options.remote_tls_server_name wins)") \
   X(HIREDIS_LIB,        "KC_HIREDIS_LIB",         STR,     NULL,   "path of the libhiredis to load instead of the system's") \
   X(COMPILE_THREADS,    "KC_COMPILE_THREADS",     U64,     "0",    "threads that compile a kc_prepare batch, the caller included (0: one per core; kc_options.compile_threads wins)") \
   X(OPENCL_HELPERS,     "KC_OPENCL_HELPERS",      STR,     "auto", "OpenCL: compile in helper processes: auto (with more than one compile thread, where the platform builds one program at a time per process: PoCL), 1 (on any platform), 0 (never)") \

@@ -74,6 +74,10 @@ static void apply_options(kc__config *c, const kc_options *o) {
     set_u64(c, KC__SET_COMPILE_THREADS, o->compile_threads, "kc_options.compile_threads");
   if (o->host_threads) set_u64(c, KC__SET_HOST_THREADS, o->host_threads, "kc_options.host_threads");
   set_str(c, KC__SET_HOST_OPT, o->host_opt, "kc_options.host_opt");
+  set_str(c, KC__SET_REMOTE_TLS_CA, o->remote_tls_ca, "kc_options.remote_tls_ca");
+  set_str(c, KC__SET_REMOTE_TLS_CERT, o->remote_tls_cert, "kc_options.remote_tls_cert");
+  set_str(c, KC__SET_REMOTE_TLS_KEY, o->remote_tls_key, "kc_options.remote_tls_key");
+  set_str(c, KC__SET_REMOTE_TLS_SERVER_NAME, o->remote_tls_server_name, "kc_options.remote_tls_server_name");
   set_flag(c, KC__SET_CHECKED, o->checked, "kc_options.checked");
   set_flag(c, KC__SET_GUARD_LAUNCHES, o->guard_launches, "kc_options.guard_launches");
   static const char *const levels[] = {

@@ -72,20 +72,12 @@ kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *wh
   cfg->port = 6379;
   cfg->db = 0;
   if (!url) url = "";
-  if (!strncmp(url, "rediss://", 9)) {
-    snprintf(
-        why, wl,
-        "\"%.*s...\": rediss:// (TLS) is not supported: the hiredis that kcache loads (Debian 12's "
-        "libhiredis0.14) has no TLS, and kcache does not drive hiredis_ssl; reach the server through a TLS "
-        "tunnel (stunnel, spiped, a service mesh) at a redis:// address",
-        9, url);
+  cfg->tls = !strncmp(url, "rediss://", 9);
+  if (!cfg->tls && strncmp(url, "redis://", 8) != 0) {
+    snprintf(why, wl, "\"%s\" is not a redis[s]://[[user]:password@]host[:port][/db] URL", url);
     return KC_EINVAL;
   }
-  if (strncmp(url, "redis://", 8) != 0) {
-    snprintf(why, wl, "\"%s\" is not a redis://[[user]:password@]host[:port][/db] URL", url);
-    return KC_EINVAL;
-  }
-  const char *p = url + 8, *slash = strchr(p, '/');
+  const char *p = url + (cfg->tls ? 9 : 8), *slash = strchr(p, '/');
   const char *end = slash ? slash : p + strlen(p);
   const char *at = NULL;
   for (const char *q = p; q < end; q++)
@@ -132,7 +124,7 @@ kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *wh
     cfg->db = (int)v;
   }
   bool v6 = strchr(cfg->host, ':') != NULL;
-  snprintf(cfg->url, sizeof cfg->url, "redis://%s%s%s%s%s%s:%d/%d", cfg->user,
+  snprintf(cfg->url, sizeof cfg->url, "%s://%s%s%s%s%s%s:%d/%d", cfg->tls ? "rediss" : "redis", cfg->user,
            cfg->has_password ? ":***" : "", cfg->has_password ? "@" : "", v6 ? "[" : "", cfg->host,
            v6 ? "]" : "", cfg->port, cfg->db);
   return KC_OK;
@@ -185,6 +177,33 @@ static bool conf_max_entry(const kc__config *conf, uint64_t *max, char *why, siz
   return true;
 }
 
+/* The KC_REMOTE_TLS_* settings into cfg; false with why when one does not
+ * fit, or is set for a redis:// URL (where it would be ignored). */
+static bool conf_tls(const kc__config *conf, kc__remote_config *cfg, char *why, size_t wl) {
+  static const kc__setting ids[4] = {KC__SET_REMOTE_TLS_CA, KC__SET_REMOTE_TLS_CERT, KC__SET_REMOTE_TLS_KEY,
+                                     KC__SET_REMOTE_TLS_SERVER_NAME};
+  char *const dst[4] = {cfg->tls_ca, cfg->tls_cert, cfg->tls_key, cfg->tls_name};
+  const size_t size[4] = {sizeof cfg->tls_ca, sizeof cfg->tls_cert, sizeof cfg->tls_key,
+                          sizeof cfg->tls_name};
+  for (int i = 0; i < 4; i++) {
+    const char *v = kc__config_str(conf, ids[i]);
+    if (!v || !*v) continue;
+    char what[256];
+    if (!cfg->tls) {
+      snprintf(why, wl, "%s is set but the URL is %s, not rediss:// (TLS)",
+               kc__config_what(conf, ids[i], what, sizeof what), cfg->url);
+      return false;
+    }
+    if (strlen(v) >= size[i]) {
+      snprintf(why, wl, "%s is longer than %zu bytes", kc__config_what(conf, ids[i], what, sizeof what),
+               size[i] - 1);
+      return false;
+    }
+    snprintf(dst[i], size[i], "%s", v);
+  }
+  return true;
+}
+
 kc_status kc__remote_config_load(const kc__config *conf, kc__remote_config *cfg, char *why, size_t wl) {
   memset(cfg, 0, sizeof *cfg);
   const char *url = kc__config_str(conf, KC__SET_REMOTE);
@@ -226,6 +245,8 @@ kc_status kc__remote_config_load(const kc__config *conf, kc__remote_config *cfg,
     return KC_EINVAL;
   }
   snprintf(cfg->hiredis_lib, sizeof cfg->hiredis_lib, "%s", lib ? lib : "");
+
+  if (!conf_tls(conf, cfg, why, wl)) return KC_EINVAL;
 
   const char *secret = kc__config_text(conf, KC__SET_REMOTE_KEY);
   if (secret && *secret) {

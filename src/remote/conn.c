@@ -3,10 +3,15 @@
  * remote/conn.c -- owns one connection to the server: connecting,
  * authenticating and selecting the database within the timeout, and one
  * binary-safe command driven without blocking (every wait has a deadline,
- * SIGPIPE is contained), its reply copied out of hiredis.
+ * SIGPIPE is contained), its reply copied out of hiredis. Over TLS
+ * (rediss://) the socket is kcache's own, its session tls.c's, and
+ * hiredis only parses the replies.
  */
 #include "remote/internal.h"
 
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -103,6 +108,107 @@ void kc__rreply_free(const kc__heap *heap, kc__rreply *r) {
   memset(r, 0, sizeof *r);
 }
 
+/* A reply of hiredis' into out (KC_OK), or KC_ENOMEM with the connection broken. */
+static kc_status take_reply(kc__rconn *c, void *reply, kc__rreply *out, char *why, size_t wl) {
+  bool ok = copy_reply(c->heap, reply, out, 0);
+  kc__hr.free_reply(reply);
+  if (ok) return KC_OK;
+  kc__rreply_free(c->heap, out);
+  c->broken = true; /* the reply is lost: the next one would answer this command */
+  snprintf(why, wl, "out of memory copying a reply");
+  return KC_ENOMEM;
+}
+
+/* kc__rconn_cmd over TLS: the command in RESP, written through the
+ * session, and what it reads fed to hiredis' reader, with the same
+ * deadlines as hiredis' own connection below. */
+static kc_status tls_cmd(kc__rconn *c, int argc, const char *const *argv, const size_t *lens, kc__rreply *out,
+                         char *why, size_t wl) {
+  size_t n = 24;
+  for (int i = 0; i < argc; i++) n += lens[i] + 24;
+  char *buf = kc__heap_alloc(c->heap, n);
+  if (!buf) {
+    snprintf(why, wl, "out of memory formatting a command");
+    return KC_ENOMEM;
+  }
+  size_t o = (size_t)snprintf(buf, n, "*%d\r\n", argc);
+  for (int i = 0; i < argc; i++) {
+    o += (size_t)snprintf(buf + o, n - o, "$%zu\r\n", lens[i]);
+    if (lens[i]) memcpy(buf + o, argv[i], lens[i]);
+    o += lens[i];
+    buf[o++] = '\r';
+    buf[o++] = '\n';
+  }
+  uint64_t now = kc__now_ns(), last = now;
+  uint64_t base = now + c->timeout_ns;
+  if (c->cap && c->cap < base) base = c->cap;
+  uint64_t budget = base + o * KC__NS_PER_BYTE;
+  const char *what = "sending";
+  short want = 0;
+  for (size_t sent = 0; sent < o;) {
+    pipe_guard g;
+    pipe_block(&g);
+    long r = kc__tls_io(c->ssl, true, buf + sent, o - sent, &want, why, wl);
+    pipe_restore(&g);
+    if (r < 0) {
+      kc__heap_free(c->heap, buf);
+      goto io;
+    }
+    if (r > 0) {
+      sent += (size_t)r;
+      last = kc__now_ns();
+      continue;
+    }
+    uint64_t dl = last + c->timeout_ns < budget ? last + c->timeout_ns : budget;
+    if (wait_fd(c->fd, want, dl) <= 0) {
+      kc__heap_free(c->heap, buf);
+      goto timeout;
+    }
+  }
+  kc__heap_free(c->heap, buf);
+  what = "receiving";
+  last = kc__now_ns();
+  for (;;) {
+    void *reply = NULL;
+    if (kc__hr.reader_get_reply(c->reader, &reply) != 0) {
+      snprintf(why, wl, "receiving: a malformed reply");
+      c->broken = true;
+      return KC_EIO;
+    }
+    if (reply) return take_reply(c, reply, out, why, wl);
+    char in[16384];
+    pipe_guard g;
+    pipe_block(&g);
+    long r = kc__tls_io(c->ssl, false, in, sizeof in, &want, why, wl);
+    pipe_restore(&g);
+    if (r < 0) goto io;
+    if (r > 0) {
+      if (kc__hr.reader_feed(c->reader, in, (size_t)r) != 0) {
+        snprintf(why, wl, "receiving: out of memory");
+        c->broken = true;
+        return KC_EIO;
+      }
+      budget += (uint64_t)r * KC__NS_PER_BYTE;
+      last = kc__now_ns();
+      continue;
+    }
+    uint64_t dl = last + c->timeout_ns < budget ? last + c->timeout_ns : budget;
+    if (wait_fd(c->fd, want, dl) <= 0) goto timeout;
+  }
+io:
+  c->broken = true;
+  {
+    char m[512];
+    snprintf(m, sizeof m, "%s", why);
+    snprintf(why, wl, "%s: %s", what, m);
+  }
+  return KC_EIO;
+timeout:
+  c->broken = true;
+  snprintf(why, wl, "no answer within %g ms while %s (timeout)", (double)c->timeout_ns / 1e6, what);
+  return KC_EIO;
+}
+
 kc_status kc__rconn_cmd(kc__rconn *c, int argc, const char *const *argv, const size_t *lens, kc__rreply *out,
                         char *why, size_t wl) {
   memset(out, 0, sizeof *out);
@@ -110,6 +216,7 @@ kc_status kc__rconn_cmd(kc__rconn *c, int argc, const char *const *argv, const s
     snprintf(why, wl, "connection already failed");
     return KC_EIO;
   }
+  if (c->ssl) return tls_cmd(c, argc, argv, lens, out, why, wl);
   uint64_t bytes = 0;
   for (int i = 0; i < argc; i++) bytes += lens[i] + 16;
   if (kc__hr.append_argv(c->ctx, argc, (const char **)argv, lens) != 0) {
@@ -139,17 +246,7 @@ kc_status kc__rconn_cmd(kc__rconn *c, int argc, const char *const *argv, const s
   for (;;) {
     void *reply = NULL;
     if (kc__hr.get_reply(c->ctx, &reply) != 0) goto io;
-    if (reply) {
-      bool ok = copy_reply(c->heap, reply, out, 0);
-      kc__hr.free_reply(reply);
-      if (!ok) {
-        kc__rreply_free(c->heap, out);
-        c->broken = true; /* the reply is lost: the next one would answer this command */
-        snprintf(why, wl, "out of memory copying a reply");
-        return KC_ENOMEM;
-      }
-      return KC_OK;
-    }
+    if (reply) return take_reply(c, reply, out, why, wl);
     int avail = 0;
     if (ioctl(c->fd, FIONREAD, &avail) != 0 || avail <= 0) {
       uint64_t dl = last + c->timeout_ns < budget ? last + c->timeout_ns : budget;
@@ -190,7 +287,127 @@ kc_status kc__rconn_cmdv(kc__rconn *c, kc__rreply *out, char *why, size_t wl, ..
 void kc__rconn_close(kc__rconn *c) {
   if (!c) return;
   if (c->ctx) kc__hr.free_ctx(c->ctx);
+  kc__tls_free(c->ssl);
+  if (!c->ctx && c->fd >= 0) close(c->fd);
+  if (c->reader) kc__hr.reader_free(c->reader);
+  kc__tls_ctx_free(c->own_tls);
   kc__heap_free(c->heap, c);
+}
+
+/* A TCP connection to host:port by the deadline (every address the name
+ * resolves to, in turn), non-blocking, into *fd. */
+static kc_status tcp_connect(const kc__remote_config *cfg, uint64_t deadline, int *fd, char *why, size_t wl) {
+  char port[16];
+  snprintf(port, sizeof port, "%d", cfg->port);
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+  int g = getaddrinfo(cfg->host, port, &hints, &ai);
+  if (g) {
+    snprintf(why, wl, "connecting to %s:%d: %s", cfg->host, cfg->port, gai_strerror(g));
+    return KC_EIO;
+  }
+  int err = 0;
+  bool timed_out = false;
+  *fd = -1;
+  for (struct addrinfo *a = ai; a && *fd < 0; a = a->ai_next) {
+    int s = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (s < 0) {
+      err = errno;
+      continue;
+    }
+    int one = 1;
+    setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (connect(s, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS) {
+      err = errno;
+      close(s);
+      continue;
+    }
+    int w = wait_fd(s, POLLOUT, deadline), e = 0;
+    socklen_t el = sizeof e;
+    if (w <= 0 || getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &el) != 0 || e) {
+      if (w == 0) timed_out = true;
+      err = e ? e : errno;
+      close(s);
+      if (timed_out) break;
+      continue;
+    }
+    *fd = s;
+  }
+  freeaddrinfo(ai);
+  if (*fd >= 0) return KC_OK;
+  if (timed_out)
+    snprintf(why, wl, "connecting to %s:%d: no answer within %u ms (timeout)", cfg->host, cfg->port,
+             cfg->timeout_ms);
+  else snprintf(why, wl, "connecting to %s:%d: %s", cfg->host, cfg->port, strerror(err ? err : ECONNREFUSED));
+  return KC_EIO;
+}
+
+/* Connects c over TLS (rediss://) by the deadline: the socket, the
+ * session and its handshake, which verifies the server. */
+static kc_status tls_open(kc__rconn *c, const kc__remote_config *cfg, uint64_t deadline, char *why,
+                          size_t wl) {
+  const char *no = kc__tls_unavailable();
+  if (no) {
+    snprintf(why, wl, "%s", no);
+    return KC_EUNAVAILABLE;
+  }
+  void *ctx = cfg->tls_ctx ? cfg->tls_ctx : c->own_tls; /* made by kc__rconn_open */
+  kc_status st;
+  if (!(c->reader = kc__hr.reader_create())) {
+    snprintf(why, wl, "out of memory");
+    return KC_ENOMEM;
+  }
+  if ((st = tcp_connect(cfg, deadline, &c->fd, why, wl))) return st;
+  const char *name = cfg->tls_name[0] ? cfg->tls_name : cfg->host;
+  char m[512];
+  if ((st = kc__tls_new(ctx, c->fd, name, &c->ssl, m, sizeof m))) {
+    snprintf(why, wl, "connecting to %s:%d: %s", cfg->host, cfg->port, m);
+    return st;
+  }
+  for (;;) {
+    short want = 0;
+    pipe_guard g;
+    pipe_block(&g);
+    int r = kc__tls_handshake(c->ssl, name, &want, m, sizeof m);
+    pipe_restore(&g);
+    if (r > 0) return KC_OK;
+    if (r < 0) {
+      snprintf(why, wl, "connecting to %s:%d: %s", cfg->host, cfg->port, m);
+      return KC_EIO;
+    }
+    int w = wait_fd(c->fd, want, deadline);
+    if (w <= 0) {
+      if (w == 0)
+        snprintf(why, wl, "connecting to %s:%d: no TLS handshake within %u ms (timeout)", cfg->host,
+                 cfg->port, cfg->timeout_ms);
+      else snprintf(why, wl, "connecting to %s:%d: %s", cfg->host, cfg->port, strerror(errno));
+      return KC_EIO;
+    }
+  }
+}
+
+/* Connects c through hiredis (redis://) by the deadline. */
+static kc_status plain_open(kc__rconn *c, const kc__remote_config *cfg, uint64_t deadline, char *why,
+                            size_t wl) {
+  c->ctx = kc__hr.connect_nb(cfg->host, cfg->port);
+  if (!c->ctx) {
+    snprintf(why, wl, "out of memory connecting");
+    return KC_ENOMEM;
+  }
+  char what[400];
+  snprintf(what, sizeof what, "connecting to %s:%d", cfg->host, cfg->port);
+  if (HR_CTX(c->ctx, err)) {
+    ctx_why(c->ctx, what, why, wl);
+    return KC_EIO;
+  }
+  c->fd = HR_CTX(c->ctx, fd);
+  int w = wait_fd(c->fd, POLLOUT, deadline), err = 0;
+  socklen_t el = sizeof err;
+  if (w <= 0 || getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err) {
+    if (w == 0) snprintf(why, wl, "%s: no answer within %u ms (timeout)", what, cfg->timeout_ms);
+    else snprintf(why, wl, "%s: %s", what, strerror(err ? err : errno));
+    return KC_EIO;
+  }
+  return KC_OK;
 }
 
 kc_status kc__rconn_open(const kc__heap *heap, const kc__remote_config *cfg, kc__rconn **out, char *why,
@@ -210,28 +427,19 @@ kc_status kc__rconn_open(const kc__heap *heap, const kc__remote_config *cfg, kc_
   c->pid = getpid();
   c->timeout_ns = (uint64_t)cfg->timeout_ms * 1000000u;
   c->fd = -1;
+  if (cfg->tls && !cfg->tls_ctx &&
+      !kc__tls_unavailable()) { /* its own client context, before the clock starts */
+    kc_status st = kc__tls_ctx_new(cfg, &c->own_tls, why, wl);
+    if (st) {
+      kc__rconn_close(c);
+      return st;
+    }
+  }
   uint64_t deadline = kc__now_ns() + c->timeout_ns;
-  c->ctx = kc__hr.connect_nb(cfg->host, cfg->port);
-  if (!c->ctx) {
-    kc__heap_free(heap, c);
-    snprintf(why, wl, "out of memory connecting");
-    return KC_ENOMEM;
-  }
-  char what[400];
-  snprintf(what, sizeof what, "connecting to %s:%d", cfg->host, cfg->port);
-  if (HR_CTX(c->ctx, err)) {
-    ctx_why(c->ctx, what, why, wl);
+  kc_status cs = cfg->tls ? tls_open(c, cfg, deadline, why, wl) : plain_open(c, cfg, deadline, why, wl);
+  if (cs) {
     kc__rconn_close(c);
-    return KC_EIO;
-  }
-  c->fd = HR_CTX(c->ctx, fd);
-  int w = wait_fd(c->fd, POLLOUT, deadline), err = 0;
-  socklen_t el = sizeof err;
-  if (w <= 0 || getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err) {
-    if (w == 0) snprintf(why, wl, "%s: no answer within %u ms (timeout)", what, cfg->timeout_ms);
-    else snprintf(why, wl, "%s: %s", what, strerror(err ? err : errno));
-    kc__rconn_close(c);
-    return KC_EIO;
+    return cs;
   }
   kc__rreply r;
   kc_status st = KC_OK;

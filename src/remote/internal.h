@@ -136,14 +136,38 @@ static inline hr_view hr_reply(const void *p) {
 
 struct kc__rconn {
   const kc__heap *heap; /* its allocator: the tier's, or NULL (libc: the CLI) */
-  void *ctx;
+  void *ctx; /* hiredis' context (redis://); NULL over TLS */
   int fd;
+  void *ssl; /* rediss://: the TLS session on fd (tls.c), */
+  void *reader; /* hiredis' reply reader that its bytes are fed to, */
+  void *own_tls; /* and the client context, when cfg.tls_ctx had none */
   pid_t pid; /* a connection made before a fork is not the child's to use */
   uint64_t timeout_ns;
   uint64_t cap; /* nonzero: no command waits past this (one deadline for several commands) */
   bool broken;
   kc__rconn *next; /* the idle list */
 };
+
+/* ----------------------------------------------------------------- TLS */
+
+/* tls.c: libssl, opened once. NULL when it can be used, else why not. */
+const char *kc__tls_unavailable(void);
+/* A client context (an SSL_CTX) for cfg's CA, client certificate and key;
+ * verification of the server's certificate on. KC_EUNAVAILABLE, KC_EINVAL
+ * or KC_ENOMEM with why. */
+kc_status kc__tls_ctx_new(const kc__remote_config *cfg, void **out, char *why, size_t wl);
+void kc__tls_ctx_free(void *ctx);
+/* A session on the connected socket fd that verifies `name` (a host name:
+ * also sent as SNI; an address: against the certificate's IP entries). */
+kc_status kc__tls_new(void *ctx, int fd, const char *name, void **out, char *why, size_t wl);
+void kc__tls_free(void *s);
+/* One step of the handshake: 1 done; 0 not yet, wait for *want (POLLIN or
+ * POLLOUT) on fd; -1 failed, with why naming the reason (a certificate
+ * refused: unknown CA, expired, not for `name`). */
+int kc__tls_handshake(void *s, const char *name, short *want, char *why, size_t wl);
+/* Reads or writes at most n bytes: how many (> 0); 0: wait for *want; -1
+ * failed, with why. Never blocks (fd is non-blocking). */
+long kc__tls_io(void *s, bool write, void *buf, size_t n, short *want, char *why, size_t wl);
 
 /* ---------------------------------------------------------------- tier */
 

@@ -11,11 +11,10 @@
  *
  * Files: config.c (URL and configuration, the one reader of the
  * environment), hiredis.c (hiredis through dlopen), conn.c (one connection
- * and one command), mac.c (the MAC trailer of a value, through
- * base/hmac.h), tier.c (the breaker, the connection pool, the get/put/lock
- * protocol, the uploads, counters, fork), estimate.c (how long compiles
- * under a lock take here), queue.c (a job queue and its thread, knowing
- * nothing of the tier: the uploads run on it through a callback).
+ * and one command), tls.c (libssl through dlopen, TLS sessions for conn.c), mac.c (the MAC trailer of a
+ * value, through base/hmac.h), tier.c (the breaker, the connection pool, the get/put/lock protocol, the
+ * uploads, counters, fork), estimate.c (how long compiles under a lock take here), queue.c (a job queue and
+ * its thread, knowing nothing of the tier: the uploads run on it through a callback).
  *
  * In Redis (PREFIX is $KC_REMOTE_PREFIX, default "kcache:"; KEY is the
  * store's 32 hex digit key, the same as the local file's name):
@@ -37,8 +36,10 @@
  *
  * Libraries that a machine may not have are opened with dlopen: hiredis
  * (0.14 as in Debian 12, or 1.x; the ABI is checked on a socket pair and a
- * parsed reply before it is used) and, only with a secret, libcrypto (for
- * HMAC-SHA256; checked against RFC 4231 before it is used).
+ * parsed reply before it is used), only with a secret, libcrypto (for
+ * HMAC-SHA256; checked against RFC 4231 before it is used), and only for
+ * rediss://, libssl (tls.c: kcache's own TLS connection, whose bytes
+ * hiredis' reply reader parses).
  *
  * Locks: kc__remote.pool_lock (idle connections) and kc__jobq.queue_lock
  * (the upload queue, remote/queue.h) are leaves; they may be taken while holding a
@@ -121,11 +122,19 @@ typedef struct kc__remote_config {
   uint32_t timeout_ms, lock_ms, retry_ms;
   uint64_t max_entry;
   char hiredis_lib[1024]; /* $KC_HIREDIS_LIB: "" for the system's (kc__hiredis_unavailable) */
+  /* rediss://: TLS (tls.c), with these settings ("": none) */
+  bool tls;
+  char tls_ca[1024]; /* a CA file or directory; "": the system's */
+  char tls_cert[1024], tls_key[1024]; /* a client certificate and its key */
+  char tls_name[256]; /* the name to verify; "": host */
+  /* The TLS client context that connections share (an SSL_CTX, made by
+   * kc__remote_tls_setup); NULL: each connection makes its own. */
+  void *tls_ctx;
 } kc__remote_config;
 
-/* Parses redis://[[user]:password@]host[:port][/db] into cfg's host, port,
- * db, user, password and url. KC_EINVAL with why for anything else
- * (rediss:// included: no TLS, see kcache.h). */
+/* Parses redis[s]://[[user]:password@]host[:port][/db] into cfg's host,
+ * port, db, user, password, tls and url. KC_EINVAL with why for anything
+ * else. */
 kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *why, size_t wl);
 /* The whole configuration from a resolved one (base/config.h: options and
  * variables; NULL: the defaults, no tier). KC_ENOTFOUND: no remote tier is
@@ -133,6 +142,11 @@ kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *wh
  * with why: one is, but it cannot be used. Whether hiredis is there is
  * kc__hiredis_unavailable's (given cfg->hiredis_lib). */
 kc_status kc__remote_config_load(const kc__config *conf, kc__remote_config *cfg, char *why, size_t wl);
+/* Makes cfg->tls_ctx, the TLS client context its connections share, when
+ * cfg->tls: KC_EUNAVAILABLE (no libssl) or KC_EINVAL (a CA, certificate or
+ * key that cannot be used) with why. kc__remote_tls_release frees it. */
+kc_status kc__remote_tls_setup(kc__remote_config *cfg, char *why, size_t wl);
+void kc__remote_tls_release(kc__remote_config *cfg);
 /* The Redis name of an entry (lock: with ":lock"). */
 void kc__remote_name(const kc__remote_config *cfg, const uint8_t key[16], bool lock, char *out, size_t len);
 
@@ -159,8 +173,9 @@ typedef struct kc__rreply {
   size_t n;
 } kc__rreply;
 
-/* Connects (and authenticates, and selects the database) within
- * cfg->timeout_ms. KC_EIO / KC_EUNAVAILABLE / KC_ENOMEM with why. */
+/* Connects (over TLS for rediss://, the handshake verifying the server's
+ * certificate and name; and authenticates, and selects the database)
+ * within cfg->timeout_ms. KC_EIO / KC_EUNAVAILABLE / KC_ENOMEM with why. */
 kc_status kc__rconn_open(const kc__heap *heap, const kc__remote_config *cfg, kc__rconn **out, char *why,
                          size_t wl);
 void kc__rconn_close(kc__rconn *c);

@@ -137,9 +137,8 @@ static kc__rconn *pool_get(kc__remote *r, char *why, size_t wl, kc_status *st) {
     c = r->idle;
     r->idle = c->next;
     r->nidle--;
-    if (c->pid != me) { /* inherited across fork: the parent's socket */
-      if (c->ctx) kc__hr.free_ctx(c->ctx);
-      kc__heap_free(&r->heap, c);
+    if (c->pid != me) { /* inherited across fork: the parent's socket (closed here, no I/O) */
+      kc__rconn_close(c);
       c = NULL;
     }
   }
@@ -607,6 +606,7 @@ kc__remote *kc__remote_open(const kc__heap *heap, const kc__log_sink *log, const
     snprintf(why, sizeof why, "%s", no);
     st = KC_EUNAVAILABLE;
   }
+  if (!st) st = kc__remote_tls_setup(&cfg, why, sizeof why); /* rediss://: its CA, certificate and key */
   if (st) {
     kc__log_to(log, KC_LOG_WARN, "the remote tier is off: %s", why);
     kc__wipe(&cfg, sizeof cfg);
@@ -615,6 +615,7 @@ kc__remote *kc__remote_open(const kc__heap *heap, const kc__log_sink *log, const
   kc__remote *r = kc__heap_calloc(heap, sizeof *r);
   if (!r || !(r->vdir = kc__heap_strdup(heap, vdir))) {
     kc__heap_free(heap, r);
+    kc__remote_tls_release(&cfg);
     kc__wipe(&cfg, sizeof cfg);
     kc__log_to(log, KC_LOG_WARN, "the remote tier is off: out of memory");
     return NULL;
@@ -626,6 +627,7 @@ kc__remote *kc__remote_open(const kc__heap *heap, const kc__log_sink *log, const
     if (q) kc__jobq_destroy(&r->queue);
     kc__heap_free(heap, r->vdir);
     kc__heap_free(heap, r);
+    kc__remote_tls_release(&cfg);
     kc__wipe(&cfg, sizeof cfg);
     kc__log_to(log, KC_LOG_WARN, "the remote tier is off: cannot make its locks");
     return NULL;
@@ -653,6 +655,7 @@ void kc__remote_close(kc__remote *r) {
   kc__jobq_destroy(&r->queue);
   const kc__heap heap = r->heap;
   kc__heap_free(&heap, r->vdir);
+  kc__remote_tls_release(&r->cfg);
   kc__wipe(&r->cfg, sizeof r->cfg);
   kc__heap_free(&heap, r);
 }

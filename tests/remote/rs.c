@@ -38,11 +38,20 @@ static int free_port(void) {
   return ntohs(a.sin_port);
 }
 
+const char *rs_tls_ca;
+
+/* cfg for a raw connection to url (rediss://: trusting rs_tls_ca). */
+static bool raw_config(const char *url, kc__remote_config *cfg, char *why, size_t wl) {
+  memset(cfg, 0, sizeof *cfg);
+  if (kc__remote_parse_url(url, cfg, why, wl)) return false;
+  if (cfg->tls && rs_tls_ca) snprintf(cfg->tls_ca, sizeof cfg->tls_ca, "%s", rs_tls_ca);
+  return true;
+}
+
 static bool answers(const char *url) {
   kc__remote_config cfg;
   char why[512];
-  memset(&cfg, 0, sizeof cfg);
-  if (kc__remote_parse_url(url, &cfg, why, sizeof why)) return false;
+  if (!raw_config(url, &cfg, why, sizeof why)) return false;
   cfg.timeout_ms = 500;
   kc__rconn *c;
   if (kc__rconn_open(NULL, &cfg, &c, why, sizeof why)) return false;
@@ -53,19 +62,35 @@ static bool answers(const char *url) {
   return ok;
 }
 
+static bool accepts(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+  if (fd >= 0) close(fd);
+  return ok;
+}
+
 void rs_start(rs_server *s, const char *password, const char *extra) {
+  rs_start_tls(s, password, NULL, extra);
+}
+
+void rs_start_tls(rs_server *s, const char *password, const char *tls, const char *extra) {
   memset(s, 0, sizeof *s);
   st_mkdtemp(s->dir, sizeof s->dir, "redis");
   for (int attempt = 0; attempt < 5; attempt++) { /* the port may be taken between the probe and the bind */
     s->port = free_port();
-    if (password) snprintf(s->url, sizeof s->url, "redis://:%s@127.0.0.1:%d", password, s->port);
-    else snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", s->port);
-    char cmd[2048];
+    const char *scheme = tls ? "rediss" : "redis";
+    if (password) snprintf(s->url, sizeof s->url, "%s://:%s@127.0.0.1:%d", scheme, password, s->port);
+    else snprintf(s->url, sizeof s->url, "%s://127.0.0.1:%d", scheme, s->port);
+    char cmd[4096], ports[64];
+    if (tls) snprintf(ports, sizeof ports, "--port 0 --tls-port %d", s->port);
+    else snprintf(ports, sizeof ports, "--port %d", s->port);
     snprintf(cmd, sizeof cmd,
-             "exec redis-server --port %d --bind 127.0.0.1 --save '' --appendonly no --dir '%s' "
-             "--logfile '%s/redis.log' --daemonize no %s%s %s",
-             s->port, s->dir, s->dir, password ? "--requirepass " : "", password ? password : "",
-             extra ? extra : "");
+             "exec redis-server %s --bind 127.0.0.1 --save '' --appendonly no --dir '%s' "
+             "--logfile '%s/redis.log' --daemonize no %s%s %s %s",
+             ports, s->dir, s->dir, password ? "--requirepass " : "", password ? password : "",
+             tls ? tls : "", extra ? extra : "");
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) fail_msg("fork: %s", strerror(errno));
@@ -80,7 +105,8 @@ void rs_start(rs_server *s, const char *password, const char *extra) {
     }
     s->pid = pid;
     for (int i = 0; i < 200; i++) {
-      if (answers(s->url)) return;
+      /* TLS: listening is enough (the tests start servers that clients must refuse) */
+      if (tls ? accepts(s->port) : answers(s->url)) return;
       int st;
       if (waitpid(pid, &st, WNOHANG) == pid) break; /* it exited: try another port */
       usleep(50000);
@@ -105,8 +131,7 @@ void rs_stop(rs_server *s) {
 kc__rreply rs_cmdb(const char *url, int argc, const char *const *argv, const size_t *lens) {
   kc__remote_config cfg;
   char why[512];
-  memset(&cfg, 0, sizeof cfg);
-  if (kc__remote_parse_url(url, &cfg, why, sizeof why)) fail_msg("%s", why);
+  if (!raw_config(url, &cfg, why, sizeof why)) fail_msg("%s", why);
   cfg.timeout_ms = 5000;
   kc__rconn *c;
   if (kc__rconn_open(NULL, &cfg, &c, why, sizeof why)) fail_msg("connecting to %s: %s", url, why);

@@ -29,6 +29,13 @@ typedef struct rs_server {
  * arguments (e.g. "--requirepass pw"; may be NULL). Fails the test if it
  * does not answer PING within 10 s. */
 void rs_start(rs_server *s, const char *password, const char *extra);
+/* The same over TLS only (--port 0 --tls-port P): tls holds redis-server's
+ * --tls-* arguments; url is rediss://. Ready once it listens (it is not
+ * asked: the tests start servers whose certificates clients refuse). */
+void rs_start_tls(rs_server *s, const char *password, const char *tls, const char *extra);
+/* The CA file that raw commands on a rediss:// URL trust (NULL: the
+ * system's). */
+extern const char *rs_tls_ca;
 /* Kills it (SIGKILL, also when stopped) and removes its directory. */
 void rs_stop(rs_server *s);
 

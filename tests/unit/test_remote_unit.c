@@ -4,7 +4,8 @@
  * accepted, what is refused and why, the password masked in messages),
  * settings from options and the environment, the framing of values (an
  * entry file, optionally followed by a MAC), HMAC-SHA256 against RFC 4231,
- * and nodes in fresh processes for a missing hiredis and for rediss://.
+ * and nodes in fresh processes for a missing hiredis and for rediss://
+ * without a usable CA or server.
  */
 #include "kc_internal.h"
 #include "kct_conf.h"
@@ -30,6 +31,7 @@ static void test_urls(void **state) {
       {"redis://alice:p%40ss%3Aw@h", "h", "alice", "p@ss:w", 6379, 0, "redis://alice:***@h:6379/0"},
       {"redis://[::1]:6380/2", "::1", "", "", 6380, 2, "redis://[::1]:6380/2"},
       {"redis://u:a@b@h:9", "h", "u", "a@b", 9, 0, "redis://u:***@h:9/0"},
+      {"rediss://:pw@h:6380/1", "h", "", "pw", 6380, 1, "rediss://:***@h:6380/1"},
   };
   for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
     kc__remote_config c;
@@ -43,16 +45,15 @@ static void test_urls(void **state) {
     assert_int_equal(c.db, good[i].db);
     assert_string_equal(c.url, good[i].masked);
     assert_null(strstr(c.url, "pw"));
+    assert_int_equal(c.tls, !strncmp(good[i].url, "rediss:", 7));
   }
   static const struct {
     const char *url, *why;
   } bad[] = {
-      {"rediss://h:6380", "TLS"},      {"http://h", "not a redis://"},
-      {"redis://", "no host"},         {"redis://h:0", "bad port"},
-      {"redis://h:65536", "bad port"}, {"redis://h:12x", "bad port"},
-      {"redis://h/x", "database"},     {"redis://user@h", "no password"},
-      {"redis://:%zz@h", "%-encoded"}, {"redis://[::1", "IPv6"},
-      {"", "not a redis://"},
+      {"rediss://", "no host"},    {"http://h", "not a redis[s]://"}, {"redis://", "no host"},
+      {"redis://h:0", "bad port"}, {"redis://h:65536", "bad port"},   {"redis://h:12x", "bad port"},
+      {"redis://h/x", "database"}, {"redis://user@h", "no password"}, {"redis://:%zz@h", "%-encoded"},
+      {"redis://[::1", "IPv6"},    {"", "not a redis[s]://"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     kc__remote_config c;
@@ -113,7 +114,8 @@ static void test_settings(void **state) {
       {"KC_REMOTE_LOCK_TIMEOUT", "-1", "seconds"},
       {"KC_REMOTE_MAX_ENTRY", "lots", "KC_REMOTE_MAX_ENTRY"},
       {"KC_REMOTE_PREFIX", "a b", "space"},
-      {"KC_REMOTE", "rediss://10.0.0.1", "TLS"},
+      {"KC_REMOTE_TLS_CA", "/etc/ssl/certs", "not rediss://"}, /* ignored would be a surprise */
+      {"KC_REMOTE_TLS_SERVER_NAME", "cache.example", "not rediss://"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     char *old = getenv(bad[i].var) ? strdup(getenv(bad[i].var)) : NULL;
@@ -125,6 +127,32 @@ static void test_settings(void **state) {
     else unsetenv(bad[i].var);
     free(old);
   }
+  /* rediss:// and its settings */
+  setenv("KC_REMOTE", "rediss://10.0.0.1:7000", 1);
+  setenv("KC_REMOTE_TLS_CA", "/etc/ssl/certs", 1);
+  setenv("KC_REMOTE_TLS_CERT", "/c.pem", 1);
+  setenv("KC_REMOTE_TLS_KEY", "/k.pem", 1);
+  setenv("KC_REMOTE_TLS_SERVER_NAME", "cache.example", 1);
+  assert_int_equal(kc__remote_config_load(kct_conf(&o), &c, why, sizeof why), KC_OK);
+  assert_true(c.tls);
+  assert_string_equal(c.tls_ca, "/etc/ssl/certs");
+  assert_string_equal(c.tls_cert, "/c.pem");
+  assert_string_equal(c.tls_key, "/k.pem");
+  assert_string_equal(c.tls_name, "cache.example");
+  assert_null(c.tls_ctx);
+  o.remote_tls_ca = "/opt/ca.pem"; /* options win over the environment */
+  o.remote_tls_server_name = "redis.internal";
+  assert_int_equal(kc__remote_config_load(kct_conf(&o), &c, why, sizeof why), KC_OK);
+  assert_string_equal(c.tls_ca, "/opt/ca.pem");
+  assert_string_equal(c.tls_name, "redis.internal");
+  assert_string_equal(c.tls_cert, "/c.pem");
+  o.remote_tls_ca = o.remote_tls_server_name = NULL;
+  unsetenv("KC_REMOTE_TLS_CA");
+  unsetenv("KC_REMOTE_TLS_CERT");
+  unsetenv("KC_REMOTE_TLS_KEY");
+  unsetenv("KC_REMOTE_TLS_SERVER_NAME");
+  setenv("KC_REMOTE", "redis://10.0.0.1:7000", 1);
+
   if (!kc__hmac_unavailable()) {
     setenv("KC_REMOTE_KEY", "alpha", 1);
     assert_int_equal(kc__remote_config_load(kct_conf(&o), &c, why, sizeof why), KC_OK);
@@ -298,12 +326,21 @@ static void test_missing_hiredis(void **state) {
   free(out);
 }
 
-static void test_rediss_is_refused(void **state) {
+/* rediss:// with a CA that cannot be used: the tier is off, with the
+ * reason; with none listening: the tier fails, the launches compile. */
+static void test_rediss_without_ca_or_server(void **state) {
   (void)state;
-  char *out = node("KC_REMOTE=rediss://127.0.0.1:6380");
+  if (kc__hiredis_unavailable(kc__config_str(kct_conf(NULL), KC__SET_HIREDIS_LIB))) skip();
+  char *out = node("KC_REMOTE=rediss://127.0.0.1:9 KC_REMOTE_TLS_CA=/nonexistent/ca.pem");
   print_message("%s", out);
-  KCT_CONTAINS(out, "rediss:// (TLS) is not supported");
+  KCT_CONTAINS(out, "the remote tier is off");
+  KCT_CONTAINS(out, "the CA file /nonexistent/ca.pem (KC_REMOTE_TLS_CA) cannot be used");
   KCT_CONTAINS(out, "status=KC_OK wrong=0 compiles=3 remote=(none)");
+  free(out);
+  out = node("KC_REMOTE=rediss://127.0.0.1:9");
+  print_message("%s", out);
+  KCT_CONTAINS(out, "connecting to 127.0.0.1:9: Connection refused");
+  KCT_CONTAINS(out, "status=KC_OK wrong=0 compiles=3 remote=rediss://127.0.0.1:9/0");
   free(out);
 }
 
@@ -373,7 +410,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_hmac_rfc4231),
       KCT_TEST(test_value_framing),
       KCT_TEST(test_missing_hiredis),
-      KCT_TEST(test_rediss_is_refused),
+      KCT_TEST(test_rediss_without_ca_or_server),
       KCT_TEST(test_url_of_a_runtime),
       KCT_TEST(test_counters_file_of_0_2),
   };
