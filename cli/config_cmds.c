@@ -21,8 +21,9 @@ const char cli_help_config[] =
     "\n"
     "-p prints every KC_* setting the library reads: its value and where it\n"
     "comes from, \"(environment)\", \"(default)\", \"(kcache.conf)\" (the store's\n"
-    "configuration file) or \"(--dir)\". With --json, an array of objects with\n"
-    "name, value (null: not set, no default), from and doc.\n"
+    "configuration file) or \"(--dir)\"; a value the library would not take\n"
+    "is shown with a warning. With --json, an array of objects with name,\n"
+    "value (null: not set, no default), malformed, from and doc.\n"
     "\n"
     "-M SIZE keeps SIZE (e.g. 500M, 2G; 0: the default, 1 GiB) as the store's\n"
     "size bound in DIR/kcache.conf; every runtime on the store and `kcache gc`\n"
@@ -31,7 +32,31 @@ const char cli_help_config[] =
 
 typedef struct row {
   const char *name, *value, *from, *doc;
+  bool malformed; /* the library warns and uses the default */
 } row;
+
+/* Whether a value the library would refuse (and use the default for): the
+ * kinds' parsers, and the words of the settings that take a word. */
+static const char *const words[][6] = {
+    [KC__SET_LOG] = {"error", "warn", "info", "debug"},
+    [KC__SET_BACKEND] = {"auto", "host", "opencl", "cuda"},
+    [KC__SET_OPENCL_HELPERS] = {"auto", "0", "1"},
+};
+
+static bool malformed(kc__setting id, const char *v) {
+  if (!v || !*v) return false;
+  if ((size_t)id < sizeof words / sizeof *words && words[id][0]) {
+    for (size_t i = 0; i < 6 && words[id][i]; i++)
+      if (!strcmp(v, words[id][i])) return false;
+    return true;
+  }
+  union {
+    bool b;
+    uint64_t u;
+    double d;
+  } out;
+  return kc__setting_parse(id, v, &out, 0, UINT64_MAX) == KC__SETTING_BAD;
+}
 
 static void print_rows(const cli *c, const row *r, size_t n) {
   if (!c->json) {
@@ -46,6 +71,7 @@ static void print_rows(const cli *c, const row *r, size_t n) {
     printf(", \"value\": ");
     if (r[i].value) json_str(r[i].value);
     else printf("null");
+    printf(", \"malformed\": %s", r[i].malformed ? "true" : "false");
     printf(", \"from\": ");
     json_str(r[i].from);
     printf(", \"doc\": ");
@@ -70,6 +96,20 @@ int cli_show_config(cli *c, bool dir_given) {
     x->from = kc__config_origin(&c->conf, (kc__setting)id) == KC__FROM_DEFAULT
                   ? "default"
                   : kc__config_from(&c->conf, (kc__setting)id);
+    x->malformed = kc__config_origin(&c->conf, (kc__setting)id) != KC__FROM_DEFAULT &&
+                   id != KC__SET_CACHE_MAXSIZE &&
+                   malformed((kc__setting)id, x->value); /* (the size: below) */
+    if (x->malformed) {
+      char takes[128] = "";
+      if ((size_t)id < sizeof words / sizeof *words && words[id][0])
+        for (size_t k = 0; k < 6 && words[id][k]; k++)
+          snprintf(takes + strlen(takes), sizeof takes - strlen(takes), "%s%s", k ? ", " : "one of ",
+                   words[id][k]);
+      fprintf(stderr,
+              "kcache: warning: %s=%s is not %s: the library warns and uses the default, or refuses it "
+              "where it must not guess (doc/settings.md)\n",
+              x->name, x->value, *takes ? takes : kc__setting_takes((kc__setting)id));
+    }
   }
   if (!max_ok) fprintf(stderr, "kcache: warning: %s; using 1G\n", why);
   print_rows(c, r, KC__SETTING_COUNT);

@@ -52,24 +52,26 @@ void cli_stats_remote(const cli *c) {
     if (st == KC_OK) json_str(cfg.url);
     else printf("null");
     printf(", \"lookups\": %llu, \"hits\": %llu, \"misses\": %llu, \"rejects\": %llu, \"errors\": %llu, "
-           "\"skips\": %llu, \"lookup_errors\": %llu, \"lookup_skips\": %llu, \"uploads\": %llu, "
+           "\"skips\": %llu, \"lookup_errors\": %llu, \"lookup_skips\": %llu, \"lookups_asked\": %llu, "
+           "\"uploads\": %llu, "
            "\"lock_waits\": %llu, \"lookup_ns\": %llu, \"ms_per_lookup\": %.3f}",
            (unsigned long long)r.lookups, (unsigned long long)r.hits, (unsigned long long)r.misses,
            (unsigned long long)r.rejects, (unsigned long long)r.errors, (unsigned long long)r.skips,
            (unsigned long long)r.lookup_errors, (unsigned long long)r.lookup_skips,
-           (unsigned long long)r.uploads, (unsigned long long)r.lock_waits, (unsigned long long)r.lookup_ns,
-           per);
+           (unsigned long long)(r.lookups + r.lookup_skips), (unsigned long long)r.uploads,
+           (unsigned long long)r.lock_waits, (unsigned long long)r.lookup_ns, per);
     return;
   }
   if (st == KC_OK) printf("remote      %s, prefix %s%s (KC_REMOTE)\n", cfg.url, cfg.prefix, cfg.ns);
   else if (st != KC_ENOTFOUND) printf("remote      KC_REMOTE is set but unusable: %s\n", why);
   /* each lookup asked is one of: a hit, a miss, an error, skipped (lookups = hits + misses + errors) */
-  printf("remote use  %llu lookups asked: %llu hits, %llu misses (%llu values rejected), %llu failed, %llu "
-         "skipped (breaker open); %llu uploads (%llu failed or skipped); %llu waits for another machine; "
-         "%.2f ms per lookup\n",
-         (unsigned long long)(r.lookups + r.lookup_skips), (unsigned long long)r.hits,
-         (unsigned long long)r.misses, (unsigned long long)r.rejects, (unsigned long long)r.lookup_errors,
-         (unsigned long long)r.lookup_skips, (unsigned long long)r.uploads,
+  printf("remote use  %llu lookups asked: %llu to the server (%llu hits, %llu misses (%llu values rejected), "
+         "%llu failed), %llu skipped (breaker open); %llu uploads (%llu failed or skipped); %llu waits for "
+         "another machine; %.2f ms per lookup\n",
+         (unsigned long long)(r.lookups + r.lookup_skips), (unsigned long long)r.lookups,
+         (unsigned long long)r.hits, (unsigned long long)r.misses, (unsigned long long)r.rejects,
+         (unsigned long long)r.lookup_errors, (unsigned long long)r.lookup_skips,
+         (unsigned long long)r.uploads,
          (unsigned long long)(r.errors - r.lookup_errors + r.skips - r.lookup_skips),
          (unsigned long long)r.lock_waits, per);
 }

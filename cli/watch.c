@@ -57,6 +57,7 @@ typedef struct watch {
   size_t nk;
   bool json;
   kc_language lang; /* --language: what the file is written in */
+  int failed; /* errors in the last load: a definition refused, a kernel that did not compile or run */
 } watch;
 
 /* The whole file, NUL-terminated; NULL with errno set when it cannot be
@@ -144,6 +145,7 @@ static void run_kernel(watch *w, const char *name, const char *src) {
       json_str(msg);
       printf("}\n");
     } else printf("  %-16s error: %s\n    %s\n", name, kc_status_name(st), msg);
+    w->failed++;
   } else {
     const char *what = s1.compiles > s0.compiles ? "recompiled"
                        : ci.id == k->last_id     ? "cached"
@@ -199,7 +201,9 @@ static void load(watch *w, const char *path, const char *text, size_t len, int r
   change_list c = {open_memstream(&names, &nlen), w->json, true};
   kc_status st = kc_define_file_lang(w->rt, path, text, len, w->lang, on_change, &c, &changed, &world);
   if (c.names) fclose(c.names);
+  w->failed = 0;
   if (st) {
+    w->failed++;
     if (w->json) {
       printf("{\"load\":%d,\"error\":\"%s\",\"message\":", round, kc_status_name(st));
       json_str(kc_errmsg(w->rt));
@@ -236,6 +240,7 @@ static bool refresh(watch *w, const char *path, const char *text, size_t len, in
     return false;
   }
   if (!changed) return false;
+  w->failed = 0;
   if (w->json)
     printf("{\"load\":%d,\"world\":%llu,\"headers_changed\":%zu}\n", round, (unsigned long long)world,
            changed);
@@ -323,6 +328,7 @@ int cmd_watch(cli *c) {
     }
   }
   if (tty) fputs("\r\033[K", stderr);
+  if (!rc && count && w.failed) rc = 1; /* a bounded run: its last load's errors are its exit status */
   free(last);
   for (size_t i = 0; i < w.nk; i++) free(w.ks[i].name);
   free(w.ks);

@@ -163,7 +163,8 @@ typedef struct kc_options {
   const char *host_cc;
   /* Kill a compiler that runs longer than this (0: 120000 ms). */
   uint32_t compile_timeout_ms;
-  /* Directory for the persistent artifact store (NULL: none yet). */
+  /* Directory of the disk cache (NULL: $KC_CACHE_DIR, else
+   * $XDG_CACHE_HOME/kcache, else ~/.cache/kcache; see "disk cache"). */
   const char *cache_dir;
   /* OpenCL: platform and device to use; -1 / NULL: the first with a device. */
   int platform_index;

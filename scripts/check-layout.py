@@ -518,6 +518,18 @@ for doc in USER_DOCS:
                        f"src/base/settings.h's table lacks (add a row, or name it as a test knob in "
                        f"doc/testing.md)")
 
+# ------------------------------------------------ one version number
+
+# CMakeLists.txt's project version is the version: kcache.h's, the Python
+# package's and the man page's say the same.
+ver = re.search(r"project\(kcache VERSION (\d+\.\d+\.\d+)", open("CMakeLists.txt").read()).group(1)
+for path, pat in (("include/kcache.h", r'#define KC_VERSION_STRING "([^"]+)"'),
+                  ("pyproject.toml", r'^version = "([^"]+)"'),
+                  ("doc/man/kcache.1", r'^\.TH KCACHE 1 "[^"]*" "kcache ([^"]+)"')):
+    m = re.search(pat, open(path).read(), re.M)
+    if not m or m.group(1) != ver:
+        bad.append(f"{path}: says version {m.group(1) if m else '(none)'}, CMakeLists.txt {ver}")
+
 # ----------------------------------------------------- licence lines
 
 tracked = subprocess.run(["git", "ls-files"], capture_output=True, text=True).stdout.split()

@@ -183,9 +183,12 @@ static PyObject *stream_repr(KcStream *self) {
   if (!live) return PyUnicode_FromFormat("<kcache.Stream %s closed>", how);
   void *native = NULL;
   if (kc_stream_get_native(self->s, &native) != KC_OK) native = NULL;
-  return PyUnicode_FromFormat("<kcache.Stream %s backend='%s' device=%d context=%llu handle=0x%llx>", how,
+  /* the handle through snprintf: PyUnicode_FromFormat takes no %llx before Python 3.12 */
+  char handle[32];
+  snprintf(handle, sizeof handle, "0x%llx", (unsigned long long)(uintptr_t)native);
+  return PyUnicode_FromFormat("<kcache.Stream %s backend='%s' device=%d context=%llu handle=%s>", how,
                               kc_runtime_backend(x->owner->rt), x->device, (unsigned long long)self->ctx_id,
-                              (unsigned long long)(uintptr_t)native);
+                              handle);
 }
 
 static PyMethodDef stream_methods[] = {

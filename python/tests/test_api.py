@@ -6,6 +6,7 @@ Buffer.read() into NumPy (tobytes() for bytes), booleans where booleans are
 meant, and kcache's log in logging.getLogger("kcache") (with the opt-out)."""
 import inspect
 import logging
+import re
 import threading
 import types
 from typing import Any
@@ -91,7 +92,7 @@ def test_reprs_say_the_state(rt: kcache.Runtime) -> None:
     if kcache.HAS_INTEROP:
         with rt.stream() as s:
             assert repr(s).startswith(f"<kcache.Stream made backend='{rt.backend}' device=0 context=")
-            assert "handle=0x" in repr(s)
+            assert re.fullmatch(r"<kcache.Stream made backend='\w+' device=0 context=\d+ handle=0x[0-9a-f]+>", repr(s))
         assert repr(s) == "<kcache.Stream made closed>"
 
 

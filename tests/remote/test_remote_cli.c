@@ -86,7 +86,7 @@ static void test_ping_ls_stats_clear(void **state) {
 
   /* the node's counters, through its disk cache */
   KCT_SAYS(cli(&out, env, "--dir '%s' stats", cache), out, 0, "remote      redis://127.0.0.1:",
-           "3 lookups asked: 0 hits, 3 misses (0 values rejected), 0 failed, 0 skipped",
+           "3 lookups asked: 3 to the server (0 hits, 3 misses (0 values rejected), 0 failed), 0 skipped",
            "3 uploads (0 failed or skipped)");
   KCT_SAYS(cli(&out, NULL, "--json --dir '%s' stats", cache), out, 0,
            "\"remote\": {\"url\": null, \"lookups\": 3", "\"lookup_errors\": 0, \"lookup_skips\": 0");

@@ -111,7 +111,8 @@ static void test_watch_sees_headers_on_disk(void **state) {
 
 /* A kernel that does not compile: the watch goes on, and its line says why
  * in both forms: the compiler's message under the text line, "message" in
- * the JSON one; every --json line is a JSON object of its own. */
+ * the JSON one; every --json line is a JSON object of its own. A bounded
+ * watch (--count) whose last load had an error exits 1. */
 static void test_watch_reports_the_compilers_message(void **state) {
   (void)state;
   char dir[KCT_DIR_LEN], path[KCT_DIR_LEN + 16], cmd[4096], *out = NULL;
@@ -122,7 +123,7 @@ static void test_watch_reports_the_compilers_message(void **state) {
   const char *fmt =
       "KC_CACHE_DISABLE=1 KC_HOST_CC='%s' '%s' %s watch --backend host --count 1 '%s' 2>/dev/null";
   snprintf(cmd, sizeof cmd, fmt, kct_host_cc(), KC_CLI, "--json", path);
-  assert_int_equal(kct_capture(cmd, &out), 0);
+  assert_int_equal(kct_capture(cmd, &out), 1); /* --count: the last load's errors are the exit status */
   KCT_CONTAINS(out, "{\"kernel\":\"ok\",\"code\":\"recompiled\",\"y\":[2,2,2,2]}");
   KCT_CONTAINS(out, "{\"kernel\":\"bad\",\"error\":\"KC_ECOMPILE\",\"message\":\"");
   const char *bad = strstr(out, "\"kernel\":\"bad\"");
@@ -146,7 +147,7 @@ static void test_watch_reports_the_compilers_message(void **state) {
     KCT_SAYS(kct_capture(cmd, &out), out, 0);
   }
   snprintf(cmd, sizeof cmd, fmt, kct_host_cc(), KC_CLI, "", path);
-  KCT_SAYS(kct_capture(cmd, &out), out, 0,
+  KCT_SAYS(kct_capture(cmd, &out), out, 1,
            "  bad              error: KC_ECOMPILE\n    compiling kernel 'bad' (host backend) failed");
   kct_rmrf(dir);
 }
@@ -163,7 +164,7 @@ static void test_watch_native_opencl(void **state) {
   const char *fmt =
       "KC_CACHE_DISABLE=1 '%s' --json watch --backend %s --language opencl --count 1 '%s' 2>/dev/null";
   snprintf(cmd, sizeof cmd, fmt, KC_CLI, "host", path);
-  assert_int_equal(kct_capture(cmd, &out), 0);
+  assert_int_equal(kct_capture(cmd, &out), 1);
   KCT_CONTAINS(out, "{\"kernel\":\"k\",\"error\":\"KC_EUNAVAILABLE\",\"message\":\"'k' is OpenCL C");
   free(out);
   if (kc_backend_available(KC_BACKEND_OPENCL, NULL)) {

@@ -483,7 +483,14 @@ static void test_ccache_flags(void **state) {
   cli_says(f, 0, "-p", want_be);
   char *out;
   KCT_SAYS(cli_after(f, "KC_BACKEND=host", &out, "--json -p"), out, 0,
-           "{\"name\": \"KC_BACKEND\", \"value\": \"host\", \"from\": \"environment\"");
+           "{\"name\": \"KC_BACKEND\", \"value\": \"host\", \"malformed\": false, \"from\": \"environment\"");
+  /* a value the library would not take: -p shows it, and warns */
+  KCT_SAYS(cli_after(f, "KC_HOST_THREADS=x KC_LOG=verbose", &out, "-p"), out, 0,
+           "kcache: warning: KC_HOST_THREADS=x is not a whole number",
+           "kcache: warning: KC_LOG=verbose is not one of error, warn, info, debug",
+           "(environment) KC_HOST_THREADS = x");
+  KCT_SAYS(cli_after(f, "KC_HOST_THREADS=x", &out, "--json -p"), out, 0,
+           "{\"name\": \"KC_HOST_THREADS\", \"value\": \"x\", \"malformed\": true");
   KCT_SAYS(cli_after(f, "KC_CACHE_MAXSIZE=1G", &out, "-M 5G"), out, 0,
            "(KC_CACHE_MAXSIZE=1G is set and wins over it in this environment)");
   cli_says(f, 2, "-M lots", "\"lots\" is not a size");
