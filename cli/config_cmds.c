@@ -50,6 +50,8 @@ static bool malformed(kc__setting id, const char *v) {
       if (!strcmp(v, words[id][i])) return false;
     return true;
   }
+  kc__setting_kind k = kc__setting_kind_of(id);
+  if (k == KC__KIND_STR || k == KC__KIND_TEXT) return false; /* any text */
   union {
     bool b;
     uint64_t u;

@@ -282,8 +282,20 @@ int main(int argc, char **argv) {
   out_state.cmd = "kcache";
   for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) /* errors of the arguments are JSON too */
     if (!strcmp(argv[i], "--json")) out_state.json = true;
+  bool zero = false; /* -z given (with -s or not: ccache's -sz, -zs, -z -s) */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
+    bool stats_flags = (a[0] == '-' && a[1] && a[1] != '-' && strspn(a + 1, "sz") == strlen(a + 1)) ||
+                       !strcmp(a, "--show-stats") || !strcmp(a, "--zero-stats");
+    if (stats_flags && (!cmd || (!strcmp(cmd, "stats") && !c.argc) || (zero && !strcmp(cmd, "stats")))) {
+      /* -s, -z and their combinations: the stats, zeroed after they are shown when -z is among them */
+      cmd = "stats";
+      if (!zero && (strchr(a + 1, 'z') || !strcmp(a, "--zero-stats"))) {
+        zero = true;
+        rest[c.argc++] = "--zero";
+      }
+      continue;
+    }
     if (!strcmp(a, "--dir")) {
       if (i + 1 >= argc) cli_usage("option --dir needs a value");
       dir = argv[++i];
@@ -293,20 +305,17 @@ int main(int argc, char **argv) {
       c.json = true;
     } else if (!cmd && cli_flag(a, "--help", "-h")) {
       help = true;
-    } else if (!cmd && cli_flag(a, "--show-stats", "-s")) { /* ccache's and sccache's spellings */
-      cmd = "stats";
-    } else if (!cmd && cli_flag(a, "--zero-stats", "-z")) {
-      cmd = "stats";
-      rest[c.argc++] = "--zero";
     } else if (!cmd && cli_flag(a, "--clear", "-C")) {
       cmd = "clear";
     } else if (!cmd && cli_flag(a, "--show-config", "-p")) {
       special = 'p';
       cmd = "config";
-    } else if (!cmd && (cli_flag(a, "--max-size", "-M") || !strncmp(a, "--max-size=", 11))) {
+    } else if (!cmd && (cli_flag(a, "--max-size", "-M") || !strncmp(a, "--max-size=", 11) ||
+                        (!strncmp(a, "-M", 2) && a[2]))) {
       const char *eq = strchr(a, '='); /* only in "--max-size=SIZE" */
-      if (!eq && i + 1 >= argc) cli_usage("option %s needs a value (a size: 500M, 2G)", a);
-      max_size = eq ? eq + 1 : argv[++i];
+      bool joined = a[1] == 'M' && a[2]; /* ccache's -M5G */
+      if (!eq && !joined && i + 1 >= argc) cli_usage("option %s needs a value (a size: 500M, 2G)", a);
+      max_size = eq ? eq + 1 : joined ? a + 2 : argv[++i];
       special = 'M';
       cmd = "config";
     } else if (!cmd && cli_flag(a, "--version", "-V")) {

@@ -484,6 +484,14 @@ static void test_ccache_flags(void **state) {
   char *out;
   KCT_SAYS(cli_after(f, "KC_BACKEND=host", &out, "--json -p"), out, 0,
            "{\"name\": \"KC_BACKEND\", \"value\": \"host\", \"malformed\": false, \"from\": \"environment\"");
+  /* well-formed values (--dir's included): no warning */
+  assert_int_equal(cli_after(f, "KC_HOST_THREADS=2", &out, "-p"), 0);
+  if (strstr(out, "warning")) fail_msg("kcache -p warned about well-formed values:\n%s", out);
+  free(out);
+  /* ccache's combined and joined forms */
+  cli_says(f, 0, "-sz", "(just zeroed)");
+  cli_says(f, 0, "-z -s", "(just zeroed)");
+  cli_says(f, 0, "-M3G", "is now 3.0 GiB");
   /* a value the library would not take: -p shows it, and warns */
   KCT_SAYS(cli_after(f, "KC_HOST_THREADS=x KC_LOG=verbose", &out, "-p"), out, 0,
            "kcache: warning: KC_HOST_THREADS=x is not a whole number",
