@@ -635,8 +635,10 @@ kc_status kc_define_lang(kc_runtime *rt, const char *name, const char *source, k
 /* kc_define_file_ex with a language for every definition of the file
  * (KC_LANG_DIALECT is kc_define_file_ex). Reloading the file under another
  * language redefines every name. In CUDA C++, an extern "C" { ... } block
- * at the top level is read through: each definition in it is filed with
- * extern "C" before it (a #define as it is). So are namespace blocks
+ * at the top level is read through: each definition in it is filed in an
+ * extern "C" { ... } block of its own (a #define as it is), so a static
+ * helper and a __constant__/__device__ variable without an initializer
+ * mean what they meant in the file. So are namespace blocks
  * (nested, unnamed, A::B, inline): each definition in one is filed under
  * its own name with its namespaces around it, and a use of N::f depends
  * on f and on the name N (an over-approximation). A name defined again in

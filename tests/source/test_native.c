@@ -269,7 +269,9 @@ static void test_builtins_are_not_edges(void **state) {
 }
 
 /* A CUDA file's extern "C" { ... } block is read through: each definition
- * in it is filed with extern "C" before it, a #define as it is. */
+ * in it is filed in an extern "C" { ... } block of its own (a block, so that
+ * a variable stays a definition and static stays allowed), a #define as it
+ * is. */
 static void test_cuda_extern_c_block(void **state) {
   (void)state;
   kc_runtime *rt = kct_runtime(NULL);
@@ -287,10 +289,10 @@ static void test_cuda_extern_c_block(void **state) {
   assert_string_equal(v[0].name, "N");
   assert_string_equal(v[0].source, "#include <cuda_fp16.h>\n#define N 4");
   assert_string_equal(v[1].name, "sq");
-  assert_string_equal(v[1].source,
-                      "#include <cuda_fp16.h>\nextern \"C\" __device__ float sq(float x) { return x * x; }");
+  assert_string_equal(
+      v[1].source, "#include <cuda_fp16.h>\nextern \"C\" { __device__ float sq(float x) { return x * x; } }");
   assert_string_equal(v[2].name, "k1");
-  KCT_CONTAINS(v[2].source, "extern \"C\" __global__ void k1(");
+  KCT_CONTAINS(v[2].source, "extern \"C\" { __global__ void k1(");
   assert_string_equal(v[3].name, "k2");
   assert_null(strstr(v[3].source, "extern \"C\" extern"));
   for (size_t i = 0; i < n; i++) assert_int_equal(v[i].lang, KC_LANG_CUDA);
@@ -353,7 +355,7 @@ static void test_cuda_namespaces(void **state) {
   assert_string_equal(v[4].name, "P");
   KCT_CONTAINS(v[4].source, "inline namespace v1 { struct P { float x; }; }");
   assert_string_equal(v[5].name, "k");
-  KCT_CONTAINS(v[5].source, "namespace e { extern \"C\" __global__ void k(float *y)");
+  KCT_CONTAINS(v[5].source, "namespace e { extern \"C\" { __global__ void k(float *y)");
   kc__free_changes(rt, v, n);
 
   /* loaded: the kernel depends on f (every overload) and, over-approximating,

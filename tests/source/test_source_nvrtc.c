@@ -437,14 +437,41 @@ static void test_cuda_namespaces_and_overloads(void **state) {
   kc__free(rt, edited);
 }
 
+/* An extern "C" block read through keeps what each definition is: a static
+ * __device__ helper stays valid (static is not allowed after a bare
+ * extern "C" prefix), and __constant__ / __device__ variables without an
+ * initializer stay definitions (a bare prefix makes them declarations, so
+ * PTX would only have .extern symbols the module never defines). */
+static void test_cuda_externc_block_pieces(void **state) {
+  (void)state;
+  static const char blk[] = "extern \"C\" {\n"
+                            "static __device__ float sq(float x) { return x * x; }\n"
+                            "__constant__ float coef[9];\n"
+                            "__device__ int hits;\n"
+                            "__global__ void eck(float *y) {\n"
+                            "  y[threadIdx.x] = sq(coef[threadIdx.x % 9]);\n"
+                            "  atomicAdd(&hits, 1);\n"
+                            "}\n"
+                            "}\n";
+  KCT_OK(rt, kc_define_file_lang(rt, "eck.cu", blk, strlen(blk), KC_LANG_CUDA, NULL, NULL, NULL, NULL));
+  char *ptx = native_ptx("eck");
+  KCT_CONTAINS(ptx, ".entry eck(");
+  KCT_CONTAINS(ptx, ".const .align 4 .b8 kc__u_coef[36];"); /* defined here, not .extern */
+  KCT_CONTAINS(ptx, ".global .align 4 .u32 kc__u_hits;");
+  assert_null(strstr(ptx, ".extern"));
+  kc__free(rt, ptx);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_shared(argc, argv, "NVRTC", kc__cuda_nvrtc_unavailable,
                            &rt); /* the host backend: for the table only */
   if (rc >= 0) return rc;
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_issue14_sources_compile_for_cuda), cmocka_unit_test(test_cuda_as_written),
-      cmocka_unit_test(test_cuda_entry_checks), cmocka_unit_test(test_cuda_templates),
-      cmocka_unit_test(test_cuda_namespaces_and_overloads)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_issue14_sources_compile_for_cuda),
+                                     cmocka_unit_test(test_cuda_as_written),
+                                     cmocka_unit_test(test_cuda_entry_checks),
+                                     cmocka_unit_test(test_cuda_templates),
+                                     cmocka_unit_test(test_cuda_namespaces_and_overloads),
+                                     cmocka_unit_test(test_cuda_externc_block_pieces)};
   rc = KCT_RUN(tests);
   kc_runtime_destroy(rt);
   return rc;
