@@ -206,6 +206,38 @@ static void test_cuda_entry_checks(void **state) {
              kc__tu_for(rt, kc__backend_of(KC_BACKEND_CUDA), spec, kc_world_latest(rt), &tu, &len));
   KCT_CONTAINS(kc_errmsg(rt), "is not declared __global__");
   assert_null(tu);
+  /* extern "C" must be the entry's own: not in a comment, not a string, not
+   * on a helper before it in the same text */
+  static const char *const not_own[][2] = {
+      {"cmt", "/* extern \"C\" */ __global__ void cmt(float *y) { y[0] = 1; }"},
+      {"str", "__device__ const char *tag() { return \"extern \\\"C\\\"\"; }\n"
+              "__global__ void str(float *y) { y[0] = tag()[0]; }"},
+      {"two", "extern \"C\" __device__ float h2(float x) { return x; }\n"
+              "__global__ void two(float *y) { y[0] = h2(1); }"},
+      {"blk", "extern \"C\" { __device__ float h3(float x) { return x; } }\n"
+              "__global__ void blk(float *y) { y[0] = h3(1); }"}};
+  for (size_t i = 0; i < sizeof not_own / sizeof *not_own; i++) {
+    KCT_OK(rt, kc_define_lang(rt, not_own[i][0], not_own[i][1], KC_LANG_CUDA, NULL));
+    KCT_OK(rt, kc__spec_intern(rt, not_own[i][0], "", &spec));
+    KCT_STATUS(rt, KC_EINVAL,
+               kc__tu_for(rt, kc__backend_of(KC_BACKEND_CUDA), spec, kc_world_latest(rt), &tu, &len));
+    KCT_CONTAINS(kc_errmsg(rt), "is not declared extern \"C\"");
+  }
+  /* and found where it is: in a block around the entry, or before it with
+   * attributes and comments between */
+  static const char *const own[][2] = {
+      {"inblk",
+       "extern \"C\" {\n// a comment; with { braces }\n__global__ void inblk(float *y) { y[0] = 1; }\n}"},
+      {"attr",
+       "extern /* linkage */ \"C\"\n__global__ void __launch_bounds__(64) attr(float *y) { y[0] = 1; }"}};
+  for (size_t i = 0; i < sizeof own / sizeof *own; i++) {
+    KCT_OK(rt, kc_define_lang(rt, own[i][0], own[i][1], KC_LANG_CUDA, NULL));
+    char *ptx = native_ptx(own[i][0]);
+    char want[64];
+    snprintf(want, sizeof want, ".entry %s(", own[i][0]);
+    KCT_CONTAINS(ptx, want);
+    kc__free(rt, ptx);
+  }
 }
 
 /* Templates: a kernel handle names an instantiation ("scale<float, 4>"),
