@@ -533,6 +533,48 @@ static void test_pyopencl_mandelbrot(void **state) {
 
 /* ---------------------------------------------- the same exactness */
 
+/* An enumerator of a table enum whose name is also a built-in (ON and x are
+ * OpenCL's, x is CUDA's) is found like any enumerator: the built-in skip is
+ * for names the table neither defines nor declares. An enum that declares
+ * such a name later ends the code that skipped it. */
+static void test_builtin_named_enumerator(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  KCT_OK(rt, kc_define_lang(rt, "usemode", "__kernel void usemode(__global int *y) { y[0] = ON + x; }",
+                            KC_LANG_OPENCL, NULL));
+  kc__closure c;
+  resolve(rt, "usemode", &c);
+  assert_false(has_edge(&c, "mode"));
+  kc__closure_free(rt, &c);
+  kc_kernel *k = NULL;
+  if (on_opencl()) { /* cached: compiled while ON and x were built-ins (it fails: they are not OpenCL's) */
+    KCT_OK(rt, kc_kernel_create(rt, "usemode", NULL, &k));
+    assert_int_not_equal(kc_kernel_compile(k), KC_OK);
+  }
+  KCT_OK(rt, kc_define_lang(rt, "mode", "enum mode { ON = 5, x = 2 };", KC_LANG_OPENCL, NULL));
+  resolve(rt, "usemode", &c);
+  assert_true(has_edge(&c, "mode"));
+  kc__closure_free(rt, &c);
+  if (on_opencl()) {
+    kc_context *ctx = kct_context(rt);
+    kc_buffer *b = kct_buffer(rt, ctx, 1);
+    int32_t out = 0;
+    kc_arg args[] = {KC_ARG_BUF(b)};
+    kc_dim3 grid = {1, 1, 1}, block = {1, 1, 1};
+    KCT_OK(rt, kc_launch(k, ctx, &grid, &block, args, 1));
+    KCT_OK(rt, kc_buffer_read(b, 0, &out, sizeof out));
+    assert_int_equal(out, 7);
+    kc_kernel_destroy(k);
+  }
+  /* CUDA: x in a table enum (NVRTC compiles it in test_source_nvrtc) */
+  KCT_OK(rt, kc_define_lang(rt, "cux", "extern \"C\" __global__ void cux(int *y) { y[threadIdx.x] = x; }",
+                            KC_LANG_CUDA, NULL));
+  resolve(rt, "cux", &c);
+  assert_true(has_edge(&c, "mode"));
+  kc__closure_free(rt, &c);
+  kct_destroy(rt);
+}
+
 static float run_scale(kc_runtime *rt, kc_context *ctx, kc_kernel *k, kc_buffer *b) {
   float v[4] = {1, 2, 3, 4}; /* a float4 by value */
   kc_arg args[] = {KC_ARG_BUF(b), KC__ARG(v, (uint32_t)sizeof v, KC_ARG_SCALAR)};
@@ -834,6 +876,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_refused_on_other_backend),
       KCT_TEST(test_language_is_part_of_the_definition),
       KCT_TEST(test_builtins_are_not_edges),
+      KCT_TEST(test_builtin_named_enumerator),
       KCT_TEST(test_cuda_extern_c_block),
       KCT_TEST(test_cuda_namespaces),
       KCT_TEST(test_pyopencl_median_filter),
