@@ -594,8 +594,11 @@ kc_status kc_define_file_ex(kc_runtime *rt, const char *file, const char *text, 
  *                    kc_define_file_lang.
  * A native kernel is found by its name with kc_kernel_create and launched
  * like any other: its parameter list is read from its text (pointers are
- * buffers, __local/__shared__ pointers local memory sizes, the rest
- * scalars whose sizes the compiler reports), and arguments are checked as
+ * buffers, __local pointers of OpenCL C local memory sizes
+ * (KC_ARG_LOCAL_BYTES; CUDA kernels have no such parameters: __shared__
+ * memory is declared in the body, or sized at launch through extern
+ * __shared__), the rest scalars whose sizes the compiler reports), and
+ * arguments are checked as
  * for the dialect. The dialect's checks (KC_KERNEL, KC_GLOBAL on every
  * pointer) do not apply: an OpenCL entry must be declared __kernel (or
  * kernel), a CUDA entry __global__.
@@ -608,7 +611,16 @@ kc_status kc_define_file_ex(kc_runtime *rt, const char *file, const char *text, 
  * made on any runtime. A closure may mix a native definition with
  * dialect ones (a dialect helper called from an OpenCL kernel, say): the
  * dialect's prelude is then part of the translation unit; a closure of
- * native definitions only is compiled as written, with no prelude.
+ * native definitions only is compiled as written, with no prelude. In a
+ * mixed unit the prelude's typedefs (int8_t ... uint64_t; in CUDA also
+ * uint, ulong, intptr_t, ...) are kcache's own names (kc__t_int64_t),
+ * spelled as the dialect's by macros that are in force only around the
+ * dialect's definitions and #undef'd around the native ones: native code
+ * may typedef those names itself, to any type, and sees only its own. A
+ * native typedef of such a name defined as a definition of its own (a
+ * file's `typedef ... uint32_t;`) is the closure's for both. A pointer to
+ * the native type passed to a dialect helper that takes the dialect's type
+ * must then name the same type (long vs long long differ in CUDA C++).
  *
  * Everything else holds as for the dialect: dependencies (every name the
  * text mentions), worlds, pins, file reloads, the disk and remote caches.

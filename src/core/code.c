@@ -10,6 +10,7 @@
  */
 #include "core/core.h"
 #include "core/cache_glue.h"
+#include "core/lex.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -91,6 +92,53 @@ static void emit_params(kc__sb *sb, const char *params) {
   }
 }
 
+/* A closure of native and dialect definitions (issue 26): the prelude's
+ * typedefs (int64_t, uint, ...) must not clash with the native code's own
+ * (a typedef of its text, <cstdint>), which may name another type
+ * (`typedef long int64_t` against the prelude's long long). So each
+ * prelude line `typedef T N;` becomes `typedef T kc__t_N;` and
+ * `#define N kc__t_N`, a macro in force around the dialect's definitions
+ * (and kcache's own text) and #undef'd around the native ones, which see
+ * only what they declare. A name a definition of the closure defines is
+ * left as it is (its own #define renames it already). The names go into
+ * names, each ending with '\n'. */
+static void emit_mixed_prelude(kc__sb *sb, kc__sb *names, const char *prelude, const kc__closure *c) {
+  for (const char *p = prelude; *p;) {
+    const char *e = strchr(p, '\n');
+    e = e ? e + 1 : p + strlen(p);
+    const char *semi =
+        e - p > 9 && !strncmp(p, "typedef ", 8) && e[-1] == '\n' && e[-2] == ';' ? e - 2 : NULL;
+    const char *n = semi;
+    while (n && n > p + 8 && kc__lx_id_char((unsigned char)n[-1])) n--;
+    bool own = !n || n == semi || n[-1] != ' ';
+    for (uint32_t i = 0; !own && i < c->ndefs; i++)
+      own = strlen(c->defs[i]->binding->name) == (size_t)(semi - n) &&
+            !memcmp(c->defs[i]->binding->name, n, (size_t)(semi - n));
+    if (own) {
+      kc__sb_append(sb, p, (size_t)(e - p));
+    } else {
+      kc__sb_printf(sb, "%.*skc__t_%.*s;\n#define %.*s kc__t_%.*s\n", (int)(n - p), p, (int)(semi - n), n,
+                    (int)(semi - n), n, (int)(semi - n), n);
+      kc__sb_append(names, n, (size_t)(semi - n));
+      kc__sb_puts(names, "\n");
+    }
+    p = e;
+  }
+}
+
+/* Puts the mixed prelude's typedef macros in force (on) or not; returns on. */
+static bool mixed_typedefs(kc__sb *sb, const kc__sb *names, bool was, bool on) {
+  if (was == on || !names->len || !names->buf) return on;
+  for (const char *p = names->buf; p < names->buf + names->len;) {
+    const char *e = memchr(p, '\n', (size_t)(names->buf + names->len - p));
+    int n = (int)(e - p);
+    if (on) kc__sb_printf(sb, "#define %.*s kc__t_%.*s\n", n, p, n, p);
+    else kc__sb_printf(sb, "#undef %.*s\n", n, p);
+    p = e + 1;
+  }
+  return on;
+}
+
 static kc_status build_tu(kc_runtime *rt, const kc__backend *be, void *bstate, const kc__spec *spec,
                           const kc__closure *c, const kc__param *params, uint32_t nparams, char **out,
                           size_t *len) {
@@ -98,9 +146,17 @@ static kc_status build_tu(kc_runtime *rt, const kc__backend *be, void *bstate, c
   kc__sb_init(&sb, kc__rt_heap(rt));
   /* the dialect's prelude, unless every definition is native: then the
    * unit is the sources as written (and the specialization's #defines) */
-  bool dialect = false;
-  for (uint32_t i = 0; i < c->ndefs && !dialect; i++) dialect = c->defs[i]->lang == KC_LANG_DIALECT;
-  if (dialect) kc__sb_puts(&sb, be->prelude);
+  bool dialect = false, native = false;
+  for (uint32_t i = 0; i < c->ndefs; i++) {
+    if (kc__def_is_header(c->defs[i])) continue;
+    dialect |= c->defs[i]->lang == KC_LANG_DIALECT;
+    native |= c->defs[i]->lang != KC_LANG_DIALECT;
+  }
+  kc__sb tnames; /* mixed: the prelude's typedef names, each ending with '\n' */
+  kc__sb_init(&tnames, kc__rt_heap(rt));
+  if (dialect && native) emit_mixed_prelude(&sb, &tnames, be->prelude, c);
+  else if (dialect) kc__sb_puts(&sb, be->prelude);
+  bool typedefs_on = true; /* the dialect's spellings (macros) in force */
   kc__sb_puts(&sb, "\n/* specialization parameters */\n");
   emit_params(&sb, spec->params);
   /* Helpers get private symbol names, so a definition may shadow a builtin
@@ -113,6 +169,8 @@ static kc_status build_tu(kc_runtime *rt, const kc__backend *be, void *bstate, c
       kc__sb_printf(&sb, "#define %s kc__u_%s\n", c->defs[i]->binding->name, c->defs[i]->binding->name);
   for (uint32_t i = 0; i < c->ndefs; i++) {
     if (kc__def_is_header(c->defs[i])) continue;
+    if (i + 1 == c->ndefs && be->entry_prologue) /* kcache's own text: the dialect's types */
+      typedefs_on = mixed_typedefs(&sb, &tnames, typedefs_on, true);
     if (i + 1 == c->ndefs && be->entry_prologue) { /* the entry is the closure's last */
       kc__sb_puts(&sb, "#line 1 \"<kcache>\"\n");
       kc__tu tu = {spec->name, sb.buf, sb.len, params, nparams, spec};
@@ -122,13 +180,22 @@ static kc_status build_tu(kc_runtime *rt, const kc__backend *be, void *bstate, c
         return st;
       }
     }
+    typedefs_on = mixed_typedefs(&sb, &tnames, typedefs_on, c->defs[i]->lang == KC_LANG_DIALECT);
     kc__sb_printf(&sb, "#line 1 \"%s\"\n", c->defs[i]->binding->name);
     kc_status st = kc__emit_def(rt, &sb, c, c->defs[i]);
     if (st) {
       kc__sb_free(&sb);
+      kc__sb_free(&tnames);
       return st;
     }
     kc__sb_puts(&sb, "\n");
+  }
+  mixed_typedefs(&sb, &tnames, typedefs_on, true);
+  bool lost = tnames.failed;
+  kc__sb_free(&tnames);
+  if (lost) {
+    kc__sb_free(&sb);
+    return kc__err(rt, KC_ENOMEM, "out of memory building the source of '%s'", spec->name);
   }
   if (be->epilogue) {
     kc__sb_puts(&sb, "#line 1 \"<kcache>\"\n");

@@ -575,6 +575,42 @@ static void test_builtin_named_enumerator(void **state) {
   kct_destroy(rt);
 }
 
+/* A native OpenCL kernel with its own fixed-width typedef, mixed with a
+ * dialect helper: the prelude's typedefs are kcache's names (kc__t_*)
+ * spelled as the dialect's by macros only around the dialect's text, so
+ * the kernel's typedef is its own. */
+static void test_native_typedefs_with_dialect_helper(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  KCT_OK(rt, kc_define_lang(rt, "mixed",
+                            "typedef unsigned int uint32_t;\n"
+                            "__kernel void mixed(__global uint32_t *y) {\n"
+                            "  y[get_global_id(0)] = (uint32_t)dial_twice((int)get_global_id(0));\n}\n",
+                            KC_LANG_OPENCL, NULL));
+  kct_define(rt, "dial_twice", "KC_DEVICE int64_t dial_twice(int32_t v) { return (int64_t)2 * v; }");
+  kc__spec *spec;
+  KCT_OK(rt, kc__spec_intern(rt, "mixed", "", &spec));
+  char *tu = NULL;
+  size_t len = 0;
+  KCT_OK(rt, kc__tu_for(rt, kc__backend_of(KC_BACKEND_OPENCL), spec, kc_world_latest(rt), &tu, &len));
+  KCT_CONTAINS(tu, "typedef uint kc__t_uint32_t;\n#define uint32_t kc__t_uint32_t\n");
+  KCT_CONTAINS(tu, "#undef uint32_t\n#undef int64_t\n#undef uint64_t\n#line 1 \"mixed\"");
+  kc__free(rt, tu);
+  if (on_opencl()) {
+    kc_context *ctx = kct_context(rt);
+    kc_buffer *b = kct_buffer(rt, ctx, 8);
+    kc_kernel *k = kct_kernel(rt, "mixed", NULL);
+    kc_arg args[] = {KC_ARG_BUF(b)};
+    kc_dim3 grid = {8, 1, 1}, block = {1, 1, 1};
+    KCT_OK(rt, kc_launch(k, ctx, &grid, &block, args, 1));
+    uint32_t out[8];
+    KCT_OK(rt, kc_buffer_read(b, 0, out, sizeof out));
+    assert_int_equal(out[5], 10);
+    kc_kernel_destroy(k);
+  }
+  kct_destroy(rt);
+}
+
 static float run_scale(kc_runtime *rt, kc_context *ctx, kc_kernel *k, kc_buffer *b) {
   float v[4] = {1, 2, 3, 4}; /* a float4 by value */
   kc_arg args[] = {KC_ARG_BUF(b), KC__ARG(v, (uint32_t)sizeof v, KC_ARG_SCALAR)};
@@ -877,6 +913,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_language_is_part_of_the_definition),
       KCT_TEST(test_builtins_are_not_edges),
       KCT_TEST(test_builtin_named_enumerator),
+      KCT_TEST(test_native_typedefs_with_dialect_helper),
       KCT_TEST(test_cuda_extern_c_block),
       KCT_TEST(test_cuda_namespaces),
       KCT_TEST(test_pyopencl_median_filter),

@@ -494,6 +494,36 @@ static void test_cuda_externc_block_pieces(void **state) {
   kc__free(rt, ptx);
 }
 
+/* A native closure with a dialect definition in it has the dialect's
+ * prelude, whose fixed-width typedefs must not clash with native code's:
+ * its own at file scope (as <cstdint> spells them on LP64) naming other
+ * types than the prelude's. */
+static void test_cuda_typedefs_with_dialect_helper(void **state) {
+  (void)state;
+  kct_define(rt, "dtw", "KC_DEVICE int64_t dtw(int64_t v) { return 2 * v; }");
+  static const char *const texts[][2] = {
+      {"mix1", "typedef long int64_t;\ntypedef unsigned long uint64_t;\n"
+               "extern \"C\" __global__ void mix1(int64_t *y) { y[0] = dtw(y[0]); }"},
+      {"mix2", "typedef unsigned long ulong;\n"
+               "extern \"C\" __global__ void mix2(ulong *y) { y[0] = (ulong)dtw((long long)y[0]); }"}};
+  for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+    KCT_OK(rt, kc_define_lang(rt, texts[i][0], texts[i][1], KC_LANG_CUDA, NULL));
+    kc__spec *spec;
+    KCT_OK(rt, kc__spec_intern(rt, texts[i][0], "", &spec));
+    char *tu = NULL;
+    size_t len = 0;
+    KCT_OK(rt, kc__tu_for(rt, kc__backend_of(KC_BACKEND_CUDA), spec, kc_world_latest(rt), &tu, &len));
+    KCT_CONTAINS(tu, "kcache prelude");
+    const kc__bsvc svc = kc__bsvc_of(rt);
+    void *out = NULL;
+    size_t size = 0;
+    kc_status st = kc__cuda_compile_only(&svc, tu, len, texts[i][0], 90, true, &out, &size, NULL);
+    if (st) fail_msg("NVRTC: %s: %s\n%s", kc_status_name(st), kc_errmsg(rt), tu);
+    kc__free(rt, out);
+    kc__free(rt, tu);
+  }
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_shared(argc, argv, "NVRTC", kc__cuda_nvrtc_unavailable,
                            &rt); /* the host backend: for the table only */
@@ -503,7 +533,8 @@ int main(int argc, char **argv) {
                                      cmocka_unit_test(test_cuda_entry_checks),
                                      cmocka_unit_test(test_cuda_templates),
                                      cmocka_unit_test(test_cuda_namespaces_and_overloads),
-                                     cmocka_unit_test(test_cuda_externc_block_pieces)};
+                                     cmocka_unit_test(test_cuda_externc_block_pieces),
+                                     cmocka_unit_test(test_cuda_typedefs_with_dialect_helper)};
   rc = KCT_RUN(tests);
   kc_runtime_destroy(rt);
   return rc;
