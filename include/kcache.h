@@ -595,9 +595,11 @@ kc_status kc_define_file_ex(kc_runtime *rt, const char *file, const char *text, 
  * A native kernel is found by its name with kc_kernel_create and launched
  * like any other: its parameter list is read from its text (pointers are
  * buffers, __local pointers of OpenCL C local memory sizes
- * (KC_ARG_LOCAL_BYTES; CUDA kernels have no such parameters: __shared__
- * memory is declared in the body, or sized at launch through extern
- * __shared__), the rest scalars whose sizes the compiler reports), and
+ * (KC_ARG_LOCAL_BYTES; CUDA kernels have no such parameters: their
+ * __shared__ memory is declared in the body), the rest scalars whose
+ * sizes the compiler reports; OpenCL image and sampler parameters,
+ * image2d_t, sampler_t and the like, are not supported: the compile says
+ * so with KC_EUNAVAILABLE, naming the parameter), and
  * arguments are checked as
  * for the dialect. The dialect's checks (KC_KERNEL, KC_GLOBAL on every
  * pointer) do not apply: an OpenCL entry must be declared __kernel (or

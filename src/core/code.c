@@ -233,6 +233,42 @@ static kc_status check_languages(kc_runtime *rt, const kc__backend *be, const kc
   return KC_OK;
 }
 
+/* OpenCL C parameters that are not memory: images, samplers (and the
+ * OpenCL 2 opaque types), which kcache cannot pass (no kc_buffer is an
+ * image) and whose sizes no probe can take. Refused up front. */
+static kc_status check_opaque_params(kc_runtime *rt, const kc__spec *spec, uint8_t lang,
+                                     const kc__param *params, uint32_t nparams) {
+  static const char *const opaque[] = {"image1d_t",
+                                       "image1d_array_t",
+                                       "image1d_buffer_t",
+                                       "image2d_t",
+                                       "image2d_array_t",
+                                       "image2d_depth_t",
+                                       "image2d_array_depth_t",
+                                       "image3d_t",
+                                       "sampler_t",
+                                       "pipe",
+                                       "queue_t",
+                                       "clk_event_t"};
+  if (lang != KC_LANG_OPENCL) return KC_OK;
+  for (uint32_t i = 0; i < nparams; i++)
+    for (size_t k = 0; k < sizeof opaque / sizeof *opaque; k++) {
+      const char *t = params[i].type, *p = t;
+      size_t n = strlen(opaque[k]);
+      while ((p = strstr(p, opaque[k])) != NULL) {
+        bool word = (p == t || !kc__lx_id_char((unsigned char)p[-1])) && !kc__lx_id_char((unsigned char)p[n]);
+        if (word)
+          return kc__err(rt, KC_EUNAVAILABLE,
+                         "'%s' (OpenCL C): parameter '%s' is an %s: image and sampler parameters are not "
+                         "supported (kcache passes buffers, local memory and scalars); pass the pixels in a "
+                         "__global buffer",
+                         spec->name, params[i].name ? params[i].name : "?", opaque[k]);
+        p += n;
+      }
+    }
+  return KC_OK;
+}
+
 /* Resolves the closure of spec at world w, and builds its translation unit
  * for backend be (state: its state, NULL for a backend rt is not on). */
 static kc_status prepare_for(kc_runtime *rt, const kc__backend *be, void *bstate, kc__spec *spec, kc_world w,
@@ -257,6 +293,7 @@ static kc_status prepare_for(kc_runtime *rt, const kc__backend *be, void *bstate
   if (!st)
     st = entry->lang ? kc__check_native(rt, entry->lang, spec->name, entry->source)
                      : kc__check_dialect(rt, entry_name, entry->source, *params, *nparams);
+  if (!st) st = check_opaque_params(rt, spec, entry->lang, *params, *nparams);
   if (!st) st = build_tu(rt, be, bstate, spec, c, *params, *nparams, text, len);
   kc__free(rt, owned);
   if (st) {

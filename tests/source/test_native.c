@@ -611,6 +611,39 @@ static void test_native_typedefs_with_dialect_helper(void **state) {
   kct_destroy(rt);
 }
 
+/* OpenCL image and sampler parameters are refused up front, naming the
+ * parameter, not by a probe compile that fails on the struct it builds. */
+static void test_image_parameters_refused(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  static const char *const texts[][3] = {
+      {"img", "__kernel void img(__read_only image2d_t src, __global float *y) { y[0] = 1.0f; }", "src"},
+      {"smp", "__kernel void smp(__global float *y, sampler_t s) { y[0] = 1.0f; }", "s"},
+      {"wimg", "__kernel void wimg(write_only image3d_t dst) { }", "dst"}};
+  for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+    KCT_OK(rt, kc_define_lang(rt, texts[i][0], texts[i][1], KC_LANG_OPENCL, NULL));
+    kc__spec *spec;
+    KCT_OK(rt, kc__spec_intern(rt, texts[i][0], "", &spec));
+    char *tu = NULL;
+    size_t len = 0;
+    KCT_STATUS(rt, KC_EUNAVAILABLE,
+               kc__tu_for(rt, kc__backend_of(KC_BACKEND_OPENCL), spec, kc_world_latest(rt), &tu, &len));
+    KCT_CONTAINS(kc_errmsg(rt), "image and sampler parameters are not supported");
+    char want[80];
+    snprintf(want, sizeof want, "parameter '%s'", texts[i][2]);
+    KCT_CONTAINS(kc_errmsg(rt), want);
+    assert_null(tu);
+  }
+  if (on_opencl()) { /* and so does the runtime's own compile */
+    kc_kernel *k;
+    KCT_OK(rt, kc_kernel_create(rt, "img", NULL, &k));
+    KCT_STATUS(rt, KC_EUNAVAILABLE, kc_kernel_compile(k));
+    KCT_CONTAINS(kc_errmsg(rt), "image and sampler parameters are not supported");
+    kc_kernel_destroy(k);
+  }
+  kct_destroy(rt);
+}
+
 static float run_scale(kc_runtime *rt, kc_context *ctx, kc_kernel *k, kc_buffer *b) {
   float v[4] = {1, 2, 3, 4}; /* a float4 by value */
   kc_arg args[] = {KC_ARG_BUF(b), KC__ARG(v, (uint32_t)sizeof v, KC_ARG_SCALAR)};
@@ -914,6 +947,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_builtins_are_not_edges),
       KCT_TEST(test_builtin_named_enumerator),
       KCT_TEST(test_native_typedefs_with_dialect_helper),
+      KCT_TEST(test_image_parameters_refused),
       KCT_TEST(test_cuda_extern_c_block),
       KCT_TEST(test_cuda_namespaces),
       KCT_TEST(test_pyopencl_median_filter),
