@@ -636,6 +636,19 @@ kc_status kc_define_file_ex(kc_runtime *rt, const char *file, const char *text, 
  * later definition (or undefine) of any such name ends the code that
  * mentioned one (an over-approximation, never a miss).
  *
+ * NAMES ARE GLOBAL, across files and languages: every piece of a file
+ * (each function, type, constant and #define) is one table entry under
+ * its name, and a name has one definition at a time, whichever file or
+ * call made it last. A kernel that mentions a name reaches its definition
+ * whatever language that is in, so an OpenCL kernel whose BLOCK_SIZE is
+ * also a CUDA file's #define reaches the CUDA one, and its compile fails
+ * with KC_EUNAVAILABLE naming the definition and its file ("kernel 'k'
+ * reaches 'BLOCK_SIZE' (defined by file 'reduce.cu'), which is CUDA C++
+ * ..."). One name, one meaning: give each language's macros and helpers
+ * their own names, and define a header that kernels of one language share
+ * with kc_define_lang in that language (or in the dialect, for every
+ * backend).
+ *
  * There is no detection by file name: kc_define_file reads .cl and .cu
  * files in the dialect, as it always has, so a file is native only when
  * the call says so.

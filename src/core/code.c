@@ -225,10 +225,17 @@ static kc_status check_languages(kc_runtime *rt, const kc__backend *be, const kc
                      "'%s' is %s, which the %s backend does not compile: run it on a runtime of the %s "
                      "backend, or define it in kcache's dialect",
                      spec->name, kc__lang_title(d->lang), be->name, own);
+    char file[160], from[200] = "";
+    if (kc__file_of(rt, d->binding->name, file, sizeof file))
+      snprintf(from, sizeof from, " (defined by file '%s')", file);
     return kc__err(rt, KC_EUNAVAILABLE,
-                   "kernel '%s' reaches '%s', which is %s, which the %s backend does not compile: run it "
-                   "on a runtime of the %s backend, or define '%s' in kcache's dialect",
-                   spec->name, d->binding->name, kc__lang_title(d->lang), be->name, own, d->binding->name);
+                   "kernel '%s' reaches '%s'%s, which is %s, which the %s backend does not compile: "
+                   "names are global across files and languages (every definition of a file, #defines "
+                   "included, is one), so if '%s' means something else to '%s', rename one of them; run "
+                   "it on a runtime of the %s backend, or define '%s' in kcache's dialect or, for a "
+                   "shared header, with kc_define_lang in the kernel's language",
+                   spec->name, d->binding->name, from, kc__lang_title(d->lang), be->name, d->binding->name,
+                   spec->name, own, d->binding->name);
   }
   return KC_OK;
 }
@@ -259,7 +266,7 @@ static kc_status check_opaque_params(kc_runtime *rt, const kc__spec *spec, uint8
         bool word = (p == t || !kc__lx_id_char((unsigned char)p[-1])) && !kc__lx_id_char((unsigned char)p[n]);
         if (word)
           return kc__err(rt, KC_EUNAVAILABLE,
-                         "'%s' (OpenCL C): parameter '%s' is an %s: image and sampler parameters are not "
+                         "'%s' (OpenCL C): parameter '%s' (%s): image and sampler parameters are not "
                          "supported (kcache passes buffers, local memory and scalars); pass the pixels in a "
                          "__global buffer",
                          spec->name, params[i].name ? params[i].name : "?", opaque[k]);

@@ -486,6 +486,19 @@ static kc__srcfile **rec_find(kc_runtime *rt, const char *file) {
   return p;
 }
 
+bool kc__file_of(kc_runtime *rt, const char *name, char *buf, size_t size) {
+  bool found = false;
+  kc__lock(&rt->world_lock);
+  for (const kc__srcfile *r = rt->files; r && !found; r = r->next)
+    for (size_t i = 0; i < r->n && !found; i++)
+      if (!strcmp(r->names[i], name)) {
+        snprintf(buf, size, "%s", r->file);
+        found = true;
+      }
+  kc__unlock(&rt->world_lock);
+  return found;
+}
+
 kc_status kc__file_prepare(kc_runtime *rt, const char *file, const kc__change *items, size_t n,
                            const char ***gone, size_t *ngone, kc__srcfile **rec) {
   *gone = NULL;

@@ -158,7 +158,8 @@ static void test_refused_on_other_backend(void **state) {
     KCT_CONTAINS(kc_errmsg(rt), "'scale' is OpenCL C (KC_LANG_OPENCL)");
     KCT_CONTAINS(kc_errmsg(rt), kct_backend_name);
     KCT_STATUS(rt, KC_EUNAVAILABLE, kc_kernel_compile(u));
-    KCT_CONTAINS(kc_errmsg(rt), "kernel 'use_twice' reaches 'twice', which is OpenCL C");
+    KCT_CONTAINS(kc_errmsg(rt),
+                 "kernel 'use_twice' reaches 'twice' (defined by file 'scale.cl'), which is OpenCL C");
     /* a launch says the same */
     kc_context *ctx = kct_context(rt);
     kc_buffer *b = kct_buffer(rt, ctx, 4);
@@ -644,6 +645,29 @@ static void test_image_parameters_refused(void **state) {
   kct_destroy(rt);
 }
 
+/* Names are global across files and languages: an OpenCL kernel whose
+ * BLOCK is a CUDA file's #define is refused, naming BLOCK and its file. */
+static void test_name_collision_message(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  static const char cu[] =
+      "#define BLOCK 256\nextern \"C\" __global__ void cu_k(float *y) { y[0] = BLOCK; }\n";
+  KCT_OK(rt, kc_define_file_lang(rt, "reduce.cu", cu, strlen(cu), KC_LANG_CUDA, NULL, NULL, NULL, NULL));
+  KCT_OK(rt, kc_define_lang(rt, "cl_k", "__kernel void cl_k(__global float *y) { y[0] = BLOCK; }",
+                            KC_LANG_OPENCL, NULL));
+  kc__spec *spec;
+  KCT_OK(rt, kc__spec_intern(rt, "cl_k", "", &spec));
+  char *tu = NULL;
+  size_t len = 0;
+  KCT_STATUS(rt, KC_EUNAVAILABLE,
+             kc__tu_for(rt, kc__backend_of(KC_BACKEND_OPENCL), spec, kc_world_latest(rt), &tu, &len));
+  KCT_CONTAINS(kc_errmsg(rt),
+               "kernel 'cl_k' reaches 'BLOCK' (defined by file 'reduce.cu'), which is CUDA C++");
+  KCT_CONTAINS(kc_errmsg(rt), "names are global across files and languages");
+  assert_null(tu);
+  kct_destroy(rt);
+}
+
 static float run_scale(kc_runtime *rt, kc_context *ctx, kc_kernel *k, kc_buffer *b) {
   float v[4] = {1, 2, 3, 4}; /* a float4 by value */
   kc_arg args[] = {KC_ARG_BUF(b), KC__ARG(v, (uint32_t)sizeof v, KC_ARG_SCALAR)};
@@ -948,6 +972,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_builtin_named_enumerator),
       KCT_TEST(test_native_typedefs_with_dialect_helper),
       KCT_TEST(test_image_parameters_refused),
+      KCT_TEST(test_name_collision_message),
       KCT_TEST(test_cuda_extern_c_block),
       KCT_TEST(test_cuda_namespaces),
       KCT_TEST(test_pyopencl_median_filter),
