@@ -532,7 +532,7 @@ static void test_pyopencl_mandelbrot(void **state) {
   kct_destroy(rt);
 }
 
-/* ---------------------------------------------- the same exactness */
+/* --------------------- enumerators, mixed preludes, refusals (review) */
 
 /* An enumerator of a table enum whose name is also a built-in (ON and x are
  * OpenCL's, x is CUDA's) is found like any enumerator: the built-in skip is
@@ -667,6 +667,8 @@ static void test_name_collision_message(void **state) {
   assert_null(tu);
   kct_destroy(rt);
 }
+
+/* ------------------ never stale: helpers and built-ins redefined */
 
 static float run_scale(kc_runtime *rt, kc_context *ctx, kc_kernel *k, kc_buffer *b) {
   float v[4] = {1, 2, 3, 4}; /* a float4 by value */
