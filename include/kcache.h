@@ -601,8 +601,13 @@ kc_status kc_define_file_ex(kc_runtime *rt, const char *file, const char *text, 
  *                    kc_define_file_lang.
  * A native kernel is found by its name with kc_kernel_create and launched
  * like any other: its parameter list is read from its text (pointers are
- * buffers, __local/__shared__ pointers local memory sizes, the rest
- * scalars whose sizes the compiler reports), and arguments are checked as
+ * buffers, __local pointers of OpenCL C local memory sizes
+ * (KC_ARG_LOCAL_BYTES; CUDA kernels have no such parameters: their
+ * __shared__ memory is declared in the body), the rest scalars whose
+ * sizes the compiler reports; OpenCL image and sampler parameters,
+ * image2d_t, sampler_t and the like, are not supported: the compile says
+ * so with KC_EUNAVAILABLE, naming the parameter), and
+ * arguments are checked as
  * for the dialect. The dialect's checks (KC_KERNEL, KC_GLOBAL on every
  * pointer) do not apply: an OpenCL entry must be declared __kernel (or
  * kernel), a CUDA entry __global__.
@@ -615,7 +620,16 @@ kc_status kc_define_file_ex(kc_runtime *rt, const char *file, const char *text, 
  * made on any runtime. A closure may mix a native definition with
  * dialect ones (a dialect helper called from an OpenCL kernel, say): the
  * dialect's prelude is then part of the translation unit; a closure of
- * native definitions only is compiled as written, with no prelude.
+ * native definitions only is compiled as written, with no prelude. In a
+ * mixed unit the prelude's typedefs (int8_t ... uint64_t; in CUDA also
+ * uint, ulong, intptr_t, ...) are kcache's own names (kc__t_int64_t),
+ * spelled as the dialect's by macros that are in force only around the
+ * dialect's definitions and #undef'd around the native ones: native code
+ * may typedef those names itself, to any type, and sees only its own. A
+ * native typedef of such a name defined as a definition of its own (a
+ * file's `typedef ... uint32_t;`) is the closure's for both. A pointer to
+ * the native type passed to a dialect helper that takes the dialect's type
+ * must then name the same type (long vs long long differ in CUDA C++).
  *
  * Everything else holds as for the dialect: dependencies (every name the
  * text mentions), worlds, pins, file reloads, the disk and remote caches.
@@ -628,6 +642,19 @@ kc_status kc_define_file_ex(kc_runtime *rt, const char *file, const char *text, 
  * instead it depends on the language's built-ins as a whole, so that a
  * later definition (or undefine) of any such name ends the code that
  * mentioned one (an over-approximation, never a miss).
+ *
+ * NAMES ARE GLOBAL, across files and languages: every piece of a file
+ * (each function, type, constant and #define) is one table entry under
+ * its name, and a name has one definition at a time, whichever file or
+ * call made it last. A kernel that mentions a name reaches its definition
+ * whatever language that is in, so an OpenCL kernel whose BLOCK_SIZE is
+ * also a CUDA file's #define reaches the CUDA one, and its compile fails
+ * with KC_EUNAVAILABLE naming the definition and its file ("kernel 'k'
+ * reaches 'BLOCK_SIZE' (defined by file 'reduce.cu'), which is CUDA C++
+ * ..."). One name, one meaning: give each language's macros and helpers
+ * their own names, and define a header that kernels of one language share
+ * with kc_define_lang in that language (or in the dialect, for every
+ * backend).
  *
  * There is no detection by file name: kc_define_file reads .cl and .cu
  * files in the dialect, as it always has, so a file is native only when
@@ -642,8 +669,10 @@ kc_status kc_define_lang(kc_runtime *rt, const char *name, const char *source, k
 /* kc_define_file_ex with a language for every definition of the file
  * (KC_LANG_DIALECT is kc_define_file_ex). Reloading the file under another
  * language redefines every name. In CUDA C++, an extern "C" { ... } block
- * at the top level is read through: each definition in it is filed with
- * extern "C" before it (a #define as it is). So are namespace blocks
+ * at the top level is read through: each definition in it is filed in an
+ * extern "C" { ... } block of its own (a #define as it is), so a static
+ * helper and a __constant__/__device__ variable without an initializer
+ * mean what they meant in the file. So are namespace blocks
  * (nested, unnamed, A::B, inline): each definition in one is filed under
  * its own name with its namespaces around it, and a use of N::f depends
  * on f and on the name N (an over-approximation). A name defined again in

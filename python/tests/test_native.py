@@ -78,7 +78,8 @@ def test_opencl_helper_redefined(rt: kcache.Runtime, backend: str) -> None:
     rt.define("twice", "float twice(float x) { return 3.0f * x; }", language="opencl")
     k[8, 1](y, np.float32(3.0))
     assert list(y) == [9.0 + i for i in range(8)]
-    # the same text in the dialect is another definition: a new world
+    # the same text in the same language is no change; the dialect's text
+    # (KC_DEVICE) is another definition: a new world
     w = rt.world
     assert rt.define("twice", "float twice(float x) { return 3.0f * x; }", language="opencl") == w
     assert rt.define("twice", "KC_DEVICE float twice(float x) { return 3.0f * x; }") == w + 1

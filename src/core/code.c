@@ -10,6 +10,7 @@
  */
 #include "core/core.h"
 #include "core/cache_glue.h"
+#include "core/lex.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -91,6 +92,53 @@ static void emit_params(kc__sb *sb, const char *params) {
   }
 }
 
+/* A closure of native and dialect definitions (issue 26): the prelude's
+ * typedefs (int64_t, uint, ...) must not clash with the native code's own
+ * (a typedef of its text, <cstdint>), which may name another type
+ * (`typedef long int64_t` against the prelude's long long). So each
+ * prelude line `typedef T N;` becomes `typedef T kc__t_N;` and
+ * `#define N kc__t_N`, a macro in force around the dialect's definitions
+ * (and kcache's own text) and #undef'd around the native ones, which see
+ * only what they declare. A name a definition of the closure defines is
+ * left as it is (its own #define renames it already). The names go into
+ * names, each ending with '\n'. */
+static void emit_mixed_prelude(kc__sb *sb, kc__sb *names, const char *prelude, const kc__closure *c) {
+  for (const char *p = prelude; *p;) {
+    const char *e = strchr(p, '\n');
+    e = e ? e + 1 : p + strlen(p);
+    const char *semi =
+        e - p > 9 && !strncmp(p, "typedef ", 8) && e[-1] == '\n' && e[-2] == ';' ? e - 2 : NULL;
+    const char *n = semi;
+    while (n && n > p + 8 && kc__lx_id_char((unsigned char)n[-1])) n--;
+    bool own = !n || n == semi || n[-1] != ' ';
+    for (uint32_t i = 0; !own && i < c->ndefs; i++)
+      own = strlen(c->defs[i]->binding->name) == (size_t)(semi - n) &&
+            !memcmp(c->defs[i]->binding->name, n, (size_t)(semi - n));
+    if (own) {
+      kc__sb_append(sb, p, (size_t)(e - p));
+    } else {
+      kc__sb_printf(sb, "%.*skc__t_%.*s;\n#define %.*s kc__t_%.*s\n", (int)(n - p), p, (int)(semi - n), n,
+                    (int)(semi - n), n, (int)(semi - n), n);
+      kc__sb_append(names, n, (size_t)(semi - n));
+      kc__sb_puts(names, "\n");
+    }
+    p = e;
+  }
+}
+
+/* Puts the mixed prelude's typedef macros in force (on) or not; returns on. */
+static bool mixed_typedefs(kc__sb *sb, const kc__sb *names, bool was, bool on) {
+  if (was == on || !names->len || !names->buf) return on;
+  for (const char *p = names->buf; p < names->buf + names->len;) {
+    const char *e = memchr(p, '\n', (size_t)(names->buf + names->len - p));
+    int n = (int)(e - p);
+    if (on) kc__sb_printf(sb, "#define %.*s kc__t_%.*s\n", n, p, n, p);
+    else kc__sb_printf(sb, "#undef %.*s\n", n, p);
+    p = e + 1;
+  }
+  return on;
+}
+
 static kc_status build_tu(kc_runtime *rt, const kc__backend *be, void *bstate, const kc__spec *spec,
                           const kc__closure *c, const kc__param *params, uint32_t nparams, char **out,
                           size_t *len) {
@@ -98,9 +146,17 @@ static kc_status build_tu(kc_runtime *rt, const kc__backend *be, void *bstate, c
   kc__sb_init(&sb, kc__rt_heap(rt));
   /* the dialect's prelude, unless every definition is native: then the
    * unit is the sources as written (and the specialization's #defines) */
-  bool dialect = false;
-  for (uint32_t i = 0; i < c->ndefs && !dialect; i++) dialect = c->defs[i]->lang == KC_LANG_DIALECT;
-  if (dialect) kc__sb_puts(&sb, be->prelude);
+  bool dialect = false, native = false;
+  for (uint32_t i = 0; i < c->ndefs; i++) {
+    if (kc__def_is_header(c->defs[i])) continue;
+    dialect |= c->defs[i]->lang == KC_LANG_DIALECT;
+    native |= c->defs[i]->lang != KC_LANG_DIALECT;
+  }
+  kc__sb tnames; /* mixed: the prelude's typedef names, each ending with '\n' */
+  kc__sb_init(&tnames, kc__rt_heap(rt));
+  if (dialect && native) emit_mixed_prelude(&sb, &tnames, be->prelude, c);
+  else if (dialect) kc__sb_puts(&sb, be->prelude);
+  bool typedefs_on = true; /* the dialect's spellings (macros) in force */
   kc__sb_puts(&sb, "\n/* specialization parameters */\n");
   emit_params(&sb, spec->params);
   /* Helpers get private symbol names, so a definition may shadow a builtin
@@ -113,6 +169,8 @@ static kc_status build_tu(kc_runtime *rt, const kc__backend *be, void *bstate, c
       kc__sb_printf(&sb, "#define %s kc__u_%s\n", c->defs[i]->binding->name, c->defs[i]->binding->name);
   for (uint32_t i = 0; i < c->ndefs; i++) {
     if (kc__def_is_header(c->defs[i])) continue;
+    if (i + 1 == c->ndefs && be->entry_prologue) /* kcache's own text: the dialect's types */
+      typedefs_on = mixed_typedefs(&sb, &tnames, typedefs_on, true);
     if (i + 1 == c->ndefs && be->entry_prologue) { /* the entry is the closure's last */
       kc__sb_puts(&sb, "#line 1 \"<kcache>\"\n");
       kc__tu tu = {spec->name, sb.buf, sb.len, params, nparams, spec};
@@ -122,13 +180,22 @@ static kc_status build_tu(kc_runtime *rt, const kc__backend *be, void *bstate, c
         return st;
       }
     }
+    typedefs_on = mixed_typedefs(&sb, &tnames, typedefs_on, c->defs[i]->lang == KC_LANG_DIALECT);
     kc__sb_printf(&sb, "#line 1 \"%s\"\n", c->defs[i]->binding->name);
     kc_status st = kc__emit_def(rt, &sb, c, c->defs[i]);
     if (st) {
       kc__sb_free(&sb);
+      kc__sb_free(&tnames);
       return st;
     }
     kc__sb_puts(&sb, "\n");
+  }
+  mixed_typedefs(&sb, &tnames, typedefs_on, true);
+  bool lost = tnames.failed;
+  kc__sb_free(&tnames);
+  if (lost) {
+    kc__sb_free(&sb);
+    return kc__err(rt, KC_ENOMEM, "out of memory building the source of '%s'", spec->name);
   }
   if (be->epilogue) {
     kc__sb_puts(&sb, "#line 1 \"<kcache>\"\n");
@@ -158,11 +225,54 @@ static kc_status check_languages(kc_runtime *rt, const kc__backend *be, const kc
                      "'%s' is %s, which the %s backend does not compile: run it on a runtime of the %s "
                      "backend, or define it in kcache's dialect",
                      spec->name, kc__lang_title(d->lang), be->name, own);
+    char file[160], from[200] = "";
+    if (kc__file_of(rt, d->binding->name, file, sizeof file))
+      snprintf(from, sizeof from, " (defined by file '%s')", file);
     return kc__err(rt, KC_EUNAVAILABLE,
-                   "kernel '%s' reaches '%s', which is %s, which the %s backend does not compile: run it "
-                   "on a runtime of the %s backend, or define '%s' in kcache's dialect",
-                   spec->name, d->binding->name, kc__lang_title(d->lang), be->name, own, d->binding->name);
+                   "kernel '%s' reaches '%s'%s, which is %s, which the %s backend does not compile: "
+                   "names are global across files and languages (every definition of a file, #defines "
+                   "included, is one), so if '%s' means something else to '%s', rename one of them; run "
+                   "it on a runtime of the %s backend, or define '%s' in kcache's dialect or, for a "
+                   "shared header, with kc_define_lang in the kernel's language",
+                   spec->name, d->binding->name, from, kc__lang_title(d->lang), be->name, d->binding->name,
+                   spec->name, own, d->binding->name);
   }
+  return KC_OK;
+}
+
+/* OpenCL C parameters that are not memory: images, samplers (and the
+ * OpenCL 2 opaque types), which kcache cannot pass (no kc_buffer is an
+ * image) and whose sizes no probe can take. Refused up front. */
+static kc_status check_opaque_params(kc_runtime *rt, const kc__spec *spec, uint8_t lang,
+                                     const kc__param *params, uint32_t nparams) {
+  static const char *const opaque[] = {"image1d_t",
+                                       "image1d_array_t",
+                                       "image1d_buffer_t",
+                                       "image2d_t",
+                                       "image2d_array_t",
+                                       "image2d_depth_t",
+                                       "image2d_array_depth_t",
+                                       "image3d_t",
+                                       "sampler_t",
+                                       "pipe",
+                                       "queue_t",
+                                       "clk_event_t"};
+  if (lang != KC_LANG_OPENCL) return KC_OK;
+  for (uint32_t i = 0; i < nparams; i++)
+    for (size_t k = 0; k < sizeof opaque / sizeof *opaque; k++) {
+      const char *t = params[i].type, *p = t;
+      size_t n = strlen(opaque[k]);
+      while ((p = strstr(p, opaque[k])) != NULL) {
+        bool word = (p == t || !kc__lx_id_char((unsigned char)p[-1])) && !kc__lx_id_char((unsigned char)p[n]);
+        if (word)
+          return kc__err(rt, KC_EUNAVAILABLE,
+                         "'%s' (OpenCL C): parameter '%s' (%s): image and sampler parameters are not "
+                         "supported (kcache passes buffers, local memory and scalars); pass the pixels in a "
+                         "__global buffer",
+                         spec->name, params[i].name ? params[i].name : "?", opaque[k]);
+        p += n;
+      }
+    }
   return KC_OK;
 }
 
@@ -190,6 +300,7 @@ static kc_status prepare_for(kc_runtime *rt, const kc__backend *be, void *bstate
   if (!st)
     st = entry->lang ? kc__check_native(rt, entry->lang, spec->name, entry->source)
                      : kc__check_dialect(rt, entry_name, entry->source, *params, *nparams);
+  if (!st) st = check_opaque_params(rt, spec, entry->lang, *params, *nparams);
   if (!st) st = build_tu(rt, be, bstate, spec, c, *params, *nparams, text, len);
   kc__free(rt, owned);
   if (st) {

@@ -618,16 +618,63 @@ static bool entry_ident(void *ud, const kc__ident *id) {
   return true;
 }
 
-/* Whether `extern "C"` is written before `at` in source (blanks and
- * comments between the two words). */
+/* Whether the declaration at `at` in source has C linkage: `extern "C"` in
+ * that declaration (after the last ';', '{' or '}' before it), or an
+ * extern "C" { ... } block around it. Comments, string and character
+ * literals and preprocessor lines are skipped, so neither a comment nor an
+ * earlier helper's extern "C" counts. */
 static bool extern_c_before(const char *source, const char *at) {
-  size_t len = (size_t)(at - source);
-  for (const char *p = source; (p = strstr(p, "extern")) != NULL && p < at; p += 6) {
-    if (p > source && kc__lx_id_char((unsigned char)p[-1])) continue;
-    size_t j = kc__lx_next(source, len, (size_t)(p - source) + 6, false);
-    if (j + 3 <= len && !memcmp(source + j, "\"C\"", 3)) return true;
+  enum { DEPTH_MAX = 64 };
+  size_t len = (size_t)(at - source), j = 0;
+  bool decl_c = false, line_start = true;
+  unsigned depth = 0, cblocks = 0; /* braces open; how many of them are extern "C" blocks */
+  bool is_c[DEPTH_MAX] = {false};
+  for (;;) {
+    size_t k = kc__lx_next(source, len, j, false);
+    for (size_t q = j; q < k; q++)
+      if (source[q] == '\n') line_start = true;
+    if ((j = k) >= len) break;
+    char c = source[j];
+    if (c == '#' && line_start) {
+      j = kc__lx_line_end(source, len, j);
+      continue;
+    }
+    line_start = false;
+    if (kc__lx_id_char((unsigned char)c)) {
+      size_t e = j;
+      while (e < len && kc__lx_id_char((unsigned char)source[e])) e++;
+      if (e - j == 6 && !memcmp(source + j, "extern", 6)) {
+        size_t q = kc__lx_next(source, len, e, false);
+        if (q + 3 <= len && !memcmp(source + q, "\"C\"", 3)) {
+          size_t r = kc__lx_next(source, len, q + 3, false);
+          if (r < len && source[r] == '{') {
+            if (depth < DEPTH_MAX) is_c[depth] = true, cblocks++; /* deeper: not counted, refused */
+            depth++;
+            decl_c = false;
+            j = r + 1;
+            continue;
+          }
+          decl_c = true;
+          e = q + 3;
+        }
+      }
+      j = e;
+    } else if (c == '"' || c == '\'') {
+      j = (size_t)(kc__lx_literal_end(source + j, source + len) - source);
+      if (j < len) j++;
+    } else {
+      if (c == '{') {
+        if (depth < DEPTH_MAX) is_c[depth] = false;
+        depth++;
+      } else if (c == '}' && depth) {
+        depth--;
+        if (depth < DEPTH_MAX && is_c[depth]) is_c[depth] = false, cblocks--;
+      }
+      if (c == '{' || c == '}' || c == ';') decl_c = false;
+      j++;
+    }
   }
-  return false;
+  return decl_c || cblocks > 0;
 }
 
 kc_status kc__check_native(kc_runtime *rt, uint8_t lang, const char *name, const char *source) {

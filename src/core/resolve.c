@@ -229,8 +229,10 @@ static bool visit_ident(void *ud, const kc__ident *id) {
    * defined, then undefined, looked up where a cold compile did not) */
   uint8_t lang = wk->current->lang;
   if (lang && kc__lang_builtin(lang, s, n)) {
+    /* a name some enum has declared (at any world) is looked up as an
+     * enumerator below: an enum ON { ON } or { x } in the table is found */
     kc__binding *known = kc__binding_find(wk->rt, s, n);
-    if (!known || !kc__visible_def(known, wk->world)) {
+    if (!known || (!kc__visible_def(known, wk->world) && !known->ndeclarers)) {
       kc__binding *w = kc__lang_watcher(wk->rt, lang, true);
       return w ? add_edge(wk, w, NULL, false) : oom(wk);
     }

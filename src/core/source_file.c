@@ -33,7 +33,7 @@ typedef struct piece {
   const char *name;
   size_t nlen;
   size_t line;
-  bool externc; /* in a CUDA extern "C" { ... } block: filed with extern "C" before it */
+  bool externc; /* in a CUDA extern "C" { ... } block: filed inside one of its own */
   bool macro;
   size_t open, openlen; /* CUDA: the namespaces it is in, "namespace N { ", in sp->opens */
   unsigned nclose; /* the braces that close them */
@@ -486,6 +486,19 @@ static kc__srcfile **rec_find(kc_runtime *rt, const char *file) {
   return p;
 }
 
+bool kc__file_of(kc_runtime *rt, const char *name, char *buf, size_t size) {
+  bool found = false;
+  kc__lock(&rt->world_lock);
+  for (const kc__srcfile *r = rt->files; r && !found; r = r->next)
+    for (size_t i = 0; i < r->n && !found; i++)
+      if (!strcmp(r->names[i], name)) {
+        snprintf(buf, size, "%s", r->file);
+        found = true;
+      }
+  kc__unlock(&rt->world_lock);
+  return found;
+}
+
 kc_status kc__file_prepare(kc_runtime *rt, const char *file, const kc__change *items, size_t n,
                            const char ***gone, size_t *ngone, kc__srcfile **rec) {
   *gone = NULL;
@@ -698,9 +711,11 @@ kc_status kc__split_file_lang(kc_runtime *rt, const char *file, const char *text
       if (q->head != i) continue;
       if (j != i) kc__sb_puts(&sb, "\n");
       kc__sb_append(&sb, sp.opens.buf ? sp.opens.buf + q->open : "", q->openlen);
-      if (q->externc && !(q->end - q->start >= 6 && !memcmp(text + q->start, "extern", 6)))
-        kc__sb_puts(&sb, "extern \"C\" ");
+      /* a block, not a prefix: `extern "C" T x;` would make a variable a
+       * declaration only and refuse `static`; in a block both are as written */
+      if (q->externc) kc__sb_puts(&sb, "extern \"C\" { ");
       kc__sb_append(&sb, text + q->start, q->end - q->start);
+      if (q->externc) kc__sb_puts(&sb, " }");
       for (unsigned k = 0; k < q->nclose; k++) kc__sb_puts(&sb, " }");
     }
     size_t total = sb.len;

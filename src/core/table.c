@@ -156,6 +156,8 @@ static bool declarer_room(kc_runtime *rt, kc__binding *b, kc__binding *by, bool 
   return ok;
 }
 
+static void invalidate_builtin_watchers(kc_runtime *rt, const char *name, kc_world w);
+
 static bool on_enumerator(void *ud, const kc__ident *id) {
   enum_ud *e = ud;
   kc__binding *b = kc__binding_get(e->rt, id->start, id->len); /* the second step: made by the first */
@@ -165,6 +167,7 @@ static bool on_enumerator(void *ud, const kc__ident *id) {
     for (size_t i = 0; i < b->ndeclarers && !listed; i++) listed = b->declarers[i] == e->by;
     if (!listed) b->declarers[b->ndeclarers++] = e->by; /* room made by the first step */
     kc__binding_invalidate(e->rt, b, e->w);
+    if (!listed) invalidate_builtin_watchers(e->rt, b->name, e->w); /* it skipped b as a built-in */
   }
   return true;
 }
@@ -241,6 +244,22 @@ static kc__binding *watcher(kc_runtime *rt, const char *prefix, size_t n, bool m
   return w;
 }
 
+/* A language's built-in named name, defined or declared (an enumerator):
+ * the code that skipped such names (resolve.c) ends. */
+static void invalidate_builtin_watchers(kc_runtime *rt, const char *name, kc_world w) {
+  static const uint8_t langs[] = {KC_LANG_OPENCL, KC_LANG_CUDA};
+  size_t n = strlen(name);
+  for (size_t i = 0; i < sizeof langs; i++) {
+    kc__binding *b = kc__is_identifier(name) && kc__lang_builtin(langs[i], name, n)
+                         ? kc__lang_watcher(rt, langs[i], false)
+                         : NULL;
+    if (b) {
+      invalidate(rt, b, w);
+      b->watch_changed = w + 1;
+    }
+  }
+}
+
 /* A definition of `name` also ends the code that watches a prefix of it.
  * buf: room for strlen(name) + 1 bytes, allocated before anything changed
  * (this cannot fail). */
@@ -254,17 +273,7 @@ static void invalidate_watchers(kc_runtime *rt, const char *name, kc_world w, ch
       b->watch_changed = w + 1;
     }
   }
-  /* a language's built-in: the code that skipped such names (resolve.c) */
-  static const uint8_t langs[] = {KC_LANG_OPENCL, KC_LANG_CUDA};
-  for (size_t i = 0; i < sizeof langs; i++) {
-    kc__binding *b = kc__is_identifier(name) && kc__lang_builtin(langs[i], name, n)
-                         ? kc__lang_watcher(rt, langs[i], false)
-                         : NULL;
-    if (b) {
-      invalidate(rt, b, w);
-      b->watch_changed = w + 1;
-    }
-  }
+  invalidate_builtin_watchers(rt, name, w);
 }
 
 kc__binding *kc__lang_watcher(kc_runtime *rt, uint8_t lang, bool make) {

@@ -91,6 +91,9 @@ kc_status kc__file_prepare(kc_runtime *rt, const char *file, const kc__change *i
 void kc__file_commit(kc_runtime *rt, kc__srcfile *rec);
 void kc__file_abort(kc_runtime *rt, kc__srcfile *rec);
 void kc__files_free(kc_runtime *rt);
+/* Takes world_lock: whether a kc_define_file load defined name last, and
+ * that file's name into buf (size bytes, cut short if need be). */
+bool kc__file_of(kc_runtime *rt, const char *name, char *buf, size_t size);
 /* Cuts a source file into its top-level definitions (source_file.c): names
  * and texts (after the #include and #pragma lines before them); free with
  * kc__free_changes. */

@@ -18,8 +18,9 @@
  * is one or more segments joined by newlines, each a piece of the input
  * with the namespaces it is in around it ("namespace a { namespace b { "
  * ... " } }"), a namespace declared before an alias ("namespace N {} "),
- * and an extern "C " the input has before its block instead; the pieces'
- * order is not checked there (a joined one comes back).
+ * and, for a definition of an extern "C" block, a block of its own around
+ * it ("extern "C" { " ... " }"); the pieces' order is not checked there (a
+ * joined one comes back).
  *
  * Checked for the inlining: the input as the header "h.h" of a definition
  * that includes it (and itself, if the input includes "h.h": nesting is
@@ -56,15 +57,17 @@ static bool segments_from(const char *text, size_t len, const char *b, size_t n,
     else if (j + 3 <= n && b[j + 1] == '}' && b[j + 2] == ' ') at = j + 3;
     else break;
   }
-  static const char linkage[] = "extern \"C\" ";
+  static const char linkage[] = "extern \"C\" { ";
   for (int pass = 0; pass < 2; pass++) {
     size_t q = at;
-    if (pass) { /* a definition of an extern "C" block: the linkage is kcache's */
+    if (pass) { /* a definition of an extern "C" block: in a block of kcache's */
       if (n - q < sizeof linkage - 1 || memcmp(b + q, linkage, sizeof linkage - 1)) break;
       q += sizeof linkage - 1;
     }
     for (size_t e = q + 1; e <= n; e++) { /* the piece b[q, e), its braces, then the end or a newline */
       size_t r = e, c = 0;
+      if (pass && (n - r < 2 || memcmp(b + r, " }", 2))) continue; /* the linkage block's */
+      if (pass) r += 2;
       while (c < opens && n - r >= 2 && !memcmp(b + r, " }", 2)) r += 2, c++;
       if (c < opens || (r < n && b[r] != '\n')) continue;
       if (!occurs(text, len, b + q, e - q)) continue;

@@ -158,7 +158,8 @@ static void test_refused_on_other_backend(void **state) {
     KCT_CONTAINS(kc_errmsg(rt), "'scale' is OpenCL C (KC_LANG_OPENCL)");
     KCT_CONTAINS(kc_errmsg(rt), kct_backend_name);
     KCT_STATUS(rt, KC_EUNAVAILABLE, kc_kernel_compile(u));
-    KCT_CONTAINS(kc_errmsg(rt), "kernel 'use_twice' reaches 'twice', which is OpenCL C");
+    KCT_CONTAINS(kc_errmsg(rt),
+                 "kernel 'use_twice' reaches 'twice' (defined by file 'scale.cl'), which is OpenCL C");
     /* a launch says the same */
     kc_context *ctx = kct_context(rt);
     kc_buffer *b = kct_buffer(rt, ctx, 4);
@@ -269,7 +270,9 @@ static void test_builtins_are_not_edges(void **state) {
 }
 
 /* A CUDA file's extern "C" { ... } block is read through: each definition
- * in it is filed with extern "C" before it, a #define as it is. */
+ * in it is filed in an extern "C" { ... } block of its own (a block, so that
+ * a variable stays a definition and static stays allowed), a #define as it
+ * is. */
 static void test_cuda_extern_c_block(void **state) {
   (void)state;
   kc_runtime *rt = kct_runtime(NULL);
@@ -287,10 +290,10 @@ static void test_cuda_extern_c_block(void **state) {
   assert_string_equal(v[0].name, "N");
   assert_string_equal(v[0].source, "#include <cuda_fp16.h>\n#define N 4");
   assert_string_equal(v[1].name, "sq");
-  assert_string_equal(v[1].source,
-                      "#include <cuda_fp16.h>\nextern \"C\" __device__ float sq(float x) { return x * x; }");
+  assert_string_equal(
+      v[1].source, "#include <cuda_fp16.h>\nextern \"C\" { __device__ float sq(float x) { return x * x; } }");
   assert_string_equal(v[2].name, "k1");
-  KCT_CONTAINS(v[2].source, "extern \"C\" __global__ void k1(");
+  KCT_CONTAINS(v[2].source, "extern \"C\" { __global__ void k1(");
   assert_string_equal(v[3].name, "k2");
   assert_null(strstr(v[3].source, "extern \"C\" extern"));
   for (size_t i = 0; i < n; i++) assert_int_equal(v[i].lang, KC_LANG_CUDA);
@@ -353,7 +356,7 @@ static void test_cuda_namespaces(void **state) {
   assert_string_equal(v[4].name, "P");
   KCT_CONTAINS(v[4].source, "inline namespace v1 { struct P { float x; }; }");
   assert_string_equal(v[5].name, "k");
-  KCT_CONTAINS(v[5].source, "namespace e { extern \"C\" __global__ void k(float *y)");
+  KCT_CONTAINS(v[5].source, "namespace e { extern \"C\" { __global__ void k(float *y)");
   kc__free_changes(rt, v, n);
 
   /* loaded: the kernel depends on f (every overload) and, over-approximating,
@@ -529,7 +532,143 @@ static void test_pyopencl_mandelbrot(void **state) {
   kct_destroy(rt);
 }
 
-/* ---------------------------------------------- the same exactness */
+/* --------------------- enumerators, mixed preludes, refusals (review) */
+
+/* An enumerator of a table enum whose name is also a built-in (ON and x are
+ * OpenCL's, x is CUDA's) is found like any enumerator: the built-in skip is
+ * for names the table neither defines nor declares. An enum that declares
+ * such a name later ends the code that skipped it. */
+static void test_builtin_named_enumerator(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  KCT_OK(rt, kc_define_lang(rt, "usemode", "__kernel void usemode(__global int *y) { y[0] = ON + x; }",
+                            KC_LANG_OPENCL, NULL));
+  kc__closure c;
+  resolve(rt, "usemode", &c);
+  assert_false(has_edge(&c, "mode"));
+  kc__closure_free(rt, &c);
+  kc_kernel *k = NULL;
+  if (on_opencl()) { /* cached: compiled while ON and x were built-ins (it fails: they are not OpenCL's) */
+    KCT_OK(rt, kc_kernel_create(rt, "usemode", NULL, &k));
+    assert_int_not_equal(kc_kernel_compile(k), KC_OK);
+  }
+  KCT_OK(rt, kc_define_lang(rt, "mode", "enum mode { ON = 5, x = 2 };", KC_LANG_OPENCL, NULL));
+  resolve(rt, "usemode", &c);
+  assert_true(has_edge(&c, "mode"));
+  kc__closure_free(rt, &c);
+  if (on_opencl()) {
+    kc_context *ctx = kct_context(rt);
+    kc_buffer *b = kct_buffer(rt, ctx, 1);
+    int32_t out = 0;
+    kc_arg args[] = {KC_ARG_BUF(b)};
+    kc_dim3 grid = {1, 1, 1}, block = {1, 1, 1};
+    KCT_OK(rt, kc_launch(k, ctx, &grid, &block, args, 1));
+    KCT_OK(rt, kc_buffer_read(b, 0, &out, sizeof out));
+    assert_int_equal(out, 7);
+    kc_kernel_destroy(k);
+  }
+  /* CUDA: x in a table enum (NVRTC compiles it in test_source_nvrtc) */
+  KCT_OK(rt, kc_define_lang(rt, "cux", "extern \"C\" __global__ void cux(int *y) { y[threadIdx.x] = x; }",
+                            KC_LANG_CUDA, NULL));
+  resolve(rt, "cux", &c);
+  assert_true(has_edge(&c, "mode"));
+  kc__closure_free(rt, &c);
+  kct_destroy(rt);
+}
+
+/* A native OpenCL kernel with its own fixed-width typedef, mixed with a
+ * dialect helper: the prelude's typedefs are kcache's names (kc__t_*)
+ * spelled as the dialect's by macros only around the dialect's text, so
+ * the kernel's typedef is its own. */
+static void test_native_typedefs_with_dialect_helper(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  KCT_OK(rt, kc_define_lang(rt, "mixed",
+                            "typedef unsigned int uint32_t;\n"
+                            "__kernel void mixed(__global uint32_t *y) {\n"
+                            "  y[get_global_id(0)] = (uint32_t)dial_twice((int)get_global_id(0));\n}\n",
+                            KC_LANG_OPENCL, NULL));
+  kct_define(rt, "dial_twice", "KC_DEVICE int64_t dial_twice(int32_t v) { return (int64_t)2 * v; }");
+  kc__spec *spec;
+  KCT_OK(rt, kc__spec_intern(rt, "mixed", "", &spec));
+  char *tu = NULL;
+  size_t len = 0;
+  KCT_OK(rt, kc__tu_for(rt, kc__backend_of(KC_BACKEND_OPENCL), spec, kc_world_latest(rt), &tu, &len));
+  KCT_CONTAINS(tu, "typedef uint kc__t_uint32_t;\n#define uint32_t kc__t_uint32_t\n");
+  KCT_CONTAINS(tu, "#undef uint32_t\n#undef int64_t\n#undef uint64_t\n#line 1 \"mixed\"");
+  kc__free(rt, tu);
+  if (on_opencl()) {
+    kc_context *ctx = kct_context(rt);
+    kc_buffer *b = kct_buffer(rt, ctx, 8);
+    kc_kernel *k = kct_kernel(rt, "mixed", NULL);
+    kc_arg args[] = {KC_ARG_BUF(b)};
+    kc_dim3 grid = {8, 1, 1}, block = {1, 1, 1};
+    KCT_OK(rt, kc_launch(k, ctx, &grid, &block, args, 1));
+    uint32_t out[8];
+    KCT_OK(rt, kc_buffer_read(b, 0, out, sizeof out));
+    assert_int_equal(out[5], 10);
+    kc_kernel_destroy(k);
+  }
+  kct_destroy(rt);
+}
+
+/* OpenCL image and sampler parameters are refused up front, naming the
+ * parameter, not by a probe compile that fails on the struct it builds. */
+static void test_image_parameters_refused(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  static const char *const texts[][3] = {
+      {"img", "__kernel void img(__read_only image2d_t src, __global float *y) { y[0] = 1.0f; }", "src"},
+      {"smp", "__kernel void smp(__global float *y, sampler_t s) { y[0] = 1.0f; }", "s"},
+      {"wimg", "__kernel void wimg(write_only image3d_t dst) { }", "dst"}};
+  for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+    KCT_OK(rt, kc_define_lang(rt, texts[i][0], texts[i][1], KC_LANG_OPENCL, NULL));
+    kc__spec *spec;
+    KCT_OK(rt, kc__spec_intern(rt, texts[i][0], "", &spec));
+    char *tu = NULL;
+    size_t len = 0;
+    KCT_STATUS(rt, KC_EUNAVAILABLE,
+               kc__tu_for(rt, kc__backend_of(KC_BACKEND_OPENCL), spec, kc_world_latest(rt), &tu, &len));
+    KCT_CONTAINS(kc_errmsg(rt), "image and sampler parameters are not supported");
+    char want[80];
+    snprintf(want, sizeof want, "parameter '%s'", texts[i][2]);
+    KCT_CONTAINS(kc_errmsg(rt), want);
+    assert_null(tu);
+  }
+  if (on_opencl()) { /* and so does the runtime's own compile */
+    kc_kernel *k;
+    KCT_OK(rt, kc_kernel_create(rt, "img", NULL, &k));
+    KCT_STATUS(rt, KC_EUNAVAILABLE, kc_kernel_compile(k));
+    KCT_CONTAINS(kc_errmsg(rt), "image and sampler parameters are not supported");
+    kc_kernel_destroy(k);
+  }
+  kct_destroy(rt);
+}
+
+/* Names are global across files and languages: an OpenCL kernel whose
+ * BLOCK is a CUDA file's #define is refused, naming BLOCK and its file. */
+static void test_name_collision_message(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  static const char cu[] =
+      "#define BLOCK 256\nextern \"C\" __global__ void cu_k(float *y) { y[0] = BLOCK; }\n";
+  KCT_OK(rt, kc_define_file_lang(rt, "reduce.cu", cu, strlen(cu), KC_LANG_CUDA, NULL, NULL, NULL, NULL));
+  KCT_OK(rt, kc_define_lang(rt, "cl_k", "__kernel void cl_k(__global float *y) { y[0] = BLOCK; }",
+                            KC_LANG_OPENCL, NULL));
+  kc__spec *spec;
+  KCT_OK(rt, kc__spec_intern(rt, "cl_k", "", &spec));
+  char *tu = NULL;
+  size_t len = 0;
+  KCT_STATUS(rt, KC_EUNAVAILABLE,
+             kc__tu_for(rt, kc__backend_of(KC_BACKEND_OPENCL), spec, kc_world_latest(rt), &tu, &len));
+  KCT_CONTAINS(kc_errmsg(rt),
+               "kernel 'cl_k' reaches 'BLOCK' (defined by file 'reduce.cu'), which is CUDA C++");
+  KCT_CONTAINS(kc_errmsg(rt), "names are global across files and languages");
+  assert_null(tu);
+  kct_destroy(rt);
+}
+
+/* ------------------ never stale: helpers and built-ins redefined */
 
 static float run_scale(kc_runtime *rt, kc_context *ctx, kc_kernel *k, kc_buffer *b) {
   float v[4] = {1, 2, 3, 4}; /* a float4 by value */
@@ -832,6 +971,10 @@ int main(int argc, char **argv) {
       KCT_TEST(test_refused_on_other_backend),
       KCT_TEST(test_language_is_part_of_the_definition),
       KCT_TEST(test_builtins_are_not_edges),
+      KCT_TEST(test_builtin_named_enumerator),
+      KCT_TEST(test_native_typedefs_with_dialect_helper),
+      KCT_TEST(test_image_parameters_refused),
+      KCT_TEST(test_name_collision_message),
       KCT_TEST(test_cuda_extern_c_block),
       KCT_TEST(test_cuda_namespaces),
       KCT_TEST(test_pyopencl_median_filter),

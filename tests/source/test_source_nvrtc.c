@@ -206,6 +206,38 @@ static void test_cuda_entry_checks(void **state) {
              kc__tu_for(rt, kc__backend_of(KC_BACKEND_CUDA), spec, kc_world_latest(rt), &tu, &len));
   KCT_CONTAINS(kc_errmsg(rt), "is not declared __global__");
   assert_null(tu);
+  /* extern "C" must be the entry's own: not in a comment, not a string, not
+   * on a helper before it in the same text */
+  static const char *const not_own[][2] = {
+      {"cmt", "/* extern \"C\" */ __global__ void cmt(float *y) { y[0] = 1; }"},
+      {"str", "__device__ const char *tag() { return \"extern \\\"C\\\"\"; }\n"
+              "__global__ void str(float *y) { y[0] = tag()[0]; }"},
+      {"two", "extern \"C\" __device__ float h2(float x) { return x; }\n"
+              "__global__ void two(float *y) { y[0] = h2(1); }"},
+      {"blk", "extern \"C\" { __device__ float h3(float x) { return x; } }\n"
+              "__global__ void blk(float *y) { y[0] = h3(1); }"}};
+  for (size_t i = 0; i < sizeof not_own / sizeof *not_own; i++) {
+    KCT_OK(rt, kc_define_lang(rt, not_own[i][0], not_own[i][1], KC_LANG_CUDA, NULL));
+    KCT_OK(rt, kc__spec_intern(rt, not_own[i][0], "", &spec));
+    KCT_STATUS(rt, KC_EINVAL,
+               kc__tu_for(rt, kc__backend_of(KC_BACKEND_CUDA), spec, kc_world_latest(rt), &tu, &len));
+    KCT_CONTAINS(kc_errmsg(rt), "is not declared extern \"C\"");
+  }
+  /* and found where it is: in a block around the entry, or before it with
+   * attributes and comments between */
+  static const char *const own[][2] = {
+      {"inblk",
+       "extern \"C\" {\n// a comment; with { braces }\n__global__ void inblk(float *y) { y[0] = 1; }\n}"},
+      {"attr",
+       "extern /* linkage */ \"C\"\n__global__ void __launch_bounds__(64) attr(float *y) { y[0] = 1; }"}};
+  for (size_t i = 0; i < sizeof own / sizeof *own; i++) {
+    KCT_OK(rt, kc_define_lang(rt, own[i][0], own[i][1], KC_LANG_CUDA, NULL));
+    char *ptx = native_ptx(own[i][0]);
+    char want[64];
+    snprintf(want, sizeof want, ".entry %s(", own[i][0]);
+    KCT_CONTAINS(ptx, want);
+    kc__free(rt, ptx);
+  }
 }
 
 /* Templates: a kernel handle names an instantiation ("scale<float, 4>"),
@@ -437,14 +469,72 @@ static void test_cuda_namespaces_and_overloads(void **state) {
   kc__free(rt, edited);
 }
 
+/* An extern "C" block read through keeps what each definition is: a static
+ * __device__ helper stays valid (static is not allowed after a bare
+ * extern "C" prefix), and __constant__ / __device__ variables without an
+ * initializer stay definitions (a bare prefix makes them declarations, so
+ * PTX would only have .extern symbols the module never defines). */
+static void test_cuda_externc_block_pieces(void **state) {
+  (void)state;
+  static const char blk[] = "extern \"C\" {\n"
+                            "static __device__ float sq(float x) { return x * x; }\n"
+                            "__constant__ float coef[9];\n"
+                            "__device__ int hits;\n"
+                            "__global__ void eck(float *y) {\n"
+                            "  y[threadIdx.x] = sq(coef[threadIdx.x % 9]);\n"
+                            "  atomicAdd(&hits, 1);\n"
+                            "}\n"
+                            "}\n";
+  KCT_OK(rt, kc_define_file_lang(rt, "eck.cu", blk, strlen(blk), KC_LANG_CUDA, NULL, NULL, NULL, NULL));
+  char *ptx = native_ptx("eck");
+  KCT_CONTAINS(ptx, ".entry eck(");
+  KCT_CONTAINS(ptx, ".const .align 4 .b8 kc__u_coef[36];"); /* defined here, not .extern */
+  KCT_CONTAINS(ptx, ".global .align 4 .u32 kc__u_hits;");
+  assert_null(strstr(ptx, ".extern"));
+  kc__free(rt, ptx);
+}
+
+/* A native closure with a dialect definition in it has the dialect's
+ * prelude, whose fixed-width typedefs must not clash with native code's:
+ * its own at file scope (as <cstdint> spells them on LP64) naming other
+ * types than the prelude's. */
+static void test_cuda_typedefs_with_dialect_helper(void **state) {
+  (void)state;
+  kct_define(rt, "dtw", "KC_DEVICE int64_t dtw(int64_t v) { return 2 * v; }");
+  static const char *const texts[][2] = {
+      {"mix1", "typedef long int64_t;\ntypedef unsigned long uint64_t;\n"
+               "extern \"C\" __global__ void mix1(int64_t *y) { y[0] = dtw(y[0]); }"},
+      {"mix2", "typedef unsigned long ulong;\n"
+               "extern \"C\" __global__ void mix2(ulong *y) { y[0] = (ulong)dtw((long long)y[0]); }"}};
+  for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+    KCT_OK(rt, kc_define_lang(rt, texts[i][0], texts[i][1], KC_LANG_CUDA, NULL));
+    kc__spec *spec;
+    KCT_OK(rt, kc__spec_intern(rt, texts[i][0], "", &spec));
+    char *tu = NULL;
+    size_t len = 0;
+    KCT_OK(rt, kc__tu_for(rt, kc__backend_of(KC_BACKEND_CUDA), spec, kc_world_latest(rt), &tu, &len));
+    KCT_CONTAINS(tu, "kcache prelude");
+    const kc__bsvc svc = kc__bsvc_of(rt);
+    void *out = NULL;
+    size_t size = 0;
+    kc_status st = kc__cuda_compile_only(&svc, tu, len, texts[i][0], 90, true, &out, &size, NULL);
+    if (st) fail_msg("NVRTC: %s: %s\n%s", kc_status_name(st), kc_errmsg(rt), tu);
+    kc__free(rt, out);
+    kc__free(rt, tu);
+  }
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_shared(argc, argv, "NVRTC", kc__cuda_nvrtc_unavailable,
                            &rt); /* the host backend: for the table only */
   if (rc >= 0) return rc;
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_issue14_sources_compile_for_cuda), cmocka_unit_test(test_cuda_as_written),
-      cmocka_unit_test(test_cuda_entry_checks), cmocka_unit_test(test_cuda_templates),
-      cmocka_unit_test(test_cuda_namespaces_and_overloads)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_issue14_sources_compile_for_cuda),
+                                     cmocka_unit_test(test_cuda_as_written),
+                                     cmocka_unit_test(test_cuda_entry_checks),
+                                     cmocka_unit_test(test_cuda_templates),
+                                     cmocka_unit_test(test_cuda_namespaces_and_overloads),
+                                     cmocka_unit_test(test_cuda_externc_block_pieces),
+                                     cmocka_unit_test(test_cuda_typedefs_with_dialect_helper)};
   rc = KCT_RUN(tests);
   kc_runtime_destroy(rt);
   return rc;

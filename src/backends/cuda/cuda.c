@@ -353,8 +353,11 @@ static kc_status cu_link_in(cu_ctx *c, const kc__artifact *art, kc__blinked *l) 
   r = cu_drv.cuModuleGetFunction(&fn, mod, lowered ? lowered : name);
   if (r != KC__CUDA_SUCCESS) {
     cu_drv.cuModuleUnload(mod);
-    char detail[300];
-    snprintf(detail, sizeof detail, " (entry '%s'; is it a KC_KERNEL?)", name);
+    char detail[600];
+    snprintf(detail, sizeof detail,
+             " (entry '%s': a kernel of the dialect must be a KC_KERNEL; one of CUDA C++ must be declared "
+             "extern \"C\" __global__, or named as a template instantiation such as \"%s<float>\")",
+             name, name);
     return cu_fail(sv, KC_ELINK, "cuModuleGetFunction", r, detail);
   }
   l->launch = cu_launch;
