@@ -12,12 +12,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
 static uint64_t ns_of(struct timespec t) { return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec; }
+
+uint64_t kc__filedep_clock_ns(void) {
+  struct timespec fine, coarse;
+  clock_gettime(CLOCK_REALTIME, &fine);
+  if (clock_gettime(CLOCK_REALTIME_COARSE, &coarse) != 0) return ns_of(fine);
+  uint64_t f = ns_of(fine), c = ns_of(coarse);
+  return c < f ? c : f;
+}
 
 char *kc__abspath(const kc__heap *heap, const char *path) {
   if (path[0] == '/') return kc__heap_strdup(heap, path);
@@ -150,7 +159,7 @@ kc__filedep_status kc__filedep_read(const kc__heap *heap, const char *path, uint
   uint64_t linked = links_changed(out->path);
   if (linked > changed) changed = linked;
   if (moved || (since_ns && changed + KC__FILEDEP_GRAIN_NS >= since_ns)) out->flags |= KC__FILEDEP_UNKNOWN;
-  if (changed + KC__FILEDEP_RACY_NS >= kc__realtime_ns()) out->flags |= KC__FILEDEP_RACY;
+  if (changed + KC__FILEDEP_RACY_NS >= kc__filedep_clock_ns()) out->flags |= KC__FILEDEP_RACY;
   out->read_end_ns = kc__now_ns();
   return KC__FILEDEP_OK;
 }

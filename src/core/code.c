@@ -290,7 +290,7 @@ static kc_status ci_compile(kc_runtime *rt, kc__ci *ci, kc__closure *c, size_t l
   /* the files outside the table it will read: found now, or told by the
    * compiler after (those read since the compile started are unknown) */
   kc_status st = rt->be->reports_deps ? KC_OK : kc__ext_scan(rt, ci, ci->source, len);
-  uint64_t t0 = kc__now_ns(), since = kc__realtime_ns();
+  uint64_t t0 = kc__now_ns(), since = kc__filedep_clock_ns(); /* the clock of file stamps */
   if (!st) st = rt->be->compile(rt->bstate, &tu, &ci->artifact, &ci->artifact_size, ci->sig, log);
   if (rt->be->reports_deps) {
     kc_status fs = kc__ext_from_paths(rt, ci, &deps, since);
