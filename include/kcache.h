@@ -509,7 +509,14 @@ kc_status kc_collect(kc_runtime *rt, kc_collect_info *out);
  * one where a recorded header was found, or where none was found before
  * (__has_include): the compiler lists what it read, not where it looked
  * (ccache's direct mode has the same limit); -MMD or -MF in the compile
- * options replace kcache's own and shorten that list. On OpenCL and CUDA
+ * options replace kcache's own and shorten that list. There kcache reads
+ * the files after the compile, and tells a change during it by comparing
+ * them with what they were before it (for the files the kernel's last
+ * compile in the runtime read), and by their stamps (and those of the
+ * symbolic links on their paths) against the compile's start, read from
+ * the clock that stamps files: in a kernel's first compile in a runtime,
+ * a change on a file system whose stamps are coarser than 20 ms, or while
+ * the wall clock is stepped back, is not seen. On OpenCL and CUDA
  * only -I and --include-path directories are followed (not -isystem,
  * -iquote, -idirafter, -include). A file that changes while it is
  * compiled, one larger than 64 MiB on the host backend, a header gone

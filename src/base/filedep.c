@@ -12,12 +12,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
 static uint64_t ns_of(struct timespec t) { return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec; }
+
+uint64_t kc__filedep_clock_ns(void) {
+  struct timespec fine, coarse;
+  clock_gettime(CLOCK_REALTIME, &fine);
+  if (clock_gettime(CLOCK_REALTIME_COARSE, &coarse) != 0) return ns_of(fine);
+  uint64_t f = ns_of(fine), c = ns_of(coarse);
+  return c < f ? c : f;
+}
 
 char *kc__abspath(const kc__heap *heap, const char *path) {
   if (path[0] == '/') return kc__heap_strdup(heap, path);
@@ -72,6 +81,32 @@ static bool hash_fd(int fd, uint64_t n, uint64_t *h, char *keep) {
   return got == n;
 }
 
+/* The latest change (ctime or mtime, nanoseconds) of a symbolic link among
+ * the components of path as written (a header, or a directory on its way,
+ * that is a link): 0 if none. Switching a link to another file changes the
+ * content read through it but none of the new target's own stamps, so the
+ * link's stamps count as the file's changes too. */
+static uint64_t links_changed(const char *path) {
+  char buf[PATH_MAX];
+  size_t n = strlen(path);
+  if (n >= sizeof buf) return 0;
+  memcpy(buf, path, n + 1);
+  uint64_t latest = 0;
+  for (size_t i = 1; i <= n; i++) {
+    if (i < n && buf[i] != '/') continue;
+    char keep = buf[i];
+    buf[i] = '\0';
+    struct stat st;
+    if (lstat(buf, &st) == 0 && S_ISLNK(st.st_mode)) {
+      uint64_t c = ns_of(st.st_ctim), m = ns_of(st.st_mtim);
+      if (c > latest) latest = c;
+      if (m > latest) latest = m;
+    }
+    buf[i] = keep;
+  }
+  return latest;
+}
+
 kc__filedep_status kc__filedep_read(const kc__heap *heap, const char *path, uint64_t since_ns,
                                     kc__filedep *out, char **content, size_t *clen) {
   memset(out, 0, sizeof *out);
@@ -121,8 +156,10 @@ kc__filedep_status kc__filedep_read(const kc__heap *heap, const char *path, uint
   out->dev = (uint64_t)st.st_dev;
   out->ino = (uint64_t)st.st_ino;
   uint64_t changed = out->mtime_ns > out->ctime_ns ? out->mtime_ns : out->ctime_ns;
+  uint64_t linked = links_changed(out->path);
+  if (linked > changed) changed = linked;
   if (moved || (since_ns && changed + KC__FILEDEP_GRAIN_NS >= since_ns)) out->flags |= KC__FILEDEP_UNKNOWN;
-  if (changed + KC__FILEDEP_RACY_NS >= kc__realtime_ns()) out->flags |= KC__FILEDEP_RACY;
+  if (changed + KC__FILEDEP_RACY_NS >= kc__filedep_clock_ns()) out->flags |= KC__FILEDEP_RACY;
   out->read_end_ns = kc__now_ns();
   return KC__FILEDEP_OK;
 }

@@ -30,9 +30,10 @@ enum {
   KC__FILEDEP_UNKNOWN = 4u,
 };
 #define KC__FILEDEP_RACY_NS 2000000000ull
-/* How far a file's timestamps may lag the clock (the kernel stamps files
- * with a coarse clock): a file stamped this close before a compile started
- * may have been written during it. */
+/* How far before a compile's start (kc__filedep_clock_ns) a file stamped
+ * during it may seem to have changed: a file system's own granularity
+ * (nanoseconds on ext4, XFS, btrfs and tmpfs; coarser ones are covered up
+ * to this). */
 #define KC__FILEDEP_GRAIN_NS 20000000ull
 
 typedef struct kc__filedep {
@@ -61,6 +62,14 @@ typedef enum kc__filedep_status {
  * NULL when absent), *clen their number. */
 kc__filedep_status kc__filedep_read(const kc__heap *heap, const char *path, uint64_t since_ns,
                                     kc__filedep *out, char **content, size_t *clen);
+/* The wall clock as the kernel stamps files (CLOCK_REALTIME_COARSE, never
+ * later than CLOCK_REALTIME): what a file's stamps are compared with. The
+ * stamps of a change come from that coarse clock, which lags the fine one
+ * by up to a tick (4 ms measured at HZ=250) and by more while the CPU that
+ * keeps time stalls (a loaded virtual machine); read from it, the start of
+ * a compile is never later than the stamps of a change made after it, so
+ * KC__FILEDEP_GRAIN_NS need only cover a file system's own granularity. */
+uint64_t kc__filedep_clock_ns(void);
 /* Whether the file is still what d recorded: a stat, and a read of the file
  * when stat differs or d is RACY. Never true for an UNKNOWN record. */
 bool kc__filedep_same(const kc__filedep *d);

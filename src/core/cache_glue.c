@@ -162,7 +162,10 @@ static kc__verdict entry_use(void *ud, const kc__entry *e) {
     return KC__ENTRY_UNSURE;
   }
   void *art = kc__alloc(rt, e->artifact_size);
-  if (!art) return KC__ENTRY_UNSURE;
+  if (!art) { /* (the entry's records go too: the compile records its own) */
+    kc__ci_files_free(rt, ci);
+    return KC__ENTRY_UNSURE;
+  }
   memcpy(art, e->artifact, e->artifact_size);
   kc__artifact a = kc__artifact_of(ci);
   a.bytes = art;

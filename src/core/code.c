@@ -462,11 +462,18 @@ static kc_status ci_compile(kc_runtime *rt, kc__ci *ci, kc__closure *c, size_t l
   if (hit) return KC_OK;
   /* the files outside the table it will read: found now, or told by the
    * compiler after (those read since the compile started are unknown) */
-  kc_status st = rt->be->reports_deps ? KC_OK : kc__ext_scan(rt, ci, ci->source, len);
-  uint64_t t0 = kc__now_ns(), since = kc__realtime_ns();
+  /* (and, told after, those the last compile of the kernel read, as they
+   * are now: one not the same after changed while the compiler ran) */
+  kc__filedep *prior = NULL;
+  uint32_t nprior = 0;
+  kc_status st = rt->be->reports_deps ? kc__ext_before(rt, ci->spec, &prior, &nprior)
+                                      : kc__ext_scan(rt, ci, ci->source, len);
+  uint64_t t0 = kc__now_ns(), since = kc__filedep_clock_ns(); /* the clock of file stamps */
   if (!st) st = rt->be->compile(rt->bstate, &tu, &ci->artifact, &ci->artifact_size, ci->sig, log);
   if (rt->be->reports_deps) {
     kc_status fs = kc__ext_from_paths(rt, ci, &deps, since);
+    kc__ext_after(ci, prior, nprior);
+    kc__ext_before_free(rt, prior, nprior);
     if (!st) st = fs;
   } else if (ci->nfiles && !ci->files_unknown && !kc__ext_same(ci->files, ci->nfiles)) {
     /* one changed between the scan and the compile's end: which it read is unknown */

@@ -134,6 +134,55 @@ kc_status kc__ext_from_paths(kc_runtime *rt, kc__ci *ci, const kc__tu_deps *d, u
   return KC_OK;
 }
 
+/* ----------------------------------------------- before and after a compile */
+
+kc_status kc__ext_before(kc_runtime *rt, kc__spec *spec, kc__filedep **out, uint32_t *n) {
+  *out = NULL;
+  *n = 0;
+  const kc__ci *last = NULL;
+  for (const kc__ci *c = kc__load_acquire(&spec->head); c && !last; c = kc__load_acquire(&c->next))
+    if (c->nfiles) last = c;
+  if (!last) return KC_OK;
+  kc__filedep *v = kc__calloc(rt, last->nfiles * sizeof *v);
+  if (!v) return kc__err(rt, KC_ENOMEM, "out of memory recording the files a compile will read");
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < last->nfiles; i++) {
+    kc__filedep_status fs = kc__filedep_read(&rt->heap, last->files[i].path, 0, &v[k], NULL, NULL);
+    if (fs == KC__FILEDEP_NOMEM) {
+      kc__ext_before_free(rt, v, k);
+      return kc__err(rt, KC_ENOMEM, "out of memory recording the files a compile will read");
+    }
+    if (fs == KC__FILEDEP_OK) k++; /* (untrackable now: nothing to compare with) */
+  }
+  *out = v;
+  *n = k;
+  return KC_OK;
+}
+
+/* Whether a and b are records of one state of a file: the same file (or
+ * both absent), content and stamps. */
+static bool same_state(const kc__filedep *a, const kc__filedep *b) {
+  if ((a->flags | b->flags) & KC__FILEDEP_UNKNOWN) return false;
+  if ((a->flags ^ b->flags) & KC__FILEDEP_ABSENT) return false;
+  if (a->flags & KC__FILEDEP_ABSENT) return true;
+  return a->size == b->size && a->hash == b->hash && a->dev == b->dev && a->ino == b->ino &&
+         a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
+}
+
+void kc__ext_after(kc__ci *ci, const kc__filedep *before, uint32_t n) {
+  for (uint32_t j = 0; j < ci->nfiles; j++)
+    for (uint32_t i = 0; i < n; i++)
+      if (!strcmp(before[i].path, ci->files[j].path)) {
+        if (!same_state(&before[i], &ci->files[j])) ci->files[j].flags |= KC__FILEDEP_UNKNOWN;
+        break;
+      }
+}
+
+void kc__ext_before_free(kc_runtime *rt, kc__filedep *before, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) kc__filedep_free(&rt->heap, &before[i]);
+  kc__free(rt, before);
+}
+
 /* ------------------------------------------------------------- the scan */
 
 typedef struct scan {

@@ -30,6 +30,17 @@ typedef struct kc__extinfo {
 /* ci's files from what its compiler reported (host), read now; since_ns:
  * when the compile started (a file changed since is UNKNOWN). */
 kc_status kc__ext_from_paths(kc_runtime *rt, kc__ci *ci, const kc__tu_deps *d, uint64_t since_ns);
+/* Before a compiler that reports its files (host) runs: the files the
+ * last compile of spec read (the newest code instance of spec that has
+ * files), read now into *out (*n of them; free with kc__ext_before_free).
+ * After it, kc__ext_after makes unknown each of ci's files that is one of
+ * them and is not the same file as it was then (another file, content or
+ * stamp): it changed while the compiler ran, whatever its stamps say of
+ * the compile's start. Callers are inside a grace section (spec's code
+ * instances are read). KC_ENOMEM only. */
+kc_status kc__ext_before(kc_runtime *rt, kc__spec *spec, kc__filedep **out, uint32_t *n);
+void kc__ext_after(kc__ci *ci, const kc__filedep *before, uint32_t n);
+void kc__ext_before_free(kc_runtime *rt, kc__filedep *before, uint32_t n);
 /* ci's files found by following the #include lines of text (its
  * translation unit), before it is compiled. KC_ENOMEM only. */
 kc_status kc__ext_scan(kc_runtime *rt, kc__ci *ci, const char *text, size_t len);

@@ -285,6 +285,115 @@ void test_disk_headers_gone_after_the_compile(void **state) {
   disk_close(&d);
 }
 
+/* Host backend: a header that is a symbolic link, switched to another file
+ * while a compile runs (as a deployment switches a "current" link). The
+ * compiler read the old target; kcache reads the compiler's list after the
+ * compile, through the link, and finds the new target, whose own stamps are
+ * older than the compile: unless the link's are looked at too, that record
+ * is trusted, so the code of the old text is published as the code of the
+ * new one. kc_refresh then sees nothing to change and keeps serving it, and
+ * the disk cache holds it for every later runtime. The compiler wrapper
+ * switches the link right after the compiler ran, once. */
+void test_disk_headers_link_switched_during_a_compile(void **state) {
+  (void)state;
+  if (kct_backend != KC_BACKEND_HOST) skip();
+  unsetenv("KC_CACHE_DISABLE"); /* as test_disk_headers_across_runtimes */
+  disk d;
+  disk_open(&d);
+  char va[128], vb[128], link[160], next[160], trigger[160], wrapper[200];
+  snprintf(va, sizeof va, "%s/va", d.root);
+  snprintf(vb, sizeof vb, "%s/vb", d.root);
+  snprintf(link, sizeof link, "%s/x.h", d.inc2);
+  snprintf(next, sizeof next, "%s/x.h.next", d.inc2);
+  snprintf(trigger, sizeof trigger, "%s/switch", d.root);
+  snprintf(wrapper, sizeof wrapper, "%s/cc-switch", d.root);
+  assert_int_equal(mkdir(va, 0700), 0);
+  assert_int_equal(mkdir(vb, 0700), 0);
+  kct_write_script(wrapper,
+                   "#!/bin/sh\ncase \"$1\" in --version|-vv) exec %s \"$@\";; esac\n%s \"$@\"; rc=$?\n"
+                   "if [ -e '%s' ]; then rm -f '%s'; ln -s '%s/x.h' '%s' && mv -T '%s' '%s'; fi\n"
+                   "exit $rc\n",
+                   kct_host_cc(), kct_host_cc(), trigger, trigger, vb, next, next, link);
+  put(va, "x.h", "#define XV 1.0f\n");
+  put(vb, "x.h", "#define XV 2.0f\n");
+  char target[160];
+  snprintf(target, sizeof target, "%s/x.h", va);
+  assert_int_equal(symlink(target, link), 0);
+  sleep_ms(40); /* past the grain: the link is older than the compile too */
+  kct_fixture f;
+  open_rt(&f, &d, true, wrapper);
+  kct_define(f.rt, "kx", kernel_x);
+  FILE *t = fopen(trigger, "w");
+  assert_non_null(t);
+  fclose(t);
+  assert_true(src_run(&f, "kx") == 1.0f); /* the launch that compiled it runs what it compiled */
+  assert_int_equal(access(trigger, F_OK), -1); /* the wrapper switched the link */
+  refresh(f.rt);
+  float got = src_run(&f, "kx");
+  if (got != 2.0f) fail_msg("after kc_refresh: %g, the code of the link's old target (expected 2)", got);
+  kct_fx_close(&f);
+  /* a later runtime on the same disk cache (a new process to the store) */
+  open_rt(&f, &d, true, wrapper);
+  kct_define(f.rt, "kx", kernel_x);
+  got = src_run(&f, "kx");
+  if (got != 2.0f)
+    fail_msg("a new runtime: %g from the disk cache, the code of the old target (expected 2)", got);
+  kct_fx_close(&f);
+  kct_memory_only();
+  disk_close(&d);
+}
+
+/* The same switch while a kernel compiled before is compiled again (its
+ * text changed): kcache knows, before the compiler runs, which files its
+ * last compile read, and compares them with what it reads after; the
+ * switched header is not the same file, so its record is unknown whatever
+ * the stamps say. The wrapper switches the link to the file the trigger
+ * names. */
+void test_disk_headers_link_switched_during_a_recompile(void **state) {
+  (void)state;
+  if (kct_backend != KC_BACKEND_HOST) skip();
+  disk d;
+  disk_open(&d);
+  char va[128], vb[128], link[160], next[160], trigger[160], wrapper[200], target[160];
+  snprintf(va, sizeof va, "%s/va", d.root);
+  snprintf(vb, sizeof vb, "%s/vb", d.root);
+  snprintf(link, sizeof link, "%s/x.h", d.inc2);
+  snprintf(next, sizeof next, "%s/x.h.next", d.inc2);
+  snprintf(trigger, sizeof trigger, "%s/switch", d.root);
+  snprintf(wrapper, sizeof wrapper, "%s/cc-switch", d.root);
+  assert_int_equal(mkdir(va, 0700), 0);
+  assert_int_equal(mkdir(vb, 0700), 0);
+  kct_write_script(
+      wrapper,
+      "#!/bin/sh\ncase \"$1\" in --version|-vv) exec %s \"$@\";; esac\n%s \"$@\"; rc=$?\n"
+      "if [ -e '%s' ]; then t=$(cat '%s'); rm -f '%s'; ln -s \"$t\" '%s' && mv -T '%s' '%s'; fi\n"
+      "exit $rc\n",
+      kct_host_cc(), kct_host_cc(), trigger, trigger, trigger, next, next, link);
+  put(va, "x.h", "#define XV 1.0f\n");
+  put(vb, "x.h", "#define XV 2.0f\n");
+  snprintf(target, sizeof target, "%s/x.h", vb);
+  assert_int_equal(symlink(target, link), 0);
+  sleep_ms(40);
+  kct_fixture f;
+  open_rt(&f, &d, false, wrapper);
+  kct_define(f.rt, "kx", kernel_x);
+  assert_true(src_run(&f, "kx") == 2.0f); /* compiled once: its files are known */
+  snprintf(target, sizeof target, "%s/x.h", va);
+  FILE *t = fopen(trigger, "w");
+  assert_non_null(t);
+  fputs(target, t);
+  fclose(t);
+  kct_define(f.rt, "kx",
+             "#include <x.h>\nKC_KERNEL void kx(KC_GLOBAL float *y) { y[kc_global_id(0)] = XV + 0.0f; }");
+  assert_true(src_run(&f, "kx") == 2.0f); /* the compiler read vb's text */
+  assert_int_equal(access(trigger, F_OK), -1);
+  refresh(f.rt);
+  float got = src_run(&f, "kx");
+  if (got != 1.0f) fail_msg("after kc_refresh: %g, the code of the link's old target (expected 1)", got);
+  kct_fx_close(&f);
+  disk_close(&d);
+}
+
 void test_disk_headers_in_system_dirs(void **state) {
   (void)state;
   if (kct_backend != KC_BACKEND_HOST) skip();
