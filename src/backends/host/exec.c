@@ -42,6 +42,7 @@
 #ifdef HOST_ASAN
 void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
 void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old, size_t *size_old);
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
 #endif
 #ifdef KC__TSAN
 void *__tsan_get_current_fiber(void);
@@ -212,6 +213,11 @@ static host_fibers *host_fibers_get(unsigned n) {
  * stack in the same sets of the L1 cache. */
 static void host_fiber_prepare(host_fibers *fs, unsigned j) {
   host_fiber *f = &fs->f[j];
+#ifdef HOST_ASAN
+  /* a fiber left at a barrier (a group whose other items ended) never
+   * returned from its frames: their redzones are still poisoned */
+  __asan_unpoison_memory_region(f->stack, HOST_FIBER_STACK);
+#endif
   uintptr_t top = ((uintptr_t)(f->stack + HOST_FIBER_STACK) & ~(uintptr_t)15) - 16 - (uintptr_t)(j % 61) * 64;
   uint64_t *sp = (uint64_t *)(top - 56); /* after its ret: top, 16-aligned, as a call would leave it */
   sp[0] = 0; /* r15 */
