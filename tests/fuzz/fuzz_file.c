@@ -112,8 +112,11 @@ static void check_split(const char *text, size_t len, uint64_t seed) {
               strlen(v[i].source));
     /* its own text is the input's, after the prologue (a prefix of the
      * file's #include/#pragma lines, each ending with a newline) */
-    const char *own = NULL;
-    for (size_t skip = 0; skip <= v[i].len && !own; skip++) {
+    /* Of the ways to take the prologue off, the one whose text comes
+     * first after the previous item: a later match of a shorter cut (the
+     * prologue's last line and the item, repeated further on) is not it. */
+    const char *own = NULL, *own_end = NULL;
+    for (size_t skip = 0; skip <= v[i].len && !(own && lang == KC_LANG_CUDA); skip++) {
       if (skip && v[i].source[skip - 1] != '\n') continue;
       size_t ol = v[i].len - skip;
       const char *body = v[i].source + skip;
@@ -121,21 +124,22 @@ static void check_split(const char *text, size_t len, uint64_t seed) {
         if (cuda_segments(text, len, body, ol)) own = body;
         continue;
       }
-      for (int pass = 0; pass < 2 && !own; pass++) {
+      for (int pass = 0; pass < 2; pass++) {
         if (pass) { /* a definition of a CUDA extern "C" block: the linkage is kcache's */
           if (lang != KC_LANG_CUDA || ol < sizeof linkage - 1 || memcmp(body, linkage, sizeof linkage - 1))
             break;
           body += sizeof linkage - 1;
           ol -= sizeof linkage - 1;
         }
-        for (const char *p = prev_end; ol && p + ol <= text + len; p++)
+        for (const char *p = prev_end; ol && p + ol <= text + len && (!own || p < own); p++)
           if (!memcmp(p, body, ol)) {
             own = p;
-            prev_end = p + ol;
+            own_end = p + ol;
             break;
           }
       }
     }
+    if (own_end) prev_end = own_end;
     KCF_CHECK(own != NULL, "item %zu (\"%s\") is not a piece of the input after the previous one", i,
               v[i].name);
     KCF_CHECK(kc__check_source(rt, v[i].name, v[i].source, v[i].len) == KC_OK, "item \"%s\": %s", v[i].name,
