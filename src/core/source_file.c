@@ -340,6 +340,11 @@ static size_t wrap_open(splitter *sp, size_t i) {
   if ((j = word_at(sp, i, "namespace")) == 0) return 0;
   size_t a = kc__lx_next(t, sp->len, j, false), b = path_end(sp, a);
   size_t k = kc__lx_next(t, sp->len, b, false);
+  if (k < sp->len && t[k] != '{' && t[k] != '=') { /* namespace A B {: not C++ */
+    fail(sp, k,
+         "a namespace's name is followed by neither '{' nor '=' (namespace N { ... }, namespace M = N;)");
+    return 0;
+  }
   if (k >= sp->len || t[k] != '{') return 0; /* an alias (namespace M = N;): a declaration */
   if (a < sp->len && t[a] == ':') {
     fail(sp, a, "a namespace's name cannot start with '::'");
