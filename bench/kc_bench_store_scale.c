@@ -117,21 +117,7 @@ static kc__verdict verify_good(void *ud, const kc__entry *e) {
   return KC__ENTRY_GOOD;
 }
 
-static kc__cache *open_cache(const char *root, uint64_t max) {
-  /* a configuration of the store's own: its directory and bound, as
-   * options, and the defaults for the rest (no environment) */
-  kc__config conf;
-  kc__config_init(&conf, NULL);
-  kc__config_set(&conf, KC__SET_CACHE_DIR, root, KC__FROM_OPTION, "cache_dir");
-  if (max) {
-    char text[32];
-    snprintf(text, sizeof text, "%llu", (unsigned long long)max);
-    kc__config_set(&conf, KC__SET_CACHE_MAXSIZE, text, KC__FROM_OPTION, "cache_max_size");
-  }
-  kc__cache *c = kc__cache_open(&(kc__cache_config){.conf = &conf});
-  kc__config_free(&conf);
-  return c;
-}
+static kc__cache *open_cache(const char *root, uint64_t max) { return kct_store_open(root, max); }
 
 /* One lookup of entry i; its time (ns). A miss is finished: with a new
  * entry when write, else without one. */

@@ -40,21 +40,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) { return kct_dir_teardown(state); }
 
-static kc__cache *open_cache(const fx *f, uint64_t max) {
-  /* a configuration of the store's own: its directory and bound, as
-   * options, and the defaults for the rest (no environment) */
-  kc__config conf;
-  kc__config_init(&conf, NULL);
-  kc__config_set(&conf, KC__SET_CACHE_DIR, f->root, KC__FROM_OPTION, "cache_dir");
-  if (max) {
-    char text[32];
-    snprintf(text, sizeof text, "%llu", (unsigned long long)max);
-    kc__config_set(&conf, KC__SET_CACHE_MAXSIZE, text, KC__FROM_OPTION, "cache_max_size");
-  }
-  kc__cache *c = kc__cache_open(&(kc__cache_config){.conf = &conf});
-  kc__config_free(&conf);
-  return c;
-}
+static kc__cache *open_cache(const fx *f, uint64_t max) { return kct_store_open(f->root, max); }
 
 /* The parts of entry i (its key is made from them, as the glue would). */
 static void parts_of(size_t i, char *params, size_t len, kc__key_parts *p) {

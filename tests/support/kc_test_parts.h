@@ -12,6 +12,8 @@
 #ifndef KC_TEST_PARTS_H
 #define KC_TEST_PARTS_H
 
+#include "base/config.h"
+#include "cache/cache.h"
 #include "cache/key.h"
 #include "kcache.h"
 
@@ -33,6 +35,23 @@ static inline void kct_entry_parts(size_t i, const char *identity, char *params,
   p->params = params;
   p->entry = "k";
   p->library = KC_VERSION_STRING;
+}
+
+/* A store at root with its own configuration: the directory and the bound
+ * (max bytes; 0: the default) as options, the defaults for the rest (no
+ * environment). NULL if it cannot be opened. */
+static inline kc__cache *kct_store_open(const char *root, uint64_t max) {
+  kc__config conf;
+  kc__config_init(&conf, NULL);
+  kc__config_set(&conf, KC__SET_CACHE_DIR, root, KC__FROM_OPTION, "cache_dir");
+  if (max) {
+    char text[32];
+    snprintf(text, sizeof text, "%llu", (unsigned long long)max);
+    kc__config_set(&conf, KC__SET_CACHE_MAXSIZE, text, KC__FROM_OPTION, "cache_max_size");
+  }
+  kc__cache *c = kc__cache_open(&(kc__cache_config){.conf = &conf});
+  kc__config_free(&conf);
+  return c;
 }
 
 #endif /* KC_TEST_PARTS_H */
