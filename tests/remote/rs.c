@@ -331,3 +331,18 @@ const char *__lsan_default_suppressions(void) { return "leak:libpocl.so\nleak:li
  * tests/reliability); the remote tier's threads and locks stay checked. */
 const char *__tsan_default_suppressions(void);
 const char *__tsan_default_suppressions(void) { return "race_top:host_link\n"; }
+
+void rs_fleet(const char *const *caches, int n, const rs_node_opts *o, unsigned kernels, rs_report *out) {
+  assert_true(n > 0 && n <= 64);
+  int go[2];
+  assert_int_equal(pipe(go), 0);
+  pid_t pid[64];
+  int fd[64];
+  for (int i = 0; i < n; i++) pid[i] = rs_spawn(caches[i], o, kernels, go, &fd[i]);
+  close(go[0]);
+  close(go[1]); /* all of them at once */
+  for (int i = 0; i < n; i++) {
+    out[i] = rs_collect(pid[i], fd[i]);
+    rs_check(&out[i], "a node");
+  }
+}

@@ -101,5 +101,8 @@ rs_report rs_node_run(const char *cache_dir, const rs_node_opts *o, unsigned ker
 pid_t rs_spawn(const char *cache_dir, const rs_node_opts *o, unsigned kernels, const int go[2],
                int *report_fd);
 rs_report rs_collect(pid_t pid, int report_fd);
+/* n nodes (processes, at most 64; node i's local store caches[i]) started
+ * together, each running kernels; their reports, each checked, in out. */
+void rs_fleet(const char *const *caches, int n, const rs_node_opts *o, unsigned kernels, rs_report *out);
 
 #endif

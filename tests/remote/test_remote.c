@@ -157,18 +157,14 @@ static void test_eight_nodes_cold_start_compile_three_times(void **state) {
   o.cc = f->wrapper;
   setenv("KC_TEST_COUNT", f->count, 1);
   setenv("KC_TEST_SLEEP", "0.3", 1); /* slow compiles: every node asks while the first compiles */
-  int go[2];
-  assert_int_equal(pipe(go), 0);
-  pid_t pid[N];
-  int fd[N];
-  for (int i = 0; i < N; i++) pid[i] = rs_spawn(cache(f), &o, 7, go, &fd[i]);
-  close(go[0]);
-  close(go[1]);
+  const char *caches[N];
+  for (int i = 0; i < N; i++) caches[i] = cache(f);
+  rs_report rep[N];
+  rs_fleet(caches, N, &o, 7, rep);
   uint64_t compiles = 0, hits = 0, waits = 0;
   double slowest = 0;
   for (int i = 0; i < N; i++) {
-    rs_report r = rs_collect(pid[i], fd[i]);
-    rs_check(&r, "a node");
+    const rs_report r = rep[i];
     compiles += r.stats.compiles;
     hits += r.stats.remote_hits;
     waits += r.stats.remote_lock_waits;
