@@ -264,6 +264,15 @@ static int lock_bucket(const char *vdir, int b, bool write, bool *rw) {
   return fd;
 }
 
+/* Gives back lock_bucket's lock and fd. Explicitly: a child forked while
+ * the lock was held has the same open file, and closing this descriptor
+ * alone would leave the lock held by the child's copy (the child then
+ * waits for it forever the next time it opens the bucket). */
+static void unlock_bucket(int fd) {
+  flock(fd, LOCK_UN);
+  close(fd);
+}
+
 static bool has_unknown(const kc__index_rec *r, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (r[i].backend[0] == KC__BACKEND_UNKNOWN) return true;
@@ -303,7 +312,7 @@ static bool get_bucket(const kc__heap *mem, const char *vdir, int b, bool write,
     ok = rebuild(mem, vdir, b, &cur, fd, rw, peek, out);
   }
   kc__index_set_free(mem, &cur);
-  if (fd >= 0) close(fd);
+  if (fd >= 0) unlock_bucket(fd);
   return ok;
 }
 
@@ -333,7 +342,7 @@ void kc__index_begin(const kc__heap *mem, const char *vdir, int b, kc__index_txn
   bool rw;
   t->fd = lock_bucket(vdir, b, true, &rw);
   if (t->fd >= 0 && !rw) { /* a store this process cannot write: nothing to record */
-    close(t->fd);
+    unlock_bucket(t->fd);
     t->fd = -1;
   }
   if (t->fd < 0) return;
@@ -369,7 +378,7 @@ void kc__index_commit(const kc__heap *mem, const char *vdir, kc__index_txn *t) {
       rebuild(mem, vdir, t->bucket, &t->cur, t->fd, true, false, &out);
       kc__index_set_free(mem, &out);
     }
-    close(t->fd); /* the flock goes with it */
+    unlock_bucket(t->fd);
   }
   kc__index_set_free(mem, &t->cur);
   t->fd = -1;
@@ -388,7 +397,7 @@ void kc__index_rebuild_all(const kc__heap *mem, const char *vdir) {
     rebuild(mem, vdir, b, &cur, fd, rw, true, &out);
     kc__index_set_free(mem, &cur);
     kc__index_set_free(mem, &out);
-    close(fd);
+    unlock_bucket(fd);
   }
 }
 

@@ -5,7 +5,8 @@
  * evictions; an index file that is truncated, corrupted, marked dirty,
  * replaced or deleted is rebuilt with the right counts (and `kcache stats`
  * reports them); a writer killed with SIGKILL in the middle of an update
- * leaves a bucket that readers rebuild; a change made behind its back (an
+ * leaves a bucket that readers rebuild; a child forked while a bucket was
+ * locked does not inherit the lock; a change made behind its back (an
  * older kcache, a user's rm) is seen; processes that write and evict in one
  * store at once leave an index equal to the directory, and the store within
  * its bound; eviction takes the least recently used although hits do not
@@ -287,6 +288,38 @@ static void test_writer_killed_mid_update(void **state) {
   }
 }
 
+/* fork() while this process holds a bucket's lock (a thread mid-write in
+ * a program that forks): the child's copy of the descriptor shares the
+ * lock, so giving it back by closing the descriptor alone left it held in
+ * the child, which then waited forever for its own copy the next time it
+ * wrote that bucket (a hang first seen in the remote tier's fork test). */
+static void test_fork_while_a_bucket_is_locked(void **state) {
+  fx *f = *state;
+  put_all(f, 0, 20);
+  uint8_t key[16];
+  key_of(3, key);
+  kc__index_txn t;
+  kc__index_begin(NULL, f->vdir, key[0], &t);
+  assert_true(t.fd >= 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    alarm(20); /* the hang, if the lock stays held */
+    kc__index_txn mine;
+    kc__index_begin(NULL, f->vdir, key[0], &mine);
+    bool locked = mine.fd >= 0;
+    kc__index_commit(NULL, f->vdir, &mine);
+    _exit(locked ? 0 : 3);
+  }
+  kc__index_commit(NULL, f->vdir, &t); /* the parent's write ends after the fork */
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  if (WIFSIGNALED(st))
+    fail_msg("the child died of signal %d (SIGALRM: it waited for the lock)", WTERMSIG(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  assert_int_equal(check_index(f), 20);
+}
+
 /* A change that kcache did not make (an older kcache, a user's rm): the
  * bucket directory's mtime says so. The clock of directory times moves in
  * ticks of a few milliseconds: the test waits one out first. */
@@ -410,6 +443,7 @@ int main(int argc, char **argv) {
       T(test_a_write_updates_the_index_without_a_rebuild),
       T(test_damaged_index_is_rebuilt),
       T(test_writer_killed_mid_update),
+      T(test_fork_while_a_bucket_is_locked),
       T(test_change_behind_its_back),
       T(test_concurrent_processes),
       T(test_eviction_sees_hits_the_index_does_not),
