@@ -2,6 +2,8 @@
 /* fork.c -- the library's one pthread_atfork registration and the list of
  * fork hooks (fork.h): kept sorted by level, walked under its own lock. */
 #include "base/fork.h"
+#include "base/atomics.h"
+#include "base/compiler.h"
 #include "base/mutex.h"
 
 #include <stddef.h>
@@ -10,6 +12,7 @@ static kc__mutex hooks_lock = PTHREAD_MUTEX_INITIALIZER; /* outermost: prepare t
 static kc__fork_hook *hooks; /* ascending level; within a level, newest last */
 static kc__once atfork_once = KC__ONCE_INIT;
 static bool atfork_ok;
+static _Atomic bool forked_child; /* set in a child of fork() (read in TSan builds) */
 
 static void on_prepare(void) {
   kc__lock(&hooks_lock);
@@ -28,6 +31,7 @@ static void on_parent(void) {
 }
 
 static void on_child(void) {
+  atomic_store_explicit(&forked_child, true, memory_order_relaxed);
   for (kc__fork_hook *h = last_hook(); h; h = h->prev) h->child(h->ud);
   kc__unlock(&hooks_lock); /* taken by this thread in prepare */
 }
@@ -62,4 +66,12 @@ void kc__fork_unregister(kc__fork_hook *h) {
   }
   h->prev = h->next = NULL;
   kc__unlock(&hooks_lock);
+}
+
+bool kc__fork_threads_allowed(void) {
+#ifdef KC__TSAN
+  return !atomic_load_explicit(&forked_child, memory_order_relaxed);
+#else
+  return true;
+#endif
 }

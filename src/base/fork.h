@@ -42,4 +42,11 @@ bool kc__fork_register(kc__fork_hook *h);
 /* Removes h if it was added (a no-op otherwise). */
 void kc__fork_unregister(kc__fork_hook *h);
 
+/* Whether the library may start threads in this process: false only in a
+ * ThreadSanitizer build, in a child of fork(). TSan cannot start threads
+ * there ("dup thread with used id" when glibc hands the new thread a stack
+ * of one of the parent's threads, which TSan still counts as running), so
+ * the pools and queues run their work on the caller instead. */
+bool kc__fork_threads_allowed(void);
+
 #endif /* KC_BASE_FORK_H */

@@ -164,7 +164,7 @@ static kc__pool *pool_get(kc_runtime *rt) {
   p = kc__calloc(rt, sizeof *p);
   if (!p) return NULL;
   p->rt = rt;
-  p->nthreads = size - 1; /* the caller is one */
+  p->nthreads = kc__fork_threads_allowed() ? size - 1 : 0; /* the caller is one */
   p->threads = p->nthreads ? kc__calloc(rt, p->nthreads * sizeof *p->threads) : NULL;
   if ((p->nthreads && !p->threads) || pthread_mutex_init(&p->lock, NULL)) goto fail_threads;
   if (pthread_cond_init(&p->work, NULL)) goto fail_lock;

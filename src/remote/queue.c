@@ -60,7 +60,7 @@ kc__jobq_put kc__jobq_push(kc__jobq *q, kc__job *j) {
   if (j->bounded && (q->qwork >= q->max_jobs || q->qbytes + j->bytes > q->max_bytes)) {
     put = KC__JOBQ_FULL;
   } else if (!q->stop) {
-    if (!q->started && !q->no_thread) {
+    if (!q->started && !q->no_thread && kc__fork_threads_allowed()) {
       /* the thread takes no signals meant for the application's threads */
       sigset_t all, old;
       sigfillset(&all);
@@ -129,11 +129,6 @@ void kc__jobq_fork_child(kc__jobq *q) {
   q->qbytes = 0;
   q->started = false;
   q->pid = getpid();
-#ifdef KC__TSAN
-  /* ThreadSanitizer cannot start threads in the child of a threaded
-   * process ("dup thread"): there, the child runs its jobs synchronously */
-  q->no_thread = true;
-#endif
   pthread_cond_init(&q->queue_cond, NULL);
   kc__unlock(&q->queue_lock);
   for (kc__job *j = jobs, *next; j; j = next) {

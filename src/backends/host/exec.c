@@ -553,7 +553,7 @@ static unsigned host_pool_ready(host_state *s) {
     p->job = NULL;
     p->pid = getpid();
   }
-  while (p->started < p->nthreads) {
+  while (p->started < p->nthreads && kc__fork_threads_allowed()) {
     if (pthread_create(&p->threads[p->started], NULL, host_worker, p) != 0) break;
     p->started++;
   }
