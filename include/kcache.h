@@ -200,9 +200,11 @@ typedef struct kc_options {
    * the OpenCL backend build in helper processes (kcache-clc, up to one per
    * thread, kept for the runtime's life: $KC_OPENCL_HELPER, else
    * ../libexec/kcache/kcache-clc beside the shared library (in a Python
-   * wheel: beside the extension module), else the install path it was
-   * configured with); $KC_OPENCL_HELPERS=0 turns that
-   * off, 1 uses them on any platform. */
+   * wheel: beside the extension module), else kcache-clc in the library's
+   * own folder (a build tree), else the install path it was configured
+   * with; without one, a warning in the log, once, and every build in the
+   * process); $KC_OPENCL_HELPERS=0 turns that off, 1 uses them on any
+   * platform. */
   uint32_t compile_threads;
   /* Must be 0 (kc_options_init). The 0.1 layout ended at compile_threads,
    * padded to 8 bytes; a field in that padding would not grow the struct,

@@ -52,7 +52,7 @@
   X(HIREDIS_LIB,        "KC_HIREDIS_LIB",         STR,     NULL,   "path of the libhiredis to load instead of the system's") \
   X(COMPILE_THREADS,    "KC_COMPILE_THREADS",     U64,     "0",    "threads that compile a kc_prepare batch, the caller included (0: one per core; kc_options.compile_threads wins)") \
   X(OPENCL_HELPERS,     "KC_OPENCL_HELPERS",      STR,     "auto", "OpenCL: compile in helper processes: auto (with more than one compile thread, where the platform builds one program at a time per process: PoCL), 1 (on any platform), 0 (never)") \
-  X(OPENCL_HELPER,      "KC_OPENCL_HELPER",       STR,     NULL,   "OpenCL: the compile helper to run (default: kcache-clc in the installed libexec/kcache)") \
+  X(OPENCL_HELPER,      "KC_OPENCL_HELPER",       STR,     NULL,   "OpenCL: the compile helper to run (default: kcache-clc in the installed libexec/kcache, else beside the library)") \
   X(OPENCL_HELPER_TIMEOUT, "KC_OPENCL_HELPER_TIMEOUT", SECONDS, "120", "OpenCL: seconds a compile helper has to answer before it is killed and the compile fails (KC_EBACKEND)") \
   X(CHECKED,            "KC_CHECKED",             BOOL,    "0",    "checked mode: guard zones around buffers, checked after launches and at finish (kc_options.checked)") \
   X(GUARD_LAUNCHES,     "KC_GUARD_LAUNCHES",      BOOL,    "0",    "cached launches run inside a grace section, so kc_collect may run while other threads launch (kc_options.guard_launches)") \

@@ -7,11 +7,12 @@
  * contexts) reuse the compile's program and still compute the right thing,
  * with the kernel objects, buffers and queues of each context its own. A
  * context destroyed while another uses the same cl_context leaves the
- * other working. OpenCL backend only (PoCL here).
+ * other working. OpenCL backend only (PoCL here), without compile helpers.
  */
 #include "kc_test.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 
 #define N 64
 #define NTHREADS 3
@@ -131,6 +132,9 @@ static void test_threads_share_the_build(void **state) {
 int main(int argc, char **argv) {
   int rc = kct_main_only(argc, argv, KC_BACKEND_OPENCL, "OpenCL");
   if (rc >= 0) return rc;
+  /* builds in this process: a compile helper's build would be a second
+   * clBuildProgram here, of its binary, at the first link (test_clhelp) */
+  setenv("KC_OPENCL_HELPERS", "0", 1);
   const struct CMUnitTest tests[] = {
       KCT_TEST(test_compile_and_links_build_once),
       KCT_TEST(test_threads_share_the_build),

@@ -8,7 +8,9 @@
  * builds and during them) is replaced and the kernels still work; a helper
  * that does not answer in time is killed, the compile fails with
  * KC_EBACKEND and is not remembered; a helper that cannot be found makes
- * the runtime build in its own process, saying so once in the log; and
+ * the runtime build in its own process, warning once in the log; without
+ * $KC_OPENCL_HELPER the library finds the helper beside itself in a build
+ * tree; and
  * kc_runtime_destroy leaves no child process behind; a SETUP of the wrong
  * form is refused with a reason. CTest gives the
  * helper's path ($KC_OPENCL_HELPER). OpenCL backend only (PoCL here).
@@ -16,6 +18,7 @@
 #include "kc_test.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -212,15 +215,16 @@ typedef struct logged {
   pthread_mutex_t lock;
   int lines;
   char last[512];
+  kc_log_level last_level;
 } logged;
 
 static void log_cb(void *ud, kc_log_level level, const char *msg) {
   logged *l = ud;
-  (void)level;
   pthread_mutex_lock(&l->lock);
   if (strstr(msg, "compile helper")) {
     l->lines++;
     snprintf(l->last, sizeof l->last, "%s", msg);
+    l->last_level = level;
   }
   pthread_mutex_unlock(&l->lock);
 }
@@ -319,23 +323,73 @@ static void test_fork_leaves_helpers(void **state) {
   destroy_and_check(rt);
 }
 
-/* A helper that cannot be run: every build in the process, one log line. */
+/* A helper that cannot be run: every build in the process, one warning
+ * (compiles that were to run in parallel no longer can), whether helpers
+ * were asked for (1) or chosen (auto, on PoCL with two compile threads). */
 static void test_missing_helper(void **state) {
   (void)state;
   char *keep = getenv("KC_OPENCL_HELPER") ? strdup(getenv("KC_OPENCL_HELPER")) : NULL;
   setenv("KC_OPENCL_HELPER", "/nonexistent/kcache-clc", 1);
-  logged l = {PTHREAD_MUTEX_INITIALIZER, 0, ""};
-  kc_context *ctx;
-  kc_kernel *ks[4];
-  kc_runtime *rt = helper_kernels("1", log_cb, &l, &ctx, 0, 4, ks);
-  KCT_OK(rt, kc_prepare(ks, 4, ctx));
-  check_kernels(rt, ctx, 0, 4, ks);
-  assert_int_equal(l.lines, 1);
-  KCT_CONTAINS(l.last, "/nonexistent/kcache-clc");
-  assert_int_equal(kct_stats(rt).backend_builds, 4); /* built here: the links reuse the programs */
-  destroy_and_check(rt);
+  char devices[4096] = "";
+  kc_list_devices(KC_BACKEND_OPENCL, devices, sizeof devices);
+  bool pocl = strstr(devices, "Portable Computing Language") != NULL;
+  for (int m = 0; m < (pocl ? 2 : 1); m++) {
+    logged l = {PTHREAD_MUTEX_INITIALIZER, 0, "", KC_LOG_DEBUG};
+    kc_context *ctx;
+    kc_kernel *ks[4];
+    kc_runtime *rt = helper_kernels(m ? "auto" : "1", log_cb, &l, &ctx, 10 * m, 4, ks);
+    KCT_OK(rt, kc_prepare(ks, 4, ctx));
+    check_kernels(rt, ctx, 10 * m, 4, ks);
+    assert_int_equal(l.lines, 1);
+    KCT_CONTAINS(l.last, "/nonexistent/kcache-clc");
+    KCT_CONTAINS(l.last, "one program at a time");
+    assert_int_equal(l.last_level, KC_LOG_WARN);
+    assert_int_equal(kct_stats(rt).backend_builds, 4); /* built here: the links reuse the programs */
+    destroy_and_check(rt);
+  }
   if (keep) setenv("KC_OPENCL_HELPER", keep, 1);
   else unsetenv("KC_OPENCL_HELPER");
+  free(keep);
+}
+
+/* No $KC_OPENCL_HELPER: the library finds the helper beside itself, as in
+ * a build tree (CTest names the helper it built, so that this test knows
+ * which file the helpers must run; it skips where the library is not in
+ * the helper's folder, as when the tests run against an installed copy). */
+static void test_helper_found_beside_the_library(void **state) {
+  (void)state;
+  const char *named = getenv("KC_OPENCL_HELPER");
+  if (!named) skip();
+  char helper[4096], lib[4096];
+  assert_non_null(realpath(named, helper));
+  Dl_info di;
+  assert_true(dladdr((void *)kc_runtime_create, &di) && di.dli_fname);
+  assert_non_null(realpath(di.dli_fname, lib));
+  size_t dir = (size_t)(strrchr(helper, '/') - helper);
+  if (strncmp(lib, helper, dir + 1) || strchr(lib + dir + 1, '/')) {
+    print_message("SKIPPED: the library (%s) is not in the helper's folder\n", lib);
+    skip();
+  }
+  char *keep = strdup(named);
+  unsetenv("KC_OPENCL_HELPER");
+  logged l = {PTHREAD_MUTEX_INITIALIZER, 0, "", KC_LOG_DEBUG};
+  kc_context *ctx;
+  kc_kernel *ks[3];
+  kc_runtime *rt = helper_kernels("1", log_cb, &l, &ctx, 20, 3, ks);
+  KCT_OK(rt, kc_prepare(ks, 3, ctx));
+  pid_t kids[MAXKIDS];
+  int n = children(kids);
+  assert_true(n >= 1);
+  for (int i = 0; i < n; i++) {
+    char exe[64], target[4096];
+    snprintf(exe, sizeof exe, "/proc/%ld/exe", (long)kids[i]);
+    assert_non_null(realpath(exe, target));
+    assert_string_equal(target, helper);
+  }
+  assert_int_equal(l.lines, 0); /* no fallback */
+  check_kernels(rt, ctx, 20, 3, ks);
+  destroy_and_check(rt);
+  setenv("KC_OPENCL_HELPER", keep, 1);
   free(keep);
 }
 
@@ -425,10 +479,15 @@ int main(int argc, char **argv) {
     return 2;
   }
   const struct CMUnitTest tests[] = {
-      KCT_TEST(test_prepare_through_helpers), KCT_TEST(test_auto_uses_helpers),
-      KCT_TEST(test_compile_error),           KCT_TEST(test_killed_helpers),
-      KCT_TEST(test_helper_timeout),          KCT_TEST(test_fork_leaves_helpers),
-      KCT_TEST(test_missing_helper),          KCT_TEST(test_malformed_setup),
+      KCT_TEST(test_prepare_through_helpers),
+      KCT_TEST(test_auto_uses_helpers),
+      KCT_TEST(test_compile_error),
+      KCT_TEST(test_killed_helpers),
+      KCT_TEST(test_helper_timeout),
+      KCT_TEST(test_fork_leaves_helpers),
+      KCT_TEST(test_missing_helper),
+      KCT_TEST(test_malformed_setup),
+      KCT_TEST(test_helper_found_beside_the_library),
   };
   return KCT_RUN(tests);
 }

@@ -63,8 +63,10 @@ extern char **environ;
 /* The helper to run: the configured one ($KC_OPENCL_HELPER), else the one
  * installed next to the library (found from where this code was loaded:
  * KC_CLC_RELDIR from its folder; "." in a Python wheel, which carries it
- * beside the extension module the library is linked into), else the
- * configured install path. */
+ * beside the extension module the library is linked into), else one in
+ * the library's own folder (a build tree, where CMake puts both in the
+ * build folder), else the configured install path. A helper of another
+ * version refuses the runtime's SETUP, so a stray one is never used. */
 static void ocl_helper_path(const char *set, char *buf, size_t n) {
   static const char anchor = 0;
   if (set) {
@@ -76,6 +78,8 @@ static void ocl_helper_path(const char *set, char *buf, size_t n) {
     int dir = (int)(strrchr(di.dli_fname, '/') - di.dli_fname);
     snprintf(buf, n, "%.*s/%s/kcache-clc", dir, di.dli_fname, KC_CLC_RELDIR);
     if (access(buf, X_OK) == 0) return;
+    snprintf(buf, n, "%.*s/kcache-clc", dir, di.dli_fname);
+    if (access(buf, X_OK) == 0) return;
   }
   snprintf(buf, n, "%s", KC_CLC_PATH);
 }
@@ -86,7 +90,6 @@ void ocl_helpers_open(ocl_state *st, const kc__bconfig *cfg) {
   kc__helpers_mode mode = cfg ? cfg->opencl_helpers : KC__HELPERS_AUTO;
   uint32_t n = cfg && cfg->compile_threads ? cfg->compile_threads : 1;
   bool on = mode == KC__HELPERS_ALWAYS || (mode == KC__HELPERS_AUTO && st->serializes && n > 1);
-  st->helper_asked = mode == KC__HELPERS_ALWAYS || (cfg && cfg->opencl_helper);
   if (!on) return;
   st->nhelpers = (int)(n > OCL_HELPERS_MAX ? OCL_HELPERS_MAX : n);
   st->helpers = kc__bs_calloc(st->sv, (size_t)st->nhelpers * sizeof *st->helpers);
@@ -278,9 +281,12 @@ static kc_status ocl_helper_build(ocl_state *st, ocl_helper *h, const ocl_unit *
       bool first = !st->helpers_off;
       st->helpers_off = true;
       kc__unlock(&st->hlock);
-      if (first)
-        kc__log_to(st->sv->log, st->helper_asked ? KC_LOG_WARN : KC_LOG_INFO,
-                   "OpenCL: no compile helper (%s); this runtime builds in its own process", why);
+      if (first) /* helpers are on: compiles were to run in parallel, and now cannot */
+        kc__log_to(st->sv->log, KC_LOG_WARN,
+                   "OpenCL: no compile helper (%s); this runtime builds in its own process, one program "
+                   "at a time (the platform builds no two at once in one process): install kcache-clc "
+                   "beside the library or name it in $KC_OPENCL_HELPER",
+                   why);
       *here = true;
       return KC_OK;
     }

@@ -151,7 +151,6 @@ typedef struct ocl_state {
   kc__mutex hlock;
   bool hlock_ok;
   bool helpers_off; /* a helper could not start: every build here from now on */
-  bool helper_asked; /* KC_OPENCL_HELPERS=1 or KC_OPENCL_HELPER set: a fallback warns */
   double helper_timeout_s; /* how long a helper may take to answer (kc__bconfig) */
   char helper_path[4096]; /* the helper to run (kc__bconfig, else beside the library) */
 } ocl_state;
