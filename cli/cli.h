@@ -79,6 +79,14 @@ int cli_set_max_size(cli *c, const char *size);
 /* Every entry file of the store (exit 1 with the reason if it cannot be
  * listed). Free with kc__store_list_free(NULL, files). */
 kc__store_file *cli_list(const cli *c, size_t *n);
+/* Whether this user may rewrite the store's index: a store it can write,
+ * and not another user's store as root (its index would be root's). */
+bool cli_index_writable(const cli *c);
+/* The index records of the entries named `name` (their names' hashes: a
+ * collision is possible, so read each entry to be sure), from every
+ * bucket's index (reading the entries the index does not know yet). Exit
+ * 1 when out of memory. Free with kc__index_set_free(NULL, out). */
+void cli_named(const cli *c, const char *name, kc__index_set *out);
 
 /* What `show` and `explain` take: a key (32 hex digits, or a unique prefix
  * of 4 or more), else a kernel's entry name, which names its most recently

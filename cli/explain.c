@@ -95,18 +95,20 @@ static int diff_entries(const kc__entry *now, const kc__entry *was, change *out,
  * the count of its differences, or -1 when there is none. */
 static int nearest(const cli *c, const kc__entry *target, kc__entry *near) {
   memset(near, 0, sizeof *near);
-  size_t n;
-  kc__store_file *files = cli_list(c, &n);
+  kc__index_set s; /* the entries the index says have its name */
+  cli_named(c, target->entry, &s);
   change cur[MAXCH];
   int nbest = -1;
-  for (size_t i = 0; i < n; i++) {
-    if (!memcmp(files[i].key, target->key, 16)) continue;
+  for (size_t i = 0; i < s.n; i++) {
+    if (!memcmp(s.rec[i].key, target->key, 16)) continue;
+    char path[PATH_MAX];
+    kc__store_path(c->vdir, s.rec[i].key, ".kce", path, sizeof path);
     kc__entry e;
     /* the metadata first (cheap), the whole entry only for the same kernel */
-    if (kc__entry_peek(files[i].path, &e, NULL, 0) != KC_OK) continue;
+    if (kc__entry_peek(path, &e, NULL, 0) != KC_OK) continue;
     bool same = !strcmp(e.entry, target->entry);
     kc__entry_free(NULL, &e);
-    if (!same || kc__entry_read(NULL, files[i].path, files[i].key, &e, NULL, 0) != KC_OK) continue;
+    if (!same || kc__entry_read(NULL, path, s.rec[i].key, &e, NULL, 0) != KC_OK) continue;
     int d = diff_entries(target, &e, cur, MAXCH);
     if (nbest < 0 || d < nbest || (d == nbest && e.created_ns > near->created_ns)) {
       kc__entry_free(NULL, near);
@@ -116,7 +118,7 @@ static int nearest(const cli *c, const kc__entry *target, kc__entry *near) {
       kc__entry_free(NULL, &e);
     }
   }
-  kc__store_list_free(NULL, files);
+  kc__index_set_free(NULL, &s);
   return nbest;
 }
 

@@ -3,7 +3,10 @@
  * cli/lookup.c -- owns how the `kcache` command finds entries: listing the
  * store, and the one way that `show` and `explain` turn what the user typed
  * (a key, a unique key prefix, or a kernel's entry name with optional
- * parameters) into a decoded entry.
+ * parameters) into a decoded entry. Through the store's index
+ * (cache/index.h): a prefix reads its one bucket's index, a name the
+ * records with its hash and then only those entries, so that neither lists
+ * nor opens every entry of a large store.
  */
 #include "cli.h"
 
@@ -17,6 +20,30 @@ kc__store_file *cli_list(const cli *c, size_t *n) {
   kc__store_file *files = NULL;
   if (kc__store_list(NULL, c->vdir, &files, n) != KC_OK) cli_fail("%s", kc_errmsg(NULL));
   return files;
+}
+
+bool cli_index_writable(const cli *c) {
+  struct stat st;
+  return access(c->vdir, W_OK) == 0 && stat(c->vdir, &st) == 0 && (geteuid() != 0 || st.st_uid == 0);
+}
+
+void cli_named(const cli *c, const char *name, kc__index_set *out) {
+  memset(out, 0, sizeof *out);
+  uint64_t h = kc__index_name_hash(name);
+  bool write = cli_index_writable(c);
+  kc__index_set s = {0};
+  for (int b = 0; b < 256; b++) {
+    s.n = 0;
+    if (!kc__index_get_known(NULL, c->vdir, b, write, &s)) cli_fail("out of memory reading the index");
+    for (size_t i = 0; i < s.n; i++) {
+      if (s.rec[i].name != h) continue;
+      bool ok;
+      KC__GROW(NULL, out->rec, out->cap, out->n + 1, 16, &ok);
+      if (!ok) cli_fail("out of memory reading the index");
+      out->rec[out->n++] = s.rec[i];
+    }
+  }
+  kc__index_set_free(NULL, &s);
 }
 
 static bool is_key_prefix(const char *s) {
@@ -36,34 +63,48 @@ static bool read_entry(const cli *c, const char *path, const uint8_t key[16], kc
   return false;
 }
 
-/* The files whose key starts with prefix: the count, the first in *first. */
-static size_t match_prefix(const kc__store_file *files, size_t n, const char *prefix, size_t *first) {
+/* The entries whose key starts with prefix (4 or more hex digits: one
+ * bucket's index): the count, the first's key in first. */
+static size_t match_prefix(const cli *c, const char *prefix, uint8_t first[16]) {
+  char two[3] = {prefix[0], prefix[1], 0};
+  int b = (int)strtol(two, NULL, 16);
+  kc__index_set s = {0};
+  if (!kc__index_get(NULL, c->vdir, b, cli_index_writable(c), &s, NULL))
+    cli_fail("out of memory reading the index");
   size_t hits = 0, pl = strlen(prefix);
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < s.n; i++) {
     char hex[33];
-    kc__store_hex(files[i].key, hex);
+    kc__store_hex(s.rec[i].key, hex);
     if (strncasecmp(hex, prefix, pl)) continue;
-    if (hits++ == 0) *first = i;
+    if (hits++ == 0) memcpy(first, s.rec[i].key, 16);
   }
+  kc__index_set_free(NULL, &s);
   return hits;
 }
 
-/* The file of the most recently compiled entry named `name` (with `params`
- * if not NULL), from the entries' metadata; SIZE_MAX if none. */
-static size_t newest_named(const kc__store_file *files, size_t n, const char *name, const char *params) {
-  size_t best = SIZE_MAX;
+/* The key of the most recently compiled entry named `name` (with `params`
+ * if not NULL) into key, from the metadata of the entries the index says
+ * have that name; false if none. */
+static bool newest_named(const cli *c, const char *name, const char *params, uint8_t key[16]) {
+  kc__index_set s;
+  cli_named(c, name, &s);
+  bool found = false;
   uint64_t newest = 0;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < s.n; i++) {
+    char path[PATH_MAX];
+    kc__store_path(c->vdir, s.rec[i].key, ".kce", path, sizeof path);
     kc__entry e;
-    if (kc__entry_peek(files[i].path, &e, NULL, 0) != KC_OK) continue;
+    if (kc__entry_peek(path, &e, NULL, 0) != KC_OK) continue;
     if (!strcmp(e.entry, name) && (!params || !strcmp(e.params, params)) &&
-        (best == SIZE_MAX || e.created_ns >= newest)) {
+        (!found || e.created_ns >= newest)) {
       newest = e.created_ns;
-      best = i;
+      memcpy(key, s.rec[i].key, 16);
+      found = true;
     }
     kc__entry_free(NULL, &e);
   }
-  return best;
+  kc__index_set_free(NULL, &s);
+  return found;
 }
 
 bool cli_resolve(const cli *c, const char *what, const char *params, kc__entry *e, char *path, size_t len) {
@@ -73,21 +114,19 @@ bool cli_resolve(const cli *c, const char *what, const char *params, kc__entry *
     kc__store_path(c->vdir, key, ".kce", path, len);
     if (access(path, F_OK) == 0) return read_entry(c, path, key, e);
   }
-  size_t n, at = SIZE_MAX, hits = 0;
-  kc__store_file *files = cli_list(c, &n);
-  if (is_key_prefix(what)) hits = match_prefix(files, n, what, &at);
+  size_t hits = 0;
+  bool at = false;
+  if (is_key_prefix(what)) at = (hits = match_prefix(c, what, key)) == 1;
   if (hits > 1 || hits == 0) {
     /* a kernel may be named like hex digits: a name wins over an ambiguous prefix */
-    size_t named = newest_named(files, n, what, params);
-    if (named != SIZE_MAX) at = named;
-    else if (hits > 1) {
-      kc__store_list_free(NULL, files);
+    at = newest_named(c, what, params, key);
+    if (!at && hits > 1) {
       cli_error("key prefix %s is ambiguous (%zu entries); give more digits", what, hits);
       return false;
     }
   }
   bool ok = false;
-  if (at == SIZE_MAX) {
+  if (!at) {
     size_t len = strlen(what), hex = strspn(what, "0123456789abcdefABCDEF");
     const char *p1 = params ? " with params " : "", *p2 = params ? params : "";
     if (hex == len && len < 4) /* `kcache show 45`: too short to be a prefix */
@@ -102,9 +141,8 @@ bool cli_resolve(const cli *c, const char *what, const char *params, kc__entry *
                 c->root);
     else cli_error("no kernel named %s%s%s in %s", what, p1, p2, c->root);
   } else {
-    snprintf(path, len, "%s", files[at].path);
-    ok = read_entry(c, files[at].path, files[at].key, e);
+    kc__store_path(c->vdir, key, ".kce", path, len);
+    ok = read_entry(c, path, key, e);
   }
-  kc__store_list_free(NULL, files);
   return ok;
 }

@@ -51,13 +51,6 @@ typedef struct summary {
   kc__store_counters k;
 } summary;
 
-/* Whether this user may rewrite the store's index: a store it can write,
- * and not another user's store as root (its index would be root's). */
-static bool index_writable(const cli *c) {
-  struct stat st;
-  return access(c->vdir, W_OK) == 0 && stat(c->vdir, &st) == 0 && (geteuid() != 0 || st.st_uid == 0);
-}
-
 /* From the store's summary and index (cache/index.h), not from every
  * entry: what it holds, by backend; entries that could not be read when
  * they were indexed count as damaged. Last uses are those the index
@@ -67,7 +60,8 @@ static bool index_writable(const cli *c) {
 static void summarize(const cli *c, summary *s) {
   memset(s, 0, sizeof *s);
   kc__index_summary t;
-  if (!kc__index_summarize(NULL, c->vdir, index_writable(c), &t)) cli_fail("out of memory reading the index");
+  if (!kc__index_summarize(NULL, c->vdir, cli_index_writable(c), &t))
+    cli_fail("out of memory reading the index");
   s->n = t.count;
   s->total = t.bytes;
   s->damaged = t.damaged;

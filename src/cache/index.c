@@ -22,9 +22,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#define KC__IDX_MAGIC "KCINDEX1"
+#define KC__IDX_MAGIC "KCINDEX2" /* KCINDEX1 (no names) reads as damaged: rebuilt */
 #define KC__IDX_HEAD 48u
-#define KC__IDX_REC 40u
+#define KC__IDX_REC 48u
 /* An index longer than this is damage (a bucket of 1.6 million entries). */
 #define KC__IDX_MAX (64u << 20)
 
@@ -58,6 +58,7 @@ static void rec_decode(const uint8_t *p, kc__index_rec *r) {
   r->size = kc__rd64(p + 16);
   r->mtime_ns = (int64_t)kc__rd64(p + 24);
   memcpy(r->backend, p + 32, 8);
+  r->name = kc__rd64(p + 40);
 }
 
 static void rec_encode(const kc__index_rec *r, uint8_t *p) {
@@ -65,6 +66,7 @@ static void rec_encode(const kc__index_rec *r, uint8_t *p) {
   kc__le64(p + 16, r->size);
   kc__le64(p + 24, (uint64_t)r->mtime_ns);
   memcpy(p + 32, r->backend, 8);
+  kc__le64(p + 40, r->name);
 }
 
 /* Appends the records of an index image of bucket b to out when it is
@@ -132,13 +134,26 @@ static void copy_backend(char out[8], const char *name) {
   memcpy(out, name, n < 8 ? n : 8);
 }
 
-/* The backend named in the entry image img (size bytes), into out. */
-static void backend_of_image(const void *img, size_t size, char out[8]) {
-  memset(out, 0, 8);
+uint64_t kc__index_name_hash(const char *name) {
+  uint64_t h = kc__hash(name, strlen(name));
+  return h ? h : 1; /* 0: not known */
+}
+
+/* A decoded entry's backend and name into r. */
+static void rec_of_entry(kc__index_rec *r, const kc__entry *e) {
+  copy_backend(r->backend, e->backend);
+  r->name = kc__index_name_hash(e->entry);
+}
+
+/* The backend and name of the entry image img (size bytes) into r
+ * (backend "" and name 0 when it cannot be read). */
+static void rec_of_image(kc__index_rec *r, const void *img, size_t size) {
+  memset(r->backend, 0, 8);
+  r->name = 0;
   kc__entry e;
   char why[64];
   if (!img || kc__entry_peek_mem(img, size, size, &e, why, sizeof why) != KC_OK) return;
-  copy_backend(out, e.backend);
+  rec_of_entry(r, &e);
   kc__entry_free(NULL, &e);
 }
 
@@ -147,17 +162,25 @@ void kc__index_rec_make(kc__index_rec *r, const uint8_t key[16], const struct st
   memcpy(r->key, key, 16);
   r->size = (uint64_t)st->st_size;
   r->mtime_ns = kc__stat_mtime_ns(st);
-  backend_of_image(img, size, r->backend);
+  rec_of_image(r, img, size);
 }
 
-/* The record of the file path (key from its name), its backend from old
- * (sorted by key) when old knew it, else peeked (peek), else unknown. */
+/* Whether r's backend and name are known (read from the entry, or the
+ * entry could not be read: backend ""). */
+static bool rec_known(const kc__index_rec *r) {
+  return r->backend[0] != KC__BACKEND_UNKNOWN && (!r->backend[0] || r->name);
+}
+
+/* The record of the file path (key from its name), its backend and name
+ * from old (sorted by key) when old knew them, else peeked (peek), else
+ * unknown. */
 static void scan_one(const char *path, const uint8_t key[16], const struct stat *st, const kc__index_set *old,
                      bool peek, kc__index_rec *r) {
   kc__index_rec_make(r, key, st, NULL, 0);
   const kc__index_rec *was = old->n ? bsearch(key, old->rec, old->n, sizeof *old->rec, by_key) : NULL;
-  if (was && was->backend[0] && was->backend[0] != KC__BACKEND_UNKNOWN) {
-    memcpy(r->backend, was->backend, 8); /* the key covers the backend: it cannot change */
+  if (was && was->backend[0] && rec_known(was)) {
+    memcpy(r->backend, was->backend, 8); /* the key covers the backend and the name: they cannot change */
+    r->name = was->name;
     return;
   }
   if (!peek) {
@@ -166,7 +189,7 @@ static void scan_one(const char *path, const uint8_t key[16], const struct stat 
   }
   kc__entry e;
   if (kc__entry_peek(path, &e, NULL, 0) != KC_OK) return;
-  copy_backend(r->backend, e.backend);
+  rec_of_entry(r, &e);
   kc__entry_free(NULL, &e);
 }
 
@@ -275,7 +298,7 @@ static void unlock_bucket(int fd) {
 
 static bool has_unknown(const kc__index_rec *r, size_t n) {
   for (size_t i = 0; i < n; i++)
-    if (r[i].backend[0] == KC__BACKEND_UNKNOWN) return true;
+    if (!rec_known(&r[i])) return true;
   return false;
 }
 
@@ -323,6 +346,14 @@ bool kc__index_get(const kc__heap *mem, const char *vdir, int b, bool write, kc_
 
 bool kc__index_get_slot(const kc__heap *mem, const char *vdir, int b, bool write, kc__index_set *out) {
   return get_bucket(mem, vdir, b, write, true, out, NULL);
+}
+
+bool kc__index_get_known(const kc__heap *mem, const char *vdir, int b, bool write, kc__index_set *out) {
+  size_t n0 = out->n;
+  if (!kc__index_get(mem, vdir, b, write, out, NULL)) return false;
+  if (!has_unknown(out->rec + n0, out->n - n0)) return true;
+  out->n = n0;
+  return kc__index_get_slot(mem, vdir, b, write, out);
 }
 
 bool kc__index_get_all(const kc__heap *mem, const char *vdir, bool write, kc__index_set *out) {

@@ -14,7 +14,8 @@
  *
  * Index file, little-endian:
  *
- *    0  magic "KCINDEX1"            8
+ *    0  magic "KCINDEX2"            8 (an index of kcache 0.3, "KCINDEX1",
+ *                                   reads as damaged: rebuilt)
  *    8  bucket                      u32
  *   12  dirty                       u32 (nonzero: a change is under way, or
  *                                   its writer died; not in the checksum)
@@ -23,9 +24,10 @@
  *   32  the bucket directory's inode                           u64
  *   40  checksum                    u64 (XXH3-64 over bytes 0..11, 16..39
  *                                   and the records)
- *   48  count records of 40 bytes: key (16), file size (u64), last use
+ *   48  count records of 48 bytes: key (16), file size (u64), last use
  *       (mtime, ns, i64), backend (8 bytes, NUL-padded; all zero: the
- *       entry could not be read when it was indexed)
+ *       entry could not be read when it was indexed), the entry name's
+ *       hash (u64, kc__index_name_hash; 0: not known)
  *
  * Summary slot: checksum u64 (XXH3-64 of bytes 8..191), bucket u32, number
  * of backends u32, the bucket directory's mtime i64 and inode u64 as its
@@ -69,7 +71,12 @@ typedef struct kc__index_rec {
   int64_t mtime_ns; /* last use, as far as the index knows */
   char backend[8]; /* NUL-padded (not terminated when 8 long); "": unreadable when indexed;
                     * KC__BACKEND_UNKNOWN first: not read yet */
+  uint64_t name; /* kc__index_name_hash of the entry's name; 0: not known (with backend "" or unknown,
+                  * or from a rebuild that kept a backend but read no name) */
 } kc__index_rec;
+/* What an index record keeps of an entry name (XXH3-64, never 0): `kcache
+ * show NAME` and `explain` read only the entries whose record has it. */
+uint64_t kc__index_name_hash(const char *name);
 
 /* The library rebuilds a bucket's index without opening its entries (a
  * readdir and an lstat per file): an entry it did not know gets this
@@ -92,6 +99,10 @@ bool kc__index_get(const kc__heap *mem, const char *vdir, int b, bool write, kc_
 /* The same, always under the bucket's lock, writing its summary slot too,
  * and reading the entries whose backend the index does not know. */
 bool kc__index_get_slot(const kc__heap *mem, const char *vdir, int b, bool write, kc__index_set *out);
+/* kc__index_get, then, when some record's backend or name is not known,
+ * kc__index_get_slot (which reads those entries): every record known,
+ * save entries that cannot be read (backend ""). */
+bool kc__index_get_known(const kc__heap *mem, const char *vdir, int b, bool write, kc__index_set *out);
 /* Every bucket's records: the whole store as the index knows it. */
 bool kc__index_get_all(const kc__heap *mem, const char *vdir, bool write, kc__index_set *out);
 
