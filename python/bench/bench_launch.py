@@ -3,7 +3,8 @@
 
   opencl  (PoCL) a cached launch of the same kernel with 0, 1 and 4
           arguments: kcache from Python (k[1, 1](...)), kcache bound
-          arguments from Python, kcache's C launch (a C loop of kc_launch
+          arguments from Python (b.launch(1, 1), and go() for go =
+          b[1, 1], which keeps the geometry), kcache's C launch (a C loop of kc_launch
           in the same process: kcache._kcache._c_launch_batch), and
           PyOpenCL's fastest form (typed set_args + a pre-fetched
           enqueue_nd_range_kernel), on the same device.
@@ -102,6 +103,7 @@ def bench_opencl(rounds):
         launch = k[1, 1]
         bound = k.bind(*a)
         blaunch = bound.launch
+        go = bound[1, 1]  # a BoundLaunch: the geometry kept too
 
         def pycl(knl=knl, ca=ca):
             for _ in range(BATCH):
@@ -127,6 +129,10 @@ def bench_opencl(rounds):
             for _ in range(BATCH):
                 blaunch(1, 1)
 
+        def bound_call_loop(go=go):
+            for _ in range(BATCH):
+                go()
+
         c_side = [0.0]
 
         def c_loop():
@@ -138,7 +144,8 @@ def bench_opencl(rounds):
             rt.finish()
             return c_side[0]
 
-        sides = {"kcache_python": loop_plain(launch, a), "kcache_python_bound": bound_loop, "pyopencl": pycl}
+        sides = {"kcache_python": loop_plain(launch, a), "kcache_python_bound": bound_loop,
+                 "kcache_python_bound_call": bound_call_loop, "pyopencl": pycl}
         t = {s: [] for s in list(sides) + ["kcache_c"]}
         for _ in range(3):  # warm up every side
             for f in sides.values():
@@ -186,12 +193,19 @@ def bench_cuda(rounds):
         k = rt.kernel(name + "c").compile()
         a = args[:nargs]
         launch = k[1, 1]
-        blaunch = k.bind(*a).launch
+        bound = k.bind(*a)
+        blaunch = bound.launch
+        go = bound[1, 1]
 
         def bound_loop():
             for _ in range(BATCH):
                 blaunch(1, 1)
-        sides = {"kcache_python": loop_plain(launch, a), "kcache_python_bound": bound_loop}
+
+        def bound_call_loop(go=go):
+            for _ in range(BATCH):
+                go()
+        sides = {"kcache_python": loop_plain(launch, a), "kcache_python_bound": bound_loop,
+                 "kcache_python_bound_call": bound_call_loop}
         if cp:
             cu_src = 'extern "C" ' + (src.replace("KC_KERNEL", "__global__").replace("KC_GLOBAL ", "")
                                       .replace("kc_global_id(0)", "(blockIdx.x * blockDim.x + threadIdx.x)"))
@@ -289,20 +303,21 @@ def table(res):
     print(f"kcache {res['kcache']} Python launch benchmark (us per launch, medians of the same run)")
     if "kernels" in res.get("opencl", {}):
         print(f"\nOpenCL on {res['opencl']['device']} (PyOpenCL {res['opencl']['pyopencl']})")
-        print(f"{'args':>4} {'kcache C':>9} {'kcache py':>10} {'py bound':>9} {'PyOpenCL':>9} {'py - C':>7} "
-              f"{'paired':>7} {'PyOpenCL/py':>11}")
+        print(f"{'args':>4} {'kcache C':>9} {'kcache py':>10} {'py bound':>9} {'bound[]()':>9} {'PyOpenCL':>9} "
+              f"{'py - C':>7} {'paired':>7} {'PyOpenCL/py':>11}")
         for n, r in res["opencl"]["kernels"].items():
             print(f"{n:>4} {r['kcache_c']:9.3f} {r['kcache_python']:10.3f} {r['kcache_python_bound']:9.3f} "
-                  f"{r['pyopencl']:9.3f} {r['kcache_python'] - r['kcache_c']:7.3f} "
+                  f"{r['kcache_python_bound_call']:9.3f} {r['pyopencl']:9.3f} {r['kcache_python'] - r['kcache_c']:7.3f} "
                   f"{r['python_minus_c_paired']:7.3f} {r['pyopencl'] / r['kcache_python']:10.2f}x")
     if "kernels" in res.get("cuda", {}):
         c = res["cuda"]
         print(f"\nCUDA on {c['device']} (CuPy {c['cupy']})")
-        print(f"{'args':>4} {'kcache C':>9} {'kcache py':>10} {'py bound':>9} {'CuPy':>9} {'py/C':>6} "
-              f"{'paired':>7} {'CuPy/py':>8}")
+        print(f"{'args':>4} {'kcache C':>9} {'kcache py':>10} {'py bound':>9} {'bound[]()':>9} {'CuPy':>9} "
+              f"{'py/C':>6} {'paired':>7} {'CuPy/py':>8}")
         for n, r in c["kernels"].items():
             cupy = r.get("cupy", float("nan"))
             print(f"{n:>4} {r['kcache_c']:9.3f} {r['kcache_python']:10.3f} {r['kcache_python_bound']:9.3f} "
+                  f"{r['kcache_python_bound_call']:9.3f} "
                   f"{cupy:9.3f} {r['kcache_python'] / r['kcache_c']:6.3f} {r['python_minus_c_paired']:7.3f} "
                   f"{cupy / r['kcache_python']:7.2f}x")
     elif "cuda" in res:

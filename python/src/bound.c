@@ -3,7 +3,8 @@
  * bound.c -- kcache.BoundArgs: Kernel.bind(*args) checks and binds the
  * arguments once (kc_args_create); b.launch(grid, block) is
  * kc_launch_args (b.launch(grid, block, stream): kc_launch_args_ex), b.set(i, value) is kc_args_set. Pointer
- * parameters take kcache Buffers (an array cannot be copied back by a bound launch).
+ * parameters take kcache Buffers (an array cannot be copied back by a bound launch). b[grid, block] is a
+ * kcache.BoundLaunch, which keeps the geometry too: calling it is kc_launch_args with nothing parsed.
  */
 #include "kcpy.h"
 
@@ -162,11 +163,96 @@ static PyMethodDef bound_methods[] = {
      "Raises:\n    IndexError: no such argument.\n    TypeError: a value that does not convert."},
     {NULL, NULL, 0, NULL}};
 
+/* ------------------------------------------------ b[grid, block] */
+
+typedef struct KcBoundLaunch {
+  PyObject ob_base;
+  vectorcallfunc vectorcall;
+  KcBound *b;
+  kc_dim3 grid, block;
+} KcBoundLaunch;
+
+static PyObject *boundlaunch_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                        PyObject *kwnames) {
+  (void)args;
+  KcBoundLaunch *l = (KcBoundLaunch *)self;
+  if (PyVectorcall_NARGS(nargsf) || (kwnames && PyTuple_GET_SIZE(kwnames)))
+    return PyErr_Format(PyExc_TypeError, "a BoundLaunch takes no arguments (BoundArgs.set changes them)");
+  KcBound *b = l->b;
+  if (kcpy_check_open(b->k->owner) < 0) return NULL;
+  kc_status st = kc_launch_args(b->a, &l->grid, &l->block);
+  if (st) return kcpy_raise(b->k->owner->rt, st, NULL);
+  Py_RETURN_NONE;
+}
+
+static int boundlaunch_traverse(KcBoundLaunch *self, visitproc visit, void *arg) {
+  Py_VISIT(self->b);
+  return 0;
+}
+
+static void boundlaunch_dealloc(KcBoundLaunch *self) {
+  PyObject_GC_UnTrack(self);
+  Py_CLEAR(self->b);
+  PyObject_GC_Del(self);
+}
+
+/* <kcache.BoundLaunch 'k' [T=float] grid=(8, 1, 1) block=(1, 1, 1)> */
+static PyObject *boundlaunch_repr(KcBoundLaunch *self) {
+  PyObject *label = kcpy_kernel_label(self->b->k);
+  if (!label) return NULL;
+  PyObject *r = PyUnicode_FromFormat("<kcache.BoundLaunch %U grid=(%u, %u, %u) block=(%u, %u, %u)>", label,
+                                     self->grid.x, self->grid.y, self->grid.z, self->block.x, self->block.y,
+                                     self->block.z);
+  Py_DECREF(label);
+  return r;
+}
+
+PyTypeObject KcBoundLaunch_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kcache.BoundLaunch",
+    .tp_basicsize = sizeof(KcBoundLaunch),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)boundlaunch_traverse,
+    .tp_doc = "b[grid, block] for BoundArgs b: calling it with no arguments launches the kernel with the\n"
+              "bound arguments and that geometry (kc_launch_args), with nothing parsed again; b.set()\n"
+              "changes what the next call launches with.\n\n"
+              "Raises (when called):\n"
+              "    CompileError, NotFoundError: the kernel does not compile at the caller's world.\n"
+              "    ArgumentError: the kernel's parameters changed since bind() (a redefinition).\n"
+              "    LaunchError: the backend refused the launch.",
+    .tp_dealloc = (destructor)boundlaunch_dealloc,
+    .tp_repr = (reprfunc)boundlaunch_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(KcBoundLaunch, vectorcall),
+};
+
+/* b[grid, block]: a BoundLaunch (a stream: b.launch(grid, block, stream)). */
+static PyObject *bound_subscript(KcBound *self, PyObject *key) {
+  if (!PyTuple_Check(key) || PyTuple_GET_SIZE(key) != 2)
+    return PyErr_Format(PyExc_TypeError,
+                        "use bound[grid, block] (on a stream: bound.launch(grid, block, stream))");
+  kc_dim3 g, b;
+  if (kcpy_dim3(PyTuple_GET_ITEM(key, 0), &g, "grid") < 0 ||
+      kcpy_dim3(PyTuple_GET_ITEM(key, 1), &b, "block") < 0)
+    return NULL;
+  KcBoundLaunch *l = PyObject_GC_New(KcBoundLaunch, &KcBoundLaunch_Type);
+  if (!l) return NULL;
+  l->vectorcall = boundlaunch_vectorcall;
+  l->b = (KcBound *)Py_NewRef(self);
+  l->grid = g;
+  l->block = b;
+  PyObject_GC_Track(l);
+  return (PyObject *)l;
+}
+
+static PyMappingMethods bound_mapping = {.mp_subscript = (binaryfunc)bound_subscript};
+
 PyTypeObject KcBound_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kcache.BoundArgs",
     .tp_basicsize = sizeof(KcBound),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "Arguments bound once to a kernel and a context (Kernel.bind): b.launch(grid, block).",
+    .tp_doc = "Arguments bound once to a kernel and a context (Kernel.bind): b.launch(grid, block), or\n"
+              "go = b[grid, block] and then go(), which keeps the geometry too.",
+    .tp_as_mapping = &bound_mapping,
     .tp_traverse = (traverseproc)bound_traverse,
     .tp_dealloc = (destructor)bound_dealloc,
     .tp_repr = (reprfunc)bound_repr,

@@ -219,7 +219,7 @@ int kcpy_check_idle(KcRuntime *r, const char *what);
 int kcpy_check_exports(Py_ssize_t exports, const char *what);
 
 extern PyTypeObject KcRuntime_Type, KcContext_Type, KcBuffer_Type, KcKernel_Type, KcConfig_Type, KcBound_Type,
-    KcPin_Type;
+    KcBoundLaunch_Type, KcPin_Type;
 
 /* module.c: raises the exception class of st with kc_errmsg(rt) attached
  * (prefixed by `what` if non-NULL); returns NULL. */

@@ -206,6 +206,7 @@ PyMODINIT_FUNC PyInit__kcache(void) {
     &KcKernel_Type,
     &KcConfig_Type,
     &KcBound_Type,
+    &KcBoundLaunch_Type,
     &KcPin_Type,
 #if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
     &KcStream_Type,
@@ -220,8 +221,8 @@ PyMODINIT_FUNC PyInit__kcache(void) {
   PyObject *m = PyModule_Create(&moddef);
   if (!m) return NULL;
   if (add_errors(m) < 0) goto fail;
-  const char *names[] = {"Runtime",      "Context",   "Buffer", "Kernel",
-                         "LaunchConfig", "BoundArgs", "Pin",    "Stream"};
+  const char *names[] = {"Runtime",   "Context",     "Buffer", "Kernel", "LaunchConfig",
+                         "BoundArgs", "BoundLaunch", "Pin",    "Stream"};
   for (size_t i = 0; i < sizeof types / sizeof *types; i++)
     if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0) goto fail;
   if (PyModule_AddObjectRef(m, "Stats", (PyObject *)stats_type) < 0) goto fail;

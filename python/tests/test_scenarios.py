@@ -164,6 +164,26 @@ def test_bound_arguments(rt: kcache.Runtime) -> None:
     assert list(out) == [2.5] * 8
     s = rt.stats()
     assert s.compiles == 1 and s.fast_hits >= 2
+    # b[grid, block] keeps the geometry: go() launches with nothing parsed;
+    # set() changes what the next call launches with
+    go = b[4, 1]
+    assert isinstance(go, kcache.BoundLaunch) and "grid=(4, 1, 1) block=(1, 1, 1)" in repr(go)
+    go()
+    b.set(1, 2.0)
+    go()
+    rt.finish()
+    buf.read(out)
+    assert list(out) == [5.0] * 4 + [2.5] * 4
+    with pytest.raises(TypeError, match="no arguments"):
+        go(1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"bound\[grid, block\]"):
+        b[4]  # type: ignore[index]
+    with pytest.raises((TypeError, ValueError)):
+        b[0, 1]
+    # a redefinition that changes the parameters: the bound launch says so
+    rt.define("axpy", "KC_KERNEL void axpy(KC_GLOBAL float *y, float a) { y[kc_global_id(0)] += a; }")
+    with pytest.raises(kcache.ArgumentError):
+        go()
 
 
 def test_kernel_source_and_code(rt: kcache.Runtime) -> None:
