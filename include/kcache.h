@@ -1042,6 +1042,20 @@ void *kc_context_native(const kc_context *ctx);
  * CUdeviceptr, a host pointer. Never freed by kcache; kc_buffer_destroy
  * forgets it. */
 kc_status kc_buffer_wrap(kc_context *ctx, void *native, size_t size, kc_buffer **out);
+/* The caller's host memory (size bytes at ptr) as a buffer that kernels use
+ * in place, without a copy, where the device can: the pointer itself on the
+ * host backend; on an OpenCL device that shares the host's memory
+ * (CL_DEVICE_HOST_UNIFIED_MEMORY: a CPU device such as PoCL's) a cl_mem made
+ * with CL_MEM_USE_HOST_PTR. KC_EUNAVAILABLE, saying why, where the device
+ * cannot see host memory (CUDA; an OpenCL GPU with memory of its own):
+ * copy with kc_buffer_write and kc_buffer_read there. The memory stays the
+ * caller's and must outlive the buffer; fill it before this call (or
+ * through kc_buffer_write). kc_buffer_read of the buffer into that same
+ * memory (ptr + offset) is the synchronization: it returns once the
+ * launches before it on the context's queue are done, with what they
+ * wrote in the memory (on OpenCL the platform may otherwise keep a copy).
+ * kc_buffer_destroy forgets the buffer; the memory is not freed. */
+kc_status kc_buffer_host(kc_context *ctx, void *ptr, size_t size, kc_buffer **out);
 /* A buffer for bytes [offset, offset+size) of buf, as users slice tensors:
  * an OpenCL sub-buffer (the offset must be a multiple of the device's
  * CL_DEVICE_MEM_BASE_ADDR_ALIGN, else KC_EINVAL saying so), a pointer plus

@@ -299,6 +299,12 @@ typedef struct kc__backend {
    * (kc_buffer_view) are buf_view's, above. */
   kc_status (*buf_wrap)(void *bctx, void *native, size_t size, kc__bufh *h);
   void (*buf_unwrap)(void *bctx, kc__bufh *h);
+  /* Host memory used in place (kc_buffer_host): a handle on size bytes at
+   * ptr that kernels use without a copy, released by buf_unwrap; NULL, or
+   * KC_EUNAVAILABLE with the reason, where the device cannot see host
+   * memory. A read into ptr itself waits for the launches before it and
+   * leaves their writes there (buf_read must take dst == the memory). */
+  kc_status (*buf_host)(void *bctx, void *ptr, size_t size, kc__bufh *h);
   /* Whether link reads kc__artifact.source (OpenCL: to rebuild a binary the
    * platform rejects). Otherwise a code instance keeps no translation unit
    * once compiled (kc_kernel_source rebuilds it). */

@@ -293,6 +293,20 @@ static int convert_array(KcKernel *k, kc_context *ctx, uint32_t i, PyObject *o, 
   size_t need = view->len ? (size_t)view->len : 1;
   kc_status st = KC_OK;
   uint64_t id = kc_context_id(ctx);
+  /* OpenCL on a device that shares the host's memory (a CPU device): the
+   * array itself, no copy in or out; the buffer is made for this launch
+   * (the array may have changed since the last) and given back after it,
+   * its read into the array the synchronization (kcpy_finish_views). A
+   * read-only array is staged: the platform may write the memory back. */
+  if (k->owner->backend == KCPY_BACKEND_OPENCL && !view->readonly && view->len && s->no_host_ctx != id) {
+    kc_status hs = kc_buffer_host(ctx, view->buf, (size_t)view->len, &s->host);
+    if (hs == KC_OK) {
+      *a = KC_ARG_BUF(s->host);
+      return 0;
+    }
+    s->host = NULL;
+    if (hs == KC_EUNAVAILABLE) s->no_host_ctx = id; /* this device cannot: staged from now on */
+  }
   if (!s->buf || s->ctx != ctx || s->ctx_id != id || s->cap < need) {
     kcpy_stage_drop(s);
     st = kc_buffer_create(ctx, need, &s->buf);
@@ -353,8 +367,16 @@ int kcpy_finish_views(KcKernel *k, uint32_t n, const kc_arg *a, Py_buffer *views
   int rc = 0;
   for (uint32_t i = 0; i < n; i++) {
     if (!views[i].obj) continue;
-    if (copy_back && !rc && !views[i].readonly && views[i].len && a[i].kind == KC_ARG_BUFFER &&
-        !k->p[i].to_const) {
+    kcpy_stage *s = &k->stage[i];
+    if (s->host) {
+      /* the array itself: the read into it waits for the kernel (kc_buffer_host), whatever failed
+       * before, so that the kernel never outlives the call that lent it the array */
+      kc_status st = copy_back ? kc_buffer_read(s->host, 0, views[i].buf, (size_t)views[i].len) : KC_OK;
+      if (st && !rc) rc = -1, kcpy_raise(k->owner->rt, st, "finishing with an array argument");
+      kc_buffer_destroy(s->host);
+      s->host = NULL;
+    } else if (copy_back && !rc && !views[i].readonly && views[i].len && a[i].kind == KC_ARG_BUFFER &&
+               !k->p[i].to_const) {
       kc_status st = kc_buffer_read(k->stage[i].buf, 0, views[i].buf, (size_t)views[i].len);
       if (st) rc = -1, kcpy_raise(k->owner->rt, st, "copying an array argument back");
     }

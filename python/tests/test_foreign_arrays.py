@@ -2,7 +2,8 @@
 """Host arrays that offer only __dlpack__ or only __array_interface__ (a
 PyTorch or JAX CPU tensor, an array-api-strict array): on the host backend
 passed by their own pointer (zero copy: the kernel sees the array's
-address), elsewhere staged and copied back; read-only, strided and
+address), on an OpenCL device that shares the host's memory used in place
+too (kc_buffer_host), elsewhere staged and copied back; read-only, strided and
 mistyped ones refused with the argument named."""
 from typing import Any
 
@@ -76,6 +77,34 @@ def test_zero_copy_on_the_host(wrap: Any) -> None:
         y = np.zeros(2, np.uint64)
         rt.kernel("addr")[1, 1](wrap(y))
         assert int(y[0]) == y.ctypes.data  # the kernel got the array's own memory
+
+
+@pytest.mark.parametrize("wrap", WRAPPERS + [lambda a: a], ids=lambda w: getattr(w, "__name__", "ndarray"))
+def test_in_place_on_an_opencl_cpu_device(wrap: Any) -> None:
+    # a device that shares the host's memory (PoCL's CPU device) uses the array itself
+    # (kc_buffer_host), at any alignment: the kernel sees the array's own address
+    ok, why = kcache.backend_available("opencl")
+    if not ok:
+        pytest.skip(f"opencl backend not available here: {why}")
+    with kcache.Runtime(backend="opencl", cache_disable=True) as rt:
+        if not rt.devices[0].startswith(("pthread", "cpu")):
+            pytest.skip(f"not PoCL's CPU device: {rt.devices[0]}")
+        rt.define("addr", ADDR)
+        rt.define("sum", SUM)
+        raw = np.zeros(64, np.uint8)
+        for off in (0, 8):
+            y = raw[off:off + 16].view(np.uint64)
+            rt.kernel("addr")[1, 1](wrap(y))
+            assert int(y[0]) == y.ctypes.data  # the kernel got the array's own memory
+        x, s = np.full(8, 10, np.float32), np.arange(1, 9, dtype=np.float32)
+        for _ in range(2):  # the second launch sees the first's writes, and the array's own
+            rt.kernel("sum")[8, 1](wrap(x), wrap(s))
+        assert s.tolist() == [21, 22, 23, 24, 25, 26, 27, 28] and x.tolist() == [10] * 8
+        ro = np.ones(4, np.float32)
+        ro.flags.writeable = False
+        s4 = np.zeros(4, np.float32)
+        rt.kernel("sum")[4, 1](ro, s4)  # a read-only array is staged: never written back
+        assert s4.tolist() == [1] * 4 and ro.tolist() == [1] * 4
 
 
 def test_read_only_arrays_only_for_const_pointers(rt: kcache.Runtime) -> None:

@@ -129,7 +129,7 @@ void *kc_context_native(const kc_context *ctx) {
  * free list, marked destroyed (ctx NULL); owner->lock held. */
 static void buffer_retire(kc_context *owner, kc_buffer *b) {
   const kc__backend *be = owner->rt->be;
-  if (b->origin == KC__BUF_FOREIGN) {
+  if (b->origin == KC__BUF_FOREIGN || b->origin == KC__BUF_HOST) {
     if (be->buf_unwrap) be->buf_unwrap(owner->bctx, &b->h);
   } else if (b->origin == KC__BUF_VIEW) {
     if (be->buf_view && be->buf_view_destroy) be->buf_view_destroy(owner->bctx, &b->h);
@@ -324,7 +324,7 @@ static kc_status buffer_view_handle(kc_context *ctx, const kc_buffer *parent, si
 }
 
 /* Makes a buffer of ctx: origin says how (buf_create, buf_wrap of native,
- * a view of parent at offset). */
+ * buf_host of the host memory at native, a view of parent at offset). */
 static kc_status buffer_make(kc_context *ctx, uint32_t origin, void *native, kc_buffer *parent, size_t offset,
                              size_t size, const char *fn, kc_buffer **out) {
   kc_runtime *rt = ctx->rt;
@@ -348,6 +348,7 @@ static kc_status buffer_make(kc_context *ctx, uint32_t origin, void *native, kc_
   if (origin == KC__BUF_OWNED)
     st = rt->checked ? kc__checked_buf_create(ctx, size, b) : be->buf_create(ctx->bctx, size, &b->h);
   else if (origin == KC__BUF_FOREIGN) st = be->buf_wrap(ctx->bctx, native, size, &b->h);
+  else if (origin == KC__BUF_HOST) st = be->buf_host(ctx->bctx, native, size, &b->h);
   else st = buffer_view_handle(ctx, parent, offset, size, &b->h);
   if (st) {
     KC__STACK_PUSH(ctx->free_buffers, b, next);
@@ -385,6 +386,21 @@ kc_status kc_buffer_wrap(kc_context *ctx, void *native, size_t size, kc_buffer *
   if (!native) return kc__err(rt, KC_EINVAL, "kc_buffer_wrap: the native handle is NULL");
   if (size == 0) return kc__err(rt, KC_EINVAL, "kc_buffer_wrap: size is 0");
   return buffer_make(ctx, KC__BUF_FOREIGN, native, NULL, 0, size, "kc_buffer_wrap", out);
+}
+
+kc_status kc_buffer_host(kc_context *ctx, void *ptr, size_t size, kc_buffer **out) {
+  if (!out) return kc__err(ctx ? ctx->rt : NULL, KC_EINVAL, "kc_buffer_host: out is NULL");
+  *out = NULL;
+  if (!ctx) return kc__err(NULL, KC_EINVAL, "kc_buffer_host: context is NULL");
+  kc_runtime *rt = ctx->rt;
+  if (!ptr) return kc__err(rt, KC_EINVAL, "kc_buffer_host: the pointer is NULL");
+  if (size == 0) return kc__err(rt, KC_EINVAL, "kc_buffer_host: size is 0");
+  if (!rt->be->buf_host)
+    return kc__err(rt, KC_EUNAVAILABLE,
+                   "kc_buffer_host: the %s backend's devices cannot use host memory in place: copy it with "
+                   "kc_buffer_write and kc_buffer_read",
+                   rt->be->name);
+  return buffer_make(ctx, KC__BUF_HOST, ptr, NULL, 0, size, "kc_buffer_host", out);
 }
 
 kc_status kc_buffer_view(kc_buffer *buf, size_t offset, size_t size, kc_buffer **out) {

@@ -334,9 +334,11 @@ struct kc_buffer {
   size_t size;
   kc_buffer *prev, *next; /* owner's live list or free list, under owner->lock */
   /* What kcache owns of h: KC__BUF_OWNED (buf_create: buf_destroy frees
-   * it), KC__BUF_FOREIGN (buf_wrap: buf_unwrap releases it) or KC__BUF_VIEW
-   * (buf_view of `parent` at `offset`: buf_view_destroy releases it); the
-   * last two are never freed, and have no guard zones (whole 0). */
+   * it), KC__BUF_FOREIGN (buf_wrap: buf_unwrap releases it), KC__BUF_HOST
+   * (buf_host, the caller's host memory: buf_unwrap releases it) or
+   * KC__BUF_VIEW (buf_view of `parent` at `offset`: buf_view_destroy
+   * releases it); the last three are never freed, and have no guard zones
+   * (whole 0). */
   uint32_t origin;
   uint32_t nviews; /* live views of this buffer, under owner->lock */
   kc_buffer *parent; /* a view's buffer (never itself a view); else NULL */
@@ -349,7 +351,7 @@ struct kc_buffer {
   uint32_t chk_arg;
   char chk_label[320]; /* one argument, or several views of this buffer */
 };
-enum { KC__BUF_OWNED = 0, KC__BUF_FOREIGN = 1, KC__BUF_VIEW = 2 };
+enum { KC__BUF_OWNED = 0, KC__BUF_FOREIGN = 1, KC__BUF_VIEW = 2, KC__BUF_HOST = 3 };
 _Static_assert(offsetof(struct kc_buffer, h) == offsetof(kc__bbuf, h) &&
                    offsetof(struct kc_buffer, ctx) == offsetof(kc__bbuf, ctx),
                "a kc_buffer begins as backend.h's kc__bbuf says");

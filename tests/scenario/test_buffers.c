@@ -6,7 +6,10 @@
  * on them says KC_EDESTROYED, a second kc_buffer_destroy is no double free,
  * a launch with one fails with KC_EARGS, and their structs are recycled, so
  * a create/destroy loop does not grow. Run under ASan (scripts/test.sh asan)
- * this is where a use after free would show.
+ * this is where a use after free would show. Host memory used in place
+ * (kc_buffer_host): kernels read and write the caller's memory itself, a
+ * read into that memory is the synchronization, the memory outlives the
+ * buffer; KC_EUNAVAILABLE where the device cannot see host memory.
  */
 #include "kc_test.h"
 
@@ -179,6 +182,54 @@ static void test_buffers_are_recycled(void **state) {
   assert_int_equal(c.live, 0);
 }
 
+/* kc_buffer_host: y[i] = 2 * y[i] + 1 on the caller's own memory, twice
+ * (the second launch sees the first's writes), synchronized by a read into
+ * that memory; the memory stays the caller's after kc_buffer_destroy. On
+ * a device that cannot see host memory: KC_EUNAVAILABLE saying so. */
+static void test_host_memory_in_place(void **state) {
+  (void)state;
+  kc_runtime *rt = kct_runtime(NULL);
+  kct_define(
+      rt, "dbl",
+      "KC_KERNEL void dbl(KC_GLOBAL float *y) { size_t i = kc_global_id(0); y[i] = 2.0f * y[i] + 1.0f; }");
+  kc_kernel *k = kct_kernel(rt, "dbl", NULL);
+  kc_context *ctx = kct_context(rt);
+  enum { M = 1024 };
+  float *mem = aligned_alloc(4096, M * sizeof(float));
+  assert_non_null(mem);
+  for (int i = 0; i < M; i++) mem[i] = (float)i;
+  kc_buffer *b = NULL;
+  kc_status st = kc_buffer_host(ctx, mem, M * sizeof(float), &b);
+  if (st == KC_EUNAVAILABLE) {
+    assert_int_not_equal(kct_backend, KC_BACKEND_HOST); /* the host backend always can */
+    KCT_CONTAINS(kc_errmsg(rt), "kc_buffer_write");
+    assert_null(b);
+    print_message("kc_buffer_host: %s\n", kc_errmsg(rt));
+  } else {
+    KCT_OK(rt, st);
+    assert_int_equal(kc_buffer_size(b), M * sizeof(float));
+    if (kct_backend == KC_BACKEND_HOST) assert_ptr_equal(kc_buffer_native(b), mem); /* the memory itself */
+    kc_dim3 grid = {M / 64, 1, 1}, block = {64, 1, 1}; /* grid: groups */
+    kc_arg arg = KC_ARG_BUF(b);
+    for (int round = 0; round < 2; round++) KCT_OK(rt, kc_launch(k, ctx, &grid, &block, &arg, 1));
+    KCT_OK(rt, kc_buffer_read(b, 0, mem, M * sizeof(float))); /* the synchronization, no copy */
+    for (int i = 0; i < M; i++) assert_float_equal(mem[i], 4.0f * (float)i + 3.0f, 0.0f);
+    /* a read elsewhere is an ordinary read */
+    float part[4];
+    KCT_OK(rt, kc_buffer_read(b, 8 * sizeof(float), part, sizeof part));
+    assert_float_equal(part[0], 35.0f, 0.0f);
+    kc_buffer_destroy(b);
+    for (int i = 0; i < M; i++) assert_float_equal(mem[i], 4.0f * (float)i + 3.0f, 0.0f); /* still there */
+  }
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_host(ctx, NULL, 16, &b));
+  KCT_CONTAINS(kc_errmsg(rt), "the pointer is NULL");
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_host(ctx, mem, 0, &b));
+  KCT_STATUS(rt, KC_EINVAL, kc_buffer_host(NULL, mem, 16, &b));
+  free(mem);
+  kc_kernel_destroy(k);
+  kct_destroy(rt);
+}
+
 KCT_MAIN(KCT_TEST(test_buffer_after_context_destroy), KCT_TEST(test_buffer_destroyed_twice),
          KCT_TEST(test_launch_with_destroyed_buffer), KCT_TEST(test_bound_arguments_with_destroyed_buffer),
-         KCT_TEST(test_buffers_are_recycled))
+         KCT_TEST(test_buffers_are_recycled), KCT_TEST(test_host_memory_in_place))

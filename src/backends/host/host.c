@@ -384,15 +384,17 @@ static kc_status host_buf_create(void *bctx, size_t size, kc__bufh *h) {
 
 static void host_buf_destroy(void *bctx, kc__bufh *h) { kc__bs_free(((host_state *)bctx)->sv, h->ptr); }
 
+/* The memory itself as src or dst (kc_buffer_host, kc_buffer_wrap): nothing
+ * to copy (memcpy onto itself is undefined). */
 static kc_status host_buf_write(void *bctx, kc__bufh *h, size_t off, const void *src, size_t n) {
   (void)bctx;
-  memcpy((char *)h->ptr + off, src, n);
+  if ((char *)h->ptr + off != src) memmove((char *)h->ptr + off, src, n);
   return KC_OK;
 }
 
 static kc_status host_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, size_t n) {
   (void)bctx;
-  memcpy(dst, (const char *)h->ptr + off, n);
+  if ((const char *)h->ptr + off != dst) memmove(dst, (const char *)h->ptr + off, n);
   return KC_OK;
 }
 
@@ -512,5 +514,6 @@ const kc__backend kc__backend_host = {
     .stream_sync = host_stream_sync,
     .stream_wait = host_stream_wait,
     .buf_wrap = host_buf_wrap,
+    .buf_host = host_buf_wrap, /* the pointer itself, as kc_buffer_wrap */
     .fork_safe = true, /* a child goes on compiling with cc and loading with kcache's loader */
 };

@@ -33,6 +33,10 @@ kc_status ocl_ctx_finish_setup(ocl_ctx *c) {
   if (ocl.clGetDeviceInfo(c->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof bits, &bits, NULL) != CL_SUCCESS)
     bits = 8;
   c->base_align = bits >= 8 ? bits / 8 : 1;
+  cl_bool unified = CL_FALSE; /* deprecated in OpenCL 2.0, still answered (PoCL: true on the CPU) */
+  c->host_memory = ocl.clGetDeviceInfo(c->device, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified,
+                                       NULL) == CL_SUCCESS &&
+                   unified;
   /* a device that will not say gets no more than OpenCL's minimums */
   if (ocl.clGetDeviceInfo(c->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof c->local_mem, &c->local_mem, NULL) !=
       CL_SUCCESS)
@@ -210,6 +214,28 @@ kc_status ocl_buf_view_aligned(void *bctx, const kc__bufh *parent, size_t off, s
         "(%u bytes, CL_DEVICE_MEM_BASE_ADDR_ALIGN); pass the offset as a kernel argument instead",
         off, c->base_align);
   return ocl_buf_view(bctx, parent, off, size, h);
+}
+
+/* kc_buffer_host: a cl_mem on the caller's memory (CL_MEM_USE_HOST_PTR),
+ * on a device that shares the host's memory only (elsewhere the platform
+ * would copy at every use behind kcache's back). A blocking read into the
+ * same memory, which OpenCL allows for such a buffer, is the caller's
+ * synchronization (kc_buffer_read). */
+kc_status ocl_buf_host(void *bctx, void *ptr, size_t size, kc__bufh *h) {
+  ocl_ctx *c = bctx;
+  if (!c->host_memory)
+    return kc__bs_err(
+        c->sv, KC_EUNAVAILABLE,
+        "kc_buffer_host: this OpenCL device does not share the host's memory "
+        "(CL_DEVICE_HOST_UNIFIED_MEMORY is false): copy with kc_buffer_write and kc_buffer_read");
+  cl_int e;
+  cl_mem m = ocl.clCreateBuffer(c->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, size, ptr, &e);
+  if (!m)
+    return ocl_fail(
+        c->sv, e == CL_MEM_OBJECT_ALLOCATION_FAILURE || e == CL_OUT_OF_HOST_MEMORY ? KC_ENOMEM : KC_EBACKEND,
+        "kc_buffer_host: clCreateBuffer(CL_MEM_USE_HOST_PTR)", e);
+  h->ptr = m;
+  return KC_OK;
 }
 
 /* A wrapped cl_mem: the reference kc_buffer_wrap took. */

@@ -397,6 +397,7 @@ const kc__backend kc__backend_opencl = {
     .stream_wait = ocl_stream_wait,
     .buf_wrap = ocl_buf_wrap,
     .buf_unwrap = ocl_buf_unwrap,
+    .buf_host = ocl_buf_host,
     .link_uses_source = true,
     .builds = ocl_builds,
 };

@@ -162,6 +162,7 @@ typedef struct ocl_ctx {
   cl_context ctx; /* kcache's, or the caller's (kc_context_wrap: retained) */
   cl_command_queue queue; /* kcache's own in-order queue */
   bool svm; /* the device takes SVM pointers as arguments (KC_ARG_PTR) */
+  bool host_memory; /* CL_DEVICE_HOST_UNIFIED_MEMORY: kc_buffer_host uses host memory in place */
   cl_uint base_align; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bytes: sub-buffer offsets */
   /* What a launch may ask of the device, checked before it reaches the
    * platform (PoCL aborts on local memory above its size):
@@ -286,6 +287,7 @@ kc_status ocl_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h);
 /* kc_buffer_view: checked.c's ocl_buf_view, after the offset's alignment check. */
 kc_status ocl_buf_view_aligned(void *bctx, const kc__bufh *parent, size_t off, size_t size, kc__bufh *h);
 void ocl_buf_unwrap(void *bctx, kc__bufh *h);
+kc_status ocl_buf_host(void *bctx, void *ptr, size_t size, kc__bufh *h);
 kc_status ocl_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg);
 /* Whether a group of block's shape fits x's kernel on its device. */
 static inline bool ocl_group_fits(const ocl_ctx *c, const ocl_linked *x, const kc_dim3 *block) {
