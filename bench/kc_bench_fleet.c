@@ -344,9 +344,9 @@ typedef struct mode {
 
 static void remote_env_defaults(void) {
   /* kcache's defaults: none of the remote settings from this environment */
-  static const char *const vars[] = {"KC_REMOTE", "KC_REMOTE_TIMEOUT_MS", "KC_REMOTE_RETRY_MS",
-                                     "KC_REMOTE_LOCK_TIMEOUT", "KC_REMOTE_MAX_ENTRY", "KC_REMOTE_KEY",
-                                     "KC_REMOTE_PREFIX"};
+  static const char *const vars[] = {
+      "KC_REMOTE",           "KC_REMOTE_TIMEOUT_MS", "KC_REMOTE_RETRY_MS", "KC_REMOTE_LOCK_TIMEOUT",
+      "KC_REMOTE_MAX_ENTRY", "KC_REMOTE_KEY",        "KC_REMOTE_PREFIX"};
   for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) unsetenv(vars[i]);
 }
 
@@ -364,8 +364,8 @@ static void print_row(const row *r, double alone_s) {
   }
   char cmds[32] = "n/a";
   if (r->have_cmds) snprintf(cmds, sizeof cmds, "%.1f", (double)r->cmds.total / nkernels);
-  printf("%5d %8llu%s %7llu %6llu %6llu %6llu %8.2f %7.2fx %9.1f %9.1f %8s %6.1f\n", r->nodes, r->sum.compiles,
-         r->sum.compiles == (unsigned long long)nkernels ? " " : "!", r->sum.remote_hits,
+  printf("%5d %8llu%s %7llu %6llu %6llu %6llu %8.2f %7.2fx %9.1f %9.1f %8s %6.1f\n", r->nodes,
+         r->sum.compiles, r->sum.compiles == (unsigned long long)nkernels ? " " : "!", r->sum.remote_hits,
          r->sum.remote_lock_waits, r->sum.remote_lookup_errors, r->sum.remote_lookup_skips, r->wall_s,
          alone_s > 0 ? r->wall_s / alone_s : 0, r->med_ms, r->worst_ms, cmds, r->load1);
 }
@@ -383,8 +383,8 @@ static void json_row(const row *r, bool first) {
          "\"first_launch_worst_ms\": %.3f, \"load1\": %.2f",
          r->wall_s, r->exit_s, r->med_ms, r->worst_ms, r->load1);
   if (r->have_cmds) {
-    printf(", \"redis_commands\": %llu, \"redis_commands_per_kernel\": %.2f, \"redis_calls\": {", r->cmds.total,
-           (double)r->cmds.total / nkernels);
+    printf(", \"redis_commands\": %llu, \"redis_commands_per_kernel\": %.2f, \"redis_calls\": {",
+           r->cmds.total, (double)r->cmds.total / nkernels);
     bool f = true;
     for (int i = 0; i < r->cmds.n; i++) {
       if (!r->cmds.calls[i]) continue;
@@ -411,10 +411,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--timeouts") && i + 1 < argc) timeouts_arg = argv[++i];
     else if (!strcmp(argv[i], "--url") && i + 1 < argc) url = argv[++i];
     else {
-      fprintf(stderr,
-              "usage: %s [--json] [--check] [--nodes \"1 2 4 ...\"] [--kernels K] [--backend tcc|host|opencl] "
-              "[--timeouts \"default,250\"] [--url redis://...]\n",
-              argv[0]);
+      fprintf(
+          stderr,
+          "usage: %s [--json] [--check] [--nodes \"1 2 4 ...\"] [--kernels K] [--backend tcc|host|opencl] "
+          "[--timeouts \"default,250\"] [--url redis://...]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -526,8 +527,8 @@ int main(int argc, char **argv) {
       failed += !modes[m].rows[i].ok;
       if (check && modes[m].timeout_ms && modes[m].rows[i].ok &&
           modes[m].rows[i].sum.compiles > (unsigned long long)nkernels) {
-        fprintf(stderr, "%s: %s, %d nodes: %llu compiles for %d kernels\n", KCB_PROG, modes[m].name, counts[i],
-                modes[m].rows[i].sum.compiles, nkernels);
+        fprintf(stderr, "%s: %s, %d nodes: %llu compiles for %d kernels\n", KCB_PROG, modes[m].name,
+                counts[i], modes[m].rows[i].sum.compiles, nkernels);
         failed++;
       }
       if (!srv.pid) clear_prefix(prefix);
@@ -555,28 +556,30 @@ int main(int argc, char **argv) {
     }
     printf("]}\n");
   }
-  printf("kcache fleet: N nodes cold-start the same %d kernels at once through one Redis (%s, %s)\n", nkernels,
-         conf->compiler, srv.url[0] ? "its own redis-server on loopback" : "--url");
+  printf("kcache fleet: N nodes cold-start the same %d kernels at once through one Redis (%s, %s)\n",
+         nkernels, conf->compiler, srv.url[0] ? "its own redis-server on loopback" : "--url");
   printf("%ld cores; load average %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end; %.0f s in all\n",
          cores, load_start[0], load_start[1], load_start[2], load_avg(0), load_avg(1), load_avg(2), elapsed);
   if (!alone_failed)
-    printf("one node alone, without the tier (the median of 3 runs): %llu compiles, %.2f s (runs: %.2f to %.2f s), "
+    printf("one node alone, without the tier (the median of 3 runs): %llu compiles, %.2f s (runs: %.2f to "
+           "%.2f s), "
            "first launch median %.1f ms, worst %.1f ms\n",
-           alone.sum.compiles, alone.wall_s, alones[0].wall_s, alones[2].wall_s, alone.med_ms, alone.worst_ms);
-  else
-    printf("one node alone, without the tier: %d of 3 runs failed\n", alone_failed);
+           alone.sum.compiles, alone.wall_s, alones[0].wall_s, alones[2].wall_s, alone.med_ms,
+           alone.worst_ms);
+  else printf("one node alone, without the tier: %d of 3 runs failed\n", alone_failed);
   for (int m = 0; m < nmodes; m++) {
     printf("\n%s%s:\n", modes[m].name, modes[m].timeout_ms ? " (KC_REMOTE_TIMEOUT_MS)" : " remote settings");
     printf("%5s %9s %7s %6s %6s %6s %8s %8s %9s %9s %8s %6s\n", "nodes", "compiles", "r.hits", "waits",
            "errors", "skips", "wall s", "x alone", "med ms", "worst ms", "cmds/k", "load");
     for (int i = 0; i < ncounts; i++) print_row(&modes[m].rows[i], alone_s);
   }
-  printf("\ncompiles: in total across the fleet (goal %d: single flight; ! marks a miss); r.hits: remote hits;\n"
-         "waits: lookups that waited for another node's compile; errors: lookups that failed (a deadline\n"
-         "missed, mostly: that node compiles for itself); skips: lookups the breaker skipped; wall: release\n"
-         "to the last node done; x alone: that over one node compiling alone; med/worst: first launch\n"
-         "(create + launch + finish) over every node's kernels; cmds/k: Redis commands per kernel; load:\n"
-         "the 1-minute load average when the row started.\n",
-         nkernels);
+  printf(
+      "\ncompiles: in total across the fleet (goal %d: single flight; ! marks a miss); r.hits: remote hits;\n"
+      "waits: lookups that waited for another node's compile; errors: lookups that failed (a deadline\n"
+      "missed, mostly: that node compiles for itself); skips: lookups the breaker skipped; wall: release\n"
+      "to the last node done; x alone: that over one node compiling alone; med/worst: first launch\n"
+      "(create + launch + finish) over every node's kernels; cmds/k: Redis commands per kernel; load:\n"
+      "the 1-minute load average when the row started.\n",
+      nkernels);
   return failed ? 1 : 0;
 }
