@@ -5,9 +5,10 @@
  * median; dying on a failed call; the options of a runtime that measures
  * compiles, and a host runtime with fast compiles; an allocator that counts
  * what the runtime holds; timing a redefinition
- * (kc_bench, kc_bench_scale); and, for kc_bench_store and kc_bench_remote, the typical kernel
- * in a session of its own, runtimes on a disk store, temporary directories
- * and child processes.
+ * (kc_bench, kc_bench_scale); and, for kc_bench_store, kc_bench_remote and kc_bench_fleet, the
+ * typical kernel in a session of its own, runtimes on a disk store, temporary
+ * directories and child processes; and a redis-server of a benchmark's own
+ * on a loopback port (kc_bench_fleet).
  *
  * Header-only: static inline functions. A program defines KCB_PROG, its name
  * in messages, before it includes this header.
@@ -21,13 +22,19 @@
 
 #include <kcache.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -434,6 +441,111 @@ static inline bool kcb_child_reap(pid_t pid, int fd, char *buf, size_t len) {
   int status;
   if (waitpid(pid, &status, 0) != pid) return false;
   return WIFEXITED(status) && !WEXITSTATUS(status);
+}
+
+/* ------------------------------------------------------ a redis-server of one's own */
+
+/* A redis-server this program started on 127.0.0.1:port (no persistence;
+ * its working directory dir is removed with it), reachable at url. */
+typedef struct kcb_redis {
+  pid_t pid;
+  int port;
+  char dir[4096];
+  char url[256];
+} kcb_redis;
+
+/* A TCP port on the loopback interface that nobody listened on a moment
+ * ago; -1 if none could be had. */
+static inline int kcb_free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = -1;
+  if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0) close(fd);
+  return port;
+}
+
+/* Whether something accepts connections on 127.0.0.1:port. */
+static inline bool kcb_port_open(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+  if (fd >= 0) close(fd);
+  return ok;
+}
+
+/* Starts redis-server on a free loopback port (a few ports are tried), its
+ * directory $TMPDIR/NAME-redis-XXXXXX; it dies with this process
+ * (PR_SET_PDEATHSIG). false when it did not start (s->pid 0). */
+static inline bool kcb_redis_start(kcb_redis *s, const char *name) {
+  memset(s, 0, sizeof *s);
+  if (!kcb_mkdtemp(s->dir, sizeof s->dir, name, "redis")) return false;
+  for (int attempt = 0; attempt < 5; attempt++) {
+    s->port = kcb_free_port();
+    if (s->port <= 0) break;
+    char port[16];
+    snprintf(port, sizeof port, "%d", s->port);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) break;
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      int null = open("/dev/null", O_RDWR);
+      dup2(null, 0);
+      dup2(null, 1);
+      dup2(null, 2);
+      execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", s->dir, "--daemonize", "no", (char *)NULL);
+      _exit(127);
+    }
+    s->pid = pid;
+    for (int i = 0; i < 200; i++) {
+      if (kcb_port_open(s->port)) {
+        snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", s->port);
+        usleep(20000);
+        return true;
+      }
+      if (waitpid(pid, NULL, WNOHANG) == pid) break;
+      usleep(25000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+  }
+  s->pid = 0;
+  kcb_rmrf(s->dir);
+  return false;
+}
+
+/* Kills the server (if it runs) and removes its directory. */
+static inline void kcb_redis_stop(kcb_redis *s) {
+  if (s->pid > 0) {
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, NULL, 0);
+  }
+  s->pid = 0;
+  if (s->dir[0]) kcb_rmrf(s->dir);
+  s->dir[0] = 0;
+}
+
+/* Whether a runtime (host backend, a throwaway disk store) can use the
+ * remote tier at url here: hiredis found, the URL and settings usable.
+ * When it cannot, the runtime's warning on stderr says why. */
+static inline bool kcb_remote_usable(const char *url, const char *name) {
+  char probe[4096];
+  if (!kcb_mkdtemp(probe, sizeof probe, name, "probe")) return false;
+  kc_options o;
+  kcb_options_store(&o, KC_BACKEND_HOST, NULL, probe);
+  o.remote_url = url;
+  kc_runtime *rt = NULL;
+  bool usable = kc_runtime_create(&o, &rt) == KC_OK && kc_remote_url(rt);
+  kc_runtime_destroy(rt);
+  kcb_rmrf(probe);
+  return usable;
 }
 
 #endif
