@@ -226,7 +226,8 @@ static void map_refresh(kc__remote *r, char *why, size_t wl) {
   kc__unlock(&r->pool_lock);
   uint32_t turn = atomic_fetch_add(&r->map_turn, 1);
   bool ok = false;
-  for (int k = 0; k < n && k < 4 && !ok; k++) ok = map_ask(r, (int)((turn + (uint32_t)k) % (uint32_t)n), map, why, wl);
+  for (int k = 0; k < n && k < 4 && !ok; k++)
+    ok = map_ask(r, (int)((turn + (uint32_t)k) % (uint32_t)n), map, why, wl);
   if (ok) {
     kc__lock(&r->pool_lock);
     memcpy(r->slot_node, map, KC__SLOTS);
