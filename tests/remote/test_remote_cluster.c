@@ -10,6 +10,8 @@
  *                  entry and its lock in one slot; a second node loads them
  *   single flight  8 processes cold-start the same 6 kernels at once: 6
  *                  compiles in total
+ *   the CLI        kcache remote ping (every node, its role), ls and clear
+ *                  (every primary)
  *   MOVED and ASK  a slot migrated under a tier that already read the map:
  *                  while it migrates (ASK) and after (MOVED) the entry is
  *                  still found
@@ -29,10 +31,15 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#ifndef KC_CLI
+#error "KC_CLI must name the kcache executable"
+#endif
 
 static rs_cluster cl;
 /* run_vs writes a byte here after its PROGRESS_AT-th launch (-1: none) */
@@ -178,6 +185,60 @@ static void test_routing(void **state) {
   assert_int_equal(b.stats.compiles, 0);
   assert_int_equal(b.stats.remote_hits, SPREAD);
   assert_int_equal(b.stats.remote_errors, 0);
+}
+
+/* Runs `kcache ARGS` (prefix kctest:); its exit status, output in *out (free). */
+static int cli(char **out, const char *fmt, ...) KCT_PRINTF(2, 3);
+static int cli(char **out, const char *fmt, ...) {
+  char args[1024], cmd[2600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  snprintf(cmd, sizeof cmd, "env -u KC_REMOTE -u KC_REMOTE_KEY KC_REMOTE_PREFIX=kctest: '%s' %s 2>&1", KC_CLI,
+           args);
+  char *buf;
+  int rc = kct_capture(cmd, &buf);
+  print_message("$ kcache %s\n%s", args, buf);
+  *out = buf;
+  return rc;
+}
+
+static size_t count_of(const char *text, const char *what) {
+  size_t n = 0;
+  for (const char *p = text; (p = strstr(p, what)); p += strlen(what)) n++;
+  return n;
+}
+
+/* `kcache remote ping|ls|clear` on the cluster that test_routing filled:
+ * every node with its role, every primary's entries, all of them removed. */
+static void test_cli(void **state) {
+  (void)state;
+  char *out;
+  assert_int_equal(cli(&out, "remote ping --url %s", cl.url), 0);
+  KCT_CONTAINS(out, "6 nodes, 3 primaries serving slots");
+  assert_int_equal(count_of(out, "\nnode "), 6);
+  assert_int_equal(count_of(out, " master "), 3);
+  assert_int_equal(count_of(out, " replica "), 3);
+  KCT_CONTAINS(out, "entries     24 under kctest:");
+  free(out);
+  assert_int_equal(cli(&out, "remote ping --json --url %s", cl.url), 0);
+  KCT_CONTAINS(out, "\"cluster\": true");
+  assert_int_equal(count_of(out, "\"role\": \"master\""), 3);
+  KCT_CONTAINS(out, "\"entries\": 24");
+  free(out);
+  assert_int_equal(cli(&out, "remote ls --url %s", cl.url), 0);
+  assert_int_equal(count_of(out, "  host  "), SPREAD);
+  free(out);
+  assert_int_equal(cli(&out, "remote clear --url %s", cl.url), 0);
+  KCT_CONTAINS(out, "removed 24 entries and 0 locks");
+  free(out);
+  for (int i = 0; i < cl.n; i++)
+    if (is_primary(i)) {
+      kc__rreply d = rs_cmd(cl.node[i].url, "DBSIZE", (char *)NULL);
+      assert_int_equal(d.integer, 0);
+      rs_free(&d);
+    }
 }
 
 enum { FLEET = 8, FLIGHT = 6 };
@@ -345,6 +406,7 @@ static void test_failover(void **state) {
     if (is_primary(i)) victim = i;
   assert_true(victim >= 0);
   print_message("SIGKILL to primary 127.0.0.1:%d at %.2f s\n", cl.node[victim].port, kct_now() - t0);
+  int victim_port = cl.node[victim].port;
   rs_stop(&cl.node[victim]); /* SIGKILL */
   uint64_t compiles = 0, errors = 0, skips = 0;
   double worst = 0, last = 0;
@@ -397,12 +459,22 @@ static void test_failover(void **state) {
   /* a new node loads every one of them: the promoted replica's slots too */
   rs_report b = node_vs(cache(), &o, 500, AFTER);
   rs_check(&b, "a new node after the failover");
-  print_message("a new node: %llu lookups, %llu hits, %llu misses, %llu errors, %llu skipped; %llu compiles\n",
-                (unsigned long long)b.stats.remote_lookups, (unsigned long long)b.stats.remote_hits,
-                (unsigned long long)b.stats.remote_misses, (unsigned long long)b.stats.remote_errors,
-                (unsigned long long)b.stats.remote_lookup_skips, (unsigned long long)b.stats.compiles);
+  print_message(
+      "a new node: %llu lookups, %llu hits, %llu misses, %llu errors, %llu skipped; %llu compiles\n",
+      (unsigned long long)b.stats.remote_lookups, (unsigned long long)b.stats.remote_hits,
+      (unsigned long long)b.stats.remote_misses, (unsigned long long)b.stats.remote_errors,
+      (unsigned long long)b.stats.remote_lookup_skips, (unsigned long long)b.stats.compiles);
   assert_int_equal(b.stats.remote_hits, AFTER);
   assert_int_equal(b.stats.compiles, 0);
+  /* ping shows the dead node as down, the promoted replica as a primary */
+  char *out;
+  assert_int_equal(cli(&out, "remote ping --url %s", cl.seeds), 0);
+  KCT_CONTAINS(out, "3 primaries serving slots");
+  char dead[64];
+  snprintf(dead, sizeof dead, "127.0.0.1:%d", victim_port);
+  KCT_CONTAINS(out, dead);
+  KCT_CONTAINS(out, "DOWN");
+  free(out);
 }
 
 int main(int argc, char **argv) {
@@ -412,9 +484,8 @@ int main(int argc, char **argv) {
   unsetenv("KC_REMOTE");
   unsetenv("KC_CACHE_DISABLE");
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_routing),
-      cmocka_unit_test(test_single_flight),
-      cmocka_unit_test(test_moved_and_ask),
+      cmocka_unit_test(test_routing),       cmocka_unit_test(test_cli), /* after test_routing: its entries */
+      cmocka_unit_test(test_single_flight), cmocka_unit_test(test_moved_and_ask),
       cmocka_unit_test(test_failover), /* last: it kills a primary */
   };
   double t0 = kct_now();
