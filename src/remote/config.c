@@ -89,6 +89,9 @@ static kc_status url_hostport(const char *url, const char *p, const char *end, k
   return KC_OK;
 }
 
+_Static_assert(sizeof(((kc__remote_config *)0)->host) == sizeof(((kc__remote_config *)0)->seed_host[0]),
+               "a seed's host and cfg->host are copied into each other whole");
+
 /* host:port, with [] around an IPv6 address, appended to out at *o. */
 static void url_put_host(char *out, size_t len, size_t *o, const char *host, int port) {
   bool v6 = strchr(host, ':') != NULL;
@@ -155,12 +158,12 @@ kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *wh
     }
     kc_status hs = url_hostport(url, h, hend, cfg, why, wl);
     if (hs) return hs;
-    snprintf(cfg->seed_host[cfg->nseeds], sizeof cfg->seed_host[0], "%s", cfg->host);
+    memcpy(cfg->seed_host[cfg->nseeds], cfg->host, sizeof cfg->host); /* both 256 bytes */
     cfg->seed_port[cfg->nseeds++] = cfg->port;
     if (!comma) break;
     h = comma + 1;
   }
-  snprintf(cfg->host, sizeof cfg->host, "%s", cfg->seed_host[0]);
+  memcpy(cfg->host, cfg->seed_host[0], sizeof cfg->host); /* the first seed */
   cfg->port = cfg->seed_port[0];
   if (slash && slash[1]) {
     char *e;
