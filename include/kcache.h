@@ -1461,13 +1461,20 @@ int kc_cache_writable(const kc_runtime *rt);
  *
  * Failures: a lookup (connect if needed, read) has one deadline,
  * kc_options.remote_timeout_ms, else $KC_REMOTE_TIMEOUT_MS, else 5 ms (a
- * transfer that keeps moving earns 20 ns per byte); so does each upload.
- * The single-flight commands after a miss (taking the lock, each poll while
- * another machine compiles) have a longer one, $KC_REMOTE_LOCK_DEADLINE_MS
- * (default 250 ms, never below the timeout): a miss is followed by a
- * compile of tens of milliseconds or more anyway, and a lock command that
- * missed 5 ms on a loaded machine made that machine compile what another
- * one was compiling. A lookup stops at
+ * transfer that keeps moving earns 20 ns per byte). The single-flight
+ * commands have a longer one, $KC_REMOTE_LOCK_DEADLINE_MS (default 250 ms,
+ * never below the timeout): after a miss, taking the lock and each poll
+ * while another machine compiles; the uploads (others wait for them, no
+ * launch does); and a lookup whose first read missed the timeout on a
+ * connection that was made goes on with it, on a new connection, read
+ * included, rather than compile without the lock. A miss is followed by a
+ * compile of tens of milliseconds or more anyway, and commands that missed
+ * 5 ms on a loaded machine made machines compile what another one was
+ * compiling (32 processes on 2 cores, 50 kernels: 184 compiles with the
+ * lock commands under 5 ms, 50 with this; bench/results/
+ * fleet-lock-deadline-2026-12-06.log). So a stopped server costs a lookup
+ * up to the timeout plus the lock deadline; setting the lock deadline to
+ * the timeout gives back the timeout alone. A lookup stops at
  * its first failure and the launch goes on locally. After 3 failures in a
  * row the tier is not asked at all for kc_options.remote_retry_ms (else
  * $KC_REMOTE_RETRY_MS, else 10 s); then one lookup tries it again. Host

@@ -135,8 +135,8 @@ static kc__rconn *idle_take(kc__remote *r, int i) {
   return NULL;
 }
 
-/* A connection to node i: idle, else new. */
-static kc__rconn *node_conn(kc__remote *r, int i, char *why, size_t wl, kc_status *st) {
+/* A connection to node i: idle, else new (slow: within lock_deadline_ms). */
+static kc__rconn *node_conn(kc__remote *r, int i, bool slow, char *why, size_t wl, kc_status *st) {
   char host[256];
   int port;
   kc__lock(&r->pool_lock);
@@ -144,10 +144,23 @@ static kc__rconn *node_conn(kc__remote *r, int i, char *why, size_t wl, kc_statu
   snprintf(host, sizeof host, "%s", r->nodes[i].host);
   port = r->nodes[i].port;
   kc__unlock(&r->pool_lock);
-  if (!c) {
+  if (!c && slow) {
+    kc__remote_config *cfg = kc__heap_alloc(&r->heap, sizeof *cfg);
+    if (!cfg) {
+      snprintf(why, wl, "out of memory");
+      *st = KC_ENOMEM;
+      return NULL;
+    }
+    *cfg = r->cfg;
+    cfg->timeout_ms = cfg->lock_deadline_ms;
+    *st = kc__rconn_open_at(&r->heap, cfg, host, port, &c, why, wl);
+    kc__wipe(cfg, sizeof *cfg);
+    kc__heap_free(&r->heap, cfg);
+    if (c) c->timeout_ns = (uint64_t)r->cfg.timeout_ms * 1000000u;
+  } else if (!c) {
     *st = kc__rconn_open_at(&r->heap, &r->cfg, host, port, &c, why, wl);
-    if (c) c->node = i;
   }
+  if (c) c->node = i;
   return c;
 }
 
@@ -187,7 +200,7 @@ static bool map_range(void *ud, int first, int last, const char *host, int port)
 /* Asks node i for the slot map: true when it answered one (then in map). */
 static bool map_ask(kc__remote *r, int i, uint8_t *map, char *why, size_t wl) {
   kc_status st = KC_OK;
-  kc__rconn *c = node_conn(r, i, why, wl, &st);
+  kc__rconn *c = node_conn(r, i, false, why, wl, &st);
   if (!c) return false;
   char host[256];
   kc__lock(&r->pool_lock);
@@ -238,7 +251,7 @@ static void map_refresh(kc__remote *r, char *why, size_t wl) {
   kc__heap_free(&r->heap, map);
 }
 
-kc__rconn *kc__pool_get(kc__remote *r, unsigned slot, char *why, size_t wl, kc_status *st) {
+static kc__rconn *pool_get(kc__remote *r, unsigned slot, bool slow, char *why, size_t wl, kc_status *st) {
   *st = KC_OK;
   if (wl) why[0] = 0;
   int i = 0;
@@ -269,7 +282,15 @@ kc__rconn *kc__pool_get(kc__remote *r, unsigned slot, char *why, size_t wl, kc_s
       return NULL;
     }
   }
-  return node_conn(r, i, why, wl, st);
+  return node_conn(r, i, slow, why, wl, st);
+}
+
+kc__rconn *kc__pool_get(kc__remote *r, unsigned slot, char *why, size_t wl, kc_status *st) {
+  return pool_get(r, slot, false, why, wl, st);
+}
+
+kc__rconn *kc__pool_get_slow(kc__remote *r, unsigned slot, char *why, size_t wl, kc_status *st) {
+  return pool_get(r, slot, true, why, wl, st);
 }
 
 kc__rconn *kc__pool_redirect(kc__remote *r, kc__rconn *c, unsigned slot, char *why, size_t wl) {

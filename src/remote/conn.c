@@ -207,6 +207,7 @@ io:
   return KC_EIO;
 timeout:
   c->broken = true;
+  c->timed_out = true;
   snprintf(why, wl, "no answer within %g ms while %s (timeout)", (double)c->timeout_ns / 1e6, what);
   return KC_EIO;
 }
@@ -280,6 +281,7 @@ io:
   return KC_EIO;
 timeout:
   c->broken = true;
+  c->timed_out = true;
   snprintf(why, wl, "no answer within %g ms while %s (timeout)", (double)c->timeout_ns / 1e6, what);
   return KC_EIO;
 }

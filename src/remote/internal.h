@@ -145,6 +145,7 @@ struct kc__rconn {
   uint64_t timeout_ns;
   uint64_t cap; /* nonzero: no command waits past this (one deadline for several commands) */
   bool broken;
+  bool timed_out; /* it broke because an answer did not come in time */
   /* a cluster's: the node it is to (kc__remote.nodes), ASKING before each
    * command (a connection for one ASK redirection, never pooled), and the
    * last MOVED or ASK error it got ("": none) */
@@ -250,6 +251,9 @@ void kc__nodes_free(kc__remote *r);
  * map is read first when it is stale (at most every KC__MAP_REFRESH_NS).
  * NULL with *st and why when none can be had. */
 kc__rconn *kc__pool_get(kc__remote *r, unsigned slot, char *why, size_t wl, kc_status *st);
+/* The same, a new connection made within lock_deadline_ms rather than
+ * timeout_ms (the single-flight commands' deadline). */
+kc__rconn *kc__pool_get_slow(kc__remote *r, unsigned slot, char *why, size_t wl, kc_status *st);
 /* Gives c back to its node's idle list (closed if broken, an ASK
  * connection, or the list full). NULL: no-op. */
 void kc__pool_put(kc__remote *r, kc__rconn *c);

@@ -310,6 +310,8 @@ typedef struct lookup {
   void *ud;
   uint64_t t0, *lock, est;
   bool rejected, waited;
+  bool read; /* the first read was answered */
+  bool slow; /* the read too has lock_deadline_ms (its first try missed the timeout) */
   uint32_t bound;
   uint64_t wait_until;
 } lookup;
@@ -324,8 +326,13 @@ static got fetch_on(kc__remote *r, kc__rconn *c, lookup *l, char *why, size_t wl
   uint64_t lock_ns = (uint64_t)r->cfg.lock_deadline_ms * 1000000u, nap = KC__POLL_FIRST_NS;
   got outcome = GOT_NONE;
   c->cap = l->t0 + timeout_ns; /* the lookup, not each command, waits at most the timeout */
+  if (l->slow) {
+    c->timeout_ns = lock_ns;
+    c->cap = kc__now_ns() + lock_ns;
+  }
   for (;;) {
     outcome = get_value(r, c, l->name, l->accept, l->ud, &l->rejected, why, wl);
+    if (outcome != GOT_FAIL) l->read = true;
     if (outcome != GOT_NONE) break;
     /* nothing usable: compile, unless another machine already does */
     uint64_t token = kc__lock_token();
@@ -401,6 +408,18 @@ bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn
     /* a cluster's slot that moved: follow it (twice at most) */
     if (outcome != GOT_FAIL || !c->redirect[0] || *lock || hop == 2) break;
     c = kc__pool_redirect(r, c, slot, why, sizeof why);
+  }
+  if (c && outcome == GOT_FAIL && c->timed_out && !l.read && !*lock &&
+      r->cfg.lock_deadline_ms > r->cfg.timeout_ms) {
+    /* The first read missed the lookup's deadline on a connection that
+     * works (a loaded machine, a busy server): rather than compile without
+     * the lock (and count a failure), go on with single flight's deadline,
+     * the read again included, on a new connection. A server that is gone
+     * fails as fast as before; one that stopped costs the lock deadline. */
+    kc__pool_put(r, c);
+    l.slow = true;
+    c = kc__pool_get_slow(r, slot, why, sizeof why, &st);
+    if (c) outcome = fetch_on(r, c, &l, why, sizeof why);
   }
   uint64_t dt = kc__now_ns() - l.t0;
   if (!c || outcome == GOT_FAIL) {
@@ -499,10 +518,14 @@ static void run_job(void *ud, kc__job *job) {
   kc_status st = KC_OK;
   kc__remote_name(&r->cfg, j->key, false, name, sizeof name);
   unsigned slot = kc__keyslot(name, strlen(name)); /* the lock's too (a hash tag on a cluster) */
-  kc__rconn *c = kc__pool_get(r, slot, why, sizeof why, &st);
+  kc__rconn *c = kc__pool_get_slow(r, slot, why, sizeof why, &st);
   bool failed = !c;
   for (int hop = 0; c; hop++) {
+    /* the upload and the release are single flight's: other machines wait
+     * for them (and no launch does) */
+    c->timeout_ns = (uint64_t)r->cfg.lock_deadline_ms * 1000000u;
     failed = !upload_on(r, c, j, name, why, sizeof why);
+    c->timeout_ns = (uint64_t)r->cfg.timeout_ms * 1000000u;
     if (!failed || !c->redirect[0] || hop == 2) break;
     c = kc__pool_redirect(r, c, slot, why, sizeof why); /* a cluster's slot that moved */
     failed = !c;

@@ -412,8 +412,12 @@ static void test_deadlines(void **state) {
     double lookup = (double)(y.remote_lookup_ns - x.remote_lookup_ns) / 1e9;
     if (lookup > worst) worst = lookup;
   }
-  print_message("server stopped: worst lookup %.1f ms (timeout 100 ms)\n", worst * 1e3);
-  if (worst > 0.1 + slack) fail_msg("a lookup took %.1f ms (timeout 100 ms)", worst * 1e3);
+  /* the timeout, and the lock deadline of the second try on a new
+   * connection (its handshake) after a read that missed the timeout */
+  double bound = 0.1 + KC__REMOTE_DEFAULT_LOCK_DEADLINE_MS / 1e3;
+  print_message("server stopped: worst lookup %.1f ms (timeout 100 ms, lock deadline %u ms)\n", worst * 1e3,
+                KC__REMOTE_DEFAULT_LOCK_DEADLINE_MS);
+  if (worst > bound + slack) fail_msg("a lookup took %.1f ms (timeout 100 ms)", worst * 1e3);
   assert_true(kct_stats(rt).remote_errors >= 1);
   kc_runtime_destroy(rt);
   kill(s.pid, SIGCONT);
