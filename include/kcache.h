@@ -1470,8 +1470,9 @@ int kc_cache_writable(const kc_runtime *rt);
  * included, rather than compile without the lock. A miss is followed by a
  * compile of tens of milliseconds or more anyway, and commands that missed
  * 5 ms on a loaded machine made machines compile what another one was
- * compiling (32 processes on 2 cores, 50 kernels: 184 compiles with the
- * lock commands under 5 ms, 50 with this; bench/results/
+ * compiling (32 processes cold-starting 50 kernels on 2 shared cores: 1202
+ * compiles with every command under 5 ms, 358 and 379 with only the lock
+ * and the polls under 250 ms, 50 with all of the above; bench/results/
  * fleet-lock-deadline-2026-12-06.log). So a stopped server costs a lookup
  * up to the timeout plus the lock deadline; setting the lock deadline to
  * the timeout gives back the timeout alone. A lookup stops at
