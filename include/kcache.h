@@ -1405,10 +1405,11 @@ int kc_cache_writable(const kc_runtime *rt);
  * PREFIX{KEY} and PREFIX{KEY}:lock, so that an entry and its lock share a
  * slot (a prefix with a brace is refused there); a redis:// URL keeps the
  * names below. When a primary dies, its slots' lookups fail (a refused
- * connection or CLUSTERDOWN, within the deadlines), the launch compiles,
- * the breaker counts it as for one server (3 in a row: the whole tier is
- * skipped for remote_retry_ms), and every failure makes the map be read
- * again, so that once a replica is promoted the tier resumes by itself;
+ * connection or CLUSTERDOWN, within the deadlines) and the launch
+ * compiles; each node has its own breaker (3 failures in a row: that
+ * node's slots are skipped for remote_retry_ms, the others' still asked),
+ * and every failure makes the map be read again, so that once a replica is
+ * promoted the tier resumes by itself;
  * values from any node are verified as always. `kcache remote ping` shows
  * every node and its role; ls and clear cover every primary.
  *

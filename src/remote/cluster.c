@@ -79,14 +79,23 @@ bool kc__redirect_parse(const char *err, bool *ask, int *slot, char *host, size_
 bool kc__nodes_init(kc__remote *r) {
   int cap = r->cfg.cluster ? KC__MAX_NODES : 1;
   r->nodes = kc__heap_calloc(&r->heap, (size_t)cap * sizeof *r->nodes);
-  if (!r->nodes) return false;
+  r->brk = kc__heap_calloc(&r->heap, (size_t)(r->cfg.cluster ? cap + 1 : 1) * sizeof *r->brk);
+  if (!r->nodes || !r->brk) {
+    kc__heap_free(&r->heap, r->nodes);
+    kc__heap_free(&r->heap, r->brk);
+    r->nodes = NULL;
+    r->brk = NULL;
+    return false;
+  }
   snprintf(r->nodes[0].host, sizeof r->nodes[0].host, "%s", r->cfg.host);
   r->nodes[0].port = r->cfg.port;
   r->nnodes = 1;
   if (r->cfg.cluster) {
     if (!(r->slot_node = kc__heap_alloc(&r->heap, KC__SLOTS))) {
       kc__heap_free(&r->heap, r->nodes);
+      kc__heap_free(&r->heap, r->brk);
       r->nodes = NULL;
+      r->brk = NULL;
       return false;
     }
     memset(r->slot_node, KC__NO_NODE, KC__SLOTS);
@@ -103,8 +112,18 @@ void kc__nodes_free(kc__remote *r) {
     }
   kc__heap_free(&r->heap, r->nodes);
   kc__heap_free(&r->heap, r->slot_node);
+  kc__heap_free(&r->heap, r->brk);
   r->nodes = NULL;
   r->slot_node = NULL;
+  r->brk = NULL;
+}
+
+kc__rbreaker *kc__pool_breaker(kc__remote *r, unsigned slot) {
+  if (!r->cfg.cluster) return &r->brk[0];
+  kc__lock(&r->pool_lock);
+  unsigned i = r->slot_node[slot & (KC__SLOTS - 1)];
+  kc__unlock(&r->pool_lock);
+  return &r->brk[i == KC__NO_NODE ? KC__MAX_NODES : i];
 }
 
 /* The index of host:port among r's nodes, added when new; -1 when the

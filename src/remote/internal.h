@@ -184,6 +184,13 @@ long kc__tls_io(void *s, bool write, void *buf, size_t n, short *want, char *why
 /* The slot map is read again at most this often (a MOVED, a failure). */
 #define KC__MAP_REFRESH_NS 100000000ull
 
+/* A circuit breaker (tier.c's breaker_*). */
+typedef struct kc__rbreaker {
+  _Atomic uint32_t fails; /* consecutive failures */
+  _Atomic uint64_t open_until; /* monotonic ns; 0: closed */
+  _Atomic int trial; /* a half-open trial is under way */
+} kc__rbreaker;
+
 typedef struct kc__rnode {
   char host[256];
   int port;
@@ -219,10 +226,10 @@ struct kc__remote {
   char *vdir;
   char ident[128]; /* "host:pid": who holds a lock */
   pid_t pid;
-  /* the circuit breaker */
-  _Atomic uint32_t fails; /* consecutive failures */
-  _Atomic uint64_t open_until; /* monotonic ns; 0: closed */
-  _Atomic int trial; /* a half-open trial is under way */
+  /* the circuit breakers: the server's, or one per node of a cluster (and
+   * one more for slots whose owner is not known), cluster.c's
+   * kc__pool_breaker */
+  kc__rbreaker *brk;
   _Atomic int warned_error, warned_reject, warned_squat, warned_slow;
   /* the longest compile seen under a lock here, decaying (kc__remote_observe): ms, 0 none */
   _Atomic uint64_t est_ms;
@@ -254,6 +261,9 @@ kc__rconn *kc__pool_get(kc__remote *r, unsigned slot, char *why, size_t wl, kc_s
 /* The same, a new connection made within lock_deadline_ms rather than
  * timeout_ms (the single-flight commands' deadline). */
 kc__rconn *kc__pool_get_slow(kc__remote *r, unsigned slot, char *why, size_t wl, kc_status *st);
+/* The breaker of the node that owns slot (the server's for one server; for
+ * a slot whose owner is not known, the cluster's unknown-owner one). */
+kc__rbreaker *kc__pool_breaker(kc__remote *r, unsigned slot);
 /* Gives c back to its node's idle list (closed if broken, an ASK
  * connection, or the list full). NULL: no-op. */
 void kc__pool_put(kc__remote *r, kc__rconn *c);

@@ -99,33 +99,35 @@ static void KC__PRINTF(3, 4) warn(kc__remote *r, _Atomic int *once, const char *
   kc__log_to(r->has_log ? &r->log : NULL, KC_LOG_WARN, "remote tier %s: %s", r->cfg.url, msg);
 }
 
-/* 0: skip the tier; 1: go on; 2: go on as the trial of a half-open breaker. */
-static int breaker_allow(kc__remote *r) {
-  uint64_t until = kc__load_acquire(&r->open_until);
+/* The breakers: one for the server, one per node of a cluster (so that a
+ * dead primary's slots are skipped while the others' are still asked).
+ * 0: skip; 1: go on; 2: go on as the trial of a half-open breaker. */
+static int breaker_allow(kc__rbreaker *b) {
+  uint64_t until = kc__load_acquire(&b->open_until);
   if (KC__LIKELY(until == 0)) return 1;
   if (kc__now_ns() < until) return 0;
   int expect = 0;
-  return atomic_compare_exchange_strong(&r->trial, &expect, 1) ? 2 : 0;
+  return atomic_compare_exchange_strong(&b->trial, &expect, 1) ? 2 : 0;
 }
 
-static void breaker_ok(kc__remote *r, int how) {
-  kc__store_relaxed(&r->fails, 0);
-  if (how == 2 || kc__load_relaxed(&r->open_until)) {
-    kc__store_release(&r->open_until, 0);
-    kc__store_release(&r->trial, 0);
+static void breaker_ok(kc__rbreaker *b, int how) {
+  kc__store_relaxed(&b->fails, 0);
+  if (how == 2 || kc__load_relaxed(&b->open_until)) {
+    kc__store_release(&b->open_until, 0);
+    kc__store_release(&b->trial, 0);
   }
 }
 
-static void breaker_fail(kc__remote *r, int how, const char *why) {
+static void breaker_fail(kc__remote *r, kc__rbreaker *b, int how, const char *why) {
   kc__remote_count(r, RC_ERRORS, 1);
   kc__remote_count_shared(r, RC_ERRORS, 1);
-  uint32_t f = kc__fetch_add_relaxed(&r->fails, 1) + 1;
+  uint32_t f = kc__fetch_add_relaxed(&b->fails, 1) + 1;
   warn(r, &r->warned_error,
-       "%s; launches go on without it (after %u failures in a row it is skipped for %u ms)", why,
-       KC__REMOTE_BREAKER_FAILURES, r->cfg.retry_ms);
+       "%s; launches go on without it (after %u failures in a row it is skipped for %u ms%s)", why,
+       KC__REMOTE_BREAKER_FAILURES, r->cfg.retry_ms, r->cfg.cluster ? ", each node on its own" : "");
   if (how == 2 || f >= KC__REMOTE_BREAKER_FAILURES) {
-    kc__store_release(&r->open_until, kc__now_ns() + (uint64_t)r->cfg.retry_ms * 1000000u);
-    kc__store_release(&r->trial, 0);
+    kc__store_release(&b->open_until, kc__now_ns() + (uint64_t)r->cfg.retry_ms * 1000000u);
+    kc__store_release(&b->trial, 0);
   }
 }
 
@@ -379,7 +381,11 @@ bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn
                       uint64_t *lock) {
   *lock = 0;
   if (!r) return false;
-  int how = breaker_allow(r);
+  char why[512], name[256], lname[300];
+  kc__remote_name(&r->cfg, key, false, name, sizeof name);
+  unsigned slot = kc__keyslot(name, strlen(name));
+  kc__rbreaker *b = kc__pool_breaker(r, slot);
+  int how = breaker_allow(b);
   if (!how) {
     uint64_t d[KC__NRC] = {0};
     d[RC_SKIPS] = d[RC_LOOKUP_SKIPS] = 1;
@@ -388,8 +394,6 @@ bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn
     rcounters_add(r->vdir, d);
     return false;
   }
-  char why[512], name[256], lname[300];
-  kc__remote_name(&r->cfg, key, false, name, sizeof name);
   kc__remote_name(&r->cfg, key, true, lname, sizeof lname);
   lookup l = {.key = key,
               .name = name,
@@ -399,7 +403,6 @@ bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn
               .t0 = kc__now_ns(),
               .lock = lock,
               .bound = r->cfg.lock_ms};
-  unsigned slot = kc__keyslot(name, strlen(name));
   kc_status st = KC_OK;
   kc__rconn *c = kc__pool_get(r, slot, why, sizeof why, &st);
   got outcome = GOT_NONE;
@@ -424,9 +427,9 @@ bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn
   uint64_t dt = kc__now_ns() - l.t0;
   if (!c || outcome == GOT_FAIL) {
     kc__pool_failed(r);
-    breaker_fail(r, how, why);
+    breaker_fail(r, b, how, why);
   } else {
-    breaker_ok(r, how);
+    breaker_ok(b, how);
   }
   kc__pool_put(r, c);
   uint64_t d[KC__NRC] = {0};
@@ -506,7 +509,12 @@ static void run_job(void *ud, kc__job *job) {
     j->fn(j->ud, j->key, j->image, j->size);
     return;
   }
-  int how = breaker_allow(r);
+  char why[512], name[256];
+  kc_status st = KC_OK;
+  kc__remote_name(&r->cfg, j->key, false, name, sizeof name);
+  unsigned slot = kc__keyslot(name, strlen(name)); /* the lock's too (a hash tag on a cluster) */
+  kc__rbreaker *b = kc__pool_breaker(r, slot);
+  int how = breaker_allow(b);
   if (!how) {
     if (j->image) {
       kc__remote_count(r, RC_SKIPS, 1);
@@ -514,10 +522,6 @@ static void run_job(void *ud, kc__job *job) {
     }
     return; /* a lock we held expires by itself */
   }
-  char why[512], name[256];
-  kc_status st = KC_OK;
-  kc__remote_name(&r->cfg, j->key, false, name, sizeof name);
-  unsigned slot = kc__keyslot(name, strlen(name)); /* the lock's too (a hash tag on a cluster) */
   kc__rconn *c = kc__pool_get_slow(r, slot, why, sizeof why, &st);
   bool failed = !c;
   for (int hop = 0; c; hop++) {
@@ -532,9 +536,9 @@ static void run_job(void *ud, kc__job *job) {
   }
   if (failed) {
     kc__pool_failed(r);
-    breaker_fail(r, how, why);
+    breaker_fail(r, b, how, why);
   } else {
-    breaker_ok(r, how);
+    breaker_ok(b, how);
   }
   kc__pool_put(r, c);
 }
