@@ -38,6 +38,8 @@ static int free_port(void) {
   return ntohs(a.sin_port);
 }
 
+int rs_free_port(void) { return free_port(); }
+
 const char *rs_tls_ca;
 
 /* cfg for a raw connection to url (rediss://: trusting rs_tls_ca). */

@@ -15,6 +15,8 @@
 
 #include <sys/types.h>
 
+/* A loopback port that was free a moment ago. */
+int rs_free_port(void);
 /* Exits 77 with "SKIPPED: ..." when redis-server or libhiredis is missing. */
 void rs_require_server(void);
 
