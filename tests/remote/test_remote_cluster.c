@@ -10,6 +10,7 @@
  *                  entry and its lock in one slot; a second node loads them
  *   single flight  8 processes cold-start the same 6 kernels at once: 6
  *                  compiles in total
+ *   a secret       entries in its namespace, shared with its holders only
  *   the CLI        kcache remote ping (every node, its role), ls and clear
  *                  (every primary)
  *   MOVED and ASK  a slot migrated under a tier that already read the map:
@@ -268,6 +269,42 @@ static void test_single_flight(void **state) {
   assert_int_equal(hits, (FLEET - 1) * FLIGHT);
 }
 
+/* KC_REMOTE_KEY on a cluster: entries in the secret's namespace with the
+ * key as hash tag, shared by nodes with the secret, unseen by one without;
+ * the CLI sees them as entries of that namespace. */
+static void test_secret_namespace(void **state) {
+  (void)state;
+  flush_primaries();
+  rs_node_opts o = opts();
+  o.secret = "cluster secret";
+  rs_report a = node_vs(cache(), &o, 0, 3);
+  rs_check(&a, "node A (secret)");
+  assert_int_equal(a.stats.compiles, 3);
+  rs_report b = node_vs(cache(), &o, 0, 3);
+  rs_check(&b, "node B (secret)");
+  assert_int_equal(b.stats.remote_hits, 3);
+  assert_int_equal(b.stats.compiles, 0);
+  rs_node_opts plain = opts();
+  rs_report c = node_vs(cache(), &plain, 0, 3);
+  rs_check(&c, "node C (no secret)");
+  assert_int_equal(c.stats.remote_hits, 0);
+  assert_int_equal(c.stats.compiles, 3);
+  size_t tagged = 0;
+  for (int i = 0; i < cl.n; i++) {
+    if (!is_primary(i)) continue;
+    char **keys;
+    size_t n = keys_on(i, &keys);
+    for (size_t k = 0; k < n; k++)
+      tagged += !strncmp(keys[k], "kctest:hmac-", 12) && keys[k][20] == ':' && keys[k][21] == '{';
+    rs_keys_free(keys, n);
+  }
+  assert_int_equal(tagged, 3);
+  char *out;
+  assert_int_equal(cli(&out, "remote ls --url %s", cl.url), 0);
+  assert_int_equal(count_of(out, "  hmac-"), 3);
+  free(out);
+}
+
 static bool take(void *ud, void *image, size_t size, char *why, size_t wl) {
   (void)size, (void)why, (void)wl;
   free(image); /* the tier's heap is libc's (opened with NULL) */
@@ -485,8 +522,8 @@ int main(int argc, char **argv) {
   unsetenv("KC_CACHE_DISABLE");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_routing),       cmocka_unit_test(test_cli), /* after test_routing: its entries */
-      cmocka_unit_test(test_single_flight), cmocka_unit_test(test_moved_and_ask),
-      cmocka_unit_test(test_failover), /* last: it kills a primary */
+      cmocka_unit_test(test_single_flight), cmocka_unit_test(test_secret_namespace),
+      cmocka_unit_test(test_moved_and_ask), cmocka_unit_test(test_failover), /* last: it kills a primary */
   };
   double t0 = kct_now();
   rs_cluster_start(&cl, 3, 1000);
