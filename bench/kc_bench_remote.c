@@ -30,8 +30,13 @@
  * server): it runs with --fleet-timeout (default 250 ms), and once more with
  * the default timeout to show what scheduling delays do to it.
  *
+ * --fleet NODES KERNELS runs only the fleet, NODES nodes (at most 64) and
+ * KERNELS kernels, --runs times, with the settings the environment gives
+ * (the library's defaults: KC_REMOTE_TIMEOUT_MS, KC_REMOTE_LOCK_DEADLINE_MS),
+ * and prints each run's compiles in total and wall time.
+ *
  * Usage: kc_bench_remote [--json] [--quick] [--runs N] [--timeout MS] [--fleet-timeout MS]
- *                        [--backend host|tcc|opencl|cuda] [--url redis://...]
+ *                        [--backend host|tcc|opencl|cuda] [--url redis://...] [--fleet NODES KERNELS]
  */
 #include <kcache.h>
 
@@ -385,7 +390,8 @@ static void measure_failures(const bconf *c, const char *url, downres *warm, dow
   kcb_rmrf(root);
 }
 
-/* 8 nodes at once, 3 kernels each. */
+/* Nodes at once (8 by default, --fleet N), kernels each (3, --fleet N K). */
+static int fleet_nodes = 8, fleet_kernels = 3;
 typedef struct fleetres {
   bool ran;
   char why[256];
@@ -395,17 +401,18 @@ typedef struct fleetres {
 
 static void fleet(const bconf *c, const char *url, const char *prefix, fleetres *f) {
   memset(f, 0, sizeof *f);
-  enum { NODES = 8 };
+  enum { MAXNODES = 64 };
+  const int NODES = fleet_nodes;
   char root[4096];
   if (!kcb_mkdtemp(root, sizeof root, "kc-bench-remote", "fleet")) return;
   int go[2];
   if (pipe(go)) return;
-  pid_t pid[NODES];
-  int fd[NODES];
+  pid_t pid[MAXNODES];
+  int fd[MAXNODES];
   for (int i = 0; i < NODES; i++) {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/node%d", root, i);
-    pid[i] = child_start(c->label, dir, url, prefix, 3, go, &fd[i]);
+    pid[i] = child_start(c->label, dir, url, prefix, fleet_kernels, go, &fd[i]);
   }
   double t0 = now_ns();
   close(go[0]);
@@ -429,7 +436,7 @@ static void fleet(const bconf *c, const char *url, const char *prefix, fleetres 
 int main(int argc, char **argv) {
   if (argc == 7 && !strcmp(argv[1], "--child"))
     return child(argv[2], argv[3], argv[4], argv[5], atoi(argv[6]));
-  bool json = false;
+  bool json = false, fleet_only = false;
   int runs = 5;
   const char *only = NULL, *url = NULL;
   for (int i = 1; i < argc; i++) {
@@ -441,10 +448,18 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) timeout_ms = (uint32_t)atoi(argv[++i]);
     else if (!strcmp(argv[i], "--fleet-timeout") && i + 1 < argc)
       fleet_timeout_ms = (uint32_t)atoi(argv[++i]);
-    else {
+    else if (!strcmp(argv[i], "--fleet") && i + 2 < argc) {
+      fleet_only = true;
+      fleet_nodes = atoi(argv[++i]);
+      fleet_kernels = atoi(argv[++i]);
+      if (fleet_nodes < 1 || fleet_nodes > 64 || fleet_kernels < 1 || fleet_kernels > 1000) {
+        fprintf(stderr, "kc_bench_remote: --fleet NODES KERNELS: 1..64 nodes, 1..1000 kernels\n");
+        return 2;
+      }
+    } else {
       fprintf(stderr,
               "usage: %s [--json] [--quick] [--runs N] [--timeout MS] [--fleet-timeout MS] "
-              "[--backend host|tcc|opencl|cuda] [--url redis://...]\n",
+              "[--backend host|tcc|opencl|cuda] [--url redis://...] [--fleet NODES KERNELS]\n",
               argv[0]);
       return 2;
     }
@@ -492,6 +507,32 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (fleet_only) { /* the fleet alone, with the settings of the environment (the library's defaults) */
+    const bconf *fc = conf_named(only ? only : "host");
+    if (!fc) return 2;
+    const char *dl = getenv("KC_REMOTE_LOCK_DEADLINE_MS"), *to = getenv("KC_REMOTE_TIMEOUT_MS");
+    printf(
+        "fleet: %d nodes (processes, each its own disk cache) cold-start the same %d kernels at once (%s), "
+        "KC_REMOTE_TIMEOUT_MS=%s, KC_REMOTE_LOCK_DEADLINE_MS=%s\n",
+        fleet_nodes, fleet_kernels, fc->compiler, to ? to : "(default)", dl ? dl : "(default)");
+    int bad = 0;
+    for (int r = 0; r < runs; r++) {
+      char prefix[64];
+      snprintf(prefix, sizeof prefix, "kcbench:%d:fleet%d:", (int)getpid(), r);
+      fleetres f;
+      fleet(fc, url, prefix, &f);
+      if (!f.ran) {
+        printf("run %d: %s\n", r + 1, f.why);
+        bad = 1;
+        continue;
+      }
+      printf("run %d: %llu compiles in total for %d kernels (%llu remote hits), %.2f s\n", r + 1, f.compiles,
+             fleet_kernels, f.remote_hits, f.seconds);
+      fflush(stdout);
+    }
+    server_stop(&srv);
+    return bad;
+  }
   enum { NCONF = sizeof confs / sizeof *confs };
   result res[NCONF];
   int nres = 0;

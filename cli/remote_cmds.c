@@ -22,15 +22,19 @@ const char cli_help_remote[] =
     "their disk caches (see \"remote tier\" in kcache.h).\n"
     "\n"
     "  ping    connects, measures the round trip, and shows the server's version,\n"
-    "          memory policy, and the entries and locks under the prefix\n"
+    "          memory policy, and the entries and locks under the prefix; for a\n"
+    "          cluster each node (address, role, slots, round trip) first\n"
     "  ls      every entry under the prefix (any secret's namespace): key,\n"
     "          namespace, backend, entry, params, size, age, and whether its\n"
-    "          MAC verifies with $KC_REMOTE_KEY; then the locks held now\n"
-    "  clear   removes every entry and lock under the prefix\n"
+    "          MAC verifies with $KC_REMOTE_KEY; then the locks held now (for a\n"
+    "          cluster: on every primary)\n"
+    "  clear   removes every entry and lock under the prefix (on every primary)\n"
     "\n"
     "options:\n"
     "  --url URL     redis[s]://[[user]:password@]host[:port][/db] (default $KC_REMOTE;\n"
-    "                rediss:// is TLS: $KC_REMOTE_TLS_CA, _CERT, _KEY, _SERVER_NAME)\n"
+    "                rediss:// is TLS: $KC_REMOTE_TLS_CA, _CERT, _KEY, _SERVER_NAME), or\n"
+    "                redis[s]+cluster://[[user]:password@]host:port[,host:port...]\n"
+    "                for a Redis Cluster (seed nodes)\n"
     "  --prefix P    the key prefix (default $KC_REMOTE_PREFIX, else \"kcache:\")\n"
     "  --timeout MS  for each command (default 2000)\n";
 
@@ -78,18 +82,113 @@ void cli_stats_remote(const cli *c) {
 
 /* ------------------------------------------------------------ a client */
 
+/* A cluster's node, from CLUSTER NODES. */
+typedef struct rnode {
+  char host[256];
+  int port;
+  char role[16]; /* "master", "replica" */
+  char flags[128]; /* as CLUSTER NODES says them: "master,fail", ... */
+  long slots; /* slots it serves (a primary) */
+  kc__rconn *conn; /* primaries: a connection (ls, clear) */
+  /* ping: whether it answered, the connect and the best of 3 PINGs, or why not */
+  bool up;
+  double connect_ms, rtt_ms;
+  char why[256];
+} rnode;
+
+enum { RCLI_NODES = 64 };
+
 typedef struct rcli {
   kc__remote_config cfg;
-  kc__rconn *conn;
+  kc__rconn *conn; /* the server; for a cluster, the primary that commands go to now */
   char why[1024];
+  rnode node[RCLI_NODES]; /* a cluster's */
+  int nnodes;
 } rcli;
 
 CLI_NORETURN static void rcli_die(rcli *r, const char *what) {
   cli_fail("remote %s: %s: %s", what, r->cfg.url[0] ? r->cfg.url : "(no URL)", r->why);
 }
 
+/* The slots of a CLUSTER NODES line's slot fields ("0-5460", "42", or a
+ * migration "[42->-id]", not counted). */
+static long slot_count(char *fields) {
+  long n = 0;
+  for (char *t = strtok(fields, " "); t; t = strtok(NULL, " ")) {
+    if (*t == '[') continue;
+    long a = strtol(t, &t, 10), b = a;
+    if (*t == '-') b = strtol(t + 1, NULL, 10);
+    if (b >= a) n += b - a + 1;
+  }
+  return n;
+}
+
+/* A cluster's nodes, from CLUSTER NODES on the first seed that answers. */
+static void cluster_nodes(rcli *r, const char *what) {
+  kc__rconn *c = NULL;
+  char seed[256] = "";
+  for (int i = 0; i < r->cfg.nseeds && !c; i++) {
+    snprintf(seed, sizeof seed, "%s", r->cfg.seed_host[i]);
+    if (kc__rconn_open_at(NULL, &r->cfg, r->cfg.seed_host[i], r->cfg.seed_port[i], &c, r->why, sizeof r->why))
+      c = NULL;
+  }
+  if (!c) rcli_die(r, what); /* why: the last seed's */
+  kc__rreply rep;
+  if (kc__rconn_cmdv(c, &rep, r->why, sizeof r->why, "CLUSTER", "NODES", (char *)NULL)) rcli_die(r, what);
+  if (rep.type != KC__R_STRING) {
+    snprintf(r->why, sizeof r->why, "CLUSTER NODES: %s", rep.str ? rep.str : "not a cluster's answer");
+    rcli_die(r, what);
+  }
+  for (char *l = rep.str, *next; l && *l && r->nnodes < RCLI_NODES; l = next) {
+    next = strchr(l, '\n');
+    if (next) *next++ = 0;
+    char id[64], addr[300], flags[128], master[64];
+    int off = 0;
+    if (sscanf(l, "%63s %299s %127s %63s %*s %*s %*s %*s%n", id, addr, flags, master, &off) < 4) continue;
+    rnode *n = &r->node[r->nnodes];
+    char *at = strchr(addr, '@'), *colon;
+    if (at) *at = 0;
+    if (!(colon = strrchr(addr, ':'))) continue;
+    *colon = 0;
+    snprintf(n->host, sizeof n->host, "%.255s", addr[0] ? addr : seed); /* "": the node that answered */
+    n->port = atoi(colon + 1);
+    snprintf(n->flags, sizeof n->flags, "%s", flags);
+    snprintf(n->role, sizeof n->role, "%s", strstr(flags, "master") ? "master" : "replica");
+    n->slots = off > 0 && strstr(flags, "master") ? slot_count(l + off) : 0;
+    if (n->port > 0) r->nnodes++;
+  }
+  kc__rreply_free(NULL, &rep);
+  kc__rconn_close(c);
+}
+
+/* Whether node n is a primary that serves slots and is not marked failed. */
+static bool live_primary(const rnode *n) {
+  return !strcmp(n->role, "master") && n->slots > 0 && !strstr(n->flags, "fail");
+}
+
 static void rcli_open(rcli *r, const char *what) {
-  if (kc__rconn_open(NULL, &r->cfg, &r->conn, r->why, sizeof r->why)) rcli_die(r, what);
+  if (!r->cfg.cluster) {
+    if (kc__rconn_open(NULL, &r->cfg, &r->conn, r->why, sizeof r->why)) rcli_die(r, what);
+    return;
+  }
+  cluster_nodes(r, what);
+  for (int i = 0; i < r->nnodes; i++) {
+    rnode *n = &r->node[i];
+    if (!live_primary(n)) continue;
+    if (kc__rconn_open_at(NULL, &r->cfg, n->host, n->port, &n->conn, r->why, sizeof r->why))
+      rcli_die(r, what);
+    if (!r->conn) r->conn = n->conn;
+  }
+  if (!r->conn) {
+    snprintf(r->why, sizeof r->why, "the cluster has no primary that serves slots");
+    rcli_die(r, what);
+  }
+}
+
+static void rcli_close(rcli *r) {
+  if (!r->cfg.cluster) kc__rconn_close(r->conn);
+  for (int i = 0; i < r->nnodes; i++) kc__rconn_close(r->node[i].conn);
+  r->conn = NULL;
 }
 
 /* One command that must work; the reply is the caller's to free. */
@@ -116,13 +215,11 @@ static void scan_pattern(const char *prefix, char *out, size_t len) {
   out[o] = 0;
 }
 
-/* Every key under the prefix (malloc). */
-static char **rcli_keys(rcli *r, size_t *n) {
+/* Every key under the prefix on r->conn, appended to keys (*n, *cap;
+ * malloc), each with its connection in conns. */
+static char **rcli_keys_on(rcli *r, char **keys, kc__rconn ***conns, size_t *n, size_t *cap) {
   char pattern[300], cursor[32] = "0";
   scan_pattern(r->cfg.prefix, pattern, sizeof pattern);
-  char **keys = NULL;
-  size_t cap = 0;
-  *n = 0;
   do {
     const char *argv[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
     kc__rreply rep = rcli_cmd(r, "ls", 6, argv);
@@ -132,11 +229,13 @@ static char **rcli_keys(rcli *r, size_t *n) {
     }
     snprintf(cursor, sizeof cursor, "%s", rep.elem[0].str ? rep.elem[0].str : "0");
     for (size_t i = 0; i < rep.elem[1].n; i++) {
-      if (*n == cap) {
-        cap = cap ? cap * 2 : 256;
-        keys = realloc(keys, cap * sizeof *keys);
-        if (!keys) cli_fail("out of memory");
+      if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 256;
+        keys = realloc(keys, *cap * sizeof *keys);
+        *conns = realloc(*conns, *cap * sizeof **conns);
+        if (!keys || !*conns) cli_fail("out of memory");
       }
+      (*conns)[*n] = r->conn;
       keys[*n] = strdup(rep.elem[1].elem[i].str ? rep.elem[1].elem[i].str : "");
       if (!keys[(*n)++]) cli_fail("out of memory");
     }
@@ -144,6 +243,31 @@ static char **rcli_keys(rcli *r, size_t *n) {
   } while (strcmp(cursor, "0") != 0);
   return keys;
 }
+
+/* Every key under the prefix (malloc), on the server or on every primary
+ * of a cluster; with conns, the connection each is on (malloc). */
+static char **rcli_keys_at(rcli *r, size_t *n, kc__rconn ***conns) {
+  char **keys = NULL;
+  kc__rconn **cs = NULL;
+  size_t cap = 0;
+  *n = 0;
+  if (!r->cfg.cluster) {
+    keys = rcli_keys_on(r, keys, &cs, n, &cap);
+  } else {
+    kc__rconn *keep = r->conn;
+    for (int i = 0; i < r->nnodes; i++)
+      if (r->node[i].conn) {
+        r->conn = r->node[i].conn;
+        keys = rcli_keys_on(r, keys, &cs, n, &cap);
+      }
+    r->conn = keep;
+  }
+  if (conns) *conns = cs;
+  else free(cs);
+  return keys;
+}
+
+static char **rcli_keys(rcli *r, size_t *n) { return rcli_keys_at(r, n, NULL); }
 
 static void keys_free(char **keys, size_t n) {
   for (size_t i = 0; i < n; i++) free(keys[i]);
@@ -159,11 +283,15 @@ static bool key_parts(const rcli *r, const char *name, char ns[24], uint8_t key[
     snprintf(ns, 24, "%.13s", p);
     p += 14;
   }
+  bool tag = r->cfg.cluster && *p == '{'; /* a cluster's PREFIX{KEY} */
+  p += tag;
   char h[33];
   snprintf(h, sizeof h, "%.32s", p);
-  if (!kc__store_unhex(h, key)) return false;
-  *lock = !strcmp(p + 32, ":lock");
-  return *lock || p[32] == 0;
+  if (strlen(h) != 32 || !kc__store_unhex(h, key)) return false;
+  p += 32;
+  if (tag && *p++ != '}') return false;
+  *lock = !strcmp(p, ":lock");
+  return *lock || *p == 0;
 }
 
 /* ----------------------------------------------------------------- ping */
@@ -208,9 +336,69 @@ static void ping_count(rcli *r, server_info *s) {
   keys_free(keys, n);
 }
 
+/* Each node of a cluster: connect, 3 PINGs. */
+static void ping_nodes(rcli *r) {
+  for (int i = 0; i < r->nnodes; i++) {
+    rnode *n = &r->node[i];
+    kc__rconn *c = NULL;
+    double t0 = mono_ns();
+    if (kc__rconn_open_at(NULL, &r->cfg, n->host, n->port, &c, n->why, sizeof n->why)) continue;
+    n->connect_ms = (mono_ns() - t0) / 1e6;
+    n->rtt_ms = 1e30;
+    n->up = true;
+    for (int k = 0; k < 3 && n->up; k++) {
+      kc__rreply rep;
+      double p0 = mono_ns();
+      if (kc__rconn_cmdv(c, &rep, n->why, sizeof n->why, "PING", (char *)NULL) || rep.type != KC__R_STATUS) {
+        if (rep.str) snprintf(n->why, sizeof n->why, "PING: %s", rep.str);
+        n->up = false;
+      }
+      double dt = (mono_ns() - p0) / 1e6;
+      if (dt < n->rtt_ms) n->rtt_ms = dt;
+      kc__rreply_free(NULL, &rep);
+    }
+    kc__rconn_close(c);
+  }
+}
+
+static void nodes_json(const rcli *r) {
+  printf(", \"cluster\": %s", r->cfg.cluster ? "true" : "false");
+  if (!r->cfg.cluster) return;
+  printf(", \"nodes\": [");
+  for (int i = 0; i < r->nnodes; i++) {
+    const rnode *n = &r->node[i];
+    printf("%s{\"host\": ", i ? ", " : "");
+    json_str(n->host);
+    printf(", \"port\": %d, \"role\": \"%s\", \"flags\": ", n->port, n->role);
+    json_str(n->flags);
+    printf(", \"slots\": %ld, \"up\": %s", n->slots, n->up ? "true" : "false");
+    if (n->up) printf(", \"connect_ms\": %.3f, \"rtt_min_ms\": %.3f}", n->connect_ms, n->rtt_ms);
+    else {
+      printf(", \"error\": ");
+      json_str(n->why);
+      printf("}");
+    }
+  }
+  printf("]");
+}
+
+static void nodes_text(const rcli *r) {
+  for (int i = 0; i < r->nnodes; i++) {
+    const rnode *n = &r->node[i];
+    char addr[300];
+    snprintf(addr, sizeof addr, "%s:%d", n->host, n->port);
+    printf("node        %-21s  %-7s  %5ld slots  ", addr, n->role, n->slots);
+    if (n->up) printf("connect %.2f ms, round trip %.3f ms", n->connect_ms, n->rtt_ms);
+    else printf("DOWN: %s", n->why);
+    if (strstr(n->flags, "fail")) printf(" (the cluster marks it %s)", n->flags);
+    printf("\n");
+  }
+}
+
 static void ping_json(const rcli *r, const server_info *s) {
   printf("{\"url\": ");
   json_str(r->cfg.url);
+  nodes_json(r);
   printf(", \"redis_version\": ");
   json_str(s->version);
   printf(", \"hiredis\": ");
@@ -229,19 +417,30 @@ static void ping_json(const rcli *r, const server_info *s) {
 }
 
 static void ping_text(const rcli *r, const server_info *s) {
-  printf("server      %s: PONG (redis %s)\n", r->cfg.url, s->version);
+  if (r->cfg.cluster) {
+    int primaries = 0;
+    for (int i = 0; i < r->nnodes; i++) primaries += live_primary(&r->node[i]);
+    printf("cluster     %s: %d nodes, %d primaries serving slots (redis %s)\n", r->cfg.url, r->nnodes,
+           primaries, s->version);
+    nodes_text(r);
+  } else {
+    printf("server      %s: PONG (redis %s)\n", r->cfg.url, s->version);
+  }
   if (r->cfg.tls)
     printf("client      %s; TLS (libssl), the certificate verified for %s\n", kc__hiredis_name(),
            r->cfg.tls_name[0] ? r->cfg.tls_name : r->cfg.host);
   else printf("client      %s; no TLS\n", kc__hiredis_name());
-  printf("connect     %.2f ms\n", s->connect_ms);
-  printf("round trip  %.3f ms (min of %d), %.3f ms on average\n", s->best_ms, PINGS, s->avg_ms);
+  printf("connect     %.2f ms%s\n", s->connect_ms,
+         r->cfg.cluster ? " (the seed, the map, every primary)" : "");
+  printf("round trip  %.3f ms (min of %d), %.3f ms on average%s\n", s->best_ms, PINGS, s->avg_ms,
+         r->cfg.cluster ? " (the first primary)" : "");
   printf("namespace   %s%s (%s)\n", r->cfg.prefix, r->cfg.ns,
          r->cfg.has_secret ? "KC_REMOTE_KEY set: entries are authenticated"
                            : "no KC_REMOTE_KEY: entries are not authenticated");
-  printf("entries     %zu under %s (%zu in this namespace), %zu lock%s held\n", s->entries, r->cfg.prefix,
-         s->mine, s->locks, s->locks == 1 ? "" : "s");
-  printf("memory      %s used, maxmemory %llu, policy %s\n", s->used, s->maxmem, s->policy);
+  printf("entries     %zu under %s (%zu in this namespace), %zu lock%s held%s\n", s->entries, r->cfg.prefix,
+         s->mine, s->locks, s->locks == 1 ? "" : "s", r->cfg.cluster ? ", on all primaries" : "");
+  printf("memory      %s used, maxmemory %llu, policy %s%s\n", s->used, s->maxmem, s->policy,
+         r->cfg.cluster ? " (the first primary)" : "");
   if (!s->maxmem || strncmp(s->policy, "allkeys-", 8))
     printf("            (as a cache, Redis wants a maxmemory and the allkeys-lru policy: kcache sets no "
            "expiry)\n");
@@ -267,6 +466,7 @@ static int remote_ping(cli *c, rcli *r) {
     if (dt < s.best_ms) s.best_ms = dt;
   }
   s.avg_ms = sum / PINGS;
+  if (r->cfg.cluster) ping_nodes(r);
   ping_info(r, &s);
   ping_count(r, &s);
   if (c->json) ping_json(r, &s);
@@ -276,7 +476,11 @@ static int remote_ping(cli *c, rcli *r) {
 
 /* ------------------------------------------------------------------- ls */
 
-static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static char **sort_keys; /* by_name's: the names that the indexes sorted point into */
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(sort_keys[*(const size_t *)a], sort_keys[*(const size_t *)b]);
+}
 
 static void ls_lock(const cli *c, rcli *r, const char *name, const char *hexk, const char *ns,
                     size_t *shown) {
@@ -369,22 +573,31 @@ static void ls_entry(const cli *c, rcli *r, const char *name, const char *hexk, 
 static int remote_ls(cli *c, rcli *r) {
   rcli_open(r, "ls");
   size_t n, shown = 0;
-  char **keys = rcli_keys(r, &n);
-  if (n) qsort(keys, n, sizeof *keys, by_name);
+  kc__rconn **conns;
+  char **keys = rcli_keys_at(r, &n, &conns);
+  size_t *order = malloc((n ? n : 1) * sizeof *order);
+  if (!order) cli_fail("out of memory");
+  for (size_t i = 0; i < n; i++) order[i] = i;
+  sort_keys = keys;
+  if (n) qsort(order, n, sizeof *order, by_name);
   if (c->json) printf("[");
   else if (n)
     printf("%-12s  %-13s  %-7s  %-20s  %-14s  %10s  %7s  %s\n", "KEY", "NAMESPACE", "BACKEND", "ENTRY",
            "PARAMS", "SIZE", "AGE", "MAC");
   for (int pass = 0; pass < 2; pass++) /* entries, then locks */
-    for (size_t i = 0; i < n; i++) {
+    for (size_t o = 0; o < n; o++) {
+      size_t i = order[o];
       char ns[24], hexk[33];
       uint8_t key[16];
       bool lock;
       if (!key_parts(r, keys[i], ns, key, &lock) || lock != (pass == 1)) continue;
       kc__store_hex(key, hexk);
+      r->conn = conns[i]; /* the node the key is on */
       if (lock) ls_lock(c, r, keys[i], hexk, ns, &shown);
       else ls_entry(c, r, keys[i], hexk, ns, &shown);
     }
+  free(order);
+  free(conns);
   if (c->json) printf("%s]\n", shown ? "\n" : "");
   else if (!shown) printf("(no entries under %s on %s)\n", r->cfg.prefix, r->cfg.url);
   keys_free(keys, n);
@@ -396,7 +609,8 @@ static int remote_ls(cli *c, rcli *r) {
 static int remote_clear(cli *c, rcli *r) {
   rcli_open(r, "clear");
   size_t n, entries = 0, locks = 0;
-  char **keys = rcli_keys(r, &n);
+  kc__rconn **conns;
+  char **keys = rcli_keys_at(r, &n, &conns);
   bar b;
   bar_init(&b, "clear", c->progress);
   for (size_t i = 0; i < n; i++) {
@@ -405,6 +619,7 @@ static int remote_clear(cli *c, rcli *r) {
     uint8_t key[16];
     bool lock;
     if (!key_parts(r, keys[i], ns, key, &lock)) continue; /* not kcache's, though under the prefix */
+    r->conn = conns[i];
     const char *argv[] = {"DEL", keys[i]};
     kc__rreply rep = rcli_cmd(r, "clear", 2, argv);
     if (rep.integer == 1) {
@@ -414,6 +629,7 @@ static int remote_clear(cli *c, rcli *r) {
     kc__rreply_free(NULL, &rep);
   }
   keys_free(keys, n);
+  free(conns);
   if (c->json) printf("{\"entries_removed\": %zu, \"locks_removed\": %zu}\n", entries, locks);
   else
     printf("removed %zu entries and %zu locks under %s on %s\n", entries, locks, r->cfg.prefix, r->cfg.url);
@@ -459,6 +675,6 @@ int cmd_remote(cli *c) {
   }
   if (st) rcli_die(&r, sub);
   int rc = run(c, &r);
-  kc__rconn_close(r.conn);
+  rcli_close(&r);
   return rc;
 }

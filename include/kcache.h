@@ -177,7 +177,7 @@ typedef struct kc_options {
   int cache_disable; /* nonzero: no disk cache, whatever the environment says */
   /* The remote tier (see "remote tier" at the end): each NULL or 0 takes
    * the environment variable, else the default. */
-  const char *remote_url; /* redis://...; NULL: $KC_REMOTE; "" or "off": none */
+  const char *remote_url; /* redis://..., redis+cluster://...; NULL: $KC_REMOTE; "" or "off": none */
   const char *remote_prefix; /* key namespace; NULL: $KC_REMOTE_PREFIX, else "kcache:" */
   const char *remote_key; /* shared secret; NULL: $KC_REMOTE_KEY, else none */
   uint32_t remote_timeout_ms; /* 0: $KC_REMOTE_TIMEOUT_MS, else 5 ms */
@@ -1407,6 +1407,28 @@ int kc_cache_writable(const kc_runtime *rt);
  * breaker counts it, and the warning names the reason. A CA, certificate
  * or key that cannot be used, a TLS setting with a redis:// URL, or no
  * libssl turns the tier off with one warning.
+ *
+ * Redis Cluster: redis+cluster://[[user]:password@]host[:port][,host[:port]...]
+ * (rediss+cluster:// over TLS, with the settings above; database 0 only),
+ * the hosts being seed nodes: name several, as a primary among them may be
+ * down when a runtime starts. The slot map is read with CLUSTER SLOTS from
+ * the first node that answers (the seeds, then every node learnt), each
+ * command goes to the primary that owns its key's slot (CRC16, hash tags)
+ * through a pool of idle connections per node (at most 4 each), a MOVED
+ * reply updates the map and the command is sent again to the node it names
+ * (the map is read again, at most every 100 ms), an ASK reply sends it to
+ * the node named with ASKING first. On a cluster the key goes in braces,
+ * PREFIX{KEY} and PREFIX{KEY}:lock, so that an entry and its lock share a
+ * slot (a prefix with a brace is refused there); a redis:// URL keeps the
+ * names below. When a primary dies, its slots' lookups fail (a refused
+ * connection or CLUSTERDOWN, within the deadlines) and the launch
+ * compiles; each node has its own breaker (3 failures in a row: that
+ * node's slots are skipped for remote_retry_ms, the others' still asked),
+ * and every failure makes the map be read again, so that once a replica is
+ * promoted the tier resumes by itself;
+ * values from any node are verified as always. `kcache remote ping` shows
+ * every node and its role; ls and clear cover every primary.
+ *
  * Entries are named PREFIX + the disk cache's key (kc_options.remote_prefix,
  * else $KC_REMOTE_PREFIX, else "kcache:"), and hold the same bytes as the
  * entry files on disk. Redis should be run as a cache (maxmemory with an
@@ -1454,10 +1476,23 @@ int kc_cache_writable(const kc_runtime *rt);
  * without a secret, longer than compiles here have taken once this
  * machine has done one.
  *
- * Failures: a lookup (connect if needed, read, take the lock) has one
- * deadline, kc_options.remote_timeout_ms, else $KC_REMOTE_TIMEOUT_MS, else
- * 5 ms (a transfer that keeps moving earns 20 ns per byte); so does each
- * poll while another machine compiles, and each upload. A lookup stops at
+ * Failures: a lookup (connect if needed, read) has one deadline,
+ * kc_options.remote_timeout_ms, else $KC_REMOTE_TIMEOUT_MS, else 5 ms (a
+ * transfer that keeps moving earns 20 ns per byte). The single-flight
+ * commands have a longer one, $KC_REMOTE_LOCK_DEADLINE_MS (default 250 ms,
+ * never below the timeout): after a miss, taking the lock and each poll
+ * while another machine compiles; the uploads (others wait for them, no
+ * launch does); and a lookup whose first read missed the timeout on a
+ * connection that was made goes on with it, on a new connection, read
+ * included, rather than compile without the lock. A miss is followed by a
+ * compile of tens of milliseconds or more anyway, and commands that missed
+ * 5 ms on a loaded machine made machines compile what another one was
+ * compiling (32 processes cold-starting 50 kernels on 2 shared cores: 1202
+ * compiles with every command under 5 ms, 358 and 379 with only the lock
+ * and the polls under 250 ms, 50 with all of the above; bench/results/
+ * fleet-lock-deadline-2026-12-06.log). So a stopped server costs a lookup
+ * up to the timeout plus the lock deadline; setting the lock deadline to
+ * the timeout gives back the timeout alone. A lookup stops at
  * its first failure and the launch goes on locally. After 3 failures in a
  * row the tier is not asked at all for kc_options.remote_retry_ms (else
  * $KC_REMOTE_RETRY_MS, else 10 s); then one lookup tries it again. Host

@@ -62,6 +62,7 @@ set(KC_SOURCES
     src/cache/trust.c
     src/remote/config.c
     src/remote/conn.c
+    src/remote/cluster.c
     src/remote/tls.c
     src/remote/estimate.c
     src/remote/hiredis.c

@@ -38,9 +38,10 @@
   X(CACHE_SHARED,       "KC_CACHE_SHARED",        BOOL,    "0",    "a disk cache shared by a group: directories 2770, files 0660 (see doc/security.md)") \
   X(CACHE_KEY,          "KC_CACHE_KEY",           STR,     NULL,   "secret that authenticates disk cache entries (HMAC-SHA256)") \
   X(CACHE_LOCK_TIMEOUT, "KC_CACHE_LOCK_TIMEOUT",  SECONDS, "60",   "seconds to wait for another process compiling the same entry") \
-  X(REMOTE,             "KC_REMOTE",              STR,     NULL,   "remote cache URL (redis://[user:password@]host[:port][/db], rediss:// for TLS; off, none: no remote)") \
+  X(REMOTE,             "KC_REMOTE",              STR,     NULL,   "remote cache URL (redis://[user:password@]host[:port][/db], rediss:// for TLS; redis+cluster://[user:password@]host:port[,host:port...] for a Redis Cluster, rediss+cluster:// over TLS; off, none: no remote)") \
   X(REMOTE_PREFIX,      "KC_REMOTE_PREFIX",       TEXT,    "kcache:", "key prefix of remote entries") \
   X(REMOTE_TIMEOUT_MS,  "KC_REMOTE_TIMEOUT_MS",   U64,     "5",    "remote connect/command timeout in milliseconds (1..600000)") \
+  X(REMOTE_LOCK_DEADLINE_MS, "KC_REMOTE_LOCK_DEADLINE_MS", U64, "250", "deadline in milliseconds of the remote single-flight commands (taking the lock, polling for another machine's upload); never below KC_REMOTE_TIMEOUT_MS (1..600000)") \
   X(REMOTE_RETRY_MS,    "KC_REMOTE_RETRY_MS",     U64,     "10000", "milliseconds before retrying a remote that failed (1..86400000)") \
   X(REMOTE_LOCK_TIMEOUT, "KC_REMOTE_LOCK_TIMEOUT", SECONDS, "30",  "seconds to wait for another machine compiling the same entry (0 < s <= 86400)") \
   X(REMOTE_MAX_ENTRY,   "KC_REMOTE_MAX_ENTRY",    SIZE,    "64M",  "largest entry sent to the remote (at least 1K)") \

@@ -66,18 +66,61 @@ static kc_status url_host(const char *p, const char *end, kc__remote_config *cfg
   return KC_OK;
 }
 
+/* host[:port] of p[0..end) (in url) into cfg's host and port (6379 when none). */
+static kc_status url_hostport(const char *url, const char *p, const char *end, kc__remote_config *cfg,
+                              char *why, size_t wl) {
+  const char *port;
+  kc_status hs = url_host(p, end, cfg, &port, why, wl);
+  if (hs) return hs;
+  if (!cfg->host[0]) {
+    snprintf(why, wl, "the URL \"%s\" names no host", url);
+    return KC_EINVAL;
+  }
+  cfg->port = 6379;
+  if (port) {
+    char *e;
+    long v = strtol(port, &e, 10);
+    if (e != end || port == end || v < 1 || v > 65535) {
+      snprintf(why, wl, "bad port \"%.*s\" in the URL", (int)(end - port), port);
+      return KC_EINVAL;
+    }
+    cfg->port = (int)v;
+  }
+  return KC_OK;
+}
+
+_Static_assert(sizeof(((kc__remote_config *)0)->host) == sizeof(((kc__remote_config *)0)->seed_host[0]),
+               "a seed's host and cfg->host are copied into each other whole");
+
+/* host:port, with [] around an IPv6 address, appended to out at *o. */
+static void url_put_host(char *out, size_t len, size_t *o, const char *host, int port) {
+  bool v6 = strchr(host, ':') != NULL;
+  int n = snprintf(out + *o, len - *o, "%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+  if (n > 0) *o += (size_t)n < len - *o ? (size_t)n : len - *o - 1;
+}
+
 kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *why, size_t wl) {
   cfg->host[0] = cfg->user[0] = cfg->password[0] = 0;
   cfg->has_password = false;
   cfg->port = 6379;
   cfg->db = 0;
+  cfg->cluster = false;
+  cfg->nseeds = 0;
   if (!url) url = "";
-  cfg->tls = !strncmp(url, "rediss://", 9);
-  if (!cfg->tls && strncmp(url, "redis://", 8) != 0) {
-    snprintf(why, wl, "\"%s\" is not a redis[s]://[[user]:password@]host[:port][/db] URL", url);
+  static const char *const schemes[4] = {"redis://", "rediss://", "redis+cluster://", "rediss+cluster://"};
+  int scheme = -1;
+  for (int i = 0; i < 4 && scheme < 0; i++)
+    if (!strncmp(url, schemes[i], strlen(schemes[i]))) scheme = i;
+  if (scheme < 0) {
+    snprintf(why, wl,
+             "\"%s\" is not a redis[s]://[[user]:password@]host[:port][/db] URL, nor a "
+             "redis[s]+cluster://[[user]:password@]host[:port][,host[:port]...] one",
+             url);
     return KC_EINVAL;
   }
-  const char *p = url + (cfg->tls ? 9 : 8), *slash = strchr(p, '/');
+  cfg->tls = scheme & 1;
+  cfg->cluster = scheme >= 2;
+  const char *p = url + strlen(schemes[scheme]), *slash = strchr(p, '/');
   const char *end = slash ? slash : p + strlen(p);
   const char *at = NULL;
   for (const char *q = p; q < end; q++)
@@ -98,22 +141,30 @@ kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *wh
     cfg->has_password = true;
     p = at + 1;
   }
-  const char *port;
-  kc_status hs = url_host(p, end, cfg, &port, why, wl);
-  if (hs) return hs;
-  if (!cfg->host[0]) {
-    snprintf(why, wl, "the URL \"%s\" names no host", url);
+  if (!cfg->cluster && memchr(p, ',', (size_t)(end - p))) {
+    snprintf(why, wl,
+             "the URL \"%s\" names several hosts: for a Redis Cluster write "
+             "redis+cluster://host:port[,host:port...]",
+             url);
     return KC_EINVAL;
   }
-  if (port) {
-    char *e;
-    long v = strtol(port, &e, 10);
-    if (e != end || port == end || v < 1 || v > 65535) {
-      snprintf(why, wl, "bad port \"%.*s\" in the URL", (int)(end - port), port);
+  /* one host, or for a cluster seed nodes separated by commas */
+  for (const char *h = p;;) {
+    const char *comma = cfg->cluster ? memchr(h, ',', (size_t)(end - h)) : NULL;
+    const char *hend = comma ? comma : end;
+    if (cfg->nseeds == KC__REMOTE_MAX_SEEDS) {
+      snprintf(why, wl, "the URL names more than %d seed nodes", KC__REMOTE_MAX_SEEDS);
       return KC_EINVAL;
     }
-    cfg->port = (int)v;
+    kc_status hs = url_hostport(url, h, hend, cfg, why, wl);
+    if (hs) return hs;
+    memcpy(cfg->seed_host[cfg->nseeds], cfg->host, sizeof cfg->host); /* both 256 bytes */
+    cfg->seed_port[cfg->nseeds++] = cfg->port;
+    if (!comma) break;
+    h = comma + 1;
   }
+  memcpy(cfg->host, cfg->seed_host[0], sizeof cfg->host); /* the first seed */
+  cfg->port = cfg->seed_port[0];
   if (slash && slash[1]) {
     char *e;
     long v = strtol(slash + 1, &e, 10);
@@ -123,10 +174,19 @@ kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *wh
     }
     cfg->db = (int)v;
   }
-  bool v6 = strchr(cfg->host, ':') != NULL;
-  snprintf(cfg->url, sizeof cfg->url, "%s://%s%s%s%s%s%s:%d/%d", cfg->tls ? "rediss" : "redis", cfg->user,
-           cfg->has_password ? ":***" : "", cfg->has_password ? "@" : "", v6 ? "[" : "", cfg->host,
-           v6 ? "]" : "", cfg->port, cfg->db);
+  if (cfg->cluster && cfg->db) {
+    snprintf(why, wl, "a Redis Cluster has database 0 only: the URL names database %d", cfg->db);
+    return KC_EINVAL;
+  }
+  size_t o = 0;
+  o +=
+      (size_t)snprintf(cfg->url, sizeof cfg->url, "%.*s%s%s%s", (int)strlen(schemes[scheme]), schemes[scheme],
+                       cfg->user, cfg->has_password ? ":***" : "", cfg->has_password ? "@" : "");
+  for (int i = 0; i < cfg->nseeds && o + 1 < sizeof cfg->url; i++) {
+    if (i) cfg->url[o++] = ',';
+    url_put_host(cfg->url, sizeof cfg->url, &o, cfg->seed_host[i], cfg->seed_port[i]);
+  }
+  if (o + 1 < sizeof cfg->url) snprintf(cfg->url + o, sizeof cfg->url - o, "/%d", cfg->db);
   return KC_OK;
 }
 
@@ -223,17 +283,28 @@ kc_status kc__remote_config_load(const kc__config *conf, kc__remote_config *cfg,
       snprintf(why, wl, "the key prefix \"%s\" holds a space or a control character", prefix);
       return KC_EINVAL;
     }
+  if (cfg->cluster && strpbrk(prefix, "{}")) {
+    snprintf(
+        why, wl,
+        "the key prefix \"%s\" holds a brace: on a Redis Cluster kcache puts the key in braces (a hash "
+        "tag, so that an entry and its lock share a slot), and a brace in the prefix would take its place",
+        prefix);
+    return KC_EINVAL;
+  }
   snprintf(cfg->prefix, sizeof cfg->prefix, "%s", prefix);
 
   uint64_t timeout = KC__REMOTE_DEFAULT_TIMEOUT_MS, retry = KC__REMOTE_DEFAULT_RETRY_MS;
-  uint64_t max = KC__REMOTE_DEFAULT_MAX_ENTRY;
+  uint64_t max = KC__REMOTE_DEFAULT_MAX_ENTRY, lock_deadline = KC__REMOTE_DEFAULT_LOCK_DEADLINE_MS;
   if (!conf_u64(conf, KC__SET_REMOTE_TIMEOUT_MS, &timeout, 1, 600000, why, wl)) return KC_EINVAL;
+  if (!conf_u64(conf, KC__SET_REMOTE_LOCK_DEADLINE_MS, &lock_deadline, 1, 600000, why, wl)) return KC_EINVAL;
   if (!conf_u64(conf, KC__SET_REMOTE_RETRY_MS, &retry, 1, 86400000, why, wl)) return KC_EINVAL;
   cfg->lock_ms = KC__REMOTE_DEFAULT_LOCK_MS;
   if (!conf_lock_ms(conf, &cfg->lock_ms, why, wl)) return KC_EINVAL;
   if (!conf_max_entry(conf, &max, why, wl)) return KC_EINVAL;
   if (max > (1ull << 31)) max = 1ull << 31; /* Redis strings hold at most 512 MiB by default anyway */
   cfg->timeout_ms = (uint32_t)timeout;
+  /* never shorter than the lookups' own deadline */
+  cfg->lock_deadline_ms = (uint32_t)(lock_deadline > timeout ? lock_deadline : timeout);
   cfg->retry_ms = (uint32_t)retry;
   cfg->max_entry = max;
 
@@ -274,5 +345,6 @@ kc_status kc__remote_config_load(const kc__config *conf, kc__remote_config *cfg,
 void kc__remote_name(const kc__remote_config *cfg, const uint8_t key[16], bool lock, char *out, size_t len) {
   char h[33];
   kc__hex(key, 16, h);
-  snprintf(out, len, "%s%s%s%s", cfg->prefix, cfg->ns, h, lock ? ":lock" : "");
+  if (cfg->cluster) snprintf(out, len, "%s%s{%s}%s", cfg->prefix, cfg->ns, h, lock ? ":lock" : "");
+  else snprintf(out, len, "%s%s%s%s", cfg->prefix, cfg->ns, h, lock ? ":lock" : "");
 }

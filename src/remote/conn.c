@@ -112,6 +112,8 @@ void kc__rreply_free(const kc__heap *heap, kc__rreply *r) {
 static kc_status take_reply(kc__rconn *c, void *reply, kc__rreply *out, char *why, size_t wl) {
   bool ok = copy_reply(c->heap, reply, out, 0);
   kc__hr.free_reply(reply);
+  if (ok && out->type == KC__R_ERROR && (!strncmp(out->str, "MOVED ", 6) || !strncmp(out->str, "ASK ", 4)))
+    snprintf(c->redirect, sizeof c->redirect, "%s", out->str); /* a cluster's: the tier follows it */
   if (ok) return KC_OK;
   kc__rreply_free(c->heap, out);
   c->broken = true; /* the reply is lost: the next one would answer this command */
@@ -205,6 +207,7 @@ io:
   return KC_EIO;
 timeout:
   c->broken = true;
+  c->timed_out = true;
   snprintf(why, wl, "no answer within %g ms while %s (timeout)", (double)c->timeout_ns / 1e6, what);
   return KC_EIO;
 }
@@ -212,9 +215,21 @@ timeout:
 kc_status kc__rconn_cmd(kc__rconn *c, int argc, const char *const *argv, const size_t *lens, kc__rreply *out,
                         char *why, size_t wl) {
   memset(out, 0, sizeof *out);
+  c->redirect[0] = 0;
   if (c->broken) {
     snprintf(why, wl, "connection already failed");
     return KC_EIO;
+  }
+  if (c->asking) { /* a cluster's ASK redirection: ASKING before each command */
+    kc__rreply a;
+    static const char asking[] = "ASKING";
+    const char *aargv[] = {asking};
+    const size_t alens[] = {sizeof asking - 1};
+    c->asking = false;
+    kc_status st = kc__rconn_cmd(c, 1, aargv, alens, &a, why, wl);
+    c->asking = true;
+    if (st) return st;
+    kc__rreply_free(c->heap, &a);
   }
   if (c->ssl) return tls_cmd(c, argc, argv, lens, out, why, wl);
   uint64_t bytes = 0;
@@ -266,6 +281,7 @@ io:
   return KC_EIO;
 timeout:
   c->broken = true;
+  c->timed_out = true;
   snprintf(why, wl, "no answer within %g ms while %s (timeout)", (double)c->timeout_ns / 1e6, what);
   return KC_EIO;
 }
@@ -296,13 +312,14 @@ void kc__rconn_close(kc__rconn *c) {
 
 /* A TCP connection to host:port by the deadline (every address the name
  * resolves to, in turn), non-blocking, into *fd. */
-static kc_status tcp_connect(const kc__remote_config *cfg, uint64_t deadline, int *fd, char *why, size_t wl) {
+static kc_status tcp_connect(const kc__remote_config *cfg, const char *host, int portn, uint64_t deadline,
+                             int *fd, char *why, size_t wl) {
   char port[16];
-  snprintf(port, sizeof port, "%d", cfg->port);
+  snprintf(port, sizeof port, "%d", portn);
   struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
-  int g = getaddrinfo(cfg->host, port, &hints, &ai);
+  int g = getaddrinfo(host, port, &hints, &ai);
   if (g) {
-    snprintf(why, wl, "connecting to %s:%d: %s", cfg->host, cfg->port, gai_strerror(g));
+    snprintf(why, wl, "connecting to %s:%d: %s", host, portn, gai_strerror(g));
     return KC_EIO;
   }
   int err = 0;
@@ -335,16 +352,15 @@ static kc_status tcp_connect(const kc__remote_config *cfg, uint64_t deadline, in
   freeaddrinfo(ai);
   if (*fd >= 0) return KC_OK;
   if (timed_out)
-    snprintf(why, wl, "connecting to %s:%d: no answer within %u ms (timeout)", cfg->host, cfg->port,
-             cfg->timeout_ms);
-  else snprintf(why, wl, "connecting to %s:%d: %s", cfg->host, cfg->port, strerror(err ? err : ECONNREFUSED));
+    snprintf(why, wl, "connecting to %s:%d: no answer within %u ms (timeout)", host, portn, cfg->timeout_ms);
+  else snprintf(why, wl, "connecting to %s:%d: %s", host, portn, strerror(err ? err : ECONNREFUSED));
   return KC_EIO;
 }
 
 /* Connects c over TLS (rediss://) by the deadline: the socket, the
  * session and its handshake, which verifies the server. */
-static kc_status tls_open(kc__rconn *c, const kc__remote_config *cfg, uint64_t deadline, char *why,
-                          size_t wl) {
+static kc_status tls_open(kc__rconn *c, const kc__remote_config *cfg, const char *host, int port,
+                          uint64_t deadline, char *why, size_t wl) {
   const char *no = kc__tls_unavailable();
   if (no) {
     snprintf(why, wl, "%s", no);
@@ -356,11 +372,11 @@ static kc_status tls_open(kc__rconn *c, const kc__remote_config *cfg, uint64_t d
     snprintf(why, wl, "out of memory");
     return KC_ENOMEM;
   }
-  if ((st = tcp_connect(cfg, deadline, &c->fd, why, wl))) return st;
-  const char *name = cfg->tls_name[0] ? cfg->tls_name : cfg->host;
+  if ((st = tcp_connect(cfg, host, port, deadline, &c->fd, why, wl))) return st;
+  const char *name = cfg->tls_name[0] ? cfg->tls_name : host;
   char m[512];
   if ((st = kc__tls_new(ctx, c->fd, name, &c->ssl, m, sizeof m))) {
-    snprintf(why, wl, "connecting to %s:%d: %s", cfg->host, cfg->port, m);
+    snprintf(why, wl, "connecting to %s:%d: %s", host, port, m);
     return st;
   }
   for (;;) {
@@ -371,30 +387,30 @@ static kc_status tls_open(kc__rconn *c, const kc__remote_config *cfg, uint64_t d
     pipe_restore(&g);
     if (r > 0) return KC_OK;
     if (r < 0) {
-      snprintf(why, wl, "connecting to %s:%d: %s", cfg->host, cfg->port, m);
+      snprintf(why, wl, "connecting to %s:%d: %s", host, port, m);
       return KC_EIO;
     }
     int w = wait_fd(c->fd, want, deadline);
     if (w <= 0) {
       if (w == 0)
-        snprintf(why, wl, "connecting to %s:%d: no TLS handshake within %u ms (timeout)", cfg->host,
-                 cfg->port, cfg->timeout_ms);
-      else snprintf(why, wl, "connecting to %s:%d: %s", cfg->host, cfg->port, strerror(errno));
+        snprintf(why, wl, "connecting to %s:%d: no TLS handshake within %u ms (timeout)", host, port,
+                 cfg->timeout_ms);
+      else snprintf(why, wl, "connecting to %s:%d: %s", host, port, strerror(errno));
       return KC_EIO;
     }
   }
 }
 
 /* Connects c through hiredis (redis://) by the deadline. */
-static kc_status plain_open(kc__rconn *c, const kc__remote_config *cfg, uint64_t deadline, char *why,
-                            size_t wl) {
-  c->ctx = kc__hr.connect_nb(cfg->host, cfg->port);
+static kc_status plain_open(kc__rconn *c, const kc__remote_config *cfg, const char *host, int port,
+                            uint64_t deadline, char *why, size_t wl) {
+  c->ctx = kc__hr.connect_nb(host, port);
   if (!c->ctx) {
     snprintf(why, wl, "out of memory connecting");
     return KC_ENOMEM;
   }
   char what[400];
-  snprintf(what, sizeof what, "connecting to %s:%d", cfg->host, cfg->port);
+  snprintf(what, sizeof what, "connecting to %s:%d", host, port);
   if (HR_CTX(c->ctx, err)) {
     ctx_why(c->ctx, what, why, wl);
     return KC_EIO;
@@ -412,6 +428,11 @@ static kc_status plain_open(kc__rconn *c, const kc__remote_config *cfg, uint64_t
 
 kc_status kc__rconn_open(const kc__heap *heap, const kc__remote_config *cfg, kc__rconn **out, char *why,
                          size_t wl) {
+  return kc__rconn_open_at(heap, cfg, cfg->host, cfg->port, out, why, wl);
+}
+
+kc_status kc__rconn_open_at(const kc__heap *heap, const kc__remote_config *cfg, const char *host, int port,
+                            kc__rconn **out, char *why, size_t wl) {
   *out = NULL;
   const char *no = kc__hiredis_unavailable(cfg->hiredis_lib);
   if (no) {
@@ -436,7 +457,8 @@ kc_status kc__rconn_open(const kc__heap *heap, const kc__remote_config *cfg, kc_
     }
   }
   uint64_t deadline = kc__now_ns() + c->timeout_ns;
-  kc_status cs = cfg->tls ? tls_open(c, cfg, deadline, why, wl) : plain_open(c, cfg, deadline, why, wl);
+  kc_status cs = cfg->tls ? tls_open(c, cfg, host, port, deadline, why, wl)
+                          : plain_open(c, cfg, host, port, deadline, why, wl);
   if (cs) {
     kc__rconn_close(c);
     return cs;

@@ -145,6 +145,13 @@ struct kc__rconn {
   uint64_t timeout_ns;
   uint64_t cap; /* nonzero: no command waits past this (one deadline for several commands) */
   bool broken;
+  bool timed_out; /* it broke because an answer did not come in time */
+  /* a cluster's: the node it is to (kc__remote.nodes), ASKING before each
+   * command (a connection for one ASK redirection, never pooled), and the
+   * last MOVED or ASK error it got ("": none) */
+  int node;
+  bool asking;
+  char redirect[300];
   kc__rconn *next; /* the idle list */
 };
 
@@ -169,6 +176,28 @@ int kc__tls_handshake(void *s, const char *name, short *want, char *why, size_t 
  * failed, with why. Never blocks (fd is non-blocking). */
 long kc__tls_io(void *s, bool write, void *buf, size_t n, short *want, char *why, size_t wl);
 
+/* --------------------------------------------------------------- nodes */
+
+/* Nodes a cluster may have (a node past them serves no lookups). */
+#define KC__MAX_NODES 64
+#define KC__NO_NODE 0xffu
+/* The slot map is read again at most this often (a MOVED, a failure). */
+#define KC__MAP_REFRESH_NS 100000000ull
+
+/* A circuit breaker (tier.c's breaker_*). */
+typedef struct kc__rbreaker {
+  _Atomic uint32_t fails; /* consecutive failures */
+  _Atomic uint64_t open_until; /* monotonic ns; 0: closed */
+  _Atomic int trial; /* a half-open trial is under way */
+} kc__rbreaker;
+
+typedef struct kc__rnode {
+  char host[256];
+  int port;
+  kc__rconn *idle; /* at most KC__POOL_IDLE */
+  int nidle;
+} kc__rnode;
+
 /* ---------------------------------------------------------------- tier */
 
 enum {
@@ -184,6 +213,7 @@ typedef struct upjob {
   void *image; /* NULL: only the lock */
   size_t size;
   uint64_t lock;
+  bool signed_; /* image carries its MAC trailer now (size counts it) */
   kc__remote_defer_fn fn; /* instead: work for the cache (kc__remote_defer) */
   void *ud;
 } upjob;
@@ -196,22 +226,55 @@ struct kc__remote {
   char *vdir;
   char ident[128]; /* "host:pid": who holds a lock */
   pid_t pid;
-  /* the circuit breaker */
-  _Atomic uint32_t fails; /* consecutive failures */
-  _Atomic uint64_t open_until; /* monotonic ns; 0: closed */
-  _Atomic int trial; /* a half-open trial is under way */
+  /* the circuit breakers: the server's, or one per node of a cluster (and
+   * one more for slots whose owner is not known), cluster.c's
+   * kc__pool_breaker */
+  kc__rbreaker *brk;
   _Atomic int warned_error, warned_reject, warned_squat, warned_slow;
   /* the longest compile seen under a lock here, decaying (kc__remote_observe): ms, 0 none */
   _Atomic uint64_t est_ms;
   _Atomic uint64_t c[KC__NRC]; /* this runtime's counters (RC_*) */
-  /* idle connections */
-  kc__mutex pool_lock; /* leaf */
-  kc__rconn *idle;
-  int nidle;
+  /* the nodes, their idle connections, and a cluster's slot map (cluster.c) */
+  kc__mutex pool_lock; /* leaf: nodes, nnodes, each node's idle list, slot_node */
+  kc__rnode *nodes; /* one (the server), or up to KC__MAX_NODES of a cluster */
+  int nnodes;
+  uint8_t *slot_node; /* a cluster's: each slot's node, KC__NO_NODE: not known */
+  _Atomic int map_busy; /* a thread reads the slot map from the cluster now */
+  _Atomic int map_stale; /* read it again (a MOVED, a failure, never read) */
+  _Atomic uint64_t map_next; /* not before this time (monotonic ns) */
+  _Atomic uint32_t map_turn; /* which known node is asked first */
   /* the uploader: upload jobs (upjob) on a job queue */
   kc__jobq queue;
   kc__fork_hook fork; /* the queue and the pool around fork() */
 };
+
+/* cluster.c: r's nodes (the server, or a cluster's seeds) and, for a
+ * cluster, its empty slot map, read on first use. False: out of memory. */
+bool kc__nodes_init(kc__remote *r);
+/* Closes every idle connection and frees the nodes and the map. */
+void kc__nodes_free(kc__remote *r);
+/* A connection to the node that owns slot (the server's for one server):
+ * an idle one, else a new one (c->node says which). For a cluster, the slot
+ * map is read first when it is stale (at most every KC__MAP_REFRESH_NS).
+ * NULL with *st and why when none can be had. */
+kc__rconn *kc__pool_get(kc__remote *r, unsigned slot, char *why, size_t wl, kc_status *st);
+/* The same, a new connection made within lock_deadline_ms rather than
+ * timeout_ms (the single-flight commands' deadline). */
+kc__rconn *kc__pool_get_slow(kc__remote *r, unsigned slot, char *why, size_t wl, kc_status *st);
+/* The breaker of the node that owns slot (the server's for one server; for
+ * a slot whose owner is not known, the cluster's unknown-owner one). */
+kc__rbreaker *kc__pool_breaker(kc__remote *r, unsigned slot);
+/* Gives c back to its node's idle list (closed if broken, an ASK
+ * connection, or the list full). NULL: no-op. */
+void kc__pool_put(kc__remote *r, kc__rconn *c);
+/* c's last command was answered MOVED or ASK (c->redirect): for MOVED the
+ * slot's new owner goes into the map (which is read again soon), for ASK a
+ * connection to the node that imports the slot is made, with ASKING. c is
+ * given back; the connection to retry on is returned, or NULL with why. */
+kc__rconn *kc__pool_redirect(kc__remote *r, kc__rconn *c, unsigned slot, char *why, size_t wl);
+/* A command on a cluster's node failed: read the slot map again (soon), a
+ * replica may have taken over. No-op for one server. */
+void kc__pool_failed(kc__remote *r);
 
 /* estimate.c: a compile under the lock `token` ended (its upload begins): how
  * long it took goes into the estimate that bounds the waits for other

@@ -86,6 +86,9 @@
 #define KC__REMOTE_DEFAULT_LOCK_MS 30000u
 #define KC__REMOTE_DEFAULT_RETRY_MS 10000u
 #define KC__REMOTE_DEFAULT_MAX_ENTRY (64ull << 20)
+#define KC__REMOTE_DEFAULT_LOCK_DEADLINE_MS 250u
+/* Seed nodes a cluster URL may name. */
+#define KC__REMOTE_MAX_SEEDS 8
 /* Consecutive failures that open the circuit breaker. */
 #define KC__REMOTE_BREAKER_FAILURES 3u
 #define KC__REMOTE_MAC_MAGIC KC__MAC_MAGIC
@@ -127,14 +130,26 @@ typedef struct kc__remote_config {
   char tls_ca[1024]; /* a CA file or directory; "": the system's */
   char tls_cert[1024], tls_key[1024]; /* a client certificate and its key */
   char tls_name[256]; /* the name to verify; "": host */
+  /* redis+cluster:// (rediss+cluster://): a Redis Cluster, reached first
+   * through these seed nodes (host and port are the first's); entries are
+   * named with their key in braces, a hash tag (kc__remote_name) */
+  bool cluster;
+  int nseeds;
+  char seed_host[KC__REMOTE_MAX_SEEDS][256];
+  int seed_port[KC__REMOTE_MAX_SEEDS];
+  /* the deadline of the single-flight commands (SET NX, the polls for
+   * another machine's upload): KC_REMOTE_LOCK_DEADLINE_MS */
+  uint32_t lock_deadline_ms;
   /* The TLS client context that connections share (an SSL_CTX, made by
    * kc__remote_tls_setup); NULL: each connection makes its own. */
   void *tls_ctx;
 } kc__remote_config;
 
 /* Parses redis[s]://[[user]:password@]host[:port][/db] into cfg's host,
- * port, db, user, password, tls and url. KC_EINVAL with why for anything
- * else. */
+ * port, db, user, password, tls and url, and
+ * redis[s]+cluster://[[user]:password@]host[:port][,host[:port]...] (a
+ * cluster: cfg's cluster and seeds; database 0 only). KC_EINVAL with why
+ * for anything else. */
 kc_status kc__remote_parse_url(const char *url, kc__remote_config *cfg, char *why, size_t wl);
 /* The whole configuration from a resolved one (base/config.h: options and
  * variables; NULL: the defaults, no tier). KC_ENOTFOUND: no remote tier is
@@ -147,7 +162,8 @@ kc_status kc__remote_config_load(const kc__config *conf, kc__remote_config *cfg,
  * key that cannot be used) with why. kc__remote_tls_release frees it. */
 kc_status kc__remote_tls_setup(kc__remote_config *cfg, char *why, size_t wl);
 void kc__remote_tls_release(kc__remote_config *cfg);
-/* The Redis name of an entry (lock: with ":lock"). */
+/* The Redis name of an entry (lock: with ":lock"): PREFIX NS KEY, and for
+ * a cluster PREFIX NS {KEY}, so that an entry and its lock share a slot. */
 void kc__remote_name(const kc__remote_config *cfg, const uint8_t key[16], bool lock, char *out, size_t len);
 
 /* ------------------------------------------------------------ one connection */
@@ -173,11 +189,28 @@ typedef struct kc__rreply {
   size_t n;
 } kc__rreply;
 
+/* Redis Cluster's slot of a key (CRC16 of the key, or of its hash tag: the
+ * text between the first '{' and the next '}', when not empty), 0..16383. */
+#define KC__SLOTS 16384
+unsigned kc__keyslot(const char *key, size_t n);
+/* For each slot range of a CLUSTER SLOTS reply, fn(ud, first, last, host,
+ * port) with its primary (an empty host, as a node that does not know its
+ * own address reports it, is asked_host: the node that answered). False
+ * when the reply is not one or fn returns false. */
+typedef bool (*kc__slots_fn)(void *ud, int first, int last, const char *host, int port);
+bool kc__cluster_slots_each(const kc__rreply *rep, const char *asked_host, kc__slots_fn fn, void *ud);
+/* A MOVED or ASK error reply ("MOVED 3999 127.0.0.1:6381"): its slot and
+ * where to go. False for any other text. */
+bool kc__redirect_parse(const char *err, bool *ask, int *slot, char *host, size_t hl, int *port);
+
 /* Connects (over TLS for rediss://, the handshake verifying the server's
  * certificate and name; and authenticates, and selects the database)
  * within cfg->timeout_ms. KC_EIO / KC_EUNAVAILABLE / KC_ENOMEM with why. */
 kc_status kc__rconn_open(const kc__heap *heap, const kc__remote_config *cfg, kc__rconn **out, char *why,
                          size_t wl);
+/* The same to host:port (a cluster's node) with cfg's other settings. */
+kc_status kc__rconn_open_at(const kc__heap *heap, const kc__remote_config *cfg, const char *host, int port,
+                            kc__rconn **out, char *why, size_t wl);
 void kc__rconn_close(kc__rconn *c);
 /* One command, binary safe. KC_OK with *out filled (a server's error reply
  * is KC_OK with type KC__R_ERROR); KC_EIO with why when the connection failed

@@ -99,68 +99,36 @@ static void KC__PRINTF(3, 4) warn(kc__remote *r, _Atomic int *once, const char *
   kc__log_to(r->has_log ? &r->log : NULL, KC_LOG_WARN, "remote tier %s: %s", r->cfg.url, msg);
 }
 
-/* 0: skip the tier; 1: go on; 2: go on as the trial of a half-open breaker. */
-static int breaker_allow(kc__remote *r) {
-  uint64_t until = kc__load_acquire(&r->open_until);
+/* The breakers: one for the server, one per node of a cluster (so that a
+ * dead primary's slots are skipped while the others' are still asked).
+ * 0: skip; 1: go on; 2: go on as the trial of a half-open breaker. */
+static int breaker_allow(kc__rbreaker *b) {
+  uint64_t until = kc__load_acquire(&b->open_until);
   if (KC__LIKELY(until == 0)) return 1;
   if (kc__now_ns() < until) return 0;
   int expect = 0;
-  return atomic_compare_exchange_strong(&r->trial, &expect, 1) ? 2 : 0;
+  return atomic_compare_exchange_strong(&b->trial, &expect, 1) ? 2 : 0;
 }
 
-static void breaker_ok(kc__remote *r, int how) {
-  kc__store_relaxed(&r->fails, 0);
-  if (how == 2 || kc__load_relaxed(&r->open_until)) {
-    kc__store_release(&r->open_until, 0);
-    kc__store_release(&r->trial, 0);
+static void breaker_ok(kc__rbreaker *b, int how) {
+  kc__store_relaxed(&b->fails, 0);
+  if (how == 2 || kc__load_relaxed(&b->open_until)) {
+    kc__store_release(&b->open_until, 0);
+    kc__store_release(&b->trial, 0);
   }
 }
 
-static void breaker_fail(kc__remote *r, int how, const char *why) {
+static void breaker_fail(kc__remote *r, kc__rbreaker *b, int how, const char *why) {
   kc__remote_count(r, RC_ERRORS, 1);
   kc__remote_count_shared(r, RC_ERRORS, 1);
-  uint32_t f = kc__fetch_add_relaxed(&r->fails, 1) + 1;
+  uint32_t f = kc__fetch_add_relaxed(&b->fails, 1) + 1;
   warn(r, &r->warned_error,
-       "%s; launches go on without it (after %u failures in a row it is skipped for %u ms)", why,
-       KC__REMOTE_BREAKER_FAILURES, r->cfg.retry_ms);
+       "%s; launches go on without it (after %u failures in a row it is skipped for %u ms%s)", why,
+       KC__REMOTE_BREAKER_FAILURES, r->cfg.retry_ms, r->cfg.cluster ? ", each node on its own" : "");
   if (how == 2 || f >= KC__REMOTE_BREAKER_FAILURES) {
-    kc__store_release(&r->open_until, kc__now_ns() + (uint64_t)r->cfg.retry_ms * 1000000u);
-    kc__store_release(&r->trial, 0);
+    kc__store_release(&b->open_until, kc__now_ns() + (uint64_t)r->cfg.retry_ms * 1000000u);
+    kc__store_release(&b->trial, 0);
   }
-}
-
-static kc__rconn *pool_get(kc__remote *r, char *why, size_t wl, kc_status *st) {
-  pid_t me = getpid();
-  kc__rconn *c = NULL;
-  kc__lock(&r->pool_lock);
-  while (r->idle && !c) {
-    c = r->idle;
-    r->idle = c->next;
-    r->nidle--;
-    if (c->pid != me) { /* inherited across fork: the parent's socket (closed here, no I/O) */
-      kc__rconn_close(c);
-      c = NULL;
-    }
-  }
-  kc__unlock(&r->pool_lock);
-  if (c) return c;
-  *st = kc__rconn_open(&r->heap, &r->cfg, &c, why, wl);
-  return c;
-}
-
-static void pool_put(kc__remote *r, kc__rconn *c) {
-  if (!c) return;
-  if (!c->broken) {
-    kc__lock(&r->pool_lock);
-    if (r->nidle < KC__POOL_IDLE) {
-      c->next = r->idle;
-      r->idle = c;
-      r->nidle++;
-      c = NULL;
-    }
-    kc__unlock(&r->pool_lock);
-  }
-  kc__rconn_close(c);
 }
 
 /* ------------------------------------------------------------- locks */
@@ -336,37 +304,43 @@ static KC__COLD uint64_t gave_up(kc__remote *r, const char *lname, uint32_t boun
   return kc__lock_token();
 }
 
-bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn accept, void *ud,
-                      uint64_t *lock) {
-  *lock = 0;
-  if (!r) return false;
-  int how = breaker_allow(r);
-  if (!how) {
-    uint64_t d[KC__NRC] = {0};
-    d[RC_SKIPS] = d[RC_LOOKUP_SKIPS] = 1;
-    kc__remote_count(r, RC_SKIPS, 1);
-    kc__remote_count(r, RC_LOOKUP_SKIPS, 1);
-    rcounters_add(r->vdir, d);
-    return false;
-  }
-  uint64_t t0 = kc__now_ns();
-  char why[512], name[256], lname[300];
-  kc__remote_name(&r->cfg, key, false, name, sizeof name);
-  kc__remote_name(&r->cfg, key, true, lname, sizeof lname);
-  kc_status st = KC_OK;
-  kc__rconn *c = pool_get(r, why, sizeof why, &st);
-  got outcome = GOT_NONE;
-  bool rejected = false, waited = false;
-  uint64_t wait_until = 0, nap = KC__POLL_FIRST_NS, est = 0;
-  uint32_t bound = r->cfg.lock_ms;
+/* What one lookup carries from node to node (a cluster's redirections). */
+typedef struct lookup {
+  const uint8_t *key;
+  const char *name, *lname;
+  kc__remote_accept_fn accept;
+  void *ud;
+  uint64_t t0, *lock, est;
+  bool rejected, waited;
+  bool read; /* the first read was answered */
+  bool slow; /* the read too has lock_deadline_ms (its first try missed the timeout) */
+  uint32_t bound;
+  uint64_t wait_until;
+} lookup;
+
+/* The lookup on connection c: the value, else the lock, else the polls for
+ * another machine's upload. The read has the lookup's deadline (t0 plus
+ * the timeout); the single-flight commands (SET NX, the polls) have
+ * lock_deadline_ms each, so that a node that missed the tight deadline
+ * under load does not compile for itself what another one compiles. */
+static got fetch_on(kc__remote *r, kc__rconn *c, lookup *l, char *why, size_t wl) {
   uint64_t timeout_ns = (uint64_t)r->cfg.timeout_ms * 1000000u;
-  if (c) c->cap = t0 + timeout_ns; /* the lookup, not each command, waits at most the timeout */
-  while (c) {
-    outcome = get_value(r, c, name, accept, ud, &rejected, why, sizeof why);
+  uint64_t lock_ns = (uint64_t)r->cfg.lock_deadline_ms * 1000000u, nap = KC__POLL_FIRST_NS;
+  got outcome = GOT_NONE;
+  c->cap = l->t0 + timeout_ns; /* the lookup, not each command, waits at most the timeout */
+  if (l->slow) {
+    c->timeout_ns = lock_ns;
+    c->cap = kc__now_ns() + lock_ns;
+  }
+  for (;;) {
+    outcome = get_value(r, c, l->name, l->accept, l->ud, &l->rejected, why, wl);
+    if (outcome != GOT_FAIL) l->read = true;
     if (outcome != GOT_NONE) break;
     /* nothing usable: compile, unless another machine already does */
     uint64_t token = kc__lock_token();
-    int squat = lock_take(r, c, lname, token, why, sizeof why);
+    c->timeout_ns = lock_ns;
+    c->cap = kc__now_ns() + lock_ns;
+    int squat = lock_take(r, c, l->lname, token, why, wl);
     if (squat < 0) {
       outcome = GOT_FAIL;
       break;
@@ -375,42 +349,97 @@ bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn
     if (squat == 1) {
       /* Ours. But the last holder may have uploaded and released between
        * our GET and our SET (it uploads first): look once more. */
-      outcome = get_value(r, c, name, accept, ud, &rejected, why, sizeof why);
-      if (outcome == GOT_HIT) kc__remote_upload(r, key, NULL, 0, token); /* releases it */
-      else *lock = token;
+      outcome = get_value(r, c, l->name, l->accept, l->ud, &l->rejected, why, wl);
+      if (outcome == GOT_HIT) kc__remote_upload(r, l->key, NULL, 0, token); /* releases it */
+      else *l->lock = token;
       break;
     }
     /* another machine holds the lock: poll for its upload, within bounds */
     uint64_t now = kc__now_ns();
-    if (!waited) {
-      waited = true;
+    if (!l->waited) {
+      l->waited = true;
       kc__remote_count(r, RC_LOCK_WAITS, 1);
       /* with a secret the lock is authenticated, so a real holder's: the
        * whole lock timeout; without, anyone may have planted it */
-      bound = r->cfg.has_secret ? r->cfg.lock_ms : kc__remote_wait_bound_ms(r, &est);
-      wait_until = t0 + (uint64_t)bound * 1000000u;
+      l->bound = r->cfg.has_secret ? r->cfg.lock_ms : kc__remote_wait_bound_ms(r, &l->est);
+      l->wait_until = l->t0 + (uint64_t)l->bound * 1000000u;
     }
-    if (now >= wait_until) { /* it takes too long: compile without the lock */
-      *lock = gave_up(r, lname, bound, est);
+    if (now >= l->wait_until) { /* it takes too long: compile without the lock */
+      *l->lock = gave_up(r, l->lname, l->bound, l->est);
       break;
     }
-    kc__nap_ns(nap < wait_until - now ? nap : wait_until - now);
+    kc__nap_ns(nap < l->wait_until - now ? nap : l->wait_until - now);
     if (nap < KC__POLL_MAX_NS) nap *= 2;
-    c->cap = kc__now_ns() + timeout_ns;
+    c->cap = kc__now_ns() + lock_ns;
   }
-  if (c) c->cap = 0;
-  uint64_t dt = kc__now_ns() - t0;
-  if (!c || outcome == GOT_FAIL) breaker_fail(r, how, why);
-  else breaker_ok(r, how);
-  pool_put(r, c);
+  c->cap = 0;
+  c->timeout_ns = timeout_ns;
+  return outcome;
+}
+
+bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn accept, void *ud,
+                      uint64_t *lock) {
+  *lock = 0;
+  if (!r) return false;
+  char why[512], name[256], lname[300];
+  kc__remote_name(&r->cfg, key, false, name, sizeof name);
+  unsigned slot = kc__keyslot(name, strlen(name));
+  kc__rbreaker *b = kc__pool_breaker(r, slot);
+  int how = breaker_allow(b);
+  if (!how) {
+    uint64_t d[KC__NRC] = {0};
+    d[RC_SKIPS] = d[RC_LOOKUP_SKIPS] = 1;
+    kc__remote_count(r, RC_SKIPS, 1);
+    kc__remote_count(r, RC_LOOKUP_SKIPS, 1);
+    rcounters_add(r->vdir, d);
+    return false;
+  }
+  kc__remote_name(&r->cfg, key, true, lname, sizeof lname);
+  lookup l = {.key = key,
+              .name = name,
+              .lname = lname,
+              .accept = accept,
+              .ud = ud,
+              .t0 = kc__now_ns(),
+              .lock = lock,
+              .bound = r->cfg.lock_ms};
+  kc_status st = KC_OK;
+  kc__rconn *c = kc__pool_get(r, slot, why, sizeof why, &st);
+  got outcome = GOT_NONE;
+  for (int hop = 0; c; hop++) {
+    outcome = fetch_on(r, c, &l, why, sizeof why);
+    /* a cluster's slot that moved: follow it (twice at most) */
+    if (outcome != GOT_FAIL || !c->redirect[0] || *lock || hop == 2) break;
+    c = kc__pool_redirect(r, c, slot, why, sizeof why);
+  }
+  if (c && outcome == GOT_FAIL && c->timed_out && !l.read && !*lock &&
+      r->cfg.lock_deadline_ms > r->cfg.timeout_ms) {
+    /* The first read missed the lookup's deadline on a connection that
+     * works (a loaded machine, a busy server): rather than compile without
+     * the lock (and count a failure), go on with single flight's deadline,
+     * the read again included, on a new connection. A server that is gone
+     * fails as fast as before; one that stopped costs the lock deadline. */
+    kc__pool_put(r, c);
+    l.slow = true;
+    c = kc__pool_get_slow(r, slot, why, sizeof why, &st);
+    if (c) outcome = fetch_on(r, c, &l, why, sizeof why);
+  }
+  uint64_t dt = kc__now_ns() - l.t0;
+  if (!c || outcome == GOT_FAIL) {
+    kc__pool_failed(r);
+    breaker_fail(r, b, how, why);
+  } else {
+    breaker_ok(b, how);
+  }
+  kc__pool_put(r, c);
   uint64_t d[KC__NRC] = {0};
   d[RC_LOOKUPS] = 1;
   d[RC_LOOKUP_NS] = dt;
   if (outcome == GOT_HIT) d[RC_HITS] = 1;
   else if (c && outcome == GOT_NONE) d[RC_MISSES] = 1;
   else d[RC_LOOKUP_ERRORS] = 1; /* (breaker_fail counted it in RC_ERRORS) */
-  d[RC_REJECTS] = rejected;
-  d[RC_LOCK_WAITS] = waited;
+  d[RC_REJECTS] = l.rejected;
+  d[RC_LOCK_WAITS] = l.waited;
   for (int i = 0; i < KC__NRC; i++)
     if (i != RC_REJECTS && i != RC_LOCK_WAITS) kc__remote_count(r, i, d[i]);
   rcounters_add(r->vdir, d);
@@ -418,6 +447,58 @@ bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn
 }
 
 /* ------------------------------------------------------------ uploads */
+
+/* The upload of j on c (a SET of name, then the compare-and-delete of the
+ * lock): false on a failure (why; c->redirect: a cluster's MOVED or ASK). */
+static bool upload_on(kc__remote *r, kc__rconn *c, upjob *j, const char *name, char *why, size_t wl) {
+  bool failed = false;
+  if (j->image) {
+    size_t size = j->size;
+    if (r->cfg.has_secret && !j->signed_) {
+      uint8_t *img = kc__heap_realloc(&r->heap, j->image, size + KC__REMOTE_TRAILER);
+      if (img) {
+        j->image = img;
+        if (kc__remote_trailer(&r->cfg, img, size, img + size)) size += KC__REMOTE_TRAILER;
+        else size = 0;
+      } else {
+        size = 0;
+      }
+      j->size = size;
+      j->signed_ = true; /* a second try (a redirection) sends the same bytes */
+    }
+    if (size == 0 || size > r->cfg.max_entry) {
+      kc__remote_count(r, RC_SKIPS, 1); /* too large to share, or no MAC (out of memory) */
+      kc__remote_count_shared(r, RC_SKIPS, 1);
+    } else {
+      const char *argv[] = {"SET", name, j->image};
+      size_t lens[] = {3, strlen(name), size};
+      kc__rreply v;
+      kc_status st = kc__rconn_cmd(c, 3, argv, lens, &v, why, wl);
+      if (!st && v.type == KC__R_STATUS) {
+        kc__remote_count(r, RC_UPLOADS, 1);
+        kc__remote_count_shared(r, RC_UPLOADS, 1);
+      } else {
+        if (!st) snprintf(why, wl, "SET %s: %s", name, v.str ? v.str : "unexpected reply");
+        failed = true;
+      }
+      kc__rreply_free(&r->heap, &v);
+    }
+  }
+  if (!c->broken && j->lock) {
+    /* compare-and-delete: a lock that expired and was taken by another
+     * machine is not ours to release */
+    static const char script[] =
+        "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+    char tok[200], lname[300];
+    kc__remote_name(&r->cfg, j->key, true, lname, sizeof lname);
+    lock_value(r, lname, j->lock, tok, sizeof tok);
+    kc__rreply v;
+    char why2[512];
+    if (kc__rconn_cmdv(c, &v, why2, sizeof why2, "EVAL", script, "1", lname, tok, (char *)NULL) == KC_OK)
+      kc__rreply_free(&r->heap, &v); /* scripting off: the lock expires by itself */
+  }
+  return !failed;
+}
 
 /* One job, on the queue's thread (or the caller's: run_here): deferred
  * work, or an upload (the SET and the release of the lock). */
@@ -428,7 +509,12 @@ static void run_job(void *ud, kc__job *job) {
     j->fn(j->ud, j->key, j->image, j->size);
     return;
   }
-  int how = breaker_allow(r);
+  char why[512], name[256];
+  kc_status st = KC_OK;
+  kc__remote_name(&r->cfg, j->key, false, name, sizeof name);
+  unsigned slot = kc__keyslot(name, strlen(name)); /* the lock's too (a hash tag on a cluster) */
+  kc__rbreaker *b = kc__pool_breaker(r, slot);
+  int how = breaker_allow(b);
   if (!how) {
     if (j->image) {
       kc__remote_count(r, RC_SKIPS, 1);
@@ -436,57 +522,25 @@ static void run_job(void *ud, kc__job *job) {
     }
     return; /* a lock we held expires by itself */
   }
-  char why[512], name[256];
-  kc_status st = KC_OK;
-  kc__rconn *c = pool_get(r, why, sizeof why, &st);
+  kc__rconn *c = kc__pool_get_slow(r, slot, why, sizeof why, &st);
   bool failed = !c;
-  if (c && j->image) {
-    size_t size = j->size;
-    if (r->cfg.has_secret) {
-      uint8_t *img = kc__heap_realloc(&r->heap, j->image, size + KC__REMOTE_TRAILER);
-      if (img) {
-        j->image = img;
-        if (kc__remote_trailer(&r->cfg, img, size, img + size)) size += KC__REMOTE_TRAILER;
-        else size = 0;
-      } else {
-        size = 0;
-      }
-    }
-    if (size == 0 || size > r->cfg.max_entry) {
-      kc__remote_count(r, RC_SKIPS, 1); /* too large to share, or no MAC (out of memory) */
-      kc__remote_count_shared(r, RC_SKIPS, 1);
-    } else {
-      kc__remote_name(&r->cfg, j->key, false, name, sizeof name);
-      const char *argv[] = {"SET", name, j->image};
-      size_t lens[] = {3, strlen(name), size};
-      kc__rreply v;
-      st = kc__rconn_cmd(c, 3, argv, lens, &v, why, sizeof why);
-      if (!st && v.type == KC__R_STATUS) {
-        kc__remote_count(r, RC_UPLOADS, 1);
-        kc__remote_count_shared(r, RC_UPLOADS, 1);
-      } else {
-        if (!st) snprintf(why, sizeof why, "SET %s: %s", name, v.str ? v.str : "unexpected reply");
-        failed = true;
-      }
-      kc__rreply_free(&r->heap, &v);
-    }
+  for (int hop = 0; c; hop++) {
+    /* the upload and the release are single flight's: other machines wait
+     * for them (and no launch does) */
+    c->timeout_ns = (uint64_t)r->cfg.lock_deadline_ms * 1000000u;
+    failed = !upload_on(r, c, j, name, why, sizeof why);
+    c->timeout_ns = (uint64_t)r->cfg.timeout_ms * 1000000u;
+    if (!failed || !c->redirect[0] || hop == 2) break;
+    c = kc__pool_redirect(r, c, slot, why, sizeof why); /* a cluster's slot that moved */
+    failed = !c;
   }
-  if (c && !c->broken && j->lock) {
-    /* compare-and-delete: a lock that expired and was taken by another
-     * machine is not ours to release */
-    static const char script[] =
-        "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
-    char tok[200];
-    kc__remote_name(&r->cfg, j->key, true, name, sizeof name);
-    lock_value(r, name, j->lock, tok, sizeof tok);
-    kc__rreply v;
-    char why2[512];
-    if (kc__rconn_cmdv(c, &v, why2, sizeof why2, "EVAL", script, "1", name, tok, (char *)NULL) == KC_OK)
-      kc__rreply_free(&r->heap, &v); /* scripting off: the lock expires by itself */
+  if (failed) {
+    kc__pool_failed(r);
+    breaker_fail(r, b, how, why);
+  } else {
+    breaker_ok(b, how);
   }
-  if (failed) breaker_fail(r, how, why);
-  else breaker_ok(r, how);
-  pool_put(r, c);
+  kc__pool_put(r, c);
 }
 
 static void job_free(void *ud, kc__job *job) {
@@ -584,11 +638,13 @@ static void fork_parent(void *ud) {
 /* The child: the queued jobs and the one the parent's thread runs are the
  * parent's to send (the queue drops them: nothing is sent twice, and the
  * child starts a thread of its own for the jobs it queues); pooled
- * connections are the parent's sockets (pool_get drops them by their
- * pid); a lock taken here is this process's (ident). */
+ * connections are the parent's sockets (kc__pool_get drops them by their
+ * pid), and a reading of the slot map that the parent had under way is
+ * the parent's; a lock taken here is this process's (ident). */
 static void fork_child(void *ud) {
   kc__remote *r = ud;
   set_ident(r);
+  r->map_busy = 0;
   kc__unlock(&r->pool_lock);
   kc__jobq_fork_child(&r->queue);
 }
@@ -636,6 +692,16 @@ kc__remote *kc__remote_open(const kc__heap *heap, const kc__log_sink *log, const
   if (log) r->log = *log, r->has_log = true;
   r->cfg = cfg;
   kc__wipe(&cfg, sizeof cfg);
+  if (!kc__nodes_init(r)) {
+    kc__mutex_destroy(&r->pool_lock);
+    kc__jobq_destroy(&r->queue);
+    kc__heap_free(&r->heap, r->vdir);
+    kc__remote_tls_release(&r->cfg);
+    kc__wipe(&r->cfg, sizeof r->cfg);
+    kc__heap_free(&r->heap, r);
+    kc__log_to(log, KC_LOG_WARN, "the remote tier is off: out of memory");
+    return NULL;
+  }
   set_ident(r);
   r->fork = (kc__fork_hook){
       .level = KC__FORK_REMOTE, .prepare = fork_prepare, .parent = fork_parent, .child = fork_child, .ud = r};
@@ -647,10 +713,7 @@ void kc__remote_close(kc__remote *r) {
   if (!r) return;
   kc__fork_unregister(&r->fork);
   kc__jobq_stop(&r->queue);
-  for (kc__rconn *c = r->idle, *next; c; c = next) {
-    next = c->next;
-    kc__rconn_close(c);
-  }
+  kc__nodes_free(r);
   kc__mutex_destroy(&r->pool_lock);
   kc__jobq_destroy(&r->queue);
   const kc__heap heap = r->heap;

@@ -38,6 +38,8 @@ static int free_port(void) {
   return ntohs(a.sin_port);
 }
 
+int rs_free_port(void) { return free_port(); }
+
 const char *rs_tls_ca;
 
 /* cfg for a raw connection to url (rediss://: trusting rs_tls_ca). */
@@ -126,6 +128,96 @@ void rs_stop(rs_server *s) {
   }
   if (s->dir[0]) kct_rmrf(s->dir);
   s->dir[0] = 0;
+}
+
+void rs_cluster_start(rs_cluster *c, int primaries, int node_timeout_ms) {
+  if (!kct_in_path("redis-cli")) {
+    printf("SKIPPED: the Redis Cluster tests need redis-cli (Debian: apt-get install redis-tools)\n");
+    fflush(stdout);
+    exit(77);
+  }
+  memset(c, 0, sizeof *c);
+  c->n = 2 * primaries;
+  assert_true(c->n <= RS_CLUSTER_MAX);
+  char create[4096];
+  size_t o = (size_t)snprintf(create, sizeof create, "redis-cli --cluster create");
+  for (int i = 0; i < c->n; i++) {
+    char extra[512];
+    /* the bus port named (its default, port + 10000, may not exist for an ephemeral port) */
+    snprintf(extra, sizeof extra,
+             "--cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout %d "
+             "--cluster-port %d --cluster-replica-validity-factor 0 --repl-ping-replica-period 1",
+             node_timeout_ms, free_port());
+    rs_start(&c->node[i], NULL, extra);
+    o += (size_t)snprintf(create + o, sizeof create - o, " 127.0.0.1:%d", c->node[i].port);
+  }
+  snprintf(create + o, sizeof create - o, " --cluster-replicas 1 --cluster-yes >'%s/create.log' 2>&1",
+           c->node[0].dir);
+  if (system(create) != 0) fail_msg("redis-cli --cluster create failed (see %s/create.log)", c->node[0].dir);
+  if (!rs_cluster_wait_ok(c, 20)) fail_msg("the cluster did not reach cluster_state:ok in 20 s");
+  snprintf(c->url, sizeof c->url, "redis+cluster://127.0.0.1:%d", c->node[0].port);
+  o = (size_t)snprintf(c->seeds, sizeof c->seeds, "redis+cluster://");
+  for (int i = 0; i < c->n; i++)
+    o += (size_t)snprintf(c->seeds + o, sizeof c->seeds - o, "%s127.0.0.1:%d", i ? "," : "", c->node[i].port);
+}
+
+void rs_cluster_stop(rs_cluster *c) {
+  for (int i = 0; i < c->n; i++) rs_stop(&c->node[i]);
+}
+
+/* INFO's field `name` on url, or "" (a node that does not answer). */
+static void info_field(const char *url, const char *section, const char *name, char *out, size_t len) {
+  out[0] = 0;
+  kc__remote_config cfg;
+  char why[512];
+  if (!raw_config(url, &cfg, why, sizeof why)) return;
+  cfg.timeout_ms = 1000;
+  kc__rconn *conn;
+  if (kc__rconn_open(NULL, &cfg, &conn, why, sizeof why)) return;
+  kc__rreply r;
+  const char *cmd = section && !strcmp(section, "cluster") ? "CLUSTER" : "INFO";
+  const char *arg = section && !strcmp(section, "cluster") ? "INFO" : section;
+  if (kc__rconn_cmdv(conn, &r, why, sizeof why, cmd, arg, (char *)NULL) == KC_OK && r.type == KC__R_STRING) {
+    size_t nl = strlen(name);
+    for (const char *l = r.str; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+      if (!strncmp(l, name, nl) && l[nl] == ':') {
+        snprintf(out, len, "%.*s", (int)strcspn(l + nl + 1, "\r\n"), l + nl + 1);
+        break;
+      }
+  }
+  kc__rreply_free(NULL, &r);
+  kc__rconn_close(conn);
+}
+
+bool rs_cluster_wait_ok(rs_cluster *c, double timeout_s) {
+  double t0 = kct_now();
+  while (kct_now() - t0 < timeout_s) {
+    bool ok = true, any = false;
+    for (int i = 0; i < c->n && ok; i++) {
+      if (c->node[i].pid <= 0) continue;
+      char state[32], slots[32];
+      info_field(c->node[i].url, "cluster", "cluster_state", state, sizeof state);
+      info_field(c->node[i].url, "cluster", "cluster_slots_ok", slots, sizeof slots);
+      ok = !strcmp(state, "ok") && !strcmp(slots, "16384");
+      any = true;
+    }
+    if (ok && any) return true;
+    usleep(100000);
+  }
+  for (int i = 0; i < c->n; i++) { /* why not */
+    if (c->node[i].pid <= 0) continue;
+    char state[32], slots[32], role[32];
+    info_field(c->node[i].url, "cluster", "cluster_state", state, sizeof state);
+    info_field(c->node[i].url, "cluster", "cluster_slots_ok", slots, sizeof slots);
+    rs_cluster_role(c, i, role, sizeof role);
+    printf("# node 127.0.0.1:%d: %s, cluster_state %s, cluster_slots_ok %s\n", c->node[i].port, role, state,
+           slots);
+  }
+  return false;
+}
+
+void rs_cluster_role(rs_cluster *c, int i, char *out, size_t len) {
+  info_field(c->node[i].url, "replication", "role", out, len);
 }
 
 kc__rreply rs_cmdb(const char *url, int argc, const char *const *argv, const size_t *lens) {

@@ -15,6 +15,8 @@
 
 #include <sys/types.h>
 
+/* A loopback port that was free a moment ago. */
+int rs_free_port(void);
 /* Exits 77 with "SKIPPED: ..." when redis-server or libhiredis is missing. */
 void rs_require_server(void);
 
@@ -38,6 +40,27 @@ void rs_start_tls(rs_server *s, const char *password, const char *tls, const cha
 extern const char *rs_tls_ca;
 /* Kills it (SIGKILL, also when stopped) and removes its directory. */
 void rs_stop(rs_server *s);
+
+/* A Redis Cluster on loopback ports: n primaries, each with one replica
+ * (redis-cli --cluster create --cluster-replicas 1), cluster-node-timeout
+ * node_timeout_ms; ready when every node says cluster_state:ok. url is
+ * redis+cluster:// with the first node as the only seed, seeds with every
+ * node. Exits 77 with
+ * "SKIPPED: ..." when redis-cli is missing. */
+enum { RS_CLUSTER_MAX = 8 };
+typedef struct rs_cluster {
+  int n; /* nodes: 2 * primaries */
+  rs_server node[RS_CLUSTER_MAX];
+  char url[600];
+  char seeds[600];
+} rs_cluster;
+void rs_cluster_start(rs_cluster *c, int primaries, int node_timeout_ms);
+void rs_cluster_stop(rs_cluster *c);
+/* Waits (at most timeout_s) until a live node says cluster_state:ok and
+ * every slot has a live primary; false if it never did. */
+bool rs_cluster_wait_ok(rs_cluster *c, double timeout_s);
+/* Node i's role now ("master", "slave"), from its own INFO replication. */
+void rs_cluster_role(rs_cluster *c, int i, char *out, size_t len);
 
 /* A raw command on url (NULL-terminated text arguments); fails the test on
  * a connection error. Free the reply with rs_free. */

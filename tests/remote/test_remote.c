@@ -182,7 +182,10 @@ static void test_eight_nodes_cold_start_compile_three_times(void **state) {
 }
 
 /* A remote lookup that timed out or was skipped never costs more than the
- * timeout (plus scheduling slack on a loaded machine). */
+ * timeout, plus the single-flight deadline (KC_REMOTE_LOCK_DEADLINE_MS,
+ * 250 ms by default) when its first read missed the timeout on a
+ * connection that worked (it goes on with the lock's deadline rather than
+ * compile without the lock), plus scheduling slack on a loaded machine. */
 static void test_stopped_then_killed_server_delays_no_launch(void **state) {
   fx *f = *state;
   rs_server s;
@@ -213,11 +216,12 @@ static void test_stopped_then_killed_server_delays_no_launch(void **state) {
     if (dt > worst_launch) worst_launch = dt;
   }
   kc_stats s1 = kct_stats(rt);
-  print_message("server stopped: 8 launches, %d asked the server (worst lookup %.0f ms, timeout 100 ms), "
+  print_message("server stopped: 8 launches, %d asked the server (worst lookup %.0f ms, timeout 100 ms, lock "
+                "deadline 250 ms), "
                 "%llu skipped by the breaker; worst launch %.0f ms\n",
                 networked, worst_lookup * 1e3, (unsigned long long)(s1.remote_skips - s0.remote_skips),
                 worst_launch * 1e3);
-  assert_true(worst_lookup <= 0.1 + slack);
+  assert_true(worst_lookup <= 0.1 + KC__REMOTE_DEFAULT_LOCK_DEADLINE_MS / 1e3 + slack);
   assert_true(networked <= 3);
   assert_true(s1.remote_skips - s0.remote_skips >= 5);
 

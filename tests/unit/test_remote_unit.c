@@ -399,6 +399,81 @@ static void test_counters_file_of_0_2(void **state) {
   st_rmrf(dir);
 }
 
+/* Cluster URLs (seeds, TLS, no database but 0, the prefix without braces),
+ * key slots against values Redis Cluster's specification and CLUSTER
+ * KEYSLOT give, and the names: the key in braces on a cluster only. */
+static void test_cluster_urls_and_slots(void **state) {
+  (void)state;
+  kc__remote_config c;
+  char why[512] = "";
+  memset(&c, 0, sizeof c);
+  assert_int_equal(
+      kc__remote_parse_url("redis+cluster://:pw@10.0.0.1:7000,[::1]:7001,h", &c, why, sizeof why), KC_OK);
+  assert_true(c.cluster);
+  assert_false(c.tls);
+  assert_int_equal(c.nseeds, 3);
+  assert_string_equal(c.seed_host[1], "::1");
+  assert_int_equal(c.seed_port[1], 7001);
+  assert_string_equal(c.seed_host[2], "h");
+  assert_int_equal(c.seed_port[2], 6379);
+  assert_string_equal(c.host, "10.0.0.1");
+  assert_int_equal(c.port, 7000);
+  assert_string_equal(c.url, "redis+cluster://:***@10.0.0.1:7000,[::1]:7001,h:6379/0");
+  assert_int_equal(kc__remote_parse_url("rediss+cluster://h:1", &c, why, sizeof why), KC_OK);
+  assert_true(c.cluster && c.tls);
+  assert_int_equal(kc__remote_parse_url("redis+cluster://h:1/2", &c, why, sizeof why), KC_EINVAL);
+  KCT_CONTAINS(why, "database 0 only");
+  assert_int_equal(kc__remote_parse_url("redis+cluster://h:1,", &c, why, sizeof why), KC_EINVAL);
+  KCT_CONTAINS(why, "no host");
+  assert_int_equal(kc__remote_parse_url("redis+cluster://a,b,c,d,e,f,g,h,i", &c, why, sizeof why), KC_EINVAL);
+  KCT_CONTAINS(why, "more than 8 seed");
+  assert_int_equal(kc__remote_parse_url("redis://a,b", &c, why, sizeof why),
+                   KC_EINVAL); /* one server: one host */
+  /* slots: CRC16("123456789") is 0x31C3 */
+  assert_int_equal(kc__keyslot("123456789", 9), 0x31C3);
+  assert_int_equal(kc__keyslot("foo", 3), 12182);
+  assert_int_equal(kc__keyslot("{foo}bar", 8), 12182);
+  assert_int_equal(kc__keyslot("x{foo}:lock", 11), 12182);
+  assert_int_equal(kc__keyslot("{}foo", 5), kc__keyslot("{}foo", 5)); /* an empty tag: the whole key */
+  assert_int_not_equal(kc__keyslot("{}foo", 5), 12182);
+  /* names */
+  kc_options o;
+  kc_options_init(&o);
+  o.remote_url = "redis+cluster://127.0.0.1:7000";
+  assert_int_equal(kc__remote_config_load(kct_conf(&o), &c, why, sizeof why), KC_OK);
+  uint8_t key[16];
+  for (int i = 0; i < 16; i++) key[i] = (uint8_t)(i * 17);
+  char name[256], lname[300];
+  kc__remote_name(&c, key, false, name, sizeof name);
+  kc__remote_name(&c, key, true, lname, sizeof lname);
+  assert_string_equal(name, "kcache:{00112233445566778899aabbccddeeff}");
+  assert_string_equal(lname, "kcache:{00112233445566778899aabbccddeeff}:lock");
+  assert_int_equal(kc__keyslot(name, strlen(name)), kc__keyslot(lname, strlen(lname)));
+  o.remote_url = "redis://127.0.0.1:7000";
+  assert_int_equal(kc__remote_config_load(kct_conf(&o), &c, why, sizeof why), KC_OK);
+  kc__remote_name(&c, key, false, name, sizeof name);
+  assert_string_equal(name, "kcache:00112233445566778899aabbccddeeff"); /* one server: as before */
+  o.remote_url = "redis+cluster://127.0.0.1:7000";
+  o.remote_prefix = "app{x}:";
+  assert_int_equal(kc__remote_config_load(kct_conf(&o), &c, why, sizeof why), KC_EINVAL);
+  KCT_CONTAINS(why, "brace");
+  /* redirections */
+  bool ask;
+  int slot, port;
+  char host[64];
+  assert_true(kc__redirect_parse("MOVED 3999 127.0.0.1:6381", &ask, &slot, host, sizeof host, &port));
+  assert_false(ask);
+  assert_int_equal(slot, 3999);
+  assert_string_equal(host, "127.0.0.1");
+  assert_int_equal(port, 6381);
+  assert_true(kc__redirect_parse("ASK 1 [::1]:7002", &ask, &slot, host, sizeof host, &port));
+  assert_true(ask);
+  assert_string_equal(host, "::1");
+  assert_false(kc__redirect_parse("MOVED x h:1", &ask, &slot, host, sizeof host, &port));
+  assert_false(kc__redirect_parse("MOVED 16384 h:1", &ask, &slot, host, sizeof host, &port));
+  assert_false(kc__redirect_parse("ERR MOVED 1 h:1", &ask, &slot, host, sizeof host, &port));
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
@@ -413,6 +488,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_rediss_without_ca_or_server),
       KCT_TEST(test_url_of_a_runtime),
       KCT_TEST(test_counters_file_of_0_2),
+      KCT_TEST(test_cluster_urls_and_slots),
   };
   return KCT_RUN(tests);
 }
