@@ -10,6 +10,12 @@
  * one KC_LOCAL kernel from several threads at once, a barrier that only
  * some items of a group reach (refused, not a hang), and a group too large
  * for fibers.
+ *
+ * Kernels with barriers run on the host split at them into loops over the
+ * group's items (split.c), or as fibers where the split cannot be sure:
+ * the same kernels written both ways (a barrier in a helper makes the
+ * fibers) give the same bits as each other and as C (their arithmetic is
+ * exact), and the debug log says which way each ran.
  */
 #include "kc_test.h"
 
@@ -75,6 +81,126 @@ static const char SRC_STENCIL[] =
     "  out[y * w + x] = 0.5f * in[y * w + x] + 0.125f * (in[y * w + x - 1] + in[y * w + x + 1]\n"
     "                   + in[(y - 1) * w + x] + in[(y + 1) * w + x]);\n"
     "}\n";
+
+/* Barriers in uniform for, while, do and if statements, values live
+ * across them per item (an accumulator, a loop counter that starts at the
+ * item's id, an array, a const, a pointer to a local held across
+ * barriers), a return after the last barrier. BARRIER is kc_barrier() or,
+ * for the fibers, a helper that calls it. Exact arithmetic: small integers
+ * scaled by powers of two. */
+enum { MIX_WG = 64, MIX_GROUPS = 37, MIX_ROUNDS = 5 };
+#define SRC_MIX_BODY(BARRIER) \
+  "  KC_LOCAL float sh[64];\n" \
+  "  size_t l = kc_local_id(0), n = kc_local_size(0);\n" \
+  "  size_t g = kc_global_id(0);\n" \
+  "  float acc = x[g];\n" \
+  "  float hist[3];\n" \
+  "  float *p = &acc;\n" \
+  "  const int shift = (int)(l % 3) + 1;\n" \
+  "  int j = (int)l;\n" \
+  "  for (int r = 0; r < rounds; r++) {\n" \
+  "    sh[l] = *p;\n" \
+  "    " BARRIER ";\n" \
+  "    float nb = sh[(l + (size_t)shift) % n];\n" \
+  "    hist[r % 3] = nb;\n" \
+  "    *p = 0.5f * *p + 0.25f * nb;\n" \
+  "    " BARRIER ";\n" \
+  "    j += shift;\n" \
+  "  }\n" \
+  "  int k = 0;\n" \
+  "  while (k < 2) {\n" \
+  "    sh[l] = acc + (float)j;\n" \
+  "    " BARRIER ";\n" \
+  "    acc += sh[n - 1 - l] * 0.125f;\n" \
+  "    k++;\n" \
+  "    " BARRIER ";\n" \
+  "  }\n" \
+  "  if (rounds > 2) {\n" \
+  "    sh[l] = hist[0] + hist[1] + hist[2];\n" \
+  "    " BARRIER ";\n" \
+  "    acc += sh[(l + 1) % n];\n" \
+  "  } else\n" \
+  "    acc -= 1.0f;\n" \
+  "  do {\n" \
+  "    " BARRIER ";\n" \
+  "    k--;\n" \
+  "  } while (k > 0);\n" \
+  "  if (l % 2) { y[g] = acc; return; }\n" \
+  "  y[g] = acc + (float)j * 0.5f;\n" \
+  "}\n"
+static const char SRC_MIX[] =
+    "KC_KERNEL void live(KC_GLOBAL const float *x, KC_GLOBAL float *y, int rounds) {\n" SRC_MIX_BODY(
+        "kc_barrier()");
+static const char SRC_SYNC[] = "KC_DEVICE void sync(void) { kc_barrier(); }";
+static const char SRC_MIX_F[] =
+    "KC_KERNEL void live_f(KC_GLOBAL const float *x, KC_GLOBAL float *y, int rounds) {\n" SRC_MIX_BODY(
+        "sync()");
+
+/* mix in C: each group's items in lockstep. */
+static void mix_ref(const float *x, float *y, size_t groups, int rounds) {
+  enum { N = MIX_WG };
+  for (size_t gr = 0; gr < groups; gr++) {
+    float acc[N], hist[N][3], sh[N];
+    int shift[N], j[N];
+    for (int l = 0; l < N; l++) acc[l] = x[gr * N + l], shift[l] = l % 3 + 1, j[l] = l;
+    for (int r = 0; r < rounds; r++) {
+      for (int l = 0; l < N; l++) sh[l] = acc[l];
+      for (int l = 0; l < N; l++) {
+        float nb = sh[(l + shift[l]) % N];
+        hist[l][r % 3] = nb;
+        acc[l] = 0.5f * acc[l] + 0.25f * nb;
+        j[l] += shift[l];
+      }
+    }
+    for (int k = 0; k < 2; k++) {
+      for (int l = 0; l < N; l++) sh[l] = acc[l] + (float)j[l];
+      for (int l = 0; l < N; l++) acc[l] += sh[N - 1 - l] * 0.125f;
+    }
+    if (rounds > 2) {
+      for (int l = 0; l < N; l++) sh[l] = hist[l][0] + hist[l][1] + hist[l][2];
+      for (int l = 0; l < N; l++) acc[l] += sh[(l + 1) % N];
+    } else
+      for (int l = 0; l < N; l++) acc[l] -= 1.0f;
+    for (int l = 0; l < N; l++) y[gr * N + l] = l % 2 ? acc[l] : acc[l] + (float)j[l] * 0.5f;
+  }
+}
+
+/* The host's debug log, kept: which way each kernel with barriers ran. */
+static pthread_mutex_t paths_mu = PTHREAD_MUTEX_INITIALIZER;
+static char paths[8192];
+
+static void paths_log(void *ud, kc_log_level level, const char *msg) {
+  (void)ud, (void)level;
+  if (!strstr(msg, "work groups as loops") && !strstr(msg, "as fibers")) return;
+  pthread_mutex_lock(&paths_mu);
+  size_t n = strlen(paths);
+  snprintf(paths + n, sizeof paths - n, "%s\n", msg);
+  pthread_mutex_unlock(&paths_mu);
+}
+
+/* A runtime without the disk cache (every kernel compiled, so logged),
+ * its log into paths. */
+static kc_runtime *paths_runtime(void) {
+  kc_options o;
+  kc_options_init(&o);
+  o.cache_disable = 1;
+  o.log = paths_log;
+  o.log_level = KC_LOG_DEBUG;
+  paths[0] = 0;
+  return kct_runtime(&o);
+}
+
+/* On the host: the log says kernel name ran split (or as fibers). */
+static void expect_path(const char *name, bool split) {
+  if (kct_backend != KC_BACKEND_HOST) return;
+  char want[200];
+  snprintf(want, sizeof want, "'%s' %s", name,
+           split ? "runs its work groups as loops over their items" : "runs its work items as fibers");
+  pthread_mutex_lock(&paths_mu);
+  bool found = strstr(paths, want) != NULL;
+  pthread_mutex_unlock(&paths_mu);
+  if (!found) fail_msg("expected \"%s\" in the log: %s", want, paths);
+}
 
 static kc_buffer *buffer_of(kc_runtime *rt, kc_context *ctx, const float *v, size_t n) {
   kc_buffer *b;
@@ -280,7 +406,17 @@ static void test_barrier_misuse_is_refused(void **state) {
   KCT_STATUS(rt, KC_ELAUNCH, kc_launch(k, ctx, &g, &b, args, 1));
   KCT_CONTAINS(kc_errmsg(rt), "kc_barrier()");
   kc_dim3 big = {8192, 1, 1}, one = {1, 1, 1};
-  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, ctx, &one, &big, args, 1));
+  /* split at its barrier: a group of any size, the disagreement found */
+  KCT_STATUS(rt, KC_ELAUNCH, kc_launch(k, ctx, &one, &big, args, 1));
+  KCT_CONTAINS(kc_errmsg(rt), "every item of a group must reach each barrier");
+  /* as fibers (its barrier in a helper): not more than they take */
+  kct_define(rt, "sync", SRC_SYNC);
+  kct_define(rt, "halfway_f",
+             "KC_KERNEL void halfway_f(KC_GLOBAL float *y) {\n"
+             "  sync();\n"
+             "  y[kc_global_id(0)] = 1.0f;\n"
+             "}\n");
+  KCT_STATUS(rt, KC_EINVAL, kc_launch(kct_kernel(rt, "halfway_f", NULL), ctx, &one, &big, args, 1));
   KCT_CONTAINS(kc_errmsg(rt), "is more than the host backend takes");
   kct_define(rt, "reduce", SRC_REDUCE);
   run_reduce(rt, ctx, 64);
@@ -314,7 +450,192 @@ static void test_pool_after_fork(void **state) {
   kct_destroy(rt);
 }
 
+/* Runs the 1-D kernel name(x, y[, extra]) over groups of wg items and
+ * returns y (n floats; kct_free). */
+static float *run_xy(kc_runtime *rt, kc_context *ctx, const char *name, const float *x, size_t n, uint32_t wg,
+                     const int *extra) {
+  kc_buffer *bx = buffer_of(rt, ctx, x, n), *by = buffer_of(rt, ctx, NULL, n);
+  kc_arg args[] = {KC_ARG_BUF(bx), KC_ARG_BUF(by), extra ? KC_ARG_VAL(*extra) : KC_ARG_BUF(by)};
+  kc_dim3 g = {(uint32_t)(n / wg), 1, 1}, b = {wg, 1, 1};
+  KCT_OK(rt, kc_launch(kct_kernel(rt, name, NULL), ctx, &g, &b, args, extra ? 3 : 2));
+  KCT_OK(rt, kc_context_finish(ctx));
+  float *y = read_all(rt, by, n);
+  kc_buffer_destroy(bx);
+  kc_buffer_destroy(by);
+  return y;
+}
+
+static void expect_same(const char *what, const float *got, const float *want, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (memcmp(&got[i], &want[i], sizeof(float)) != 0)
+      fail_msg("%s: y[%zu] = %.9g, expected %.9g", what, i, got[i], want[i]);
+}
+
+/* Barriers in loops and ifs, values live across them: split on the host,
+ * the same bits as the fibers' and as C, on every backend. */
+static void test_split_loops_and_live_values(void **state) {
+  (void)state;
+  kc_runtime *rt = paths_runtime();
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "live", SRC_MIX);
+  kct_define(rt, "sync", SRC_SYNC);
+  kct_define(rt, "live_f", SRC_MIX_F);
+  enum { N = MIX_WG * MIX_GROUPS };
+  float *x = kct_calloc(N * sizeof(float)), *want = kct_calloc(N * sizeof(float));
+  for (int i = 0; i < N; i++) x[i] = (float)((i * 7) % 23) - 11.0f;
+  for (int rounds = 1; rounds <= MIX_ROUNDS; rounds += 2) {
+    mix_ref(x, want, MIX_GROUPS, rounds);
+    float *split = run_xy(rt, ctx, "live", x, N, MIX_WG, &rounds);
+    float *fib = run_xy(rt, ctx, "live_f", x, N, MIX_WG, &rounds);
+    expect_same("live (split) against C", split, want, N);
+    expect_same("live_f (fibers) against C", fib, want, N);
+    kct_free(split);
+    kct_free(fib);
+  }
+  expect_path("live", true);
+  expect_path("live_f", false);
+  kct_free(x);
+  kct_free(want);
+  kct_destroy(rt);
+}
+
+/* The reduction and the tiled product split on the host, and written with
+ * a helper's barrier (fibers): the same bits, and C's (integer values). */
+static void test_split_reduce_and_matmul_match_fibers(void **state) {
+  (void)state;
+  enum { M = 64, G = 50 };
+  kc_runtime *rt = paths_runtime();
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "sync", SRC_SYNC);
+  kct_define(rt, "reduce", SRC_REDUCE);
+  kct_define(rt, "matmul", SRC_MATMUL);
+  /* the same kernels, their barriers through the helper */
+  char src[2048];
+  const char *from[] = {SRC_REDUCE, SRC_MATMUL}, *names[] = {"reduce_f", "matmul_f"};
+  const char *old[] = {"void reduce(", "void matmul("};
+  for (int v = 0; v < 2; v++) {
+    const char *p = from[v];
+    size_t o = 0;
+    while (*p && o + 16 < sizeof src) {
+      if (strncmp(p, old[v], strlen(old[v])) == 0) {
+        o += (size_t)snprintf(src + o, sizeof src - o, "void %s(", names[v]);
+        p += strlen(old[v]);
+      } else if (strncmp(p, "kc_barrier()", 12) == 0) {
+        o += (size_t)snprintf(src + o, sizeof src - o, "sync()");
+        p += 12;
+      } else src[o++] = *p++;
+    }
+    src[o] = 0;
+    kct_define(rt, names[v], src);
+  }
+  /* reduce: WG items a group, sums of small integers */
+  size_t n = (size_t)G * WG;
+  float *x = kct_calloc(n * sizeof(float));
+  for (size_t i = 0; i < n; i++) x[i] = (float)(int)(i % 17) - 8.0f;
+  for (int v = 0; v < 2; v++) {
+    kc_buffer *bx = buffer_of(rt, ctx, x, n), *bo = buffer_of(rt, ctx, NULL, G);
+    kc_arg args[] = {KC_ARG_BUF(bx), KC_ARG_BUF(bo)};
+    kc_dim3 g = {G, 1, 1}, b = {WG, 1, 1};
+    KCT_OK(rt, kc_launch(kct_kernel(rt, v ? "reduce_f" : "reduce", NULL), ctx, &g, &b, args, 2));
+    KCT_OK(rt, kc_context_finish(ctx));
+    float *out = read_all(rt, bo, G);
+    for (size_t gi = 0; gi < G; gi++) {
+      float want = 0;
+      for (size_t i = 0; i < WG; i++) want += x[gi * WG + i];
+      if (out[gi] != want)
+        fail_msg("%s: group %zu: %g, expected %g", v ? "reduce_f" : "reduce", gi, out[gi], want);
+    }
+    kct_free(out);
+    kc_buffer_destroy(bx);
+    kc_buffer_destroy(bo);
+  }
+  kct_free(x);
+  /* matmul: M x M of small integers, 16 x 16 tiles */
+  float *a = kct_calloc(M * M * sizeof(float)), *bm = kct_calloc(M * M * sizeof(float));
+  float *want = kct_calloc(M * M * sizeof(float));
+  for (int i = 0; i < M * M; i++) a[i] = (float)(i % 7 - 3), bm[i] = (float)(i % 5 - 2);
+  for (int r = 0; r < M; r++)
+    for (int c = 0; c < M; c++) {
+      float s = 0;
+      for (int k = 0; k < M; k++) s += a[r * M + k] * bm[k * M + c];
+      want[r * M + c] = s;
+    }
+  for (int v = 0; v < 2; v++) {
+    kc_buffer *ba = buffer_of(rt, ctx, a, M * M), *bb = buffer_of(rt, ctx, bm, M * M),
+              *bc = buffer_of(rt, ctx, NULL, M * M);
+    int m = M;
+    kc_arg args[] = {KC_ARG_BUF(ba), KC_ARG_BUF(bb), KC_ARG_BUF(bc), KC_ARG_VAL(m)};
+    kc_dim3 g = {M / 16, M / 16, 1}, b = {16, 16, 1};
+    KCT_OK(rt, kc_launch(kct_kernel(rt, v ? "matmul_f" : "matmul", NULL), ctx, &g, &b, args, 4));
+    KCT_OK(rt, kc_context_finish(ctx));
+    float *c = read_all(rt, bc, M * M);
+    expect_same(v ? "matmul_f" : "matmul", c, want, M * M);
+    kct_free(c);
+    kc_buffer_destroy(ba);
+    kc_buffer_destroy(bb);
+    kc_buffer_destroy(bc);
+  }
+  expect_path("reduce", true);
+  expect_path("matmul", true);
+  expect_path("reduce_f", false);
+  expect_path("matmul_f", false);
+  kct_free(a);
+  kct_free(bm);
+  kct_free(want);
+  kct_destroy(rt);
+}
+
+/* Kernels the split cannot be sure of run as fibers, and right: a barrier
+ * inside a switch, a goto, a barrier through a macro, a return before a
+ * barrier. Each computes y = the sum of the group's x (WG2 items). */
+enum { WG2 = 32 };
+#define SRC_SUM_HEAD(name) \
+  "KC_KERNEL void " name "(KC_GLOBAL const float *x, KC_GLOBAL float *y, int mode) {\n" \
+  "  KC_LOCAL float sh[32];\n" \
+  "  size_t l = kc_local_id(0);\n" \
+  "  sh[l] = x[kc_global_id(0)];\n"
+#define SRC_SUM_TAIL \
+  "  float s = 0;\n" \
+  "  for (size_t i = 0; i < kc_local_size(0); i++) s += sh[i];\n" \
+  "  y[kc_global_id(0)] = s;\n" \
+  "}\n"
+static const char *const SRC_FALLBACKS[][2] = {
+    {"sum_switch", SRC_SUM_HEAD("sum_switch") "  switch (mode) {\n  case 1: kc_barrier(); break;\n"
+                                              "  default: kc_barrier(); break;\n  }\n" SRC_SUM_TAIL},
+    {"sum_goto", SRC_SUM_HEAD("sum_goto") "  if (mode < 0) goto out;\n  kc_barrier();\nout:;\n" SRC_SUM_TAIL},
+    {"sum_macro", "#define SYNC kc_barrier()\n" SRC_SUM_HEAD("sum_macro") "  SYNC;\n" SRC_SUM_TAIL},
+    {"sum_return", SRC_SUM_HEAD("sum_return") "  if (mode < 0) return;\n  kc_barrier();\n" SRC_SUM_TAIL},
+};
+
+static void test_split_falls_back_to_fibers(void **state) {
+  (void)state;
+  enum { G2 = 9, N = WG2 * G2 };
+  kc_runtime *rt = paths_runtime();
+  kc_context *ctx = kct_context(rt);
+  float *x = kct_calloc(N * sizeof(float)), *want = kct_calloc(N * sizeof(float));
+  for (int i = 0; i < N; i++) x[i] = (float)(i % 11) - 5.0f;
+  for (int gi = 0; gi < G2; gi++) {
+    float s = 0;
+    for (int i = 0; i < WG2; i++) s += x[gi * WG2 + i];
+    for (int i = 0; i < WG2; i++) want[gi * WG2 + i] = s;
+  }
+  int mode = 1;
+  for (size_t k = 0; k < sizeof SRC_FALLBACKS / sizeof *SRC_FALLBACKS; k++) {
+    kct_define(rt, SRC_FALLBACKS[k][0], SRC_FALLBACKS[k][1]);
+    float *y = run_xy(rt, ctx, SRC_FALLBACKS[k][0], x, N, WG2, &mode);
+    expect_same(SRC_FALLBACKS[k][0], y, want, N);
+    kct_free(y);
+    expect_path(SRC_FALLBACKS[k][0], false);
+  }
+  kct_free(x);
+  kct_free(want);
+  kct_destroy(rt);
+}
+
 KCT_MAIN_INIT_ONLY(KCT_TEST(test_reduction_with_local_memory_and_barriers), KCT_TEST(test_tiled_matmul),
                    KCT_TEST(test_ids_from_helpers_on_large_grids), KCT_TEST(test_stencil_2d),
                    KCT_TEST(test_local_arrays_under_concurrent_launches),
-                   KCT_TEST(test_barrier_misuse_is_refused), KCT_TEST(test_pool_after_fork))
+                   KCT_TEST(test_barrier_misuse_is_refused), KCT_TEST(test_pool_after_fork),
+                   KCT_TEST(test_split_loops_and_live_values),
+                   KCT_TEST(test_split_reduce_and_matmul_match_fibers),
+                   KCT_TEST(test_split_falls_back_to_fibers))
