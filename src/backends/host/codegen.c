@@ -41,6 +41,7 @@
 
 #include <string.h>
 #include <stdio.h>
+#include <stdio.h>
 
 const char host_prelude[] =
     "/* kcache host prelude: kernels are C11, run a work group at a time */\n"

@@ -54,7 +54,7 @@ typedef struct decl {
   uint32_t at, end; /* the scope: the declaration to the end of its block (tokens) */
   uint32_t r0, r1; /* the region it is declared in */
   int stmt; /* the declaration statement */
-  bool is_static, array, keep, remat;
+  bool is_static, array, keep, remat, uniform, via_macro, addr;
 } decl;
 
 typedef struct macro {
@@ -82,6 +82,11 @@ typedef struct sp {
   const char *why;
   unsigned nbar, ncond, nregion;
   uint32_t top_last_bar; /* the top level's statement index after which no barrier comes */
+  /* the expressions of loops with barriers run once for the group when
+   * uniform: their increments, and their inits that are not declarations */
+#define SPLIT_MAX_ONCE 64
+  uint32_t once[SPLIT_MAX_ONCE][2];
+  unsigned nonce;
   kc__sb *out;
 } sp;
 
@@ -107,10 +112,11 @@ static bool fail(sp *x, const char *why) {
  * know, a preprocessor line (unless skip_pp: then lines starting with '#'
  * are skipped) or memory. */
 static const char *const punct3[] = {"<<=", ">>=", "..."};
-static const char *const punct2[] = {"->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||",
-                                     "+=", "-=", "*=", "/=", "%=", "&=", "^=", "|=", "##"};
+static const char *const punct2[] = {"->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&",
+                                     "||", "+=", "-=", "*=", "/=", "%=", "&=", "^=", "|=", "##"};
 
-static bool tokenize(sp *x, const char *p, const char *end, tok **t, uint32_t *nt, uint32_t *cap, bool skip_pp) {
+static bool tokenize(sp *x, const char *p, const char *end, tok **t, uint32_t *nt, uint32_t *cap,
+                     bool skip_pp) {
   bool bol = true;
   while (p < end) {
     char c = *p;
@@ -157,9 +163,9 @@ static bool tokenize(sp *x, const char *p, const char *end, tok **t, uint32_t *n
       k->k = T_ID;
       if (p < end && (*p == '\'' || *p == '"')) return fail(x, "a prefixed literal");
     } else if ((c >= '0' && c <= '9') || (c == '.' && p + 1 < end && p[1] >= '0' && p[1] <= '9')) {
-      while (p < end && (idc(*p) || *p == '.' ||
-                         ((*p == '+' || *p == '-') && (p[-1] == 'e' || p[-1] == 'E' || p[-1] == 'p' ||
-                                                       p[-1] == 'P'))))
+      while (p < end &&
+             (idc(*p) || *p == '.' ||
+              ((*p == '+' || *p == '-') && (p[-1] == 'e' || p[-1] == 'E' || p[-1] == 'p' || p[-1] == 'P'))))
         p++;
       k->k = T_NUM;
     } else if (c == '"' || c == '\'') {
@@ -218,17 +224,19 @@ static unsigned count_bar(const sp *x, uint32_t a, uint32_t b) {
 }
 
 static const char *const kw_spec[] = {
-    "const", "volatile", "restrict", "__restrict", "void", "char", "short", "int", "long", "float",
-    "double", "signed", "unsigned", "_Bool", "bool", "static", "KC_LOCAL", "KC_GLOBAL", "struct", "union",
-    "enum", "auto", "register", "typedef", "extern", "_Thread_local", "inline", "_Alignas", "__attribute__",
-    "_Atomic", "_Complex", "__extension__", "__typeof__", "typeof", "_Static_assert"};
-static const char *const kw_type[] = {"void", "char", "short", "int", "long", "float", "double",
-                                      "signed", "unsigned", "_Bool", "bool", "_Complex"};
-static const char *const kw_refuse[] = {"typedef", "extern", "_Thread_local", "inline", "_Alignas",
-                                        "__attribute__", "_Atomic", "__extension__", "__typeof__",
-                                        "typeof", "_Static_assert", "auto", "register"};
-static const char *const kw_stmt[] = {"if", "else", "for", "while", "do", "switch", "case", "default",
-                                      "return", "break", "continue", "goto", "sizeof", "_Alignof", "_Generic"};
+    "const",         "volatile", "restrict", "__restrict",    "void",          "char",     "short",
+    "int",           "long",     "float",    "double",        "signed",        "unsigned", "_Bool",
+    "bool",          "static",   "KC_LOCAL", "KC_GLOBAL",     "struct",        "union",    "enum",
+    "auto",          "register", "typedef",  "extern",        "_Thread_local", "inline",   "_Alignas",
+    "__attribute__", "_Atomic",  "_Complex", "__extension__", "__typeof__",    "typeof",   "_Static_assert"};
+static const char *const kw_type[] = {"void",   "char",   "short",    "int",   "long", "float",
+                                      "double", "signed", "unsigned", "_Bool", "bool", "_Complex"};
+static const char *const kw_refuse[] = {
+    "typedef",       "extern",     "_Thread_local", "inline",         "_Alignas", "__attribute__", "_Atomic",
+    "__extension__", "__typeof__", "typeof",        "_Static_assert", "auto",     "register"};
+static const char *const kw_stmt[] = {"if",       "else", "for",     "while",    "do",
+                                      "switch",   "case", "default", "return",   "break",
+                                      "continue", "goto", "sizeof",  "_Alignof", "_Generic"};
 /* typedef names the prelude gives, besides any ending in _t */
 static const char *const known_types[] = {"uint", "uchar", "ushort", "ulong", "half"};
 
@@ -244,8 +252,8 @@ static bool known_type(const tok *k) {
   if (IN(k, known_types) || IN(k, kw_type)) return true;
   if (k->n > 2 && k->p[k->n - 2] == '_' && k->p[k->n - 1] == 't') return true;
   /* the vector types: char2 ... double4 */
-  static const char *const base[] = {"char", "uchar", "short", "ushort", "int", "uint",
-                                     "long", "ulong", "float", "double"};
+  static const char *const base[] = {"char", "uchar", "short", "ushort", "int",
+                                     "uint", "long",  "ulong", "float",  "double"};
   for (size_t i = 0; i < sizeof base / sizeof *base; i++) {
     size_t n = strlen(base[i]);
     if (k->n == n + 1 && memcmp(k->p, base[i], n) == 0 && (k->p[n] == '2' || k->p[n] == '4')) return true;
@@ -350,8 +358,7 @@ static bool parse_decl(sp *x, uint32_t a, uint32_t b, bool split, uint32_t end, 
                !tok_is(&x->t[i], "restrict") && !tok_is(&x->t[i], "__restrict")) {
         if (name) return fail(x, "a declarator it cannot read");
         name = i;
-      } else if (x->t[i].k != T_ID)
-        return fail(x, "a declarator it cannot read");
+      } else if (x->t[i].k != T_ID) return fail(x, "a declarator it cannot read");
       i++;
     }
     (void)ptr;
@@ -595,8 +602,13 @@ static bool mark_levels(sp *x, int si) {
         size_t at = x->nd;
         if (!parse_decl(x, s->i0, s->i1, true, s->b, si)) return false;
         for (size_t j = at; j < x->nd; j++) x->d[j].r0 = s->i0, x->d[j].r1 = s->i1;
-      } else if (count_bar(x, s->i0, s->i1))
-        return fail(x, "kc_barrier() in a condition");
+      } else if (count_bar(x, s->i0, s->i1)) return fail(x, "kc_barrier() in a condition");
+    }
+    if (s->kind == S_FOR && x->nonce + 2 <= SPLIT_MAX_ONCE) {
+      x->once[x->nonce][0] = s->n0, x->once[x->nonce++][1] = s->n1;
+      bool d = true;
+      if (s->i1 > s->i0 && is_decl(x, s->i0, s->i1, &d) && !d)
+        x->once[x->nonce][0] = s->i0, x->once[x->nonce++][1] = s->i1;
     }
     if (s->kind != S_IF && (x->s[s->body].free_break || x->s[s->body].free_cont))
       return fail(x, "a break or continue in a loop with barriers");
@@ -611,7 +623,8 @@ static bool mark_levels(sp *x, int si) {
 /* ------------------------------------------------------------- checks */
 
 static bool assign_op(const tok *k) {
-  static const char *const ops[] = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "^=", "|=", "<<=", ">>=", "++", "--"};
+  static const char *const ops[] = {
+      "=", "+=", "-=", "*=", "/=", "%=", "&=", "^=", "|=", "<<=", ">>=", "++", "--"};
   return k->k == T_PUNCT && IN(k, ops);
 }
 
@@ -730,11 +743,74 @@ static bool const_macro(const sp *x, const tok *k) {
 
 static bool in_list_tok(const tok *k, const char *const *l, size_t n) { return in_list(k, l, n); }
 
+/* Whether [a, b) reads only what is the same for every item of the
+ * group: constants, scalar arguments, the group's ids and sizes, uniform
+ * variables (no memory); writes (with `writes`) only to those. */
+static bool uniform_expr(const sp *x, uint32_t a, uint32_t b, bool writes) {
+  static const char *const ids[] = {"kc_local_size", "kc_group_id", "kc_num_groups", "kc_global_size",
+                                    "sizeof"};
+  if (a >= b) return false;
+  for (uint32_t i = a; i < b; i++) {
+    const tok *k = &x->t[i];
+    if (k->k == T_NUM) continue;
+    if (k->k == T_STR) return false;
+    if (k->k == T_PUNCT) {
+      if (tok_is(k, "[") || tok_is(k, ".") || tok_is(k, "->") || (!writes && assign_op(k))) return false;
+      continue;
+    }
+    if (IN(k, ids) || IN(k, kw_type) || tok_is(k, "const") || known_type(k) || const_macro(x, k)) continue;
+    bool ok = false;
+    for (uint32_t p = 0; !ok && p < x->tu->nparams; p++)
+      ok = !x->tu->params[p].is_buffer && tok_is(k, x->tu->params[p].name);
+    for (uint32_t j = 0; !ok && j < x->nd; j++) ok = x->d[j].uniform && tok_eq(k, &x->t[x->d[j].name]);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+static int once_of(const sp *x, uint32_t i) {
+  for (unsigned r = 0; r < x->nonce; r++)
+    if (i >= x->once[r][0] && i < x->once[r][1]) return (int)r;
+  return -1;
+}
+
+/* Which variables kept per item are the same for every item (PoCL's
+ * uniform values): a scalar written only where the group runs once (the
+ * increments of loops with barriers), from uniform values, and made from
+ * them. One copy of such a variable for the group, and conditions of
+ * uniform values evaluated once. */
+static void plan_uniform(sp *x, uint32_t b0, uint32_t b1) {
+  for (uint32_t di = 0; di < x->nd; di++) {
+    decl *d = &x->d[di];
+    d->uniform = d->keep && !d->array && !d->via_macro && !d->addr;
+    for (uint32_t i = b0; d->uniform && i < b1; i++)
+      if (i != d->name && tok_eq(&x->t[i], &x->t[d->name]) && written(x->t, x->nt, i, true) &&
+          once_of(x, i) < 0)
+        d->uniform = false;
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (uint32_t di = 0; di < x->nd; di++) {
+      decl *d = &x->d[di];
+      if (!d->uniform) continue;
+      bool ok = !d->e0 || uniform_expr(x, d->e0, d->e1, false);
+      for (uint32_t i = b0; ok && i < b1; i++)
+        if (i != d->name && tok_eq(&x->t[i], &x->t[d->name]) && written(x->t, x->nt, i, true)) {
+          int r = once_of(x, i);
+          ok = r >= 0 && uniform_expr(x, x->once[r][0], x->once[r][1], true);
+        }
+      if (!ok) d->uniform = false, changed = true;
+    }
+  }
+  for (uint32_t di = 0; di < x->nd; di++)
+    if (x->d[di].uniform) x->d[di].keep = false;
+}
+
 /* Decides, for each split-level declaration, how it lives: static (one
  * for the group), kept in its region (used nowhere else), computed again
  * (remat) or per item (keep); and refuses what it cannot be sure of. */
 static bool plan_decls(sp *x, uint32_t b0, uint32_t b1) {
-  static const char *const ids[] = {"kc_local_id", "kc_global_id", "kc_group_id", "kc_local_size",
+  static const char *const ids[] = {"kc_local_id",   "kc_global_id",   "kc_group_id", "kc_local_size",
                                     "kc_num_groups", "kc_global_size", "sizeof"};
   for (uint32_t di = 0; di < x->nd; di++) {
     decl *d = &x->d[di];
@@ -757,7 +833,8 @@ static bool plan_decls(sp *x, uint32_t b0, uint32_t b1) {
       if (i < d->r0 || i >= d->r1) outside = true;
       if (!direct) outside = true; /* through a macro: wherever it is */
       if (direct && i != d->name && written(x->t, x->nt, i, !d->array)) written_after = true;
-      if (!direct) written_after = true; /* a macro may write it */
+      if (!direct) written_after = true, d->via_macro = true; /* a macro may write it */
+      if (direct && i > 0 && is(x, i - 1, "&")) d->addr = true;
     }
     if (d->is_static) continue;
     if (d->array || written_after) outside = true;
@@ -789,13 +866,15 @@ static bool plan_decls(sp *x, uint32_t b0, uint32_t b1) {
           !tok_is(&x->t[i], "volatile") && !tok_is(&x->t[i], "restrict") && !tok_is(&x->t[i], "__restrict"))
         return fail(x, "an array that lives across a barrier sized by a variable");
   }
+  plan_uniform(x, b0, b1);
   /* parameters are each item's own: none may be written */
   for (uint32_t p = 0; p < x->tu->nparams; p++) {
     const kc__param *pa = &x->tu->params[p];
-    if (strchr(pa->type, '[') || strchr(pa->type, '(')) return fail(x, "a parameter of array or function type");
+    if (strchr(pa->type, '[') || strchr(pa->type, '('))
+      return fail(x, "a parameter of array or function type");
     for (uint32_t i = b0; i < b1; i++)
-      if (x->t[i].k == T_ID && tok_is(&x->t[i], pa->name) && !(i > 0 && (is(x, i - 1, ".") || is(x, i - 1, "->"))) &&
-          written(x->t, x->nt, i, !pa->is_buffer))
+      if (x->t[i].k == T_ID && tok_is(&x->t[i], pa->name) &&
+          !(i > 0 && (is(x, i - 1, ".") || is(x, i - 1, "->"))) && written(x->t, x->nt, i, !pa->is_buffer))
         return fail(x, "a parameter written in the kernel's body");
     for (uint32_t m = 0; m < x->nm; m++)
       for (uint32_t i = 0; i < x->m[m].nt; i++)
@@ -846,7 +925,7 @@ static void put_decl(sp *x, int si) {
   }
   from = 0; /* declarator by declarator, each as it lives */
   while ((d = decl_of_stmt(x, si, &from))) {
-    if (d->is_static || d->remat) continue; /* at the top, or in every loop */
+    if (d->is_static || d->remat || d->uniform) continue; /* at the top, in every loop, or once */
     if (d->keep) {
       if (d->e0) {
         kc__sb_append(x->out, x->t[d->name].p, x->t[d->name].n);
@@ -885,6 +964,7 @@ static void put_stmt_region(sp *x, int si, unsigned region) {
 }
 
 static bool emit_split(sp *x, int si, bool top);
+static void uniform_inits(sp *x, int si);
 
 static bool emit_list(sp *x, int first, bool top) {
   int c = first;
@@ -897,6 +977,10 @@ static bool emit_list(sp *x, int first, bool top) {
     int last = c; /* the region: [c, last] */
     while (x->s[last].next >= 0 && !x->s[x->s[last].next].barriers) last = x->s[last].next;
     unsigned r = x->nregion++;
+    for (int e = c;; e = x->s[e].next) {
+      if (x->s[e].kind == S_DECL) uniform_inits(x, e);
+      if (e == last) break;
+    }
     items_open(x);
     kc__sb_puts(x->out, "{\n");
     for (int e = c;; e = x->s[e].next) {
@@ -915,22 +999,56 @@ static bool emit_list(sp *x, int first, bool top) {
  * same for all, into kc__cN. */
 static unsigned cond_eval(sp *x, uint32_t a, uint32_t b) {
   unsigned n = x->ncond++;
+  if (uniform_expr(x, a, b, false)) { /* the same for all: once */
+    kc__sb_printf(x->out, "int kc__c%u = !!(", n);
+    put_toks(x, a, b);
+    kc__sb_puts(x->out, ");\n");
+    return n;
+  }
   kc__sb_printf(x->out, "int kc__c%u = 0, kc__d%u = 0;\n", n, n);
   items_open(x);
   kc__sb_printf(x->out, "int kc__v = !!(");
   put_toks(x, a, b);
-  kc__sb_printf(x->out, ");\nif (kc__i == 0) kc__c%u = kc__v; else if (kc__v != kc__c%u) kc__d%u = (int)kc__i;\n}\n"
-                        "if (kc__d%u) return kc__split_bad(kc__hs, (unsigned)kc__d%u, kc__c%u);\n",
+  kc__sb_printf(x->out,
+                ");\nif (kc__i == 0) kc__c%u = kc__v; else if (kc__v != kc__c%u) kc__d%u = (int)kc__i;\n}\n"
+                "if (kc__d%u) return kc__split_bad(kc__hs, (unsigned)kc__d%u, kc__c%u);\n",
                 n, n, n, n, n, n);
   return n;
 }
 
-/* A region of one statement (a for's init or increment). */
-static void region_of(sp *x, uint32_t a, uint32_t b, bool decl, int si) {
+/* The uniform variables that declaration statement si gives values to,
+ * once, before the loop over items of its region. */
+static void uniform_inits(sp *x, int si) {
+  uint32_t from = 0;
+  const decl *d;
+  while ((d = decl_of_stmt(x, si, &from)))
+    if (d->uniform && d->e0) {
+      kc__sb_append(x->out, x->t[d->name].p, x->t[d->name].n);
+      kc__sb_puts(x->out, " = ");
+      put_toks(x, d->e0, d->e1);
+      kc__sb_puts(x->out, ";\n");
+    }
+}
+
+/* A region of one statement (a for's init or increment): once for the
+ * group where it is uniform. */
+static void region_of(sp *x, uint32_t a, uint32_t b, bool declares, int si) {
   if (a >= b) return;
-  items_open(x);
-  if (decl) put_decl(x, si);
-  else {
+  if (declares) {
+    uniform_inits(x, si);
+    uint32_t from = 0;
+    const decl *d;
+    bool per_item = false;
+    while ((d = decl_of_stmt(x, si, &from))) per_item |= !d->uniform && !d->is_static && !d->remat;
+    if (!per_item) return;
+    items_open(x);
+    put_decl(x, si);
+  } else if (uniform_expr(x, a, b, true)) {
+    put_toks(x, a, b);
+    kc__sb_puts(x->out, ";\n");
+    return;
+  } else {
+    items_open(x);
     put_toks(x, a, b);
     kc__sb_puts(x->out, ";\n");
   }
@@ -1000,6 +1118,28 @@ static bool emit_split(sp *x, int si, bool top) {
 
 /* ------------------------------------------------------------- driver */
 
+/* Declaration d as an object that is assigned (a member of struct kc__S,
+ * or a uniform variable at the function's top): without its initializer,
+ * its own const dropped, its name prefixed. */
+static void put_object(sp *x, const decl *d, const char *prefix) {
+  bool ptr = false;
+  uint32_t last_star = d->d0;
+  for (uint32_t i = d->d0; i < d->d1; i++)
+    if (is(x, i, "*")) ptr = true, last_star = i;
+  for (uint32_t i = d->s0; i < d->s1; i++) {
+    if (!ptr && (is(x, i, "const") || is(x, i, "volatile"))) continue;
+    kc__sb_puts(x->out, " ");
+    kc__sb_append(x->out, x->t[i].p, x->t[i].n);
+  }
+  for (uint32_t i = d->d0; i < d->d1; i++) {
+    if (ptr && i > last_star && (is(x, i, "const") || is(x, i, "volatile"))) continue;
+    kc__sb_puts(x->out, " ");
+    if (i == d->name) kc__sb_puts(x->out, prefix);
+    kc__sb_append(x->out, x->t[i].p, x->t[i].n);
+  }
+  kc__sb_puts(x->out, ";");
+}
+
 static void sp_free(sp *x) {
   kc__bs_free(x->sv, x->t);
   kc__bs_free(x->sv, x->s);
@@ -1061,7 +1201,8 @@ bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const ch
   if (ok) {
     const char *from = x.t[b0].p;
     for (const char *q = from; q < end; q++)
-      if (*q == '#' && (q == tu->text || q[-1] == '\n') && !(end - q >= 18 && memcmp(q, "#line 1 \"<kcache>\"", 18) == 0)) {
+      if (*q == '#' && (q == tu->text || q[-1] == '\n') &&
+          !(end - q >= 18 && memcmp(q, "#line 1 \"<kcache>\"", 18) == 0)) {
         /* a directive after the body's start: only kcache's own at the end */
         ok = fail(&x, "a preprocessor line in or after the kernel's body");
         break;
@@ -1098,46 +1239,33 @@ bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const ch
   x.out = &body;
   unsigned nkeep = 0;
   kc__sb_puts(&body, "struct kc__S {");
-  for (uint32_t j = 0; j < x.nd; j++) {
-    const decl *d = &x.d[j];
-    if (!d->keep) continue;
-    nkeep++;
-    /* const of the object itself is dropped: the member is assigned */
-    bool ptr = false;
-    uint32_t last_star = d->d0;
-    for (uint32_t i = d->d0; i < d->d1; i++)
-      if (is(&x, i, "*")) ptr = true, last_star = i;
-    for (uint32_t i = d->s0; i < d->s1; i++) {
-      if (!ptr && (is(&x, i, "const") || is(&x, i, "volatile"))) continue;
-      kc__sb_puts(&body, " ");
-      kc__sb_append(&body, x.t[i].p, x.t[i].n);
-    }
-    for (uint32_t i = d->d0; i < d->d1; i++) {
-      if (ptr && i > last_star && (is(&x, i, "const") || is(&x, i, "volatile"))) continue;
-      kc__sb_puts(&body, " ");
-      if (i == d->name) kc__sb_puts(&body, "kc__m_");
-      kc__sb_append(&body, x.t[i].p, x.t[i].n);
-    }
-    kc__sb_puts(&body, ";");
-  }
+  for (uint32_t j = 0; j < x.nd; j++)
+    if (x.d[j].keep) nkeep++, put_object(&x, &x.d[j], "kc__m_");
   if (!nkeep) kc__sb_puts(&body, " char kc__none;");
   kc__sb_printf(&body, " };\n#define KC__KEEPS %d\n", nkeep ? 1 : 0);
   for (uint32_t j = 0; j < x.nd; j++)
     if (x.d[j].keep)
       kc__sb_printf(&body, "#define %.*s (kc__me->kc__m_%.*s)\n", (int)x.t[x.d[j].name].n, x.t[x.d[j].name].p,
                     (int)x.t[x.d[j].name].n, x.t[x.d[j].name].p);
-  kc__sb_printf(&body, "#define KC__ITEM kc__w->lid[0] = kc__l; kc__w->lid[1] = kc__y; kc__w->lid[2] = kc__z;%s\n",
+  kc__sb_printf(&body,
+                "#define KC__ITEM kc__w->lid[0] = kc__l; kc__w->lid[1] = kc__y; kc__w->lid[2] = kc__z;%s\n",
                 nkeep ? " struct kc__S *kc__me = &kc__st[kc__i]; (void)kc__me;" : "");
   kc__sb_puts(&body, "#define KC__ITEMS for (unsigned kc__z = 0, kc__i = 0; kc__z < kc__n2; kc__z++) "
                      "for (unsigned kc__y = 0; kc__y < kc__n1; kc__y++) "
                      "for (unsigned kc__l = 0; kc__l < kc__n0; kc__l++, kc__i++)\n");
-  kc__sb_puts(&body, "KC_KERNEL int kc__split(struct kc__wi *kc__w, const struct kc__a *kc__x, "
-                     "struct kc__S *kc__st) {\n"
-                     "  const unsigned kc__n0 = kc__w->lsz[0], kc__n1 = kc__w->lsz[1], kc__n2 = kc__w->lsz[2];\n"
-                     "  const struct kc__wi *kc__wp = kc__w;\n  (void)kc__st; (void)kc__wp;\n");
+  kc__sb_puts(&body,
+              "KC_KERNEL int kc__split(struct kc__wi *kc__w, const struct kc__a *kc__x, "
+              "struct kc__S *kc__st) {\n"
+              "  const unsigned kc__n0 = kc__w->lsz[0], kc__n1 = kc__w->lsz[1], kc__n2 = kc__w->lsz[2];\n"
+              "  const struct kc__wi *kc__wp = kc__w;\n  (void)kc__st; (void)kc__wp;\n");
   for (uint32_t i = 0; i < tu->nparams; i++)
     kc__sb_printf(&body, "  %s %s = kc__x->kc__v%u; (void)%s;\n", tu->params[i].type, tu->params[i].name, i,
                   tu->params[i].name);
+  for (uint32_t j = 0; j < x.nd; j++)
+    if (x.d[j].uniform) {
+      put_object(&x, &x.d[j], "");
+      kc__sb_puts(&body, "\n");
+    }
   for (uint32_t j = 0; j < x.nd; j++) {
     const decl *d = &x.d[j];
     if (!d->is_static) continue;
