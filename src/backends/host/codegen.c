@@ -40,8 +40,6 @@
 #include "backends/host/host.h"
 
 #include <string.h>
-#include <stdio.h>
-#include <stdio.h>
 
 const char host_prelude[] =
     "/* kcache host prelude: kernels are C11, run a work group at a time */\n"
