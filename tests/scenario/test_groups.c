@@ -605,7 +605,91 @@ static const char *const SRC_FALLBACKS[][2] = {
     {"sum_goto", SRC_SUM_HEAD("sum_goto") "  if (mode < 0) goto out;\n  kc_barrier();\nout:;\n" SRC_SUM_TAIL},
     {"sum_macro", "#define SYNC kc_barrier()\n" SRC_SUM_HEAD("sum_macro") "  SYNC;\n" SRC_SUM_TAIL},
     {"sum_return", SRC_SUM_HEAD("sum_return") "  if (mode < 0) return;\n  kc_barrier();\n" SRC_SUM_TAIL},
+    {"sum_pp", SRC_SUM_HEAD("sum_pp") "  #if 1\n  kc_barrier();\n  #endif\n" SRC_SUM_TAIL},
+    {"sum_decl", "#define DECL float t = 1.0f\n" SRC_SUM_HEAD("sum_decl") "  DECL;\n  kc_barrier();\n"
+                                                                          "  (void)t;\n" SRC_SUM_TAIL},
 };
+
+/* Nested loops with barriers in a 2-D group, a loop counter that starts
+ * at the item's id (the trip count the same for all), a break and a
+ * continue inside a loop between barriers. */
+enum { NEST_W = 8, NEST_H = 4, NEST_GX = 5, NEST_GY = 3, NEST_REPS = 2 };
+static const char SRC_NEST[] =
+    "KC_KERNEL void nest(KC_GLOBAL const float *x, KC_GLOBAL float *y, int reps) {\n"
+    "  KC_LOCAL float sh[8][4];\n"
+    "  int lx = (int)kc_local_id(0), ly = (int)kc_local_id(1);\n"
+    "  int w = (int)kc_local_size(0), h = (int)kc_local_size(1);\n"
+    "  size_t g = kc_global_id(1) * kc_global_size(0) + kc_global_id(0);\n"
+    "  float v = x[g];\n"
+    "  for (int a = 0; a < reps; a++) {\n"
+    "    for (int i = lx; i < lx + 2; i++) {\n"
+    "      sh[lx][ly] = v + (float)i;\n"
+    "      kc_barrier();\n"
+    "      float s = 0;\n"
+    "      for (int k = 0; k < w; k++) {\n"
+    "        if (k == lx) continue;\n"
+    "        s += sh[k][ly] + 0.0f * (float)h;\n"
+    "        if (k > 5) break;\n"
+    "      }\n"
+    "      kc_barrier();\n"
+    "      v = s * 0.25f;\n"
+    "    }\n"
+    "  }\n"
+    "  y[g] = v;\n"
+    "}\n";
+
+static void nest_ref(const float *x, float *y) {
+  enum { W = NEST_W, H = NEST_H, GW = NEST_W * NEST_GX };
+  for (int gy = 0; gy < NEST_GY; gy++)
+    for (int gx = 0; gx < NEST_GX; gx++) {
+      float v[W][H], sh[W][H];
+      for (int lx = 0; lx < W; lx++)
+        for (int ly = 0; ly < H; ly++) v[lx][ly] = x[(gy * H + ly) * GW + gx * W + lx];
+      for (int a = 0; a < NEST_REPS; a++)
+        for (int t = 0; t < 2; t++) {
+          for (int lx = 0; lx < W; lx++)
+            for (int ly = 0; ly < H; ly++) sh[lx][ly] = v[lx][ly] + (float)(lx + t);
+          for (int lx = 0; lx < W; lx++)
+            for (int ly = 0; ly < H; ly++) {
+              float s = 0;
+              for (int k = 0; k < W; k++) {
+                if (k == lx) continue;
+                s += sh[k][ly];
+                if (k > 5) break;
+              }
+              v[lx][ly] = s * 0.25f;
+            }
+        }
+      for (int lx = 0; lx < W; lx++)
+        for (int ly = 0; ly < H; ly++) y[(gy * H + ly) * GW + gx * W + lx] = v[lx][ly];
+    }
+}
+
+static void test_split_nested_loops_2d(void **state) {
+  (void)state;
+  enum { N = NEST_W * NEST_H * NEST_GX * NEST_GY };
+  kc_runtime *rt = paths_runtime();
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "nest", SRC_NEST);
+  float *x = kct_calloc(N * sizeof(float)), *want = kct_calloc(N * sizeof(float));
+  for (int i = 0; i < N; i++) x[i] = (float)((i * 5) % 13) - 6.0f;
+  nest_ref(x, want);
+  kc_buffer *bx = buffer_of(rt, ctx, x, N), *by = buffer_of(rt, ctx, NULL, N);
+  int reps = NEST_REPS;
+  kc_arg args[] = {KC_ARG_BUF(bx), KC_ARG_BUF(by), KC_ARG_VAL(reps)};
+  kc_dim3 g = {NEST_GX, NEST_GY, 1}, b = {NEST_W, NEST_H, 1};
+  KCT_OK(rt, kc_launch(kct_kernel(rt, "nest", NULL), ctx, &g, &b, args, 3));
+  KCT_OK(rt, kc_context_finish(ctx));
+  float *y = read_all(rt, by, N);
+  expect_same("nest", y, want, N);
+  expect_path("nest", true);
+  kct_free(y);
+  kct_free(x);
+  kct_free(want);
+  kc_buffer_destroy(bx);
+  kc_buffer_destroy(by);
+  kct_destroy(rt);
+}
 
 static void test_split_falls_back_to_fibers(void **state) {
   (void)state;
@@ -638,4 +722,4 @@ KCT_MAIN_INIT_ONLY(KCT_TEST(test_reduction_with_local_memory_and_barriers), KCT_
                    KCT_TEST(test_barrier_misuse_is_refused), KCT_TEST(test_pool_after_fork),
                    KCT_TEST(test_split_loops_and_live_values),
                    KCT_TEST(test_split_reduce_and_matmul_match_fibers),
-                   KCT_TEST(test_split_falls_back_to_fibers))
+                   KCT_TEST(test_split_falls_back_to_fibers), KCT_TEST(test_split_nested_loops_2d))

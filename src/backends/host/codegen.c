@@ -141,7 +141,7 @@ kc_status host_entry_prologue(void *state, const kc__tu *tu, kc__sb *out) {
 
 /* The most bytes a split group keeps per item in all (struct kc__S, an
  * array on the stack): a larger group runs as fibers. */
-#define HOST_SPLIT_MAX_BYTES (128u << 10)
+#define HOST_SPLIT_MAX_BYTES (64u << 10)
 
 /* The packed arguments (struct kc__a), kc__group and, with barriers, its
  * fibers' entry; split (non-NULL): kc__split (split.c), which the group

@@ -80,6 +80,7 @@ typedef struct sp {
   tok *mt; /* the macros' tokens */
   uint32_t nmt, mtcap;
   const char *why;
+  const char *last_pp; /* where the last preprocessor line tokenize skipped starts */
   unsigned nbar, ncond, nregion;
   uint32_t top_last_bar; /* the top level's statement index after which no barrier comes */
   /* the expressions of loops with barriers run once for the group when
@@ -141,6 +142,7 @@ static bool tokenize(sp *x, const char *p, const char *end, tok **t, uint32_t *n
       continue;
     }
     if (c == '#' && bol && skip_pp) {
+      x->last_pp = p;
       while (p < end && *p != '\n') {
         if (*p == '\\' && p + 1 < end && p[1] == '\n') p++;
         p++;
@@ -557,6 +559,33 @@ static int parse_stmt(sp *x, uint32_t i, uint32_t end, bool split, uint32_t *nex
   return si;
 }
 
+static bool is_macro(const sp *x, const tok *k, uint32_t *mi);
+
+/* Whether macro mi may expand (through others: bounded) to a declaration,
+ * a block or more than one statement. */
+static bool macro_declares(const sp *x, uint32_t mi, int depth) {
+  const macro *m = &x->m[mi];
+  for (uint32_t i = 0; i < m->nt; i++) {
+    const tok *k = &m->t[i];
+    uint32_t mj;
+    if (tok_is(k, ";") || tok_is(k, "{") || tok_is(k, "}") ||
+        (IN(k, kw_spec) && !tok_is(k, "const") && !tok_is(k, "volatile")))
+      return true;
+    if (k->k == T_ID && depth > 0 && is_macro(x, k, &mj) && mj != mi && macro_declares(x, mj, depth - 1))
+      return true;
+  }
+  return false;
+}
+
+/* Whether statement [a, b) at a split level names such a macro. */
+static bool declaring_macro(const sp *x, uint32_t a, uint32_t b) {
+  for (uint32_t i = a; i < b; i++) {
+    uint32_t mi;
+    if (x->t[i].k == T_ID && is_macro(x, &x->t[i], &mi) && macro_declares(x, mi, 4)) return true;
+  }
+  return false;
+}
+
 /* --------------------------------------------------------- split levels */
 
 /* Marks the declarations of the split levels under statement si (a
@@ -575,6 +604,8 @@ static bool mark_block(sp *x, int first, uint32_t end) {
       if (s->free_break || s->free_cont)
         return fail(x, "a break or continue out of a region between barriers");
       if (s->kind == S_DECL && !parse_decl(x, s->a, s->b - 1, true, end, c)) return false;
+      if (s->kind == S_EXPR && declaring_macro(x, s->a, s->b))
+        return fail(x, "a macro that may declare or open a block");
       for (size_t j = rstart; j < x->nd; j++) x->d[j].r0 = r0, x->d[j].r1 = s->b;
       continue;
     }
@@ -1178,6 +1209,11 @@ bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const ch
   p = memchr(p + 1, '\n', (size_t)(end - p - 1));
   if (!p) return *why = "the kernel's definition not found", false;
   p++;
+  /* up to the #line the epilogue starts with: nothing else after the entry */
+  static const char tail[] = "#line 1 \"<kcache>\"\n";
+  if ((size_t)(end - p) < sizeof tail - 1 || memcmp(end - (sizeof tail - 1), tail, sizeof tail - 1) != 0)
+    return *why = "the kernel's definition not found", false;
+  end -= sizeof tail - 1;
   uint32_t tcap = 0;
   bool ok = tokenize(&x, p, end, &x.t, &x.nt, &tcap, true);
   /* the definition: NAME ( ... ) { at depth 0 */
@@ -1198,16 +1234,8 @@ bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const ch
   if (ok && !b1) fail(&x, "the kernel's body not found");
   ok = ok && !x.why;
   /* no preprocessor line from the body on: the macros stay as they were */
-  if (ok) {
-    const char *from = x.t[b0].p;
-    for (const char *q = from; q < end; q++)
-      if (*q == '#' && (q == tu->text || q[-1] == '\n') &&
-          !(end - q >= 18 && memcmp(q, "#line 1 \"<kcache>\"", 18) == 0)) {
-        /* a directive after the body's start: only kcache's own at the end */
-        ok = fail(&x, "a preprocessor line in or after the kernel's body");
-        break;
-      }
-  }
+  if (ok && x.last_pp && x.last_pp > x.t[b0].p)
+    ok = fail(&x, "a preprocessor line in or after the kernel's body");
   if (ok) ok = read_macros(&x);
   for (uint32_t i = b0; ok && i < b1; i++)
     if (x.t[i].k == T_ID && tok_is(&x.t[i], tu->entry)) ok = fail(&x, "the kernel's name in its body");
