@@ -191,9 +191,8 @@ static void emit_group(const kc__tu *tu, bool fibers, const kc__sb *split, kc__s
     kc__sb_printf(out,
                   "  unsigned kc__n = kc__b[0] * kc__b[1] * kc__b[2];\n"
                   "  if ((unsigned long long)kc__n * sizeof(struct kc__S) <= %uu) {\n"
-                  "    struct kc__S kc__st[KC__KEEPS ? kc__n : 1];\n"
                   "    kc__t->kc__item = &kc__w; /* for functions other than the kernel */\n"
-                  "    int kc__r = kc__split(&kc__w, kc__x, kc__st);\n"
+                  "    int kc__r = kc__split(&kc__w, kc__x);\n"
                   "    kc__t->kc__item = kc__saved;\n"
                   "    return kc__r;\n"
                   "  }\n",

@@ -43,6 +43,7 @@ typedef struct stmt {
   int first, next; /* a block's first item; the next item of the block this one is in */
   unsigned barriers; /* kc_barrier tokens within */
   bool free_break, free_cont, ret;
+  bool promoted; /* a barrier-free for loop of a uniform counter, split as if it had a barrier */
 } stmt;
 
 /* A declarator of a declaration at a split level. */
@@ -560,6 +561,10 @@ static int parse_stmt(sp *x, uint32_t i, uint32_t end, bool split, uint32_t *nex
 }
 
 static bool is_macro(const sp *x, const tok *k, uint32_t *mi);
+static bool assign_op(const tok *k);
+static bool written(const tok *t, uint32_t n, uint32_t i, bool obj);
+static bool mentions_at(const sp *x, uint32_t i, const tok *name);
+static bool const_macro(const sp *x, const tok *k);
 
 /* Whether macro mi may expand (through others: bounded) to a declaration,
  * a block or more than one statement. */
@@ -593,13 +598,75 @@ static bool declaring_macro(const sp *x, uint32_t a, uint32_t b) {
  * a region is a run of barrier-free items of one block. */
 static bool mark_levels(sp *x, int si);
 
+/* Whether statement si is cut: it has barriers, or is a promoted loop. */
+static bool splits(const sp *x, int si) { return x->s[si].barriers || x->s[si].promoted; }
+
+/* Whether [a, b) reads only constants, scalar arguments, the group's ids
+ * and sizes, and the token v (0: none); writes (with `writes`) only v. */
+static bool counter_expr(const sp *x, uint32_t a, uint32_t b, uint32_t v, bool writes) {
+  static const char *const ids[] = {"kc_local_size", "kc_group_id", "kc_num_groups", "kc_global_size"};
+  if (a >= b) return false;
+  for (uint32_t i = a; i < b; i++) {
+    const tok *k = &x->t[i];
+    if (k->k == T_NUM) continue;
+    if (k->k == T_STR) return false;
+    if (k->k == T_PUNCT) {
+      if (tok_is(k, "[") || tok_is(k, ".") || tok_is(k, "->") || tok_is(k, "&")) return false;
+      if (assign_op(k) && !writes) return false;
+      continue;
+    }
+    if (v && tok_eq(k, &x->t[v])) continue;
+    if (IN(k, ids) || IN(k, kw_type) || known_type(k) || const_macro(x, k)) continue;
+    bool ok = false;
+    for (uint32_t p = 0; !ok && p < x->tu->nparams; p++)
+      ok = !x->tu->params[p].is_buffer && tok_is(k, x->tu->params[p].name);
+    if (!ok) return false;
+  }
+  if (writes) /* what is written: only v */
+    for (uint32_t i = a; i < b; i++)
+      if (x->t[i].k == T_ID && written(x->t, b, i, true) && !(v && tok_eq(&x->t[i], &x->t[v]))) return false;
+  return true;
+}
+
+/* A for loop without barriers whose counter is the same for every item
+ * (declared in its init from constants, arguments and the group's sizes,
+ * compared and stepped from them, written nowhere else): cut as if its
+ * body ended with a barrier (PoCL's implicit loop barriers), so that the
+ * loop over the items is the innermost and vectorizes across items. A
+ * program without races between items gives the same results. */
+static bool promotable(sp *x, int si) {
+  const stmt *s = &x->s[si], *b = &x->s[s->body];
+  if (s->kind != S_FOR || s->barriers || b->free_break || b->free_cont || b->ret) return false;
+  bool d;
+  const char *why = x->why;
+  if (!is_decl(x, s->i0, s->i1, &d) || !d) return x->why = why, false;
+  /* one declarator: type words, its name, '=', the value */
+  uint32_t eq = s->i0;
+  while (eq < s->i1 && !is(x, eq, "=")) eq++;
+  if (eq >= s->i1 || eq < s->i0 + 2) return false;
+  uint32_t v = eq - 1;
+  if (x->t[v].k != T_ID) return false;
+  for (uint32_t i = s->i0; i < v; i++)
+    if (x->t[i].k != T_ID || !(IN(&x->t[i], kw_type) || known_type(&x->t[i]))) return false;
+  for (uint32_t i = eq + 1; i < s->i1; i++)
+    if (is(x, i, ",")) return false;
+  if (!counter_expr(x, eq + 1, s->i1, 0, false) || !counter_expr(x, s->c0, s->c1, v, false) ||
+      !counter_expr(x, s->n0, s->n1, v, true))
+    return false;
+  for (uint32_t i = b->a; i < b->b; i++)
+    if (mentions_at(x, i, &x->t[v]) && (!tok_eq(&x->t[i], &x->t[v]) || written(x->t, x->nt, i, true)))
+      return false;
+  return true;
+}
+
 static bool mark_block(sp *x, int first, uint32_t end) {
   uint32_t r0 = 0;
   size_t rstart = x->nd; /* declarations of the open region */
   bool open = false;
   for (int c = first; c >= 0; c = x->s[c].next) {
     stmt *s = &x->s[c];
-    if (!s->barriers) {
+    if (!s->barriers && promotable(x, c)) s->promoted = true;
+    if (!s->barriers && !s->promoted) {
       if (!open) r0 = s->a, open = true, rstart = x->nd;
       if (s->free_break || s->free_cont)
         return fail(x, "a break or continue out of a region between barriers");
@@ -643,7 +710,9 @@ static bool mark_levels(sp *x, int si) {
     }
     if (s->kind != S_IF && (x->s[s->body].free_break || x->s[s->body].free_cont))
       return fail(x, "a break or continue in a loop with barriers");
-    if (x->s[s->body].barriers && !mark_levels(x, s->body)) return false;
+    if (s->promoted) {
+      if (x->s[s->body].kind == S_BLOCK && !mark_block(x, x->s[s->body].first, x->s[s->body].b)) return false;
+    } else if (x->s[s->body].barriers && !mark_levels(x, s->body)) return false;
     if (s->els >= 0 && x->s[s->els].barriers && !mark_levels(x, s->els)) return false;
     return true;
   case S_SWITCH: return fail(x, "a switch with kc_barrier() inside");
@@ -1000,13 +1069,13 @@ static void uniform_inits(sp *x, int si);
 static bool emit_list(sp *x, int first, bool top) {
   int c = first;
   while (c >= 0) {
-    if (x->s[c].barriers) {
+    if (splits(x, c)) {
       if (!emit_split(x, c, top)) return false;
       c = x->s[c].next;
       continue;
     }
     int last = c; /* the region: [c, last] */
-    while (x->s[last].next >= 0 && !x->s[x->s[last].next].barriers) last = x->s[last].next;
+    while (x->s[last].next >= 0 && !splits(x, x->s[last].next)) last = x->s[last].next;
     unsigned r = x->nregion++;
     for (int e = c;; e = x->s[e].next) {
       if (x->s[e].kind == S_DECL) uniform_inits(x, e);
@@ -1152,7 +1221,7 @@ static bool emit_split(sp *x, int si, bool top) {
 /* Declaration d as an object that is assigned (a member of struct kc__S,
  * or a uniform variable at the function's top): without its initializer,
  * its own const dropped, its name prefixed. */
-static void put_object(sp *x, const decl *d, const char *prefix) {
+static void put_object(sp *x, const decl *d, const char *prefix, const char *dim) {
   bool ptr = false;
   uint32_t last_star = d->d0;
   for (uint32_t i = d->d0; i < d->d1; i++)
@@ -1167,8 +1236,23 @@ static void put_object(sp *x, const decl *d, const char *prefix) {
     kc__sb_puts(x->out, " ");
     if (i == d->name) kc__sb_puts(x->out, prefix);
     kc__sb_append(x->out, x->t[i].p, x->t[i].n);
+    if (i == d->name) kc__sb_puts(x->out, dim);
   }
   kc__sb_puts(x->out, ";");
+}
+
+/* Whether the closure past the prelude, but for the kernel's body [b, e),
+ * may read an item's own ids (helpers, through the thread's item): then
+ * each loop over items keeps the item's ids in it. */
+static bool ids_outside(const kc__tu *tu, const char *b, const char *e) {
+  static const char *const names[] = {"kc_local_id", "kc_global_id", "kc__cur", "kc__item", "lid"};
+  const char *t = tu->text + strlen(host_prelude), *end = tu->text + tu->len;
+  for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+    size_t n = strlen(names[k]);
+    for (const char *p = t; (p = memmem(p, (size_t)(end - p), names[k], n)); p += n)
+      if ((p == t || !idc(p[-1])) && (p + n == end || !idc(p[n])) && (p < b || p >= e)) return true;
+  }
+  return false;
 }
 
 static void sp_free(sp *x) {
@@ -1250,10 +1334,10 @@ bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const ch
   if (ok && !x.s[root].barriers) ok = fail(&x, "no barrier in the kernel's body");
   if (ok) {
     /* the last top-level statement with a barrier */
-    x.top_last_bar = 0;
-    for (int c = x.s[root].first; c >= 0; c = x.s[c].next)
-      if (x.s[c].barriers) x.top_last_bar = (uint32_t)c;
     ok = mark_block(&x, x.s[root].first, x.s[root].b);
+    x.top_last_bar = 0; /* (once the promoted loops are known) */
+    for (int c = x.s[root].first; c >= 0; c = x.s[c].next)
+      if (splits(&x, c)) x.top_last_bar = (uint32_t)c;
   }
   if (ok) ok = plan_decls(&x, b0, b1);
   if (!ok) {
@@ -1268,30 +1352,46 @@ bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const ch
   unsigned nkeep = 0;
   kc__sb_puts(&body, "struct kc__S {");
   for (uint32_t j = 0; j < x.nd; j++)
-    if (x.d[j].keep) nkeep++, put_object(&x, &x.d[j], "kc__m_");
+    if (x.d[j].keep) nkeep++, put_object(&x, &x.d[j], "kc__m_", "");
   if (!nkeep) kc__sb_puts(&body, " char kc__none;");
-  kc__sb_printf(&body, " };\n#define KC__KEEPS %d\n", nkeep ? 1 : 0);
+  kc__sb_puts(&body, " };\n");
   for (uint32_t j = 0; j < x.nd; j++)
     if (x.d[j].keep)
-      kc__sb_printf(&body, "#define %.*s (kc__me->kc__m_%.*s)\n", (int)x.t[x.d[j].name].n, x.t[x.d[j].name].p,
+      kc__sb_printf(&body, "#define %.*s (kc__a_%.*s[kc__i])\n", (int)x.t[x.d[j].name].n, x.t[x.d[j].name].p,
                     (int)x.t[x.d[j].name].n, x.t[x.d[j].name].p);
-  kc__sb_printf(&body,
-                "#define KC__ITEM kc__w->lid[0] = kc__l; kc__w->lid[1] = kc__y; kc__w->lid[2] = kc__z;%s\n",
-                nkeep ? " struct kc__S *kc__me = &kc__st[kc__i]; (void)kc__me;" : "");
-  kc__sb_puts(&body, "#define KC__ITEMS for (unsigned kc__z = 0, kc__i = 0; kc__z < kc__n2; kc__z++) "
+  /* the item's ids in its struct only where a helper may read them */
+  kc__sb_printf(&body, "#define KC__ITEM %s\n",
+                ids_outside(tu, x.t[b0].p, x.t[b1 - 1].p + 1)
+                    ? "kc__w->lid[0] = kc__l; kc__w->lid[1] = kc__y; kc__w->lid[2] = kc__z;"
+                    : "");
+  /* the item's index computed from the row's (a counter carried across
+   * rows keeps gcc from vectorizing the innermost loop) */
+  kc__sb_puts(&body, "#define KC__ITEMS for (unsigned kc__z = 0; kc__z < kc__n2; kc__z++) "
                      "for (unsigned kc__y = 0; kc__y < kc__n1; kc__y++) "
-                     "for (unsigned kc__l = 0; kc__l < kc__n0; kc__l++, kc__i++)\n");
+                     "for (size_t kc__row = ((size_t)kc__z * kc__n1 + kc__y) * kc__n0, kc__l = 0; "
+                     "kc__l < kc__n0; kc__l++)\n"
+                     "#define kc__i (kc__row + kc__l)\n");
+  /* in the loops, an item's ids are the loops' variables */
+  kc__sb_puts(&body, "#undef kc_local_id\n"
+                     "#define kc_local_id(d) ((size_t)((d) == 0 ? kc__l : (d) == 1 ? kc__y : kc__z))\n");
   kc__sb_puts(&body,
-              "KC_KERNEL int kc__split(struct kc__wi *kc__w, const struct kc__a *kc__x, "
-              "struct kc__S *kc__st) {\n"
+              "KC_KERNEL int kc__split(struct kc__wi *kc__w, const struct kc__a *kc__x) {\n"
               "  const unsigned kc__n0 = kc__w->lsz[0], kc__n1 = kc__w->lsz[1], kc__n2 = kc__w->lsz[2];\n"
-              "  const struct kc__wi *kc__wp = kc__w;\n  (void)kc__st; (void)kc__wp;\n");
+              "  const unsigned kc__nn = kc__n0 * kc__n1 * kc__n2;\n"
+              "  const struct kc__wi *kc__wp = kc__w;\n  (void)kc__wp; (void)kc__nn;\n");
+  /* what each item keeps: an array of the group's items for each (their
+   * bytes in all bounded by the caller, HOST_SPLIT_MAX_BYTES) */
+  for (uint32_t j = 0; j < x.nd; j++)
+    if (x.d[j].keep) {
+      put_object(&x, &x.d[j], "kc__a_", "[kc__nn]");
+      kc__sb_puts(&body, "\n");
+    }
   for (uint32_t i = 0; i < tu->nparams; i++)
     kc__sb_printf(&body, "  %s %s = kc__x->kc__v%u; (void)%s;\n", tu->params[i].type, tu->params[i].name, i,
                   tu->params[i].name);
   for (uint32_t j = 0; j < x.nd; j++)
     if (x.d[j].uniform) {
-      put_object(&x, &x.d[j], "");
+      put_object(&x, &x.d[j], "", "");
       kc__sb_puts(&body, "\n");
     }
   for (uint32_t j = 0; j < x.nd; j++) {
@@ -1306,7 +1406,8 @@ bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const ch
     kc__sb_puts(&body, ";\n");
   }
   ok = emit_list(&x, x.s[root].first, true);
-  kc__sb_puts(&body, "  return 0;\n}\n#undef KC__ITEMS\n#undef KC__ITEM\n");
+  kc__sb_puts(&body, "  return 0;\n}\n#undef KC__ITEMS\n#undef KC__ITEM\n#undef kc__i\n#undef kc_local_id\n"
+                     "#define kc_local_id(d) ((size_t)kc__cur->lid[(d)])\n");
   for (uint32_t j = 0; j < x.nd; j++)
     if (x.d[j].keep) kc__sb_printf(&body, "#undef %.*s\n", (int)x.t[x.d[j].name].n, x.t[x.d[j].name].p);
   if (ok && body.failed) ok = fail(&x, "out of memory");
