@@ -85,7 +85,8 @@ static const char SRC_STENCIL[] =
 /* Barriers in uniform for, while, do and if statements, values live
  * across them per item (an accumulator, a loop counter that starts at the
  * item's id, an array, a const, a pointer to a local held across
- * barriers), a return after the last barrier. BARRIER is kc_barrier() or,
+ * barriers), a return after the last barrier (and a loop after it that
+ * the items that returned must not run). BARRIER is kc_barrier() or,
  * for the fibers, a helper that calls it. Exact arithmetic: small integers
  * scaled by powers of two. */
 enum { MIX_WG = 64, MIX_GROUPS = 37, MIX_ROUNDS = 5 };
@@ -127,6 +128,7 @@ enum { MIX_WG = 64, MIX_GROUPS = 37, MIX_ROUNDS = 5 };
   "  } while (k > 0);\n" \
   "  if (l % 2) { y[g] = acc; return; }\n" \
   "  y[g] = acc + (float)j * 0.5f;\n" \
+  "  for (int q = 0; q < 2; q++) y[g] += 1.0f;\n" \
   "}\n"
 static const char SRC_MIX[] =
     "KC_KERNEL void live(KC_GLOBAL const float *x, KC_GLOBAL float *y, int rounds) {\n" SRC_MIX_BODY(
@@ -161,7 +163,7 @@ static void mix_ref(const float *x, float *y, size_t groups, int rounds) {
       for (int l = 0; l < N; l++) acc[l] += sh[(l + 1) % N];
     } else
       for (int l = 0; l < N; l++) acc[l] -= 1.0f;
-    for (int l = 0; l < N; l++) y[gr * N + l] = l % 2 ? acc[l] : acc[l] + (float)j[l] * 0.5f;
+    for (int l = 0; l < N; l++) y[gr * N + l] = l % 2 ? acc[l] : acc[l] + (float)j[l] * 0.5f + 2.0f;
   }
 }
 

@@ -662,10 +662,12 @@ static bool promotable(sp *x, int si) {
 static bool mark_block(sp *x, int first, uint32_t end) {
   uint32_t r0 = 0;
   size_t rstart = x->nd; /* declarations of the open region */
-  bool open = false;
+  bool open = false, seen_ret = false;
   for (int c = first; c >= 0; c = x->s[c].next) {
     stmt *s = &x->s[c];
-    if (!s->barriers && promotable(x, c)) s->promoted = true;
+    /* (not after a return: the items that returned would run it) */
+    if (!s->barriers && !seen_ret && promotable(x, c)) s->promoted = true;
+    seen_ret |= s->ret;
     if (!s->barriers && !s->promoted) {
       if (!open) r0 = s->a, open = true, rstart = x->nd;
       if (s->free_break || s->free_cont)
