@@ -667,6 +667,34 @@ static void nest_ref(const float *x, float *y) {
     }
 }
 
+/* Values read from memory before a barrier are kept, not read again after
+ * it: the kernel overwrites what it read. */
+static const char SRC_SNAP[] = "KC_KERNEL void snap(KC_GLOBAL float *x, KC_GLOBAL float *y) {\n"
+                               "  size_t g = kc_global_id(0);\n"
+                               "  float v = x[g];\n"
+                               "  float w = *(x + g) * 2.0f;\n"
+                               "  x[g] = -1.0f;\n"
+                               "  kc_barrier();\n"
+                               "  y[g] = v + w;\n"
+                               "}\n";
+
+static void test_split_keeps_values_read_from_memory(void **state) {
+  (void)state;
+  enum { N = 256 };
+  kc_runtime *rt = paths_runtime();
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "snap", SRC_SNAP);
+  float *x = kct_calloc(N * sizeof(float));
+  for (int i = 0; i < N; i++) x[i] = (float)(i % 9);
+  float *y = run_xy(rt, ctx, "snap", x, N, 64, NULL);
+  for (int i = 0; i < N; i++)
+    if (y[i] != 3.0f * x[i]) fail_msg("y[%d] = %g, expected %g", i, y[i], 3.0f * x[i]);
+  expect_path("snap", true);
+  kct_free(y);
+  kct_free(x);
+  kct_destroy(rt);
+}
+
 static void test_split_nested_loops_2d(void **state) {
   (void)state;
   enum { N = NEST_W * NEST_H * NEST_GX * NEST_GY };
@@ -724,4 +752,5 @@ KCT_MAIN_INIT_ONLY(KCT_TEST(test_reduction_with_local_memory_and_barriers), KCT_
                    KCT_TEST(test_barrier_misuse_is_refused), KCT_TEST(test_pool_after_fork),
                    KCT_TEST(test_split_loops_and_live_values),
                    KCT_TEST(test_split_reduce_and_matmul_match_fibers),
-                   KCT_TEST(test_split_falls_back_to_fibers), KCT_TEST(test_split_nested_loops_2d))
+                   KCT_TEST(test_split_falls_back_to_fibers), KCT_TEST(test_split_nested_loops_2d),
+                   KCT_TEST(test_split_keeps_values_read_from_memory))

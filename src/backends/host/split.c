@@ -562,6 +562,17 @@ static int parse_stmt(sp *x, uint32_t i, uint32_t end, bool split, uint32_t *nex
 
 static bool is_macro(const sp *x, const tok *k, uint32_t *mi);
 static bool assign_op(const tok *k);
+
+/* Whether token i of an expression that starts at a reads memory: an
+ * element, a member through a pointer, or a '*' that is not a product. */
+static bool reads_memory(const sp *x, uint32_t a, uint32_t i) {
+  const tok *k = &x->t[i];
+  if (tok_is(k, "[") || tok_is(k, "->")) return true;
+  if (!tok_is(k, "*")) return false;
+  if (i == a) return true;
+  const tok *p = &x->t[i - 1];
+  return p->k == T_PUNCT && !tok_is(p, ")") && !tok_is(p, "]");
+}
 static bool written(const tok *t, uint32_t n, uint32_t i, bool obj);
 static bool mentions_at(const sp *x, uint32_t i, const tok *name);
 static bool const_macro(const sp *x, const tok *k);
@@ -611,7 +622,7 @@ static bool counter_expr(const sp *x, uint32_t a, uint32_t b, uint32_t v, bool w
     if (k->k == T_NUM) continue;
     if (k->k == T_STR) return false;
     if (k->k == T_PUNCT) {
-      if (tok_is(k, "[") || tok_is(k, ".") || tok_is(k, "->") || tok_is(k, "&")) return false;
+      if (tok_is(k, ".") || tok_is(k, "&") || reads_memory(x, a, i)) return false;
       if (assign_op(k) && !writes) return false;
       continue;
     }
@@ -857,7 +868,7 @@ static bool uniform_expr(const sp *x, uint32_t a, uint32_t b, bool writes) {
     if (k->k == T_NUM) continue;
     if (k->k == T_STR) return false;
     if (k->k == T_PUNCT) {
-      if (tok_is(k, "[") || tok_is(k, ".") || tok_is(k, "->") || (!writes && assign_op(k))) return false;
+      if (tok_is(k, ".") || reads_memory(x, a, i) || (!writes && assign_op(k))) return false;
       continue;
     }
     if (IN(k, ids) || IN(k, kw_type) || tok_is(k, "const") || known_type(k) || const_macro(x, k)) continue;
@@ -945,8 +956,9 @@ static bool plan_decls(sp *x, uint32_t b0, uint32_t b1) {
     bool pure = d->e0 && !d->array;
     for (uint32_t i = d->e0; pure && i < d->e1; i++) {
       const tok *k = &x->t[i];
-      if (k->k == T_NUM || (k->k == T_PUNCT && !assign_op(k))) continue;
-      if (k->k == T_STR) pure = false;
+      if (k->k == T_PUNCT && reads_memory(x, d->e0, i)) pure = false; /* (memory may change) */
+      else if (k->k == T_NUM || (k->k == T_PUNCT && !assign_op(k))) continue;
+      else if (k->k == T_STR) pure = false;
       else if (in_list_tok(k, ids, sizeof ids / sizeof *ids) || IN(k, kw_type) || tok_is(k, "const") ||
                known_type(k))
         continue;
