@@ -668,14 +668,15 @@ static void nest_ref(const float *x, float *y) {
 }
 
 /* Values read from memory before a barrier are kept, not read again after
- * it: the kernel overwrites what it read. */
+ * it: the kernel overwrites what it read. A helper reads the item's id
+ * after the barrier (through the thread's item, in each loop's item). */
 static const char SRC_SNAP[] = "KC_KERNEL void snap(KC_GLOBAL float *x, KC_GLOBAL float *y) {\n"
                                "  size_t g = kc_global_id(0);\n"
                                "  float v = x[g];\n"
                                "  float w = *(x + g) * 2.0f;\n"
                                "  x[g] = -1.0f;\n"
                                "  kc_barrier();\n"
-                               "  y[g] = v + w;\n"
+                               "  y[gid_of()] = v + w;\n"
                                "}\n";
 
 static void test_split_keeps_values_read_from_memory(void **state) {
@@ -683,6 +684,7 @@ static void test_split_keeps_values_read_from_memory(void **state) {
   enum { N = 256 };
   kc_runtime *rt = paths_runtime();
   kc_context *ctx = kct_context(rt);
+  kct_define(rt, "gid_of", "KC_DEVICE size_t gid_of(void) { return kc_global_id(0); }");
   kct_define(rt, "snap", SRC_SNAP);
   float *x = kct_calloc(N * sizeof(float));
   for (int i = 0; i < N; i++) x[i] = (float)(i % 9);
