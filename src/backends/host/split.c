@@ -1097,13 +1097,16 @@ static bool emit_list(sp *x, int first, bool top) {
     }
     items_open(x);
     kc__sb_puts(x->out, "{\n");
+    bool ret = false;
     for (int e = c;; e = x->s[e].next) {
       /* a return ends the item: only where no barrier comes after it */
       if (x->s[e].ret && !(top && e > (int)x->top_last_bar)) return fail(x, "a return before a barrier");
+      ret |= x->s[e].ret;
       put_stmt_region(x, e, r);
       if (e == last) break;
     }
-    kc__sb_printf(x->out, "}\nkc__next%u:;\n}\n", r);
+    if (ret) kc__sb_printf(x->out, "}\nkc__next%u:;\n}\n", r);
+    else kc__sb_puts(x->out, "}\n}\n");
     c = x->s[last].next;
   }
   return true;
@@ -1374,7 +1377,7 @@ bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const ch
       kc__sb_printf(&body, "#define %.*s (kc__a_%.*s[kc__i])\n", (int)x.t[x.d[j].name].n, x.t[x.d[j].name].p,
                     (int)x.t[x.d[j].name].n, x.t[x.d[j].name].p);
   /* the item's ids in its struct only where a helper may read them */
-  kc__sb_printf(&body, "#define KC__ITEM %s\n",
+  kc__sb_printf(&body, "#define KC__ITEM (void)kc__row; %s\n",
                 ids_outside(tu, x.t[b0].p, x.t[b1 - 1].p + 1)
                     ? "kc__w->lid[0] = kc__l; kc__w->lid[1] = kc__y; kc__w->lid[2] = kc__z;"
                     : "");
