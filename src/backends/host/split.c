@@ -1292,141 +1292,153 @@ static unsigned barrier_mentions(const kc__tu *tu) {
   return n;
 }
 
-bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const char **why, unsigned *nbar) {
-  sp x;
-  memset(&x, 0, sizeof x);
-  x.sv = sv, x.tu = tu;
-  *nbar = 0;
-  *why = NULL;
-  if (!tu->text) return *why = "no source", false;
+/* Reads the kernel's definition in tu's text: its body's tokens [b0, b1),
+ * its statements, the split levels, how each local lives. The root
+ * statement (the body), or -1 with x->why. */
+static int read_kernel(sp *x, const kc__tu *tu, uint32_t *b0p, uint32_t *b1p) {
+  if (!tu->text) return fail(x, "no source"), -1;
   /* the entry's definition: after the prologue's macro and its #line */
   char key[300];
   snprintf(key, sizeof key, "#define %s(...) %s(const struct kc__wi *kc__wp", tu->entry, tu->entry);
   const char *end = tu->text + tu->len, *p = NULL;
   for (const char *q = tu->text; (q = memmem(q, (size_t)(end - q), key, strlen(key))); q++) p = q;
-  if (!p) return *why = "the kernel's definition not found", false;
+  if (!p) return fail(x, "the kernel's definition not found"), -1;
   while (p < end && !(p[0] == '\n' && p + 1 < end && memcmp(p + 1, "#line", 5) == 0)) p++;
-  if (p >= end) return *why = "the kernel's definition not found", false;
+  if (p >= end) return fail(x, "the kernel's definition not found"), -1;
   p = memchr(p + 1, '\n', (size_t)(end - p - 1));
-  if (!p) return *why = "the kernel's definition not found", false;
+  if (!p) return fail(x, "the kernel's definition not found"), -1;
   p++;
   /* up to the #line the epilogue starts with: nothing else after the entry */
   static const char tail[] = "#line 1 \"<kcache>\"\n";
   if ((size_t)(end - p) < sizeof tail - 1 || memcmp(end - (sizeof tail - 1), tail, sizeof tail - 1) != 0)
-    return *why = "the kernel's definition not found", false;
+    return fail(x, "the kernel's definition not found"), -1;
   end -= sizeof tail - 1;
   uint32_t tcap = 0;
-  bool ok = tokenize(&x, p, end, &x.t, &x.nt, &tcap, true);
+  bool ok = tokenize(x, p, end, &x->t, &x->nt, &tcap, true);
   /* the definition: NAME ( ... ) { at depth 0 */
   uint32_t b0 = 0, b1 = 0;
-  for (uint32_t i = 0; ok && i < x.nt; i++) {
-    if (is(&x, i, "{")) {
-      i = match(&x, i) - 1;
+  for (uint32_t i = 0; ok && i < x->nt; i++) {
+    if (is(x, i, "{")) {
+      i = match(x, i) - 1;
       continue;
     }
-    if (x.t[i].k == T_ID && tok_is(&x.t[i], tu->entry) && is(&x, i + 1, "(")) {
-      uint32_t c = match(&x, i + 1);
-      if (is(&x, c, "{")) {
-        b0 = c, b1 = match(&x, c);
+    if (x->t[i].k == T_ID && tok_is(&x->t[i], tu->entry) && is(x, i + 1, "(")) {
+      uint32_t c = match(x, i + 1);
+      if (is(x, c, "{")) {
+        b0 = c, b1 = match(x, c);
         break;
       }
     }
   }
-  if (ok && !b1) fail(&x, "the kernel's body not found");
-  ok = ok && !x.why;
+  if (ok && !b1) fail(x, "the kernel's body not found");
+  ok = ok && !x->why;
   /* no preprocessor line from the body on: the macros stay as they were */
-  if (ok && x.last_pp && x.last_pp > x.t[b0].p)
-    ok = fail(&x, "a preprocessor line in or after the kernel's body");
-  if (ok) ok = read_macros(&x);
+  if (ok && x->last_pp && x->last_pp > x->t[b0].p)
+    ok = fail(x, "a preprocessor line in or after the kernel's body");
+  if (ok) ok = read_macros(x);
   for (uint32_t i = b0; ok && i < b1; i++)
-    if (x.t[i].k == T_ID && tok_is(&x.t[i], tu->entry)) ok = fail(&x, "the kernel's name in its body");
+    if (x->t[i].k == T_ID && tok_is(&x->t[i], tu->entry)) ok = fail(x, "the kernel's name in its body");
   int root = -1;
   if (ok) {
     uint32_t nj;
-    root = parse_stmt(&x, b0, b1, true, &nj);
-    ok = root >= 0 && !x.why;
+    root = parse_stmt(x, b0, b1, true, &nj);
+    ok = root >= 0 && !x->why;
   }
-  if (ok && x.s[root].barriers != barrier_mentions(tu))
-    ok = fail(&x, "kc_barrier named outside the kernel's body statements (a helper, a macro, a comment)");
-  if (ok && !x.s[root].barriers) ok = fail(&x, "no barrier in the kernel's body");
+  if (ok && x->s[root].barriers != barrier_mentions(tu))
+    ok = fail(x, "kc_barrier named outside the kernel's body statements (a helper, a macro, a comment)");
+  if (ok && !x->s[root].barriers) ok = fail(x, "no barrier in the kernel's body");
   if (ok) {
     /* the last top-level statement with a barrier */
-    ok = mark_block(&x, x.s[root].first, x.s[root].b);
-    x.top_last_bar = 0; /* (once the promoted loops are known) */
-    for (int c = x.s[root].first; c >= 0; c = x.s[c].next)
-      if (splits(&x, c)) x.top_last_bar = (uint32_t)c;
+    ok = mark_block(x, x->s[root].first, x->s[root].b);
+    x->top_last_bar = 0; /* (once the promoted loops are known) */
+    for (int c = x->s[root].first; c >= 0; c = x->s[c].next)
+      if (splits(x, c)) x->top_last_bar = (uint32_t)c;
   }
-  if (ok) ok = plan_decls(&x, b0, b1);
-  if (!ok) {
-    *why = x.why ? x.why : "out of memory";
-    sp_free(&x);
-    return false;
-  }
-  /* the per-item storage, the function, the statics, the regions */
-  kc__sb body;
-  kc__sb_init(&body, &sv->heap);
-  x.out = &body;
+  if (ok) ok = plan_decls(x, b0, b1);
+  *b0p = b0, *b1p = b1;
+  return ok ? root : (fail(x, "out of memory"), -1);
+}
+
+/* The per-item storage, the function, the statics, the regions into
+ * x->out. */
+static bool emit_function(sp *x, const kc__tu *tu, int root, uint32_t b0, uint32_t b1) {
+  kc__sb *body = x->out;
   unsigned nkeep = 0;
-  kc__sb_puts(&body, "struct kc__S {");
-  for (uint32_t j = 0; j < x.nd; j++)
-    if (x.d[j].keep) nkeep++, put_object(&x, &x.d[j], "kc__m_", "");
-  if (!nkeep) kc__sb_puts(&body, " char kc__none;");
-  kc__sb_puts(&body, " };\n");
-  for (uint32_t j = 0; j < x.nd; j++)
-    if (x.d[j].keep)
-      kc__sb_printf(&body, "#define %.*s (kc__a_%.*s[kc__i])\n", (int)x.t[x.d[j].name].n, x.t[x.d[j].name].p,
-                    (int)x.t[x.d[j].name].n, x.t[x.d[j].name].p);
+  kc__sb_puts(body, "struct kc__S {");
+  for (uint32_t j = 0; j < x->nd; j++)
+    if (x->d[j].keep) nkeep++, put_object(x, &x->d[j], "kc__m_", "");
+  if (!nkeep) kc__sb_puts(body, " char kc__none;");
+  kc__sb_puts(body, " };\n");
+  for (uint32_t j = 0; j < x->nd; j++)
+    if (x->d[j].keep)
+      kc__sb_printf(body, "#define %.*s (kc__a_%.*s[kc__i])\n", (int)x->t[x->d[j].name].n,
+                    x->t[x->d[j].name].p, (int)x->t[x->d[j].name].n, x->t[x->d[j].name].p);
   /* the item's ids in its struct only where a helper may read them */
-  kc__sb_printf(&body, "#define KC__ITEM (void)kc__row; %s\n",
-                ids_outside(tu, x.t[b0].p, x.t[b1 - 1].p + 1)
+  kc__sb_printf(body, "#define KC__ITEM (void)kc__row; %s\n",
+                ids_outside(tu, x->t[b0].p, x->t[b1 - 1].p + 1)
                     ? "kc__w->lid[0] = kc__l; kc__w->lid[1] = kc__y; kc__w->lid[2] = kc__z;"
                     : "");
   /* the item's index computed from the row's (a counter carried across
    * rows keeps gcc from vectorizing the innermost loop) */
-  kc__sb_puts(&body, "#define KC__ITEMS for (unsigned kc__z = 0; kc__z < kc__n2; kc__z++) "
-                     "for (unsigned kc__y = 0; kc__y < kc__n1; kc__y++) "
-                     "for (size_t kc__row = ((size_t)kc__z * kc__n1 + kc__y) * kc__n0, kc__l = 0; "
-                     "kc__l < kc__n0; kc__l++)\n"
-                     "#define kc__i (kc__row + kc__l)\n");
+  kc__sb_puts(body, "#define KC__ITEMS for (unsigned kc__z = 0; kc__z < kc__n2; kc__z++) "
+                    "for (unsigned kc__y = 0; kc__y < kc__n1; kc__y++) "
+                    "for (size_t kc__row = ((size_t)kc__z * kc__n1 + kc__y) * kc__n0, kc__l = 0; "
+                    "kc__l < kc__n0; kc__l++)\n"
+                    "#define kc__i (kc__row + kc__l)\n");
   /* in the loops, an item's ids are the loops' variables */
-  kc__sb_puts(&body, "#undef kc_local_id\n"
-                     "#define kc_local_id(d) ((size_t)((d) == 0 ? kc__l : (d) == 1 ? kc__y : kc__z))\n");
-  kc__sb_puts(&body,
+  kc__sb_puts(body, "#undef kc_local_id\n"
+                    "#define kc_local_id(d) ((size_t)((d) == 0 ? kc__l : (d) == 1 ? kc__y : kc__z))\n");
+  kc__sb_puts(body,
               "KC_KERNEL int kc__split(struct kc__wi *kc__w, const struct kc__a *kc__x) {\n"
               "  const unsigned kc__n0 = kc__w->lsz[0], kc__n1 = kc__w->lsz[1], kc__n2 = kc__w->lsz[2];\n"
               "  const unsigned kc__nn = kc__n0 * kc__n1 * kc__n2;\n"
               "  const struct kc__wi *kc__wp = kc__w;\n  (void)kc__wp; (void)kc__nn;\n");
   /* what each item keeps: an array of the group's items for each (their
    * bytes in all bounded by the caller, HOST_SPLIT_MAX_BYTES) */
-  for (uint32_t j = 0; j < x.nd; j++)
-    if (x.d[j].keep) {
-      put_object(&x, &x.d[j], "kc__a_", "[kc__nn]");
-      kc__sb_puts(&body, "\n");
+  for (uint32_t j = 0; j < x->nd; j++)
+    if (x->d[j].keep) {
+      put_object(x, &x->d[j], "kc__a_", "[kc__nn]");
+      kc__sb_puts(body, "\n");
     }
   for (uint32_t i = 0; i < tu->nparams; i++)
-    kc__sb_printf(&body, "  %s %s = kc__x->kc__v%u; (void)%s;\n", tu->params[i].type, tu->params[i].name, i,
+    kc__sb_printf(body, "  %s %s = kc__x->kc__v%u; (void)%s;\n", tu->params[i].type, tu->params[i].name, i,
                   tu->params[i].name);
-  for (uint32_t j = 0; j < x.nd; j++)
-    if (x.d[j].uniform) {
-      put_object(&x, &x.d[j], "", "");
-      kc__sb_puts(&body, "\n");
+  for (uint32_t j = 0; j < x->nd; j++)
+    if (x->d[j].uniform) {
+      put_object(x, &x->d[j], "", "");
+      kc__sb_puts(body, "\n");
     }
-  for (uint32_t j = 0; j < x.nd; j++) {
-    const decl *d = &x.d[j];
+  for (uint32_t j = 0; j < x->nd; j++) {
+    const decl *d = &x->d[j];
     if (!d->is_static) continue;
-    put_toks(&x, d->s0, d->s1);
-    put_toks(&x, d->d0, d->d1);
+    put_toks(x, d->s0, d->s1);
+    put_toks(x, d->d0, d->d1);
     if (d->e0) {
-      kc__sb_puts(&body, "= ");
-      put_toks(&x, d->e0, d->e1);
+      kc__sb_puts(body, "= ");
+      put_toks(x, d->e0, d->e1);
     }
-    kc__sb_puts(&body, ";\n");
+    kc__sb_puts(body, ";\n");
   }
-  ok = emit_list(&x, x.s[root].first, true);
-  kc__sb_puts(&body, "  return 0;\n}\n#undef KC__ITEMS\n#undef KC__ITEM\n#undef kc__i\n#undef kc_local_id\n"
-                     "#define kc_local_id(d) ((size_t)kc__cur->lid[(d)])\n");
-  for (uint32_t j = 0; j < x.nd; j++)
-    if (x.d[j].keep) kc__sb_printf(&body, "#undef %.*s\n", (int)x.t[x.d[j].name].n, x.t[x.d[j].name].p);
+  bool ok = emit_list(x, x->s[root].first, true);
+  kc__sb_puts(body, "  return 0;\n}\n#undef KC__ITEMS\n#undef KC__ITEM\n#undef kc__i\n#undef kc_local_id\n"
+                    "#define kc_local_id(d) ((size_t)kc__cur->lid[(d)])\n");
+  for (uint32_t j = 0; j < x->nd; j++)
+    if (x->d[j].keep) kc__sb_printf(body, "#undef %.*s\n", (int)x->t[x->d[j].name].n, x->t[x->d[j].name].p);
+  return ok;
+}
+
+bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const char **why, unsigned *nbar) {
+  sp x;
+  memset(&x, 0, sizeof x);
+  x.sv = sv, x.tu = tu;
+  *nbar = 0;
+  *why = NULL;
+  uint32_t b0 = 0, b1 = 0;
+  int root = read_kernel(&x, tu, &b0, &b1);
+  kc__sb body;
+  kc__sb_init(&body, &sv->heap);
+  x.out = &body;
+  bool ok = root >= 0 && emit_function(&x, tu, root, b0, b1);
   if (ok && body.failed) ok = fail(&x, "out of memory");
   if (ok) {
     *nbar = x.nbar;
