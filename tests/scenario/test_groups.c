@@ -411,6 +411,14 @@ static void test_barrier_misuse_is_refused(void **state) {
   /* split at its barrier: a group of any size, the disagreement found */
   KCT_STATUS(rt, KC_ELAUNCH, kc_launch(k, ctx, &one, &big, args, 1));
   KCT_CONTAINS(kc_errmsg(rt), "every item of a group must reach each barrier");
+  /* a loop around a barrier whose trip count differs between items */
+  kct_define(rt, "uneven",
+             "KC_KERNEL void uneven(KC_GLOBAL float *y) {\n"
+             "  for (int i = 0; i < (int)kc_local_id(0) % 3; i++) kc_barrier();\n"
+             "  y[kc_global_id(0)] = 2.0f;\n"
+             "}\n");
+  KCT_STATUS(rt, KC_ELAUNCH, kc_launch(kct_kernel(rt, "uneven", NULL), ctx, &g, &b, args, 1));
+  KCT_CONTAINS(kc_errmsg(rt), "every item of a group must reach each barrier");
   /* as fibers (its barrier in a helper): not more than they take */
   kct_define(rt, "sync", SRC_SYNC);
   kct_define(rt, "halfway_f",
