@@ -597,7 +597,9 @@ static void test_split_reduce_and_matmul_match_fibers(void **state) {
 
 /* Kernels the split cannot be sure of run as fibers, and right: a barrier
  * inside a switch, a goto, a barrier through a macro, a return before a
- * barrier. Each computes y = the sum of the group's x (WG2 items). */
+ * barrier, an initialized array that lives across a barrier, a
+ * preprocessor line in the body, a macro that declares. Each computes y = the sum of the group's x (WG2
+ * items). */
 enum { WG2 = 32 };
 #define SRC_SUM_HEAD(name) \
   "KC_KERNEL void " name "(KC_GLOBAL const float *x, KC_GLOBAL float *y, int mode) {\n" \
@@ -615,6 +617,8 @@ static const char *const SRC_FALLBACKS[][2] = {
     {"sum_goto", SRC_SUM_HEAD("sum_goto") "  if (mode < 0) goto out;\n  kc_barrier();\nout:;\n" SRC_SUM_TAIL},
     {"sum_macro", "#define SYNC kc_barrier()\n" SRC_SUM_HEAD("sum_macro") "  SYNC;\n" SRC_SUM_TAIL},
     {"sum_return", SRC_SUM_HEAD("sum_return") "  if (mode < 0) return;\n  kc_barrier();\n" SRC_SUM_TAIL},
+    {"sum_arr", SRC_SUM_HEAD("sum_arr") "  float w[2] = {1.0f, 0.0f};\n  kc_barrier();\n"
+                                        "  y[kc_global_id(0)] = w[1];\n" SRC_SUM_TAIL},
     {"sum_pp", SRC_SUM_HEAD("sum_pp") "  #if 1\n  kc_barrier();\n  #endif\n" SRC_SUM_TAIL},
     {"sum_decl", "#define DECL float t = 1.0f\n" SRC_SUM_HEAD("sum_decl") "  DECL;\n  kc_barrier();\n"
                                                                           "  (void)t;\n" SRC_SUM_TAIL},
@@ -681,7 +685,8 @@ static void nest_ref(const float *x, float *y) {
 static const char SRC_SNAP[] = "KC_KERNEL void snap(KC_GLOBAL float *x, KC_GLOBAL float *y) {\n"
                                "  size_t g = kc_global_id(0);\n"
                                "  float v = x[g];\n"
-                               "  float w = *(x + g) * 2.0f;\n"
+                               "  float two[2] = {2.0f, 0.0f};\n"
+                               "  float w = *(x + g) * two[0];\n"
                                "  x[g] = -1.0f;\n"
                                "  kc_barrier();\n"
                                "  y[gid_of()] = v + w;\n"

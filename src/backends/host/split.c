@@ -3,22 +3,32 @@
  * split.c -- a kernel with kc_barrier() as loops over its group's work
  * items (PoCL's work-item loops, MCUDA's loop fission), written as C
  * source: the kernel's body is cut at its barriers into regions, each a
- * loop over the group's items; a statement that contains barriers (a
- * block, if, for, while or do) stays outside the loops, its condition
- * evaluated by every item in a loop of its own and checked to be the same
- * for all (OpenCL and CUDA require it: otherwise the launch fails, as the
- * fibers' does). A variable of the body that lives across a barrier is
- * kept per item: a member of struct kc__S, an array of which (one per
- * item) is the group function's; its name a macro for the running item's
- * member. One whose value is a pure function of the ids and the arguments,
- * never written, is computed again in each loop instead.
+ * loop over the group's items (kc__split, which the group function calls;
+ * codegen.c). A statement that contains barriers (a block, if, for, while
+ * or do) stays outside the loops; its condition is evaluated by every item
+ * in a loop of its own and checked to be the same for all (OpenCL and CUDA
+ * require it: otherwise the launch fails with KC_ELAUNCH, as the fibers'
+ * does), or once where it reads only values the same for every item.
+ *
+ * The locals declared where the body is cut (its top, the blocks and
+ * loops with barriers) live in one of five ways (plan_decls): KC_LOCAL and
+ * static ones once, at the top; one used only in its region, as written
+ * there; one never written whose value is a pure function of the ids, the
+ * arguments and constants (no memory), computed again at the top of each
+ * loop over items; one written only where the group runs once (a loop's
+ * increment) from values the same for every item (plan_uniform), once for
+ * the group; any other, kept per item, an array over the group's items
+ * whose name is a macro for the running item's element (the arrays' bytes
+ * bounded by the caller: a larger group runs as fibers). A for loop
+ * without barriers over such a uniform counter is cut as if it had one
+ * (promotable), so that its loop over items is innermost and vectorizes.
  *
  * Only what it reads with certainty: anything else (goto, labels, a
  * switch or an expression around a barrier, a barrier in a helper or a
  * macro, a break or continue or return across a region, a declaration it
- * cannot tell, a name used outside the scope it has, a parameter written,
- * preprocessor lines in the body...) leaves the kernel to fibers (exec.c),
- * with the reason in the debug log (codegen.c).
+ * cannot tell, a name used outside the scope it has or declared twice, a
+ * parameter written, preprocessor lines in the body...) leaves the kernel
+ * to the fibers (exec.c), with the reason in the debug log (codegen.c).
  */
 #include "backends/host/host.h"
 
@@ -382,9 +392,6 @@ static bool parse_decl(sp *x, uint32_t a, uint32_t b, bool split, uint32_t end, 
       d->e0 = eq ? eq + 1 : 0, d->e1 = eq ? i : 0;
       d->at = a, d->end = end, d->stmt = st;
       d->is_static = is_static, d->array = array;
-      if (d->e0 && is(x, d->e0, "{")) {
-        if (!is_static) return fail(x, "a braced initializer of a variable that lives across a barrier");
-      }
     }
     if (i < b) i++; /* ',' */
   }
@@ -936,7 +943,7 @@ static bool plan_decls(sp *x, uint32_t b0, uint32_t b1) {
     uint32_t mi;
     if (is_macro(x, nm, &mi)) return fail(x, "a local named as a macro");
     if (nm->n > 4 && memcmp(nm->p, "kc__", 4) == 0) return fail(x, "a local named kc__...");
-    bool outside = false, written_after = false;
+    bool outside = false, written_after = false, decays = false;
     for (uint32_t i = b0; i < b1; i++) {
       if (!mentions_at(x, i, nm)) continue;
       bool direct = tok_eq(&x->t[i], nm);
@@ -948,9 +955,11 @@ static bool plan_decls(sp *x, uint32_t b0, uint32_t b1) {
       if (direct && i != d->name && written(x->t, x->nt, i, !d->array)) written_after = true;
       if (!direct) written_after = true, d->via_macro = true; /* a macro may write it */
       if (direct && i > 0 && is(x, i - 1, "&")) d->addr = true;
+      /* an array used other than by its elements: a pointer to it may outlive the region */
+      if (direct && i != d->name && d->array && !is(x, i + 1, "[")) decays = true;
     }
     if (d->is_static) continue;
-    if (d->array || written_after) outside = true;
+    if ((d->array && decays) || d->addr || written_after) outside = true;
     if (!outside) continue; /* kept in its region */
     /* computed again: never written, of ids, arguments and constants */
     bool pure = d->e0 && !d->array;
@@ -974,6 +983,9 @@ static bool plan_decls(sp *x, uint32_t b0, uint32_t b1) {
     if (written_after) pure = false;
     if (pure) d->remat = true;
     else d->keep = true;
+    /* its initializer becomes an assignment: none for an array, no braces */
+    if (d->keep && d->e0 && (d->array || is(x, d->e0, "{")))
+      return fail(x, "an initialized array or braced initializer of a variable that lives across a barrier");
     /* a member of struct kc__S (file scope): its array sizes constants */
     for (uint32_t i = d->d0; d->keep && i < d->d1; i++)
       if (x->t[i].k == T_ID && !const_macro(x, &x->t[i]) && i != d->name && !tok_is(&x->t[i], "const") &&
