@@ -312,7 +312,8 @@ static void emit_launch(const kc__tu *tu, kc__sb *out) {
 kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
   const kc__bsvc *sv = ((host_state *)state)->sv;
   bool fibers = mentions(tu, "kc_barrier"), copies = mentions(tu, "KC_LOCAL");
-  kc__sb_printf(out, "#undef %s\n#define KC__COPIES %d\n", tu->entry, copies);
+  /* (tu->text is out's buffer: read before anything is appended to out,
+   * which may move it) */
   kc__sb split;
   kc__sb_init(&split, &sv->heap);
   bool is_split = false;
@@ -329,6 +330,7 @@ kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
       kc__log_to(sv->log, KC_LOG_DEBUG, "host: '%s' runs its work items as fibers at kc_barrier(): %s",
                  tu->entry, why ? why : "?");
   }
+  kc__sb_printf(out, "#undef %s\n#define KC__COPIES %d\n", tu->entry, copies);
   emit_group(tu, fibers, is_split ? &split : NULL, out);
   kc__sb_free(&split);
   emit_grid(tu, out);
