@@ -681,15 +681,19 @@ static void nest_ref(const float *x, float *y) {
 
 /* Values read from memory before a barrier are kept, not read again after
  * it: the kernel overwrites what it read. A helper reads the item's id
- * after the barrier (through the thread's item, in each loop's item). */
+ * after the barrier (through the thread's item, in each loop's item). Two
+ * loops with the same counter's name (neither cut). */
 static const char SRC_SNAP[] = "KC_KERNEL void snap(KC_GLOBAL float *x, KC_GLOBAL float *y) {\n"
                                "  size_t g = kc_global_id(0);\n"
+                               "  float z = 0.0f;\n"
+                               "  for (int i = 0; i < 4; i++) z += 1.0f;\n"
+                               "  for (int i = 0; i < 4; i++) z -= 1.0f;\n"
                                "  float v = x[g];\n"
                                "  float two[2] = {2.0f, 0.0f};\n"
                                "  float w = *(x + g) * two[0];\n"
                                "  x[g] = -1.0f;\n"
                                "  kc_barrier();\n"
-                               "  y[gid_of()] = v + w;\n"
+                               "  y[gid_of()] = v + w + z;\n"
                                "}\n";
 
 static void test_split_keeps_values_read_from_memory(void **state) {

@@ -664,6 +664,9 @@ static bool promotable(sp *x, int si) {
   if (eq >= s->i1 || eq < s->i0 + 2) return false;
   uint32_t v = eq - 1;
   if (x->t[v].k != T_ID) return false;
+  unsigned ndecl = 0; /* (a counter declared again elsewhere would refuse the whole split) */
+  for (uint32_t j = 0; j < x->nnames; j++) ndecl += tok_eq(&x->t[x->names[j]], &x->t[v]);
+  if (ndecl != 1) return false;
   for (uint32_t i = s->i0; i < v; i++)
     if (x->t[i].k != T_ID || !(IN(&x->t[i], kw_type) || known_type(&x->t[i]))) return false;
   for (uint32_t i = eq + 1; i < s->i1; i++)
