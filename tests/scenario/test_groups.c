@@ -714,6 +714,61 @@ static void test_split_keeps_values_read_from_memory(void **state) {
   kct_destroy(rt);
 }
 
+/* Two loops with barriers in a row, each declaring its counter r and a
+ * value t that lives across a barrier by the same names. */
+static const char SRC_TWICE[] =
+    "KC_KERNEL void twice(KC_GLOBAL const float *x, KC_GLOBAL float *y, int rounds) {\n"
+    "  KC_LOCAL float sh[32];\n"
+    "  size_t l = kc_local_id(0);\n"
+    "  float v = x[kc_global_id(0)];\n"
+    "  for (int r = 0; r < rounds; r++) {\n"
+    "    sh[l] = v;\n"
+    "    kc_barrier();\n"
+    "    float t = sh[(l + 1) % 32];\n"
+    "    kc_barrier();\n"
+    "    v = v + t;\n"
+    "  }\n"
+    "  for (int r = 0; r < rounds; r++) {\n"
+    "    sh[l] = v;\n"
+    "    kc_barrier();\n"
+    "    float t = sh[(l + 31) % 32];\n"
+    "    kc_barrier();\n"
+    "    v = v - 0.5f * t;\n"
+    "  }\n"
+    "  y[kc_global_id(0)] = v;\n"
+    "}\n";
+
+static void test_split_names_declared_again(void **state) {
+  (void)state;
+  enum { W = 32, G = 7, N = W * G, ROUNDS = 3 };
+  kc_runtime *rt = paths_runtime();
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "twice", SRC_TWICE);
+  float *x = kct_calloc(N * sizeof(float)), *want = kct_calloc(N * sizeof(float));
+  for (int i = 0; i < N; i++) x[i] = (float)(i % 7) - 3.0f;
+  for (int gr = 0; gr < G; gr++) {
+    float v[W], sh[W];
+    for (int l = 0; l < W; l++) v[l] = x[gr * W + l];
+    for (int r = 0; r < ROUNDS; r++) {
+      for (int l = 0; l < W; l++) sh[l] = v[l];
+      for (int l = 0; l < W; l++) v[l] = v[l] + sh[(l + 1) % W];
+    }
+    for (int r = 0; r < ROUNDS; r++) {
+      for (int l = 0; l < W; l++) sh[l] = v[l];
+      for (int l = 0; l < W; l++) v[l] = v[l] - 0.5f * sh[(l + W - 1) % W];
+    }
+    for (int l = 0; l < W; l++) want[gr * W + l] = v[l];
+  }
+  int rounds = ROUNDS;
+  float *y = run_xy(rt, ctx, "twice", x, N, W, &rounds);
+  expect_same("twice", y, want, N);
+  expect_path("twice", true);
+  kct_free(y);
+  kct_free(x);
+  kct_free(want);
+  kct_destroy(rt);
+}
+
 static void test_split_nested_loops_2d(void **state) {
   (void)state;
   enum { N = NEST_W * NEST_H * NEST_GX * NEST_GY };
@@ -772,4 +827,5 @@ KCT_MAIN_INIT_ONLY(KCT_TEST(test_reduction_with_local_memory_and_barriers), KCT_
                    KCT_TEST(test_split_loops_and_live_values),
                    KCT_TEST(test_split_reduce_and_matmul_match_fibers),
                    KCT_TEST(test_split_falls_back_to_fibers), KCT_TEST(test_split_nested_loops_2d),
-                   KCT_TEST(test_split_keeps_values_read_from_memory))
+                   KCT_TEST(test_split_keeps_values_read_from_memory),
+                   KCT_TEST(test_split_names_declared_again))

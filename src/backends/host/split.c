@@ -66,6 +66,7 @@ typedef struct decl {
   uint32_t r0, r1; /* the region it is declared in */
   int stmt; /* the declaration statement */
   bool is_static, array, keep, remat, uniform, via_macro, addr;
+  unsigned alias; /* nonzero: its name is declared again in another scope; written NAME__kcALIAS */
 } decl;
 
 typedef struct macro {
@@ -92,6 +93,7 @@ typedef struct sp {
   uint32_t nmt, mtcap;
   const char *why;
   const char *last_pp; /* where the last preprocessor line tokenize skipped starts */
+  uint32_t *alias; /* for each token of a name that has aliases, its alias (else 0); NULL: none */
   unsigned nbar, ncond, nregion;
   uint32_t top_last_bar; /* the top level's statement index after which no barrier comes */
   /* the expressions of loops with barriers run once for the group when
@@ -866,6 +868,15 @@ static bool const_macro(const sp *x, const tok *k) {
 
 static bool in_list_tok(const tok *k, const char *const *l, size_t n) { return in_list(k, l, n); }
 
+/* The split-level declaration token i names (its name, inside its
+ * scope), or -1. */
+static int decl_at(const sp *x, uint32_t i) {
+  if (x->t[i].k != T_ID) return -1;
+  for (uint32_t j = 0; j < x->nd; j++)
+    if (tok_eq(&x->t[i], &x->t[x->d[j].name]) && i >= x->d[j].at && i < x->d[j].end) return (int)j;
+  return -1;
+}
+
 /* Whether [a, b) reads only what is the same for every item of the
  * group: constants, scalar arguments, the group's ids and sizes, uniform
  * variables (no memory); writes (with `writes`) only to those. */
@@ -885,7 +896,8 @@ static bool uniform_expr(const sp *x, uint32_t a, uint32_t b, bool writes) {
     bool ok = false;
     for (uint32_t p = 0; !ok && p < x->tu->nparams; p++)
       ok = !x->tu->params[p].is_buffer && tok_is(k, x->tu->params[p].name);
-    for (uint32_t j = 0; !ok && j < x->nd; j++) ok = x->d[j].uniform && tok_eq(k, &x->t[x->d[j].name]);
+    int j = decl_at(x, i);
+    ok = ok || (j >= 0 && x->d[j].uniform);
     if (!ok) return false;
   }
   return true;
@@ -907,8 +919,7 @@ static void plan_uniform(sp *x, uint32_t b0, uint32_t b1) {
     decl *d = &x->d[di];
     d->uniform = d->keep && !d->array && !d->via_macro && !d->addr;
     for (uint32_t i = b0; d->uniform && i < b1; i++)
-      if (i != d->name && tok_eq(&x->t[i], &x->t[d->name]) && written(x->t, x->nt, i, true) &&
-          once_of(x, i) < 0)
+      if (i != d->name && decl_at(x, i) == (int)di && written(x->t, x->nt, i, true) && once_of(x, i) < 0)
         d->uniform = false;
   }
   for (bool changed = true; changed;) {
@@ -918,7 +929,7 @@ static void plan_uniform(sp *x, uint32_t b0, uint32_t b1) {
       if (!d->uniform) continue;
       bool ok = !d->e0 || uniform_expr(x, d->e0, d->e1, false);
       for (uint32_t i = b0; ok && i < b1; i++)
-        if (i != d->name && tok_eq(&x->t[i], &x->t[d->name]) && written(x->t, x->nt, i, true)) {
+        if (i != d->name && decl_at(x, i) == (int)di && written(x->t, x->nt, i, true)) {
           int r = once_of(x, i);
           ok = r >= 0 && uniform_expr(x, x->once[r][0], x->once[r][1], true);
         }
@@ -938,9 +949,19 @@ static bool plan_decls(sp *x, uint32_t b0, uint32_t b1) {
   for (uint32_t di = 0; di < x->nd; di++) {
     decl *d = &x->d[di];
     const tok *nm = &x->t[d->name];
-    unsigned ndecl = 0;
+    unsigned ndecl = 0, nsplit = 0;
     for (uint32_t j = 0; j < x->nnames; j++) ndecl += tok_eq(&x->t[x->names[j]], nm);
-    if (ndecl > 1) return fail(x, "a name declared twice in the kernel's body");
+    for (uint32_t j = 0; j < x->nd; j++) {
+      if (!tok_eq(&x->t[x->d[j].name], nm)) continue;
+      nsplit++;
+      if (j != di && x->d[j].at < d->end && d->at < x->d[j].end)
+        return fail(x, "a name declared twice in the kernel's body");
+    }
+    /* declared again where the body is cut, in scopes apart: each its own
+     * name (every declaration of it must be such: one nested in a region
+     * could not be told from it) */
+    if (ndecl > 1 && nsplit != ndecl) return fail(x, "a name declared twice in the kernel's body");
+    if (ndecl > 1) d->alias = di + 1;
     for (uint32_t p = 0; p < x->tu->nparams; p++)
       if (tok_is(nm, x->tu->params[p].name)) return fail(x, "a local named as a parameter");
     uint32_t mi;
@@ -952,6 +973,11 @@ static bool plan_decls(sp *x, uint32_t b0, uint32_t b1) {
       bool direct = tok_eq(&x->t[i], nm);
       if (direct && i > 0 && (is(x, i - 1, ".") || is(x, i - 1, "->")))
         return fail(x, "a local named as a member");
+      if (direct && d->alias && decl_at(x, i) != (int)di) {
+        if (decl_at(x, i) < 0) return fail(x, "a local's name used outside its scope");
+        continue; /* another declaration's */
+      }
+      if (!direct && d->alias) return fail(x, "a macro that names a local declared more than once");
       if (i < d->at || i >= d->end) return fail(x, "a local's name used outside its scope");
       if (i < d->r0 || i >= d->r1) outside = true;
       if (!direct) outside = true; /* through a macro: wherever it is */
@@ -977,7 +1003,8 @@ static bool plan_decls(sp *x, uint32_t b0, uint32_t b1) {
       else {
         bool ok = false;
         for (uint32_t p = 0; p < x->tu->nparams; p++) ok |= tok_is(k, x->tu->params[p].name);
-        for (uint32_t j = 0; j < di; j++) ok |= x->d[j].remat && tok_eq(k, &x->t[x->d[j].name]);
+        int j = decl_at(x, i);
+        ok |= j >= 0 && (uint32_t)j < di && x->d[j].remat;
         pure = ok || const_macro(x, k);
       }
     }
@@ -994,6 +1021,14 @@ static bool plan_decls(sp *x, uint32_t b0, uint32_t b1) {
       if (x->t[i].k == T_ID && !const_macro(x, &x->t[i]) && i != d->name && !tok_is(&x->t[i], "const") &&
           !tok_is(&x->t[i], "volatile") && !tok_is(&x->t[i], "restrict") && !tok_is(&x->t[i], "__restrict"))
         return fail(x, "an array that lives across a barrier sized by a variable");
+  }
+  for (uint32_t di = 0; di < x->nd; di++) {
+    const decl *d = &x->d[di];
+    if (!d->alias) continue;
+    if (!x->alias && !(x->alias = kc__bs_calloc(x->sv, x->nt * sizeof *x->alias)))
+      return fail(x, "out of memory");
+    for (uint32_t i = d->at; i < d->end && i < x->nt; i++)
+      if (tok_eq(&x->t[i], &x->t[d->name])) x->alias[i] = d->alias;
   }
   plan_uniform(x, b0, b1);
   /* parameters are each item's own: none may be written */
@@ -1015,9 +1050,22 @@ static bool plan_decls(sp *x, uint32_t b0, uint32_t b1) {
 
 /* ------------------------------------------------------------- output */
 
+/* Token i, its name's alias where it has one. */
+static void put_tok(sp *x, uint32_t i) {
+  kc__sb_append(x->out, x->t[i].p, x->t[i].n);
+  if (x->alias && x->alias[i]) kc__sb_printf(x->out, "__kc%u", x->alias[i]);
+}
+
+/* Declaration d's name as the output spells it, into buf. */
+static const char *name_of(const sp *x, const decl *d, char *buf, size_t size) {
+  if (d->alias) snprintf(buf, size, "%.*s__kc%u", (int)x->t[d->name].n, x->t[d->name].p, d->alias);
+  else snprintf(buf, size, "%.*s", (int)x->t[d->name].n, x->t[d->name].p);
+  return buf;
+}
+
 static void put_toks(sp *x, uint32_t a, uint32_t b) {
   for (uint32_t i = a; i < b; i++) {
-    kc__sb_append(x->out, x->t[i].p, x->t[i].n);
+    put_tok(x, i);
     kc__sb_puts(x->out, is(x, i, ";") || is(x, i, "{") || is(x, i, "}") ? "\n" : " ");
   }
 }
@@ -1039,7 +1087,8 @@ static void items_open(sp *x) {
     put_toks(x, d->d0, d->d1);
     kc__sb_puts(x->out, "= ");
     put_toks(x, d->e0, d->e1);
-    kc__sb_printf(x->out, ";\n(void)%.*s;\n", (int)x->t[d->name].n, x->t[d->name].p);
+    char nb[300];
+    kc__sb_printf(x->out, ";\n(void)%s;\n", name_of(x, d, nb, sizeof nb));
   }
 }
 
@@ -1057,7 +1106,7 @@ static void put_decl(sp *x, int si) {
     if (d->is_static || d->remat || d->uniform) continue; /* at the top, in every loop, or once */
     if (d->keep) {
       if (d->e0) {
-        kc__sb_append(x->out, x->t[d->name].p, x->t[d->name].n);
+        put_tok(x, d->name);
         kc__sb_puts(x->out, " = ");
         put_toks(x, d->e0, d->e1);
         kc__sb_puts(x->out, ";\n");
@@ -1087,7 +1136,7 @@ static void put_stmt_region(sp *x, int si, unsigned region) {
       kc__sb_printf(x->out, "goto kc__next%u ", region);
       continue;
     }
-    kc__sb_append(x->out, x->t[i].p, x->t[i].n);
+    put_tok(x, i);
     kc__sb_puts(x->out, is(x, i, ";") || is(x, i, "{") || is(x, i, "}") ? "\n" : " ");
   }
 }
@@ -1155,7 +1204,7 @@ static void uniform_inits(sp *x, int si) {
   const decl *d;
   while ((d = decl_of_stmt(x, si, &from)))
     if (d->uniform && d->e0) {
-      kc__sb_append(x->out, x->t[d->name].p, x->t[d->name].n);
+      put_tok(x, d->name);
       kc__sb_puts(x->out, " = ");
       put_toks(x, d->e0, d->e1);
       kc__sb_puts(x->out, ";\n");
@@ -1261,13 +1310,13 @@ static void put_object(sp *x, const decl *d, const char *prefix, const char *dim
   for (uint32_t i = d->s0; i < d->s1; i++) {
     if (!ptr && (is(x, i, "const") || is(x, i, "volatile"))) continue;
     kc__sb_puts(x->out, " ");
-    kc__sb_append(x->out, x->t[i].p, x->t[i].n);
+    put_tok(x, i);
   }
   for (uint32_t i = d->d0; i < d->d1; i++) {
     if (ptr && i > last_star && (is(x, i, "const") || is(x, i, "volatile"))) continue;
     kc__sb_puts(x->out, " ");
     if (i == d->name) kc__sb_puts(x->out, prefix);
-    kc__sb_append(x->out, x->t[i].p, x->t[i].n);
+    put_tok(x, i);
     if (i == d->name) kc__sb_puts(x->out, dim);
   }
   kc__sb_puts(x->out, ";");
@@ -1294,6 +1343,7 @@ static void sp_free(sp *x) {
   kc__bs_free(x->sv, x->names);
   kc__bs_free(x->sv, x->m);
   kc__bs_free(x->sv, x->mt);
+  kc__bs_free(x->sv, x->alias);
 }
 
 /* Occurrences of the identifier kc_barrier in the closure past the prelude
@@ -1385,9 +1435,11 @@ static bool emit_function(sp *x, const kc__tu *tu, int root, uint32_t b0, uint32
   if (!nkeep) kc__sb_puts(body, " char kc__none;");
   kc__sb_puts(body, " };\n");
   for (uint32_t j = 0; j < x->nd; j++)
-    if (x->d[j].keep)
-      kc__sb_printf(body, "#define %.*s (kc__a_%.*s[kc__i])\n", (int)x->t[x->d[j].name].n,
-                    x->t[x->d[j].name].p, (int)x->t[x->d[j].name].n, x->t[x->d[j].name].p);
+    if (x->d[j].keep) {
+      char nb[300];
+      name_of(x, &x->d[j], nb, sizeof nb);
+      kc__sb_printf(body, "#define %s (kc__a_%s[kc__i])\n", nb, nb);
+    }
   /* the item's ids in its struct only where a helper may read them */
   kc__sb_printf(body, "#define KC__ITEM (void)kc__row; %s\n",
                 ids_outside(tu, x->t[b0].p, x->t[b1 - 1].p + 1)
@@ -1438,7 +1490,10 @@ static bool emit_function(sp *x, const kc__tu *tu, int root, uint32_t b0, uint32
   kc__sb_puts(body, "  return 0;\n}\n#undef KC__ITEMS\n#undef KC__ITEM\n#undef kc__i\n#undef kc_local_id\n"
                     "#define kc_local_id(d) ((size_t)kc__cur->lid[(d)])\n");
   for (uint32_t j = 0; j < x->nd; j++)
-    if (x->d[j].keep) kc__sb_printf(body, "#undef %.*s\n", (int)x->t[x->d[j].name].n, x->t[x->d[j].name].p);
+    if (x->d[j].keep) {
+      char nb[300];
+      kc__sb_printf(body, "#undef %s\n", name_of(x, &x->d[j], nb, sizeof nb));
+    }
   return ok;
 }
 
