@@ -20,7 +20,12 @@
  * the C loop's. Then the crossover of the pool: saxpy launches of growing
  * grids on one thread and on every core (microseconds per launch, median),
  * where waking the pool starts to pay. The host compiler is cc, with the
- * backend's default flags (-O3 -march=native).
+ * backend's default flags (-O3 -march=native). The kernels with barriers
+ * (reduce, matmul) run on the host split at their barriers into loops over
+ * each group's items (src/backends/host/split.c); on one thread they run
+ * also as fibers, the way the host ran every such kernel before the split
+ * (the same kernel with its barriers through a helper, which the split
+ * leaves to the fibers).
  *
  * Usage: kc_bench_hostcpu [--json] [--reps N] [--max-threads N] [--no-opencl] [--kernel NAME]
  * With --json, the figures as one JSON line first, then the table; the
@@ -157,10 +162,24 @@ static double best_c(int k, int v) {
   return best;
 }
 
+/* ksrc[k] with each kc_barrier() through the helper sync (fibers on the
+ * host), in a static buffer. */
+static const char SRC_SYNC[] = "KC_DEVICE void sync(void) { kc_barrier(); }";
+static const char *fibers_src(int k) {
+  static char buf[2048];
+  size_t o = 0;
+  for (const char *p = ksrc[k]; *p && o + 8 < sizeof buf;) {
+    if (!strncmp(p, "kc_barrier()", 12)) memcpy(buf + o, "sync()", 6), o += 6, p += 12;
+    else buf[o++] = *p++;
+  }
+  buf[o] = 0;
+  return buf;
+}
+
 /* kcache on backend be (host: threads), kernel k: best ms of a launch and
  * its finish; checks the result against the C one (ref_out). <0: the
- * backend is not here. */
-static double run_kc(kc_backend_kind be, uint32_t threads, int k) {
+ * backend is not here. fibers: its barriers through a helper. */
+static double run_kc(kc_backend_kind be, uint32_t threads, int k, bool fibers) {
   kc_options o;
   kcb_options_uncached(&o, be);
   if (be == KC_BACKEND_HOST) {
@@ -172,7 +191,8 @@ static double run_kc(kc_backend_kind be, uint32_t threads, int k) {
   kcb_rt = rt;
   kc_context *ctx;
   KCB_CHECK(kc_context_create(rt, 0, &ctx));
-  KCB_CHECK(kc_define(rt, knames[k], ksrc[k], NULL));
+  if (fibers) KCB_CHECK(kc_define(rt, "sync", SRC_SYNC, NULL));
+  KCB_CHECK(kc_define(rt, knames[k], fibers ? fibers_src(k) : ksrc[k], NULL));
   kc_kernel *kk;
   KCB_CHECK(kc_kernel_create(rt, knames[k], NULL, &kk));
   kc_buffer *b1, *b2 = NULL, *bo;
@@ -293,9 +313,9 @@ int main(int argc, char **argv) {
   tc[ntc++] = maxt;
   const char *why = NULL;
   if (opencl && !kc_backend_available(KC_BACKEND_OPENCL, &why)) opencl = false;
-  double c_o2[NKERN], c_o3[NKERN], c_omp[NKERN][16], kc[NKERN][16], cl[NKERN];
+  double c_o2[NKERN], c_o3[NKERN], c_omp[NKERN][16], kc[NKERN][16], cl[NKERN], fib[NKERN];
   for (int k = 0; k < NKERN; k++) {
-    c_o2[k] = c_o3[k] = cl[k] = -1;
+    c_o2[k] = c_o3[k] = cl[k] = fib[k] = -1;
     for (int i = 0; i < ntc; i++) kc[k][i] = c_omp[k][i] = -1;
     if (only && strcmp(only, knames[k])) continue;
     inputs(k);
@@ -306,8 +326,9 @@ int main(int argc, char **argv) {
       c_omp[k][i] = best_c(k, 2);
     }
     best_c(k, 1);
-    for (int i = 0; i < ntc; i++) kc[k][i] = run_kc(KC_BACKEND_HOST, (uint32_t)tc[i], k);
-    cl[k] = opencl ? run_kc(KC_BACKEND_OPENCL, 0, k) : -1;
+    for (int i = 0; i < ntc; i++) kc[k][i] = run_kc(KC_BACKEND_HOST, (uint32_t)tc[i], k, false);
+    if (strstr(ksrc[k], "kc_barrier()")) fib[k] = run_kc(KC_BACKEND_HOST, 1, k, true);
+    cl[k] = opencl ? run_kc(KC_BACKEND_OPENCL, 0, k, false) : -1;
     if (!json) fprintf(stderr, "%s: %s measured\n", KCB_PROG, knames[k]);
   }
   static const uint32_t cross_n[] = {256, 1024, 4096, 16384, 65536, 262144, 1048576};
@@ -338,7 +359,7 @@ int main(int argc, char **argv) {
       for (int i = 0; i < ntc; i++) printf("%s%.3f", i ? "," : "", kc[k][i]);
       printf("],\"c_openmp_ms\":[");
       for (int i = 0; i < ntc; i++) printf("%s%.3f", i ? "," : "", c_omp[k][i]);
-      printf("]}");
+      printf("],\"kcache_fibers_ms\":%.3f}", fib[k]);
     }
     printf("],\"crossover\":[");
     for (int i = 0; i < NX; i++)
@@ -361,6 +382,10 @@ int main(int argc, char **argv) {
     printf("  %.2fx\n", kc[k][0] / c_o3[k]);
   }
   if (!opencl) printf("(OpenCL: %s)\n", why ? why : "left out");
+  printf("\nkernels with kc_barrier(), one thread: split at the barriers (kc t=1) against fibers (ms)\n");
+  printf("%-8s %9s %9s %9s\n", "kernel", "split", "fibers", "speedup");
+  for (int k = 0; k < NKERN; k++)
+    if (fib[k] >= 0) printf("%-8s %9.2f %9.2f %8.1fx\n", knames[k], kc[k][0], fib[k], fib[k] / kc[k][0]);
   printf("\nthe pool's crossover: saxpy launches of n items, us per launch (median)\n");
   printf("%10s %12s %12s\n", "items", "1 thread", "all threads");
   for (int i = 0; i < NX; i++) printf("%10u %12.2f %12.2f\n", cross_n[i], x1[i], xall[i]);

@@ -10,6 +10,12 @@
  * one KC_LOCAL kernel from several threads at once, a barrier that only
  * some items of a group reach (refused, not a hang), and a group too large
  * for fibers.
+ *
+ * Kernels with barriers run on the host split at them into loops over the
+ * group's items (split.c), or as fibers where the split cannot be sure:
+ * the same kernels written both ways (a barrier in a helper makes the
+ * fibers) give the same bits as each other and as C (their arithmetic is
+ * exact), and the debug log says which way each ran.
  */
 #include "kc_test.h"
 
@@ -75,6 +81,128 @@ static const char SRC_STENCIL[] =
     "  out[y * w + x] = 0.5f * in[y * w + x] + 0.125f * (in[y * w + x - 1] + in[y * w + x + 1]\n"
     "                   + in[(y - 1) * w + x] + in[(y + 1) * w + x]);\n"
     "}\n";
+
+/* Barriers in uniform for, while, do and if statements, values live
+ * across them per item (an accumulator, a loop counter that starts at the
+ * item's id, an array, a const, a pointer to a local held across
+ * barriers), a return after the last barrier (and a loop after it that
+ * the items that returned must not run). BARRIER is kc_barrier() or,
+ * for the fibers, a helper that calls it. Exact arithmetic: small integers
+ * scaled by powers of two. */
+enum { MIX_WG = 64, MIX_GROUPS = 37, MIX_ROUNDS = 5 };
+#define SRC_MIX_BODY(BARRIER) \
+  "  KC_LOCAL float sh[64];\n" \
+  "  size_t l = kc_local_id(0), n = kc_local_size(0);\n" \
+  "  size_t g = kc_global_id(0);\n" \
+  "  float acc = x[g];\n" \
+  "  float hist[3];\n" \
+  "  float *p = &acc;\n" \
+  "  const int shift = (int)(l % 3) + 1;\n" \
+  "  int j = (int)l;\n" \
+  "  for (int r = 0; r < rounds; r++) {\n" \
+  "    sh[l] = *p;\n" \
+  "    " BARRIER ";\n" \
+  "    float nb = sh[(l + (size_t)shift) % n];\n" \
+  "    hist[r % 3] = nb;\n" \
+  "    *p = 0.5f * *p + 0.25f * nb;\n" \
+  "    " BARRIER ";\n" \
+  "    j += shift;\n" \
+  "  }\n" \
+  "  int k = 0;\n" \
+  "  while (k < 2) {\n" \
+  "    sh[l] = acc + (float)j;\n" \
+  "    " BARRIER ";\n" \
+  "    acc += sh[n - 1 - l] * 0.125f;\n" \
+  "    k++;\n" \
+  "    " BARRIER ";\n" \
+  "  }\n" \
+  "  if (rounds > 2) {\n" \
+  "    sh[l] = hist[0] + hist[1] + hist[2];\n" \
+  "    " BARRIER ";\n" \
+  "    acc += sh[(l + 1) % n];\n" \
+  "  } else\n" \
+  "    acc -= 1.0f;\n" \
+  "  do {\n" \
+  "    " BARRIER ";\n" \
+  "    k--;\n" \
+  "  } while (k > 0);\n" \
+  "  if (l % 2) { y[g] = acc; return; }\n" \
+  "  y[g] = acc + (float)j * 0.5f;\n" \
+  "  for (int q = 0; q < 2; q++) y[g] += 1.0f;\n" \
+  "}\n"
+static const char SRC_MIX[] =
+    "KC_KERNEL void live(KC_GLOBAL const float *x, KC_GLOBAL float *y, int rounds) {\n" SRC_MIX_BODY(
+        "kc_barrier()");
+static const char SRC_SYNC[] = "KC_DEVICE void sync(void) { kc_barrier(); }";
+static const char SRC_MIX_F[] =
+    "KC_KERNEL void live_f(KC_GLOBAL const float *x, KC_GLOBAL float *y, int rounds) {\n" SRC_MIX_BODY(
+        "sync()");
+
+/* mix in C: each group's items in lockstep. */
+static void mix_ref(const float *x, float *y, size_t groups, int rounds) {
+  enum { N = MIX_WG };
+  for (size_t gr = 0; gr < groups; gr++) {
+    float acc[N], hist[N][3], sh[N];
+    int shift[N], j[N];
+    for (int l = 0; l < N; l++) acc[l] = x[gr * N + l], shift[l] = l % 3 + 1, j[l] = l;
+    for (int r = 0; r < rounds; r++) {
+      for (int l = 0; l < N; l++) sh[l] = acc[l];
+      for (int l = 0; l < N; l++) {
+        float nb = sh[(l + shift[l]) % N];
+        hist[l][r % 3] = nb;
+        acc[l] = 0.5f * acc[l] + 0.25f * nb;
+        j[l] += shift[l];
+      }
+    }
+    for (int k = 0; k < 2; k++) {
+      for (int l = 0; l < N; l++) sh[l] = acc[l] + (float)j[l];
+      for (int l = 0; l < N; l++) acc[l] += sh[N - 1 - l] * 0.125f;
+    }
+    if (rounds > 2) {
+      for (int l = 0; l < N; l++) sh[l] = hist[l][0] + hist[l][1] + hist[l][2];
+      for (int l = 0; l < N; l++) acc[l] += sh[(l + 1) % N];
+    } else
+      for (int l = 0; l < N; l++) acc[l] -= 1.0f;
+    for (int l = 0; l < N; l++) y[gr * N + l] = l % 2 ? acc[l] : acc[l] + (float)j[l] * 0.5f + 2.0f;
+  }
+}
+
+/* The host's debug log, kept: which way each kernel with barriers ran. */
+static pthread_mutex_t paths_mu = PTHREAD_MUTEX_INITIALIZER;
+static char paths[8192];
+
+static void paths_log(void *ud, kc_log_level level, const char *msg) {
+  (void)ud, (void)level;
+  if (!strstr(msg, "work groups as loops") && !strstr(msg, "as fibers")) return;
+  pthread_mutex_lock(&paths_mu);
+  size_t n = strlen(paths);
+  snprintf(paths + n, sizeof paths - n, "%s\n", msg);
+  pthread_mutex_unlock(&paths_mu);
+}
+
+/* A runtime without the disk cache (every kernel compiled, so logged),
+ * its log into paths. */
+static kc_runtime *paths_runtime(void) {
+  kc_options o;
+  kc_options_init(&o);
+  o.cache_disable = 1;
+  o.log = paths_log;
+  o.log_level = KC_LOG_DEBUG;
+  paths[0] = 0;
+  return kct_runtime(&o);
+}
+
+/* On the host: the log says kernel name ran split (or as fibers). */
+static void expect_path(const char *name, bool split) {
+  if (kct_backend != KC_BACKEND_HOST) return;
+  char want[200];
+  snprintf(want, sizeof want, "'%s' %s", name,
+           split ? "runs its work groups as loops over their items" : "runs its work items as fibers");
+  pthread_mutex_lock(&paths_mu);
+  bool found = strstr(paths, want) != NULL;
+  pthread_mutex_unlock(&paths_mu);
+  if (!found) fail_msg("expected \"%s\" in the log: %s", want, paths);
+}
 
 static kc_buffer *buffer_of(kc_runtime *rt, kc_context *ctx, const float *v, size_t n) {
   kc_buffer *b;
@@ -280,7 +408,25 @@ static void test_barrier_misuse_is_refused(void **state) {
   KCT_STATUS(rt, KC_ELAUNCH, kc_launch(k, ctx, &g, &b, args, 1));
   KCT_CONTAINS(kc_errmsg(rt), "kc_barrier()");
   kc_dim3 big = {8192, 1, 1}, one = {1, 1, 1};
-  KCT_STATUS(rt, KC_EINVAL, kc_launch(k, ctx, &one, &big, args, 1));
+  /* split at its barrier: a group of any size, the disagreement found */
+  KCT_STATUS(rt, KC_ELAUNCH, kc_launch(k, ctx, &one, &big, args, 1));
+  KCT_CONTAINS(kc_errmsg(rt), "every item of a group must reach each barrier");
+  /* a loop around a barrier whose trip count differs between items */
+  kct_define(rt, "uneven",
+             "KC_KERNEL void uneven(KC_GLOBAL float *y) {\n"
+             "  for (int i = 0; i < (int)kc_local_id(0) % 3; i++) kc_barrier();\n"
+             "  y[kc_global_id(0)] = 2.0f;\n"
+             "}\n");
+  KCT_STATUS(rt, KC_ELAUNCH, kc_launch(kct_kernel(rt, "uneven", NULL), ctx, &g, &b, args, 1));
+  KCT_CONTAINS(kc_errmsg(rt), "every item of a group must reach each barrier");
+  /* as fibers (its barrier in a helper): not more than they take */
+  kct_define(rt, "sync", SRC_SYNC);
+  kct_define(rt, "halfway_f",
+             "KC_KERNEL void halfway_f(KC_GLOBAL float *y) {\n"
+             "  sync();\n"
+             "  y[kc_global_id(0)] = 1.0f;\n"
+             "}\n");
+  KCT_STATUS(rt, KC_EINVAL, kc_launch(kct_kernel(rt, "halfway_f", NULL), ctx, &one, &big, args, 1));
   KCT_CONTAINS(kc_errmsg(rt), "is more than the host backend takes");
   kct_define(rt, "reduce", SRC_REDUCE);
   run_reduce(rt, ctx, 64);
@@ -314,7 +460,372 @@ static void test_pool_after_fork(void **state) {
   kct_destroy(rt);
 }
 
+/* Runs the 1-D kernel name(x, y[, extra]) over groups of wg items and
+ * returns y (n floats; kct_free). */
+static float *run_xy(kc_runtime *rt, kc_context *ctx, const char *name, const float *x, size_t n, uint32_t wg,
+                     const int *extra) {
+  kc_buffer *bx = buffer_of(rt, ctx, x, n), *by = buffer_of(rt, ctx, NULL, n);
+  kc_arg args[] = {KC_ARG_BUF(bx), KC_ARG_BUF(by), extra ? KC_ARG_VAL(*extra) : KC_ARG_BUF(by)};
+  kc_dim3 g = {(uint32_t)(n / wg), 1, 1}, b = {wg, 1, 1};
+  KCT_OK(rt, kc_launch(kct_kernel(rt, name, NULL), ctx, &g, &b, args, extra ? 3 : 2));
+  KCT_OK(rt, kc_context_finish(ctx));
+  float *y = read_all(rt, by, n);
+  kc_buffer_destroy(bx);
+  kc_buffer_destroy(by);
+  return y;
+}
+
+static void expect_same(const char *what, const float *got, const float *want, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (memcmp(&got[i], &want[i], sizeof(float)) != 0)
+      fail_msg("%s: y[%zu] = %.9g, expected %.9g", what, i, got[i], want[i]);
+}
+
+/* Barriers in loops and ifs, values live across them: split on the host,
+ * the same bits as the fibers' and as C, on every backend. */
+static void test_split_loops_and_live_values(void **state) {
+  (void)state;
+  kc_runtime *rt = paths_runtime();
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "live", SRC_MIX);
+  kct_define(rt, "sync", SRC_SYNC);
+  kct_define(rt, "live_f", SRC_MIX_F);
+  enum { N = MIX_WG * MIX_GROUPS };
+  float *x = kct_calloc(N * sizeof(float)), *want = kct_calloc(N * sizeof(float));
+  for (int i = 0; i < N; i++) x[i] = (float)((i * 7) % 23) - 11.0f;
+  for (int rounds = 1; rounds <= MIX_ROUNDS; rounds += 2) {
+    mix_ref(x, want, MIX_GROUPS, rounds);
+    float *split = run_xy(rt, ctx, "live", x, N, MIX_WG, &rounds);
+    float *fib = run_xy(rt, ctx, "live_f", x, N, MIX_WG, &rounds);
+    expect_same("live (split) against C", split, want, N);
+    expect_same("live_f (fibers) against C", fib, want, N);
+    kct_free(split);
+    kct_free(fib);
+  }
+  expect_path("live", true);
+  expect_path("live_f", false);
+  kct_free(x);
+  kct_free(want);
+  kct_destroy(rt);
+}
+
+/* The reduction and the tiled product split on the host, and written with
+ * a helper's barrier (fibers): the same bits, and C's (integer values). */
+static void test_split_reduce_and_matmul_match_fibers(void **state) {
+  (void)state;
+  enum { M = 64, G = 50 };
+  kc_runtime *rt = paths_runtime();
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "sync", SRC_SYNC);
+  kct_define(rt, "reduce", SRC_REDUCE);
+  kct_define(rt, "matmul", SRC_MATMUL);
+  /* the same kernels, their barriers through the helper */
+  char src[2048];
+  const char *from[] = {SRC_REDUCE, SRC_MATMUL}, *names[] = {"reduce_f", "matmul_f"};
+  const char *old[] = {"void reduce(", "void matmul("};
+  for (int v = 0; v < 2; v++) {
+    const char *p = from[v];
+    size_t o = 0;
+    while (*p && o + 16 < sizeof src) {
+      if (strncmp(p, old[v], strlen(old[v])) == 0) {
+        o += (size_t)snprintf(src + o, sizeof src - o, "void %s(", names[v]);
+        p += strlen(old[v]);
+      } else if (strncmp(p, "kc_barrier()", 12) == 0) {
+        o += (size_t)snprintf(src + o, sizeof src - o, "sync()");
+        p += 12;
+      } else src[o++] = *p++;
+    }
+    src[o] = 0;
+    kct_define(rt, names[v], src);
+  }
+  /* reduce: WG items a group, sums of small integers */
+  size_t n = (size_t)G * WG;
+  float *x = kct_calloc(n * sizeof(float));
+  for (size_t i = 0; i < n; i++) x[i] = (float)(int)(i % 17) - 8.0f;
+  for (int v = 0; v < 2; v++) {
+    kc_buffer *bx = buffer_of(rt, ctx, x, n), *bo = buffer_of(rt, ctx, NULL, G);
+    kc_arg args[] = {KC_ARG_BUF(bx), KC_ARG_BUF(bo)};
+    kc_dim3 g = {G, 1, 1}, b = {WG, 1, 1};
+    KCT_OK(rt, kc_launch(kct_kernel(rt, v ? "reduce_f" : "reduce", NULL), ctx, &g, &b, args, 2));
+    KCT_OK(rt, kc_context_finish(ctx));
+    float *out = read_all(rt, bo, G);
+    for (size_t gi = 0; gi < G; gi++) {
+      float want = 0;
+      for (size_t i = 0; i < WG; i++) want += x[gi * WG + i];
+      if (out[gi] != want)
+        fail_msg("%s: group %zu: %g, expected %g", v ? "reduce_f" : "reduce", gi, out[gi], want);
+    }
+    kct_free(out);
+    kc_buffer_destroy(bx);
+    kc_buffer_destroy(bo);
+  }
+  kct_free(x);
+  /* matmul: M x M of small integers, 16 x 16 tiles */
+  float *a = kct_calloc(M * M * sizeof(float)), *bm = kct_calloc(M * M * sizeof(float));
+  float *want = kct_calloc(M * M * sizeof(float));
+  for (int i = 0; i < M * M; i++) a[i] = (float)(i % 7 - 3), bm[i] = (float)(i % 5 - 2);
+  for (int r = 0; r < M; r++)
+    for (int c = 0; c < M; c++) {
+      float s = 0;
+      for (int k = 0; k < M; k++) s += a[r * M + k] * bm[k * M + c];
+      want[r * M + c] = s;
+    }
+  for (int v = 0; v < 2; v++) {
+    kc_buffer *ba = buffer_of(rt, ctx, a, M * M), *bb = buffer_of(rt, ctx, bm, M * M),
+              *bc = buffer_of(rt, ctx, NULL, M * M);
+    int m = M;
+    kc_arg args[] = {KC_ARG_BUF(ba), KC_ARG_BUF(bb), KC_ARG_BUF(bc), KC_ARG_VAL(m)};
+    kc_dim3 g = {M / 16, M / 16, 1}, b = {16, 16, 1};
+    KCT_OK(rt, kc_launch(kct_kernel(rt, v ? "matmul_f" : "matmul", NULL), ctx, &g, &b, args, 4));
+    KCT_OK(rt, kc_context_finish(ctx));
+    float *c = read_all(rt, bc, M * M);
+    expect_same(v ? "matmul_f" : "matmul", c, want, M * M);
+    kct_free(c);
+    kc_buffer_destroy(ba);
+    kc_buffer_destroy(bb);
+    kc_buffer_destroy(bc);
+  }
+  expect_path("reduce", true);
+  expect_path("matmul", true);
+  expect_path("reduce_f", false);
+  expect_path("matmul_f", false);
+  kct_free(a);
+  kct_free(bm);
+  kct_free(want);
+  kct_destroy(rt);
+}
+
+/* Kernels the split cannot be sure of run as fibers, and right: a barrier
+ * inside a switch, a goto, a barrier through a macro, a return before a
+ * barrier, an initialized array that lives across a barrier, a
+ * preprocessor line in the body, a macro that declares. Each computes y = the sum of the group's x (WG2
+ * items). */
+enum { WG2 = 32 };
+#define SRC_SUM_HEAD(name) \
+  "KC_KERNEL void " name "(KC_GLOBAL const float *x, KC_GLOBAL float *y, int mode) {\n" \
+  "  KC_LOCAL float sh[32];\n" \
+  "  size_t l = kc_local_id(0);\n" \
+  "  sh[l] = x[kc_global_id(0)];\n"
+#define SRC_SUM_TAIL \
+  "  float s = 0;\n" \
+  "  for (size_t i = 0; i < kc_local_size(0); i++) s += sh[i];\n" \
+  "  y[kc_global_id(0)] = s;\n" \
+  "}\n"
+static const char *const SRC_FALLBACKS[][2] = {
+    {"sum_switch", SRC_SUM_HEAD("sum_switch") "  switch (mode) {\n  case 1: kc_barrier(); break;\n"
+                                              "  default: kc_barrier(); break;\n  }\n" SRC_SUM_TAIL},
+    {"sum_goto", SRC_SUM_HEAD("sum_goto") "  if (mode < 0) goto out;\n  kc_barrier();\nout:;\n" SRC_SUM_TAIL},
+    {"sum_macro", "#define SYNC kc_barrier()\n" SRC_SUM_HEAD("sum_macro") "  SYNC;\n" SRC_SUM_TAIL},
+    {"sum_return", SRC_SUM_HEAD("sum_return") "  if (mode < 0) return;\n  kc_barrier();\n" SRC_SUM_TAIL},
+    {"sum_arr", SRC_SUM_HEAD("sum_arr") "  float w[2] = {1.0f, 0.0f};\n  kc_barrier();\n"
+                                        "  y[kc_global_id(0)] = w[1];\n" SRC_SUM_TAIL},
+    {"sum_pp", SRC_SUM_HEAD("sum_pp") "  #if 1\n  kc_barrier();\n  #endif\n" SRC_SUM_TAIL},
+    {"sum_decl", "#define DECL float t = 1.0f\n" SRC_SUM_HEAD("sum_decl") "  DECL;\n  kc_barrier();\n"
+                                                                          "  (void)t;\n" SRC_SUM_TAIL},
+};
+
+/* Nested loops with barriers in a 2-D group, a loop counter that starts
+ * at the item's id (the trip count the same for all), a break and a
+ * continue inside a loop between barriers. */
+enum { NEST_W = 8, NEST_H = 4, NEST_GX = 5, NEST_GY = 3, NEST_REPS = 2 };
+static const char SRC_NEST[] =
+    "KC_KERNEL void nest(KC_GLOBAL const float *x, KC_GLOBAL float *y, int reps) {\n"
+    "  KC_LOCAL float sh[8][4];\n"
+    "  int lx = (int)kc_local_id(0), ly = (int)kc_local_id(1);\n"
+    "  int w = (int)kc_local_size(0), h = (int)kc_local_size(1);\n"
+    "  size_t g = kc_global_id(1) * kc_global_size(0) + kc_global_id(0);\n"
+    "  float v = x[g];\n"
+    "  for (int a = 0; a < reps; a++) {\n"
+    "    for (int i = lx; i < lx + 2; i++) {\n"
+    "      sh[lx][ly] = v + (float)i;\n"
+    "      kc_barrier();\n"
+    "      float s = 0;\n"
+    "      for (int k = 0; k < w; k++) {\n"
+    "        if (k == lx) continue;\n"
+    "        s += sh[k][ly] + 0.0f * (float)h;\n"
+    "        if (k > 5) break;\n"
+    "      }\n"
+    "      kc_barrier();\n"
+    "      v = s * 0.25f;\n"
+    "    }\n"
+    "  }\n"
+    "  y[g] = v;\n"
+    "}\n";
+
+static void nest_ref(const float *x, float *y) {
+  enum { W = NEST_W, H = NEST_H, GW = NEST_W * NEST_GX };
+  for (int gy = 0; gy < NEST_GY; gy++)
+    for (int gx = 0; gx < NEST_GX; gx++) {
+      float v[W][H], sh[W][H];
+      for (int lx = 0; lx < W; lx++)
+        for (int ly = 0; ly < H; ly++) v[lx][ly] = x[(gy * H + ly) * GW + gx * W + lx];
+      for (int a = 0; a < NEST_REPS; a++)
+        for (int t = 0; t < 2; t++) {
+          for (int lx = 0; lx < W; lx++)
+            for (int ly = 0; ly < H; ly++) sh[lx][ly] = v[lx][ly] + (float)(lx + t);
+          for (int lx = 0; lx < W; lx++)
+            for (int ly = 0; ly < H; ly++) {
+              float s = 0;
+              for (int k = 0; k < W; k++) {
+                if (k == lx) continue;
+                s += sh[k][ly];
+                if (k > 5) break;
+              }
+              v[lx][ly] = s * 0.25f;
+            }
+        }
+      for (int lx = 0; lx < W; lx++)
+        for (int ly = 0; ly < H; ly++) y[(gy * H + ly) * GW + gx * W + lx] = v[lx][ly];
+    }
+}
+
+/* Values read from memory before a barrier are kept, not read again after
+ * it: the kernel overwrites what it read. A helper reads the item's id
+ * after the barrier (through the thread's item, in each loop's item). Two
+ * loops with the same counter's name (neither cut). */
+static const char SRC_SNAP[] = "KC_KERNEL void snap(KC_GLOBAL float *x, KC_GLOBAL float *y) {\n"
+                               "  size_t g = kc_global_id(0);\n"
+                               "  float z = 0.0f;\n"
+                               "  for (int i = 0; i < 4; i++) z += 1.0f;\n"
+                               "  for (int i = 0; i < 4; i++) z -= 1.0f;\n"
+                               "  float v = x[g];\n"
+                               "  float two[2] = {2.0f, 0.0f};\n"
+                               "  float w = *(x + g) * two[0];\n"
+                               "  x[g] = -1.0f;\n"
+                               "  kc_barrier();\n"
+                               "  y[gid_of()] = v + w + z;\n"
+                               "}\n";
+
+static void test_split_keeps_values_read_from_memory(void **state) {
+  (void)state;
+  enum { N = 256 };
+  kc_runtime *rt = paths_runtime();
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "gid_of", "KC_DEVICE size_t gid_of(void) { return kc_global_id(0); }");
+  kct_define(rt, "snap", SRC_SNAP);
+  float *x = kct_calloc(N * sizeof(float));
+  for (int i = 0; i < N; i++) x[i] = (float)(i % 9);
+  float *y = run_xy(rt, ctx, "snap", x, N, 64, NULL);
+  for (int i = 0; i < N; i++)
+    if (y[i] != 3.0f * x[i]) fail_msg("y[%d] = %g, expected %g", i, y[i], 3.0f * x[i]);
+  expect_path("snap", true);
+  kct_free(y);
+  kct_free(x);
+  kct_destroy(rt);
+}
+
+/* Two loops with barriers in a row, each declaring its counter r and a
+ * value t that lives across a barrier by the same names. */
+static const char SRC_TWICE[] =
+    "KC_KERNEL void twice(KC_GLOBAL const float *x, KC_GLOBAL float *y, int rounds) {\n"
+    "  KC_LOCAL float sh[32];\n"
+    "  size_t l = kc_local_id(0);\n"
+    "  float v = x[kc_global_id(0)];\n"
+    "  for (int r = 0; r < rounds; r++) {\n"
+    "    sh[l] = v;\n"
+    "    kc_barrier();\n"
+    "    float t = sh[(l + 1) % 32];\n"
+    "    kc_barrier();\n"
+    "    v = v + t;\n"
+    "  }\n"
+    "  for (int r = 0; r < rounds; r++) {\n"
+    "    sh[l] = v;\n"
+    "    kc_barrier();\n"
+    "    float t = sh[(l + 31) % 32];\n"
+    "    kc_barrier();\n"
+    "    v = v - 0.5f * t;\n"
+    "  }\n"
+    "  y[kc_global_id(0)] = v;\n"
+    "}\n";
+
+static void test_split_names_declared_again(void **state) {
+  (void)state;
+  enum { W = 32, G = 7, N = W * G, ROUNDS = 3 };
+  kc_runtime *rt = paths_runtime();
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "twice", SRC_TWICE);
+  float *x = kct_calloc(N * sizeof(float)), *want = kct_calloc(N * sizeof(float));
+  for (int i = 0; i < N; i++) x[i] = (float)(i % 7) - 3.0f;
+  for (int gr = 0; gr < G; gr++) {
+    float v[W], sh[W];
+    for (int l = 0; l < W; l++) v[l] = x[gr * W + l];
+    for (int r = 0; r < ROUNDS; r++) {
+      for (int l = 0; l < W; l++) sh[l] = v[l];
+      for (int l = 0; l < W; l++) v[l] = v[l] + sh[(l + 1) % W];
+    }
+    for (int r = 0; r < ROUNDS; r++) {
+      for (int l = 0; l < W; l++) sh[l] = v[l];
+      for (int l = 0; l < W; l++) v[l] = v[l] - 0.5f * sh[(l + W - 1) % W];
+    }
+    for (int l = 0; l < W; l++) want[gr * W + l] = v[l];
+  }
+  int rounds = ROUNDS;
+  float *y = run_xy(rt, ctx, "twice", x, N, W, &rounds);
+  expect_same("twice", y, want, N);
+  expect_path("twice", true);
+  kct_free(y);
+  kct_free(x);
+  kct_free(want);
+  kct_destroy(rt);
+}
+
+static void test_split_nested_loops_2d(void **state) {
+  (void)state;
+  enum { N = NEST_W * NEST_H * NEST_GX * NEST_GY };
+  kc_runtime *rt = paths_runtime();
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "nest", SRC_NEST);
+  float *x = kct_calloc(N * sizeof(float)), *want = kct_calloc(N * sizeof(float));
+  for (int i = 0; i < N; i++) x[i] = (float)((i * 5) % 13) - 6.0f;
+  nest_ref(x, want);
+  kc_buffer *bx = buffer_of(rt, ctx, x, N), *by = buffer_of(rt, ctx, NULL, N);
+  int reps = NEST_REPS;
+  kc_arg args[] = {KC_ARG_BUF(bx), KC_ARG_BUF(by), KC_ARG_VAL(reps)};
+  kc_dim3 g = {NEST_GX, NEST_GY, 1}, b = {NEST_W, NEST_H, 1};
+  KCT_OK(rt, kc_launch(kct_kernel(rt, "nest", NULL), ctx, &g, &b, args, 3));
+  KCT_OK(rt, kc_context_finish(ctx));
+  float *y = read_all(rt, by, N);
+  expect_same("nest", y, want, N);
+  expect_path("nest", true);
+  kct_free(y);
+  kct_free(x);
+  kct_free(want);
+  kc_buffer_destroy(bx);
+  kc_buffer_destroy(by);
+  kct_destroy(rt);
+}
+
+static void test_split_falls_back_to_fibers(void **state) {
+  (void)state;
+  enum { G2 = 9, N = WG2 * G2 };
+  kc_runtime *rt = paths_runtime();
+  kc_context *ctx = kct_context(rt);
+  float *x = kct_calloc(N * sizeof(float)), *want = kct_calloc(N * sizeof(float));
+  for (int i = 0; i < N; i++) x[i] = (float)(i % 11) - 5.0f;
+  for (int gi = 0; gi < G2; gi++) {
+    float s = 0;
+    for (int i = 0; i < WG2; i++) s += x[gi * WG2 + i];
+    for (int i = 0; i < WG2; i++) want[gi * WG2 + i] = s;
+  }
+  int mode = 1;
+  for (size_t k = 0; k < sizeof SRC_FALLBACKS / sizeof *SRC_FALLBACKS; k++) {
+    kct_define(rt, SRC_FALLBACKS[k][0], SRC_FALLBACKS[k][1]);
+    float *y = run_xy(rt, ctx, SRC_FALLBACKS[k][0], x, N, WG2, &mode);
+    expect_same(SRC_FALLBACKS[k][0], y, want, N);
+    kct_free(y);
+    expect_path(SRC_FALLBACKS[k][0], false);
+  }
+  kct_free(x);
+  kct_free(want);
+  kct_destroy(rt);
+}
+
 KCT_MAIN_INIT_ONLY(KCT_TEST(test_reduction_with_local_memory_and_barriers), KCT_TEST(test_tiled_matmul),
                    KCT_TEST(test_ids_from_helpers_on_large_grids), KCT_TEST(test_stencil_2d),
                    KCT_TEST(test_local_arrays_under_concurrent_launches),
-                   KCT_TEST(test_barrier_misuse_is_refused), KCT_TEST(test_pool_after_fork))
+                   KCT_TEST(test_barrier_misuse_is_refused), KCT_TEST(test_pool_after_fork),
+                   KCT_TEST(test_split_loops_and_live_values),
+                   KCT_TEST(test_split_reduce_and_matmul_match_fibers),
+                   KCT_TEST(test_split_falls_back_to_fibers), KCT_TEST(test_split_nested_loops_2d),
+                   KCT_TEST(test_split_keeps_values_read_from_memory),
+                   KCT_TEST(test_split_names_declared_again))

@@ -19,7 +19,10 @@
  * (_Generic on the name kc__wp: the parameter shadows a file-scope
  * function of that name), else the thread's slot.
  *
- * A kernel whose closure calls kc_barrier() runs its group's items as
+ * A kernel whose closure calls kc_barrier() is cut at its barriers into
+ * loops over the group's items (split.c: kc__split), where that is
+ * certain; else, or when what its items keep across barriers would not
+ * fit the stack (HOST_SPLIT_MAX_BYTES), it runs its group's items as
  * fibers (exec.c): each barrier switches to the next item, and the group
  * goes on when every item has reached it. Groups run on the pool of
  * worker threads (exec.c, kc__par) when there is more than one; a kernel
@@ -136,9 +139,14 @@ kc_status host_entry_prologue(void *state, const kc__tu *tu, kc__sb *out) {
   return KC_OK;
 }
 
+/* The most bytes a split group keeps per item in all (struct kc__S, an
+ * array on the stack): a larger group runs as fibers. */
+#define HOST_SPLIT_MAX_BYTES (64u << 10)
+
 /* The packed arguments (struct kc__a), kc__group and, with barriers, its
- * fibers' entry. */
-static void emit_group(const kc__tu *tu, bool fibers, kc__sb *out) {
+ * fibers' entry; split (non-NULL): kc__split (split.c), which the group
+ * runs when what its items keep fits HOST_SPLIT_MAX_BYTES. */
+static void emit_group(const kc__tu *tu, bool fibers, const kc__sb *split, kc__sb *out) {
   uint32_t n = tu->nparams;
   kc__sb_puts(out, "struct kc__a {");
   for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, " %s kc__v%u;", tu->params[i].type, i);
@@ -166,6 +174,11 @@ static void emit_group(const kc__tu *tu, bool fibers, kc__sb *out) {
     for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", kc__x->kc__v%u", i);
     kc__sb_puts(out, ");\n}\n");
   }
+  if (split) {
+    kc__sb_puts(out,
+                "__attribute__((visibility(\"default\"))) int (*kc__split_bad)(void *, unsigned, int);\n");
+    kc__sb_append(out, split->buf, split->len);
+  }
   kc__sb_puts(out,
               "static inline int kc__group_in(const struct kc__a *kc__x, const unsigned *kc__gid, "
               "const unsigned *kc__b, const unsigned *kc__ng) {\n"
@@ -174,6 +187,16 @@ static void emit_group(const kc__tu *tu, bool fibers, kc__sb *out) {
               "                         {kc__b[0], kc__b[1], kc__b[2]}, {kc__ng[0], kc__ng[1], kc__ng[2]},\n"
               "                         kc__t->kc__scratch};\n"
               "  const struct kc__wi *kc__saved = kc__t->kc__item;\n");
+  if (split)
+    kc__sb_printf(out,
+                  "  unsigned kc__n = kc__b[0] * kc__b[1] * kc__b[2];\n"
+                  "  if ((unsigned long long)kc__n * sizeof(struct kc__S) <= %uu) {\n"
+                  "    kc__t->kc__item = &kc__w; /* for functions other than the kernel */\n"
+                  "    int kc__r = kc__split(&kc__w, kc__x);\n"
+                  "    kc__t->kc__item = kc__saved;\n"
+                  "    return kc__r;\n"
+                  "  }\n",
+                  HOST_SPLIT_MAX_BYTES);
   if (fibers) {
     kc__sb_puts(out, "  struct kc__f kc__f = {kc__x, kc__w};\n"
                      "  int kc__r = kc__fibers(kc__hs, kc__b[0] * kc__b[1] * kc__b[2], kc__item, &kc__f);\n"
@@ -287,9 +310,29 @@ static void emit_launch(const kc__tu *tu, kc__sb *out) {
 }
 
 kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
+  const kc__bsvc *sv = ((host_state *)state)->sv;
   bool fibers = mentions(tu, "kc_barrier"), copies = mentions(tu, "KC_LOCAL");
+  /* (tu->text is out's buffer: read before anything is appended to out,
+   * which may move it) */
+  kc__sb split;
+  kc__sb_init(&split, &sv->heap);
+  bool is_split = false;
+  if (fibers) {
+    /* with barriers: split at them where that is certain, else fibers */
+    const char *why = NULL;
+    unsigned nbar = 0;
+    is_split = host_split_emit(sv, tu, &split, &why, &nbar);
+    if (is_split)
+      kc__log_to(sv->log, KC_LOG_DEBUG,
+                 "host: '%s' runs its work groups as loops over their items, split at %u barrier%s",
+                 tu->entry, nbar, nbar == 1 ? "" : "s");
+    else
+      kc__log_to(sv->log, KC_LOG_DEBUG, "host: '%s' runs its work items as fibers at kc_barrier(): %s",
+                 tu->entry, why ? why : "?");
+  }
   kc__sb_printf(out, "#undef %s\n#define KC__COPIES %d\n", tu->entry, copies);
-  emit_group(tu, fibers, out);
+  emit_group(tu, fibers, is_split ? &split : NULL, out);
+  kc__sb_free(&split);
   emit_grid(tu, out);
   emit_launch(tu, out);
   kc__sb_printf(out,

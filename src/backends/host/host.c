@@ -95,6 +95,7 @@ static kc_status host_open(const kc__bsvc *sv, const kc__bconfig *cfg, void **st
   s->hooks.par = host_par;
   s->hooks.barrier = host_barrier;
   s->hooks.fibers = host_fibers_hook;
+  s->hooks.split_bad = host_split_bad;
   s->timeout_ms = cfg->compile_timeout_ms;
   s->opt_flags = cfg->host_opt; /* NULL: by compiler, once it is known (host_identity) */
   kc_status st = host_split_words(s, cfg->host_cc, "host compiler");

@@ -50,6 +50,7 @@ typedef struct host_state {
     int (*par)(void *, const void *, const unsigned *, const unsigned *);
     void (*barrier)(void);
     int (*fibers)(void *, unsigned, void (*)(void *, unsigned), void *);
+    int (*split_bad)(void *, unsigned, int);
   } hooks;
 } host_state;
 
@@ -160,6 +161,15 @@ kc_status host_image_load(host_state *s, const void *bytes, size_t size, const c
 extern const char host_prelude[];
 kc_status host_entry_prologue(void *state, const kc__tu *tu, kc__sb *out);
 kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out);
+
+/* split.c: a kernel with barriers as loops over its group's items. Writes
+ * struct kc__S (what each item keeps across barriers: its size) and
+ * int kc__split(struct kc__wi *, const struct kc__a *) into out and returns true, with *nbar the barriers it
+ * split at; or returns false with *why, what it cannot split with certainty (the kernel then runs as fibers).
+ * host_split_bad: kc__split_bad, the hook a split kernel calls when its items disagree at a condition around
+ * a barrier. */
+bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const char **why, unsigned *nbar);
+int host_split_bad(void *hs, unsigned item, int first);
 
 /* exec.c: the thread's slot (its offset from the thread pointer), the
  * scratch area of the kernels the calling thread runs next, the pool of

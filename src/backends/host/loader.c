@@ -518,6 +518,8 @@ kc_status host_image_load(host_state *s, const void *bytes, size_t size, const c
   void (**barrier)(void) = host_plan_addr(p, im, "kc__barrier_fn", true);
   fibers_fn *fibers = host_plan_addr(p, im, "kc__fibers", true); /* only with barriers */
   void **hs = host_plan_addr(p, im, "kc__hs", true);
+  typedef int (*split_bad_fn)(void *, unsigned, int);
+  split_bad_fn *split_bad = host_plan_addr(p, im, "kc__split_bad", true); /* only when split */
   long *it_off = host_plan_addr(p, im, "kc__it_off", true);
   const void *copies = host_plan_bytes(p, "kc__copies", sizeof(unsigned)); /* (read-only data) */
   unsigned copies_v = 0; /* copied out: damaged bytes may put it anywhere */
@@ -528,7 +530,7 @@ kc_status host_image_load(host_state *s, const void *bytes, size_t size, const c
   im->entry = host_plan_addr(p, im, "kc__launch", false);
   host_plan_free(s, p);
   if (!on_bad_dims || !on_bad_args || !par || !barrier || !it_off || !copies || !im->group || !im->run ||
-      !im->entry || (fibers != NULL) != (hs != NULL)) {
+      !im->entry || (fibers != NULL) != (hs != NULL) || (split_bad && !hs)) {
     host_arena_give(s, &im->blk);
     return kc__bs_err(sv, KC_ELINK, "%s lacks kcache's trampoline", what);
   }
@@ -537,6 +539,7 @@ kc_status host_image_load(host_state *s, const void *bytes, size_t size, const c
   *par = s->hooks.par;
   *barrier = s->hooks.barrier;
   if (fibers) *fibers = s->hooks.fibers, *hs = s;
+  if (split_bad) *split_bad = s->hooks.split_bad;
   *it_off = s->tp_off;
   im->needs_copies = needs_copies;
   return KC_OK;
