@@ -39,8 +39,13 @@
  * by --timeouts compiled more than K times (tests/scenario's short run);
  * 77 when redis-server, the tier or the backend cannot be used here.
  *
+ * --kill PID sends SIGKILL to process PID (a Redis Cluster's primary, from
+ * bench/redis-cluster.sh) --kill-after MS (default 200) after the release of
+ * the first run: a failover in the middle of a cold start.
+ *
  * Usage: kc_bench_fleet [--json] [--check] [--nodes "1 2 4 ..."] [--kernels K]
  *                       [--backend tcc|host|opencl] [--timeouts "default,250"] [--url redis://...]
+ *                       [--kill PID [--kill-after MS]]
  */
 #include <kcache.h>
 
@@ -146,6 +151,8 @@ static int node(const char *label, const char *dir, const char *url, const char 
 /* ------------------------------------------------------- Redis's own counts */
 
 static const char *url_arg; /* the server's URL (ours or --url) */
+static pid_t kill_pid; /* --kill: a process to SIGKILL during the first run (a cluster's primary) */
+static int kill_after_ms = 200;
 
 /* The server's calls per command (INFO commandstats through redis-cli),
  * less its INFO calls: the sum into *total; false when redis-cli cannot
@@ -286,6 +293,18 @@ static void fleet(int n, const char *url, const char *prefix, row *r) {
   close(go[1]);
   close(go[0]);
   go[0] = go[1] = -1;
+  pid_t killer = 0;
+  if (kill_pid > 0) { /* a failover in the middle of this run: once */
+    killer = fork();
+    if (killer == 0) {
+      usleep((useconds_t)kill_after_ms * 1000u);
+      _exit(kill(kill_pid, SIGKILL) == 0 ? 0 : 1);
+    }
+    if (killer > 0)
+      fprintf(stderr, "%s: SIGKILL to process %ld %d ms after the release\n", KCB_PROG, (long)kill_pid,
+              kill_after_ms);
+    kill_pid = 0;
+  }
   int nl = 0;
   for (int i = 0; i < started; i++) {
     bool child_ok = kcb_child_reap(pid[i], fd[i], buf, blen);
@@ -313,6 +332,7 @@ static void fleet(int n, const char *url, const char *prefix, row *r) {
   }
   r->exit_s = (now_ns() - t_release) / 1e9;
   r->wall_s = (t_done - t_release) / 1e9;
+  if (killer > 0) waitpid(killer, NULL, 0);
   if (have_before && redis_cmdstats(&r->cmds)) {
     cmdstats_sub(&r->cmds, &before);
     r->have_cmds = true;
@@ -410,11 +430,13 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
     else if (!strcmp(argv[i], "--timeouts") && i + 1 < argc) timeouts_arg = argv[++i];
     else if (!strcmp(argv[i], "--url") && i + 1 < argc) url = argv[++i];
+    else if (!strcmp(argv[i], "--kill") && i + 1 < argc) kill_pid = (pid_t)atol(argv[++i]);
+    else if (!strcmp(argv[i], "--kill-after") && i + 1 < argc) kill_after_ms = atoi(argv[++i]);
     else {
       fprintf(
           stderr,
           "usage: %s [--json] [--check] [--nodes \"1 2 4 ...\"] [--kernels K] [--backend tcc|host|opencl] "
-          "[--timeouts \"default,250\"] [--url redis://...]\n",
+          "[--timeouts \"default,250\"] [--url redis://...] [--kill PID [--kill-after MS]]\n",
           argv[0]);
       return 2;
     }
