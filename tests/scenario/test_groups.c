@@ -714,6 +714,55 @@ static void test_split_keeps_values_read_from_memory(void **state) {
   kct_destroy(rt);
 }
 
+/* Writes the split's checks must see (a review found both taken for
+ * values that could be computed again after the barrier): a macro that
+ * assigns to its argument (then the kernel keeps the fibers), and, split,
+ * an increment through parentheses and a read through a cast. */
+static const char SRC_BUMPED[] = "KC_KERNEL void bumped(KC_GLOBAL float *x, KC_GLOBAL float *y) {\n"
+                                 "  size_t g = kc_global_id(0);\n"
+                                 "  float b = (float)g;\n"
+                                 "  BUMP(b);\n"
+                                 "  x[g] = -1.0f;\n"
+                                 "  kc_barrier();\n"
+                                 "  y[g] = b;\n"
+                                 "}\n";
+static const char SRC_CAST[] = "KC_KERNEL void castread(KC_GLOBAL float *x, KC_GLOBAL float *y) {\n"
+                               "  size_t g = kc_global_id(0);\n"
+                               "  float p = (float)g;\n"
+                               "  (p)++;\n"
+                               "  float c = (float)*(x + g);\n"
+                               "  x[g] = -1.0f;\n"
+                               "  kc_barrier();\n"
+                               "  y[g] = p + c;\n"
+                               "}\n";
+
+static void test_split_sees_writes_through_macros_and_casts(void **state) {
+  (void)state;
+  enum { N = 256 };
+  kc_runtime *rt = paths_runtime();
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "BUMP", "#define BUMP(v) ((v) += 1.0f)");
+  kct_define(rt, "bumped", SRC_BUMPED);
+  kct_define(rt, "castread", SRC_CAST);
+  float *x = kct_calloc(N * sizeof(float));
+  for (int i = 0; i < N; i++) x[i] = (float)(i % 7);
+  float *y = run_xy(rt, ctx, "bumped", x, N, 64, NULL);
+  for (int i = 0; i < N; i++)
+    if (y[i] != (float)i + 1.0f) fail_msg("bumped: y[%d] = %g, expected %g", i, y[i], (float)i + 1.0f);
+  expect_path("bumped", false); /* the macro writes: fibers */
+  kct_free(y);
+  for (int i = 0; i < N; i++) x[i] = (float)(i % 7);
+  y = run_xy(rt, ctx, "castread", x, N, 64, NULL);
+  for (int i = 0; i < N; i++) {
+    float want = (float)i + 1.0f + (float)(i % 7);
+    if (y[i] != want) fail_msg("castread: y[%d] = %g, expected %g", i, y[i], want);
+  }
+  expect_path("castread", true);
+  kct_free(y);
+  kct_free(x);
+  kct_destroy(rt);
+}
+
 /* Two loops with barriers in a row, each declaring its counter r and a
  * value t that lives across a barrier by the same names. */
 static const char SRC_TWICE[] =
@@ -828,4 +877,5 @@ KCT_MAIN_INIT_ONLY(KCT_TEST(test_reduction_with_local_memory_and_barriers), KCT_
                    KCT_TEST(test_split_reduce_and_matmul_match_fibers),
                    KCT_TEST(test_split_falls_back_to_fibers), KCT_TEST(test_split_nested_loops_2d),
                    KCT_TEST(test_split_keeps_values_read_from_memory),
-                   KCT_TEST(test_split_names_declared_again))
+                   KCT_TEST(test_split_names_declared_again),
+                   KCT_TEST(test_split_sees_writes_through_macros_and_casts))

@@ -573,14 +573,17 @@ static bool is_macro(const sp *x, const tok *k, uint32_t *mi);
 static bool assign_op(const tok *k);
 
 /* Whether token i of an expression that starts at a reads memory: an
- * element, a member through a pointer, or a '*' that is not a product. */
+ * element, a member through a pointer, or a '*' that may not be a product.
+ * A '*' after ')' counts as a read: it may be a dereference after a cast,
+ * `(float)*(a + i)` (taking a product for a read only costs an array per
+ * item; the other way round a value re-read after a barrier). */
 static bool reads_memory(const sp *x, uint32_t a, uint32_t i) {
   const tok *k = &x->t[i];
   if (tok_is(k, "[") || tok_is(k, "->")) return true;
   if (!tok_is(k, "*")) return false;
   if (i == a) return true;
   const tok *p = &x->t[i - 1];
-  return p->k == T_PUNCT && !tok_is(p, ")") && !tok_is(p, "]");
+  return p->k == T_PUNCT && !tok_is(p, "]");
 }
 static bool written(const tok *t, uint32_t n, uint32_t i, bool obj);
 static bool mentions_at(const sp *x, uint32_t i, const tok *name);
@@ -597,6 +600,20 @@ static bool macro_declares(const sp *x, uint32_t mi, int depth) {
         (IN(k, kw_spec) && !tok_is(k, "const") && !tok_is(k, "volatile")))
       return true;
     if (k->k == T_ID && depth > 0 && is_macro(x, k, &mj) && mj != mi && macro_declares(x, mj, depth - 1))
+      return true;
+  }
+  return false;
+}
+
+/* Whether macro mi may (through others: bounded) write to something it is
+ * given or names: an assignment, an increment, an address taken. */
+static bool macro_writes(const sp *x, uint32_t mi, int depth) {
+  const macro *m = &x->m[mi];
+  for (uint32_t i = 0; i < m->nt; i++) {
+    const tok *k = &m->t[i];
+    uint32_t mj;
+    if (assign_op(k) || tok_is(k, "&")) return true;
+    if (k->k == T_ID && depth > 0 && is_macro(x, k, &mj) && mj != mi && macro_writes(x, mj, depth - 1))
       return true;
   }
   return false;
@@ -754,11 +771,17 @@ static bool assign_op(const tok *k) {
 }
 
 /* Whether token i of t (n of them) is written: assigned, incremented, its
- * address taken, or (obj) a member or element of it assigned. */
+ * address taken, or (obj) a member or element of it assigned; through
+ * parentheses around it too, `(v)++`, `&(v)`. (Writes inside a macro's
+ * replacement: macro_writes.) */
 static bool written(const tok *t, uint32_t n, uint32_t i, bool obj) {
-  if (i > 0 && (tok_is(&t[i - 1], "&") || tok_is(&t[i - 1], "++") || tok_is(&t[i - 1], "--"))) return true;
-  if (i + 1 < n && assign_op(&t[i + 1])) return true;
-  if (obj && i + 1 < n && (tok_is(&t[i + 1], ".") || tok_is(&t[i + 1], "["))) return true;
+  /* the name, then the name with each pair of parentheses around it */
+  for (uint32_t a = i, b = i;; a--, b++) {
+    if (a > 0 && (tok_is(&t[a - 1], "&") || tok_is(&t[a - 1], "++") || tok_is(&t[a - 1], "--"))) return true;
+    if (b + 1 < n && assign_op(&t[b + 1])) return true;
+    if (obj && b + 1 < n && (tok_is(&t[b + 1], ".") || tok_is(&t[b + 1], "["))) return true;
+    if (!(a > 0 && b + 1 < n && tok_is(&t[a - 1], "(") && tok_is(&t[b + 1], ")"))) break;
+  }
   return false;
 }
 
@@ -1408,6 +1431,13 @@ static int read_kernel(sp *x, const kc__tu *tu, uint32_t *b0p, uint32_t *b1p) {
     uint32_t nj;
     root = parse_stmt(x, b0, b1, true, &nj);
     ok = root >= 0 && !x->why;
+  }
+  /* a macro that may write what it is given (`BUMP(v)`): the writes are in
+   * its replacement, where the checks of the variables do not look */
+  for (uint32_t i = b0; ok && i < b1; i++) {
+    uint32_t mi;
+    if (x->t[i].k == T_ID && is_macro(x, &x->t[i], &mi) && macro_writes(x, mi, 4))
+      ok = fail(x, "a macro that may assign or take an address in the kernel's body");
   }
   if (ok && x->s[root].barriers != barrier_mentions(tu))
     ok = fail(x, "kc_barrier named outside the kernel's body statements (a helper, a macro, a comment)");
