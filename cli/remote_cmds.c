@@ -166,7 +166,12 @@ static bool live_primary(const rnode *n) {
   return !strcmp(n->role, "master") && n->slots > 0 && !strstr(n->flags, "fail");
 }
 
-static void rcli_open(rcli *r, const char *what) {
+/* Connects: to the server, or to every primary of a cluster. every: ls and
+ * clear, which need every primary (one that cannot be reached, or one the
+ * cluster marks failed while it still holds slots, is an error that names
+ * it: its keys would be missed); else (ping) those that answer, the others
+ * shown DOWN by ping_nodes. */
+static void rcli_open(rcli *r, const char *what, bool every) {
   if (!r->cfg.cluster) {
     if (kc__rconn_open(NULL, &r->cfg, &r->conn, r->why, sizeof r->why)) rcli_die(r, what);
     return;
@@ -174,9 +179,19 @@ static void rcli_open(rcli *r, const char *what) {
   cluster_nodes(r, what);
   for (int i = 0; i < r->nnodes; i++) {
     rnode *n = &r->node[i];
-    if (!live_primary(n)) continue;
-    if (kc__rconn_open_at(NULL, &r->cfg, n->host, n->port, &n->conn, r->why, sizeof r->why))
+    bool failed = !strcmp(n->role, "master") && n->slots > 0 && strstr(n->flags, "fail");
+    if (failed && every) {
+      snprintf(r->why, sizeof r->why,
+               "primary %s:%d is marked failed and still holds %ld slots: its keys cannot be %s until a "
+               "replica takes over (kcache remote ping shows the nodes)",
+               n->host, n->port, n->slots, !strcmp(what, "clear") ? "removed" : "listed");
       rcli_die(r, what);
+    }
+    if (!live_primary(n)) continue;
+    if (kc__rconn_open_at(NULL, &r->cfg, n->host, n->port, &n->conn, r->why, sizeof r->why)) {
+      if (every) rcli_die(r, what);
+      continue;
+    }
     if (!r->conn) r->conn = n->conn;
   }
   if (!r->conn) {
@@ -453,7 +468,7 @@ static int remote_ping(cli *c, rcli *r) {
   snprintf(s.policy, sizeof s.policy, "?");
   snprintf(s.used, sizeof s.used, "?");
   double t0 = mono_ns(), sum = 0;
-  rcli_open(r, "ping");
+  rcli_open(r, "ping", false);
   s.connect_ms = (mono_ns() - t0) / 1e6;
   s.best_ms = 1e30;
   for (int i = 0; i < PINGS; i++) {
@@ -571,7 +586,7 @@ static void ls_entry(const cli *c, rcli *r, const char *name, const char *hexk, 
 }
 
 static int remote_ls(cli *c, rcli *r) {
-  rcli_open(r, "ls");
+  rcli_open(r, "ls", true);
   size_t n, shown = 0;
   kc__rconn **conns;
   char **keys = rcli_keys_at(r, &n, &conns);
@@ -607,7 +622,7 @@ static int remote_ls(cli *c, rcli *r) {
 /* ---------------------------------------------------------------- clear */
 
 static int remote_clear(cli *c, rcli *r) {
-  rcli_open(r, "clear");
+  rcli_open(r, "clear", true);
   size_t n, entries = 0, locks = 0;
   kc__rconn **conns;
   char **keys = rcli_keys_at(r, &n, &conns);

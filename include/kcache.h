@@ -1049,12 +1049,14 @@ kc_status kc_buffer_wrap(kc_context *ctx, void *native, size_t size, kc_buffer *
  * with CL_MEM_USE_HOST_PTR. KC_EUNAVAILABLE, saying why, where the device
  * cannot see host memory (CUDA; an OpenCL GPU with memory of its own):
  * copy with kc_buffer_write and kc_buffer_read there. The memory stays the
- * caller's and must outlive the buffer; fill it before this call (or
- * through kc_buffer_write). kc_buffer_read of the buffer into that same
- * memory (ptr + offset) is the synchronization: it returns once the
- * launches before it on the context's queue are done, with what they
- * wrote in the memory (on OpenCL the platform may otherwise keep a copy).
- * kc_buffer_destroy forgets the buffer; the memory is not freed. */
+ * caller's and must outlive the buffer and every launch that uses it
+ * (kc_buffer_destroy does not wait for them, nor free the memory). Fill it
+ * before this call; to change it between launches, write through
+ * kc_buffer_write, or make a new buffer (OpenCL may keep a copy). A
+ * kc_buffer_read of the buffer into that same memory (ptr + offset) is the
+ * synchronization: it returns once the launches before it on the
+ * context's own queue are done, with what they wrote in the memory; after
+ * launches on a kc_stream, kc_stream_sync that stream first. */
 kc_status kc_buffer_host(kc_context *ctx, void *ptr, size_t size, kc_buffer **out);
 /* A buffer for bytes [offset, offset+size) of buf, as users slice tensors:
  * an OpenCL sub-buffer (the offset must be a multiple of the device's
@@ -1412,15 +1414,18 @@ int kc_cache_writable(const kc_runtime *rt);
  * (rediss+cluster:// over TLS, with the settings above; database 0 only),
  * the hosts being seed nodes: name several, as a primary among them may be
  * down when a runtime starts. The slot map is read with CLUSTER SLOTS from
- * the first node that answers (the seeds, then every node learnt), each
+ * the first node that answers (at most 4 tried per reading, the seeds and
+ * the nodes learnt), each
  * command goes to the primary that owns its key's slot (CRC16, hash tags)
  * through a pool of idle connections per node (at most 4 each), a MOVED
  * reply updates the map and the command is sent again to the node it names
  * (the map is read again, at most every 100 ms), an ASK reply sends it to
  * the node named with ASKING first. On a cluster the key goes in braces,
- * PREFIX{KEY} and PREFIX{KEY}:lock, so that an entry and its lock share a
- * slot (a prefix with a brace is refused there); a redis:// URL keeps the
- * names below. When a primary dies, its slots' lookups fail (a refused
+ * PREFIX{KEY} and PREFIX{KEY}:lock (with a secret PREFIX hmac-ID:{KEY}),
+ * so that an entry and its lock share a slot (a prefix with a brace is
+ * refused there); a redis:// URL keeps the names below. A runtime keeps
+ * at most 64 nodes' addresses: a cluster whose nodes keep moving to new
+ * addresses needs a new runtime past that. When a primary dies, its slots' lookups fail (a refused
  * connection or CLUSTERDOWN, within the deadlines) and the launch
  * compiles; each node has its own breaker (3 failures in a row: that
  * node's slots are skipped for remote_retry_ms, the others' still asked),

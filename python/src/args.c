@@ -299,13 +299,14 @@ static int convert_array(KcKernel *k, kc_context *ctx, uint32_t i, PyObject *o, 
    * its read into the array the synchronization (kcpy_finish_views). A
    * read-only array is staged: the platform may write the memory back. */
   if (k->owner->backend == KCPY_BACKEND_OPENCL && !view->readonly && view->len && s->no_host_ctx != id) {
-    kc_status hs = kc_buffer_host(ctx, view->buf, (size_t)view->len, &s->host);
-    if (hs == KC_OK) {
-      *a = KC_ARG_BUF(s->host);
+    kc_buffer *host; /* this launch's own (a launch of the same kernel from inside a conversion, or from
+                      * another thread while this one waits, has its own): kcpy_finish_views finds it in
+                      * the argument, which is not the staging buffer */
+    if (kc_buffer_host(ctx, view->buf, (size_t)view->len, &host) == KC_OK) {
+      *a = KC_ARG_BUF(host);
       return 0;
     }
-    s->host = NULL;
-    if (hs == KC_EUNAVAILABLE) s->no_host_ctx = id; /* this device cannot: staged from now on */
+    s->no_host_ctx = id; /* this device cannot (or its platform refused): staged from now on */
   }
   if (!s->buf || s->ctx != ctx || s->ctx_id != id || s->cap < need) {
     kcpy_stage_drop(s);
@@ -367,14 +368,14 @@ int kcpy_finish_views(KcKernel *k, uint32_t n, const kc_arg *a, Py_buffer *views
   int rc = 0;
   for (uint32_t i = 0; i < n; i++) {
     if (!views[i].obj) continue;
-    kcpy_stage *s = &k->stage[i];
-    if (s->host) {
-      /* the array itself: the read into it waits for the kernel (kc_buffer_host), whatever failed
-       * before, so that the kernel never outlives the call that lent it the array */
-      kc_status st = copy_back ? kc_buffer_read(s->host, 0, views[i].buf, (size_t)views[i].len) : KC_OK;
-      if (st && !rc) rc = -1, kcpy_raise(k->owner->rt, st, "finishing with an array argument");
-      kc_buffer_destroy(s->host);
-      s->host = NULL;
+    if (a[i].kind == KC_ARG_BUFFER && a[i].ptr != k->stage[i].buf) {
+      /* the array itself (kc_buffer_host): the read into it waits for the kernel, whatever failed, so
+       * that no kernel outlives the call that lent it the array (after a failed launch there is none
+       * to wait for, and the read costs nothing) */
+      kc_buffer *host = (kc_buffer *)(uintptr_t)a[i].ptr;
+      kc_status st = kc_buffer_read(host, 0, views[i].buf, (size_t)views[i].len);
+      if (st && copy_back && !rc) rc = -1, kcpy_raise(k->owner->rt, st, "finishing with an array argument");
+      kc_buffer_destroy(host);
     } else if (copy_back && !rc && !views[i].readonly && views[i].len && a[i].kind == KC_ARG_BUFFER &&
                !k->p[i].to_const) {
       kc_status st = kc_buffer_read(k->stage[i].buf, 0, views[i].buf, (size_t)views[i].len);

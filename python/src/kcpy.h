@@ -146,10 +146,7 @@ typedef struct kcpy_stage {
   kc_context *ctx;
   uint64_t ctx_id; /* ctx's id when buf was made: a context's memory may be reused by a new one */
   size_t cap;
-  /* OpenCL: the array itself for this launch (kc_buffer_host, on a device
-   * that shares the host's memory), given back after it; NULL otherwise */
-  kc_buffer *host;
-  uint64_t no_host_ctx; /* the id of a context whose device cannot: staged there */
+  uint64_t no_host_ctx; /* the id of a context where kc_buffer_host failed: staged there */
 } kcpy_stage;
 
 #if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)

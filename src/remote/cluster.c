@@ -62,7 +62,8 @@ bool kc__redirect_parse(const char *err, bool *ask, int *slot, char *host, size_
   long s = strtol(err, &e, 10);
   if (e == err || *e != ' ' || s < 0 || s >= KC__SLOTS) return false;
   const char *addr = e + 1, *colon = strrchr(addr, ':');
-  if (!colon || colon == addr || (size_t)(colon - addr) >= hl) return false;
+  /* (an empty host or "?": cluster-preferred-endpoint-type unknown-endpoint, the node that answered) */
+  if (!colon || (size_t)(colon - addr) >= hl) return false;
   long p = strtol(colon + 1, &e, 10);
   if (e == colon + 1 || (*e && *e != ' ') || p < 1 || p > 65535) return false;
   const char *h = addr;
@@ -256,16 +257,21 @@ static void map_refresh(kc__remote *r, char *why, size_t wl) {
   kc__lock(&r->pool_lock);
   int n = r->nnodes;
   kc__unlock(&r->pool_lock);
+  /* the reports of a stale map so far: those made while this reads it are
+   * kept (the map read may predate what they saw) */
+  int stale0 = atomic_load(&r->map_stale);
   uint32_t turn = atomic_fetch_add(&r->map_turn, 1);
   bool ok = false;
-  for (int k = 0; k < n && k < 4 && !ok; k++)
-    ok = map_ask(r, (int)((turn + (uint32_t)k) % (uint32_t)n), map, why, wl);
+  int k = 0;
+  for (; k < n && k < 4 && !ok; k++) ok = map_ask(r, (int)((turn + (uint32_t)k) % (uint32_t)n), map, why, wl);
   if (ok) {
     kc__lock(&r->pool_lock);
     memcpy(r->slot_node, map, KC__SLOTS);
     kc__unlock(&r->pool_lock);
-    atomic_store(&r->map_stale, 0);
-    atomic_store(&r->map_turn, 0);
+    atomic_compare_exchange_strong(&r->map_stale, &stale0, 0);
+    /* the next reading starts at the node that answered: a seed that is
+     * down is not asked first every time */
+    atomic_store(&r->map_turn, turn + (uint32_t)k - 1);
   }
   kc__heap_free(&r->heap, map);
 }
@@ -321,6 +327,11 @@ kc__rconn *kc__pool_redirect(kc__remote *r, kc__rconn *c, unsigned slot, char *w
     kc__pool_put(r, c);
     return NULL;
   }
+  if ((!host[0] || !strcmp(host, "?")) && c->node >= 0) { /* an unknown endpoint: the node that answered */
+    kc__lock(&r->pool_lock);
+    if (c->node < r->nnodes) snprintf(host, sizeof host, "%s", r->nodes[c->node].host);
+    kc__unlock(&r->pool_lock);
+  }
   kc__pool_put(r, c);
   kc_status st = KC_OK;
   if (ask) { /* the slot moves now: this key is on the importing node, asked with ASKING */
@@ -334,10 +345,10 @@ kc__rconn *kc__pool_redirect(kc__remote *r, kc__rconn *c, unsigned slot, char *w
   int i = node_index(r, host, port);
   if (i >= 0) r->slot_node[s] = (uint8_t)i;
   kc__unlock(&r->pool_lock);
-  atomic_store(&r->map_stale, 1); /* others moved too, likely */
+  atomic_fetch_add(&r->map_stale, 1); /* others moved too, likely */
   return kc__pool_get(r, slot, why, wl, &st);
 }
 
 void kc__pool_failed(kc__remote *r) {
-  if (r->cfg.cluster) atomic_store(&r->map_stale, 1);
+  if (r->cfg.cluster) atomic_fetch_add(&r->map_stale, 1);
 }

@@ -240,7 +240,7 @@ struct kc__remote {
   int nnodes;
   uint8_t *slot_node; /* a cluster's: each slot's node, KC__NO_NODE: not known */
   _Atomic int map_busy; /* a thread reads the slot map from the cluster now */
-  _Atomic int map_stale; /* read it again (a MOVED, a failure, never read) */
+  _Atomic int map_stale; /* nonzero: read it again (reports of a MOVED, a failure; never read) */
   _Atomic uint64_t map_next; /* not before this time (monotonic ns) */
   _Atomic uint32_t map_turn; /* which known node is asked first */
   /* the uploader: upload jobs (upjob) on a job queue */

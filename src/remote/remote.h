@@ -12,7 +12,8 @@
  * Files: config.c (URL and configuration, the one reader of the
  * environment), hiredis.c (hiredis through dlopen), conn.c (one connection
  * and one command), tls.c (libssl through dlopen, TLS sessions for conn.c), mac.c (the MAC trailer of a
- * value, through base/hmac.h), tier.c (the breaker, the connection pool, the get/put/lock protocol, the
+ * value, through base/hmac.h), cluster.c (the nodes, their pools of idle connections and breakers, a Redis
+ * Cluster's slot map, MOVED and ASK), tier.c (opening the tier, the get/put/lock protocol, the
  * uploads, counters, fork), estimate.c (how long compiles under a lock take here), queue.c (a job queue and
  * its thread, knowing nothing of the tier: the uploads run on it through a callback).
  *
@@ -30,6 +31,10 @@
  *                               one machine compiles; the value says who
  *                               ("host:pid:random"), for a compare-and-delete
  *
+ * On a Redis Cluster (redis+cluster://) the KEY part is a hash tag, so that
+ * an entry and its lock live in one slot: PREFIX{KEY}, PREFIX hmac-ID:{KEY}
+ * and <entry name>:lock as above (cluster.c).
+ *
  * From the secret S two keys are derived, so that S itself never enters a
  * MAC: mac key = HMAC-SHA256(S, "kcache remote entry mac v1") and ID = the
  * first 4 bytes of HMAC-SHA256(S, "kcache remote key id v1").
@@ -41,7 +46,8 @@
  * rediss://, libssl (tls.c: kcache's own TLS connection, whose bytes
  * hiredis' reply reader parses).
  *
- * Locks: kc__remote.pool_lock (idle connections) and kc__jobq.queue_lock
+ * Locks: kc__remote.pool_lock (the nodes: their idle connections and
+ * breakers, and a cluster's slot map) and kc__jobq.queue_lock
  * (the upload queue, remote/queue.h) are leaves; they may be taken while holding a
  * kc__spec.lock and the store's per-key flock, and nothing is taken while
  * holding them. Neither is held while waiting for the network, but a

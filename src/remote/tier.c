@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * remote/tier.c -- owns the tier's state and protocol: opening and closing
- * it, the circuit breaker, the pool of idle connections, the lookup (GET
+ * it (the nodes, their pools and breakers, and where a command goes:
+ * cluster.c), the lookup (GET
  * within max_entry, single flight with SET NX PX, polling for another
  * machine's upload), the uploads and deferred work (jobs on the tier's job
  * queue, queue.h: bounded, run by its thread, finished or freed when the

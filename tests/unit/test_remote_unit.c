@@ -434,7 +434,7 @@ static void test_cluster_urls_and_slots(void **state) {
   assert_int_equal(kc__keyslot("foo", 3), 12182);
   assert_int_equal(kc__keyslot("{foo}bar", 8), 12182);
   assert_int_equal(kc__keyslot("x{foo}:lock", 11), 12182);
-  assert_int_equal(kc__keyslot("{}foo", 5), kc__keyslot("{}foo", 5)); /* an empty tag: the whole key */
+  assert_int_equal(kc__keyslot("{}foo", 5), 9500); /* an empty tag: the whole key (CLUSTER KEYSLOT {}foo) */
   assert_int_not_equal(kc__keyslot("{}foo", 5), 12182);
   /* names */
   kc_options o;
@@ -469,6 +469,12 @@ static void test_cluster_urls_and_slots(void **state) {
   assert_true(kc__redirect_parse("ASK 1 [::1]:7002", &ask, &slot, host, sizeof host, &port));
   assert_true(ask);
   assert_string_equal(host, "::1");
+  /* an unknown endpoint: the host is empty or "?" (the replying node's, kc__pool_redirect) */
+  assert_true(kc__redirect_parse("MOVED 7 :7003", &ask, &slot, host, sizeof host, &port));
+  assert_string_equal(host, "");
+  assert_int_equal(port, 7003);
+  assert_true(kc__redirect_parse("MOVED 7 ?:7003", &ask, &slot, host, sizeof host, &port));
+  assert_string_equal(host, "?");
   assert_false(kc__redirect_parse("MOVED x h:1", &ask, &slot, host, sizeof host, &port));
   assert_false(kc__redirect_parse("MOVED 16384 h:1", &ask, &slot, host, sizeof host, &port));
   assert_false(kc__redirect_parse("ERR MOVED 1 h:1", &ask, &slot, host, sizeof host, &port));
