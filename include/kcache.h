@@ -1419,7 +1419,9 @@ int kc_cache_writable(const kc_runtime *rt);
  * command goes to the primary that owns its key's slot (CRC16, hash tags)
  * through a pool of idle connections per node (at most 4 each), a MOVED
  * reply updates the map and the command is sent again to the node it names
- * (the map is read again, at most every 100 ms), an ASK reply sends it to
+ * (the map is read again, at most every 100 ms, by the lookup that finds
+ * it stale: that lookup can wait for the reading too, up to 4 nodes asked
+ * within the timeout each, before its own deadlines), an ASK reply sends it to
  * the node named with ASKING first. On a cluster the key goes in braces,
  * PREFIX{KEY} and PREFIX{KEY}:lock (with a secret PREFIX hmac-ID:{KEY}),
  * so that an entry and its lock share a slot (a prefix with a brace is
