@@ -82,13 +82,17 @@ typedef struct sp {
   tok *t;
   uint32_t nt;
   stmt *s;
-  uint32_t ns, scap;
+  uint32_t ns;
+  size_t scap;
   decl *d;
-  uint32_t nd, dcap;
+  uint32_t nd;
+  size_t dcap;
   uint32_t *names; /* every declarator's name token in the body, any depth */
-  uint32_t nnames, ncap;
+  uint32_t nnames;
+  size_t ncap;
   macro *m;
-  uint32_t nm, mcap;
+  uint32_t nm;
+  size_t mcap;
   tok *mt; /* the macros' tokens */
   uint32_t nmt, mtcap;
   const char *why;
@@ -277,14 +281,9 @@ static bool known_type(const tok *k) {
 }
 
 static bool add_name(sp *x, uint32_t i) {
-  if (x->nnames == x->ncap) {
-    uint32_t nc = x->ncap ? x->ncap * 2 : 64;
-    uint32_t *g = kc__bs_alloc(x->sv, nc * sizeof *g);
-    if (!g) return fail(x, "out of memory");
-    if (x->nnames) memcpy(g, x->names, x->nnames * sizeof *g);
-    kc__bs_free(x->sv, x->names);
-    x->names = g, x->ncap = nc;
-  }
+  bool ok;
+  KC__GROW(&x->sv->heap, x->names, x->ncap, (size_t)x->nnames + 1, 64, &ok);
+  if (!ok) return fail(x, "out of memory");
   x->names[x->nnames++] = i;
   return true;
 }
@@ -380,14 +379,9 @@ static bool parse_decl(sp *x, uint32_t a, uint32_t b, bool split, uint32_t end, 
     if (!name) return fail(x, "a declarator without a name");
     if (!split && !add_name(x, name)) return false;
     if (split) {
-      if (x->nd == x->dcap) {
-        uint32_t nc = x->dcap ? x->dcap * 2 : 32;
-        decl *g = kc__bs_calloc(x->sv, nc * sizeof *g);
-        if (!g) return fail(x, "out of memory");
-        if (x->nd) memcpy(g, x->d, x->nd * sizeof *g);
-        kc__bs_free(x->sv, x->d);
-        x->d = g, x->dcap = nc;
-      }
+      bool ok;
+      KC__GROW(&x->sv->heap, x->d, x->dcap, (size_t)x->nd + 1, 32, &ok);
+      if (!ok) return fail(x, "out of memory");
       decl *d = &x->d[x->nd++];
       memset(d, 0, sizeof *d);
       d->name = name, d->s0 = a, d->s1 = s1, d->d0 = d0, d->d1 = eq ? eq : i;
@@ -401,14 +395,9 @@ static bool parse_decl(sp *x, uint32_t a, uint32_t b, bool split, uint32_t end, 
 }
 
 static int new_stmt(sp *x, int kind, uint32_t a) {
-  if (x->ns == x->scap) {
-    uint32_t nc = x->scap ? x->scap * 2 : 64;
-    stmt *g = kc__bs_alloc(x->sv, nc * sizeof *g);
-    if (!g) return fail(x, "out of memory"), -1;
-    if (x->ns) memcpy(g, x->s, x->ns * sizeof *g);
-    kc__bs_free(x->sv, x->s);
-    x->s = g, x->scap = nc;
-  }
+  bool ok;
+  KC__GROW(&x->sv->heap, x->s, x->scap, (size_t)x->ns + 1, 64, &ok);
+  if (!ok) return fail(x, "out of memory"), -1;
   stmt *s = &x->s[x->ns];
   memset(s, 0, sizeof *s);
   s->kind = kind, s->a = a, s->body = s->els = s->first = s->next = -1;
@@ -808,14 +797,9 @@ static bool read_macros(sp *x) {
           const char *n2 = memchr(re + 1, '\n', (size_t)(end - re - 1));
           re = n2 ? n2 : end;
         }
-        if (x->nm == x->mcap) {
-          uint32_t nc = x->mcap ? x->mcap * 2 : 32;
-          macro *g = kc__bs_alloc(x->sv, nc * sizeof *g);
-          if (!g) return fail(x, "out of memory");
-          if (x->nm) memcpy(g, x->m, x->nm * sizeof *g);
-          kc__bs_free(x->sv, x->m);
-          x->m = g, x->mcap = nc;
-        }
+        bool grown;
+        KC__GROW(&x->sv->heap, x->m, x->mcap, (size_t)x->nm + 1, 32, &grown);
+        if (!grown) return fail(x, "out of memory");
         macro *m = &x->m[x->nm++];
         m->name = nm, m->n = (uint32_t)(q - nm);
         uint32_t at = x->nmt;
