@@ -371,7 +371,7 @@ typedef struct tested {
   _Atomic bool stop;
   _Atomic uint64_t compared, pinned_compared, collects, mismatches;
   _Atomic uint64_t valued[NK], refused[NK]; /* compared launches that wrote a value; KC_EUNAVAILABLE */
-  char first[1500];
+  char first[3000];
   pthread_mutex_t first_mu;
 } tested;
 
@@ -478,13 +478,54 @@ static void fail_note(tested *t, const char *msg) {
 }
 
 static void mismatch(tested *t, const char *who, const char *kernel, outcome got, outcome want) {
-  char msg[1500];
-  snprintf(msg, sizeof msg, "%s: %s gave %s %g (%.500s), a cold compile %s %g (%.500s)", who, kernel,
+  char msg[3000];
+  snprintf(msg, sizeof msg, "%.1200s: %s gave %s %g (%.500s), a cold compile %s %g (%.500s)", who, kernel,
            kc_status_name(got.st), got.value, got.why, kc_status_name(want.st), want.value, want.why);
   fail_note(t, msg);
 }
 
 static bool same(outcome a, outcome b) { return a.st == b.st && (a.st || a.value == b.value); }
+
+/* More of a latest-world mismatch, appended to msg: the same kernel again
+ * through a new handle (a stale handle cache gives the right value there)
+ * and through a new runtime on the same disk cache (a wrong entry on disk
+ * gives the wrong value there too); and the disk cache and the header
+ * directory copied aside (KC_ORACLE_KEEP=DIR), for reading after the run. */
+static void evidence(tested *t, int i, char *msg, size_t room) {
+  /* first, before a launch below writes over an entry */
+  const char *keep = getenv("KC_ORACLE_KEEP");
+  int kept = -1;
+  if (keep && *keep) {
+    char cmd[3 * KCT_DIR_LEN + 600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s' && cp -a '%s' '%s' '%s/'", keep, keep, cfg.cache,
+             cfg.inc, keep);
+    kept = system(cmd);
+  }
+  kc_kernel *k2 = NULL;
+  outcome fresh = {KC_EINVAL, 0, ""};
+  if (kc_kernel_create(t->rt, kname[i], NULL, &k2) == KC_OK) {
+    fresh = launch(t->rt, k2, t->ctx, t->buf);
+    kc_kernel_destroy(k2);
+  }
+  outcome other = {KC_EINVAL, 0, ""};
+  kc_options o = run_options(true, false);
+  kc_runtime *rt = NULL;
+  if (kc_runtime_create(&o, &rt) == KC_OK) {
+    kc_context *ctx = NULL;
+    kc_buffer *b = NULL;
+    kc_kernel *k = NULL;
+    if (!define_state(rt, &t->s, NULL) && !kc_context_create(rt, 0, &ctx) && !kc_buffer_create(ctx, 16, &b) &&
+        !kc_kernel_create(rt, kname[i], NULL, &k))
+      other = launch(rt, k, ctx, b);
+    kc_runtime_destroy(rt);
+  }
+  snprintf(msg, room, "; a new handle: %s %g; a new runtime on the disk cache: %s %g; %s%s",
+           kc_status_name(fresh.st), fresh.value, kc_status_name(other.st), other.value,
+           kept == 0  ? "disk cache and headers copied to "
+           : kept > 0 ? "copying failed to "
+                      : "not copied",
+           kept >= 0 ? keep : "");
+}
 
 /* The kernels in the latest world, against the oracle. */
 static void check_latest(tested *t, uint64_t *seed) {
@@ -493,22 +534,33 @@ static void check_latest(tested *t, uint64_t *seed) {
     if (!oracle1(&t->s, i, seed, &want[i])) fail_msg("the oracle could not run at the latest world");
   for (int r = 0; r < 2; r++) /* the second: from the handle's cache */
     for (int i = 0; i < NK; i++) {
+      kc_stats pre = {0};
+      kc_stats_get(t->rt, &pre);
       outcome got = launch(t->rt, t->k[i], t->ctx, t->buf);
       if (!same(got, want[i])) {
-        /* what served it: the code instance's range, the worlds, the counters */
-        kc_code_info ci = {0};
-        kc_status cs = kc_kernel_code(t->k[i], &ci);
+        /* what served it: the counters the launch moved (a compile, a disk
+         * hit, the handle's cache), taken before anything else runs */
         kc_stats st = {0};
         kc_stats_get(t->rt, &st);
-        char who[400];
-        snprintf(who, sizeof who,
-                 "latest world %llu (launch %d; code %s #%llu, %llu..%llu; compiles %llu, disk hits %llu, "
-                 "invalidations %llu, files changed %llu, disk stale %llu)",
-                 (unsigned long long)kc_world_latest(t->rt), r, kc_status_name(cs), (unsigned long long)ci.id,
-                 (unsigned long long)ci.min_world, (unsigned long long)ci.max_world,
-                 (unsigned long long)st.compiles, (unsigned long long)st.disk_hits,
-                 (unsigned long long)st.invalidations, (unsigned long long)st.files_changed,
-                 (unsigned long long)st.disk_stale);
+        kc_code_info ci = {0};
+        kc_status cs = kc_kernel_code(t->k[i], &ci);
+        char who[1000];
+        int n = snprintf(
+            who, sizeof who,
+            "latest world %llu (launch %d; code %s #%llu, %llu..%llu; compiles %llu, disk hits %llu, "
+            "invalidations %llu, files changed %llu, disk stale %llu; this launch: +%llu compiles, +%llu "
+            "disk "
+            "hits, +%llu fast hits, +%llu slow lookups, +%llu disk stale)",
+            (unsigned long long)kc_world_latest(t->rt), r, kc_status_name(cs), (unsigned long long)ci.id,
+            (unsigned long long)ci.min_world, (unsigned long long)ci.max_world,
+            (unsigned long long)st.compiles, (unsigned long long)st.disk_hits,
+            (unsigned long long)st.invalidations, (unsigned long long)st.files_changed,
+            (unsigned long long)st.disk_stale, (unsigned long long)(st.compiles - pre.compiles),
+            (unsigned long long)(st.disk_hits - pre.disk_hits),
+            (unsigned long long)(st.fast_hits - pre.fast_hits),
+            (unsigned long long)(st.slow_lookups - pre.slow_lookups),
+            (unsigned long long)(st.disk_stale - pre.disk_stale));
+        evidence(t, i, who + n, sizeof who - (size_t)n);
         mismatch(t, who, kname[i], got, want[i]);
       }
       atomic_fetch_add(&t->compared, 1);
