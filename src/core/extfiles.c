@@ -399,7 +399,10 @@ static bool file_changed(kc_runtime *rt, kc__binding *b, const kc__filedep *f, k
      * step (a refresh or a compile that saw two edits) and made it already;
      * a second would retire the old version twice (freed twice) */
     if (set->defs && set->defs->min_world == w + 1) continue;
-    if (!new_version(rt, set, NULL, w, 1)) return false;
+    /* a set no code has read yet (made by the compile that saw this
+     * content) starts here too: before w + 1 the world holds the old
+     * content, and code compiled from the new one must not serve there */
+    if (!new_version(rt, set, NULL, w, w + 1)) return false;
   }
   return true;
 }

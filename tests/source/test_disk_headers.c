@@ -531,3 +531,38 @@ void test_disk_headers_two_change_at_once(void **state) {
   kct_fx_close(&f);
   disk_close(&d);
 }
+
+/* A header edited with no kc_refresh, so that the world still holds its
+ * old text, and read by a compile that includes a header none read before
+ * (a new file set): the new code is valid from the world the compile's
+ * sighting made, not before it. In the world before, the header is still
+ * the old text as far as kcache knows, and a thread pinned there must not
+ * be given code compiled from the new one (the new set's first version
+ * started at world 1). */
+void test_disk_headers_new_set_starts_at_the_change(void **state) {
+  (void)state;
+  disk d;
+  kct_fixture f;
+  disk_open(&d);
+  put(d.inc2, "x.h", "#define XV 1.0f\n");
+  open_rt(&f, &d, false, NULL);
+  kct_define(f.rt, "kx", kernel_x);
+  assert_true(src_run(&f, "kx") == 1.0f);
+  put(d.inc2, "y.h", "#define YV 0.5f\n");
+  put(d.inc2, "x.h", "#include \"y.h\"\n#define XV (1.0f + YV)\n"); /* no kc_refresh */
+  kct_define(f.rt, "kx",
+             "#include <x.h>\nKC_KERNEL void kx(KC_GLOBAL float *y) { y[kc_global_id(0)] = XV * 2.0f; }");
+  kc_world w2 = kc_world_latest(f.rt);
+  assert_true(src_run(&f, "kx") == 3.0f); /* compiled at w2, reading x.h's new text and y.h */
+  kc_world w3 = kc_world_latest(f.rt);
+  assert_int_equal(w3, w2 + 1); /* the sighting of x.h's new text */
+  kc_kernel *k = kct_kernel(f.rt, "kx", NULL);
+  kc_code_info ci;
+  KCT_OK(f.rt, kc_kernel_code(k, &ci));
+  if (ci.min_world != w3)
+    fail_msg("the code read x.h's new text, which the world holds from %llu, but is valid from %llu",
+             (unsigned long long)w3, (unsigned long long)ci.min_world);
+  kc_kernel_destroy(k);
+  kct_fx_close(&f);
+  disk_close(&d);
+}
