@@ -566,3 +566,54 @@ void test_disk_headers_new_set_starts_at_the_change(void **state) {
   kct_fx_close(&f);
   disk_close(&d);
 }
+
+/* Host backend, tcc: whether the compiler is tcc (whose list leaves out
+ * the headers of system directories, so that kcache gives it those as -I)
+ * is learnt from its --version, asked once. When that question fails (here
+ * it runs past the compile timeout), no compile may run as if the compiler
+ * were another one: its list would lack a header of $C_INCLUDE_PATH, and
+ * the code would never end when that header changes. The list is not
+ * taken then: that code serves its launch only, the next compile asks
+ * again, and an edit is seen. */
+void test_disk_headers_tcc_unidentified(void **state) {
+  (void)state;
+  if (kct_backend != KC_BACKEND_HOST || !kct_in_path("tcc")) skip();
+  disk d;
+  disk_open(&d);
+  const char *old = getenv("C_INCLUDE_PATH");
+  char *saved = old ? strdup(old) : NULL;
+  setenv("C_INCLUDE_PATH", d.inc1, 1);
+  put(d.inc1, "kc_sys_t.h", "#define STV 1.0f\n");
+  char cc[160];
+  snprintf(cc, sizeof cc, "%s/slow-tcc", d.root);
+  /* its first --version outlasts the timeout; then it is tcc */
+  kct_write_script(cc,
+                   "#!/bin/sh\n"
+                   "if [ \"$1\" = --version ] && [ ! -e '%s/asked' ]; then : > '%s/asked'; sleep 5; fi\n"
+                   "exec tcc \"$@\"\n",
+                   d.root, d.root);
+  kc_options o;
+  kc_options_init(&o);
+  o.cache_disable = true;
+  o.host_cc = cc;
+  o.compile_timeout_ms = 1500;
+  kct_fixture f = {0};
+  f.rt = kct_runtime(&o);
+  f.ctx = kct_context(f.rt);
+  f.buf = kct_buffer(f.rt, f.ctx, KCT_FX_N);
+  kct_define(f.rt, "kt",
+             "#include <kc_sys_t.h>\nKC_KERNEL void kt(KC_GLOBAL float *y) { y[kc_global_id(0)] = STV; }");
+  kc_kernel *k = kct_kernel(f.rt, "kt", NULL);
+  assert_int_equal(kct_run(k, f.ctx, f.buf, KCT_FX_N, f.out), KC_OK);
+  assert_true(f.out[0] == 1.0f);
+  put(d.inc1, "kc_sys_t.h", "#define STV 2.0f\n");
+  (void)refresh(f.rt); /* (0 if the code above served its launch only) */
+  assert_int_equal(kct_run(k, f.ctx, f.buf, KCT_FX_N, f.out), KC_OK);
+  if (f.out[0] != 2.0f) fail_msg("a header of $C_INCLUDE_PATH was not seen to change: %g", f.out[0]);
+  kc_kernel_destroy(k);
+  kct_fx_close(&f);
+  if (saved) setenv("C_INCLUDE_PATH", saved, 1);
+  else unsetenv("C_INCLUDE_PATH");
+  free(saved);
+  disk_close(&d);
+}

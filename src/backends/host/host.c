@@ -273,7 +273,12 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   const kc__bsvc *sv = s->sv;
   *artifact = NULL;
   *size = 0;
-  (void)host_identity(s); /* asked once: with tcc, its system directories too (sysinc.c) */
+  /* asked once: with tcc, its system directories too (sysinc.c). Without
+   * the answer (it failed: the next compile asks again), whether the
+   * compiler is tcc is unknown, and tcc's list would lack the headers it
+   * found in system directories: the list is not taken (core/extfiles.c:
+   * the code then serves this launch only, and is not stored) */
+  bool known = host_identity(s) != NULL;
   const char *sysinc = NULL;
   kc_status ready = host_sysinc_ready(s, &sysinc);
   if (ready) return ready;
@@ -288,7 +293,7 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   kc_status st = host_write_file(sv, src, tu->text, tu->len);
   if (!st) st = host_cc(s, sysinc, src, obj, lg, dep, log);
   if (!st) st = host_read_file(sv, obj, artifact, size);
-  host_deps_read(s, tu, dep, src); /* after a failure too: gcc writes it then */
+  if (known) host_deps_read(s, tu, dep, src); /* after a failure too: gcc writes it then */
   unlink(dep);
   unlink(lg);
   unlink(src);
