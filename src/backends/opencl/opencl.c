@@ -144,6 +144,18 @@ static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, siz
   ocl_result r;
   kc_status s = ocl_build_routed(st, &u, &r, log);
   if (s) return s;
+  if (r.nvals == 0 && kc__probe_count(tu) && !ocl_probe_in_program(tu)) {
+    /* every by-value parameter is written as a built-in type, but the
+     * compiler named one otherwise (or nothing): build again with the probe */
+    kc__bs_free(sv, r.bin);
+    if (r.prog) ocl.clReleaseProgram(r.prog);
+    char *text = NULL;
+    if ((s = ocl_probe_append(sv, tu, &text, &u.len)) != KC_OK) return s;
+    u.text = text;
+    s = ocl_build_routed(st, &u, &r, log);
+    kc__bs_free(sv, text);
+    if (s) return s;
+  }
   s = kc__probe_apply(sv, tu, r.vals, r.nvals, sig);
   for (uint32_t i = 0; i < tu->nparams; i++)
     if (r.local[i] && sig[i] == KC__SIG(KC_ARG_BUFFER, 0)) sig[i] = KC__SIG(KC_ARG_LOCAL, 0);
