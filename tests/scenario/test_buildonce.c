@@ -11,7 +11,8 @@
  * The parameter probe's kernel is in a program only where a by-value
  * parameter is written as a type that is not built in (each kernel more in
  * a program costs every load of its binary), and a build that finds a
- * built-in name meaning something else is made again with it.
+ * built-in name meaning something else is made again with it. A disk
+ * hit's trial load and the links after it build the stored binary once.
  */
 #include "kc_test.h"
 
@@ -264,6 +265,35 @@ static void test_a_built_in_name_that_is_not_gets_the_probe(void **state) {
   kct_memory_only();
 }
 
+/* A disk hit's trial load and the launch that follows build the stored
+ * binary once (twice before: the trial load's program was dropped). */
+static void test_a_disk_hit_and_its_link_build_once(void **state) {
+  (void)state;
+  char dir[4096];
+  kc_runtime *rt = store_runtime(dir, sizeof dir);
+  run_lin(rt, lin_kernel(rt), kct_context(rt)); /* compiles and writes the entry */
+  kct_destroy(rt);
+  kc_options o;
+  kc_options_init(&o);
+  o.cache_dir = dir;
+  rt = kct_runtime(&o);
+  kc_kernel *k = lin_kernel(rt);
+  KCT_OK(rt, kc_kernel_compile(k)); /* the disk hit: read, verify, trial load */
+  kc_stats s = kct_stats(rt);
+  assert_int_equal(s.compiles, 0);
+  assert_int_equal(s.disk_hits, 1);
+  assert_int_equal(s.backend_builds, 1);
+  kc_context *a = kct_context(rt), *b = kct_context(rt);
+  run_lin(rt, k, a);
+  run_lin(rt, k, b);
+  s = kct_stats(rt);
+  assert_int_equal(s.links, 2);
+  assert_int_equal(s.backend_builds, 1);
+  kct_destroy(rt);
+  kct_rmrf(dir);
+  kct_memory_only();
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_only(argc, argv, KC_BACKEND_OPENCL, "OpenCL");
   if (rc >= 0) return rc;
@@ -275,6 +305,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_threads_share_the_build),
       KCT_TEST(test_probe_only_where_a_type_is_not_built_in),
       KCT_TEST(test_a_built_in_name_that_is_not_gets_the_probe),
+      KCT_TEST(test_a_disk_hit_and_its_link_build_once),
   };
   return KCT_RUN(tests);
 }

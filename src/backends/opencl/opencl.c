@@ -205,11 +205,16 @@ static kc_status ocl_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
   cl_kernel k = NULL;
   /* the compile's own program where it is in c's cl_context, else a build */
   cl_program p = ocl_kept_find(c->st, c->ctx, a.bytes, a.size);
-  if (!p) p = ocl_from_binary(c, &a);
+  bool built = !p && (p = ocl_from_binary(c, &a)) != NULL;
   if (p && !(k = ocl.clCreateKernel(p, entry, &e))) {
     ocl.clReleaseProgram(p);
     p = NULL;
   }
+  /* a program built here from a binary is kept too: a disk hit's trial
+   * load (core/cache_glue.c, a context on device 0) and the link into the
+   * caller's context that follows it build the binary once */
+  if (p && built && c->ctx == c->st->compile_ctx && ocl.clRetainProgram(p) == CL_SUCCESS)
+    ocl_keep(c->st, p, a.bytes, a.size);
   if (!p) {
     /* The platform refused the binary it produced (PoCL does when the CPU
      * it sees differs, e.g. under valgrind, or for another device of the
