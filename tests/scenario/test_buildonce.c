@@ -8,10 +8,17 @@
  * with the kernel objects, buffers and queues of each context its own. A
  * context destroyed while another uses the same cl_context leaves the
  * other working. OpenCL backend only (PoCL here), without compile helpers.
+ * The parameter probe's kernel is in a program only where a by-value
+ * parameter is written as a type that is not built in (each kernel more in
+ * a program costs every load of its binary), and a build that finds a
+ * built-in name meaning something else is made again with it. A disk
+ * hit's trial load and the links after it build the stored binary once.
  */
 #include "kc_test.h"
 
+#include <dirent.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define N 64
@@ -129,6 +136,164 @@ static void test_threads_share_the_build(void **state) {
   kct_destroy(rt);
 }
 
+/* How many entries of the store in dir hold the bytes "kc__probe" (the
+ * probe kernel's name in the program binary). */
+static int entries_with_probe(const char *dir) {
+  char v1[4200];
+  snprintf(v1, sizeof v1, "%s/v1", dir);
+  DIR *top = opendir(v1);
+  assert_non_null(top);
+  int found = 0, entries = 0;
+  for (struct dirent *b; (b = readdir(top));) {
+    if (strlen(b->d_name) != 2) continue; /* the buckets: two hex digits */
+    char bucket[4400];
+    snprintf(bucket, sizeof bucket, "%s/%s", v1, b->d_name);
+    DIR *d = opendir(bucket);
+    if (!d) continue;
+    for (struct dirent *e; (e = readdir(d));) {
+      size_t n = strlen(e->d_name);
+      if (n < 4 || strcmp(e->d_name + n - 4, ".kce")) continue;
+      char path[4700];
+      snprintf(path, sizeof path, "%s/%s", bucket, e->d_name);
+      FILE *f = fopen(path, "rb");
+      assert_non_null(f);
+      static char buf[1 << 22];
+      size_t len = fread(buf, 1, sizeof buf, f);
+      fclose(f);
+      entries++;
+      for (size_t i = 0; i + 9 <= len; i++)
+        if (!memcmp(buf + i, "kc__probe", 9)) {
+          found++;
+          break;
+        }
+    }
+    closedir(d);
+  }
+  closedir(top);
+  assert_true(entries > 0);
+  return found;
+}
+
+/* A runtime with its store in a fresh directory (dir); the suite's other
+ * runtimes keep to memory (kct_memory_only). */
+static kc_runtime *store_runtime(char *dir, size_t len) {
+  kct_mkdtemp(dir, len, "probe");
+  unsetenv("KC_CACHE_DISABLE");
+  kc_options o;
+  kc_options_init(&o);
+  o.cache_dir = dir;
+  return kct_runtime(&o);
+}
+
+/* y[j] = a * j + n + v.w: by-value parameters of built-in types only */
+static const char SRC_BI[] = "KC_KERNEL void bi(KC_GLOBAL float *y, float a, int n, uint4 v) {\n"
+                             "  size_t j = kc_global_id(0);\n"
+                             "  y[j] = a * (float)j + (float)n + (float)v.w;\n"
+                             "}\n";
+
+/* Built-in parameter types: no probe kernel in the program (one build), a
+ * struct parameter: the probe kernel in it; both compute the right thing. */
+static void test_probe_only_where_a_type_is_not_built_in(void **state) {
+  (void)state;
+  char dir[4096];
+  kc_runtime *rt = store_runtime(dir, sizeof dir);
+  kct_define(rt, "bi", SRC_BI);
+  kc_kernel *k = kct_kernel(rt, "bi", NULL);
+  kc_context *ctx = kct_context(rt);
+  kc_buffer *b = kct_buffer(rt, ctx, N);
+  float a = 2.0f, out[N];
+  int n = 1;
+  struct {
+    uint32_t x[4];
+  } __attribute__((aligned(16))) v = {{0, 0, 0, 0}};
+  kc_arg args[] = {KC_ARG_BUF(b), KC_ARG_VAL(a), KC_ARG_VAL(n), KC_ARG_VAL(v)};
+  kc_dim3 grid = {N, 1, 1}, block = {1, 1, 1};
+  KCT_OK(rt, kc_launch(k, ctx, &grid, &block, args, 4));
+  KCT_OK(rt, kc_buffer_read(b, 0, out, sizeof out));
+  kct_expect_linear(out, N, 2.0f, 1.0f);
+  assert_int_equal(kct_stats(rt).backend_builds, 1);
+  assert_int_equal(entries_with_probe(dir), 0);
+
+  /* a struct by value: its size only the probe can tell */
+  kct_define(rt, "S", "typedef struct { char c; float f; } S;");
+  kct_define(rt, "st", "KC_KERNEL void st(KC_GLOBAL float *y, S s) { y[kc_global_id(0)] = s.f; }");
+  kc_kernel *ks = kct_kernel(rt, "st", NULL);
+  struct {
+    char c;
+    float f;
+  } s = {1, 3.0f};
+  kc_arg sargs[] = {KC_ARG_BUF(b), KC_ARG_VAL(s)};
+  KCT_OK(rt, kc_launch(ks, ctx, &grid, &block, sargs, 2));
+  KCT_OK(rt, kc_buffer_read(b, 0, out, sizeof out));
+  kct_expect_linear(out, N, 0.0f, 3.0f);
+  assert_int_equal(entries_with_probe(dir), 1);
+  kc_buffer_destroy(b);
+  kct_destroy(rt);
+  kct_rmrf(dir);
+  kct_memory_only();
+}
+
+/* A parameter written as a built-in type that a macro makes a struct: the
+ * compiler names the struct, the program has no probe to say its size, so
+ * the unit is built again with the probe (two builds), which gives the
+ * struct's 3 bytes, not float3's 16. */
+static void test_a_built_in_name_that_is_not_gets_the_probe(void **state) {
+  (void)state;
+  char dir[4096];
+  kc_runtime *rt = store_runtime(dir, sizeof dir);
+  kct_define(rt, "C3", "typedef struct { char a, b, c; } C3;");
+  kct_define(rt, "float3", "#define float3 C3");
+  kct_define(rt, "fb",
+             "KC_KERNEL void fb(KC_GLOBAL float *y, float3 v) { y[kc_global_id(0)] = (float)v.c; }");
+  kc_kernel *k = kct_kernel(rt, "fb", NULL);
+  kc_context *ctx = kct_context(rt);
+  kc_buffer *b = kct_buffer(rt, ctx, N);
+  struct {
+    char a, b, c;
+  } v = {1, 2, 5};
+  float out[N];
+  kc_arg args[] = {KC_ARG_BUF(b), KC_ARG_VAL(v)};
+  kc_dim3 grid = {N, 1, 1}, block = {1, 1, 1};
+  KCT_OK(rt, kc_launch(k, ctx, &grid, &block, args, 2));
+  KCT_OK(rt, kc_buffer_read(b, 0, out, sizeof out));
+  kct_expect_linear(out, N, 0.0f, 5.0f);
+  assert_int_equal(kct_stats(rt).backend_builds, 2);
+  assert_int_equal(entries_with_probe(dir), 1);
+  kc_buffer_destroy(b);
+  kct_destroy(rt);
+  kct_rmrf(dir);
+  kct_memory_only();
+}
+
+/* A disk hit's trial load and the launch that follows build the stored
+ * binary once (twice before: the trial load's program was dropped). */
+static void test_a_disk_hit_and_its_link_build_once(void **state) {
+  (void)state;
+  char dir[4096];
+  kc_runtime *rt = store_runtime(dir, sizeof dir);
+  run_lin(rt, lin_kernel(rt), kct_context(rt)); /* compiles and writes the entry */
+  kct_destroy(rt);
+  kc_options o;
+  kc_options_init(&o);
+  o.cache_dir = dir;
+  rt = kct_runtime(&o);
+  kc_kernel *k = lin_kernel(rt);
+  KCT_OK(rt, kc_kernel_compile(k)); /* the disk hit: read, verify, trial load */
+  kc_stats s = kct_stats(rt);
+  assert_int_equal(s.compiles, 0);
+  assert_int_equal(s.disk_hits, 1);
+  assert_int_equal(s.backend_builds, 1);
+  kc_context *a = kct_context(rt), *b = kct_context(rt);
+  run_lin(rt, k, a);
+  run_lin(rt, k, b);
+  s = kct_stats(rt);
+  assert_int_equal(s.links, 2);
+  assert_int_equal(s.backend_builds, 1);
+  kct_destroy(rt);
+  kct_rmrf(dir);
+  kct_memory_only();
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_only(argc, argv, KC_BACKEND_OPENCL, "OpenCL");
   if (rc >= 0) return rc;
@@ -138,6 +303,9 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       KCT_TEST(test_compile_and_links_build_once),
       KCT_TEST(test_threads_share_the_build),
+      KCT_TEST(test_probe_only_where_a_type_is_not_built_in),
+      KCT_TEST(test_a_built_in_name_that_is_not_gets_the_probe),
+      KCT_TEST(test_a_disk_hit_and_its_link_build_once),
   };
   return KCT_RUN(tests);
 }

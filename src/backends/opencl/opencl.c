@@ -144,6 +144,18 @@ static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, siz
   ocl_result r;
   kc_status s = ocl_build_routed(st, &u, &r, log);
   if (s) return s;
+  if (r.nvals == 0 && kc__probe_count(tu) && !ocl_probe_in_program(tu)) {
+    /* every by-value parameter is written as a built-in type, but the
+     * compiler named one otherwise (or nothing): build again with the probe */
+    kc__bs_free(sv, r.bin);
+    if (r.prog) ocl.clReleaseProgram(r.prog);
+    char *text = NULL;
+    if ((s = ocl_probe_append(sv, tu, &text, &u.len)) != KC_OK) return s;
+    u.text = text;
+    s = ocl_build_routed(st, &u, &r, log);
+    kc__bs_free(sv, text);
+    if (s) return s;
+  }
   s = kc__probe_apply(sv, tu, r.vals, r.nvals, sig);
   for (uint32_t i = 0; i < tu->nparams; i++)
     if (r.local[i] && sig[i] == KC__SIG(KC_ARG_BUFFER, 0)) sig[i] = KC__SIG(KC_ARG_LOCAL, 0);
@@ -193,11 +205,16 @@ static kc_status ocl_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
   cl_kernel k = NULL;
   /* the compile's own program where it is in c's cl_context, else a build */
   cl_program p = ocl_kept_find(c->st, c->ctx, a.bytes, a.size);
-  if (!p) p = ocl_from_binary(c, &a);
+  bool built = !p && (p = ocl_from_binary(c, &a)) != NULL;
   if (p && !(k = ocl.clCreateKernel(p, entry, &e))) {
     ocl.clReleaseProgram(p);
     p = NULL;
   }
+  /* a program built here from a binary is kept too: a disk hit's trial
+   * load (core/cache_glue.c, a context on device 0) and the link into the
+   * caller's context that follows it build the binary once */
+  if (p && built && c->ctx == c->st->compile_ctx && ocl.clRetainProgram(p) == CL_SUCCESS)
+    ocl_keep(c->st, p, a.bytes, a.size);
   if (!p) {
     /* The platform refused the binary it produced (PoCL does when the CPU
      * it sees differs, e.g. under valgrind, or for another device of the

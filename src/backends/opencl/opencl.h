@@ -207,12 +207,19 @@ int ocl_device_count(void *state);
 const char *ocl_device_name(void *state, int index);
 const char *ocl_identity(void *state);
 
-/* probe.c: the parameter probe (backend.h). */
+/* probe.c: the parameter probe (backend.h). The epilogue appends the probe
+ * kernel only where ocl_probe_in_program: some by-value parameter of tu is
+ * written as a type other than OpenCL C's built-in scalars and vectors. */
 kc_status ocl_epilogue(void *state, const kc__tu *tu, kc__sb *out);
+bool ocl_probe_in_program(const kc__tu *tu);
+/* tu's text with the probe kernel appended, in *text (sv's heap; the
+ * caller frees it) and *len: for a unit the epilogue left it out of. */
+kc_status ocl_probe_append(const kc__bsvc *sv, const kc__tu *tu, char **text, size_t *len);
 /* The probe's values for u's by-value parameters into r (nvals 0 when it
  * has none), from the compiler: the types' names (entry: the kernel) where
- * all are built in, else a run of prog's probe kernel; KC_ECOMPILE saying
- * why if it cannot. */
+ * all are built in, else a run of prog's probe kernel; nvals 0 too when
+ * they are not and prog has no probe kernel; KC_ECOMPILE saying why if it
+ * cannot. */
 kc_status ocl_probe_read(ocl_state *st, cl_program prog, cl_kernel entry, const ocl_unit *u, ocl_result *r);
 /* checked.c: checked mode's buffer views (backend.h, buf_view). */
 kc_status ocl_buf_view(void *bctx, const kc__bufh *whole, size_t off, size_t size, kc__bufh *view);

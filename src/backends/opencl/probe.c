@@ -11,16 +11,20 @@
  * scalar or vector types, whose sizes and alignments the OpenCL C
  * specification fixes (6.1.1, 6.1.2, 6.1.5), the kernel is not run: on
  * PoCL a run costs the probe kernel's code generation.
+ *
+ * Nor is the probe kernel in the program at all when every by-value
+ * parameter is written as such a type: a second kernel in the program
+ * costs every load of its binary (PoCL writes each kernel's files on
+ * clBuildProgram of a binary): a disk hit took 2.4-3.1 ms instead of
+ * 1.8-2.2, the link and run after it 1.8-2.3 instead of 1.3-1.7
+ * (doc/benchmarks.md, "OpenCL warm start").
+ * What the compiler says still decides: if it then names a type that is not
+ * built in (a macro, a platform without argument info), the program has no
+ * probe to run and ocl_compile builds the unit again with it.
  */
 #include "backends/opencl/opencl.h"
 
 #include <string.h>
-
-kc_status ocl_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
-  (void)state;
-  kc__probe_emit(out, tu, KC__PROBE_OPENCL);
-  return KC_OK;
-}
 
 /* The size of the built-in type that clGetKernelArgInfo names t ("int",
  * "uint4", "half"), which is also its alignment (a 3-vector is a 4-vector's
@@ -44,6 +48,39 @@ static uint32_t ocl_builtin_size(const char *t) {
     if (!strcmp(v, "16")) return 16 * base[i].size;
   }
   return 0;
+}
+
+bool ocl_probe_in_program(const kc__tu *tu) {
+  for (uint32_t i = 0; i < tu->nparams; i++) {
+    if (tu->params[i].is_buffer) continue;
+    const char *t = tu->params[i].type;
+    while (*t == ' ' || *t == '\t') t++;
+    size_t n = strlen(t);
+    while (n && (t[n - 1] == ' ' || t[n - 1] == '\t')) n--;
+    char name[64];
+    if (n >= sizeof name) return true;
+    memcpy(name, t, n);
+    name[n] = '\0';
+    if (!ocl_builtin_size(name)) return true;
+  }
+  return false;
+}
+
+kc_status ocl_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
+  (void)state;
+  if (ocl_probe_in_program(tu)) kc__probe_emit(out, tu, KC__PROBE_OPENCL);
+  return KC_OK;
+}
+
+kc_status ocl_probe_append(const kc__bsvc *sv, const kc__tu *tu, char **text, size_t *len) {
+  kc__sb sb;
+  kc__sb_init(&sb, &sv->heap);
+  kc__sb_append(&sb, tu->text, tu->len);
+  kc__sb_puts(&sb, "\n");
+  kc__probe_emit(&sb, tu, KC__PROBE_OPENCL);
+  *len = sb.len;
+  *text = kc__sb_take(&sb);
+  return *text ? KC_OK : kc__bs_err(sv, KC_ENOMEM, "out of memory building the source of '%s'", tu->entry);
 }
 
 /* The probe's values from the compiler's names of the parameter types, if
@@ -72,7 +109,7 @@ static cl_int ocl_probe_values(ocl_state *st, cl_program prog, cl_ulong *vals, s
   cl_int e;
   *what = "clCreateKernel(kc__probe)";
   cl_kernel k = ocl.clCreateKernel(prog, "kc__probe", &e);
-  if (!k) return e;
+  if (!k) return e; /* CL_INVALID_KERNEL_NAME: the epilogue left it out */
   *what = "clCreateCommandQueue";
   cl_command_queue q = ocl.clCreateCommandQueue(st->compile_ctx, st->devices[0], 0, &e);
   cl_mem b = NULL;
@@ -113,6 +150,7 @@ kc_status ocl_probe_read(ocl_state *st, cl_program prog, cl_kernel entry, const 
   const char *what = "";
   memset(vals, 0, sizeof vals);
   cl_int e = ocl_probe_values(st, prog, vals, n, &what);
+  if (e == CL_INVALID_KERNEL_NAME) return KC_OK; /* no probe in prog: nvals 0, ocl_compile adds it */
   if (e != CL_SUCCESS)
     return kc__bs_err(st->sv, KC_ECOMPILE, "kernel '%s': running the parameter probe failed: %s: %s (%d)",
                       u->entry, what, ocl_errname(e), (int)e);

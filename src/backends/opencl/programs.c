@@ -9,9 +9,11 @@
  * A kept program is found by its binary's bytes (a copy is kept with it),
  * so a link uses it only for exactly the artifact it was built from; each
  * link retains it (ocl_unlink releases), and the table keeps the
- * OCL_KEEP most recent ones. A disk or remote hit, an adopted context
- * (kc_context_wrap), another device's context, or a program that left the
- * table builds from the binary as before. Each kcache context still has
+ * OCL_KEEP most recent ones. A program a link built from a binary in the
+ * compile context (a disk or remote hit's trial load) is kept the same way,
+ * so the link that follows the hit does not build it again. An adopted
+ * context (kc_context_wrap), another device's context, or a program that
+ * left the table builds from the binary as before. Each kcache context still has
  * its own queue, buffers and kernel objects; st->lock guards the table and
  * the shared contexts.
  */
