@@ -30,6 +30,7 @@ if [[ $what == test ]]; then
     [libclang-rt-dev]="clang's sanitizer runtimes"
     [valgrind]="instruction counts in the benchmark"
     [tcc]="fast kernel compiles in benchmarks and tests"
+    [strace]="a header missing at tcc's first lookups, made certain (strace's fault injection) in a test"
     [redis-server]="a real Redis for the remote tier's tests and benchmark (started on a free port)"
     [libhiredis-dev]="the remote tier's Redis client (hiredis, opened with dlopen; kcache builds without it)"
     [libssl-dev]="HMAC-SHA256 for KC_REMOTE_KEY (libcrypto, opened with dlopen)"

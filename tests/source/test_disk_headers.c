@@ -617,3 +617,57 @@ void test_disk_headers_tcc_unidentified(void **state) {
   free(saved);
   disk_close(&d);
 }
+
+/* Host backend, tcc: a header of $C_INCLUDE_PATH that is not there when
+ * tcc looks in the directories kcache gives it as -I, and is there a moment
+ * later (an editor removes it, then renames the new text into place) was
+ * found again in tcc's own system directories, read, and left out of its
+ * list, so that the code compiled from it never ended. tcc now runs
+ * without $C_INCLUDE_PATH and $CPATH: such a compile fails, as a cold one
+ * at that moment would. The moment is made certain by strace, which fails
+ * the first two opens of the header in the compiler (the -I lookups). */
+void test_disk_headers_tcc_header_appearing(void **state) {
+  (void)state;
+  if (kct_backend != KC_BACKEND_HOST || !kct_in_path("tcc") || !kct_in_path("strace") ||
+      system("strace -qq -o /dev/null true 2>/dev/null") != 0)
+    skip();
+  disk d;
+  disk_open(&d);
+  const char *old = getenv("C_INCLUDE_PATH");
+  char *saved = old ? strdup(old) : NULL;
+  setenv("C_INCLUDE_PATH", d.inc1, 1);
+  put(d.inc1, "kc_sys_a.h", "#define SAV 1.0f\n");
+  char cc[160];
+  snprintf(cc, sizeof cc, "%s/tcc-header-late", d.root);
+  kct_write_script(cc,
+                   "#!/bin/sh\n"
+                   "exec strace -f -qq -o /dev/null -P '%s/kc_sys_a.h' -e trace=open,openat "
+                   "-e inject=open,openat:error=ENOENT:when=1..2 tcc \"$@\"\n",
+                   d.inc1);
+  kc_options o;
+  kc_options_init(&o);
+  o.cache_disable = true;
+  o.host_cc = cc;
+  kct_fixture f = {0};
+  f.rt = kct_runtime(&o);
+  f.ctx = kct_context(f.rt);
+  f.buf = kct_buffer(f.rt, f.ctx, KCT_FX_N);
+  kct_define(f.rt, "ka",
+             "#include <kc_sys_a.h>\nKC_KERNEL void ka(KC_GLOBAL float *y) { y[kc_global_id(0)] = SAV; }");
+  kc_kernel *k = kct_kernel(f.rt, "ka", NULL);
+  kc_status st = kct_run(k, f.ctx, f.buf, KCT_FX_N, f.out);
+  if (st == KC_OK) assert_true(f.out[0] == 1.0f);
+  else KCT_CONTAINS(kc_errmsg(f.rt), "kc_sys_a.h"); /* not found, as tcc looked */
+  put(d.inc1, "kc_sys_a.h", "#define SAV 2.0f\n");
+  (void)refresh(f.rt);
+  st = kct_run(k, f.ctx, f.buf, KCT_FX_N, f.out);
+  if (st == KC_OK && f.out[0] != 2.0f)
+    fail_msg("code compiled from a header tcc found late gave %g after the header changed (2 on disk)",
+             f.out[0]);
+  kc_kernel_destroy(k);
+  kct_fx_close(&f);
+  if (saved) setenv("C_INCLUDE_PATH", saved, 1);
+  else unsetenv("C_INCLUDE_PATH");
+  free(saved);
+  disk_close(&d);
+}

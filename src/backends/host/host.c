@@ -196,9 +196,18 @@ static kc_status host_cc(host_state *s, const char *sysinc, const char *src, con
   for (int i = 0, at = 0; !st && i < ninc; i++, at += (int)strlen(inc.buf + at) + 1)
     argv[argc++] = inc.buf + at;
   argv[argc] = NULL;
+  /* tcc: without $CPATH and $C_INCLUDE_PATH, whose directories it has as
+   * -I: it would search them again, as system directories, whose headers it
+   * does not list; a header that appears there between the two searches
+   * (rewritten as editors do: removed, then renamed into place) would be
+   * read and not recorded, and its code never end (sysinc.c) */
+  char **env = NULL;
+  if (!st && sysinc && !(env = host_sysinc_env(s)))
+    st = kc__bs_err(sv, KC_ENOMEM, "out of memory running the host compiler");
   int code = -1, sig_no = 0;
   bool ran = !st;
-  if (ran) st = host_run_tool(s, argv, lg, &code, &sig_no);
+  if (ran) st = host_run_tool(s, argv, env, lg, &code, &sig_no);
+  kc__bs_free(sv, env);
   for (int i = 0; i < opts.cc_argc; i++) kc__bs_free(sv, opts.cc_argv[i]);
   for (int i = 0; i < optw.cc_argc; i++) kc__bs_free(sv, optw.cc_argv[i]);
   kc__sb_free(&inc);
@@ -456,7 +465,7 @@ static const char *host_identity(void *state) {
     for (int i = 1; i < s->cc_argc; i++) kc__sb_printf(&sb, "%s ", s->cc_argv[i]);
     void *text = NULL;
     size_t n = 0;
-    kc_status st = made ? host_run_tool(s, argv, lg, &code, &sig) : KC_EIO;
+    kc_status st = made ? host_run_tool(s, argv, NULL, lg, &code, &sig) : KC_EIO;
     if (st == KC_OK) st = host_read_file(s->sv, lg, &text, &n);
     if (st == KC_OK) {
       size_t first = strcspn(text, "\n");

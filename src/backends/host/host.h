@@ -61,8 +61,10 @@ static inline const kc__bsvc *host_sv(const kc__blinked *l) { return ((const hos
 const char *host_unavailable(const kc__bconfig *cfg);
 /* prog itself if it has a '/', else its first executable match in $PATH. */
 bool host_find_in_path(const char *prog, char *out, size_t outlen);
-kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path, int *exit_code,
-                        int *signal_no);
+/* Runs argv with stdout and stderr into log_path, bounded by the compile
+ * timeout; envp: its environment (NULL: the process's). */
+kc_status host_run_tool(host_state *s, char *const argv[], char *const envp[], const char *log_path,
+                        int *exit_code, int *signal_no);
 kc_status host_read_file(const kc__bsvc *sv, const char *path, void **out, size_t *size);
 kc_status host_write_file(const kc__bsvc *sv, const char *path, const void *data, size_t n);
 /* The paths of a compiler's dependency file (cc -MD -MF) into out, each
@@ -98,6 +100,11 @@ int host_workdir_sweep(const host_state *s);
 #define KC__HOST_MAX_SYSINC 64 /* words it may add */
 kc_status host_sysinc_probe(host_state *s, const char *dir);
 kc_status host_sysinc_args(const host_state *s, const char *sysinc, bool nostdinc, kc__sb *out, int *count);
+/* The process's environment without $CPATH and $C_INCLUDE_PATH, for tcc
+ * given their directories as -I (host_sysinc_args): NULL-terminated, the
+ * strings the process's own (free the array with kc__bs_free); NULL when
+ * out of memory. */
+char **host_sysinc_env(const host_state *s);
 /* Whether a compile with s may run: with tcc, only once its system
  * directories are known (else what it reads there would go unrecorded);
  * reads them under ident_lock into *sysinc (NULL: not tcc). */

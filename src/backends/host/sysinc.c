@@ -11,9 +11,13 @@
  * same directories given as -I, in the order tcc searches them: $CPATH,
  * then $C_INCLUDE_PATH, then the built-in list (`tcc -vv`, "include:"),
  * all after the compile options' own -I. tcc then finds the same files
- * (it adds $CPATH and $C_INCLUDE_PATH again, behind, where they find
- * nothing new) and lists them all. With -nostdinc in the compile options,
- * only the environment's directories are added.
+ * and lists them all. It runs without $CPATH and $C_INCLUDE_PATH in its
+ * environment: it would add their directories again, behind, as system
+ * ones, and a header missing at the -I and present there a moment later
+ * (an editor's rewrite: removed, then renamed into place, while tcc
+ * searches) was read and not listed, and the code compiled from it never
+ * ended (the oracle's stale result of issue 22). With -nostdinc in the
+ * compile options, only the environment's directories are added.
  */
 #include "host.h"
 
@@ -21,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+extern char **environ;
 
 /* The directories of tcc's `-vv` output (the indented lines after
  * "include:") into out, one per line. False if it had none. */
@@ -51,7 +57,7 @@ kc_status host_sysinc_probe(host_state *s, const char *dir) {
   snprintf(lg, sizeof lg, "%s/sysinc.log", dir);
   char *argv[] = {s->cc_argv[0], "-vv", NULL};
   int code = 0, sig = 0;
-  kc_status st = host_run_tool(s, argv, lg, &code, &sig);
+  kc_status st = host_run_tool(s, argv, NULL, lg, &code, &sig);
   void *text = NULL;
   size_t n = 0;
   if (st == KC_OK) st = host_read_file(s->sv, lg, &text, &n);
@@ -100,6 +106,18 @@ kc_status host_sysinc_args(const host_state *s, const char *sysinc, bool nostdin
   sysinc_add(out, getenv("C_INCLUDE_PATH"), ':', count);
   if (!nostdinc) sysinc_add(out, sysinc, '\n', count);
   return out->failed ? kc__bs_err(s->sv, KC_ENOMEM, "out of memory") : KC_OK;
+}
+
+char **host_sysinc_env(const host_state *s) {
+  size_t n = 0;
+  while (environ[n]) n++;
+  char **env = kc__bs_alloc(s->sv, (n + 1) * sizeof *env);
+  if (!env) return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(environ[i], "CPATH=", 6) && strncmp(environ[i], "C_INCLUDE_PATH=", 15)) env[k++] = environ[i];
+  env[k] = NULL;
+  return env;
 }
 
 kc_status host_sysinc_ready(host_state *s, const char **sysinc) {

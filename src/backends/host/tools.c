@@ -91,9 +91,8 @@ static kc_status host_await(host_state *s, pid_t pid, const char *what, int *sta
   }
 }
 
-/* Runs argv with stdout and stderr into log_path; bounded by timeout_ms. */
-kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path, int *exit_code,
-                        int *signal_no) {
+kc_status host_run_tool(host_state *s, char *const argv[], char *const envp[], const char *log_path,
+                        int *exit_code, int *signal_no) {
   const kc__bsvc *sv = s->sv;
   *exit_code = -1;
   *signal_no = 0;
@@ -112,7 +111,7 @@ kc_status host_run_tool(host_state *s, char *const argv[], const char *log_path,
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid;
-  int err = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
+  int err = posix_spawnp(&pid, argv[0], &fa, &attr, argv, envp ? envp : environ);
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   if (err)
