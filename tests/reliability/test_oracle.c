@@ -486,21 +486,27 @@ static void mismatch(tested *t, const char *who, const char *kernel, outcome got
 
 static bool same(outcome a, outcome b) { return a.st == b.st && (a.st || a.value == b.value); }
 
+/* The disk cache and the header directory copied aside (KC_ORACLE_KEEP=DIR),
+ * at the first mismatch only (a later one's launches may have written over
+ * an entry), for reading after the run: 0 copied, >0 the copy failed, -1
+ * not asked for or done already. */
+static int keep_evidence(void) {
+  static atomic_flag done = ATOMIC_FLAG_INIT;
+  const char *keep = getenv("KC_ORACLE_KEEP");
+  if (!keep || !*keep || atomic_flag_test_and_set(&done)) return -1;
+  char cmd[3 * KCT_DIR_LEN + 600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s' && cp -a '%s' '%s' '%s/'", keep, keep, cfg.cache,
+           cfg.inc, keep);
+  return system(cmd);
+}
+
 /* More of a latest-world mismatch, appended to msg: the same kernel again
  * through a new handle (a stale handle cache gives the right value there)
  * and through a new runtime on the same disk cache (a wrong entry on disk
- * gives the wrong value there too); and the disk cache and the header
- * directory copied aside (KC_ORACLE_KEEP=DIR), for reading after the run. */
+ * gives the wrong value there too), after keep_evidence. */
 static void evidence(tested *t, int i, char *msg, size_t room) {
-  /* first, before a launch below writes over an entry */
+  int kept = keep_evidence(); /* first, before a launch below writes over an entry */
   const char *keep = getenv("KC_ORACLE_KEEP");
-  int kept = -1;
-  if (keep && *keep) {
-    char cmd[3 * KCT_DIR_LEN + 600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s' && cp -a '%s' '%s' '%s/'", keep, keep, cfg.cache,
-             cfg.inc, keep);
-    kept = system(cmd);
-  }
   kc_kernel *k2 = NULL;
   outcome fresh = {KC_EINVAL, 0, ""};
   if (kc_kernel_create(t->rt, kname[i], NULL, &k2) == KC_OK) {
@@ -524,7 +530,7 @@ static void evidence(tested *t, int i, char *msg, size_t room) {
            kept == 0  ? "disk cache and headers copied to "
            : kept > 0 ? "copying failed to "
                       : "not copied",
-           kept >= 0 ? keep : "");
+           kept >= 0 && keep ? keep : "");
 }
 
 /* The kernels in the latest world, against the oracle. */
@@ -620,6 +626,7 @@ static void *pinner(void *arg) {
           char who[200];
           kc_code_info ci = {0};
           kc_status cs = kc_kernel_code(k[i], &ci);
+          (void)keep_evidence();
           snprintf(who, sizeof who, "pinned world %llu (recorded %llu; code: %s, #%llu, %llu..%llu)",
                    (unsigned long long)w, (unsigned long long)rec.w, kc_status_name(cs),
                    (unsigned long long)ci.id, (unsigned long long)ci.min_world,
