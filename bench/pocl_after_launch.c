@@ -35,7 +35,8 @@ static double now_ms(void) {
 /* kc_bench_util.h's typical kernel, as OpenCL C */
 static const char *src =
     "float lerp3(float a, float b, float t) { return a + (b - a) * t; }\n"
-    "float smooth(float x) { x = x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); return x * x * (3.0f - 2.0f * x); }\n"
+    "float smooth(float x) { x = x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); return x * x * (3.0f - 2.0f * x); "
+    "}\n"
     "float poly(float x) { float r = 0.0f; for (int i = 0; i < 8; i++) r = r * x + (float)(i + 1) * 0.125f;"
     " return r; }\n"
     "float shade(float x, float y) { return lerp3(smooth(x), poly(y), 0.25f) + smooth(y) * poly(x); }\n"

@@ -479,7 +479,8 @@ kc_status kc_collect(kc_runtime *rt, kc_collect_info *out);
  * records every file the compile read: on the host backend the files the
  * compiler lists (cc -MD; tcc lists no header of a system directory, so
  * kcache runs it with -nostdinc and gives it those directories as -I:
- * $CPATH, $C_INCLUDE_PATH, then its own, in the order it searches them);
+ * $CPATH, $C_INCLUDE_PATH, then its own, in the order it searches them,
+ * and without those two variables, so that it searches nothing unlisted);
  * on OpenCL and CUDA, whose compilers tell nothing, the files kcache
  * finds itself by following the #include lines (nested ones too, whatever
  * #if around them), each looked for in the working directory and then in
