@@ -162,7 +162,8 @@ kc_status host_entry_prologue(void *state, const kc__tu *tu, kc__sb *out) {
 /* The packed arguments (struct kc__a), kc__group and, with barriers, its
  * fibers' entry; split (non-NULL): kc__split (split.c), which the group
  * runs when what its items keep fits HOST_SPLIT_MAX_BYTES. */
-static void emit_group(const kc__tu *tu, bool fibers, const kc__sb *split, bool ids_out, kc__sb *out) {
+static void emit_group(const kc__tu *tu, bool fibers, const kc__sb *split, bool int_ids, bool ids_out,
+                       kc__sb *out) {
   uint32_t n = tu->nparams;
   kc__sb_puts(out, "struct kc__a {");
   for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, " %s kc__v%u;", tu->params[i].type, i);
@@ -203,7 +204,8 @@ static void emit_group(const kc__tu *tu, bool fibers, const kc__sb *split, bool 
               "                         {kc__b[0], kc__b[1], kc__b[2]}, {kc__ng[0], kc__ng[1], kc__ng[2]},\n"
               "                         kc__t->kc__scratch};\n"
               "  const struct kc__wi *kc__saved = kc__t->kc__item;\n");
-  if (split || !fibers) /* the group's global ids all fit in int: the loops' int variables are its ids */
+  if ((split && int_ids) || !fibers)
+    /* the group's global ids all fit in int: the loops' int variables are its ids */
     kc__sb_puts(
         out, "  const int kc__nar = (unsigned long long)kc__gid[0] * kc__b[0] + kc__b[0] <= 0x7fffffffu &&\n"
              "    (unsigned long long)kc__gid[1] * kc__b[1] + kc__b[1] <= 0x7fffffffu &&\n"
@@ -214,12 +216,14 @@ static void emit_group(const kc__tu *tu, bool fibers, const kc__sb *split, bool 
         "  if (kc__b[0] <= %uu && kc__b[1] <= %uu && kc__b[2] <= %uu &&\n"
         "      (unsigned long long)kc__b[0] * kc__b[1] * kc__b[2] <= %uu / sizeof(struct kc__S)) {\n"
         "    kc__t->kc__item = &kc__w; /* for functions other than the kernel */\n"
-        "    /* (two copies of the kernel: one with int ids, one without) */\n"
-        "    int kc__r = kc__nar ? kc__split(&kc__w, kc__x, 1) : kc__split(&kc__w, kc__x, 0);\n"
+        "    /* (int ids: two copies of the kernel, with int global ids and without) */\n"
+        "    int kc__r = %s;\n"
         "    kc__t->kc__item = kc__saved;\n"
         "    return kc__r;\n"
         "  }\n",
-        HOST_SPLIT_MAX_BYTES, HOST_SPLIT_MAX_BYTES, HOST_SPLIT_MAX_BYTES, HOST_SPLIT_MAX_BYTES);
+        HOST_SPLIT_MAX_BYTES, HOST_SPLIT_MAX_BYTES, HOST_SPLIT_MAX_BYTES, HOST_SPLIT_MAX_BYTES,
+        int_ids ? "kc__nar ? kc__split(&kc__w, kc__x, 1) : kc__split(&kc__w, kc__x, 0)"
+                : "kc__split(&kc__w, kc__x, 0)");
   if (fibers) {
     kc__sb_puts(out, "  struct kc__f kc__f = {kc__x, kc__w};\n"
                      "  int kc__r = kc__fibers(kc__hs, kc__b[0] * kc__b[1] * kc__b[2], kc__item, &kc__f);\n"
@@ -361,12 +365,12 @@ kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
    * which may move it) */
   kc__sb split;
   kc__sb_init(&split, &sv->heap);
-  bool is_split = false;
+  bool is_split = false, int_ids = false;
   if (fibers) {
     /* with barriers: split at them where that is certain, else fibers */
     const char *why = NULL;
     unsigned nbar = 0;
-    is_split = host_split_emit(sv, tu, &split, &why, &nbar);
+    is_split = host_split_emit(sv, tu, &split, &why, &nbar, &int_ids);
     if (is_split)
       kc__log_to(sv->log, KC_LOG_DEBUG,
                  "host: '%s' runs its work groups as loops over their items, split at %u barrier%s",
@@ -377,7 +381,7 @@ kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
   }
   bool ids_out = !fibers && host_ids_outside(sv, tu);
   kc__sb_printf(out, "#undef %s\n#define KC__COPIES %d\n", tu->entry, copies);
-  emit_group(tu, fibers, is_split ? &split : NULL, ids_out, out);
+  emit_group(tu, fibers, is_split ? &split : NULL, int_ids, ids_out, out);
   kc__sb_free(&split);
   emit_grid(tu, out);
   emit_launch(tu, out);

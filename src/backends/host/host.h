@@ -176,7 +176,8 @@ kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out);
  * returns true, with *nbar the barriers it split at; or returns false with *why, what it cannot split with
  * certainty (the kernel then runs as fibers). host_split_bad: kc__split_bad, the hook a split kernel calls
  * when its items disagree at a condition around a barrier. */
-bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const char **why, unsigned *nbar);
+bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const char **why, unsigned *nbar,
+                     bool *int_ids);
 int host_split_bad(void *hs, unsigned item, int first);
 /* Whether the closure past the prelude, but for the kernel's body, may read
  * an item's own ids (a helper, through the thread's item); true where it

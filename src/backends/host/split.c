@@ -101,6 +101,7 @@ typedef struct sp {
   const char *last_pp; /* where the last preprocessor line tokenize skipped starts */
   uint32_t *alias; /* for each token of a name that has aliases, its alias (else 0); NULL: none */
   unsigned nbar, ncond, nregion;
+  bool int_ids; /* the kernel takes an id as int: `(int)kc_local_id(0)`, `int x = kc_global_id(0)` */
   uint32_t top_last_bar; /* the top level's statement index after which no barrier comes */
   /* the expressions of loops with barriers run once for the group when
    * uniform: their increments, and their inits that are not declarations */
@@ -1514,23 +1515,36 @@ static bool emit_function(sp *x, const kc__tu *tu, int root, uint32_t b0, uint32
                     ? "kc__w->lid[0] = kc__l; kc__w->lid[1] = kc__y; kc__w->lid[2] = kc__z;"
                     : "");
   /* the item's index computed from the row's (a counter carried across
-   * rows keeps gcc from vectorizing the innermost loop); int counters (the
-   * group has at most HOST_SPLIT_MAX_BYTES items), whose addresses gcc
-   * sees affine */
-  kc__sb_puts(body, "#define KC__ITEMS for (int kc__z = 0; kc__z < kc__n2; kc__z++) "
-                    "for (int kc__y = 0; kc__y < kc__n1; kc__y++) "
-                    "for (int kc__row = (kc__z * kc__n1 + kc__y) * kc__n0, kc__l = 0; "
-                    "kc__l < kc__n0; kc__l++)\n"
-                    "#define kc__i (kc__row + kc__l)\n");
-  /* in the loops, an item's ids are the loops' variables; its global ids
-   * int ones too where they all fit in int (kc__nar, a constant in each of
-   * the group function's two copies) */
-  kc__sb_puts(body,
-              "#undef kc_local_id\n"
-              "#define kc_local_id(d) ((size_t)KC__PICK((d), kc__l, kc__y, kc__z))\n"
-              "#undef kc_global_id\n"
-              "#define kc_global_id(d) (kc__nar ? (size_t)KC__PICK((d), kc__G0 + kc__l, kc__G1 + kc__y, "
-              "kc__G2 + kc__z) : kc_group_id(d) * kc_local_size(d) + kc_local_id(d))\n");
+   * rows keeps gcc from vectorizing the innermost loop). A kernel that
+   * takes its ids as int (x->int_ids): int counters (the group has at most
+   * HOST_SPLIT_MAX_BYTES items), so that (int)kc_local_id(0) is the
+   * counter itself, whose addresses gcc sees affine (cut from a size_t,
+   * they are not: gathers); its global ids int ones too where they all fit
+   * in int (kc__nar, a constant in each of the group function's two
+   * copies). Any other: size_t counters, which gcc splits a loop over at
+   * `if (l < s)` (a tree reduction; as an int's widening it does not, and
+   * runs every item masked at each step). */
+  if (x->int_ids)
+    kc__sb_puts(body,
+                "#define KC__ITEMS for (int kc__z = 0; kc__z < kc__n2; kc__z++) "
+                "for (int kc__y = 0; kc__y < kc__n1; kc__y++) "
+                "for (int kc__row = (kc__z * kc__n1 + kc__y) * kc__n0, kc__l = 0; "
+                "kc__l < kc__n0; kc__l++)\n"
+                "#define kc__i (kc__row + kc__l)\n"
+                "#undef kc_global_id\n"
+                "#define kc_global_id(d) (kc__nar ? (size_t)KC__PICK((d), kc__G0 + kc__l, kc__G1 + kc__y, "
+                "kc__G2 + kc__z) : kc_group_id(d) * kc_local_size(d) + kc_local_id(d))\n");
+  else
+    kc__sb_puts(body, "#define KC__ITEMS for (unsigned kc__z = 0; kc__z < (unsigned)kc__n2; kc__z++) "
+                      "for (unsigned kc__y = 0; kc__y < (unsigned)kc__n1; kc__y++) "
+                      "for (size_t kc__row = ((size_t)kc__z * (unsigned)kc__n1 + kc__y) * (unsigned)kc__n0, "
+                      "kc__l = 0; kc__l < (unsigned)kc__n0; kc__l++)\n"
+                      "#define kc__i (kc__row + kc__l)\n"
+                      "#undef kc_global_id\n"
+                      "#define kc_global_id(d) (kc_group_id(d) * kc_local_size(d) + kc_local_id(d))\n");
+  /* in the loops, an item's ids are the loops' variables */
+  kc__sb_puts(body, "#undef kc_local_id\n"
+                    "#define kc_local_id(d) ((size_t)KC__PICK((d), kc__l, kc__y, kc__z))\n");
   kc__sb_puts(
       body,
       "KC_KERNEL int kc__split(struct kc__wi *kc__w, const struct kc__a *kc__x, const int kc__nar) {\n"
@@ -1589,7 +1603,19 @@ bool host_ids_outside(const kc__bsvc *sv, const kc__tu *tu) {
   return out;
 }
 
-bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const char **why, unsigned *nbar) {
+/* Whether the body [b0, b1) takes a local or global id as int: a cast
+ * `(int)kc_local_id(..)` or a declaration `int x = kc_global_id(..)`. */
+static bool takes_int_ids(const sp *x, uint32_t b0, uint32_t b1) {
+  for (uint32_t i = b0 + 3; i < b1; i++) {
+    if (!is(x, i, "kc_local_id") && !is(x, i, "kc_global_id")) continue;
+    if (is(x, i - 3, "(") && is(x, i - 2, "int") && is(x, i - 1, ")")) return true;
+    if (is(x, i - 3, "int") && x->t[i - 2].k == T_ID && is(x, i - 1, "=")) return true;
+  }
+  return false;
+}
+
+bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const char **why, unsigned *nbar,
+                     bool *int_ids) {
   sp x;
   memset(&x, 0, sizeof x);
   x.sv = sv, x.tu = tu;
@@ -1597,6 +1623,7 @@ bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const ch
   *why = NULL;
   uint32_t b0 = 0, b1 = 0;
   int root = read_kernel(&x, tu, &b0, &b1);
+  x.int_ids = *int_ids = root >= 0 && takes_int_ids(&x, b0, b1);
   kc__sb body;
   kc__sb_init(&body, &sv->heap);
   x.out = &body;
