@@ -869,6 +869,68 @@ static void test_split_falls_back_to_fibers(void **state) {
   kct_destroy(rt);
 }
 
+/* Global ids past INT_MAX: the host runs a group whose global ids all fit
+ * in int with int loop variables as its ids, any other with the size_t
+ * ones; the items at the boundary, read as size_t and cut to int, in a
+ * kernel without barriers and in one split at a barrier. */
+static const char SRC_FAR[] =
+    "KC_KERNEL void far(KC_GLOBAL unsigned *out) {\n"
+    "  size_t g = kc_global_id(0);\n"
+    "  if (g < 0x7fffff00u) return;\n"
+    "  size_t j = g - 0x7fffff00u;\n"
+    "  out[3 * j] = (unsigned)(g >> 1);\n"
+    "  out[3 * j + 1] = (unsigned)(int)kc_global_id(0);\n"
+    "  out[3 * j + 2] = (unsigned)(kc_group_id(0) * kc_local_size(0) + kc_local_id(0));\n"
+    "}\n";
+static const char SRC_FAR_SPLIT[] = "KC_KERNEL void farsplit(KC_GLOBAL unsigned *out) {\n"
+                                    "  KC_LOCAL unsigned seen[256];\n"
+                                    "  size_t g = kc_global_id(0);\n"
+                                    "  int l = (int)kc_local_id(0);\n"
+                                    "  seen[l] = (unsigned)(int)kc_global_id(0);\n"
+                                    "  kc_barrier();\n"
+                                    "  if (g < 0x7fffff00u) return;\n"
+                                    "  size_t j = g - 0x7fffff00u;\n"
+                                    "  out[3 * j] = (unsigned)(g >> 1);\n"
+                                    "  out[3 * j + 1] = seen[255 - l];\n"
+                                    "  out[3 * j + 2] = (unsigned)kc_global_id(0);\n"
+                                    "}\n";
+
+static void test_global_ids_past_int_max(void **state) {
+  (void)state;
+  /* 2^31 + 256 items: CPU work; the other backends run it too, but only
+   * the host has two ways to run it */
+  if (kct_backend != KC_BACKEND_HOST) skip();
+  enum { NOUT = 512 };
+  kc_runtime *rt = paths_runtime();
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "far", SRC_FAR);
+  kct_define(rt, "farsplit", SRC_FAR_SPLIT);
+  const char *names[] = {"far", "farsplit"};
+  for (int k = 0; k < 2; k++) {
+    kc_buffer *bo;
+    KCT_OK(rt, kc_buffer_create(ctx, 3 * NOUT * sizeof(unsigned), &bo));
+    kc_arg args[] = {KC_ARG_BUF(bo)};
+    kc_dim3 g = {(1u << 23) + 1, 1, 1}, b = {256, 1, 1};
+    KCT_OK(rt, kc_launch(kct_kernel(rt, names[k], NULL), ctx, &g, &b, args, 1));
+    KCT_OK(rt, kc_context_finish(ctx));
+    unsigned *out = kct_calloc(3 * NOUT * sizeof(unsigned));
+    KCT_OK(rt, kc_buffer_read(bo, 0, out, 3 * NOUT * sizeof(unsigned)));
+    for (unsigned j = 0; j < NOUT; j++) {
+      unsigned long long gid = 0x7fffff00ull + j;
+      /* farsplit: the value its group's mirror item saw */
+      unsigned long long mirror = gid - gid % 256 + (255 - gid % 256);
+      unsigned want[3] = {(unsigned)(gid >> 1), (unsigned)(k ? mirror : gid), (unsigned)gid};
+      for (int c = 0; c < 3; c++)
+        if (out[3 * j + c] != want[c])
+          fail_msg("%s: out[%u] = %u, expected %u", names[k], 3 * j + c, out[3 * j + c], want[c]);
+    }
+    kct_free(out);
+    kc_buffer_destroy(bo);
+  }
+  expect_path("farsplit", true);
+  kct_destroy(rt);
+}
+
 KCT_MAIN_INIT_ONLY(KCT_TEST(test_reduction_with_local_memory_and_barriers), KCT_TEST(test_tiled_matmul),
                    KCT_TEST(test_ids_from_helpers_on_large_grids), KCT_TEST(test_stencil_2d),
                    KCT_TEST(test_local_arrays_under_concurrent_launches),
@@ -878,4 +940,5 @@ KCT_MAIN_INIT_ONLY(KCT_TEST(test_reduction_with_local_memory_and_barriers), KCT_
                    KCT_TEST(test_split_falls_back_to_fibers), KCT_TEST(test_split_nested_loops_2d),
                    KCT_TEST(test_split_keeps_values_read_from_memory),
                    KCT_TEST(test_split_names_declared_again),
-                   KCT_TEST(test_split_sees_writes_through_macros_and_casts))
+                   KCT_TEST(test_split_sees_writes_through_macros_and_casts),
+                   KCT_TEST(test_global_ids_past_int_max))

@@ -9,8 +9,16 @@
  * loop variables and calls the kernel, inlined, with a pointer to the
  * item (struct kc__wi) as a hidden first parameter: the compiler sees the
  * kernel's body inside the loop over work items, so plain loops vectorize
- * across items (PoCL's work-group functions, done by the C compiler). The
- * entry prologue makes the hidden parameter: a function-like macro named
+ * across items (PoCL's work-group functions, done by the C compiler). A
+ * second hidden parameter (struct kc__ids) gives the kernel the item's
+ * ids as the loop's own int variables when every global id of the group
+ * fits in int: then `(int)kc_global_id(0)` is the counter itself, whose
+ * addresses the compiler sees affine (a size_t id cut to int is not, and
+ * its loads become gathers or scalar); the group function has a second
+ * copy of the loop, with the ids from the item's struct, for a group past
+ * INT_MAX. The item's struct gets each item's ids only where the kernel
+ * reads them there (that copy) or a helper may. The
+ * entry prologue makes the hidden parameters: a function-like macro named
  * after the kernel adds it to the definition. Functions other than the
  * kernel (helpers, or functions of headers) reach the current item
  * through the thread (kc__wp_tls): the group function publishes its item
@@ -95,12 +103,17 @@ const char host_prelude[] =
     "/* the name the kernel's hidden parameter shadows; elsewhere, the thread's item */\n"
     "static inline const struct kc__wi *kc__wp(void) { return 0; }\n"
     "#define kc__cur (_Generic(kc__wp, const struct kc__wi *: kc__wp, default: kc__wp_tls()))\n"
-    "#define kc_scratch() (kc__cur->kc__scratch)\n"
-    "#define kc_local_id(d) ((size_t)kc__cur->lid[(d)])\n"
+    "/* the item's ids as the group loop's own int variables (kc__nar: the group's global ids\n"
+    "   all fit in int), which the kernel gets as a second hidden parameter kc__id: the\n"
+    "   compiler sees plain counters, whose addresses are affine, and vectorizes; elsewhere\n"
+    "   (helpers, fibers, a group whose ids do not fit) the file's kc__id, kc__nar 0: the item */\n"
+    "struct kc__ids { int kc__nar, kc__l0, kc__l1, kc__l2, kc__g0, kc__g1, kc__g2; };\n"
+    "__attribute__((unused)) static const struct kc__ids kc__id = {0, 0, 0, 0, 0, 0, 0};\n"
+    "#define KC__PICK(d, a, b, c) ((d) == 0 ? (a) : (d) == 1 ? (b) : (c))\n"
+    "#define kc_scratch() (kc__cur->kc__scratch)\n" HOST_ID_MACROS
     "#define kc_group_id(d) ((size_t)kc__cur->grp[(d)])\n"
     "#define kc_local_size(d) ((size_t)kc__cur->lsz[(d)])\n"
     "#define kc_num_groups(d) ((size_t)kc__cur->ngrp[(d)])\n"
-    "#define kc_global_id(d) (kc_group_id(d) * kc_local_size(d) + kc_local_id(d))\n"
     "#define kc_global_size(d) (kc_num_groups(d) * kc_local_size(d))\n"
     "/* a barrier: the item's fiber lets the group's others run up to it (exec.c) */\n"
     "__attribute__((visibility(\"default\"))) void (*kc__barrier_fn)(void);\n"
@@ -133,9 +146,12 @@ kc_status host_entry_prologue(void *state, const kc__tu *tu, kc__sb *out) {
   /* the hidden parameter: the kernel's definition (and only it: a call of
    * a kernel is not C on the other backends either) gets it first */
   if (tu->nparams)
-    kc__sb_printf(out, "#define %s(...) %s(const struct kc__wi *kc__wp, __VA_ARGS__)\n", tu->entry,
-                  tu->entry);
-  else kc__sb_printf(out, "#define %s(...) %s(const struct kc__wi *kc__wp)\n", tu->entry, tu->entry);
+    kc__sb_printf(
+        out, "#define %s(...) %s(const struct kc__wi *kc__wp, const struct kc__ids kc__id, __VA_ARGS__)\n",
+        tu->entry, tu->entry);
+  else
+    kc__sb_printf(out, "#define %s(...) %s(const struct kc__wi *kc__wp, const struct kc__ids kc__id)\n",
+                  tu->entry, tu->entry);
   return KC_OK;
 }
 
@@ -146,7 +162,8 @@ kc_status host_entry_prologue(void *state, const kc__tu *tu, kc__sb *out) {
 /* The packed arguments (struct kc__a), kc__group and, with barriers, its
  * fibers' entry; split (non-NULL): kc__split (split.c), which the group
  * runs when what its items keep fits HOST_SPLIT_MAX_BYTES. */
-static void emit_group(const kc__tu *tu, bool fibers, const kc__sb *split, kc__sb *out) {
+static void emit_group(const kc__tu *tu, bool fibers, const kc__sb *split, bool int_ids, bool ids_out,
+                       kc__sb *out) {
   uint32_t n = tu->nparams;
   kc__sb_puts(out, "struct kc__a {");
   for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, " %s kc__v%u;", tu->params[i].type, i);
@@ -170,7 +187,7 @@ static void emit_group(const kc__tu *tu, bool fibers, const kc__sb *split, kc__s
              "  kc__w.lid[2] = kc__i / kc__w.lsz[0] / kc__w.lsz[1];\n"
              "  kc__tls_p()->kc__item = &kc__w;\n"
              "  const struct kc__a *kc__x = kc__f->kc__x;\n  (void)kc__x;\n  ");
-    kc__sb_printf(out, "%s(&kc__w", tu->entry);
+    kc__sb_printf(out, "%s(&kc__w, kc__id", tu->entry);
     for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", kc__x->kc__v%u", i);
     kc__sb_puts(out, ");\n}\n");
   }
@@ -187,16 +204,26 @@ static void emit_group(const kc__tu *tu, bool fibers, const kc__sb *split, kc__s
               "                         {kc__b[0], kc__b[1], kc__b[2]}, {kc__ng[0], kc__ng[1], kc__ng[2]},\n"
               "                         kc__t->kc__scratch};\n"
               "  const struct kc__wi *kc__saved = kc__t->kc__item;\n");
+  if ((split && int_ids) || !fibers)
+    /* the group's global ids all fit in int: the loops' int variables are its ids */
+    kc__sb_puts(
+        out, "  const int kc__nar = (unsigned long long)kc__gid[0] * kc__b[0] + kc__b[0] <= 0x7fffffffu &&\n"
+             "    (unsigned long long)kc__gid[1] * kc__b[1] + kc__b[1] <= 0x7fffffffu &&\n"
+             "    (unsigned long long)kc__gid[2] * kc__b[2] + kc__b[2] <= 0x7fffffffu;\n");
   if (split)
-    kc__sb_printf(out,
-                  "  unsigned kc__n = kc__b[0] * kc__b[1] * kc__b[2];\n"
-                  "  if ((unsigned long long)kc__n * sizeof(struct kc__S) <= %uu) {\n"
-                  "    kc__t->kc__item = &kc__w; /* for functions other than the kernel */\n"
-                  "    int kc__r = kc__split(&kc__w, kc__x);\n"
-                  "    kc__t->kc__item = kc__saved;\n"
-                  "    return kc__r;\n"
-                  "  }\n",
-                  HOST_SPLIT_MAX_BYTES);
+    kc__sb_printf(
+        out,
+        "  if (kc__b[0] <= %uu && kc__b[1] <= %uu && kc__b[2] <= %uu &&\n"
+        "      (unsigned long long)kc__b[0] * kc__b[1] * kc__b[2] <= %uu / sizeof(struct kc__S)) {\n"
+        "    kc__t->kc__item = &kc__w; /* for functions other than the kernel */\n"
+        "    /* (int ids: two copies of the kernel, with int global ids and without) */\n"
+        "    int kc__r = %s;\n"
+        "    kc__t->kc__item = kc__saved;\n"
+        "    return kc__r;\n"
+        "  }\n",
+        HOST_SPLIT_MAX_BYTES, HOST_SPLIT_MAX_BYTES, HOST_SPLIT_MAX_BYTES, HOST_SPLIT_MAX_BYTES,
+        int_ids ? "kc__nar ? kc__split(&kc__w, kc__x, 1) : kc__split(&kc__w, kc__x, 0)"
+                : "kc__split(&kc__w, kc__x, 0)");
   if (fibers) {
     kc__sb_puts(out, "  struct kc__f kc__f = {kc__x, kc__w};\n"
                      "  int kc__r = kc__fibers(kc__hs, kc__b[0] * kc__b[1] * kc__b[2], kc__item, &kc__f);\n"
@@ -206,15 +233,37 @@ static void emit_group(const kc__tu *tu, bool fibers, const kc__sb *split, kc__s
     /* the arguments as locals: the loop sees them invariant */
     for (uint32_t i = 0; i < n; i++)
       kc__sb_printf(out, "  %s kc__v%u = kc__x->kc__v%u;\n", tu->params[i].type, i, i);
-    kc__sb_puts(out, "  (void)kc__x;\n"
-                     "  kc__t->kc__item = &kc__w; /* for functions other than the kernel */\n"
-                     "  for (unsigned kc__z = 0; kc__z < kc__b[2]; kc__z++)\n"
-                     "    for (unsigned kc__y = 0; kc__y < kc__b[1]; kc__y++)\n"
-                     "      for (unsigned kc__l = 0; kc__l < kc__b[0]; kc__l++) {\n"
-                     "        kc__w.lid[0] = kc__l; kc__w.lid[1] = kc__y; kc__w.lid[2] = kc__z;\n        ");
-    kc__sb_printf(out, "%s(&kc__w", tu->entry);
+    /* the item's ids in its struct only where a helper may read them, or
+     * the kernel itself (kc__nar 0) */
+    const char *store = "kc__w.lid[0] = kc__l; kc__w.lid[1] = kc__y; kc__w.lid[2] = kc__z;";
+    kc__sb_printf(
+        out,
+        "  (void)kc__x;\n"
+        "  kc__t->kc__item = &kc__w; /* for functions other than the kernel */\n"
+        "  if (kc__nar) {\n"
+        "    const int kc__G0 = (int)(kc__gid[0] * kc__b[0]), kc__G1 = (int)(kc__gid[1] * kc__b[1]),\n"
+        "              kc__G2 = (int)(kc__gid[2] * kc__b[2]);\n"
+        "    for (int kc__z = 0; kc__z < (int)kc__b[2]; kc__z++)\n"
+        "      for (int kc__y = 0; kc__y < (int)kc__b[1]; kc__y++)\n"
+        "        for (int kc__l = 0; kc__l < (int)kc__b[0]; kc__l++) {\n"
+        "          %s\n"
+        "          const struct kc__ids kc__i = {1, kc__l, kc__y, kc__z, kc__G0 + kc__l, kc__G1 + kc__y,\n"
+        "                                        kc__G2 + kc__z};\n"
+        "          %s(&kc__w, kc__i",
+        ids_out ? store : "", tu->entry);
     for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", kc__v%u", i);
-    kc__sb_puts(out, ");\n      }\n"
+    kc__sb_printf(out,
+                  ");\n"
+                  "        }\n"
+                  "  } else\n"
+                  "    for (unsigned kc__z = 0; kc__z < kc__b[2]; kc__z++)\n"
+                  "      for (unsigned kc__y = 0; kc__y < kc__b[1]; kc__y++)\n"
+                  "        for (unsigned kc__l = 0; kc__l < kc__b[0]; kc__l++) {\n"
+                  "          %s\n"
+                  "          %s(&kc__w, kc__id",
+                  store, tu->entry);
+    for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", kc__v%u", i);
+    kc__sb_puts(out, ");\n        }\n"
                      "  kc__t->kc__item = kc__saved;\n"
                      "  return 0;\n}\n");
   }
@@ -316,12 +365,12 @@ kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
    * which may move it) */
   kc__sb split;
   kc__sb_init(&split, &sv->heap);
-  bool is_split = false;
+  bool is_split = false, int_ids = false;
   if (fibers) {
     /* with barriers: split at them where that is certain, else fibers */
     const char *why = NULL;
     unsigned nbar = 0;
-    is_split = host_split_emit(sv, tu, &split, &why, &nbar);
+    is_split = host_split_emit(sv, tu, &split, &why, &nbar, &int_ids);
     if (is_split)
       kc__log_to(sv->log, KC_LOG_DEBUG,
                  "host: '%s' runs its work groups as loops over their items, split at %u barrier%s",
@@ -330,8 +379,9 @@ kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
       kc__log_to(sv->log, KC_LOG_DEBUG, "host: '%s' runs its work items as fibers at kc_barrier(): %s",
                  tu->entry, why ? why : "?");
   }
+  bool ids_out = !fibers && host_ids_outside(sv, tu);
   kc__sb_printf(out, "#undef %s\n#define KC__COPIES %d\n", tu->entry, copies);
-  emit_group(tu, fibers, is_split ? &split : NULL, out);
+  emit_group(tu, fibers, is_split ? &split : NULL, int_ids, ids_out, out);
   kc__sb_free(&split);
   emit_grid(tu, out);
   emit_launch(tu, out);

@@ -164,19 +164,32 @@ void host_loader_close(host_state *s);
  * gives it (what: how its faults' messages start). */
 kc_status host_image_load(host_state *s, const void *bytes, size_t size, const char *what, host_image *im);
 
-/* codegen.c: the prelude, the entry's hidden parameter, the entry points. */
+/* The prelude's kc_local_id and kc_global_id (split.c defines its own in
+ * kc__split and these again after it). */
+#define HOST_ID_MACROS \
+  "#define kc_local_id(d) (kc__id.kc__nar ? (size_t)KC__PICK((d), kc__id.kc__l0, kc__id.kc__l1, " \
+  "kc__id.kc__l2) : (size_t)kc__cur->lid[(d)])\n" \
+  "#define kc_global_id(d) (kc__id.kc__nar ? (size_t)KC__PICK((d), kc__id.kc__g0, kc__id.kc__g1, " \
+  "kc__id.kc__g2) : kc_group_id(d) * kc_local_size(d) + kc_local_id(d))\n"
+
+/* codegen.c: the prelude, the entry's hidden parameters, the entry points. */
 extern const char host_prelude[];
 kc_status host_entry_prologue(void *state, const kc__tu *tu, kc__sb *out);
 kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out);
 
 /* split.c: a kernel with barriers as loops over its group's items. Writes
  * struct kc__S (what each item keeps across barriers: its size) and
- * int kc__split(struct kc__wi *, const struct kc__a *) into out and returns true, with *nbar the barriers it
- * split at; or returns false with *why, what it cannot split with certainty (the kernel then runs as fibers).
- * host_split_bad: kc__split_bad, the hook a split kernel calls when its items disagree at a condition around
- * a barrier. */
-bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const char **why, unsigned *nbar);
+ * int kc__split(struct kc__wi *, const struct kc__a *, int nar) (nar: the global ids fit in int) into out and
+ * returns true, with *nbar the barriers it split at; or returns false with *why, what it cannot split with
+ * certainty (the kernel then runs as fibers). host_split_bad: kc__split_bad, the hook a split kernel calls
+ * when its items disagree at a condition around a barrier. */
+bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const char **why, unsigned *nbar,
+                     bool *int_ids);
 int host_split_bad(void *hs, unsigned item, int first);
+/* Whether the closure past the prelude, but for the kernel's body, may read
+ * an item's own ids (a helper, through the thread's item); true where it
+ * cannot tell. */
+bool host_ids_outside(const kc__bsvc *sv, const kc__tu *tu);
 
 /* exec.c: the thread's slot (its offset from the thread pointer), the
  * scratch area of the kernels the calling thread runs next, the pool of

@@ -21,7 +21,8 @@
  * whose name is a macro for the running item's element (the arrays' bytes
  * bounded by the caller: a larger group runs as fibers). A for loop
  * without barriers over such a uniform counter is cut as if it had one
- * (promotable), so that its loop over items is innermost and vectorizes.
+ * (promotable), so that its loop over items is innermost and vectorizes;
+ * but for one of a few constant trips, which the C compiler unrolls whole.
  *
  * Only what it reads with certainty: anything else (goto, labels, a
  * switch or an expression around a barrier, a barrier in a helper or a
@@ -33,6 +34,7 @@
 #include "backends/host/host.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { T_ID, T_NUM, T_STR, T_PUNCT };
@@ -99,6 +101,7 @@ typedef struct sp {
   const char *last_pp; /* where the last preprocessor line tokenize skipped starts */
   uint32_t *alias; /* for each token of a name that has aliases, its alias (else 0); NULL: none */
   unsigned nbar, ncond, nregion;
+  bool int_ids; /* the kernel takes an id as int: `(int)kc_local_id(0)`, `int x = kc_global_id(0)` */
   uint32_t top_last_bar; /* the top level's statement index after which no barrier comes */
   /* the expressions of loops with barriers run once for the group when
    * uniform: their increments, and their inits that are not declarations */
@@ -654,6 +657,50 @@ static bool counter_expr(const sp *x, uint32_t a, uint32_t b, uint32_t v, bool w
   return true;
 }
 
+/* The value of token i when it is an integer constant: a number, or an
+ * object-like macro that is one (parenthesized or not). */
+static bool int_const(const sp *x, uint32_t i, unsigned long long *v) {
+  const tok *k = &x->t[i];
+  uint32_t mi;
+  if (k->k == T_ID && is_macro(x, k, &mi)) {
+    const macro *m = &x->m[mi];
+    if (m->nt == 3 && tok_is(&m->t[0], "(") && tok_is(&m->t[2], ")")) k = &m->t[1];
+    else if (m->nt == 1) k = &m->t[0];
+    else return false;
+    if (m->t[0].p == m->name + m->n) return false; /* function-like */
+  }
+  if (k->k != T_NUM) return false;
+  char b[32];
+  if (k->n >= sizeof b) return false;
+  memcpy(b, k->p, k->n);
+  b[k->n] = 0;
+  char *e;
+  *v = strtoull(b, &e, 0);
+  while (*e == 'u' || *e == 'U' || *e == 'l' || *e == 'L') e++;
+  return *e == 0 && e != b;
+}
+
+/* Whether for loop s over counter v (its init's value at [a, i1)) runs a
+ * constant number of times, at most SPLIT_UNROLL_MAX: `v = A; v < B; v++`
+ * (or <=, !=; ++v, v += 1) with A and B constants. The C compiler unrolls
+ * such a loop whole inside the loop over items, which then vectorizes
+ * with the loop's values in registers (a tile's k loop): better than
+ * cutting it, which keeps every item's values in memory. */
+#define SPLIT_UNROLL_MAX 16
+static bool short_const_loop(const sp *x, const stmt *s, uint32_t v, uint32_t a) {
+  unsigned long long lo, hi;
+  if (a + 1 != s->i1 || !int_const(x, a, &lo)) return false;
+  if (s->c1 != s->c0 + 3 || !tok_eq(&x->t[s->c0], &x->t[v]) || !int_const(x, s->c0 + 2, &hi)) return false;
+  bool le = is(x, s->c0 + 1, "<="), lt = is(x, s->c0 + 1, "<") || is(x, s->c0 + 1, "!=");
+  if (!le && !lt) return false;
+  bool inc = (s->n1 == s->n0 + 2 && ((tok_eq(&x->t[s->n0], &x->t[v]) && is(x, s->n0 + 1, "++")) ||
+                                     (is(x, s->n0, "++") && tok_eq(&x->t[s->n0 + 1], &x->t[v])))) ||
+             (s->n1 == s->n0 + 3 && tok_eq(&x->t[s->n0], &x->t[v]) && is(x, s->n0 + 1, "+=") &&
+              is(x, s->n0 + 2, "1"));
+  if (!inc || hi < lo) return false;
+  return hi - lo + le <= SPLIT_UNROLL_MAX;
+}
+
 /* A for loop without barriers whose counter is the same for every item
  * (declared in its init from constants, arguments and the group's sizes,
  * compared and stepped from them, written nowhere else): cut as if its
@@ -680,7 +727,7 @@ static bool promotable(sp *x, int si) {
   for (uint32_t i = eq + 1; i < s->i1; i++)
     if (is(x, i, ",")) return false;
   if (!counter_expr(x, eq + 1, s->i1, 0, false) || !counter_expr(x, s->c0, s->c1, v, false) ||
-      !counter_expr(x, s->n0, s->n1, v, true))
+      !counter_expr(x, s->n0, s->n1, v, true) || short_const_loop(x, s, v, eq + 1))
     return false;
   for (uint32_t i = b->a; i < b->b; i++)
     if (mentions_at(x, i, &x->t[v]) && (!tok_eq(&x->t[i], &x->t[v]) || written(x->t, x->nt, i, true)))
@@ -1364,26 +1411,25 @@ static unsigned barrier_mentions(const kc__tu *tu) {
   return n;
 }
 
-/* Reads the kernel's definition in tu's text: its body's tokens [b0, b1),
- * its statements, the split levels, how each local lives. The root
- * statement (the body), or -1 with x->why. */
-static int read_kernel(sp *x, const kc__tu *tu, uint32_t *b0p, uint32_t *b1p) {
-  if (!tu->text) return fail(x, "no source"), -1;
+/* Finds the kernel's definition in tu's text: the tokens from it on in
+ * x->t, its body's tokens [b0, b1). False with x->why. */
+static bool find_body(sp *x, const kc__tu *tu, uint32_t *b0p, uint32_t *b1p) {
+  if (!tu->text) return fail(x, "no source");
   /* the entry's definition: after the prologue's macro and its #line */
   char key[300];
   snprintf(key, sizeof key, "#define %s(...) %s(const struct kc__wi *kc__wp", tu->entry, tu->entry);
   const char *end = tu->text + tu->len, *p = NULL;
   for (const char *q = tu->text; (q = memmem(q, (size_t)(end - q), key, strlen(key))); q++) p = q;
-  if (!p) return fail(x, "the kernel's definition not found"), -1;
+  if (!p) return fail(x, "the kernel's definition not found");
   while (p < end && !(p[0] == '\n' && p + 1 < end && memcmp(p + 1, "#line", 5) == 0)) p++;
-  if (p >= end) return fail(x, "the kernel's definition not found"), -1;
+  if (p >= end) return fail(x, "the kernel's definition not found");
   p = memchr(p + 1, '\n', (size_t)(end - p - 1));
-  if (!p) return fail(x, "the kernel's definition not found"), -1;
+  if (!p) return fail(x, "the kernel's definition not found");
   p++;
   /* up to the #line the epilogue starts with: nothing else after the entry */
   static const char tail[] = "#line 1 \"<kcache>\"\n";
   if ((size_t)(end - p) < sizeof tail - 1 || memcmp(end - (sizeof tail - 1), tail, sizeof tail - 1) != 0)
-    return fail(x, "the kernel's definition not found"), -1;
+    return fail(x, "the kernel's definition not found");
   end -= sizeof tail - 1;
   uint32_t tcap = 0;
   bool ok = tokenize(x, p, end, &x->t, &x->nt, &tcap, true);
@@ -1403,7 +1449,16 @@ static int read_kernel(sp *x, const kc__tu *tu, uint32_t *b0p, uint32_t *b1p) {
     }
   }
   if (ok && !b1) fail(x, "the kernel's body not found");
-  ok = ok && !x->why;
+  *b0p = b0, *b1p = b1;
+  return ok && !x->why;
+}
+
+/* Reads the kernel's definition in tu's text: its body's tokens [b0, b1),
+ * its statements, the split levels, how each local lives. The root
+ * statement (the body), or -1 with x->why. */
+static int read_kernel(sp *x, const kc__tu *tu, uint32_t *b0p, uint32_t *b1p) {
+  uint32_t b0 = 0, b1 = 0;
+  bool ok = find_body(x, tu, &b0, &b1);
   /* no preprocessor line from the body on: the macros stay as they were */
   if (ok && x->last_pp && x->last_pp > x->t[b0].p)
     ok = fail(x, "a preprocessor line in or after the kernel's body");
@@ -1460,20 +1515,46 @@ static bool emit_function(sp *x, const kc__tu *tu, int root, uint32_t b0, uint32
                     ? "kc__w->lid[0] = kc__l; kc__w->lid[1] = kc__y; kc__w->lid[2] = kc__z;"
                     : "");
   /* the item's index computed from the row's (a counter carried across
-   * rows keeps gcc from vectorizing the innermost loop) */
-  kc__sb_puts(body, "#define KC__ITEMS for (unsigned kc__z = 0; kc__z < kc__n2; kc__z++) "
-                    "for (unsigned kc__y = 0; kc__y < kc__n1; kc__y++) "
-                    "for (size_t kc__row = ((size_t)kc__z * kc__n1 + kc__y) * kc__n0, kc__l = 0; "
-                    "kc__l < kc__n0; kc__l++)\n"
-                    "#define kc__i (kc__row + kc__l)\n");
+   * rows keeps gcc from vectorizing the innermost loop). A kernel that
+   * takes its ids as int (x->int_ids): int counters (the group has at most
+   * HOST_SPLIT_MAX_BYTES items), so that (int)kc_local_id(0) is the
+   * counter itself, whose addresses gcc sees affine (cut from a size_t,
+   * they are not: gathers); its global ids int ones too where they all fit
+   * in int (kc__nar, a constant in each of the group function's two
+   * copies). Any other: size_t counters, which gcc splits a loop over at
+   * `if (l < s)` (a tree reduction; as an int's widening it does not, and
+   * runs every item masked at each step). */
+  if (x->int_ids)
+    kc__sb_puts(body,
+                "#define KC__ITEMS for (int kc__z = 0; kc__z < kc__n2; kc__z++) "
+                "for (int kc__y = 0; kc__y < kc__n1; kc__y++) "
+                "for (int kc__row = (kc__z * kc__n1 + kc__y) * kc__n0, kc__l = 0; "
+                "kc__l < kc__n0; kc__l++)\n"
+                "#define kc__i (kc__row + kc__l)\n"
+                "#undef kc_global_id\n"
+                "#define kc_global_id(d) (kc__nar ? (size_t)KC__PICK((d), kc__G0 + kc__l, kc__G1 + kc__y, "
+                "kc__G2 + kc__z) : kc_group_id(d) * kc_local_size(d) + kc_local_id(d))\n");
+  else
+    kc__sb_puts(body, "#define KC__ITEMS for (unsigned kc__z = 0; kc__z < (unsigned)kc__n2; kc__z++) "
+                      "for (unsigned kc__y = 0; kc__y < (unsigned)kc__n1; kc__y++) "
+                      "for (size_t kc__row = ((size_t)kc__z * (unsigned)kc__n1 + kc__y) * (unsigned)kc__n0, "
+                      "kc__l = 0; kc__l < (unsigned)kc__n0; kc__l++)\n"
+                      "#define kc__i (kc__row + kc__l)\n"
+                      "#undef kc_global_id\n"
+                      "#define kc_global_id(d) (kc_group_id(d) * kc_local_size(d) + kc_local_id(d))\n");
   /* in the loops, an item's ids are the loops' variables */
   kc__sb_puts(body, "#undef kc_local_id\n"
-                    "#define kc_local_id(d) ((size_t)((d) == 0 ? kc__l : (d) == 1 ? kc__y : kc__z))\n");
-  kc__sb_puts(body,
-              "KC_KERNEL int kc__split(struct kc__wi *kc__w, const struct kc__a *kc__x) {\n"
-              "  const unsigned kc__n0 = kc__w->lsz[0], kc__n1 = kc__w->lsz[1], kc__n2 = kc__w->lsz[2];\n"
-              "  const unsigned kc__nn = kc__n0 * kc__n1 * kc__n2;\n"
-              "  const struct kc__wi *kc__wp = kc__w;\n  (void)kc__wp; (void)kc__nn;\n");
+                    "#define kc_local_id(d) ((size_t)KC__PICK((d), kc__l, kc__y, kc__z))\n");
+  kc__sb_puts(
+      body,
+      "KC_KERNEL int kc__split(struct kc__wi *kc__w, const struct kc__a *kc__x, const int kc__nar) {\n"
+      "  const int kc__n0 = (int)kc__w->lsz[0], kc__n1 = (int)kc__w->lsz[1], kc__n2 = (int)kc__w->lsz[2];\n"
+      "  const unsigned kc__nn = (unsigned)kc__n0 * (unsigned)kc__n1 * (unsigned)kc__n2;\n"
+      "  const int kc__G0 = kc__nar ? (int)(kc__w->grp[0] * kc__w->lsz[0]) : 0,\n"
+      "            kc__G1 = kc__nar ? (int)(kc__w->grp[1] * kc__w->lsz[1]) : 0,\n"
+      "            kc__G2 = kc__nar ? (int)(kc__w->grp[2] * kc__w->lsz[2]) : 0;\n"
+      "  const struct kc__wi *kc__wp = kc__w;\n"
+      "  (void)kc__wp; (void)kc__nn; (void)kc__G0; (void)kc__G1; (void)kc__G2;\n");
   /* what each item keeps: an array of the group's items for each (their
    * bytes in all bounded by the caller, HOST_SPLIT_MAX_BYTES) */
   for (uint32_t j = 0; j < x->nd; j++)
@@ -1502,7 +1583,7 @@ static bool emit_function(sp *x, const kc__tu *tu, int root, uint32_t b0, uint32
   }
   bool ok = emit_list(x, x->s[root].first, true);
   kc__sb_puts(body, "  return 0;\n}\n#undef KC__ITEMS\n#undef KC__ITEM\n#undef kc__i\n#undef kc_local_id\n"
-                    "#define kc_local_id(d) ((size_t)kc__cur->lid[(d)])\n");
+                    "#undef kc_global_id\n" HOST_ID_MACROS);
   for (uint32_t j = 0; j < x->nd; j++)
     if (x->d[j].keep) {
       char nb[300];
@@ -1511,7 +1592,30 @@ static bool emit_function(sp *x, const kc__tu *tu, int root, uint32_t b0, uint32
   return ok;
 }
 
-bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const char **why, unsigned *nbar) {
+bool host_ids_outside(const kc__bsvc *sv, const kc__tu *tu) {
+  sp x;
+  memset(&x, 0, sizeof x);
+  x.sv = sv, x.tu = tu;
+  uint32_t b0 = 0, b1 = 0;
+  /* (a body it cannot find: as if they did) */
+  bool out = !find_body(&x, tu, &b0, &b1) || ids_outside(tu, x.t[b0].p, x.t[b1 - 1].p + 1);
+  sp_free(&x);
+  return out;
+}
+
+/* Whether the body [b0, b1) takes a local or global id as int: a cast
+ * `(int)kc_local_id(..)` or a declaration `int x = kc_global_id(..)`. */
+static bool takes_int_ids(const sp *x, uint32_t b0, uint32_t b1) {
+  for (uint32_t i = b0 + 3; i < b1; i++) {
+    if (!is(x, i, "kc_local_id") && !is(x, i, "kc_global_id")) continue;
+    if (is(x, i - 3, "(") && is(x, i - 2, "int") && is(x, i - 1, ")")) return true;
+    if (is(x, i - 3, "int") && x->t[i - 2].k == T_ID && is(x, i - 1, "=")) return true;
+  }
+  return false;
+}
+
+bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const char **why, unsigned *nbar,
+                     bool *int_ids) {
   sp x;
   memset(&x, 0, sizeof x);
   x.sv = sv, x.tu = tu;
@@ -1519,6 +1623,7 @@ bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const ch
   *why = NULL;
   uint32_t b0 = 0, b1 = 0;
   int root = read_kernel(&x, tu, &b0, &b1);
+  x.int_ids = *int_ids = root >= 0 && takes_int_ids(&x, b0, b1);
   kc__sb body;
   kc__sb_init(&body, &sv->heap);
   x.out = &body;
