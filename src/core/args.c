@@ -33,30 +33,16 @@ kc_status kc__launch_bad_dims(const kc__blinked *b, const kc_dim3 *grid, const k
 
 /* Checks the arguments against the kernel's parameters while packing them
  * for the backend, then launches. Hot, but out of line so that launches
- * without arguments need no stack frame at all. The kinds, sizes and
- * pointers are checked as one packed compare: each argument's kind and
- * size (one word) against the parameter's and its pointer against NULL,
- * folded into one word with no branch per argument; then, once every
- * pointer is known to be of its kind, the context of each buffer (a pass
- * over the parameters whose kinds are the kernel's, the same at every
- * launch). Exactly kc__arg_fits's conditions: a launch that fails here
- * gets the same message from kc__launch_bad_args. */
+ * without arguments need no stack frame at all. */
 static KC__NOINLINE kc_status pack_and_launch(kc__linked *l, kc_context *ctx, const kc_dim3 *grid,
                                               const kc_dim3 *block, const kc_arg *args, uint32_t nargs) {
   void *argv[KC_MAX_ARGS];
   if (KC__UNLIKELY(nargs != l->nargs || !args)) return kc__launch_bad_args(&l->b, ctx, args, nargs);
-  const uint64_t *sig = l->sig;
-  uint64_t bad = 0;
   for (uint32_t i = 0; i < nargs; i++) {
     const kc_arg *a = &args[i];
-    bad |= (KC__SIG(a->kind, a->size) ^ KC__SIG_MATCH(sig[i])) | (uint64_t)!a->ptr |
-           (uint64_t)(a->size == UINT32_MAX);
+    if (KC__UNLIKELY(!kc__arg_fits(a, l->sig[i], ctx))) return kc__launch_bad_args(&l->b, ctx, args, nargs);
     argv[i] = (void *)a->ptr; /* a buffer's handle is its first member */
   }
-  if (KC__UNLIKELY(bad)) return kc__launch_bad_args(&l->b, ctx, args, nargs);
-  for (uint32_t i = 0; i < nargs; i++)
-    if (sig[i] == KC__SIG(KC_ARG_BUFFER, 0)) bad |= ((const kc_buffer *)argv[i])->ctx != ctx;
-  if (KC__UNLIKELY(bad)) return kc__launch_bad_args(&l->b, ctx, args, nargs);
   return l->b.launch(&l->b, argv, grid, block);
 }
 
