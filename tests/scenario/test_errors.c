@@ -884,6 +884,9 @@ static void each_argument_checked(kc_runtime *rt, const char *how) {
   const kc_arg good[5] = {KC_ARG_BUF(y), KC_ARG_VAL(a), KC_ARG_BUF(z), KC_ARG_VAL(n), KC_ARG_VAL(c)};
   KCT_OK(rt, kc_launch(k, ctx, &g, &b, good, 5));
   KCT_OK(rt, kc_context_finish(ctx));
+  float out[N] = {0};
+  KCT_OK(rt, kc_buffer_write(y, 0, out, sizeof out));
+  KCT_OK(rt, kc_buffer_write(z, 0, out, sizeof out));
   kc_stats s0 = kct_stats(rt);
   for (int i = 0; i < 5; i++) {
     bool buf = good[i].kind == KC_ARG_BUFFER;
@@ -908,8 +911,12 @@ static void each_argument_checked(kc_runtime *rt, const char *how) {
   }
   kc_stats s1 = kct_stats(rt);
   assert_int_equal(s1.compiles, s0.compiles);
-  float out[N] = {0};
-  KCT_OK(rt, kc_buffer_write(y, 0, out, sizeof out));
+  /* none of them ran the kernel: both buffers are still zero */
+  KCT_OK(rt, kc_context_finish(ctx));
+  KCT_OK(rt, kc_buffer_read(y, 0, out, sizeof out));
+  kct_expect_linear(out, N, 0, 0);
+  KCT_OK(rt, kc_buffer_read(z, 0, out, sizeof out));
+  kct_expect_linear(out, N, 0, 0);
   KCT_OK(rt, kc_launch(k, ctx, &g, &b, good, 5));
   KCT_OK(rt, kc_context_finish(ctx));
   KCT_OK(rt, kc_buffer_read(y, 0, out, sizeof out));
