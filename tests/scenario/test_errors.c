@@ -860,6 +860,90 @@ static void test_bound_argument_errors(void **state) {
   kct_destroy(rt); /* frees the bound arguments with their kernel */
 }
 
+/* Each argument of a five-parameter kernel, one at a time, made bad in
+ * each way kc_launch checks, on the cached path (after a good launch): a
+ * NULL pointer, a wrong size, the other kind, an unknown kind, and for a
+ * buffer a buffer of another context. Every one is KC_EARGS naming that
+ * argument, and launches nothing. On the host backend the compiled entry
+ * checks the arguments two at a time as packed signatures where the
+ * compiler targets AVX2 (the last pair of an odd count overlapping the one
+ * before it), else one after another: both forms run here (-O2 targets no
+ * AVX2; tcc none), so that every lane of the packed compare is seen to
+ * catch its argument. */
+static void each_argument_checked(kc_runtime *rt, const char *how) {
+  kc_context *ctx = kct_context(rt), *other = kct_context(rt);
+  kc_buffer *y = kct_buffer(rt, ctx, N), *z = kct_buffer(rt, ctx, N), *foreign = kct_buffer(rt, other, N);
+  kct_define(rt, "k5",
+             "KC_KERNEL void k5(KC_GLOBAL float *y, float a, KC_GLOBAL float *z, int n, float c) {\n"
+             "  size_t i = kc_global_id(0); y[i] = a * (float)i + c; z[i] = (float)n; }");
+  kc_kernel *k = kct_kernel(rt, "k5", NULL);
+  kc_dim3 g = {N, 1, 1}, b = {1, 1, 1};
+  float a = 2.0f, c = 1.0f;
+  double wide = 2.0;
+  int n = 7;
+  const kc_arg good[5] = {KC_ARG_BUF(y), KC_ARG_VAL(a), KC_ARG_BUF(z), KC_ARG_VAL(n), KC_ARG_VAL(c)};
+  KCT_OK(rt, kc_launch(k, ctx, &g, &b, good, 5));
+  KCT_OK(rt, kc_context_finish(ctx));
+  float out[N] = {0};
+  KCT_OK(rt, kc_buffer_write(y, 0, out, sizeof out));
+  KCT_OK(rt, kc_buffer_write(z, 0, out, sizeof out));
+  kc_stats s0 = kct_stats(rt);
+  for (int i = 0; i < 5; i++) {
+    bool buf = good[i].kind == KC_ARG_BUFFER;
+    const kc_arg bad[] = {
+        {NULL, good[i].size, good[i].kind},
+        buf ? (kc_arg){y, 4, KC_ARG_BUFFER} : KC_ARG_VAL(wide),
+        buf ? KC_ARG_VAL(a) : KC_ARG_BUF(y),
+        {good[i].ptr, good[i].size, 7u},
+        buf ? KC_ARG_BUF(foreign) : (kc_arg){&a, 0, KC_ARG_SCALAR},
+    };
+    for (size_t j = 0; j < sizeof bad / sizeof *bad; j++) {
+      kc_arg args[5];
+      memcpy(args, good, sizeof args);
+      args[i] = bad[j];
+      kc_status st = kc_launch(k, ctx, &g, &b, args, 5);
+      char want[32];
+      snprintf(want, sizeof want, "argument %d", i);
+      if (st != KC_EARGS || !strstr(kc_errmsg(rt), want))
+        fail_msg("%s: argument %d, bad form %zu: %s, expected KC_EARGS about %s (message: %s)", how, i, j,
+                 kc_status_name(st), want, kc_errmsg(rt));
+    }
+  }
+  kc_stats s1 = kct_stats(rt);
+  assert_int_equal(s1.compiles, s0.compiles);
+  /* none of them ran the kernel: both buffers are still zero */
+  KCT_OK(rt, kc_context_finish(ctx));
+  KCT_OK(rt, kc_buffer_read(y, 0, out, sizeof out));
+  kct_expect_linear(out, N, 0, 0);
+  KCT_OK(rt, kc_buffer_read(z, 0, out, sizeof out));
+  kct_expect_linear(out, N, 0, 0);
+  KCT_OK(rt, kc_launch(k, ctx, &g, &b, good, 5));
+  KCT_OK(rt, kc_context_finish(ctx));
+  KCT_OK(rt, kc_buffer_read(y, 0, out, sizeof out));
+  kct_expect_linear(out, N, a, c);
+}
+
+static void test_each_argument_checked(void **state) {
+  (void)state;
+  kc_options o;
+  kc_options_init(&o);
+  kc_runtime *rt = kct_runtime(&o);
+  each_argument_checked(rt, "the default options");
+  kct_destroy(rt);
+  if (kct_backend != KC_BACKEND_HOST) return;
+  o.host_opt = "-O2"; /* x86-64 without AVX2: the checks one after another */
+  rt = kct_runtime(&o);
+  each_argument_checked(rt, "host -O2");
+  kct_destroy(rt);
+  if (kct_in_path("tcc")) {
+    kc_options_init(&o);
+    o.host_cc = "tcc";
+    rt = kct_runtime(&o);
+    each_argument_checked(rt, "host tcc");
+    kct_destroy(rt);
+  }
+}
+
 /* A context of another runtime is not a context of this one. */
 static void test_context_of_another_runtime(void **state) {
   kct_fixture *f = *state;
@@ -880,4 +964,5 @@ KCT_MAIN(KCT_FX_TEST(test_undefined_callee_is_named_then_defined), KCT_FX_TEST(t
          KCT_TEST(test_status_table), KCT_FX_TEST(test_wrong_arguments),
          KCT_FX_TEST(test_recursion_is_rejected), KCT_FX_TEST(test_undefine), KCT_FX_TEST(test_buffer_ranges),
          KCT_FX_TEST(test_undefined_kernel), KCT_TEST(test_launch_on_destroyed_context),
-         KCT_FX_TEST(test_context_of_another_runtime), KCT_FX_TEST(test_bound_argument_errors))
+         KCT_FX_TEST(test_context_of_another_runtime), KCT_FX_TEST(test_bound_argument_errors),
+         KCT_TEST(test_each_argument_checked))

@@ -319,6 +319,82 @@ static void emit_grid(const kc__tu *tu, kc__sb *out) {
   kc__sb_puts(out, ");\n}\n");
 }
 
+/* kc__launch's checks and loads, one argument after another, each check
+ * its own branch (kinds, sizes, a NULL pointer, a buffer's context): the
+ * form for compilers and targets without AVX2 (tcc), and for one argument,
+ * where it is no longer than the packed form. */
+static void emit_launch_chain(const kc__tu *tu, kc__sb *out) {
+  uint32_t n = tu->nparams;
+  for (uint32_t i = 0; i < n; i++) {
+    const char *t = tu->params[i].type;
+    kc__sb_printf(out, "  const void *kc__p%u = kc__x[%u].kc__p;\n", i, i);
+    if (tu->params[i].is_buffer)
+      kc__sb_printf(out,
+                    "  if (kc__x[%u].kc__sig != KC__SIG_BUFFER || !kc__p%u ||\n"
+                    "      ((const struct kc__buf *)kc__p%u)->kc__ctx != kc__c) goto kc__bad;\n"
+                    "  %s kc__v%u = *(%s const *)&((const struct kc__buf *)kc__p%u)->kc__h;\n",
+                    i, i, i, t, i, t, i);
+    else
+      kc__sb_printf(out,
+                    "  if (kc__x[%u].kc__sig != KC__SIG_SCALAR(sizeof(%s)) || !kc__p%u) goto kc__bad;\n"
+                    "  %s kc__v%u = *(%s const *)kc__p%u;\n",
+                    i, t, i, t, i, t, i);
+  }
+}
+
+/* The signature of argument i as the packed check expects it. */
+static void emit_sig(const kc__tu *tu, uint32_t i, kc__sb *out) {
+  if (tu->params[i].is_buffer) kc__sb_puts(out, "(long long)KC__SIG_BUFFER");
+  else kc__sb_printf(out, "(long long)KC__SIG_SCALAR(sizeof(%s))", tu->params[i].type);
+}
+
+/* kc__launch's checks packed (n >= 2, AVX2): the kc_args read two at a
+ * time as 32-byte vectors of {pointer, size | kind << 32} pairs and
+ * compared in one go against the kernel's packed signature, whose pointer
+ * lanes are 0; a lane that compares equal is a good signature or a NULL
+ * pointer, so after flipping the signature lanes (kc__P) every lane of a
+ * good pair is 0, and one vptest of the OR of all pairs checks every kind,
+ * size and pointer with one branch. An odd count's last vector is the last
+ * two arguments (the one before it checked twice: never a read past the
+ * array). What is left per argument is each buffer's context (a load and a
+ * compare that the pair cannot hold); the values are loaded after every
+ * check. Exactly the chain's conditions: a launch that fails here fails
+ * there, with kc__bad's message. The empty asm keeps gcc from turning the
+ * flip into a blend of two constants. */
+static void emit_launch_packed(const kc__tu *tu, kc__sb *out) {
+  uint32_t n = tu->nparams, m = (n + 1) / 2;
+  kc__sb_puts(out, "  static const kc__v4 kc__P = {0, -1, 0, -1};\n");
+  for (uint32_t j = 0; j < m; j++) {
+    uint32_t a = 2 * j < n - 1 ? 2 * j : n - 2; /* the pair's first argument */
+    kc__sb_printf(out, "  static const kc__v4 kc__E%u = {0, ", j);
+    emit_sig(tu, a, out);
+    kc__sb_puts(out, ", 0, ");
+    emit_sig(tu, a + 1, out);
+    kc__sb_printf(out,
+                  "};\n"
+                  "  kc__v4 kc__a%u;\n"
+                  "  __builtin_memcpy(&kc__a%u, kc__x + %u, sizeof kc__a%u);\n"
+                  "  kc__v4 kc__c%u = kc__a%u == kc__E%u;\n"
+                  "  __asm__(\"\" : \"+x\"(kc__c%u));\n",
+                  j, j, a, j, j, j, j, j);
+  }
+  kc__sb_puts(out, "  kc__v4 kc__d = ");
+  for (uint32_t j = 0; j < m; j++) kc__sb_printf(out, "%s(kc__c%u ^ kc__P)", j ? " | " : "", j);
+  kc__sb_puts(out, ";\n  if (!__builtin_ia32_ptestz256(kc__d, kc__d)) goto kc__bad;\n");
+  for (uint32_t i = 0; i < n; i++) {
+    kc__sb_printf(out, "  const void *kc__p%u = kc__x[%u].kc__p;\n", i, i);
+    if (tu->params[i].is_buffer)
+      kc__sb_printf(out, "  if (((const struct kc__buf *)kc__p%u)->kc__ctx != kc__c) goto kc__bad;\n", i);
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    const char *t = tu->params[i].type;
+    if (tu->params[i].is_buffer)
+      kc__sb_printf(out, "  %s kc__v%u = *(%s const *)&((const struct kc__buf *)kc__p%u)->kc__h;\n", t, i, t,
+                    i);
+    else kc__sb_printf(out, "  %s kc__v%u = *(%s const *)kc__p%u;\n", t, i, t, i);
+  }
+}
+
 /* kc__launch, which checks kc_launch's own arguments, and its cold
  * mismatch report kc__bad. */
 static void emit_launch(const kc__tu *tu, kc__sb *out) {
@@ -329,6 +405,11 @@ static void emit_launch(const kc__tu *tu, kc__sb *out) {
               "const unsigned *kc__g, const unsigned *kc__b, const struct kc__arg *kc__x, unsigned kc__n) {\n"
               "  (void)kc__g; (void)kc__b;\n"
               "  return kc__on_bad_args ? kc__on_bad_args(kc__l, kc__c, kc__x, kc__n) : 1;\n}\n");
+  if (n >= 2)
+    kc__sb_puts(out, "#if defined(__AVX2__) && defined(__GNUC__) && !defined(__TINYC__)\n"
+                     "#define KC__PACKED 1\n"
+                     "typedef long long kc__v4 __attribute__((vector_size(32)));\n"
+                     "#endif\n");
   kc__sb_puts(
       out, "__attribute__((visibility(\"default\"))) int kc__launch(void *kc__l, const void *kc__c, "
            "const unsigned *kc__g, const unsigned *kc__b, const struct kc__arg *kc__x, unsigned kc__n) {\n");
@@ -336,21 +417,13 @@ static void emit_launch(const kc__tu *tu, kc__sb *out) {
     kc__sb_puts(out, "  (void)kc__c; (void)kc__x;\n  if (kc__n) goto kc__bad;\n");
   } else {
     kc__sb_printf(out, "  if (kc__n != %uu || !kc__x) goto kc__bad;\n", n);
-    for (uint32_t i = 0; i < n; i++) {
-      const char *t = tu->params[i].type;
-      kc__sb_printf(out, "  const void *kc__p%u = kc__x[%u].kc__p;\n", i, i);
-      if (tu->params[i].is_buffer)
-        kc__sb_printf(out,
-                      "  if (kc__x[%u].kc__sig != KC__SIG_BUFFER || !kc__p%u ||\n"
-                      "      ((const struct kc__buf *)kc__p%u)->kc__ctx != kc__c) goto kc__bad;\n"
-                      "  %s kc__v%u = *(%s const *)&((const struct kc__buf *)kc__p%u)->kc__h;\n",
-                      i, i, i, t, i, t, i);
-      else
-        kc__sb_printf(out,
-                      "  if (kc__x[%u].kc__sig != KC__SIG_SCALAR(sizeof(%s)) || !kc__p%u) goto kc__bad;\n"
-                      "  %s kc__v%u = *(%s const *)kc__p%u;\n",
-                      i, t, i, t, i, t, i);
+    if (n >= 2) {
+      kc__sb_puts(out, "#ifdef KC__PACKED\n");
+      emit_launch_packed(tu, out);
+      kc__sb_puts(out, "#else\n");
     }
+    emit_launch_chain(tu, out);
+    if (n >= 2) kc__sb_puts(out, "#endif\n");
   }
   kc__sb_puts(out, "  return kc__grid(kc__l, kc__c, kc__g, kc__b");
   for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", kc__v%u", i);
