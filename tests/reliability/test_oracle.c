@@ -566,6 +566,7 @@ static void check_latest(tested *t, uint64_t *seed) {
             (unsigned long long)(st.fast_hits - pre.fast_hits),
             (unsigned long long)(st.slow_lookups - pre.slow_lookups),
             (unsigned long long)(st.disk_stale - pre.disk_stale));
+        if (n < 0 || (size_t)n >= sizeof who) n = (int)strlen(who); /* (cut: append at its end) */
         evidence(t, i, who + n, sizeof who - (size_t)n);
         mismatch(t, who, kname[i], got, want[i]);
       }

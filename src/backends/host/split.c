@@ -1377,10 +1377,12 @@ static void put_object(sp *x, const decl *d, const char *prefix, const char *dim
 }
 
 /* Whether the closure past the prelude, but for the kernel's body [b, e),
- * may read an item's own ids (helpers, through the thread's item): then
+ * may read an item's own ids (helpers, through the thread's item, also in
+ * a header it includes from disk, which kcache does not read): then
  * each loop over items keeps the item's ids in it. */
 static bool ids_outside(const kc__tu *tu, const char *b, const char *e) {
-  static const char *const names[] = {"kc_local_id", "kc_global_id", "kc__cur", "kc__item", "lid"};
+  /* (an #include: a header on disk may hold a helper that reads them) */
+  static const char *const names[] = {"kc_local_id", "kc_global_id", "kc__cur", "kc__item", "lid", "include"};
   const char *t = tu->text + strlen(host_prelude), *end = tu->text + tu->len;
   for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
     size_t n = strlen(names[k]);

@@ -57,7 +57,12 @@ kc_status host_sysinc_probe(host_state *s, const char *dir) {
   snprintf(lg, sizeof lg, "%s/sysinc.log", dir);
   char *argv[] = {s->cc_argv[0], "-vv", NULL};
   int code = 0, sig = 0;
-  kc_status st = host_run_tool(s, argv, NULL, lg, &code, &sig);
+  /* its own directories only: not those of $CPATH and $C_INCLUDE_PATH,
+   * which each compile gives it as -I from the environment of the time */
+  char **env = host_sysinc_env(s);
+  if (!env) return kc__bs_err(s->sv, KC_ENOMEM, "out of memory");
+  kc_status st = host_run_tool(s, argv, env, lg, &code, &sig);
+  kc__bs_free(s->sv, env);
   void *text = NULL;
   size_t n = 0;
   if (st == KC_OK) st = host_read_file(s->sv, lg, &text, &n);
@@ -110,7 +115,7 @@ kc_status host_sysinc_args(const host_state *s, const char *sysinc, bool nostdin
 
 char **host_sysinc_env(const host_state *s) {
   size_t n = 0;
-  while (environ[n]) n++;
+  while (environ && environ[n]) n++; /* (NULL after clearenv) */
   char **env = kc__bs_alloc(s->sv, (n + 1) * sizeof *env);
   if (!env) return NULL;
   size_t k = 0;

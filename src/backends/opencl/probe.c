@@ -15,9 +15,8 @@
  * Nor is the probe kernel in the program at all when every by-value
  * parameter is written as such a type: a second kernel in the program
  * costs every load of its binary (PoCL writes each kernel's files on
- * clBuildProgram of a binary): a disk hit took 2.4-3.1 ms instead of
- * 1.8-2.2, the link and run after it 1.8-2.3 instead of 1.3-1.7
- * (doc/benchmarks.md, "OpenCL warm start").
+ * clBuildProgram of a binary), and a disk hit builds one (doc/benchmarks.md,
+ * "OpenCL warm start", measures it).
  * What the compiler says still decides: if it then names a type that is not
  * built in (a macro, a platform without argument info), the program has no
  * probe to run and ocl_compile builds the unit again with it.
