@@ -42,6 +42,7 @@ void test_disk_headers_new_set_starts_at_the_change(void **state);
 void test_disk_headers_tcc_unidentified(void **state);
 void test_disk_headers_tcc_header_appearing(void **state);
 void test_disk_headers_helper_reads_ids(void **state);
+void test_disk_headers_tcc_empty_environment(void **state);
 void test_disk_headers_link_switched_during_a_compile(void **state);
 void test_disk_headers_link_switched_during_a_recompile(void **state);
 

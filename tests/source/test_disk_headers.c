@@ -724,3 +724,34 @@ void test_disk_headers_helper_reads_ids(void **state) {
   kct_fx_close(&f);
   disk_close(&d);
 }
+
+/* Host backend, tcc: a process that emptied its environment (clearenv
+ * leaves environ NULL) still compiles: tcc is run with an environment
+ * made from the process's, without the include variables. */
+void test_disk_headers_tcc_empty_environment(void **state) {
+  (void)state;
+  if (kct_backend != KC_BACKEND_HOST || access("/usr/bin/tcc", X_OK) != 0) skip();
+  extern char **environ;
+  size_t n = 0;
+  while (environ && environ[n]) n++;
+  char **saved = kct_calloc((n + 1) * sizeof *saved);
+  for (size_t i = 0; i < n; i++) saved[i] = strdup(environ[i]);
+  kc_options o;
+  kc_options_init(&o);
+  o.cache_disable = true;
+  o.host_cc = "/usr/bin/tcc";
+  kct_fixture f = {0};
+  f.rt = kct_runtime(&o);
+  f.ctx = kct_context(f.rt);
+  f.buf = kct_buffer(f.rt, f.ctx, KCT_FX_N);
+  kct_define(f.rt, "ke", "KC_KERNEL void ke(KC_GLOBAL float *y) { y[kc_global_id(0)] = 4.0f; }");
+  kc_kernel *k = kct_kernel(f.rt, "ke", NULL);
+  clearenv();
+  kc_status st = kct_run(k, f.ctx, f.buf, 1, f.out);
+  for (size_t i = 0; i < n; i++) putenv(saved[i]); /* (the strings stay the environment's) */
+  kct_free(saved);
+  KCT_OK(f.rt, st);
+  assert_true(f.out[0] == 4.0f);
+  kc_kernel_destroy(k);
+  kct_fx_close(&f);
+}

@@ -303,6 +303,6 @@ KCT_MAIN(KCT_FX_TEST(test_macro_only_call_is_a_dependency), KCT_FX_TEST(test_mac
          KCT_TEST(test_disk_headers_read_before_a_refresh), KCT_TEST(test_disk_headers_two_change_at_once),
          KCT_TEST(test_disk_headers_new_set_starts_at_the_change),
          KCT_TEST(test_disk_headers_tcc_unidentified), KCT_TEST(test_disk_headers_tcc_header_appearing),
-         KCT_TEST(test_disk_headers_helper_reads_ids),
+         KCT_TEST(test_disk_headers_helper_reads_ids), KCT_TEST(test_disk_headers_tcc_empty_environment),
          KCT_TEST(test_disk_headers_link_switched_during_a_compile),
          KCT_TEST(test_disk_headers_link_switched_during_a_recompile))
