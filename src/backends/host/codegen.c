@@ -455,6 +455,12 @@ kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
     const char *why = NULL;
     unsigned nbar = 0;
     is_split = host_split_emit(sv, tu, &split, &why, &nbar, &int_ids);
+    /* out of memory: no fibers instead, a unit no compile with memory
+     * makes (it would be stored under a key of its own) */
+    if (split.failed || (!is_split && why && !strcmp(why, "out of memory"))) {
+      kc__sb_free(&split);
+      return kc__bs_err(sv, KC_ENOMEM, "out of memory generating the code of '%s'", tu->entry);
+    }
     if (is_split)
       kc__log_to(sv->log, KC_LOG_DEBUG,
                  "host: '%s' runs its work groups as loops over their items, split at %u barrier%s",
@@ -463,7 +469,11 @@ kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
       kc__log_to(sv->log, KC_LOG_DEBUG, "host: '%s' runs its work items as fibers at kc_barrier(): %s",
                  tu->entry, why ? why : "?");
   }
-  bool ids_out = !fibers && host_ids_outside(sv, tu);
+  int ids_out = fibers ? 0 : host_ids_outside(sv, tu);
+  if (ids_out < 0) {
+    kc__sb_free(&split);
+    return kc__bs_err(sv, KC_ENOMEM, "out of memory generating the code of '%s'", tu->entry);
+  }
   kc__sb_printf(out, "#undef %s\n#define KC__COPIES %d\n", tu->entry, copies);
   emit_group(tu, fibers, is_split ? &split : NULL, int_ids, ids_out, out);
   kc__sb_free(&split);

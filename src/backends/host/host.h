@@ -187,9 +187,9 @@ bool host_split_emit(const kc__bsvc *sv, const kc__tu *tu, kc__sb *out, const ch
                      bool *int_ids);
 int host_split_bad(void *hs, unsigned item, int first);
 /* Whether the closure past the prelude, but for the kernel's body, may read
- * an item's own ids (a helper, through the thread's item); true where it
- * cannot tell. */
-bool host_ids_outside(const kc__bsvc *sv, const kc__tu *tu);
+ * an item's own ids (a helper, through the thread's item): 1, also where it
+ * cannot tell; 0; -1 when out of memory. */
+int host_ids_outside(const kc__bsvc *sv, const kc__tu *tu);
 
 /* exec.c: the thread's slot (its offset from the thread pointer), the
  * scratch area of the kernels the calling thread runs next, the pool of

@@ -1594,13 +1594,18 @@ static bool emit_function(sp *x, const kc__tu *tu, int root, uint32_t b0, uint32
   return ok;
 }
 
-bool host_ids_outside(const kc__bsvc *sv, const kc__tu *tu) {
+int host_ids_outside(const kc__bsvc *sv, const kc__tu *tu) {
   sp x;
   memset(&x, 0, sizeof x);
   x.sv = sv, x.tu = tu;
   uint32_t b0 = 0, b1 = 0;
-  /* (a body it cannot find: as if they did) */
-  bool out = !find_body(&x, tu, &b0, &b1) || ids_outside(tu, x.t[b0].p, x.t[b1 - 1].p + 1);
+  /* (a body it cannot find: as if they did; out of memory: -1, so that
+   * no unit other than the one a compile with memory makes is compiled,
+   * and stored under another key) */
+  bool found = find_body(&x, tu, &b0, &b1);
+  int out = !found && x.why && !strcmp(x.why, "out of memory")
+                ? -1
+                : !found || ids_outside(tu, x.t[b0].p, x.t[b1 - 1].p + 1);
   sp_free(&x);
   return out;
 }
