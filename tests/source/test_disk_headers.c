@@ -748,7 +748,14 @@ void test_disk_headers_tcc_empty_environment(void **state) {
   kc_kernel *k = kct_kernel(f.rt, "ke", NULL);
   clearenv();
   kc_status st = kct_run(k, f.ctx, f.buf, 1, f.out);
-  for (size_t i = 0; i < n; i++) putenv(saved[i]); /* (the strings stay the environment's) */
+  for (size_t i = 0; i < n; i++) {
+    char *eq = strchr(saved[i], '=');
+    if (eq) {
+      *eq = '\0';
+      setenv(saved[i], eq + 1, 1);
+    }
+    free(saved[i]);
+  }
   kct_free(saved);
   KCT_OK(f.rt, st);
   assert_true(f.out[0] == 4.0f);
