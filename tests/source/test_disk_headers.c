@@ -60,17 +60,40 @@ static void disk_close(disk *d) {
 
 /* A fixture on its own runtime: the include directories, a disk cache
  * (or none), and the host compiler given (NULL: the default). */
-static void open_rt(kct_fixture *f, const disk *d, bool cache, const char *cc) {
+static void open_rt_timeout(kct_fixture *f, const disk *d, bool cache, const char *cc, uint32_t timeout_ms) {
   memset(f, 0, sizeof *f);
   kc_options o;
   kc_options_init(&o);
   o.compile_options = d->opts;
   o.cache_dir = cache ? d->cache : NULL;
   o.cache_disable = !cache;
+  o.compile_timeout_ms = timeout_ms;
   if (cc) o.host_cc = cc;
   f->rt = kct_runtime(&o);
   f->ctx = kct_context(f->rt);
   f->buf = kct_buffer(f->rt, f->ctx, KCT_FX_N);
+}
+
+static void open_rt(kct_fixture *f, const disk *d, bool cache, const char *cc) {
+  open_rt_timeout(f, d, cache, cc, 0);
+}
+
+/* A disk whose inc1 is a system directory ($C_INCLUDE_PATH, set until
+ * sys_close; no -I): the variable's value before, or NULL. */
+static char *sys_open(disk *d) {
+  disk_open(d);
+  d->opts[0] = '\0';
+  const char *old = getenv("C_INCLUDE_PATH");
+  char *saved = old ? strdup(old) : NULL;
+  setenv("C_INCLUDE_PATH", d->inc1, 1);
+  return saved;
+}
+
+static void sys_close(disk *d, char *saved) {
+  if (saved) setenv("C_INCLUDE_PATH", saved, 1);
+  else unsetenv("C_INCLUDE_PATH");
+  free(saved);
+  disk_close(d);
 }
 
 static const char *kernel_x =
@@ -219,11 +242,7 @@ void test_disk_headers_created_later(void **state) {
  * system directory itself: kcache gives it those directories as -I. */
 static void system_dirs(const char *cc) {
   disk d;
-  disk_open(&d);
-  d.opts[0] = '\0'; /* no -I: the header is found as a system one */
-  const char *old = getenv("C_INCLUDE_PATH");
-  char *saved = old ? strdup(old) : NULL;
-  setenv("C_INCLUDE_PATH", d.inc1, 1);
+  char *saved = sys_open(&d); /* no -I: the header is found as a system one */
   put(d.inc1, "kc_sys_x.h", "#define SXV 1.0f\n");
   static const char *kernel_s =
       "#include <kc_sys_x.h>\n#include <math.h>\n"
@@ -248,10 +267,7 @@ static void system_dirs(const char *cc) {
   assert_true(src_run(&f, "ks") == 3.0f);
   assert_true(kct_stats(f.rt).disk_stale >= 1);
   kct_fx_close(&f);
-  if (saved) setenv("C_INCLUDE_PATH", saved, 1);
-  else unsetenv("C_INCLUDE_PATH");
-  free(saved);
-  disk_close(&d);
+  sys_close(&d, saved);
 }
 
 /* Host backend: a header the compiler read and that is gone when kcache
@@ -579,10 +595,7 @@ void test_disk_headers_tcc_unidentified(void **state) {
   (void)state;
   if (kct_backend != KC_BACKEND_HOST || !kct_in_path("tcc")) skip();
   disk d;
-  disk_open(&d);
-  const char *old = getenv("C_INCLUDE_PATH");
-  char *saved = old ? strdup(old) : NULL;
-  setenv("C_INCLUDE_PATH", d.inc1, 1);
+  char *saved = sys_open(&d);
   put(d.inc1, "kc_sys_t.h", "#define STV 1.0f\n");
   char cc[160];
   snprintf(cc, sizeof cc, "%s/slow-tcc", d.root);
@@ -592,15 +605,8 @@ void test_disk_headers_tcc_unidentified(void **state) {
                    "if [ \"$1\" = --version ] && [ ! -e '%s/asked' ]; then : > '%s/asked'; sleep 5; fi\n"
                    "exec tcc \"$@\"\n",
                    d.root, d.root);
-  kc_options o;
-  kc_options_init(&o);
-  o.cache_disable = true;
-  o.host_cc = cc;
-  o.compile_timeout_ms = 1500;
-  kct_fixture f = {0};
-  f.rt = kct_runtime(&o);
-  f.ctx = kct_context(f.rt);
-  f.buf = kct_buffer(f.rt, f.ctx, KCT_FX_N);
+  kct_fixture f;
+  open_rt_timeout(&f, &d, false, cc, 1500);
   kct_define(f.rt, "kt",
              "#include <kc_sys_t.h>\nKC_KERNEL void kt(KC_GLOBAL float *y) { y[kc_global_id(0)] = STV; }");
   kc_kernel *k = kct_kernel(f.rt, "kt", NULL);
@@ -612,10 +618,7 @@ void test_disk_headers_tcc_unidentified(void **state) {
   if (f.out[0] != 2.0f) fail_msg("a header of $C_INCLUDE_PATH was not seen to change: %g", f.out[0]);
   kc_kernel_destroy(k);
   kct_fx_close(&f);
-  if (saved) setenv("C_INCLUDE_PATH", saved, 1);
-  else unsetenv("C_INCLUDE_PATH");
-  free(saved);
-  disk_close(&d);
+  sys_close(&d, saved);
 }
 
 /* Host backend, tcc: a header of $C_INCLUDE_PATH that is not there when
@@ -636,10 +639,7 @@ void test_disk_headers_tcc_header_appearing(void **state) {
              "-e inject=open,openat:error=ENOENT:when=1 true 2>/dev/null") != 0)
     skip();
   disk d;
-  disk_open(&d);
-  const char *old = getenv("C_INCLUDE_PATH");
-  char *saved = old ? strdup(old) : NULL;
-  setenv("C_INCLUDE_PATH", d.inc1, 1);
+  char *saved = sys_open(&d);
   put(d.inc1, "kc_sys_a.h", "#define SAV 1.0f\n");
   char cc[160];
   snprintf(cc, sizeof cc, "%s/tcc-header-late", d.root);
@@ -651,14 +651,8 @@ void test_disk_headers_tcc_header_appearing(void **state) {
                    "-e inject=open,openat:error=ENOENT:when=1 tcc \"$@\"; } ;; esac\n"
                    "exec tcc \"$@\"\n",
                    d.root, d.root, d.inc1);
-  kc_options o;
-  kc_options_init(&o);
-  o.cache_disable = true;
-  o.host_cc = cc;
-  kct_fixture f = {0};
-  f.rt = kct_runtime(&o);
-  f.ctx = kct_context(f.rt);
-  f.buf = kct_buffer(f.rt, f.ctx, KCT_FX_N);
+  kct_fixture f;
+  open_rt(&f, &d, false, cc);
   kct_define(f.rt, "ka",
              "#include <kc_sys_a.h>\nKC_KERNEL void ka(KC_GLOBAL float *y) { y[kc_global_id(0)] = SAV; }");
   kc_kernel *k = kct_kernel(f.rt, "ka", NULL);
@@ -677,10 +671,7 @@ void test_disk_headers_tcc_header_appearing(void **state) {
   assert_true(f.out[0] == 3.0f);
   kc_kernel_destroy(k);
   kct_fx_close(&f);
-  if (saved) setenv("C_INCLUDE_PATH", saved, 1);
-  else unsetenv("C_INCLUDE_PATH");
-  free(saved);
-  disk_close(&d);
+  sys_close(&d, saved);
 }
 
 /* A helper in a header on disk that reads the work item's ids: kcache does
