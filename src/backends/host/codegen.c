@@ -199,7 +199,8 @@ static void emit_group(const kc__tu *tu, bool fibers, const kc__sb *split, bool 
   if (!fibers) {
     /* a group whose global ids do not all fit in int (a grid past 2^31
      * items) calls the kernel out of line: one copy of its body inlined in
-     * a loop to optimize, not two (a cold compile with cc took 1.6x) */
+     * a loop to optimize, not two (the rest of the longer cold compile is
+     * the vectorizer's: doc/benchmarks.md) */
     kc__sb_puts(out, "__attribute__((noinline)) static void kc__wide(const struct kc__wi *kc__wp, const "
                      "struct kc__ids kc__i");
     for (uint32_t i = 0; i < n; i++) kc__sb_printf(out, ", %s kc__v%u", tu->params[i].type, i);
