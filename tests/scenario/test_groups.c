@@ -353,6 +353,59 @@ static void test_stencil_2d(void **state) {
   kct_destroy(rt);
 }
 
+/* A row of a group's items may run in SIMD lanes on the host (codegen.c:
+ * KC__ITEMS): edges that return early, loads of the neighbours that only
+ * inner items make (masked, or gathers); and a loop of dependent steps in
+ * each item; both in a block whose rows are not a multiple of any vector
+ * width (gcc 12 vectorizes both rows: -fopt-info-vec). Integers, so
+ * the result is exact whatever the compiler makes of it. */
+static const char SRC_EDGES[] =
+    "KC_KERNEL void edges(KC_GLOBAL int *out, KC_GLOBAL const int *in, int w, int h) {\n"
+    "  int x = (int)kc_global_id(0), y = (int)kc_global_id(1), i = y * w + x;\n"
+    "  if (x == 0 || y == 0 || x == w - 1 || y == h - 1) { out[i] = in[i]; return; }\n"
+    "  out[i] = 4 * in[i] - in[i - 1] - in[i + 1] - in[i - w] - in[i + w];\n}\n";
+static const char SRC_CHAIN[] = "KC_KERNEL void chain(KC_GLOBAL int *out, KC_GLOBAL const int *in, int w) {\n"
+                                "  int i = (int)kc_global_id(1) * w + (int)kc_global_id(0), s = in[i];\n"
+                                "  for (int k = 0; k < 24; k++) s = s * 3 + (in[i] >> (k & 7) & 1);\n"
+                                "  out[i] = s;\n}\n";
+
+static void test_rows_of_items_exact(void **state) {
+  (void)state;
+  enum { BX = 13, BY = 3, W = BX * 7, H = BY * 5 };
+  kc_runtime *rt = kct_runtime(NULL);
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "edges", SRC_EDGES);
+  kct_define(rt, "chain", SRC_CHAIN);
+  int *in = kct_calloc(W * H * sizeof(int));
+  for (int i = 0; i < W * H; i++) in[i] = (i * 7919) % 101 - 50;
+  kc_buffer *bi, *bo;
+  KCT_OK(rt, kc_buffer_create(ctx, W * H * sizeof(int), &bi));
+  KCT_OK(rt, kc_buffer_write(bi, 0, in, W * H * sizeof(int)));
+  KCT_OK(rt, kc_buffer_create(ctx, W * H * sizeof(int), &bo));
+  int w = W, h = H;
+  kc_arg args[] = {KC_ARG_BUF(bo), KC_ARG_BUF(bi), KC_ARG_VAL(w), KC_ARG_VAL(h)};
+  kc_dim3 g = {W / BX, H / BY, 1}, b = {BX, BY, 1};
+  int *out = kct_calloc(W * H * sizeof(int));
+  for (int kernel = 0; kernel < 2; kernel++) {
+    KCT_OK(rt, kc_launch(kct_kernel(rt, kernel ? "chain" : "edges", NULL), ctx, &g, &b, args, 4 - kernel));
+    KCT_OK(rt, kc_context_finish(ctx));
+    KCT_OK(rt, kc_buffer_read(bo, 0, out, W * H * sizeof(int)));
+    for (int y = 0; y < H; y++)
+      for (int x = 0; x < W; x++) {
+        int i = y * W + x, want = in[i];
+        if (kernel)
+          for (int k = 0; k < 24; k++) want = want * 3 + (in[i] >> (k & 7) & 1);
+        else if (!(x == 0 || y == 0 || x == W - 1 || y == H - 1))
+          want = 4 * in[i] - in[i - 1] - in[i + 1] - in[i - W] - in[i + W];
+        if (out[i] != want)
+          fail_msg("%s (%d, %d): %d, expected %d", kernel ? "chain" : "edges", x, y, out[i], want);
+      }
+  }
+  kct_free(in);
+  kct_free(out);
+  kct_destroy(rt);
+}
+
 /* Host: several threads launch one KC_LOCAL kernel at once; each launch
  * has its own copies of its local arrays. */
 typedef struct {
@@ -935,7 +988,7 @@ static void test_global_ids_past_int_max(void **state) {
 
 KCT_MAIN_INIT_ONLY(KCT_TEST(test_reduction_with_local_memory_and_barriers), KCT_TEST(test_tiled_matmul),
                    KCT_TEST(test_ids_from_helpers_on_large_grids), KCT_TEST(test_stencil_2d),
-                   KCT_TEST(test_local_arrays_under_concurrent_launches),
+                   KCT_TEST(test_rows_of_items_exact), KCT_TEST(test_local_arrays_under_concurrent_launches),
                    KCT_TEST(test_barrier_misuse_is_refused), KCT_TEST(test_pool_after_fork),
                    KCT_TEST(test_split_loops_and_live_values),
                    KCT_TEST(test_split_reduce_and_matmul_match_fibers),

@@ -418,7 +418,8 @@ static kc_status host_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, s
 /* The artifact's format, in the identity (so in every disk-store key):
  * entries of another format (the shared objects that kcache made before
  * it had its own loader) are never looked up. Change it with the format. */
-#define HOST_ARTIFACT_FORMAT "elf64-x86_64-rel/2" /* 2: work groups (codegen.c) */
+#define HOST_ARTIFACT_FORMAT \
+  "elf64-x86_64-rel/3" /* 2: work groups; 3: a row of items in SIMD lanes (codegen.c) */
 
 /* The CPU an object made with -march=native runs on: its model and a hash
  * of its feature flags (the first processor of /proc/cpuinfo), appended to
