@@ -354,7 +354,7 @@ static void test_stencil_2d(void **state) {
 }
 
 /* A row of a group's items may run in SIMD lanes on the host (codegen.c:
- * KC__ITEMS): edges that return early, loads of the neighbours that only
+ * KC__ROW): edges that return early, loads of the neighbours that only
  * inner items make (masked, or gathers); and a loop of dependent steps in
  * each item; both in a block whose rows are not a multiple of any vector
  * width (gcc 12 vectorizes both rows: -fopt-info-vec). Integers, so

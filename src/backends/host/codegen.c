@@ -259,13 +259,13 @@ static void emit_group(const kc__tu *tu, bool fibers, const kc__sb *split, bool 
      * it, which is a real dependence carried through memory. */
     if (!ids_out)
       kc__sb_puts(out, "#if defined(__clang__)\n"
-                       "#define KC__ITEMS _Pragma(\"clang loop vectorize(assume_safety)\")\n"
+                       "#define KC__ROW _Pragma(\"clang loop vectorize(assume_safety)\")\n"
                        "#elif defined(__GNUC__) && !defined(__TINYC__)\n"
-                       "#define KC__ITEMS _Pragma(\"GCC ivdep\")\n"
+                       "#define KC__ROW _Pragma(\"GCC ivdep\")\n"
                        "#else\n"
-                       "#define KC__ITEMS\n"
+                       "#define KC__ROW\n"
                        "#endif\n");
-    else kc__sb_puts(out, "#define KC__ITEMS\n");
+    else kc__sb_puts(out, "#define KC__ROW\n");
     kc__sb_printf(
         out,
         "  (void)kc__x;\n"
@@ -279,7 +279,7 @@ static void emit_group(const kc__tu *tu, bool fibers, const kc__sb *split, bool 
         "    const int kc__B0 = (int)kc__b[0], kc__B1 = (int)kc__b[1], kc__B2 = (int)kc__b[2];\n"
         "    for (int kc__z = 0; kc__z < kc__B2; kc__z++)\n"
         "      for (int kc__y = 0; kc__y < kc__B1; kc__y++)\n"
-        "        KC__ITEMS for (int kc__l = 0; kc__l < kc__B0; kc__l++) {\n"
+        "        KC__ROW for (int kc__l = 0; kc__l < kc__B0; kc__l++) {\n"
         "          %s\n"
         "          const struct kc__ids kc__i = {1, kc__l, kc__y, kc__z, kc__G0 + kc__l, kc__G1 + kc__y,\n"
         "                                        kc__G2 + kc__z};\n"
