@@ -164,7 +164,9 @@ void ocl_stream_release(void *bctx, void *native, bool owned) {
 kc_status ocl_stream_sync(void *bctx, void *native) {
   ocl_ctx *c = bctx;
   cl_int e = ocl.clFinish(native ? (cl_command_queue)native : c->queue);
-  return e == CL_SUCCESS ? KC_OK : ocl_fail(c->sv, KC_EBACKEND, "kc_stream_sync: clFinish", e);
+  if (e != CL_SUCCESS) return ocl_fail(c->sv, KC_EBACKEND, "kc_stream_sync: clFinish", e);
+  ocl_late_poll(c->st);
+  return KC_OK;
 }
 
 /* A marker on `other` and a barrier on native that waits for it. */
@@ -263,6 +265,18 @@ KC__COLD void ocl_lock_wait(_Atomic int *busy) {
     if (spins < 64) ocl_cpu_relax();
     else sched_yield();
   }
+}
+
+KC__COLD cl_int ocl_launch_first(kc__blinked *l, cl_command_queue q, cl_uint dims, const size_t *offset,
+                                 const size_t *global, const size_t *local) {
+  ocl_linked *x = l->extra;
+  cl_event ev = NULL;
+  cl_int e = ocl.clEnqueueNDRangeKernel(q, (cl_kernel)l->fn, dims, offset, global, local, 0, NULL, &ev);
+  if (e != CL_SUCCESS) return e; /* the next launch is the first */
+  x->late = false;
+  /* (ocl_state.lock under busy: a leaf, taken once per linked object) */
+  if (ev) ocl_late_launched(((ocl_ctx *)l->bctx)->st, (cl_program)l->module, ev);
+  return e;
 }
 
 void ocl_lock(_Atomic int *busy) {
@@ -371,7 +385,8 @@ kc_status ocl_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
     if (KC__UNLIKELY(e != CL_SUCCESS)) break;
   }
   if (KC__LIKELY(i == x->nargs)) {
-    e = ocl.clEnqueueNDRangeKernel(q, k, dims, NULL, global, local, 0, NULL, NULL);
+    if (KC__LIKELY(!x->late)) e = ocl.clEnqueueNDRangeKernel(q, k, dims, NULL, global, local, 0, NULL, NULL);
+    else e = ocl_launch_first(l, q, dims, NULL, global, local);
     i = UINT32_MAX;
   }
   kc__store_release(&x->busy, 0);

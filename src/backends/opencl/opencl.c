@@ -70,6 +70,7 @@ static kc_status ocl_open(const kc__bsvc *sv, const kc__bconfig *opt, void **sta
   kc_status s = ocl_state_open(sv, opt, &st);
   if (s) return s;
   ocl_helpers_open(st, opt);
+  st->late_binaries = true; /* (this process's builds; where ocl_links) */
   *state = st;
   return KC_OK;
 }
@@ -122,7 +123,9 @@ static kc_status ocl_ctx_reset(void *bctx) {
 static kc_status ocl_ctx_finish(void *bctx) {
   ocl_ctx *c = bctx;
   cl_int e = ocl.clFinish(c->queue);
-  return e == CL_SUCCESS ? KC_OK : ocl_fail(c->sv, KC_EBACKEND, "clFinish", e);
+  if (e != CL_SUCCESS) return ocl_fail(c->sv, KC_EBACKEND, "clFinish", e);
+  ocl_late_poll(c->st);
+  return KC_OK;
 }
 
 /* ------------------------------------------------------------- compiling */
@@ -149,6 +152,7 @@ static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, siz
      * compiler named one otherwise (or nothing): build again with the probe */
     kc__bs_free(sv, r.bin);
     if (r.prog) ocl.clReleaseProgram(r.prog);
+    if (r.late) ocl.clReleaseProgram(r.late);
     char *text = NULL;
     if ((s = ocl_probe_append(sv, tu, &text, &u.len)) != KC_OK) return s;
     u.text = text;
@@ -162,14 +166,22 @@ static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, siz
   if (s) {
     kc__bs_free(sv, r.bin);
     if (r.prog) ocl.clReleaseProgram(r.prog);
+    if (r.late) ocl.clReleaseProgram(r.late);
     return s;
   }
   *artifact = r.bin;
   *size = r.size;
   /* a link into one of kcache's contexts on device 0 takes its kernel from
    * the program built here rather than building the binary again
-   * (programs.c); a helper's binary is built at the link */
-  if (r.prog) ocl_keep(st, r.prog, r.bin, r.size);
+   * (programs.c); a helper's binary is built at the link. With a second
+   * link, that one is kept, and its binary is fetched after its first
+   * launch (programs.c, "late binaries") */
+  if (r.late) {
+    ocl.clReleaseProgram(r.prog);
+    ocl_keep_late(st, r.late, r.bin, r.size);
+  } else if (r.prog) {
+    ocl_keep(st, r.prog, r.bin, r.size);
+  }
   return KC_OK;
 }
 
@@ -204,7 +216,8 @@ static kc_status ocl_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
 
   cl_kernel k = NULL;
   /* the compile's own program where it is in c's cl_context, else a build */
-  cl_program p = ocl_kept_find(c->st, c->ctx, a.bytes, a.size);
+  bool late = false;
+  cl_program p = ocl_kept_find(c->st, c->ctx, a.bytes, a.size, &late);
   bool built = !p && (p = ocl_from_binary(c, &a)) != NULL;
   if (p && !(k = ocl.clCreateKernel(p, entry, &e))) {
     ocl.clReleaseProgram(p);
@@ -251,6 +264,7 @@ static kc_status ocl_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
     return kc__bs_err(sv, KC_ENOMEM, "out of memory");
   }
   kc__store_relaxed(&x->busy, 0);
+  x->late = late;
   x->queue = c->queue;
   x->sv = sv;
   x->entry = entry;
@@ -332,7 +346,9 @@ static kc_status ocl_launch(kc__blinked *l, void **argv, const kc_dim3 *grid, co
     if (KC__UNLIKELY(e != CL_SUCCESS)) break;
   }
   if (KC__LIKELY(i == x->nargs)) {
-    e = ocl.clEnqueueNDRangeKernel(x->queue, k, dims, NULL, global, local, 0, NULL, NULL);
+    if (KC__LIKELY(!x->late))
+      e = ocl.clEnqueueNDRangeKernel(x->queue, k, dims, NULL, global, local, 0, NULL, NULL);
+    else e = ocl_launch_first(l, x->queue, dims, NULL, global, local);
     i = UINT32_MAX;
   }
   kc__store_release(&x->busy, 0);
@@ -374,7 +390,9 @@ static kc_status ocl_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, si
   ocl_ctx *c = bctx;
   if (!n) return KC_OK;
   cl_int e = ocl.clEnqueueReadBuffer(c->queue, (cl_mem)h->ptr, CL_TRUE, off, n, dst, 0, NULL, NULL);
-  return e == CL_SUCCESS ? KC_OK : ocl_fail(c->sv, KC_EBACKEND, "clEnqueueReadBuffer", e);
+  if (e != CL_SUCCESS) return ocl_fail(c->sv, KC_EBACKEND, "clEnqueueReadBuffer", e);
+  ocl_late_poll(c->st); /* (a blocking read: the caller waits anyway) */
+  return KC_OK;
 }
 
 /* ----------------------------------------------------------------- table */
@@ -416,5 +434,6 @@ const kc__backend kc__backend_opencl = {
     .buf_unwrap = ocl_buf_unwrap,
     .buf_host = ocl_buf_host,
     .link_uses_source = true,
+    .late_artifacts = true,
     .builds = ocl_builds,
 };

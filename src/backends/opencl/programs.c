@@ -16,6 +16,25 @@
  * left the table builds from the binary as before. Each kcache context still has
  * its own queue, buffers and kernel objects; st->lock guards the table and
  * the shared contexts.
+ *
+ * Late binaries (PoCL; st->late_binaries): PoCL serializes a program's
+ * binary once, at its first fetch, with the machine code made by then; a
+ * launch makes a work-group function specialized for its local size (LLVM's
+ * work-group passes, code generation, ld: 40-140 ms), which a binary fetched
+ * before any launch lacks, so a new process that loads it makes it again at
+ * its first launch. A binary fetched after the first launch holds it. So a
+ * compile here links its compiled program twice (the second link costs
+ * 2-3 ms): the first link's binary is fetched at once and is the artifact,
+ * stored as before (single flight and other processes see nothing new);
+ * the second link is the program kept for launches (OCL_LATE_WAIT). Its
+ * first launch is enqueued with an event (OCL_LATE_RAN); at the next point
+ * where the caller waits anyway (ocl_late_poll: a finish, a stream's sync,
+ * a blocking read), once that event has completed, its binary is fetched
+ * (PoCL's serialization: 40-100 ms, once per kernel) and handed to the core
+ * (kc__bsvc.better), which writes the entry again with it. In this process
+ * nothing changes: the artifact stays the first binary, which links find
+ * the kept program by. A compile helper's binary (helpers.c) is stored as
+ * it came: its program is not here to launch.
  */
 #include "backends/opencl/opencl.h"
 
@@ -39,7 +58,15 @@ kc_status ocl_shared_ctx(ocl_state *st, int device, cl_context *out) {
   return c ? KC_OK : ocl_fail(st->sv, KC_EBACKEND, "clCreateContext", e);
 }
 
-void ocl_keep(ocl_state *st, cl_program prog, const void *bin, size_t size) {
+/* Drops a slot's late state (under st->lock); its event to release in *ev. */
+static void ocl_late_drop(ocl_state *st, ocl_kept *k, cl_event *ev) {
+  if (k->late == OCL_LATE_RAN) kc__fetch_add_relaxed(&st->late_ran, -1);
+  *ev = k->late == OCL_LATE_RAN ? k->ev : NULL;
+  k->late = OCL_LATE_NONE;
+  k->ev = NULL;
+}
+
+static void ocl_keep_as(ocl_state *st, cl_program prog, const void *bin, size_t size, int late) {
   unsigned char *copy = kc__bs_alloc(st->sv, size);
   if (!copy) { /* not kept: links build from the binary */
     ocl.clReleaseProgram(prog);
@@ -49,30 +76,115 @@ void ocl_keep(ocl_state *st, cl_program prog, const void *bin, size_t size) {
   kc__lock(&st->lock);
   ocl_kept *k = &st->kept[st->kept_next];
   st->kept_next = (st->kept_next + 1) % OCL_KEEP;
+  cl_event ev;
+  ocl_late_drop(st, k, &ev);
   ocl_kept old = *k;
-  *k = (ocl_kept){prog, copy, size};
+  *k = (ocl_kept){prog, copy, size, late, NULL};
   kc__unlock(&st->lock);
+  if (ev) ocl.clReleaseEvent(ev);
   if (old.prog) ocl.clReleaseProgram(old.prog); /* links that use it hold their own reference */
   kc__bs_free(st->sv, old.bin);
 }
 
-cl_program ocl_kept_find(ocl_state *st, cl_context ctx, const void *bin, size_t size) {
+void ocl_keep(ocl_state *st, cl_program prog, const void *bin, size_t size) {
+  ocl_keep_as(st, prog, bin, size, OCL_LATE_NONE);
+}
+
+void ocl_keep_late(ocl_state *st, cl_program prog, const void *bin, size_t size) {
+  ocl_keep_as(st, prog, bin, size, OCL_LATE_WAIT);
+}
+
+cl_program ocl_kept_find(ocl_state *st, cl_context ctx, const void *bin, size_t size, bool *late) {
+  *late = false;
   if (ctx != st->compile_ctx || !bin || !size) return NULL;
   cl_program p = NULL;
   kc__lock(&st->lock);
   for (int i = 0; i < OCL_KEEP && !p; i++) {
     ocl_kept *k = &st->kept[i];
     if (k->prog && k->size == size && memcmp(k->bin, bin, size) == 0 &&
-        ocl.clRetainProgram(k->prog) == CL_SUCCESS)
+        ocl.clRetainProgram(k->prog) == CL_SUCCESS) {
       p = k->prog;
+      *late = k->late == OCL_LATE_WAIT;
+    }
   }
   kc__unlock(&st->lock);
   return p;
 }
 
+void ocl_late_launched(ocl_state *st, cl_program prog, cl_event ev) {
+  kc__lock(&st->lock);
+  for (int i = 0; i < OCL_KEEP && ev; i++) {
+    ocl_kept *k = &st->kept[i];
+    if (k->prog == prog && k->late == OCL_LATE_WAIT) {
+      k->late = OCL_LATE_RAN;
+      k->ev = ev;
+      ev = NULL;
+      kc__fetch_add_relaxed(&st->late_ran, 1);
+    }
+  }
+  kc__unlock(&st->lock);
+  if (ev) ocl.clReleaseEvent(ev); /* another context launched it first, or it left the table */
+}
+
+/* One program's binary (it was built for one device), or NULL. */
+static unsigned char *ocl_fetch(const kc__bsvc *sv, cl_program prog, size_t *size) {
+  size_t n = 0;
+  if (ocl.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, NULL) != CL_SUCCESS || !n)
+    return NULL;
+  unsigned char *bin = kc__bs_alloc(sv, n);
+  if (bin && ocl.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) != CL_SUCCESS) {
+    kc__bs_free(sv, bin);
+    bin = NULL;
+  }
+  *size = n;
+  return bin;
+}
+
+void ocl_late_poll(ocl_state *st) {
+  if (KC__LIKELY(kc__load_relaxed(&st->late_ran) == 0)) return;
+  const kc__bsvc *sv = st->sv;
+  for (;;) {
+    /* one whose launch has completed (or failed), taken out of the table's
+     * late state: its program retained and its first binary copied */
+    cl_program p = NULL;
+    unsigned char *old = NULL;
+    size_t old_size = 0;
+    bool ran = false;
+    cl_event ev = NULL;
+    kc__lock(&st->lock);
+    for (int i = 0; i < OCL_KEEP && !ev; i++) {
+      ocl_kept *k = &st->kept[i];
+      cl_int status = CL_QUEUED;
+      if (k->late != OCL_LATE_RAN || (ocl.clGetEventInfo(k->ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                                         sizeof status, &status, NULL) == CL_SUCCESS &&
+                                      status > CL_COMPLETE))
+        continue; /* (an event that cannot be asked is given up) */
+      ran = status == CL_COMPLETE;
+      if (ran && (old = kc__bs_alloc(sv, k->size)) != NULL && ocl.clRetainProgram(k->prog) == CL_SUCCESS) {
+        memcpy(old, k->bin, k->size);
+        old_size = k->size;
+        p = k->prog;
+      }
+      ocl_late_drop(st, k, &ev);
+    }
+    kc__unlock(&st->lock);
+    if (!ev) return; /* none completed yet: a later poll */
+    ocl.clReleaseEvent(ev);
+    size_t size = 0;
+    unsigned char *bin = p ? ocl_fetch(sv, p, &size) : NULL;
+    /* the same bytes: the platform keeps no more after a launch */
+    if (bin && sv->better && (size != old_size || memcmp(bin, old, size) != 0))
+      sv->better(sv, old, old_size, bin, size);
+    kc__bs_free(sv, bin);
+    kc__bs_free(sv, old);
+    if (p) ocl.clReleaseProgram(p);
+  }
+}
+
 void ocl_programs_free(ocl_state *st) {
   for (int i = 0; i < OCL_KEEP; i++) {
     if (st->kept[i].prog) ocl.clReleaseProgram(st->kept[i].prog);
+    if (st->kept[i].ev) ocl.clReleaseEvent(st->kept[i].ev);
     kc__bs_free(st->sv, st->kept[i].bin);
     st->kept[i] = (ocl_kept){0};
   }
