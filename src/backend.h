@@ -47,9 +47,10 @@ typedef struct kc__tu kc__tu;
  * better: a backend with late_artifacts hands the core a better artifact
  *   (bytes, size: lent for the call) for one its compile returned (old,
  *   old_size: its bytes) in this runtime; the core writes the disk cache's
- *   entry again with it where that entry still holds old. Called with none
- *   of the backend's locks held, never from a launch; NULL where nothing
- *   takes them (the compile helper). rt: the core's, for better only. */
+ *   entry again with it where that entry still holds old. Called from any
+ *   thread with none of the backend's locks held, never from a launch, and
+ *   not after the backend's quiesce; NULL where nothing takes them (the
+ *   compile helper). rt: the core's, for better only. */
 typedef struct kc__bsvc {
   kc__heap heap;
   uint64_t owner;
@@ -332,6 +333,10 @@ typedef struct kc__backend {
    * fetched after its first launch holds the machine code that launch made):
    * then the store keeps the keys of the entries this runtime wrote. */
   bool late_artifacts;
+  /* Optional: ends the backend's own threads' work that calls its
+   * services (better): the core calls it before it closes its store
+   * (kc_runtime_destroy); close follows. */
+  void (*quiesce)(void *state);
   /* Optional: how many program builds the backend has run (OpenCL:
    * clBuildProgram calls, compiles and links); kc_stats.backend_builds. */
   uint64_t (*builds)(void *state);

@@ -164,9 +164,7 @@ void ocl_stream_release(void *bctx, void *native, bool owned) {
 kc_status ocl_stream_sync(void *bctx, void *native) {
   ocl_ctx *c = bctx;
   cl_int e = ocl.clFinish(native ? (cl_command_queue)native : c->queue);
-  if (e != CL_SUCCESS) return ocl_fail(c->sv, KC_EBACKEND, "kc_stream_sync: clFinish", e);
-  ocl_late_poll(c->st);
-  return KC_OK;
+  return e == CL_SUCCESS ? KC_OK : ocl_fail(c->sv, KC_EBACKEND, "kc_stream_sync: clFinish", e);
 }
 
 /* A marker on `other` and a barrier on native that waits for it. */

@@ -70,7 +70,8 @@ static kc_status ocl_open(const kc__bsvc *sv, const kc__bconfig *opt, void **sta
   kc_status s = ocl_state_open(sv, opt, &st);
   if (s) return s;
   ocl_helpers_open(st, opt);
-  st->late_binaries = true; /* (this process's builds; where ocl_links) */
+  /* this process's builds (where ocl_links), with the late worker's condition */
+  st->late_binaries = st->late_cond_ok = pthread_cond_init(&st->late_cond, NULL) == 0;
   *state = st;
   return KC_OK;
 }
@@ -78,6 +79,8 @@ static kc_status ocl_open(const kc__bsvc *sv, const kc__bconfig *opt, void **sta
 void ocl_close(void *state) {
   ocl_state *st = state;
   if (!st) return;
+  ocl_late_stop(st); /* (the core's quiesce did, before its store closed) */
+  if (st->late_cond_ok) pthread_cond_destroy(&st->late_cond);
   ocl_helpers_close(st);
   ocl_programs_free(st);
   ocl_state_free(st);
@@ -123,9 +126,7 @@ static kc_status ocl_ctx_reset(void *bctx) {
 static kc_status ocl_ctx_finish(void *bctx) {
   ocl_ctx *c = bctx;
   cl_int e = ocl.clFinish(c->queue);
-  if (e != CL_SUCCESS) return ocl_fail(c->sv, KC_EBACKEND, "clFinish", e);
-  ocl_late_poll(c->st);
-  return KC_OK;
+  return e == CL_SUCCESS ? KC_OK : ocl_fail(c->sv, KC_EBACKEND, "clFinish", e);
 }
 
 /* ------------------------------------------------------------- compiling */
@@ -390,9 +391,7 @@ static kc_status ocl_buf_read(void *bctx, kc__bufh *h, size_t off, void *dst, si
   ocl_ctx *c = bctx;
   if (!n) return KC_OK;
   cl_int e = ocl.clEnqueueReadBuffer(c->queue, (cl_mem)h->ptr, CL_TRUE, off, n, dst, 0, NULL, NULL);
-  if (e != CL_SUCCESS) return ocl_fail(c->sv, KC_EBACKEND, "clEnqueueReadBuffer", e);
-  ocl_late_poll(c->st); /* (a blocking read: the caller waits anyway) */
-  return KC_OK;
+  return e == CL_SUCCESS ? KC_OK : ocl_fail(c->sv, KC_EBACKEND, "clEnqueueReadBuffer", e);
 }
 
 /* ----------------------------------------------------------------- table */
@@ -435,5 +434,6 @@ const kc__backend kc__backend_opencl = {
     .buf_host = ocl_buf_host,
     .link_uses_source = true,
     .late_artifacts = true,
+    .quiesce = ocl_late_stop,
     .builds = ocl_builds,
 };

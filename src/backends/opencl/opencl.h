@@ -20,6 +20,7 @@
 
 #include "backend.h"
 
+#include <pthread.h>
 #include <sys/types.h>
 
 /* The build options without the user's (platform.c adds theirs after). */
@@ -155,10 +156,15 @@ typedef struct ocl_state {
   _Atomic uint64_t builds; /* clBuildProgram calls (kc_stats.backend_builds) */
   /* Late binaries (programs.c): compiles here link twice, and the entry is
    * written again with the binary of the launched program (set in this
-   * process, not in a helper; only where ocl_links). late_ran: kept
-   * programs at OCL_LATE_RAN. */
+   * process, not in a helper; only where ocl_links). The late worker
+   * (late_thread, started at the first OCL_LATE_RAN) waits on late_cond
+   * (with lock) and fetches them; late_stop (under lock; read without it
+   * while it waits for a launch): ocl_late_stop was called. */
   bool late_binaries;
-  _Atomic int late_ran;
+  bool late_cond_ok, late_started;
+  _Atomic int late_stop;
+  pthread_cond_t late_cond;
+  pthread_t late_thread;
   /* Which platform and device (indices as the ICD lists them): a helper
    * opens the same one. serializes: the platform builds one program at a
    * time per process (PoCL). */
@@ -311,13 +317,15 @@ void ocl_keep_late(ocl_state *st, cl_program prog, const void *bin, size_t size)
  * NULL. *late: it is at OCL_LATE_WAIT. */
 cl_program ocl_kept_find(ocl_state *st, cl_context ctx, const void *bin, size_t size, bool *late);
 /* A launch of prog was enqueued with ev (taken over): if prog is kept at
- * OCL_LATE_WAIT, it goes to OCL_LATE_RAN with ev. */
+ * OCL_LATE_WAIT, it goes to OCL_LATE_RAN with ev, for the late worker
+ * (started here the first time), which waits for ev, fetches prog's
+ * binary and hands it to the core (kc__bsvc.better) in place of the one
+ * stored. */
 void ocl_late_launched(ocl_state *st, cl_program prog, cl_event ev);
-/* At a point where the caller waits anyway (a finish, a stream's sync, a
- * blocking read), after it: each kept program at OCL_LATE_RAN whose launch
- * has completed gives its binary, handed to the core (kc__bsvc.better) in
- * place of the one stored. Nothing when none is (one atomic load). */
-void ocl_late_poll(ocl_state *st);
+/* Stops the late worker (the backend's quiesce, and ocl_close): the
+ * launches it was handed that have completed are fetched first, then it
+ * is joined. No call of sv->better after it returns. */
+void ocl_late_stop(void *state);
 void ocl_programs_free(ocl_state *st); /* ocl_close: the table, the shared contexts (not their array) */
 
 /* interop.c: adopted contexts, streams, foreign memory, configured launches;

@@ -27,17 +27,21 @@
  * 2-3 ms): the first link's binary is fetched at once and is the artifact,
  * stored as before (single flight and other processes see nothing new);
  * the second link is the program kept for launches (OCL_LATE_WAIT). Its
- * first launch is enqueued with an event (OCL_LATE_RAN); at the next point
- * where the caller waits anyway (ocl_late_poll: a finish, a stream's sync,
- * a blocking read), once that event has completed, its binary is fetched
- * (PoCL's serialization: 40-100 ms, once per kernel) and handed to the core
- * (kc__bsvc.better), which writes the entry again with it. In this process
+ * first launch is enqueued with an event (OCL_LATE_RAN) and handed to the
+ * late worker, a thread of the state started at the first such launch:
+ * once the event has completed, it fetches the program's binary (PoCL's
+ * serialization: 40-100 ms of code generation, once per kernel, off the
+ * caller's thread) and hands it to the core (kc__bsvc.better), which
+ * writes the entry again with it. The backend's quiesce (ocl_late_stop,
+ * before the core closes its store) lets it finish the launches it was
+ * handed that have completed, and joins it. In this process
  * nothing changes: the artifact stays the first binary, which links find
  * the kept program by. A compile helper's binary (helpers.c) is stored as
  * it came: its program is not here to launch.
  */
 #include "backends/opencl/opencl.h"
 
+#include <signal.h>
 #include <string.h>
 
 cl_int ocl_build(ocl_state *st, cl_program p, cl_device_id dev) {
@@ -59,8 +63,7 @@ kc_status ocl_shared_ctx(ocl_state *st, int device, cl_context *out) {
 }
 
 /* Drops a slot's late state (under st->lock); its event to release in *ev. */
-static void ocl_late_drop(ocl_state *st, ocl_kept *k, cl_event *ev) {
-  if (k->late == OCL_LATE_RAN) kc__fetch_add_relaxed(&st->late_ran, -1);
+static void ocl_late_drop(ocl_kept *k, cl_event *ev) {
   *ev = k->late == OCL_LATE_RAN ? k->ev : NULL;
   k->late = OCL_LATE_NONE;
   k->ev = NULL;
@@ -77,7 +80,7 @@ static void ocl_keep_as(ocl_state *st, cl_program prog, const void *bin, size_t 
   ocl_kept *k = &st->kept[st->kept_next];
   st->kept_next = (st->kept_next + 1) % OCL_KEEP;
   cl_event ev;
-  ocl_late_drop(st, k, &ev);
+  ocl_late_drop(k, &ev);
   ocl_kept old = *k;
   *k = (ocl_kept){prog, copy, size, late, NULL};
   kc__unlock(&st->lock);
@@ -111,21 +114,6 @@ cl_program ocl_kept_find(ocl_state *st, cl_context ctx, const void *bin, size_t 
   return p;
 }
 
-void ocl_late_launched(ocl_state *st, cl_program prog, cl_event ev) {
-  kc__lock(&st->lock);
-  for (int i = 0; i < OCL_KEEP && ev; i++) {
-    ocl_kept *k = &st->kept[i];
-    if (k->prog == prog && k->late == OCL_LATE_WAIT) {
-      k->late = OCL_LATE_RAN;
-      k->ev = ev;
-      ev = NULL;
-      kc__fetch_add_relaxed(&st->late_ran, 1);
-    }
-  }
-  kc__unlock(&st->lock);
-  if (ev) ocl.clReleaseEvent(ev); /* another context launched it first, or it left the table */
-}
-
 /* One program's binary (it was built for one device), or NULL. */
 static unsigned char *ocl_fetch(const kc__bsvc *sv, cl_program prog, size_t *size) {
   size_t n = 0;
@@ -140,45 +128,96 @@ static unsigned char *ocl_fetch(const kc__bsvc *sv, cl_program prog, size_t *siz
   return bin;
 }
 
-void ocl_late_poll(ocl_state *st) {
-  if (KC__LIKELY(kc__load_relaxed(&st->late_ran) == 0)) return;
+/* Whether ev has completed, asking every 0.1 to 5 ms; false if it failed,
+ * cannot be asked, or ocl_late_stop came while it had not completed (a
+ * launch waiting for something that may never come). */
+static bool ocl_late_wait(ocl_state *st, cl_event ev) {
+  for (uint64_t nap = 100;;) {
+    cl_int status = CL_QUEUED;
+    if (ocl.clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) != CL_SUCCESS)
+      return false;
+    if (status <= CL_COMPLETE) return status == CL_COMPLETE;
+    if (kc__load_relaxed(&st->late_stop)) return false;
+    kc__nap_us(nap);
+    if (nap < 5000) nap *= 2;
+  }
+}
+
+/* The late worker: for each kept program at OCL_LATE_RAN, taken out of
+ * the table's late state (its program retained, its first binary copied,
+ * its event), once the launch has completed: the binary the program gives
+ * now, handed to the core if it is not the first one (the platform keeps
+ * no more after a launch). No lock is held while it waits or fetches. */
+static void *ocl_late_worker(void *arg) {
+  ocl_state *st = arg;
   const kc__bsvc *sv = st->sv;
+  kc__lock(&st->lock);
   for (;;) {
-    /* one whose launch has completed (or failed), taken out of the table's
-     * late state: its program retained and its first binary copied */
-    cl_program p = NULL;
-    unsigned char *old = NULL;
-    size_t old_size = 0;
-    bool ran = false;
-    cl_event ev = NULL;
-    kc__lock(&st->lock);
-    for (int i = 0; i < OCL_KEEP && !ev; i++) {
-      ocl_kept *k = &st->kept[i];
-      cl_int status = CL_QUEUED;
-      if (k->late != OCL_LATE_RAN || (ocl.clGetEventInfo(k->ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
-                                                         sizeof status, &status, NULL) == CL_SUCCESS &&
-                                      status > CL_COMPLETE))
-        continue; /* (an event that cannot be asked is given up) */
-      ran = status == CL_COMPLETE;
-      if (ran && (old = kc__bs_alloc(sv, k->size)) != NULL && ocl.clRetainProgram(k->prog) == CL_SUCCESS) {
-        memcpy(old, k->bin, k->size);
-        old_size = k->size;
-        p = k->prog;
-      }
-      ocl_late_drop(st, k, &ev);
+    ocl_kept *k = NULL;
+    for (int i = 0; i < OCL_KEEP && !k; i++)
+      if (st->kept[i].late == OCL_LATE_RAN) k = &st->kept[i];
+    if (!k) {
+      if (kc__load_relaxed(&st->late_stop)) break;
+      pthread_cond_wait(&st->late_cond, &st->lock);
+      continue;
     }
+    cl_program p = NULL;
+    size_t old_size = k->size;
+    unsigned char *old = kc__bs_alloc(sv, old_size);
+    if (old && ocl.clRetainProgram(k->prog) == CL_SUCCESS) {
+      memcpy(old, k->bin, old_size);
+      p = k->prog;
+    }
+    cl_event ev;
+    ocl_late_drop(k, &ev);
     kc__unlock(&st->lock);
-    if (!ev) return; /* none completed yet: a later poll */
-    ocl.clReleaseEvent(ev);
     size_t size = 0;
-    unsigned char *bin = p ? ocl_fetch(sv, p, &size) : NULL;
-    /* the same bytes: the platform keeps no more after a launch */
+    unsigned char *bin = p && ocl_late_wait(st, ev) ? ocl_fetch(sv, p, &size) : NULL;
     if (bin && sv->better && (size != old_size || memcmp(bin, old, size) != 0))
       sv->better(sv, old, old_size, bin, size);
     kc__bs_free(sv, bin);
     kc__bs_free(sv, old);
     if (p) ocl.clReleaseProgram(p);
+    ocl.clReleaseEvent(ev);
+    kc__lock(&st->lock);
   }
+  kc__unlock(&st->lock);
+  return NULL;
+}
+
+void ocl_late_launched(ocl_state *st, cl_program prog, cl_event ev) {
+  kc__lock(&st->lock);
+  for (int i = 0; i < OCL_KEEP && ev; i++) {
+    ocl_kept *k = &st->kept[i];
+    if (k->prog == prog && k->late == OCL_LATE_WAIT) {
+      k->late = OCL_LATE_RAN;
+      k->ev = ev;
+      ev = NULL;
+    }
+  }
+  if (!ev && !st->late_started && !kc__load_relaxed(&st->late_stop) && kc__fork_threads_allowed()) {
+    /* the thread takes no signals meant for the application's threads */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    st->late_started = pthread_create(&st->late_thread, NULL, ocl_late_worker, st) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+  }
+  if (!ev) pthread_cond_signal(&st->late_cond);
+  kc__unlock(&st->lock);
+  if (ev) ocl.clReleaseEvent(ev); /* another context launched it first, or it left the table */
+}
+
+void ocl_late_stop(void *state) {
+  ocl_state *st = state;
+  if (!st || !st->late_cond_ok) return;
+  kc__lock(&st->lock);
+  kc__store_relaxed(&st->late_stop, 1);
+  pthread_cond_signal(&st->late_cond);
+  bool started = st->late_started;
+  st->late_started = false;
+  kc__unlock(&st->lock);
+  if (started) pthread_join(st->late_thread, NULL);
 }
 
 void ocl_programs_free(ocl_state *st) {
