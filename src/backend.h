@@ -47,10 +47,12 @@ typedef struct kc__tu kc__tu;
  * better: a backend with late_artifacts hands the core a better artifact
  *   (bytes, size: lent for the call) for one its compile returned (old,
  *   old_size: its bytes) in this runtime; the core writes the disk cache's
- *   entry again with it where that entry still holds old. Called from any
- *   thread with none of the backend's locks held, never from a launch, and
- *   not after the backend's quiesce; NULL where nothing takes them (the
- *   compile helper). rt: the core's, for better only. */
+ *   entry again with it where that entry still holds old. With bytes NULL
+ *   it only says whether it would take one for old (this runtime wrote its
+ *   entry and can write), so that the backend makes it only then. Called
+ *   from any thread with none of the backend's locks held, never from a
+ *   launch, and not after the backend's quiesce; NULL where nothing takes
+ *   them (the compile helper). rt: the core's, for better only. */
 typedef struct kc__bsvc {
   kc__heap heap;
   uint64_t owner;
@@ -59,7 +61,7 @@ typedef struct kc__bsvc {
   kc_status (*bad_dims)(const kc__blinked *b, const kc_dim3 *grid, const kc_dim3 *block);
   kc_status (*bad_args)(const kc__blinked *b, const kc_context *ctx, const kc_arg *args, uint32_t nargs);
   const char *(*name_of)(const kc__blinked *b);
-  void (*better)(const struct kc__bsvc *sv, const void *old, size_t old_size, const void *bytes, size_t size);
+  bool (*better)(const struct kc__bsvc *sv, const void *old, size_t old_size, const void *bytes, size_t size);
   kc_runtime *rt;
 } kc__bsvc;
 

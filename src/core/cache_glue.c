@@ -282,12 +282,13 @@ void kc__store_finish(kc_runtime *rt, kc__store_txn *txn, kc_status st, const kc
 
 /* kc__bsvc.better: the entry this runtime wrote with old (the newest one,
  * if two kernels made the same bytes) written again with bytes, if it
- * still holds old on disk (kc__cache_replace_artifact); forgotten either
- * way. A failure leaves the entry as it was. */
-void kc__store_better(const kc__bsvc *sv, const void *old, size_t old_size, const void *bytes, size_t size) {
+ * still holds old on disk (kc__cache_replace_artifact), and forgotten
+ * either way; bytes NULL: whether there is such an entry to write. A
+ * failure leaves the entry as it was. True: written (or, asked, there is). */
+bool kc__store_better(const kc__bsvc *sv, const void *old, size_t old_size, const void *bytes, size_t size) {
   kc_runtime *rt = sv ? sv->rt : NULL;
   struct kc__store *s = rt ? rt->store : NULL;
-  if (!s || !old || !old_size || !bytes || !size) return;
+  if (!s || !old || !old_size || !kc__cache_writable(s->cache)) return false;
   uint64_t h = kc__hash(old, old_size);
   uint8_t key[16];
   bool found = false;
@@ -296,16 +297,18 @@ void kc__store_better(const kc__bsvc *sv, const void *old, size_t old_size, cons
     struct kc__late *l = &s->late[(s->late_next - i + KC__LATE_KEEP) % KC__LATE_KEEP];
     if (l->size == old_size && l->hash == h) {
       memcpy(key, l->key, 16);
-      l->size = 0;
+      if (bytes) l->size = 0;
       found = true;
     }
   }
   kc__unlock(&s->late_lock);
-  if (found && kc__cache_replace_artifact(s->cache, key, old, old_size, bytes, size))
-    kc__log(rt, KC_LOG_DEBUG,
-            "disk cache: an entry written again with the %zu-byte artifact its backend made after its first "
-            "launch (%zu bytes before)",
-            size, old_size);
+  if (!found || !bytes) return found;
+  if (!size || !kc__cache_replace_artifact(s->cache, key, old, old_size, bytes, size)) return false;
+  kc__log(rt, KC_LOG_DEBUG,
+          "disk cache: an entry written again with the %zu-byte artifact its backend made after its "
+          "first launch (%zu bytes before)",
+          size, old_size);
+  return true;
 }
 
 void kc__store_stats(const kc_runtime *rt, kc_stats *out) {

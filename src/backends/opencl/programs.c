@@ -147,7 +147,8 @@ static bool ocl_late_wait(ocl_state *st, cl_event ev) {
  * the table's late state (its program retained, its first binary copied,
  * its event), once the launch has completed: the binary the program gives
  * now, handed to the core if it is not the first one (the platform keeps
- * no more after a launch). No lock is held while it waits or fetches. */
+ * no more after a launch), where the core wants one. No lock is held while
+ * it waits or fetches. */
 static void *ocl_late_worker(void *arg) {
   ocl_state *st = arg;
   const kc__bsvc *sv = st->sv;
@@ -171,8 +172,11 @@ static void *ocl_late_worker(void *arg) {
     cl_event ev;
     ocl_late_drop(k, &ev);
     kc__unlock(&st->lock);
+    /* only for an entry the core would write (a runtime with a store it can
+     * write, whose entry this compile wrote): PoCL's serialization is costly */
+    bool wanted = p && sv->better && sv->better(sv, old, old_size, NULL, 0);
     size_t size = 0;
-    unsigned char *bin = p && ocl_late_wait(st, ev) ? ocl_fetch(sv, p, &size) : NULL;
+    unsigned char *bin = wanted && ocl_late_wait(st, ev) ? ocl_fetch(sv, p, &size) : NULL;
     if (bin && sv->better && (size != old_size || memcmp(bin, old, size) != 0))
       sv->better(sv, old, old_size, bin, size);
     kc__bs_free(sv, bin);
