@@ -43,7 +43,16 @@ typedef struct kc__tu kc__tu;
  *     passes them through unread;
  *   bad_args: for backends' entries, args do not match the kernel's
  *     parameters (or their buffers belong to another context): which;
- *   name_of: the kernel's name. */
+ *   name_of: the kernel's name.
+ * better: a backend with late_artifacts hands the core a better artifact
+ *   (bytes, size: lent for the call) for one its compile returned (old,
+ *   old_size: its bytes) in this runtime; the core writes the disk cache's
+ *   entry again with it where that entry still holds old. With bytes NULL
+ *   it only says whether it would take one for old (this runtime wrote its
+ *   entry and can write), so that the backend makes it only then. Called
+ *   from any thread with none of the backend's locks held, never from a
+ *   launch, and not after the backend's quiesce; NULL where nothing takes
+ *   them (the compile helper). rt: the core's, for better only. */
 typedef struct kc__bsvc {
   kc__heap heap;
   uint64_t owner;
@@ -52,6 +61,8 @@ typedef struct kc__bsvc {
   kc_status (*bad_dims)(const kc__blinked *b, const kc_dim3 *grid, const kc_dim3 *block);
   kc_status (*bad_args)(const kc__blinked *b, const kc_context *ctx, const kc_arg *args, uint32_t nargs);
   const char *(*name_of)(const kc__blinked *b);
+  bool (*better)(const struct kc__bsvc *sv, const void *old, size_t old_size, const void *bytes, size_t size);
+  kc_runtime *rt;
 } kc__bsvc;
 
 static inline void *kc__bs_alloc(const kc__bsvc *s, size_t n) { return kc__heap_alloc(&s->heap, n); }
@@ -319,6 +330,15 @@ typedef struct kc__backend {
    * table by one that calls nothing of this one and refuses (KC_EBUSY:
    * src/core/fork.c; kcache.h, "Fork"). */
   bool fork_safe;
+  /* Whether the backend may hand, through its services' better, an
+   * artifact better than its compile's (OpenCL on PoCL: the program's binary
+   * fetched after its first launch holds the machine code that launch made):
+   * then the store keeps the keys of the entries this runtime wrote. */
+  bool late_artifacts;
+  /* Optional: ends the backend's own threads' work that calls its
+   * services (better): the core calls it before it closes its store
+   * (kc_runtime_destroy); close follows. */
+  void (*quiesce)(void *state);
   /* Optional: how many program builds the backend has run (OpenCL:
    * clBuildProgram calls, compiles and links); kc_stats.backend_builds. */
   uint64_t (*builds)(void *state);

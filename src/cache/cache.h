@@ -141,4 +141,14 @@ typedef struct kc__cache_result {
  * towards 90% of it, at most KC__EVICT_BATCH of them (kc__store_evict). */
 void kc__cache_finish(kc__cache *c, kc__cache_txn *txn, const kc__key_parts *p, const kc__cache_result *res);
 
+/* Writes the entry of key again with the artifact bytes (size bytes) in
+ * place of old (old_size), all else kept, if the entry on disk still holds
+ * exactly old and no compile of the key holds its lock now (it is not
+ * waited for); the write replaces the file atomically, so a reader sees
+ * one entry or the other, both sound. Not sent to the tier. True if it was
+ * written. (A backend whose binary gets better after its first launch:
+ * the OpenCL backend on PoCL, cache_glue.c.) */
+bool kc__cache_replace_artifact(kc__cache *c, const uint8_t key[16], const void *old, size_t old_size,
+                                const void *bytes, size_t size);
+
 #endif /* KC_CACHE_CACHE_H */

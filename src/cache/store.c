@@ -238,16 +238,16 @@ static bool make_aux_dir(kc__cache *c, const char *name) {
  * if the store is now past its bound (or its size is unknown): then
  * *target is what eviction should bring it down to. */
 static bool after_write(kc__cache *c, const char *dir, size_t size, bool replaced, const struct stat *old,
-                        uint64_t *target) {
+                        uint64_t *target, bool rewrite) {
   int dfd = kc__fo_open(KC__IO_OPEN, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
   if (dfd >= 0) {
     kc__fo_fsync(dfd);
     close(dfd);
   }
-  kc__fetch_add_relaxed(&c->n.writes, 1);
+  if (!rewrite) kc__fetch_add_relaxed(&c->n.writes, 1);
   kc__store_counters now;
   kc__store_counters_add(c->vdir, (int64_t)size - (replaced ? (int64_t)old->st_size : 0), replaced ? 0 : 1, 0,
-                         0, 1, 0, 0, false, &now);
+                         0, rewrite ? 0 : 1, 0, 0, false, &now);
   /* Over the bound: evict towards 90% (at most KC__EVICT_BATCH entries
    * per write), so that the next writes do not evict again at once. Size
    * unknown: the eviction finds it out from the index. */
@@ -285,9 +285,12 @@ static int create_temp(kc__cache *c, const char *tmp, mode_t mode) {
 
 /* Writes image as the entry of key: temp file, fsync, rename into the
  * bucket, fsync of the bucket directory. True if eviction is due (see
- * after_write). */
+ * after_write). written: NULL for an entry a compile (or the tier) made,
+ * counted as a write; else the rewrite of an entry
+ * (kc__cache_replace_artifact), counted in bytes only, and *written says
+ * whether it is in place. */
 static bool write_entry(kc__cache *c, const uint8_t key[16], const uint8_t *img, size_t size,
-                        uint64_t *target) {
+                        uint64_t *target, bool *written) {
   if (!ensure_bucket(c, key)) return false;
   static _Atomic uint64_t seq;
   char hex[33], dir[PATH_MAX], tmp[PATH_MAX], final[PATH_MAX];
@@ -333,7 +336,8 @@ static bool write_entry(kc__cache *c, const uint8_t key[16], const uint8_t *img,
   if (err && (err == EISDIR || err == ENOTEMPTY || err == EEXIST) && rmdir(final) == 0) /* an empty one */
     err = rename_indexed(c, key, tmp, final, &st, img, size, &replaced, &old);
   if (err) goto fail;
-  return after_write(c, dir, (size_t)st.st_size, replaced, &old, target);
+  if (written) *written = true;
+  return after_write(c, dir, (size_t)st.st_size, replaced, &old, target, written != NULL);
 fail:
   if (fd >= 0) close(fd);
   unlink(tmp);
@@ -353,14 +357,15 @@ static void evict_counted(kc__cache *c, uint64_t target) {
 /* write_entry, then the eviction it calls for. */
 static void write_and_evict(kc__cache *c, const uint8_t key[16], const void *img, size_t size) {
   uint64_t target = 0;
-  if (kc__load_relaxed(&c->writable) && write_entry(c, key, img, size, &target)) evict_counted(c, target);
+  if (kc__load_relaxed(&c->writable) && write_entry(c, key, img, size, &target, NULL))
+    evict_counted(c, target);
 }
 
 /* ----------------------------------------------------------- key locks */
 
 /* Opens and flocks the key's lock file (in vdir/locks, made when missing);
- * the fd, or -1 (none, a failure, a timeout). */
-static int key_lock_fd(kc__cache *c, const char *path) {
+ * the fd, or -1 (none, a failure, a timeout; wait false: held by another). */
+static int key_lock_fd(kc__cache *c, const char *path, bool wait) {
   uint64_t deadline = kc__now_ns() + (uint64_t)c->lock_ms * 1000000u;
   for (;;) {
     int fd = kc__store_open_create(KC__IO_CREATE, path, O_RDWR | O_CLOEXEC);
@@ -373,6 +378,10 @@ static int key_lock_fd(kc__cache *c, const char *path) {
     long nap = 200;
     while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
       if (errno != EWOULDBLOCK && errno != EINTR) { /* no flock here (some network file systems) */
+        close(fd);
+        return -1;
+      }
+      if (!wait) {
         close(fd);
         return -1;
       }
@@ -395,7 +404,7 @@ static int key_lock_fd(kc__cache *c, const char *path) {
 static void key_lock(kc__cache *c, kc__cache_txn *txn) {
   char path[PATH_MAX];
   kc__store_lock_path(c->vdir, txn->key, path, sizeof path);
-  txn->lock_fd = key_lock_fd(c, path);
+  txn->lock_fd = key_lock_fd(c, path, true);
 }
 
 /* Removes the lock file while it is held (see key_lock_fd), after the
@@ -574,7 +583,7 @@ void kc__cache_finish(kc__cache *c, kc__cache_txn *txn, const kc__key_parts *p, 
   size_t size = 0;
   if (txn->active && p && (kc__load_relaxed(&c->writable) || c->tier.self)) {
     img = finish_encode(c, txn, p, res, &size);
-    if (img && kc__load_relaxed(&c->writable)) evict = write_entry(c, txn->key, img, size, &target);
+    if (img && kc__load_relaxed(&c->writable)) evict = write_entry(c, txn->key, img, size, &target, NULL);
   }
   key_unlock(c, txn); /* first: waiters read the entry while we evict */
   if (c->tier.self) c->tier.upload(c->tier.self, txn->key, img, size, txn->remote_lock); /* takes img */
@@ -584,4 +593,41 @@ void kc__cache_finish(kc__cache *c, kc__cache_txn *txn, const kc__key_parts *p, 
   txn->defs = NULL;
   txn->active = false;
   if (evict) evict_counted(c, target);
+}
+
+bool kc__cache_replace_artifact(kc__cache *c, const uint8_t key[16], const void *old, size_t old_size,
+                                const void *bytes, size_t size) {
+  if (!c || !kc__load_relaxed(&c->writable) || !old || !bytes || !size) return false;
+  /* not while a compile of the key runs (here or in another process): it
+   * writes its own entry, which this must not overwrite */
+  kc__cache_txn txn = {.lock_fd = -1};
+  memcpy(txn.key, key, 16);
+  char path[PATH_MAX], why[256];
+  kc__store_lock_path(c->vdir, key, path, sizeof path);
+  txn.lock_fd = key_lock_fd(c, path, false);
+  if (txn.lock_fd < 0) return false;
+  kc__store_path(c->vdir, key, ".kce", path, sizeof path);
+  kc__entry e;
+  struct stat st;
+  bool done = false;
+  if (kc__entry_load(c->mem, path, key, &e, why, sizeof why, &st, NULL, &c->trust) == KC_OK) {
+    /* only the entry this process wrote: another compile's (a file it read
+     * changed since) stays */
+    if (e.artifact_size == old_size && memcmp(e.artifact, old, old_size) == 0) {
+      e.artifact = bytes;
+      e.artifact_size = size;
+      void *img = NULL;
+      size_t n = 0;
+      uint64_t target = 0;
+      if (kc__entry_encode(c->mem, &e, &img, &n) == KC_OK) {
+        bool evict = write_entry(c, key, img, n, &target, &done);
+        kc__heap_free(c->mem, img);
+        key_unlock(c, &txn); /* first, as kc__cache_finish does */
+        if (evict) evict_counted(c, target);
+      }
+    }
+    kc__entry_free(c->mem, &e);
+  }
+  key_unlock(c, &txn);
+  return done;
 }

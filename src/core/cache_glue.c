@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#define KC__LATE_KEEP 64
+
 struct kc__store {
   kc__cache *cache;
   kc__remote *remote; /* the tier behind the cache, or NULL */
@@ -26,6 +28,17 @@ struct kc__store {
   kc__mutex probe_lock; /* under kc__spec.lock; the backend's link/unlink run under it */
   int probe_state; /* 0: not made yet, 1: ready, -1: the backend cannot make one */
   void *probe_bctx;
+  /* The entries this runtime wrote whose artifact the backend may make
+   * better later (kc__backend.late_artifacts): each key with its
+   * artifact's hash and size, the newest KC__LATE_KEEP. late_lock (a leaf)
+   * guards them. */
+  kc__mutex late_lock;
+  struct kc__late {
+    uint8_t key[16];
+    uint64_t hash;
+    size_t size; /* 0: a free slot */
+  } late[KC__LATE_KEEP];
+  int late_next;
 };
 
 /* ----------------------------------------------------------- the tier */
@@ -56,8 +69,16 @@ void kc__store_open(kc_runtime *rt) {
   kc__cache *cache = kc__cache_open(&cfg);
   if (!cache) return;
   struct kc__store *s = kc__calloc(rt, sizeof *s);
-  if (!s || !kc__mutex_init(&s->probe_lock)) {
+  if (s && !kc__mutex_init(&s->probe_lock)) {
     kc__free(rt, s);
+    s = NULL;
+  }
+  if (s && !kc__mutex_init(&s->late_lock)) {
+    kc__mutex_destroy(&s->probe_lock);
+    kc__free(rt, s);
+    s = NULL;
+  }
+  if (!s) {
     kc__cache_close(cache);
     kc__log(rt, KC_LOG_WARN,
             "out of memory opening the disk cache; compiled kernels are kept in memory only");
@@ -79,6 +100,7 @@ void kc__store_close(kc_runtime *rt) {
   kc__cache_close(s->cache);
   if (s->probe_state == 1) rt->be->ctx_destroy(s->probe_bctx);
   kc__mutex_destroy(&s->probe_lock);
+  kc__mutex_destroy(&s->late_lock);
   kc__free(rt, s);
   rt->store = NULL;
 }
@@ -243,7 +265,50 @@ void kc__store_finish(kc_runtime *rt, kc__store_txn *txn, kc_status st, const kc
       .files = ci->files,
       .nfiles = ci->nfiles,
   };
+  uint8_t key[16];
+  memcpy(key, txn->key, 16);
   kc__cache_finish(s->cache, txn, made ? &p : NULL, &res);
+  if (made && rt->be->late_artifacts && ci->artifact_size) {
+    uint64_t h = kc__hash(ci->artifact, ci->artifact_size);
+    kc__lock(&s->late_lock);
+    struct kc__late *l = &s->late[s->late_next];
+    s->late_next = (s->late_next + 1) % KC__LATE_KEEP;
+    memcpy(l->key, key, 16);
+    l->hash = h;
+    l->size = ci->artifact_size;
+    kc__unlock(&s->late_lock);
+  }
+}
+
+/* kc__bsvc.better: the entry this runtime wrote with old (the newest one,
+ * if two kernels made the same bytes) written again with bytes, if it
+ * still holds old on disk (kc__cache_replace_artifact), and forgotten
+ * either way; bytes NULL: whether there is such an entry to write. A
+ * failure leaves the entry as it was. True: written (or, asked, there is). */
+bool kc__store_better(const kc__bsvc *sv, const void *old, size_t old_size, const void *bytes, size_t size) {
+  kc_runtime *rt = sv ? sv->rt : NULL;
+  struct kc__store *s = rt ? rt->store : NULL;
+  if (!s || !old || !old_size || !kc__cache_writable(s->cache)) return false;
+  uint64_t h = kc__hash(old, old_size);
+  uint8_t key[16];
+  bool found = false;
+  kc__lock(&s->late_lock);
+  for (int i = 1; i <= KC__LATE_KEEP && !found; i++) {
+    struct kc__late *l = &s->late[(s->late_next - i + KC__LATE_KEEP) % KC__LATE_KEEP];
+    if (l->size == old_size && l->hash == h) {
+      memcpy(key, l->key, 16);
+      if (bytes) l->size = 0;
+      found = true;
+    }
+  }
+  kc__unlock(&s->late_lock);
+  if (!found || !bytes) return found;
+  if (!size || !kc__cache_replace_artifact(s->cache, key, old, old_size, bytes, size)) return false;
+  kc__log(rt, KC_LOG_DEBUG,
+          "disk cache: an entry written again with the %zu-byte artifact its backend made after its "
+          "first launch (%zu bytes before)",
+          size, old_size);
+  return true;
 }
 
 void kc__store_stats(const kc_runtime *rt, kc_stats *out) {

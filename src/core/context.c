@@ -7,6 +7,7 @@
  * specialization), and buffers (type-stable in their context struct, so a
  * destroyed one answers KC_EDESTROYED).
  */
+#include "core/cache_glue.h"
 #include "core/core.h"
 
 #include <stdio.h>
@@ -509,8 +510,9 @@ kc__bsvc kc__bsvc_of(const kc_runtime *rt) {
                  .log = NULL,
                  .bad_dims = kc__launch_bad_dims,
                  .bad_args = kc__launch_bad_args,
-                 .name_of = kc__blinked_name};
-  if (rt) sv.heap = rt->heap, sv.owner = rt->id, sv.be = rt->be, sv.log = &rt->log;
+                 .name_of = kc__blinked_name,
+                 .better = kc__store_better};
+  if (rt) sv.heap = rt->heap, sv.owner = rt->id, sv.be = rt->be, sv.log = &rt->log, sv.rt = (kc_runtime *)rt;
   return sv;
 }
 

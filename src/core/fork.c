@@ -162,6 +162,7 @@ static void forked_table(kc__backend *t, const kc__backend *real) {
   KC__F(buf_unwrap)
   KC__F(builds)
 #undef KC__F
+  t->quiesce = NULL; /* the parent's threads are not the child's */
   t->close = f_close, t->device_count = f_device_count, t->device_name = f_device_name;
   t->identity = f_identity, t->compile = f_compile;
   t->ctx_create = f_ctx_create, t->ctx_destroy = f_ctx_destroy;

@@ -254,6 +254,7 @@ void kc_runtime_destroy(kc_runtime *rt) {
   kc__table_free(rt);
   kc__files_free(rt);
   kc__ext_free(rt);
+  if (rt->be->quiesce) rt->be->quiesce(rt->bstate); /* its threads' better calls end before the store */
   kc__store_close(rt);
   rt->be->close(rt->bstate);
   kc__mutex_destroy(&rt->world_lock);

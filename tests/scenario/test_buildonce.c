@@ -13,6 +13,11 @@
  * a program costs every load of its binary), and a build that finds a
  * built-in name meaning something else is made again with it. A disk
  * hit's trial load and the links after it build the stored binary once.
+ * The entry a compile wrote is written again, after the kernel's first
+ * launch has completed (by the runtime's destroy at the latest), with the
+ * binary PoCL serializes after that launch (larger: it holds the
+ * work-group function the launch made), which a new runtime then loads
+ * and runs; an entry that is gone by then is not made again.
  */
 #include "kc_test.h"
 
@@ -20,6 +25,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #define N 64
 #define NTHREADS 3
@@ -174,6 +180,44 @@ static int entries_with_probe(const char *dir) {
   return found;
 }
 
+/* The size of the one entry of the store in dir; 0 if there is none. */
+static long entry_size(const char *dir) {
+  char v1[4200];
+  snprintf(v1, sizeof v1, "%s/v1", dir);
+  DIR *top = opendir(v1);
+  assert_non_null(top);
+  long size = 0;
+  int entries = 0;
+  for (struct dirent *b; (b = readdir(top));) {
+    if (strlen(b->d_name) != 2) continue;
+    char bucket[4400];
+    snprintf(bucket, sizeof bucket, "%s/%s", v1, b->d_name);
+    DIR *d = opendir(bucket);
+    if (!d) continue;
+    for (struct dirent *e; (e = readdir(d));) {
+      size_t n = strlen(e->d_name);
+      if (n < 4 || strcmp(e->d_name + n - 4, ".kce")) continue;
+      char path[4700];
+      snprintf(path, sizeof path, "%s/%s", bucket, e->d_name);
+      struct stat st;
+      assert_int_equal(stat(path, &st), 0);
+      size = (long)st.st_size;
+      entries++;
+    }
+    closedir(d);
+  }
+  closedir(top);
+  assert_true(entries <= 1);
+  return size;
+}
+
+/* Removes every entry of the store in dir (the files only). */
+static void remove_entries(const char *dir) {
+  char cmd[4300];
+  snprintf(cmd, sizeof cmd, "find '%s/v1' -name '*.kce' -delete", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 /* A runtime with its store in a fresh directory (dir); the suite's other
  * runtimes keep to memory (kct_memory_only). */
 static kc_runtime *store_runtime(char *dir, size_t len) {
@@ -294,9 +338,92 @@ static void test_a_disk_hit_and_its_link_build_once(void **state) {
   kct_memory_only();
 }
 
+/* One launch of lin in blocks of 64, a wait (kc_context_finish), its results. */
+static void run_lin64(kc_runtime *rt, kc_kernel *k, kc_context *ctx) {
+  kc_buffer *b = kct_buffer(rt, ctx, N);
+  kc_arg args[] = {KC_ARG_BUF(b)};
+  kc_dim3 grid = {N / 64, 1, 1}, block = {64, 1, 1};
+  KCT_OK(rt, kc_launch(k, ctx, &grid, &block, args, 1));
+  KCT_OK(rt, kc_context_finish(ctx));
+  float out[N];
+  KCT_OK(rt, kc_buffer_read(b, 0, out, sizeof out));
+  kct_expect_linear(out, N, 2.0f, 1.0f);
+  kc_buffer_destroy(b);
+}
+
+/* The compile's entry holds the binary fetched before any launch; once the
+ * first launch has completed it holds the one PoCL serializes after it, with
+ * the work-group function that launch made: larger (PoCL 3.x). The backend
+ * writes it from a thread of its own, which kc_runtime_destroy lets finish:
+ * checked after it. A new runtime loads it (a disk hit, one build), computes
+ * the right thing, and leaves the entry as it is. */
+static void test_the_entry_gets_the_binary_after_the_first_launch(void **state) {
+  (void)state;
+  char dir[4096];
+  kc_runtime *rt = store_runtime(dir, sizeof dir);
+  kc_kernel *k = lin_kernel(rt);
+  KCT_OK(rt, kc_kernel_compile(k));
+  long early = entry_size(dir);
+  assert_true(early > 0);
+  run_lin64(rt, k, kct_context(rt));
+  run_lin64(rt, k, kct_context(rt)); /* a second context: the same program, its first launch here */
+  kc_stats s = kct_stats(rt);
+  assert_int_equal(s.compiles, 1);
+  assert_int_equal(s.backend_builds, 1);
+  assert_int_equal(s.disk_writes, 1); /* a rewrite is not counted as an entry written */
+  kct_destroy(rt);
+  long late = entry_size(dir);
+  assert_true(late > early);
+
+  kc_options o;
+  kc_options_init(&o);
+  o.cache_dir = dir;
+  rt = kct_runtime(&o);
+  k = lin_kernel(rt);
+  run_lin64(rt, k, kct_context(rt));
+  s = kct_stats(rt);
+  assert_int_equal(s.compiles, 0);
+  assert_int_equal(s.disk_hits, 1);
+  assert_int_equal(s.backend_builds, 1);
+  kct_destroy(rt);
+  assert_int_equal(entry_size(dir), late); /* a hit's program is not fetched again */
+
+  /* an entry gone before the first launch is not made again */
+  rt = kct_runtime(&o);
+  kct_define(rt, "lin",
+             "KC_KERNEL void lin(KC_GLOBAL float *y) { size_t j = kc_global_id(0); y[j] = (float)j * 2.0f + "
+             "1.0f + 0.0f; }");
+  k = kct_kernel(rt, "lin", NULL);
+  remove_entries(dir);
+  KCT_OK(rt, kc_kernel_compile(k));
+  assert_true(entry_size(dir) > 0);
+  remove_entries(dir);
+  run_lin64(rt, k, kct_context(rt));
+  kct_destroy(rt);
+  assert_int_equal(entry_size(dir), 0);
+  kct_rmrf(dir);
+  kct_memory_only();
+}
+
 int main(int argc, char **argv) {
+  /* PoCL's own kernel cache off and in a fresh directory, before PoCL
+   * starts: a binary fetched before any launch carries what PoCL finds
+   * there for the program, the work-group functions of another process's
+   * launches included (test_the_entry_gets_the_binary_after_the_first_launch) */
+  const char *tmp = getenv("TMPDIR");
+  char pocl[4096];
+  snprintf(pocl, sizeof pocl, "%s/kc-pocl-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(pocl)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  setenv("POCL_KERNEL_CACHE", "0", 1);
+  setenv("POCL_CACHE_DIR", pocl, 1);
   int rc = kct_main_only(argc, argv, KC_BACKEND_OPENCL, "OpenCL");
-  if (rc >= 0) return rc;
+  if (rc >= 0) {
+    kct_rmrf(pocl);
+    return rc;
+  }
   /* builds in this process: a compile helper's build would be a second
    * clBuildProgram here, of its binary, at the first link (test_clhelp) */
   setenv("KC_OPENCL_HELPERS", "0", 1);
@@ -306,6 +433,9 @@ int main(int argc, char **argv) {
       KCT_TEST(test_probe_only_where_a_type_is_not_built_in),
       KCT_TEST(test_a_built_in_name_that_is_not_gets_the_probe),
       KCT_TEST(test_a_disk_hit_and_its_link_build_once),
+      KCT_TEST(test_the_entry_gets_the_binary_after_the_first_launch),
   };
-  return KCT_RUN(tests);
+  int failed = KCT_RUN(tests);
+  kct_rmrf(pocl);
+  return failed;
 }

@@ -265,6 +265,18 @@ KC__COLD void ocl_lock_wait(_Atomic int *busy) {
   }
 }
 
+KC__COLD cl_int ocl_launch_first(kc__blinked *l, cl_command_queue q, cl_uint dims, const size_t *offset,
+                                 const size_t *global, const size_t *local) {
+  ocl_linked *x = l->extra;
+  cl_event ev = NULL;
+  cl_int e = ocl.clEnqueueNDRangeKernel(q, (cl_kernel)l->fn, dims, offset, global, local, 0, NULL, &ev);
+  if (e != CL_SUCCESS) return e; /* the next launch is the first */
+  x->late = false;
+  /* (ocl_state.lock under busy: a leaf, taken once per linked object) */
+  if (ev) ocl_late_launched(((ocl_ctx *)l->bctx)->st, (cl_program)l->module, ev);
+  return e;
+}
+
 void ocl_lock(_Atomic int *busy) {
   if (KC__UNLIKELY(atomic_exchange_explicit(busy, 1, memory_order_acquire))) ocl_lock_wait(busy);
 }
@@ -371,7 +383,8 @@ kc_status ocl_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
     if (KC__UNLIKELY(e != CL_SUCCESS)) break;
   }
   if (KC__LIKELY(i == x->nargs)) {
-    e = ocl.clEnqueueNDRangeKernel(q, k, dims, NULL, global, local, 0, NULL, NULL);
+    if (KC__LIKELY(!x->late)) e = ocl.clEnqueueNDRangeKernel(q, k, dims, NULL, global, local, 0, NULL, NULL);
+    else e = ocl_launch_first(l, q, dims, NULL, global, local);
     i = UINT32_MAX;
   }
   kc__store_release(&x->busy, 0);

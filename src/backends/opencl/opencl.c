@@ -70,6 +70,8 @@ static kc_status ocl_open(const kc__bsvc *sv, const kc__bconfig *opt, void **sta
   kc_status s = ocl_state_open(sv, opt, &st);
   if (s) return s;
   ocl_helpers_open(st, opt);
+  /* this process's builds (where ocl_links), with the late worker's condition */
+  st->late_binaries = st->late_cond_ok = pthread_cond_init(&st->late_cond, NULL) == 0;
   *state = st;
   return KC_OK;
 }
@@ -77,6 +79,8 @@ static kc_status ocl_open(const kc__bsvc *sv, const kc__bconfig *opt, void **sta
 void ocl_close(void *state) {
   ocl_state *st = state;
   if (!st) return;
+  ocl_late_stop(st); /* (the core's quiesce did, before its store closed) */
+  if (st->late_cond_ok) pthread_cond_destroy(&st->late_cond);
   ocl_helpers_close(st);
   ocl_programs_free(st);
   ocl_state_free(st);
@@ -149,6 +153,7 @@ static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, siz
      * compiler named one otherwise (or nothing): build again with the probe */
     kc__bs_free(sv, r.bin);
     if (r.prog) ocl.clReleaseProgram(r.prog);
+    if (r.late) ocl.clReleaseProgram(r.late);
     char *text = NULL;
     if ((s = ocl_probe_append(sv, tu, &text, &u.len)) != KC_OK) return s;
     u.text = text;
@@ -162,14 +167,22 @@ static kc_status ocl_compile(void *state, const kc__tu *tu, void **artifact, siz
   if (s) {
     kc__bs_free(sv, r.bin);
     if (r.prog) ocl.clReleaseProgram(r.prog);
+    if (r.late) ocl.clReleaseProgram(r.late);
     return s;
   }
   *artifact = r.bin;
   *size = r.size;
   /* a link into one of kcache's contexts on device 0 takes its kernel from
    * the program built here rather than building the binary again
-   * (programs.c); a helper's binary is built at the link */
-  if (r.prog) ocl_keep(st, r.prog, r.bin, r.size);
+   * (programs.c); a helper's binary is built at the link. With a second
+   * link, that one is kept, and its binary is fetched after its first
+   * launch (programs.c, "late binaries") */
+  if (r.late) {
+    ocl.clReleaseProgram(r.prog);
+    ocl_keep_late(st, r.late, r.bin, r.size);
+  } else if (r.prog) {
+    ocl_keep(st, r.prog, r.bin, r.size);
+  }
   return KC_OK;
 }
 
@@ -204,7 +217,8 @@ static kc_status ocl_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
 
   cl_kernel k = NULL;
   /* the compile's own program where it is in c's cl_context, else a build */
-  cl_program p = ocl_kept_find(c->st, c->ctx, a.bytes, a.size);
+  bool late = false;
+  cl_program p = ocl_kept_find(c->st, c->ctx, a.bytes, a.size, &late);
   bool built = !p && (p = ocl_from_binary(c, &a)) != NULL;
   if (p && !(k = ocl.clCreateKernel(p, entry, &e))) {
     ocl.clReleaseProgram(p);
@@ -251,6 +265,7 @@ static kc_status ocl_link(void *bctx, const kc__artifact *art, kc__blinked *l) {
     return kc__bs_err(sv, KC_ENOMEM, "out of memory");
   }
   kc__store_relaxed(&x->busy, 0);
+  x->late = late;
   x->queue = c->queue;
   x->sv = sv;
   x->entry = entry;
@@ -332,7 +347,9 @@ static kc_status ocl_launch(kc__blinked *l, void **argv, const kc_dim3 *grid, co
     if (KC__UNLIKELY(e != CL_SUCCESS)) break;
   }
   if (KC__LIKELY(i == x->nargs)) {
-    e = ocl.clEnqueueNDRangeKernel(x->queue, k, dims, NULL, global, local, 0, NULL, NULL);
+    if (KC__LIKELY(!x->late))
+      e = ocl.clEnqueueNDRangeKernel(x->queue, k, dims, NULL, global, local, 0, NULL, NULL);
+    else e = ocl_launch_first(l, x->queue, dims, NULL, global, local);
     i = UINT32_MAX;
   }
   kc__store_release(&x->busy, 0);
@@ -416,5 +433,7 @@ const kc__backend kc__backend_opencl = {
     .buf_unwrap = ocl_buf_unwrap,
     .buf_host = ocl_buf_host,
     .link_uses_source = true,
+    .late_artifacts = true,
+    .quiesce = ocl_late_stop,
     .builds = ocl_builds,
 };

@@ -20,7 +20,11 @@
 
 #include "backend.h"
 
+#include <pthread.h>
 #include <sys/types.h>
+
+/* The build options without the user's (platform.c adds theirs after). */
+#define OCL_OPTIONS "-cl-std=CL1.2 -cl-kernel-arg-info"
 
 /* ------------------------------------------------------------ the loader */
 
@@ -38,6 +42,8 @@
   X(clCreateProgramWithSource) \
   X(clCreateProgramWithBinary) \
   X(clBuildProgram) \
+  X(clCompileProgram) \
+  X(clLinkProgram) \
   X(clGetProgramBuildInfo) \
   X(clGetProgramInfo) \
   X(clReleaseProgram) \
@@ -63,7 +69,8 @@
   X(clGetMemObjectInfo) \
   X(clEnqueueMarkerWithWaitList) \
   X(clEnqueueBarrierWithWaitList) \
-  X(clReleaseEvent)
+  X(clReleaseEvent) \
+  X(clGetEventInfo)
 
 /* OpenCL 2.0, looked up but not required (NULL: the library lacks it). */
 typedef cl_int(CL_API_CALL *ocl_svm_arg_fn)(cl_kernel kernel, cl_uint index, const void *value);
@@ -79,12 +86,19 @@ extern ocl_lib ocl; /* platform.c: loaded by ocl_unavailable */
 
 /* ----------------------------------------------------------------- state */
 
-/* A program compile() built in compile_ctx, and a copy of its binary. */
+/* A program compile() built in compile_ctx, and a copy of its binary.
+ * late (programs.c, "late binaries"): OCL_LATE_WAIT, prog is a second link
+ * of the compile whose binary (bin) was fetched before any launch, and it
+ * has not run yet; OCL_LATE_RAN, it was launched (ev: that launch), and
+ * its binary is to be fetched once ev completes. */
 #define OCL_KEEP 64
+enum { OCL_LATE_NONE = 0, OCL_LATE_WAIT, OCL_LATE_RAN };
 typedef struct ocl_kept {
   cl_program prog; /* the table's reference */
   unsigned char *bin;
   size_t size;
+  int late;
+  cl_event ev; /* OCL_LATE_RAN: the first launch (the table's reference) */
 } ocl_kept;
 
 /* What a compile builds (compile.c), the same in this process and in a
@@ -100,9 +114,12 @@ typedef struct ocl_unit {
 
 /* What the build gave: the binary, the parameter probe's raw values
  * (kc__probe_apply checks them; nvals 0: no by-value parameter) and the
- * KC_LOCAL pointer parameters. prog: the program, when built here. */
+ * KC_LOCAL pointer parameters. prog: the program, when built here; late:
+ * a second link of the same compile, never fetched, where st->late_binaries
+ * (else NULL). */
 typedef struct ocl_result {
   cl_program prog;
+  cl_program late;
   unsigned char *bin;
   size_t size;
   uint64_t vals[1 + 2 * KC_MAX_ARGS];
@@ -137,6 +154,17 @@ typedef struct ocl_state {
   ocl_kept kept[OCL_KEEP]; /* programs compile() built, the newest at kept_next - 1 */
   int kept_next;
   _Atomic uint64_t builds; /* clBuildProgram calls (kc_stats.backend_builds) */
+  /* Late binaries (programs.c): compiles here link twice, and the entry is
+   * written again with the binary of the launched program (set in this
+   * process, not in a helper; only where ocl_links). The late worker
+   * (late_thread, started at the first OCL_LATE_RAN) waits on late_cond
+   * (with lock) and fetches them; late_stop (under lock; read without it
+   * while it waits for a launch): ocl_late_stop was called. */
+  bool late_binaries;
+  bool late_cond_ok, late_started;
+  _Atomic int late_stop;
+  pthread_cond_t late_cond;
+  pthread_t late_thread;
   /* Which platform and device (indices as the ICD lists them): a helper
    * opens the same one. serializes: the platform builds one program at a
    * time per process (PoCL). */
@@ -177,6 +205,9 @@ static inline const kc__bsvc *ocl_sv(const kc__blinked *l) { return ((const ocl_
 /* l->extra: what a launch touches, together. */
 typedef struct ocl_linked {
   _Atomic int busy; /* guards the set-args..enqueue window of `kernel` */
+  /* under busy: the program is a kept one at OCL_LATE_WAIT when linked: the
+   * next launch is its first here (ocl_launch_first) */
+  bool late;
   cl_command_queue queue;
   const kc__bsvc *sv;
   const char *entry;
@@ -233,6 +264,11 @@ void ocl_close(void *state);
 /* Builds u in st's compile context, here: on success r holds the program,
  * the binary (st's heap) and the probe's values. log gets the build log. */
 kc_status ocl_build_unit(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb *log);
+/* Whether ocl_build_unit compiles and links (clCompileProgram,
+ * clLinkProgram) rather than builds: on PoCL, without the user's compile
+ * options (which would not all reach the link), in this process and in a
+ * helper alike, so that both make the same bytes. */
+bool ocl_links(const ocl_state *st);
 /* KC_EUNAVAILABLE for a kernel name the platform cannot take (PoCL: OCL_POCL_NAME_MAX). */
 kc_status ocl_name_check(const ocl_state *st, const kc__bsvc *sv, const char *entry);
 /* Appends prog's build log for dev to log (if log) and returns it as a
@@ -274,8 +310,22 @@ uint64_t ocl_builds(void *state);
 kc_status ocl_shared_ctx(ocl_state *st, int device, cl_context *out);
 /* Keeps prog (its reference passes to the table) as the build of bin. */
 void ocl_keep(ocl_state *st, cl_program prog, const void *bin, size_t size);
-/* The kept program built from bin, retained, if ctx is compile_ctx; else NULL. */
-cl_program ocl_kept_find(ocl_state *st, cl_context ctx, const void *bin, size_t size);
+/* ocl_keep of a compile's second link (ocl_result.late), whose binary is to
+ * be fetched after its first launch: OCL_LATE_WAIT. */
+void ocl_keep_late(ocl_state *st, cl_program prog, const void *bin, size_t size);
+/* The kept program built from bin, retained, if ctx is compile_ctx; else
+ * NULL. *late: it is at OCL_LATE_WAIT. */
+cl_program ocl_kept_find(ocl_state *st, cl_context ctx, const void *bin, size_t size, bool *late);
+/* A launch of prog was enqueued with ev (taken over): if prog is kept at
+ * OCL_LATE_WAIT, it goes to OCL_LATE_RAN with ev, for the late worker
+ * (started here the first time), which waits for ev, fetches prog's
+ * binary and hands it to the core (kc__bsvc.better) in place of the one
+ * stored. */
+void ocl_late_launched(ocl_state *st, cl_program prog, cl_event ev);
+/* Stops the late worker (the backend's quiesce, and ocl_close): the
+ * launches it was handed that have completed are fetched first, then it
+ * is joined. No call of sv->better after it returns. */
+void ocl_late_stop(void *state);
 void ocl_programs_free(ocl_state *st); /* ocl_close: the table, the shared contexts (not their array) */
 
 /* interop.c: adopted contexts, streams, foreign memory, configured launches;
@@ -296,6 +346,10 @@ kc_status ocl_buf_view_aligned(void *bctx, const kc__bufh *parent, size_t off, s
 void ocl_buf_unwrap(void *bctx, kc__bufh *h);
 kc_status ocl_buf_host(void *bctx, void *ptr, size_t size, kc__bufh *h);
 kc_status ocl_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg);
+/* The enqueue of a linked object's first launch (x->late, under busy): with
+ * an event, handed to ocl_late_launched; x->late cleared. */
+cl_int ocl_launch_first(kc__blinked *l, cl_command_queue q, cl_uint dims, const size_t *offset,
+                        const size_t *global, const size_t *local);
 /* Whether a group of block's shape fits x's kernel on its device. */
 static inline bool ocl_group_fits(const ocl_ctx *c, const ocl_linked *x, const kc_dim3 *block) {
   size_t n;

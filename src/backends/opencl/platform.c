@@ -345,7 +345,7 @@ static bool ocl_describe(const kc__bsvc *sv, ocl_state *st, cl_platform_id plat,
   /* -cl-kernel-arg-info lets compile() read parameter types back, to size
    * scalars the engine could not; it only adds metadata. */
   kc__sb_init(&sb, &(sv)->heap);
-  kc__sb_puts(&sb, "-cl-std=CL1.2 -cl-kernel-arg-info");
+  kc__sb_puts(&sb, OCL_OPTIONS);
   if (opt && opt->compile_options && opt->compile_options[0]) {
     kc__sb_puts(&sb, " ");
     kc__sb_puts(&sb, opt->compile_options);
