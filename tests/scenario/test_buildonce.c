@@ -406,19 +406,9 @@ static void test_the_entry_gets_the_binary_after_the_first_launch(void **state) 
 }
 
 int main(int argc, char **argv) {
-  /* PoCL's own kernel cache off and in a fresh directory, before PoCL
-   * starts: a binary fetched before any launch carries what PoCL finds
-   * there for the program, the work-group functions of another process's
-   * launches included (test_the_entry_gets_the_binary_after_the_first_launch) */
-  const char *tmp = getenv("TMPDIR");
+  /* before PoCL starts (test_the_entry_gets_the_binary_after_the_first_launch) */
   char pocl[4096];
-  snprintf(pocl, sizeof pocl, "%s/kc-pocl-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (!mkdtemp(pocl)) {
-    perror("mkdtemp");
-    return 1;
-  }
-  setenv("POCL_KERNEL_CACHE", "0", 1);
-  setenv("POCL_CACHE_DIR", pocl, 1);
+  if (!kct_pocl_private(pocl, sizeof pocl, true)) return 1;
   int rc = kct_main_only(argc, argv, KC_BACKEND_OPENCL, "OpenCL");
   if (rc >= 0) {
     kct_rmrf(pocl);

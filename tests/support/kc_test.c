@@ -349,6 +349,18 @@ void kct_mkdtemp(char *out, size_t len, const char *tag) {
   if (!mkdtemp(out)) fail_msg("mkdtemp %s: %s", out, strerror(errno));
 }
 
+bool kct_pocl_private(char *out, size_t len, bool cache_off) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(out, len, "%s/kc-pocl-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(out)) {
+    perror("kct_pocl_private: mkdtemp");
+    return false;
+  }
+  if (cache_off) setenv("POCL_KERNEL_CACHE", "0", 1);
+  setenv("POCL_CACHE_DIR", out, 1);
+  return true;
+}
+
 void kct_rmrf(const char *path) {
   struct stat st;
   if (lstat(path, &st) != 0) return;

@@ -243,6 +243,17 @@ const char *kct_host_cc(void);
 void kct_mkdtemp(char *out, size_t len, const char *tag);
 /* rm -rf path, making directories writable first; errors are ignored. */
 void kct_rmrf(const char *path);
+/* PoCL's own kernel cache in a fresh directory ($TMPDIR/kc-pocl-XXXXXX,
+ * written to out), and off if cache_off, set in the environment before
+ * PoCL starts (first thing in main): a PoCL binary fetched before any
+ * launch carries what PoCL finds in its cache for the program, the
+ * work-group functions of other processes' launches included, so tests
+ * that compare or count binaries would see the suites beside them. (With
+ * the cache off, PoCL names each build's directory at random and the
+ * binary holds the name: two builds of one program differ.) Returns false
+ * (and says why on stderr) if the directory cannot be made. kct_rmrf(out)
+ * at the end. */
+bool kct_pocl_private(char *out, size_t len, bool cache_off);
 /* Seconds on the monotonic clock. */
 double kct_now(void);
 

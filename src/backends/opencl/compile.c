@@ -100,30 +100,35 @@ kc_status ocl_name_check(const ocl_state *st, const kc__bsvc *sv, const char *en
 
 bool ocl_links(const ocl_state *st) { return st->pocl && !strcmp(st->build_options, OCL_OPTIONS); }
 
-/* obj (made from source) compiled, then linked, twice with
- * st->late_binaries: *prog the program whose binary is fetched now, *late
- * the one kept for launches (NULL if the second link failed, or without
- * late binaries: then prog is kept, as before). Counted as one build. On a
- * failure *prog is NULL and obj holds the log (a failed compile), or *prog
- * is the failed link's program (its log). */
-
-static cl_int ocl_compile_link(ocl_state *st, cl_program obj, cl_device_id dev, cl_program *prog,
-                               cl_program *late) {
-  *prog = *late = NULL;
+/* obj (made from source) compiled, then linked into *prog. Counted as
+ * one build. On a failure *prog is NULL and obj holds the log (a failed
+ * compile), or *prog is the failed link's program (its log). */
+static cl_int ocl_compile_link(ocl_state *st, cl_program obj, cl_device_id dev, cl_program *prog) {
+  *prog = NULL;
   kc__fetch_add_relaxed(&st->builds, 1);
   cl_int e = ocl.clCompileProgram(obj, 1, &dev, st->build_options, 0, NULL, NULL, NULL, NULL);
   if (e != CL_SUCCESS) return e == CL_COMPILE_PROGRAM_FAILURE ? CL_BUILD_PROGRAM_FAILURE : e;
   cl_program p = ocl.clLinkProgram(st->compile_ctx, 1, &dev, NULL, 1, &obj, NULL, NULL, &e);
   if (!p) return e == CL_SUCCESS ? CL_LINK_PROGRAM_FAILURE : e;
   *prog = p;
-  if (e != CL_SUCCESS || !st->late_binaries) return e;
-  cl_int e2;
-  *late = ocl.clLinkProgram(st->compile_ctx, 1, &dev, NULL, 1, &obj, NULL, NULL, &e2);
-  if (*late && e2 != CL_SUCCESS) {
-    ocl.clReleaseProgram(*late);
-    *late = NULL;
+  return e;
+}
+
+/* With late binaries, obj linked a second time: the program kept for
+ * launches, whose binary is fetched after its first launch (programs.c);
+ * NULL if the link fails (then the first link's program is kept, as
+ * without). Made after the first link's binary was fetched, so that the
+ * stored bytes are those of a program linked once, as in a compile helper
+ * (which has no late binaries). */
+static cl_program ocl_link_late(ocl_state *st, cl_program obj, cl_device_id dev) {
+  if (!st->late_binaries) return NULL;
+  cl_int e;
+  cl_program late = ocl.clLinkProgram(st->compile_ctx, 1, &dev, NULL, 1, &obj, NULL, NULL, &e);
+  if (late && e != CL_SUCCESS) {
+    ocl.clReleaseProgram(late);
+    late = NULL;
   }
-  return CL_SUCCESS;
+  return late;
 }
 
 kc_status ocl_build_unit(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb *log) {
@@ -139,13 +144,12 @@ kc_status ocl_build_unit(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb
   cl_program prog = ocl.clCreateProgramWithSource(st->compile_ctx, 1, &text, &len, &e);
   if (!prog) return ocl_fail(sv, KC_ECOMPILE, "clCreateProgramWithSource", e);
 
-  cl_program late = NULL;
+  cl_program obj = NULL; /* what was compiled, where it is then linked */
   if (ocl_links(st)) {
     /* compiled, then linked (twice with late binaries: programs.c) */
-    cl_program obj = prog;
-    e = ocl_compile_link(st, obj, dev, &prog, &late);
-    if (!prog) prog = obj; /* its log says why */
-    else ocl.clReleaseProgram(obj);
+    obj = prog;
+    e = ocl_compile_link(st, obj, dev, &prog);
+    if (!prog) prog = obj, obj = NULL; /* its log says why */
   } else {
     e = ocl_build(st, prog, dev);
   }
@@ -170,13 +174,13 @@ kc_status ocl_build_unit(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb
   if (!s) s = ocl_binary(sv, prog, u->entry, r);
   if (!s) {
     r->prog = prog;
-    r->late = late;
-    prog = late = NULL;
+    r->late = obj ? ocl_link_late(st, obj, dev) : NULL;
+    prog = NULL;
   }
 
 done:
   kc__bs_free(sv, blog);
   if (prog) ocl.clReleaseProgram(prog);
-  if (late) ocl.clReleaseProgram(late);
+  if (obj) ocl.clReleaseProgram(obj);
   return s;
 }

@@ -43,6 +43,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -91,6 +92,17 @@ void ocl_helpers_open(ocl_state *st, const kc__bconfig *cfg) {
   uint32_t n = cfg && cfg->compile_threads ? cfg->compile_threads : 1;
   bool on = mode == KC__HELPERS_ALWAYS || (mode == KC__HELPERS_AUTO && st->serializes && n > 1);
   if (!on) return;
+  /* PoCL with its own kernel cache off aborts the process that launches a
+   * binary a helper built ("Generic WG function binary does not exist", PoCL
+   * 3.1: test_clhelp), whatever the helpers are set to: build here */
+  const char *pocl_cache = getenv("POCL_KERNEL_CACHE");
+  if (st->pocl && pocl_cache && !strcmp(pocl_cache, "0")) {
+    kc__log_to(st->sv->log, KC_LOG_WARN,
+               "OpenCL: no compile helpers with $POCL_KERNEL_CACHE=0 (PoCL then aborts a process that "
+               "launches a binary another process built); this runtime builds in its own process, one "
+               "program at a time");
+    return;
+  }
   st->nhelpers = (int)(n > OCL_HELPERS_MAX ? OCL_HELPERS_MAX : n);
   st->helpers = kc__bs_calloc(st->sv, (size_t)st->nhelpers * sizeof *st->helpers);
   if (!st->helpers) { /* out of memory: every build here, as without helpers */

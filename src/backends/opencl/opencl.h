@@ -267,7 +267,8 @@ kc_status ocl_build_unit(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb
 /* Whether ocl_build_unit compiles and links (clCompileProgram,
  * clLinkProgram) rather than builds: on PoCL, without the user's compile
  * options (which would not all reach the link), in this process and in a
- * helper alike, so that both make the same bytes. */
+ * helper alike. (Their bytes may still differ: a link's bitcode depends on
+ * what the process linked before; nothing compares them.) */
 bool ocl_links(const ocl_state *st);
 /* KC_EUNAVAILABLE for a kernel name the platform cannot take (PoCL: OCL_POCL_NAME_MAX). */
 kc_status ocl_name_check(const ocl_state *st, const kc__bsvc *sv, const char *entry);
