@@ -159,12 +159,18 @@ typedef struct ocl_state {
    * process, not in a helper; only where ocl_links). The late worker
    * (late_thread, started at the first OCL_LATE_RAN) waits on late_cond
    * (with lock) and fetches them; late_stop (under lock; read without it
-   * while it waits for a launch): ocl_late_stop was called. */
+   * while it waits for a launch): ocl_late_stop was called, or the process
+   * is exiting; then no fetch starts after late_deadline (kc__now_ns, under
+   * lock). late_next, late_pid: the list of states whose worker runs, for
+   * the exit handler (programs.c). */
   bool late_binaries;
   bool late_cond_ok, late_started;
   _Atomic int late_stop;
   pthread_cond_t late_cond;
   pthread_t late_thread;
+  uint64_t late_deadline;
+  struct ocl_state *late_next;
+  pid_t late_pid;
   /* Which platform and device (indices as the ICD lists them): a helper
    * opens the same one. serializes: the platform builds one program at a
    * time per process (PoCL). */

@@ -34,7 +34,15 @@
  * caller's thread) and hands it to the core (kc__bsvc.better), which
  * writes the entry again with it. The backend's quiesce (ocl_late_stop,
  * before the core closes its store) lets it finish the launches it was
- * handed that have completed, and joins it. In this process
+ * handed that have completed, for at most OCL_LATE_STOP_NS (a short-lived
+ * process that compiles, runs and ends still leaves the late binaries; a
+ * runtime that launched many kernels just before its end does not wait
+ * for every fetch), and joins it. A process that exits without
+ * destroying its runtime must not have the worker inside PoCL while PoCL
+ * and LLVM are torn down (it crashed so): an exit handler, registered when
+ * the first worker starts (after the platform's libraries, so it runs
+ * before their destructors), stops every worker of this process, starting
+ * no new fetch, and waits for each at most OCL_LATE_EXIT_S. In this process
  * nothing changes: the artifact stays the first binary, which links find
  * the kept program by. A compile helper's binary (helpers.c) is stored as
  * it came: its program is not here to launch.
@@ -42,7 +50,13 @@
 #include "backends/opencl/opencl.h"
 
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define OCL_LATE_STOP_NS 1000000000ull /* quiesce: fetches start for 1 s at most */
+#define OCL_LATE_EXIT_S 2 /* exit: the wait for each worker's fetch under way */
 
 cl_int ocl_build(ocl_state *st, cl_program p, cl_device_id dev) {
   kc__fetch_add_relaxed(&st->builds, 1);
@@ -157,8 +171,8 @@ static void *ocl_late_worker(void *arg) {
     ocl_kept *k = NULL;
     for (int i = 0; i < OCL_KEEP && !k; i++)
       if (st->kept[i].late == OCL_LATE_RAN) k = &st->kept[i];
-    if (!k) {
-      if (kc__load_relaxed(&st->late_stop)) break;
+    if (!k || (kc__load_relaxed(&st->late_stop) && kc__now_ns() >= st->late_deadline)) {
+      if (kc__load_relaxed(&st->late_stop)) break; /* what is left keeps its first binary */
       pthread_cond_wait(&st->late_cond, &st->lock);
       continue;
     }
@@ -189,6 +203,64 @@ static void *ocl_late_worker(void *arg) {
   return NULL;
 }
 
+/* The states whose late worker runs (ocl_late_list, under
+ * ocl_late_list_lock: taken alone, under st->lock, or before a try of
+ * st->lock), for the
+ * exit handler. */
+static pthread_mutex_t ocl_late_list_lock = PTHREAD_MUTEX_INITIALIZER;
+static ocl_state *ocl_late_list;
+static pthread_once_t ocl_late_exit_once = PTHREAD_ONCE_INIT;
+
+/* Stops st's worker (under st->lock): no fetch starts after deadline.
+ * True if this call is the one to join it. */
+static bool ocl_late_signal(ocl_state *st, uint64_t deadline) {
+  kc__store_relaxed(&st->late_stop, 1);
+  if (!st->late_deadline || deadline < st->late_deadline) st->late_deadline = deadline;
+  pthread_cond_signal(&st->late_cond);
+  bool started = st->late_started;
+  st->late_started = false;
+  return started;
+}
+
+static void ocl_late_unlist(ocl_state *st) {
+  pthread_mutex_lock(&ocl_late_list_lock);
+  for (ocl_state **p = &ocl_late_list; *p; p = &(*p)->late_next)
+    if (*p == st) {
+      *p = st->late_next;
+      break;
+    }
+  pthread_mutex_unlock(&ocl_late_list_lock);
+}
+
+/* At exit: every worker of this process stopped, no fetch started, each
+ * waited for at most OCL_LATE_EXIT_S. Never blocks on a lock another
+ * thread holds (a fork child whose parent held the list's, a thread
+ * inside kcache as the process exits): those workers are left as they are. */
+static void ocl_late_exit(void) {
+  if (pthread_mutex_trylock(&ocl_late_list_lock) != 0) return;
+  pthread_t join[64];
+  int n = 0;
+  for (ocl_state **p = &ocl_late_list; *p && n < 64;) {
+    ocl_state *st = *p;
+    if (st->late_pid != getpid() || pthread_mutex_trylock(&st->lock) != 0) {
+      p = &st->late_next;
+      continue;
+    }
+    if (ocl_late_signal(st, 1)) join[n++] = st->late_thread;
+    pthread_mutex_unlock(&st->lock);
+    *p = st->late_next; /* unlisted: ocl_late_stop finds it stopped */
+  }
+  pthread_mutex_unlock(&ocl_late_list_lock);
+  for (int i = 0; i < n; i++) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += OCL_LATE_EXIT_S;
+    if (pthread_timedjoin_np(join[i], NULL, &t) != 0) pthread_detach(join[i]);
+  }
+}
+
+static void ocl_late_exit_register(void) { (void)atexit(ocl_late_exit); }
+
 void ocl_late_launched(ocl_state *st, cl_program prog, cl_event ev) {
   kc__lock(&st->lock);
   for (int i = 0; i < OCL_KEEP && ev; i++) {
@@ -206,6 +278,14 @@ void ocl_late_launched(ocl_state *st, cl_program prog, cl_event ev) {
     pthread_sigmask(SIG_SETMASK, &all, &old);
     st->late_started = pthread_create(&st->late_thread, NULL, ocl_late_worker, st) == 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (st->late_started) {
+      pthread_once(&ocl_late_exit_once, ocl_late_exit_register);
+      st->late_pid = getpid();
+      pthread_mutex_lock(&ocl_late_list_lock);
+      st->late_next = ocl_late_list;
+      ocl_late_list = st;
+      pthread_mutex_unlock(&ocl_late_list_lock);
+    }
   }
   if (!ev) pthread_cond_signal(&st->late_cond);
   kc__unlock(&st->lock);
@@ -215,11 +295,9 @@ void ocl_late_launched(ocl_state *st, cl_program prog, cl_event ev) {
 void ocl_late_stop(void *state) {
   ocl_state *st = state;
   if (!st || !st->late_cond_ok) return;
+  ocl_late_unlist(st);
   kc__lock(&st->lock);
-  kc__store_relaxed(&st->late_stop, 1);
-  pthread_cond_signal(&st->late_cond);
-  bool started = st->late_started;
-  st->late_started = false;
+  bool started = ocl_late_signal(st, kc__now_ns() + OCL_LATE_STOP_NS);
   kc__unlock(&st->lock);
   if (started) pthread_join(st->late_thread, NULL);
 }
