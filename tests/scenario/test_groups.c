@@ -364,10 +364,12 @@ static const char SRC_EDGES[] =
     "  int x = (int)kc_global_id(0), y = (int)kc_global_id(1), i = y * w + x;\n"
     "  if (x == 0 || y == 0 || x == w - 1 || y == h - 1) { out[i] = in[i]; return; }\n"
     "  out[i] = 4 * in[i] - in[i - 1] - in[i + 1] - in[i - w] - in[i + w];\n}\n";
-static const char SRC_CHAIN[] = "KC_KERNEL void chain(KC_GLOBAL int *out, KC_GLOBAL const int *in, int w) {\n"
-                                "  int i = (int)kc_global_id(1) * w + (int)kc_global_id(0), s = in[i];\n"
-                                "  for (int k = 0; k < 24; k++) s = s * 3 + (in[i] >> (k & 7) & 1);\n"
-                                "  out[i] = s;\n}\n";
+static const char SRC_CHAIN[] =
+    "KC_KERNEL void chain(KC_GLOBAL int *out, KC_GLOBAL const int *in, int w) {\n"
+    "  int i = (int)kc_global_id(1) * w + (int)kc_global_id(0);\n"
+    "  unsigned s = (unsigned)in[i]; /* wraps: no overflow */\n"
+    "  for (int k = 0; k < 24; k++) s = s * 3u + (unsigned)(in[i] >> (k & 7) & 1);\n"
+    "  out[i] = (int)(s >> 1);\n}\n";
 
 /* and per-item arrays, one indexed by data: an array in the body is one
  * stack slot for every item, whose reuse ivdep tells gcc to set aside if
@@ -421,9 +423,11 @@ static void test_rows_of_items_exact(void **state) {
       for (int x = 0; x < W; x++) {
         int i = y * W + x, want = in[i];
         if (kernel == 2) want = priv_ref(in[i]);
-        else if (kernel)
-          for (int k = 0; k < 24; k++) want = want * 3 + (in[i] >> (k & 7) & 1);
-        else if (!(x == 0 || y == 0 || x == W - 1 || y == H - 1))
+        else if (kernel) {
+          unsigned u = (unsigned)in[i];
+          for (int k = 0; k < 24; k++) u = u * 3u + (unsigned)(in[i] >> (k & 7) & 1);
+          want = (int)(u >> 1);
+        } else if (!(x == 0 || y == 0 || x == W - 1 || y == H - 1))
           want = 4 * in[i] - in[i - 1] - in[i + 1] - in[i - W] - in[i + W];
         if (out[i] != want) fail_msg("%s (%d, %d): %d, expected %d", names[kernel], x, y, out[i], want);
       }
