@@ -99,7 +99,7 @@ void ocl_helpers_open(ocl_state *st, const kc__bconfig *cfg) {
   if (st->pocl && pocl_cache && !strcmp(pocl_cache, "0")) {
     kc__log_to(st->sv->log, KC_LOG_WARN,
                "OpenCL: no compile helpers with $POCL_KERNEL_CACHE=0 (PoCL then aborts a process that "
-               "launches a binary another process built); this runtime builds in its own process, one "
+               "launches a binary a compile helper built); this runtime builds in its own process, one "
                "program at a time");
     return;
   }
