@@ -6,6 +6,7 @@
 #include "base/compiler.h"
 #include "base/mutex.h"
 
+#include <signal.h>
 #include <stddef.h>
 
 static kc__mutex hooks_lock = PTHREAD_MUTEX_INITIALIZER; /* outermost: prepare takes it first */
@@ -74,4 +75,13 @@ bool kc__fork_threads_allowed(void) {
 #else
   return true;
 #endif
+}
+
+bool kc__thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  bool started = pthread_create(t, NULL, fn, arg) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return started;
 }

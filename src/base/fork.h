@@ -11,6 +11,7 @@
 #ifndef KC_BASE_FORK_H
 #define KC_BASE_FORK_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
 /* Levels: every runtime's locks before every remote tier's (its locks are
@@ -48,5 +49,10 @@ void kc__fork_unregister(kc__fork_hook *h);
  * of one of the parent's threads, which TSan still counts as running), so
  * the pools and queues run their work on the caller instead. */
 bool kc__fork_threads_allowed(void);
+
+/* Starts a thread of the library's own (a queue's or a backend's worker)
+ * with every signal blocked, so that it takes none meant for the
+ * application's threads; false if it could not start. */
+bool kc__thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
 #endif /* KC_BASE_FORK_H */

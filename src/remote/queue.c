@@ -7,7 +7,6 @@
  */
 #include "remote/queue.h"
 
-#include <signal.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -61,12 +60,7 @@ kc__jobq_put kc__jobq_push(kc__jobq *q, kc__job *j) {
     put = KC__JOBQ_FULL;
   } else if (!q->stop) {
     if (!q->started && !q->no_thread && kc__fork_threads_allowed()) {
-      /* the thread takes no signals meant for the application's threads */
-      sigset_t all, old;
-      sigfillset(&all);
-      pthread_sigmask(SIG_SETMASK, &all, &old);
-      q->started = pthread_create(&q->thread, NULL, worker, q) == 0;
-      pthread_sigmask(SIG_SETMASK, &old, NULL);
+      q->started = kc__thread_start(&q->thread, worker, q);
     }
     if (q->started) {
       j->next = NULL;

@@ -142,14 +142,14 @@ static void test_threads_share_the_build(void **state) {
   kct_destroy(rt);
 }
 
-/* How many entries of the store in dir hold the bytes "kc__probe" (the
- * probe kernel's name in the program binary). */
-static int entries_with_probe(const char *dir) {
+/* Calls fn(path, ud) for each entry file of the store in dir; returns how
+ * many there are. */
+static int each_entry(const char *dir, void (*fn)(const char *path, void *ud), void *ud) {
   char v1[4200];
   snprintf(v1, sizeof v1, "%s/v1", dir);
   DIR *top = opendir(v1);
   assert_non_null(top);
-  int found = 0, entries = 0;
+  int entries = 0;
   for (struct dirent *b; (b = readdir(top));) {
     if (strlen(b->d_name) != 2) continue; /* the buckets: two hex digits */
     char bucket[4400];
@@ -161,53 +161,48 @@ static int entries_with_probe(const char *dir) {
       if (n < 4 || strcmp(e->d_name + n - 4, ".kce")) continue;
       char path[4700];
       snprintf(path, sizeof path, "%s/%s", bucket, e->d_name);
-      FILE *f = fopen(path, "rb");
-      assert_non_null(f);
-      static char buf[1 << 22];
-      size_t len = fread(buf, 1, sizeof buf, f);
-      fclose(f);
+      fn(path, ud);
       entries++;
-      for (size_t i = 0; i + 9 <= len; i++)
-        if (!memcmp(buf + i, "kc__probe", 9)) {
-          found++;
-          break;
-        }
     }
     closedir(d);
   }
   closedir(top);
-  assert_true(entries > 0);
+  return entries;
+}
+
+/* each_entry: counts (ud: int) an entry that holds the bytes "kc__probe". */
+static void count_probe(const char *path, void *ud) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  static char buf[1 << 22];
+  size_t len = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  for (size_t i = 0; i + 9 <= len; i++)
+    if (!memcmp(buf + i, "kc__probe", 9)) {
+      ++*(int *)ud;
+      return;
+    }
+}
+
+/* How many entries of the store in dir hold the bytes "kc__probe" (the
+ * probe kernel's name in the program binary). */
+static int entries_with_probe(const char *dir) {
+  int found = 0;
+  assert_true(each_entry(dir, count_probe, &found) > 0);
   return found;
+}
+
+/* each_entry: the entry's size (ud: long). */
+static void size_of(const char *path, void *ud) {
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  *(long *)ud = (long)st.st_size;
 }
 
 /* The size of the one entry of the store in dir; 0 if there is none. */
 static long entry_size(const char *dir) {
-  char v1[4200];
-  snprintf(v1, sizeof v1, "%s/v1", dir);
-  DIR *top = opendir(v1);
-  assert_non_null(top);
   long size = 0;
-  int entries = 0;
-  for (struct dirent *b; (b = readdir(top));) {
-    if (strlen(b->d_name) != 2) continue;
-    char bucket[4400];
-    snprintf(bucket, sizeof bucket, "%s/%s", v1, b->d_name);
-    DIR *d = opendir(bucket);
-    if (!d) continue;
-    for (struct dirent *e; (e = readdir(d));) {
-      size_t n = strlen(e->d_name);
-      if (n < 4 || strcmp(e->d_name + n - 4, ".kce")) continue;
-      char path[4700];
-      snprintf(path, sizeof path, "%s/%s", bucket, e->d_name);
-      struct stat st;
-      assert_int_equal(stat(path, &st), 0);
-      size = (long)st.st_size;
-      entries++;
-    }
-    closedir(d);
-  }
-  closedir(top);
-  assert_true(entries <= 1);
+  assert_true(each_entry(dir, size_of, &size) <= 1);
   return size;
 }
 

@@ -61,6 +61,13 @@ static kc_runtime *helper_runtime(const char *mode, kc_log_fn log, void *ud) {
   return rt;
 }
 
+/* Whether the OpenCL platform is PoCL. */
+static bool on_pocl(void) {
+  char devices[4096] = "";
+  kc_list_devices(KC_BACKEND_OPENCL, devices, sizeof devices);
+  return strstr(devices, "Portable Computing Language") != NULL;
+}
+
 /* Kernels tag_<base>..tag_<base+n-1>: y[j] = j * (i + 1) + i. */
 static void define_kernels(kc_runtime *rt, int base, int n, kc_kernel **ks) {
   for (int i = base; i < base + n; i++) {
@@ -151,9 +158,7 @@ static void test_prepare_through_helpers(void **state) {
  * link builds the binary here), at most one helper per thread. */
 static void test_auto_uses_helpers(void **state) {
   (void)state;
-  char devices[4096] = "";
-  kc_list_devices(KC_BACKEND_OPENCL, devices, sizeof devices);
-  if (!strstr(devices, "Portable Computing Language")) skip(); /* auto uses helpers on PoCL only */
+  if (!on_pocl()) skip(); /* auto uses helpers on PoCL only */
   kc_context *ctx;
   kc_kernel *ks[6];
   kc_runtime *rt = helper_kernels("auto", NULL, NULL, &ctx, 50, 6, ks);
@@ -329,9 +334,7 @@ static void test_missing_helper(void **state) {
   (void)state;
   char *keep = getenv("KC_OPENCL_HELPER") ? strdup(getenv("KC_OPENCL_HELPER")) : NULL;
   setenv("KC_OPENCL_HELPER", "/nonexistent/kcache-clc", 1);
-  char devices[4096] = "";
-  kc_list_devices(KC_BACKEND_OPENCL, devices, sizeof devices);
-  bool pocl = strstr(devices, "Portable Computing Language") != NULL;
+  bool pocl = on_pocl();
   for (int m = 0; m < (pocl ? 2 : 1); m++) {
     logged l = {PTHREAD_MUTEX_INITIALIZER, 0, "", KC_LOG_DEBUG};
     kc_context *ctx;
@@ -358,9 +361,7 @@ static void test_missing_helper(void **state) {
  * kcache chose is checked.) */
 static void test_no_helpers_without_pocl_cache(void **state) {
   (void)state;
-  char devices[4096] = "";
-  kc_list_devices(KC_BACKEND_OPENCL, devices, sizeof devices);
-  if (!strstr(devices, "Portable Computing Language")) skip();
+  if (!on_pocl()) skip();
   setenv("POCL_KERNEL_CACHE", "0", 1);
   logged l = {PTHREAD_MUTEX_INITIALIZER, 0, "", KC_LOG_DEBUG};
   kc_context *ctx;

@@ -49,7 +49,6 @@
  */
 #include "backends/opencl/opencl.h"
 
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -272,12 +271,7 @@ void ocl_late_launched(ocl_state *st, cl_program prog, cl_event ev) {
     }
   }
   if (!ev && !st->late_started && !kc__load_relaxed(&st->late_stop) && kc__fork_threads_allowed()) {
-    /* the thread takes no signals meant for the application's threads */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    st->late_started = pthread_create(&st->late_thread, NULL, ocl_late_worker, st) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    st->late_started = kc__thread_start(&st->late_thread, ocl_late_worker, st);
     if (st->late_started) {
       pthread_once(&ocl_late_exit_once, ocl_late_exit_register);
       st->late_pid = getpid();
