@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # The OpenCL warm start of several builds, interleaved (issue 29 item 5):
 # kc_bench_store --json for the OpenCL backend with PoCL's own kernel cache
-# off, then on (fresh per run), for each build in turn, ROUNDS rounds, so
-# that the builds share the machine's load. PoCL's cache is off in this
+# off, then on (fresh per run), then on and already holding the kernel
+# (opencl+poclwarm: only kcache's store cold), for each build in turn,
+# ROUNDS rounds, so that the builds share the machine's load. PoCL's cache is off in this
 # process too, so the disk hit's trial load and link are PoCL's real work.
 #
 # Usage: bench/opencl-warm.sh [ROUNDS] LABEL=BUILD_DIR...
@@ -23,7 +24,7 @@ while [ "$r" -le "$rounds" ]; do
   for b in "$@"; do
     label=${b%%=*}
     dir=${b#*=}
-    for be in opencl opencl+pocl; do
+    for be in opencl opencl+pocl opencl+poclwarm; do
       printf '%s round %d load %s ' "$label" "$r" "$(cut -d' ' -f1 /proc/loadavg)"
       "$dir/bench/kc_bench_store" --json --runs 5 --backend "$be" 2>/dev/null | grep '"backend"' || echo "(failed)"
     done

@@ -49,7 +49,9 @@ typedef struct kc__tu kc__tu;
  *   old_size: its bytes) in this runtime; the core writes the disk cache's
  *   entry again with it where that entry still holds old. With bytes NULL
  *   it only says whether it would take one for old (this runtime wrote its
- *   entry and can write), so that the backend makes it only then. Called
+ *   entry and can write), so that the backend makes it only then; with
+ *   old NULL too, whether this runtime has a disk cache it can write at
+ *   all (no late artifact is worth preparing otherwise). Called
  *   from any thread with none of the backend's locks held, never from a
  *   launch, and not after the backend's quiesce; NULL where nothing takes
  *   them (the compile helper). rt: the core's, for better only. */
@@ -231,6 +233,8 @@ typedef struct kc__bconfig {
   kc__helpers_mode opencl_helpers; /* OpenCL: builds in helper processes ($KC_OPENCL_HELPERS) */
   const char *opencl_helper; /* OpenCL: the helper to run ($KC_OPENCL_HELPER), NULL: beside the library */
   double opencl_helper_timeout_s; /* OpenCL: how long a helper may take to answer (> 0) */
+  bool opencl_late_binaries; /* OpenCL: entries written again after the first launch
+                                ($KC_OPENCL_LATE_BINARIES) */
 } kc__bconfig;
 
 typedef struct kc__backend {

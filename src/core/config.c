@@ -157,4 +157,8 @@ void kc__bconfig_make(const kc__config *c, const kc_options *opt, kc__bconfig *b
   if (warn && b->opencl_helpers == KC__HELPERS_AUTO && strcmp(mode, "auto") != 0)
     kc__config_warn(log, c, KC__SET_OPENCL_HELPERS, "auto");
   b->opencl_helper = kc__config_text(c, KC__SET_OPENCL_HELPER);
+  bool late = true;
+  if (kc__config_bool(c, KC__SET_OPENCL_LATE_BINARIES, &late) == KC__SETTING_BAD && warn)
+    kc__config_warn(log, c, KC__SET_OPENCL_LATE_BINARIES, "1");
+  b->opencl_late_binaries = late;
 }

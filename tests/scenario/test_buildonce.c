@@ -400,6 +400,26 @@ static void test_the_entry_gets_the_binary_after_the_first_launch(void **state) 
   kct_memory_only();
 }
 
+/* $KC_OPENCL_LATE_BINARIES=0: the entry keeps the binary its compile
+ * made, after launches and the runtime's end. */
+static void test_no_late_binary_when_turned_off(void **state) {
+  (void)state;
+  setenv("KC_OPENCL_LATE_BINARIES", "0", 1);
+  char dir[4096];
+  kc_runtime *rt = store_runtime(dir, sizeof dir);
+  kc_kernel *k = lin_kernel(rt);
+  KCT_OK(rt, kc_kernel_compile(k));
+  long early = entry_size(dir);
+  assert_true(early > 0);
+  run_lin64(rt, k, kct_context(rt));
+  run_lin64(rt, k, kct_context(rt));
+  kct_destroy(rt);
+  assert_int_equal(entry_size(dir), early);
+  kct_rmrf(dir);
+  kct_memory_only();
+  setenv("KC_OPENCL_LATE_BINARIES", "1", 1);
+}
+
 int main(int argc, char **argv) {
   /* before PoCL starts (test_the_entry_gets_the_binary_after_the_first_launch) */
   char pocl[4096];
@@ -412,6 +432,8 @@ int main(int argc, char **argv) {
   /* builds in this process: a compile helper's build would be a second
    * clBuildProgram here, of its binary, at the first link (test_clhelp) */
   setenv("KC_OPENCL_HELPERS", "0", 1);
+  /* the late binaries on, as by default, whatever the caller's environment */
+  setenv("KC_OPENCL_LATE_BINARIES", "1", 1);
   const struct CMUnitTest tests[] = {
       KCT_TEST(test_compile_and_links_build_once),
       KCT_TEST(test_threads_share_the_build),
@@ -419,6 +441,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_a_built_in_name_that_is_not_gets_the_probe),
       KCT_TEST(test_a_disk_hit_and_its_link_build_once),
       KCT_TEST(test_the_entry_gets_the_binary_after_the_first_launch),
+      KCT_TEST(test_no_late_binary_when_turned_off),
   };
   int failed = KCT_RUN(tests);
   kct_rmrf(pocl);

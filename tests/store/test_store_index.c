@@ -22,6 +22,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -461,6 +462,86 @@ static void test_runtime_entries_are_indexed(void **state) {
   assert_int_equal(named, 2);
 }
 
+/* What a lookup saw: the entry's artifact size and first byte. */
+typedef struct seen {
+  size_t size;
+  int first;
+} seen;
+
+static kc__verdict see(void *ud, const kc__entry *e) {
+  seen *w = ud;
+  w->size = e->artifact_size;
+  w->first = e->artifact_size ? ((const uint8_t *)e->artifact)[0] : -1;
+  return KC__ENTRY_GOOD;
+}
+
+/* Entry i as a lookup finds it now (fails the test on a miss). */
+static seen lookup(kc__cache *c, size_t i) {
+  char params[32];
+  kc__key_parts p;
+  parts_of(i, params, sizeof params, &p);
+  seen w = {0, -1};
+  kc__cache_txn txn;
+  if (!kc__cache_fetch(c, &p, see, &w, &txn)) {
+    kc__cache_finish(c, &txn, NULL, NULL);
+    fail_msg("entry %zu is not in the store", i);
+  }
+  return w;
+}
+
+/* kc__cache_replace_artifact (a backend's better artifact after the first
+ * launch) writes the entry again only over the bytes it was given, never
+ * while a compile holds the key's lock; each refusal leaves the entry as it was and the index equal to the
+ * directory. */
+static void test_an_artifact_is_replaced_only_over_its_own_bytes(void **state) {
+  fx *f = *state;
+  kc__cache *c = open_cache(f, 0);
+  assert_non_null(c);
+  assert_false(put(c, 3)); /* 700 bytes of 0x03 */
+  uint8_t key[16], old[700], other[700], better[900];
+  key_of(3, key);
+  memset(old, 3, sizeof old);
+  memset(other, 4, sizeof other);
+  memset(better, 0x5a, sizeof better);
+
+  /* bytes that are not the entry's (another compile wrote it since) */
+  assert_false(kc__cache_replace_artifact(c, key, other, sizeof other, better, sizeof better));
+  assert_false(kc__cache_replace_artifact(c, key, old, sizeof old - 1, better, sizeof better));
+  seen w = lookup(c, 3);
+  assert_int_equal(w.size, 700);
+  assert_int_equal(w.first, 3);
+
+  /* a compile of the key holds its lock (here, as another process would) */
+  char path[1024];
+  kc__store_lock_path(f->vdir, key, path, sizeof path);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(flock(fd, LOCK_EX), 0);
+  assert_false(kc__cache_replace_artifact(c, key, old, sizeof old, better, sizeof better));
+  w = lookup(c, 3);
+  assert_int_equal(w.size, 700);
+  close(fd); /* the lock let go */
+
+  /* no entry for the key at all */
+  uint8_t absent[16];
+  key_of(4, absent);
+  assert_false(kc__cache_replace_artifact(c, absent, old, sizeof old, better, sizeof better));
+
+  /* now it is written, all else kept, and not counted as a write */
+  kc_stats before = {0}, after = {0};
+  kc__cache_stats(c, &before);
+  assert_true(kc__cache_replace_artifact(c, key, old, sizeof old, better, sizeof better));
+  kc__cache_stats(c, &after);
+  assert_int_equal(after.disk_writes, before.disk_writes);
+  w = lookup(c, 3);
+  assert_int_equal(w.size, 900);
+  assert_int_equal(w.first, 0x5a);
+  /* and not again over the old bytes, which it no longer holds */
+  assert_false(kc__cache_replace_artifact(c, key, old, sizeof old, other, sizeof other));
+  kc__cache_close(c);
+  assert_int_equal(check_index(f), 1);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(int argc, char **argv) {
@@ -477,6 +558,7 @@ int main(int argc, char **argv) {
       T(test_concurrent_processes),
       T(test_eviction_sees_hits_the_index_does_not),
       T(test_runtime_entries_are_indexed),
+      T(test_an_artifact_is_replaced_only_over_its_own_bytes),
   };
   return KCT_RUN(tests);
 }

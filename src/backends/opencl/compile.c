@@ -98,7 +98,11 @@ kc_status ocl_name_check(const ocl_state *st, const kc__bsvc *sv, const char *en
                     strlen(entry), OCL_POCL_NAME_MAX);
 }
 
-bool ocl_links(const ocl_state *st) { return st->pocl && !strcmp(st->build_options, OCL_OPTIONS); }
+bool ocl_links(const ocl_state *st) {
+  const kc__bsvc *sv = st->sv;
+  return st->late_binaries && st->pocl && st->pocl_cache_off && !strcmp(st->build_options, OCL_OPTIONS) &&
+         sv->better && sv->better(sv, NULL, 0, NULL, 0);
+}
 
 /* obj (made from source) compiled, then linked into *prog. Counted as
  * one build. On a failure *prog is NULL and obj holds the log (a failed
@@ -114,14 +118,12 @@ static cl_int ocl_compile_link(ocl_state *st, cl_program obj, cl_device_id dev, 
   return e;
 }
 
-/* With late binaries, obj linked a second time: the program kept for
- * launches, whose binary is fetched after its first launch (programs.c);
- * NULL if the link fails (then the first link's program is kept, as
- * without). Made after the first link's binary was fetched, so that the
- * stored bytes are those of a program linked once, as in a compile helper
- * (which has no late binaries). */
+/* obj (compiled, where ocl_links) linked a second time: the program kept
+ * for launches, whose binary is fetched after its first launch
+ * (programs.c); NULL if the link fails (then the first link's program is
+ * kept, as without). Made after the first link's binary was fetched, so
+ * that the stored bytes are those of a program linked once. */
 static cl_program ocl_link_late(ocl_state *st, cl_program obj, cl_device_id dev) {
-  if (!st->late_binaries) return NULL;
   cl_int e;
   cl_program late = ocl.clLinkProgram(st->compile_ctx, 1, &dev, NULL, 1, &obj, NULL, NULL, &e);
   if (late && e != CL_SUCCESS) {
@@ -146,7 +148,7 @@ kc_status ocl_build_unit(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb
 
   cl_program obj = NULL; /* what was compiled, where it is then linked */
   if (ocl_links(st)) {
-    /* compiled, then linked (twice with late binaries: programs.c) */
+    /* compiled, then linked twice (late binaries: programs.c) */
     obj = prog;
     e = ocl_compile_link(st, obj, dev, &prog);
     if (!prog) prog = obj, obj = NULL; /* its log says why */

@@ -88,6 +88,8 @@ static void ocl_helper_path(const char *set, char *buf, size_t n) {
 void ocl_helpers_open(ocl_state *st, const kc__bconfig *cfg) {
   st->helper_timeout_s = cfg && cfg->opencl_helper_timeout_s > 0 ? cfg->opencl_helper_timeout_s : 120;
   ocl_helper_path(cfg ? cfg->opencl_helper : NULL, st->helper_path, sizeof st->helper_path);
+  const char *pocl_cache = getenv("POCL_KERNEL_CACHE");
+  st->pocl_cache_off = st->pocl && pocl_cache && !strcmp(pocl_cache, "0");
   kc__helpers_mode mode = cfg ? cfg->opencl_helpers : KC__HELPERS_AUTO;
   uint32_t n = cfg && cfg->compile_threads ? cfg->compile_threads : 1;
   bool on = mode == KC__HELPERS_ALWAYS || (mode == KC__HELPERS_AUTO && st->serializes && n > 1);
@@ -95,8 +97,7 @@ void ocl_helpers_open(ocl_state *st, const kc__bconfig *cfg) {
   /* PoCL with its own kernel cache off aborts the process that launches a
    * binary a helper built ("Generic WG function binary does not exist", PoCL
    * 3.1: test_clhelp), whatever the helpers are set to: build here */
-  const char *pocl_cache = getenv("POCL_KERNEL_CACHE");
-  if (st->pocl && pocl_cache && !strcmp(pocl_cache, "0")) {
+  if (st->pocl_cache_off) {
     kc__log_to(st->sv->log, KC_LOG_WARN,
                "OpenCL: no compile helpers with $POCL_KERNEL_CACHE=0 (PoCL then aborts a process that "
                "launches a binary a compile helper built); this runtime builds in its own process, one "

@@ -70,8 +70,10 @@ static kc_status ocl_open(const kc__bsvc *sv, const kc__bconfig *opt, void **sta
   kc_status s = ocl_state_open(sv, opt, &st);
   if (s) return s;
   ocl_helpers_open(st, opt);
-  /* this process's builds (where ocl_links), with the late worker's condition */
-  st->late_binaries = st->late_cond_ok = pthread_cond_init(&st->late_cond, NULL) == 0;
+  /* this process's builds (unless $KC_OPENCL_LATE_BINARIES=0; only where
+   * ocl_links), with the late worker's condition */
+  st->late_cond_ok = pthread_cond_init(&st->late_cond, NULL) == 0;
+  st->late_binaries = st->late_cond_ok && opt && opt->opencl_late_binaries;
   *state = st;
   return KC_OK;
 }

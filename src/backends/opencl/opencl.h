@@ -164,6 +164,7 @@ typedef struct ocl_state {
    * lock). late_next, late_pid: the list of states whose worker runs, for
    * the exit handler (programs.c). */
   bool late_binaries;
+  bool pocl_cache_off; /* PoCL, its own kernel cache off ($POCL_KERNEL_CACHE=0; helpers.c) */
   bool late_cond_ok, late_started;
   _Atomic int late_stop;
   pthread_cond_t late_cond;
@@ -271,10 +272,14 @@ void ocl_close(void *state);
  * the binary (st's heap) and the probe's values. log gets the build log. */
 kc_status ocl_build_unit(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb *log);
 /* Whether ocl_build_unit compiles and links (clCompileProgram,
- * clLinkProgram) rather than builds: on PoCL, without the user's compile
- * options (which would not all reach the link), in this process and in a
- * helper alike. (Their bytes may still differ: a link's bitcode depends on
- * what the process linked before; nothing compares them.) */
+ * clLinkProgram) rather than builds, for late binaries: on PoCL with its
+ * own kernel cache off (st->pocl_cache_off; with it on, a build of source
+ * PoCL has seen is a hit of its cache, 40 ms, where a link in a new
+ * context loads PoCL's kernel library again, 600 ms; with it off both cost
+ * the same), without the user's compile options (which would not all
+ * reach the link), with st->late_binaries, where the runtime can write
+ * its disk cache (kc__bsvc.better). Never in a helper: none runs with
+ * PoCL's cache off. */
 bool ocl_links(const ocl_state *st);
 /* KC_EUNAVAILABLE for a kernel name the platform cannot take (PoCL: OCL_POCL_NAME_MAX). */
 kc_status ocl_name_check(const ocl_state *st, const kc__bsvc *sv, const char *entry);

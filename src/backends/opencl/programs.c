@@ -17,7 +17,8 @@
  * its own queue, buffers and kernel objects; st->lock guards the table and
  * the shared contexts.
  *
- * Late binaries (PoCL; st->late_binaries): PoCL serializes a program's
+ * Late binaries (PoCL with its own kernel cache off; st->late_binaries,
+ * only where ocl_links): PoCL serializes a program's
  * binary once, at its first fetch, with the machine code made by then; a
  * launch makes a work-group function specialized for its local size (LLVM's
  * work-group passes, code generation, ld: 40-140 ms), which a binary fetched
