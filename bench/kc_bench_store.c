@@ -32,11 +32,13 @@
 #define KCB_PROG "kc_bench_store"
 #include "kc_bench_util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The backends measured: a name, the kind, and the host compiler. */
@@ -193,6 +195,22 @@ static void measure_runs(const char *self, const bconf *c, int runs, result *r, 
   r->ran = true;
 }
 
+/* Whether the directory holds anything (a file below it, at any depth). */
+static bool has_files(const char *path) {
+  DIR *d = opendir(path);
+  if (!d) return false;
+  bool found = false;
+  for (struct dirent *e; !found && (e = readdir(d));) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char sub[4400];
+    snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+    struct stat st;
+    found = lstat(sub, &st) == 0 && (S_ISREG(st.st_mode) || (S_ISDIR(st.st_mode) && has_files(sub)));
+  }
+  closedir(d);
+  return found;
+}
+
 static void measure(const char *self, const bconf *c, int runs, result *r) {
   memset(r, 0, sizeof *r);
   r->c = c;
@@ -205,12 +223,15 @@ static void measure(const char *self, const bconf *c, int runs, result *r) {
   char pocl[4096] = "", dir[4096] = "";
   double x;
   unsigned long long n;
-  bool ok = kcb_mkdtemp(pocl, sizeof pocl, "kc-bench-pocl", NULL) &&
-            kcb_mkdtemp(dir, sizeof dir, "kc-bench-store", NULL) &&
-            run_child(self, c->label, dir, pocl, &x, &x, &x, &n, &n);
+  if (!kcb_mkdtemp(pocl, sizeof pocl, "kc-bench-pocl", NULL) ||
+      !kcb_mkdtemp(dir, sizeof dir, "kc-bench-store", NULL))
+    snprintf(r->why, sizeof r->why, "mkdtemp: %s", strerror(errno));
+  else if (!run_child(self, c->label, dir, pocl, &x, &x, &x, &n, &n))
+    snprintf(r->why, sizeof r->why, "the run that fills PoCL's cache failed");
+  else if (!has_files(pocl))
+    snprintf(r->why, sizeof r->why, "PoCL's cache (%s) is empty after a run: is PoCL the platform?", pocl);
+  else measure_runs(self, c, runs, r, pocl);
   if (dir[0]) kcb_rmrf(dir);
-  if (ok) measure_runs(self, c, runs, r, pocl);
-  else snprintf(r->why, sizeof r->why, "filling PoCL's cache failed");
   if (pocl[0]) kcb_rmrf(pocl);
 }
 

@@ -330,7 +330,7 @@ ENV_READERS = {
     "src/backends/host/sysinc.c": "CPATH and C_INCLUDE_PATH: the compiler's own search path",
     "src/backends/host/host.c": "TMPDIR: where the compiler writes",
     "src/backends/cuda/load.c": "CUDA_HOME and CUDA_PATH: where NVRTC is, read once when it is loaded",
-    "src/backends/opencl/helpers.c": "POCL_KERNEL_CACHE: PoCL's own, with which helpers' binaries abort",
+    "src/backends/opencl/helpers.c": "POCL_KERNEL_CACHE: PoCL's own; off, helpers' binaries abort and builds link twice",
 }
 for path in (p for p in sources if p.endswith(".c")):
     for m in re.finditer(r"\b(getenv|secure_getenv|kc__setting_raw)\s*\(", codes[path]):

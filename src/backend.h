@@ -219,7 +219,8 @@ struct kc__tu {
  * core from kc_options, the KC_* settings and their defaults
  * (core/config.c). A backend reads neither the environment for a setting
  * nor the options itself. Its strings live as long as the runtime. */
-typedef enum kc__helpers_mode { KC__HELPERS_AUTO, KC__HELPERS_NEVER, KC__HELPERS_ALWAYS } kc__helpers_mode;
+/* a setting of auto (the backend decides), 0 (never) or 1 (always) */
+typedef enum kc__auto_mode { KC__MODE_AUTO, KC__MODE_NEVER, KC__MODE_ALWAYS } kc__auto_mode;
 typedef struct kc__bconfig {
   int platform_index; /* kc_options.platform_index (-1: the first platform with a device) */
   const char *device_name; /* a substring of the device's name to pick, or NULL */
@@ -230,11 +231,11 @@ typedef struct kc__bconfig {
   uint32_t host_threads; /* host: threads that run a launch's groups (>= 1) */
   uint32_t compile_threads; /* the compile pool's threads (>= 1) */
   bool cuda_force_ptx; /* CUDA: PTX even where a cubin could be made ($KC_CUDA_FORCE_PTX) */
-  kc__helpers_mode opencl_helpers; /* OpenCL: builds in helper processes ($KC_OPENCL_HELPERS) */
+  kc__auto_mode opencl_helpers; /* OpenCL: builds in helper processes ($KC_OPENCL_HELPERS) */
   const char *opencl_helper; /* OpenCL: the helper to run ($KC_OPENCL_HELPER), NULL: beside the library */
   double opencl_helper_timeout_s; /* OpenCL: how long a helper may take to answer (> 0) */
-  bool opencl_late_binaries; /* OpenCL: entries written again after the first launch
-                                ($KC_OPENCL_LATE_BINARIES) */
+  /* OpenCL: entries written again after the first launch ($KC_OPENCL_LATE_BINARIES) */
+  kc__auto_mode opencl_late_binaries;
 } kc__bconfig;
 
 typedef struct kc__backend {

@@ -121,6 +121,16 @@ kc_status kc__config_resolve(const kc_options *opt, const kc__heap *heap, kc__co
 
 /* ---------------------------------------------------------- backends */
 
+/* A setting of auto, 0 or 1 (anything else: auto, with a warning). */
+static kc__auto_mode config_mode(const kc__config *c, kc__setting id, const kc__log_sink *log, bool warn) {
+  const char *mode = kc__config_str(c, id);
+  kc__auto_mode m = !strcmp(mode, "1")   ? KC__MODE_ALWAYS
+                    : !strcmp(mode, "0") ? KC__MODE_NEVER
+                                         : KC__MODE_AUTO;
+  if (warn && m == KC__MODE_AUTO && strcmp(mode, "auto") != 0) kc__config_warn(log, c, id, "auto");
+  return m;
+}
+
 void kc__bconfig_make(const kc__config *c, const kc_options *opt, kc__bconfig *b, const kc__log_sink *log,
                       bool warn) {
   memset(b, 0, sizeof *b);
@@ -150,15 +160,7 @@ void kc__bconfig_make(const kc__config *c, const kc_options *opt, kc__bconfig *b
     t = 120;
   }
   b->opencl_helper_timeout_s = t > 0 ? t : 120;
-  const char *mode = kc__config_str(c, KC__SET_OPENCL_HELPERS);
-  b->opencl_helpers = !strcmp(mode, "1")   ? KC__HELPERS_ALWAYS
-                      : !strcmp(mode, "0") ? KC__HELPERS_NEVER
-                                           : KC__HELPERS_AUTO;
-  if (warn && b->opencl_helpers == KC__HELPERS_AUTO && strcmp(mode, "auto") != 0)
-    kc__config_warn(log, c, KC__SET_OPENCL_HELPERS, "auto");
+  b->opencl_helpers = config_mode(c, KC__SET_OPENCL_HELPERS, log, warn);
   b->opencl_helper = kc__config_text(c, KC__SET_OPENCL_HELPER);
-  bool late = true;
-  if (kc__config_bool(c, KC__SET_OPENCL_LATE_BINARIES, &late) == KC__SETTING_BAD && warn)
-    kc__config_warn(log, c, KC__SET_OPENCL_LATE_BINARIES, "1");
-  b->opencl_late_binaries = late;
+  b->opencl_late_binaries = config_mode(c, KC__SET_OPENCL_LATE_BINARIES, log, warn);
 }

@@ -46,10 +46,29 @@ static void run_lin(kc_runtime *rt, kc_kernel *k, kc_context *ctx) {
   kc_buffer_destroy(b);
 }
 
+static kc_runtime *store_runtime(char *dir, size_t len);
+
+/* A runtime in memory, or with a store in a fresh directory (dir): on
+ * PoCL with its cache off (as in this suite), a store's builds compile
+ * and link twice (the late binaries), a memory-only runtime's build once. */
+static kc_runtime *runtime_of(bool store, char *dir, size_t len) {
+  dir[0] = 0;
+  return store ? store_runtime(dir, len) : kct_runtime(NULL);
+}
+
+/* Destroys rt and the store runtime_of made. */
+static void runtime_done(kc_runtime *rt, const char *dir) {
+  kct_destroy(rt);
+  if (dir[0]) {
+    kct_rmrf(dir);
+    kct_memory_only();
+  }
+}
+
 /* One compile, one build; every later link reuses the program. */
-static void test_compile_and_links_build_once(void **state) {
-  (void)state;
-  kc_runtime *rt = kct_runtime(NULL);
+static void compile_and_links_build_once(bool store) {
+  char dir[4096];
+  kc_runtime *rt = runtime_of(store, dir, sizeof dir);
   kc_kernel *k = lin_kernel(rt);
   kc_context *a = kct_context(rt);
   run_lin(rt, k, a);
@@ -86,7 +105,17 @@ static void test_compile_and_links_build_once(void **state) {
   s = kct_stats(rt);
   assert_int_equal(s.compiles, 2);
   assert_int_equal(s.backend_builds, 2);
-  kct_destroy(rt);
+  runtime_done(rt, dir);
+}
+
+static void test_compile_and_links_build_once(void **state) {
+  (void)state;
+  compile_and_links_build_once(false);
+}
+
+static void test_compile_and_links_build_once_with_a_store(void **state) {
+  (void)state;
+  compile_and_links_build_once(true);
 }
 
 typedef struct worker {
@@ -120,9 +149,9 @@ static void *work(void *arg) {
 
 /* Threads compile (single flight) and link in their own contexts at once:
  * one compile, one build, every result right. Run under TSan too. */
-static void test_threads_share_the_build(void **state) {
-  (void)state;
-  kc_runtime *rt = kct_runtime(NULL);
+static void threads_share_the_build(bool store) {
+  char dir[4096];
+  kc_runtime *rt = runtime_of(store, dir, sizeof dir);
   kc_kernel *k = lin_kernel(rt);
   pthread_barrier_t bar;
   pthread_barrier_init(&bar, NULL, NTHREADS);
@@ -139,7 +168,17 @@ static void test_threads_share_the_build(void **state) {
   assert_int_equal(s.compiles, 1);
   assert_int_equal(s.links, 2 * NTHREADS);
   assert_int_equal(s.backend_builds, 1);
-  kct_destroy(rt);
+  runtime_done(rt, dir);
+}
+
+static void test_threads_share_the_build(void **state) {
+  (void)state;
+  threads_share_the_build(false);
+}
+
+static void test_threads_share_the_build_with_a_store(void **state) {
+  (void)state;
+  threads_share_the_build(true);
 }
 
 /* Calls fn(path, ud) for each entry file of the store in dir; returns how
@@ -352,16 +391,25 @@ static void run_lin64(kc_runtime *rt, kc_kernel *k, kc_context *ctx) {
  * writes it from a thread of its own, which kc_runtime_destroy lets finish:
  * checked after it. A new runtime loads it (a disk hit, one build), computes
  * the right thing, and leaves the entry as it is. */
+/* A runtime on a new store (dir) that compiles lin, whose entry's size
+ * then is *early, and launches it in two contexts (the same program, its
+ * first launch in each). */
+static kc_runtime *compile_and_launch(char *dir, size_t len, long *early) {
+  kc_runtime *rt = store_runtime(dir, len);
+  kc_kernel *k = lin_kernel(rt);
+  KCT_OK(rt, kc_kernel_compile(k));
+  *early = entry_size(dir);
+  assert_true(*early > 0);
+  run_lin64(rt, k, kct_context(rt));
+  run_lin64(rt, k, kct_context(rt));
+  return rt;
+}
+
 static void test_the_entry_gets_the_binary_after_the_first_launch(void **state) {
   (void)state;
   char dir[4096];
-  kc_runtime *rt = store_runtime(dir, sizeof dir);
-  kc_kernel *k = lin_kernel(rt);
-  KCT_OK(rt, kc_kernel_compile(k));
-  long early = entry_size(dir);
-  assert_true(early > 0);
-  run_lin64(rt, k, kct_context(rt));
-  run_lin64(rt, k, kct_context(rt)); /* a second context: the same program, its first launch here */
+  long early;
+  kc_runtime *rt = compile_and_launch(dir, sizeof dir, &early);
   kc_stats s = kct_stats(rt);
   assert_int_equal(s.compiles, 1);
   assert_int_equal(s.backend_builds, 1);
@@ -374,7 +422,7 @@ static void test_the_entry_gets_the_binary_after_the_first_launch(void **state) 
   kc_options_init(&o);
   o.cache_dir = dir;
   rt = kct_runtime(&o);
-  k = lin_kernel(rt);
+  kc_kernel *k = lin_kernel(rt);
   run_lin64(rt, k, kct_context(rt));
   s = kct_stats(rt);
   assert_int_equal(s.compiles, 0);
@@ -401,23 +449,42 @@ static void test_the_entry_gets_the_binary_after_the_first_launch(void **state) 
 }
 
 /* $KC_OPENCL_LATE_BINARIES=0: the entry keeps the binary its compile
- * made, after launches and the runtime's end. */
+ * made, after launches and the runtime's end, where with 1 (the default,
+ * set by main) the same runtime's entry grows. */
 static void test_no_late_binary_when_turned_off(void **state) {
   (void)state;
-  setenv("KC_OPENCL_LATE_BINARIES", "0", 1);
   char dir[4096];
-  kc_runtime *rt = store_runtime(dir, sizeof dir);
-  kc_kernel *k = lin_kernel(rt);
-  KCT_OK(rt, kc_kernel_compile(k));
-  long early = entry_size(dir);
-  assert_true(early > 0);
-  run_lin64(rt, k, kct_context(rt));
-  run_lin64(rt, k, kct_context(rt));
-  kct_destroy(rt);
-  assert_int_equal(entry_size(dir), early);
+  long early;
+  kct_destroy(compile_and_launch(dir, sizeof dir, &early));
+  assert_true(entry_size(dir) > early); /* on: the late binary */
+  kct_rmrf(dir);
+  setenv("KC_OPENCL_LATE_BINARIES", "0", 1);
+  kct_destroy(compile_and_launch(dir, sizeof dir, &early));
+  setenv("KC_OPENCL_LATE_BINARIES", "1", 1);
+  assert_int_equal(entry_size(dir), early); /* off: the first one */
   kct_rmrf(dir);
   kct_memory_only();
+}
+
+/* With PoCL's own cache on ($POCL_KERNEL_CACHE=1 here), the default
+ * (auto) builds once and keeps the first binary; 1 asks for the late
+ * binary there too. */
+static void test_late_binaries_follow_pocls_cache(void **state) {
+  (void)state;
+  char dir[4096];
+  long early;
+  setenv("POCL_KERNEL_CACHE", "1", 1);
+  setenv("KC_OPENCL_LATE_BINARIES", "auto", 1);
+  kct_destroy(compile_and_launch(dir, sizeof dir, &early));
+  bool kept = entry_size(dir) == early;
+  kct_rmrf(dir);
   setenv("KC_OPENCL_LATE_BINARIES", "1", 1);
+  kct_destroy(compile_and_launch(dir, sizeof dir, &early));
+  setenv("POCL_KERNEL_CACHE", "0", 1);
+  assert_true(kept);
+  assert_true(entry_size(dir) > early);
+  kct_rmrf(dir);
+  kct_memory_only();
 }
 
 int main(int argc, char **argv) {
@@ -436,12 +503,15 @@ int main(int argc, char **argv) {
   setenv("KC_OPENCL_LATE_BINARIES", "1", 1);
   const struct CMUnitTest tests[] = {
       KCT_TEST(test_compile_and_links_build_once),
+      KCT_TEST(test_compile_and_links_build_once_with_a_store),
       KCT_TEST(test_threads_share_the_build),
+      KCT_TEST(test_threads_share_the_build_with_a_store),
       KCT_TEST(test_probe_only_where_a_type_is_not_built_in),
       KCT_TEST(test_a_built_in_name_that_is_not_gets_the_probe),
       KCT_TEST(test_a_disk_hit_and_its_link_build_once),
       KCT_TEST(test_the_entry_gets_the_binary_after_the_first_launch),
       KCT_TEST(test_no_late_binary_when_turned_off),
+      KCT_TEST(test_late_binaries_follow_pocls_cache),
   };
   int failed = KCT_RUN(tests);
   kct_rmrf(pocl);

@@ -133,10 +133,9 @@ static void test_prepare_through_helpers(void **state) {
   assert_int_equal(s.backend_builds, 12);
 
   /* The same kernel built here and in a helper: both run right. (Their
-   * bytes need not be the same: on PoCL kcache compiles and links, and a
-   * link's bitcode depends on what the process linked before it; a
-   * helper's binary is loaded by its bytes, never compared with another
-   * build's.) */
+   * bytes need not be the same: a build's bitcode may depend on what the
+   * process built before it; a helper's binary is loaded by its bytes,
+   * never compared with another build's.) */
   kc_runtime *here = helper_runtime("0", NULL, NULL);
   kc_context *ctx_here = kct_context(here);
   kc_kernel *k1, *k2;

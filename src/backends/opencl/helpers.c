@@ -88,11 +88,13 @@ static void ocl_helper_path(const char *set, char *buf, size_t n) {
 void ocl_helpers_open(ocl_state *st, const kc__bconfig *cfg) {
   st->helper_timeout_s = cfg && cfg->opencl_helper_timeout_s > 0 ? cfg->opencl_helper_timeout_s : 120;
   ocl_helper_path(cfg ? cfg->opencl_helper : NULL, st->helper_path, sizeof st->helper_path);
+  /* as PoCL reads it (pocl_get_bool_option): set and not starting with
+   * "1" is off ("0", "off", empty); unset is PoCL's default, on */
   const char *pocl_cache = getenv("POCL_KERNEL_CACHE");
-  st->pocl_cache_off = st->pocl && pocl_cache && !strcmp(pocl_cache, "0");
-  kc__helpers_mode mode = cfg ? cfg->opencl_helpers : KC__HELPERS_AUTO;
+  st->pocl_cache_off = st->pocl && pocl_cache && pocl_cache[0] != '1';
+  kc__auto_mode mode = cfg ? cfg->opencl_helpers : KC__MODE_AUTO;
   uint32_t n = cfg && cfg->compile_threads ? cfg->compile_threads : 1;
-  bool on = mode == KC__HELPERS_ALWAYS || (mode == KC__HELPERS_AUTO && st->serializes && n > 1);
+  bool on = mode == KC__MODE_ALWAYS || (mode == KC__MODE_AUTO && st->serializes && n > 1);
   if (!on) return;
   /* PoCL with its own kernel cache off aborts the process that launches a
    * binary a helper built ("Generic WG function binary does not exist", PoCL

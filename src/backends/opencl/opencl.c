@@ -73,7 +73,9 @@ static kc_status ocl_open(const kc__bsvc *sv, const kc__bconfig *opt, void **sta
   /* this process's builds (unless $KC_OPENCL_LATE_BINARIES=0; only where
    * ocl_links), with the late worker's condition */
   st->late_cond_ok = pthread_cond_init(&st->late_cond, NULL) == 0;
-  st->late_binaries = st->late_cond_ok && opt && opt->opencl_late_binaries;
+  st->late_binaries = st->late_cond_ok && opt &&
+                      (opt->opencl_late_binaries == KC__MODE_ALWAYS ||
+                       (opt->opencl_late_binaries == KC__MODE_AUTO && st->pocl_cache_off));
   *state = st;
   return KC_OK;
 }

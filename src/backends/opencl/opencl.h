@@ -115,8 +115,8 @@ typedef struct ocl_unit {
 /* What the build gave: the binary, the parameter probe's raw values
  * (kc__probe_apply checks them; nvals 0: no by-value parameter) and the
  * KC_LOCAL pointer parameters. prog: the program, when built here; late:
- * a second link of the same compile, never fetched, where st->late_binaries
- * (else NULL). */
+ * a second link of the same compile, fetched after its first launch,
+ * where ocl_links (else NULL). */
 typedef struct ocl_result {
   cl_program prog;
   cl_program late;
@@ -272,14 +272,15 @@ void ocl_close(void *state);
  * the binary (st's heap) and the probe's values. log gets the build log. */
 kc_status ocl_build_unit(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb *log);
 /* Whether ocl_build_unit compiles and links (clCompileProgram,
- * clLinkProgram) rather than builds, for late binaries: on PoCL with its
- * own kernel cache off (st->pocl_cache_off; with it on, a build of source
- * PoCL has seen is a hit of its cache, 40 ms, where a link in a new
- * context loads PoCL's kernel library again, 600 ms; with it off both cost
- * the same), without the user's compile options (which would not all
- * reach the link), with st->late_binaries, where the runtime can write
- * its disk cache (kc__bsvc.better). Never in a helper: none runs with
- * PoCL's cache off. */
+ * clLinkProgram) rather than builds, for late binaries: with
+ * st->late_binaries (by default only with PoCL's own kernel cache off,
+ * st->pocl_cache_off: with it on, a build of source PoCL has seen is a
+ * hit of its cache, 45 ms, where a link in a new context loads PoCL's
+ * kernel library again, 650 ms; with it off both cost the same;
+ * $KC_OPENCL_LATE_BINARIES=1 asks for them with it on too), on PoCL,
+ * without the user's compile options (which would not all reach the
+ * link), where the runtime can write its disk cache (kc__bsvc.better).
+ * Never in a helper (its state has no late binaries). */
 bool ocl_links(const ocl_state *st);
 /* KC_EUNAVAILABLE for a kernel name the platform cannot take (PoCL: OCL_POCL_NAME_MAX). */
 kc_status ocl_name_check(const ocl_state *st, const kc__bsvc *sv, const char *entry);
