@@ -14,8 +14,9 @@
 #                       is never written)
 #   TARGET              scan, file, params, store, options (default: all)
 #
-# Prints per target: executions, executions per second, coverage and new
-# inputs, crashes. A crashing input is saved under build-fuzz/crashes/<target>/;
+# The targets run side by side, as many at once as there are cores, each
+# for SECONDS_PER_TARGET. Prints per target: executions, executions per
+# second, coverage and new inputs, crashes. A crashing input is saved under build-fuzz/crashes/<target>/;
 # once the bug is fixed, copy it to tests/fuzz/regress/<target>/ so that CTest
 # replays it forever. Exits non-zero if any target crashed or did not run.
 # The last line is the summary: "fuzz: 5 targets, N executions, 0 crashes".
@@ -54,23 +55,39 @@ total_execs=0 total_crashes=0 failed=()
 
 stat_of() { sed -nE "s/^stat::$1: *([0-9]+).*/\1/p" "$2" | tail -1; }
 
+# Runs target $1 (its exit status into its log's .rc file).
+run_target() {
+  local t=$1 bin=$build/tests/fuzz/fuzz_$1 work=$build/fuzz-work/$1 crashes=$build/crashes/$1
+  local log=$build/fuzz-work/$1.log rc=0
+  local opts=(-max_total_time="$secs" -rss_limit_mb=2048 -timeout=30 -print_final_stats=1
+              -artifact_prefix="$crashes/")
+  [[ -f tests/fuzz/$t.dict ]] && opts+=(-dict=tests/fuzz/"$t".dict)
+  timeout -k 10 $((secs * 2 + 120)) "$bin" "${opts[@]}" "$work/corpus" >"$log" 2>&1 || rc=$?
+  echo "$rc" >"$log.rc"
+}
+
+declare -A inputs
+for t in "${targets[@]}"; do
+  work=$build/fuzz-work/$t
+  rm -rf "$work" "$build/crashes/$t" "$build/fuzz-work/$t.log.rc"
+  mkdir -p "$work/corpus" "$build/crashes/$t"
+  # libFuzzer writes new inputs into its first directory: a copy, never the repository's
+  cp tests/fuzz/corpus/"$t"/* "$work/corpus/"
+  [[ -d tests/fuzz/regress/$t ]] && find tests/fuzz/regress/"$t" -maxdepth 1 -type f ! -name 'README*' \
+    -exec cp {} "$work/corpus/" \;
+  inputs[$t]=$(ls "$work/corpus" | wc -l)
+  while (($(jobs -rp | wc -l) >= $(nproc))); do wait -n || true; done
+  run_target "$t" &
+done
+wait
+
 for t in "${targets[@]}"; do
   bin=$build/tests/fuzz/fuzz_$t
   work=$build/fuzz-work/$t
   crashes=$build/crashes/$t
   log=$build/fuzz-work/$t.log
-  rm -rf "$work" "$crashes"
-  mkdir -p "$work/corpus" "$crashes"
-  # libFuzzer writes new inputs into its first directory: a copy, never the repository's
-  cp tests/fuzz/corpus/"$t"/* "$work/corpus/"
-  [[ -d tests/fuzz/regress/$t ]] && find tests/fuzz/regress/"$t" -maxdepth 1 -type f ! -name 'README*' \
-    -exec cp {} "$work/corpus/" \;
-  opts=(-max_total_time="$secs" -rss_limit_mb=2048 -timeout=30 -print_final_stats=1
-        -artifact_prefix="$crashes/")
-  [[ -f tests/fuzz/$t.dict ]] && opts+=(-dict=tests/fuzz/"$t".dict)
-  echo "=== fuzz_$t: ${secs}s from $(ls "$work/corpus" | wc -l) inputs"
-  rc=0
-  timeout -k 10 $((secs * 2 + 120)) "$bin" "${opts[@]}" "$work/corpus" >"$log" 2>&1 || rc=$?
+  echo "=== fuzz_$t: ${secs}s from ${inputs[$t]} inputs"
+  rc=$(cat "$log.rc" 2>/dev/null || echo 1)
 
   execs=$(stat_of number_of_executed_units "$log")
   rate=$(stat_of average_exec_per_sec "$log")

@@ -17,7 +17,10 @@
  * launch has completed (by the runtime's destroy at the latest), with the
  * binary PoCL serializes after that launch (larger: it holds the
  * work-group function the launch made), which a new runtime then loads
- * and runs; an entry that is gone by then is not made again.
+ * and runs; an entry that is gone by then is not made again. The suite
+ * runs with PoCL's own cache on, in a directory of its own, and
+ * $KC_OPENCL_LATE_BINARIES=1; by default (auto) the late binaries are
+ * only made with PoCL's cache off, and 0 turns them off.
  */
 #include "kc_test.h"
 
@@ -466,21 +469,21 @@ static void test_no_late_binary_when_turned_off(void **state) {
   kct_memory_only();
 }
 
-/* With PoCL's own cache on ($POCL_KERNEL_CACHE=1 here), the default
- * (auto) builds once and keeps the first binary; 1 asks for the late
- * binary there too. */
-static void test_late_binaries_follow_pocls_cache(void **state) {
+/* The default (auto): with PoCL's own cache on (as in this suite) the
+ * entry keeps its first binary; with it off ($POCL_KERNEL_CACHE=0) it
+ * gets the late one. */
+static void test_late_binaries_by_default_follow_pocls_cache(void **state) {
   (void)state;
   char dir[4096];
   long early;
-  setenv("POCL_KERNEL_CACHE", "1", 1);
   setenv("KC_OPENCL_LATE_BINARIES", "auto", 1);
   kct_destroy(compile_and_launch(dir, sizeof dir, &early));
   bool kept = entry_size(dir) == early;
   kct_rmrf(dir);
-  setenv("KC_OPENCL_LATE_BINARIES", "1", 1);
-  kct_destroy(compile_and_launch(dir, sizeof dir, &early));
   setenv("POCL_KERNEL_CACHE", "0", 1);
+  kct_destroy(compile_and_launch(dir, sizeof dir, &early));
+  setenv("POCL_KERNEL_CACHE", "1", 1);
+  setenv("KC_OPENCL_LATE_BINARIES", "1", 1);
   assert_true(kept);
   assert_true(entry_size(dir) > early);
   kct_rmrf(dir);
@@ -490,7 +493,8 @@ static void test_late_binaries_follow_pocls_cache(void **state) {
 int main(int argc, char **argv) {
   /* before PoCL starts (test_the_entry_gets_the_binary_after_the_first_launch) */
   char pocl[4096];
-  if (!kct_pocl_private(pocl, sizeof pocl, true)) return 1;
+  if (!kct_pocl_private(pocl, sizeof pocl, false)) return 1;
+  setenv("POCL_KERNEL_CACHE", "1", 1); /* on, whatever the caller's */
   int rc = kct_main_only(argc, argv, KC_BACKEND_OPENCL, "OpenCL");
   if (rc >= 0) {
     kct_rmrf(pocl);
@@ -499,7 +503,8 @@ int main(int argc, char **argv) {
   /* builds in this process: a compile helper's build would be a second
    * clBuildProgram here, of its binary, at the first link (test_clhelp) */
   setenv("KC_OPENCL_HELPERS", "0", 1);
-  /* the late binaries on, as by default, whatever the caller's environment */
+  /* the late binaries on (with PoCL's cache on: only when asked), whatever
+   * the caller's environment */
   setenv("KC_OPENCL_LATE_BINARIES", "1", 1);
   const struct CMUnitTest tests[] = {
       KCT_TEST(test_compile_and_links_build_once),
@@ -511,7 +516,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_a_disk_hit_and_its_link_build_once),
       KCT_TEST(test_the_entry_gets_the_binary_after_the_first_launch),
       KCT_TEST(test_no_late_binary_when_turned_off),
-      KCT_TEST(test_late_binaries_follow_pocls_cache),
+      KCT_TEST(test_late_binaries_by_default_follow_pocls_cache),
   };
   int failed = KCT_RUN(tests);
   kct_rmrf(pocl);
