@@ -101,9 +101,10 @@ void ocl_helpers_open(ocl_state *st, const kc__bconfig *cfg) {
    * 3.1: test_clhelp), whatever the helpers are set to: build here */
   if (st->pocl_cache_off) {
     kc__log_to(st->sv->log, KC_LOG_WARN,
-               "OpenCL: no compile helpers with $POCL_KERNEL_CACHE=0 (PoCL then aborts a process that "
-               "launches a binary a compile helper built); this runtime builds in its own process, one "
-               "program at a time");
+               "OpenCL: no compile helpers with PoCL's kernel cache off ($POCL_KERNEL_CACHE=\"%s\": PoCL "
+               "then aborts a process that launches a binary a compile helper built); this runtime builds "
+               "in its own process, one program at a time",
+               pocl_cache);
     return;
   }
   st->nhelpers = (int)(n > OCL_HELPERS_MAX ? OCL_HELPERS_MAX : n);
