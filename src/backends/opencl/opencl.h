@@ -164,7 +164,8 @@ typedef struct ocl_state {
    * lock). late_next, late_pid: the list of states whose worker runs, for
    * the exit handler (programs.c). */
   bool late_binaries;
-  bool pocl_cache_off; /* PoCL, its own kernel cache off ($POCL_KERNEL_CACHE=0; helpers.c) */
+  /* PoCL, its own kernel cache off ($POCL_KERNEL_CACHE not starting with 1; helpers.c) */
+  bool pocl_cache_off;
   bool late_cond_ok, late_started;
   _Atomic int late_stop;
   pthread_cond_t late_cond;
