@@ -49,12 +49,13 @@ typedef struct kc__tu kc__tu;
  *   old_size: its bytes) in this runtime; the core writes the disk cache's
  *   entry again with it where that entry still holds old. With bytes NULL
  *   it only says whether it would take one for old (this runtime wrote its
- *   entry and can write), so that the backend makes it only then; with
- *   old NULL too, whether this runtime has a disk cache it can write at
- *   all (no late artifact is worth preparing otherwise). Called
+ *   entry and can write), so that the backend makes it only then. Called
  *   from any thread with none of the backend's locks held, never from a
  *   launch, and not after the backend's quiesce; NULL where nothing takes
- *   them (the compile helper). rt: the core's, for better only. */
+ *   them (the compile helper).
+ * writable: whether this runtime has a disk cache it can write (no late
+ *   artifact is worth preparing otherwise); NULL in the compile helper.
+ * rt: the core's, for better and writable only. */
 typedef struct kc__bsvc {
   kc__heap heap;
   uint64_t owner;
@@ -64,6 +65,7 @@ typedef struct kc__bsvc {
   kc_status (*bad_args)(const kc__blinked *b, const kc_context *ctx, const kc_arg *args, uint32_t nargs);
   const char *(*name_of)(const kc__blinked *b);
   bool (*better)(const struct kc__bsvc *sv, const void *old, size_t old_size, const void *bytes, size_t size);
+  bool (*writable)(const struct kc__bsvc *sv);
   kc_runtime *rt;
 } kc__bsvc;
 

@@ -283,15 +283,12 @@ void kc__store_finish(kc_runtime *rt, kc__store_txn *txn, kc_status st, const kc
 /* kc__bsvc.better: the entry this runtime wrote with old (the newest one,
  * if two kernels made the same bytes) written again with bytes, if it
  * still holds old on disk (kc__cache_replace_artifact), and forgotten
- * either way; bytes NULL: whether there is such an entry to write (old
- * NULL too: whether this runtime can write its disk cache). A failure
- * leaves the entry as it was. True: written (or, asked, there is). */
+ * either way; bytes NULL: whether there is such an entry to write. A
+ * failure leaves the entry as it was. True: written (or, asked, there is). */
 bool kc__store_better(const kc__bsvc *sv, const void *old, size_t old_size, const void *bytes, size_t size) {
   kc_runtime *rt = sv ? sv->rt : NULL;
   struct kc__store *s = rt ? rt->store : NULL;
-  if (!s || !kc__cache_writable(s->cache)) return false;
-  if (!old && !bytes) return true;
-  if (!old || !old_size) return false;
+  if (!s || !old || !old_size || !kc__cache_writable(s->cache)) return false;
   uint64_t h = kc__hash(old, old_size);
   uint8_t key[16];
   bool found = false;
@@ -313,6 +310,8 @@ bool kc__store_better(const kc__bsvc *sv, const void *old, size_t old_size, cons
           size, old_size);
   return true;
 }
+
+bool kc__store_writable(const kc__bsvc *sv) { return sv && kc_cache_writable(sv->rt); }
 
 void kc__store_stats(const kc_runtime *rt, kc_stats *out) {
   const struct kc__store *s = rt->store;

@@ -41,6 +41,8 @@ bool kc__store_fetch(kc_runtime *rt, kc__ci *ci, const kc__closure *c, kc__store
 void kc__store_finish(kc_runtime *rt, kc__store_txn *txn, kc_status st, const kc__ci *ci, const kc__sb *log);
 /* The backends' kc__bsvc.better (backend.h), for kc__bsvc_of. */
 bool kc__store_better(const kc__bsvc *sv, const void *old, size_t old_size, const void *bytes, size_t size);
+/* The backends' kc__bsvc.writable: kc_cache_writable of the services' runtime. */
+bool kc__store_writable(const kc__bsvc *sv);
 /* Around fork() (core/fork.c): takes the probe lock; gives it back (in the
  * parent, or in the child). The remote tier has its own fork hook. */
 void kc__store_fork_lock(kc_runtime *rt);

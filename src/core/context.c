@@ -511,7 +511,8 @@ kc__bsvc kc__bsvc_of(const kc_runtime *rt) {
                  .bad_dims = kc__launch_bad_dims,
                  .bad_args = kc__launch_bad_args,
                  .name_of = kc__blinked_name,
-                 .better = kc__store_better};
+                 .better = kc__store_better,
+                 .writable = kc__store_writable};
   if (rt) sv.heap = rt->heap, sv.owner = rt->id, sv.be = rt->be, sv.log = &rt->log, sv.rt = (kc_runtime *)rt;
   return sv;
 }

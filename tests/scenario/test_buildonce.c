@@ -51,9 +51,9 @@ static void run_lin(kc_runtime *rt, kc_kernel *k, kc_context *ctx) {
 
 static kc_runtime *store_runtime(char *dir, size_t len);
 
-/* A runtime in memory, or with a store in a fresh directory (dir): on
- * PoCL with its cache off (as in this suite), a store's builds compile
- * and link twice (the late binaries), a memory-only runtime's build once. */
+/* A runtime in memory, or with a store in a fresh directory (dir): with
+ * the late binaries asked for (as in this suite), a store's builds compile
+ * and link twice, a memory-only runtime's build once. */
 static kc_runtime *runtime_of(bool store, char *dir, size_t len) {
   dir[0] = 0;
   return store ? store_runtime(dir, len) : kct_runtime(NULL);
@@ -68,8 +68,15 @@ static void runtime_done(kc_runtime *rt, const char *dir) {
   }
 }
 
+/* The tests that run twice (BOTH): in memory and with a store, as their
+ * state says. */
+static bool in_memory = false, with_a_store = true;
+#define BOTH(f) \
+  {#f, f, NULL, kct_teardown, &in_memory}, { #f "_with_a_store", f, NULL, kct_teardown, &with_a_store }
+
 /* One compile, one build; every later link reuses the program. */
-static void compile_and_links_build_once(bool store) {
+static void test_compile_and_links_build_once(void **state) {
+  bool store = *(bool *)*state;
   char dir[4096];
   kc_runtime *rt = runtime_of(store, dir, sizeof dir);
   kc_kernel *k = lin_kernel(rt);
@@ -111,16 +118,6 @@ static void compile_and_links_build_once(bool store) {
   runtime_done(rt, dir);
 }
 
-static void test_compile_and_links_build_once(void **state) {
-  (void)state;
-  compile_and_links_build_once(false);
-}
-
-static void test_compile_and_links_build_once_with_a_store(void **state) {
-  (void)state;
-  compile_and_links_build_once(true);
-}
-
 typedef struct worker {
   kc_runtime *rt;
   kc_kernel *k;
@@ -152,7 +149,8 @@ static void *work(void *arg) {
 
 /* Threads compile (single flight) and link in their own contexts at once:
  * one compile, one build, every result right. Run under TSan too. */
-static void threads_share_the_build(bool store) {
+static void test_threads_share_the_build(void **state) {
+  bool store = *(bool *)*state;
   char dir[4096];
   kc_runtime *rt = runtime_of(store, dir, sizeof dir);
   kc_kernel *k = lin_kernel(rt);
@@ -172,16 +170,6 @@ static void threads_share_the_build(bool store) {
   assert_int_equal(s.links, 2 * NTHREADS);
   assert_int_equal(s.backend_builds, 1);
   runtime_done(rt, dir);
-}
-
-static void test_threads_share_the_build(void **state) {
-  (void)state;
-  threads_share_the_build(false);
-}
-
-static void test_threads_share_the_build_with_a_store(void **state) {
-  (void)state;
-  threads_share_the_build(true);
 }
 
 /* Calls fn(path, ud) for each entry file of the store in dir; returns how
@@ -507,10 +495,8 @@ int main(int argc, char **argv) {
    * the caller's environment */
   setenv("KC_OPENCL_LATE_BINARIES", "1", 1);
   const struct CMUnitTest tests[] = {
-      KCT_TEST(test_compile_and_links_build_once),
-      KCT_TEST(test_compile_and_links_build_once_with_a_store),
-      KCT_TEST(test_threads_share_the_build),
-      KCT_TEST(test_threads_share_the_build_with_a_store),
+      BOTH(test_compile_and_links_build_once),
+      BOTH(test_threads_share_the_build),
       KCT_TEST(test_probe_only_where_a_type_is_not_built_in),
       KCT_TEST(test_a_built_in_name_that_is_not_gets_the_probe),
       KCT_TEST(test_a_disk_hit_and_its_link_build_once),

@@ -100,8 +100,8 @@ kc_status ocl_name_check(const ocl_state *st, const kc__bsvc *sv, const char *en
 
 bool ocl_links(const ocl_state *st) {
   const kc__bsvc *sv = st->sv;
-  return st->late_binaries && st->pocl && !strcmp(st->build_options, OCL_OPTIONS) && sv->better &&
-         sv->better(sv, NULL, 0, NULL, 0);
+  return st->late_binaries && st->pocl && !strcmp(st->build_options, OCL_OPTIONS) && sv->writable &&
+         sv->writable(sv);
 }
 
 /* obj (made from source) compiled, then linked into *prog. Counted as

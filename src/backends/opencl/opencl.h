@@ -280,7 +280,7 @@ kc_status ocl_build_unit(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb
  * kernel library again, 650 ms; with it off both cost the same;
  * $KC_OPENCL_LATE_BINARIES=1 asks for them with it on too), on PoCL,
  * without the user's compile options (which would not all reach the
- * link), where the runtime can write its disk cache (kc__bsvc.better).
+ * link), where the runtime can write its disk cache (kc__bsvc.writable).
  * Never in a helper (its state has no late binaries). */
 bool ocl_links(const ocl_state *st);
 /* KC_EUNAVAILABLE for a kernel name the platform cannot take (PoCL: OCL_POCL_NAME_MAX). */
