@@ -835,7 +835,8 @@ typedef struct kc_arg {
  * The cached path (same context, same world, same generation as the handle's
  * previous launch there) takes no lock, allocates nothing and hashes nothing.
  * Launches are asynchronous on OpenCL and CUDA: kc_context_finish waits.
- * On the host backend the launch runs the kernel to completion. */
+ * On the host backend kc_launch runs the kernel to completion (a launch on
+ * a kc_stream runs on the stream's thread: see "Streams" below). */
 kc_status kc_launch(kc_kernel *k, kc_context *ctx, const kc_dim3 *grid, const kc_dim3 *block,
                     const kc_arg *args, uint32_t nargs);
 
@@ -893,8 +894,9 @@ kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
  * Checked mode (kc_options.checked, or KC_CHECKED=1; off by default): every
  * buffer gets a guard zone of KC_CHECKED_GUARD bytes before and after it,
  * filled with a pattern, and kcache checks the pattern
- *   - after each launch on the host backend (its launches are synchronous),
- *     for the launch's buffer arguments: the launch returns the error;
+ *   - after each launch on the host backend, for the launch's buffer
+ *     arguments: the launch returns the error (a launch on a kc_stream
+ *     waits for its stream first: checked mode makes it synchronous);
  *   - in kc_context_finish on every backend, for every buffer of the
  *     context: the finish returns the error.
  * A kernel that wrote outside a buffer then fails with KC_ELAUNCH and a
@@ -930,10 +932,29 @@ kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
  * one is refused with KC_EINVAL; a CUstream of its CUcontext). A
  * launch names its stream in kc_launch_config; NULL is the context's own
  * queue, where kc_launch goes (OpenCL: kcache's in-order queue; CUDA: the
- * legacy default stream; host: launches run to completion in the calling
- * thread, so the host backend's streams are all that one implicit stream).
+ * legacy default stream; host: the calling thread, which runs a launch to
+ * completion before it returns).
  * kc_buffer_read/write use the context's own queue: after launches on
  * another stream, kc_stream_sync (or kc_stream_wait) first.
+ *
+ * The host backend's streams. kc_stream_create makes a queue whose
+ * launches run asynchronously and in order on a thread of its own (started
+ * at its first launch; a launch's groups still spread over the worker
+ * pool): kc_launch_ex and kc_launch_args_ex on it check the launch, copy
+ * its arguments' values (a buffer's pointer, a scalar's bytes: a later
+ * kc_args_set or change of a scalar does not reach it) and return. A
+ * failure on the stream's thread (items of a group that disagree at a
+ * barrier, memory for a fiber or a copy) comes back, once, from the next
+ * kc_stream_sync or kc_context_finish, with its message ("kernel 'k',
+ * launched on a stream, failed: ..."); the launches after it still run.
+ * kc_buffer_destroy of a buffer kcache made, and unloading code (a context
+ * reset or destroyed, kc_collect, a relink after kc_define), wait for the
+ * launches queued before them that use it; memory the caller owns
+ * (kc_buffer_wrap, kc_buffer_host) must outlive them. kc_stream_wrap takes
+ * only NULL there: the context's own queue. A child of fork() does not run
+ * what its parent had queued (its streams start empty); sync the streams
+ * before fork() for a defined state. Where no thread can start, a stream
+ * runs its launches in the caller, still in order.
  *
  * Adopted contexts. kc_context_wrap makes a kc_context on the caller's
  * native context: kcache links its modules and kernel objects into it and
@@ -1003,7 +1024,8 @@ typedef struct kc_stream kc_stream;
 kc_status kc_stream_create(kc_context *ctx, kc_stream **out);
 /* Wraps the caller's native queue (cl_command_queue of ctx's cl_context and
  * device; CUstream of ctx's CUcontext, or NULL for the legacy default
- * stream; host: NULL). KC_EINVAL when it belongs elsewhere. The native
+ * stream; host: NULL, the context's own queue). KC_EINVAL when it belongs
+ * elsewhere. The native
  * queue is never destroyed by kcache (OpenCL: retained, then released). */
 kc_status kc_stream_wrap(kc_context *ctx, void *native, kc_stream **out);
 /* Destroys a stream (after what it queued is done); a wrapped native
@@ -1016,10 +1038,12 @@ void kc_stream_destroy(kc_stream *s);
 /* Waits until everything queued on s is done. */
 kc_status kc_stream_sync(kc_stream *s);
 /* Work queued on s after this call starts after everything queued on
- * `other` before it (an OpenCL marker and barrier, a CUDA event); both of
- * the same context. No wait on the host. */
+ * `other` before it (an OpenCL marker and barrier, a CUDA event, a wait in
+ * the host stream's queue; where s is the context's own queue on the host,
+ * the call itself waits); both of the same context. */
 kc_status kc_stream_wait(kc_stream *s, kc_stream *other);
-/* The native queue (cl_command_queue, CUstream; NULL on the host). NULL
+/* The native queue (cl_command_queue, CUstream; NULL on the host, whose
+ * queues are kcache's own). NULL
  * also for the wrapped CUDA legacy default stream and for a destroyed or
  * NULL stream: kc_stream_get_native tells those apart. */
 void *kc_stream_native(const kc_stream *s);

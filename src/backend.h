@@ -337,6 +337,9 @@ typedef struct kc__backend {
    * table by one that calls nothing of this one and refuses (KC_EBUSY:
    * src/core/fork.c; kcache.h, "Fork"). */
   bool fork_safe;
+  /* Whether a stream's handle is the backend's own object (the host's
+   * queues, stream.c), not a native API's: kc_stream_native gives NULL. */
+  bool private_streams;
   /* Whether the backend may hand, through its services' better, an
    * artifact better than its compile's (OpenCL on PoCL: the program's binary
    * fetched after its first launch holds the machine code that launch made):

@@ -530,9 +530,13 @@ PyObject *kcpy_launch_ex(KcKernel *k, KcContext *c, const kc_dim3 *grid, const k
    * the next launch's copy into the same staging buffer, wait for the
    * kernel on the caller's stream (a staged launch on a stream is blocking);
    * on CUDA the launch also waits for the copy in (cuMemcpyHtoD from
-   * pageable memory may return before its DMA is done, on the legacy stream) */
+   * pageable memory may return before its DMA is done, on the legacy stream).
+   * On the host an array is passed by its pointer and the stream's thread
+   * runs the kernel: the launch waits for it too, as the array's view is
+   * released when the call returns */
   int staged = 0;
-  for (Py_ssize_t i = 0; i < n; i++) staged |= views[i].obj && a[i].kind == KC_ARG_BUFFER;
+  for (Py_ssize_t i = 0; i < n; i++)
+    staged |= views[i].obj && (a[i].kind == KC_ARG_BUFFER || k->owner->backend == KCPY_BACKEND_HOST);
   kc_status st = kcpy_stream(k->owner, ctx, stream, &cfg.stream) < 0 ? KC__STATUS_COUNT : KC_OK;
   if (st == KC_OK && staged && cfg.stream && k->owner->backend == KCPY_BACKEND_CUDA)
     st = kc_context_finish(ctx);

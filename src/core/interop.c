@@ -137,13 +137,18 @@ kc_status kc_stream_wait(kc_stream *s, kc_stream *other) {
   return rt->be->stream_wait(s->ctx->bctx, s->native, other->native);
 }
 
-void *kc_stream_native(const kc_stream *s) { return s && kc__load_relaxed(&s->alive) ? s->native : NULL; }
+/* What a user sees of s->native (NULL for the host's queues). */
+static void *stream_shown(const kc_stream *s) { return s->ctx->rt->be->private_streams ? NULL : s->native; }
+
+void *kc_stream_native(const kc_stream *s) {
+  return s && kc__load_relaxed(&s->alive) ? stream_shown(s) : NULL;
+}
 
 kc_status kc_stream_get_native(const kc_stream *s, void **native) {
   if (!native) return kc__err(s ? s->ctx->rt : NULL, KC_EINVAL, "kc_stream_get_native: native is NULL");
   *native = NULL;
   kc_status st = stream_check(s, "kc_stream_get_native");
-  if (!st) *native = s->native;
+  if (!st) *native = stream_shown(s);
   return st;
 }
 

@@ -154,8 +154,13 @@ static kc_status ex_resolve(kc_kernel *k, kc_context *ctx, const kc_launch_confi
   if (st) return st;
   /* checked mode fills no cache: every launch comes here, records its
    * buffers' kernel and (host) has their guards checked */
-  if (KC__UNLIKELY(rt->checked))
-    return kc__checked_after(l, ctx, args, nargs, ex_go(l, ctx, cfg, args, nargs));
+  if (KC__UNLIKELY(rt->checked)) {
+    st = ex_go(l, ctx, cfg, args, nargs);
+    /* a launch on a host stream runs on the stream's thread: its buffers
+     * are checked once it has run */
+    if (!st && rt->check_each && s) st = rt->be->stream_sync(ctx->bctx, s->native);
+    return kc__checked_after(l, ctx, args, nargs, st);
+  }
   kc__store_release(kc__slot_of(k, key), l);
   return ex_go(l, ctx, cfg, args, nargs);
 }

@@ -65,6 +65,7 @@ static void test_capture(void **state) {
   KCT_OK(rt, kc_launch_ex(k, ctx, &c, args, 1)); /* links */
   atomic_store(&capturing, 1);
   for (int i = 0; i < 3; i++) KCT_OK(rt, kc_launch_ex(k, ctx, &c, args, 1)); /* cached: recorded */
+  KCT_OK(rt, kc_stream_sync(s)); /* the host runs a stream's launches on its thread */
   float y[4];
   KCT_OK(rt, kc_buffer_read(b, 0, y, sizeof y));
   assert_float_equal(y[0], 4.0f, 0);

@@ -72,6 +72,7 @@ static void test_wrapped_memory(void **state) {
   KCT_OK(rt, kc_context_reset(ctx));
   b = 3.0f;
   KCT_OK(rt, kc_launch_ex(k, ctx, &c, args, 3));
+  KCT_OK(rt, kc_stream_sync(s)); /* a launch on a stream runs on the stream's thread */
   kc_stats after = kct_stats(rt);
   assert_int_equal(after.compiles, before.compiles);
   assert_int_equal(after.links - before.links, 1);
@@ -83,6 +84,7 @@ static void test_wrapped_memory(void **state) {
              "KC_KERNEL void add(KC_GLOBAL const float *x, KC_GLOBAL float *y, float b) {\n"
              "  size_t g = kc_global_id(0); y[g] = x[g] - b; }\n");
   KCT_OK(rt, kc_launch_ex(k, ctx, &c, args, 3));
+  KCT_OK(rt, kc_stream_sync(s));
   for (int i = 0; i < N; i++) assert_float_equal(y[5 + i], x[i] - 3.0f, 0);
 
   /* the memory is the caller's: destroying kcache's objects frees none of it */
@@ -177,7 +179,7 @@ static void test_scratch_and_bound(void **state) {
   KCT_CONTAINS(kc_errmsg(rt), "so the program was built against a newer kcache.h");
   kc_stream *s2;
   KCT_STATUS(rt, KC_EINVAL, kc_stream_wrap(ctx, (void *)&c, &s2));
-  KCT_CONTAINS(kc_errmsg(rt), "only stream is the implicit one");
+  KCT_CONTAINS(kc_errmsg(rt), "wraps only its implicit stream (NULL)");
   assert_null(s2);
   kc_context *ctx2;
   KCT_STATUS(rt, KC_EINVAL, kc_context_wrap(rt, (void *)&c, NULL, &ctx2));
@@ -219,7 +221,7 @@ static void *work(void *p) {
   for (int i = 0; i < LAUNCHES; i++) {
     float b = (float)(w->id * 1000 + i);
     kc_arg args[] = {KC_ARG_DEVPTR(w->x), KC_ARG_BUF(by), KC_ARG_VAL(b)};
-    if (kc_launch_ex(w->k, w->ctx, &c, args, 3))
+    if (kc_launch_ex(w->k, w->ctx, &c, args, 3) || kc_stream_sync(s))
       kct_report_fail(&w->rep, "launch %d: %s", i, kc_errmsg(w->rt));
     for (int j = 0; j < N; j++)
       if (w->y[j] != w->x[j] + b) kct_report_fail(&w->rep, "launch %d: y[%d] = %g", i, j, w->y[j]);
@@ -230,7 +232,7 @@ static void *work(void *p) {
   if (kc_buffer_wrap(w->ctx, w->x, sizeof w->x, &bx)) kct_report_fail(&w->rep, "wrap: %s", kc_errmsg(w->rt));
   kc_arg sargs[] = {KC_ARG_BUF(bx), KC_ARG_BUF(by)};
   for (int i = 0; i < LAUNCHES / 4; i++) {
-    if (kc_launch_ex(w->sum, w->ctx, &c, sargs, 2))
+    if (kc_launch_ex(w->sum, w->ctx, &c, sargs, 2) || kc_stream_sync(s))
       kct_report_fail(&w->rep, "sum %d: %s", i, kc_errmsg(w->rt));
     for (int g = 0; g < GROUPS; g++) {
       float want = 0;

@@ -41,7 +41,8 @@ static void host_close(void *state) {
   if (!s) return;
   const kc__bsvc *sv = s->sv;
   kc__fork_unregister(&s->ident_fork);
-  host_pool_close(s); /* its threads first: they run nothing now */
+  host_streams_close(s); /* their threads first (each context's streams went with it) */
+  host_pool_close(s); /* its threads next: they run nothing now */
   host_arena_close(s);
   host_loader_close(s);
   for (int i = 0; i < s->cc_argc; i++) kc__bs_free(sv, s->cc_argv[i]);
@@ -114,6 +115,7 @@ static kc_status host_open(const kc__bsvc *sv, const kc__bconfig *cfg, void **st
   /* the work directories of processes killed during a compile */
   if (!st) host_workdir_sweep(s);
   if (!st) st = host_pool_open(s, cfg->host_threads);
+  if (!st) st = host_streams_open(s);
   if (st) {
     host_close(s);
     return st;
@@ -375,6 +377,7 @@ static void host_unlink(kc__blinked *l) {
   host_state *s = l->bctx;
   host_image *im = l->module;
   if (!im) return;
+  host_streams_forget(s, im); /* its launches queued on streams run first */
   for (host_copy *c = im->copies, *next; c; c = next) { /* no thread runs them: the engine unlinks after */
     next = c->all_next;
     host_arena_give(s, &c->im.blk);
@@ -397,7 +400,11 @@ static kc_status host_buf_create(void *bctx, size_t size, kc__bufh *h) {
   return h->ptr ? KC_OK : kc__bs_err(s->sv, KC_ENOMEM, "kc_buffer_create: cannot allocate %zu bytes", size);
 }
 
-static void host_buf_destroy(void *bctx, kc__bufh *h) { kc__bs_free(((host_state *)bctx)->sv, h->ptr); }
+/* After the launches queued on streams before it, which may use it. */
+static void host_buf_destroy(void *bctx, kc__bufh *h) {
+  host_streams_drain(bctx);
+  kc__bs_free(((host_state *)bctx)->sv, h->ptr);
+}
 
 /* The memory itself as src or dst (kc_buffer_host, kc_buffer_wrap): nothing
  * to copy (memcpy onto itself is undefined). */
@@ -532,4 +539,5 @@ const kc__backend kc__backend_host = {
     .buf_wrap = host_buf_wrap,
     .buf_host = host_buf_wrap, /* the pointer itself, as kc_buffer_wrap */
     .fork_safe = true, /* a child goes on compiling with cc and loading with kcache's loader */
+    .private_streams = true, /* stream.c's queues */
 };

@@ -22,6 +22,7 @@ typedef kc_status (*host_run_fn)(kc__blinked *l, void **argv, const kc_dim3 *gri
 
 struct host_region; /* arena.c */
 typedef struct host_pool host_pool; /* exec.c */
+typedef struct host_streams host_streams; /* stream.c */
 
 typedef struct host_state {
   const kc__bsvc *sv; /* &svc: allocation, errors (backend.h) */
@@ -46,6 +47,7 @@ typedef struct host_state {
   long tp_off; /* the thread's slot's offset from the thread pointer (exec.c) */
   const char *opt_flags; /* the optimisation flags of a compile (tools.c: by compiler) */
   host_pool *pool; /* the worker threads (exec.c), NULL: the caller alone */
+  host_streams *streams; /* the streams and their queues (stream.c) */
   struct { /* what the loader gives every object (exec.c's; set at open) */
     int (*par)(void *, const void *, const unsigned *, const unsigned *);
     void (*barrier)(void);
@@ -139,6 +141,8 @@ typedef struct host_image {
   size_t size;
   kc__mutex copy_lock; /* the lists below (a leaf) */
   host_copy *copies, *free_copies; /* all, and those no thread uses now */
+  unsigned nargs; /* the kernel's parameters (kc__nargs) */
+  unsigned queued; /* its launches queued on streams, not yet run (host_streams.lock) */
 } host_image;
 struct host_copy {
   host_image im; /* loaded like the original, its own statics */
@@ -202,14 +206,29 @@ int host_par(void *l, const void *args, const unsigned *g, const unsigned *b);
 int host_fibers_hook(void *hs, unsigned n, void (*fn)(void *, unsigned), void *ud);
 void host_barrier(void);
 
-/* interop.c: launches with a configuration, streams, foreign memory. */
-kc_status host_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg);
+/* interop.c: launches with a configuration (host_launch_check: what the
+ * host lacks, and the scratch area's limit; host_launch_now: on the
+ * caller, to completion), the adopted context, foreign memory. */
+kc_status host_launch_check(const kc__blinked *l, const kc__lcfg *cfg);
+kc_status host_launch_now(kc__blinked *l, void **argv, const kc__lcfg *cfg);
 kc_status host_ctx_wrap(void *state, void *native_ctx, void *native_dev, void **bctx);
+kc_status host_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h);
+
+/* stream.c: streams whose launches run asynchronously, in order, each on a
+ * thread of its own. host_streams_drain waits for the
+ * launches queued on every stream before it (a buffer kcache made goes
+ * after them); host_streams_forget waits until im has no queued launch
+ * (it is being unloaded). */
+kc_status host_streams_open(host_state *s);
+void host_streams_close(host_state *s);
+/* kc_launch_ex: checked, then queued on its stream or run now. */
+kc_status host_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg);
+void host_streams_drain(host_state *s);
+void host_streams_forget(host_state *s, host_image *im);
 kc_status host_stream_create(void *bctx, void **native);
 kc_status host_stream_wrap(void *bctx, void *native);
 void host_stream_release(void *bctx, void *native, bool owned);
 kc_status host_stream_sync(void *bctx, void *native);
 kc_status host_stream_wait(void *bctx, void *native, void *other);
-kc_status host_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h);
 
 #endif /* KC_BACKENDS_HOST_H */

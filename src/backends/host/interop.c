@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * interop.c -- the host backend's part of "Using kcache inside an existing
- * program" (kcache.h): launches with a configuration (a per-group scratch
- * area for shared_bytes), the one implicit in-order stream (a launch runs
- * to completion in the calling thread, so every stream is that one), and
- * memory the caller owns (a plain pointer; a view is the pointer plus its
+ * program" (kcache.h): launches with a configuration on the calling thread
+ * (their checks, a per-group scratch area for shared_bytes; stream.c
+ * queues those on a kc_stream), the adopted context, and memory
+ * the caller owns (a plain pointer; a view is the pointer plus its
  * offset). It touches neither how objects are compiled nor how they are
  * loaded (host.c, loader.c): it calls the loaded object's kc__run, with
  * the thread's kc_scratch() set (host_set_scratch: it lives in the
  * thread's slot that every object reaches, exec.c; the pool's workers
- * get areas of the same size).
+ * and the streams' threads get areas of the same size).
  */
 #include "backends/host/host.h"
 
@@ -50,17 +50,24 @@ static KC__COLD bool host_scratch_grow(size_t n) {
 
 #define HOST_SCRATCH_MAX (64u << 20)
 
-kc_status host_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
+kc_status host_launch_check(const kc__blinked *l, const kc__lcfg *cfg) {
   host_state *s = l->bctx;
   if (KC__UNLIKELY(cfg->flags || cfg->cluster.x || cfg->cluster.y || cfg->cluster.z))
     return kc__bs_err(
         s->sv, KC_EUNAVAILABLE,
         "kernel '%s': the host backend has no cooperative or cluster launches (they are CUDA's)",
         host_sv(l)->name_of(l));
-  if (KC__LIKELY(!cfg->shared_bytes)) return l->launch(l, argv, cfg->grid, cfg->block);
-  if (cfg->shared_bytes > HOST_SCRATCH_MAX)
+  if (KC__UNLIKELY(cfg->shared_bytes > HOST_SCRATCH_MAX))
     return kc__bs_err(s->sv, KC_EINVAL, "kernel '%s': shared_bytes %u is above the host backend's %u",
                       host_sv(l)->name_of(l), cfg->shared_bytes, HOST_SCRATCH_MAX);
+  return KC_OK;
+}
+
+/* On the calling thread, to completion (the context's own queue, and a
+ * stream's launch where the stream has no thread). */
+kc_status host_launch_now(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
+  host_state *s = l->bctx;
+  if (KC__LIKELY(!cfg->shared_bytes)) return l->launch(l, argv, cfg->grid, cfg->block);
   if (host_scratch_size < cfg->shared_bytes && !host_scratch_grow(cfg->shared_bytes))
     return kc__bs_err(s->sv, KC_ENOMEM, "out of memory for a %u-byte scratch area", cfg->shared_bytes);
   host_set_scratch(host_scratch, cfg->shared_bytes); /* the thread's own; workers get their own */
@@ -76,33 +83,6 @@ kc_status host_ctx_wrap(void *state, void *native_ctx, void *native_dev, void **
     return kc__bs_err(s->sv, KC_EINVAL,
                       "kc_context_wrap: the host backend has no native context (pass NULL, NULL)");
   *bctx = state;
-  return KC_OK;
-}
-
-kc_status host_stream_create(void *bctx, void **native) {
-  (void)bctx;
-  *native = NULL;
-  return KC_OK;
-}
-
-kc_status host_stream_wrap(void *bctx, void *native) {
-  host_state *s = bctx;
-  if (native)
-    return kc__bs_err(s->sv, KC_EINVAL,
-                      "kc_stream_wrap: the host backend's only stream is the implicit one (NULL)");
-  return KC_OK;
-}
-
-void host_stream_release(void *bctx, void *native, bool owned) { (void)bctx, (void)native, (void)owned; }
-
-/* Launches run to completion before they return. */
-kc_status host_stream_sync(void *bctx, void *native) {
-  (void)bctx, (void)native;
-  return KC_OK;
-}
-
-kc_status host_stream_wait(void *bctx, void *native, void *other) {
-  (void)bctx, (void)native, (void)other;
   return KC_OK;
 }
 

@@ -524,13 +524,16 @@ kc_status host_image_load(host_state *s, const void *bytes, size_t size, const c
   const void *copies = host_plan_bytes(p, "kc__copies", sizeof(unsigned)); /* (read-only data) */
   unsigned copies_v = 0; /* copied out: damaged bytes may put it anywhere */
   if (copies) memcpy(&copies_v, copies, sizeof copies_v);
+  const void *nargs = host_plan_bytes(p, "kc__nargs", sizeof(unsigned));
+  if (nargs) memcpy(&im->nargs, nargs, sizeof im->nargs);
   bool needs_copies = copies_v == 2;
   im->group = host_plan_addr(p, im, "kc__group", false);
   im->run = host_plan_addr(p, im, "kc__run", false);
   im->entry = host_plan_addr(p, im, "kc__launch", false);
   host_plan_free(s, p);
   if (!on_bad_dims || !on_bad_args || !par || !barrier || !it_off || !copies || !im->group || !im->run ||
-      !im->entry || (fibers != NULL) != (hs != NULL) || (split_bad && !hs)) {
+      !im->entry || !nargs || im->nargs > KC_MAX_ARGS || (fibers != NULL) != (hs != NULL) ||
+      (split_bad && !hs)) {
     host_arena_give(s, &im->blk);
     return kc__bs_err(sv, KC_ELINK, "%s lacks kcache's trampoline", what);
   }

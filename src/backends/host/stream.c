@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stream.c -- the host backend's streams (kc_stream_create): in-order
+ * queues whose launches run asynchronously, each stream on a thread of its
+ * own, as a CUDA stream or an OpenCL in-order queue runs them beside the
+ * caller. The context's own queue (kc_launch, and kc_launch_ex without a
+ * stream) and the wrapped implicit stream (kc_stream_wrap(ctx, NULL)) stay
+ * synchronous: a launch there returns when its last group has run.
+ *
+ * A launch on a stream is checked where it is made (its grid and block,
+ * its scratch area; the core checked its arguments) and queued with a
+ * copy of its arguments' values (a buffer's pointer, a scalar's bytes), as
+ * clSetKernelArg captures them: a later kc_args_set or a changed scalar
+ * does not reach it. The stream's thread runs the queued launches in
+ * order (a launch's groups on the pool, exec.c, like any other launch);
+ * kc_stream_wait queues a wait for what the other stream had queued.
+ *
+ * What a queued launch needs stays until it has run:
+ *   - its loaded object: host_image.queued counts its queued launches, and
+ *     unlinking the object (kc_collect, a relink after kc_define, a reset
+ *     or destroyed context) waits until they have run;
+ *   - the buffers kcache made: kc_buffer_destroy waits for the launches
+ *     queued on every stream before it (host_streams_drain). Memory the
+ *     caller owns (kc_buffer_wrap, kc_buffer_host) must outlive them, as on
+ *     the other backends.
+ * A launch that fails on its stream (items that disagree at a barrier, out
+ * of memory for a fiber or a copy) keeps its status and message for the
+ * stream's next kc_stream_sync (or kc_context_finish), which returns it;
+ * the launches queued after it still run.
+ *
+ * A stream's thread starts at its first launch, with the application's
+ * signal mask (as the pool's workers: a kernel's fault is the process's).
+ * Where no thread can start (out of resources; a ThreadSanitizer build in
+ * a child of fork()), the stream runs its launches in the caller, in
+ * order: its queue is empty whenever it has no thread. A child of fork()
+ * has no stream thread and does not run what its parent had queued (the
+ * parent does): its streams start empty, and their threads start again at
+ * their next launch. Sync the streams before fork() for a defined state.
+ *
+ * Locks: host_streams.lock (a leaf: held to queue, to take a launch off a
+ * queue and to count its end, and around fork(); no group runs under it,
+ * no other lock is taken under it).
+ */
+#include "backends/host/host.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct host_stream host_stream;
+
+/* A queued launch (l set) or wait (l NULL: until `other` has finished
+ * `target` launches; other NULL once it is destroyed, after draining). */
+typedef struct host_item {
+  struct host_item *next;
+  uint64_t ticket; /* host_streams.ticket when it was queued */
+  kc__blinked *l;
+  host_image *im;
+  host_stream *other;
+  uint64_t target;
+  unsigned g[3], b[3];
+  uint32_t shared_bytes;
+  size_t cap; /* bytes of vals */
+  void *argv[KC_MAX_ARGS]; /* into vals, each value at a multiple of its alignment */
+  unsigned char vals[];
+} host_item;
+
+struct host_stream {
+  host_state *s;
+  host_stream *prev, *next; /* host_streams.list */
+  host_item *head, *tail; /* queued, not yet taken */
+  host_item *running; /* taken by the thread, not yet finished */
+  host_item *spare; /* finished items, kept for the next launches */
+  unsigned nspare;
+  uint64_t queued, done; /* items queued and finished, ever */
+  pthread_cond_t wake; /* the thread waits here for an item */
+  pthread_t thread;
+  bool started; /* the thread runs (in this process) */
+  bool stop;
+  kc_status err; /* the first failure not yet reported by a sync, and its message */
+  char msg[1024];
+};
+
+struct host_streams {
+  kc__mutex lock;
+  pthread_cond_t idle; /* an item finished (broadcast when waiters) */
+  unsigned waiters;
+  host_stream *list;
+  uint64_t ticket; /* items queued ever, on every stream */
+  kc__fork_hook fork;
+};
+
+#define HOST_SPARE_MAX 32 /* finished items a stream keeps */
+
+/* ------------------------------------------------------------ waiting */
+
+/* Waits on idle for the next finished item (lock held). */
+static void host_idle_wait(host_streams *q) {
+  q->waiters++;
+  pthread_cond_wait(&q->idle, &q->lock);
+  q->waiters--;
+}
+
+/* The ticket of the oldest item of t not finished (UINT64_MAX: none). */
+static uint64_t host_oldest(const host_stream *t) {
+  if (t->running) return t->running->ticket;
+  return t->head ? t->head->ticket : UINT64_MAX;
+}
+
+void host_streams_drain(host_state *s) {
+  host_streams *q = s->streams;
+  if (!q) return;
+  kc__lock(&q->lock);
+  uint64_t before = q->ticket;
+  for (;;) {
+    bool busy = false;
+    for (const host_stream *t = q->list; t && !busy; t = t->next) busy = host_oldest(t) <= before;
+    if (!busy) break;
+    host_idle_wait(q);
+  }
+  kc__unlock(&q->lock);
+}
+
+void host_streams_forget(host_state *s, host_image *im) {
+  host_streams *q = s->streams;
+  if (!q) return;
+  kc__lock(&q->lock);
+  while (im->queued) host_idle_wait(q);
+  kc__unlock(&q->lock);
+}
+
+/* ------------------------------------------------------ running items */
+
+/* The thread's scratch area for the launches it runs (interop.c keeps the
+ * callers'); freed with the thread. */
+static _Thread_local void *host_stream_scratch;
+static _Thread_local size_t host_stream_scratch_size;
+
+/* Runs a queued launch on the calling thread: its status, its message on
+ * this thread. */
+static int host_item_run(host_state *s, host_item *it) {
+  if (it->shared_bytes) {
+    if (host_stream_scratch_size < it->shared_bytes) {
+      void *p = realloc(host_stream_scratch, it->shared_bytes);
+      if (!p) return kc__bs_err(s->sv, KC_ENOMEM, "out of memory for a %u-byte scratch area", it->shared_bytes);
+      host_stream_scratch = p;
+      host_stream_scratch_size = it->shared_bytes;
+    }
+    host_set_scratch(host_stream_scratch, it->shared_bytes);
+  }
+  int r = ((host_run_fn)it->im->run)(it->l, it->argv, (const kc_dim3 *)it->g, (const kc_dim3 *)it->b);
+  if (it->shared_bytes) host_set_scratch(NULL, 0);
+  return r;
+}
+
+/* Counts the end of it (lock held): its object may go, its waiters wake. */
+static void host_item_end(host_streams *q, host_stream *t, host_item *it) {
+  if (it->im) it->im->queued--;
+  t->done++;
+  if (t->nspare < HOST_SPARE_MAX) {
+    it->next = t->spare;
+    t->spare = it;
+    t->nspare++;
+    it = NULL;
+  }
+  if (q->waiters) pthread_cond_broadcast(&q->idle);
+  if (it) kc__bs_free(t->s->sv, it); /* (the heap's own lock is a leaf too) */
+}
+
+static void *host_stream_thread(void *arg) {
+  host_stream *t = arg;
+  host_state *s = t->s;
+  host_streams *q = s->streams;
+  kc__lock(&q->lock);
+  for (;;) {
+    while (!t->head && !t->stop) pthread_cond_wait(&t->wake, &q->lock);
+    host_item *it = t->head;
+    if (!it) break; /* stopped, and nothing is left */
+    t->head = it->next;
+    if (!t->head) t->tail = NULL;
+    t->running = it;
+    if (!it->l) { /* a wait */
+      while (it->other && it->other->done < it->target) host_idle_wait(q);
+    } else {
+      kc__unlock(&q->lock);
+      int r = host_item_run(s, it);
+      char msg[sizeof t->msg];
+      if (r) {
+        const kc__bsvc *sv = host_sv(it->l);
+        snprintf(msg, sizeof msg, "kernel '%s', launched on a stream, failed: %s", sv->name_of(it->l),
+                 kc__errmsg_owner(sv->owner));
+      }
+      kc__lock(&q->lock);
+      if (r && !t->err) {
+        t->err = (kc_status)r;
+        memcpy(t->msg, msg, sizeof msg);
+      }
+    }
+    t->running = NULL;
+    host_item_end(q, t, it);
+  }
+  kc__unlock(&q->lock);
+  free(host_stream_scratch);
+  host_stream_scratch = NULL;
+  host_stream_scratch_size = 0;
+  return NULL;
+}
+
+/* Whether t has its thread, started now if need be (lock held). */
+static bool host_stream_thread_ready(host_stream *t) {
+  if (t->started) return true;
+  if (!kc__fork_threads_allowed()) return false;
+  /* the application's signal mask, as the pool's workers */
+  t->started = pthread_create(&t->thread, NULL, host_stream_thread, t) == 0;
+  return t->started;
+}
+
+/* ------------------------------------------------------------ queueing */
+
+/* An item of t with room for need bytes of values (lock held on entry and
+ * on return; released to allocate); NULL when out of memory. */
+static host_item *host_item_take(host_streams *q, host_stream *t, size_t need) {
+  for (host_item **p = &t->spare; *p; p = &(*p)->next)
+    if ((*p)->cap >= need) {
+      host_item *it = *p;
+      *p = it->next;
+      t->nspare--;
+      return it;
+    }
+  kc__unlock(&q->lock);
+  size_t cap = need < 256 ? 256 : need;
+  host_item *it = kc__bs_alloc(t->s->sv, sizeof *it + cap);
+  kc__lock(&q->lock);
+  if (it) it->cap = cap;
+  return it;
+}
+
+/* Queues it on t (lock held). */
+static void host_item_queue(host_streams *q, host_stream *t, host_item *it) {
+  it->next = NULL;
+  it->ticket = ++q->ticket;
+  if (t->tail) t->tail->next = it;
+  else t->head = it;
+  t->tail = it;
+  t->queued++;
+  if (it->im) it->im->queued++;
+  pthread_cond_signal(&t->wake);
+}
+
+/* The bytes of argument i of a launch (cfg->args: the kinds), and where
+ * it goes: at a multiple of the power of two that holds its size, up to
+ * HOST_VAL_ALIGN (a type's alignment divides its size). */
+#define HOST_VAL_ALIGN 64
+static size_t host_arg_size(const kc__lcfg *cfg, uint32_t i) {
+  const kc_arg *a = &cfg->args[i];
+  return a->kind == KC_ARG_SCALAR ? a->size : sizeof(void *);
+}
+static size_t host_val_at(size_t at, size_t size) {
+  size_t align = 1;
+  while (align < size && align < HOST_VAL_ALIGN) align *= 2;
+  return (at + align - 1) & ~(align - 1);
+}
+
+/* Queues a launch on cfg->stream (its arguments' values copied), or runs
+ * it now where the stream has no thread. */
+static kc_status host_stream_launch(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
+  host_state *s = l->bctx;
+  host_streams *q = s->streams;
+  host_stream *t = cfg->stream;
+  host_image *im = l->module;
+  const kc_dim3 *g = cfg->grid, *b = cfg->block;
+  if (!g || !b || !g->x || !g->y || !g->z || !b->x || !b->y || !b->z) return host_sv(l)->bad_dims(l, g, b);
+  uint32_t n = im->nargs;
+  size_t need = HOST_VAL_ALIGN; /* room to align the first value */
+  for (uint32_t i = 0; i < n; i++) need = host_val_at(need, host_arg_size(cfg, i)) + host_arg_size(cfg, i);
+  kc__lock(&q->lock);
+  if (!t->head && !t->running && !host_stream_thread_ready(t)) {
+    /* no thread: in order on the caller (nothing is queued) */
+    kc__unlock(&q->lock);
+    return host_launch_now(l, argv, cfg);
+  }
+  host_item *it = host_item_take(q, t, need);
+  if (!it) {
+    kc__unlock(&q->lock);
+    return kc__bs_err(s->sv, KC_ENOMEM, "out of memory queueing a launch of '%s' on a stream",
+                      host_sv(l)->name_of(l));
+  }
+  it->l = l;
+  it->im = im;
+  it->other = NULL;
+  memcpy(it->g, (const unsigned[3]){g->x, g->y, g->z}, sizeof it->g);
+  memcpy(it->b, (const unsigned[3]){b->x, b->y, b->z}, sizeof it->b);
+  it->shared_bytes = cfg->shared_bytes;
+  uintptr_t base = ((uintptr_t)it->vals + HOST_VAL_ALIGN - 1) & ~(uintptr_t)(HOST_VAL_ALIGN - 1);
+  size_t at = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    size_t sz = host_arg_size(cfg, i);
+    at = host_val_at(at, sz);
+    unsigned char *v = (unsigned char *)base + at;
+    /* a scalar's bytes; a buffer's handle's pointer, a raw pointer's value */
+    memcpy(v, argv[i], cfg->args[i].kind == KC_ARG_SCALAR ? sz : sizeof(void *));
+    it->argv[i] = v;
+    at += sz;
+  }
+  host_item_queue(q, t, it);
+  kc__unlock(&q->lock);
+  return KC_OK;
+}
+
+kc_status host_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
+  kc_status st = host_launch_check(l, cfg);
+  if (KC__UNLIKELY(st)) return st;
+  return cfg->stream ? host_stream_launch(l, argv, cfg) : host_launch_now(l, argv, cfg);
+}
+
+/* ------------------------------------------------------------ streams */
+
+kc_status host_stream_create(void *bctx, void **native) {
+  host_state *s = bctx;
+  host_streams *q = s->streams;
+  host_stream *t = kc__bs_calloc(s->sv, sizeof *t);
+  if (!t) return kc__bs_err(s->sv, KC_ENOMEM, "kc_stream_create: out of memory");
+  t->s = s;
+  if (pthread_cond_init(&t->wake, NULL) != 0) {
+    kc__bs_free(s->sv, t);
+    return kc__bs_err(s->sv, KC_ENOMEM, "kc_stream_create: out of memory");
+  }
+  kc__lock(&q->lock);
+  t->next = q->list;
+  if (q->list) q->list->prev = t;
+  q->list = t;
+  kc__unlock(&q->lock);
+  *native = t;
+  return KC_OK;
+}
+
+kc_status host_stream_wrap(void *bctx, void *native) {
+  host_state *s = bctx;
+  if (native)
+    return kc__bs_err(s->sv, KC_EINVAL,
+                      "kc_stream_wrap: the host backend wraps only its implicit stream (NULL), the "
+                      "context's own queue; kc_stream_create makes an asynchronous one");
+  return KC_OK;
+}
+
+/* Waits until t has finished what was queued on it before (lock held). */
+static void host_stream_wait_done(host_streams *q, const host_stream *t) {
+  uint64_t target = t->queued;
+  while (t->done < target) host_idle_wait(q);
+}
+
+kc_status host_stream_sync(void *bctx, void *native) {
+  host_state *s = bctx;
+  host_stream *t = native;
+  if (!t) return KC_OK; /* the implicit stream: its launches have run */
+  host_streams *q = s->streams;
+  kc__lock(&q->lock);
+  host_stream_wait_done(q, t);
+  kc_status st = t->err;
+  char msg[sizeof t->msg];
+  if (st) memcpy(msg, t->msg, sizeof msg);
+  t->err = KC_OK;
+  kc__unlock(&q->lock);
+  return st ? kc__bs_err(s->sv, st, "%s", msg) : KC_OK;
+}
+
+kc_status host_stream_wait(void *bctx, void *native, void *other_) {
+  host_state *s = bctx;
+  host_stream *t = native, *other = other_;
+  if (!other || other == t) return KC_OK; /* the implicit stream has nothing queued; in order */
+  host_streams *q = s->streams;
+  kc__lock(&q->lock);
+  if (other->done == other->queued) { /* nothing to wait for */
+    kc__unlock(&q->lock);
+    return KC_OK;
+  }
+  if (!t || (!t->head && !t->running && !host_stream_thread_ready(t))) {
+    /* the implicit stream, or one with no thread: its next launch runs on
+     * the caller, so the caller waits now */
+    host_stream_wait_done(q, other);
+    kc__unlock(&q->lock);
+    return KC_OK;
+  }
+  host_item *it = host_item_take(q, t, 0);
+  if (!it) {
+    kc__unlock(&q->lock);
+    return kc__bs_err(s->sv, KC_ENOMEM, "kc_stream_wait: out of memory");
+  }
+  it->l = NULL;
+  it->im = NULL;
+  it->other = other;
+  it->target = other->queued;
+  host_item_queue(q, t, it);
+  kc__unlock(&q->lock);
+  return KC_OK;
+}
+
+void host_stream_release(void *bctx, void *native, bool owned) {
+  host_state *s = bctx;
+  host_stream *t = native;
+  (void)owned; /* only kc_stream_create makes one: a wrapped stream is NULL */
+  if (!t) return;
+  host_streams *q = s->streams;
+  kc__lock(&q->lock);
+  host_stream_wait_done(q, t);
+  t->stop = true;
+  pthread_cond_signal(&t->wake);
+  if (t->prev) t->prev->next = t->next;
+  else q->list = t->next;
+  if (t->next) t->next->prev = t->prev;
+  /* waits of other streams for t: t has finished what they wait for */
+  for (host_stream *u = q->list; u; u = u->next) {
+    if (u->running && u->running->other == t) u->running->other = NULL;
+    for (host_item *it = u->head; it; it = it->next)
+      if (it->other == t) it->other = NULL;
+  }
+  if (q->waiters) pthread_cond_broadcast(&q->idle);
+  bool join = t->started;
+  kc__unlock(&q->lock);
+  if (join) pthread_join(t->thread, NULL);
+  for (host_item *it = t->spare, *next; it; it = next) {
+    next = it->next;
+    kc__bs_free(s->sv, it);
+  }
+  pthread_cond_destroy(&t->wake);
+  kc__bs_free(s->sv, t);
+}
+
+/* ---------------------------------------------------------------- fork */
+
+static void host_streams_fork_prepare(void *ud) { kc__lock(&((host_streams *)ud)->lock); }
+static void host_streams_fork_parent(void *ud) { kc__unlock(&((host_streams *)ud)->lock); }
+
+/* In the child: no stream thread is there, and what the parent had queued
+ * is the parent's to run: every stream starts empty. */
+static void host_streams_fork_child(void *ud) {
+  host_streams *q = ud;
+  for (host_stream *t = q->list; t; t = t->next) {
+    if (t->running) {
+      host_item *it = t->running;
+      t->running = NULL;
+      it->next = t->head;
+      t->head = it;
+    }
+    while (t->head) {
+      host_item *it = t->head;
+      t->head = it->next;
+      host_item_end(q, t, it);
+    }
+    t->tail = NULL;
+    t->started = false;
+    pthread_cond_init(&t->wake, NULL);
+  }
+  q->waiters = 0;
+  pthread_cond_init(&q->idle, NULL);
+  kc__unlock(&q->lock);
+}
+
+kc_status host_streams_open(host_state *s) {
+  host_streams *q = kc__bs_calloc(s->sv, sizeof *q);
+  if (!q) return kc__bs_err(s->sv, KC_ENOMEM, "out of memory");
+  if (!kc__mutex_init(&q->lock)) {
+    kc__bs_free(s->sv, q);
+    return kc__bs_err(s->sv, KC_ENOMEM, "out of memory");
+  }
+  if (pthread_cond_init(&q->idle, NULL) != 0) {
+    kc__mutex_destroy(&q->lock);
+    kc__bs_free(s->sv, q);
+    return kc__bs_err(s->sv, KC_ENOMEM, "out of memory");
+  }
+  q->fork = (kc__fork_hook){.level = KC__FORK_HOST,
+                            .prepare = host_streams_fork_prepare,
+                            .parent = host_streams_fork_parent,
+                            .child = host_streams_fork_child,
+                            .ud = q};
+  kc__fork_register(&q->fork);
+  s->streams = q;
+  return KC_OK;
+}
+
+/* Every stream was released with its context before the backend closes. */
+void host_streams_close(host_state *s) {
+  host_streams *q = s->streams;
+  if (!q) return;
+  kc__fork_unregister(&q->fork);
+  while (q->list) host_stream_release(s, q->list, true);
+  pthread_cond_destroy(&q->idle);
+  kc__mutex_destroy(&q->lock);
+  kc__bs_free(s->sv, q);
+  s->streams = NULL;
+}

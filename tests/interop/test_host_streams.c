@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_host_streams.c -- the host backend's streams run their launches
+ * asynchronously, in order, on a thread of their own: a launch returns
+ * before its kernel runs (a kernel that waits for a flag the caller sets
+ * after the launch returned); kc_stream_sync, kc_context_finish and
+ * kc_stream_wait order them; arguments are captured when the launch is
+ * made; a buffer kcache made, and a loaded object (a reset context, a
+ * redefinition collected), stay until the launches queued with them have
+ * run; a failure on the stream's thread comes back from the next sync; a
+ * child of fork() starts with empty streams; threads share a stream while
+ * buffers, streams and collections come and go (run under TSan by the
+ * tsan build).
+ */
+#include "kc_test.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Waits (a bounded spin) until *flag is set, then writes v to y[0] and
+ * sets *done; -1 if it gave up waiting. */
+static const char SRC_GATE[] = "KC_KERNEL void gate(KC_GLOBAL int *flag, KC_GLOBAL int *y, KC_GLOBAL int *done, "
+                               "int v) {\n"
+                               "  if (kc_global_id(0) != 0) return;\n"
+                               "  long n = 0;\n"
+                               "  while (!*(volatile int *)flag && ++n < 3000000000L) {}\n"
+                               "  y[0] = *(volatile int *)flag ? v : -1;\n"
+                               "  *(volatile int *)done = 1;\n"
+                               "}\n";
+static const char SRC_PUT[] = "KC_KERNEL void put(KC_GLOBAL int *y, int i, int v) {\n"
+                              "  if (kc_global_id(0) == 0) y[i] = v;\n"
+                              "}\n";
+static const char SRC_ADD[] = "KC_KERNEL void addto(KC_GLOBAL int *y, KC_GLOBAL const int *x) {\n"
+                              "  size_t i = kc_global_id(0); y[i] += x[i];\n"
+                              "}\n";
+/* A few milliseconds of work, then y[0] = v. */
+static const char SRC_SLOW[] = "KC_KERNEL void slow(KC_GLOBAL int *y, int v) {\n"
+                               "  if (kc_global_id(0) != 0) return;\n"
+                               "  volatile long n = 0;\n"
+                               "  while (n < 20000000L) n++;\n"
+                               "  y[0] = v;\n"
+                               "}\n";
+
+static kc_launch_config one(kc_stream *s) { return kct_config(1, 1, s); }
+
+typedef struct fixture {
+  kc_runtime *rt;
+  kc_context *ctx;
+  kc_kernel *gate, *put, *addto, *slow;
+  int flag, done, mem[16];
+  kc_buffer *bflag, *bdone, *bmem;
+} fixture;
+
+static void setup(fixture *f) {
+  memset(f, 0, sizeof *f);
+  f->rt = kct_runtime(NULL);
+  f->ctx = kct_context(f->rt);
+  kct_define(f->rt, "gate", SRC_GATE);
+  kct_define(f->rt, "put", SRC_PUT);
+  kct_define(f->rt, "addto", SRC_ADD);
+  kct_define(f->rt, "slow", SRC_SLOW);
+  f->gate = kct_kernel(f->rt, "gate", NULL);
+  f->put = kct_kernel(f->rt, "put", NULL);
+  f->addto = kct_kernel(f->rt, "addto", NULL);
+  f->slow = kct_kernel(f->rt, "slow", NULL);
+  KCT_OK(f->rt, kc_buffer_wrap(f->ctx, &f->flag, sizeof f->flag, &f->bflag));
+  KCT_OK(f->rt, kc_buffer_wrap(f->ctx, &f->done, sizeof f->done, &f->bdone));
+  KCT_OK(f->rt, kc_buffer_wrap(f->ctx, f->mem, sizeof f->mem, &f->bmem));
+  /* compiled and linked first: the launches below only queue */
+  kc_dim3 g = {1, 1, 1};
+  int v = 0;
+  f->flag = 1;
+  KCT_OK(f->rt, kc_launch(f->gate, f->ctx, &g, &g,
+                          (kc_arg[]){KC_ARG_BUF(f->bflag), KC_ARG_BUF(f->bmem), KC_ARG_BUF(f->bdone), KC_ARG_VAL(v)},
+                          4));
+  KCT_OK(f->rt, kc_launch(f->put, f->ctx, &g, &g, (kc_arg[]){KC_ARG_BUF(f->bmem), KC_ARG_VAL(v), KC_ARG_VAL(v)}, 3));
+  KCT_OK(f->rt, kc_launch(f->slow, f->ctx, &g, &g, (kc_arg[]){KC_ARG_BUF(f->bmem), KC_ARG_VAL(v)}, 2));
+  f->flag = f->done = 0;
+  memset(f->mem, 0, sizeof f->mem);
+}
+
+static kc_status launch_gate(fixture *f, kc_stream *s, kc_buffer *y, int v) {
+  kc_launch_config c = one(s);
+  kc_arg a[] = {KC_ARG_BUF(f->bflag), KC_ARG_BUF(y), KC_ARG_BUF(f->bdone), KC_ARG_VAL(v)};
+  return kc_launch_ex(f->gate, f->ctx, &c, a, 4);
+}
+
+static kc_status launch_put(fixture *f, kc_stream *s, kc_buffer *y, int i, int v) {
+  kc_launch_config c = one(s);
+  kc_arg a[] = {KC_ARG_BUF(y), KC_ARG_VAL(i), KC_ARG_VAL(v)};
+  return kc_launch_ex(f->put, f->ctx, &c, a, 3);
+}
+
+static int load(const int *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static void store(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+
+/* Sets *flag after ms milliseconds, on a thread of its own. */
+typedef struct later {
+  int *flag;
+  int ms;
+  pthread_t t;
+} later;
+static void *later_run(void *p) {
+  later *l = p;
+  nanosleep(&(struct timespec){l->ms / 1000, (long)(l->ms % 1000) * 1000000L}, NULL);
+  store(l->flag, 1);
+  return NULL;
+}
+static void later_start(later *l, int *flag, int ms) {
+  l->flag = flag;
+  l->ms = ms;
+  assert_int_equal(pthread_create(&l->t, NULL, later_run, l), 0);
+}
+
+/* A launch returns before its kernel runs; the stream keeps their order. */
+static void test_launches_are_asynchronous_and_in_order(void **state) {
+  (void)state;
+  fixture f;
+  setup(&f);
+  kc_stream *s;
+  KCT_OK(f.rt, kc_stream_create(f.ctx, &s));
+  assert_null(kc_stream_native(s)); /* the host's queue is its own */
+  KCT_OK(f.rt, launch_gate(&f, s, f.bmem, 7)); /* waits for the flag, set below */
+  KCT_OK(f.rt, launch_put(&f, s, f.bmem, 1, 3)); /* after the gate */
+  assert_int_equal(load(&f.done), 0);
+  assert_int_equal(load(&f.mem[1]), 0);
+  store(&f.flag, 1); /* a synchronous launch would have given up: y[0] = -1 */
+  KCT_OK(f.rt, kc_stream_sync(s));
+  assert_int_equal(f.mem[0], 7);
+  assert_int_equal(f.mem[1], 3);
+
+  /* kc_context_finish waits for every stream of the context */
+  kc_launch_config c = one(s);
+  int v = 11;
+  KCT_OK(f.rt, kc_launch_ex(f.slow, f.ctx, &c, (kc_arg[]){KC_ARG_BUF(f.bmem), KC_ARG_VAL(v)}, 2));
+  KCT_OK(f.rt, kc_context_finish(f.ctx));
+  assert_int_equal(f.mem[0], 11);
+
+  /* the context's own queue and the wrapped implicit stream are synchronous */
+  kc_stream *implicit;
+  KCT_OK(f.rt, kc_stream_wrap(f.ctx, NULL, &implicit));
+  KCT_OK(f.rt, launch_put(&f, implicit, f.bmem, 2, 5));
+  assert_int_equal(f.mem[2], 5);
+  KCT_OK(f.rt, launch_put(&f, NULL, f.bmem, 2, 6));
+  assert_int_equal(f.mem[2], 6);
+
+  /* a bad grid is refused where the launch is made */
+  c.grid.x = 0;
+  KCT_STATUS(f.rt, KC_EINVAL, kc_launch_ex(f.slow, f.ctx, &c, (kc_arg[]){KC_ARG_BUF(f.bmem), KC_ARG_VAL(v)}, 2));
+  KCT_OK(f.rt, kc_stream_sync(s));
+  kc_stream_destroy(implicit);
+  kc_stream_destroy(s);
+  kct_destroy(f.rt);
+}
+
+/* kc_stream_wait: b's launches after it start after a's before it. */
+static void test_a_stream_waits_for_another(void **state) {
+  (void)state;
+  fixture f;
+  setup(&f);
+  kc_stream *a, *b, *implicit;
+  KCT_OK(f.rt, kc_stream_create(f.ctx, &a));
+  KCT_OK(f.rt, kc_stream_create(f.ctx, &b));
+  KCT_OK(f.rt, kc_stream_wrap(f.ctx, NULL, &implicit));
+  int x[4] = {0}, y[4] = {0};
+  kc_buffer *bx, *by;
+  KCT_OK(f.rt, kc_buffer_wrap(f.ctx, x, sizeof x, &bx));
+  KCT_OK(f.rt, kc_buffer_wrap(f.ctx, y, sizeof y, &by));
+  KCT_OK(f.rt, kc_stream_wait(b, a)); /* a has nothing queued: nothing to wait for */
+  KCT_OK(f.rt, launch_gate(&f, a, bx, 5)); /* x[0] = 5 once the flag is set */
+  KCT_OK(f.rt, kc_stream_wait(b, a));
+  kc_launch_config c = kct_config(1, 4, b);
+  KCT_OK(f.rt, kc_launch_ex(f.addto, f.ctx, &c, (kc_arg[]){KC_ARG_BUF(by), KC_ARG_BUF(bx)}, 2)); /* y += x */
+  nanosleep(&(struct timespec){0, 20000000L}, NULL);
+  assert_int_equal(load(&y[0]), 0); /* b waits */
+  store(&f.flag, 1);
+  KCT_OK(f.rt, kc_stream_sync(b));
+  assert_int_equal(y[0], 5);
+
+  /* the implicit stream waits for `a` in the call itself */
+  int v = 9;
+  kc_launch_config sc = one(a);
+  KCT_OK(f.rt, kc_launch_ex(f.slow, f.ctx, &sc, (kc_arg[]){KC_ARG_BUF(bx), KC_ARG_VAL(v)}, 2));
+  KCT_OK(f.rt, kc_stream_wait(implicit, a));
+  assert_int_equal(load(&x[0]), 9);
+
+  /* a stream destroyed while another waits for it: the waiter goes on */
+  store(&f.flag, 0);
+  store(&f.done, 0);
+  later l;
+  later_start(&l, &f.flag, 50);
+  KCT_OK(f.rt, launch_gate(&f, a, bx, 4));
+  KCT_OK(f.rt, kc_stream_wait(b, a));
+  KCT_OK(f.rt, launch_put(&f, b, by, 1, 8));
+  kc_stream_destroy(a); /* after what it queued */
+  assert_int_equal(load(&f.done), 1);
+  KCT_OK(f.rt, kc_stream_sync(b));
+  assert_int_equal(y[1], 8);
+  pthread_join(l.t, NULL);
+  kc_stream_destroy(b);
+  kc_stream_destroy(implicit);
+  kct_destroy(f.rt);
+}
+
+/* The values of the arguments are those of the launch's call. */
+static void test_arguments_are_taken_at_the_launch(void **state) {
+  (void)state;
+  fixture f;
+  setup(&f);
+  kc_stream *s;
+  KCT_OK(f.rt, kc_stream_create(f.ctx, &s));
+  KCT_OK(f.rt, launch_gate(&f, s, f.bmem, 1)); /* holds the stream */
+  for (int i = 1; i < 8; i++) KCT_OK(f.rt, launch_put(&f, s, f.bmem, i, 100 + i)); /* i, v: the call's */
+  int i = 8, v = 200;
+  kc_args *a;
+  KCT_OK(f.rt, kc_args_create(f.put, f.ctx, (kc_arg[]){KC_ARG_BUF(f.bmem), KC_ARG_VAL(i), KC_ARG_VAL(v)}, 3, &a));
+  kc_launch_config c = one(s);
+  for (int j = 8; j < 12; j++) {
+    KCT_OK(f.rt, kc_args_set(a, 1, KC_ARG_VAL(j)));
+    v = 200 + j;
+    KCT_OK(f.rt, kc_args_set(a, 2, KC_ARG_VAL(v)));
+    KCT_OK(f.rt, kc_launch_args_ex(a, &c));
+  }
+  v = -5; /* changed after the launches: none of them sees it */
+  KCT_OK(f.rt, kc_args_set(a, 2, KC_ARG_VAL(v)));
+  store(&f.flag, 1);
+  KCT_OK(f.rt, kc_stream_sync(s));
+  for (int j = 1; j < 8; j++) assert_int_equal(f.mem[j], 100 + j);
+  for (int j = 8; j < 12; j++) assert_int_equal(f.mem[j], 200 + j);
+  kc_args_destroy(a);
+  kc_stream_destroy(s);
+  kct_destroy(f.rt);
+}
+
+/* A buffer kcache made, and a loaded object, outlive the launches queued
+ * with them: kc_buffer_destroy, kc_context_reset and a collected
+ * redefinition wait for those launches (ASan sees any use after free). */
+static void test_what_a_queued_launch_uses_stays(void **state) {
+  (void)state;
+  fixture f;
+  setup(&f);
+  kc_stream *s;
+  KCT_OK(f.rt, kc_stream_create(f.ctx, &s));
+  kc_buffer *by;
+  KCT_OK(f.rt, kc_buffer_create(f.ctx, 64, &by));
+  later l;
+  later_start(&l, &f.flag, 50);
+  KCT_OK(f.rt, launch_gate(&f, s, by, 3)); /* writes by once the flag is set */
+  kc_buffer_destroy(by); /* waits for the gate */
+  assert_int_equal(load(&f.done), 1);
+  pthread_join(l.t, NULL);
+
+  /* a reset context unloads its code: after the launches queued with it */
+  store(&f.flag, 0);
+  store(&f.done, 0);
+  later_start(&l, &f.flag, 50);
+  KCT_OK(f.rt, launch_gate(&f, s, f.bmem, 4));
+  KCT_OK(f.rt, kc_context_reset(f.ctx));
+  assert_int_equal(load(&f.done), 1);
+  assert_int_equal(f.mem[0], 4);
+  pthread_join(l.t, NULL);
+
+  /* a redefinition, launched and collected while the old code is queued */
+  store(&f.flag, 0);
+  store(&f.done, 0);
+  later_start(&l, &f.flag, 50);
+  KCT_OK(f.rt, launch_gate(&f, s, f.bmem, 5));
+  kct_define(f.rt, "gate",
+             "KC_KERNEL void gate(KC_GLOBAL int *flag, KC_GLOBAL int *y, KC_GLOBAL int *done, int v) {\n"
+             "  if (kc_global_id(0) == 0) y[0] = -v;\n"
+             "}\n");
+  int z = 0;
+  kc_buffer *bz;
+  KCT_OK(f.rt, kc_buffer_wrap(f.ctx, &z, sizeof z, &bz));
+  KCT_OK(f.rt, launch_gate(&f, NULL, bz, 6)); /* the new code, on the context's queue: now */
+  assert_int_equal(z, -6);
+  kc_collect_info info;
+  KCT_OK(f.rt, kc_collect(f.rt, &info));
+  KCT_OK(f.rt, kc_stream_sync(s));
+  pthread_join(l.t, NULL);
+  assert_int_equal(load(&f.done), 1); /* the old code ran, in full */
+  assert_int_equal(f.mem[0], 5);
+  KCT_OK(f.rt, launch_gate(&f, s, f.bmem, 7)); /* the new code on the stream */
+  KCT_OK(f.rt, kc_stream_sync(s));
+  assert_int_equal(f.mem[0], -7);
+  kc_stream_destroy(s);
+  kct_destroy(f.rt);
+}
+
+/* A kernel that fails on the stream's thread: the launch returned KC_OK;
+ * the next sync returns the failure with its message, once; the launches
+ * after it still ran. */
+static void test_a_failure_comes_back_from_the_sync(void **state) {
+  (void)state;
+  fixture f;
+  setup(&f);
+  kct_define(f.rt, "halfway",
+             "KC_KERNEL void halfway(KC_GLOBAL int *y) {\n"
+             "  if (kc_local_id(0) < 4) kc_barrier();\n"
+             "  y[kc_global_id(0)] = 1;\n"
+             "}\n");
+  kc_kernel *k = kct_kernel(f.rt, "halfway", NULL);
+  kc_stream *s;
+  KCT_OK(f.rt, kc_stream_create(f.ctx, &s));
+  kc_launch_config c = kct_config(1, 8, s);
+  KCT_OK(f.rt, kc_launch_ex(k, f.ctx, &c, (kc_arg[]){KC_ARG_BUF(f.bmem)}, 1));
+  KCT_OK(f.rt, launch_put(&f, s, f.bmem, 12, 42));
+  KCT_STATUS(f.rt, KC_ELAUNCH, kc_stream_sync(s));
+  KCT_CONTAINS(kc_errmsg(f.rt), "kernel 'halfway', launched on a stream, failed");
+  KCT_CONTAINS(kc_errmsg(f.rt), "every item of a group must reach each barrier");
+  assert_int_equal(f.mem[12], 42);
+  KCT_OK(f.rt, kc_stream_sync(s)); /* said once */
+  c.grid.x = 16; /* on the pool, from the stream's thread */
+  KCT_OK(f.rt, kc_launch_ex(k, f.ctx, &c, (kc_arg[]){KC_ARG_BUF(f.bmem)}, 1));
+  KCT_STATUS(f.rt, KC_ELAUNCH, kc_context_finish(f.ctx));
+  KCT_CONTAINS(kc_errmsg(f.rt), "kc_barrier()");
+  KCT_OK(f.rt, kc_context_finish(f.ctx));
+  kc_stream_destroy(s);
+  kct_destroy(f.rt);
+}
+
+/* A child of fork() does not run what its parent had queued: its streams
+ * start empty and launch again; the parent's queue runs in the parent. */
+static void test_a_child_of_fork_starts_with_empty_streams(void **state) {
+  (void)state;
+  fixture f;
+  setup(&f);
+  kc_stream *s;
+  KCT_OK(f.rt, kc_stream_create(f.ctx, &s));
+  KCT_OK(f.rt, launch_gate(&f, s, f.bmem, 3)); /* held until the flag is set */
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int rc = 0;
+    if (kc_stream_sync(s) != KC_OK) rc = 1; /* nothing queued here */
+    else if (f.done != 0) rc = 2;
+    else if (launch_put(&f, s, f.bmem, 3, 33) != KC_OK || kc_stream_sync(s) != KC_OK) rc = 3;
+    else if (f.mem[3] != 33 || f.mem[0] != 0) rc = 4;
+    _exit(rc);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_int_equal(load(&f.done), 0); /* the parent's gate is still held */
+  store(&f.flag, 1);
+  KCT_OK(f.rt, kc_stream_sync(s));
+  assert_int_equal(f.mem[0], 3);
+  assert_int_equal(f.mem[3], 0); /* the child's write was the child's */
+  kc_stream_destroy(s);
+  kct_destroy(f.rt);
+}
+
+/* Threads launching on one shared stream and on their own, with waits
+ * between them, while the main thread makes and destroys buffers and
+ * streams, collects, and finishes the context. */
+enum { THREADS = 3, ROUNDS = 150 };
+typedef struct worker {
+  fixture *f;
+  kc_stream *shared;
+  int id;
+  int y[THREADS * 4], x[THREADS * 4];
+  kct_report rep;
+} worker;
+
+static void *work(void *p) {
+  worker *w = p;
+  fixture *f = w->f;
+  kc_stream *own;
+  kc_buffer *by, *bx;
+  if (kc_stream_create(f->ctx, &own) || kc_buffer_wrap(f->ctx, w->y, sizeof w->y, &by) ||
+      kc_buffer_wrap(f->ctx, w->x, sizeof w->x, &bx)) {
+    kct_report_fail(&w->rep, "setup: %s", kc_errmsg(f->rt));
+    return NULL;
+  }
+  for (int j = 0; j < THREADS * 4; j++) w->x[j] = w->id + 1;
+  kc_launch_config c = kct_config(THREADS, 4, w->shared), co = kct_config(THREADS, 4, own);
+  kc_arg a[] = {KC_ARG_BUF(by), KC_ARG_BUF(bx)};
+  int want = 0;
+  for (int r = 0; r < ROUNDS; r++) {
+    /* y += x on the shared stream after its own stream's last, then on its
+     * own after that: each waits for the other (they write the same y) */
+    kc_status st = kc_stream_wait(w->shared, own);
+    if (!st) st = kc_launch_ex(f->addto, f->ctx, &c, a, 2);
+    if (!st) st = kc_stream_wait(own, w->shared);
+    if (!st) st = kc_launch_ex(f->addto, f->ctx, &co, a, 2);
+    if (!st && r % 10 == 9) st = kc_stream_sync(own);
+    if (st) {
+      kct_report_fail(&w->rep, "round %d: %s", r, kc_errmsg(f->rt));
+      break;
+    }
+    want += 2 * (w->id + 1);
+    if (r % 10 == 9)
+      for (int j = 0; j < THREADS * 4; j++)
+        if (w->y[j] != want) kct_report_fail(&w->rep, "round %d: y[%d] = %d, expected %d", r, j, w->y[j], want);
+  }
+  if (kc_stream_sync(own)) kct_report_fail(&w->rep, "sync: %s", kc_errmsg(f->rt));
+  kc_stream_destroy(own);
+  kc_buffer_destroy(by);
+  kc_buffer_destroy(bx);
+  return NULL;
+}
+
+static void test_threads_share_streams(void **state) {
+  (void)state;
+  fixture f;
+  setup(&f);
+  kc_stream *shared;
+  KCT_OK(f.rt, kc_stream_create(f.ctx, &shared));
+  int x[THREADS * 4] = {0};
+  kc_buffer *bx;
+  KCT_OK(f.rt, kc_buffer_wrap(f.ctx, x, sizeof x, &bx));
+  kc_dim3 g = {THREADS, 1, 1}, b = {4, 1, 1};
+  KCT_OK(f.rt, kc_launch(f.addto, f.ctx, &g, &b, (kc_arg[]){KC_ARG_BUF(bx), KC_ARG_BUF(bx)}, 2)); /* linked */
+  worker *ws = kct_calloc(THREADS * sizeof *ws);
+  pthread_t t[THREADS];
+  for (int i = 0; i < THREADS; i++) {
+    ws[i] = (worker){.f = &f, .shared = shared, .id = i};
+    assert_int_equal(pthread_create(&t[i], NULL, work, &ws[i]), 0);
+  }
+  for (int i = 0; i < 40; i++) {
+    kc_buffer *tmp;
+    kc_stream *s;
+    KCT_OK(f.rt, kc_buffer_create(f.ctx, 256, &tmp));
+    KCT_OK(f.rt, kc_stream_create(f.ctx, &s));
+    KCT_OK(f.rt, launch_put(&f, s, tmp, 0, i));
+    kc_buffer_destroy(tmp); /* after the put */
+    KCT_OK(f.rt, kc_collect(f.rt, NULL));
+    KCT_OK(f.rt, kc_context_finish(f.ctx));
+    kc_stream_destroy(s);
+  }
+  for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < THREADS; i++) kct_report_check("worker", &ws[i].rep);
+  KCT_OK(f.rt, kc_stream_sync(shared));
+  kct_free(ws);
+  kc_stream_destroy(shared);
+  kct_destroy(f.rt);
+}
+
+int main(int argc, char **argv) {
+  int rc = kct_main_only(argc, argv, KC_BACKEND_HOST, "host");
+  if (rc >= 0) return rc;
+  const struct CMUnitTest tests[] = {
+      KCT_TEST(test_launches_are_asynchronous_and_in_order), KCT_TEST(test_a_stream_waits_for_another),
+      KCT_TEST(test_arguments_are_taken_at_the_launch),      KCT_TEST(test_what_a_queued_launch_uses_stays),
+      KCT_TEST(test_a_failure_comes_back_from_the_sync),     KCT_TEST(test_a_child_of_fork_starts_with_empty_streams),
+      KCT_TEST(test_threads_share_streams)};
+  return KCT_RUN(tests);
+}
