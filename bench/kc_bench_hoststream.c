@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kc_bench_hoststream.c -- the host backend's streams (issue 29): what a
+ * launch on a kc_stream costs the caller, how long one takes to come back
+ * through kc_stream_sync, and what two streams give on two cores, in one
+ * process and one run:
+ *
+ *   queue       ns per launch of a one-item kernel, the caller's side:
+ *               kc_launch_ex on the context's own queue (it runs the kernel
+ *               in the call), and on a kc_stream (it queues the launch; the
+ *               stream's thread runs it), in bursts of 1,000 launches and
+ *               one kc_stream_sync, per launch; and the same on an OpenCL
+ *               stream (PoCL's in-order queue, clEnqueueNDRangeKernel
+ *               behind it) where OpenCL is installed
+ *   round trip  us for one launch on a stream and its kc_stream_sync (the
+ *               stream's thread wakes, runs it, and wakes the caller)
+ *   overlap     two chains of compute-bound one-group launches (the worker
+ *               pool off: host_threads 1, so each launch is one thread's),
+ *               one after the other on the context's queue, against each
+ *               chain on a stream of its own at once: the second core's
+ *               share, as a speedup
+ *
+ * Medians of --reps rounds, after a warm-up; results checked.
+ * Usage: kc_bench_hoststream [--reps N] [--no-opencl]
+ */
+#define KCB_PROG "kc_bench_hoststream"
+#include "kc_bench_util.h"
+
+#include <unistd.h>
+
+static const char SRC_TINY[] = "KC_KERNEL void tiny(KC_GLOBAL int *y, int v) { y[kc_global_id(0)] += v; }\n";
+/* n dependent multiply-adds per item; one group of 256 items */
+static const char SRC_WORK[] = "KC_KERNEL void work(KC_GLOBAL float *y, float a, int n) {\n"
+                               "  size_t i = kc_global_id(0);\n"
+                               "  float v = y[i];\n"
+                               "  for (int k = 0; k < n; k++) v = v * a + 0.5f;\n"
+                               "  y[i] = v;\n}\n";
+
+enum { BURST = 1000, CHAIN = 40, WORK_ITEMS = 256 };
+static int reps = 11;
+
+static kc_runtime *open_rt(kc_backend_kind be, uint32_t threads, kc_context **ctx) {
+  kc_options o;
+  kcb_options_uncached(&o, be);
+  if (be == KC_BACKEND_HOST) {
+    o.host_cc = "cc";
+    o.host_threads = threads;
+  }
+  return kcb_main_runtime(&o, ctx);
+}
+
+/* ns per launch of tiny on `stream` (NULL: the context's queue), bursts of
+ * BURST and a sync; the result checked. */
+static double queue_ns(kc_backend_kind be, bool on_stream) {
+  kc_context *ctx;
+  kc_runtime *rt = open_rt(be, 1, &ctx);
+  KCB_CHECK(kc_define(rt, "tiny", SRC_TINY, NULL));
+  kc_kernel *k;
+  KCB_CHECK(kc_kernel_create(rt, "tiny", NULL, &k));
+  kc_buffer *y;
+  KCB_CHECK(kc_buffer_create(ctx, sizeof(int), &y));
+  KCB_CHECK(kc_buffer_write(y, 0, &(int){0}, sizeof(int)));
+  kc_stream *s = NULL;
+  if (on_stream) KCB_CHECK(kc_stream_create(ctx, &s));
+  kc_launch_config c;
+  kc_launch_config_init(&c);
+  c.stream = s;
+  int v = 1;
+  kc_arg args[] = {KC_ARG_BUF(y), KC_ARG_VAL(v)};
+  double t[64];
+  long launched = 0;
+  for (int r = -2; r < reps; r++) {
+    double t0 = now_ns();
+    for (int i = 0; i < BURST; i++) KCB_CHECK(kc_launch_ex(k, ctx, &c, args, 2));
+    KCB_CHECK(s ? kc_stream_sync(s) : kc_context_finish(ctx));
+    if (r >= 0) t[r] = (now_ns() - t0) / BURST;
+    launched += BURST;
+  }
+  int got = 0;
+  KCB_CHECK(kc_buffer_read(y, 0, &got, sizeof got));
+  if (got != (int)launched) {
+    fprintf(stderr, "%s: %ld launches of tiny on %s added up to %d\n", KCB_PROG, launched, kc_runtime_backend(rt),
+            got);
+    exit(1);
+  }
+  if (s) kc_stream_destroy(s);
+  kc_runtime_destroy(rt);
+  kcb_rt = NULL;
+  return median(t, reps);
+}
+
+/* us for a launch on a host stream and its sync. */
+static double round_trip_us(void) {
+  kc_context *ctx;
+  kc_runtime *rt = open_rt(KC_BACKEND_HOST, 1, &ctx);
+  KCB_CHECK(kc_define(rt, "tiny", SRC_TINY, NULL));
+  kc_kernel *k;
+  KCB_CHECK(kc_kernel_create(rt, "tiny", NULL, &k));
+  kc_buffer *y;
+  KCB_CHECK(kc_buffer_create(ctx, sizeof(int), &y));
+  kc_stream *s;
+  KCB_CHECK(kc_stream_create(ctx, &s));
+  kc_launch_config c;
+  kc_launch_config_init(&c);
+  c.stream = s;
+  int v = 1;
+  kc_arg args[] = {KC_ARG_BUF(y), KC_ARG_VAL(v)};
+  enum { N = 201 };
+  double t[N];
+  for (int r = -20; r < N; r++) {
+    usleep(200); /* the stream's thread asleep, as after any pause */
+    double t0 = now_ns();
+    KCB_CHECK(kc_launch_ex(k, ctx, &c, args, 2));
+    KCB_CHECK(kc_stream_sync(s));
+    if (r >= 0) t[r] = (now_ns() - t0) / 1e3;
+  }
+  kc_stream_destroy(s);
+  kc_runtime_destroy(rt);
+  kcb_rt = NULL;
+  return median(t, N);
+}
+
+/* ms for two chains of CHAIN work launches: sequential on the context's
+ * queue (streams false) or each on its own stream. *one: a single launch's
+ * ms (sequential only). */
+static double overlap_ms(bool streams, int n, double *one) {
+  kc_context *ctx;
+  kc_runtime *rt = open_rt(KC_BACKEND_HOST, 1, &ctx);
+  KCB_CHECK(kc_define(rt, "work", SRC_WORK, NULL));
+  kc_kernel *k;
+  KCB_CHECK(kc_kernel_create(rt, "work", NULL, &k));
+  kc_buffer *y[2];
+  float init[WORK_ITEMS];
+  for (int i = 0; i < WORK_ITEMS; i++) init[i] = (float)i / WORK_ITEMS;
+  kc_stream *s[2] = {NULL, NULL};
+  for (int j = 0; j < 2; j++) {
+    KCB_CHECK(kc_buffer_create(ctx, sizeof init, &y[j]));
+    if (streams) KCB_CHECK(kc_stream_create(ctx, &s[j]));
+  }
+  float a = 0.999f;
+  kc_launch_config c[2];
+  kc_arg args[2][3];
+  for (int j = 0; j < 2; j++) {
+    kc_launch_config_init(&c[j]);
+    c[j].block = (kc_dim3){WORK_ITEMS, 1, 1};
+    c[j].stream = s[j];
+    args[j][0] = KC_ARG_BUF(y[j]), args[j][1] = KC_ARG_VAL(a), args[j][2] = KC_ARG_VAL(n);
+  }
+  double t[64], t1[64];
+  for (int r = -1; r < reps; r++) {
+    for (int j = 0; j < 2; j++) KCB_CHECK(kc_buffer_write(y[j], 0, init, sizeof init));
+    double t0 = now_ns();
+    for (int i = 0; i < CHAIN; i++)
+      for (int j = 0; j < 2; j++) KCB_CHECK(kc_launch_ex(k, ctx, &c[j], args[j], 3));
+    KCB_CHECK(kc_context_finish(ctx));
+    if (r >= 0) t[r] = (now_ns() - t0) / 1e6;
+    if (!streams && r >= 0) {
+      t0 = now_ns();
+      KCB_CHECK(kc_launch_ex(k, ctx, &c[0], args[0], 3));
+      t1[r] = (now_ns() - t0) / 1e6;
+    }
+  }
+  /* both chains gave what the same loop gives here (the last round; the
+   * sequential one ran one more launch of chain 0) */
+  float got[WORK_ITEMS];
+  KCB_CHECK(kc_buffer_read(y[1], 0, got, sizeof got));
+  for (int i = 0; i < WORK_ITEMS; i += 37) {
+    float v = init[i];
+    for (int l = 0; l < CHAIN; l++)
+      for (int m = 0; m < n; m++) v = v * a + 0.5f;
+    if (!(got[i] > v - 1e-3f * (v + 1) && got[i] < v + 1e-3f * (v + 1))) {
+      fprintf(stderr, "%s: work [%d] = %g, expected %g\n", KCB_PROG, i, got[i], v);
+      exit(1);
+    }
+  }
+  for (int j = 0; j < 2; j++)
+    if (s[j]) kc_stream_destroy(s[j]);
+  kc_runtime_destroy(rt);
+  kcb_rt = NULL;
+  if (one) *one = streams ? 0 : median(t1, reps);
+  return median(t, reps);
+}
+
+int main(int argc, char **argv) {
+  bool opencl = true;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--no-opencl")) opencl = false;
+    else {
+      fprintf(stderr, "usage: %s [--reps N] [--no-opencl]\n", KCB_PROG);
+      return 2;
+    }
+  }
+  if (reps < 1 || reps > 64) reps = 11;
+  kcb_require_backend(KC_BACKEND_HOST);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  printf("%s: %ld cores, medians of %d rounds\n\n", KCB_PROG, cores, reps);
+
+  double q_ctx = queue_ns(KC_BACKEND_HOST, false), q_stream = queue_ns(KC_BACKEND_HOST, true);
+  double q_cl = -1;
+  char why[256];
+  if (opencl && !kcb_backend_missing(KC_BACKEND_OPENCL, NULL, why, sizeof why))
+    q_cl = queue_ns(KC_BACKEND_OPENCL, true);
+  printf("queue: ns per launch of a one-item kernel (bursts of %d and a sync)\n", BURST);
+  printf("  host, the context's queue (runs in the call)   %8.0f\n", q_ctx);
+  printf("  host, a kc_stream (queued, run by its thread)  %8.0f\n", q_stream);
+  if (q_cl >= 0) printf("  OpenCL (PoCL), a kc_stream                     %8.0f\n", q_cl);
+  else printf("  OpenCL: not measured (%s)\n", opencl ? why : "--no-opencl");
+
+  printf("\nround trip: us for a launch on a host stream and its kc_stream_sync, thread asleep before\n");
+  printf("  median %.1f\n", round_trip_us());
+
+  /* the work per launch: about a millisecond on one core */
+  int n = 4096;
+  double one = 0;
+  double seq = overlap_ms(false, n, &one);
+  double par = overlap_ms(true, n, NULL);
+  printf("\noverlap: two chains of %d one-group launches (%d items, %d multiply-adds each; %.2f ms a launch),\n",
+         CHAIN, WORK_ITEMS, n, one);
+  printf("the worker pool off (host_threads 1)\n");
+  printf("  one after the other, the context's queue   %8.2f ms\n", seq);
+  printf("  each chain on its own kc_stream            %8.2f ms   speedup %.2fx\n", par, seq / par);
+  return 0;
+}
