@@ -5,13 +5,14 @@
  * through kc_stream_sync, and what two streams give on two cores, in one
  * process and one run:
  *
- *   queue       ns per launch of a one-item kernel, the caller's side:
- *               kc_launch_ex on the context's own queue (it runs the kernel
- *               in the call), and on a kc_stream (it queues the launch; the
- *               stream's thread runs it), in bursts of 1,000 launches and
- *               one kc_stream_sync, per launch; and the same on an OpenCL
- *               stream (PoCL's in-order queue, clEnqueueNDRangeKernel
- *               behind it) where OpenCL is installed
+ *   queue       ns per launch of a one-item kernel in bursts of 1,000
+ *               launches: the calls alone (what the caller spends), and
+ *               the calls and one kc_stream_sync after them (what the
+ *               queue gets through); kc_launch_ex on the context's own
+ *               queue (it runs the kernel in the call), on a kc_stream (it
+ *               queues the launch; the stream's thread runs it), and the
+ *               same on an OpenCL stream (PoCL's in-order queue,
+ *               clEnqueueNDRangeKernel behind it) where OpenCL is installed
  *   round trip  us for one launch on a stream and its kc_stream_sync (the
  *               stream's thread wakes, runs it, and wakes the caller)
  *   overlap     two chains of compute-bound one-group launches (the worker
@@ -49,9 +50,10 @@ static kc_runtime *open_rt(kc_backend_kind be, uint32_t threads, kc_context **ct
   return kcb_main_runtime(&o, ctx);
 }
 
-/* ns per launch of tiny on `stream` (NULL: the context's queue), bursts of
- * BURST and a sync; the result checked. */
-static double queue_ns(kc_backend_kind be, bool on_stream) {
+/* ns per launch of tiny on a stream (or the context's queue), bursts of
+ * BURST: the calls alone in *calls, with the sync after them returned;
+ * the result checked. */
+static double queue_ns(kc_backend_kind be, bool on_stream, double *calls) {
   kc_context *ctx;
   kc_runtime *rt = open_rt(be, 1, &ctx);
   KCB_CHECK(kc_define(rt, "tiny", SRC_TINY, NULL));
@@ -67,20 +69,22 @@ static double queue_ns(kc_backend_kind be, bool on_stream) {
   c.stream = s;
   int v = 1;
   kc_arg args[] = {KC_ARG_BUF(y), KC_ARG_VAL(v)};
-  double t[64];
+  double t[64], tc[64];
   long launched = 0;
   for (int r = -2; r < reps; r++) {
     double t0 = now_ns();
     for (int i = 0; i < BURST; i++) KCB_CHECK(kc_launch_ex(k, ctx, &c, args, 2));
+    double t1 = now_ns();
     KCB_CHECK(s ? kc_stream_sync(s) : kc_context_finish(ctx));
-    if (r >= 0) t[r] = (now_ns() - t0) / BURST;
+    if (r >= 0) t[r] = (now_ns() - t0) / BURST, tc[r] = (t1 - t0) / BURST;
     launched += BURST;
   }
+  *calls = median(tc, reps);
   int got = 0;
   KCB_CHECK(kc_buffer_read(y, 0, &got, sizeof got));
   if (got != (int)launched) {
-    fprintf(stderr, "%s: %ld launches of tiny on %s added up to %d\n", KCB_PROG, launched, kc_runtime_backend(rt),
-            got);
+    fprintf(stderr, "%s: %ld launches of tiny on %s added up to %d\n", KCB_PROG, launched,
+            kc_runtime_backend(rt), got);
     exit(1);
   }
   if (s) kc_stream_destroy(s);
@@ -196,15 +200,19 @@ int main(int argc, char **argv) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   printf("%s: %ld cores, medians of %d rounds\n\n", KCB_PROG, cores, reps);
 
-  double q_ctx = queue_ns(KC_BACKEND_HOST, false), q_stream = queue_ns(KC_BACKEND_HOST, true);
+  double c_ctx, c_stream, c_cl = -1;
+  double q_ctx = queue_ns(KC_BACKEND_HOST, false, &c_ctx),
+         q_stream = queue_ns(KC_BACKEND_HOST, true, &c_stream);
   double q_cl = -1;
   char why[256];
   if (opencl && !kcb_backend_missing(KC_BACKEND_OPENCL, NULL, why, sizeof why))
-    q_cl = queue_ns(KC_BACKEND_OPENCL, true);
-  printf("queue: ns per launch of a one-item kernel (bursts of %d and a sync)\n", BURST);
-  printf("  host, the context's queue (runs in the call)   %8.0f\n", q_ctx);
-  printf("  host, a kc_stream (queued, run by its thread)  %8.0f\n", q_stream);
-  if (q_cl >= 0) printf("  OpenCL (PoCL), a kc_stream                     %8.0f\n", q_cl);
+    q_cl = queue_ns(KC_BACKEND_OPENCL, true, &c_cl);
+  printf(
+      "queue: ns per launch of a one-item kernel, bursts of %d: the calls alone / with a sync after them\n",
+      BURST);
+  printf("  host, the context's queue (runs in the call)   %8.0f / %8.0f\n", c_ctx, q_ctx);
+  printf("  host, a kc_stream (queued, run by its thread)  %8.0f / %8.0f\n", c_stream, q_stream);
+  if (q_cl >= 0) printf("  OpenCL (PoCL), a kc_stream                     %8.0f / %8.0f\n", c_cl, q_cl);
   else printf("  OpenCL: not measured (%s)\n", opencl ? why : "--no-opencl");
 
   printf("\nround trip: us for a launch on a host stream and its kc_stream_sync, thread asleep before\n");
@@ -215,8 +223,9 @@ int main(int argc, char **argv) {
   double one = 0;
   double seq = overlap_ms(false, n, &one);
   double par = overlap_ms(true, n, NULL);
-  printf("\noverlap: two chains of %d one-group launches (%d items, %d multiply-adds each; %.2f ms a launch),\n",
-         CHAIN, WORK_ITEMS, n, one);
+  printf(
+      "\noverlap: two chains of %d one-group launches (%d items, %d multiply-adds each; %.2f ms a launch),\n",
+      CHAIN, WORK_ITEMS, n, one);
   printf("the worker pool off (host_threads 1)\n");
   printf("  one after the other, the context's queue   %8.2f ms\n", seq);
   printf("  each chain on its own kc_stream            %8.2f ms   speedup %.2fx\n", par, seq / par);

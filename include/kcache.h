@@ -939,18 +939,25 @@ kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
  *
  * The host backend's streams. kc_stream_create makes a queue whose
  * launches run asynchronously and in order on a thread of its own (started
- * at its first launch; a launch's groups still spread over the worker
+ * at its first launch and kept until the stream is destroyed: one thread
+ * per stream that launched; a launch's groups still spread over the worker
  * pool): kc_launch_ex and kc_launch_args_ex on it check the launch, copy
  * its arguments' values (a buffer's pointer, a scalar's bytes: a later
  * kc_args_set or change of a scalar does not reach it) and return. A
  * failure on the stream's thread (items of a group that disagree at a
- * barrier, memory for a fiber or a copy) comes back, once, from the next
- * kc_stream_sync or kc_context_finish, with its message ("kernel 'k',
- * launched on a stream, failed: ..."); the launches after it still run.
- * kc_buffer_destroy of a buffer kcache made, and unloading code (a context
- * reset or destroyed, kc_collect, a relink after kc_define), wait for the
- * launches queued before them that use it; memory the caller owns
- * (kc_buffer_wrap, kc_buffer_host) must outlive them. kc_stream_wrap takes
+ * barrier, a group larger than a kernel whose barriers run as fibers
+ * takes, memory for a fiber or a copy: what is found when the kernel runs;
+ * a NULL or empty grid or block is refused by the launch itself) comes
+ * back, once, from the next kc_stream_sync or kc_context_finish, with its
+ * message ("kernel 'k', launched on a stream, failed: ..."); the launches
+ * after it still run (a failure not synced before kc_stream_destroy is
+ * logged as a warning). kc_buffer_destroy of a buffer kcache made waits
+ * for every launch queued before it on the host's streams, and unloading
+ * code (a context reset or destroyed, kc_collect, a relink after
+ * kc_define) for the launches of that code queued before it, each under
+ * the context's lock; memory the caller owns (kc_buffer_wrap,
+ * kc_buffer_host) must outlive them. A kernel that waits for the host to
+ * do something must not need that lock to be done. kc_stream_wrap takes
  * only NULL there: the context's own queue. A child of fork() does not run
  * what its parent had queued (its streams start empty); sync the streams
  * before fork() for a defined state. Where no thread can start, a stream
@@ -1033,7 +1040,8 @@ kc_status kc_stream_wrap(kc_context *ctx, void *native, kc_stream **out);
  * kc_stream_destroy or with its context) gives KC_EDESTROYED, and a second
  * kc_stream_destroy does nothing, until its memory is reused by a later
  * stream of the same context; kc_runtime_destroy frees them. Not
- * thread-safe with launches on s. */
+ * thread-safe with launches on s, nor with kc_stream_sync or
+ * kc_stream_wait of s. */
 void kc_stream_destroy(kc_stream *s);
 /* Waits until everything queued on s is done. */
 kc_status kc_stream_sync(kc_stream *s);

@@ -541,7 +541,7 @@ PyObject *kcpy_launch_ex(KcKernel *k, KcContext *c, const kc_dim3 *grid, const k
   if (st == KC_OK && staged && cfg.stream && k->owner->backend == KCPY_BACKEND_CUDA)
     st = kc_context_finish(ctx);
   if (st == KC_OK) st = kc_launch_ex(k->k, ctx, &cfg, a, (uint32_t)n);
-  if (st == KC_OK && staged && cfg.stream) st = kc_stream_sync(cfg.stream);
+  if (st == KC_OK && staged && cfg.stream) KCPY_NOGIL(k->owner, st = kc_stream_sync(cfg.stream));
   if (kcpy_finish_views(k, (uint32_t)n, a, views, st == KC_OK) < 0 || st == KC__STATUS_COUNT) return NULL;
   if (st) return kcpy_raise(k->owner->rt, st, NULL);
   kcpy_log_poll();

@@ -126,7 +126,9 @@ static PyObject *stream_wait(KcStream *self, PyObject *other) {
                         Py_TYPE(other)->tp_name);
   kc_stream *s = kcpy_stream_of(self), *o = s ? kcpy_stream_of((KcStream *)other) : NULL;
   if (!o) return NULL;
-  kc_status st = kc_stream_wait(s, o);
+  kc_status st;
+  /* the GIL released: on the host, waiting on the context's own queue waits in the call */
+  KCPY_NOGIL(self->owner->owner, st = kc_stream_wait(s, o));
   if (st) return kcpy_raise(self->owner->owner->rt, st, "Stream.wait");
   return Py_NewRef(self);
 }
@@ -199,7 +201,8 @@ static PyMethodDef stream_methods[] = {
     {"wait", (PyCFunction)stream_wait, METH_O,
      "wait($self, other, /)\n--\n\n"
      "Work queued on this stream from now on starts after everything queued on `other` so far\n"
-     "(kc_stream_wait; both of one context; nothing to wait for on the host).\n\n"
+     "(kc_stream_wait; both of one context; on the host a wait in this stream's queue, or, when\n"
+     "this is the context's own queue (native=0), in the call, the GIL released).\n\n"
      "Args:\n    other: a Stream of the same context.\n\n"
      "Returns:\n    The stream.\n\n"
      "Raises:\n    TypeError: other is not a Stream.\n    InvalidArgumentError: of another context."},
@@ -230,7 +233,8 @@ PyTypeObject KcStream_Type = {
     .tp_basicsize = sizeof(KcStream),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "An in-order queue of one context (Context.stream, Runtime.stream): OpenCL a command queue, "
-              "CUDA a stream, the host its one implicit stream. Pass it as launch(..., stream=s) or "
+              "CUDA a stream, the host a queue run by a thread of its own (native=0: the context's own, "
+              "synchronous queue). Pass it as launch(..., stream=s) or "
               "k[grid, block, s]; a context manager that closes it.",
     .tp_dealloc = (destructor)stream_dealloc,
     .tp_repr = (reprfunc)stream_repr,

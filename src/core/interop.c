@@ -8,6 +8,8 @@
  */
 #include "core/core.h"
 
+#include <stdio.h>
+
 #include <string.h>
 
 /* ctx is alive and its backend has `op`; else the error for fn. */
@@ -81,18 +83,24 @@ void kc__streams_teardown(kc_context *ctx) {
 }
 
 /* Under ctx->lock, so that no stream is destroyed while it is drained;
- * the first failure is kept, the other streams are still waited for. */
+ * the first failure is kept, with its message (a later stream's sync
+ * writes the thread's message again), the other streams are still waited
+ * for. */
 kc_status kc__streams_sync(kc_context *ctx) {
   const kc__backend *be = ctx->rt->be;
   if (!be->stream_sync) return KC_OK;
   kc_status first = KC_OK;
+  char msg[1024];
   kc__lock(&ctx->lock);
   for (kc_stream *s = ctx->streams; s; s = s->next) {
     kc_status st = be->stream_sync(ctx->bctx, s->native);
-    if (!first) first = st;
+    if (st && !first) {
+      first = st;
+      snprintf(msg, sizeof msg, "%s", kc_errmsg(ctx->rt));
+    }
   }
   kc__unlock(&ctx->lock);
-  return first;
+  return first ? kc__err(ctx->rt, first, "%s", msg) : KC_OK;
 }
 
 void kc__streams_free(kc_context *ctx) {

@@ -203,7 +203,13 @@ static KC__NOINLINE kc_status args_ex_go(kc__linked *l, kc_args *a, const kc_lau
   kc__lcfg lc;
   kc_status st = ex_config(a->rt, a->ctx, l, cfg, &full, a->args, &lc);
   if (KC__UNLIKELY(st)) return st;
-  return a->rt->be->launch_ex(&l->b, a->argv, &lc);
+  st = a->rt->be->launch_ex(&l->b, a->argv, &lc);
+  /* checked mode on the host: a launch on a stream has run before it
+   * returns, so that no check of the guards (at kc_context_finish, or
+   * another launch's) runs beside its kernel */
+  if (KC__UNLIKELY(a->rt->check_each) && !st && lc.stream)
+    st = a->rt->be->stream_sync(a->ctx->bctx, lc.stream);
+  return st;
 }
 
 kc_status kc_launch_args_ex(kc_args *a, const kc_launch_config *cfg) {

@@ -22,14 +22,15 @@
 
 /* Waits (a bounded spin) until *flag is set, then writes v to y[0] and
  * sets *done; -1 if it gave up waiting. */
-static const char SRC_GATE[] = "KC_KERNEL void gate(KC_GLOBAL int *flag, KC_GLOBAL int *y, KC_GLOBAL int *done, "
-                               "int v) {\n"
-                               "  if (kc_global_id(0) != 0) return;\n"
-                               "  long n = 0;\n"
-                               "  while (!*(volatile int *)flag && ++n < 3000000000L) {}\n"
-                               "  y[0] = *(volatile int *)flag ? v : -1;\n"
-                               "  *(volatile int *)done = 1;\n"
-                               "}\n";
+static const char SRC_GATE[] =
+    "KC_KERNEL void gate(KC_GLOBAL int *flag, KC_GLOBAL int *y, KC_GLOBAL int *done, "
+    "int v) {\n"
+    "  if (kc_global_id(0) != 0) return;\n"
+    "  long n = 0;\n"
+    "  while (!*(volatile int *)flag && ++n < 3000000000L) {}\n"
+    "  y[0] = *(volatile int *)flag ? v : -1;\n"
+    "  *(volatile int *)done = 1;\n"
+    "}\n";
 static const char SRC_PUT[] = "KC_KERNEL void put(KC_GLOBAL int *y, int i, int v) {\n"
                               "  if (kc_global_id(0) == 0) y[i] = v;\n"
                               "}\n";
@@ -73,10 +74,12 @@ static void setup(fixture *f) {
   kc_dim3 g = {1, 1, 1};
   int v = 0;
   f->flag = 1;
-  KCT_OK(f->rt, kc_launch(f->gate, f->ctx, &g, &g,
-                          (kc_arg[]){KC_ARG_BUF(f->bflag), KC_ARG_BUF(f->bmem), KC_ARG_BUF(f->bdone), KC_ARG_VAL(v)},
-                          4));
-  KCT_OK(f->rt, kc_launch(f->put, f->ctx, &g, &g, (kc_arg[]){KC_ARG_BUF(f->bmem), KC_ARG_VAL(v), KC_ARG_VAL(v)}, 3));
+  KCT_OK(f->rt,
+         kc_launch(f->gate, f->ctx, &g, &g,
+                   (kc_arg[]){KC_ARG_BUF(f->bflag), KC_ARG_BUF(f->bmem), KC_ARG_BUF(f->bdone), KC_ARG_VAL(v)},
+                   4));
+  KCT_OK(f->rt,
+         kc_launch(f->put, f->ctx, &g, &g, (kc_arg[]){KC_ARG_BUF(f->bmem), KC_ARG_VAL(v), KC_ARG_VAL(v)}, 3));
   KCT_OK(f->rt, kc_launch(f->slow, f->ctx, &g, &g, (kc_arg[]){KC_ARG_BUF(f->bmem), KC_ARG_VAL(v)}, 2));
   f->flag = f->done = 0;
   memset(f->mem, 0, sizeof f->mem);
@@ -149,7 +152,8 @@ static void test_launches_are_asynchronous_and_in_order(void **state) {
 
   /* a bad grid is refused where the launch is made */
   c.grid.x = 0;
-  KCT_STATUS(f.rt, KC_EINVAL, kc_launch_ex(f.slow, f.ctx, &c, (kc_arg[]){KC_ARG_BUF(f.bmem), KC_ARG_VAL(v)}, 2));
+  KCT_STATUS(f.rt, KC_EINVAL,
+             kc_launch_ex(f.slow, f.ctx, &c, (kc_arg[]){KC_ARG_BUF(f.bmem), KC_ARG_VAL(v)}, 2));
   KCT_OK(f.rt, kc_stream_sync(s));
   kc_stream_destroy(implicit);
   kc_stream_destroy(s);
@@ -216,7 +220,8 @@ static void test_arguments_are_taken_at_the_launch(void **state) {
   for (int i = 1; i < 8; i++) KCT_OK(f.rt, launch_put(&f, s, f.bmem, i, 100 + i)); /* i, v: the call's */
   int i = 8, v = 200;
   kc_args *a;
-  KCT_OK(f.rt, kc_args_create(f.put, f.ctx, (kc_arg[]){KC_ARG_BUF(f.bmem), KC_ARG_VAL(i), KC_ARG_VAL(v)}, 3, &a));
+  KCT_OK(f.rt,
+         kc_args_create(f.put, f.ctx, (kc_arg[]){KC_ARG_BUF(f.bmem), KC_ARG_VAL(i), KC_ARG_VAL(v)}, 3, &a));
   kc_launch_config c = one(s);
   for (int j = 8; j < 12; j++) {
     KCT_OK(f.rt, kc_args_set(a, 1, KC_ARG_VAL(j)));
@@ -226,11 +231,42 @@ static void test_arguments_are_taken_at_the_launch(void **state) {
   }
   v = -5; /* changed after the launches: none of them sees it */
   KCT_OK(f.rt, kc_args_set(a, 2, KC_ARG_VAL(v)));
+  /* a buffer argument bound again after a launch: each launch its own */
+  int other[16] = {0};
+  kc_buffer *bo;
+  KCT_OK(f.rt, kc_buffer_wrap(f.ctx, other, sizeof other, &bo));
+  KCT_OK(f.rt, kc_args_set(a, 1, KC_ARG_VAL((int){12})));
+  KCT_OK(f.rt, kc_launch_args_ex(a, &c)); /* f.mem[12] = -5 */
+  KCT_OK(f.rt, kc_args_set(a, 0, KC_ARG_BUF(bo)));
+  KCT_OK(f.rt, kc_launch_args_ex(a, &c)); /* other[12] = -5 */
+  assert_int_equal(load(&other[12]), 0);
   store(&f.flag, 1);
   KCT_OK(f.rt, kc_stream_sync(s));
   for (int j = 1; j < 8; j++) assert_int_equal(f.mem[j], 100 + j);
   for (int j = 8; j < 12; j++) assert_int_equal(f.mem[j], 200 + j);
+  assert_int_equal(f.mem[12], -5);
+  assert_int_equal(other[12], -5);
   kc_args_destroy(a);
+
+  /* the scratch area (shared_bytes) of a launch on a stream: the stream
+   * thread's own */
+  kct_define(f.rt, "gsum",
+             "KC_KERNEL void gsum(KC_GLOBAL int *y) {\n"
+             "  int *t = (int *)kc_scratch();\n"
+             "  size_t l = kc_local_id(0);\n"
+             "  t[l] = (int)kc_global_id(0);\n"
+             "  if (l + 1 == kc_local_size(0)) {\n"
+             "    int sum = 0;\n"
+             "    for (size_t i = 0; i < kc_local_size(0); i++) sum += t[i];\n"
+             "    y[kc_group_id(0)] = sum;\n"
+             "  }\n"
+             "}\n");
+  kc_kernel *gsum = kct_kernel(f.rt, "gsum", NULL);
+  kc_launch_config cs = kct_config(4, 4, s);
+  cs.shared_bytes = 4 * sizeof(int);
+  KCT_OK(f.rt, kc_launch_ex(gsum, f.ctx, &cs, (kc_arg[]){KC_ARG_BUF(bo)}, 1));
+  KCT_OK(f.rt, kc_stream_sync(s));
+  for (int g = 0; g < 4; g++) assert_int_equal(other[g], 16 * g + 6);
   kc_stream_destroy(s);
   kct_destroy(f.rt);
 }
@@ -278,15 +314,26 @@ static void test_what_a_queued_launch_uses_stays(void **state) {
   KCT_OK(f.rt, launch_gate(&f, NULL, bz, 6)); /* the new code, on the context's queue: now */
   assert_int_equal(z, -6);
   kc_collect_info info;
-  KCT_OK(f.rt, kc_collect(f.rt, &info));
+  KCT_OK(f.rt, kc_collect(f.rt, &info)); /* unloads the old code: after its queued launch */
+  assert_int_equal(load(&f.done), 1); /* the old code ran, in full */
   KCT_OK(f.rt, kc_stream_sync(s));
   pthread_join(l.t, NULL);
-  assert_int_equal(load(&f.done), 1); /* the old code ran, in full */
   assert_int_equal(f.mem[0], 5);
   KCT_OK(f.rt, launch_gate(&f, s, f.bmem, 7)); /* the new code on the stream */
   KCT_OK(f.rt, kc_stream_sync(s));
   assert_int_equal(f.mem[0], -7);
-  kc_stream_destroy(s);
+
+  /* a context destroyed with a launch still queued: after it has run */
+  kct_define(f.rt, "gate", SRC_GATE);
+  store(&f.flag, 0);
+  store(&f.done, 0);
+  later_start(&l, &f.flag, 50);
+  KCT_OK(f.rt, launch_gate(&f, s, f.bmem, 8));
+  kc_context_destroy(f.ctx); /* its streams, code and buffers with it */
+  assert_int_equal(load(&f.done), 1);
+  assert_int_equal(f.mem[0], 8);
+  pthread_join(l.t, NULL);
+  KCT_STATUS(f.rt, KC_EDESTROYED, kc_stream_sync(s));
   kct_destroy(f.rt);
 }
 
@@ -313,11 +360,34 @@ static void test_a_failure_comes_back_from_the_sync(void **state) {
   KCT_CONTAINS(kc_errmsg(f.rt), "every item of a group must reach each barrier");
   assert_int_equal(f.mem[12], 42);
   KCT_OK(f.rt, kc_stream_sync(s)); /* said once */
-  c.grid.x = 16; /* on the pool, from the stream's thread */
-  KCT_OK(f.rt, kc_launch_ex(k, f.ctx, &c, (kc_arg[]){KC_ARG_BUF(f.bmem)}, 1));
-  KCT_STATUS(f.rt, KC_ELAUNCH, kc_context_finish(f.ctx));
-  KCT_CONTAINS(kc_errmsg(f.rt), "kc_barrier()");
-  KCT_OK(f.rt, kc_context_finish(f.ctx));
+  /* a failure on the pool's workers, woken by the stream's thread: groups
+   * after the first, each long enough that the pool is worth waking */
+  kct_define(f.rt, "later",
+             "KC_KERNEL void later(KC_GLOBAL int *y) {\n"
+             "  volatile int n = 0;\n"
+             "  while (n < 20000) n++;\n"
+             "  if (kc_group_id(0) > 0 && kc_local_id(0) < 4) kc_barrier();\n"
+             "  y[kc_group_id(0) % 16] = 1;\n"
+             "}\n");
+  kc_kernel *k2 = kct_kernel(f.rt, "later", NULL);
+  c.grid.x = 64;
+  KCT_OK(f.rt, kc_launch_ex(k2, f.ctx, &c, (kc_arg[]){KC_ARG_BUF(f.bmem)}, 1));
+  /* two streams failing: kc_context_finish says the first one it syncs,
+   * with that one's message */
+  kct_define(f.rt, "two",
+             "KC_DEVICE void two_sync(void) { kc_barrier(); }\n" /* fibers: not split */
+             "KC_KERNEL void two(KC_GLOBAL int *y) { two_sync(); y[0] = 1; }\n");
+  kc_kernel *k3 = kct_kernel(f.rt, "two", NULL);
+  kc_stream *s2;
+  KCT_OK(f.rt, kc_stream_create(f.ctx, &s2));
+  kc_launch_config big = kct_config(1, 100000, s2); /* a group larger than the fibers take */
+  KCT_OK(f.rt, kc_launch_ex(k3, f.ctx, &big, (kc_arg[]){KC_ARG_BUF(f.bmem)}, 1));
+  kc_status st = kc_context_finish(f.ctx);
+  assert_true(st == KC_ELAUNCH || st == KC_EINVAL);
+  if (st == KC_ELAUNCH) KCT_CONTAINS(kc_errmsg(f.rt), "kernel 'later', launched on a stream, failed");
+  else KCT_CONTAINS(kc_errmsg(f.rt), "kernel 'two', launched on a stream, failed");
+  KCT_OK(f.rt, kc_context_finish(f.ctx)); /* both said (or dropped) once */
+  kc_stream_destroy(s2);
   kc_stream_destroy(s);
   kct_destroy(f.rt);
 }
@@ -395,7 +465,8 @@ static void *work(void *p) {
     want += 2 * (w->id + 1);
     if (r % 10 == 9)
       for (int j = 0; j < THREADS * 4; j++)
-        if (w->y[j] != want) kct_report_fail(&w->rep, "round %d: y[%d] = %d, expected %d", r, j, w->y[j], want);
+        if (w->y[j] != want)
+          kct_report_fail(&w->rep, "round %d: y[%d] = %d, expected %d", r, j, w->y[j], want);
   }
   if (kc_stream_sync(own)) kct_report_fail(&w->rep, "sync: %s", kc_errmsg(f->rt));
   kc_stream_destroy(own);
@@ -427,8 +498,16 @@ static void test_threads_share_streams(void **state) {
     KCT_OK(f.rt, kc_buffer_create(f.ctx, 256, &tmp));
     KCT_OK(f.rt, kc_stream_create(f.ctx, &s));
     KCT_OK(f.rt, launch_put(&f, s, tmp, 0, i));
-    kc_buffer_destroy(tmp); /* after the put */
+    /* put redefined (the same work) and launched again: the old code is
+     * collected while its launch may still be queued */
+    kct_define(f.rt, "put",
+               i % 2 ? SRC_PUT
+                     : "KC_KERNEL void put(KC_GLOBAL int *y, int i, int v) {\n"
+                       "  if (kc_global_id(0) == 0) { y[i] = v; }\n"
+                       "}\n");
+    KCT_OK(f.rt, launch_put(&f, s, tmp, 1, i));
     KCT_OK(f.rt, kc_collect(f.rt, NULL));
+    kc_buffer_destroy(tmp); /* after the puts */
     KCT_OK(f.rt, kc_context_finish(f.ctx));
     kc_stream_destroy(s);
   }
@@ -443,10 +522,12 @@ static void test_threads_share_streams(void **state) {
 int main(int argc, char **argv) {
   int rc = kct_main_only(argc, argv, KC_BACKEND_HOST, "host");
   if (rc >= 0) return rc;
-  const struct CMUnitTest tests[] = {
-      KCT_TEST(test_launches_are_asynchronous_and_in_order), KCT_TEST(test_a_stream_waits_for_another),
-      KCT_TEST(test_arguments_are_taken_at_the_launch),      KCT_TEST(test_what_a_queued_launch_uses_stays),
-      KCT_TEST(test_a_failure_comes_back_from_the_sync),     KCT_TEST(test_a_child_of_fork_starts_with_empty_streams),
-      KCT_TEST(test_threads_share_streams)};
+  const struct CMUnitTest tests[] = {KCT_TEST(test_launches_are_asynchronous_and_in_order),
+                                     KCT_TEST(test_a_stream_waits_for_another),
+                                     KCT_TEST(test_arguments_are_taken_at_the_launch),
+                                     KCT_TEST(test_what_a_queued_launch_uses_stays),
+                                     KCT_TEST(test_a_failure_comes_back_from_the_sync),
+                                     KCT_TEST(test_a_child_of_fork_starts_with_empty_streams),
+                                     KCT_TEST(test_threads_share_streams)};
   return KCT_RUN(tests);
 }

@@ -4,9 +4,10 @@
  * the host backend: the caller's arrays wrapped as buffers (never freed),
  * views at any offset, raw pointers as arguments (KC_ARG_DEVPTR), the
  * per-group scratch area of kc_launch_ex (shared_bytes, kc_scratch()), the
- * one implicit stream, the adopted "context" (NULL: the process) with the
- * world-age rules of any context, bound arguments launched with a
- * configuration, and the errors of what the host backend lacks.
+ * context's own queue wrapped as a stream (kc_stream_wrap(ctx, NULL):
+ * synchronous; test_host_streams.c has the asynchronous ones), the adopted "context" (NULL: the process) with
+ * the world-age rules of any context, bound arguments launched with a configuration, and the errors of what
+ * the host backend lacks.
  */
 #include "kc_test.h"
 

@@ -30,7 +30,9 @@
  * world's texts).
  *
  * Beside the steps, a second thread pins the latest world, launches the
- * kernels twice and compares them with the oracle of its pinned world (when
+ * kernels twice (the second time on a kc_stream: on the host, run later by
+ * the stream's thread, while the world moves on and code is collected)
+ * and compares them with the oracle of its pinned world (when
  * the header on disk has not changed since: a compile cannot read the disk
  * of an old world), then unpins; a third calls kc_collect without pause.
  * The runtime guards its launches (kc_options.guard_launches), so that is
@@ -252,6 +254,22 @@ static kc_options run_options(bool cache, bool guard) {
 static outcome launch(kc_runtime *rt, kc_kernel *k, kc_context *ctx, kc_buffer *b) {
   float y[4] = {0};
   outcome o = {kct_run_bytes(k, ctx, b, 1, y, sizeof(float)), 0, ""};
+  o.value = o.st ? 0 : y[0];
+  if (o.st) snprintf(o.why, sizeof o.why, "%s", kc_errmsg(rt));
+  return o;
+}
+
+/* The same launch on the stream s (kc_launch_ex; the host runs it on the
+ * stream's thread), synced, then read back. */
+static outcome launch_on(kc_runtime *rt, kc_kernel *k, kc_context *ctx, kc_buffer *b, kc_stream *s) {
+  kc_launch_config c;
+  kc_launch_config_init(&c);
+  c.stream = s;
+  kc_arg args[] = {KC_ARG_BUF(b)};
+  outcome o = {kc_launch_ex(k, ctx, &c, args, 1), 0, ""};
+  float y[4] = {0};
+  if (!o.st) o.st = kc_stream_sync(s);
+  if (!o.st) o.st = kc_buffer_read(b, 0, y, sizeof(float));
   o.value = o.st ? 0 : y[0];
   if (o.st) snprintf(o.why, sizeof o.why, "%s", kc_errmsg(rt));
   return o;
@@ -584,13 +602,14 @@ static void *pinner(void *arg) {
   unsigned gen = 0;
   kc_context *ctx = NULL;
   kc_buffer *b = NULL;
+  kc_stream *s = NULL;
   kc_kernel *k[NK];
   char msg[300];
   while (!atomic_load(&t->stop)) {
     pthread_rwlock_rdlock(&t->gate);
     if (gen != atomic_load(&t->gen)) { /* a new runtime: its own context and handles */
       gen = atomic_load(&t->gen);
-      if (kc_context_create(t->rt, 0, &ctx) || kc_buffer_create(ctx, 16, &b)) {
+      if (kc_context_create(t->rt, 0, &ctx) || kc_buffer_create(ctx, 16, &b) || kc_stream_create(ctx, &s)) {
         snprintf(msg, sizeof msg, "pinner: %s", kc_errmsg(t->rt));
         fail_note(t, msg);
         pthread_rwlock_unlock(&t->gate);
@@ -619,7 +638,7 @@ static void *pinner(void *arg) {
     for (int r = 0; r < 2; r++)
       for (int i = 0; i < NK; i++) {
         int gen0 = atomic_load(&t->disk_gen);
-        outcome got = launch(t->rt, k[i], ctx, b), want;
+        outcome got = r ? launch_on(t->rt, k[i], ctx, b, s) : launch(t->rt, k[i], ctx, b), want;
         /* a compile for w reads the disk as it is now: only while it is w's */
         bool disk_same = !reach[i][DISK] || (gen0 == rec.disk_gen && atomic_load(&t->disk_gen) == gen0);
         if (!disk_same || !oracle1(&rec.s, i, &seed, &want)) continue;
@@ -628,9 +647,9 @@ static void *pinner(void *arg) {
           kc_code_info ci = {0};
           kc_status cs = kc_kernel_code(k[i], &ci);
           (void)keep_evidence();
-          snprintf(who, sizeof who, "pinned world %llu (recorded %llu; code: %s, #%llu, %llu..%llu)",
-                   (unsigned long long)w, (unsigned long long)rec.w, kc_status_name(cs),
-                   (unsigned long long)ci.id, (unsigned long long)ci.min_world,
+          snprintf(who, sizeof who, "pinned world %llu%s (recorded %llu; code: %s, #%llu, %llu..%llu)",
+                   (unsigned long long)w, r ? ", on a stream" : "", (unsigned long long)rec.w,
+                   kc_status_name(cs), (unsigned long long)ci.id, (unsigned long long)ci.min_world,
                    (unsigned long long)ci.max_world);
           char *src = NULL;
           if (kc_kernel_source(k[i], &src) == KC_OK)

@@ -28,18 +28,21 @@
  * stream's next kc_stream_sync (or kc_context_finish), which returns it;
  * the launches queued after it still run.
  *
- * A stream's thread starts at its first launch, with the application's
- * signal mask (as the pool's workers: a kernel's fault is the process's).
- * Where no thread can start (out of resources; a ThreadSanitizer build in
- * a child of fork()), the stream runs its launches in the caller, in
- * order: its queue is empty whenever it has no thread. A child of fork()
- * has no stream thread and does not run what its parent had queued (the
- * parent does): its streams start empty, and their threads start again at
- * their next launch. Sync the streams before fork() for a defined state.
+ * A stream's thread starts at its first launch, with the signal mask of
+ * the thread that made it (as the pool's workers keep the application's:
+ * a kernel's fault is the process's). Where no thread can start (out of
+ * resources; a ThreadSanitizer build in a child of fork(); no fork hook,
+ * pthread_atfork having run out of memory), the stream runs its launches
+ * in the caller, in order: its queue is empty whenever it has no thread. A
+ * child of fork() has no stream thread and does not run what its parent
+ * had queued (the parent does): its streams start empty, and their
+ * threads start again at their next launch. Sync the streams before
+ * fork() for a defined state.
  *
- * Locks: host_streams.lock (a leaf: held to queue, to take a launch off a
- * queue and to count its end, and around fork(); no group runs under it,
- * no other lock is taken under it).
+ * Locks: host_streams.lock (held to queue, to take a launch off a queue
+ * and to count its end, and around fork(); no group runs under it, and no
+ * lock of kcache's is taken under it; the allocator is called outside it,
+ * pthread_create under it at a stream's first launch).
  */
 #include "backends/host/host.h"
 
@@ -85,6 +88,7 @@ struct host_stream {
 
 struct host_streams {
   kc__mutex lock;
+  bool no_threads; /* no fork hook: a child would inherit queues without threads */
   pthread_cond_t idle; /* an item finished (broadcast when waiters) */
   unsigned waiters;
   host_stream *list;
@@ -144,7 +148,8 @@ static int host_item_run(host_state *s, host_item *it) {
   if (it->shared_bytes) {
     if (host_stream_scratch_size < it->shared_bytes) {
       void *p = realloc(host_stream_scratch, it->shared_bytes);
-      if (!p) return kc__bs_err(s->sv, KC_ENOMEM, "out of memory for a %u-byte scratch area", it->shared_bytes);
+      if (!p)
+        return kc__bs_err(s->sv, KC_ENOMEM, "out of memory for a %u-byte scratch area", it->shared_bytes);
       host_stream_scratch = p;
       host_stream_scratch_size = it->shared_bytes;
     }
@@ -155,8 +160,10 @@ static int host_item_run(host_state *s, host_item *it) {
   return r;
 }
 
-/* Counts the end of it (lock held): its object may go, its waiters wake. */
-static void host_item_end(host_streams *q, host_stream *t, host_item *it) {
+/* Counts the end of it (lock held): its object may go, its waiters wake.
+ * Keeps it for the next launches, or returns it to be freed (outside the
+ * lock: the allocator may be the application's). */
+static host_item *host_item_end(host_streams *q, host_stream *t, host_item *it) {
   if (it->im) it->im->queued--;
   t->done++;
   if (t->nspare < HOST_SPARE_MAX) {
@@ -166,7 +173,7 @@ static void host_item_end(host_streams *q, host_stream *t, host_item *it) {
     it = NULL;
   }
   if (q->waiters) pthread_cond_broadcast(&q->idle);
-  if (it) kc__bs_free(t->s->sv, it); /* (the heap's own lock is a leaf too) */
+  return it;
 }
 
 static void *host_stream_thread(void *arg) {
@@ -199,7 +206,12 @@ static void *host_stream_thread(void *arg) {
       }
     }
     t->running = NULL;
-    host_item_end(q, t, it);
+    host_item *spent = host_item_end(q, t, it);
+    if (spent) {
+      kc__unlock(&q->lock);
+      kc__bs_free(s->sv, spent);
+      kc__lock(&q->lock);
+    }
   }
   kc__unlock(&q->lock);
   free(host_stream_scratch);
@@ -211,7 +223,7 @@ static void *host_stream_thread(void *arg) {
 /* Whether t has its thread, started now if need be (lock held). */
 static bool host_stream_thread_ready(host_stream *t) {
   if (t->started) return true;
-  if (!kc__fork_threads_allowed()) return false;
+  if (t->s->streams->no_threads || !kc__fork_threads_allowed()) return false;
   /* the application's signal mask, as the pool's workers */
   t->started = pthread_create(&t->thread, NULL, host_stream_thread, t) == 0;
   return t->started;
@@ -249,17 +261,21 @@ static void host_item_queue(host_streams *q, host_stream *t, host_item *it) {
   pthread_cond_signal(&t->wake);
 }
 
-/* The bytes of argument i of a launch (cfg->args: the kinds), and where
- * it goes: at a multiple of the power of two that holds its size, up to
+/* The bytes of argument i of a launch (cfg->args: the kinds), and the
+ * alignment of its copy: the power of two that holds its size, up to
  * HOST_VAL_ALIGN (a type's alignment divides its size). */
-#define HOST_VAL_ALIGN 64
+#define HOST_VAL_ALIGN 4096
 static size_t host_arg_size(const kc__lcfg *cfg, uint32_t i) {
   const kc_arg *a = &cfg->args[i];
   return a->kind == KC_ARG_SCALAR ? a->size : sizeof(void *);
 }
-static size_t host_val_at(size_t at, size_t size) {
+static size_t host_val_align(size_t size) {
   size_t align = 1;
   while (align < size && align < HOST_VAL_ALIGN) align *= 2;
+  return align;
+}
+static size_t host_val_at(size_t at, size_t size) {
+  size_t align = host_val_align(size);
   return (at + align - 1) & ~(align - 1);
 }
 
@@ -273,8 +289,17 @@ static kc_status host_stream_launch(kc__blinked *l, void **argv, const kc__lcfg 
   const kc_dim3 *g = cfg->grid, *b = cfg->block;
   if (!g || !b || !g->x || !g->y || !g->z || !b->x || !b->y || !b->z) return host_sv(l)->bad_dims(l, g, b);
   uint32_t n = im->nargs;
-  size_t need = HOST_VAL_ALIGN; /* room to align the first value */
-  for (uint32_t i = 0; i < n; i++) need = host_val_at(need, host_arg_size(cfg, i)) + host_arg_size(cfg, i);
+  size_t need = 0, align = 1; /* the values laid out from an aligned start; the largest alignment */
+  for (uint32_t i = 0; i < n; i++) {
+    if (KC__UNLIKELY(cfg->args[i].kind == KC_ARG_LOCAL)) /* no host parameter takes one: never checked in */
+      return kc__bs_err(s->sv, KC_EARGS,
+                        "kernel '%s': argument %u is local memory, which the host backend has none of",
+                        host_sv(l)->name_of(l), i);
+    size_t sz = host_arg_size(cfg, i);
+    need = host_val_at(need, sz) + sz;
+    if (host_val_align(sz) > align) align = host_val_align(sz);
+  }
+  need += align - 1; /* room to align the start */
   kc__lock(&q->lock);
   if (!t->head && !t->running && !host_stream_thread_ready(t)) {
     /* no thread: in order on the caller (nothing is queued) */
@@ -293,7 +318,7 @@ static kc_status host_stream_launch(kc__blinked *l, void **argv, const kc__lcfg 
   memcpy(it->g, (const unsigned[3]){g->x, g->y, g->z}, sizeof it->g);
   memcpy(it->b, (const unsigned[3]){b->x, b->y, b->z}, sizeof it->b);
   it->shared_bytes = cfg->shared_bytes;
-  uintptr_t base = ((uintptr_t)it->vals + HOST_VAL_ALIGN - 1) & ~(uintptr_t)(HOST_VAL_ALIGN - 1);
+  uintptr_t base = ((uintptr_t)it->vals + align - 1) & ~(uintptr_t)(align - 1);
   size_t at = 0;
   for (uint32_t i = 0; i < n; i++) {
     size_t sz = host_arg_size(cfg, i);
@@ -418,7 +443,13 @@ void host_stream_release(void *bctx, void *native, bool owned) {
   }
   if (q->waiters) pthread_cond_broadcast(&q->idle);
   bool join = t->started;
+  kc_status lost = t->err;
+  char msg[sizeof t->msg];
+  if (lost) memcpy(msg, t->msg, sizeof msg);
   kc__unlock(&q->lock);
+  if (lost) /* no sync will say it now */
+    kc__log_to(s->sv->log, KC_LOG_WARN, "a stream destroyed before it was synced had a failure (%s): %s",
+               kc_status_name(lost), msg);
   if (join) pthread_join(t->thread, NULL);
   for (host_item *it = t->spare, *next; it; it = next) {
     next = it->next;
@@ -437,24 +468,29 @@ static void host_streams_fork_parent(void *ud) { kc__unlock(&((host_streams *)ud
  * is the parent's to run: every stream starts empty. */
 static void host_streams_fork_child(void *ud) {
   host_streams *q = ud;
+  /* the condition variables first: their waiters were the parent's threads */
+  q->waiters = 0;
+  pthread_cond_init(&q->idle, NULL);
   for (host_stream *t = q->list; t; t = t->next) {
+    pthread_cond_init(&t->wake, NULL);
     if (t->running) {
       host_item *it = t->running;
       t->running = NULL;
       it->next = t->head;
       t->head = it;
     }
-    while (t->head) {
+    while (t->head) { /* counted as done, kept as spares (nothing freed here) */
       host_item *it = t->head;
       t->head = it->next;
-      host_item_end(q, t, it);
+      if (it->im) it->im->queued--;
+      t->done++;
+      it->next = t->spare;
+      t->spare = it;
+      t->nspare++;
     }
     t->tail = NULL;
     t->started = false;
-    pthread_cond_init(&t->wake, NULL);
   }
-  q->waiters = 0;
-  pthread_cond_init(&q->idle, NULL);
   kc__unlock(&q->lock);
 }
 
@@ -475,7 +511,7 @@ kc_status host_streams_open(host_state *s) {
                             .parent = host_streams_fork_parent,
                             .child = host_streams_fork_child,
                             .ud = q};
-  kc__fork_register(&q->fork);
+  q->no_threads = !kc__fork_register(&q->fork); /* then launches run on the caller */
   s->streams = q;
   return KC_OK;
 }
