@@ -448,8 +448,7 @@ void host_stream_release(void *bctx, void *native, bool owned) {
   if (lost) memcpy(msg, t->msg, sizeof msg);
   kc__unlock(&q->lock);
   if (lost) /* no sync will say it now */
-    kc__log_to(s->sv->log, KC_LOG_WARN, "a stream destroyed before it was synced had a failure (%s): %s",
-               kc_status_name(lost), msg);
+    kc__log_to(s->sv->log, KC_LOG_WARN, "a stream destroyed before it was synced had a failure: %s", msg);
   if (join) pthread_join(t->thread, NULL);
   for (host_item *it = t->spare, *next; it; it = next) {
     next = it->next;
