@@ -392,6 +392,39 @@ static void test_a_failure_comes_back_from_the_sync(void **state) {
   kct_destroy(f.rt);
 }
 
+/* A failure never synced is not lost without a word: destroying its
+ * stream logs it. */
+static void keep_warning(void *ud, kc_log_level level, const char *msg) {
+  if (level == KC_LOG_WARN && strstr(msg, "destroyed before it was synced"))
+    snprintf((char *)ud, 512, "%s", msg);
+}
+
+static void test_a_failure_never_synced_is_logged(void **state) {
+  (void)state;
+  char seen[512] = "";
+  kc_options o;
+  kc_options_init(&o);
+  o.log = keep_warning;
+  o.log_ud = seen;
+  kc_runtime *rt = kct_runtime(&o);
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "halfway",
+             "KC_KERNEL void halfway(KC_GLOBAL int *y) {\n"
+             "  if (kc_local_id(0) < 4) kc_barrier();\n"
+             "  y[kc_global_id(0)] = 1;\n"
+             "}\n");
+  kc_kernel *k = kct_kernel(rt, "halfway", NULL);
+  kc_buffer *b;
+  KCT_OK(rt, kc_buffer_create(ctx, 64, &b));
+  kc_stream *s;
+  KCT_OK(rt, kc_stream_create(ctx, &s));
+  kc_launch_config c = kct_config(1, 8, s);
+  KCT_OK(rt, kc_launch_ex(k, ctx, &c, (kc_arg[]){KC_ARG_BUF(b)}, 1));
+  kc_stream_destroy(s);
+  assert_non_null(strstr(seen, "kernel 'halfway', launched on a stream, failed"));
+  kct_destroy(rt);
+}
+
 /* A child of fork() does not run what its parent had queued: its streams
  * start empty and launch again; the parent's queue runs in the parent. */
 static void test_a_child_of_fork_starts_with_empty_streams(void **state) {
@@ -528,6 +561,7 @@ int main(int argc, char **argv) {
                                      KCT_TEST(test_what_a_queued_launch_uses_stays),
                                      KCT_TEST(test_a_failure_comes_back_from_the_sync),
                                      KCT_TEST(test_a_child_of_fork_starts_with_empty_streams),
+                                     KCT_TEST(test_a_failure_never_synced_is_logged),
                                      KCT_TEST(test_threads_share_streams)};
   return KCT_RUN(tests);
 }
