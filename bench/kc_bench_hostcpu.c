@@ -19,7 +19,7 @@
  * (milliseconds), after a warm-up; every kcache result is checked against
  * the C loop's. Then the crossover of the pool: saxpy launches of growing
  * grids on one thread and on every core (microseconds per launch, median),
- * where waking the pool starts to pay. The host compiler is cc, with the
+ * where waking the pool starts to pay. The host compiler is cc (--cc), with the
  * backend's default flags (-O3 -march=native). The kernels with barriers
  * (reduce, matmul) run on the host split at their barriers into loops over
  * each group's items (src/backends/host/split.c); on one thread they run
@@ -28,6 +28,8 @@
  * leaves to the fibers).
  *
  * Usage: kc_bench_hostcpu [--json] [--reps N] [--max-threads N] [--no-opencl] [--kernel NAME]
+ *                         [--cc COMPILER]  (the host backend's compiler, default cc; the C
+ *                         reference is always the build's own compiler)
  * With --json, the figures as one JSON line first, then the table; the
  * JSON line is what bench/plot_hostcpu.py draws (throughput against
  * threads).
@@ -103,6 +105,7 @@ static const char *const knames[NKERN] = {"saxpy", "madd", "reduce", "stencil", 
 static const char *const ksrc[NKERN] = {SRC_SAXPY, SRC_MADD, SRC_REDUCE, SRC_STENCIL, SRC_MATMUL};
 
 static int reps = 5;
+static const char *host_cc = "cc"; /* --cc: the host backend's compiler */
 static float *in1, *in2, *ref_out, *got; /* inputs, the C result, kcache's */
 static size_t in1_n, in2_n, out_n;
 
@@ -183,7 +186,7 @@ static double run_kc(kc_backend_kind be, uint32_t threads, int k, bool fibers) {
   kc_options o;
   kcb_options_uncached(&o, be);
   if (be == KC_BACKEND_HOST) {
-    o.host_cc = "cc";
+    o.host_cc = host_cc;
     o.host_threads = threads;
   }
   kc_runtime *rt;
@@ -260,7 +263,7 @@ static double run_kc(kc_backend_kind be, uint32_t threads, int k, bool fibers) {
 static double crossover(uint32_t threads, uint32_t n) {
   kc_options o;
   kcb_options_uncached(&o, KC_BACKEND_HOST);
-  o.host_cc = "cc";
+  o.host_cc = host_cc;
   o.host_threads = threads;
   kc_context *ctx;
   kc_runtime *rt = kcb_main_runtime(&o, &ctx);
@@ -297,8 +300,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--max-threads") && i + 1 < argc) maxt = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--kernel") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--cc") && i + 1 < argc) host_cc = argv[++i];
     else {
-      fprintf(stderr, "usage: %s [--json] [--reps N] [--max-threads N] [--no-opencl] [--kernel NAME]\n",
+      fprintf(stderr,
+              "usage: %s [--json] [--reps N] [--max-threads N] [--no-opencl] [--kernel NAME] [--cc COMPILER]\n",
               argv[0]);
       return 2;
     }
@@ -350,7 +355,8 @@ int main(int argc, char **argv) {
     }
   if (f) fclose(f);
   if (json) {
-    printf("{\"cpu\":\"%s\",\"cores\":%ld,\"reps\":%d,\"threads\":[", host, cores, reps);
+    printf("{\"cpu\":\"%s\",\"cores\":%ld,\"reps\":%d,\"host_cc\":\"%s\",\"threads\":[", host, cores, reps,
+           host_cc);
     for (int i = 0; i < ntc; i++) printf("%s%d", i ? "," : "", tc[i]);
     printf("],\"kernels\":[");
     for (int k = 0; k < NKERN; k++) {
@@ -367,8 +373,8 @@ int main(int argc, char **argv) {
              x1[i], xall[i]);
     printf("]}\n"); /* then the table too: a log holds both */
   }
-  printf("kcache %s host backend throughput, %s, %ld cores (best of %d, ms)\n", kc_version(), host, cores,
-         reps);
+  printf("kcache %s host backend throughput, %s, %ld cores (best of %d, ms; host compiler %s)\n", kc_version(),
+         host, cores, reps, host_cc);
   printf("\n%-8s %9s %9s", "kernel", "C -O2", "C -O3nat");
   for (int i = 0; i < ntc; i++) printf(" %7s%-2d", "kc t=", tc[i]);
   for (int i = 0; i < ntc; i++) printf(" %7s%-2d", "omp t=", tc[i]);
