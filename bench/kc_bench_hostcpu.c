@@ -302,9 +302,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--kernel") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--cc") && i + 1 < argc) host_cc = argv[++i];
     else {
-      fprintf(stderr,
-              "usage: %s [--json] [--reps N] [--max-threads N] [--no-opencl] [--kernel NAME] [--cc COMPILER]\n",
-              argv[0]);
+      fprintf(
+          stderr,
+          "usage: %s [--json] [--reps N] [--max-threads N] [--no-opencl] [--kernel NAME] [--cc COMPILER]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -373,8 +374,8 @@ int main(int argc, char **argv) {
              x1[i], xall[i]);
     printf("]}\n"); /* then the table too: a log holds both */
   }
-  printf("kcache %s host backend throughput, %s, %ld cores (best of %d, ms; host compiler %s)\n", kc_version(),
-         host, cores, reps, host_cc);
+  printf("kcache %s host backend throughput, %s, %ld cores (best of %d, ms; host compiler %s)\n",
+         kc_version(), host, cores, reps, host_cc);
   printf("\n%-8s %9s %9s", "kernel", "C -O2", "C -O3nat");
   for (int i = 0; i < ntc; i++) printf(" %7s%-2d", "kc t=", tc[i]);
   for (int i = 0; i < ntc; i++) printf(" %7s%-2d", "omp t=", tc[i]);

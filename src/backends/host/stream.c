@@ -224,7 +224,8 @@ static void *host_stream_thread(void *arg) {
 static bool host_stream_thread_ready(host_stream *t) {
   if (t->started) return true;
   if (t->s->streams->no_threads || !kc__fork_threads_allowed()) return false;
-  /* the application's signal mask, as the pool's workers */
+  /* the launching thread's signal mask (not all blocked, unlike kc__thread_start: a kernel's fault
+   * must stay the process's, as on the pool's workers) */
   t->started = pthread_create(&t->thread, NULL, host_stream_thread, t) == 0;
   return t->started;
 }
