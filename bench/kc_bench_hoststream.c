@@ -50,77 +50,82 @@ static kc_runtime *open_rt(kc_backend_kind be, uint32_t threads, kc_context **ct
   return kcb_main_runtime(&o, ctx);
 }
 
+/* A runtime of the backend (no worker pool) with tiny compiled (k), a
+ * one-int buffer of 0 (y), a stream if asked (s, else NULL) and a
+ * configuration of one item on it (c). */
+typedef struct tiny_setup {
+  kc_runtime *rt;
+  kc_context *ctx;
+  kc_kernel *k;
+  kc_buffer *y;
+  kc_stream *s;
+  kc_launch_config c;
+} tiny_setup;
+
+static void tiny_open(tiny_setup *t, kc_backend_kind be, bool on_stream) {
+  t->rt = open_rt(be, 1, &t->ctx);
+  KCB_CHECK(kc_define(t->rt, "tiny", SRC_TINY, NULL));
+  KCB_CHECK(kc_kernel_create(t->rt, "tiny", NULL, &t->k));
+  KCB_CHECK(kc_buffer_create(t->ctx, sizeof(int), &t->y));
+  KCB_CHECK(kc_buffer_write(t->y, 0, &(int){0}, sizeof(int)));
+  t->s = NULL;
+  if (on_stream) KCB_CHECK(kc_stream_create(t->ctx, &t->s));
+  kc_launch_config_init(&t->c);
+  t->c.stream = t->s;
+}
+
+static void tiny_close(tiny_setup *t) {
+  if (t->s) kc_stream_destroy(t->s);
+  kc_runtime_destroy(t->rt);
+  kcb_rt = NULL;
+}
+
 /* ns per launch of tiny on a stream (or the context's queue), bursts of
  * BURST: the calls alone in *calls, with the sync after them returned;
  * the result checked. */
 static double queue_ns(kc_backend_kind be, bool on_stream, double *calls) {
-  kc_context *ctx;
-  kc_runtime *rt = open_rt(be, 1, &ctx);
-  KCB_CHECK(kc_define(rt, "tiny", SRC_TINY, NULL));
-  kc_kernel *k;
-  KCB_CHECK(kc_kernel_create(rt, "tiny", NULL, &k));
-  kc_buffer *y;
-  KCB_CHECK(kc_buffer_create(ctx, sizeof(int), &y));
-  KCB_CHECK(kc_buffer_write(y, 0, &(int){0}, sizeof(int)));
-  kc_stream *s = NULL;
-  if (on_stream) KCB_CHECK(kc_stream_create(ctx, &s));
-  kc_launch_config c;
-  kc_launch_config_init(&c);
-  c.stream = s;
+  tiny_setup ts;
+  tiny_open(&ts, be, on_stream);
   int v = 1;
-  kc_arg args[] = {KC_ARG_BUF(y), KC_ARG_VAL(v)};
+  kc_arg args[] = {KC_ARG_BUF(ts.y), KC_ARG_VAL(v)};
   double t[64], tc[64];
   long launched = 0;
   for (int r = -2; r < reps; r++) {
     double t0 = now_ns();
-    for (int i = 0; i < BURST; i++) KCB_CHECK(kc_launch_ex(k, ctx, &c, args, 2));
+    for (int i = 0; i < BURST; i++) KCB_CHECK(kc_launch_ex(ts.k, ts.ctx, &ts.c, args, 2));
     double t1 = now_ns();
-    KCB_CHECK(s ? kc_stream_sync(s) : kc_context_finish(ctx));
+    KCB_CHECK(ts.s ? kc_stream_sync(ts.s) : kc_context_finish(ts.ctx));
     if (r >= 0) t[r] = (now_ns() - t0) / BURST, tc[r] = (t1 - t0) / BURST;
     launched += BURST;
   }
   *calls = median(tc, reps);
   int got = 0;
-  KCB_CHECK(kc_buffer_read(y, 0, &got, sizeof got));
+  KCB_CHECK(kc_buffer_read(ts.y, 0, &got, sizeof got));
   if (got != (int)launched) {
     fprintf(stderr, "%s: %ld launches of tiny on %s added up to %d\n", KCB_PROG, launched,
-            kc_runtime_backend(rt), got);
+            kc_runtime_backend(ts.rt), got);
     exit(1);
   }
-  if (s) kc_stream_destroy(s);
-  kc_runtime_destroy(rt);
-  kcb_rt = NULL;
+  tiny_close(&ts);
   return median(t, reps);
 }
 
 /* us for a launch on a host stream and its sync. */
 static double round_trip_us(void) {
-  kc_context *ctx;
-  kc_runtime *rt = open_rt(KC_BACKEND_HOST, 1, &ctx);
-  KCB_CHECK(kc_define(rt, "tiny", SRC_TINY, NULL));
-  kc_kernel *k;
-  KCB_CHECK(kc_kernel_create(rt, "tiny", NULL, &k));
-  kc_buffer *y;
-  KCB_CHECK(kc_buffer_create(ctx, sizeof(int), &y));
-  kc_stream *s;
-  KCB_CHECK(kc_stream_create(ctx, &s));
-  kc_launch_config c;
-  kc_launch_config_init(&c);
-  c.stream = s;
+  tiny_setup ts;
+  tiny_open(&ts, KC_BACKEND_HOST, true);
   int v = 1;
-  kc_arg args[] = {KC_ARG_BUF(y), KC_ARG_VAL(v)};
+  kc_arg args[] = {KC_ARG_BUF(ts.y), KC_ARG_VAL(v)};
   enum { N = 201 };
   double t[N];
   for (int r = -20; r < N; r++) {
     usleep(200); /* the stream's thread asleep, as after any pause */
     double t0 = now_ns();
-    KCB_CHECK(kc_launch_ex(k, ctx, &c, args, 2));
-    KCB_CHECK(kc_stream_sync(s));
+    KCB_CHECK(kc_launch_ex(ts.k, ts.ctx, &ts.c, args, 2));
+    KCB_CHECK(kc_stream_sync(ts.s));
     if (r >= 0) t[r] = (now_ns() - t0) / 1e3;
   }
-  kc_stream_destroy(s);
-  kc_runtime_destroy(rt);
-  kcb_rt = NULL;
+  tiny_close(&ts);
   return median(t, N);
 }
 

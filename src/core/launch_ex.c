@@ -56,6 +56,15 @@ static inline bool arg_fits_ex(const kc_arg *a, uint64_t want, const kc_context 
   }
 }
 
+/* Checked mode on the host (check_each): a launch on a stream runs on the
+ * stream's thread, so it is waited for before any check of the guards (its
+ * own, at kc_context_finish, or another launch's) can run beside it. */
+static inline kc_status checked_stream_wait(kc_runtime *rt, const kc_context *ctx, void *stream,
+                                            kc_status st) {
+  if (KC__UNLIKELY(rt->check_each) && !st && stream) st = rt->be->stream_sync(ctx->bctx, stream);
+  return st;
+}
+
 /* What both configured launches do first: cfg as the backend's
  * configuration (*lc), read through *full when the caller's struct has
  * another size than this library's, with its stream checked against ctx. */
@@ -155,10 +164,7 @@ static kc_status ex_resolve(kc_kernel *k, kc_context *ctx, const kc_launch_confi
   /* checked mode fills no cache: every launch comes here, records its
    * buffers' kernel and (host) has their guards checked */
   if (KC__UNLIKELY(rt->checked)) {
-    st = ex_go(l, ctx, cfg, args, nargs);
-    /* a launch on a host stream runs on the stream's thread: its buffers
-     * are checked once it has run */
-    if (!st && rt->check_each && s) st = rt->be->stream_sync(ctx->bctx, s->native);
+    st = checked_stream_wait(rt, ctx, s ? s->native : NULL, ex_go(l, ctx, cfg, args, nargs));
     return kc__checked_after(l, ctx, args, nargs, st);
   }
   kc__store_release(kc__slot_of(k, key), l);
@@ -203,13 +209,7 @@ static KC__NOINLINE kc_status args_ex_go(kc__linked *l, kc_args *a, const kc_lau
   kc__lcfg lc;
   kc_status st = ex_config(a->rt, a->ctx, l, cfg, &full, a->args, &lc);
   if (KC__UNLIKELY(st)) return st;
-  st = a->rt->be->launch_ex(&l->b, a->argv, &lc);
-  /* checked mode on the host: a launch on a stream has run before it
-   * returns, so that no check of the guards (at kc_context_finish, or
-   * another launch's) runs beside its kernel */
-  if (KC__UNLIKELY(a->rt->check_each) && !st && lc.stream)
-    st = a->rt->be->stream_sync(a->ctx->bctx, lc.stream);
-  return st;
+  return checked_stream_wait(a->rt, a->ctx, lc.stream, a->rt->be->launch_ex(&l->b, a->argv, &lc));
 }
 
 kc_status kc_launch_args_ex(kc_args *a, const kc_launch_config *cfg) {

@@ -230,6 +230,12 @@ static bool host_stream_thread_ready(host_stream *t) {
   return t->started;
 }
 
+/* Whether t's next launch runs on the caller (lock held): nothing queued
+ * and no thread to be had. */
+static bool host_stream_inline(host_stream *t) {
+  return !t->head && !t->running && !host_stream_thread_ready(t);
+}
+
 /* ------------------------------------------------------------ queueing */
 
 /* An item of t with room for need bytes of values (lock held on entry and
@@ -302,7 +308,7 @@ static kc_status host_stream_launch(kc__blinked *l, void **argv, const kc__lcfg 
   }
   need += align - 1; /* room to align the start */
   kc__lock(&q->lock);
-  if (!t->head && !t->running && !host_stream_thread_ready(t)) {
+  if (host_stream_inline(t)) {
     /* no thread: in order on the caller (nothing is queued) */
     kc__unlock(&q->lock);
     return host_launch_now(l, argv, cfg);
@@ -402,7 +408,7 @@ kc_status host_stream_wait(void *bctx, void *native, void *other_) {
     kc__unlock(&q->lock);
     return KC_OK;
   }
-  if (!t || (!t->head && !t->running && !host_stream_thread_ready(t))) {
+  if (!t || host_stream_inline(t)) {
     /* the implicit stream, or one with no thread: its next launch runs on
      * the caller, so the caller waits now */
     host_stream_wait_done(q, other);
