@@ -63,8 +63,8 @@ kc_status host_launch_check(const kc__blinked *l, const kc__lcfg *cfg) {
   return KC_OK;
 }
 
-/* On the calling thread, to completion (the context's own queue, and a
- * stream's launch where the stream has no thread). */
+/* On the calling thread, to completion (the context's own queue, a
+ * stream's launch on its thread, or on the caller where it has none). */
 kc_status host_launch_now(kc__blinked *l, void **argv, const kc__lcfg *cfg) {
   host_state *s = l->bctx;
   if (KC__LIKELY(!cfg->shared_bytes)) return l->launch(l, argv, cfg->grid, cfg->block);

@@ -63,7 +63,7 @@ typedef struct host_item {
   host_image *im;
   host_stream *other;
   uint64_t target;
-  unsigned g[3], b[3];
+  kc_dim3 grid, block;
   uint32_t shared_bytes;
   size_t cap; /* bytes of vals */
   void *argv[KC_MAX_ARGS]; /* into vals, each value at a multiple of its alignment */
@@ -137,27 +137,13 @@ void host_streams_forget(host_state *s, host_image *im) {
 
 /* ------------------------------------------------------ running items */
 
-/* The thread's scratch area for the launches it runs (interop.c keeps the
- * callers'); freed with the thread. */
-static _Thread_local void *host_stream_scratch;
-static _Thread_local size_t host_stream_scratch_size;
-
-/* Runs a queued launch on the calling thread: its status, its message on
- * this thread. */
-static int host_item_run(host_state *s, host_item *it) {
-  if (it->shared_bytes) {
-    if (host_stream_scratch_size < it->shared_bytes) {
-      void *p = realloc(host_stream_scratch, it->shared_bytes);
-      if (!p)
-        return kc__bs_err(s->sv, KC_ENOMEM, "out of memory for a %u-byte scratch area", it->shared_bytes);
-      host_stream_scratch = p;
-      host_stream_scratch_size = it->shared_bytes;
-    }
-    host_set_scratch(host_stream_scratch, it->shared_bytes);
-  }
-  int r = ((host_run_fn)it->im->run)(it->l, it->argv, (const kc_dim3 *)it->g, (const kc_dim3 *)it->b);
-  if (it->shared_bytes) host_set_scratch(NULL, 0);
-  return r;
+/* Runs a queued launch on the calling thread, as a launch on the
+ * context's own queue runs (host_launch_now: its scratch area is the
+ * thread's, freed when the thread exits): its status, its message on this
+ * thread. */
+static int host_item_run(host_item *it) {
+  kc__lcfg cfg = {.grid = &it->grid, .block = &it->block, .shared_bytes = it->shared_bytes};
+  return host_launch_now(it->l, it->argv, &cfg);
 }
 
 /* Counts the end of it (lock held): its object may go, its waiters wake.
@@ -192,7 +178,7 @@ static void *host_stream_thread(void *arg) {
       while (it->other && it->other->done < it->target) host_idle_wait(q);
     } else {
       kc__unlock(&q->lock);
-      int r = host_item_run(s, it);
+      int r = host_item_run(it);
       char msg[sizeof t->msg];
       if (r) {
         const kc__bsvc *sv = host_sv(it->l);
@@ -214,9 +200,6 @@ static void *host_stream_thread(void *arg) {
     }
   }
   kc__unlock(&q->lock);
-  free(host_stream_scratch);
-  host_stream_scratch = NULL;
-  host_stream_scratch_size = 0;
   return NULL;
 }
 
@@ -322,8 +305,8 @@ static kc_status host_stream_launch(kc__blinked *l, void **argv, const kc__lcfg 
   it->l = l;
   it->im = im;
   it->other = NULL;
-  memcpy(it->g, (const unsigned[3]){g->x, g->y, g->z}, sizeof it->g);
-  memcpy(it->b, (const unsigned[3]){b->x, b->y, b->z}, sizeof it->b);
+  it->grid = *g;
+  it->block = *b;
   it->shared_bytes = cfg->shared_bytes;
   uintptr_t base = ((uintptr_t)it->vals + align - 1) & ~(uintptr_t)(align - 1);
   size_t at = 0;
