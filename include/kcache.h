@@ -36,9 +36,9 @@ extern "C" {
 #endif
 
 #define KC_VERSION_MAJOR 0
-#define KC_VERSION_MINOR 4
+#define KC_VERSION_MINOR 5
 #define KC_VERSION_PATCH 0
-#define KC_VERSION_STRING "0.4.0"
+#define KC_VERSION_STRING "0.5.0"
 #define KC_VERSION_NUMBER (KC_VERSION_MAJOR * 10000 + KC_VERSION_MINOR * 100 + KC_VERSION_PATCH)
 
 /* Run-time twins of the version macros: what the linked library is. */
