@@ -39,6 +39,7 @@ jobs=$(nproc)
 # compiles on its own threads), and on 2 cores -j3 took 15-25% off the wall
 # time of the default and tsan suites (doc/testing.md). KC_TEST_JOBS overrides.
 test_jobs=${KC_TEST_JOBS:-$((jobs + 1))}
+[[ $test_jobs =~ ^[1-9][0-9]*$ ]] || { echo "test.sh: KC_TEST_JOBS must be a whole number of 1 or more, not '$test_jobs'" >&2; exit 2; }
 suites=("$@")
 ((${#suites[@]})) || suites=(lint default asan tsan clang reliability fuzz python)
 supp=$PWD/tests/sanitizers
