@@ -13,8 +13,11 @@
  *               queues the launch; the stream's thread runs it), and the
  *               same on an OpenCL stream (PoCL's in-order queue,
  *               clEnqueueNDRangeKernel behind it) where OpenCL is installed
- *   round trip  us for one launch on a stream and its kc_stream_sync (the
- *               stream's thread wakes, runs it, and wakes the caller)
+ *   round trip  us for one launch on a stream and its kc_stream_sync:
+ *               after a pause (the stream's thread wakes, runs it, and
+ *               the caller, who spun for 20 us, sleeps until it is woken)
+ *               and back to back (the thread still spinning after the last
+ *               one, the caller spinning until it is done)
  *   overlap     two chains of compute-bound one-group launches (the worker
  *               pool off: host_threads 1, so each launch is one thread's),
  *               one after the other on the context's queue, against each
@@ -110,8 +113,10 @@ static double queue_ns(kc_backend_kind be, bool on_stream, double *calls) {
   return median(t, reps);
 }
 
-/* us for a launch on a host stream and its sync. */
-static double round_trip_us(void) {
+/* us for a launch on a host stream and its sync: after a pause of 200 us
+ * (the stream's thread asleep) or back to back (pause false: the thread
+ * finished the last launch just before). */
+static double round_trip_us(bool pause) {
   tiny_setup ts;
   tiny_open(&ts, KC_BACKEND_HOST, true);
   int v = 1;
@@ -119,7 +124,7 @@ static double round_trip_us(void) {
   enum { N = 201 };
   double t[N];
   for (int r = -20; r < N; r++) {
-    usleep(200); /* the stream's thread asleep, as after any pause */
+    if (pause) usleep(200); /* the stream's thread asleep, as after any pause */
     double t0 = now_ns();
     KCB_CHECK(kc_launch_ex(ts.k, ts.ctx, &ts.c, args, 2));
     KCB_CHECK(kc_stream_sync(ts.s));
@@ -220,8 +225,9 @@ int main(int argc, char **argv) {
   if (q_cl >= 0) printf("  OpenCL (PoCL), a kc_stream                     %8.0f / %8.0f\n", c_cl, q_cl);
   else printf("  OpenCL: not measured (%s)\n", opencl ? why : "--no-opencl");
 
-  printf("\nround trip: us for a launch on a host stream and its kc_stream_sync, thread asleep before\n");
-  printf("  median %.1f\n", round_trip_us());
+  printf("\nround trip: us for a launch on a host stream and its kc_stream_sync (medians)\n");
+  printf("  after a pause of 200 us (the stream's thread asleep)   %6.1f\n", round_trip_us(true));
+  printf("  back to back (the thread finished the last one)        %6.2f\n", round_trip_us(false));
 
   /* the work per launch: about a millisecond on one core */
   int n = 4096;

@@ -209,6 +209,37 @@ static void test_a_stream_waits_for_another(void **state) {
   kct_destroy(f.rt);
 }
 
+/* Launches and syncs with pauses around the time a stream's thread and a
+ * sync spin before they sleep (20 us): a launch that comes while the
+ * thread goes from spinning to sleeping must still wake it (a lost wake-up
+ * hangs here), and a sync must see every launch before it done. */
+static void test_launches_around_the_spin(void **state) {
+  (void)state;
+  fixture f;
+  setup(&f);
+  kc_stream *s;
+  KCT_OK(f.rt, kc_stream_create(f.ctx, &s));
+  for (int i = 1; i <= 1500; i++) {
+    long pause_ns = (long)(i % 9) * 5000; /* 0 to 40 us */
+    KCT_OK(f.rt, launch_put(&f, s, f.bmem, 0, i));
+    if (i % 3 == 0) { /* a second launch after the pause, then the sync */
+      nanosleep(&(struct timespec){0, pause_ns}, NULL);
+      KCT_OK(f.rt, launch_put(&f, s, f.bmem, 1, i));
+      KCT_OK(f.rt, kc_stream_sync(s));
+      assert_int_equal(load(&f.mem[1]), i);
+    } else if (i % 3 == 1) { /* the sync after the pause */
+      nanosleep(&(struct timespec){0, pause_ns}, NULL);
+      KCT_OK(f.rt, kc_stream_sync(s));
+    } else { /* the sync at once, then the pause before the next launch */
+      KCT_OK(f.rt, kc_stream_sync(s));
+      nanosleep(&(struct timespec){0, pause_ns}, NULL);
+    }
+    assert_int_equal(load(&f.mem[0]), i);
+  }
+  kc_stream_destroy(s);
+  kct_destroy(f.rt);
+}
+
 /* The values of the arguments are those of the launch's call. */
 static void test_arguments_are_taken_at_the_launch(void **state) {
   (void)state;
@@ -557,6 +588,7 @@ int main(int argc, char **argv) {
   if (rc >= 0) return rc;
   const struct CMUnitTest tests[] = {KCT_TEST(test_launches_are_asynchronous_and_in_order),
                                      KCT_TEST(test_a_stream_waits_for_another),
+                                     KCT_TEST(test_launches_around_the_spin),
                                      KCT_TEST(test_arguments_are_taken_at_the_launch),
                                      KCT_TEST(test_what_a_queued_launch_uses_stays),
                                      KCT_TEST(test_a_failure_comes_back_from_the_sync),
