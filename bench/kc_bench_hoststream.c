@@ -14,10 +14,9 @@
  *               same on an OpenCL stream (PoCL's in-order queue,
  *               clEnqueueNDRangeKernel behind it) where OpenCL is installed
  *   round trip  us for one launch on a stream and its kc_stream_sync:
- *               after a pause (the stream's thread wakes, runs it, and
- *               the caller, who spun for 20 us, sleeps until it is woken)
- *               and back to back (the thread still spinning after the last
- *               one, the caller spinning until it is done)
+ *               after a pause (the stream's thread asleep: it is woken,
+ *               runs the launch, while the sync spins) and back to back
+ *               (the thread still spinning after the last one)
  *   overlap     two chains of compute-bound one-group launches (the worker
  *               pool off: host_threads 1, so each launch is one thread's),
  *               one after the other on the context's queue, against each

@@ -31,15 +31,17 @@
 #   KC_TEST_JOBS=N                  CTest suites run at once (default: cores + 1)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-scripts/deps.sh test
 
 jobs=$(nproc)
 # CTest runs one more suite than there are cores: many suites spend part of
 # their time waiting (on child processes, Redis, a lock's timeout, PoCL's
 # compiles on its own threads), and on 2 cores -j3 took 15-25% off the wall
-# time of the default and tsan suites (doc/testing.md). KC_TEST_JOBS overrides.
+# time of the default and tsan suites (doc/testing.md). KC_TEST_JOBS
+# overrides. Not the reliability suite (scripts/reliability.sh): its stress
+# tests run for a fixed time and want their cores.
 test_jobs=${KC_TEST_JOBS:-$((jobs + 1))}
 [[ $test_jobs =~ ^[1-9][0-9]*$ ]] || { echo "test.sh: KC_TEST_JOBS must be a whole number of 1 or more, not '$test_jobs'" >&2; exit 2; }
+scripts/deps.sh test
 suites=("$@")
 ((${#suites[@]})) || suites=(lint default asan tsan clang reliability fuzz python)
 supp=$PWD/tests/sanitizers

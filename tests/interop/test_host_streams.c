@@ -209,10 +209,19 @@ static void test_a_stream_waits_for_another(void **state) {
   kct_destroy(f.rt);
 }
 
+/* Busy-waits ns nanoseconds (nanosleep sleeps 50 us more: timer slack). */
+static void pause_ns(long ns) {
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  do clock_gettime(CLOCK_MONOTONIC, &b);
+  while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
+}
+
 /* Launches and syncs with pauses around the time a stream's thread and a
  * sync spin before they sleep (20 us): a launch that comes while the
  * thread goes from spinning to sleeping must still wake it (a lost wake-up
- * hangs here), and a sync must see every launch before it done. */
+ * hangs here until CTest's timeout), and a sync must see every launch
+ * before it done. */
 static void test_launches_around_the_spin(void **state) {
   (void)state;
   fixture f;
@@ -220,19 +229,19 @@ static void test_launches_around_the_spin(void **state) {
   kc_stream *s;
   KCT_OK(f.rt, kc_stream_create(f.ctx, &s));
   for (int i = 1; i <= 1500; i++) {
-    long pause_ns = (long)(i % 9) * 5000; /* 0 to 40 us */
+    long pause = 6000 + (long)(i % 16) * 2000; /* 6 to 36 us, in steps of 2 */
     KCT_OK(f.rt, launch_put(&f, s, f.bmem, 0, i));
     if (i % 3 == 0) { /* a second launch after the pause, then the sync */
-      nanosleep(&(struct timespec){0, pause_ns}, NULL);
+      pause_ns(pause);
       KCT_OK(f.rt, launch_put(&f, s, f.bmem, 1, i));
       KCT_OK(f.rt, kc_stream_sync(s));
       assert_int_equal(load(&f.mem[1]), i);
     } else if (i % 3 == 1) { /* the sync after the pause */
-      nanosleep(&(struct timespec){0, pause_ns}, NULL);
+      pause_ns(pause);
       KCT_OK(f.rt, kc_stream_sync(s));
     } else { /* the sync at once, then the pause before the next launch */
       KCT_OK(f.rt, kc_stream_sync(s));
-      nanosleep(&(struct timespec){0, pause_ns}, NULL);
+      pause_ns(pause);
     }
     assert_int_equal(load(&f.mem[0]), i);
   }

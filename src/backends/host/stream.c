@@ -44,8 +44,9 @@
  * the stream's counters before they sleep on a condition variable, so that
  * launches and syncs that follow one another closely meet a thread that is
  * awake (a sleeping thread takes several microseconds to wake up); a
- * queued launch signals the thread only when it sleeps. Not on a machine
- * with one core, where the spinner would only keep the other from running.
+ * queued launch signals the thread only when it sleeps. Not where the
+ * process may run on one core only (its affinity), where the spinner would
+ * only keep the other from running.
  *
  * Locks: host_streams.lock (held to queue, to take a launch off a queue
  * and to count its end, and around fork(); no group runs under it, and no
@@ -55,6 +56,7 @@
 #include "backends/host/host.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +141,17 @@ static bool host_spin_until(_Atomic uint64_t *v, uint64_t target) {
   }
 }
 
+/* Takes the lock after a spin, spinning on it a little too: the thread
+ * that moved the counter holds it for a few more instructions, and a
+ * plain lock would put this thread to sleep in the kernel for them. */
+static void host_relock(host_streams *q) {
+  for (int i = 0; i < 256; i++) {
+    if (pthread_mutex_trylock(&q->lock) == 0) return;
+    host_pause();
+  }
+  kc__lock(&q->lock);
+}
+
 /* The ticket of the oldest item of t not finished (UINT64_MAX: none). */
 static uint64_t host_oldest(const host_stream *t) {
   if (t->running) return t->running->ticket;
@@ -202,7 +215,7 @@ static void host_stream_idle(host_streams *q, host_stream *t) {
     uint64_t next = t->queued + 1;
     kc__unlock(&q->lock);
     host_spin_until(&t->queued_a, next);
-    kc__lock(&q->lock);
+    host_relock(q);
   }
   while (!t->head && !t->stop) {
     t->sleeping = true;
@@ -419,7 +432,7 @@ static void host_stream_wait_done(host_streams *q, host_stream *t) {
   if (t->done < target && q->spin) {
     kc__unlock(&q->lock);
     host_spin_until(&t->done_a, target);
-    kc__lock(&q->lock);
+    host_relock(q);
   }
   while (t->done < target) host_idle_wait(q);
 }
@@ -543,6 +556,13 @@ static void host_streams_fork_child(void *ud) {
   kc__unlock(&q->lock);
 }
 
+/* The cores this process may run on (its affinity), else those online. */
+static long host_cpus(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 kc_status host_streams_open(host_state *s) {
   host_streams *q = kc__bs_calloc(s->sv, sizeof *q);
   if (!q) return kc__bs_err(s->sv, KC_ENOMEM, "out of memory");
@@ -561,7 +581,7 @@ kc_status host_streams_open(host_state *s) {
                             .child = host_streams_fork_child,
                             .ud = q};
   q->no_threads = !kc__fork_register(&q->fork); /* then launches run on the caller */
-  q->spin = sysconf(_SC_NPROCESSORS_ONLN) > 1;
+  q->spin = host_cpus() > 1;
   s->streams = q;
   return KC_OK;
 }
