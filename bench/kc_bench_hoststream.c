@@ -15,8 +15,8 @@
  *               clEnqueueNDRangeKernel behind it) where OpenCL is installed
  *   round trip  us for one launch on a stream and its kc_stream_sync:
  *               after a pause (the stream's thread asleep: it is woken,
- *               runs the launch, while the sync spins) and back to back
- *               (the thread still spinning after the last one)
+ *               runs the launch and wakes the caller) and back to back
+ *               (the thread went to sleep just before)
  *   overlap     two chains of compute-bound one-group launches (the worker
  *               pool off: host_threads 1, so each launch is one thread's),
  *               one after the other on the context's queue, against each

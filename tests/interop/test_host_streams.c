@@ -217,12 +217,13 @@ static void pause_ns(long ns) {
   while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
 }
 
-/* Launches and syncs with pauses around the time a stream's thread and a
- * sync spin before they sleep (20 us): a launch that comes while the
- * thread goes from spinning to sleeping must still wake it (a lost wake-up
- * hangs here until CTest's timeout), and a sync must see every launch
- * before it done. */
-static void test_launches_around_the_spin(void **state) {
+/* Launches and syncs with pauses of a few tens of microseconds, about
+ * the time a stream's thread takes to go to sleep and to wake up: a launch
+ * that comes while the thread goes to sleep must still wake it (a lost
+ * wake-up hangs here until CTest's timeout), and a sync must see every
+ * launch before it done. (Written for the spin before sleeping that was
+ * tried and left out: doc/benchmarks.md.) */
+static void test_launches_with_short_pauses(void **state) {
   (void)state;
   fixture f;
   setup(&f);
@@ -597,7 +598,7 @@ int main(int argc, char **argv) {
   if (rc >= 0) return rc;
   const struct CMUnitTest tests[] = {KCT_TEST(test_launches_are_asynchronous_and_in_order),
                                      KCT_TEST(test_a_stream_waits_for_another),
-                                     KCT_TEST(test_launches_around_the_spin),
+                                     KCT_TEST(test_launches_with_short_pauses),
                                      KCT_TEST(test_arguments_are_taken_at_the_launch),
                                      KCT_TEST(test_what_a_queued_launch_uses_stays),
                                      KCT_TEST(test_a_failure_comes_back_from_the_sync),

@@ -39,15 +39,6 @@
  * threads start again at their next launch. Sync the streams before
  * fork() for a defined state.
  *
- * Waiting without sleeping first: a stream's thread whose queue is empty,
- * and a sync whose stream is still running, spin for up to HOST_SPIN_NS on
- * the stream's counters before they sleep on a condition variable, so that
- * launches and syncs that follow one another closely meet a thread that is
- * awake (a sleeping thread takes several microseconds to wake up); a
- * queued launch signals the thread only when it sleeps. Not where the
- * process may run on one core only (its affinity), where the spinner would
- * only keep the other from running.
- *
  * Locks: host_streams.lock (held to queue, to take a launch off a queue
  * and to count its end, and around fork(); no group runs under it, and no
  * lock of kcache's is taken under it; the allocator is called outside it,
@@ -56,8 +47,6 @@
 #include "backends/host/host.h"
 
 #include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,9 +78,7 @@ struct host_stream {
   host_item *spare; /* finished items, kept for the next launches */
   unsigned nspare;
   uint64_t queued, done; /* items queued and finished, ever */
-  _Atomic uint64_t queued_a, done_a; /* the same, for spinners without the lock */
   pthread_cond_t wake; /* the thread waits here for an item */
-  bool sleeping; /* the thread waits on wake */
   pthread_t thread;
   bool started; /* the thread runs (in this process) */
   bool stop;
@@ -102,7 +89,6 @@ struct host_stream {
 struct host_streams {
   kc__mutex lock;
   bool no_threads; /* no fork hook: a child would inherit queues without threads */
-  bool spin; /* more than one core: waits spin before they sleep */
   pthread_cond_t idle; /* an item finished (broadcast when waiters) */
   unsigned waiters;
   host_stream *list;
@@ -111,7 +97,6 @@ struct host_streams {
 };
 
 #define HOST_SPARE_MAX 32 /* finished items a stream keeps */
-#define HOST_SPIN_NS 20000u /* how long a wait spins before it sleeps */
 
 /* ------------------------------------------------------------ waiting */
 
@@ -120,36 +105,6 @@ static void host_idle_wait(host_streams *q) {
   q->waiters++;
   pthread_cond_wait(&q->idle, &q->lock);
   q->waiters--;
-}
-
-static inline void host_pause(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
-
-/* Spins until *v reaches target, for HOST_SPIN_NS at most (the lock not
- * held): true if it did. */
-static bool host_spin_until(_Atomic uint64_t *v, uint64_t target) {
-  uint64_t start = kc__now_ns();
-  for (unsigned i = 1;; i++) {
-    if (kc__load_acquire(v) >= target) return true;
-    if (!(i & 63) && kc__now_ns() - start > HOST_SPIN_NS) return false;
-    host_pause();
-  }
-}
-
-/* Takes the lock after a spin, spinning on it a little too: the thread
- * that moved the counter holds it for a few more instructions, and a
- * plain lock would put this thread to sleep in the kernel for them. */
-static void host_relock(host_streams *q) {
-  for (int i = 0; i < 256; i++) {
-    if (pthread_mutex_trylock(&q->lock) == 0) return;
-    host_pause();
-  }
-  kc__lock(&q->lock);
 }
 
 /* The ticket of the oldest item of t not finished (UINT64_MAX: none). */
@@ -197,7 +152,6 @@ static int host_item_run(host_item *it) {
 static host_item *host_item_end(host_streams *q, host_stream *t, host_item *it) {
   if (it->im) it->im->queued--;
   t->done++;
-  kc__store_release(&t->done_a, t->done);
   if (t->nspare < HOST_SPARE_MAX) {
     it->next = t->spare;
     t->spare = it;
@@ -208,29 +162,13 @@ static host_item *host_item_end(host_streams *q, host_stream *t, host_item *it) 
   return it;
 }
 
-/* Waits (lock held) until t has an item or is stopped: a spin first, for a
- * launch that comes soon after the last one, then asleep on wake. */
-static void host_stream_idle(host_streams *q, host_stream *t) {
-  if (q->spin && !t->stop) {
-    uint64_t next = t->queued + 1;
-    kc__unlock(&q->lock);
-    host_spin_until(&t->queued_a, next);
-    host_relock(q);
-  }
-  while (!t->head && !t->stop) {
-    t->sleeping = true;
-    pthread_cond_wait(&t->wake, &q->lock);
-    t->sleeping = false;
-  }
-}
-
 static void *host_stream_thread(void *arg) {
   host_stream *t = arg;
   host_state *s = t->s;
   host_streams *q = s->streams;
   kc__lock(&q->lock);
   for (;;) {
-    if (!t->head && !t->stop) host_stream_idle(q, t);
+    while (!t->head && !t->stop) pthread_cond_wait(&t->wake, &q->lock);
     host_item *it = t->head;
     if (!it) break; /* stopped, and nothing is left */
     t->head = it->next;
@@ -309,9 +247,8 @@ static void host_item_queue(host_streams *q, host_stream *t, host_item *it) {
   else t->head = it;
   t->tail = it;
   t->queued++;
-  kc__store_release(&t->queued_a, t->queued);
   if (it->im) it->im->queued++;
-  if (t->sleeping) pthread_cond_signal(&t->wake); /* else it spins, or runs, and finds it */
+  pthread_cond_signal(&t->wake);
 }
 
 /* The bytes of argument i of a launch (cfg->args: the kinds), and the
@@ -401,8 +338,6 @@ kc_status host_stream_create(void *bctx, void **native) {
   host_stream *t = kc__bs_calloc(s->sv, sizeof *t);
   if (!t) return kc__bs_err(s->sv, KC_ENOMEM, "kc_stream_create: out of memory");
   t->s = s;
-  atomic_init(&t->queued_a, 0);
-  atomic_init(&t->done_a, 0);
   if (pthread_cond_init(&t->wake, NULL) != 0) {
     kc__bs_free(s->sv, t);
     return kc__bs_err(s->sv, KC_ENOMEM, "kc_stream_create: out of memory");
@@ -425,15 +360,9 @@ kc_status host_stream_wrap(void *bctx, void *native) {
   return KC_OK;
 }
 
-/* Waits until t has finished what was queued on it before (lock held;
- * released while it spins, then while it sleeps). */
-static void host_stream_wait_done(host_streams *q, host_stream *t) {
+/* Waits until t has finished what was queued on it before (lock held). */
+static void host_stream_wait_done(host_streams *q, const host_stream *t) {
   uint64_t target = t->queued;
-  if (t->done < target && q->spin) {
-    kc__unlock(&q->lock);
-    host_spin_until(&t->done_a, target);
-    host_relock(q);
-  }
   while (t->done < target) host_idle_wait(q);
 }
 
@@ -544,23 +473,14 @@ static void host_streams_fork_child(void *ud) {
       t->head = it->next;
       if (it->im) it->im->queued--;
       t->done++;
-      kc__store_relaxed(&t->done_a, t->done);
       it->next = t->spare;
       t->spare = it;
       t->nspare++;
     }
     t->tail = NULL;
     t->started = false;
-    t->sleeping = false;
   }
   kc__unlock(&q->lock);
-}
-
-/* The cores this process may run on (its affinity), else those online. */
-static long host_cpus(void) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-  return sysconf(_SC_NPROCESSORS_ONLN);
 }
 
 kc_status host_streams_open(host_state *s) {
@@ -581,7 +501,6 @@ kc_status host_streams_open(host_state *s) {
                             .child = host_streams_fork_child,
                             .ud = q};
   q->no_threads = !kc__fork_register(&q->fork); /* then launches run on the caller */
-  q->spin = host_cpus() > 1;
   s->streams = q;
   return KC_OK;
 }
