@@ -313,6 +313,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: --reps takes 1..100, --max-threads 1..256\n", KCB_PROG);
     return 2;
   }
+  bool known = !only;
+  for (int k = 0; k < NKERN && !known; k++) known = !strcmp(only, knames[k]);
+  if (!known) {
+    fprintf(stderr, "%s: --kernel takes saxpy, madd, reduce, stencil or matmul, not \"%s\"\n", KCB_PROG,
+            only);
+    return 2;
+  }
   /* the thread counts: 1, 2, 4, ... and every core */
   int tc[16], ntc = 0;
   for (int t = 1; t < maxt && ntc < 15; t *= 2) tc[ntc++] = t;
@@ -381,6 +388,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < ntc; i++) printf(" %7s%-2d", "omp t=", tc[i]);
   printf(" %9s  %s\n", "OpenCL", "kc 1t / C -O3nat");
   for (int k = 0; k < NKERN; k++) {
+    if (only && strcmp(only, knames[k])) continue; /* not measured */
     printf("%-8s %9.2f %9.2f", knames[k], c_o2[k], c_o3[k]);
     for (int i = 0; i < ntc; i++) printf(" %9.2f", kc[k][i]);
     for (int i = 0; i < ntc; i++) printf(" %9.2f", c_omp[k][i]);
@@ -389,10 +397,15 @@ int main(int argc, char **argv) {
     printf("  %.2fx\n", kc[k][0] / c_o3[k]);
   }
   if (!opencl) printf("(OpenCL: %s)\n", why ? why : "left out");
-  printf("\nkernels with kc_barrier(), one thread: split at the barriers (kc t=1) against fibers (ms)\n");
-  printf("%-8s %9s %9s %9s\n", "kernel", "split", "fibers", "speedup");
-  for (int k = 0; k < NKERN; k++)
-    if (fib[k] >= 0) printf("%-8s %9.2f %9.2f %8.1fx\n", knames[k], kc[k][0], fib[k], fib[k] / kc[k][0]);
+  bool fibers = false;
+  for (int k = 0; k < NKERN; k++) fibers |= fib[k] >= 0;
+  if (fibers) {
+    printf("\nkernels with kc_barrier(), one thread: split at the barriers (kc t=1) against fibers (ms)\n");
+    printf("%-8s %9s %9s %9s\n", "kernel", "split", "fibers", "speedup");
+    for (int k = 0; k < NKERN; k++)
+      if (fib[k] >= 0) printf("%-8s %9.2f %9.2f %8.1fx\n", knames[k], kc[k][0], fib[k], fib[k] / kc[k][0]);
+  }
+  if (only) return 0; /* the crossover is saxpy's, measured with every kernel */
   printf("\nthe pool's crossover: saxpy launches of n items, us per launch (median)\n");
   printf("%10s %12s %12s\n", "items", "1 thread", "all threads");
   for (int i = 0; i < NX; i++) printf("%10u %12.2f %12.2f\n", cross_n[i], x1[i], xall[i]);
