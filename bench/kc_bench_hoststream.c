@@ -15,8 +15,10 @@
  *               clEnqueueNDRangeKernel behind it) where OpenCL is installed
  *   round trip  us for one launch on a stream and its kc_stream_sync:
  *               after a pause (the stream's thread asleep: it is woken,
- *               runs the launch and wakes the caller) and back to back
- *               (the thread went to sleep just before)
+ *               runs the launch and wakes the caller), back to back
+ *               (the thread went to sleep just before), and after the
+ *               thread ended idle (KC_HOST_STREAM_IDLE=0.001 and a pause
+ *               of 5 ms: the launch starts a thread again)
  *   overlap     two chains of compute-bound one-group launches (the worker
  *               pool off: host_threads 1, so each launch is one thread's),
  *               one after the other on the context's queue, against each
@@ -113,17 +115,21 @@ static double queue_ns(kc_backend_kind be, bool on_stream, double *calls) {
 }
 
 /* us for a launch on a host stream and its sync: after a pause of 200 us
- * (the stream's thread asleep) or back to back (pause false: the thread
- * finished the last launch just before). */
-static double round_trip_us(bool pause) {
+ * (the stream's thread asleep), back to back (the thread finished the
+ * last launch just before), or after the thread ended idle. */
+typedef enum { RT_ASLEEP, RT_BACK_TO_BACK, RT_ENDED } rt_mode;
+static double round_trip_us(rt_mode mode) {
   tiny_setup ts;
+  if (mode == RT_ENDED) setenv("KC_HOST_STREAM_IDLE", "0.001", 1);
   tiny_open(&ts, KC_BACKEND_HOST, true);
+  unsetenv("KC_HOST_STREAM_IDLE");
   int v = 1;
   kc_arg args[] = {KC_ARG_BUF(ts.y), KC_ARG_VAL(v)};
   enum { N = 201 };
   double t[N];
   for (int r = -20; r < N; r++) {
-    if (pause) usleep(200); /* the stream's thread asleep, as after any pause */
+    if (mode == RT_ASLEEP) usleep(200); /* the stream's thread asleep, as after any pause */
+    if (mode == RT_ENDED) usleep(5000); /* 5x its idle time: the thread has ended */
     double t0 = now_ns();
     KCB_CHECK(kc_launch_ex(ts.k, ts.ctx, &ts.c, args, 2));
     KCB_CHECK(kc_stream_sync(ts.s));
@@ -225,8 +231,9 @@ int main(int argc, char **argv) {
   else printf("  OpenCL: not measured (%s)\n", opencl ? why : "--no-opencl");
 
   printf("\nround trip: us for a launch on a host stream and its kc_stream_sync (medians)\n");
-  printf("  after a pause of 200 us (the stream's thread asleep)   %6.1f\n", round_trip_us(true));
-  printf("  back to back (the thread finished the last one)        %6.2f\n", round_trip_us(false));
+  printf("  after a pause of 200 us (the stream's thread asleep)   %6.1f\n", round_trip_us(RT_ASLEEP));
+  printf("  back to back (the thread finished the last one)        %6.2f\n", round_trip_us(RT_BACK_TO_BACK));
+  printf("  after the thread ended idle (a new thread starts)      %6.1f\n", round_trip_us(RT_ENDED));
 
   /* the work per launch: about a millisecond on one core */
   int n = 4096;

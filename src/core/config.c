@@ -150,6 +150,13 @@ void kc__bconfig_make(const kc__config *c, const kc_options *opt, kc__bconfig *b
     ht = cores > 0 ? (uint64_t)(cores > 1024 ? 1024 : cores) : 1;
   }
   b->host_threads = (uint32_t)ht;
+  double idle = 5;
+  kc__setting_state is = kc__config_seconds(c, KC__SET_HOST_STREAM_IDLE, &idle);
+  if (is == KC__SETTING_BAD || idle > 86400) {
+    if (warn) kc__config_warn(log, c, KC__SET_HOST_STREAM_IDLE, "5 s");
+    idle = 5;
+  }
+  b->host_stream_idle_ns = (uint64_t)(idle * 1e9);
   bool ptx = false;
   kc__config_bool(c, KC__SET_CUDA_FORCE_PTX, &ptx);
   b->cuda_force_ptx = ptx;

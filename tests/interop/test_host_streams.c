@@ -8,12 +8,15 @@
  * made; a buffer kcache made, and a loaded object (a reset context, a
  * redefinition collected), stay until the launches queued with them have
  * run; a failure on the stream's thread comes back from the next sync; a
- * child of fork() starts with empty streams; threads share a stream while
- * buffers, streams and collections come and go (run under TSan by the
- * tsan build).
+ * child of fork() starts with empty streams; a stream's thread ends when
+ * it has been idle for KC_HOST_STREAM_IDLE and starts again at the
+ * stream's next launch; threads share a stream while buffers, streams and
+ * collections come and go, with the streams' threads ending and starting
+ * again between their launches (run under TSan by the tsan build).
  */
 #include "kc_test.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -498,6 +501,80 @@ static void test_a_child_of_fork_starts_with_empty_streams(void **state) {
   kct_destroy(f.rt);
 }
 
+/* The threads of this process (/proc/self/task). */
+static int thread_count(void) {
+  DIR *d = opendir("/proc/self/task");
+  assert_non_null(d);
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+/* The thread count once it is at most n, waiting up to 10 s. */
+static int threads_down_to(int n) {
+  int have = thread_count();
+  for (int i = 0; i < 1000 && have > n; i++) {
+    nanosleep(&(struct timespec){0, 10000000L}, NULL);
+    have = thread_count();
+  }
+  return have;
+}
+
+/* With KC_HOST_STREAM_IDLE=0.2, a stream's thread ends 0.2 s after its
+ * last launch ran; a failure it had is still the stream's next sync's;
+ * the stream's next launch starts a thread again, as asynchronous and in
+ * order as before; a stream whose thread ended is destroyed. */
+static void test_an_idle_streams_thread_ends(void **state) {
+  (void)state;
+  setenv("KC_HOST_STREAM_IDLE", "0.2", 1);
+  fixture f;
+  setup(&f);
+  unsetenv("KC_HOST_STREAM_IDLE");
+  kct_define(f.rt, "halfway",
+             "KC_KERNEL void halfway(KC_GLOBAL int *y) {\n"
+             "  if (kc_local_id(0) < 4) kc_barrier();\n"
+             "  y[kc_global_id(0)] = 1;\n"
+             "}\n");
+  kc_kernel *k = kct_kernel(f.rt, "halfway", NULL);
+  int base = thread_count();
+  kc_stream *s, *s2;
+  KCT_OK(f.rt, kc_stream_create(f.ctx, &s));
+  KCT_OK(f.rt, kc_stream_create(f.ctx, &s2));
+  assert_int_equal(thread_count(), base); /* a stream's thread starts at its first launch */
+  kc_launch_config c = kct_config(1, 8, s);
+  KCT_OK(f.rt, kc_launch_ex(k, f.ctx, &c, (kc_arg[]){KC_ARG_BUF(f.bmem)}, 1)); /* fails on s's thread */
+  KCT_OK(f.rt, launch_put(&f, s2, f.bmem, 2, 5));
+  KCT_OK(f.rt, kc_stream_sync(s2));
+  assert_int_equal(f.mem[2], 5);
+  int idle = threads_down_to(base);
+  assert_true(idle <= base); /* both threads ended */
+  KCT_STATUS(f.rt, KC_ELAUNCH, kc_stream_sync(s)); /* the failure outlived its thread */
+  KCT_CONTAINS(kc_errmsg(f.rt), "kernel 'halfway', launched on a stream, failed");
+  KCT_OK(f.rt, kc_stream_sync(s)); /* said once */
+
+  /* s's next launches: a thread again, asynchronous, in order */
+  KCT_OK(f.rt, launch_gate(&f, s, f.bmem, 9));
+  KCT_OK(f.rt, launch_put(&f, s, f.bmem, 1, 4));
+  assert_int_equal(load(&f.done), 0);
+  assert_int_equal(load(&f.mem[1]), 0);
+  assert_int_equal(thread_count(), idle + 1);
+  store(&f.flag, 1);
+  KCT_OK(f.rt, kc_stream_sync(s));
+  assert_int_equal(f.mem[0], 9);
+  assert_int_equal(f.mem[1], 4);
+  /* a wait on a stream whose thread ended, and a stream destroyed with its thread ended */
+  assert_true(threads_down_to(idle) <= idle);
+  KCT_OK(f.rt, kc_stream_wait(s2, s));
+  KCT_OK(f.rt, launch_put(&f, s2, f.bmem, 3, 6));
+  KCT_OK(f.rt, kc_stream_sync(s2));
+  assert_int_equal(f.mem[3], 6);
+  kc_stream_destroy(s);
+  assert_true(threads_down_to(idle) <= idle);
+  kc_stream_destroy(s2);
+  kct_destroy(f.rt);
+}
+
 /* Threads launching on one shared stream and on their own, with waits
  * between them, while the main thread makes and destroys buffers and
  * streams, collects, and finishes the context. */
@@ -549,8 +626,7 @@ static void *work(void *p) {
   return NULL;
 }
 
-static void test_threads_share_streams(void **state) {
-  (void)state;
+static void threads_share_streams(void) {
   fixture f;
   setup(&f);
   kc_stream *shared;
@@ -593,6 +669,20 @@ static void test_threads_share_streams(void **state) {
   kct_destroy(f.rt);
 }
 
+static void test_threads_share_streams(void **state) {
+  (void)state;
+  threads_share_streams();
+}
+
+/* The same with the streams' threads ending after 1 ms idle: they end
+ * and start again between launches, syncs and waits. */
+static void test_threads_share_streams_whose_threads_end(void **state) {
+  (void)state;
+  setenv("KC_HOST_STREAM_IDLE", "0.001", 1);
+  threads_share_streams();
+  unsetenv("KC_HOST_STREAM_IDLE");
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_only(argc, argv, KC_BACKEND_HOST, "host");
   if (rc >= 0) return rc;
@@ -604,6 +694,8 @@ int main(int argc, char **argv) {
                                      KCT_TEST(test_a_failure_comes_back_from_the_sync),
                                      KCT_TEST(test_a_child_of_fork_starts_with_empty_streams),
                                      KCT_TEST(test_a_failure_never_synced_is_logged),
-                                     KCT_TEST(test_threads_share_streams)};
+                                     KCT_TEST(test_an_idle_streams_thread_ends),
+                                     KCT_TEST(test_threads_share_streams),
+                                     KCT_TEST(test_threads_share_streams_whose_threads_end)};
   return KCT_RUN(tests);
 }

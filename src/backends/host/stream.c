@@ -30,7 +30,12 @@
  *
  * A stream's thread starts at its first launch, with the signal mask of
  * the thread that made it (as the pool's workers keep the application's:
- * a kernel's fault is the process's). Where no thread can start (out of
+ * a kernel's fault is the process's), and ends when it has waited
+ * host_streams.idle_ns for a launch (KC_HOST_STREAM_IDLE, 5 s by default;
+ * 0: never), so that only the streams in use hold threads; the stream's
+ * next launch starts one again (joining the one that ended). What the
+ * stream keeps (a failure not yet synced, its counts) is the stream's,
+ * not the thread's. Where no thread can start (out of
  * resources; a ThreadSanitizer build in a child of fork(); no fork hook,
  * pthread_atfork having run out of memory), the stream runs its launches
  * in the caller, in order: its queue is empty whenever it has no thread. A
@@ -42,14 +47,17 @@
  * Locks: host_streams.lock (held to queue, to take a launch off a queue
  * and to count its end, and around fork(); no group runs under it, and no
  * lock of kcache's is taken under it; the allocator is called outside it,
- * pthread_create under it at a stream's first launch).
+ * pthread_create under it at a stream's first launch, as is the join of a
+ * thread that ended idle, which holds no lock as it ends).
  */
 #include "backends/host/host.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct host_stream host_stream;
@@ -81,6 +89,7 @@ struct host_stream {
   pthread_cond_t wake; /* the thread waits here for an item */
   pthread_t thread;
   bool started; /* the thread runs (in this process) */
+  bool ended; /* the thread ended, idle, and is still to be joined */
   bool stop;
   kc_status err; /* the first failure not yet reported by a sync, and its message */
   char msg[1024];
@@ -93,6 +102,7 @@ struct host_streams {
   unsigned waiters;
   host_stream *list;
   uint64_t ticket; /* items queued ever, on every stream */
+  uint64_t idle_ns; /* a stream's thread ends after waiting this long for a launch (0: never) */
   kc__fork_hook fork;
 };
 
@@ -105,6 +115,33 @@ static void host_idle_wait(host_streams *q) {
   q->waiters++;
   pthread_cond_wait(&q->idle, &q->lock);
   q->waiters--;
+}
+
+/* Initializes a stream's wake condition, on the monotonic clock (its
+ * thread's idle wait is timed). */
+static bool host_wake_init(pthread_cond_t *c) {
+  pthread_condattr_t a;
+  if (pthread_condattr_init(&a) != 0) return false;
+  bool ok = pthread_condattr_setclock(&a, CLOCK_MONOTONIC) == 0 && pthread_cond_init(c, &a) == 0;
+  pthread_condattr_destroy(&a);
+  return ok;
+}
+
+/* Waits until t has an item or is stopped (lock held). False when it
+ * waited q->idle_ns for neither: the thread then ends. */
+static bool host_stream_sleep(host_streams *q, host_stream *t) {
+  if (!q->idle_ns) {
+    while (!t->head && !t->stop) pthread_cond_wait(&t->wake, &q->lock);
+    return true;
+  }
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  uint64_t ns = (uint64_t)until.tv_nsec + q->idle_ns % 1000000000u;
+  until.tv_sec += (time_t)(q->idle_ns / 1000000000u + ns / 1000000000u);
+  until.tv_nsec = (long)(ns % 1000000000u);
+  while (!t->head && !t->stop)
+    if (pthread_cond_timedwait(&t->wake, &q->lock, &until) == ETIMEDOUT && !t->head && !t->stop) return false;
+  return true;
 }
 
 /* The ticket of the oldest item of t not finished (UINT64_MAX: none). */
@@ -168,7 +205,11 @@ static void *host_stream_thread(void *arg) {
   host_streams *q = s->streams;
   kc__lock(&q->lock);
   for (;;) {
-    while (!t->head && !t->stop) pthread_cond_wait(&t->wake, &q->lock);
+    if (!host_stream_sleep(q, t)) { /* idle: the next launch starts a thread again */
+      t->started = false;
+      t->ended = true;
+      break;
+    }
     host_item *it = t->head;
     if (!it) break; /* stopped, and nothing is left */
     t->head = it->next;
@@ -207,6 +248,10 @@ static void *host_stream_thread(void *arg) {
 static bool host_stream_thread_ready(host_stream *t) {
   if (t->started) return true;
   if (t->s->streams->no_threads || !kc__fork_threads_allowed()) return false;
+  if (t->ended) { /* the one that ended idle: it holds no lock as it ends */
+    pthread_join(t->thread, NULL);
+    t->ended = false;
+  }
   /* the launching thread's signal mask (not all blocked, unlike kc__thread_start: a kernel's fault
    * must stay the process's, as on the pool's workers) */
   t->started = pthread_create(&t->thread, NULL, host_stream_thread, t) == 0;
@@ -338,7 +383,7 @@ kc_status host_stream_create(void *bctx, void **native) {
   host_stream *t = kc__bs_calloc(s->sv, sizeof *t);
   if (!t) return kc__bs_err(s->sv, KC_ENOMEM, "kc_stream_create: out of memory");
   t->s = s;
-  if (pthread_cond_init(&t->wake, NULL) != 0) {
+  if (!host_wake_init(&t->wake)) {
     kc__bs_free(s->sv, t);
     return kc__bs_err(s->sv, KC_ENOMEM, "kc_stream_create: out of memory");
   }
@@ -432,7 +477,7 @@ void host_stream_release(void *bctx, void *native, bool owned) {
       if (it->other == t) it->other = NULL;
   }
   if (q->waiters) pthread_cond_broadcast(&q->idle);
-  bool join = t->started;
+  bool join = t->started || t->ended;
   kc_status lost = t->err;
   char msg[sizeof t->msg];
   if (lost) memcpy(msg, t->msg, sizeof msg);
@@ -461,7 +506,7 @@ static void host_streams_fork_child(void *ud) {
   q->waiters = 0;
   pthread_cond_init(&q->idle, NULL);
   for (host_stream *t = q->list; t; t = t->next) {
-    pthread_cond_init(&t->wake, NULL);
+    (void)host_wake_init(&t->wake); /* (as at its creation; no allocation in glibc) */
     if (t->running) {
       host_item *it = t->running;
       t->running = NULL;
@@ -478,12 +523,12 @@ static void host_streams_fork_child(void *ud) {
       t->nspare++;
     }
     t->tail = NULL;
-    t->started = false;
+    t->started = t->ended = false; /* the parent's thread, running or ended, is not here */
   }
   kc__unlock(&q->lock);
 }
 
-kc_status host_streams_open(host_state *s) {
+kc_status host_streams_open(host_state *s, uint64_t idle_ns) {
   host_streams *q = kc__bs_calloc(s->sv, sizeof *q);
   if (!q) return kc__bs_err(s->sv, KC_ENOMEM, "out of memory");
   if (!kc__mutex_init(&q->lock)) {
@@ -500,6 +545,7 @@ kc_status host_streams_open(host_state *s) {
                             .parent = host_streams_fork_parent,
                             .child = host_streams_fork_child,
                             .ud = q};
+  q->idle_ns = idle_ns;
   q->no_threads = !kc__fork_register(&q->fork); /* then launches run on the caller */
   s->streams = q;
   return KC_OK;
