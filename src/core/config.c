@@ -157,6 +157,7 @@ void kc__bconfig_make(const kc__config *c, const kc_options *opt, kc__bconfig *b
     idle = 5;
   }
   b->host_stream_idle_ns = (uint64_t)(idle * 1e9);
+  if (idle > 0 && !b->host_stream_idle_ns) b->host_stream_idle_ns = 1; /* under 1 ns is not "never" */
   bool ptx = false;
   kc__config_bool(c, KC__SET_CUDA_FORCE_PTX, &ptx);
   b->cuda_force_ptx = ptx;

@@ -575,6 +575,99 @@ static void test_an_idle_streams_thread_ends(void **state) {
   kct_destroy(f.rt);
 }
 
+/* An allocator that takes 300 ms to allocate while *ud is set. */
+static void *slow_alloc(void *ud, void *p, size_t n) {
+  if (!n) {
+    free(p);
+    return NULL;
+  }
+  if (!p && load(ud)) nanosleep(&(struct timespec){0, 300000000L}, NULL);
+  return realloc(p, n);
+}
+
+/* kc_stream_sync(s) on a thread of its own; done set when it returned. */
+typedef struct syncer {
+  kc_stream *s;
+  kc_status st;
+  int done;
+  pthread_t t;
+} syncer;
+static void *syncer_run(void *p) {
+  syncer *y = p;
+  y->st = kc_stream_sync(y->s);
+  store(&y->done, 1);
+  return NULL;
+}
+
+/* kc_stream_sync(s) returned within 20 s, with its status. */
+static kc_status sync_within(kc_stream *s) {
+  syncer y = {.s = s};
+  assert_int_equal(pthread_create(&y.t, NULL, syncer_run, &y), 0);
+  for (int i = 0; i < 2000 && !load(&y.done); i++) nanosleep(&(struct timespec){0, 10000000L}, NULL);
+  if (!load(&y.done))
+    fail_msg("kc_stream_sync still waits after 20 s: a launch queued where no thread runs it");
+  pthread_join(y.t, NULL);
+  return y.st;
+}
+
+/* A launch (and a wait) whose queue item is allocated while the stream's
+ * thread ends idle: the allocation drops the streams' lock, so whether the
+ * launch runs on the caller or is queued (and the thread started again)
+ * is decided after it, or the item would be queued where no thread runs
+ * it. The allocator takes 300 ms, the thread ends after 50 ms idle. */
+static void test_a_thread_that_ends_while_a_launch_allocates(void **state) {
+  (void)state;
+  int slow = 0;
+  setenv("KC_HOST_STREAM_IDLE", "0.05", 1);
+  kc_options o;
+  kc_options_init(&o);
+  o.alloc = slow_alloc;
+  o.alloc_ud = &slow;
+  kc_runtime *rt = kct_runtime(&o);
+  unsetenv("KC_HOST_STREAM_IDLE");
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "slow", SRC_SLOW);
+  kct_define(rt, "put", SRC_PUT);
+  kc_kernel *ks = kct_kernel(rt, "slow", NULL), *kp = kct_kernel(rt, "put", NULL);
+  int mem[4] = {0};
+  kc_buffer *b;
+  KCT_OK(rt, kc_buffer_wrap(ctx, mem, sizeof mem, &b));
+  kc_stream *s, *other;
+  KCT_OK(rt, kc_stream_create(ctx, &s));
+  KCT_OK(rt, kc_stream_create(ctx, &other));
+  kc_launch_config c = kct_config(1, 1, s), co = kct_config(1, 1, other);
+  int zero = 0, one = 1, two = 2, v = 5;
+  kc_arg slow_args[] = {KC_ARG_BUF(b), KC_ARG_VAL(v)};
+  KCT_OK(rt, kc_launch_ex(ks, ctx, &c, slow_args, 2)); /* linked; its item is s's spare after the sync */
+  KCT_OK(rt, kc_launch_ex(kp, ctx, &c, (kc_arg[]){KC_ARG_BUF(b), KC_ARG_VAL(zero), KC_ARG_VAL(zero)}, 3));
+  KCT_OK(rt, kc_stream_sync(s));
+
+  /* a launch: s's spares are taken by the slow launch running, so the put allocates */
+  KCT_OK(rt, kc_launch_ex(ks, ctx, &c, slow_args, 2));
+  KCT_OK(rt, kc_launch_ex(ks, ctx, &c, slow_args, 2));
+  store(&slow, 1);
+  KCT_OK(rt, kc_launch_ex(kp, ctx, &c, (kc_arg[]){KC_ARG_BUF(b), KC_ARG_VAL(one), KC_ARG_VAL(v)}, 3));
+  store(&slow, 0);
+  KCT_OK(rt, sync_within(s));
+  assert_int_equal(mem[1], 5);
+
+  /* a wait: the same, with other still busy */
+  KCT_OK(rt, kc_launch_ex(ks, ctx, &c, slow_args, 2));
+  KCT_OK(rt, kc_launch_ex(ks, ctx, &c, slow_args, 2));
+  KCT_OK(rt, kc_launch_ex(ks, ctx, &co, slow_args, 2));
+  store(&slow, 1);
+  KCT_OK(rt, kc_stream_wait(s, other));
+  store(&slow, 0);
+  KCT_OK(rt, kc_launch_ex(kp, ctx, &c, (kc_arg[]){KC_ARG_BUF(b), KC_ARG_VAL(two), KC_ARG_VAL(v)}, 3));
+  KCT_OK(rt, sync_within(s));
+  assert_int_equal(mem[2], 5);
+  KCT_OK(rt, sync_within(other));
+  kc_stream_destroy(other);
+  kc_stream_destroy(s);
+  kc_buffer_destroy(b);
+  kct_destroy(rt);
+}
+
 /* Threads launching on one shared stream and on their own, with waits
  * between them, while the main thread makes and destroys buffers and
  * streams, collects, and finishes the context. */
@@ -695,6 +788,7 @@ int main(int argc, char **argv) {
                                      KCT_TEST(test_a_child_of_fork_starts_with_empty_streams),
                                      KCT_TEST(test_a_failure_never_synced_is_logged),
                                      KCT_TEST(test_an_idle_streams_thread_ends),
+                                     KCT_TEST(test_a_thread_that_ends_while_a_launch_allocates),
                                      KCT_TEST(test_threads_share_streams),
                                      KCT_TEST(test_threads_share_streams_whose_threads_end)};
   return KCT_RUN(tests);

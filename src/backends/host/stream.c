@@ -32,10 +32,11 @@
  * the thread that made it (as the pool's workers keep the application's:
  * a kernel's fault is the process's), and ends when it has waited
  * host_streams.idle_ns for a launch (KC_HOST_STREAM_IDLE, 5 s by default;
- * 0: never), so that only the streams in use hold threads; the stream's
- * next launch starts one again (joining the one that ended). What the
- * stream keeps (a failure not yet synced, its counts) is the stream's,
- * not the thread's. Where no thread can start (out of
+ * 0: never), so that only the streams in use hold running threads; the
+ * stream's next launch (or a kc_stream_wait that needs it) joins the one
+ * that ended and starts another, with that caller's signal mask. Until
+ * then the ended thread's stack stays mapped. What the stream keeps (a
+ * failure not yet synced, its counts) is the stream's, not the thread's. Where no thread can start (out of
  * resources; a ThreadSanitizer build in a child of fork(); no fork hook,
  * pthread_atfork having run out of memory), the stream runs its launches
  * in the caller, in order: its queue is empty whenever it has no thread. A
@@ -47,8 +48,10 @@
  * Locks: host_streams.lock (held to queue, to take a launch off a queue
  * and to count its end, and around fork(); no group runs under it, and no
  * lock of kcache's is taken under it; the allocator is called outside it,
- * pthread_create under it at a stream's first launch, as is the join of a
- * thread that ended idle, which holds no lock as it ends).
+ * pthread_create under it when a stream's thread starts, as is the join
+ * of a thread that ended idle: that thread released it, and what it does
+ * as it ends (its thread-local destructors: the grace registry's leaf
+ * lock, its scratch area freed) never waits for it).
  */
 #include "backends/host/host.h"
 
@@ -183,20 +186,24 @@ static int host_item_run(host_item *it) {
   return host_launch_now(it->l, it->argv, &cfg);
 }
 
-/* Counts the end of it (lock held): its object may go, its waiters wake.
- * Keeps it for the next launches, or returns it to be freed (outside the
- * lock: the allocator may be the application's). */
+/* Keeps it as a spare of t for the next launches (lock held), or returns
+ * it to be freed (outside the lock: the allocator may be the
+ * application's). */
+static host_item *host_item_keep(host_stream *t, host_item *it) {
+  if (t->nspare >= HOST_SPARE_MAX) return it;
+  it->next = t->spare;
+  t->spare = it;
+  t->nspare++;
+  return NULL;
+}
+
+/* Counts the end of it (lock held): its object may go, its waiters wake;
+ * host_item_keep's result. */
 static host_item *host_item_end(host_streams *q, host_stream *t, host_item *it) {
   if (it->im) it->im->queued--;
   t->done++;
-  if (t->nspare < HOST_SPARE_MAX) {
-    it->next = t->spare;
-    t->spare = it;
-    t->nspare++;
-    it = NULL;
-  }
   if (q->waiters) pthread_cond_broadcast(&q->idle);
-  return it;
+  return host_item_keep(t, it);
 }
 
 static void *host_stream_thread(void *arg) {
@@ -248,7 +255,7 @@ static void *host_stream_thread(void *arg) {
 static bool host_stream_thread_ready(host_stream *t) {
   if (t->started) return true;
   if (t->s->streams->no_threads || !kc__fork_threads_allowed()) return false;
-  if (t->ended) { /* the one that ended idle: it holds no lock as it ends */
+  if (t->ended) { /* the one that ended idle (it released the lock) */
     pthread_join(t->thread, NULL);
     t->ended = false;
   }
@@ -267,7 +274,10 @@ static bool host_stream_inline(host_stream *t) {
 /* ------------------------------------------------------------ queueing */
 
 /* An item of t with room for need bytes of values (lock held on entry and
- * on return; released to allocate); NULL when out of memory. */
+ * on return; released to allocate); NULL when out of memory. Whether t
+ * runs its launches on the caller (host_stream_inline) is decided after
+ * it, under the same hold of the lock as the queueing: t's thread may
+ * end, idle, while the lock is released here. */
 static host_item *host_item_take(host_streams *q, host_stream *t, size_t need) {
   for (host_item **p = &t->spare; *p; p = &(*p)->next)
     if ((*p)->cap >= need) {
@@ -336,12 +346,14 @@ static kc_status host_stream_launch(kc__blinked *l, void **argv, const kc__lcfg 
   }
   need += align - 1; /* room to align the start */
   kc__lock(&q->lock);
+  host_item *it = host_item_take(q, t, need);
   if (host_stream_inline(t)) {
     /* no thread: in order on the caller (nothing is queued) */
+    host_item *spent = it ? host_item_keep(t, it) : NULL;
     kc__unlock(&q->lock);
+    if (spent) kc__bs_free(s->sv, spent);
     return host_launch_now(l, argv, cfg);
   }
-  host_item *it = host_item_take(q, t, need);
   if (!it) {
     kc__unlock(&q->lock);
     return kc__bs_err(s->sv, KC_ENOMEM, "out of memory queueing a launch of '%s' on a stream",
@@ -436,14 +448,16 @@ kc_status host_stream_wait(void *bctx, void *native, void *other_) {
     kc__unlock(&q->lock);
     return KC_OK;
   }
+  host_item *it = t ? host_item_take(q, t, 0) : NULL;
   if (!t || host_stream_inline(t)) {
     /* the implicit stream, or one with no thread: its next launch runs on
      * the caller, so the caller waits now */
+    host_item *spent = it ? host_item_keep(t, it) : NULL;
     host_stream_wait_done(q, other);
     kc__unlock(&q->lock);
+    if (spent) kc__bs_free(s->sv, spent);
     return KC_OK;
   }
-  host_item *it = host_item_take(q, t, 0);
   if (!it) {
     kc__unlock(&q->lock);
     return kc__bs_err(s->sv, KC_ENOMEM, "kc_stream_wait: out of memory");
