@@ -475,6 +475,61 @@ static void test_no_late_binary_when_turned_off(void **state) {
   kct_memory_only();
 }
 
+/* kc_log: keeps the message that says why there are no late binaries (ud: 512 bytes). */
+static void keep_no_late(void *ud, kc_log_level level, const char *msg) {
+  if (strstr(msg, "no late binaries")) snprintf((char *)ud, 512, "%d %s", (int)level, msg);
+}
+
+/* A runtime on a new store (dir) with these compile options and a log
+ * kept in seen, then compile_and_launch's compile and launches. */
+static kc_runtime *with_options(char *dir, size_t len, const char *options, char *seen, long *early) {
+  kct_mkdtemp(dir, len, "probe");
+  unsetenv("KC_CACHE_DISABLE");
+  kc_options o;
+  kc_options_init(&o);
+  o.cache_dir = dir;
+  o.compile_options = options;
+  o.log = keep_no_late;
+  o.log_ud = seen;
+  kc_runtime *rt = kct_runtime(&o);
+  kc_kernel *k = lin_kernel(rt);
+  KCT_OK(rt, kc_kernel_compile(k));
+  *early = entry_size(dir);
+  assert_true(*early > 0);
+  run_lin64(rt, k, kct_context(rt));
+  return rt;
+}
+
+/* Compile options of the compile alone (-D, -I, -w, -Werror) keep the
+ * late binaries: a compile then a link builds what clBuildProgram
+ * builds. Another option (one the link would have to be given too, as
+ * -cl-fast-relaxed-math) turns them off, and the log says so once, as a
+ * warning where they were asked for. */
+static void test_late_binaries_with_compile_options(void **state) {
+  (void)state;
+  char dir[4096], seen[512] = "";
+  long early;
+  char opts[4200];
+  snprintf(opts, sizeof opts, "-DUNUSED=1 -D ALSO -I %s -w", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  kc_runtime *rt = with_options(dir, sizeof dir, opts, seen, &early);
+  long late = entry_grown(dir, early);
+  kct_destroy(rt);
+  assert_true(late > early);
+  assert_string_equal(seen, "");
+  kct_rmrf(dir);
+
+  rt = with_options(dir, sizeof dir, "-DUNUSED=1 -cl-fast-relaxed-math", seen, &early);
+  kct_destroy(rt);
+  assert_int_equal(entry_size(dir), early); /* the first binary */
+  KCT_CONTAINS(
+      seen, "no late binaries (KC_OPENCL_LATE_BINARIES) with the compile option \"-cl-fast-relaxed-math\"");
+  char warn[8];
+  snprintf(warn, sizeof warn, "%d ", (int)KC_LOG_WARN);
+  assert_true(!strncmp(seen, warn, strlen(warn))); /* asked for ($KC_OPENCL_LATE_BINARIES=1, set by main) */
+  kct_rmrf(dir);
+  kct_memory_only();
+}
+
 /* The default (auto): with PoCL's own cache on (as in this suite) the
  * entry keeps its first binary; with it off ($POCL_KERNEL_CACHE=0) it
  * gets the late one. */
@@ -522,6 +577,7 @@ int main(int argc, char **argv) {
       KCT_TEST(test_a_disk_hit_and_its_link_build_once),
       KCT_TEST(test_the_entry_gets_the_binary_after_the_first_launch),
       KCT_TEST(test_no_late_binary_when_turned_off),
+      KCT_TEST(test_late_binaries_with_compile_options),
       KCT_TEST(test_late_binaries_by_default_follow_pocls_cache),
   };
   int failed = KCT_RUN(tests);

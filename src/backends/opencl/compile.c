@@ -98,9 +98,31 @@ kc_status ocl_name_check(const ocl_state *st, const kc__bsvc *sv, const char *en
                     strlen(entry), OCL_POCL_NAME_MAX);
 }
 
+/* A -D or -I word: "-D" / "-I" alone (its argument the next word) or
+ * with its argument attached. */
+static bool ocl_define_or_include(const char *w, size_t len) {
+  return len >= 2 && w[0] == '-' && (w[1] == 'D' || w[1] == 'I');
+}
+
+const char *ocl_relink_refused(const char *build_options) {
+  size_t n = strlen(OCL_OPTIONS);
+  if (strncmp(build_options, OCL_OPTIONS, n) != 0) return build_options;
+  const char *flag = NULL; /* a lone -D or -I whose argument is the next word */
+  for (const char *p = build_options + n;;) {
+    p += strspn(p, " \t");
+    if (!*p) return flag; /* a lone -D or -I at the end: refused */
+    size_t len = strcspn(p, " \t");
+    if (strcspn(p, "\"'\\") < len) return flag ? flag : p; /* quoting: the platform's own parse */
+    if (flag) flag = NULL; /* the argument */
+    else if (ocl_define_or_include(p, len)) flag = len == 2 ? p : NULL;
+    else if (!((len == 2 && !strncmp(p, "-w", 2)) || (len == 7 && !strncmp(p, "-Werror", 7)))) return p;
+    p += len;
+  }
+}
+
 bool ocl_links(const ocl_state *st) {
   const kc__bsvc *sv = st->sv;
-  return st->late_binaries && st->pocl && !strcmp(st->build_options, OCL_OPTIONS) && sv->writable &&
+  return st->late_binaries && st->pocl && !ocl_relink_refused(st->build_options) && sv->writable &&
          sv->writable(sv);
 }
 

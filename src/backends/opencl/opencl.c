@@ -76,6 +76,12 @@ static kc_status ocl_open(const kc__bsvc *sv, const kc__bconfig *opt, void **sta
   st->late_binaries = st->late_cond_ok && opt &&
                       (opt->opencl_late_binaries == KC__MODE_ALWAYS ||
                        (opt->opencl_late_binaries == KC__MODE_AUTO && st->pocl_cache_off));
+  const char *word = st->late_binaries && st->pocl ? ocl_relink_refused(st->build_options) : NULL;
+  if (word) /* asked for (or PoCL's cache is off), not to be had: said once */
+    kc__log_to(sv->log, opt->opencl_late_binaries == KC__MODE_ALWAYS ? KC_LOG_WARN : KC_LOG_INFO,
+               "OpenCL: no late binaries (KC_OPENCL_LATE_BINARIES) with the compile option \"%.*s\": only "
+               "-D, -I, -w and -Werror are sure to mean the same compiled then linked as built at once",
+               (int)strcspn(word, " \t"), word);
   *state = st;
   return KC_OK;
 }

@@ -279,10 +279,17 @@ kc_status ocl_build_unit(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb
  * hit of its cache, 45 ms, where a link in a new context loads PoCL's
  * kernel library again, 650 ms; with it off both cost the same;
  * $KC_OPENCL_LATE_BINARIES=1 asks for them with it on too), on PoCL,
- * without the user's compile options (which would not all reach the
- * link), where the runtime can write its disk cache (kc__bsvc.writable).
+ * where the user's compile options are only of the compile (ocl_relink_refused),
+ * where the runtime can write its disk cache (kc__bsvc.writable).
  * Never in a helper (its state has no late binaries). */
 bool ocl_links(const ocl_state *st);
+/* Where build_options (OCL_OPTIONS, then the user's compile options) has
+ * a word that a compile followed by a link without options might not
+ * honour as clBuildProgram does (anything but -D and -I with their
+ * arguments, -w and -Werror; a quote or backslash, which the platform
+ * parses its own way): that word; NULL where compiling then linking
+ * builds what clBuildProgram builds. */
+const char *ocl_relink_refused(const char *build_options);
 /* KC_EUNAVAILABLE for a kernel name the platform cannot take (PoCL: OCL_POCL_NAME_MAX). */
 kc_status ocl_name_check(const ocl_state *st, const kc__bsvc *sv, const char *entry);
 /* Appends prog's build log for dev to log (if log) and returns it as a
