@@ -30,14 +30,15 @@ static const char *refused(const char *user, char *out, size_t size) {
 static void test_options_of_the_compile_alone_are_kept(void **state) {
   (void)state;
   char w[64];
-  static const char *const kept[] = {"",
-                                     "-DN=4",
-                                     "-D N=4",
-                                     "-DX -DY=2 -I/opt/inc -I /usr/include",
-                                     "-w",
-                                     "-Werror -DX",
-                                     "  -DX\t-Ifoo  ",
-                                     "-D -cl-fast-relaxed-math" /* a macro's name, for the compiler to judge */};
+  static const char *const kept[] = {
+      "",
+      "-DN=4",
+      "-D N=4",
+      "-DX -DY=2 -I/opt/inc -I /usr/include",
+      "-w",
+      "-Werror -DX",
+      "  -DX\t-Ifoo  ",
+      "-D -cl-fast-relaxed-math" /* a macro's name, for the compiler to judge */};
   for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) {
     const char *r = refused(kept[i], w, sizeof w);
     if (r) fail_msg("\"%s\": refused at \"%s\"", kept[i], r);
@@ -64,7 +65,8 @@ static void test_other_options_are_refused_by_name(void **state) {
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     const char *r = refused(cases[i][0], w, sizeof w);
     if (!r) fail_msg("\"%s\": kept", cases[i][0]);
-    if (strcmp(r, cases[i][1]) != 0) fail_msg("\"%s\": refused at \"%s\", not \"%s\"", cases[i][0], r, cases[i][1]);
+    if (strcmp(r, cases[i][1]) != 0)
+      fail_msg("\"%s\": refused at \"%s\", not \"%s\"", cases[i][0], r, cases[i][1]);
   }
   /* options that do not start with kcache's own (never made so) */
   assert_non_null(ocl_relink_refused("-DX"));
