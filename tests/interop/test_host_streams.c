@@ -48,6 +48,13 @@ static const char SRC_SLOW[] = "KC_KERNEL void slow(KC_GLOBAL int *y, int v) {\n
                                "  y[0] = v;\n"
                                "}\n";
 
+/* Items 0-3 of a group reach a barrier the others do not: the launch
+ * fails (KC_ELAUNCH) on the stream's thread. */
+static const char SRC_HALFWAY[] = "KC_KERNEL void halfway(KC_GLOBAL int *y) {\n"
+                                  "  if (kc_local_id(0) < 4) kc_barrier();\n"
+                                  "  y[kc_global_id(0)] = 1;\n"
+                                  "}\n";
+
 static kc_launch_config one(kc_stream *s) { return kct_config(1, 1, s); }
 
 typedef struct fixture {
@@ -388,11 +395,7 @@ static void test_a_failure_comes_back_from_the_sync(void **state) {
   (void)state;
   fixture f;
   setup(&f);
-  kct_define(f.rt, "halfway",
-             "KC_KERNEL void halfway(KC_GLOBAL int *y) {\n"
-             "  if (kc_local_id(0) < 4) kc_barrier();\n"
-             "  y[kc_global_id(0)] = 1;\n"
-             "}\n");
+  kct_define(f.rt, "halfway", SRC_HALFWAY);
   kc_kernel *k = kct_kernel(f.rt, "halfway", NULL);
   kc_stream *s;
   KCT_OK(f.rt, kc_stream_create(f.ctx, &s));
@@ -452,11 +455,7 @@ static void test_a_failure_never_synced_is_logged(void **state) {
   o.log_ud = seen;
   kc_runtime *rt = kct_runtime(&o);
   kc_context *ctx = kct_context(rt);
-  kct_define(rt, "halfway",
-             "KC_KERNEL void halfway(KC_GLOBAL int *y) {\n"
-             "  if (kc_local_id(0) < 4) kc_barrier();\n"
-             "  y[kc_global_id(0)] = 1;\n"
-             "}\n");
+  kct_define(rt, "halfway", SRC_HALFWAY);
   kc_kernel *k = kct_kernel(rt, "halfway", NULL);
   kc_buffer *b;
   KCT_OK(rt, kc_buffer_create(ctx, 64, &b));
@@ -531,11 +530,7 @@ static void test_an_idle_streams_thread_ends(void **state) {
   fixture f;
   setup(&f);
   unsetenv("KC_HOST_STREAM_IDLE");
-  kct_define(f.rt, "halfway",
-             "KC_KERNEL void halfway(KC_GLOBAL int *y) {\n"
-             "  if (kc_local_id(0) < 4) kc_barrier();\n"
-             "  y[kc_global_id(0)] = 1;\n"
-             "}\n");
+  kct_define(f.rt, "halfway", SRC_HALFWAY);
   kc_kernel *k = kct_kernel(f.rt, "halfway", NULL);
   int base = thread_count();
   kc_stream *s, *s2;
