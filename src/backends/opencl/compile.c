@@ -98,32 +98,81 @@ kc_status ocl_name_check(const ocl_state *st, const kc__bsvc *sv, const char *en
                     strlen(entry), OCL_POCL_NAME_MAX);
 }
 
-/* A -D or -I word: "-D" / "-I" alone (its argument the next word) or
- * with its argument attached. */
-static bool ocl_define_or_include(const char *w, size_t len) {
-  return len >= 2 && w[0] == '-' && (w[1] == 'D' || w[1] == 'I');
+#define OCL_BLANKS " \t\n\r\v\f" /* what separates options (PoCL and clang split on each) */
+
+/* Whether the word w (len bytes) is "-D" or "-I" alone, whose argument is
+ * the next word. */
+static bool ocl_lone_flag(const char *w, size_t len) {
+  return len == 2 && w[0] == '-' && (w[1] == 'D' || w[1] == 'I');
 }
 
-const char *ocl_relink_refused(const char *build_options) {
+/* The first len bytes of w hold s. */
+static bool ocl_has(const char *w, size_t len, const char *s) {
+  size_t n = strlen(s);
+  for (size_t i = 0; i + n <= len; i++)
+    if (!memcmp(w + i, s, n)) return true;
+  return false;
+}
+
+const char *ocl_relink_refused(const char *build_options, const char **why) {
   size_t n = strlen(OCL_OPTIONS);
-  if (strncmp(build_options, OCL_OPTIONS, n) != 0) return build_options;
-  const char *flag = NULL; /* a lone -D or -I whose argument is the next word */
-  for (const char *p = build_options + n;;) {
-    p += strspn(p, " \t");
-    if (!*p) return flag; /* a lone -D or -I at the end: refused */
-    size_t len = strcspn(p, " \t");
-    if (strcspn(p, "\"'\\") < len) return flag ? flag : p; /* quoting: the platform's own parse */
+  *why = "is not kcache's own options first";
+  if (strncmp(build_options, OCL_OPTIONS, n) != 0 ||
+      (build_options[n] && !strchr(OCL_BLANKS, build_options[n])))
+    return build_options;
+  const char *flag = NULL; /* a lone -D or -I, whose argument is the next word */
+  for (const char *p = build_options + n;; p += strcspn(p, OCL_BLANKS)) {
+    p += strspn(p, OCL_BLANKS);
+    if (!*p) {
+      *why = "has no argument";
+      return flag;
+    }
+    size_t len = strcspn(p, OCL_BLANKS);
+    const char *at = flag ? flag : p; /* the option a word belongs to */
+    if (strcspn(p, "\"'\\") < len) {
+      *why = "has a quote or backslash, which the platform parses its own way";
+      return at;
+    }
+    if (ocl_has(p, len, "-cl-")) { /* a platform may look for -cl-opt-disable and the like anywhere */
+      *why = "names an option of the OpenCL compiler (-cl-...), which the link may need too";
+      return at;
+    }
     if (flag) flag = NULL; /* the argument */
-    else if (ocl_define_or_include(p, len)) flag = len == 2 ? p : NULL;
-    else if (!((len == 2 && !strncmp(p, "-w", 2)) || (len == 7 && !strncmp(p, "-Werror", 7)))) return p;
-    p += len;
+    else if (ocl_lone_flag(p, len)) flag = p;
+    else if (!(len > 2 && p[0] == '-' && (p[1] == 'D' || p[1] == 'I')) &&
+             !(len == 2 && !strncmp(p, "-w", 2)) && !(len == 7 && !strncmp(p, "-Werror", 7))) {
+      *why = "is not only of the compile";
+      return p;
+    }
   }
 }
 
-bool ocl_links(const ocl_state *st) {
+bool ocl_lone_flag_at_end(const char *options) {
+  const char *last = NULL;
+  size_t last_len = 0;
+  for (const char *p = options ? options : "";; p += last_len) {
+    p += strspn(p, OCL_BLANKS);
+    if (!*p) break;
+    last = p;
+    last_len = strcspn(p, OCL_BLANKS);
+  }
+  return last && ocl_lone_flag(last, last_len);
+}
+
+bool ocl_links(ocl_state *st) {
   const kc__bsvc *sv = st->sv;
-  return st->late_binaries && st->pocl && !ocl_relink_refused(st->build_options) && sv->writable &&
-         sv->writable(sv);
+  if (!st->late_binaries || !st->pocl || !sv->writable || !sv->writable(sv)) return false;
+  if (!st->relink_refused) return true;
+  /* late binaries asked for (or PoCL's cache off), not to be had: said
+   * once, at the first build that would have made them */
+  if (!kc__fetch_add_relaxed(&st->relink_said, 1))
+    kc__log_to(
+        sv->log, st->relink_asked ? KC_LOG_WARN : KC_LOG_INFO,
+        "OpenCL: no late binaries (KC_OPENCL_LATE_BINARIES): the compile option \"%.*s\" %s; only -D and -I "
+        "with their arguments, -w and -Werror are sure to build the same compiled, then linked, as built at "
+        "once",
+        (int)strcspn(st->relink_refused, OCL_BLANKS), st->relink_refused, st->relink_why);
+  return false;
 }
 
 /* obj (made from source) compiled, then linked into *prog. Counted as
@@ -177,6 +226,7 @@ kc_status ocl_build_unit(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb
   } else {
     e = ocl_build(st, prog, dev);
   }
+  if (obj) kc__bs_free(sv, ocl_build_log(sv, obj, dev, log)); /* the compile's warnings, then the link's */
   char *blog = ocl_build_log(sv, prog, dev, log);
   kc_status s = KC_OK;
   if (e != CL_SUCCESS) {

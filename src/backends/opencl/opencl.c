@@ -66,6 +66,11 @@ static const char ocl_prelude[] = "#define KC_BACKEND_OPENCL 1\n"
  * helpers' mode (helpers.c). */
 static kc_status ocl_open(const kc__bsvc *sv, const kc__bconfig *opt, void **state) {
   *state = NULL;
+  if (opt && ocl_lone_flag_at_end(opt->compile_options))
+    return kc__bs_err(sv, KC_EINVAL,
+                      "OpenCL: the compile options \"%s\" end with -D or -I and no argument after it (PoCL "
+                      "crashes the process on that)",
+                      opt->compile_options);
   ocl_state *st;
   kc_status s = ocl_state_open(sv, opt, &st);
   if (s) return s;
@@ -76,12 +81,8 @@ static kc_status ocl_open(const kc__bsvc *sv, const kc__bconfig *opt, void **sta
   st->late_binaries = st->late_cond_ok && opt &&
                       (opt->opencl_late_binaries == KC__MODE_ALWAYS ||
                        (opt->opencl_late_binaries == KC__MODE_AUTO && st->pocl_cache_off));
-  const char *word = st->late_binaries && st->pocl ? ocl_relink_refused(st->build_options) : NULL;
-  if (word) /* asked for (or PoCL's cache is off), not to be had: said once */
-    kc__log_to(sv->log, opt->opencl_late_binaries == KC__MODE_ALWAYS ? KC_LOG_WARN : KC_LOG_INFO,
-               "OpenCL: no late binaries (KC_OPENCL_LATE_BINARIES) with the compile option \"%.*s\": only "
-               "-D, -I, -w and -Werror are sure to mean the same compiled then linked as built at once",
-               (int)strcspn(word, " \t"), word);
+  st->relink_refused = ocl_relink_refused(st->build_options, &st->relink_why);
+  st->relink_asked = opt && opt->opencl_late_binaries == KC__MODE_ALWAYS;
   *state = st;
   return KC_OK;
 }

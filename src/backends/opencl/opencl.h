@@ -164,6 +164,12 @@ typedef struct ocl_state {
    * lock). late_next, late_pid: the list of states whose worker runs, for
    * the exit handler (programs.c). */
   bool late_binaries;
+  /* Where the user's compile options refuse late binaries (ocl_relink_refused:
+   * the word, in build_options, and why), whether KC_OPENCL_LATE_BINARIES=1
+   * asked for them, and whether the log said so (once, ocl_links). */
+  const char *relink_refused, *relink_why;
+  bool relink_asked;
+  _Atomic int relink_said;
   /* PoCL, its own kernel cache off ($POCL_KERNEL_CACHE not starting with 1; helpers.c) */
   bool pocl_cache_off;
   bool late_cond_ok, late_started;
@@ -279,17 +285,25 @@ kc_status ocl_build_unit(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb
  * hit of its cache, 45 ms, where a link in a new context loads PoCL's
  * kernel library again, 650 ms; with it off both cost the same;
  * $KC_OPENCL_LATE_BINARIES=1 asks for them with it on too), on PoCL,
- * where the user's compile options are only of the compile (ocl_relink_refused),
- * where the runtime can write its disk cache (kc__bsvc.writable).
- * Never in a helper (its state has no late binaries). */
-bool ocl_links(const ocl_state *st);
-/* Where build_options (OCL_OPTIONS, then the user's compile options) has
- * a word that a compile followed by a link without options might not
- * honour as clBuildProgram does (anything but -D and -I with their
- * arguments, -w and -Werror; a quote or backslash, which the platform
- * parses its own way): that word; NULL where compiling then linking
- * builds what clBuildProgram builds. */
-const char *ocl_relink_refused(const char *build_options);
+ * where the user's compile options are only of the compile
+ * (st->relink_refused NULL: else the first build that would have linked
+ * says why in the log, once), where the runtime can write its disk cache
+ * (kc__bsvc.writable). Never in a helper (its state has no late
+ * binaries). */
+bool ocl_links(ocl_state *st);
+/* Where build_options (OCL_OPTIONS, then the user's compile options, each
+ * word after a blank) has a word that a compile followed by a link
+ * without options might not honour as clBuildProgram does: the option
+ * it belongs to, and in *why what is wrong with it (a word that is not
+ * -D or -I with their arguments, -w or -Werror; a quote or backslash,
+ * which the platform parses its own way; "-cl-" anywhere, even in a
+ * macro's value, since a platform may look for -cl-opt-disable in the
+ * whole string; a lone -D or -I at the end); NULL where compiling then
+ * linking builds what clBuildProgram builds. */
+const char *ocl_relink_refused(const char *build_options, const char **why);
+/* Whether the last word of options is a lone -D or -I (PoCL 3 crashes
+ * the process on it: refused where the state opens). */
+bool ocl_lone_flag_at_end(const char *options);
 /* KC_EUNAVAILABLE for a kernel name the platform cannot take (PoCL: OCL_POCL_NAME_MAX). */
 kc_status ocl_name_check(const ocl_state *st, const kc__bsvc *sv, const char *entry);
 /* Appends prog's build log for dev to log (if log) and returns it as a
