@@ -30,7 +30,8 @@
  * Usage: kc_bench_hostcpu [--json] [--reps N] [--max-threads N] [--no-opencl] [--kernel NAME]
  *                         [--cc COMPILER]  (the host backend's compiler, default cc; the C
  *                         reference is always the build's own compiler)
- * With --json, the figures as one JSON line first, then the table; the
+ * With --kernel NAME, that kernel alone (in the table and the JSON) and no
+ * crossover. With --json, the figures as one JSON line first, then the table; the
  * JSON line is what bench/plot_hostcpu.py draws (throughput against
  * threads).
  */
@@ -313,11 +314,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: --reps takes 1..100, --max-threads 1..256\n", KCB_PROG);
     return 2;
   }
-  bool known = !only;
-  for (int k = 0; k < NKERN && !known; k++) known = !strcmp(only, knames[k]);
+  bool want[NKERN], known = !only; /* the kernels measured */
+  for (int k = 0; k < NKERN; k++) known |= want[k] = !only || !strcmp(only, knames[k]);
   if (!known) {
-    fprintf(stderr, "%s: --kernel takes saxpy, madd, reduce, stencil or matmul, not \"%s\"\n", KCB_PROG,
-            only);
+    fprintf(stderr, "%s: --kernel takes one of", KCB_PROG);
+    for (int k = 0; k < NKERN; k++) fprintf(stderr, " %s", knames[k]);
+    fprintf(stderr, ", not \"%s\"\n", only);
     return 2;
   }
   /* the thread counts: 1, 2, 4, ... and every core */
@@ -330,7 +332,7 @@ int main(int argc, char **argv) {
   for (int k = 0; k < NKERN; k++) {
     c_o2[k] = c_o3[k] = cl[k] = fib[k] = -1;
     for (int i = 0; i < ntc; i++) kc[k][i] = c_omp[k][i] = -1;
-    if (only && strcmp(only, knames[k])) continue;
+    if (!want[k]) continue;
     inputs(k);
     c_o2[k] = best_c(k, 0);
     c_o3[k] = best_c(k, 1); /* ref_out: the -O3 result, which kcache's is checked against */
@@ -367,16 +369,18 @@ int main(int argc, char **argv) {
            host_cc);
     for (int i = 0; i < ntc; i++) printf("%s%d", i ? "," : "", tc[i]);
     printf("],\"kernels\":[");
-    for (int k = 0; k < NKERN; k++) {
+    for (int k = 0, first = 1; k < NKERN; k++) {
+      if (!want[k]) continue; /* not measured */
       printf("%s{\"name\":\"%s\",\"c_o2_ms\":%.3f,\"c_o3_native_ms\":%.3f,\"opencl_ms\":%.3f,\"kcache_ms\":[",
-             k ? "," : "", knames[k], c_o2[k], c_o3[k], cl[k]);
+             first ? "" : ",", knames[k], c_o2[k], c_o3[k], cl[k]);
+      first = 0;
       for (int i = 0; i < ntc; i++) printf("%s%.3f", i ? "," : "", kc[k][i]);
       printf("],\"c_openmp_ms\":[");
       for (int i = 0; i < ntc; i++) printf("%s%.3f", i ? "," : "", c_omp[k][i]);
       printf("],\"kcache_fibers_ms\":%.3f}", fib[k]);
     }
-    printf("],\"crossover\":[");
-    for (int i = 0; i < NX; i++)
+    printf("],\"crossover\":["); /* empty with --kernel */
+    for (int i = 0; i < NX && !only; i++)
       printf("%s{\"items\":%u,\"one_thread_us\":%.3f,\"all_threads_us\":%.3f}", i ? "," : "", cross_n[i],
              x1[i], xall[i]);
     printf("]}\n"); /* then the table too: a log holds both */
@@ -388,7 +392,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < ntc; i++) printf(" %7s%-2d", "omp t=", tc[i]);
   printf(" %9s  %s\n", "OpenCL", "kc 1t / C -O3nat");
   for (int k = 0; k < NKERN; k++) {
-    if (only && strcmp(only, knames[k])) continue; /* not measured */
+    if (!want[k]) continue;
     printf("%-8s %9.2f %9.2f", knames[k], c_o2[k], c_o3[k]);
     for (int i = 0; i < ntc; i++) printf(" %9.2f", kc[k][i]);
     for (int i = 0; i < ntc; i++) printf(" %9.2f", c_omp[k][i]);
@@ -405,7 +409,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < NKERN; k++)
       if (fib[k] >= 0) printf("%-8s %9.2f %9.2f %8.1fx\n", knames[k], kc[k][0], fib[k], fib[k] / kc[k][0]);
   }
-  if (only) return 0; /* the crossover is saxpy's, measured with every kernel */
+  if (only) return 0; /* the crossover is measured only in a run of every kernel */
   printf("\nthe pool's crossover: saxpy launches of n items, us per launch (median)\n");
   printf("%10s %12s %12s\n", "items", "1 thread", "all threads");
   for (int i = 0; i < NX; i++) printf("%10u %12.2f %12.2f\n", cross_n[i], x1[i], xall[i]);

@@ -40,7 +40,7 @@ static const char SRC_PUT[] = "KC_KERNEL void put(KC_GLOBAL int *y, int i, int v
 static const char SRC_ADD[] = "KC_KERNEL void addto(KC_GLOBAL int *y, KC_GLOBAL const int *x) {\n"
                               "  size_t i = kc_global_id(0); y[i] += x[i];\n"
                               "}\n";
-/* A few milliseconds of work, then y[0] = v. */
+/* Tens of milliseconds of work (20 million volatile increments), then y[0] = v. */
 static const char SRC_SLOW[] = "KC_KERNEL void slow(KC_GLOBAL int *y, int v) {\n"
                                "  if (kc_global_id(0) != 0) return;\n"
                                "  volatile long n = 0;\n"
@@ -547,6 +547,7 @@ static void test_an_idle_streams_thread_ends(void **state) {
   KCT_STATUS(f.rt, KC_ELAUNCH, kc_stream_sync(s)); /* the failure outlived its thread */
   KCT_CONTAINS(kc_errmsg(f.rt), "kernel 'halfway', launched on a stream, failed");
   KCT_OK(f.rt, kc_stream_sync(s)); /* said once */
+  memset(f.mem, 0, sizeof f.mem); /* (whatever the failed launch wrote) */
 
   /* s's next launches: a thread again, asynchronous, in order */
   KCT_OK(f.rt, launch_gate(&f, s, f.bmem, 9));
@@ -558,25 +559,34 @@ static void test_an_idle_streams_thread_ends(void **state) {
   KCT_OK(f.rt, kc_stream_sync(s));
   assert_int_equal(f.mem[0], 9);
   assert_int_equal(f.mem[1], 4);
-  /* a wait on a stream whose thread ended, and a stream destroyed with its thread ended */
+  /* s2, whose thread ended, waits for s (a gate held): s2's next launch
+   * runs after the gate */
   assert_true(threads_down_to(idle) <= idle);
+  store(&f.flag, 0);
+  store(&f.done, 0);
+  KCT_OK(f.rt, launch_gate(&f, s, f.bmem, 8));
   KCT_OK(f.rt, kc_stream_wait(s2, s));
   KCT_OK(f.rt, launch_put(&f, s2, f.bmem, 3, 6));
+  nanosleep(&(struct timespec){0, 50000000L}, NULL);
+  assert_int_equal(load(&f.mem[3]), 0); /* behind the gate */
+  store(&f.flag, 1);
   KCT_OK(f.rt, kc_stream_sync(s2));
+  assert_int_equal(f.mem[0], 8);
   assert_int_equal(f.mem[3], 6);
-  kc_stream_destroy(s);
+  /* streams destroyed with their threads ended */
   assert_true(threads_down_to(idle) <= idle);
+  kc_stream_destroy(s);
   kc_stream_destroy(s2);
   kct_destroy(f.rt);
 }
 
-/* An allocator that takes 300 ms to allocate while *ud is set. */
+/* An allocator that takes 1 s to allocate while *ud is set. */
 static void *slow_alloc(void *ud, void *p, size_t n) {
   if (!n) {
     free(p);
     return NULL;
   }
-  if (!p && load(ud)) nanosleep(&(struct timespec){0, 300000000L}, NULL);
+  if (!p && load(ud)) nanosleep(&(struct timespec){1, 0}, NULL);
   return realloc(p, n);
 }
 
@@ -609,7 +619,9 @@ static kc_status sync_within(kc_stream *s) {
  * thread ends idle: the allocation drops the streams' lock, so whether the
  * launch runs on the caller or is queued (and the thread started again)
  * is decided after it, or the item would be queued where no thread runs
- * it. The allocator takes 300 ms, the thread ends after 50 ms idle. */
+ * it. Each on a new stream, whose only item is taken by a slow launch
+ * (tens of ms) that its thread runs meanwhile; the allocator takes 1 s,
+ * the thread ends after 50 ms idle. */
 static void test_a_thread_that_ends_while_a_launch_allocates(void **state) {
   (void)state;
   int slow = 0;
@@ -627,37 +639,39 @@ static void test_a_thread_that_ends_while_a_launch_allocates(void **state) {
   int mem[4] = {0};
   kc_buffer *b;
   KCT_OK(rt, kc_buffer_wrap(ctx, mem, sizeof mem, &b));
-  kc_stream *s, *other;
-  KCT_OK(rt, kc_stream_create(ctx, &s));
-  KCT_OK(rt, kc_stream_create(ctx, &other));
-  kc_launch_config c = kct_config(1, 1, s), co = kct_config(1, 1, other);
   int zero = 0, one = 1, two = 2, v = 5;
   kc_arg slow_args[] = {KC_ARG_BUF(b), KC_ARG_VAL(v)};
-  KCT_OK(rt, kc_launch_ex(ks, ctx, &c, slow_args, 2)); /* linked; its item is s's spare after the sync */
-  KCT_OK(rt, kc_launch_ex(kp, ctx, &c, (kc_arg[]){KC_ARG_BUF(b), KC_ARG_VAL(zero), KC_ARG_VAL(zero)}, 3));
-  KCT_OK(rt, kc_stream_sync(s));
+  kc_dim3 g = {1, 1, 1};
+  KCT_OK(rt, kc_launch(ks, ctx, &g, &g, slow_args, 2)); /* compiled and linked */
+  KCT_OK(rt, kc_launch(kp, ctx, &g, &g, (kc_arg[]){KC_ARG_BUF(b), KC_ARG_VAL(zero), KC_ARG_VAL(zero)}, 3));
 
-  /* a launch: s's spares are taken by the slow launch running, so the put allocates */
-  KCT_OK(rt, kc_launch_ex(ks, ctx, &c, slow_args, 2));
-  KCT_OK(rt, kc_launch_ex(ks, ctx, &c, slow_args, 2));
+  /* a launch */
+  kc_stream *s;
+  KCT_OK(rt, kc_stream_create(ctx, &s));
+  kc_launch_config c = kct_config(1, 1, s);
+  KCT_OK(rt, kc_launch_ex(ks, ctx, &c, slow_args, 2)); /* s's one item, running */
   store(&slow, 1);
   KCT_OK(rt, kc_launch_ex(kp, ctx, &c, (kc_arg[]){KC_ARG_BUF(b), KC_ARG_VAL(one), KC_ARG_VAL(v)}, 3));
   store(&slow, 0);
   KCT_OK(rt, sync_within(s));
   assert_int_equal(mem[1], 5);
 
-  /* a wait: the same, with other still busy */
-  KCT_OK(rt, kc_launch_ex(ks, ctx, &c, slow_args, 2));
-  KCT_OK(rt, kc_launch_ex(ks, ctx, &c, slow_args, 2));
+  /* a wait, other still busy */
+  kc_stream *w, *other;
+  KCT_OK(rt, kc_stream_create(ctx, &w));
+  KCT_OK(rt, kc_stream_create(ctx, &other));
+  kc_launch_config cw = kct_config(1, 1, w), co = kct_config(1, 1, other);
   KCT_OK(rt, kc_launch_ex(ks, ctx, &co, slow_args, 2));
+  KCT_OK(rt, kc_launch_ex(ks, ctx, &cw, slow_args, 2)); /* w's one item, running */
   store(&slow, 1);
-  KCT_OK(rt, kc_stream_wait(s, other));
+  KCT_OK(rt, kc_stream_wait(w, other));
   store(&slow, 0);
-  KCT_OK(rt, kc_launch_ex(kp, ctx, &c, (kc_arg[]){KC_ARG_BUF(b), KC_ARG_VAL(two), KC_ARG_VAL(v)}, 3));
-  KCT_OK(rt, sync_within(s));
+  KCT_OK(rt, kc_launch_ex(kp, ctx, &cw, (kc_arg[]){KC_ARG_BUF(b), KC_ARG_VAL(two), KC_ARG_VAL(v)}, 3));
+  KCT_OK(rt, sync_within(w));
   assert_int_equal(mem[2], 5);
   KCT_OK(rt, sync_within(other));
   kc_stream_destroy(other);
+  kc_stream_destroy(w);
   kc_stream_destroy(s);
   kc_buffer_destroy(b);
   kct_destroy(rt);

@@ -294,6 +294,17 @@ static host_item *host_item_take(host_streams *q, host_stream *t, size_t need) {
   return it;
 }
 
+/* An item of t for a launch or a wait with need bytes of values (lock
+ * held on entry and on return), or NULL: where t runs on the caller
+ * (*here set; the item taken goes back to the spares, or in *spent, to be
+ * freed once the lock is released) or out of memory. */
+static host_item *host_item_for(host_streams *q, host_stream *t, size_t need, bool *here, host_item **spent) {
+  host_item *it = host_item_take(q, t, need);
+  *here = host_stream_inline(t);
+  *spent = *here && it ? host_item_keep(t, it) : NULL;
+  return *here ? NULL : it;
+}
+
 /* Queues it on t (lock held). */
 static void host_item_queue(host_streams *q, host_stream *t, host_item *it) {
   it->next = NULL;
@@ -346,10 +357,9 @@ static kc_status host_stream_launch(kc__blinked *l, void **argv, const kc__lcfg 
   }
   need += align - 1; /* room to align the start */
   kc__lock(&q->lock);
-  host_item *it = host_item_take(q, t, need);
-  if (host_stream_inline(t)) {
-    /* no thread: in order on the caller (nothing is queued) */
-    host_item *spent = it ? host_item_keep(t, it) : NULL;
+  bool here;
+  host_item *spent, *it = host_item_for(q, t, need, &here, &spent);
+  if (here) { /* no thread: in order on the caller (nothing is queued) */
     kc__unlock(&q->lock);
     if (spent) kc__bs_free(s->sv, spent);
     return host_launch_now(l, argv, cfg);
@@ -448,11 +458,11 @@ kc_status host_stream_wait(void *bctx, void *native, void *other_) {
     kc__unlock(&q->lock);
     return KC_OK;
   }
-  host_item *it = t ? host_item_take(q, t, 0) : NULL;
-  if (!t || host_stream_inline(t)) {
+  bool here = true;
+  host_item *spent = NULL, *it = t ? host_item_for(q, t, 0, &here, &spent) : NULL;
+  if (here) {
     /* the implicit stream, or one with no thread: its next launch runs on
      * the caller, so the caller waits now */
-    host_item *spent = it ? host_item_keep(t, it) : NULL;
     host_stream_wait_done(q, other);
     kc__unlock(&q->lock);
     if (spent) kc__bs_free(s->sv, spent);

@@ -100,13 +100,20 @@ kc_status ocl_name_check(const ocl_state *st, const kc__bsvc *sv, const char *en
 
 #define OCL_BLANKS " \t\n\r\v\f" /* what separates options (PoCL and clang split on each) */
 
+/* The word at or after p (its length in *len), NULL at the end. */
+static const char *ocl_word(const char *p, size_t *len) {
+  p += strspn(p, OCL_BLANKS);
+  *len = strcspn(p, OCL_BLANKS);
+  return *p ? p : NULL;
+}
+
 /* Whether the word w (len bytes) is "-D" or "-I" alone, whose argument is
  * the next word. */
 static bool ocl_lone_flag(const char *w, size_t len) {
   return len == 2 && w[0] == '-' && (w[1] == 'D' || w[1] == 'I');
 }
 
-/* The first len bytes of w hold s. */
+/* Whether the first len bytes of w hold s. */
 static bool ocl_has(const char *w, size_t len, const char *s) {
   size_t n = strlen(s);
   for (size_t i = 0; i + n <= len; i++)
@@ -115,27 +122,20 @@ static bool ocl_has(const char *w, size_t len, const char *s) {
 }
 
 const char *ocl_relink_refused(const char *build_options, const char **why) {
-  size_t n = strlen(OCL_OPTIONS);
+  size_t n = strlen(OCL_OPTIONS), len;
   *why = "is not kcache's own options first";
   if (strncmp(build_options, OCL_OPTIONS, n) != 0 ||
       (build_options[n] && !strchr(OCL_BLANKS, build_options[n])))
     return build_options;
   const char *flag = NULL; /* a lone -D or -I, whose argument is the next word */
-  for (const char *p = build_options + n;; p += strcspn(p, OCL_BLANKS)) {
-    p += strspn(p, OCL_BLANKS);
-    if (!*p) {
-      *why = "has no argument";
-      return flag;
-    }
-    size_t len = strcspn(p, OCL_BLANKS);
-    const char *at = flag ? flag : p; /* the option a word belongs to */
+  for (const char *p = build_options + n; (p = ocl_word(p, &len)); p += len) {
     if (strcspn(p, "\"'\\") < len) {
       *why = "has a quote or backslash, which the platform parses its own way";
-      return at;
+      return p;
     }
     if (ocl_has(p, len, "-cl-")) { /* a platform may look for -cl-opt-disable and the like anywhere */
       *why = "names an option of the OpenCL compiler (-cl-...), which the link may need too";
-      return at;
+      return p;
     }
     if (flag) flag = NULL; /* the argument */
     else if (ocl_lone_flag(p, len)) flag = p;
@@ -145,17 +145,14 @@ const char *ocl_relink_refused(const char *build_options, const char **why) {
       return p;
     }
   }
+  *why = flag ? "has no argument" : NULL;
+  return flag;
 }
 
 bool ocl_lone_flag_at_end(const char *options) {
   const char *last = NULL;
-  size_t last_len = 0;
-  for (const char *p = options ? options : "";; p += last_len) {
-    p += strspn(p, OCL_BLANKS);
-    if (!*p) break;
-    last = p;
-    last_len = strcspn(p, OCL_BLANKS);
-  }
+  size_t last_len = 0, len;
+  for (const char *p = options ? options : ""; (p = ocl_word(p, &len)); p += len) last = p, last_len = len;
   return last && ocl_lone_flag(last, last_len);
 }
 

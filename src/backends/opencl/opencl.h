@@ -293,8 +293,9 @@ kc_status ocl_build_unit(ocl_state *st, const ocl_unit *u, ocl_result *r, kc__sb
 bool ocl_links(ocl_state *st);
 /* Where build_options (OCL_OPTIONS, then the user's compile options, each
  * word after a blank) has a word that a compile followed by a link
- * without options might not honour as clBuildProgram does: the option
- * it belongs to, and in *why what is wrong with it (a word that is not
+ * without options might not honour as clBuildProgram does: that word
+ * (for a lone -D at the end, the -D), and in *why what is wrong with it
+ * (NULL where nothing is: a word that is not
  * -D or -I with their arguments, -w or -Werror; a quote or backslash,
  * which the platform parses its own way; "-cl-" anywhere, even in a
  * macro's value, since a platform may look for -cl-opt-disable in the
