@@ -36,10 +36,11 @@
  * stream's next launch (or a kc_stream_wait that needs it) joins the one
  * that ended and starts another, with that caller's signal mask. Until
  * then the ended thread's stack stays mapped. What the stream keeps (a
- * failure not yet synced, its counts) is the stream's, not the thread's. Where no thread can start (out of
- * resources; a ThreadSanitizer build in a child of fork(); no fork hook,
- * pthread_atfork having run out of memory), the stream runs its launches
- * in the caller, in order: its queue is empty whenever it has no thread. A
+ * failure not yet synced, its counts) is the stream's, not the thread's.
+ * Where no thread can start (out of resources; a ThreadSanitizer build
+ * in a child of fork(); no fork hook, pthread_atfork having run out of
+ * memory), the stream runs its launches in the caller, in order: its
+ * queue is empty whenever it has no thread. A
  * child of fork() has no stream thread and does not run what its parent
  * had queued (the parent does): its streams start empty, and their
  * threads start again at their next launch. Sync the streams before

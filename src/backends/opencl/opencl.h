@@ -294,13 +294,13 @@ bool ocl_links(ocl_state *st);
 /* Where build_options (OCL_OPTIONS, then the user's compile options, each
  * word after a blank) has a word that a compile followed by a link
  * without options might not honour as clBuildProgram does: that word
- * (for a lone -D at the end, the -D), and in *why what is wrong with it
- * (NULL where nothing is: a word that is not
- * -D or -I with their arguments, -w or -Werror; a quote or backslash,
- * which the platform parses its own way; "-cl-" anywhere, even in a
- * macro's value, since a platform may look for -cl-opt-disable in the
- * whole string; a lone -D or -I at the end); NULL where compiling then
- * linking builds what clBuildProgram builds. */
+ * (for a lone -D at the end, the -D), and in *why what is wrong with it:
+ * a word that is not -D or -I with their arguments, -w or -Werror; a
+ * quote or backslash, which the platform parses its own way; "-cl-"
+ * anywhere, even in a macro's value, since a platform may look for
+ * -cl-opt-disable in the whole string; a lone -D or -I at the end. NULL
+ * (and *why NULL) where compiling then linking builds what
+ * clBuildProgram builds. */
 const char *ocl_relink_refused(const char *build_options, const char **why);
 /* Whether the last word of options is a lone -D or -I (PoCL 3 crashes
  * the process on it: refused where the state opens). */
