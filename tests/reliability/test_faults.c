@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_faults.c -- fault-injection sweeps, SQLite style. Each main scenario
- * (define, compile, link and launch, disk write, disk read) runs with the
+ * (define, compile, link and launch, bound arguments, launches on streams,
+ * disk write, disk read) runs with the
  * Nth operation of one kind failing, for N = 1, 2, 3... until a run
  * completes without reaching the Nth operation (past N = 64, every N/8th
  * N: a compile now records dozens of headers, each an allocation and a file
@@ -43,6 +44,9 @@
 
 static const char SRC_H1[] = "KC_DEVICE int h(int x) { return 3 * x + 1; }";
 static const char SRC_H2[] = "KC_DEVICE int h(int x) { return 5 * x + 2; }";
+/* y = x + 1 */
+static const char SRC_CP[] = "KC_KERNEL void cp(KC_GLOBAL int *y, KC_GLOBAL const int *x) { size_t i = "
+                             "kc_global_id(0); y[i] = x[i] + 1; }";
 static const char SRC_K[] =
     "KC_KERNEL void k(KC_GLOBAL int *y) { size_t i = kc_global_id(0); y[i] = h((int)i); }";
 
@@ -120,6 +124,9 @@ typedef struct env {
   kc_buffer *buf;
   kc_kernel *k;
   kc_args *bound; /* e->buf bound for e->k */
+  kc_stream *s, *s2; /* the stream scenario: two streams of e->ctx, */
+  kc_buffer *buf2; /* a second buffer */
+  kc_kernel *cp; /* and cp */
   bool pinned;
   /* the first failure */
   kc_status st;
@@ -302,6 +309,66 @@ static kc_status sc_bound(env *e) {
   return launches(e);
 }
 
+/* A launch of k on the stream s, y its first argument and x (if not
+ * NULL) its second (the host runs it on the stream's thread, or on the
+ * caller where no thread is to be had). */
+static kc_status launch_on(env *e, kc_stream *s, kc_kernel *k, kc_buffer *y, kc_buffer *x) {
+  kc_launch_config c;
+  kc_launch_config_init(&c);
+  c.grid = (kc_dim3){N, 1, 1};
+  c.block = (kc_dim3){1, 1, 1};
+  c.stream = s;
+  kc_arg a[] = {KC_ARG_BUF(y), KC_ARG_BUF(x)};
+  STEP(e, kc_launch_ex(k, e->ctx, &c, a, x ? 2 : 1));
+  return KC_OK;
+}
+
+/* Launches on streams: k on s, synced; then k in a new world on s2 into
+ * a second buffer, a wait of s for s2, and cp on s from that buffer into
+ * the first (their queue items and threads; a failure kept for the sync).
+ * Every launch shows in the result: a launch lost, or a wait that did not
+ * order, leaves the wrong numbers. */
+static kc_status sc_stream(env *e) {
+  kc_status st = kernel_ready(e);
+  if (st) return st;
+  /* the second attempt: what the first left queued has run, and a failure
+   * it left for a sync is said there (the first attempt's, not this one's) */
+  if (e->s) (void)kc_stream_sync(e->s);
+  if (e->s2) (void)kc_stream_sync(e->s2);
+  if (!e->s) STEP(e, kc_stream_create(e->ctx, &e->s));
+  if (!e->s2) STEP(e, kc_stream_create(e->ctx, &e->s2));
+  if (!e->buf2) STEP(e, kc_buffer_create(e->ctx, N * sizeof(int32_t), &e->buf2));
+  int32_t out[N];
+  for (int i = 0; i < N; i++) out[i] = -1 - i;
+  STEP(e, kc_buffer_write(e->buf2, 0, out, sizeof out));
+  CHANGE(e, kc_define(e->rt, "cp", SRC_CP, NULL));
+  if (!e->cp) STEP(e, kc_kernel_create(e->rt, "cp", NULL, &e->cp));
+  if ((st = launch_on(e, e->s, e->k, e->buf, NULL))) return st;
+  STEP(e, kc_stream_sync(e->s));
+  STEP(e, kc_buffer_read(e->buf, 0, out, sizeof out));
+  if ((st = check_out(e, out, 3, 1, "a launch on a stream, synced"))) return st;
+  CHANGE(e, kc_define(e->rt, "h", SRC_H2, NULL));
+  if ((st = launch_on(e, e->s2, e->k, e->buf2, NULL))) return st;
+  STEP(e, kc_stream_wait(e->s, e->s2));
+  if ((st = launch_on(e, e->s, e->cp, e->buf, e->buf2))) return st;
+  STEP(e, kc_stream_sync(e->s));
+  STEP(e, kc_stream_sync(e->s2));
+  STEP(e, kc_buffer_read(e->buf, 0, out, sizeof out));
+  return check_out(e, out, 5, 3, "a launch on one stream, copied on another after a wait for it");
+}
+
+/* Before the stream scenario's faults are armed: the runtime, h, k and cp
+ * defined and compiled, so that the sweep's dense first Ns reach the
+ * streams' own allocations (their queue items, at most a few per run). */
+static void stream_prepare(env *e) {
+  kc_status st = kernel_ready(e);
+  if (!st) st = kc_define(e->rt, "cp", SRC_CP, NULL);
+  if (!st) st = kc_kernel_create(e->rt, "cp", NULL, &e->cp);
+  if (!st) st = kc_kernel_compile(e->k);
+  if (!st) st = kc_kernel_compile(e->cp);
+  if (st) fail_msg("preparing the stream scenario: %s: %s", kc_status_name(st), kc_errmsg(e->rt));
+}
+
 /* Disk write: a miss compiles and writes the entry. */
 static kc_status sc_disk(env *e) {
   kc_status st = kernel_ready(e);
@@ -334,9 +401,13 @@ typedef struct scenario {
 } scenario;
 
 static const scenario scenarios[] = {
-    {"define", sc_define, false, NULL},      {"compile", sc_compile, false, NULL},
-    {"link+launch", sc_launch, false, NULL}, {"bound arguments", sc_bound, false, NULL},
-    {"disk write", sc_disk, true, NULL},     {"disk read", sc_disk, true, fill_store},
+    {"define", sc_define, false, NULL},
+    {"compile", sc_compile, false, NULL},
+    {"link+launch", sc_launch, false, NULL},
+    {"bound arguments", sc_bound, false, NULL},
+    {"streams", sc_stream, false, stream_prepare},
+    {"disk write", sc_disk, true, NULL},
+    {"disk read", sc_disk, true, fill_store},
 };
 #define NSCENARIOS (sizeof scenarios / sizeof *scenarios)
 
