@@ -941,12 +941,14 @@ kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
  * launches run asynchronously and in order on a thread of its own (started
  * at its first launch, ended once it has waited $KC_HOST_STREAM_IDLE
  * seconds, 5 by default, for another, and started again at the next one;
- * a launch's groups still spread over the worker pool): kc_launch_ex and kc_launch_args_ex on it check the
- * launch, copy its arguments' values (a buffer's pointer, a scalar's bytes: a later kc_args_set or change of
- * a scalar does not reach it) and return. A failure on the stream's thread (items of a group that disagree at
- * a barrier, a group larger than a kernel whose barriers run as fibers takes, memory for a fiber or a copy:
- * what is found when the kernel runs; a NULL or empty grid or block is refused by the launch itself) comes
- * back, once, from the next kc_stream_sync or kc_context_finish, with its
+ * a launch's groups still spread over the worker pool): kc_launch_ex and
+ * kc_launch_args_ex on it check the launch, copy its arguments' values (a
+ * buffer's pointer, a scalar's bytes: a later kc_args_set or change of a
+ * scalar does not reach it) and return. A failure on the stream's thread
+ * (items of a group that disagree at a barrier, a group larger than a
+ * kernel whose barriers run as fibers takes, memory for a fiber or a copy:
+ * what is found when the kernel runs; a NULL or empty grid or block is
+ * refused by the launch itself) comes back, once, from the next kc_stream_sync or kc_context_finish, with its
  * message ("kernel 'k', launched on a stream, failed: ..."); the launches
  * after it still run (a failure not synced before kc_stream_destroy is
  * logged as a warning). kc_buffer_destroy of a buffer kcache made waits

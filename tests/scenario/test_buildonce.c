@@ -66,6 +66,14 @@ static void run_lin(kc_runtime *rt, kc_kernel *k, kc_context *ctx) {
 
 static kc_runtime *store_runtime(char *dir, size_t len);
 
+/* A runtime made from o with its store in a fresh directory (dir). */
+static kc_runtime *store_runtime_with(char *dir, size_t len, kc_options *o) {
+  kct_mkdtemp(dir, len, "probe");
+  unsetenv("KC_CACHE_DISABLE");
+  o->cache_dir = dir;
+  return kct_runtime(o);
+}
+
 /* A runtime in memory, or with a store in a fresh directory (dir): with
  * the late binaries asked for (as in this suite), a store's builds compile
  * and link twice, a memory-only runtime's build once. */
@@ -276,12 +284,9 @@ static void remove_entries(const char *dir) {
 /* A runtime with its store in a fresh directory (dir); the suite's other
  * runtimes keep to memory (kct_memory_only). */
 static kc_runtime *store_runtime(char *dir, size_t len) {
-  kct_mkdtemp(dir, len, "probe");
-  unsetenv("KC_CACHE_DISABLE");
   kc_options o;
   kc_options_init(&o);
-  o.cache_dir = dir;
-  return kct_runtime(&o);
+  return store_runtime_with(dir, len, &o);
 }
 
 /* y[j] = a * j + n + v.w: by-value parameters of built-in types only */
@@ -406,27 +411,35 @@ static void run_lin64(kc_runtime *rt, kc_kernel *k, kc_context *ctx) {
   kc_buffer_destroy(b);
 }
 
+/* In rt, whose store is in dir: lin with one as its 1 and a salt PoCL has
+ * not launched yet, compiled (its entry's size then in *early) and
+ * launched in a context. */
+static kc_kernel *compile_lin(kc_runtime *rt, const char *dir, const char *one, long *early) {
+  lin_salt++;
+  kc_kernel *k = lin_kernel_with(rt, one);
+  KCT_OK(rt, kc_kernel_compile(k));
+  *early = entry_size(dir);
+  assert_true(*early > 0);
+  run_lin64(rt, k, kct_context(rt)); /* 2j + 1 */
+  return k;
+}
+
+/* A runtime on a new store (dir) that compiles lin, whose entry's size
+ * then is *early, and launches it in two contexts (the same program, its
+ * first launch in each). */
+static kc_runtime *compile_and_launch(char *dir, size_t len, long *early) {
+  kc_runtime *rt = store_runtime(dir, len);
+  kc_kernel *k = compile_lin(rt, dir, "1.0f", early);
+  run_lin64(rt, k, kct_context(rt));
+  return rt;
+}
+
 /* The compile's entry holds the binary fetched before any launch; once the
  * first launch has completed it holds the one PoCL serializes after it, with
  * the work-group function that launch made: larger (PoCL 3.x). The backend
  * writes it from a thread of its own, which kc_runtime_destroy lets finish:
  * checked after it. A new runtime loads it (a disk hit, one build), computes
  * the right thing, and leaves the entry as it is. */
-/* A runtime on a new store (dir) that compiles lin, whose entry's size
- * then is *early, and launches it in two contexts (the same program, its
- * first launch in each). */
-static kc_runtime *compile_and_launch(char *dir, size_t len, long *early) {
-  kc_runtime *rt = store_runtime(dir, len);
-  lin_salt++; /* a kernel PoCL has not launched yet */
-  kc_kernel *k = lin_kernel(rt);
-  KCT_OK(rt, kc_kernel_compile(k));
-  *early = entry_size(dir);
-  assert_true(*early > 0);
-  run_lin64(rt, k, kct_context(rt));
-  run_lin64(rt, k, kct_context(rt));
-  return rt;
-}
-
 static void test_the_entry_gets_the_binary_after_the_first_launch(void **state) {
   (void)state;
   char dir[4096];
@@ -504,21 +517,13 @@ static void keep_no_late(void *ud, kc_log_level level, const char *msg) {
  * they reach the compile) and launches it; the entry's size after the
  * compile in *early. */
 static kc_runtime *with_options(char *dir, size_t len, const char *options, char *seen, long *early) {
-  kct_mkdtemp(dir, len, "probe");
-  unsetenv("KC_CACHE_DISABLE");
   kc_options o;
   kc_options_init(&o);
-  o.cache_dir = dir;
   o.compile_options = options;
   o.log = keep_no_late;
   o.log_ud = seen;
-  kc_runtime *rt = kct_runtime(&o);
-  lin_salt++; /* a kernel PoCL has not launched yet */
-  kc_kernel *k = lin_kernel_with(rt, "ONE");
-  KCT_OK(rt, kc_kernel_compile(k));
-  *early = entry_size(dir);
-  assert_true(*early > 0);
-  run_lin64(rt, k, kct_context(rt)); /* 2j + 1 */
+  kc_runtime *rt = store_runtime_with(dir, len, &o);
+  compile_lin(rt, dir, "ONE", early);
   return rt;
 }
 

@@ -40,10 +40,10 @@
  * Where no thread can start (out of resources; a ThreadSanitizer build
  * in a child of fork(); no fork hook, pthread_atfork having run out of
  * memory), the stream runs its launches in the caller, in order: its
- * queue is empty whenever it has no thread. A
- * child of fork() has no stream thread and does not run what its parent
- * had queued (the parent does): its streams start empty, and their
- * threads start again at their next launch. Sync the streams before
+ * queue is empty whenever it has no thread. A child of fork() has no
+ * stream thread and does not run what its parent had queued (the parent
+ * does): its streams start empty, and their threads start again at their
+ * next launch. Sync the streams before
  * fork() for a defined state.
  *
  * Locks: host_streams.lock (held to queue, to take a launch off a queue

@@ -113,14 +113,6 @@ static bool ocl_lone_flag(const char *w, size_t len) {
   return len == 2 && w[0] == '-' && (w[1] == 'D' || w[1] == 'I');
 }
 
-/* Whether the first len bytes of w hold s. */
-static bool ocl_has(const char *w, size_t len, const char *s) {
-  size_t n = strlen(s);
-  for (size_t i = 0; i + n <= len; i++)
-    if (!memcmp(w + i, s, n)) return true;
-  return false;
-}
-
 const char *ocl_relink_refused(const char *build_options, const char **why) {
   size_t n = strlen(OCL_OPTIONS), len;
   *why = "is not kcache's own options first";
@@ -133,7 +125,7 @@ const char *ocl_relink_refused(const char *build_options, const char **why) {
       *why = "has a quote or backslash, which the platform parses its own way";
       return p;
     }
-    if (ocl_has(p, len, "-cl-")) { /* a platform may look for -cl-opt-disable and the like anywhere */
+    if (memmem(p, len, "-cl-", 4)) { /* a platform may look for -cl-opt-disable and the like anywhere */
       *why = "names an option of the OpenCL compiler (-cl-...), which the link may need too";
       return p;
     }
@@ -162,13 +154,14 @@ bool ocl_links(ocl_state *st) {
   if (!st->relink_refused) return true;
   /* late binaries asked for (or PoCL's cache off), not to be had: said
    * once, at the first build that would have made them */
-  if (!kc__fetch_add_relaxed(&st->relink_said, 1))
+  const char *why = NULL;
+  if (!kc__fetch_add_relaxed(&st->relink_said, 1) && ocl_relink_refused(st->build_options, &why))
     kc__log_to(
         sv->log, st->relink_asked ? KC_LOG_WARN : KC_LOG_INFO,
         "OpenCL: no late binaries (KC_OPENCL_LATE_BINARIES): the compile option \"%.*s\" %s; only -D and -I "
         "with their arguments, -w and -Werror are sure to build the same compiled, then linked, as built at "
         "once",
-        (int)strcspn(st->relink_refused, OCL_BLANKS), st->relink_refused, st->relink_why);
+        (int)strcspn(st->relink_refused, OCL_BLANKS), st->relink_refused, why);
   return false;
 }
 

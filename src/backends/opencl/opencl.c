@@ -81,7 +81,8 @@ static kc_status ocl_open(const kc__bsvc *sv, const kc__bconfig *opt, void **sta
   st->late_binaries = st->late_cond_ok && opt &&
                       (opt->opencl_late_binaries == KC__MODE_ALWAYS ||
                        (opt->opencl_late_binaries == KC__MODE_AUTO && st->pocl_cache_off));
-  st->relink_refused = ocl_relink_refused(st->build_options, &st->relink_why);
+  const char *why;
+  st->relink_refused = ocl_relink_refused(st->build_options, &why); /* (why said by ocl_links) */
   st->relink_asked = opt && opt->opencl_late_binaries == KC__MODE_ALWAYS;
   *state = st;
   return KC_OK;

@@ -165,9 +165,9 @@ typedef struct ocl_state {
    * the exit handler (programs.c). */
   bool late_binaries;
   /* Where the user's compile options refuse late binaries (ocl_relink_refused:
-   * the word, in build_options, and why), whether KC_OPENCL_LATE_BINARIES=1
-   * asked for them, and whether the log said so (once, ocl_links). */
-  const char *relink_refused, *relink_why;
+   * the word, in build_options), whether KC_OPENCL_LATE_BINARIES=1 asked
+   * for them, and whether the log said so (once, ocl_links). */
+  const char *relink_refused;
   bool relink_asked;
   _Atomic int relink_said;
   /* PoCL, its own kernel cache off ($POCL_KERNEL_CACHE not starting with 1; helpers.c) */
