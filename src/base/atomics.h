@@ -16,6 +16,17 @@
 #define kc__fetch_add_relaxed(p, v) atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
 #define kc__fetch_sub_relaxed(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_relaxed)
 #define kc__fetch_add_release(p, v) atomic_fetch_add_explicit((p), (v), memory_order_release)
+#define kc__fetch_sub_acq_rel(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_acq_rel)
+
+/* The body of a spin-wait: tells the core (and its sibling hyperthread)
+ * that this thread only waits. */
+static inline void kc__cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
 
 /* A statistics counter that one thread at a time is expected to bump: a
  * relaxed load and a relaxed store, not an atomic read-modify-write (no bus

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* misc.c -- the small leaves of src/base: hashing (hash.h), clocks
- * (clock.h), ids (id.h) and hex digits (bytes.h). */
+ * (clock.h) and timed waits on them (mutex.h), ids (id.h) and hex digits
+ * (bytes.h). */
 #include "base/atomics.h"
 #include "base/bytes.h"
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/id.h"
+#include "base/mutex.h"
 
 #include <errno.h>
 #include <time.h>
@@ -29,6 +31,20 @@ void kc__nap_ns(uint64_t ns) {
 }
 
 void kc__nap_us(uint64_t us) { kc__nap_ns(us * 1000); }
+
+bool kc__cond_init_monotonic(pthread_cond_t *c) {
+  pthread_condattr_t a;
+  if (pthread_condattr_init(&a) != 0) return false;
+  bool ok = pthread_condattr_setclock(&a, CLOCK_MONOTONIC) == 0 && pthread_cond_init(c, &a) == 0;
+  pthread_condattr_destroy(&a);
+  return ok;
+}
+
+bool kc__cond_wait_until(pthread_cond_t *c, kc__mutex *m, uint64_t deadline_ns) {
+  if (kc__now_ns() >= deadline_ns) return false;
+  struct timespec until = {(time_t)(deadline_ns / 1000000000u), (long)(deadline_ns % 1000000000u)};
+  return pthread_cond_timedwait(c, m, &until) != ETIMEDOUT || kc__now_ns() < deadline_ns;
+}
 
 uint64_t kc__next_id(void) {
   static _Atomic uint64_t next = 1;

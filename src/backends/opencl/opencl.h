@@ -70,7 +70,8 @@
   X(clEnqueueMarkerWithWaitList) \
   X(clEnqueueBarrierWithWaitList) \
   X(clReleaseEvent) \
-  X(clGetEventInfo)
+  X(clGetEventInfo) \
+  X(clSetEventCallback)
 
 /* OpenCL 2.0, looked up but not required (NULL: the library lacks it). */
 typedef cl_int(CL_API_CALL *ocl_svm_arg_fn)(cl_kernel kernel, cl_uint index, const void *value);

@@ -142,10 +142,60 @@ static unsigned char *ocl_fetch(const kc__bsvc *sv, cl_program prog, size_t *siz
   return bin;
 }
 
-/* Whether ev has completed, asking every 0.1 to 5 ms; false if it failed,
- * cannot be asked, or ocl_late_stop came while it had not completed (a
- * launch waiting for something that may never come). */
+/* What ocl_late_wait and ev's completion callback share, freed by the
+ * last of the two to let go: the callback may come after the wait has
+ * given up (ocl_late_stop), even after the runtime is gone (so it is
+ * malloc's, not the runtime's allocator's), or never where the command
+ * never completes. */
+typedef struct {
+  kc__mutex lock;
+  pthread_cond_t cond;
+  cl_int status; /* CL_QUEUED until the callback */
+  _Atomic int refs;
+} ocl_late_waiter;
+
+static void ocl_late_waiter_drop(ocl_late_waiter *w) {
+  if (kc__fetch_sub_acq_rel(&w->refs, 1) != 1) return;
+  pthread_cond_destroy(&w->cond);
+  kc__mutex_destroy(&w->lock);
+  free(w);
+}
+
+static void CL_CALLBACK ocl_late_done(cl_event ev, cl_int status, void *ud) {
+  (void)ev;
+  ocl_late_waiter *w = ud;
+  kc__lock(&w->lock);
+  w->status = status <= CL_COMPLETE ? status : CL_COMPLETE;
+  pthread_cond_signal(&w->cond);
+  kc__unlock(&w->lock);
+  ocl_late_waiter_drop(w);
+}
+
+/* Whether ev has completed: told by ev's callback, the stop asked for
+ * every 5 ms meanwhile; false if it failed, cannot be asked, or
+ * ocl_late_stop came while it had not completed (a launch waiting for
+ * something that may never come). Without memory for the waiter, ev is
+ * asked every 0.1 to 5 ms instead. */
 static bool ocl_late_wait(ocl_state *st, cl_event ev) {
+  ocl_late_waiter *w = malloc(sizeof *w);
+  if (w && kc__mutex_init(&w->lock)) {
+    if (kc__cond_init_monotonic(&w->cond)) {
+      w->status = CL_QUEUED;
+      kc__store_relaxed(&w->refs, 2);
+      if (ocl.clSetEventCallback(ev, CL_COMPLETE, ocl_late_done, w) == CL_SUCCESS) {
+        kc__lock(&w->lock);
+        while (w->status > CL_COMPLETE && !kc__load_relaxed(&st->late_stop))
+          (void)kc__cond_wait_until(&w->cond, &w->lock, kc__now_ns() + 5000000u);
+        cl_int status = w->status;
+        kc__unlock(&w->lock);
+        ocl_late_waiter_drop(w);
+        return status == CL_COMPLETE;
+      }
+      pthread_cond_destroy(&w->cond);
+    }
+    kc__mutex_destroy(&w->lock);
+  }
+  free(w);
   for (uint64_t nap = 100;;) {
     cl_int status = CL_QUEUED;
     if (ocl.clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) != CL_SUCCESS)
