@@ -31,6 +31,7 @@
   X(HOST_OPT,           "KC_HOST_OPT",            STR,     NULL,   "the host backend's optimisation flags (default: -O3 -march=native with gcc and clang, -O2 with tcc; part of the disk key)") \
   X(HOST_THREADS,       "KC_HOST_THREADS",        U64,     "0",    "host backend: threads that run a launch's groups, the caller included (0: one per core; 1: the caller alone)") \
   X(HOST_STREAM_IDLE,   "KC_HOST_STREAM_IDLE",    SECONDS, "5",    "host backend: seconds a stream's thread waits for a launch before it ends, to start again at the stream's next launch (0: it waits for as long as the stream lives; a value over 86400 is warned about and 5 used)") \
+  X(HOST_STREAM_SPIN_US, "KC_HOST_STREAM_SPIN_US", U64,   "20",   "host backend: microseconds a stream's thread watches for a launch, and kc_stream_sync for the stream's last launch to end, before it sleeps (0: it sleeps at once; 0..10000)") \
   X(CUDA_FORCE_PTX,     "KC_CUDA_FORCE_PTX",      BOOL,    "0",    "CUDA: compile to PTX even where a cubin could be made") \
   X(FAULT_BACKTRACE,    "KC_FAULT_BACKTRACE",     BOOL,    "0",    "fault-injection builds: print a backtrace where each fault hits") \
   X(CACHE_DIR,          "KC_CACHE_DIR",           STR,     NULL,   "disk cache directory (default $XDG_CACHE_HOME/kcache or ~/.cache/kcache)") \

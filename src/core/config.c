@@ -158,6 +158,12 @@ void kc__bconfig_make(const kc__config *c, const kc_options *opt, kc__bconfig *b
   }
   b->host_stream_idle_ns = (uint64_t)(idle * 1e9);
   if (idle > 0 && !b->host_stream_idle_ns) b->host_stream_idle_ns = 1; /* under 1 ns is not "never" */
+  uint64_t spin_us = 20;
+  if (kc__config_u64(c, KC__SET_HOST_STREAM_SPIN_US, &spin_us, 0, 10000) == KC__SETTING_BAD) {
+    if (warn) kc__config_warn(log, c, KC__SET_HOST_STREAM_SPIN_US, "20 us");
+    spin_us = 20;
+  }
+  b->host_stream_spin_ns = spin_us * 1000;
   bool ptx = false;
   kc__config_bool(c, KC__SET_CUDA_FORCE_PTX, &ptx);
   b->cuda_force_ptx = ptx;

@@ -218,12 +218,14 @@ static void test_bad_setting_warns_through_callback(void **state) {
   setenv("KC_HOST_THREADS", "lots", 1);
   setenv("KC_OPENCL_HELPER_TIMEOUT", "soon", 1);
   setenv("KC_OPENCL_HELPERS", "sometimes", 1);
+  setenv("KC_HOST_STREAM_SPIN_US", "20000", 1);
   capture *cap = kct_calloc(sizeof *cap);
   kc_runtime *rt = logged_runtime(cap, KC_LOG_DEFAULT, NULL);
   KCT_CONTAINS(cap->text, "2|KC_HOST_THREADS=\"lots\" is not a whole number in range; using one per core\n");
   KCT_CONTAINS(cap->text, "2|KC_OPENCL_HELPER_TIMEOUT=\"soon\" is not ");
   KCT_CONTAINS(cap->text, "2|KC_OPENCL_HELPERS=\"sometimes\" is not ");
-  assert_int_equal(cap->counts[KC_LOG_WARN], 3);
+  KCT_CONTAINS(cap->text, "2|KC_HOST_STREAM_SPIN_US=\"20000\" is not a whole number in range; using 20 us\n");
+  assert_int_equal(cap->counts[KC_LOG_WARN], 4);
   kct_destroy(rt);
 
   memset(cap, 0, sizeof *cap); /* at the runtime's level: errors only, none of them */
@@ -233,6 +235,7 @@ static void test_bad_setting_warns_through_callback(void **state) {
   unsetenv("KC_HOST_THREADS");
   unsetenv("KC_OPENCL_HELPER_TIMEOUT");
   unsetenv("KC_OPENCL_HELPERS");
+  unsetenv("KC_HOST_STREAM_SPIN_US");
 }
 
 int main(int argc, char **argv) {

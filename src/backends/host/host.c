@@ -115,7 +115,7 @@ static kc_status host_open(const kc__bsvc *sv, const kc__bconfig *cfg, void **st
   /* the work directories of processes killed during a compile */
   if (!st) host_workdir_sweep(s);
   if (!st) st = host_pool_open(s, cfg->host_threads);
-  if (!st) st = host_streams_open(s, cfg->host_stream_idle_ns);
+  if (!st) st = host_streams_open(s, cfg->host_stream_idle_ns, cfg->host_stream_spin_ns);
   if (st) {
     host_close(s);
     return st;

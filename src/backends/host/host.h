@@ -219,7 +219,7 @@ kc_status host_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h);
  * launches queued on every stream before it (a buffer kcache made goes
  * after them); host_streams_forget waits until im has no queued launch
  * (it is being unloaded). */
-kc_status host_streams_open(host_state *s, uint64_t idle_ns);
+kc_status host_streams_open(host_state *s, uint64_t idle_ns, uint64_t spin_ns);
 void host_streams_close(host_state *s);
 /* kc_launch_ex: checked, then queued on its stream or run now. */
 kc_status host_launch_ex(kc__blinked *l, void **argv, const kc__lcfg *cfg);

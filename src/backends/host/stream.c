@@ -7,6 +7,18 @@
  * stream) and the wrapped implicit stream (kc_stream_wrap(ctx, NULL)) stay
  * synchronous: a launch there returns when its last group has run.
  *
+ * A stream's thread whose queue ran empty, and a sync (or any wait for a
+ * stream's launches to end), first watch the stream's counts, without the
+ * lock, for up to host_streams.spin_ns (KC_HOST_STREAM_SPIN_US, 20 us by
+ * default) before they sleep on a condition variable: a launch that
+ * follows the last one closely, or a short launch's sync, then meets a
+ * thread that is awake, where waking a sleeping one costs a few
+ * microseconds on each side. Past its first microsecond the watch calls
+ * sched_yield between looks: the scheduler tends to put the thread that
+ * was woken on the core of the one that woke it, so the thread watched for
+ * may be waiting for this very core (a watch that only paused made the
+ * round trip 5x slower: doc/benchmarks.md).
+ *
  * A launch on a stream is checked where it is made (its grid and block,
  * its scratch area; the core checked its arguments) and queued with a
  * copy of its arguments' values (a buffer's pointer, a scalar's bytes), as
@@ -47,7 +59,8 @@
  * fork() for a defined state.
  *
  * Locks: host_streams.lock (held to queue, to take a launch off a queue
- * and to count its end, and around fork(); no group runs under it, and no
+ * and to count its end, and around fork(); released for the watch before
+ * a sleep, as for the sleep; no group runs under it, and no
  * lock of kcache's is taken under it; the allocator is called outside it,
  * pthread_create under it when a stream's thread starts, as is the join
  * of a thread that ended idle: that thread released it, and what it does
@@ -58,6 +71,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,7 +103,9 @@ struct host_stream {
   host_item *running; /* taken by the thread, not yet finished */
   host_item *spare; /* finished items, kept for the next launches */
   unsigned nspare;
-  uint64_t queued, done; /* items queued and finished, ever */
+  /* items queued and finished, ever: changed under the lock, and read
+   * without it only by host_spin, as a hint */
+  _Atomic uint64_t queued, done;
   pthread_cond_t wake; /* the thread waits here for an item */
   pthread_t thread;
   bool started; /* the thread runs (in this process) */
@@ -107,6 +123,7 @@ struct host_streams {
   host_stream *list;
   uint64_t ticket; /* items queued ever, on every stream */
   uint64_t idle_ns; /* a stream's thread ends after waiting this long for a launch (0: never) */
+  uint64_t spin_ns; /* host_spin's watch before a sleep (0: none) */
   kc__fork_hook fork;
 };
 
@@ -121,30 +138,42 @@ static void host_idle_wait(host_streams *q) {
   q->waiters--;
 }
 
-/* Initializes a stream's wake condition, on the monotonic clock (its
- * thread's idle wait is timed). */
-static bool host_wake_init(pthread_cond_t *c) {
-  pthread_condattr_t a;
-  if (pthread_condattr_init(&a) != 0) return false;
-  bool ok = pthread_condattr_setclock(&a, CLOCK_MONOTONIC) == 0 && pthread_cond_init(c, &a) == 0;
-  pthread_condattr_destroy(&a);
-  return ok;
+/* Before a sleep on a condition variable (lock held on entry and on
+ * return): watches *count, the lock released, until it reaches want, for
+ * at most q->spin_ns (KC_HOST_STREAM_SPIN_US). Only a hint: the caller
+ * tests what it waits for again under the lock. Where the wait is short
+ * (a launch that follows the last one, a sync of a short launch), this
+ * saves the sleep and the wake-up on each side, a few microseconds each. */
+static void host_spin(host_streams *q, _Atomic uint64_t *count, uint64_t want) {
+  if (!q->spin_ns || kc__load_relaxed(count) >= want) return;
+  kc__unlock(&q->lock);
+  uint64_t start = kc__now_ns(), now = start;
+  do {
+    /* past the first microsecond, the core is offered to other threads:
+     * on a machine with more threads than cores, the one this waits for
+     * may need it */
+    if (now - start < 1000) kc__cpu_relax();
+    else sched_yield();
+    now = kc__now_ns();
+  } while (kc__load_relaxed(count) < want && now - start < q->spin_ns);
+  kc__lock(&q->lock);
 }
 
-/* Waits until t has an item or is stopped (lock held). False when it
- * waited q->idle_ns for neither: the thread then ends. */
+/* Bumps one of a stream's counts (lock held: the only writer). */
+static void host_count(_Atomic uint64_t *count) { kc__store_relaxed(count, kc__load_relaxed(count) + 1); }
+
+/* Waits until t has an item or is stopped (lock held), watching for one
+ * first (host_spin). False when it waited q->idle_ns for neither: the
+ * thread then ends. */
 static bool host_stream_sleep(host_streams *q, host_stream *t) {
+  if (!t->head && !t->stop) host_spin(q, &t->queued, kc__load_relaxed(&t->queued) + 1);
   if (!q->idle_ns) {
     while (!t->head && !t->stop) pthread_cond_wait(&t->wake, &q->lock);
     return true;
   }
-  struct timespec until;
-  clock_gettime(CLOCK_MONOTONIC, &until);
-  uint64_t ns = (uint64_t)until.tv_nsec + q->idle_ns % 1000000000u;
-  until.tv_sec += (time_t)(q->idle_ns / 1000000000u + ns / 1000000000u);
-  until.tv_nsec = (long)(ns % 1000000000u);
+  uint64_t until = kc__now_ns() + q->idle_ns;
   while (!t->head && !t->stop)
-    if (pthread_cond_timedwait(&t->wake, &q->lock, &until) == ETIMEDOUT && !t->head && !t->stop) return false;
+    if (!kc__cond_wait_until(&t->wake, &q->lock, until) && !t->head && !t->stop) return false;
   return true;
 }
 
@@ -202,7 +231,7 @@ static host_item *host_item_keep(host_stream *t, host_item *it) {
  * host_item_keep's result. */
 static host_item *host_item_end(host_streams *q, host_stream *t, host_item *it) {
   if (it->im) it->im->queued--;
-  t->done++;
+  host_count(&t->done);
   if (q->waiters) pthread_cond_broadcast(&q->idle);
   return host_item_keep(t, it);
 }
@@ -224,7 +253,7 @@ static void *host_stream_thread(void *arg) {
     if (!t->head) t->tail = NULL;
     t->running = it;
     if (!it->l) { /* a wait */
-      while (it->other && it->other->done < it->target) host_idle_wait(q);
+      while (it->other && kc__load_relaxed(&it->other->done) < it->target) host_idle_wait(q);
     } else {
       kc__unlock(&q->lock);
       int r = host_item_run(it);
@@ -313,7 +342,7 @@ static void host_item_queue(host_streams *q, host_stream *t, host_item *it) {
   if (t->tail) t->tail->next = it;
   else t->head = it;
   t->tail = it;
-  t->queued++;
+  host_count(&t->queued);
   if (it->im) it->im->queued++;
   pthread_cond_signal(&t->wake);
 }
@@ -406,7 +435,7 @@ kc_status host_stream_create(void *bctx, void **native) {
   host_stream *t = kc__bs_calloc(s->sv, sizeof *t);
   if (!t) return kc__bs_err(s->sv, KC_ENOMEM, "kc_stream_create: out of memory");
   t->s = s;
-  if (!host_wake_init(&t->wake)) {
+  if (!kc__cond_init_monotonic(&t->wake)) {
     kc__bs_free(s->sv, t);
     return kc__bs_err(s->sv, KC_ENOMEM, "kc_stream_create: out of memory");
   }
@@ -428,10 +457,12 @@ kc_status host_stream_wrap(void *bctx, void *native) {
   return KC_OK;
 }
 
-/* Waits until t has finished what was queued on it before (lock held). */
-static void host_stream_wait_done(host_streams *q, const host_stream *t) {
-  uint64_t target = t->queued;
-  while (t->done < target) host_idle_wait(q);
+/* Waits until t has finished what was queued on it before (lock held),
+ * watching for it first (host_spin). */
+static void host_stream_wait_done(host_streams *q, host_stream *t) {
+  uint64_t target = kc__load_relaxed(&t->queued);
+  host_spin(q, &t->done, target);
+  while (kc__load_relaxed(&t->done) < target) host_idle_wait(q);
 }
 
 kc_status host_stream_sync(void *bctx, void *native) {
@@ -455,7 +486,7 @@ kc_status host_stream_wait(void *bctx, void *native, void *other_) {
   if (!other || other == t) return KC_OK; /* the implicit stream has nothing queued; in order */
   host_streams *q = s->streams;
   kc__lock(&q->lock);
-  if (other->done == other->queued) { /* nothing to wait for */
+  if (kc__load_relaxed(&other->done) == kc__load_relaxed(&other->queued)) { /* nothing to wait for */
     kc__unlock(&q->lock);
     return KC_OK;
   }
@@ -476,7 +507,7 @@ kc_status host_stream_wait(void *bctx, void *native, void *other_) {
   it->l = NULL;
   it->im = NULL;
   it->other = other;
-  it->target = other->queued;
+  it->target = kc__load_relaxed(&other->queued);
   host_item_queue(q, t, it);
   kc__unlock(&q->lock);
   return KC_OK;
@@ -531,7 +562,7 @@ static void host_streams_fork_child(void *ud) {
   q->waiters = 0;
   pthread_cond_init(&q->idle, NULL);
   for (host_stream *t = q->list; t; t = t->next) {
-    (void)host_wake_init(&t->wake); /* (as at its creation; no allocation in glibc) */
+    (void)kc__cond_init_monotonic(&t->wake); /* (as at its creation; no allocation in glibc) */
     if (t->running) {
       host_item *it = t->running;
       t->running = NULL;
@@ -542,7 +573,7 @@ static void host_streams_fork_child(void *ud) {
       host_item *it = t->head;
       t->head = it->next;
       if (it->im) it->im->queued--;
-      t->done++;
+      host_count(&t->done);
       it->next = t->spare;
       t->spare = it;
       t->nspare++;
@@ -553,7 +584,7 @@ static void host_streams_fork_child(void *ud) {
   kc__unlock(&q->lock);
 }
 
-kc_status host_streams_open(host_state *s, uint64_t idle_ns) {
+kc_status host_streams_open(host_state *s, uint64_t idle_ns, uint64_t spin_ns) {
   host_streams *q = kc__bs_calloc(s->sv, sizeof *q);
   if (!q) return kc__bs_err(s->sv, KC_ENOMEM, "out of memory");
   if (!kc__mutex_init(&q->lock)) {
@@ -571,6 +602,7 @@ kc_status host_streams_open(host_state *s, uint64_t idle_ns) {
                             .child = host_streams_fork_child,
                             .ud = q};
   q->idle_ns = idle_ns;
+  q->spin_ns = spin_ns;
   q->no_threads = !kc__fork_register(&q->fork); /* then launches run on the caller */
   s->streams = q;
   return KC_OK;

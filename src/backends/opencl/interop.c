@@ -247,20 +247,12 @@ void ocl_buf_unwrap(void *bctx, kc__bufh *h) {
 
 /* ---------------------------------------------------------------- launch */
 
-static inline void ocl_cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
-
 /* Another thread is between set-args and enqueue on the same kernel: the
  * window is a few microseconds, so spin briefly, then give the CPU away. */
 KC__COLD void ocl_lock_wait(_Atomic int *busy) {
   for (unsigned spins = 0;; spins++) {
     if (!kc__load_relaxed(busy) && !atomic_exchange_explicit(busy, 1, memory_order_acquire)) return;
-    if (spins < 64) ocl_cpu_relax();
+    if (spins < 64) kc__cpu_relax();
     else sched_yield();
   }
 }
