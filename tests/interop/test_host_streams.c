@@ -231,8 +231,8 @@ static void pause_ns(long ns) {
  * the time a stream's thread takes to go to sleep and to wake up: a launch
  * that comes while the thread goes to sleep must still wake it (a lost
  * wake-up hangs here until CTest's timeout), and a sync must see every
- * launch before it done. (Written for the spin before sleeping that was
- * tried and left out: doc/benchmarks.md.) */
+ * launch before it done. (Written for the spin before sleeping: the
+ * watch of KC_HOST_STREAM_SPIN_US.) */
 static void launches_with_short_pauses(void) {
   fixture f;
   setup(&f);

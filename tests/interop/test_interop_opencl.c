@@ -154,7 +154,7 @@ static cl_uint queue_refcount(cl_command_queue q) {
  * and a queue keeps one on itself through its last command: a count read
  * once may include a reference about to go, and the counts kcache does not
  * hold are not known in advance. So kcache's share is compared between two
- * settled counts: before, one that has not changed for 200 ms (at most
+ * settled counts: before, one that has not changed for 500 ms (at most
  * 10 s); after, the count awaited until it is one less (at most 10 s), the
  * last value read returned for the assertion. */
 static cl_uint mem_count(const void *o) { return refcount((cl_mem)o); }
@@ -168,7 +168,7 @@ static void sleep_ms(long ms) {
 static cl_uint settled_count(cl_uint (*count)(const void *), const void *obj) {
   double until = kct_now() + 10.0, since = kct_now();
   cl_uint got = count(obj);
-  while (kct_now() - since < 0.2 && kct_now() < until) {
+  while (kct_now() - since < 0.5 && kct_now() < until) {
     sleep_ms(2);
     cl_uint now = count(obj);
     if (now != got) got = now, since = kct_now();

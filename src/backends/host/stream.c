@@ -7,8 +7,8 @@
  * stream) and the wrapped implicit stream (kc_stream_wrap(ctx, NULL)) stay
  * synchronous: a launch there returns when its last group has run.
  *
- * A stream's thread whose queue ran empty, and a sync (or any wait for a
- * stream's launches to end), first watch the stream's counts, without the
+ * A stream's thread whose queue ran empty, and a sync (as well as a
+ * stream's destroy, and a kc_stream_wait run on the caller) first watch the stream's counts, without the
  * lock, for up to host_streams.spin_ns (KC_HOST_STREAM_SPIN_US, 20 us by
  * default) before they sleep on a condition variable: a launch that
  * follows the last one closely, or a short launch's sync, then meets a

@@ -180,6 +180,7 @@ typedef struct ocl_state {
   uint64_t late_deadline;
   struct ocl_state *late_next;
   pid_t late_pid;
+  struct ocl_late_waiter *late_waiter; /* the worker's wait for a launch (under lock; programs.c) */
   /* Which platform and device (indices as the ICD lists them): a helper
    * opens the same one. serializes: the platform builds one program at a
    * time per process (PoCL). */

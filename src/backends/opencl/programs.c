@@ -146,13 +146,14 @@ static unsigned char *ocl_fetch(const kc__bsvc *sv, cl_program prog, size_t *siz
  * last of the two to let go: the callback may come after the wait has
  * given up (ocl_late_stop), even after the runtime is gone (so it is
  * malloc's, not the runtime's allocator's), or never where the command
- * never completes. */
-typedef struct {
+ * never completes. ocl_late_signal wakes it too (ocl_state.late_waiter). */
+struct ocl_late_waiter {
   kc__mutex lock;
   pthread_cond_t cond;
-  cl_int status; /* CL_QUEUED until the callback */
+  bool told; /* the callback came */
   _Atomic int refs;
-} ocl_late_waiter;
+};
+typedef struct ocl_late_waiter ocl_late_waiter;
 
 static void ocl_late_waiter_drop(ocl_late_waiter *w) {
   if (kc__fetch_sub_acq_rel(&w->refs, 1) != 1) return;
@@ -162,46 +163,62 @@ static void ocl_late_waiter_drop(ocl_late_waiter *w) {
 }
 
 static void CL_CALLBACK ocl_late_done(cl_event ev, cl_int status, void *ud) {
-  (void)ev;
+  (void)ev, (void)status; /* the event says how it ended (PoCL may pass CL_COMPLETE for a failure) */
   ocl_late_waiter *w = ud;
   kc__lock(&w->lock);
-  w->status = status <= CL_COMPLETE ? status : CL_COMPLETE;
+  w->told = true;
   pthread_cond_signal(&w->cond);
   kc__unlock(&w->lock);
   ocl_late_waiter_drop(w);
 }
 
-/* Whether ev has completed: told by ev's callback, the stop asked for
- * every 5 ms meanwhile; false if it failed, cannot be asked, or
- * ocl_late_stop came while it had not completed (a launch waiting for
- * something that may never come). Without memory for the waiter, ev is
- * asked every 0.1 to 5 ms instead. */
-static bool ocl_late_wait(ocl_state *st, cl_event ev) {
+/* Waits for ev's callback, or for ocl_late_signal (lock not held): false
+ * where there is no waiter to be had (out of memory, or the callback
+ * cannot be set), and the caller asks instead. */
+static bool ocl_late_wait_told(ocl_state *st, cl_event ev) {
   ocl_late_waiter *w = malloc(sizeof *w);
-  if (w && kc__mutex_init(&w->lock)) {
-    if (kc__cond_init_monotonic(&w->cond)) {
-      w->status = CL_QUEUED;
-      kc__store_relaxed(&w->refs, 2);
-      if (ocl.clSetEventCallback(ev, CL_COMPLETE, ocl_late_done, w) == CL_SUCCESS) {
-        kc__lock(&w->lock);
-        while (w->status > CL_COMPLETE && !kc__load_relaxed(&st->late_stop))
-          (void)kc__cond_wait_until(&w->cond, &w->lock, kc__now_ns() + 5000000u);
-        cl_int status = w->status;
-        kc__unlock(&w->lock);
-        ocl_late_waiter_drop(w);
-        return status == CL_COMPLETE;
-      }
-      pthread_cond_destroy(&w->cond);
-    }
-    kc__mutex_destroy(&w->lock);
+  if (!w) return false;
+  if (!kc__mutex_init(&w->lock)) {
+    free(w);
+    return false;
   }
-  free(w);
+  if (pthread_cond_init(&w->cond, NULL) != 0) {
+    kc__mutex_destroy(&w->lock);
+    free(w);
+    return false;
+  }
+  w->told = false;
+  kc__store_relaxed(&w->refs, 2);
+  if (ocl.clSetEventCallback(ev, CL_COMPLETE, ocl_late_done, w) != CL_SUCCESS) {
+    kc__store_relaxed(&w->refs, 1);
+    ocl_late_waiter_drop(w);
+    return false;
+  }
+  kc__lock(&st->lock);
+  st->late_waiter = w; /* set after late_stop could be: tested below, under w->lock */
+  kc__unlock(&st->lock);
+  kc__lock(&w->lock);
+  while (!w->told && !kc__load_relaxed(&st->late_stop)) pthread_cond_wait(&w->cond, &w->lock);
+  kc__unlock(&w->lock);
+  kc__lock(&st->lock);
+  st->late_waiter = NULL;
+  kc__unlock(&st->lock);
+  ocl_late_waiter_drop(w);
+  return true;
+}
+
+/* Whether ev has completed: waited for through its callback (or asked
+ * every 0.1 to 5 ms where no callback can be set), then asked; false if it
+ * failed, cannot be asked, or ocl_late_stop came while it had not
+ * completed (a launch waiting for something that may never come). */
+static bool ocl_late_wait(ocl_state *st, cl_event ev) {
+  bool waited = ocl_late_wait_told(st, ev);
   for (uint64_t nap = 100;;) {
     cl_int status = CL_QUEUED;
     if (ocl.clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) != CL_SUCCESS)
       return false;
     if (status <= CL_COMPLETE) return status == CL_COMPLETE;
-    if (kc__load_relaxed(&st->late_stop)) return false;
+    if (waited || kc__load_relaxed(&st->late_stop)) return false;
     kc__nap_us(nap);
     if (nap < 5000) nap *= 2;
   }
@@ -267,6 +284,12 @@ static bool ocl_late_signal(ocl_state *st, uint64_t deadline) {
   kc__store_relaxed(&st->late_stop, 1);
   if (!st->late_deadline || deadline < st->late_deadline) st->late_deadline = deadline;
   pthread_cond_signal(&st->late_cond);
+  ocl_late_waiter *w = st->late_waiter; /* the worker waiting for a launch */
+  if (w) {
+    kc__lock(&w->lock);
+    pthread_cond_signal(&w->cond);
+    kc__unlock(&w->lock);
+  }
   bool started = st->late_started;
   st->late_started = false;
   return started;
