@@ -941,8 +941,9 @@ kc_status kc_buffer_read(kc_buffer *buf, size_t offset, void *dst, size_t size);
  * launches run asynchronously and in order on a thread of its own (started
  * at its first launch, ended once it has waited $KC_HOST_STREAM_IDLE
  * seconds, 5 by default, for another, and started again at the next one;
- * before it sleeps, and before kc_stream_sync sleeps, each watches for up
- * to $KC_HOST_STREAM_SPIN_US microseconds, 20 by default;
+ * before it sleeps, and before kc_stream_sync or kc_stream_destroy sleeps,
+ * each watches for up to $KC_HOST_STREAM_SPIN_US microseconds, 20 by
+ * default, 0 for none;
  * a launch's groups still spread over the worker pool): kc_launch_ex and
  * kc_launch_args_ex on it check the launch, copy its arguments' values (a
  * buffer's pointer, a scalar's bytes: a later kc_args_set or change of a

@@ -232,8 +232,7 @@ typedef struct kc__bconfig {
   const char *host_opt; /* host: optimisation flags ($KC_HOST_OPT), NULL: by compiler */
   uint32_t host_threads; /* host: threads that run a launch's groups (>= 1) */
   uint64_t host_stream_idle_ns; /* host: a stream's thread ends after this long idle (0: never) */
-  uint64_t
-      host_stream_spin_ns; /* host: a stream's thread and kc_stream_sync watch this long before they sleep */
+  uint64_t host_stream_spin_ns; /* host: the watch before a stream's sleeps (0: none) */
   uint32_t compile_threads; /* the compile pool's threads (>= 1) */
   bool cuda_force_ptx; /* CUDA: PTX even where a cubin could be made ($KC_CUDA_FORCE_PTX) */
   kc__auto_mode opencl_helpers; /* OpenCL: builds in helper processes ($KC_OPENCL_HELPERS) */

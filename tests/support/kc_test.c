@@ -6,9 +6,11 @@
 #include "kc_test.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -347,6 +349,22 @@ void kct_mkdtemp(char *out, size_t len, const char *tag) {
   const char *tmp = getenv("TMPDIR");
   snprintf(out, len, "%s/kc-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", tag);
   if (!mkdtemp(out)) fail_msg("mkdtemp %s: %s", out, strerror(errno));
+}
+
+static void *kct_opencl_lib;
+static pthread_once_t kct_opencl_once = PTHREAD_ONCE_INIT;
+static void kct_opencl_open(void) { kct_opencl_lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL); }
+
+void *kct_opencl_sym(const char *name) {
+  pthread_once(&kct_opencl_once, kct_opencl_open);
+  return kct_opencl_lib ? dlsym(kct_opencl_lib, name) : NULL;
+}
+
+bool kct_opencl_sym_into(void *fn, size_t size, const char *name) {
+  void *sym = kct_opencl_sym(name);
+  if (!sym || size != sizeof sym) return false;
+  memcpy(fn, &sym, sizeof sym);
+  return true;
 }
 
 bool kct_pocl_private(char *out, size_t len, bool cache_off) {

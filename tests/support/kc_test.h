@@ -254,6 +254,14 @@ void kct_rmrf(const char *path);
  * (and says why on stderr) if the directory cannot be made. kct_rmrf(out)
  * at the end. */
 bool kct_pocl_private(char *out, size_t len, bool cache_off);
+/* An OpenCL function of the ICD loader (libOpenCL.so.1, opened once, its
+ * symbols kept to itself), for the tests that make OpenCL calls of their
+ * own beside kcache's; NULL if the loader or the function is missing. */
+void *kct_opencl_sym(const char *name);
+/* Sets *fn (a pointer to a function pointer) to kct_opencl_sym(#name);
+ * false if it is missing. */
+#define KCT_OPENCL_SYM(fn, name) kct_opencl_sym_into((void *)(fn), sizeof *(fn), #name)
+bool kct_opencl_sym_into(void *fn, size_t size, const char *name);
 /* Seconds on the monotonic clock. */
 double kct_now(void);
 

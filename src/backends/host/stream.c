@@ -69,13 +69,11 @@
  */
 #include "backends/host/host.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 typedef struct host_stream host_stream;
@@ -163,8 +161,9 @@ static void host_spin(host_streams *q, _Atomic uint64_t *count, uint64_t want) {
 static void host_count(_Atomic uint64_t *count) { kc__store_relaxed(count, kc__load_relaxed(count) + 1); }
 
 /* Waits until t has an item or is stopped (lock held), watching for one
- * first (host_spin). False when it waited q->idle_ns for neither: the
- * thread then ends. */
+ * first (host_spin; a stop is not watched for: kc_stream_destroy's join
+ * may wait for the rest of the watch). False when it waited q->idle_ns
+ * for neither: the thread then ends. */
 static bool host_stream_sleep(host_streams *q, host_stream *t) {
   if (!t->head && !t->stop) host_spin(q, &t->queued, kc__load_relaxed(&t->queued) + 1);
   if (!q->idle_ns) {

@@ -159,7 +159,9 @@ typedef struct ocl_state {
    * written again with the binary of the launched program (set in this
    * process, not in a helper; only where ocl_links). The late worker
    * (late_thread, started at the first OCL_LATE_RAN) waits on late_cond
-   * (with lock) and fetches them; late_stop (under lock; read without it
+   * (with lock) for one, then for its launch to end (late_waiter, under
+   * lock: woken by the launch event's callback, or by the stop) and
+   * fetches it; late_stop (under lock; read without it
    * while it waits for a launch): ocl_late_stop was called, or the process
    * is exiting; then no fetch starts after late_deadline (kc__now_ns, under
    * lock). late_next, late_pid: the list of states whose worker runs, for

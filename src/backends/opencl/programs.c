@@ -146,7 +146,8 @@ static unsigned char *ocl_fetch(const kc__bsvc *sv, cl_program prog, size_t *siz
  * last of the two to let go: the callback may come after the wait has
  * given up (ocl_late_stop), even after the runtime is gone (so it is
  * malloc's, not the runtime's allocator's), or never where the command
- * never completes. ocl_late_signal wakes it too (ocl_state.late_waiter). */
+ * never completes (the waiter, a few dozen bytes, then stays allocated).
+ * ocl_late_signal wakes it too (ocl_state.late_waiter). */
 struct ocl_late_waiter {
   kc__mutex lock;
   pthread_cond_t cond;
@@ -195,7 +196,7 @@ static bool ocl_late_wait_told(ocl_state *st, cl_event ev) {
     return false;
   }
   kc__lock(&st->lock);
-  st->late_waiter = w; /* set after late_stop could be: tested below, under w->lock */
+  st->late_waiter = w; /* late_stop may be set already: the wait below tests it under w->lock */
   kc__unlock(&st->lock);
   kc__lock(&w->lock);
   while (!w->told && !kc__load_relaxed(&st->late_stop)) pthread_cond_wait(&w->cond, &w->lock);
@@ -207,18 +208,21 @@ static bool ocl_late_wait_told(ocl_state *st, cl_event ev) {
   return true;
 }
 
-/* Whether ev has completed: waited for through its callback (or asked
- * every 0.1 to 5 ms where no callback can be set), then asked; false if it
- * failed, cannot be asked, or ocl_late_stop came while it had not
- * completed (a launch waiting for something that may never come). */
+/* Whether ev has completed: waited for through its callback, then
+ * asked once (or, where no callback can be set, asked every 0.1 to 5 ms);
+ * false if it failed, cannot be asked, or ocl_late_stop came while it had
+ * not completed (a launch waiting for something that may never come). */
 static bool ocl_late_wait(ocl_state *st, cl_event ev) {
-  bool waited = ocl_late_wait_told(st, ev);
+  cl_int status = CL_QUEUED;
+  if (ocl_late_wait_told(st, ev))
+    return ocl.clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) ==
+               CL_SUCCESS &&
+           status == CL_COMPLETE;
   for (uint64_t nap = 100;;) {
-    cl_int status = CL_QUEUED;
     if (ocl.clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) != CL_SUCCESS)
       return false;
     if (status <= CL_COMPLETE) return status == CL_COMPLETE;
-    if (waited || kc__load_relaxed(&st->late_stop)) return false;
+    if (kc__load_relaxed(&st->late_stop)) return false;
     kc__nap_us(nap);
     if (nap < 5000) nap *= 2;
   }
@@ -306,9 +310,13 @@ static void ocl_late_unlist(ocl_state *st) {
 }
 
 /* At exit: every worker of this process stopped, no fetch started, each
- * waited for at most OCL_LATE_EXIT_S. Never blocks on a lock another
- * thread holds (a fork child whose parent held the list's, a thread
- * inside kcache as the process exits): those workers are left as they are. */
+ * waited for at most OCL_LATE_EXIT_S. Never waits for a lock another
+ * thread may hold for long (a fork child whose parent held the list's, a
+ * thread inside kcache as the process exits): those workers are left as
+ * they are. (The one lock it takes without a try is a worker's waiter's,
+ * through ocl_late_signal: held for a few instructions at a time, and
+ * only by this process's threads, since a fork child's states are never
+ * on its list.) */
 static void ocl_late_exit(void) {
   if (pthread_mutex_trylock(&ocl_late_list_lock) != 0) return;
   pthread_t join[64];
