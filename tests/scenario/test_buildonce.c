@@ -506,9 +506,10 @@ static void test_the_entry_gets_the_binary_after_the_first_launch(void **state) 
 CLF(CL_FIELD)
 #undef CL_FIELD
 
+/* Each of them, from the ICD loader: kcache's OpenCL backend runs here, so
+ * the loader is there. */
 static void cl_load(void) {
-#define CL_SYM(f) assert_true(KCT_OPENCL_SYM(&p_##f, f)); /* kcache's OpenCL backend runs here: the ICD is \
-                                                           */
+#define CL_SYM(f) assert_true(KCT_OPENCL_SYM(&p_##f, f));
   CLF(CL_SYM)
 #undef CL_SYM
 }
