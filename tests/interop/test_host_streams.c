@@ -259,6 +259,13 @@ static void launches_with_short_pauses(void) {
   kct_destroy(f.rt);
 }
 
+/* Runs run with the setting name at value (for the runtimes it makes). */
+static void with_setting(const char *name, const char *value, void (*run)(void)) {
+  setenv(name, value, 1);
+  run();
+  unsetenv(name);
+}
+
 /* With the default watch before a sleep (KC_HOST_STREAM_SPIN_US, 20 us),
  * the pauses fall on both sides of it: a launch or an end seen while
  * watching, and one that comes after the sleep began. */
@@ -270,9 +277,7 @@ static void test_launches_with_short_pauses(void **state) {
 /* And with no watch: every wait sleeps at once. */
 static void test_launches_with_short_pauses_no_watch(void **state) {
   (void)state;
-  setenv("KC_HOST_STREAM_SPIN_US", "0", 1);
-  launches_with_short_pauses();
-  unsetenv("KC_HOST_STREAM_SPIN_US");
+  with_setting("KC_HOST_STREAM_SPIN_US", "0", launches_with_short_pauses);
 }
 
 /* The values of the arguments are those of the launch's call. */
@@ -795,9 +800,7 @@ static void test_threads_share_streams(void **state) {
  * and start again between launches, syncs and waits. */
 static void test_threads_share_streams_whose_threads_end(void **state) {
   (void)state;
-  setenv("KC_HOST_STREAM_IDLE", "0.001", 1);
-  threads_share_streams();
-  unsetenv("KC_HOST_STREAM_IDLE");
+  with_setting("KC_HOST_STREAM_IDLE", "0.001", threads_share_streams);
 }
 
 int main(int argc, char **argv) {

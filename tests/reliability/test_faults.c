@@ -313,11 +313,7 @@ static kc_status sc_bound(env *e) {
  * NULL) its second (the host runs it on the stream's thread, or on the
  * caller where no thread is to be had). */
 static kc_status launch_on(env *e, kc_stream *s, kc_kernel *k, kc_buffer *y, kc_buffer *x) {
-  kc_launch_config c;
-  kc_launch_config_init(&c);
-  c.grid = (kc_dim3){N, 1, 1};
-  c.block = (kc_dim3){1, 1, 1};
-  c.stream = s;
+  kc_launch_config c = kct_config(N, 1, s);
   kc_arg a[] = {KC_ARG_BUF(y), KC_ARG_BUF(x)};
   STEP(e, kc_launch_ex(k, e->ctx, &c, a, x ? 2 : 1));
   return KC_OK;

@@ -417,14 +417,20 @@ static void run_lin64(kc_runtime *rt, kc_kernel *k, kc_context *ctx) {
 }
 
 /* In rt, whose store is in dir: lin with one as its 1 and a salt PoCL has
- * not launched yet, compiled (its entry's size then in *early) and
- * launched in a context. */
-static kc_kernel *compile_lin(kc_runtime *rt, const char *dir, const char *one, long *early) {
+ * not launched yet, compiled (its entry's size then in *early), not
+ * launched. */
+static kc_kernel *compile_lin_only(kc_runtime *rt, const char *dir, const char *one, long *early) {
   lin_salt++;
   kc_kernel *k = lin_kernel_with(rt, one);
   KCT_OK(rt, kc_kernel_compile(k));
   *early = entry_size(dir);
   assert_true(*early > 0);
+  return k;
+}
+
+/* The same, then launched in a context. */
+static kc_kernel *compile_lin(kc_runtime *rt, const char *dir, const char *one, long *early) {
+  kc_kernel *k = compile_lin_only(rt, dir, one, early);
   run_lin64(rt, k, kct_context(rt)); /* 2j + 1 */
   return k;
 }
@@ -549,10 +555,7 @@ static void test_a_first_launch_that_has_not_ended(void **state) {
   char dir[4096];
   long early;
   kc_runtime *rt = store_runtime(dir, sizeof dir);
-  lin_salt++;
-  kc_kernel *k = lin_kernel(rt);
-  KCT_OK(rt, kc_kernel_compile(k));
-  early = entry_size(dir);
+  kc_kernel *k = compile_lin_only(rt, dir, "1.0f", &early);
   kc_context *ctx = kct_context(rt);
   kc_buffer *b = kct_buffer(rt, ctx, N);
   cl_event gate;

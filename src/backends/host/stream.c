@@ -8,9 +8,10 @@
  * synchronous: a launch there returns when its last group has run.
  *
  * A stream's thread whose queue ran empty, and a sync (as well as a
- * stream's destroy, and a kc_stream_wait run on the caller) first watch the stream's counts, without the
- * lock, for up to host_streams.spin_ns (KC_HOST_STREAM_SPIN_US, 20 us by
- * default) before they sleep on a condition variable: a launch that
+ * stream's destroy, and a kc_stream_wait run on the caller) first watch
+ * the stream's counts, without the lock, for up to host_streams.spin_ns
+ * (KC_HOST_STREAM_SPIN_US, 20 us by default) before they sleep on a
+ * condition variable: a launch that
  * follows the last one closely, or a short launch's sync, then meets a
  * thread that is awake, where waking a sleeping one costs a few
  * microseconds on each side. Past its first microsecond the watch calls
