@@ -280,6 +280,37 @@ static void test_launches_with_short_pauses_no_watch(void **state) {
   with_setting("KC_HOST_STREAM_SPIN_US", "0", launches_with_short_pauses);
 }
 
+/* A stream's thread that watches for its next launch (here for up to
+ * 10 ms, the longest KC_HOST_STREAM_SPIN_US) watches for a stop too:
+ * kc_stream_destroy right after a sync does not wait out the watch. The
+ * fastest of five destroys is timed, so that a busy machine that delays
+ * one of them does not fail the test; each one waited about 10 ms while
+ * the watch did not look for a stop. */
+static void destroy_while_watching(void) {
+  fixture f;
+  setup(&f);
+  double fastest = 1e9;
+  for (int round = 0; round < 5; round++) {
+    kc_stream *s;
+    KCT_OK(f.rt, kc_stream_create(f.ctx, &s));
+    KCT_OK(f.rt, launch_put(&f, s, f.bmem, 0, round + 1));
+    KCT_OK(f.rt, kc_stream_sync(s)); /* the thread now watches for the next launch */
+    assert_int_equal(load(&f.mem[0]), round + 1);
+    double t0 = kct_now();
+    kc_stream_destroy(s);
+    double took = (kct_now() - t0) * 1e3;
+    if (took < fastest) fastest = took;
+  }
+  kct_destroy(f.rt);
+  if (fastest >= 5)
+    fail_msg("kc_stream_destroy took %.2f ms at the fastest of 5: it waited out the watch", fastest);
+}
+
+static void test_a_destroy_does_not_wait_out_the_watch(void **state) {
+  (void)state;
+  with_setting("KC_HOST_STREAM_SPIN_US", "10000", destroy_while_watching);
+}
+
 /* The values of the arguments are those of the launch's call. */
 static void test_arguments_are_taken_at_the_launch(void **state) {
   (void)state;
@@ -810,6 +841,7 @@ int main(int argc, char **argv) {
                                      KCT_TEST(test_a_stream_waits_for_another),
                                      KCT_TEST(test_launches_with_short_pauses),
                                      KCT_TEST(test_launches_with_short_pauses_no_watch),
+                                     KCT_TEST(test_a_destroy_does_not_wait_out_the_watch),
                                      KCT_TEST(test_arguments_are_taken_at_the_launch),
                                      KCT_TEST(test_what_a_queued_launch_uses_stays),
                                      KCT_TEST(test_a_failure_comes_back_from_the_sync),

@@ -109,7 +109,7 @@ struct host_stream {
   pthread_t thread;
   bool started; /* the thread runs (in this process) */
   bool ended; /* the thread ended, idle, and is still to be joined */
-  bool stop;
+  _Atomic bool stop; /* set under the lock; read without it only by host_spin */
   kc_status err; /* the first failure not yet reported by a sync, and its message */
   char msg[1024];
 };
@@ -138,12 +138,13 @@ static void host_idle_wait(host_streams *q) {
 }
 
 /* Before a sleep on a condition variable (lock held on entry and on
- * return): watches *count, the lock released, until it reaches want, for
- * at most q->spin_ns (KC_HOST_STREAM_SPIN_US). Only a hint: the caller
- * tests what it waits for again under the lock. Where the wait is short
- * (a launch that follows the last one, a sync of a short launch), this
- * saves the sleep and the wake-up on each side, a few microseconds each. */
-static void host_spin(host_streams *q, _Atomic uint64_t *count, uint64_t want) {
+ * return): watches *count, the lock released, until it reaches want or
+ * *stop (where given) is set, for at most q->spin_ns
+ * (KC_HOST_STREAM_SPIN_US). Only a hint: the caller tests what it waits
+ * for again under the lock. Where the wait is short (a launch that
+ * follows the last one, a sync of a short launch), this saves the sleep
+ * and the wake-up on each side, a few microseconds each. */
+static void host_spin(host_streams *q, _Atomic uint64_t *count, uint64_t want, _Atomic bool *stop) {
   if (!q->spin_ns || kc__load_relaxed(count) >= want) return;
   kc__unlock(&q->lock);
   uint64_t start = kc__now_ns(), now = start;
@@ -154,19 +155,19 @@ static void host_spin(host_streams *q, _Atomic uint64_t *count, uint64_t want) {
     if (now - start < 1000) kc__cpu_relax();
     else sched_yield();
     now = kc__now_ns();
-  } while (kc__load_relaxed(count) < want && now - start < q->spin_ns);
+  } while (kc__load_relaxed(count) < want && !(stop && kc__load_relaxed(stop)) && now - start < q->spin_ns);
   kc__lock(&q->lock);
 }
 
 /* Bumps one of a stream's counts (lock held: the only writer). */
 static void host_count(_Atomic uint64_t *count) { kc__store_relaxed(count, kc__load_relaxed(count) + 1); }
 
-/* Waits until t has an item or is stopped (lock held), watching for one
- * first (host_spin; a stop is not watched for: kc_stream_destroy's join
- * may wait for the rest of the watch). False when it waited q->idle_ns
- * for neither: the thread then ends. */
+/* Waits until t has an item or is stopped (lock held), watching for
+ * either first (host_spin: kc_stream_destroy's join does not wait out the
+ * watch). False when it waited q->idle_ns for neither: the thread then
+ * ends. */
 static bool host_stream_sleep(host_streams *q, host_stream *t) {
-  if (!t->head && !t->stop) host_spin(q, &t->queued, kc__load_relaxed(&t->queued) + 1);
+  if (!t->head && !t->stop) host_spin(q, &t->queued, kc__load_relaxed(&t->queued) + 1, &t->stop);
   if (!q->idle_ns) {
     while (!t->head && !t->stop) pthread_cond_wait(&t->wake, &q->lock);
     return true;
@@ -461,7 +462,7 @@ kc_status host_stream_wrap(void *bctx, void *native) {
  * watching for it first (host_spin). */
 static void host_stream_wait_done(host_streams *q, host_stream *t) {
   uint64_t target = kc__load_relaxed(&t->queued);
-  host_spin(q, &t->done, target);
+  host_spin(q, &t->done, target, NULL);
   while (kc__load_relaxed(&t->done) < target) host_idle_wait(q);
 }
 
@@ -521,7 +522,7 @@ void host_stream_release(void *bctx, void *native, bool owned) {
   host_streams *q = s->streams;
   kc__lock(&q->lock);
   host_stream_wait_done(q, t);
-  t->stop = true;
+  kc__store_relaxed(&t->stop, true); /* seen by a watch too (host_spin) */
   pthread_cond_signal(&t->wake);
   if (t->prev) t->prev->next = t->next;
   else q->list = t->next;
