@@ -259,11 +259,11 @@ static void launches_with_short_pauses(void) {
   kct_destroy(f.rt);
 }
 
-/* Runs run with the setting name at value (for the runtimes it makes). */
+/* Runs run with the setting name at value (for the runtimes it makes;
+ * put back when the test ends). */
 static void with_setting(const char *name, const char *value, void (*run)(void)) {
-  setenv(name, value, 1);
+  kct_setenv(name, value);
   run();
-  unsetenv(name);
 }
 
 /* With the default watch before a sleep (KC_HOST_STREAM_SPIN_US, 20 us),
@@ -577,10 +577,10 @@ static int threads_down_to(int n) {
  * order as before; a stream whose thread ended is destroyed. */
 static void test_an_idle_streams_thread_ends(void **state) {
   (void)state;
-  setenv("KC_HOST_STREAM_IDLE", "0.2", 1);
+  kct_setenv("KC_HOST_STREAM_IDLE", "0.2");
   fixture f;
   setup(&f);
-  unsetenv("KC_HOST_STREAM_IDLE");
+  kct_setenv("KC_HOST_STREAM_IDLE", NULL);
   kct_define(f.rt, "halfway", SRC_HALFWAY);
   kc_kernel *k = kct_kernel(f.rt, "halfway", NULL);
   int base = thread_count();
@@ -676,13 +676,13 @@ static kc_status sync_within(kc_stream *s) {
 static void test_a_thread_that_ends_while_a_launch_allocates(void **state) {
   (void)state;
   int slow = 0;
-  setenv("KC_HOST_STREAM_IDLE", "0.05", 1);
+  kct_setenv("KC_HOST_STREAM_IDLE", "0.05");
   kc_options o;
   kc_options_init(&o);
   o.alloc = slow_alloc;
   o.alloc_ud = &slow;
   kc_runtime *rt = kct_runtime(&o);
-  unsetenv("KC_HOST_STREAM_IDLE");
+  kct_setenv("KC_HOST_STREAM_IDLE", NULL);
   kc_context *ctx = kct_context(rt);
   kct_define(rt, "slow", SRC_SLOW);
   kct_define(rt, "put", SRC_PUT);

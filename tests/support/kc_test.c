@@ -135,8 +135,41 @@ void kct_free(void *p) {
   free(p);
 }
 
+/* The variables kct_setenv changed in this test, and their values before
+ * (NULL: unset), to be put back by kct_teardown. */
+#define KCT_ENV_MAX 16
+static struct { char *name, *before; } kct_env[KCT_ENV_MAX];
+
+void kct_setenv(const char *name, const char *value) {
+  int i = 0;
+  while (i < KCT_ENV_MAX && kct_env[i].name && strcmp(kct_env[i].name, name) != 0) i++;
+  if (i == KCT_ENV_MAX) fail_msg("kct_setenv: more than %d variables in one test", KCT_ENV_MAX);
+  if (!kct_env[i].name) { /* the first change in this test: remember the value before it */
+    const char *before = getenv(name);
+    kct_env[i].name = strdup(name);
+    kct_env[i].before = before ? strdup(before) : NULL;
+    assert_non_null(kct_env[i].name);
+    if (before) assert_non_null(kct_env[i].before);
+  }
+  if (value) assert_int_equal(setenv(name, value, 1), 0);
+  else assert_int_equal(unsetenv(name), 0);
+}
+
+/* Puts back every variable kct_setenv changed, in the reverse order. */
+static void kct_env_restore(void) {
+  for (int i = KCT_ENV_MAX - 1; i >= 0; i--) {
+    if (!kct_env[i].name) continue;
+    if (kct_env[i].before) setenv(kct_env[i].name, kct_env[i].before, 1);
+    else unsetenv(kct_env[i].name);
+    free(kct_env[i].name);
+    free(kct_env[i].before);
+    kct_env[i].name = kct_env[i].before = NULL;
+  }
+}
+
 int kct_teardown(void **state) {
   (void)state;
+  kct_env_restore();
   for (int i = 0; i < KCT_TRACKED; i++) {
     kc_runtime_destroy(kct_live_rt[i]);
     kct_live_rt[i] = NULL;

@@ -127,6 +127,10 @@ void kct_destroy(kc_runtime *rt);
 /* calloc that kct_teardown frees if the test did not (kct_free). */
 void *kct_calloc(size_t size);
 void kct_free(void *p);
+/* Sets the environment variable name to value (NULL: unsets it) for the
+ * rest of the test: kct_teardown puts back what it was, also when the test
+ * failed before it could. */
+void kct_setenv(const char *name, const char *value);
 /* Every test runs with this teardown: see KCT_TEST. */
 int kct_teardown(void **state);
 #define KCT_TEST(f) cmocka_unit_test_teardown(f, kct_teardown)
