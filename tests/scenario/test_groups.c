@@ -682,8 +682,9 @@ static void test_split_reduce_and_matmul_match_fibers(void **state) {
 /* Kernels the split cannot be sure of run as fibers, and right: a barrier
  * inside a switch, a goto, a barrier through a macro, a return before a
  * barrier, an initialized array that lives across a barrier, a
- * preprocessor line in the body, a macro that declares. Each computes y = the sum of the group's x (WG2
- * items). */
+ * preprocessor line in the body, a macro that declares, a macro that
+ * returns or breaks (the split's loops over items would take its jump). Each computes y = the sum of the
+ * group's x (WG2 items). */
 enum { WG2 = 32 };
 #define SRC_SUM_HEAD(name) \
   "KC_KERNEL void " name "(KC_GLOBAL const float *x, KC_GLOBAL float *y, int mode) {\n" \
@@ -706,6 +707,12 @@ static const char *const SRC_FALLBACKS[][2] = {
     {"sum_pp", SRC_SUM_HEAD("sum_pp") "  #if 1\n  kc_barrier();\n  #endif\n" SRC_SUM_TAIL},
     {"sum_decl", "#define DECL float t = 1.0f\n" SRC_SUM_HEAD("sum_decl") "  DECL;\n  kc_barrier();\n"
                                                                           "  (void)t;\n" SRC_SUM_TAIL},
+    {"sum_leave",
+     "#define LEAVE_IF(c) if (c) return\n" SRC_SUM_HEAD("sum_leave") "  kc_barrier();\n"
+                                                                     "  LEAVE_IF(mode < 0);\n" SRC_SUM_TAIL},
+    {"sum_stop", "#define STOP_AT(c) if (c) break\n" SRC_SUM_HEAD(
+                     "sum_stop") "  for (int r = 0; r < 4; r++) {\n    kc_barrier();\n    STOP_AT(r == "
+                                 "mode);\n  }\n" SRC_SUM_TAIL},
 };
 
 /* Nested loops with barriers in a 2-D group, a loop counter that starts
@@ -953,6 +960,80 @@ static void test_split_falls_back_to_fibers(void **state) {
   kct_destroy(rt);
 }
 
+/* Macros from a header on disk, which kcache does not read: a kernel with
+ * barriers that includes one runs as fibers (the header's BUMP writes a
+ * value kept across the barrier, which the split would compute again from
+ * the ids); a kc_barrier() that only the header's SYNC shows is refused on
+ * the host, clearly, where it would have run as a no-op (OpenCL runs it). */
+static const char SRC_INC_BUMP[] = "#include <groups_hs.h>\n"
+                                   "KC_KERNEL void inc_bump(KC_GLOBAL const float *x, KC_GLOBAL float *y) {\n"
+                                   "  KC_LOCAL float sh[32];\n"
+                                   "  size_t l = kc_local_id(0);\n"
+                                   "  float v = (float)kc_local_id(0);\n"
+                                   "  BUMP(v);\n"
+                                   "  sh[l] = x[kc_global_id(0)];\n"
+                                   "  kc_barrier();\n"
+                                   "  y[kc_global_id(0)] = v + sh[(l + 1) % 32];\n"
+                                   "}\n";
+static const char SRC_INC_SYNC[] = "#include <groups_hs.h>\n"
+                                   "KC_KERNEL void inc_sync(KC_GLOBAL const float *x, KC_GLOBAL float *y) {\n"
+                                   "  KC_LOCAL float sh[32];\n"
+                                   "  size_t l = kc_local_id(0);\n"
+                                   "  sh[l] = x[kc_global_id(0)];\n"
+                                   "  SYNC;\n"
+                                   "  y[kc_global_id(0)] = sh[(l + 1) % 32];\n"
+                                   "}\n";
+
+static void test_macros_from_headers_on_disk(void **state) {
+  (void)state;
+  enum { N = 128 };
+  char dir[KCT_DIR_LEN], path[KCT_DIR_LEN + 32], opts[KCT_DIR_LEN + 8];
+  kct_mkdtemp(dir, sizeof dir, "groups-hs");
+  snprintf(path, sizeof path, "%s/groups_hs.h", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("#define BUMP(v) ((v) += 100.0f)\n#define SYNC kc_barrier()\n", f);
+  assert_int_equal(fclose(f), 0);
+  snprintf(opts, sizeof opts, "-I%s", dir);
+  kc_options o;
+  kc_options_init(&o);
+  o.cache_disable = 1;
+  o.log = paths_log;
+  o.log_level = KC_LOG_DEBUG;
+  o.compile_options = opts;
+  paths[0] = 0;
+  kc_runtime *rt = kct_runtime(&o);
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "inc_bump", SRC_INC_BUMP);
+  kct_define(rt, "inc_sync", SRC_INC_SYNC);
+  float *x = kct_calloc(N * sizeof(float));
+  for (int i = 0; i < N; i++) x[i] = (float)(i * 3 % 17);
+  float *y = run_xy(rt, ctx, "inc_bump", x, N, 32, NULL);
+  for (int i = 0; i < N; i++) {
+    float want = (float)(i % 32) + 100.0f + x[i / 32 * 32 + (i % 32 + 1) % 32];
+    if (y[i] != want) fail_msg("inc_bump: y[%d] = %g, expected %g", i, y[i], want);
+  }
+  expect_path("inc_bump", false);
+  kct_free(y);
+  if (kct_backend == KC_BACKEND_HOST) {
+    kc_kernel *k = kct_kernel(rt, "inc_sync", NULL);
+    kc_buffer *bx = buffer_of(rt, ctx, x, N), *by = buffer_of(rt, ctx, NULL, N);
+    kc_dim3 g = {N / 32, 1, 1}, b = {32, 1, 1};
+    KCT_STATUS(rt, KC_ECOMPILE, kc_launch(k, ctx, &g, &b, (kc_arg[]){KC_ARG_BUF(bx), KC_ARG_BUF(by)}, 2));
+    KCT_CONTAINS(kc_errmsg(rt), "the kernel calls kc_barrier() where kcache does not see it");
+    kc_buffer_destroy(bx);
+    kc_buffer_destroy(by);
+  } else {
+    y = run_xy(rt, ctx, "inc_sync", x, N, 32, NULL);
+    for (int i = 0; i < N; i++)
+      if (y[i] != x[i / 32 * 32 + (i % 32 + 1) % 32]) fail_msg("inc_sync: y[%d] = %g", i, y[i]);
+    kct_free(y);
+  }
+  kct_free(x);
+  kct_destroy(rt);
+  kct_rmrf(dir);
+}
+
 /* Global ids past INT_MAX: the host runs a group whose global ids all fit
  * in int with int loop variables as its ids, any other with the size_t
  * ones; the items at the boundary, read as size_t and cut to int, in a
@@ -1027,4 +1108,4 @@ KCT_MAIN_INIT_ONLY(KCT_TEST(test_reduction_with_local_memory_and_barriers), KCT_
                    KCT_TEST(test_split_keeps_values_read_from_memory),
                    KCT_TEST(test_split_names_declared_again),
                    KCT_TEST(test_split_sees_writes_through_macros_and_casts),
-                   KCT_TEST(test_global_ids_past_int_max))
+                   KCT_TEST(test_macros_from_headers_on_disk), KCT_TEST(test_global_ids_past_int_max))

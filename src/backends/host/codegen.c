@@ -470,7 +470,11 @@ static void emit_launch(const kc__tu *tu, kc__sb *out) {
 
 kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
   const kc__bsvc *sv = ((host_state *)state)->sv;
-  bool fibers = mentions(tu, "kc_barrier"), copies = mentions(tu, "KC_LOCAL");
+  /* KC_LOCAL arrays are static: a copy of the object for each thread, also
+   * where a header on disk may declare one through a macro. A kc_barrier()
+   * that only a header on disk shows is refused when the object is loaded
+   * (loader.c: it calls kc__barrier_fn without kc__fibers). */
+  bool fibers = mentions(tu, "kc_barrier"), copies = mentions(tu, "KC_LOCAL") || mentions(tu, "include");
   /* (tu->text is out's buffer: read before anything is appended to out,
    * which may move it) */
   kc__sb split;

@@ -97,6 +97,7 @@ typedef struct host_plan {
   void **ext; /* per undefined symbol: its address */
   size_t code_len, data_len, code_align, data_align, got_off, plt_off, ngot, nplt;
   size_t *coff; /* per symbol: offset of a common symbol in the data block */
+  bool barrier_used; /* a loaded section refers to kc__barrier_fn: the kernel calls kc_barrier() */
 } host_plan;
 
 /* A fault of the object: "<what>: <msg>[: <detail>]", with the plan's status. */
@@ -236,6 +237,7 @@ static kc_status plan_one(host_plan *p, const Elf64_Rela *r, const Elf64_Shdr *t
     return bad(p, "damaged", "a relocation lies outside its section");
   const Elf64_Sym *y = &p->sym[i];
   bool undef = y->st_shndx == SHN_UNDEF;
+  if (!strcmp(sym_name(p, y), "kc__barrier_fn")) p->barrier_used = true;
   if (!undef && y->st_shndx < p->nsh && p->kind[y->st_shndx] == SEC_NONE)
     return bad(p, "damaged", "a relocation refers to a section that is not loaded");
   if (undef && !p->ext[i]) {
@@ -294,6 +296,8 @@ void host_plan_free(const host_state *s, host_plan *p) {
   kc__bs_free(s->sv, p);
 }
 
+static unsigned find_global(const host_plan *p, const char *name);
+
 /* Checks bytes as an object to load; st: the status of its failures
  * (KC_ECOMPILE for a compile's, KC_ELINK for a link's). KC_ENOMEM: out of
  * memory (not the object's fault). */
@@ -333,6 +337,14 @@ kc_status host_plan_make(const host_state *s, const void *bytes, size_t size, kc
   e = plan_sections(p);
   if (!e) e = plan_symbols(p);
   if (!e) e = plan_relocs(p);
+  /* A kernel's unit has kc__fibers where kcache saw kc_barrier() in its
+   * text, and runs its groups with barriers then. A call the text does not
+   * show (a macro from a header on disk) would run as a no-op: refused. */
+  if (!e && p->barrier_used && !find_global(p, "kc__fibers"))
+    e = bad(p,
+            "the kernel calls kc_barrier() where kcache does not see it (a macro from a header on disk?), "
+            "so its work items would not wait at it on the host backend",
+            "write kc_barrier() in the kernel's text or in a header defined with kc_define");
   if (e) {
     host_plan_free(s, p);
     return e;
