@@ -439,8 +439,13 @@ static void unbind_buffer(kc_context *ctx, const kc_buffer *b) {
   for (kc_args *a = rt->bound_args; a; a = a->all.next) {
     if (a->ctx != ctx) continue;
     for (uint32_t i = 0; i < a->n; i++)
-      if (a->args[i].kind == KC_ARG_BUFFER && a->args[i].ptr == b) /* KC__ARGS_EX_ONLY kept */
+      if (a->args[i].kind == KC_ARG_BUFFER && a->args[i].ptr == b) { /* KC__ARGS_EX_ONLY kept */
         kc__store_relaxed(&a->ci_id, kc__load_relaxed(&a->ci_id) & KC__ARGS_EX_ONLY);
+        /* and the slot is marked, since b's struct may serve a new buffer
+         * of ctx before the next launch (a bound buffer's size is 0
+         * otherwise; kc_args_set binds another with 0 again) */
+        __atomic_store_n(&a->args[i].size, KC__ARGS_BUFFER_GONE, __ATOMIC_RELAXED);
+      }
   }
   kc__unlock(&rt->kernels_lock);
 }

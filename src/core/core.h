@@ -628,6 +628,9 @@ kc_status kc__explain_args(kc_runtime *rt, const kc__ci *ci, const kc_context *c
  * launch a's arguments with (stream: the launch's, whose capture matters;
  * NULL for the context's own; ex: for kc_launch_args_ex). */
 #define KC__ARGS_EX_ONLY (UINT64_C(1) << 63) /* in kc_args.ci_id (ids never reach it) */
+/* In a bound buffer argument's size (0 while its buffer lives): the buffer
+ * was destroyed, even if its struct now serves another buffer. */
+#define KC__ARGS_BUFFER_GONE UINT32_MAX
 /* A runtime that guards launches: a's cached linked object (kc_args.gl), if
  * it serves the caller's world (ex: for kc_launch_args_ex); else NULL.
  * Inside a section. */

@@ -379,7 +379,9 @@ kc_status kc__args_resolve(kc_args *a, const kc_dim3 *grid, const kc_dim3 *block
                    "kc_launch_args_ex",
                    name);
   for (uint32_t i = 0; i < a->n; i++) /* held by pointer: destroyed since they were bound? */
-    if (a->args[i].kind == KC_ARG_BUFFER && !((const kc_buffer *)a->args[i].ptr)->ctx)
+    if (a->args[i].kind == KC_ARG_BUFFER &&
+        (__atomic_load_n(&a->args[i].size, __ATOMIC_RELAXED) == KC__ARGS_BUFFER_GONE ||
+         !((const kc_buffer *)a->args[i].ptr)->ctx))
       return kc__err(rt, KC_EARGS,
                      "kc_launch_args of '%s': argument %u is a buffer that has been destroyed since it was "
                      "bound (kc_args_set binds another)",
