@@ -512,6 +512,13 @@ static void test_barrier_misuse_is_refused(void **state) {
              "}\n");
   KCT_STATUS(rt, KC_EINVAL, kc_launch(kct_kernel(rt, "halfway_f", NULL), ctx, &one, &big, args, 1));
   KCT_CONTAINS(kc_errmsg(rt), "is more than the host backend takes");
+  /* groups of 2^32 items and more: refused too (the count in 32 bits
+   * wrapped to 0 and 2, and the launch ran that few and said KC_OK) */
+  kc_dim3 huge[] = {{65536, 65536, 1}, {3, 1431655766, 1}, {65536, 65537, 1}};
+  for (size_t i = 0; i < sizeof huge / sizeof *huge; i++) {
+    KCT_STATUS(rt, KC_EINVAL, kc_launch(kct_kernel(rt, "halfway_f", NULL), ctx, &one, &huge[i], args, 1));
+    KCT_CONTAINS(kc_errmsg(rt), "a group of 4294967295 or more work items");
+  }
   kct_define(rt, "reduce", SRC_REDUCE);
   run_reduce(rt, ctx, 64);
   kct_destroy(rt);

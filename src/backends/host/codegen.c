@@ -258,8 +258,12 @@ static void emit_group(const kc__tu *tu, bool fibers, const kc__sb *split, bool 
         int_ids ? "kc__nar ? kc__split(&kc__w, kc__x, 1) : kc__split(&kc__w, kc__x, 0)"
                 : "kc__split(&kc__w, kc__x, 0)");
   if (fibers) {
+    /* the item count in 64 bits: past 2^32 - 1 it is passed as that, which
+     * kc__fibers refuses (a product in unsigned would wrap and run few) */
     kc__sb_puts(out, "  struct kc__f kc__f = {kc__x, kc__w};\n"
-                     "  int kc__r = kc__fibers(kc__hs, kc__b[0] * kc__b[1] * kc__b[2], kc__item, &kc__f);\n"
+                     "  unsigned long long kc__n = (unsigned long long)kc__b[0] * kc__b[1] * kc__b[2];\n"
+                     "  int kc__r = kc__fibers(kc__hs, kc__n > 0xffffffffu ? 0xffffffffu : (unsigned)kc__n, "
+                     "kc__item, &kc__f);\n"
                      "  kc__t->kc__item = kc__saved;\n"
                      "  return kc__r;\n}\n");
   } else {

@@ -23,6 +23,7 @@
 #include "backends/host/host.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -341,6 +342,11 @@ static int host_fibers_run(const kc__bsvc *sv, unsigned n, void (*fn)(void *, un
     host_tls.fibers = saved;
     return 0;
   }
+  if (n == UINT_MAX) /* (the object passes 2^32 - 1 for that many or more) */
+    return kc__bs_err(sv, KC_EINVAL,
+                      "a group of %u or more work items with kc_barrier() is more than the host backend "
+                      "takes (%u)",
+                      n, HOST_FIBERS_MAX);
   if (n > HOST_FIBERS_MAX)
     return kc__bs_err(sv, KC_EINVAL,
                       "a group of %u work items with kc_barrier() is more than the host backend takes (%u)",
