@@ -72,6 +72,9 @@ static void write_wrapper(void) {
       "\"$out\" \"$out.c\"; rc=$?; rm -f \"$out.c\"; exit $rc; fi\n"
       "if has KC_FAULT_FLOOD; then yes 'fault-cc: noise noise noise noise' | head -c 1048576 >&2; exit "
       "1; fi\n"
+      "if has KC_FAULT_TORRENT; then yes 'fault-cc: torrent' | head -c 67108864 >&2; exit 1; fi\n"
+      "if has KC_FAULT_FIFO; then rm -f \"$out\"; mkfifo \"$out\"; exit 0; fi\n"
+      "if has KC_FAULT_HUGE; then rm -f \"$out\"; truncate -s 8G \"$out\"; exit 0; fi\n"
       "exec $real \"$@\"\n",
       rel_cc(), wrapper_dir);
 }
@@ -309,6 +312,16 @@ HOST_CASE(test_object_without_entry, "KC_FAULT_NO_ENTRY", KC_ECOMPILE, "trampoli
 
 HOST_CASE(test_log_flood, "KC_FAULT_FLOOD", KC_ECOMPILE, "fault-cc: noise", 0)
 
+/* 64 MiB of log: the first MiB is kept, the rest cut (before, the whole
+ * log was read into memory and into the message) */
+HOST_CASE(test_log_torrent, "KC_FAULT_TORRENT", KC_ECOMPILE, "[... the rest cut]", 0, 0, 30.0)
+
+/* a FIFO where the object should be: refused at once (before, the read
+ * blocked for good); an 8 GiB sparse object: refused by its size, unread */
+HOST_CASE(test_object_is_a_fifo, "KC_FAULT_FIFO", KC_EIO, "is not a regular file", 0, 0, 30.0)
+
+HOST_CASE(test_object_is_huge, "KC_FAULT_HUGE", KC_EIO, "is larger than", 0, 0, 30.0)
+
 /* OpenCL (PoCL here): a build failure with the compiler's log, then the fix,
  * with the disk cache on: nothing of the failure reaches the disk. */
 static void test_opencl_build_failure_then_fix(void **state) {
@@ -377,6 +390,9 @@ int main(int argc, char **argv) {
       KCT_TEST(test_truncated_object),
       KCT_TEST(test_object_without_entry),
       KCT_TEST(test_log_flood),
+      KCT_TEST(test_log_torrent),
+      KCT_TEST(test_object_is_a_fifo),
+      KCT_TEST(test_object_is_huge),
       KCT_TEST(test_opencl_build_failure_then_fix),
   };
   return cmocka_run_group_tests_name(kct_group_name("compiler faults"), tests, setup, teardown);

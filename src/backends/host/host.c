@@ -216,7 +216,7 @@ static kc_status host_cc(host_state *s, const char *sysinc, const char *src, con
   void *text = NULL;
   size_t tn = 0, at = log->len;
   /* the compiler's log, if it ran and wrote one (else the error stands) */
-  if (ran && access(lg, R_OK) == 0 && host_read_file(sv, lg, &text, &tn) == KC_OK) {
+  if (ran && access(lg, R_OK) == 0 && host_read_file(sv, lg, HOST_LOG_MAX, true, &text, &tn) == KC_OK) {
     host_log_append(log, text, tn, src);
     kc__bs_free(sv, text);
   }
@@ -271,7 +271,7 @@ static void host_deps_read(host_state *s, const kc__tu *tu, const char *dep, con
   if (!tu->deps) return;
   void *text = NULL;
   size_t n = 0;
-  if (access(dep, R_OK) != 0 || host_read_file(s->sv, dep, &text, &n) != KC_OK) return;
+  if (access(dep, R_OK) != 0 || host_read_file(s->sv, dep, HOST_FILE_MAX, false, &text, &n) != KC_OK) return;
   const char *id = host_identity(s);
   bool lines = id && strstr(id, "tcc version");
   tu->deps->reported = host_deps_parse(text, n, lines, src, &tu->deps->paths);
@@ -303,7 +303,7 @@ static kc_status host_compile(void *state, const kc__tu *tu, void **artifact, si
   snprintf(dep, sizeof dep, "%s/k.d", dir);
   kc_status st = host_write_file(sv, src, tu->text, tu->len);
   if (!st) st = host_cc(s, sysinc, src, obj, lg, dep, log);
-  if (!st) st = host_read_file(sv, obj, artifact, size);
+  if (!st) st = host_read_file(sv, obj, HOST_FILE_MAX, false, artifact, size);
   if (known) host_deps_read(s, tu, dep, src); /* after a failure too: gcc writes it then */
   unlink(dep);
   unlink(lg);
@@ -474,7 +474,7 @@ static const char *host_identity(void *state) {
     void *text = NULL;
     size_t n = 0;
     kc_status st = made ? host_run_tool(s, argv, NULL, lg, &code, &sig) : KC_EIO;
-    if (st == KC_OK) st = host_read_file(s->sv, lg, &text, &n);
+    if (st == KC_OK) st = host_read_file(s->sv, lg, HOST_LOG_MAX, true, &text, &n);
     if (st == KC_OK) {
       size_t first = strcspn(text, "\n");
       kc__sb_append(&sb, text, first);

@@ -67,7 +67,14 @@ bool host_find_in_path(const char *prog, char *out, size_t outlen);
  * timeout; envp: its environment (NULL: the process's). */
 kc_status host_run_tool(host_state *s, char *const argv[], char *const envp[], const char *log_path,
                         int *exit_code, int *signal_no);
-kc_status host_read_file(const kc__bsvc *sv, const char *path, void **out, size_t *size);
+/* Reads the regular file at path into *out (*size bytes), at most max
+ * bytes: past that, cut (with a line that says so) if
+ * cut, else refused (KC_EIO). A compiler that floods its log, or leaves a
+ * FIFO or a huge file where its object should be, costs no more. */
+#define HOST_LOG_MAX ((size_t)1 << 20) /* a compiler's log, kept: the first MiB */
+#define HOST_FILE_MAX ((size_t)1 << 30) /* an object or a dependency file: no more */
+kc_status host_read_file(const kc__bsvc *sv, const char *path, size_t max, bool cut, void **out,
+                         size_t *size);
 kc_status host_write_file(const kc__bsvc *sv, const char *path, const void *data, size_t n);
 /* The paths of a compiler's dependency file (cc -MD -MF) into out, each
  * with its NUL, but `skip` (the translation unit): make syntax as gcc and

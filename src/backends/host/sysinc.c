@@ -65,7 +65,7 @@ kc_status host_sysinc_probe(host_state *s, const char *dir) {
   kc__bs_free(s->sv, env);
   void *text = NULL;
   size_t n = 0;
-  if (st == KC_OK) st = host_read_file(s->sv, lg, &text, &n);
+  if (st == KC_OK) st = host_read_file(s->sv, lg, HOST_LOG_MAX, true, &text, &n);
   unlink(lg);
   if (st) return st;
   kc__sb sb;

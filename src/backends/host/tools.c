@@ -124,22 +124,48 @@ kc_status host_run_tool(host_state *s, char *const argv[], char *const envp[], c
   return KC_OK;
 }
 
-kc_status host_read_file(const kc__bsvc *sv, const char *path, void **out, size_t *size) {
+kc_status host_read_file(const kc__bsvc *sv, const char *path, size_t max, bool cut, void **out,
+                         size_t *size) {
   *out = NULL;
   *size = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return kc__bs_err(sv, KC_EIO, "cannot open %s: %s", path, strerror(errno));
+  /* non-blocking: a FIFO where the compiler's file should be would block
+   * the open (and the reads) for good; it is refused below */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return kc__bs_err(sv, KC_EIO, "cannot open %s: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return kc__bs_err(sv, KC_EIO, "%s is not a regular file", path);
+  }
+  if (!cut && (uint64_t)st.st_size > max) { /* (the size may grow meanwhile: the reads count too) */
+    close(fd);
+    return kc__bs_err(sv, KC_EIO, "%s is larger than %zu bytes", path, max);
+  }
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    return kc__bs_err(sv, KC_ENOMEM, "out of memory reading %s", path);
+  }
   kc__sb sb;
   kc__sb_init(&sb, &(sv)->heap);
   char buf[65536];
   size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) kc__sb_append(&sb, buf, n);
+  bool over = false;
+  while (!over && (n = fread(buf, 1, sizeof buf, f)) > 0) {
+    if (n > max - sb.len) { /* more than max: cut there, or refused */
+      n = max - sb.len;
+      over = true;
+    }
+    kc__sb_append(&sb, buf, n);
+  }
   bool bad = ferror(f);
   fclose(f);
-  if (bad) {
+  if (bad || (over && !cut)) {
     kc__sb_free(&sb);
-    return kc__bs_err(sv, KC_EIO, "cannot read %s", path);
+    return bad ? kc__bs_err(sv, KC_EIO, "cannot read %s", path)
+               : kc__bs_err(sv, KC_EIO, "%s is larger than %zu bytes", path, max);
   }
+  if (over) kc__sb_puts(&sb, "\n[... the rest cut]\n");
   *size = sb.len;
   *out = kc__sb_take(&sb);
   return *out ? KC_OK : kc__bs_err(sv, KC_ENOMEM, "out of memory reading %s", path);
