@@ -94,7 +94,16 @@ static bool on_ident(void *ud, const kc__ident *id) {
                   id->len > 0,
               "an empty name");
     if (id->kind == KC__ID_NAME || id->kind == KC__ID_PREFIX) {
-      KCF_CHECK(id->len <= 256, "a name of %u bytes", id->len);
+      /* a joined name is copied into the scanner's buffer (256 bytes; a
+       * longer one is a prefix); any other is in the text, whole, however
+       * long (on a preprocessor line too) */
+      if (id->joined)
+        KCF_CHECK(id->len <= 256, "a joined name of %u bytes (kind %u, directive %d)", id->len, id->kind,
+                  id->directive);
+      else
+        KCF_CHECK(id->start >= t && (size_t)(id->start - t) + id->len <= s->len,
+                  "a name that is not joined lies outside the text (%u bytes, kind %u, directive %d)",
+                  id->len, id->kind, id->directive);
       for (uint32_t i = 0; i < id->len; i++)
         KCF_CHECK(is_id_char((unsigned char)id->start[i]) && (i || is_id_start((unsigned char)id->start[0])),
                   "a reported name has 0x%02x at %u", (unsigned char)id->start[i], i);
