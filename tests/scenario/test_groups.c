@@ -524,6 +524,48 @@ static void test_barrier_misuse_is_refused(void **state) {
   kct_destroy(rt);
 }
 
+/* Host: KC_LOCAL on a pointer (a declaration, a helper's parameter, a
+ * cast) is refused with a clear error: KC_LOCAL is `static` there, so the
+ * pointer was one for the whole group (each item took the last item's) or
+ * the unit was not C. Not in a comment, and not a KC_LOCAL array whose
+ * size multiplies. */
+static void test_local_pointers_are_refused_on_the_host(void **state) {
+  (void)state;
+  if (kct_backend != KC_BACKEND_HOST) skip();
+  kc_runtime *rt = kct_runtime(NULL);
+  kc_context *ctx = kct_context(rt);
+  static const char *const bad[][2] = {
+      {"lp_decl", "KC_KERNEL void lp_decl(KC_GLOBAL float *y) {\n"
+                  "  KC_LOCAL float sh[8]; KC_LOCAL float *p;\n"
+                  "  p = &sh[kc_local_id(0)]; *p = 1.0f; kc_barrier();\n"
+                  "  y[kc_global_id(0)] = *p;\n}\n"},
+      {"lp_cast", "KC_KERNEL void lp_cast(KC_GLOBAL float *y) {\n"
+                  "  KC_LOCAL float sh[8];\n"
+                  "  y[kc_global_id(0)] = ((KC_LOCAL float *)sh)[0];\n}\n"},
+  };
+  kc_buffer *by = buffer_of(rt, ctx, NULL, 64);
+  kc_arg args[] = {KC_ARG_BUF(by)};
+  kc_dim3 g = {8, 1, 1}, b = {8, 1, 1};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    kct_define(rt, bad[i][0], bad[i][1]);
+    KCT_STATUS(rt, KC_ECOMPILE, kc_launch(kct_kernel(rt, bad[i][0], NULL), ctx, &g, &b, args, 1));
+    KCT_CONTAINS(kc_errmsg(rt), "KC_LOCAL on a pointer");
+  }
+  kct_define(rt, "lp_ok",
+             "KC_KERNEL void lp_ok(KC_GLOBAL float *y) {\n"
+             "  /* not KC_LOCAL *pointers */ KC_LOCAL float sh[4 * 2];\n"
+             "  sh[kc_local_id(0)] = (float)kc_local_id(0); kc_barrier();\n"
+             "  y[kc_global_id(0)] = sh[7 - kc_local_id(0)];\n}\n");
+  KCT_OK(rt, kc_launch(kct_kernel(rt, "lp_ok", NULL), ctx, &g, &b, args, 1));
+  KCT_OK(rt, kc_context_finish(ctx));
+  float *y = read_all(rt, by, 64);
+  for (int i = 0; i < 64; i++)
+    if (y[i] != (float)(7 - i % 8)) fail_msg("lp_ok: y[%d] = %g", i, y[i]);
+  kct_free(y);
+  kc_buffer_destroy(by);
+  kct_destroy(rt);
+}
+
 /* Host: a child of fork() launches on the pool its parent had started
  * (the workers are not in the child: it starts its own). */
 static void test_pool_after_fork(void **state) {
@@ -1108,7 +1150,8 @@ static void test_global_ids_past_int_max(void **state) {
 KCT_MAIN_INIT_ONLY(KCT_TEST(test_reduction_with_local_memory_and_barriers), KCT_TEST(test_tiled_matmul),
                    KCT_TEST(test_ids_from_helpers_on_large_grids), KCT_TEST(test_stencil_2d),
                    KCT_TEST(test_rows_of_items_exact), KCT_TEST(test_local_arrays_under_concurrent_launches),
-                   KCT_TEST(test_barrier_misuse_is_refused), KCT_TEST(test_pool_after_fork),
+                   KCT_TEST(test_barrier_misuse_is_refused),
+                   KCT_TEST(test_local_pointers_are_refused_on_the_host), KCT_TEST(test_pool_after_fork),
                    KCT_TEST(test_split_loops_and_live_values),
                    KCT_TEST(test_split_reduce_and_matmul_match_fibers),
                    KCT_TEST(test_split_falls_back_to_fibers), KCT_TEST(test_split_nested_loops_2d),

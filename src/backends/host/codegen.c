@@ -141,6 +141,53 @@ static bool mentions(const kc__tu *tu, const char *name) {
   return false;
 }
 
+/* Where the text past the prelude puts KC_LOCAL on a pointer (KC_LOCAL
+ * then a `*` before any of `[ = ; ( ) { }` or the line's end: `KC_LOCAL int
+ * *p`, a parameter `KC_LOCAL float *q`, a cast `(KC_LOCAL int *)`), outside
+ * comments, literals and preprocessor lines; NULL where it does not. On
+ * OpenCL such a pointer is each item's own, pointing into local memory; on
+ * the host KC_LOCAL is `static`, so it would be one pointer for the group
+ * (a silent wrong result), or not C. */
+static const char *local_pointer(const kc__tu *tu) {
+  size_t from = sizeof host_prelude - 1;
+  if (!tu->text || tu->len <= from) return NULL;
+  const char *p = tu->text + from, *end = tu->text + tu->len;
+  bool line_start = true;
+  while (p < end) {
+    char c = *p;
+    if (c == '\n') {
+      line_start = true;
+      p++;
+    } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+      p++;
+    } else if (c == '#' && line_start) { /* a preprocessor line, with its splices */
+      while (p < end && *p != '\n') p += *p == '\\' && p + 1 < end ? 2 : 1;
+    } else if (c == '/' && p + 1 < end && p[1] == '/') {
+      while (p < end && *p != '\n') p++;
+    } else if (c == '/' && p + 1 < end && p[1] == '*') {
+      const char *q = memmem(p + 2, (size_t)(end - p - 2), "*/", 2);
+      p = q ? q + 2 : end;
+      line_start = false;
+    } else if (c == '"' || c == '\'') {
+      for (p++; p < end && *p != c && *p != '\n'; p++)
+        if (*p == '\\' && p + 1 < end) p++;
+      p += p < end && *p == c;
+      line_start = false;
+    } else if (ident_char(c)) {
+      const char *w = p;
+      while (p < end && ident_char(*p)) p++;
+      line_start = false;
+      if (p - w != 8 || memcmp(w, "KC_LOCAL", 8) != 0) continue;
+      for (const char *q = p; q < end && !strchr("[=;(){}\n#/\"'", *q); q++)
+        if (*q == '*') return w;
+    } else {
+      p++;
+      line_start = false;
+    }
+  }
+  return NULL;
+}
+
 kc_status host_entry_prologue(void *state, const kc__tu *tu, kc__sb *out) {
   (void)state;
   /* the hidden parameter: the kernel's definition (and only it: a call of
@@ -474,6 +521,17 @@ static void emit_launch(const kc__tu *tu, kc__sb *out) {
 
 kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
   const kc__bsvc *sv = ((host_state *)state)->sv;
+  const char *lp = local_pointer(tu);
+  if (lp) {
+    size_t n = 0;
+    while (lp + n < tu->text + tu->len && n < 60 && !strchr(";=),\n", lp[n])) n++;
+    return kc__bs_err(sv, KC_ECOMPILE,
+                      "'%s': KC_LOCAL on a pointer (`%.*s`) is not supported by the host backend, where "
+                      "KC_LOCAL makes one array for a work group: declare the KC_LOCAL array and index it, "
+                      "or point into it with a plain pointer (a KC_LOCAL pointer parameter is OpenCL's: "
+                      "on the host, kc_scratch() is the group's scratch area)",
+                      tu->entry, (int)n, lp);
+  }
   /* KC_LOCAL arrays are static: a copy of the object for each thread, also
    * where a header on disk may declare one through a macro. A kc_barrier()
    * that only a header on disk shows is refused when the object is loaded
