@@ -903,6 +903,38 @@ static void test_split_sees_writes_through_macros_and_casts(void **state) {
   kct_destroy(rt);
 }
 
+/* Values kept across a barrier named as the fields of the host's work
+ * item (grp, lid, lsz, ngrp): the split keeps each by a macro of its name,
+ * which took the fields' names too and made C that did not compile. */
+static const char SRC_FIELD_NAMES[] =
+    "KC_KERNEL void field_names(KC_GLOBAL const float *x, KC_GLOBAL float *y) {\n"
+    "  KC_LOCAL float sh[32];\n"
+    "  int grp = (int)kc_group_id(0), lid = (int)kc_local_id(0);\n"
+    "  int lsz = (int)kc_local_size(0), ngrp = (int)kc_num_groups(0);\n"
+    "  sh[lid] = x[kc_global_id(0)];\n"
+    "  kc_barrier();\n"
+    "  y[kc_global_id(0)] = sh[(lid + 1) % lsz] + (float)(grp * 1000 + ngrp);\n"
+    "}\n";
+
+static void test_split_values_named_as_fields(void **state) {
+  (void)state;
+  enum { N = 128 };
+  kc_runtime *rt = paths_runtime();
+  kc_context *ctx = kct_context(rt);
+  kct_define(rt, "field_names", SRC_FIELD_NAMES);
+  float *x = kct_calloc(N * sizeof(float));
+  for (int i = 0; i < N; i++) x[i] = (float)(i % 13);
+  float *y = run_xy(rt, ctx, "field_names", x, N, 32, NULL);
+  for (int i = 0; i < N; i++) {
+    float want = x[i / 32 * 32 + (i % 32 + 1) % 32] + (float)(i / 32 * 1000 + N / 32);
+    if (y[i] != want) fail_msg("field_names: y[%d] = %g, expected %g", i, y[i], want);
+  }
+  expect_path("field_names", true);
+  kct_free(y);
+  kct_free(x);
+  kct_destroy(rt);
+}
+
 /* Two loops with barriers in a row, each declaring its counter r and a
  * value t that lives across a barrier by the same names. */
 static const char SRC_TWICE[] =
@@ -1156,6 +1188,6 @@ KCT_MAIN_INIT_ONLY(KCT_TEST(test_reduction_with_local_memory_and_barriers), KCT_
                    KCT_TEST(test_split_reduce_and_matmul_match_fibers),
                    KCT_TEST(test_split_falls_back_to_fibers), KCT_TEST(test_split_nested_loops_2d),
                    KCT_TEST(test_split_keeps_values_read_from_memory),
-                   KCT_TEST(test_split_names_declared_again),
+                   KCT_TEST(test_split_names_declared_again), KCT_TEST(test_split_values_named_as_fields),
                    KCT_TEST(test_split_sees_writes_through_macros_and_casts),
                    KCT_TEST(test_macros_from_headers_on_disk), KCT_TEST(test_global_ids_past_int_max))

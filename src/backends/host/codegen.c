@@ -89,7 +89,7 @@ const char host_prelude[] =
     "typedef _Float16 half;\n"
     "#endif\n"
     "/* a work item: its ids in the group, the group's, the sizes, the group's scratch area */\n"
-    "struct kc__wi { unsigned lid[3], grp[3], lsz[3], ngrp[3]; void *kc__scratch; };\n"
+    "struct kc__wi { unsigned kc__lid[3], kc__grp[3], kc__lsz[3], kc__ngrp[3]; void *kc__scratch; };\n"
     "/* the thread's slot (loader.c), at %fs:0 + kc__it_off, which kcache's loader sets:\n"
     "   the item the thread runs, and the scratch area of its launch */\n"
     "struct kc__tls { const struct kc__wi *kc__item; void *kc__scratch; };\n"
@@ -111,9 +111,9 @@ const char host_prelude[] =
     "__attribute__((unused)) static const struct kc__ids kc__id = {0, 0, 0, 0, 0, 0, 0};\n"
     "#define KC__PICK(d, a, b, c) ((d) == 0 ? (a) : (d) == 1 ? (b) : (c))\n"
     "#define kc_scratch() (kc__cur->kc__scratch)\n" HOST_ID_MACROS
-    "#define kc_group_id(d) ((size_t)kc__cur->grp[(d)])\n"
-    "#define kc_local_size(d) ((size_t)kc__cur->lsz[(d)])\n"
-    "#define kc_num_groups(d) ((size_t)kc__cur->ngrp[(d)])\n"
+    "#define kc_group_id(d) ((size_t)kc__cur->kc__grp[(d)])\n"
+    "#define kc_local_size(d) ((size_t)kc__cur->kc__lsz[(d)])\n"
+    "#define kc_num_groups(d) ((size_t)kc__cur->kc__ngrp[(d)])\n"
     "#define kc_global_size(d) (kc_num_groups(d) * kc_local_size(d))\n"
     "/* a barrier: the item's fiber lets the group's others run up to it (exec.c) */\n"
     "__attribute__((visibility(\"default\"))) void (*kc__barrier_fn)(void);\n"
@@ -229,9 +229,9 @@ static void emit_group(const kc__tu *tu, bool fibers, const kc__sb *split, bool 
              "static void kc__item(void *kc__u, unsigned kc__i) {\n"
              "  const struct kc__f *kc__f = kc__u;\n"
              "  struct kc__wi kc__w = kc__f->kc__w;\n"
-             "  kc__w.lid[0] = kc__i % kc__w.lsz[0];\n"
-             "  kc__w.lid[1] = kc__i / kc__w.lsz[0] % kc__w.lsz[1];\n"
-             "  kc__w.lid[2] = kc__i / kc__w.lsz[0] / kc__w.lsz[1];\n"
+             "  kc__w.kc__lid[0] = kc__i % kc__w.kc__lsz[0];\n"
+             "  kc__w.kc__lid[1] = kc__i / kc__w.kc__lsz[0] % kc__w.kc__lsz[1];\n"
+             "  kc__w.kc__lid[2] = kc__i / kc__w.kc__lsz[0] / kc__w.kc__lsz[1];\n"
              "  kc__tls_p()->kc__item = &kc__w;\n"
              "  const struct kc__a *kc__x = kc__f->kc__x;\n  (void)kc__x;\n  ");
     kc__sb_printf(out, "%s(&kc__w, kc__id", tu->entry);
@@ -319,7 +319,7 @@ static void emit_group(const kc__tu *tu, bool fibers, const kc__sb *split, bool 
       kc__sb_printf(out, "  %s kc__v%u = kc__x->kc__v%u;\n", tu->params[i].type, i, i);
     /* the item's ids in its struct only where a helper may read them, or
      * the kernel itself (kc__nar 0) */
-    const char *store = "kc__w.lid[0] = kc__l; kc__w.lid[1] = kc__y; kc__w.lid[2] = kc__z;";
+    const char *store = "kc__w.kc__lid[0] = kc__l; kc__w.kc__lid[1] = kc__y; kc__w.kc__lid[2] = kc__z;";
     kc__sb_printf(
         out,
         "  (void)kc__x;\n"

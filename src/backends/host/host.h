@@ -179,7 +179,7 @@ kc_status host_image_load(host_state *s, const void *bytes, size_t size, const c
  * kc__split and these again after it). */
 #define HOST_ID_MACROS \
   "#define kc_local_id(d) (kc__id.kc__nar ? (size_t)KC__PICK((d), kc__id.kc__l0, kc__id.kc__l1, " \
-  "kc__id.kc__l2) : (size_t)kc__cur->lid[(d)])\n" \
+  "kc__id.kc__l2) : (size_t)kc__cur->kc__lid[(d)])\n" \
   "#define kc_global_id(d) (kc__id.kc__nar ? (size_t)KC__PICK((d), kc__id.kc__g0, kc__id.kc__g1, " \
   "kc__id.kc__g2) : kc_group_id(d) * kc_local_size(d) + kc_local_id(d))\n"
 

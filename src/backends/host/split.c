@@ -1399,7 +1399,8 @@ static void put_object(sp *x, const decl *d, const char *prefix, const char *dim
  * each loop over items keeps the item's ids in it. */
 static bool ids_outside(const kc__tu *tu, const char *b, const char *e) {
   /* (an #include: a header on disk may hold a helper that reads them) */
-  static const char *const names[] = {"kc_local_id", "kc_global_id", "kc__cur", "kc__item", "lid", "include"};
+  static const char *const names[] = {"kc_local_id", "kc_global_id", "kc__cur",
+                                      "kc__item",    "kc__lid",      "include"};
   const char *t = tu->text + strlen(host_prelude), *end = tu->text + tu->len;
   for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
     size_t n = strlen(names[k]);
@@ -1547,7 +1548,7 @@ static bool emit_function(sp *x, const kc__tu *tu, int root, uint32_t b0, uint32
   /* the item's ids in its struct only where a helper may read them */
   kc__sb_printf(body, "#define KC__ITEM (void)kc__row; %s\n",
                 ids_outside(tu, x->t[b0].p, x->t[b1 - 1].p + 1)
-                    ? "kc__w->lid[0] = kc__l; kc__w->lid[1] = kc__y; kc__w->lid[2] = kc__z;"
+                    ? "kc__w->kc__lid[0] = kc__l; kc__w->kc__lid[1] = kc__y; kc__w->kc__lid[2] = kc__z;"
                     : "");
   /* the item's index computed from the row's (a counter carried across
    * rows keeps gcc from vectorizing the innermost loop). A kernel that
@@ -1581,15 +1582,15 @@ static bool emit_function(sp *x, const kc__tu *tu, int root, uint32_t b0, uint32
   kc__sb_puts(body, "#undef kc_local_id\n"
                     "#define kc_local_id(d) ((size_t)KC__PICK((d), kc__l, kc__y, kc__z))\n");
   kc__sb_puts(
-      body,
-      "KC_KERNEL int kc__split(struct kc__wi *kc__w, const struct kc__a *kc__x, const int kc__nar) {\n"
-      "  const int kc__n0 = (int)kc__w->lsz[0], kc__n1 = (int)kc__w->lsz[1], kc__n2 = (int)kc__w->lsz[2];\n"
-      "  const unsigned kc__nn = (unsigned)kc__n0 * (unsigned)kc__n1 * (unsigned)kc__n2;\n"
-      "  const int kc__G0 = kc__nar ? (int)(kc__w->grp[0] * kc__w->lsz[0]) : 0,\n"
-      "            kc__G1 = kc__nar ? (int)(kc__w->grp[1] * kc__w->lsz[1]) : 0,\n"
-      "            kc__G2 = kc__nar ? (int)(kc__w->grp[2] * kc__w->lsz[2]) : 0;\n"
-      "  const struct kc__wi *kc__wp = kc__w;\n"
-      "  (void)kc__wp; (void)kc__nn; (void)kc__G0; (void)kc__G1; (void)kc__G2;\n");
+      body, "KC_KERNEL int kc__split(struct kc__wi *kc__w, const struct kc__a *kc__x, const int kc__nar) {\n"
+            "  const int kc__n0 = (int)kc__w->kc__lsz[0], kc__n1 = (int)kc__w->kc__lsz[1], kc__n2 = "
+            "(int)kc__w->kc__lsz[2];\n"
+            "  const unsigned kc__nn = (unsigned)kc__n0 * (unsigned)kc__n1 * (unsigned)kc__n2;\n"
+            "  const int kc__G0 = kc__nar ? (int)(kc__w->kc__grp[0] * kc__w->kc__lsz[0]) : 0,\n"
+            "            kc__G1 = kc__nar ? (int)(kc__w->kc__grp[1] * kc__w->kc__lsz[1]) : 0,\n"
+            "            kc__G2 = kc__nar ? (int)(kc__w->kc__grp[2] * kc__w->kc__lsz[2]) : 0;\n"
+            "  const struct kc__wi *kc__wp = kc__w;\n"
+            "  (void)kc__wp; (void)kc__nn; (void)kc__G0; (void)kc__G1; (void)kc__G2;\n");
   /* what each item keeps: an array of the group's items for each (their
    * bytes in all bounded by the caller, HOST_SPLIT_MAX_BYTES) */
   for (uint32_t j = 0; j < x->nd; j++)
