@@ -339,8 +339,13 @@ kc_status kc_args_set(kc_args *a, uint32_t index, kc_arg arg) {
     kc_status st = kc__explain_arg(rt, name, index, "", a->want[index], &arg, a->ctx, KC__RULES_BOUND);
     return st ? st : kc__err(rt, KC_EARGS, "kc_args_set of '%s': argument %u does not fit", name, index);
   }
-  /* a scalar keeps its room: where args[index] points since create */
+  /* a scalar keeps its room: where args[index] points since create.
+   * Under kernels_lock, as kc_buffer_destroy's mark of a bound buffer that
+   * it destroys (context.c, unbind_buffer): a mark made between this
+   * check and this store would otherwise land on the new binding. */
+  kc__lock(&rt->kernels_lock);
   args_store(a, index, &arg, (unsigned char *)(uintptr_t)a->args[index].ptr);
+  kc__unlock(&rt->kernels_lock);
   return KC_OK;
 }
 

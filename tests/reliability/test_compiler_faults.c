@@ -74,7 +74,8 @@ static void write_wrapper(void) {
       "1; fi\n"
       "if has KC_FAULT_TORRENT; then yes 'fault-cc: torrent' | head -c 67108864 >&2; exit 1; fi\n"
       "if has KC_FAULT_FIFO; then rm -f \"$out\"; mkfifo \"$out\"; exit 0; fi\n"
-      "if has KC_FAULT_HUGE; then rm -f \"$out\"; truncate -s 8G \"$out\"; exit 0; fi\n"
+      "if has KC_FAULT_HUGE; then rm -f \"$out\"; truncate -s 8G \"$out\" || { echo 'fault-cc: no sparse "
+      "file of 8 GiB here' >&2; exit 1; }; exit 0; fi\n"
       "exec $real \"$@\"\n",
       rel_cc(), wrapper_dir);
 }

@@ -129,7 +129,7 @@ static void test_bound_arguments_with_destroyed_buffer(void **state) {
   /* also once a new buffer of the context has taken b's struct (its free
    * list gives it back first): the new buffer is not bound */
   kc_buffer *nb = kct_buffer(rt, ctx, N);
-  assert_ptr_equal(nb, b);
+  assert_ptr_equal(nb, b); /* (the context's free list is last in, first out) */
   KCT_STATUS(rt, KC_EARGS, kc_launch_args(bound, &grid, &block));
   KCT_CONTAINS(kc_errmsg(rt), "argument 0 is a buffer that has been destroyed since it was bound");
   KCT_OK(rt, kc_args_set(bound, 0, KC_ARG_BUF(nb)));

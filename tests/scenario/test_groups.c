@@ -173,7 +173,9 @@ static char paths[8192];
 
 static void paths_log(void *ud, kc_log_level level, const char *msg) {
   (void)ud, (void)level;
-  if (!strstr(msg, "work groups as loops") && !strstr(msg, "as fibers")) return;
+  if (!strstr(msg, "work groups as loops") && !strstr(msg, "as fibers") &&
+      !strstr(msg, "a copy of its object"))
+    return;
   pthread_mutex_lock(&paths_mu);
   size_t n = strlen(paths);
   snprintf(paths + n, sizeof paths - n, "%s\n", msg);
@@ -524,11 +526,12 @@ static void test_barrier_misuse_is_refused(void **state) {
   kct_destroy(rt);
 }
 
-/* Host: KC_LOCAL on a pointer (a declaration, a helper's parameter, a
- * cast) is refused with a clear error: KC_LOCAL is `static` there, so the
- * pointer was one for the whole group (each item took the last item's) or
- * the unit was not C. Not in a comment, and not a KC_LOCAL array whose
- * size multiplies. */
+/* Host: KC_LOCAL on a pointer (a declaration, on two lines too, in a list
+ * after an array, a helper's parameter, a cast) is refused with a clear
+ * error: KC_LOCAL is `static` there, so the pointer was one for the whole
+ * group (each item took the last item's) or the unit was not C. Not in a
+ * comment, not a KC_LOCAL array whose size multiplies, and not in a
+ * conditional group (another backend's line). */
 static void test_local_pointers_are_refused_on_the_host(void **state) {
   (void)state;
   if (kct_backend != KC_BACKEND_HOST) skip();
@@ -542,6 +545,20 @@ static void test_local_pointers_are_refused_on_the_host(void **state) {
       {"lp_cast", "KC_KERNEL void lp_cast(KC_GLOBAL float *y) {\n"
                   "  KC_LOCAL float sh[8];\n"
                   "  y[kc_global_id(0)] = ((KC_LOCAL float *)sh)[0];\n}\n"},
+      {"lp_lines", "KC_KERNEL void lp_lines(KC_GLOBAL float *y) {\n"
+                   "  KC_LOCAL float sh[8]; KC_LOCAL float /* a pointer: */\n"
+                   "    *p;\n"
+                   "  p = &sh[kc_local_id(0)]; *p = 1.0f; kc_barrier();\n"
+                   "  y[kc_global_id(0)] = *p;\n}\n"},
+      {"lp_list", "KC_KERNEL void lp_list(KC_GLOBAL float *y) {\n"
+                  "  KC_LOCAL float sh[4 * 2], *p;\n"
+                  "  p = &sh[kc_local_id(0)]; *p = 1.0f; kc_barrier();\n"
+                  "  y[kc_global_id(0)] = *p;\n}\n"},
+      {"lp_param", "KC_DEVICE float lp_first(KC_LOCAL float *q) { return q[0]; }\n"
+                   "KC_KERNEL void lp_param(KC_GLOBAL float *y) {\n"
+                   "  KC_LOCAL float sh[8];\n"
+                   "  sh[kc_local_id(0)] = 1.0f; kc_barrier();\n"
+                   "  y[kc_global_id(0)] = lp_first(sh);\n}\n"},
   };
   kc_buffer *by = buffer_of(rt, ctx, NULL, 64);
   kc_arg args[] = {KC_ARG_BUF(by)};
@@ -551,11 +568,17 @@ static void test_local_pointers_are_refused_on_the_host(void **state) {
     KCT_STATUS(rt, KC_ECOMPILE, kc_launch(kct_kernel(rt, bad[i][0], NULL), ctx, &g, &b, args, 1));
     KCT_CONTAINS(kc_errmsg(rt), "KC_LOCAL on a pointer");
   }
+  /* a comment, a size that multiplies, another backend's line: not refused */
   kct_define(rt, "lp_ok",
              "KC_KERNEL void lp_ok(KC_GLOBAL float *y) {\n"
              "  /* not KC_LOCAL *pointers */ KC_LOCAL float sh[4 * 2];\n"
+             "#ifdef KC_BACKEND_HOST\n"
+             "  float *p = sh;\n"
+             "#else\n"
+             "  KC_LOCAL float *p = sh;\n"
+             "#endif\n"
              "  sh[kc_local_id(0)] = (float)kc_local_id(0); kc_barrier();\n"
-             "  y[kc_global_id(0)] = sh[7 - kc_local_id(0)];\n}\n");
+             "  y[kc_global_id(0)] = p[7 - kc_local_id(0)];\n}\n");
   KCT_OK(rt, kc_launch(kct_kernel(rt, "lp_ok", NULL), ctx, &g, &b, args, 1));
   KCT_OK(rt, kc_context_finish(ctx));
   float *y = read_all(rt, by, 64);
@@ -1065,6 +1088,15 @@ static const char SRC_INC_SYNC[] = "#include <groups_hs.h>\n"
                                    "  y[kc_global_id(0)] = sh[(l + 1) % 32];\n"
                                    "}\n";
 
+static const char SRC_INC_SHARED[] =
+    "#include <groups_hs.h>\n"
+    "KC_KERNEL void inc_shared(KC_GLOBAL const float *x, KC_GLOBAL float *y) {\n"
+    "  SHARED(sh);\n"
+    "  size_t l = kc_local_id(0);\n"
+    "  sh[l] = 2.0f * x[kc_global_id(0)];\n"
+    "  y[kc_global_id(0)] = sh[l];\n"
+    "}\n";
+
 static void test_macros_from_headers_on_disk(void **state) {
   (void)state;
   enum { N = 128 };
@@ -1073,7 +1105,9 @@ static void test_macros_from_headers_on_disk(void **state) {
   snprintf(path, sizeof path, "%s/groups_hs.h", dir);
   FILE *f = fopen(path, "w");
   assert_non_null(f);
-  fputs("#define BUMP(v) ((v) += 100.0f)\n#define SYNC kc_barrier()\n", f);
+  fputs(
+      "#define BUMP(v) ((v) += 100.0f)\n#define SYNC kc_barrier()\n#define SHARED(n) KC_LOCAL float n[64]\n",
+      f);
   assert_int_equal(fclose(f), 0);
   snprintf(opts, sizeof opts, "-I%s", dir);
   kc_options o;
@@ -1110,9 +1144,70 @@ static void test_macros_from_headers_on_disk(void **state) {
       if (y[i] != x[i / 32 * 32 + (i % 32 + 1) % 32]) fail_msg("inc_sync: y[%d] = %g", i, y[i]);
     kct_free(y);
   }
+  /* a KC_LOCAL array that only the header declares: a copy of the object
+   * for each thread of the pool (with one array for all, two groups at
+   * once wrote each other's items, in about one run in three of a grid
+   * this size: the log says the copies are made) */
+  kct_define(rt, "inc_shared", SRC_INC_SHARED);
+  enum { M = 64 * 4096 };
+  float *xm = kct_calloc(M * sizeof(float));
+  for (int i = 0; i < M; i++) xm[i] = (float)(i % 1009);
+  float *ym = run_xy(rt, ctx, "inc_shared", xm, M, 64, NULL);
+  for (int i = 0; i < M; i++)
+    if (ym[i] != 2.0f * xm[i]) fail_msg("inc_shared: y[%d] = %g, expected %g", i, ym[i], 2.0f * xm[i]);
+  if (kct_backend == KC_BACKEND_HOST) {
+    pthread_mutex_lock(&paths_mu);
+    bool copies = strstr(paths, "'inc_shared' loads a copy of its object for each thread") != NULL;
+    pthread_mutex_unlock(&paths_mu);
+    if (!copies) fail_msg("inc_shared: no copy of the object per thread in the log: %s", paths);
+  }
+  kct_free(ym);
+  kct_free(xm);
   kct_free(x);
   kct_destroy(rt);
   kct_rmrf(dir);
+}
+
+/* A macro that a compile option defines is unseen like a header's: a
+ * kernel with barriers runs as fibers where such an option may jump or
+ * write (here a write), and a -DN=value does not change that. */
+static const char SRC_OPT_BUMP[] = "KC_KERNEL void opt_bump(KC_GLOBAL const float *x, KC_GLOBAL float *y) {\n"
+                                   "  KC_LOCAL float sh[32];\n"
+                                   "  size_t l = kc_local_id(0);\n"
+                                   "  float v = (float)kc_local_id(0);\n"
+                                   "  BUMP2(v);\n"
+                                   "  sh[l] = x[kc_global_id(0)];\n"
+                                   "  kc_barrier();\n"
+                                   "  y[kc_global_id(0)] = v + sh[(l + 1) % 32] + (float)PLAIN;\n"
+                                   "}\n";
+
+static void test_macros_from_compile_options(void **state) {
+  (void)state;
+  enum { N = 128 };
+  static const char *const opts[] = {"-DPLAIN=0 -DBUMP2(v)=((v)+=100.0f)", "-DPLAIN=100 -DBUMP2(v)=(v)"};
+  for (size_t o = 0; o < 2; o++) {
+    kc_options opt;
+    kc_options_init(&opt);
+    opt.cache_disable = 1;
+    opt.log = paths_log;
+    opt.log_level = KC_LOG_DEBUG;
+    opt.compile_options = opts[o];
+    paths[0] = 0;
+    kc_runtime *rt = kct_runtime(&opt);
+    kc_context *ctx = kct_context(rt);
+    kct_define(rt, "opt_bump", SRC_OPT_BUMP);
+    float *x = kct_calloc(N * sizeof(float));
+    for (int i = 0; i < N; i++) x[i] = (float)(i * 5 % 19);
+    float *y = run_xy(rt, ctx, "opt_bump", x, N, 32, NULL);
+    for (int i = 0; i < N; i++) {
+      float want = (float)(i % 32) + 100.0f + x[i / 32 * 32 + (i % 32 + 1) % 32];
+      if (y[i] != want) fail_msg("opt_bump (%s): y[%d] = %g, expected %g", opts[o], i, y[i], want);
+    }
+    expect_path("opt_bump", o == 1); /* the write: fibers; a plain value: split */
+    kct_free(y);
+    kct_free(x);
+    kct_destroy(rt);
+  }
 }
 
 /* Global ids past INT_MAX: the host runs a group whose global ids all fit
@@ -1190,4 +1285,5 @@ KCT_MAIN_INIT_ONLY(KCT_TEST(test_reduction_with_local_memory_and_barriers), KCT_
                    KCT_TEST(test_split_keeps_values_read_from_memory),
                    KCT_TEST(test_split_names_declared_again), KCT_TEST(test_split_values_named_as_fields),
                    KCT_TEST(test_split_sees_writes_through_macros_and_casts),
-                   KCT_TEST(test_macros_from_headers_on_disk), KCT_TEST(test_global_ids_past_int_max))
+                   KCT_TEST(test_macros_from_headers_on_disk), KCT_TEST(test_macros_from_compile_options),
+                   KCT_TEST(test_global_ids_past_int_max))

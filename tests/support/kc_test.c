@@ -169,13 +169,13 @@ static void kct_env_restore(void) {
 
 int kct_teardown(void **state) {
   (void)state;
-  kct_env_restore();
   for (int i = 0; i < KCT_TRACKED; i++) {
     kc_runtime_destroy(kct_live_rt[i]);
     kct_live_rt[i] = NULL;
     free(kct_live_mem[i]);
     kct_live_mem[i] = NULL;
   }
+  kct_env_restore(); /* after: a runtime's destroy may still read its settings */
   return 0;
 }
 

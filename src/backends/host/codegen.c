@@ -115,15 +115,13 @@ const char host_prelude[] =
     "#define kc_local_size(d) ((size_t)kc__cur->kc__lsz[(d)])\n"
     "#define kc_num_groups(d) ((size_t)kc__cur->kc__ngrp[(d)])\n"
     "#define kc_global_size(d) (kc_num_groups(d) * kc_local_size(d))\n"
-    "/* a barrier: the item's fiber lets the group's others run up to it (exec.c) */\n"
+    "/* a barrier: the item's fiber lets the group's others run up to it (exec.c); a\n"
+    "   macro, not a function, so that only a unit that calls it refers to kc__barrier_fn\n"
+    "   (loader.c refuses a call the unit's text did not show), whatever the compiler\n"
+    "   keeps of unused inline functions */\n"
     "__attribute__((visibility(\"default\"))) void (*kc__barrier_fn)(void);\n"
-    "static inline void kc__barrier(void) {\n"
-    "  struct kc__tls *kc__t = kc__tls_p();\n"
-    "  const struct kc__wi *kc__me = kc__t->kc__item;\n"
-    "  kc__barrier_fn();\n"
-    "  kc__t->kc__item = kc__me;\n"
-    "}\n"
-    "#define kc_barrier() kc__barrier()\n";
+    "#define kc_barrier() (__extension__({ struct kc__tls *kc__bt = kc__tls_p(); \\\n"
+    "  const struct kc__wi *kc__bme = kc__bt->kc__item; kc__barrier_fn(); kc__bt->kc__item = kc__bme; }))\n";
 
 /* What a kernel's closure uses, read from its text past the prelude (a
  * name in a comment or a string counts too: a needless fiber or copy, never
@@ -141,33 +139,78 @@ static bool mentions(const kc__tu *tu, const char *name) {
   return false;
 }
 
-/* Where the text past the prelude puts KC_LOCAL on a pointer (KC_LOCAL
- * then a `*` before any of `[ = ; ( ) { }` or the line's end: `KC_LOCAL int
- * *p`, a parameter `KC_LOCAL float *q`, a cast `(KC_LOCAL int *)`), outside
- * comments, literals and preprocessor lines; NULL where it does not. On
- * OpenCL such a pointer is each item's own, pointing into local memory; on
- * the host KC_LOCAL is `static`, so it would be one pointer for the group
- * (a silent wrong result), or not C. */
+/* Past a comment that starts at p (a block or a line comment), or p. */
+static const char *skip_comment(const char *p, const char *end) {
+  if (p + 1 < end && p[0] == '/' && p[1] == '/') {
+    while (p < end && *p != '\n') p++;
+  } else if (p + 1 < end && p[0] == '/' && p[1] == '*') {
+    const char *q = memmem(p + 2, (size_t)(end - p - 2), "*/", 2);
+    p = q ? q + 2 : end;
+  }
+  return p;
+}
+
+/* Whether the declaration after a KC_LOCAL ending at p declares a pointer:
+ * a `*` before its `;` (or, in a parameter list, its `,` or `)`), past
+ * comments, line ends and bracketed sizes (`sh[N * 2]`). */
+static bool declares_pointer(const char *p, const char *end, bool in_params) {
+  while (p < end) {
+    const char *q = skip_comment(p, end);
+    if (q != p) {
+      p = q;
+      continue;
+    }
+    char c = *p;
+    if (c == '*') return true;
+    if (c == '[') { /* a size: its brackets, balanced */
+      int depth = 0;
+      do {
+        depth += *p == '[' ? 1 : *p == ']' ? -1 : 0;
+        p++;
+      } while (p < end && depth > 0);
+      continue;
+    }
+    if (strchr(";{}=()#\"'", c) || (c == ',' && in_params)) return false;
+    p++;
+  }
+  return false;
+}
+
+/* Where the text past the prelude puts KC_LOCAL on a pointer (`KC_LOCAL
+ * int *p`, `KC_LOCAL float sh[8], *p`, a parameter `KC_LOCAL float *q`, a
+ * cast `(KC_LOCAL int *)`), outside comments, literals, preprocessor lines
+ * and conditional groups (#if...#endif: such a line may be another
+ * backend's); NULL where it does not. On OpenCL such a pointer is each
+ * item's own, pointing into local memory; on the host KC_LOCAL is
+ * `static`, so it would be one pointer for the group (a silent wrong
+ * result), or not C. A typedef'd pointer (`KC_LOCAL fptr p`) is not seen. */
 static const char *local_pointer(const kc__tu *tu) {
   size_t from = sizeof host_prelude - 1;
   if (!tu->text || tu->len <= from) return NULL;
   const char *p = tu->text + from, *end = tu->text + tu->len;
   bool line_start = true;
+  int cond = 0, parens = 0; /* open #if groups; open parentheses */
   while (p < end) {
     char c = *p;
+    const char *q = skip_comment(p, end);
+    if (q != p) {
+      p = q;
+      continue;
+    }
     if (c == '\n') {
       line_start = true;
       p++;
     } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
       p++;
-    } else if (c == '#' && line_start) { /* a preprocessor line, with its splices */
-      while (p < end && *p != '\n') p += *p == '\\' && p + 1 < end ? 2 : 1;
-    } else if (c == '/' && p + 1 < end && p[1] == '/') {
-      while (p < end && *p != '\n') p++;
-    } else if (c == '/' && p + 1 < end && p[1] == '*') {
-      const char *q = memmem(p + 2, (size_t)(end - p - 2), "*/", 2);
-      p = q ? q + 2 : end;
-      line_start = false;
+    } else if (c == '#' && line_start) { /* a preprocessor line, with its splices and comments */
+      const char *d = p + 1;
+      while (d < end && (*d == ' ' || *d == '\t')) d++;
+      if (end - d >= 2 && !memcmp(d, "if", 2)) cond++; /* #if, #ifdef, #ifndef */
+      else if (end - d >= 5 && !memcmp(d, "endif", 5) && cond > 0) cond--;
+      while (p < end && *p != '\n') {
+        q = skip_comment(p, end);
+        p = q != p ? q : p + (*p == '\\' && p + 1 < end ? 2 : 1);
+      }
     } else if (c == '"' || c == '\'') {
       for (p++; p < end && *p != c && *p != '\n'; p++)
         if (*p == '\\' && p + 1 < end) p++;
@@ -177,15 +220,72 @@ static const char *local_pointer(const kc__tu *tu) {
       const char *w = p;
       while (p < end && ident_char(*p)) p++;
       line_start = false;
-      if (p - w != 8 || memcmp(w, "KC_LOCAL", 8) != 0) continue;
-      for (const char *q = p; q < end && !strchr("[=;(){}\n#/\"'", *q); q++)
-        if (*q == '*') return w;
+      if (p - w == 8 && !memcmp(w, "KC_LOCAL", 8) && !cond && declares_pointer(p, end, parens > 0)) return w;
     } else {
+      parens += c == '(' ? 1 : c == ')' && parens > 0 ? -1 : 0;
       p++;
       line_start = false;
     }
   }
   return NULL;
+}
+
+/* Whether the text past the prelude has an #include directive of a header
+ * other than the C library's own (which declare no macro of a kernel's):
+ * kcache does not read a header on disk, so its macros are unseen. */
+static bool includes_from_disk(const kc__tu *tu) {
+  static const char *const std[] = {"<assert.h>", "<float.h>",  "<limits.h>", "<math.h>",  "<stdbool.h>",
+                                    "<stddef.h>", "<stdint.h>", "<string.h>", "<stdlib.h>"};
+  size_t from = sizeof host_prelude - 1;
+  if (!tu->text || tu->len <= from) return false;
+  const char *t = tu->text + from, *end = tu->text + tu->len;
+  for (const char *p = t; (p = memmem(p, (size_t)(end - p), "include", 7)); p += 7) {
+    const char *q = p; /* back over blanks to a '#' that starts its line */
+    while (q > t && (q[-1] == ' ' || q[-1] == '\t')) q--;
+    if (q == t || q[-1] != '#') continue;
+    q--;
+    while (q > t && (q[-1] == ' ' || q[-1] == '\t')) q--;
+    if (q != t && q[-1] != '\n') continue;
+    const char *a = p + 7, *eol = memchr(a, '\n', (size_t)(end - a));
+    if (!eol) eol = end;
+    while (a < eol && (*a == ' ' || *a == '\t')) a++;
+    bool known = false;
+    for (size_t k = 0; k < sizeof std / sizeof *std && !known; k++) {
+      size_t n = strlen(std[k]);
+      known = (size_t)(eol - a) >= n && !memcmp(a, std[k], n);
+    }
+    if (!known) return true;
+  }
+  return false;
+}
+
+/* Whether compile options (kc_options.compile_options, KC_HOST_OPT) may
+ * define macros that jump, write, paste or name kc_barrier or KC_LOCAL,
+ * which the text does not show: -include, -imacros, or a -D whose value
+ * has such a word or an operator that writes (a plain -DN=64 does not). */
+static bool options_hide_macros(const char *o) {
+  if (!o) return false;
+  if (strstr(o, "-include") || strstr(o, "-imacros")) return true;
+  bool any_d = false;
+  for (const char *p = o; (p = strstr(p, "-D")); p += 2) {
+    if (p != o && p[-1] != ' ' && p[-1] != '\t') continue;
+    any_d = true;
+    const char *v = p + 2, *w = v;
+    while (*w && *w != ' ' && *w != '\t') w++;
+    const char *eq = memchr(v, '=', (size_t)(w - v));
+    if (!eq) continue;
+    for (const char *c = eq + 1; c < w; c++)
+      if (*c == '=' || *c == '&' || *c == '#' || ((*c == '+' || *c == '-') && c + 1 < w && c[1] == *c))
+        return true;
+  }
+  if (!any_d) return false;
+  static const char *const words[] = {"return", "break", "continue", "goto", "kc_barrier", "KC_LOCAL"};
+  for (size_t k = 0; k < sizeof words / sizeof *words; k++) {
+    size_t n = strlen(words[k]);
+    for (const char *p = o; (p = strstr(p, words[k])); p += n)
+      if ((p == o || !ident_char(p[-1])) && !ident_char(p[n])) return true;
+  }
+  return false;
 }
 
 kc_status host_entry_prologue(void *state, const kc__tu *tu, kc__sb *out) {
@@ -533,10 +633,19 @@ kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
                       tu->entry, (int)n, lp);
   }
   /* KC_LOCAL arrays are static: a copy of the object for each thread, also
-   * where a header on disk may declare one through a macro. A kc_barrier()
-   * that only a header on disk shows is refused when the object is loaded
-   * (loader.c: it calls kc__barrier_fn without kc__fibers). */
-  bool fibers = mentions(tu, "kc_barrier"), copies = mentions(tu, "KC_LOCAL") || mentions(tu, "include");
+   * where a header on disk or a compile option may declare one through a
+   * macro. A kc_barrier() that only such a macro shows is refused when the
+   * object is loaded (loader.c: it calls kc__barrier_fn without
+   * kc__fibers). */
+  const host_state *hs = state;
+  bool hidden = includes_from_disk(tu) || options_hide_macros(hs->compile_options) ||
+                options_hide_macros(hs->opt_flags);
+  bool fibers = mentions(tu, "kc_barrier"), local = mentions(tu, "KC_LOCAL"), copies = local || hidden;
+  if (copies && !local)
+    kc__log_to(sv->log, KC_LOG_DEBUG,
+               "host: '%s' loads a copy of its object for each thread: a header on disk or a compile "
+               "option may declare KC_LOCAL arrays",
+               tu->entry);
   /* (tu->text is out's buffer: read before anything is appended to out,
    * which may move it) */
   kc__sb split;
@@ -546,7 +655,10 @@ kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
     /* with barriers: split at them where that is certain, else fibers */
     const char *why = NULL;
     unsigned nbar = 0;
-    is_split = host_split_emit(sv, tu, &split, &why, &nbar, &int_ids);
+    if (hidden) /* macros kcache cannot read: the split would not see their jumps, writes or barriers */
+      why = "an #include of a header on disk, or compile options that define macros, which kcache does not "
+            "read";
+    else is_split = host_split_emit(sv, tu, &split, &why, &nbar, &int_ids);
     /* out of memory: no fibers instead, a unit no compile with memory
      * makes (it would be stored under a key of its own) */
     if (split.failed || (!is_split && why && !strcmp(why, "out of memory"))) {

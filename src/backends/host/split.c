@@ -613,13 +613,15 @@ static bool macro_writes(const sp *x, uint32_t mi, int depth) {
 
 /* Whether macro mi's replacement (or a macro it names, to depth) may jump:
  * return, break, continue or goto, which the statements' parse does not
- * see where the macro is used. */
+ * see where the macro is used; or pastes (##), which may make any of them,
+ * or kc_barrier. */
 static bool macro_jumps(const sp *x, uint32_t mi, int depth) {
   static const char *const jumps[] = {"return", "break", "continue", "goto"};
   const macro *m = &x->m[mi];
   for (uint32_t i = 0; i < m->nt; i++) {
     const tok *k = &m->t[i];
     uint32_t mj;
+    if (k->n && k->p[0] == '#') return true;
     if (k->k != T_ID) continue;
     for (size_t j = 0; j < sizeof jumps / sizeof *jumps; j++)
       if (tok_is(k, jumps[j])) return true;
@@ -1420,17 +1422,6 @@ static void sp_free(sp *x) {
   kc__bs_free(x->sv, x->alias);
 }
 
-/* Whether the closure past the prelude names `include` (an #include of a
- * header on disk: kcache inlines the headers it defines; comments and
- * strings count too). */
-static bool includes_from_disk(const kc__tu *tu) {
-  size_t from = strlen(host_prelude);
-  const char *t = tu->text + (tu->len > from ? from : tu->len), *end = tu->text + tu->len;
-  for (const char *p = t; (p = memmem(p, (size_t)(end - p), "include", 7)); p += 7)
-    if ((p == t || !idc(p[-1])) && (p + 7 == end || !idc(p[7]))) return true;
-  return false;
-}
-
 /* Occurrences of the identifier kc_barrier in the closure past the prelude
  * (comments and strings too). */
 static unsigned barrier_mentions(const kc__tu *tu) {
@@ -1509,11 +1500,9 @@ static int read_kernel(sp *x, const kc__tu *tu, uint32_t *b0p, uint32_t *b1p) {
     if (x->t[i].k == T_ID && is_macro(x, &x->t[i], &mi) && macro_writes(x, mi, 4))
       ok = fail(x, "a macro that may assign or take an address in the kernel's body");
     else if (x->t[i].k == T_ID && is_macro(x, &x->t[i], &mi) && macro_jumps(x, mi, 4))
-      ok = fail(x, "a macro that may return, break, continue or goto in the kernel's body");
+      ok = fail(x, "a macro that may return, break, continue, goto or paste (##) in the kernel's body");
   }
-  /* a header on disk: its macros (a write, a jump) are not in the text */
-  if (ok && includes_from_disk(tu))
-    ok = fail(x, "an #include of a header on disk, whose macros kcache does not read");
+
   if (ok && x->s[root].barriers != barrier_mentions(tu))
     ok = fail(x, "kc_barrier named outside the kernel's body statements (a helper, a macro, a comment)");
   if (ok && !x->s[root].barriers) ok = fail(x, "no barrier in the kernel's body");
