@@ -183,16 +183,19 @@ static void paths_log(void *ud, kc_log_level level, const char *msg) {
 }
 
 /* A runtime without the disk cache (every kernel compiled, so logged),
- * its log into paths. */
-static kc_runtime *paths_runtime(void) {
+ * its log into paths, with compile_options (NULL: none). */
+static kc_runtime *paths_runtime_with(const char *compile_options) {
   kc_options o;
   kc_options_init(&o);
   o.cache_disable = 1;
   o.log = paths_log;
   o.log_level = KC_LOG_DEBUG;
+  o.compile_options = compile_options;
   paths[0] = 0;
   return kct_runtime(&o);
 }
+
+static kc_runtime *paths_runtime(void) { return paths_runtime_with(NULL); }
 
 /* On the host: the log says kernel name ran split (or as fibers). */
 static void expect_path(const char *name, bool split) {
@@ -1110,14 +1113,7 @@ static void test_macros_from_headers_on_disk(void **state) {
       f);
   assert_int_equal(fclose(f), 0);
   snprintf(opts, sizeof opts, "-I%s", dir);
-  kc_options o;
-  kc_options_init(&o);
-  o.cache_disable = 1;
-  o.log = paths_log;
-  o.log_level = KC_LOG_DEBUG;
-  o.compile_options = opts;
-  paths[0] = 0;
-  kc_runtime *rt = kct_runtime(&o);
+  kc_runtime *rt = paths_runtime_with(opts);
   kc_context *ctx = kct_context(rt);
   kct_define(rt, "inc_bump", SRC_INC_BUMP);
   kct_define(rt, "inc_sync", SRC_INC_SYNC);
@@ -1186,14 +1182,7 @@ static void test_macros_from_compile_options(void **state) {
   enum { N = 128 };
   static const char *const opts[] = {"-DPLAIN=0 -DBUMP2(v)=((v)+=100.0f)", "-DPLAIN=100 -DBUMP2(v)=(v)"};
   for (size_t o = 0; o < 2; o++) {
-    kc_options opt;
-    kc_options_init(&opt);
-    opt.cache_disable = 1;
-    opt.log = paths_log;
-    opt.log_level = KC_LOG_DEBUG;
-    opt.compile_options = opts[o];
-    paths[0] = 0;
-    kc_runtime *rt = kct_runtime(&opt);
+    kc_runtime *rt = paths_runtime_with(opts[o]);
     kc_context *ctx = kct_context(rt);
     kct_define(rt, "opt_bump", SRC_OPT_BUMP);
     float *x = kct_calloc(N * sizeof(float));

@@ -230,10 +230,7 @@ static const char *local_pointer(const kc__tu *tu) {
   return NULL;
 }
 
-/* Whether the text past the prelude has an #include directive of a header
- * other than the C library's own (which declare no macro of a kernel's):
- * kcache does not read a header on disk, so its macros are unseen. */
-static bool includes_from_disk(const kc__tu *tu) {
+bool host_includes_from_disk(const kc__tu *tu) {
   static const char *const std[] = {"<assert.h>", "<float.h>",  "<limits.h>", "<math.h>",  "<stdbool.h>",
                                     "<stddef.h>", "<stdint.h>", "<string.h>", "<stdlib.h>"};
   size_t from = sizeof host_prelude - 1;
@@ -638,7 +635,7 @@ kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out) {
    * object is loaded (loader.c: it calls kc__barrier_fn without
    * kc__fibers). */
   const host_state *hs = state;
-  bool hidden = includes_from_disk(tu) || options_hide_macros(hs->compile_options) ||
+  bool hidden = host_includes_from_disk(tu) || options_hide_macros(hs->compile_options) ||
                 options_hide_macros(hs->opt_flags);
   bool fibers = mentions(tu, "kc_barrier"), local = mentions(tu, "KC_LOCAL"), copies = local || hidden;
   if (copies && !local)

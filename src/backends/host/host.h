@@ -187,6 +187,11 @@ kc_status host_image_load(host_state *s, const void *bytes, size_t size, const c
 extern const char host_prelude[];
 kc_status host_entry_prologue(void *state, const kc__tu *tu, kc__sb *out);
 kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out);
+/* Whether tu's text past the prelude has an #include directive of a header
+ * other than the C library's own (which declare no macro or helper of a
+ * kernel's): kcache does not read a header on disk, so what it holds is
+ * unseen (split.c: a helper that reads the ids; codegen.c: macros). */
+bool host_includes_from_disk(const kc__tu *tu);
 
 /* split.c: a kernel with barriers as loops over its group's items. Writes
  * struct kc__S (what each item keeps across barriers: its size) and

@@ -1400,9 +1400,9 @@ static void put_object(sp *x, const decl *d, const char *prefix, const char *dim
  * a header it includes from disk, which kcache does not read): then
  * each loop over items keeps the item's ids in it. */
 static bool ids_outside(const kc__tu *tu, const char *b, const char *e) {
-  /* (an #include: a header on disk may hold a helper that reads them) */
-  static const char *const names[] = {"kc_local_id", "kc_global_id", "kc__cur",
-                                      "kc__item",    "kc__lid",      "include"};
+  /* (a header on disk may hold a helper that reads them) */
+  if (host_includes_from_disk(tu)) return true;
+  static const char *const names[] = {"kc_local_id", "kc_global_id", "kc__cur", "kc__item", "kc__lid"};
   const char *t = tu->text + strlen(host_prelude), *end = tu->text + tu->len;
   for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
     size_t n = strlen(names[k]);
@@ -1497,12 +1497,12 @@ static int read_kernel(sp *x, const kc__tu *tu, uint32_t *b0p, uint32_t *b1p) {
    * its replacement, where the checks of the variables do not look */
   for (uint32_t i = b0; ok && i < b1; i++) {
     uint32_t mi;
-    if (x->t[i].k == T_ID && is_macro(x, &x->t[i], &mi) && macro_writes(x, mi, 4))
+    if (x->t[i].k != T_ID || !is_macro(x, &x->t[i], &mi)) continue;
+    if (macro_writes(x, mi, 4))
       ok = fail(x, "a macro that may assign or take an address in the kernel's body");
-    else if (x->t[i].k == T_ID && is_macro(x, &x->t[i], &mi) && macro_jumps(x, mi, 4))
+    else if (macro_jumps(x, mi, 4))
       ok = fail(x, "a macro that may return, break, continue, goto or paste (##) in the kernel's body");
   }
-
   if (ok && x->s[root].barriers != barrier_mentions(tu))
     ok = fail(x, "kc_barrier named outside the kernel's body statements (a helper, a macro, a comment)");
   if (ok && !x->s[root].barriers) ok = fail(x, "no barrier in the kernel's body");
