@@ -230,32 +230,6 @@ static const char *local_pointer(const kc__tu *tu) {
   return NULL;
 }
 
-bool host_includes_from_disk(const kc__tu *tu) {
-  static const char *const std[] = {"<assert.h>", "<float.h>",  "<limits.h>", "<math.h>",  "<stdbool.h>",
-                                    "<stddef.h>", "<stdint.h>", "<string.h>", "<stdlib.h>"};
-  size_t from = sizeof host_prelude - 1;
-  if (!tu->text || tu->len <= from) return false;
-  const char *t = tu->text + from, *end = tu->text + tu->len;
-  for (const char *p = t; (p = memmem(p, (size_t)(end - p), "include", 7)); p += 7) {
-    const char *q = p; /* back over blanks to a '#' that starts its line */
-    while (q > t && (q[-1] == ' ' || q[-1] == '\t')) q--;
-    if (q == t || q[-1] != '#') continue;
-    q--;
-    while (q > t && (q[-1] == ' ' || q[-1] == '\t')) q--;
-    if (q != t && q[-1] != '\n') continue;
-    const char *a = p + 7, *eol = memchr(a, '\n', (size_t)(end - a));
-    if (!eol) eol = end;
-    while (a < eol && (*a == ' ' || *a == '\t')) a++;
-    bool known = false;
-    for (size_t k = 0; k < sizeof std / sizeof *std && !known; k++) {
-      size_t n = strlen(std[k]);
-      known = (size_t)(eol - a) >= n && !memcmp(a, std[k], n);
-    }
-    if (!known) return true;
-  }
-  return false;
-}
-
 /* Whether compile options (kc_options.compile_options, KC_HOST_OPT) may
  * define macros that jump, write, paste or name kc_barrier or KC_LOCAL,
  * which the text does not show: -include, -imacros, or a -D whose value

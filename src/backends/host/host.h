@@ -190,7 +190,8 @@ kc_status host_epilogue(void *state, const kc__tu *tu, kc__sb *out);
 /* Whether tu's text past the prelude has an #include directive of a header
  * other than the C library's own (which declare no macro or helper of a
  * kernel's): kcache does not read a header on disk, so what it holds is
- * unseen (split.c: a helper that reads the ids; codegen.c: macros). */
+ * unseen (split.c, which defines it: a helper that reads the ids;
+ * codegen.c: macros). */
 bool host_includes_from_disk(const kc__tu *tu);
 
 /* split.c: a kernel with barriers as loops over its group's items. Writes

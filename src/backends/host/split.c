@@ -1395,6 +1395,32 @@ static void put_object(sp *x, const decl *d, const char *prefix, const char *dim
   kc__sb_puts(x->out, ";");
 }
 
+bool host_includes_from_disk(const kc__tu *tu) {
+  static const char *const std[] = {"<assert.h>", "<float.h>",  "<limits.h>", "<math.h>",  "<stdbool.h>",
+                                    "<stddef.h>", "<stdint.h>", "<string.h>", "<stdlib.h>"};
+  size_t from = strlen(host_prelude);
+  if (!tu->text || tu->len <= from) return false;
+  const char *t = tu->text + from, *end = tu->text + tu->len;
+  for (const char *p = t; (p = memmem(p, (size_t)(end - p), "include", 7)); p += 7) {
+    const char *q = p; /* back over blanks to a '#' that starts its line */
+    while (q > t && (q[-1] == ' ' || q[-1] == '\t')) q--;
+    if (q == t || q[-1] != '#') continue;
+    q--;
+    while (q > t && (q[-1] == ' ' || q[-1] == '\t')) q--;
+    if (q != t && q[-1] != '\n') continue;
+    const char *a = p + 7, *eol = memchr(a, '\n', (size_t)(end - a));
+    if (!eol) eol = end;
+    while (a < eol && (*a == ' ' || *a == '\t')) a++;
+    bool known = false;
+    for (size_t k = 0; k < sizeof std / sizeof *std && !known; k++) {
+      size_t n = strlen(std[k]);
+      known = (size_t)(eol - a) >= n && !memcmp(a, std[k], n);
+    }
+    if (!known) return true;
+  }
+  return false;
+}
+
 /* Whether the closure past the prelude, but for the kernel's body [b, e),
  * may read an item's own ids (helpers, through the thread's item, also in
  * a header it includes from disk, which kcache does not read): then
