@@ -404,7 +404,9 @@ kc_world kc_world_current(const kc_runtime *rt);
 /* Pins the calling thread to the latest world: until kc_unpin, its launches
  * and compiles resolve definitions as of that world, whatever other threads
  * define meanwhile. Pins nest: pinning again while pinned keeps the world of
- * the outer pin. A thread can pin one runtime at a time (KC_EBUSY). The
+ * the outer pin. A thread can pin one runtime at a time (KC_EBUSY); a pin
+ * on a runtime that has since been destroyed (by any thread) ends there and
+ * does not count. The
  * outermost pin records its world for kc_collect (KC_ENOMEM if it cannot).
  * The outermost pin and unpin take the runtime's definition lock. While any
  * thread holds a pin on rt, every thread's cached launches on rt also read

@@ -17,14 +17,16 @@
 /* Levels: every runtime's locks before every remote tier's (its locks are
  * leaves, taken under the runtime's), then the host backend's pool (a
  * leaf), the test-only fault proxy's (src/testing, a leaf under a
- * runtime's probe lock), and the registry of threads of grace.c (a leaf
- * taken under none of them) last. */
+ * runtime's probe lock), the registry of threads of grace.c and the list
+ * of live runtimes of core/world.c (leaves taken under none of them)
+ * last. */
 enum {
   KC__FORK_RUNTIME = 1,
   KC__FORK_REMOTE = 2,
   KC__FORK_HOST = 3,
   KC__FORK_TESTING = 4,
-  KC__FORK_GRACE = 5
+  KC__FORK_GRACE = 5,
+  KC__FORK_LIVE = 6
 };
 
 typedef struct kc__fork_hook {

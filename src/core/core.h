@@ -416,6 +416,7 @@ struct kc_runtime {
   size_t npins, cappins;
   struct kc__store *store; /* the disk cache (store.c); NULL when there is none */
   kc__fork_hook fork; /* its locks around fork() (fork.c) */
+  kc_runtime *live_prev, *live_next; /* the list of live runtimes (world.c), under its lock */
   /* A child of fork() on a backend that is not fork_safe (fork.c): be and
    * bstate are then &forked.table and &forked, and refuse. */
   struct kc__forked {
@@ -539,6 +540,11 @@ extern KC__HIDDEN _Thread_local kc__pin_state kc__pin;
  * address. */
 bool kc__pinned_on(const kc_runtime *rt) KC__NOINLINE;
 void kc__drop_own_pin(const kc_runtime *rt);
+/* The process's list of live runtimes (world.c): listed last in
+ * kc_runtime_create, unlisted first in kc_runtime_destroy, so that a
+ * thread's pin on a runtime another thread destroyed is told apart. */
+void kc__runtime_list(kc_runtime *rt);
+void kc__runtime_unlist(kc_runtime *rt);
 
 /* fork.c: rt's locks around fork() (kcache.h, "Fork"): registered once the
  * runtime is open, removed first thing at destroy. */

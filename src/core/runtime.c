@@ -188,6 +188,7 @@ static kc_status runtime_open(kc_runtime *rt, const kc_options *opt, const kc__b
   if (st) goto fail_open;
   kc__store_open(rt); /* never fails: without a disk cache, code stays in memory */
   kc__runtime_fork_register(rt); /* its locks around fork() (fork.c) */
+  kc__runtime_list(rt); /* a pin on it now holds until it is destroyed (world.c) */
   *out = rt;
   return KC_OK;
 
@@ -212,6 +213,7 @@ fail_options:
 void kc_runtime_destroy(kc_runtime *rt) {
   if (!rt) return;
   kc__runtime_fork_unregister(rt); /* first: a fork now takes none of its locks */
+  kc__runtime_unlist(rt); /* other threads' pins on it are stale from now on (world.c) */
   kc__drop_own_pin(rt); /* the caller's own pin dies with it */
   kc__pool_destroy(rt); /* idle: no kc_prepare can be running */
   for (kc_context *c = rt->contexts, *next; c; c = next) {

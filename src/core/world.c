@@ -36,6 +36,61 @@ void kc__drop_own_pin(const kc_runtime *rt) {
   }
 }
 
+/* The live runtimes: each from the end of its kc_runtime_create to the
+ * start of its kc_runtime_destroy, in a list under live_lock (a leaf,
+ * process-wide, held around fork()). Read only where a thread that holds a
+ * pin asks to pin another runtime: a pin whose runtime another thread
+ * destroyed is then dropped (no thread can unpin it), where one whose
+ * runtime lives is refused. */
+static kc__mutex live_lock = PTHREAD_MUTEX_INITIALIZER;
+static kc_runtime *live;
+static kc__once live_once = KC__ONCE_INIT;
+
+static void live_lock_take(void *ud) {
+  (void)ud;
+  kc__lock(&live_lock);
+}
+static void live_lock_give(void *ud) {
+  (void)ud;
+  kc__unlock(&live_lock);
+}
+/* the child keeps the list: the parent's runtimes are its memory too */
+static kc__fork_hook live_fork = {
+    .level = KC__FORK_LIVE, .prepare = live_lock_take, .parent = live_lock_give, .child = live_lock_give};
+static void live_fork_register(void) { kc__fork_register(&live_fork); }
+
+void kc__runtime_list(kc_runtime *rt) {
+  kc__call_once(&live_once, live_fork_register);
+  kc__lock(&live_lock);
+  rt->live_prev = NULL;
+  rt->live_next = live;
+  if (live) live->live_prev = rt;
+  live = rt;
+  kc__unlock(&live_lock);
+}
+
+void kc__runtime_unlist(kc_runtime *rt) {
+  kc__lock(&live_lock);
+  if (rt->live_prev || live == rt) { /* listed (a create that failed never was) */
+    if (rt->live_prev) rt->live_prev->live_next = rt->live_next;
+    else live = rt->live_next;
+    if (rt->live_next) rt->live_next->live_prev = rt->live_prev;
+  }
+  rt->live_prev = rt->live_next = NULL;
+  kc__unlock(&live_lock);
+}
+
+/* Whether the runtime at rt with this id is live; rt itself is read only
+ * once it is found in the list. */
+static bool runtime_lives(const kc_runtime *rt, uint64_t id) {
+  kc__lock(&live_lock);
+  const kc_runtime *r = live;
+  while (r && r != rt) r = r->live_next;
+  bool yes = r && r->id == id;
+  kc__unlock(&live_lock);
+  return yes;
+}
+
 kc_world kc_world_latest(const kc_runtime *rt) { return rt ? kc__load_acquire(&rt->world) : 0; }
 
 kc_world kc_world_current(const kc_runtime *rt) { return rt ? kc__caller_world(rt) : 0; }
@@ -80,8 +135,12 @@ static void pins_remove(kc_runtime *rt, kc_world w) {
 
 kc_status kc_pin(kc_runtime *rt, kc_world *pinned) {
   if (!rt) return kc__err(NULL, KC_EINVAL, "kc_pin: runtime is NULL");
-  if (kc__pin.depth && !kc__pinned_on(rt) && kc__pin.depth)
-    return kc__err(rt, KC_EBUSY, "kc_pin: this thread already pinned another runtime");
+  if (kc__pin.depth && !kc__pinned_on(rt) && kc__pin.depth) {
+    if (runtime_lives(kc__pin.rt, kc__pin.rt_id))
+      return kc__err(rt, KC_EBUSY, "kc_pin: this thread already pinned another runtime");
+    kc__pin.rt = NULL; /* stale: another thread destroyed the runtime it pinned */
+    kc__pin.depth = 0;
+  }
   if (kc__pin.depth == UINT32_MAX) return kc__err(rt, KC_EBUSY, "kc_pin: nested too deeply");
   if (!kc__pin.depth) {
     kc_status st = pins_add(rt, &kc__pin.world);

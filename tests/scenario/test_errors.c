@@ -8,6 +8,7 @@
  */
 #include "kc_test.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -954,6 +955,50 @@ static void test_context_of_another_runtime(void **state) {
   kct_destroy(rt2);
 }
 
+/* A pin on a runtime that another thread destroyed: the pinning thread can
+ * no longer unpin it, so its next kc_pin of another runtime drops it;
+ * a pin on a runtime that lives is still refused. */
+typedef struct pin_job {
+  kc_runtime *rt1, *rt2;
+  pthread_barrier_t *b;
+  kc_status first, live, after, unpin;
+  kc_world world, latest;
+} pin_job;
+
+static void *pin_then_pin_another(void *arg) {
+  pin_job *j = arg;
+  j->first = kc_pin(j->rt1, NULL);
+  j->live = kc_pin(j->rt2, NULL); /* rt1 lives: refused */
+  pthread_barrier_wait(j->b); /* the main thread destroys rt1 */
+  pthread_barrier_wait(j->b);
+  j->after = kc_pin(j->rt2, &j->world);
+  j->latest = kc_world_latest(j->rt2);
+  j->unpin = kc_unpin(j->rt2);
+  return NULL;
+}
+
+static void test_pin_on_a_destroyed_runtime(void **state) {
+  (void)state;
+  kc_runtime *rt1 = kct_runtime(NULL), *rt2 = kct_runtime(NULL);
+  kct_define(rt2, "h", SRC_H1);
+  pthread_barrier_t b;
+  pthread_barrier_init(&b, NULL, 2);
+  pin_job j = {.rt1 = rt1, .rt2 = rt2, .b = &b};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, pin_then_pin_another, &j), 0);
+  pthread_barrier_wait(&b);
+  kct_destroy(rt1); /* with the other thread's pin on it */
+  pthread_barrier_wait(&b);
+  pthread_join(t, NULL);
+  pthread_barrier_destroy(&b);
+  assert_int_equal(j.first, KC_OK);
+  assert_int_equal(j.live, KC_EBUSY);
+  KCT_OK(rt2, j.after);
+  assert_int_equal(j.world, j.latest);
+  KCT_OK(rt2, j.unpin);
+  kct_destroy(rt2);
+}
+
 KCT_MAIN(KCT_FX_TEST(test_undefined_callee_is_named_then_defined), KCT_FX_TEST(test_long_kernel_name),
          KCT_TEST(test_shadowing_a_builtin_invalidates),
          KCT_TEST(test_shadowing_a_builtin_called_through_a_comment),
@@ -962,7 +1007,7 @@ KCT_MAIN(KCT_FX_TEST(test_undefined_callee_is_named_then_defined), KCT_FX_TEST(t
          KCT_TEST(test_invalid_names), KCT_FX_TEST(test_null_pointers_are_errors),
          KCT_FX_TEST(test_empty_grid_runs_nothing), KCT_FX_TEST(test_fast_path_checks_like_the_slow_path),
          KCT_TEST(test_status_table), KCT_FX_TEST(test_wrong_arguments),
-         KCT_FX_TEST(test_recursion_is_rejected), KCT_FX_TEST(test_undefine), KCT_FX_TEST(test_buffer_ranges),
-         KCT_FX_TEST(test_undefined_kernel), KCT_TEST(test_launch_on_destroyed_context),
-         KCT_FX_TEST(test_context_of_another_runtime), KCT_FX_TEST(test_bound_argument_errors),
-         KCT_TEST(test_each_argument_checked))
+         KCT_TEST(test_pin_on_a_destroyed_runtime), KCT_FX_TEST(test_recursion_is_rejected),
+         KCT_FX_TEST(test_undefine), KCT_FX_TEST(test_buffer_ranges), KCT_FX_TEST(test_undefined_kernel),
+         KCT_TEST(test_launch_on_destroyed_context), KCT_FX_TEST(test_context_of_another_runtime),
+         KCT_FX_TEST(test_bound_argument_errors), KCT_TEST(test_each_argument_checked))
