@@ -3,8 +3,9 @@
  * cli/watch.c -- `kcache watch FILE`: the hot-reload demo of kc_define_file.
  * The one command that runs a runtime (a backend, a compiler): it loads a
  * source file of the dialect, launches each of its kernels (every pointer
- * parameter gets a zeroed buffer of 64 elements, every scalar a zero, on 64
- * work items), prints y[0..3] of each kernel's first buffer and whether it
+ * parameter gets a zeroed buffer of 64 elements of its type, every scalar a
+ * zero, on 64 work items), prints the first four values of each kernel's
+ * first buffer (y[0]'s lanes for a vector type) and whether it
  * was compiled again or served by code already compiled; then it polls the
  * file (every --interval ms) and does it again whenever the text changes.
  * Errors in the file (a syntax error, an undefined name) are printed and
@@ -16,6 +17,7 @@
 #include "core/core.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,8 @@
 #include <unistd.h>
 
 #define ITEMS 64
+/* bytes an element where kcache cannot tell the pointee's size (a struct) */
+#define ELEM_UNKNOWN 4096
 
 const char cli_help_watch[] =
     "usage: kcache watch FILE [--backend host|opencl|cuda] [--language dialect|opencl|cuda]\n"
@@ -30,8 +34,9 @@ const char cli_help_watch[] =
     "\n"
     "Loads FILE (a .c, .cl or .cu file in the kernel dialect; with --language\n"
     "opencl or cuda, OpenCL C or CUDA C++ as written) with kc_define_file_lang,\n"
-    "launches each of its kernels on 64 work items (zeroed buffers, zero scalars)\n"
-    "and prints y[0..3] of each kernel's first buffer, and whether it was\n"
+    "launches each of its kernels on 64 work items (zeroed buffers of 64 elements,\n"
+    "zero scalars) and prints the first four values of each kernel's first buffer\n"
+    "(y[0..3]; y[0]'s lanes for a vector type), and whether it was\n"
     "recompiled or cached. Then polls FILE every --interval ms (default 200) and\n"
     "does it again on each change: only the kernels that reach an edited\n"
     "definition recompile. Between changes it asks kcache whether a header on\n"
@@ -104,6 +109,63 @@ static wkernel *kernel_of(watch *w, const char *name) {
   return k;
 }
 
+/* The size of a buffer parameter's element (its type less the address
+ * space, qualifiers and the '*'), and its scalar base ("double" for
+ * double4); 0 and "" where kcache cannot tell (a struct, a typedef). */
+static uint32_t elem_type(const char *type, const char **base) {
+  static const char *const drop[] = {"KC_GLOBAL", "KC_LOCAL",   "KC_CONSTANT",
+                                     "restrict",  "__restrict", "__restrict__"};
+  char t[128];
+  size_t n = 0;
+  *base = "";
+  for (const char *q = type; *q;) {
+    if (*q == '*' || *q == ' ' || *q == '\t') {
+      q++;
+      continue;
+    }
+    size_t wl = strcspn(q, " \t*");
+    bool skip = false;
+    for (size_t i = 0; i < sizeof drop / sizeof *drop; i++)
+      skip |= strlen(drop[i]) == wl && !strncmp(q, drop[i], wl);
+    if (!skip) {
+      if (n + wl + 2 > sizeof t) return 0;
+      if (n) t[n++] = ' ';
+      memcpy(t + n, q, wl);
+      n += wl;
+    }
+    q += wl;
+  }
+  t[n] = 0;
+  return kc__scalar_type(t, NULL, base, NULL);
+}
+
+/* Four scalars of type base (size bytes each) at b, as doubles; floats
+ * where the type is not known (size 0). */
+static void first_values(const unsigned char *b, const char *base, uint32_t size, double y[4]) {
+  for (int i = 0; i < 4; i++) {
+    const unsigned char *e = b + (size_t)i * size;
+    float f;
+    if (!strcmp(base, "float") || !size) {
+      memcpy(&f, b + 4 * i, 4);
+      y[i] = f;
+    } else if (!strcmp(base, "double")) memcpy(&y[i], e, 8);
+    else if (!strcmp(base, "half")) {
+      uint16_t h;
+      memcpy(&h, e, 2);
+      int ex = (h >> 10) & 31, m = h & 1023;
+      double v = ex == 31 ? (m ? NAN : INFINITY) : ex ? ldexp(1024 + m, ex - 25) : ldexp(m, -24);
+      y[i] = h >> 15 ? -v : v;
+    } else {
+      bool sgn = strncmp(base, "u", 1) && !strstr(base, "unsigned") && strcmp(base, "bool") &&
+                 strcmp(base, "_Bool") && strcmp(base, "size_t");
+      uint64_t u = 0;
+      memcpy(&u, e, size); /* little-endian (x86-64, and the devices kcache runs on) */
+      if (sgn && size < 8 && (u >> (size * 8 - 1)) & 1) u |= ~(uint64_t)0 << (size * 8);
+      y[i] = sgn ? (double)(int64_t)u : (double)u;
+    }
+  }
+}
+
 /* Launches kernel `name` whose definition is src; prints one line. */
 static void run_kernel(watch *w, const char *name, const char *src) {
   kc__param *p = NULL;
@@ -113,13 +175,19 @@ static void run_kernel(watch *w, const char *name, const char *src) {
   kc_arg args[KC_MAX_ARGS];
   kc_buffer *bufs[KC_MAX_ARGS] = {0}, *first = NULL;
   static const unsigned char zero[16] = {0};
+  const char *base = ""; /* the first buffer's scalar type */
   for (uint32_t i = 0; !st && i < n; i++) {
     if (p[i].is_buffer) {
-      st = kc_buffer_create(w->ctx, ITEMS * 16, &bufs[i]);
-      unsigned char z[ITEMS * 16] = {0};
-      if (!st) st = kc_buffer_write(bufs[i], 0, z, sizeof z);
+      /* ITEMS elements of the pointee's size (ELEM_UNKNOWN bytes each where kcache cannot tell) */
+      const char *b;
+      uint32_t size = elem_type(p[i].type, &b);
+      size_t bytes = (size_t)ITEMS * (size ? size : ELEM_UNKNOWN);
+      unsigned char *z = calloc(1, bytes);
+      st = z ? kc_buffer_create(w->ctx, bytes, &bufs[i]) : KC_ENOMEM;
+      if (!st) st = kc_buffer_write(bufs[i], 0, z, bytes);
+      free(z);
       args[i] = KC_ARG_BUF(bufs[i]);
-      if (!first) first = bufs[i];
+      if (!first) first = bufs[i], base = b;
     } else {
       uint32_t size = kc__scalar_size(p[i].type, NULL);
       if (!size || size > sizeof zero) st = KC_EARGS;
@@ -132,8 +200,12 @@ static void run_kernel(watch *w, const char *name, const char *src) {
   if (!st) st = kc_launch(k->k, w->ctx, &grid, &block, args, n);
   kc_stats_get(w->rt, &s1);
   if (!st) st = kc_context_finish(w->ctx);
-  float y[4] = {0};
-  if (!st && first) st = kc_buffer_read(first, 0, y, sizeof y);
+  /* its first four scalars: y[0..3], or y[0]'s lanes for a vector type */
+  uint32_t bsize = *base ? kc__scalar_size(base, NULL) : 0;
+  unsigned char raw[4 * 8] = {0};
+  if (!st && first) st = kc_buffer_read(first, 0, raw, 4 * (bsize ? bsize : 4));
+  double y[4];
+  first_values(raw, base, bsize, y);
   kc_code_info ci = {0};
   if (!st) st = kc_kernel_code(k->k, &ci);
   if (st) {

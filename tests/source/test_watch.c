@@ -180,6 +180,44 @@ static void test_watch_native_opencl(void **state) {
   kct_rmrf(dir);
 }
 
+/* Buffers of 64 elements of the pointee's size, whatever it is (a kernel
+ * that wrote 64 double4 ran past buffers of 16 bytes an element, and
+ * crashed the watch), and the first buffer's first four scalars read as
+ * its type: y[0]'s lanes for a vector, signed and unsigned integers, a
+ * struct's first words as floats. */
+static void test_watch_fills_buffers_of_any_element(void **state) {
+  (void)state;
+  char dir[KCT_DIR_LEN], path[KCT_DIR_LEN + 16], cmd[4096], *out = NULL;
+  kct_mkdtemp(dir, sizeof dir, "watchw");
+  snprintf(path, sizeof path, "%s/k.c", dir);
+  write_file(
+      path,
+      "typedef struct { float a; double b[30]; } big;\n"
+      "KC_KERNEL void d4(KC_GLOBAL double4 *y) {\n"
+      "  size_t i = kc_global_id(0);\n"
+      "  y[i].x = 1.0; y[i].y = 2.0; y[i].z = 3.0; y[i].w = -4.5 * (double)i;\n"
+      "}\n"
+      "KC_KERNEL void si(KC_GLOBAL short *y) { y[kc_global_id(0)] = (short)(-(int)kc_global_id(0)); }\n"
+      "KC_KERNEL void us(KC_GLOBAL const float *x, KC_GLOBAL ushort *y) {\n"
+      "  y[kc_global_id(0)] = (ushort)(65535 - kc_global_id(0) + (int)x[0]);\n"
+      "}\n"
+      "KC_KERNEL void uu(KC_GLOBAL ushort *y) { y[kc_global_id(0)] = (ushort)(65535 - kc_global_id(0)); }\n"
+      "KC_KERNEL void st(KC_GLOBAL big *y) { y[kc_global_id(0)].a = 6.0f; y[kc_global_id(0)].b[29] = 1.0; "
+      "}\n");
+  snprintf(cmd, sizeof cmd,
+           "KC_CACHE_DISABLE=1 KC_HOST_CC='%s' '%s' --json watch --backend host --count 1 '%s' 2>&1",
+           kct_host_cc(), KC_CLI, path);
+  int rc = kct_capture(cmd, &out);
+  kct_rmrf(dir);
+  if (rc != 0) fail_msg("kcache watch exited with %d:\n%s", rc, out);
+  KCT_CONTAINS(out, "{\"kernel\":\"d4\",\"code\":\"recompiled\",\"y\":[1,2,3,-0]}");
+  KCT_CONTAINS(out, "{\"kernel\":\"si\",\"code\":\"recompiled\",\"y\":[0,-1,-2,-3]}");
+  KCT_CONTAINS(out, "{\"kernel\":\"us\",\"code\":\"recompiled\",\"y\":[0,0,0,0]}"); /* x, zeroes */
+  KCT_CONTAINS(out, "{\"kernel\":\"uu\",\"code\":\"recompiled\",\"y\":[65535,65534,65533,65532]}");
+  KCT_CONTAINS(out, "{\"kernel\":\"st\",\"code\":\"recompiled\",\"y\":[6,0,0,0]}");
+  free(out);
+}
+
 static void test_watch_usage(void **state) {
   (void)state;
   char cmd[4096], *out = NULL;
@@ -198,11 +236,9 @@ static void test_watch_usage(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      KCT_TEST(test_watch_reloads_and_recompiles_what_changed),
-      KCT_TEST(test_watch_sees_headers_on_disk),
-      KCT_TEST(test_watch_reports_the_compilers_message),
-      KCT_TEST(test_watch_native_opencl),
-      KCT_TEST(test_watch_usage),
+      KCT_TEST(test_watch_reloads_and_recompiles_what_changed), KCT_TEST(test_watch_sees_headers_on_disk),
+      KCT_TEST(test_watch_reports_the_compilers_message),       KCT_TEST(test_watch_native_opencl),
+      KCT_TEST(test_watch_fills_buffers_of_any_element),        KCT_TEST(test_watch_usage),
   };
   return cmocka_run_group_tests_name("watch", tests, NULL, NULL);
 }
