@@ -77,7 +77,7 @@ int cli_set_max_size(cli *c, const char *size);
 /* --------------------------------------------- finding entries (lookup.c) */
 
 /* Every entry file of the store (exit 1 with the reason if it cannot be
- * listed). Free with kc__store_list_free(NULL, files). */
+ * listed). Free with kc__store_list_free(NULL, files, *n). */
 kc__store_file *cli_list(const cli *c, size_t *n);
 /* Whether this user may rewrite the store's index: a store it can write,
  * and not another user's store as root (its index would be root's). */

@@ -229,7 +229,10 @@ static void set_root(cli *c, const char *dir, bool lenient) {
   if (dir && !*dir) cli_usage("option --dir needs a value");
   const char *root = kc__config_text(&c->conf, KC__SET_CACHE_DIR); /* --dir, KC_CACHE_DIR or the default */
   if (!root || !*root) cli_usage("no store directory: give --dir, or set KC_CACHE_DIR or HOME");
-  if (strlen(root) >= sizeof c->root) cli_usage("the store's path is too long (%zu bytes)", strlen(root));
+  if (strlen(root) > KC__STORE_ROOT_MAX)
+    cli_usage("the store's path is too long (%zu bytes; at most %d, so that the paths of its files fit in "
+              "PATH_MAX)",
+              strlen(root), KC__STORE_ROOT_MAX);
   snprintf(c->root, sizeof c->root, "%s", root);
   kc__origin from = kc__config_origin(&c->conf, KC__SET_CACHE_DIR);
   const char *named = dir ? "--dir " : from == KC__FROM_ENV ? "KC_CACHE_DIR=" : NULL;

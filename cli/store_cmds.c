@@ -187,6 +187,7 @@ typedef struct row {
   kc__store_file f;
   kc__entry e;
   bool ok;
+  bool unreadable; /* not ok: this user cannot read it (not damaged) */
   char why[128];
   char source[9], build[9];
 } row;
@@ -223,7 +224,7 @@ static void ls_json_row(const row *r, bool first) {
   json_str(r->f.path);
   printf(", \"size\": %llu, \"last_use_ns\": %lld", (unsigned long long)r->f.size, (long long)r->f.mtime_ns);
   if (!r->ok) {
-    printf(", \"damaged\": ");
+    printf(", \"%s\": ", r->unreadable ? "unreadable" : "damaged");
     json_str(r->why);
     printf("}");
     return;
@@ -250,7 +251,8 @@ static void ls_text_row(const row *r) {
   char hex[33], sz[32], age[32], use[32];
   kc__store_hex(r->f.key, hex);
   if (!r->ok) {
-    printf("%.12s  (damaged: %s)  %s\n", hex, r->why, human_size(r->f.size, sz, sizeof sz));
+    printf("%.12s  (%s: %s)  %s\n", hex, r->unreadable ? "unreadable here" : "damaged", r->why,
+           human_size(r->f.size, sz, sizeof sz));
     return;
   }
   printf("%.12s  %-7s  %-24s  %-20s  %-8s  %-8s  %10s  %7s  %8s\n", hex, r->e.backend, r->e.entry,
@@ -268,15 +270,21 @@ int cmd_ls(cli *c) {
   kc__store_file *files = cli_list(c, &n);
   row *rows = calloc(n ? n : 1, sizeof *rows);
   if (!rows) cli_fail("out of memory");
+  size_t m = 0; /* the rows of entries still there */
   for (size_t i = 0; i < n; i++) {
-    row *r = &rows[i];
-    r->f = files[i];
-    r->ok = kc__entry_peek(files[i].path, &r->e, r->why, sizeof r->why) == KC_OK;
+    row *r = &rows[m];
+    r->f = files[i]; /* (its path stays the list's) */
+    kc_status st = kc__entry_peek(files[i].path, &r->e, r->why, sizeof r->why);
+    if (st == KC_ENOTFOUND) continue; /* removed since the listing (an eviction, a clear) */
+    m++;
+    r->ok = st == KC_OK;
+    r->unreadable = st == KC_EUNAVAILABLE;
     if (!r->ok) continue;
     short_hex(r->e.tu_hash, r->source);
     build_hash(&r->e, r->build);
   }
-  kc__store_list_free(NULL, files);
+  size_t listed = n;
+  n = m;
   qsort(rows, n, sizeof *rows, row_cmp);
   if (c->json) printf("[");
   else if (n)
@@ -290,6 +298,7 @@ int cmd_ls(cli *c) {
   }
   if (c->json) printf("%s]\n", n ? "\n" : "");
   free(rows);
+  kc__store_list_free(NULL, files, listed);
   return 0;
 }
 
@@ -552,7 +561,7 @@ int cmd_verify(cli *c) {
     verify_one(c, &trust, &files[i], repair, &b, &t);
   }
   kc__store_trust_wipe(&trust);
-  kc__store_list_free(NULL, files);
+  kc__store_list_free(NULL, files, n);
   if (t.removed) kc__store_gc(NULL, c->vdir, UINT64_MAX, true, NULL, NULL, NULL); /* recount */
   if (c->json)
     printf("%s], \"removed\": %zu, \"unreadable\": %zu", t.bad ? "\n" : "", t.removed, t.unreadable);

@@ -87,31 +87,44 @@ static bool entry_name(const char *name, uint8_t key[16]) {
   return strlen(name) == 36 && !strcmp(name + 32, ".kce") && kc__store_unhex_n(name, key);
 }
 
-/* Appends f to (*out)[0..*n); false when out of memory (the list is freed). */
-static bool list_push(const kc__heap *mem, kc__store_file **out, size_t *n, size_t *cap,
-                      const kc__store_file *f) {
+void kc__store_list_free(const kc__heap *mem, kc__store_file *files, size_t n) {
+  for (size_t i = 0; files && i < n; i++) kc__heap_free(mem, files[i].path);
+  kc__heap_free(mem, files);
+}
+
+/* Appends f, with a copy of path, to (*out)[0..*n); false when out of
+ * memory (the list is freed). */
+static bool list_push(const kc__heap *mem, kc__store_file **out, size_t *n, size_t *cap, kc__store_file *f,
+                      const char *path) {
   if (*n == *cap) {
     size_t nc = *cap ? *cap * 2 : 256;
     kc__store_file *nf = kc__heap_realloc(mem, *out, nc * sizeof *nf);
-    if (!nf) {
-      kc__heap_free(mem, *out);
-      *out = NULL;
-      *n = 0;
-      return false;
-    }
+    if (!nf) goto oom;
     *out = nf;
     *cap = nc;
   }
+  size_t len = strlen(path) + 1;
+  if (!(f->path = kc__heap_alloc(mem, len))) goto oom;
+  memcpy(f->path, path, len);
   (*out)[(*n)++] = *f;
   return true;
+oom:
+  kc__store_list_free(mem, *out, *n);
+  *out = NULL;
+  *n = 0;
+  return false;
 }
 
 kc_status kc__store_list(const kc__heap *mem, const char *vdir, kc__store_file **out, size_t *n) {
   *out = NULL;
   *n = 0;
   size_t cap = 0;
+  /* every entry's path fits (vdir/ab/<36-byte name>), or none is listed */
+  if (!*vdir || strlen(vdir) + 4 + 36 >= PATH_MAX)
+    return kc__err_owner(0, KC_EINVAL, "the store's path is too long to list its entries (%zu bytes)",
+                         strlen(vdir));
   for (int bucket = 0; bucket < 256; bucket++) {
-    char dir[PATH_MAX];
+    char dir[PATH_MAX], path[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/%02x", vdir, bucket);
     DIR *d = kc__store_opendir(dir);
     if (!d) continue;
@@ -120,14 +133,15 @@ kc_status kc__store_list(const kc__heap *mem, const char *vdir, kc__store_file *
       if (!entry_name(de->d_name, key)) continue;
       kc__store_file f;
       memset(&f, 0, sizeof f);
-      if (snprintf(f.path, sizeof f.path, "%s/%s", dir, de->d_name) >= (int)sizeof f.path) continue;
+      if (snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= (int)sizeof path)
+        continue; /* (checked above) */
       struct stat st;
-      if (lstat(f.path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
       memcpy(f.key, key, 16);
       f.size = (uint64_t)st.st_size;
       f.mtime_ns = kc__stat_mtime_ns(&st);
       f.misplaced = key[0] != bucket;
-      if (!list_push(mem, out, n, &cap, &f)) {
+      if (!list_push(mem, out, n, &cap, &f, path)) {
         closedir(d);
         return kc__err_owner(0, KC_ENOMEM, "out of memory listing %s", vdir);
       }
@@ -136,5 +150,3 @@ kc_status kc__store_list(const kc__heap *mem, const char *vdir, kc__store_file *
   }
   return KC_OK;
 }
-
-void kc__store_list_free(const kc__heap *mem, kc__store_file *files) { kc__heap_free(mem, files); }

@@ -22,6 +22,11 @@
  * default from XDG_CACHE_HOME or HOME), KC_CACHE_DISABLE and
  * KC_CACHE_LOCK_TIMEOUT (store.c), KC_CACHE_MAXSIZE (conf.c),
  * KC_CACHE_SHARED and KC_CACHE_KEY (trust.c). */
+/* The longest store root (bytes, less the NUL) whose every file's path
+ * (ROOT/v1/locks/<32 hex digits>.lock, a temporary file's name beside an
+ * entry) fits in PATH_MAX: the library keeps no disk cache at a longer
+ * one, and the command refuses it. */
+#define KC__STORE_ROOT_MAX (PATH_MAX - 160)
 /* ROOT/v1 */
 void kc__store_vdir(const char *root, char *out, size_t outlen);
 /* vdir/ab/<hex><suffix> */
@@ -73,7 +78,7 @@ DIR *kc__store_opendir(const char *dir);
 
 /* One file of the store, from a walk. */
 typedef struct kc__store_file {
-  char path[512];
+  char *path; /* the list's (kc__store_list_free) */
   uint8_t key[16]; /* from the name */
   uint64_t size;
   int64_t mtime_ns; /* last use */
@@ -81,9 +86,11 @@ typedef struct kc__store_file {
 } kc__store_file;
 
 /* Lists every entry file (*.kce) under vdir (mem's allocator, or malloc
- * when mem is NULL). Free *out with kc__store_list_free. */
+ * when mem is NULL). Free *out with kc__store_list_free(mem, *out, *n).
+ * KC_EINVAL where a path under vdir would be longer than PATH_MAX (a root
+ * longer than KC__STORE_ROOT_MAX): never a list that leaves entries out. */
 kc_status kc__store_list(const kc__heap *mem, const char *vdir, kc__store_file **out, size_t *n);
-void kc__store_list_free(const kc__heap *mem, kc__store_file *files);
+void kc__store_list_free(const kc__heap *mem, kc__store_file *files, size_t n);
 
 /* What is not the store's own where it keeps files (planted.c): a FIFO,
  * socket, device, directory or link at an entry's, index's, lock's, temp

@@ -366,7 +366,7 @@ kc_status kc__store_gc(const kc__heap *mem, const char *vdir, uint64_t target, b
     return st;
   }
   evict_lru(files, n, target, progress, ud, &r);
-  kc__store_list_free(mem, files);
+  kc__store_list_free(mem, files, n);
   kc__store_counters_add(vdir, (int64_t)r.bytes_after, (int64_t)r.entries_after, 0, 0, 0, r.evicted, 0, true,
                          NULL);
   kc__index_rebuild_all(mem, vdir); /* after a scan, the index says what it found */

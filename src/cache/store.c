@@ -111,13 +111,13 @@ kc__cache *kc__cache_open(const kc__cache_config *cfg) {
   if (off) return NULL;
   char root[PATH_MAX], vdir[PATH_MAX];
   const char *dir = kc__config_text(cfg->conf, KC__SET_CACHE_DIR);
-  if (dir && *dir && strlen(dir) < sizeof root) {
+  if (dir && *dir && strlen(dir) <= KC__STORE_ROOT_MAX) {
     snprintf(root, sizeof root, "%s", dir);
   } else if (dir && *dir) {
     warn_once(NULL, cfg->warn, cfg->warn_ud,
-              "the disk cache directory's path is %zu bytes long, more than this system takes; compiled "
-              "kernels are kept in memory only",
-              strlen(dir));
+              "the disk cache directory's path is %zu bytes long, more than %d (so that the paths of its "
+              "files fit in PATH_MAX); compiled kernels are kept in memory only",
+              strlen(dir), KC__STORE_ROOT_MAX);
     return NULL;
   } else {
     warn_once(NULL, cfg->warn, cfg->warn_ud,

@@ -423,7 +423,7 @@ static void real_entries(void) {
         put_mode(name, 2, file.p + 16, 16, file.p + KC__STORE_HEADER, file.len - KC__STORE_HEADER);
         kc__entry_free(NULL, &e);
       }
-      kc__store_list_free(NULL, files);
+      kc__store_list_free(NULL, files, n);
     }
   } else {
     fprintf(stderr, "make_seeds: no compiled entries (%s)\n", kc_errmsg(rt));

@@ -64,7 +64,7 @@ void rel_store_check_dir(const char *root, rel_store_check *c) {
     }
     c->entries++;
   }
-  kc__store_list_free(NULL, files);
+  kc__store_list_free(NULL, files, n);
   for (int bucket = 0; bucket < 256; bucket++) {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/%02x", vdir, bucket);

@@ -80,7 +80,7 @@ size_t st_entries(const char *root, uint64_t *total) {
   if (kc__store_list(NULL, vdir, &f, &n) != KC_OK) fail_msg("listing %s", vdir);
   uint64_t sum = 0;
   for (size_t i = 0; i < n; i++) sum += f[i].size;
-  kc__store_list_free(NULL, f);
+  kc__store_list_free(NULL, f, n);
   if (total) *total = sum;
   return n;
 }
@@ -92,11 +92,11 @@ void st_only_entry(const char *root, char *path, size_t len) {
   size_t n;
   if (kc__store_list(NULL, vdir, &f, &n) != KC_OK) fail_msg("listing %s", vdir);
   if (n != 1) {
-    kc__store_list_free(NULL, f);
+    kc__store_list_free(NULL, f, n);
     fail_msg("expected one entry in %s, found %zu", vdir, n);
   }
   snprintf(path, len, "%s", f[0].path);
-  kc__store_list_free(NULL, f);
+  kc__store_list_free(NULL, f, n);
 }
 
 void *st_read_file(const char *path, size_t *size) {
@@ -194,7 +194,7 @@ static bool find_entry(const char *root, const char *entry, const char *params, 
     }
     kc__entry_free(NULL, &e);
   }
-  kc__store_list_free(NULL, f);
+  kc__store_list_free(NULL, f, n);
   return found;
 }
 

@@ -878,6 +878,80 @@ static void test_progress_on_a_terminal(void **state) {
   assert_int_equal(st_entries(f->root, NULL), 0);
 }
 
+/* A store whose path is longer than the 512 bytes the listing once kept
+ * for an entry's path: ls, verify and clear see every entry (they saw
+ * none, and said so with exit 0); a root too long for its files' paths to
+ * fit PATH_MAX is a usage error. And ls while entries vanish (a clear, an
+ * eviction) lists no vanished entry as damaged; an entry this user cannot
+ * read is "unreadable here", not damaged. */
+static void test_long_store_path(void **state) {
+  fx *f = *state;
+  char root[4096], cmd[8192], *out;
+  int n = snprintf(root, sizeof root, "%s/", f->root);
+  for (int i = 0; i < 3; i++) {
+    memset(root + n, 'a' + i, 200);
+    n += 200;
+    root[n++] = '/';
+  }
+  root[n - 1] = 0;
+  assert_true(strlen(root) > 600);
+  kc_runtime *rt = st_runtime(root, NULL);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "k", NULL, 0);
+  st_run_ok(rt, "kv", "V=1", 1);
+  kc_runtime_destroy(rt);
+  assert_int_equal(st_entries(root, NULL), 2);
+  snprintf(cmd, sizeof cmd, "'%s' --dir '%s' ls 2>&1", KC_CLI, root);
+  KCT_SAYS(kct_capture(cmd, &out), out, 0, " k ", " kv ");
+  snprintf(cmd, sizeof cmd, "'%s' --dir '%s' verify 2>&1", KC_CLI, root);
+  KCT_SAYS(kct_capture(cmd, &out), out, 0, "2 entries checked");
+  snprintf(cmd, sizeof cmd, "'%s' --dir '%s' clear 2>&1", KC_CLI, root);
+  KCT_SAYS(kct_capture(cmd, &out), out, 0, "removed 2 of 2 entries");
+  assert_int_equal(st_entries(root, NULL), 0);
+  /* too long: refused, where the library keeps its kernels in memory */
+  char big[PATH_MAX + 64];
+  for (size_t i = 0; i < sizeof big - 1; i++) big[i] = i % 200 ? 'x' : '/'; /* names of 199 bytes */
+  big[KC__STORE_ROOT_MAX + 1] = 0;
+  snprintf(cmd, sizeof cmd, "'%s' --dir '%s' ls 2>&1", KC_CLI, big);
+  KCT_SAYS(kct_capture(cmd, &out), out, 2, "the store's path is too long", "at most");
+  big[KC__STORE_ROOT_MAX] = 0; /* the longest: not refused for its length (it names no directory) */
+  snprintf(cmd, sizeof cmd, "'%s' --dir '%s' ls 2>&1", KC_CLI, big);
+  KCT_SAYS(kct_capture(cmd, &out), out, 2, "No such file or directory");
+}
+
+static void test_ls_while_entries_vanish(void **state) {
+  fx *f = *state;
+  populate(f);
+  char *out, path[1024], cmd[4096];
+  st_entry_of(f->root, "k", NULL, path, sizeof path);
+  if (geteuid() == 0) { /* unreadable here: an entry of mode 0600, listed as uid 65534 */
+    char vdir[700], *slash = strrchr(path, '/');
+    snprintf(vdir, sizeof vdir, "%s/v%u", f->root, KC__STORE_FORMAT);
+    *slash = 0;
+    assert_int_equal(chmod(f->root, 0755) | chmod(vdir, 0755) | chmod(path, 0755), 0);
+    *slash = '/';
+    assert_int_equal(chmod(path, 0600), 0);
+    if (cli_after(f, "setpriv --reuid=65534 --regid=65534 --clear-groups", &out, "ls") == 0) {
+      KCT_CONTAINS(out, "(unreadable here: ");
+      if (strstr(out, "damaged")) fail_msg("an entry this user cannot read listed as damaged:\n%s", out);
+    } else print_message("cannot run kcache as uid 65534 here: the unreadable case is not checked\n");
+    free(out);
+    assert_int_equal(chmod(path, 0644), 0);
+  }
+  /* vanished: 3,000 copies of an entry (each named as an entry of its
+   * bucket), listed while a clear removes them; no row may say damaged */
+  snprintf(cmd, sizeof cmd,
+           "cd '%s/v%u' && for i in $(seq 1000 3999); do b=$(printf %%02x $((i %% 256))); "
+           "mkdir -p $b && cp '%s' \"$b/${b}$(printf %%030x $i).kce\" || exit 1; done",
+           f->root, KC__STORE_FORMAT, path);
+  assert_int_equal(system(cmd), 0);
+  snprintf(cmd, sizeof cmd, "'%s' --dir '%s' clear >/dev/null 2>&1 & '%s' --dir '%s' ls 2>&1; wait", KC_CLI,
+           f->root, KC_CLI, f->root);
+  assert_int_equal(kct_capture(cmd, &out), 0);
+  if (strstr(out, "damaged")) fail_msg("ls beside a clear listed an entry as damaged:\n%.2000s", out);
+  free(out);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
@@ -907,6 +981,8 @@ int main(int argc, char **argv) {
       T(test_unreadable_store),
       T(test_json_everywhere),
       T(test_short_prefix_says_what_a_prefix_needs),
+      T(test_long_store_path),
+      T(test_ls_while_entries_vanish),
   };
 #undef T
   return KCT_RUN(tests);

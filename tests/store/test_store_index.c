@@ -99,7 +99,7 @@ static size_t check_index(const fx *f) {
     if (j == s.n) fail_msg("%s is not in the index", files[i].path);
     assert_int_equal(s.rec[j].size, files[i].size);
   }
-  kc__store_list_free(NULL, files);
+  kc__store_list_free(NULL, files, n);
   kc__index_set_free(NULL, &s);
   return n;
 }
