@@ -140,11 +140,26 @@ static kc_status f_buf_wrap(void *bctx, void *native, size_t size, kc__bufh *h) 
   return refuse(bctx, "buffer wrap");
 }
 static void f_buf_unwrap(void *bctx, kc__bufh *h) { (void)bctx, (void)h; }
+static kc_status f_buf_host(void *bctx, void *ptr, size_t size, kc__bufh *h) {
+  (void)ptr, (void)size, (void)h;
+  return refuse(bctx, "buffer host");
+}
+static kc_status f_entry_prologue(void *state, const kc__tu *tu, kc__sb *out) {
+  (void)tu, (void)out;
+  return refuse(state, "compile");
+}
 static uint64_t f_builds(void *state) { return ((const struct kc__forked *)state)->builds; }
 
 /* The refusing table for real: its name, prelude and constants, its NULLs
  * (a call the backend lacks stays one: KC_EUNAVAILABLE as before), and
- * refusals or nothing for the rest. */
+ * refusals or nothing for the rest. Every function of the table is
+ * replaced or checked here: a field added to kc__backend must be too (the
+ * size check below fails until it is; buf_host once reached OpenCL from a
+ * child, which crashed in clCreateBuffer). */
+#define KC__BACKEND_SIZE_SEEN 320 /* x86-64 */
+_Static_assert(sizeof(void *) != 8 || sizeof(kc__backend) == KC__BACKEND_SIZE_SEEN,
+               "kc__backend changed: decide what a child of fork() does with each new field (forked_table), "
+               "then update KC__BACKEND_SIZE_SEEN");
 static void forked_table(kc__backend *t, const kc__backend *real) {
   *t = *real;
 #define KC__F(field) t->field = real->field ? f_##field : NULL;
@@ -160,6 +175,8 @@ static void forked_table(kc__backend *t, const kc__backend *real) {
   KC__F(stream_capturing)
   KC__F(buf_wrap)
   KC__F(buf_unwrap)
+  KC__F(buf_host)
+  KC__F(entry_prologue)
   KC__F(builds)
 #undef KC__F
   t->quiesce = NULL; /* the parent's threads are not the child's */

@@ -92,6 +92,10 @@ static void child_refuses(kc_runtime *rt, kc_context *ctx, kc_buffer *b, kc_kern
   CHILD_CHECK(refused(rt, kc_buffer_read(b, 0, v, sizeof v), pid), rt);
   kc_buffer *nb = NULL;
   CHILD_CHECK(refused(rt, kc_buffer_create(ctx, sizeof v, &nb), pid) && !nb, rt);
+  /* host memory in place (kc_buffer_host): refused as well, where the
+   * backend has it (it reached OpenCL, and crashed in clCreateBuffer) */
+  kc_status hs = kc_buffer_host(ctx, v, sizeof v, &nb);
+  CHILD_CHECK((hs == KC_EUNAVAILABLE || refused(rt, hs, pid)) && !nb, rt);
   kc_context *nc = NULL;
   CHILD_CHECK(refused(rt, kc_context_create(rt, 0, &nc), pid) && !nc, rt);
   CHILD_CHECK(refused(rt, kc_context_finish(ctx), pid), rt);
