@@ -328,6 +328,9 @@ class Buffer:
         traceback: types.TracebackType | None,
         /,
     ) -> Literal[False]: ...
+    # The array API's DLPack export: the buffer's memory, or with copy=True (host) or
+    # dl_device=(1, 0) (CUDA, OpenCL) a copy in host memory; max_version=(1, 0) or later gives a
+    # DLPack 1.0 ("dltensor_versioned") capsule. BufferError for a device or copy it cannot give.
     def __dlpack__(
         self,
         *,

@@ -170,8 +170,20 @@ int kcpy_check_elem(KcKernel *k, uint32_t i, char kind, Py_ssize_t itemsize, PyO
   return -1;
 }
 
+/* Whether a struct-module format holds Python objects ('O'), outside the
+ * names of a struct's fields (":name:"). */
+int kcpy_format_has_objects(const char *f) {
+  for (int in_name = 0; f && *f; f++) {
+    if (*f == ':') in_name = !in_name;
+    else if (*f == 'O' && !in_name) return 1;
+  }
+  return 0;
+}
+
 int kcpy_check_view(KcKernel *k, uint32_t i, const Py_buffer *v, PyObject *o) {
   const char *f = v->format ? v->format : "B";
+  if (kcpy_format_has_objects(f))
+    return arg_error(k, i, "%R holds Python objects (dtype object), not values a kernel can read", o);
   while (*f == '@' || *f == '=' || *f == '<' || *f == '>' || *f == '!') f++;
   char kind = 0;
   if (f[0] && !f[1]) {
@@ -245,6 +257,9 @@ int kcpy_convert_scalar(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, kcpy_va
   if (p->cls == KC_SCALAR_FLOAT) {
     double d = PyFloat_CheckExact(o) ? PyFloat_AS_DOUBLE(o) : PyFloat_AsDouble(o);
     if (d == -1.0 && PyErr_Occurred()) {
+      /* a TypeError says it is no number; anything else (KeyboardInterrupt,
+       * MemoryError, an error of its own __float__) goes up as it is */
+      if (!PyErr_ExceptionMatches(PyExc_TypeError)) return -1;
       PyErr_Clear();
       return arg_error(k, i, "%R is not a number", o);
     }
@@ -260,6 +275,9 @@ int kcpy_convert_scalar(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, kcpy_va
   if (p->size > sizeof v->bytes)
     return arg_error(k, i, "a by-value type larger than 64 bytes: pass it in a buffer (%R)", o);
   if (p->size == 0 || PyObject_GetBuffer(o, &view, PyBUF_C_CONTIGUOUS) < 0) {
+    if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError) &&
+        !PyErr_ExceptionMatches(PyExc_BufferError))
+      return -1;
     PyErr_Clear();
     return arg_error(k, i, "pass the value's bytes (%R is not usable for this type)", o);
   }
@@ -277,7 +295,8 @@ void kcpy_stage_drop(kcpy_stage *s) {
 }
 
 /* An array for a pointer parameter: staged through this parameter's buffer. */
-static int convert_array(KcKernel *k, kc_context *ctx, uint32_t i, PyObject *o, kc_arg *a, Py_buffer *view) {
+static int convert_array(KcKernel *k, kc_context *ctx, uint32_t i, PyObject *o, kc_arg *a, Py_buffer *view,
+                         uint32_t *own) {
 #if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
   int fr = kcpy_foreign_arg(k, i, o, a, view);
   if (fr) return fr < 0 ? -1 : 0;
@@ -307,6 +326,24 @@ static int convert_array(KcKernel *k, kc_context *ctx, uint32_t i, PyObject *o, 
       return 0;
     }
     s->no_host_ctx = id; /* this device cannot (or its platform refused): staged from now on */
+  }
+  if (k->staging > 1) {
+    /* another launch of k is between its conversion and its finish (this
+     * one is nested in its conversion, or it waits on another thread): its
+     * kernel reads `s`, so this launch stages through a buffer of its own,
+     * destroyed in kcpy_finish_views (bit i of *own) */
+    kc_buffer *t = NULL;
+    st = kc_buffer_create(ctx, need, &t);
+    if (!st && view->len) st = kc_buffer_write(t, 0, view->buf, (size_t)view->len);
+    if (st) {
+      if (t) kc_buffer_destroy(t);
+      PyBuffer_Release(view);
+      view->obj = NULL;
+      return kcpy_raise(k->owner->rt, st, "staging an array argument"), -1;
+    }
+    *own |= 1u << i;
+    *a = KC_ARG_BUF(t);
+    return 0;
   }
   if (!s->buf || s->ctx != ctx || s->ctx_id != id || s->cap < need) {
     kcpy_stage_drop(s);
@@ -338,25 +375,31 @@ static int convert_local(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a) {
 #endif
 
 int kcpy_convert(KcKernel *k, kc_context *ctx, PyObject *const *args, uint32_t n, kc_arg *out, kcpy_val *vals,
-                 Py_buffer *views) {
+                 Py_buffer *views, uint32_t *own) {
   int ex = 0;
+  *own = 0;
   for (uint32_t i = 0; i < n; i++) {
     PyObject *o = args[i];
     views[i].obj = NULL;
     int rc;
     if (k->p[i].kind == KC_ARG_BUFFER) {
       if (Py_IS_TYPE(o, &KcBuffer_Type)) {
+        /* a Buffer of another Runtime (closed or not) is refused before
+         * kcache reads its handle: a closed one's memory is freed */
         KcBuffer *b = (KcBuffer *)o;
-        rc = b->buf ? 0 : arg_error(k, i, "%R is destroyed", o);
-        out[i] = KC_ARG_BUF(b->buf);
-      } else rc = convert_array(k, ctx, i, o, &out[i], &views[i]);
+        rc = !b->owner                     ? arg_error(k, i, "%R was never initialised", o)
+             : b->owner->owner != k->owner ? arg_error(k, i, "%R belongs to another kcache Runtime", o)
+             : !b->buf || !b->owner->ctx   ? arg_error(k, i, "%R is destroyed", o)
+                                           : 0;
+        out[i] = KC_ARG_BUF(rc ? NULL : b->buf);
+      } else rc = convert_array(k, ctx, i, o, &out[i], &views[i], own);
 #ifdef KC_ARG_LOCAL_BYTES
     } else if (k->p[i].kind == KC_ARG_LOCAL) {
       rc = convert_local(k, i, o, &out[i]);
 #endif
     } else rc = kcpy_convert_scalar(k, i, o, &out[i], &vals[i]);
     if (rc < 0) {
-      kcpy_finish_views(k, i, out, views, 0);
+      kcpy_finish_views(k, i, out, views, *own, 0);
       return -1;
     }
     if (out[i].kind != KC_ARG_BUFFER && out[i].kind != KC_ARG_SCALAR) ex = 1;
@@ -364,11 +407,19 @@ int kcpy_convert(KcKernel *k, kc_context *ctx, PyObject *const *args, uint32_t n
   return ex;
 }
 
-int kcpy_finish_views(KcKernel *k, uint32_t n, const kc_arg *a, Py_buffer *views, int copy_back) {
+int kcpy_finish_views(KcKernel *k, uint32_t n, const kc_arg *a, Py_buffer *views, uint32_t own,
+                      int copy_back) {
   int rc = 0;
   for (uint32_t i = 0; i < n; i++) {
     if (!views[i].obj) continue;
-    if (a[i].kind == KC_ARG_BUFFER && a[i].ptr != k->stage[i].buf) {
+    if (own >> i & 1) { /* staged through this launch's own buffer */
+      kc_buffer *t = (kc_buffer *)(uintptr_t)a[i].ptr;
+      if (copy_back && !rc && !views[i].readonly && views[i].len && !k->p[i].to_const) {
+        kc_status st = kc_buffer_read(t, 0, views[i].buf, (size_t)views[i].len);
+        if (st) rc = -1, kcpy_raise(k->owner->rt, st, "copying an array argument back");
+      }
+      kc_buffer_destroy(t);
+    } else if (a[i].kind == KC_ARG_BUFFER && a[i].ptr != k->stage[i].buf) {
       /* the array itself (kc_buffer_host): the read into it waits for the kernel, whatever failed, so
        * that no kernel outlives the call that lent it the array (after a failed launch there is none
        * to wait for, and the read costs nothing) */
@@ -389,7 +440,7 @@ int kcpy_finish_views(KcKernel *k, uint32_t n, const kc_arg *a, Py_buffer *views
 /* The launch path before the launch itself: the context, the parameter
  * list of the caller's world, the argument count, the conversion. */
 static kc_context *prepare(KcKernel *k, KcContext *c, PyObject *const *args, Py_ssize_t n, kc_arg *a,
-                           kcpy_val *v, Py_buffer *views, int *ex) {
+                           kcpy_val *v, Py_buffer *views, uint32_t *own, int *ex) {
   KcRuntime *r = k->owner;
   if (!r->rt) return kcpy_check_open(r), NULL;
   kc_context *ctx = c ? c->ctx : r->dctx;
@@ -399,7 +450,7 @@ static kc_context *prepare(KcKernel *k, KcContext *c, PyObject *const *args, Py_
   if ((uint64_t)n != k->np)
     return PyErr_Format(PyExc_TypeError, "kernel '%U' takes %u arguments, %zd given", k->name, k->np, n),
            NULL;
-  int rc = kcpy_convert(k, ctx, args, (uint32_t)n, a, v, views);
+  int rc = kcpy_convert(k, ctx, args, (uint32_t)n, a, v, views, own);
   *ex = rc == 1;
   return rc < 0 ? NULL : ctx;
 }
@@ -424,13 +475,17 @@ static inline int small_int(PyObject *o, long long *x) {
 }
 
 /* One argument the fast path converts inline: 1 done, 0 for the full path. */
-static inline int fast_arg(const kcpy_param *p, PyObject *o, kc_arg *a, kcpy_val *v) {
+static inline int fast_arg(const KcRuntime *r, const kcpy_param *p, PyObject *o, kc_arg *a, kcpy_val *v) {
   long long x;
   switch (p->fast) {
-  case KCPY_FAST_BUF:
-    if (!Py_IS_TYPE(o, &KcBuffer_Type) || !((KcBuffer *)o)->buf) return 0;
-    *a = KC_ARG_BUF(((KcBuffer *)o)->buf);
+  case KCPY_FAST_BUF: {
+    /* a live Buffer of this Runtime (the full path says what is wrong with any other) */
+    const KcBuffer *b = (const KcBuffer *)o;
+    if (!Py_IS_TYPE(o, &KcBuffer_Type) || !b->buf || !b->owner || b->owner->owner != r || !b->owner->ctx)
+      return 0;
+    *a = KC_ARG_BUF(b->buf);
     return 1;
+  }
   case KCPY_FAST_F32:
     if (!PyFloat_CheckExact(o)) return 0;
     v->f = (float)PyFloat_AS_DOUBLE(o);
@@ -459,13 +514,14 @@ static inline int fast_arg(const kcpy_param *p, PyObject *o, kc_arg *a, kcpy_val
 
 /* The full path: any argument (arrays staged or by pointer, conversions
  * with their errors), kc_launch_ex where an argument needs it. */
-static PyObject *launch_full(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_dim3 *block,
-                             PyObject *const *args, Py_ssize_t n) {
+static PyObject *launch_full_in(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_dim3 *block,
+                                PyObject *const *args, Py_ssize_t n) {
   kc_arg a[KC_MAX_ARGS];
   kcpy_val v[KC_MAX_ARGS];
   Py_buffer views[KC_MAX_ARGS];
+  uint32_t own;
   int ex;
-  kc_context *ctx = prepare(k, c, args, n, a, v, views, &ex);
+  kc_context *ctx = prepare(k, c, args, n, a, v, views, &own, &ex);
   if (!ctx) return NULL;
 #if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
   kc_status st;
@@ -480,10 +536,19 @@ static PyObject *launch_full(KcKernel *k, KcContext *c, const kc_dim3 *grid, con
   (void)ex;
   kc_status st = kc_launch(k->k, ctx, grid, block, a, (uint32_t)n);
 #endif
-  if (kcpy_finish_views(k, (uint32_t)n, a, views, st == KC_OK) < 0) return NULL;
+  if (kcpy_finish_views(k, (uint32_t)n, a, views, own, st == KC_OK) < 0) return NULL;
   if (st) return kcpy_raise(k->owner->rt, st, NULL);
   kcpy_log_poll();
   Py_RETURN_NONE;
+}
+
+static PyObject *launch_full(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_dim3 *block,
+                             PyObject *const *args, Py_ssize_t n) {
+  if (!k->owner->rt) return kcpy_check_open(k->owner), NULL;
+  kcpy_launch_begin(k);
+  PyObject *res = launch_full_in(k, c, grid, block, args, n);
+  kcpy_launch_end(k);
+  return res;
 }
 
 /* The cached launch: the parameter list of the caller's world already read
@@ -498,15 +563,27 @@ PyObject *kcpy_launch(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_d
   kc_arg a[KC_MAX_ARGS];
   kcpy_val v[KC_MAX_ARGS];
   for (Py_ssize_t i = 0; i < n; i++)
-    if (!fast_arg(&k->p[i], args[i], &a[i], &v[i])) return launch_full(k, c, grid, block, args, n);
+    if (!fast_arg(r, &k->p[i], args[i], &a[i], &v[i])) return launch_full(k, c, grid, block, args, n);
   kc_status st = kc_launch(k->k, ctx, grid, block, a, (uint32_t)n);
   if (st) return kcpy_raise(r->rt, st, NULL);
   Py_RETURN_NONE;
 }
 
+static PyObject *launch_ex_in(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_dim3 *block,
+                              PyObject *const *args, Py_ssize_t n, PyObject *stream, unsigned shared);
+
 PyObject *kcpy_launch_ex(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_dim3 *block,
                          PyObject *const *args, Py_ssize_t n, PyObject *stream, unsigned shared) {
   if (stream == Py_None && !shared) return kcpy_launch(k, c, grid, block, args, n);
+  if (!k->owner->rt) return kcpy_check_open(k->owner), NULL;
+  kcpy_launch_begin(k);
+  PyObject *res = launch_ex_in(k, c, grid, block, args, n, stream, shared);
+  kcpy_launch_end(k);
+  return res;
+}
+
+static PyObject *launch_ex_in(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_dim3 *block,
+                              PyObject *const *args, Py_ssize_t n, PyObject *stream, unsigned shared) {
 #if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
   if (Py_IS_TYPE(stream, &KcStream_Type)) {
     KcContext *sc = ((KcStream *)stream)->owner;
@@ -518,8 +595,9 @@ PyObject *kcpy_launch_ex(KcKernel *k, KcContext *c, const kc_dim3 *grid, const k
   kc_arg a[KC_MAX_ARGS];
   kcpy_val v[KC_MAX_ARGS];
   Py_buffer views[KC_MAX_ARGS];
+  uint32_t own;
   int ex;
-  kc_context *ctx = prepare(k, c, args, n, a, v, views, &ex);
+  kc_context *ctx = prepare(k, c, args, n, a, v, views, &own, &ex);
   if (!ctx) return NULL;
   kc_launch_config cfg;
   kc_launch_config_init(&cfg);
@@ -542,7 +620,8 @@ PyObject *kcpy_launch_ex(KcKernel *k, KcContext *c, const kc_dim3 *grid, const k
     st = kc_context_finish(ctx);
   if (st == KC_OK) st = kc_launch_ex(k->k, ctx, &cfg, a, (uint32_t)n);
   if (st == KC_OK && staged && cfg.stream) KCPY_NOGIL(k->owner, st = kc_stream_sync(cfg.stream));
-  if (kcpy_finish_views(k, (uint32_t)n, a, views, st == KC_OK) < 0 || st == KC__STATUS_COUNT) return NULL;
+  if (kcpy_finish_views(k, (uint32_t)n, a, views, own, st == KC_OK) < 0 || st == KC__STATUS_COUNT)
+    return NULL;
   if (st) return kcpy_raise(k->owner->rt, st, NULL);
   kcpy_log_poll();
   Py_RETURN_NONE;

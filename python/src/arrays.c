@@ -19,7 +19,7 @@ int kcpy_dl_contiguous(const kcpy_dltensor *t) {
   int64_t want = 1;
   for (int32_t d = t->ndim - 1; t->strides && d >= 0; d--) {
     if (t->shape[d] != 1 && t->strides[d] != want) return 0;
-    want *= t->shape[d];
+    if (__builtin_mul_overflow(want, t->shape[d], &want)) return 0; /* no such tensor */
   }
   return 1;
 }
@@ -29,17 +29,82 @@ char kcpy_dl_kind(kcpy_dldtype d) {
   return d.code == 2 ? 'f' : d.code <= 1 || d.code == 6 ? 'i' : 0;
 }
 
-static int view_error(KcKernel *k, uint32_t i, PyObject *o, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
+int kcpy_err_translatable(void) {
+  return PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError) ||
+         PyErr_ExceptionMatches(PyExc_OverflowError) || PyErr_ExceptionMatches(PyExc_BufferError) ||
+         PyErr_ExceptionMatches(PyExc_AttributeError);
+}
+
+PyObject *kcpy_err_take(void) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  if (value && tb) PyException_SetTraceback(value, tb);
+  Py_XDECREF(type);
+  Py_XDECREF(tb);
+  return value;
+}
+
+void kcpy_err_chain(PyObject *cause) {
+  if (!cause) return;
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  if (value) {
+    PyException_SetCause(value, Py_NewRef(cause)); /* raise ... from cause */
+    PyException_SetContext(value, Py_NewRef(cause));
+  }
+  PyErr_Restore(type, value, tb);
+  Py_DECREF(cause);
+}
+
+static int view_error_as(PyObject *exc, KcKernel *k, uint32_t i, PyObject *o, const char *fmt, va_list ap) {
   PyObject *msg = PyUnicode_FromFormatV(fmt, ap);
-  va_end(ap);
   if (msg) {
-    PyErr_Format(PyExc_TypeError, "kernel '%U', argument %u '%s' (%s): %U (%.60R)", k->name, i + 1,
-                 k->p[i].name, k->p[i].ctype, msg, o);
+    PyErr_Format(exc, "kernel '%U', argument %u '%s' (%s): %U (%.60R)", k->name, i + 1, k->p[i].name,
+                 k->p[i].ctype, msg, o);
     Py_DECREF(msg);
   }
   return -1;
+}
+
+/* -1 with a TypeError naming kernel k's argument i (o) and saying why (fmt: PyUnicode_FromFormat's). */
+static int view_error(KcKernel *k, uint32_t i, PyObject *o, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  view_error_as(PyExc_TypeError, k, i, o, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+/* The same with a ValueError: an array whose description is impossible (a negative extent, a
+ * size past the address space). */
+static int view_value_error(KcKernel *k, uint32_t i, PyObject *o, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  view_error_as(PyExc_ValueError, k, i, o, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+/* The byte size of a C-contiguous array of `n` extents (int64) of isz-byte elements into *bytes:
+ * 0, or -1 when an extent is negative or the size does not fit a Py_ssize_t. The product of the
+ * nonzero extents must fit too (strides are checked against it). */
+static int array_bytes(const int64_t *shape, Py_ssize_t n, Py_ssize_t isz, Py_ssize_t *bytes, int64_t *bad) {
+  Py_ssize_t nonzero = isz, count = isz;
+  for (Py_ssize_t d = 0; d < n; d++) {
+    int64_t e = shape[d];
+    if (e < 0) return *bad = e, -1;
+    if (e == 0) {
+      count = 0;
+      continue;
+    }
+    if ((uint64_t)e > (uint64_t)(PY_SSIZE_T_MAX / nonzero)) return *bad = e, -1;
+    nonzero *= (Py_ssize_t)e;
+    count *= (Py_ssize_t)e;
+  }
+  *bytes = count;
+  return 0;
 }
 
 /* Fills view for n elements of itemsize bytes at p, held by holder (a new reference is taken). */
@@ -87,18 +152,39 @@ static int array_interface_view(KcKernel *k, uint32_t i, PyObject *o, Py_buffer 
     view_error(k, i, o, "a big-endian array (typestr %s): pass one in the machine's byte order", t);
     goto out;
   }
-  Py_ssize_t count = 1;
-  Py_ssize_t n = PyTuple_GET_SIZE(shape);
+  if (t[1] == 'O') { /* the kernel would write raw bytes over the array's PyObject pointers */
+    view_error(k, i, o, "an array of Python objects (typestr %s): pass one of numbers", t);
+    goto out;
+  }
+  Py_ssize_t n = PyTuple_GET_SIZE(shape), bytes = 0;
+  if (n > 64) {
+    view_value_error(k, i, o, "__array_interface__'s shape has %zd dimensions", n);
+    goto out;
+  }
+  int64_t extents[64], bad = 0;
   for (Py_ssize_t d = 0; d < n; d++) {
-    Py_ssize_t e = PyNumber_AsSsize_t(PyTuple_GET_ITEM(shape, d), PyExc_OverflowError);
-    if (e == -1 && PyErr_Occurred()) goto out;
-    count *= e;
+    PyObject *ix = PyNumber_Index(PyTuple_GET_ITEM(shape, d));
+    if (!ix) goto out;
+    long long e = PyLong_AsLongLong(ix);
+    Py_DECREF(ix);
+    if (e == -1 && PyErr_Occurred()) {
+      if (!PyErr_ExceptionMatches(PyExc_OverflowError)) goto out;
+      PyErr_Clear();
+      view_value_error(k, i, o, "__array_interface__'s shape %R does not fit the address space", shape);
+      goto out;
+    }
+    extents[d] = e;
+  }
+  if (array_bytes(extents, n, isz, &bytes, &bad) < 0) {
+    if (bad < 0) view_value_error(k, i, o, "__array_interface__'s shape %R has a negative extent", shape);
+    else view_value_error(k, i, o, "__array_interface__'s shape %R does not fit the address space", shape);
+    goto out;
   }
   if (strides && strides != Py_None) { /* C-contiguous strides are allowed, others are not */
     Py_ssize_t want = isz;
     int contiguous = PyTuple_Check(strides) && PyTuple_GET_SIZE(strides) == n;
     for (Py_ssize_t d = n - 1; contiguous && d >= 0; d--) {
-      Py_ssize_t e = PyNumber_AsSsize_t(PyTuple_GET_ITEM(shape, d), NULL);
+      Py_ssize_t e = (Py_ssize_t)extents[d];
       Py_ssize_t s = PyNumber_AsSsize_t(PyTuple_GET_ITEM(strides, d), NULL);
       if (PyErr_Occurred()) goto out;
       if (e != 1 && s != want) contiguous = 0;
@@ -113,14 +199,14 @@ static int array_interface_view(KcKernel *k, uint32_t i, PyObject *o, Py_buffer 
   if (p == (unsigned long long)-1 && PyErr_Occurred()) goto out;
   int ro = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
   if (ro < 0) goto out;
-  if (!p && count) {
+  if (!p && bytes) {
     view_error(k, i, o, "__array_interface__'s data pointer is 0");
     goto out;
   }
   char kind = t[1] == 'f' ? 'f' : strchr("iub", t[1]) ? 'i' : 0;
   if (kcpy_check_elem(k, i, kind, isz, o) < 0) goto out;
   /* the dict holds nothing; the argument itself, alive through the launch, holds the memory */
-  fill(view, (void *)(uintptr_t)p, count * isz, isz, ro, ai);
+  fill(view, (void *)(uintptr_t)p, bytes, isz, ro, ai);
   rc = 1;
 out:
   Py_DECREF(ai);
@@ -163,13 +249,12 @@ static int dlpack_view(KcKernel *k, uint32_t i, PyObject *o, Py_buffer *view) {
   Py_XDECREF(noargs);
   Py_DECREF(fn);
   if (!cap) {
-    /* e.g. NumPy's BufferError for a read-only array through the legacy protocol */
-    PyObject *type_, *value, *tb;
-    PyErr_Fetch(&type_, &value, &tb);
+    /* e.g. NumPy's BufferError for a read-only array through the legacy protocol: said with the
+     * argument's name; anything else (KeyboardInterrupt, MemoryError ...) goes up as it is */
+    if (!kcpy_err_translatable()) return -1;
+    PyObject *value = kcpy_err_take();
     view_error(k, i, o, "__dlpack__ failed: %S", value ? value : Py_None);
-    Py_XDECREF(type_);
-    Py_XDECREF(value);
-    Py_XDECREF(tb);
+    kcpy_err_chain(value);
     return -1;
   }
   kcpy_dltensor *t = NULL;
@@ -189,14 +274,22 @@ static int dlpack_view(KcKernel *k, uint32_t i, PyObject *o, Py_buffer *view) {
   if (!t) view_error(k, i, o, "__dlpack__ did not return a DLPack capsule");
   else if (t->device.device_type != 1 && t->device.device_type != 3)
     view_error(k, i, o, "a DLPack tensor on device type %d, not the CPU", (int)t->device.device_type);
-  else if (!kcpy_dl_contiguous(t)) view_error(k, i, o, "a strided DLPack tensor: pass a C-contiguous one");
   else if (t->dtype.bits % 8 || !t->dtype.bits)
     view_error(k, i, o, "a DLPack tensor of %d-bit elements", (int)t->dtype.bits);
   else {
-    Py_ssize_t isz = (Py_ssize_t)t->dtype.bits / 8 * (t->dtype.lanes ? t->dtype.lanes : 1), count = 1;
-    for (int32_t d = 0; d < t->ndim; d++) count *= (Py_ssize_t)t->shape[d];
-    if (kcpy_check_elem(k, i, kcpy_dl_kind(t->dtype), isz, o) == 0) {
-      fill(view, (char *)t->data + t->byte_offset, count * isz, isz, ro, cap);
+    Py_ssize_t isz = (Py_ssize_t)t->dtype.bits / 8 * (t->dtype.lanes ? t->dtype.lanes : 1), bytes = 0;
+    int64_t bad = 0;
+    /* the shape first: the size (and the contiguity check's products) must fit */
+    if (t->ndim < 0 || (t->ndim && !t->shape))
+      view_value_error(k, i, o, "a DLPack tensor of %d dimensions without a shape", (int)t->ndim);
+    else if (array_bytes(t->shape, t->ndim, isz, &bytes, &bad) < 0)
+      view_value_error(k, i, o,
+                       bad < 0 ? "a DLPack tensor with a negative extent (%lld)"
+                               : "a DLPack tensor whose size does not fit the address space (extent %lld)",
+                       (long long)bad);
+    else if (!kcpy_dl_contiguous(t)) view_error(k, i, o, "a strided DLPack tensor: pass a C-contiguous one");
+    else if (kcpy_check_elem(k, i, kcpy_dl_kind(t->dtype), isz, o) == 0) {
+      fill(view, (char *)t->data + t->byte_offset, bytes, isz, ro, cap);
       rc = 1;
     }
   }
@@ -207,11 +300,17 @@ static int dlpack_view(KcKernel *k, uint32_t i, PyObject *o, Py_buffer *view) {
 int kcpy_host_view(KcKernel *k, uint32_t i, PyObject *o, Py_buffer *view) {
   view->obj = NULL;
   if (PyObject_CheckBuffer(o)) {
+    /* only the errors that say "not such a view" (NumPy's ValueError for a strided or read-only
+     * array, BufferError) are read as a no; anything else (KeyboardInterrupt from a __buffer__,
+     * MemoryError) goes up as it is */
     if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+      view->obj = NULL;
+      if (!kcpy_err_translatable()) return -1;
       PyErr_Clear();
       if (PyObject_GetBuffer(o, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        PyErr_Clear();
         view->obj = NULL;
+        if (!kcpy_err_translatable()) return -1;
+        PyErr_Clear();
         return 0; /* not C-contiguous: the caller says so */
       }
     }

@@ -36,8 +36,12 @@ PyObject *kcpy_c_launch_batch(PyObject *self, PyObject *const *args, Py_ssize_t 
   kc_arg a[KC_MAX_ARGS];
   kcpy_val v[KC_MAX_ARGS];
   Py_buffer views[KC_MAX_ARGS];
-  if (kcpy_convert(k, k->owner->dctx, args + 2, na, a, v, views) < 0) return NULL;
-  kcpy_finish_views(k, na, a, views, 0); /* Buffers only: no views */
+  uint32_t own;
+  kcpy_launch_begin(k);
+  int rc = kcpy_convert(k, k->owner->dctx, args + 2, na, a, v, views, &own);
+  kcpy_launch_end(k);
+  if (rc < 0) return NULL;
+  kcpy_finish_views(k, na, a, views, own, 0); /* Buffers only: no views */
   kc_dim3 one = {1, 1, 1};
   kc_context *ctx = k->owner->dctx;
   kc_status st = kc_launch(k->k, ctx, &one, &one, a, na); /* warm */

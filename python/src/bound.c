@@ -34,7 +34,11 @@ static int bind_convert(KcKernel *k, kc_context *ctx, PyObject *const *args, uin
                           i + 1, k->p[i].name),
              -1;
   Py_buffer views[KC_MAX_ARGS];
-  return kcpy_convert(k, ctx, args, n, a, v, views);
+  uint32_t own; /* (no arrays: no staging) */
+  kcpy_launch_begin(k); /* an argument's __float__ may run Python code (args.c) */
+  int rc = kcpy_convert(k, ctx, args, n, a, v, views, &own);
+  kcpy_launch_end(k);
+  return rc;
 }
 
 PyObject *kernel_bind(KcKernel *self, PyObject *args, PyObject *kw);
@@ -98,7 +102,10 @@ static PyObject *bound_launch(KcBound *self, PyObject *const *args, Py_ssize_t n
     kc_launch_config_init(&cfg);
     cfg.grid = g;
     cfg.block = b;
-    if (kcpy_stream(self->k->owner, self->ctx->ctx, args[2], &cfg.stream) < 0) return NULL;
+    kcpy_launch_begin(self->k); /* a stream object's attributes may run Python code */
+    int rc = kcpy_stream(self->k->owner, self->ctx->ctx, args[2], &cfg.stream);
+    kcpy_launch_end(self->k);
+    if (rc < 0) return NULL;
     st = kc_launch_args_ex(self->a, &cfg);
 #else
     return PyErr_Format(PyExc_NotImplementedError, "stream: this kcache has no streams (kc_stream_wrap)");
@@ -119,11 +126,20 @@ static PyObject *bound_set(KcBound *self, PyObject *const *args, Py_ssize_t n) {
   kc_arg a;
   kcpy_val v;
   if (k->p[i].kind == KC_ARG_BUFFER) {
-    if (!Py_IS_TYPE(args[1], &KcBuffer_Type) || !((KcBuffer *)args[1])->buf)
-      return PyErr_Format(PyExc_TypeError, "argument %zd '%s': bound arguments take live kcache Buffers",
-                          i + 1, k->p[i].name);
-    a = KC_ARG_BUF(((KcBuffer *)args[1])->buf);
-  } else if (kcpy_convert_scalar(k, (uint32_t)i, args[1], &a, &v) < 0) return NULL;
+    const KcBuffer *nb = (const KcBuffer *)args[1];
+    if (!Py_IS_TYPE(args[1], &KcBuffer_Type) || !nb->buf || !nb->owner || nb->owner->owner != k->owner ||
+        !nb->owner->ctx)
+      return PyErr_Format(
+          PyExc_TypeError,
+          "argument %zd '%s': bound arguments take live kcache Buffers of the kernel's Runtime", i + 1,
+          k->p[i].name);
+    a = KC_ARG_BUF(nb->buf);
+  } else {
+    kcpy_launch_begin(k); /* __float__ may run Python code that would close the runtime */
+    int rc = kcpy_convert_scalar(k, (uint32_t)i, args[1], &a, &v);
+    kcpy_launch_end(k);
+    if (rc < 0) return NULL;
+  }
   kc_status st = kc_args_set(self->a, (uint32_t)i, a);
   if (st) return kcpy_raise(k->owner->rt, st, "set");
   PyList_SetItem(self->keep, i, Py_NewRef(args[1]));

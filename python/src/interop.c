@@ -24,6 +24,7 @@
 static int cai_pointer(PyObject *o, void **out, char *kind, Py_ssize_t *isz) {
   PyObject *cai = PyObject_GetAttrString(o, "__cuda_array_interface__");
   if (!cai) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1; /* KeyboardInterrupt ...: as it is */
     PyErr_Clear();
     return 0;
   }
@@ -48,9 +49,20 @@ static int cai_pointer(PyObject *o, void **out, char *kind, Py_ssize_t *isz) {
   return rc;
 }
 
+/* 1 when o has the attribute, 0 when it has not (AttributeError), -1 for any other error. */
+static int has_attr(PyObject *o, const char *name) {
+  PyObject *a = PyObject_GetAttrString(o, name);
+  if (a) return Py_DECREF(a), 1;
+  if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+  PyErr_Clear();
+  return 0;
+}
+
 /* The data pointer of a __dlpack__ tensor on a CUDA device: 1, 0, -1 as above. */
 static int dlpack_pointer(PyObject *o, void **out, char *kind, Py_ssize_t *isz) {
-  if (!PyObject_HasAttrString(o, "__dlpack__") || !PyObject_HasAttrString(o, "__dlpack_device__")) return 0;
+  int has = has_attr(o, "__dlpack__");
+  if (has > 0) has = has_attr(o, "__dlpack_device__");
+  if (has <= 0) return has;
   /* only a tensor on a CUDA device is passed by pointer: a host one (NumPy
    * has __dlpack__ too) is staged like any buffer */
   PyObject *dev = PyObject_CallMethod(o, "__dlpack_device__", NULL);
@@ -109,12 +121,12 @@ int kcpy_foreign_arg(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, Py_buffer 
   if (rc == 0) rc = dlpack_pointer(o, &p, &kind, &isz);
   if (rc == 1 && kcpy_check_elem(k, i, kind, isz, o) < 0) return -1;
   if (rc < 0) {
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_Format(PyExc_TypeError, "kernel '%U', argument %u '%s': %S", k->name, i + 1, k->p[i].name, value);
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(tb);
+    /* "not such an array" said with the argument's name; KeyboardInterrupt, MemoryError ... as they are */
+    if (!kcpy_err_translatable()) return -1;
+    PyObject *value = kcpy_err_take();
+    PyErr_Format(PyExc_TypeError, "kernel '%U', argument %u '%s': %S", k->name, i + 1, k->p[i].name,
+                 value ? value : Py_None);
+    kcpy_err_chain(value);
     return -1;
   }
   if (rc == 1) *a = KC_ARG_DEVPTR(p);
@@ -128,11 +140,18 @@ int kcpy_stream(KcRuntime *r, kc_context *ctx, PyObject *o, kc_stream **out) {
   void *native;
   if (kcpy_stream_handle(o, &native) < 0) return -1;
   uint64_t id = kc_context_id(ctx);
-  for (int i = 0; i < r->nstreams; i++)
+  for (Py_ssize_t i = 0; i < r->nstreams; i++)
     if (r->streams[i].native == native && r->streams[i].ctx == ctx && r->streams[i].ctx_id == id)
       return *out = r->streams[i].s, 0;
-  if (r->nstreams == KCPY_STREAMS)
-    return PyErr_Format(PyExc_RuntimeError, "more than %d foreign streams on one runtime", KCPY_STREAMS), -1;
+  /* each distinct handle is wrapped once and kept until the runtime closes (or the context is
+   * destroyed): a launch elsewhere may still hold the kc_stream, and the handle may come again */
+  if (r->nstreams == r->streams_cap) {
+    Py_ssize_t cap = r->streams_cap ? r->streams_cap * 2 : 16;
+    kcpy_stream_ref *grown = PyMem_Realloc(r->streams, (size_t)cap * sizeof *grown);
+    if (!grown) return PyErr_NoMemory(), -1;
+    r->streams = grown;
+    r->streams_cap = cap;
+  }
   kc_stream *s;
   kc_status st = kc_stream_wrap(ctx, native, &s);
   if (st) return kcpy_raise(r->rt, st, "stream"), -1;
@@ -142,8 +161,8 @@ int kcpy_stream(KcRuntime *r, kc_context *ctx, PyObject *o, kc_stream **out) {
 }
 
 void kcpy_streams_purge(KcRuntime *r, kc_context *ctx) {
-  int n = 0;
-  for (int i = 0; i < r->nstreams; i++)
+  Py_ssize_t n = 0;
+  for (Py_ssize_t i = 0; i < r->nstreams; i++)
     if (r->streams[i].ctx != ctx) r->streams[n++] = r->streams[i];
   r->nstreams = n; /* the kc_streams themselves go with the context */
 }
@@ -214,9 +233,24 @@ int kcpy_interop_init_types(void) {
   static PyMethodDef methods[] = {
       {"__dlpack__", (PyCFunction)(void (*)(void))kcpy_buffer_dlpack, METH_VARARGS | METH_KEYWORDS,
        "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
-       "The buffer's memory as a one-dimensional uint8 DLPack tensor, no copy (host and CUDA):\n"
-       "np.from_dlpack(buf) is a view. A legacy (\"dltensor\") capsule whatever is asked.\n\n"
-       "Raises:\n    BufferError: an OpenCL buffer, or one destroyed."},
+       "The buffer's memory as a one-dimensional uint8 DLPack tensor (the array API's protocol):\n"
+       "no copy on the host and CUDA (np.from_dlpack(buf) is a view), or a copy in host memory.\n"
+       "Waits first for what is queued on the buffer's context (kc_context_finish), unless\n"
+       "stream=-1.\n\n"
+       "Args:\n"
+       "    stream: None; on CUDA also -1 (no wait), 1, 2 or a CUstream (an int).\n"
+       "    max_version: (major, minor): (1, 0) or later gives a DLPack 1.0 (\"dltensor_versioned\")\n"
+       "        capsule, None or older a legacy (\"dltensor\") one.\n"
+       "    dl_device: None or the buffer's own (__dlpack_device__()), or (1, 0): the CPU, a copy\n"
+       "        for a CUDA or OpenCL buffer.\n"
+       "    copy: True: always a copy (in host memory: on the host, or with dl_device=(1, 0));\n"
+       "        False: never one; None: one only if dl_device needs it.\n\n"
+       "Raises:\n"
+       "    BufferError: a destroyed buffer; an OpenCL buffer without dl_device=(1, 0); a\n"
+       "        dl_device it cannot reach; a copy needed and copy=False; copy=True on CUDA without\n"
+       "        dl_device=(1, 0); a stream with a CPU tensor.\n"
+       "    TypeError: a positional or unknown argument, or one of the wrong type.\n"
+       "    ValueError: a stream of 0 or below -1."},
       {"__dlpack_device__", kcpy_buffer_dlpack_device, METH_NOARGS,
        "__dlpack_device__($self, /)\n--\n\n"
        "(device_type, device_id): (1, 0) for kDLCPU on the host, (2, device) for kDLCUDA.\n\n"
@@ -252,34 +286,52 @@ PyObject *kcpy_foreign_pointer(PyObject *self, PyObject *o) {
 #endif
 
 #if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
-/* Buffer.__dlpack__(): the buffer's memory as a one-dimensional uint8
- * DLPack tensor (legacy "dltensor" capsule; kDLCPU on the host, kDLCUDA on
- * CUDA). The tensor holds a reference to the Buffer until its deleter runs. */
-typedef struct {
+/* Buffer.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None), as the
+ * array API's DLPack protocol has it: the buffer's memory as a one-dimensional uint8 tensor, in a
+ * legacy "dltensor" capsule, or a "dltensor_versioned" one (DLPack 1.0) when max_version is
+ * (1, 0) or later. Without a copy it is the buffer's own memory (kDLCPU on the host, kDLCUDA on
+ * CUDA) and holds a reference to the Buffer, counted as an export, until its deleter runs; with
+ * copy=True on the host, or dl_device=(1, 0) for a CUDA or OpenCL buffer, it is a copy in host
+ * memory (kc_buffer_read; DLPack 1.0's "is copied" flag set), the Buffer's no more. */
+typedef struct { /* DLManagedTensor */
   kcpy_dltensor dl_tensor;
   void *manager_ctx;
   void (*deleter)(void *self);
+} kcpy_dllegacy;
+
+typedef struct {
+  union {
+    kcpy_dllegacy legacy;
+    kcpy_dlversioned versioned;
+  } m; /* first: the capsule's pointer is the struct's */
+  KcBuffer *owner; /* the Buffer whose memory it is (an export), or NULL for a copy */
+  void *copy; /* the copy's memory (PyMem_Raw), or NULL */
   int64_t shape[1];
 } kcpy_dlexport;
 
-static void dlexport_delete(void *self) {
+static void dlexport_delete(void *self) { /* the deleter of either layout: self is the export */
   kcpy_dlexport *t = self;
-  PyGILState_STATE g = PyGILState_Ensure();
-  export_count((KcBuffer *)t->manager_ctx, -1);
-  Py_XDECREF((PyObject *)t->manager_ctx);
-  PyGILState_Release(g);
+  if (t->owner) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    export_count(t->owner, -1);
+    Py_DECREF((PyObject *)t->owner);
+    PyGILState_Release(g);
+  }
+  PyMem_RawFree(t->copy);
   PyMem_RawFree(t);
 }
 
 static void dlcapsule_destructor(PyObject *cap) {
-  if (!PyCapsule_IsValid(cap, "dltensor")) return; /* consumed: renamed "used_dltensor" */
-  kcpy_dlexport *t = PyCapsule_GetPointer(cap, "dltensor");
-  if (t) t->deleter(t);
+  /* consumed: renamed "used_dltensor" ("used_dltensor_versioned"), the consumer's to delete */
+  const char *name = PyCapsule_GetName(cap);
+  if (!name || (strcmp(name, "dltensor") && strcmp(name, "dltensor_versioned"))) return;
+  kcpy_dlexport *t = PyCapsule_GetPointer(cap, name);
+  if (t) dlexport_delete(t);
 }
 
 static int buffer_device(KcBuffer *b, void **p, int32_t *type) {
   *p = b->buf && b->owner->ctx && b->owner->owner->rt ? kc_buffer_native(b->buf) : NULL;
-  int be = b->owner->owner->backend;
+  int be = b->owner ? b->owner->owner->backend : -1; /* (no owner: never initialised) */
   *type = be == KCPY_BACKEND_HOST ? 1 : be == KCPY_BACKEND_CUDA ? 2 : 0;
   if (*p && *type) return 0;
   PyErr_SetString(PyExc_BufferError, "__dlpack__: only a live host or CUDA kcache Buffer exports its memory");
@@ -291,21 +343,141 @@ static int32_t buffer_device_id(const KcBuffer *b) {
   return b->owner->owner->backend == KCPY_BACKEND_CUDA ? b->owner->device : 0;
 }
 
+/* A (int, int) tuple such as max_version and dl_device: 0, or -1 with TypeError. */
+static int int_pair(PyObject *o, const char *what, long long *a, long long *b) {
+  if (!PyTuple_Check(o) || PyTuple_GET_SIZE(o) != 2) {
+    PyErr_Format(PyExc_TypeError, "__dlpack__: %s must be None or a tuple of two ints, not %.60R", what, o);
+    return -1;
+  }
+  long long v[2];
+  for (int i = 0; i < 2; i++) {
+    PyObject *ix = PyNumber_Index(PyTuple_GET_ITEM(o, i));
+    v[i] = ix ? PyLong_AsLongLong(ix) : -1;
+    Py_XDECREF(ix);
+    if (v[i] == -1 && PyErr_Occurred()) {
+      if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "__dlpack__: %s must be None or a tuple of two ints, not %.60R", what,
+                     o);
+      }
+      return -1;
+    }
+  }
+  *a = v[0], *b = v[1];
+  return 0;
+}
+
 PyObject *kcpy_buffer_dlpack(PyObject *self, PyObject *args, PyObject *kw) {
-  (void)args, (void)kw; /* stream, max_version, dl_device, copy: the legacy capsule, no copy */
+  static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
+  PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy_o = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOO:__dlpack__", kwlist, &stream, &max_version, &dl_device,
+                                   &copy_o))
+    return NULL;
   KcBuffer *b = (KcBuffer *)self;
-  void *p;
-  int32_t type;
-  if (buffer_device(b, &p, &type) < 0) return NULL;
+  long long major = 0, minor = 0, want_type = 0, want_id = 0, sv = 0;
+  if (max_version != Py_None && int_pair(max_version, "max_version", &major, &minor) < 0) return NULL;
+  if (dl_device != Py_None && int_pair(dl_device, "dl_device", &want_type, &want_id) < 0) return NULL;
+  int copy = copy_o == Py_None ? -1 : PyObject_IsTrue(copy_o); /* -1: a copy only if needed */
+  if (copy_o != Py_None && copy < 0) return NULL;
+  if (stream != Py_None) {
+    PyObject *ix = PyNumber_Index(stream);
+    sv = ix ? PyLong_AsLongLong(ix) : -1;
+    Py_XDECREF(ix);
+    if (sv == -1 && PyErr_Occurred()) {
+      if (PyErr_ExceptionMatches(PyExc_TypeError))
+        PyErr_Format(PyExc_TypeError, "__dlpack__: stream must be None or an int, not %s",
+                     Py_TYPE(stream)->tp_name);
+      return NULL;
+    }
+  }
+  if (!(b->buf && b->owner->ctx && b->owner->owner->rt && kc_buffer_native(b->buf))) {
+    PyErr_SetString(PyExc_BufferError,
+                    "__dlpack__: the kcache Buffer is destroyed (or its context or runtime)");
+    return NULL;
+  }
+  int be = b->owner->owner->backend;
+  int32_t own_type = be == KCPY_BACKEND_HOST ? 1 : be == KCPY_BACKEND_CUDA ? 2 : 0; /* 0: no DLPack device */
+  int32_t own_id = buffer_device_id(b);
+  int copied; /* the tensor is a copy in host memory */
+  if (dl_device == Py_None || (own_type && want_type == own_type && want_id == own_id)) {
+    if (!own_type) {
+      PyErr_SetString(PyExc_BufferError,
+                      "__dlpack__: an OpenCL Buffer's memory has no DLPack device: ask for a "
+                      "copy in host memory with dl_device=(1, 0)");
+      return NULL;
+    }
+    copied = copy == 1;
+    if (copied && own_type != 1) {
+      PyErr_SetString(PyExc_BufferError,
+                      "__dlpack__: copy=True: kcache copies a CUDA Buffer to the host only "
+                      "(dl_device=(1, 0))");
+      return NULL;
+    }
+  } else if (want_type == 1 && want_id == 0) { /* kDLCPU: a copy in host memory */
+    if (copy == 0) {
+      PyErr_Format(PyExc_BufferError,
+                   "__dlpack__: the Buffer's memory is on the %s device: the CPU (dl_device=(1, 0)) needs a "
+                   "copy, and copy=False",
+                   kc_runtime_backend(b->owner->owner->rt));
+      return NULL;
+    }
+    copied = 1;
+  } else {
+    PyErr_Format(
+        PyExc_BufferError,
+        "__dlpack__: dl_device=(%lld, %lld): the Buffer's memory is on (%d, %d) and kcache copies it "
+        "to the CPU (1, 0) only",
+        want_type, want_id, (int)own_type, (int)own_id);
+    return NULL;
+  }
+  int32_t out_type = copied ? 1 : own_type;
+  if (stream != Py_None && out_type == 1) {
+    PyErr_SetString(PyExc_BufferError,
+                    "__dlpack__: stream must be None for a tensor in host memory (kDLCPU)");
+    return NULL;
+  }
+  if (stream != Py_None && (sv == 0 || sv < -1)) {
+    PyErr_Format(PyExc_ValueError, "__dlpack__: stream must be None, -1, 1, 2 or a CUDA stream, not %lld",
+                 sv);
+    return NULL;
+  }
+  /* what was queued on the buffer's context (its own queue and its streams) is done before the
+   * consumer reads, unless it says it synchronizes itself (stream=-1) */
+  kc_context *ctx = b->owner->ctx;
+  if (!(stream != Py_None && sv == -1)) {
+    kc_status st;
+    KCPY_NOGIL(b->owner->owner, st = kc_context_finish(ctx));
+    if (st) return kcpy_raise(b->owner->owner->rt, st, "__dlpack__");
+  }
+  void *p = b->buf && b->owner->ctx && b->owner->owner->rt ? kc_buffer_native(b->buf) : NULL;
+  if (!p) {
+    PyErr_SetString(PyExc_BufferError,
+                    "__dlpack__: the kcache Buffer is destroyed (or its context or runtime)");
+    return NULL;
+  }
   kcpy_dlexport *t = PyMem_RawCalloc(1, sizeof *t);
   if (!t) return PyErr_NoMemory();
   t->shape[0] = (int64_t)b->size;
-  t->dl_tensor =
-      (kcpy_dltensor){p, {type, buffer_device_id(b)}, 1, {1 /* kDLUInt */, 8, 1}, t->shape, NULL, 0};
-  t->manager_ctx = Py_NewRef(self);
-  t->deleter = dlexport_delete;
-  export_count(b, 1);
-  PyObject *cap = PyCapsule_New(t, "dltensor", dlcapsule_destructor);
+  if (copied) {
+    t->copy = PyMem_RawMalloc(b->size ? b->size : 1);
+    kc_status st = KC_OK;
+    if (t->copy && b->size) KCPY_NOGIL(b->owner->owner, st = kc_buffer_read(b->buf, 0, t->copy, b->size));
+    if (!t->copy || st) {
+      dlexport_delete(t);
+      return st ? kcpy_raise(b->owner->owner->rt, st, "__dlpack__ (copy)") : PyErr_NoMemory();
+    }
+    p = t->copy;
+  }
+  kcpy_dltensor dt = {p, {out_type, copied ? 0 : own_id}, 1, {1 /* kDLUInt */, 8, 1}, t->shape, NULL, 0};
+  int versioned = major >= 1;
+  if (versioned)
+    t->m.versioned = (kcpy_dlversioned){1, 0, t, dlexport_delete, copied ? 2u /* is copied */ : 0u, dt};
+  else t->m.legacy = (kcpy_dllegacy){dt, t, dlexport_delete};
+  if (!copied) {
+    t->owner = (KcBuffer *)Py_NewRef(self);
+    export_count(b, 1);
+  }
+  PyObject *cap = PyCapsule_New(t, versioned ? "dltensor_versioned" : "dltensor", dlcapsule_destructor);
   if (!cap) dlexport_delete(t);
   return cap;
 }

@@ -72,7 +72,6 @@ typedef struct kcpy_stream_ref {
   uint64_t ctx_id; /* kc_context_id(ctx) when wrapped: kcache reuses a destroyed context's struct */
   kc_stream *s;
 } kcpy_stream_ref;
-#define KCPY_STREAMS 16
 #endif
 
 typedef struct KcRuntime {
@@ -83,9 +82,11 @@ typedef struct KcRuntime {
   int inflight; /* calls running with the GIL released (KCPY_NOGIL) */
   Py_ssize_t exports; /* live exports of its Buffers' memory (KcBuffer.exports, summed) */
   PyObject *weakrefs;
+  int initialized; /* __init__ ran (or runs): a Runtime is initialized once, never again after close() */
 #if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
-  int nstreams;
-  kcpy_stream_ref streams[KCPY_STREAMS];
+  /* the foreign streams wrapped so far (interop.c), each kept until close(): a growing array */
+  Py_ssize_t nstreams, streams_cap;
+  kcpy_stream_ref *streams;
 #endif
 } KcRuntime;
 
@@ -180,6 +181,12 @@ typedef struct KcKernel {
   uint32_t np;
   kcpy_param p[KC_MAX_ARGS];
   kcpy_stage stage[KC_MAX_ARGS];
+  /* Launches of this kernel between their conversion and their finish
+   * (kcpy_launch_begin/end): while one is, another (a nested launch from an
+   * argument's __float__, another thread while this one waits with the GIL
+   * released) stages through buffers of its own, never through `stage`,
+   * which the first one's kernel reads. */
+  int staging;
   PyObject *cfg; /* the last launch configuration k[grid, block] made */
   PyObject *weakrefs;
 } KcKernel;
@@ -245,7 +252,9 @@ int kcpy_refresh(KcKernel *k, kc_world w);
  * slot per argument); arrays are staged (or passed by pointer: interop.c);
  * returns 0, 1 when an argument is one that only kc_launch_ex takes (a raw
  * pointer, local memory), or -1 with an exception naming the argument.
- * views: n Py_buffers (obj NULL if unused). */
+ * views: n Py_buffers (obj NULL if unused); *own: bit i set where argument
+ * i is staged through a buffer of this launch's own (KcKernel.staging),
+ * which kcpy_finish_views destroys. */
 typedef union kcpy_val {
   int8_t i8;
   int16_t i16;
@@ -257,11 +266,24 @@ typedef union kcpy_val {
   unsigned char bytes[64]; /* a struct, union or vector by value: up to 64 bytes */
 } kcpy_val;
 int kcpy_convert(KcKernel *k, kc_context *ctx, PyObject *const *args, uint32_t n, kc_arg *out, kcpy_val *vals,
-                 Py_buffer *views);
+                 Py_buffer *views, uint32_t *own);
 /* The IEEE half nearest d (round to nearest even): what a `half` parameter gets. */
 uint16_t kcpy_to_half(double d);
 /* Destroys a staging buffer unless its context is gone. */
 void kcpy_stage_drop(kcpy_stage *s);
+/* Around a launch that converts arguments (which may run Python code: an
+ * argument's __float__, __index__, __array_interface__, __dlpack__): the
+ * runtime counts it in inflight, so that closing the runtime or destroying
+ * a context, buffer or stream from that code is refused (BusyError), and
+ * the kernel's staging buffers are this launch's (KcKernel.staging). */
+static inline void kcpy_launch_begin(KcKernel *k) {
+  k->owner->inflight++;
+  k->staging++;
+}
+static inline void kcpy_launch_end(KcKernel *k) {
+  k->staging--;
+  k->owner->inflight--;
+}
 /* An array of elements of `kind` ('f' floating, 'i' or 'u' integer, 0 unknown)
  * and `itemsize` bytes for pointer parameter i: 0 if it fits the
  * pointer's element type (any byte-sized integer array fits any pointer:
@@ -272,8 +294,12 @@ int kcpy_check_view(KcKernel *k, uint32_t i, const Py_buffer *v, PyObject *o);
 /* One scalar argument for parameter i into *a (its bytes in *v). */
 int kcpy_convert_scalar(KcKernel *k, uint32_t i, PyObject *o, kc_arg *a, kcpy_val *v);
 /* After the launch: copies staged arrays back (writable ones; not those
- * passed by pointer, KC_ARG_PTR) and releases the views; returns 0 or -1. */
-int kcpy_finish_views(KcKernel *k, uint32_t n, const kc_arg *a, Py_buffer *views, int copy_back);
+ * passed by pointer, KC_ARG_PTR), destroys the launch's own staging
+ * buffers (own, from kcpy_convert) and releases the views; returns 0 or -1. */
+int kcpy_finish_views(KcKernel *k, uint32_t n, const kc_arg *a, Py_buffer *views, uint32_t own,
+                      int copy_back);
+/* Whether a struct-module format (a Py_buffer's) holds Python objects. */
+int kcpy_format_has_objects(const char *f);
 /* arrays.c: a view of the host memory of an array for pointer parameter
  * i, from the buffer protocol (C-contiguous), __array_interface__ (v3, a
  * (pointer, read_only) data tuple) or __dlpack__ (a CPU tensor; DLPack 1.0
@@ -282,6 +308,15 @@ int kcpy_finish_views(KcKernel *k, uint32_t n, const kc_arg *a, Py_buffer *views
  * buffer protocol) and the element type checked, 0 when o offers none of them
  * (no exception), -1 with an exception naming the argument. */
 int kcpy_host_view(KcKernel *k, uint32_t i, PyObject *o, Py_buffer *view);
+/* arrays.c: whether the pending exception says that an object does not offer a protocol as asked
+ * (TypeError, ValueError, OverflowError, BufferError, AttributeError): such errors may be read as
+ * "not such an object" or said again naming the argument; any other (KeyboardInterrupt,
+ * MemoryError, ...) must go up unchanged. */
+int kcpy_err_translatable(void);
+/* The pending exception, normalized, taken (a new reference; the error indicator is cleared). */
+PyObject *kcpy_err_take(void);
+/* Makes cause (a reference stolen; NULL: nothing) the __cause__ of the pending exception. */
+void kcpy_err_chain(PyObject *cause);
 /* The launch itself (k's default context if ctx is NULL; stream None and
  * shared 0 for kc_launch, else kc_launch_ex where kcache.h has it). */
 PyObject *kcpy_launch(KcKernel *k, KcContext *ctx, const kc_dim3 *grid, const kc_dim3 *block,

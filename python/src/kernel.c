@@ -126,6 +126,33 @@ PyTypeObject KcConfig_Type = {
     .tp_vectorcall_offset = offsetof(KcConfig, vectorcall),
 };
 
+/* shared= (dynamic shared memory in bytes): an int in [0, 2**32-1], else -1 with
+ * TypeError, ValueError (negative) or OverflowError naming it. */
+static int parse_shared(PyObject *o, unsigned *out) {
+  PyObject *i = PyNumber_Index(o);
+  if (!i) {
+    if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+      PyErr_Clear();
+      PyErr_Format(PyExc_TypeError, "shared must be an int (bytes), not %s", Py_TYPE(o)->tp_name);
+    }
+    return -1;
+  }
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(i, &overflow);
+  Py_DECREF(i);
+  if (v == -1 && !overflow && PyErr_Occurred()) return -1;
+  if (overflow < 0 || (!overflow && v < 0)) {
+    PyErr_Format(PyExc_ValueError, "shared must be >= 0 bytes, not %R", o);
+    return -1;
+  }
+  if (overflow > 0 || v > (long long)UINT32_MAX) {
+    PyErr_Format(PyExc_OverflowError, "shared must be at most 2**32-1 bytes, not %R", o);
+    return -1;
+  }
+  *out = (unsigned)v;
+  return 0;
+}
+
 /* k[grid, block], k[grid, block, stream], k[grid, block, stream, shared]:
  * the same object again when the configuration is the last one's. */
 static PyObject *kernel_subscript(KcKernel *self, PyObject *key) {
@@ -137,9 +164,8 @@ static PyObject *kernel_subscript(KcKernel *self, PyObject *key) {
       kcpy_dim3(PyTuple_GET_ITEM(key, 1), &b, "block") < 0)
     return NULL;
   PyObject *stream = n > 2 ? PyTuple_GET_ITEM(key, 2) : Py_None;
-  unsigned long shared = n > 3 ? PyLong_AsUnsignedLong(PyTuple_GET_ITEM(key, 3)) : 0;
-  if (shared == (unsigned long)-1 && PyErr_Occurred()) return NULL;
-  if (shared > UINT32_MAX) return PyErr_Format(PyExc_ValueError, "shared: at most 2**32-1 bytes");
+  unsigned shared = 0;
+  if (n > 3 && parse_shared(PyTuple_GET_ITEM(key, 3), &shared) < 0) return NULL;
   KcConfig *c = (KcConfig *)self->cfg;
   if (c && !memcmp(&c->grid, &g, sizeof g) && !memcmp(&c->block, &b, sizeof b) && c->stream == stream &&
       c->shared == shared)
@@ -163,10 +189,11 @@ static PyMappingMethods kernel_mapping = {.mp_subscript = (binaryfunc)kernel_sub
 
 static PyObject *kernel_launch(KcKernel *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"grid", "block", "args", "stream", "shared", "context", NULL};
-  PyObject *grid, *block, *kargs = NULL, *stream = Py_None, *ctx = Py_None;
-  unsigned int shared = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OOIO:launch", kwlist, &grid, &block, &kargs, &stream,
-                                   &shared, &ctx))
+  PyObject *grid, *block, *kargs = NULL, *stream = Py_None, *ctx = Py_None, *shared_o = NULL;
+  unsigned shared = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OOOO:launch", kwlist, &grid, &block, &kargs, &stream,
+                                   &shared_o, &ctx) ||
+      (shared_o && parse_shared(shared_o, &shared) < 0))
     return NULL;
   kc_dim3 g, b;
   if (kcpy_dim3(grid, &g, "grid") < 0 || kcpy_dim3(block, &b, "block") < 0 || kernel_open(self) < 0)
@@ -282,7 +309,7 @@ static PyMethodDef kernel_methods[] = {
      "    context: the Context (default: the stream's, else the runtime's default context).\n\n"
      "Raises:\n"
      "    TypeError: a wrong number of arguments, or one that does not convert.\n"
-     "    ValueError: a grid or block dimension out of range.\n"
+     "    ValueError: a grid or block dimension out of range, a negative shared.\n"
      "    CompileError, NotFoundError: the kernel does not compile (the message says why).\n"
      "    LaunchError: the backend refused the launch.\n"
      "    NotImplementedError: stream= or shared= in a build without the interop API."},

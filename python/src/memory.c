@@ -223,6 +223,8 @@ PyTypeObject KcContext_Type = {
 /* ----------------------------------------------------------------- buffer */
 
 static kc_buffer *buf_of(KcBuffer *b) {
+  if (!b->owner) /* made by Buffer.__new__ alone */
+    return PyErr_SetString(kcpy_error_class(KC_EDESTROYED), "the kcache Buffer was never initialised"), NULL;
   if (!ctx_of(b->owner)) return NULL;
   if (!b->buf) PyErr_SetString(kcpy_error_class(KC_EDESTROYED), "the kcache Buffer is destroyed");
   return b->buf;
@@ -239,7 +241,13 @@ static int buffer_init(KcBuffer *self, PyObject *args, PyObject *kw) {
   Py_buffer view = {0};
   size_t size;
   if (PyObject_CheckBuffer(what)) {
-    if (PyObject_GetBuffer(what, &view, PyBUF_C_CONTIGUOUS) < 0) return -1;
+    if (PyObject_GetBuffer(what, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    if (kcpy_format_has_objects(view.format)) {
+      PyBuffer_Release(&view);
+      return PyErr_SetString(PyExc_TypeError,
+                             "Buffer: the array holds Python objects (dtype object), not values"),
+             -1;
+    }
     size = (size_t)view.len;
   } else {
     Py_ssize_t n = PyNumber_AsSsize_t(what, PyExc_OverflowError);
@@ -268,7 +276,11 @@ static PyObject *buffer_write(KcBuffer *self, PyObject *args, PyObject *kw) {
   kc_buffer *b = buf_of(self);
   if (!b) return NULL;
   Py_buffer v;
-  if (PyObject_GetBuffer(src, &v, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+  if (PyObject_GetBuffer(src, &v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+  if (kcpy_format_has_objects(v.format)) { /* their pointers are no data for a kernel */
+    PyBuffer_Release(&v);
+    return PyErr_Format(PyExc_TypeError, "write: src holds Python objects (dtype object), not values");
+  }
   kc_status st = off < 0 ? KC_EINVAL : kc_buffer_write(b, (size_t)off, v.buf, (size_t)v.len);
   PyBuffer_Release(&v);
   if (st)
@@ -334,9 +346,17 @@ static PyObject *buffer_read(KcBuffer *self, PyObject *args, PyObject *kw) {
   PyObject *target = out != Py_None ? Py_NewRef(out) : new_target(dtype, self->size - (size_t)off, "read");
   if (!target) return NULL;
   Py_buffer v;
-  if (PyObject_GetBuffer(target, &v, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+  if (PyObject_GetBuffer(target, &v, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0) {
     Py_DECREF(target);
     return NULL;
+  }
+  if (kcpy_format_has_objects(v.format)) { /* raw bytes over its PyObject pointers would crash it */
+    PyBuffer_Release(&v);
+    Py_DECREF(target);
+    return PyErr_Format(PyExc_TypeError,
+                        "read: %s holds Python objects (dtype object): read into an array "
+                        "of values",
+                        out != Py_None ? "out" : "the dtype");
   }
   kc_status st;
   KCPY_NOGIL(self->owner->owner, st = kc_buffer_read(b, (size_t)off, v.buf, (size_t)v.len));
@@ -406,6 +426,7 @@ static PyObject *buffer_get_size(KcBuffer *self, void *c) {
 }
 static PyObject *buffer_get_context(KcBuffer *self, void *c) {
   (void)c;
+  if (!self->owner) return buf_of(self), NULL; /* never initialised: says so */
   return Py_NewRef(self->owner);
 }
 static PyObject *buffer_get_destroyed(KcBuffer *self, void *c) {

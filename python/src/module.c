@@ -62,8 +62,10 @@ PyObject *kcpy_error_class(kc_status st) {
 int kcpy_check_idle(KcRuntime *r, const char *what) {
   if (!r->inflight) return 0;
   PyErr_Format(errors[KC_EBUSY],
-               "%s: %d call(s) on this Runtime are running on other threads (compiles, waits)", what,
-               r->inflight);
+               "%s: %d call(s) on this Runtime are running (compiles or waits on other threads, or a "
+               "launch whose arguments are being converted: code an argument runs cannot close what the "
+               "launch uses)",
+               what, r->inflight);
   return -1;
 }
 

@@ -31,6 +31,36 @@ static int parse_log_level(const char *s, kc_log_level *out) {
   return -1;
 }
 
+/* An optional int option as an unsigned in [0, max]: -1 with ValueError
+ * (negative) or OverflowError (too large) naming it, TypeError for a non-int. */
+static int parse_count(PyObject *o, const char *name, unsigned long long max, unsigned long long *out) {
+  if (!o) return 0; /* not given: the default */
+  PyObject *i = PyNumber_Index(o);
+  if (!i) {
+    if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+      PyErr_Clear();
+      PyErr_Format(PyExc_TypeError, "Runtime: %s must be an int, not %s", name, Py_TYPE(o)->tp_name);
+    }
+    return -1;
+  }
+  int overflow = 0;
+  long long s = PyLong_AsLongLongAndOverflow(i, &overflow);
+  unsigned long long v = overflow > 0 ? PyLong_AsUnsignedLongLong(i) : (unsigned long long)s;
+  Py_DECREF(i);
+  if (s == -1 && !overflow && PyErr_Occurred()) return -1;
+  if (overflow < 0 || (!overflow && s < 0)) {
+    PyErr_Format(PyExc_ValueError, "Runtime: %s must be >= 0, not %R", name, o);
+    return -1;
+  }
+  if ((v == (unsigned long long)-1 && PyErr_Occurred()) || v > max) {
+    PyErr_Clear();
+    PyErr_Format(PyExc_OverflowError, "Runtime: %s must be at most %llu, not %R", name, max, o);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
 static int runtime_init(KcRuntime *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"backend",
                            "cache_dir",
@@ -46,19 +76,34 @@ static int runtime_init(KcRuntime *self, PyObject *args, PyObject *kw) {
                            "checked",
                            "log",
                            NULL};
-  PyObject *backend = NULL;
+  PyObject *backend = NULL, *max_size_o = NULL, *timeout_o = NULL;
   const char *cache_dir = NULL, *copts = NULL, *host_cc = NULL, *device = NULL, *level = NULL, *log = NULL;
   int platform = -1, disable = 0, shared = 0, checked = 0;
-  unsigned long long max_size = 0;
-  unsigned int timeout = 0;
-  if (self->rt) {
-    PyErr_SetString(PyExc_RuntimeError, "Runtime already initialized");
+  unsigned long long max_size = 0, timeout = 0;
+  /* once only: a second __init__ (open, or after close()) would leave every Kernel, Buffer, Context
+   * and Stream made from the first one pointing into a runtime that is gone */
+  if (self->initialized) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    self->rt
+                        ? "Runtime.__init__: this Runtime is initialized already"
+                        : "Runtime.__init__: this Runtime was initialized before (a closed Runtime stays "
+                          "closed): make a new one");
     return -1;
   }
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|Ozzzizp$KzIppz", kwlist, &backend, &cache_dir, &copts,
-                                   &host_cc, &platform, &device, &disable, &max_size, &level, &timeout,
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|Ozzzizp$OzOppz", kwlist, &backend, &cache_dir, &copts,
+                                   &host_cc, &platform, &device, &disable, &max_size_o, &level, &timeout_o,
                                    &shared, &checked, &log))
     return -1;
+  if (parse_count(max_size_o, "cache_max_size", UINT64_MAX, &max_size) < 0 ||
+      parse_count(timeout_o, "compile_timeout_ms", UINT32_MAX, &timeout) < 0)
+    return -1;
+  if (platform < -1) { /* kc_options.platform_index: -1 is "the first platform with a device" */
+    PyErr_Format(PyExc_ValueError,
+                 "Runtime: platform_index must be >= 0, or -1 for the first platform with a "
+                 "device, not %d",
+                 platform);
+    return -1;
+  }
   if (log && strcmp(log, "logging") && strcmp(log, "stderr")) {
     PyErr_Format(PyExc_ValueError, "log must be 'logging' or 'stderr', not '%s'", log);
     return -1;
@@ -74,7 +119,7 @@ static int runtime_init(KcRuntime *self, PyObject *args, PyObject *kw) {
   o.device_name = device;
   o.cache_disable = disable;
   o.cache_max_size = max_size;
-  o.compile_timeout_ms = timeout;
+  o.compile_timeout_ms = (uint32_t)timeout;
   o.cache_shared = shared;
   o.checked = checked;
   /* threads of a Python program cannot keep a rule about when collect()
@@ -84,13 +129,18 @@ static int runtime_init(KcRuntime *self, PyObject *args, PyObject *kw) {
   if (!log || !strcmp(log, "logging")) o.log = kcpy_log_sink;
   kc_runtime *rt = NULL;
   kc_status st;
+  self->initialized = 1; /* before the GIL is released: another thread's __init__ meanwhile is refused */
   Py_BEGIN_ALLOW_THREADS st = kc_runtime_create(&o, &rt);
-  Py_END_ALLOW_THREADS if (st) return kcpy_raise(NULL, st, "Runtime"), -1;
+  Py_END_ALLOW_THREADS if (st) {
+    self->initialized = 0; /* nothing was made from it: a later __init__ may try again */
+    return kcpy_raise(NULL, st, "Runtime"), -1;
+  }
   kcpy_log_poll();
   st = kc_context_create(rt, 0, &self->dctx);
   if (st) {
     kcpy_raise(rt, st, "Runtime: the default context");
     kc_runtime_destroy(rt);
+    self->initialized = 0;
     return -1;
   }
   self->rt = rt;
@@ -107,8 +157,10 @@ static void runtime_close_now(KcRuntime *self) {
   self->rt = NULL; /* every object made from it sees it closed */
   self->dctx = NULL;
 #if defined(KC_ARG_DEVPTR) && defined(KCPY_INTEROP)
-  for (int i = 0; i < self->nstreams; i++) kc_stream_destroy(self->streams[i].s);
-  self->nstreams = 0;
+  for (Py_ssize_t i = 0; i < self->nstreams; i++) kc_stream_destroy(self->streams[i].s);
+  PyMem_Free(self->streams);
+  self->streams = NULL;
+  self->nstreams = self->streams_cap = 0;
 #endif
   Py_BEGIN_ALLOW_THREADS kc_runtime_destroy(rt);
   Py_END_ALLOW_THREADS kcpy_log_poll();
@@ -313,12 +365,35 @@ static PyObject *runtime_define_file(KcRuntime *self, PyObject *args, PyObject *
   return out;
 }
 
+/* 0, or -1 with ValueError when s (a specialization parameter's name or value, or the whole
+ * string) holds a NUL (which would end the C string early) or, with syntax, a ',' or '=' (which
+ * the "K=V,K2=V2" syntax of kc_kernel_create reads as its own: a value "4,M=5" would add a
+ * parameter M). key: the parameter whose value s is, or NULL. */
+static int params_check(PyObject *s, const char *what, PyObject *key, int syntax) {
+  static const Py_UCS4 bad[] = {0, ',', '='};
+  for (int i = 0; i < (syntax ? 3 : 1); i++) {
+    Py_ssize_t at = PyUnicode_FindChar(s, bad[i], 0, PyUnicode_GET_LENGTH(s), 1);
+    if (at == -2) return -1;
+    if (at < 0) continue;
+    const char *name = i == 0 ? "a NUL character" : i == 1 ? "','" : "'='";
+    if (key)
+      PyErr_Format(PyExc_ValueError,
+                   "kernel: the value of specialization parameter %R (%R) contains %s: give each "
+                   "parameter its own keyword or dict entry",
+                   key, s, name);
+    else PyErr_Format(PyExc_ValueError, "kernel: the %s %R contains %s", what, s, name);
+    return -1;
+  }
+  return 0;
+}
+
 /* "K=V,K2=V2" from a string, a mapping, or keyword arguments. */
 static PyObject *params_text(PyObject *params, PyObject *kw) {
   if (params && params != Py_None && PyUnicode_Check(params)) {
     if (kw && PyDict_GET_SIZE(kw))
       return PyErr_Format(PyExc_TypeError,
                           "give specialization parameters as a string or as keywords, not both");
+    if (params_check(params, "specialization", NULL, 0) < 0) return NULL;
     return Py_NewRef(params);
   }
   PyObject *d = params && params != Py_None ? params : kw;
@@ -328,7 +403,14 @@ static PyObject *params_text(PyObject *params, PyObject *kw) {
   Py_ssize_t pos = 0;
   if (!parts) return NULL;
   while (PyDict_Next(d, &pos, &k, &v)) {
-    PyObject *s = PyUnicode_FromFormat("%S=%S", k, v);
+    /* each key and value stays one: a ',' or '=' in one would add or change parameters */
+    PyObject *ks = PyObject_Str(k), *vs = ks ? PyObject_Str(v) : NULL;
+    PyObject *s = vs && params_check(ks, "specialization parameter name", NULL, 1) == 0 &&
+                          params_check(vs, NULL, ks, 1) == 0
+                      ? PyUnicode_FromFormat("%U=%U", ks, vs)
+                      : NULL;
+    Py_XDECREF(ks);
+    Py_XDECREF(vs);
     if (!s || PyList_Append(parts, s) < 0) {
       Py_XDECREF(s);
       Py_DECREF(parts);
@@ -556,6 +638,8 @@ static PyMethodDef runtime_methods[] = {
      "    A Kernel: k[grid, block](*args) launches it.\n\n"
      "Raises:\n"
      "    InvalidArgumentError: a malformed name or specialization.\n"
+     "    ValueError: a parameter's name or value (dict or keywords) holds ',' or '=' (the\n"
+     "        string's own syntax), or a NUL character.\n"
      "    TypeError: params is neither a str nor a dict, or given both ways."},
     {"stats", (PyCFunction)runtime_stats, METH_NOARGS,
      "stats($self, /)\n--\n\n"
@@ -648,9 +732,13 @@ PyTypeObject KcRuntime_Type = {
         "    checked: checked mode (buffer bounds and launch geometry checked at each launch).\n"
         "    log: 'logging' (the default): kcache's messages go to logging.getLogger('kcache') at\n"
         "        the matching level; 'stderr': kcache writes them to the process's stderr itself.\n\n"
+        "A Runtime is initialized once: __init__ again (open, or after close()) raises RuntimeError.\n\n"
         "Raises:\n"
         "    UnavailableError: the backend asked for cannot run here (the message says why).\n"
-        "    ValueError: an unknown backend, log_level or log.",
+        "    ValueError: an unknown backend, log_level or log; a negative cache_max_size or\n"
+        "        compile_timeout_ms; a platform_index below -1.\n"
+        "    OverflowError: compile_timeout_ms above 2**32-1.\n"
+        "    RuntimeError: __init__ on a Runtime initialized before.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)runtime_init,
     .tp_dealloc = (destructor)runtime_dealloc,
@@ -662,16 +750,37 @@ PyTypeObject KcRuntime_Type = {
 
 /* -------------------------------------------------------------------- pin */
 
+/* A pin is the calling thread's (kc_pin): a Pin belongs to the thread that
+ * entered it until that thread leaves it as often as it entered it. */
 typedef struct KcPin {
   PyObject ob_base;
   KcRuntime *owner;
   kc_world world;
-  int held;
+  int held; /* how many times `thread` entered it and has not left */
+  unsigned long thread; /* PyThread_get_thread_ident() of the thread that holds it (held > 0) */
 } KcPin;
+
+/* BusyError when the pin is held by a thread other than the caller's. */
+static int pin_check_thread(KcPin *self, const char *what) {
+  if (!self->held || self->thread == PyThread_get_thread_ident()) return 0;
+  PyErr_Format(kcpy_error_class(KC_EBUSY),
+               "Pin.%s: the pin is held by another thread (ident %lu): a pin is the thread's that entered "
+               "it, and only that thread can leave it",
+               what, self->thread);
+  return -1;
+}
 
 static int pin_init(KcPin *self, PyObject *args, PyObject *kw) {
   PyObject *r;
-  if (!PyArg_ParseTuple(args, "O!:Pin", &KcRuntime_Type, &r) || (kw && PyDict_GET_SIZE(kw))) return -1;
+  if (!PyArg_ParseTuple(args, "O!:Pin", &KcRuntime_Type, &r)) return -1;
+  if (kw && PyDict_GET_SIZE(kw)) {
+    PyErr_SetString(PyExc_TypeError, "Pin() takes no keyword arguments");
+    return -1;
+  }
+  if (self->held) {
+    PyErr_Format(kcpy_error_class(KC_EBUSY), "Pin.__init__: the pin is held (leave its with block first)");
+    return -1;
+  }
   Py_XSETREF(self->owner, (KcRuntime *)Py_NewRef(r));
   return 0;
 }
@@ -683,21 +792,27 @@ static void pin_dealloc(KcPin *self) {
 
 static PyObject *pin_enter(KcPin *self, PyObject *unused) {
   (void)unused;
-  if (kcpy_check_open(self->owner) < 0) return NULL;
-  kc_status st = kc_pin(self->owner->rt, &self->world);
+  if (kcpy_check_open(self->owner) < 0 || pin_check_thread(self, "__enter__") < 0) return NULL;
+  kc_world w;
+  kc_status st = kc_pin(self->owner->rt, &w);
   if (st) return kcpy_raise(self->owner->rt, st, "pin");
+  if (!self->held) self->thread = PyThread_get_thread_ident();
+  self->world = w;
   self->held++;
   return Py_NewRef(self);
 }
 
 static PyObject *pin_exit(KcPin *self, PyObject *args) {
   (void)args;
-  if (kcpy_check_open(self->owner) < 0) return NULL;
-  if (self->held) {
-    self->held--;
-    kc_status st = kc_unpin(self->owner->rt);
-    if (st) return kcpy_raise(self->owner->rt, st, "unpin");
+  if (!self->held) Py_RETURN_FALSE; /* never entered, or left already */
+  if (pin_check_thread(self, "__exit__") < 0) return NULL; /* nothing changes */
+  if (!self->owner->rt) { /* closed: its pins ended with it (kc_pin) */
+    self->held = 0;
+    Py_RETURN_FALSE;
   }
+  kc_status st = kc_unpin(self->owner->rt);
+  if (st) return kcpy_raise(self->owner->rt, st, "unpin"); /* still held */
+  self->held--;
   Py_RETURN_FALSE;
 }
 
@@ -709,10 +824,15 @@ static PyObject *pin_repr(KcPin *self) {
 static PyMethodDef pin_methods[] = {
     {"__enter__", (PyCFunction)pin_enter, METH_NOARGS,
      "__enter__($self, /)\n--\n\n"
-     "Pins the calling thread to the latest world (kc_pin); returns the Pin.\n\n"
-     "Raises:\n    DestroyedError: the runtime is closed."},
+     "Pins the calling thread to the latest world (kc_pin); returns the Pin. The Pin is that\n"
+     "thread's until it leaves it as often as it entered it.\n\n"
+     "Raises:\n"
+     "    DestroyedError: the runtime is closed.\n"
+     "    BusyError: another thread holds this Pin, or this thread pins another runtime."},
     {"__exit__", (PyCFunction)pin_exit, METH_VARARGS,
-     "__exit__($self, exc_type, exc_value, traceback, /)\n--\n\nUnpins (kc_unpin); returns False."},
+     "__exit__($self, exc_type, exc_value, traceback, /)\n--\n\n"
+     "Unpins (kc_unpin); returns False. A Pin not held (or whose runtime is closed) is left as is.\n\n"
+     "Raises:\n    BusyError: another thread holds the Pin (nothing changes)."},
     {NULL, NULL, 0, NULL}};
 
 static PyObject *pin_get_world(KcPin *self, void *c) {

@@ -44,7 +44,16 @@ int kcpy_stream_handle(PyObject *o, void **out) {
                "a PyOpenCL CommandQueue (.int_ptr), not %s",
                Py_TYPE(o)->tp_name),
            -1;
+  if (!PyLong_Check(h)) {
+    PyErr_Format(PyExc_TypeError, "a stream's native handle must be an int, not %s", Py_TYPE(h)->tp_name);
+    Py_DECREF(h);
+    return -1;
+  }
   unsigned long long v = PyLong_AsUnsignedLongLong(h);
+  if (v == (unsigned long long)-1 && PyErr_Occurred() && PyErr_ExceptionMatches(PyExc_OverflowError)) {
+    PyErr_Clear();
+    PyErr_Format(PyExc_ValueError, "a stream's native handle must be an int in [0, 2**64-1], not %R", h);
+  }
   Py_DECREF(h);
   if (v == (unsigned long long)-1 && PyErr_Occurred()) return -1;
   *out = (void *)(uintptr_t)v;
