@@ -41,6 +41,7 @@ typedef struct cli {
   kc__config conf;
   bool json; /* --json */
   bool progress; /* stderr is a terminal (and not --json) */
+  bool zero_after; /* ccache's -sz (-zs, -z -s): stats --zero shows the counters first, then zeroes them */
   const char *cmd; /* the command's name */
   int argc; /* the command's own arguments */
   char **argv;

@@ -118,7 +118,21 @@ int cli_show_config(cli *c, bool dir_given) {
   return 0;
 }
 
-int cli_set_max_size(cli *c, const char *size) {
+int cli_set_max_size(cli *c, const char *arg) {
+  /* What is written is what is reported, and what the file's reader reads
+   * back: the size without the blanks around it (kcache.conf's reader trims
+   * those), and no control character within (a newline would end the
+   * line: "max_size = " and a stray "5G", the default in force) */
+  char size[128];
+  size_t lead = strspn(arg, " \t\n\r\v\f"), n = strlen(arg + lead);
+  while (n && strchr(" \t\n\r\v\f", arg[lead + n - 1])) n--;
+  if (n >= sizeof size)
+    cli_usage("-M: \"%.40s...\" is not a size (e.g. 500M, 2G; 0: the default)", arg + lead);
+  snprintf(size, sizeof size, "%.*s", (int)n, arg + lead);
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)size[i] < 0x20 || size[i] == 0x7f)
+      cli_usage("-M: the size holds a control character (byte 0x%02x): give it as 500M or 2G",
+                (unsigned)(unsigned char)size[i]);
   uint64_t v;
   if (!kc__store_parse_size(size, &v))
     cli_usage("-M: \"%s\" is not a size (e.g. 500M, 2G; 0: the default)", size);

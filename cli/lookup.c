@@ -9,6 +9,7 @@
  * nor opens every entry of a large store.
  */
 #include "cli.h"
+#include "core/core.h" /* kc__canon_params: parameters in the form entries keep them */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,8 +85,13 @@ static size_t match_prefix(const cli *c, const char *prefix, uint8_t first[16]) 
 
 /* The key of the most recently compiled entry named `name` (with `params`
  * if not NULL) into key, from the metadata of the entries the index says
- * have that name; false if none. */
+ * have that name; false if none. The parameters are compared as the
+ * library keeps them, sorted by key and trimmed (kc__canon_params), so
+ * that "T=float,N=1", as kc_kernel_create was given them, finds the entry
+ * of "N=1,T=float"; ones it would refuse are compared as they are. */
 static bool newest_named(const cli *c, const char *name, const char *params, uint8_t key[16]) {
+  char *canon = NULL;
+  if (params && kc__canon_params(NULL, params, &canon) == KC_OK) params = canon;
   kc__index_set s;
   cli_named(c, name, &s);
   bool found = false;
@@ -104,6 +110,7 @@ static bool newest_named(const cli *c, const char *name, const char *params, uin
     kc__entry_free(NULL, &e);
   }
   kc__index_set_free(NULL, &s);
+  kc__heap_free(NULL, canon);
   return found;
 }
 

@@ -14,10 +14,12 @@
  * an argument a command does not take are usage errors (exit 2).
  *
  * --json: a command's whole output is one JSON document (watch: one object
- * a line, JSON Lines). Its output is held in a temporary file until it
- * ends, so that a failure (cli_fail, cli_usage, cli_error and a nonzero
- * status) prints {"error": MESSAGE, "exit_status": N, "command": NAME}
- * instead of half a document; the message goes to stderr as in text mode.
+ * a line, JSON Lines). Its output is held until it ends (in memory, else a
+ * temporary file), so that a failure (cli_fail, cli_usage, cli_error and a
+ * nonzero status) prints {"error": MESSAGE, "exit_status": N, "command":
+ * NAME} instead of half a document; the message goes to stderr as in text
+ * mode. A write that fails, into the hold or to stdout, is a failure too
+ * ("kcache: write error: ..."), never exit 0 with the output cut short.
  */
 #include "cli.h"
 #include "out.h"
@@ -28,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,6 +65,7 @@ static const char help_main[] =
     "  -s, --show-stats   kcache stats         -z, --zero-stats   kcache stats --zero\n"
     "  -C, --clear        kcache clear         -p, --show-config  the settings in force\n"
     "  -M, --max-size SIZE  the store's size bound, kept in DIR/kcache.conf\n"
+    "  -sz (-zs, -z -s)   the stats as they are, then zeroed, as ccache -sz does\n"
     "\n"
     "  -V, --version  prints \"kcache VERSION\"\n"
     "  -h, --help     help\n"
@@ -95,12 +99,14 @@ static struct {
   FILE *tmp;
   const char *cmd;
   char msg[4096]; /* the first error said, for the JSON error object */
+  int write_err; /* why copying the hold to stdout failed (end() says it) */
 } out_state = {.saved = -1};
 
 /* "kcache: MSG" on stderr; kept for --json's error object. */
 static void say_error(const char *fmt, va_list ap) {
   char msg[sizeof out_state.msg];
   vsnprintf(msg, sizeof msg, fmt, ap);
+  fflush(stdout); /* after what was printed, where both go to one file */
   fprintf(stderr, "kcache: %s\n", msg);
   if (!out_state.msg[0]) snprintf(out_state.msg, sizeof out_state.msg, "%s", msg);
 }
@@ -112,39 +118,75 @@ void cli_error(const char *fmt, ...) {
   va_end(ap);
 }
 
-/* Starts holding stdout (--json), so that a failure can replace it. */
+/* Starts holding stdout (--json), so that a failure can replace it: in
+ * memory (a memfd), so that a full or read-only /tmp does not cut the
+ * document short, else in a temporary file. A hold that cannot be made is a
+ * failure now, while its error object can still be the whole output. */
 static void capture_start(void) {
   fflush(stdout);
-  out_state.tmp = tmpfile();
-  if (!out_state.tmp) return; /* then a failure's object follows what was printed */
-  out_state.saved = dup(1);
-  if (out_state.saved < 0 || dup2(fileno(out_state.tmp), 1) < 0) {
-    if (out_state.saved >= 0) close(out_state.saved);
-    fclose(out_state.tmp);
-    out_state.tmp = NULL;
-    out_state.saved = -1;
-    return;
+  int fd = memfd_create("kcache-json", MFD_CLOEXEC), err = 0;
+  FILE *tmp = fd >= 0 ? fdopen(fd, "w+") : NULL;
+  if (!tmp) {
+    if (fd >= 0) close(fd);
+    tmp = tmpfile();
   }
+  if (!tmp) err = errno;
+  int saved = tmp ? dup(1) : -1;
+  if (tmp && (saved < 0 || dup2(fileno(tmp), 1) < 0)) {
+    err = errno;
+    if (saved >= 0) close(saved);
+    fclose(tmp);
+  }
+  if (err) cli_fail("--json: cannot hold the output until the command ends: %s", strerror(err));
+  out_state.tmp = tmp;
+  out_state.saved = saved;
   out_state.capturing = true;
 }
 
+/* Copies what was held to stdout (whose own errors end() reports); false
+ * with errno if the hold cannot be read back. */
+static bool copy_held(FILE *tmp) {
+  rewind(tmp);
+  char buf[65536];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, tmp)) > 0;)
+    if (fwrite(buf, 1, n, stdout) != n) { /* stdout failed: said at the end, with this errno */
+      out_state.write_err = errno;
+      return true;
+    }
+  return !ferror(tmp);
+}
+
 /* The end of a command in --json: what it printed, or (it failed with a
- * message) the error object instead. Returns rc. */
+ * message, or its output could not all be held) the error object instead.
+ * Returns the exit status. */
 static int finish(int rc) {
   if (!out_state.json) return rc;
-  fflush(stdout);
   bool failed = rc != 0 && out_state.msg[0];
   if (out_state.capturing) {
+    /* a write into the hold that failed (no memory, a full /tmp): the
+     * document there is cut short, and only the error object may go out */
+    errno = 0;
+    bool cut = fflush(stdout) != 0;
+    int err = cut ? errno : 0;
+    cut = cut || ferror(stdout);
+    clearerr(stdout); /* the real stdout's errors are its own (end) */
     dup2(out_state.saved, 1);
     close(out_state.saved);
     out_state.capturing = false;
-    if (!failed) {
-      rewind(out_state.tmp);
-      char buf[65536];
-      for (size_t n; (n = fread(buf, 1, sizeof buf, out_state.tmp)) > 0;) fwrite(buf, 1, n, stdout);
+    if (!failed && !cut && !copy_held(out_state.tmp)) {
+      err = errno;
+      fprintf(stderr, "kcache: --json: cannot read back the held output: %s\n", strerror(err));
+      rc = rc ? rc : 1;
     }
     fclose(out_state.tmp);
     out_state.tmp = NULL;
+    if (!failed && cut) {
+      out_state.msg[0] = 0; /* this is the error the object says */
+      cli_error("--json: the output could not be held until the command ended (%s); none of it is printed",
+                err ? strerror(err) : "a write failed");
+      failed = true;
+      rc = rc ? rc : 1;
+    }
   }
   if (failed) {
     printf("{\"error\": ");
@@ -153,7 +195,24 @@ static int finish(int rc) {
     json_str(out_state.cmd);
     printf("}\n");
   }
-  fflush(stdout);
+  return rc;
+}
+
+/* The end of every run (finish, then stdout): what is still buffered for
+ * stdout is written, and a write to it that failed (a full disk,
+ * /dev/full, a closed pipe with SIGPIPE ignored) is said, with exit status
+ * 1 where there was none: its reader got less than it was told. */
+static int end(int rc) {
+  rc = finish(rc);
+  errno = 0;
+  bool bad = fflush(stdout) != 0;
+  int err = bad ? errno : out_state.write_err;
+  bad = ferror(stdout) || bad;
+  if (fclose(stdout) != 0 && !bad) bad = true, err = errno;
+  if (bad) {
+    fprintf(stderr, "kcache: write error%s%s\n", err ? ": " : "", err ? strerror(err) : "");
+    rc = rc ? rc : 1;
+  }
   return rc;
 }
 
@@ -163,7 +222,7 @@ void cli_usage(const char *fmt, ...) {
   say_error(fmt, ap);
   fprintf(stderr, "(kcache --help for usage)\n");
   va_end(ap);
-  exit(finish(2));
+  exit(end(2));
 }
 
 void cli_fail(const char *fmt, ...) {
@@ -171,7 +230,7 @@ void cli_fail(const char *fmt, ...) {
   va_start(ap, fmt);
   say_error(fmt, ap);
   va_end(ap);
-  exit(finish(1));
+  exit(end(1));
 }
 
 /* ------------------------------------------------------------ arguments */
@@ -252,11 +311,20 @@ static void set_root(cli *c, const char *dir, bool lenient) {
 }
 
 /* A store this user cannot read is an error (exit 1), not an empty listing:
- * its directory, and its v1 folder where there is one. */
+ * its directory, and its v1 folder where there is one. One that is not a
+ * directory says so (access() would call a plain file's missing search
+ * permission "Permission denied"). */
 static void check_readable(const cli *c) {
   const char *dirs[] = {c->root, c->vdir};
   for (int i = 0; i < 2; i++) {
-    if (access(dirs[i], F_OK) != 0) return; /* not made yet: an empty store */
+    struct stat st;
+    if (stat(dirs[i], &st) != 0) {
+      if (errno == ENOENT) return; /* not made yet: an empty store */
+    } else if (!S_ISDIR(st.st_mode)) {
+      cli_fail(
+          "cannot read the store: %s is not a directory (kcache could not keep its entries there either)",
+          dirs[i]);
+    }
     if (access(dirs[i], R_OK | X_OK) != 0)
       cli_fail("cannot read the store %s: %s (kcache would not see its entries either)", dirs[i],
                strerror(errno));
@@ -273,7 +341,8 @@ static void resolve(cli *c, const char *dir) {
   if (dir) kc__config_set(&c->conf, KC__SET_CACHE_DIR, dir, KC__FROM_OPTION, "--dir");
 }
 
-int main(int argc, char **argv) {
+/* The command line's run: its exit status, before end() checks stdout. */
+static int run(int argc, char **argv) {
   static cli c; /* static: what it holds (its configuration) lives until exit */
   memset(&c, 0, sizeof c);
   const char *dir = NULL, *cmd = NULL;
@@ -285,14 +354,16 @@ int main(int argc, char **argv) {
   out_state.cmd = "kcache";
   for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) /* errors of the arguments are JSON too */
     if (!strcmp(argv[i], "--json")) out_state.json = true;
-  bool zero = false; /* -z given (with -s or not: ccache's -sz, -zs, -z -s) */
+  bool zero = false, show = false; /* -z given, -s given (ccache's -sz, -zs, -z -s) */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool stats_flags = (a[0] == '-' && a[1] && a[1] != '-' && strspn(a + 1, "sz") == strlen(a + 1)) ||
                        !strcmp(a, "--show-stats") || !strcmp(a, "--zero-stats");
     if (stats_flags && (!cmd || (!strcmp(cmd, "stats") && !c.argc) || (zero && !strcmp(cmd, "stats")))) {
-      /* -s, -z and their combinations: the stats, zeroed after they are shown when -z is among them */
+      /* -s, -z and their combinations: with both, the stats are shown and
+       * then zeroed, as ccache -sz does (-z alone is stats --zero) */
       cmd = "stats";
+      show = show || strchr(a + 1, 's') || !strcmp(a, "--show-stats");
       if (!zero && (strchr(a + 1, 'z') || !strcmp(a, "--zero-stats"))) {
         zero = true;
         rest[c.argc++] = "--zero";
@@ -336,9 +407,10 @@ int main(int argc, char **argv) {
     }
   }
   c.argv = rest;
+  c.zero_after = zero && show;
   resolve(&c, dir && *dir ? dir : NULL);
   if (special) { /* -p and -M: the store's settings, no command */
-    if (help) {
+    if (help || has_help(&c)) { /* --help wherever it is, as after a command */
       fputs(cli_help_config, stdout);
       return 0;
     }
@@ -346,11 +418,11 @@ int main(int argc, char **argv) {
     c.cmd = out_state.cmd = special == 'p' ? "--show-config" : "--max-size";
     if (c.json) capture_start();
     set_root(&c, dir, special == 'p');
-    if (special == 'p') return finish(cli_show_config(&c, dir != NULL));
+    if (special == 'p') return cli_show_config(&c, dir != NULL);
     int err = 0; /* a default store that is not there yet: made as the library would make it */
     if (!kc__store_make_dirs(c.root, kc__store_dir_mode(&c.trust), &err))
       cli_fail("-M: cannot make %s: %s", c.root, strerror(err));
-    return finish(cli_set_max_size(&c, max_size));
+    return cli_set_max_size(&c, max_size);
   }
   if (help || !cmd || !strcmp(cmd, "help")) {
     if (!help && !cmd && c.json) cli_usage("no command given");
@@ -371,5 +443,7 @@ int main(int argc, char **argv) {
     check_readable(&c);
   }
   c.progress = !c.json && isatty(2);
-  return finish(commands[k].run(&c));
+  return commands[k].run(&c);
 }
+
+int main(int argc, char **argv) { return end(run(argc, argv)); }

@@ -10,6 +10,7 @@
 #include "cache/io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,8 @@ const char cli_help_stats[] = "usage: kcache stats [--zero] [--dir DIR] [--json]
                               "\n"
                               "  -z, --zero  first zeroes the store's hits, misses, writes, evictions and\n"
                               "              repairs (for every process using it; what it holds is kept,\n"
-                              "              and so are the remote tier's counters)\n"
+                              "              and so are the remote tier's counters); ccache's -sz (-zs,\n"
+                              "              -z -s) shows them as they are, then zeroes them\n"
                               "\n"
                               "An invalid $KC_CACHE_MAXSIZE is reported (a warning, as the library gives)\n"
                               "and the default bound shown, which is what the library then uses.\n";
@@ -51,12 +53,61 @@ typedef struct summary {
   kc__store_counters k;
 } summary;
 
+/* The shared counters' last change, which summarize takes for the store's
+ * last lookup: the mtime of vdir/stats, and the lookups counted then. */
+typedef struct last_lookup {
+  struct timespec mtime;
+  uint64_t lookups; /* hits + misses */
+  bool known; /* the file is there (a regular file) */
+} last_lookup;
+
+static void lookup_mark(const cli *c, last_lookup *m) {
+  char path[PATH_MAX + 16];
+  struct stat st;
+  kc__store_counters k;
+  snprintf(path, sizeof path, "%s/stats", c->vdir);
+  memset(m, 0, sizeof *m);
+  if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return;
+  kc__store_counters_read(c->vdir, &k);
+  m->mtime = st.st_mtim;
+  m->lookups = k.hits + k.misses;
+  m->known = true;
+}
+
+/* After a command rewrote the counters without a lookup (stats --zero, a
+ * gc's recount), their file's mtime goes back to m's, so that the newest
+ * use stats shows is not the command's own (it was "0 s ago" after every
+ * `kcache -z`). Unless a lookup came meanwhile, which counted a hit or a
+ * miss (zeroed: the counters were zeroed in between, so any counts one); a
+ * lookup in the instant between that check and the restore is shown older,
+ * until the next. Best effort: a file of another user's is left as it is. */
+static void lookup_restore(const cli *c, const last_lookup *m, bool zeroed) {
+  if (!m->known) return;
+  char path[PATH_MAX + 16];
+  kc__store_counters k;
+  kc__store_counters_read(c->vdir, &k);
+  if (k.hits + k.misses != (zeroed ? 0 : m->lookups)) return;
+  snprintf(path, sizeof path, "%s/stats", c->vdir);
+  struct timespec t[2] = {{.tv_nsec = UTIME_OMIT}, m->mtime};
+  (void)utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW);
+}
+
+/* stats --zero: the counters of use zeroed, the last lookup kept. */
+static void zero_counters(const cli *c) {
+  last_lookup m;
+  lookup_mark(c, &m);
+  if (!kc__store_counters_zero(c->vdir))
+    cli_fail("stats --zero: cannot write %s/stats: %s", c->vdir, strerror(errno));
+  lookup_restore(c, &m, true);
+}
+
 /* From the store's summary and index (cache/index.h), not from every
  * entry: what it holds, by backend; entries that could not be read when
  * they were indexed count as damaged. Last uses are those the index
  * records (a hit touches the entry's file, not the index); the newest use
- * is also the shared counters' last change (every hit, miss and write
- * rewrites them). */
+ * is also the shared counters' last change (every hit and miss rewrites
+ * them; the commands that rewrite them otherwise put their mtime back:
+ * lookup_restore). */
 static void summarize(const cli *c, summary *s) {
   memset(s, 0, sizeof *s);
   kc__index_summary t;
@@ -127,7 +178,7 @@ static void stats_json(const cli *c, const summary *s, bool zeroed) {
   printf("}\n");
 }
 
-static void stats_text(const cli *c, const summary *s, bool zeroed) {
+static void stats_text(const cli *c, const summary *s, bool zeroed, bool after) {
   const kc__store_counters *k = &s->k;
   char a[32], b[32], t[32];
   printf("directory   %s (format v%u)\n", c->root, KC__STORE_FORMAT);
@@ -147,7 +198,10 @@ static void stats_text(const cli *c, const summary *s, bool zeroed) {
   printf("counters    %llu hits, %llu misses", (unsigned long long)k->hits, (unsigned long long)k->misses);
   if (lookups) printf(" (%.0f%% hits)", 100.0 * (double)k->hits / (double)lookups);
   printf(", %llu writes, %llu evictions, %llu repairs%s\n", (unsigned long long)k->writes,
-         (unsigned long long)k->evictions, (unsigned long long)k->repairs, zeroed ? " (just zeroed)" : "");
+         (unsigned long long)k->evictions, (unsigned long long)k->repairs,
+         !zeroed ? ""
+         : after ? " (shown, then zeroed)"
+                 : " (just zeroed)");
   cli_stats_remote(c);
 }
 
@@ -157,13 +211,17 @@ int cmd_stats(cli *c) {
     if (cli_flag(c->argv[i], "--zero", "-z")) zero = true;
     else cli_unexpected(c, c->argv[i]);
   }
-  if (zero && !kc__store_counters_zero(c->vdir))
-    cli_fail("stats --zero: cannot write %s/stats: %s", c->vdir, strerror(errno));
+  /* stats --zero zeroes, then shows the zeros; ccache's -sz shows the
+   * counters as they were, then zeroes them (read, then zeroed before
+   * anything is printed, so that a failure to zero is the whole output) */
+  bool after = zero && c->zero_after;
+  if (zero && !after) zero_counters(c);
   summary s;
   summarize(c, &s);
+  if (after) zero_counters(c);
   if (s.max_error[0]) fprintf(stderr, "kcache: warning: %s\n", s.max_error);
   if (c->json) stats_json(c, &s, zero);
-  else stats_text(c, &s, zero);
+  else stats_text(c, &s, zero, after);
   return 0;
 }
 
@@ -562,7 +620,12 @@ int cmd_verify(cli *c) {
   }
   kc__store_trust_wipe(&trust);
   kc__store_list_free(NULL, files, n);
-  if (t.removed) kc__store_gc(NULL, c->vdir, UINT64_MAX, true, NULL, NULL, NULL); /* recount */
+  if (t.removed) { /* recount (not a lookup: the last one is kept) */
+    last_lookup m;
+    lookup_mark(c, &m);
+    kc__store_gc(NULL, c->vdir, UINT64_MAX, true, NULL, NULL, NULL);
+    lookup_restore(c, &m, false);
+  }
   if (c->json)
     printf("%s], \"removed\": %zu, \"unreadable\": %zu", t.bad ? "\n" : "", t.removed, t.unreadable);
   size_t found = 0, planted = verify_planted(c, repair, &b, &found);
@@ -586,12 +649,15 @@ const char cli_help_gc[] = "usage: kcache gc [--max-size SIZE] [--dir DIR] [--js
                            "Evicts least recently used entries until the store holds at most SIZE\n"
                            "(\"500M\", \"2G\", bytes; default $KC_CACHE_MAXSIZE, else 1G), removes temp\n"
                            "files left by writers that died and lock files of compiles that died, and\n"
-                           "recounts the store's size. A terminal shows progress.\n";
+                           "recounts the store's size. A terminal shows progress. An entry it cannot\n"
+                           "remove (its folder not writable here) is a failure, exit status 1: it says\n"
+                           "how many, and the first one's path and why.\n";
 
 const char cli_help_clear[] = "usage: kcache clear [--dir DIR] [--json]\n"
                               "\n"
                               "Removes every entry (programs running now keep what they loaded, and\n"
-                              "compile again what they need next). A terminal shows progress.\n";
+                              "compile again what they need next). A terminal shows progress. An entry\n"
+                              "it cannot remove is a failure, exit status 1, as in gc.\n";
 
 static void gc_report(const cli *c, uint64_t target, const kc__gc_result *r) {
   char a[32], bb[32], t[32];
@@ -628,13 +694,23 @@ static int run_gc(const cli *c, uint64_t target, const char *what) {
   bar b;
   bar_init(&b, what, c->progress);
   kc__gc_result r;
+  last_lookup m; /* an eviction is not a lookup: the last one is kept */
+  lookup_mark(c, &m);
   if (kc__store_gc(NULL, c->vdir, target, true, bar_draw, &b, &r) != KC_OK) {
     bar_break(&b);
     cli_error("%s: %s", what, kc_errmsg(NULL));
     return 1;
   }
+  lookup_restore(c, &m, false);
   gc_report(c, target, &r);
-  return 0;
+  if (!r.failed) return 0;
+  /* as verify --repair: what could not be removed is a failure, and why */
+  if (r.failed == 1)
+    cli_error("%s: 1 entry could not be removed: %s: %s", what, r.fail_path, strerror(r.fail_errno));
+  else
+    cli_error("%s: %llu entries could not be removed (the first, %s: %s)", what, (unsigned long long)r.failed,
+              r.fail_path, strerror(r.fail_errno));
+  return 1;
 }
 
 int cmd_gc(cli *c) {

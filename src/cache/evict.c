@@ -319,7 +319,11 @@ static int by_last_use(const void *a, const void *b) {
 }
 
 /* Evicts the least recently used of files[0..n) until at most target bytes
- * are left; fills r's counts. */
+ * are left; fills r's counts. An entry that cannot be removed (its bucket
+ * directory not writable here) stays, counted in r->failed with the first
+ * failure's path and errno, and the next goes instead; one that vanished
+ * meanwhile (another process removed it, and counted it) is gone, not a
+ * failure. */
 static void evict_lru(kc__store_file *files, size_t n, uint64_t target, kc__progress_fn progress, void *ud,
                       kc__gc_result *r) {
   uint64_t total = 0;
@@ -330,9 +334,17 @@ static void evict_lru(kc__store_file *files, size_t n, uint64_t target, kc__prog
   uint64_t left = n;
   for (size_t i = 0; i < n && total > target; i++) {
     if (progress) progress(ud, i + 1, n);
-    if (unlink(files[i].path) == 0) {
-      total -= files[i].size;
-      left--;
+    bool removed = unlink(files[i].path) == 0;
+    if (!removed && errno != ENOENT) {
+      if (!r->failed++) {
+        r->fail_errno = errno;
+        snprintf(r->fail_path, sizeof r->fail_path, "%s", files[i].path);
+      }
+      continue;
+    }
+    total -= files[i].size;
+    left--;
+    if (removed) {
       r->evicted++;
       r->evicted_bytes += files[i].size;
     }

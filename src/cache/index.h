@@ -179,6 +179,12 @@ typedef void (*kc__progress_fn)(void *ud, size_t done, size_t total);
 typedef struct kc__gc_result {
   uint64_t entries_before, bytes_before, entries_after, bytes_after;
   uint64_t evicted, evicted_bytes, temps_removed, locks_removed;
+  /* kc__store_gc: the entries it chose and could not remove (an unlink that
+   * failed; one that vanished meanwhile is not counted), and the first's
+   * path and errno, for the command to say why */
+  uint64_t failed;
+  int fail_errno;
+  char fail_path[PATH_MAX];
 } kc__gc_result;
 
 /* Removes least recently used entries until the store holds at most

@@ -320,7 +320,7 @@ static bool mac_ok(const kc__store_trust *t, const char *path, char *why, size_t
   uint8_t *buf = kc__fo_read_all(NULL, fd, n, &got, w, sizeof w);
   close(fd);
   bool ok = !buf || got < n || kc__store_unseal(t, buf, n, &img, w, sizeof w) != KC_EIO;
-  if (!ok) snprintf(why, wl, "the entry %s is %s (fix: kcache verify --repair, or remove it)", path, w);
+  if (!ok) snprintf(why, wl, "the entry %s: %s (fix: kcache verify --repair, or remove it)", path, w);
   kc__heap_free(NULL, buf);
   return ok;
 }

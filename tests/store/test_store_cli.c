@@ -12,7 +12,11 @@
  * user cannot read are errors in every command (never an empty listing);
  * --json output is one valid JSON document for every command, a failure's
  * {"error", "exit_status"} object included; a key prefix too short says
- * what a prefix needs.
+ * what a prefix needs. And what the bug hunt found: --json with /tmp full or
+ * its hold cut short, stdout that cannot be written, clear that cannot
+ * remove an entry (or finds it gone), -sz's order, the newest use kept by
+ * -z and gc, -M's blanks, --params in any order, -p --help, a v1 that is a
+ * file.
  */
 #include "st.h"
 #include "kct_conf.h"
@@ -489,8 +493,8 @@ static void test_ccache_flags(void **state) {
   if (strstr(out, "warning")) fail_msg("kcache -p warned about well-formed values:\n%s", out);
   free(out);
   /* ccache's combined and joined forms */
-  cli_says(f, 0, "-sz", "(just zeroed)");
-  cli_says(f, 0, "-z -s", "(just zeroed)");
+  cli_says(f, 0, "-sz", "(shown, then zeroed)");
+  cli_says(f, 0, "-z -s", "(shown, then zeroed)");
   cli_says(f, 0, "-M3G", "is now 3.0 GiB");
   /* a value the library would not take: -p shows it, and warns */
   KCT_SAYS(cli_after(f, "KC_HOST_THREADS=x KC_LOG=verbose", &out, "-p"), out, 0,
@@ -952,6 +956,265 @@ static void test_ls_while_entries_vanish(void **state) {
   free(out);
 }
 
+/* ---------------------------------------------------- failures said, never exit 0 */
+
+/* --json output is held in memory until the command ends: with /tmp full
+ * (a tmpfs of 4 KiB, filled, in a mount namespace of its own) the document
+ * is whole; it was held in a temporary file there, cut short, with exit 0.
+ * Needs root and unshare -m. */
+static void test_json_with_tmp_full(void **state) {
+  fx *f = *state;
+  const char *ns = "unshare -m sh -c \"mount --make-rprivate / && mount -t tmpfs -o size=4k tmpfs /tmp && "
+                   "(head -c 8192 /dev/zero >/tmp/fill; true) && ";
+  char cmd[4096], *out;
+  snprintf(cmd, sizeof cmd, "%s true\" >/dev/null 2>&1", ns);
+  if (geteuid() != 0 || system(cmd) != 0) {
+    print_message("needs root and unshare -m, to mount a full tmpfs on /tmp for kcache alone\n");
+    skip();
+  }
+  populate(f);
+  /* the store through the working directory: the tmpfs hides where it is */
+  snprintf(cmd, sizeof cmd, "cd '%s' && %s '%s' --dir . --json ls\" 2>/dev/null", f->root, ns, KC_CLI);
+  int rc = kct_capture(cmd, &out);
+  if (rc != 0 || st_count(out, "\"key\":") != 3)
+    fail_msg("kcache --json ls with /tmp full: exit %d, wanted 0 and 3 entries:\n%s", rc, out);
+  json_set js = {0};
+  json_add(&js, "--json ls (/tmp full)", out, 0);
+  free(out);
+  json_check(&js);
+}
+
+/* A write into the hold that fails (here a file size limit, EFBIG, as a
+ * full disk gives ENOSPC) is the error object and exit 1: it was exit 0
+ * with the document cut short. */
+static void test_json_hold_cut_short(void **state) {
+  fx *f = *state;
+  populate(f);
+  char args[1024], *out;
+  snprintf(args, sizeof args, "--dir '%s' --json ls", f->root);
+  /* ulimit -f 1: 512 bytes in dash, 1,024 in bash; the listing is longer */
+  assert_int_equal(cli_stdout("trap '' XFSZ; ulimit -f 1;", args, &out), 1);
+  KCT_CONTAINS(out,
+               "{\"error\": \"--json: the output could not be held until the command ended (File too large)");
+  if (strstr(out, "\"key\":")) fail_msg("part of the document printed with the error:\n%s", out);
+  json_set js = {0};
+  json_add(&js, args, out, 1);
+  free(out);
+  json_check(&js);
+}
+
+/* A write to stdout that fails (/dev/full) is "kcache: write error: ..."
+ * and exit 1, in every command: they exited 0 and said nothing. */
+static void test_stdout_write_error(void **state) {
+  fx *f = *state;
+  if (access("/dev/full", W_OK) != 0) {
+    print_message("no /dev/full here\n");
+    skip();
+  }
+  populate(f);
+  static const char *const runs[] = {"stats",     "ls",     "show k",    "verify",       "explain k",
+                                     "gc",        "-p",     "--json ls", "--json stats", "--json -p",
+                                     "--version", "--help", "ls --help"};
+  for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+    char cmd[2048], *out;
+    snprintf(cmd, sizeof cmd, "'%s' --dir '%s' %s 2>&1 >/dev/full", KC_CLI, f->root, runs[i]);
+    int rc = kct_capture(cmd, &out);
+    if (rc != 1 || !strstr(out, "kcache: write error: No space left on device"))
+      fail_msg("kcache %s >/dev/full: exit %d, wanted 1 and the write error:\n%s", runs[i], rc, out);
+    free(out);
+  }
+  assert_int_equal(st_entries(f->root, NULL), 3);
+}
+
+/* clear and gc that cannot remove an entry (its bucket directory not
+ * writable by this user) say which and why, exit 1, and --json gives the
+ * error object; they said "removed 2 of 3 entries" and exited 0. As uid
+ * 65534 when run as root (root may remove it). */
+static void test_clear_that_cannot_remove(void **state) {
+  fx *f = *state;
+  populate(f);
+  char pre[256] = "", path[4096], bucket[4096], cmd[8192], *out;
+  st_entry_of(f->root, "kv", "V=1", path, sizeof path);
+  snprintf(bucket, sizeof bucket, "%.*s", (int)(strrchr(path, '/') - path), path);
+  if (geteuid() == 0) {
+    snprintf(cmd, sizeof cmd, "chown -R 65534:65534 '%s'", f->root);
+    assert_int_equal(system(cmd), 0);
+    snprintf(pre, sizeof pre, "setpriv --reuid=65534 --regid=65534 --clear-groups");
+    if (cli_after(f, pre, &out, "ls") != 0) {
+      free(out);
+      print_message(
+          "cannot run kcache as uid 65534 on the store here (setpriv, or a folder it cannot reach)\n");
+      skip();
+    }
+    free(out);
+  }
+  assert_int_equal(chmod(bucket, 0555), 0);
+  char want[4200];
+  snprintf(want, sizeof want, "kcache: clear: 1 entry could not be removed: %s: Permission denied", path);
+  KCT_SAYS(cli_after(f, pre, &out, "clear"), out, 1, "removed 2 of 3 entries", want);
+  json_set js = {0};
+  snprintf(cmd, sizeof cmd, "%s '%s' --dir '%s' --json gc --max-size 0 2>/dev/null", pre, KC_CLI, f->root);
+  assert_int_equal(kct_capture(cmd, &out), 1);
+  KCT_CONTAINS(out, "gc: 1 entry could not be removed: ");
+  json_add(&js, "--json gc --max-size 0 (an entry that cannot be removed)", out, 1);
+  free(out);
+  json_check(&js);
+  assert_int_equal(st_entries(f->root, NULL), 1);
+  assert_int_equal(chmod(bucket, 0755), 0);
+  KCT_SAYS(cli_after(f, pre, &out, "clear"), out, 0, "removed 1 of 1 entries");
+  assert_int_equal(st_entries(f->root, NULL), 0);
+}
+
+/* An entry that another process removed between clear's listing and its
+ * unlink is gone, not a failure: clear beside a verify --repair that
+ * removes the same entries (1,000 copies of one, each named as an entry
+ * of its bucket: damaged) exits 0 and leaves none. */
+static void test_clear_beside_another_remover(void **state) {
+  fx *f = *state;
+  populate(f);
+  char *out, path[1024], cmd[4096];
+  st_entry_of(f->root, "k", NULL, path, sizeof path);
+  snprintf(cmd, sizeof cmd,
+           "cd '%s/v%u' && for i in $(seq 1000 1999); do b=$(printf %%02x $((i %% 256))); "
+           "mkdir -p $b && cp '%s' \"$b/${b}$(printf %%030x $i).kce\" || exit 1; done",
+           f->root, KC__STORE_FORMAT, path);
+  assert_int_equal(system(cmd), 0);
+  snprintf(
+      cmd, sizeof cmd,
+      "'%s' --dir '%s' verify --repair >/dev/null 2>&1 & '%s' --dir '%s' clear 2>&1; rc=$?; wait; exit $rc",
+      KC_CLI, f->root, KC_CLI, f->root);
+  int rc = kct_capture(cmd, &out);
+  if (rc != 0 || strstr(out, "could not be removed"))
+    fail_msg("clear beside verify --repair: exit %d, wanted 0:\n%.2000s", rc, out);
+  KCT_CONTAINS(out, "; 0 entries (0 B) left");
+  free(out);
+  assert_int_equal(st_entries(f->root, NULL), 0);
+}
+
+/* ccache's -sz (-zs, -z -s) shows the counters as they are, then zeroes
+ * them (it zeroed, then showed the zeros); stats --zero and -z alone still
+ * zero first, as documented. */
+static void test_sz_shows_then_zeroes(void **state) {
+  fx *f = *state;
+  populate(f);
+  char vdir[1024], want[256], *out;
+  kc__store_vdir(f->root, vdir, sizeof vdir);
+  static const char *const forms[] = {"-sz", "-zs", "-z -s", "--show-stats --zero-stats", "stats -s -z"};
+  for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+    if (i) st_store_k(f->root); /* a hit: something to show */
+    kc__store_counters k;
+    kc__store_counters_read(vdir, &k);
+    assert_true(k.hits + k.misses > 0);
+    snprintf(want, sizeof want, "counters    %llu hits, %llu misses", (unsigned long long)k.hits,
+             (unsigned long long)k.misses);
+    KCT_SAYS(cli(f, &out, "%s", forms[i]), out, 0, want, "(shown, then zeroed)", "entries     3");
+    kc__store_counters_read(vdir, &k);
+    if (k.hits + k.misses + k.writes + k.evictions + k.repairs)
+      fail_msg("kcache %s did not zero the counters", forms[i]);
+  }
+  st_store_k(f->root);
+  KCT_SAYS(cli(f, &out, "--json -sz"), out, 0, "\"zeroed\": true", "\"hits\": 1, \"misses\": 0");
+  st_store_k(f->root);
+  KCT_SAYS(cli(f, &out, "stats --zero"), out, 0, "counters    0 hits, 0 misses", "(just zeroed)");
+  st_store_k(f->root);
+  KCT_SAYS(cli(f, &out, "-z"), out, 0, "counters    0 hits, 0 misses", "(just zeroed)");
+}
+
+/* The newest use that stats shows is the store's last lookup: -z, -sz, gc
+ * and clear, which rewrite the counters without one, do not move it (it
+ * was "0 s ago" after each); a lookup does. */
+static void test_newest_use_kept(void **state) {
+  fx *f = *state;
+  populate(f);
+  char cmd[2048], *out;
+  snprintf(cmd, sizeof cmd, "touch -d '3 hours ago' '%s'/v1/*/*.kce '%s/v1/stats'", f->root, f->root);
+  assert_int_equal(system(cmd), 0);
+  KCT_SAYS(cli(f, &out, "gc"), out, 0, "removed 0 of 3 entries"); /* the index then has those last uses */
+  KCT_SAYS(cli(f, &out, "stats"), out, 0, "newest use  3 h ago");
+  KCT_SAYS(cli(f, &out, "-z"), out, 0, "(just zeroed)");
+  KCT_SAYS(cli(f, &out, "stats"), out, 0, "newest use  3 h ago");
+  KCT_SAYS(cli(f, &out, "-sz"), out, 0, "newest use  3 h ago");
+  KCT_SAYS(cli(f, &out, "stats"), out, 0, "newest use  3 h ago");
+  uint64_t total;
+  st_entries(f->root, &total);
+  KCT_SAYS(cli(f, &out, "gc --max-size %llu", (unsigned long long)(total - 1)), out, 0, "removed 1 of 3");
+  KCT_SAYS(cli(f, &out, "stats"), out, 0, "newest use  3 h ago");
+  st_store_k(f->root); /* a hit: a use now */
+  assert_int_equal(cli(f, &out, "stats"), 0);
+  if (strstr(out, "newest use  3 h ago")) fail_msg("a hit not shown as the newest use:\n%s", out);
+  KCT_CONTAINS(out, " s ago\n");
+  free(out);
+}
+
+/* -M writes the size that it reports: blanks around it are dropped (a
+ * leading newline wrote "max_size = " and a stray "5G" line, so the
+ * default was in force), a control character inside is refused. */
+static void test_max_size_as_written(void **state) {
+  fx *f = *state;
+  populate(f);
+  char conf[700], *out;
+  snprintf(conf, sizeof conf, "%s/" KC__STORE_CONF, f->root);
+  KCT_SAYS(cli(f, &out, "-M \"$(printf '\\n5G')\""), out, 0, "is now 5.0 GiB");
+  size_t n;
+  char *text = st_read_file(conf, &n);
+  KCT_CONTAINS(text, "\nmax_size = 5G\n");
+  if (strstr(text, "max_size = \n")) fail_msg("kcache.conf with the size on a line of its own:\n%s", text);
+  free(text);
+  KCT_SAYS(cli(f, &out, "-s"), out, 0, "of at most 5.0 GiB (kcache.conf)");
+  KCT_SAYS(cli(f, &out, "--json -M ' 2G\t'"), out, 0, "{\"max_size\": \"2G\", \"max_bytes\": 2147483648");
+  KCT_SAYS(cli(f, &out, "-M \"$(printf '5\\nG')\""), out, 2,
+           "-M: the size holds a control character (byte 0x0a)");
+  KCT_SAYS(cli(f, &out, "-s"), out, 0, "of at most 2.0 GiB (kcache.conf)");
+}
+
+/* show and explain --params find an entry whatever the order and spacing
+ * of the parameters (the library keeps them sorted: "V=1,W=2"); only the
+ * order kcache ls shows found it. */
+static void test_params_in_any_order(void **state) {
+  fx *f = *state;
+  populate(f);
+  kc_runtime *rt = st_runtime(f->root, NULL);
+  KCT_OK(rt, st_define(rt));
+  st_run_ok(rt, "kv", "W=2,V=1", 1);
+  kc_runtime_destroy(rt);
+  char *out;
+  KCT_SAYS(cli(f, &out, "show kv --params W=2,V=1"), out, 0, "params       V=1,W=2\n");
+  KCT_SAYS(cli(f, &out, "show kv --params ' V=1 , W=2 '"), out, 0, "params       V=1,W=2\n");
+  KCT_SAYS(cli(f, &out, "show kv --params V=1"), out, 0, "params       V=1\n");
+  KCT_SAYS(cli(f, &out, "explain kv --params W=2,V=1"), out, 0, "(kv V=1,W=2, compiled");
+  KCT_SAYS(cli(f, &out, "show kv --params W=3,V=1"), out, 1, "no kernel named kv with params W=3,V=1");
+}
+
+/* --help after -p or -M SIZE is their help, as after a command (it was "-p
+ * takes no command ('--help')", exit 2). */
+static void test_config_help_anywhere(void **state) {
+  fx *f = *state;
+  char *out;
+  KCT_SAYS(cli(f, &out, "-p --help"), out, 0, "usage: kcache [--dir DIR] [--json] -p | --show-config");
+  KCT_SAYS(cli(f, &out, "--json --show-config -h"), out, 0, "usage: kcache [--dir DIR] [--json] -p");
+  KCT_SAYS(cli(f, &out, "-M 2G --help"), out, 0, "-M SIZE keeps SIZE");
+  struct stat st;
+  char conf[700];
+  snprintf(conf, sizeof conf, "%s/" KC__STORE_CONF, f->root);
+  if (stat(conf, &st) == 0) fail_msg("-M 2G --help wrote %s", conf);
+}
+
+/* A store whose v1 is a plain file says that it is not a directory (it said
+ * "Permission denied"), exit 1, in every command. */
+static void test_store_not_a_directory(void **state) {
+  fx *f = *state;
+  char vdir[700], *out;
+  snprintf(vdir, sizeof vdir, "%s/v%u", f->root, KC__STORE_FORMAT);
+  st_write_file(vdir, "x", 1);
+  for (size_t i = 0; i < sizeof store_cmds / sizeof *store_cmds; i++) {
+    int rc = cli(f, &out, "%s", store_cmds[i]);
+    if (rc != 1 || !strstr(out, "is not a directory") || strstr(out, "Permission denied"))
+      fail_msg("a store whose v1 is a file, kcache %s: exit %d, wanted 1 and \"is not a directory\":\n%s",
+               store_cmds[i], rc, out);
+    free(out);
+  }
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
@@ -983,6 +1246,17 @@ int main(int argc, char **argv) {
       T(test_short_prefix_says_what_a_prefix_needs),
       T(test_long_store_path),
       T(test_ls_while_entries_vanish),
+      T(test_json_with_tmp_full),
+      T(test_json_hold_cut_short),
+      T(test_stdout_write_error),
+      T(test_clear_that_cannot_remove),
+      T(test_clear_beside_another_remover),
+      T(test_sz_shows_then_zeroes),
+      T(test_newest_use_kept),
+      T(test_max_size_as_written),
+      T(test_params_in_any_order),
+      T(test_config_help_anywhere),
+      T(test_store_not_a_directory),
   };
 #undef T
   return KCT_RUN(tests);
