@@ -363,8 +363,9 @@ static int run(int argc, char **argv) {
       /* -s, -z and their combinations: with both, the stats are shown and
        * then zeroed, as ccache -sz does (-z alone is stats --zero) */
       cmd = "stats";
-      show = show || strchr(a + 1, 's') || !strcmp(a, "--show-stats");
-      if (!zero && (strchr(a + 1, 'z') || !strcmp(a, "--zero-stats"))) {
+      bool lng = a[1] == '-'; /* --show-stats, --zero-stats: not letters to look for */
+      show = show || (!lng && strchr(a + 1, 's')) || !strcmp(a, "--show-stats");
+      if (!zero && ((!lng && strchr(a + 1, 'z')) || !strcmp(a, "--zero-stats"))) {
         zero = true;
         rest[c.argc++] = "--zero";
       }

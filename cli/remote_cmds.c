@@ -104,6 +104,7 @@ typedef struct rcli {
   char why[1024];
   rnode node[RCLI_NODES]; /* a cluster's */
   int nnodes;
+  const char *what; /* the command ("ls", "clear"...), for its messages */
 } rcli;
 
 CLI_NORETURN static void rcli_die(rcli *r, const char *what) {
@@ -172,6 +173,7 @@ static bool live_primary(const rnode *n) {
  * it: its keys would be missed); else (ping) those that answer, the others
  * shown DOWN by ping_nodes. */
 static void rcli_open(rcli *r, const char *what, bool every) {
+  r->what = what;
   if (!r->cfg.cluster) {
     if (kc__rconn_open(NULL, &r->cfg, &r->conn, r->why, sizeof r->why)) rcli_die(r, what);
     return;
@@ -206,12 +208,20 @@ static void rcli_close(rcli *r) {
   r->conn = NULL;
 }
 
-/* One command that must work; the reply is the caller's to free. */
-static kc__rreply rcli_cmd(rcli *r, const char *what, int argc, const char *const *argv) {
+/* One command whose connection must work; an error reply (WRONGTYPE at a
+ * neighbour's key of the same name) is the caller's. The reply is the
+ * caller's to free. */
+static kc__rreply rcli_try(rcli *r, const char *what, int argc, const char *const *argv) {
   size_t lens[16];
   for (int i = 0; i < argc; i++) lens[i] = strlen(argv[i]);
   kc__rreply rep;
   if (kc__rconn_cmd(r->conn, argc, argv, lens, &rep, r->why, sizeof r->why)) rcli_die(r, what);
+  return rep;
+}
+
+/* One command that must work; the reply is the caller's to free. */
+static kc__rreply rcli_cmd(rcli *r, const char *what, int argc, const char *const *argv) {
+  kc__rreply rep = rcli_try(r, what, argc, argv);
   if (rep.type == KC__R_ERROR) {
     snprintf(r->why, sizeof r->why, "%s: %s", argv[0], rep.str);
     rcli_die(r, what);
@@ -237,10 +247,10 @@ static char **rcli_keys_on(rcli *r, char **keys, kc__rconn ***conns, size_t *n, 
   scan_pattern(r->cfg.prefix, pattern, sizeof pattern);
   do {
     const char *argv[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
-    kc__rreply rep = rcli_cmd(r, "ls", 6, argv);
+    kc__rreply rep = rcli_cmd(r, r->what, 6, argv);
     if (rep.type != KC__R_ARRAY || rep.n != 2 || rep.elem[1].type != KC__R_ARRAY) {
       snprintf(r->why, sizeof r->why, "unexpected reply to SCAN");
-      rcli_die(r, "ls");
+      rcli_die(r, r->what);
     }
     snprintf(cursor, sizeof cursor, "%s", rep.elem[0].str ? rep.elem[0].str : "0");
     for (size_t i = 0; i < rep.elem[1].n; i++) {
@@ -500,15 +510,17 @@ static int by_name(const void *a, const void *b) {
 static void ls_lock(const cli *c, rcli *r, const char *name, const char *hexk, const char *ns,
                     size_t *shown) {
   const char *argv[] = {"GET", name}, *pargv[] = {"PTTL", name};
-  kc__rreply v = rcli_cmd(r, "ls", 2, argv), t = rcli_cmd(r, "ls", 2, pargv);
+  /* (a neighbour's key of another type there: shown as such, not as a holder) */
+  kc__rreply v = rcli_try(r, "ls", 2, argv), t = rcli_cmd(r, "ls", 2, pargv);
+  const char *holder = v.type == KC__R_ERROR ? "(not a string value: another client's key)" : v.str;
   if (c->json) {
     printf("%s\n {\"key\": \"%s\", \"namespace\": ", (*shown)++ ? "," : "", hexk);
     json_str(ns);
     printf(", \"lock\": true, \"holder\": ");
-    json_str(v.str);
+    json_str(holder);
     printf(", \"ttl_ms\": %lld}", t.integer);
   } else {
-    printf("%.12s  %-13s  lock held by %s (%lld ms left)\n", hexk, ns[0] ? ns : "-", v.str ? v.str : "?",
+    printf("%.12s  %-13s  lock held by %s (%lld ms left)\n", hexk, ns[0] ? ns : "-", holder ? holder : "?",
            t.integer);
   }
   kc__rreply_free(NULL, &v);
@@ -573,11 +585,14 @@ static void ls_entry(const cli *c, rcli *r, const char *name, const char *hexk, 
   /* the head for the metadata; the whole value only to check a MAC */
   bool check = r->cfg.has_secret && ns[0] && !strncmp(r->cfg.ns, ns, strlen(ns));
   const char *argv[] = {"GETRANGE", name, "0", check ? maxs : "65535"}, *sargv[] = {"STRLEN", name};
-  kc__rreply v = rcli_cmd(r, "ls", 4, argv), len = rcli_cmd(r, "ls", 2, sargv);
-  size_t total = (size_t)len.integer;
+  /* a key of another type under an entry's name (a neighbour's): listed
+   * as damaged, with the server's WRONGTYPE, as the library replaces it */
+  kc__rreply v = rcli_try(r, "ls", 4, argv), len = rcli_try(r, "ls", 2, sargv);
+  size_t total = len.type == KC__R_INTEGER ? (size_t)len.integer : 0;
   kc__entry e;
   char why[256] = "", auth[40];
   bool ok = v.type == KC__R_STRING && kc__entry_peek_mem(v.str, v.len, total, &e, why, sizeof why) == KC_OK;
+  if (v.type == KC__R_ERROR) snprintf(why, sizeof why, "not a string value (%s)", v.str ? v.str : "an error");
   mac_state(r, &v, total, ok, ns, check, auth, sizeof auth);
   ls_entry_out(c, ok ? &e : NULL, ok, why, name, hexk, ns, total, auth, shown);
   if (ok) kc__entry_free(NULL, &e);

@@ -150,7 +150,7 @@ static const char *max_from_name(const summary *s) {
                                        : "default";
 }
 
-static void stats_json(const cli *c, const summary *s, bool zeroed) {
+static void stats_json(const cli *c, const summary *s, bool zeroed, bool after) {
   const kc__store_counters *k = &s->k;
   printf("{\"directory\": ");
   json_str(c->root);
@@ -169,11 +169,14 @@ static void stats_json(const cli *c, const summary *s, bool zeroed) {
   }
   printf("},\n \"oldest_use_ns\": %lld, \"newest_use_ns\": %lld,\n", (long long)s->oldest,
          (long long)s->newest);
-  printf(" \"zeroed\": %s, \"counters\": {\"hits\": %llu, \"misses\": %llu, \"writes\": %llu, \"evictions\": "
+  /* "zeroed_after_shown": the counters are those before the zeroing (-sz) */
+  printf(" \"zeroed\": %s, \"zeroed_after_shown\": %s, \"counters\": {\"hits\": %llu, \"misses\": %llu, "
+         "\"writes\": %llu, \"evictions\": "
          "%llu, "
          "\"repairs\": %llu}",
-         zeroed ? "true" : "false", (unsigned long long)k->hits, (unsigned long long)k->misses,
-         (unsigned long long)k->writes, (unsigned long long)k->evictions, (unsigned long long)k->repairs);
+         zeroed ? "true" : "false", after ? "true" : "false", (unsigned long long)k->hits,
+         (unsigned long long)k->misses, (unsigned long long)k->writes, (unsigned long long)k->evictions,
+         (unsigned long long)k->repairs);
   cli_stats_remote(c);
   printf("}\n");
 }
@@ -220,7 +223,7 @@ int cmd_stats(cli *c) {
   summarize(c, &s);
   if (after) zero_counters(c);
   if (s.max_error[0]) fprintf(stderr, "kcache: warning: %s\n", s.max_error);
-  if (c->json) stats_json(c, &s, zero);
+  if (c->json) stats_json(c, &s, zero, after);
   else stats_text(c, &s, zero, after);
   return 0;
 }

@@ -5,7 +5,7 @@
  * source file of the dialect, launches each of its kernels (every pointer
  * parameter gets a zeroed buffer of 64 elements of its type, every scalar a
  * zero, on 64 work items), prints the first four values of each kernel's
- * first buffer (y[0]'s lanes for a vector type) and whether it
+ * first buffer (its first four scalars: a vector type's lanes) and whether it
  * was compiled again or served by code already compiled; then it polls the
  * file (every --interval ms) and does it again whenever the text changes.
  * Errors in the file (a syntax error, an undefined name) are printed and
@@ -36,7 +36,7 @@ const char cli_help_watch[] =
     "opencl or cuda, OpenCL C or CUDA C++ as written) with kc_define_file_lang,\n"
     "launches each of its kernels on 64 work items (zeroed buffers of 64 elements,\n"
     "zero scalars) and prints the first four values of each kernel's first buffer\n"
-    "(y[0..3]; y[0]'s lanes for a vector type), and whether it was\n"
+    "(its first four scalars: a vector type's lanes), and whether it was\n"
     "recompiled or cached. Then polls FILE every --interval ms (default 200) and\n"
     "does it again on each change: only the kernels that reach an edited\n"
     "definition recompile. Between changes it asks kcache whether a header on\n"
@@ -200,7 +200,7 @@ static void run_kernel(watch *w, const char *name, const char *src) {
   if (!st) st = kc_launch(k->k, w->ctx, &grid, &block, args, n);
   kc_stats_get(w->rt, &s1);
   if (!st) st = kc_context_finish(w->ctx);
-  /* its first four scalars: y[0..3], or y[0]'s lanes for a vector type */
+  /* its first four scalars: y[0..3], or the lanes of its first elements for a vector type */
   uint32_t bsize = *base ? kc__scalar_size(base, NULL) : 0;
   unsigned char raw[4 * 8] = {0};
   if (!st && first) st = kc_buffer_read(first, 0, raw, 4 * (bsize ? bsize : 4));

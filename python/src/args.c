@@ -443,6 +443,10 @@ static kc_context *prepare(KcKernel *k, KcContext *c, PyObject *const *args, Py_
                            kcpy_val *v, Py_buffer *views, uint32_t *own, int *ex) {
   KcRuntime *r = k->owner;
   if (!r->rt) return kcpy_check_open(r), NULL;
+  if (c && c->owner != r) /* its kc_context is another runtime's, freed if that one is closed */
+    return PyErr_Format(PyExc_TypeError, "kernel '%U': the Context belongs to another kcache Runtime",
+                        k->name),
+           NULL;
   kc_context *ctx = c ? c->ctx : r->dctx;
   if (!ctx) return PyErr_Format(PyExc_RuntimeError, "the kcache Context is destroyed"), NULL;
   kc_world w = kc_world_current(r->rt);
@@ -558,7 +562,7 @@ PyObject *kcpy_launch(KcKernel *k, KcContext *c, const kc_dim3 *grid, const kc_d
                       PyObject *const *args, Py_ssize_t n) {
   KcRuntime *r = k->owner;
   kc_context *ctx = c ? c->ctx : r->dctx;
-  if (!r->rt || !ctx || (uint64_t)n != k->np || kc_world_current(r->rt) != k->pworld)
+  if (!r->rt || !ctx || (c && c->owner != r) || (uint64_t)n != k->np || kc_world_current(r->rt) != k->pworld)
     return launch_full(k, c, grid, block, args, n);
   kc_arg a[KC_MAX_ARGS];
   kcpy_val v[KC_MAX_ARGS];

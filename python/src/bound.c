@@ -38,6 +38,14 @@ static int bind_convert(KcKernel *k, kc_context *ctx, PyObject *const *args, uin
   kcpy_launch_begin(k); /* an argument's __float__ may run Python code (args.c) */
   int rc = kcpy_convert(k, ctx, args, n, a, v, views, &own);
   kcpy_launch_end(k);
+  if (rc == 1) { /* a KC_LOCAL size or a raw pointer: only a launch (kc_launch_ex) takes those */
+    kcpy_finish_views(k, n, a, views, own, 0);
+    PyErr_Format(PyExc_TypeError,
+                 "kernel '%U': bound arguments take kcache Buffers and numbers, not KC_LOCAL sizes or raw "
+                 "pointers (pass those to a launch)",
+                 k->name);
+    return -1;
+  }
   return rc;
 }
 
@@ -51,6 +59,8 @@ PyObject *kernel_bind(KcKernel *self, PyObject *args, PyObject *kw) {
   }
   KcRuntime *r = self->owner;
   if (kcpy_check_open(r) < 0) return NULL;
+  if (ctxo && ((KcContext *)ctxo)->owner != r)
+    return PyErr_Format(PyExc_TypeError, "bind: the Context belongs to another kcache Runtime");
   KcContext *c = ctxo ? (KcContext *)Py_NewRef(ctxo) : kcpy_context_new(r, -1);
   if (!c) return NULL;
   kc_world w = kc_world_current(r->rt);

@@ -79,7 +79,8 @@ typedef struct KcRuntime {
   kc_runtime *rt; /* NULL once closed: every object made from it checks */
   kc_context *dctx; /* the default context (device 0) */
   int backend; /* KCPY_BACKEND_* */
-  int inflight; /* calls running with the GIL released (KCPY_NOGIL) */
+  int inflight; /* calls running with the GIL released (KCPY_NOGIL), and launches converting their
+                 * arguments (kcpy_launch_begin): close and destroys are refused meanwhile */
   Py_ssize_t exports; /* live exports of its Buffers' memory (KcBuffer.exports, summed) */
   PyObject *weakrefs;
   int initialized; /* __init__ ran (or runs): a Runtime is initialized once, never again after close() */

@@ -737,7 +737,7 @@ PyTypeObject KcRuntime_Type = {
         "    UnavailableError: the backend asked for cannot run here (the message says why).\n"
         "    ValueError: an unknown backend, log_level or log; a negative cache_max_size or\n"
         "        compile_timeout_ms; a platform_index below -1.\n"
-        "    OverflowError: compile_timeout_ms above 2**32-1.\n"
+        "    OverflowError: compile_timeout_ms above 2**32-1, cache_max_size above 2**64-1.\n"
         "    RuntimeError: __init__ on a Runtime initialized before.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)runtime_init,

@@ -10,10 +10,12 @@
  */
 #include "remote/internal.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 /* ------------------------------------------------------------- slots */
 
@@ -141,6 +143,18 @@ static int node_index(kc__remote *r, const char *host, int port) {
   return r->nnodes++;
 }
 
+/* Whether the server closed an idle connection since it was pooled (its
+ * `timeout`, a proxy or NAT that drops quiet connections, a restart): its
+ * socket then reads as ended or failed, or holds bytes no command asked
+ * for (a TLS close_notify). One peek that does not wait. A connection that
+ * dies between this look and its next command is caught by the caller's
+ * retry (kc__rconn.reused). */
+static bool idle_closed(const kc__rconn *c) {
+  char b;
+  ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 /* An idle connection to node i of this process, or NULL. Under pool_lock. */
 static kc__rconn *idle_take(kc__remote *r, int i) {
   pid_t me = getpid();
@@ -149,10 +163,27 @@ static kc__rconn *idle_take(kc__remote *r, int i) {
     kc__rconn *c = n->idle;
     n->idle = c->next;
     n->nidle--;
-    if (c->pid == me) return c;
-    kc__rconn_close(c); /* inherited across fork: the parent's socket (closed here, no I/O) */
+    if (c->pid == me && !idle_closed(c)) {
+      c->reused = true;
+      return c;
+    }
+    kc__rconn_close(c); /* inherited across fork (the parent's socket: closed here, no I/O), or closed */
   }
   return NULL;
+}
+
+void kc__pool_drop_idle(kc__remote *r, int node) {
+  if (node < 0) return;
+  kc__lock(&r->pool_lock);
+  kc__rnode *n = &r->nodes[node];
+  kc__rconn *list = n->idle;
+  n->idle = NULL;
+  n->nidle = 0;
+  kc__unlock(&r->pool_lock);
+  for (kc__rconn *c = list, *next; c; c = next) {
+    next = c->next;
+    kc__rconn_close(c); /* (a parent's socket in a child: closed, no I/O) */
+  }
 }
 
 /* A connection to node i: idle, else new (slow: within lock_deadline_ms). */

@@ -170,6 +170,7 @@ static kc_status tls_cmd(kc__rconn *c, int argc, const char *const *argv, const 
   kc__heap_free(c->heap, buf);
   what = "receiving";
   last = kc__now_ns();
+  uint64_t got = 0; /* bytes of this reply */
   for (;;) {
     void *reply = NULL;
     if (kc__hr.reader_get_reply(c->reader, &reply) != 0) {
@@ -185,6 +186,13 @@ static kc_status tls_cmd(kc__rconn *c, int argc, const char *const *argv, const 
     pipe_restore(&g);
     if (r < 0) goto io;
     if (r > 0) {
+      got += (uint64_t)r;
+      if (c->max_reply && got > c->max_reply) {
+        snprintf(why, wl, "receiving: a reply longer than %llu bytes (the largest entry, %s, and room)",
+                 (unsigned long long)c->max_reply, "KC_REMOTE_MAX_ENTRY");
+        c->broken = true;
+        return KC_EIO;
+      }
       if (kc__hr.reader_feed(c->reader, in, (size_t)r) != 0) {
         snprintf(why, wl, "receiving: out of memory");
         c->broken = true;
@@ -258,6 +266,7 @@ kc_status kc__rconn_cmd(kc__rconn *c, int argc, const char *const *argv, const s
   }
   what = "receiving";
   last = kc__now_ns();
+  uint64_t got = 0; /* bytes of this reply */
   for (;;) {
     void *reply = NULL;
     if (kc__hr.get_reply(c->ctx, &reply) != 0) goto io;
@@ -272,6 +281,13 @@ kc_status kc__rconn_cmd(kc__rconn *c, int argc, const char *const *argv, const s
     if (avail > 0) {
       budget += (uint64_t)avail * KC__NS_PER_BYTE;
       last = kc__now_ns();
+      got += (uint64_t)avail;
+      if (c->max_reply && got > c->max_reply) {
+        c->broken = true;
+        snprintf(why, wl, "receiving: a reply longer than %llu bytes (the largest entry, %s, and room)",
+                 (unsigned long long)c->max_reply, "KC_REMOTE_MAX_ENTRY");
+        return KC_EIO;
+      }
     }
     if (kc__hr.buffer_read(c->ctx) != 0) goto io;
   }
@@ -447,6 +463,11 @@ kc_status kc__rconn_open_at(const kc__heap *heap, const kc__remote_config *cfg, 
   c->heap = heap;
   c->pid = getpid();
   c->timeout_ns = (uint64_t)cfg->timeout_ms * 1000000u;
+  /* no reply a client of kcache's asks for is longer than an entry (GETRANGE
+   * bounds it on the server) and a page of SCAN or a cluster's map: one
+   * that is (a server that is not Redis, or a spoofed one) is not read on
+   * into memory */
+  c->max_reply = cfg->max_entry ? cfg->max_entry + KC__REPLY_ROOM : 0;
   c->fd = -1;
   if (cfg->tls && !cfg->tls_ctx &&
       !kc__tls_unavailable()) { /* its own client context, before the clock starts */

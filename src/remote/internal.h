@@ -27,6 +27,12 @@
 #define KC__POLL_MAX_NS 50000000ull
 /* Time earned per byte moved: 20 ns, i.e. at least 50 MB/s. */
 #define KC__NS_PER_BYTE 20ull
+/* How often a lookup takes the lock again when it was gone right after SET
+ * NX failed (expired in between) before it gives up on the server. */
+#define KC__LOCK_GONE_MAX 8
+/* What a reply may hold beyond the largest entry: a page of SCAN, a
+ * cluster's map, an entry's framing (kc__rconn.max_reply). */
+#define KC__REPLY_ROOM (1ull << 20)
 
 /* ---------------------------------------------------------- utilities */
 
@@ -146,6 +152,8 @@ struct kc__rconn {
   uint64_t cap; /* nonzero: no command waits past this (one deadline for several commands) */
   bool broken;
   bool timed_out; /* it broke because an answer did not come in time */
+  bool reused; /* taken from the idle pool (it may have been closed by the server since) */
+  uint64_t max_reply; /* nonzero: a reply longer than this breaks it (cfg.max_entry plus room) */
   /* a cluster's: the node it is to (kc__remote.nodes), ASKING before each
    * command (a connection for one ASK redirection, never pooled), and the
    * last MOVED or ASK error it got ("": none) */
@@ -267,6 +275,13 @@ kc__rbreaker *kc__pool_breaker(kc__remote *r, unsigned slot);
 /* Gives c back to its node's idle list (closed if broken, an ASK
  * connection, or the list full). NULL: no-op. */
 void kc__pool_put(kc__remote *r, kc__rconn *c);
+/* Closes node's idle connections (a pooled one broke at its first command:
+ * the others were most likely closed by the server too). */
+void kc__pool_drop_idle(kc__remote *r, int node);
+/* Whether c's last command failed on a pooled connection that the server
+ * had closed (an end or reset, not a timeout): the command never ran, and
+ * may go again on a new connection. */
+static inline bool kc__rconn_stale(const kc__rconn *c) { return c->reused && c->broken && !c->timed_out; }
 /* c's last command was answered MOVED or ASK (c->redirect): for MOVED the
  * slot's new owner goes into the map (which is read again soon), for ASK a
  * connection to the node that imports the slot is made, with ASKING. c is

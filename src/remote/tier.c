@@ -328,6 +328,7 @@ static got fetch_on(kc__remote *r, kc__rconn *c, lookup *l, char *why, size_t wl
   uint64_t timeout_ns = (uint64_t)r->cfg.timeout_ms * 1000000u;
   uint64_t lock_ns = (uint64_t)r->cfg.lock_deadline_ms * 1000000u, nap = KC__POLL_FIRST_NS;
   got outcome = GOT_NONE;
+  int gone = 0; /* times the lock was gone right after SET NX failed */
   c->cap = l->t0 + timeout_ns; /* the lookup, not each command, waits at most the timeout */
   if (l->slow) {
     c->timeout_ns = lock_ns;
@@ -346,7 +347,17 @@ static got fetch_on(kc__remote *r, kc__rconn *c, lookup *l, char *why, size_t wl
       outcome = GOT_FAIL;
       break;
     }
-    if (squat == 2) continue; /* it expired meanwhile: SET NX again */
+    if (squat == 2) { /* it expired meanwhile: SET NX again, a few times */
+      if (++gone < KC__LOCK_GONE_MAX && kc__now_ns() < l->t0 + (uint64_t)r->cfg.lock_ms * 1000000u) continue;
+      /* a lock that is never there, yet never ours: not a server that
+       * keeps SET NX's promise (a proxy, a look-alike): compile here */
+      snprintf(why, wl,
+               "the lock %s was neither free nor held, %d times in a row (SET NX refused, then GET "
+               "found nothing): the server does not keep locks",
+               l->lname, gone);
+      outcome = GOT_FAIL;
+      break;
+    }
     if (squat == 1) {
       /* Ours. But the last holder may have uploaded and released between
        * our GET and our SET (it uploads first): look once more. */
@@ -412,6 +423,17 @@ bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn
     /* a cluster's slot that moved: follow it (twice at most) */
     if (outcome != GOT_FAIL || !c->redirect[0] || *lock || hop == 2) break;
     c = kc__pool_redirect(r, c, slot, why, sizeof why);
+  }
+  if (c && outcome == GOT_FAIL && kc__rconn_stale(c) && !l.read && !*lock) {
+    /* The server had closed the pooled connection (its idle timeout, a
+     * proxy, a restart): the first read never ran. Once more on a new
+     * connection, within the lookup's deadline; the other idle ones most
+     * likely went the same way. */
+    int node = c->node;
+    kc__pool_put(r, c);
+    kc__pool_drop_idle(r, node);
+    c = kc__pool_get(r, slot, why, sizeof why, &st);
+    if (c) outcome = fetch_on(r, c, &l, why, sizeof why);
   }
   if (c && outcome == GOT_FAIL && c->timed_out && !l.read && !*lock &&
       r->cfg.lock_deadline_ms > r->cfg.timeout_ms) {
@@ -534,6 +556,22 @@ static void run_job(void *ud, kc__job *job) {
     if (!failed || !c->redirect[0] || hop == 2) break;
     c = kc__pool_redirect(r, c, slot, why, sizeof why); /* a cluster's slot that moved */
     failed = !c;
+  }
+  if (failed && c && kc__rconn_stale(c)) {
+    /* the server had closed the pooled connection (its idle timeout, a
+     * restart): the SET never ran, and the lock we hold would stay until
+     * it expires, with other machines waiting on it. Once more, on a new
+     * connection (the SET and the release both may run twice) */
+    int node = c->node;
+    kc__pool_put(r, c);
+    kc__pool_drop_idle(r, node);
+    c = kc__pool_get_slow(r, slot, why, sizeof why, &st);
+    failed = !c;
+    if (c) {
+      c->timeout_ns = (uint64_t)r->cfg.lock_deadline_ms * 1000000u;
+      failed = !upload_on(r, c, j, name, why, sizeof why);
+      c->timeout_ns = (uint64_t)r->cfg.timeout_ms * 1000000u;
+    }
   }
   if (failed) {
     kc__pool_failed(r);

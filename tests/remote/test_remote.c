@@ -17,8 +17,11 @@
 #include "rs.h"
 #include "kct_conf.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -851,6 +854,145 @@ static void test_threads_share_a_node(void **state) {
   }
 }
 
+/* A server that closes idle connections (redis-server --timeout 1, as a
+ * proxy or a NAT may): a pooled connection it closed is not used for a
+ * lookup or an upload. Before, the upload on it was lost and its lock kept
+ * until it expired (another machine's launch waited 30 s for it), and
+ * lookups on it failed (compiled again, counted as errors). */
+static size_t locks_in(const char *url) {
+  char **keys;
+  size_t n = rs_keys(url, "kctest:", &keys), l = 0;
+  for (size_t i = 0; i < n; i++) l += strstr(keys[i], ":lock") != NULL;
+  rs_keys_free(keys, n);
+  return l;
+}
+
+static void test_idle_connections_the_server_closed(void **state) {
+  fx *f = *state;
+  rs_server s;
+  rs_start(&s, NULL, "--timeout 1");
+  rs_node_opts o = rs_opts(s.url);
+  o.lock_ms = 30000;
+  kc_runtime *a = rs_node(cache(f), &o);
+  assert_non_null(a);
+  KCT_OK(a, rs_define(a));
+  KCT_OK(a, rs_run(a, 0)); /* a lookup, a compile, an upload: the connections go back to the pool */
+  kc__nap_us(2500000); /* the server closes them (its cron checks timeouts 10 times a second) */
+  KCT_OK(a, rs_run(a, 1)); /* a lookup and an upload on what the pool has */
+  kc_stats sa = kct_stats(a);
+  kc_runtime_destroy(a); /* drains the uploads */
+  print_message("node a: %llu lookups, %llu lookup errors, %llu uploads, %llu errors\n",
+                (unsigned long long)sa.remote_lookups, (unsigned long long)sa.remote_lookup_errors,
+                (unsigned long long)sa.remote_uploads, (unsigned long long)sa.remote_errors);
+  assert_int_equal(sa.remote_lookup_errors, 0);
+  assert_int_equal(entries_in(s.url, "kctest:"), 2); /* both uploaded */
+  assert_int_equal(locks_in(s.url), 0); /* and both locks released */
+
+  kc_runtime *b = rs_node(cache(f), &o);
+  assert_non_null(b);
+  KCT_OK(b, rs_define(b));
+  KCT_OK(b, rs_run(b, 0));
+  kc__nap_us(2500000);
+  KCT_OK(b, rs_run(b, 1)); /* a hit, on a new connection */
+  kc_stats sb = kct_stats(b);
+  kc_runtime_destroy(b);
+  assert_int_equal(sb.remote_hits, 2);
+  assert_int_equal(sb.remote_lookup_errors, 0);
+  assert_int_equal(sb.compiles, 0);
+  rs_stop(&s);
+}
+
+/* A server that does not keep SET NX's promise (a look-alike, a proxy):
+ * every command answered nil, so the lock is never free and never there.
+ * The lookup gives up on it and compiles here: before, it went round
+ * SET NX and GET for ever. */
+typedef struct fake {
+  int ls;
+  bool flood; /* answer each command with a 1 GiB value, sent until the client leaves */
+} fake;
+
+static void *fake_server(void *arg) {
+  fake *fk = arg;
+  for (;;) {
+    int fd = accept(fk->ls, NULL, NULL);
+    if (fd < 0) return NULL;
+    char buf[65536];
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) {
+      if (fk->flood) {
+        static const char head[] = "$1073741824\r\n";
+        memset(buf, 'x', sizeof buf);
+        bool ok = write(fd, head, sizeof head - 1) == (ssize_t)sizeof head - 1;
+        for (size_t sent = 0; ok && sent < (1u << 30); sent += sizeof buf)
+          ok = write(fd, buf, sizeof buf) == (ssize_t)sizeof buf;
+        break;
+      }
+      /* one nil per command: count the commands (each starts with '*' at a line start) */
+      for (ssize_t i = 0; i < n; i++)
+        if (buf[i] == '*' && (i == 0 || buf[i - 1] == '\n'))
+          if (write(fd, "$-1\r\n", 5) != 5) break;
+    }
+    close(fd);
+  }
+}
+
+/* A fake server on loopback (flood: see fake); its URL in url. */
+static void fake_start(fake *fk, pthread_t *t, char *url, size_t len) {
+  signal(SIGPIPE, SIG_IGN); /* the flood writes to clients that left */
+  fk->ls = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  assert_int_equal(bind(fk->ls, (struct sockaddr *)&a, sizeof a), 0);
+  socklen_t al = sizeof a;
+  assert_int_equal(getsockname(fk->ls, (struct sockaddr *)&a, &al), 0);
+  assert_int_equal(listen(fk->ls, 8), 0);
+  assert_int_equal(pthread_create(t, NULL, fake_server, fk), 0);
+  snprintf(url, len, "redis://127.0.0.1:%d", ntohs(a.sin_port));
+}
+
+static void fake_stop(fake *fk, pthread_t t) {
+  shutdown(fk->ls, SHUT_RDWR);
+  close(fk->ls);
+  pthread_join(t, NULL);
+}
+
+static void test_a_server_that_never_locks(void **state) {
+  fx *f = *state;
+  fake fk = {0};
+  pthread_t t;
+  char url[64];
+  fake_start(&fk, &t, url, sizeof url);
+  rs_node_opts o = rs_opts(url);
+  o.lock_ms = 2000;
+  rs_report r = rs_node_run(cache(f), &o, 1);
+  rs_check(&r, "a node of a server that never locks");
+  print_message("compiled here after %.2f s (lookup errors %llu)\n", r.seconds,
+                (unsigned long long)r.stats.remote_lookup_errors);
+  assert_int_equal(r.stats.compiles, 1);
+  assert_int_equal(r.stats.remote_lookup_errors, 1);
+  assert_true(r.seconds < 10.0);
+  fake_stop(&fk, t);
+}
+
+/* A server (not Redis, or a spoofed one) that answers a lookup with a
+ * value far above KC_REMOTE_MAX_ENTRY: not read on past the limit (it was
+ * read whole, 1 GiB, and copied once more). */
+static void test_a_reply_past_the_size_limit(void **state) {
+  fx *f = *state;
+  fake fk = {.flood = true};
+  pthread_t t;
+  char url[64];
+  fake_start(&fk, &t, url, sizeof url);
+  rs_node_opts o = rs_opts(url);
+  o.max_entry = 1 << 20;
+  o.timeout_ms = 5000; /* the limit stops the read, not a timeout */
+  rs_report r = rs_node_run(cache(f), &o, 1);
+  rs_check(&r, "a node of a server that floods");
+  print_message("compiled here after %.2f s\n", r.seconds);
+  assert_int_equal(r.stats.compiles, 1);
+  assert_int_equal(r.stats.remote_lookup_errors, 1);
+  assert_true(r.seconds < 4.0);
+  fake_stop(&fk, t);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
@@ -873,6 +1015,9 @@ int main(int argc, char **argv) {
       T(test_authenticated_lock_waited_for),
       T(test_size_limit),
       T(test_threads_share_a_node),
+      T(test_idle_connections_the_server_closed),
+      T(test_a_server_that_never_locks),
+      T(test_a_reply_past_the_size_limit),
   };
 #undef T
   return cmocka_run_group_tests_name(kct_group_name("remote tier"), tests, group_setup, group_teardown);

@@ -8,6 +8,7 @@
  */
 #include "rs.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -140,6 +141,29 @@ static void test_errors(void **state) {
            "authentication failed"); /* the server has no password */
 }
 
+/* Keys of another type under kcache's names (a neighbour's): ls lists them
+ * as damaged and goes on (it stopped at the first with WRONGTYPE); and a
+ * failure of clear's own listing says "remote clear", not "remote ls". */
+static void test_foreign_keys_in_ls(void **state) {
+  (void)state;
+  char *out, env[800];
+  kc__rreply x =
+      rs_cmd(server.url, "HSET", "kctest:00112233445566778899aabbccddeeff", "f", "v", (char *)NULL);
+  rs_free(&x);
+  x = rs_cmd(server.url, "RPUSH", "kctest:ffeeddccbbaa99887766554433221100:lock", "x", (char *)NULL);
+  rs_free(&x);
+  snprintf(env, sizeof env, "KC_REMOTE=%s", server.url);
+  KCT_SAYS(cli(&out, env, "remote ls"), out, 0, "001122334455  -              (damaged: not a string value",
+           "ffeeddccbbaa  -              lock held by (not a string value");
+  KCT_SAYS(cli(&out, env, "--json remote ls"), out, 0, "\"damaged\": \"not a string value (WRONGTYPE");
+  KCT_SAYS(cli(&out, env, "remote clear"), out, 0, "removed 1 entries and 1 locks");
+  /* a server that answers nothing in time */
+  kill(server.pid, SIGSTOP);
+  KCT_SAYS(cli(&out, NULL, "remote clear --timeout 300 --url %s", server.url), out, 1,
+           "remote clear: ", "timeout");
+  kill(server.pid, SIGCONT);
+}
+
 int main(int argc, char **argv) {
   int rc = kct_main_init(argc, argv);
   if (rc >= 0) return rc;
@@ -148,6 +172,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_ping_ls_stats_clear),
       cmocka_unit_test(test_secrets_in_ls),
       cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_foreign_keys_in_ls),
   };
   return cmocka_run_group_tests_name(kct_group_name("kcache remote"), tests, group_setup, group_teardown);
 }

@@ -973,8 +973,15 @@ static void test_json_with_tmp_full(void **state) {
     skip();
   }
   populate(f);
-  /* the store through the working directory: the tmpfs hides where it is */
-  snprintf(cmd, sizeof cmd, "cd '%s' && %s '%s' --dir . --json ls\" 2>/dev/null", f->root, ns, KC_CLI);
+  /* the store through the working directory and kcache through a
+   * descriptor opened before the mount: the tmpfs hides where they are
+   * when the build (a clone in /tmp) or the store is under /tmp */
+  snprintf(
+      cmd, sizeof cmd,
+      "cd '%s' && unshare -m sh -c \"mount --make-rprivate / && exec 3<'%s' && mount -t tmpfs -o "
+      "size=4k tmpfs /tmp && (head -c 8192 /dev/zero >/tmp/fill; true) && /proc/self/fd/3 --dir . --json "
+      "ls\" 2>/dev/null",
+      f->root, KC_CLI);
   int rc = kct_capture(cmd, &out);
   if (rc != 0 || st_count(out, "\"key\":") != 3)
     fail_msg("kcache --json ls with /tmp full: exit %d, wanted 0 and 3 entries:\n%s", rc, out);
@@ -1113,7 +1120,13 @@ static void test_sz_shows_then_zeroes(void **state) {
       fail_msg("kcache %s did not zero the counters", forms[i]);
   }
   st_store_k(f->root);
-  KCT_SAYS(cli(f, &out, "--json -sz"), out, 0, "\"zeroed\": true", "\"hits\": 1, \"misses\": 0");
+  KCT_SAYS(cli(f, &out, "--json -sz"), out, 0, "\"zeroed\": true, \"zeroed_after_shown\": true",
+           "\"hits\": 1, \"misses\": 0");
+  st_store_k(f->root);
+  KCT_SAYS(cli(f, &out, "--json -z"), out, 0, "\"zeroed\": true, \"zeroed_after_shown\": false",
+           "\"hits\": 0, \"misses\": 0");
+  st_store_k(f->root); /* --zero-stats is -z (its letters are not -s's) */
+  KCT_SAYS(cli(f, &out, "--zero-stats"), out, 0, "counters    0 hits, 0 misses", "(just zeroed)");
   st_store_k(f->root);
   KCT_SAYS(cli(f, &out, "stats --zero"), out, 0, "counters    0 hits, 0 misses", "(just zeroed)");
   st_store_k(f->root);
