@@ -105,10 +105,11 @@ void *st_read_file(const char *path, size_t *size) {
   fseek(f, 0, SEEK_END);
   long n = ftell(f);
   fseek(f, 0, SEEK_SET);
-  void *p = malloc(n ? (size_t)n : 1);
+  char *p = malloc((size_t)n + 1); /* a NUL after the bytes: a text file is a string */
   assert_non_null(p);
   if (fread(p, 1, (size_t)n, f) != (size_t)n) fail_msg("read %s", path);
   fclose(f);
+  p[n] = 0;
   *size = (size_t)n;
   return p;
 }

@@ -78,6 +78,7 @@ size_t st_entries(const char *root, uint64_t *total_bytes);
 /* The path of the only entry under root (fails the test otherwise). */
 void st_only_entry(const char *root, char *path, size_t len);
 
+/* The whole file (malloc), *size bytes and a NUL after them. */
 void *st_read_file(const char *path, size_t *size);
 void st_write_file(const char *path, const void *data, size_t size);
 
