@@ -962,11 +962,33 @@ static void test_ls_while_entries_vanish(void **state) {
  * (a tmpfs of 4 KiB, filled, in a mount namespace of its own) the document
  * is whole; it was held in a temporary file there, cut short, with exit 0.
  * Needs root and unshare -m. */
+/* For a command run where /tmp is covered (test_json_with_tmp_full): a
+ * sanitizer's suppressions file named in its *SAN_OPTIONS, opened on a
+ * descriptor before the mount (open: "exec 4<'PATH' && ") and named
+ * through it after (env: "TSAN_OPTIONS='...suppressions=/proc/self/fd/4'
+ * "): a build under /tmp has it there, and TSan exits 66 when it cannot
+ * read it. */
+static void keep_suppressions(char *open, size_t olen, char *env, size_t elen) {
+  static const char *const vars[] = {"TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS"};
+  size_t o = 0, e = 0;
+  open[0] = env[0] = 0;
+  for (int i = 0; i < 4; i++) {
+    const char *v = getenv(vars[i]), *at = v ? strstr(v, "suppressions=") : NULL;
+    if (!at) continue;
+    const char *path = at + 13;
+    size_t pl = strcspn(path, ":");
+    o += (size_t)snprintf(open + o, olen - o, "exec %d<'%.*s' && ", 4 + i, (int)pl, path);
+    e += (size_t)snprintf(env + e, elen - e, "%s='%.*ssuppressions=/proc/self/fd/%d%s' ", vars[i],
+                          (int)(at - v), v, 4 + i, path + pl);
+    assert_true(o < olen && e < elen);
+  }
+}
+
 static void test_json_with_tmp_full(void **state) {
   fx *f = *state;
   const char *ns = "unshare -m sh -c \"mount --make-rprivate / && mount -t tmpfs -o size=4k tmpfs /tmp && "
                    "(head -c 8192 /dev/zero >/tmp/fill; true) && ";
-  char cmd[4096], *out;
+  char cmd[8192], *out;
   snprintf(cmd, sizeof cmd, "%s true\" >/dev/null 2>&1", ns);
   if (geteuid() != 0 || system(cmd) != 0) {
     print_message("needs root and unshare -m, to mount a full tmpfs on /tmp for kcache alone\n");
@@ -976,12 +998,13 @@ static void test_json_with_tmp_full(void **state) {
   /* the store through the working directory and kcache through a
    * descriptor opened before the mount: the tmpfs hides where they are
    * when the build (a clone in /tmp) or the store is under /tmp */
-  snprintf(
-      cmd, sizeof cmd,
-      "cd '%s' && unshare -m sh -c \"mount --make-rprivate / && exec 3<'%s' && mount -t tmpfs -o "
-      "size=4k tmpfs /tmp && (head -c 8192 /dev/zero >/tmp/fill; true) && /proc/self/fd/3 --dir . --json "
-      "ls\" 2>/dev/null",
-      f->root, KC_CLI);
+  char keep[2048], env[2048];
+  keep_suppressions(keep, sizeof keep, env, sizeof env);
+  snprintf(cmd, sizeof cmd,
+           "cd '%s' && unshare -m sh -c \"mount --make-rprivate / && exec 3<'%s' && %smount -t tmpfs -o "
+           "size=4k tmpfs /tmp && (head -c 8192 /dev/zero >/tmp/fill; true) && %s/proc/self/fd/3 --dir . "
+           "--json ls\" 2>/dev/null",
+           f->root, KC_CLI, keep, env);
   int rc = kct_capture(cmd, &out);
   if (rc != 0 || st_count(out, "\"key\":") != 3)
     fail_msg("kcache --json ls with /tmp full: exit %d, wanted 0 and 3 entries:\n%s", rc, out);
