@@ -654,7 +654,8 @@ const char cli_help_gc[] = "usage: kcache gc [--max-size SIZE] [--dir DIR] [--js
                            "files left by writers that died and lock files of compiles that died, and\n"
                            "recounts the store's size. A terminal shows progress. An entry it cannot\n"
                            "remove (its folder not writable here) is a failure, exit status 1: it says\n"
-                           "how many, and the first one's path and why.\n";
+                           "how many, and the first one's path and why. A SIZE of 0 is refused\n"
+                           "(it would remove every entry: kcache clear does that).\n";
 
 const char cli_help_clear[] = "usage: kcache clear [--dir DIR] [--json]\n"
                               "\n"
@@ -725,6 +726,9 @@ int cmd_gc(cli *c) {
     if (!cli_opt(c, &i, "--max-size", &v)) cli_unexpected(c, c->argv[i]);
     if (!kc__store_parse_size(v, &target))
       cli_usage("gc: --max-size \"%s\" is not a size (e.g. 500M, 2G)", v);
+    /* everywhere else 0 is "the default" (-M 0, KC_CACHE_MAXSIZE=0); here
+     * it would remove every entry, which is what clear says it does */
+    if (!target) cli_usage("gc: --max-size %s would remove every entry: kcache clear does that", v);
   }
   return run_gc(c, target, "gc");
 }

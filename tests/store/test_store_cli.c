@@ -323,6 +323,10 @@ static void test_gc_and_clear(void **state) {
            "removed 2 of 3 entries");
   assert_int_equal(st_entries(f->root, NULL), 1);
   KCT_SAYS(cli(f, &out, "gc --max-size lots"), out, 2);
+  /* 0 is the default everywhere else: here a usage error, not an empty store */
+  KCT_SAYS(cli(f, &out, "gc --max-size 0"), out, 2, "would remove every entry: kcache clear does that");
+  KCT_SAYS(cli(f, &out, "gc --max-size 0.4"), out, 2, "would remove every entry");
+  assert_int_equal(st_entries(f->root, NULL), 1);
   KCT_SAYS(cli(f, &out, "clear"), out, 0);
   assert_int_equal(st_entries(f->root, NULL), 0);
   assert_int_equal(cli(f, &out, "ls --json"), 0);
@@ -1083,10 +1087,10 @@ static void test_clear_that_cannot_remove(void **state) {
   snprintf(want, sizeof want, "kcache: clear: 1 entry could not be removed: %s: Permission denied", path);
   KCT_SAYS(cli_after(f, pre, &out, "clear"), out, 1, "removed 2 of 3 entries", want);
   json_set js = {0};
-  snprintf(cmd, sizeof cmd, "%s '%s' --dir '%s' --json gc --max-size 0 2>/dev/null", pre, KC_CLI, f->root);
+  snprintf(cmd, sizeof cmd, "%s '%s' --dir '%s' --json gc --max-size 1 2>/dev/null", pre, KC_CLI, f->root);
   assert_int_equal(kct_capture(cmd, &out), 1);
   KCT_CONTAINS(out, "gc: 1 entry could not be removed: ");
-  json_add(&js, "--json gc --max-size 0 (an entry that cannot be removed)", out, 1);
+  json_add(&js, "--json gc --max-size 1 (an entry that cannot be removed)", out, 1);
   free(out);
   json_check(&js);
   assert_int_equal(st_entries(f->root, NULL), 1);
