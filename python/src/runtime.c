@@ -404,7 +404,15 @@ static PyObject *params_text(PyObject *params, PyObject *kw) {
   if (!parts) return NULL;
   while (PyDict_Next(d, &pos, &k, &v)) {
     /* each key and value stays one: a ',' or '=' in one would add or change parameters */
-    PyObject *ks = PyObject_Str(k), *vs = ks ? PyObject_Str(v) : NULL;
+    /* True and False are C's 1 and 0 (str() would define N as True); None is no value */
+    if (v == Py_None) {
+      PyErr_Format(PyExc_TypeError, "kernel: specialization parameter %R is None: give it a value", k);
+      Py_DECREF(parts);
+      return NULL;
+    }
+    PyObject *ks = PyObject_Str(k), *vs = !ks               ? NULL
+                                          : PyBool_Check(v) ? PyUnicode_FromString(v == Py_True ? "1" : "0")
+                                                            : PyObject_Str(v);
     PyObject *s = vs && params_check(ks, "specialization parameter name", NULL, 1) == 0 &&
                           params_check(vs, NULL, ks, 1) == 0
                       ? PyUnicode_FromFormat("%U=%U", ks, vs)

@@ -350,3 +350,8 @@ def test_specialization_values_are_one_value(rt: kcache.Runtime) -> None:
     k[2, 1](y)
     assert y.tolist() == [4.0, 4.0]
     assert rt.kernel("tmpl", "T=float,N=4,M=5").specialization == "T=float,N=4,M=5"  # the string form as written
+    # True and False are 1 and 0 (they were "True", which no compiler knows); None is refused
+    assert rt.kernel("tmpl", T="float", N=True).specialization == "T=float,N=1"
+    assert rt.kernel("tmpl", {"T": "float", "N": False}).specialization == "T=float,N=0"
+    with pytest.raises(TypeError, match="'N' is None"):
+        rt.kernel("tmpl", T="float", N=None)
