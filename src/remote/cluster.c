@@ -172,7 +172,8 @@ static kc__rconn *idle_take(kc__remote *r, int i) {
   return NULL;
 }
 
-void kc__pool_drop_idle(kc__remote *r, int node) {
+/* Closes node's idle connections. */
+static void drop_idle(kc__remote *r, int node) {
   if (node < 0) return;
   kc__lock(&r->pool_lock);
   kc__rnode *n = &r->nodes[node];
@@ -347,6 +348,14 @@ kc__rconn *kc__pool_get(kc__remote *r, unsigned slot, char *why, size_t wl, kc_s
 
 kc__rconn *kc__pool_get_slow(kc__remote *r, unsigned slot, char *why, size_t wl, kc_status *st) {
   return pool_get(r, slot, true, why, wl, st);
+}
+
+kc__rconn *kc__pool_renew(kc__remote *r, kc__rconn *c, unsigned slot, bool slow, char *why, size_t wl,
+                          kc_status *st) {
+  int node = c->node;
+  kc__pool_put(r, c); /* broken: closed */
+  drop_idle(r, node);
+  return pool_get(r, slot, slow, why, wl, st);
 }
 
 kc__rconn *kc__pool_redirect(kc__remote *r, kc__rconn *c, unsigned slot, char *why, size_t wl) {

@@ -275,9 +275,12 @@ kc__rbreaker *kc__pool_breaker(kc__remote *r, unsigned slot);
 /* Gives c back to its node's idle list (closed if broken, an ASK
  * connection, or the list full). NULL: no-op. */
 void kc__pool_put(kc__remote *r, kc__rconn *c);
-/* Closes node's idle connections (a pooled one broke at its first command:
- * the others were most likely closed by the server too). */
-void kc__pool_drop_idle(kc__remote *r, int node);
+/* A new connection for slot in place of c, a pooled one that the server
+ * had closed (kc__rconn_stale): c is closed, and so are its node's other
+ * idle connections, most likely closed by the server too. slow: within
+ * lock_deadline_ms (kc__pool_get_slow). NULL with why and *st. */
+kc__rconn *kc__pool_renew(kc__remote *r, kc__rconn *c, unsigned slot, bool slow, char *why, size_t wl,
+                          kc_status *st);
 /* Whether c's last command failed on a pooled connection that the server
  * had closed (an end or reset, not a timeout): the command never ran, and
  * may go again on a new connection. */

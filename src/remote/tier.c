@@ -429,10 +429,7 @@ bool kc__remote_fetch(kc__remote *r, const uint8_t key[16], kc__remote_accept_fn
      * proxy, a restart): the first read never ran. Once more on a new
      * connection, within the lookup's deadline; the other idle ones most
      * likely went the same way. */
-    int node = c->node;
-    kc__pool_put(r, c);
-    kc__pool_drop_idle(r, node);
-    c = kc__pool_get(r, slot, why, sizeof why, &st);
+    c = kc__pool_renew(r, c, slot, false, why, sizeof why, &st);
     if (c) outcome = fetch_on(r, c, &l, why, sizeof why);
   }
   if (c && outcome == GOT_FAIL && c->timed_out && !l.read && !*lock &&
@@ -546,32 +543,26 @@ static void run_job(void *ud, kc__job *job) {
     return; /* a lock we held expires by itself */
   }
   kc__rconn *c = kc__pool_get_slow(r, slot, why, sizeof why, &st);
-  bool failed = !c;
+  bool failed = !c, renewed = false;
   for (int hop = 0; c; hop++) {
     /* the upload and the release are single flight's: other machines wait
      * for them (and no launch does) */
     c->timeout_ns = (uint64_t)r->cfg.lock_deadline_ms * 1000000u;
     failed = !upload_on(r, c, j, name, why, sizeof why);
     c->timeout_ns = (uint64_t)r->cfg.timeout_ms * 1000000u;
+    if (failed && !renewed && kc__rconn_stale(c)) {
+      /* the server had closed the pooled connection (its idle timeout, a
+       * restart): the SET never ran, and the lock we hold would stay until
+       * it expires, with other machines waiting on it. Once more, on a new
+       * connection (the SET and the release both may run twice) */
+      renewed = true;
+      c = kc__pool_renew(r, c, slot, true, why, sizeof why, &st);
+      failed = !c;
+      continue;
+    }
     if (!failed || !c->redirect[0] || hop == 2) break;
     c = kc__pool_redirect(r, c, slot, why, sizeof why); /* a cluster's slot that moved */
     failed = !c;
-  }
-  if (failed && c && kc__rconn_stale(c)) {
-    /* the server had closed the pooled connection (its idle timeout, a
-     * restart): the SET never ran, and the lock we hold would stay until
-     * it expires, with other machines waiting on it. Once more, on a new
-     * connection (the SET and the release both may run twice) */
-    int node = c->node;
-    kc__pool_put(r, c);
-    kc__pool_drop_idle(r, node);
-    c = kc__pool_get_slow(r, slot, why, sizeof why, &st);
-    failed = !c;
-    if (c) {
-      c->timeout_ns = (uint64_t)r->cfg.lock_deadline_ms * 1000000u;
-      failed = !upload_on(r, c, j, name, why, sizeof why);
-      c->timeout_ns = (uint64_t)r->cfg.timeout_ms * 1000000u;
-    }
   }
   if (failed) {
     kc__pool_failed(r);
