@@ -347,11 +347,23 @@ fail:
 
 /* The eviction a write called for, counted in the runtime's statistics:
  * KC_EBUSY, another thread or process is evicting and does the work;
- * KC_ENOMEM, what it had decided was still removed, and is counted. */
+ * KC_ENOMEM, what it had decided was still removed, and is counted.
+ * "Does the work": a writer adds its bytes to the counters before it tries
+ * the eviction lock, so once the lock is given back the counters hold
+ * every write that found it taken; the evictor reads them then, and goes
+ * again while the store is still past its bound (those writes came after
+ * its target was computed). A writer that comes after that read finds the
+ * lock free and evicts for itself. A few rounds at most. */
 static void evict_counted(kc__cache *c, uint64_t target) {
-  kc__gc_result r = {0};
-  (void)kc__store_evict(c->mem, c->vdir, target, KC__EVICT_BATCH, &r);
-  kc__fetch_add_relaxed(&c->n.evictions, r.evicted);
+  for (int round = 0; round < 4; round++) {
+    kc__gc_result r = {0};
+    kc_status st = kc__store_evict(c->mem, c->vdir, target, KC__EVICT_BATCH, &r);
+    kc__fetch_add_relaxed(&c->n.evictions, r.evicted);
+    if (st || !r.evicted) return;
+    kc__store_counters k;
+    kc__store_counters_read(c->vdir, &k);
+    if (!k.sized || k.bytes <= c->max_size) return;
+  }
 }
 
 /* write_entry, then the eviction it calls for. */
